@@ -1,0 +1,42 @@
+/* limits.h - every limit and timeout of the relay, with its default.
+ *
+ * Each one is a config key (conf/wtproxy.conf documents them all, with the
+ * same defaults) and a `wtproxy serve` flag. Sizes are bytes, durations are
+ * milliseconds. Keep this file, conf/wtproxy.conf and proxy/config.c's key
+ * table in step. */
+#ifndef WTP_LIMITS_H
+#define WTP_LIMITS_H
+
+#define WTP_DEFAULT_FRONT_PORT 8000
+
+/* Request head: whole head (request line + headers + blank line), number of
+ * header lines, and the request line alone. */
+#define WTP_MAX_HEAD_SIZE (64 * 1024)      /* over it: 431 */
+#define WTP_MAX_HEADER_COUNT 100           /* over it: 431 */
+#define WTP_MAX_REQUEST_LINE (8 * 1024)    /* over it: 414 */
+#define WTP_MAX_RESPONSE_HEAD (64 * 1024)  /* backend head over it: 502 */
+
+/* Timeouts. */
+#define WTP_HEAD_TIMEOUT_MS 10000       /* first byte to end of head: 408 */
+#define WTP_KEEPALIVE_TIMEOUT_MS 75000  /* idle client connection: closed */
+#define WTP_CONNECT_TIMEOUT_MS 5000     /* backend connect: 502 */
+#define WTP_RESPONSE_TIMEOUT_MS 120000  /* request sent to response head: 504 */
+#define WTP_BODY_TIMEOUT_MS 60000       /* no body byte either way: closed */
+#define WTP_SHUTDOWN_TIMEOUT_MS 10000   /* SIGTERM: in-flight requests get this long */
+
+/* Buffering: each direction of a connection stops reading once this much
+ * waits to be written to its peer, so one connection holds at most about
+ * 2 * WTP_BUFFER_SIZE + WTP_MAX_HEAD_SIZE whatever the body size. */
+#define WTP_BUFFER_SIZE (256 * 1024)
+
+/* Backend keep-alive pool: idle connections kept per backend, and how long. */
+#define WTP_POOL_SIZE 64
+#define WTP_POOL_IDLE_MS 30000
+
+/* Client connections served at once; further accepts wait. */
+#define WTP_MAX_CONNECTIONS 8192
+
+/* Most front ports (listen lines) one daemon serves. */
+#define WTP_MAX_LISTEN 16
+
+#endif

@@ -1,0 +1,108 @@
+// wtproxy.mjs - start the real daemon and real loopback peers for a test.
+//
+// Every test starts its own daemon on a port the kernel picks
+// (--listen 127.0.0.1:0) and reads the port back from the daemon's
+// "listening on" line, so tests never collide and never guess ports.
+// Everything started here is stopped by pid in the test's cleanup.
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const repoRoot = path.resolve(here, '../../..');
+export const wtproxyBin = process.env.WTPROXY_BIN ||
+  path.join(repoRoot, 'build-asan/proxy/wtproxy');
+
+// Start `wtproxy serve ARGS...` (default: --listen 127.0.0.1:0). Resolves
+// once every listener is up, with { port, ports, proc, stderr(), stop() }.
+// `t` is the node:test context; its after() hook stops the daemon.
+export async function startProxy(t, args = [], opts = {}) {
+  const listen = args.includes('--listen') ? [] : ['--listen', '127.0.0.1:0'];
+  const proc = spawn(wtproxyBin, ['serve', ...listen, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...(opts.env || {}) },
+  });
+  let err = '';
+  proc.stderr.on('data', (d) => { err += d; });
+  proc.stdout.on('data', (d) => { err += d; });
+  const exited = new Promise((res) => proc.on('exit', (code, sig) => res({ code, sig })));
+  const want = opts.listeners || 1;
+  const ports = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`wtproxy did not listen in 10 s:\n${err}`)), 10000);
+    const check = () => {
+      const found = [...err.matchAll(/listening on (\S+):(\d+)/g)].map((m) => Number(m[2]));
+      if (found.length >= want) { clearTimeout(timer); resolve(found); }
+    };
+    proc.stderr.on('data', check);
+    exited.then(({ code, sig }) => { clearTimeout(timer); reject(new Error(`wtproxy exited (${code ?? sig}) before listening:\n${err}`)); });
+  });
+  const handle = {
+    port: ports[0], ports, proc, exited,
+    stderr: () => err,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+  if (t) t.after(() => handle.stop('SIGKILL'));
+  return handle;
+}
+
+// A scripted raw-socket backend: `onConn(socket, info)` is called for every
+// accepted connection; `info.received` accumulates every byte the backend
+// got, on all connections, so a test can assert what reached it.
+export async function rawBackend(t, onConn) {
+  const info = { received: '', connections: 0 };
+  const sockets = new Set();
+  const server = net.createServer((s) => {
+    info.connections++;
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('data', (d) => { info.received += d.toString('latin1'); });
+    s.on('error', () => {});
+    onConn(s, info);
+  });
+  await new Promise((res) => server.listen(0, '127.0.0.1', res));
+  info.port = server.address().port;
+  info.close = () => new Promise((res) => { for (const s of sockets) s.destroy(); server.close(() => res()); });
+  if (t) t.after(info.close);
+  return info;
+}
+
+// Send raw bytes to 127.0.0.1:port and collect everything until the peer
+// closes or `ms` pass without the connection closing. Resolves with
+// { data (latin1 string), closed (bool) }.
+export function rawRequest(port, bytes, ms = 3000, host = '127.0.0.1') {
+  return new Promise((resolve) => {
+    const s = net.connect(port, host);
+    let data = '';
+    let done = false;
+    const finish = (closed) => { if (done) return; done = true; clearTimeout(timer); s.destroy(); resolve({ data, closed }); };
+    const timer = setTimeout(() => finish(false), ms);
+    s.on('connect', () => s.write(typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes));
+    s.on('data', (d) => { data += d.toString('latin1'); });
+    s.on('end', () => finish(true));
+    s.on('close', () => finish(true));
+    s.on('error', () => finish(true));
+  });
+}
+
+// The first status code of a raw response, or 0.
+export function statusOf(raw) {
+  const m = /^HTTP\/1\.[01] (\d{3})/.exec(raw);
+  return m ? Number(m[1]) : 0;
+}
+
+// Peak and current resident memory of a pid, in KiB, from /proc.
+export function memoryKiB(pid) {
+  const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const get = (k) => Number((new RegExp(`${k}:\\s+(\\d+)`).exec(s) || [0, 0])[1]);
+  return { rss: get('VmRSS'), hwm: get('VmHWM') };
+}
+
+// Number of open fds of a pid.
+export function fdCount(pid) {
+  return fs.readdirSync(`/proc/${pid}/fd`).length;
+}
