@@ -1,4 +1,4 @@
-/* config.h - the daemon's settings: defaults (limits.h), then the config
+/* config.h - the daemon's settings: defaults (proxy_limits.h), then the config
  * file, then command-line flags, in that order. SIGHUP redoes all three. */
 #ifndef WTP_CONFIG_H
 #define WTP_CONFIG_H
@@ -6,7 +6,7 @@
 #include <limits.h>
 #include <stddef.h>
 
-#include "limits.h"
+#include "proxy_limits.h"
 
 struct proxy_listen {
     char host[64]; /* "" = both 127.0.0.1 and ::1; else an address literal */
@@ -35,7 +35,7 @@ struct proxy_config {
     unsigned max_connections;
 };
 
-/* Fill every field with its default from limits.h; one listener on
+/* Fill every field with its default from proxy_limits.h; one listener on
  * WTP_DEFAULT_FRONT_PORT (both loopbacks), no backend, no file. */
 void proxy_config_defaults(struct proxy_config *c);
 

@@ -1,4 +1,4 @@
-/* limits.h - every limit and timeout of the relay, with its default.
+/* proxy_limits.h - every limit and timeout of the relay, with its default.
  *
  * Each one is a config key (conf/wtproxy.conf documents them all, with the
  * same defaults) and a `wtproxy serve` flag. Sizes are bytes, durations are
@@ -23,6 +23,11 @@
 #define WTP_RESPONSE_TIMEOUT_MS 120000  /* request sent to response head: 504 */
 #define WTP_BODY_TIMEOUT_MS 60000       /* no body byte either way: closed */
 #define WTP_SHUTDOWN_TIMEOUT_MS 10000   /* SIGTERM: in-flight requests get this long */
+
+/* After wtproxy answers and closes, it reads and discards what the client
+ * still sends for this long, so the kernel does not reset the connection
+ * before the client has read the answer (a fixed constant, not a key). */
+#define WTP_LINGER_MS 2000
 
 /* Buffering: each direction of a connection stops reading once this much
  * waits to be written to its peer, so one connection holds at most about

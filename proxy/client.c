@@ -1,0 +1,512 @@
+/* client.c - the client side of a connection, and the connection's life:
+ * accept, read and check each request head, stream the request body,
+ * answer refusals, keep alive or close. The backend side is upstream.c. */
+#include "client.h"
+
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "http_head.h"
+
+static void client_read_cb(struct bufferevent *bev, void *arg);
+static void client_write_cb(struct bufferevent *bev, void *arg);
+static void client_event_cb(struct bufferevent *bev, short what, void *arg);
+static void timer_cb(evutil_socket_t fd, short what, void *arg);
+static int req_headers_complete(struct http_msg *m);
+static int req_body(struct http_msg *m, const char *at, size_t n);
+static int req_message_complete(struct http_msg *m);
+
+static const struct http_msg_hooks req_hooks = {req_headers_complete, req_body,
+                                                req_message_complete};
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+void conn_set_client_callbacks(struct proxy_client *c)
+{
+    bufferevent_setcb(c->bev, client_read_cb, client_write_cb, client_event_cb, c);
+}
+
+void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evutil_socket_t fd,
+                         const struct sockaddr *peer)
+{
+    struct proxy_client *c = calloc(1, sizeof *c);
+    if (c) {
+        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        c->timer = evtimer_new(s->base, timer_cb, c);
+        c->req_head = evbuffer_new();
+    }
+    if (!c || !c->bev || !c->timer || !c->req_head) {
+        proxy_log("out of memory: dropped a connection");
+        if (c && c->bev)
+            bufferevent_free(c->bev);
+        else
+            close(fd);
+        if (c && c->timer)
+            event_free(c->timer);
+        if (c && c->req_head)
+            evbuffer_free(c->req_head);
+        free(c);
+        return;
+    }
+    c->srv = s;
+    c->listener = l;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (peer->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, c->ip, sizeof c->ip);
+    else
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, c->ip, sizeof c->ip);
+    conn_set_client_callbacks(c);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, max_size(s->cfg.max_head_size + 1, 16384));
+    bufferevent_setwatermark(c->bev, EV_WRITE, s->cfg.buffer_size / 2, 0);
+    bufferevent_enable(c->bev, EV_READ);
+    c->state = CS_IDLE;
+    /* A new connection is there to send a request: it gets head_timeout. */
+    conn_arm_timer(c, s->cfg.head_timeout_ms);
+    TAILQ_INSERT_TAIL(&s->clients, c, link);
+    s->nclients++;
+}
+
+void conn_arm_timer(struct proxy_client *c, unsigned ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(c->timer, &tv);
+}
+
+void conn_close(struct proxy_client *c)
+{
+    upstream_release(c, 0);
+    bufferevent_free(c->bev);
+    event_free(c->timer);
+    evbuffer_free(c->req_head);
+    reg_backend_unref(c->backend);
+    proxy_server_client_gone(c->srv, c);
+    free(c);
+}
+
+/* Half-close our side once everything is written, then read and discard
+ * until the client closes or WTP_LINGER_MS pass: closing with unread input
+ * would make the kernel send a reset that can destroy our last answer. */
+static void linger(struct proxy_client *c)
+{
+    c->lingering = 1;
+    shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+    evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
+    bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+    bufferevent_enable(c->bev, EV_READ);
+    conn_arm_timer(c, WTP_LINGER_MS);
+}
+
+void conn_close_after_flush(struct proxy_client *c)
+{
+    upstream_release(c, 0);
+    c->state = CS_CLOSING;
+    bufferevent_disable(c->bev, EV_READ);
+    bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    if (c->client_eof) {
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+            conn_close(c);
+            return;
+        }
+    } else if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+        linger(c);
+        return;
+    }
+    /* A client that does not read its last answer gets body_timeout. */
+    conn_arm_timer(c, c->srv->cfg.body_timeout_ms);
+}
+
+static int gateway_error(enum proxy_error e)
+{
+    return e == PE_NO_BACKEND || e == PE_BACKEND_UNREACHABLE || e == PE_BACKEND_TIMEOUT ||
+           e == PE_BACKEND_BAD_RESPONSE;
+}
+
+void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
+{
+    proxy_log("%d %s: %s from %s%s%s", error_page_status(e), error_page_reason(e),
+              c->path[0] ? c->path : "request", c->ip, detail ? ": " : "", detail ? detail : "");
+    if (c->resp_started) {
+        /* Part of a response went out: an error page now would be taken
+         * for its rest. Closing short is the only honest signal left. */
+        conn_close(c);
+        return;
+    }
+    upstream_release(c, 0);
+    int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
+               !c->srv->stopping && !c->client_eof;
+    error_page_write(bufferevent_get_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
+                     !keep);
+    c->resp_started = 1;
+    if (keep)
+        conn_next_request(c);
+    else
+        conn_close_after_flush(c);
+}
+
+long conn_scan_head(struct head_scan *s, struct evbuffer *in, const struct head_scan_limits *lim)
+{
+    size_t len = evbuffer_get_length(in);
+    long r = 0;
+    while (r == 0 && s->total < len) {
+        struct evbuffer_ptr pos;
+        struct evbuffer_iovec v;
+        if (evbuffer_ptr_set(in, &pos, s->total, EVBUFFER_PTR_SET) < 0 ||
+            evbuffer_peek(in, -1, &pos, &v, 1) < 1)
+            break;
+        r = head_scan_feed(s, v.iov_base, v.iov_len, lim);
+    }
+    return r;
+}
+
+static enum proxy_error scan_error(long r)
+{
+    switch (r) {
+    case HS_START_LINE_LONG: return PE_REQUEST_LINE_TOO_LONG;
+    case HS_HEAD_LARGE: return PE_HEAD_TOO_LARGE;
+    case HS_TOO_MANY_FIELDS: return PE_TOO_MANY_HEADERS;
+    default: return PE_BAD_REQUEST;
+    }
+}
+
+static void reset_request(struct proxy_client *c)
+{
+    c->keepalive = c->http10 = c->is_head = c->upgrade = c->req_chunked = 0;
+    c->req_done = c->req_bodyless = c->from_pool = c->retried = 0;
+    c->resp_bytes = c->resp_interim = c->resp_tunnel = c->resp_started = 0;
+    c->resp_copy = c->resp_chunked = c->resp_done = c->up_keepalive = 0;
+    c->close_after = 0;
+    c->error_set = 0;
+    c->accept[0] = c->path[0] = '\0';
+    evbuffer_drain(c->req_head, evbuffer_get_length(c->req_head));
+}
+
+/* The head is the first `len` bytes of the client's input: parse it (the
+ * hooks check and rewrite it), then hand the request to a backend. */
+static void parse_request_head(struct proxy_client *c, size_t len)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    char *head = (char *)evbuffer_pullup(in, (ssize_t)len);
+    llhttp_errno_t err;
+    reset_request(c);
+    http_msg_init(&c->req, HTTP_REQUEST, &req_hooks, c);
+    http_msg_feed(&c->req, head, len, &err);
+    if (err != HPE_OK && err != HPE_PAUSED && err != HPE_PAUSED_UPGRADE) {
+        if (c->error_set)
+            conn_fail(c, c->error, c->detail);
+        else
+            conn_fail(c, PE_BAD_REQUEST, llhttp_get_error_reason(&c->req.parser));
+        return;
+    }
+    evbuffer_drain(in, len);
+    c->req_bodyless = c->req_done;
+    c->backend = reg_backend_ref(c->srv->backend);
+    if (!c->backend) {
+        conn_fail(c, PE_NO_BACKEND, NULL);
+        return;
+    }
+    upstream_start(c);
+}
+
+static void read_request_head(struct proxy_client *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    const struct proxy_config *cfg = &c->srv->cfg;
+    if (evbuffer_get_length(in) == 0)
+        return;
+    if (c->state == CS_IDLE) {
+        c->state = CS_HEAD;
+        head_scan_init(&c->scan);
+        conn_arm_timer(c, cfg->head_timeout_ms);
+    }
+    struct head_scan_limits lim = {cfg->max_request_line, cfg->max_head_size,
+                                   cfg->max_header_count};
+    long r = conn_scan_head(&c->scan, in, &lim);
+    if (r < 0)
+        conn_fail(c, scan_error(r), c->scan.error);
+    else if (r > 0)
+        parse_request_head(c, (size_t)r);
+    else if (c->client_eof)
+        conn_close(c);
+}
+
+void conn_next_request(struct proxy_client *c)
+{
+    reg_backend_unref(c->backend);
+    c->backend = NULL;
+    if (c->close_after || !c->keepalive || c->stopping || c->srv->stopping) {
+        conn_close_after_flush(c);
+        return;
+    }
+    c->state = CS_IDLE;
+    c->client_paused = 0;
+    conn_arm_timer(c, c->srv->cfg.keepalive_timeout_ms);
+    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
+        /* Pipelined bytes wait: deferred, so a long pipeline of refusals
+         * does not recurse. */
+        bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+    } else if (c->client_eof) {
+        conn_close_after_flush(c);
+        return;
+    }
+    if (!c->client_eof)
+        bufferevent_enable(c->bev, EV_READ);
+}
+
+void conn_request_done(struct proxy_client *c)
+{
+    c->req_done_ms = proxy_now_ms(c->srv);
+    if (!c->resp_started)
+        conn_arm_timer(c, c->srv->cfg.response_timeout_ms);
+}
+
+void conn_feed_request_body(struct proxy_client *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer *out = bufferevent_get_output(c->up);
+    int was_done = c->req_done;
+    while (!c->req_done && evbuffer_get_length(in) > 0) {
+        if (evbuffer_get_length(out) >= c->srv->cfg.buffer_size) {
+            c->client_paused = 1;
+            bufferevent_disable(c->bev, EV_READ);
+            return;
+        }
+        struct evbuffer_iovec v;
+        llhttp_errno_t err;
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+            break;
+        size_t used = http_msg_feed(&c->req, v.iov_base, v.iov_len, &err);
+        if (c->req_chunked)
+            evbuffer_drain(in, used);
+        else
+            evbuffer_remove_buffer(in, out, used);
+        c->last_ms = proxy_now_ms(c->srv);
+        if (err != HPE_OK && err != HPE_PAUSED && err != HPE_PAUSED_UPGRADE) {
+            conn_fail(c, PE_BAD_REQUEST, llhttp_get_error_reason(&c->req.parser));
+            return;
+        }
+    }
+    if (c->req_done && !was_done)
+        conn_request_done(c);
+}
+
+/* Request checks llhttp does not make (RFC 9112 §3.2, §6.1). */
+static int refuse(struct proxy_client *c, enum proxy_error e, const char *detail)
+{
+    c->error_set = 1;
+    c->error = e;
+    snprintf(c->detail, sizeof c->detail, "%s", detail);
+    return -1;
+}
+
+static int host_ok(const struct http_field *h)
+{
+    for (uint32_t i = 0; i < h->vlen; i++) {
+        unsigned char ch = (unsigned char)h->value[i];
+        if (ch <= ' ' || ch >= 0x7f || strchr(",/\\@?#\"<>{}|^`", ch))
+            return 0;
+    }
+    return 1;
+}
+
+static int check_request(struct proxy_client *c, struct http_msg *m)
+{
+    llhttp_t *p = &m->parser;
+    int nhost, nte;
+    if (p->http_major != 1 || p->http_minor > 1)
+        return refuse(c, PE_BAD_REQUEST, "only HTTP/1.0 and HTTP/1.1 are served");
+    if (p->method == HTTP_CONNECT)
+        return refuse(c, PE_UNSUPPORTED_METHOD, "CONNECT");
+    const struct http_field *host = http_msg_field(m, "host", &nhost);
+    if (nhost > 1)
+        return refuse(c, PE_BAD_REQUEST, "the request has two Host headers");
+    if (!host && p->http_minor == 1)
+        return refuse(c, PE_BAD_REQUEST, "an HTTP/1.1 request without a Host header");
+    if (host && !host_ok(host))
+        return refuse(c, PE_BAD_REQUEST, "the Host header is not a host[:port]");
+    const struct http_field *te = http_msg_field(m, "transfer-encoding", &nte);
+    if (nte && p->http_minor == 0)
+        return refuse(c, PE_BAD_REQUEST, "Transfer-Encoding on an HTTP/1.0 request");
+    if (nte > 1)
+        return refuse(c, PE_BAD_REQUEST, "the request has two Transfer-Encoding headers");
+    if (te && !(te->vlen == 7 && strncasecmp(te->value, "chunked", 7) == 0)) {
+        char d[160];
+        snprintf(d, sizeof d, "Transfer-Encoding: %.*s", (int)(te->vlen < 100 ? te->vlen : 100),
+                 te->value);
+        return refuse(c, PE_UNSUPPORTED_TE, d);
+    }
+    return 0;
+}
+
+static void note_request(struct proxy_client *c, struct http_msg *m)
+{
+    const struct http_field *accept = http_msg_field(m, "accept", NULL);
+    if (accept)
+        snprintf(c->accept, sizeof c->accept, "%.*s", (int)accept->vlen, accept->value);
+    size_t plen = strcspn(m->url, "? ");
+    if (plen > m->url_len)
+        plen = m->url_len;
+    snprintf(c->path, sizeof c->path, "%s %.*s", llhttp_method_name(m->parser.method),
+             (int)(plen < 96 ? plen : 96), m->url);
+}
+
+static int req_headers_complete(struct http_msg *m)
+{
+    struct proxy_client *c = m->owner;
+    llhttp_t *p = &m->parser;
+    note_request(c, m);
+    if (check_request(c, m) < 0)
+        return -1;
+    const struct http_field *conn = http_msg_field(m, "connection", NULL);
+    c->http10 = p->http_minor == 0;
+    c->keepalive = llhttp_should_keep_alive(p) && !c->http10;
+    c->is_head = p->method == HTTP_HEAD;
+    c->req_chunked = (p->flags & F_CHUNKED) != 0;
+    c->upgrade = http_msg_field(m, "upgrade", NULL) && conn &&
+                 http_list_has(conn->value, conn->vlen, "upgrade");
+    struct http_forward fw = {c->ip, c->listener->name, c->req_chunked, c->upgrade};
+    http_head_write_request(c->req_head, m, &fw);
+    return 0;
+}
+
+static int req_body(struct http_msg *m, const char *at, size_t n)
+{
+    struct proxy_client *c = m->owner;
+    if (c->req_chunked) {
+        struct evbuffer *out = bufferevent_get_output(c->up);
+        evbuffer_add_printf(out, "%zx\r\n", n);
+        evbuffer_add(out, at, n);
+        evbuffer_add(out, "\r\n", 2);
+    }
+    return 0;
+}
+
+static int req_message_complete(struct http_msg *m)
+{
+    struct proxy_client *c = m->owner;
+    c->req_done = 1;
+    if (c->req_chunked)
+        evbuffer_add(bufferevent_get_output(c->up), "0\r\n\r\n", 5);
+    return HPE_PAUSED;
+}
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct proxy_client *c = arg;
+    switch (c->state) {
+    case CS_IDLE:
+    case CS_HEAD:
+        read_request_head(c);
+        break;
+    case CS_FORWARD:
+        if (!c->req_done && !c->client_paused)
+            conn_feed_request_body(c);
+        break;
+    case CS_CLOSING:
+        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        break;
+    default:
+        break; /* CS_CONNECT: the body waits in the input buffer */
+    }
+}
+
+static void client_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct proxy_client *c = arg;
+    c->last_ms = proxy_now_ms(c->srv);
+    if (c->state == CS_CLOSING) {
+        if (!c->lingering && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+            if (c->client_eof)
+                conn_close(c);
+            else
+                linger(c);
+        }
+        return;
+    }
+    if (c->up_paused && c->up) {
+        c->up_paused = 0;
+        bufferevent_enable(c->up, EV_READ);
+        upstream_feed_response(c);
+    }
+}
+
+static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct proxy_client *c = arg;
+    (void)bev;
+    if (!(what & BEV_EVENT_EOF) || c->state == CS_IDLE || c->state == CS_HEAD ||
+        c->state == CS_CLOSING) {
+        conn_close(c);
+        return;
+    }
+    c->client_eof = 1;
+    /* A client that stops sending mid-request has given up on it; one that
+     * half-closes after a whole request still gets its answer. */
+    if (!c->req_done)
+        conn_close(c);
+}
+
+static void forward_timeout(struct proxy_client *c)
+{
+    const struct proxy_config *cfg = &c->srv->cfg;
+    unsigned long long now = proxy_now_ms(c->srv);
+    if (c->req_done && !c->resp_started) {
+        if (now - c->req_done_ms >= cfg->response_timeout_ms) {
+            char d[480];
+            snprintf(d, sizeof d, "no response head from %s within response_timeout (%u ms)",
+                     c->backend->name, cfg->response_timeout_ms);
+            conn_fail(c, PE_BACKEND_TIMEOUT, d);
+        } else {
+            conn_arm_timer(c, (unsigned)(cfg->response_timeout_ms - (now - c->req_done_ms)));
+        }
+        return;
+    }
+    if (now - c->last_ms >= cfg->body_timeout_ms) {
+        proxy_log("closed %s from %s: no body byte moved for body_timeout (%u ms)", c->path,
+                  c->ip, cfg->body_timeout_ms);
+        conn_close(c);
+        return;
+    }
+    conn_arm_timer(c, (unsigned)(cfg->body_timeout_ms - (now - c->last_ms)));
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_client *c = arg;
+    char d[480];
+    (void)fd;
+    (void)what;
+    switch (c->state) {
+    case CS_HEAD:
+        conn_fail(c, PE_HEAD_TIMEOUT, NULL);
+        break;
+    case CS_CONNECT:
+        snprintf(d, sizeof d, "connecting to %s took longer than connect_timeout (%u ms)",
+                 c->backend->name, c->srv->cfg.connect_timeout_ms);
+        conn_fail(c, PE_BACKEND_UNREACHABLE, d);
+        break;
+    case CS_FORWARD:
+        forward_timeout(c);
+        break;
+    case CS_TUNNEL:
+        break;
+    default: /* CS_IDLE: keep-alive over; CS_CLOSING: done lingering */
+        conn_close(c);
+    }
+}
+
+void proxy_client_shutdown(struct proxy_client *c)
+{
+    c->stopping = 1;
+    if (c->state == CS_IDLE)
+        conn_close(c);
+}
+
+void proxy_client_abort(struct proxy_client *c) { conn_close(c); }

@@ -1,0 +1,94 @@
+/* conn.h - the state of one client connection, shared by client.c (the
+ * client side and the connection's life), upstream.c (the backend side)
+ * and tunnel.c (after a 101). Internal to proxy/. */
+#ifndef WTP_CONN_H
+#define WTP_CONN_H
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <sys/queue.h>
+
+#include "error_page.h"
+#include "head_scan.h"
+#include "http_msg.h"
+#include "server.h"
+
+enum conn_state {
+    CS_IDLE,    /* between requests: keepalive_timeout */
+    CS_HEAD,    /* reading a request head: head_timeout from its first byte */
+    CS_CONNECT, /* head parsed, connecting to the backend: connect_timeout */
+    CS_FORWARD, /* relaying body and response: response_timeout, body_timeout */
+    CS_TUNNEL,  /* after a 101: bytes both ways */
+    CS_CLOSING, /* flushing what is left, then a lingering close */
+};
+
+struct proxy_client {
+    struct proxy_server *srv;
+    struct proxy_listener *listener;
+    struct bufferevent *bev;    /* the client's socket */
+    struct bufferevent *up;     /* the backend's socket, NULL when none */
+    struct reg_backend *backend; /* the current request's backend */
+    struct http_msg req, resp;
+    struct head_scan scan;      /* the head being read: request or response */
+    struct evbuffer *req_head;  /* rewritten request head, kept until a response starts */
+    struct event *timer;
+    enum conn_state state;
+    unsigned long long last_ms; /* last byte moved, for body_timeout */
+    unsigned long long req_done_ms;
+    char ip[INET6_ADDRSTRLEN];
+    char accept[128];           /* the request's Accept, for error pages */
+    char path[128];             /* method and path without query, for the log */
+
+    unsigned keepalive : 1;     /* the client wants the connection kept */
+    unsigned http10 : 1;        /* the request was HTTP/1.0 */
+    unsigned is_head : 1;
+    unsigned upgrade : 1;       /* the request asks for an upgrade */
+    unsigned req_chunked : 1;
+    unsigned req_done : 1;      /* the whole request body was read */
+    unsigned req_bodyless : 1;  /* done with its head: safe to send twice */
+    unsigned client_paused : 1; /* client reads stopped for backpressure */
+    unsigned client_eof : 1;
+    unsigned up_paused : 1;     /* backend reads stopped for backpressure */
+    unsigned from_pool : 1;     /* up came from the pool: may be stale */
+    unsigned retried : 1;
+    unsigned resp_bytes : 1;    /* the backend sent any byte of a response */
+    unsigned resp_interim : 1;  /* the head just parsed was a 1xx */
+    unsigned resp_tunnel : 1;   /* the head just parsed was a 101 */
+    unsigned resp_started : 1;  /* a final head went to the client */
+    unsigned resp_copy : 1;     /* body bytes are copied (re-chunked), not moved */
+    unsigned resp_chunked : 1;  /* the client gets chunked framing */
+    unsigned resp_done : 1;
+    unsigned up_keepalive : 1;  /* the backend keeps its connection */
+    unsigned lingering : 1;     /* our side shut down, draining the client */
+    unsigned close_after : 1;   /* close once this response is sent */
+    unsigned stopping : 1;      /* server shutdown: no further request */
+    int error_set;              /* a hook recorded a refusal: */
+    enum proxy_error error;
+    char detail[256];
+
+    TAILQ_ENTRY(proxy_client) link;
+};
+
+/* client.c */
+long conn_scan_head(struct head_scan *s, struct evbuffer *in, const struct head_scan_limits *lim);
+void conn_set_client_callbacks(struct proxy_client *c);
+void conn_close(struct proxy_client *c);
+void conn_close_after_flush(struct proxy_client *c);
+void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail);
+void conn_arm_timer(struct proxy_client *c, unsigned ms);
+void conn_request_done(struct proxy_client *c);
+void conn_feed_request_body(struct proxy_client *c);
+void conn_next_request(struct proxy_client *c);
+
+/* upstream.c */
+void upstream_start(struct proxy_client *c);
+void upstream_feed_response(struct proxy_client *c);
+void upstream_release(struct proxy_client *c, int reusable);
+void upstream_init_response(struct proxy_client *c);
+
+/* tunnel.c */
+void tunnel_start(struct proxy_client *c);
+
+#endif

@@ -1,0 +1,149 @@
+/* error_page.c - see error_page.h. */
+#include "error_page.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct error_kind {
+    int status;
+    const char *title;  /* status text */
+    const char *reason; /* X-Wtproxy-Error */
+    const char *message;
+    const char *fix;
+};
+
+static const struct error_kind kinds[] = {
+    [PE_BAD_REQUEST] = {400, "Bad Request", "bad-request",
+        "wtproxy refused a malformed HTTP request; nothing of it reached a backend.",
+        "Send a well-formed HTTP/1.1 request (CRLF line ends, one Host, one framing header)."},
+    [PE_REQUEST_LINE_TOO_LONG] = {414, "URI Too Long", "request-line-too-long",
+        "The request line is longer than wtproxy's max_request_line.",
+        "Shorten the URL, or raise max_request_line in the wtproxy config and send SIGHUP."},
+    [PE_HEAD_TOO_LARGE] = {431, "Request Header Fields Too Large", "head-too-large",
+        "The request head is larger than wtproxy's max_head_size.",
+        "Send fewer or smaller headers (often: too many cookies), or raise max_head_size."},
+    [PE_TOO_MANY_HEADERS] = {431, "Request Header Fields Too Large", "too-many-headers",
+        "The request has more header lines than wtproxy's max_header_count.",
+        "Send fewer headers, or raise max_header_count in the wtproxy config."},
+    [PE_HEAD_TIMEOUT] = {408, "Request Timeout", "head-timeout",
+        "The request head did not arrive within wtproxy's head_timeout.",
+        "Send the whole request head at once; raise head_timeout for a slow client."},
+    [PE_UNSUPPORTED_TE] = {501, "Not Implemented", "unsupported-transfer-coding",
+        "The request uses a Transfer-Encoding other than chunked.",
+        "Send the body with Content-Length or Transfer-Encoding: chunked."},
+    [PE_UNSUPPORTED_METHOD] = {501, "Not Implemented", "unsupported-method",
+        "wtproxy is a reverse proxy for dev servers and does not tunnel CONNECT.",
+        "Send the request to wtproxy directly, without CONNECT."},
+    [PE_NO_BACKEND] = {503, "Service Unavailable", "no-backend",
+        "No dev server is configured for this request.",
+        "Start wtproxy with your dev server's address: wtproxy serve --backend 127.0.0.1:PORT"},
+    [PE_BACKEND_UNREACHABLE] = {502, "Bad Gateway", "backend-unreachable",
+        "wtproxy could not connect to the dev server.",
+        "Check that the dev server is running and listening on the address wtproxy uses."},
+    [PE_BACKEND_BAD_RESPONSE] = {502, "Bad Gateway", "backend-bad-response",
+        "The dev server sent a malformed response, or closed before its response head.",
+        "Look at the dev server's log for a crash or an error at this request."},
+    [PE_BACKEND_TIMEOUT] = {504, "Gateway Timeout", "backend-timeout",
+        "The dev server accepted the request but sent no response head in time.",
+        "Look for a request stuck in the dev server, or raise response_timeout."},
+};
+
+int error_page_status(enum proxy_error e) { return kinds[e].status; }
+const char *error_page_reason(enum proxy_error e) { return kinds[e].reason; }
+
+enum format { FMT_TEXT, FMT_HTML, FMT_JSON };
+
+/* The first of HTML or JSON that Accept names wins; q-values are not
+ * weighed: a browser lists text/html first, an API client application/json. */
+static enum format format_for(const char *accept)
+{
+    if (!accept)
+        return FMT_TEXT;
+    const char *html = strstr(accept, "text/html");
+    const char *json = strstr(accept, "application/json");
+    if (html && (!json || html < json))
+        return FMT_HTML;
+    return json ? FMT_JSON : FMT_TEXT;
+}
+
+static void add_html_escaped(struct evbuffer *out, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': evbuffer_add(out, "&lt;", 4); break;
+        case '>': evbuffer_add(out, "&gt;", 4); break;
+        case '&': evbuffer_add(out, "&amp;", 5); break;
+        case '"': evbuffer_add(out, "&quot;", 6); break;
+        case '\'': evbuffer_add(out, "&#39;", 5); break;
+        default: evbuffer_add(out, s, 1);
+        }
+    }
+}
+
+static void body_html(struct evbuffer *b, const struct error_kind *k, const char *detail)
+{
+    evbuffer_add_printf(b, "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+                           "<title>%d %s - wtproxy</title></head>\n<body>\n"
+                           "<h1>%d %s</h1>\n<p>", k->status, k->title, k->status, k->title);
+    add_html_escaped(b, k->message);
+    if (detail) {
+        evbuffer_add_printf(b, "</p>\n<p><code>");
+        add_html_escaped(b, detail);
+        evbuffer_add_printf(b, "</code>");
+    }
+    evbuffer_add_printf(b, "</p>\n<p><strong>Fix:</strong> ");
+    add_html_escaped(b, k->fix);
+    evbuffer_add_printf(b, "</p>\n<p><small>X-Wtproxy-Error: %s</small></p>\n</body></html>\n",
+                        k->reason);
+}
+
+static void body_json(struct evbuffer *b, const struct error_kind *k, const char *detail)
+{
+    json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "error", k->reason, "status", k->status,
+                          "message", k->message, "fix", k->fix);
+    if (o && detail)
+        json_object_set_new(o, "detail", json_string(detail));
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (s) {
+        evbuffer_add_printf(b, "%s\n", s);
+        free(s);
+    } else {
+        evbuffer_add_printf(b, "{\"error\":\"%s\",\"status\":%d}\n", k->reason, k->status);
+    }
+    json_decref(o);
+}
+
+static void body_text(struct evbuffer *b, const struct error_kind *k, const char *detail)
+{
+    evbuffer_add_printf(b, "wtproxy: %d %s: %s\n", k->status, k->title, k->message);
+    if (detail)
+        evbuffer_add_printf(b, "  %s\n", detail);
+    evbuffer_add_printf(b, "Fix: %s\n", k->fix);
+}
+
+void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
+                      const char *detail, int close)
+{
+    static const char *const types[] = {"text/plain", "text/html", "application/json"};
+    const struct error_kind *k = &kinds[e];
+    enum format f = format_for(accept);
+    struct evbuffer *body = evbuffer_new();
+    if (!body)
+        return;
+    if (f == FMT_HTML)
+        body_html(body, k, detail);
+    else if (f == FMT_JSON)
+        body_json(body, k, detail);
+    else
+        body_text(body, k, detail);
+    evbuffer_add_printf(out,
+                        "HTTP/1.1 %d %s\r\nX-Wtproxy-Error: %s\r\n"
+                        "Content-Type: %s; charset=utf-8\r\nContent-Length: %zu\r\n"
+                        "Cache-Control: no-store\r\n%s\r\n",
+                        k->status, k->title, k->reason, types[f], evbuffer_get_length(body),
+                        close ? "Connection: close\r\n" : "");
+    evbuffer_add_buffer(out, body);
+    evbuffer_free(body);
+}

@@ -1,0 +1,35 @@
+/* error_page.h - the responses wtproxy writes itself.
+ *
+ * Each failure on the request path is one named reason with one status and
+ * one message; the body says what happened and the one thing to do, in the
+ * format the caller asked for (Accept: HTML, JSON, else plain text). */
+#ifndef WTP_ERROR_PAGE_H
+#define WTP_ERROR_PAGE_H
+
+#include <event2/buffer.h>
+
+enum proxy_error {
+    PE_BAD_REQUEST,
+    PE_REQUEST_LINE_TOO_LONG,
+    PE_HEAD_TOO_LARGE,
+    PE_TOO_MANY_HEADERS,
+    PE_HEAD_TIMEOUT,
+    PE_UNSUPPORTED_TE,
+    PE_UNSUPPORTED_METHOD,
+    PE_NO_BACKEND,
+    PE_BACKEND_UNREACHABLE,
+    PE_BACKEND_BAD_RESPONSE,
+    PE_BACKEND_TIMEOUT,
+};
+
+int error_page_status(enum proxy_error e);
+const char *error_page_reason(enum proxy_error e);
+
+/* Append a complete response for e to out. accept is the request's Accept
+ * value (NULL when unknown); detail is the specific cause (e.g. "connect to
+ * 127.0.0.1:8001: Connection refused"), NULL for none; close adds
+ * Connection: close. */
+void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
+                      const char *detail, int close);
+
+#endif

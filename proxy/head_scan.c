@@ -1,0 +1,92 @@
+/* head_scan.c - see head_scan.h for the grammar. */
+#include "head_scan.h"
+
+#include <string.h>
+
+void head_scan_init(struct head_scan *s)
+{
+    memset(s, 0, sizeof *s);
+    s->in_name = 1;
+}
+
+static long fail(struct head_scan *s, enum head_scan_error e, const char *why)
+{
+    s->error = why;
+    return e;
+}
+
+/* A line just ended (CRLF seen). Returns 1 if it was the blank line that
+ * ends the head, 0 to go on, or a negative head_scan_error. */
+static int end_line(struct head_scan *s, const struct head_scan_limits *lim)
+{
+    if (s->lines > 0 && s->line_len == 0)
+        return 1;
+    if (s->lines == 0 && s->line_len == 0)
+        return 0; /* RFC 9112 §2.2: empty lines before the start line are ignored */
+    if (s->lines > 0) {
+        if (s->in_name)
+            return (int)fail(s, HS_MALFORMED, "a header line has no colon");
+        if (++s->fields > lim->max_fields)
+            return (int)fail(s, HS_TOO_MANY_FIELDS, "too many header lines");
+    }
+    s->lines++;
+    s->line_len = 0;
+    s->in_name = 1;
+    s->name_space = 0;
+    return 0;
+}
+
+/* One byte of a field line's name part (before the colon). */
+static int name_byte(struct head_scan *s, char c)
+{
+    if (c == ':') {
+        if (s->line_len == 1)
+            return (int)fail(s, HS_MALFORMED, "a header has an empty name");
+        if (s->name_space)
+            return (int)fail(s, HS_MALFORMED, "whitespace before a header's colon");
+        s->in_name = 0;
+    } else if (c == ' ' || c == '\t') {
+        if (s->line_len == 1)
+            return (int)fail(s, HS_MALFORMED, "a line folded onto the previous header (obs-fold)");
+        s->name_space = 1;
+    }
+    return 0;
+}
+
+long head_scan_feed(struct head_scan *s, const char *p, size_t n,
+                    const struct head_scan_limits *lim)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (++s->total > lim->max_head)
+            return fail(s, HS_HEAD_LARGE, "the head is larger than the limit");
+        if (s->saw_cr) {
+            if (c != '\n')
+                return fail(s, HS_MALFORMED, "a CR not followed by LF");
+            s->saw_cr = 0;
+            int r = end_line(s, lim);
+            if (r < 0)
+                return r;
+            if (r == 1)
+                return (long)s->total;
+            continue;
+        }
+        if (c == '\r') {
+            s->saw_cr = 1;
+            continue;
+        }
+        if (c == '\n')
+            return fail(s, HS_MALFORMED, "a line ends in a bare LF, not CRLF");
+        if (c == '\0')
+            return fail(s, HS_MALFORMED, "a NUL byte in the head");
+        s->line_len++;
+        if (s->lines == 0 && s->line_len > lim->max_start_line)
+            return fail(s, HS_START_LINE_LONG, "the first line is longer than the limit");
+        if (s->lines > 0 && s->in_name) {
+            int r = name_byte(s, c);
+            if (r < 0)
+                return r;
+        }
+    }
+    return 0;
+}

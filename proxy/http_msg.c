@@ -1,0 +1,181 @@
+/* http_msg.c - llhttp glue: collect head spans, hand body and end to hooks. */
+#include "http_msg.h"
+
+#include <string.h>
+#include <strings.h>
+
+/* One scratch array for every head: the loop is single-threaded and a head
+ * is fully handled inside its headers_complete hook. */
+static struct http_field scratch[WTP_FIELDS_CAP];
+
+static struct http_msg *msg_of(llhttp_t *p) { return p->data; }
+
+static int on_message_begin(llhttp_t *p)
+{
+    struct http_msg *m = msg_of(p);
+    m->url = m->reason = NULL;
+    m->url_len = m->reason_len = 0;
+    m->fields = scratch;
+    m->nfields = 0;
+    scratch[0].name = NULL;
+    return 0;
+}
+
+/* Spans arrive whole because heads are fed in one contiguous buffer; the
+ * joins below keep us correct if llhttp ever splits one anyway. */
+static int join(const char **start, size_t *len, const char *at, size_t n)
+{
+    if (!*start)
+        *start = at;
+    else if (*start + *len != at)
+        return -1;
+    *len += n;
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n)
+{
+    return join(&msg_of(p)->url, &msg_of(p)->url_len, at, n);
+}
+
+static int on_status(llhttp_t *p, const char *at, size_t n)
+{
+    return join(&msg_of(p)->reason, &msg_of(p)->reason_len, at, n);
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n)
+{
+    struct http_msg *m = msg_of(p);
+    if (m->nfields >= WTP_FIELDS_CAP)
+        return -1;
+    struct http_field *f = &m->fields[m->nfields];
+    if (f->name == NULL) {
+        f->name = at;
+        f->nlen = 0;
+        f->value = NULL;
+        f->vlen = 0;
+    }
+    f->nlen += (uint32_t)n;
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+    struct http_msg *m = msg_of(p);
+    if (m->nfields >= WTP_FIELDS_CAP)
+        return -1;
+    struct http_field *f = &m->fields[m->nfields];
+    if (!f->value)
+        f->value = at;
+    f->vlen += (uint32_t)n;
+    return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    struct http_msg *m = msg_of(p);
+    if (m->nfields >= WTP_FIELDS_CAP)
+        return -1;
+    if (!m->fields[m->nfields].value)
+        m->fields[m->nfields].value = "";
+    m->nfields++;
+    if (m->nfields < WTP_FIELDS_CAP)
+        m->fields[m->nfields].name = NULL;
+    return 0;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    struct http_msg *m = msg_of(p);
+    return m->hooks->headers_complete(m);
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n)
+{
+    struct http_msg *m = msg_of(p);
+    return m->hooks->body(m, at, n);
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    struct http_msg *m = msg_of(p);
+    return m->hooks->message_complete(m);
+}
+
+static llhttp_settings_t settings;
+
+void http_msg_init(struct http_msg *m, llhttp_type_t type,
+                   const struct http_msg_hooks *hooks, void *owner)
+{
+    if (!settings.on_headers_complete) {
+        llhttp_settings_init(&settings);
+        settings.on_message_begin = on_message_begin;
+        settings.on_url = on_url;
+        settings.on_status = on_status;
+        settings.on_header_field = on_header_field;
+        settings.on_header_value = on_header_value;
+        settings.on_header_value_complete = on_header_value_complete;
+        settings.on_headers_complete = on_headers_complete;
+        settings.on_body = on_body;
+        settings.on_message_complete = on_message_complete;
+    }
+    llhttp_init(&m->parser, type, &settings);
+    m->parser.data = m;
+    m->hooks = hooks;
+    m->owner = owner;
+    m->fields = scratch;
+    m->nfields = 0;
+    scratch[0].name = NULL;
+}
+
+size_t http_msg_feed(struct http_msg *m, const char *p, size_t n, llhttp_errno_t *err)
+{
+    llhttp_errno_t e = llhttp_get_errno(&m->parser);
+    if (e == HPE_PAUSED)
+        llhttp_resume(&m->parser);
+    else if (e == HPE_PAUSED_UPGRADE)
+        llhttp_resume_after_upgrade(&m->parser);
+    e = llhttp_execute(&m->parser, p, n);
+    *err = e;
+    if (e == HPE_OK)
+        return n;
+    const char *pos = llhttp_get_error_pos(&m->parser);
+    return pos && pos >= p && pos <= p + n ? (size_t)(pos - p) : 0;
+}
+
+const struct http_field *http_msg_field(const struct http_msg *m, const char *name,
+                                        int *count)
+{
+    const struct http_field *found = NULL;
+    size_t len = strlen(name);
+    int c = 0;
+    for (size_t i = 0; i < m->nfields; i++) {
+        const struct http_field *f = &m->fields[i];
+        if (f->nlen == len && strncasecmp(f->name, name, len) == 0) {
+            found = f;
+            c++;
+        }
+    }
+    if (count)
+        *count = c;
+    return found;
+}
+
+int http_list_has(const char *v, size_t len, const char *token)
+{
+    size_t tlen = strlen(token);
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < len && v[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+            end--;
+        if (end - start == tlen && strncasecmp(v + start, token, tlen) == 0)
+            return 1;
+    }
+    return 0;
+}

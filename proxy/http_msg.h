@@ -1,0 +1,61 @@
+/* http_msg.h - one direction of an HTTP/1.x connection, parsed by llhttp.
+ *
+ * The head's fields are collected as spans into the caller's contiguous head
+ * buffer and are valid only inside the headers_complete hook: that hook does
+ * all the work that needs them (validate, rewrite, serialize). Body bytes and
+ * the end of the message go to the owner's hooks. Every llhttp lenient flag
+ * stays off. */
+#ifndef WTP_HTTP_MSG_H
+#define WTP_HTTP_MSG_H
+
+#include <llhttp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Most fields one head can hold; config caps max_header_count below it. */
+#define WTP_FIELDS_CAP 1024
+
+struct http_field {
+    const char *name, *value;
+    uint32_t nlen, vlen;
+};
+
+struct http_msg;
+
+struct http_msg_hooks {
+    /* llhttp's contract: 0 go on, 1 no body, 2 no body and upgrade, -1 error */
+    int (*headers_complete)(struct http_msg *m);
+    /* 0, or -1 to stop with an error */
+    int (*body)(struct http_msg *m, const char *at, size_t len);
+    /* 0, or HPE_PAUSED to stop right after the message */
+    int (*message_complete)(struct http_msg *m);
+};
+
+struct http_msg {
+    llhttp_t parser;
+    const struct http_msg_hooks *hooks;
+    void *owner;
+    const char *url, *reason; /* spans of the current head */
+    size_t url_len, reason_len;
+    struct http_field *fields;
+    size_t nfields;
+};
+
+void http_msg_init(struct http_msg *m, llhttp_type_t type,
+                   const struct http_msg_hooks *hooks, void *owner);
+
+/* Feed bytes. Returns the number consumed (all of them unless the parser
+ * paused at the end of a message or stopped on an error), and sets *err to
+ * llhttp's errno (HPE_OK, HPE_PAUSED, HPE_PAUSED_UPGRADE, or an error).
+ * A paused parser is resumed by the next call. */
+size_t http_msg_feed(struct http_msg *m, const char *p, size_t n, llhttp_errno_t *err);
+
+/* The value of the only field called name (case-insensitive); NULL when
+ * absent. *count receives how many there are. */
+const struct http_field *http_msg_field(const struct http_msg *m, const char *name,
+                                        int *count);
+
+/* Whether a comma-separated field value lists token (case-insensitive). */
+int http_list_has(const char *v, size_t len, const char *token);
+
+#endif

@@ -1,0 +1,159 @@
+/* listener.c - see listener.h. */
+#include "listener.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "port_owner.h"
+#include "server.h"
+
+static void accept_cb(struct evconnlistener *ev, evutil_socket_t fd, struct sockaddr *sa,
+                      int len, void *arg)
+{
+    struct proxy_listener *l = arg;
+    (void)ev;
+    (void)len;
+    proxy_client_accept(l->srv, l, fd, sa);
+    if (l->srv->nclients >= l->srv->cfg.max_connections)
+        listener_set_accepting(l->srv, 0);
+}
+
+/* Out of fds or memory: say so once per burst; the listener keeps going. */
+static void accept_error_cb(struct evconnlistener *ev, void *arg)
+{
+    (void)ev;
+    (void)arg;
+    proxy_log("accept failed: %s (raise the open-file limit or lower max_connections)",
+              strerror(errno));
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+static int parse_addr(const char *host, int port, struct sockaddr_storage *ss, socklen_t *len)
+{
+    struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+    memset(ss, 0, sizeof *ss);
+    if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        *len = sizeof *in4;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *in6;
+        return 0;
+    }
+    return -1;
+}
+
+static void name_of(const char *host, int port, int v6, char *buf, size_t len)
+{
+    snprintf(buf, len, v6 ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+/* Bind one address. Returns the port bound, -1 on error (err filled), or
+ * -2 when the address family is not available here (no IPv6). */
+static int open_one(struct proxy_server *s, const char *host, int port, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (parse_addr(host, port, &ss, &len) < 0) {
+        snprintf(err, errlen, "listen address \"%s\" is not an IP address", host);
+        return -1;
+    }
+    int v6 = ss.ss_family == AF_INET6, one = 1;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return v6 && errno == EAFNOSUPPORT ? -2 : (snprintf(err, errlen, "socket: %s", strerror(errno)), -1);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (v6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 511) < 0) {
+        int e = errno;
+        close(fd);
+        if (v6 && (e == EADDRNOTAVAIL || e == EAFNOSUPPORT))
+            return -2;
+        if (e == EADDRINUSE)
+            port_owner_describe(host, port, err, errlen);
+        else
+            snprintf(err, errlen, "cannot listen on %s port %d: %s", host, port, strerror(e));
+        return -1;
+    }
+    getsockname(fd, (struct sockaddr *)&ss, &len);
+    int bound = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+    struct proxy_listener *l = &s->listeners[s->nlisteners];
+    l->srv = s;
+    name_of(host, bound, v6, l->name, sizeof l->name);
+    l->ev = evconnlistener_new(s->base, accept_cb, l, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+    if (!l->ev) {
+        close(fd);
+        snprintf(err, errlen, "cannot listen on %s: out of memory", l->name);
+        return -1;
+    }
+    evconnlistener_set_error_cb(l->ev, accept_error_cb);
+    s->nlisteners++;
+    if (!is_loopback((struct sockaddr *)&ss))
+        proxy_log("WARNING: listening on %s, which is not loopback: anyone who can reach this "
+                  "machine can use your dev servers. Use --listen %d for loopback only.",
+                  l->name, bound);
+    proxy_log("listening on %s", l->name);
+    return bound;
+}
+
+int listener_open_all(struct proxy_server *s, char *err, size_t errlen)
+{
+    for (int i = 0; i < s->cfg.nlisten; i++) {
+        const struct proxy_listen *pl = &s->cfg.listen[i];
+        if (pl->host[0]) {
+            if (open_one(s, pl->host, pl->port, err, errlen) < 0)
+                return -1;
+            continue;
+        }
+        int port = open_one(s, "127.0.0.1", pl->port, err, errlen);
+        if (port < 0)
+            return -1;
+        /* ::1 on the same port, so localhost works whichever family a
+         * client resolves it to; a machine without IPv6 keeps 127.0.0.1. */
+        int r = open_one(s, "::1", port, err, errlen);
+        if (r == -1)
+            return -1;
+        if (r == -2)
+            proxy_log("no IPv6 loopback here: serving 127.0.0.1:%d only", port);
+    }
+    s->accepting = 1;
+    return 0;
+}
+
+void listener_close_all(struct proxy_server *s)
+{
+    for (int i = 0; i < s->nlisteners; i++)
+        evconnlistener_free(s->listeners[i].ev);
+    s->nlisteners = 0;
+    s->accepting = 0;
+}
+
+void listener_set_accepting(struct proxy_server *s, int on)
+{
+    if (s->accepting == on)
+        return;
+    for (int i = 0; i < s->nlisteners; i++) {
+        if (on)
+            evconnlistener_enable(s->listeners[i].ev);
+        else
+            evconnlistener_disable(s->listeners[i].ev);
+    }
+    s->accepting = on;
+}

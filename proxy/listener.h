@@ -1,0 +1,19 @@
+/* listener.h - the front ports: bind, name the culprit when taken. */
+#ifndef WTP_LISTENER_H
+#define WTP_LISTENER_H
+
+#include <stddef.h>
+
+struct proxy_server;
+
+/* Bind every listener of s->cfg (a bare port: 127.0.0.1 and ::1) and print
+ * "wtproxy: listening on ADDR:PORT" for each. A taken port fails with the
+ * holder named (port_owner.h). Returns 0, or -1 with a message in err. */
+int listener_open_all(struct proxy_server *s, char *err, size_t errlen);
+
+void listener_close_all(struct proxy_server *s);
+
+/* Stop or resume accepting (max_connections reached / freed). */
+void listener_set_accepting(struct proxy_server *s, int on);
+
+#endif

@@ -1,0 +1,194 @@
+/* server.c - `wtproxy serve`: configuration, the loop, signals, shutdown. */
+#include "server.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "client.h"
+#include "conn.h"
+#include "listener.h"
+
+void proxy_log(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "wtproxy: %s\n", line);
+}
+
+unsigned long long proxy_now_ms(struct proxy_server *s)
+{
+    struct timeval tv;
+    event_base_gettimeofday_cached(s->base, &tv);
+    return (unsigned long long)tv.tv_sec * 1000 + (unsigned long long)tv.tv_usec / 1000;
+}
+
+/* Defaults, then the file, then the flags: the same path at start and on
+ * SIGHUP. The backend named by the result is resolved here too, so a bad
+ * reload changes nothing. */
+static int load_config(struct proxy_server *s, struct proxy_config *cfg,
+                       struct reg_backend **backend, char *err, size_t errlen)
+{
+    proxy_config_defaults(cfg);
+    int r = proxy_config_from_args(cfg, s->argc, s->argv, err, errlen);
+    if (r != 0)
+        return r;
+    *backend = NULL;
+    if (cfg->backend[0] && !(*backend = reg_backend_new(cfg->backend, err, errlen)))
+        return -1;
+    return 0;
+}
+
+static void reload(struct proxy_server *s)
+{
+    struct proxy_config cfg;
+    struct reg_backend *backend;
+    char err[512];
+    if (load_config(s, &cfg, &backend, err, sizeof err) != 0) {
+        proxy_log("reload failed, keeping the running configuration: %s", err);
+        return;
+    }
+    if (cfg.nlisten != s->cfg.nlisten || memcmp(cfg.listen, s->cfg.listen, sizeof cfg.listen))
+        proxy_log("listen addresses changed in the config: they apply at the next start");
+    memcpy(cfg.listen, s->cfg.listen, sizeof cfg.listen);
+    cfg.nlisten = s->cfg.nlisten;
+    s->cfg = cfg;
+    reg_backend_unref(s->backend);
+    s->backend = backend;
+    proxy_log("reloaded configuration%s%s", cfg.config_path[0] ? " from " : "", cfg.config_path);
+}
+
+void proxy_server_client_gone(struct proxy_server *s, struct proxy_client *c)
+{
+    TAILQ_REMOVE(&s->clients, c, link);
+    s->nclients--;
+    if (s->stopping) {
+        if (s->nclients == 0)
+            event_base_loopbreak(s->base);
+    } else if (!s->accepting && s->nclients < s->cfg.max_connections) {
+        listener_set_accepting(s, 1);
+    }
+}
+
+static void stop_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_server *s = arg;
+    (void)fd;
+    (void)what;
+    proxy_log("shutdown_timeout passed: closing %u connection(s) still busy", s->nclients);
+    while (!TAILQ_EMPTY(&s->clients))
+        proxy_client_abort(TAILQ_FIRST(&s->clients));
+    event_base_loopbreak(s->base);
+}
+
+/* Stop accepting; idle connections close now, busy ones after their
+ * response; whatever is left at shutdown_timeout is cut. */
+static void begin_stop(struct proxy_server *s)
+{
+    if (s->stopping)
+        return;
+    s->stopping = 1;
+    listener_close_all(s);
+    proxy_log("stopping: %u connection(s) to finish", s->nclients);
+    struct proxy_client *c, *next;
+    for (c = TAILQ_FIRST(&s->clients); c; c = next) {
+        next = TAILQ_NEXT(c, link);
+        proxy_client_shutdown(c);
+    }
+    if (s->nclients == 0) {
+        event_base_loopbreak(s->base);
+        return;
+    }
+    unsigned ms = s->cfg.shutdown_timeout_ms;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    s->stop_timer = evtimer_new(s->base, stop_deadline_cb, s);
+    if (s->stop_timer)
+        evtimer_add(s->stop_timer, &tv);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    if (sig == SIGHUP)
+        reload(arg);
+    else
+        begin_stop(arg);
+}
+
+/* A dev machine's default soft limit (1024) caps connections far below
+ * max_connections; the hard limit is ours to take. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int add_signal(struct proxy_server *s, struct event **ev, int sig)
+{
+    *ev = evsignal_new(s->base, sig, signal_cb, s);
+    return *ev && evsignal_add(*ev, NULL) == 0 ? 0 : -1;
+}
+
+static void server_free(struct proxy_server *s)
+{
+    while (!TAILQ_EMPTY(&s->clients))
+        proxy_client_abort(TAILQ_FIRST(&s->clients));
+    listener_close_all(s);
+    proxy_pool_free(s->pool);
+    reg_backend_unref(s->backend);
+    struct event *evs[] = {s->sigterm, s->sigint, s->sighup, s->stop_timer};
+    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
+        if (evs[i])
+            event_free(evs[i]);
+    if (s->base)
+        event_base_free(s->base);
+}
+
+int proxy_serve(int argc, char **argv)
+{
+    static struct proxy_server srv;
+    struct proxy_server *s = &srv;
+    char err[1024];
+    s->argc = argc;
+    s->argv = argv;
+    TAILQ_INIT(&s->clients);
+    int r = load_config(s, &s->cfg, &s->backend, err, sizeof err);
+    if (r == 1) {
+        proxy_config_usage(stdout);
+        return 0;
+    }
+    if (r < 0) {
+        fprintf(stderr, "wtproxy serve: %s\n", err);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
+    s->base = event_base_new();
+    s->pool = proxy_pool_new();
+    int status = 1;
+    if (!s->base || !s->pool) {
+        fprintf(stderr, "wtproxy: cannot start: out of memory\n");
+    } else if (listener_open_all(s, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: %s\n", err);
+    } else if (add_signal(s, &s->sigterm, SIGTERM) || add_signal(s, &s->sigint, SIGINT) ||
+               add_signal(s, &s->sighup, SIGHUP)) {
+        fprintf(stderr, "wtproxy: cannot install signal handlers\n");
+    } else {
+        if (!s->backend)
+            proxy_log("no backend configured: requests get 503 until one is (--backend HOST:PORT)");
+        event_base_dispatch(s->base);
+        proxy_log("stopped");
+        status = 0;
+    }
+    server_free(s);
+    return status;
+}

@@ -1,0 +1,51 @@
+/* server.h - the daemon: event loop, listeners, signals, the live clients. */
+#ifndef WTP_SERVER_H
+#define WTP_SERVER_H
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <sys/queue.h>
+
+#include "backend.h"
+#include "config.h"
+#include "registry.h"
+
+struct proxy_client;
+
+struct proxy_listener {
+    struct proxy_server *srv;
+    struct evconnlistener *ev;
+    char name[80]; /* "127.0.0.1:8000", "[::1]:8000": the Host of last resort */
+};
+
+struct proxy_server {
+    struct event_base *base;
+    struct proxy_config cfg;
+    int argc;           /* `serve` arguments, kept for SIGHUP */
+    char **argv;
+    struct reg_backend *backend; /* the default backend, NULL = none */
+    struct proxy_pool *pool;
+    struct proxy_listener listeners[WTP_MAX_LISTEN * 2];
+    int nlisteners;
+    int accepting;      /* listeners enabled */
+    unsigned nclients;
+    TAILQ_HEAD(, proxy_client) clients;
+    int stopping;
+    struct event *sigterm, *sigint, *sighup, *stop_timer;
+};
+
+/* `wtproxy serve ARGS`: returns the process exit status (0 after a clean
+ * stop, 1 when it cannot start, 2 for bad arguments). */
+int proxy_serve(int argc, char **argv);
+
+/* A client connection ended; the server forgets it (and, while stopping,
+ * exits when it was the last). */
+void proxy_server_client_gone(struct proxy_server *s, struct proxy_client *c);
+
+/* One line on stderr, "wtproxy: " first. */
+void proxy_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Current time in milliseconds, from the loop's cached clock. */
+unsigned long long proxy_now_ms(struct proxy_server *s);
+
+#endif

@@ -1,0 +1,322 @@
+/* upstream.c - the backend side of a connection: get a connection (pooled
+ * or new), send the rewritten head, parse the response with llhttp and
+ * relay it to the client with backpressure. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conn.h"
+#include "http_head.h"
+
+static void up_read_cb(struct bufferevent *bev, void *arg);
+static void up_write_cb(struct bufferevent *bev, void *arg);
+static void up_event_cb(struct bufferevent *bev, short what, void *arg);
+static int resp_headers_complete(struct http_msg *m);
+static int resp_body(struct http_msg *m, const char *at, size_t n);
+static int resp_message_complete(struct http_msg *m);
+
+static const struct http_msg_hooks resp_hooks = {resp_headers_complete, resp_body,
+                                                 resp_message_complete};
+
+void upstream_init_response(struct proxy_client *c)
+{
+    http_msg_init(&c->resp, HTTP_RESPONSE, &resp_hooks, c);
+    head_scan_init(&c->scan);
+    c->resp_interim = c->resp_tunnel = 0;
+}
+
+void upstream_release(struct proxy_client *c, int reusable)
+{
+    if (!c->up)
+        return;
+    struct reg_backend *b = c->backend;
+    if (reusable && b && evbuffer_get_length(bufferevent_get_output(c->up)) == 0)
+        proxy_pool_put(c->srv->pool, c->up, (struct sockaddr *)&b->addr, b->addrlen,
+                       c->srv->cfg.pool_size, c->srv->cfg.pool_idle_ms);
+    else
+        bufferevent_free(c->up);
+    c->up = NULL;
+    c->up_paused = 0;
+}
+
+static void send_request(struct proxy_client *c)
+{
+    c->state = CS_FORWARD;
+    c->backend->requests++;
+    upstream_init_response(c);
+    struct evbuffer *head = c->req_head;
+    evbuffer_add(bufferevent_get_output(c->up), evbuffer_pullup(head, -1),
+                 evbuffer_get_length(head));
+    c->last_ms = proxy_now_ms(c->srv);
+    if (c->req_done) {
+        conn_request_done(c);
+        return;
+    }
+    conn_arm_timer(c, c->srv->cfg.body_timeout_ms);
+    conn_feed_request_body(c);
+}
+
+void upstream_start(struct proxy_client *c)
+{
+    struct proxy_server *s = c->srv;
+    struct reg_backend *b = c->backend;
+    size_t high = s->cfg.buffer_size > s->cfg.max_response_head ? s->cfg.buffer_size
+                                                                 : s->cfg.max_response_head + 1;
+    c->state = CS_CONNECT;
+    c->up = c->retried ? NULL : proxy_pool_take(s->pool, (struct sockaddr *)&b->addr, b->addrlen);
+    c->from_pool = c->up != NULL;
+    if (!c->up) {
+        char err[128], d[480];
+        c->up = proxy_backend_connect(s->base, (struct sockaddr *)&b->addr, b->addrlen, err,
+                                      sizeof err);
+        if (!c->up) {
+            snprintf(d, sizeof d, "connect to %s: %s", b->name, err);
+            conn_fail(c, PE_BACKEND_UNREACHABLE, d);
+            return;
+        }
+    }
+    bufferevent_setcb(c->up, up_read_cb, up_write_cb, up_event_cb, c);
+    bufferevent_setwatermark(c->up, EV_READ, 0, high);
+    bufferevent_setwatermark(c->up, EV_WRITE, s->cfg.buffer_size / 2, 0);
+    bufferevent_enable(c->up, EV_READ | EV_WRITE);
+    if (c->from_pool)
+        send_request(c);
+    else
+        conn_arm_timer(c, s->cfg.connect_timeout_ms);
+}
+
+static int resp_refuse(struct proxy_client *c, const char *detail)
+{
+    c->error_set = 1;
+    snprintf(c->detail, sizeof c->detail, "%s", detail);
+    return -1;
+}
+
+static void write_final_head(struct proxy_client *c, struct http_msg *m, int has_body)
+{
+    llhttp_t *p = &m->parser;
+    int chunked = has_body && (p->flags & F_CHUNKED);
+    int eof_delimited = has_body && !chunked && llhttp_message_needs_eof(p);
+    struct http_reply r = {0};
+    c->up_keepalive = llhttp_should_keep_alive(p);
+    c->resp_copy = chunked;
+    c->resp_chunked = r.chunked = chunked && !c->http10;
+    r.close = !c->keepalive || eof_delimited || !c->req_done || c->stopping || c->srv->stopping ||
+              c->client_eof;
+    c->close_after = r.close;
+    http_head_write_response(bufferevent_get_output(c->bev), m, &r);
+    c->resp_started = 1;
+}
+
+static int resp_headers_complete(struct http_msg *m)
+{
+    struct proxy_client *c = m->owner;
+    llhttp_t *p = &m->parser;
+    int status = p->status_code;
+    if (p->http_major != 1 || status < 100 || status > 599)
+        return resp_refuse(c, "the backend's status line is not HTTP/1.x with a status 100-599");
+    if (status == 101) {
+        if (!c->upgrade)
+            return resp_refuse(c, "the backend switched protocols on a request that asked for none");
+        struct http_reply r = {.upgrade = 1};
+        http_head_write_response(bufferevent_get_output(c->bev), m, &r);
+        c->resp_tunnel = c->resp_started = 1;
+        return 2;
+    }
+    if (status < 200) {
+        /* Interim (100 Continue, 103 Early Hints): relayed to HTTP/1.1
+         * clients only (RFC 9110 §15.2), then the final head follows. */
+        c->resp_interim = 1;
+        if (!c->http10) {
+            struct http_reply r = {0};
+            http_head_write_response(bufferevent_get_output(c->bev), m, &r);
+        }
+        return 0;
+    }
+    int has_body = !c->is_head && status != 204 && status != 304;
+    write_final_head(c, m, has_body);
+    return has_body ? 0 : 1;
+}
+
+static int resp_body(struct http_msg *m, const char *at, size_t n)
+{
+    struct proxy_client *c = m->owner;
+    if (!c->resp_copy)
+        return 0; /* moved whole by the caller, no copy */
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (c->resp_chunked)
+        evbuffer_add_printf(out, "%zx\r\n", n);
+    evbuffer_add(out, at, n);
+    if (c->resp_chunked)
+        evbuffer_add(out, "\r\n", 2);
+    return 0;
+}
+
+static int resp_message_complete(struct http_msg *m)
+{
+    struct proxy_client *c = m->owner;
+    if (c->resp_interim || c->resp_tunnel)
+        return HPE_PAUSED;
+    if (c->resp_chunked)
+        evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
+    c->resp_done = 1;
+    return HPE_PAUSED;
+}
+
+/* Returns 1 when a head was parsed (go on), 0 when more bytes are needed,
+ * -1 when the connection was failed, closed or turned into a tunnel (c may
+ * be gone: touch nothing). */
+static int read_response_head(struct proxy_client *c)
+{
+    const struct proxy_config *cfg = &c->srv->cfg;
+    struct evbuffer *in = bufferevent_get_input(c->up);
+    struct head_scan_limits lim = {cfg->max_request_line, cfg->max_response_head,
+                                   cfg->max_header_count};
+    long r = conn_scan_head(&c->scan, in, &lim);
+    if (r == 0)
+        return 0;
+    if (r < 0) {
+        conn_fail(c, PE_BACKEND_BAD_RESPONSE, c->scan.error);
+        return -1;
+    }
+    llhttp_errno_t err;
+    c->error_set = 0;
+    http_msg_feed(&c->resp, (char *)evbuffer_pullup(in, r), (size_t)r, &err);
+    if (err != HPE_OK && err != HPE_PAUSED && err != HPE_PAUSED_UPGRADE) {
+        conn_fail(c, PE_BACKEND_BAD_RESPONSE,
+                  c->error_set ? c->detail : llhttp_get_error_reason(&c->resp.parser));
+        return -1;
+    }
+    evbuffer_drain(in, (size_t)r);
+    if (c->resp_tunnel) {
+        tunnel_start(c);
+        return -1;
+    }
+    if (c->resp_interim) {
+        upstream_init_response(c);
+        return 1;
+    }
+    evbuffer_drain(c->req_head, evbuffer_get_length(c->req_head));
+    conn_arm_timer(c, cfg->body_timeout_ms);
+    return 1;
+}
+
+static void finish_exchange(struct proxy_client *c)
+{
+    upstream_release(c, c->req_done && c->up_keepalive && !c->upgrade);
+    if (!c->req_done)
+        c->close_after = 1;
+    conn_next_request(c);
+}
+
+void upstream_feed_response(struct proxy_client *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->up);
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    while (!c->resp_done && evbuffer_get_length(in) > 0) {
+        if (!c->resp_started) {
+            int r = read_response_head(c);
+            if (r <= 0)
+                return;
+            continue;
+        }
+        if (evbuffer_get_length(out) >= c->srv->cfg.buffer_size) {
+            c->up_paused = 1;
+            bufferevent_disable(c->up, EV_READ);
+            return;
+        }
+        struct evbuffer_iovec v;
+        llhttp_errno_t err;
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+            break;
+        size_t used = http_msg_feed(&c->resp, v.iov_base, v.iov_len, &err);
+        if (c->resp_copy)
+            evbuffer_drain(in, used);
+        else
+            evbuffer_remove_buffer(in, out, used);
+        c->last_ms = proxy_now_ms(c->srv);
+        if (err != HPE_OK && err != HPE_PAUSED) {
+            proxy_log("closed %s from %s: the backend sent a malformed body: %s", c->path, c->ip,
+                      llhttp_get_error_reason(&c->resp.parser));
+            conn_close(c);
+            return;
+        }
+    }
+    if (c->resp_done)
+        finish_exchange(c);
+}
+
+static void up_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct proxy_client *c = arg;
+    (void)bev;
+    c->resp_bytes = 1;
+    if (!c->up_paused)
+        upstream_feed_response(c);
+}
+
+static void up_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct proxy_client *c = arg;
+    (void)bev;
+    c->last_ms = proxy_now_ms(c->srv);
+    if (c->client_paused && !c->req_done) {
+        c->client_paused = 0;
+        if (!c->client_eof)
+            bufferevent_enable(c->bev, EV_READ);
+        conn_feed_request_body(c);
+    }
+}
+
+/* The backend closed or failed. What the client sees depends on how far
+ * the exchange got: a retry, an error page, a complete close-delimited
+ * body, or a connection closed short. */
+static void up_closed(struct proxy_client *c, short what, int err)
+{
+    char d[480];
+    if (!c->resp_bytes && c->from_pool && !c->retried && c->req_bodyless) {
+        /* The backend closed this idle connection as we reused it: the
+         * request never reached it, so sending it again is safe. */
+        upstream_release(c, 0);
+        c->retried = 1;
+        upstream_start(c);
+        return;
+    }
+    if (!c->resp_started) {
+        snprintf(d, sizeof d, "%s %s before its response head%s%s", c->backend->name,
+                 (what & BEV_EVENT_EOF) ? "closed the connection" : "failed",
+                 err ? ": " : "", err ? strerror(err) : "");
+        conn_fail(c, PE_BACKEND_BAD_RESPONSE, d);
+        return;
+    }
+    if ((what & BEV_EVENT_EOF) && llhttp_message_needs_eof(&c->resp.parser)) {
+        llhttp_finish(&c->resp.parser);
+        if (c->resp_done) {
+            finish_exchange(c);
+            return;
+        }
+    }
+    proxy_log("closed %s from %s short: %s ended mid-body", c->path, c->ip, c->backend->name);
+    conn_close_after_flush(c);
+}
+
+static void up_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct proxy_client *c = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    (void)bev;
+    if (what & BEV_EVENT_CONNECTED) {
+        send_request(c);
+        return;
+    }
+    if (c->state == CS_CONNECT) {
+        char d[480];
+        snprintf(d, sizeof d, "connect to %s: %s", c->backend->name,
+                 err ? strerror(err) : "connection failed");
+        conn_fail(c, PE_BACKEND_UNREACHABLE, d);
+        return;
+    }
+    /* Reads stop while the client lags (backpressure), so an EOF is only
+     * seen once every byte before it went through up_read_cb. */
+    up_closed(c, what, (what & BEV_EVENT_EOF) ? 0 : err);
+}
