@@ -1,5 +1,5 @@
-/* config.c - settings from the proxy_limits.h defaults, a `key = value` file and
- * `wtproxy serve` flags, in that order.
+/* config.c - settings from the proxy_limits.h defaults, a `key = value`
+ * file and `wtproxy serve` flags, in that order.
  *
  * File grammar, one setting per line (a line is at most MAX_LINE bytes):
  *   line     = *WSP [ key *WSP "=" *WSP value *WSP ] [ comment ]
@@ -80,7 +80,7 @@ static const struct key keys[] = {
      "HOST:PORT requests go to; none: 503 no-backend"},
     {"max_head_size", K_SIZE, FIELD(max_head_size), 1, 64 * MIB,
      "largest request head; over: 431 head-too-large"},
-    {"max_header_count", K_COUNT, FIELD(max_header_count), 1, 100000,
+    {"max_header_count", K_COUNT, FIELD(max_header_count), 1, WTP_FIELDS_CAP,
      "most request header lines; over: 431 too-many-headers"},
     {"max_request_line", K_SIZE, FIELD(max_request_line), 1, 64 * MIB,
      "longest request line; over: 414 request-line-too-long"},
@@ -414,8 +414,8 @@ static int next_flag(int argc, char **argv, int *i, char *key, size_t keylen,
     key[0] = '\0';
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) return 1;
     if (arg[0] != '-') {
-        snprintf(err, errlen, "unexpected argument \"%s\" for wtproxy serve (see wtproxy serve --help)",
-                 arg);
+        snprintf(err, errlen,
+                 "unexpected argument \"%s\" for wtproxy serve (see wtproxy serve --help)", arg);
         return -1;
     }
     if (strncmp(arg, "--", 2) == 0 && n > 2 && n - 2 < keylen) {
@@ -424,8 +424,9 @@ static int next_flag(int argc, char **argv, int *i, char *key, size_t keylen,
         k = find_key(key);
     }
     if (!k && strcmp(key, "config") != 0) {
-        snprintf(err, errlen, "unknown option \"%.*s\" for wtproxy serve (see wtproxy serve --help)",
-                 (int)n, arg);
+        snprintf(err, errlen,
+                 "unknown option \"%.*s\" for wtproxy serve (see wtproxy serve --help)", (int)n,
+                 arg);
         return -1;
     }
     if (eq) {
@@ -435,7 +436,8 @@ static int next_flag(int argc, char **argv, int *i, char *key, size_t keylen,
         *value = argv[*i + 1];
         *i += 2;
     } else {
-        snprintf(err, errlen, "option %s needs a value (%s)", arg, k ? kinds[k->kind].metavar : "FILE");
+        snprintf(err, errlen, "option %s needs a value (%s)", arg,
+                 k ? kinds[k->kind].metavar : "FILE");
         return -1;
     }
     return 0;

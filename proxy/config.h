@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "proxy_limits.h"
 
@@ -63,7 +64,6 @@ int proxy_config_from_args(struct proxy_config *c, int argc, char **argv,
                            char *err, size_t errlen);
 
 /* Print `wtproxy serve --help` (every flag with its default) to f. */
-#include <stdio.h>
 void proxy_config_usage(FILE *f);
 
 #endif

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Most fields one head can hold; config caps max_header_count below it. */
-#define WTP_FIELDS_CAP 1024
+#include "proxy_limits.h"
+
 
 struct http_field {
     const char *name, *value;

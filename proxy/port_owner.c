@@ -155,7 +155,7 @@ static void read_cmdline(long pid, char *buf, size_t len)
 {
     char path[256], more;
     size_t n = 0;
-    ssize_t r = 1;
+    ssize_t r;
     int fd, truncated = 0;
 
     snprintf(path, sizeof path, "%s/%ld/cmdline", proc_dir, pid);
@@ -210,10 +210,12 @@ void port_owner_describe(const char *addr, int port, char *buf, size_t len)
     int other = port < 65535 ? port + 1 : port - 1;
 
     if (addr && addr[0]) snprintf(on, sizeof on, " on %s", addr);
+    /* cmdline and cwd are cut short so that the hints after them fit in a
+     * 1 KiB message, however long the holder's arguments. */
     if (port_owner_find(port, &o) && o.pid > 0)
         snprintf(buf, len,
-                 "port %d%s is already in use by pid %ld%s%s%s%s%s; stop it with `kill %ld`, "
-                 "or serve another port: wtproxy serve --listen %d",
+                 "port %d%s is already in use by pid %ld%s%.200s%s%s%.500s; "
+                 "stop it with `kill %ld`, or serve another port: wtproxy serve --listen %d",
                  port, on, (long)o.pid, o.cmdline[0] ? " (" : "", o.cmdline,
                  o.cmdline[0] ? ")" : "", o.cwd[0] ? ", cwd " : "", o.cwd, (long)o.pid, other);
     else

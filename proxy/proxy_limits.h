@@ -14,6 +14,8 @@
 #define WTP_MAX_HEAD_SIZE (64 * 1024)      /* over it: 431 */
 #define WTP_MAX_HEADER_COUNT 100           /* over it: 431 */
 #define WTP_MAX_REQUEST_LINE (8 * 1024)    /* over it: 414 */
+/* The most fields one parsed head can hold: max_header_count's ceiling. */
+#define WTP_FIELDS_CAP 1024
 #define WTP_MAX_RESPONSE_HEAD (64 * 1024)  /* backend head over it: 502 */
 
 /* Timeouts. */

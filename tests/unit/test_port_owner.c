@@ -1,0 +1,256 @@
+/* test_port_owner.c - proxy/port_owner.c: its /proc/net/tcp line parser
+ * and cmdline cleaning, a fake /proc tree (a known holder, a socket with no
+ * visible holder, a forking server), and the real /proc with this test's
+ * own listening socket. Includes the .c to reach proc_dir and helpers. */
+#include "../../proxy/port_owner.c"
+
+#include <arpa/inet.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "tap.h"
+
+static void test_parse_tcp_line(void)
+{
+    static const struct { const char *line; int port, want; unsigned long long inode; } cases[] = {
+        {"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+         "timeout inode", 8000, 0, 0},
+        {"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
+         "       0 41276 1 0000000000000000 100 0 0 10 0", 8000, 1, 41276},
+        {"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
+         "       0 41276 1 0000000000000000 100 0 0 10 0", 8001, 0, 0},
+        {"   1: 0100007F:1F40 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000  1000 "
+         "       0 41277 1 0000000000000000 20 4 30 10 -1", 8000, -1, 0},
+        {"   1: 0100007F:1F40 0100007F:D2F0 03 00000000:00000000 00:00000000 00000000  1000 "
+         "       0 0 1 0000000000000000 20 4 30 10 -1", 8000, 0, 0},
+        {"   0: 00000000000000000000000001000000:1F40 00000000000000000000000000000000:0000 0A "
+         "00000000:00000000 00:00000000 00000000  1000        0 52001 1 0000000000000000 100 0 0 "
+         "10 0", 8000, 1, 52001},
+        {"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
+         "       0 0 1", 8000, 0, 0},
+        {"   0: 0100007F:1F4G 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 7", 8000,
+         0, 0},
+        {"   0: 0100007F:1F40 00000000:0000 0A", 8000, 0, 0},
+        {"", 8000, 0, 0},
+    };
+    char line[512];
+    unsigned long long inode;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(line, sizeof line, "%s\n", cases[i].line);
+        inode = 0;
+        is_int(parse_tcp_line(line, cases[i].port, &inode), cases[i].want,
+               "tcp line %zu, port %d: %s", i, cases[i].port,
+               cases[i].want > 0 ? "listening" : cases[i].want ? "past the listeners" : "skipped");
+        if (cases[i].want > 0) is_int((long long)inode, (long long)cases[i].inode, "  inode");
+    }
+}
+
+static void test_clean_cmdline(void)
+{
+    char buf[32];
+
+    memcpy(buf, "python3\0-m\0http.server\0008000", 28); /* as the kernel has it */
+    clean_cmdline(buf, 28, sizeof buf, 0);
+    is_str(buf, "python3 -m http.server 8000", "NULs become spaces, trailing one dropped");
+    memcpy(buf, "a\tb\x1b[31m\0", 10);
+    clean_cmdline(buf, 10, sizeof buf, 0);
+    is_str(buf, "a?b?[31m", "control characters cannot reach the terminal");
+    memset(buf, 'x', sizeof buf - 1);
+    clean_cmdline(buf, sizeof buf - 1, sizeof buf, 1);
+    is_int((long long)strlen(buf), sizeof buf - 1, "a long cmdline fills the buffer");
+    is_str(buf + sizeof buf - 4, "...", "  and ends in ...");
+    clean_cmdline(buf, 0, sizeof buf, 0);
+    is_str(buf, "", "an unreadable cmdline is empty");
+}
+
+static void put(const char *dir, const char *name, const char *data, size_t len)
+{
+    char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (!(f = fopen(path, "w")) || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+}
+
+static void mk(const char *dir, const char *name, const char *link_target)
+{
+    char path[512];
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (link_target ? symlink(link_target, path) : mkdir(path, 0700)) {
+        perror(path);
+        exit(1);
+    }
+}
+
+static int rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* A fake /proc: port 8000 held by pid 17 (and its child 18), port 8001 by
+ * nobody we can see, port 8002 (IPv6 only) by pid 21 with nothing else
+ * readable; pid 9 holds other files. */
+static void test_fake_proc(void)
+{
+    char dir[] = "/tmp/wtp-test-proc-XXXXXX", msg[1024];
+    static const char *dirs[] = {"net", "9", "9/fd", "17", "17/fd", "18", "18/fd", "21",
+                                 "21/fd", "self", "self/fd"};
+    const char *tcp_head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when "
+                           "retrnsmt   uid  timeout inode\n";
+    struct port_owner o;
+    char tcp[1024], longcmd[600];
+
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) mk(dir, dirs[i], NULL);
+    snprintf(tcp, sizeof tcp,
+             "%s   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 "
+             "1000 0 700 1\n   1: 0100007F:1F41 00000000:0000 0A 00000000:00000000 00:00000000 "
+             "00000000 0 0 701 1\n   4: 0100007F:1F44 00000000:0000 0A 00000000:00000000 "
+             "00:00000000 00000000 1000 0 705 1\n"
+             "   2: 0100007F:1F40 0100007F:D2F0 01 00000000:00000000 "
+             "00:00000000 00000000 1000 0 703 1\n   3: 0100007F:1F43 00000000:0000 0A "
+             "00000000:00000000 00:00000000 00000000 1000 0 704 1\n",
+             tcp_head);
+    put(dir, "net/tcp", tcp, strlen(tcp));
+    snprintf(tcp, sizeof tcp,
+             "%s   0: 00000000000000000000000001000000:1F42 00000000000000000000000000000000:0000 "
+             "0A 00000000:00000000 00:00000000 00000000 1000 0 702 1\n",
+             tcp_head);
+    put(dir, "net/tcp6", tcp, strlen(tcp));
+    mk(dir, "9/fd/0", "/dev/null");
+    mk(dir, "9/fd/1", "socket:[7000]");
+    mk(dir, "17/fd/0", "/dev/null");
+    mk(dir, "17/fd/3", "socket:[700]");
+    put(dir, "17/cmdline", "python3\0-m\0http.server\0008000", 28);
+    mk(dir, "17/cwd", "/home/dev/wt-a");
+    mk(dir, "18/fd/3", "socket:[700]");
+    mk(dir, "21/fd/5", "socket:[702]");
+    mk(dir, "21/fd/6", "socket:[704]");
+    mk(dir, "30", NULL);
+    mk(dir, "30/fd", NULL);
+    mk(dir, "30/fd/7", "socket:[705]");
+    memset(longcmd, 'a', sizeof longcmd);
+    put(dir, "30/cmdline", longcmd, sizeof longcmd);
+    mk(dir, "self/fd/5", "socket:[702]");
+    proc_dir = dir;
+
+    is_int(port_owner_find(8000, &o), 1, "fake: port 8000 has a listener");
+    is_int(o.pid, 17, "  held by pid 17, the parent of 18");
+    is_str(o.cmdline, "python3 -m http.server 8000", "  its cmdline");
+    is_str(o.cwd, "/home/dev/wt-a", "  its cwd");
+    port_owner_describe("127.0.0.1", 8000, msg, sizeof msg);
+    is_str(msg, "port 8000 on 127.0.0.1 is already in use by pid 17 (python3 -m http.server "
+                "8000), cwd /home/dev/wt-a; stop it with `kill 17`, or serve another port: "
+                "wtproxy serve --listen 8001", "  described as in RELAY.md");
+
+    is_int(port_owner_find(8001, &o), 1, "fake: port 8001 has a listener");
+    is_int(o.pid, 0, "  but no process we can see");
+    port_owner_describe("127.0.0.1", 8001, msg, sizeof msg);
+    is_str(msg, "port 8001 on 127.0.0.1 is already in use by a process this user cannot see; "
+                "find it with `ss -ltnp 'sport = :8001'` (as root to see every process), or "
+                "serve another port: wtproxy serve --listen 8002", "  described as unseen");
+
+    is_int(port_owner_find(8002, &o), 1, "fake: port 8002 from tcp6");
+    is_int(o.pid, 21, "  held by pid 21 (\"self\" is not a pid)");
+    ok(o.cmdline[0] == '\0' && o.cwd[0] == '\0', "  whose cmdline and cwd are unreadable");
+    port_owner_describe("::1", 8002, msg, sizeof msg);
+    is_str(msg, "port 8002 on ::1 is already in use by pid 21; stop it with `kill 21`, or serve "
+                "another port: wtproxy serve --listen 8003", "  described without them");
+
+    is_int(port_owner_find(8004, &o), 1, "fake: port 8004 has a listener");
+    ok(strlen(o.cmdline) == sizeof o.cmdline - 1 && strstr(o.cmdline, "aaa..."),
+       "  whose long cmdline fills the field, marked cut");
+    port_owner_describe("127.0.0.1", 8004, msg, 1024);
+    has_str(msg, "; stop it with `kill 30`, or serve another port: wtproxy serve --listen 8005",
+            "  and the hints still fit in 1 KiB");
+
+    is_int(port_owner_find(8003, &o), 0,
+           "fake: reading stops at the first line past the listeners");
+    port_owner_describe(NULL, 65535, msg, sizeof msg);
+    has_str(msg, "port 65535 is already", "no address: none named");
+    has_str(msg, "--listen 65534", "  and the port below 65535 is suggested");
+
+    proc_dir = "/proc";
+    nftw(dir, rm, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A TCP socket on the loopback of family, port chosen by the kernel,
+ * listening or only bound; its port goes to *port. -1 when the family is
+ * unavailable. */
+static int loopback_socket(int family, int listening, int *port)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+    socklen_t len = family == AF_INET ? sizeof *sin : sizeof *sin6;
+    int fd = socket(family, SOCK_STREAM, 0);
+
+    ss.ss_family = (sa_family_t)family;
+    if (family == AF_INET)
+        sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    else
+        sin6->sin6_addr = in6addr_loopback;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || (listening && listen(fd, 4) < 0) ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    *port = ntohs(family == AF_INET ? sin->sin_port : sin6->sin6_port);
+    return fd;
+}
+
+static void test_real_proc(void)
+{
+    struct port_owner o;
+    char cwd[4096], msg[8192], want[64];
+    int port, bound_port, fd = loopback_socket(AF_INET, 1, &port);
+    int bound = loopback_socket(AF_INET, 0, &bound_port), fd6, port6, client;
+
+    if (!ok(fd >= 0 && bound >= 0 && getcwd(cwd, sizeof cwd), "loopback sockets and cwd")) return;
+    client = socket(AF_INET, SOCK_STREAM, 0);
+    ok(connect(client, (struct sockaddr *)&(struct sockaddr_in){.sin_family = AF_INET,
+                .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)},
+               sizeof(struct sockaddr_in)) == 0, "a client connects (its sockets share the port)");
+    is_int(port_owner_find(port, &o), 1, "our listener on 127.0.0.1:%d is found", port);
+    is_int(o.pid, getpid(), "  held by this process");
+    is_str(o.cwd, cwd, "  with our cwd");
+    has_str(o.cmdline, "test_port_owner", "  and our cmdline");
+    port_owner_describe("127.0.0.1", port, msg, sizeof msg);
+    snprintf(want, sizeof want, "in use by pid %ld (", (long)getpid());
+    has_str(msg, want, "  described with our pid");
+    is_int(port_owner_find(bound_port, &o), 0, "a bound socket that does not listen is no owner");
+    close(bound);
+    is_int(port_owner_find(bound_port, &o), 0, "a port nothing listens on has no owner");
+    close(client);
+    close(fd);
+    is_int(port_owner_find(port, &o), 0, "a closed listener has no owner");
+
+    fd6 = loopback_socket(AF_INET6, 1, &port6);
+    if (fd6 < 0) {
+        tap_skip("no IPv6 loopback");
+        return;
+    }
+    is_int(port_owner_find(port6, &o), 1, "our listener on [::1]:%d is found", port6);
+    is_int(o.pid, getpid(), "  held by this process");
+    close(fd6);
+}
+
+int main(void)
+{
+    test_parse_tcp_line();
+    test_clean_cmdline();
+    test_fake_proc();
+    test_real_proc();
+    return done_testing();
+}
