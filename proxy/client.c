@@ -41,8 +41,9 @@ void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evuti
         c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
         c->timer = evtimer_new(s->base, timer_cb, c);
         c->req_head = evbuffer_new();
+        c->req_prefix = evbuffer_new();
     }
-    if (!c || !c->bev || !c->timer || !c->req_head) {
+    if (!c || !c->bev || !c->timer || !c->req_head || !c->req_prefix) {
         proxy_log("out of memory: dropped a connection");
         if (c && c->bev)
             bufferevent_free(c->bev);
@@ -52,6 +53,8 @@ void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evuti
             event_free(c->timer);
         if (c && c->req_head)
             evbuffer_free(c->req_head);
+        if (c && c->req_prefix)
+            evbuffer_free(c->req_prefix);
         free(c);
         return;
     }
@@ -86,6 +89,7 @@ void conn_close(struct proxy_client *c)
     bufferevent_free(c->bev);
     event_free(c->timer);
     evbuffer_free(c->req_head);
+    evbuffer_free(c->req_prefix);
     reg_backend_unref(c->backend);
     proxy_server_client_gone(c->srv, c);
     free(c);
@@ -186,6 +190,41 @@ static void reset_request(struct proxy_client *c)
     c->error_set = 0;
     c->accept[0] = c->path[0] = '\0';
     evbuffer_drain(c->req_head, evbuffer_get_length(c->req_head));
+    evbuffer_drain(c->req_prefix, evbuffer_get_length(c->req_prefix));
+}
+
+static int parse_failed(llhttp_errno_t err)
+{
+    return err != HPE_OK && err != HPE_PAUSED && err != HPE_PAUSED_UPGRADE;
+}
+
+/* Where re-chunked request body goes: the backend once the head is sent,
+ * before that the prefix that waits for it. */
+static struct evbuffer *body_sink(struct proxy_client *c)
+{
+    return c->state == CS_FORWARD ? bufferevent_get_output(c->up) : c->req_prefix;
+}
+
+/* Chunked framing that arrived with the head is checked before any backend
+ * is touched, so a malformed or smuggling request in one write reaches no
+ * one. (Framing that breaks later, mid-stream, ends the backend's request
+ * short, without its last chunk: incomplete, never a second request.) */
+static int check_buffered_chunks(struct proxy_client *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    while (!c->req_done && evbuffer_get_length(in) > 0) {
+        struct evbuffer_iovec v;
+        llhttp_errno_t err;
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+            break;
+        size_t used = http_msg_feed(&c->req, v.iov_base, v.iov_len, &err);
+        evbuffer_drain(in, used);
+        if (parse_failed(err)) {
+            conn_fail(c, PE_BAD_REQUEST, llhttp_get_error_reason(&c->req.parser));
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* The head is the first `len` bytes of the client's input: parse it (the
@@ -198,15 +237,19 @@ static void parse_request_head(struct proxy_client *c, size_t len)
     reset_request(c);
     http_msg_init(&c->req, HTTP_REQUEST, &req_hooks, c);
     http_msg_feed(&c->req, head, len, &err);
-    if (err != HPE_OK && err != HPE_PAUSED && err != HPE_PAUSED_UPGRADE) {
+    if (parse_failed(err)) {
         if (c->error_set)
             conn_fail(c, c->error, c->detail);
+        else if (err == HPE_INVALID_TRANSFER_ENCODING)
+            conn_fail(c, PE_UNSUPPORTED_TE, llhttp_get_error_reason(&c->req.parser));
         else
             conn_fail(c, PE_BAD_REQUEST, llhttp_get_error_reason(&c->req.parser));
         return;
     }
     evbuffer_drain(in, len);
     c->req_bodyless = c->req_done;
+    if (c->req_chunked && check_buffered_chunks(c) < 0)
+        return;
     c->backend = reg_backend_ref(c->srv->backend);
     if (!c->backend) {
         conn_fail(c, PE_NO_BACKEND, NULL);
@@ -288,7 +331,7 @@ void conn_feed_request_body(struct proxy_client *c)
         else
             evbuffer_remove_buffer(in, out, used);
         c->last_ms = proxy_now_ms(c->srv);
-        if (err != HPE_OK && err != HPE_PAUSED && err != HPE_PAUSED_UPGRADE) {
+        if (parse_failed(err)) {
             conn_fail(c, PE_BAD_REQUEST, llhttp_get_error_reason(&c->req.parser));
             return;
         }
@@ -324,6 +367,12 @@ static int check_request(struct proxy_client *c, struct http_msg *m)
         return refuse(c, PE_BAD_REQUEST, "only HTTP/1.0 and HTTP/1.1 are served");
     if (p->method == HTTP_CONNECT)
         return refuse(c, PE_UNSUPPORTED_METHOD, "CONNECT");
+    /* llhttp takes "GET  / HTTP/1.1"; RFC 9112 §3 allows one SP each side
+     * of the target, and a server that splits on runs of spaces reads
+     * another target than we route. */
+    if (m->url[-1] != ' ' || m->url[-2] == ' ' || m->url[m->url_len] != ' ' ||
+        m->url[m->url_len + 1] != 'H')
+        return refuse(c, PE_BAD_REQUEST, "the request line is not METHOD SP TARGET SP VERSION");
     const struct http_field *host = http_msg_field(m, "host", &nhost);
     if (nhost > 1)
         return refuse(c, PE_BAD_REQUEST, "the request has two Host headers");
@@ -380,7 +429,7 @@ static int req_body(struct http_msg *m, const char *at, size_t n)
 {
     struct proxy_client *c = m->owner;
     if (c->req_chunked) {
-        struct evbuffer *out = bufferevent_get_output(c->up);
+        struct evbuffer *out = body_sink(c);
         evbuffer_add_printf(out, "%zx\r\n", n);
         evbuffer_add(out, at, n);
         evbuffer_add(out, "\r\n", 2);
@@ -393,7 +442,7 @@ static int req_message_complete(struct http_msg *m)
     struct proxy_client *c = m->owner;
     c->req_done = 1;
     if (c->req_chunked)
-        evbuffer_add(bufferevent_get_output(c->up), "0\r\n\r\n", 5);
+        evbuffer_add(body_sink(c), "0\r\n\r\n", 5);
     return HPE_PAUSED;
 }
 

@@ -33,6 +33,7 @@ struct proxy_client {
     struct http_msg req, resp;
     struct head_scan scan;      /* the head being read: request or response */
     struct evbuffer *req_head;  /* rewritten request head, kept until a response starts */
+    struct evbuffer *req_prefix; /* re-chunked body checked before any byte is sent */
     struct event *timer;
     enum conn_state state;
     unsigned long long last_ms; /* last byte moved, for body_timeout */

@@ -90,9 +90,40 @@ static int on_headers_complete(llhttp_t *p)
     return m->hooks->headers_complete(m);
 }
 
+/* Check up to crlf_left bytes of the CRLF that must follow chunk data,
+ * from at to the end of what is being fed; the rest waits for the next
+ * feed. Returns 0, or -1 with llhttp's error set. */
+static int check_chunk_crlf(struct http_msg *m, const char *at)
+{
+    while (m->crlf_left > 0 && at < m->feed_end) {
+        char want = m->crlf_left == 2 ? '\r' : '\n';
+        if (*at++ != want) {
+            m->parser.error = HPE_STRICT;
+            llhttp_set_error_reason(&m->parser, "chunk data is not followed by CRLF");
+            return -1;
+        }
+        m->crlf_left--;
+    }
+    return 0;
+}
+
+static int on_chunk_header(llhttp_t *p)
+{
+    msg_of(p)->chunk_left = p->content_length;
+    return 0;
+}
+
 static int on_body(llhttp_t *p, const char *at, size_t n)
 {
     struct http_msg *m = msg_of(p);
+    if ((p->flags & F_CHUNKED) && m->chunk_left >= n) {
+        m->chunk_left -= n;
+        if (m->chunk_left == 0) {
+            m->crlf_left = 2;
+            if (check_chunk_crlf(m, at + n) < 0)
+                return HPE_STRICT;
+        }
+    }
     return m->hooks->body(m, at, n);
 }
 
@@ -117,6 +148,7 @@ void http_msg_init(struct http_msg *m, llhttp_type_t type,
         settings.on_header_value_complete = on_header_value_complete;
         settings.on_headers_complete = on_headers_complete;
         settings.on_body = on_body;
+        settings.on_chunk_header = on_chunk_header;
         settings.on_message_complete = on_message_complete;
     }
     llhttp_init(&m->parser, type, &settings);
@@ -125,6 +157,8 @@ void http_msg_init(struct http_msg *m, llhttp_type_t type,
     m->owner = owner;
     m->fields = scratch;
     m->nfields = 0;
+    m->chunk_left = 0;
+    m->crlf_left = 0;
     scratch[0].name = NULL;
 }
 
@@ -135,6 +169,11 @@ size_t http_msg_feed(struct http_msg *m, const char *p, size_t n, llhttp_errno_t
         llhttp_resume(&m->parser);
     else if (e == HPE_PAUSED_UPGRADE)
         llhttp_resume_after_upgrade(&m->parser);
+    m->feed_end = p + n;
+    if (m->crlf_left && check_chunk_crlf(m, p) < 0) {
+        *err = HPE_STRICT;
+        return 0;
+    }
     e = llhttp_execute(&m->parser, p, n);
     *err = e;
     if (e == HPE_OK)

@@ -45,8 +45,9 @@ static void send_request(struct proxy_client *c)
     c->backend->requests++;
     upstream_init_response(c);
     struct evbuffer *head = c->req_head;
-    evbuffer_add(bufferevent_get_output(c->up), evbuffer_pullup(head, -1),
-                 evbuffer_get_length(head));
+    struct evbuffer *out = bufferevent_get_output(c->up);
+    evbuffer_add(out, evbuffer_pullup(head, -1), evbuffer_get_length(head));
+    evbuffer_add_buffer(out, c->req_prefix);
     c->last_ms = proxy_now_ms(c->srv);
     if (c->req_done) {
         conn_request_done(c);
@@ -236,9 +237,11 @@ void upstream_feed_response(struct proxy_client *c)
             evbuffer_remove_buffer(in, out, used);
         c->last_ms = proxy_now_ms(c->srv);
         if (err != HPE_OK && err != HPE_PAUSED) {
-            proxy_log("closed %s from %s: the backend sent a malformed body: %s", c->path, c->ip,
-                      llhttp_get_error_reason(&c->resp.parser));
-            conn_close(c);
+            /* The head is out: what was well framed goes too, then the
+             * connection ends short, so the client sees an incomplete body. */
+            proxy_log("closed %s from %s short: the backend sent a malformed body: %s", c->path,
+                      c->ip, llhttp_get_error_reason(&c->resp.parser));
+            conn_close_after_flush(c);
             return;
         }
     }
