@@ -1,0 +1,83 @@
+/* test_head_scan.c - the strict head scanner: where heads end, what it
+ * refuses, and that byte-at-a-time delivery gives the same answers. */
+#include "../../proxy/head_scan.c"
+
+#include <string.h>
+
+#include "tap.h"
+
+static const struct head_scan_limits lim = {64, 256, 4};
+
+/* Scan s whole, or one byte per call when bytewise is set. */
+static long scan(const char *s, size_t n, int bytewise, const char **why)
+{
+    struct head_scan hs;
+    head_scan_init(&hs);
+    long r = 0;
+    if (!bytewise)
+        r = head_scan_feed(&hs, s, n, &lim);
+    for (size_t i = 0; bytewise && i < n && r == 0; i++)
+        r = head_scan_feed(&hs, s + i, 1, &lim);
+    *why = hs.error;
+    return r;
+}
+
+/* head may hold NUL bytes: n is its length. */
+static void expect_n(const char *name, const char *head, size_t n, long want)
+{
+    const char *why;
+    for (int bytewise = 0; bytewise < 2; bytewise++) {
+        long got = scan(head, n, bytewise, &why);
+        is_int(got, want, "%s (%s)%s%s", name, bytewise ? "bytewise" : "whole",
+               why ? ": " : "", why ? why : "");
+    }
+}
+
+static void expect(const char *name, const char *head, long want)
+{
+    expect_n(name, head, strlen(head), want);
+}
+
+int main(void)
+{
+    const char *get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    expect("a complete head ends after its blank line", get, (long)strlen(get));
+    expect("bytes after the head are not looked at",
+           "GET / HTTP/1.1\r\nHost: x\r\n\r\n\n\0garbage", (long)strlen(get));
+    expect("an unfinished head needs more", "GET / HTTP/1.1\r\nHost: x\r\n", 0);
+    expect("a CR at the very end needs more", "GET / HTTP/1.1\r\nHost: x\r\n\r", 0);
+    expect("empty lines before the request line are skipped",
+           "\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n", (long)strlen(get) + 4);
+
+    expect("bare LF in the request line", "GET / HTTP/1.1\nHost: x\r\n\r\n", HS_MALFORMED);
+    expect("bare LF ending the head", "GET / HTTP/1.1\r\nHost: x\r\n\n", HS_MALFORMED);
+    expect("bare CR inside a value", "GET / HTTP/1.1\r\nHost: x\ry\r\n\r\n", HS_MALFORMED);
+    static const char nul[] = "GET / HTTP/1.1\r\nHost: x\0y\r\n\r\n";
+    expect_n("NUL inside a value", nul, sizeof nul - 1, HS_MALFORMED);
+    expect("obs-fold with a space", "GET / HTTP/1.1\r\nHost: x\r\n y\r\n\r\n", HS_MALFORMED);
+    expect("obs-fold with a tab", "GET / HTTP/1.1\r\nHost: x\r\n\ty\r\n\r\n", HS_MALFORMED);
+    expect("space before the colon", "GET / HTTP/1.1\r\nHost : x\r\n\r\n", HS_MALFORMED);
+    expect("tab before the colon", "GET / HTTP/1.1\r\nHost\t: x\r\n\r\n", HS_MALFORMED);
+    expect("an empty field name", "GET / HTTP/1.1\r\n: x\r\n\r\n", HS_MALFORMED);
+    expect("a field line without a colon", "GET / HTTP/1.1\r\nHost x\r\n\r\n", HS_MALFORMED);
+    const char *colon = "GET / HTTP/1.1\r\nHost: x:80\r\n\r\n";
+    expect("a colon in a value is fine", colon, (long)strlen(colon));
+
+    char line[128];
+    snprintf(line, sizeof line, "GET /%.*s HTTP/1.1\r\n\r\n", 64 - 14, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    expect("a request line of exactly the limit passes", line, (long)strlen(line));
+    snprintf(line, sizeof line, "GET /%.*s HTTP/1.1\r\n\r\n", 64 - 13, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    expect("one byte over the request-line limit", line, HS_START_LINE_LONG);
+
+    const char *four = "GET / HTTP/1.1\r\na: 1\r\nb: 2\r\nc: 3\r\nd: 4\r\n\r\n";
+    expect("as many fields as the limit", four, (long)strlen(four));
+    expect("one field over the limit",
+           "GET / HTTP/1.1\r\na: 1\r\nb: 2\r\nc: 3\r\nd: 4\r\ne: 5\r\n\r\n", HS_TOO_MANY_FIELDS);
+
+    char big[400];
+    memset(big, 'v', sizeof big);
+    memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+    big[sizeof big - 1] = '\0';
+    expect("a head over the size limit, never terminated", big, HS_HEAD_LARGE);
+    return done_testing();
+}
