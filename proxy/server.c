@@ -177,11 +177,13 @@ int proxy_serve(int argc, char **argv)
     int status = 1;
     if (!s->base || !s->pool) {
         fprintf(stderr, "wtproxy: cannot start: out of memory\n");
-    } else if (listener_open_all(s, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy: %s\n", err);
     } else if (add_signal(s, &s->sigterm, SIGTERM) || add_signal(s, &s->sigint, SIGINT) ||
                add_signal(s, &s->sighup, SIGHUP)) {
+        /* Before the listeners: a signal sent as soon as "listening on"
+         * appears must already find its handler. */
         fprintf(stderr, "wtproxy: cannot install signal handlers\n");
+    } else if (listener_open_all(s, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: %s\n", err);
     } else {
         if (!s->backend)
             proxy_log("no backend configured: requests get 503 until one is (--backend HOST:PORT)");

@@ -1,0 +1,533 @@
+#!/usr/bin/env bash
+# relay.sh - how much does wtproxy cost per request, next to nginx doing the
+# same job?
+#
+# wrk on loopback against three targets, in interleaved rounds:
+#   direct   wrk -> backend (nginx, one worker, small static body)
+#   nginx    wrk -> nginx reverse proxy (one worker, upstream keepalive) -> backend
+#   wtproxy  wrk -> wtproxy serve -> backend
+# each with keep-alive clients and with `Connection: close` clients.
+# wrk is pinned to one CPU, the backend and the proxies to another, so a
+# proxy's req/s next to direct's shows the CPU that proxy adds per request.
+#
+# Usage: tests/bench/relay.sh            (see tests/bench/README.md)
+# Env:   ROUNDS=5 DURATION=5 CONNECTIONS=50 THREADS=1 WARMUP=1 BODY_BYTES=128
+#        WTPROXY_BIN=path      bench this binary (default: build build-bench/,
+#                              a release build, and bench that)
+#        BUILD=0               don't build; default WTPROXY_BIN to build/proxy/wtproxy
+#        WTPROXY_CMD='cmd {listen} {backend}'  start the "wtproxy" target with
+#                              this command instead ({listen}/{backend} become
+#                              127.0.0.1:PORT); WTPROXY_CMD=nginx stands a second
+#                              nginx proxy in for it (to test this script itself)
+#        WRK_CPU=0 SERVER_CPU=1  the CPUs to pin to; PIN=0 turns pinning off
+#        KEEP_TMP=1            keep the temp dir (configs, logs, wrk output)
+# The report (markdown) goes to stdout, progress to stderr.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-5}
+CONNECTIONS=${CONNECTIONS:-50}
+THREADS=${THREADS:-1}
+WARMUP=${WARMUP:-1}
+BODY_BYTES=${BODY_BYTES:-128}
+WRK_CPU=${WRK_CPU:-0}
+SERVER_CPU=${SERVER_CPU:-1}
+PIN=${PIN:-1}
+BUILD=${BUILD:-1}
+KEEP_TMP=${KEEP_TMP:-0}
+WTPROXY_CMD=${WTPROXY_CMD:-}
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+say() { printf '%s\n' "$*" >&2; }
+die() { printf 'relay.sh: FAIL: %s\n' "$*" >&2; exit 1; }
+
+for v in ROUNDS DURATION CONNECTIONS THREADS WARMUP BODY_BYTES WRK_CPU SERVER_CPU; do
+  [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
+done
+(( ROUNDS >= 1 && DURATION >= 1 && CONNECTIONS >= 1 && THREADS >= 1 )) ||
+  die "ROUNDS, DURATION, CONNECTIONS and THREADS must be >= 1"
+(( CONNECTIONS >= THREADS )) || die "CONNECTIONS ($CONNECTIONS) must be >= THREADS ($THREADS)"
+(( BODY_BYTES >= 2 )) || die "BODY_BYTES must be >= 2"
+
+# --- tools ------------------------------------------------------------------
+NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+[[ -x $NGINX ]] || die "nginx not found (apt-get install -y nginx)"
+command -v wrk >/dev/null || die "wrk not found (apt-get install -y wrk)"
+for t in curl python3 taskset; do
+  command -v "$t" >/dev/null || die "$t not found (apt-get install -y curl python3 util-linux)"
+done
+
+# --- temp dir and cleanup -----------------------------------------------------
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wtproxy-bench.XXXXXX")
+pids=()
+cleanup() {
+  local rc=$? pid st
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 1 30); do
+      st=$(ps -o stat= -p "$pid" 2>/dev/null || true)
+      [[ -z $st || $st == Z* ]] && break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if [[ $KEEP_TMP == 1 ]]; then
+    say "relay.sh: kept $tmp"
+  else
+    rm -rf "$tmp"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- CPU pinning --------------------------------------------------------------
+allowed=$(python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))')
+pinned=0
+if [[ $PIN == 1 ]]; then
+  if [[ $WRK_CPU != "$SERVER_CPU" && " $allowed " == *" $WRK_CPU "* && " $allowed " == *" $SERVER_CPU "* ]]; then
+    pinned=1
+  else
+    say "relay.sh: WARNING: CPUs $WRK_CPU and $SERVER_CPU are not both usable (allowed: $allowed); running UNPINNED"
+  fi
+fi
+on_wrk_cpu() { if [[ $pinned == 1 ]]; then taskset -c "$WRK_CPU" "$@"; else "$@"; fi; }
+
+# --- which wtproxy --------------------------------------------------------------
+standin=0
+wtproxy_desc=
+if [[ $WTPROXY_CMD == nginx ]]; then
+  standin=1
+  wtproxy_desc="STAND-IN: a second nginx reverse proxy (WTPROXY_CMD=nginx), not wtproxy"
+elif [[ -n $WTPROXY_CMD ]]; then
+  wtproxy_desc="WTPROXY_CMD: $WTPROXY_CMD"
+else
+  if [[ -z ${WTPROXY_BIN:-} ]]; then
+    if [[ $BUILD == 1 ]]; then
+      bdir=$repo/build-bench
+      say "relay.sh: building a release wtproxy in $bdir (BUILD=0 or WTPROXY_BIN=... to skip)"
+      if [[ ! -f $bdir/build.ninja ]]; then
+        meson setup "$bdir" "$repo" --buildtype=release -Db_sanitize=none >"$tmp/build.log" 2>&1 ||
+          { tail -n 30 "$tmp/build.log" >&2; die "meson setup $bdir failed"; }
+      else
+        meson configure "$bdir" -Dbuildtype=release -Db_sanitize=none >"$tmp/build.log" 2>&1 ||
+          { tail -n 30 "$tmp/build.log" >&2; die "meson configure $bdir failed"; }
+      fi
+      meson compile -C "$bdir" wtproxy >>"$tmp/build.log" 2>&1 ||
+        { tail -n 40 "$tmp/build.log" >&2; die "meson compile -C $bdir wtproxy failed"; }
+      WTPROXY_BIN=$bdir/proxy/wtproxy
+    else
+      WTPROXY_BIN=$repo/build/proxy/wtproxy
+    fi
+  fi
+  [[ $WTPROXY_BIN == /* ]] || WTPROXY_BIN=$PWD/$WTPROXY_BIN
+  [[ -x $WTPROXY_BIN ]] || die "no wtproxy binary at $WTPROXY_BIN"
+  wtproxy_desc="$WTPROXY_BIN"
+  if grep -qa -e __asan_init -e __tsan_init -e __msan_init "$WTPROXY_BIN"; then
+    say "relay.sh: WARNING: $WTPROXY_BIN is built with a sanitizer; its numbers mean little"
+    wtproxy_desc+=" (SANITIZER BUILD: numbers not representative)"
+  fi
+  WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen} --backend {backend}"
+fi
+
+# the work tree as the run starts (the binary may be older: see WTPROXY_BIN)
+commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n $(git -C "$repo" status --porcelain 2>/dev/null) ]]; then commit+="+dirty"; fi
+
+# --- is the machine quiet? ------------------------------------------------------
+# Other work on the machine (a build, a test suite) moves the numbers a lot;
+# interleaving spreads it over all targets, but say so in the report.
+busy=$(python3 -c '
+import time
+def snap():
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return sum(f), f[3] + f[4]
+t0, i0 = snap(); time.sleep(1); t1, i1 = snap()
+print(round(100 * (1 - (i1 - i0) / max(1, t1 - t0))))')
+warnings=()
+if (( busy > 10 )); then
+  warnings+=("the machine was ${busy}% busy (all CPUs) in the second before the benchmark: other load makes the numbers noisy")
+  say "relay.sh: WARNING: the machine is ${busy}% busy before the benchmark; numbers will be noisy"
+fi
+
+# --- ports, body, configs ---------------------------------------------------------
+read -r port_backend port_nginx port_wtproxy < <(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in ss])
+for s in ss: s.close()')
+
+mkdir -p "$tmp/www"
+python3 -c '
+import sys
+n = int(sys.argv[1])
+line = "wtproxy relay bench body\n"
+sys.stdout.write((line * (n // len(line) + 1))[:n - 1] + "\n")' "$BODY_BYTES" >"$tmp/www/body.txt"
+path=/body.txt
+
+# nginx_conf NAME PORT ROLE -> writes $tmp/NAME/nginx.conf; ROLE is backend or proxy
+nginx_conf() {
+  local name=$1 port=$2 role=$3 d=$tmp/$1
+  mkdir -p "$d/tmp"
+  {
+    cat <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    server_tokens off;
+    client_body_temp_path $d/tmp/body;
+    proxy_temp_path $d/tmp/proxy;
+    fastcgi_temp_path $d/tmp/fastcgi;
+    uwsgi_temp_path $d/tmp/uwsgi;
+    scgi_temp_path $d/tmp/scgi;
+    types { text/plain txt; }
+    default_type text/plain;
+    keepalive_timeout 75s;
+    keepalive_requests 1000000;
+EOF
+    if [[ $role == backend ]]; then
+      cat <<EOF
+    open_file_cache max=16 inactive=600s;
+    open_file_cache_valid 600s;
+    server {
+        listen 127.0.0.1:$port;
+        root $tmp/www;
+        location / { }
+    }
+}
+EOF
+    else
+      cat <<EOF
+    upstream backend {
+        server 127.0.0.1:$port_backend;
+        keepalive 64;
+        keepalive_requests 1000000;
+        keepalive_timeout 30s;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        location / {
+            proxy_pass http://backend;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$http_host;
+            proxy_set_header X-Forwarded-For \$remote_addr;
+            proxy_set_header X-Forwarded-Host \$http_host;
+            proxy_set_header X-Forwarded-Proto \$scheme;
+        }
+    }
+}
+EOF
+    fi
+  } >"$d/nginx.conf"
+}
+
+# start NAME LOG CMD... : start CMD on the server CPU, remember its pid. The
+# command is started directly (taskset execs it), so $! is its own pid, not a
+# subshell's, and the cleanup trap kills the process itself.
+start() {
+  local name=$1 log=$2; shift 2
+  local cmd=("$@")
+  [[ $pinned == 1 ]] && cmd=(taskset -c "$SERVER_CPU" "$@")
+  "${cmd[@]}" >"$log" 2>&1 &
+  pids+=("$!")
+  printf -v "pid_$name" '%s' "$!"
+}
+
+# wait_ready NAME PORT LOG : the process is alive and PORT accepts (or it said
+# "listening on")
+wait_ready() {
+  local name=$1 port=$2 log=$3 pidvar=pid_$1
+  local pid=${!pidvar}
+  for _ in $(seq 1 100); do
+    if ! kill -0 "$pid" 2>/dev/null || [[ $(ps -o stat= -p "$pid") == Z* ]]; then
+      tail -n 20 "$log" >&2
+      die "$name exited before listening on 127.0.0.1:$port (log above)"
+    fi
+    if grep -q "listening on 127.0.0.1:$port" "$log" 2>/dev/null ||
+       (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  tail -n 20 "$log" >&2
+  die "$name did not listen on 127.0.0.1:$port within 10 s (log above)"
+}
+
+alive() {
+  local name=$1 log=$2 pidvar=pid_$1
+  local st
+  st=$(ps -o stat= -p "${!pidvar}" 2>/dev/null || true)
+  if [[ -z $st || $st == Z* ]]; then
+    tail -n 20 "$log" >&2
+    die "$name died during the benchmark (log above)"
+  fi
+}
+
+nginx_conf backend "$port_backend" backend
+nginx_conf nginx "$port_nginx" proxy
+start backend "$tmp/backend/stderr.log" \
+  "$NGINX" -p "$tmp/backend/" -c "$tmp/backend/nginx.conf" -e "$tmp/backend/error.log"
+wait_ready backend "$port_backend" "$tmp/backend/stderr.log"
+start nginx "$tmp/nginx/stderr.log" \
+  "$NGINX" -p "$tmp/nginx/" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log"
+wait_ready nginx "$port_nginx" "$tmp/nginx/stderr.log"
+
+mkdir -p "$tmp/wtproxy"
+wtproxy_log=$tmp/wtproxy/stderr.log
+if [[ $standin == 1 ]]; then
+  nginx_conf wtproxy "$port_wtproxy" proxy
+  start wtproxy "$wtproxy_log" \
+    "$NGINX" -p "$tmp/wtproxy/" -c "$tmp/wtproxy/nginx.conf" -e "$tmp/wtproxy/error.log"
+else
+  wt_cmd=${WTPROXY_CMD//\{listen\}/127.0.0.1:$port_wtproxy}
+  wt_cmd=${wt_cmd//\{backend\}/127.0.0.1:$port_backend}
+  say "relay.sh: starting: $wt_cmd"
+  start wtproxy "$wtproxy_log" bash -c "exec $wt_cmd"
+fi
+wait_ready wtproxy "$port_wtproxy" "$wtproxy_log"
+
+targets=(direct nginx wtproxy)
+declare -A url log_of
+url[direct]=http://127.0.0.1:$port_backend$path
+url[nginx]=http://127.0.0.1:$port_nginx$path
+url[wtproxy]=http://127.0.0.1:$port_wtproxy$path
+log_of[direct]=$tmp/backend/stderr.log
+log_of[nginx]=$tmp/nginx/stderr.log
+log_of[wtproxy]=$wtproxy_log
+pidname() { [[ $1 == direct ]] && echo backend || echo "$1"; }
+
+# --- check every target answers 200 with the body ------------------------------------
+for t in "${targets[@]}"; do
+  u=${url[$t]}
+  # two requests on one connection: both 200 + body, and the second reuses it
+  out=$(curl -sS --max-time 5 -o "$tmp/check1" -o "$tmp/check2" \
+          -w '%{http_code} %{num_connects}\n' "$u" "$u" 2>&1) ||
+    die "$t ($u) did not answer: $out"
+  codes=$(awk '{print $1}' <<<"$out" | tr '\n' ' ')
+  [[ $codes == "200 200 " ]] || die "$t ($u) answered '$codes', want 200 twice; body: $(head -c 300 "$tmp/check1")"
+  for f in "$tmp/check1" "$tmp/check2"; do
+    cmp -s "$f" "$tmp/www/body.txt" ||
+      die "$t ($u) answered 200 with the wrong body: $(head -c 300 "$f")"
+  done
+  if [[ $(awk 'NR==2{print $2}' <<<"$out") != 0 ]]; then
+    warnings+=("$t did not keep the client connection open between two requests: its keep-alive row measures reconnects")
+  fi
+  code=$(curl -sS --max-time 5 -o "$tmp/check1" -H 'Connection: close' -w '%{http_code}' "$u" 2>&1) ||
+    die "$t ($u) did not answer with Connection: close: $code"
+  if [[ $code != 200 ]] || ! cmp -s "$tmp/check1" "$tmp/www/body.txt"; then die "$t ($u) with Connection: close answered $code: $(head -c 300 "$tmp/check1")"; fi
+done
+say "relay.sh: all three targets answer 200 with the $BODY_BYTES-byte body"
+
+# --- wrk -------------------------------------------------------------------------
+cat >"$tmp/report.lua" <<'EOF'
+-- prints one machine-readable line at the end of a wrk run; latency in us
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "RESULT requests=%d duration_us=%d p50_us=%.0f p99_us=%.0f connect=%d read=%d write=%d status=%d timeout=%d\n",
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.connect, e.read, e.write, e.status, e.timeout))
+end
+EOF
+
+# Other load on the servers' CPU during a run: the CPU's busy ticks (steal
+# included: the host taking the CPU away) less the ticks our servers used.
+cpu_ticks() {  # -> "busy total" ticks of CPU $SERVER_CPU (all CPUs if unpinned)
+  local key=cpu line f
+  [[ $pinned == 1 ]] && key=cpu$SERVER_CPU
+  while read -r line; do
+    [[ $line == "$key "* ]] || continue
+    read -ra f <<<"$line"
+    # user nice system idle iowait irq softirq steal
+    echo "$(( f[1] + f[2] + f[3] + f[6] + f[7] + f[8] )) $(( f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7] + f[8] ))"
+    return
+  done </proc/stat
+}
+server_ticks() {  # utime + stime of the backend and the proxies
+  local pid st f sum=0
+  for pid in "${pids[@]}"; do
+    st=$(<"/proc/$pid/stat") || continue
+    st=${st##*) }
+    read -ra f <<<"$st"
+    sum=$(( sum + f[11] + f[12] ))
+  done
+  echo "$sum"
+}
+
+clk_tck=$(getconf CLK_TCK)
+results=$tmp/results.tsv
+: >"$results"
+# run_wrk ROUND MODE TARGET SECONDS : appends a line to $results unless ROUND is 0
+run_wrk() {
+  local round=$1 mode=$2 t=$3 secs=$4 out=$tmp/wrk-$1-$2-$3.txt line
+  local args=(-t"$THREADS" -c"$CONNECTIONS" -d"${secs}s" --timeout 2s -s "$tmp/report.lua")
+  [[ $mode == close ]] && args+=(-H 'Connection: close')
+  local b0 t0 s0 b1 t1 s1 other
+  read -r b0 t0 < <(cpu_ticks); s0=$(server_ticks)
+  on_wrk_cpu wrk "${args[@]}" "${url[$t]}" >"$out" 2>&1 ||
+    { cat "$out" >&2; die "wrk failed against $t"; }
+  read -r b1 t1 < <(cpu_ticks); s1=$(server_ticks)
+  other=$(( t1 > t0 ? 100 * (b1 - b0 - (s1 - s0)) / (t1 - t0) : 0 ))
+  (( other < 0 )) && other=0
+  alive "$(pidname "$t")" "${log_of[$t]}"
+  line=$(grep '^RESULT ' "$out") || { cat "$out" >&2; die "no RESULT line in wrk's output"; }
+  [[ $round == 0 ]] && return 0
+  python3 - "$round" "$mode" "$t" "$line" "$other" "$(( s1 - s0 ))" "$clk_tck" >>"$results" <<'EOF'
+import sys
+rnd, mode, t, line, other, ticks, hz = sys.argv[1:8]
+kv = dict(f.split("=", 1) for f in line.split()[1:])
+n = {k: float(v) for k, v in kv.items()}
+rps = n["requests"] / (n["duration_us"] / 1e6) if n["duration_us"] else 0.0
+errs = {k: int(n[k]) for k in ("connect", "read", "write", "status", "timeout")}
+detail = ",".join(f"{k} {v}" for k, v in errs.items() if v) or "-"
+# CPU time the backend and the proxies used, per request
+cpu_us = int(ticks) * 1e6 / int(hz) / n["requests"] if n["requests"] else 0.0
+print(rnd, mode, t, f"{rps:.1f}", int(n["p50_us"]), int(n["p99_us"]), sum(errs.values()), detail, other,
+      f"{cpu_us:.2f}", sep="\t")
+EOF
+  IFS=$'\t' read -r _ _ _ rps p50 p99 errs _ _ cpu < <(tail -n 1 "$results")
+  say "$(printf '  round %d/%d %-10s %-8s %7.0f req/s  p50 %6d us  p99 %6d us  cpu %6.1f us/req  errors %s  other load %d%%' \
+    "$round" "$ROUNDS" "$mode" "$t" "$rps" "$p50" "$p99" "$cpu" "$errs" "$other")"
+}
+
+modes=(keep-alive close)
+total=$(( ROUNDS * ${#modes[@]} * ${#targets[@]} * DURATION + ${#modes[@]} * ${#targets[@]} * WARMUP ))
+say "relay.sh: wrk -t$THREADS -c$CONNECTIONS, $ROUNDS rounds x ${DURATION}s per target and mode (about ${total}s)"
+if (( WARMUP > 0 )); then
+  for mode in "${modes[@]}"; do
+    for t in "${targets[@]}"; do run_wrk 0 "$mode" "$t" "$WARMUP"; done
+  done
+fi
+for r in $(seq 1 "$ROUNDS"); do
+  for mode in "${modes[@]}"; do
+    for t in "${targets[@]}"; do run_wrk "$r" "$mode" "$t" "$DURATION"; done
+  done
+done
+
+# --- report ------------------------------------------------------------------------
+wrk_version=$(wrk --version 2>&1 || true); wrk_version=${wrk_version%%$'\n'*}
+wrk_version=$(awk '{print $1, $2}' <<<"$wrk_version")
+nginx_version=$("$NGINX" -v 2>&1 || true); nginx_version=${nginx_version#*: }
+cpu_model=$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo 2>/dev/null || true)
+if [[ $pinned == 1 ]]; then
+  pin_desc="wrk on CPU $WRK_CPU; backend and the proxy under test on CPU $SERVER_CPU"
+else
+  pin_desc="NOT PINNED: wrk, backend and proxies share all CPUs"
+fi
+warn_text=$(printf '%s\n' "${warnings[@]+"${warnings[@]}"}")
+
+kernel=$(uname -r)
+ncpu=$(nproc)
+export R_COMMIT=$commit R_WTPROXY=$wtproxy_desc R_NGINX=$nginx_version R_WRK=$wrk_version \
+  R_KERNEL=$kernel R_CPU=${cpu_model:-unknown CPU} R_NCPU=$ncpu R_PIN=$pin_desc \
+  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned SERVER_CPU THREADS CONNECTIONS ROUNDS DURATION WARMUP BODY_BYTES
+python3 - "$results" "$standin" <<'EOF'
+import os, sys, statistics as st
+from collections import defaultdict
+path, standin = sys.argv[1], sys.argv[2] == "1"
+E = os.environ
+rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
+# data[mode][target] = list of (round, rps, p50, p99, errs, detail, cpu_us_per_req)
+data = defaultdict(lambda: defaultdict(list))
+others = []
+for rnd, mode, t, rps, p50, p99, errs, detail, other, cpu in rows:
+    data[mode][t].append((int(rnd), float(rps), int(p50), int(p99), int(errs), detail, float(cpu)))
+    others.append((int(other), f"round {rnd} {mode} {t}"))
+modes = ["keep-alive", "close"]
+targets = ["direct", "nginx", "wtproxy"]
+med = st.median
+
+def cell(mode, t, i):
+    return med([r[i] for r in data[mode][t]])
+
+def fmt_int(x):
+    return f"{x:,.0f}".replace(",", " ")
+
+print("## wtproxy relay benchmark")
+print()
+print(f"- work tree {E['R_COMMIT']}; wtproxy: {E['R_WTPROXY']}")
+print(f"- {E['R_NGINX']}, {E['R_WRK']}, kernel {E['R_KERNEL']}, {E['R_CPU']}, {E['R_NCPU']} CPUs,"
+      f" {E['R_BUSY']}% busy just before the run")
+print(f"- wrk -t{E['THREADS']} -c{E['CONNECTIONS']} --timeout 2s on 127.0.0.1, {E['ROUNDS']} interleaved rounds"
+      f" x {E['DURATION']} s per cell (after a {E['WARMUP']} s warm-up each); {E['R_PIN']}")
+print(f"- backend: nginx, one worker, static {E['BODY_BYTES']}-byte body; nginx proxy: one worker,"
+      " upstream keepalive 64 (wtproxy's default pool size), the same X-Forwarded-* headers")
+print("- figures are medians over rounds; ratios are medians of per-round ratios [min-max over rounds];"
+      f" CPU µs/req is the CPU time the backend and the proxies used on {'CPU ' + E['SERVER_CPU'] if E['R_PINNED'] == '1' else 'all CPUs'}"
+      " during the run, divided by the requests")
+print()
+print("| mode | target | req/s | p50 µs | p99 µs | CPU µs/req | errors |")
+print("|---|---|---:|---:|---:|---:|---:|")
+flagged = []
+for mode in modes:
+    for t in targets:
+        rs = data[mode][t]
+        errs = sum(r[4] for r in rs)
+        name = "wtproxy (stand-in)" if (t == "wtproxy" and standin) else t
+        if errs:
+            bad = [f"round {r[0]}: {r[5]}" for r in rs if r[4]]
+            flagged.append(f"{mode} {t}: " + "; ".join(bad))
+            e = f"**{errs}** ⚠"
+        else:
+            e = "0"
+        print(f"| {mode} | {name} | {fmt_int(cell(mode, t, 1))} | {fmt_int(cell(mode, t, 2))} "
+              f"| {fmt_int(cell(mode, t, 3))} | {cell(mode, t, 6):.1f} | {e} |")
+print()
+
+def ratio(mode, a, b, i):
+    ra = {r[0]: r[i] for r in data[mode][a]}
+    rb = {r[0]: r[i] for r in data[mode][b]}
+    per = [ra[k] / rb[k] for k in sorted(ra) if k in rb and rb[k]]
+    if not per:
+        return "n/a", 0.0, []
+    m = med(per)
+    if len(per) > 1:
+        return f"{m:.2f}x [{min(per):.2f}-{max(per):.2f}]", m, per
+    return f"{m:.2f}x", m, per
+
+goals = {"keep-alive": 1.0, "close": 0.9}
+for mode in modes:
+    wn, wn_m, wn_per = ratio(mode, "wtproxy", "nginx", 1)
+    wd = ratio(mode, "wtproxy", "direct", 1)[0]
+    nd = ratio(mode, "nginx", "direct", 1)[0]
+    p99 = ratio(mode, "wtproxy", "nginx", 3)[0]
+    cpu = ratio(mode, "wtproxy", "nginx", 6)[0]
+    goal = goals[mode]
+    verdict = "met" if wn_m >= goal else "MISSED"
+    if wn_per and min(wn_per) < goal <= max(wn_per):
+        verdict += ", but the rounds straddle it"
+    if standin:
+        verdict = "stand-in, not judged"
+    print(f"{mode}: wtproxy/nginx = {wn} (target >= {goal}: {verdict}), wtproxy/direct = {wd}, "
+          f"p99 wtproxy/nginx = {p99} (lower is better), CPU/req wtproxy/nginx = {cpu} (lower is better); "
+          f"nginx/direct = {nd}")
+print()
+if standin:
+    print("NOTE: the wtproxy rows are a second nginx proxy standing in for wtproxy (WTPROXY_CMD=nginx).")
+cpu = "CPU " + E["SERVER_CPU"] if E["R_PINNED"] == "1" else "the CPUs"
+worst = max(others)
+print(f"Other load on {cpu} during the runs (busy + steal, less our servers): "
+      f"median {med([o[0] for o in others]):.0f}%, max {worst[0]}% ({worst[1]}).")
+if worst[0] > 10:
+    print(f"WARNING: something else used {cpu} during some runs (up to {worst[0]}%): "
+          "compare the ranges, and rerun on a quiet machine before trusting a small difference.")
+for w in E.get("R_WARN", "").strip().splitlines():
+    print(f"WARNING: {w}")
+if flagged:
+    print("⚠ runs with wrk errors (connect/read/write/timeout = socket errors, status = HTTP >= 400):")
+    for f in flagged:
+        print(f"- {f}")
+else:
+    print("No wrk errors (socket errors or HTTP >= 400) in any run.")
+EOF

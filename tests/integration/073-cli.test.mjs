@@ -1,0 +1,75 @@
+// 073: the command line. --help, serve --help and --version exit 0 and
+// print usage/version; an unknown flag or a bad value exits 2 with one line
+// on stderr naming it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+import { runToExit } from './lib/conformance.mjs';
+
+const run = (...args) => runToExit(wtproxyBin, args, { ms: 5000 });
+const oneLine = (s) => s.trim().split('\n').length === 1;
+const clean = (r) => assert.doesNotMatch(r.stdout + r.stderr, /AddressSanitizer|LeakSanitizer|runtime error:/, r.stderr);
+
+test('wtproxy --help', async () => {
+  const r = await run('--help');
+  clean(r);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout + r.stderr, /usage/i);
+  assert.match(r.stdout + r.stderr, /serve/);
+});
+
+test('wtproxy serve --help lists the flags with defaults', async () => {
+  const r = await run('serve', '--help');
+  clean(r);
+  assert.equal(r.code, 0, r.stderr);
+  const out = r.stdout + r.stderr;
+  assert.match(out, /usage/i);
+  for (const f of ['--listen', '--backend', '--config', '--head-timeout', '--keepalive-timeout',
+    '--connect-timeout', '--response-timeout', '--body-timeout', '--max-head-size',
+    '--max-header-count', '--max-request-line']) {
+    assert.ok(out.includes(f), `serve --help does not mention ${f}:\n${out}`);
+  }
+  assert.doesNotMatch(out, /listening on/, 'serve --help started serving');
+});
+
+test('wtproxy --version', async () => {
+  const r = await run('--version');
+  clean(r);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout + r.stderr, /wtproxy/);
+  assert.match(r.stdout + r.stderr, /\d+\.\d+\.\d+/);
+});
+
+test('unknown flag: exit 2, one line naming it', async () => {
+  const r = await run('serve', '--listen', '127.0.0.1:0', '--no-such-flag', '1');
+  assert.equal(r.signal, null, `did not exit (killed after 5 s): ${r.stderr}`);
+  clean(r);
+  assert.equal(r.code, 2, r.stderr);
+  assert.ok(oneLine(r.stderr), `stderr is not one line:\n${r.stderr}`);
+  assert.match(r.stderr, /no-such-flag/);
+  assert.doesNotMatch(r.stderr, /listening on/);
+});
+
+test('bad value: exit 2, one line naming the flag and the value', async () => {
+  const r = await run('serve', '--listen', '127.0.0.1:0', '--head-timeout', 'banana');
+  assert.equal(r.signal, null, `did not exit (killed after 5 s): ${r.stderr}`);
+  clean(r);
+  assert.equal(r.code, 2, r.stderr);
+  assert.ok(oneLine(r.stderr), `stderr is not one line:\n${r.stderr}`);
+  assert.match(r.stderr, /head[-_]timeout/);
+  assert.match(r.stderr, /banana/);
+});
+
+test('bad size value: exit 2, one line', async () => {
+  const r = await run('serve', '--listen', '127.0.0.1:0', '--max-head-size', '12 parsecs');
+  clean(r);
+  assert.equal(r.code, 2, r.stderr);
+  assert.ok(oneLine(r.stderr), `stderr is not one line:\n${r.stderr}`);
+  assert.match(r.stderr, /max[-_]head[-_]size/);
+});
+
+test('unknown subcommand: non-zero exit', async () => {
+  const r = await run('frobnicate');
+  assert.notEqual(r.code, 0);
+  assert.equal(r.signal, null);
+});
