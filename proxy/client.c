@@ -15,9 +15,9 @@
 #include "conn.h"
 #include "http_head.h"
 
-static void client_read_cb(struct bufferevent *bev, void *arg);
-static void client_write_cb(struct bufferevent *bev, void *arg);
-static void client_event_cb(struct bufferevent *bev, short what, void *arg);
+static void client_read_cb(struct stream *bev, void *arg);
+static void client_write_cb(struct stream *bev, void *arg);
+static void client_event_cb(struct stream *bev, short what, void *arg);
 static void timer_cb(evutil_socket_t fd, short what, void *arg);
 static int req_headers_complete(struct http_msg *m);
 static int req_body(struct http_msg *m, const char *at, size_t n);
@@ -30,7 +30,7 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 void conn_set_client_callbacks(struct proxy_client *c)
 {
-    bufferevent_setcb(c->bev, client_read_cb, client_write_cb, client_event_cb, c);
+    stream_setcb(c->bev, client_read_cb, client_write_cb, client_event_cb, c);
 }
 
 void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evutil_socket_t fd,
@@ -38,23 +38,24 @@ void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evuti
 {
     struct proxy_client *c = calloc(1, sizeof *c);
     if (c) {
-        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        c->bev = stream_new(s->base, fd); /* closes fd when it fails */
         c->timer = evtimer_new(s->base, timer_cb, c);
         c->req_head = evbuffer_new();
         c->req_prefix = evbuffer_new();
+    } else {
+        close(fd);
     }
     if (!c || !c->bev || !c->timer || !c->req_head || !c->req_prefix) {
         proxy_log("out of memory: dropped a connection");
-        if (c && c->bev)
-            bufferevent_free(c->bev);
-        else
-            close(fd);
-        if (c && c->timer)
-            event_free(c->timer);
-        if (c && c->req_head)
-            evbuffer_free(c->req_head);
-        if (c && c->req_prefix)
-            evbuffer_free(c->req_prefix);
+        if (c) {
+            stream_free(c->bev);
+            if (c->timer)
+                event_free(c->timer);
+            if (c->req_head)
+                evbuffer_free(c->req_head);
+            if (c->req_prefix)
+                evbuffer_free(c->req_prefix);
+        }
         free(c);
         return;
     }
@@ -67,9 +68,9 @@ void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evuti
     else
         inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, c->ip, sizeof c->ip);
     conn_set_client_callbacks(c);
-    bufferevent_setwatermark(c->bev, EV_READ, 0, max_size(s->cfg.max_head_size + 1, 16384));
-    bufferevent_setwatermark(c->bev, EV_WRITE, s->cfg.buffer_size / 2, 0);
-    bufferevent_enable(c->bev, EV_READ);
+    stream_set_read_high(c->bev, max_size(s->cfg.max_head_size + 1, 16384));
+    stream_set_write_low(c->bev, s->cfg.buffer_size / 2);
+    stream_enable_read(c->bev);
     c->state = CS_IDLE;
     /* A new connection is there to send a request: it gets head_timeout. */
     conn_arm_timer(c, s->cfg.head_timeout_ms);
@@ -86,7 +87,7 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms)
 void conn_close(struct proxy_client *c)
 {
     upstream_release(c, 0);
-    bufferevent_free(c->bev);
+    stream_free(c->bev);
     event_free(c->timer);
     evbuffer_free(c->req_head);
     evbuffer_free(c->req_prefix);
@@ -101,10 +102,10 @@ void conn_close(struct proxy_client *c)
 static void linger(struct proxy_client *c)
 {
     c->lingering = 1;
-    shutdown(bufferevent_getfd(c->bev), SHUT_WR);
-    evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
-    bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
-    bufferevent_enable(c->bev, EV_READ);
+    shutdown(stream_fd(c->bev), SHUT_WR);
+    evbuffer_drain(stream_input(c->bev), evbuffer_get_length(stream_input(c->bev)));
+    stream_set_read_high(c->bev, 0);
+    stream_enable_read(c->bev);
     conn_arm_timer(c, WTP_LINGER_MS);
 }
 
@@ -112,14 +113,14 @@ void conn_close_after_flush(struct proxy_client *c)
 {
     upstream_release(c, 0);
     c->state = CS_CLOSING;
-    bufferevent_disable(c->bev, EV_READ);
-    bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    stream_disable_read(c->bev);
+    stream_set_write_low(c->bev, 0);
     if (c->client_eof) {
-        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+        if (evbuffer_get_length(stream_output(c->bev)) == 0) {
             conn_close(c);
             return;
         }
-    } else if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+    } else if (evbuffer_get_length(stream_output(c->bev)) == 0) {
         linger(c);
         return;
     }
@@ -146,7 +147,7 @@ void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
     upstream_release(c, 0);
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;
-    error_page_write(bufferevent_get_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
+    error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
                      !keep);
     c->resp_started = 1;
     if (keep)
@@ -202,7 +203,7 @@ static int parse_failed(llhttp_errno_t err)
  * before that the prefix that waits for it. */
 static struct evbuffer *body_sink(struct proxy_client *c)
 {
-    return c->state == CS_FORWARD ? bufferevent_get_output(c->up) : c->req_prefix;
+    return c->state == CS_FORWARD ? stream_output(c->up) : c->req_prefix;
 }
 
 /* Chunked framing that arrived with the head is checked before any backend
@@ -211,7 +212,7 @@ static struct evbuffer *body_sink(struct proxy_client *c)
  * short, without its last chunk: incomplete, never a second request.) */
 static int check_buffered_chunks(struct proxy_client *c)
 {
-    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer *in = stream_input(c->bev);
     while (!c->req_done && evbuffer_get_length(in) > 0) {
         struct evbuffer_iovec v;
         llhttp_errno_t err;
@@ -231,7 +232,7 @@ static int check_buffered_chunks(struct proxy_client *c)
  * hooks check and rewrite it), then hand the request to a backend. */
 static void parse_request_head(struct proxy_client *c, size_t len)
 {
-    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer *in = stream_input(c->bev);
     char *head = (char *)evbuffer_pullup(in, (ssize_t)len);
     llhttp_errno_t err;
     reset_request(c);
@@ -260,7 +261,7 @@ static void parse_request_head(struct proxy_client *c, size_t len)
 
 static void read_request_head(struct proxy_client *c)
 {
-    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer *in = stream_input(c->bev);
     const struct proxy_config *cfg = &c->srv->cfg;
     if (evbuffer_get_length(in) == 0)
         return;
@@ -291,16 +292,16 @@ void conn_next_request(struct proxy_client *c)
     c->state = CS_IDLE;
     c->client_paused = 0;
     conn_arm_timer(c, c->srv->cfg.keepalive_timeout_ms);
-    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
+    if (evbuffer_get_length(stream_input(c->bev)) > 0) {
         /* Pipelined bytes wait: deferred, so a long pipeline of refusals
          * does not recurse. */
-        bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+        stream_trigger_read(c->bev);
     } else if (c->client_eof) {
         conn_close_after_flush(c);
         return;
     }
     if (!c->client_eof)
-        bufferevent_enable(c->bev, EV_READ);
+        stream_enable_read(c->bev);
 }
 
 void conn_request_done(struct proxy_client *c)
@@ -312,13 +313,13 @@ void conn_request_done(struct proxy_client *c)
 
 void conn_feed_request_body(struct proxy_client *c)
 {
-    struct evbuffer *in = bufferevent_get_input(c->bev);
-    struct evbuffer *out = bufferevent_get_output(c->up);
+    struct evbuffer *in = stream_input(c->bev);
+    struct evbuffer *out = stream_output(c->up);
     int was_done = c->req_done;
     while (!c->req_done && evbuffer_get_length(in) > 0) {
         if (evbuffer_get_length(out) >= c->srv->cfg.buffer_size) {
             c->client_paused = 1;
-            bufferevent_disable(c->bev, EV_READ);
+            stream_disable_read(c->bev);
             return;
         }
         struct evbuffer_iovec v;
@@ -446,7 +447,7 @@ static int req_message_complete(struct http_msg *m)
     return HPE_PAUSED;
 }
 
-static void client_read_cb(struct bufferevent *bev, void *arg)
+static void client_read_cb(struct stream *bev, void *arg)
 {
     struct proxy_client *c = arg;
     switch (c->state) {
@@ -459,19 +460,19 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
             conn_feed_request_body(c);
         break;
     case CS_CLOSING:
-        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        evbuffer_drain(stream_input(bev), evbuffer_get_length(stream_input(bev)));
         break;
     default:
         break; /* CS_CONNECT: the body waits in the input buffer */
     }
 }
 
-static void client_write_cb(struct bufferevent *bev, void *arg)
+static void client_write_cb(struct stream *bev, void *arg)
 {
     struct proxy_client *c = arg;
     c->last_ms = proxy_now_ms(c->srv);
     if (c->state == CS_CLOSING) {
-        if (!c->lingering && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        if (!c->lingering && evbuffer_get_length(stream_output(bev)) == 0) {
             if (c->client_eof)
                 conn_close(c);
             else
@@ -481,16 +482,16 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
     }
     if (c->up_paused && c->up) {
         c->up_paused = 0;
-        bufferevent_enable(c->up, EV_READ);
+        stream_enable_read(c->up);
         upstream_feed_response(c);
     }
 }
 
-static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+static void client_event_cb(struct stream *bev, short what, void *arg)
 {
     struct proxy_client *c = arg;
     (void)bev;
-    if (!(what & BEV_EVENT_EOF) || c->state == CS_IDLE || c->state == CS_HEAD ||
+    if (!(what & STREAM_EOF) || c->state == CS_IDLE || c->state == CS_HEAD ||
         c->state == CS_CLOSING) {
         conn_close(c);
         return;

@@ -5,7 +5,7 @@
 #define WTP_CONN_H
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
+#include "stream.h"
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <sys/queue.h>
@@ -27,8 +27,8 @@ enum conn_state {
 struct proxy_client {
     struct proxy_server *srv;
     struct proxy_listener *listener;
-    struct bufferevent *bev;    /* the client's socket */
-    struct bufferevent *up;     /* the backend's socket, NULL when none */
+    struct stream *bev;    /* the client's socket */
+    struct stream *up;     /* the backend's socket, NULL when none */
     struct reg_backend *backend; /* the current request's backend */
     struct http_msg req, resp;
     struct head_scan scan;      /* the head being read: request or response */

@@ -173,7 +173,7 @@ int proxy_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
     s->base = event_base_new();
-    s->pool = proxy_pool_new();
+    s->pool = s->base ? proxy_pool_new(s->base) : NULL;
     int status = 1;
     if (!s->base || !s->pool) {
         fprintf(stderr, "wtproxy: cannot start: out of memory\n");

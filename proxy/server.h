@@ -6,7 +6,7 @@
 #include <event2/listener.h>
 #include <sys/queue.h>
 
-#include "backend.h"
+#include "pool.h"
 #include "config.h"
 #include "registry.h"
 

@@ -8,9 +8,9 @@
 #include "conn.h"
 #include "http_head.h"
 
-static void up_read_cb(struct bufferevent *bev, void *arg);
-static void up_write_cb(struct bufferevent *bev, void *arg);
-static void up_event_cb(struct bufferevent *bev, short what, void *arg);
+static void up_read_cb(struct stream *bev, void *arg);
+static void up_write_cb(struct stream *bev, void *arg);
+static void up_event_cb(struct stream *bev, short what, void *arg);
 static int resp_headers_complete(struct http_msg *m);
 static int resp_body(struct http_msg *m, const char *at, size_t n);
 static int resp_message_complete(struct http_msg *m);
@@ -30,11 +30,11 @@ void upstream_release(struct proxy_client *c, int reusable)
     if (!c->up)
         return;
     struct reg_backend *b = c->backend;
-    if (reusable && b && evbuffer_get_length(bufferevent_get_output(c->up)) == 0)
+    if (reusable && b && evbuffer_get_length(stream_output(c->up)) == 0)
         proxy_pool_put(c->srv->pool, c->up, (struct sockaddr *)&b->addr, b->addrlen,
                        c->srv->cfg.pool_size, c->srv->cfg.pool_idle_ms);
     else
-        bufferevent_free(c->up);
+        stream_free(c->up);
     c->up = NULL;
     c->up_paused = 0;
 }
@@ -45,7 +45,7 @@ static void send_request(struct proxy_client *c)
     c->backend->requests++;
     upstream_init_response(c);
     struct evbuffer *head = c->req_head;
-    struct evbuffer *out = bufferevent_get_output(c->up);
+    struct evbuffer *out = stream_output(c->up);
     evbuffer_add(out, evbuffer_pullup(head, -1), evbuffer_get_length(head));
     evbuffer_add_buffer(out, c->req_prefix);
     c->last_ms = proxy_now_ms(c->srv);
@@ -68,7 +68,7 @@ void upstream_start(struct proxy_client *c)
     c->from_pool = c->up != NULL;
     if (!c->up) {
         char err[128], d[480];
-        c->up = proxy_backend_connect(s->base, (struct sockaddr *)&b->addr, b->addrlen, err,
+        c->up = stream_connect(s->base, (struct sockaddr *)&b->addr, b->addrlen, err,
                                       sizeof err);
         if (!c->up) {
             snprintf(d, sizeof d, "connect to %s: %s", b->name, err);
@@ -76,10 +76,10 @@ void upstream_start(struct proxy_client *c)
             return;
         }
     }
-    bufferevent_setcb(c->up, up_read_cb, up_write_cb, up_event_cb, c);
-    bufferevent_setwatermark(c->up, EV_READ, 0, high);
-    bufferevent_setwatermark(c->up, EV_WRITE, s->cfg.buffer_size / 2, 0);
-    bufferevent_enable(c->up, EV_READ | EV_WRITE);
+    stream_setcb(c->up, up_read_cb, up_write_cb, up_event_cb, c);
+    stream_set_read_high(c->up, high);
+    stream_set_write_low(c->up, s->cfg.buffer_size / 2);
+    stream_enable_read(c->up);
     if (c->from_pool)
         send_request(c);
     else
@@ -105,7 +105,7 @@ static void write_final_head(struct proxy_client *c, struct http_msg *m, int has
     r.close = !c->keepalive || eof_delimited || !c->req_done || c->stopping || c->srv->stopping ||
               c->client_eof;
     c->close_after = r.close;
-    http_head_write_response(bufferevent_get_output(c->bev), m, &r);
+    http_head_write_response(stream_output(c->bev), m, &r);
     c->resp_started = 1;
 }
 
@@ -120,7 +120,7 @@ static int resp_headers_complete(struct http_msg *m)
         if (!c->upgrade)
             return resp_refuse(c, "the backend switched protocols on a request that asked for none");
         struct http_reply r = {.upgrade = 1};
-        http_head_write_response(bufferevent_get_output(c->bev), m, &r);
+        http_head_write_response(stream_output(c->bev), m, &r);
         c->resp_tunnel = c->resp_started = 1;
         return 2;
     }
@@ -130,7 +130,7 @@ static int resp_headers_complete(struct http_msg *m)
         c->resp_interim = 1;
         if (!c->http10) {
             struct http_reply r = {0};
-            http_head_write_response(bufferevent_get_output(c->bev), m, &r);
+            http_head_write_response(stream_output(c->bev), m, &r);
         }
         return 0;
     }
@@ -144,7 +144,7 @@ static int resp_body(struct http_msg *m, const char *at, size_t n)
     struct proxy_client *c = m->owner;
     if (!c->resp_copy)
         return 0; /* moved whole by the caller, no copy */
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = stream_output(c->bev);
     if (c->resp_chunked)
         evbuffer_add_printf(out, "%zx\r\n", n);
     evbuffer_add(out, at, n);
@@ -159,7 +159,7 @@ static int resp_message_complete(struct http_msg *m)
     if (c->resp_interim || c->resp_tunnel)
         return HPE_PAUSED;
     if (c->resp_chunked)
-        evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
+        evbuffer_add(stream_output(c->bev), "0\r\n\r\n", 5);
     c->resp_done = 1;
     return HPE_PAUSED;
 }
@@ -170,7 +170,7 @@ static int resp_message_complete(struct http_msg *m)
 static int read_response_head(struct proxy_client *c)
 {
     const struct proxy_config *cfg = &c->srv->cfg;
-    struct evbuffer *in = bufferevent_get_input(c->up);
+    struct evbuffer *in = stream_input(c->up);
     struct head_scan_limits lim = {cfg->max_request_line, cfg->max_response_head,
                                    cfg->max_header_count};
     long r = conn_scan_head(&c->scan, in, &lim);
@@ -212,8 +212,8 @@ static void finish_exchange(struct proxy_client *c)
 
 void upstream_feed_response(struct proxy_client *c)
 {
-    struct evbuffer *in = bufferevent_get_input(c->up);
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *in = stream_input(c->up);
+    struct evbuffer *out = stream_output(c->bev);
     while (!c->resp_done && evbuffer_get_length(in) > 0) {
         if (!c->resp_started) {
             int r = read_response_head(c);
@@ -223,7 +223,7 @@ void upstream_feed_response(struct proxy_client *c)
         }
         if (evbuffer_get_length(out) >= c->srv->cfg.buffer_size) {
             c->up_paused = 1;
-            bufferevent_disable(c->up, EV_READ);
+            stream_disable_read(c->up);
             return;
         }
         struct evbuffer_iovec v;
@@ -249,7 +249,7 @@ void upstream_feed_response(struct proxy_client *c)
         finish_exchange(c);
 }
 
-static void up_read_cb(struct bufferevent *bev, void *arg)
+static void up_read_cb(struct stream *bev, void *arg)
 {
     struct proxy_client *c = arg;
     (void)bev;
@@ -258,7 +258,7 @@ static void up_read_cb(struct bufferevent *bev, void *arg)
         upstream_feed_response(c);
 }
 
-static void up_write_cb(struct bufferevent *bev, void *arg)
+static void up_write_cb(struct stream *bev, void *arg)
 {
     struct proxy_client *c = arg;
     (void)bev;
@@ -266,7 +266,7 @@ static void up_write_cb(struct bufferevent *bev, void *arg)
     if (c->client_paused && !c->req_done) {
         c->client_paused = 0;
         if (!c->client_eof)
-            bufferevent_enable(c->bev, EV_READ);
+            stream_enable_read(c->bev);
         conn_feed_request_body(c);
     }
 }
@@ -287,12 +287,12 @@ static void up_closed(struct proxy_client *c, short what, int err)
     }
     if (!c->resp_started) {
         snprintf(d, sizeof d, "%s %s before its response head%s%s", c->backend->name,
-                 (what & BEV_EVENT_EOF) ? "closed the connection" : "failed",
+                 (what & STREAM_EOF) ? "closed the connection" : "failed",
                  err ? ": " : "", err ? strerror(err) : "");
         conn_fail(c, PE_BACKEND_BAD_RESPONSE, d);
         return;
     }
-    if ((what & BEV_EVENT_EOF) && llhttp_message_needs_eof(&c->resp.parser)) {
+    if ((what & STREAM_EOF) && llhttp_message_needs_eof(&c->resp.parser)) {
         llhttp_finish(&c->resp.parser);
         if (c->resp_done) {
             finish_exchange(c);
@@ -303,12 +303,12 @@ static void up_closed(struct proxy_client *c, short what, int err)
     conn_close_after_flush(c);
 }
 
-static void up_event_cb(struct bufferevent *bev, short what, void *arg)
+static void up_event_cb(struct stream *bev, short what, void *arg)
 {
     struct proxy_client *c = arg;
-    int err = EVUTIL_SOCKET_ERROR();
+    int err = errno;
     (void)bev;
-    if (what & BEV_EVENT_CONNECTED) {
+    if (what & STREAM_CONNECTED) {
         send_request(c);
         return;
     }
@@ -321,5 +321,5 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
     }
     /* Reads stop while the client lags (backpressure), so an EOF is only
      * seen once every byte before it went through up_read_cb. */
-    up_closed(c, what, (what & BEV_EVENT_EOF) ? 0 : err);
+    up_closed(c, what, (what & STREAM_EOF) ? 0 : err);
 }

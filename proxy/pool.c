@@ -1,0 +1,180 @@
+/* pool.c - see pool.h. */
+#include "pool.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/time.h>
+
+/* How often idle connections are checked for their deadline. */
+#define POOL_SWEEP_MS 500
+
+struct pool_bucket;
+
+struct pool_conn {
+    struct proxy_pool *pool;
+    struct stream *s;
+    struct pool_bucket *bucket;
+    struct timeval deadline;
+    TAILQ_ENTRY(pool_conn) link;
+};
+
+struct pool_bucket {
+    struct sockaddr_storage addr;
+    socklen_t len;
+    unsigned nidle;
+    TAILQ_HEAD(pool_idle, pool_conn) idle; /* head = most recently put */
+    struct pool_bucket *next;
+};
+
+struct proxy_pool {
+    struct event_base *base;
+    struct event *sweep;
+    unsigned nidle;
+    struct pool_bucket *buckets;
+};
+
+static void sweep_cb(evutil_socket_t fd, short what, void *arg);
+
+struct proxy_pool *proxy_pool_new(struct event_base *base)
+{
+    struct proxy_pool *pool = calloc(1, sizeof *pool);
+    if (!pool)
+        return NULL;
+    pool->base = base;
+    pool->sweep = evtimer_new(base, sweep_cb, pool);
+    if (!pool->sweep) {
+        free(pool);
+        return NULL;
+    }
+    return pool;
+}
+
+static struct pool_conn *unlink_conn(struct pool_conn *pc)
+{
+    TAILQ_REMOVE(&pc->bucket->idle, pc, link);
+    pc->bucket->nidle--;
+    return pc;
+}
+
+static void drop(struct proxy_pool *pool, struct pool_conn *pc)
+{
+    unlink_conn(pc);
+    pool->nidle--;
+    stream_free(pc->s);
+    free(pc);
+}
+
+void proxy_pool_free(struct proxy_pool *pool)
+{
+    if (!pool)
+        return;
+    struct pool_bucket *b = pool->buckets;
+    while (b) {
+        struct pool_bucket *next = b->next;
+        while (!TAILQ_EMPTY(&b->idle))
+            drop(pool, TAILQ_FIRST(&b->idle));
+        free(b);
+        b = next;
+    }
+    event_free(pool->sweep);
+    free(pool);
+}
+
+static struct pool_bucket *bucket_for(struct proxy_pool *pool, const struct sockaddr *addr,
+                                      socklen_t len, int create)
+{
+    for (struct pool_bucket *b = pool->buckets; b; b = b->next)
+        if (b->len == len && memcmp(&b->addr, addr, len) == 0)
+            return b;
+    if (!create)
+        return NULL;
+    struct pool_bucket *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    memcpy(&b->addr, addr, len);
+    b->len = len;
+    TAILQ_INIT(&b->idle);
+    b->next = pool->buckets;
+    pool->buckets = b;
+    return b;
+}
+
+/* An idle connection that turns readable was closed by the backend, or
+ * sent bytes nobody asked for: either way it can carry no request. */
+static void idle_read_cb(struct stream *s, void *arg)
+{
+    struct pool_conn *pc = arg;
+    (void)s;
+    drop(pc->pool, pc);
+}
+
+static void idle_event_cb(struct stream *s, short what, void *arg)
+{
+    (void)what;
+    idle_read_cb(s, arg);
+}
+
+static void arm_sweep(struct proxy_pool *pool)
+{
+    struct timeval tv = {0, POOL_SWEEP_MS * 1000};
+    if (pool->nidle && !evtimer_pending(pool->sweep, NULL))
+        evtimer_add(pool->sweep, &tv);
+}
+
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_pool *pool = arg;
+    struct timeval now;
+    (void)fd;
+    (void)what;
+    event_base_gettimeofday_cached(pool->base, &now);
+    for (struct pool_bucket *b = pool->buckets; b; b = b->next) {
+        /* Oldest at the tail: stop at the first one still in time. */
+        struct pool_conn *pc;
+        while ((pc = TAILQ_LAST(&b->idle, pool_idle)) && timercmp(&pc->deadline, &now, <=))
+            drop(pool, pc);
+    }
+    arm_sweep(pool);
+}
+
+struct stream *proxy_pool_take(struct proxy_pool *pool, const struct sockaddr *addr,
+                               socklen_t len)
+{
+    struct pool_bucket *b = bucket_for(pool, addr, len, 0);
+    if (!b || TAILQ_EMPTY(&b->idle))
+        return NULL;
+    struct pool_conn *pc = unlink_conn(TAILQ_FIRST(&b->idle));
+    struct stream *s = pc->s;
+    pool->nidle--;
+    free(pc);
+    stream_setcb(s, NULL, NULL, NULL, NULL);
+    return s;
+}
+
+void proxy_pool_put(struct proxy_pool *pool, struct stream *s, const struct sockaddr *addr,
+                    socklen_t len, unsigned max_idle, unsigned idle_ms)
+{
+    struct pool_bucket *b = max_idle ? bucket_for(pool, addr, len, 1) : NULL;
+    struct pool_conn *pc = b ? calloc(1, sizeof *pc) : NULL;
+    if (!pc || evbuffer_get_length(stream_input(s)) > 0) {
+        free(pc);
+        stream_free(s);
+        return;
+    }
+    if (b->nidle >= max_idle)
+        drop(pool, TAILQ_LAST(&b->idle, pool_idle));
+    struct timeval now, idle = {idle_ms / 1000, (idle_ms % 1000) * 1000};
+    event_base_gettimeofday_cached(pool->base, &now);
+    timeradd(&now, &idle, &pc->deadline);
+    pc->pool = pool;
+    pc->s = s;
+    pc->bucket = b;
+    TAILQ_INSERT_HEAD(&b->idle, pc, link);
+    b->nidle++;
+    pool->nidle++;
+    stream_setcb(s, idle_read_cb, NULL, idle_event_cb, pc);
+    stream_set_read_high(s, 0);
+    stream_enable_read(s);
+    arm_sweep(pool);
+}

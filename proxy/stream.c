@@ -1,0 +1,308 @@
+/* stream.c - see stream.h. */
+#include "stream.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Most bytes one read takes: large enough for bulk bodies in few calls. */
+#define STREAM_READ_CHUNK (64 * 1024)
+
+struct stream {
+    evutil_socket_t fd;
+    struct event *rev, *wev, *defer;
+    struct evbuffer *in, *out;
+    stream_data_cb readcb, writecb;
+    stream_event_cb eventcb;
+    void *arg;
+    size_t read_high, write_low;
+    unsigned want_read : 1;  /* the owner wants input */
+    unsigned rev_added : 1;
+    unsigned wev_added : 1;
+    unsigned connecting : 1;
+    unsigned flush_due : 1;
+    unsigned read_due : 1;
+    unsigned ended : 1;      /* EOF or error seen on read */
+};
+
+static void on_readable(evutil_socket_t fd, short what, void *arg);
+static void on_writable(evutil_socket_t fd, short what, void *arg);
+static void on_defer(evutil_socket_t fd, short what, void *arg);
+
+static void schedule(struct stream *s)
+{
+    event_active(s->defer, EV_TIMEOUT, 1);
+}
+
+/* Register for input exactly while the owner wants it and there is room. */
+static void update_read(struct stream *s)
+{
+    int want = s->want_read && !s->ended && !s->connecting &&
+               (!s->read_high || evbuffer_get_length(s->in) < s->read_high);
+    if (want && !s->rev_added)
+        s->rev_added = event_add(s->rev, NULL) == 0;
+    else if (!want && s->rev_added) {
+        event_del(s->rev);
+        s->rev_added = 0;
+    }
+}
+
+static void in_changed(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct stream *s = arg;
+    (void)b;
+    if (info->n_deleted && s->want_read && !s->rev_added)
+        update_read(s);
+}
+
+static void out_changed(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct stream *s = arg;
+    (void)b;
+    if (info->n_added && !s->wev_added && !s->connecting && !s->flush_due) {
+        s->flush_due = 1;
+        schedule(s);
+    }
+}
+
+static struct stream *wrap(struct event_base *base, evutil_socket_t fd)
+{
+    struct stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->fd = fd;
+    s->rev = event_new(base, fd, EV_READ | EV_PERSIST, on_readable, s);
+    s->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, on_writable, s);
+    s->defer = event_new(base, -1, 0, on_defer, s);
+    s->in = evbuffer_new();
+    s->out = evbuffer_new();
+    if (!s->rev || !s->wev || !s->defer || !s->in || !s->out ||
+        !evbuffer_add_cb(s->in, in_changed, s) || !evbuffer_add_cb(s->out, out_changed, s)) {
+        s->fd = -1;
+        stream_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+struct stream *stream_new(struct event_base *base, evutil_socket_t fd)
+{
+    struct stream *s = wrap(base, fd);
+    if (!s)
+        close(fd);
+    return s;
+}
+
+struct stream *stream_connect(struct event_base *base, const struct sockaddr *sa,
+                              socklen_t len, char *err, size_t errlen)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return NULL;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
+        snprintf(err, errlen, "%s", strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    struct stream *s = stream_new(base, fd);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->connecting = 1;
+    s->wev_added = event_add(s->wev, NULL) == 0;
+    return s;
+}
+
+void stream_free(struct stream *s)
+{
+    if (!s)
+        return;
+    if (s->rev)
+        event_free(s->rev);
+    if (s->wev)
+        event_free(s->wev);
+    if (s->defer)
+        event_free(s->defer);
+    if (s->in)
+        evbuffer_free(s->in);
+    if (s->out)
+        evbuffer_free(s->out);
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s);
+}
+
+void stream_setcb(struct stream *s, stream_data_cb readcb, stream_data_cb writecb,
+                  stream_event_cb eventcb, void *arg)
+{
+    s->readcb = readcb;
+    s->writecb = writecb;
+    s->eventcb = eventcb;
+    s->arg = arg;
+}
+
+struct evbuffer *stream_input(struct stream *s) { return s->in; }
+struct evbuffer *stream_output(struct stream *s) { return s->out; }
+evutil_socket_t stream_fd(struct stream *s) { return s->fd; }
+
+void stream_enable_read(struct stream *s)
+{
+    s->want_read = 1;
+    update_read(s);
+}
+
+void stream_disable_read(struct stream *s)
+{
+    s->want_read = 0;
+    update_read(s);
+}
+
+void stream_set_read_high(struct stream *s, size_t high)
+{
+    s->read_high = high;
+    update_read(s);
+}
+
+void stream_set_write_low(struct stream *s, size_t low) { s->write_low = low; }
+
+void stream_trigger_read(struct stream *s)
+{
+    s->read_due = 1;
+    schedule(s);
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct stream *s = arg;
+    size_t want = STREAM_READ_CHUNK, len = evbuffer_get_length(s->in);
+    struct evbuffer_iovec v[2];
+    struct iovec iov[2];
+    (void)what;
+    if (s->read_high && s->read_high - len < want)
+        want = s->read_high - len;
+    int n = evbuffer_reserve_space(s->in, (ev_ssize_t)want, v, 2);
+    for (int i = 0; i < n; i++) {
+        iov[i].iov_base = v[i].iov_base;
+        iov[i].iov_len = v[i].iov_len;
+    }
+    ssize_t r = n > 0 ? readv(fd, iov, n) : -1;
+    if (r > 0) {
+        size_t left = (size_t)r;
+        for (int i = 0; i < n; i++) {
+            v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
+            left -= v[i].iov_len;
+        }
+        evbuffer_commit_space(s->in, v, n);
+        update_read(s);
+        if (s->readcb)
+            s->readcb(s, s->arg);
+        return;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    short ev = STREAM_READING | (r == 0 ? STREAM_EOF : STREAM_ERROR);
+    s->ended = 1;
+    update_read(s);
+    if (s->eventcb)
+        s->eventcb(s, ev, s->arg);
+}
+
+/* Write what is queued. Returns 0 when all of it went, 1 when the socket is
+ * full (EPOLLOUT is armed), -1 on error (errno set). */
+static int flush(struct stream *s)
+{
+    while (evbuffer_get_length(s->out) > 0) {
+        int n = evbuffer_write(s->out, s->fd);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno != EAGAIN)
+            return -1;
+        if (n <= 0) {
+            if (!s->wev_added)
+                s->wev_added = event_add(s->wev, NULL) == 0;
+            return 1;
+        }
+    }
+    if (s->wev_added) {
+        event_del(s->wev);
+        s->wev_added = 0;
+    }
+    return 0;
+}
+
+/* After a write: the one callback it calls, if any, comes last. */
+static void after_flush(struct stream *s, int r)
+{
+    if (r < 0) {
+        if (s->eventcb)
+            s->eventcb(s, STREAM_WRITING | STREAM_ERROR, s->arg);
+    } else if (s->writecb && evbuffer_get_length(s->out) <= s->write_low) {
+        s->writecb(s, s->arg);
+    }
+}
+
+static void on_writable(evutil_socket_t fd, short what, void *arg)
+{
+    struct stream *s = arg;
+    (void)what;
+    if (s->connecting) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        s->connecting = 0;
+        event_del(s->wev);
+        s->wev_added = 0;
+        if (err) {
+            errno = err;
+            if (s->eventcb)
+                s->eventcb(s, STREAM_ERROR, s->arg);
+            return;
+        }
+        if (evbuffer_get_length(s->out) > 0 && !s->flush_due) {
+            s->flush_due = 1;
+            schedule(s);
+        }
+        update_read(s);
+        if (s->eventcb)
+            s->eventcb(s, STREAM_CONNECTED, s->arg);
+        return;
+    }
+    after_flush(s, flush(s));
+}
+
+static void on_defer(evutil_socket_t fd, short what, void *arg)
+{
+    struct stream *s = arg;
+    (void)fd;
+    (void)what;
+    int r = 0, flushed = s->flush_due;
+    s->flush_due = 0;
+    if (flushed)
+        r = flush(s);
+    if (s->read_due && s->readcb) {
+        s->read_due = 0;
+        if (flushed && (r < 0 || (s->writecb && evbuffer_get_length(s->out) <= s->write_low))) {
+            /* Two callbacks due: the write side's now, the read in the
+             * next pass (scheduled first: the first may free s). */
+            s->read_due = 1;
+            schedule(s);
+            after_flush(s, r);
+            return;
+        }
+        s->readcb(s, s->arg);
+        return;
+    }
+    if (flushed)
+        after_flush(s, r);
+}

