@@ -1,6 +1,7 @@
 /* server.c - `wtproxy serve`: configuration, the loop, signals, shutdown. */
 #include "server.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -132,6 +133,15 @@ static void raise_fd_limit(void)
     }
 }
 
+/* Buffers are allocated and freed per read and per response; glibc would
+ * give the heap top back to the kernel (brk) and map bulk chains (mmap)
+ * each time: measured, one brk per ten requests. Keep them. */
+static void tune_malloc(void)
+{
+    mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+    mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+}
+
 static int add_signal(struct proxy_server *s, struct event **ev, int sig)
 {
     *ev = evsignal_new(s->base, sig, signal_cb, s);
@@ -172,6 +182,7 @@ int proxy_serve(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
+    tune_malloc();
     s->base = event_base_new();
     s->pool = s->base ? proxy_pool_new(s->base) : NULL;
     int status = 1;

@@ -10,8 +10,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* Most bytes one read takes: large enough for bulk bodies in few calls. */
-#define STREAM_READ_CHUNK (64 * 1024)
+/* Bytes one read asks for: small for requests and small responses (a
+ * 16 KiB chain comes from malloc's bins, reused), large once reads come back
+ * full, so bulk bodies move in few calls. */
+#define STREAM_READ_SMALL (16 * 1024)
+#define STREAM_READ_BULK (256 * 1024)
 
 struct stream {
     evutil_socket_t fd;
@@ -28,6 +31,7 @@ struct stream {
     unsigned flush_due : 1;
     unsigned read_due : 1;
     unsigned ended : 1;      /* EOF or error seen on read */
+    unsigned bulk : 1;       /* the last read filled what it asked for */
 };
 
 static void on_readable(evutil_socket_t fd, short what, void *arg);
@@ -184,7 +188,8 @@ void stream_trigger_read(struct stream *s)
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct stream *s = arg;
-    size_t want = STREAM_READ_CHUNK, len = evbuffer_get_length(s->in);
+    size_t want = s->bulk ? STREAM_READ_BULK : STREAM_READ_SMALL;
+    size_t len = evbuffer_get_length(s->in);
     struct evbuffer_iovec v[2];
     struct iovec iov[2];
     (void)what;
@@ -197,6 +202,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     }
     ssize_t r = n > 0 ? readv(fd, iov, n) : -1;
     if (r > 0) {
+        s->bulk = (size_t)r == want;
         size_t left = (size_t)r;
         for (int i = 0; i < n; i++) {
             v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
