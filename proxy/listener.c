@@ -87,7 +87,7 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
         if (v6 && (e == EADDRNOTAVAIL || e == EAFNOSUPPORT))
             return -2;
         if (e == EADDRINUSE)
-            port_owner_describe(host, port, err, errlen);
+            reg_port_owner_describe(host, port, err, errlen);
         else
             snprintf(err, errlen, "cannot listen on %s port %d: %s", host, port, strerror(e));
         return -1;

@@ -1,28 +1,51 @@
-/* registry.h - what the proxy routes to.
+/* registry.h - what the proxy routes to: registrations of dev servers, one
+ * per (machine, front port, worktree), their liveness, and the store that
+ * keeps them across daemon restarts.
  *
- * A backend is a dev server's address, resolved once, with the counters the
- * dashboard shows. This issue's routing is static (one configured default
- * backend); registrations per worktree (issue #3) extend this model.
- * Backends are reference-counted: a config reload swaps the default while
- * requests in flight still hold the old one. */
+ * A reg_backend is one registration (or the configured default backend,
+ * which has no worktree). Backends are reference-counted: a request in
+ * flight keeps its backend while the table drops or replaces it. */
 #ifndef WTP_REGISTRY_H
 #define WTP_REGISTRY_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/socket.h>
+#include <sys/types.h>
+
+enum reg_state {
+    REG_STARTING, /* registered, not yet listening */
+    REG_READY,    /* its server listens on its port */
+    REG_DEAD,     /* pid gone, worktree gone or TTL passed: about to go */
+};
 
 struct reg_backend {
-    char name[320];                /* "HOST:PORT" as configured */
-    struct sockaddr_storage addr;  /* resolved at creation */
+    /* The key. */
+    char machine[128];         /* this machine's id (/etc/machine-id, else hostname) */
+    int front;                 /* front port the entry serves */
+    char worktree[PATH_MAX];   /* canonical realpath; "" for the default backend */
+    /* Who and what. */
+    uid_t uid;                 /* owner: only this uid (or root) may replace or remove it */
+    char name[320];            /* "HOST:PORT" of the dev server */
+    struct sockaddr_storage addr; /* name, resolved at creation */
     socklen_t addrlen;
-    unsigned long requests;        /* requests relayed to it */
+    int port;                  /* the dev server's port */
+    pid_t pid;                 /* the server's pid; 0 for a manual entry with a TTL */
+    unsigned long long pid_start; /* the pid's start time (clock ticks): a reused pid differs */
+    char command[1024];        /* what runs there, for people */
+    long long registered_ms;   /* unix time in ms */
+    long long started_ms;      /* when the server process started, 0 unknown */
+    long long expires_ms;      /* TTL deadline, 0 none */
+    enum reg_state state;
+    unsigned long requests;    /* requests relayed to it */
     int refs;
+    void *watch;               /* the daemon's liveness watch (owned by reg_server) */
 };
 
 /* Create a backend from "HOST:PORT" or "[V6]:PORT". The host must be an
  * address literal or a name that resolves locally (localhost); the first
- * address wins. Returns the backend with one reference, or NULL with a
- * message in err. */
+ * address wins. Returns the backend with one reference, every other field
+ * zero, or NULL with a message in err. */
 struct reg_backend *reg_backend_new(const char *hostport, char *err, size_t errlen);
 
 struct reg_backend *reg_backend_ref(struct reg_backend *b);
@@ -30,5 +53,88 @@ void reg_backend_unref(struct reg_backend *b);
 
 /* Split "HOST:PORT" / "[V6]:PORT" into host and port. Returns 0 or -1. */
 int reg_split_hostport(const char *s, char *host, size_t hostlen, int *port);
+
+/* The worktree's folder name (after the last '/'): what Host
+ * <name>.localhost and X-Wtproxy-Worktree: <name> match. */
+const char *reg_worktree_name(const struct reg_backend *b);
+
+/* --- liveness (reg_live.c) --- */
+
+/* Start time of pid (field 22 of /proc/PID/stat), 0 when it does not run. */
+unsigned long long reg_pid_start(pid_t pid);
+
+/* Whether b is still alive at now_ms: its pid runs with the same start
+ * time (or, for a manual entry, its TTL has not passed), and its worktree
+ * folder exists. On 0, why says what ended it ("pid 4242 exited", "worktree
+ * /x/wt-a was removed", "TTL passed"). */
+int reg_backend_alive(const struct reg_backend *b, long long now_ms, char *why, size_t whylen);
+
+/* This machine's id, computed once. */
+const char *reg_machine_id(void);
+
+/* --- the table (reg_table.c) --- */
+
+struct reg_table;
+
+struct reg_table *reg_table_new(void);
+void reg_table_free(struct reg_table *t); /* drops the table's references */
+
+/* Insert b (the table takes a reference) under its key. When a live entry
+ * (state not REG_DEAD) holds the key already, nothing changes: returns -1
+ * and *holder points at it (no reference taken). A REG_DEAD entry is
+ * replaced. Returns 0. */
+int reg_table_put(struct reg_table *t, struct reg_backend *b, struct reg_backend **holder);
+
+/* The entry for (front, worktree), or NULL (no reference taken). */
+struct reg_backend *reg_table_get(const struct reg_table *t, int front, const char *worktree);
+
+/* Remove the entry for (front, worktree); returns it with the table's
+ * reference handed to the caller, or NULL. */
+struct reg_backend *reg_table_take(struct reg_table *t, int front, const char *worktree);
+
+/* Entries on front whose worktree folder name is name: the count, with up
+ * to max of them in out (no references taken). */
+size_t reg_table_by_name(const struct reg_table *t, int front, const char *name,
+                         struct reg_backend **out, size_t max);
+
+size_t reg_table_count(const struct reg_table *t);
+struct reg_backend *reg_table_at(const struct reg_table *t, size_t i); /* in insertion order */
+
+/* --- the embedded store (reg_store.c) --- */
+
+/* One entry as JSON (jansson object, new reference) and back. The JSON
+ * holds every field but refs, watch and addr (re-resolved from name).
+ * from_json returns a new backend with one reference, or NULL with err. */
+struct json_t;
+struct json_t *reg_backend_to_json(const struct reg_backend *b);
+struct reg_backend *reg_backend_from_json(struct json_t *o, char *err, size_t errlen);
+
+/* Write the table to path atomically: a temporary file in the same folder,
+ * mode 0600, fsync, rename, fsync of the folder. On failure (full or
+ * read-only disk) the old file is untouched; returns -1 with err. */
+int reg_store_save(const struct reg_table *t, const char *path, char *err, size_t errlen);
+
+/* Read path into t. A missing file is an empty table. A truncated or
+ * corrupt file (not JSON, wrong shape) is renamed to PATH.corrupt-<unix
+ * time> and the table starts empty: returns 0 with a one-line warning in
+ * warn. Entries that fail to parse are skipped with a warning. Returns -1
+ * only when the file cannot be read at all (err). */
+int reg_store_load(struct reg_table *t, const char *path, char *warn, size_t warnlen,
+                   char *err, size_t errlen);
+
+/* --- where things live (reg_paths.c) --- */
+
+/* The control socket's folder: $XDG_RUNTIME_DIR/wtproxy, else
+ * /tmp/wtproxy-<uid>. Created 0700 when missing; refused (-1, err) when it
+ * is not a directory, is owned by another uid, or is open to others. */
+int reg_control_dir(char *out, size_t outlen, char *err, size_t errlen);
+
+/* The control socket path: $WTPROXY_CONTROL when set, else
+ * <control dir>/control.sock. */
+int reg_control_path(char *out, size_t outlen, char *err, size_t errlen);
+
+/* The state folder: $XDG_STATE_HOME/wtproxy, else ~/.local/state/wtproxy,
+ * created 0700 when missing. */
+int reg_state_dir(char *out, size_t outlen, char *err, size_t errlen);
 
 #endif

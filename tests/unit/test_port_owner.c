@@ -1,8 +1,8 @@
-/* test_port_owner.c - proxy/port_owner.c: its /proc/net/tcp line parser
+/* test_port_owner.c - registry/port_owner.c: its /proc/net/tcp line parser
  * and cmdline cleaning, a fake /proc tree (a known holder, a socket with no
  * visible holder, a forking server), and the real /proc with this test's
  * own listening socket. Includes the .c to reach proc_dir and helpers. */
-#include "../../proxy/port_owner.c"
+#include "../../registry/port_owner.c"
 
 #include <arpa/inet.h>
 #include <ftw.h>
@@ -105,7 +105,7 @@ static void test_fake_proc(void)
                                  "21/fd", "self", "self/fd"};
     const char *tcp_head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when "
                            "retrnsmt   uid  timeout inode\n";
-    struct port_owner o;
+    struct reg_port_owner o;
     char tcp[1024], longcmd[600];
 
     if (!mkdtemp(dir)) {
@@ -145,39 +145,39 @@ static void test_fake_proc(void)
     mk(dir, "self/fd/5", "socket:[702]");
     proc_dir = dir;
 
-    is_int(port_owner_find(8000, &o), 1, "fake: port 8000 has a listener");
+    is_int(reg_port_owner_find(8000, &o), 1, "fake: port 8000 has a listener");
     is_int(o.pid, 17, "  held by pid 17, the parent of 18");
     is_str(o.cmdline, "python3 -m http.server 8000", "  its cmdline");
     is_str(o.cwd, "/home/dev/wt-a", "  its cwd");
-    port_owner_describe("127.0.0.1", 8000, msg, sizeof msg);
+    reg_port_owner_describe("127.0.0.1", 8000, msg, sizeof msg);
     is_str(msg, "port 8000 on 127.0.0.1 is already in use by pid 17 (python3 -m http.server "
                 "8000), cwd /home/dev/wt-a; stop it with `kill 17`, or serve another port: "
                 "wtproxy serve --listen 8001", "  described as in RELAY.md");
 
-    is_int(port_owner_find(8001, &o), 1, "fake: port 8001 has a listener");
+    is_int(reg_port_owner_find(8001, &o), 1, "fake: port 8001 has a listener");
     is_int(o.pid, 0, "  but no process we can see");
-    port_owner_describe("127.0.0.1", 8001, msg, sizeof msg);
+    reg_port_owner_describe("127.0.0.1", 8001, msg, sizeof msg);
     is_str(msg, "port 8001 on 127.0.0.1 is already in use by a process this user cannot see; "
                 "find it with `ss -ltnp 'sport = :8001'` (as root to see every process), or "
                 "serve another port: wtproxy serve --listen 8002", "  described as unseen");
 
-    is_int(port_owner_find(8002, &o), 1, "fake: port 8002 from tcp6");
+    is_int(reg_port_owner_find(8002, &o), 1, "fake: port 8002 from tcp6");
     is_int(o.pid, 21, "  held by pid 21 (\"self\" is not a pid)");
     ok(o.cmdline[0] == '\0' && o.cwd[0] == '\0', "  whose cmdline and cwd are unreadable");
-    port_owner_describe("::1", 8002, msg, sizeof msg);
+    reg_port_owner_describe("::1", 8002, msg, sizeof msg);
     is_str(msg, "port 8002 on ::1 is already in use by pid 21; stop it with `kill 21`, or serve "
                 "another port: wtproxy serve --listen 8003", "  described without them");
 
-    is_int(port_owner_find(8004, &o), 1, "fake: port 8004 has a listener");
+    is_int(reg_port_owner_find(8004, &o), 1, "fake: port 8004 has a listener");
     ok(strlen(o.cmdline) == sizeof o.cmdline - 1 && strstr(o.cmdline, "aaa..."),
        "  whose long cmdline fills the field, marked cut");
-    port_owner_describe("127.0.0.1", 8004, msg, 1024);
+    reg_port_owner_describe("127.0.0.1", 8004, msg, 1024);
     has_str(msg, "; stop it with `kill 30`, or serve another port: wtproxy serve --listen 8005",
             "  and the hints still fit in 1 KiB");
 
-    is_int(port_owner_find(8003, &o), 0,
+    is_int(reg_port_owner_find(8003, &o), 0,
            "fake: reading stops at the first line past the listeners");
-    port_owner_describe(NULL, 65535, msg, sizeof msg);
+    reg_port_owner_describe(NULL, 65535, msg, sizeof msg);
     has_str(msg, "port 65535 is already", "no address: none named");
     has_str(msg, "--listen 65534", "  and the port below 65535 is suggested");
 
@@ -212,7 +212,7 @@ static int loopback_socket(int family, int listening, int *port)
 
 static void test_real_proc(void)
 {
-    struct port_owner o;
+    struct reg_port_owner o;
     char cwd[4096], msg[8192], want[64];
     int port, bound_port, fd = loopback_socket(AF_INET, 1, &port);
     int bound = loopback_socket(AF_INET, 0, &bound_port), fd6, port6, client;
@@ -222,26 +222,26 @@ static void test_real_proc(void)
     ok(connect(client, (struct sockaddr *)&(struct sockaddr_in){.sin_family = AF_INET,
                 .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)},
                sizeof(struct sockaddr_in)) == 0, "a client connects (its sockets share the port)");
-    is_int(port_owner_find(port, &o), 1, "our listener on 127.0.0.1:%d is found", port);
+    is_int(reg_port_owner_find(port, &o), 1, "our listener on 127.0.0.1:%d is found", port);
     is_int(o.pid, getpid(), "  held by this process");
     is_str(o.cwd, cwd, "  with our cwd");
     has_str(o.cmdline, "test_port_owner", "  and our cmdline");
-    port_owner_describe("127.0.0.1", port, msg, sizeof msg);
+    reg_port_owner_describe("127.0.0.1", port, msg, sizeof msg);
     snprintf(want, sizeof want, "in use by pid %ld (", (long)getpid());
     has_str(msg, want, "  described with our pid");
-    is_int(port_owner_find(bound_port, &o), 0, "a bound socket that does not listen is no owner");
+    is_int(reg_port_owner_find(bound_port, &o), 0, "a bound socket that does not listen is no owner");
     close(bound);
-    is_int(port_owner_find(bound_port, &o), 0, "a port nothing listens on has no owner");
+    is_int(reg_port_owner_find(bound_port, &o), 0, "a port nothing listens on has no owner");
     close(client);
     close(fd);
-    is_int(port_owner_find(port, &o), 0, "a closed listener has no owner");
+    is_int(reg_port_owner_find(port, &o), 0, "a closed listener has no owner");
 
     fd6 = loopback_socket(AF_INET6, 1, &port6);
     if (fd6 < 0) {
         tap_skip("no IPv6 loopback");
         return;
     }
-    is_int(port_owner_find(port6, &o), 1, "our listener on [::1]:%d is found", port6);
+    is_int(reg_port_owner_find(port6, &o), 1, "our listener on [::1]:%d is found", port6);
     is_int(o.pid, getpid(), "  held by this process");
     close(fd6);
 }

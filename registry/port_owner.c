@@ -178,7 +178,7 @@ static void read_cwd(long pid, char *buf, size_t len)
     buf[n > 0 ? n : 0] = '\0';
 }
 
-int port_owner_find(int port, struct port_owner *owner)
+int reg_port_owner_find(int port, struct reg_port_owner *owner)
 {
     struct inodes in = {.n = 0};
     struct dirent *e;
@@ -203,16 +203,16 @@ int port_owner_find(int port, struct port_owner *owner)
     return 1;
 }
 
-void port_owner_describe(const char *addr, int port, char *buf, size_t len)
+void reg_port_owner_describe(const char *addr, int port, char *buf, size_t len)
 {
-    struct port_owner o;
+    struct reg_port_owner o;
     char on[96] = "";
     int other = port < 65535 ? port + 1 : port - 1;
 
     if (addr && addr[0]) snprintf(on, sizeof on, " on %s", addr);
     /* cmdline and cwd are cut short so that the hints after them fit in a
      * 1 KiB message, however long the holder's arguments. */
-    if (port_owner_find(port, &o) && o.pid > 0)
+    if (reg_port_owner_find(port, &o) && o.pid > 0)
         snprintf(buf, len,
                  "port %d%s is already in use by pid %ld%s%.200s%s%s%.500s; "
                  "stop it with `kill %ld`, or serve another port: wtproxy serve --listen %d",
