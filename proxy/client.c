@@ -14,6 +14,7 @@
 
 #include "conn.h"
 #include "http_head.h"
+#include "route.h"
 
 static void client_read_cb(struct stream *bev, void *arg);
 static void client_write_cb(struct stream *bev, void *arg);
@@ -131,7 +132,8 @@ void conn_close_after_flush(struct proxy_client *c)
 static int gateway_error(enum proxy_error e)
 {
     return e == PE_NO_BACKEND || e == PE_BACKEND_UNREACHABLE || e == PE_BACKEND_TIMEOUT ||
-           e == PE_BACKEND_BAD_RESPONSE;
+           e == PE_BACKEND_BAD_RESPONSE || e == PE_AMBIGUOUS_WORKTREE ||
+           e == PE_BACKEND_NOT_READY;
 }
 
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
@@ -251,12 +253,47 @@ static void parse_request_head(struct proxy_client *c, size_t len)
     c->req_bodyless = c->req_done;
     if (c->req_chunked && check_buffered_chunks(c) < 0)
         return;
-    c->backend = reg_backend_ref(c->srv->backend);
     if (!c->backend) {
-        conn_fail(c, PE_NO_BACKEND, NULL);
+        char d[2048];
+        route_explain(c->srv, c->listener->port, c->route_error, c->route_name, d, sizeof d);
+        conn_fail(c, c->route_error, d);
         return;
     }
-    upstream_start(c);
+    c->wait_since_ms = proxy_now_ms(c->srv);
+    c->refused_since_ms = 0;
+    if (c->backend->state == REG_STARTING)
+        conn_wait(c, WTP_WAIT_POLL_MS);
+    else
+        upstream_start(c);
+}
+
+/* Poll the backend again in ms: the registry never calls into the proxy,
+ * so a request for a starting (or reloading) server checks back. */
+void conn_wait(struct proxy_client *c, unsigned ms)
+{
+    c->state = CS_WAIT;
+    conn_arm_timer(c, ms);
+}
+
+static void wait_timeout(struct proxy_client *c)
+{
+    struct reg_backend *b = c->backend;
+    unsigned long long waited = proxy_now_ms(c->srv) - c->wait_since_ms;
+    char d[PATH_MAX + 128];
+    if (b->state == REG_DEAD) {
+        snprintf(d, sizeof d, "the dev server of %s ended before it served this request",
+                 b->worktree);
+        conn_fail(c, PE_NO_BACKEND, d);
+    } else if (b->state == REG_READY || c->refused_since_ms) {
+        upstream_start(c);
+    } else if (waited >= c->srv->cfg.start_timeout_ms) {
+        snprintf(d, sizeof d, "%s (pid %d) did not listen on port %d within start_timeout "
+                              "(%u ms)", b->worktree, (int)b->pid, b->port,
+                 c->srv->cfg.start_timeout_ms);
+        conn_fail(c, PE_BACKEND_NOT_READY, d);
+    } else {
+        conn_wait(c, WTP_WAIT_POLL_MS);
+    }
 }
 
 static void read_request_head(struct proxy_client *c)
@@ -421,6 +458,8 @@ static int req_headers_complete(struct http_msg *m)
     c->req_chunked = (p->flags & F_CHUNKED) != 0;
     c->upgrade = http_msg_field(m, "upgrade", NULL) && conn &&
                  http_list_has(conn->value, conn->vlen, "upgrade");
+    c->backend = route_request(c->srv, c->listener->port, m, &c->route_error, c->route_name,
+                               sizeof c->route_name);
     struct http_forward fw = {c->ip, c->listener->name, c->req_chunked, c->upgrade};
     http_head_write_request(c->req_head, m, &fw);
     return 0;
@@ -544,6 +583,9 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         break;
     case CS_FORWARD:
         forward_timeout(c);
+        break;
+    case CS_WAIT:
+        wait_timeout(c);
         break;
     case CS_TUNNEL:
         break;

@@ -29,7 +29,7 @@
 #define MINUTE (60 * SECOND)
 #define HOUR (60 * MINUTE)
 
-enum kind { K_SIZE, K_DURATION, K_COUNT, K_HOSTPORT, K_LISTEN };
+enum kind { K_SIZE, K_DURATION, K_COUNT, K_HOSTPORT, K_LISTEN, K_PATH };
 
 struct unit {
     const char *suffix;
@@ -61,6 +61,7 @@ static const struct kind_info {
     [K_HOSTPORT] = {NULL, "HOST:PORT", "127.0.0.1:3000 or [::1]:3000", "HOST:PORT"},
     [K_LISTEN] = {NULL, "a listen address", "8000, 127.0.0.1:8000 or [::1]:8000",
                   "[ADDR:]PORT"},
+    [K_PATH] = {NULL, "a file path", "/run/user/1000/wtproxy/control.sock", "PATH"},
 };
 
 struct key {
@@ -106,6 +107,14 @@ static const struct key keys[] = {
      "pooled idle backend connections close after this"},
     {"max_connections", K_COUNT, FIELD(max_connections), 1, 1000000,
      "client connections at once; more wait to be accepted"},
+    {"start_timeout", K_DURATION, FIELD(start_timeout_ms), 1, 24 * HOUR,
+     "a request waits this long for a starting backend; over: 503"},
+    {"reload_grace", K_DURATION, FIELD(reload_grace_ms), 0, 24 * HOUR,
+     "a live backend refusing connections is retried this long; then 502"},
+    {"control_socket", K_PATH, FIELD(control_socket), 0, 0,
+     "control socket; empty: $XDG_RUNTIME_DIR/wtproxy/control.sock"},
+    {"state_file", K_PATH, FIELD(state_file), 0, 0,
+     "registrations saved here; empty: ~/.local/state/wtproxy/registry.json"},
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -129,6 +138,8 @@ void proxy_config_defaults(struct proxy_config *c)
     c->pool_size = WTP_POOL_SIZE;
     c->pool_idle_ms = WTP_POOL_IDLE_MS;
     c->max_connections = WTP_MAX_CONNECTIONS;
+    c->start_timeout_ms = WTP_START_TIMEOUT_MS;
+    c->reload_grace_ms = WTP_RELOAD_GRACE_MS;
 }
 
 static const struct key *find_key(const char *name)
@@ -306,6 +317,15 @@ static int set_hostport(struct proxy_config *c, const struct key *k, const char 
     return 0;
 }
 
+/* Paths are taken as written; "" means the default location. */
+static int set_path(struct proxy_config *c, const struct key *k, const char *v, char *err,
+                    size_t errlen)
+{
+    if (strlen(v) >= k->size) return bad_value(k, v, err, errlen);
+    memcpy((char *)c + k->off, v, strlen(v) + 1);
+    return 0;
+}
+
 int proxy_config_set(struct proxy_config *c, const char *key, const char *value,
                      char *err, size_t errlen)
 {
@@ -318,6 +338,7 @@ int proxy_config_set(struct proxy_config *c, const char *key, const char *value,
     }
     if (k->kind == K_LISTEN) return set_listen(c, k, value, err, errlen);
     if (k->kind == K_HOSTPORT) return set_hostport(c, k, value, err, errlen);
+    if (k->kind == K_PATH) return set_path(c, k, value, err, errlen);
     if (parse_in_range(k, value, value, &v, err, errlen) < 0) return -1;
     set_number(c, k, v);
     return 0;
@@ -401,6 +422,19 @@ out:
     return rc;
 }
 
+/* --control and --state: the short flags for the two paths every script
+ * and test passes. */
+static void resolve_alias(char *key, size_t keylen)
+{
+    static const char *const aliases[][2] = {{"control", "control_socket"},
+                                             {"state", "state_file"}};
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcmp(key, aliases[i][0]) == 0) {
+            snprintf(key, keylen, "%s", aliases[i][1]);
+            return;
+        }
+}
+
 /* Read the flag at argv[*i] and its value, and move *i past both. key gets
  * the flag's name with '_' for '-'; "config" is a flag but not a key.
  * Returns 0, 1 for -h/--help, or -1 with err (unknown flag, no value). */
@@ -421,6 +455,7 @@ static int next_flag(int argc, char **argv, int *i, char *key, size_t keylen,
     if (strncmp(arg, "--", 2) == 0 && n > 2 && n - 2 < keylen) {
         for (size_t j = 2; j < n; j++) key[j - 2] = arg[j] == '-' ? '_' : arg[j];
         key[n - 2] = '\0';
+        resolve_alias(key, keylen);
         k = find_key(key);
     }
     if (!k && strcmp(key, "config") != 0) {
@@ -486,7 +521,7 @@ static void format_value(const struct key *k, const struct proxy_config *c, char
 {
     const struct proxy_listen *l = &c->listen[0];
 
-    if (k->kind == K_HOSTPORT)
+    if (k->kind == K_HOSTPORT || k->kind == K_PATH)
         snprintf(buf, len, "%s", (const char *)c + k->off);
     else if (k->kind == K_LISTEN && !l->host[0])
         snprintf(buf, len, "%d", l->port);
@@ -512,6 +547,8 @@ void proxy_config_usage(FILE *f)
           f);
     fprintf(f, "  %-29s %-7s %s\n", "flag", "default", "what it does");
     fprintf(f, "  %-29s %-7s %s\n", "--config FILE", "none", "read settings from FILE");
+    fprintf(f, "  %-29s %-7s %s\n", "--control PATH", "", "short for --control-socket PATH");
+    fprintf(f, "  %-29s %-7s %s\n", "--state FILE", "", "short for --state-file FILE");
     for (size_t i = 0; i < NKEYS; i++) {
         size_t n = (size_t)snprintf(flag, sizeof flag, "--%s %s", keys[i].name,
                                     kinds[keys[i].kind].metavar);

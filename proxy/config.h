@@ -34,6 +34,10 @@ struct proxy_config {
     unsigned pool_size;
     unsigned pool_idle_ms;
     unsigned max_connections;
+    unsigned start_timeout_ms;
+    unsigned reload_grace_ms;
+    char control_socket[PATH_MAX]; /* "" = the per-user default */
+    char state_file[PATH_MAX];     /* "" = the per-user default */
 };
 
 /* Fill every field with its default from proxy_limits.h; one listener on

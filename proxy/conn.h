@@ -18,6 +18,7 @@
 enum conn_state {
     CS_IDLE,    /* between requests: keepalive_timeout */
     CS_HEAD,    /* reading a request head: head_timeout from its first byte */
+    CS_WAIT,    /* the backend is starting or reloading: polled, start_timeout */
     CS_CONNECT, /* head parsed, connecting to the backend: connect_timeout */
     CS_FORWARD, /* relaying body and response: response_timeout, body_timeout */
     CS_TUNNEL,  /* after a 101: bytes both ways */
@@ -38,6 +39,10 @@ struct proxy_client {
     enum conn_state state;
     unsigned long long last_ms; /* last byte moved, for body_timeout */
     unsigned long long req_done_ms;
+    unsigned long long wait_since_ms;    /* CS_WAIT for a starting backend */
+    unsigned long long refused_since_ms; /* a live backend refused: reload_grace */
+    enum proxy_error route_error;        /* why routing found no backend */
+    char route_name[128];                /* the worktree the request named */
     char ip[INET6_ADDRSTRLEN];
     char accept[128];           /* the request's Accept, for error pages */
     char path[128];             /* method and path without query, for the log */
@@ -82,6 +87,7 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms);
 void conn_request_done(struct proxy_client *c);
 void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
+void conn_wait(struct proxy_client *c, unsigned ms);
 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);

@@ -96,6 +96,7 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
     int bound = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
     struct proxy_listener *l = &s->listeners[s->nlisteners];
     l->srv = s;
+    l->port = bound;
     name_of(host, bound, v6, l->name, sizeof l->name);
     l->ev = evconnlistener_new(s->base, accept_cb, l, LEV_OPT_CLOSE_ON_FREE, -1, fd);
     if (!l->ev) {

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "registry.h"
 #include "server.h"
 
 static void usage(FILE *f)
@@ -14,6 +15,10 @@ static void usage(FILE *f)
             "\n"
             "commands:\n"
             "  serve      run the proxy daemon (wtproxy serve --help)\n"
+            "  run        run this worktree's dev server and route to it: run -- CMD {port}\n"
+            "  register   route to a dev server started some other way\n"
+            "  unregister stop routing to this worktree's dev server\n"
+            "  ls         list the registered dev servers\n"
             "\n"
             "options:\n"
             "  -h, --help     this help\n"
@@ -37,6 +42,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "serve") == 0)
         return proxy_serve(argc - 2, argv + 2);
+    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "register") == 0 ||
+        strcmp(cmd, "unregister") == 0 || strcmp(cmd, "ls") == 0)
+        return reg_cli_main(argc - 1, argv + 1);
     fprintf(stderr, "wtproxy: unknown command \"%s\" (see wtproxy --help)\n", cmd);
     return 2;
 }

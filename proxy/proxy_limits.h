@@ -40,6 +40,14 @@
 #define WTP_POOL_SIZE 64
 #define WTP_POOL_IDLE_MS 30000
 
+/* A request for a backend whose server is still starting waits this long
+ * for it to listen (then 503); a backend whose pid lives but refuses
+ * connections (an autoreloading dev server) is retried this long (then 502). */
+#define WTP_START_TIMEOUT_MS 60000
+#define WTP_RELOAD_GRACE_MS 10000
+#define WTP_WAIT_POLL_MS 50    /* how often a request for a starting one checks */
+#define WTP_RELOAD_POLL_MS 100 /* how often a refused connect is retried */
+
 /* Client connections served at once; further accepts wait. */
 #define WTP_MAX_CONNECTIONS 8192
 

@@ -43,6 +43,8 @@ static int load_config(struct proxy_server *s, struct proxy_config *cfg,
     *backend = NULL;
     if (cfg->backend[0] && !(*backend = reg_backend_new(cfg->backend, err, errlen)))
         return -1;
+    if (*backend)
+        (*backend)->state = REG_READY; /* configured, not started by us: no waiting */
     return 0;
 }
 
@@ -148,11 +150,30 @@ static int add_signal(struct proxy_server *s, struct event **ev, int sig)
     return *ev && evsignal_add(*ev, NULL) == 0 ? 0 : -1;
 }
 
+/* The registry's files: from the config, else the per-user places. */
+static int open_registry(struct proxy_server *s, char *err, size_t errlen)
+{
+    char control[PATH_MAX], state[PATH_MAX], dir[PATH_MAX - 32];
+    if (s->cfg.control_socket[0])
+        snprintf(control, sizeof control, "%s", s->cfg.control_socket);
+    else if (reg_control_path(control, sizeof control, err, errlen) < 0)
+        return -1;
+    if (s->cfg.state_file[0])
+        snprintf(state, sizeof state, "%s", s->cfg.state_file);
+    else if (reg_state_dir(dir, sizeof dir, err, errlen) < 0)
+        return -1;
+    else
+        snprintf(state, sizeof state, "%s/registry.json", dir);
+    s->reg = reg_server_new(s->base, control, state, err, errlen);
+    return s->reg ? 0 : -1;
+}
+
 static void server_free(struct proxy_server *s)
 {
     while (!TAILQ_EMPTY(&s->clients))
         proxy_client_abort(TAILQ_FIRST(&s->clients));
     listener_close_all(s);
+    reg_server_free(s->reg);
     proxy_pool_free(s->pool);
     reg_backend_unref(s->backend);
     struct event *evs[] = {s->sigterm, s->sigint, s->sighup, s->stop_timer};
@@ -193,11 +214,13 @@ int proxy_serve(int argc, char **argv)
         /* Before the listeners: a signal sent as soon as "listening on"
          * appears must already find its handler. */
         fprintf(stderr, "wtproxy: cannot install signal handlers\n");
+    } else if (open_registry(s, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: %s\n", err);
     } else if (listener_open_all(s, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: %s\n", err);
     } else {
         if (!s->backend)
-            proxy_log("no backend configured: requests get 503 until one is (--backend HOST:PORT)");
+            proxy_log("no default backend: requests that name no registered worktree get 503");
         event_base_dispatch(s->base);
         proxy_log("stopped");
         status = 0;

@@ -16,6 +16,7 @@ struct proxy_listener {
     struct proxy_server *srv;
     struct evconnlistener *ev;
     char name[80]; /* "127.0.0.1:8000", "[::1]:8000": the Host of last resort */
+    int port;      /* the front port, which registrations are keyed by */
 };
 
 struct proxy_server {
@@ -24,6 +25,7 @@ struct proxy_server {
     int argc;           /* `serve` arguments, kept for SIGHUP */
     char **argv;
     struct reg_backend *backend; /* the default backend, NULL = none */
+    struct reg_server *reg;      /* registrations and the control socket */
     struct proxy_pool *pool;
     struct proxy_listener listeners[WTP_MAX_LISTEN * 2];
     int nlisteners;

@@ -303,6 +303,24 @@ static void up_closed(struct proxy_client *c, short what, int err)
     conn_close_after_flush(c);
 }
 
+/* A backend whose server process lives but refuses connections is
+ * restarting (an autoreloader between two code versions): retry for
+ * reload_grace instead of failing. Returns 1 when a retry is scheduled. */
+static int reloading(struct proxy_client *c)
+{
+    struct reg_backend *b = c->backend;
+    unsigned long long now = proxy_now_ms(c->srv);
+    if (b->pid <= 0 || b->state == REG_DEAD || reg_pid_start(b->pid) != b->pid_start)
+        return 0;
+    if (!c->refused_since_ms)
+        c->refused_since_ms = now;
+    if (now - c->refused_since_ms >= c->srv->cfg.reload_grace_ms)
+        return 0;
+    upstream_release(c, 0);
+    conn_wait(c, WTP_RELOAD_POLL_MS);
+    return 1;
+}
+
 static void up_event_cb(struct stream *bev, short what, void *arg)
 {
     struct proxy_client *c = arg;
@@ -312,6 +330,8 @@ static void up_event_cb(struct stream *bev, short what, void *arg)
         send_request(c);
         return;
     }
+    if (c->state == CS_CONNECT && err == ECONNREFUSED && reloading(c))
+        return;
     if (c->state == CS_CONNECT) {
         char d[480];
         snprintf(d, sizeof d, "connect to %s: %s", c->backend->name,

@@ -137,4 +137,29 @@ int reg_control_path(char *out, size_t outlen, char *err, size_t errlen);
  * created 0700 when missing. */
 int reg_state_dir(char *out, size_t outlen, char *err, size_t errlen);
 
+/* --- the daemon's side (reg_server.c) --- */
+
+struct event_base;
+struct reg_server;
+
+/* Load the registrations saved at state_path (dead ones are dropped, live
+ * ones watched again), then serve the control protocol (PROTOCOL.md) on a
+ * Unix socket at socket_path. A stale socket file is replaced; one that a
+ * running daemon answers on is an error. Returns NULL with err. */
+struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
+                                  const char *state_path, char *err, size_t errlen);
+
+/* Stop serving, remove the socket file, drop every watch and the table. */
+void reg_server_free(struct reg_server *rs);
+
+/* The live registrations, for routing (the server keeps it current:
+ * entries it drops are marked REG_DEAD first, for requests holding them). */
+struct reg_table *reg_server_table(struct reg_server *rs);
+
+/* --- the command line (reg_cli.c, reg_run.c, reg_client.c) --- */
+
+/* `wtproxy run|register|unregister|ls ARGS`: argv[0] is the command name.
+ * Returns the process exit status (for run: the child's). */
+int reg_cli_main(int argc, char **argv);
+
 #endif

@@ -33,10 +33,14 @@ static void test_defaults(void)
     is_int(c.pool_size, WTP_POOL_SIZE, "pool_size default");
     is_int(c.pool_idle_ms, WTP_POOL_IDLE_MS, "pool_idle default");
     is_int(c.max_connections, WTP_MAX_CONNECTIONS, "max_connections default");
-    is_int(NKEYS, 16, "sixteen keys in the table");
+    is_int(NKEYS, 20, "twenty keys in the table");
+    is_int(c.start_timeout_ms, WTP_START_TIMEOUT_MS, "start_timeout default");
+    is_int(c.reload_grace_ms, WTP_RELOAD_GRACE_MS, "reload_grace default");
+    is_str(c.control_socket, "", "control_socket default: the per-user place");
+    is_str(c.state_file, "", "state_file default: the per-user place");
     for (size_t i = 0; i < NKEYS; i++) {
         const struct key *k = &keys[i];
-        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT) continue;
+        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH) continue;
         ok(k->max <= (k->size == sizeof(size_t) ? SIZE_MAX : UINT_MAX), "%s: max fits its field",
            k->name);
         ok(get_number(&c, k) >= k->min && get_number(&c, k) <= k->max, "%s: default in range",
@@ -69,12 +73,34 @@ static void test_good_values(void)
     for (size_t i = 0; i < NKEYS; i++) { /* every numeric key, its own field */
         const struct key *k = &keys[i];
         const char *v = k->kind == K_DURATION ? "3s" : k->kind == K_SIZE ? "3k" : "3";
-        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT) continue;
+        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH) continue;
         proxy_config_defaults(&c);
         is_int(proxy_config_set(&c, k->name, v, err, sizeof err), 0, "%s = %s", k->name, v);
         is_int(get_number(&c, k), k->kind == K_DURATION ? 3000 : k->kind == K_SIZE ? 3072 : 3,
                "%s = %s lands in its own field", k->name, v);
     }
+}
+
+static void test_paths(void)
+{
+    struct proxy_config c;
+    char longpath[PATH_MAX + 8];
+
+    proxy_config_defaults(&c);
+    is_int(proxy_config_set(&c, "control_socket", "/tmp/t/control.sock", err, sizeof err), 0,
+           "a control socket path is taken");
+    is_str(c.control_socket, "/tmp/t/control.sock", "as written");
+    is_int(proxy_config_set(&c, "state_file", "state.json", err, sizeof err), 0,
+           "a relative state file is taken");
+    is_str(c.state_file, "state.json", "as written");
+    is_int(proxy_config_set(&c, "state_file", "", err, sizeof err), 0, "empty: the default");
+    is_str(c.state_file, "", "cleared");
+    memset(longpath, 'a', sizeof longpath - 1);
+    longpath[sizeof longpath - 1] = '\0';
+    is_int(proxy_config_set(&c, "control_socket", longpath, err, sizeof err), -1,
+           "a path longer than PATH_MAX is rejected");
+    has_str(err, "control_socket: ", "naming the key");
+    is_str(c.control_socket, "/tmp/t/control.sock", "and changes nothing");
 }
 
 static void test_bad_values(void)
@@ -87,7 +113,7 @@ static void test_bad_values(void)
     proxy_config_defaults(&d);
     for (size_t i = 0; i < NKEYS; i++) {
         const struct key *k = &keys[i];
-        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT) continue;
+        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH) continue;
         for (size_t j = 0; j < sizeof bad / sizeof bad[0]; j++) {
             c = d;
             snprintf(want, sizeof want, "%s: \"%s\" ", k->name, bad[j]);
@@ -194,6 +220,7 @@ int main(void)
     test_defaults();
     test_good_values();
     test_bad_values();
+    test_paths();
     test_addresses();
     return done_testing();
 }

@@ -10,7 +10,20 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import os from 'node:os';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
+
+// Every test file runs in its own process: give it its own runtime and
+// state folders, so no daemon it starts (nor the CLI it runs) touches the
+// developer's real registry or control socket, or another file's.
+const isolated = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-test-'));
+process.env.XDG_RUNTIME_DIR = path.join(isolated, 'run');
+process.env.XDG_STATE_HOME = path.join(isolated, 'state');
+fs.mkdirSync(process.env.XDG_RUNTIME_DIR, { mode: 0o700 });
+fs.mkdirSync(process.env.XDG_STATE_HOME, { mode: 0o700 });
+process.on('exit', () => fs.rmSync(isolated, { recursive: true, force: true }));
+let daemons = 0;
 export const repoRoot = path.resolve(here, '../../..');
 export const wtproxyBin = process.env.WTPROXY_BIN ||
   path.join(repoRoot, 'build-asan/proxy/wtproxy');
@@ -20,7 +33,13 @@ export const wtproxyBin = process.env.WTPROXY_BIN ||
 // `t` is the node:test context; its after() hook stops the daemon.
 export async function startProxy(t, args = [], opts = {}) {
   const listen = args.includes('--listen') ? [] : ['--listen', '127.0.0.1:0'];
-  const proc = spawn(wtproxyBin, ['serve', ...listen, ...args], {
+  // Daemons of one file may run at once: each gets its own control socket
+  // and state file unless the test chose them.
+  const own = path.join(isolated, `daemon-${++daemons}`);
+  fs.mkdirSync(own, { mode: 0o700 });
+  const registry = args.includes('--control') ? [] :
+    ['--control', path.join(own, 'control.sock'), '--state', path.join(own, 'registry.json')];
+  const proc = spawn(wtproxyBin, ['serve', ...listen, ...registry, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...(opts.env || {}) },
   });

@@ -1,0 +1,338 @@
+/* reg_client.c - one request on the daemon's control socket, one reply
+ * (PROTOCOL.md: a JSON object per line); starts the daemon when none
+ * answers. */
+#include "reg_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry.h"
+
+#define NOBODY 1         /* exchange(): no daemon listens on the socket */
+#define LOG_TAIL 2048    /* bytes of the daemon's log shown when it failed */
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
+int reg_client_may_autostart(int no_autostart_flag)
+{
+    const char *env = getenv("WTPROXY_NO_AUTOSTART");
+    return !no_autostart_flag && !(env && strcmp(env, "1") == 0);
+}
+
+/* Connect to the Unix socket at path. Returns 0 with *fd, NOBODY when
+ * nothing listens there (no socket, or a stale one), or -1 with err. */
+static int dial(const char *path, int *fd, char *err, size_t errlen)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        snprintf(err, errlen, "control socket path is longer than %zu bytes: %s",
+                 sizeof sa.sun_path - 1, path);
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    *fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (*fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    if (connect(*fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+        return 0;
+    int e = errno;
+    close(*fd);
+    if (e == ENOENT || e == ECONNREFUSED)
+        return NOBODY;
+    snprintf(err, errlen, "cannot connect to the daemon on %s: %s", path, strerror(e));
+    return -1;
+}
+
+/* Wait until fd is ready for events or the deadline passes. Returns 0, or
+ * -1 with errno ETIMEDOUT. */
+static int wait_fd(int fd, short events, long long deadline)
+{
+    for (;;) {
+        long long left = deadline - mono_ms();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {.fd = fd, .events = events};
+        int n = poll(&p, 1, (int)left);
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Send all of buf before the deadline. MSG_NOSIGNAL: a daemon that went
+ * away must be an error message, not a SIGPIPE that kills `wtproxy run`
+ * and orphans its server. Returns 0 or -1 (errno). */
+static int send_all(int fd, const char *buf, size_t len, long long deadline)
+{
+    while (len > 0) {
+        if (wait_fd(fd, POLLOUT, deadline) < 0)
+            return -1;
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n < 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Read one line (up to WTP_CLIENT_REPLY_MAX) before the deadline into a
+ * malloc'd, NUL-terminated *line without its '\n'. Returns 0, or -1 with
+ * err. */
+static int recv_line(int fd, long long deadline, char **line, char *err, size_t errlen)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (wait_fd(fd, POLLIN, deadline) < 0) {
+            snprintf(err, errlen, "the daemon did not answer within %d s: %s",
+                     WTP_CLIENT_TIMEOUT_MS / 1000, strerror(errno));
+            break;
+        }
+        ssize_t n = recv(fd, buf + len, cap - len - 1, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0) {
+            snprintf(err, errlen, "the daemon closed the connection without a reply%s%s",
+                     n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+            break;
+        }
+        char *nl = memchr(buf + len, '\n', (size_t)n);
+        len += (size_t)n;
+        if (nl) {
+            *nl = '\0';
+            *line = buf;
+            return 0;
+        }
+        if (len + 1 >= cap) {
+            char *bigger = cap >= WTP_CLIENT_REPLY_MAX ? NULL : realloc(buf, cap * 2);
+            if (!bigger) {
+                snprintf(err, errlen, "the daemon's reply is over %d bytes",
+                         WTP_CLIENT_REPLY_MAX);
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    if (!buf)
+        snprintf(err, errlen, "out of memory");
+    free(buf);
+    return -1;
+}
+
+/* One request/reply on path. Returns 0 with *reply, NOBODY when no daemon
+ * listens, or -1 with err. */
+static int exchange(const char *path, const char *req, json_t **reply, char *err,
+                    size_t errlen)
+{
+    int fd, rc = dial(path, &fd, err, errlen);
+    if (rc != 0)
+        return rc;
+    long long deadline = mono_ms() + WTP_CLIENT_TIMEOUT_MS;
+    char *line = NULL;
+    rc = -1;
+    if (send_all(fd, req, strlen(req), deadline) < 0)
+        snprintf(err, errlen, "cannot send to the daemon on %s: %s", path, strerror(errno));
+    else if (recv_line(fd, deadline, &line, err, errlen) == 0)
+        rc = 0;
+    close(fd);
+    if (rc < 0)
+        return -1;
+    json_error_t jerr;
+    *reply = json_loads(line, 0, &jerr);
+    free(line);
+    if (!*reply || !json_is_object(*reply) || !json_is_boolean(json_object_get(*reply, "ok"))) {
+        snprintf(err, errlen, "the daemon on %s sent a reply that is not a protocol object%s%s",
+                 path, *reply ? "" : ": ", *reply ? "" : jerr.text);
+        json_decref(*reply);
+        *reply = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether a daemon answers ping on path; its pid in *pid. */
+static int pings(const char *path, long long *pid)
+{
+    char err[256];
+    json_t *reply = NULL;
+    if (exchange(path, "{\"op\":\"ping\"}\n", &reply, err, sizeof err) != 0)
+        return 0;
+    int ok = json_is_true(json_object_get(reply, "ok"));
+    *pid = json_integer_value(json_object_get(reply, "pid"));
+    json_decref(reply);
+    return ok;
+}
+
+/* Print the end of the log written since offset, for a daemon that did
+ * not come up: its own words say why (a taken port, a bad config). */
+static void show_log_tail(const char *log, off_t offset)
+{
+    int fd = open(log, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    if (st.st_size - offset > LOG_TAIL)
+        offset = st.st_size - LOG_TAIL;
+    char buf[LOG_TAIL + 1];
+    ssize_t n = pread(fd, buf, LOG_TAIL, offset);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    fprintf(stderr, "wtproxy: the daemon's log %s ends with:\n%s%s", log, buf,
+            buf[n - 1] == '\n' ? "" : "\n");
+}
+
+/* In the forked child: become the daemon, detached from our session (a
+ * kill of the caller's process group must not reach it) and from our
+ * stdio (a test harness waiting for our pipes to close must not wait for
+ * it). Never returns. */
+static void exec_daemon(const char *exe, const char *control, int logfd)
+{
+    setsid();
+    int null = open("/dev/null", O_RDONLY);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+        _exit(127);
+    close_range(3, ~0U, 0);
+    char *argv[] = {"wtproxy", "serve", "--control", (char *)control, NULL};
+    if (!control)
+        argv[2] = NULL;
+    execv(exe, argv);
+    dprintf(2, "wtproxy: cannot run %s: %s\n", exe, strerror(errno));
+    _exit(127);
+}
+
+/* Fork the daemon and wait for it to answer ping. Returns 0, or -1 with
+ * err (its log's end is printed). */
+static int spawn_daemon(const char *path, const char *log, char *err, size_t errlen)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    struct stat st;
+    if (n < 0 || logfd < 0 || fstat(logfd, &st) < 0) {
+        snprintf(err, errlen, "cannot start the daemon: %s: %s", n < 0 ? "/proc/self/exe" : log,
+                 strerror(errno));
+        if (logfd >= 0)
+            close(logfd);
+        return -1;
+    }
+    exe[n] = '\0';
+    const char *control = getenv("WTPROXY_CONTROL") ? path : NULL;
+    pid_t pid = fork();
+    if (pid == 0)
+        exec_daemon(exe, control, logfd);
+    close(logfd);
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot start the daemon: fork: %s", strerror(errno));
+        return -1;
+    }
+    long long deadline = mono_ms() + WTP_AUTOSTART_WAIT_MS, answered;
+    int status;
+    while (mono_ms() < deadline) {
+        if (pings(path, &answered)) {
+            fprintf(stderr, "wtproxy: started the daemon (pid %lld); log: %s\n", answered, log);
+            return 0;
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            show_log_tail(log, st.st_size);
+            snprintf(err, errlen, "the daemon exited (status %d) before answering on %s",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), path);
+            return -1;
+        }
+        sleep_ms(WTP_CLIENT_POLL_MS);
+    }
+    kill(pid, SIGTERM); /* we report failure: a daemon coming up later would surprise */
+    waitpid(pid, &status, 0);
+    show_log_tail(log, st.st_size);
+    snprintf(err, errlen, "the daemon did not answer on %s within %d s", path,
+             WTP_AUTOSTART_WAIT_MS / 1000);
+    return -1;
+}
+
+/* Start the daemon unless one answers by now. Concurrent callers (16
+ * `wtproxy run` at once) take a lock in the state folder, so one starts it
+ * and the others find it answering. Returns 0, or -1 with err. */
+static int autostart(const char *path, char *err, size_t errlen)
+{
+    char dir[PATH_MAX], lock[PATH_MAX + 32], log[PATH_MAX + 32];
+    if (reg_state_dir(dir, sizeof dir, err, errlen) < 0)
+        return -1;
+    snprintf(lock, sizeof lock, "%s/autostart.lock", dir);
+    snprintf(log, sizeof log, "%s/daemon.log", dir);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+        snprintf(err, errlen, "cannot lock %s: %s", lock, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    long long pid;
+    int rc = pings(path, &pid) ? 0 : spawn_daemon(path, log, err, errlen);
+    close(fd); /* releases the lock */
+    return rc;
+}
+
+int reg_client_call(json_t *req, int autostart_ok, json_t **reply, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    if (reg_control_path(path, sizeof path, err, errlen) < 0)
+        return -1;
+    char *text = json_dumps(req, JSON_COMPACT);
+    size_t len = text ? strlen(text) : 0;
+    char *line = text ? realloc(text, len + 2) : NULL;
+    if (!line) {
+        free(text);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(line + len, "\n", 2);
+    int rc = exchange(path, line, reply, err, errlen);
+    if (rc == NOBODY && autostart_ok) {
+        rc = autostart(path, err, errlen);
+        if (rc == 0)
+            rc = exchange(path, line, reply, err, errlen);
+    }
+    if (rc == NOBODY) {
+        snprintf(err, errlen, "no daemon answers on %s; start one with: wtproxy serve", path);
+        rc = -1;
+    }
+    free(line);
+    return rc;
+}

@@ -1,0 +1,211 @@
+/* reg_json.c - one registration as the JSON entry of PROTOCOL.md
+ * ("Entry"), for the control protocol and the store file alike:
+ *   {"machine", "front", "worktree", "backend" (HOST:PORT), "port", "uid",
+ *    "pid", "pid_start", "command", "registered_ms", "started_ms",
+ *    "expires_ms", "state" ("starting", "ready", "dead"), "requests"}
+ * Every field is required on the way in and checked against its range;
+ * the address is resolved again from "backend". */
+#include "registry.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FIELD_SIZE(f) sizeof(((struct reg_backend *)0)->f)
+
+static const char *const state_names[] = {
+    [REG_STARTING] = "starting",
+    [REG_READY] = "ready",
+    [REG_DEAD] = "dead",
+};
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when none starts
+ * there: a stray continuation byte, an overlong form, a surrogate, a code
+ * point past U+10FFFF, or a sequence cut short. */
+static size_t utf8_seq(const unsigned char *s)
+{
+    unsigned long cp, min;
+    size_t n;
+
+    if (s[0] < 0x80) return 1;
+    if (s[0] < 0xC2 || s[0] > 0xF4) return 0; /* continuation, overlong C0/C1, past U+10FFFF */
+    n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+    cp = s[0] & (0x7F >> n);
+    min = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0; /* the NUL at the end stops here too */
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : n;
+}
+
+/* s as a JSON string. jansson refuses a string that is not UTF-8, and a
+ * command cut to fit its field may end in half a character; rather than
+ * making the whole file unwritable, such bytes become '?'. */
+static json_t *utf8_string(const char *s)
+{
+    json_t *j;
+    char *fixed;
+    size_t n;
+
+    if ((j = json_string(s))) return j;
+    if (!(fixed = strdup(s))) return NULL;
+    for (unsigned char *p = (unsigned char *)fixed; *p; p += n) {
+        if ((n = utf8_seq(p)) == 0) {
+            *p = '?';
+            n = 1;
+        }
+    }
+    j = json_string(fixed);
+    free(fixed);
+    return j;
+}
+
+json_t *reg_backend_to_json(const struct reg_backend *b)
+{
+    if ((unsigned)b->state >= sizeof state_names / sizeof state_names[0]) return NULL;
+    /* "o" steals the new strings; json_pack frees them if it fails. */
+    return json_pack("{s:o, s:i, s:o, s:o, s:i, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:s, s:I}",
+                     "machine", utf8_string(b->machine),
+                     "front", b->front,
+                     "worktree", utf8_string(b->worktree),
+                     "backend", utf8_string(b->name),
+                     "port", b->port,
+                     "uid", (json_int_t)b->uid,
+                     "pid", (json_int_t)b->pid,
+                     "pid_start", (json_int_t)b->pid_start,
+                     "command", utf8_string(b->command),
+                     "registered_ms", (json_int_t)b->registered_ms,
+                     "started_ms", (json_int_t)b->started_ms,
+                     "expires_ms", (json_int_t)b->expires_ms,
+                     "state", state_names[b->state],
+                     "requests", (json_int_t)b->requests);
+}
+
+/* The integer fields of an entry and their ranges. */
+enum { F_FRONT, F_PORT, F_UID, F_PID, F_PID_START, F_REGISTERED, F_STARTED, F_EXPIRES, F_REQUESTS };
+static const struct { const char *key; long long min, max; } int_fields[] = {
+    [F_FRONT] = {"front", 1, 65535},
+    [F_PORT] = {"port", 1, 65535},
+    [F_UID] = {"uid", 0, (long long)(uid_t)-1 - 1}, /* (uid_t)-1 is "no uid" */
+    [F_PID] = {"pid", 0, INT_MAX},
+    [F_PID_START] = {"pid_start", 0, LLONG_MAX},
+    [F_REGISTERED] = {"registered_ms", 0, LLONG_MAX},
+    [F_STARTED] = {"started_ms", 0, LLONG_MAX},
+    [F_EXPIRES] = {"expires_ms", 0, LLONG_MAX},
+    [F_REQUESTS] = {"requests", 0, LLONG_MAX},
+};
+#define N_INT_FIELDS (sizeof int_fields / sizeof int_fields[0])
+
+/* The string fields, with the size of the field each is copied into. */
+enum { S_MACHINE, S_WORKTREE, S_BACKEND, S_COMMAND, S_STATE };
+static const struct { const char *key; size_t size; } str_fields[] = {
+    [S_MACHINE] = {"machine", FIELD_SIZE(machine)},
+    [S_WORKTREE] = {"worktree", FIELD_SIZE(worktree)},
+    [S_BACKEND] = {"backend", FIELD_SIZE(name)},
+    [S_COMMAND] = {"command", FIELD_SIZE(command)},
+    [S_STATE] = {"state", 16},
+};
+#define N_STR_FIELDS (sizeof str_fields / sizeof str_fields[0])
+
+/* Read and check o's fields into num and str. Returns 0, or -1 with err
+ * naming the field. */
+static int read_fields(json_t *o, long long *num, const char **str, char *err, size_t errlen)
+{
+    json_t *v;
+
+    for (size_t i = 0; i < N_INT_FIELDS; i++) {
+        const char *key = int_fields[i].key;
+        if (!json_is_integer(v = json_object_get(o, key))) {
+            snprintf(err, errlen, "\"%s\" is %s", key, v ? "not an integer" : "missing");
+            return -1;
+        }
+        num[i] = json_integer_value(v);
+        if (num[i] < int_fields[i].min || num[i] > int_fields[i].max) {
+            snprintf(err, errlen, "\"%s\": %lld is out of range (%lld..%lld)", key, num[i],
+                     int_fields[i].min, int_fields[i].max);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < N_STR_FIELDS; i++) {
+        const char *key = str_fields[i].key;
+        if (!json_is_string(v = json_object_get(o, key))) {
+            snprintf(err, errlen, "\"%s\" is %s", key, v ? "not a string" : "missing");
+            return -1;
+        }
+        str[i] = json_string_value(v);
+        if (json_string_length(v) >= str_fields[i].size ||
+            strlen(str[i]) != json_string_length(v)) {
+            snprintf(err, errlen, "\"%s\" is longer than %zu bytes or holds a NUL", key,
+                     str_fields[i].size - 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The state named s, or -1. */
+static int parse_state(const char *s)
+{
+    for (size_t i = 0; i < sizeof state_names / sizeof state_names[0]; i++)
+        if (strcmp(s, state_names[i]) == 0) return (int)i;
+    return -1;
+}
+
+/* Check what read_fields cannot check alone: returns 0, or -1 with err. */
+static int check_fields(const long long *num, const char **str, char *err, size_t errlen)
+{
+    char host[FIELD_SIZE(name)];
+    int port;
+
+    if (str[S_WORKTREE][0] != '\0' && str[S_WORKTREE][0] != '/') {
+        snprintf(err, errlen, "\"worktree\": \"%s\" is not an absolute path", str[S_WORKTREE]);
+        return -1;
+    }
+    if (parse_state(str[S_STATE]) < 0) {
+        snprintf(err, errlen, "\"state\": \"%s\" is not starting, ready or dead", str[S_STATE]);
+        return -1;
+    }
+    if (reg_split_hostport(str[S_BACKEND], host, sizeof host, &port) == 0 &&
+        port != num[F_PORT]) {
+        snprintf(err, errlen, "\"port\": %lld does not match \"backend\": \"%s\"", num[F_PORT],
+                 str[S_BACKEND]);
+        return -1;
+    }
+    return 0;
+}
+
+struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
+{
+    long long num[N_INT_FIELDS];
+    const char *str[N_STR_FIELDS];
+    char berr[512];
+    struct reg_backend *b;
+
+    if (!json_is_object(o)) {
+        snprintf(err, errlen, "the entry is not a JSON object");
+        return NULL;
+    }
+    if (read_fields(o, num, str, err, errlen) < 0 || check_fields(num, str, err, errlen) < 0)
+        return NULL;
+    if (!(b = reg_backend_new(str[S_BACKEND], berr, sizeof berr))) {
+        snprintf(err, errlen, "\"backend\": %s", berr);
+        return NULL;
+    }
+    snprintf(b->machine, sizeof b->machine, "%s", str[S_MACHINE]);
+    snprintf(b->worktree, sizeof b->worktree, "%s", str[S_WORKTREE]);
+    snprintf(b->command, sizeof b->command, "%s", str[S_COMMAND]);
+    b->front = (int)num[F_FRONT];
+    b->port = (int)num[F_PORT];
+    b->uid = (uid_t)num[F_UID];
+    b->pid = (pid_t)num[F_PID];
+    b->pid_start = (unsigned long long)num[F_PID_START];
+    b->registered_ms = num[F_REGISTERED];
+    b->started_ms = num[F_STARTED];
+    b->expires_ms = num[F_EXPIRES];
+    b->requests = (unsigned long)num[F_REQUESTS];
+    b->state = (enum reg_state)parse_state(str[S_STATE]);
+    return b;
+}

@@ -1,0 +1,169 @@
+/* reg_ls.c - `wtproxy ls [--json]`: what the daemon routes to, as a table
+ * for people (with each worktree's branch, read from its .git) or as the
+ * daemon's JSON. */
+#include "reg_client.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "registry.h"
+
+static const char ls_usage[] =
+    "usage: wtproxy ls [--json]\n"
+    "\n"
+    "List the registered dev servers: worktree, branch, front port, backend\n"
+    "port, pid, state, age and requests served.\n"
+    "\n"
+    "  --json    the entries as the daemon has them (PROTOCOL.md)\n";
+
+/* Read the first line of path (without its newline) into out. Returns 0
+ * or -1. */
+static int read_line(const char *path, char *out, size_t outlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, out, outlen - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    out[n] = '\0';
+    out[strcspn(out, "\r\n")] = '\0';
+    return 0;
+}
+
+/* The branch checked out in worktree: a linked worktree's .git file says
+ * "gitdir: <repo>/.git/worktrees/X" (absolute, or relative to the
+ * worktree), whose HEAD names the branch; a main worktree's .git is the
+ * folder holding HEAD. A detached HEAD shows its short hash; "-" when
+ * unknown. */
+static void branch_of(const char *worktree, char *out, size_t outlen)
+{
+    char git[PATH_MAX], line[PATH_MAX], head[PATH_MAX];
+    int n = snprintf(git, sizeof git, "%s/.git", worktree);
+    snprintf(out, outlen, "-");
+    if (n < 0 || (size_t)n >= sizeof git)
+        return;
+    if (read_line(git, line, sizeof line) == 0 && strncmp(line, "gitdir: ", 8) == 0)
+        n = line[8] == '/' ? snprintf(head, sizeof head, "%s/HEAD", line + 8)
+                           : snprintf(head, sizeof head, "%s/%s/HEAD", worktree, line + 8);
+    else
+        n = snprintf(head, sizeof head, "%s/HEAD", git);
+    if (n < 0 || (size_t)n >= sizeof head || read_line(head, line, sizeof line) < 0)
+        return;
+    const char *ref = line + 5;
+    if (strncmp(line, "ref: refs/heads/", 16) == 0)
+        ref = line + 16;
+    else if (strncmp(line, "ref: ", 5) != 0)
+        ref = NULL; /* a detached HEAD: a commit hash */
+    if (ref && strlen(ref) < outlen)
+        memcpy(out, ref, strlen(ref) + 1);
+    else if (!ref && strlen(line) >= 7)
+        snprintf(out, outlen, "(detached %.7s)", line);
+}
+
+enum { COL_WORKTREE, COL_BRANCH, COL_FRONT, COL_PORT, COL_PID, COL_STATE, COL_AGE,
+       COL_REQUESTS, NCOL };
+
+static const char *const col_names[NCOL] = {"WORKTREE", "BRANCH", "FRONT", "PORT",
+                                            "PID", "STATE", "AGE", "REQUESTS"};
+
+/* One row's cells from one entry. */
+static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
+{
+    const char *wt = json_string_value(json_object_get(e, "worktree"));
+    const char *state = json_string_value(json_object_get(e, "state"));
+    json_int_t pid = json_integer_value(json_object_get(e, "pid"));
+    snprintf(cell[COL_WORKTREE], PATH_MAX, "%s", wt ? wt : "?");
+    branch_of(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
+    snprintf(cell[COL_FRONT], PATH_MAX, "%lld",
+             (long long)json_integer_value(json_object_get(e, "front")));
+    snprintf(cell[COL_PORT], PATH_MAX, "%lld",
+             (long long)json_integer_value(json_object_get(e, "port")));
+    if (pid > 0)
+        snprintf(cell[COL_PID], PATH_MAX, "%lld", (long long)pid);
+    else
+        snprintf(cell[COL_PID], PATH_MAX, "-");
+    snprintf(cell[COL_STATE], PATH_MAX, "%s", state ? state : "?");
+    reg_cli_age(now - json_integer_value(json_object_get(e, "registered_ms")), cell[COL_AGE],
+                PATH_MAX);
+    snprintf(cell[COL_REQUESTS], PATH_MAX, "%lld",
+             (long long)json_integer_value(json_object_get(e, "requests")));
+}
+
+static void print_row(char cell[NCOL][PATH_MAX], const int width[NCOL])
+{
+    for (int c = 0; c < NCOL - 1; c++)
+        printf("%-*s  ", width[c], cell[c]);
+    printf("%s\n", cell[NCOL - 1]);
+}
+
+/* Print entries as a table, columns as wide as their widest cell. */
+static int print_table(json_t *entries)
+{
+    size_t n = json_array_size(entries);
+    if (n == 0) {
+        printf("no dev server is registered; start one in a worktree with: "
+               "wtproxy run -- CMD ARGS... {port}\n");
+        return 0;
+    }
+    char(*cells)[NCOL][PATH_MAX] = calloc(n + 1, sizeof *cells);
+    if (!cells) {
+        fprintf(stderr, "wtproxy: out of memory\n");
+        return 1;
+    }
+    int width[NCOL] = {0};
+    long long now = reg_cli_now_ms();
+    for (int c = 0; c < NCOL; c++)
+        snprintf(cells[0][c], PATH_MAX, "%s", col_names[c]);
+    for (size_t i = 0; i < n; i++)
+        row_cells(json_array_get(entries, i), cells[i + 1], now);
+    for (size_t i = 0; i <= n; i++)
+        for (int c = 0; c < NCOL; c++)
+            if ((int)strlen(cells[i][c]) > width[c])
+                width[c] = (int)strlen(cells[i][c]);
+    for (size_t i = 0; i <= n; i++)
+        print_row(cells[i], width);
+    free(cells);
+    return 0;
+}
+
+int reg_ls_main(int argc, char **argv)
+{
+    int json = 0;
+    const struct reg_opt opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
+    char err[PATH_MAX + 256];
+    int r = reg_cli_parse(argc, argv, opts, NULL, err, sizeof err);
+    if (r > 0) {
+        fputs(ls_usage, stdout);
+        return 0;
+    }
+    if (r < 0) {
+        fprintf(stderr, "wtproxy ls: %s (see wtproxy ls --help)\n", err);
+        return 2;
+    }
+    json_t *req = json_pack("{s:s}", "op", "list"), *reply = NULL;
+    r = req ? reg_client_call(req, 0, &reply, err, sizeof err) : -1;
+    json_decref(req);
+    if (r < 0) {
+        fprintf(stderr, "wtproxy: %s\n", req ? err : "out of memory");
+        return 1;
+    }
+    json_t *entries = json_object_get(reply, "entries");
+    if (!json_is_true(json_object_get(reply, "ok")) || !json_is_array(entries)) {
+        r = reg_cli_report(reply);
+    } else if (json) {
+        char *text = json_dumps(entries, JSON_INDENT(2));
+        r = text ? 0 : 1;
+        if (text)
+            printf("%s\n", text);
+        free(text);
+    } else {
+        r = print_table(entries);
+    }
+    json_decref(reply);
+    return r;
+}

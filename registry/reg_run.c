@@ -1,0 +1,347 @@
+/* reg_run.c - `wtproxy run -- CMD ARGS...`: reserve a port, register this
+ * wrapper, run CMD on that port, mark it ready once CMD (or a descendant)
+ * listens, and unregister when CMD exits, passing on its status.
+ *
+ * The wrapper's own pid is what gets registered: the daemon drops the
+ * entry when the wrapper dies, however it dies. CMD stays in the wrapper's
+ * process group (a kill of the group, which is how Playwright stops its
+ * webServer, takes CMD down too) and gets SIGTERM through PR_SET_PDEATHSIG
+ * when the wrapper alone dies. The wrapper never execs itself away, so
+ * the cleanup below always runs when it can. */
+#include "reg_client.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "port_owner.h"
+#include "registry.h"
+
+#define MAX_ANCESTRY 64 /* ppid hops from a listener up to the wrapper */
+
+static const char run_usage[] =
+    "usage: wtproxy run [--front PORT] [--worktree DIR] [--no-autostart] -- CMD ARGS...\n"
+    "\n"
+    "Run this worktree's dev server on a port the daemon reserves, and route the\n"
+    "front port's requests for this worktree to it. Every {port} in ARGS becomes\n"
+    "that port; PORT, WTPROXY_PORT and WTPROXY_WORKTREE are set. Exits with CMD's\n"
+    "status.\n"
+    "\n"
+    "  --front PORT      the proxy port it serves (default 8000)\n"
+    "  --worktree DIR    default: the git worktree enclosing the current folder\n"
+    "  --no-autostart    fail instead of starting a daemon when none answers\n"
+    "\n"
+    "example: wtproxy run -- python3 manage.py runserver 127.0.0.1:{port}\n";
+
+struct run {
+    int front, port;
+    char worktree[PATH_MAX];
+    char **argv;         /* CMD ARGS with {port} substituted, NULL-terminated */
+    char command[1024];  /* argv joined, for people */
+};
+
+/* The pid signals are forwarded to; set once, before signals are unblocked. */
+static volatile pid_t child_pid;
+
+/* Forward SIGINT/SIGTERM/SIGHUP to CMD. A signal the terminal sent (Ctrl-C,
+ * si_code SI_KERNEL) went to the whole foreground group, CMD included:
+ * forwarding it would deliver it twice. */
+static void forward(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    if (si->si_code != SI_KERNEL && child_pid > 0)
+        kill(child_pid, sig);
+}
+
+/* Send req (consumed; NULL means json_pack ran out of memory) without
+ * autostart unless asked. Returns 0 when the daemon said ok, 1 when it
+ * refused, both with *reply for the caller; -1 with err when it could not
+ * be asked. */
+static int ask(json_t *req, int autostart, json_t **reply, char *err, size_t errlen)
+{
+    *reply = NULL;
+    if (!req) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int r = reg_client_call(req, autostart, reply, err, errlen);
+    json_decref(req);
+    if (r < 0)
+        return -1;
+    return json_is_true(json_object_get(*reply, "ok")) ? 0 : 1;
+}
+
+/* s with every "{port}" replaced by port, malloc'd; NULL when out of memory. */
+static char *substitute(const char *s, int port)
+{
+    char num[16];
+    int nlen = snprintf(num, sizeof num, "%d", port);
+    size_t n = 0, len = strlen(s);
+    for (const char *p = s; (p = strstr(p, "{port}")) != NULL; p += 6)
+        n++;
+    char *out = malloc(len + n * (size_t)nlen + 1), *o = out;
+    for (const char *p = s, *hit; out && *p; p = hit + 6) {
+        if (!(hit = strstr(p, "{port}"))) {
+            memcpy(o, p, strlen(p));
+            o += strlen(p);
+            break;
+        }
+        memcpy(o, p, (size_t)(hit - p));
+        o += hit - p;
+        memcpy(o, num, (size_t)nlen);
+        o += nlen;
+    }
+    if (out)
+        *o = '\0';
+    return out;
+}
+
+/* Fill r->argv and r->command from CMD ARGS. Returns 0 or -1 (no memory). */
+static int build_argv(struct run *r, int argc, char **argv)
+{
+    r->argv = calloc((size_t)argc + 1, sizeof *r->argv);
+    size_t used = 0;
+    for (int i = 0; r->argv && i < argc; i++) {
+        if (!(r->argv[i] = substitute(argv[i], r->port)))
+            return -1;
+        int n = snprintf(r->command + used, sizeof r->command - used, "%s%s", i ? " " : "",
+                         r->argv[i]);
+        used = n < 0 || used + (size_t)n >= sizeof r->command ? sizeof r->command - 1
+                                                             : used + (size_t)n;
+    }
+    return r->argv ? 0 : -1;
+}
+
+static void free_argv(struct run *r)
+{
+    for (size_t i = 0; r->argv && r->argv[i]; i++)
+        free(r->argv[i]);
+    free(r->argv);
+}
+
+/* Reserve a port and register the wrapper under it. Returns 0, or the exit
+ * status with the reason printed (the holder of a conflict). */
+static int claim(struct run *r, int autostart, int argc, char **argv)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    int rc = ask(json_pack("{s:s, s:i}", "op", "reserve", "front", r->front), autostart, &reply,
+                 err, sizeof err);
+    if (rc == 0) {
+        r->port = (int)json_integer_value(json_object_get(reply, "port"));
+        json_decref(reply);
+        if (r->port <= 0 || r->port > 65535 || build_argv(r, argc, argv) < 0) {
+            snprintf(err, sizeof err, "the daemon reserved no usable port, or out of memory");
+            rc = -1;
+        } else {
+            rc = ask(json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:s, s:b}", "op", "register",
+                               "front", r->front, "worktree", r->worktree, "port", r->port,
+                               "pid", (int)getpid(), "ttl_ms", 0, "command", r->command,
+                               "ready", 0),
+                     0, &reply, err, sizeof err);
+        }
+    }
+    if (rc < 0) {
+        fprintf(stderr, "wtproxy: %s\n", err);
+        return 1;
+    }
+    if (rc > 0)
+        rc = reg_cli_report(reply);
+    json_decref(reply);
+    return rc;
+}
+
+/* In the forked child: become CMD. Never returns. */
+static void exec_cmd(const struct run *r, pid_t wrapper, const sigset_t *mask)
+{
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGHUP, &dfl, NULL);
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    /* Told of the wrapper's death; and if it died before the line above
+     * took effect, nobody would tell us: stop now. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != wrapper)
+        _exit(1);
+    char port[16];
+    snprintf(port, sizeof port, "%d", r->port);
+    if (setenv("PORT", port, 1) < 0 || setenv("WTPROXY_PORT", port, 1) < 0 ||
+        setenv("WTPROXY_WORKTREE", r->worktree, 1) < 0)
+        _exit(1);
+    execvp(r->argv[0], r->argv);
+    int e = errno;
+    fprintf(stderr, "wtproxy: cannot run %s: %s\n", r->argv[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+/* Start CMD with SIGINT/SIGTERM/SIGHUP forwarded to it. Signals stay
+ * blocked across the fork so none is lost or forwarded to no one. Returns
+ * its pid, or -1. */
+static pid_t start_cmd(const struct run *r)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    pid_t self = getpid(), pid = fork();
+    if (pid == 0)
+        exec_cmd(r, self, &old);
+    if (pid < 0)
+        fprintf(stderr, "wtproxy: cannot start %s: fork: %s\n", r->argv[0], strerror(errno));
+    child_pid = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return pid;
+}
+
+/* The parent of pid from /proc/PID/stat ("PID (COMM) STATE PPID ..."; COMM
+ * may hold spaces and parentheses, so parse after the last ')'). 0 when
+ * unknown. */
+static pid_t parent_of(pid_t pid)
+{
+    char p[64], buf[512];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(p, "re");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    char *close_paren = strrchr(buf, ')');
+    int ppid = 0;
+    if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+        return 0;
+    return (pid_t)ppid;
+}
+
+/* Whether something listens on port and is CMD or one of its descendants
+ * (Django's autoreloader serves from a grandchild). */
+static int cmd_listens(int port, pid_t self)
+{
+    struct reg_port_owner owner;
+    if (!reg_port_owner_find(port, &owner) || owner.pid <= 0)
+        return 0;
+    pid_t p = owner.pid;
+    for (int hops = 0; p > 1 && hops < MAX_ANCESTRY; hops++) {
+        p = parent_of(p);
+        if (p == self)
+            return 1;
+    }
+    return 0;
+}
+
+/* The worktree's folder name, as people (and Host routing) call it. */
+static const char *folder_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+/* Tell the daemon CMD is ready and say so. A daemon that cannot be told
+ * leaves the entry starting: warn, CMD keeps running. */
+static void mark_ready(const struct run *r)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    int rc = ask(json_pack("{s:s, s:i, s:s}", "op", "ready", "front", r->front, "worktree",
+                           r->worktree),
+                 0, &reply, err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "wtproxy: warning: could not mark %s ready: %s\n", r->worktree, err);
+    else if (rc > 0)
+        fprintf(stderr, "wtproxy: warning: could not mark %s ready: %s\n", r->worktree,
+                json_string_value(json_object_get(reply, "message")));
+    json_decref(reply);
+    fprintf(stderr, "wtproxy: %s is ready on 127.0.0.1:%d (front :%d)\n",
+            folder_name(r->worktree), r->port, r->front);
+}
+
+/* Remove the entry. not-found is fine: the daemon dropped it already (its
+ * worktree went away). Anything else is a warning; the daemon drops the
+ * entry anyway once it sees this wrapper's pid gone. */
+static void release(const struct run *r)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    int rc = ask(json_pack("{s:s, s:i, s:s}", "op", "unregister", "front", r->front, "worktree",
+                           r->worktree),
+                 0, &reply, err, sizeof err);
+    const char *code = rc > 0 ? json_string_value(json_object_get(reply, "error")) : NULL;
+    if (rc < 0)
+        fprintf(stderr, "wtproxy: warning: could not unregister %s: %s\n", r->worktree, err);
+    else if (rc > 0 && !(code && strcmp(code, "not-found") == 0))
+        fprintf(stderr, "wtproxy: warning: could not unregister %s: %s\n", r->worktree,
+                json_string_value(json_object_get(reply, "message")));
+    json_decref(reply);
+}
+
+/* Wait for CMD, marking it ready when it listens. Returns its exit
+ * status, 128+N when signal N killed it. */
+static int supervise(const struct run *r, pid_t pid)
+{
+    struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
+    pid_t self = getpid();
+    int status, ready = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, ready ? 0 : WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR) {
+            fprintf(stderr, "wtproxy: waitpid: %s\n", strerror(errno));
+            return 1;
+        }
+        if (!ready && cmd_listens(r->port, self)) {
+            ready = 1;
+            mark_ready(r);
+        } else if (!ready) {
+            nanosleep(&tick, NULL);
+        }
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int reg_run_main(int argc, char **argv)
+{
+    const char *frontv = NULL, *worktree = NULL;
+    int no_autostart = 0, rest = argc;
+    const struct reg_opt opts[] = {{"front", &frontv, NULL},
+                                   {"worktree", &worktree, NULL},
+                                   {"no-autostart", NULL, &no_autostart},
+                                   {NULL, NULL, NULL}};
+    struct run r = {.front = WTP_DEFAULT_FRONT};
+    char err[PATH_MAX + 256];
+    int rc = reg_cli_parse(argc, argv, opts, &rest, err, sizeof err);
+    if (rc > 0) {
+        fputs(run_usage, stdout);
+        return 0;
+    }
+    if (rc == 0 && rest >= argc) {
+        snprintf(err, sizeof err, "give the command to run after --, "
+                 "e.g. wtproxy run -- python3 manage.py runserver {port}");
+        rc = -1;
+    }
+    if (rc < 0 || (frontv && reg_cli_port("front", frontv, &r.front, err, sizeof err) < 0) ||
+        reg_cli_worktree(worktree, r.worktree, sizeof r.worktree, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy run: %s (see wtproxy run --help)\n", err);
+        return 2;
+    }
+    rc = claim(&r, reg_client_may_autostart(no_autostart), argc - rest, argv + rest);
+    if (rc == 0) {
+        pid_t pid = start_cmd(&r);
+        rc = pid < 0 ? 1 : supervise(&r, pid);
+        release(&r);
+    }
+    free_argv(&r);
+    return rc;
+}

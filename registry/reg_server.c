@@ -1,0 +1,583 @@
+/* reg_server.c - the registry inside the daemon: the control socket
+ * (PROTOCOL.md), port reservations, liveness watches, and saving every
+ * change to the state file before it is acknowledged. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/queue.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "registry.h"
+
+#define REG_LINE_MAX (64 * 1024) /* one request line, PROTOCOL.md */
+#define REG_PEER_IDLE_S 10       /* a silent peer is closed */
+#define REG_SWEEP_MS 1000        /* TTLs, removed worktrees, reused pids */
+#define REG_RESERVE_MS 60000     /* a reserved port is held this long */
+/* Ports handed to dev servers: below Linux's ephemeral range (32768+), so
+ * an outgoing connection never takes a port between reserve and bind. */
+#define REG_PORT_FIRST 20000
+#define REG_PORT_COUNT 10000
+#define REG_MAX_RESERVED 1024
+
+struct reservation {
+    int port;
+    long long until_ms;
+};
+
+struct peer;
+
+struct reg_server {
+    struct event_base *base;
+    TAILQ_HEAD(, peer) peers; /* connected CLIs, freed with the server */
+    struct evconnlistener *listener;
+    struct event *sweep;
+    struct reg_table *table;
+    char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    char state_path[PATH_MAX];
+    struct reservation reserved[REG_MAX_RESERVED];
+    size_t nreserved;
+};
+
+struct watch {
+    struct reg_server *rs;
+    struct reg_backend *b;
+    struct event *ev;
+    int pidfd;
+};
+
+struct peer {
+    struct reg_server *rs;
+    struct bufferevent *bev;
+    uid_t uid;
+    TAILQ_ENTRY(peer) link;
+};
+
+static long long now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static void save(struct reg_server *rs)
+{
+    char err[512];
+    if (reg_store_save(rs->table, rs->state_path, err, sizeof err) < 0)
+        fprintf(stderr, "wtproxy: cannot save registrations, the previous state file is kept: "
+                        "%s\n", err);
+}
+
+/* ---- liveness ---- */
+
+static void unwatch(struct reg_backend *b)
+{
+    struct watch *w = b->watch;
+    if (!w)
+        return;
+    event_free(w->ev);
+    close(w->pidfd);
+    free(w);
+    b->watch = NULL;
+}
+
+/* Drop b from the table: marked dead first, for requests that hold it. */
+static void drop(struct reg_server *rs, struct reg_backend *b, const char *why)
+{
+    fprintf(stderr, "wtproxy: dropped %s (front :%d, port %d): %s\n", b->worktree, b->front,
+            b->port, why);
+    b->state = REG_DEAD;
+    unwatch(b);
+    reg_backend_unref(reg_table_take(rs->table, b->front, b->worktree));
+    save(rs);
+}
+
+static void pid_exited(evutil_socket_t fd, short what, void *arg)
+{
+    struct watch *w = arg;
+    char why[128];
+    (void)fd;
+    (void)what;
+    snprintf(why, sizeof why, "pid %d exited", (int)w->b->pid);
+    drop(w->rs, w->b, why);
+}
+
+/* A pidfd turns readable when its process ends, whoever ended it. Where
+ * pidfds are missing, the one-second sweep catches the death instead. */
+static void watch(struct reg_server *rs, struct reg_backend *b)
+{
+    if (b->pid <= 0)
+        return;
+    int fd = (int)syscall(SYS_pidfd_open, b->pid, 0);
+    struct watch *w = fd >= 0 ? calloc(1, sizeof *w) : NULL;
+    if (w)
+        w->ev = event_new(rs->base, fd, EV_READ, pid_exited, w);
+    if (!w || !w->ev || event_add(w->ev, NULL) < 0) {
+        if (w && w->ev)
+            event_free(w->ev);
+        free(w);
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    w->rs = rs;
+    w->b = b;
+    w->pidfd = fd;
+    b->watch = w;
+}
+
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct reg_server *rs = arg;
+    char why[PATH_MAX + 64];
+    long long now = now_ms();
+    (void)fd;
+    (void)what;
+    for (size_t i = 0; i < reg_table_count(rs->table);) {
+        struct reg_backend *b = reg_table_at(rs->table, i);
+        if (reg_backend_alive(b, now, why, sizeof why))
+            i++;
+        else
+            drop(rs, b, why);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < rs->nreserved; i++)
+        if (rs->reserved[i].until_ms > now)
+            rs->reserved[kept++] = rs->reserved[i];
+    rs->nreserved = kept;
+}
+
+/* ---- port reservations ---- */
+
+static int port_taken(struct reg_server *rs, int port)
+{
+    for (size_t i = 0; i < rs->nreserved; i++)
+        if (rs->reserved[i].port == port)
+            return 1;
+    for (size_t i = 0; i < reg_table_count(rs->table); i++)
+        if (reg_table_at(rs->table, i)->port == port)
+            return 1;
+    return 0;
+}
+
+/* Whether nothing listens on 127.0.0.1:port now (we can bind it). */
+static int port_free(int port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int ok = bind(fd, (struct sockaddr *)&sin, sizeof sin) == 0;
+    close(fd);
+    return ok;
+}
+
+/* A port no entry, reservation or listener has; 0 when none is left. The
+ * start is random so two daemons (or a restarted one) spread out. */
+static int reserve_port(struct reg_server *rs)
+{
+    if (rs->nreserved >= REG_MAX_RESERVED)
+        return 0;
+    int start = (int)(random() % REG_PORT_COUNT);
+    for (int i = 0; i < REG_PORT_COUNT; i++) {
+        int port = REG_PORT_FIRST + (start + i) % REG_PORT_COUNT;
+        if (!port_taken(rs, port) && port_free(port)) {
+            rs->reserved[rs->nreserved++] = (struct reservation){port, now_ms() + REG_RESERVE_MS};
+            return port;
+        }
+    }
+    return 0;
+}
+
+static void unreserve(struct reg_server *rs, int port)
+{
+    for (size_t i = 0; i < rs->nreserved; i++)
+        if (rs->reserved[i].port == port) {
+            rs->reserved[i] = rs->reserved[--rs->nreserved];
+            return;
+        }
+}
+
+/* ---- operations ---- */
+
+static json_t *fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static json_t *fail(const char *code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
+}
+
+static json_t *ok_entry(const struct reg_backend *b)
+{
+    return json_pack("{s:b, s:o}", "ok", 1, "entry", reg_backend_to_json(b));
+}
+
+static uid_t pid_uid(pid_t pid)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    return stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
+}
+
+static void describe_age(long long ms, char *buf, size_t len)
+{
+    long long s = ms / 1000;
+    if (s < 120)
+        snprintf(buf, len, "%llds", s);
+    else if (s < 7200)
+        snprintf(buf, len, "%lldm", s / 60);
+    else
+        snprintf(buf, len, "%lldh", s / 3600);
+}
+
+static json_t *conflict(const struct reg_backend *h)
+{
+    char age[32];
+    describe_age(now_ms() - h->registered_ms, age, sizeof age);
+    json_t *r = fail("conflict",
+                     "%s already has a live server on front :%d: pid %d (%s), port %d, "
+                     "registered %s ago. Stop it, or remove it: wtproxy unregister --worktree %s "
+                     "--front %d",
+                     h->worktree, h->front, (int)h->pid, h->command, h->port, age, h->worktree,
+                     h->front);
+    json_object_set_new(r, "holder", reg_backend_to_json(h));
+    return r;
+}
+
+/* The entry a ready/unregister names, checked against the peer's uid. */
+static json_t *find_owned(struct reg_server *rs, struct peer *p, json_t *req,
+                          struct reg_backend **out)
+{
+    json_int_t front = 0;
+    const char *wt = NULL;
+    char real[PATH_MAX];
+    if (json_unpack(req, "{s:I, s:s}", "front", &front, "worktree", &wt) < 0)
+        return fail("bad-request", "give \"front\" (a port) and \"worktree\" (a path)");
+    *out = reg_table_get(rs->table, (int)front, wt);
+    if (!*out && realpath(wt, real))
+        *out = reg_table_get(rs->table, (int)front, real);
+    if (!*out)
+        return fail("not-found", "nothing is registered for %s on front :%d (see: wtproxy ls)",
+                    wt, (int)front);
+    if (p->uid != 0 && p->uid != (*out)->uid)
+        return fail("not-permitted", "%s on front :%d belongs to uid %d; only that user or "
+                                     "root may change it", (*out)->worktree, (int)front,
+                    (int)(*out)->uid);
+    return NULL;
+}
+
+static json_t *op_register(struct reg_server *rs, struct peer *p, json_t *req)
+{
+    json_int_t front = 0, port = 0, pid = 0, ttl = 0;
+    const char *wt = NULL, *command = "", *host = "127.0.0.1";
+    int ready = 0;
+    char real[PATH_MAX], name[320], err[256];
+    if (json_unpack(req, "{s:I, s:s, s:I, s?I, s?I, s?s, s?s, s?b}", "front", &front,
+                    "worktree", &wt, "port", &port, "pid", &pid, "ttl_ms", &ttl, "command",
+                    &command, "host", &host, "ready", &ready) < 0 ||
+        front < 1 || front > 65535 || port < 1 || port > 65535 || pid < 0 || ttl < 0)
+        return fail("bad-request", "register needs front and port (1-65535), worktree, and a "
+                                   "pid >= 0 or ttl_ms");
+    if (!realpath(wt, real))
+        return fail("bad-request", "worktree %s: %s", wt, strerror(errno));
+    if (pid == 0 && ttl == 0)
+        return fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
+                                   "cannot outlive its server forever");
+    if (pid > 0 && !reg_pid_start((pid_t)pid))
+        return fail("bad-request", "pid %d does not run", (int)pid);
+    if (pid > 0 && p->uid != 0 && pid_uid((pid_t)pid) != p->uid)
+        return fail("not-permitted", "pid %d is not yours", (int)pid);
+    snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, (int)port);
+    struct reg_backend *holder = reg_table_get(rs->table, (int)front, real);
+    if (holder && !reg_backend_alive(holder, now_ms(), err, sizeof err))
+        drop(rs, holder, err);
+    else if (holder)
+        return conflict(holder);
+    struct reg_backend *b = reg_backend_new(name, err, sizeof err);
+    if (!b)
+        return fail("bad-request", "%s", err);
+    snprintf(b->machine, sizeof b->machine, "%s", reg_machine_id());
+    snprintf(b->worktree, sizeof b->worktree, "%s", real);
+    snprintf(b->command, sizeof b->command, "%s", command);
+    b->front = (int)front;
+    b->uid = p->uid;
+    b->port = (int)port;
+    b->pid = (pid_t)pid;
+    b->pid_start = pid ? reg_pid_start((pid_t)pid) : 0;
+    b->registered_ms = b->started_ms = now_ms();
+    b->expires_ms = ttl ? b->registered_ms + ttl : 0;
+    b->state = ready ? REG_READY : REG_STARTING;
+    reg_table_put(rs->table, b, &holder);
+    reg_backend_unref(b);
+    unreserve(rs, b->port);
+    watch(rs, b);
+    save(rs);
+    fprintf(stderr, "wtproxy: registered %s on front :%d -> %s (pid %d)\n", b->worktree,
+            b->front, b->name, (int)b->pid);
+    return ok_entry(b);
+}
+
+static json_t *op_list(struct reg_server *rs)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < reg_table_count(rs->table); i++)
+        json_array_append_new(arr, reg_backend_to_json(reg_table_at(rs->table, i)));
+    return json_pack("{s:b, s:o}", "ok", 1, "entries", arr);
+}
+
+static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
+{
+    const char *op = json_is_object(req) ? json_string_value(json_object_get(req, "op")) : NULL;
+    struct reg_backend *b = NULL;
+    json_t *err;
+    if (!op)
+        return fail("bad-request", "each line must be a JSON object with an \"op\"");
+    if (strcmp(op, "ping") == 0)
+        return json_pack("{s:b, s:s, s:i}", "ok", 1, "version", WTP_VERSION, "pid", (int)getpid());
+    if (strcmp(op, "list") == 0)
+        return op_list(rs);
+    if (strcmp(op, "register") == 0)
+        return op_register(rs, p, req);
+    if (strcmp(op, "reserve") == 0) {
+        int port = reserve_port(rs);
+        return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
+                    : fail("no-port", "no free port is left in %d-%d", REG_PORT_FIRST,
+                           REG_PORT_FIRST + REG_PORT_COUNT - 1);
+    }
+    if (strcmp(op, "ready") == 0 || strcmp(op, "unregister") == 0) {
+        if ((err = find_owned(rs, p, req, &b)))
+            return err;
+        if (op[0] == 'r') {
+            b->state = REG_READY;
+            save(rs);
+            return ok_entry(b);
+        }
+        json_t *r = ok_entry(b); /* before drop: it frees b */
+        drop(rs, b, "unregistered");
+        return r;
+    }
+    return fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
+}
+
+/* ---- the control socket ---- */
+
+static void reply(struct peer *p, json_t *r)
+{
+    char *line = r ? json_dumps(r, JSON_COMPACT) : NULL;
+    struct evbuffer *out = bufferevent_get_output(p->bev);
+    if (line) {
+        evbuffer_add(out, line, strlen(line));
+        free(line);
+    } else {
+        evbuffer_add_printf(out, "{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
+    }
+    evbuffer_add(out, "\n", 1);
+    json_decref(r);
+}
+
+static void peer_free(struct peer *p)
+{
+    TAILQ_REMOVE(&p->rs->peers, p, link);
+    bufferevent_free(p->bev);
+    free(p);
+}
+
+/* After the last reply is written, close: for a line too long to read. */
+static void close_when_written(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    peer_free(arg);
+}
+
+static void peer_read(struct bufferevent *bev, void *arg)
+{
+    struct peer *p = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t len;
+    char *line;
+    while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
+        json_error_t je;
+        json_t *req = len < REG_LINE_MAX ? json_loadb(line, len, 0, &je) : NULL;
+        free(line);
+        if (len >= REG_LINE_MAX)
+            reply(p, fail("too-large", "a request line is at most %d bytes", REG_LINE_MAX));
+        else if (!req)
+            reply(p, fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
+                          je.column));
+        else
+            reply(p, handle(p->rs, p, req));
+        json_decref(req);
+    }
+    if (evbuffer_get_length(in) >= REG_LINE_MAX) {
+        reply(p, fail("too-large", "a request line is at most %d bytes; closing", REG_LINE_MAX));
+        bufferevent_disable(bev, EV_READ);
+        bufferevent_setcb(bev, NULL, close_when_written, NULL, p);
+    }
+}
+
+static void peer_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    (void)what;
+    peer_free(arg); /* EOF, error, or silent for REG_PEER_IDLE_S */
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    struct reg_server *rs = arg;
+    struct ucred cred;
+    socklen_t clen = sizeof cred;
+    struct timeval idle = {REG_PEER_IDLE_S, 0};
+    (void)l;
+    (void)sa;
+    (void)salen;
+    struct peer *p = calloc(1, sizeof *p);
+    if (!p || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+        !(p->bev = bufferevent_socket_new(rs->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
+        free(p);
+        close(fd);
+        return;
+    }
+    p->rs = rs;
+    p->uid = cred.uid;
+    TAILQ_INSERT_TAIL(&rs->peers, p, link);
+    bufferevent_setwatermark(p->bev, EV_READ, 0, REG_LINE_MAX + 1);
+    bufferevent_setcb(p->bev, peer_read, NULL, peer_event, p);
+    bufferevent_set_timeouts(p->bev, &idle, NULL);
+    bufferevent_enable(p->bev, EV_READ | EV_WRITE);
+}
+
+/* A socket file left by a daemon that died is replaced; one a daemon still
+ * answers on means another daemon serves it. */
+static int claim_socket_path(const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0) {
+        close(fd);
+        snprintf(err, errlen, "another wtproxy daemon already serves %s (see: wtproxy ls); "
+                              "stop it first, or give this one --control PATH", path);
+        return -1;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (unlink(path) < 0 && errno != ENOENT) {
+        snprintf(err, errlen, "cannot replace %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int listen_control(struct reg_server *rs, char *err, size_t errlen)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    if (strlen(rs->socket_path) >= sizeof sun.sun_path) {
+        snprintf(err, errlen, "control socket path too long: %s", rs->socket_path);
+        return -1;
+    }
+    if (claim_socket_path(rs->socket_path, err, errlen) < 0)
+        return -1;
+    memcpy(sun.sun_path, rs->socket_path, strlen(rs->socket_path) + 1);
+    rs->listener = evconnlistener_new_bind(rs->base, accept_cb, rs,
+                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
+                                           (struct sockaddr *)&sun, sizeof sun);
+    if (!rs->listener) {
+        snprintf(err, errlen, "cannot serve the control socket %s: %s", rs->socket_path,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- life ---- */
+
+static void load_state(struct reg_server *rs)
+{
+    char warn[1024] = "", err[512], why[PATH_MAX + 64];
+    if (reg_store_load(rs->table, rs->state_path, warn, sizeof warn, err, sizeof err) < 0)
+        fprintf(stderr, "wtproxy: cannot read %s, starting empty: %s\n", rs->state_path, err);
+    if (warn[0])
+        fprintf(stderr, "wtproxy: %s\n", warn);
+    int dropped = 0;
+    for (size_t i = 0; i < reg_table_count(rs->table);) {
+        struct reg_backend *b = reg_table_at(rs->table, i);
+        if (!reg_backend_alive(b, now_ms(), why, sizeof why)) {
+            drop(rs, b, why);
+            dropped = 1;
+            continue;
+        }
+        watch(rs, b);
+        fprintf(stderr, "wtproxy: restored %s on front :%d -> %s\n", b->worktree, b->front,
+                b->name);
+        i++;
+    }
+    if (dropped || warn[0])
+        save(rs);
+}
+
+struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
+                                  const char *state_path, char *err, size_t errlen)
+{
+    struct reg_server *rs = calloc(1, sizeof *rs);
+    if (!rs || !(rs->table = reg_table_new()) ||
+        !(rs->sweep = event_new(base, -1, EV_PERSIST, sweep_cb, rs))) {
+        snprintf(err, errlen, "out of memory");
+        reg_server_free(rs);
+        return NULL;
+    }
+    rs->base = base;
+    TAILQ_INIT(&rs->peers);
+    snprintf(rs->socket_path, sizeof rs->socket_path, "%s", socket_path);
+    snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
+    srandom((unsigned)(getpid() ^ now_ms()));
+    load_state(rs);
+    if (listen_control(rs, err, errlen) < 0) {
+        reg_server_free(rs);
+        return NULL;
+    }
+    struct timeval tv = {REG_SWEEP_MS / 1000, (REG_SWEEP_MS % 1000) * 1000};
+    event_add(rs->sweep, &tv);
+    fprintf(stderr, "wtproxy: control socket %s, state %s\n", rs->socket_path, rs->state_path);
+    return rs;
+}
+
+void reg_server_free(struct reg_server *rs)
+{
+    if (!rs)
+        return;
+    while (rs->table && !TAILQ_EMPTY(&rs->peers))
+        peer_free(TAILQ_FIRST(&rs->peers));
+    if (rs->listener) {
+        evconnlistener_free(rs->listener);
+        unlink(rs->socket_path);
+    }
+    if (rs->sweep)
+        event_free(rs->sweep);
+    for (size_t i = 0; rs->table && i < reg_table_count(rs->table); i++)
+        unwatch(reg_table_at(rs->table, i));
+    reg_table_free(rs->table);
+    free(rs);
+}
+
+struct reg_table *reg_server_table(struct reg_server *rs) { return rs->table; }

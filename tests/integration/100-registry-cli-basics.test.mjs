@@ -1,0 +1,86 @@
+// 100: the registry CLI without a daemon, and its usage errors. Bad
+// arguments exit 2 with one line that names the problem; a missing
+// daemon with --no-autostart (or WTPROXY_NO_AUTOSTART=1) exits 1 naming
+// `wtproxy serve`, and `run` then never starts its command.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
+
+const lines = (s) => s.trim().split('\n').length;
+
+test('register without --pid and without --ttl: exit 2, says a TTL is needed', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const r = await cli(tmp, ['register', '--port', '5000'], { cwd: tmp.wt.a });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /--ttl/);
+  assert.match(r.stderr, /--pid/);
+  assert.ok(lines(r.stderr) <= 2, r.stderr);
+});
+
+test('bad arguments: exit 2, one line naming the problem', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const cases = [
+    [['register', '--port', 'abc', '--ttl', '1m'], /--port "abc"/],
+    [['register', '--port', '5000', '--ttl', '30'], /--ttl "30"/],
+    [['register', '--port', '5000', '--pid', '-4', '--ttl', '1m'], /--pid "-4"/],
+    [['register', '--bogus'], /--bogus/],
+    [['unregister', '--front', '70000'], /--front "70000"/],
+    [['ls', 'extra'], /extra/],
+    [['run', '--front', '8000'], /command to run/],
+    [['run', '--nope', '--', 'true'], /--nope/],
+  ];
+  for (const [args, re] of cases) {
+    const r = await cli(tmp, args, { cwd: tmp.wt.a });
+    sanitizerClean(assert, r.stderr);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, re, args.join(' '));
+    assert.equal(lines(r.stderr), 1, `${args.join(' ')}: ${r.stderr}`);
+  }
+});
+
+test('outside any worktree: exit 2, suggests --worktree', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const r = await cli(tmp, ['register', '--port', '5000', '--ttl', '1m'], { cwd: tmp.root });
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /not inside a git worktree/);
+  assert.match(r.stderr, /--worktree/);
+});
+
+test('--help of each subcommand: exit 0, usage on stdout', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  for (const cmd of ['run', 'register', 'unregister', 'ls']) {
+    const r = await cli(tmp, [cmd, '--help']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`usage: wtproxy ${cmd}`));
+  }
+  const top = await cli(tmp, ['--help']);
+  for (const cmd of ['run', 'register', 'unregister', 'ls']) assert.match(top.stdout, new RegExp(`\\b${cmd}\\b`));
+});
+
+test('no daemon, --no-autostart: exit 1 naming `wtproxy serve`; run never starts CMD', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  // a daemon started by mistake would log under XDG_STATE_HOME
+  const env = { WTPROXY_NO_AUTOSTART: '', XDG_STATE_HOME: path.join(tmp.root, 'state') };
+  const r = await cli(tmp, ['register', '--no-autostart', '--port', '5000', '--ttl', '1m'], { cwd: tmp.wt.a, env });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /no daemon answers on .*control\.sock/);
+  assert.match(r.stderr, /wtproxy serve/);
+  assert.ok(!fs.existsSync(path.join(tmp.root, 'state')), 'a daemon was started');
+
+  const marker = path.join(tmp.root, 'started');
+  const run = await cli(tmp, ['run', '--no-autostart', '--', 'touch', marker], { cwd: tmp.wt.a, env });
+  assert.equal(run.code, 1, run.stderr);
+  assert.match(run.stderr, /wtproxy serve/);
+  assert.ok(!fs.existsSync(marker), 'run started its command without a daemon');
+
+  // the variable does the same as the flag; ls never starts a daemon
+  for (const args of [['register', '--port', '5000', '--ttl', '1m'], ['ls'], ['unregister']]) {
+    const v = await cli(tmp, args, { cwd: tmp.wt.a });
+    assert.equal(v.code, 1, `${args[0]}: ${v.stderr}`);
+    assert.match(v.stderr, /wtproxy serve/, args[0]);
+  }
+});

@@ -1,0 +1,29 @@
+// 103: registrations survive kill -9 of the daemon. With 3 live backends
+// registered by `wtproxy run`, the daemon is killed with SIGKILL and
+// restarted with the same --state (and the same front port): all 3 are
+// routed again, without any wrapper re-registering.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree } from './lib/registry.mjs';
+
+test('kill -9 of the daemon, restart with the same state: all 3 routed again', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b', 'c']);
+  const px = await startDaemon(t, tmp);
+  const names = Object.keys(tmp.wt);
+  const runs = names.map((n) => startRun(t, tmp, { cwd: tmp.wt[n], front: px.port }));
+  const ports = await Promise.all(runs.map((r) => r.ready));
+  for (const [i, n] of names.entries()) assert.equal((await getWorktree(px.port, tmp.wt[n])).status, 200);
+
+  await px.stop('SIGKILL');
+  const again = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${px.port}`]);
+  assert.equal(again.port, px.port);
+
+  const entries = await lsJson(tmp);
+  assert.deepEqual(entries.map((e) => e.worktree).sort(), names.map((n) => tmp.wt[n]).sort());
+  for (const [i, n] of names.entries()) {
+    const res = await getWorktree(again.port, tmp.wt[n]);
+    assert.equal(res.status, 200, `${n}: ${res.body}\n${again.stderr()}`);
+    assert.equal(JSON.parse(res.body).port, ports[i]);
+  }
+  for (const r of runs) assert.equal(r.proc.exitCode, null, `a wrapper exited:\n${r.stderr()}`);
+});

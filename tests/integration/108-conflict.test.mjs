@@ -1,0 +1,48 @@
+// 108: a second live registration for the same (front, worktree) is
+// refused, naming the holder's pid, command, age and worktree, and the
+// command that frees it; `wtproxy run` then exits 1 without starting its
+// command. A dead holder (TTL passed) is replaced.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeWorktrees, startDaemon, startRun, cli, lsJson, sanitizerClean } from './lib/registry.mjs';
+
+test('a second run in the same worktree: exit 1 naming the holder, CMD never started', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const first = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  await first.ready;
+  const marker = path.join(tmp.root, 'second-started');
+  const r = await cli(tmp, ['run', '--front', String(px.port), '--', 'touch', marker], { cwd: tmp.wt.a });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`pid ${first.pid}\\b`));
+  assert.match(r.stderr, /wt-server\.mjs/, 'names the command');
+  assert.match(r.stderr, /registered \d+[smhd] ago/, 'gives the age');
+  assert.ok(r.stderr.includes(tmp.wt.a), 'names the worktree');
+  assert.match(r.stderr, new RegExp(`kill ${first.pid}`), 'says how to free it');
+  assert.ok(r.stderr.trim().split('\n').length <= 2, r.stderr);
+  assert.ok(!fs.existsSync(marker), 'the second command was started');
+  const entries = await lsJson(tmp);
+  assert.equal(entries.length, 1);
+  assert.equal(entries[0].pid, first.pid);
+  assert.equal(first.proc.exitCode, null);
+});
+
+test('register over a live manual entry: conflict naming unregister; a dead one is replaced', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const front = String(px.port);
+  const a = await cli(tmp, ['register', '--port', '5000', '--ttl', '1s', '--front', front], { cwd: tmp.wt.a });
+  assert.equal(a.code, 0, a.stderr);
+  const b = await cli(tmp, ['register', '--port', '5001', '--ttl', '1h', '--front', front], { cwd: tmp.wt.a });
+  assert.equal(b.code, 1, b.stderr);
+  assert.match(b.stderr, /wtproxy unregister --worktree \S+ --front \d+/);
+  await new Promise((res) => setTimeout(res, 1500));
+  const c = await cli(tmp, ['register', '--port', '5002', '--ttl', '1h', '--front', front], { cwd: tmp.wt.a });
+  assert.equal(c.code, 0, c.stderr);
+  const entries = await lsJson(tmp);
+  assert.equal(entries.length, 1);
+  assert.equal(entries[0].port, 5002);
+});

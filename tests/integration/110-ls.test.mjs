@@ -1,0 +1,37 @@
+// 110: `wtproxy ls` shows worktree, branch (read from the worktree's .git),
+// front, backend port, pid, state, age and requests; --json prints the
+// daemon's entries.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { makeWorktrees, startDaemon, startRun, cli, lsJson, getWorktree, sleeper } from './lib/registry.mjs';
+
+test('ls: a table with branches; --json: the entries', async (t) => {
+  const tmp = makeWorktrees(t, ['feature-x']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt['feature-x'], front: px.port });
+  const port = await run.ready;
+  const server = sleeper(t);
+  const reg = await cli(tmp, ['register', '--port', '5000', '--pid', String(server.pid), '--front', String(px.port)], { cwd: tmp.repo });
+  assert.equal(reg.code, 0, reg.stderr);
+  assert.equal((await getWorktree(px.port, tmp.wt['feature-x'])).status, 200);
+
+  const r = await cli(tmp, ['ls']);
+  assert.equal(r.code, 0, r.stderr);
+  const rows = r.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/));
+  assert.deepEqual(rows[0], ['WORKTREE', 'BRANCH', 'FRONT', 'PORT', 'PID', 'STATE', 'AGE', 'REQUESTS']);
+  const byWt = Object.fromEntries(rows.slice(1).map((c) => [c[0], c]));
+  assert.deepEqual(byWt[tmp.wt['feature-x']].slice(1, 6),
+    ['feature-x', String(px.port), String(port), String(run.pid), 'ready']);
+  assert.match(byWt[tmp.wt['feature-x']][6], /^\d+[smhd]$/);
+  assert.equal(byWt[tmp.wt['feature-x']][7], '1');
+  assert.deepEqual(byWt[tmp.repo].slice(1, 6), ['main', String(px.port), '5000', String(server.pid), 'ready']);
+
+  const entries = await lsJson(tmp);
+  assert.equal(entries.length, 2);
+  const e = entries.find((x) => x.worktree === tmp.wt['feature-x']);
+  assert.equal(e.port, port);
+  assert.equal(e.pid, run.pid);
+  assert.equal(e.front, px.port);
+  assert.equal(e.requests, 1);
+  assert.match(e.command, /wt-server\.mjs \d+/);
+});

@@ -1,0 +1,79 @@
+// 111: with no daemon, `register` and `run` start one in the background,
+// say so on stderr (its pid and log under $XDG_STATE_HOME/wtproxy/), and
+// proceed. The daemon outlives the command that started it and is not in
+// its process group. Concurrent commands start one daemon between them.
+// The config (WTPROXY_CONFIG) makes it listen on a kernel-picked port.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeWorktrees, cli, lsJson, pidAlive, sanitizerClean, waitFor } from './lib/registry.mjs';
+
+// Stop, after the test, every daemon started for tmp, found by the
+// --control argument it was given: also those a failing test never
+// learnt the pid of.
+function stopDaemonsAfter(t, tmp) {
+  t.after(() => {
+    for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      let argv;
+      try { argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'); } catch { continue; }
+      if (argv[1] === 'serve' && argv.includes(tmp.control)) {
+        try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+      }
+    }
+  });
+}
+
+function autostartEnv(t, tmp) {
+  stopDaemonsAfter(t, tmp);
+  const conf = path.join(tmp.root, 'wtproxy.conf');
+  fs.writeFileSync(conf, 'listen = 127.0.0.1:0\n');
+  return { WTPROXY_NO_AUTOSTART: '', WTPROXY_CONFIG: conf, XDG_STATE_HOME: path.join(tmp.root, 'state') };
+}
+
+test('register with no daemon starts one, says so, and registers', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const env = autostartEnv(t, tmp);
+  const r = await cli(tmp, ['register', '--port', '5000', '--ttl', '10m'], { cwd: tmp.wt.a, env });
+  const m = /wtproxy: started the daemon \(pid (\d+)\); log: (\S+)/.exec(r.stderr);
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(m, r.stderr);
+  const pid = Number(m[1]);
+  assert.equal(m[2], path.join(tmp.root, 'state', 'wtproxy', 'daemon.log'));
+  assert.match(fs.readFileSync(m[2], 'utf8'), /listening on 127\.0\.0\.1:\d+/);
+  assert.ok(pidAlive(pid), 'the daemon did not outlive the command');
+  const pgrp = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[2];
+  assert.equal(pgrp, String(pid), 'the daemon does not lead its own process group (setsid)');
+  const entries = await lsJson(tmp);
+  assert.equal(entries.length, 1);
+  assert.equal(entries[0].worktree, tmp.wt.a);
+
+  // the next command finds it: no second start
+  const again = await cli(tmp, ['unregister'], { cwd: tmp.wt.a, env });
+  assert.equal(again.code, 0, again.stderr);
+  assert.doesNotMatch(again.stderr, /started the daemon/);
+  process.kill(pid, 'SIGTERM');
+  await waitFor(() => !pidAlive(pid), 5000, 'daemon stopped');
+});
+
+test('concurrent runs with no daemon start exactly one', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd', 'e', 'f']);
+  const env = autostartEnv(t, tmp);
+  const rs = await Promise.all(Object.values(tmp.wt).map((cwd) =>
+    cli(tmp, ['run', '--', 'sh', '-c', 'exit 7'], { cwd, env })));
+  const started = rs.flatMap((r) => [...r.stderr.matchAll(/started the daemon \(pid (\d+)\)/g)].map((m) => Number(m[1])));
+  for (const r of rs) assert.equal(r.code, 7, r.stderr);
+  assert.equal(started.length, 1, rs.map((r) => r.stderr).join('\n'));
+  assert.deepEqual(await lsJson(tmp), []);
+});
+
+test('a daemon that cannot start: its log is shown, exit 1', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const env = autostartEnv(t, tmp);
+  fs.writeFileSync(env.WTPROXY_CONFIG, 'no_such_key = 1\n');
+  const r = await cli(tmp, ['register', '--port', '5000', '--ttl', '10m'], { cwd: tmp.wt.a, env });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /daemon\.log ends with:\n[^]*no_such_key/);
+  assert.match(r.stderr, /the daemon exited \(status 2\)/);
+});

@@ -1,0 +1,27 @@
+// 112: `wtproxy run` registers its server as starting and marks it ready
+// only once the server (here a grandchild, as with Django's autoreloader)
+// listens on its port; a request sent meanwhile waits for it instead of
+// failing.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree, waitFor } from './lib/registry.mjs';
+
+test('starting until the server listens, then ready; a request meanwhile waits', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, serverArgs: ['--reloader', '--delay', '1500'] });
+  const [e] = await waitFor(async () => { const l = await lsJson(tmp); return l.length ? l : null; }, 3000, 'registered');
+  assert.equal(e.state, 'starting', JSON.stringify(e));
+  assert.equal(e.pid, run.pid);
+  assert.doesNotMatch(run.stderr(), /is ready/, 'said ready before listening');
+
+  const sent = Date.now();
+  const res = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(res.status, 200, res.body);
+  assert.equal(JSON.parse(res.body).worktree, tmp.wt.a);
+  const port = await run.ready;
+  assert.equal(JSON.parse(res.body).port, port);
+  assert.ok(Date.now() - sent > 500, 'answered before the server listened?');
+  const [after] = await lsJson(tmp);
+  assert.equal(after.state, 'ready');
+});

@@ -1,0 +1,151 @@
+// registry.mjs - helpers for the registry tests (100-149): a temp folder
+// with a git repo and linked worktrees, a daemon whose control socket and
+// state file live in that folder, the CLI pointed at it, `wtproxy run`
+// wrappers serving lib/wt-server.mjs, and requests routed by worktree.
+//
+// The CLI gets WTPROXY_CONTROL=<tmp>/control.sock and
+// WTPROXY_NO_AUTOSTART=1, so a test never starts (or reaches) a daemon
+// other than its own. Everything started here is stopped by pid in the
+// test's after() hook; the temp folder is removed there too.
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { startProxy, wtproxyBin } from './wtproxy.mjs';
+import { runToExit } from './conformance.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const wtServer = path.join(here, 'wt-server.mjs');
+
+const git = (cwd, ...args) => execFileSync('git', args, {
+  cwd,
+  stdio: ['ignore', 'pipe', 'pipe'],
+  env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' },
+});
+
+// A temp folder holding repo/ (the main worktree, branch main) and one
+// linked worktree wt-NAME on branch NAME per name. Returns { root, repo,
+// wt: {NAME: path}, control, state }. All paths are realpaths.
+export function makeWorktrees(t, names = ['a', 'b', 'c', 'd'], { mode } = {}) {
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-reg-')));
+  if (mode !== undefined) fs.chmodSync(root, mode);
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const repo = path.join(root, 'repo');
+  fs.mkdirSync(repo);
+  git(repo, 'init', '-q', '-b', 'main');
+  git(repo, 'commit', '-q', '--allow-empty', '-m', 'init');
+  const wt = {};
+  for (const n of names) {
+    wt[n] = path.join(root, `wt-${n}`);
+    git(repo, 'worktree', 'add', '-q', wt[n], '-b', n);
+  }
+  return { root, repo, wt, control: path.join(root, 'control.sock'), state: path.join(root, 'registry.json') };
+}
+
+// `wtproxy serve --control <tmp>/control.sock --state <tmp>/registry.json
+// --listen 127.0.0.1:0 ARGS...`; see startProxy. The front port of the
+// entries it routes is the port it listens on (px.port).
+export function startDaemon(t, tmp, args = [], opts = {}) {
+  return startProxy(t, ['--control', tmp.control, '--state', tmp.state, ...args], opts);
+}
+
+export function cliEnv(tmp, extra = {}) {
+  return { WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1', ...extra };
+}
+
+// Run `wtproxy ARGS...` to its exit: { code, signal, stdout, stderr }.
+export function cli(tmp, args, { cwd, env, ms = 10000 } = {}) {
+  return runToExit(wtproxyBin, args, { cwd: cwd || tmp.root, env: cliEnv(tmp, env), ms });
+}
+
+// The daemon's entries, from `wtproxy ls --json`.
+export async function lsJson(tmp) {
+  const r = await cli(tmp, ['ls', '--json']);
+  if (r.code !== 0) throw new Error(`wtproxy ls --json exited ${r.code ?? r.signal}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+// Start `wtproxy run --front FRONT -- node wt-server.mjs {port} SERVERARGS`
+// in cwd. Resolves at once with { proc, pid, stderr(), ready, exited }:
+// ready resolves with the backend port when the wrapper says "is ready",
+// exited with { code, signal }. detached: true makes the wrapper lead its
+// own process group, as Playwright starts its webServer.
+export function startRun(t, tmp, { cwd, front, serverArgs = [], runArgs = [], detached = false, env } = {}) {
+  const args = ['run', ...(front ? ['--front', String(front)] : []), ...runArgs, '--',
+    process.execPath, wtServer, '{port}', ...serverArgs];
+  const proc = spawn(wtproxyBin, args, {
+    cwd, detached, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp, env) },
+  });
+  let err = '';
+  proc.stderr.on('data', (d) => { err += d; });
+  proc.stdout.on('data', (d) => { err += d; });
+  const exited = new Promise((res) => proc.on('exit', (code, signal) => res({ code, signal })));
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`wtproxy run not ready in 15 s:\n${err}`)), 15000);
+    proc.stderr.on('data', () => {
+      const m = /is ready on 127\.0\.0\.1:(\d+)/.exec(err);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    });
+    exited.then(({ code, signal }) => { clearTimeout(timer); reject(new Error(`wtproxy run exited (${code ?? signal}) before ready:\n${err}`)); });
+  });
+  ready.catch(() => {});
+  const handle = { proc, pid: proc.pid, ready, exited, stderr: () => err };
+  t.after(() => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    try { detached ? process.kill(-proc.pid, 'SIGKILL') : proc.kill('SIGKILL'); } catch { /* gone */ }
+  });
+  return handle;
+}
+
+// GET http://127.0.0.1:port/path with headers; resolves { status, headers, body }.
+export function get(port, headers = {}, urlPath = '/') {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: urlPath, headers, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    });
+    req.setTimeout(10000, () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+  });
+}
+
+// GET routed to worktree (a path or a folder name) through the proxy.
+export function getWorktree(port, worktree, urlPath = '/') {
+  return get(port, { 'X-Wtproxy-Worktree': worktree }, urlPath);
+}
+
+// Poll fn every 50 ms until it returns a truthy value; throws after ms
+// with what in the message. Resolves with that value.
+export async function waitFor(fn, ms, what) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    try { last = await fn(); } catch (e) { last = e; }
+    if (last && !(last instanceof Error)) return last;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// Whether a pid runs (a zombie counts as gone).
+export function pidAlive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch { return false; }
+}
+
+// A long-running process of ours (sleep) to register by pid.
+export function sleeper(t) {
+  const p = spawn('sleep', ['1000'], { stdio: 'ignore' });
+  t.after(() => { if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL'); });
+  return p;
+}
+
+// No sanitizer report in a process's output.
+export function sanitizerClean(assert, text) {
+  assert.doesNotMatch(text, /AddressSanitizer|LeakSanitizer|runtime error:/, text);
+}

@@ -1,0 +1,38 @@
+// wt-server.mjs - a worktree's stand-in dev server for the registry tests
+// (100-149), started by `wtproxy run -- node wt-server.mjs {port} ...`.
+//
+//   node wt-server.mjs PORT [--reloader] [--pids FILE] [--delay MS]
+//
+// Answers every request with JSON {worktree, port, pid}: worktree from
+// $WTPROXY_WORKTREE, so a test sees which worktree's server a request
+// reached. --reloader serves from a child process while this one only
+// waits, as Django's autoreloader does (the listener is then a grandchild
+// of `wtproxy run`). --pids FILE appends each process's pid to FILE, so a
+// test can check that every one of them died. --delay MS waits that long
+// before listening, as a slow dev server does.
+import http from 'node:http';
+import fs from 'node:fs';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const args = process.argv.slice(2);
+const port = Number(args[0]);
+const pidsAt = args.indexOf('--pids');
+if (pidsAt >= 0) fs.appendFileSync(args[pidsAt + 1], `${process.pid}\n`);
+
+if (args.includes('--reloader')) {
+  const rest = args.filter((a) => a !== '--reloader');
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), ...rest], { stdio: 'inherit' });
+  child.on('exit', (code, sig) => process.exit(code ?? 128));
+  // keep running while the child serves; the wrapper's signals reach us
+  for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(s, () => { child.kill(s); });
+} else {
+  const server = http.createServer((req, res) => {
+    const body = JSON.stringify({ worktree: process.env.WTPROXY_WORKTREE, port, pid: process.pid, url: req.url });
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+    res.end(body);
+  });
+  const delayAt = args.indexOf('--delay');
+  setTimeout(() => server.listen(port, '127.0.0.1'), delayAt >= 0 ? Number(args[delayAt + 1]) : 0);
+  for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(s, () => process.exit(0));
+}
