@@ -271,38 +271,6 @@ static void up_write_cb(struct stream *bev, void *arg)
     }
 }
 
-/* The backend closed or failed. What the client sees depends on how far
- * the exchange got: a retry, an error page, a complete close-delimited
- * body, or a connection closed short. */
-static void up_closed(struct proxy_client *c, short what, int err)
-{
-    char d[480];
-    if (!c->resp_bytes && c->from_pool && !c->retried && c->req_bodyless) {
-        /* The backend closed this idle connection as we reused it: the
-         * request never reached it, so sending it again is safe. */
-        upstream_release(c, 0);
-        c->retried = 1;
-        upstream_start(c);
-        return;
-    }
-    if (!c->resp_started) {
-        snprintf(d, sizeof d, "%s %s before its response head%s%s", c->backend->name,
-                 (what & STREAM_EOF) ? "closed the connection" : "failed",
-                 err ? ": " : "", err ? strerror(err) : "");
-        conn_fail(c, PE_BACKEND_BAD_RESPONSE, d);
-        return;
-    }
-    if ((what & STREAM_EOF) && llhttp_message_needs_eof(&c->resp.parser)) {
-        llhttp_finish(&c->resp.parser);
-        if (c->resp_done) {
-            finish_exchange(c);
-            return;
-        }
-    }
-    proxy_log("closed %s from %s short: %s ended mid-body", c->path, c->ip, c->backend->name);
-    conn_close_after_flush(c);
-}
-
 /* A backend whose server process lives but refuses connections is
  * restarting (an autoreloader between two code versions): retry for
  * reload_grace instead of failing. Returns 1 when a retry is scheduled. */
@@ -319,6 +287,43 @@ static int reloading(struct proxy_client *c)
     upstream_release(c, 0);
     conn_wait(c, WTP_RELOAD_POLL_MS);
     return 1;
+}
+
+/* The backend closed or failed. What the client sees depends on how far
+ * the exchange got: a retry, an error page, a complete close-delimited
+ * body, or a connection closed short. */
+static void up_closed(struct proxy_client *c, short what, int err)
+{
+    char d[480];
+    if (!c->resp_bytes && c->from_pool && !c->retried && c->req_bodyless) {
+        /* The backend closed this idle connection as we reused it: the
+         * request never reached it, so sending it again is safe. */
+        upstream_release(c, 0);
+        c->retried = 1;
+        upstream_start(c);
+        return;
+    }
+    /* Accepted, then closed unanswered by a server whose process lives: it
+     * is restarting (the listener closed with us in its queue). A request
+     * without a body is sent again once it listens. */
+    if (!c->resp_bytes && c->req_bodyless && reloading(c))
+        return;
+    if (!c->resp_started) {
+        snprintf(d, sizeof d, "%s %s before its response head%s%s", c->backend->name,
+                 (what & STREAM_EOF) ? "closed the connection" : "failed",
+                 err ? ": " : "", err ? strerror(err) : "");
+        conn_fail(c, PE_BACKEND_BAD_RESPONSE, d);
+        return;
+    }
+    if ((what & STREAM_EOF) && llhttp_message_needs_eof(&c->resp.parser)) {
+        llhttp_finish(&c->resp.parser);
+        if (c->resp_done) {
+            finish_exchange(c);
+            return;
+        }
+    }
+    proxy_log("closed %s from %s short: %s ended mid-body", c->path, c->ip, c->backend->name);
+    conn_close_after_flush(c);
 }
 
 static void up_event_cb(struct stream *bev, short what, void *arg)

@@ -9,7 +9,9 @@
 // waits, as Django's autoreloader does (the listener is then a grandchild
 // of `wtproxy run`). --pids FILE appends each process's pid to FILE, so a
 // test can check that every one of them died. --delay MS waits that long
-// before listening, as a slow dev server does.
+// before listening, as a slow dev server does. GET /__reload?ms=N stops
+// listening for N ms (for good without ms), the process living on, as an
+// autoreloading server between two versions of the code.
 import http from 'node:http';
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
@@ -28,6 +30,16 @@ if (args.includes('--reloader')) {
   for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(s, () => { child.kill(s); });
 } else {
   const server = http.createServer((req, res) => {
+    if (req.url.startsWith('/__reload')) {
+      // An autoreloader's gap: stop listening while this process lives,
+      // then listen again after ?ms=N (never, without it).
+      const ms = Number(new URL(req.url, 'http://x').searchParams.get('ms'));
+      res.writeHead(200, { 'Content-Length': 0, Connection: 'close' });
+      res.end(() => server.close());
+      if (ms) setTimeout(() => server.listen(port, '127.0.0.1'), ms);
+      else setInterval(() => {}, 1 << 30); // the process lives on, listening or not
+      return;
+    }
     const body = JSON.stringify({ worktree: process.env.WTPROXY_WORKTREE, port, pid: process.pid, url: req.url });
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
