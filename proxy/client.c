@@ -110,19 +110,27 @@ static void linger(struct proxy_client *c)
     conn_arm_timer(c, WTP_LINGER_MS);
 }
 
+/* Everything is written. A client that asked to close and sent nothing
+ * more is closed at once (nginx does the same); one that may still be
+ * sending (a refused or cut request, or a close it did not ask for) gets
+ * the lingering close. */
+static void output_done(struct proxy_client *c)
+{
+    if (c->client_eof || (c->req_done && !c->keepalive &&
+                          evbuffer_get_length(stream_input(c->bev)) == 0))
+        conn_close(c);
+    else
+        linger(c);
+}
+
 void conn_close_after_flush(struct proxy_client *c)
 {
     upstream_release(c, 0);
     c->state = CS_CLOSING;
     stream_disable_read(c->bev);
     stream_set_write_low(c->bev, 0);
-    if (c->client_eof) {
-        if (evbuffer_get_length(stream_output(c->bev)) == 0) {
-            conn_close(c);
-            return;
-        }
-    } else if (evbuffer_get_length(stream_output(c->bev)) == 0) {
-        linger(c);
+    if (evbuffer_get_length(stream_output(c->bev)) == 0) {
+        output_done(c);
         return;
     }
     /* A client that does not read its last answer gets body_timeout. */
@@ -511,12 +519,8 @@ static void client_write_cb(struct stream *bev, void *arg)
     struct proxy_client *c = arg;
     c->last_ms = proxy_now_ms(c->srv);
     if (c->state == CS_CLOSING) {
-        if (!c->lingering && evbuffer_get_length(stream_output(bev)) == 0) {
-            if (c->client_eof)
-                conn_close(c);
-            else
-                linger(c);
-        }
+        if (!c->lingering && evbuffer_get_length(stream_output(bev)) == 0)
+            output_done(c);
         return;
     }
     if (c->up_paused && c->up) {

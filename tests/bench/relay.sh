@@ -131,7 +131,10 @@ else
     say "relay.sh: WARNING: $WTPROXY_BIN is built with a sanitizer; its numbers mean little"
     wtproxy_desc+=" (SANITIZER BUILD: numbers not representative)"
   fi
+  # its own control socket and state file: a developer's running daemon
+  # (and its registry) stays out of the measurement
   WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen} --backend {backend}"
+  WTPROXY_CMD+=" --control $tmp/control.sock --state $tmp/registry.json"
 fi
 
 # the work tree as the run starts (the binary may be older: see WTPROXY_BIN)
