@@ -17,6 +17,7 @@
 #include "route.h"
 
 static void client_read_cb(struct stream *bev, void *arg);
+static void route_continue(struct proxy_client *c);
 static void client_write_cb(struct stream *bev, void *arg);
 static void client_event_cb(struct stream *bev, short what, void *arg);
 static void timer_cb(evutil_socket_t fd, short what, void *arg);
@@ -87,6 +88,8 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms)
 
 void conn_close(struct proxy_client *c)
 {
+    identify_cancel(c->ident_ticket);
+    free(c->who);
     upstream_release(c, 0);
     stream_free(c->bev);
     event_free(c->timer);
@@ -261,9 +264,51 @@ static void parse_request_head(struct proxy_client *c, size_t len)
     c->req_bodyless = c->req_done;
     if (c->req_chunked && check_buffered_chunks(c) < 0)
         return;
+    route_continue(c);
+}
+
+static void identified(void *arg, const struct identify_result *r)
+{
+    struct proxy_client *c = arg;
+    c->ident_ticket = NULL;
+    c->who = malloc(sizeof *c->who);
+    if (c->who)
+        *c->who = *r;
+    if (c->state == CS_IDENTIFY)
+        route_continue(c);
+}
+
+/* Identify the caller once per connection: at once from the caches, or
+ * later from the worker (returns 0: route_continue runs again then). */
+static int ensure_caller(struct proxy_client *c)
+{
+    struct identify_result r;
+    if (c->who || !route_needs_caller(c->srv, c->route_name))
+        return 1;
+    if (c->ident_ticket)
+        return 0;
+    int rc = identify_start(c->srv->ident, stream_fd(c->bev), identified, c, &r,
+                            &c->ident_ticket);
+    if (rc == 0) {
+        c->state = CS_IDENTIFY;
+        conn_arm_timer(c, WTP_IDENTIFY_TIMEOUT_MS);
+        return 0;
+    }
+    identified(c, &r);
+    return 1;
+}
+
+/* Route the parsed request (routing may need the caller first), then wait
+ * for a starting backend or go to it. */
+static void route_continue(struct proxy_client *c)
+{
+    if (!ensure_caller(c))
+        return;
+    int front = c->listener->port;
+    c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
     if (!c->backend) {
         char d[2048];
-        route_explain(c->srv, c->listener->port, c->route_error, c->route_name, d, sizeof d);
+        route_explain(c->srv, front, c->route_error, c->route_name, c->who, d, sizeof d);
         conn_fail(c, c->route_error, d);
         return;
     }
@@ -466,8 +511,7 @@ static int req_headers_complete(struct http_msg *m)
     c->req_chunked = (p->flags & F_CHUNKED) != 0;
     c->upgrade = http_msg_field(m, "upgrade", NULL) && conn &&
                  http_list_has(conn->value, conn->vlen, "upgrade");
-    c->backend = route_request(c->srv, c->listener->port, m, &c->route_error, c->route_name,
-                               sizeof c->route_name);
+    route_hint(m, c->route_name, sizeof c->route_name);
     struct http_forward fw = {c->ip, c->listener->name, c->req_chunked, c->upgrade};
     http_head_write_request(c->req_head, m, &fw);
     return 0;
@@ -590,6 +634,12 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         break;
     case CS_WAIT:
         wait_timeout(c);
+        break;
+    case CS_IDENTIFY: /* the worker is slow: route as not placed */
+        identify_cancel(c->ident_ticket);
+        c->ident_ticket = NULL;
+        c->who = calloc(1, sizeof *c->who);
+        route_continue(c);
         break;
     case CS_TUNNEL:
         break;

@@ -13,11 +13,13 @@
 #include "error_page.h"
 #include "head_scan.h"
 #include "http_msg.h"
+#include "identify.h"
 #include "server.h"
 
 enum conn_state {
     CS_IDLE,    /* between requests: keepalive_timeout */
     CS_HEAD,    /* reading a request head: head_timeout from its first byte */
+    CS_IDENTIFY, /* the caller's process is looked for on the worker thread */
     CS_WAIT,    /* the backend is starting or reloading: polled, start_timeout */
     CS_CONNECT, /* head parsed, connecting to the backend: connect_timeout */
     CS_FORWARD, /* relaying body and response: response_timeout, body_timeout */
@@ -42,7 +44,9 @@ struct proxy_client {
     unsigned long long wait_since_ms;    /* CS_WAIT for a starting backend */
     unsigned long long refused_since_ms; /* a live backend refused: reload_grace */
     enum proxy_error route_error;        /* why routing found no backend */
-    char route_name[128];                /* the worktree the request named */
+    char route_name[256];                /* the worktree the request named */
+    struct identify_result *who;         /* the caller, once identified (per connection) */
+    void *ident_ticket;                  /* a pending identification */
     char ip[INET6_ADDRSTRLEN];
     char accept[128];           /* the request's Accept, for error pages */
     char path[128];             /* method and path without query, for the log */

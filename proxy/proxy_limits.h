@@ -48,6 +48,10 @@
 #define WTP_WAIT_POLL_MS 50    /* how often a request for a starting one checks */
 #define WTP_RELOAD_POLL_MS 100 /* how often a refused connect is retried */
 
+/* A connection whose caller is being looked for on the worker thread (a
+ * full /proc scan) waits this long at most, then is routed as unplaced. */
+#define WTP_IDENTIFY_TIMEOUT_MS 2000
+
 /* Client connections served at once; further accepts wait. */
 #define WTP_MAX_CONNECTIONS 8192
 

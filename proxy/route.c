@@ -1,5 +1,4 @@
-/* route.c - see route.h. Caller identification by process (issue #4)
- * comes before the default backend here. */
+/* route.c - see route.h. */
 #include "route.h"
 
 #include <limits.h>
@@ -26,6 +25,28 @@ static int localhost_name(const struct http_field *host, char *name, size_t len)
     return 1;
 }
 
+void route_hint(const struct http_msg *m, char *name, size_t len)
+{
+    const struct http_field *h = http_msg_field(m, "x-wtproxy-worktree", NULL);
+    name[0] = '\0';
+    if (h && h->vlen < len) {
+        memcpy(name, h->value, h->vlen);
+        name[h->vlen] = '\0';
+    } else if ((h = http_msg_field(m, "host", NULL))) {
+        localhost_name(h, name, len);
+    }
+}
+
+static struct reg_table *table_of(struct proxy_server *s)
+{
+    return s->reg ? reg_server_table(s->reg) : NULL;
+}
+
+int route_needs_caller(struct proxy_server *s, const char *hint)
+{
+    return !hint[0] && s->ident && table_of(s) && reg_table_count(table_of(s)) > 0;
+}
+
 static struct reg_backend *by_hint(struct reg_table *t, int front, const char *hint,
                                    enum proxy_error *e)
 {
@@ -50,50 +71,97 @@ static struct reg_backend *by_hint(struct reg_table *t, int front, const char *h
     return reg_backend_ref(b);
 }
 
-struct reg_backend *route_request(struct proxy_server *s, int front, const struct http_msg *m,
-                                  enum proxy_error *e, char *name, size_t namelen)
+struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hint,
+                               const struct identify_result *who, enum proxy_error *e)
 {
-    const struct http_field *h = http_msg_field(m, "x-wtproxy-worktree", NULL);
-    name[0] = '\0';
-    if (h && h->vlen < namelen) {
-        memcpy(name, h->value, h->vlen);
-        name[h->vlen] = '\0';
-    } else if ((h = http_msg_field(m, "host", NULL))) {
-        localhost_name(h, name, namelen);
+    struct reg_table *t = table_of(s);
+    if (hint[0] && t)
+        return by_hint(t, front, hint, e);
+    if (who && who->placed && t) {
+        struct reg_backend *b = reg_table_get(t, front, who->place.worktree);
+        if (!b || b->state == REG_DEAD) {
+            *e = PE_NO_BACKEND;
+            return NULL;
+        }
+        /* One user's browser never reaches another user's server. */
+        if (b->uid != who->uid) {
+            *e = PE_OTHER_USER;
+            return NULL;
+        }
+        return reg_backend_ref(b);
     }
-    if (name[0] && s->reg)
-        return by_hint(reg_server_table(s->reg), front, name, e);
     if (s->backend)
         return reg_backend_ref(s->backend);
     *e = PE_NO_BACKEND;
     return NULL;
 }
 
-void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *name,
-                   char *buf, size_t len)
+/* "registered on front :8000: /a, /b" (the ones named name, for an
+ * ambiguous name); returns the bytes written. */
+static size_t list_registered(struct reg_table *t, int front, const char *only, char *buf,
+                              size_t len)
 {
-    struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
-    size_t n = t ? reg_table_count(t) : 0, used = 0, shown = 0;
-    if (e == PE_AMBIGUOUS_WORKTREE)
-        used = (size_t)snprintf(buf, len, "\"%s\" names several worktrees on front :%d; name one "
-                                          "by its path in X-Wtproxy-Worktree:", name, front);
-    else if (name[0])
-        used = (size_t)snprintf(buf, len, "no dev server is registered for worktree %s on "
-                                          "front :%d; registered:", name, front);
-    else
-        used = (size_t)snprintf(buf, len, "this request names no worktree and wtproxy has no "
-                                          "default backend; registered on front :%d:", front);
-    for (size_t i = 0; i < n && used < len; i++) {
+    size_t used = (size_t)snprintf(buf, len, " Registered on front :%d:", front), shown = 0;
+    for (size_t i = 0; t && i < reg_table_count(t) && used < len; i++) {
         struct reg_backend *b = reg_table_at(t, i);
         if (b->front != front || b->state == REG_DEAD)
             continue;
-        if (e == PE_AMBIGUOUS_WORKTREE && strcmp(reg_worktree_name(b), name) != 0)
+        if (only && strcmp(reg_worktree_name(b), only) != 0)
             continue;
         used += (size_t)snprintf(buf + used, len - used, "%s %s", shown++ ? "," : "", b->worktree);
     }
     if (!shown && used < len)
         used += (size_t)snprintf(buf + used, len - used, " none");
+    return used < len ? used : len;
+}
+
+void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *hint,
+                   const struct identify_result *who, char *buf, size_t len)
+{
+    size_t used;
+    const char *run = ". Start yours from its worktree: wtproxy run -- <server command with {port}>";
+    if (e == PE_OTHER_USER) {
+        snprintf(buf, len, "the dev server registered for your worktree on front :%d belongs to "
+                           "another user; start your own: wtproxy run -- <server command with "
+                           "{port}>", front);
+        return;
+    }
+    if (e == PE_AMBIGUOUS_WORKTREE)
+        used = (size_t)snprintf(buf, len, "\"%s\" names several worktrees; name one by its path "
+                                          "in X-Wtproxy-Worktree.", hint);
+    else if (hint[0])
+        used = (size_t)snprintf(buf, len, "no dev server is registered for worktree %s on "
+                                          "front :%d.", hint, front);
+    else if (who && who->placed)
+        used = (size_t)snprintf(buf, len, "you called from worktree %s (pid %d, found by its %s), "
+                                          "which has no dev server on front :%d.",
+                                who->place.worktree, (int)who->place.decided_by, who->place.how,
+                                front);
+    else if (who && who->place.pid)
+        used = (size_t)snprintf(buf, len, "the calling process (pid %d: %s, cwd %s) is in no "
+                                          "worktree wtproxy knows; run it from a worktree, set "
+                                          "WTPROXY_WORKTREE=/path/to/worktree in its environment, "
+                                          "or send X-Wtproxy-Worktree.",
+                                (int)who->place.pid, who->place.comm, who->place.cwd);
+    else
+        used = (size_t)snprintf(buf, len, "this request names no worktree and its caller could "
+                                          "not be placed; send X-Wtproxy-Worktree: <path>.");
     if (used < len)
-        snprintf(buf + used, len - used, ". Start yours from its worktree: wtproxy run -- "
-                                         "<server command with {port}>");
+        used += list_registered(table_of(s), front, e == PE_AMBIGUOUS_WORKTREE ? hint : NULL,
+                                buf + used, len - used);
+    if (used < len)
+        snprintf(buf + used, len - used, "%s", run);
+}
+
+int route_known_repo(const char *common_dir, void *arg)
+{
+    struct reg_table *t = table_of(arg);
+    char root[PATH_MAX], common[PATH_MAX];
+    for (size_t i = 0; t && i < reg_table_count(t); i++) {
+        struct reg_backend *b = reg_table_at(t, i);
+        if (caller_worktree_of(b->worktree, root, sizeof root, common, sizeof common) == 0 &&
+            strcmp(common, common_dir) == 0)
+            return 1;
+    }
+    return 0;
 }

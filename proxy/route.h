@@ -6,20 +6,33 @@
 
 #include "error_page.h"
 #include "http_msg.h"
+#include "identify.h"
 #include "server.h"
 
-/* The backend for a request whose head m arrived on front port `front`:
- * the worktree named by X-Wtproxy-Worktree (a path or a folder name) or by
- * a Host of <name>.localhost[:port]; else the configured default backend.
- * Returns a new reference, or NULL with *e set (PE_NO_BACKEND,
- * PE_AMBIGUOUS_WORKTREE) and the name the request gave (or "") in name.
- * Call inside m's headers_complete. */
-struct reg_backend *route_request(struct proxy_server *s, int front, const struct http_msg *m,
-                                  enum proxy_error *e, char *name, size_t namelen);
+/* The worktree a request names itself, by X-Wtproxy-Worktree (a path or a
+ * folder name) or by a Host of <name>.localhost[:port], into name ("" for
+ * none). Call inside m's headers_complete. */
+void route_hint(const struct http_msg *m, char *name, size_t len);
 
-/* The detail of a routing refusal: what is registered on front (the
- * candidates, for an ambiguous name) and how to start a server. */
-void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *name,
-                   char *buf, size_t len);
+/* Whether this request's route depends on who calls: it names no worktree
+ * and worktrees are registered. */
+int route_needs_caller(struct proxy_server *s, const char *hint);
+
+/* The backend for a request on front port `front`: the worktree it names
+ * (hint), else the caller's worktree (who placed: never another worktree's
+ * server, never the default), else the default backend. Returns a new
+ * reference, or NULL with *e (PE_NO_BACKEND, PE_AMBIGUOUS_WORKTREE,
+ * PE_OTHER_USER). who may be NULL (not identified). */
+struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hint,
+                               const struct identify_result *who, enum proxy_error *e);
+
+/* The detail of a routing refusal: the caller as found, what is registered
+ * on front (the candidates, for an ambiguous name), how to start a server. */
+void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *hint,
+                   const struct identify_result *who, char *buf, size_t len);
+
+/* For the identification walk: whether a repository (by its git common
+ * dir) has a registration in one of its worktrees. arg is the server. */
+int route_known_repo(const char *common_dir, void *arg);
 
 #endif

@@ -11,7 +11,9 @@
 
 #include "client.h"
 #include "conn.h"
+#include "identify.h"
 #include "listener.h"
+#include "route.h"
 
 void proxy_log(const char *fmt, ...)
 {
@@ -165,7 +167,14 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
     else
         snprintf(state, sizeof state, "%s/registry.json", dir);
     s->reg = reg_server_new(s->base, control, state, err, errlen);
-    return s->reg ? 0 : -1;
+    if (!s->reg)
+        return -1;
+    char why[256];
+    s->ident = identify_new(s->base, route_known_repo, s, why, sizeof why);
+    if (!s->ident)
+        proxy_log("callers cannot be identified by process (%s): requests must name their "
+                  "worktree (X-Wtproxy-Worktree, or Host <name>.localhost)", why);
+    return 0;
 }
 
 static void server_free(struct proxy_server *s)
@@ -173,6 +182,7 @@ static void server_free(struct proxy_server *s)
     while (!TAILQ_EMPTY(&s->clients))
         proxy_client_abort(TAILQ_FIRST(&s->clients));
     listener_close_all(s);
+    identify_free(s->ident);
     reg_server_free(s->reg);
     proxy_pool_free(s->pool);
     reg_backend_unref(s->backend);

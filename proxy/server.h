@@ -26,6 +26,7 @@ struct proxy_server {
     char **argv;
     struct reg_backend *backend; /* the default backend, NULL = none */
     struct reg_server *reg;      /* registrations and the control socket */
+    struct identify *ident;      /* caller identification, NULL when unavailable */
     struct proxy_pool *pool;
     struct proxy_listener listeners[WTP_MAX_LISTEN * 2];
     int nlisteners;

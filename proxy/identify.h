@@ -1,0 +1,37 @@
+/* identify.h - caller identification for the daemon's connections: once
+ * per connection, answered from a per-pid cache or a scan of recently seen
+ * processes on the loop (tens of µs), else by a full /proc scan on a worker
+ * thread while the connection waits and every other one proceeds. */
+#ifndef WTP_IDENTIFY_H
+#define WTP_IDENTIFY_H
+
+#include <event2/event.h>
+
+#include "caller.h"
+
+struct identify;
+
+struct identify_result {
+    int placed;      /* worktree is the caller's */
+    uid_t uid;       /* the socket's owner; (uid_t)-1 when unknown */
+    struct caller_place place;
+};
+
+typedef void (*identify_cb)(void *arg, const struct identify_result *r);
+
+/* NULL with err when identification cannot work here (no sock_diag). */
+struct identify *identify_new(struct event_base *base, caller_known_fn known, void *known_arg,
+                              char *err, size_t errlen);
+void identify_free(struct identify *id);
+
+/* Identify the caller on our accepted socket fd. Returns 1 with *r filled
+ * when the answer is known at once, 0 when cb will get it later (then
+ * *ticket identifies the request for identify_cancel), -1 when the socket
+ * cannot be traced (r->uid may be known). */
+int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
+                   struct identify_result *r, void **ticket);
+
+/* The connection went away: its pending answer is dropped. */
+void identify_cancel(void *ticket);
+
+#endif
