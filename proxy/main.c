@@ -4,6 +4,7 @@
 
 #include "registry.h"
 #include "server.h"
+#include "why.h"
 
 static void usage(FILE *f)
 {
@@ -19,6 +20,7 @@ static void usage(FILE *f)
             "  register   route to a dev server started some other way\n"
             "  unregister stop routing to this worktree's dev server\n"
             "  ls         list the registered dev servers\n"
+            "  why        explain where a process's requests are routed, and why\n"
             "\n"
             "options:\n"
             "  -h, --help     this help\n"
@@ -42,6 +44,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "serve") == 0)
         return proxy_serve(argc - 2, argv + 2);
+    if (strcmp(cmd, "why") == 0)
+        return proxy_why_main(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "register") == 0 ||
         strcmp(cmd, "unregister") == 0 || strcmp(cmd, "ls") == 0)
         return reg_cli_main(argc - 1, argv + 1);

@@ -336,3 +336,28 @@ int reg_client_call(json_t *req, int autostart_ok, json_t **reply, char *err, si
     free(line);
     return rc;
 }
+
+struct reg_table *reg_client_table(char *err, size_t errlen)
+{
+    json_t *req = json_pack("{s:s}", "op", "list"), *reply = NULL;
+    int r = req ? reg_client_call(req, 0, &reply, err, errlen) : -1;
+    json_decref(req);
+    if (r < 0)
+        return NULL;
+    json_t *entries = json_object_get(reply, "entries");
+    struct reg_table *t = json_is_array(entries) ? reg_table_new() : NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(t ? entries : NULL, i, e) {
+        char why[256];
+        struct reg_backend *b = reg_backend_from_json(e, why, sizeof why);
+        struct reg_backend *holder;
+        if (b)
+            reg_table_put(t, b, &holder);
+        reg_backend_unref(b);
+    }
+    if (!t)
+        snprintf(err, errlen, "the daemon's answer to list has no entries");
+    json_decref(reply);
+    return t;
+}

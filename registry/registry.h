@@ -162,4 +162,9 @@ struct reg_table *reg_server_table(struct reg_server *rs);
  * Returns the process exit status (for run: the child's). */
 int reg_cli_main(int argc, char **argv);
 
+/* The daemon's registrations (op list) as a local table, for commands that
+ * reason about them (wtproxy why). NULL with err when no daemon answers
+ * (none is started). */
+struct reg_table *reg_client_table(char *err, size_t errlen);
+
 #endif
