@@ -11,6 +11,7 @@
  * repository is named here. Nearest wins, so a worktree nested inside the
  * main checkout (repo/.worktrees/wt-a) is itself, never the main one. */
 #include "caller.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,6 @@
 #include <unistd.h>
 
 #define ENV_NAME "WTPROXY_WORKTREE"
-#define PROC_STAT_HEAD 256 /* "pid (comm) S ppid": comm is 15 bytes at most */
 
 /* Copy src into dst of len bytes. Returns 0, or -1 when it does not fit. */
 static int copy_str(char *dst, size_t len, const char *src)
@@ -177,29 +177,6 @@ static int proc_uid(pid_t pid, uid_t *uid)
     return 0;
 }
 
-/* The parent of pid: field 4 of /proc/PID/stat, "pid (comm) S ppid ...".
- * comm may hold spaces and ')', so parsing starts after the last ')'.
- * Returns the ppid, or 0 when it cannot be read. */
-static pid_t proc_ppid(pid_t pid)
-{
-    char path[64], buf[PROC_STAT_HEAD], *p, *end;
-    ssize_t n = -1;
-    long ppid;
-    int fd;
-
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-    }
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    if (!(p = strrchr(buf, ')')) || p[1] != ' ' || !p[2] || p[3] != ' ') return 0;
-    errno = 0;
-    ppid = strtol(p + 4, &end, 10);
-    return errno == 0 && end != p + 4 && *end == ' ' && ppid > 0 ? (pid_t)ppid : 0;
-}
-
 /* WTPROXY_WORKTREE from the environment pid was started with (a later
  * setenv() is not seen) into buf. Returns 0, or -1 when absent, not an
  * absolute path (relative to what?), too long, or unreadable: Chromium's
@@ -265,7 +242,7 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
             place->depth = depth;
             return 0;
         }
-        p = proc_ppid(p);
+        p = reg_pid_parent(p);
     }
     return -1;
 }

@@ -76,8 +76,12 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
     }
     int v6 = ss.ss_family == AF_INET6, one = 1;
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return v6 && errno == EAFNOSUPPORT ? -2 : (snprintf(err, errlen, "socket: %s", strerror(errno)), -1);
+    if (fd < 0 && v6 && errno == EAFNOSUPPORT)
+        return -2;
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (v6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);

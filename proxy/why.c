@@ -44,20 +44,6 @@ static int parse_int(const char *flag, const char *v, long min, long max, long *
     return 0;
 }
 
-static pid_t parent_of(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    long ppid;
-    return p && sscanf(p + 1, " %*c %ld", &ppid) == 1 ? (pid_t)ppid : 0;
-}
-
 /* The chain from pid to the decider (or as far as the walk goes). */
 static void print_chain(const struct caller_place *pl)
 {
@@ -70,7 +56,7 @@ static void print_chain(const struct caller_place *pl)
         cwd[n > 0 ? n : 0] = '\0';
         printf("  %s pid %-7d cwd %s%s\n", depth ? "<-" : "  ", (int)pid, n > 0 ? cwd : "?",
                pid == pl->decided_by ? "   <- decides" : "");
-        pid = parent_of(pid);
+        pid = reg_pid_parent(pid);
     }
 }
 

@@ -70,6 +70,21 @@ static unsigned long long parse_stat_starttime(const char *line)
     return start;
 }
 
+pid_t reg_pid_parent(pid_t pid)
+{
+    char path[64], line[1024], *end;
+    const char *p;
+    long ppid;
+
+    snprintf(path, sizeof path, "%s/%ld/stat", live_proc_dir, (long)pid);
+    if (pid <= 0 || read_small_file(path, line, sizeof line) <= 0) return 0;
+    /* "pid (comm) S ppid ...": comm may hold spaces and ')' */
+    if (!(p = strrchr(line, ')')) || p[1] != ' ' || !p[2] || p[3] != ' ') return 0;
+    errno = 0;
+    ppid = strtol(p + 4, &end, 10);
+    return errno == 0 && end != p + 4 && *end == ' ' && ppid > 0 ? (pid_t)ppid : 0;
+}
+
 unsigned long long reg_pid_start(pid_t pid)
 {
     char path[64], line[1024]; /* the line is ~300 bytes; comm is at most 64 */

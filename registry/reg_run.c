@@ -206,25 +206,6 @@ static pid_t start_cmd(const struct run *r)
     return pid;
 }
 
-/* The parent of pid from /proc/PID/stat ("PID (COMM) STATE PPID ..."; COMM
- * may hold spaces and parentheses, so parse after the last ')'). 0 when
- * unknown. */
-static pid_t parent_of(pid_t pid)
-{
-    char p[64], buf[512];
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(p, "re");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    char *close_paren = strrchr(buf, ')');
-    int ppid = 0;
-    if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
-        return 0;
-    return (pid_t)ppid;
-}
-
 /* Whether something listens on port and is CMD or one of its descendants
  * (Django's autoreloader serves from a grandchild). */
 static int cmd_listens(int port, pid_t self)
@@ -234,7 +215,7 @@ static int cmd_listens(int port, pid_t self)
         return 0;
     pid_t p = owner.pid;
     for (int hops = 0; p > 1 && hops < MAX_ANCESTRY; hops++) {
-        p = parent_of(p);
+        p = reg_pid_parent(p);
         if (p == self)
             return 1;
     }
