@@ -21,6 +21,11 @@
 #                              nginx proxy in for it (to test this script itself)
 #        WRK_CPU=0 SERVER_CPU=1  the CPUs to pin to; PIN=0 turns pinning off
 #        KEEP_TMP=1            keep the temp dir (configs, logs, wrk output)
+#        IDENTIFY=1            identification on: wtproxy has no default backend;
+#                              the backend is registered for a temp git worktree
+#                              and wrk runs inside it, so every connection is
+#                              identified by wrk's cwd (targets: close >= 0.7x
+#                              nginx, keep-alive >= 1.0x)
 # The report (markdown) goes to stdout, progress to stderr.
 set -euo pipefail
 
@@ -36,6 +41,7 @@ PIN=${PIN:-1}
 BUILD=${BUILD:-1}
 KEEP_TMP=${KEEP_TMP:-0}
 WTPROXY_CMD=${WTPROXY_CMD:-}
+IDENTIFY=${IDENTIFY:-0}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -50,12 +56,17 @@ done
   die "ROUNDS, DURATION, CONNECTIONS and THREADS must be >= 1"
 (( CONNECTIONS >= THREADS )) || die "CONNECTIONS ($CONNECTIONS) must be >= THREADS ($THREADS)"
 (( BODY_BYTES >= 2 )) || die "BODY_BYTES must be >= 2"
+[[ $IDENTIFY == 0 || $IDENTIFY == 1 ]] || die "IDENTIFY must be 0 or 1, got '$IDENTIFY'"
+[[ $IDENTIFY == 0 || -z $WTPROXY_CMD ]] ||
+  die "IDENTIFY=1 benchmarks the real wtproxy: leave WTPROXY_CMD unset (WTPROXY_BIN picks the binary)"
 
 # --- tools ------------------------------------------------------------------
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 [[ -x $NGINX ]] || die "nginx not found (apt-get install -y nginx)"
 command -v wrk >/dev/null || die "wrk not found (apt-get install -y wrk)"
-for t in curl python3 taskset; do
+tools=(curl python3 taskset)
+[[ $IDENTIFY == 1 ]] && tools+=(git)
+for t in "${tools[@]}"; do
   command -v "$t" >/dev/null || die "$t not found (apt-get install -y curl python3 util-linux)"
 done
 
@@ -133,7 +144,14 @@ else
   fi
   # its own control socket and state file: a developer's running daemon
   # (and its registry) stays out of the measurement
-  WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen} --backend {backend}"
+  if [[ $IDENTIFY == 1 ]]; then
+    # no default backend: a request is served only when its caller is
+    # placed in the registered worktree (anyone else gets 503)
+    WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen}"
+    wtproxy_desc+=" (identification on: no default backend, the backend registered for a temp worktree, wrk's cwd in it)"
+  else
+    WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen} --backend {backend}"
+  fi
   WTPROXY_CMD+=" --control $tmp/control.sock --state $tmp/registry.json"
 fi
 
@@ -300,6 +318,37 @@ else
 fi
 wait_ready wtproxy "$port_wtproxy" "$wtproxy_log"
 
+# --- identification on: a worktree, its registration, and proof ----------------------
+if [[ $IDENTIFY == 1 ]]; then
+  wt=$tmp/wt
+  { git init -q "$tmp/repo" &&
+    git -C "$tmp/repo" -c user.name=bench -c user.email=bench@localhost commit -q --allow-empty -m init &&
+    git -C "$tmp/repo" worktree add -q "$wt"; } >"$tmp/git.log" 2>&1 ||
+    { cat "$tmp/git.log" >&2; die "could not make the temp git repository and worktree"; }
+  wt=$(cd "$wt" && pwd -P)
+  wtproxy_cli() {
+    WTPROXY_CONTROL=$tmp/control.sock WTPROXY_NO_AUTOSTART=1 "$WTPROXY_BIN" "$@"
+  }
+  # the backend nginx serves the worktree; its pid keeps the entry alive
+  out=$(cd "$wt" && wtproxy_cli register --port "$port_backend" --pid "$pid_backend" \
+          --front "$port_wtproxy" --worktree "$wt" --no-autostart 2>&1) ||
+    die "wtproxy register failed: $out"
+  say "relay.sh: registered 127.0.0.1:$port_backend (nginx pid $pid_backend) for $wt on front :$port_wtproxy"
+  # from the worktree: placed by curl's cwd, 200; from / (no worktree in the
+  # chain up to this script's cwd, whose repository wtproxy does not know): 503
+  code=$(cd "$wt" && curl -sS --max-time 5 -o "$tmp/check1" -w '%{http_code}' "http://127.0.0.1:$port_wtproxy$path" 2>&1) ||
+    die "wtproxy did not answer a caller in the worktree: $code"
+  [[ $code == 200 ]] && cmp -s "$tmp/check1" "$tmp/www/body.txt" ||
+    die "a caller in the worktree got $code from wtproxy, want 200 and the body: $(head -c 300 "$tmp/check1")"
+  code=$(cd / && curl -sS --max-time 5 -o "$tmp/check1" -w '%{http_code}' "http://127.0.0.1:$port_wtproxy$path" 2>&1) ||
+    die "wtproxy did not answer a caller outside the worktree: $code"
+  [[ $code == 503 ]] ||
+    die "a caller outside every worktree got $code from wtproxy, want 503 (is identification off?): $(head -c 300 "$tmp/check1")"
+  say "relay.sh: identification is on: curl from $wt gets 200, from / gets 503"
+  # everything from here (the checks, wrk) runs with its cwd in the worktree
+  cd "$wt"
+fi
+
 targets=(direct nginx wtproxy)
 declare -A url log_of
 url[direct]=http://127.0.0.1:$port_backend$path
@@ -418,6 +467,19 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 
+# identification on: every request wtproxy served went to the registered
+# worktree's entry (there is no default backend), which counts them
+if [[ $IDENTIFY == 1 ]]; then
+  served=$(wtproxy_cli ls --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+es = d.get("entries", d) if isinstance(d, dict) else d
+print(sum(int(e.get("requests", 0)) for e in es))') || served="?"
+  completed=$(sed -n 's/^RESULT requests=\([0-9]*\).*/\1/p' "$tmp"/wrk-*-wtproxy.txt |
+               python3 -c 'import sys; print(sum(int(l) for l in sys.stdin))')
+  export R_IDENT_CHECK="the registration for the worktree served $served requests; wrk completed $completed through wtproxy (warm-ups included; wtproxy has no default backend, so each was identified as the worktree's)"
+fi
+
 # --- report ------------------------------------------------------------------------
 wrk_version=$(wrk --version 2>&1 || true); wrk_version=${wrk_version%%$'\n'*}
 wrk_version=$(awk '{print $1, $2}' <<<"$wrk_version")
@@ -434,7 +496,7 @@ kernel=$(uname -r)
 ncpu=$(nproc)
 export R_COMMIT=$commit R_WTPROXY=$wtproxy_desc R_NGINX=$nginx_version R_WRK=$wrk_version \
   R_KERNEL=$kernel R_CPU=${cpu_model:-unknown CPU} R_NCPU=$ncpu R_PIN=$pin_desc \
-  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned SERVER_CPU THREADS CONNECTIONS ROUNDS DURATION WARMUP BODY_BYTES
+  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned IDENTIFY SERVER_CPU THREADS CONNECTIONS ROUNDS DURATION WARMUP BODY_BYTES
 python3 - "$results" "$standin" <<'EOF'
 import os, sys, statistics as st
 from collections import defaultdict
@@ -457,7 +519,8 @@ def cell(mode, t, i):
 def fmt_int(x):
     return f"{x:,.0f}".replace(",", " ")
 
-print("## wtproxy relay benchmark")
+identify = E.get("IDENTIFY") == "1"
+print("## wtproxy relay benchmark" + (" (identification on)" if identify else ""))
 print()
 print(f"- work tree {E['R_COMMIT']}; wtproxy: {E['R_WTPROXY']}")
 print(f"- {E['R_NGINX']}, {E['R_WRK']}, kernel {E['R_KERNEL']}, {E['R_CPU']}, {E['R_NCPU']} CPUs,"
@@ -469,6 +532,11 @@ print(f"- backend: nginx, one worker, static {E['BODY_BYTES']}-byte body; nginx 
 print("- figures are medians over rounds; ratios are medians of per-round ratios [min-max over rounds];"
       f" CPU µs/req is the CPU time the backend and the proxies used on {'CPU ' + E['SERVER_CPU'] if E['R_PINNED'] == '1' else 'all CPUs'}"
       " during the run, divided by the requests")
+if identify:
+    print("- identification on: wtproxy has no default backend; the backend is registered for a temp git worktree"
+          " and wrk runs with its cwd there, so wtproxy identifies every new connection (sock_diag -> wrk's pid"
+          " -> its cwd -> the worktree) before routing it; checked before measuring: curl from the worktree gets"
+          " 200, from / gets 503. nginx and direct identify no one")
 print()
 print("| mode | target | req/s | p50 µs | p99 µs | CPU µs/req | errors |")
 print("|---|---|---:|---:|---:|---:|---:|")
@@ -499,7 +567,7 @@ def ratio(mode, a, b, i):
         return f"{m:.2f}x [{min(per):.2f}-{max(per):.2f}]", m, per
     return f"{m:.2f}x", m, per
 
-goals = {"keep-alive": 1.0, "close": 0.9}
+goals = {"keep-alive": 1.0, "close": 0.7 if identify else 0.9}
 for mode in modes:
     wn, wn_m, wn_per = ratio(mode, "wtproxy", "nginx", 1)
     wd = ratio(mode, "wtproxy", "direct", 1)[0]
@@ -525,6 +593,8 @@ print(f"Other load on {cpu} during the runs (busy + steal, less our servers): "
 if worst[0] > 10:
     print(f"WARNING: something else used {cpu} during some runs (up to {worst[0]}%): "
           "compare the ranges, and rerun on a quiet machine before trusting a small difference.")
+if identify and E.get("R_IDENT_CHECK"):
+    print("Identification: " + E["R_IDENT_CHECK"] + ".")
 for w in E.get("R_WARN", "").strip().splitlines():
     print(f"WARNING: {w}")
 if flagged:
