@@ -31,6 +31,13 @@ int caller_socket(struct caller_diag *d, const struct sockaddr *client,
 /* Whether process pid has socket inode open (reads /proc/PID/fd). */
 int caller_pid_has_socket(pid_t pid, unsigned long inode);
 
+/* The same, telling the fd number that holds it (-1: none). */
+int caller_pid_find_socket(pid_t pid, unsigned long inode);
+
+/* Whether pid's fd number fd is socket inode: one readlink, for the fd
+ * numbers a process is likely to reuse (those of its closed connections). */
+int caller_fd_is_socket(pid_t pid, int fd, unsigned long inode);
+
 /* The process of uid that holds socket inode, from a scan of every
  * /proc/PID/fd; 0 when none. Slow: never on the event loop. */
 pid_t caller_scan_all(unsigned long inode, uid_t uid);

@@ -14,6 +14,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* An fd directory entry's name as a number (they are all digits). */
+static int atoi_fd(const char *name)
+{
+    char *end;
+    long v = strtol(name, &end, 10);
+    return *end == '\0' && v >= 0 && v <= 0x7fffffff ? (int)v : -1;
+}
+
 /* "socket:[" + 20 digits + "]" + NUL, and one byte more so that a longer
  * link is read as longer and cannot pass for the target. */
 #define SOCKET_LINK_MAX 32
@@ -30,39 +38,56 @@ static void socket_link_init(struct socket_link *t, unsigned long inode)
     t->len = (size_t)snprintf(t->s, sizeof t->s, "socket:[%lu]", inode);
 }
 
-/* Whether the fd directory at path (relative to at) has a link that reads
- * t. 0 as well when it cannot be read: another user's process, a process
- * gone meanwhile. */
-static int fd_dir_has(int at, const char *path, const struct socket_link *t)
+/* The fd number in the fd directory at path (relative to at) whose link
+ * reads t, or -1: none, or the directory cannot be read (another user's
+ * process, a process gone meanwhile). */
+static int fd_dir_find(int at, const char *path, const struct socket_link *t)
 {
     char link[SOCKET_LINK_MAX];
     struct dirent *e;
-    int fd, found = 0;
+    int fd, found = -1;
     ssize_t n;
     DIR *d;
 
-    if ((fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) return 0;
+    if ((fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) return -1;
     if (!(d = fdopendir(fd))) {
         close(fd);
-        return 0;
+        return -1;
     }
-    while (!found && (e = readdir(d))) {
+    while (found < 0 && (e = readdir(d))) {
         /* Only t->len + 1 bytes: enough to tell a longer link apart. */
         n = readlinkat(dirfd(d), e->d_name, link, t->len + 1);
-        found = n == (ssize_t)t->len && memcmp(link, t->s, t->len) == 0;
+        if (n == (ssize_t)t->len && memcmp(link, t->s, t->len) == 0)
+            found = atoi_fd(e->d_name);
     }
     closedir(d);
     return found;
 }
 
-int caller_pid_has_socket(pid_t pid, unsigned long inode)
+int caller_pid_find_socket(pid_t pid, unsigned long inode)
 {
     struct socket_link t;
     char path[64];
 
     socket_link_init(&t, inode);
     snprintf(path, sizeof path, "/proc/%ld/fd", (long)pid);
-    return fd_dir_has(AT_FDCWD, path, &t);
+    return fd_dir_find(AT_FDCWD, path, &t);
+}
+
+int caller_pid_has_socket(pid_t pid, unsigned long inode)
+{
+    return caller_pid_find_socket(pid, inode) >= 0;
+}
+
+int caller_fd_is_socket(pid_t pid, int fd, unsigned long inode)
+{
+    struct socket_link t;
+    char path[64], link[SOCKET_LINK_MAX];
+
+    socket_link_init(&t, inode);
+    snprintf(path, sizeof path, "/proc/%ld/fd/%d", (long)pid, fd);
+    ssize_t n = readlink(path, link, t.len + 1);
+    return n == (ssize_t)t.len && memcmp(link, t.s, t.len) == 0;
 }
 
 /* A /proc entry name as a pid: all digits; 0 for anything else ("self",
@@ -99,7 +124,7 @@ pid_t caller_scan_all(unsigned long inode, uid_t uid)
          * the owner check costs one stat instead of an opendir. */
         if (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || st.st_uid != uid) continue;
         snprintf(path, sizeof path, "%ld/fd", pid);
-        if (fd_dir_has(dirfd(d), path, &t)) found = (pid_t)pid;
+        if (fd_dir_find(dirfd(d), path, &t) >= 0) found = (pid_t)pid;
     }
     closedir(d);
     return found;

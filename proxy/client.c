@@ -89,6 +89,8 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms)
 void conn_close(struct proxy_client *c)
 {
     identify_cancel(c->ident_ticket);
+    if (c->who && c->srv->ident)
+        identify_forget(c->srv->ident, c->who);
     free(c->who);
     upstream_release(c, 0);
     stream_free(c->bev);
@@ -271,6 +273,7 @@ static void identified(void *arg, const struct identify_result *r)
 {
     struct proxy_client *c = arg;
     c->ident_ticket = NULL;
+    c->ident_late = 0;
     c->who = malloc(sizeof *c->who);
     if (c->who)
         *c->who = *r;
@@ -286,7 +289,7 @@ static int ensure_caller(struct proxy_client *c)
     if (c->who || !route_needs_caller(c->srv, c->route_name))
         return 1;
     if (c->ident_ticket)
-        return 0;
+        return c->ident_late; /* too slow: this request goes unplaced, later ones won't */
     int rc = identify_start(c->srv->ident, stream_fd(c->bev), identified, c, &r,
                             &c->ident_ticket);
     if (rc == 0) {
@@ -635,10 +638,8 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     case CS_WAIT:
         wait_timeout(c);
         break;
-    case CS_IDENTIFY: /* the worker is slow: route as not placed */
-        identify_cancel(c->ident_ticket);
-        c->ident_ticket = NULL;
-        c->who = calloc(1, sizeof *c->who);
+    case CS_IDENTIFY: /* the worker is slow: route unplaced, keep the answer coming */
+        c->ident_late = 1;
         route_continue(c);
         break;
     case CS_TUNNEL:

@@ -47,6 +47,7 @@ struct proxy_client {
     char route_name[256];                /* the worktree the request named */
     struct identify_result *who;         /* the caller, once identified (per connection) */
     void *ident_ticket;                  /* a pending identification */
+    int ident_late;                      /* it passed WTP_IDENTIFY_TIMEOUT_MS */
     char ip[INET6_ADDRSTRLEN];
     char accept[128];           /* the request's Accept, for error pages */
     char path[128];             /* method and path without query, for the log */

@@ -7,20 +7,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/queue.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "registry.h"
 
-/* Processes that held a caller's socket lately: scanned first, most recent
- * first, since a browser or test runner opens many connections in a row. */
+/* Processes that held a caller's socket lately: looked at first, most
+ * recent first, since a browser or test runner opens many connections in a
+ * row. Reading a process's fd table costs about 5 µs per fd here, so the
+ * fd numbers its closed connections had (the kernel hands the lowest free
+ * number to its next socket) are tried one by one before any table is read
+ * whole, and only the RECENT_SCAN most recent tables are read on the loop. */
 #define RECENT_MAX 32
+#define RECENT_FDS 64
+#define RECENT_SCAN 1
+#define WORKER_KNOWN 8 /* pids the worker found lately, checked before a full scan */
 
 struct recent {
     pid_t pid;
-    unsigned long long start;
+    int pidfd;  /* readable once that process ended: the cache is stale */
     int placed;
-    struct caller_place place; /* valid while (pid, start) holds */
+    struct caller_place place;
+    int fds[RECENT_FDS]; /* fd numbers of its ended connections, oldest first:
+                          * connections end and start again in the same order */
+    int nfds;
 };
 
 struct job {
@@ -28,6 +39,7 @@ struct job {
     unsigned long inode;
     uid_t uid;
     pid_t pid; /* the worker's answer */
+    int fd;
     int cancelled;
     identify_cb cb;
     void *arg;
@@ -51,9 +63,30 @@ struct identify {
     struct event *answers;
 };
 
+/* The pid holding j's socket: the processes this worker found lately first
+ * (the connections of one browser arrive together), then all of /proc. */
+static void find_owner(struct job *j, pid_t *known, int *nknown)
+{
+    for (int i = 0; i < *nknown; i++)
+        if ((j->fd = caller_pid_find_socket(known[i], j->inode)) >= 0) {
+            j->pid = known[i];
+            return;
+        }
+    j->pid = caller_scan_all(j->inode, j->uid);
+    j->fd = j->pid ? caller_pid_find_socket(j->pid, j->inode) : -1;
+    if (!j->pid)
+        return;
+    memmove(&known[1], &known[0], (size_t)(*nknown < WORKER_KNOWN ? *nknown : WORKER_KNOWN - 1) * sizeof *known);
+    known[0] = j->pid;
+    if (*nknown < WORKER_KNOWN)
+        (*nknown)++;
+}
+
 static void *worker(void *arg)
 {
     struct identify *id = arg;
+    pid_t known[WORKER_KNOWN];
+    int nknown = 0;
     pthread_mutex_lock(&id->lock);
     for (;;) {
         while (!id->stopping && STAILQ_EMPTY(&id->queue))
@@ -63,7 +96,7 @@ static void *worker(void *arg)
         struct job *j = STAILQ_FIRST(&id->queue);
         STAILQ_REMOVE_HEAD(&id->queue, link);
         pthread_mutex_unlock(&id->lock);
-        j->pid = caller_scan_all(j->inode, j->uid);
+        find_owner(j, known, &nknown);
         while (write(id->pipe_fd[1], &j, sizeof j) < 0 && errno == EINTR)
             ;
         pthread_mutex_lock(&id->lock);
@@ -72,31 +105,108 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Remember pid at the front of the recent list, with its placing. */
-static void remember(struct identify *id, pid_t pid, int placed, const struct caller_place *p)
+static int pid_ended(int pidfd)
 {
-    int i;
-    for (i = 0; i < id->nrecent && id->recent[i].pid != pid; i++)
-        ;
-    if (i == id->nrecent)
-        i = id->nrecent < RECENT_MAX ? id->nrecent++ : RECENT_MAX - 1;
-    memmove(&id->recent[1], &id->recent[0], (size_t)i * sizeof id->recent[0]);
-    id->recent[0] = (struct recent){pid, reg_pid_start(pid), placed, *p};
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    return pidfd < 0 || poll(&p, 1, 0) != 0;
 }
 
-/* Place pid (cached while its start time holds) into r. */
+/* The recent entry of pid (moved to the front), or NULL. */
+static struct recent *recent_of(struct identify *id, pid_t pid)
+{
+    for (int i = 0; i < id->nrecent; i++)
+        if (id->recent[i].pid == pid) {
+            struct recent e = id->recent[i];
+            memmove(&id->recent[1], &id->recent[0], (size_t)i * sizeof e);
+            id->recent[0] = e;
+            return &id->recent[0];
+        }
+    return NULL;
+}
+
+/* A new front entry for pid, evicting the oldest when full. */
+static struct recent *recent_add(struct identify *id, pid_t pid)
+{
+    if (id->nrecent == RECENT_MAX && id->recent[RECENT_MAX - 1].pidfd >= 0)
+        close(id->recent[RECENT_MAX - 1].pidfd);
+    int n = id->nrecent < RECENT_MAX ? id->nrecent++ : RECENT_MAX - 1;
+    memmove(&id->recent[1], &id->recent[0], (size_t)n * sizeof id->recent[0]);
+    memset(&id->recent[0], 0, sizeof id->recent[0]);
+    id->recent[0].pid = pid;
+    id->recent[0].pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    return &id->recent[0];
+}
+
+/* Place pid into r: from the cache while that very process lives (a pidfd
+ * tells a reused pid apart), else by walking its ancestors. */
 static void place_pid(struct identify *id, pid_t pid, struct identify_result *r)
+{
+    struct recent *e = recent_of(id, pid);
+    if (e && pid_ended(e->pidfd)) {
+        if (e->pidfd >= 0)
+            close(e->pidfd);
+        e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        e->placed = 0;
+        e->nfds = 0;
+    }
+    if (e && e->placed) {
+        r->placed = 1;
+        r->place = e->place;
+        return;
+    }
+    r->placed = caller_place(pid, r->uid, id->known, id->known_arg, &r->place) == 0;
+    if (!e)
+        e = recent_add(id, pid);
+    e->placed = r->placed;
+    e->place = r->place;
+}
+
+void identify_forget(struct identify *id, const struct identify_result *r)
+{
+    struct recent *e = NULL;
+    for (int i = 0; i < id->nrecent && !e; i++)
+        if (id->recent[i].pid == r->place.pid)
+            e = &id->recent[i];
+    if (!e || r->fd < 0)
+        return;
+    for (int i = 0; i < e->nfds; i++)
+        if (e->fds[i] == r->fd)
+            return;
+    if (e->nfds == RECENT_FDS)
+        memmove(&e->fds[0], &e->fds[1], (size_t)--e->nfds * sizeof e->fds[0]);
+    e->fds[e->nfds++] = r->fd;
+}
+
+/* The fast path, on the loop: the fd numbers recent callers freed, then
+ * the whole fd tables of the most recent ones. Returns the pid, 0. */
+static void recent_drop(struct identify *id, int i)
+{
+    if (id->recent[i].pidfd >= 0)
+        close(id->recent[i].pidfd);
+    memmove(&id->recent[i], &id->recent[i + 1], (size_t)(id->nrecent - i - 1) * sizeof id->recent[0]);
+    id->nrecent--;
+}
+
+static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
 {
     for (int i = 0; i < id->nrecent; i++) {
         struct recent *e = &id->recent[i];
-        if (e->pid == pid && e->placed && e->start == reg_pid_start(pid)) {
-            r->placed = 1;
-            r->place = e->place;
-            return;
+        if (pid_ended(e->pidfd)) { /* its fds are gone: no lookups wasted on them */
+            recent_drop(id, i--);
+            continue;
         }
+        for (int k = 0; k < e->nfds; k++)
+            if (caller_fd_is_socket(e->pid, e->fds[k], inode)) {
+                *fd = e->fds[k];
+                memmove(&e->fds[k], &e->fds[k + 1], (size_t)(e->nfds - k - 1) * sizeof e->fds[0]);
+                e->nfds--;
+                return e->pid;
+            }
     }
-    r->placed = caller_place(pid, r->uid, id->known, id->known_arg, &r->place) == 0;
-    remember(id, pid, r->placed, &r->place);
+    for (int i = 0; i < id->nrecent && i < RECENT_SCAN; i++)
+        if ((*fd = caller_pid_find_socket(id->recent[i].pid, inode)) >= 0)
+            return id->recent[i].pid;
+    return 0;
 }
 
 static void answers_cb(evutil_socket_t fd, short what, void *arg)
@@ -105,7 +215,7 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     (void)arg;
     while (read(fd, &j, sizeof j) == (ssize_t)sizeof j) {
-        struct identify_result r = {.uid = j->uid};
+        struct identify_result r = {.uid = j->uid, .fd = j->fd};
         if (!j->cancelled) {
             if (j->pid > 0)
                 place_pid(j->id, j->pid, &r);
@@ -165,6 +275,9 @@ void identify_free(struct identify *id)
     struct job *j;
     while (read(id->pipe_fd[0], &j, sizeof j) == (ssize_t)sizeof j)
         free(j);
+    for (int i = 0; i < id->nrecent; i++)
+        if (id->recent[i].pidfd >= 0)
+            close(id->recent[i].pidfd);
     event_free(id->answers);
     close(id->pipe_fd[0]);
     close(id->pipe_fd[1]);
@@ -180,17 +293,18 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
     unsigned long inode;
     memset(r, 0, sizeof *r);
     r->uid = (uid_t)-1;
+    r->fd = -1;
     *ticket = NULL;
     if (getsockname(fd, (struct sockaddr *)&local, &llen) < 0 ||
         getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 ||
         caller_socket(id->diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
                       &r->uid) < 0)
         return -1;
-    for (int i = 0; i < id->nrecent; i++)
-        if (caller_pid_has_socket(id->recent[i].pid, inode)) {
-            place_pid(id, id->recent[i].pid, r);
-            return 1;
-        }
+    pid_t pid = find_recent(id, inode, &r->fd);
+    if (pid) {
+        place_pid(id, pid, r);
+        return 1;
+    }
     struct job *j = calloc(1, sizeof *j);
     if (!j)
         return -1;

@@ -14,6 +14,7 @@ struct identify;
 struct identify_result {
     int placed;      /* worktree is the caller's */
     uid_t uid;       /* the socket's owner; (uid_t)-1 when unknown */
+    int fd;          /* the socket's fd number in place.pid, -1 unknown */
     struct caller_place place;
 };
 
@@ -33,5 +34,9 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
 
 /* The connection went away: its pending answer is dropped. */
 void identify_cancel(void *ticket);
+
+/* A connection identified as r ended: its fd number in the caller is
+ * likely to hold the caller's next socket, so it is tried first then. */
+void identify_forget(struct identify *id, const struct identify_result *r);
 
 #endif
