@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "autostart.h"
 #include "http_head.h"
 #include "route.h"
 
 static void client_read_cb(struct stream *bev, void *arg);
 static void route_continue(struct proxy_client *c);
+static int start_declared(struct proxy_client *c);
 static void client_write_cb(struct stream *bev, void *arg);
 static void client_event_cb(struct stream *bev, short what, void *arg);
 static void timer_cb(evutil_socket_t fd, short what, void *arg);
@@ -203,6 +205,13 @@ static void reset_request(struct proxy_client *c)
     c->resp_bytes = c->resp_interim = c->resp_tunnel = c->resp_started = 0;
     c->resp_copy = c->resp_chunked = c->resp_done = c->up_keepalive = 0;
     c->close_after = 0;
+    c->awaiting_start = 0;
+    if (c->who && !c->who->placed) {
+        /* Only a placing lasts the connection: what was unknown may be
+         * known by the next request (a registration or a .wtproxy since). */
+        free(c->who);
+        c->who = NULL;
+    }
     c->error_set = 0;
     c->accept[0] = c->path[0] = '\0';
     evbuffer_drain(c->req_head, evbuffer_get_length(c->req_head));
@@ -301,6 +310,24 @@ static int ensure_caller(struct proxy_client *c)
     return 1;
 }
 
+/* The worktree this request belongs to when it is known by path: the
+ * placed caller's, or an absolute X-Wtproxy-Worktree. NULL otherwise. */
+static const char *request_worktree(struct proxy_client *c)
+{
+    if (c->route_name[0] == '/')
+        return c->route_name;
+    return c->who && c->who->placed && !c->route_name[0] ? c->who->place.worktree : NULL;
+}
+
+/* No server for the request's worktree, but its .wtproxy declares one:
+ * started (or starting) by the daemon, the request waits for it. */
+static int start_declared(struct proxy_client *c)
+{
+    const char *wt = request_worktree(c);
+    return wt && c->route_error == PE_NO_BACKEND && c->srv->autostart &&
+           autostart_ensure(c->srv->autostart, wt, c->listener->port) == 0;
+}
+
 /* Route the parsed request (routing may need the caller first), then wait
  * for a starting backend or go to it. */
 static void route_continue(struct proxy_client *c)
@@ -309,13 +336,18 @@ static void route_continue(struct proxy_client *c)
         return;
     int front = c->listener->port;
     c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
+    c->wait_since_ms = proxy_now_ms(c->srv);
+    if (!c->backend && start_declared(c)) {
+        c->awaiting_start = 1;
+        conn_wait(c, WTP_WAIT_POLL_MS);
+        return;
+    }
     if (!c->backend) {
         char d[2048];
         route_explain(c->srv, front, c->route_error, c->route_name, c->who, d, sizeof d);
         conn_fail(c, c->route_error, d);
         return;
     }
-    c->wait_since_ms = proxy_now_ms(c->srv);
     c->refused_since_ms = 0;
     if (c->backend->state == REG_STARTING)
         conn_wait(c, WTP_WAIT_POLL_MS);
@@ -331,12 +363,46 @@ void conn_wait(struct proxy_client *c, unsigned ms)
     conn_arm_timer(c, ms);
 }
 
+/* Polling for the registration of a server the daemon started. */
+static void await_started(struct proxy_client *c)
+{
+    const char *wt = request_worktree(c);
+    int front = c->listener->port;
+    char log[PATH_MAX + 32] = "", d[2 * PATH_MAX + 160];
+    c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
+    if (c->backend) {
+        c->awaiting_start = 0;
+        conn_wait(c, 0); /* on as any starting backend */
+    } else if (autostart_exited(c->srv->autostart, wt, front, log, sizeof log)) {
+        snprintf(d, sizeof d, "the server that %s/.wtproxy declares exited before it listened; "
+                              "its output: %s", wt, log);
+        conn_fail(c, PE_BACKEND_NOT_READY, d);
+    } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms) {
+        snprintf(d, sizeof d, "the server that %s/.wtproxy declares did not start within "
+                              "start_timeout; its output: %s", wt, log);
+        conn_fail(c, PE_BACKEND_NOT_READY, d);
+    } else {
+        conn_wait(c, WTP_WAIT_POLL_MS);
+    }
+}
+
 static void wait_timeout(struct proxy_client *c)
 {
+    if (c->awaiting_start) {
+        await_started(c);
+        return;
+    }
     struct reg_backend *b = c->backend;
     unsigned long long waited = proxy_now_ms(c->srv) - c->wait_since_ms;
-    char d[PATH_MAX + 128];
-    if (b->state == REG_DEAD) {
+    char d[3 * PATH_MAX];
+    char log[PATH_MAX + 32] = "";
+    if (b->state == REG_DEAD && c->srv->autostart)
+        autostart_exited(c->srv->autostart, b->worktree, b->front, log, sizeof log);
+    if (b->state == REG_DEAD && log[0]) {
+        snprintf(d, sizeof d, "the server that %s/.wtproxy declares exited before it listened; "
+                              "its output: %s", b->worktree, log);
+        conn_fail(c, PE_BACKEND_NOT_READY, d);
+    } else if (b->state == REG_DEAD) {
         snprintf(d, sizeof d, "the dev server of %s ended before it served this request",
                  b->worktree);
         conn_fail(c, PE_NO_BACKEND, d);

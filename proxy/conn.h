@@ -48,6 +48,7 @@ struct proxy_client {
     struct identify_result *who;         /* the caller, once identified (per connection) */
     void *ident_ticket;                  /* a pending identification */
     int ident_late;                      /* it passed WTP_IDENTIFY_TIMEOUT_MS */
+    int awaiting_start;                  /* the daemon started the worktree's server */
     char ip[INET6_ADDRSTRLEN];
     char accept[128];           /* the request's Accept, for error pages */
     char path[128];             /* method and path without query, for the log */

@@ -1,6 +1,8 @@
 /* route.c - see route.h. */
 #include "route.h"
 
+#include "autostart.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +44,14 @@ static struct reg_table *table_of(struct proxy_server *s)
     return s->reg ? reg_server_table(s->reg) : NULL;
 }
 
+/* With no registration yet, a caller is still looked for when there is no
+ * default backend: its worktree may declare a server to start (.wtproxy);
+ * with a default backend and nothing registered, nobody pays for it. */
 int route_needs_caller(struct proxy_server *s, const char *hint)
 {
-    return !hint[0] && s->ident && table_of(s) && reg_table_count(table_of(s)) > 0;
+    if (hint[0] || !s->ident)
+        return 0;
+    return (table_of(s) && reg_table_count(table_of(s)) > 0) || (!s->backend && s->autostart);
 }
 
 static struct reg_backend *by_hint(struct reg_table *t, int front, const char *hint,
@@ -155,6 +162,8 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
 
 int route_known_repo(const char *common_dir, void *arg)
 {
+    if (autostart_declared(common_dir))
+        return 1;
     struct reg_table *t = table_of(arg);
     char root[PATH_MAX], common[PATH_MAX];
     for (size_t i = 0; t && i < reg_table_count(t); i++) {

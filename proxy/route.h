@@ -14,8 +14,8 @@
  * none). Call inside m's headers_complete. */
 void route_hint(const struct http_msg *m, char *name, size_t len);
 
-/* Whether this request's route depends on who calls: it names no worktree
- * and worktrees are registered. */
+/* Whether this request's route depends on who calls: it names no worktree,
+ * and worktrees are registered or may start servers (.wtproxy). */
 int route_needs_caller(struct proxy_server *s, const char *hint);
 
 /* The backend for a request on front port `front`: the worktree it names

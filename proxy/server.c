@@ -11,6 +11,7 @@
 
 #include "client.h"
 #include "conn.h"
+#include "autostart.h"
 #include "identify.h"
 #include "listener.h"
 #include "route.h"
@@ -169,6 +170,10 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
     s->reg = reg_server_new(s->base, control, state, err, errlen);
     if (!s->reg)
         return -1;
+    const char *slash = strrchr(state, '/');
+    snprintf(dir, sizeof dir, "%.*s/servers", slash ? (int)(slash - state) : 1,
+             slash ? state : ".");
+    s->autostart = autostart_new(s, control, dir);
     char why[256];
     s->ident = identify_new(s->base, route_known_repo, s, why, sizeof why);
     if (!s->ident)
@@ -182,6 +187,7 @@ static void server_free(struct proxy_server *s)
     while (!TAILQ_EMPTY(&s->clients))
         proxy_client_abort(TAILQ_FIRST(&s->clients));
     listener_close_all(s);
+    autostart_free(s->autostart);
     identify_free(s->ident);
     reg_server_free(s->reg);
     proxy_pool_free(s->pool);

@@ -43,6 +43,7 @@ static void send_request(struct proxy_client *c)
 {
     c->state = CS_FORWARD;
     c->backend->requests++;
+    c->backend->last_request_ms = (long long)proxy_now_ms(c->srv);
     upstream_init_response(c);
     struct evbuffer *head = c->req_head;
     struct evbuffer *out = stream_output(c->up);

@@ -38,6 +38,7 @@ struct reg_backend {
     long long expires_ms;      /* TTL deadline, 0 none */
     enum reg_state state;
     unsigned long requests;    /* requests relayed to it */
+    long long last_request_ms; /* when the last one was (daemon memory only) */
     int refs;
     void *watch;               /* the daemon's liveness watch (owned by reg_server) */
 };

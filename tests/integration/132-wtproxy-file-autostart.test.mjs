@@ -1,0 +1,67 @@
+// 132: a worktree whose repository commits a .wtproxy (start = CMD {port})
+// gets its server started by the daemon on its first request: the request
+// waits and is served by that worktree's own server; each worktree gets
+// its own; an idle one stops after idle_stop; a start command that fails
+// gets a 503 backend-not-ready pointing at its log.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor } from './lib/registry.mjs';
+
+function curl(cwd, port) {
+  return new Promise((resolve) => {
+    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}/`],
+      { cwd, timeout: 20000 }, (err, stdout) => {
+        const lines = stdout.trimEnd().split('\n');
+        const status = Number(lines.pop());
+        const body = lines.join('\n');
+        let worktree = null;
+        try { worktree = JSON.parse(body).worktree; } catch { /* an error page */ }
+        resolve({ status, body, worktree });
+      });
+  });
+}
+
+// A repo whose main checkout commits .wtproxy with these lines, and worktrees.
+function declaring(t, lines, names) {
+  const tmp = makeWorktrees(t, []);
+  fs.writeFileSync(path.join(tmp.repo, '.wtproxy'), lines.join('\n') + '\n');
+  const g = (...a) => execFileSync('git', a, { cwd: tmp.repo, stdio: 'ignore', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+  g('add', '.wtproxy');
+  g('commit', '-q', '-m', 'declare the dev server');
+  for (const n of names) {
+    tmp.wt[n] = path.join(tmp.root, `wt-${n}`);
+    g('worktree', 'add', '-q', tmp.wt[n], '-b', n);
+  }
+  return tmp;
+}
+
+test('the first request from a worktree starts its declared server and is served by it', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`, 'idle_stop = 2s'], ['a', 'b']);
+  const [a, b] = await Promise.all([curl(tmp.wt.a, px.port), curl(tmp.wt.b, px.port)]);
+  assert.equal(a.status, 200, a.body);
+  assert.equal(a.worktree, tmp.wt.a, 'wt-a is served by its own started server');
+  assert.equal(b.worktree, tmp.wt.b, 'wt-b by its own');
+  const entries = await lsJson(tmp0);
+  assert.deepEqual(entries.map((e) => e.worktree).sort(), [tmp.wt.a, tmp.wt.b]);
+  assert.match(px.stderr(), /started .*wt-a's server from its \.wtproxy/);
+  // idle_stop ends them (and this test leaves no server behind)
+  await waitFor(async () => (await lsJson(tmp0)).length === 0, 8000, 'idle servers stopped after idle_stop');
+  assert.match(px.stderr(), /idle for 2000 ms \(idle_stop\)/);
+});
+
+test('a declared server that fails to start: 503 backend-not-ready naming its log', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, ['start = echo "boom: missing settings" >&2; exit 3', `front = ${px.port}`], ['a']);
+  const r = await curl(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, /backend-not-ready|exited before it listened/);
+  const log = /its output: (\S+\.log)/.exec(r.body);
+  assert.ok(log, `the 503 names the log:\n${r.body}`);
+  assert.match(fs.readFileSync(log[1], 'utf8'), /boom: missing settings/);
+});
