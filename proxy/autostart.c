@@ -3,8 +3,9 @@
  * .wtproxy grammar: `key = value` lines, '#' starts a comment, keys:
  *   start = CMD      run through /bin/sh -c in the worktree; {port} is the port
  *   front = PORT     the front port it serves (default 8000)
- *   idle_stop = DUR  stop after this long without requests: 500ms, 10s, 30m,
- *                    1h (default 30m; 0 = never) */
+ *   idle_stop = DUR  stop after this long without requests in flight: 500ms,
+ *                    10s, 30m, 1h (default 30m; 0 = never; a bare number is
+ *                    refused, its unit would be a guess) */
 #include "autostart.h"
 
 #include <errno.h>
@@ -48,15 +49,21 @@ struct declaration {
     unsigned long long idle_ms;
 };
 
+/* A duration with its unit (500ms, 10s, 30m, 1h); a bare number only as 0,
+ * since people write "idle_stop = 30" meaning seconds or minutes. */
 static int parse_duration(const char *v, unsigned long long *ms)
 {
     static const struct { const char *unit; unsigned long long mult; } units[] = {
-        {"ms", 1}, {"", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
     char *end;
     errno = 0;
     unsigned long long n = strtoull(v, &end, 10);
     if (errno || end == v || *v == '-')
         return -1;
+    if (!*end && n == 0) {
+        *ms = 0;
+        return 0;
+    }
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(end, units[i].unit) == 0) {
             *ms = n * units[i].mult;
@@ -164,8 +171,14 @@ int autostart_ensure(struct autostart *a, const char *worktree, int front)
         return 0;
     if (read_declaration(worktree, &d) < 0 || d.front != front)
         return -1;
-    if (!e && a->n == AUTOSTART_MAX)
+    for (int i = 0; !e && i < a->n; i++)
+        if (a->list[i].pid == 0) /* a slot whose server exited */
+            e = &a->list[i];
+    if (!e && a->n == AUTOSTART_MAX) {
+        proxy_log("cannot start %s's server: %d servers started by wtproxy run already",
+                  worktree, AUTOSTART_MAX);
         return -1;
+    }
     if (!e)
         e = &a->list[a->n++];
     snprintf(e->worktree, sizeof e->worktree, "%s", worktree);
@@ -224,7 +237,7 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
                                                          : NULL;
         long long last = b ? (b->last_request_ms > b->registered_ms ? b->last_request_ms
                                                                     : b->registered_ms) : 0;
-        if (b && now - last >= (long long)e->idle_ms) {
+        if (b && !b->active && now - last >= (long long)e->idle_ms) {
             proxy_log("stopping %s's server: idle for %llu ms (idle_stop)", e->worktree,
                       e->idle_ms);
             kill(-e->pid, SIGTERM);

@@ -94,6 +94,7 @@ void conn_close(struct proxy_client *c)
     if (c->who && c->srv->ident)
         identify_forget(c->srv->ident, c->who);
     free(c->who);
+    conn_backend_done(c);
     upstream_release(c, 0);
     stream_free(c->bev);
     event_free(c->timer);
@@ -440,8 +441,19 @@ static void read_request_head(struct proxy_client *c)
         conn_close(c);
 }
 
+/* The exchange with the backend is over (or the connection is). */
+void conn_backend_done(struct proxy_client *c)
+{
+    if (c->in_flight && c->backend) {
+        c->backend->active--;
+        c->backend->last_request_ms = (long long)proxy_now_ms(c->srv);
+    }
+    c->in_flight = 0;
+}
+
 void conn_next_request(struct proxy_client *c)
 {
+    conn_backend_done(c);
     reg_backend_unref(c->backend);
     c->backend = NULL;
     if (c->close_after || !c->keepalive || c->stopping || c->srv->stopping) {

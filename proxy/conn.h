@@ -49,6 +49,7 @@ struct proxy_client {
     void *ident_ticket;                  /* a pending identification */
     int ident_late;                      /* it passed WTP_IDENTIFY_TIMEOUT_MS */
     int awaiting_start;                  /* the daemon started the worktree's server */
+    int in_flight;                       /* counted in backend->active */
     char ip[INET6_ADDRSTRLEN];
     char accept[128];           /* the request's Accept, for error pages */
     char path[128];             /* method and path without query, for the log */
@@ -94,6 +95,7 @@ void conn_request_done(struct proxy_client *c);
 void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
 void conn_wait(struct proxy_client *c, unsigned ms);
+void conn_backend_done(struct proxy_client *c);
 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);

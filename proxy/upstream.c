@@ -44,6 +44,10 @@ static void send_request(struct proxy_client *c)
     c->state = CS_FORWARD;
     c->backend->requests++;
     c->backend->last_request_ms = (long long)proxy_now_ms(c->srv);
+    if (!c->in_flight) {
+        c->in_flight = 1;
+        c->backend->active++; /* an idle_stop never cuts it */
+    }
     upstream_init_response(c);
     struct evbuffer *head = c->req_head;
     struct evbuffer *out = stream_output(c->up);

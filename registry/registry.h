@@ -38,7 +38,8 @@ struct reg_backend {
     long long expires_ms;      /* TTL deadline, 0 none */
     enum reg_state state;
     unsigned long requests;    /* requests relayed to it */
-    long long last_request_ms; /* when the last one was (daemon memory only) */
+    long long last_request_ms; /* when the last one began or ended (daemon memory only) */
+    int active;                /* requests and tunnels in flight to it now */
     int refs;
     void *watch;               /* the daemon's liveness watch (owned by reg_server) */
 };

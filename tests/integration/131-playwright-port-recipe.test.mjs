@@ -115,16 +115,12 @@ function playwright(t, cwd, env) {
 }
 
 // Where the daemon writes the output of a server it started:
-// <state dir>/servers/<worktree folder name>.log. The state dir is that of
-// the state file (--state) or $XDG_STATE_HOME/wtproxy: both are looked at.
+// <state dir>/servers/<worktree folder name>.log, the state dir being the
+// folder of the state file (--state; $XDG_STATE_HOME/wtproxy by default).
 function serverLog(tmp, worktree) {
-  const name = `${path.basename(worktree)}.log`;
-  const candidates = [
-    path.join(path.dirname(tmp.state), 'servers', name),
-    path.join(process.env.XDG_STATE_HOME || '', 'wtproxy', 'servers', name),
-  ];
-  const found = candidates.find((f) => fs.existsSync(f));
-  return { found, candidates, text: found ? fs.readFileSync(found, 'utf8') : '' };
+  const file = path.join(path.dirname(tmp.state), 'servers', `${path.basename(worktree)}.log`);
+  const found = fs.existsSync(file) ? file : null;
+  return { found, candidates: [file], text: found ? fs.readFileSync(found, 'utf8') : '' };
 }
 
 // What to say when a run or request got no server: 503 is what this test
@@ -229,6 +225,8 @@ test('port recipe: a server the daemon started stops after idle_stop without req
   assert.ok(procs.includes(entry.pid) && procs.includes(first.pid), `wrapper ${entry.pid} and server ${first.pid} run in ${w}: ${procs}`);
   const log = serverLog(tmp, w);
   assert.ok(log.found, `the server's output goes to <state dir>/servers/wt-idle.log (looked at ${log.candidates.join(', ')})`);
+  // the wrapper's own lines go there too
+  assert.match(log.text, /wtproxy: wt-idle is ready on 127\.0\.0\.1:\d+/, log.text);
 
   // a request 1.2 s later: the same server, and the idle clock starts again
   await new Promise((r) => setTimeout(r, 1200));

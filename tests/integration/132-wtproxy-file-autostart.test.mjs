@@ -10,9 +10,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor } from './lib/registry.mjs';
 
-function curl(cwd, port) {
+function curl(cwd, port, urlPath = '/') {
   return new Promise((resolve) => {
-    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}/`],
+    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}${urlPath}`],
       { cwd, timeout: 20000 }, (err, stdout) => {
         const lines = stdout.trimEnd().split('\n');
         const status = Number(lines.pop());
@@ -64,4 +64,14 @@ test('a declared server that fails to start: 503 backend-not-ready naming its lo
   const log = /its output: (\S+\.log)/.exec(r.body);
   assert.ok(log, `the 503 names the log:\n${r.body}`);
   assert.match(fs.readFileSync(log[1], 'utf8'), /boom: missing settings/);
+});
+
+test('idle_stop never cuts a request in flight', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`, 'idle_stop = 1s'], ['a']);
+  const r = await curl(tmp.wt.a, px.port, '/slow?ms=2500');
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.body, 'done', 'the whole answer came, though it took longer than idle_stop');
+  await waitFor(async () => (await lsJson(tmp0)).length === 0, 6000, 'then idle_stop ends the server');
 });

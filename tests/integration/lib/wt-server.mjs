@@ -40,6 +40,11 @@ if (args.includes('--reloader')) {
       else setInterval(() => {}, 1 << 30); // the process lives on, listening or not
       return;
     }
+    const slow = /^\/slow\?ms=(\d+)/.exec(req.url); // answers after ms: a long request
+    if (slow) {
+      setTimeout(() => { res.writeHead(200, { 'Content-Length': 4 }); res.end('done'); }, Number(slow[1]));
+      return;
+    }
     const body = JSON.stringify({ worktree: process.env.WTPROXY_WORKTREE, port, pid: process.pid, url: req.url });
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
