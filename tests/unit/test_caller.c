@@ -265,8 +265,10 @@ static pid_t spawn_env_chain(pid_t *parent)
     FILE *f = fdopen(out[0], "r");
     if (!f || !fgets(line, sizeof line, f) || (pid = strtol(line, NULL, 10)) <= 0) exit(1);
     fclose(f);
-    /* Until it has exec'd sleep, the child still carries the shell's env. */
-    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    /* Until it has exec'd sleep, the child still carries the shell's env;
+     * and comm turns "sleep" before the new argv is readable, so wait for
+     * the cmdline itself. */
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
     for (int i = 0; i < 5000 && (read_line(path, comm, sizeof comm) < 0 ||
                                  strcmp(comm, "sleep") != 0); i++)
         usleep(1000);
