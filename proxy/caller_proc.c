@@ -4,6 +4,7 @@
  * every process's, 1.7 ms on a quiet machine and 130-195 ms with 30k open
  * fds - which is why caller_scan_all never runs on the event loop. */
 #include "caller.h"
+#include "registry.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -90,19 +91,6 @@ int caller_fd_is_socket(pid_t pid, int fd, unsigned long inode)
     return n == (ssize_t)t.len && memcmp(link, t.s, t.len) == 0;
 }
 
-/* A /proc entry name as a pid: all digits; 0 for anything else ("self",
- * "net", ...). */
-static long parse_pid(const char *name)
-{
-    char *end;
-    long pid;
-
-    if (name[0] < '1' || name[0] > '9') return 0;
-    errno = 0;
-    pid = strtol(name, &end, 10);
-    return *end == '\0' && errno == 0 ? pid : 0;
-}
-
 /* /proc lists processes in ascending pid order, so when several share the
  * socket (a fork after connect) the lowest pid, usually the parent, is
  * found first and returned. */
@@ -119,7 +107,7 @@ pid_t caller_scan_all(unsigned long inode, uid_t uid)
     socket_link_init(&t, inode);
     if (!(d = opendir("/proc"))) return 0;
     while (!found && (e = readdir(d))) {
-        if ((pid = parse_pid(e->d_name)) == 0) continue;
+        if ((pid = reg_proc_pid(e->d_name)) == 0) continue;
         /* Another user's fds are unreadable anyway (unless we are root);
          * the owner check costs one stat instead of an opendir. */
         if (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || st.st_uid != uid) continue;

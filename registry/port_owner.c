@@ -14,6 +14,7 @@
  * "socket:[INODE]". Another user's fd directory is unreadable, so a socket
  * can be found with no process. */
 #include "port_owner.h"
+#include "registry.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -115,18 +116,6 @@ static int holds_socket(long pid, const struct inodes *in)
     return found;
 }
 
-/* A /proc entry name as a pid: all digits; 0 for anything else. */
-static long parse_pid(const char *name)
-{
-    char *end;
-    long pid;
-
-    if (name[0] < '1' || name[0] > '9') return 0;
-    errno = 0;
-    pid = strtol(name, &end, 10);
-    return *end == '\0' && errno == 0 ? pid : 0;
-}
-
 /* Make n bytes of a raw /proc/PID/cmdline printable in place: the NULs
  * between arguments become spaces, control characters '?', trailing
  * spaces go, and a cmdline cut short by the buffer ends in "...". len is
@@ -193,7 +182,7 @@ int reg_port_owner_find(int port, struct reg_port_owner *owner)
     /* The lowest pid holding the socket: a forking server's parent, the
      * one to kill, rather than one of the children sharing its socket. */
     while ((e = readdir(d)))
-        if ((p = parse_pid(e->d_name)) > 0 && (!pid || p < pid) && holds_socket(p, &in)) pid = p;
+        if ((p = reg_proc_pid(e->d_name)) > 0 && (!pid || p < pid) && holds_socket(p, &in)) pid = p;
     closedir(d);
     if (pid) {
         owner->pid = (pid_t)pid;

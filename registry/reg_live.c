@@ -70,6 +70,17 @@ static unsigned long long parse_stat_starttime(const char *line)
     return start;
 }
 
+long reg_proc_pid(const char *name)
+{
+    char *end;
+    long pid;
+
+    if (name[0] < '1' || name[0] > '9') return 0;
+    errno = 0;
+    pid = strtol(name, &end, 10);
+    return *end == '\0' && errno == 0 ? pid : 0;
+}
+
 pid_t reg_pid_parent(pid_t pid)
 {
     char path[64], line[1024], *end;

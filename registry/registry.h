@@ -65,6 +65,10 @@ const char *reg_worktree_name(const struct reg_backend *b);
 /* Start time of pid (field 22 of /proc/PID/stat), 0 when it does not run. */
 unsigned long long reg_pid_start(pid_t pid);
 
+/* A /proc entry name as a pid: all digits; 0 for anything else ("self",
+ * "net", ...). */
+long reg_proc_pid(const char *name);
+
 /* The parent of pid (field 4 of /proc/PID/stat), 0 when unknown. */
 pid_t reg_pid_parent(pid_t pid);
 

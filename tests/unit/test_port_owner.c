@@ -3,6 +3,7 @@
  * visible holder, a forking server), and the real /proc with this test's
  * own listening socket. Includes the .c to reach proc_dir and helpers. */
 #include "../../registry/port_owner.c"
+#include "../../registry/reg_live.c"
 
 #include <arpa/inet.h>
 #include <ftw.h>
