@@ -15,27 +15,18 @@
 // WTPROXY_TEST_VERBOSE=1 prints every run's output as diagnostics.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startDaemon, lsJson, waitFor, get, sanitizerClean } from './lib/registry.mjs';
+import { startDaemon, lsJson, waitFor, get, sanitizerClean, git } from './lib/registry.mjs';
+import { playwright, processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixture = path.join(here, 'fixtures', 'playwright-app');
-const nodeModules = path.resolve(here, '..', 'node_modules');
-const chromium = '/usr/bin/chromium';
-const RUN_MS = 40000;
-
-const git = (cwd, ...args) => execFileSync('git', args, {
-  cwd,
-  stdio: ['ignore', 'pipe', 'pipe'],
-  env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' },
-});
-
 // A temp folder with repo/ (the app, committed on main) and linked
 // worktrees wt-a, wt-b, wt-c. Each worktree gets a node_modules symlink
 // to tests/node_modules, so its config and spec import @playwright/test
@@ -56,40 +47,6 @@ function appWorktrees(t, names) {
     fs.symlinkSync(nodeModules, path.join(wt[n], 'node_modules'));
   }
   return { root, repo, wt, control: path.join(root, 'control.sock'), state: path.join(root, 'registry.json') };
-}
-
-// Every process whose cwd is under root (the webServers and browsers a
-// run may leave behind if it is cut short): their pids.
-function processesUnder(root) {
-  const pids = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
-    try {
-      const cwd = fs.readlinkSync(`/proc/${d}/cwd`);
-      if (cwd === root || cwd.startsWith(`${root}/`)) pids.push(Number(d));
-    } catch { /* gone, or not ours */ }
-  }
-  return pids;
-}
-
-// `npx playwright test ARGS` in cwd, detached (its own process group, so a
-// run cut short is killed whole). Resolves { code, signal, out }.
-function playwright(t, cwd, args, env) {
-  const clean = { ...process.env };
-  delete clean.WTPROXY_WORKTREE; // the runs must be placed by their cwd
-  delete clean.CI; // Playwright's CI mode changes nothing we need; keep output stable
-  const proc = spawn('npx', ['--no-install', 'playwright', 'test', ...args], {
-    cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...clean, ...env },
-  });
-  let out = '';
-  proc.stdout.on('data', (d) => { out += d; });
-  proc.stderr.on('data', (d) => { out += d; });
-  const kill = () => { try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ } };
-  t.after(kill);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => { out += `\n[130: killed after ${RUN_MS} ms]\n`; kill(); }, RUN_MS);
-    proc.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, out }); });
-  });
 }
 
 function freePort() {
@@ -123,7 +80,7 @@ test('three worktrees, three parallel Playwright runs on one front port: each re
   }
 
   const started = Date.now();
-  const runs = await Promise.all(names.map((n) => playwright(t, tmp.wt[n], [], env)));
+  const runs = await Promise.all(names.map((n) => playwright(t, tmp.wt[n], { env, label: '130' })));
   const took = Date.now() - started;
   runs.forEach((r, i) => {
     const n = names[i];
@@ -150,7 +107,7 @@ test('three worktrees, three parallel Playwright runs on one front port: each re
   t.after(() => { if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL'); });
   await waitFor(async () => (await get(port)).status === 200, 5000, 'the direct server answers');
   const direct = await Promise.all(names.map((n) =>
-    playwright(t, tmp.wt[n], ['--config', 'playwright.direct.config.mjs'], { ...env, APP_DIRECT_PORT: String(port) })));
+    playwright(t, tmp.wt[n], { args: ['--config', 'playwright.direct.config.mjs'], env: { ...env, APP_DIRECT_PORT: String(port) }, label: '130' })));
   if (process.env.WTPROXY_TEST_VERBOSE) direct.forEach((r, i) => t.diagnostic(`control wt-${names[i]}:\n${r.out}`));
   assert.equal(direct[0].code, 0, `control: wt-a tests its own server and passes:\n${direct[0].out}`);
   for (const i of [1, 2]) {

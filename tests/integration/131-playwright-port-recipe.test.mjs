@@ -21,27 +21,16 @@
 // WTPROXY_TEST_VERBOSE=1 prints every run's output as diagnostics.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startDaemon, lsJson, waitFor, get, pidAlive, sanitizerClean } from './lib/registry.mjs';
-import { wtproxyBin } from './lib/wtproxy.mjs';
+import { startDaemon, lsJson, waitFor, get, pidAlive, sanitizerClean, git } from './lib/registry.mjs';
+import { playwright, processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const appFixture = path.join(here, 'fixtures', 'playwright-app');
 const portFixture = path.join(here, 'fixtures', 'playwright-port');
-const nodeModules = path.resolve(here, '..', 'node_modules');
-const chromium = '/usr/bin/chromium';
-const RUN_MS = 40000;
-
-const git = (cwd, ...args) => execFileSync('git', args, {
-  cwd,
-  stdio: ['ignore', 'pipe', 'pipe'],
-  env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' },
-});
-
 // fixtures/playwright-port/.wtproxy with `front` and `idle_stop` set.
 function wtproxyFile(front, idleStop) {
   const text = fs.readFileSync(path.join(portFixture, '.wtproxy'), 'utf8')
@@ -76,43 +65,7 @@ function appRepo(root, name, wtproxy, wtNames) {
   return { repo, wt };
 }
 
-// Every process whose cwd is under dir (the servers the daemon started,
-// the browsers a run may leave behind if it is cut short): their pids.
-function processesUnder(dir) {
-  const pids = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
-    try {
-      const cwd = fs.readlinkSync(`/proc/${d}/cwd`);
-      if (cwd === dir || cwd.startsWith(`${dir}/`)) pids.push(Number(d));
-    } catch { /* gone, or not ours */ }
-  }
-  return pids;
-}
-
 const killAll = (pids) => { for (const pid of pids) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } } };
-
-// `npx playwright test` in cwd, detached (its own process group, so a run
-// cut short is killed whole), with DEBUG=pw:webserver so the output shows
-// which way Playwright's webServer step went. Resolves { code, signal, out }.
-function playwright(t, cwd, env) {
-  const clean = { ...process.env };
-  delete clean.WTPROXY_WORKTREE; // the runs must be placed by their cwd
-  delete clean.CI;
-  const proc = spawn('npx', ['--no-install', 'playwright', 'test'], {
-    cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...clean, DEBUG: 'pw:webserver', ...env },
-  });
-  let out = '';
-  proc.stdout.on('data', (d) => { out += d; });
-  proc.stderr.on('data', (d) => { out += d; });
-  const kill = () => { try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ } };
-  t.after(kill);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => { out += `\n[131: killed after ${RUN_MS} ms]\n`; kill(); }, RUN_MS);
-    proc.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, out }); });
-  });
-}
 
 // Where the daemon writes the output of a server it started:
 // <state dir>/servers/<worktree folder name>.log, the state dir being the
@@ -157,7 +110,7 @@ test('port recipe: three parallel Playwright runs, no config change; the daemon 
   assert.deepEqual(await lsJson(tmp), [], 'no registration before the runs');
 
   const started = Date.now();
-  const runs = await Promise.all(names.map((n) => playwright(t, wt[n], env)));
+  const runs = await Promise.all(names.map((n) => playwright(t, wt[n], { env: { DEBUG: 'pw:webserver', ...env }, label: '131' })));
   const took = Date.now() - started;
   if (process.env.WTPROXY_TEST_VERBOSE) runs.forEach((r, i) => t.diagnostic(`wt-${names[i]}:\n${r.out}`));
   runs.forEach((r, i) => {

@@ -19,7 +19,7 @@ import { runToExit } from './conformance.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const wtServer = path.join(here, 'wt-server.mjs');
 
-const git = (cwd, ...args) => execFileSync('git', args, {
+export const git = (cwd, ...args) => execFileSync('git', args, {
   cwd,
   stdio: ['ignore', 'pipe', 'pipe'],
   env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' },
