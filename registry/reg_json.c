@@ -2,7 +2,8 @@
  * ("Entry"), for the control protocol and the store file alike:
  *   {"machine", "front", "worktree", "backend" (HOST:PORT), "port", "uid",
  *    "pid", "pid_start", "command", "registered_ms", "started_ms",
- *    "expires_ms", "state" ("starting", "ready", "dead"), "requests"}
+ *    "expires_ms", "state" ("starting", "ready", "dead"), "requests",
+ *    and "whoami" {...} once the gate has checked it (PROTOCOL.md)}
  * Every field is required on the way in and checked against its range;
  * the address is resolved again from "backend". */
 #include "registry.h"
@@ -63,11 +64,27 @@ static json_t *utf8_string(const char *s)
     return j;
 }
 
+/* The gate's view of b: {"state", "detail", "checkout", "hash",
+ * "disk_hash", "checked_ms", "refused"}. */
+static json_t *whoami_to_json(const struct reg_whoami *w)
+{
+    return json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I}",
+                     "state", w->state,
+                     "detail", utf8_string(w->detail),
+                     "checkout", utf8_string(w->checkout),
+                     "hash", w->hash,
+                     "disk_hash", w->disk_hash,
+                     "checked_ms", (json_int_t)w->checked_ms,
+                     "refused", (json_int_t)w->refused);
+}
+
 json_t *reg_backend_to_json(const struct reg_backend *b)
 {
+    json_t *o;
+
     if ((unsigned)b->state >= sizeof state_names / sizeof state_names[0]) return NULL;
     /* "o" steals the new strings; json_pack frees them if it fails. */
-    return json_pack("{s:o, s:i, s:o, s:o, s:i, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:s, s:I}",
+    o = json_pack("{s:o, s:i, s:o, s:o, s:i, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:s, s:I}",
                      "machine", utf8_string(b->machine),
                      "front", b->front,
                      "worktree", utf8_string(b->worktree),
@@ -82,6 +99,13 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
                      "expires_ms", (json_int_t)b->expires_ms,
                      "state", state_names[b->state],
                      "requests", (json_int_t)b->requests);
+    /* Only once checked: the store file never carries it (a restarted
+     * daemon checks again). */
+    if (o && b->whoami.state[0] && json_object_set_new(o, "whoami", whoami_to_json(&b->whoami)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 /* The integer fields of an entry and their ranges. */
