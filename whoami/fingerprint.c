@@ -269,7 +269,7 @@ int whoami_fp_compute(const char *root, const struct whoami_patterns *p,
     out->file = w.v;
     out->n = w.n;
     if (r == 0) {
-        qsort(out->file, out->n, sizeof *out->file, cmp_path);
+        if (out->n) qsort(out->file, out->n, sizeof *out->file, cmp_path);
         if (hash_records(out) < 0) r = -1, snprintf(err, errlen, "cannot fingerprint: SHA-256 failed");
     }
     if (r < 0) whoami_fp_free(out);
