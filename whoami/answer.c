@@ -178,10 +178,16 @@ int whoami_answer_parse(const char *body, size_t len, struct whoami_answer *out,
     if (len > WHOAMI_ANSWER_MAX)
         return bad(err, errlen, "the answer is %zu bytes, more than %d", len, WHOAMI_ANSWER_MAX);
     json_error_t jerr;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
+    /* JSON_ALLOW_NUL: a "\u0000" in a string is then refused by get_str,
+     * with the field's name, rather than by the parser without it. */
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (!root) {
+        /* jansson quotes the bytes near the error: keep the message printable */
+        for (char *c = jerr.text; *c; c++)
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
         return bad(err, errlen, "the answer is not JSON: %s (line %d, column %d)", jerr.text,
                    jerr.line, jerr.column);
+    }
     int r = parse_top(root, out, err, errlen);
     json_decref(root);
     if (r < 0) memset(out, 0, sizeof *out);
