@@ -81,10 +81,11 @@ static char *repeat(const char *pre, char c, size_t n, const char *post)
 
 static char *patterns(int n)
 {
-    char *s = malloc((size_t)n * 8 + 3), *p = s;
-    *p++ = '[';
-    for (int i = 0; i < n; i++) p += sprintf(p, "%s\"*.p\"", i ? ", " : "");
-    memcpy(p, "]", 2);
+    size_t cap = (size_t)n * 8 + 3, len = 1;
+    char *s = malloc(cap);
+    s[0] = '[';
+    for (int i = 0; i < n; i++) len += (size_t)snprintf(s + len, cap - len, "%s\"*.p\"", i ? ", " : "");
+    snprintf(s + len, cap - len, "]");
     return s;
 }
 
