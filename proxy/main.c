@@ -22,7 +22,7 @@ static void usage(FILE *f)
             "  unregister stop routing to this worktree's dev server\n"
             "  ls         list the registered dev servers\n"
             "  why        explain where a process's requests are routed, and why\n"
-            "  fingerprint  the code fingerprint a dev server's /__whoami reports\n"
+            "  fingerprint the code fingerprint a dev server's /__whoami reports\n"
             "\n"
             "options:\n"
             "  -h, --help     this help\n"

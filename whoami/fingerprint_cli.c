@@ -21,10 +21,12 @@ static const char usage[] =
     "The code fingerprint (wtproxy-fp-v1, whoami/PROTOCOL.md) of the files below DIR\n"
     "(default .) that match an --include and no --exclude: what a dev server with the\n"
     "wtproxy_whoami middleware reports in /__whoami when it starts.\n"
-    "  --include GLOB  select paths matching GLOB (default **/*.py); repeatable\n"
-    "  --exclude GLOB  leave out paths matching GLOB (default **/.git/**,\n"
-    "                  **/node_modules/**, **/.venv/**, **/venv/**, **/__pycache__/**)\n"
-    "  --no-exclude    start from no exclude patterns instead of the defaults\n"
+    "  --include GLOB  select paths matching GLOB; repeatable; replaces the default\n"
+    "                  **/*.py\n"
+    "  --exclude GLOB  leave out paths matching GLOB; repeatable; replaces the defaults\n"
+    "                  **/.git/**, **/node_modules/**, **/.venv/**, **/venv/**,\n"
+    "                  **/__pycache__/**\n"
+    "  --no-exclude    no default excludes (only those given with --exclude)\n"
     "  --json          print {\"algorithm\", \"include\", \"exclude\", \"files\", \"hash\"}\n"
     "  --list          print every record (type, SHA-256, path), then the hash\n";
 

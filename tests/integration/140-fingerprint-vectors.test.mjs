@@ -21,6 +21,7 @@ for (const v of loadVectors()) {
     for (const impl of ['c', 'py']) {
       const json = await fingerprintCli(impl, [...args, '--json'], { asNobody });
       assert.equal(json.code, 0, `${impl}: ${json.stderr}`);
+      assert.equal(json.stderr, '', `${impl} printed nothing else (no sanitizer report)`);
       const got = JSON.parse(json.stdout);
       assert.deepEqual({ files: got.files, hash: got.hash }, v.expected, `${impl} on ${v.file}`);
       assert.deepEqual(got.include, v.include);
