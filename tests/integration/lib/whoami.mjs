@@ -68,11 +68,15 @@ export function patternArgs(include, exclude) {
     ...exclude.flatMap((p) => ['--exclude', p])];
 }
 
-// Run a fingerprint CLI: impl 'c' or 'py'; args after "fingerprint";
-// asNobody runs it as user nobody. Resolves { code, stdout, stderr }.
+export const nodeCli = path.join(repoRoot, 'whoami/node/cli.mjs');
+
+// Run a fingerprint CLI: impl 'c', 'py' or 'node'; args after
+// "fingerprint"; asNobody runs it as user nobody. Resolves { code,
+// stdout, stderr }.
 export function fingerprintCli(impl, args, { asNobody = false, cwd } = {}) {
   const cmd = impl === 'c' ? [wtproxyBin, 'fingerprint', ...args]
-    : [python, '-m', 'wtproxy_whoami', 'fingerprint', ...args];
+    : impl === 'node' ? [process.execPath, nodeCli, 'fingerprint', ...args]
+      : [python, '-m', 'wtproxy_whoami', 'fingerprint', ...args];
   const full = asNobody ? [...NOBODY, ...cmd] : cmd;
   return runToExit(full[0], full.slice(1), { cwd, env: { PYTHONPATH: pythonPath } });
 }
