@@ -10,11 +10,6 @@
 
 #include "whoami.h"
 
-/* The defaults of the Python middleware (wtproxy_whoami/fingerprint.py). */
-static const char *const default_include[] = {"**/*.py"};
-static const char *const default_exclude[] = {"**/.git/**", "**/node_modules/**", "**/.venv/**",
-                                              "**/venv/**", "**/__pycache__/**"};
-
 static const char usage[] =
     "usage: wtproxy fingerprint [DIR] [--include GLOB]... [--exclude GLOB]... [--no-exclude]\n"
     "                           [--json | --list]\n\n"
@@ -143,12 +138,14 @@ int whoami_fingerprint_main(int argc, char **argv)
     struct opts o = {0};
     int r = parse_args(argc, argv, &o);
     if (r) return r < 0 ? 0 : r;
+    /* The Python middleware's defaults (defaults.c), each list replaced
+     * as a whole by the flags. */
+    const struct whoami_patterns *d = whoami_default_patterns();
     struct whoami_patterns p = {
-        .include = (char **)(o.n_inc ? o.inc : (const char **)default_include),
-        .n_include = o.n_inc ? o.n_inc : sizeof default_include / sizeof *default_include,
-        .exclude = (char **)(o.n_exc || o.no_exclude ? o.exc : (const char **)default_exclude),
-        .n_exclude =
-            o.n_exc || o.no_exclude ? o.n_exc : sizeof default_exclude / sizeof *default_exclude,
+        .include = o.n_inc ? (char **)o.inc : d->include,
+        .n_include = o.n_inc ? o.n_inc : d->n_include,
+        .exclude = o.n_exc || o.no_exclude ? (char **)o.exc : d->exclude,
+        .n_exclude = o.n_exc || o.no_exclude ? o.n_exc : d->n_exclude,
     };
     struct whoami_fp fp;
     char err[PATH_MAX + 256];

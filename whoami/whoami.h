@@ -45,6 +45,9 @@ int whoami_patterns_select(const struct whoami_patterns *p, const char *path);
  * below it (PROTOCOL.md, "Pruning"). */
 int whoami_patterns_prune(const struct whoami_patterns *p, const char *dir);
 
+/* The patterns of a server that declares none of its own (defaults.c). */
+const struct whoami_patterns *whoami_default_patterns(void);
+
 /* One fingerprinted file. type is 'f' (regular file, digest of its
  * bytes), 'l' (symlink, digest of its target string, never followed) or
  * 'u' (unreadable: digest of nothing). The stat fields let a later
