@@ -214,6 +214,10 @@ static int decide(struct entry *e, const char *wt, long long since, char *detail
     int fresh = e->have && e->asked_ms >= since;
     if (!e->have)
         return D_FETCH;
+    /* A server we asked to restart answers nothing, or not in time, for a
+     * while: only its fresh answer counts, within start_timeout. */
+    if (restarting(e, now) && !(fresh && e->have_ans))
+        return fresh ? D_RETRY : D_FETCH;
     if (e->res.result == WF_UNREACHABLE) {
         if (!fresh)
             return D_FETCH;
