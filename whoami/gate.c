@@ -40,6 +40,8 @@ struct entry {
     int have_ans;
     long long asked_ms;           /* when the exchange behind res began */
     long long restart_ms;         /* when we asked its wrapper to restart it, 0 not */
+    int refresh;                  /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
+    int settling;                 /* settle() is running its waiters' callbacks */
     TAILQ_HEAD(, waiter) waiters;
     LIST_ENTRY(entry) link;
 };
@@ -96,7 +98,7 @@ static struct entry *entry_for(struct whoami_gate *g, struct reg_backend *b)
         next = LIST_NEXT(e, link);
         if (e->b == b)
             found = e;
-        else if (e->b->state == REG_DEAD && TAILQ_EMPTY(&e->waiters))
+        else if (e->b->state == REG_DEAD && TAILQ_EMPTY(&e->waiters) && !e->settling)
             entry_free(e);
     }
     if (found || !(found = calloc(1, sizeof *found)))
@@ -296,6 +298,7 @@ static void keep(struct entry *e, const struct whoami_fetch_reply *r)
 }
 
 static void settle(struct entry *e);
+static void ask_soon(struct entry *e, unsigned ms);
 
 static void fetched(void *arg, const struct whoami_fetch_reply *r)
 {
@@ -311,6 +314,9 @@ static void settle(struct entry *e)
     struct waiter *w, *next;
     int again = 0, ask = 0;
     char detail[4096];
+    /* A callback may start the client's next request, and so a check that
+     * sweeps entries: not this one meanwhile. */
+    e->settling++;
     for (w = TAILQ_FIRST(&e->waiters); w; w = next) {
         next = TAILQ_NEXT(w, link);
         int d = decide(e, w->worktree, w->since_ms, detail, sizeof detail);
@@ -326,12 +332,11 @@ static void settle(struct entry *e)
         free(w);
     }
     /* After the loop: a fetch that fails at once settles again, here. */
+    e->settling--;
     if (ask)
         start_fetch(e);
-    else if (again && !evtimer_pending(e->poll, NULL)) {
-        struct timeval tv = {0, WHOAMI_POLL_MS * 1000};
-        evtimer_add(e->poll, &tv);
-    }
+    else if (again)
+        ask_soon(e, WHOAMI_POLL_MS);
 }
 
 static void poll_cb(evutil_socket_t fd, short what, void *arg)
@@ -339,8 +344,19 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
     struct entry *e = arg;
     (void)fd;
     (void)what;
-    if (!TAILQ_EMPTY(&e->waiters))
+    if (!TAILQ_EMPTY(&e->waiters) || e->refresh)
         start_fetch(e);
+    e->refresh = 0;
+}
+
+/* Ask from the loop in ms, never from inside a check: a fetch that fails
+ * at once settles its waiters, and the one being added must first have
+ * its ticket. An earlier pending ask stands. */
+static void ask_soon(struct entry *e, unsigned ms)
+{
+    struct timeval tv = {0, (long)ms * 1000};
+    if (!evtimer_pending(e->poll, NULL))
+        evtimer_add(e->poll, &tv);
 }
 
 int whoami_gate_check(struct whoami_gate *g, struct reg_backend *b, const char *worktree,
@@ -354,7 +370,15 @@ int whoami_gate_check(struct whoami_gate *g, struct reg_backend *b, const char *
         snprintf(detail, detlen, "out of memory while checking %s", b->name);
         return WHOAMI_INVALID;
     }
-    int d = e->fetch ? D_RETRY : decide(e, worktree, since, detail, detlen);
+    /* Decided on what is known, even while an answer is on its way: a
+     * verified server's requests never wait for the background re-ask. */
+    int d = decide(e, worktree, since, detail, detlen);
+    if (d == D_FETCH && e->fetch)
+        d = D_RETRY; /* the answer on its way will do */
+    if (d == WHOAMI_PASS && since - e->asked_ms >= WHOAMI_REVERIFY_MS && !e->fetch) {
+        e->refresh = 1; /* in the background: this request goes on */
+        ask_soon(e, 0);
+    }
     if (d != D_FETCH && d != D_RETRY) {
         if (d != WHOAMI_PASS)
             b->whoami.refused++;
@@ -371,14 +395,18 @@ int whoami_gate_check(struct whoami_gate *g, struct reg_backend *b, const char *
     w->arg = arg;
     snprintf(w->worktree, sizeof w->worktree, "%s", worktree);
     TAILQ_INSERT_TAIL(&e->waiters, w, link);
-    if (d == D_FETCH)
-        start_fetch(e);
-    else if (!e->fetch && !evtimer_pending(e->poll, NULL)) {
-        struct timeval tv = {0, WHOAMI_POLL_MS * 1000};
-        evtimer_add(e->poll, &tv);
-    }
+    if (!e->fetch)
+        ask_soon(e, d == D_FETCH ? 0 : WHOAMI_POLL_MS);
     *ticket = w;
     return -1;
+}
+
+void whoami_gate_forget(struct whoami_gate *g, struct reg_backend *b)
+{
+    struct entry *e;
+    LIST_FOREACH(e, &g->entries, link)
+        if (e->b == b && !e->fetch)
+            e->have = 0;
 }
 
 void whoami_gate_cancel(struct whoami_gate *g, void *ticket)

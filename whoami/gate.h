@@ -18,6 +18,10 @@
 
 #define WHOAMI_POLL_MS 100     /* re-asking a stale or reloading server */
 #define WHOAMI_RECHECK_MS 1000 /* a refusal's answer is asked again after this */
+/* A verified answer is asked again in the background when a request finds
+ * it this old: a server swapped behind a port (same code, other process or
+ * checkout) is found within this long, at no cost to the request. */
+#define WHOAMI_REVERIFY_MS 2000
 
 struct whoami_gate_config {
     unsigned timeout_ms;       /* whoami_timeout: one /__whoami exchange */
@@ -57,5 +61,9 @@ int whoami_gate_check(struct whoami_gate *g, struct reg_backend *b, const char *
                       whoami_gate_cb cb, void *arg, void **ticket, char *detail,
                       size_t detlen);
 void whoami_gate_cancel(struct whoami_gate *g, void *ticket);
+
+/* b's server did not answer a request (refused, or closed unanswered): its
+ * answer no longer holds, and the next check asks again. */
+void whoami_gate_forget(struct whoami_gate *g, struct reg_backend *b);
 
 #endif

@@ -136,3 +136,28 @@ test('unusable answers are refused with the reason; other backends keep being se
   assert.equal((await getWorktree(px.port, tmp.wt.good)).status, 200);
   sanitizerClean(assert, px.stderr());
 });
+
+test('a server swapped behind a verified TTL registration is found within WHOAMI_REVERIFY_MS', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'old']);
+  const px = await startDaemon(t, tmp);
+  const own = await handServer(t, tmp.wt.a);
+  const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(own.port), '--ttl', '10m'],
+    { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  // The same port, now another checkout's server (no failed request between).
+  own.proc.kill('SIGKILL');
+  await new Promise((r) => own.proc.on('exit', r));
+  const swapped = spawn(process.execPath, [wtServer, String(own.port)], {
+    cwd: tmp.wt.old, stdio: 'ignore', env: { ...process.env, WTPROXY_WORKTREE: tmp.wt.old },
+  });
+  t.after(() => { if (swapped.exitCode === null) swapped.kill('SIGKILL'); });
+  const t0 = Date.now();
+  let r;
+  do {
+    await new Promise((res) => setTimeout(res, 100));
+    r = await getWorktree(px.port, tmp.wt.a);
+  } while (r.status !== 421 && Date.now() - t0 < 5000);
+  refusedAs(r, 'checkout-mismatch');
+  assert.ok(Date.now() - t0 < 3000, `found within the re-verify period, took ${Date.now() - t0} ms`);
+});
