@@ -263,14 +263,21 @@ int whoami_fp_compute(const char *root, const struct whoami_patterns *p,
     w.buf = malloc(READ_CHUNK);
     w.path = calloc(1, 256);
     w.pcap = 256;
-    int r = w.buf && w.path ? walk_dir(&w, fd) : (close(fd), fail(&w, "out of memory at", ENOMEM));
+    int r;
+    if (w.buf && w.path) {
+        r = walk_dir(&w, fd);
+    } else {
+        close(fd);
+        r = fail(&w, "out of memory at", ENOMEM);
+    }
     free(w.buf);
     free(w.path);
     out->file = w.v;
     out->n = w.n;
-    if (r == 0) {
-        if (out->n) qsort(out->file, out->n, sizeof *out->file, cmp_path);
-        if (hash_records(out) < 0) r = -1, snprintf(err, errlen, "cannot fingerprint: SHA-256 failed");
+    if (r == 0 && out->n) qsort(out->file, out->n, sizeof *out->file, cmp_path);
+    if (r == 0 && hash_records(out) < 0) {
+        snprintf(err, errlen, "cannot fingerprint %s: SHA-256 failed (out of memory?)", root);
+        r = -1;
     }
     if (r < 0) whoami_fp_free(out);
     return r;

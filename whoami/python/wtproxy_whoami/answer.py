@@ -38,13 +38,15 @@ def find_checkout(start):
 
 def process_started_at():
     """When this process started (unix seconds): /proc/self/stat's start
-    time after boot plus the boot time; the import time when that fails."""
+    time after boot plus the boot time; the import time when that fails.
+    /proc/stat's boot time is whole seconds, so the sum may land up to a
+    second late: never later than now."""
     try:
         with open('/proc/self/stat', 'rb') as f:
             ticks = int(f.read().rsplit(b')', 1)[1].split()[19])
         with open('/proc/stat', 'rb') as f:
             btime = next(int(line.split()[1]) for line in f if line.startswith(b'btime '))
-        return btime + ticks / os.sysconf('SC_CLK_TCK')
+        return min(btime + ticks / os.sysconf('SC_CLK_TCK'), time.time())
     except (OSError, ValueError, IndexError, StopIteration):
         return _IMPORTED_AT
 
