@@ -128,11 +128,13 @@ static int parse_fingerprint(json_t *fp, struct whoami_answer *out, char *err, s
 {
     long long files;
     if (!json_is_object(fp)) return bad(err, errlen, "fingerprint is missing or not an object");
-    const char *alg = get_str(json_object_get(fp, "algorithm"), "fingerprint.algorithm", WHOAMI_ANSWER_MAX, err, errlen);
+    const char *alg = get_str(json_object_get(fp, "algorithm"), "fingerprint.algorithm",
+                              WHOAMI_ANSWER_MAX, err, errlen);
     if (!alg) return -1;
     if (strcmp(alg, WHOAMI_ALGORITHM) != 0)
         return bad(err, errlen, "fingerprint.algorithm is not \"%s\"", WHOAMI_ALGORITHM);
-    const char *hash = get_str(json_object_get(fp, "hash"), "fingerprint.hash", WHOAMI_ANSWER_MAX, err, errlen);
+    const char *hash = get_str(json_object_get(fp, "hash"), "fingerprint.hash",
+                               WHOAMI_ANSWER_MAX, err, errlen);
     if (!hash || !is_hash(hash))
         return hash ? bad(err, errlen, "fingerprint.hash is not \"sha256:\" and 64 hex digits")
                     : -1;
@@ -155,12 +157,13 @@ static int parse_top(json_t *root, struct whoami_answer *out, char *err, size_t 
     if (!json_is_object(root)) return bad(err, errlen, "the answer is not a JSON object");
     if (get_int(root, "wtproxy_whoami", "wtproxy_whoami", 1, 1, &version, err, errlen) < 0)
         return -1;
-    const char *checkout = get_str(json_object_get(root, "checkout"), "checkout", PATH_MAX - 1, err, errlen);
+    const char *checkout =
+        get_str(json_object_get(root, "checkout"), "checkout", PATH_MAX - 1, err, errlen);
     if (!checkout) return -1;
     if (checkout[0] != '/') return bad(err, errlen, "checkout is not an absolute path");
     if (get_int(root, "pid", "pid", 1, 2147483647, &pid, err, errlen) < 0) return -1;
-    const char *at = get_str(json_object_get(root, "started_at"), "started_at", sizeof out->started_at - 1, err,
-                             errlen);
+    const char *at = get_str(json_object_get(root, "started_at"), "started_at",
+                             sizeof out->started_at - 1, err, errlen);
     if (!at) return -1;
     if (parse_time(at, &out->started_ms) < 0)
         return bad(err, errlen, "started_at is not an RFC 3339 UTC time "
