@@ -65,5 +65,6 @@ long long reg_cli_now_ms(void);
 
 int reg_run_main(int argc, char **argv); /* reg_run.c */
 int reg_ls_main(int argc, char **argv);  /* reg_ls.c */
+int reg_dashboard_main(int argc, char **argv); /* reg_dashboard.c */
 
 #endif

@@ -189,7 +189,7 @@ struct reg_table *reg_server_table(struct reg_server *rs);
  * HEAD, "-" when unknown (reg_ls.c). */
 void reg_worktree_branch(const char *worktree, char *out, size_t outlen);
 
-/* `wtproxy run|register|unregister|ls ARGS`: argv[0] is the command name.
+/* `wtproxy run|register|unregister|ls|dashboard ARGS`: argv[0] is the command name.
  * Returns the process exit status (for run: the child's). */
 int reg_cli_main(int argc, char **argv);
 
