@@ -8,7 +8,7 @@
 // $WTPROXY_ARTIFACTS) and their paths printed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeWorktrees, startDaemon, startRun, getWorktree, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, getWorktree, lsJson, sanitizerClean } from './lib/registry.mjs';
 import { launchBrowser, openDashboard, backendRows, waitRows, screenshot } from './lib/dashboard.mjs';
 
 test('the dashboard shows backends, live changes and refusals', async (t) => {
@@ -29,7 +29,8 @@ test('the dashboard shows backends, live changes and refusals', async (t) => {
   const rows = await backendRows(page);
   const rowA = rows.find((r) => r.key === key(tmp.wt.a));
   assert.ok(rowA, `a row for ${tmp.wt.a}: ${JSON.stringify(rows)}`);
-  for (const want of ['wt-a', tmp.wt.a, `:${front}`, `127.0.0.1:${portA}`, `pid ${a.pid}`.slice(0, 4), 'wt-server.mjs']) {
+  const entryA = (await lsJson(tmp)).find((e) => e.worktree === tmp.wt.a);
+  for (const want of ['wt-a', tmp.wt.a, `:${front}`, `127.0.0.1:${portA}`, `pid ${entryA.pid}`, 'wt-server.mjs', 'ready']) {
     assert.ok(rowA.text.includes(want), `row a shows ${want}: ${rowA.text}`);
   }
   const branchA = await page.$$eval('#backends tbody tr', (trs, k) => trs.find((r) => r.dataset.key === k)?.querySelector('.branch')?.textContent, key(tmp.wt.a));
