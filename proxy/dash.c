@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
