@@ -14,7 +14,9 @@
 
 #include "conn.h"
 #include "autostart.h"
+#include "dash.h"
 #include "gate.h"
+#include "refusal_log.h"
 #include "http_head.h"
 #include "route.h"
 
@@ -91,6 +93,8 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms)
 
 void conn_close(struct proxy_client *c)
 {
+    if (c->state == CS_EVENTS)
+        dash_events_gone(c);
     identify_cancel(c->ident_ticket);
     whoami_gate_cancel(c->srv->gate, c->gate_ticket);
     if (c->who && c->srv->ident)
@@ -166,6 +170,7 @@ void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
         return;
     }
     upstream_release(c, 0);
+    refusal_log_conn(c, error_page_status(e), error_page_reason(e), detail);
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;
     error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
@@ -277,6 +282,10 @@ static void parse_request_head(struct proxy_client *c, size_t len)
     }
     evbuffer_drain(in, len);
     c->req_bodyless = c->req_done;
+    if (c->dash) { /* answered by the daemon itself, before any routing */
+        dash_serve(c);
+        return;
+    }
     if (c->req_chunked && check_buffered_chunks(c) < 0)
         return;
     route_continue(c);
@@ -629,6 +638,7 @@ static int req_headers_complete(struct http_msg *m)
     struct proxy_client *c = m->owner;
     llhttp_t *p = &m->parser;
     note_request(c, m);
+    dash_note_request(c, m);
     if (check_request(c, m) < 0)
         return -1;
     const struct http_field *conn = http_msg_field(m, "connection", NULL);
@@ -678,6 +688,7 @@ static void client_read_cb(struct stream *bev, void *arg)
             conn_feed_request_body(c);
         break;
     case CS_CLOSING:
+    case CS_EVENTS: /* nothing more is read from an event stream's client */
         evbuffer_drain(stream_input(bev), evbuffer_get_length(stream_input(bev)));
         break;
     default:
@@ -706,7 +717,7 @@ static void client_event_cb(struct stream *bev, short what, void *arg)
     struct proxy_client *c = arg;
     (void)bev;
     if (!(what & STREAM_EOF) || c->state == CS_IDLE || c->state == CS_HEAD ||
-        c->state == CS_CLOSING) {
+        c->state == CS_CLOSING || c->state == CS_EVENTS) {
         conn_close(c);
         return;
     }
@@ -768,6 +779,9 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         break;
     case CS_TUNNEL:
         break;
+    case CS_EVENTS:
+        dash_events_heartbeat(c);
+        break;
     default: /* CS_IDLE: keep-alive over; CS_CLOSING: done lingering */
         conn_close(c);
     }
@@ -776,7 +790,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 void proxy_client_shutdown(struct proxy_client *c)
 {
     c->stopping = 1;
-    if (c->state == CS_IDLE)
+    if (c->state == CS_IDLE || c->state == CS_EVENTS)
         conn_close(c);
 }
 

@@ -397,6 +397,8 @@ int reg_cli_main(int argc, char **argv)
         return cmd_unregister(argc, argv);
     if (strcmp(argv[0], "ls") == 0)
         return reg_ls_main(argc, argv);
+    if (strcmp(argv[0], "dashboard") == 0)
+        return reg_dashboard_main(argc, argv);
     fprintf(stderr, "wtproxy: unknown command \"%s\" (see wtproxy --help)\n", argv[0]);
     return 2;
 }

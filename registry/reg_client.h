@@ -71,5 +71,6 @@ int reg_run_main(int argc, char **argv); /* reg_run.c */
  * grace_ms, and reap root (reg_stop.c). Returns 0, -1 out of memory. */
 int reg_stop_tree(pid_t root, unsigned grace_ms);
 int reg_ls_main(int argc, char **argv);  /* reg_ls.c */
+int reg_dashboard_main(int argc, char **argv); /* reg_dashboard.c */
 
 #endif

@@ -37,12 +37,10 @@ static int read_line(const char *path, char *out, size_t outlen)
     return 0;
 }
 
-/* The branch checked out in worktree: a linked worktree's .git file says
- * "gitdir: <repo>/.git/worktrees/X" (absolute, or relative to the
- * worktree), whose HEAD names the branch; a main worktree's .git is the
- * folder holding HEAD. A detached HEAD shows its short hash; "-" when
- * unknown. */
-static void branch_of(const char *worktree, char *out, size_t outlen)
+/* A linked worktree's .git file says "gitdir: <repo>/.git/worktrees/X"
+ * (absolute, or relative to the worktree), whose HEAD names the branch; a
+ * main worktree's .git is the folder holding HEAD. */
+void reg_worktree_branch(const char *worktree, char *out, size_t outlen)
 {
     char git[PATH_MAX], line[PATH_MAX], head[PATH_MAX];
     int n = snprintf(git, sizeof git, "%s/.git", worktree);
@@ -80,7 +78,7 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
     const char *state = json_string_value(json_object_get(e, "state"));
     json_int_t pid = json_integer_value(json_object_get(e, "pid"));
     snprintf(cell[COL_WORKTREE], PATH_MAX, "%s", wt ? wt : "?");
-    branch_of(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
+    reg_worktree_branch(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
     snprintf(cell[COL_FRONT], PATH_MAX, "%lld",
              (long long)json_integer_value(json_object_get(e, "front")));
     snprintf(cell[COL_PORT], PATH_MAX, "%lld",

@@ -49,6 +49,7 @@ struct reg_server {
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
     size_t nreserved;
+    json_t *listen; /* the front addresses, for ping; NULL until told */
 };
 
 struct watch {
@@ -354,7 +355,8 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
     if (!op)
         return fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
-        return json_pack("{s:b, s:s, s:i}", "ok", 1, "version", WTP_VERSION, "pid", (int)getpid());
+        return json_pack("{s:b, s:s, s:i, s:O}", "ok", 1, "version", WTP_VERSION, "pid",
+                         (int)getpid(), "listen", rs->listen ? rs->listen : json_null());
     if (strcmp(op, "list") == 0)
         return op_list(rs);
     if (strcmp(op, "register") == 0)
@@ -581,7 +583,17 @@ void reg_server_free(struct reg_server *rs)
     for (size_t i = 0; rs->table && i < reg_table_count(rs->table); i++)
         unwatch(reg_table_at(rs->table, i));
     reg_table_free(rs->table);
+    json_decref(rs->listen);
     free(rs);
+}
+
+void reg_server_set_listen(struct reg_server *rs, const char *const *names, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++)
+        json_array_append_new(arr, json_string(names[i]));
+    json_decref(rs->listen);
+    rs->listen = arr;
 }
 
 struct reg_table *reg_server_table(struct reg_server *rs) { return rs->table; }

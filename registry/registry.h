@@ -173,13 +173,24 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
 /* Stop serving, remove the socket file, drop every watch and the table. */
 void reg_server_free(struct reg_server *rs);
 
+/* The daemon's front addresses ("127.0.0.1:8000", "[::1]:8000"), for the
+ * ping reply's "listen" (wtproxy dashboard prints the URL from it). The
+ * names are copied; calling again replaces them. */
+void reg_server_set_listen(struct reg_server *rs, const char *const *names, size_t n);
+
 /* The live registrations, for routing (the server keeps it current:
  * entries it drops are marked REG_DEAD first, for requests holding them). */
 struct reg_table *reg_server_table(struct reg_server *rs);
 
 /* --- the command line (reg_cli.c, reg_run.c, reg_client.c) --- */
 
-/* `wtproxy run|register|unregister|ls ARGS`: argv[0] is the command name.
+/* The branch checked out in worktree, read from its .git (a linked
+ * worktree's .git file points at its gitdir, whose HEAD names it; a main
+ * checkout's .git folder holds HEAD); "(detached abc1234)" for a detached
+ * HEAD, "-" when unknown (reg_ls.c). */
+void reg_worktree_branch(const char *worktree, char *out, size_t outlen);
+
+/* `wtproxy run|register|unregister|ls|dashboard ARGS`: argv[0] is the command name.
  * Returns the process exit status (for run: the child's). */
 int reg_cli_main(int argc, char **argv);
 
