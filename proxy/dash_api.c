@@ -36,6 +36,9 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
     if (strcmp(w, "verified") == 0)
         snprintf(reason, len, "listening on port %d; /__whoami says it serves this worktree's "
                               "current code", b->port);
+    else if (strcmp(w, "trusted") == 0)
+        snprintf(reason, len, "listening on port %d; no /__whoami, trusted from its "
+                              "registration (--trust-registry)", b->port);
     else
         snprintf(reason, len, "listening on port %d; /__whoami not checked yet", b->port);
     return "ready";
