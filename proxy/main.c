@@ -21,6 +21,9 @@ static void usage(FILE *f)
             "  unregister stop routing to this worktree's dev server\n"
             "  ls         list the registered dev servers\n"
             "  why        explain where a process's requests are routed, and why\n"
+            "  claim      lease a named resource: claim RESOURCE --ttl D | -- CMD\n"
+            "  release    release a lease: release RESOURCE\n"
+            "  leases     list the leases\n"
             "\n"
             "options:\n"
             "  -h, --help     this help\n"
@@ -47,7 +50,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "why") == 0)
         return proxy_why_main(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "register") == 0 ||
-        strcmp(cmd, "unregister") == 0 || strcmp(cmd, "ls") == 0)
+        strcmp(cmd, "unregister") == 0 || strcmp(cmd, "ls") == 0 ||
+        strcmp(cmd, "claim") == 0 || strcmp(cmd, "release") == 0 || strcmp(cmd, "leases") == 0)
         return reg_cli_main(argc - 1, argv + 1);
     fprintf(stderr, "wtproxy: unknown command \"%s\" (see wtproxy --help)\n", cmd);
     return 2;

@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "reg_lease.h"
 #include "registry.h"
 
 #define REG_LINE_MAX (64 * 1024) /* one request line, PROTOCOL.md */
@@ -45,6 +46,7 @@ struct reg_server {
     struct evconnlistener *listener;
     struct event *sweep;
     struct reg_table *table;
+    struct reg_lease_store *leases; /* claims on this machine (reg_lease_store.c) */
     char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
@@ -157,6 +159,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
         if (rs->reserved[i].until_ms > now)
             rs->reserved[kept++] = rs->reserved[i];
     rs->nreserved = kept;
+    reg_lease_store_sweep(rs->leases);
 }
 
 /* ---- port reservations ---- */
@@ -357,6 +360,8 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
         return op_list(rs);
     if (strcmp(op, "register") == 0)
         return op_register(rs, p, req);
+    if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0)
+        return reg_lease_store_op(rs->leases, op, req, p->uid);
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
@@ -536,6 +541,22 @@ static void load_state(struct reg_server *rs)
         save(rs);
 }
 
+/* The leases' file: leases.json next to the state file. */
+static int open_leases(struct reg_server *rs, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 16], warn[PATH_MAX * 2 + 128];
+    const char *slash = strrchr(rs->state_path, '/');
+    snprintf(path, sizeof path, "%.*s/leases.json", slash ? (int)(slash - rs->state_path) : 1,
+             slash ? rs->state_path : ".");
+    if (!(rs->leases = reg_lease_store_new(path, warn, sizeof warn))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (warn[0])
+        fprintf(stderr, "wtproxy: %s\n", warn);
+    return 0;
+}
+
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
                                   const char *state_path, char *err, size_t errlen)
 {
@@ -552,6 +573,10 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
     srandom((unsigned)(getpid() ^ now_ms()));
     load_state(rs);
+    if (open_leases(rs, err, errlen) < 0) {
+        reg_server_free(rs);
+        return NULL;
+    }
     if (listen_control(rs, err, errlen) < 0) {
         reg_server_free(rs);
         return NULL;
@@ -577,6 +602,7 @@ void reg_server_free(struct reg_server *rs)
     for (size_t i = 0; rs->table && i < reg_table_count(rs->table); i++)
         unwatch(reg_table_at(rs->table, i));
     reg_table_free(rs->table);
+    reg_lease_store_free(rs->leases);
     free(rs);
 }
 

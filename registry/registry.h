@@ -89,7 +89,8 @@ pid_t reg_pid_parent(pid_t pid);
  * /x/wt-a was removed", "TTL passed"). */
 int reg_backend_alive(const struct reg_backend *b, long long now_ms, char *why, size_t whylen);
 
-/* This machine's id, computed once. */
+/* This machine's id, computed once: $WTPROXY_MACHINE when set (tests that
+ * play two machines), else /etc/machine-id, else the hostname. */
 const char *reg_machine_id(void);
 
 /* --- the table (reg_table.c) --- */
@@ -133,6 +134,11 @@ struct reg_backend *reg_backend_from_json(struct json_t *o, char *err, size_t er
  * mode 0600, fsync, rename, fsync of the folder. On failure (full or
  * read-only disk) the old file is untouched; returns -1 with err. */
 int reg_store_save(const struct reg_table *t, const char *path, char *err, size_t errlen);
+
+/* Replace path with len bytes of data that way (the leases' file uses it
+ * too). Returns 0, or -1 with err; path is untouched unless renamed. */
+int reg_store_replace_file(const char *path, const char *data, size_t len, char *err,
+                           size_t errlen);
 
 /* Read path into t. A missing file is an empty table. A truncated or
  * corrupt file (not JSON, wrong shape) is renamed to PATH.corrupt-<unix
