@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,13 +84,17 @@ static int run_cmd(char **argv, const char *id)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         sigaction(SIGINT, &dfl, NULL);
         sigaction(SIGTERM, &dfl, NULL);
         sigaction(SIGHUP, &dfl, NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
+        /* The lease dies with the claim's pid: CMD must not go on using
+         * the resource unprotected. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+            _exit(1);
         setenv("WTPROXY_LEASE", id, 1);
         execvp(argv[0], argv);
         fprintf(stderr, "wtproxy: cannot run %s: %s\n", argv[0], strerror(errno));
