@@ -64,3 +64,36 @@ int reg_pg_release(PGconn *pg, const char *id, const char *worktree, int force,
 json_t *reg_pg_leases(PGconn *pg, char *err, size_t errlen);
 
 #endif
+
+/* --- reg_pg_backends.c: the daemon's registrations, mirrored --- */
+
+/* The daemon's link to the PostgreSQL store: it mirrors this machine's
+ * registrations into wtproxy.backends (so every machine's `wtproxy ls`
+ * sees them) and reads the other machines' back. Routing never reads it. */
+struct reg_mirror;
+
+/* Connect to uri. NULL with err when the store cannot be reached. */
+struct reg_mirror *reg_mirror_open(const char *uri, char *err, size_t errlen);
+
+/* Remove this machine's rows and disconnect (the daemon stops routing). */
+void reg_mirror_close(struct reg_mirror *m);
+
+/* Make this machine's rows equal t's entries, in one transaction. A
+ * failure is logged loudly and retried (reconnecting) on the next change. */
+struct reg_table;
+void reg_mirror_sync(struct reg_mirror *m, const struct reg_table *t);
+
+/* Append the other machines' entries to arr, each with "remote": true. */
+void reg_mirror_others(struct reg_mirror *m, json_t *arr);
+
+/* Add the store's state to a ping reply: "store" ("postgresql" or
+ * "embedded"), "registry" (masked), "registry_ok", "registry_error". */
+void reg_mirror_status(const struct reg_mirror *m, json_t *reply);
+
+/* The daemon's store at start: registry (the --registry / `registry =`
+ * value), else $WTPROXY_REGISTRY; none: *m NULL, the embedded store.
+ * Unreachable: -1 with err (the daemon must not start: fail closed),
+ * unless WTPROXY_REGISTRY_OPTIONAL=1, which logs loudly, fills degraded
+ * with the reason and returns 0 with *m NULL. */
+int reg_mirror_start(const char *registry, struct reg_mirror **m, char *degraded,
+                     size_t degradedlen, char *err, size_t errlen);

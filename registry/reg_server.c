@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "reg_lease.h"
+#include "reg_pg.h"
 #include "registry.h"
 
 #define REG_LINE_MAX (64 * 1024) /* one request line, PROTOCOL.md */
@@ -47,6 +48,8 @@ struct reg_server {
     struct event *sweep;
     struct reg_table *table;
     struct reg_lease_store *leases; /* claims on this machine (reg_lease_store.c) */
+    struct reg_mirror *mirror;       /* the PostgreSQL store, NULL: embedded only */
+    char degraded[REG_PG_URI_MAX + 1024]; /* why a configured store is not in use, "" */
     char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
@@ -80,6 +83,7 @@ static void save(struct reg_server *rs)
     if (reg_store_save(rs->table, rs->state_path, err, sizeof err) < 0)
         fprintf(stderr, "wtproxy: cannot save registrations, the previous state file is kept: "
                         "%s\n", err);
+    reg_mirror_sync(rs->mirror, rs->table);
 }
 
 /* ---- liveness ---- */
@@ -344,7 +348,20 @@ static json_t *op_list(struct reg_server *rs)
     json_t *arr = json_array();
     for (size_t i = 0; i < reg_table_count(rs->table); i++)
         json_array_append_new(arr, reg_backend_to_json(reg_table_at(rs->table, i)));
+    reg_mirror_others(rs->mirror, arr);
     return json_pack("{s:b, s:o}", "ok", 1, "entries", arr);
+}
+
+static json_t *op_ping(struct reg_server *rs)
+{
+    json_t *r = json_pack("{s:b, s:s, s:i, s:s}", "ok", 1, "version", WTP_VERSION, "pid",
+                          (int)getpid(), "machine", reg_machine_id());
+    reg_mirror_status(rs->mirror, r);
+    if (rs->degraded[0]) { /* the dashboard shows it: claims are this machine's only */
+        json_object_set_new(r, "registry_optional", json_true());
+        json_object_set_new(r, "registry_error", json_string(rs->degraded));
+    }
+    return r;
 }
 
 static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
@@ -355,7 +372,7 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
     if (!op)
         return fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
-        return json_pack("{s:b, s:s, s:i}", "ok", 1, "version", WTP_VERSION, "pid", (int)getpid());
+        return op_ping(rs);
     if (strcmp(op, "list") == 0)
         return op_list(rs);
     if (strcmp(op, "register") == 0)
@@ -558,7 +575,8 @@ static int open_leases(struct reg_server *rs, char *err, size_t errlen)
 }
 
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
-                                  const char *state_path, char *err, size_t errlen)
+                                  const char *state_path, const char *registry, char *err,
+                                  size_t errlen)
 {
     struct reg_server *rs = calloc(1, sizeof *rs);
     if (!rs || !(rs->table = reg_table_new()) ||
@@ -572,7 +590,13 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     snprintf(rs->socket_path, sizeof rs->socket_path, "%s", socket_path);
     snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
     srandom((unsigned)(getpid() ^ now_ms()));
+    if (reg_mirror_start(registry, &rs->mirror, rs->degraded, sizeof rs->degraded, err,
+                         errlen) < 0) {
+        reg_server_free(rs);
+        return NULL;
+    }
     load_state(rs);
+    reg_mirror_sync(rs->mirror, rs->table); /* this machine's rows from before are stale */
     if (open_leases(rs, err, errlen) < 0) {
         reg_server_free(rs);
         return NULL;
@@ -603,6 +627,7 @@ void reg_server_free(struct reg_server *rs)
         unwatch(reg_table_at(rs->table, i));
     reg_table_free(rs->table);
     reg_lease_store_free(rs->leases);
+    reg_mirror_close(rs->mirror);
     free(rs);
 }
 

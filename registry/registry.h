@@ -168,12 +168,16 @@ int reg_state_dir(char *out, size_t outlen, char *err, size_t errlen);
 struct event_base;
 struct reg_server;
 
-/* Load the registrations saved at state_path (dead ones are dropped, live
+/* registry: the PostgreSQL store ("" or NULL: $WTPROXY_REGISTRY, else
+ * the embedded store only); unreachable, the daemon must not start (NULL,
+ * err) unless WTPROXY_REGISTRY_OPTIONAL=1 (reg_pg.h, reg_mirror_start).
+ * Load the registrations saved at state_path (dead ones are dropped, live
  * ones watched again), then serve the control protocol (PROTOCOL.md) on a
  * Unix socket at socket_path. A stale socket file is replaced; one that a
  * running daemon answers on is an error. Returns NULL with err. */
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
-                                  const char *state_path, char *err, size_t errlen);
+                                  const char *state_path, const char *registry, char *err,
+                                  size_t errlen);
 
 /* Stop serving, remove the socket file, drop every watch and the table. */
 void reg_server_free(struct reg_server *rs);

@@ -33,7 +33,7 @@ static void test_defaults(void)
     is_int(c.pool_size, WTP_POOL_SIZE, "pool_size default");
     is_int(c.pool_idle_ms, WTP_POOL_IDLE_MS, "pool_idle default");
     is_int(c.max_connections, WTP_MAX_CONNECTIONS, "max_connections default");
-    is_int(NKEYS, 20, "twenty keys in the table");
+    is_int(NKEYS, 21, "twenty-one keys in the table (registry added)");
     is_int(c.start_timeout_ms, WTP_START_TIMEOUT_MS, "start_timeout default");
     is_int(c.reload_grace_ms, WTP_RELOAD_GRACE_MS, "reload_grace default");
     is_str(c.control_socket, "", "control_socket default: the per-user place");
