@@ -187,7 +187,7 @@ PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *para
     snprintf(last_state, sizeof last_state, "%s", code ? code : "");
     char msg[512];
     one_line(PQerrorMessage(c), msg, sizeof msg);
-    snprintf(err, errlen, "the registry at %s:%s refused a query: %s%s%s%s", PQhost(c),
+    snprintf(err, errlen, "the registry at host %s port %s failed a query: %s%s%s%s", PQhost(c),
              PQport(c), msg, code ? " (SQLSTATE " : "", code ? code : "", code ? ")" : "");
     PQclear(r);
     return NULL;
