@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reg_db.h"
 #include "registry.h"
 
 static const char register_usage[] =
@@ -403,6 +404,8 @@ int reg_cli_main(int argc, char **argv)
         return reg_release_main(argc, argv);
     if (strcmp(argv[0], "leases") == 0)
         return reg_leases_main(argc, argv);
+    if (strcmp(argv[0], "db") == 0)
+        return reg_db_main(argc, argv);
     fprintf(stderr, "wtproxy: unknown command \"%s\" (see wtproxy --help)\n", argv[0]);
     return 2;
 }

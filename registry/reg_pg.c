@@ -217,7 +217,7 @@ static int ensure_schema(PGconn *c, char *err, size_t errlen)
     return 0;
 }
 
-PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen)
+PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
 {
     /* Ours first: with expand_dbname, what the URI says overrides them. */
     const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
@@ -226,19 +226,30 @@ PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen)
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     reg_pg_mask(uri, masked, sizeof masked);
     if (!c) {
-        snprintf(err, errlen, "cannot connect to the registry %s: out of memory", masked);
+        snprintf(err, errlen, "cannot connect to %s %s: out of memory", what, masked);
         return NULL;
     }
     if (PQstatus(c) != CONNECTION_OK) {
         one_line(PQerrorMessage(c), msg, sizeof msg);
-        snprintf(err, errlen, "the registry at host %s port %s (%s) cannot be reached: %s; "
-                 "start it or fix WTPROXY_REGISTRY / `registry =`; to go on without it "
-                 "(claims then hold on this machine only): WTPROXY_REGISTRY_OPTIONAL=1",
+        snprintf(err, errlen, "%s at host %s port %s (%s) cannot be reached: %s", what,
                  PQhost(c) ? PQhost(c) : "?", PQport(c) ? PQport(c) : "?", masked, msg);
         PQfinish(c);
         return NULL;
     }
     PQclear(PQexec(c, "SET client_min_messages = warning"));
+    return c;
+}
+
+PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen)
+{
+    PGconn *c = reg_pg_dial(uri, "the registry", err, errlen);
+    if (!c) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, "; start it or fix WTPROXY_REGISTRY / `registry =`; to go "
+                 "on without it (claims then hold on this machine only): "
+                 "WTPROXY_REGISTRY_OPTIONAL=1");
+        return NULL;
+    }
     if (ensure_schema(c, err, errlen) < 0) {
         PQfinish(c);
         return NULL;

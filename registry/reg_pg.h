@@ -37,6 +37,10 @@ void reg_pg_mask(const char *uri, char *out, size_t outlen);
  * libpq's error. */
 PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen);
 
+/* Connect without touching any table: for the app's database server
+ * (wtproxy db). what names it in err ("the database server"). */
+PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen);
+
 /* Run sql with text params; a result that is not ok (COMMAND_OK or
  * TUPLES_OK) is cleared and NULL returned with err (libpq's message and
  * SQLSTATE). */
