@@ -127,8 +127,9 @@ void reg_pg_mask(const char *uri, char *out, size_t outlen)
     const char *at = userinfo_at(uri), *p = uri;
     out[0] = '\0';
     if (at) {
-        const char *colon = memchr(strstr(uri, "://") + 3, ':', (size_t)(at - uri));
-        if (colon && colon < at) {
+        const char *user = strstr(uri, "://") + 3;
+        const char *colon = memchr(user, ':', (size_t)(at - user));
+        if (colon) {
             put(out, outlen, &used, uri, (size_t)(colon + 1 - uri));
             put(out, outlen, &used, "***", 3);
             p = at;
