@@ -74,6 +74,17 @@ void reg_lease_store_free(struct reg_lease_store *ls);
  * the peer's. Each returns the reply object. */
 json_t *reg_lease_store_op(struct reg_lease_store *ls, const char *op, json_t *req, uid_t uid);
 
+/* The store in leases.json next to state_path (warnings logged). NULL
+ * with err only out of memory. */
+struct reg_lease_store *reg_lease_store_beside(const char *state_path, char *err, size_t errlen);
+
+/* The claimer a claim request describes (PROTOCOL.md "Leases"), machine
+ * and pid start time filled here. Returns NULL, or the error reply. */
+json_t *reg_lease_claimer(json_t *req, struct reg_lease *c, long long *ttl_ms);
+
+/* {"ok": false, "error": code, "message": ...} */
+json_t *reg_lease_fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Drop leases whose TTL passed or whose holder died. */
 void reg_lease_store_sweep(struct reg_lease_store *ls);
 

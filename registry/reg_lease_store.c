@@ -31,9 +31,7 @@ static long long now_ms(void)
     return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-static json_t *fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static json_t *fail(const char *code, const char *fmt, ...)
+json_t *reg_lease_fail(const char *code, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -99,6 +97,20 @@ struct reg_lease_store *reg_lease_store_new(const char *path, char *warn, size_t
     return ls;
 }
 
+struct reg_lease_store *reg_lease_store_beside(const char *state_path, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 16], warn[PATH_MAX * 2 + 128];
+    const char *slash = strrchr(state_path, '/');
+    snprintf(path, sizeof path, "%.*s/leases.json", slash ? (int)(slash - state_path) : 1,
+             slash ? state_path : ".");
+    struct reg_lease_store *ls = reg_lease_store_new(path, warn, sizeof warn);
+    if (!ls)
+        snprintf(err, errlen, "out of memory");
+    else if (warn[0])
+        fprintf(stderr, "wtproxy: %s\n", warn);
+    return ls;
+}
+
 void reg_lease_store_free(struct reg_lease_store *ls)
 {
     if (ls)
@@ -150,8 +162,7 @@ void reg_lease_store_sweep(struct reg_lease_store *ls)
         save(ls);
 }
 
-/* The claimer described by req. Returns NULL, or the error reply. */
-static json_t *claimer(json_t *req, struct reg_lease *c, long long *ttl)
+json_t *reg_lease_claimer(json_t *req, struct reg_lease *c, long long *ttl)
 {
     const char *id = NULL, *wt = NULL, *session = "", *purpose = "";
     json_int_t pid = -1, ttl_ms = 0;
@@ -160,13 +171,13 @@ static json_t *claimer(json_t *req, struct reg_lease *c, long long *ttl)
     if (json_unpack(req, "{s:s, s:s, s:I, s?s, s?s, s?I}", "id", &id, "worktree", &wt, "pid",
                     &pid, "session", &session, "purpose", &purpose, "ttl_ms", &ttl_ms) < 0 ||
         pid < 0 || pid > 0x7fffffff || ttl_ms < 0)
-        return fail("bad-request", "claim needs id, worktree, pid >= 0 and ttl_ms >= 0");
+        return reg_lease_fail("bad-request", "claim needs id, worktree, pid >= 0 and ttl_ms >= 0");
     if (reg_lease_check_id(id, err, sizeof err) < 0)
-        return fail("bad-request", "%s", err);
+        return reg_lease_fail("bad-request", "%s", err);
     if (pid == 0 && ttl_ms == 0)
-        return fail("bad-request", "a claim without a pid needs a TTL (--ttl 1h)");
+        return reg_lease_fail("bad-request", "a claim without a pid needs a TTL (--ttl 1h)");
     if (pid > 0 && !(c->pid_start = reg_pid_start((pid_t)pid)))
-        return fail("bad-request", "pid %d does not run", (int)pid);
+        return reg_lease_fail("bad-request", "pid %d does not run", (int)pid);
     snprintf(c->id, sizeof c->id, "%s", id);
     snprintf(c->machine, sizeof c->machine, "%s", reg_machine_id());
     snprintf(c->worktree, sizeof c->worktree, "%s", wt);
@@ -182,7 +193,7 @@ static json_t *op_claim(struct reg_lease_store *ls, json_t *req)
     struct reg_lease c;
     long long ttl = 0;
     char why[64];
-    json_t *bad = claimer(req, &c, &ttl);
+    json_t *bad = reg_lease_claimer(req, &c, &ttl);
     if (bad)
         return bad;
     c.acquired_ms = now_ms();
@@ -193,12 +204,12 @@ static json_t *op_claim(struct reg_lease_store *ls, json_t *req)
     } else if (l && ended(l, why, sizeof why)) {
         fprintf(stderr, "wtproxy: lease %s taken over from %s: %s\n", l->id, l->worktree, why);
     } else if (l) {
-        json_t *r = fail("conflict", "%s is held by %s (pid %d, \"%s\")", l->id, l->worktree,
+        json_t *r = reg_lease_fail("conflict", "%s is held by %s (pid %d, \"%s\")", l->id, l->worktree,
                          (int)l->pid, l->purpose);
         json_object_set_new(r, "holder", reg_lease_to_json(l));
         return r;
     } else if (ls->n >= REG_LEASE_MAX) {
-        return fail("internal", "the embedded store holds %d leases already; release some "
+        return reg_lease_fail("internal", "the embedded store holds %d leases already; release some "
                     "(wtproxy leases)", REG_LEASE_MAX);
     } else {
         l = &ls->v[ls->n++];
@@ -213,12 +224,12 @@ static json_t *op_release(struct reg_lease_store *ls, json_t *req)
     const char *id = NULL, *wt = "";
     int force = 0;
     if (json_unpack(req, "{s:s, s?s, s?b}", "id", &id, "worktree", &wt, "force", &force) < 0)
-        return fail("bad-request", "release needs id (and worktree, or force)");
+        return reg_lease_fail("bad-request", "release needs id (and worktree, or force)");
     struct reg_lease *l = find(ls, id);
     if (!l)
-        return fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
+        return reg_lease_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
     if (!force && strcmp(l->worktree, wt) != 0) {
-        json_t *r = fail("not-permitted", "%s is held by worktree %s, not %s; release it "
+        json_t *r = reg_lease_fail("not-permitted", "%s is held by worktree %s, not %s; release it "
                          "there, or: wtproxy release %s --force", id, l->worktree, wt, id);
         json_object_set_new(r, "holder", reg_lease_to_json(l));
         return r;

@@ -67,6 +67,10 @@ int reg_pg_release(PGconn *pg, const char *id, const char *worktree, int force,
 /* Every lease as a JSON array (new reference), or NULL with err. */
 json_t *reg_pg_leases(PGconn *pg, char *err, size_t errlen);
 
+/* The control ops claim, release and leases (PROTOCOL.md "Leases") on the
+ * server, for a daemon whose store it is. Returns the reply. */
+json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req);
+
 #endif
 
 /* --- reg_pg_backends.c: the daemon's registrations, mirrored --- */
@@ -90,14 +94,20 @@ void reg_mirror_sync(struct reg_mirror *m, const struct reg_table *t);
 /* Append the other machines' entries to arr, each with "remote": true. */
 void reg_mirror_others(struct reg_mirror *m, json_t *arr);
 
-/* Add the store's state to a ping reply: "store" ("postgresql" or
- * "embedded"), "registry" (masked), "registry_ok", "registry_error". */
-void reg_mirror_status(const struct reg_mirror *m, json_t *reply);
+/* Add the store's state to a ping reply and return it: "store"
+ * ("postgresql" or "embedded"), "registry" (masked), "registry_ok",
+ * "registry_error"; "registry_optional": true when a configured store was
+ * unreachable and WTPROXY_REGISTRY_OPTIONAL=1 let the daemon run without. */
+json_t *reg_mirror_status(const struct reg_mirror *m, json_t *reply);
+
+/* A lease op (claim, release, leases) for the daemon: on the PostgreSQL
+ * store when the daemon has one, so that a CLI without the registry's URI
+ * still claims where the resource lives. NULL: use the embedded store. */
+json_t *reg_mirror_lease_op(struct reg_mirror *m, const char *op, json_t *req);
 
 /* The daemon's store at start: registry (the --registry / `registry =`
  * value), else $WTPROXY_REGISTRY; none: *m NULL, the embedded store.
  * Unreachable: -1 with err (the daemon must not start: fail closed),
- * unless WTPROXY_REGISTRY_OPTIONAL=1, which logs loudly, fills degraded
- * with the reason and returns 0 with *m NULL. */
-int reg_mirror_start(const char *registry, struct reg_mirror **m, char *degraded,
-                     size_t degradedlen, char *err, size_t errlen);
+ * unless WTPROXY_REGISTRY_OPTIONAL=1, which logs loudly and returns 0 with
+ * a mirror that only remembers why (the embedded store serves). */
+int reg_mirror_start(const char *registry, struct reg_mirror **m, char *err, size_t errlen);

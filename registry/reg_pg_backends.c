@@ -15,7 +15,7 @@
 #include "registry.h"
 
 struct reg_mirror {
-    PGconn *pg;
+    PGconn *pg;           /* NULL: unreachable at start, running on the embedded store */
     char uri[REG_PG_URI_MAX];
     char masked[REG_PG_URI_MAX + 64];
     char error[REG_PG_URI_MAX + 1024]; /* the last failure, "" when the last sync worked */
@@ -52,9 +52,10 @@ void reg_mirror_close(struct reg_mirror *m)
     if (!m)
         return;
     const char *p[] = {reg_machine_id()};
-    if (PQstatus(m->pg) == CONNECTION_OK)
+    if (m->pg && PQstatus(m->pg) == CONNECTION_OK)
         run(m, "DELETE FROM " REG_PG_SCHEMA ".backends WHERE machine = $1", 1, p);
-    PQfinish(m->pg);
+    if (m->pg)
+        PQfinish(m->pg);
     free(m);
 }
 
@@ -90,7 +91,7 @@ static int connected(struct reg_mirror *m)
 
 void reg_mirror_sync(struct reg_mirror *m, const struct reg_table *t)
 {
-    if (!m)
+    if (!m || !m->pg)
         return;
     const char *p[] = {reg_machine_id()};
     int ok = connected(m) == 0 && run(m, "BEGIN", 0, NULL) == 0 &&
@@ -109,7 +110,7 @@ void reg_mirror_sync(struct reg_mirror *m, const struct reg_table *t)
 
 void reg_mirror_others(struct reg_mirror *m, json_t *arr)
 {
-    if (!m || connected(m) < 0)
+    if (!m || !m->pg || connected(m) < 0)
         return;
     const char *p[] = {reg_machine_id()};
     PGresult *r = reg_pg_exec(m->pg, "SELECT entry::text FROM " REG_PG_SCHEMA ".backends"
@@ -124,23 +125,37 @@ void reg_mirror_others(struct reg_mirror *m, json_t *arr)
     PQclear(r);
 }
 
-void reg_mirror_status(const struct reg_mirror *m, json_t *reply)
+json_t *reg_mirror_status(const struct reg_mirror *m, json_t *reply)
 {
-    json_object_set_new(reply, "store", json_string(m ? "postgresql" : "embedded"));
-    if (m) {
-        json_object_set_new(reply, "registry", json_string(m->masked));
+    if (!reply)
+        return NULL;
+    json_object_set_new(reply, "store", json_string(m && m->pg ? "postgresql" : "embedded"));
+    if (!m)
+        return reply;
+    json_object_set_new(reply, "registry", json_string(m->masked));
+    if (m->pg)
         json_object_set_new(reply, "registry_ok", json_boolean(m->error[0] == '\0'));
-        if (m->error[0])
-            json_object_set_new(reply, "registry_error", json_string(m->error));
-    }
+    else /* the dashboard shows it: claims hold on this machine only */
+        json_object_set_new(reply, "registry_optional", json_true());
+    if (m->error[0])
+        json_object_set_new(reply, "registry_error", json_string(m->error));
+    return reply;
 }
 
-int reg_mirror_start(const char *registry, struct reg_mirror **m, char *degraded,
-                     size_t degradedlen, char *err, size_t errlen)
+json_t *reg_mirror_lease_op(struct reg_mirror *m, const char *op, json_t *req)
+{
+    if (!m || !m->pg)
+        return NULL;
+    if (connected(m) < 0)
+        return reg_lease_fail("internal", "claims are refused while the registry is down: %s",
+                              m->error);
+    return reg_pg_lease_op(m->pg, op, req);
+}
+
+int reg_mirror_start(const char *registry, struct reg_mirror **m, char *err, size_t errlen)
 {
     const char *uri = registry && registry[0] ? registry : getenv("WTPROXY_REGISTRY");
     *m = NULL;
-    degraded[0] = '\0';
     if (!uri || !uri[0])
         return 0;
     if ((*m = reg_mirror_open(uri, err, errlen))) {
@@ -148,9 +163,10 @@ int reg_mirror_start(const char *registry, struct reg_mirror **m, char *degraded
                 (*m)->masked);
         return 0;
     }
-    if (!reg_pg_optional())
+    if (!reg_pg_optional() || !(*m = calloc(1, sizeof **m)))
         return -1;
-    snprintf(degraded, degradedlen, "%s", err);
+    snprintf((*m)->error, sizeof (*m)->error, "%s", err);
+    reg_pg_mask(uri, (*m)->masked, sizeof (*m)->masked);
     fprintf(stderr, "wtproxy: WARNING: %s\nwtproxy: WARNING: WTPROXY_REGISTRY_OPTIONAL=1: "
             "running on the EMBEDDED store; other machines do not see this one, and its "
             "claims do not hold against them\n", err);

@@ -48,8 +48,7 @@ struct reg_server {
     struct event *sweep;
     struct reg_table *table;
     struct reg_lease_store *leases; /* claims on this machine (reg_lease_store.c) */
-    struct reg_mirror *mirror;       /* the PostgreSQL store, NULL: embedded only */
-    char degraded[REG_PG_URI_MAX + 1024]; /* why a configured store is not in use, "" */
+    struct reg_mirror *mirror;       /* the PostgreSQL store (reg_pg_backends.c), or NULL */
     char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
@@ -352,18 +351,6 @@ static json_t *op_list(struct reg_server *rs)
     return json_pack("{s:b, s:o}", "ok", 1, "entries", arr);
 }
 
-static json_t *op_ping(struct reg_server *rs)
-{
-    json_t *r = json_pack("{s:b, s:s, s:i, s:s}", "ok", 1, "version", WTP_VERSION, "pid",
-                          (int)getpid(), "machine", reg_machine_id());
-    reg_mirror_status(rs->mirror, r);
-    if (rs->degraded[0]) { /* the dashboard shows it: claims are this machine's only */
-        json_object_set_new(r, "registry_optional", json_true());
-        json_object_set_new(r, "registry_error", json_string(rs->degraded));
-    }
-    return r;
-}
-
 static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
 {
     const char *op = json_is_object(req) ? json_string_value(json_object_get(req, "op")) : NULL;
@@ -372,13 +359,17 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
     if (!op)
         return fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
-        return op_ping(rs);
+        return reg_mirror_status(rs->mirror, json_pack("{s:b, s:s, s:i, s:s}", "ok", 1,
+                                 "version", WTP_VERSION, "pid", (int)getpid(), "machine",
+                                 reg_machine_id()));
     if (strcmp(op, "list") == 0)
         return op_list(rs);
     if (strcmp(op, "register") == 0)
         return op_register(rs, p, req);
     if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0)
-        return reg_lease_store_op(rs->leases, op, req, p->uid);
+        return (err = reg_mirror_lease_op(rs->mirror, op, req))
+                   ? err
+                   : reg_lease_store_op(rs->leases, op, req, p->uid);
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
@@ -558,22 +549,6 @@ static void load_state(struct reg_server *rs)
         save(rs);
 }
 
-/* The leases' file: leases.json next to the state file. */
-static int open_leases(struct reg_server *rs, char *err, size_t errlen)
-{
-    char path[PATH_MAX + 16], warn[PATH_MAX * 2 + 128];
-    const char *slash = strrchr(rs->state_path, '/');
-    snprintf(path, sizeof path, "%.*s/leases.json", slash ? (int)(slash - rs->state_path) : 1,
-             slash ? rs->state_path : ".");
-    if (!(rs->leases = reg_lease_store_new(path, warn, sizeof warn))) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (warn[0])
-        fprintf(stderr, "wtproxy: %s\n", warn);
-    return 0;
-}
-
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
                                   const char *state_path, const char *registry, char *err,
                                   size_t errlen)
@@ -590,14 +565,13 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     snprintf(rs->socket_path, sizeof rs->socket_path, "%s", socket_path);
     snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
     srandom((unsigned)(getpid() ^ now_ms()));
-    if (reg_mirror_start(registry, &rs->mirror, rs->degraded, sizeof rs->degraded, err,
-                         errlen) < 0) {
+    if (reg_mirror_start(registry, &rs->mirror, err, errlen) < 0) {
         reg_server_free(rs);
         return NULL;
     }
     load_state(rs);
     reg_mirror_sync(rs->mirror, rs->table); /* this machine's rows from before are stale */
-    if (open_leases(rs, err, errlen) < 0) {
+    if (!(rs->leases = reg_lease_store_beside(rs->state_path, err, errlen))) {
         reg_server_free(rs);
         return NULL;
     }

@@ -2,7 +2,8 @@
 // registry. Each mirrors its registrations into wtproxy.backends; `wtproxy
 // ls` on either shows both machines' dev servers with a MACHINE column;
 // routing stays local: machine m1's proxy never sends a request to m2's
-// server. A dropped registration (and a stopped daemon) leaves the table.
+// server; a CLI that knows only its daemon claims on the shared store.
+// A dropped registration (and a stopped daemon) leaves the table.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -43,6 +44,16 @@ test('ls shows both machines with a MACHINE column; each routes only its own', a
   const viaM1 = await getWorktree(px1.port, tmp.wt.b);
   assert.notEqual(viaM1.status, 200, 'routing stays local');
   assert.equal(viaM1.headers['x-wtproxy-error'], 'no-backend', JSON.stringify(viaM1.headers));
+
+  // A CLI that knows only its daemon claims on the daemon's store: PostgreSQL.
+  let c = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.a, env: { WTPROXY_MACHINE: 'm1' } });
+  assert.equal(c.code, 0, c.stderr);
+  assert.equal(pg.psql("SELECT machine || ':' || worktree FROM wtproxy.leases WHERE id = 'emu'"), `m1:${tmp.wt.a}`);
+  c = await cli(tmp2, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.b, env: { WTPROXY_MACHINE: 'm2' } });
+  assert.equal(c.code, 1, 'm1 holds it, seen from m2');
+  assert.match(c.stderr, new RegExp(`emu is held by machine m1, worktree ${tmp.wt.a}`));
+  c = await cli(tmp2, ['leases', '--json'], { env: { WTPROXY_MACHINE: 'm2' } });
+  assert.deepEqual(JSON.parse(c.stdout).map((l) => l.id), ['emu']);
 
   runB.proc.kill('SIGTERM');
   await runB.exited;
