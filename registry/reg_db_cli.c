@@ -85,10 +85,6 @@ static int give_env(const struct db_args *a, const char *name, const char *workt
 static int db_name(const struct db_args *a, const char *wt, char *name, size_t len, char *err,
                    size_t errlen)
 {
-    if (a->name && a->base) {
-        snprintf(err, errlen, "give --base or --name, not both");
-        return -1;
-    }
     if (a->name) {
         snprintf(name, len, "%s", a->name);
         return reg_db_check_name(name, err, errlen);
@@ -172,6 +168,8 @@ int reg_db_main(int argc, char **argv)
     }
     if (r < 0)
         return usage_error(err);
+    if (a.base && a.name)
+        return usage_error("give --base or --name, not both");
     if (!a.server)
         a.server = getenv("WTPROXY_DB_SERVER") ? getenv("WTPROXY_DB_SERVER") : "";
     if (strcmp(argv[1], "claim") == 0)
