@@ -194,7 +194,7 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
         return -1;
     else
         snprintf(state, sizeof state, "%s/registry.json", dir);
-    s->reg = reg_server_new(s->base, control, state, err, errlen);
+    s->reg = reg_server_new(s->base, control, state, s->cfg.registry, err, errlen);
     if (!s->reg)
         return -1;
     const char *slash = strrchr(state, '/');

@@ -20,6 +20,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "reg_lease.h"
+#include "reg_pg.h"
 #include "registry.h"
 
 #define REG_LINE_MAX (64 * 1024) /* one request line, PROTOCOL.md */
@@ -45,6 +47,8 @@ struct reg_server {
     struct evconnlistener *listener;
     struct event *sweep;
     struct reg_table *table;
+    struct reg_lease_store *leases; /* claims on this machine (reg_lease_store.c) */
+    struct reg_mirror *mirror;       /* the PostgreSQL store (reg_pg_backends.c), or NULL */
     char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
@@ -79,6 +83,7 @@ static void save(struct reg_server *rs)
     if (reg_store_save(rs->table, rs->state_path, err, sizeof err) < 0)
         fprintf(stderr, "wtproxy: cannot save registrations, the previous state file is kept: "
                         "%s\n", err);
+    reg_mirror_sync(rs->mirror, rs->table);
 }
 
 /* ---- liveness ---- */
@@ -158,6 +163,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
         if (rs->reserved[i].until_ms > now)
             rs->reserved[kept++] = rs->reserved[i];
     rs->nreserved = kept;
+    reg_lease_store_sweep(rs->leases);
 }
 
 /* ---- port reservations ---- */
@@ -344,6 +350,7 @@ static json_t *op_list(struct reg_server *rs)
     json_t *arr = json_array();
     for (size_t i = 0; i < reg_table_count(rs->table); i++)
         json_array_append_new(arr, reg_backend_to_json(reg_table_at(rs->table, i)));
+    reg_mirror_others(rs->mirror, arr);
     return json_pack("{s:b, s:o}", "ok", 1, "entries", arr);
 }
 
@@ -355,12 +362,19 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
     if (!op)
         return fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
-        return json_pack("{s:b, s:s, s:i, s:O}", "ok", 1, "version", WTP_VERSION, "pid",
-                         (int)getpid(), "listen", rs->listen ? rs->listen : json_null());
+        return reg_mirror_status(rs->mirror,
+                                 json_pack("{s:b, s:s, s:i, s:s, s:O}", "ok", 1, "version",
+                                           WTP_VERSION, "pid", (int)getpid(), "machine",
+                                           reg_machine_id(), "listen",
+                                           rs->listen ? rs->listen : json_null()));
     if (strcmp(op, "list") == 0)
         return op_list(rs);
     if (strcmp(op, "register") == 0)
         return op_register(rs, p, req);
+    if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0)
+        return (err = reg_mirror_lease_op(rs->mirror, op, req))
+                   ? err
+                   : reg_lease_store_op(rs->leases, op, req, p->uid);
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
@@ -543,7 +557,8 @@ static void load_state(struct reg_server *rs)
 }
 
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
-                                  const char *state_path, char *err, size_t errlen)
+                                  const char *state_path, const char *registry, char *err,
+                                  size_t errlen)
 {
     struct reg_server *rs = calloc(1, sizeof *rs);
     if (!rs || !(rs->table = reg_table_new()) ||
@@ -557,7 +572,16 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     snprintf(rs->socket_path, sizeof rs->socket_path, "%s", socket_path);
     snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
     srandom((unsigned)(getpid() ^ now_ms()));
+    if (reg_mirror_start(registry, &rs->mirror, err, errlen) < 0) {
+        reg_server_free(rs);
+        return NULL;
+    }
     load_state(rs);
+    reg_mirror_sync(rs->mirror, rs->table); /* this machine's rows from before are stale */
+    if (!(rs->leases = reg_lease_store_beside(rs->state_path, err, errlen))) {
+        reg_server_free(rs);
+        return NULL;
+    }
     if (listen_control(rs, err, errlen) < 0) {
         reg_server_free(rs);
         return NULL;
@@ -584,6 +608,8 @@ void reg_server_free(struct reg_server *rs)
         unwatch(reg_table_at(rs->table, i));
     reg_table_free(rs->table);
     json_decref(rs->listen);
+    reg_lease_store_free(rs->leases);
+    reg_mirror_close(rs->mirror);
     free(rs);
 }
 

@@ -33,7 +33,7 @@ static void test_defaults(void)
     is_int(c.pool_size, WTP_POOL_SIZE, "pool_size default");
     is_int(c.pool_idle_ms, WTP_POOL_IDLE_MS, "pool_idle default");
     is_int(c.max_connections, WTP_MAX_CONNECTIONS, "max_connections default");
-    is_int(NKEYS, 25, "twenty-five keys in the table");
+    is_int(NKEYS, 26, "twenty-six keys in the table");
     is_int(c.whoami, 1, "the /__whoami gate is on by default");
     is_int(c.whoami_timeout_ms, WTP_WHOAMI_TIMEOUT_MS, "whoami_timeout default");
     is_int(c.stale_grace_ms, WTP_STALE_GRACE_MS, "stale_grace default");
