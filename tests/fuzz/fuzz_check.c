@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "http_msg.h"
 
@@ -15,10 +16,23 @@ struct fz_ctx {
     size_t final_seen;         /* final (non-1xx) responses so far */
 };
 
-static void violated(const char *what, const char *buf, size_t len)
+static FILE *report;
+
+void fz_quiet_logs(void)
 {
-    fprintf(stderr, "fuzz invariant violated: %s\n--- stream (%zu bytes) ---\n%.*s\n---\n", what,
-            len, (int)(len > 4000 ? 4000 : len), buf);
+    int fd = dup(2);
+    FILE *null = fopen("/dev/null", "w");
+    if (fd < 0 || !(report = fdopen(fd, "w")) || !null)
+        abort();
+    stderr = null;
+}
+
+void fz_violated(const char *what, const char *buf, size_t len)
+{
+    fprintf(report ? report : stderr,
+            "fuzz invariant violated: %s\n--- stream (%zu bytes) ---\n%.*s\n---\n", what, len,
+            (int)(len > 4000 ? 4000 : len), buf ? buf : "");
+    fflush(report ? report : stderr);
     abort();
 }
 
@@ -122,7 +136,7 @@ void fz_parse_requests(const char *buf, size_t len, const struct head_scan_limit
     memset(out, 0, sizeof *out);
     parse(buf, len, lim, &x);
     if (strict && out->error)
-        violated(out->error, buf, len);
+        fz_violated(out->error, buf, len);
 }
 
 void fz_parse_responses(const char *buf, size_t len, const struct fz_msgs *req,
@@ -133,5 +147,5 @@ void fz_parse_responses(const char *buf, size_t len, const struct fz_msgs *req,
     memset(out, 0, sizeof *out);
     parse(buf, len, &lim, &x);
     if (out->error)
-        violated(out->error, buf, len);
+        fz_violated(out->error, buf, len);
 }

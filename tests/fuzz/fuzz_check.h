@@ -19,6 +19,14 @@ struct fz_msgs {
     const char *error;        /* why parsing stopped early, NULL if it did not */
 };
 
+/* Send what the code under test logs on stderr to /dev/null (the relay
+ * logs every refusal: thousands a second), keeping the real stderr for
+ * the invariant reports and the sanitizers. */
+void fz_quiet_logs(void);
+
+/* Report a broken invariant with the stream that broke it, and abort. */
+void fz_violated(const char *what, const char *buf, size_t len);
+
 /* Parse requests from buf. strict: abort() with a message on a malformed
  * request or one with ambiguous framing (Content-Length and
  * Transfer-Encoding, two Content-Lengths, two Hosts) — for bytes the

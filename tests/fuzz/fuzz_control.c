@@ -16,6 +16,7 @@
 
 #include <event2/event.h>
 
+#include "fuzz_check.h"
 #include "registry.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -25,8 +26,7 @@ static struct reg_server *rs;
 
 static void violated(const char *what, const char *line, size_t len)
 {
-    fprintf(stderr, "fuzz invariant violated: %s\nline: %.*s\n", what, (int)len, line);
-    abort();
+    fz_violated(what, line, len);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -34,6 +34,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     char dir[] = "/tmp/wtp-fuzz-control-XXXXXX", sock[64], state[64], err[512];
     (void)argc;
     (void)argv;
+    fz_quiet_logs(); /* "registered ..." on every register */
     struct event_base *base = event_base_new();
     if (!base || !mkdtemp(dir)) {
         perror("fuzz_control setup");

@@ -41,6 +41,7 @@ static int auto_answer;
 static struct {
     int cfd;
     int reading;
+    int closing; /* tearing down: backend connections are refused */
     struct capture sent, got; /* client -> proxy, proxy -> client */
     struct fake_backend be[FZ_MAX_BACKENDS];
     size_t nbe;
@@ -79,6 +80,8 @@ void fz_relay_init(int answer)
     socklen_t salen = sizeof sa;
     char name[64], err[256];
     auto_answer = answer;
+    if (!getenv("FZ_RELAY_DUMP"))
+        fz_quiet_logs();
     signal(SIGPIPE, SIG_IGN);
     TAILQ_INIT(&srv.clients);
     proxy_config_defaults(&srv.cfg);
@@ -129,7 +132,7 @@ static int accept_backends(void)
 {
     int moved = 0, fd;
     while ((fd = accept4(backend_listen_fd, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
-        if (run.nbe == FZ_MAX_BACKENDS) {
+        if (run.nbe == FZ_MAX_BACKENDS || run.closing) {
             close(fd);
             continue;
         }
@@ -210,7 +213,7 @@ static void apply(const struct fz_step *s)
  * client got well-formed responses. */
 static void dump(const char *what, const struct capture *c)
 {
-    fprintf(stderr, "--- %s (%zu bytes) ---\n%.*s\n", what, c->len, (int)c->len,
+    fprintf(stdout, "--- %s (%zu bytes) ---\n%.*s\n", what, c->len, (int)c->len,
             c->buf ? c->buf : "");
 }
 
@@ -236,9 +239,10 @@ static void check(void)
      * one turned out closed (upstream.c): allow one per extra connection. */
     size_t retries = connections > 1 ? connections - 1 : 0;
     if (!run.sent.truncated && !creq.upgraded && forwarded > creq.n + retries) {
-        fprintf(stderr, "fuzz invariant violated: %zu requests reached backends, the client "
-                        "sent %zu whole\n", forwarded, creq.n);
-        abort();
+        char what[128];
+        snprintf(what, sizeof what, "%zu requests reached backends, the client sent %zu whole",
+                 forwarded, creq.n);
+        fz_violated(what, run.sent.buf, run.sent.len);
     }
     if (!run.got.truncated)
         fz_parse_responses(run.got.buf, run.got.len, &creq, &resp);
@@ -255,6 +259,7 @@ static void teardown(void)
     }
     run.cfd = -1;
     run.nbe = 0;
+    run.closing = 1;
     pump();
     while (!TAILQ_EMPTY(&srv.clients))
         proxy_client_abort(TAILQ_FIRST(&srv.clients));
