@@ -64,6 +64,7 @@ export async function startProxy(t, args = [], opts = {}) {
   const proc = spawn(cmd[0], cmd.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...(opts.env || {}) },
+    ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {}), // run as another user
   });
   let err = '';
   proc.stderr.on('data', (d) => { err += d; });
