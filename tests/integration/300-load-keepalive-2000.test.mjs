@@ -28,7 +28,9 @@ function fdLimit(pid) {
 // 10 s on a quiet 2-core machine with ASan, far longer on a loaded one.
 test('2,000 concurrent keep-alive connections routed by caller: no error, fds back, RSS bounded', { timeout: 300000 }, async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b']);
-  const px = await startDaemon(t, tmp, ['--pool-idle', '1s'], { env: measurableEnv });
+  // the first connections wait, idle, for the last ones: keepalive_timeout
+  // (75 s) must not end them on a slow machine
+  const px = await startDaemon(t, tmp, ['--pool-idle', '1s', '--keepalive-timeout', '10m'], { env: measurableEnv });
   // the daemon raises its soft fd limit to the hard one (server.c); it
   // needs a client and a backend fd per connection
   assert.ok(fdLimit(px.proc.pid) > 2 * CONNECTIONS + 100,

@@ -43,10 +43,12 @@ function readResponse(s) {
       resolve({ status: Number(head.split(' ')[1]), body: buf.subarray(end + 4, end + 4 + len).toString() });
     };
     const onEnd = () => { cleanup(); reject(new Error('closed before a whole response')); };
+    if (s.destroyed || s.readableEnded) { onEnd(); return; }
     const onError = (e) => { cleanup(); reject(e); };
-    const cleanup = () => { s.off('data', onData); s.off('end', onEnd); s.off('error', onError); };
+    const cleanup = () => { s.off('data', onData); s.off('end', onEnd); s.off('close', onEnd); s.off('error', onError); };
     s.on('data', onData);
     s.on('end', onEnd);
+    s.on('close', onEnd);
     s.on('error', onError);
   });
 }
