@@ -23,6 +23,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct reg_server *rs;
+static struct event_base *base;
+static char dir[] = "/tmp/wtp-fuzz-control-XXXXXX";
+
+/* libFuzzer ends with exit(): the socket, state file and folder go. */
+static void cleanup(void)
+{
+    char path[64];
+    reg_server_free(rs);
+    event_base_free(base);
+    snprintf(path, sizeof path, "%s/state.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
 
 static void violated(const char *what, const char *line, size_t len)
 {
@@ -31,11 +44,11 @@ static void violated(const char *what, const char *line, size_t len)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char dir[] = "/tmp/wtp-fuzz-control-XXXXXX", sock[64], state[64], err[512];
+    char sock[64], state[64], err[512];
     (void)argc;
     (void)argv;
     fz_quiet_logs(); /* "registered ..." on every register */
-    struct event_base *base = event_base_new();
+    base = event_base_new();
     if (!base || !mkdtemp(dir)) {
         perror("fuzz_control setup");
         abort();
@@ -46,6 +59,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         fprintf(stderr, "fuzz_control: %s\n", err);
         abort();
     }
+    atexit(cleanup);
     return 0;
 }
 
