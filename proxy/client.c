@@ -174,7 +174,7 @@ void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;
     error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
-                     !keep);
+                     !keep, c->is_head);
     c->resp_started = 1;
     if (keep)
         conn_next_request(c);
@@ -482,6 +482,8 @@ static void read_request_head(struct proxy_client *c)
         return;
     if (c->state == CS_IDLE) {
         c->state = CS_HEAD;
+        c->is_head = 0; /* the last request's, until this one's head is parsed */
+        c->path[0] = '\0';
         head_scan_init(&c->scan);
         conn_arm_timer(c, cfg->head_timeout_ms);
     }
@@ -629,6 +631,7 @@ static void note_request(struct proxy_client *c, struct http_msg *m)
     size_t plen = strcspn(m->url, "? ");
     if (plen > m->url_len)
         plen = m->url_len;
+    c->is_head = m->parser.method == HTTP_HEAD; /* set before any refusal: no body then */
     snprintf(c->path, sizeof c->path, "%s %.*s", llhttp_method_name(m->parser.method),
              (int)(plen < 96 ? plen : 96), m->url);
 }
@@ -644,7 +647,6 @@ static int req_headers_complete(struct http_msg *m)
     const struct http_field *conn = http_msg_field(m, "connection", NULL);
     c->http10 = p->http_minor == 0;
     c->keepalive = llhttp_should_keep_alive(p) && !c->http10;
-    c->is_head = p->method == HTTP_HEAD;
     c->req_chunked = (p->flags & F_CHUNKED) != 0;
     c->upgrade = http_msg_field(m, "upgrade", NULL) && conn &&
                  http_list_has(conn->value, conn->vlen, "upgrade");

@@ -271,7 +271,7 @@ static json_t *conflict(const struct reg_backend *h)
 }
 
 /* The entry a ready/unregister names, checked against the peer's uid. */
-static json_t *find_owned(struct reg_server *rs, struct peer *p, json_t *req,
+static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req,
                           struct reg_backend **out)
 {
     json_int_t front = 0;
@@ -285,14 +285,14 @@ static json_t *find_owned(struct reg_server *rs, struct peer *p, json_t *req,
     if (!*out)
         return fail("not-found", "nothing is registered for %s on front :%d (see: wtproxy ls)",
                     wt, (int)front);
-    if (p->uid != 0 && p->uid != (*out)->uid)
+    if (uid != 0 && uid != (*out)->uid)
         return fail("not-permitted", "%s on front :%d belongs to uid %d; only that user or "
                                      "root may change it", (*out)->worktree, (int)front,
                     (int)(*out)->uid);
     return NULL;
 }
 
-static json_t *op_register(struct reg_server *rs, struct peer *p, json_t *req)
+static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
 {
     json_int_t front = 0, port = 0, pid = 0, ttl = 0;
     const char *wt = NULL, *command = "", *host = "127.0.0.1";
@@ -312,7 +312,7 @@ static json_t *op_register(struct reg_server *rs, struct peer *p, json_t *req)
                                    "cannot outlive its server forever");
     if (pid > 0 && !reg_pid_start((pid_t)pid))
         return fail("bad-request", "pid %d does not run", (int)pid);
-    if (pid > 0 && p->uid != 0 && pid_uid((pid_t)pid) != p->uid)
+    if (pid > 0 && uid != 0 && pid_uid((pid_t)pid) != uid)
         return fail("not-permitted", "pid %d is not yours", (int)pid);
     snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, (int)port);
     struct reg_backend *holder = reg_table_get(rs->table, (int)front, real);
@@ -327,7 +327,7 @@ static json_t *op_register(struct reg_server *rs, struct peer *p, json_t *req)
     snprintf(b->worktree, sizeof b->worktree, "%s", real);
     snprintf(b->command, sizeof b->command, "%s", command);
     b->front = (int)front;
-    b->uid = p->uid;
+    b->uid = uid;
     b->port = (int)port;
     b->pid = (pid_t)pid;
     b->pid_start = pid ? reg_pid_start((pid_t)pid) : 0;
@@ -354,7 +354,7 @@ static json_t *op_list(struct reg_server *rs)
     return json_pack("{s:b, s:o}", "ok", 1, "entries", arr);
 }
 
-static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
+static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
 {
     const char *op = json_is_object(req) ? json_string_value(json_object_get(req, "op")) : NULL;
     struct reg_backend *b = NULL;
@@ -370,11 +370,11 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
     if (strcmp(op, "list") == 0)
         return op_list(rs);
     if (strcmp(op, "register") == 0)
-        return op_register(rs, p, req);
+        return op_register(rs, uid, req);
     if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0)
         return (err = reg_mirror_lease_op(rs->mirror, op, req))
                    ? err
-                   : reg_lease_store_op(rs->leases, op, req, p->uid);
+                   : reg_lease_store_op(rs->leases, op, req, uid);
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
@@ -383,7 +383,7 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
     }
     if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
         strcmp(op, "unregister") == 0) {
-        if ((err = find_owned(rs, p, req, &b)))
+        if ((err = find_owned(rs, uid, req, &b)))
             return err;
         if (op[0] == 'r') {
             /* restarting: requests wait for it again, as for a new server */
@@ -400,18 +400,33 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
 
 /* ---- the control socket ---- */
 
-static void reply(struct peer *p, json_t *r)
+/* The reply line (no LF) to r, which it consumes. */
+static char *reply_line(json_t *r)
 {
     char *line = r ? json_dumps(r, JSON_COMPACT) : NULL;
-    struct evbuffer *out = bufferevent_get_output(p->bev);
-    if (line) {
-        evbuffer_add(out, line, strlen(line));
-        free(line);
-    } else {
-        evbuffer_add_printf(out, "{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
-    }
-    evbuffer_add(out, "\n", 1);
     json_decref(r);
+    return line ? line : strdup("{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
+}
+
+char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len)
+{
+    json_error_t je;
+    json_t *req = json_loadb(line, len, 0, &je);
+    if (!req)
+        return reply_line(fail("bad-request", "not JSON: %s (line %d, column %d)", je.text,
+                               je.line, je.column));
+    char *out = reply_line(handle(rs, uid, req));
+    json_decref(req);
+    return out;
+}
+
+static void reply(struct peer *p, char *line)
+{
+    struct evbuffer *out = bufferevent_get_output(p->bev);
+    if (line)
+        evbuffer_add(out, line, strlen(line));
+    evbuffer_add(out, "\n", 1);
+    free(line);
 }
 
 static void peer_free(struct peer *p)
@@ -435,20 +450,16 @@ static void peer_read(struct bufferevent *bev, void *arg)
     size_t len;
     char *line;
     while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
-        json_error_t je;
-        json_t *req = len < REG_LINE_MAX ? json_loadb(line, len, 0, &je) : NULL;
-        free(line);
         if (len >= REG_LINE_MAX)
-            reply(p, fail("too-large", "a request line is at most %d bytes", REG_LINE_MAX));
-        else if (!req)
-            reply(p, fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
-                          je.column));
+            reply(p, reply_line(fail("too-large", "a request line is at most %d bytes",
+                                     REG_LINE_MAX)));
         else
-            reply(p, handle(p->rs, p, req));
-        json_decref(req);
+            reply(p, reg_server_request(p->rs, p->uid, line, len));
+        free(line);
     }
     if (evbuffer_get_length(in) >= REG_LINE_MAX) {
-        reply(p, fail("too-large", "a request line is at most %d bytes; closing", REG_LINE_MAX));
+        reply(p, reply_line(fail("too-large", "a request line is at most %d bytes; closing",
+                                 REG_LINE_MAX)));
         bufferevent_disable(bev, EV_READ);
         bufferevent_setcb(bev, NULL, close_when_written, NULL, p);
     }

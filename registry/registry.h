@@ -180,6 +180,13 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
                                   const char *state_path, const char *registry, char *err,
                                   size_t errlen);
 
+/* One control request line (len bytes, no LF) from a peer of uid, to its
+ * reply line (malloc'd, no LF; never NULL but when out of memory): what
+ * the control socket does for each line it reads. Public so that the
+ * fuzzer (tests/fuzz/fuzz_control.c) drives exactly this code without a
+ * socket. */
+char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len);
+
 /* Stop serving, remove the socket file, drop every watch and the table. */
 void reg_server_free(struct reg_server *rs);
 
