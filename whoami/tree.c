@@ -27,8 +27,7 @@ struct whoami_trees;
 struct tree {
     struct whoami_trees *ts;
     char root[PATH_MAX];
-    char *key;                   /* the patterns, joined: which trees are the same */
-    struct whoami_patterns pat;  /* a copy */
+    struct whoami_patterns pat;  /* a copy: with root, which trees are the same */
     struct whoami_fp fp;
     int have_fp, dirty;
     long long changed_ms, used_ms;
@@ -46,20 +45,22 @@ struct whoami_trees {
     size_t n;
 };
 
-static char *patterns_key(const struct whoami_patterns *p)
+static int strings_equal(char *const *a, size_t na, char *const *b, size_t nb)
 {
-    size_t len = 2;
-    for (size_t i = 0; i < p->n_include; i++) len += strlen(p->include[i]) + 1;
-    for (size_t i = 0; i < p->n_exclude; i++) len += strlen(p->exclude[i]) + 1;
-    char *k = malloc(len), *o = k;
-    if (!k)
-        return NULL;
-    /* '\n' cannot be part of a checked pattern; '\1' marks the split */
-    for (size_t i = 0; i < p->n_include; i++) o += sprintf(o, "%s\n", p->include[i]);
-    *o++ = '\1';
-    for (size_t i = 0; i < p->n_exclude; i++) o += sprintf(o, "%s\n", p->exclude[i]);
-    *o = '\0';
-    return k;
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    return 1;
+}
+
+/* Compared in place: this runs for every gated request, so no key is
+ * built (no allocation, no formatting). */
+static int patterns_equal(const struct whoami_patterns *a, const struct whoami_patterns *b)
+{
+    return strings_equal(a->include, a->n_include, b->include, b->n_include) &&
+           strings_equal(a->exclude, a->n_exclude, b->exclude, b->n_exclude);
 }
 
 static char **copy_strings(char **v, size_t n)
@@ -97,7 +98,6 @@ static void tree_free(struct tree *t)
 {
     drop_watches(t);
     free(t->watch);
-    free(t->key);
     free_strings(t->pat.include, t->pat.n_include);
     free_strings(t->pat.exclude, t->pat.n_exclude);
     whoami_fp_free(&t->fp);
@@ -258,16 +258,13 @@ static int start_watching(struct whoami_trees *ts, struct tree *t)
 }
 
 static struct tree *tree_new(struct whoami_trees *ts, const char *root,
-                             const struct whoami_patterns *p, char *key)
+                             const struct whoami_patterns *p)
 {
     struct tree *t = calloc(1, sizeof *t);
-    if (!t) {
-        free(key);
+    if (!t)
         return NULL;
-    }
     t->ts = ts;
     t->ifd = -1;
-    t->key = key;
     snprintf(t->root, sizeof t->root, "%s", root);
     t->pat.n_include = p->n_include;
     t->pat.n_exclude = p->n_exclude;
@@ -284,21 +281,17 @@ static struct tree *tree_new(struct whoami_trees *ts, const char *root,
 static struct tree *tree_find(struct whoami_trees *ts, const char *root,
                               const struct whoami_patterns *p, long long now_ms)
 {
-    char *key = patterns_key(p);
     size_t lru = 0;
-    if (!key)
-        return NULL;
     for (size_t i = 0; i < ts->n; i++) {
         struct tree *t = ts->tree[i];
-        if (strcmp(t->root, root) == 0 && strcmp(t->key, key) == 0) {
-            free(key);
+        if (strcmp(t->root, root) == 0 && patterns_equal(&t->pat, p)) {
             t->used_ms = now_ms;
             return t;
         }
         if (t->used_ms < ts->tree[lru]->used_ms)
             lru = i;
     }
-    struct tree *t = tree_new(ts, root, p, key);
+    struct tree *t = tree_new(ts, root, p);
     if (!t)
         return NULL;
     if (ts->n == WHOAMI_MAX_TREES)
