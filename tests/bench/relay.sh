@@ -358,7 +358,8 @@ es = d.get("entries", d) if isinstance(d, dict) else d
 print(" ".join(e.get("whoami", {}).get("state", "unchecked") for e in es))') ||
     die "wtproxy ls --json failed"
   [[ $state == verified ]] || die "wtproxy shows the backend's whoami state as '$state', want verified"
-  py=$(cd "$wt" && find . -name '*.py' -not -path './node_modules/*' | sort | head -n 1)
+  # (no `| head` here: under pipefail its early exit can kill the script with SIGPIPE)
+  py=$(cd "$wt" && python3 -c 'import glob; print(sorted(glob.glob("src/**/*.py", recursive=True))[0])')
   cp "$wt/$py" "$tmp/saved.py"
   echo "# edited by relay.sh's gate check" >>"$wt/$py"
   code=$(cd "$wt" && curl -sS --max-time 30 -o "$tmp/check1" -w '%{http_code}' "http://127.0.0.1:$port_wtproxy$path" 2>&1) ||
