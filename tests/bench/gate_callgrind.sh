@@ -11,6 +11,8 @@
 # requests, counters zeroed, REQUESTS requests one after another on one
 # keep-alive connection (cwd in the worktree), counters dumped. Prints
 # instructions per request per mode, and the functions that differ.
+# CLOSE=1: every request on a new connection with Connection: close
+# (identification and the gate per request).
 # Set KEEP_TMP=1 to keep the callgrind.out files (callgrind_annotate them).
 set -euo pipefail
 BIN=${1:?usage: gate_callgrind.sh WTPROXY_BIN [REQUESTS]}
@@ -58,16 +60,22 @@ pids+=("$!"); npid=$!
 wait_port "$pb"
 python3 "$here/gate_tree.py" --whoami "$wt" "$npid" "$("$BIN" fingerprint --json "$wt")" >"$tmp/www/__whoami"
 
-# requests HOST:PORT N: N GETs on one keep-alive connection; prints how many got 200
+CLOSE=${CLOSE:-0}
+# requests HOST:PORT N: N GETs on one keep-alive connection (CLOSE=1: each on
+# its own, with Connection: close); prints how many got 200
 requests() {
-  python3 - "$1" "$2" <<'PY'
+  python3 - "$1" "$2" "$CLOSE" <<'PY'
 import socket, sys
 host, port = sys.argv[1].rsplit(":", 1)
-n, ok = int(sys.argv[2]), 0
-s = socket.create_connection((host, int(port)))
-req = f"GET /body.txt HTTP/1.1\r\nHost: {sys.argv[1]}\r\n\r\n".encode()
+n, ok, close = int(sys.argv[2]), 0, sys.argv[3] == "1"
+s = None
+req = f"GET /body.txt HTTP/1.1\r\nHost: {sys.argv[1]}\r\n{'Connection: close' if close else 'X-Keep: 1'}\r\n\r\n".encode()
 buf = b""
 for _ in range(n):
+    if close or s is None:
+        if s:
+            s.close()
+        s, buf = socket.create_connection((host, int(port))), b""
     s.sendall(req)
     while b"\r\n\r\n" not in buf:
         buf += s.recv(65536)
@@ -108,7 +116,7 @@ for mode in on off; do
   echo "gate $mode: $total instructions for $N requests = $(( total / N )) per request" >&2
   kill -TERM "$vpid"; wait "$vpid" 2>/dev/null || true
 done
-echo "| gate | instructions/request (wtproxy, user space) |"
+echo "| gate | instructions/request (wtproxy, user space; $([[ $CLOSE == 1 ]] && echo 'Connection: close' || echo 'keep-alive')) |"
 echo "|---|---:|"
 echo "| on | $(( ir[on] / N )) |"
 echo "| off (--whoami off) | $(( ir[off] / N )) |"
