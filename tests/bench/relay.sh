@@ -162,8 +162,15 @@ else
     # placed in the registered worktree (anyone else gets 503)
     WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen}"
     wtproxy_desc+=" (identification on: no default backend, the backend registered for a temp worktree, wrk's cwd in it)"
-    # the gate is on by default; say so, so a config file cannot turn it off
-    [[ $GATE == 1 ]] && WTPROXY_CMD+=" --whoami on"
+    # the gate (on by default) needs a /__whoami on the backend: GATE=1
+    # serves one and says --whoami on, so a config file cannot turn it off;
+    # IDENTIFY=1 alone measures identification alone, as it did before the gate
+    if [[ $GATE == 1 ]]; then
+      WTPROXY_CMD+=" --whoami on"
+    else
+      WTPROXY_CMD+=" --whoami off"
+      wtproxy_desc+=" (the /__whoami gate off: --whoami off)"
+    fi
   else
     WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen} --backend {backend}"
   fi
