@@ -41,6 +41,7 @@ struct entry {
     long long asked_ms;           /* when the exchange behind res began */
     long long restart_ms;         /* when we asked its wrapper to restart it, 0 not */
     int refresh;                  /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
+    int answered;                 /* it has given a usable answer before */
     int settling;                 /* settle() is running its waiters' callbacks */
     TAILQ_HEAD(, waiter) waiters;
     LIST_ENTRY(entry) link;
@@ -220,7 +221,12 @@ static int decide(struct entry *e, const char *wt, long long since, char *detail
      * while: only its fresh answer counts, within start_timeout. */
     if (restarting(e, now) && !(fresh && e->have_ans))
         return fresh ? D_RETRY : D_FETCH;
-    if (e->res.result == WF_UNREACHABLE) {
+    /* A server that has answered before and now answers nothing, or not in
+     * time, is most likely starting again (an autoreloader on a busy
+     * machine binds its port well before it serves): waited for like one
+     * that does not listen. One that never answered is refused at once. */
+    if (e->res.result == WF_UNREACHABLE ||
+        (e->res.result == WF_TIMEOUT && e->answered)) {
         if (!fresh)
             return D_FETCH;
         if (restarting(e, now) || now - since < g->cfg.reload_grace_ms)
@@ -291,7 +297,7 @@ static void keep(struct entry *e, const struct whoami_fetch_reply *r)
     } else if (r->status == 200) {
         char err[256];
         if (whoami_answer_parse(r->body, r->len, &e->ans, err, sizeof err) == 0)
-            e->have_ans = 1;
+            e->have_ans = e->answered = 1;
         else
             snprintf(e->problem, sizeof e->problem, "%s", err);
     }

@@ -43,7 +43,11 @@ async function runDjango(t, tmp, dir, front, { runArgs = [], reload = false } = 
   let out = '';
   proc.stdout.on('data', (d) => { out += d; });
   proc.stderr.on('data', (d) => { out += d; });
-  t.after(() => { if (proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGTERM'); });
+  const exited = new Promise((r) => proc.on('exit', r));
+  t.after(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGTERM');
+    await exited; // it unregisters on the way out
+  });
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`not ready in 30 s:\n${out}`)), 30000);
     const check = () => { if (/is ready on/.test(out)) { clearTimeout(timer); resolve(); } };

@@ -31,7 +31,8 @@ export const git = (cwd, ...args) => execFileSync('git', args, {
 export function makeWorktrees(t, names = ['a', 'b', 'c', 'd'], { mode } = {}) {
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-reg-')));
   if (mode !== undefined) fs.chmodSync(root, mode);
-  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  // Retried: a daemon or server still stopping may write one last file.
+  t.after(() => fs.rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
   const repo = path.join(root, 'repo');
   fs.mkdirSync(repo);
   git(repo, 'init', '-q', '-b', 'main');
