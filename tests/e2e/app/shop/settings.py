@@ -60,10 +60,11 @@ else:
     MIDDLEWARE.insert(0, 'wtproxy_whoami.django.WhoamiMiddleware')
 
 ROOT_URLCONF = 'shop.urls'
+# Templates are read once per process (as Django 4.1+ does in DEBUG too).
 TEMPLATES = [{
     'BACKEND': 'django.template.backends.django.DjangoTemplates',
-    'APP_DIRS': True,
-    'OPTIONS': {},
+    'OPTIONS': {'loaders': [('django.template.loaders.cached.Loader', [
+        'django.template.loaders.app_directories.Loader'])]},
 }]
 WSGI_APPLICATION = 'shop.wsgi.application'
 
