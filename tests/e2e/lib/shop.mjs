@@ -155,17 +155,32 @@ export function classify(branch, suite, run) {
   const bug = spec.bug[suite];
   const failed = failedTests(suite, out);
   const onlyBug = failed.length > 0 && failed.every((f) => bug.tests.includes(f));
-  const clean = suite === 'django' ? /^FAILED \(failures=\d+\)\s*$/m.test(out) : /^\s+\d+ failed\s*$/m.test(out);
+  // django: only failures, and nothing went wrong after them (destroying
+  // the test database); e2e: the tests ran and some failed
+  const clean = suite === 'django'
+    ? /^FAILED \(failures=\d+\)\s*$/m.test(out) && !/^FAILED \(failures=\d+\)\s*$[\s\S]*(Traceback|Error)/m.test(out)
+    : /^\s+\d+ failed\s*$/m.test(out);
   return onlyBug && clean && bug.proof.test(out) ? { verdict: 'right', why: '' } : { verdict: 'wrong reason', why };
 }
 
-// The first line of a log that says what went wrong, shortened.
+// What went wrong first, in a line: for e2e the first failed assertion
+// (locator, expected, received) or error; for Django the first error.
 function excerpt(suite, out) {
-  const pick = suite === 'django'
-    ? /^(?:\w*Error: .*|FAIL: .*|ERROR: .*|Got an error .*|.*killed after.*)$/m
-    : /^\s*(?:Error: .*|Received string: .*|Expected string: .*|.*ERR_CONNECTION_REFUSED.*|.*killed after.*)$/m;
-  const m = pick.exec(out);
-  return (m ? m[0] : out.trim().split('\n').pop() || '').trim().slice(0, 140);
+  const short = (x) => x.replace(/\s+/g, ' ').trim().slice(0, 160);
+  if (suite === 'django') {
+    const m = /^Got an error .*$/m.exec(out) || /^[\w.]*(?:Error|Exception): .*$/m.exec(out) || /^FAIL: \w+/m.exec(out) || /killed after.*/.exec(out);
+    return short(m ? m[0] : out.trim().split('\n').pop() || '');
+  }
+  const start = out.search(/^\s+1\) /m);
+  const first = start < 0 ? out : out.slice(start, start + 3000);
+  const loc = /Locator:\s+locator\('([^']+)'\)/.exec(first);
+  if (loc) {
+    const exp = /Expected(?: string)?:\s+(.*)/.exec(first);
+    const rec = /Received(?: string)?:\s+(.*)/.exec(first);
+    return short(`${loc[1]}: expected ${exp ? exp[1] : '?'}, ${rec ? `got ${rec[1]}` : 'not found'}`);
+  }
+  const err = /^\s*Error: (?!expect\().*$/m.exec(first) || /killed after.*/.exec(out);
+  return short(err ? err[0] : out.trim().split('\n').pop() || '');
 }
 
 // Whether this wtproxy has `wtproxy db` (issue #7's database claims).
