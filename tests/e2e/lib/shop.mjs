@@ -171,8 +171,14 @@ function excerpt(suite, out) {
     const m = /^Got an error .*$/m.exec(out) || /^[\w.]*(?:Error|Exception): .*$/m.exec(out) || /^FAIL: \w+/m.exec(out) || /killed after.*/.exec(out);
     return short(m ? m[0] : out.trim().split('\n').pop() || '');
   }
+  // the first failure's block: from "  1) " to the next one or the summary
   const start = out.search(/^\s+1\) /m);
-  const first = start < 0 ? out : out.slice(start, start + 3000);
+  let first = out;
+  if (start >= 0) {
+    const rest = out.slice(start + 5);
+    const end = rest.search(/^\s+(?:\d+\) |\d+ failed)/m);
+    first = out.slice(start, end < 0 ? undefined : start + 5 + end);
+  }
   const loc = /Locator:\s+locator\('([^']+)'\)/.exec(first);
   if (loc) {
     const exp = /Expected(?: string)?:\s+(.*)/.exec(first);
