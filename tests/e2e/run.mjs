@@ -150,7 +150,7 @@ async function serveOnFront(ctx, branch) {
     { cwd: ctx.shop.wt[branch], env: ctx.env, detached: true, stdio: 'ignore' });
   const stop = async () => {
     try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ }
-    while (await frontBusy(front)) await sleep(50);
+    for (let i = 0; i < 100 && await frontBusy(front); i++) await sleep(50);
   };
   life.after(stop);
   const deadline = Date.now() + 20000;

@@ -8,6 +8,7 @@ that has its own: WT_DB and WT_TEST_DB, from the environment or else from a
 `wtproxy db claim --write-env .env.wt` writes them). The server, user and
 port come from libpq's PGHOST, PGPORT and PGUSER.
 """
+import importlib.util
 import os
 from pathlib import Path
 
@@ -52,12 +53,11 @@ MIDDLEWARE = [
 # checkout this server serves and which code it loaded. First, so that it
 # answers before anything else. Listed only when importable, so the shop
 # still runs where the package is not installed.
-try:
-    import wtproxy_whoami.django  # noqa: F401
-except ImportError:
-    pass
-else:
+if importlib.util.find_spec('wtproxy_whoami') is not None:
     MIDDLEWARE.insert(0, 'wtproxy_whoami.django.WhoamiMiddleware')
+# What the server loads at start, so what makes it stale when edited: the
+# code, and the templates (read once per process, see TEMPLATES).
+WTPROXY_WHOAMI = {'include': ['**/*.py', '**/templates/**/*.html']}
 
 ROOT_URLCONF = 'shop.urls'
 # Templates are read once per process (as Django 4.1+ does in DEBUG too).
