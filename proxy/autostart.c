@@ -158,8 +158,9 @@ static void exec_run(struct autostart *a, const struct started *e, const char *s
         _exit(127);
     setenv("WTPROXY_CONTROL", a->control, 1);
     setenv("WTPROXY_NO_AUTOSTART", "1", 1);
-    execl(a->exe, a->exe, "run", "--front", front, "--worktree", e->worktree, "--", "/bin/sh",
-          "-c", start, (char *)NULL);
+    /* The daemon started it, so the daemon may restart it when stale. */
+    execl(a->exe, a->exe, "run", "--front", front, "--worktree", e->worktree,
+          "--restart-on-stale", "--", "/bin/sh", "-c", start, (char *)NULL);
     _exit(127);
 }
 

@@ -14,6 +14,7 @@
 
 #include "conn.h"
 #include "autostart.h"
+#include "gate.h"
 #include "http_head.h"
 #include "route.h"
 
@@ -91,6 +92,7 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms)
 void conn_close(struct proxy_client *c)
 {
     identify_cancel(c->ident_ticket);
+    whoami_gate_cancel(c->srv->gate, c->gate_ticket);
     if (c->who && c->srv->ident)
         identify_forget(c->srv->ident, c->who);
     free(c->who);
@@ -149,7 +151,8 @@ static int gateway_error(enum proxy_error e)
 {
     return e == PE_NO_BACKEND || e == PE_BACKEND_UNREACHABLE || e == PE_BACKEND_TIMEOUT ||
            e == PE_BACKEND_BAD_RESPONSE || e == PE_AMBIGUOUS_WORKTREE ||
-           e == PE_BACKEND_NOT_READY;
+           e == PE_BACKEND_NOT_READY || e == PE_CHECKOUT_MISMATCH || e == PE_STALE_CODE ||
+           e == PE_NO_WHOAMI || e == PE_WHOAMI_INVALID;
 }
 
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
@@ -353,7 +356,50 @@ static void route_continue(struct proxy_client *c)
     if (c->backend->state == REG_STARTING)
         conn_wait(c, WTP_WAIT_POLL_MS);
     else
+        conn_forward(c);
+}
+
+static void gate_verdict(struct proxy_client *c, int v, const char *detail)
+{
+    static const enum proxy_error refusal[] = {
+        [WHOAMI_MISMATCH] = PE_CHECKOUT_MISMATCH, [WHOAMI_STALE] = PE_STALE_CODE,
+        [WHOAMI_NO_WHOAMI] = PE_NO_WHOAMI,        [WHOAMI_INVALID] = PE_WHOAMI_INVALID,
+        [WHOAMI_UNREACHABLE] = PE_BACKEND_UNREACHABLE,
+    };
+    if (v == WHOAMI_PASS)
         upstream_start(c);
+    else
+        conn_fail(c, refusal[v], detail);
+}
+
+static void gate_answered(void *arg, enum whoami_verdict v, const char *detail)
+{
+    struct proxy_client *c = arg;
+    c->gate_ticket = NULL;
+    gate_verdict(c, (int)v, detail);
+}
+
+/* A registered backend serves the request only once the /__whoami gate
+ * has found it serving its worktree's checkout and the code on disk now.
+ * (The default backend is the user's own fallback: not checked.) */
+void conn_forward(struct proxy_client *c)
+{
+    struct reg_backend *b = c->backend;
+    char detail[4096];
+    if (!c->srv->gate || !b->worktree[0]) {
+        upstream_start(c);
+        return;
+    }
+    int v = whoami_gate_check(c->srv->gate, b, b->worktree, gate_answered, c, &c->gate_ticket,
+                              detail, sizeof detail);
+    if (v >= 0) {
+        gate_verdict(c, v, detail);
+        return;
+    }
+    /* The gate answers within its own deadlines (whoami_timeout and the
+     * graces); the body, if any, waits in the input buffer meanwhile. */
+    c->state = CS_VERIFY;
+    evtimer_del(c->timer);
 }
 
 /* Poll the backend again in ms: the registry never calls into the proxy,
@@ -408,7 +454,7 @@ static void wait_timeout(struct proxy_client *c)
                  b->worktree);
         conn_fail(c, PE_NO_BACKEND, d);
     } else if (b->state == REG_READY || c->refused_since_ms) {
-        upstream_start(c);
+        conn_forward(c);
     } else if (waited >= c->srv->cfg.start_timeout_ms) {
         snprintf(d, sizeof d, "%s (pid %d) did not listen on port %d within start_timeout "
                               "(%u ms)", b->worktree, (int)b->pid, b->port,

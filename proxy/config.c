@@ -29,7 +29,7 @@
 #define MINUTE (60 * SECOND)
 #define HOUR (60 * MINUTE)
 
-enum kind { K_SIZE, K_DURATION, K_COUNT, K_HOSTPORT, K_LISTEN, K_PATH };
+enum kind { K_SIZE, K_DURATION, K_COUNT, K_HOSTPORT, K_LISTEN, K_PATH, K_SWITCH };
 
 struct unit {
     const char *suffix;
@@ -62,6 +62,7 @@ static const struct kind_info {
     [K_LISTEN] = {NULL, "a listen address", "8000, 127.0.0.1:8000 or [::1]:8000",
                   "[ADDR:]PORT"},
     [K_PATH] = {NULL, "a file path", "/run/user/1000/wtproxy/control.sock", "PATH"},
+    [K_SWITCH] = {NULL, "on or off", "on, off, yes, no, true, false, 1, 0", "on|off"},
 };
 
 struct key {
@@ -111,6 +112,16 @@ static const struct key keys[] = {
      "a request waits this long for a starting backend; over: 503"},
     {"reload_grace", K_DURATION, FIELD(reload_grace_ms), 0, 24 * HOUR,
      "a live backend refusing connections is retried this long; then 502"},
+    {"whoami", K_SWITCH, FIELD(whoami), 0, 1,
+     "check each backend's /__whoami before it serves a request"},
+    {"whoami_timeout", K_DURATION, FIELD(whoami_timeout_ms), 1, 24 * HOUR,
+     "one GET /__whoami to a backend; over: 502 whoami-invalid"},
+    {"stale_grace", K_DURATION, FIELD(stale_grace_ms), 0, 24 * HOUR,
+     "a backend older than the code on disk may reload this long; then 409"},
+    {"trust_registry", K_SWITCH, FIELD(trust_registry), 0, 1,
+     "a backend without /__whoami is trusted from its registration"},
+    {"whoami_inotify", K_SWITCH, FIELD(whoami_inotify), 0, 1,
+     "watch worktrees with inotify; off: a stat scan per request"},
     {"control_socket", K_PATH, FIELD(control_socket), 0, 0,
      "control socket; empty: $XDG_RUNTIME_DIR/wtproxy/control.sock"},
     {"state_file", K_PATH, FIELD(state_file), 0, 0,
@@ -140,6 +151,10 @@ void proxy_config_defaults(struct proxy_config *c)
     c->max_connections = WTP_MAX_CONNECTIONS;
     c->start_timeout_ms = WTP_START_TIMEOUT_MS;
     c->reload_grace_ms = WTP_RELOAD_GRACE_MS;
+    c->whoami = 1;
+    c->whoami_timeout_ms = WTP_WHOAMI_TIMEOUT_MS;
+    c->stale_grace_ms = WTP_STALE_GRACE_MS;
+    c->whoami_inotify = 1;
 }
 
 static const struct key *find_key(const char *name)
@@ -317,6 +332,22 @@ static int set_hostport(struct proxy_config *c, const struct key *k, const char 
     return 0;
 }
 
+static int set_switch(struct proxy_config *c, const struct key *k, const char *v, char *err,
+                      size_t errlen)
+{
+    static const char *const words[][2] = {{"on", "off"}, {"yes", "no"}, {"true", "false"},
+                                           {"1", "0"}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        for (int off = 0; off < 2; off++) {
+            if (strcasecmp(v, words[i][off]) == 0) {
+                set_number(c, k, off ? 0 : 1);
+                return 0;
+            }
+        }
+    }
+    return bad_value(k, v, err, errlen);
+}
+
 /* Paths are taken as written; "" means the default location. */
 static int set_path(struct proxy_config *c, const struct key *k, const char *v, char *err,
                     size_t errlen)
@@ -339,6 +370,7 @@ int proxy_config_set(struct proxy_config *c, const char *key, const char *value,
     if (k->kind == K_LISTEN) return set_listen(c, k, value, err, errlen);
     if (k->kind == K_HOSTPORT) return set_hostport(c, k, value, err, errlen);
     if (k->kind == K_PATH) return set_path(c, k, value, err, errlen);
+    if (k->kind == K_SWITCH) return set_switch(c, k, value, err, errlen);
     if (parse_in_range(k, value, value, &v, err, errlen) < 0) return -1;
     set_number(c, k, v);
     return 0;
@@ -470,6 +502,9 @@ static int next_flag(int argc, char **argv, int *i, char *key, size_t keylen,
     } else if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0) {
         *value = argv[*i + 1];
         *i += 2;
+    } else if (k && k->kind == K_SWITCH) { /* --trust-registry alone means on */
+        *value = "on";
+        *i += 1;
     } else {
         snprintf(err, errlen, "option %s needs a value (%s)", arg,
                  k ? kinds[k->kind].metavar : "FILE");
@@ -527,6 +562,8 @@ static void format_value(const struct key *k, const struct proxy_config *c, char
         snprintf(buf, len, "%d", l->port);
     else if (k->kind == K_LISTEN)
         snprintf(buf, len, strchr(l->host, ':') ? "[%s]:%d" : "%s:%d", l->host, l->port);
+    else if (k->kind == K_SWITCH)
+        snprintf(buf, len, "%s", get_number(c, k) ? "on" : "off");
     else
         format_number(k->kind, get_number(c, k), buf, len);
 }

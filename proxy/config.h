@@ -36,6 +36,11 @@ struct proxy_config {
     unsigned max_connections;
     unsigned start_timeout_ms;
     unsigned reload_grace_ms;
+    unsigned whoami;             /* the /__whoami gate is on */
+    unsigned whoami_timeout_ms;
+    unsigned stale_grace_ms;
+    unsigned trust_registry;
+    unsigned whoami_inotify;
     char control_socket[PATH_MAX]; /* "" = the per-user default */
     char state_file[PATH_MAX];     /* "" = the per-user default */
 };

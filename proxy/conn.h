@@ -21,6 +21,7 @@ enum conn_state {
     CS_HEAD,    /* reading a request head: head_timeout from its first byte */
     CS_IDENTIFY, /* the caller's process is looked for on the worker thread */
     CS_WAIT,    /* the backend is starting or reloading: polled, start_timeout */
+    CS_VERIFY,  /* the /__whoami gate is asking the backend; it always answers */
     CS_CONNECT, /* head parsed, connecting to the backend: connect_timeout */
     CS_FORWARD, /* relaying body and response: response_timeout, body_timeout */
     CS_TUNNEL,  /* after a 101: bytes both ways */
@@ -47,6 +48,7 @@ struct proxy_client {
     char route_name[256];                /* the worktree the request named */
     struct identify_result *who;         /* the caller, once identified (per connection) */
     void *ident_ticket;                  /* a pending identification */
+    void *gate_ticket;                   /* a pending /__whoami verdict */
     int ident_late;                      /* it passed WTP_IDENTIFY_TIMEOUT_MS */
     int awaiting_start;                  /* the daemon started the worktree's server */
     int in_flight;                       /* counted in backend->active */
@@ -96,6 +98,7 @@ void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
 void conn_wait(struct proxy_client *c, unsigned ms);
 void conn_backend_done(struct proxy_client *c);
+void conn_forward(struct proxy_client *c);
 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);

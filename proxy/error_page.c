@@ -12,6 +12,7 @@ struct error_kind {
     const char *reason; /* X-Wtproxy-Error */
     const char *message;
     const char *fix;
+    int refused;        /* the gate refused it: X-Wtproxy-Refused too */
 };
 
 static const struct error_kind kinds[] = {
@@ -58,6 +59,23 @@ static const struct error_kind kinds[] = {
     [PE_BACKEND_TIMEOUT] = {504, "Gateway Timeout", "backend-timeout",
         "The dev server accepted the request but sent no response head in time.",
         "Look for a request stuck in the dev server, or raise response_timeout."},
+    [PE_CHECKOUT_MISMATCH] = {421, "Misdirected Request", "checkout-mismatch",
+        "The server on your worktree's port serves another checkout; wtproxy refused to let "
+        "it answer for yours.",
+        "Stop the server named below and start your own (the command is below).", 1},
+    [PE_STALE_CODE] = {409, "Conflict", "stale-code",
+        "Your dev server runs older code than the code on disk now; wtproxy refused to let "
+        "it answer.",
+        "Restart the server (the command is below); wtproxy run --restart-on-stale does it "
+        "for you.", 1},
+    [PE_NO_WHOAMI] = {502, "Bad Gateway", "no-whoami",
+        "The dev server does not answer GET /__whoami, so wtproxy cannot tell which "
+        "checkout and which code it serves.",
+        "Add the whoami middleware to the server (conf/WHOAMI.md), or run wtproxy serve "
+        "--trust-registry.", 1},
+    [PE_WHOAMI_INVALID] = {502, "Bad Gateway", "whoami-invalid",
+        "The dev server's answer to GET /__whoami is not one wtproxy can use.",
+        "Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it if it hangs.", 1},
 };
 
 int error_page_status(enum proxy_error e) { return kinds[e].status; }
@@ -148,11 +166,14 @@ void error_page_write(struct evbuffer *out, enum proxy_error e, const char *acce
         body_json(body, k, detail);
     else
         body_text(body, k, detail);
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", k->status, k->title);
+    if (k->refused)
+        evbuffer_add_printf(out, "X-Wtproxy-Refused: %s\r\n", k->reason);
     evbuffer_add_printf(out,
-                        "HTTP/1.1 %d %s\r\nX-Wtproxy-Error: %s\r\n"
+                        "X-Wtproxy-Error: %s\r\n"
                         "Content-Type: %s; charset=utf-8\r\nContent-Length: %zu\r\n"
                         "Cache-Control: no-store\r\n%s\r\n",
-                        k->status, k->title, k->reason, types[f], evbuffer_get_length(body),
+                        k->reason, types[f], evbuffer_get_length(body),
                         close ? "Connection: close\r\n" : "");
     evbuffer_add_buffer(out, body);
     evbuffer_free(body);

@@ -23,6 +23,13 @@ enum proxy_error {
     PE_BACKEND_UNREACHABLE,
     PE_BACKEND_BAD_RESPONSE,
     PE_BACKEND_TIMEOUT,
+    /* The /__whoami gate's refusals (whoami/gate.h): they also carry
+     * X-Wtproxy-Refused, and a status of 404 or above, so that a test
+     * runner never takes a refused server for a ready one. */
+    PE_CHECKOUT_MISMATCH,
+    PE_STALE_CODE,
+    PE_NO_WHOAMI,
+    PE_WHOAMI_INVALID,
 };
 
 int error_page_status(enum proxy_error e);

@@ -4,6 +4,7 @@
 
 #include "registry.h"
 #include "server.h"
+#include "whoami.h"
 #include "why.h"
 
 static void usage(FILE *f)
@@ -21,6 +22,7 @@ static void usage(FILE *f)
             "  unregister stop routing to this worktree's dev server\n"
             "  ls         list the registered dev servers\n"
             "  why        explain where a process's requests are routed, and why\n"
+            "  fingerprint the code fingerprint a dev server's /__whoami reports\n"
             "\n"
             "options:\n"
             "  -h, --help     this help\n"
@@ -46,6 +48,8 @@ int main(int argc, char **argv)
         return proxy_serve(argc - 2, argv + 2);
     if (strcmp(cmd, "why") == 0)
         return proxy_why_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "fingerprint") == 0)
+        return whoami_fingerprint_main(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "register") == 0 ||
         strcmp(cmd, "unregister") == 0 || strcmp(cmd, "ls") == 0)
         return reg_cli_main(argc - 1, argv + 1);

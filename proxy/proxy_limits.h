@@ -45,6 +45,13 @@
  * connections (an autoreloading dev server) is retried this long (then 502). */
 #define WTP_START_TIMEOUT_MS 60000
 #define WTP_RELOAD_GRACE_MS 10000
+/* One GET /__whoami: a dev server answers it from memory in a millisecond;
+ * two seconds is a hung server, not a slow one. */
+#define WTP_WHOAMI_TIMEOUT_MS 2000
+/* Django's autoreloader polls once a second and takes about a second to
+ * start again: a stale server gets this long to come back with the new
+ * code before its request is refused. */
+#define WTP_STALE_GRACE_MS 3000
 #define WTP_WAIT_POLL_MS 50    /* how often a request for a starting one checks */
 #define WTP_RELOAD_POLL_MS 100 /* how often a refused connect is retried */
 

@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "autostart.h"
 #include "identify.h"
+#include "gate.h"
 #include "listener.h"
 #include "route.h"
 
@@ -51,6 +52,25 @@ static int load_config(struct proxy_server *s, struct proxy_config *cfg,
     return 0;
 }
 
+static struct whoami_gate_config gate_config(const struct proxy_config *c)
+{
+    return (struct whoami_gate_config){c->whoami_timeout_ms, c->stale_grace_ms,
+                                       c->reload_grace_ms, c->start_timeout_ms,
+                                       (int)c->trust_registry, (int)c->whoami_inotify};
+}
+
+/* The gate takes the config's deadlines at start and on SIGHUP. Turning it
+ * on or off applies at the next start: requests in flight hold it. */
+static int apply_gate(struct proxy_server *s)
+{
+    struct whoami_gate_config gc = gate_config(&s->cfg);
+    if (s->cfg.whoami && s->gate)
+        whoami_gate_configure(s->gate, &gc);
+    else if (s->cfg.whoami && !(s->gate = whoami_gate_new(s->base, &gc)))
+        return -1;
+    return 0;
+}
+
 static void reload(struct proxy_server *s)
 {
     struct proxy_config cfg;
@@ -64,7 +84,13 @@ static void reload(struct proxy_server *s)
         proxy_log("listen addresses changed in the config: they apply at the next start");
     memcpy(cfg.listen, s->cfg.listen, sizeof cfg.listen);
     cfg.nlisten = s->cfg.nlisten;
+    if (!cfg.whoami && s->cfg.whoami)
+        proxy_log("whoami = off applies at the next start (requests are checked until then)");
+    if (cfg.whoami && !s->cfg.whoami)
+        proxy_log("whoami = on applies at the next start");
+    cfg.whoami = s->cfg.whoami;
     s->cfg = cfg;
+    apply_gate(s);
     reg_backend_unref(s->backend);
     s->backend = backend;
     proxy_log("reloaded configuration%s%s", cfg.config_path[0] ? " from " : "", cfg.config_path);
@@ -174,6 +200,12 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
     snprintf(dir, sizeof dir, "%.*s/servers", slash ? (int)(slash - state) : 1,
              slash ? state : ".");
     s->autostart = autostart_new(s, control, dir);
+    if (apply_gate(s) < 0) {
+        snprintf(err, errlen, "cannot start the /__whoami gate: out of memory");
+        return -1;
+    }
+    if (!s->cfg.whoami)
+        proxy_log("whoami = off: backends are not asked which checkout and code they serve");
     char why[256];
     s->ident = identify_new(s->base, route_known_repo, s, why, sizeof why);
     if (!s->ident)
@@ -189,6 +221,7 @@ static void server_free(struct proxy_server *s)
     listener_close_all(s);
     autostart_free(s->autostart);
     identify_free(s->ident);
+    whoami_gate_free(s->gate);
     reg_server_free(s->reg);
     proxy_pool_free(s->pool);
     reg_backend_unref(s->backend);

@@ -28,6 +28,7 @@ struct proxy_server {
     struct reg_server *reg;      /* registrations and the control socket */
     struct identify *ident;      /* caller identification, NULL when unavailable */
     struct autostart *autostart; /* servers started from .wtproxy files */
+    struct whoami_gate *gate;    /* the /__whoami gate; NULL with whoami = off */
     struct proxy_pool *pool;
     struct proxy_listener listeners[WTP_MAX_LISTEN * 2];
     int nlisteners;

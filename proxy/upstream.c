@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "gate.h"
 #include "http_head.h"
 
 static void up_read_cb(struct stream *bev, void *arg);
@@ -276,6 +277,14 @@ static void up_write_cb(struct stream *bev, void *arg)
     }
 }
 
+/* The server on the backend's port did not answer: whatever listens there
+ * next must prove again which checkout and code it serves. */
+static void listener_lost(struct proxy_client *c)
+{
+    if (c->srv->gate)
+        whoami_gate_forget(c->srv->gate, c->backend);
+}
+
 /* A backend whose server process lives but refuses connections is
  * restarting (an autoreloader between two code versions): retry for
  * reload_grace instead of failing. Returns 1 when a retry is scheduled. */
@@ -308,6 +317,8 @@ static void up_closed(struct proxy_client *c, short what, int err)
         upstream_start(c);
         return;
     }
+    if (!c->resp_bytes)
+        listener_lost(c);
     /* Accepted, then closed unanswered by a server whose process lives: it
      * is restarting (the listener closed with us in its queue). A request
      * without a body is sent again once it listens. */
@@ -340,6 +351,8 @@ static void up_event_cb(struct stream *bev, short what, void *arg)
         send_request(c);
         return;
     }
+    if (c->state == CS_CONNECT)
+        listener_lost(c);
     if (c->state == CS_CONNECT && err == ECONNREFUSED && reloading(c))
         return;
     if (c->state == CS_CONNECT) {

@@ -64,6 +64,12 @@ long long reg_cli_now_ms(void);
 /* --- the subcommands --- */
 
 int reg_run_main(int argc, char **argv); /* reg_run.c */
+
+#define WTP_RESTART_STOP_MS 5000 /* a stale server's SIGTERM, before SIGKILL */
+
+/* SIGTERM root and all its descendants, SIGKILL what still runs after
+ * grace_ms, and reap root (reg_stop.c). Returns 0, -1 out of memory. */
+int reg_stop_tree(pid_t root, unsigned grace_ms);
 int reg_ls_main(int argc, char **argv);  /* reg_ls.c */
 
 #endif

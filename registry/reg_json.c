@@ -101,6 +101,11 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
                      "requests", (json_int_t)b->requests);
     /* Only once checked: the store file never carries it (a restarted
      * daemon checks again). */
+    if (o && b->restart_on_stale &&
+        json_object_set_new(o, "restart_on_stale", json_true()) < 0) {
+        json_decref(o);
+        return NULL;
+    }
     if (o && b->whoami.state[0] && json_object_set_new(o, "whoami", whoami_to_json(&b->whoami)) < 0) {
         json_decref(o);
         return NULL;
@@ -231,5 +236,6 @@ struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
     b->expires_ms = num[F_EXPIRES];
     b->requests = (unsigned long)num[F_REQUESTS];
     b->state = (enum reg_state)parse_state(str[S_STATE]);
+    b->restart_on_stale = json_is_true(json_object_get(o, "restart_on_stale")); /* optional */
     return b;
 }

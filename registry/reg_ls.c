@@ -15,7 +15,9 @@ static const char ls_usage[] =
     "usage: wtproxy ls [--json]\n"
     "\n"
     "List the registered dev servers: worktree, branch, front port, backend\n"
-    "port, pid, state, age and requests served.\n"
+    "port, pid, state, what the /__whoami gate last found (verified, stale,\n"
+    "mismatch, no-whoami, invalid; - before its first request), age and\n"
+    "requests served.\n"
     "\n"
     "  --json    the entries as the daemon has them (PROTOCOL.md)\n";
 
@@ -65,11 +67,11 @@ static void branch_of(const char *worktree, char *out, size_t outlen)
         snprintf(out, outlen, "(detached %.7s)", line);
 }
 
-enum { COL_WORKTREE, COL_BRANCH, COL_FRONT, COL_PORT, COL_PID, COL_STATE, COL_AGE,
-       COL_REQUESTS, NCOL };
+enum { COL_WORKTREE, COL_BRANCH, COL_FRONT, COL_PORT, COL_PID, COL_STATE, COL_WHOAMI,
+       COL_AGE, COL_REQUESTS, NCOL };
 
-static const char *const col_names[NCOL] = {"WORKTREE", "BRANCH", "FRONT", "PORT",
-                                            "PID", "STATE", "AGE", "REQUESTS"};
+static const char *const col_names[NCOL] = {"WORKTREE", "BRANCH", "FRONT", "PORT", "PID",
+                                            "STATE", "WHOAMI", "AGE", "REQUESTS"};
 
 /* One row's cells from one entry. */
 static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
@@ -88,6 +90,9 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
     else
         snprintf(cell[COL_PID], PATH_MAX, "-");
     snprintf(cell[COL_STATE], PATH_MAX, "%s", state ? state : "?");
+    /* The gate's last verdict ("-" before its first request) */
+    const char *who = json_string_value(json_object_get(json_object_get(e, "whoami"), "state"));
+    snprintf(cell[COL_WHOAMI], PATH_MAX, "%s", who ? who : "-");
     reg_cli_age(now - json_integer_value(json_object_get(e, "registered_ms")), cell[COL_AGE],
                 PATH_MAX);
     snprintf(cell[COL_REQUESTS], PATH_MAX, "%lld",

@@ -26,7 +26,8 @@
 #define MAX_ANCESTRY 64 /* ppid hops from a listener up to the wrapper */
 
 static const char run_usage[] =
-    "usage: wtproxy run [--front PORT] [--worktree DIR] [--no-autostart] -- CMD ARGS...\n"
+    "usage: wtproxy run [--front PORT] [--worktree DIR] [--restart-on-stale] [--no-autostart]\n"
+    "                   -- CMD ARGS...\n"
     "\n"
     "Run this worktree's dev server on a port the daemon reserves, and route the\n"
     "front port's requests for this worktree to it. Every {port} in ARGS becomes\n"
@@ -35,12 +36,15 @@ static const char run_usage[] =
     "\n"
     "  --front PORT      the proxy port it serves (default 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
+    "  --restart-on-stale  when the code on disk changes and CMD has not reloaded it,\n"
+    "                    wtproxy restarts CMD (same port) and holds requests meanwhile\n"
     "  --no-autostart    fail instead of starting a daemon when none answers\n"
     "\n"
     "example: wtproxy run -- python3 manage.py runserver 127.0.0.1:{port}\n";
 
 struct run {
     int front, port;
+    int restart_on_stale;
     char worktree[PATH_MAX];
     char **argv;         /* CMD ARGS with {port} substituted, NULL-terminated */
     char command[1024];  /* argv joined, for people */
@@ -48,6 +52,15 @@ struct run {
 
 /* The pid signals are forwarded to; set once, before signals are unblocked. */
 static volatile pid_t child_pid;
+
+/* The daemon's gate found CMD stale (SIGUSR1): restart it. */
+static volatile sig_atomic_t restart_asked;
+
+static void ask_restart(int sig)
+{
+    (void)sig;
+    restart_asked = 1;
+}
 
 /* Forward SIGINT/SIGTERM/SIGHUP to CMD. A signal the terminal sent (Ctrl-C,
  * si_code SI_KERNEL) went to the whole foreground group, CMD included:
@@ -140,10 +153,11 @@ static int claim(struct run *r, int autostart, int argc, char **argv)
             snprintf(err, sizeof err, "the daemon reserved no usable port, or out of memory");
             rc = -1;
         } else {
-            rc = ask(json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:s, s:b}", "op", "register",
-                               "front", r->front, "worktree", r->worktree, "port", r->port,
-                               "pid", (int)getpid(), "ttl_ms", 0, "command", r->command,
-                               "ready", 0),
+            rc = ask(json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:s, s:b, s:b}", "op",
+                               "register", "front", r->front, "worktree", r->worktree, "port",
+                               r->port, "pid", (int)getpid(), "ttl_ms", 0, "command",
+                               r->command, "ready", 0, "restart_on_stale",
+                               r->restart_on_stale),
                      0, &reply, err, sizeof err);
         }
     }
@@ -267,14 +281,37 @@ static void release(const struct run *r)
     json_decref(reply);
 }
 
-/* Wait for CMD, marking it ready when it listens. Returns its exit
- * status, 128+N when signal N killed it. */
+/* Stop CMD and start it again on the same port: the daemon holds requests
+ * while the entry is starting. Returns the new pid, or -1. */
+static pid_t restart(const struct run *r, pid_t pid)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    fprintf(stderr, "wtproxy: the code of %s changed and %s did not reload it: restarting it\n",
+            folder_name(r->worktree), r->argv[0]);
+    if (ask(json_pack("{s:s, s:i, s:s}", "op", "restarting", "front", r->front, "worktree",
+                      r->worktree),
+            0, &reply, err, sizeof err) < 0)
+        fprintf(stderr, "wtproxy: warning: could not tell the daemon: %s\n", err);
+    json_decref(reply);
+    reg_stop_tree(pid, WTP_RESTART_STOP_MS);
+    return start_cmd(r);
+}
+
+/* Wait for CMD, marking it ready when it listens, restarting it when the
+ * daemon asks. Returns its exit status, 128+N when signal N killed it. */
 static int supervise(const struct run *r, pid_t pid)
 {
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
     pid_t self = getpid();
     int status, ready = 0;
     for (;;) {
+        if (restart_asked) {
+            restart_asked = 0;
+            if ((pid = restart(r, pid)) < 0)
+                return 1;
+            ready = 0;
+        }
         pid_t w = waitpid(pid, &status, ready ? 0 : WNOHANG);
         if (w == pid)
             break;
@@ -296,11 +333,12 @@ int reg_run_main(int argc, char **argv)
 {
     const char *frontv = NULL, *worktree = NULL;
     int no_autostart = 0, rest = argc;
+    struct run r = {.front = WTP_DEFAULT_FRONT};
     const struct reg_opt opts[] = {{"front", &frontv, NULL},
                                    {"worktree", &worktree, NULL},
+                                   {"restart-on-stale", NULL, &r.restart_on_stale},
                                    {"no-autostart", NULL, &no_autostart},
                                    {NULL, NULL, NULL}};
-    struct run r = {.front = WTP_DEFAULT_FRONT};
     char err[PATH_MAX + 256];
     int rc = reg_cli_parse(argc, argv, opts, &rest, err, sizeof err);
     if (rc > 0) {
@@ -317,6 +355,11 @@ int reg_run_main(int argc, char **argv)
         fprintf(stderr, "wtproxy run: %s (see wtproxy run --help)\n", err);
         return 2;
     }
+    /* Before registering: the daemon may ask for a restart from then on.
+     * No SA_RESTART, so that a blocked waitpid returns to look. */
+    struct sigaction usr1 = {.sa_handler = ask_restart};
+    sigemptyset(&usr1.sa_mask);
+    sigaction(SIGUSR1, &usr1, NULL);
     rc = claim(&r, reg_client_may_autostart(no_autostart), argc - rest, argv + rest);
     if (rc == 0) {
         pid_t pid = start_cmd(&r);

@@ -289,11 +289,12 @@ static json_t *op_register(struct reg_server *rs, struct peer *p, json_t *req)
 {
     json_int_t front = 0, port = 0, pid = 0, ttl = 0;
     const char *wt = NULL, *command = "", *host = "127.0.0.1";
-    int ready = 0;
+    int ready = 0, restart = 0;
     char real[PATH_MAX], name[320], err[256];
-    if (json_unpack(req, "{s:I, s:s, s:I, s?I, s?I, s?s, s?s, s?b}", "front", &front,
+    if (json_unpack(req, "{s:I, s:s, s:I, s?I, s?I, s?s, s?s, s?b, s?b}", "front", &front,
                     "worktree", &wt, "port", &port, "pid", &pid, "ttl_ms", &ttl, "command",
-                    &command, "host", &host, "ready", &ready) < 0 ||
+                    &command, "host", &host, "ready", &ready, "restart_on_stale",
+                    &restart) < 0 ||
         front < 1 || front > 65535 || port < 1 || port > 65535 || pid < 0 || ttl < 0)
         return fail("bad-request", "register needs front and port (1-65535), worktree, and a "
                                    "pid >= 0 or ttl_ms");
@@ -326,6 +327,7 @@ static json_t *op_register(struct reg_server *rs, struct peer *p, json_t *req)
     b->registered_ms = b->started_ms = now_ms();
     b->expires_ms = ttl ? b->registered_ms + ttl : 0;
     b->state = ready ? REG_READY : REG_STARTING;
+    b->restart_on_stale = restart && pid > 0; /* only a wrapper can restart it */
     reg_table_put(rs->table, b, &holder);
     reg_backend_unref(b);
     unreserve(rs, b->port);
@@ -363,11 +365,13 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
                     : fail("no-port", "no free port is left in %d-%d", REG_PORT_FIRST,
                            REG_PORT_FIRST + REG_PORT_COUNT - 1);
     }
-    if (strcmp(op, "ready") == 0 || strcmp(op, "unregister") == 0) {
+    if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
+        strcmp(op, "unregister") == 0) {
         if ((err = find_owned(rs, p, req, &b)))
             return err;
         if (op[0] == 'r') {
-            b->state = REG_READY;
+            /* restarting: requests wait for it again, as for a new server */
+            b->state = op[2] == 'a' ? REG_READY : REG_STARTING;
             save(rs);
             return ok_entry(b);
         }

@@ -13,6 +13,15 @@
 #define WHOAMI_ALGORITHM "wtproxy-fp-v1"
 #define WHOAMI_HASH_SIZE 72 /* "sha256:" + 64 hex digits + NUL */
 
+/* Limits of PROTOCOL.md: an answer's size, its pattern lists, the files
+ * one fingerprint may select; and how old a file's timestamps must be,
+ * relative to an earlier computation, for its digest to be reused. */
+#define WHOAMI_ANSWER_MAX 65536
+#define WHOAMI_MAX_PATTERNS 64
+#define WHOAMI_PATTERN_MAX 256
+#define WHOAMI_MAX_FILES 1048576
+#define WHOAMI_RACY_NS 2000000000LL
+
 /* Include and exclude globs (PROTOCOL.md, "Patterns"). Arrays of
  * NUL-terminated strings, owned by whoever filled them. */
 struct whoami_patterns {
@@ -30,6 +39,14 @@ int whoami_glob_match(const char *pattern, const char *path);
 /* Whether path is fingerprinted under p: it matches an include and no
  * exclude. 1 or 0. */
 int whoami_patterns_select(const struct whoami_patterns *p, const char *path);
+
+/* Whether the folder dir need not be walked: an exclude that is a pattern
+ * P then a last component "**", with P matching dir, excludes everything
+ * below it (PROTOCOL.md, "Pruning"). */
+int whoami_patterns_prune(const struct whoami_patterns *p, const char *dir);
+
+/* The patterns of a server that declares none of its own (defaults.c). */
+const struct whoami_patterns *whoami_default_patterns(void);
 
 /* One fingerprinted file. type is 'f' (regular file, digest of its
  * bytes), 'l' (symlink, digest of its target string, never followed) or
@@ -49,6 +66,7 @@ struct whoami_fp {
     char hash[WHOAMI_HASH_SIZE]; /* "sha256:<hex>" */
     size_t n;                    /* files fingerprinted */
     struct whoami_file *file;    /* sorted by path bytes (memcmp order) */
+    long long began_ns;          /* CLOCK_REALTIME when the walk began */
 };
 
 /* Fingerprint the tree at root under p. prev, when not NULL, is an earlier

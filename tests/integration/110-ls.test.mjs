@@ -1,6 +1,6 @@
 // 110: `wtproxy ls` shows worktree, branch (read from the worktree's .git),
-// front, backend port, pid, state, age and requests; --json prints the
-// daemon's entries.
+// front, backend port, pid, state, the gate's whoami verdict, age and
+// requests; --json prints the daemon's entries.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeWorktrees, startDaemon, startRun, cli, lsJson, getWorktree, sleeper } from './lib/registry.mjs';
@@ -18,13 +18,14 @@ test('ls: a table with branches; --json: the entries', async (t) => {
   const r = await cli(tmp, ['ls']);
   assert.equal(r.code, 0, r.stderr);
   const rows = r.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/));
-  assert.deepEqual(rows[0], ['WORKTREE', 'BRANCH', 'FRONT', 'PORT', 'PID', 'STATE', 'AGE', 'REQUESTS']);
+  assert.deepEqual(rows[0], ['WORKTREE', 'BRANCH', 'FRONT', 'PORT', 'PID', 'STATE', 'WHOAMI', 'AGE', 'REQUESTS']);
   const byWt = Object.fromEntries(rows.slice(1).map((c) => [c[0], c]));
-  assert.deepEqual(byWt[tmp.wt['feature-x']].slice(1, 6),
-    ['feature-x', String(px.port), String(port), String(run.pid), 'ready']);
-  assert.match(byWt[tmp.wt['feature-x']][6], /^\d+[smhd]$/);
-  assert.equal(byWt[tmp.wt['feature-x']][7], '1');
-  assert.deepEqual(byWt[tmp.repo].slice(1, 6), ['main', String(px.port), '5000', String(server.pid), 'ready']);
+  assert.deepEqual(byWt[tmp.wt['feature-x']].slice(1, 7),
+    ['feature-x', String(px.port), String(port), String(run.pid), 'ready', 'verified']);
+  assert.match(byWt[tmp.wt['feature-x']][7], /^\d+[smhd]$/);
+  assert.equal(byWt[tmp.wt['feature-x']][8], '1');
+  // never asked: no request went to it yet
+  assert.deepEqual(byWt[tmp.repo].slice(1, 7), ['main', String(px.port), '5000', String(server.pid), 'ready', '-']);
 
   const entries = await lsJson(tmp);
   assert.equal(entries.length, 2);

@@ -48,6 +48,7 @@ function appRepo(root, name, wtproxy, wtNames) {
   const repo = path.join(root, name);
   fs.mkdirSync(repo);
   fs.copyFileSync(path.join(appFixture, 'server.mjs'), path.join(repo, 'server.mjs'));
+  fs.copyFileSync(path.join(appFixture, 'whoami.mjs'), path.join(repo, 'whoami.mjs'));
   fs.cpSync(path.join(appFixture, 'e2e'), path.join(repo, 'e2e'), { recursive: true });
   fs.copyFileSync(path.join(portFixture, 'playwright.config.mjs'), path.join(repo, 'playwright.config.mjs'));
   fs.writeFileSync(path.join(repo, '.wtproxy'), wtproxy);

@@ -12,10 +12,24 @@
 // before listening, as a slow dev server does. GET /__reload?ms=N stops
 // listening for N ms (for good without ms), the process living on, as an
 // autoreloading server between two versions of the code.
+//
+// GET /__whoami answers as whoami/PROTOCOL.md says, for the checkout in
+// $WTPROXY_WORKTREE (or --checkout DIR, else the current folder), with the fingerprint that
+// `wtproxy fingerprint --json` gave when this process started: what a dev
+// server with the middleware does. --no-whoami answers it 404, as a server
+// without the middleware.
 import http from 'node:http';
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { serveWhoami, whoamiAnswer } from '../fixtures/playwright-app/whoami.mjs';
+
+// The answer at start; null: no /__whoami.
+function whoamiAt(argv) {
+  if (argv.includes('--no-whoami')) return Promise.resolve(null);
+  const at = argv.indexOf('--checkout');
+  return whoamiAnswer(at >= 0 ? argv[at + 1] : process.env.WTPROXY_WORKTREE || process.cwd());
+}
 
 const args = process.argv.slice(2);
 const port = Number(args[0]);
@@ -29,7 +43,9 @@ if (args.includes('--reloader')) {
   // keep running while the child serves; the wrapper's signals reach us
   for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(s, () => { child.kill(s); });
 } else {
+  const whoami = whoamiAt(args);
   const server = http.createServer((req, res) => {
+    if (serveWhoami(req, res, whoami)) return;
     if (req.url.startsWith('/__reload')) {
       // An autoreloader's gap: stop listening while this process lives,
       // then listen again after ?ms=N (never, without it).

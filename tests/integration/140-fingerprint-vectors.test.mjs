@@ -1,0 +1,73 @@
+// 140: the C fingerprint (`wtproxy fingerprint`) and the Python one
+// (`python3 -m wtproxy_whoami fingerprint`) reproduce every test vector of
+// whoami/testvectors/ (expected values from the independent reference.py),
+// and print the same bytes for --json and --list. A vector that makes
+// files unreadable runs both as user nobody when the test runs as root
+// (root reads anything), in a temp folder nobody can traverse.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadVectors, tempDir, buildTree, patternArgs, fingerprintCli, isRoot } from './lib/whoami.mjs';
+
+for (const v of loadVectors()) {
+  test(`vector ${v.file}: ${v.description}`, async (t) => {
+    const dir = path.join(tempDir(t), 'tree');
+    fs.mkdirSync(dir, { mode: 0o755 });
+    buildTree(v, dir);
+    const asNobody = isRoot && v.tree.some((e) => e.mode !== undefined);
+    const args = [dir, ...patternArgs(v.include, v.exclude)];
+    const out = {};
+    for (const impl of ['c', 'py']) {
+      const json = await fingerprintCli(impl, [...args, '--json'], { asNobody });
+      assert.equal(json.code, 0, `${impl}: ${json.stderr}`);
+      assert.equal(json.stderr, '', `${impl} printed nothing else (no sanitizer report)`);
+      const got = JSON.parse(json.stdout);
+      assert.deepEqual({ files: got.files, hash: got.hash }, v.expected, `${impl} on ${v.file}`);
+      assert.deepEqual(got.include, v.include);
+      assert.deepEqual(got.exclude, v.exclude);
+      assert.equal(got.algorithm, 'wtproxy-fp-v1');
+      const list = await fingerprintCli(impl, [...args, '--list'], { asNobody });
+      assert.equal(list.code, 0, `${impl}: ${list.stderr}`);
+      out[impl] = { json: json.stdout, list: list.stdout };
+    }
+    assert.equal(out.py.json, out.c.json, 'the two --json outputs are the same bytes');
+    assert.equal(out.py.list, out.c.list, 'the two --list outputs are the same records');
+    assert.equal(out.c.list.trim().split('\n').length, v.expected.files + 1);
+  });
+}
+
+test('an unreadable file is a "u" record: the hash changes once it can be read', async (t) => {
+  const v = loadVectors().find((x) => x.file.startsWith('07-'));
+  const dir = path.join(tempDir(t), 'tree');
+  buildTree(v, dir);
+  const args = [dir, '--list', ...patternArgs(v.include, v.exclude)];
+  for (const impl of ['c', 'py']) {
+    const before = await fingerprintCli(impl, args, { asNobody: isRoot });
+    assert.match(before.stdout, /^u e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 secret\.py$/m);
+    assert.doesNotMatch(before.stdout, /inner\.py|noexec/);
+    fs.chmodSync(path.join(dir, 'secret.py'), 0o644);
+    const after = await fingerprintCli(impl, args, { asNobody: isRoot });
+    assert.match(after.stdout, /^f [0-9a-f]{64} secret\.py$/m);
+    assert.notEqual(after.stdout.split('\n').at(-2), before.stdout.split('\n').at(-2), 'the hash changed');
+    fs.chmodSync(path.join(dir, 'secret.py'), 0o000);
+  }
+});
+
+test('both CLIs refuse a missing folder and bad arguments the same way', async (t) => {
+  const dir = tempDir(t);
+  for (const impl of ['c', 'py']) {
+    const missing = await fingerprintCli(impl, [path.join(dir, 'nope')]);
+    assert.equal(missing.code, 1, `${impl}: ${missing.stdout}`);
+    assert.match(missing.stderr, /cannot fingerprint .*nope: No such file or directory \(give the checkout's folder\)/);
+    const unknown = await fingerprintCli(impl, [dir, '--frobnicate']);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /unknown option "--frobnicate" \(see .*fingerprint --help\)/);
+    const long = await fingerprintCli(impl, [dir, '--include', 'x'.repeat(257)]);
+    assert.equal(long.code, 2);
+    assert.match(long.stderr, /a pattern is 1 to 256 bytes/);
+    const ok = await fingerprintCli(impl, [dir]);
+    assert.equal(ok.code, 0);
+    assert.equal(ok.stdout, 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 (0 files)\n');
+  }
+});

@@ -1,0 +1,91 @@
+// 142: wtproxy_whoami.wsgi.WhoamiWSGIMiddleware around a plain WSGI app on
+// wsgiref.simple_server: /__whoami answers like the Django middleware
+// (checkout found from the working folder, pid, the fingerprint taken at
+// start), every other path reaches the app untouched, and the arguments
+// root, include and exclude are honoured.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { httpGet } from './lib/backends.mjs';
+import { git } from './lib/registry.mjs';
+import { tempDir, startPython, freePort, diskFingerprint } from './lib/whoami.mjs';
+
+const serverPy = (wrapArgs) => `import sys
+from wsgiref.simple_server import make_server, WSGIRequestHandler
+from wtproxy_whoami.wsgi import WhoamiWSGIMiddleware
+
+def app(environ, start_response):
+    body = ('app saw %s %s?%s' % (environ['REQUEST_METHOD'], environ['PATH_INFO'],
+                                  environ.get('QUERY_STRING', ''))).encode()
+    start_response('200 OK', [('Content-Type', 'text/plain'), ('X-App', 'yes')])
+    return [body]
+
+class Quiet(WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+application = WhoamiWSGIMiddleware(app${wrapArgs})
+make_server('127.0.0.1', int(sys.argv[1]), application, handler_class=Quiet).serve_forever()
+`;
+
+function project(t, wrapArgs = '') {
+  const repo = path.join(tempDir(t), 'svc');
+  fs.mkdirSync(path.join(repo, 'src/pkg'), { recursive: true });
+  git(repo, 'init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(repo, 'src/server.py'), serverPy(wrapArgs));
+  fs.writeFileSync(path.join(repo, 'src/pkg/logic.py'), 'VALUE = 1\n');
+  fs.writeFileSync(path.join(repo, 'notes.txt'), 'notes\n');
+  return repo;
+}
+
+async function serve(t, cwd) {
+  const port = await freePort();
+  return startPython(t, ['server.py', String(port)], { cwd, port });
+}
+
+test('WSGI: /__whoami answers for the checkout; other paths reach the app untouched', async (t) => {
+  const repo = project(t);
+  const server = await serve(t, path.join(repo, 'src'));
+  const r = await httpGet(server.port, '/__whoami');
+  assert.equal(r.status, 200);
+  assert.equal(r.headers['content-type'], 'application/json');
+  assert.equal(r.headers['cache-control'], 'no-store');
+  const who = JSON.parse(r.body);
+  assert.equal(who.checkout, fs.realpathSync(repo), 'the nearest folder with .git above the cwd');
+  assert.equal(who.pid, server.pid);
+  const disk = await diskFingerprint(repo);
+  assert.deepEqual(who.fingerprint, disk);
+  assert.equal(disk.files, 2);
+
+  for (const p of ['/', '/__whoami/', '/__whoamix', '/api/__whoami', '/x?y=1']) {
+    const o = await httpGet(server.port, p);
+    assert.equal(o.status, 200);
+    assert.equal(o.headers['x-app'], 'yes', p);
+    assert.equal(o.body.toString(), `app saw GET ${p.split('?')[0]}?${p.split('?')[1] || ''}`);
+  }
+  const head = await httpGet(server.port, '/__whoami', { method: 'HEAD' });
+  assert.equal(head.status, 200);
+  assert.equal(Number(head.headers['content-length']), r.body.length);
+  assert.equal(head.body.length, 0);
+  const post = await httpGet(server.port, '/__whoami', { method: 'POST', body: 'x' });
+  assert.equal(post.status, 405);
+  assert.equal(post.headers.allow, 'GET, HEAD');
+
+  fs.writeFileSync(path.join(repo, 'src/pkg/logic.py'), 'VALUE = 2\n');
+  assert.notEqual((await diskFingerprint(repo)).hash, disk.hash);
+  assert.equal(JSON.parse((await httpGet(server.port, '/__whoami')).body).fingerprint.hash, disk.hash,
+    'the fingerprint of the code loaded at start, not of the disk now');
+});
+
+test('WSGI: root, include and exclude arguments', async (t) => {
+  const repo = project(t, ", root='..', include=['**/*.txt', '**/*.py'], exclude=['src/pkg/**']");
+  const server = await serve(t, path.join(repo, 'src'));
+  const who = JSON.parse((await httpGet(server.port, '/__whoami')).body);
+  assert.equal(who.checkout, fs.realpathSync(repo));
+  assert.deepEqual(who.fingerprint.include, ['**/*.txt', '**/*.py']);
+  assert.deepEqual(who.fingerprint.exclude, ['src/pkg/**']);
+  assert.equal(who.fingerprint.files, 2, 'notes.txt and src/server.py');
+  const disk = await diskFingerprint(repo, ['--include', '**/*.txt', '--include', '**/*.py', '--exclude', 'src/pkg/**']);
+  assert.equal(who.fingerprint.hash, disk.hash);
+});

@@ -1,0 +1,106 @@
+// 143: the Node implementation (whoami/node/): its fingerprint CLI
+// reproduces every test vector with the same --json and --list bytes as
+// `wtproxy fingerprint`, and its Connect-style middleware on a real
+// node:http server answers /__whoami (checkout, pid, the hash of the code
+// at start, still the old one after an edit), passes every other path to
+// the app, and with NODE_ENV=production serves nothing.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { httpGet } from './lib/backends.mjs';
+import { git, waitFor } from './lib/registry.mjs';
+import { repoRoot } from './lib/wtproxy.mjs';
+import { loadVectors, tempDir, buildTree, patternArgs, fingerprintCli, isRoot, diskFingerprint } from './lib/whoami.mjs';
+
+for (const v of loadVectors()) {
+  test(`node: vector ${v.file}`, async (t) => {
+    const dir = path.join(tempDir(t), 'tree');
+    fs.mkdirSync(dir, { mode: 0o755 });
+    buildTree(v, dir);
+    const asNobody = isRoot && v.tree.some((e) => e.mode !== undefined);
+    const args = [dir, ...patternArgs(v.include, v.exclude)];
+    const node = await fingerprintCli('node', [...args, '--json'], { asNobody });
+    assert.equal(node.code, 0, node.stderr);
+    const got = JSON.parse(node.stdout);
+    assert.deepEqual({ files: got.files, hash: got.hash }, v.expected);
+    const c = await fingerprintCli('c', [...args, '--json'], { asNobody });
+    assert.equal(node.stdout, c.stdout, 'the same --json bytes as wtproxy fingerprint');
+    const nodeList = await fingerprintCli('node', [...args, '--list'], { asNobody });
+    const cList = await fingerprintCli('c', [...args, '--list'], { asNobody });
+    assert.equal(nodeList.stdout, cList.stdout, 'the same records');
+  });
+}
+
+const serverJs = `import http from 'node:http';
+import { whoami } from ${JSON.stringify(path.join(repoRoot, 'whoami/node/index.mjs'))};
+const mw = whoami(JSON.parse(process.env.WHOAMI_OPTS || '{}'));
+const server = http.createServer((req, res) => mw(req, res, () => {
+  res.writeHead(200, { 'Content-Type': 'text/plain', 'X-App': 'yes' });
+  res.end('app saw ' + req.method + ' ' + req.url);
+}));
+server.listen(0, '127.0.0.1', () => console.log('port ' + server.address().port));
+`;
+
+async function startNode(t, cwd, env = {}) {
+  const proc = spawn(process.execPath, ['server.mjs'], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { out += d; });
+  t.after(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
+  const port = await waitFor(() => Number((/port (\d+)/.exec(out) || [])[1]), 10000, `node server\n${out}`);
+  return { proc, port };
+}
+
+function project(t) {
+  const repo = path.join(tempDir(t), 'web');
+  fs.mkdirSync(path.join(repo, 'src'), { recursive: true });
+  fs.mkdirSync(path.join(repo, 'e2e'));
+  git(repo, 'init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(repo, 'src/server.mjs'), serverJs);
+  fs.writeFileSync(path.join(repo, 'src/logic.ts'), 'export const v = 1;\n');
+  fs.writeFileSync(path.join(repo, 'e2e/app.spec.ts'), 'test("x", () => {});\n');
+  return repo;
+}
+
+const nodeArgs = ['--include', '**/*.js', '--include', '**/*.mjs', '--include', '**/*.cjs', '--include', '**/*.jsx',
+  '--include', '**/*.ts', '--include', '**/*.tsx', '--exclude', '**/.git/**', '--exclude', '**/node_modules/**',
+  '--exclude', '**/.venv/**', '--exclude', '**/venv/**', '--exclude', '**/__pycache__/**', '--exclude', '**/dist/**',
+  '--exclude', '**/e2e/**', '--exclude', '**/*.spec.*', '--exclude', '**/*.test.*'];
+
+test('node middleware: /__whoami for the checkout; other paths reach the app; the hash of the code at start', async (t) => {
+  const repo = project(t);
+  const s = await startNode(t, path.join(repo, 'src'));
+  const r = await httpGet(s.port, '/__whoami');
+  assert.equal(r.status, 200);
+  assert.equal(r.headers['content-type'], 'application/json');
+  assert.equal(r.headers['cache-control'], 'no-store');
+  const who = JSON.parse(r.body);
+  assert.equal(who.checkout, fs.realpathSync(repo));
+  assert.equal(who.pid, s.proc.pid);
+  assert.match(who.started_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  const disk = await diskFingerprint(repo, nodeArgs);
+  assert.deepEqual(who.fingerprint, disk, 'the same as wtproxy fingerprint with the declared patterns');
+  assert.equal(disk.files, 2, 'server.mjs and logic.ts; the e2e spec is not code the server loads');
+
+  const other = await httpGet(s.port, '/__whoami/x?y');
+  assert.equal(other.headers['x-app'], 'yes');
+  assert.equal(other.body.toString(), 'app saw GET /__whoami/x?y');
+  assert.equal((await httpGet(s.port, '/__whoami?fresh=1')).status, 200);
+  assert.equal((await httpGet(s.port, '/__whoami', { method: 'HEAD' })).body.length, 0);
+  assert.equal((await httpGet(s.port, '/__whoami', { method: 'DELETE' })).status, 405);
+
+  fs.writeFileSync(path.join(repo, 'e2e/app.spec.ts'), 'test("edited", () => {});\n');
+  assert.equal((await diskFingerprint(repo, nodeArgs)).hash, disk.hash, 'an e2e edit changes nothing');
+  fs.writeFileSync(path.join(repo, 'src/logic.ts'), 'export const v = 2;\n');
+  assert.notEqual((await diskFingerprint(repo, nodeArgs)).hash, disk.hash);
+  assert.equal(JSON.parse((await httpGet(s.port, '/__whoami')).body).fingerprint.hash, disk.hash);
+});
+
+test('node middleware: NODE_ENV=production passes /__whoami to the app', async (t) => {
+  const repo = project(t);
+  const s = await startNode(t, path.join(repo, 'src'), { NODE_ENV: 'production' });
+  const r = await httpGet(s.port, '/__whoami');
+  assert.equal(r.body.toString(), 'app saw GET /__whoami');
+});

@@ -1,0 +1,127 @@
+// 170: the /__whoami gate with stand-in dev servers (lib/wt-server.mjs,
+// whose /__whoami is fixed at its start like the middleware's): a verified
+// server serves; an edit makes it stale (held for stale_grace, then 409
+// naming the files); --restart-on-stale restarts it and answers from the
+// new process; an edit outside the declared patterns changes nothing; the
+// inotify-less stat scan sees edits too.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  makeWorktrees, startDaemon, startRun, getWorktree, lsJson, waitFor, sanitizerClean,
+} from './lib/registry.mjs';
+
+async function setup(t, daemonArgs = []) {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '400ms', ...daemonArgs]);
+  return { tmp, px };
+}
+
+async function runIn(t, tmp, px, name, runArgs = []) {
+  const run = startRun(t, tmp, { cwd: tmp.wt[name], front: px.port, runArgs });
+  await run.ready;
+  return run;
+}
+
+function refusedAs(r, reason) {
+  assert.equal(r.headers['x-wtproxy-refused'], reason, `expected ${reason}: ${r.status} ${r.body}`);
+  assert.ok(r.status >= 404, `a refusal's status is 404 or above, got ${r.status}`);
+}
+
+test('a verified server serves, and ls shows it verified', async (t) => {
+  const { tmp, px } = await setup(t);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n');
+  await runIn(t, tmp, px, 'a');
+  const r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(JSON.parse(r.body).worktree, tmp.wt.a);
+  const [e] = (await lsJson(tmp)).filter((x) => x.worktree === tmp.wt.a);
+  assert.equal(e.whoami.state, 'verified');
+  assert.equal(e.whoami.checkout, tmp.wt.a);
+  assert.equal(e.whoami.hash, e.whoami.disk_hash);
+  sanitizerClean(assert, px.stderr());
+});
+
+test('an edit makes the server stale: refused after the grace, naming the file and the fix', async (t) => {
+  const { tmp, px } = await setup(t);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n');
+  const run = await runIn(t, tmp, px, 'a');
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  await new Promise((r) => setTimeout(r, 20)); // a later mtime than the server's start
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(2)\n');
+  const t0 = Date.now();
+  const r = await getWorktree(px.port, tmp.wt.a);
+  const held = Date.now() - t0;
+  refusedAs(r, 'stale-code');
+  assert.equal(r.status, 409);
+  assert.ok(held >= 350, `held for the stale grace (400 ms), was ${held} ms`);
+  assert.match(r.body, /your own server for .*wt-a/);
+  assert.match(r.body, /1 file: app\.py/);
+  assert.match(r.body, /wtproxy run --restart-on-stale/);
+  const [e] = (await lsJson(tmp)).filter((x) => x.worktree === tmp.wt.a);
+  assert.equal(e.whoami.state, 'stale');
+  assert.notEqual(e.whoami.hash, e.whoami.disk_hash);
+  assert.ok(e.whoami.refused >= 1);
+  // The wrapper was not asked to restart: it was started without the flag.
+  assert.doesNotMatch(run.stderr(), /restarting/);
+});
+
+test('--restart-on-stale: the request is held, the server restarted, the answer new', async (t) => {
+  const { tmp, px } = await setup(t);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n');
+  const run = await runIn(t, tmp, px, 'a', ['--restart-on-stale']);
+  const before = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body);
+  await new Promise((r) => setTimeout(r, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(2)\n');
+  const r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  const after = JSON.parse(r.body);
+  assert.notEqual(after.pid, before.pid, 'answered by the restarted server');
+  assert.equal(after.port, before.port, 'on the same port');
+  assert.match(run.stderr(), /restarting it/);
+  const [e] = (await lsJson(tmp)).filter((x) => x.worktree === tmp.wt.a);
+  assert.equal(e.whoami.state, 'verified');
+  assert.equal(e.restart_on_stale, true);
+});
+
+test('an edit outside the declared patterns (an e2e .ts test) does not make it stale', async (t) => {
+  const { tmp, px } = await setup(t);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n');
+  await runIn(t, tmp, px, 'a');
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  fs.mkdirSync(path.join(tmp.wt.a, 'e2e'));
+  fs.writeFileSync(path.join(tmp.wt.a, 'e2e', 'cart.spec.ts'), 'test("x", () => {});\n');
+  fs.mkdirSync(path.join(tmp.wt.a, 'node_modules', 'x'), { recursive: true });
+  fs.writeFileSync(path.join(tmp.wt.a, 'node_modules', 'x', 'gen.py'), 'x = 1\n');
+  const t0 = Date.now();
+  const r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.ok(Date.now() - t0 < 300, 'not held: nothing it loaded changed');
+});
+
+test('without inotify (whoami_inotify = off) every request scans, and sees the edit', async (t) => {
+  const { tmp, px } = await setup(t, ['--whoami-inotify', 'off']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n');
+  await runIn(t, tmp, px, 'a');
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  await new Promise((r) => setTimeout(r, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'lib.py'), 'y = 2\n');
+  refusedAs(await getWorktree(px.port, tmp.wt.a), 'stale-code');
+});
+
+test('another worktree keeps being served while one is stale', async (t) => {
+  const { tmp, px } = await setup(t, ['--stale-grace', '1500ms']);
+  await runIn(t, tmp, px, 'a');
+  await runIn(t, tmp, px, 'b');
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  await new Promise((r) => setTimeout(r, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(2)\n');
+  const stale = getWorktree(px.port, tmp.wt.a);
+  const t0 = Date.now();
+  const b = await getWorktree(px.port, tmp.wt.b);
+  assert.equal(b.status, 200);
+  assert.ok(Date.now() - t0 < 500, 'b is not held behind a\'s grace');
+  refusedAs(await stale, 'stale-code');
+  await waitFor(async () => (await lsJson(tmp)).length === 2, 2000, 'both entries live');
+});

@@ -1,0 +1,163 @@
+// 171: the gate's refusals other than stale code. A recycled port (a
+// server of another checkout answers on the port registered for wt-a); a
+// server without /__whoami, refused by default and trusted with
+// --trust-registry; answers that are garbage, of the wrong types, too
+// large, or never come: each refused with its reason, the daemon unhurt,
+// other backends served. Every refusal is >= 404 with X-Wtproxy-Refused,
+// in the format the caller asked for.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import {
+  makeWorktrees, startDaemon, startRun, cli, get, getWorktree, lsJson, sanitizerClean, wtServer,
+} from './lib/registry.mjs';
+
+function refusedAs(r, reason) {
+  assert.equal(r.headers['x-wtproxy-refused'], reason, `expected ${reason}: ${r.status} ${r.body}`);
+  assert.ok(r.status >= 404, `a refusal's status is 404 or above, got ${r.status}`);
+}
+
+// A wt-server started by hand (not through wtproxy run) in cwd on a port it
+// picks; resolves { proc, port } once it listens.
+async function handServer(t, cwd, extra = []) {
+  const port = await new Promise((res) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
+  });
+  const proc = spawn(process.execPath, [wtServer, String(port), ...extra], {
+    cwd, stdio: 'ignore', env: { ...process.env, WTPROXY_WORKTREE: cwd },
+  });
+  t.after(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
+  for (let i = 0; i < 200; i++) {
+    const ok = await new Promise((res) => {
+      const c = net.connect(port, '127.0.0.1', () => { c.destroy(); res(true); }).on('error', () => res(false));
+    });
+    if (ok) return { proc, port };
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('hand-started server did not listen');
+}
+
+// A raw backend whose /__whoami answer is `answer` (a string, or null to
+// never answer) and whose other answers are "app".
+async function rawWhoami(t, answer) {
+  const srv = net.createServer((c) => {
+    c.on('data', (d) => {
+      const s = d.toString();
+      if (s.startsWith('GET /__whoami')) {
+        if (answer !== null) c.end(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(answer)}\r\nConnection: close\r\n\r\n${answer}`);
+      } else {
+        c.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\napp');
+      }
+    });
+    c.on('error', () => {});
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  t.after(() => srv.close());
+  return srv.address().port;
+}
+
+test('recycled port: another checkout\'s server on wt-a\'s port is refused, naming it and the fix', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'old']);
+  const px = await startDaemon(t, tmp);
+  // wt-old's server outlived its registration; wt-a registers that port.
+  const stray = await handServer(t, tmp.wt.old);
+  const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(stray.port),
+    '--ttl', '10m'], { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  for (const accept of ['text/plain', 'application/json', 'text/html']) {
+    const r = await get(px.port, { 'X-Wtproxy-Worktree': tmp.wt.a, Accept: accept });
+    refusedAs(r, 'checkout-mismatch');
+    assert.equal(r.status, 421);
+    assert.match(r.headers['content-type'], new RegExp(accept.replace('/', '\\/')));
+    const text = accept === 'application/json' ? JSON.parse(r.body).detail : r.body;
+    assert.match(text, new RegExp(`port ${stray.port} is served by ${tmp.wt.old}, not by ${tmp.wt.a}`));
+    assert.match(text, new RegExp(`kill ${stray.proc.pid}`));
+  }
+  const [e] = await lsJson(tmp);
+  assert.equal(e.whoami.state, 'mismatch');
+  assert.equal(e.whoami.checkout, tmp.wt.old);
+});
+
+test('no /__whoami: refused with the line to add; --trust-registry serves until a file changes', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, serverArgs: ['--no-whoami'] });
+  await run.ready;
+  const r = await getWorktree(px.port, tmp.wt.a);
+  refusedAs(r, 'no-whoami');
+  assert.equal(r.status, 502);
+  assert.match(r.body, /HTTP 404/);
+  assert.match(r.body, /wtproxy_whoami\.django\.WhoamiMiddleware/);
+  assert.match(r.body, /--trust-registry/);
+
+  const tmp2 = makeWorktrees(t, ['a']);
+  const px2 = await startDaemon(t, tmp2, ['--trust-registry', '--stale-grace', '100ms']);
+  const run2 = startRun(t, tmp2, { cwd: tmp2.wt.a, front: px2.port, serverArgs: ['--no-whoami'] });
+  await run2.ready;
+  assert.equal((await getWorktree(px2.port, tmp2.wt.a)).status, 200);
+  await new Promise((res) => setTimeout(res, 20));
+  fs.writeFileSync(path.join(tmp2.wt.a, 'views.py'), 'x = 1\n');
+  const stale = await getWorktree(px2.port, tmp2.wt.a);
+  refusedAs(stale, 'stale-code');
+  assert.match(stale.body, /views\.py/);
+});
+
+test('unusable answers are refused with the reason; other backends keep being served', async (t) => {
+  const tmp = makeWorktrees(t, ['good', 'garbage', 'types', 'large', 'hang', 'algo']);
+  const px = await startDaemon(t, tmp, ['--whoami-timeout', '300ms']);
+  const good = startRun(t, tmp, { cwd: tmp.wt.good, front: px.port });
+  await good.ready;
+  const answers = {
+    garbage: ['{"wtproxy_whoami": 1, "checkout": ', /JSON|parse|invalid/i],
+    types: [JSON.stringify({ wtproxy_whoami: 1, checkout: 42, pid: 'x', started_at: 1, fingerprint: [] }), /checkout/],
+    large: [JSON.stringify({ pad: 'x'.repeat(70 * 1024) }), /64 KiB|too large|larger/i],
+    hang: [null, /in time|timeout/i],
+    algo: [JSON.stringify({ wtproxy_whoami: 1, checkout: tmp.wt.algo, pid: 1, started_at: '2026-12-02T08:00:00Z',
+      fingerprint: { algorithm: 'md5', include: [], exclude: [], files: 0, hash: 'sha256:' + '0'.repeat(64) } }), /algorithm/],
+  };
+  for (const [name, [answer]] of Object.entries(answers)) {
+    const port = await rawWhoami(t, answer);
+    const r = await cli(tmp, ['register', '--front', String(px.port), '--port', String(port), '--ttl', '10m'],
+      { cwd: tmp.wt[name] });
+    assert.equal(r.code, 0, r.stderr);
+  }
+  const results = await Promise.all([
+    ...Object.keys(answers).map((n) => getWorktree(px.port, tmp.wt[n])),
+    getWorktree(px.port, tmp.wt.good),
+  ]);
+  Object.entries(answers).forEach(([name, [, why]], i) => {
+    refusedAs(results[i], 'whoami-invalid');
+    assert.match(results[i].body, why, `${name}: ${results[i].body}`);
+  });
+  assert.equal(results.at(-1).status, 200, 'the good backend is served meanwhile');
+  assert.equal((await getWorktree(px.port, tmp.wt.good)).status, 200);
+  sanitizerClean(assert, px.stderr());
+});
+
+test('a server swapped behind a verified TTL registration is found within WHOAMI_REVERIFY_MS', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'old']);
+  const px = await startDaemon(t, tmp);
+  const own = await handServer(t, tmp.wt.a);
+  const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(own.port), '--ttl', '10m'],
+    { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  // The same port, now another checkout's server (no failed request between).
+  own.proc.kill('SIGKILL');
+  await new Promise((r) => own.proc.on('exit', r));
+  const swapped = spawn(process.execPath, [wtServer, String(own.port)], {
+    cwd: tmp.wt.old, stdio: 'ignore', env: { ...process.env, WTPROXY_WORKTREE: tmp.wt.old },
+  });
+  t.after(() => { if (swapped.exitCode === null) swapped.kill('SIGKILL'); });
+  const t0 = Date.now();
+  let r;
+  do {
+    await new Promise((res) => setTimeout(res, 100));
+    r = await getWorktree(px.port, tmp.wt.a);
+  } while (r.status !== 421 && Date.now() - t0 < 5000);
+  refusedAs(r, 'checkout-mismatch');
+  assert.ok(Date.now() - t0 < 3000, `found within the re-verify period, took ${Date.now() - t0} ms`);
+});

@@ -1,0 +1,136 @@
+// 172: the gate in front of real Django dev servers (Debian's
+// python3-django, the wtproxy_whoami middleware from whoami/python):
+// 1. a recycled port: wt-old's server outlived its deleted worktree, and
+//    its port is registered for wt-a: refused, naming the old checkout;
+// 2. the agent's own old server: runserver --noreload, a .py edited: the
+//    next request is refused as stale once the grace has passed; with
+//    --restart-on-stale it succeeds and shows the new behaviour; with the
+//    autoreloader on, an edit followed at once by a request gets the new
+//    behaviour, never a refusal and never the old one;
+// 3. an edit outside the declared patterns (an e2e .ts test) is not stale.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+import { git, makeWorktrees, startDaemon, cliEnv, cli, get, sanitizerClean } from './lib/registry.mjs';
+import { python, pythonPath, writeDjangoProject, startDjango } from './lib/whoami.mjs';
+
+// A repo whose main branch holds the Django project, and worktrees of it.
+function djangoWorktrees(t, names) {
+  const tmp = makeWorktrees(t, []);
+  writeDjangoProject(tmp.repo);
+  fs.writeFileSync(path.join(tmp.repo, '.gitignore'), '__pycache__/\n');
+  git(tmp.repo, 'add', '-A');
+  git(tmp.repo, 'commit', '-q', '-m', 'shop');
+  for (const n of names) {
+    tmp.wt[n] = path.join(tmp.root, `wt-${n}`);
+    git(tmp.repo, 'worktree', 'add', '-q', tmp.wt[n], '-b', n);
+  }
+  return tmp;
+}
+
+// `wtproxy run [runArgs] -- python3 manage.py runserver [--noreload]
+// 127.0.0.1:{port}` in worktree dir; resolves once ready.
+async function runDjango(t, tmp, dir, front, { runArgs = [], reload = false } = {}) {
+  const args = ['run', '--front', String(front), ...runArgs, '--', python, 'manage.py', 'runserver',
+    ...(reload ? [] : ['--noreload']), '127.0.0.1:{port}'];
+  const proc = spawn(wtproxyBin, args, {
+    cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...cliEnv(tmp), PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' },
+  });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { out += d; });
+  t.after(() => { if (proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGTERM'); });
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not ready in 30 s:\n${out}`)), 30000);
+    const check = () => { if (/is ready on/.test(out)) { clearTimeout(timer); resolve(); } };
+    proc.stderr.on('data', check);
+    proc.on('exit', (c) => { clearTimeout(timer); reject(new Error(`wtproxy run exited ${c}:\n${out}`)); });
+  });
+  return { proc, output: () => out };
+}
+
+const hello = (px, wt) => get(px.port, { 'X-Wtproxy-Worktree': wt }, '/hello/');
+
+function edit(wt, greeting) {
+  const views = path.join(wt, 'app/views.py');
+  fs.writeFileSync(views, fs.readFileSync(views, 'utf8').replace(/GREETING = .*/, `GREETING = ${JSON.stringify(greeting)}`));
+}
+
+test('a recycled port: the old checkout\'s server is refused, named with its pid', async (t) => {
+  const tmp = djangoWorktrees(t, ['a', 'old']);
+  const px = await startDaemon(t, tmp);
+  const stray = await startDjango(t, tmp.wt.old);
+  git(tmp.repo, 'worktree', 'remove', '--force', tmp.wt.old); // its server runs on
+  const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(stray.port),
+    '--ttl', '10m'], { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  const r = await hello(px, tmp.wt.a);
+  assert.equal(r.status, 421, r.body);
+  assert.equal(r.headers['x-wtproxy-refused'], 'checkout-mismatch');
+  assert.match(r.body, new RegExp(`port ${stray.port} is served by ${tmp.wt.old}, not by ${tmp.wt.a}`));
+  assert.match(r.body, new RegExp(`kill ${stray.pid}`));
+  sanitizerClean(assert, px.stderr());
+});
+
+test('own old server (--noreload): stale after an edit, refused once the grace has passed', async (t) => {
+  const tmp = djangoWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '500ms']);
+  await runDjango(t, tmp, tmp.wt.a, px.port);
+  assert.equal((await hello(px, tmp.wt.a)).body, 'hello v1');
+  edit(tmp.wt.a, 'hello v2');
+  const t0 = Date.now();
+  const r = await hello(px, tmp.wt.a);
+  assert.ok(Date.now() - t0 >= 450, 'held for the grace first');
+  assert.equal(r.status, 409, r.body);
+  assert.equal(r.headers['x-wtproxy-refused'], 'stale-code');
+  assert.match(r.body, /app\/views\.py/);
+  assert.doesNotMatch(r.body, /hello v1/, 'never the old code\'s answer');
+});
+
+test('own old server with --restart-on-stale: restarted, the request answered by the new code', async (t) => {
+  const tmp = djangoWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '500ms']);
+  const run = await runDjango(t, tmp, tmp.wt.a, px.port, { runArgs: ['--restart-on-stale'] });
+  assert.equal((await hello(px, tmp.wt.a)).body, 'hello v1');
+  edit(tmp.wt.a, 'hello v2');
+  const t0 = Date.now();
+  const r = await hello(px, tmp.wt.a);
+  assert.equal(r.status, 200, `${r.status} after ${Date.now() - t0} ms: ${r.body}\n${run.output()}`);
+  assert.equal(r.body, 'hello v2');
+  assert.match(run.output(), /restarting it/);
+});
+
+test('autoreloader on: an edit followed at once by a request gets the new code, never a refusal', async (t) => {
+  const tmp = djangoWorktrees(t, ['a']);
+  // The defaults: stale_grace covers Django noticing the edit (it polls
+  // once a second), reload_grace its start again (not listening meanwhile).
+  const px = await startDaemon(t, tmp);
+  await runDjango(t, tmp, tmp.wt.a, px.port, { reload: true });
+  assert.equal((await hello(px, tmp.wt.a)).body, 'hello v1');
+  const held = [];
+  for (const v of ['hello v2', 'hello v3', 'hello v4']) {
+    edit(tmp.wt.a, v);
+    const t0 = Date.now();
+    const r = await hello(px, tmp.wt.a);
+    held.push(Date.now() - t0);
+    assert.equal(r.status, 200, `${r.status} after ${Date.now() - t0} ms: ${r.body}`);
+    assert.equal(r.body, v, 'the new behaviour, at once');
+  }
+  t.diagnostic(`held while Django reloaded: ${held.join(', ')} ms`);
+});
+
+test('an edit outside the declared patterns (e2e/*.spec.ts) does not make the server stale', async (t) => {
+  const tmp = djangoWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '5s']);
+  await runDjango(t, tmp, tmp.wt.a, px.port);
+  assert.equal((await hello(px, tmp.wt.a)).body, 'hello v1');
+  fs.writeFileSync(path.join(tmp.wt.a, 'e2e/app.spec.ts'), 'test("edited", () => {});\n');
+  const t0 = Date.now();
+  const r = await hello(px, tmp.wt.a);
+  assert.equal(r.body, 'hello v1');
+  assert.ok(Date.now() - t0 < 1000, 'answered without waiting');
+});

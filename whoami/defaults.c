@@ -1,0 +1,16 @@
+/* defaults.c - the patterns a server declares when nobody chose others:
+ * the Python middleware's (wtproxy_whoami/fingerprint.py), `wtproxy
+ * fingerprint`'s, and the gate's for a server trusted without /__whoami. */
+#include "whoami.h"
+
+static char *default_include[] = {"**/*.py"};
+static char *default_exclude[] = {"**/.git/**", "**/node_modules/**", "**/.venv/**",
+                                  "**/venv/**", "**/__pycache__/**"};
+
+const struct whoami_patterns *whoami_default_patterns(void)
+{
+    static const struct whoami_patterns p = {
+        default_include, sizeof default_include / sizeof *default_include,
+        default_exclude, sizeof default_exclude / sizeof *default_exclude};
+    return &p;
+}

@@ -1,0 +1,73 @@
+// index.mjs - the /__whoami contract (whoami/PROTOCOL.md) for Node dev
+// servers: a Connect/Express middleware, `(req, res, next)`.
+//
+//   import { whoami } from '/path/to/wtproxy/whoami/node/index.mjs';
+//   app.use(whoami());                      // Express or Connect, first
+//   http.createServer((req, res) => whoami()(req, res, () => handler(req, res)))
+//
+// The fingerprint is computed once, when whoami() is called at start: it
+// must describe the code this process loaded, so that a later edit makes
+// wtproxy's fresh fingerprint of the disk differ from it. With
+// NODE_ENV=production, whoami() returns a middleware that only calls next().
+import fs from 'node:fs';
+import path from 'node:path';
+import { ALGORITHM, compute } from './fingerprint.mjs';
+
+export { compute, globMatch, FingerprintError } from './fingerprint.mjs';
+
+export const PATH = '/__whoami';
+export const DEFAULT_INCLUDE = ['**/*.js', '**/*.mjs', '**/*.cjs', '**/*.jsx', '**/*.ts', '**/*.tsx'];
+// The Python defaults, plus what a Node project builds or tests (an e2e
+// test edit must not make the server stale).
+export const DEFAULT_EXCLUDE = ['**/.git/**', '**/node_modules/**', '**/.venv/**', '**/venv/**',
+  '**/__pycache__/**', '**/dist/**', '**/e2e/**', '**/*.spec.*', '**/*.test.*'];
+const ANSWER_MAX = 65536;
+const CHECKOUT_MAX = 4095;
+
+// The realpath of the nearest ancestor of start (itself included) holding
+// .git (a folder, or a linked worktree's .git file), else of start.
+export function findCheckout(start) {
+  const real = fs.realpathSync(start);
+  for (let d = real; ; d = path.dirname(d)) {
+    try { fs.lstatSync(path.join(d, '.git')); return d; } catch { /* keep climbing */ }
+    if (path.dirname(d) === d) return real;
+  }
+}
+
+function rfc3339(ms) {
+  return new Date(Math.round(ms)).toISOString(); // 2026-12-02T08:00:00.250Z
+}
+
+// The answer for this process: { answer, body (Buffer) }.
+export function whoamiAnswer({ root, include = DEFAULT_INCLUDE, exclude = DEFAULT_EXCLUDE } = {}) {
+  const fromEnv = process.env.WTPROXY_WHOAMI_ROOT || root;
+  const checkout = fromEnv ? fs.realpathSync(fromEnv) : findCheckout(process.cwd());
+  if (Buffer.byteLength(checkout) > CHECKOUT_MAX) throw new Error(`the checkout path ${checkout} is longer than ${CHECKOUT_MAX} bytes`);
+  const fp = compute(checkout, include, exclude);
+  const answer = {
+    wtproxy_whoami: 1,
+    checkout,
+    pid: process.pid,
+    started_at: rfc3339(Date.now() - process.uptime() * 1000),
+    fingerprint: { algorithm: ALGORITHM, include: [...include], exclude: [...exclude], files: fp.files, hash: fp.hash },
+  };
+  const body = Buffer.from(JSON.stringify(answer));
+  if (body.length > ANSWER_MAX) throw new Error(`the /__whoami answer would be ${body.length} bytes, more than ${ANSWER_MAX}: declare fewer or shorter patterns`);
+  return { answer, body };
+}
+
+export function whoami(options = {}) {
+  if (process.env.NODE_ENV === 'production') return (req, res, next) => next();
+  const { body } = whoamiAnswer(options);
+  return function wtproxyWhoami(req, res, next) {
+    if ((req.url || '').split('?')[0] !== PATH) return next();
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain', 'Content-Length': '0' });
+      return res.end();
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', 'Content-Length': String(body.length) });
+    return res.end(req.method === 'HEAD' ? undefined : body);
+  };
+}
+
+export default whoami;

@@ -1,0 +1,9 @@
+"""wtproxy_whoami: the /__whoami contract of wtproxy for Python dev servers.
+
+- wtproxy_whoami.django.WhoamiMiddleware: Django, active only when DEBUG.
+- wtproxy_whoami.wsgi.WhoamiWSGIMiddleware: any WSGI app.
+- wtproxy_whoami.fingerprint.compute: the code fingerprint wtproxy-fp-v1.
+- python3 -m wtproxy_whoami fingerprint: the same output as `wtproxy fingerprint`.
+
+See whoami/PROTOCOL.md and conf/WHOAMI.md in the wtproxy repository.
+"""

@@ -1,0 +1,95 @@
+"""The /__whoami answer (whoami/PROTOCOL.md, section 1), built once.
+
+Whoami(root, include, exclude) computes the fingerprint when it is
+constructed, which the middlewares do when the server process starts:
+the answer must describe the code this process loaded, so that an edit made
+afterwards makes wtproxy's fresh fingerprint of the disk differ from it.
+Computing it at start rather than per request is the whole point; anything
+the process imports later (Django imports views on the first request) is
+at least as new as the fingerprint, so the gate can at worst call a server
+stale that is not, never the other way round.
+"""
+import json
+import os
+import time
+
+from . import fingerprint as fp
+
+PATH = '/__whoami'
+ANSWER_MAX = 65536
+CHECKOUT_MAX = 4095
+# Taken at import, the fallback when /proc cannot tell the process start.
+_IMPORTED_AT = time.time()
+
+
+def find_checkout(start):
+    """The realpath of the nearest ancestor of start (itself included) that
+    holds .git (a folder, or the file of a linked worktree), else of start."""
+    start = os.path.realpath(start)
+    d = start
+    while True:
+        if os.path.lexists(os.path.join(d, '.git')):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return start
+        d = parent
+
+
+def process_started_at():
+    """When this process started (unix seconds): /proc/self/stat's start
+    time after boot plus the boot time; the import time when that fails.
+    /proc/stat's boot time is whole seconds, so the sum may land up to a
+    second late: never later than now."""
+    try:
+        with open('/proc/self/stat', 'rb') as f:
+            ticks = int(f.read().rsplit(b')', 1)[1].split()[19])
+        with open('/proc/stat', 'rb') as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith(b'btime '))
+        return min(btime + ticks / os.sysconf('SC_CLK_TCK'), time.time())
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORTED_AT
+
+
+def rfc3339(t):
+    """Unix seconds as RFC 3339 UTC with milliseconds: 2026-12-02T08:00:00.250Z."""
+    ms = int(round(t * 1000))
+    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(ms // 1000)) + '.%03dZ' % (ms % 1000)
+
+
+class Whoami:
+    """The answer for this process: .answer (a dict) and .body (JSON bytes).
+    Raises ValueError for bad configuration, fp.FingerprintError when the
+    tree cannot be fingerprinted."""
+
+    def __init__(self, root=None, include=None, exclude=None):
+        self.checkout = find_checkout(os.getcwd()) if root is None else os.path.realpath(root)
+        include = list(fp.DEFAULT_INCLUDE if include is None else include)
+        exclude = list(fp.DEFAULT_EXCLUDE if exclude is None else exclude)
+        if len(os.fsencode(self.checkout)) > CHECKOUT_MAX:
+            raise ValueError(f'the checkout path {self.checkout} is longer than '
+                             f'{CHECKOUT_MAX} bytes')
+        result = fp.compute(self.checkout, include, exclude)
+        self.fingerprint = result
+        self.answer = {
+            'wtproxy_whoami': 1,
+            'checkout': self.checkout,
+            'pid': os.getpid(),
+            'started_at': rfc3339(process_started_at()),
+            'fingerprint': {'algorithm': fp.ALGORITHM, 'include': include, 'exclude': exclude,
+                            'files': result.files, 'hash': result.hash},
+        }
+        self.body = json.dumps(self.answer).encode()
+        if len(self.body) > ANSWER_MAX:
+            raise ValueError(f'the /__whoami answer would be {len(self.body)} bytes, more '
+                             f'than {ANSWER_MAX}: declare fewer or shorter patterns')
+
+    def respond(self, method):
+        """(status line, headers, body) for a request to PATH."""
+        if method not in ('GET', 'HEAD'):
+            return '405 Method Not Allowed', [('Allow', 'GET, HEAD'),
+                                              ('Content-Type', 'text/plain'),
+                                              ('Content-Length', '0')], b''
+        headers = [('Content-Type', 'application/json'), ('Cache-Control', 'no-store'),
+                   ('Content-Length', str(len(self.body)))]
+        return '200 OK', headers, b'' if method == 'HEAD' else self.body

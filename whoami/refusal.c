@@ -1,0 +1,149 @@
+/* refusal.c - see refusal.h. Agents read these, not READMEs: each names
+ * the server (address, pid, checkout), what is wrong with it, and one
+ * command to run. */
+#include "refusal.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+
+static long long wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* "4 min", "12 s", "3 h": how long ago ms was. */
+static void age(long long ms, char *out, size_t outlen)
+{
+    long long s = ms > 0 ? (wall_ms() - ms) / 1000 : 0;
+    if (s < 0)
+        s = 0;
+    if (s < 120)
+        snprintf(out, outlen, "%lld s", s);
+    else if (s < 2 * 3600)
+        snprintf(out, outlen, "%lld min", s / 60);
+    else
+        snprintf(out, outlen, "%lld h", s / 3600);
+}
+
+/* How to start the worktree's server again, from what registered it. */
+static void restart_hint(const struct reg_backend *b, char *out, size_t outlen)
+{
+    if (b->command[0])
+        snprintf(out, outlen, "cd %s && wtproxy run --restart-on-stale -- %s", b->worktree,
+                 b->command);
+    else
+        snprintf(out, outlen, "cd %s && wtproxy run --restart-on-stale -- <server command with "
+                              "{port}>", b->worktree);
+}
+
+void whoami_refusal_mismatch(const struct reg_backend *b, const struct whoami_answer *ans,
+                             const char *worktree, char *out, size_t outlen)
+{
+    char since[32], hint[PATH_MAX + 1200];
+    age(ans->started_ms, since, sizeof since);
+    restart_hint(b, hint, sizeof hint);
+    snprintf(out, outlen,
+             "port %d is served by %s, not by %s: the server there (pid %d, started %s ago) "
+             "belongs to another checkout, so its answers would not be your code's. Stop it: "
+             "kill %d; then start your own server: %s",
+             b->port, ans->checkout, worktree, (int)ans->pid, since, (int)ans->pid, hint);
+}
+
+size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_ms, char *out,
+                                  size_t outlen)
+{
+    size_t n = 0, used;
+    out[0] = '\0';
+    for (size_t i = 0; i < disk->n; i++) {
+        if (disk->file[i].mtime_ns / 1000000 <= since_ms)
+            continue;
+        if (++n > WHOAMI_NAMED_FILES)
+            continue;
+        used = strlen(out);
+        snprintf(out + used, outlen - used, "%s%s", n > 1 ? ", " : "", disk->file[i].path);
+    }
+    if (n > WHOAMI_NAMED_FILES) {
+        used = strlen(out);
+        snprintf(out + used, outlen - used, ", ...");
+    }
+    return n;
+}
+
+void whoami_refusal_stale(const struct reg_backend *b, const struct whoami_answer *ans,
+                          const struct whoami_fp *disk, int restarted, char *out,
+                          size_t outlen)
+{
+    char since[32], files[1024], hint[PATH_MAX + 1200], changed[1100];
+    age(ans->started_ms, since, sizeof since);
+    restart_hint(b, hint, sizeof hint);
+    size_t n = whoami_refusal_newer_files(disk, ans->started_ms, files, sizeof files);
+    if (n)
+        snprintf(changed, sizeof changed, "the code changed since (%zu file%s: %s)", n,
+                 n == 1 ? "" : "s", files);
+    else
+        snprintf(changed, sizeof changed, "the code on disk differs from the code it loaded "
+                 "(%s on disk, %s loaded)", disk->hash, ans->hash);
+    if (restarted)
+        snprintf(out, outlen, "wtproxy restarted your server for %s (pid %d), and it still "
+                 "reports older code than the disk's: %s. Look at its output for why it "
+                 "did not come back with the new code; to restart it by hand: %s",
+                 ans->checkout, (int)ans->pid, changed, hint);
+    else
+        snprintf(out, outlen, "this is your own server for %s (pid %d), started %s ago; %s. "
+                 "Restart it: stop pid %d, then %s",
+                 ans->checkout, (int)ans->pid, since, changed, b->pid > 0 ? (int)b->pid
+                 : (int)ans->pid, hint);
+}
+
+void whoami_refusal_no_whoami(const struct reg_backend *b, int status, char *out, size_t outlen)
+{
+    snprintf(out, outlen,
+             "%s (the server of %s, pid %d) answers GET /__whoami with HTTP %d, so wtproxy "
+             "cannot tell which checkout and which code it serves. Add the whoami middleware "
+             "(Django: 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
+             "whoami/python on PYTHONPATH; see conf/WHOAMI.md), or start wtproxy with "
+             "--trust-registry to trust the registration instead",
+             b->name, b->worktree[0] ? b->worktree : "the default backend", (int)b->pid, status);
+}
+
+void whoami_refusal_invalid(const struct reg_backend *b, const char *problem, char *out,
+                            size_t outlen)
+{
+    snprintf(out, outlen,
+             "%s (the server of %s, pid %d) answered GET /__whoami with something wtproxy "
+             "cannot use: %s. Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it "
+             "if it hangs",
+             b->name, b->worktree[0] ? b->worktree : "the default backend", (int)b->pid,
+             problem);
+}
+
+void whoami_refusal_unreadable(const struct reg_backend *b, const char *worktree,
+                               const char *error, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "wtproxy cannot fingerprint the code of %s to check %s: %s. "
+             "Check that the folder exists and is readable",
+             worktree, b->name, error);
+}
+
+void whoami_refusal_trusted_mismatch(const struct reg_backend *b, const char *worktree,
+                                     char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s is registered for %s, not for %s (--trust-registry: it has no "
+             "/__whoami). Start your own server: cd %s && wtproxy run -- <server command with "
+             "{port}>", b->name, b->worktree[0] ? b->worktree : "no worktree", worktree,
+             worktree);
+}
+
+void whoami_refusal_trusted_stale(const struct reg_backend *b, char *out, size_t outlen)
+{
+    char files[1024], hint[PATH_MAX + 1200];
+    snprintf(files, sizeof files, "%s", out);
+    restart_hint(b, hint, sizeof hint);
+    snprintf(out, outlen, "the server of %s (pid %d, no /__whoami, trusted from its "
+             "registration) started before these changed: %s. Restart it: stop pid %d, then %s",
+             b->worktree, (int)b->pid, files, (int)b->pid, hint);
+}
