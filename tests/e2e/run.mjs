@@ -94,11 +94,14 @@ if (!opt.logs) life.after(() => fs.rmSync(logDir, { recursive: true, force: true
 // Ctrl-C or SIGTERM: stop everything started (process groups, the daemon,
 // PostgreSQL, leftovers in the worktrees), remove the temp folders.
 let stopping = false;
+const results = {}; // per mode: { databases, rounds: [{ms, leftovers}], runs: [...] }
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(sig, async () => {
     if (stopping) return;
     stopping = true;
     console.error(`\nrun.mjs: ${sig}: stopping everything it started`);
+    // the rounds finished so far still count: their table
+    if (Object.values(results).some((r) => r.rounds.length)) console.log(`\n${table(results)}`);
     await life.run();
     process.exit(130);
   });
@@ -138,6 +141,9 @@ async function oneRun(ctx, branch, suite, extra = {}) {
   const run = await runSuite(life, suite, ctx.shop.wt[branch], ctx.env);
   const { verdict, why } = classify(branch, suite, run);
   const r = { mode: ctx.mode, branch, suite, ms: Date.now() - started, verdict, why, code: run.code, ...extra };
+  // how often the server this run started was asked GET /__whoami (its
+  // runserver logs every request): wtproxy's gate checking it
+  if (suite === 'e2e') r.whoamiAsked = (run.out.match(/"GET \/__whoami HTTP/g) || []).length;
   r.log = saveLog(`${ctx.mode}-${r.round !== undefined ? `r${r.round}` : r.phase}-wt-${branch}-${suite}${r.against ? `-on-${r.against}` : ''}`, run);
   report(r);
   return r;
@@ -283,7 +289,6 @@ async function main() {
     console.log(bad.length ? `check: ${bad.length} of ${runs.length} runs did not get the verdict the scenario needs` : `check: all ${runs.length} runs as the scenario needs`);
   }
 
-  const results = {};
   const ctxs = {};
   for (const mode of modes) {
     const modeLife = lifetime();

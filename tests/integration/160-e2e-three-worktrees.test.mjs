@@ -9,6 +9,7 @@
 // worktree has its own databases. Every one of the 18 runs must get its
 // true verdict, judged from its own log: a and b pass, c fails both suites
 // on its bug (the basket total $3.70 instead of $6.10) and on nothing else.
+// wtproxy's /__whoami gate must have checked the server of every e2e run.
 // The same scenario without wtproxy (tests/e2e/compare) gets many of them
 // wrong; tests/e2e/README.md has the numbers.
 import { test } from 'node:test';
@@ -67,7 +68,7 @@ test(`three worktrees test the shop at once through wtproxy, ${ROUNDS} rounds: e
   const front = await freePort();
   const r = await startRunner(t, ['--mode', 'wtproxy', '--rounds', String(ROUNDS), '--front', String(front),
     '--json', json, '--logs', path.join(tmp, 'logs')]);
-  t.diagnostic(r.out.split('\n').filter((l) => /round|databases|seed/.test(l)).join('\n'));
+  for (const line of r.out.split('\n').filter((l) => /took|databases|seed/.test(l))) t.diagnostic(line);
   assert.ok(fs.existsSync(json), `run.mjs wrote no result (exit ${r.code ?? r.signal}):\n${r.out}`);
   const res = JSON.parse(fs.readFileSync(json, 'utf8'));
   const { runs, rounds } = res.modes.wtproxy;
@@ -76,6 +77,10 @@ test(`three worktrees test the shop at once through wtproxy, ${ROUNDS} rounds: e
   for (const run of runs) {
     assert.equal(run.verdict, 'right',
       `round ${run.round}, wt-${run.branch}, ${run.suite}: ${run.verdict} (${run.why})\n--- its log ---\n${fs.readFileSync(run.log, 'utf8')}\n--- daemon ---\n${res.modes.wtproxy.daemonLog}`);
+  }
+  // the gate checked the server of every e2e run: it asked its /__whoami
+  for (const run of runs.filter((x) => x.suite === 'e2e')) {
+    assert.ok(run.whoamiAsked > 0, `round ${run.round}, wt-${run.branch}: wtproxy never asked its server GET /__whoami:\n${fs.readFileSync(run.log, 'utf8')}`);
   }
   // the buggy branch was caught by both suites in every round, for its bug
   assert.equal(runs.filter((x) => x.branch === 'c' && x.code !== 0).length, ROUNDS * 2);
