@@ -137,8 +137,10 @@ function report(r) {
 
 // One suite of one worktree, classified and logged.
 async function oneRun(ctx, branch, suite, extra = {}) {
+  if (stopping) throw new Error('stopped'); // Ctrl-C: no new run, its worktree is going
   const started = Date.now();
   const run = await runSuite(life, suite, ctx.shop.wt[branch], ctx.env);
+  if (stopping) throw new Error('stopped'); // cut short by Ctrl-C: no verdict
   const { verdict, why } = classify(branch, suite, run);
   const r = { mode: ctx.mode, branch, suite, ms: Date.now() - started, verdict, why, code: run.code, ...extra };
   // how often the server this run started was asked GET /__whoami (its
@@ -301,6 +303,7 @@ async function main() {
   // machine busier at one time than another weighs on both alike
   for (let i = 1; i <= rounds; i++) {
     for (const mode of i % 2 ? modes : [...modes].reverse()) {
+      if (stopping) return 130;
       const ctx = ctxs[mode];
       if (ctx.startDaemon) await ctx.startDaemon();
       const r = await round(ctx, i);

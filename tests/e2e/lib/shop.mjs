@@ -120,6 +120,7 @@ export function runLogged(t, cmd, args, { cwd, env, ms = DJANGO_MS }) {
   t.after(kill);
   return new Promise((resolve) => {
     const timer = setTimeout(() => { out += `\n[killed after ${ms} ms]\n`; kill(); }, ms);
+    proc.on('error', (e) => { clearTimeout(timer); resolve({ code: null, signal: null, out: `${out}\n${e.message}\n` }); });
     proc.on('close', (code, signal) => { clearTimeout(timer); kill(); resolve({ code, signal, out }); });
   });
 }
