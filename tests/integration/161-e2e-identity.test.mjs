@@ -17,7 +17,10 @@
 // checkout, and the e2e run gets no verdict on the old code; with
 // `wtproxy run --restart-on-stale` the e2e run passes, on the new code.
 //
-// These fail until the gate lands (issue #5): they state its contract.
+// In both refused cases the e2e run ends with Playwright's webServer: its
+// readiness check is refused (>= 404), so it runs `wtproxy run`, which
+// finds the worktree's registration and says so. Without the gate (before
+// issue #5) both cases served the wrong code and these tests failed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -128,7 +131,7 @@ test('a server left running by a deleted worktree, on the port wt-a registered: 
 
   const run = await runSuite(t, 'e2e', shop.wt.a, env);
   assertNoVerdictOnWrongCode(run, 'wt-a\'s e2e with wt-old\'s server on its port');
-  t.diagnostic(`e2e: ${classify('a', 'e2e', run).verdict}`);
+  assert.equal(classify('a', 'e2e', run).verdict, 'refused', `the e2e log says wtproxy refused:\n${run.out}`);
   sanitizerClean(assert, px.stderr());
 });
 
@@ -160,6 +163,7 @@ test('the agent\'s own server started before its last edit: refused as stale, or
       assertRefused(r, 'stale-code', [wt], `${label}: after the edit`);
       const run = await runSuite(t, 'e2e', wt, env);
       assertNoVerdictOnWrongCode(run, `${label}: e2e after the edit`);
+      assert.equal(classify('a', 'e2e', run).verdict, 'refused', `${label}: the e2e log says wtproxy refused:\n${run.out}`);
     } else {
       const run = await runSuite(t, 'e2e', wt, env);
       assert.equal(run.code, 0, `${label}: the e2e passes on the new code:\n${run.out}\n--- server ---\n${server.out()}`);

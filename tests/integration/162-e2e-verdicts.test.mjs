@@ -115,6 +115,14 @@ Running 2 tests using 1 worker
   2 failed
 `;
 
+// the readiness check was refused, so Playwright ran `wtproxy run`, which
+// found the worktree's registration (the refused server's)
+const e2eRunRefused = `[WebServer] wtproxy: /tmp/wt-a is already served on front :8000 by pid 0 (no command), registered 5s ago, uid 0
+[WebServer] wtproxy: remove it first: wtproxy unregister --worktree /tmp/wt-a --front 8000
+
+Error: Process from config.webServer was not able to start. Exit code: 1
+`;
+
 const e2eNoStart = `
 Error: Process from config.webServer was not able to start. Exit code: 1
 `;
@@ -149,5 +157,8 @@ test('a wtproxy refusal is its own verdict, naming the reason', () => {
     const v = classify(branch, 'e2e', { code: 1, out: e2eRefused });
     assert.equal(v.verdict, 'refused');
     assert.equal(v.why, 'X-Wtproxy-Refused: checkout-mismatch');
+    const run = classify(branch, 'e2e', { code: 1, out: e2eRunRefused });
+    assert.equal(run.verdict, 'refused');
+    assert.match(run.why, /^wtproxy: \/tmp\/wt-a is already served on front :8000/);
   }
 });

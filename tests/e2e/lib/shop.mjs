@@ -147,8 +147,11 @@ function failedTests(suite, out) {
 export function classify(branch, suite, run) {
   const { out } = run;
   const passed = run.code === 0;
-  const refused = /X-Wtproxy-Refused: ([\w-]+)/.exec(out);
-  const why = refused ? refused[0] : excerpt(suite, out);
+  // wtproxy refused: a page (X-Wtproxy-Refused, named by the e2e tests'
+  // open()), or `wtproxy run` as Playwright's webServer because the
+  // worktree already has a server, one the readiness check found refused
+  const refused = /X-Wtproxy-Refused: ([\w-]+)/.exec(out) || /^\[WebServer\] wtproxy: .* is already served on front .*$/m.exec(out);
+  const why = refused ? refused[0].replace(/^\[WebServer\] /, '').slice(0, 200) : excerpt(suite, out);
   if (refused && !passed) return { verdict: 'refused', why };
   const spec = BRANCHES[branch];
   if (spec.ok) return { verdict: passed ? 'right' : 'false red', why: passed ? '' : why };
