@@ -14,7 +14,9 @@
 
 #include "conn.h"
 #include "autostart.h"
+#include "dash.h"
 #include "gate.h"
+#include "refusal_log.h"
 #include "http_head.h"
 #include "route.h"
 
@@ -91,6 +93,8 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms)
 
 void conn_close(struct proxy_client *c)
 {
+    if (c->state == CS_EVENTS)
+        dash_events_gone(c);
     identify_cancel(c->ident_ticket);
     whoami_gate_cancel(c->srv->gate, c->gate_ticket);
     if (c->who && c->srv->ident)
@@ -166,10 +170,11 @@ void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
         return;
     }
     upstream_release(c, 0);
+    refusal_log_conn(c, error_page_status(e), error_page_reason(e), detail);
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;
     error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
-                     !keep);
+                     !keep, c->is_head);
     c->resp_started = 1;
     if (keep)
         conn_next_request(c);
@@ -277,6 +282,10 @@ static void parse_request_head(struct proxy_client *c, size_t len)
     }
     evbuffer_drain(in, len);
     c->req_bodyless = c->req_done;
+    if (c->dash) { /* answered by the daemon itself, before any routing */
+        dash_serve(c);
+        return;
+    }
     if (c->req_chunked && check_buffered_chunks(c) < 0)
         return;
     route_continue(c);
@@ -473,6 +482,8 @@ static void read_request_head(struct proxy_client *c)
         return;
     if (c->state == CS_IDLE) {
         c->state = CS_HEAD;
+        c->is_head = 0; /* the last request's, until this one's head is parsed */
+        c->path[0] = '\0';
         head_scan_init(&c->scan);
         conn_arm_timer(c, cfg->head_timeout_ms);
     }
@@ -620,6 +631,7 @@ static void note_request(struct proxy_client *c, struct http_msg *m)
     size_t plen = strcspn(m->url, "? ");
     if (plen > m->url_len)
         plen = m->url_len;
+    c->is_head = m->parser.method == HTTP_HEAD; /* set before any refusal: no body then */
     snprintf(c->path, sizeof c->path, "%s %.*s", llhttp_method_name(m->parser.method),
              (int)(plen < 96 ? plen : 96), m->url);
 }
@@ -629,12 +641,12 @@ static int req_headers_complete(struct http_msg *m)
     struct proxy_client *c = m->owner;
     llhttp_t *p = &m->parser;
     note_request(c, m);
+    dash_note_request(c, m);
     if (check_request(c, m) < 0)
         return -1;
     const struct http_field *conn = http_msg_field(m, "connection", NULL);
     c->http10 = p->http_minor == 0;
     c->keepalive = llhttp_should_keep_alive(p) && !c->http10;
-    c->is_head = p->method == HTTP_HEAD;
     c->req_chunked = (p->flags & F_CHUNKED) != 0;
     c->upgrade = http_msg_field(m, "upgrade", NULL) && conn &&
                  http_list_has(conn->value, conn->vlen, "upgrade");
@@ -678,6 +690,7 @@ static void client_read_cb(struct stream *bev, void *arg)
             conn_feed_request_body(c);
         break;
     case CS_CLOSING:
+    case CS_EVENTS: /* nothing more is read from an event stream's client */
         evbuffer_drain(stream_input(bev), evbuffer_get_length(stream_input(bev)));
         break;
     default:
@@ -706,7 +719,7 @@ static void client_event_cb(struct stream *bev, short what, void *arg)
     struct proxy_client *c = arg;
     (void)bev;
     if (!(what & STREAM_EOF) || c->state == CS_IDLE || c->state == CS_HEAD ||
-        c->state == CS_CLOSING) {
+        c->state == CS_CLOSING || c->state == CS_EVENTS) {
         conn_close(c);
         return;
     }
@@ -768,6 +781,9 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         break;
     case CS_TUNNEL:
         break;
+    case CS_EVENTS:
+        dash_events_heartbeat(c);
+        break;
     default: /* CS_IDLE: keep-alive over; CS_CLOSING: done lingering */
         conn_close(c);
     }
@@ -776,7 +792,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 void proxy_client_shutdown(struct proxy_client *c)
 {
     c->stopping = 1;
-    if (c->state == CS_IDLE)
+    if (c->state == CS_IDLE || c->state == CS_EVENTS)
         conn_close(c);
 }
 

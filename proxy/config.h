@@ -43,6 +43,7 @@ struct proxy_config {
     unsigned whoami_inotify;
     char control_socket[PATH_MAX]; /* "" = the per-user default */
     char state_file[PATH_MAX];     /* "" = the per-user default */
+    char registry[1024];           /* PostgreSQL store (libpq URI/conninfo); "" = embedded */
 };
 
 /* Fill every field with its default from proxy_limits.h; one listener on

@@ -26,6 +26,7 @@ enum conn_state {
     CS_FORWARD, /* relaying body and response: response_timeout, body_timeout */
     CS_TUNNEL,  /* after a 101: bytes both ways */
     CS_CLOSING, /* flushing what is left, then a lingering close */
+    CS_EVENTS,  /* a dashboard event stream (dash_events.c): until either side goes */
 };
 
 struct proxy_client {
@@ -55,6 +56,7 @@ struct proxy_client {
     char ip[INET6_ADDRSTRLEN];
     char accept[128];           /* the request's Accept, for error pages */
     char path[128];             /* method and path without query, for the log */
+    int dash;                   /* the request is the dashboard's: DASH_* (dash.h) */
 
     unsigned keepalive : 1;     /* the client wants the connection kept */
     unsigned http10 : 1;        /* the request was HTTP/1.0 */

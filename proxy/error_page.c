@@ -152,7 +152,7 @@ static void body_text(struct evbuffer *b, const struct error_kind *k, const char
 }
 
 void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
-                      const char *detail, int close)
+                      const char *detail, int close, int head)
 {
     static const char *const types[] = {"text/plain", "text/html", "application/json"};
     const struct error_kind *k = &kinds[e];
@@ -175,6 +175,7 @@ void error_page_write(struct evbuffer *out, enum proxy_error e, const char *acce
                         "Cache-Control: no-store\r\n%s\r\n",
                         k->reason, types[f], evbuffer_get_length(body),
                         close ? "Connection: close\r\n" : "");
-    evbuffer_add_buffer(out, body);
+    if (!head)
+        evbuffer_add_buffer(out, body);
     evbuffer_free(body);
 }

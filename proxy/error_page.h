@@ -38,8 +38,10 @@ const char *error_page_reason(enum proxy_error e);
 /* Append a complete response for e to out. accept is the request's Accept
  * value (NULL when unknown); detail is the specific cause (e.g. "connect to
  * 127.0.0.1:8001: Connection refused"), NULL for none; close adds
- * Connection: close. */
+ * Connection: close; head (the request was HEAD) leaves the body out, as
+ * RFC 9110 §9.3.2 requires: a kept-alive client would read it as the
+ * start of its next response. */
 void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
-                      const char *detail, int close);
+                      const char *detail, int close, int head);
 
 #endif

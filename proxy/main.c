@@ -21,8 +21,13 @@ static void usage(FILE *f)
             "  register   route to a dev server started some other way\n"
             "  unregister stop routing to this worktree's dev server\n"
             "  ls         list the registered dev servers\n"
+            "  dashboard  print the URL of the live dashboard (/__wtproxy/)\n"
             "  why        explain where a process's requests are routed, and why\n"
             "  fingerprint the code fingerprint a dev server's /__whoami reports\n"
+            "  claim      lease a named resource: claim RESOURCE --ttl D | -- CMD\n"
+            "  release    release a lease: release RESOURCE\n"
+            "  leases     list the leases\n"
+            "  db         this worktree's test database: db claim --base test_shop\n"
             "\n"
             "options:\n"
             "  -h, --help     this help\n"
@@ -51,7 +56,10 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "fingerprint") == 0)
         return whoami_fingerprint_main(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0 || strcmp(cmd, "register") == 0 ||
-        strcmp(cmd, "unregister") == 0 || strcmp(cmd, "ls") == 0)
+        strcmp(cmd, "unregister") == 0 || strcmp(cmd, "ls") == 0 ||
+        strcmp(cmd, "dashboard") == 0 ||
+        strcmp(cmd, "claim") == 0 || strcmp(cmd, "release") == 0 || strcmp(cmd, "leases") == 0 ||
+        strcmp(cmd, "db") == 0)
         return reg_cli_main(argc - 1, argv + 1);
     fprintf(stderr, "wtproxy: unknown command \"%s\" (see wtproxy --help)\n", cmd);
     return 2;

@@ -11,6 +11,7 @@
 
 #include "client.h"
 #include "conn.h"
+#include "dash.h"
 #include "autostart.h"
 #include "identify.h"
 #include "gate.h"
@@ -193,7 +194,7 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
         return -1;
     else
         snprintf(state, sizeof state, "%s/registry.json", dir);
-    s->reg = reg_server_new(s->base, control, state, err, errlen);
+    s->reg = reg_server_new(s->base, control, state, s->cfg.registry, err, errlen);
     if (!s->reg)
         return -1;
     const char *slash = strrchr(state, '/');
@@ -219,6 +220,7 @@ static void server_free(struct proxy_server *s)
     while (!TAILQ_EMPTY(&s->clients))
         proxy_client_abort(TAILQ_FIRST(&s->clients));
     listener_close_all(s);
+    dash_stop(s);
     autostart_free(s->autostart);
     identify_free(s->ident);
     whoami_gate_free(s->gate);
@@ -268,6 +270,8 @@ int proxy_serve(int argc, char **argv)
     } else if (listener_open_all(s, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: %s\n", err);
     } else {
+        if (dash_start(s) < 0)
+            proxy_log("out of memory: the dashboard at " WTP_DASH_PREFIX "/ is not served");
         if (!s->backend)
             proxy_log("no default backend: requests that name no registered worktree get 503");
         event_base_dispatch(s->base);

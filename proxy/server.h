@@ -30,6 +30,8 @@ struct proxy_server {
     struct autostart *autostart; /* servers started from .wtproxy files */
     struct whoami_gate *gate;    /* the /__whoami gate; NULL with whoami = off */
     struct proxy_pool *pool;
+    struct refusal_log *refusals; /* what wtproxy refused lately, for the dashboard */
+    struct dash *dash;            /* the dashboard's event streams */
     struct proxy_listener listeners[WTP_MAX_LISTEN * 2];
     int nlisteners;
     int accepting;      /* listeners enabled */

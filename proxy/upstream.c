@@ -125,6 +125,11 @@ static int resp_headers_complete(struct http_msg *m)
     if (status == 101) {
         if (!c->upgrade)
             return resp_refuse(c, "the backend switched protocols on a request that asked for none");
+        /* RFC 9110 §15.2.2: a 101 names the protocol. Without Upgrade a
+         * client takes it for an interim 1xx and parses the tunnelled
+         * bytes as the response (found by tests/fuzz/fuzz_response). */
+        if (!http_msg_field(m, "upgrade", NULL))
+            return resp_refuse(c, "the backend's 101 has no Upgrade header naming the protocol");
         struct http_reply r = {.upgrade = 1};
         http_head_write_response(stream_output(c->bev), m, &r);
         c->resp_tunnel = c->resp_started = 1;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reg_db.h"
 #include "registry.h"
 
 static const char register_usage[] =
@@ -139,7 +140,7 @@ int reg_cli_port(const char *flag, const char *v, int *port, char *err, size_t e
 
 /* A TTL: a number with a unit (ms, s, m, h, d). A bare number is refused:
  * the config file reads it as ms, a person typing --ttl 30 means seconds. */
-static int parse_ttl(const char *v, long long *ms, char *err, size_t errlen)
+int reg_cli_duration(const char *flag, const char *v, long long *ms, char *err, size_t errlen)
 {
     static const struct { const char *unit; long long ms; } units[] = {
         {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
@@ -152,8 +153,8 @@ static int parse_ttl(const char *v, long long *ms, char *err, size_t errlen)
             return 0;
         }
     }
-    snprintf(err, errlen, "--ttl \"%s\" is not a duration: give a number and a unit, "
-             "e.g. --ttl 30s, 10m, 2h, 1d", v);
+    snprintf(err, errlen, "--%s \"%s\" is not a duration: give a number and a unit, "
+             "e.g. --%s 30s, 10m, 2h, 1d", flag, v, flag);
     return -1;
 }
 
@@ -291,7 +292,7 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
     }
     if (reg_cli_port("port", a->port, &port, err, errlen) < 0 ||
         (a->front && reg_cli_port("front", a->front, &front, err, errlen) < 0) ||
-        (a->ttl && parse_ttl(a->ttl, &ttl, err, errlen) < 0))
+        (a->ttl && reg_cli_duration("ttl", a->ttl, &ttl, err, errlen) < 0))
         return NULL;
     if (a->pid && parse_long(a->pid, 1, 0x7fffffff, &pid) < 0) {
         snprintf(err, errlen, "--pid \"%s\" is not a process id", a->pid);
@@ -397,6 +398,16 @@ int reg_cli_main(int argc, char **argv)
         return cmd_unregister(argc, argv);
     if (strcmp(argv[0], "ls") == 0)
         return reg_ls_main(argc, argv);
+    if (strcmp(argv[0], "dashboard") == 0)
+        return reg_dashboard_main(argc, argv);
+    if (strcmp(argv[0], "claim") == 0)
+        return reg_claim_main(argc, argv);
+    if (strcmp(argv[0], "release") == 0)
+        return reg_release_main(argc, argv);
+    if (strcmp(argv[0], "leases") == 0)
+        return reg_leases_main(argc, argv);
+    if (strcmp(argv[0], "db") == 0)
+        return reg_db_main(argc, argv);
     fprintf(stderr, "wtproxy: unknown command \"%s\" (see wtproxy --help)\n", argv[0]);
     return 2;
 }

@@ -350,6 +350,8 @@ struct reg_table *reg_client_table(char *err, size_t errlen)
     json_t *e;
     json_array_foreach(t ? entries : NULL, i, e) {
         char why[256];
+        if (json_is_true(json_object_get(e, "remote")))
+            continue; /* another machine's: never routed here */
         struct reg_backend *b = reg_backend_from_json(e, why, sizeof why);
         struct reg_backend *holder;
         if (b)

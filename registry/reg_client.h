@@ -55,6 +55,10 @@ int reg_cli_worktree(const char *dir, char *out, size_t outlen, char *err, size_
  * its pid, command, age and worktree). Returns the exit status, 1. */
 int reg_cli_report(json_t *reply);
 
+/* A duration flag's value: a number with a unit (ms, s, m, h, d). Returns
+ * 0 with *ms, or -1 with err naming --flag. */
+int reg_cli_duration(const char *flag, const char *v, long long *ms, char *err, size_t errlen);
+
 /* "5s", "3m", "2h", "4d": a duration for people. */
 void reg_cli_age(long long ms, char *buf, size_t len);
 
@@ -71,5 +75,9 @@ int reg_run_main(int argc, char **argv); /* reg_run.c */
  * grace_ms, and reap root (reg_stop.c). Returns 0, -1 out of memory. */
 int reg_stop_tree(pid_t root, unsigned grace_ms);
 int reg_ls_main(int argc, char **argv);  /* reg_ls.c */
+int reg_dashboard_main(int argc, char **argv); /* reg_dashboard.c */
+int reg_claim_main(int argc, char **argv);  /* reg_claim_cli.c */
+int reg_release_main(int argc, char **argv);
+int reg_leases_main(int argc, char **argv);
 
 #endif

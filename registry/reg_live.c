@@ -178,6 +178,12 @@ const char *reg_machine_id(void)
     static char id[sizeof ((struct reg_backend *)0)->machine];
 
     if (id[0]) return id;
+    /* A test that plays two machines on one gives each its own id. */
+    const char *env = getenv("WTPROXY_MACHINE");
+    if (env && env[0] && strlen(env) < sizeof id) {
+        snprintf(id, sizeof id, "%s", env);
+        return id;
+    }
     read_first_line(machine_id_path, id, sizeof id);
     if (id[0]) return id;
     /* No machine-id (a minimal container): the hostname names it well

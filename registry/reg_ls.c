@@ -11,13 +11,16 @@
 
 #include "registry.h"
 
+#define WTP_LS_MACHINE_WIDTH 12 /* a machine-id's first characters are enough to tell them apart */
+
 static const char ls_usage[] =
     "usage: wtproxy ls [--json]\n"
     "\n"
     "List the registered dev servers: worktree, branch, front port, backend\n"
     "port, pid, state, what the /__whoami gate last found (verified, stale,\n"
     "mismatch, no-whoami, invalid; - before its first request), age and\n"
-    "requests served.\n"
+    "requests served. With a PostgreSQL registry, every machine's, with a\n"
+    "MACHINE column (only this machine's route here).\n"
     "\n"
     "  --json    the entries as the daemon has them (PROTOCOL.md)\n";
 
@@ -37,12 +40,10 @@ static int read_line(const char *path, char *out, size_t outlen)
     return 0;
 }
 
-/* The branch checked out in worktree: a linked worktree's .git file says
- * "gitdir: <repo>/.git/worktrees/X" (absolute, or relative to the
- * worktree), whose HEAD names the branch; a main worktree's .git is the
- * folder holding HEAD. A detached HEAD shows its short hash; "-" when
- * unknown. */
-static void branch_of(const char *worktree, char *out, size_t outlen)
+/* A linked worktree's .git file says "gitdir: <repo>/.git/worktrees/X"
+ * (absolute, or relative to the worktree), whose HEAD names the branch; a
+ * main worktree's .git is the folder holding HEAD. */
+void reg_worktree_branch(const char *worktree, char *out, size_t outlen)
 {
     char git[PATH_MAX], line[PATH_MAX], head[PATH_MAX];
     int n = snprintf(git, sizeof git, "%s/.git", worktree);
@@ -67,11 +68,11 @@ static void branch_of(const char *worktree, char *out, size_t outlen)
         snprintf(out, outlen, "(detached %.7s)", line);
 }
 
-enum { COL_WORKTREE, COL_BRANCH, COL_FRONT, COL_PORT, COL_PID, COL_STATE, COL_WHOAMI,
-       COL_AGE, COL_REQUESTS, NCOL };
+enum { COL_MACHINE, COL_WORKTREE, COL_BRANCH, COL_FRONT, COL_PORT, COL_PID, COL_STATE,
+       COL_WHOAMI, COL_AGE, COL_REQUESTS, NCOL };
 
-static const char *const col_names[NCOL] = {"WORKTREE", "BRANCH", "FRONT", "PORT", "PID",
-                                            "STATE", "WHOAMI", "AGE", "REQUESTS"};
+static const char *const col_names[NCOL] = {"MACHINE", "WORKTREE", "BRANCH", "FRONT", "PORT",
+                                            "PID", "STATE", "WHOAMI", "AGE", "REQUESTS"};
 
 /* One row's cells from one entry. */
 static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
@@ -79,8 +80,10 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
     const char *wt = json_string_value(json_object_get(e, "worktree"));
     const char *state = json_string_value(json_object_get(e, "state"));
     json_int_t pid = json_integer_value(json_object_get(e, "pid"));
+    const char *machine = json_string_value(json_object_get(e, "machine"));
+    snprintf(cell[COL_MACHINE], PATH_MAX, "%.*s", WTP_LS_MACHINE_WIDTH, machine ? machine : "?");
     snprintf(cell[COL_WORKTREE], PATH_MAX, "%s", wt ? wt : "?");
-    branch_of(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
+    reg_worktree_branch(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
     snprintf(cell[COL_FRONT], PATH_MAX, "%lld",
              (long long)json_integer_value(json_object_get(e, "front")));
     snprintf(cell[COL_PORT], PATH_MAX, "%lld",
@@ -99,9 +102,27 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
              (long long)json_integer_value(json_object_get(e, "requests")));
 }
 
-static void print_row(char cell[NCOL][PATH_MAX], const int width[NCOL])
+/* Whether entries span machines (a PostgreSQL registry shows them all). */
+static int several_machines(json_t *entries)
 {
-    for (int c = 0; c < NCOL - 1; c++)
+    const char *first = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) {
+        const char *m = json_string_value(json_object_get(e, "machine"));
+        if (!first)
+            first = m ? m : "";
+        else if (!m || strcmp(m, first) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The MACHINE column only when entries span machines: one machine's list
+ * keeps the columns scripts already read. */
+static void print_row(char cell[NCOL][PATH_MAX], const int width[NCOL], int machines)
+{
+    for (int c = machines ? 0 : 1; c < NCOL - 1; c++)
         printf("%-*s  ", width[c], cell[c]);
     printf("%s\n", cell[NCOL - 1]);
 }
@@ -130,8 +151,9 @@ static int print_table(json_t *entries)
         for (int c = 0; c < NCOL; c++)
             if ((int)strlen(cells[i][c]) > width[c])
                 width[c] = (int)strlen(cells[i][c]);
+    int machines = several_machines(entries);
     for (size_t i = 0; i <= n; i++)
-        print_row(cells[i], width);
+        print_row(cells[i], width, machines);
     free(cells);
     return 0;
 }

@@ -20,6 +20,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "reg_lease.h"
+#include "reg_pg.h"
 #include "registry.h"
 
 #define REG_LINE_MAX (64 * 1024) /* one request line, PROTOCOL.md */
@@ -45,10 +47,13 @@ struct reg_server {
     struct evconnlistener *listener;
     struct event *sweep;
     struct reg_table *table;
+    struct reg_lease_store *leases; /* claims on this machine (reg_lease_store.c) */
+    struct reg_mirror *mirror;       /* the PostgreSQL store (reg_pg_backends.c), or NULL */
     char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
     size_t nreserved;
+    json_t *listen; /* the front addresses, for ping; NULL until told */
 };
 
 struct watch {
@@ -78,6 +83,7 @@ static void save(struct reg_server *rs)
     if (reg_store_save(rs->table, rs->state_path, err, sizeof err) < 0)
         fprintf(stderr, "wtproxy: cannot save registrations, the previous state file is kept: "
                         "%s\n", err);
+    reg_mirror_sync(rs->mirror, rs->table);
 }
 
 /* ---- liveness ---- */
@@ -157,6 +163,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
         if (rs->reserved[i].until_ms > now)
             rs->reserved[kept++] = rs->reserved[i];
     rs->nreserved = kept;
+    reg_lease_store_sweep(rs->leases);
 }
 
 /* ---- port reservations ---- */
@@ -264,7 +271,7 @@ static json_t *conflict(const struct reg_backend *h)
 }
 
 /* The entry a ready/unregister names, checked against the peer's uid. */
-static json_t *find_owned(struct reg_server *rs, struct peer *p, json_t *req,
+static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req,
                           struct reg_backend **out)
 {
     json_int_t front = 0;
@@ -278,14 +285,14 @@ static json_t *find_owned(struct reg_server *rs, struct peer *p, json_t *req,
     if (!*out)
         return fail("not-found", "nothing is registered for %s on front :%d (see: wtproxy ls)",
                     wt, (int)front);
-    if (p->uid != 0 && p->uid != (*out)->uid)
+    if (uid != 0 && uid != (*out)->uid)
         return fail("not-permitted", "%s on front :%d belongs to uid %d; only that user or "
                                      "root may change it", (*out)->worktree, (int)front,
                     (int)(*out)->uid);
     return NULL;
 }
 
-static json_t *op_register(struct reg_server *rs, struct peer *p, json_t *req)
+static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
 {
     json_int_t front = 0, port = 0, pid = 0, ttl = 0;
     const char *wt = NULL, *command = "", *host = "127.0.0.1";
@@ -305,7 +312,7 @@ static json_t *op_register(struct reg_server *rs, struct peer *p, json_t *req)
                                    "cannot outlive its server forever");
     if (pid > 0 && !reg_pid_start((pid_t)pid))
         return fail("bad-request", "pid %d does not run", (int)pid);
-    if (pid > 0 && p->uid != 0 && pid_uid((pid_t)pid) != p->uid)
+    if (pid > 0 && uid != 0 && pid_uid((pid_t)pid) != uid)
         return fail("not-permitted", "pid %d is not yours", (int)pid);
     snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, (int)port);
     struct reg_backend *holder = reg_table_get(rs->table, (int)front, real);
@@ -320,7 +327,7 @@ static json_t *op_register(struct reg_server *rs, struct peer *p, json_t *req)
     snprintf(b->worktree, sizeof b->worktree, "%s", real);
     snprintf(b->command, sizeof b->command, "%s", command);
     b->front = (int)front;
-    b->uid = p->uid;
+    b->uid = uid;
     b->port = (int)port;
     b->pid = (pid_t)pid;
     b->pid_start = pid ? reg_pid_start((pid_t)pid) : 0;
@@ -343,10 +350,11 @@ static json_t *op_list(struct reg_server *rs)
     json_t *arr = json_array();
     for (size_t i = 0; i < reg_table_count(rs->table); i++)
         json_array_append_new(arr, reg_backend_to_json(reg_table_at(rs->table, i)));
+    reg_mirror_others(rs->mirror, arr);
     return json_pack("{s:b, s:o}", "ok", 1, "entries", arr);
 }
 
-static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
+static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
 {
     const char *op = json_is_object(req) ? json_string_value(json_object_get(req, "op")) : NULL;
     struct reg_backend *b = NULL;
@@ -354,11 +362,19 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
     if (!op)
         return fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
-        return json_pack("{s:b, s:s, s:i}", "ok", 1, "version", WTP_VERSION, "pid", (int)getpid());
+        return reg_mirror_status(rs->mirror,
+                                 json_pack("{s:b, s:s, s:i, s:s, s:O}", "ok", 1, "version",
+                                           WTP_VERSION, "pid", (int)getpid(), "machine",
+                                           reg_machine_id(), "listen",
+                                           rs->listen ? rs->listen : json_null()));
     if (strcmp(op, "list") == 0)
         return op_list(rs);
     if (strcmp(op, "register") == 0)
-        return op_register(rs, p, req);
+        return op_register(rs, uid, req);
+    if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0)
+        return (err = reg_mirror_lease_op(rs->mirror, op, req))
+                   ? err
+                   : reg_lease_store_op(rs->leases, op, req, uid);
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
@@ -367,7 +383,7 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
     }
     if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
         strcmp(op, "unregister") == 0) {
-        if ((err = find_owned(rs, p, req, &b)))
+        if ((err = find_owned(rs, uid, req, &b)))
             return err;
         if (op[0] == 'r') {
             /* restarting: requests wait for it again, as for a new server */
@@ -384,18 +400,33 @@ static json_t *handle(struct reg_server *rs, struct peer *p, json_t *req)
 
 /* ---- the control socket ---- */
 
-static void reply(struct peer *p, json_t *r)
+/* The reply line (no LF) to r, which it consumes. */
+static char *reply_line(json_t *r)
 {
     char *line = r ? json_dumps(r, JSON_COMPACT) : NULL;
-    struct evbuffer *out = bufferevent_get_output(p->bev);
-    if (line) {
-        evbuffer_add(out, line, strlen(line));
-        free(line);
-    } else {
-        evbuffer_add_printf(out, "{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
-    }
-    evbuffer_add(out, "\n", 1);
     json_decref(r);
+    return line ? line : strdup("{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
+}
+
+char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len)
+{
+    json_error_t je;
+    json_t *req = json_loadb(line, len, 0, &je);
+    if (!req)
+        return reply_line(fail("bad-request", "not JSON: %s (line %d, column %d)", je.text,
+                               je.line, je.column));
+    char *out = reply_line(handle(rs, uid, req));
+    json_decref(req);
+    return out;
+}
+
+static void reply(struct peer *p, char *line)
+{
+    struct evbuffer *out = bufferevent_get_output(p->bev);
+    if (line)
+        evbuffer_add(out, line, strlen(line));
+    evbuffer_add(out, "\n", 1);
+    free(line);
 }
 
 static void peer_free(struct peer *p)
@@ -419,20 +450,16 @@ static void peer_read(struct bufferevent *bev, void *arg)
     size_t len;
     char *line;
     while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
-        json_error_t je;
-        json_t *req = len < REG_LINE_MAX ? json_loadb(line, len, 0, &je) : NULL;
-        free(line);
         if (len >= REG_LINE_MAX)
-            reply(p, fail("too-large", "a request line is at most %d bytes", REG_LINE_MAX));
-        else if (!req)
-            reply(p, fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
-                          je.column));
+            reply(p, reply_line(fail("too-large", "a request line is at most %d bytes",
+                                     REG_LINE_MAX)));
         else
-            reply(p, handle(p->rs, p, req));
-        json_decref(req);
+            reply(p, reg_server_request(p->rs, p->uid, line, len));
+        free(line);
     }
     if (evbuffer_get_length(in) >= REG_LINE_MAX) {
-        reply(p, fail("too-large", "a request line is at most %d bytes; closing", REG_LINE_MAX));
+        reply(p, reply_line(fail("too-large", "a request line is at most %d bytes; closing",
+                                 REG_LINE_MAX)));
         bufferevent_disable(bev, EV_READ);
         bufferevent_setcb(bev, NULL, close_when_written, NULL, p);
     }
@@ -541,7 +568,8 @@ static void load_state(struct reg_server *rs)
 }
 
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
-                                  const char *state_path, char *err, size_t errlen)
+                                  const char *state_path, const char *registry, char *err,
+                                  size_t errlen)
 {
     struct reg_server *rs = calloc(1, sizeof *rs);
     if (!rs || !(rs->table = reg_table_new()) ||
@@ -555,7 +583,16 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     snprintf(rs->socket_path, sizeof rs->socket_path, "%s", socket_path);
     snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
     srandom((unsigned)(getpid() ^ now_ms()));
+    if (reg_mirror_start(registry, &rs->mirror, err, errlen) < 0) {
+        reg_server_free(rs);
+        return NULL;
+    }
     load_state(rs);
+    reg_mirror_sync(rs->mirror, rs->table); /* this machine's rows from before are stale */
+    if (!(rs->leases = reg_lease_store_beside(rs->state_path, err, errlen))) {
+        reg_server_free(rs);
+        return NULL;
+    }
     if (listen_control(rs, err, errlen) < 0) {
         reg_server_free(rs);
         return NULL;
@@ -581,7 +618,19 @@ void reg_server_free(struct reg_server *rs)
     for (size_t i = 0; rs->table && i < reg_table_count(rs->table); i++)
         unwatch(reg_table_at(rs->table, i));
     reg_table_free(rs->table);
+    json_decref(rs->listen);
+    reg_lease_store_free(rs->leases);
+    reg_mirror_close(rs->mirror);
     free(rs);
+}
+
+void reg_server_set_listen(struct reg_server *rs, const char *const *names, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++)
+        json_array_append_new(arr, json_string(names[i]));
+    json_decref(rs->listen);
+    rs->listen = arr;
 }
 
 struct reg_table *reg_server_table(struct reg_server *rs) { return rs->table; }

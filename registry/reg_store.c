@@ -67,7 +67,8 @@ static int sync_folder(const char *path)
 
 /* Replace path with data atomically (see the top of the file). Returns 0,
  * or -1 with err; path is untouched unless the rename happened. */
-static int replace_file(const char *path, const char *data, size_t len, char *err, size_t errlen)
+int reg_store_replace_file(const char *path, const char *data, size_t len, char *err,
+                           size_t errlen)
 {
     char tmp[PATH_MAX];
     const char *step = "create a temporary file next to it";
@@ -116,7 +117,7 @@ int reg_store_save(const struct reg_table *t, const char *path, char *err, size_
     }
     /* Indented: people read this file when something went wrong. */
     if (doc && (dump = json_dumps(doc, JSON_INDENT(2))))
-        rc = replace_file(path, dump, strlen(dump), err, errlen);
+        rc = reg_store_replace_file(path, dump, strlen(dump), err, errlen);
 done:
     if (rc < 0 && !dump)
         snprintf(err, errlen, "cannot save the registry to %s: out of memory", path);

@@ -90,7 +90,8 @@ pid_t reg_pid_parent(pid_t pid);
  * /x/wt-a was removed", "TTL passed"). */
 int reg_backend_alive(const struct reg_backend *b, long long now_ms, char *why, size_t whylen);
 
-/* This machine's id, computed once. */
+/* This machine's id, computed once: $WTPROXY_MACHINE when set (tests that
+ * play two machines), else /etc/machine-id, else the hostname. */
 const char *reg_machine_id(void);
 
 /* --- the table (reg_table.c) --- */
@@ -135,6 +136,11 @@ struct reg_backend *reg_backend_from_json(struct json_t *o, char *err, size_t er
  * read-only disk) the old file is untouched; returns -1 with err. */
 int reg_store_save(const struct reg_table *t, const char *path, char *err, size_t errlen);
 
+/* Replace path with len bytes of data that way (the leases' file uses it
+ * too). Returns 0, or -1 with err; path is untouched unless renamed. */
+int reg_store_replace_file(const char *path, const char *data, size_t len, char *err,
+                           size_t errlen);
+
 /* Read path into t. A missing file is an empty table. A truncated or
  * corrupt file (not JSON, wrong shape) is renamed to PATH.corrupt-<unix
  * time> and the table starts empty: returns 0 with a one-line warning in
@@ -163,15 +169,31 @@ int reg_state_dir(char *out, size_t outlen, char *err, size_t errlen);
 struct event_base;
 struct reg_server;
 
-/* Load the registrations saved at state_path (dead ones are dropped, live
+/* registry: the PostgreSQL store ("" or NULL: $WTPROXY_REGISTRY, else
+ * the embedded store only); unreachable, the daemon must not start (NULL,
+ * err) unless WTPROXY_REGISTRY_OPTIONAL=1 (reg_pg.h, reg_mirror_start).
+ * Load the registrations saved at state_path (dead ones are dropped, live
  * ones watched again), then serve the control protocol (PROTOCOL.md) on a
  * Unix socket at socket_path. A stale socket file is replaced; one that a
  * running daemon answers on is an error. Returns NULL with err. */
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
-                                  const char *state_path, char *err, size_t errlen);
+                                  const char *state_path, const char *registry, char *err,
+                                  size_t errlen);
+
+/* One control request line (len bytes, no LF) from a peer of uid, to its
+ * reply line (malloc'd, no LF; never NULL but when out of memory): what
+ * the control socket does for each line it reads. Public so that the
+ * fuzzer (tests/fuzz/fuzz_control.c) drives exactly this code without a
+ * socket. */
+char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len);
 
 /* Stop serving, remove the socket file, drop every watch and the table. */
 void reg_server_free(struct reg_server *rs);
+
+/* The daemon's front addresses ("127.0.0.1:8000", "[::1]:8000"), for the
+ * ping reply's "listen" (wtproxy dashboard prints the URL from it). The
+ * names are copied; calling again replaces them. */
+void reg_server_set_listen(struct reg_server *rs, const char *const *names, size_t n);
 
 /* The live registrations, for routing (the server keeps it current:
  * entries it drops are marked REG_DEAD first, for requests holding them). */
@@ -179,7 +201,13 @@ struct reg_table *reg_server_table(struct reg_server *rs);
 
 /* --- the command line (reg_cli.c, reg_run.c, reg_client.c) --- */
 
-/* `wtproxy run|register|unregister|ls ARGS`: argv[0] is the command name.
+/* The branch checked out in worktree, read from its .git (a linked
+ * worktree's .git file points at its gitdir, whose HEAD names it; a main
+ * checkout's .git folder holds HEAD); "(detached abc1234)" for a detached
+ * HEAD, "-" when unknown (reg_ls.c). */
+void reg_worktree_branch(const char *worktree, char *out, size_t outlen);
+
+/* `wtproxy run|register|unregister|ls|dashboard ARGS`: argv[0] is the command name.
  * Returns the process exit status (for run: the child's). */
 int reg_cli_main(int argc, char **argv);
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  makeWorktrees, startDaemon, startRun, getWorktree, lsJson, waitFor, sanitizerClean,
+  makeWorktrees, startDaemon, startRun, get, getWorktree, lsJson, waitFor, sanitizerClean,
 } from './lib/registry.mjs';
 
 async function setup(t, daemonArgs = []) {
@@ -63,6 +63,12 @@ test('an edit makes the server stale: refused after the grace, naming the file a
   assert.equal(e.whoami.state, 'stale');
   assert.notEqual(e.whoami.hash, e.whoami.disk_hash);
   assert.ok(e.whoami.refused >= 1);
+  // The dashboard's API says the same, and lists the refusal.
+  const [row] = JSON.parse((await get(px.port, {}, '/__wtproxy/api/backends')).body);
+  assert.equal(row.status, 'stale');
+  assert.match(row.status_reason, /app\.py/);
+  const list = JSON.parse((await get(px.port, {}, '/__wtproxy/api/refusals')).body);
+  assert.ok(list.some((x) => x.reason === 'stale-code' && x.status === 409), JSON.stringify(list));
   // The wrapper was not asked to restart: it was started without the flag.
   assert.doesNotMatch(run.stderr(), /restarting/);
 });

@@ -33,7 +33,12 @@ static void test_defaults(void)
     is_int(c.pool_size, WTP_POOL_SIZE, "pool_size default");
     is_int(c.pool_idle_ms, WTP_POOL_IDLE_MS, "pool_idle default");
     is_int(c.max_connections, WTP_MAX_CONNECTIONS, "max_connections default");
-    is_int(NKEYS, 20, "twenty keys in the table");
+    is_int(NKEYS, 26, "twenty-six keys in the table");
+    is_int(c.whoami, 1, "the /__whoami gate is on by default");
+    is_int(c.whoami_timeout_ms, WTP_WHOAMI_TIMEOUT_MS, "whoami_timeout default");
+    is_int(c.stale_grace_ms, WTP_STALE_GRACE_MS, "stale_grace default");
+    is_int(c.trust_registry, 0, "trust_registry is off by default");
+    is_int(c.whoami_inotify, 1, "whoami_inotify is on by default");
     is_int(c.start_timeout_ms, WTP_START_TIMEOUT_MS, "start_timeout default");
     is_int(c.reload_grace_ms, WTP_RELOAD_GRACE_MS, "reload_grace default");
     is_str(c.control_socket, "", "control_socket default: the per-user place");
@@ -75,10 +80,34 @@ static void test_good_values(void)
         const char *v = k->kind == K_DURATION ? "3s" : k->kind == K_SIZE ? "3k" : "3";
         if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH) continue;
         proxy_config_defaults(&c);
+        unsigned long long def = get_number(&c, k);
+        if (k->kind == K_SWITCH) /* the other way from its default */
+            v = def ? "off" : "on";
         is_int(proxy_config_set(&c, k->name, v, err, sizeof err), 0, "%s = %s", k->name, v);
-        is_int(get_number(&c, k), k->kind == K_DURATION ? 3000 : k->kind == K_SIZE ? 3072 : 3,
+        is_int(get_number(&c, k),
+               k->kind == K_SWITCH ? !def : k->kind == K_DURATION ? 3000 : k->kind == K_SIZE ? 3072 : 3,
                "%s = %s lands in its own field", k->name, v);
     }
+}
+
+static void test_switches(void)
+{
+    static const struct { const char *value; unsigned long long want; } cases[] = {
+        {"on", 1}, {"off", 0}, {"yes", 1}, {"no", 0}, {"true", 1}, {"false", 0},
+        {"1", 1},  {"0", 0},   {"ON", 1},  {"Off", 0},
+    };
+    struct proxy_config c;
+
+    proxy_config_defaults(&c);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        is_int(proxy_config_set(&c, "trust_registry", cases[i].value, err, sizeof err), 0,
+               "trust_registry = %s is accepted", cases[i].value);
+        is_int(c.trust_registry, cases[i].want, "trust_registry = %s is %llu", cases[i].value,
+               cases[i].want);
+    }
+    is_int(proxy_config_set(&c, "whoami", "maybe", err, sizeof err), -1, "whoami = maybe: refused");
+    ok(strstr(err, "whoami") && strstr(err, "on or off"), "the message names the key and the words: %s",
+       err);
 }
 
 static void test_paths(void)
@@ -219,6 +248,7 @@ int main(void)
 {
     test_defaults();
     test_good_values();
+    test_switches();
     test_bad_values();
     test_paths();
     test_addresses();

@@ -119,16 +119,30 @@ static void test_list(void)
     ok(!http_list_has("", 0, "close"), "an empty list has nothing");
 }
 
-static char *page(const char *accept, const char *detail)
+static char *page_for(const char *accept, const char *detail, int head)
 {
     static char buf[4096];
     struct evbuffer *b = evbuffer_new();
-    error_page_write(b, PE_BACKEND_UNREACHABLE, accept, detail, 1);
+    error_page_write(b, PE_BACKEND_UNREACHABLE, accept, detail, 1, head);
     size_t n = evbuffer_get_length(b);
     evbuffer_remove(b, buf, n < sizeof buf ? n : sizeof buf - 1);
     buf[n < sizeof buf ? n : sizeof buf - 1] = '\0';
     evbuffer_free(b);
     return buf;
+}
+
+static char *page(const char *accept, const char *detail) { return page_for(accept, detail, 0); }
+
+/* Found by tests/fuzz/fuzz_response: a 502 to a HEAD on a kept-alive
+ * connection carried its body, which the client read as its next
+ * response. */
+static void test_error_page_head(void)
+{
+    char *p = page_for(NULL, "connect refused", 1);
+    has_str(p, "HTTP/1.1 502 Bad Gateway\r\n", "a HEAD gets the status line");
+    has_str(p, "Content-Length: ", "and the length the body would have");
+    size_t n = strlen(p);
+    ok(n >= 4 && strcmp(p + n - 4, "\r\n\r\n") == 0, "but no body after the head");
 }
 
 static void test_error_pages(void)
@@ -164,5 +178,6 @@ int main(void)
     test_response();
     test_list();
     test_error_pages();
+    test_error_page_head();
     return done_testing();
 }

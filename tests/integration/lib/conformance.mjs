@@ -254,10 +254,11 @@ export function runToExit(bin, args, { ms = 10000, cwd, env } = {}) {
     p.stdout.on('data', (d) => { stdout += d; });
     p.stderr.on('data', (d) => { stderr += d; });
     const timer = setTimeout(() => p.kill('SIGKILL'), ms);
-    p.on('exit', (code, signal) => {
+    // 'close', not 'exit': only then has all of its output been read (under
+    // load, 'exit' came with stderr still in the pipe and a message lost).
+    p.on('close', (code, signal) => {
       clearTimeout(timer);
-      // let the pipes drain
-      setImmediate(() => resolve({ code, signal, stdout, stderr, pid: p.pid }));
+      resolve({ code, signal, stdout, stderr, pid: p.pid });
     });
   });
 }

@@ -28,6 +28,29 @@ export const repoRoot = path.resolve(here, '../../..');
 export const wtproxyBin = process.env.WTPROXY_BIN ||
   path.join(repoRoot, 'build-asan/proxy/wtproxy');
 
+// WTPROXY_VALGRIND=1 (tests/run's memcheck pass, on a build without ASan):
+// each daemon runs under valgrind memcheck, and the test fails when, at
+// the end of the test, the daemon stopped with SIGTERM reports any memory
+// error or a definite or indirect leak. Everything is ~20x slower there.
+export const underValgrind = process.env.WTPROXY_VALGRIND === '1';
+const valgrindArgs = ['--leak-check=full', '--show-leak-kinds=definite,indirect',
+  '--errors-for-leak-kinds=definite,indirect', '--error-exitcode=99', '--track-fds=no'];
+const slow = underValgrind ? 6 : 1;
+
+// The daemon's own leak and error report at its exit, or '' when clean.
+// A daemon the test itself stopped or killed (kill -9 tests) is not judged.
+async function valgrindVerdict(handle) {
+  if (handle.proc.exitCode !== null || handle.proc.signalCode !== null) return '';
+  let hung = false;
+  const killer = setTimeout(() => { hung = true; handle.proc.kill('SIGKILL'); }, 60000);
+  const { code } = await handle.stop('SIGTERM');
+  clearTimeout(killer);
+  const report = handle.stderr().split('\n').filter((l) => /^==\d+==/.test(l)).join('\n');
+  if (code === 99 || hung || /ERROR SUMMARY: [1-9]|definitely lost|indirectly lost/.test(report))
+    return `valgrind memcheck (exit ${hung ? 'hung on SIGTERM' : code}):\n${report}`;
+  return '';
+}
+
 // Start `wtproxy serve ARGS...` (default: --listen 127.0.0.1:0). Resolves
 // once every listener is up, with { port, ports, proc, stderr(), stop() }.
 // `t` is the node:test context; its after() hook stops the daemon.
@@ -39,9 +62,12 @@ export async function startProxy(t, args = [], opts = {}) {
   fs.mkdirSync(own, { mode: 0o700 });
   const registry = args.includes('--control') ? [] :
     ['--control', path.join(own, 'control.sock'), '--state', path.join(own, 'registry.json')];
-  const proc = spawn(wtproxyBin, ['serve', ...listen, ...registry, ...args], {
+  const argv = [wtproxyBin, 'serve', ...listen, ...registry, ...args];
+  const cmd = underValgrind ? ['valgrind', ...valgrindArgs, ...argv] : argv;
+  const proc = spawn(cmd[0], cmd.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...(opts.env || {}) },
+    ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {}), // run as another user
   });
   let err = '';
   proc.stderr.on('data', (d) => { err += d; });
@@ -49,7 +75,7 @@ export async function startProxy(t, args = [], opts = {}) {
   const exited = new Promise((res) => proc.on('exit', (code, sig) => res({ code, sig })));
   const want = opts.listeners || 1;
   const ports = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`wtproxy did not listen in 10 s:\n${err}`)), 10000);
+    const timer = setTimeout(() => reject(new Error(`wtproxy did not listen in ${10 * slow} s:\n${err}`)), 10000 * slow);
     const check = () => {
       const found = [...err.matchAll(/listening on (\S+):(\d+)/g)].map((m) => Number(m[2]));
       if (found.length >= want) { clearTimeout(timer); resolve(found); }
@@ -65,7 +91,14 @@ export async function startProxy(t, args = [], opts = {}) {
       return exited;
     },
   };
-  if (t) t.after(() => handle.stop('SIGKILL'));
+  if (t && underValgrind) {
+    t.after(async () => {
+      const verdict = await valgrindVerdict(handle);
+      if (verdict) throw new Error(verdict);
+    });
+  } else if (t) {
+    t.after(() => handle.stop('SIGKILL'));
+  }
   return handle;
 }
 

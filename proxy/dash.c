@@ -1,0 +1,199 @@
+/* dash.c - the dashboard's requests (see dash.h, DASHBOARD.md): which
+ * requests are its, who may ask (loopback peers, loopback Host names), and
+ * the answers: the page compiled from dash/index.html, the JSON API and
+ * the event stream. */
+#include "dash.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conn.h"
+#include "dash_page.h"
+#include "refusal_log.h"
+
+/* Every answer: never cached, never framed by another page, never sniffed
+ * into another type; the page may load nothing from anywhere (no image, no
+ * script but its own inline one), so text a hostile name smuggled into the
+ * DOM could still fetch nothing. */
+static const char security_headers[] =
+    "Cache-Control: no-store\r\n"
+    "X-Content-Type-Options: nosniff\r\n"
+    "X-Frame-Options: DENY\r\n"
+    "Referrer-Policy: no-referrer\r\n"
+    "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; "
+    "style-src 'unsafe-inline'; connect-src 'self'; img-src data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n";
+
+int dash_start(struct proxy_server *s)
+{
+    const char *names[WTP_MAX_LISTEN * 2];
+    for (int i = 0; i < s->nlisteners; i++)
+        names[i] = s->listeners[i].name;
+    if (s->reg)
+        reg_server_set_listen(s->reg, names, (size_t)s->nlisteners);
+    s->refusals = refusal_log_new();
+    s->dash = dash_events_new(s);
+    return s->refusals && s->dash ? 0 : -1;
+}
+
+void dash_stop(struct proxy_server *s)
+{
+    dash_events_free(s->dash);
+    s->dash = NULL;
+    refusal_log_free(s->refusals);
+    s->refusals = NULL;
+}
+
+/* Whether the Host's name part is one only this machine resolves to us:
+ * localhost, *.localhost, 127.x.y.z or [::1]. */
+static int loopback_host(const char *v, size_t n)
+{
+    const char *end = v + n;
+    if (n && v[0] == '[')
+        return n >= 5 && strncmp(v, "[::1]", 5) == 0 && (n == 5 || v[5] == ':');
+    const char *colon = memchr(v, ':', n);
+    if (colon)
+        end = colon;
+    size_t len = (size_t)(end - v);
+    static const char lh[] = "localhost", dotlh[] = ".localhost";
+    if (len == sizeof lh - 1 && strncasecmp(v, lh, len) == 0)
+        return 1;
+    if (len > sizeof dotlh - 1 &&
+        strncasecmp(end - (sizeof dotlh - 1), dotlh, sizeof dotlh - 1) == 0)
+        return 1;
+    char ip[INET_ADDRSTRLEN];
+    struct in_addr a;
+    if (len >= sizeof ip)
+        return 0;
+    memcpy(ip, v, len);
+    ip[len] = '\0';
+    return inet_pton(AF_INET, ip, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+void dash_note_request(struct proxy_client *c, const struct http_msg *m)
+{
+    size_t plen = sizeof WTP_DASH_PREFIX - 1;
+    c->dash = DASH_NONE;
+    if (m->url_len < plen || memcmp(m->url, WTP_DASH_PREFIX, plen) != 0 ||
+        (m->url_len > plen && !strchr("/?", m->url[plen])))
+        return;
+    const struct http_field *host = http_msg_field(m, "host", NULL);
+    c->dash = !host || loopback_host(host->value, host->vlen) ? DASH_LOCAL : DASH_FOREIGN_HOST;
+}
+
+static int loopback_peer(const char *ip)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, ip, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, ip, &a6) != 1)
+        return 0;
+    if (IN6_IS_ADDR_V4MAPPED(&a6))
+        return a6.s6_addr[12] == 127;
+    return IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+/* Write one whole answer; the connection goes on to its next request when
+ * the request was read to its end and the client keeps it. */
+static void respond(struct proxy_client *c, const char *status, const char *type,
+                    const char *extra, const void *body, size_t len)
+{
+    struct evbuffer *out = stream_output(c->bev);
+    int keep = c->req_done && c->keepalive && !c->stopping && !c->srv->stopping;
+    evbuffer_add_printf(out, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s%s\r\n",
+                        status, type, len, security_headers, extra ? extra : "",
+                        keep ? "" : "Connection: close\r\n");
+    if (!c->is_head)
+        evbuffer_add(out, body, len);
+    c->resp_started = 1;
+    if (keep)
+        conn_next_request(c);
+    else
+        conn_close_after_flush(c);
+}
+
+static void respond_text(struct proxy_client *c, const char *status, const char *extra,
+                         const char *text)
+{
+    proxy_log("%s: %s from %s", status, c->path, c->ip);
+    respond(c, status, "text/plain; charset=utf-8", extra, text, strlen(text));
+}
+
+static void respond_json(struct proxy_client *c, json_t *j)
+{
+    char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+    json_decref(j);
+    if (!s) {
+        respond_text(c, "500 Internal Server Error", NULL, "wtproxy: out of memory\n");
+        return;
+    }
+    respond(c, "200 OK", "application/json; charset=utf-8", NULL, s, strlen(s));
+    free(s);
+}
+
+/* "GET /__wtproxy/api/backends" -> "/api/backends"; the query is gone. */
+static const char *sub_path(const struct proxy_client *c)
+{
+    const char *sp = strchr(c->path, ' ');
+    return sp ? sp + 1 + sizeof WTP_DASH_PREFIX - 1 : "";
+}
+
+/* The dashboard refusing a request is not a routing refusal: it goes to the
+ * log as a line, not into the refusal log the dashboard shows. */
+static int refused(struct proxy_client *c)
+{
+    int get = strncmp(c->path, "GET ", 4) == 0 || c->is_head;
+    if (!loopback_peer(c->ip))
+        respond_text(c, "403 Forbidden", NULL,
+                     "wtproxy: the dashboard answers loopback clients only; open it on this "
+                     "machine: wtproxy dashboard\n");
+    else if (c->dash == DASH_FOREIGN_HOST)
+        respond_text(c, "403 Forbidden", NULL,
+                     "wtproxy: the dashboard answers only requests addressed to localhost, "
+                     "127.0.0.1 or [::1] (another Host is how a web page reaches it through DNS "
+                     "rebinding); open the URL that wtproxy dashboard prints\n");
+    else if (!get)
+        respond_text(c, "405 Method Not Allowed", "Allow: GET, HEAD\r\n",
+                     "wtproxy: the dashboard is read-only: only GET and HEAD are answered\n");
+    else
+        return 0;
+    return 1;
+}
+
+void dash_serve(struct proxy_client *c)
+{
+    if (refused(c))
+        return;
+    const char *p = sub_path(c);
+    if (strcmp(p, "") == 0 || strcmp(p, "/") == 0 || strcmp(p, "/index.html") == 0)
+        respond(c, "200 OK", "text/html; charset=utf-8", NULL, dash_page_html,
+                sizeof dash_page_html - 1);
+    else if (strcmp(p, "/api/backends") == 0)
+        respond_json(c, dash_api_backends(c->srv));
+    else if (strcmp(p, "/api/refusals") == 0)
+        respond_json(c, refusal_log_json(c->srv->refusals, 0));
+    else if (strcmp(p, "/api/daemon") == 0)
+        respond_json(c, dash_api_daemon(c->srv));
+    else if (strcmp(p, "/events") == 0 && c->is_head)
+        respond(c, "200 OK", "text/event-stream", NULL, "", 0);
+    else if (strcmp(p, "/events") == 0)
+        dash_events_serve(c);
+    else
+        respond_text(c, "404 Not Found", NULL,
+                     "wtproxy: no such dashboard page; the dashboard is at /__wtproxy/ and its "
+                     "API is described in proxy/DASHBOARD.md\n");
+}
+
+/* The stream cannot start: too many are open, or memory ran out. */
+void dash_events_refuse(struct proxy_client *c)
+{
+    char msg[200];
+    snprintf(msg, sizeof msg, "wtproxy: %d dashboard event streams are open already; close a "
+                              "dashboard tab and reload\n", WTP_DASH_MAX_STREAMS);
+    respond_text(c, "503 Service Unavailable", "Retry-After: 5\r\n", msg);
+}

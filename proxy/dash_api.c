@@ -1,0 +1,95 @@
+/* dash_api.c - the dashboard's JSON (DASHBOARD.md): each registration as
+ * `wtproxy ls --json` has it (reg_backend_to_json), plus what a person
+ * wants to see next to it: the folder name, the branch, one status word
+ * with its reason, the last request and the last refusal. */
+#include "dash.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "refusal_log.h"
+#include "server.h"
+
+/* The state a person reads: the registry's (starting, ready, dead) with
+ * the whoami gate's verdict over it (stale, or refused for another
+ * checkout, no /__whoami or a bad answer); reason says why. */
+static const char *status_of(const struct reg_backend *b, char *reason, size_t len)
+{
+    const char *w = b->whoami.state;
+    if (b->state == REG_DEAD) {
+        snprintf(reason, len, "its server ended; the entry is about to be dropped");
+        return "dead";
+    }
+    if (strcmp(w, "stale") == 0 || strcmp(w, "mismatch") == 0 || strcmp(w, "no-whoami") == 0 ||
+        strcmp(w, "invalid") == 0) {
+        snprintf(reason, len, "%s", b->whoami.detail[0] ? b->whoami.detail : w);
+        return w[0] == 's' ? "stale" : "refused";
+    }
+    if (b->state == REG_STARTING) {
+        snprintf(reason, len, "registered; waiting for pid %d to listen on port %d", (int)b->pid,
+                 b->port);
+        return "starting";
+    }
+    if (strcmp(w, "verified") == 0)
+        snprintf(reason, len, "listening on port %d; /__whoami says it serves this worktree's "
+                              "current code", b->port);
+    else if (strcmp(w, "trusted") == 0)
+        snprintf(reason, len, "listening on port %d; no /__whoami, trusted from its "
+                              "registration (--trust-registry)", b->port);
+    else
+        snprintf(reason, len, "listening on port %d; /__whoami not checked yet", b->port);
+    return "ready";
+}
+
+static json_t *backend_json(struct proxy_server *s, const struct reg_backend *b)
+{
+    json_t *o = reg_backend_to_json(b);
+    if (!o)
+        return NULL;
+    char branch[PATH_MAX], reason[512];
+    reg_worktree_branch(b->worktree, branch, sizeof branch);
+    const char *status = status_of(b, reason, sizeof reason);
+    json_t *last = refusal_log_last_for(s->refusals, b->front, b->worktree);
+    json_object_set_new(o, "name", json_string(reg_worktree_name(b)));
+    json_object_set_new(o, "branch", json_string(branch));
+    json_object_set_new(o, "status", json_string(status));
+    json_object_set_new(o, "status_reason", json_string(reason));
+    json_object_set_new(o, "last_request_ms", json_integer(b->last_request_ms));
+    json_object_set_new(o, "active", json_integer(b->active));
+    json_object_set_new(o, "last_refusal", last ? last : json_null());
+    return o;
+}
+
+json_t *dash_api_backends(struct proxy_server *s)
+{
+    json_t *arr = json_array();
+    struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
+    for (size_t i = 0; arr && t && i < reg_table_count(t); i++) {
+        json_t *o = backend_json(s, reg_table_at(t, i));
+        if (o)
+            json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+json_t *dash_api_daemon(struct proxy_server *s)
+{
+    json_t *listen = json_array(), *fronts = json_array();
+    for (int i = 0; listen && fronts && i < s->nlisteners; i++) {
+        json_array_append_new(listen, json_string(s->listeners[i].name));
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= s->listeners[j].port == s->listeners[i].port;
+        if (!seen)
+            json_array_append_new(fronts, json_integer(s->listeners[i].port));
+    }
+    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:i}", "version", WTP_VERSION, "pid",
+                     (int)getpid(), "machine", reg_machine_id(), "listen",
+                     listen ? listen : json_array(), "fronts", fronts ? fronts : json_array(),
+                     "default_backend",
+                     s->backend ? json_string(s->backend->name) : json_null(),
+                     "refusal_log_size", WTP_REFUSAL_LOG_SIZE);
+}

@@ -1,0 +1,172 @@
+/* dash_events.c - /__wtproxy/events: a Server-Sent Events stream per open
+ * dashboard (DASHBOARD.md has the events).
+ *
+ * The registry never calls into the proxy, so changes are found by looking:
+ * while a stream is open, every WTP_DASH_POLL_MS the backends' JSON is
+ * built and compared with what was sent last, and the refusal log's
+ * sequence number with the last one sent; only a difference is sent. A
+ * stream is a connection in CS_EVENTS: no keepalive or response timeout
+ * applies, its timer is the heartbeat, and it closes when the browser goes,
+ * when it stops reading (WTP_DASH_STREAM_BUFFER unread), or when the
+ * daemon stops. */
+#include "dash.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "refusal_log.h"
+
+struct dash {
+    struct proxy_server *srv;
+    struct proxy_client *streams[WTP_DASH_MAX_STREAMS];
+    size_t n;
+    struct event *poll;
+    char *backends;                  /* the backends JSON last sent */
+    unsigned long long refusal_seq;  /* the newest refusal sent */
+};
+
+static void poll_cb(evutil_socket_t fd, short what, void *arg);
+
+struct dash *dash_events_new(struct proxy_server *s)
+{
+    struct dash *d = calloc(1, sizeof *d);
+    if (d && !(d->poll = event_new(s->base, -1, EV_PERSIST, poll_cb, d))) {
+        free(d);
+        return NULL;
+    }
+    if (d)
+        d->srv = s;
+    return d;
+}
+
+void dash_events_free(struct dash *d)
+{
+    if (!d)
+        return;
+    event_free(d->poll);
+    free(d->backends);
+    free(d);
+}
+
+/* "event: NAME\ndata: JSON\n\n" to c; compact JSON holds no newline. */
+static void send_text(struct proxy_client *c, const char *name, const char *json)
+{
+    evbuffer_add_printf(stream_output(c->bev), "event: %s\ndata: %s\n\n", name, json);
+}
+
+static void send_json(struct proxy_client *c, const char *name, json_t *j)
+{
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (s)
+        send_text(c, name, s);
+    free(s);
+}
+
+static char *backends_text(struct proxy_server *s)
+{
+    json_t *j = dash_api_backends(s);
+    char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return t;
+}
+
+/* Close the streams whose browser stopped reading. From the last: closing
+ * one moves the last stream into its slot, already looked at. */
+static void close_slow(struct dash *d)
+{
+    for (size_t i = d->n; i-- > 0;) {
+        struct proxy_client *c = d->streams[i];
+        if (evbuffer_get_length(stream_output(c->bev)) > WTP_DASH_STREAM_BUFFER) {
+            proxy_log("closed a dashboard event stream from %s: it stopped reading", c->ip);
+            conn_close(c);
+        }
+    }
+}
+
+/* Send what changed since the last look to every stream. */
+static void broadcast(struct dash *d)
+{
+    char *b = backends_text(d->srv);
+    if (b && (!d->backends || strcmp(b, d->backends) != 0)) {
+        for (size_t i = 0; i < d->n; i++)
+            send_text(d->streams[i], "backends", b);
+        free(d->backends);
+        d->backends = b;
+    } else {
+        free(b);
+    }
+    unsigned long long seq = refusal_log_seq(d->srv->refusals);
+    if (seq != d->refusal_seq) {
+        json_t *news = refusal_log_json(d->srv->refusals, d->refusal_seq);
+        for (size_t i = 0; news && i < d->n; i++)
+            send_json(d->streams[i], "refusals", news);
+        json_decref(news);
+        d->refusal_seq = seq;
+    }
+    close_slow(d);
+}
+
+static void poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    broadcast(arg);
+}
+
+void dash_events_serve(struct proxy_client *c)
+{
+    struct dash *d = c->srv->dash;
+    if (!d || d->n >= WTP_DASH_MAX_STREAMS) {
+        dash_events_refuse(c);
+        return;
+    }
+    /* The others first, so that from here on all streams have seen the
+     * same backends and refusals and the next change goes to all alike. */
+    broadcast(d);
+    if (d->n == 0) {
+        struct timeval tv = {0, WTP_DASH_POLL_MS * 1000};
+        event_add(d->poll, &tv);
+    }
+    d->streams[d->n++] = c;
+    c->state = CS_EVENTS;
+    c->resp_started = 1;
+    stream_set_read_high(c->bev, 0);
+    evbuffer_add_printf(stream_output(c->bev),
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+                        "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+                        "Connection: close\r\n\r\nretry: 1000\n\n");
+    json_t *daemon = dash_api_daemon(c->srv);
+    send_json(c, "daemon", daemon);
+    json_decref(daemon);
+    if (d->backends)
+        send_text(c, "backends", d->backends);
+    json_t *all = refusal_log_json(c->srv->refusals, 0);
+    send_json(c, "refusals", all);
+    json_decref(all);
+    conn_arm_timer(c, WTP_DASH_HEARTBEAT_MS);
+}
+
+void dash_events_gone(struct proxy_client *c)
+{
+    struct dash *d = c->srv->dash;
+    for (size_t i = 0; d && i < d->n; i++) {
+        if (d->streams[i] == c) {
+            d->streams[i] = d->streams[--d->n];
+            break;
+        }
+    }
+    if (d && d->n == 0)
+        event_del(d->poll);
+}
+
+void dash_events_heartbeat(struct proxy_client *c)
+{
+    if (evbuffer_get_length(stream_output(c->bev)) > WTP_DASH_STREAM_BUFFER) {
+        conn_close(c);
+        return;
+    }
+    evbuffer_add(stream_output(c->bev), ":\n\n", 3);
+    conn_arm_timer(c, WTP_DASH_HEARTBEAT_MS);
+}

@@ -1,0 +1,64 @@
+/* refusal_log.h - the daemon's memory of what it refused: the last
+ * WTP_REFUSAL_LOG_SIZE answers wtproxy wrote itself instead of a backend's
+ * (routing refusals, whoami-gate refusals, malformed requests, gateway
+ * errors), for the dashboard (DASHBOARD.md) and its JSON API.
+ *
+ * Recording is one call, refusal_log_conn(), made where the refusal is
+ * answered: conn_fail() records every proxy_error it answers, so a new
+ * refusal that goes through conn_fail() needs nothing more; a refusal
+ * answered some other way calls refusal_log_conn() itself. */
+#ifndef WTP_REFUSAL_LOG_H
+#define WTP_REFUSAL_LOG_H
+
+#include <jansson.h>
+#include <sys/types.h>
+
+#define WTP_REFUSAL_LOG_SIZE 200 /* entries kept; the oldest goes first */
+
+struct proxy_client;
+struct refusal_log;
+
+/* What one refusal says; every string is copied (NULL reads as ""). */
+struct refusal_info {
+    int status;                  /* the HTTP status answered */
+    const char *reason;          /* the X-Wtproxy-Refused / X-Wtproxy-Error reason: "no-backend" */
+    const char *detail;          /* the sentence the caller was given */
+    const char *request;         /* "GET /path" (no query) */
+    const char *peer;            /* the client's address */
+    int front;                   /* the front port it came to */
+    pid_t caller_pid;            /* the process holding the socket, 0 unknown */
+    const char *caller_process;  /* its command line */
+    const char *caller_worktree; /* where it was placed, "" not placed */
+    const char *named;           /* the worktree the request named itself */
+    const char *backend_worktree; /* the backend it was for, "" none */
+    const char *backend;         /* that backend's HOST:PORT */
+};
+
+/* NULL when out of memory. */
+struct refusal_log *refusal_log_new(void);
+void refusal_log_free(struct refusal_log *log);
+
+/* Append one refusal at time_ms (unix ms); past WTP_REFUSAL_LOG_SIZE the
+ * oldest is forgotten. Never fails: out of memory, strings are left out. */
+void refusal_log_add(struct refusal_log *log, const struct refusal_info *r, long long time_ms);
+
+/* Record that wtproxy refused c's current request with status and reason
+ * (the X-Wtproxy-Refused/-Error reason string), telling the caller detail
+ * (NULL for none). The caller, the named worktree and the backend are
+ * taken from c. Does nothing when the daemon keeps no log. */
+void refusal_log_conn(struct proxy_client *c, int status, const char *reason,
+                      const char *detail);
+
+/* The sequence number of the newest entry (1, 2, ...), 0 when none yet:
+ * a change of it means new entries. */
+unsigned long long refusal_log_seq(const struct refusal_log *log);
+
+/* The entries with seq > after, oldest first, as a JSON array (new
+ * reference, NULL when out of memory); DASHBOARD.md has the fields. */
+json_t *refusal_log_json(const struct refusal_log *log, unsigned long long after);
+
+/* The newest refusal for the backend of (front, worktree) as a JSON
+ * object, NULL when none is kept. */
+json_t *refusal_log_last_for(const struct refusal_log *log, int front, const char *worktree);
+
+#endif

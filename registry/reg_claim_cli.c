@@ -1,0 +1,327 @@
+/* reg_claim_cli.c - `wtproxy claim|release|leases`: leases of named
+ * resources, on the PostgreSQL store when one is configured
+ * ($WTPROXY_REGISTRY or `registry =`), else on the daemon's embedded
+ * store. A configured store that cannot be reached refuses the claim
+ * (fail closed) unless WTPROXY_REGISTRY_OPTIONAL=1.
+ * Exit status: 0 done, 1 refused or the store failed, 2 bad usage; with
+ * -- CMD, CMD's status (128+N when signal N ended it). */
+#include "reg_lease.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "reg_client.h"
+#include "registry.h"
+
+static const char claim_usage[] =
+    "usage: wtproxy claim RESOURCE [--ttl D] [--purpose TEXT] [--worktree DIR] [-- CMD ARGS...]\n"
+    "\n"
+    "Lease RESOURCE (any name: an emulator, a device, a port range) for this\n"
+    "worktree. Without CMD the claim is manual and needs --ttl (it ends then, or\n"
+    "at wtproxy release). With -- CMD the lease is held while CMD runs and\n"
+    "released when it ends, however it ends; exits with CMD's status.\n"
+    "A held resource is refused (exit 1) naming its holder and how to free it.\n"
+    "\n"
+    "  --ttl D           30s, 10m, 2h, 1d\n"
+    "  --purpose TEXT    what it is for, shown to whoever is refused\n"
+    "  --worktree DIR    default: the git worktree enclosing the current folder\n"
+    "\n"
+    "Store: $WTPROXY_REGISTRY (a libpq URI or conninfo), else `registry =` in\n"
+    "$WTPROXY_CONFIG, else the daemon's embedded store (this machine only).\n";
+
+static const char release_usage[] =
+    "usage: wtproxy release RESOURCE [--force] [--worktree DIR]\n"
+    "\n"
+    "Release this worktree's lease of RESOURCE; --force releases it whoever holds it.\n";
+
+static const char leases_usage[] =
+    "usage: wtproxy leases [--json]\n\nList the leases of the store in use.\n";
+
+static volatile pid_t child_pid;
+
+static void forward(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    /* A terminal's Ctrl-C reached CMD's group already (SI_KERNEL). */
+    if (si->si_code != SI_KERNEL && child_pid > 0)
+        kill(child_pid, sig);
+}
+
+/* The claimer: this worktree (or the folder, outside git), machine, session. */
+static int holder(struct reg_lease *c, const char *id, const char *wt, const char *purpose,
+                  char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    if (reg_lease_check_id(id, err, errlen) < 0)
+        return -1;
+    if (reg_cli_worktree(wt, c->worktree, sizeof c->worktree, err, errlen) < 0 &&
+        (wt || !realpath(".", c->worktree)))
+        return -1;
+    snprintf(c->id, sizeof c->id, "%s", id);
+    snprintf(c->machine, sizeof c->machine, "%s", reg_machine_id());
+    snprintf(c->purpose, sizeof c->purpose, "%s", purpose ? purpose : "");
+    reg_lease_session(c->session, sizeof c->session);
+    return 0;
+}
+
+/* Run argv with SIGINT/SIGTERM/SIGHUP forwarded; its status. */
+static int run_cmd(char **argv, const char *id)
+{
+    struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigset_t block, old;
+    sigemptyset(&sa.sa_mask);
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigaction(SIGINT, &dfl, NULL);
+        sigaction(SIGTERM, &dfl, NULL);
+        sigaction(SIGHUP, &dfl, NULL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        /* The lease dies with the claim's pid: CMD must not go on using
+         * the resource unprotected. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+            _exit(1);
+        setenv("WTPROXY_LEASE", id, 1);
+        execvp(argv[0], argv);
+        fprintf(stderr, "wtproxy: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    child_pid = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) {
+        fprintf(stderr, "wtproxy: cannot start %s: %s\n", argv[0], strerror(errno));
+        return 1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return 1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Claim c for ttl; print the outcome. Returns 1 won, 0 refused (holder
+ * printed), -1 (printed). */
+static int claim_once(void *pg, const struct reg_lease *c, long long ttl)
+{
+    char err[PATH_MAX + 1024], left[32];
+    json_t *info = NULL;
+    int r = reg_lease_claim(pg, c, ttl, &info, err, sizeof err);
+    if (r < 0)
+        fprintf(stderr, "wtproxy: cannot claim %s: %s\n", c->id, err);
+    else if (r == 0)
+        reg_lease_report_holder(info);
+    else if (ttl) {
+        reg_cli_age(ttl, left, sizeof left);
+        fprintf(stderr, "wtproxy: claimed %s for %s (%s store)\n", c->id, left,
+                pg ? "PostgreSQL" : "embedded");
+    } else {
+        fprintf(stderr, "wtproxy: claimed %s while pid %d runs (%s store)\n", c->id,
+                (int)c->pid, pg ? "PostgreSQL" : "embedded");
+    }
+    json_decref(info);
+    return r;
+}
+
+/* Release our lease after CMD, on a fresh connection (the server may have
+ * restarted while CMD ran). A failure is a warning: the lease dies with
+ * our pid anyway. */
+static void release_after(const struct reg_lease *c)
+{
+    char err[PATH_MAX + 1024];
+    void *pg = NULL;
+    json_t *holder = NULL;
+    if (reg_lease_open(&pg, err, sizeof err) < 0 ||
+        reg_lease_release(pg, c->id, c->worktree, 0, &holder, err, sizeof err) < 0)
+        fprintf(stderr, "wtproxy: warning: could not release %s (it ends with pid %d): %s\n",
+                c->id, (int)c->pid, err);
+    json_decref(holder);
+    reg_lease_close(pg);
+}
+
+/* Parse `claim RESOURCE [flags] [-- CMD...]` (flags may come first too).
+ * Returns 0 with *id and *cmd (argc index of CMD, argc when none), 1 for
+ * help, -1 with err. */
+static int claim_args(int argc, char **argv, const struct reg_opt *opts, const char **id,
+                      int *cmd, char *err, size_t errlen)
+{
+    int rest, r = reg_cli_parse(argc, argv, opts, &rest, err, errlen);
+    if (r != 0)
+        return r;
+    if (rest >= argc || strcmp(argv[rest - 1], "--") == 0) {
+        snprintf(err, errlen, "give the RESOURCE to claim, e.g. wtproxy claim emulator-1 --ttl 1h");
+        return -1;
+    }
+    *id = argv[rest];
+    int more;
+    r = reg_cli_parse(argc - rest, argv + rest, opts, &more, err, errlen);
+    if (r != 0)
+        return r;
+    *cmd = rest + more;
+    if (*cmd < argc && strcmp(argv[*cmd - 1], "--") != 0) {
+        snprintf(err, errlen, "unexpected argument \"%s\" (a command goes after --)", argv[*cmd]);
+        return -1;
+    }
+    return 0;
+}
+
+static int usage_error(const char *cmd, const char *msg)
+{
+    fprintf(stderr, "wtproxy %s: %s (see wtproxy %s --help)\n", cmd, msg, cmd);
+    return 2;
+}
+
+int reg_claim_main(int argc, char **argv)
+{
+    const char *ttlv = NULL, *purpose = NULL, *wt = NULL, *id = NULL;
+    const struct reg_opt opts[] = {{"ttl", &ttlv, NULL}, {"purpose", &purpose, NULL},
+                                   {"worktree", &wt, NULL}, {NULL, NULL, NULL}};
+    char err[PATH_MAX + 1024];
+    long long ttl = 0;
+    int cmd = argc;
+    struct reg_lease c;
+    int r = claim_args(argc, argv, opts, &id, &cmd, err, sizeof err);
+    if (r > 0) {
+        fputs(claim_usage, stdout);
+        return 0;
+    }
+    if (r == 0 && ttlv)
+        r = reg_cli_duration("ttl", ttlv, &ttl, err, sizeof err);
+    if (r == 0 && cmd >= argc && !ttlv) {
+        snprintf(err, sizeof err, "a claim without a command needs --ttl D (e.g. --ttl 1h), or "
+                 "hold it while a command runs: wtproxy claim %s -- CMD", id);
+        r = -1;
+    }
+    if (r < 0 || holder(&c, id, wt, purpose, err, sizeof err) < 0)
+        return usage_error("claim", err);
+    if (cmd < argc) {
+        c.pid = getpid();
+        c.pid_start = reg_pid_start(c.pid);
+    }
+    void *pg = NULL;
+    if (reg_lease_open(&pg, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: cannot claim %s: %s\n", id, err);
+        return 1;
+    }
+    r = claim_once(pg, &c, ttl);
+    reg_lease_close(pg);
+    if (r <= 0)
+        return 1;
+    if (cmd >= argc)
+        return 0;
+    r = run_cmd(argv + cmd, c.id);
+    release_after(&c);
+    return r;
+}
+
+int reg_release_main(int argc, char **argv)
+{
+    const char *wt = NULL;
+    int force = 0, rest;
+    const struct reg_opt opts[] = {{"worktree", &wt, NULL}, {"force", NULL, &force},
+                                   {NULL, NULL, NULL}};
+    char err[PATH_MAX + 1024];
+    struct reg_lease c;
+    int r = reg_cli_parse(argc, argv, opts, &rest, err, sizeof err);
+    if (r > 0) {
+        fputs(release_usage, stdout);
+        return 0;
+    }
+    const char *id = r == 0 && rest < argc && strcmp(argv[rest - 1], "--") ? argv[rest] : NULL;
+    if (r == 0 && !id)
+        snprintf(err, sizeof err, "give the RESOURCE to release");
+    if (id && reg_cli_parse(argc - rest, argv + rest, opts, NULL, err, sizeof err) == 0 &&
+        holder(&c, id, wt, NULL, err, sizeof err) == 0)
+        r = 0;
+    else
+        return usage_error("release", err);
+    void *pg = NULL;
+    json_t *h = NULL;
+    if (reg_lease_open(&pg, err, sizeof err) < 0 ||
+        (r = reg_lease_release(pg, id, c.worktree, force, &h, err, sizeof err)) < 0) {
+        fprintf(stderr, "wtproxy: cannot release %s: %s\n", id, err);
+        reg_lease_close(pg);
+        return 1;
+    }
+    reg_lease_close(pg);
+    if (r > 0)
+        fprintf(stderr, "wtproxy: released %s\n", id);
+    else if (!h)
+        fprintf(stderr, "wtproxy: nobody holds %s (see: wtproxy leases)\n", id);
+    else
+        reg_lease_report_holder(h);
+    json_decref(h);
+    return r > 0 ? 0 : 1;
+}
+
+/* One line per lease, for people. */
+static void print_leases(json_t *arr)
+{
+    size_t i;
+    json_t *o;
+    long long now = reg_cli_now_ms();
+    if (json_array_size(arr) == 0)
+        printf("no leases; take one with: wtproxy claim RESOURCE --ttl 1h\n");
+    else
+        printf("%-24s  %-16s  %-8s  %-6s  %-8s  %s\n", "RESOURCE", "MACHINE", "PID", "AGE",
+               "EXPIRES", "WORKTREE  PURPOSE");
+    json_array_foreach(arr, i, o) {
+        struct reg_lease l;
+        char err[128], age[32], left[32] = "-", pid[16] = "manual";
+        if (reg_lease_from_json(o, &l, err, sizeof err) < 0)
+            continue;
+        reg_cli_age(now - l.acquired_ms, age, sizeof age);
+        if (l.expires_ms && l.expires_ms <= now)
+            snprintf(left, sizeof left, "expired");
+        else if (l.expires_ms)
+            reg_cli_age(l.expires_ms - now, left, sizeof left);
+        if (l.pid)
+            snprintf(pid, sizeof pid, "%d", (int)l.pid);
+        printf("%-24s  %-16.16s  %-8s  %-6s  %-8s  %s  %s\n", l.id, l.machine, pid, age, left,
+               l.worktree, l.purpose);
+    }
+}
+
+int reg_leases_main(int argc, char **argv)
+{
+    int json = 0;
+    const struct reg_opt opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
+    char err[PATH_MAX + 1024];
+    int r = reg_cli_parse(argc, argv, opts, NULL, err, sizeof err);
+    if (r > 0) {
+        fputs(leases_usage, stdout);
+        return 0;
+    }
+    if (r < 0)
+        return usage_error("leases", err);
+    void *pg = NULL;
+    json_t *arr = NULL;
+    if (reg_lease_open(&pg, err, sizeof err) < 0 || !(arr = reg_lease_list(pg, err, sizeof err))) {
+        fprintf(stderr, "wtproxy: cannot list leases: %s\n", err);
+        reg_lease_close(pg);
+        return 1;
+    }
+    reg_lease_close(pg);
+    if (json) {
+        char *text = json_dumps(arr, JSON_INDENT(2));
+        printf("%s\n", text ? text : "[]");
+        free(text);
+    } else {
+        print_leases(arr);
+    }
+    json_decref(arr);
+    return 0;
+}

@@ -1,0 +1,190 @@
+/* reg_db.c - the pure part of `wtproxy db`: slugs, names and their guards,
+ * the owner stamp, the migrations hash. */
+#include "reg_db.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define HASH_MAX_FILES 10000 /* a migrations folder past this is not one */
+
+void reg_db_slug(const char *s, size_t max, char *out, size_t outlen)
+{
+    size_t n = 0;
+    if (max > outlen - 1)
+        max = outlen - 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p && n < max; p++) {
+        unsigned char ch = (unsigned char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
+            out[n++] = (char)ch;
+        else if (n > 0 && out[n - 1] != '_')
+            out[n++] = '_';
+    }
+    while (n > 0 && out[n - 1] == '_')
+        n--;
+    out[n] = '\0';
+}
+
+int reg_db_check_name(const char *name, char *err, size_t errlen)
+{
+    size_t len = strlen(name), max = REG_DB_NAME_MAX - REG_DB_WORKER_SUFFIX;
+    if (len == 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != len) {
+        snprintf(err, errlen, "refused \"%s\": a name must match ^[a-z0-9_]+$ (rule: plain "
+                 "names), so that it needs no quoting in settings, shells or SQL and means "
+                 "the same to every tool", name);
+        return -1;
+    }
+    if (!strstr(name, "test")) {
+        snprintf(err, errlen, "refused \"%s\": a test database's name must contain \"test\" "
+                 "(rule: no \"test\", no claim), so that a claim, a drop or a recreate can "
+                 "never hit a dev or production database; use a base like test_shop", name);
+        return -1;
+    }
+    if (len > max) {
+        snprintf(err, errlen, "refused \"%s\": %zu bytes; at most %zu (rule: 63-byte "
+                 "names), because PostgreSQL cuts names at %d bytes and parallel test "
+                 "workers add \"_NN\" (Django --parallel: %s_1 ...): two cut names would be "
+                 "one database; use a shorter --base", name, len, max, REG_DB_NAME_MAX, name);
+        return -1;
+    }
+    return 0;
+}
+
+int reg_db_name(const char *base, const char *machine, const char *worktree, char *out,
+                size_t outlen, char *err, size_t errlen)
+{
+    char m[REG_DB_MACHINE_SLUG + 1], w[REG_DB_WORKTREE_SLUG + 1];
+    const char *folder = strrchr(worktree, '/');
+    reg_db_slug(machine, REG_DB_MACHINE_SLUG, m, sizeof m);
+    reg_db_slug(folder ? folder + 1 : worktree, REG_DB_WORKTREE_SLUG, w, sizeof w);
+    if (!m[0] || !w[0]) {
+        snprintf(err, errlen, "the machine id \"%s\" or the worktree folder \"%s\" has no "
+                 "letter or digit to name a database after", machine, worktree);
+        return -1;
+    }
+    if ((size_t)snprintf(out, outlen, "%s_%s_%s", base, m, w) >= outlen) {
+        snprintf(err, errlen, "refused: --base \"%s\" is far too long", base);
+        return -1;
+    }
+    return reg_db_check_name(out, err, errlen);
+}
+
+void reg_db_stamp(const char *machine, const char *worktree, const char *hash, char *out,
+                  size_t outlen)
+{
+    snprintf(out, outlen, REG_DB_STAMP_PREFIX "%s:%s|%s", machine, worktree, hash);
+}
+
+int reg_db_parse_stamp(const char *comment, struct reg_db_owner *o)
+{
+    size_t pre = strlen(REG_DB_STAMP_PREFIX);
+    memset(o, 0, sizeof *o);
+    if (!comment || strncmp(comment, REG_DB_STAMP_PREFIX, pre) != 0)
+        return -1;
+    const char *m = comment + pre, *colon = strchr(m, ':'), *bar = strrchr(m, '|');
+    if (!colon || !bar || bar < colon || (size_t)(colon - m) >= sizeof o->machine ||
+        (size_t)(bar - colon - 1) >= sizeof o->worktree || strlen(bar + 1) >= sizeof o->hash)
+        return -1;
+    memcpy(o->machine, m, (size_t)(colon - m));
+    memcpy(o->worktree, colon + 1, (size_t)(bar - colon - 1));
+    snprintf(o->hash, sizeof o->hash, "%s", bar + 1);
+    return 0;
+}
+
+struct files {
+    char **v;
+    size_t n, cap;
+};
+
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Collect the files under root/rel (rel "" at the top). Returns 0 or -1. */
+static int collect(const char *root, const char *rel, struct files *f, int depth)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s%s%s", root, rel[0] ? "/" : "", rel);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    int rc = d && depth < 32 ? 0 : -1;
+    while (rc == 0 && (e = readdir(d))) {
+        char sub[PATH_MAX], full[PATH_MAX * 2];
+        struct stat st;
+        size_t len = strlen(e->d_name);
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strcmp(e->d_name, "__pycache__") == 0 ||
+            (len > 4 && strcmp(e->d_name + len - 4, ".pyc") == 0))
+            continue;
+        snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
+        snprintf(full, sizeof full, "%s/%s", root, sub);
+        if (stat(full, &st) < 0)
+            rc = -1;
+        else if (S_ISDIR(st.st_mode))
+            rc = collect(root, sub, f, depth + 1);
+        else if (S_ISREG(st.st_mode) && f->n < HASH_MAX_FILES) {
+            if (f->n == f->cap) {
+                f->cap = f->cap ? f->cap * 2 : 64;
+                char **v = realloc(f->v, f->cap * sizeof *v);
+                if (!v)
+                    return closedir(d), -1;
+                f->v = v;
+            }
+            rc = (f->v[f->n] = strdup(sub)) ? (f->n++, 0) : -1;
+        }
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
+/* Feed "path\0content\0" of root/rel into ctx. Returns 0 or -1. */
+static int feed(EVP_MD_CTX *ctx, const char *root, const char *rel)
+{
+    char full[PATH_MAX * 2], buf[65536];
+    size_t n;
+    snprintf(full, sizeof full, "%s/%s", root, rel);
+    FILE *fp = fopen(full, "rb");
+    if (!fp || !EVP_DigestUpdate(ctx, rel, strlen(rel) + 1)) {
+        if (fp)
+            fclose(fp);
+        return -1;
+    }
+    while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
+        EVP_DigestUpdate(ctx, buf, n);
+    int bad = ferror(fp);
+    fclose(fp);
+    return bad || !EVP_DigestUpdate(ctx, "", 1) ? -1 : 0;
+}
+
+int reg_db_hash_dir(const char *dir, char *out, size_t outlen, char *err, size_t errlen)
+{
+    struct files f = {0};
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int rc = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ? collect(dir, "", &f, 0) : -1;
+    if (rc == 0)
+        qsort(f.v, f.n, sizeof *f.v, by_path);
+    for (size_t i = 0; rc == 0 && i < f.n; i++)
+        rc = feed(ctx, dir, f.v[i]);
+    if (rc == 0 && EVP_DigestFinal_ex(ctx, md, &mdlen) && outlen > 7 + 2 * mdlen) {
+        int used = snprintf(out, outlen, "sha256:");
+        for (unsigned i = 0; i < mdlen; i++)
+            used += snprintf(out + used, outlen - (size_t)used, "%02x", md[i]);
+    } else {
+        snprintf(err, errlen, "cannot hash the migrations in %s: %s", dir,
+                 errno ? strerror(errno) : "unreadable");
+        rc = -1;
+    }
+    for (size_t i = 0; i < f.n; i++)
+        free(f.v[i]);
+    free(f.v);
+    EVP_MD_CTX_free(ctx);
+    return rc;
+}

@@ -1,0 +1,138 @@
+/* reg_lease.c - a lease of a named resource: its JSON form (PROTOCOL.md
+ * "Leases"), the rules every store applies, and the refusal people read. */
+#include "reg_lease.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "reg_client.h"
+#include "registry.h"
+
+int reg_lease_check_id(const char *id, char *err, size_t errlen)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n >= REG_LEASE_ID_MAX) {
+        snprintf(err, errlen, "a resource name has 1 to %d bytes", REG_LEASE_ID_MAX - 1);
+        return -1;
+    }
+    for (const char *p = id; *p; p++)
+        if (*p <= ' ' || *p > '~') {
+            snprintf(err, errlen, "resource \"%s\": use printable ASCII without spaces "
+                     "(e.g. android-emulator-1, db:test_shop)", id);
+            return -1;
+        }
+    return 0;
+}
+
+int reg_lease_same_holder(const struct reg_lease *a, const struct reg_lease *b)
+{
+    return strcmp(a->machine, b->machine) == 0 && strcmp(a->worktree, b->worktree) == 0 &&
+           strcmp(a->session, b->session) == 0 && a->pid == b->pid &&
+           a->pid_start == b->pid_start;
+}
+
+int reg_lease_expired(const struct reg_lease *l, long long now_ms)
+{
+    return l->expires_ms > 0 && now_ms >= l->expires_ms;
+}
+
+int reg_lease_holder_dead(const struct reg_lease *l)
+{
+    if (l->pid <= 0 || strcmp(l->machine, reg_machine_id()) != 0)
+        return 0; /* a manual claim lives by its TTL; another machine's pids are not ours to see */
+    unsigned long long start = reg_pid_start(l->pid);
+    return start == 0 || (l->pid_start != 0 && start != l->pid_start);
+}
+
+void reg_lease_session(char *out, size_t outlen)
+{
+    const char *env = getenv("WTPROXY_SESSION");
+    if (env && env[0])
+        snprintf(out, outlen, "%s", env);
+    else
+        snprintf(out, outlen, "sid-%ld", (long)getsid(0));
+}
+
+json_t *reg_lease_to_json(const struct reg_lease *l)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:I}", "id", l->id,
+                          "machine", l->machine, "worktree", l->worktree, "session",
+                          l->session, "pid", (json_int_t)l->pid, "pid_start",
+                          (json_int_t)l->pid_start, "purpose", l->purpose, "acquired_ms",
+                          (json_int_t)l->acquired_ms, "expires_ms", (json_int_t)l->expires_ms);
+    if (o && l->acquired_at[0])
+        json_object_set_new(o, "acquired_at", json_string(l->acquired_at));
+    return o;
+}
+
+/* Copy the string field key of o into out (size outlen). Returns 0 or -1. */
+static int take_str(json_t *o, const char *key, char *out, size_t outlen, char *err,
+                    size_t errlen)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_string(v) || json_string_length(v) >= outlen) {
+        snprintf(err, errlen, "lease field \"%s\" is %s", key,
+                 !v ? "missing" : !json_is_string(v) ? "not a string" : "too long");
+        return -1;
+    }
+    memcpy(out, json_string_value(v), json_string_length(v) + 1);
+    return 0;
+}
+
+int reg_lease_from_json(json_t *o, struct reg_lease *l, char *err, size_t errlen)
+{
+    memset(l, 0, sizeof *l);
+    json_int_t pid = -1, start = -1, acq = -1, exp = -1;
+    if (json_unpack(o, "{s:I, s:I, s:I, s:I}", "pid", &pid, "pid_start", &start,
+                    "acquired_ms", &acq, "expires_ms", &exp) < 0 ||
+        pid < 0 || pid > 0x7fffffff || start < 0 || acq < 0 || exp < 0) {
+        snprintf(err, errlen, "a lease needs pid, pid_start, acquired_ms and expires_ms >= 0");
+        return -1;
+    }
+    l->pid = (pid_t)pid;
+    l->pid_start = (unsigned long long)start;
+    l->acquired_ms = acq;
+    l->expires_ms = exp;
+    if (json_object_get(o, "acquired_at") &&
+        take_str(o, "acquired_at", l->acquired_at, sizeof l->acquired_at, err, errlen) < 0)
+        return -1;
+    return take_str(o, "id", l->id, sizeof l->id, err, errlen) < 0 ||
+                   take_str(o, "machine", l->machine, sizeof l->machine, err, errlen) < 0 ||
+                   take_str(o, "worktree", l->worktree, sizeof l->worktree, err, errlen) < 0 ||
+                   take_str(o, "session", l->session, sizeof l->session, err, errlen) < 0 ||
+                   take_str(o, "purpose", l->purpose, sizeof l->purpose, err, errlen) < 0
+               ? -1
+               : 0;
+}
+
+void reg_lease_report_holder(json_t *holder)
+{
+    struct reg_lease l;
+    char err[256], age[32], left[32] = "";
+    if (reg_lease_from_json(holder, &l, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: the resource is held (the holder cannot be shown: %s)\n", err);
+        return;
+    }
+    long long now = reg_cli_now_ms();
+    reg_cli_age(now - l.acquired_ms, age, sizeof age);
+    if (l.expires_ms)
+        reg_cli_age(l.expires_ms - now, left, sizeof left);
+    int here = strcmp(l.machine, reg_machine_id()) == 0;
+    fprintf(stderr,
+            "wtproxy: %s is held by %s%s, worktree %s, session %s, %s%d, for \"%s\", "
+            "since %s ago%s%s%s\n",
+            l.id, here ? "this machine " : "machine ", l.machine, l.worktree, l.session,
+            l.pid ? "pid " : "manual claim, pid ", (int)l.pid, l.purpose, age,
+            l.expires_ms ? " (expires in " : "", left, l.expires_ms ? ")" : "");
+    if (l.pid > 0 && here)
+        fprintf(stderr, "wtproxy: it is released when pid %d ends; to free it now: "
+                "kill %d, or: wtproxy release %s --force\n", (int)l.pid, (int)l.pid, l.id);
+    else
+        fprintf(stderr, "wtproxy: to free it, %s%s: cd %s && wtproxy release %s; or, if it "
+                "is abandoned, anywhere: wtproxy release %s --force\n",
+                here ? "on this machine" : "on machine ", here ? "" : l.machine, l.worktree,
+                l.id, l.id);
+}

@@ -1,0 +1,259 @@
+/* reg_pg.c - the PostgreSQL store's connection: which server (the env, the
+ * config file), connecting with a bounded wait, creating the tables on
+ * first use, and masking the password in every message.
+ *
+ * Two daemons (or sixteen claimers) may connect to a fresh server at the
+ * same moment; CREATE ... IF NOT EXISTS alone still races (two creators
+ * both pass the check, one fails on the catalog's unique index), so the
+ * creation runs under a transaction-scoped advisory lock. */
+#include "reg_pg.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char last_state[6];
+
+static const char schema_sql[] =
+    "CREATE SCHEMA IF NOT EXISTS " REG_PG_SCHEMA ";"
+    "CREATE TABLE IF NOT EXISTS " REG_PG_SCHEMA ".leases ("
+    " id text PRIMARY KEY, machine text NOT NULL, worktree text NOT NULL,"
+    " session text NOT NULL, pid integer NOT NULL, pid_start bigint NOT NULL,"
+    " purpose text NOT NULL, acquired_at timestamptz NOT NULL, expires_at timestamptz);"
+    "CREATE TABLE IF NOT EXISTS " REG_PG_SCHEMA ".backends ("
+    " machine text NOT NULL, front integer NOT NULL, worktree text NOT NULL,"
+    " entry jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now(),"
+    " PRIMARY KEY (machine, front, worktree));";
+
+int reg_pg_optional(void)
+{
+    const char *v = getenv("WTPROXY_REGISTRY_OPTIONAL");
+    return v && strcmp(v, "1") == 0;
+}
+
+/* The value of `registry = VALUE` in the config file at path: 1 found, 0
+ * not, -1 unreadable. */
+static int config_value(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char line[REG_PG_URI_MAX + 64];
+    int found = 0;
+    if (!f) {
+        snprintf(err, errlen, "cannot read the config file %s ($WTPROXY_CONFIG)", path);
+        return -1;
+    }
+    while (!found && fgets(line, sizeof line, f)) {
+        char *p = line, *end;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (strncmp(p, "registry", 8) != 0)
+            continue;
+        for (p += 8; *p == ' ' || *p == '\t'; p++) {
+        }
+        if (*p++ != '=')
+            continue;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        for (end = p + strlen(p); end > p && isspace((unsigned char)end[-1]); end--) {
+        }
+        *end = '\0';
+        found = *p != '\0';
+        snprintf(out, outlen, "%s", p);
+    }
+    fclose(f);
+    return found;
+}
+
+int reg_pg_configured(char *out, size_t outlen, char *err, size_t errlen)
+{
+    const char *env = getenv("WTPROXY_REGISTRY"), *conf = getenv("WTPROXY_CONFIG");
+    if (env && env[0]) {
+        snprintf(out, outlen, "%s", env);
+        return 1;
+    }
+    if (conf && conf[0])
+        return config_value(conf, out, outlen, err, errlen);
+    return 0;
+}
+
+/* Length of the value starting at p in a conninfo or URI query: quoted
+ * '...' (with \' escapes), or up to a space or '&'. */
+static size_t value_len(const char *p)
+{
+    size_t n = 0;
+    if (p[0] == '\'') {
+        for (n = 1; p[n] && p[n] != '\''; n++)
+            if (p[n] == '\\' && p[n + 1])
+                n++;
+        return p[n] ? n + 1 : n;
+    }
+    while (p[n] && !isspace((unsigned char)p[n]) && p[n] != '&')
+        n++;
+    return n;
+}
+
+/* Append n bytes of s to out at *used, bounded. */
+static void put(char *out, size_t outlen, size_t *used, const char *s, size_t n)
+{
+    if (*used + 1 >= outlen)
+        return;
+    if (n > outlen - 1 - *used)
+        n = outlen - 1 - *used;
+    memcpy(out + *used, s, n);
+    *used += n;
+    out[*used] = '\0';
+}
+
+/* In a URI, the end of the user:password@ part: the '@' before the host,
+ * or NULL. */
+static const char *userinfo_at(const char *uri)
+{
+    const char *s = strstr(uri, "://");
+    if (!s || (strncmp(uri, "postgresql://", 13) != 0 && strncmp(uri, "postgres://", 11) != 0))
+        return NULL;
+    s += 3;
+    size_t auth = strcspn(s, "/?");
+    const char *at = NULL;
+    for (size_t i = 0; i < auth; i++)
+        if (s[i] == '@')
+            at = s + i;
+    return at;
+}
+
+void reg_pg_mask(const char *uri, char *out, size_t outlen)
+{
+    size_t used = 0;
+    const char *at = userinfo_at(uri), *p = uri;
+    out[0] = '\0';
+    if (at) {
+        const char *user = strstr(uri, "://") + 3;
+        const char *colon = memchr(user, ':', (size_t)(at - user));
+        if (colon) {
+            put(out, outlen, &used, uri, (size_t)(colon + 1 - uri));
+            put(out, outlen, &used, "***", 3);
+            p = at;
+        }
+    }
+    while (*p) {
+        const char *hit = strstr(p, "password");
+        int key = hit && (hit == uri || hit[-1] == ' ' || hit[-1] == '?' || hit[-1] == '&' ||
+                          hit[-1] == '\t');
+        const char *q = hit ? hit + 8 : NULL;
+        while (key && (*q == ' ' || *q == '\t'))
+            q++;
+        if (!hit || !key || *q != '=') {
+            size_t n = hit ? (size_t)(hit + 8 - p) : strlen(p);
+            put(out, outlen, &used, p, n);
+            p += n;
+            continue;
+        }
+        q++;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        put(out, outlen, &used, p, (size_t)(q - p));
+        put(out, outlen, &used, "***", 3);
+        p = q + value_len(q);
+    }
+}
+
+/* libpq's multi-line message as one line, its password (if it echoes a
+ * conninfo) masked. */
+static void one_line(const char *in, char *out, size_t outlen)
+{
+    char flat[512];
+    size_t n = 0;
+    for (const char *p = in; *p && n + 1 < sizeof flat; p++) {
+        int space = *p == '\n' || *p == '\t' || *p == '\r';
+        if (!(space && (n == 0 || flat[n - 1] == ' ')))
+            flat[n++] = space ? ' ' : *p;
+    }
+    while (n > 0 && flat[n - 1] == ' ')
+        n--;
+    flat[n] = '\0';
+    reg_pg_mask(flat, out, outlen);
+}
+
+const char *reg_pg_last_state(void) { return last_state; }
+
+PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *params, char *err,
+                      size_t errlen)
+{
+    PGresult *r = n ? PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0) : PQexec(c, sql);
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    last_state[0] = '\0';
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+        return r;
+    const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(last_state, sizeof last_state, "%s", code ? code : "");
+    char msg[512];
+    one_line(PQerrorMessage(c), msg, sizeof msg);
+    snprintf(err, errlen, "the registry at host %s port %s failed a query: %s%s%s%s", PQhost(c),
+             PQport(c), msg, code ? " (SQLSTATE " : "", code ? code : "", code ? ")" : "");
+    PQclear(r);
+    return NULL;
+}
+
+/* Create the schema and tables unless they exist. Returns 0 or -1. */
+static int ensure_schema(PGconn *c, char *err, size_t errlen)
+{
+    PGresult *r = reg_pg_exec(c, "SELECT to_regclass('" REG_PG_SCHEMA ".leases') IS NOT NULL "
+                              "AND to_regclass('" REG_PG_SCHEMA ".backends') IS NOT NULL",
+                              0, NULL, err, errlen);
+    if (!r)
+        return -1;
+    int there = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    if (there)
+        return 0;
+    char sql[sizeof schema_sql + 128];
+    snprintf(sql, sizeof sql, "BEGIN; SELECT pg_advisory_xact_lock(%d); %s COMMIT;",
+             REG_PG_SCHEMA_LOCK, schema_sql);
+    r = reg_pg_exec(c, sql, 0, NULL, err, errlen);
+    if (!r) {
+        PQclear(PQexec(c, "ROLLBACK"));
+        return -1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
+{
+    /* Ours first: with expand_dbname, what the URI says overrides them. */
+    const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *const vals[] = {REG_PG_CONNECT_TIMEOUT, "wtproxy", uri, NULL};
+    char masked[REG_PG_URI_MAX + 64], msg[512];
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    reg_pg_mask(uri, masked, sizeof masked);
+    if (!c) {
+        snprintf(err, errlen, "cannot connect to %s %s: out of memory", what, masked);
+        return NULL;
+    }
+    if (PQstatus(c) != CONNECTION_OK) {
+        one_line(PQerrorMessage(c), msg, sizeof msg);
+        snprintf(err, errlen, "%s at host %s port %s (%s) cannot be reached: %s", what,
+                 PQhost(c) ? PQhost(c) : "?", PQport(c) ? PQport(c) : "?", masked, msg);
+        PQfinish(c);
+        return NULL;
+    }
+    PQclear(PQexec(c, "SET client_min_messages = warning"));
+    return c;
+}
+
+PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen)
+{
+    PGconn *c = reg_pg_dial(uri, "the registry", err, errlen);
+    if (!c) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, "; start it or fix WTPROXY_REGISTRY / `registry =`; to go "
+                 "on without it (claims then hold on this machine only): "
+                 "WTPROXY_REGISTRY_OPTIONAL=1");
+        return NULL;
+    }
+    if (ensure_schema(c, err, errlen) < 0) {
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}

@@ -1,0 +1,113 @@
+/* reg_pg.h - the PostgreSQL store: where it is, connecting to it (failing
+ * closed), its schema, and never showing its password. Internal to
+ * registry/.
+ *
+ * Its tables live in the schema "wtproxy" of the database the URI names
+ * (a database of its own, e.g. wtproxy_devtools; never the app's). */
+#ifndef WTP_REG_PG_H
+#define WTP_REG_PG_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+
+#include "reg_lease.h"
+
+#define REG_PG_SCHEMA "wtproxy"
+#define REG_PG_URI_MAX 1024         /* bytes of a registry URI or conninfo */
+#define REG_PG_CONNECT_TIMEOUT "5"  /* seconds; libpq's default is to wait forever */
+#define REG_PG_SCHEMA_LOCK 0x77747078 /* advisory lock key ("wtpx") for creating tables */
+
+/* --- reg_pg.c --- */
+
+/* The registry the CLI uses: $WTPROXY_REGISTRY, else the `registry` key of
+ * the config file ($WTPROXY_CONFIG). Returns 1 with it in out, 0 when none
+ * is configured (the embedded store), -1 with err (an unreadable file). */
+int reg_pg_configured(char *out, size_t outlen, char *err, size_t errlen);
+
+/* Whether WTPROXY_REGISTRY_OPTIONAL=1: an unreachable registry falls back
+ * to the embedded store instead of failing. */
+int reg_pg_optional(void);
+
+/* uri (a libpq URI or conninfo string) with any password replaced by ***. */
+void reg_pg_mask(const char *uri, char *out, size_t outlen);
+
+/* Connect (PQconnectdb semantics: URI, conninfo, PG* variables) and make
+ * sure the tables exist (created race-safely on first use). Returns the
+ * connection, or NULL with err naming host, port, the masked URI and
+ * libpq's error. */
+PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen);
+
+/* Connect without touching any table: for the app's database server
+ * (wtproxy db). what names it in err ("the database server"). */
+PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen);
+
+/* Run sql with text params; a result that is not ok (COMMAND_OK or
+ * TUPLES_OK) is cleared and NULL returned with err (libpq's message and
+ * SQLSTATE). */
+PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *params, char *err,
+                      size_t errlen);
+
+/* The SQLSTATE of the last failed reg_pg_exec on this thread, "" if none. */
+const char *reg_pg_last_state(void);
+
+/* --- reg_pg_lease.c: leases on the server (one row per resource) --- */
+
+/* Claim c->id for holder c with ttl_ms (0: while c->pid runs). Returns 1
+ * won (*out the lease), 0 refused (*out the holder), -1 with err. A dead
+ * holder on this machine is taken over by compare-and-swap first. */
+int reg_pg_claim(PGconn *pg, const struct reg_lease *c, long long ttl_ms, struct reg_lease *out,
+                 char *err, size_t errlen);
+
+/* Release id held from worktree on this machine (any holder with force).
+ * Returns 1 released, 0 not held (or, without force, held by another:
+ * *holder then has its id set), -1 with err. */
+int reg_pg_release(PGconn *pg, const char *id, const char *worktree, int force,
+                   struct reg_lease *holder, char *err, size_t errlen);
+
+/* Every lease as a JSON array (new reference), or NULL with err. */
+json_t *reg_pg_leases(PGconn *pg, char *err, size_t errlen);
+
+/* The control ops claim, release and leases (PROTOCOL.md "Leases") on the
+ * server, for a daemon whose store it is. Returns the reply. */
+json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req);
+
+#endif
+
+/* --- reg_pg_backends.c: the daemon's registrations, mirrored --- */
+
+/* The daemon's link to the PostgreSQL store: it mirrors this machine's
+ * registrations into wtproxy.backends (so every machine's `wtproxy ls`
+ * sees them) and reads the other machines' back. Routing never reads it. */
+struct reg_mirror;
+
+/* Connect to uri. NULL with err when the store cannot be reached. */
+struct reg_mirror *reg_mirror_open(const char *uri, char *err, size_t errlen);
+
+/* Remove this machine's rows and disconnect (the daemon stops routing). */
+void reg_mirror_close(struct reg_mirror *m);
+
+/* Make this machine's rows equal t's entries, in one transaction. A
+ * failure is logged loudly and retried (reconnecting) on the next change. */
+struct reg_table;
+void reg_mirror_sync(struct reg_mirror *m, const struct reg_table *t);
+
+/* Append the other machines' entries to arr, each with "remote": true. */
+void reg_mirror_others(struct reg_mirror *m, json_t *arr);
+
+/* Add the store's state to a ping reply and return it: "store"
+ * ("postgresql" or "embedded"), "registry" (masked), "registry_ok",
+ * "registry_error"; "registry_optional": true when a configured store was
+ * unreachable and WTPROXY_REGISTRY_OPTIONAL=1 let the daemon run without. */
+json_t *reg_mirror_status(const struct reg_mirror *m, json_t *reply);
+
+/* A lease op (claim, release, leases) for the daemon: on the PostgreSQL
+ * store when the daemon has one, so that a CLI without the registry's URI
+ * still claims where the resource lives. NULL: use the embedded store. */
+json_t *reg_mirror_lease_op(struct reg_mirror *m, const char *op, json_t *req);
+
+/* The daemon's store at start: registry (the --registry / `registry =`
+ * value), else $WTPROXY_REGISTRY; none: *m NULL, the embedded store.
+ * Unreachable: -1 with err (the daemon must not start: fail closed),
+ * unless WTPROXY_REGISTRY_OPTIONAL=1, which logs loudly and returns 0 with
+ * a mirror that only remembers why (the embedded store serves). */
+int reg_mirror_start(const char *registry, struct reg_mirror **m, char *err, size_t errlen);

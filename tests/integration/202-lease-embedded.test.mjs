@@ -1,0 +1,98 @@
+// 202: the same lease commands on the daemon's embedded store (no
+// registry configured): one winner among 16 concurrent claimers every
+// round (counted from the daemon's own list and the exit codes), the
+// refusal text, TTL expiry, a dead holder taken over, `-- CMD` released
+// on exit and on SIGTERM, and leases kept across a daemon restart in
+// leases.json (mode 0600) next to the state file.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeWorktrees, startDaemon, cli, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
+import { startCli } from './lib/lease.mjs';
+
+const CLAIMERS = 16;
+const ROUNDS = 10;
+
+async function leases(tmp) {
+  const r = await cli(tmp, ['leases', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+test(`${CLAIMERS} concurrent claimers, ${ROUNDS} rounds: one winner per round`, async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd']);
+  const px = await startDaemon(t, tmp);
+  const wts = Object.values(tmp.wt);
+  for (let round = 0; round < ROUNDS; round++) {
+    const id = `res-${round}`;
+    const runs = await Promise.all(Array.from({ length: CLAIMERS }, (_, i) =>
+      cli(tmp, ['claim', id, '--ttl', '10m'], { cwd: wts[i % wts.length], env: { WTPROXY_SESSION: `claimer-${i}` }, ms: 30000 })));
+    const won = runs.map((r, i) => (r.code === 0 ? i : -1)).filter((i) => i >= 0);
+    for (const r of runs) sanitizerClean(assert, r.stderr);
+    assert.equal(won.length, 1, `round ${round}: ${runs.map((r) => r.code)}`);
+    assert.equal(runs.filter((r) => r.code === 1).length, CLAIMERS - 1);
+    const held = (await leases(tmp)).filter((l) => l.id === id);
+    assert.equal(held.length, 1);
+    assert.equal(held[0].session, `claimer-${won[0]}`, 'the daemon holds the one that exited 0');
+  }
+  sanitizerClean(assert, px.stderr());
+});
+
+test('refusal, release rules, TTL expiry', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  await startDaemon(t, tmp);
+  let r = await cli(tmp, ['claim', 'emu', '--ttl', '1s', '--purpose', 'android e2e'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /embedded store/);
+  r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.b });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, new RegExp(`emu is held by this machine .*worktree ${tmp.wt.a}.*for "android e2e", since \\d+s ago`));
+  assert.match(r.stderr, new RegExp(`cd ${tmp.wt.a} && wtproxy release emu`));
+  r = await cli(tmp, ['release', 'emu'], { cwd: tmp.wt.b });
+  assert.equal(r.code, 1, 'not the holder');
+  await new Promise((res) => setTimeout(res, 1200));
+  r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.b });
+  assert.equal(r.code, 0, `the TTL passed: ${r.stderr}`);
+  r = await cli(tmp, ['release', 'emu'], { cwd: tmp.wt.b });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(await leases(tmp), []);
+});
+
+test('-- CMD: released on exit (status passed on) and on SIGTERM; a killed holder is taken over', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  await startDaemon(t, tmp);
+  let r = await cli(tmp, ['claim', 'slot', '--', 'sh', '-c', 'exit 5'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 5, r.stderr);
+  assert.deepEqual(await leases(tmp), []);
+
+  const c = startCli(t, tmp, ['claim', 'slot', '--', 'sleep', '1000'], { cwd: tmp.wt.a });
+  await waitFor(async () => (await leases(tmp)).some((l) => l.pid === c.pid), 5000, 'the lease');
+  c.proc.kill('SIGTERM');
+  assert.equal((await c.exited).code, 143, c.stderr());
+  assert.deepEqual(await leases(tmp), []);
+
+  const k = startCli(t, tmp, ['claim', 'slot', '--', 'sleep', '1000'], { cwd: tmp.wt.a });
+  await waitFor(async () => (await leases(tmp)).some((l) => l.pid === k.pid), 5000, 'the lease');
+  k.proc.kill('SIGKILL');
+  await k.exited;
+  r = await cli(tmp, ['claim', 'slot', '--ttl', '1m'], { cwd: tmp.wt.b });
+  assert.equal(r.code, 0, `the dead holder is taken over: ${r.stderr}`);
+  assert.ok(!pidAlive(k.pid));
+});
+
+test('leases survive a daemon restart (leases.json, 0600)', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  let px = await startDaemon(t, tmp);
+  const r = await cli(tmp, ['claim', 'keep', '--ttl', '10m'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, r.stderr);
+  const file = path.join(path.dirname(tmp.state), 'leases.json');
+  assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+  await px.stop('SIGKILL');
+  px = await startDaemon(t, tmp);
+  const l = await leases(tmp);
+  assert.equal(l.length, 1);
+  assert.equal(l[0].worktree, tmp.wt.a);
+  const again = await cli(tmp, ['claim', 'keep', '--ttl', '1m'], { cwd: tmp.wt.b });
+  assert.equal(again.code, 1, 'still held after the restart');
+});

@@ -1,0 +1,118 @@
+// 203: a configured PostgreSQL registry that cannot be reached fails
+// closed. The daemon refuses to start, a claim is refused (exit 1), each
+// naming host and port and libpq's error, never the password; a server
+// killed mid-run refuses the next claim the same way. WTPROXY_REGISTRY_OPTIONAL=1
+// is the one way on: the daemon runs on the embedded store and says so
+// loudly (and in its ping reply), a claim falls back to the daemon's store.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { makeWorktrees, startDaemon, cli, sanitizerClean } from './lib/registry.mjs';
+import { startProxy } from './lib/wtproxy.mjs';
+import { startPostgres } from './lib/pg.mjs';
+import { runToExit } from './lib/conformance.mjs';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+
+async function closedPort() {
+  const s = net.createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+// Ask the daemon on tmp.control for ping, through a raw socket.
+function ping(control) {
+  return new Promise((resolve, reject) => {
+    const c = net.createConnection(control);
+    let buf = '';
+    c.on('connect', () => c.write('{"op":"ping"}\n'));
+    c.on('data', (d) => { buf += d; if (buf.includes('\n')) { c.end(); resolve(JSON.parse(buf)); } });
+    c.on('error', reject);
+  });
+}
+
+test('server down before: the daemon does not start; the claim is refused; both name host and port, mask the password', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const port = await closedPort();
+  const uri = `postgresql://wt:s3cr3t-pw@127.0.0.1:${port}/wtproxy_devtools`;
+  const serve = await runToExit(wtproxyBin, ['serve', '--listen', '127.0.0.1:0', '--control', tmp.control,
+    '--state', tmp.state, '--registry', uri], { ms: 20000 });
+  sanitizerClean(assert, serve.stderr);
+  assert.notEqual(serve.code, 0, 'the daemon refused to start');
+  assert.match(serve.stderr, new RegExp(`host 127\\.0\\.0\\.1 port ${port}`));
+  assert.match(serve.stderr, /Connection refused/);
+  assert.match(serve.stderr, /WTPROXY_REGISTRY_OPTIONAL=1/);
+  assert.doesNotMatch(serve.stderr, /s3cr3t/);
+  assert.match(serve.stderr, /wt:\*\*\*@/);
+
+  for (const reg of [uri, `host=127.0.0.1 port=${port} password='s3cr3t pw' dbname=x`]) {
+    const r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.a, env: { WTPROXY_REGISTRY: reg } });
+    sanitizerClean(assert, r.stderr);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, new RegExp(`cannot claim emu: the registry at host 127\\.0\\.0\\.1 port ${port}`));
+    assert.doesNotMatch(r.stderr, /s3cr3t/);
+  }
+});
+
+test('the registry key of the config file, and PG* variables, select the store', async (t) => {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, ['a']);
+  const fs = await import('node:fs');
+  const conf = `${tmp.root}/wtproxy.conf`;
+  fs.writeFileSync(conf, `# test\nregistry = ${pg.uri('postgres')}\n`);
+  let r = await cli(tmp, ['claim', 'via-config', '--ttl', '1m'], { cwd: tmp.wt.a, env: { WTPROXY_CONFIG: conf } });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /PostgreSQL store/);
+  r = await cli(tmp, ['claim', 'via-pgenv', '--ttl', '1m'], { cwd: tmp.wt.a, env: { ...pg.env, WTPROXY_REGISTRY: 'postgresql://' } });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(pg.psql("SELECT string_agg(id, ',' ORDER BY id) FROM wtproxy.leases"), 'via-config,via-pgenv');
+  const px = await startProxy(t, ['--control', tmp.control, '--state', tmp.state, '--config', conf]);
+  const p = await ping(tmp.control);
+  assert.equal(p.store, 'postgresql');
+  assert.equal(p.registry_ok, true);
+  sanitizerClean(assert, px.stderr());
+});
+
+test('server killed mid-run: the next claim is refused naming the host; the daemon reports it', async (t) => {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const env = { WTPROXY_REGISTRY: pg.uri('postgres') };
+  const px = await startDaemon(t, tmp, ['--registry', pg.uri('postgres')]);
+  let r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.a, env });
+  assert.equal(r.code, 0, r.stderr);
+  pg.kill('SIGKILL');
+  await new Promise((res) => setTimeout(res, 300));
+  r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.b, env });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, 'refused: never falls back silently');
+  assert.match(r.stderr, new RegExp(`host 127\\.0\\.0\\.1 port ${pg.port}`));
+  // A registration change cannot be mirrored: the daemon says so, and keeps routing locally.
+  r = await cli(tmp, ['register', '--port', '5999', '--ttl', '1m'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, r.stderr);
+  const p = await ping(tmp.control);
+  assert.equal(p.store, 'postgresql');
+  assert.equal(p.registry_ok, false);
+  assert.match(p.registry_error, new RegExp(`port ${pg.port}`));
+  assert.match(px.stderr(), /WARNING: other machines do not see this machine's dev servers/);
+});
+
+test('WTPROXY_REGISTRY_OPTIONAL=1: the daemon runs on the embedded store, loudly; the claim falls back', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const port = await closedPort();
+  const uri = `postgresql://127.0.0.1:${port}/wtproxy_devtools`;
+  const px = await startDaemon(t, tmp, ['--registry', uri], { env: { WTPROXY_REGISTRY_OPTIONAL: '1' } });
+  assert.match(px.stderr(), /WARNING: .*cannot be reached/);
+  assert.match(px.stderr(), /running on the EMBEDDED store/);
+  const p = await ping(tmp.control);
+  assert.equal(p.store, 'embedded');
+  assert.equal(p.registry_optional, true);
+  assert.match(p.registry_error, new RegExp(`port ${port}`));
+  const env = { WTPROXY_REGISTRY: uri, WTPROXY_REGISTRY_OPTIONAL: '1' };
+  let r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.a, env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /WARNING: .*embedded store/);
+  assert.match(r.stderr, /claimed emu .*embedded store/);
+  r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.b, env });
+  assert.equal(r.code, 1, 'still one holder on this machine');
+});

@@ -1,0 +1,186 @@
+// 205: `wtproxy db claim|release` against a real PostgreSQL, two simulated
+// machines (WTPROXY_MACHINE m1, m2) and several worktrees: distinct names
+// per machine and worktree; a name owned by another worktree or machine is
+// refused naming the owner (--force takes it); a migrations-hash change
+// recreates the database (a table made inside is gone); a worktree of this
+// machine whose folder is gone is reclaimed; the name guards refuse with
+// their reason; concurrent creators end with one database, ours; release
+// drops exact names it owns, nothing by prefix; --write-env/--print-env.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeWorktrees, startDaemon, cli, sanitizerClean } from './lib/registry.mjs';
+import { startPostgres } from './lib/pg.mjs';
+
+async function setup(t, names = ['a', 'b']) {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, names);
+  const db = (wt, machine, args, extra = {}) => cli(tmp, ['db', ...args], {
+    cwd: typeof wt === 'string' && wt.startsWith('/') ? wt : tmp.wt[wt],
+    env: { WTPROXY_DB_SERVER: pg.uri('postgres'), WTPROXY_MACHINE: machine, ...extra },
+  });
+  const stampOf = (name) => pg.psql(`SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = '${name}'`);
+  const dbs = () => pg.psql("SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_database WHERE datname LIKE 'test%'");
+  return { pg, tmp, db, stampOf, dbs };
+}
+
+test('two machines, two worktrees: distinct names, stamped; --write-env gives them', async (t) => {
+  const { tmp, db, stampOf, dbs } = await setup(t);
+  let r = await db('a', 'm1', ['claim', '--base', 'test_shop', '--write-env', '.env.wt']);
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /database test_shop_m1_wt_a created/);
+  assert.equal(fs.readFileSync(path.join(tmp.wt.a, '.env.wt'), 'utf8'),
+    'WT_DB=test_shop_m1_wt_a\nWT_TEST_DB=test_shop_m1_wt_a\nWT_BACKEND_PORT=\n');
+  assert.equal(fs.statSync(path.join(tmp.wt.a, '.env.wt')).mode & 0o777, 0o600);
+  r = await db('b', 'm2', ['claim', '--base', 'test_shop', '--print-env']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^WT_TEST_DB=test_shop_m2_wt_b$/m);
+  r = await db('a', 'm2', ['claim', '--base', 'test_shop']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(dbs(), 'test_shop_m1_wt_a,test_shop_m2_wt_a,test_shop_m2_wt_b');
+  assert.equal(stampOf('test_shop_m1_wt_a'), `wtproxy:m1:${tmp.wt.a}|`);
+  assert.equal(stampOf('test_shop_m2_wt_b'), `wtproxy:m2:${tmp.wt.b}|`);
+});
+
+test('WT_BACKEND_PORT is the worktree\'s registered backend port', async (t) => {
+  const { tmp, db } = await setup(t);
+  await startDaemon(t, tmp);
+  const reg = await cli(tmp, ['register', '--port', '5999', '--ttl', '1m'], { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  const r = await db('a', 'm1', ['claim', '--base', 'test_shop', '--print-env']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^WT_BACKEND_PORT=5999$/m);
+});
+
+test('a name owned by another machine or worktree is refused naming the owner; --force takes it', async (t) => {
+  const { tmp, db, stampOf } = await setup(t);
+  assert.equal((await db('b', 'm2', ['claim', '--base', 'test_shop'])).code, 0);
+  let r = await db('a', 'm1', ['claim', '--name', 'test_shop_m2_wt_b']);
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, new RegExp(`test_shop_m2_wt_b belongs to worktree ${tmp.wt.b} on machine m2; refused`));
+  assert.match(r.stderr, /wtproxy db release/);
+  r = await db('a', 'm2', ['claim', '--name', 'test_shop_m2_wt_b']);
+  assert.equal(r.code, 1, 'another worktree of the same machine, folder still there');
+  assert.match(r.stderr, new RegExp(`belongs to worktree ${tmp.wt.b} on this machine`));
+  assert.equal(stampOf('test_shop_m2_wt_b'), `wtproxy:m2:${tmp.wt.b}|`, 'untouched');
+  r = await db('a', 'm1', ['claim', '--name', 'test_shop_m2_wt_b', '--force']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /taken over/);
+  assert.equal(stampOf('test_shop_m2_wt_b'), `wtproxy:m1:${tmp.wt.a}|`);
+});
+
+test('a database not made by wtproxy is never taken without --force', async (t) => {
+  const { pg, db } = await setup(t);
+  pg.psql('CREATE DATABASE test_shop_m1_wt_a');
+  const r = await db('a', 'm1', ['claim', '--base', 'test_shop']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /was not made by wtproxy/);
+});
+
+test('a migrations-hash change drops and recreates (a table inside is gone); the same hash keeps it', async (t) => {
+  const { pg, tmp, db } = await setup(t);
+  let r = await db('a', 'm1', ['claim', '--base', 'test_shop', '--migrations-hash', 'h1']);
+  assert.equal(r.code, 0, r.stderr);
+  pg.psql('CREATE TABLE marker (x int)', { db: 'test_shop_m1_wt_a' });
+  r = await db('a', 'm1', ['claim', '--base', 'test_shop', '--migrations-hash', 'h1']);
+  assert.match(r.stderr, /kept/);
+  assert.equal(pg.psql("SELECT to_regclass('marker') IS NOT NULL", { db: 'test_shop_m1_wt_a' }), 't');
+  r = await db('a', 'm1', ['claim', '--base', 'test_shop', '--migrations-hash', 'h2']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /recreated/);
+  assert.equal(pg.psql("SELECT to_regclass('marker') IS NOT NULL", { db: 'test_shop_m1_wt_a' }), 'f');
+
+  // --migrations-dir: the files' hash; an edited migration recreates.
+  const mig = path.join(tmp.wt.a, 'shop', 'migrations');
+  fs.mkdirSync(path.join(mig, '__pycache__'), { recursive: true });
+  fs.writeFileSync(path.join(mig, '0001_initial.py'), '# one\n');
+  fs.writeFileSync(path.join(mig, '__pycache__', 'x.pyc'), 'junk');
+  r = await db('a', 'm1', ['claim', '--base', 'test_shop', '--migrations-dir', mig]);
+  assert.match(r.stderr, /recreated/);
+  pg.psql('CREATE TABLE marker (x int)', { db: 'test_shop_m1_wt_a' });
+  fs.writeFileSync(path.join(mig, '__pycache__', 'x.pyc'), 'other junk');
+  r = await db('a', 'm1', ['claim', '--base', 'test_shop', '--migrations-dir', mig]);
+  assert.match(r.stderr, /kept/, 'caches do not count');
+  fs.writeFileSync(path.join(mig, '0002_more.py'), '# two\n');
+  r = await db('a', 'm1', ['claim', '--base', 'test_shop', '--migrations-dir', mig]);
+  assert.match(r.stderr, /recreated/);
+  assert.equal(pg.psql("SELECT to_regclass('marker') IS NOT NULL", { db: 'test_shop_m1_wt_a' }), 'f');
+  assert.match(pg.psql("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = 'test_shop_m1_wt_a'"), /\|sha256:[0-9a-f]{64}$/);
+});
+
+test('an abandoned worktree\'s database (same machine, folder gone) is reclaimed', async (t) => {
+  const { db, stampOf } = await setup(t, ['c']);
+  const other = makeWorktrees(t, ['c']); // another checkout whose folder is also wt-c
+  let r = await db('c', 'm1', ['claim', '--base', 'test_shop']);
+  assert.equal(r.code, 0, r.stderr);
+  r = await db(other.wt.c, 'm1', ['claim', '--base', 'test_shop']);
+  assert.equal(r.code, 1, 'the first wt-c still exists');
+  const first = stampOf('test_shop_m1_wt_c');
+  fs.rmSync(first.slice('wtproxy:m1:'.length, -1), { recursive: true, force: true });
+  r = await db(other.wt.c, 'm1', ['claim', '--base', 'test_shop']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /reclaimed/);
+  assert.equal(stampOf('test_shop_m1_wt_c'), `wtproxy:m1:${other.wt.c}|`);
+  r = await db(other.wt.c, 'm2', ['claim', '--name', 'test_shop_m1_wt_c']);
+  assert.equal(r.code, 1, 'another machine\'s folder is not ours to judge');
+});
+
+test('name guards refuse, saying which rule and why', async (t) => {
+  const { db, dbs } = await setup(t);
+  const cases = [
+    [['--base', 'shop'], /must contain "test"/],
+    [['--base', 'Test_Shop'], /\^\[a-z0-9_\]\+\$/],
+    [['--name', 'test-shop'], /\^\[a-z0-9_\]\+\$/],
+    [['--base', 'test_' + 'x'.repeat(48)], /at most 60 \(rule: 63-byte names\).*_NN/],
+  ];
+  for (const [args, re] of cases) {
+    const r = await db('a', 'm1', ['claim', ...args]);
+    sanitizerClean(assert, r.stderr);
+    assert.equal(r.code, 1, `${args}: ${r.stderr}`);
+    assert.match(r.stderr, re, args.join(' '));
+  }
+  assert.equal(dbs(), '', 'nothing created');
+});
+
+test('concurrent creators: one database, ours; a concurrent other machine is refused', async (t) => {
+  const { db, dbs, stampOf, tmp } = await setup(t);
+  const runs = await Promise.all([
+    ...Array.from({ length: 6 }, () => db('a', 'm1', ['claim', '--name', 'test_race'])),
+    db('b', 'm2', ['claim', '--name', 'test_race']),
+  ]);
+  const created = runs.filter((r) => /created/.test(r.stderr));
+  assert.equal(created.length, 1, runs.map((r) => r.stderr).join('\n'));
+  assert.equal(dbs(), 'test_race');
+  const owner = stampOf('test_race');
+  const winnerM1 = owner === `wtproxy:m1:${tmp.wt.a}|`;
+  assert.ok(winnerM1 || owner === `wtproxy:m2:${tmp.wt.b}|`, owner);
+  assert.deepEqual(runs.map((r) => r.code), winnerM1 ? [0, 0, 0, 0, 0, 0, 1] : [1, 1, 1, 1, 1, 1, 0]);
+});
+
+test('release drops exactly the names it owns, never by prefix', async (t) => {
+  const { pg, db, dbs } = await setup(t);
+  assert.equal((await db('a', 'm1', ['claim', '--base', 'test_shop'])).code, 0);
+  assert.equal((await db('a', 'm1', ['claim', '--base', 'test_cart'])).code, 0);
+  assert.equal((await db('b', 'm1', ['claim', '--base', 'test_shop'])).code, 0);
+  pg.psql('CREATE DATABASE test_shop_m1_wt_a_1'); // a parallel worker's clone, not stamped
+  let r = await db('a', 'm1', ['release', '--base', 'test_shop']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(dbs(), 'test_cart_m1_wt_a,test_shop_m1_wt_a_1,test_shop_m1_wt_b');
+  r = await db('a', 'm1', ['release']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /dropped database test_cart_m1_wt_a/);
+  assert.equal(dbs(), 'test_shop_m1_wt_a_1,test_shop_m1_wt_b');
+  r = await db('a', 'm1', ['release', '--name', 'test_shop_m1_wt_b']);
+  assert.equal(dbs(), 'test_shop_m1_wt_a_1,test_shop_m1_wt_b', 'not ours: kept');
+});
+
+test('database server down: refused, naming host and port', async (t) => {
+  const { pg, db } = await setup(t);
+  await pg.stop();
+  const r = await db('a', 'm1', ['claim', '--base', 'test_shop']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, new RegExp(`the database server at host 127\\.0\\.0\\.1 port ${pg.port}`));
+});
