@@ -238,9 +238,11 @@ export async function setupDatabases(t, shop, pg, mode, { bin, env }) {
       values = readEnvFile(file);
       if (!values.WT_TEST_DB) throw new Error(`wtproxy db claim wrote no WT_TEST_DB to ${file}:\n${fs.readFileSync(file, 'utf8')}`);
     }
-    // the dev database: the claim's WT_DB, else one named like the test one
+    // The dev database: its own. The claim's WT_DB is the claimed test
+    // database itself (registry/CLAIMS.md), which every test run drops:
+    // a line after it names the dev one (the last value of a key wins).
     const derived = { WT_DB: `shop_wt_${n}`, WT_TEST_DB: `test_shop_wt_${n}` };
-    const missing = Object.entries(derived).filter(([k]) => !values[k]);
+    const missing = Object.entries(derived).filter(([k]) => !values[k] || (k === 'WT_DB' && values.WT_DB === values.WT_TEST_DB));
     if (missing.length) fs.appendFileSync(file, missing.map(([k, v]) => `${k}=${v}\n`).join(''));
     values = readEnvFile(file);
     names[n] = { db: values.WT_DB, test: values.WT_TEST_DB };
