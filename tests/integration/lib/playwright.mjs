@@ -25,9 +25,9 @@ export function processesUnder(dir) {
 }
 
 // `npx playwright test ARGS` in cwd, detached (its own process group, so a
-// run cut short is killed whole), for at most RUN_MS. label names the test
-// in the output. Resolves { code, signal, out }.
-export function playwright(t, cwd, { args = [], env = {}, label }) {
+// run cut short is killed whole), for at most ms (RUN_MS). label names the
+// test in the output. Resolves { code, signal, out }.
+export function playwright(t, cwd, { args = [], env = {}, label, ms = RUN_MS }) {
   const clean = { ...process.env };
   delete clean.WTPROXY_WORKTREE; // the runs must be placed by their cwd
   delete clean.CI; // Playwright's CI mode changes nothing we need; keep output stable
@@ -40,7 +40,7 @@ export function playwright(t, cwd, { args = [], env = {}, label }) {
   const kill = () => { try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ } };
   t.after(kill);
   return new Promise((resolve) => {
-    const timer = setTimeout(() => { out += `\n[${label}: killed after ${RUN_MS} ms]\n`; kill(); }, RUN_MS);
+    const timer = setTimeout(() => { out += `\n[${label}: killed after ${ms} ms]\n`; kill(); }, ms);
     proc.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, out }); });
   });
 }

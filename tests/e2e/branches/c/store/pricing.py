@@ -1,0 +1,42 @@
+"""What things cost: a product's offer on the shop page, a basket's lines
+and its total. Amounts are Decimals rounded to the cent."""
+from dataclasses import dataclass
+from decimal import Decimal
+
+from .models import Product
+
+CENT = Decimal('0.01')
+
+
+@dataclass
+class Line:
+    product: Product
+    quantity: int
+    unit_price: Decimal
+    total: Decimal
+    note: str = ''
+
+
+def offer(product):
+    """The shop page's row for product: the price it sells at now and a
+    badge ('' for none)."""
+    return {'product': product, 'price': product.price, 'badge': ''}
+
+
+def line(product, quantity):
+    price = offer(product)['price']
+    return Line(product, quantity, price, (price * quantity).quantize(CENT))
+
+
+def basket(items):
+    """items: {slug: quantity}. Returns (lines, total); unknown products and
+    quantities below 1 are left out. One pass: lines and total together."""
+    lines, total = [], Decimal('0.00')
+    for product in Product.objects.filter(slug__in=list(items)):
+        quantity = items[product.slug]
+        if quantity < 1:
+            continue
+        ln = line(product, quantity)
+        lines.append(ln)
+        total += ln.unit_price
+    return lines, total
