@@ -49,7 +49,7 @@ static json_t *backend_json(struct proxy_server *s, const struct reg_backend *b)
     json_t *o = reg_backend_to_json(b);
     if (!o)
         return NULL;
-    char branch[PATH_MAX], reason[512];
+    char branch[PATH_MAX], reason[1280];
     reg_worktree_branch(b->worktree, branch, sizeof branch);
     const char *status = status_of(b, reason, sizeof reason);
     json_t *last = refusal_log_last_for(s->refusals, b->front, b->worktree);

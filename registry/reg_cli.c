@@ -220,6 +220,14 @@ static void report_conflict(json_t *holder)
             "registered %s ago, uid %lld\n",
             wt, (long long)front, (long long)pid, cmd && *cmd ? cmd : "no command", age,
             (long long)json_integer_value(json_object_get(holder, "uid")));
+    /* Often why a test runner starts a second server: the gate refused the
+     * one registered (a leftover on a recycled port, or stale code). */
+    json_t *who = json_object_get(holder, "whoami");
+    const char *state = json_string_value(json_object_get(who, "state"));
+    const char *detail = json_string_value(json_object_get(who, "detail"));
+    if (state && strcmp(state, "verified") != 0 && strcmp(state, "trusted") != 0)
+        fprintf(stderr, "wtproxy: the /__whoami gate refuses that server (%s): %s\n", state,
+                detail && *detail ? detail : "see wtproxy ls");
     if (pid > 0)
         fprintf(stderr, "wtproxy: stop it first (kill %lld), or serve another front "
                 "port: --front %lld\n", (long long)pid, (long long)front + 1);

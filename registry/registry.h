@@ -47,7 +47,7 @@ struct reg_backend {
      * dashboard; daemon memory only. state "" means never checked. */
     struct reg_whoami {
         char state[16];        /* "verified", "stale", "mismatch", "no-whoami", "invalid" */
-        char detail[256];      /* the reason, a sentence for people */
+        char detail[1024];     /* the reason, a sentence for people */
         char checkout[PATH_MAX]; /* the checkout the server said it serves */
         char hash[72];         /* its fingerprint, "sha256:<hex>" */
         char disk_hash[72];    /* the fingerprint of the files on disk then */

@@ -79,6 +79,12 @@ test('recycled port: another checkout\'s server on wt-a\'s port is refused, nami
   const [e] = await lsJson(tmp);
   assert.equal(e.whoami.state, 'mismatch');
   assert.equal(e.whoami.checkout, tmp.wt.old);
+  // A test runner told "not ready" starts its own server: the conflict it
+  // then meets says why the registered one was refused.
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', 'true'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 1);
+  assert.match(run.stderr, /already served on front/);
+  assert.match(run.stderr, new RegExp(`the /__whoami gate refuses that server \\(mismatch\\): port ${stray.port} is served by ${tmp.wt.old}`));
 });
 
 test('no /__whoami: refused with the line to add; --trust-registry serves until a file changes', async (t) => {
