@@ -12,7 +12,6 @@ struct error_kind {
     const char *reason; /* X-Wtproxy-Error */
     const char *message;
     const char *fix;
-    int refused;        /* the gate refused it: X-Wtproxy-Refused too */
 };
 
 static const struct error_kind kinds[] = {
@@ -62,20 +61,20 @@ static const struct error_kind kinds[] = {
     [PE_CHECKOUT_MISMATCH] = {421, "Misdirected Request", "checkout-mismatch",
         "The server on your worktree's port serves another checkout; wtproxy refused to let "
         "it answer for yours.",
-        "Stop the server named below and start your own (the command is below).", 1},
+        "Stop the server named below and start your own (the command is below)."},
     [PE_STALE_CODE] = {409, "Conflict", "stale-code",
         "Your dev server runs older code than the code on disk now; wtproxy refused to let "
         "it answer.",
         "Restart the server (the command is below); wtproxy run --restart-on-stale does it "
-        "for you.", 1},
+        "for you."},
     [PE_NO_WHOAMI] = {502, "Bad Gateway", "no-whoami",
         "The dev server does not answer GET /__whoami, so wtproxy cannot tell which "
         "checkout and which code it serves.",
         "Add the whoami middleware to the server (conf/WHOAMI.md), or run wtproxy serve "
-        "--trust-registry.", 1},
+        "--trust-registry."},
     [PE_WHOAMI_INVALID] = {502, "Bad Gateway", "whoami-invalid",
         "The dev server's answer to GET /__whoami is not one wtproxy can use.",
-        "Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it if it hangs.", 1},
+        "Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it if it hangs."},
 };
 
 int error_page_status(enum proxy_error e) { return kinds[e].status; }
@@ -167,7 +166,7 @@ void error_page_write(struct evbuffer *out, enum proxy_error e, const char *acce
     else
         body_text(body, k, detail);
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", k->status, k->title);
-    if (k->refused)
+    if (e >= PE_CHECKOUT_MISMATCH) /* the gate's: a refusal, not an error */
         evbuffer_add_printf(out, "X-Wtproxy-Refused: %s\r\n", k->reason);
     evbuffer_add_printf(out,
                         "X-Wtproxy-Error: %s\r\n"
