@@ -4,10 +4,13 @@
 // reload, with its purpose and holder; a resource and purpose that are
 // HTML show as text; /__wtproxy/api/leases holds the same lease objects as
 // `wtproxy leases --json`; `wtproxy release` takes the row away again.
+// On a PostgreSQL store the same, and a store that goes down is shown as
+// unreadable, with why, not as an empty list.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeWorktrees, startDaemon, cli, get, sanitizerClean } from './lib/registry.mjs';
 import { launchBrowser, openDashboard, screenshot } from './lib/dashboard.mjs';
+import { startPostgres } from './lib/pg.mjs';
 
 const HOSTILE_ID = '<img/src=x/onerror=alert(1)>'; // resource names have no spaces
 const HOSTILE_PURPOSE = '<img src=x onerror=alert(1)>';
@@ -94,6 +97,46 @@ test('the dashboard lists leases live, as text, as wtproxy leases --json has the
   await page.waitForSelector('#leases-empty:not([hidden])', { timeout: 1000 });
   assert.deepEqual(seen.errors, [], 'no script error');
 
+  await px.stop();
+  sanitizerClean(assert, px.stderr());
+});
+
+test('a PostgreSQL store: its leases, then, once it is down, why they cannot be read', async (t) => {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--registry', pg.uri('postgres')]);
+  const browser = await launchBrowser(t);
+  const { page, seen } = await openDashboard(browser, px.port);
+  await page.waitForSelector('#leases-empty:not([hidden])', { timeout: 2000 });
+  assert.match(await page.textContent('#lease-count'), /postgresql store/);
+
+  // Claimed through the daemon (no registry in the CLI's environment): on the server.
+  const r = await cli(tmp, ['claim', 'emulator-1', '--ttl', '10m', '--purpose', 'android e2e'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(pg.psql("SELECT count(*) FROM wtproxy.leases WHERE id = 'emulator-1'").trim(), '1');
+  const shown = await waitLeases(page, (rows) => rows.some((x) => x.id === 'emulator-1' && x.text.includes('android e2e')), 2000, 'emulator-1 on the page');
+  t.diagnostic(`emulator-1 shown ${shown} ms after wtproxy claim exited (PostgreSQL read at most once a second)`);
+  const direct = await cli(tmp, ['leases', '--json'], { env: { WTPROXY_REGISTRY: pg.uri('postgres') } });
+  assert.equal(direct.code, 0, direct.stderr);
+  const api = await apiLeases(px.port);
+  assert.equal(api.store, 'postgresql');
+  assert.deepEqual(api.leases, JSON.parse(direct.stdout));
+
+  // The server goes: the page says the leases cannot be read, and why.
+  pg.kill('SIGKILL');
+  await page.waitForSelector('#leases-error:not([hidden])', { timeout: 3000 });
+  const said = await page.textContent('#leases-error');
+  assert.match(said, /cannot be read from the postgresql store/);
+  assert.match(said, new RegExp(`port ${pg.port}`));
+  assert.equal(await page.isHidden('#leases'), true, 'no stale rows under the error');
+  assert.equal(await page.isHidden('#leases-empty'), true, 'not shown as no leases');
+  const down = await apiLeases(px.port);
+  assert.equal(down.store, 'postgresql');
+  assert.equal(down.leases, undefined);
+  assert.match(down.error, new RegExp(`port ${pg.port}`));
+  assert.deepEqual(seen.errors, [], 'no script error');
+  const file = await screenshot(page, '154-dashboard-leases-pg-down.png');
+  t.diagnostic(`screenshot: ${file}`);
   await px.stop();
   sanitizerClean(assert, px.stderr());
 });
