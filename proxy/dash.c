@@ -179,6 +179,8 @@ void dash_serve(struct proxy_client *c)
         respond_json(c, refusal_log_json(c->srv->refusals, 0));
     else if (strcmp(p, "/api/daemon") == 0)
         respond_json(c, dash_api_daemon(c->srv));
+    else if (strcmp(p, "/api/leases") == 0)
+        respond_json(c, dash_api_leases(c->srv));
     else if (strcmp(p, "/events") == 0 && c->is_head)
         respond(c, "200 OK", "text/event-stream", NULL, "", 0);
     else if (strcmp(p, "/events") == 0)

@@ -16,6 +16,8 @@
 #define WTP_DASH_POLL_MS 250             /* how often a change is looked for (streams open) */
 #define WTP_DASH_HEARTBEAT_MS 15000      /* a comment line on an idle stream */
 #define WTP_DASH_STREAM_BUFFER (1 << 20) /* unread bytes that make a stream close */
+#define WTP_DASH_LEASES_PG_MS 1000       /* a PostgreSQL lease store is read at most this often */
+#define WTP_DASH_LEASES_RETRY_MS 5000    /* ... and, after a failed read, this often */
 
 struct proxy_server;
 struct proxy_client;
@@ -72,5 +74,9 @@ struct json_t;
 struct json_t *dash_api_backends(struct proxy_server *s);
 /* The daemon: version, pid, machine, listen addresses, default backend. */
 struct json_t *dash_api_daemon(struct proxy_server *s);
+/* The leases, as `wtproxy leases --json` lists them: {"store", "leases"},
+ * or {"store", "error"} when the store cannot be read (PostgreSQL down).
+ * With a PostgreSQL store this queries it: the loop waits. */
+struct json_t *dash_api_leases(struct proxy_server *s);
 
 #endif

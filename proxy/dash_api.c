@@ -93,3 +93,13 @@ json_t *dash_api_daemon(struct proxy_server *s)
                      s->backend ? json_string(s->backend->name) : json_null(),
                      "refusal_log_size", WTP_REFUSAL_LOG_SIZE);
 }
+
+json_t *dash_api_leases(struct proxy_server *s)
+{
+    char err[2048] = "this daemon runs without a registry, so it holds no leases";
+    const char *store = "embedded";
+    json_t *arr = s->reg ? reg_server_leases(s->reg, &store, err, sizeof err) : NULL;
+    if (!arr)
+        return json_pack("{s:s, s:s}", "store", store, "error", err);
+    return json_pack("{s:s, s:o}", "store", store, "leases", arr);
+}

@@ -4,7 +4,11 @@
  * The registry never calls into the proxy, so changes are found by looking:
  * while a stream is open, every WTP_DASH_POLL_MS the backends' JSON is
  * built and compared with what was sent last, and the refusal log's
- * sequence number with the last one sent; only a difference is sent. A
+ * sequence number with the last one sent; only a difference is sent. The
+ * leases are compared the same way, but a PostgreSQL store is a query the
+ * loop waits for: it is read at most every WTP_DASH_LEASES_PG_MS (every
+ * WTP_DASH_LEASES_RETRY_MS while it fails, as an unreachable host may hold
+ * the loop for the connect timeout). A
  * stream is a connection in CS_EVENTS: no keepalive or response timeout
  * applies, its timer is the heartbeat, and it closes when the browser goes,
  * when it stops reading (WTP_DASH_STREAM_BUFFER unread), or when the
@@ -14,6 +18,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conn.h"
 #include "refusal_log.h"
@@ -24,6 +29,8 @@ struct dash {
     size_t n;
     struct event *poll;
     char *backends;                  /* the backends JSON last sent */
+    char *leases;                    /* the /api/leases JSON last sent */
+    long long leases_next_ms;        /* a PostgreSQL store is not read before (monotonic) */
     unsigned long long refusal_seq;  /* the newest refusal sent */
 };
 
@@ -47,6 +54,7 @@ void dash_events_free(struct dash *d)
         return;
     event_free(d->poll);
     free(d->backends);
+    free(d->leases);
     free(d);
 }
 
@@ -64,12 +72,47 @@ static void send_json(struct proxy_client *c, const char *name, json_t *j)
     free(s);
 }
 
-static char *backends_text(struct proxy_server *s)
+/* j (consumed) as compact JSON; NULL out of memory. */
+static char *text_of(json_t *j)
 {
-    json_t *j = dash_api_backends(s);
     char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     return t;
+}
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Send text (consumed) as event name to every stream when it differs
+ * from *last, which then holds it. */
+static void send_changed(struct dash *d, const char *name, char **last, char *text)
+{
+    if (!text || (*last && strcmp(text, *last) == 0)) {
+        free(text);
+        return;
+    }
+    for (size_t i = 0; i < d->n; i++)
+        send_text(d->streams[i], name, text);
+    free(*last);
+    *last = text;
+}
+
+/* The leases, unless a PostgreSQL store was read too recently. */
+static void broadcast_leases(struct dash *d)
+{
+    long long now = mono_ms();
+    if (now < d->leases_next_ms)
+        return;
+    json_t *j = dash_api_leases(d->srv);
+    const char *store = json_string_value(json_object_get(j, "store"));
+    if (store && strcmp(store, "postgresql") == 0)
+        d->leases_next_ms = now + (json_object_get(j, "error") ? WTP_DASH_LEASES_RETRY_MS
+                                                               : WTP_DASH_LEASES_PG_MS);
+    send_changed(d, "leases", &d->leases, text_of(j));
 }
 
 /* Close the streams whose browser stopped reading. From the last: closing
@@ -88,15 +131,8 @@ static void close_slow(struct dash *d)
 /* Send what changed since the last look to every stream. */
 static void broadcast(struct dash *d)
 {
-    char *b = backends_text(d->srv);
-    if (b && (!d->backends || strcmp(b, d->backends) != 0)) {
-        for (size_t i = 0; i < d->n; i++)
-            send_text(d->streams[i], "backends", b);
-        free(d->backends);
-        d->backends = b;
-    } else {
-        free(b);
-    }
+    send_changed(d, "backends", &d->backends, text_of(dash_api_backends(d->srv)));
+    broadcast_leases(d);
     unsigned long long seq = refusal_log_seq(d->srv->refusals);
     if (seq != d->refusal_seq) {
         json_t *news = refusal_log_json(d->srv->refusals, d->refusal_seq);
@@ -145,6 +181,8 @@ void dash_events_serve(struct proxy_client *c)
     json_t *all = refusal_log_json(c->srv->refusals, 0);
     send_json(c, "refusals", all);
     json_decref(all);
+    if (d->leases)
+        send_text(c, "leases", d->leases);
     conn_arm_timer(c, WTP_DASH_HEARTBEAT_MS);
 }
 

@@ -398,6 +398,25 @@ static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
     return fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
 }
 
+json_t *reg_server_leases(struct reg_server *rs, const char **store, char *err, size_t errlen)
+{
+    json_t *req = json_pack("{s:s}", "op", "leases");
+    json_t *r = req ? reg_mirror_lease_op(rs->mirror, "leases", req) : NULL;
+    *store = r ? "postgresql" : "embedded";
+    if (req && !r)
+        r = reg_lease_store_op(rs->leases, "leases", req, getuid());
+    json_decref(req);
+    json_t *arr = json_incref(json_object_get(r, "leases"));
+    const char *msg = json_string_value(json_object_get(r, "message"));
+    if (!json_is_array(arr)) {
+        snprintf(err, errlen, "%s", msg ? msg : "out of memory");
+        json_decref(arr);
+        arr = NULL;
+    }
+    json_decref(r);
+    return arr;
+}
+
 /* ---- the control socket ---- */
 
 /* The reply line (no LF) to r, which it consumes. */

@@ -199,6 +199,16 @@ void reg_server_set_listen(struct reg_server *rs, const char *const *names, size
  * entries it drops are marked REG_DEAD first, for requests holding them). */
 struct reg_table *reg_server_table(struct reg_server *rs);
 
+/* The current leases, computed as the `leases` op computes them
+ * (CLAIMS.md): from the PostgreSQL store when the daemon has one, else
+ * from the embedded store (expired and dead holders swept first). *store
+ * is set to "postgresql" or "embedded" either way. Returns a new JSON
+ * array of lease objects (as `wtproxy leases --json`), or NULL with err
+ * when the store cannot be read (PostgreSQL down): never an empty list in
+ * its place. The daemon's loop waits for the PostgreSQL query. */
+struct json_t *reg_server_leases(struct reg_server *rs, const char **store, char *err,
+                                 size_t errlen);
+
 /* --- the command line (reg_cli.c, reg_run.c, reg_client.c) --- */
 
 /* The branch checked out in worktree, read from its .git (a linked
