@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { makeWorktrees, startDaemon, startRun } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, getWorktree } from './lib/registry.mjs';
 import { fdCount, memoryKiB } from './lib/wtproxy.mjs';
 import { stopClean } from './lib/backends.mjs';
 import { startLoad, fdsBackTo, fdKinds, measurableEnv } from './lib/load.mjs';
@@ -37,6 +37,10 @@ test('2,000 concurrent keep-alive connections routed by caller: no error, fds ba
     `the daemon's fd limit ${fdLimit(px.proc.pid)} is too small for ${CONNECTIONS} connections: raise the hard limit (ulimit -Hn)`);
   const runs = ['a', 'b'].map((n) => startRun(t, tmp, { cwd: tmp.wt[n], front: px.port }));
   await Promise.all(runs.map((r) => r.ready));
+  // One request per worktree first: the /__whoami gate's inotify watch of
+  // each (one fd per worktree, kept) belongs to the baseline, not to the load.
+  for (const wt of Object.values(tmp.wt)) assert.equal((await getWorktree(px.port, wt)).status, 200);
+  await new Promise((r) => setTimeout(r, 1500)); // its pooled connection idles out (--pool-idle 1s)
   const baseline = fdKinds(px.proc.pid);
   const before = memoryKiB(px.proc.pid);
 

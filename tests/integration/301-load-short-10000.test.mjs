@@ -5,7 +5,7 @@
 // (nothing kept per connection once it is closed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeWorktrees, startDaemon, startRun } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, getWorktree } from './lib/registry.mjs';
 import { memoryKiB } from './lib/wtproxy.mjs';
 import { stopClean } from './lib/backends.mjs';
 import { startLoad, fdsBackTo, fdKinds, measurableEnv } from './lib/load.mjs';
@@ -31,6 +31,10 @@ test('10,000 sequential short connections routed by caller: no error, fds back, 
   const px = await startDaemon(t, tmp, ['--pool-idle', '1s'], { env: measurableEnv });
   const runs = ['a', 'b'].map((n) => startRun(t, tmp, { cwd: tmp.wt[n], front: px.port }));
   await Promise.all(runs.map((r) => r.ready));
+  // One request per worktree first: the /__whoami gate's inotify watch of
+  // each (one fd per worktree, kept) belongs to the baseline, not to the load.
+  for (const wt of Object.values(tmp.wt)) assert.equal((await getWorktree(px.port, wt)).status, 200);
+  await new Promise((r) => setTimeout(r, 1500)); // its pooled connection idles out (--pool-idle 1s)
   const baseline = fdKinds(px.proc.pid);
   await run(t, tmp, px.port, WARMUP); // allocator pools and caches settle
   const before = memoryKiB(px.proc.pid);

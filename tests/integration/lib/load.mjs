@@ -68,11 +68,16 @@ const IDENTIFY_RECENT_MAX = 32;
 // the test sets it short), pidfds up to the identification cache more.
 export async function fdsBackTo(pid, baseline, ms = 15000) {
   let now = fdKinds(pid);
-  await waitFor(() => {
-    now = fdKinds(pid);
-    return now.socket <= baseline.socket && now.other <= baseline.other &&
-      now.pidfd <= baseline.pidfd + IDENTIFY_RECENT_MAX;
-  }, ms, `daemon fds back to ${JSON.stringify(baseline)} (now ${JSON.stringify(now)})`);
+  const back = () => now.socket <= baseline.socket && now.other <= baseline.other &&
+    now.pidfd <= baseline.pidfd + IDENTIFY_RECENT_MAX;
+  const deadline = Date.now() + ms;
+  while (now = fdKinds(pid), !back() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  if (!back()) {
+    const fds = fs.readdirSync(`/proc/${pid}/fd`).map((f) => {
+      try { return `${f}->${fs.readlinkSync(`/proc/${pid}/fd/${f}`)}`; } catch { return f; }
+    });
+    throw new Error(`daemon fds not back to ${JSON.stringify(baseline)} within ${ms} ms: ${JSON.stringify(now)}: ${fds.join(' ')}`);
+  }
   return now;
 }
 
