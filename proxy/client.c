@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "autostart.h"
 #include "dash.h"
 #include "gate.h"
 #include "refusal_log.h"
@@ -21,8 +20,6 @@
 #include "route.h"
 
 static void client_read_cb(struct stream *bev, void *arg);
-static void route_continue(struct proxy_client *c);
-static int start_declared(struct proxy_client *c);
 static void client_write_cb(struct stream *bev, void *arg);
 static void client_event_cb(struct stream *bev, short what, void *arg);
 static void timer_cb(evutil_socket_t fd, short what, void *arg);
@@ -288,190 +285,7 @@ static void parse_request_head(struct proxy_client *c, size_t len)
     }
     if (c->req_chunked && check_buffered_chunks(c) < 0)
         return;
-    route_continue(c);
-}
-
-static void identified(void *arg, const struct identify_result *r)
-{
-    struct proxy_client *c = arg;
-    c->ident_ticket = NULL;
-    c->ident_late = 0;
-    c->who = malloc(sizeof *c->who);
-    if (c->who)
-        *c->who = *r;
-    if (c->state == CS_IDENTIFY)
-        route_continue(c);
-}
-
-/* Identify the caller once per connection: at once from the caches, or
- * later from the worker (returns 0: route_continue runs again then). */
-static int ensure_caller(struct proxy_client *c)
-{
-    struct identify_result r;
-    if (c->who || !route_needs_caller(c->srv, c->route_name))
-        return 1;
-    if (c->ident_ticket)
-        return c->ident_late; /* too slow: this request goes unplaced, later ones won't */
-    int rc = identify_start(c->srv->ident, stream_fd(c->bev), identified, c, &r,
-                            &c->ident_ticket);
-    if (rc == 0) {
-        c->state = CS_IDENTIFY;
-        conn_arm_timer(c, WTP_IDENTIFY_TIMEOUT_MS);
-        return 0;
-    }
-    identified(c, &r);
-    return 1;
-}
-
-/* The worktree this request belongs to when it is known by path: the
- * placed caller's, or an absolute X-Wtproxy-Worktree. NULL otherwise. */
-static const char *request_worktree(struct proxy_client *c)
-{
-    if (c->route_name[0] == '/')
-        return c->route_name;
-    return c->who && c->who->placed && !c->route_name[0] ? c->who->place.worktree : NULL;
-}
-
-/* No server for the request's worktree, but its .wtproxy declares one:
- * started (or starting) by the daemon, the request waits for it. */
-static int start_declared(struct proxy_client *c)
-{
-    const char *wt = request_worktree(c);
-    return wt && c->route_error == PE_NO_BACKEND && c->srv->autostart &&
-           autostart_ensure(c->srv->autostart, wt, c->listener->port) == 0;
-}
-
-/* Route the parsed request (routing may need the caller first), then wait
- * for a starting backend or go to it. */
-static void route_continue(struct proxy_client *c)
-{
-    if (!ensure_caller(c))
-        return;
-    int front = c->listener->port;
-    c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
-    c->wait_since_ms = proxy_now_ms(c->srv);
-    if (!c->backend && start_declared(c)) {
-        c->awaiting_start = 1;
-        conn_wait(c, WTP_WAIT_POLL_MS);
-        return;
-    }
-    if (!c->backend) {
-        char d[2048];
-        route_explain(c->srv, front, c->route_error, c->route_name, c->who, d, sizeof d);
-        conn_fail(c, c->route_error, d);
-        return;
-    }
-    c->refused_since_ms = 0;
-    if (c->backend->state == REG_STARTING)
-        conn_wait(c, WTP_WAIT_POLL_MS);
-    else
-        conn_forward(c);
-}
-
-static void gate_verdict(struct proxy_client *c, int v, const char *detail)
-{
-    static const enum proxy_error refusal[] = {
-        [WHOAMI_MISMATCH] = PE_CHECKOUT_MISMATCH, [WHOAMI_STALE] = PE_STALE_CODE,
-        [WHOAMI_NO_WHOAMI] = PE_NO_WHOAMI,        [WHOAMI_INVALID] = PE_WHOAMI_INVALID,
-        [WHOAMI_UNREACHABLE] = PE_BACKEND_UNREACHABLE,
-    };
-    if (v == WHOAMI_PASS)
-        upstream_start(c);
-    else
-        conn_fail(c, refusal[v], detail);
-}
-
-static void gate_answered(void *arg, enum whoami_verdict v, const char *detail)
-{
-    struct proxy_client *c = arg;
-    c->gate_ticket = NULL;
-    gate_verdict(c, (int)v, detail);
-}
-
-/* A registered backend serves the request only once the /__whoami gate
- * has found it serving its worktree's checkout and the code on disk now.
- * (The default backend is the user's own fallback: not checked.) */
-void conn_forward(struct proxy_client *c)
-{
-    struct reg_backend *b = c->backend;
-    char detail[4096];
-    if (!c->srv->gate || !b->worktree[0]) {
-        upstream_start(c);
-        return;
-    }
-    int v = whoami_gate_check(c->srv->gate, b, b->worktree, gate_answered, c, &c->gate_ticket,
-                              detail, sizeof detail);
-    if (v >= 0) {
-        gate_verdict(c, v, detail);
-        return;
-    }
-    /* The gate answers within its own deadlines (whoami_timeout and the
-     * graces); the body, if any, waits in the input buffer meanwhile. */
-    c->state = CS_VERIFY;
-    evtimer_del(c->timer);
-}
-
-/* Poll the backend again in ms: the registry never calls into the proxy,
- * so a request for a starting (or reloading) server checks back. */
-void conn_wait(struct proxy_client *c, unsigned ms)
-{
-    c->state = CS_WAIT;
-    conn_arm_timer(c, ms);
-}
-
-/* Polling for the registration of a server the daemon started. */
-static void await_started(struct proxy_client *c)
-{
-    const char *wt = request_worktree(c);
-    int front = c->listener->port;
-    char log[PATH_MAX + 32] = "", d[2 * PATH_MAX + 160];
-    c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
-    if (c->backend) {
-        c->awaiting_start = 0;
-        conn_wait(c, 0); /* on as any starting backend */
-    } else if (autostart_exited(c->srv->autostart, wt, front, log, sizeof log)) {
-        snprintf(d, sizeof d, "the server that %s/.wtproxy declares exited before it listened; "
-                              "its output: %s", wt, log);
-        conn_fail(c, PE_BACKEND_NOT_READY, d);
-    } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms) {
-        snprintf(d, sizeof d, "the server that %s/.wtproxy declares did not start within "
-                              "start_timeout; its output: %s", wt, log);
-        conn_fail(c, PE_BACKEND_NOT_READY, d);
-    } else {
-        conn_wait(c, WTP_WAIT_POLL_MS);
-    }
-}
-
-static void wait_timeout(struct proxy_client *c)
-{
-    if (c->awaiting_start) {
-        await_started(c);
-        return;
-    }
-    struct reg_backend *b = c->backend;
-    unsigned long long waited = proxy_now_ms(c->srv) - c->wait_since_ms;
-    char d[3 * PATH_MAX];
-    char log[PATH_MAX + 32] = "";
-    if (b->state == REG_DEAD && c->srv->autostart)
-        autostart_exited(c->srv->autostart, b->worktree, b->front, log, sizeof log);
-    if (b->state == REG_DEAD && log[0]) {
-        snprintf(d, sizeof d, "the server that %s/.wtproxy declares exited before it listened; "
-                              "its output: %s", b->worktree, log);
-        conn_fail(c, PE_BACKEND_NOT_READY, d);
-    } else if (b->state == REG_DEAD) {
-        snprintf(d, sizeof d, "the dev server of %s ended before it served this request",
-                 b->worktree);
-        conn_fail(c, PE_NO_BACKEND, d);
-    } else if (b->state == REG_READY || c->refused_since_ms) {
-        conn_forward(c);
-    } else if (waited >= c->srv->cfg.start_timeout_ms) {
-        snprintf(d, sizeof d, "%s (pid %d) did not listen on port %d within start_timeout "
-                              "(%u ms)", b->worktree, (int)b->pid, b->port,
-                 c->srv->cfg.start_timeout_ms);
-        conn_fail(c, PE_BACKEND_NOT_READY, d);
-    } else {
-        conn_wait(c, WTP_WAIT_POLL_MS);
-    }
+    conn_route(c);
 }
 
 static void read_request_head(struct proxy_client *c)
@@ -773,11 +587,11 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         forward_timeout(c);
         break;
     case CS_WAIT:
-        wait_timeout(c);
+        conn_wait_timeout(c);
         break;
     case CS_IDENTIFY: /* the worker is slow: route unplaced, keep the answer coming */
         c->ident_late = 1;
-        route_continue(c);
+        conn_route(c);
         break;
     case CS_TUNNEL:
         break;

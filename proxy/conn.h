@@ -100,7 +100,11 @@ void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
 void conn_wait(struct proxy_client *c, unsigned ms);
 void conn_backend_done(struct proxy_client *c);
-void conn_forward(struct proxy_client *c);
+
+/* dispatch.c */
+void conn_route(struct proxy_client *c);        /* a parsed request: caller, route, wait, gate */
+void conn_wait_timeout(struct proxy_client *c); /* CS_WAIT's timer */
+void conn_forward(struct proxy_client *c);      /* the gate, then upstream_start */
 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);
