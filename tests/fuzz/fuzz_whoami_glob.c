@@ -1,4 +1,4 @@
-/* fuzz_glob.c - libFuzzer target: a pattern, '\n', a path; matching and
+/* fuzz_whoami_glob.c - libFuzzer target: a pattern, '\n', a path; matching and
  * pruning must never crash nor take long (patterns come from backends). */
 #include <stddef.h>
 #include <stdint.h>
