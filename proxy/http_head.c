@@ -30,7 +30,7 @@ static int named_by_connection(const struct http_msg *m, const struct http_field
 
 /* Fields that never cross the proxy as they came. */
 static int dropped(const struct http_msg *m, const struct http_field *f, int upgrade,
-                   int request)
+                   int request, int no_length)
 {
     static const char *const hop[] = {"connection", "keep-alive", "te", "trailer",
                                       "transfer-encoding", NULL};
@@ -47,6 +47,8 @@ static int dropped(const struct http_msg *m, const struct http_field *f, int upg
         return 1;
     if (name_is(f, "upgrade"))
         return !upgrade;
+    if (no_length && name_is(f, "content-length"))
+        return 1;
     return named_by_connection(m, f);
 }
 
@@ -60,11 +62,11 @@ static void add_field(struct evbuffer *out, const char *name, size_t nlen, const
 }
 
 static void add_kept_fields(struct evbuffer *out, const struct http_msg *m, int upgrade,
-                            int request)
+                            int request, int no_length)
 {
     for (size_t i = 0; i < m->nfields; i++) {
         const struct http_field *f = &m->fields[i];
-        if (!dropped(m, f, upgrade, request))
+        if (!dropped(m, f, upgrade, request, no_length))
             add_field(out, f->name, f->nlen, f->value, f->vlen);
     }
 }
@@ -80,7 +82,7 @@ void http_head_write_request(struct evbuffer *out, const struct http_msg *m,
     const struct http_field *host = http_msg_field(m, "host", NULL);
     if (!host)
         add_field(out, "Host", 4, fw->default_host, strlen(fw->default_host));
-    add_kept_fields(out, m, fw->upgrade, 1);
+    add_kept_fields(out, m, fw->upgrade, 1, 0);
     add_field(out, "X-Forwarded-For", 15, fw->client_ip, strlen(fw->client_ip));
     if (host)
         add_field(out, "X-Forwarded-Host", 16, host->value, host->vlen);
@@ -103,7 +105,11 @@ void http_head_write_response(struct evbuffer *out, const struct http_msg *m,
     evbuffer_add(out, line, (size_t)n);
     evbuffer_add(out, m->reason, m->reason_len);
     evbuffer_add(out, "\r\n", 2);
-    add_kept_fields(out, m, r->upgrade, 0);
+    /* RFC 9110 §8.6: no Content-Length in a 1xx or a 204. A client that
+     * honours one there reads the next response's bytes as this one's body
+     * (found by tests/fuzz/fuzz_response). */
+    int no_length = status < 200 || status == 204;
+    add_kept_fields(out, m, r->upgrade, 0, no_length);
     if (r->chunked)
         evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
     if (r->upgrade)

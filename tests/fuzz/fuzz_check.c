@@ -70,8 +70,19 @@ static int on_head(struct http_msg *m)
         return 0;
     }
     int status = p->status_code;
-    if (status >= 100 && status < 200)
-        return 0; /* interim: llhttp gives it no body; 101 pauses for upgrade */
+    /* RFC 9110 §8.6: a client may honour a Content-Length wherever it is,
+     * so none may reach it on a response that has no body by its status. */
+    if ((status < 200 || status == 204) && http_msg_field(m, "content-length", NULL)) {
+        x->out->error = "a 1xx or 204 relayed with a Content-Length";
+        return -1;
+    }
+    /* RFC 9112 §6.3: a 1xx, 204 or 304 has no body whatever its fields say
+     * (llhttp 8.1 would read one); a 101 then pauses for the upgrade. */
+    if (status < 200 || status == 204 || status == 304) {
+        if (status >= 200)
+            x->final_seen++;
+        return 1;
+    }
     size_t i = x->final_seen++;
     int head = x->req && i < x->req->n && i < FZ_MAX_MSGS && x->req->head[i];
     return head ? 1 : 0;

@@ -14,6 +14,7 @@ function backend(t) {
     if (method === 'HEAD' && target === '/head-chunked') return 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n';
     if (method === 'HEAD') return 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1234\r\n\r\n';
     if (target === '/204') return 'HTTP/1.1 204 No Content\r\nContent-Length: 50\r\n\r\n';
+    if (target === '/103') return 'HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nContent-Length: 2\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nfinal:103';
     if (target === '/304') return 'HTTP/1.1 304 Not Modified\r\nETag: "v1"\r\nContent-Length: 4321\r\n\r\n';
     const body = `next:${target}`;
     return `HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
@@ -41,6 +42,9 @@ for (const [name, method, target, status] of [
       assert.equal(header(r, 'transfer-encoding'), undefined, `bodyless response re-framed as chunked:\n${r.raw}`);
     }
     if (status === 304) assert.equal(header(r, 'etag'), '"v1"');
+    // RFC 9110 §8.6: a 204 carries no Content-Length; a client honouring
+    // the backend's would take the next response as this one's body
+    if (status === 204) assert.equal(header(r, 'content-length'), undefined, r.raw);
     // nothing may follow the head (no body, no chunk terminator)
     await new Promise((res) => setTimeout(res, 150));
     assert.equal(c.buf.length, 0, `bytes after a bodyless response: ${JSON.stringify(c.buf.toString('latin1'))}`);
@@ -74,5 +78,27 @@ test('HEAD, 204, 304 and GET pipelined in one write', async (t) => {
   const r = await c.readResponse();
   assert.equal(r.status, 200);
   assert.equal(r.body.toString(), 'next:/last');
+  await stopClean(px);
+});
+
+// Found by tests/fuzz/fuzz_response: a backend's interim response carrying a
+// Content-Length was relayed with it, and a client honouring it (llhttp 8.1
+// does) read the final response's first bytes as the interim one's body.
+test('103 Early Hints sent with a Content-Length: relayed without it, then the final response intact', async (t) => {
+  const be = await backend(t);
+  const px = await startProxy(t, ['--backend', `127.0.0.1:${be.port}`]);
+  const c = await RawConn.open(px.port);
+  t.after(() => c.close());
+  c.write(requestHead('GET', '/103', [['Host', 'localhost']]));
+  const hints = await c.readResponse({ ms: 5000 });
+  assert.equal(hints.status, 103, hints.raw);
+  assert.equal(header(hints, 'link'), '</a.css>; rel=preload');
+  assert.equal(header(hints, 'content-length'), undefined, hints.raw);
+  const final = await c.readResponse({ ms: 5000 });
+  assert.equal(final.status, 200, final.raw);
+  assert.equal(final.body.toString(), 'final:103');
+  c.write(requestHead('GET', '/next', [['Host', 'localhost']]));
+  const r2 = await c.readResponse({ ms: 5000 });
+  assert.equal(r2.body.toString(), 'next:/next');
   await stopClean(px);
 });
