@@ -334,6 +334,10 @@ int reg_client_call(json_t *req, int autostart_ok, json_t **reply, char *err, si
         rc = -1;
     }
     free(line);
+    /* the daemon's warning is for whoever made the call (PROTOCOL.md) */
+    const char *warning = rc == 0 ? json_string_value(json_object_get(*reply, "warning")) : NULL;
+    if (warning)
+        fprintf(stderr, "wtproxy: warning: %s\n", warning);
     return rc;
 }
 

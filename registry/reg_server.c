@@ -1,11 +1,9 @@
-/* reg_server.c - the registry inside the daemon: the control socket
- * (PROTOCOL.md), port reservations, liveness watches, and saving every
- * change to the state file before it is acknowledged. */
+/* reg_server.c - the registry inside the daemon: what a control line does
+ * (PROTOCOL.md; the socket is reg_control.c), port reservations, liveness
+ * watches, and saving every change to the state file before it is
+ * acknowledged. */
 #include <errno.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <netinet/in.h>
@@ -14,18 +12,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/queue.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "reg_control.h"
 #include "reg_lease.h"
 #include "reg_pg.h"
 #include "registry.h"
 
-#define REG_LINE_MAX (64 * 1024) /* one request line, PROTOCOL.md */
-#define REG_PEER_IDLE_S 10       /* a silent peer is closed */
 #define REG_SWEEP_MS 1000        /* TTLs, removed worktrees, reused pids */
 #define REG_RESERVE_MS 60000     /* a reserved port is held this long */
 /* Ports handed to dev servers: below Linux's ephemeral range (32768+), so
@@ -39,21 +34,19 @@ struct reservation {
     long long until_ms;
 };
 
-struct peer;
-
 struct reg_server {
     struct event_base *base;
-    TAILQ_HEAD(, peer) peers; /* connected CLIs, freed with the server */
-    struct evconnlistener *listener;
+    struct reg_control *control;
     struct event *sweep;
     struct reg_table *table;
     struct reg_lease_store *leases; /* claims on this machine (reg_lease_store.c) */
     struct reg_mirror *mirror;       /* the PostgreSQL store (reg_pg_backends.c), or NULL */
-    char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    char socket_path[PATH_MAX];
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
     size_t nreserved;
     json_t *listen; /* the front addresses, for ping; NULL until told */
+    char unsaved[640]; /* why the last save failed; "" once one succeeds */
 };
 
 struct watch {
@@ -63,12 +56,6 @@ struct watch {
     int pidfd;
 };
 
-struct peer {
-    struct reg_server *rs;
-    struct bufferevent *bev;
-    uid_t uid;
-    TAILQ_ENTRY(peer) link;
-};
 
 static long long now_ms(void)
 {
@@ -77,12 +64,19 @@ static long long now_ms(void)
     return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
+/* A failed save keeps the previous file and the change in memory: routing
+ * goes on, and every acknowledgement says what a restart would forget
+ * (ok_entry), so the agent that registered reads it, not only our log. */
 static void save(struct reg_server *rs)
 {
     char err[512];
-    if (reg_store_save(rs->table, rs->state_path, err, sizeof err) < 0)
+    if (reg_store_save(rs->table, rs->state_path, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: cannot save registrations, the previous state file is kept: "
                         "%s\n", err);
+        snprintf(rs->unsaved, sizeof rs->unsaved, "%s", err);
+    } else {
+        rs->unsaved[0] = '\0';
+    }
     reg_mirror_sync(rs->mirror, rs->table);
 }
 
@@ -232,9 +226,23 @@ static json_t *fail(const char *code, const char *fmt, ...)
     return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
 }
 
-static json_t *ok_entry(const struct reg_backend *b)
+/* r, with what a restart would forget when the last save failed. */
+static json_t *unsaved_warning(const struct reg_server *rs, json_t *r)
 {
-    return json_pack("{s:b, s:o}", "ok", 1, "entry", reg_backend_to_json(b));
+    if (r && rs->unsaved[0])
+        json_object_set_new(
+            r, "warning",
+            json_sprintf("the daemon cannot save its registrations (%s): they are served now "
+                         "but forgotten if the daemon restarts; free space there, or restart "
+                         "the daemon with --state PATH on a writable disk",
+                         rs->unsaved));
+    return r;
+}
+
+static json_t *ok_entry(const struct reg_server *rs, const struct reg_backend *b)
+{
+    return unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entry",
+                                         reg_backend_to_json(b)));
 }
 
 static uid_t pid_uid(pid_t pid)
@@ -342,7 +350,7 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     save(rs);
     fprintf(stderr, "wtproxy: registered %s on front :%d -> %s (pid %d)\n", b->worktree,
             b->front, b->name, (int)b->pid);
-    return ok_entry(b);
+    return ok_entry(rs, b);
 }
 
 static json_t *op_list(struct reg_server *rs)
@@ -351,7 +359,7 @@ static json_t *op_list(struct reg_server *rs)
     for (size_t i = 0; i < reg_table_count(rs->table); i++)
         json_array_append_new(arr, reg_backend_to_json(reg_table_at(rs->table, i)));
     reg_mirror_others(rs->mirror, arr);
-    return json_pack("{s:b, s:o}", "ok", 1, "entries", arr);
+    return unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entries", arr));
 }
 
 static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
@@ -389,9 +397,9 @@ static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
             /* restarting: requests wait for it again, as for a new server */
             b->state = op[2] == 'a' ? REG_READY : REG_STARTING;
             save(rs);
-            return ok_entry(b);
+            return ok_entry(rs, b);
         }
-        json_t *r = ok_entry(b); /* before drop: it frees b */
+        json_t *r = ok_entry(rs, b); /* before drop: it frees b */
         drop(rs, b, "unregistered");
         return r;
     }
@@ -417,7 +425,7 @@ json_t *reg_server_leases(struct reg_server *rs, const char **store, char *err, 
     return arr;
 }
 
-/* ---- the control socket ---- */
+/* ---- one request line ---- */
 
 /* The reply line (no LF) to r, which it consumes. */
 static char *reply_line(json_t *r)
@@ -439,125 +447,9 @@ char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, siz
     return out;
 }
 
-static void reply(struct peer *p, char *line)
+static char *serve_line(void *rs, uid_t uid, const char *line, size_t len)
 {
-    struct evbuffer *out = bufferevent_get_output(p->bev);
-    if (line)
-        evbuffer_add(out, line, strlen(line));
-    evbuffer_add(out, "\n", 1);
-    free(line);
-}
-
-static void peer_free(struct peer *p)
-{
-    TAILQ_REMOVE(&p->rs->peers, p, link);
-    bufferevent_free(p->bev);
-    free(p);
-}
-
-/* After the last reply is written, close: for a line too long to read. */
-static void close_when_written(struct bufferevent *bev, void *arg)
-{
-    (void)bev;
-    peer_free(arg);
-}
-
-static void peer_read(struct bufferevent *bev, void *arg)
-{
-    struct peer *p = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    size_t len;
-    char *line;
-    while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
-        if (len >= REG_LINE_MAX)
-            reply(p, reply_line(fail("too-large", "a request line is at most %d bytes",
-                                     REG_LINE_MAX)));
-        else
-            reply(p, reg_server_request(p->rs, p->uid, line, len));
-        free(line);
-    }
-    if (evbuffer_get_length(in) >= REG_LINE_MAX) {
-        reply(p, reply_line(fail("too-large", "a request line is at most %d bytes; closing",
-                                 REG_LINE_MAX)));
-        bufferevent_disable(bev, EV_READ);
-        bufferevent_setcb(bev, NULL, close_when_written, NULL, p);
-    }
-}
-
-static void peer_event(struct bufferevent *bev, short what, void *arg)
-{
-    (void)bev;
-    (void)what;
-    peer_free(arg); /* EOF, error, or silent for REG_PEER_IDLE_S */
-}
-
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-                      int salen, void *arg)
-{
-    struct reg_server *rs = arg;
-    struct ucred cred;
-    socklen_t clen = sizeof cred;
-    struct timeval idle = {REG_PEER_IDLE_S, 0};
-    (void)l;
-    (void)sa;
-    (void)salen;
-    struct peer *p = calloc(1, sizeof *p);
-    if (!p || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-        !(p->bev = bufferevent_socket_new(rs->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
-        free(p);
-        close(fd);
-        return;
-    }
-    p->rs = rs;
-    p->uid = cred.uid;
-    TAILQ_INSERT_TAIL(&rs->peers, p, link);
-    bufferevent_setwatermark(p->bev, EV_READ, 0, REG_LINE_MAX + 1);
-    bufferevent_setcb(p->bev, peer_read, NULL, peer_event, p);
-    bufferevent_set_timeouts(p->bev, &idle, NULL);
-    bufferevent_enable(p->bev, EV_READ | EV_WRITE);
-}
-
-/* A socket file left by a daemon that died is replaced; one a daemon still
- * answers on means another daemon serves it. */
-static int claim_socket_path(const char *path, char *err, size_t errlen)
-{
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0) {
-        close(fd);
-        snprintf(err, errlen, "another wtproxy daemon already serves %s (see: wtproxy ls); "
-                              "stop it first, or give this one --control PATH", path);
-        return -1;
-    }
-    if (fd >= 0)
-        close(fd);
-    if (unlink(path) < 0 && errno != ENOENT) {
-        snprintf(err, errlen, "cannot replace %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-static int listen_control(struct reg_server *rs, char *err, size_t errlen)
-{
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    if (strlen(rs->socket_path) >= sizeof sun.sun_path) {
-        snprintf(err, errlen, "control socket path too long: %s", rs->socket_path);
-        return -1;
-    }
-    if (claim_socket_path(rs->socket_path, err, errlen) < 0)
-        return -1;
-    memcpy(sun.sun_path, rs->socket_path, strlen(rs->socket_path) + 1);
-    rs->listener = evconnlistener_new_bind(rs->base, accept_cb, rs,
-                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
-                                           (struct sockaddr *)&sun, sizeof sun);
-    if (!rs->listener) {
-        snprintf(err, errlen, "cannot serve the control socket %s: %s", rs->socket_path,
-                 strerror(errno));
-        return -1;
-    }
-    return 0;
+    return reg_server_request(rs, uid, line, len);
 }
 
 /* ---- life ---- */
@@ -598,7 +490,6 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
         return NULL;
     }
     rs->base = base;
-    TAILQ_INIT(&rs->peers);
     snprintf(rs->socket_path, sizeof rs->socket_path, "%s", socket_path);
     snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
     srandom((unsigned)(getpid() ^ now_ms()));
@@ -612,7 +503,7 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
         reg_server_free(rs);
         return NULL;
     }
-    if (listen_control(rs, err, errlen) < 0) {
+    if (!(rs->control = reg_control_new(base, rs->socket_path, serve_line, rs, err, errlen))) {
         reg_server_free(rs);
         return NULL;
     }
@@ -626,12 +517,7 @@ void reg_server_free(struct reg_server *rs)
 {
     if (!rs)
         return;
-    while (rs->table && !TAILQ_EMPTY(&rs->peers))
-        peer_free(TAILQ_FIRST(&rs->peers));
-    if (rs->listener) {
-        evconnlistener_free(rs->listener);
-        unlink(rs->socket_path);
-    }
+    reg_control_free(rs->control);
     if (rs->sweep)
         event_free(rs->sweep);
     for (size_t i = 0; rs->table && i < reg_table_count(rs->table); i++)

@@ -1,8 +1,9 @@
 // 311: the state file on a full disk, then on a read-only one (a 64 KiB
 // tmpfs for --state; needs root to mount it): each registration still
-// succeeds and is routed, the daemon says on stderr that it cannot save
-// and why, and the state file keeps its last good content (never a
-// truncated file).
+// succeeds and is routed; the daemon says on stderr that it cannot save
+// and why, and so does the `wtproxy run` that registered (its agent reads
+// that, not the daemon's log); the state file keeps its last good content
+// (never a truncated file).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -50,18 +51,22 @@ test('state file on a full, then read-only disk: clear error, old state kept, st
     await waitFor(() => fs.existsSync(state) && worktreesIn(state).length === 1, 5000, 'wt-a saved');
 
     fillDisk(disk);
-    await startRun(t, tmp, { cwd: tmp.wt.b, front: px.port }).ready;
+    const runB = startRun(t, tmp, { cwd: tmp.wt.b, front: px.port });
+    await runB.ready;
     await waitFor(() => /cannot save/.test(px.stderr()), 5000, 'a save error logged');
     assert.match(px.stderr(), /cannot save registrations, the previous state file is kept: .*registry\.json.*No space left on device/);
     assert.deepEqual(worktreesIn(state), [tmp.wt.a], 'the state file keeps its last good content');
     assert.deepEqual(fs.readdirSync(disk).sort(), ['filler', 'registry.json'], 'no temporary file left behind');
+    assert.match(runB.stderr(), /wtproxy: warning: the daemon cannot save its registrations \(.*registry\.json.*No space left on device\): they are served now but forgotten if the daemon restarts; free space there, or restart the daemon with --state PATH/);
 
     execFileSync('mount', ['-o', 'remount,ro', disk]);
     const before = px.stderr().length;
-    await startRun(t, tmp, { cwd: tmp.wt.c, front: px.port }).ready;
+    const runC = startRun(t, tmp, { cwd: tmp.wt.c, front: px.port });
+    await runC.ready;
     await waitFor(() => /cannot save/.test(px.stderr().slice(before)), 5000, 'a save error logged');
     assert.match(px.stderr().slice(before), /cannot save registrations, the previous state file is kept: .*Read-only file system/);
     assert.deepEqual(worktreesIn(state), [tmp.wt.a]);
+    assert.match(runC.stderr(), /warning: the daemon cannot save its registrations \(.*Read-only file system\)/);
 
     for (const n of ['a', 'b', 'c']) {
       const r = await getWorktree(px.port, tmp.wt[n]);

@@ -1,0 +1,188 @@
+/* reg_control.c - see reg_control.h. */
+#include "reg_control.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define REG_PEER_IDLE_S 10 /* a silent peer is closed */
+
+
+struct peer {
+    struct reg_control *rc;
+    struct bufferevent *bev;
+    uid_t uid;
+    TAILQ_ENTRY(peer) link;
+};
+
+struct reg_control {
+    struct event_base *base;
+    struct evconnlistener *listener;
+    TAILQ_HEAD(, peer) peers; /* connected CLIs, freed with the socket */
+    reg_control_handler handler;
+    void *arg;
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+static void reply(struct peer *p, const char *line)
+{
+    struct evbuffer *out = bufferevent_get_output(p->bev);
+    if (!line)
+        line = "{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}";
+    evbuffer_add(out, line, strlen(line));
+    evbuffer_add(out, "\n", 1);
+}
+
+static void reply_too_large(struct peer *p, const char *more)
+{
+    char line[160];
+    snprintf(line, sizeof line,
+             "{\"ok\":false,\"error\":\"too-large\",\"message\":\"a request line is at "
+             "most %d bytes%s\"}",
+             REG_LINE_MAX, more);
+    reply(p, line);
+}
+
+static void peer_free(struct peer *p)
+{
+    TAILQ_REMOVE(&p->rc->peers, p, link);
+    bufferevent_free(p->bev);
+    free(p);
+}
+
+/* After the last reply is written, close: for a line too long to read. */
+static void close_when_written(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    peer_free(arg);
+}
+
+static void peer_read(struct bufferevent *bev, void *arg)
+{
+    struct peer *p = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t len;
+    char *line;
+    while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
+        if (len >= REG_LINE_MAX) {
+            reply_too_large(p, "");
+        } else {
+            char *out = p->rc->handler(p->rc->arg, p->uid, line, len);
+            reply(p, out);
+            free(out);
+        }
+        free(line);
+    }
+    if (evbuffer_get_length(in) >= REG_LINE_MAX) {
+        reply_too_large(p, "; closing");
+        bufferevent_disable(bev, EV_READ);
+        bufferevent_setcb(bev, NULL, close_when_written, NULL, p);
+    }
+}
+
+static void peer_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    (void)what;
+    peer_free(arg); /* EOF, error, or silent for REG_PEER_IDLE_S */
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    struct reg_control *rc = arg;
+    struct ucred cred;
+    socklen_t clen = sizeof cred;
+    struct timeval idle = {REG_PEER_IDLE_S, 0};
+    (void)l;
+    (void)sa;
+    (void)salen;
+    struct peer *p = calloc(1, sizeof *p);
+    if (!p || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+        !(p->bev = bufferevent_socket_new(rc->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
+        free(p);
+        close(fd);
+        return;
+    }
+    p->rc = rc;
+    p->uid = cred.uid;
+    TAILQ_INSERT_TAIL(&rc->peers, p, link);
+    bufferevent_setwatermark(p->bev, EV_READ, 0, REG_LINE_MAX + 1);
+    bufferevent_setcb(p->bev, peer_read, NULL, peer_event, p);
+    bufferevent_set_timeouts(p->bev, &idle, NULL);
+    bufferevent_enable(p->bev, EV_READ | EV_WRITE);
+}
+
+/* A socket file left by a daemon that died is replaced; one a daemon still
+ * answers on means another daemon serves it. */
+static int claim_socket_path(const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0) {
+        close(fd);
+        snprintf(err, errlen, "another wtproxy daemon already serves %s (see: wtproxy ls); "
+                              "stop it first, or give this one --control PATH", path);
+        return -1;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (unlink(path) < 0 && errno != ENOENT) {
+        snprintf(err, errlen, "cannot replace %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+struct reg_control *reg_control_new(struct event_base *base, const char *path,
+                                    reg_control_handler handler, void *arg, char *err,
+                                    size_t errlen)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sun.sun_path) {
+        snprintf(err, errlen, "control socket path too long: %s", path);
+        return NULL;
+    }
+    if (claim_socket_path(path, err, errlen) < 0)
+        return NULL;
+    struct reg_control *rc = calloc(1, sizeof *rc);
+    if (!rc) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    rc->base = base;
+    rc->handler = handler;
+    rc->arg = arg;
+    TAILQ_INIT(&rc->peers);
+    memcpy(rc->path, path, strlen(path) + 1);
+    memcpy(sun.sun_path, path, strlen(path) + 1);
+    rc->listener = evconnlistener_new_bind(base, accept_cb, rc,
+                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
+                                           (struct sockaddr *)&sun, sizeof sun);
+    if (!rc->listener) {
+        snprintf(err, errlen, "cannot serve the control socket %s: %s", path, strerror(errno));
+        free(rc);
+        return NULL;
+    }
+    return rc;
+}
+
+void reg_control_free(struct reg_control *rc)
+{
+    if (!rc)
+        return;
+    while (!TAILQ_EMPTY(&rc->peers))
+        peer_free(TAILQ_FIRST(&rc->peers));
+    evconnlistener_free(rc->listener);
+    unlink(rc->path);
+    free(rc);
+}

@@ -1,0 +1,29 @@
+/* reg_control.h - the daemon's control socket: an AF_UNIX listener, one
+ * peer per CLI connection with its uid from SO_PEERCRED, a JSON line in and
+ * a line out (PROTOCOL.md). What a line does is the handler's business
+ * (reg_server_request). Internal to registry/. */
+#ifndef WTP_REG_CONTROL_H
+#define WTP_REG_CONTROL_H
+
+#include <event2/event.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define REG_LINE_MAX (64 * 1024) /* one request line, PROTOCOL.md */
+
+struct reg_control;
+
+/* The reply line (no LF, malloc'd; NULL for out of memory) to one request
+ * line from a peer running as uid. */
+typedef char *(*reg_control_handler)(void *arg, uid_t uid, const char *line, size_t len);
+
+/* Listen on path: a socket file left by a dead daemon is replaced, one a
+ * live daemon answers on is refused. NULL with err filled on failure. */
+struct reg_control *reg_control_new(struct event_base *base, const char *path,
+                                    reg_control_handler handler, void *arg, char *err,
+                                    size_t errlen);
+
+/* Close every peer and the listener, and remove the socket file. */
+void reg_control_free(struct reg_control *rc);
+
+#endif
