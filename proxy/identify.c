@@ -18,10 +18,15 @@
  * row. Reading a process's fd table costs about 5 µs per fd here, so the
  * fd numbers its closed connections had (the kernel hands the lowest free
  * number to its next socket) are tried one by one before any table is read
- * whole, and only the RECENT_SCAN most recent tables are read on the loop. */
+ * whole, and only the RECENT_SCAN most recent tables are read on the loop.
+ * A process that opens connections without closing any (a load test, a
+ * browser's first burst) gets the numbers above its highest: NEXT_TRIES
+ * of those are tried too, or each new connection would read a table that
+ * grows with it, quadratic in the connections it holds. */
 #define RECENT_MAX 32
 #define RECENT_FDS 64
 #define RECENT_SCAN 1
+#define NEXT_TRIES 4
 #define WORKER_KNOWN 8 /* pids the worker found lately, checked before a full scan */
 
 struct recent {
@@ -32,6 +37,7 @@ struct recent {
     int fds[RECENT_FDS]; /* fd numbers of its ended connections, oldest first:
                           * connections end and start again in the same order */
     int nfds;
+    int next_fd; /* one past the highest fd a connection of it had */
 };
 
 struct job {
@@ -147,18 +153,20 @@ static void place_pid(struct identify *id, pid_t pid, struct identify_result *r)
             close(e->pidfd);
         e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         e->placed = 0;
-        e->nfds = 0;
+        e->nfds = e->next_fd = 0;
     }
-    if (e && e->placed) {
+    if (!e || !e->placed) {
+        r->placed = caller_place(pid, r->uid, id->known, id->known_arg, &r->place) == 0;
+        if (!e)
+            e = recent_add(id, pid);
+        e->placed = r->placed;
+        e->place = r->place;
+    } else {
         r->placed = 1;
         r->place = e->place;
-        return;
     }
-    r->placed = caller_place(pid, r->uid, id->known, id->known_arg, &r->place) == 0;
-    if (!e)
-        e = recent_add(id, pid);
-    e->placed = r->placed;
-    e->place = r->place;
+    if (r->fd >= e->next_fd)
+        e->next_fd = r->fd + 1;
 }
 
 void identify_forget(struct identify *id, const struct identify_result *r)
@@ -203,9 +211,16 @@ static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
                 return e->pid;
             }
     }
-    for (int i = 0; i < id->nrecent && i < RECENT_SCAN; i++)
-        if ((*fd = caller_pid_find_socket(id->recent[i].pid, inode)) >= 0)
-            return id->recent[i].pid;
+    for (int i = 0; i < id->nrecent && i < RECENT_SCAN; i++) {
+        struct recent *e = &id->recent[i];
+        for (int k = 0; k < NEXT_TRIES; k++)
+            if (caller_fd_is_socket(e->pid, e->next_fd + k, inode)) {
+                *fd = e->next_fd + k;
+                return e->pid;
+            }
+        if ((*fd = caller_pid_find_socket(e->pid, inode)) >= 0)
+            return e->pid;
+    }
     return 0;
 }
 
