@@ -1,5 +1,5 @@
 /* caller.h - which worktree is calling (DESIGN.md §4): the client end of
- * an accepted TCP connection -> its socket inode and uid (NETLINK_SOCK_DIAG,
+ * an accepted TCP connection -> its socket inode and uid (registry/reg_diag.h,
  * exact 4-tuple) -> the process holding that inode (/proc/PID/fd) -> its
  * ppid chain -> the first ancestor with WTPROXY_WORKTREE in its environment
  * or a cwd inside a worktree of a repository wtproxy knows.
@@ -15,18 +15,6 @@
 #include <sys/types.h>
 
 #define CALLER_MAX_DEPTH 16 /* ancestors walked at most */
-
-struct caller_diag; /* an open NETLINK_SOCK_DIAG socket */
-
-struct caller_diag *caller_diag_open(char *err, size_t errlen);
-void caller_diag_close(struct caller_diag *d);
-
-/* The inode and owner uid of the CLIENT end of a loopback TCP connection
- * we accepted: client is our socket's peer address, server its local
- * address (IPv4 or IPv6). Returns 0, or -1 when the kernel has no such
- * socket or reports inode 0 (already closing: unknown, never a guess). */
-int caller_socket(struct caller_diag *d, const struct sockaddr *client,
-                  const struct sockaddr *server, unsigned long *inode, uid_t *uid);
 
 /* Whether process pid has socket inode open (reads /proc/PID/fd). */
 int caller_pid_has_socket(pid_t pid, unsigned long inode);

@@ -1,5 +1,6 @@
 /* identify.c - see identify.h. */
 #include "identify.h"
+#include "reg_diag.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,7 +54,7 @@ struct job {
 };
 
 struct identify {
-    struct caller_diag *diag;
+    struct reg_diag *diag;
     caller_known_fn known;
     void *known_arg;
     struct recent recent[RECENT_MAX];
@@ -240,6 +241,16 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static struct reg_diag *open_diag(char *err, size_t errlen)
+{
+    char why[256];
+    struct reg_diag *d = reg_diag_open(why, sizeof why);
+    if (!d)
+        snprintf(err, errlen, "cannot identify callers: %s; send X-Wtproxy-Worktree or use "
+                              "<name>.localhost instead", why);
+    return d;
+}
+
 struct identify *identify_new(struct event_base *base, caller_known_fn known, void *known_arg,
                               char *err, size_t errlen)
 {
@@ -255,7 +266,7 @@ struct identify *identify_new(struct event_base *base, caller_known_fn known, vo
     STAILQ_INIT(&id->queue);
     pthread_mutex_init(&id->lock, NULL);
     pthread_cond_init(&id->wake, NULL);
-    if (!(id->diag = caller_diag_open(err, errlen)) ||
+    if (!(id->diag = open_diag(err, errlen)) ||
         pipe2(id->pipe_fd, O_CLOEXEC | O_NONBLOCK) < 0 ||
         !(id->answers = event_new(base, id->pipe_fd[0], EV_READ | EV_PERSIST, answers_cb, id)) ||
         event_add(id->answers, NULL) < 0 || pthread_create(&id->thread, NULL, worker, id) != 0) {
@@ -263,7 +274,7 @@ struct identify *identify_new(struct event_base *base, caller_known_fn known, vo
             snprintf(err, errlen, "cannot start the identification worker: %s", strerror(errno));
         if (id->answers)
             event_free(id->answers);
-        caller_diag_close(id->diag);
+        reg_diag_close(id->diag);
         for (int i = 0; i < 2; i++)
             if (id->pipe_fd[i] >= 0)
                 close(id->pipe_fd[i]);
@@ -296,7 +307,7 @@ void identify_free(struct identify *id)
     event_free(id->answers);
     close(id->pipe_fd[0]);
     close(id->pipe_fd[1]);
-    caller_diag_close(id->diag);
+    reg_diag_close(id->diag);
     free(id);
 }
 
@@ -312,7 +323,7 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
     *ticket = NULL;
     if (getsockname(fd, (struct sockaddr *)&local, &llen) < 0 ||
         getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 ||
-        caller_socket(id->diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
+        reg_diag_socket(id->diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
                       &r->uid) < 0)
         return -1;
     pid_t pid = find_recent(id, inode, &r->fd);

@@ -13,6 +13,7 @@
 #include <sys/time.h>
 
 #include "fetch.h"
+#include "reg_diag.h"
 #include "refusal.h"
 #include "tree.h"
 #include "whoami.h"
@@ -40,6 +41,8 @@ struct entry {
     int have_ans;
     long long asked_ms;           /* when the exchange behind res began */
     long long restart_ms;         /* when we asked its wrapper to restart it, 0 not */
+    unsigned long listener;       /* inode of the socket listening when asked; 0 unknown */
+    long long listener_ms;        /* when it was last compared with the one there now */
     int refresh;                  /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
     int answered;                 /* it has given a usable answer before */
     int settling;                 /* settle() is running its waiters' callbacks */
@@ -51,6 +54,7 @@ struct whoami_gate {
     struct event_base *base;
     struct whoami_gate_config cfg;
     struct whoami_trees *trees;
+    struct reg_diag *diag; /* NULL without sock_diag: swaps are found by re-asking */
     LIST_HEAD(, entry) entries;
 };
 
@@ -129,6 +133,28 @@ static void show(struct entry *e, const char *state, const char *detail, const c
 }
 
 /* --- deciding --- */
+
+/* The inode of the socket listening on b's address now; 0 none, unknown. */
+static unsigned long listener_now(struct whoami_gate *g, const struct reg_backend *b)
+{
+    unsigned long inode;
+    uid_t uid;
+    if (!g->diag ||
+        reg_diag_socket(g->diag, (const struct sockaddr *)&b->addr, NULL, &inode, &uid) < 0)
+        return 0;
+    return inode;
+}
+
+/* Whether another socket listens on e's backend address than the one that
+ * gave its answer: a server swapped behind the port (a recycled port, a
+ * registration with a TTL outliving its server) has not answered yet. */
+static int listener_moved(struct entry *e, long long now)
+{
+    if (!e->listener || now - e->listener_ms < WHOAMI_LISTENER_MS)
+        return 0;
+    e->listener_ms = now;
+    return listener_now(e->g, e->b) != e->listener;
+}
 
 /* Ask the wrapper of a server started with --restart-on-stale to restart
  * it (SIGUSR1; reg_run.c), once per staleness. Its pid is checked against
@@ -215,7 +241,7 @@ static int decide(struct entry *e, const char *wt, long long since, char *detail
     struct whoami_gate *g = e->g;
     long long now = now_ms(g);
     int fresh = e->have && e->asked_ms >= since;
-    if (!e->have)
+    if (!e->have || (!fresh && e->have_ans && listener_moved(e, now)))
         return D_FETCH;
     /* A server we asked to restart answers nothing, or not in time, for a
      * while: only its fresh answer counts, within start_timeout. */
@@ -270,7 +296,10 @@ static void start_fetch(struct entry *e)
     struct reg_backend *b = e->b;
     if (e->fetch)
         return;
-    e->asked_ms = now_ms(e->g);
+    e->asked_ms = e->listener_ms = now_ms(e->g);
+    /* Before asking: a server that takes the port after this is another
+     * listener, whatever it answers to this exchange. */
+    e->listener = listener_now(e->g, b);
     e->fetch = whoami_fetch_start(e->g->base, (struct sockaddr *)&b->addr, b->addrlen, b->name,
                                   e->g->cfg.timeout_ms, fetched, e);
     if (!e->fetch) {
@@ -433,7 +462,10 @@ struct whoami_gate *whoami_gate_new(struct event_base *base, const struct whoami
     g->base = base;
     g->cfg = *cfg;
     LIST_INIT(&g->entries);
+    char err[256];
+    g->diag = reg_diag_open(err, sizeof err);
     if (!(g->trees = whoami_trees_new(base, cfg->use_inotify))) {
+        reg_diag_close(g->diag);
         free(g);
         return NULL;
     }
@@ -452,5 +484,6 @@ void whoami_gate_free(struct whoami_gate *g)
     while (!LIST_EMPTY(&g->entries))
         entry_free(LIST_FIRST(&g->entries));
     whoami_trees_free(g->trees);
+    reg_diag_close(g->diag);
     free(g);
 }

@@ -22,6 +22,11 @@
  * it this old: a server swapped behind a port (same code, other process or
  * checkout) is found within this long, at no cost to the request. */
 #define WHOAMI_REVERIFY_MS 2000
+/* A verified answer also holds only while the socket listening on the
+ * backend's address is the one that was asked: compared (one sock_diag
+ * lookup, about 4 µs) at most this often, so a server swapped behind the
+ * port is asked before it serves a request, but for this window. */
+#define WHOAMI_LISTENER_MS 50
 
 struct whoami_gate_config {
     unsigned timeout_ms;       /* whoami_timeout: one /__whoami exchange */

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "caller.h"
+#include "reg_diag.h"
 #include "identify.h"
 #include "registry.h"
 
@@ -339,7 +340,7 @@ struct parts {
 static void run_parts(int n, int extra, struct parts *p)
 {
     char err[256];
-    struct caller_diag *d = caller_diag_open(err, sizeof err);
+    struct reg_diag *d = reg_diag_open(err, sizeof err);
     if (!d) {
         errno = 0;
         die(err);
@@ -361,8 +362,8 @@ static void run_parts(int n, int extra, struct parts *p)
                 getpeername(sfd, (struct sockaddr *)&peer, &pl) < 0)
                 die("getsockname/getpeername");
             double t1 = now_us();
-            if (caller_socket(d, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode, &uid) < 0)
-                die("caller_socket");
+            if (reg_diag_socket(d, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode, &uid) < 0)
+                die("reg_diag_socket");
             double t2 = now_us();
             int has = caller_pid_has_socket(self, inode);
             double t3 = now_us();
@@ -397,7 +398,7 @@ static void run_parts(int n, int extra, struct parts *p)
     }
     for (int k = 0; k < extra; k++) close(spare[k]);
     free(spare);
-    caller_diag_close(d);
+    reg_diag_close(d);
 }
 
 static void print_row(struct row *r, const char *ident_label, struct samples *ident)
@@ -536,7 +537,7 @@ int main(int argc, char **argv)
 
     printf("| warm path, one step at a time | p50 µs | p99 µs |\n|---|---:|---:|\n");
     printf("| getsockname + getpeername | %.1f | %.1f |\n", pct(&p.names, .5), pct(&p.names, .99));
-    printf("| caller_socket (sock_diag exact lookup) | %.1f | %.1f |\n", pct(&p.diag, .5),
+    printf("| reg_diag_socket (sock_diag exact lookup) | %.1f | %.1f |\n", pct(&p.diag, .5),
            pct(&p.diag, .99));
     printf("| caller_pid_has_socket (own pid, %d fds) | %.1f | %.1f |\n", own_fds,
            pct(&p.has, .5), pct(&p.has, .99));

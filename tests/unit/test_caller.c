@@ -5,8 +5,8 @@
  * (linked, nested, pruned); and ppid chains of real processes placed by
  * cwd and by WTPROXY_WORKTREE. Includes the .c files to reach statics. */
 #include "../../proxy/caller.c"
-#include "../../proxy/caller_diag.c"
 #include "../../proxy/caller_proc.c"
+#include "../../registry/reg_diag.c"
 #include "../../registry/reg_live.c"
 
 #include <arpa/inet.h>
@@ -96,7 +96,7 @@ static void addrs(int afd, struct sockaddr_storage *peer, struct sockaddr_storag
         exit(1);
 }
 
-static void test_socket(struct caller_diag *d, const char *what, int lfam, const char *laddr,
+static void test_socket(struct reg_diag *d, const char *what, int lfam, const char *laddr,
                         int cfam, const char *caddr)
 {
     struct sockaddr_storage peer, local;
@@ -112,21 +112,21 @@ static void test_socket(struct caller_diag *d, const char *what, int lfam, const
     }
     addrs(afd, &peer, &local);
     fstat(cfd, &st);
-    is_int(caller_socket(d, p, l, &inode, &uid), 0, "%s: the client end is found", what);
+    is_int(reg_diag_socket(d, p, l, &inode, &uid), 0, "%s: the client end is found", what);
     is_int((long long)inode, (long long)st.st_ino, "  its inode is the client fd's");
     is_int((long long)uid, (long long)getuid(), "  its uid is ours");
-    is_int(caller_socket(d, l, p, &inode, &uid), 0, "  swapped, the server end is found");
+    is_int(reg_diag_socket(d, l, p, &inode, &uid), 0, "  swapped, the server end is found");
     ok(inode != st.st_ino, "  which is another socket");
-    caller_socket(d, p, l, &inode, &uid);
+    reg_diag_socket(d, p, l, &inode, &uid);
     ok(caller_pid_has_socket(getpid(), inode), "  this process holds the client end");
     ok(!caller_pid_has_socket(getppid(), inode), "  the parent process does not");
     close(cfd);
-    is_int(caller_socket(d, p, l, &inode, &uid), -1, "  closed by the client: unknown (inode 0)");
+    is_int(reg_diag_socket(d, p, l, &inode, &uid), -1, "  closed by the client: unknown (inode 0)");
     close(afd);
-    is_int(caller_socket(d, p, l, &inode, &uid), -1, "  closed by both: unknown");
+    is_int(reg_diag_socket(d, p, l, &inode, &uid), -1, "  closed by both: unknown");
 }
 
-static void test_socket_misc(struct caller_diag *d)
+static void test_socket_misc(struct reg_diag *d)
 {
     struct sockaddr_in a = {.sin_family = AF_INET}, b;
     struct sockaddr unix_sa = {.sa_family = AF_UNIX};
@@ -137,10 +137,71 @@ static void test_socket_misc(struct caller_diag *d)
     b = a;
     a.sin_port = htons(1);
     b.sin_port = htons(2);
-    is_int(caller_socket(d, (struct sockaddr *)&a, (struct sockaddr *)&b, &inode, &uid), -1,
+    is_int(reg_diag_socket(d, (struct sockaddr *)&a, (struct sockaddr *)&b, &inode, &uid), -1,
            "no such connection: -1 (the kernel answers ENOENT)");
-    is_int(caller_socket(d, &unix_sa, (struct sockaddr *)&b, &inode, &uid), -1,
+    is_int(reg_diag_socket(d, &unix_sa, (struct sockaddr *)&b, &inode, &uid), -1,
            "not an IP address: -1");
+}
+
+/* A listener on 127.0.0.1 (or, dual, [::] taking IPv4 too) at port (0:
+ * any); its fd, its port in *port and its inode in *ino. */
+static int listen_on(int dual, int port, int *bound, unsigned long *ino)
+{
+    struct sockaddr_storage ss = {0};
+    socklen_t len = sizeof ss;
+    struct stat st;
+    int one = 1, zero = 0;
+    int fd = socket(dual ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (dual) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        a->sin6_addr = in6addr_any;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    }
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sizeof ss) < 0 || listen(fd, 4) < 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) < 0 || fstat(fd, &st) < 0)
+        exit(1);
+    *bound = ntohs(dual ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                        : ((struct sockaddr_in *)&ss)->sin_port);
+    *ino = st.st_ino;
+    return fd;
+}
+
+/* What the /__whoami gate asks: which listener takes connections to a
+ * backend's address, and whether it is still the one it was. */
+static void test_listener(struct reg_diag *d)
+{
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    unsigned long ino, want;
+    uid_t uid;
+    int port, again;
+
+    int fd = listen_on(0, 0, &port, &want);
+    to.sin_port = htons((uint16_t)port);
+    is_int(reg_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), 0,
+           "listener on 127.0.0.1: found from its address alone");
+    is_int((long long)ino, (long long)want, "  its inode is the listening fd's");
+    close(fd);
+    is_int(reg_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), -1,
+           "  closed: nobody listens, -1");
+    fd = listen_on(0, port, &again, &want);
+    is_int(reg_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), 0,
+           "  another listener on the same port: found");
+    is_int((long long)ino, (long long)want, "  with the new socket's inode");
+    close(fd);
+    fd = listen_on(1, 0, &port, &want);
+    to.sin_port = htons((uint16_t)port);
+    is_int(reg_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), 0,
+           "a dual-stack [::] listener: found for 127.0.0.1");
+    is_int((long long)ino, (long long)want, "  its inode is the listening fd's");
+    close(fd);
 }
 
 /* Fork a child that enters dir (unless NULL) and waits to be killed.
@@ -389,7 +450,7 @@ static int make_tree(void)
 int main(int argc, char **argv)
 {
     char err[256], cmd[PATH_MAX + 16], templ[] = "/tmp/test_caller.XXXXXX";
-    struct caller_diag *d;
+    struct reg_diag *d;
 
     (void)argc;
     /* The placement checks expect no override of our own: drop it from
@@ -401,9 +462,9 @@ int main(int argc, char **argv)
     }
     read_cmdline(getpid(), self_comm, sizeof self_comm);
     if (!mkdtemp(templ) || !realpath(templ, tmp) || chdir(tmp) < 0) return 1;
-    if (!(d = caller_diag_open(err, sizeof err))) {
+    if (!(d = reg_diag_open(err, sizeof err))) {
         printf("# %s\n", err);
-        ok(0, "caller_diag_open");
+        ok(0, "reg_diag_open");
         return done_testing();
     }
     test_socket(d, "IPv4 127.0.0.1", AF_INET, "127.0.0.1", AF_INET, NULL);
@@ -411,7 +472,8 @@ int main(int argc, char **argv)
     test_socket(d, "IPv4 client of a dual-stack listener (::ffff:127.0.0.1)", AF_INET6,
                 "::ffff:127.0.0.1", AF_INET, "127.0.0.1");
     test_socket_misc(d);
-    caller_diag_close(d);
+    test_listener(d);
+    reg_diag_close(d);
     test_scan_all();
     test_cmdline();
     if (make_tree() < 0) {

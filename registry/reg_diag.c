@@ -1,13 +1,15 @@
-/* caller_diag.c - the client end of an accepted loopback connection, from
- * NETLINK_SOCK_DIAG (sock_diag(7)): its socket inode and owner uid.
+/* reg_diag.c - see reg_diag.h.
  *
- * One inet_diag_req_v2 names the exact 4-tuple of the client's socket
- * (source = the client, destination = us) and is sent without NLM_F_DUMP,
- * so the kernel looks it up in its connection hash (inet_diag_cmd_exact)
- * instead of walking every TCP socket: about 4 µs on a socket kept open.
- * The kernel answers inside send(): the reply is already queued when
- * send() returns, so reading it never waits. */
-#include "caller.h"
+ * One inet_diag_req_v2 names the exact 4-tuple (source = the socket's own
+ * end, destination = its peer) and is sent without NLM_F_DUMP, so the
+ * kernel looks it up in its connection hash (inet_diag_cmd_exact) instead
+ * of walking every TCP socket: about 4 µs. With no peer (0.0.0.0:0) no
+ * connection matches and the kernel's lookup falls through to the
+ * listener that would accept a connection to the source: the exact one,
+ * a wildcard one, or a dual-stack IPv6 one. The kernel answers inside
+ * send(): the reply is already queued when send() returns, so reading it
+ * never waits. */
+#include "reg_diag.h"
 
 #include <errno.h>
 #include <linux/inet_diag.h>
@@ -24,24 +26,22 @@
 
 /* One per thread: replies are matched to requests by sequence number, and
  * two threads would read each other's. */
-struct caller_diag {
+struct reg_diag {
     int fd;
     uint32_t seq; /* of the last request; replies to older ones are stale */
 };
 
-struct caller_diag *caller_diag_open(char *err, size_t errlen)
+struct reg_diag *reg_diag_open(char *err, size_t errlen)
 {
-    struct caller_diag *d;
+    struct reg_diag *d;
 
     if (!(d = calloc(1, sizeof *d))) {
-        snprintf(err, errlen, "cannot identify callers: out of memory");
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
     d->fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (d->fd < 0) {
-        snprintf(err, errlen,
-                 "cannot identify callers: NETLINK_SOCK_DIAG socket: %s (the kernel needs "
-                 "CONFIG_INET_DIAG; send X-Wtproxy-Worktree or use <name>.localhost instead)",
+        snprintf(err, errlen, "NETLINK_SOCK_DIAG socket: %s (the kernel needs CONFIG_INET_DIAG)",
                  strerror(errno));
         free(d);
         return NULL;
@@ -49,7 +49,7 @@ struct caller_diag *caller_diag_open(char *err, size_t errlen)
     return d;
 }
 
-void caller_diag_close(struct caller_diag *d)
+void reg_diag_close(struct reg_diag *d)
 {
     if (!d) return;
     close(d->fd);
@@ -92,7 +92,7 @@ static int diag_endpoint(const struct sockaddr *sa, int *family, uint16_t *port,
  * socket; -1 for an error reply (no such socket: ENOENT), a socket with no
  * inode (orphaned: the client closed it, FIN-WAIT or TIME-WAIT), or no
  * reply at all. Replies to older requests are skipped. */
-static int diag_reply(struct caller_diag *d, unsigned long *inode, uid_t *uid)
+static int diag_reply(struct reg_diag *d, unsigned long *inode, uid_t *uid)
 {
     union {
         struct nlmsghdr align;
@@ -122,27 +122,29 @@ static int diag_reply(struct caller_diag *d, unsigned long *inode, uid_t *uid)
     }
 }
 
-int caller_socket(struct caller_diag *d, const struct sockaddr *client,
-                  const struct sockaddr *server, unsigned long *inode, uid_t *uid)
+int reg_diag_socket(struct reg_diag *d, const struct sockaddr *local,
+                    const struct sockaddr *peer, unsigned long *inode, uid_t *uid)
 {
     struct {
         struct nlmsghdr nlh;
         struct inet_diag_req_v2 req;
     } msg;
     struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-    int cfam, sfam;
+    int lfam, pfam;
     ssize_t n;
 
     memset(&msg, 0, sizeof msg);
-    if (diag_endpoint(client, &cfam, &msg.req.id.idiag_sport, msg.req.id.idiag_src) < 0 ||
-        diag_endpoint(server, &sfam, &msg.req.id.idiag_dport, msg.req.id.idiag_dst) < 0 ||
-        cfam != sfam)
+    if (diag_endpoint(local, &lfam, &msg.req.id.idiag_sport, msg.req.id.idiag_src) < 0)
+        return -1;
+    pfam = lfam;
+    if (peer && (diag_endpoint(peer, &pfam, &msg.req.id.idiag_dport, msg.req.id.idiag_dst) < 0 ||
+                 pfam != lfam))
         return -1;
     msg.nlh.nlmsg_len = sizeof msg;
     msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
     msg.nlh.nlmsg_flags = NLM_F_REQUEST; /* no NLM_F_DUMP: one exact lookup */
     msg.nlh.nlmsg_seq = ++d->seq;
-    msg.req.sdiag_family = (uint8_t)cfam;
+    msg.req.sdiag_family = (uint8_t)lfam;
     msg.req.sdiag_protocol = IPPROTO_TCP;
     msg.req.idiag_states = ~0U;
     msg.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
