@@ -82,7 +82,10 @@ static void reload(struct proxy_server *s)
         return;
     }
     if (cfg.nlisten != s->cfg.nlisten || memcmp(cfg.listen, s->cfg.listen, sizeof cfg.listen))
-        proxy_log("listen addresses changed in the config: they apply at the next start");
+        proxy_log(s->ninherited ? "listen addresses changed in the config: ignored under socket "
+                                  "activation (the socket unit's ListenStream= lines decide)"
+                                : "listen addresses changed in the config: they apply at the "
+                                  "next start");
     memcpy(cfg.listen, s->cfg.listen, sizeof cfg.listen);
     cfg.nlisten = s->cfg.nlisten;
     if (!cfg.whoami && s->cfg.whoami)
@@ -251,6 +254,16 @@ int proxy_serve(int argc, char **argv)
     if (r < 0) {
         fprintf(stderr, "wtproxy serve: %s\n", err);
         return 2;
+    }
+    char note[256];
+    s->ninherited = proxy_sd_listen_fds(s->inherited, WTP_SD_MAX_FDS, note, sizeof note, err,
+                                        sizeof err);
+    if (note[0])
+        proxy_log("%s", note);
+    if (s->ninherited < 0) {
+        fprintf(stderr, "wtproxy: %s\n", err);
+        reg_backend_unref(s->backend);
+        return 1;
     }
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
