@@ -4,7 +4,10 @@
  *   LISTEN_FDNAMES = optional, N names separated by ':' (FileDescriptorName=,
  *                    by default the socket unit's name)
  * libsystemd is not linked for these few lines: it would be one more library
- * on every machine, also those that never use systemd. */
+ * on every machine, also those that never use systemd.
+ * A TCP socket is a front; a Unix socket is the control socket, so that a
+ * `wtproxy ls` before the first request starts the daemon too (systemd
+ * holds both; conf/systemd/wtproxy.socket). */
 #include "sd_listen.h"
 
 #include <errno.h>
@@ -15,13 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* The cure named in every refusal of an inherited fd. */
 #define SD_FIX                                                                                    \
-    "the socket unit needs ListenStream=ADDR:PORT lines (TCP) and Accept=no (see "                \
-    "conf/systemd/README.md); to start without activation, unset LISTEN_PID LISTEN_FDS "          \
-    "LISTEN_FDNAMES"
+    "the socket unit needs ListenStream=ADDR:PORT lines (TCP), at most one "                     \
+    "ListenStream=%t/wtproxy/control.sock and Accept=no (see conf/systemd/README.md); to start "  \
+    "without activation, unset LISTEN_PID LISTEN_FDS LISTEN_FDNAMES"
 
 /* Digits only, no sign or space, at most max. Returns 0, or -1. */
 static int parse_count(const char *s, unsigned long long max, unsigned long long *v)
@@ -125,15 +129,16 @@ static int refuse(const struct proxy_sd_socket *s, const char *what, char *err, 
 {
     snprintf(err, errlen,
              "fd %d%s%s%s passed by socket activation (LISTEN_FDS) is %s; wtproxy serves "
-             "listening TCP sockets only: %s",
+             "listening TCP sockets and one listening Unix socket (its control socket): %s",
              s->fd, s->name[0] ? " (" : "", s->name, s->name[0] ? ")" : "", what, SD_FIX);
     return -1;
 }
 
-/* Check that s->fd is a listening TCP socket (IPv4 or IPv6), fill its
- * address and make it non-blocking (libevent's listener needs it; systemd
- * passes blocking sockets unless NonBlocking=yes). Returns 0, or -1 with
- * err naming the fd and what it is instead. */
+/* Check that s->fd is a listening stream socket, TCP (IPv4 or IPv6) or a
+ * Unix socket with a path, fill its address and make it non-blocking
+ * (libevent's listener needs it; systemd passes blocking sockets unless
+ * NonBlocking=yes). Returns 0, or -1 with err naming the fd and what it is
+ * instead. */
 static int check_fd(struct proxy_sd_socket *s, char *err, size_t errlen)
 {
     int type = 0, listening = 0;
@@ -143,16 +148,20 @@ static int check_fd(struct proxy_sd_socket *s, char *err, size_t errlen)
     s->addrlen = sizeof s->addr;
     if (getsockname(s->fd, (struct sockaddr *)&s->addr, &s->addrlen) < 0)
         return refuse(s, "a socket without an address", err, errlen);
-    int family = s->addr.ss_family;
-    if (family == AF_UNIX)
-        return refuse(s, "a Unix socket", err, errlen);
-    if (family != AF_INET && family != AF_INET6)
-        return refuse(s, "a socket of another family than IPv4 or IPv6", err, errlen);
+    int family = s->addr.ss_family, unix_ = family == AF_UNIX;
+    if (!unix_ && family != AF_INET && family != AF_INET6)
+        return refuse(s, "a socket of another family than IPv4, IPv6 or Unix", err, errlen);
+    if (unix_ && (s->addrlen <= offsetof(struct sockaddr_un, sun_path) ||
+                  ((struct sockaddr_un *)&s->addr)->sun_path[0] == '\0'))
+        return refuse(s, "a Unix socket without a path", err, errlen);
     if (type != SOCK_STREAM)
-        return refuse(s, type == SOCK_DGRAM ? "a UDP socket" : "a non-stream socket", err,
-                      errlen);
+        return refuse(s, unix_ ? "a Unix datagram socket"
+                         : type == SOCK_DGRAM ? "a UDP socket" : "a non-stream socket",
+                      err, errlen);
     if (getsockopt(s->fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 || !listening)
-        return refuse(s, "a TCP socket that is not listening (Accept=yes passes connections)",
+        return refuse(s, unix_ ? "a Unix socket that is not listening"
+                               : "a TCP socket that is not listening (Accept=yes passes "
+                                 "connections)",
                       err, errlen);
     int flags = fcntl(s->fd, F_GETFL);
     if (flags < 0 || fcntl(s->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
@@ -163,9 +172,36 @@ static int check_fd(struct proxy_sd_socket *s, char *err, size_t errlen)
     return 0;
 }
 
-int proxy_sd_listen_fds(struct proxy_sd_socket *out, int max, char *note, size_t notelen,
-                        char *err, size_t errlen)
+/* Move the Unix socket among the n checked sockets of out to *control,
+ * keeping the others in order. Returns how many remain, or -1 with err
+ * when there is more than one. */
+static int split_control(struct proxy_sd_socket *out, int n, struct proxy_sd_socket *control,
+                         char *err, size_t errlen)
 {
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (out[i].addr.ss_family != AF_UNIX) {
+            out[kept++] = out[i];
+            continue;
+        }
+        if (control->fd >= 0) {
+            snprintf(err, errlen,
+                     "fd %d and fd %d passed by socket activation (LISTEN_FDS) are both Unix "
+                     "sockets; wtproxy takes one, its control socket: give the socket unit one "
+                     "ListenStream=%%t/wtproxy/control.sock",
+                     control->fd, out[i].fd);
+            return -1;
+        }
+        *control = out[i];
+    }
+    return kept;
+}
+
+int proxy_sd_listen_fds(struct proxy_sd_socket *out, int max, struct proxy_sd_socket *control,
+                        char *note, size_t notelen, char *err, size_t errlen)
+{
+    memset(control, 0, sizeof *control);
+    control->fd = -1;
     int n = parse_env(getenv("LISTEN_PID"), getenv("LISTEN_FDS"), getenv("LISTEN_FDNAMES"),
                       (long)getpid(), out, max, note, notelen, err, errlen);
     /* Unset whatever the outcome: the dev servers the daemon starts must
@@ -181,5 +217,5 @@ int proxy_sd_listen_fds(struct proxy_sd_socket *out, int max, char *note, size_t
     for (int i = 0; i < n; i++)
         if (check_fd(&out[i], err, errlen) < 0)
             return -1;
-    return n;
+    return split_control(out, n, control, err, errlen);
 }

@@ -22,11 +22,13 @@ struct proxy_sd_socket {
  * LISTEN_FDS and LISTEN_FDNAMES, then unset all three (so no child of the
  * daemon mistakes them for its own). Variables meant for another pid are
  * ignored, with a line in note saying so (note is "" otherwise). Each fd
- * taken is marked close-on-exec, checked to be a listening TCP socket and
- * made non-blocking. Returns the number of sockets in out (0: no
- * activation), or -1 with a message in err naming the fd, what it is and
- * the fix. */
-int proxy_sd_listen_fds(struct proxy_sd_socket *out, int max, char *note, size_t notelen,
-                        char *err, size_t errlen);
+ * taken is marked close-on-exec, checked and made non-blocking: each must
+ * be a listening TCP socket (a front; they go to out), except at most one
+ * listening Unix stream socket, the control socket (to *control; its fd
+ * is -1 when none came). Returns the number of TCP sockets in out (0: the
+ * configured listen addresses apply), or -1 with a message in err naming
+ * the fd, what it is and the fix. */
+int proxy_sd_listen_fds(struct proxy_sd_socket *out, int max, struct proxy_sd_socket *control,
+                        char *note, size_t notelen, char *err, size_t errlen);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/un.h>
 
 #include "client.h"
 #include "conn.h"
@@ -183,6 +184,23 @@ static int add_signal(struct proxy_server *s, struct event **ev, int sig)
     return *ev && evsignal_add(*ev, NULL) == 0 ? 0 : -1;
 }
 
+/* A control socket from systemd must be where the CLI looks for it (the
+ * path this daemon would bind): elsewhere, `wtproxy ls` would find no
+ * daemon and start a second one. Returns 0, or -1 with err. */
+static int check_inherited_control(struct proxy_server *s, const char *control, char *err,
+                                   size_t errlen)
+{
+    const char *path = ((const struct sockaddr_un *)&s->control.addr)->sun_path;
+    if (strcmp(path, control) == 0)
+        return 0;
+    snprintf(err, errlen,
+             "fd %d passed by socket activation (LISTEN_FDS) is the Unix socket %.108s, but this "
+             "daemon's control socket is %.200s: give the socket unit "
+             "ListenStream=%%t/wtproxy/control.sock, or serve --control %.108s",
+             s->control.fd, path, control, path);
+    return -1;
+}
+
 /* The registry's files: from the config, else the per-user places. */
 static int open_registry(struct proxy_server *s, char *err, size_t errlen)
 {
@@ -197,7 +215,9 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
         return -1;
     else
         snprintf(state, sizeof state, "%s/registry.json", dir);
-    s->reg = reg_server_new(s->base, control, state, s->cfg.registry, err, errlen);
+    if (s->control.fd >= 0 && check_inherited_control(s, control, err, errlen) < 0)
+        return -1;
+    s->reg = reg_server_new(s->base, control, s->control.fd, state, s->cfg.registry, err, errlen);
     if (!s->reg)
         return -1;
     const char *slash = strrchr(state, '/');
@@ -256,8 +276,8 @@ int proxy_serve(int argc, char **argv)
         return 2;
     }
     char note[256];
-    s->ninherited = proxy_sd_listen_fds(s->inherited, WTP_SD_MAX_FDS, note, sizeof note, err,
-                                        sizeof err);
+    s->ninherited = proxy_sd_listen_fds(s->inherited, WTP_SD_MAX_FDS, &s->control, note,
+                                        sizeof note, err, sizeof err);
     if (note[0])
         proxy_log("%s", note);
     if (s->ninherited < 0) {

@@ -37,6 +37,7 @@ struct proxy_server {
     int nlisteners;
     struct proxy_sd_socket inherited[WTP_SD_MAX_FDS]; /* from systemd; served instead of cfg.listen */
     int ninherited;
+    struct proxy_sd_socket control; /* the control socket from systemd; fd -1: we bind it */
     int accepting;      /* listeners enabled */
     unsigned nclients;
     TAILQ_HEAD(, proxy_client) clients;

@@ -1,10 +1,11 @@
 /* test_sd_listen.c - proxy/sd_listen.c: the LISTEN_PID / LISTEN_FDS /
  * LISTEN_FDNAMES arithmetic (another pid, garbage, too many, names that do
  * not match the count), the check of each inherited fd against real fds (a
- * listening TCP socket on IPv4 and IPv6, a pipe, a bound but not listening
- * socket, UDP, a Unix socket, a closed fd), and the whole hand-over with a
- * socket really placed at fd 3: variables unset, close-on-exec and
- * non-blocking set. Includes the .c to reach its statics. */
+ * listening TCP socket on IPv4 and IPv6, a listening Unix socket, a pipe, a
+ * bound but not listening socket, UDP, Unix sockets of other kinds, a closed
+ * fd), and the whole hand-over with sockets really placed at fd 3..:
+ * variables unset, close-on-exec and non-blocking set, the Unix socket split
+ * off as the control socket. Includes the .c to reach its statics. */
 #include "../../proxy/sd_listen.c"
 
 #include <arpa/inet.h>
@@ -15,6 +16,7 @@
 #define SELF 4242L
 
 static struct proxy_sd_socket socks[WTP_SD_MAX_FDS];
+static struct proxy_sd_socket control;
 static char note[256], err[1024];
 
 static int parse(const char *pid, const char *fds, const char *names)
@@ -86,6 +88,22 @@ static int tcp_socket(int family, int type, int listening)
     return fd;
 }
 
+static char unix_path[64];
+
+/* A Unix socket of type bound to unix_path (replaced); listening if asked. */
+static int unix_socket(int type, int listening)
+{
+    struct sockaddr_un un = {.sun_family = AF_UNIX};
+    snprintf(unix_path, sizeof unix_path, "/tmp/wtp-sd-test-%d.sock", (int)getpid());
+    unlink(unix_path);
+    snprintf(un.sun_path, sizeof un.sun_path, "%s", unix_path);
+    int fd = socket(AF_UNIX, type, 0);
+    bind(fd, (struct sockaddr *)&un, sizeof un);
+    if (listening)
+        listen(fd, 8);
+    return fd;
+}
+
 /* check_fd on fd: its result, err in the global. */
 static int check(int fd)
 {
@@ -135,14 +153,27 @@ static void test_check_fd(void)
         close(p[1]);
     }
 
+    fd = unix_socket(SOCK_STREAM, 1);
+    is_int(check(fd), 0, "a listening Unix socket with a path is taken (the control socket)");
+    close(fd);
+    fd = unix_socket(SOCK_STREAM, 0);
+    is_int(check(fd), -1, "a Unix socket that is not listening is refused");
+    has_str(err, "a Unix socket that is not listening", "  err says so");
+    close(fd);
+    fd = unix_socket(SOCK_DGRAM, 0);
+    is_int(check(fd), -1, "a Unix datagram socket is refused");
+    has_str(err, "a Unix datagram socket", "  err says so");
+    close(fd);
+    unlink(unix_path);
+
     fd = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un un = {.sun_family = AF_UNIX};
-    /* Linux's abstract namespace: no file to clean up. */
+    /* Linux's abstract namespace: a socket no path names. */
     snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "wtp-sd-test-%d", (int)getpid());
     bind(fd, (struct sockaddr *)&un, sizeof un);
     listen(fd, 8);
-    is_int(check(fd), -1, "a listening Unix socket is refused");
-    has_str(err, "a Unix socket", "  err says Unix socket");
+    is_int(check(fd), -1, "an abstract Unix socket is refused");
+    has_str(err, "without a path", "  err says it has no path");
     close(fd);
 
     fd = open("/dev/null", O_RDONLY);
@@ -153,31 +184,60 @@ static void test_check_fd(void)
     close(fd);
 }
 
+/* Move fd to target (which it may already be). */
+static void place(int fd, int target)
+{
+    if (fd != target) {
+        dup2(fd, target);
+        close(fd);
+    }
+}
+
 /* The whole hand-over, with a listening socket really at fd 3. */
 static void test_listen_fds(void)
 {
-    int fd = tcp_socket(AF_INET, SOCK_STREAM, 1);
     char pid[32];
-    if (fd != 3) {
-        dup2(fd, 3);
-        close(fd);
-    }
+    place(tcp_socket(AF_INET, SOCK_STREAM, 1), 3);
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     setenv("LISTEN_PID", pid, 1);
     setenv("LISTEN_FDS", "1", 1);
     setenv("LISTEN_FDNAMES", "wtproxy.socket", 1);
-    int n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, note, sizeof note, err, sizeof err);
+    int n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, &control, note, sizeof note, err, sizeof err);
     is_int(n, 1, "a socket at fd 3 for this pid is taken (%s)", err);
     is_str(socks[0].name, "wtproxy.socket", "  with its name");
+    is_int(control.fd, -1, "  no control socket came");
     ok(!getenv("LISTEN_PID") && !getenv("LISTEN_FDS") && !getenv("LISTEN_FDNAMES"),
        "  the three variables are unset");
     ok(fcntl(3, F_GETFD) & FD_CLOEXEC, "  fd 3 is close-on-exec");
     ok(fcntl(3, F_GETFL) & O_NONBLOCK, "  and non-blocking");
 
+    /* A control socket between two TCP ones: split off, the rest in order. */
+    place(unix_socket(SOCK_STREAM, 1), 4);
+    place(tcp_socket(AF_INET, SOCK_STREAM, 1), 5);
+    setenv("LISTEN_PID", pid, 1);
+    setenv("LISTEN_FDS", "3", 1);
+    setenv("LISTEN_FDNAMES", "a:control:b", 1);
+    n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, &control, note, sizeof note, err, sizeof err);
+    is_int(n, 2, "TCP, Unix, TCP: two fronts (%s)", err);
+    ok(socks[0].fd == 3 && socks[1].fd == 5 && !strcmp(socks[1].name, "b"), "  fds 3 and 5, in order");
+    is_int(control.fd, 4, "  fd 4 is the control socket");
+    is_str(((struct sockaddr_un *)&control.addr)->sun_path, unix_path, "  with its path");
+
+    place(unix_socket(SOCK_STREAM, 1), 5);
+    setenv("LISTEN_PID", pid, 1);
+    setenv("LISTEN_FDS", "3", 1);
+    n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, &control, note, sizeof note, err, sizeof err);
+    is_int(n, -1, "two Unix sockets: refused");
+    has_str(err, "fd 4 and fd 5 passed by socket activation (LISTEN_FDS) are both Unix sockets",
+            "  err names both");
+    close(4);
+    close(5);
+    unlink(unix_path);
+
     setenv("LISTEN_PID", "1", 1);
     setenv("LISTEN_FDS", "1", 1);
     fcntl(3, F_SETFD, 0);
-    n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, note, sizeof note, err, sizeof err);
+    n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, &control, note, sizeof note, err, sizeof err);
     is_int(n, 0, "sockets for pid 1 are not taken");
     ok(!getenv("LISTEN_PID") && !getenv("LISTEN_FDS"), "  the variables are unset all the same");
     is_int(fcntl(3, F_GETFD) & FD_CLOEXEC, 0, "  and fd 3, not ours, is left as it was");
@@ -185,7 +245,7 @@ static void test_listen_fds(void)
 
     setenv("LISTEN_PID", pid, 1);
     setenv("LISTEN_FDS", "1", 1);
-    n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, note, sizeof note, err, sizeof err);
+    n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, &control, note, sizeof note, err, sizeof err);
     is_int(n, -1, "LISTEN_FDS=1 with fd 3 closed: refused");
     has_str(err, "fd 3", "  err names fd 3");
     has_str(err, "not open", "  and says it is not open");
