@@ -267,3 +267,32 @@ test('SIGTERM drains a request in flight on an inherited socket, closes it, exit
   assert.ok(Date.now() - sigAt < 6000, 'exit waited for shutdown_timeout instead of the request');
   assertNoSanitizerReport(d);
 });
+
+// The same hand-over by systemd's own tool, where it is installed (the
+// systemd package; CI's container may not have it): wtproxy understands
+// what systemd really sets, names included.
+const activateTool = '/usr/bin/systemd-socket-activate';
+test('systemd-socket-activate starts wtproxy on the first connection', { skip: !fs.existsSync(activateTool) && `${activateTool} is not installed` }, async (t) => {
+  const backend = await okBackend(t);
+  const tmp = makeWorktrees(t, []);
+  // The tool binds fixed ports only: take one the kernel just gave out.
+  const free = await new Promise((res) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
+  const proc = spawn(activateTool, ['-l', `127.0.0.1:${free}`, '-l', tmp.control, '--fdname=wtproxy.socket',
+    wtproxyBin, 'serve', '--control', tmp.control, '--state', tmp.state, '--backend', `127.0.0.1:${backend.port}`],
+  { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  proc.stdout.on('data', (d) => { err += d; });
+  proc.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((res) => proc.on('close', (code, sig) => res({ code, sig })));
+  t.after(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); return exited; });
+  await waitFor(() => /Listening on .*control\.sock/.test(err), 5000, `the tool listens:\n${err}`);
+  assert.doesNotMatch(err, /^wtproxy:/m, 'nothing started before the first connection');
+  const r = await exchange(free, 'GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', { ms: 10000 });
+  assert.equal(r.status, 200, `${r.raw}\n${err}`);
+  assert.equal(r.decoded, 'backend');
+  assert.match(err, new RegExp(`listening on 127\\.0\\.0\\.1:${free} \\(fd 3 wtproxy\\.socket, socket activation\\)`));
+  assert.match(err, /control socket .* \(socket activation\)/);
+  proc.kill('SIGTERM');
+  assert.equal((await exited).code, 0, err);
+  assertNoSanitizerReport({ stderr: () => err });
+});
