@@ -10,6 +10,7 @@
 
 #include "client.h"
 #include "port_owner.h"
+#include "sd_listen.h"
 #include "server.h"
 
 static void accept_cb(struct evconnlistener *ev, evutil_socket_t fd, struct sockaddr *sa,
@@ -64,6 +65,50 @@ static void name_of(const char *host, int port, int v6, char *buf, size_t len)
     snprintf(buf, len, v6 ? "[%s]:%d" : "%s:%d", host, port);
 }
 
+static int port_of(const struct sockaddr_storage *ss)
+{
+    return ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
+                                           : ((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* Serve the listening, non-blocking socket fd bound to ss (the listener
+ * owns it from here, also on error); origin ends the "listening on" line.
+ * Returns the port, or -1 with err. */
+static int add_listener(struct proxy_server *s, int fd, const struct sockaddr_storage *ss,
+                        const char *origin, char *err, size_t errlen)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int v6 = ss->ss_family == AF_INET6, bound = port_of(ss);
+    inet_ntop(ss->ss_family,
+              v6 ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+                 : (const void *)&((const struct sockaddr_in *)ss)->sin_addr,
+              host, sizeof host);
+    struct proxy_listener *l = &s->listeners[s->nlisteners];
+    l->srv = s;
+    l->port = bound;
+    name_of(host, bound, v6, l->name, sizeof l->name);
+    l->ev = evconnlistener_new(s->base, accept_cb, l, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+    if (!l->ev) {
+        close(fd);
+        snprintf(err, errlen, "cannot listen on %s: out of memory", l->name);
+        return -1;
+    }
+    evconnlistener_set_error_cb(l->ev, accept_error_cb);
+    s->nlisteners++;
+    if (!is_loopback((const struct sockaddr *)ss)) {
+        char fix[160];
+        if (origin[0])
+            snprintf(fix, sizeof fix, "Give the socket unit loopback addresses only "
+                                      "(ListenStream=127.0.0.1:%d and [::1]:%d).", bound, bound);
+        else
+            snprintf(fix, sizeof fix, "Use --listen %d for loopback only.", bound);
+        proxy_log("WARNING: listening on %s, which is not loopback: anyone who can reach this "
+                  "machine can use your dev servers. %s", l->name, fix);
+    }
+    proxy_log("listening on %s%s", l->name, origin);
+    return bound;
+}
+
 /* Bind one address. Returns the port bound, -1 on error (err filled), or
  * -2 when the address family is not available here (no IPv6). */
 static int open_one(struct proxy_server *s, const char *host, int port, char *err, size_t errlen)
@@ -97,29 +142,33 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
         return -1;
     }
     getsockname(fd, (struct sockaddr *)&ss, &len);
-    int bound = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
-    struct proxy_listener *l = &s->listeners[s->nlisteners];
-    l->srv = s;
-    l->port = bound;
-    name_of(host, bound, v6, l->name, sizeof l->name);
-    l->ev = evconnlistener_new(s->base, accept_cb, l, LEV_OPT_CLOSE_ON_FREE, -1, fd);
-    if (!l->ev) {
-        close(fd);
-        snprintf(err, errlen, "cannot listen on %s: out of memory", l->name);
-        return -1;
+    return add_listener(s, fd, &ss, "", err, errlen);
+}
+
+/* Serve the sockets systemd passed (already checked by sd_listen.c)
+ * instead of the configured addresses: systemd owns the port, before this
+ * daemon ran and after it stops. */
+static int adopt_inherited(struct proxy_server *s, char *err, size_t errlen)
+{
+    char origin[128];
+    for (int i = 0; i < s->ninherited; i++) {
+        const struct proxy_sd_socket *sd = &s->inherited[i];
+        snprintf(origin, sizeof origin, " (fd %d%s%s, socket activation)", sd->fd,
+                 sd->name[0] ? " " : "", sd->name);
+        if (add_listener(s, sd->fd, &sd->addr, origin, err, errlen) < 0)
+            return -1;
     }
-    evconnlistener_set_error_cb(l->ev, accept_error_cb);
-    s->nlisteners++;
-    if (!is_loopback((struct sockaddr *)&ss))
-        proxy_log("WARNING: listening on %s, which is not loopback: anyone who can reach this "
-                  "machine can use your dev servers. Use --listen %d for loopback only.",
-                  l->name, bound);
-    proxy_log("listening on %s", l->name);
-    return bound;
+    proxy_log("socket activation: serving the %d socket(s) passed in LISTEN_FDS; the configured "
+              "listen addresses are not bound (the socket unit's ListenStream= lines decide)",
+              s->ninherited);
+    s->accepting = 1;
+    return 0;
 }
 
 int listener_open_all(struct proxy_server *s, char *err, size_t errlen)
 {
+    if (s->ninherited > 0)
+        return adopt_inherited(s, err, errlen);
     for (int i = 0; i < s->cfg.nlisten; i++) {
         const struct proxy_listen *pl = &s->cfg.listen[i];
         if (pl->host[0]) {

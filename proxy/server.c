@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/un.h>
 
 #include "client.h"
 #include "conn.h"
@@ -82,7 +83,10 @@ static void reload(struct proxy_server *s)
         return;
     }
     if (cfg.nlisten != s->cfg.nlisten || memcmp(cfg.listen, s->cfg.listen, sizeof cfg.listen))
-        proxy_log("listen addresses changed in the config: they apply at the next start");
+        proxy_log(s->ninherited ? "listen addresses changed in the config: ignored under socket "
+                                  "activation (the socket unit's ListenStream= lines decide)"
+                                : "listen addresses changed in the config: they apply at the "
+                                  "next start");
     memcpy(cfg.listen, s->cfg.listen, sizeof cfg.listen);
     cfg.nlisten = s->cfg.nlisten;
     if (!cfg.whoami && s->cfg.whoami)
@@ -180,6 +184,23 @@ static int add_signal(struct proxy_server *s, struct event **ev, int sig)
     return *ev && evsignal_add(*ev, NULL) == 0 ? 0 : -1;
 }
 
+/* A control socket from systemd must be where the CLI looks for it (the
+ * path this daemon would bind): elsewhere, `wtproxy ls` would find no
+ * daemon and start a second one. Returns 0, or -1 with err. */
+static int check_inherited_control(struct proxy_server *s, const char *control, char *err,
+                                   size_t errlen)
+{
+    const char *path = ((const struct sockaddr_un *)&s->control.addr)->sun_path;
+    if (strcmp(path, control) == 0)
+        return 0;
+    snprintf(err, errlen,
+             "fd %d passed by socket activation (LISTEN_FDS) is the Unix socket %.108s, but this "
+             "daemon's control socket is %.200s: give the socket unit "
+             "ListenStream=%%t/wtproxy/control.sock, or serve --control %.108s",
+             s->control.fd, path, control, path);
+    return -1;
+}
+
 /* The registry's files: from the config, else the per-user places. */
 static int open_registry(struct proxy_server *s, char *err, size_t errlen)
 {
@@ -194,7 +215,9 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
         return -1;
     else
         snprintf(state, sizeof state, "%s/registry.json", dir);
-    s->reg = reg_server_new(s->base, control, state, s->cfg.registry, err, errlen);
+    if (s->control.fd >= 0 && check_inherited_control(s, control, err, errlen) < 0)
+        return -1;
+    s->reg = reg_server_new(s->base, control, s->control.fd, state, s->cfg.registry, err, errlen);
     if (!s->reg)
         return -1;
     const char *slash = strrchr(state, '/');
@@ -251,6 +274,16 @@ int proxy_serve(int argc, char **argv)
     if (r < 0) {
         fprintf(stderr, "wtproxy serve: %s\n", err);
         return 2;
+    }
+    char note[256];
+    s->ninherited = proxy_sd_listen_fds(s->inherited, WTP_SD_MAX_FDS, &s->control, note,
+                                        sizeof note, err, sizeof err);
+    if (note[0])
+        proxy_log("%s", note);
+    if (s->ninherited < 0) {
+        fprintf(stderr, "wtproxy: %s\n", err);
+        reg_backend_unref(s->backend);
+        return 1;
     }
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();

@@ -9,6 +9,7 @@
 #include "pool.h"
 #include "config.h"
 #include "registry.h"
+#include "sd_listen.h"
 
 struct proxy_client;
 
@@ -34,6 +35,9 @@ struct proxy_server {
     struct dash *dash;            /* the dashboard's event streams */
     struct proxy_listener listeners[WTP_MAX_LISTEN * 2];
     int nlisteners;
+    struct proxy_sd_socket inherited[WTP_SD_MAX_FDS]; /* from systemd; served instead of cfg.listen */
+    int ninherited;
+    struct proxy_sd_socket control; /* the control socket from systemd; fd -1: we bind it */
     int accepting;      /* listeners enabled */
     unsigned nclients;
     TAILQ_HEAD(, proxy_client) clients;

@@ -30,6 +30,7 @@ struct reg_control {
     reg_control_handler handler;
     void *arg;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    int inherited; /* the socket (and its file) belong to systemd */
 };
 
 static void reply(struct peer *p, const char *line)
@@ -143,7 +144,7 @@ static int claim_socket_path(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-struct reg_control *reg_control_new(struct event_base *base, const char *path,
+struct reg_control *reg_control_new(struct event_base *base, const char *path, int fd,
                                     reg_control_handler handler, void *arg, char *err,
                                     size_t errlen)
 {
@@ -152,7 +153,7 @@ struct reg_control *reg_control_new(struct event_base *base, const char *path,
         snprintf(err, errlen, "control socket path too long: %s", path);
         return NULL;
     }
-    if (claim_socket_path(path, err, errlen) < 0)
+    if (fd < 0 && claim_socket_path(path, err, errlen) < 0)
         return NULL;
     struct reg_control *rc = calloc(1, sizeof *rc);
     if (!rc) {
@@ -165,9 +166,13 @@ struct reg_control *reg_control_new(struct event_base *base, const char *path,
     TAILQ_INIT(&rc->peers);
     memcpy(rc->path, path, strlen(path) + 1);
     memcpy(sun.sun_path, path, strlen(path) + 1);
-    rc->listener = evconnlistener_new_bind(base, accept_cb, rc,
-                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
-                                           (struct sockaddr *)&sun, sizeof sun);
+    rc->inherited = fd >= 0;
+    if (rc->inherited)
+        rc->listener = evconnlistener_new(base, accept_cb, rc, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+    else
+        rc->listener = evconnlistener_new_bind(base, accept_cb, rc,
+                                               LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
+                                               (struct sockaddr *)&sun, sizeof sun);
     if (!rc->listener) {
         snprintf(err, errlen, "cannot serve the control socket %s: %s", path, strerror(errno));
         free(rc);
@@ -183,6 +188,7 @@ void reg_control_free(struct reg_control *rc)
     while (!TAILQ_EMPTY(&rc->peers))
         peer_free(TAILQ_FIRST(&rc->peers));
     evconnlistener_free(rc->listener);
-    unlink(rc->path);
+    if (!rc->inherited) /* systemd keeps listening there, to start the next daemon */
+        unlink(rc->path);
     free(rc);
 }

@@ -18,12 +18,15 @@ struct reg_control;
 typedef char *(*reg_control_handler)(void *arg, uid_t uid, const char *line, size_t len);
 
 /* Listen on path: a socket file left by a dead daemon is replaced, one a
- * live daemon answers on is refused. NULL with err filled on failure. */
-struct reg_control *reg_control_new(struct event_base *base, const char *path,
+ * live daemon answers on is refused. fd >= 0: serve that listening,
+ * non-blocking socket, bound to path by whoever passed it (systemd), and
+ * never remove its file. NULL with err filled on failure. */
+struct reg_control *reg_control_new(struct event_base *base, const char *path, int fd,
                                     reg_control_handler handler, void *arg, char *err,
                                     size_t errlen);
 
-/* Close every peer and the listener, and remove the socket file. */
+/* Close every peer and the listener, and remove the socket file (unless
+ * it was passed in). */
 void reg_control_free(struct reg_control *rc);
 
 #endif

@@ -479,8 +479,8 @@ static void load_state(struct reg_server *rs)
 }
 
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
-                                  const char *state_path, const char *registry, char *err,
-                                  size_t errlen)
+                                  int socket_fd, const char *state_path, const char *registry,
+                                  char *err, size_t errlen)
 {
     struct reg_server *rs = calloc(1, sizeof *rs);
     if (!rs || !(rs->table = reg_table_new()) ||
@@ -503,13 +503,15 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
         reg_server_free(rs);
         return NULL;
     }
-    if (!(rs->control = reg_control_new(base, rs->socket_path, serve_line, rs, err, errlen))) {
+    if (!(rs->control = reg_control_new(base, rs->socket_path, socket_fd, serve_line, rs, err,
+                                       errlen))) {
         reg_server_free(rs);
         return NULL;
     }
     struct timeval tv = {REG_SWEEP_MS / 1000, (REG_SWEEP_MS % 1000) * 1000};
     event_add(rs->sweep, &tv);
-    fprintf(stderr, "wtproxy: control socket %s, state %s\n", rs->socket_path, rs->state_path);
+    fprintf(stderr, "wtproxy: control socket %s%s, state %s\n", rs->socket_path,
+            socket_fd >= 0 ? " (socket activation)" : "", rs->state_path);
     return rs;
 }
 

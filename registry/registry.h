@@ -175,10 +175,12 @@ struct reg_server;
  * Load the registrations saved at state_path (dead ones are dropped, live
  * ones watched again), then serve the control protocol (PROTOCOL.md) on a
  * Unix socket at socket_path. A stale socket file is replaced; one that a
- * running daemon answers on is an error. Returns NULL with err. */
+ * running daemon answers on is an error. socket_fd >= 0: that listening
+ * socket, already bound to socket_path (socket activation), is served
+ * instead, and its file is left to its owner. Returns NULL with err. */
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
-                                  const char *state_path, const char *registry, char *err,
-                                  size_t errlen);
+                                  int socket_fd, const char *state_path, const char *registry,
+                                  char *err, size_t errlen);
 
 /* One control request line (len bytes, no LF) from a peer of uid, to its
  * reply line (malloc'd, no LF; never NULL but when out of memory): what
