@@ -8,10 +8,12 @@
 //    old one and never a refusal (the gate waits while Vite's watcher
 //    catches up), 10 times; also when a second write follows within
 //    chokidar's 50 ms throttle, which drops its event;
-// 4. an edit outside the patterns (README.md) changes nothing;
+// 4. an edit outside the patterns (README.md) changes nothing; one to a
+//    declared file outside Vite's root (which its watcher does not see) is
+//    taken in when wtproxy asks, within the grace;
 // 5. with NODE_ENV=production the plugin serves nothing, and `vite build`
 //    runs without it.
-import { test } from 'node:test';
+import { test as nodeTest } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,16 +27,21 @@ import { patternArgs, diskFingerprint, freePort } from './lib/whoami.mjs';
 const viteBin = path.join(repoRoot, 'tests/node_modules/vite/bin/vite.js');
 const plugin = path.join(repoRoot, 'whoami/node/vite.mjs');
 const EDITS = 10;
+// Vite 8's engines: ^20.19.0 || >=22.12.0. On an older Node the tests say
+// why they did not run instead of failing on Vite's own start.
+const [major, minor] = process.versions.node.split('.').map(Number);
+const nodeOk = (major === 20 && minor >= 19) || (major === 22 && minor >= 12) || major > 22;
+const test = nodeOk ? nodeTest : (name, fn) => nodeTest(name, { skip: `Vite 8 needs Node ^20.19 or >=22.12, not ${process.versions.node}` }, fn);
 
 // A tiny Vite project in dir: index.html loading src/main.js, whose
 // VERSION the tests edit, and a README outside the patterns.
-function writeProject(dir) {
+function writeProject(dir, options = '') {
   fs.mkdirSync(path.join(dir, 'src'), { recursive: true });
   fs.writeFileSync(path.join(dir, 'index.html'), '<!doctype html>\n<script type="module" src="/src/main.js"></script>\n');
   fs.writeFileSync(path.join(dir, 'README.md'), '# shop\n');
   setVersion(dir, 'v0');
   fs.writeFileSync(path.join(dir, 'vite.config.mjs'), `import { wtproxyWhoami } from ${JSON.stringify(plugin)};
-export default { plugins: [wtproxyWhoami()], clearScreen: false,
+export default { plugins: [wtproxyWhoami(${options})], clearScreen: false,
   server: { strictPort: true, host: '127.0.0.1' } };
 `);
 }
@@ -74,11 +81,11 @@ async function runVite(t, tmp, dir, front) {
   return { port, pid: who.pid, who, output: () => out };
 }
 
-async function setup(t) {
+async function setup(t, { sub = '', options = '' } = {}) {
   const tmp = makeWorktrees(t, ['a']);
-  writeProject(tmp.wt.a);
+  writeProject(path.join(tmp.wt.a, sub), options);
   const px = await startDaemon(t, tmp);
-  const vite = await runVite(t, tmp, tmp.wt.a, px.port);
+  const vite = await runVite(t, tmp, path.join(tmp.wt.a, sub), px.port);
   return { tmp, px, vite, wt: tmp.wt.a };
 }
 
@@ -154,8 +161,6 @@ test('a second write within chokidar\'s 50 ms throttle (its event dropped): stil
     assert.equal(r.status, 200, r.body);
     assert.equal(versionOf(r.body), `b${i}`, 'the second write, not the first Vite kept');
   }
-  const reloads = (vite.output().match(/page reload src\/main\.js/g) || []).length;
-  t.diagnostic(`Vite reloaded src/main.js ${reloads} times for 10 writes`);
 });
 
 test('an edit outside the patterns (README.md) changes nothing', async (t) => {
@@ -170,6 +175,23 @@ test('an edit outside the patterns (README.md) changes nothing', async (t) => {
   assert.ok(Date.now() - t0 < 1000, `answered without waiting (${Date.now() - t0} ms)`);
   await new Promise((res) => setTimeout(res, 300)); // past any watcher round
   assert.deepEqual(JSON.parse((await httpGet(vite.port, '/__whoami')).body).fingerprint, before);
+  assert.equal((await entry(tmp, wt)).whoami.state, 'verified');
+});
+
+test('a declared file outside Vite\'s root, unwatched, is taken in when wtproxy asks', async (t) => {
+  const include = ['web/**/*.js', 'web/**/*.html', 'shared/**/*.js'];
+  const { tmp, px, vite, wt } = await setup(t, { sub: 'web', options: JSON.stringify({ include }) });
+  fs.mkdirSync(path.join(wt, 'shared'));
+  fs.writeFileSync(path.join(wt, 'shared/util.js'), 'export const u = 1;\n');
+  const t0 = Date.now();
+  const r = await mainJs(px, wt);
+  assert.equal(r.status, 200, `${r.status} after ${Date.now() - t0} ms: ${r.body}`);
+  assert.equal(versionOf(r.body), 'v0');
+  t.diagnostic(`held ${Date.now() - t0} ms while the plugin checked the disk again`);
+  const who = JSON.parse((await httpGet(vite.port, '/__whoami')).body);
+  assert.equal(who.checkout, wt, 'the checkout holding Vite\'s root');
+  assert.deepEqual(who.fingerprint, await diskFingerprint(wt, patternArgs(include, who.fingerprint.exclude)));
+  assert.equal(who.fingerprint.files, 3, 'web/index.html, web/src/main.js, shared/util.js');
   assert.equal((await entry(tmp, wt)).whoami.state, 'verified');
 });
 

@@ -100,6 +100,7 @@ class Follower {
     const { configFile, configFileDependencies = [] } = server.config;
     this.configFiles = new Set([configFile, ...configFileDependencies].filter(Boolean).map((f) => path.resolve(f)));
     this.publish(fingerprintWithStats(checkout, include, exclude), true);
+    try { this.startWorker(); } catch { /* compute() falls back to this thread */ }
     this.onWatch = (event, file) => this.watched(event, file);
     server.watcher.on('all', this.onWatch);
   }
