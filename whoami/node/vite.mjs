@@ -30,7 +30,7 @@
 // request (stale_grace): waiting, never wrong.
 //
 // Recomputing runs in a worker thread (vite-fp.mjs): on a 2,000-file tree
-// it takes about 50 ms, which Vite's event loop never waits for.
+// it takes 80-130 ms here, which Vite's event loop never waits for.
 // `vite build` never loads it (apply: 'serve'); with NODE_ENV=production
 // it adds nothing.
 import fs from 'node:fs';
@@ -199,7 +199,8 @@ class Follower {
   report(unseen) {
     const fresh = unseen.filter(([rel, sig]) => this.repaired.get(rel) !== sig);
     if (!fresh.length) {
-      this.log('warn', `${unseen[0][0]}${unseen.length > 1 ? ` and ${unseen.length - 1} more` : ''} changed but Vite's watcher does not report it; /__whoami keeps the older fingerprint, so wtproxy calls this server stale: restart vite`);
+      const what = `${path.join(this.checkout, unseen[0][0])}${unseen.length > 1 ? ` and ${unseen.length - 1} more` : ''}`;
+      this.log('warn', `${what} changed but this Vite server took no notice; /__whoami keeps the older fingerprint, so wtproxy calls the server stale: restart vite (or run it with wtproxy run --restart-on-stale)`);
       return;
     }
     for (const [rel, sig, event] of fresh) {
