@@ -38,12 +38,18 @@ function rfc3339(ms) {
   return new Date(Math.round(ms)).toISOString(); // 2026-12-02T08:00:00.250Z
 }
 
-// The answer for this process: { answer, body (Buffer) }.
-export function whoamiAnswer({ root, include = DEFAULT_INCLUDE, exclude = DEFAULT_EXCLUDE } = {}) {
+// The checkout to describe: root (or WTPROXY_WHOAMI_ROOT, which wins) as
+// a realpath, else the nearest checkout above start.
+export function resolveCheckout(root, start = process.cwd()) {
   const fromEnv = process.env.WTPROXY_WHOAMI_ROOT || root;
-  const checkout = fromEnv ? fs.realpathSync(fromEnv) : findCheckout(process.cwd());
+  const checkout = fromEnv ? fs.realpathSync(fromEnv) : findCheckout(start);
   if (Buffer.byteLength(checkout) > CHECKOUT_MAX) throw new Error(`the checkout path ${checkout} is longer than ${CHECKOUT_MAX} bytes`);
-  const fp = compute(checkout, include, exclude);
+  return checkout;
+}
+
+// The answer of this process for fingerprint fp ({ files, hash }) of
+// checkout under include and exclude: { answer, body (Buffer) }.
+export function answerFor(checkout, include, exclude, fp) {
   const answer = {
     wtproxy_whoami: 1,
     checkout,
@@ -56,17 +62,30 @@ export function whoamiAnswer({ root, include = DEFAULT_INCLUDE, exclude = DEFAUL
   return { answer, body };
 }
 
+// The answer for this process: { answer, body (Buffer) }.
+export function whoamiAnswer({ root, include = DEFAULT_INCLUDE, exclude = DEFAULT_EXCLUDE } = {}) {
+  const checkout = resolveCheckout(root);
+  return answerFor(checkout, include, exclude, compute(checkout, include, exclude));
+}
+
+// Answer req with body if it asks for /__whoami; false if it does not.
+export function serveWhoami(req, res, body) {
+  if ((req.url || '').split('?')[0] !== PATH) return false;
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain', 'Content-Length': '0' });
+    res.end();
+    return true;
+  }
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', 'Content-Length': String(body.length) });
+  res.end(req.method === 'HEAD' ? undefined : body);
+  return true;
+}
+
 export function whoami(options = {}) {
   if (process.env.NODE_ENV === 'production') return (req, res, next) => next();
   const { body } = whoamiAnswer(options);
   return function wtproxyWhoami(req, res, next) {
-    if ((req.url || '').split('?')[0] !== PATH) return next();
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain', 'Content-Length': '0' });
-      return res.end();
-    }
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', 'Content-Length': String(body.length) });
-    return res.end(req.method === 'HEAD' ? undefined : body);
+    return serveWhoami(req, res, body) || next();
   };
 }
 

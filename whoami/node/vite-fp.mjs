@@ -1,0 +1,39 @@
+// vite-fp.mjs - the fingerprint the Vite plugin (vite.mjs) publishes, with
+// each selected file's stat signature taken AFTER its content was read, so
+// the plugin can tell whether a file changed since the last watcher event
+// it saw for it. Loaded as a worker thread too: a recompute on a big tree
+// (about 50 ms for 2,000 files) then never stalls Vite's event loop.
+import fs from 'node:fs';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { compute } from './fingerprint.mjs';
+
+// What changes when a file is written, renamed over or replaced: ctime
+// (set by the kernel, not by `touch -d`) and size catch every write but
+// one of the same size in the same clock tick as our stat, the "racy
+// clean" case that any stat cache has.
+export function signature(full) {
+  try {
+    const st = fs.lstatSync(full, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.mode}`;
+  } catch {
+    return '';
+  }
+}
+
+// { files, hash, sigs: [[relative path (UTF-8 string), signature]] }.
+export function fingerprintWithStats(root, include, exclude) {
+  const fp = compute(root, include, exclude);
+  const prefix = Buffer.from(`${root}/`);
+  const sigs = fp.records.map((r) => [r.path.toString(), signature(Buffer.concat([prefix, r.path]))]);
+  return { files: fp.files, hash: fp.hash, sigs };
+}
+
+if (!isMainThread && workerData?.wtproxyWhoami) {
+  parentPort.on('message', ({ root, include, exclude }) => {
+    try {
+      parentPort.postMessage(fingerprintWithStats(root, include, exclude));
+    } catch (e) {
+      parentPort.postMessage({ error: e.message });
+    }
+  });
+}

@@ -1,0 +1,266 @@
+// vite.mjs - the /__whoami contract (whoami/PROTOCOL.md) for the Vite dev
+// server, as a Vite plugin:
+//
+//   import { wtproxyWhoami } from '/path/to/wtproxy/whoami/node/vite.mjs';
+//   export default { plugins: [wtproxyWhoami()] };        // vite.config.js
+//
+// A plain Node server runs the code it loaded at start, so index.mjs
+// fingerprints once. Vite instead reads and transforms a source file when
+// it is requested, keeps that transform, and drops it when its watcher
+// reports the file changed: what Vite serves follows its watcher. So the
+// fingerprint here does too: computed at start, then again after the
+// watcher reports a matching file added, changed or removed.
+//
+// The race: an edit reaches the disk before the watcher reports it, and
+// until then Vite may still serve its transform of the old file. wtproxy
+// compares our hash with the disk's; were we to read the disk on each
+// /__whoami, a request served with old code would pass as verified. So a
+// new hash is published only (1) after the watcher event, debounced, (2)
+// when no further event came in while it was computed, and (3) when every
+// file read is unchanged since the last event we saw for it (its stat
+// signature, taken after the read, equals the one taken at that event).
+// (3) matters because chokidar drops a second 'change' of a file within
+// 50 ms of the first: such a write is never reported, and Vite may keep
+// a transform of the first. We then report the change to Vite ourselves
+// (a 'change', 'add' or 'unlink' on its watcher, as chokidar would have),
+// which drops its transform, and publish on the next round. That round is
+// also started by a /__whoami request when none ran for ASK_RECHECK_MS,
+// which covers files no watcher sees (outside Vite's root) and edits made
+// while Vite started. Until then wtproxy sees an older hash and holds the
+// request (stale_grace): waiting, never wrong.
+//
+// Recomputing runs in a worker thread (vite-fp.mjs): on a 2,000-file tree
+// it takes 80-130 ms here, which Vite's event loop never waits for.
+// `vite build` never loads it (apply: 'serve'); with NODE_ENV=production
+// it adds nothing.
+import fs from 'node:fs';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { globMatch, checkPatterns, PATTERN_MAX } from './fingerprint.mjs';
+import { DEFAULT_EXCLUDE, resolveCheckout, answerFor, serveWhoami } from './index.mjs';
+import { fingerprintWithStats, signature } from './vite-fp.mjs';
+
+// What Vite transforms and keeps, under its root.
+export const VITE_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'vue', 'svelte', 'astro',
+  'css', 'scss', 'sass', 'less', 'styl', 'stylus', 'pcss', 'postcss', 'html', 'json'];
+// index.mjs's, plus what test runners write inside a Vite project.
+// (Vite's own cache, .vite/, is added as it is configured.)
+export const VITE_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.vite/**', '**/coverage/**', '**/test-results/**',
+  '**/playwright-report/**'];
+// A burst (a `git checkout`, an editor saving several files) is one round
+// once the watcher has been quiet this long; also chokidar's own throttle
+// of repeated 'change' events.
+export const DEBOUNCE_MS = 50;
+// A /__whoami request starts a round if none ran for this long.
+export const ASK_RECHECK_MS = 500;
+
+// The default include: VITE_EXTENSIONS under Vite's root, relative to the
+// checkout (everywhere when that root is the checkout, or cannot be
+// written as a literal pattern prefix).
+export function viteInclude(checkout, viteRoot) {
+  let rel = path.relative(checkout, viteRoot).split(path.sep).join('/');
+  if (rel.startsWith('..') || path.isAbsolute(rel) || /[*?]/.test(rel)) rel = '';
+  return VITE_EXTENSIONS.map((e) => {
+    const p = `${rel ? `${rel}/` : ''}**/*.${e}`;
+    return Buffer.byteLength(p) <= PATTERN_MAX ? p : `**/*.${e}`;
+  });
+}
+
+// The default exclude: VITE_EXCLUDE, and Vite's cacheDir (which its
+// watcher ignores and it writes while it serves) if those miss it.
+export function viteExclude(checkout, cacheDir) {
+  const rel = cacheDir ? path.relative(checkout, cacheDir).split(path.sep).join('/') : '';
+  if (!rel || outside(rel) || /[*?]/.test(rel) || Buffer.byteLength(rel) + 3 > PATTERN_MAX) return [...VITE_EXCLUDE];
+  const probe = Buffer.from(`${rel}/x`);
+  if (VITE_EXCLUDE.some((p) => globMatch(Buffer.from(p), probe))) return [...VITE_EXCLUDE];
+  return [...VITE_EXCLUDE, `${rel}/**`];
+}
+
+const outside = (rel) => rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
+
+// One Vite dev server's fingerprint, following its watcher.
+class Follower {
+  constructor(server, checkout, include, exclude) {
+    Object.assign(this, { server, checkout, include, exclude });
+    this.inc = checkPatterns(include, 'include');
+    this.exc = checkPatterns(exclude, 'exclude');
+    this.viteRoot = server.config.root;
+    this.gen = 0; // watcher events seen so far
+    this.seen = new Map(); // path -> signature at the last event seen for it
+    this.repaired = new Map(); // path -> signature already reported to Vite by us
+    this.timer = null;
+    this.running = false;
+    this.again = false;
+    this.lastRun = Date.now();
+    this.worker = null;
+    this.pending = null;
+    this.closed = false;
+    // Vite restarts itself (a new plugin, a new fingerprint) when these
+    // change; this one then must not claim them while the old config runs.
+    const { configFile, configFileDependencies = [] } = server.config;
+    this.configFiles = new Set([configFile, ...configFileDependencies].filter(Boolean).map((f) => path.resolve(f)));
+    this.publish(fingerprintWithStats(checkout, include, exclude), true);
+    try { this.startWorker(); } catch { /* compute() falls back to this thread */ }
+    this.onWatch = (event, file) => this.watched(event, file);
+    server.watcher.on('all', this.onWatch);
+  }
+
+  log(level, msg) { this.server.config.logger[level](`[wtproxy-whoami] ${msg}`, { timestamp: true }); }
+
+  publish(fp, initial = false) {
+    if (initial) for (const [rel, sig] of fp.sigs) this.seen.set(rel, sig);
+    this.body = answerFor(this.checkout, this.include, this.exclude, fp).body;
+    this.repaired.clear();
+  }
+
+  // The path relative to the checkout, '/'-separated, or null outside it.
+  // Vite's root (and so its watcher's paths) need not be a realpath.
+  relative(file) {
+    let rel = path.relative(this.checkout, file);
+    if (outside(rel)) {
+      const inRoot = path.relative(this.viteRoot, file);
+      if (outside(inRoot)) return null;
+      if (this.realRoot === undefined) {
+        try { this.realRoot = fs.realpathSync(this.viteRoot); } catch { this.realRoot = this.viteRoot; }
+      }
+      rel = path.relative(this.checkout, path.join(this.realRoot, inRoot));
+      if (outside(rel)) return null;
+    }
+    return rel.split(path.sep).join('/');
+  }
+
+  matches(pats, rel) { const b = Buffer.from(rel); return pats.some((p) => globMatch(p, b)); }
+
+  watched(event, file) {
+    if (this.closed || typeof file !== 'string') return;
+    if (this.configFiles.has(path.resolve(file))) { this.close(); return; }
+    const rel = this.relative(file);
+    if (rel === null || this.matches(this.exc, rel)) return;
+    if (event === 'addDir' || event === 'unlinkDir') {
+      // chokidar reports the files of a folder moved in or out one by one
+      // too; the round after this one checks that nothing was missed.
+    } else if (event === 'add' || event === 'change' || event === 'unlink') {
+      if (!this.matches(this.inc, rel)) return;
+      const sig = event === 'unlink' ? '' : signature(path.join(this.checkout, rel));
+      if (sig) this.seen.set(rel, sig); else this.seen.delete(rel);
+    } else {
+      return;
+    }
+    this.gen++;
+    this.schedule(DEBOUNCE_MS);
+  }
+
+  schedule(ms) {
+    if (this.closed) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.round(), ms);
+  }
+
+  // A /__whoami request: answer what is published, and check the disk
+  // again if no round ran for a while.
+  asked() {
+    if (!this.running && !this.timer && Date.now() - this.lastRun >= ASK_RECHECK_MS) this.schedule(0);
+  }
+
+  async round() {
+    this.timer = null;
+    if (this.running) { this.again = true; return; }
+    this.running = true;
+    const gen = this.gen;
+    const fp = await this.compute();
+    this.running = false;
+    this.lastRun = Date.now();
+    if (this.closed) return;
+    if (this.again) { this.again = false; this.schedule(DEBOUNCE_MS); }
+    if (fp.error) { this.log('warn', `cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return; }
+    if (gen !== this.gen) return; // an event came in meanwhile: its own round follows
+    const unseen = this.unseen(fp.sigs);
+    if (!unseen.length) { this.publish(fp); return; }
+    this.report(unseen);
+  }
+
+  // Files read whose signature differs from the one seen at their last
+  // event (or that vanished without an event): [[path, signature, event]].
+  unseen(sigs) {
+    const out = [];
+    const now = new Set();
+    for (const [rel, sig] of sigs) {
+      now.add(rel);
+      if (this.seen.get(rel) !== sig) out.push([rel, sig, !sig ? 'unlink' : this.seen.has(rel) ? 'change' : 'add']);
+    }
+    for (const rel of this.seen.keys()) if (!now.has(rel)) out.push([rel, '', 'unlink']);
+    return out;
+  }
+
+  // Tell Vite (and ourselves) what its watcher did not: Vite drops its
+  // transforms of those files, our listener records them and starts the
+  // next round. A change reported once already is not reported again:
+  // then the older answer stays, and wtproxy calls the server stale.
+  report(unseen) {
+    const fresh = unseen.filter(([rel, sig]) => this.repaired.get(rel) !== sig);
+    if (!fresh.length) {
+      const what = `${path.join(this.checkout, unseen[0][0])}${unseen.length > 1 ? ` and ${unseen.length - 1} more` : ''}`;
+      this.log('warn', `${what} changed but this Vite server took no notice; /__whoami keeps the older fingerprint, so wtproxy calls the server stale: restart vite (or run it with wtproxy run --restart-on-stale)`);
+      return;
+    }
+    for (const [rel, sig, event] of fresh) {
+      this.repaired.set(rel, sig);
+      const file = path.join(this.checkout, rel);
+      this.server.watcher.emit(event, file);
+      this.server.watcher.emit('all', event, file);
+    }
+  }
+
+  // The fingerprint with signatures, from the worker (in this thread if
+  // no worker can run).
+  compute() {
+    const job = { root: this.checkout, include: this.include, exclude: this.exclude };
+    try {
+      if (!this.worker) this.startWorker();
+    } catch {
+      try { return Promise.resolve(fingerprintWithStats(job.root, job.include, job.exclude)); } catch (e) { return Promise.resolve({ error: e.message }); }
+    }
+    return new Promise((resolve) => { this.pending = resolve; this.worker.postMessage(job); });
+  }
+
+  startWorker() {
+    const w = new Worker(new URL('./vite-fp.mjs', import.meta.url), { workerData: { wtproxyWhoami: true } });
+    w.unref(); // never what keeps Vite's process alive
+    const settle = (r) => { const p = this.pending; this.pending = null; if (p) p(r); };
+    w.on('message', settle);
+    w.on('error', (e) => { this.worker = null; settle({ error: e.message }); });
+    w.on('exit', () => { if (this.worker === w) this.worker = null; settle({ error: 'the fingerprint worker exited' }); });
+    this.worker = w;
+  }
+
+  close() {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.server.watcher.off('all', this.onWatch);
+    if (this.worker) this.worker.terminate();
+    this.worker = null;
+  }
+}
+
+// The plugin. options: { root, include, exclude } as whoami()'s; root
+// defaults to WTPROXY_WHOAMI_ROOT, else the checkout holding Vite's root.
+export function wtproxyWhoami(options = {}) {
+  return {
+    name: 'wtproxy-whoami',
+    apply: 'serve',
+    configureServer(server) {
+      if (process.env.NODE_ENV === 'production') return;
+      const checkout = resolveCheckout(options.root, server.config.root);
+      const include = options.include ?? viteInclude(checkout, server.config.root);
+      const exclude = options.exclude ?? viteExclude(checkout, server.config.cacheDir);
+      const f = new Follower(server, checkout, include, exclude);
+      server.httpServer?.once('close', () => f.close());
+      server.middlewares.use((req, res, next) => {
+        if (!serveWhoami(req, res, f.body)) return next();
+        return f.asked();
+      });
+    },
+  };
+}
+
+export default wtproxyWhoami;
