@@ -96,7 +96,7 @@ static void read_response(struct whoami_fetch *f)
             finish(f, WF_UNREACHABLE, n == 0 ? "closed the connection without answering"
                                              : strerror(errno));
         else
-            finish(f, WF_BAD_HTTP, "closed the connection in the middle of its answer");
+            finish(f, WF_CUT, "closed the connection in the middle of its answer");
         return;
     }
     f->received = 1;

@@ -14,7 +14,8 @@ enum whoami_fetch_result {
     WF_OK,          /* a whole response: see status and body */
     WF_UNREACHABLE, /* refused, or closed before any byte: not listening, or reloading */
     WF_TIMEOUT,     /* no whole answer within the deadline */
-    WF_BAD_HTTP,    /* not an HTTP response, or cut short */
+    WF_CUT,         /* closed in the middle of its answer: a crash, or a reload */
+    WF_BAD_HTTP,    /* not an HTTP response */
     WF_TOO_LARGE,   /* the body passed WHOAMI_MAX_ANSWER */
 };
 

@@ -247,12 +247,13 @@ static int decide(struct entry *e, const char *wt, long long since, char *detail
      * while: only its fresh answer counts, within start_timeout. */
     if (restarting(e, now) && !(fresh && e->have_ans))
         return fresh ? D_RETRY : D_FETCH;
-    /* A server that has answered before and now answers nothing, or not in
-     * time, is most likely starting again (an autoreloader on a busy
-     * machine binds its port well before it serves): waited for like one
-     * that does not listen. One that never answered is refused at once. */
+    /* A server that has answered before and now answers nothing, not in
+     * time, or only half (an autoreloader kills the old process while it
+     * answers, and on a busy machine binds its port well before it
+     * serves) is most likely starting again: waited for like one that does
+     * not listen. One that never answered is refused at once. */
     if (e->res.result == WF_UNREACHABLE ||
-        (e->res.result == WF_TIMEOUT && e->answered)) {
+        ((e->res.result == WF_TIMEOUT || e->res.result == WF_CUT) && e->answered)) {
         if (!fresh)
             return D_FETCH;
         if (restarting(e, now) || now - since < g->cfg.reload_grace_ms)

@@ -15,6 +15,7 @@ import {
   makeWorktrees, startDaemon, startRun, cli, get, getWorktree, lsJson, sanitizerClean, wtServer, waitFor,
 } from './lib/registry.mjs';
 import { httpGet } from './lib/backends.mjs';
+import { whoamiAnswer } from './fixtures/playwright-app/whoami.mjs';
 
 function refusedAs(r, reason) {
   assert.equal(r.headers['x-wtproxy-refused'], reason, `expected ${reason}: ${r.status} ${r.body}`);
@@ -52,6 +53,27 @@ async function rawWhoami(t, answer) {
       } else {
         c.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\napp');
       }
+    });
+    c.on('error', () => {});
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  t.after(() => srv.close());
+  return srv.address().port;
+}
+
+// A server whose /__whoami is state.answer (JSON text) while state.cut is
+// false, and otherwise the head and half the body, then a close: what an
+// autoreloader does when it kills the old process in mid-answer.
+async function cuttableWhoami(t, state) {
+  const srv = net.createServer((c) => {
+    c.on('data', (d) => {
+      if (!d.toString().startsWith('GET /__whoami')) {
+        c.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\napp');
+        return;
+      }
+      const body = state.answer;
+      const head = `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+      if (state.cut) { c.write(head + body.slice(0, body.length >> 1)); c.destroy(); } else c.end(head + body);
     });
     c.on('error', () => {});
   });
@@ -172,4 +194,34 @@ test('a server swapped behind a verified TTL registration: its first request is 
   const r = await getWorktree(px.port, tmp.wt.a);
   refusedAs(r, 'checkout-mismatch');
   assert.ok(r.body.includes(`is served by ${tmp.wt.old}, not by ${tmp.wt.a}`), r.body);
+});
+
+test('an answer cut in the middle: refused when the server never answered, waited for when it had (a reload)', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp);
+  const never = { answer: await whoamiAnswer(tmp.wt.b), cut: true };
+  const neverPort = await cuttableWhoami(t, never);
+  let reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(neverPort), '--ttl', '10m'],
+    { cwd: tmp.wt.b });
+  assert.equal(reg.code, 0, reg.stderr);
+  const refused = await getWorktree(px.port, tmp.wt.b);
+  refusedAs(refused, 'whoami-invalid');
+  assert.match(refused.body, /in the middle of its answer/);
+
+  const state = { answer: await whoamiAnswer(tmp.wt.a), cut: false };
+  const port = await cuttableWhoami(t, state);
+  reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(port), '--ttl', '10m'],
+    { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  // An edit: the gate asks again, and the server dies in mid-answer, then
+  // comes back 400 ms later with the new code.
+  state.cut = true;
+  fs.writeFileSync(path.join(tmp.wt.a, 'views.py'), 'x = 2\n');
+  const back = setTimeout(async () => { state.answer = await whoamiAnswer(tmp.wt.a); state.cut = false; }, 400);
+  t.after(() => clearTimeout(back));
+  const t0 = Date.now();
+  const r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, `held, then served by the reloaded server: ${r.status} ${r.body}`);
+  assert.ok(Date.now() - t0 >= 350, `held until the server answered whole, took ${Date.now() - t0} ms`);
 });
