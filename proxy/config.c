@@ -519,7 +519,7 @@ int proxy_config_from_args(struct proxy_config *c, int argc, char **argv, char *
                            size_t errlen)
 {
     char key[64], msg[1024];
-    const char *value, *config = NULL;
+    const char *value = NULL, *config = NULL;
     int i, rc, from_env = 0, listen_seen = 0;
 
     /* Check every flag first, and find --config wherever it is: the file

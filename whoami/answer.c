@@ -126,7 +126,7 @@ static int get_patterns(json_t *fp, const char *key, char ***out, size_t *n, cha
 
 static int parse_fingerprint(json_t *fp, struct whoami_answer *out, char *err, size_t errlen)
 {
-    long long files;
+    long long files = 0;
     if (!json_is_object(fp)) return bad(err, errlen, "fingerprint is missing or not an object");
     const char *alg = get_str(json_object_get(fp, "algorithm"), "fingerprint.algorithm",
                               WHOAMI_ANSWER_MAX, err, errlen);
@@ -153,7 +153,7 @@ static int parse_fingerprint(json_t *fp, struct whoami_answer *out, char *err, s
 
 static int parse_top(json_t *root, struct whoami_answer *out, char *err, size_t errlen)
 {
-    long long version, pid;
+    long long version = 0, pid = 0;
     if (!json_is_object(root)) return bad(err, errlen, "the answer is not a JSON object");
     if (get_int(root, "wtproxy_whoami", "wtproxy_whoami", 1, 1, &version, err, errlen) < 0)
         return -1;
