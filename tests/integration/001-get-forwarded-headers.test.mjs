@@ -3,8 +3,8 @@
 // X-Forwarded-Proto are set. Checked on what the backend actually received.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startProxy } from './lib/wtproxy.mjs';
-import { httpBackend, RawConn, requestHead, header, stopClean } from './lib/backends.mjs';
+import { startProxy, rawBackend } from './lib/wtproxy.mjs';
+import { httpBackend, RawConn, requestHead, header, stopClean, answerHeads } from './lib/backends.mjs';
 
 // every value a header name has in node's rawHeaders (name case-insensitive)
 function rawValues(rawHeaders, name) {
@@ -60,4 +60,36 @@ test('X-Forwarded-For is set when the client sent none', async (t) => {
   assert.deepEqual(rawValues(got.rawHeaders, 'x-forwarded-proto'), ['http']);
   assert.deepEqual(rawValues(got.rawHeaders, 'host'), ['localhost']);
   await stopClean(px);
+});
+
+// Heads are put together in a 4 KiB buffer (proxy/http_head.c) and added
+// in pieces when larger: a 12 KiB request head and a 12 KiB response head,
+// one field alone longer than the buffer, arrive whole and in order.
+test('heads larger than the assembly buffer, one field longer than it, relayed whole and in order', async (t) => {
+  const fields = Array.from({ length: 10 }, (_, i) => [`X-Big-${i}`, `${i}`.repeat(700)]);
+  fields.splice(5, 0, ['X-Huge', 'h'.repeat(5000)]);
+  const be = await httpBackend(t);
+  const px = await startProxy(t, ['--backend', `127.0.0.1:${be.port}`]);
+  const c = await RawConn.open(px.port);
+  t.after(() => c.close());
+  c.write(requestHead('GET', '/big', [['Host', 'localhost'], ...fields]));
+  const r = await c.readResponse();
+  assert.equal(r.status, 200, r.raw.slice(0, 300));
+  const raw = JSON.parse(r.body.toString()).rawHeaders;
+  const got = [];
+  for (let i = 0; i < raw.length; i += 2) if (/^x-(big|huge)/i.test(raw[i])) got.push([raw[i], raw[i + 1]]);
+  assert.deepEqual(got, fields, 'every big field reached the backend, in order, byte for byte');
+
+  const head = fields.map(([n, v]) => `${n}: ${v}\r\n`).join('');
+  const raw2 = await rawBackend(t, answerHeads(() => `HTTP/1.1 200 OK\r\n${head}Content-Length: 2\r\n\r\nok`));
+  const px2 = await startProxy(t, ['--backend', `127.0.0.1:${raw2.port}`]);
+  const c2 = await RawConn.open(px2.port);
+  t.after(() => c2.close());
+  c2.write(requestHead('GET', '/', [['Host', 'localhost']]));
+  const r2 = await c2.readResponse();
+  assert.equal(r2.status, 200);
+  for (const [n, v] of fields) assert.equal(header(r2, n), v, `${n} relayed whole to the client`);
+  assert.equal(r2.body.toString(), 'ok');
+  await stopClean(px);
+  await stopClean(px2);
 });
