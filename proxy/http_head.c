@@ -64,6 +64,8 @@ struct head_writer {
 
 static void put(struct head_writer *w, const char *s, size_t n)
 {
+    if (n == 0)
+        return; /* s may be NULL then (an empty reason phrase): no memcpy */
     if (n > sizeof w->buf - w->len) {
         evbuffer_add(w->out, w->buf, w->len);
         w->len = 0;
