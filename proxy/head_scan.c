@@ -53,10 +53,54 @@ static int name_byte(struct head_scan *s, char c)
     return 0;
 }
 
+/* The bytes the per-byte grammar has to judge; any other byte only counts
+ * against the limits. In a field's name the colon and whitespace are judged
+ * too. Skipping runs of the others with one table load a byte is what makes
+ * the scan cheap: it is on every request and every response. */
+static const unsigned char judged_in_value[256] = {['\r'] = 1, ['\n'] = 1, ['\0'] = 1};
+static const unsigned char judged_in_name[256] = {
+    ['\r'] = 1, ['\n'] = 1, ['\0'] = 1, [':'] = 1, [' '] = 1, ['\t'] = 1,
+};
+
+static size_t plain_run(const struct head_scan *s, const char *p, size_t n)
+{
+    const unsigned char *judged = s->lines > 0 && s->in_name ? judged_in_name : judged_in_value;
+    size_t m = 0;
+    while (m < n && !judged[(unsigned char)p[m]])
+        m++;
+    return m;
+}
+
+/* Counts a run of m plain bytes against the limits, failing as the per-byte
+ * scan would at the run's first byte over a limit (the head's limit first
+ * when one byte crosses both). Invariants: total <= max_head, and on the
+ * start line line_len <= max_start_line. */
+static long take_run(struct head_scan *s, size_t m, const struct head_scan_limits *lim)
+{
+    size_t head_room = lim->max_head - s->total;
+    size_t line_room = s->lines == 0 ? lim->max_start_line - s->line_len : (size_t)-1;
+    if (m > head_room && head_room <= line_room)
+        return fail(s, HS_HEAD_LARGE, "the head is larger than the limit");
+    if (m > line_room)
+        return fail(s, HS_START_LINE_LONG, "the first line is longer than the limit");
+    s->total += m;
+    s->line_len += m;
+    return 0;
+}
+
 long head_scan_feed(struct head_scan *s, const char *p, size_t n,
                     const struct head_scan_limits *lim)
 {
     for (size_t i = 0; i < n; i++) {
+        if (!s->saw_cr) {
+            size_t m = plain_run(s, p + i, n - i);
+            long r = m > 0 ? take_run(s, m, lim) : 0;
+            if (r < 0)
+                return r;
+            i += m;
+            if (i == n)
+                break;
+        }
         char c = p[i];
         if (++s->total > lim->max_head)
             return fail(s, HS_HEAD_LARGE, "the head is larger than the limit");

@@ -1,12 +1,14 @@
-/* head_scan.h - finds the end of an HTTP/1.x message head, byte by byte,
- * and refuses what llhttp would let through or what costs us memory.
+/* head_scan.h - finds the end of an HTTP/1.x message head, and refuses what
+ * llhttp would let through or what costs us memory.
  *
  * Grammar enforced (RFC 9112 §2.2, §5): every line ends in CRLF; no bare CR,
  * no bare LF, no NUL; no obs-fold (a field line starting with SP or HTAB);
  * no whitespace between a field name and its colon, and a name is not empty.
  * Limits: the start line, the whole head, and the number of field lines.
  * The scan keeps state between calls so a head that arrives one byte at a
- * time costs O(n) in total. */
+ * time costs O(n) in total. Only the bytes the grammar judges (CR, LF, NUL,
+ * and in a name the colon and whitespace) take the per-byte path; runs of
+ * the others are counted in one step. */
 #ifndef WTP_HEAD_SCAN_H
 #define WTP_HEAD_SCAN_H
 

@@ -4,52 +4,95 @@
 #include <string.h>
 #include <strings.h>
 
-static int name_is(const struct http_field *f, const char *name)
+struct field_name {
+    const char *name;
+    size_t len;
+};
+#define FIELD_NAME(lit) {"" lit, sizeof(lit) - 1}
+
+static int name_is(const struct http_field *f, struct field_name n)
 {
-    size_t len = strlen(name);
-    return f->nlen == len && strncasecmp(f->name, name, len) == 0;
+    return f->nlen == n.len && strncasecmp(f->name, n.name, n.len) == 0;
 }
 
-/* Whether any Connection field of m names this field (RFC 9110 §7.6.1:
- * such fields are meant for the next hop only). */
-static int named_by_connection(const struct http_msg *m, const struct http_field *f)
+static int name_in(const struct http_field *f, const struct field_name *names, size_t count)
 {
-    char name[128];
-    if (f->nlen >= sizeof name)
-        return 0;
-    memcpy(name, f->name, f->nlen);
-    name[f->nlen] = '\0';
+    for (size_t i = 0; i < count; i++)
+        if (name_is(f, names[i]))
+            return 1;
+    return 0;
+}
+
+/* What is known of a message before its fields are filtered: among it the
+ * names its Connection fields list (RFC 9110 §7.6.1: those fields are meant
+ * for the next hop only), parsed once per head rather than once a field. */
+#define CONNECTION_NAMES_MAX 16
+struct field_filter {
+    int upgrade, request, no_length;
+    int named_overflow; /* more names than fit: each field scans the lists */
+    size_t nnamed;
+    struct field_name named[CONNECTION_NAMES_MAX];
+};
+
+static const struct field_name connection_name = FIELD_NAME("connection");
+
+static void list_connection_names(const struct http_msg *m, struct field_filter *ff)
+{
     for (size_t i = 0; i < m->nfields; i++) {
         const struct http_field *c = &m->fields[i];
-        if (name_is(c, "connection") && http_list_has(c->value, c->vlen, name))
+        size_t pos = 0;
+        struct field_name t;
+        if (!name_is(c, connection_name))
+            continue;
+        while (http_list_next(c->value, c->vlen, &pos, &t.name, &t.len)) {
+            if (ff->nnamed == CONNECTION_NAMES_MAX) {
+                ff->named_overflow = 1;
+                return;
+            }
+            ff->named[ff->nnamed++] = t;
+        }
+    }
+}
+
+static int named_by_connection(const struct http_msg *m, const struct field_filter *ff,
+                               const struct http_field *f)
+{
+    if (!ff->named_overflow)
+        return name_in(f, ff->named, ff->nnamed);
+    for (size_t i = 0; i < m->nfields; i++) {
+        const struct http_field *c = &m->fields[i];
+        if (name_is(c, connection_name) && http_list_has_n(c->value, c->vlen, f->name, f->nlen))
             return 1;
     }
     return 0;
 }
 
-/* Fields that never cross the proxy as they came. connection: m has a
- * Connection field (most responses have none: no field is looked up). */
-static int dropped(const struct http_msg *m, const struct http_field *f, int upgrade,
-                   int request, int no_length, int connection)
+/* Fields that never cross the proxy as they came. Each name is compared by
+ * length first: most fields differ there and cost no strncasecmp. */
+static int dropped(const struct http_msg *m, const struct field_filter *ff,
+                   const struct http_field *f)
 {
-    static const char *const hop[] = {"connection", "keep-alive", "te", "trailer",
-                                      "transfer-encoding", NULL};
-    static const char *const forwarding[] = {"x-forwarded-for", "x-forwarded-host",
-                                             "x-forwarded-proto", NULL};
-    for (int i = 0; hop[i]; i++)
-        if (name_is(f, hop[i]))
-            return 1;
-    if (request)
-        for (int i = 0; forwarding[i]; i++)
-            if (name_is(f, forwarding[i]))
-                return 1;
+    static const struct field_name hop[] = {
+        FIELD_NAME("connection"), FIELD_NAME("keep-alive"),        FIELD_NAME("te"),
+        FIELD_NAME("trailer"),    FIELD_NAME("transfer-encoding"),
+    };
+    static const struct field_name forwarding[] = {
+        FIELD_NAME("x-forwarded-for"), FIELD_NAME("x-forwarded-host"),
+        FIELD_NAME("x-forwarded-proto"),
+    };
+    static const struct field_name upgrade = FIELD_NAME("upgrade");
+    static const struct field_name content_length = FIELD_NAME("content-length");
+    if (name_in(f, hop, sizeof hop / sizeof *hop))
+        return 1;
+    if (ff->request && name_in(f, forwarding, sizeof forwarding / sizeof *forwarding))
+        return 1;
     if (f->nlen >= 6 && strncasecmp(f->name, "proxy-", 6) == 0)
         return 1;
-    if (name_is(f, "upgrade"))
-        return !upgrade;
-    if (no_length && name_is(f, "content-length"))
+    if (name_is(f, upgrade))
+        return !ff->upgrade;
+    if (ff->no_length && name_is(f, content_length))
         return 1;
-    return connection && named_by_connection(m, f);
+    return named_by_connection(m, ff, f);
 }
 
 /* A head is put together here and added to the output in one piece: an
@@ -92,10 +135,11 @@ static void put_field(struct head_writer *w, const char *name, size_t nlen, cons
 static void put_kept_fields(struct head_writer *w, const struct http_msg *m, int upgrade,
                             int request, int no_length)
 {
-    int connection = http_msg_field(m, "connection", NULL) != NULL;
+    struct field_filter ff = {.upgrade = upgrade, .request = request, .no_length = no_length};
+    list_connection_names(m, &ff);
     for (size_t i = 0; i < m->nfields; i++) {
         const struct http_field *f = &m->fields[i];
-        if (!dropped(m, f, upgrade, request, no_length, connection))
+        if (!dropped(m, &ff, f))
             put_field(w, f->name, f->nlen, f->value, f->vlen);
     }
 }

@@ -182,11 +182,10 @@ size_t http_msg_feed(struct http_msg *m, const char *p, size_t n, llhttp_errno_t
     return pos && pos >= p && pos <= p + n ? (size_t)(pos - p) : 0;
 }
 
-const struct http_field *http_msg_field(const struct http_msg *m, const char *name,
-                                        int *count)
+const struct http_field *http_msg_field_n(const struct http_msg *m, const char *name,
+                                          size_t len, int *count)
 {
     const struct http_field *found = NULL;
-    size_t len = strlen(name);
     int c = 0;
     for (size_t i = 0; i < m->nfields; i++) {
         const struct http_field *f = &m->fields[i];
@@ -200,21 +199,29 @@ const struct http_field *http_msg_field(const struct http_msg *m, const char *na
     return found;
 }
 
-int http_list_has(const char *v, size_t len, const char *token)
+int http_list_next(const char *v, size_t len, size_t *pos, const char **elem, size_t *elen)
 {
-    size_t tlen = strlen(token);
-    size_t i = 0;
-    while (i < len) {
-        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < len && v[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
-            end--;
-        if (end - start == tlen && strncasecmp(v + start, token, tlen) == 0)
+    size_t i = *pos;
+    while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+        i++;
+    size_t start = i;
+    while (i < len && v[i] != ',')
+        i++;
+    size_t end = i;
+    while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+        end--;
+    *pos = i;
+    *elem = v + start;
+    *elen = end - start;
+    return end > start;
+}
+
+int http_list_has_n(const char *v, size_t len, const char *token, size_t tlen)
+{
+    size_t pos = 0, elen;
+    const char *elem;
+    while (http_list_next(v, len, &pos, &elem, &elen))
+        if (elen == tlen && strncasecmp(elem, token, tlen) == 0)
             return 1;
-    }
     return 0;
 }

@@ -56,11 +56,19 @@ void http_msg_init(struct http_msg *m, llhttp_type_t type,
 size_t http_msg_feed(struct http_msg *m, const char *p, size_t n, llhttp_errno_t *err);
 
 /* The value of the only field called name (case-insensitive); NULL when
- * absent. *count receives how many there are. */
-const struct http_field *http_msg_field(const struct http_msg *m, const char *name,
-                                        int *count);
+ * absent. *count receives how many there are. The macro takes a string
+ * literal (`"" name` refuses anything else) so that its length is known at
+ * compile time: these lookups run several times on every request. */
+const struct http_field *http_msg_field_n(const struct http_msg *m, const char *name,
+                                          size_t len, int *count);
+#define http_msg_field(m, name, count) http_msg_field_n((m), "" name, sizeof(name) - 1, (count))
+
+/* The next element of a comma-separated field value from *pos on, without
+ * the whitespace around it: 1 with (*elem, *elen), or 0 when none is left. */
+int http_list_next(const char *v, size_t len, size_t *pos, const char **elem, size_t *elen);
 
 /* Whether a comma-separated field value lists token (case-insensitive). */
-int http_list_has(const char *v, size_t len, const char *token);
+int http_list_has_n(const char *v, size_t len, const char *token, size_t tlen);
+#define http_list_has(v, len, token) http_list_has_n((v), (len), "" token, sizeof(token) - 1)
 
 #endif

@@ -109,6 +109,16 @@ static void test_response(void)
     reply = (struct http_reply){0, 0, 0};
     is_str(rewrite(HTTP_RESPONSE, "HTTP/1.1 204 \r\n\r\n"), "HTTP/1.1 204 \r\n\r\n",
            "an empty reason phrase stays empty");
+    is_str(rewrite(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nConnection: X-A\r\nX-A: 1\r\nX-B: 2\r\n"
+                                  "X-C: 3\r\nconnection: , x-c ,\r\nContent-Length: 0\r\n\r\n"),
+           "HTTP/1.1 200 OK\r\nX-B: 2\r\nContent-Length: 0\r\n\r\n",
+           "fields named by any of two Connection fields go, whatever their case");
+    /* More names than the filter lists at once: the fields are still found. */
+    is_str(rewrite(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nConnection: n1, n2, n3, n4, n5, n6, n7, n8, n9,"
+                                  " n10, n11, n12, n13, n14, n15, n16, n17, X-Last\r\nX-Keep: k\r\n"
+                                  "X-Last: l\r\nN1: 1\r\nContent-Length: 0\r\n\r\n"),
+           "HTTP/1.1 200 OK\r\nX-Keep: k\r\nContent-Length: 0\r\n\r\n",
+           "a Connection field listing 18 names drops the first and the last");
 }
 
 static void test_list(void)
@@ -117,6 +127,7 @@ static void test_list(void)
     ok(http_list_has(" ,close ,", 9, "close"), "empty list elements and spaces are skipped");
     ok(!http_list_has("upgrades", 8, "upgrade"), "a token is matched whole");
     ok(!http_list_has("", 0, "close"), "an empty list has nothing");
+    ok(!http_list_has(" , ,", 4, "close"), "a list of separators has nothing");
 }
 
 static char *page_for(const char *accept, const char *detail, int head)
