@@ -12,6 +12,7 @@
  * main checkout (repo/.worktrees/wt-a) is itself, never the main one. */
 #include "caller.h"
 #include "registry.h"
+#include "host.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -242,7 +243,7 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
             place->depth = depth;
             return 0;
         }
-        p = reg_pid_parent(p);
+        p = host_pid_parent(p);
     }
     return -1;
 }

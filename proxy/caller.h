@@ -1,5 +1,5 @@
 /* caller.h - which worktree is calling (DESIGN.md §4): the client end of
- * an accepted TCP connection -> its socket inode and uid (registry/reg_diag.h,
+ * an accepted TCP connection -> its socket inode and uid (host/host.h,
  * exact 4-tuple) -> the process holding that inode (/proc/PID/fd) -> its
  * ppid chain -> the first ancestor with WTPROXY_WORKTREE in its environment
  * or a cwd inside a worktree of a repository wtproxy knows.

@@ -5,6 +5,7 @@
  * fds - which is why caller_scan_all never runs on the event loop. */
 #include "caller.h"
 #include "registry.h"
+#include "host.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -107,7 +108,7 @@ pid_t caller_scan_all(unsigned long inode, uid_t uid)
     socket_link_init(&t, inode);
     if (!(d = opendir("/proc"))) return 0;
     while (!found && (e = readdir(d))) {
-        if ((pid = reg_proc_pid(e->d_name)) == 0) continue;
+        if ((pid = host_proc_pid(e->d_name)) == 0) continue;
         /* Another user's fds are unreadable anyway (unless we are root);
          * the owner check costs one stat instead of an opendir. */
         if (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || st.st_uid != uid) continue;

@@ -1,6 +1,6 @@
 /* identify.c - see identify.h. */
 #include "identify.h"
-#include "reg_diag.h"
+#include "host.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +54,7 @@ struct job {
 };
 
 struct identify {
-    struct reg_diag *diag;
+    struct host_diag *diag;
     caller_known_fn known;
     void *known_arg;
     struct recent recent[RECENT_MAX];
@@ -241,10 +241,10 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static struct reg_diag *open_diag(char *err, size_t errlen)
+static struct host_diag *open_diag(char *err, size_t errlen)
 {
     char why[256];
-    struct reg_diag *d = reg_diag_open(why, sizeof why);
+    struct host_diag *d = host_diag_open(why, sizeof why);
     if (!d)
         snprintf(err, errlen, "cannot identify callers: %s; send X-Wtproxy-Worktree or use "
                               "<name>.localhost instead", why);
@@ -274,7 +274,7 @@ struct identify *identify_new(struct event_base *base, caller_known_fn known, vo
             snprintf(err, errlen, "cannot start the identification worker: %s", strerror(errno));
         if (id->answers)
             event_free(id->answers);
-        reg_diag_close(id->diag);
+        host_diag_close(id->diag);
         for (int i = 0; i < 2; i++)
             if (id->pipe_fd[i] >= 0)
                 close(id->pipe_fd[i]);
@@ -307,7 +307,7 @@ void identify_free(struct identify *id)
     event_free(id->answers);
     close(id->pipe_fd[0]);
     close(id->pipe_fd[1]);
-    reg_diag_close(id->diag);
+    host_diag_close(id->diag);
     free(id);
 }
 
@@ -323,7 +323,7 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
     *ticket = NULL;
     if (getsockname(fd, (struct sockaddr *)&local, &llen) < 0 ||
         getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 ||
-        reg_diag_socket(id->diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
+        host_diag_socket(id->diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
                       &r->uid) < 0)
         return -1;
     pid_t pid = find_recent(id, inode, &r->fd);

@@ -8,6 +8,7 @@
 #include "conn.h"
 #include "gate.h"
 #include "http_head.h"
+#include "host.h"
 
 static void up_read_cb(struct stream *bev, void *arg);
 static void up_write_cb(struct stream *bev, void *arg);
@@ -297,7 +298,7 @@ static int reloading(struct proxy_client *c)
 {
     struct reg_backend *b = c->backend;
     unsigned long long now = proxy_now_ms(c->srv);
-    if (b->pid <= 0 || b->state == REG_DEAD || reg_pid_start(b->pid) != b->pid_start)
+    if (b->pid <= 0 || b->state == REG_DEAD || host_pid_start(b->pid) != b->pid_start)
         return 0;
     if (!c->refused_since_ms)
         c->refused_since_ms = now;

@@ -13,6 +13,7 @@
 #include "proxy_limits.h"
 #include "registry.h"
 #include "why.h"
+#include "host.h"
 
 static const char usage[] =
     "usage: wtproxy why [--pid PID] [--front PORT]\n\n"
@@ -56,7 +57,7 @@ static void print_chain(const struct caller_place *pl)
         cwd[n > 0 ? n : 0] = '\0';
         printf("  %s pid %-7d cwd %s%s\n", depth ? "<-" : "  ", (int)pid, n > 0 ? cwd : "?",
                pid == pl->decided_by ? "   <- decides" : "");
-        pid = reg_pid_parent(pid);
+        pid = host_pid_parent(pid);
     }
 }
 

@@ -15,6 +15,7 @@
  * can be found with no process. */
 #include "port_owner.h"
 #include "registry.h"
+#include "host.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -182,7 +183,7 @@ int reg_port_owner_find(int port, struct reg_port_owner *owner)
     /* The lowest pid holding the socket: a forking server's parent, the
      * one to kill, rather than one of the children sharing its socket. */
     while ((e = readdir(d)))
-        if ((p = reg_proc_pid(e->d_name)) > 0 && (!pid || p < pid) && holds_socket(p, &in)) pid = p;
+        if ((p = host_proc_pid(e->d_name)) > 0 && (!pid || p < pid) && holds_socket(p, &in)) pid = p;
     closedir(d);
     if (pid) {
         owner->pid = (pid_t)pid;

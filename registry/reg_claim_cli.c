@@ -18,6 +18,7 @@
 
 #include "reg_client.h"
 #include "registry.h"
+#include "host.h"
 
 static const char claim_usage[] =
     "usage: wtproxy claim RESOURCE [--ttl D] [--purpose TEXT] [--worktree DIR] [-- CMD ARGS...]\n"
@@ -209,7 +210,7 @@ int reg_claim_main(int argc, char **argv)
         return usage_error("claim", err);
     if (cmd < argc) {
         c.pid = getpid();
-        c.pid_start = reg_pid_start(c.pid);
+        c.pid_start = host_pid_start(c.pid);
     }
     void *pg = NULL;
     if (reg_lease_open(&pg, err, sizeof err) < 0) {

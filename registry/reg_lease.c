@@ -10,6 +10,7 @@
 
 #include "reg_client.h"
 #include "registry.h"
+#include "host.h"
 
 int reg_lease_check_id(const char *id, char *err, size_t errlen)
 {
@@ -43,7 +44,7 @@ int reg_lease_holder_dead(const struct reg_lease *l)
 {
     if (l->pid <= 0 || strcmp(l->machine, reg_machine_id()) != 0)
         return 0; /* a manual claim lives by its TTL; another machine's pids are not ours to see */
-    unsigned long long start = reg_pid_start(l->pid);
+    unsigned long long start = host_pid_start(l->pid);
     return start == 0 || (l->pid_start != 0 && start != l->pid_start);
 }
 

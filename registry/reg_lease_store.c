@@ -15,6 +15,7 @@
 #include <sys/time.h>
 
 #include "registry.h"
+#include "host.h"
 
 #define LEASE_FILE_VERSION 1
 
@@ -176,7 +177,7 @@ json_t *reg_lease_claimer(json_t *req, struct reg_lease *c, long long *ttl)
         return reg_lease_fail("bad-request", "%s", err);
     if (pid == 0 && ttl_ms == 0)
         return reg_lease_fail("bad-request", "a claim without a pid needs a TTL (--ttl 1h)");
-    if (pid > 0 && !(c->pid_start = reg_pid_start((pid_t)pid)))
+    if (pid > 0 && !(c->pid_start = host_pid_start((pid_t)pid)))
         return reg_lease_fail("bad-request", "pid %d does not run", (int)pid);
     snprintf(c->id, sizeof c->id, "%s", id);
     snprintf(c->machine, sizeof c->machine, "%s", reg_machine_id());

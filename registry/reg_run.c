@@ -22,6 +22,7 @@
 
 #include "port_owner.h"
 #include "registry.h"
+#include "host.h"
 
 #define MAX_ANCESTRY 64 /* ppid hops from a listener up to the wrapper */
 
@@ -229,7 +230,7 @@ static int cmd_listens(int port, pid_t self)
         return 0;
     pid_t p = owner.pid;
     for (int hops = 0; p > 1 && hops < MAX_ANCESTRY; hops++) {
-        p = reg_pid_parent(p);
+        p = host_pid_parent(p);
         if (p == self)
             return 1;
     }

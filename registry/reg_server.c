@@ -20,6 +20,7 @@
 #include "reg_lease.h"
 #include "reg_pg.h"
 #include "registry.h"
+#include "host.h"
 
 #define REG_SWEEP_MS 1000        /* TTLs, removed worktrees, reused pids */
 #define REG_RESERVE_MS 60000     /* a reserved port is held this long */
@@ -318,7 +319,7 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     if (pid == 0 && ttl == 0)
         return fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
                                    "cannot outlive its server forever");
-    if (pid > 0 && !reg_pid_start((pid_t)pid))
+    if (pid > 0 && !host_pid_start((pid_t)pid))
         return fail("bad-request", "pid %d does not run", (int)pid);
     if (pid > 0 && uid != 0 && pid_uid((pid_t)pid) != uid)
         return fail("not-permitted", "pid %d is not yours", (int)pid);
@@ -338,7 +339,7 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     b->uid = uid;
     b->port = (int)port;
     b->pid = (pid_t)pid;
-    b->pid_start = pid ? reg_pid_start((pid_t)pid) : 0;
+    b->pid_start = pid ? host_pid_start((pid_t)pid) : 0;
     b->registered_ms = b->started_ms = now_ms();
     b->expires_ms = ttl ? b->registered_ms + ttl : 0;
     b->state = ready ? REG_READY : REG_STARTING;

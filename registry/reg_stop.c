@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "registry.h"
+#include "host.h"
 
 #define MAX_TREE 256       /* descendants of one dev server */
 #define MAX_ANCESTRY 64
@@ -25,7 +26,7 @@ struct proc_id {
 static int descends_from(pid_t p, pid_t root)
 {
     for (int hops = 0; p > 1 && hops < MAX_ANCESTRY; hops++)
-        if ((p = reg_pid_parent(p)) == root)
+        if ((p = host_pid_parent(p)) == root)
             return 1;
     return 0;
 }
@@ -34,13 +35,13 @@ static int descends_from(pid_t p, pid_t root)
 static size_t tree_of(pid_t root, struct proc_id *out, size_t max)
 {
     size_t n = 0;
-    out[n++] = (struct proc_id){root, reg_pid_start(root)};
+    out[n++] = (struct proc_id){root, host_pid_start(root)};
     DIR *d = opendir("/proc");
     struct dirent *e;
     while (d && n < max && (e = readdir(d))) {
-        pid_t p = (pid_t)reg_proc_pid(e->d_name);
+        pid_t p = (pid_t)host_proc_pid(e->d_name);
         if (p > 0 && p != root && descends_from(p, root))
-            out[n++] = (struct proc_id){p, reg_pid_start(p)};
+            out[n++] = (struct proc_id){p, host_pid_start(p)};
     }
     if (d)
         closedir(d);
@@ -52,7 +53,7 @@ static size_t signal_tree(const struct proc_id *tree, size_t n, int sig)
 {
     size_t alive = 0;
     for (size_t i = 0; i < n; i++) {
-        if (tree[i].start && reg_pid_start(tree[i].pid) == tree[i].start) {
+        if (tree[i].start && host_pid_start(tree[i].pid) == tree[i].start) {
             alive++;
             if (sig)
                 kill(tree[i].pid, sig);

@@ -74,16 +74,6 @@ const char *reg_worktree_name(const struct reg_backend *b);
 
 /* --- liveness (reg_live.c) --- */
 
-/* Start time of pid (field 22 of /proc/PID/stat), 0 when it does not run. */
-unsigned long long reg_pid_start(pid_t pid);
-
-/* A /proc entry name as a pid: all digits; 0 for anything else ("self",
- * "net", ...). */
-long reg_proc_pid(const char *name);
-
-/* The parent of pid (field 4 of /proc/PID/stat), 0 when unknown. */
-pid_t reg_pid_parent(pid_t pid);
-
 /* Whether b is still alive at now_ms: its pid runs with the same start
  * time (or, for a manual entry, its TTL has not passed), and its worktree
  * folder exists. On 0, why says what ended it ("pid 4242 exited", "worktree

@@ -13,7 +13,7 @@
 #include <sys/time.h>
 
 #include "fetch.h"
-#include "reg_diag.h"
+#include "host.h"
 #include "refusal.h"
 #include "tree.h"
 #include "whoami.h"
@@ -54,7 +54,7 @@ struct whoami_gate {
     struct event_base *base;
     struct whoami_gate_config cfg;
     struct whoami_trees *trees;
-    struct reg_diag *diag; /* NULL without sock_diag: swaps are found by re-asking */
+    struct host_diag *diag; /* NULL without sock_diag: swaps are found by re-asking */
     LIST_HEAD(, entry) entries;
 };
 
@@ -140,7 +140,7 @@ static unsigned long listener_now(struct whoami_gate *g, const struct reg_backen
     unsigned long inode;
     uid_t uid;
     if (!g->diag ||
-        reg_diag_socket(g->diag, (const struct sockaddr *)&b->addr, NULL, &inode, &uid) < 0)
+        host_diag_socket(g->diag, (const struct sockaddr *)&b->addr, NULL, &inode, &uid) < 0)
         return 0;
     return inode;
 }
@@ -164,7 +164,7 @@ static int ask_restart(struct entry *e, long long now)
     struct reg_backend *b = e->b;
     if (!b->restart_on_stale || b->pid <= 0 || e->restart_ms)
         return 0;
-    if (reg_pid_start(b->pid) != b->pid_start || kill(b->pid, SIGUSR1) < 0)
+    if (host_pid_start(b->pid) != b->pid_start || kill(b->pid, SIGUSR1) < 0)
         return 0;
     e->restart_ms = now;
     return 1;
@@ -464,9 +464,9 @@ struct whoami_gate *whoami_gate_new(struct event_base *base, const struct whoami
     g->cfg = *cfg;
     LIST_INIT(&g->entries);
     char err[256];
-    g->diag = reg_diag_open(err, sizeof err);
+    g->diag = host_diag_open(err, sizeof err);
     if (!(g->trees = whoami_trees_new(base, cfg->use_inotify))) {
-        reg_diag_close(g->diag);
+        host_diag_close(g->diag);
         free(g);
         return NULL;
     }
@@ -485,6 +485,6 @@ void whoami_gate_free(struct whoami_gate *g)
     while (!LIST_EMPTY(&g->entries))
         entry_free(LIST_FIRST(&g->entries));
     whoami_trees_free(g->trees);
-    reg_diag_close(g->diag);
+    host_diag_close(g->diag);
     free(g);
 }

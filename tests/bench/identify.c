@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "caller.h"
-#include "reg_diag.h"
+#include "host.h"
 #include "identify.h"
 #include "registry.h"
 
@@ -340,7 +340,7 @@ struct parts {
 static void run_parts(int n, int extra, struct parts *p)
 {
     char err[256];
-    struct reg_diag *d = reg_diag_open(err, sizeof err);
+    struct host_diag *d = host_diag_open(err, sizeof err);
     if (!d) {
         errno = 0;
         die(err);
@@ -362,8 +362,8 @@ static void run_parts(int n, int extra, struct parts *p)
                 getpeername(sfd, (struct sockaddr *)&peer, &pl) < 0)
                 die("getsockname/getpeername");
             double t1 = now_us();
-            if (reg_diag_socket(d, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode, &uid) < 0)
-                die("reg_diag_socket");
+            if (host_diag_socket(d, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode, &uid) < 0)
+                die("host_diag_socket");
             double t2 = now_us();
             int has = caller_pid_has_socket(self, inode);
             double t3 = now_us();
@@ -376,7 +376,7 @@ static void run_parts(int n, int extra, struct parts *p)
                 add(&p->diag, t2 - t1);
                 add(&p->has, t3 - t2);
                 double t4 = now_us();
-                volatile unsigned long long s = reg_pid_start(self);
+                volatile unsigned long long s = host_pid_start(self);
                 double t5 = now_us();
                 (void)s;
                 struct caller_place pl2;
@@ -398,7 +398,7 @@ static void run_parts(int n, int extra, struct parts *p)
     }
     for (int k = 0; k < extra; k++) close(spare[k]);
     free(spare);
-    reg_diag_close(d);
+    host_diag_close(d);
 }
 
 static void print_row(struct row *r, const char *ident_label, struct samples *ident)
@@ -537,13 +537,13 @@ int main(int argc, char **argv)
 
     printf("| warm path, one step at a time | p50 µs | p99 µs |\n|---|---:|---:|\n");
     printf("| getsockname + getpeername | %.1f | %.1f |\n", pct(&p.names, .5), pct(&p.names, .99));
-    printf("| reg_diag_socket (sock_diag exact lookup) | %.1f | %.1f |\n", pct(&p.diag, .5),
+    printf("| host_diag_socket (sock_diag exact lookup) | %.1f | %.1f |\n", pct(&p.diag, .5),
            pct(&p.diag, .99));
     printf("| caller_pid_has_socket (own pid, %d fds) | %.1f | %.1f |\n", own_fds,
            pct(&p.has, .5), pct(&p.has, .99));
     printf("| caller_pid_has_socket (own pid, +%d sockets) | %.1f | %.1f |\n", extra,
            pct(&p.has_extra, .5), pct(&p.has_extra, .99));
-    printf("| reg_pid_start (the cache's pid check) | %.1f | %.1f |\n", pct(&p.start, .5),
+    printf("| host_pid_start (the cache's pid check) | %.1f | %.1f |\n", pct(&p.start, .5),
            pct(&p.start, .99));
     printf("| caller_place (uncached: cwd -> worktree -> known) | %.1f | %.1f |\n",
            pct(&p.place, .5), pct(&p.place, .99));

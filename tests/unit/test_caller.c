@@ -6,7 +6,8 @@
  * cwd and by WTPROXY_WORKTREE. Includes the .c files to reach statics. */
 #include "../../proxy/caller.c"
 #include "../../proxy/caller_proc.c"
-#include "../../registry/reg_diag.c"
+#include "../../host/diag.c"
+#include "../../host/proc.c"
 #include "../../registry/reg_live.c"
 
 #include <arpa/inet.h>
@@ -96,7 +97,7 @@ static void addrs(int afd, struct sockaddr_storage *peer, struct sockaddr_storag
         exit(1);
 }
 
-static void test_socket(struct reg_diag *d, const char *what, int lfam, const char *laddr,
+static void test_socket(struct host_diag *d, const char *what, int lfam, const char *laddr,
                         int cfam, const char *caddr)
 {
     struct sockaddr_storage peer, local;
@@ -112,21 +113,21 @@ static void test_socket(struct reg_diag *d, const char *what, int lfam, const ch
     }
     addrs(afd, &peer, &local);
     fstat(cfd, &st);
-    is_int(reg_diag_socket(d, p, l, &inode, &uid), 0, "%s: the client end is found", what);
+    is_int(host_diag_socket(d, p, l, &inode, &uid), 0, "%s: the client end is found", what);
     is_int((long long)inode, (long long)st.st_ino, "  its inode is the client fd's");
     is_int((long long)uid, (long long)getuid(), "  its uid is ours");
-    is_int(reg_diag_socket(d, l, p, &inode, &uid), 0, "  swapped, the server end is found");
+    is_int(host_diag_socket(d, l, p, &inode, &uid), 0, "  swapped, the server end is found");
     ok(inode != st.st_ino, "  which is another socket");
-    reg_diag_socket(d, p, l, &inode, &uid);
+    host_diag_socket(d, p, l, &inode, &uid);
     ok(caller_pid_has_socket(getpid(), inode), "  this process holds the client end");
     ok(!caller_pid_has_socket(getppid(), inode), "  the parent process does not");
     close(cfd);
-    is_int(reg_diag_socket(d, p, l, &inode, &uid), -1, "  closed by the client: unknown (inode 0)");
+    is_int(host_diag_socket(d, p, l, &inode, &uid), -1, "  closed by the client: unknown (inode 0)");
     close(afd);
-    is_int(reg_diag_socket(d, p, l, &inode, &uid), -1, "  closed by both: unknown");
+    is_int(host_diag_socket(d, p, l, &inode, &uid), -1, "  closed by both: unknown");
 }
 
-static void test_socket_misc(struct reg_diag *d)
+static void test_socket_misc(struct host_diag *d)
 {
     struct sockaddr_in a = {.sin_family = AF_INET}, b;
     struct sockaddr unix_sa = {.sa_family = AF_UNIX};
@@ -137,9 +138,9 @@ static void test_socket_misc(struct reg_diag *d)
     b = a;
     a.sin_port = htons(1);
     b.sin_port = htons(2);
-    is_int(reg_diag_socket(d, (struct sockaddr *)&a, (struct sockaddr *)&b, &inode, &uid), -1,
+    is_int(host_diag_socket(d, (struct sockaddr *)&a, (struct sockaddr *)&b, &inode, &uid), -1,
            "no such connection: -1 (the kernel answers ENOENT)");
-    is_int(reg_diag_socket(d, &unix_sa, (struct sockaddr *)&b, &inode, &uid), -1,
+    is_int(host_diag_socket(d, &unix_sa, (struct sockaddr *)&b, &inode, &uid), -1,
            "not an IP address: -1");
 }
 
@@ -176,7 +177,7 @@ static int listen_on(int dual, int port, int *bound, unsigned long *ino)
 
 /* What the /__whoami gate asks: which listener takes connections to a
  * backend's address, and whether it is still the one it was. */
-static void test_listener(struct reg_diag *d)
+static void test_listener(struct host_diag *d)
 {
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     unsigned long ino, want;
@@ -185,20 +186,20 @@ static void test_listener(struct reg_diag *d)
 
     int fd = listen_on(0, 0, &port, &want);
     to.sin_port = htons((uint16_t)port);
-    is_int(reg_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), 0,
+    is_int(host_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), 0,
            "listener on 127.0.0.1: found from its address alone");
     is_int((long long)ino, (long long)want, "  its inode is the listening fd's");
     close(fd);
-    is_int(reg_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), -1,
+    is_int(host_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), -1,
            "  closed: nobody listens, -1");
     fd = listen_on(0, port, &again, &want);
-    is_int(reg_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), 0,
+    is_int(host_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), 0,
            "  another listener on the same port: found");
     is_int((long long)ino, (long long)want, "  with the new socket's inode");
     close(fd);
     fd = listen_on(1, 0, &port, &want);
     to.sin_port = htons((uint16_t)port);
-    is_int(reg_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), 0,
+    is_int(host_diag_socket(d, (struct sockaddr *)&to, NULL, &ino, &uid), 0,
            "a dual-stack [::] listener: found for 127.0.0.1");
     is_int((long long)ino, (long long)want, "  its inode is the listening fd's");
     close(fd);
@@ -356,7 +357,7 @@ static void test_place(void)
     is_str(pl.common_dir, repo_git, "  common dir");
     is_str(pl.cwd, at("wt-b/sub"), "  cwd");
     is_str(pl.comm, self_comm, "  comm: the command line it shares with us");
-    is_int(reg_pid_parent(child), self, "  its ppid, from /proc/PID/stat");
+    is_int(host_pid_parent(child), self, "  its ppid, from /proc/PID/stat");
     if (env_above) {
         tap_skip("an ancestor of this test sets " ENV_NAME);
     } else {
@@ -450,7 +451,7 @@ static int make_tree(void)
 int main(int argc, char **argv)
 {
     char err[256], cmd[PATH_MAX + 16], templ[] = "/tmp/test_caller.XXXXXX";
-    struct reg_diag *d;
+    struct host_diag *d;
 
     (void)argc;
     /* The placement checks expect no override of our own: drop it from
@@ -462,9 +463,9 @@ int main(int argc, char **argv)
     }
     read_cmdline(getpid(), self_comm, sizeof self_comm);
     if (!mkdtemp(templ) || !realpath(templ, tmp) || chdir(tmp) < 0) return 1;
-    if (!(d = reg_diag_open(err, sizeof err))) {
+    if (!(d = host_diag_open(err, sizeof err))) {
         printf("# %s\n", err);
-        ok(0, "reg_diag_open");
+        ok(0, "host_diag_open");
         return done_testing();
     }
     test_socket(d, "IPv4 127.0.0.1", AF_INET, "127.0.0.1", AF_INET, NULL);
@@ -473,7 +474,7 @@ int main(int argc, char **argv)
                 "::ffff:127.0.0.1", AF_INET, "127.0.0.1");
     test_socket_misc(d);
     test_listener(d);
-    reg_diag_close(d);
+    host_diag_close(d);
     test_scan_all();
     test_cmdline();
     if (make_tree() < 0) {

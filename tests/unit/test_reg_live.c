@@ -1,9 +1,10 @@
-/* test_reg_live.c - registry/reg_live.c: /proc/PID/stat parsing with
+/* test_reg_live.c - host/proc.c and registry/reg_live.c: /proc/PID/stat parsing with
  * hostile process names (a fake /proc too), the start time of this process
  * and of an exited child, and reg_backend_alive for each way an entry
  * dies: the pid exited, the pid was reused, the TTL passed, the worktree
  * was removed. Plus the machine id. */
 #include "../../registry/reg_backend.c"
+#include "../../host/proc.c"
 #include "../../registry/reg_live.c"
 
 #include <sys/wait.h>
@@ -58,10 +59,10 @@ static void test_fake_proc(void)
         fputs(line, f);
         fclose(f);
     }
-    live_proc_dir = dir;
-    is_int((long long)reg_pid_start(4242), 987654, "reg_pid_start reads /proc/4242/stat");
-    is_int((long long)reg_pid_start(4243), 0, "no /proc/4243: 0");
-    live_proc_dir = "/proc";
+    host_proc_dir = dir;
+    is_int((long long)host_pid_start(4242), 987654, "host_pid_start reads /proc/4242/stat");
+    is_int((long long)host_pid_start(4243), 0, "no /proc/4243: 0");
+    host_proc_dir = "/proc";
     unlink(path);
     snprintf(path, sizeof path, "%s/4242", dir);
     rmdir(path);
@@ -84,18 +85,18 @@ static pid_t exited_child(int reap)
 
 static void test_pid_start(void)
 {
-    unsigned long long me = reg_pid_start(getpid());
+    unsigned long long me = host_pid_start(getpid());
     pid_t pid;
 
     ok(me != 0, "this process has a start time");
-    ok(reg_pid_start(getpid()) == me, "  the same each time");
-    ok(reg_pid_start(1) != 0, "pid 1 runs");
-    is_int((long long)reg_pid_start(0), 0, "pid 0: 0");
-    is_int((long long)reg_pid_start(-1), 0, "pid -1: 0");
+    ok(host_pid_start(getpid()) == me, "  the same each time");
+    ok(host_pid_start(1) != 0, "pid 1 runs");
+    is_int((long long)host_pid_start(0), 0, "pid 0: 0");
+    is_int((long long)host_pid_start(-1), 0, "pid -1: 0");
     pid = exited_child(0);
-    is_int((long long)reg_pid_start(pid), 0, "an exited child not yet reaped: 0");
+    is_int((long long)host_pid_start(pid), 0, "an exited child not yet reaped: 0");
     waitpid(pid, NULL, 0);
-    is_int((long long)reg_pid_start(pid), 0, "a reaped child: 0");
+    is_int((long long)host_pid_start(pid), 0, "a reaped child: 0");
 }
 
 static long long now_ms(void)
@@ -109,7 +110,7 @@ static long long now_ms(void)
 static void test_alive(void)
 {
     char wt[] = "/tmp/wtp-wt-XXXXXX", why[512], want[600];
-    struct reg_backend b = {.front = 8000, .pid = getpid(), .pid_start = reg_pid_start(getpid())};
+    struct reg_backend b = {.front = 8000, .pid = getpid(), .pid_start = host_pid_start(getpid())};
     long long now = now_ms();
     FILE *f;
 

@@ -1,4 +1,8 @@
-/* reg_diag.c - see reg_diag.h.
+/* diag.c - one TCP socket of this machine, looked up in the kernel's socket
+ * table through NETLINK_SOCK_DIAG (sock_diag(7)): its inode and owner uid.
+ * For the caller identification (the client end of a connection we
+ * accepted) and for the /__whoami gate (the listener behind a backend's
+ * address, whose inode changes when another server takes the port).
  *
  * One inet_diag_req_v2 names the exact 4-tuple (source = the socket's own
  * end, destination = its peer) and is sent without NLM_F_DUMP, so the
@@ -9,7 +13,7 @@
  * a wildcard one, or a dual-stack IPv6 one. The kernel answers inside
  * send(): the reply is already queued when send() returns, so reading it
  * never waits. */
-#include "reg_diag.h"
+#include "host.h"
 
 #include <errno.h>
 #include <linux/inet_diag.h>
@@ -26,14 +30,14 @@
 
 /* One per thread: replies are matched to requests by sequence number, and
  * two threads would read each other's. */
-struct reg_diag {
+struct host_diag {
     int fd;
     uint32_t seq; /* of the last request; replies to older ones are stale */
 };
 
-struct reg_diag *reg_diag_open(char *err, size_t errlen)
+struct host_diag *host_diag_open(char *err, size_t errlen)
 {
-    struct reg_diag *d;
+    struct host_diag *d;
 
     if (!(d = calloc(1, sizeof *d))) {
         snprintf(err, errlen, "out of memory");
@@ -49,7 +53,7 @@ struct reg_diag *reg_diag_open(char *err, size_t errlen)
     return d;
 }
 
-void reg_diag_close(struct reg_diag *d)
+void host_diag_close(struct host_diag *d)
 {
     if (!d) return;
     close(d->fd);
@@ -92,7 +96,7 @@ static int diag_endpoint(const struct sockaddr *sa, int *family, uint16_t *port,
  * socket; -1 for an error reply (no such socket: ENOENT), a socket with no
  * inode (orphaned: the client closed it, FIN-WAIT or TIME-WAIT), or no
  * reply at all. Replies to older requests are skipped. */
-static int diag_reply(struct reg_diag *d, unsigned long *inode, uid_t *uid)
+static int diag_reply(struct host_diag *d, unsigned long *inode, uid_t *uid)
 {
     union {
         struct nlmsghdr align;
@@ -122,7 +126,7 @@ static int diag_reply(struct reg_diag *d, unsigned long *inode, uid_t *uid)
     }
 }
 
-int reg_diag_socket(struct reg_diag *d, const struct sockaddr *local,
+int host_diag_socket(struct host_diag *d, const struct sockaddr *local,
                     const struct sockaddr *peer, unsigned long *inode, uid_t *uid)
 {
     struct {
