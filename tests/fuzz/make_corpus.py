@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_corpus.py - write the seed corpora under corpus/<target>/ from the
 repo's own examples: tests/conformance/{requests,responses}/*.json,
-conf/wtproxy.conf, registry/PROTOCOL.md's lines and entry, DESIGN's
+conf/wtproxy.conf, registry/PROTOCOL.md's lines and entry, an example
 /__whoami answer. Run again after those change; the files are committed.
 Crash regressions (corpus/<target>/regress-*) are written by hand and kept."""
 import glob, hashlib, json, os, re, struct
