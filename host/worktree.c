@@ -17,6 +17,7 @@
 #include "host.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,12 +40,20 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
 }
 
 /* The first line of file path into buf, without its "\n" or "\r\n".
- * Returns 0, or -1 when missing, empty, or longer than buf. */
+ * Returns 0, or -1 when missing, empty, or longer than buf. One read: the
+ * files read here are one short line (the daemon places callers with
+ * this, so each system call counts). */
 static int read_line(const char *path, char *buf, size_t len)
 {
-    ssize_t n = host_read_small_file(path, buf, len);
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
 
+    if (fd < 0) return -1;
+    while ((n = read(fd, buf, len - 1)) < 0 && errno == EINTR)
+        ;
+    close(fd);
     if (n <= 0) return -1;
+    buf[n] = '\0';
     n = (ssize_t)strcspn(buf, "\r\n");
     if (n == 0 || (size_t)n == len - 1) return -1; /* a full buffer: cut short */
     buf[n] = '\0';
@@ -57,6 +66,26 @@ static int join(const char *dir, const char *rel, char *out, size_t len)
     int n = rel[0] == '/' ? snprintf(out, len, "%s", rel)
                           : snprintf(out, len, "%s/%s", strcmp(dir, "/") ? dir : "", rel);
     return n >= 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* When rel is only ".." steps ("../..", what git writes in commondir),
+ * the folder that many levels above the canonical dir into out: no
+ * symlink can be on the way, so no realpath (an lstat per component) is
+ * needed. Returns 0, or -1 for any other rel. */
+static int up_from(const char *dir, const char *rel, char *out, size_t len)
+{
+    size_t n = strlen(dir);
+
+    if (n >= len) return -1;
+    memcpy(out, dir, n + 1);
+    while (*rel) {
+        if (strncmp(rel, "..", 2) != 0 || (rel[2] != '/' && rel[2] != '\0') || n <= 1) return -1;
+        rel += rel[2] ? 3 : 2;
+        while (n > 0 && out[n - 1] != '/') n--;
+        n = n > 1 ? n - 1 : 1; /* drop the slash, but keep "/" */
+        out[n] = '\0';
+    }
+    return 0;
 }
 
 /* The branch HEAD in gitdir names: "main", another ref as written,
@@ -110,7 +139,10 @@ static void check_back_pointer(const char *root, struct host_worktree *w)
         join(w->gitdir, line, named, sizeof named) < 0 || !(slash = strrchr(named, '/')))
         return; /* no back-pointer: not a linked worktree (a separate gitdir) */
     *slash = '\0'; /* the folder that holds the .git file it names */
-    if (named[0] && realpath(named, canon) && strcmp(canon, root) == 0) return;
+    /* git writes the canonical path: realpath (an lstat per component)
+     * only when the text differs. */
+    if (strcmp(named, root) == 0 || (named[0] && realpath(named, canon) && strcmp(canon, root) == 0))
+        return;
     snprintf(w->note, sizeof w->note,
              "git records the gitdir %s as the worktree %s, not %s: if %s was moved, run "
              "`git worktree repair` in it (else `git worktree prune` will drop it); if it is a "
@@ -144,7 +176,9 @@ static int from_gitfile(const char *root, const char *gitfile, struct host_workt
     if (join(w->gitdir, "commondir", path, sizeof path) < 0)
         return fail(err, errlen, "the gitdir %s of %s: path too long", w->gitdir, root);
     if (read_line(path, cdir, sizeof cdir) == 0) {
-        if (join(w->gitdir, cdir, path, sizeof path) < 0 || !realpath(path, w->common))
+        if (up_from(w->gitdir, cdir, w->common, sizeof w->common) == 0)
+            ; /* "../..", as git writes it */
+        else if (join(w->gitdir, cdir, path, sizeof path) < 0 || !realpath(path, w->common))
             return fail(err, errlen,
                         "the worktree %s belongs to the repository %s (%s/commondir), which is "
                         "gone; run `git worktree repair %s` in the repository, wherever it is now",
