@@ -211,8 +211,8 @@ static int worktree_at(const char *dir, struct host_worktree *w, char *err, size
         return fail(err, errlen, "%s is neither a folder nor a file, so git refuses %s", git, dir);
     if (join(git, "HEAD", head, sizeof head) < 0 || access(head, F_OK) < 0)
         return fail(err, errlen,
-                    "%s is a folder but no git repository (it has no HEAD); remove it or "
-                    "`git init` %s",
+                    "%s is a folder but no git repository (it has no HEAD); remove it, or "
+                    "run `git init` in %s",
                     git, dir);
     if (!realpath(git, w->gitdir)) return fail(err, errlen, "%s: %s", git, strerror(errno));
     memcpy(w->common, w->gitdir, sizeof w->common);
