@@ -1,5 +1,5 @@
 /* reg_ls.c - `wtproxy ls [--json]`: what the daemon routes to, as a table
- * for people (with each worktree's branch, read from its .git) or as the
+ * for people (with each worktree's branch, host_worktree_branch) or as the
  * daemon's JSON. */
 #include "reg_client.h"
 
@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "registry.h"
 
 #define WTP_LS_MACHINE_WIDTH 12 /* a machine-id's first characters are enough to tell them apart */
@@ -23,50 +24,6 @@ static const char ls_usage[] =
     "MACHINE column (only this machine's route here).\n"
     "\n"
     "  --json    the entries as the daemon has them (PROTOCOL.md)\n";
-
-/* Read the first line of path (without its newline) into out. Returns 0
- * or -1. */
-static int read_line(const char *path, char *out, size_t outlen)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, out, outlen - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    out[n] = '\0';
-    out[strcspn(out, "\r\n")] = '\0';
-    return 0;
-}
-
-/* A linked worktree's .git file says "gitdir: <repo>/.git/worktrees/X"
- * (absolute, or relative to the worktree), whose HEAD names the branch; a
- * main worktree's .git is the folder holding HEAD. */
-void reg_worktree_branch(const char *worktree, char *out, size_t outlen)
-{
-    char git[PATH_MAX], line[PATH_MAX], head[PATH_MAX];
-    int n = snprintf(git, sizeof git, "%s/.git", worktree);
-    snprintf(out, outlen, "-");
-    if (n < 0 || (size_t)n >= sizeof git)
-        return;
-    if (read_line(git, line, sizeof line) == 0 && strncmp(line, "gitdir: ", 8) == 0)
-        n = line[8] == '/' ? snprintf(head, sizeof head, "%s/HEAD", line + 8)
-                           : snprintf(head, sizeof head, "%s/%s/HEAD", worktree, line + 8);
-    else
-        n = snprintf(head, sizeof head, "%s/HEAD", git);
-    if (n < 0 || (size_t)n >= sizeof head || read_line(head, line, sizeof line) < 0)
-        return;
-    const char *ref = line + 5;
-    if (strncmp(line, "ref: refs/heads/", 16) == 0)
-        ref = line + 16;
-    else if (strncmp(line, "ref: ", 5) != 0)
-        ref = NULL; /* a detached HEAD: a commit hash */
-    if (ref && strlen(ref) < outlen)
-        memcpy(out, ref, strlen(ref) + 1);
-    else if (!ref && strlen(line) >= 7)
-        snprintf(out, outlen, "(detached %.7s)", line);
-}
 
 enum { COL_MACHINE, COL_WORKTREE, COL_BRANCH, COL_FRONT, COL_PORT, COL_PID, COL_STATE,
        COL_WHOAMI, COL_AGE, COL_REQUESTS, NCOL };
@@ -83,7 +40,7 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
     const char *machine = json_string_value(json_object_get(e, "machine"));
     snprintf(cell[COL_MACHINE], PATH_MAX, "%.*s", WTP_LS_MACHINE_WIDTH, machine ? machine : "?");
     snprintf(cell[COL_WORKTREE], PATH_MAX, "%s", wt ? wt : "?");
-    reg_worktree_branch(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
+    host_worktree_branch(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
     snprintf(cell[COL_FRONT], PATH_MAX, "%lld",
              (long long)json_integer_value(json_object_get(e, "front")));
     snprintf(cell[COL_PORT], PATH_MAX, "%lld",

@@ -203,12 +203,6 @@ struct json_t *reg_server_leases(struct reg_server *rs, const char **store, char
 
 /* --- the command line (reg_cli.c, reg_run.c, reg_client.c) --- */
 
-/* The branch checked out in worktree, read from its .git (a linked
- * worktree's .git file points at its gitdir, whose HEAD names it; a main
- * checkout's .git folder holds HEAD); "(detached abc1234)" for a detached
- * HEAD, "-" when unknown (reg_ls.c). */
-void reg_worktree_branch(const char *worktree, char *out, size_t outlen);
-
 /* `wtproxy run|register|unregister|ls|dashboard ARGS`: argv[0] is the command name.
  * Returns the process exit status (for run: the child's). */
 int reg_cli_main(int argc, char **argv);
