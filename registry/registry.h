@@ -201,21 +201,12 @@ struct reg_table *reg_server_table(struct reg_server *rs);
 struct json_t *reg_server_leases(struct reg_server *rs, const char **store, char *err,
                                  size_t errlen);
 
-/* --- the command line (reg_cli.c, reg_run.c, reg_client.c) --- */
+/* --- reg_branch.c --- */
 
 /* The branch checked out in worktree, read from its .git (a linked
  * worktree's .git file points at its gitdir, whose HEAD names it; a main
  * checkout's .git folder holds HEAD); "(detached abc1234)" for a detached
- * HEAD, "-" when unknown (reg_ls.c). */
+ * HEAD, "-" when unknown. */
 void reg_worktree_branch(const char *worktree, char *out, size_t outlen);
-
-/* `wtproxy run|register|unregister|ls|dashboard ARGS`: argv[0] is the command name.
- * Returns the process exit status (for run: the child's). */
-int reg_cli_main(int argc, char **argv);
-
-/* The daemon's registrations (op list) as a local table, for commands that
- * reason about them (wtproxy why). NULL with err when no daemon answers
- * (none is started). */
-struct reg_table *reg_client_table(char *err, size_t errlen);
 
 #endif
