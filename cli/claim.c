@@ -5,7 +5,7 @@
  * (fail closed) unless WTPROXY_REGISTRY_OPTIONAL=1.
  * Exit status: 0 done, 1 refused or the store failed, 2 bad usage; with
  * -- CMD, CMD's status (128+N when signal N ended it). */
-#include "reg_lease.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "registry.h"
 #include "host.h"
+#include "reg_lease.h"
+#include "registry.h"
 
 static volatile pid_t child_pid;
 

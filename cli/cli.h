@@ -15,11 +15,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "proxy_limits.h" /* WTP_DEFAULT_FRONT_PORT, the daemon's default too */
+
 #define WTP_CLIENT_REPLY_MAX (1024 * 1024) /* a list of thousands of entries fits */
 #define WTP_CLIENT_TIMEOUT_MS 10000        /* one request and its reply */
 #define WTP_DAEMON_START_WAIT_MS 5000      /* for a started daemon to answer ping */
 #define WTP_CLIENT_POLL_MS 50              /* daemon start and readiness checks */
-#define WTP_DEFAULT_FRONT 8000
 #define WTP_RESTART_STOP_MS 5000 /* a stale server's SIGTERM, before SIGKILL */
 
 /* What a handler returns instead of an exit status: main prints the

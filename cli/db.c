@@ -1,13 +1,13 @@
 /* db.c - `wtproxy db claim|release`: this worktree's own test
  * database on the app's PostgreSQL server, and the env a settings file
  * reads. Exit status: 0 done, 1 refused or failed, 2 bad usage. */
-#include "reg_db.h"
+#include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "reg_db.h"
 #include "registry.h"
 
 struct db_args {
@@ -30,7 +30,7 @@ static int backend_port(const char *worktree)
     int port = 0;
     for (size_t i = 0; t && i < reg_table_count(t); i++) {
         struct reg_backend *b = reg_table_at(t, i);
-        if (strcmp(b->worktree, worktree) == 0 && (!port || b->front == WTP_DEFAULT_FRONT))
+        if (strcmp(b->worktree, worktree) == 0 && (!port || b->front == WTP_DEFAULT_FRONT_PORT))
             port = b->port;
     }
     reg_table_free(t);

@@ -3,13 +3,13 @@
  * where the resource lives, whatever daemon runs), else the daemon's
  * embedded store over the control socket (PROTOCOL.md "Leases"); and the
  * refusal people read when a resource is held. */
-#include "reg_lease.h"
+#include "cli.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
 #include "host.h"
+#include "reg_lease.h"
 #include "reg_pg.h"
 #include "registry.h"
 

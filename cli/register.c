@@ -142,7 +142,7 @@ struct register_args {
  * err (bad usage). */
 static json_t *register_request(const struct register_args *a, char *err, size_t errlen)
 {
-    int port, front = WTP_DEFAULT_FRONT;
+    int port, front = WTP_DEFAULT_FRONT_PORT;
     long pid = 0;
     long long ttl = 0;
     char wt[PATH_MAX], cmd[1024] = "";
@@ -218,7 +218,7 @@ int cli_unregister_main(int argc, char **argv)
     const struct cli_opt opts[] = {
         {"worktree", &worktree, NULL}, {"front", &frontv, NULL}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 256], wt[PATH_MAX];
-    int front = WTP_DEFAULT_FRONT;
+    int front = WTP_DEFAULT_FRONT_PORT;
     int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
     if (r > 0)
         return CLI_HELP;

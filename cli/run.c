@@ -317,7 +317,7 @@ int cli_run_main(int argc, char **argv)
 {
     const char *frontv = NULL, *worktree = NULL;
     int no_autostart = 0, rest = argc;
-    struct run r = {.front = WTP_DEFAULT_FRONT};
+    struct run r = {.front = WTP_DEFAULT_FRONT_PORT};
     const struct cli_opt opts[] = {{"front", &frontv, NULL},
                                    {"worktree", &worktree, NULL},
                                    {"restart-on-stale", NULL, &r.restart_on_stale},

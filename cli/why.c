@@ -11,7 +11,6 @@
 
 #include "caller.h"
 #include "cli.h"
-#include "proxy_limits.h"
 #include "registry.h"
 #include "host.h"
 
