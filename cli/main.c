@@ -233,6 +233,7 @@ static void usage(FILE *f)
           "options:\n"
           "  -h, --help     this help\n"
           "  help CMD       the help of CMD (as wtproxy CMD --help)\n"
+          "  help --list    the commands' names, one a line\n"
           "  --version      print the version\n",
           f);
 }
