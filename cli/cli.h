@@ -78,10 +78,19 @@ void cli_age(long long ms, char *buf, size_t len);
 
 /* --- register.c: registrations --- */
 
-/* The worktree folder (realpath): dir when given, else the nearest
- * ancestor of the cwd (itself included) holding a .git file or folder.
- * Returns 0, or -1 with a message in err that suggests --worktree. */
+/* The worktree an existing entry is named by (unregister, claim, db):
+ * dir when given, as is (realpath: the worktree may be gone since), else
+ * the worktree of the cwd (host_worktree_of). Returns 0, or -1 with a
+ * message in err that suggests --worktree. */
 int cli_worktree(const char *dir, char *out, size_t outlen, char *err, size_t errlen);
+
+/* The worktree a server is registered for (run, register): the worktree
+ * of dir, or of the cwd, by the same rule the daemon places callers with
+ * (host_worktree_of), so that nothing is registered where no caller can
+ * be placed. dir must be the worktree's top folder. A moved worktree is
+ * accepted with a note on stderr. Returns 0, or -1 with the reason in err
+ * (a pruned worktree, a broken .git, no worktree at all). */
+int cli_serve_worktree(const char *dir, char *out, size_t outlen, char *err, size_t errlen);
 
 /* Print a daemon's error reply as one or two lines on stderr: what
  * happened and the command that fixes it (the holder of a conflict, with

@@ -1,5 +1,5 @@
 /* ls.c - `wtproxy ls [--json]`: what the daemon routes to, as a table
- * for people (with each worktree's branch, read from its .git) or as the
+ * for people (with each worktree's branch, host_worktree_branch) or as the
  * daemon's JSON. */
 #include "cli.h"
 
@@ -27,7 +27,7 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
     const char *machine = json_string_value(json_object_get(e, "machine"));
     snprintf(cell[COL_MACHINE], PATH_MAX, "%.*s", WTP_LS_MACHINE_WIDTH, machine ? machine : "?");
     snprintf(cell[COL_WORKTREE], PATH_MAX, "%s", wt ? wt : "?");
-    reg_worktree_branch(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
+    host_worktree_branch(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
     snprintf(cell[COL_FRONT], PATH_MAX, "%lld",
              (long long)json_integer_value(json_object_get(e, "front")));
     snprintf(cell[COL_PORT], PATH_MAX, "%lld",

@@ -15,50 +15,54 @@
 #include "host.h"
 #include "registry.h"
 
-/* Whether dir/.git exists (a folder in a main worktree, a file in a linked one). */
-static int has_git(const char *dir)
-{
-    char p[PATH_MAX + 8];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/.git", strcmp(dir, "/") == 0 ? "" : dir);
-    return lstat(p, &st) == 0;
-}
-
-/* Cut path (a realpath) back to its nearest ancestor holding .git, itself
- * included. Returns 0, or -1 when none does. */
-static int enclosing_worktree(char *path)
-{
-    for (;;) {
-        if (has_git(path))
-            return 0;
-        char *slash = strrchr(path, '/');
-        if (!slash || path[1] == '\0')
-            return -1;
-        if (slash == path)
-            path[1] = '\0';
-        else
-            *slash = '\0';
-    }
-}
-
 int cli_worktree(const char *dir, char *out, size_t outlen, char *err, size_t errlen)
 {
+    struct host_worktree w;
     char path[PATH_MAX];
-    if (!realpath(dir ? dir : ".", path)) {
-        snprintf(err, errlen, "%s: %s", dir ? dir : "the current folder", strerror(errno));
+    const char *found = path;
+    if (dir && !realpath(dir, path)) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
         return -1;
     }
-    if (!dir && enclosing_worktree(path) < 0) {
-        char cwd[PATH_MAX];
-        snprintf(err, errlen, "%s is not inside a git worktree; run this in one, or pass "
-                 "--worktree DIR", getcwd(cwd, sizeof cwd) ? cwd : "the current folder");
+    if (!dir && host_worktree_of(".", &w, err, errlen) < 0) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, "; run this in a worktree, or pass --worktree DIR");
         return -1;
     }
-    if (strlen(path) >= outlen) {
-        snprintf(err, errlen, "worktree path too long: %s", path);
+    if (!dir)
+        found = w.root;
+    if (strlen(found) >= outlen) {
+        snprintf(err, errlen, "worktree path too long: %s", found);
         return -1;
     }
-    memcpy(out, path, strlen(path) + 1);
+    memcpy(out, found, strlen(found) + 1);
+    return 0;
+}
+
+int cli_serve_worktree(const char *dir, char *out, size_t outlen, char *err, size_t errlen)
+{
+    struct host_worktree w;
+    char path[PATH_MAX];
+    if (host_worktree_of(dir ? dir : ".", &w, err, errlen) < 0) {
+        size_t n = strlen(err);
+        if (!dir)
+            snprintf(err + n, errlen - n, "; run this in a worktree, or pass --worktree DIR");
+        return -1;
+    }
+    /* The daemon places a caller by its worktree's top folder: a server
+     * registered under a subfolder would never be found. */
+    if (dir && realpath(dir, path) && strcmp(path, w.root) != 0) {
+        snprintf(err, errlen, "--worktree %s is inside the worktree %s, not its top folder, "
+                 "and requests are routed by worktree: pass --worktree %s", path, w.root, w.root);
+        return -1;
+    }
+    if (strlen(w.root) >= outlen) {
+        snprintf(err, errlen, "worktree path too long: %s", w.root);
+        return -1;
+    }
+    if (w.note[0])
+        fprintf(stderr, "wtproxy: note: %s\n", w.note);
+    memcpy(out, w.root, strlen(w.root) + 1);
     return 0;
 }
 
@@ -163,7 +167,7 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
         snprintf(err, errlen, "--pid \"%s\" is not a process id", a->pid);
         return NULL;
     }
-    if (cli_worktree(a->worktree, wt, sizeof wt, err, errlen) < 0)
+    if (cli_serve_worktree(a->worktree, wt, sizeof wt, err, errlen) < 0)
         return NULL;
     if (pid)
         pid_cmdline(pid, cmd, sizeof cmd);

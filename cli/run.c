@@ -20,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "port_owner.h"
 #include "registry.h"
 #include "host.h"
 
@@ -208,8 +207,8 @@ static pid_t start_cmd(const struct run *r)
  * (Django's autoreloader serves from a grandchild). */
 static int cmd_listens(int port, pid_t self)
 {
-    struct reg_port_owner owner;
-    if (!reg_port_owner_find(port, &owner) || owner.pid <= 0)
+    struct host_port_owner owner;
+    if (!host_port_owner_find(port, &owner) || owner.pid <= 0)
         return 0;
     pid_t p = owner.pid;
     for (int hops = 0; p > 1 && hops < MAX_ANCESTRY; hops++) {
@@ -333,7 +332,7 @@ int cli_run_main(int argc, char **argv)
         rc = -1;
     }
     if (rc < 0 || (frontv && cli_port("front", frontv, &r.front, err, sizeof err) < 0) ||
-        cli_worktree(worktree, r.worktree, sizeof r.worktree, err, sizeof err) < 0) {
+        cli_serve_worktree(worktree, r.worktree, sizeof r.worktree, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy run: %s (see wtproxy run --help)\n", err);
         return 2;
     }

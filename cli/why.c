@@ -17,11 +17,10 @@
 static int known(const char *common_dir, void *arg)
 {
     struct reg_table *t = arg;
-    char root[PATH_MAX], common[PATH_MAX];
+    struct host_worktree w;
     for (size_t i = 0; i < reg_table_count(t); i++)
-        if (caller_worktree_of(reg_table_at(t, i)->worktree, root, sizeof root, common,
-                               sizeof common) == 0 &&
-            strcmp(common, common_dir) == 0)
+        if (host_worktree_of(reg_table_at(t, i)->worktree, &w, NULL, 0) == 0 &&
+            strcmp(w.common, common_dir) == 0)
             return 1;
     return 0;
 }

@@ -9,6 +9,7 @@
 #ifndef WTP_HOST_H
 #define WTP_HOST_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -32,6 +33,120 @@ long host_proc_pid(const char *name);
 /* Read up to len - 1 bytes of path into buf, NUL-terminated. Returns the
  * count, or -1 when the file cannot be opened or read. */
 ssize_t host_read_small_file(const char *path, char *buf, size_t len);
+
+/* Argv of pid as one printable line in buf: arguments joined by spaces,
+ * control characters as '?', a line cut short by len ending in "...";
+ * "" when unreadable (a kernel thread, a process gone). */
+void host_pid_cmdline(pid_t pid, char *buf, size_t len);
+
+/* The cwd of pid (readlink /proc/PID/cwd). Returns 0, or -1 with "" in buf
+ * when unreadable (another user's, a process gone) or longer than buf. */
+int host_pid_cwd(pid_t pid, char *buf, size_t len);
+
+/* The effective uid pid runs as (the owner of /proc/PID; root for a
+ * process that made itself non-dumpable). Returns 0, or -1 when gone. */
+int host_pid_uid(pid_t pid, uid_t *uid);
+
+/* The value of environment variable name in the environment pid was
+ * started with (a later setenv() is not seen) into buf. Returns 0, or -1
+ * when absent, longer than buf, or unreadable (another user's process;
+ * Chromium's network service writes its process title over its own). */
+int host_pid_env(pid_t pid, const char *name, char *buf, size_t len);
+
+/* --- which process holds a socket (proc_fd.c) --- */
+
+#define HOST_ANY_UID ((uid_t)-1)
+
+/* The fd number of pid that is socket inode, or -1: none, or pid's fds
+ * are not ours to read. Reads pid's whole fd table. */
+int host_pid_socket_fd(pid_t pid, unsigned long inode);
+
+/* Whether pid's fd number fd is socket inode: one readlink, for the fd
+ * numbers a process is likely to reuse (those of its closed connections). */
+int host_pid_fd_is_socket(pid_t pid, int fd, unsigned long inode);
+
+/* The lowest pid holding one of the n socket inodes (the parent, when a
+ * process forked after opening it), among the processes of uid
+ * (HOST_ANY_UID: of any uid we can read); 0 when none. Reads every
+ * process's fd table: 2 ms to 200 ms, never on the daemon's loop. */
+pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid);
+
+/* --- the process listening on a port (port_owner.c) --- */
+
+struct host_port_owner {
+    pid_t pid;         /* 0 when the socket was found but no process (another uid's, or gone) */
+    char cmdline[512]; /* as host_pid_cmdline, "" when unreadable */
+    char cwd[4096];    /* "" when unreadable */
+};
+
+/* Find the process holding a TCP listener on port (any address, IPv4 or
+ * IPv6) from /proc/net/tcp{,6} and host_socket_holder. Returns 1 when a
+ * listening socket was found (owner->pid may still be 0), 0 when none.
+ * Slow like host_socket_holder. */
+int host_port_owner_find(int port, struct host_port_owner *owner);
+
+/* --- the worktree of a folder (worktree.c) --- */
+
+/* The one definition of "the worktree of a folder", used by the command
+ * line (run, register, ls, why) and the daemon (placing a caller, knowing
+ * a repository) alike, so that whatever `wtproxy run` registers is a
+ * worktree the daemon can place a caller in, and nothing else is.
+ *
+ * From the folder (symlinks, . and .. resolved) up, the nearest folder
+ * holding a .git entry is the worktree, judged by git's own layout:
+ *
+ * - main checkout (ROOT/.git is a folder holding HEAD): root ROOT, gitdir
+ *   and common dir ROOT/.git. A .git folder without HEAD is refused.
+ * - linked worktree (ROOT/.git is a file "gitdir: G", G absolute or
+ *   relative to ROOT; G/commondir names the common dir, relative to G):
+ *   root ROOT, gitdir G, common dir the repository's .git. Every worktree
+ *   of a repository has the same common dir: that is how a repository is
+ *   named here.
+ * - separate gitdir (`git init --separate-git-dir`; a gitfile whose G has
+ *   no commondir): root ROOT, gitdir and common dir G.
+ * - nested worktree (repo/.worktrees/wt-a inside the main checkout, or a
+ *   worktree inside another's folder): the nearest .git wins, so a folder
+ *   in wt-a is wt-a's, never the enclosing checkout's.
+ * - pruned worktree (G is gone: `git worktree prune`, or the repository
+ *   moved): refused, never silently the enclosing checkout. Git itself
+ *   refuses such a folder ("not a git repository").
+ * - moved (or copied) worktree (G's back-pointer G/gitdir names another
+ *   folder's .git): accepted, since git keeps working in it and its dev
+ *   server serves its files, with a note saying to run `git worktree
+ *   repair` (else `git worktree prune` drops it once the old path is gone).
+ * - garbage .git file (not "gitdir: PATH"): refused, as git refuses it.
+ * - submodule (a gitfile into a git dir's modules/ folder: SUPER/.git/
+ *   modules/NAME, or .git/worktrees/W/modules/NAME in a linked worktree
+ *   of the superproject): a folder inside it belongs to the enclosing
+ *   superproject's worktree. A dev server serves the superproject's
+ *   checkout, of which the submodule's files are a part; the /__whoami
+ *   gate fingerprints the worktree root, so an edit in the submodule is an
+ *   edit of that worktree; and the developer's shell in lib/ is working on
+ *   the superproject's branch. A submodule checkout with no superproject
+ *   worktree above it is refused. An embedded repository with its own .git
+ *   folder (an old-style submodule, a clone inside a checkout) cannot be
+ *   told from a main checkout: it is its own worktree (`git submodule
+ *   absorbgitdirs` turns it into the layout above).
+ * - a folder in no repository: refused ("... is not inside a git
+ *   worktree").
+ *
+ * Costs a realpath, one lstat per folder walked and 3-5 small reads. */
+struct host_worktree {
+    char root[PATH_MAX];   /* the worktree's top folder, canonical */
+    char common[PATH_MAX]; /* the repository's git common dir, canonical */
+    char gitdir[PATH_MAX]; /* this worktree's own git dir, canonical */
+    char branch[256];      /* "main", "(detached abc1234)"; "" when HEAD is unreadable */
+    char note[3 * PATH_MAX]; /* "" or a sentence about an accepted oddity (a moved worktree) */
+};
+
+/* The worktree of dir, as above. Returns 0 with out filled, or -1 with a
+ * sentence in err (err may be NULL) saying why dir is in no worktree and
+ * how to fix it. */
+int host_worktree_of(const char *dir, struct host_worktree *out, char *err, size_t errlen);
+
+/* The branch of the worktree of dir into out, for tables and pages: "-"
+ * when dir is in no worktree or its HEAD is unreadable. */
+void host_worktree_branch(const char *dir, char *out, size_t outlen);
 
 /* --- sockets (diag.c) --- */
 

@@ -6,7 +6,13 @@
  * spaces and ')' included ("a) b"). So the fields after it are counted
  * from the LAST ')': state is field 3, starttime field 22, in clock ticks
  * since boot. A pid is reused only by a process started later, so (pid,
- * starttime) names one process for as long as the machine runs. */
+ * starttime) names one process for as long as the machine runs.
+ *
+ * The other files of /proc/PID read here: cmdline (argv, NUL-separated),
+ * cwd (a symlink), environ (the environment the process was started with,
+ * NUL-separated; a later setenv() is not seen), and the directory's owner
+ * (the effective uid; root's for a process that made itself non-dumpable).
+ * Another user's cwd and environ are unreadable. */
 #include "host.h"
 
 #include <errno.h>
@@ -14,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define STAT_STARTTIME 22 /* field number in /proc/PID/stat */
@@ -101,4 +108,95 @@ unsigned long long host_pid_start(pid_t pid)
     snprintf(path, sizeof path, "%s/%ld/stat", host_proc_dir, (long)pid);
     if (host_read_small_file(path, line, sizeof line) <= 0) return 0;
     return parse_stat_starttime(line);
+}
+
+/* Make n bytes of a raw /proc/PID/cmdline printable in place: the NULs
+ * between arguments become spaces, control characters '?' (the line ends
+ * up in messages and terminals), trailing spaces go, and a command line
+ * cut short by the buffer ends in "...". len is buf's size; n < len. */
+static void clean_cmdline(char *buf, size_t n, size_t len, int truncated)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)buf[i];
+        if (ch == '\0')
+            buf[i] = ' ';
+        else if (ch < 0x20 || ch == 0x7f)
+            buf[i] = '?';
+    }
+    while (n > 0 && buf[n - 1] == ' ') n--;
+    if (truncated && len >= 4) {
+        if (n > len - 4) n = len - 4;
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = '\0';
+}
+
+void host_pid_cmdline(pid_t pid, char *buf, size_t len)
+{
+    char path[64], more;
+    size_t n = 0;
+    ssize_t r;
+    int fd, truncated = 0;
+
+    snprintf(path, sizeof path, "%s/%ld/cmdline", host_proc_dir, (long)pid);
+    if (pid > 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+        while (n < len - 1 && (r = read(fd, buf + n, len - 1 - n)) != 0) {
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) break;
+            n += (size_t)r;
+        }
+        truncated = n == len - 1 && read(fd, &more, 1) == 1;
+        close(fd);
+    }
+    clean_cmdline(buf, n, len, truncated);
+}
+
+int host_pid_cwd(pid_t pid, char *buf, size_t len)
+{
+    char path[64];
+    ssize_t n;
+
+    snprintf(path, sizeof path, "%s/%ld/cwd", host_proc_dir, (long)pid);
+    n = pid > 0 ? readlink(path, buf, len) : -1;
+    if (n <= 0 || (size_t)n >= len) {
+        buf[0] = '\0';
+        return -1;
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+int host_pid_uid(pid_t pid, uid_t *uid)
+{
+    char path[64];
+    struct stat st;
+
+    snprintf(path, sizeof path, "%s/%ld", host_proc_dir, (long)pid);
+    if (pid <= 0 || stat(path, &st) < 0) return -1;
+    *uid = st.st_uid;
+    return 0;
+}
+
+int host_pid_env(pid_t pid, const char *name, char *buf, size_t len)
+{
+    char path[64], *entry = NULL;
+    size_t cap = 0, nlen = strlen(name), vlen;
+    int rc = -1;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%ld/environ", host_proc_dir, (long)pid);
+    if (pid <= 0 || !(f = fopen(path, "re"))) return -1;
+    while (getdelim(&entry, &cap, '\0', f) > 0) {
+        if (strncmp(entry, name, nlen) != 0 || entry[nlen] != '=') continue;
+        vlen = strlen(entry + nlen + 1);
+        if (vlen < len) {
+            memcpy(buf, entry + nlen + 1, vlen + 1);
+            rc = 0;
+        }
+        break; /* the first one, as getenv() reads it */
+    }
+    free(entry);
+    fclose(f);
+    return rc;
 }

@@ -1,11 +1,12 @@
 /* caller.h - which worktree is calling (DESIGN.md §4): the client end of
- * an accepted TCP connection -> its socket inode and uid (host/host.h,
- * exact 4-tuple) -> the process holding that inode (/proc/PID/fd) -> its
- * ppid chain -> the first ancestor with WTPROXY_WORKTREE in its environment
- * or a cwd inside a worktree of a repository wtproxy knows.
+ * an accepted TCP connection -> its socket inode and uid (host_diag_socket,
+ * exact 4-tuple) -> the process holding that inode (host_pid_socket_fd,
+ * host_socket_holder) -> its ppid chain -> the first ancestor with
+ * WTPROXY_WORKTREE in its environment or a cwd inside a worktree
+ * (host_worktree_of) of a repository wtproxy knows. This file is the walk;
+ * the facts are host/'s.
  *
- * These functions block on /proc and netlink; caller_scan_all can take
- * 100+ ms on a busy machine and must not run on the event loop. */
+ * caller_place reads a few /proc files per ancestor: tens of µs. */
 #ifndef WTP_CALLER_H
 #define WTP_CALLER_H
 
@@ -15,28 +16,6 @@
 #include <sys/types.h>
 
 #define CALLER_MAX_DEPTH 16 /* ancestors walked at most */
-
-/* Whether process pid has socket inode open (reads /proc/PID/fd). */
-int caller_pid_has_socket(pid_t pid, unsigned long inode);
-
-/* The same, telling the fd number that holds it (-1: none). */
-int caller_pid_find_socket(pid_t pid, unsigned long inode);
-
-/* Whether pid's fd number fd is socket inode: one readlink, for the fd
- * numbers a process is likely to reuse (those of its closed connections). */
-int caller_fd_is_socket(pid_t pid, int fd, unsigned long inode);
-
-/* The process of uid that holds socket inode, from a scan of every
- * /proc/PID/fd; 0 when none. Slow: never on the event loop. */
-pid_t caller_scan_all(unsigned long inode, uid_t uid);
-
-/* The worktree enclosing dir: the nearest ancestor (dir included) holding
- * a `.git` file or directory, as a canonical path, and the repository's
- * git common dir (for a linked worktree: the `gitdir:` of its .git file,
- * then that folder's `commondir`; for a main checkout: its .git folder),
- * canonical too. Returns 0, or -1 when dir is in no worktree. */
-int caller_worktree_of(const char *dir, char *root, size_t rootlen, char *common,
-                       size_t commonlen);
 
 /* Whether the repository with this git common dir is one wtproxy knows
  * (has a registration in one of its worktrees). */

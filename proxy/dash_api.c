@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "refusal_log.h"
 #include "server.h"
 
@@ -50,7 +51,7 @@ static json_t *backend_json(struct proxy_server *s, const struct reg_backend *b)
     if (!o)
         return NULL;
     char branch[PATH_MAX], reason[1280];
-    reg_worktree_branch(b->worktree, branch, sizeof branch);
+    host_worktree_branch(b->worktree, branch, sizeof branch);
     const char *status = status_of(b, reason, sizeof reason);
     json_t *last = refusal_log_last_for(s->refusals, b->front, b->worktree);
     json_object_set_new(o, "name", json_string(reg_worktree_name(b)));

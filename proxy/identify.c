@@ -75,12 +75,12 @@ struct identify {
 static void find_owner(struct job *j, pid_t *known, int *nknown)
 {
     for (int i = 0; i < *nknown; i++)
-        if ((j->fd = caller_pid_find_socket(known[i], j->inode)) >= 0) {
+        if ((j->fd = host_pid_socket_fd(known[i], j->inode)) >= 0) {
             j->pid = known[i];
             return;
         }
-    j->pid = caller_scan_all(j->inode, j->uid);
-    j->fd = j->pid ? caller_pid_find_socket(j->pid, j->inode) : -1;
+    j->pid = host_socket_holder(&j->inode, 1, j->uid);
+    j->fd = j->pid ? host_pid_socket_fd(j->pid, j->inode) : -1;
     if (!j->pid)
         return;
     memmove(&known[1], &known[0], (size_t)(*nknown < WORKER_KNOWN ? *nknown : WORKER_KNOWN - 1) * sizeof *known);
@@ -205,7 +205,7 @@ static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
             continue;
         }
         for (int k = 0; k < e->nfds; k++)
-            if (caller_fd_is_socket(e->pid, e->fds[k], inode)) {
+            if (host_pid_fd_is_socket(e->pid, e->fds[k], inode)) {
                 *fd = e->fds[k];
                 memmove(&e->fds[k], &e->fds[k + 1], (size_t)(e->nfds - k - 1) * sizeof e->fds[0]);
                 e->nfds--;
@@ -215,11 +215,11 @@ static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
     for (int i = 0; i < id->nrecent && i < RECENT_SCAN; i++) {
         struct recent *e = &id->recent[i];
         for (int k = 0; k < NEXT_TRIES; k++)
-            if (caller_fd_is_socket(e->pid, e->next_fd + k, inode)) {
+            if (host_pid_fd_is_socket(e->pid, e->next_fd + k, inode)) {
                 *fd = e->next_fd + k;
                 return e->pid;
             }
-        if ((*fd = caller_pid_find_socket(e->pid, inode)) >= 0)
+        if ((*fd = host_pid_socket_fd(e->pid, inode)) >= 0)
             return e->pid;
     }
     return 0;

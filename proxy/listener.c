@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "port_owner.h"
+#include "port_taken.h"
 #include "sd_listen.h"
 #include "server.h"
 
@@ -136,7 +136,7 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
         if (v6 && (e == EADDRNOTAVAIL || e == EAFNOSUPPORT))
             return -2;
         if (e == EADDRINUSE)
-            reg_port_owner_describe(host, port, err, errlen);
+            proxy_port_taken(host, port, err, errlen);
         else
             snprintf(err, errlen, "cannot listen on %s port %d: %s", host, port, strerror(e));
         return -1;

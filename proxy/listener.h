@@ -8,7 +8,7 @@ struct proxy_server;
 
 /* Bind every listener of s->cfg (a bare port: 127.0.0.1 and ::1) and print
  * "wtproxy: listening on ADDR:PORT" for each. A taken port fails with the
- * holder named (port_owner.h). Under socket activation (s->ninherited > 0)
+ * holder named (port_taken.h). Under socket activation (s->ninherited > 0)
  * the inherited sockets are served instead and nothing is bound: each one's
  * front port is the port it is bound to (getsockname). Returns 0, or -1
  * with a message in err. */

@@ -1,6 +1,7 @@
 /* route.c - see route.h. */
 #include "route.h"
 
+#include "host.h"
 #include "ondemand.h"
 
 #include <limits.h>
@@ -165,11 +166,10 @@ int route_known_repo(const char *common_dir, void *arg)
     if (ondemand_declared(common_dir))
         return 1;
     struct reg_table *t = table_of(arg);
-    char root[PATH_MAX], common[PATH_MAX];
+    struct host_worktree w;
     for (size_t i = 0; t && i < reg_table_count(t); i++) {
         struct reg_backend *b = reg_table_at(t, i);
-        if (caller_worktree_of(b->worktree, root, sizeof root, common, sizeof common) == 0 &&
-            strcmp(common, common_dir) == 0)
+        if (host_worktree_of(b->worktree, &w, NULL, 0) == 0 && strcmp(w.common, common_dir) == 0)
             return 1;
     }
     return 0;

@@ -201,12 +201,4 @@ struct reg_table *reg_server_table(struct reg_server *rs);
 struct json_t *reg_server_leases(struct reg_server *rs, const char **store, char *err,
                                  size_t errlen);
 
-/* --- reg_branch.c --- */
-
-/* The branch checked out in worktree, read from its .git (a linked
- * worktree's .git file points at its gitdir, whose HEAD names it; a main
- * checkout's .git folder holds HEAD); "(detached abc1234)" for a detached
- * HEAD, "-" when unknown. */
-void reg_worktree_branch(const char *worktree, char *out, size_t outlen);
-
 #endif

@@ -117,8 +117,11 @@ static void make_repo(void)
     errno = 0;
     if (system(cmd) != 0) die("git init / git worktree add in the temp dir");
     snprintf(cmd, sizeof cmd, "%s/wt-a", tmpdir);
-    if (caller_worktree_of(cmd, worktree, sizeof worktree, common_dir, sizeof common_dir) < 0)
-        die("caller_worktree_of(the new worktree)");
+    struct host_worktree w;
+    if (host_worktree_of(cmd, &w, NULL, 0) < 0)
+        die("host_worktree_of(the new worktree)");
+    snprintf(worktree, sizeof worktree, "%s", w.root);
+    snprintf(common_dir, sizeof common_dir, "%s", w.common);
     if (chdir(worktree) < 0) die("chdir into the worktree");
     (void)root;
 }
@@ -127,10 +130,9 @@ static void make_repo(void)
  * worktree's common dir, found afresh, against the caller's. */
 static int known(const char *common, void *arg)
 {
-    char root[PATH_MAX], c[PATH_MAX];
+    struct host_worktree w;
     (void)arg;
-    return caller_worktree_of(worktree, root, sizeof root, c, sizeof c) == 0 &&
-           strcmp(c, common) == 0;
+    return host_worktree_of(worktree, &w, NULL, 0) == 0 && strcmp(w.common, common) == 0;
 }
 
 /* --- the machine ---------------------------------------------------------------- */
@@ -365,11 +367,11 @@ static void run_parts(int n, int extra, struct parts *p)
             if (host_diag_socket(d, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode, &uid) < 0)
                 die("host_diag_socket");
             double t2 = now_us();
-            int has = caller_pid_has_socket(self, inode);
+            int has = host_pid_socket_fd(self, inode) >= 0;
             double t3 = now_us();
             if (!has) {
                 errno = 0;
-                die("caller_pid_has_socket(own pid) did not find the socket");
+                die("host_pid_socket_fd(own pid) did not find the socket");
             }
             if (phase == 0) {
                 add(&p->names, t1 - t0);
@@ -539,9 +541,9 @@ int main(int argc, char **argv)
     printf("| getsockname + getpeername | %.1f | %.1f |\n", pct(&p.names, .5), pct(&p.names, .99));
     printf("| host_diag_socket (sock_diag exact lookup) | %.1f | %.1f |\n", pct(&p.diag, .5),
            pct(&p.diag, .99));
-    printf("| caller_pid_has_socket (own pid, %d fds) | %.1f | %.1f |\n", own_fds,
+    printf("| host_pid_socket_fd (own pid, %d fds) | %.1f | %.1f |\n", own_fds,
            pct(&p.has, .5), pct(&p.has, .99));
-    printf("| caller_pid_has_socket (own pid, +%d sockets) | %.1f | %.1f |\n", extra,
+    printf("| host_pid_socket_fd (own pid, +%d sockets) | %.1f | %.1f |\n", extra,
            pct(&p.has_extra, .5), pct(&p.has_extra, .99));
     printf("| host_pid_start (the cache's pid check) | %.1f | %.1f |\n", pct(&p.start, .5),
            pct(&p.start, .99));

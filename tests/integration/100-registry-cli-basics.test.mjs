@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, cli, git, lsJson, sanitizerClean, startDaemon } from './lib/registry.mjs';
 
 const lines = (s) => s.trim().split('\n').length;
 
@@ -47,6 +47,41 @@ test('outside any worktree: exit 2, suggests --worktree', async (t) => {
   assert.equal(r.code, 2, r.stderr);
   assert.match(r.stderr, /not inside a git worktree/);
   assert.match(r.stderr, /--worktree/);
+});
+
+// The daemon places a caller only in a worktree git knows (host/worktree.c);
+// run and register refuse any other folder at once, rather than register
+// a server no request will ever reach (a 503 with no visible cause).
+test('a pruned worktree, a broken .git, a subfolder as --worktree: run and register refuse, exit 2', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'p', 'g']);
+  const px = await startDaemon(t, tmp);
+  const front = ['--front', String(px.port)];
+  // pruned: git forgets wt-p while its folder is away, and it comes back
+  fs.renameSync(tmp.wt.p, `${tmp.wt.p}.away`);
+  git(tmp.repo, 'worktree', 'prune');
+  fs.renameSync(`${tmp.wt.p}.away`, tmp.wt.p);
+  fs.writeFileSync(path.join(tmp.wt.g, '.git'), 'not a gitfile\n');
+  fs.mkdirSync(path.join(tmp.wt.a, 'src'));
+  const marker = path.join(tmp.root, 'started');
+  const cases = [
+    { cwd: tmp.wt.p, args: [], says: new RegExp(`${tmp.wt.p} is a worktree git no longer knows: .*gone.*git worktree add`) },
+    { cwd: path.join(tmp.wt.a, 'src'), args: ['--worktree', tmp.wt.p], says: /is a worktree git no longer knows/ },
+    { cwd: tmp.wt.g, args: [], says: /\.git is no valid \.git file .*git worktree repair/ },
+    { cwd: tmp.root, args: ['--worktree', path.join(tmp.wt.a, 'src')],
+      says: new RegExp(`inside the worktree ${tmp.wt.a}, not its top folder.*--worktree ${tmp.wt.a}`) },
+  ];
+  for (const { cwd, args, says } of cases) {
+    const run = await cli(tmp, ['run', ...front, ...args, '--', 'touch', marker], { cwd });
+    sanitizerClean(assert, run.stderr);
+    assert.equal(run.code, 2, `run ${args.join(' ')} in ${cwd}: ${run.stderr}`);
+    assert.match(run.stderr, says);
+    assert.equal(lines(run.stderr), 1, run.stderr);
+    const reg = await cli(tmp, ['register', ...front, ...args, '--port', '5000', '--ttl', '1m'], { cwd });
+    assert.equal(reg.code, 2, `register ${args.join(' ')} in ${cwd}: ${reg.stderr}`);
+    assert.match(reg.stderr, says);
+  }
+  assert.ok(!fs.existsSync(marker), 'run started its command in a folder it refused');
+  assert.deepEqual(await lsJson(tmp), [], 'nothing was registered');
 });
 
 test('--help of each subcommand: exit 0, usage on stdout', async (t) => {

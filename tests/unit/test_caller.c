@@ -1,14 +1,16 @@
-/* test_caller.c - proxy/caller*.c with real parts: TCP connections between
- * this test's own sockets (127.0.0.1, ::1, an IPv4 client of an IPv6
- * listener) looked up through NETLINK_SOCK_DIAG; the fd scan of this
- * process and of a forked child; real git repositories and worktrees
- * (linked, nested, pruned); and ppid chains of real processes placed by
- * cwd and by WTPROXY_WORKTREE. Includes the .c files to reach statics. */
+/* test_caller.c - proxy/caller.c and the host/ facts it walks on, with
+ * real parts: TCP connections between this test's own sockets (127.0.0.1,
+ * ::1, an IPv4 client of an IPv6 listener) looked up through
+ * NETLINK_SOCK_DIAG; the fd scan of this process and of a forked child
+ * (host/proc_fd.c); real git repositories and worktrees (linked, nested,
+ * pruned; every layout is in test_worktree.c); and ppid chains of real
+ * processes placed by cwd and by WTPROXY_WORKTREE. Includes the .c files
+ * to reach statics. */
 #include "../../proxy/caller.c"
-#include "../../proxy/caller_proc.c"
 #include "../../host/diag.c"
 #include "../../host/proc.c"
-#include "../../registry/reg_live.c"
+#include "../../host/proc_fd.c"
+#include "../../host/worktree.c"
 
 #include <arpa/inet.h>
 #include <signal.h>
@@ -119,8 +121,8 @@ static void test_socket(struct host_diag *d, const char *what, int lfam, const c
     is_int(host_diag_socket(d, l, p, &inode, &uid), 0, "  swapped, the server end is found");
     ok(inode != st.st_ino, "  which is another socket");
     host_diag_socket(d, p, l, &inode, &uid);
-    ok(caller_pid_has_socket(getpid(), inode), "  this process holds the client end");
-    ok(!caller_pid_has_socket(getppid(), inode), "  the parent process does not");
+    ok(host_pid_socket_fd(getpid(), inode) >= 0, "  this process holds the client end");
+    ok(host_pid_socket_fd(getppid(), inode) < 0, "  the parent process does not");
     close(cfd);
     is_int(host_diag_socket(d, p, l, &inode, &uid), -1, "  closed by the client: unknown (inode 0)");
     close(afd);
@@ -249,28 +251,29 @@ static void test_scan_all(void)
     }
     fstat(cfd, &st);
     inode = st.st_ino;
-    is_int(caller_scan_all(inode, getuid()), getpid(), "scan: this process holds its socket");
+    is_int(host_socket_holder(&inode, 1, getuid()), getpid(),
+           "scan: this process holds its socket");
     child = spawn(NULL, cfd, getuid());
-    is_int(caller_scan_all(inode, getuid()), child, "scan: the child that kept the socket");
-    ok(!caller_pid_has_socket(getpid(), inode), "  and no longer this process");
-    is_int(caller_scan_all(inode, getuid() + 1), 0, "scan: only processes of the uid asked");
+    is_int(host_socket_holder(&inode, 1, getuid()), child, "scan: the child that kept the socket");
+    ok(host_pid_socket_fd(getpid(), inode) < 0, "  and no longer this process");
+    is_int(host_socket_holder(&inode, 1, getuid() + 1), 0, "scan: only processes of the uid asked");
     reap(child);
-    is_int(caller_scan_all(inode, getuid()), 0, "scan: nobody, once the child is gone");
+    is_int(host_socket_holder(&inode, 1, getuid()), 0, "scan: nobody, once the child is gone");
     close(afd);
 }
 
 static void is_worktree(const char *dir, const char *root, const char *common, const char *what)
 {
-    char r[PATH_MAX] = "", c[PATH_MAX] = "";
+    struct host_worktree w;
 
-    is_int(caller_worktree_of(dir, r, sizeof r, c, sizeof c), 0, "worktree of %s", what);
-    is_str(r, root, "  root");
-    is_str(c, common, "  common dir");
+    is_int(host_worktree_of(dir, &w, NULL, 0), 0, "worktree of %s", what);
+    is_str(w.root, root, "  root");
+    is_str(w.common, common, "  common dir");
 }
 
 static void test_worktree_of(void)
 {
-    char r[PATH_MAX], c[PATH_MAX], small[8];
+    struct host_worktree w;
 
     is_worktree(at("repo"), at("repo"), repo_git, "the main checkout");
     is_worktree(at("repo/sub/deeper"), at("repo"), repo_git, "a subdirectory of it");
@@ -288,14 +291,11 @@ static void test_worktree_of(void)
                 "a symlink into a worktree is made canonical");
     is_worktree(at("rel"), at("rel"), repo_git, "a gitdir relative to the worktree");
     is_worktree(at("sm"), at("sm"), at("notes/.git"), "a gitdir without commondir: itself");
-    is_int(caller_worktree_of(at("outside"), r, sizeof r, c, sizeof c), -1,
+    is_int(host_worktree_of(at("outside"), &w, NULL, 0), -1,
            "a folder outside every repository: -1");
-    is_int(caller_worktree_of(at("repo/.worktrees/pruned"), r, sizeof r, c, sizeof c), -1,
+    is_int(host_worktree_of(at("repo/.worktrees/pruned"), &w, NULL, 0), -1,
            "a worktree whose gitdir is gone: -1, not the enclosing checkout");
-    is_int(caller_worktree_of(at("no-such-dir"), r, sizeof r, c, sizeof c), -1,
-           "a missing folder: -1");
-    is_int(caller_worktree_of(at("repo"), small, sizeof small, c, sizeof c), -1,
-           "a root longer than the buffer: -1");
+    is_int(host_worktree_of(at("no-such-dir"), &w, NULL, 0), -1, "a missing folder: -1");
 }
 
 static int known_is(const char *common_dir, void *arg)
@@ -418,9 +418,9 @@ static void test_cmdline(void)
 {
     char buf[8];
 
-    read_cmdline(getpid(), buf, sizeof buf);
+    host_pid_cmdline(getpid(), buf, sizeof buf);
     is_int((long long)strlen(buf), 7, "a long command line is cut to the buffer");
-    read_cmdline(0, buf, sizeof buf);
+    host_pid_cmdline(0, buf, sizeof buf);
     is_str(buf, "", "an unreadable one is empty");
 }
 
@@ -461,7 +461,7 @@ int main(int argc, char **argv)
         execv("/proc/self/exe", argv);
         return 1;
     }
-    read_cmdline(getpid(), self_comm, sizeof self_comm);
+    host_pid_cmdline(getpid(), self_comm, sizeof self_comm);
     if (!mkdtemp(templ) || !realpath(templ, tmp) || chdir(tmp) < 0) return 1;
     if (!(d = host_diag_open(err, sizeof err))) {
         printf("# %s\n", err);

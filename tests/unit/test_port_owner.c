@@ -1,9 +1,12 @@
-/* test_port_owner.c - registry/port_owner.c: its /proc/net/tcp line parser
+/* test_port_owner.c - host/port_owner.c (with host/proc_fd.c, host/proc.c)
+ * and the sentence of proxy/port_taken.c: the /proc/net/tcp line parser
  * and cmdline cleaning, a fake /proc tree (a known holder, a socket with no
  * visible holder, a forking server), and the real /proc with this test's
- * own listening socket. Includes the .c to reach proc_dir and helpers. */
-#include "../../registry/port_owner.c"
-#include "../../registry/reg_live.c"
+ * own listening socket. Includes the .c files to reach their statics. */
+#include "../../host/port_owner.c"
+#include "../../host/proc.c"
+#include "../../host/proc_fd.c"
+#include "../../proxy/port_taken.c"
 
 #include <arpa/inet.h>
 #include <ftw.h>
@@ -15,7 +18,7 @@
 
 static void test_parse_tcp_line(void)
 {
-    static const struct { const char *line; int port, want; unsigned long long inode; } cases[] = {
+    static const struct { const char *line; int port, want; unsigned long inode; } cases[] = {
         {"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
          "timeout inode", 8000, 0, 0},
         {"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
@@ -37,7 +40,7 @@ static void test_parse_tcp_line(void)
         {"", 8000, 0, 0},
     };
     char line[512];
-    unsigned long long inode;
+    unsigned long inode;
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(line, sizeof line, "%s\n", cases[i].line);
@@ -106,7 +109,7 @@ static void test_fake_proc(void)
                                  "21/fd", "self", "self/fd"};
     const char *tcp_head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when "
                            "retrnsmt   uid  timeout inode\n";
-    struct reg_port_owner o;
+    struct host_port_owner o;
     char tcp[1024], longcmd[600];
 
     if (!mkdtemp(dir)) {
@@ -144,45 +147,45 @@ static void test_fake_proc(void)
     memset(longcmd, 'a', sizeof longcmd);
     put(dir, "30/cmdline", longcmd, sizeof longcmd);
     mk(dir, "self/fd/5", "socket:[702]");
-    proc_dir = dir;
+    host_proc_dir = dir;
 
-    is_int(reg_port_owner_find(8000, &o), 1, "fake: port 8000 has a listener");
+    is_int(host_port_owner_find(8000, &o), 1, "fake: port 8000 has a listener");
     is_int(o.pid, 17, "  held by pid 17, the parent of 18");
     is_str(o.cmdline, "python3 -m http.server 8000", "  its cmdline");
     is_str(o.cwd, "/home/dev/wt-a", "  its cwd");
-    reg_port_owner_describe("127.0.0.1", 8000, msg, sizeof msg);
+    proxy_port_taken("127.0.0.1", 8000, msg, sizeof msg);
     is_str(msg, "port 8000 on 127.0.0.1 is already in use by pid 17 (python3 -m http.server "
                 "8000), cwd /home/dev/wt-a; stop it with `kill 17`, or serve another port: "
                 "wtproxy serve --listen 8001", "  described as in RELAY.md");
 
-    is_int(reg_port_owner_find(8001, &o), 1, "fake: port 8001 has a listener");
+    is_int(host_port_owner_find(8001, &o), 1, "fake: port 8001 has a listener");
     is_int(o.pid, 0, "  but no process we can see");
-    reg_port_owner_describe("127.0.0.1", 8001, msg, sizeof msg);
+    proxy_port_taken("127.0.0.1", 8001, msg, sizeof msg);
     is_str(msg, "port 8001 on 127.0.0.1 is already in use by a process this user cannot see; "
                 "find it with `ss -ltnp 'sport = :8001'` (as root to see every process), or "
                 "serve another port: wtproxy serve --listen 8002", "  described as unseen");
 
-    is_int(reg_port_owner_find(8002, &o), 1, "fake: port 8002 from tcp6");
+    is_int(host_port_owner_find(8002, &o), 1, "fake: port 8002 from tcp6");
     is_int(o.pid, 21, "  held by pid 21 (\"self\" is not a pid)");
     ok(o.cmdline[0] == '\0' && o.cwd[0] == '\0', "  whose cmdline and cwd are unreadable");
-    reg_port_owner_describe("::1", 8002, msg, sizeof msg);
+    proxy_port_taken("::1", 8002, msg, sizeof msg);
     is_str(msg, "port 8002 on ::1 is already in use by pid 21; stop it with `kill 21`, or serve "
                 "another port: wtproxy serve --listen 8003", "  described without them");
 
-    is_int(reg_port_owner_find(8004, &o), 1, "fake: port 8004 has a listener");
+    is_int(host_port_owner_find(8004, &o), 1, "fake: port 8004 has a listener");
     ok(strlen(o.cmdline) == sizeof o.cmdline - 1 && strstr(o.cmdline, "aaa..."),
        "  whose long cmdline fills the field, marked cut");
-    reg_port_owner_describe("127.0.0.1", 8004, msg, 1024);
+    proxy_port_taken("127.0.0.1", 8004, msg, 1024);
     has_str(msg, "; stop it with `kill 30`, or serve another port: wtproxy serve --listen 8005",
             "  and the hints still fit in 1 KiB");
 
-    is_int(reg_port_owner_find(8003, &o), 0,
+    is_int(host_port_owner_find(8003, &o), 0,
            "fake: reading stops at the first line past the listeners");
-    reg_port_owner_describe(NULL, 65535, msg, sizeof msg);
+    proxy_port_taken(NULL, 65535, msg, sizeof msg);
     has_str(msg, "port 65535 is already", "no address: none named");
     has_str(msg, "--listen 65534", "  and the port below 65535 is suggested");
 
-    proc_dir = "/proc";
+    host_proc_dir = "/proc";
     nftw(dir, rm, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -213,7 +216,7 @@ static int loopback_socket(int family, int listening, int *port)
 
 static void test_real_proc(void)
 {
-    struct reg_port_owner o;
+    struct host_port_owner o;
     char cwd[4096], msg[8192], want[64];
     int port, bound_port, fd = loopback_socket(AF_INET, 1, &port);
     int bound = loopback_socket(AF_INET, 0, &bound_port), fd6, port6, client;
@@ -223,26 +226,26 @@ static void test_real_proc(void)
     ok(connect(client, (struct sockaddr *)&(struct sockaddr_in){.sin_family = AF_INET,
                 .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)},
                sizeof(struct sockaddr_in)) == 0, "a client connects (its sockets share the port)");
-    is_int(reg_port_owner_find(port, &o), 1, "our listener on 127.0.0.1:%d is found", port);
+    is_int(host_port_owner_find(port, &o), 1, "our listener on 127.0.0.1:%d is found", port);
     is_int(o.pid, getpid(), "  held by this process");
     is_str(o.cwd, cwd, "  with our cwd");
     has_str(o.cmdline, "test_port_owner", "  and our cmdline");
-    reg_port_owner_describe("127.0.0.1", port, msg, sizeof msg);
+    proxy_port_taken("127.0.0.1", port, msg, sizeof msg);
     snprintf(want, sizeof want, "in use by pid %ld (", (long)getpid());
     has_str(msg, want, "  described with our pid");
-    is_int(reg_port_owner_find(bound_port, &o), 0, "a bound socket that does not listen is no owner");
+    is_int(host_port_owner_find(bound_port, &o), 0, "a bound socket that does not listen is no owner");
     close(bound);
-    is_int(reg_port_owner_find(bound_port, &o), 0, "a port nothing listens on has no owner");
+    is_int(host_port_owner_find(bound_port, &o), 0, "a port nothing listens on has no owner");
     close(client);
     close(fd);
-    is_int(reg_port_owner_find(port, &o), 0, "a closed listener has no owner");
+    is_int(host_port_owner_find(port, &o), 0, "a closed listener has no owner");
 
     fd6 = loopback_socket(AF_INET6, 1, &port6);
     if (fd6 < 0) {
         tap_skip("no IPv6 loopback");
         return;
     }
-    is_int(reg_port_owner_find(port6, &o), 1, "our listener on [::1]:%d is found", port6);
+    is_int(host_port_owner_find(port6, &o), 1, "our listener on [::1]:%d is found", port6);
     is_int(o.pid, getpid(), "  held by this process");
     close(fd6);
 }

@@ -1,0 +1,91 @@
+/* port_owner.c - which process listens on a local TCP port, from /proc.
+ *
+ * /proc/net/tcp and /proc/net/tcp6 list this network namespace's sockets,
+ * one per line after a header (proc_net_tcp.txt in the kernel docs):
+ *   sl  local_address rem_address   st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+ *   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 1000 0 41276
+ * local_address is ADDR:PORT in hex, st 0A is LISTEN, inode names the
+ * socket. The kernel lists the listening sockets first (with their
+ * SYN_RECV requests, st 03, before Linux 4.4) and then the rest, which on
+ * a busy host is 100k lines that take seconds to read; so reading stops at
+ * the first line past the listeners.
+ *
+ * The process holding the socket is found by host_socket_holder
+ * (proc_fd.c); another user's fd directory is unreadable, so a socket can
+ * be found with no process. */
+#include "host.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INODES 64  /* listening sockets on one port: v4, v6, SO_REUSEPORT groups */
+#define TCP_LISTEN 0x0A
+#define TCP_SYN_RECV 0x03
+#define TCP_FIELDS 10  /* up to and including inode */
+
+struct inodes {
+    unsigned long v[MAX_INODES];
+    int n;
+};
+
+/* Parse one /proc/net/tcp{,6} line, splitting it in place. Returns 1 and
+ * *inode for a listening socket on port; -1 for a line past the listening
+ * sockets; 0 for anything else (the header, another port, a malformed
+ * line). */
+static int parse_tcp_line(char *line, int port, unsigned long *inode)
+{
+    char *field[TCP_FIELDS], *save, *tok, *colon, *end;
+    unsigned long lport, state;
+    int n = 0;
+
+    for (tok = strtok_r(line, " \t\n", &save); tok && n < TCP_FIELDS;
+         tok = strtok_r(NULL, " \t\n", &save))
+        field[n++] = tok;
+    if (n < TCP_FIELDS || !(colon = strrchr(field[1], ':'))) return 0;
+    state = strtoul(field[3], &end, 16);
+    if (end == field[3] || *end != '\0') return 0;
+    if (state != TCP_LISTEN) return state == TCP_SYN_RECV ? 0 : -1;
+    lport = strtoul(colon + 1, &end, 16);
+    if (end == colon + 1 || *end != '\0' || lport != (unsigned long)port) return 0;
+    errno = 0;
+    *inode = strtoul(field[9], &end, 10);
+    return *end == '\0' && errno == 0 && *inode != 0;
+}
+
+/* Add the inodes of sockets listening on port listed in proc_dir/name. A
+ * missing file (no IPv6) adds nothing. */
+static void collect_inodes(const char *name, int port, struct inodes *in)
+{
+    char path[256], line[512]; /* lines are about 150 bytes */
+    unsigned long inode;
+    FILE *f;
+    int rc;
+
+    snprintf(path, sizeof path, "%s/%s", host_proc_dir, name);
+    if (!(f = fopen(path, "r"))) return;
+    while (in->n < MAX_INODES && fgets(line, sizeof line, f)) {
+        if ((rc = parse_tcp_line(line, port, &inode)) < 0) break;
+        if (rc > 0) in->v[in->n++] = inode;
+    }
+    fclose(f);
+}
+
+int host_port_owner_find(int port, struct host_port_owner *owner)
+{
+    struct inodes in = {.n = 0};
+
+    memset(owner, 0, sizeof *owner);
+    collect_inodes("net/tcp", port, &in);
+    collect_inodes("net/tcp6", port, &in);
+    if (in.n == 0) return 0;
+    /* The lowest pid holding the socket: a forking server's parent, the
+     * one to kill, rather than one of the children sharing its socket. */
+    owner->pid = host_socket_holder(in.v, (size_t)in.n, HOST_ANY_UID);
+    if (owner->pid) {
+        host_pid_cmdline(owner->pid, owner->cmdline, sizeof owner->cmdline);
+        host_pid_cwd(owner->pid, owner->cwd, sizeof owner->cwd);
+    }
+    return 1;
+}

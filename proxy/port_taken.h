@@ -1,0 +1,14 @@
+/* port_taken.h - the sentence for a listen address already in use, naming
+ * the process that holds it (host_port_owner_find) and the way out. */
+#ifndef WTP_PORT_TAKEN_H
+#define WTP_PORT_TAKEN_H
+
+#include <stddef.h>
+
+/* Write the user-facing sentence for a taken port into buf, e.g.
+ * "port 8000 on 127.0.0.1 is already in use by pid 4242 (python3 manage.py
+ * runserver 8000), cwd /home/dev/shop/wt-a; stop it with `kill 4242`, or
+ * serve another port: wtproxy serve --listen 8001". addr may be NULL. */
+void proxy_port_taken(const char *addr, int port, char *buf, size_t len);
+
+#endif
