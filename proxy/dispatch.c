@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "autostart.h"
+#include "ondemand.h"
 #include "conn.h"
 #include "gate.h"
 #include "route.h"
@@ -57,8 +57,8 @@ static const char *request_worktree(struct proxy_client *c)
 static int start_declared(struct proxy_client *c)
 {
     const char *wt = request_worktree(c);
-    return wt && c->route_error == PE_NO_BACKEND && c->srv->autostart &&
-           autostart_ensure(c->srv->autostart, wt, c->listener->port) == 0;
+    return wt && c->route_error == PE_NO_BACKEND && c->srv->ondemand &&
+           ondemand_ensure(c->srv->ondemand, wt, c->listener->port) == 0;
 }
 
 /* Route the parsed request (routing may need the caller first), then wait
@@ -149,7 +149,7 @@ static void await_started(struct proxy_client *c)
     if (c->backend) {
         c->awaiting_start = 0;
         conn_wait(c, 0); /* on as any starting backend */
-    } else if (autostart_exited(c->srv->autostart, wt, front, log, sizeof log)) {
+    } else if (ondemand_exited(c->srv->ondemand, wt, front, log, sizeof log)) {
         snprintf(d, sizeof d, "the server that %s/.wtproxy declares exited before it listened; "
                               "its output: %s", wt, log);
         conn_fail(c, PE_BACKEND_NOT_READY, d);
@@ -172,8 +172,8 @@ void conn_wait_timeout(struct proxy_client *c)
     unsigned long long waited = proxy_now_ms(c->srv) - c->wait_since_ms;
     char d[3 * PATH_MAX];
     char log[PATH_MAX + 32] = "";
-    if (b->state == REG_DEAD && c->srv->autostart)
-        autostart_exited(c->srv->autostart, b->worktree, b->front, log, sizeof log);
+    if (b->state == REG_DEAD && c->srv->ondemand)
+        ondemand_exited(c->srv->ondemand, b->worktree, b->front, log, sizeof log);
     if (b->state == REG_DEAD && log[0]) {
         snprintf(d, sizeof d, "the server that %s/.wtproxy declares exited before it listened; "
                               "its output: %s", b->worktree, log);

@@ -1,8 +1,8 @@
 /* route.c - see route.h. */
 #include "route.h"
 
-#include "autostart.h"
 #include "host.h"
+#include "ondemand.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -52,7 +52,7 @@ int route_needs_caller(struct proxy_server *s, const char *hint)
 {
     if (hint[0] || !s->ident)
         return 0;
-    return (table_of(s) && reg_table_count(table_of(s)) > 0) || (!s->backend && s->autostart);
+    return (table_of(s) && reg_table_count(table_of(s)) > 0) || (!s->backend && s->ondemand);
 }
 
 static struct reg_backend *by_hint(struct reg_table *t, int front, const char *hint,
@@ -163,7 +163,7 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
 
 int route_known_repo(const char *common_dir, void *arg)
 {
-    if (autostart_declared(common_dir))
+    if (ondemand_declared(common_dir))
         return 1;
     struct reg_table *t = table_of(arg);
     struct host_worktree w;

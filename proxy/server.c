@@ -13,7 +13,7 @@
 #include "client.h"
 #include "conn.h"
 #include "dash.h"
-#include "autostart.h"
+#include "ondemand.h"
 #include "identify.h"
 #include "gate.h"
 #include "listener.h"
@@ -223,7 +223,7 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
     const char *slash = strrchr(state, '/');
     snprintf(dir, sizeof dir, "%.*s/servers", slash ? (int)(slash - state) : 1,
              slash ? state : ".");
-    s->autostart = autostart_new(s, control, dir);
+    s->ondemand = ondemand_new(s, control, dir);
     if (apply_gate(s) < 0) {
         snprintf(err, errlen, "cannot start the /__whoami gate: out of memory");
         return -1;
@@ -244,7 +244,7 @@ static void server_free(struct proxy_server *s)
         proxy_client_abort(TAILQ_FIRST(&s->clients));
     listener_close_all(s);
     dash_stop(s);
-    autostart_free(s->autostart);
+    ondemand_free(s->ondemand);
     identify_free(s->ident);
     whoami_gate_free(s->gate);
     reg_server_free(s->reg);

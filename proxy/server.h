@@ -28,7 +28,7 @@ struct proxy_server {
     struct reg_backend *backend; /* the default backend, NULL = none */
     struct reg_server *reg;      /* registrations and the control socket */
     struct identify *ident;      /* caller identification, NULL when unavailable */
-    struct autostart *autostart; /* servers started from .wtproxy files */
+    struct ondemand *ondemand;   /* servers started from .wtproxy files */
     struct whoami_gate *gate;    /* the /__whoami gate; NULL with whoami = off */
     struct proxy_pool *pool;
     struct refusal_log *refusals; /* what wtproxy refused lately, for the dashboard */

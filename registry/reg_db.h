@@ -1,6 +1,6 @@
 /* reg_db.h - per-worktree test databases (`wtproxy db claim|release`):
  * the name rules (pure, reg_db.c), the claim on the database server
- * (reg_db_pg.c) and the commands (reg_db_cli.c). Internal to registry/.
+ * (reg_db_pg.c); the commands are cli/db.c.
  *
  * A name is <base>_<machine-slug>_<worktree-slug>. A slug is the text
  * lowercased, every run of characters outside [a-z0-9] made one '_',
@@ -61,7 +61,7 @@ struct reg_db_claim {
     int force;
 };
 
-/* Make c->name exist and be ours (see reg_db_cli.c's usage for the
+/* Make c->name exist and be ours (`wtproxy db --help` says the
  * rules). Returns 0 with what was done in *done ("created", "kept",
  * "recreated", "reclaimed", "taken over"), 1 refused (err names the
  * owner), -1 with err. */
@@ -73,7 +73,5 @@ int reg_db_claim_on_server(const struct reg_db_claim *c, const char **done, char
  * stamped. Their names go to stderr. Returns the count, or -1 with err. */
 int reg_db_release_on_server(const char *server, const char *name, const char *machine,
                              const char *worktree, char *err, size_t errlen);
-
-int reg_db_main(int argc, char **argv); /* reg_db_cli.c: `wtproxy db ...` */
 
 #endif

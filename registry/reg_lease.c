@@ -1,5 +1,5 @@
 /* reg_lease.c - a lease of a named resource: its JSON form (PROTOCOL.md
- * "Leases"), the rules every store applies, and the refusal people read. */
+ * "Leases") and the rules every store applies. */
 #include "reg_lease.h"
 
 #include <stdio.h>
@@ -8,7 +8,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "reg_client.h"
 #include "registry.h"
 #include "host.h"
 
@@ -107,33 +106,4 @@ int reg_lease_from_json(json_t *o, struct reg_lease *l, char *err, size_t errlen
                    take_str(o, "purpose", l->purpose, sizeof l->purpose, err, errlen) < 0
                ? -1
                : 0;
-}
-
-void reg_lease_report_holder(json_t *holder)
-{
-    struct reg_lease l;
-    char err[256], age[32], left[32] = "";
-    if (reg_lease_from_json(holder, &l, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy: the resource is held (the holder cannot be shown: %s)\n", err);
-        return;
-    }
-    long long now = reg_cli_now_ms();
-    reg_cli_age(now - l.acquired_ms, age, sizeof age);
-    if (l.expires_ms)
-        reg_cli_age(l.expires_ms - now, left, sizeof left);
-    int here = strcmp(l.machine, reg_machine_id()) == 0;
-    fprintf(stderr,
-            "wtproxy: %s is held by %s%s, worktree %s, session %s, %s%d, for \"%s\", "
-            "since %s ago%s%s%s\n",
-            l.id, here ? "this machine " : "machine ", l.machine, l.worktree, l.session,
-            l.pid ? "pid " : "manual claim, pid ", (int)l.pid, l.purpose, age,
-            l.expires_ms ? " (expires in " : "", left, l.expires_ms ? ")" : "");
-    if (l.pid > 0 && here)
-        fprintf(stderr, "wtproxy: it is released when pid %d ends; to free it now: "
-                "kill %d, or: wtproxy release %s --force\n", (int)l.pid, (int)l.pid, l.id);
-    else
-        fprintf(stderr, "wtproxy: to free it, %s%s: cd %s && wtproxy release %s; or, if it "
-                "is abandoned, anywhere: wtproxy release %s --force\n",
-                here ? "on this machine" : "on machine ", here ? "" : l.machine, l.worktree,
-                l.id, l.id);
 }

@@ -1,6 +1,7 @@
 /* reg_lease.h - leases of named resources (a device, an emulator, a test
  * database's name): who holds one, the rules that say whether a claim
- * wins, and the two stores that apply them. Internal to registry/.
+ * wins, and the two stores that apply them. It computes and prints nothing:
+ * the command line (cli/) says it to people.
  *
  * A lease is held by a holder: (machine, worktree, session, pid + its start
  * time). pid 0 is a manual claim, which must carry a TTL. A claim wins
@@ -57,10 +58,6 @@ json_t *reg_lease_to_json(const struct reg_lease *l);
 /* Returns 0, or -1 with err naming the field. */
 int reg_lease_from_json(json_t *o, struct reg_lease *l, char *err, size_t errlen);
 
-/* Print on stderr why a claim of holder's resource was refused: who holds
- * it (machine, worktree, purpose, age) and the commands that free it. */
-void reg_lease_report_holder(json_t *holder);
-
 /* --- reg_lease_store.c: the embedded store, inside the daemon --- */
 
 struct reg_lease_store;
@@ -89,28 +86,3 @@ json_t *reg_lease_fail(const char *code, const char *fmt, ...) __attribute__((fo
 void reg_lease_store_sweep(struct reg_lease_store *ls);
 
 #endif
-
-/* --- reg_lease_client.c: the CLI's side, whichever store is in use --- */
-
-
-/* The store the CLI uses: *pg a connection to the configured PostgreSQL
- * store, or NULL for the daemon's embedded store. A configured store that
- * cannot be reached is an error (fail closed) unless
- * WTPROXY_REGISTRY_OPTIONAL=1, which warns and returns the embedded one.
- * Returns 0, or -1 with err. */
-int reg_lease_open(void **pg, char *err, size_t errlen);
-void reg_lease_close(void *pg);
-
-/* Claim c->id for c with ttl_ms. Returns 1 won, 0 refused, both with *info
- * (the lease, or the holder: a new reference), -1 with err. */
-int reg_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info,
-                    char *err, size_t errlen);
-
-/* Release id held from worktree (any holder with force). Returns 1
- * released, 0 not held or held by another (*holder then, else NULL), -1
- * with err. */
-int reg_lease_release(void *pg, const char *id, const char *worktree, int force,
-                      json_t **holder, char *err, size_t errlen);
-
-/* Every lease (a new JSON array), or NULL with err. */
-json_t *reg_lease_list(void *pg, char *err, size_t errlen);

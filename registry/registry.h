@@ -201,15 +201,4 @@ struct reg_table *reg_server_table(struct reg_server *rs);
 struct json_t *reg_server_leases(struct reg_server *rs, const char **store, char *err,
                                  size_t errlen);
 
-/* --- the command line (reg_cli.c, reg_run.c, reg_client.c) --- */
-
-/* `wtproxy run|register|unregister|ls|dashboard ARGS`: argv[0] is the command name.
- * Returns the process exit status (for run: the child's). */
-int reg_cli_main(int argc, char **argv);
-
-/* The daemon's registrations (op list) as a local table, for commands that
- * reason about them (wtproxy why). NULL with err when no daemon answers
- * (none is started). */
-struct reg_table *reg_client_table(char *err, size_t errlen);
-
 #endif

@@ -106,8 +106,4 @@ int whoami_answer_parse(const char *body, size_t len, struct whoami_answer *out,
                         char *err, size_t errlen);
 void whoami_answer_free(struct whoami_answer *a);
 
-/* `wtproxy fingerprint [DIR] [--include GLOB]... [--exclude GLOB]... [--json]`:
- * argv[0] is "fingerprint". Returns the exit status. */
-int whoami_fingerprint_main(int argc, char **argv);
-
 #endif

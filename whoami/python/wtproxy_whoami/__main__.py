@@ -1,6 +1,6 @@
 """python3 -m wtproxy_whoami fingerprint [DIR] [--include GLOB]... [--exclude GLOB]...
 [--no-exclude] [--json | --list]: the same arguments, output and exit
-statuses as `wtproxy fingerprint` (whoami/fingerprint_cli.c), so the two can
+statuses as `wtproxy fingerprint` (cli/fingerprint.c), so the two can
 be compared byte for byte."""
 import os
 import sys

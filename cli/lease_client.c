@@ -1,16 +1,19 @@
-/* reg_lease_client.c - the CLI's leases on whichever store is in use: the
+/* lease_client.c - the CLI's leases on whichever store is in use: the
  * configured PostgreSQL server directly (so a claim is made on the server
  * where the resource lives, whatever daemon runs), else the daemon's
- * embedded store over the control socket (PROTOCOL.md "Leases"). */
-#include "reg_lease.h"
+ * embedded store over the control socket (PROTOCOL.md "Leases"); and the
+ * refusal people read when a resource is held. */
+#include "cli.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "reg_client.h"
+#include "host.h"
+#include "reg_lease.h"
 #include "reg_pg.h"
+#include "registry.h"
 
-int reg_lease_open(void **pg, char *err, size_t errlen)
+int cli_lease_open(void **pg, char *err, size_t errlen)
 {
     char uri[REG_PG_URI_MAX];
     *pg = NULL;
@@ -27,7 +30,7 @@ int reg_lease_open(void **pg, char *err, size_t errlen)
     return 0;
 }
 
-void reg_lease_close(void *pg)
+void cli_lease_close(void *pg)
 {
     if (pg)
         PQfinish(pg);
@@ -36,14 +39,14 @@ void reg_lease_close(void *pg)
 /* Ask the daemon; 1 ok, 0 refused (reply kept), -1 with err. */
 static int ask(json_t *req, json_t **reply, char *err, size_t errlen)
 {
-    int r = req ? reg_client_call(req, reg_client_may_autostart(0), reply, err, errlen) : -1;
+    int r = req ? cli_call(req, cli_daemon_start_allowed(0), reply, err, errlen) : -1;
     if (!req)
         snprintf(err, errlen, "out of memory");
     json_decref(req);
     return r < 0 ? -1 : json_is_true(json_object_get(*reply, "ok"));
 }
 
-int reg_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info,
+int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info,
                     char *err, size_t errlen)
 {
     *info = NULL;
@@ -72,7 +75,7 @@ int reg_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_
     return r;
 }
 
-int reg_lease_release(void *pg, const char *id, const char *worktree, int force,
+int cli_lease_release(void *pg, const char *id, const char *worktree, int force,
                       json_t **holder, char *err, size_t errlen)
 {
     *holder = NULL;
@@ -93,7 +96,7 @@ int reg_lease_release(void *pg, const char *id, const char *worktree, int force,
     return r;
 }
 
-json_t *reg_lease_list(void *pg, char *err, size_t errlen)
+json_t *cli_lease_list(void *pg, char *err, size_t errlen)
 {
     if (pg)
         return reg_pg_leases(pg, err, errlen);
@@ -104,4 +107,33 @@ json_t *reg_lease_list(void *pg, char *err, size_t errlen)
         snprintf(err, errlen, "the daemon refused to list leases");
     json_decref(reply);
     return arr;
+}
+
+void cli_lease_report_holder(json_t *holder)
+{
+    struct reg_lease l;
+    char err[256], age[32], left[32] = "";
+    if (reg_lease_from_json(holder, &l, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: the resource is held (the holder cannot be shown: %s)\n", err);
+        return;
+    }
+    long long now = host_wall_ms();
+    cli_age(now - l.acquired_ms, age, sizeof age);
+    if (l.expires_ms)
+        cli_age(l.expires_ms - now, left, sizeof left);
+    int here = strcmp(l.machine, reg_machine_id()) == 0;
+    fprintf(stderr,
+            "wtproxy: %s is held by %s%s, worktree %s, session %s, %s%d, for \"%s\", "
+            "since %s ago%s%s%s\n",
+            l.id, here ? "this machine " : "machine ", l.machine, l.worktree, l.session,
+            l.pid ? "pid " : "manual claim, pid ", (int)l.pid, l.purpose, age,
+            l.expires_ms ? " (expires in " : "", left, l.expires_ms ? ")" : "");
+    if (l.pid > 0 && here)
+        fprintf(stderr, "wtproxy: it is released when pid %d ends; to free it now: "
+                "kill %d, or: wtproxy release %s --force\n", (int)l.pid, (int)l.pid, l.id);
+    else
+        fprintf(stderr, "wtproxy: to free it, %s%s: cd %s && wtproxy release %s; or, if it "
+                "is abandoned, anywhere: wtproxy release %s --force\n",
+                here ? "on this machine" : "on machine ", here ? "" : l.machine, l.worktree,
+                l.id, l.id);
 }

@@ -1,4 +1,4 @@
-/* fingerprint_cli.c - `wtproxy fingerprint`: the fingerprint of a tree as
+/* fingerprint.c - `wtproxy fingerprint`: the fingerprint of a tree as
  * wtproxy computes it for the gate, so a person (or the Python package,
  * `python3 -m wtproxy_whoami fingerprint`, which prints the same bytes) can
  * see the hash a server should report and, with --list, why two differ. */
@@ -8,22 +8,8 @@
 
 #include <jansson.h>
 
+#include "cli.h"
 #include "whoami.h"
-
-static const char usage[] =
-    "usage: wtproxy fingerprint [DIR] [--include GLOB]... [--exclude GLOB]... [--no-exclude]\n"
-    "                           [--json | --list]\n\n"
-    "The code fingerprint (wtproxy-fp-v1, whoami/PROTOCOL.md) of the files below DIR\n"
-    "(default .) that match an --include and no --exclude: what a dev server with the\n"
-    "wtproxy_whoami middleware reports in /__whoami when it starts.\n"
-    "  --include GLOB  select paths matching GLOB; repeatable; replaces the default\n"
-    "                  **/*.py\n"
-    "  --exclude GLOB  leave out paths matching GLOB; repeatable; replaces the defaults\n"
-    "                  **/.git/**, **/node_modules/**, **/.venv/**, **/venv/**,\n"
-    "                  **/__pycache__/**\n"
-    "  --no-exclude    no default excludes (only those given with --exclude)\n"
-    "  --json          print {\"algorithm\", \"include\", \"exclude\", \"files\", \"hash\"}\n"
-    "  --list          print every record (type, SHA-256, path), then the hash\n";
 
 struct opts {
     const char *dir;
@@ -54,15 +40,14 @@ static int add_pattern(const char *flag, const char *v, const char **list, size_
     return 0;
 }
 
-/* 0, or the exit status of a usage error (or -1 after printing --help). */
+/* 0, the exit status of a usage error, or CLI_HELP. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         int r = 0;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return -1;
+            return CLI_HELP;
         } else if (strcmp(a, "--json") == 0) {
             o->json = 1;
         } else if (strcmp(a, "--list") == 0) {
@@ -133,11 +118,11 @@ static int report(const struct opts *o, const struct whoami_patterns *p,
     return 0;
 }
 
-int whoami_fingerprint_main(int argc, char **argv)
+int cli_fingerprint_main(int argc, char **argv)
 {
     struct opts o = {0};
     int r = parse_args(argc, argv, &o);
-    if (r) return r < 0 ? 0 : r;
+    if (r) return r;
     /* The Python middleware's defaults (defaults.c), each list replaced
      * as a whole by the flags. */
     const struct whoami_patterns *d = whoami_default_patterns();

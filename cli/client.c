@@ -1,7 +1,9 @@
-/* reg_client.c - one request on the daemon's control socket, one reply
- * (PROTOCOL.md: a JSON object per line); starts the daemon when none
- * answers. */
-#include "reg_client.h"
+/* client.c - one request on the daemon's control socket, one reply
+ * (registry/PROTOCOL.md: a JSON object per line); starts the daemon when
+ * none answers: the daemon start, which users and the --no-autostart flag
+ * call autostart (not the daemon's on-demand start of .wtproxy servers,
+ * proxy/ondemand.c). */
+#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,17 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "registry.h"
 
 #define NOBODY 1         /* exchange(): no daemon listens on the socket */
 #define LOG_TAIL 2048    /* bytes of the daemon's log shown when it failed */
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int ms)
 {
@@ -37,7 +33,7 @@ static void sleep_ms(int ms)
     }
 }
 
-int reg_client_may_autostart(int no_autostart_flag)
+int cli_daemon_start_allowed(int no_autostart_flag)
 {
     const char *env = getenv("WTPROXY_NO_AUTOSTART");
     return !no_autostart_flag && !(env && strcmp(env, "1") == 0);
@@ -74,7 +70,7 @@ static int dial(const char *path, int *fd, char *err, size_t errlen)
 static int wait_fd(int fd, short events, long long deadline)
 {
     for (;;) {
-        long long left = deadline - mono_ms();
+        long long left = deadline - host_mono_ms();
         if (left <= 0) {
             errno = ETIMEDOUT;
             return -1;
@@ -160,7 +156,7 @@ static int exchange(const char *path, const char *req, json_t **reply, char *err
     int fd, rc = dial(path, &fd, err, errlen);
     if (rc != 0)
         return rc;
-    long long deadline = mono_ms() + WTP_CLIENT_TIMEOUT_MS;
+    long long deadline = host_mono_ms() + WTP_CLIENT_TIMEOUT_MS;
     char *line = NULL;
     rc = -1;
     if (send_all(fd, req, strlen(req), deadline) < 0)
@@ -263,9 +259,9 @@ static int spawn_daemon(const char *path, const char *log, char *err, size_t err
         snprintf(err, errlen, "cannot start the daemon: fork: %s", strerror(errno));
         return -1;
     }
-    long long deadline = mono_ms() + WTP_AUTOSTART_WAIT_MS, answered;
+    long long deadline = host_mono_ms() + WTP_DAEMON_START_WAIT_MS, answered;
     int status;
-    while (mono_ms() < deadline) {
+    while (host_mono_ms() < deadline) {
         if (pings(path, &answered)) {
             fprintf(stderr, "wtproxy: started the daemon (pid %lld); log: %s\n", answered, log);
             return 0;
@@ -282,18 +278,20 @@ static int spawn_daemon(const char *path, const char *log, char *err, size_t err
     waitpid(pid, &status, 0);
     show_log_tail(log, st.st_size);
     snprintf(err, errlen, "the daemon did not answer on %s within %d s", path,
-             WTP_AUTOSTART_WAIT_MS / 1000);
+             WTP_DAEMON_START_WAIT_MS / 1000);
     return -1;
 }
 
 /* Start the daemon unless one answers by now. Concurrent callers (16
  * `wtproxy run` at once) take a lock in the state folder, so one starts it
  * and the others find it answering. Returns 0, or -1 with err. */
-static int autostart(const char *path, char *err, size_t errlen)
+static int daemon_start(const char *path, char *err, size_t errlen)
 {
     char dir[PATH_MAX], lock[PATH_MAX + 32], log[PATH_MAX + 32];
     if (reg_state_dir(dir, sizeof dir, err, errlen) < 0)
         return -1;
+    /* The lock's name is older than the word "daemon start": a wtproxy of
+     * an older version starting a daemon at the same time takes it too. */
     snprintf(lock, sizeof lock, "%s/autostart.lock", dir);
     snprintf(log, sizeof log, "%s/daemon.log", dir);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -309,7 +307,7 @@ static int autostart(const char *path, char *err, size_t errlen)
     return rc;
 }
 
-int reg_client_call(json_t *req, int autostart_ok, json_t **reply, char *err, size_t errlen)
+int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen)
 {
     char path[PATH_MAX];
     if (reg_control_path(path, sizeof path, err, errlen) < 0)
@@ -324,8 +322,8 @@ int reg_client_call(json_t *req, int autostart_ok, json_t **reply, char *err, si
     }
     memcpy(line + len, "\n", 2);
     int rc = exchange(path, line, reply, err, errlen);
-    if (rc == NOBODY && autostart_ok) {
-        rc = autostart(path, err, errlen);
+    if (rc == NOBODY && start_daemon) {
+        rc = daemon_start(path, err, errlen);
         if (rc == 0)
             rc = exchange(path, line, reply, err, errlen);
     }
@@ -341,10 +339,10 @@ int reg_client_call(json_t *req, int autostart_ok, json_t **reply, char *err, si
     return rc;
 }
 
-struct reg_table *reg_client_table(char *err, size_t errlen)
+struct reg_table *cli_table(char *err, size_t errlen)
 {
     json_t *req = json_pack("{s:s}", "op", "list"), *reply = NULL;
-    int r = req ? reg_client_call(req, 0, &reply, err, errlen) : -1;
+    int r = req ? cli_call(req, 0, &reply, err, errlen) : -1;
     json_decref(req);
     if (r < 0)
         return NULL;

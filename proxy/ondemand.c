@@ -1,4 +1,4 @@
-/* autostart.c - see autostart.h.
+/* ondemand.c - see ondemand.h.
  *
  * .wtproxy grammar: `key = value` lines, '#' starts a comment, keys:
  *   start = CMD      run through /bin/sh -c in the worktree; {port} is the port
@@ -6,7 +6,7 @@
  *   idle_stop = DUR  stop after this long without requests in flight: 500ms,
  *                    10s, 30m, 1h (default 30m; 0 = never; a bare number is
  *                    refused, its unit would be a guess) */
-#include "autostart.h"
+#include "ondemand.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +21,9 @@
 
 #include "server.h"
 
-#define AUTOSTART_MAX 64
-#define AUTOSTART_IDLE_DEFAULT_MS (30ULL * 60 * 1000)
-#define AUTOSTART_SWEEP_MS 1000
+#define ONDEMAND_MAX 64
+#define ONDEMAND_IDLE_DEFAULT_MS (30ULL * 60 * 1000)
+#define ONDEMAND_SWEEP_MS 1000
 
 struct started {
     char worktree[PATH_MAX];
@@ -33,12 +33,12 @@ struct started {
     char log[PATH_MAX + 32];
 };
 
-struct autostart {
+struct ondemand {
     struct proxy_server *srv;
     char exe[PATH_MAX];
     char control[PATH_MAX];
     char log_dir[PATH_MAX];
-    struct started list[AUTOSTART_MAX];
+    struct started list[ONDEMAND_MAX];
     int n;
     struct event *sigchld, *sweep;
 };
@@ -91,7 +91,7 @@ static int read_declaration(const char *dir, struct declaration *d)
     FILE *f = fopen(path, "re");
     if (!f)
         return -1;
-    *d = (struct declaration){.front = WTP_DEFAULT_FRONT_PORT, .idle_ms = AUTOSTART_IDLE_DEFAULT_MS};
+    *d = (struct declaration){.front = WTP_DEFAULT_FRONT_PORT, .idle_ms = ONDEMAND_IDLE_DEFAULT_MS};
     int ok = 1;
     for (int no = 1; ok && fgets(line, sizeof line, f); no++) {
         char *hash = strchr(line, '#'), *eq;
@@ -123,7 +123,7 @@ static int read_declaration(const char *dir, struct declaration *d)
     return ok && d->start[0] ? 0 : -1;
 }
 
-int autostart_declared(const char *common_dir)
+int ondemand_declared(const char *common_dir)
 {
     char root[PATH_MAX];
     struct declaration d;
@@ -135,7 +135,7 @@ int autostart_declared(const char *common_dir)
     return read_declaration(root, &d) == 0;
 }
 
-static struct started *find(struct autostart *a, const char *worktree, int front)
+static struct started *find(struct ondemand *a, const char *worktree, int front)
 {
     for (int i = 0; i < a->n; i++)
         if (a->list[i].front == front && strcmp(a->list[i].worktree, worktree) == 0)
@@ -146,7 +146,7 @@ static struct started *find(struct autostart *a, const char *worktree, int front
 /* The child: its own session (so idle stop can signal the whole group and
  * the daemon's signals do not reach it), the log as output, then
  * `wtproxy run` in the worktree. */
-static void exec_run(struct autostart *a, const struct started *e, const char *start)
+static void exec_run(struct ondemand *a, const struct started *e, const char *start)
 {
     char front[16];
     snprintf(front, sizeof front, "%d", e->front);
@@ -164,7 +164,7 @@ static void exec_run(struct autostart *a, const struct started *e, const char *s
     _exit(127);
 }
 
-int autostart_ensure(struct autostart *a, const char *worktree, int front)
+int ondemand_ensure(struct ondemand *a, const char *worktree, int front)
 {
     struct declaration d;
     struct started *e = find(a, worktree, front);
@@ -175,9 +175,9 @@ int autostart_ensure(struct autostart *a, const char *worktree, int front)
     for (int i = 0; !e && i < a->n; i++)
         if (a->list[i].pid == 0) /* a slot whose server exited */
             e = &a->list[i];
-    if (!e && a->n == AUTOSTART_MAX) {
+    if (!e && a->n == ONDEMAND_MAX) {
         proxy_log("cannot start %s's server: %d servers started by wtproxy run already",
-                  worktree, AUTOSTART_MAX);
+                  worktree, ONDEMAND_MAX);
         return -1;
     }
     if (!e)
@@ -201,7 +201,7 @@ int autostart_ensure(struct autostart *a, const char *worktree, int front)
     return 0;
 }
 
-int autostart_exited(struct autostart *a, const char *worktree, int front, char *log,
+int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,
                      size_t loglen)
 {
     struct started *e = find(a, worktree, front);
@@ -212,7 +212,7 @@ int autostart_exited(struct autostart *a, const char *worktree, int front, char 
 
 static void reap(evutil_socket_t fd, short what, void *arg)
 {
-    struct autostart *a = arg;
+    struct ondemand *a = arg;
     pid_t pid;
     int status;
     (void)fd;
@@ -227,7 +227,7 @@ static void reap(evutil_socket_t fd, short what, void *arg)
  * which `wtproxy run` passes on before it unregisters and exits. */
 static void sweep(evutil_socket_t fd, short what, void *arg)
 {
-    struct autostart *a = arg;
+    struct ondemand *a = arg;
     struct reg_table *t = a->srv->reg ? reg_server_table(a->srv->reg) : NULL;
     long long now = (long long)proxy_now_ms(a->srv);
     (void)fd;
@@ -246,10 +246,10 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-struct autostart *autostart_new(struct proxy_server *s, const char *control_path,
+struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
                                 const char *log_dir)
 {
-    struct autostart *a = calloc(1, sizeof *a);
+    struct ondemand *a = calloc(1, sizeof *a);
     ssize_t n = a ? readlink("/proc/self/exe", a->exe, sizeof a->exe - 1) : -1;
     if (n <= 0) {
         free(a);
@@ -259,18 +259,18 @@ struct autostart *autostart_new(struct proxy_server *s, const char *control_path
     a->srv = s;
     snprintf(a->control, sizeof a->control, "%s", control_path);
     snprintf(a->log_dir, sizeof a->log_dir, "%s", log_dir);
-    struct timeval tv = {AUTOSTART_SWEEP_MS / 1000, (AUTOSTART_SWEEP_MS % 1000) * 1000};
+    struct timeval tv = {ONDEMAND_SWEEP_MS / 1000, (ONDEMAND_SWEEP_MS % 1000) * 1000};
     a->sigchld = evsignal_new(s->base, SIGCHLD, reap, a);
     a->sweep = event_new(s->base, -1, EV_PERSIST, sweep, a);
     if (!a->sigchld || !a->sweep || evsignal_add(a->sigchld, NULL) < 0 ||
         event_add(a->sweep, &tv) < 0) {
-        autostart_free(a);
+        ondemand_free(a);
         return NULL;
     }
     return a;
 }
 
-void autostart_free(struct autostart *a)
+void ondemand_free(struct ondemand *a)
 {
     if (!a)
         return;

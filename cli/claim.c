@@ -1,11 +1,11 @@
-/* reg_claim_cli.c - `wtproxy claim|release|leases`: leases of named
+/* claim.c - `wtproxy claim|release|leases`: leases of named
  * resources, on the PostgreSQL store when one is configured
  * ($WTPROXY_REGISTRY or `registry =`), else on the daemon's embedded
  * store. A configured store that cannot be reached refuses the claim
  * (fail closed) unless WTPROXY_REGISTRY_OPTIONAL=1.
  * Exit status: 0 done, 1 refused or the store failed, 2 bad usage; with
  * -- CMD, CMD's status (128+N when signal N ended it). */
-#include "reg_lease.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -16,33 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "reg_client.h"
-#include "registry.h"
 #include "host.h"
-
-static const char claim_usage[] =
-    "usage: wtproxy claim RESOURCE [--ttl D] [--purpose TEXT] [--worktree DIR] [-- CMD ARGS...]\n"
-    "\n"
-    "Lease RESOURCE (any name: an emulator, a device, a port range) for this\n"
-    "worktree. Without CMD the claim is manual and needs --ttl (it ends then, or\n"
-    "at wtproxy release). With -- CMD the lease is held while CMD runs and\n"
-    "released when it ends, however it ends; exits with CMD's status.\n"
-    "A held resource is refused (exit 1) naming its holder and how to free it.\n"
-    "\n"
-    "  --ttl D           30s, 10m, 2h, 1d\n"
-    "  --purpose TEXT    what it is for, shown to whoever is refused\n"
-    "  --worktree DIR    default: the git worktree enclosing the current folder\n"
-    "\n"
-    "Store: $WTPROXY_REGISTRY (a libpq URI or conninfo), else `registry =` in\n"
-    "$WTPROXY_CONFIG, else the daemon's embedded store (this machine only).\n";
-
-static const char release_usage[] =
-    "usage: wtproxy release RESOURCE [--force] [--worktree DIR]\n"
-    "\n"
-    "Release this worktree's lease of RESOURCE; --force releases it whoever holds it.\n";
-
-static const char leases_usage[] =
-    "usage: wtproxy leases [--json]\n\nList the leases of the store in use.\n";
+#include "reg_lease.h"
+#include "registry.h"
 
 static volatile pid_t child_pid;
 
@@ -61,7 +37,7 @@ static int holder(struct reg_lease *c, const char *id, const char *wt, const cha
     memset(c, 0, sizeof *c);
     if (reg_lease_check_id(id, err, errlen) < 0)
         return -1;
-    if (reg_cli_worktree(wt, c->worktree, sizeof c->worktree, err, errlen) < 0 &&
+    if (cli_worktree(wt, c->worktree, sizeof c->worktree, err, errlen) < 0 &&
         (wt || !realpath(".", c->worktree)))
         return -1;
     snprintf(c->id, sizeof c->id, "%s", id);
@@ -120,13 +96,13 @@ static int claim_once(void *pg, const struct reg_lease *c, long long ttl)
 {
     char err[PATH_MAX + 1024], left[32];
     json_t *info = NULL;
-    int r = reg_lease_claim(pg, c, ttl, &info, err, sizeof err);
+    int r = cli_lease_claim(pg, c, ttl, &info, err, sizeof err);
     if (r < 0)
         fprintf(stderr, "wtproxy: cannot claim %s: %s\n", c->id, err);
     else if (r == 0)
-        reg_lease_report_holder(info);
+        cli_lease_report_holder(info);
     else if (ttl) {
-        reg_cli_age(ttl, left, sizeof left);
+        cli_age(ttl, left, sizeof left);
         fprintf(stderr, "wtproxy: claimed %s for %s (%s store)\n", c->id, left,
                 pg ? "PostgreSQL" : "embedded");
     } else {
@@ -145,21 +121,21 @@ static void release_after(const struct reg_lease *c)
     char err[PATH_MAX + 1024];
     void *pg = NULL;
     json_t *holder = NULL;
-    if (reg_lease_open(&pg, err, sizeof err) < 0 ||
-        reg_lease_release(pg, c->id, c->worktree, 0, &holder, err, sizeof err) < 0)
+    if (cli_lease_open(&pg, err, sizeof err) < 0 ||
+        cli_lease_release(pg, c->id, c->worktree, 0, &holder, err, sizeof err) < 0)
         fprintf(stderr, "wtproxy: warning: could not release %s (it ends with pid %d): %s\n",
                 c->id, (int)c->pid, err);
     json_decref(holder);
-    reg_lease_close(pg);
+    cli_lease_close(pg);
 }
 
 /* Parse `claim RESOURCE [flags] [-- CMD...]` (flags may come first too).
  * Returns 0 with *id and *cmd (argc index of CMD, argc when none), 1 for
  * help, -1 with err. */
-static int claim_args(int argc, char **argv, const struct reg_opt *opts, const char **id,
+static int claim_args(int argc, char **argv, const struct cli_opt *opts, const char **id,
                       int *cmd, char *err, size_t errlen)
 {
-    int rest, r = reg_cli_parse(argc, argv, opts, &rest, err, errlen);
+    int rest, r = cli_parse(argc, argv, opts, &rest, err, errlen);
     if (r != 0)
         return r;
     if (rest >= argc || strcmp(argv[rest - 1], "--") == 0) {
@@ -168,7 +144,7 @@ static int claim_args(int argc, char **argv, const struct reg_opt *opts, const c
     }
     *id = argv[rest];
     int more;
-    r = reg_cli_parse(argc - rest, argv + rest, opts, &more, err, errlen);
+    r = cli_parse(argc - rest, argv + rest, opts, &more, err, errlen);
     if (r != 0)
         return r;
     *cmd = rest + more;
@@ -185,22 +161,20 @@ static int usage_error(const char *cmd, const char *msg)
     return 2;
 }
 
-int reg_claim_main(int argc, char **argv)
+int cli_claim_main(int argc, char **argv)
 {
     const char *ttlv = NULL, *purpose = NULL, *wt = NULL, *id = NULL;
-    const struct reg_opt opts[] = {{"ttl", &ttlv, NULL}, {"purpose", &purpose, NULL},
+    const struct cli_opt opts[] = {{"ttl", &ttlv, NULL}, {"purpose", &purpose, NULL},
                                    {"worktree", &wt, NULL}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 1024];
     long long ttl = 0;
     int cmd = argc;
     struct reg_lease c;
     int r = claim_args(argc, argv, opts, &id, &cmd, err, sizeof err);
-    if (r > 0) {
-        fputs(claim_usage, stdout);
-        return 0;
-    }
+    if (r > 0)
+        return CLI_HELP;
     if (r == 0 && ttlv)
-        r = reg_cli_duration("ttl", ttlv, &ttl, err, sizeof err);
+        r = cli_duration("ttl", ttlv, &ttl, err, sizeof err);
     if (r == 0 && cmd >= argc && !ttlv) {
         snprintf(err, sizeof err, "a claim without a command needs --ttl D (e.g. --ttl 1h), or "
                  "hold it while a command runs: wtproxy claim %s -- CMD", id);
@@ -213,12 +187,12 @@ int reg_claim_main(int argc, char **argv)
         c.pid_start = host_pid_start(c.pid);
     }
     void *pg = NULL;
-    if (reg_lease_open(&pg, err, sizeof err) < 0) {
+    if (cli_lease_open(&pg, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: cannot claim %s: %s\n", id, err);
         return 1;
     }
     r = claim_once(pg, &c, ttl);
-    reg_lease_close(pg);
+    cli_lease_close(pg);
     if (r <= 0)
         return 1;
     if (cmd >= argc)
@@ -228,42 +202,40 @@ int reg_claim_main(int argc, char **argv)
     return r;
 }
 
-int reg_release_main(int argc, char **argv)
+int cli_release_main(int argc, char **argv)
 {
     const char *wt = NULL;
     int force = 0, rest;
-    const struct reg_opt opts[] = {{"worktree", &wt, NULL}, {"force", NULL, &force},
+    const struct cli_opt opts[] = {{"worktree", &wt, NULL}, {"force", NULL, &force},
                                    {NULL, NULL, NULL}};
     char err[PATH_MAX + 1024];
     struct reg_lease c;
-    int r = reg_cli_parse(argc, argv, opts, &rest, err, sizeof err);
-    if (r > 0) {
-        fputs(release_usage, stdout);
-        return 0;
-    }
+    int r = cli_parse(argc, argv, opts, &rest, err, sizeof err);
+    if (r > 0)
+        return CLI_HELP;
     const char *id = r == 0 && rest < argc && strcmp(argv[rest - 1], "--") ? argv[rest] : NULL;
     if (r == 0 && !id)
         snprintf(err, sizeof err, "give the RESOURCE to release");
-    if (id && reg_cli_parse(argc - rest, argv + rest, opts, NULL, err, sizeof err) == 0 &&
+    if (id && cli_parse(argc - rest, argv + rest, opts, NULL, err, sizeof err) == 0 &&
         holder(&c, id, wt, NULL, err, sizeof err) == 0)
         r = 0;
     else
         return usage_error("release", err);
     void *pg = NULL;
     json_t *h = NULL;
-    if (reg_lease_open(&pg, err, sizeof err) < 0 ||
-        (r = reg_lease_release(pg, id, c.worktree, force, &h, err, sizeof err)) < 0) {
+    if (cli_lease_open(&pg, err, sizeof err) < 0 ||
+        (r = cli_lease_release(pg, id, c.worktree, force, &h, err, sizeof err)) < 0) {
         fprintf(stderr, "wtproxy: cannot release %s: %s\n", id, err);
-        reg_lease_close(pg);
+        cli_lease_close(pg);
         return 1;
     }
-    reg_lease_close(pg);
+    cli_lease_close(pg);
     if (r > 0)
         fprintf(stderr, "wtproxy: released %s\n", id);
     else if (!h)
         fprintf(stderr, "wtproxy: nobody holds %s (see: wtproxy leases)\n", id);
     else
-        reg_lease_report_holder(h);
+        cli_lease_report_holder(h);
     json_decref(h);
     return r > 0 ? 0 : 1;
 }
@@ -273,7 +245,7 @@ static void print_leases(json_t *arr)
 {
     size_t i;
     json_t *o;
-    long long now = reg_cli_now_ms();
+    long long now = host_wall_ms();
     if (json_array_size(arr) == 0)
         printf("no leases; take one with: wtproxy claim RESOURCE --ttl 1h\n");
     else
@@ -284,11 +256,11 @@ static void print_leases(json_t *arr)
         char err[128], age[32], left[32] = "-", pid[16] = "manual";
         if (reg_lease_from_json(o, &l, err, sizeof err) < 0)
             continue;
-        reg_cli_age(now - l.acquired_ms, age, sizeof age);
+        cli_age(now - l.acquired_ms, age, sizeof age);
         if (l.expires_ms && l.expires_ms <= now)
             snprintf(left, sizeof left, "expired");
         else if (l.expires_ms)
-            reg_cli_age(l.expires_ms - now, left, sizeof left);
+            cli_age(l.expires_ms - now, left, sizeof left);
         if (l.pid)
             snprintf(pid, sizeof pid, "%d", (int)l.pid);
         printf("%-24s  %-16.16s  %-8s  %-6s  %-8s  %s  %s\n", l.id, l.machine, pid, age, left,
@@ -296,26 +268,24 @@ static void print_leases(json_t *arr)
     }
 }
 
-int reg_leases_main(int argc, char **argv)
+int cli_leases_main(int argc, char **argv)
 {
     int json = 0;
-    const struct reg_opt opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 1024];
-    int r = reg_cli_parse(argc, argv, opts, NULL, err, sizeof err);
-    if (r > 0) {
-        fputs(leases_usage, stdout);
-        return 0;
-    }
+    int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
+    if (r > 0)
+        return CLI_HELP;
     if (r < 0)
         return usage_error("leases", err);
     void *pg = NULL;
     json_t *arr = NULL;
-    if (reg_lease_open(&pg, err, sizeof err) < 0 || !(arr = reg_lease_list(pg, err, sizeof err))) {
+    if (cli_lease_open(&pg, err, sizeof err) < 0 || !(arr = cli_lease_list(pg, err, sizeof err))) {
         fprintf(stderr, "wtproxy: cannot list leases: %s\n", err);
-        reg_lease_close(pg);
+        cli_lease_close(pg);
         return 1;
     }
-    reg_lease_close(pg);
+    cli_lease_close(pg);
     if (json) {
         char *text = json_dumps(arr, JSON_INDENT(2));
         printf("%s\n", text ? text : "[]");

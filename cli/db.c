@@ -1,39 +1,14 @@
-/* reg_db_cli.c - `wtproxy db claim|release`: this worktree's own test
+/* db.c - `wtproxy db claim|release`: this worktree's own test
  * database on the app's PostgreSQL server, and the env a settings file
  * reads. Exit status: 0 done, 1 refused or failed, 2 bad usage. */
-#include "reg_db.h"
+#include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "reg_client.h"
+#include "reg_db.h"
 #include "registry.h"
-
-static const char db_usage[] =
-    "usage: wtproxy db claim --base NAME [options]\n"
-    "       wtproxy db release [--base NAME | --name DB] [--server URI]\n"
-    "\n"
-    "claim makes this worktree's test database exist on the database server\n"
-    "and be ours: NAME_<machine>_<worktree> (slugs: lowercase, runs of other\n"
-    "characters one '_'; 8 bytes of the machine id, 20 of the folder name).\n"
-    "The name must contain \"test\", match ^[a-z0-9_]+$ and leave room for\n"
-    "\"_NN\" of parallel test workers within 63 bytes. The database is stamped\n"
-    "COMMENT 'wtproxy:<machine>:<worktree>|<migrations hash>'. Ours with another\n"
-    "hash: dropped and created again. A worktree of this machine whose folder\n"
-    "is gone: reclaimed. Anyone else's: refused, naming the owner (--force\n"
-    "takes it). release drops only the exact databases stamped as ours.\n"
-    "\n"
-    "  --base NAME              e.g. test_shop\n"
-    "  --name DB                this exact name instead (same rules)\n"
-    "  --server URI             libpq URI or conninfo of the app's server\n"
-    "                           (default $WTPROXY_DB_SERVER, else PG* variables)\n"
-    "  --migrations-hash H      recreate when it changes (a branch switch)\n"
-    "  --migrations-dir DIR     ... the SHA-256 of the files under DIR\n"
-    "  --force                  take a database stamped by another owner\n"
-    "  --print-env              print WT_DB, WT_TEST_DB, WT_BACKEND_PORT\n"
-    "  --write-env FILE         write them to FILE (e.g. .env.wt), mode 0600\n"
-    "  --worktree DIR           default: the git worktree enclosing the folder\n";
 
 struct db_args {
     const char *base, *name, *server, *hash, *dir, *env_file, *worktree;
@@ -51,11 +26,11 @@ static int usage_error(const char *msg)
 static int backend_port(const char *worktree)
 {
     char err[256];
-    struct reg_table *t = reg_client_table(err, sizeof err);
+    struct reg_table *t = cli_table(err, sizeof err);
     int port = 0;
     for (size_t i = 0; t && i < reg_table_count(t); i++) {
         struct reg_backend *b = reg_table_at(t, i);
-        if (strcmp(b->worktree, worktree) == 0 && (!port || b->front == WTP_DEFAULT_FRONT))
+        if (strcmp(b->worktree, worktree) == 0 && (!port || b->front == WTP_DEFAULT_FRONT_PORT))
             port = b->port;
     }
     reg_table_free(t);
@@ -102,7 +77,7 @@ static int cmd_claim(const struct db_args *a)
     const char *done = "";
     if (a->hash && a->dir)
         return usage_error("give --migrations-hash or --migrations-dir, not both");
-    if (reg_cli_worktree(a->worktree, wt, sizeof wt, err, sizeof err) < 0 ||
+    if (cli_worktree(a->worktree, wt, sizeof wt, err, sizeof err) < 0 ||
         (a->hash && (size_t)snprintf(hash, sizeof hash, "%s", a->hash) >= sizeof hash &&
          snprintf(err, sizeof err, "--migrations-hash is longer than %d bytes",
                   REG_DB_HASH_MAX - 1)))
@@ -129,7 +104,7 @@ static int cmd_claim(const struct db_args *a)
 static int cmd_release(const struct db_args *a)
 {
     char wt[PATH_MAX], name[256], err[PATH_MAX * 2 + 512];
-    if (reg_cli_worktree(a->worktree, wt, sizeof wt, err, sizeof err) < 0)
+    if (cli_worktree(a->worktree, wt, sizeof wt, err, sizeof err) < 0)
         return usage_error(err);
     if ((a->base || a->name) && db_name(a, wt, name, sizeof name, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: %s\n", err);
@@ -148,24 +123,22 @@ static int cmd_release(const struct db_args *a)
     return 0;
 }
 
-int reg_db_main(int argc, char **argv)
+int cli_db_main(int argc, char **argv)
 {
     struct db_args a = {0};
-    const struct reg_opt opts[] = {
+    const struct cli_opt opts[] = {
         {"base", &a.base, NULL}, {"name", &a.name, NULL}, {"server", &a.server, NULL},
         {"migrations-hash", &a.hash, NULL}, {"migrations-dir", &a.dir, NULL},
         {"write-env", &a.env_file, NULL}, {"worktree", &a.worktree, NULL},
         {"force", NULL, &a.force}, {"print-env", NULL, &a.print_env}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        fputs(db_usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    int r = reg_cli_parse(argc - 1, argv + 1, opts, NULL, err, sizeof err);
-    if (r > 0) {
-        fputs(db_usage, stdout);
-        return 0;
-    }
+    if (argc < 2)
+        return CLI_USAGE;
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
+        return CLI_HELP;
+    int r = cli_parse(argc - 1, argv + 1, opts, NULL, err, sizeof err);
+    if (r > 0)
+        return CLI_HELP;
     if (r < 0)
         return usage_error(err);
     if (a.base && a.name)

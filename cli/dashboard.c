@@ -1,21 +1,12 @@
-/* reg_dashboard.c - `wtproxy dashboard`: print the dashboard's URL, one per
+/* dashboard.c - `wtproxy dashboard`: print the dashboard's URL, one per
  * front port the running daemon listens on (its ping reply's "listen";
  * PROTOCOL.md), starting a daemon first as `wtproxy run` would. */
-#include "reg_client.h"
+#include "cli.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "registry.h"
-
-static const char dashboard_usage[] =
-    "usage: wtproxy dashboard [--no-autostart]\n"
-    "\n"
-    "Print the URL of the dashboard (/__wtproxy/ on every front port): the\n"
-    "registered dev servers, their state and what wtproxy refused lately,\n"
-    "live. Open it in a browser on this machine.\n"
-    "\n"
-    "  --no-autostart    fail instead of starting a daemon when none answers\n";
 
 /* "127.0.0.1:8000" -> "http://127.0.0.1:8000/__wtproxy/"; a wildcard
  * address becomes its loopback one (the dashboard answers loopback only).
@@ -38,22 +29,20 @@ static int print_url(const char *name, const int *printed, size_t nprinted)
     return port;
 }
 
-int reg_dashboard_main(int argc, char **argv)
+int cli_dashboard_main(int argc, char **argv)
 {
     int no_autostart = 0;
-    const struct reg_opt opts[] = {{"no-autostart", NULL, &no_autostart}, {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {{"no-autostart", NULL, &no_autostart}, {NULL, NULL, NULL}};
     char err[1024];
-    int r = reg_cli_parse(argc, argv, opts, NULL, err, sizeof err);
-    if (r > 0) {
-        fputs(dashboard_usage, stdout);
-        return 0;
-    }
+    int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
+    if (r > 0)
+        return CLI_HELP;
     if (r < 0) {
         fprintf(stderr, "wtproxy dashboard: %s (see wtproxy dashboard --help)\n", err);
         return 2;
     }
     json_t *req = json_pack("{s:s}", "op", "ping"), *reply = NULL;
-    r = req ? reg_client_call(req, reg_client_may_autostart(no_autostart), &reply, err,
+    r = req ? cli_call(req, cli_daemon_start_allowed(no_autostart), &reply, err,
                               sizeof err)
             : -1;
     json_decref(req);

@@ -1,29 +1,16 @@
-/* reg_ls.c - `wtproxy ls [--json]`: what the daemon routes to, as a table
+/* ls.c - `wtproxy ls [--json]`: what the daemon routes to, as a table
  * for people (with each worktree's branch, host_worktree_branch) or as the
  * daemon's JSON. */
-#include "reg_client.h"
+#include "cli.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "host.h"
 #include "registry.h"
 
 #define WTP_LS_MACHINE_WIDTH 12 /* a machine-id's first characters are enough to tell them apart */
-
-static const char ls_usage[] =
-    "usage: wtproxy ls [--json]\n"
-    "\n"
-    "List the registered dev servers: worktree, branch, front port, backend\n"
-    "port, pid, state, what the /__whoami gate last found (verified, stale,\n"
-    "mismatch, no-whoami, invalid; - before its first request), age and\n"
-    "requests served. With a PostgreSQL registry, every machine's, with a\n"
-    "MACHINE column (only this machine's route here).\n"
-    "\n"
-    "  --json    the entries as the daemon has them (PROTOCOL.md)\n";
 
 enum { COL_MACHINE, COL_WORKTREE, COL_BRANCH, COL_FRONT, COL_PORT, COL_PID, COL_STATE,
        COL_WHOAMI, COL_AGE, COL_REQUESTS, NCOL };
@@ -53,7 +40,7 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
     /* The gate's last verdict ("-" before its first request) */
     const char *who = json_string_value(json_object_get(json_object_get(e, "whoami"), "state"));
     snprintf(cell[COL_WHOAMI], PATH_MAX, "%s", who ? who : "-");
-    reg_cli_age(now - json_integer_value(json_object_get(e, "registered_ms")), cell[COL_AGE],
+    cli_age(now - json_integer_value(json_object_get(e, "registered_ms")), cell[COL_AGE],
                 PATH_MAX);
     snprintf(cell[COL_REQUESTS], PATH_MAX, "%lld",
              (long long)json_integer_value(json_object_get(e, "requests")));
@@ -99,7 +86,7 @@ static int print_table(json_t *entries)
         return 1;
     }
     int width[NCOL] = {0};
-    long long now = reg_cli_now_ms();
+    long long now = host_wall_ms();
     for (int c = 0; c < NCOL; c++)
         snprintf(cells[0][c], PATH_MAX, "%s", col_names[c]);
     for (size_t i = 0; i < n; i++)
@@ -115,22 +102,20 @@ static int print_table(json_t *entries)
     return 0;
 }
 
-int reg_ls_main(int argc, char **argv)
+int cli_ls_main(int argc, char **argv)
 {
     int json = 0;
-    const struct reg_opt opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
-    int r = reg_cli_parse(argc, argv, opts, NULL, err, sizeof err);
-    if (r > 0) {
-        fputs(ls_usage, stdout);
-        return 0;
-    }
+    int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
+    if (r > 0)
+        return CLI_HELP;
     if (r < 0) {
         fprintf(stderr, "wtproxy ls: %s (see wtproxy ls --help)\n", err);
         return 2;
     }
     json_t *req = json_pack("{s:s}", "op", "list"), *reply = NULL;
-    r = req ? reg_client_call(req, 0, &reply, err, sizeof err) : -1;
+    r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
     json_decref(req);
     if (r < 0) {
         fprintf(stderr, "wtproxy: %s\n", req ? err : "out of memory");
@@ -138,7 +123,7 @@ int reg_ls_main(int argc, char **argv)
     }
     json_t *entries = json_object_get(reply, "entries");
     if (!json_is_true(json_object_get(reply, "ok")) || !json_is_array(entries)) {
-        r = reg_cli_report(reply);
+        r = cli_report(reply);
     } else if (json) {
         char *text = json_dumps(entries, JSON_INDENT(2));
         r = text ? 0 : 1;

@@ -1,9 +1,9 @@
-/* reg_stop.c - stop a server and everything it started, for `wtproxy run
+/* stop.c - stop a server and everything it started, for `wtproxy run
  * --restart-on-stale`. Django's autoreloader serves from a child of the
  * process we started: stopping only our child would leave that one
  * holding the port, so every descendant is signalled, by pid and start
  * time (a pid reused meanwhile is never hit). */
-#include "reg_client.h"
+#include "cli.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -62,7 +62,7 @@ static size_t signal_tree(const struct proc_id *tree, size_t n, int sig)
     return alive;
 }
 
-int reg_stop_tree(pid_t root, unsigned grace_ms)
+int cli_stop_tree(pid_t root, unsigned grace_ms)
 {
     struct proc_id *tree = calloc(MAX_TREE, sizeof *tree);
     if (!tree)

@@ -10,16 +10,9 @@
 #include <unistd.h>
 
 #include "caller.h"
-#include "proxy_limits.h"
+#include "cli.h"
 #include "registry.h"
-#include "why.h"
 #include "host.h"
-
-static const char usage[] =
-    "usage: wtproxy why [--pid PID] [--front PORT]\n\n"
-    "Explain which worktree the requests of process PID (default: this command,\n"
-    "placed as a curl run here would be) are routed to, and why: the processes walked,\n"
-    "the one that decided (WTPROXY_WORKTREE in its environment, or its cwd), the backend.\n";
 
 static int known(const char *common_dir, void *arg)
 {
@@ -94,14 +87,12 @@ static int explain(pid_t pid, int front, struct reg_table *t)
     return 0;
 }
 
-int proxy_why_main(int argc, char **argv)
+int cli_why_main(int argc, char **argv)
 {
     long pid = (long)getpid(), front = WTP_DEFAULT_FRONT_PORT;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        }
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return CLI_HELP;
         int is_pid = strcmp(argv[i], "--pid") == 0, is_front = strcmp(argv[i], "--front") == 0;
         if (!is_pid && !is_front) {
             fprintf(stderr, "wtproxy why: unknown option \"%s\" (see wtproxy why --help)\n",
@@ -114,7 +105,7 @@ int proxy_why_main(int argc, char **argv)
             return 2;
     }
     char err[PATH_MAX + 256];
-    struct reg_table *t = reg_client_table(err, sizeof err);
+    struct reg_table *t = cli_table(err, sizeof err);
     if (!t) {
         fprintf(stderr, "wtproxy why: %s\n", err);
         return 1;

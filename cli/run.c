@@ -1,4 +1,4 @@
-/* reg_run.c - `wtproxy run -- CMD ARGS...`: reserve a port, register this
+/* run.c - `wtproxy run -- CMD ARGS...`: reserve a port, register this
  * wrapper, run CMD on that port, mark it ready once CMD (or a descendant)
  * listens, and unregister when CMD exits, passing on its status.
  *
@@ -8,7 +8,7 @@
  * webServer, takes CMD down too) and gets SIGTERM through PR_SET_PDEATHSIG
  * when the wrapper alone dies. The wrapper never execs itself away, so
  * the cleanup below always runs when it can. */
-#include "reg_client.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -24,23 +24,6 @@
 #include "host.h"
 
 #define MAX_ANCESTRY 64 /* ppid hops from a listener up to the wrapper */
-
-static const char run_usage[] =
-    "usage: wtproxy run [--front PORT] [--worktree DIR] [--restart-on-stale] [--no-autostart]\n"
-    "                   -- CMD ARGS...\n"
-    "\n"
-    "Run this worktree's dev server on a port the daemon reserves, and route the\n"
-    "front port's requests for this worktree to it. Every {port} in ARGS becomes\n"
-    "that port; PORT, WTPROXY_PORT and WTPROXY_WORKTREE are set. Exits with CMD's\n"
-    "status.\n"
-    "\n"
-    "  --front PORT      the proxy port it serves (default 8000)\n"
-    "  --worktree DIR    default: the git worktree enclosing the current folder\n"
-    "  --restart-on-stale  when the code on disk changes and CMD has not reloaded it,\n"
-    "                    wtproxy restarts CMD (same port) and holds requests meanwhile\n"
-    "  --no-autostart    fail instead of starting a daemon when none answers\n"
-    "\n"
-    "example: wtproxy run -- python3 manage.py runserver 127.0.0.1:{port}\n";
 
 struct run {
     int front, port;
@@ -73,17 +56,17 @@ static void forward(int sig, siginfo_t *si, void *ctx)
 }
 
 /* Send req (consumed; NULL means json_pack ran out of memory) without
- * autostart unless asked. Returns 0 when the daemon said ok, 1 when it
+ * starting a daemon unless asked. Returns 0 when the daemon said ok, 1 when it
  * refused, both with *reply for the caller; -1 with err when it could not
  * be asked. */
-static int ask(json_t *req, int autostart, json_t **reply, char *err, size_t errlen)
+static int ask(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen)
 {
     *reply = NULL;
     if (!req) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int r = reg_client_call(req, autostart, reply, err, errlen);
+    int r = cli_call(req, start_daemon, reply, err, errlen);
     json_decref(req);
     if (r < 0)
         return -1;
@@ -140,11 +123,11 @@ static void free_argv(struct run *r)
 
 /* Reserve a port and register the wrapper under it. Returns 0, or the exit
  * status with the reason printed (the holder of a conflict). */
-static int claim(struct run *r, int autostart, int argc, char **argv)
+static int claim(struct run *r, int start_daemon, int argc, char **argv)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
-    int rc = ask(json_pack("{s:s, s:i}", "op", "reserve", "front", r->front), autostart, &reply,
+    int rc = ask(json_pack("{s:s, s:i}", "op", "reserve", "front", r->front), start_daemon, &reply,
                  err, sizeof err);
     if (rc == 0) {
         r->port = (int)json_integer_value(json_object_get(reply, "port"));
@@ -166,7 +149,7 @@ static int claim(struct run *r, int autostart, int argc, char **argv)
         return 1;
     }
     if (rc > 0)
-        rc = reg_cli_report(reply);
+        rc = cli_report(reply);
     json_decref(reply);
     return rc;
 }
@@ -294,7 +277,7 @@ static pid_t restart(const struct run *r, pid_t pid)
             0, &reply, err, sizeof err) < 0)
         fprintf(stderr, "wtproxy: warning: could not tell the daemon: %s\n", err);
     json_decref(reply);
-    reg_stop_tree(pid, WTP_RESTART_STOP_MS);
+    cli_stop_tree(pid, WTP_RESTART_STOP_MS);
     return start_cmd(r);
 }
 
@@ -329,29 +312,27 @@ static int supervise(const struct run *r, pid_t pid)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int reg_run_main(int argc, char **argv)
+int cli_run_main(int argc, char **argv)
 {
     const char *frontv = NULL, *worktree = NULL;
     int no_autostart = 0, rest = argc;
-    struct run r = {.front = WTP_DEFAULT_FRONT};
-    const struct reg_opt opts[] = {{"front", &frontv, NULL},
+    struct run r = {.front = WTP_DEFAULT_FRONT_PORT};
+    const struct cli_opt opts[] = {{"front", &frontv, NULL},
                                    {"worktree", &worktree, NULL},
                                    {"restart-on-stale", NULL, &r.restart_on_stale},
                                    {"no-autostart", NULL, &no_autostart},
                                    {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
-    int rc = reg_cli_parse(argc, argv, opts, &rest, err, sizeof err);
-    if (rc > 0) {
-        fputs(run_usage, stdout);
-        return 0;
-    }
+    int rc = cli_parse(argc, argv, opts, &rest, err, sizeof err);
+    if (rc > 0)
+        return CLI_HELP;
     if (rc == 0 && rest >= argc) {
         snprintf(err, sizeof err, "give the command to run after --, "
                  "e.g. wtproxy run -- python3 manage.py runserver {port}");
         rc = -1;
     }
-    if (rc < 0 || (frontv && reg_cli_port("front", frontv, &r.front, err, sizeof err) < 0) ||
-        reg_cli_serve_worktree(worktree, r.worktree, sizeof r.worktree, err, sizeof err) < 0) {
+    if (rc < 0 || (frontv && cli_port("front", frontv, &r.front, err, sizeof err) < 0) ||
+        cli_serve_worktree(worktree, r.worktree, sizeof r.worktree, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy run: %s (see wtproxy run --help)\n", err);
         return 2;
     }
@@ -360,7 +341,7 @@ int reg_run_main(int argc, char **argv)
     struct sigaction usr1 = {.sa_handler = ask_restart};
     sigemptyset(&usr1.sa_mask);
     sigaction(SIGUSR1, &usr1, NULL);
-    rc = claim(&r, reg_client_may_autostart(no_autostart), argc - rest, argv + rest);
+    rc = claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
     if (rc == 0) {
         pid_t pid = start_cmd(&r);
         rc = pid < 0 ? 1 : supervise(&r, pid);

@@ -1,0 +1,150 @@
+/* cli.h - the command line (`wtproxy CMD ...`): the subcommands the table
+ * in main.c dispatches to, and what they share: flags, the control-socket
+ * client, the daemon start, the worktree of the current folder. Nothing
+ * below cli/ includes it: the daemon's side (registry/, proxy/) computes,
+ * the command line prints.
+ *
+ * A subcommand's handler takes argv with argv[0] its name and returns its
+ * exit status (listed in the table), or CLI_HELP / CLI_USAGE for main to
+ * print the table's help text: so `wtproxy CMD --help` and `wtproxy help
+ * CMD` print the same text. */
+#ifndef WTP_CLI_H
+#define WTP_CLI_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "proxy_limits.h" /* WTP_DEFAULT_FRONT_PORT, the daemon's default too */
+
+#define WTP_CLIENT_REPLY_MAX (1024 * 1024) /* a list of thousands of entries fits */
+#define WTP_CLIENT_TIMEOUT_MS 10000        /* one request and its reply */
+#define WTP_DAEMON_START_WAIT_MS 5000      /* for a started daemon to answer ping */
+#define WTP_CLIENT_POLL_MS 50              /* daemon start and readiness checks */
+#define WTP_RESTART_STOP_MS 5000 /* a stale server's SIGTERM, before SIGKILL */
+
+/* What a handler returns instead of an exit status: main prints the
+ * command's help on stdout and exits 0 (CLI_HELP), or on stderr and exits
+ * 2 (CLI_USAGE, a call too incomplete for a one-line complaint). */
+#define CLI_HELP (-1)
+#define CLI_USAGE (-2)
+
+/* --- client.c: the control socket --- */
+
+/* Whether a daemon may be started: not when no_autostart_flag is set nor
+ * when $WTPROXY_NO_AUTOSTART is 1. */
+int cli_daemon_start_allowed(int no_autostart_flag);
+
+/* Send req (one JSON object) to the daemon and read its one-line reply.
+ * When no daemon listens and start_daemon is set, start one first (saying
+ * so on stderr). Returns 0 with *reply (a new reference; "ok" may be
+ * false), or -1 with a message in err: no daemon (naming the command that
+ * starts one), a timeout, or a reply that is not a JSON object. */
+int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen);
+
+/* The daemon's registrations (op list) as a local table, for commands that
+ * reason about them (wtproxy why, wtproxy db). NULL with err when no
+ * daemon answers (none is started). */
+struct reg_table *cli_table(char *err, size_t errlen);
+
+/* --- args.c: flags, shared by the subcommands --- */
+
+struct cli_opt {
+    const char *name;  /* "port" for --port */
+    const char **val;  /* where the value goes; NULL for a switch */
+    int *on;           /* set to 1 for a switch */
+};
+
+/* Parse argv[1..] (argv[0] is the subcommand) against opts: --NAME VALUE,
+ * --NAME=VALUE and switches. With rest NULL no positional argument is
+ * allowed; else parsing stops at "--" (skipped) or the first positional
+ * argument and *rest is its index (argc when none). Returns 0, 1 for
+ * -h/--help, or -1 with a message in err. */
+int cli_parse(int argc, char **argv, const struct cli_opt *opts, int *rest, char *err,
+              size_t errlen);
+
+/* A whole decimal number in [lo, hi]. Returns 0 with *out, or -1. */
+int cli_number(const char *v, long lo, long hi, long *out);
+
+/* A TCP port 1-65535 from a flag's value. Returns 0, or -1 with err. */
+int cli_port(const char *flag, const char *v, int *port, char *err, size_t errlen);
+
+/* A duration flag's value: a number with a unit (ms, s, m, h, d). Returns
+ * 0 with *ms, or -1 with err naming --flag. */
+int cli_duration(const char *flag, const char *v, long long *ms, char *err, size_t errlen);
+
+/* "5s", "3m", "2h", "4d": a duration for people. */
+void cli_age(long long ms, char *buf, size_t len);
+
+/* --- register.c: registrations --- */
+
+/* The worktree an existing entry is named by (unregister, claim, db):
+ * dir when given, as is (realpath: the worktree may be gone since), else
+ * the worktree of the cwd (host_worktree_of). Returns 0, or -1 with a
+ * message in err that suggests --worktree. */
+int cli_worktree(const char *dir, char *out, size_t outlen, char *err, size_t errlen);
+
+/* The worktree a server is registered for (run, register): the worktree
+ * of dir, or of the cwd, by the same rule the daemon places callers with
+ * (host_worktree_of), so that nothing is registered where no caller can
+ * be placed. dir must be the worktree's top folder. A moved worktree is
+ * accepted with a note on stderr. Returns 0, or -1 with the reason in err
+ * (a pruned worktree, a broken .git, no worktree at all). */
+int cli_serve_worktree(const char *dir, char *out, size_t outlen, char *err, size_t errlen);
+
+/* Print a daemon's error reply as one or two lines on stderr: what
+ * happened and the command that fixes it (the holder of a conflict, with
+ * its pid, command, age and worktree). Returns the exit status, 1. */
+int cli_report(json_t *reply);
+
+/* --- stop.c --- */
+
+/* SIGTERM root and all its descendants, SIGKILL what still runs after
+ * grace_ms, and reap root. Returns 0, -1 out of memory. */
+int cli_stop_tree(pid_t root, unsigned grace_ms);
+
+/* --- lease_client.c: leases, whichever store is in use --- */
+
+struct reg_lease;
+
+/* The store the CLI uses: *pg a connection to the configured PostgreSQL
+ * store, or NULL for the daemon's embedded store. A configured store that
+ * cannot be reached is an error (fail closed) unless
+ * WTPROXY_REGISTRY_OPTIONAL=1, which warns and returns the embedded one.
+ * Returns 0, or -1 with err. */
+int cli_lease_open(void **pg, char *err, size_t errlen);
+void cli_lease_close(void *pg);
+
+/* Claim c->id for c with ttl_ms. Returns 1 won, 0 refused, both with *info
+ * (the lease, or the holder: a new reference), -1 with err. */
+int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info,
+                    char *err, size_t errlen);
+
+/* Release id held from worktree (any holder with force). Returns 1
+ * released, 0 not held or held by another (*holder then, else NULL), -1
+ * with err. */
+int cli_lease_release(void *pg, const char *id, const char *worktree, int force,
+                      json_t **holder, char *err, size_t errlen);
+
+/* Every lease (a new JSON array), or NULL with err. */
+json_t *cli_lease_list(void *pg, char *err, size_t errlen);
+
+/* Print on stderr why a claim of holder's resource was refused: who holds
+ * it (machine, worktree, purpose, age) and the commands that free it. */
+void cli_lease_report_holder(json_t *holder);
+
+/* --- the subcommands (the table in main.c names each with its help) --- */
+
+int cli_run_main(int argc, char **argv);         /* run.c */
+int cli_register_main(int argc, char **argv);    /* register.c */
+int cli_unregister_main(int argc, char **argv);  /* register.c */
+int cli_ls_main(int argc, char **argv);          /* ls.c */
+int cli_dashboard_main(int argc, char **argv);   /* dashboard.c */
+int cli_why_main(int argc, char **argv);         /* why.c */
+int cli_fingerprint_main(int argc, char **argv); /* fingerprint.c */
+int cli_claim_main(int argc, char **argv);       /* claim.c */
+int cli_release_main(int argc, char **argv);     /* claim.c */
+int cli_leases_main(int argc, char **argv);      /* claim.c */
+int cli_db_main(int argc, char **argv);          /* db.c */
+
+#endif

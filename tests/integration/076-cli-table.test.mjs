@@ -1,0 +1,81 @@
+// 076: the command table (cli/main.c). Every command it lists answers
+// `wtproxy help CMD` and `wtproxy CMD --help` with the same text, exit 0,
+// naming its usage and its exit statuses; `wtproxy --help` lists every
+// command; an unknown command exits 2 listing them. The commands walked come
+// from `wtproxy help --list`, so a command added to the table is walked too.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+import { runToExit } from './lib/conformance.mjs';
+
+const KNOWN = ['serve', 'run', 'register', 'unregister', 'ls', 'dashboard', 'why', 'fingerprint',
+  'claim', 'release', 'leases', 'db'];
+
+// No daemon may be started or asked, whatever a command does wrong: its
+// own control socket and state folder, and no daemon start.
+function sandbox(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-076-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const env = { WTPROXY_NO_AUTOSTART: '1', WTPROXY_CONTROL: path.join(dir, 'control.sock'),
+    XDG_STATE_HOME: path.join(dir, 'state'), XDG_RUNTIME_DIR: dir };
+  return (...args) => runToExit(wtproxyBin, args, { ms: 5000, cwd: dir, env });
+}
+
+const clean = (r) => assert.doesNotMatch(r.stdout + r.stderr, /AddressSanitizer|LeakSanitizer|runtime error:/, r.stderr);
+
+async function listed(run) {
+  const r = await run('help', '--list');
+  clean(r);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout.trim().split('\n');
+}
+
+test('help --list names the known commands, once each', async (t) => {
+  const names = await listed(sandbox(t));
+  for (const k of KNOWN) assert.ok(names.includes(k), `help --list lacks ${k}: ${names}`);
+  assert.equal(new Set(names).size, names.length, `a command is listed twice: ${names}`);
+});
+
+test('wtproxy --help lists every command of the table with its summary', async (t) => {
+  const run = sandbox(t);
+  const names = await listed(run);
+  const r = await run('--help');
+  clean(r);
+  assert.equal(r.code, 0, r.stderr);
+  for (const n of names) assert.match(r.stdout, new RegExp(`\\n  ${n} +\\S`), `--help lacks ${n}`);
+  const same = await run('help');
+  assert.equal(same.code, 0, same.stderr);
+  assert.equal(same.stdout, r.stdout, 'wtproxy help and wtproxy --help differ');
+});
+
+test('every command: help CMD and CMD --help print the same help, exit 0', async (t) => {
+  const run = sandbox(t);
+  for (const n of await listed(run)) {
+    const viaHelp = await run('help', n);
+    const viaFlag = await run(n, '--help');
+    clean(viaHelp);
+    clean(viaFlag);
+    assert.equal(viaHelp.code, 0, `help ${n}: ${viaHelp.stderr}`);
+    assert.equal(viaFlag.code, 0, `${n} --help: ${viaFlag.stderr}`);
+    assert.match(viaHelp.stdout, new RegExp(`^usage: wtproxy ${n}\\b`), `help ${n}`);
+    assert.match(viaHelp.stdout, /\nexit status:\n {2}\S/, `help ${n} names no exit status`);
+    assert.equal(viaFlag.stdout, viaHelp.stdout, `help ${n} and ${n} --help differ`);
+    assert.equal(viaFlag.stderr, '', `${n} --help wrote on stderr`);
+  }
+});
+
+test('an unknown command exits 2 and lists the commands', async (t) => {
+  const run = sandbox(t);
+  const names = await listed(run);
+  for (const args of [['frobnicate'], ['help', 'frobnicate']]) {
+    const r = await run(...args);
+    clean(r);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stdout, '', args.join(' '));
+    assert.match(r.stderr, /unknown command "frobnicate"/);
+    for (const n of names) assert.match(r.stderr, new RegExp(`\\n  ${n} +\\S`), `${args.join(' ')}: lacks ${n}`);
+  }
+});
