@@ -111,25 +111,6 @@ int cli_report(json_t *reply)
     return 1;
 }
 
-/* The command line of a running pid, argv joined by spaces; "" when
- * unreadable. */
-static void pid_cmdline(long pid, char *out, size_t outlen)
-{
-    char p[64];
-    snprintf(p, sizeof p, "/proc/%ld/cmdline", pid);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, out, outlen - 1);
-    if (fd >= 0)
-        close(fd);
-    n = n < 0 ? 0 : n;
-    while (n > 0 && out[n - 1] == '\0')
-        n--;
-    for (ssize_t i = 0; i < n; i++)
-        if (out[i] == '\0')
-            out[i] = ' ';
-    out[n] = '\0';
-}
-
 /* Usage error: one line naming the problem and where help is. */
 static int usage_error(const char *cmd, const char *msg)
 {
@@ -170,7 +151,7 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
     if (cli_serve_worktree(a->worktree, wt, sizeof wt, err, errlen) < 0)
         return NULL;
     if (pid)
-        pid_cmdline(pid, cmd, sizeof cmd);
+        host_pid_cmdline((pid_t)pid, cmd, sizeof cmd);
     json_t *req = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:s, s:b}", "op", "register",
                             "front", front, "worktree", wt, "port", port, "pid", (json_int_t)pid,
                             "ttl_ms", (json_int_t)ttl, "command", cmd, "ready", 1);

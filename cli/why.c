@@ -43,11 +43,9 @@ static void print_chain(const struct caller_place *pl)
     pid_t pid = pl->pid;
     for (int depth = 0; pid > 1 && depth <= (pl->decided_by ? pl->depth : CALLER_MAX_DEPTH - 1);
          depth++) {
-        char path[64], cwd[PATH_MAX];
-        snprintf(path, sizeof path, "/proc/%d/cwd", (int)pid);
-        ssize_t n = readlink(path, cwd, sizeof cwd - 1);
-        cwd[n > 0 ? n : 0] = '\0';
-        printf("  %s pid %-7d cwd %s%s\n", depth ? "<-" : "  ", (int)pid, n > 0 ? cwd : "?",
+        char cwd[PATH_MAX];
+        int known_cwd = host_pid_cwd(pid, cwd, sizeof cwd) == 0;
+        printf("  %s pid %-7d cwd %s%s\n", depth ? "<-" : "  ", (int)pid, known_cwd ? cwd : "?",
                pid == pl->decided_by ? "   <- decides" : "");
         pid = host_pid_parent(pid);
     }
