@@ -1,7 +1,22 @@
 /* tree.c - see tree.h. One inotify instance per tree, watching every
  * folder the patterns do not prune: a tree is one worktree, so its watches
- * come and go with it. */
+ * come and go with it. Walking a big tree to watch it is slow too: the
+ * first job of a tree sets its watches on the worker, before its walk, and
+ * the loop reads its events only once that job is back.
+ *
+ * Computations are numbered across trees in the order they start. A
+ * question's ticket is the first number whose result it may use: one that
+ * began after the question was asked (or the one under way, when no event
+ * came since it began). A result is used only once no event came after
+ * its computation began, or for a ticket it satisfies, so nothing written
+ * before a question is missed, and a tree written to without pause still
+ * answers each question with the first computation that began after it. */
 #include "tree.h"
+
+#include <event2/event.h>
+#include <sys/time.h>
+
+#include "fp_worker.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,13 +43,26 @@ struct tree {
     struct whoami_trees *ts;
     char root[PATH_MAX];
     struct whoami_patterns pat;  /* a copy */
-    struct whoami_fp fp;
-    int have_fp, dirty;
+    struct whoami_fp fp;         /* the last result, when have_fp */
+    int have_fp;
+    int failed;                  /* the last result is err, not fp */
+    char err[256];
+    unsigned long fp_num;        /* the computation the last result came from */
+    int dirty;                   /* an event came since the last computation began */
+    int computing;               /* job is with the worker */
+    unsigned long run_num;       /* its number */
+    long long run_ms;            /* when it began */
+    unsigned long wanted;        /* a question awaits this computation */
+    int setting_up;              /* the worker sets the watches: events wait */
+    int setup_failed;            /* set by the worker: out of watches */
+    int evicted;                 /* dropped while computing: freed when back */
+    struct whoami_fp_job job;
     long long changed_ms, used_ms;
     int ifd;                     /* inotify, -1 when scanning */
     struct event *ev;
     struct watch *watch;
     size_t nwatch, capwatch;
+    struct tree *next_evicted;
 };
 
 struct whoami_trees {
@@ -43,6 +71,11 @@ struct whoami_trees {
     int inotify_failed; /* once out of watches, stat scans from then on */
     struct tree *tree[WHOAMI_MAX_TREES];
     size_t n;
+    unsigned long seq;  /* computations started */
+    struct whoami_fp_worker *worker;
+    struct tree *evicted; /* computing when dropped */
+    whoami_trees_cb ready;
+    void *arg;
 };
 
 static int same_list(char **a, size_t na, char **b, size_t nb)
@@ -100,6 +133,8 @@ static void tree_free(struct tree *t)
     free_strings(t->pat.include, t->pat.n_include);
     free_strings(t->pat.exclude, t->pat.n_exclude);
     whoami_fp_free(&t->fp);
+    if (t->computing && t->job.finished && t->job.rc == 0)
+        whoami_fp_free(&t->job.out);
     free(t);
 }
 
@@ -219,7 +254,7 @@ static void handle_event(struct whoami_trees *ts, struct tree *t, const struct i
 static void drain(struct whoami_trees *ts, struct tree *t)
 {
     char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
-    while (t->ifd >= 0) {
+    while (t->ifd >= 0 && !t->setting_up) {
         ssize_t n = read(t->ifd, buf, sizeof buf);
         if (n <= 0)
             return;
@@ -239,21 +274,35 @@ static void readable_cb(evutil_socket_t fd, short what, void *arg)
     drain(t->ts, t);
 }
 
-/* Watch t's root; on failure t scans (ifd -1). */
+/* Out of instances or watches (fs.inotify.max_user_watches): a stat scan
+ * per question is slower but never wrong. */
+static int watching_failed(struct whoami_trees *ts, struct tree *t)
+{
+    ts->inotify_failed = 1;
+    drop_watches(t);
+    return -1;
+}
+
+/* Watch t's root, its folders on the loop (a lost queue; see
+ * first_watches for a new tree); on failure t scans (ifd -1). */
 static int start_watching(struct whoami_trees *ts, struct tree *t)
 {
     if (!ts->use_inotify || ts->inotify_failed)
         return -1;
     if ((t->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 || watch_folder(t, "") < 0 ||
         !(t->ev = event_new(ts->base, t->ifd, EV_READ | EV_PERSIST, readable_cb, t)) ||
-        event_add(t->ev, NULL) < 0) {
-        /* Out of instances or watches (fs.inotify.max_user_watches): a
-         * stat scan per question is slower but never wrong. */
-        ts->inotify_failed = 1;
-        drop_watches(t);
-        return -1;
-    }
+        event_add(t->ev, NULL) < 0)
+        return watching_failed(ts, t);
     return 0;
+}
+
+/* On the worker, before a new tree's first walk: its folders watched, so
+ * a write during the walk is queued and makes the result dirty. Touches
+ * only t's watches, which the loop leaves alone while setting_up. */
+static void first_watches(struct whoami_fp_job *j)
+{
+    struct tree *t = j->owner;
+    t->setup_failed = watch_folder(t, "") < 0;
 }
 
 static struct tree *tree_new(struct whoami_trees *ts, const char *root,
@@ -272,8 +321,23 @@ static struct tree *tree_new(struct whoami_trees *ts, const char *root,
         tree_free(t);
         return NULL;
     }
-    start_watching(ts, t);
+    if (ts->use_inotify && !ts->inotify_failed &&
+        (t->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+        ts->inotify_failed = 1;
+    t->setting_up = t->ifd >= 0;
     return t;
+}
+
+/* A tree evicted while the worker has it goes when its job is back. */
+static void drop_tree(struct whoami_trees *ts, struct tree *t)
+{
+    if (!t->computing) {
+        tree_free(t);
+        return;
+    }
+    t->evicted = 1;
+    t->next_evicted = ts->evicted;
+    ts->evicted = t;
 }
 
 /* The tree for (root, p), made (evicting the least used) when missing. */
@@ -294,7 +358,7 @@ static struct tree *tree_find(struct whoami_trees *ts, const char *root,
     if (!t)
         return NULL;
     if (ts->n == WHOAMI_MAX_TREES)
-        tree_free(ts->tree[lru]);
+        drop_tree(ts, ts->tree[lru]);
     else
         lru = ts->n++;
     ts->tree[lru] = t;
@@ -302,38 +366,133 @@ static struct tree *tree_find(struct whoami_trees *ts, const char *root,
     return t;
 }
 
-const struct whoami_fp *whoami_tree_current(struct whoami_trees *ts, const char *root,
-                                            const struct whoami_patterns *p,
-                                            long long now_ms, long long *changed_ms,
-                                            char *err, size_t errlen)
+static long long loop_ms(struct whoami_trees *ts)
+{
+    struct timeval tv;
+    event_base_gettimeofday_cached(ts->base, &tv);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* Hand t to the worker: a computation numbered after every one before,
+ * seeing every event read so far. */
+static void start(struct whoami_trees *ts, struct tree *t)
+{
+    t->computing = 1;
+    t->dirty = 0;
+    t->run_num = ++ts->seq;
+    t->run_ms = loop_ms(ts);
+    memset(&t->job, 0, sizeof t->job);
+    t->job.root = t->root;
+    t->job.patterns = &t->pat;
+    t->job.prev = t->have_fp ? &t->fp : NULL;
+    t->job.before = t->setting_up ? first_watches : NULL;
+    t->job.owner = t;
+    whoami_fp_worker_submit(ts->worker, &t->job);
+}
+
+/* The first watches are set (or could not be): the loop reads events now. */
+static void watches_set(struct whoami_trees *ts, struct tree *t)
+{
+    t->setting_up = 0;
+    if (t->setup_failed ||
+        !(t->ev = event_new(ts->base, t->ifd, EV_READ | EV_PERSIST, readable_cb, t)) ||
+        event_add(t->ev, NULL) < 0)
+        watching_failed(ts, t);
+}
+
+/* Keep a finished job's result as t's last. */
+static void keep_result(struct tree *t)
+{
+    struct whoami_fp_job *j = &t->job;
+    t->failed = j->rc < 0;
+    if (t->failed) {
+        snprintf(t->err, sizeof t->err, "%s", j->err);
+    } else {
+        if (t->have_fp && strcmp(j->out.hash, t->fp.hash) != 0)
+            t->changed_ms = t->run_ms; /* the change came before it began */
+        whoami_fp_free(&t->fp);
+        t->fp = j->out;
+        t->have_fp = 1;
+    }
+    t->fp_num = t->run_num;
+}
+
+/* On the loop: a job is back. Events that came meanwhile are read; a
+ * question still waiting for a later computation gets it started. */
+static void job_done(void *arg, struct whoami_fp_job *j)
+{
+    struct whoami_trees *ts = arg;
+    struct tree *t = j->owner;
+    if (t->evicted) {
+        struct tree **p = &ts->evicted;
+        while (*p != t)
+            p = &(*p)->next_evicted;
+        *p = t->next_evicted;
+        tree_free(t);
+        return;
+    }
+    t->computing = 0;
+    if (t->setting_up)
+        watches_set(ts, t);
+    keep_result(t);
+    drain(ts, t);
+    if (t->wanted > t->fp_num)
+        start(ts, t);
+    ts->ready(ts->arg);
+}
+
+/* Whether t's last result answers a question holding ticket. */
+static int usable(const struct tree *t, unsigned long ticket)
+{
+    if (!t->have_fp && !t->failed)
+        return 0;
+    return (t->ifd >= 0 && !t->dirty && !t->computing) || (ticket && t->fp_num >= ticket);
+}
+
+enum whoami_tree_result whoami_tree_get(struct whoami_trees *ts, const char *root,
+                                        const struct whoami_patterns *p, long long now_ms,
+                                        unsigned long *ticket, const struct whoami_fp **fp,
+                                        long long *changed_ms, char *err, size_t errlen)
 {
     struct tree *t = tree_find(ts, root, p, now_ms);
     if (!t) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        return WT_ERROR;
     }
     drain(ts, t);
-    if (!t->have_fp || t->dirty || t->ifd < 0) {
-        struct whoami_fp fresh;
-        if (whoami_fp_compute(root, &t->pat, t->have_fp ? &t->fp : NULL, &fresh, err, errlen) < 0)
-            return NULL;
-        if (t->have_fp && strcmp(fresh.hash, t->fp.hash) != 0)
-            t->changed_ms = now_ms;
-        whoami_fp_free(&t->fp);
-        t->fp = fresh;
-        t->have_fp = 1;
-        t->dirty = 0;
+    if (!usable(t, *ticket)) {
+        /* The computation under way will do if no event came since it
+         * began (a scan has no events: it never will). */
+        if (!*ticket)
+            *ticket = t->computing && t->ifd >= 0 && !t->dirty ? t->run_num : ts->seq + 1;
+        if (t->wanted < *ticket)
+            t->wanted = *ticket;
+        if (!t->computing)
+            start(ts, t);
+        return WT_PENDING;
     }
+    if (t->failed) {
+        snprintf(err, errlen, "%s", t->err);
+        return WT_ERROR;
+    }
+    *fp = &t->fp;
     *changed_ms = t->changed_ms;
-    return &t->fp;
+    return WT_READY;
 }
 
-struct whoami_trees *whoami_trees_new(struct event_base *base, int use_inotify)
+struct whoami_trees *whoami_trees_new(struct event_base *base, int use_inotify,
+                                      whoami_trees_cb ready, void *arg)
 {
     struct whoami_trees *ts = calloc(1, sizeof *ts);
-    if (ts) {
-        ts->base = base;
-        ts->use_inotify = use_inotify;
+    if (!ts)
+        return NULL;
+    ts->base = base;
+    ts->use_inotify = use_inotify;
+    ts->ready = ready;
+    ts->arg = arg;
+    if (!(ts->worker = whoami_fp_worker_new(base, job_done, ts))) {
+        free(ts);
+        return NULL;
     }
     return ts;
 }
@@ -342,7 +501,13 @@ void whoami_trees_free(struct whoami_trees *ts)
 {
     if (!ts)
         return;
+    whoami_fp_worker_free(ts->worker); /* first: it may be reading a tree */
     for (size_t i = 0; i < ts->n; i++) tree_free(ts->tree[i]);
+    while (ts->evicted) {
+        struct tree *t = ts->evicted;
+        ts->evicted = t->next_evicted;
+        tree_free(t);
+    }
     free(ts);
 }
 
