@@ -9,7 +9,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+/* How much nicer than the loop the worker runs: on a busy machine a
+ * fingerprint may take longer, but the loop's requests come first. */
+#define WORKER_NICE 10
 
 struct whoami_fp_worker {
     pthread_t thread;
@@ -26,6 +31,11 @@ struct whoami_fp_worker {
 static void *worker(void *arg)
 {
     struct whoami_fp_worker *w = arg;
+    /* Linux: a thread's own priority (a failure only costs latency). */
+    errno = 0;
+    int prio = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (errno == 0 && setpriority(PRIO_PROCESS, (id_t)gettid(), prio + WORKER_NICE) < 0)
+        errno = 0;
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (!w->stopping && STAILQ_EMPTY(&w->queue))

@@ -180,6 +180,7 @@ static void job_done(void *arg, struct whoami_fp_job *j)
             p = &(*p)->next_evicted;
         *p = t->next_evicted;
         tree_free(t);
+        ts->ready(ts->arg); /* its questions ask again, of a new tree */
         return;
     }
     t->computing = 0;

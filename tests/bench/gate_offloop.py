@@ -263,7 +263,9 @@ http {{
         time.sleep(0.5)
         t_big = time.monotonic()
         first = request(port, self.wt["big"])
+        t_big_done = time.monotonic()
         time.sleep(0.3)
+        t_edit = time.monotonic()
         for path, data in self.edit:
             with open(path, "ab") as f:
                 f.write(b"# edited\n")
@@ -280,11 +282,16 @@ http {{
         with open(out) as f:
             lat = [(t0, s, st) for t0, s, st in json.load(f) if t0 >= t_big]
         bad = [st for _, _, st in lat if st != 200]
+        worst_at = max(lat, key=lambda x: x[1])[0]
+        phase = ("first fingerprint" if worst_at < t_big_done else
+                 "between" if worst_at < t_edit else "after the edit")
         secs = sorted(s for _, s, _ in lat)
         r = {"worst": secs[-1], "p99": secs[min(len(secs) - 1, int(0.99 * len(secs)))],
              "p50": statistics.median(secs), "n": len(secs), "bad": len(bad),
-             "first": first, "refusal": refusal}
-        say(f"{label} round {i + 1}: small worst {r['worst'] * 1000:.1f} ms, p99 "
+             "first": first, "refusal": refusal, "phase": phase,
+             "worst_at": worst_at - t_big}
+        say(f"{label} round {i + 1}: small worst {r['worst'] * 1000:.1f} ms ({phase}, "
+            f"+{r['worst_at']:.2f} s), p99 "
             f"{r['p99'] * 1000:.1f} ms over {r['n']}; big first {first[0]} in "
             f"{first[2] * 1000:.0f} ms; after the edit {refusal[0]} {refusal[1]} in "
             f"{refusal[2] * 1000:.0f} ms")
