@@ -1,75 +1,20 @@
 /* gate.c - see gate.h. The I/O around decide.c's decision: asking
- * /__whoami (fetch.c), the timers that re-ask, the disk's fingerprint
- * (tree.c, on its worker), sock_diag for the listener, SIGUSR1 for a
- * restart. One whoami_server per server its caller checks, holding its
- * last answer and the requests waiting for the next one. */
+ * /__whoami (fetch.c), the timers that re-ask, the requests waiting, the
+ * disk's fingerprint (tree.c, on its worker); the facts the decision asks
+ * for are judge.c's. One whoami_server per server its caller checks,
+ * holding its last answer and the requests waiting for the next one. */
 #include "gate.h"
 
 #include <errno.h>
 #include <event2/event.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
 #include <sys/time.h>
 
-#include "decide.h"
-#include "fetch.h"
+#include "gate_impl.h"
 #include "host.h"
 #include "tree.h"
-#include "whoami.h"
-
-/* Besides decide.h's: the disk's fingerprint is being computed. */
-enum { G_DISK = 200 };
-
-struct waiter {
-    struct whoami_server *s;
-    long long since_ms;
-    unsigned long disk_ticket; /* tree.h: which fingerprint it may use */
-    whoami_gate_cb cb;
-    void *arg;
-    TAILQ_ENTRY(waiter) link;
-};
-
-struct whoami_server {
-    struct whoami_gate *g;         /* NULL once the gate is gone */
-    struct whoami_target t;        /* as of the last check */
-    struct whoami_status st;
-    struct whoami_fetch *fetch;    /* an exchange in flight */
-    struct event *poll;            /* the next exchange, for waiters */
-    int have;                      /* an exchange ended: res and the rest hold */
-    struct whoami_fetch_reply res; /* body and error not kept: see below */
-    char problem[256];             /* why res is not a usable answer */
-    struct whoami_answer ans;
-    int have_ans;
-    long long asked_ms;            /* when the exchange behind res began */
-    long long restart_ms;          /* when we asked its wrapper to restart it, 0 not */
-    unsigned long listener;        /* inode of the socket listening when asked; 0 unknown */
-    long long listener_ms;         /* when it was last compared with the one there now */
-    int refresh;                   /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
-    int answered;                  /* it has given a usable answer before */
-    int disk_wait;                 /* a waiter waits for the disk's fingerprint */
-    int released;                  /* its caller let go while the gate was busy */
-    TAILQ_HEAD(, waiter) waiters;
-    LIST_ENTRY(whoami_server) link;
-};
-
-struct whoami_gate {
-    struct event_base *base;
-    struct whoami_gate_config cfg;
-    struct whoami_trees *trees;
-    struct host_diag *diag; /* NULL without sock_diag: swaps are found by re-asking */
-    int busy;               /* running waiters' callbacks: released servers wait */
-    LIST_HEAD(, whoami_server) servers;
-};
-
-static long long now_ms(struct whoami_gate *g)
-{
-    struct timeval tv;
-    event_base_gettimeofday_cached(g->base, &tv);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
 
 /* Cancel what s has under way; it keeps its answer. */
 static void server_stop(struct whoami_server *s)
@@ -142,79 +87,6 @@ const struct whoami_status *whoami_server_status(const struct whoami_server *s)
     return &s->st;
 }
 
-/* --- the facts decide.c asks for --- */
-
-/* The inode of the socket listening on s's address now; 0 none, unknown. */
-static unsigned long listener_now(struct whoami_server *s)
-{
-    unsigned long inode;
-    uid_t uid;
-    if (!s->g->diag || host_diag_socket(s->g->diag, s->t.addr, NULL, &inode, &uid) < 0)
-        return 0;
-    return inode;
-}
-
-/* Whether another socket listens on s's address than the one that gave
- * its answer: a server swapped behind the port (a recycled port, a
- * registration with a TTL outliving its server) has not answered yet.
- * Looked at most every WHOAMI_LISTENER_MS. */
-static int listener_moved(struct whoami_server *s, long long now)
-{
-    if (!s->listener || now - s->listener_ms < WHOAMI_LISTENER_MS)
-        return 0;
-    s->listener_ms = now;
-    return listener_now(s) != s->listener;
-}
-
-/* Ask the wrapper of a server started with --restart-on-stale to restart
- * it (SIGUSR1; reg_run.c). Its pid is checked against its start time
- * first: a reused pid is never signalled. */
-static int ask_restart(struct whoami_server *s, long long now)
-{
-    if (host_pid_start(s->t.pid) != s->t.pid_start || kill(s->t.pid, SIGUSR1) < 0)
-        return 0;
-    s->restart_ms = now;
-    return 1;
-}
-
-/* The verdict for a request waiting since since: decide.c's, with the
- * facts it asks for looked up. Returns an enum whoami_verdict, WA_FETCH,
- * WA_RETRY or G_DISK (*disk_ticket then says which result will do). */
-static int judge(struct whoami_server *s, long long since, unsigned long *disk_ticket,
-                 char *detail, size_t detlen)
-{
-    struct whoami_gate *g = s->g;
-    struct whoami_memory m = {s->have, s->res.result, s->res.status,
-                              s->have_ans ? &s->ans : NULL, s->problem, s->asked_ms,
-                              s->answered, s->restart_ms, 0, 0, 0};
-    struct whoami_disk disk = {NULL, 0, NULL};
-    struct whoami_case c = {&g->cfg, &s->t, &m, NULL, since, now_ms(g)};
-    const struct whoami_patterns *pat = NULL;
-    char err[512];
-    for (;;) {
-        int d = whoami_decide(&c, &s->st, &pat, detail, detlen);
-        if (d == WA_LISTENER) {
-            m.listener_checked = 1;
-            m.listener_moved = listener_moved(s, c.now_ms);
-        } else if (d == WA_RESTART) {
-            if (ask_restart(s, c.now_ms))
-                return WA_RETRY;
-            m.restart_failed = 1;
-        } else if (d == WA_DISK) {
-            int r = whoami_tree_get(g->trees, s->t.checkout, pat, c.now_ms, disk_ticket,
-                                    &disk.fp, &disk.changed_ms, err, sizeof err);
-            if (r == WT_PENDING)
-                return G_DISK;
-            disk.err = err;
-            c.disk = &disk;
-        } else {
-            if (d == WHOAMI_PASS)
-                s->restart_ms = 0; /* the next staleness may restart it again */
-            return d;
-        }
-    }
-}
-
 static void refused(struct whoami_server *s)
 {
     s->st.refused++;
@@ -229,10 +101,10 @@ static void start_fetch(struct whoami_server *s)
 {
     if (s->fetch)
         return;
-    s->asked_ms = s->listener_ms = now_ms(s->g);
+    s->asked_ms = s->listener_ms = whoami_gate_now(s->g);
     /* Before asking: a server that takes the port after this is another
      * listener, whatever it answers to this exchange. */
-    s->listener = listener_now(s);
+    s->listener = whoami_gate_listener(s);
     s->fetch = whoami_fetch_start(s->g->base, s->t.addr, s->t.addrlen, s->t.name,
                                   s->g->cfg.timeout_ms, fetched, s);
     if (!s->fetch) {
@@ -287,7 +159,7 @@ static void settle(struct whoami_server *s)
     s->disk_wait = 0;
     for (w = TAILQ_FIRST(&s->waiters); w; w = next) {
         next = TAILQ_NEXT(w, link);
-        int d = judge(s, w->since_ms, &w->disk_ticket, detail, sizeof detail);
+        int d = whoami_gate_judge(s, w->since_ms, &w->disk_ticket, detail, sizeof detail);
         if (d == G_DISK) {
             s->disk_wait = 1;
             continue;
@@ -352,11 +224,11 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
         snprintf(detail, detlen, "the /__whoami gate has stopped: %s is not checked", t->name);
         return WHOAMI_INVALID;
     }
-    long long since = now_ms(s->g);
+    long long since = whoami_gate_now(s->g);
     s->t = *t;
     /* Decided on what is known, even while an answer is on its way: a
      * verified server's requests never wait for the background re-ask. */
-    int d = judge(s, since, &disk_ticket, detail, detlen);
+    int d = whoami_gate_judge(s, since, &disk_ticket, detail, detlen);
     if (d == WA_FETCH && s->fetch)
         d = WA_RETRY; /* the answer on its way will do */
     if (d == WHOAMI_PASS && since - s->asked_ms >= WHOAMI_REVERIFY_MS && !s->fetch) {
