@@ -6,19 +6,13 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
 
-static long long wall_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
+#include "host.h"
 
 /* "4 min", "12 s", "3 h": how long ago ms was. */
 static void age(long long ms, char *out, size_t outlen)
 {
-    long long s = ms > 0 ? (wall_ms() - ms) / 1000 : 0;
+    long long s = ms > 0 ? (host_wall_ms() - ms) / 1000 : 0;
     if (s < 0)
         s = 0;
     if (s < 120)

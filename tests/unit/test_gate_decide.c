@@ -4,6 +4,7 @@
  * the refusal's sentence) or the next action out. The driver answers the
  * decision's questions (the listener, a restart, the disk) as gate.c does,
  * from the row. */
+#include "../../host/clock.c"
 #include "../../whoami/decide.c"
 #include "../../whoami/defaults.c"
 #include "../../whoami/refusal.c"
