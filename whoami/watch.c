@@ -31,6 +31,22 @@ static int full_path(const struct tree *t, const char *rel, char *out, size_t ou
     return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
+/* Where wd is in t's watches, kept sorted by wd (the kernel hands them out
+ * increasing, so an add is an append): an event finds its folder in log n
+ * steps, not n, whatever the tree's size. Or where it would go. */
+static size_t watch_index(const struct tree *t, int wd)
+{
+    size_t lo = 0, hi = t->nwatch;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->watch[mid].wd < wd)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static int add_watch(struct tree *t, const char *rel)
 {
     char path[PATH_MAX];
@@ -39,17 +55,28 @@ static int add_watch(struct tree *t, const char *rel)
     int wd = inotify_add_watch(t->ifd, path, WATCH_MASK);
     if (wd < 0)
         return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -1;
+    char *copy = strdup(rel);
+    if (!copy)
+        return -1;
+    size_t i = watch_index(t, wd);
+    if (i < t->nwatch && t->watch[i].wd == wd) { /* watched already: a folder moved here */
+        free(t->watch[i].rel);
+        t->watch[i].rel = copy;
+        return 0;
+    }
     if (t->nwatch == t->capwatch) {
         size_t cap = t->capwatch ? 2 * t->capwatch : 64;
         struct watch *w = realloc(t->watch, cap * sizeof *w);
-        if (!w)
+        if (!w) {
+            free(copy);
             return -1;
+        }
         t->watch = w;
         t->capwatch = cap;
     }
-    if (!(t->watch[t->nwatch].rel = strdup(rel)))
-        return -1;
-    t->watch[t->nwatch++].wd = wd;
+    memmove(&t->watch[i + 1], &t->watch[i], (t->nwatch - i) * sizeof *t->watch);
+    t->watch[i] = (struct watch){wd, copy};
+    t->nwatch++;
     return 0;
 }
 
@@ -81,21 +108,18 @@ static int watch_folder(struct tree *t, const char *rel)
 
 static const char *watch_rel(const struct tree *t, int wd)
 {
-    for (size_t i = 0; i < t->nwatch; i++)
-        if (t->watch[i].wd == wd)
-            return t->watch[i].rel;
-    return NULL;
+    size_t i = watch_index(t, wd);
+    return i < t->nwatch && t->watch[i].wd == wd ? t->watch[i].rel : NULL;
 }
 
 static void forget_watch(struct tree *t, int wd)
 {
-    for (size_t i = 0; i < t->nwatch; i++) {
-        if (t->watch[i].wd == wd) {
-            free(t->watch[i].rel);
-            t->watch[i] = t->watch[--t->nwatch];
-            return;
-        }
-    }
+    size_t i = watch_index(t, wd);
+    if (i == t->nwatch || t->watch[i].wd != wd)
+        return;
+    free(t->watch[i].rel);
+    t->nwatch--;
+    memmove(&t->watch[i], &t->watch[i + 1], (t->nwatch - i) * sizeof *t->watch);
 }
 
 /* One event: a change to a fingerprinted file, or to the folders that

@@ -5,6 +5,7 @@
  * computation has it computed again), with inotify and with stat scans. */
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../whoami/fingerprint.c"
 #include "../../whoami/fp_worker.c"
@@ -108,6 +109,30 @@ static void check_mode(int use_inotify)
     tap_ok(r == WT_READY && (use_inotify ? pendings == 0 : pendings >= 1), __FILE__, __LINE__,
            "%s: %s", mode, use_inotify ? "an unchanged tree answers a new question at once"
                                       : "each new question waits for a scan begun after it");
+
+    /* A new folder (watched from its creation on), a file in it, then the
+     * folder gone: each answer is the disk's. */
+    char sub[600], file[700];
+    snprintf(sub, sizeof sub, "%s/pkg", dir);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/pkg/inner", dir);
+    mkdir(sub, 0755);
+    ticket = 0;
+    ask(ts, dir, &ticket, &fp, &pendings);
+    write_file("pkg/inner/c.py", "c = 4444\n");
+    disk_hash(want);
+    ticket = 0;
+    r = ask(ts, dir, &ticket, &fp, &pendings);
+    tap_ok(r == WT_READY && strcmp(fp->hash, want) == 0, __FILE__, __LINE__,
+           "%s: a file written in a folder made after the last answer is seen", mode);
+    snprintf(file, sizeof file, "%s/pkg/inner/c.py", dir);
+    unlink(file);
+    rmdir(sub);
+    disk_hash(want);
+    ticket = 0;
+    r = ask(ts, dir, &ticket, &fp, &pendings);
+    tap_ok(r == WT_READY && strcmp(fp->hash, want) == 0, __FILE__, __LINE__,
+           "%s: a folder removed with its file is seen", mode);
 
     char missing[600];
     snprintf(missing, sizeof missing, "%s/no-such-folder", dir);
