@@ -214,9 +214,11 @@ enum whoami_tree_result whoami_tree_get(struct whoami_trees *ts, const char *roo
     whoami_watch_drain(ts, t);
     if (!usable(t, *ticket)) {
         /* The computation under way will do if no event came since it
-         * began (a scan has no events: it never will). */
+         * began (a scan has no events, and a first walk's are not read
+         * yet: it will not). */
         if (!*ticket)
-            *ticket = t->computing && t->ifd >= 0 && !t->dirty ? t->run_num : ts->seq + 1;
+            *ticket = t->computing && t->ifd >= 0 && !t->setting_up && !t->dirty ? t->run_num
+                                                                                 : ts->seq + 1;
         if (t->wanted < *ticket)
             t->wanted = *ticket;
         if (!t->computing)
