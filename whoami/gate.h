@@ -1,4 +1,4 @@
-/* gate.h - the /__whoami gate (DESIGN.md §6, PROTOCOL.md): before a
+/* gate.h - the /__whoami gate (PROTOCOL.md): before a
  * request reaches a backend, the backend has proven which checkout it
  * serves and that the code it loaded is the code on disk now.
  *
