@@ -287,8 +287,7 @@ static void up_write_cb(struct stream *bev, void *arg)
  * next must prove again which checkout and code it serves. */
 static void listener_lost(struct proxy_client *c)
 {
-    if (c->srv->gate)
-        whoami_gate_forget(c->srv->gate, c->backend);
+    whoami_gate_forget(c->backend->gate);
 }
 
 /* A backend whose server process lives but refuses connections is

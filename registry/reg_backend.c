@@ -76,6 +76,9 @@ struct reg_backend *reg_backend_ref(struct reg_backend *b)
 
 void reg_backend_unref(struct reg_backend *b)
 {
-    if (b && --b->refs == 0)
-        free(b);
+    if (!b || --b->refs > 0)
+        return;
+    if (b->gate_release)
+        b->gate_release(b->gate);
+    free(b);
 }

@@ -43,16 +43,21 @@ struct reg_backend {
     int active;                /* requests and tunnels in flight to it now */
     int refs;
     void *watch;               /* the daemon's liveness watch (owned by reg_server) */
-    /* What the /__whoami gate (whoami/gate.c) last found, for ls and the
+    /* The /__whoami gate's memory of this server: set by proxy/ (the
+     * registry does not know the gate), released with the registration. */
+    void *gate;
+    void (*gate_release)(void *gate);
+    /* What the gate last found, copied here by proxy/ for ls and the
      * dashboard; daemon memory only. state "" means never checked. */
     struct reg_whoami {
-        char state[16];        /* "verified", "stale", "mismatch", "no-whoami", "invalid" */
+        char state[16];        /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid" */
         char detail[1024];     /* the reason, a sentence for people */
         char checkout[PATH_MAX]; /* the checkout the server said it serves */
         char hash[72];         /* its fingerprint, "sha256:<hex>" */
         char disk_hash[72];    /* the fingerprint of the files on disk then */
         long long checked_ms;  /* when its /__whoami was last read */
         unsigned long refused; /* requests the gate refused */
+        unsigned long seq;     /* the gate's status this copy is of */
     } whoami;
 };
 

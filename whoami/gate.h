@@ -1,20 +1,24 @@
-/* gate.h - the /__whoami gate (DESIGN.md §6, PROTOCOL.md): before a
+/* gate.h - the /__whoami gate (PROTOCOL.md): before a
  * request reaches a backend, the backend has proven which checkout it
  * serves and that the code it loaded is the code on disk now.
  *
- * Per backend the gate keeps its last /__whoami answer; per (worktree,
- * patterns) the fingerprint of the disk (tree.h). A verified backend's
- * request passes with no round trip: one read of inotify's queue and a
- * string compare. A stale one is re-asked every WHOAMI_POLL_MS for
- * stale_grace (an autoreloading server comes back with the new code), or
- * restarted when it was started with --restart-on-stale; then refused. */
+ * The gate knows no registry: its caller describes each server as a plain
+ * whoami_target and keeps, per server, the gate's handle (whoami_server),
+ * whose status it copies wherever people read it (ls, the dashboard).
+ * Per server the gate keeps its last /__whoami answer; per (worktree,
+ * patterns) the fingerprint of the disk (tree.h), computed on a worker
+ * thread. A verified server's request passes with no round trip: one read
+ * of inotify's queue and a string compare. A stale one is re-asked every
+ * WHOAMI_POLL_MS for stale_grace (an autoreloading server comes back with
+ * the new code), or restarted when it was started with --restart-on-stale;
+ * then refused. The decision itself is decide.h's, a pure function. */
 #ifndef WTP_WHOAMI_GATE_H
 #define WTP_WHOAMI_GATE_H
 
-#include <event2/event.h>
+#include <limits.h>
 #include <stddef.h>
-
-#include "registry.h"
+#include <sys/socket.h>
+#include <sys/types.h>
 
 #define WHOAMI_POLL_MS 100     /* re-asking a stale or reloading server */
 #define WHOAMI_RECHECK_MS 1000 /* a refusal's answer is asked again after this */
@@ -27,6 +31,8 @@
  * lookup, about 4 µs) at most this often, so a server swapped behind the
  * port is asked before it serves a request, but for this window. */
 #define WHOAMI_LISTENER_MS 50
+
+struct event_base;
 
 struct whoami_gate_config {
     unsigned timeout_ms;       /* whoami_timeout: one /__whoami exchange */
@@ -49,26 +55,66 @@ enum whoami_verdict {
 /* The X-Wtproxy-Refused value of a refusal ("checkout-mismatch", ...). */
 const char *whoami_verdict_reason(enum whoami_verdict v);
 
-struct whoami_gate;
+/* One dev server, as the caller knows it. The strings and addr are not
+ * copied: they must stay valid as long as the server's handle. */
+struct whoami_target {
+    const struct sockaddr *addr;  /* where it listens */
+    socklen_t addrlen;
+    const char *name;             /* "HOST:PORT": the Host of /__whoami, and messages */
+    int port;
+    const char *checkout;         /* the checkout it must serve (canonical path) */
+    pid_t pid;                    /* its pid, 0 unknown */
+    unsigned long long pid_start; /* the pid's start time (clock ticks): a reused pid differs */
+    int restart_on_stale;         /* its wrapper restarts it on SIGUSR1 */
+    const char *command;          /* what runs there ("" unknown), for the restart hint */
+    long long started_ms;         /* when it started, 0 unknown */
+    long long registered_ms;      /* when it was registered */
+};
 
+/* What the gate last found about one server, for ls and the dashboard.
+ * state "" means never checked. seq changes whenever anything else does,
+ * so the caller copies it only then. */
+struct whoami_status {
+    char state[16];          /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid" */
+    char detail[1024];       /* the reason, a sentence for people */
+    char checkout[PATH_MAX]; /* the checkout the server said it serves */
+    char hash[72];           /* its fingerprint, "sha256:<hex>" */
+    char disk_hash[72];      /* the fingerprint of the files on disk then */
+    long long checked_ms;    /* when its /__whoami was last read */
+    unsigned long refused;   /* requests the gate refused */
+    unsigned long seq;
+};
+
+struct whoami_gate;
+struct whoami_server;
+
+/* NULL when out of memory or when the fingerprint worker cannot start. */
 struct whoami_gate *whoami_gate_new(struct event_base *base, const struct whoami_gate_config *cfg);
+/* The servers' handles stay valid (and inert) until released. */
 void whoami_gate_free(struct whoami_gate *g);
 void whoami_gate_configure(struct whoami_gate *g, const struct whoami_gate_config *cfg);
 
-/* The verdict on a request to b from worktree (the checkout b must serve).
- * detail gets the refusal's sentence, with the command that fixes it. */
+/* The gate's memory of one server, kept by the caller with whatever
+ * describes the server (a registration) and released with it. NULL when
+ * out of memory. */
+struct whoami_server *whoami_server_new(struct whoami_gate *g);
+void whoami_server_release(void *server); /* void *: a release hook's shape */
+const struct whoami_status *whoami_server_status(const struct whoami_server *s);
+
+/* The verdict on a request to server s, described by t. detail gets the
+ * refusal's sentence, with the command that fixes it. */
 typedef void (*whoami_gate_cb)(void *arg, enum whoami_verdict v, const char *detail);
 
-/* Decided now: returns the verdict (detail filled for a refusal). Not yet:
- * returns -1 with *ticket set, and cb runs later from the loop unless
+/* Decided now: returns the verdict (detail filled for a refusal). Not yet
+ * (an answer or the disk's fingerprint is awaited): returns -1 with
+ * *ticket set, and cb runs later from the loop unless
  * whoami_gate_cancel(ticket) runs first. */
-int whoami_gate_check(struct whoami_gate *g, struct reg_backend *b, const char *worktree,
-                      whoami_gate_cb cb, void *arg, void **ticket, char *detail,
-                      size_t detlen);
+int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, whoami_gate_cb cb,
+                      void *arg, void **ticket, char *detail, size_t detlen);
 void whoami_gate_cancel(struct whoami_gate *g, void *ticket);
 
-/* b's server did not answer a request (refused, or closed unanswered): its
+/* s's server did not answer a request (refused, or closed unanswered): its
  * answer no longer holds, and the next check asks again. */
-void whoami_gate_forget(struct whoami_gate *g, struct reg_backend *b);
+void whoami_gate_forget(struct whoami_server *s);
 
 #endif

@@ -6,19 +6,13 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
 
-static long long wall_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
+#include "host.h"
 
 /* "4 min", "12 s", "3 h": how long ago ms was. */
 static void age(long long ms, char *out, size_t outlen)
 {
-    long long s = ms > 0 ? (wall_ms() - ms) / 1000 : 0;
+    long long s = ms > 0 ? (host_wall_ms() - ms) / 1000 : 0;
     if (s < 0)
         s = 0;
     if (s < 120)
@@ -30,27 +24,27 @@ static void age(long long ms, char *out, size_t outlen)
 }
 
 /* How to start the worktree's server again, from what registered it. */
-static void restart_hint(const struct reg_backend *b, char *out, size_t outlen)
+static void restart_hint(const struct whoami_target *t, char *out, size_t outlen)
 {
-    if (b->command[0])
-        snprintf(out, outlen, "cd %s && wtproxy run --restart-on-stale -- %s", b->worktree,
-                 b->command);
+    if (t->command[0])
+        snprintf(out, outlen, "cd %s && wtproxy run --restart-on-stale -- %s", t->checkout,
+                 t->command);
     else
         snprintf(out, outlen, "cd %s && wtproxy run --restart-on-stale -- <server command with "
-                              "{port}>", b->worktree);
+                              "{port}>", t->checkout);
 }
 
-void whoami_refusal_mismatch(const struct reg_backend *b, const struct whoami_answer *ans,
-                             const char *worktree, char *out, size_t outlen)
+void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
+                             char *out, size_t outlen)
 {
     char since[32], hint[PATH_MAX + 1200];
     age(ans->started_ms, since, sizeof since);
-    restart_hint(b, hint, sizeof hint);
+    restart_hint(t, hint, sizeof hint);
     snprintf(out, outlen,
              "port %d is served by %s, not by %s: the server there (pid %d, started %s ago) "
              "belongs to another checkout, so its answers would not be your code's. Stop it: "
              "kill %d; then start your own server: %s",
-             b->port, ans->checkout, worktree, (int)ans->pid, since, (int)ans->pid, hint);
+             t->port, ans->checkout, t->checkout, (int)ans->pid, since, (int)ans->pid, hint);
 }
 
 size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_ms, char *out,
@@ -73,13 +67,13 @@ size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_
     return n;
 }
 
-void whoami_refusal_stale(const struct reg_backend *b, const struct whoami_answer *ans,
+void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
                           const struct whoami_fp *disk, int restarted, char *out,
                           size_t outlen)
 {
     char since[32], files[1024], hint[PATH_MAX + 1200], changed[1100];
     age(ans->started_ms, since, sizeof since);
-    restart_hint(b, hint, sizeof hint);
+    restart_hint(t, hint, sizeof hint);
     size_t n = whoami_refusal_newer_files(disk, ans->started_ms, files, sizeof files);
     if (n)
         snprintf(changed, sizeof changed, "the code changed since (%zu file%s: %s)", n,
@@ -95,11 +89,11 @@ void whoami_refusal_stale(const struct reg_backend *b, const struct whoami_answe
     else
         snprintf(out, outlen, "this is your own server for %s (pid %d), started %s ago; %s. "
                  "Restart it: stop pid %d, then %s",
-                 ans->checkout, (int)ans->pid, since, changed, b->pid > 0 ? (int)b->pid
+                 ans->checkout, (int)ans->pid, since, changed, t->pid > 0 ? (int)t->pid
                  : (int)ans->pid, hint);
 }
 
-void whoami_refusal_no_whoami(const struct reg_backend *b, int status, char *out, size_t outlen)
+void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen)
 {
     snprintf(out, outlen,
              "%s (the server of %s, pid %d) answers GET /__whoami with HTTP %d, so wtproxy "
@@ -107,43 +101,34 @@ void whoami_refusal_no_whoami(const struct reg_backend *b, int status, char *out
              "(Django: 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
              "whoami/python on PYTHONPATH; see conf/WHOAMI.md), or start wtproxy with "
              "--trust-registry to trust the registration instead",
-             b->name, b->worktree[0] ? b->worktree : "the default backend", (int)b->pid, status);
+             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid, status);
 }
 
-void whoami_refusal_invalid(const struct reg_backend *b, const char *problem, char *out,
+void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,
                             size_t outlen)
 {
     snprintf(out, outlen,
              "%s (the server of %s, pid %d) answered GET /__whoami with something wtproxy "
              "cannot use: %s. Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it "
              "if it hangs",
-             b->name, b->worktree[0] ? b->worktree : "the default backend", (int)b->pid,
+             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid,
              problem);
 }
 
-void whoami_refusal_unreadable(const struct reg_backend *b, const char *worktree,
-                               const char *error, char *out, size_t outlen)
+void whoami_refusal_unreadable(const struct whoami_target *t, const char *error, char *out,
+                               size_t outlen)
 {
     snprintf(out, outlen, "wtproxy cannot fingerprint the code of %s to check %s: %s. "
              "Check that the folder exists and is readable",
-             worktree, b->name, error);
+             t->checkout, t->name, error);
 }
 
-void whoami_refusal_trusted_mismatch(const struct reg_backend *b, const char *worktree,
-                                     char *out, size_t outlen)
-{
-    snprintf(out, outlen, "%s is registered for %s, not for %s (--trust-registry: it has no "
-             "/__whoami). Start your own server: cd %s && wtproxy run -- <server command with "
-             "{port}>", b->name, b->worktree[0] ? b->worktree : "no worktree", worktree,
-             worktree);
-}
-
-void whoami_refusal_trusted_stale(const struct reg_backend *b, char *out, size_t outlen)
+void whoami_refusal_trusted_stale(const struct whoami_target *t, char *out, size_t outlen)
 {
     char files[1024], hint[PATH_MAX + 1200];
     snprintf(files, sizeof files, "%s", out);
-    restart_hint(b, hint, sizeof hint);
+    restart_hint(t, hint, sizeof hint);
     snprintf(out, outlen, "the server of %s (pid %d, no /__whoami, trusted from its "
              "registration) started before these changed: %s. Restart it: stop pid %d, then %s",
-             b->worktree, (int)b->pid, files, (int)b->pid, hint);
+             t->checkout, (int)t->pid, files, (int)t->pid, hint);
 }

@@ -5,38 +5,34 @@
 
 #include <stddef.h>
 
-#include "registry.h"
+#include "gate.h"
 #include "whoami.h"
 
 #define WHOAMI_NAMED_FILES 3 /* changed files a stale refusal names */
 
-/* b's port answers for ans->checkout, not for worktree. */
-void whoami_refusal_mismatch(const struct reg_backend *b, const struct whoami_answer *ans,
-                             const char *worktree, char *out, size_t outlen);
+/* t's port answers for ans->checkout, not for t->checkout. */
+void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
+                             char *out, size_t outlen);
 
-/* b loaded older code than disk; restarted: wtproxy already restarted it. */
-void whoami_refusal_stale(const struct reg_backend *b, const struct whoami_answer *ans,
+/* t loaded older code than disk; restarted: wtproxy already restarted it. */
+void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
                           const struct whoami_fp *disk, int restarted, char *out,
                           size_t outlen);
 
-/* b answered /__whoami with HTTP status (404 mostly). */
-void whoami_refusal_no_whoami(const struct reg_backend *b, int status, char *out, size_t outlen);
+/* t answered /__whoami with HTTP status (404 mostly). */
+void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen);
 
-/* b's answer is unusable: problem says how. */
-void whoami_refusal_invalid(const struct reg_backend *b, const char *problem, char *out,
+/* t's answer is unusable: problem says how. */
+void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,
                             size_t outlen);
 
-/* The worktree itself cannot be fingerprinted. */
-void whoami_refusal_unreadable(const struct reg_backend *b, const char *worktree,
-                               const char *error, char *out, size_t outlen);
+/* The checkout t must serve cannot be fingerprinted. */
+void whoami_refusal_unreadable(const struct whoami_target *t, const char *error, char *out,
+                               size_t outlen);
 
-/* --trust-registry: b is registered for another worktree. */
-void whoami_refusal_trusted_mismatch(const struct reg_backend *b, const char *worktree,
-                                     char *out, size_t outlen);
-
-/* --trust-registry: files changed since b started; out already names them
+/* --trust-registry: files changed since t started; out already names them
  * (whoami_refusal_newer_files), this completes the sentence. */
-void whoami_refusal_trusted_stale(const struct reg_backend *b, char *out, size_t outlen);
+void whoami_refusal_trusted_stale(const struct whoami_target *t, char *out, size_t outlen);
 
 /* The files of disk modified after since_ms: their count, with "N files:
  * a, b, c" (the first WHOAMI_NAMED_FILES) written to out. */

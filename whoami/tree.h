@@ -1,32 +1,47 @@
-/* tree.h - the fingerprint of the code on disk now, per (worktree,
- * patterns), kept current by inotify: a write marks it dirty, and the next
- * question recomputes it (re-reading only the files whose stat changed).
- * Where inotify is unavailable or its watches run out, every question is a
- * stat scan instead. Internal to whoami/. */
+/* tree.h - the fingerprint of the code on disk, per (worktree, patterns),
+ * computed on a worker thread (fp_worker.h) and kept current by inotify: a
+ * write marks it dirty, and the next question has it recomputed (re-reading
+ * only the files whose stat changed). Where inotify is unavailable or its
+ * watches run out, every question waits for a stat scan that began after
+ * it. Reading inotify's queue stays on the loop: it is one read. Internal
+ * to whoami/. */
 #ifndef WTP_WHOAMI_TREE_H
 #define WTP_WHOAMI_TREE_H
 
-#include <event2/event.h>
+#include <stddef.h>
 
 #include "whoami.h"
 
 #define WHOAMI_MAX_TREES 64 /* (worktree, patterns) pairs kept; the least used goes */
 
+struct event_base;
 struct whoami_trees;
 
-/* use_inotify 0 forces stat scans (config whoami_watch = stat). */
-struct whoami_trees *whoami_trees_new(struct event_base *base, int use_inotify);
-void whoami_trees_free(struct whoami_trees *ts);
+/* A computation finished: questions that got WT_PENDING may ask again. */
+typedef void (*whoami_trees_cb)(void *arg);
+
+/* use_inotify 0 forces stat scans (config whoami_watch = stat). ready runs
+ * on base's loop. NULL with errno when out of memory or the worker thread
+ * cannot start. */
+struct whoami_trees *whoami_trees_new(struct event_base *base, int use_inotify,
+                                      whoami_trees_cb ready, void *arg);
+void whoami_trees_free(struct whoami_trees *ts); /* waits for a computation under way */
+
+enum whoami_tree_result {
+    WT_READY,   /* *fp and *changed_ms hold, valid until the next call */
+    WT_PENDING, /* being computed: ask again after ready runs */
+    WT_ERROR,   /* root cannot be fingerprinted: err says why */
+};
 
 /* The fingerprint of root under p as the disk is now: every change written
- * before this call is seen (pending inotify events are read first).
- * *changed_ms is when its hash last changed (0: never seen to change).
- * NULL with err when root cannot be fingerprinted. The result stays valid
- * until the next call. */
-const struct whoami_fp *whoami_tree_current(struct whoami_trees *ts, const char *root,
-                                            const struct whoami_patterns *p,
-                                            long long now_ms, long long *changed_ms,
-                                            char *err, size_t errlen);
+ * before the first call with this *ticket (0 before it; the call fills it)
+ * is seen, since pending inotify events are read first and a result
+ * computed before them is not used. *changed_ms is when its hash last
+ * changed (0: never seen to change). */
+enum whoami_tree_result whoami_tree_get(struct whoami_trees *ts, const char *root,
+                                        const struct whoami_patterns *p, long long now_ms,
+                                        unsigned long *ticket, const struct whoami_fp **fp,
+                                        long long *changed_ms, char *err, size_t errlen);
 
 /* Whether ts watches with inotify (0: stat scans), for ls and the log. */
 int whoami_trees_inotify(const struct whoami_trees *ts);

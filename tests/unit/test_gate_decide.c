@@ -1,0 +1,208 @@
+/* test_gate_decide.c - the gate's decision (whoami/decide.c), one row per
+ * verdict and grace: what the server last answered, when, the disk's
+ * fingerprint and the clock in; the verdict (with the status ls shows and
+ * the refusal's sentence) or the next action out. The driver answers the
+ * decision's questions (the listener, a restart, the disk) as gate.c does,
+ * from the row. */
+#include "../../host/clock.c"
+#include "../../whoami/decide.c"
+#include "../../whoami/defaults.c"
+#include "../../whoami/refusal.c"
+#include "tap.h"
+
+#define T 1000000000000LL /* now, roughly: the unix ms of a day in 2001 */
+#define WT "/w/app"
+#define OTHER "/w/other"
+#define H_DISK "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+#define H_OLD "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+
+static const struct whoami_gate_config cfg = {
+    .timeout_ms = 1000, .stale_grace_ms = 2000, .reload_grace_ms = 3000,
+    .start_timeout_ms = 5000, .trust_registry = 0, .use_inotify = 1};
+
+enum ans { NO_ANS, ANS_HERE, ANS_OTHER };
+enum disk { DISK_OK, DISK_NEWER_FILE, DISK_UNREADABLE };
+enum expect_patterns { P_ANY, P_ANSWER, P_DEFAULT };
+
+struct row {
+    const char *name;
+    /* the server: its last exchange */
+    int have;
+    enum whoami_fetch_result result;
+    int status;
+    enum ans ans;
+    const char *ans_hash;
+    long long asked, since, now; /* relative to T */
+    int answered;
+    long long restart;           /* relative to T; 0 none */
+    int restart_on_stale, restart_fails, listener_moved, trust;
+    enum disk disk;
+    long long changed;           /* relative to T; 0 never */
+    /* what comes out */
+    int want;
+    const char *want_state; /* "" unchanged */
+    const char *want_detail;
+    enum expect_patterns want_patterns;
+};
+
+#define OK200(a, h) 1, WF_OK, 200, a, h
+
+static const struct row rows[] = {
+    {"never asked: ask", 0, WF_OK, 0, NO_ANS, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, DISK_OK, 0,
+     WA_FETCH, "", NULL, P_ANY},
+    {"fresh verified answer: pass", OK200(ANS_HERE, H_DISK), 5, 0, 10, 1, 0, 0, 0, 0, 0,
+     DISK_OK, -5000, WHOAMI_PASS, "verified", "serves the code on disk", P_ANSWER},
+    {"older verified answer, same listener: pass", OK200(ANS_HERE, H_DISK), -1500, 0, 0, 1, 0,
+     0, 0, 0, 0, DISK_OK, -5000, WHOAMI_PASS, "verified", NULL, P_ANSWER},
+    {"swapped listener (inode changed): ask before serving", OK200(ANS_HERE, H_DISK), -1500, 0,
+     0, 1, 0, 0, 0, 1, 0, DISK_OK, 0, WA_FETCH, "", NULL, P_ANY},
+    {"wrong checkout: 421 checkout-mismatch", OK200(ANS_OTHER, H_DISK), 5, 0, 10, 1, 0, 0, 0,
+     0, 0, DISK_OK, 0, WHOAMI_MISMATCH, "mismatch", "belongs to another checkout", P_ANY},
+    {"wrong checkout asked over a second ago: ask again", OK200(ANS_OTHER, H_DISK), -1500, 0,
+     0, 1, 0, 0, 0, 0, 0, DISK_OK, 0, WA_FETCH, "", NULL, P_ANY},
+    {"stale within stale_grace: wait", OK200(ANS_HERE, H_OLD), 100, 0, 500, 1, 0, 0, 0, 0, 0,
+     DISK_OK, -1000, WA_RETRY, "", NULL, P_ANSWER},
+    {"stale past stale_grace: 409 stale-code", OK200(ANS_HERE, H_OLD), 2400, 0, 2500, 1, 0, 0,
+     0, 0, 0, DISK_OK, -1000, WHOAMI_STALE, "stale", "Restart it: stop pid 4242", P_ANSWER},
+    {"stale answer older than the disk's change: ask again", OK200(ANS_HERE, H_OLD), -500,
+     -1000, 0, 1, 0, 0, 0, 0, 0, DISK_OK, -100, WA_FETCH, "", NULL, P_ANSWER},
+    {"restart-on-stale, stale: send the restart", OK200(ANS_HERE, H_OLD), 100, 0, 500, 1, 0, 1,
+     0, 0, 0, DISK_OK, -1000, WA_RESTART, "", NULL, P_ANSWER},
+    {"restart sent, past stale_grace, within start_timeout: wait", OK200(ANS_HERE, H_OLD),
+     2900, 0, 3000, 1, 500, 1, 0, 0, 0, DISK_OK, -1000, WA_RETRY, "", NULL, P_ANSWER},
+    {"restart sent, past start_timeout: 409 stale-code, restarted", OK200(ANS_HERE, H_OLD),
+     5900, 0, 6000, 1, 500, 1, 0, 0, 0, DISK_OK, -1000, WHOAMI_STALE, "stale",
+     "wtproxy restarted your server", P_ANSWER},
+    {"restart sent, its old answer: ask", OK200(ANS_HERE, H_OLD), 400, 1000, 1200, 1, 500, 1,
+     0, 0, 0, DISK_OK, -1000, WA_FETCH, "", NULL, P_ANY},
+    {"restart sent, not answering yet: wait", 1, WF_UNREACHABLE, 0, NO_ANS, NULL, 1100, 1000,
+     1200, 1, 500, 1, 0, 0, 0, DISK_OK, 0, WA_RETRY, "", NULL, P_ANY},
+    {"restart cannot be sent, past stale_grace: 409 stale-code", OK200(ANS_HERE, H_OLD), 2400,
+     0, 2500, 1, 0, 1, 1, 0, 0, DISK_OK, -1000, WHOAMI_STALE, "stale", "Restart it", P_ANSWER},
+    {"reloading (not listening) within reload_grace: wait", 1, WF_UNREACHABLE, 0, NO_ANS, NULL,
+     100, 0, 2000, 1, 0, 0, 0, 0, 0, DISK_OK, 0, WA_RETRY, "", NULL, P_ANY},
+    {"not listening past reload_grace: backend-unreachable", 1, WF_UNREACHABLE, 0, NO_ANS, NULL,
+     3000, 0, 3100, 1, 0, 0, 0, 0, 0, DISK_OK, 0, WHOAMI_UNREACHABLE, "",
+     "GET /__whoami to 127.0.0.1:5001 (/w/app)", P_ANY},
+    {"not listening, an old outcome: ask", 1, WF_UNREACHABLE, 0, NO_ANS, NULL, -100, 0, 0, 1, 0,
+     0, 0, 0, 0, DISK_OK, 0, WA_FETCH, "", NULL, P_ANY},
+    {"cut mid-answer after answering whole: wait (reload_grace)", 1, WF_CUT, 0, NO_ANS, NULL,
+     100, 0, 200, 1, 0, 0, 0, 0, 0, DISK_OK, 0, WA_RETRY, "", NULL, P_ANY},
+    {"cut mid-answer, past reload_grace: backend-unreachable", 1, WF_CUT, 0, NO_ANS, NULL, 3100,
+     0, 3200, 1, 0, 0, 0, 0, 0, DISK_OK, 0, WHOAMI_UNREACHABLE, "", "in the middle", P_ANY},
+    {"cut mid-answer, never answered whole: whoami-invalid", 1, WF_CUT, 0, NO_ANS, NULL, 100, 0,
+     200, 0, 0, 0, 0, 0, 0, DISK_OK, 0, WHOAMI_INVALID, "invalid", "in the middle", P_ANY},
+    {"timed out, never answered: whoami-invalid", 1, WF_TIMEOUT, 0, NO_ANS, NULL, 100, 0, 200,
+     0, 0, 0, 0, 0, 0, DISK_OK, 0, WHOAMI_INVALID, "invalid", "no whole answer", P_ANY},
+    {"404: no-whoami", 1, WF_OK, 404, NO_ANS, NULL, 100, 0, 200, 0, 0, 0, 0, 0, 0, DISK_OK, 0,
+     WHOAMI_NO_WHOAMI, "no-whoami", "with HTTP 404", P_ANY},
+    {"an unusable answer: whoami-invalid", 1, WF_OK, 200, NO_ANS, NULL, 100, 0, 200, 0, 0, 0, 0,
+     0, 0, DISK_OK, 0, WHOAMI_INVALID, "invalid", "fingerprint.hash is bad", P_ANY},
+    {"404, trust_registry, nothing changed since it started: pass", 1, WF_OK, 404, NO_ANS, NULL,
+     100, 0, 200, 0, 0, 0, 0, 0, 1, DISK_OK, 0, WHOAMI_PASS, "trusted", "no /__whoami",
+     P_DEFAULT},
+    {"404, trust_registry, a file newer than the server: 409 stale-code", 1, WF_OK, 404, NO_ANS,
+     NULL, 100, 0, 200, 0, 0, 0, 0, 0, 1, DISK_NEWER_FILE, 0, WHOAMI_STALE, "stale",
+     "started before these changed: app/new.py", P_DEFAULT},
+    {"the checkout cannot be fingerprinted: whoami-invalid", OK200(ANS_HERE, H_DISK), 100, 0,
+     200, 1, 0, 0, 0, 0, 0, DISK_UNREADABLE, 0, WHOAMI_INVALID, "invalid",
+     "cannot fingerprint the code of /w/app", P_ANSWER},
+};
+
+static char *answer_include[] = {"src/**/*.py"};
+static struct whoami_file disk_files[] = {
+    {.path = "app/old.py", .type = 'f', .mtime_ns = (T - 3600000) * 1000000},
+    {.path = "app/new.py", .type = 'f', .mtime_ns = (T - 1000) * 1000000},
+};
+
+/* Run the decision for r as gate.c does; returns its final outcome, with
+ * the patterns it fingerprinted the disk under in *used. */
+static int run(const struct row *r, struct whoami_status *st, enum expect_patterns *used,
+               char *detail, size_t detlen)
+{
+    const struct whoami_patterns *pat = NULL;
+    struct whoami_gate_config c = cfg;
+    c.trust_registry = r->trust;
+    struct whoami_target t = {NULL, 0, "127.0.0.1:5001", 5001, WT, 4242, 7, r->restart_on_stale,
+                              "python3 manage.py runserver {port}", T - 60000, T - 60000};
+    struct whoami_answer ans = {.pid = 4242, .started_ms = T - 60000, .files = 2};
+    snprintf(ans.checkout, sizeof ans.checkout, "%s", r->ans == ANS_OTHER ? OTHER : WT);
+    snprintf(ans.hash, sizeof ans.hash, "%s", r->ans_hash ? r->ans_hash : H_DISK);
+    ans.patterns = (struct whoami_patterns){answer_include, 1, NULL, 0};
+    struct whoami_memory m = {r->have, r->result, r->status, r->ans ? &ans : NULL,
+                              r->result == WF_CUT       ? "closed the connection in the middle"
+                              : r->result == WF_TIMEOUT ? "no whole answer in time"
+                              : r->result == WF_OK      ? "fingerprint.hash is bad"
+                                                        : "Connection refused",
+                              T + r->asked, r->answered, r->restart ? T + r->restart : 0, 0, 0, 0};
+    struct whoami_fp fp = {H_DISK, r->disk == DISK_NEWER_FILE ? 2 : 1, disk_files, 0};
+    struct whoami_disk disk = {r->disk == DISK_UNREADABLE ? NULL : &fp,
+                               r->changed ? T + r->changed : 0, "No such file or directory"};
+    struct whoami_case wc = {&c, &t, &m, NULL, T + r->since, T + r->now};
+    for (int i = 0; i < 8; i++) {
+        int d = whoami_decide(&wc, st, &pat, detail, detlen);
+        if (d == WA_LISTENER) {
+            m.listener_checked = 1;
+            m.listener_moved = r->listener_moved;
+        } else if (d == WA_RESTART && r->restart_fails) {
+            m.restart_failed = 1;
+        } else if (d == WA_DISK) {
+            wc.disk = &disk;
+            *used = pat == &ans.patterns             ? P_ANSWER
+                    : pat == whoami_default_patterns() ? P_DEFAULT
+                                                       : P_ANY;
+        } else {
+            return d;
+        }
+    }
+    return -1; /* a decision that never ends */
+}
+
+static void check_row(const struct row *r)
+{
+    struct whoami_status st = {0};
+    enum expect_patterns used = P_ANY;
+    char detail[4096] = "";
+    int d = run(r, &st, &used, detail, sizeof detail);
+    if (d == WHOAMI_PASS) /* a pass has no refusal: its reason is the status's */
+        snprintf(detail, sizeof detail, "%s", st.detail);
+    tap_is_int(d, r->want, __FILE__, __LINE__, "%s", r->name);
+    tap_ok(strcmp(st.state, r->want_state) == 0, __FILE__, __LINE__, "%s: status \"%s\"",
+           r->name, r->want_state);
+    if (strcmp(st.state, r->want_state) != 0)
+        printf("#   got status \"%s\"\n", st.state);
+    if (r->want_detail && !tap_ok(strstr(detail, r->want_detail) != NULL, __FILE__, __LINE__,
+                                  "%s: says \"%s\"", r->name, r->want_detail))
+        printf("#   detail: %s\n", detail);
+    if (r->want_patterns != P_ANY)
+        tap_ok(used == r->want_patterns, __FILE__, __LINE__, "%s: the disk under the %s patterns",
+               r->name, r->want_patterns == P_ANSWER ? "answer's" : "default");
+}
+
+/* A verified server's requests copy nothing: its status changes once per
+ * answer (proxy/ copies it into the registration when seq moves). */
+static void check_hot_path(void)
+{
+    struct whoami_status st = {0};
+    enum expect_patterns used;
+    char detail[256];
+    run(&rows[2], &st, &used, detail, sizeof detail);
+    unsigned long seq = st.seq;
+    run(&rows[2], &st, &used, detail, sizeof detail);
+    tap_is_int((long long)st.seq, (long long)seq, __FILE__, __LINE__,
+               "a second verified pass on the same answer leaves the status as it was");
+    tap_ok(strcmp(st.hash, H_DISK) == 0 && strcmp(st.disk_hash, H_DISK) == 0 &&
+               strcmp(st.checkout, WT) == 0 && st.checked_ms == T - 1500,
+           __FILE__, __LINE__, "the verified status names the answer's checkout, hashes and time");
+}
+
+int main(void)
+{
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        check_row(&rows[i]);
+    check_hot_path();
+    tap_ok(strcmp(whoami_verdict_reason(WHOAMI_STALE), "stale-code") == 0 &&
+               strcmp(whoami_verdict_reason(WHOAMI_MISMATCH), "checkout-mismatch") == 0,
+           __FILE__, __LINE__, "verdicts name their X-Wtproxy-Refused reason");
+    return done_testing();
+}

@@ -1,0 +1,157 @@
+/* test_gate_tree.c - the disk's fingerprint off the event loop
+ * (whoami/tree.c, watch.c, fp_worker.c): a question is answered later, from
+ * the worker, never by a walk on the loop; and whatever the timing, a
+ * result never misses a write made before the question (a write during a
+ * computation has it computed again), with inotify and with stat scans. */
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../whoami/fingerprint.c"
+#include "../../whoami/fp_worker.c"
+#include "../../whoami/glob.c"
+#include "../../whoami/tree.c"
+#include "../../whoami/watch.c"
+#include "tap.h"
+
+static char dir[] = "/tmp/test_gate_tree.XXXXXX";
+static struct whoami_patterns py = {(char *[]){"**/*.py"}, 1, NULL, 0};
+static struct event_base *base;
+static int ready_calls;
+
+static void ready(void *arg)
+{
+    (void)arg;
+    ready_calls++;
+}
+
+static void write_file(const char *rel, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* The hash of the disk now, computed here. */
+static void disk_hash(char *out)
+{
+    struct whoami_fp fp;
+    char err[256];
+    if (whoami_fp_compute(dir, &py, NULL, &fp, err, sizeof err) == 0) {
+        memcpy(out, fp.hash, WHOAMI_HASH_SIZE);
+        whoami_fp_free(&fp);
+    }
+}
+
+/* Ask until the answer is not pending, running the loop between (at most
+ * 10 s). Returns the result; *pendings counts the pending answers. */
+static int ask(struct whoami_trees *ts, const char *root, unsigned long *ticket,
+               const struct whoami_fp **fp, int *pendings)
+{
+    long long changed;
+    char err[256];
+    time_t end = time(NULL) + 10;
+    *pendings = 0;
+    for (;;) {
+        int r = whoami_tree_get(ts, root, &py, 1, ticket, fp, &changed, err, sizeof err);
+        if (r != WT_PENDING || time(NULL) > end)
+            return r;
+        ++*pendings;
+        int before = ready_calls;
+        while (ready_calls == before && time(NULL) <= end)
+            event_base_loop(base, EVLOOP_ONCE);
+    }
+}
+
+static void check_mode(int use_inotify)
+{
+    const char *mode = use_inotify ? "inotify" : "stat scans";
+    struct whoami_trees *ts = whoami_trees_new(base, use_inotify, ready, NULL);
+    const struct whoami_fp *fp = NULL;
+    unsigned long ticket = 0;
+    char want[WHOAMI_HASH_SIZE] = "";
+    int pendings;
+
+    write_file("a.py", "a = 1\n");
+    disk_hash(want);
+    int r = ask(ts, dir, &ticket, &fp, &pendings);
+    tap_ok(r == WT_READY && pendings >= 1, __FILE__, __LINE__,
+           "%s: a new tree's first question waits for the worker", mode);
+    tap_ok(r == WT_READY && strcmp(fp->hash, want) == 0, __FILE__, __LINE__,
+           "%s: its answer is the disk's fingerprint", mode);
+
+    /* A write, then a question; another write while it is computed, then
+     * another question: each answer has its own writes. */
+    write_file("a.py", "a = 22\n");
+    disk_hash(want);
+    ticket = 0;
+    r = whoami_tree_get(ts, dir, &py, 2, &ticket, &fp, &(long long){0}, (char[64]){0}, 64);
+    tap_ok(r == WT_PENDING, __FILE__, __LINE__, "%s: a question after a write waits", mode);
+    write_file("b.py", "b = 333\n");
+    char want2[WHOAMI_HASH_SIZE];
+    disk_hash(want2);
+    unsigned long ticket2 = 0;
+    r = ask(ts, dir, &ticket2, &fp, &pendings);
+    tap_ok(r == WT_READY && strcmp(fp->hash, want2) == 0, __FILE__, __LINE__,
+           "%s: a write during a computation is in the next question's answer", mode);
+    if (r == WT_READY && strcmp(fp->hash, want2) != 0)
+        printf("#   got %s\n#  want %s\n", fp->hash, want2);
+
+    r = ask(ts, dir, &ticket2, &fp, &pendings);
+    tap_ok(r == WT_READY && pendings == 0, __FILE__, __LINE__,
+           "%s: a question already answered is answered again at once", mode);
+    ticket2 = 0;
+    r = ask(ts, dir, &ticket2, &fp, &pendings);
+    tap_ok(r == WT_READY && (use_inotify ? pendings == 0 : pendings >= 1), __FILE__, __LINE__,
+           "%s: %s", mode, use_inotify ? "an unchanged tree answers a new question at once"
+                                      : "each new question waits for a scan begun after it");
+
+    /* A new folder (watched from its creation on), a file in it, then the
+     * folder gone: each answer is the disk's. */
+    char sub[600], file[700];
+    snprintf(sub, sizeof sub, "%s/pkg", dir);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/pkg/inner", dir);
+    mkdir(sub, 0755);
+    ticket = 0;
+    ask(ts, dir, &ticket, &fp, &pendings);
+    write_file("pkg/inner/c.py", "c = 4444\n");
+    disk_hash(want);
+    ticket = 0;
+    r = ask(ts, dir, &ticket, &fp, &pendings);
+    tap_ok(r == WT_READY && strcmp(fp->hash, want) == 0, __FILE__, __LINE__,
+           "%s: a file written in a folder made after the last answer is seen", mode);
+    snprintf(file, sizeof file, "%s/pkg/inner/c.py", dir);
+    unlink(file);
+    rmdir(sub);
+    disk_hash(want);
+    ticket = 0;
+    r = ask(ts, dir, &ticket, &fp, &pendings);
+    tap_ok(r == WT_READY && strcmp(fp->hash, want) == 0, __FILE__, __LINE__,
+           "%s: a folder removed with its file is seen", mode);
+
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/no-such-folder", dir);
+    ticket = 0;
+    r = ask(ts, missing, &ticket, &fp, &pendings);
+    tap_ok(r == WT_ERROR, __FILE__, __LINE__, "%s: a missing folder is an error", mode);
+    whoami_trees_free(ts);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir) || !(base = event_base_new()))
+        return 1;
+    check_mode(1);
+    check_mode(0);
+    event_base_free(base);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+    return done_testing();
+}

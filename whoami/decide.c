@@ -1,0 +1,171 @@
+/* decide.c - see decide.h. The order of the questions is the policy: a
+ * missing or outdated answer first, a restart under way, a server that
+ * does not answer, then what its answer says (checkout, then code). */
+#include "decide.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "refusal.h"
+
+static const char *const reasons[] = {
+    [WHOAMI_PASS] = "pass",
+    [WHOAMI_MISMATCH] = "checkout-mismatch",
+    [WHOAMI_STALE] = "stale-code",
+    [WHOAMI_NO_WHOAMI] = "no-whoami",
+    [WHOAMI_INVALID] = "whoami-invalid",
+    [WHOAMI_UNREACHABLE] = "backend-unreachable",
+};
+
+const char *whoami_verdict_reason(enum whoami_verdict v) { return reasons[v]; }
+
+/* What the gate shows in ls and the dashboard. */
+static void show(struct whoami_status *st, const struct whoami_memory *m, const char *state,
+                 const char *detail, const char *disk_hash)
+{
+    snprintf(st->state, sizeof st->state, "%s", state);
+    snprintf(st->detail, sizeof st->detail, "%s", detail ? detail : "");
+    snprintf(st->checkout, sizeof st->checkout, "%s", m->ans ? m->ans->checkout : "");
+    snprintf(st->hash, sizeof st->hash, "%s", m->ans ? m->ans->hash : "");
+    snprintf(st->disk_hash, sizeof st->disk_hash, "%s", disk_hash ? disk_hash : "");
+    st->checked_ms = m->asked_ms;
+    st->seq++;
+}
+
+static int restarting(const struct whoami_case *c)
+{
+    const struct whoami_memory *m = c->mem;
+    return m->restart_ms && c->now_ms - m->restart_ms < c->cfg->start_timeout_ms;
+}
+
+/* The answer agrees on the checkout: compare its fingerprint with the
+ * disk's, giving a stale server its grace. */
+static int decide_code(const struct whoami_case *c, struct whoami_status *st,
+                       const struct whoami_patterns **patterns, char *detail, size_t detlen)
+{
+    const struct whoami_memory *m = c->mem;
+    const struct whoami_target *t = c->target;
+    if (!c->disk) {
+        *patterns = &m->ans->patterns;
+        return WA_DISK;
+    }
+    const struct whoami_fp *disk = c->disk->fp;
+    if (!disk) {
+        whoami_refusal_unreadable(t, c->disk->err, detail, detlen);
+        show(st, m, "invalid", detail, NULL);
+        return WHOAMI_INVALID;
+    }
+    if (strcmp(disk->hash, m->ans->hash) == 0) {
+        /* The hot path: shown once per answer, not copied per request. */
+        if (st->checked_ms != m->asked_ms || strcmp(st->state, "verified"))
+            show(st, m, "verified", "serves the code on disk", disk->hash);
+        return WHOAMI_PASS;
+    }
+    /* The answer predates the last change on disk: the server may have
+     * reloaded since. Only a fresh answer can say it is stale. */
+    if (m->asked_ms < c->disk->changed_ms || m->asked_ms < c->since_ms)
+        return WA_FETCH;
+    if (t->restart_on_stale && t->pid > 0 && !m->restart_ms && !m->restart_failed)
+        return WA_RESTART; /* once per staleness */
+    if (restarting(c) || c->now_ms - c->since_ms < c->cfg->stale_grace_ms)
+        return WA_RETRY;
+    whoami_refusal_stale(t, m->ans, disk, m->restart_ms != 0, detail, detlen);
+    show(st, m, "stale", detail, disk->hash);
+    return WHOAMI_STALE;
+}
+
+/* No /__whoami and --trust-registry: the caller's word says which checkout
+ * it serves, and a fingerprinted file newer than the server is stale. */
+static int decide_trusted(const struct whoami_case *c, struct whoami_status *st,
+                          const struct whoami_patterns **patterns, char *detail, size_t detlen)
+{
+    const struct whoami_target *t = c->target;
+    long long started = t->started_ms ? t->started_ms : t->registered_ms;
+    if (!c->disk) {
+        *patterns = whoami_default_patterns();
+        return WA_DISK;
+    }
+    const struct whoami_fp *disk = c->disk->fp;
+    if (disk && whoami_refusal_newer_files(disk, started, detail, detlen) == 0) {
+        show(st, c->mem, "trusted", "no /__whoami; trusted: no file changed since it started",
+             disk->hash);
+        return WHOAMI_PASS;
+    }
+    if (!disk)
+        whoami_refusal_unreadable(t, c->disk->err, detail, detlen);
+    else
+        whoami_refusal_trusted_stale(t, detail, detlen);
+    show(st, c->mem, "stale", detail, disk ? disk->hash : NULL);
+    return WHOAMI_STALE;
+}
+
+/* A server that has answered before and now answers nothing, not in time,
+ * or only half (an autoreloader kills the old process while it answers,
+ * and on a busy machine binds its port well before it serves) is most
+ * likely starting again: waited for like one that does not listen. One
+ * that never answered is refused at once (whoami-invalid, below). */
+static int silent(const struct whoami_memory *m)
+{
+    return m->result == WF_UNREACHABLE ||
+           ((m->result == WF_TIMEOUT || m->result == WF_CUT) && m->answered);
+}
+
+/* What its answer says: no /__whoami, unusable, another checkout, or on
+ * to the code. */
+static int decide_answer(const struct whoami_case *c, int fresh, struct whoami_status *st,
+                         const struct whoami_patterns **patterns, char *detail, size_t detlen)
+{
+    const struct whoami_memory *m = c->mem;
+    const struct whoami_target *t = c->target;
+    /* A verified answer is trusted until the disk changes; any other is
+     * asked again for each request that finds it older than itself. */
+    if (!m->ans || strcmp(m->ans->checkout, t->checkout) != 0) {
+        if (!fresh && c->now_ms - m->asked_ms >= WHOAMI_RECHECK_MS)
+            return WA_FETCH;
+    }
+    if (m->result == WF_OK && m->status != 200 && !m->ans) {
+        if (c->cfg->trust_registry)
+            return decide_trusted(c, st, patterns, detail, detlen);
+        whoami_refusal_no_whoami(t, m->status, detail, detlen);
+        show(st, m, "no-whoami", detail, NULL);
+        return WHOAMI_NO_WHOAMI;
+    }
+    if (!m->ans) {
+        whoami_refusal_invalid(t, m->problem, detail, detlen);
+        show(st, m, "invalid", detail, NULL);
+        return WHOAMI_INVALID;
+    }
+    if (strcmp(m->ans->checkout, t->checkout) != 0) {
+        whoami_refusal_mismatch(t, m->ans, detail, detlen);
+        show(st, m, "mismatch", detail, NULL);
+        return WHOAMI_MISMATCH;
+    }
+    return decide_code(c, st, patterns, detail, detlen);
+}
+
+int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
+                  const struct whoami_patterns **patterns, char *detail, size_t detlen)
+{
+    const struct whoami_memory *m = c->mem;
+    int fresh = m->have && m->asked_ms >= c->since_ms;
+    if (!m->have)
+        return WA_FETCH;
+    if (!fresh && m->ans && !m->listener_checked)
+        return WA_LISTENER;
+    if (!fresh && m->ans && m->listener_moved)
+        return WA_FETCH; /* a server swapped behind the port has not answered yet */
+    /* A server we asked to restart answers nothing, or not in time, for a
+     * while: only its fresh answer counts, within start_timeout. */
+    if (restarting(c) && !(fresh && m->ans))
+        return fresh ? WA_RETRY : WA_FETCH;
+    if (silent(m)) {
+        if (!fresh)
+            return WA_FETCH;
+        if (restarting(c) || c->now_ms - c->since_ms < c->cfg->reload_grace_ms)
+            return WA_RETRY;
+        snprintf(detail, detlen, "GET /__whoami to %s (%s): %s", c->target->name,
+                 c->target->checkout, m->problem);
+        return WHOAMI_UNREACHABLE;
+    }
+    return decide_answer(c, fresh, st, patterns, detail, detlen);
+}

@@ -1,0 +1,64 @@
+/* decide.h - the gate's decision, a pure function: from the server (its
+ * target), what it last answered, the disk's fingerprint, the clock and a
+ * little memory, the verdict on one request or the next thing to do.
+ * gate.c does the I/O each action names and decides again; the unit test
+ * (tests/unit/test_gate_decide.c) walks every verdict and grace. Internal
+ * to whoami/. */
+#ifndef WTP_WHOAMI_DECIDE_H
+#define WTP_WHOAMI_DECIDE_H
+
+#include <stddef.h>
+
+#include "fetch.h"
+#include "gate.h"
+#include "whoami.h"
+
+/* What whoami_decide returns besides an enum whoami_verdict. */
+enum whoami_action {
+    WA_FETCH = 100, /* ask /__whoami now (or take the answer on its way) */
+    WA_RETRY,       /* wait; ask again in WHOAMI_POLL_MS */
+    WA_LISTENER,    /* compare the socket listening now with the one asked, then decide again */
+    WA_RESTART,     /* send the restart (SIGUSR1), then wait; if it cannot be sent, decide again */
+    WA_DISK,        /* fingerprint the checkout under *patterns, then decide again */
+};
+
+/* The gate's memory of one server. */
+struct whoami_memory {
+    int have;                        /* an exchange ended: the fields below hold */
+    enum whoami_fetch_result result; /* how it ended */
+    int status;                      /* its HTTP status, for WF_OK */
+    const struct whoami_answer *ans; /* its usable answer; NULL none */
+    const char *problem;             /* why there is none, a phrase */
+    long long asked_ms;              /* when that exchange began */
+    int answered;                    /* the server gave a usable answer before */
+    long long restart_ms;            /* when its restart was sent; 0 not */
+    /* Facts gate.c looks up when asked to (WA_LISTENER, WA_RESTART). */
+    int listener_checked;            /* listener_moved holds */
+    int listener_moved;              /* another socket listens now than the one asked */
+    int restart_failed;              /* the restart cannot be sent */
+};
+
+/* The fingerprint of the checkout on disk, once WA_DISK asked for it. */
+struct whoami_disk {
+    const struct whoami_fp *fp; /* NULL: it cannot be computed (err says why) */
+    long long changed_ms;       /* when its hash last changed, 0 never seen to */
+    const char *err;
+};
+
+/* One request's case. */
+struct whoami_case {
+    const struct whoami_gate_config *cfg;
+    const struct whoami_target *target;
+    const struct whoami_memory *mem;
+    const struct whoami_disk *disk; /* NULL until WA_DISK is answered */
+    long long since_ms;             /* when the request began to wait */
+    long long now_ms;
+};
+
+/* Returns an enum whoami_verdict (detail filled for a refusal, st updated
+ * with what it found) or an enum whoami_action (*patterns set for
+ * WA_DISK). Writes nothing but st, *patterns and detail. */
+int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
+                  const struct whoami_patterns **patterns, char *detail, size_t detlen);
+
+#endif

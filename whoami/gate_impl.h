@@ -1,0 +1,71 @@
+/* gate_impl.h - what gate.c (asking, waiting) and judge.c (deciding, with
+ * the facts decide.c asks for) share. Internal to whoami/. */
+#ifndef WTP_WHOAMI_GATE_IMPL_H
+#define WTP_WHOAMI_GATE_IMPL_H
+
+#include <event2/event.h>
+#include <sys/queue.h>
+
+#include "decide.h"
+#include "fetch.h"
+#include "gate.h"
+#include "whoami.h"
+
+/* Besides decide.h's: the disk's fingerprint is being computed. */
+enum { G_DISK = 200 };
+
+struct waiter {
+    struct whoami_server *s;
+    long long since_ms;
+    unsigned long disk_ticket; /* tree.h: which fingerprint it may use */
+    whoami_gate_cb cb;
+    void *arg;
+    TAILQ_ENTRY(waiter) link;
+};
+
+struct whoami_server {
+    struct whoami_gate *g;         /* NULL once the gate is gone */
+    struct whoami_target t;        /* as of the last check */
+    struct whoami_status st;
+    struct whoami_fetch *fetch;    /* an exchange in flight */
+    struct event *poll;            /* the next exchange, for waiters */
+    int have;                      /* an exchange ended: res and the rest hold */
+    struct whoami_fetch_reply res; /* body and error not kept: see below */
+    char problem[256];             /* why res is not a usable answer */
+    struct whoami_answer ans;
+    int have_ans;
+    long long asked_ms;            /* when the exchange behind res began */
+    long long restart_ms;          /* when we asked its wrapper to restart it, 0 not */
+    unsigned long listener;        /* inode of the socket listening when asked; 0 unknown */
+    long long listener_ms;         /* when it was last compared with the one there now */
+    int refresh;                   /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
+    int answered;                  /* it has given a usable answer before */
+    int disk_wait;                 /* a waiter waits for the disk's fingerprint */
+    int released;                  /* its caller let go while the gate was busy */
+    TAILQ_HEAD(, waiter) waiters;
+    LIST_ENTRY(whoami_server) link;
+};
+
+struct whoami_gate {
+    struct event_base *base;
+    struct whoami_gate_config cfg;
+    struct whoami_trees *trees;
+    struct host_diag *diag; /* NULL without sock_diag: swaps are found by re-asking */
+    int busy;               /* running waiters' callbacks: released servers wait */
+    LIST_HEAD(, whoami_server) servers;
+};
+
+/* The loop's cached clock, unix ms. */
+long long whoami_gate_now(struct whoami_gate *g);
+
+/* The inode of the socket listening on s's address now; 0 none, unknown. */
+unsigned long whoami_gate_listener(struct whoami_server *s);
+
+/* The verdict for a request of s waiting since since: decide.c's, with
+ * the facts it asks for looked up (the listener, a restart sent, the
+ * disk). Returns an enum whoami_verdict, WA_FETCH, WA_RETRY or G_DISK
+ * (*disk_ticket then says which fingerprint will do, tree.h). */
+int whoami_gate_judge(struct whoami_server *s, long long since, unsigned long *disk_ticket,
+                      char *detail, size_t detlen);
+
+#endif

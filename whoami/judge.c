@@ -1,0 +1,84 @@
+/* judge.c - the gate's decision for one request: decide.c's pure
+ * function, asked again with each fact it names looked up here: the
+ * socket listening now (sock_diag), a restart sent (SIGUSR1), the disk's
+ * fingerprint (tree.c). */
+#include <signal.h>
+#include <sys/time.h>
+
+#include "gate_impl.h"
+#include "host.h"
+#include "tree.h"
+
+long long whoami_gate_now(struct whoami_gate *g)
+{
+    struct timeval tv;
+    event_base_gettimeofday_cached(g->base, &tv);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+unsigned long whoami_gate_listener(struct whoami_server *s)
+{
+    unsigned long inode;
+    uid_t uid;
+    if (!s->g->diag || host_diag_socket(s->g->diag, s->t.addr, NULL, &inode, &uid) < 0)
+        return 0;
+    return inode;
+}
+
+/* Whether another socket listens on s's address than the one that gave
+ * its answer: a server swapped behind the port (a recycled port, a
+ * registration with a TTL outliving its server) has not answered yet.
+ * Looked at most every WHOAMI_LISTENER_MS. */
+static int listener_moved(struct whoami_server *s, long long now)
+{
+    if (!s->listener || now - s->listener_ms < WHOAMI_LISTENER_MS)
+        return 0;
+    s->listener_ms = now;
+    return whoami_gate_listener(s) != s->listener;
+}
+
+/* Ask the wrapper of a server started with --restart-on-stale to restart
+ * it (SIGUSR1; reg_run.c). Its pid is checked against its start time
+ * first: a reused pid is never signalled. */
+static int ask_restart(struct whoami_server *s, long long now)
+{
+    if (host_pid_start(s->t.pid) != s->t.pid_start || kill(s->t.pid, SIGUSR1) < 0)
+        return 0;
+    s->restart_ms = now;
+    return 1;
+}
+
+int whoami_gate_judge(struct whoami_server *s, long long since, unsigned long *disk_ticket,
+                 char *detail, size_t detlen)
+{
+    struct whoami_gate *g = s->g;
+    struct whoami_memory m = {s->have, s->res.result, s->res.status,
+                              s->have_ans ? &s->ans : NULL, s->problem, s->asked_ms,
+                              s->answered, s->restart_ms, 0, 0, 0};
+    struct whoami_disk disk = {NULL, 0, NULL};
+    struct whoami_case c = {&g->cfg, &s->t, &m, NULL, since, whoami_gate_now(g)};
+    const struct whoami_patterns *pat = NULL;
+    char err[512];
+    for (;;) {
+        int d = whoami_decide(&c, &s->st, &pat, detail, detlen);
+        if (d == WA_LISTENER) {
+            m.listener_checked = 1;
+            m.listener_moved = listener_moved(s, c.now_ms);
+        } else if (d == WA_RESTART) {
+            if (ask_restart(s, c.now_ms))
+                return WA_RETRY;
+            m.restart_failed = 1;
+        } else if (d == WA_DISK) {
+            int r = whoami_tree_get(g->trees, s->t.checkout, pat, c.now_ms, disk_ticket,
+                                    &disk.fp, &disk.changed_ms, err, sizeof err);
+            if (r == WT_PENDING)
+                return G_DISK;
+            disk.err = err;
+            c.disk = &disk;
+        } else {
+            if (d == WHOAMI_PASS)
+                s->restart_ms = 0; /* the next staleness may restart it again */
+            return d;
+        }
+    }
+}

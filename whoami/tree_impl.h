@@ -1,0 +1,83 @@
+/* tree_impl.h - what tree.c (the trees, their computations) and watch.c
+ * (their inotify watches) share. Internal to whoami/. */
+#ifndef WTP_WHOAMI_TREE_IMPL_H
+#define WTP_WHOAMI_TREE_IMPL_H
+
+#include <sys/inotify.h>
+
+#include "fp_worker.h"
+#include "tree.h"
+
+#define WATCH_MASK                                                                          \
+    (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |       \
+     IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_DONT_FOLLOW | IN_ONLYDIR | IN_EXCL_UNLINK)
+
+struct watch {
+    int wd;
+    char *rel; /* the folder, relative to the root ("" for the root) */
+};
+
+struct whoami_trees;
+
+struct tree {
+    struct whoami_trees *ts;
+    char root[PATH_MAX];
+    struct whoami_patterns pat;  /* a copy */
+    struct whoami_fp fp;         /* the last result, when have_fp */
+    int have_fp;
+    int failed;                  /* the last result is err, not fp */
+    char err[256];
+    unsigned long fp_num;        /* the computation the last result came from */
+    int dirty;                   /* an event came since the last computation began */
+    int computing;               /* job is with the worker */
+    unsigned long run_num;       /* its number */
+    long long run_ms;            /* when it began */
+    unsigned long wanted;        /* a question awaits this computation */
+    int setting_up;              /* the worker sets the watches: events wait */
+    int setup_failed;            /* set by the worker: out of watches */
+    int evicted;                 /* dropped while computing: freed when back */
+    struct whoami_fp_job job;
+    long long changed_ms, used_ms;
+    int ifd;                     /* inotify, -1 when scanning */
+    struct event *ev;
+    struct watch *watch;
+    size_t nwatch, capwatch;
+    struct tree *next_evicted;
+};
+
+struct whoami_trees {
+    struct event_base *base;
+    int use_inotify;
+    int inotify_failed; /* once out of watches, stat scans from then on */
+    struct tree *tree[WHOAMI_MAX_TREES];
+    size_t n;
+    unsigned long seq;  /* computations started */
+    struct whoami_fp_worker *worker;
+    struct tree *evicted; /* computing when dropped */
+    whoami_trees_cb ready;
+    void *arg;
+};
+
+/* Close t's watches and its inotify instance (ifd -1: t scans). */
+void whoami_watch_drop(struct tree *t);
+
+/* Watch t's root and folders, walking them on the loop (after a lost
+ * queue: rare); on failure t scans (ifd -1) and so do later trees. */
+int whoami_watch_start(struct whoami_trees *ts, struct tree *t);
+
+/* A job's before (fp_worker.h), on the worker: a new tree's folders
+ * watched before its first walk, so that a write during the walk is
+ * queued. Touches only t's watches, which the loop leaves alone while
+ * t->setting_up. */
+void whoami_watch_first(struct whoami_fp_job *j);
+
+/* On the loop, once that job is back: t's events are read from now on
+ * (or t scans, when its watches ran out). */
+void whoami_watch_set(struct whoami_trees *ts, struct tree *t);
+
+/* Read what inotify queued for t, marking it dirty for a change its
+ * patterns select. Called from the loop and before every answer, so that
+ * a write made before a request was sent is always seen. */
+void whoami_watch_drain(struct whoami_trees *ts, struct tree *t);
+
+#endif
