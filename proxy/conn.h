@@ -98,13 +98,13 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms);
 void conn_request_done(struct proxy_client *c);
 void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
-void conn_wait(struct proxy_client *c, unsigned ms);
 void conn_backend_done(struct proxy_client *c);
 
 /* dispatch.c */
 void conn_route(struct proxy_client *c);        /* a parsed request: caller, route, wait, gate */
 void conn_wait_timeout(struct proxy_client *c); /* CS_WAIT's timer */
 void conn_forward(struct proxy_client *c);      /* the gate, then upstream_start */
+void conn_wait(struct proxy_client *c, unsigned ms);    /* into CS_WAIT, looked at again in ms */
 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);

@@ -394,9 +394,9 @@ static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
         strcmp(op, "unregister") == 0) {
         if ((err = find_owned(rs, uid, req, &b)))
             return err;
-        if (op[0] == 'r') {
+        if (strcmp(op, "unregister") != 0) {
             /* restarting: requests wait for it again, as for a new server */
-            b->state = op[2] == 'a' ? REG_READY : REG_STARTING;
+            b->state = strcmp(op, "ready") == 0 ? REG_READY : REG_STARTING;
             save(rs);
             return ok_entry(rs, b);
         }
