@@ -170,4 +170,44 @@ void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done 
  * running, or over and on its way back. */
 void reg_pgw_cancel(void *job);
 
+/* --- reg_server_pg.c: the control ops that wait for the thread --- */
+
+struct reg_peer;
+struct reg_table;
+
+/* What the daemon's registry keeps of its PostgreSQL thread. */
+struct reg_pgops {
+    struct reg_pgw *pgw; /* NULL: no PostgreSQL store; nothing below is called */
+    json_t *sync_out;    /* entries to mirror once the current line is answered */
+    int in_line;         /* a control line is being handled */
+};
+
+/* Mirror t (every change): now, or, while a control line is handled
+ * (in_line), once it is: reg_pgops_line_done then makes its reply wait
+ * for the mirror (a later change in the same line supersedes an earlier
+ * one). */
+void reg_pgops_mirror(struct reg_pgops *o, const struct reg_table *t);
+
+/* The line is handled, reply its reply (NULL: it comes later). Returns
+ * the reply to send now, or NULL when it waits for the line's mirror. */
+json_t *reg_pgops_line_done(struct reg_pgops *o, struct reg_peer *peer, json_t *reply);
+
+/* The ops claim, release, leases (req is copied), and list (entries: this
+ * machine's, consumed; reply: the reply the entries of every machine go
+ * in, consumed), answered to peer when the store has answered. Return
+ * NULL (later), or the reply now: out of memory, or peer NULL (the
+ * fuzzer's reg_server_request, which has no one to answer later). */
+json_t *reg_pgops_lease_op(struct reg_pgops *o, struct reg_peer *peer, json_t *req);
+json_t *reg_pgops_list(struct reg_pgops *o, struct reg_peer *peer, json_t *entries,
+                       json_t *reply);
+
+/* Read the leases for the dashboard: cb(arg, view) on the loop, view as
+ * reg_leases_view makes it. Returns the job (reg_pgw_cancel), NULL when
+ * out of memory. */
+void *reg_pgops_leases(struct reg_pgops *o, reg_pgw_done cb, void *arg);
+
+/* The leases op's reply r (consumed) as {"store", "leases"} or {"store",
+ * "error"} (registry.h, reg_server_leases). New reference. */
+json_t *reg_leases_view(const char *store, json_t *r);
+
 #endif

@@ -48,9 +48,7 @@ struct reg_server {
     struct reg_table *table;
     struct reg_lease_store *leases; /* claims on this machine (reg_lease_store.c) */
     struct reg_mirror *mirror;       /* the PostgreSQL store (reg_pg_backends.c), or NULL */
-    struct reg_pgw *pgw;             /* its thread, when the daemon runs on it */
-    json_t *sync_out;                /* entries to mirror once the current line is answered */
-    int in_line;                     /* a control line is being handled */
+    struct reg_pgops pg;             /* its thread, when the daemon runs on it */
     char socket_path[PATH_MAX];
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
@@ -74,63 +72,6 @@ static long long now_ms(void)
     return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-/* ---- the PostgreSQL thread's jobs (each runs there, on its own input) ---- */
-
-static json_t *job_sync(struct reg_mirror *m, json_t *entries)
-{
-    reg_mirror_sync(m, entries);
-    return NULL;
-}
-
-static json_t *job_lease_op(struct reg_mirror *m, json_t *in)
-{
-    return reg_mirror_lease_op(m, json_string_value(json_object_get(in, "op")), in);
-}
-
-static json_t *job_others(struct reg_mirror *m, json_t *entries)
-{
-    reg_mirror_others(m, entries);
-    return json_incref(entries);
-}
-
-/* The leases op's reply r (consumed) as DASHBOARD.md's /api/leases. */
-static json_t *leases_view(const char *store, json_t *r)
-{
-    json_t *arr = json_object_get(r, "leases");
-    const char *msg = json_string_value(json_object_get(r, "message"));
-    json_t *v = json_is_array(arr)
-                    ? json_pack("{s:s, s:O}", "store", store, "leases", arr)
-                    : json_pack("{s:s, s:s}", "store", store, "error", msg ? msg : "out of memory");
-    json_decref(r);
-    return v;
-}
-
-static json_t *job_leases_view(struct reg_mirror *m, json_t *in)
-{
-    return leases_view("postgresql", reg_mirror_lease_op(m, "leases", in));
-}
-
-/* Mirror the table: now, or, while a control line is handled, once it is
- * (its reply waits for the mirror; a later change in the same line
- * supersedes an earlier one). The thread gets the entries as JSON: it
- * never reads the table. */
-static void mirror_table(struct reg_server *rs)
-{
-    if (!rs->pgw)
-        return;
-    json_t *entries = json_array();
-    for (size_t i = 0; entries && i < reg_table_count(rs->table); i++)
-        json_array_append_new(entries, reg_backend_to_json(reg_table_at(rs->table, i)));
-    if (!entries) {
-        fprintf(stderr, "wtproxy: out of memory: this change is not mirrored to the registry\n");
-    } else if (rs->in_line) {
-        json_decref(rs->sync_out);
-        rs->sync_out = entries;
-    } else {
-        reg_pgw_submit(rs->pgw, job_sync, entries, NULL, NULL);
-    }
-}
-
 /* A failed save keeps the previous file and the change in memory: routing
  * goes on, and every acknowledgement says what a restart would forget
  * (ok_entry), so the agent that registered reads it, not only our log. */
@@ -144,7 +85,7 @@ static void save(struct reg_server *rs)
     } else {
         rs->unsaved[0] = '\0';
     }
-    mirror_table(rs);
+    reg_pgops_mirror(&rs->pg, rs->table);
 }
 
 /* ---- liveness ---- */
@@ -420,67 +361,14 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     return ok_entry(rs, b);
 }
 
-/* ---- replies that wait for the PostgreSQL thread ---- */
-
-enum wait_kind { W_LEASE, W_LIST, W_CHANGE };
-
-/* A control peer waiting for a job: what to answer it then. */
-struct waiter {
-    struct reg_server *rs;
-    struct reg_peer *peer;
-    enum wait_kind kind;
-    json_t *reply; /* W_CHANGE: the reply, sent once the change is mirrored */
-};
-
-static char *reply_line(json_t *r);
-
-/* A job is over (answer NULL: the daemon stopped before it ran). */
-static void answered(void *arg, json_t *answer)
-{
-    struct waiter *w = arg;
-    json_t *r = w->reply;
-    if (w->kind == W_LEASE)
-        r = answer ? json_incref(answer)
-                   : fail("internal", "the daemon stopped before the registry answered");
-    else if (w->kind == W_LIST)
-        r = answer ? unsaved_warning(w->rs, json_pack("{s:b, s:O}", "ok", 1, "entries", answer))
-                   : fail("internal", "the daemon stopped before the registry answered");
-    json_decref(answer);
-    reg_control_reply(w->peer, reply_line(r));
-    free(w);
-}
-
-/* Queue fn(in) and answer peer when it is over. Returns NULL (the reply
- * comes later), or the reply now when it cannot wait: no peer to answer
- * later (reg_server_request) or out of memory. */
-static json_t *later(struct reg_server *rs, struct reg_peer *peer, enum wait_kind kind,
-                     reg_pgw_fn fn, json_t *in, json_t *reply)
-{
-    struct waiter *w = peer && in ? calloc(1, sizeof *w) : NULL;
-    if (w)
-        *w = (struct waiter){rs, peer, kind, reply};
-    if (w && reg_pgw_submit(rs->pgw, fn, in, answered, w))
-        return NULL;
-    free(w);
-    if (kind == W_CHANGE) { /* mirrored all the same, the reply does not wait */
-        if (!w && in)
-            reg_pgw_submit(rs->pgw, fn, in, NULL, NULL);
-        return reply;
-    }
-    if (!w)
-        json_decref(in);
-    return fail("internal", peer ? "out of memory"
-                                 : "this op reads the PostgreSQL store: send it on the "
-                                   "control socket");
-}
-
 static json_t *op_list(struct reg_server *rs, struct reg_peer *peer)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < reg_table_count(rs->table); i++)
         json_array_append_new(arr, reg_backend_to_json(reg_table_at(rs->table, i)));
-    if (rs->pgw) /* the other machines' entries, from the store */
-        return later(rs, peer, W_LIST, job_others, arr, NULL);
+    if (rs->pg.pgw) /* the other machines' entries, from the store */
+        return reg_pgops_list(&rs->pg, peer, arr,
+                              unsaved_warning(rs, json_pack("{s:b}", "ok", 1)));
     return unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entries", arr));
 }
 
@@ -503,8 +391,8 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
     if (strcmp(op, "register") == 0)
         return op_register(rs, uid, req);
     if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0)
-        return rs->pgw ? later(rs, peer, W_LEASE, job_lease_op, json_deep_copy(req), NULL)
-                       : reg_lease_store_op(rs->leases, op, req, uid);
+        return rs->pg.pgw ? reg_pgops_lease_op(&rs->pg, peer, req)
+                          : reg_lease_store_op(rs->leases, op, req, uid);
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
@@ -530,15 +418,14 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
 
 json_t *reg_server_leases(struct reg_server *rs, reg_server_done cb, void *arg, void **job)
 {
-    json_t *req = json_pack("{s:s}", "op", "leases");
-    *job = NULL;
-    if (rs->pgw)
-        return req && (*job = reg_pgw_submit(rs->pgw, job_leases_view, req, cb, arg))
+    if (rs->pg.pgw)
+        return (*job = reg_pgops_leases(&rs->pg, cb, arg))
                    ? NULL
                    : json_pack("{s:s, s:s}", "store", "postgresql", "error", "out of memory");
+    json_t *req = json_pack("{s:s}", "op", "leases");
     json_t *r = req ? reg_lease_store_op(rs->leases, "leases", req, getuid()) : NULL;
     json_decref(req);
-    return leases_view("embedded", r);
+    return reg_leases_view("embedded", r);
 }
 
 void reg_server_cancel(struct reg_server *rs, void *job)
@@ -567,19 +454,11 @@ static json_t *request(struct reg_server *rs, struct reg_peer *peer, uid_t uid,
     if (!req)
         return fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
                     je.column);
-    rs->in_line = 1;
+    rs->pg.in_line = 1;
     json_t *r = handle(rs, peer, uid, req);
-    rs->in_line = 0;
+    rs->pg.in_line = 0;
     json_decref(req);
-    json_t *entries = rs->sync_out;
-    rs->sync_out = NULL;
-    if (!entries)
-        return r;
-    if (!r) { /* no op both waits for a read and changes the table: never here */
-        reg_pgw_submit(rs->pgw, job_sync, entries, NULL, NULL);
-        return NULL;
-    }
-    return later(rs, peer, W_CHANGE, job_sync, entries, r);
+    return rs->pg.pgw ? reg_pgops_line_done(&rs->pg, peer, r) : r;
 }
 
 char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len)
@@ -638,12 +517,12 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     srandom((unsigned)(getpid() ^ now_ms()));
     if (reg_mirror_start(registry, &rs->mirror, err, errlen) < 0 ||
         (reg_mirror_online(rs->mirror) &&
-         !(rs->pgw = reg_pgw_new(base, rs->mirror, err, errlen)))) {
+         !(rs->pg.pgw = reg_pgw_new(base, rs->mirror, err, errlen)))) {
         reg_server_free(rs);
         return NULL;
     }
     load_state(rs);
-    mirror_table(rs); /* this machine's rows from before are stale */
+    reg_pgops_mirror(&rs->pg, rs->table); /* this machine's rows from before are stale */
     if (!(rs->leases = reg_lease_store_beside(rs->state_path, err, errlen))) {
         reg_server_free(rs);
         return NULL;
@@ -664,7 +543,7 @@ void reg_server_free(struct reg_server *rs)
 {
     if (!rs)
         return;
-    reg_pgw_free(rs->pgw); /* first: its last answers go to control peers */
+    reg_pgw_free(rs->pg.pgw); /* first: its last answers go to control peers */
     reg_control_free(rs->control);
     if (rs->sweep)
         event_free(rs->sweep);
@@ -673,7 +552,7 @@ void reg_server_free(struct reg_server *rs)
     reg_table_free(rs->table);
     json_decref(rs->listen);
     reg_lease_store_free(rs->leases);
-    json_decref(rs->sync_out);
+    json_decref(rs->pg.sync_out);
     reg_mirror_close(rs->mirror); /* the thread is gone: this one runs its last statement */
     free(rs);
 }
