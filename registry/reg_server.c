@@ -515,6 +515,7 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     snprintf(rs->socket_path, sizeof rs->socket_path, "%s", socket_path);
     snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
     srandom((unsigned)(getpid() ^ now_ms()));
+    reg_machine_id(); /* its lazy first read, before the PostgreSQL thread reads it too */
     if (reg_mirror_start(registry, &rs->mirror, err, errlen) < 0 ||
         (reg_mirror_online(rs->mirror) &&
          !(rs->pg.pgw = reg_pgw_new(base, rs->mirror, err, errlen)))) {
