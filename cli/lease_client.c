@@ -103,8 +103,9 @@ json_t *cli_lease_list(void *pg, char *err, size_t errlen)
     json_t *reply = NULL;
     int r = ask(json_pack("{s:s}", "op", "leases"), &reply, err, errlen);
     json_t *arr = r > 0 ? json_incref(json_object_get(reply, "leases")) : NULL;
+    const char *m = json_string_value(json_object_get(reply, "message"));
     if (r == 0)
-        snprintf(err, errlen, "the daemon refused to list leases");
+        snprintf(err, errlen, "%s", m ? m : "the daemon refused to list leases");
     json_decref(reply);
     return arr;
 }

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "dash.h"
 #include "gate.h"
 #include "refusal_log.h"
 #include "http_head.h"
@@ -90,8 +89,8 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms)
 
 void conn_close(struct proxy_client *c)
 {
-    if (c->state == CS_EVENTS)
-        dash_events_gone(c);
+    if (c->state == CS_HANDLER)
+        c->handler->on_close(c);
     identify_cancel(c->ident_ticket);
     whoami_gate_cancel(c->srv->gate, c->gate_ticket);
     if (c->who && c->srv->ident)
@@ -156,6 +155,33 @@ static int gateway_error(enum proxy_error e)
            e == PE_NO_WHOAMI || e == PE_WHOAMI_INVALID;
 }
 
+/* Keep c's refusal (status, reason, the detail the caller was told) in
+ * the refusal log, with the caller, the named worktree and the backend. */
+static void record_refusal(struct proxy_client *c, int status, const char *reason,
+                           const char *detail)
+{
+    if (!c->srv->refusals)
+        return;
+    const struct caller_place *p = c->who ? &c->who->place : NULL;
+    const char *space = strchr(c->path, ' ');
+    struct refusal_info r = {
+        .status = status,
+        .reason = reason,
+        .detail = detail,
+        .request = c->path,
+        .peer = c->ip,
+        .front = c->listener->port,
+        .caller_pid = p ? p->pid : 0,
+        .caller_process = p ? p->comm : NULL,
+        .caller_worktree = p && c->who->placed ? p->worktree : NULL,
+        /* The name is only meaningful once the head was read in full. */
+        .named = space ? c->route_name : NULL,
+        .backend_worktree = c->backend ? c->backend->worktree : NULL,
+        .backend = c->backend ? c->backend->name : NULL,
+    };
+    refusal_log_add(c->srv->refusals, &r, (long long)proxy_now_ms(c->srv));
+}
+
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
 {
     proxy_log("%d %s: %s from %s%s%s", error_page_status(e), error_page_reason(e),
@@ -167,7 +193,7 @@ void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
         return;
     }
     upstream_release(c, 0);
-    refusal_log_conn(c, error_page_status(e), error_page_reason(e), detail);
+    record_refusal(c, error_page_status(e), error_page_reason(e), detail);
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;
     error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
@@ -279,8 +305,8 @@ static void parse_request_head(struct proxy_client *c, size_t len)
     }
     evbuffer_drain(in, len);
     c->req_bodyless = c->req_done;
-    if (c->dash) { /* answered by the daemon itself, before any routing */
-        dash_serve(c);
+    if (c->handler) { /* answered by the daemon itself, before any routing */
+        c->handler->serve(c);
         return;
     }
     if (c->req_chunked && check_buffered_chunks(c) < 0)
@@ -466,12 +492,23 @@ static void note_request(struct proxy_client *c, struct http_msg *m)
     copy_cut(c->path + mlen + 1, sizeof c->path - mlen - 1, m->url, plen < 96 ? plen : 96);
 }
 
+/* Whether m's path is h's: its prefix alone, or followed by '/' or '?'. */
+static int handler_path(const struct proxy_handler *h, const struct http_msg *m)
+{
+    size_t n = h->prefix_len;
+    return m->url_len >= n && memcmp(m->url, h->prefix, n) == 0 &&
+           (m->url_len == n || m->url[n] == '/' || m->url[n] == '?');
+}
+
 static int req_headers_complete(struct http_msg *m)
 {
     struct proxy_client *c = m->owner;
     llhttp_t *p = &m->parser;
+    const struct proxy_handler *h = c->srv->handler;
     note_request(c, m);
-    dash_note_request(c, m);
+    c->handler = h && handler_path(h, m) ? h : NULL;
+    if (c->handler)
+        h->on_head(c, m);
     if (check_request(c, m) < 0)
         return -1;
     const struct http_field *conn = http_msg_field(m, "connection", NULL);
@@ -520,7 +557,7 @@ static void client_read_cb(struct stream *bev, void *arg)
             conn_feed_request_body(c);
         break;
     case CS_CLOSING:
-    case CS_EVENTS: /* nothing more is read from an event stream's client */
+    case CS_HANDLER: /* a handler that keeps reads on wants nothing more */
         evbuffer_drain(stream_input(bev), evbuffer_get_length(stream_input(bev)));
         break;
     default:
@@ -549,7 +586,7 @@ static void client_event_cb(struct stream *bev, short what, void *arg)
     struct proxy_client *c = arg;
     (void)bev;
     if (!(what & STREAM_EOF) || c->state == CS_IDLE || c->state == CS_HEAD ||
-        c->state == CS_CLOSING || c->state == CS_EVENTS) {
+        c->state == CS_CLOSING || c->state == CS_HANDLER) {
         conn_close(c);
         return;
     }
@@ -611,8 +648,8 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
         break;
     case CS_TUNNEL:
         break;
-    case CS_EVENTS:
-        dash_events_heartbeat(c);
+    case CS_HANDLER:
+        c->handler->on_timer(c);
         break;
     default: /* CS_IDLE: keep-alive over; CS_CLOSING: done lingering */
         conn_close(c);
@@ -622,7 +659,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 void proxy_client_shutdown(struct proxy_client *c)
 {
     c->stopping = 1;
-    if (c->state == CS_IDLE || c->state == CS_EVENTS)
+    if (c->state == CS_IDLE || c->state == CS_HANDLER)
         conn_close(c);
 }
 

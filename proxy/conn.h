@@ -11,6 +11,7 @@
 #include <sys/queue.h>
 
 #include "error_page.h"
+#include "handler.h"
 #include "head_scan.h"
 #include "http_msg.h"
 #include "identify.h"
@@ -26,7 +27,8 @@ enum conn_state {
     CS_FORWARD, /* relaying body and response: response_timeout, body_timeout */
     CS_TUNNEL,  /* after a 101: bytes both ways */
     CS_CLOSING, /* flushing what is left, then a lingering close */
-    CS_EVENTS,  /* a dashboard event stream (dash_events.c): until either side goes */
+    CS_HANDLER, /* the daemon's own answer holds it (handler.h): an event stream, a reply
+                 * waiting for a worker; until either side goes */
 };
 
 struct proxy_client {
@@ -56,7 +58,9 @@ struct proxy_client {
     char ip[INET6_ADDRSTRLEN];
     char accept[128];           /* the request's Accept, for error pages */
     char path[128];             /* method and path without query, for the log */
-    int dash;                   /* the request is the dashboard's: DASH_* (dash.h) */
+    const struct proxy_handler *handler; /* the request is the daemon's own, NULL proxied */
+    int handler_note;           /* what the handler's on_head noted */
+    void *handler_job;          /* the handler's pending work for c, NULL none */
 
     unsigned keepalive : 1;     /* the client wants the connection kept */
     unsigned http10 : 1;        /* the request was HTTP/1.0 */
@@ -98,13 +102,13 @@ void conn_arm_timer(struct proxy_client *c, unsigned ms);
 void conn_request_done(struct proxy_client *c);
 void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
-void conn_wait(struct proxy_client *c, unsigned ms);
 void conn_backend_done(struct proxy_client *c);
 
 /* dispatch.c */
 void conn_route(struct proxy_client *c);        /* a parsed request: caller, route, wait, gate */
 void conn_wait_timeout(struct proxy_client *c); /* CS_WAIT's timer */
 void conn_forward(struct proxy_client *c);      /* the gate, then upstream_start */
+void conn_wait(struct proxy_client *c, unsigned ms);    /* into CS_WAIT, looked at again in ms */
 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);

@@ -13,6 +13,7 @@
 
 #include "conn.h"
 #include "dash_page.h"
+#include "handler.h"
 #include "refusal_log.h"
 
 /* Every answer: never cached, never framed by another page, never sniffed
@@ -28,6 +29,11 @@ static const char security_headers[] =
     "style-src 'unsafe-inline'; connect-src 'self'; img-src data:; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n";
 
+static const struct proxy_handler dash_handler;
+
+/* What c->handler_note says about the request being read. */
+enum { DASH_LOCAL = 1, DASH_FOREIGN_HOST };
+
 int dash_start(struct proxy_server *s)
 {
     const char *names[WTP_MAX_LISTEN * 2];
@@ -35,13 +41,15 @@ int dash_start(struct proxy_server *s)
         names[i] = s->listeners[i].name;
     if (s->reg)
         reg_server_set_listen(s->reg, names, (size_t)s->nlisteners);
+    s->handler = &dash_handler;
     s->refusals = refusal_log_new();
-    s->dash = dash_events_new(s);
+    s->dash = s->refusals ? dash_events_new(s) : NULL;
     return s->refusals && s->dash ? 0 : -1;
 }
 
 void dash_stop(struct proxy_server *s)
 {
+    s->handler = NULL;
     dash_events_free(s->dash);
     s->dash = NULL;
     refusal_log_free(s->refusals);
@@ -74,15 +82,14 @@ static int loopback_host(const char *v, size_t n)
     return inet_pton(AF_INET, ip, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
-void dash_note_request(struct proxy_client *c, const struct http_msg *m)
+/* The handler's on_head: DASH_LOCAL or DASH_FOREIGN_HOST by the Host
+ * header (a loopback name, or a page of another site reaching 127.0.0.1
+ * through DNS rebinding). */
+static void note_head(struct proxy_client *c, const struct http_msg *m)
 {
-    size_t plen = sizeof WTP_DASH_PREFIX - 1;
-    c->dash = DASH_NONE;
-    if (m->url_len < plen || memcmp(m->url, WTP_DASH_PREFIX, plen) != 0 ||
-        (m->url_len > plen && !strchr("/?", m->url[plen])))
-        return;
     const struct http_field *host = http_msg_field(m, "host", NULL);
-    c->dash = !host || loopback_host(host->value, host->vlen) ? DASH_LOCAL : DASH_FOREIGN_HOST;
+    c->handler_note =
+        !host || loopback_host(host->value, host->vlen) ? DASH_LOCAL : DASH_FOREIGN_HOST;
 }
 
 static int loopback_peer(const char *ip)
@@ -152,7 +159,7 @@ static int refused(struct proxy_client *c)
         respond_text(c, "403 Forbidden", NULL,
                      "wtproxy: the dashboard answers loopback clients only; open it on this "
                      "machine: wtproxy dashboard\n");
-    else if (c->dash == DASH_FOREIGN_HOST)
+    else if (c->handler_note == DASH_FOREIGN_HOST)
         respond_text(c, "403 Forbidden", NULL,
                      "wtproxy: the dashboard answers only requests addressed to localhost, "
                      "127.0.0.1 or [::1] (another Host is how a web page reaches it through DNS "
@@ -165,7 +172,34 @@ static int refused(struct proxy_client *c)
     return 1;
 }
 
-void dash_serve(struct proxy_client *c)
+/* The PostgreSQL thread read the leases for parked c. */
+static void leases_ready(void *arg, json_t *leases)
+{
+    struct proxy_client *c = arg;
+    c->handler_job = NULL;
+    respond_json(c, leases);
+}
+
+/* /api/leases: answered now from the embedded store; a PostgreSQL store
+ * parks c (reads off, no timer: the PG thread's own timeouts bound the
+ * wait) until its thread has read them. */
+static void serve_leases(struct proxy_client *c)
+{
+    void *job = NULL;
+    json_t *now = dash_api_leases(c->srv, leases_ready, c, &job);
+    if (now || !job) { /* NULL and no job: out of memory, a 500 */
+        respond_json(c, now);
+        return;
+    }
+    c->handler_job = job;
+    c->state = CS_HANDLER;
+    stream_disable_read(c->bev);
+    evtimer_del(c->timer);
+}
+
+/* The handler's serve: the head of a dashboard request is parsed; answer
+ * it (page, JSON, event stream, or 403/404/405). */
+static void serve(struct proxy_client *c)
 {
     if (refused(c))
         return;
@@ -180,7 +214,7 @@ void dash_serve(struct proxy_client *c)
     else if (strcmp(p, "/api/daemon") == 0)
         respond_json(c, dash_api_daemon(c->srv));
     else if (strcmp(p, "/api/leases") == 0)
-        respond_json(c, dash_api_leases(c->srv));
+        serve_leases(c);
     else if (strcmp(p, "/events") == 0 && c->is_head)
         respond(c, "200 OK", "text/event-stream", NULL, "", 0);
     else if (strcmp(p, "/events") == 0)
@@ -199,3 +233,28 @@ void dash_events_refuse(struct proxy_client *c)
                               "dashboard tab and reload\n", WTP_DASH_MAX_STREAMS);
     respond_text(c, "503 Service Unavailable", "Retry-After: 5\r\n", msg);
 }
+
+/* The handler's on_timer: only an event stream arms c's timer. */
+static void on_timer(struct proxy_client *c)
+{
+    if (dash_events_has(c))
+        dash_events_heartbeat(c);
+}
+
+/* The handler's on_close. */
+static void on_close(struct proxy_client *c)
+{
+    if (c->handler_job)
+        dash_api_leases_cancel(c->srv, c->handler_job);
+    c->handler_job = NULL;
+    dash_events_gone(c);
+}
+
+static const struct proxy_handler dash_handler = {
+    .prefix = WTP_DASH_PREFIX,
+    .prefix_len = sizeof WTP_DASH_PREFIX - 1,
+    .on_head = note_head,
+    .serve = serve,
+    .on_timer = on_timer,
+    .on_close = on_close,
+};

@@ -3,9 +3,9 @@
  * before routing and before the caller is looked for: the page, its JSON
  * API and its live event stream. Read-only, loopback peers only.
  *
- * client.c calls dash_note_request() from its headers_complete hook and
- * dash_serve() once the head is parsed; an event stream is a connection in
- * state CS_EVENTS until the browser goes or the daemon stops. */
+ * The connection knows the dashboard only as a handler (handler.h):
+ * dash_start() installs it. An event stream, and a leases request waiting
+ * for the PostgreSQL thread, keep their connection in CS_HANDLER. */
 #ifndef WTP_DASH_H
 #define WTP_DASH_H
 
@@ -23,47 +23,38 @@ struct proxy_server;
 struct proxy_client;
 struct dash;
 
-/* What c->dash says about the request being read. */
-enum { DASH_NONE, DASH_LOCAL, DASH_FOREIGN_HOST };
-
-/* Set up the refusal log and the event streams, and tell the registry the
- * listen addresses (the ping reply's "listen", for `wtproxy dashboard`).
- * Call once the listeners are open. Returns 0, or -1 (out of memory: the
- * daemon runs without a dashboard). */
+/* Set up the refusal log and the event streams, install the dashboard's
+ * handler, and tell the registry the listen addresses (the ping reply's
+ * "listen", for `wtproxy dashboard`). Call once the listeners are open.
+ * Returns 0, or -1 (out of memory: the daemon runs without a dashboard). */
 int dash_start(struct proxy_server *s);
 
 /* Close the event streams' timer and free what dash_start made (the
  * streams themselves are connections, closed with the others first). */
 void dash_stop(struct proxy_server *s);
 
-/* In the request's headers_complete: set c->dash to DASH_NONE when the
- * path is not the dashboard's, else to DASH_LOCAL or DASH_FOREIGN_HOST by
- * the Host header (a loopback name, or a page of another site reaching
- * 127.0.0.1 through DNS rebinding). */
-void dash_note_request(struct proxy_client *c, const struct http_msg *m);
+/* --- dash.c --- */
 
-/* The head of a c->dash request is parsed: answer it (page, JSON, event
- * stream, or 403/404/405). */
-void dash_serve(struct proxy_client *c);
+/* The 503 for a stream that cannot start (too many open, out of memory). */
+void dash_events_refuse(struct proxy_client *c);
 
 /* --- dash_events.c: the live stream at /__wtproxy/events --- */
 
 struct dash *dash_events_new(struct proxy_server *s); /* NULL: out of memory */
 void dash_events_free(struct dash *d);
 
-/* Turn c into an event stream (CS_EVENTS): headers, then the daemon, the
+/* Turn c into an event stream (CS_HANDLER): headers, then the daemon, the
  * backends and the refusals kept, then every change within
- * WTP_DASH_POLL_MS. Past WTP_DASH_MAX_STREAMS, c gets a 503. */
+ * WTP_DASH_POLL_MS (a refusal at once). Past WTP_DASH_MAX_STREAMS, c gets
+ * a 503. */
 void dash_events_serve(struct proxy_client *c);
 
-/* dash.c: the 503 for a stream that cannot start. */
-void dash_events_refuse(struct proxy_client *c);
-
-/* c (in CS_EVENTS) is closing: forget it. */
+/* Whether c is one of the event streams; dash_events_gone forgets it. */
+int dash_events_has(const struct proxy_client *c);
 void dash_events_gone(struct proxy_client *c);
 
-/* c's timer fired in CS_EVENTS: a heartbeat keeps proxies and the browser
- * from taking the quiet stream for a dead one. */
+/* c's timer fired: a heartbeat keeps proxies and the browser from taking
+ * the quiet stream for a dead one. */
 void dash_events_heartbeat(struct proxy_client *c);
 
 /* --- dash_api.c: the JSON --- */
@@ -74,9 +65,15 @@ struct json_t;
 struct json_t *dash_api_backends(struct proxy_server *s);
 /* The daemon: version, pid, machine, listen addresses, default backend. */
 struct json_t *dash_api_daemon(struct proxy_server *s);
+
 /* The leases, as `wtproxy leases --json` lists them: {"store", "leases"},
  * or {"store", "error"} when the store cannot be read (PostgreSQL down).
- * With a PostgreSQL store this queries it: the loop waits. */
-struct json_t *dash_api_leases(struct proxy_server *s);
+ * The embedded store answers at once: the object is returned (new
+ * reference). A PostgreSQL store is read on its thread: NULL is returned,
+ * *job set, and cb(arg, object) runs on the loop later, unless
+ * dash_api_leases_cancel(s, *job) is called first. */
+typedef void (*dash_leases_cb)(void *arg, struct json_t *leases);
+struct json_t *dash_api_leases(struct proxy_server *s, dash_leases_cb cb, void *arg, void **job);
+void dash_api_leases_cancel(struct proxy_server *s, void *job);
 
 #endif

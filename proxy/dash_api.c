@@ -95,12 +95,17 @@ json_t *dash_api_daemon(struct proxy_server *s)
                      "refusal_log_size", WTP_REFUSAL_LOG_SIZE);
 }
 
-json_t *dash_api_leases(struct proxy_server *s)
+json_t *dash_api_leases(struct proxy_server *s, dash_leases_cb cb, void *arg, void **job)
 {
-    char err[2048] = "this daemon runs without a registry, so it holds no leases";
-    const char *store = "embedded";
-    json_t *arr = s->reg ? reg_server_leases(s->reg, &store, err, sizeof err) : NULL;
-    if (!arr)
-        return json_pack("{s:s, s:s}", "store", store, "error", err);
-    return json_pack("{s:s, s:o}", "store", store, "leases", arr);
+    *job = NULL;
+    if (!s->reg)
+        return json_pack("{s:s, s:s}", "store", "embedded", "error",
+                         "this daemon runs without a registry, so it holds no leases");
+    return reg_server_leases(s->reg, cb, arg, job);
+}
+
+void dash_api_leases_cancel(struct proxy_server *s, void *job)
+{
+    if (s->reg)
+        reg_server_cancel(s->reg, job);
 }

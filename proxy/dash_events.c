@@ -1,18 +1,18 @@
 /* dash_events.c - /__wtproxy/events: a Server-Sent Events stream per open
  * dashboard (DASHBOARD.md has the events).
  *
- * The registry never calls into the proxy, so changes are found by looking:
- * while a stream is open, every WTP_DASH_POLL_MS the backends' JSON is
- * built and compared with what was sent last, and the refusal log's
- * sequence number with the last one sent; only a difference is sent. The
- * leases are compared the same way, but a PostgreSQL store is a query the
- * loop waits for: it is read at most every WTP_DASH_LEASES_PG_MS (every
- * WTP_DASH_LEASES_RETRY_MS while it fails, as an unreachable host may hold
- * the loop for the connect timeout). A
- * stream is a connection in CS_EVENTS: no keepalive or response timeout
- * applies, its timer is the heartbeat, and it closes when the browser goes,
- * when it stops reading (WTP_DASH_STREAM_BUFFER unread), or when the
- * daemon stops. */
+ * The registry never calls into the proxy, so its changes are found by
+ * looking: while a stream is open, every WTP_DASH_POLL_MS the backends'
+ * JSON is built and compared with what was sent last; only a difference is
+ * sent. The leases are compared the same way, but a PostgreSQL store is
+ * read on the registry's PostgreSQL thread, at most every
+ * WTP_DASH_LEASES_PG_MS (every WTP_DASH_LEASES_RETRY_MS while it fails),
+ * one read at a time. The refusal log tells us of each new refusal (we
+ * subscribe to it): the new ones go out at the end of that loop turn, a
+ * burst in one event. A stream is a connection in CS_HANDLER: no keepalive
+ * or response timeout applies, its timer is the heartbeat, and it closes
+ * when the browser goes, when it stops reading (WTP_DASH_STREAM_BUFFER
+ * unread), or when the daemon stops. */
 #include "dash.h"
 
 #include <jansson.h>
@@ -28,23 +28,39 @@ struct dash {
     struct proxy_client *streams[WTP_DASH_MAX_STREAMS];
     size_t n;
     struct event *poll;
+    struct event *refused;           /* activated by a new refusal */
     char *backends;                  /* the backends JSON last sent */
     char *leases;                    /* the /api/leases JSON last sent */
+    void *leases_job;                /* a read of the PostgreSQL store under way */
     long long leases_next_ms;        /* a PostgreSQL store is not read before (monotonic) */
     unsigned long long refusal_seq;  /* the newest refusal sent */
 };
 
 static void poll_cb(evutil_socket_t fd, short what, void *arg);
+static void refused_cb(evutil_socket_t fd, short what, void *arg);
+
+/* The refusal log has entry seq: send it (and any other new one) once
+ * this loop turn is over, when a stream is open. */
+static void refusal_added(void *arg, unsigned long long seq)
+{
+    struct dash *d = arg;
+    (void)seq;
+    if (d->n > 0)
+        event_active(d->refused, 0, 0);
+}
 
 struct dash *dash_events_new(struct proxy_server *s)
 {
     struct dash *d = calloc(1, sizeof *d);
-    if (d && !(d->poll = event_new(s->base, -1, EV_PERSIST, poll_cb, d))) {
-        free(d);
+    if (!d)
+        return NULL;
+    d->srv = s;
+    d->poll = event_new(s->base, -1, EV_PERSIST, poll_cb, d);
+    d->refused = event_new(s->base, -1, 0, refused_cb, d);
+    if (!d->poll || !d->refused || refusal_log_subscribe(s->refusals, refusal_added, d) < 0) {
+        dash_events_free(d);
         return NULL;
     }
-    if (d)
-        d->srv = s;
     return d;
 }
 
@@ -52,7 +68,13 @@ void dash_events_free(struct dash *d)
 {
     if (!d)
         return;
-    event_free(d->poll);
+    refusal_log_unsubscribe(d->srv->refusals, refusal_added, d);
+    if (d->leases_job)
+        dash_api_leases_cancel(d->srv, d->leases_job);
+    if (d->poll)
+        event_free(d->poll);
+    if (d->refused)
+        event_free(d->refused);
     free(d->backends);
     free(d->leases);
     free(d);
@@ -101,18 +123,47 @@ static void send_changed(struct dash *d, const char *name, char **last, char *te
     *last = text;
 }
 
-/* The leases, unless a PostgreSQL store was read too recently. */
-static void broadcast_leases(struct dash *d)
+/* The leases j (consumed) were read: send them if they changed. A
+ * PostgreSQL store is not read again before WTP_DASH_LEASES_PG_MS (after
+ * an error, WTP_DASH_LEASES_RETRY_MS). */
+static void leases_read(struct dash *d, json_t *j)
 {
-    long long now = mono_ms();
-    if (now < d->leases_next_ms)
-        return;
-    json_t *j = dash_api_leases(d->srv);
     const char *store = json_string_value(json_object_get(j, "store"));
     if (store && strcmp(store, "postgresql") == 0)
-        d->leases_next_ms = now + (json_object_get(j, "error") ? WTP_DASH_LEASES_RETRY_MS
-                                                               : WTP_DASH_LEASES_PG_MS);
+        d->leases_next_ms = mono_ms() + (json_object_get(j, "error") ? WTP_DASH_LEASES_RETRY_MS
+                                                                     : WTP_DASH_LEASES_PG_MS);
     send_changed(d, "leases", &d->leases, text_of(j));
+}
+
+static void leases_ready(void *arg, json_t *j)
+{
+    struct dash *d = arg;
+    d->leases_job = NULL;
+    leases_read(d, j);
+}
+
+/* Read the leases, unless a read is under way or a PostgreSQL store was
+ * read too recently. */
+static void broadcast_leases(struct dash *d)
+{
+    if (d->leases_job || mono_ms() < d->leases_next_ms)
+        return;
+    json_t *j = dash_api_leases(d->srv, leases_ready, d, &d->leases_job);
+    if (j)
+        leases_read(d, j);
+}
+
+/* The refusals added since the last sent, to every stream. */
+static void send_refusals(struct dash *d)
+{
+    unsigned long long seq = refusal_log_seq(d->srv->refusals);
+    if (seq == d->refusal_seq)
+        return;
+    json_t *news = refusal_log_json(d->srv->refusals, d->refusal_seq);
+    for (size_t i = 0; news && i < d->n; i++)
+        send_json(d->streams[i], "refusals", news);
+    json_decref(news);
+    d->refusal_seq = seq;
 }
 
 /* Close the streams whose browser stopped reading. From the last: closing
@@ -133,14 +184,16 @@ static void broadcast(struct dash *d)
 {
     send_changed(d, "backends", &d->backends, text_of(dash_api_backends(d->srv)));
     broadcast_leases(d);
-    unsigned long long seq = refusal_log_seq(d->srv->refusals);
-    if (seq != d->refusal_seq) {
-        json_t *news = refusal_log_json(d->srv->refusals, d->refusal_seq);
-        for (size_t i = 0; news && i < d->n; i++)
-            send_json(d->streams[i], "refusals", news);
-        json_decref(news);
-        d->refusal_seq = seq;
-    }
+    send_refusals(d);
+    close_slow(d);
+}
+
+static void refused_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct dash *d = arg;
+    (void)fd;
+    (void)what;
+    send_refusals(d);
     close_slow(d);
 }
 
@@ -166,7 +219,7 @@ void dash_events_serve(struct proxy_client *c)
         event_add(d->poll, &tv);
     }
     d->streams[d->n++] = c;
-    c->state = CS_EVENTS;
+    c->state = CS_HANDLER;
     c->resp_started = 1;
     stream_set_read_high(c->bev, 0);
     evbuffer_add_printf(stream_output(c->bev),
@@ -184,6 +237,15 @@ void dash_events_serve(struct proxy_client *c)
     if (d->leases)
         send_text(c, "leases", d->leases);
     conn_arm_timer(c, WTP_DASH_HEARTBEAT_MS);
+}
+
+int dash_events_has(const struct proxy_client *c)
+{
+    const struct dash *d = c->srv->dash;
+    for (size_t i = 0; d && i < d->n; i++)
+        if (d->streams[i] == c)
+            return 1;
+    return 0;
 }
 
 void dash_events_gone(struct proxy_client *c)

@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
-
 /* The strings of an entry, in the order of their JSON keys. */
 enum { RS_REASON, RS_DETAIL, RS_REQUEST, RS_PEER, RS_CALLER_PROCESS, RS_CALLER_WORKTREE,
        RS_NAMED, RS_BACKEND_WORKTREE, RS_BACKEND, RS_COUNT };
@@ -25,9 +23,15 @@ struct refusal_entry {
     char *s[RS_COUNT];
 };
 
+struct subscriber {
+    refusal_log_notify fn; /* NULL: a free slot */
+    void *arg;
+};
+
 struct refusal_log {
     struct refusal_entry ring[WTP_REFUSAL_LOG_SIZE];
     unsigned long long seq; /* of the newest entry */
+    struct subscriber subs[WTP_REFUSAL_LOG_SUBSCRIBERS];
 };
 
 struct refusal_log *refusal_log_new(void) { return calloc(1, sizeof(struct refusal_log)); }
@@ -63,31 +67,26 @@ void refusal_log_add(struct refusal_log *log, const struct refusal_info *r, long
     e->caller_pid = r->caller_pid;
     for (int i = 0; i < RS_COUNT; i++)
         e->s[i] = strdup(in[i] ? in[i] : "");
+    for (size_t i = 0; i < WTP_REFUSAL_LOG_SUBSCRIBERS; i++)
+        if (log->subs[i].fn)
+            log->subs[i].fn(log->subs[i].arg, e->seq);
 }
 
-void refusal_log_conn(struct proxy_client *c, int status, const char *reason,
-                      const char *detail)
+int refusal_log_subscribe(struct refusal_log *log, refusal_log_notify fn, void *arg)
 {
-    if (!c->srv->refusals)
-        return;
-    const struct caller_place *p = c->who ? &c->who->place : NULL;
-    const char *space = strchr(c->path, ' ');
-    struct refusal_info r = {
-        .status = status,
-        .reason = reason,
-        .detail = detail,
-        .request = c->path,
-        .peer = c->ip,
-        .front = c->listener->port,
-        .caller_pid = p ? p->pid : 0,
-        .caller_process = p ? p->comm : NULL,
-        .caller_worktree = p && c->who->placed ? p->worktree : NULL,
-        /* The name is only meaningful once the head was read in full. */
-        .named = space ? c->route_name : NULL,
-        .backend_worktree = c->backend ? c->backend->worktree : NULL,
-        .backend = c->backend ? c->backend->name : NULL,
-    };
-    refusal_log_add(c->srv->refusals, &r, (long long)proxy_now_ms(c->srv));
+    for (size_t i = 0; i < WTP_REFUSAL_LOG_SUBSCRIBERS; i++)
+        if (!log->subs[i].fn) {
+            log->subs[i] = (struct subscriber){fn, arg};
+            return 0;
+        }
+    return -1;
+}
+
+void refusal_log_unsubscribe(struct refusal_log *log, refusal_log_notify fn, void *arg)
+{
+    for (size_t i = 0; i < WTP_REFUSAL_LOG_SUBSCRIBERS; i++)
+        if (log->subs[i].fn == fn && log->subs[i].arg == arg)
+            log->subs[i] = (struct subscriber){NULL, NULL};
 }
 
 /* Strings that are not UTF-8 (a path is bytes) are not JSON strings:

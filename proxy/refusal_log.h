@@ -1,21 +1,22 @@
-/* refusal_log.h - the daemon's memory of what it refused: the last
- * WTP_REFUSAL_LOG_SIZE answers wtproxy wrote itself instead of a backend's
- * (routing refusals, whoami-gate refusals, malformed requests, gateway
- * errors), for the dashboard (DASHBOARD.md) and its JSON API.
+/* refusal_log.h - the daemon's memory of what it refused: a ring of the
+ * last WTP_REFUSAL_LOG_SIZE answers wtproxy wrote itself instead of a
+ * backend's (routing refusals, whoami-gate refusals, malformed requests,
+ * gateway errors), for the dashboard (DASHBOARD.md) and its JSON API.
  *
- * Recording is one call, refusal_log_conn(), made where the refusal is
- * answered: conn_fail() records every proxy_error it answers, so a new
- * refusal that goes through conn_fail() needs nothing more; a refusal
- * answered some other way calls refusal_log_conn() itself. */
+ * Each record gets the next sequence number; past the ring's size the
+ * oldest is overwritten. The ring knows no connection: the connection
+ * (client.c's conn_fail, which answers every proxy_error) fills a
+ * refusal_info and adds it, and whoever shows refusals live (the
+ * dashboard's event stream) subscribes to be told of each new one. */
 #ifndef WTP_REFUSAL_LOG_H
 #define WTP_REFUSAL_LOG_H
 
 #include <jansson.h>
 #include <sys/types.h>
 
-#define WTP_REFUSAL_LOG_SIZE 200 /* entries kept; the oldest goes first */
+#define WTP_REFUSAL_LOG_SIZE 200      /* entries kept; the oldest goes first */
+#define WTP_REFUSAL_LOG_SUBSCRIBERS 4 /* callbacks told of each new entry */
 
-struct proxy_client;
 struct refusal_log;
 
 /* What one refusal says; every string is copied (NULL reads as ""). */
@@ -39,15 +40,19 @@ struct refusal_log *refusal_log_new(void);
 void refusal_log_free(struct refusal_log *log);
 
 /* Append one refusal at time_ms (unix ms); past WTP_REFUSAL_LOG_SIZE the
- * oldest is forgotten. Never fails: out of memory, strings are left out. */
+ * oldest is forgotten. Never fails: out of memory, strings are left out.
+ * Then the subscribers are told, oldest subscription first. */
 void refusal_log_add(struct refusal_log *log, const struct refusal_info *r, long long time_ms);
 
-/* Record that wtproxy refused c's current request with status and reason
- * (the X-Wtproxy-Refused/-Error reason string), telling the caller detail
- * (NULL for none). The caller, the named worktree and the backend are
- * taken from c. Does nothing when the daemon keeps no log. */
-void refusal_log_conn(struct proxy_client *c, int status, const char *reason,
-                      const char *detail);
+/* Told of each new entry, after it is added: seq is its sequence number. */
+typedef void (*refusal_log_notify)(void *arg, unsigned long long seq);
+
+/* Call fn(arg, seq) after each refusal_log_add. Returns 0, or -1 when
+ * WTP_REFUSAL_LOG_SUBSCRIBERS are subscribed already. */
+int refusal_log_subscribe(struct refusal_log *log, refusal_log_notify fn, void *arg);
+
+/* Forget the subscription of (fn, arg); nothing when there is none. */
+void refusal_log_unsubscribe(struct refusal_log *log, refusal_log_notify fn, void *arg);
 
 /* The sequence number of the newest entry (1, 2, ...), 0 when none yet:
  * a change of it means new entries. */

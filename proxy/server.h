@@ -12,6 +12,7 @@
 #include "sd_listen.h"
 
 struct proxy_client;
+struct proxy_handler;
 
 struct proxy_listener {
     struct proxy_server *srv;
@@ -33,6 +34,7 @@ struct proxy_server {
     struct proxy_pool *pool;
     struct refusal_log *refusals; /* what wtproxy refused lately, for the dashboard */
     struct dash *dash;            /* the dashboard's event streams */
+    const struct proxy_handler *handler; /* requests it answers itself (handler.h), NULL none */
     struct proxy_listener listeners[WTP_MAX_LISTEN * 2];
     int nlisteners;
     struct proxy_sd_socket inherited[WTP_SD_MAX_FDS]; /* from systemd; served instead of cfg.listen */

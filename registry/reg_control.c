@@ -16,24 +16,28 @@
 #define REG_PEER_IDLE_S 10 /* a silent peer is closed */
 
 
-struct peer {
+struct reg_peer {
     struct reg_control *rc;
-    struct bufferevent *bev;
+    struct bufferevent *bev; /* NULL: gone while its reply was pending */
     uid_t uid;
-    TAILQ_ENTRY(peer) link;
+    int waiting;    /* a request line's reply is pending */
+    int in_handler; /* the handler runs for it now */
+    TAILQ_ENTRY(reg_peer) link;
 };
 
 struct reg_control {
     struct event_base *base;
     struct evconnlistener *listener;
-    TAILQ_HEAD(, peer) peers; /* connected CLIs, freed with the socket */
+    TAILQ_HEAD(, reg_peer) peers; /* connected CLIs, freed with the socket */
     reg_control_handler handler;
     void *arg;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     int inherited; /* the socket (and its file) belong to systemd */
 };
 
-static void reply(struct peer *p, const char *line)
+static void read_lines(struct reg_peer *p);
+
+static void reply(struct reg_peer *p, const char *line)
 {
     struct evbuffer *out = bufferevent_get_output(p->bev);
     if (!line)
@@ -42,7 +46,7 @@ static void reply(struct peer *p, const char *line)
     evbuffer_add(out, "\n", 1);
 }
 
-static void reply_too_large(struct peer *p, const char *more)
+static void reply_too_large(struct reg_peer *p, const char *more)
 {
     char line[160];
     snprintf(line, sizeof line,
@@ -52,11 +56,34 @@ static void reply_too_large(struct peer *p, const char *more)
     reply(p, line);
 }
 
-static void peer_free(struct peer *p)
+static void peer_free(struct reg_peer *p)
 {
     TAILQ_REMOVE(&p->rc->peers, p, link);
-    bufferevent_free(p->bev);
+    if (p->bev)
+        bufferevent_free(p->bev);
     free(p);
+}
+
+static void set_idle_timeout(struct reg_peer *p, int on)
+{
+    struct timeval idle = {REG_PEER_IDLE_S, 0};
+    bufferevent_set_timeouts(p->bev, on ? &idle : NULL, NULL);
+}
+
+void reg_control_reply(struct reg_peer *p, char *line)
+{
+    p->waiting = 0;
+    if (!p->bev) {
+        free(line);
+        peer_free(p);
+        return;
+    }
+    reply(p, line);
+    free(line);
+    if (p->in_handler)
+        return; /* read_lines goes on with the next line */
+    set_idle_timeout(p, 1);
+    read_lines(p);
 }
 
 /* After the last reply is written, close: for a line too long to read. */
@@ -66,21 +93,27 @@ static void close_when_written(struct bufferevent *bev, void *arg)
     peer_free(arg);
 }
 
-static void peer_read(struct bufferevent *bev, void *arg)
+/* Serve p's buffered lines, one at a time: a line whose reply is pending
+ * holds the rest (silence is not idleness then: no timeout). */
+static void read_lines(struct reg_peer *p)
 {
-    struct peer *p = arg;
+    struct bufferevent *bev = p->bev;
     struct evbuffer *in = bufferevent_get_input(bev);
     size_t len;
     char *line;
-    while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
+    while (!p->waiting && (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
         if (len >= REG_LINE_MAX) {
             reply_too_large(p, "");
         } else {
-            char *out = p->rc->handler(p->rc->arg, p->uid, line, len);
-            reply(p, out);
-            free(out);
+            p->waiting = p->in_handler = 1;
+            p->rc->handler(p->rc->arg, p, p->uid, line, len);
+            p->in_handler = 0;
         }
         free(line);
+    }
+    if (p->waiting) {
+        set_idle_timeout(p, 0);
+        return;
     }
     if (evbuffer_get_length(in) >= REG_LINE_MAX) {
         reply_too_large(p, "; closing");
@@ -89,11 +122,24 @@ static void peer_read(struct bufferevent *bev, void *arg)
     }
 }
 
+static void peer_read(struct bufferevent *bev, void *arg)
+{
+    struct reg_peer *p = arg;
+    (void)bev;
+    if (!p->waiting)
+        read_lines(p);
+}
+
 static void peer_event(struct bufferevent *bev, short what, void *arg)
 {
-    (void)bev;
+    struct reg_peer *p = arg;
     (void)what;
-    peer_free(arg); /* EOF, error, or silent for REG_PEER_IDLE_S */
+    if (!p->waiting) {
+        peer_free(p); /* EOF, error, or silent for REG_PEER_IDLE_S */
+        return;
+    }
+    bufferevent_free(bev); /* the pending reply frees p */
+    p->bev = NULL;
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
@@ -102,11 +148,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     struct reg_control *rc = arg;
     struct ucred cred;
     socklen_t clen = sizeof cred;
-    struct timeval idle = {REG_PEER_IDLE_S, 0};
     (void)l;
     (void)sa;
     (void)salen;
-    struct peer *p = calloc(1, sizeof *p);
+    struct reg_peer *p = calloc(1, sizeof *p);
     if (!p || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
         !(p->bev = bufferevent_socket_new(rc->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
         free(p);
@@ -118,7 +163,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     TAILQ_INSERT_TAIL(&rc->peers, p, link);
     bufferevent_setwatermark(p->bev, EV_READ, 0, REG_LINE_MAX + 1);
     bufferevent_setcb(p->bev, peer_read, NULL, peer_event, p);
-    bufferevent_set_timeouts(p->bev, &idle, NULL);
+    set_idle_timeout(p, 1);
     bufferevent_enable(p->bev, EV_READ | EV_WRITE);
 }
 

@@ -9,11 +9,16 @@
 #include "reg_pg.h"
 
 #include <ctype.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 static _Thread_local char last_state[6];
+static _Thread_local int query_timeout_ms; /* 0: wait as long as the server takes */
+static _Thread_local char last_error[1024];
 
 static const char schema_sql[] =
     "CREATE SCHEMA IF NOT EXISTS " REG_PG_SCHEMA ";"
@@ -176,10 +181,82 @@ static void one_line(const char *in, char *out, size_t outlen)
 
 const char *reg_pg_last_state(void) { return last_state; }
 
+const char *reg_pg_last_error(void) { return last_error; }
+
+void reg_pg_set_query_timeout(int ms) { query_timeout_ms = ms; }
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until c's socket is ready for events. Returns 0, or -1 once the
+ * deadline passed. */
+static int wait_socket(PGconn *c, short events, long long deadline)
+{
+    for (;;) {
+        long long left = deadline - mono_ms();
+        struct pollfd p = {.fd = PQsocket(c), .events = events};
+        if (left <= 0)
+            return -1;
+        if (poll(&p, 1, (int)left) != 0)
+            return 0; /* ready, or an error the next libpq call reports */
+    }
+}
+
+/* PQexec / PQexecParams that gives up after query_timeout_ms: a server
+ * that is stopped (SIGSTOP, a frozen VM) keeps the TCP connection open and
+ * never answers, and libpq would wait forever. Returns the result (as
+ * PQexec: the last one, or the first error), or NULL: *late set when the
+ * time ran out, else the connection failed (PQerrorMessage says why). A
+ * connection that ran late is shut down, so that libpq marks it
+ * CONNECTION_BAD and its owner reconnects: its reply may still come. */
+static PGresult *exec_within(PGconn *c, const char *sql, int n, const char *const *params,
+                             int *late)
+{
+    *late = 0;
+    if (query_timeout_ms <= 0)
+        return n ? PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0) : PQexec(c, sql);
+    long long deadline = mono_ms() + query_timeout_ms;
+    PGresult *last = NULL, *r;
+    if (!(n ? PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0) : PQsendQuery(c, sql)))
+        return NULL;
+    for (;;) {
+        int f;
+        while ((f = PQflush(c)) == 1)
+            if (wait_socket(c, POLLOUT | POLLIN, deadline) < 0)
+                goto late;
+        while (f == 0 && PQisBusy(c)) {
+            if (wait_socket(c, POLLIN, deadline) < 0)
+                goto late;
+            if (!PQconsumeInput(c))
+                break;
+        }
+        if (f < 0 || !(r = PQgetResult(c)))
+            break;
+        if (last && PQresultStatus(last) == PGRES_FATAL_ERROR) {
+            PQclear(r);
+        } else {
+            PQclear(last);
+            last = r;
+        }
+    }
+    return last;
+late:
+    PQclear(last);
+    *late = 1;
+    shutdown(PQsocket(c), SHUT_RDWR);
+    PQconsumeInput(c); /* reads the end: the connection is CONNECTION_BAD */
+    return NULL;
+}
+
 PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *params, char *err,
                       size_t errlen)
 {
-    PGresult *r = n ? PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0) : PQexec(c, sql);
+    int late;
+    PGresult *r = exec_within(c, sql, n, params, &late);
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     last_state[0] = '\0';
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
@@ -188,8 +265,15 @@ PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *para
     snprintf(last_state, sizeof last_state, "%s", code ? code : "");
     char msg[512];
     one_line(PQerrorMessage(c), msg, sizeof msg);
-    snprintf(err, errlen, "the registry at host %s port %s failed a query: %s%s%s%s", PQhost(c),
-             PQport(c), msg, code ? " (SQLSTATE " : "", code ? code : "", code ? ")" : "");
+    if (late)
+        snprintf(err, errlen, "the registry at host %s port %s did not answer within %d ms (the "
+                 "server is stopped, overloaded or cut off); make it answer (psql), or fix "
+                 "WTPROXY_REGISTRY / `registry =`", PQhost(c), PQport(c), query_timeout_ms);
+    else
+        snprintf(err, errlen, "the registry at host %s port %s failed a query: %s%s%s%s",
+                 PQhost(c), PQport(c), msg, code ? " (SQLSTATE " : "", code ? code : "",
+                 code ? ")" : "");
+    snprintf(last_error, sizeof last_error, "%s", err);
     PQclear(r);
     return NULL;
 }
@@ -211,7 +295,8 @@ static int ensure_schema(PGconn *c, char *err, size_t errlen)
              REG_PG_SCHEMA_LOCK, schema_sql);
     r = reg_pg_exec(c, sql, 0, NULL, err, errlen);
     if (!r) {
-        PQclear(PQexec(c, "ROLLBACK"));
+        char ignored[256];
+        PQclear(reg_pg_exec(c, "ROLLBACK", 0, NULL, ignored, sizeof ignored));
         return -1;
     }
     PQclear(r);
@@ -237,7 +322,7 @@ PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
         PQfinish(c);
         return NULL;
     }
-    PQclear(PQexec(c, "SET client_min_messages = warning"));
+    PQclear(reg_pg_exec(c, "SET client_min_messages = warning", 0, NULL, msg, sizeof msg));
     return c;
 }
 

@@ -7,6 +7,7 @@
 #ifndef WTP_REG_PG_H
 #define WTP_REG_PG_H
 
+#include <event2/event.h>
 #include <libpq-fe.h>
 #include <stddef.h>
 
@@ -15,6 +16,7 @@
 #define REG_PG_SCHEMA "wtproxy"
 #define REG_PG_URI_MAX 1024         /* bytes of a registry URI or conninfo */
 #define REG_PG_CONNECT_TIMEOUT "5"  /* seconds; libpq's default is to wait forever */
+#define REG_PG_QUERY_TIMEOUT_MS 4000 /* the daemon's wait for one statement's answer */
 #define REG_PG_SCHEMA_LOCK 0x77747078 /* advisory lock key ("wtpx") for creating tables */
 
 /* --- reg_pg.c --- */
@@ -50,6 +52,15 @@ PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *para
 /* The SQLSTATE of the last failed reg_pg_exec on this thread, "" if none. */
 const char *reg_pg_last_state(void);
 
+/* The message of the last failed reg_pg_exec on this thread, "" if none. */
+const char *reg_pg_last_error(void);
+
+/* From now on, reg_pg_exec on this thread gives up on a query after ms
+ * (0: waits as long as the server takes, the CLI's way). The daemon's
+ * PostgreSQL thread sets REG_PG_QUERY_TIMEOUT_MS: a stopped server keeps
+ * its connection open and never answers. */
+void reg_pg_set_query_timeout(int ms);
+
 /* --- reg_pg_lease.c: leases on the server (one row per resource) --- */
 
 /* Claim c->id for holder c with ttl_ms (0: while c->pid runs). Returns 1
@@ -71,8 +82,6 @@ json_t *reg_pg_leases(PGconn *pg, char *err, size_t errlen);
  * server, for a daemon whose store it is. Returns the reply. */
 json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req);
 
-#endif
-
 /* --- reg_pg_backends.c: the daemon's registrations, mirrored --- */
 
 /* The daemon's link to the PostgreSQL store: it mirrors this machine's
@@ -86,19 +95,34 @@ struct reg_mirror *reg_mirror_open(const char *uri, char *err, size_t errlen);
 /* Remove this machine's rows and disconnect (the daemon stops routing). */
 void reg_mirror_close(struct reg_mirror *m);
 
-/* Make this machine's rows equal t's entries, in one transaction. A
- * failure is logged loudly and retried (reconnecting) on the next change. */
-struct reg_table;
-void reg_mirror_sync(struct reg_mirror *m, const struct reg_table *t);
+/* Make this machine's rows equal entries (a JSON array of entries as
+ * reg_backend_to_json makes them), in one transaction. A failure is
+ * logged loudly and retried (reconnecting) on the next change. */
+void reg_mirror_sync(struct reg_mirror *m, json_t *entries);
 
 /* Append the other machines' entries to arr, each with "remote": true. */
 void reg_mirror_others(struct reg_mirror *m, json_t *arr);
 
-/* Add the store's state to a ping reply and return it: "store"
- * ("postgresql" or "embedded"), "registry" (masked), "registry_ok",
- * "registry_error"; "registry_optional": true when a configured store was
- * unreachable and WTPROXY_REGISTRY_OPTIONAL=1 let the daemon run without. */
+/* On the loop: add the store's state to a ping reply and return it:
+ * "store" ("postgresql" or "embedded"), "registry" (masked),
+ * "registry_ok", "registry_error" (as of the last job the loop heard of);
+ * "registry_optional": true when a configured store was unreachable and
+ * WTPROXY_REGISTRY_OPTIONAL=1 let the daemon run without. */
 json_t *reg_mirror_status(const struct reg_mirror *m, json_t *reply);
+
+/* On the loop: whether the daemon runs on the PostgreSQL store (m was
+ * reached at start); then every call above but reg_mirror_status runs on
+ * the PostgreSQL thread, reg_pg_worker.c. */
+int reg_mirror_online(const struct reg_mirror *m);
+
+/* On the PostgreSQL thread, around each job: the job was queued at
+ * queued_ms (monotonic); at its end, the store's last failure ("" none)
+ * is copied to error, for the loop to pass to reg_mirror_show. */
+void reg_mirror_job_begin(struct reg_mirror *m, long long queued_ms);
+void reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen);
+
+/* On the loop: the failure a job ended with, for reg_mirror_status. */
+void reg_mirror_show(struct reg_mirror *m, const char *error);
 
 /* A lease op (claim, release, leases) for the daemon: on the PostgreSQL
  * store when the daemon has one, so that a CLI without the registry's URI
@@ -111,3 +135,79 @@ json_t *reg_mirror_lease_op(struct reg_mirror *m, const char *op, json_t *req);
  * unless WTPROXY_REGISTRY_OPTIONAL=1, which logs loudly and returns 0 with
  * a mirror that only remembers why (the embedded store serves). */
 int reg_mirror_start(const char *registry, struct reg_mirror **m, char *err, size_t errlen);
+
+/* --- reg_pg_worker.c: the PostgreSQL thread --- */
+
+/* Every PostgreSQL call of the daemon runs on one thread, never on the
+ * event loop: an unreachable or stopped store would hold every proxied
+ * request of every worktree for its timeouts. Jobs run in order, one at a
+ * time; each carries its own input and hands its answer back to the loop. */
+struct reg_pgw;
+
+/* A job's work, on the thread: in is the job's own (freed after); the
+ * answer (may be NULL) goes to the job's done callback. */
+typedef json_t *(*reg_pgw_fn)(struct reg_mirror *m, json_t *in);
+
+/* On the loop: a job's answer, which the callback owns. */
+typedef void (*reg_pgw_done)(void *arg, json_t *answer);
+
+/* Start the thread for m (online). NULL with err. */
+struct reg_pgw *reg_pgw_new(struct event_base *base, struct reg_mirror *m, char *err,
+                            size_t errlen);
+
+/* Stop the thread once its current job is over. The callbacks of the
+ * finished jobs run with their answers, those of the jobs never run with
+ * NULL. m is the caller's again. */
+void reg_pgw_free(struct reg_pgw *w);
+
+/* Queue fn(m, in) (in is consumed, also on failure); done(arg, answer)
+ * runs on the loop when it is over (done NULL: nobody waits). Returns the
+ * job, for reg_pgw_cancel, or NULL when out of memory (nothing queued). */
+void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done done,
+                     void *arg);
+
+/* The job's callback will not run (its answer is freed); the job may be
+ * running, or over and on its way back. */
+void reg_pgw_cancel(void *job);
+
+/* --- reg_server_pg.c: the control ops that wait for the thread --- */
+
+struct reg_peer;
+struct reg_table;
+
+/* What the daemon's registry keeps of its PostgreSQL thread. */
+struct reg_pgops {
+    struct reg_pgw *pgw; /* NULL: no PostgreSQL store; nothing below is called */
+    json_t *sync_out;    /* entries to mirror once the current line is answered */
+    int in_line;         /* a control line is being handled */
+};
+
+/* Mirror t (every change): now, or, while a control line is handled
+ * (in_line), once it is: reg_pgops_line_done then makes its reply wait
+ * for the mirror (a later change in the same line supersedes an earlier
+ * one). */
+void reg_pgops_mirror(struct reg_pgops *o, const struct reg_table *t);
+
+/* The line is handled, reply its reply (NULL: it comes later). Returns
+ * the reply to send now, or NULL when it waits for the line's mirror. */
+json_t *reg_pgops_line_done(struct reg_pgops *o, struct reg_peer *peer, json_t *reply);
+
+/* The ops claim, release, leases (req is copied), and list (entries: this
+ * machine's, consumed; reply: the reply the entries of every machine go
+ * in, consumed), answered to peer when the store has answered. Return
+ * NULL (later), or the reply now: out of memory, or peer NULL (the
+ * fuzzer's reg_server_request, which has no one to answer later). */
+json_t *reg_pgops_lease_op(struct reg_pgops *o, struct reg_peer *peer, json_t *req);
+json_t *reg_pgops_list(struct reg_pgops *o, struct reg_peer *peer, json_t *entries,
+                       json_t *reply);
+
+/* Read the leases for the dashboard: cb(arg, view) on the loop, view as
+ * reg_leases_view makes it. Returns the job (reg_pgw_cancel), NULL when
+ * out of memory. */
+void *reg_pgops_leases(struct reg_pgops *o, reg_pgw_done cb, void *arg);
+
+/* The leases op's reply r (consumed) as {"store", "leases"} or {"store",
+ * "error"} (registry.h, reg_server_leases). New reference. */
+json_t *reg_leases_view(const char *store, json_t *r);
+
+#endif

@@ -3,23 +3,41 @@
  * jsonb), so that `wtproxy ls` on any machine sees every machine's dev
  * servers. Each daemon writes only its own machine's rows: a sync deletes
  * them and inserts the current table in one transaction, so readers see
- * the old set or the new one, never half. The daemon's event loop waits
- * for these few statements; they are bounded by the connect timeout and
- * happen only when the table changes. */
+ * the old set or the new one, never half.
+ *
+ * Everything here but reg_mirror_start, reg_mirror_online and
+ * reg_mirror_status runs on the PostgreSQL thread (reg_pg_worker.c), never
+ * on the event loop: each statement is bounded by REG_PG_QUERY_TIMEOUT_MS,
+ * each connection by REG_PG_CONNECT_TIMEOUT. When the store stops
+ * answering, the jobs that were queued while a job found it out get that
+ * answer at once instead of each waiting out its own timeout. */
 #include "reg_pg.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "registry.h"
 
 struct reg_mirror {
     PGconn *pg;           /* NULL: unreachable at start, running on the embedded store */
+    int online;           /* pg was connected at start (never changes after) */
     char uri[REG_PG_URI_MAX];
     char masked[REG_PG_URI_MAX + 64];
     char error[REG_PG_URI_MAX + 1024]; /* the last failure, "" when the last sync worked */
+    long long queued_ms;  /* when the running job was queued (monotonic) */
+    long long down_ms;    /* when a job last found the store unreachable, 0 never */
+    char down[REG_PG_URI_MAX + 1024]; /* why */
+    char shown[REG_PG_URI_MAX + 1024]; /* error, as the loop last heard it (ping) */
 };
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct reg_mirror *reg_mirror_open(const char *uri, char *err, size_t errlen)
 {
@@ -34,6 +52,7 @@ struct reg_mirror *reg_mirror_open(const char *uri, char *err, size_t errlen)
         free(m);
         return NULL;
     }
+    m->online = 1;
     return m;
 }
 
@@ -59,24 +78,36 @@ void reg_mirror_close(struct reg_mirror *m)
     free(m);
 }
 
-/* One entry's row. Returns 0 or -1. */
-static int insert(struct reg_mirror *m, const struct reg_backend *b)
+/* One entry's row (e as reg_backend_to_json makes it). Returns 0 or -1. */
+static int insert(struct reg_mirror *m, json_t *e)
 {
-    json_t *e = reg_backend_to_json(b);
-    char *text = e ? json_dumps(e, JSON_COMPACT) : NULL, front[16];
-    snprintf(front, sizeof front, "%d", b->front);
-    const char *p[] = {reg_machine_id(), front, b->worktree, text};
+    char *text = json_dumps(e, JSON_COMPACT), front[16];
+    const char *wt = json_string_value(json_object_get(e, "worktree"));
+    snprintf(front, sizeof front, "%d", (int)json_integer_value(json_object_get(e, "front")));
+    const char *p[] = {reg_machine_id(), front, wt ? wt : "", text};
     int rc = text ? run(m, "INSERT INTO " REG_PG_SCHEMA ".backends (machine, front, worktree,"
                         " entry) VALUES ($1, $2::integer, $3, $4::jsonb)", 4, p)
                   : -1;
     free(text);
-    json_decref(e);
     return rc;
 }
 
-/* Reconnect when the server went away (a restart). Returns 0 or -1. */
+/* The store is unreachable, for why: jobs queued until now share it. */
+static void went_down(struct reg_mirror *m, const char *why)
+{
+    m->down_ms = mono_ms();
+    snprintf(m->down, sizeof m->down, "%s", why);
+}
+
+/* Reconnect when the server went away (a restart, a query that ran out
+ * of time). A job queued before the store was last found unreachable gets
+ * that answer without trying again. Returns 0 or -1 (m->error says why). */
 static int connected(struct reg_mirror *m)
 {
+    if (m->queued_ms < m->down_ms) {
+        snprintf(m->error, sizeof m->error, "%s", m->down);
+        return -1;
+    }
     if (PQstatus(m->pg) == CONNECTION_OK)
         return 0;
     PQreset(m->pg);
@@ -86,24 +117,35 @@ static int connected(struct reg_mirror *m)
              "reached: %s", PQhost(m->pg) ? PQhost(m->pg) : "?",
              PQport(m->pg) ? PQport(m->pg) : "?", m->masked, PQerrorMessage(m->pg));
     m->error[strcspn(m->error, "\n")] = '\0';
+    went_down(m, m->error);
     return -1;
 }
 
-void reg_mirror_sync(struct reg_mirror *m, const struct reg_table *t)
+void reg_mirror_job_begin(struct reg_mirror *m, long long queued_ms) { m->queued_ms = queued_ms; }
+
+void reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen)
+{
+    if (PQstatus(m->pg) != CONNECTION_OK && m->down_ms <= m->queued_ms)
+        went_down(m, reg_pg_last_error()[0] ? reg_pg_last_error() : m->error);
+    snprintf(error, errlen, "%s", m->error);
+}
+
+void reg_mirror_sync(struct reg_mirror *m, json_t *entries)
 {
     if (!m || !m->pg)
         return;
     const char *p[] = {reg_machine_id()};
     int ok = connected(m) == 0 && run(m, "BEGIN", 0, NULL) == 0 &&
              run(m, "DELETE FROM " REG_PG_SCHEMA ".backends WHERE machine = $1", 1, p) == 0;
-    for (size_t i = 0; ok && i < reg_table_count(t); i++)
-        ok = insert(m, reg_table_at(t, i)) == 0;
+    for (size_t i = 0; ok && i < json_array_size(entries); i++)
+        ok = insert(m, json_array_get(entries, i)) == 0;
     if (ok && run(m, "COMMIT", 0, NULL) == 0) {
         m->error[0] = '\0';
         return;
     }
+    char ignored[256];
     if (PQstatus(m->pg) == CONNECTION_OK)
-        PQclear(PQexec(m->pg, "ROLLBACK"));
+        PQclear(reg_pg_exec(m->pg, "ROLLBACK", 0, NULL, ignored, sizeof ignored));
     fprintf(stderr, "wtproxy: WARNING: other machines do not see this machine's dev servers: "
             "%s\n", m->error);
 }
@@ -125,20 +167,27 @@ void reg_mirror_others(struct reg_mirror *m, json_t *arr)
     PQclear(r);
 }
 
+int reg_mirror_online(const struct reg_mirror *m) { return m && m->online; }
+
+void reg_mirror_show(struct reg_mirror *m, const char *error)
+{
+    snprintf(m->shown, sizeof m->shown, "%s", error);
+}
+
 json_t *reg_mirror_status(const struct reg_mirror *m, json_t *reply)
 {
     if (!reply)
         return NULL;
-    json_object_set_new(reply, "store", json_string(m && m->pg ? "postgresql" : "embedded"));
+    json_object_set_new(reply, "store", json_string(m && m->online ? "postgresql" : "embedded"));
     if (!m)
         return reply;
     json_object_set_new(reply, "registry", json_string(m->masked));
-    if (m->pg)
-        json_object_set_new(reply, "registry_ok", json_boolean(m->error[0] == '\0'));
+    if (m->online)
+        json_object_set_new(reply, "registry_ok", json_boolean(m->shown[0] == '\0'));
     else /* the dashboard shows it: claims hold on this machine only */
         json_object_set_new(reply, "registry_optional", json_true());
-    if (m->error[0])
-        json_object_set_new(reply, "registry_error", json_string(m->error));
+    if (m->shown[0])
+        json_object_set_new(reply, "registry_error", json_string(m->shown));
     return reply;
 }
 
@@ -158,6 +207,7 @@ int reg_mirror_start(const char *registry, struct reg_mirror **m, char *err, siz
     *m = NULL;
     if (!uri || !uri[0])
         return 0;
+    reg_pg_set_query_timeout(REG_PG_QUERY_TIMEOUT_MS); /* also at start and at the end */
     if ((*m = reg_mirror_open(uri, err, errlen))) {
         fprintf(stderr, "wtproxy: registry: PostgreSQL %s (schema " REG_PG_SCHEMA ")\n",
                 (*m)->masked);
@@ -165,7 +215,7 @@ int reg_mirror_start(const char *registry, struct reg_mirror **m, char *err, siz
     }
     if (!reg_pg_optional() || !(*m = calloc(1, sizeof **m)))
         return -1;
-    snprintf((*m)->error, sizeof (*m)->error, "%s", err);
+    snprintf((*m)->shown, sizeof (*m)->shown, "%s", err);
     reg_pg_mask(uri, (*m)->masked, sizeof (*m)->masked);
     fprintf(stderr, "wtproxy: WARNING: %s\nwtproxy: WARNING: WTPROXY_REGISTRY_OPTIONAL=1: "
             "running on the EMBEDDED store; other machines do not see this one, and its "

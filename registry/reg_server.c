@@ -1,7 +1,13 @@
 /* reg_server.c - the registry inside the daemon: what a control line does
  * (PROTOCOL.md; the socket is reg_control.c), port reservations, liveness
  * watches, and saving every change to the state file before it is
- * acknowledged. */
+ * acknowledged.
+ *
+ * With a PostgreSQL store, nothing here waits for it: the lease ops, the
+ * other machines' entries of `list`, and the mirroring of each change are
+ * jobs for the PostgreSQL thread (reg_pg_worker.c). A control line that
+ * needs one is answered when it is over; a change is acknowledged once it
+ * is mirrored, as it was when the loop did it itself. */
 #include <errno.h>
 #include <event2/event.h>
 #include <jansson.h>
@@ -42,6 +48,7 @@ struct reg_server {
     struct reg_table *table;
     struct reg_lease_store *leases; /* claims on this machine (reg_lease_store.c) */
     struct reg_mirror *mirror;       /* the PostgreSQL store (reg_pg_backends.c), or NULL */
+    struct reg_pgops pg;             /* its thread, when the daemon runs on it */
     char socket_path[PATH_MAX];
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
@@ -78,7 +85,7 @@ static void save(struct reg_server *rs)
     } else {
         rs->unsaved[0] = '\0';
     }
-    reg_mirror_sync(rs->mirror, rs->table);
+    reg_pgops_mirror(&rs->pg, rs->table);
 }
 
 /* ---- liveness ---- */
@@ -354,16 +361,19 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     return ok_entry(rs, b);
 }
 
-static json_t *op_list(struct reg_server *rs)
+static json_t *op_list(struct reg_server *rs, struct reg_peer *peer)
 {
     json_t *arr = json_array();
-    for (size_t i = 0; i < reg_table_count(rs->table); i++)
+    for (size_t i = 0; arr && i < reg_table_count(rs->table); i++)
         json_array_append_new(arr, reg_backend_to_json(reg_table_at(rs->table, i)));
-    reg_mirror_others(rs->mirror, arr);
+    if (rs->pg.pgw) /* the other machines' entries, from the store */
+        return reg_pgops_list(&rs->pg, peer, arr,
+                              unsaved_warning(rs, json_pack("{s:b}", "ok", 1)));
     return unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entries", arr));
 }
 
-static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
+/* The reply to req, or NULL when it comes later (through peer). */
+static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, json_t *req)
 {
     const char *op = json_is_object(req) ? json_string_value(json_object_get(req, "op")) : NULL;
     struct reg_backend *b = NULL;
@@ -377,13 +387,12 @@ static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
                                            reg_machine_id(), "listen",
                                            rs->listen ? rs->listen : json_null()));
     if (strcmp(op, "list") == 0)
-        return op_list(rs);
+        return op_list(rs, peer);
     if (strcmp(op, "register") == 0)
         return op_register(rs, uid, req);
     if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0)
-        return (err = reg_mirror_lease_op(rs->mirror, op, req))
-                   ? err
-                   : reg_lease_store_op(rs->leases, op, req, uid);
+        return rs->pg.pgw ? reg_pgops_lease_op(&rs->pg, peer, req)
+                          : reg_lease_store_op(rs->leases, op, req, uid);
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
@@ -394,9 +403,9 @@ static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
         strcmp(op, "unregister") == 0) {
         if ((err = find_owned(rs, uid, req, &b)))
             return err;
-        if (op[0] == 'r') {
+        if (strcmp(op, "unregister") != 0) {
             /* restarting: requests wait for it again, as for a new server */
-            b->state = op[2] == 'a' ? REG_READY : REG_STARTING;
+            b->state = strcmp(op, "ready") == 0 ? REG_READY : REG_STARTING;
             save(rs);
             return ok_entry(rs, b);
         }
@@ -407,23 +416,22 @@ static json_t *handle(struct reg_server *rs, uid_t uid, json_t *req)
     return fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
 }
 
-json_t *reg_server_leases(struct reg_server *rs, const char **store, char *err, size_t errlen)
+json_t *reg_server_leases(struct reg_server *rs, reg_server_done cb, void *arg, void **job)
 {
+    if (rs->pg.pgw)
+        return (*job = reg_pgops_leases(&rs->pg, cb, arg))
+                   ? NULL
+                   : json_pack("{s:s, s:s}", "store", "postgresql", "error", "out of memory");
     json_t *req = json_pack("{s:s}", "op", "leases");
-    json_t *r = req ? reg_mirror_lease_op(rs->mirror, "leases", req) : NULL;
-    *store = r ? "postgresql" : "embedded";
-    if (req && !r)
-        r = reg_lease_store_op(rs->leases, "leases", req, getuid());
+    json_t *r = req ? reg_lease_store_op(rs->leases, "leases", req, getuid()) : NULL;
     json_decref(req);
-    json_t *arr = json_incref(json_object_get(r, "leases"));
-    const char *msg = json_string_value(json_object_get(r, "message"));
-    if (!json_is_array(arr)) {
-        snprintf(err, errlen, "%s", msg ? msg : "out of memory");
-        json_decref(arr);
-        arr = NULL;
-    }
-    json_decref(r);
-    return arr;
+    return reg_leases_view("embedded", r);
+}
+
+void reg_server_cancel(struct reg_server *rs, void *job)
+{
+    (void)rs;
+    reg_pgw_cancel(job);
 }
 
 /* ---- one request line ---- */
@@ -436,21 +444,34 @@ static char *reply_line(json_t *r)
     return line ? line : strdup("{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
 }
 
-char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len)
+/* The reply to one line, or NULL when it comes later through peer. A
+ * change it made is mirrored before the reply goes (with a peer). */
+static json_t *request(struct reg_server *rs, struct reg_peer *peer, uid_t uid,
+                       const char *line, size_t len)
 {
     json_error_t je;
     json_t *req = json_loadb(line, len, 0, &je);
     if (!req)
-        return reply_line(fail("bad-request", "not JSON: %s (line %d, column %d)", je.text,
-                               je.line, je.column));
-    char *out = reply_line(handle(rs, uid, req));
+        return fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
+                    je.column);
+    rs->pg.in_line = 1;
+    json_t *r = handle(rs, peer, uid, req);
+    rs->pg.in_line = 0;
     json_decref(req);
-    return out;
+    return rs->pg.pgw ? reg_pgops_line_done(&rs->pg, peer, r) : r;
 }
 
-static char *serve_line(void *rs, uid_t uid, const char *line, size_t len)
+char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len)
 {
-    return reg_server_request(rs, uid, line, len);
+    return reply_line(request(rs, NULL, uid, line, len));
+}
+
+static void serve_line(void *rs, struct reg_peer *peer, uid_t uid, const char *line,
+                       size_t len)
+{
+    json_t *r = request(rs, peer, uid, line, len);
+    if (r)
+        reg_control_reply(peer, reply_line(r));
 }
 
 /* ---- life ---- */
@@ -494,12 +515,15 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     snprintf(rs->socket_path, sizeof rs->socket_path, "%s", socket_path);
     snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
     srandom((unsigned)(getpid() ^ now_ms()));
-    if (reg_mirror_start(registry, &rs->mirror, err, errlen) < 0) {
+    reg_machine_id(); /* its lazy first read, before the PostgreSQL thread reads it too */
+    if (reg_mirror_start(registry, &rs->mirror, err, errlen) < 0 ||
+        (reg_mirror_online(rs->mirror) &&
+         !(rs->pg.pgw = reg_pgw_new(base, rs->mirror, err, errlen)))) {
         reg_server_free(rs);
         return NULL;
     }
     load_state(rs);
-    reg_mirror_sync(rs->mirror, rs->table); /* this machine's rows from before are stale */
+    reg_pgops_mirror(&rs->pg, rs->table); /* this machine's rows from before are stale */
     if (!(rs->leases = reg_lease_store_beside(rs->state_path, err, errlen))) {
         reg_server_free(rs);
         return NULL;
@@ -520,6 +544,7 @@ void reg_server_free(struct reg_server *rs)
 {
     if (!rs)
         return;
+    reg_pgw_free(rs->pg.pgw); /* first: its last answers go to control peers */
     reg_control_free(rs->control);
     if (rs->sweep)
         event_free(rs->sweep);
@@ -528,7 +553,8 @@ void reg_server_free(struct reg_server *rs)
     reg_table_free(rs->table);
     json_decref(rs->listen);
     reg_lease_store_free(rs->leases);
-    reg_mirror_close(rs->mirror);
+    json_decref(rs->pg.sync_out);
+    reg_mirror_close(rs->mirror); /* the thread is gone: this one runs its last statement */
     free(rs);
 }
 

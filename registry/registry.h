@@ -181,7 +181,9 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
  * reply line (malloc'd, no LF; never NULL but when out of memory): what
  * the control socket does for each line it reads. Public so that the
  * fuzzer (tests/fuzz/fuzz_control.c) drives exactly this code without a
- * socket. */
+ * socket. With a PostgreSQL store, the ops that read it (claim, release,
+ * leases, list) are answered only on the socket, when its thread is done:
+ * here they get an "internal" error. */
 char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len);
 
 /* Stop serving, remove the socket file, drop every watch and the table. */
@@ -198,12 +200,17 @@ struct reg_table *reg_server_table(struct reg_server *rs);
 
 /* The current leases, computed as the `leases` op computes them
  * (CLAIMS.md): from the PostgreSQL store when the daemon has one, else
- * from the embedded store (expired and dead holders swept first). *store
- * is set to "postgresql" or "embedded" either way. Returns a new JSON
- * array of lease objects (as `wtproxy leases --json`), or NULL with err
- * when the store cannot be read (PostgreSQL down): never an empty list in
- * its place. The daemon's loop waits for the PostgreSQL query. */
-struct json_t *reg_server_leases(struct reg_server *rs, const char **store, char *err,
-                                 size_t errlen);
+ * from the embedded store (expired and dead holders swept first), as
+ * {"store": "postgresql"|"embedded", "leases": [LEASE, ...]}, or
+ * {"store", "error"} when the store cannot be read (PostgreSQL down):
+ * never an empty list in its place. The embedded store's are returned
+ * (new reference). The PostgreSQL store is read on the daemon's
+ * PostgreSQL thread, never on the loop: NULL is returned, *job set, and
+ * cb(arg, leases) runs on the loop once they are read (cb owns them),
+ * unless reg_server_cancel(rs, *job) comes first. */
+typedef void (*reg_server_done)(void *arg, struct json_t *answer);
+struct json_t *reg_server_leases(struct reg_server *rs, reg_server_done cb, void *arg,
+                                 void **job);
+void reg_server_cancel(struct reg_server *rs, void *job);
 
 #endif

@@ -1,0 +1,93 @@
+// 208: a PostgreSQL store that stops answering holds no proxied request.
+// The daemon runs on a real PostgreSQL; its server and every backend
+// process are stopped (SIGSTOP, by pid: the TCP connections stay open and
+// nothing answers, as with a frozen VM). While a dashboard
+// /__wtproxy/api/leases and a `wtproxy leases` wait for the store, 20
+// requests to a registered backend are each answered within 500 ms. The
+// two lease requests then get a clear error (the store did not answer,
+// host and port, what to do), within the CLI's own 10 s, not a hang. Once
+// the server is continued (SIGCONT), both work again.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { makeWorktrees, startDaemon, startRun, cli, get, getWorktree, sanitizerClean } from './lib/registry.mjs';
+import { startPostgres } from './lib/pg.mjs';
+
+const REQUESTS = 20;
+const FAST_MS = 500;
+
+// The postmaster and its children (backends, checkpointer, ...), by pid.
+function serverPids(pg) {
+  const kids = fs.readFileSync(`/proc/${pg.pid}/task/${pg.pid}/children`, 'utf8').trim();
+  return [pg.pid, ...kids.split(/\s+/).filter(Boolean).map(Number)];
+}
+
+function signalAll(pids, sig) {
+  for (const pid of pids) {
+    try { process.kill(pid, sig); } catch { /* a child that ended meanwhile */ }
+  }
+}
+
+test('a stopped store: proxied requests stay fast, lease reads fail clearly, then work again', async (t) => {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--registry', pg.uri('postgres')]);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  await run.ready;
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  let r = await cli(tmp, ['claim', 'emu', '--ttl', '10m'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, r.stderr);
+
+  const stopped = serverPids(pg);
+  signalAll(stopped, 'SIGSTOP');
+  try {
+    await whileStopped(t, tmp, px, pg);
+  } finally {
+    signalAll(stopped, 'SIGCONT'); // before the after() hooks: pg.stop() would wait forever
+  }
+  r = await cli(tmp, ['leases', '--json'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, `works again once the server runs: ${r.stderr}`);
+  assert.deepEqual(JSON.parse(r.stdout).map((x) => x.id), ['emu']);
+  const again = JSON.parse((await get(px.port, {}, '/__wtproxy/api/leases')).body);
+  assert.deepEqual(again.leases.map((x) => x.id), ['emu']);
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  await px.stop();
+  sanitizerClean(assert, px.stderr());
+});
+
+// The server is stopped: lease reads wait, proxied requests do not.
+async function whileStopped(t, tmp, px, pg) {
+
+  const t0 = Date.now();
+  const settled = { api: 0, cli: 0 };
+  const api = get(px.port, {}, '/__wtproxy/api/leases').then((x) => { settled.api = Date.now() - t0; return x; });
+  const leases = cli(tmp, ['leases'], { cwd: tmp.wt.a, ms: 20000 }).then((x) => { settled.cli = Date.now() - t0; return x; });
+  await new Promise((res) => setTimeout(res, 100)); // both are queued on the PostgreSQL thread
+
+  const took = [];
+  for (let i = 0; i < REQUESTS; i++) {
+    const s = Date.now();
+    const res = await getWorktree(px.port, tmp.wt.a);
+    took.push(Date.now() - s);
+    assert.equal(res.status, 200, res.body);
+  }
+  t.diagnostic(`${REQUESTS} proxied requests while the store hangs: worst ${Math.max(...took)} ms, ` +
+    `all within ${Date.now() - t0} ms of the lease requests`);
+  assert.ok(Math.max(...took) < FAST_MS, `each request answered within ${FAST_MS} ms: ${took.join(', ')}`);
+  assert.equal(settled.api, 0, 'the dashboard lease read was still waiting meanwhile');
+  assert.equal(settled.cli, 0, 'wtproxy leases was still waiting meanwhile');
+
+  const a = await api;
+  assert.equal(a.status, 200);
+  const body = JSON.parse(a.body);
+  assert.equal(body.store, 'postgresql');
+  assert.equal(body.leases, undefined, 'no stale or empty list in place of the error');
+  assert.match(body.error, new RegExp(`host 127\\.0\\.0\\.1 port ${pg.port} did not answer within`));
+  assert.match(body.error, /make it answer \(psql\), or fix WTPROXY_REGISTRY/);
+  const l = await leases;
+  sanitizerClean(assert, l.stderr);
+  assert.equal(l.code, 1, `wtproxy leases fails: ${l.stderr}`);
+  assert.match(l.stderr, new RegExp(`port ${pg.port} did not answer within`));
+  t.diagnostic(`errors after ${settled.api} ms (dashboard) and ${settled.cli} ms (wtproxy leases)`);
+  assert.ok(settled.cli < 10000, 'within the CLI\'s own timeout');
+}
