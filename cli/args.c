@@ -8,19 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cli_age(long long ms, char *buf, size_t len)
-{
-    long long s = ms < 0 ? 0 : ms / 1000;
-    if (s < 60)
-        snprintf(buf, len, "%llds", s);
-    else if (s < 3600)
-        snprintf(buf, len, "%lldm", s / 60);
-    else if (s < 86400)
-        snprintf(buf, len, "%lldh", s / 3600);
-    else
-        snprintf(buf, len, "%lldd", s / 86400);
-}
-
 /* Match argv[*i] against opts and consume its value. Returns 0, or -1
  * with err for an unknown flag or a missing value. */
 static int take_opt(int argc, char **argv, int *i, const struct cli_opt *opts, char *err,

@@ -102,7 +102,7 @@ static int claim_once(void *pg, const struct reg_lease *c, long long ttl)
     else if (r == 0)
         cli_lease_report_holder(info);
     else if (ttl) {
-        cli_age(ttl, left, sizeof left);
+        host_age(ttl, left, sizeof left);
         fprintf(stderr, "wtproxy: claimed %s for %s (%s store)\n", c->id, left,
                 pg ? "PostgreSQL" : "embedded");
     } else {
@@ -256,11 +256,11 @@ static void print_leases(json_t *arr)
         char err[128], age[32], left[32] = "-", pid[16] = "manual";
         if (reg_lease_from_json(o, &l, err, sizeof err) < 0)
             continue;
-        cli_age(now - l.acquired_ms, age, sizeof age);
+        host_age(now - l.acquired_ms, age, sizeof age);
         if (l.expires_ms && l.expires_ms <= now)
             snprintf(left, sizeof left, "expired");
         else if (l.expires_ms)
-            cli_age(l.expires_ms - now, left, sizeof left);
+            host_age(l.expires_ms - now, left, sizeof left);
         if (l.pid)
             snprintf(pid, sizeof pid, "%d", (int)l.pid);
         printf("%-24s  %-16.16s  %-8s  %-6s  %-8s  %s  %s\n", l.id, l.machine, pid, age, left,

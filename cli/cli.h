@@ -73,9 +73,6 @@ int cli_port(const char *flag, const char *v, int *port, char *err, size_t errle
  * 0 with *ms, or -1 with err naming --flag. */
 int cli_duration(const char *flag, const char *v, long long *ms, char *err, size_t errlen);
 
-/* "5s", "3m", "2h", "4d": a duration for people. */
-void cli_age(long long ms, char *buf, size_t len);
-
 /* --- register.c: registrations --- */
 
 /* The worktree an existing entry is named by (unregister, claim, db):

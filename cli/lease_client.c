@@ -119,9 +119,9 @@ void cli_lease_report_holder(json_t *holder)
         return;
     }
     long long now = host_wall_ms();
-    cli_age(now - l.acquired_ms, age, sizeof age);
+    host_age(now - l.acquired_ms, age, sizeof age);
     if (l.expires_ms)
-        cli_age(l.expires_ms - now, left, sizeof left);
+        host_age(l.expires_ms - now, left, sizeof left);
     int here = strcmp(l.machine, reg_machine_id()) == 0;
     fprintf(stderr,
             "wtproxy: %s is held by %s%s, worktree %s, session %s, %s%d, for \"%s\", "

@@ -75,7 +75,7 @@ static void report_conflict(json_t *holder)
     json_int_t front = json_integer_value(json_object_get(holder, "front"));
     json_int_t reg = json_integer_value(json_object_get(holder, "registered_ms"));
     char age[32];
-    cli_age(host_wall_ms() - reg, age, sizeof age);
+    host_age(host_wall_ms() - reg, age, sizeof age);
     wt = wt ? wt : "?";
     fprintf(stderr, "wtproxy: %s is already served on front :%lld by pid %lld (%s), "
             "registered %s ago, uid %lld\n",

@@ -1,6 +1,8 @@
-/* clock.c - the two clocks, each read in one place (host.h). */
+/* clock.c - the two clocks, each read in one place, and the one way a
+ * duration is written for people (host.h). */
 #include "host.h"
 
+#include <stdio.h>
 #include <time.h>
 
 static long long clock_ms(clockid_t id)
@@ -19,4 +21,17 @@ long long host_wall_ms(void)
 long long host_mono_ms(void)
 {
     return clock_ms(CLOCK_MONOTONIC);
+}
+
+void host_age(long long ms, char *buf, size_t len)
+{
+    long long s = ms < 0 ? 0 : ms / 1000;
+    if (s < 60)
+        snprintf(buf, len, "%llds", s);
+    else if (s < 3600)
+        snprintf(buf, len, "%lldm", s / 60);
+    else if (s < 86400)
+        snprintf(buf, len, "%lldh", s / 3600);
+    else
+        snprintf(buf, len, "%lldd", s / 86400);
 }

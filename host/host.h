@@ -170,6 +170,12 @@ int host_diag_socket(struct host_diag *d, const struct sockaddr *local,
 /* Unix time in milliseconds (CLOCK_REALTIME): for what is stored or shown. */
 long long host_wall_ms(void);
 
+/* A duration as every message and table writes it, rounded down to its
+ * largest unit: "0s" ... "59s", "1m" ... "59m", "1h" ... "23h", "1d" ...
+ * (a negative one is "0s"). One format, so that "registered 2m ago" in a
+ * refusal and the AGE column of `wtproxy ls` read alike. */
+void host_age(long long ms, char *buf, size_t len);
+
 /* Milliseconds on CLOCK_MONOTONIC: for durations and deadlines, which a
  * wall-clock step must not stretch or cut. */
 long long host_mono_ms(void);

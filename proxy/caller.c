@@ -1,4 +1,4 @@
-/* caller.c - which worktree a process belongs to (DESIGN.md §4): its
+/* caller.c - which worktree a process belongs to (ARCHITECTURE.md): its
  * WTPROXY_WORKTREE or its cwd, else its parent's, up the ppid chain. The
  * facts (a process's environment, cwd, uid and parent; the worktree of a
  * folder) are host/'s; this file is the policy of the walk. */

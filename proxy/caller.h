@@ -1,4 +1,4 @@
-/* caller.h - which worktree is calling (DESIGN.md §4): the client end of
+/* caller.h - which worktree is calling (ARCHITECTURE.md): the client end of
  * an accepted TCP connection -> its socket inode and uid (host_diag_socket,
  * exact 4-tuple) -> the process holding that inode (host_pid_socket_fd,
  * host_socket_holder) -> its ppid chain -> the first ancestor with

@@ -22,6 +22,7 @@
 
 #include "conn.h"
 #include "refusal_log.h"
+#include "host.h"
 
 struct dash {
     struct proxy_server *srv;
@@ -102,13 +103,6 @@ static char *text_of(json_t *j)
     return t;
 }
 
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Send text (consumed) as event name to every stream when it differs
  * from *last, which then holds it. */
 static void send_changed(struct dash *d, const char *name, char **last, char *text)
@@ -130,7 +124,7 @@ static void leases_read(struct dash *d, json_t *j)
 {
     const char *store = json_string_value(json_object_get(j, "store"));
     if (store && strcmp(store, "postgresql") == 0)
-        d->leases_next_ms = mono_ms() + (json_object_get(j, "error") ? WTP_DASH_LEASES_RETRY_MS
+        d->leases_next_ms = host_mono_ms() + (json_object_get(j, "error") ? WTP_DASH_LEASES_RETRY_MS
                                                                      : WTP_DASH_LEASES_PG_MS);
     send_changed(d, "leases", &d->leases, text_of(j));
 }
@@ -146,7 +140,7 @@ static void leases_ready(void *arg, json_t *j)
  * read too recently. */
 static void broadcast_leases(struct dash *d)
 {
-    if (d->leases_job || mono_ms() < d->leases_next_ms)
+    if (d->leases_job || host_mono_ms() < d->leases_next_ms)
         return;
     json_t *j = dash_api_leases(d->srv, leases_ready, d, &d->leases_job);
     if (j)

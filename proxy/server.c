@@ -1,4 +1,24 @@
-/* server.c - `wtproxy serve`: configuration, the loop, signals, shutdown. */
+/* server.c - `wtproxy serve`: configuration, the loop, signals, shutdown.
+ *
+ * The rule of the loop: nothing that can take milliseconds runs on it.
+ * One loop serves every connection of every worktree, so a stall here is
+ * a stall for every agent's test at once. On the loop: parsing, relaying,
+ * routing, the gate's decision, the control socket, and kernel reads that
+ * take microseconds (one /proc file, one sock_diag lookup, one read of
+ * inotify's queue). Off it, each on its own thread with a copy of its
+ * input, its result handed back to the loop through a pipe while the
+ * connection that needs it is parked and every other one proceeds:
+ *
+ *   identification  proxy/identify.c       the /proc/PID/fd scan for the
+ *                                          process holding a socket
+ *   fingerprints    whoami/fp_worker.c     hashing a worktree's files, the
+ *                                          first time and after changes
+ *   PostgreSQL      registry/reg_pg_worker.c  every libpq call: the mirror,
+ *                                          leases, other machines' entries
+ *
+ * Known exceptions, to move next: the state file's write and fsync on a
+ * registration change (registry/reg_store.c), and re-adding a tree's
+ * inotify watches after the kernel's queue overflowed (whoami/watch.c). */
 #include "server.h"
 
 #include <malloc.h>

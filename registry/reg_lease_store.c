@@ -25,13 +25,6 @@ struct reg_lease_store {
     size_t n;
 };
 
-static long long now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
 json_t *reg_lease_fail(const char *code, const char *fmt, ...)
 {
     char msg[1024];
@@ -137,7 +130,7 @@ static void remove_at(struct reg_lease_store *ls, struct reg_lease *l)
 /* Whether l ended: TTL passed or holder dead; why says which. */
 static int ended(const struct reg_lease *l, char *why, size_t whylen)
 {
-    if (reg_lease_expired(l, now_ms()))
+    if (reg_lease_expired(l, host_wall_ms()))
         snprintf(why, whylen, "its TTL passed");
     else if (reg_lease_holder_dead(l))
         snprintf(why, whylen, "its holder pid %d is gone", (int)l->pid);
@@ -197,7 +190,7 @@ static json_t *op_claim(struct reg_lease_store *ls, json_t *req)
     json_t *bad = reg_lease_claimer(req, &c, &ttl);
     if (bad)
         return bad;
-    c.acquired_ms = now_ms();
+    c.acquired_ms = host_wall_ms();
     c.expires_ms = ttl ? c.acquired_ms + ttl : 0;
     struct reg_lease *l = find(ls, c.id);
     if (l && reg_lease_same_holder(l, &c)) {

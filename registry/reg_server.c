@@ -65,13 +65,6 @@ struct watch {
 };
 
 
-static long long now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
 /* A failed save keeps the previous file and the change in memory: routing
  * goes on, and every acknowledgement says what a restart would forget
  * (ok_entry), so the agent that registered reads it, not only our log. */
@@ -150,7 +143,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct reg_server *rs = arg;
     char why[PATH_MAX + 64];
-    long long now = now_ms();
+    long long now = host_wall_ms();
     (void)fd;
     (void)what;
     for (size_t i = 0; i < reg_table_count(rs->table);) {
@@ -204,7 +197,7 @@ static int reserve_port(struct reg_server *rs)
     for (int i = 0; i < REG_PORT_COUNT; i++) {
         int port = REG_PORT_FIRST + (start + i) % REG_PORT_COUNT;
         if (!port_taken(rs, port) && port_free(port)) {
-            rs->reserved[rs->nreserved++] = (struct reservation){port, now_ms() + REG_RESERVE_MS};
+            rs->reserved[rs->nreserved++] = (struct reservation){port, host_wall_ms() + REG_RESERVE_MS};
             return port;
         }
     }
@@ -261,21 +254,10 @@ static uid_t pid_uid(pid_t pid)
     return stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
 }
 
-static void describe_age(long long ms, char *buf, size_t len)
-{
-    long long s = ms / 1000;
-    if (s < 120)
-        snprintf(buf, len, "%llds", s);
-    else if (s < 7200)
-        snprintf(buf, len, "%lldm", s / 60);
-    else
-        snprintf(buf, len, "%lldh", s / 3600);
-}
-
 static json_t *conflict(const struct reg_backend *h)
 {
     char age[32];
-    describe_age(now_ms() - h->registered_ms, age, sizeof age);
+    host_age(host_wall_ms() - h->registered_ms, age, sizeof age);
     json_t *r = fail("conflict",
                      "%s already has a live server on front :%d: pid %d (%s), port %d, "
                      "registered %s ago. Stop it, or remove it: wtproxy unregister --worktree %s "
@@ -332,7 +314,7 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
         return fail("not-permitted", "pid %d is not yours", (int)pid);
     snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, (int)port);
     struct reg_backend *holder = reg_table_get(rs->table, (int)front, real);
-    if (holder && !reg_backend_alive(holder, now_ms(), err, sizeof err))
+    if (holder && !reg_backend_alive(holder, host_wall_ms(), err, sizeof err))
         drop(rs, holder, err);
     else if (holder)
         return conflict(holder);
@@ -347,7 +329,7 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     b->port = (int)port;
     b->pid = (pid_t)pid;
     b->pid_start = pid ? host_pid_start((pid_t)pid) : 0;
-    b->registered_ms = b->started_ms = now_ms();
+    b->registered_ms = b->started_ms = host_wall_ms();
     b->expires_ms = ttl ? b->registered_ms + ttl : 0;
     b->state = ready ? REG_READY : REG_STARTING;
     b->restart_on_stale = restart && pid > 0; /* only a wrapper can restart it */
@@ -486,7 +468,7 @@ static void load_state(struct reg_server *rs)
     int dropped = 0;
     for (size_t i = 0; i < reg_table_count(rs->table);) {
         struct reg_backend *b = reg_table_at(rs->table, i);
-        if (!reg_backend_alive(b, now_ms(), why, sizeof why)) {
+        if (!reg_backend_alive(b, host_wall_ms(), why, sizeof why)) {
             drop(rs, b, why);
             dropped = 1;
             continue;
@@ -514,7 +496,7 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     rs->base = base;
     snprintf(rs->socket_path, sizeof rs->socket_path, "%s", socket_path);
     snprintf(rs->state_path, sizeof rs->state_path, "%s", state_path);
-    srandom((unsigned)(getpid() ^ now_ms()));
+    srandom((unsigned)(getpid() ^ host_wall_ms()));
     reg_machine_id(); /* its lazy first read, before the PostgreSQL thread reads it too */
     if (reg_mirror_start(registry, &rs->mirror, err, errlen) < 0 ||
         (reg_mirror_online(rs->mirror) &&

@@ -38,7 +38,7 @@ static int listener_moved(struct whoami_server *s, long long now)
 }
 
 /* Ask the wrapper of a server started with --restart-on-stale to restart
- * it (SIGUSR1; reg_run.c). Its pid is checked against its start time
+ * it (SIGUSR1; cli/run.c). Its pid is checked against its start time
  * first: a reused pid is never signalled. */
 static int ask_restart(struct whoami_server *s, long long now)
 {

@@ -9,20 +9,6 @@
 
 #include "host.h"
 
-/* "4 min", "12 s", "3 h": how long ago ms was. */
-static void age(long long ms, char *out, size_t outlen)
-{
-    long long s = ms > 0 ? (host_wall_ms() - ms) / 1000 : 0;
-    if (s < 0)
-        s = 0;
-    if (s < 120)
-        snprintf(out, outlen, "%lld s", s);
-    else if (s < 2 * 3600)
-        snprintf(out, outlen, "%lld min", s / 60);
-    else
-        snprintf(out, outlen, "%lld h", s / 3600);
-}
-
 /* How to start the worktree's server again, from what registered it. */
 static void restart_hint(const struct whoami_target *t, char *out, size_t outlen)
 {
@@ -38,7 +24,7 @@ void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_
                              char *out, size_t outlen)
 {
     char since[32], hint[PATH_MAX + 1200];
-    age(ans->started_ms, since, sizeof since);
+    host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     restart_hint(t, hint, sizeof hint);
     snprintf(out, outlen,
              "port %d is served by %s, not by %s: the server there (pid %d, started %s ago) "
@@ -72,7 +58,7 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
                           size_t outlen)
 {
     char since[32], files[1024], hint[PATH_MAX + 1200], changed[1100];
-    age(ans->started_ms, since, sizeof since);
+    host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     restart_hint(t, hint, sizeof hint);
     size_t n = whoami_refusal_newer_files(disk, ans->started_ms, files, sizeof files);
     if (n)

@@ -4,6 +4,7 @@
  * the values (ports, durations, ages) as `wtproxy register`, `run` and
  * `claim` take and print them. */
 #include "../../cli/args.c"
+#include "../../host/clock.c"
 
 #include "tap.h"
 
@@ -90,7 +91,7 @@ static void test_age(void)
                  {86400000, "1d"},      {10 * 86400000LL, "10d"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char buf[32];
-        cli_age(cases[i].ms, buf, sizeof buf);
+        host_age(cases[i].ms, buf, sizeof buf);
         is_str(buf, cases[i].want, "age of %lld ms", cases[i].ms);
     }
 }
