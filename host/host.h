@@ -1,7 +1,9 @@
-/* host.h - facts about this machine: its processes (/proc), its sockets
- * (sock_diag), its clocks. The bottom layer: it knows no event loop, no
- * registry and no HTTP, and every layer above asks it instead of reading
- * /proc or netlink itself (ARCHITECTURE.md).
+/* host.h - what this machine offers: facts about its processes (/proc),
+ * its sockets (sock_diag) and the worktree of a folder, its clocks, and
+ * the worker threads that run slow work off the event loop. The bottom
+ * layer: it knows no event loop, no registry and no HTTP, and every layer
+ * above asks it instead of reading /proc or netlink itself
+ * (ARCHITECTURE.md).
  *
  * Everything here may block for microseconds to milliseconds (it reads
  * the kernel's files): the daemon calls the cheap ones (one /proc file,
@@ -11,6 +13,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -164,6 +167,43 @@ void host_diag_close(struct host_diag *d);
  * connection already closing: unknown, never a guess). About 4 µs. */
 int host_diag_socket(struct host_diag *d, const struct sockaddr *local,
                      const struct sockaddr *peer, unsigned long *inode, uid_t *uid);
+
+/* --- worker threads (worker.c) --- */
+
+/* A job: embed it in the caller's own job struct and get back with
+ * container_of-style arithmetic (or put it first). */
+struct host_job {
+    STAILQ_ENTRY(host_job) link;
+};
+STAILQ_HEAD(host_job_list, host_job);
+
+/* Runs on the worker thread, one job at a time, in submission order. */
+typedef void (*host_job_fn)(struct host_job *j, void *ctx);
+
+struct host_worker;
+
+/* Start a thread that runs run(job, ctx) for each submitted job, nice
+ * steps below the caller's priority (0: the same). NULL with err when the
+ * pipe or the thread cannot be made. */
+struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *err,
+                                    size_t errlen);
+
+/* Readable when finished jobs wait: the caller's loop watches it and then
+ * calls host_worker_finished. */
+int host_worker_fd(const struct host_worker *w);
+
+/* Queue j (the worker owns it until it comes back finished). */
+void host_worker_submit(struct host_worker *w, struct host_job *j);
+
+/* Move the finished jobs, in order, to the end of out (and clear the
+ * wake-up bytes). Never blocks. */
+void host_worker_finished(struct host_worker *w, struct host_job_list *out);
+
+/* Stop the thread once its current job ends and free w: the jobs it
+ * finished but nobody took go to the end of finished, the ones it never
+ * started to the end of unstarted, for the caller to answer or free. */
+void host_worker_free(struct host_worker *w, struct host_job_list *finished,
+                      struct host_job_list *unstarted);
 
 /* --- clocks (clock.c) --- */
 

@@ -1,10 +1,8 @@
 /* identify.c - see identify.h. */
 #include "identify.h"
-#include "host.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "host.h"
 
 /* Processes that held a caller's socket lately: looked at first, most
  * recent first, since a browser or test runner opens many connections in a
@@ -42,6 +41,7 @@ struct recent {
 };
 
 struct job {
+    struct host_job hj; /* first: the worker hands it back as this */
     struct identify *id;
     unsigned long inode;
     uid_t uid;
@@ -50,7 +50,6 @@ struct job {
     int cancelled;
     identify_cb cb;
     void *arg;
-    STAILQ_ENTRY(job) link;
 };
 
 struct identify {
@@ -59,15 +58,13 @@ struct identify {
     void *known_arg;
     struct recent recent[RECENT_MAX];
     int nrecent;
-    /* The worker: jobs in through the queue, answers back through a pipe
-     * the loop watches (no libevent locking on the hot path). */
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    STAILQ_HEAD(, job) queue;
-    int stopping;
-    int pipe_fd[2];
+    /* The worker (host/worker.c): its answers wake the loop through a
+     * pipe (no libevent locking on the hot path). */
+    struct host_worker *worker;
     struct event *answers;
+    /* The pids the worker found lately: the worker's alone. */
+    pid_t worker_known[WORKER_KNOWN];
+    int worker_nknown;
 };
 
 /* The pid holding j's socket: the processes this worker found lately first
@@ -89,27 +86,11 @@ static void find_owner(struct job *j, pid_t *known, int *nknown)
         (*nknown)++;
 }
 
-static void *worker(void *arg)
+/* On the worker. */
+static void run_job(struct host_job *hj, void *ctx)
 {
-    struct identify *id = arg;
-    pid_t known[WORKER_KNOWN];
-    int nknown = 0;
-    pthread_mutex_lock(&id->lock);
-    for (;;) {
-        while (!id->stopping && STAILQ_EMPTY(&id->queue))
-            pthread_cond_wait(&id->wake, &id->lock);
-        if (id->stopping)
-            break;
-        struct job *j = STAILQ_FIRST(&id->queue);
-        STAILQ_REMOVE_HEAD(&id->queue, link);
-        pthread_mutex_unlock(&id->lock);
-        find_owner(j, known, &nknown);
-        while (write(id->pipe_fd[1], &j, sizeof j) < 0 && errno == EINTR)
-            ;
-        pthread_mutex_lock(&id->lock);
-    }
-    pthread_mutex_unlock(&id->lock);
-    return NULL;
+    struct identify *id = ctx;
+    find_owner((struct job *)hj, id->worker_known, &id->worker_nknown);
 }
 
 static int pid_ended(int pidfd)
@@ -227,10 +208,14 @@ static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
 
 static void answers_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct job *j;
+    struct identify *id = arg;
+    struct host_job_list done = STAILQ_HEAD_INITIALIZER(done);
+    (void)fd;
     (void)what;
-    (void)arg;
-    while (read(fd, &j, sizeof j) == (ssize_t)sizeof j) {
+    host_worker_finished(id->worker, &done);
+    while (!STAILQ_EMPTY(&done)) {
+        struct job *j = (struct job *)STAILQ_FIRST(&done);
+        STAILQ_REMOVE_HEAD(&done, link);
         struct identify_result r = {.uid = j->uid, .fd = j->fd};
         if (!j->cancelled) {
             if (j->pid > 0)
@@ -238,6 +223,16 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
             j->cb(j->arg, &r);
         }
         free(j);
+    }
+}
+
+/* Free every job of list (their connections are gone). */
+static void jobs_free(struct host_job_list *list)
+{
+    while (!STAILQ_EMPTY(list)) {
+        struct host_job *hj = STAILQ_FIRST(list);
+        STAILQ_REMOVE_HEAD(list, link);
+        free(hj);
     }
 }
 
@@ -254,6 +249,7 @@ static struct host_diag *open_diag(char *err, size_t errlen)
 struct identify *identify_new(struct event_base *base, caller_known_fn known, void *known_arg,
                               char *err, size_t errlen)
 {
+    char why[256];
     struct identify *id = calloc(1, sizeof *id);
     err[0] = '\0';
     if (!id) {
@@ -262,51 +258,37 @@ struct identify *identify_new(struct event_base *base, caller_known_fn known, vo
     }
     id->known = known;
     id->known_arg = known_arg;
-    id->pipe_fd[0] = id->pipe_fd[1] = -1;
-    STAILQ_INIT(&id->queue);
-    pthread_mutex_init(&id->lock, NULL);
-    pthread_cond_init(&id->wake, NULL);
-    if (!(id->diag = open_diag(err, errlen)) ||
-        pipe2(id->pipe_fd, O_CLOEXEC | O_NONBLOCK) < 0 ||
-        !(id->answers = event_new(base, id->pipe_fd[0], EV_READ | EV_PERSIST, answers_cb, id)) ||
-        event_add(id->answers, NULL) < 0 || pthread_create(&id->thread, NULL, worker, id) != 0) {
-        if (!err[0])
-            snprintf(err, errlen, "cannot start the identification worker: %s", strerror(errno));
-        if (id->answers)
-            event_free(id->answers);
-        host_diag_close(id->diag);
-        for (int i = 0; i < 2; i++)
-            if (id->pipe_fd[i] >= 0)
-                close(id->pipe_fd[i]);
-        free(id);
-        return NULL;
+    if (!(id->diag = open_diag(err, errlen)))
+        goto fail;
+    if (!(id->worker = host_worker_new(run_job, id, 0, why, sizeof why)) ||
+        !(id->answers = event_new(base, host_worker_fd(id->worker), EV_READ | EV_PERSIST,
+                                  answers_cb, id)) ||
+        event_add(id->answers, NULL) < 0) {
+        snprintf(err, errlen, "cannot start the identification worker: %s",
+                 id->worker ? "no event for its answers" : why);
+        goto fail;
     }
     return id;
+fail:
+    identify_free(id);
+    return NULL;
 }
 
 void identify_free(struct identify *id)
 {
+    struct host_job_list finished = STAILQ_HEAD_INITIALIZER(finished),
+                         unstarted = STAILQ_HEAD_INITIALIZER(unstarted);
     if (!id)
         return;
-    pthread_mutex_lock(&id->lock);
-    id->stopping = 1;
-    pthread_cond_signal(&id->wake);
-    pthread_mutex_unlock(&id->lock);
-    pthread_join(id->thread, NULL);
-    while (!STAILQ_EMPTY(&id->queue)) {
-        struct job *j = STAILQ_FIRST(&id->queue);
-        STAILQ_REMOVE_HEAD(&id->queue, link);
-        free(j);
-    }
-    struct job *j;
-    while (read(id->pipe_fd[0], &j, sizeof j) == (ssize_t)sizeof j)
-        free(j);
+    if (id->worker)
+        host_worker_free(id->worker, &finished, &unstarted);
+    jobs_free(&finished);
+    jobs_free(&unstarted);
     for (int i = 0; i < id->nrecent; i++)
         if (id->recent[i].pidfd >= 0)
             close(id->recent[i].pidfd);
-    event_free(id->answers);
-    close(id->pipe_fd[0]);
-    close(id->pipe_fd[1]);
+    if (id->answers)
+        event_free(id->answers);
     host_diag_close(id->diag);
     free(id);
 }
@@ -335,10 +317,7 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
     if (!j)
         return -1;
     *j = (struct job){.id = id, .inode = inode, .uid = r->uid, .cb = cb, .arg = arg};
-    pthread_mutex_lock(&id->lock);
-    STAILQ_INSERT_TAIL(&id->queue, j, link);
-    pthread_cond_signal(&id->wake);
-    pthread_mutex_unlock(&id->lock);
+    host_worker_submit(id->worker, &j->hj);
     *ticket = j;
     return 0;
 }

@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "host.h"
+
 static _Thread_local char last_state[6];
 static _Thread_local int query_timeout_ms; /* 0: wait as long as the server takes */
 static _Thread_local char last_error[1024];
@@ -185,19 +187,12 @@ const char *reg_pg_last_error(void) { return last_error; }
 
 void reg_pg_set_query_timeout(int ms) { query_timeout_ms = ms; }
 
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait until c's socket is ready for events. Returns 0, or -1 once the
  * deadline passed. */
 static int wait_socket(PGconn *c, short events, long long deadline)
 {
     for (;;) {
-        long long left = deadline - mono_ms();
+        long long left = deadline - host_mono_ms();
         struct pollfd p = {.fd = PQsocket(c), .events = events};
         if (left <= 0)
             return -1;
@@ -219,7 +214,7 @@ static PGresult *exec_within(PGconn *c, const char *sql, int n, const char *cons
     *late = 0;
     if (query_timeout_ms <= 0)
         return n ? PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0) : PQexec(c, sql);
-    long long deadline = mono_ms() + query_timeout_ms;
+    long long deadline = host_mono_ms() + query_timeout_ms;
     PGresult *last = NULL, *r;
     if (!(n ? PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0) : PQsendQuery(c, sql)))
         return NULL;

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "registry.h"
+#include "host.h"
 
 struct reg_mirror {
     PGconn *pg;           /* NULL: unreachable at start, running on the embedded store */
@@ -31,13 +32,6 @@ struct reg_mirror {
     char down[REG_PG_URI_MAX + 1024]; /* why */
     char shown[REG_PG_URI_MAX + 1024]; /* error, as the loop last heard it (ping) */
 };
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 struct reg_mirror *reg_mirror_open(const char *uri, char *err, size_t errlen)
 {
@@ -95,7 +89,7 @@ static int insert(struct reg_mirror *m, json_t *e)
 /* The store is unreachable, for why: jobs queued until now share it. */
 static void went_down(struct reg_mirror *m, const char *why)
 {
-    m->down_ms = mono_ms();
+    m->down_ms = host_mono_ms();
     snprintf(m->down, sizeof m->down, "%s", why);
 }
 

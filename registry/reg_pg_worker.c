@@ -1,22 +1,16 @@
-/* reg_pg_worker.c - the daemon's PostgreSQL thread (see reg_pg.h). The
- * same shape as caller identification's worker (proxy/identify.c): jobs
- * go in through a queue under a mutex; finished jobs go on a second queue
- * and one byte on a pipe wakes the loop, which runs their callbacks. The
- * loop never takes the lock for longer than a list operation, and libevent
- * is touched from the loop only (no evthread locking needed). */
+/* reg_pg_worker.c - the daemon's PostgreSQL thread (see reg_pg.h): a
+ * host_worker (host/worker.c) whose finished jobs' callbacks run on the
+ * loop. libevent is touched from the loop only (no evthread locking). */
 #include "reg_pg.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "host.h"
 
 struct job {
+    struct host_job hj; /* first: the worker hands it back as this */
     reg_pgw_fn fn;
     json_t *in, *answer;
     reg_pgw_done done;
@@ -24,28 +18,13 @@ struct job {
     long long queued_ms;
     int cancelled;                     /* set and read on the loop only */
     char error[REG_PG_URI_MAX + 1024]; /* the store's failure after the job, "" none */
-    STAILQ_ENTRY(job) link;
 };
-
-STAILQ_HEAD(job_list, job);
 
 struct reg_pgw {
     struct reg_mirror *m;
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    struct job_list queue, finished; /* both under lock */
-    int stopping;
-    int pipe_fd[2]; /* a byte: finished jobs wait */
+    struct host_worker *worker;
     struct event *answers;
 };
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void job_free(struct job *j)
 {
@@ -54,48 +33,26 @@ static void job_free(struct job *j)
     free(j);
 }
 
-static void *worker(void *arg)
+/* On the worker: one job against the store. */
+static void run_job(struct host_job *hj, void *ctx)
 {
-    struct reg_pgw *w = arg;
+    struct reg_pgw *w = ctx;
+    struct job *j = (struct job *)hj;
     reg_pg_set_query_timeout(REG_PG_QUERY_TIMEOUT_MS);
-    pthread_mutex_lock(&w->lock);
-    for (;;) {
-        while (!w->stopping && STAILQ_EMPTY(&w->queue))
-            pthread_cond_wait(&w->wake, &w->lock);
-        if (w->stopping)
-            break;
-        struct job *j = STAILQ_FIRST(&w->queue);
-        STAILQ_REMOVE_HEAD(&w->queue, link);
-        pthread_mutex_unlock(&w->lock);
-        reg_mirror_job_begin(w->m, j->queued_ms);
-        j->answer = j->fn(w->m, j->in);
-        reg_mirror_job_end(w->m, j->error, sizeof j->error);
-        pthread_mutex_lock(&w->lock);
-        STAILQ_INSERT_TAIL(&w->finished, j, link);
-        /* A full pipe already holds a wake-up: EAGAIN loses nothing. */
-        while (write(w->pipe_fd[1], "", 1) < 0 && errno == EINTR)
-            ;
-    }
-    pthread_mutex_unlock(&w->lock);
-    return NULL;
+    reg_mirror_job_begin(w->m, j->queued_ms);
+    j->answer = j->fn(w->m, j->in);
+    reg_mirror_job_end(w->m, j->error, sizeof j->error);
 }
 
-/* On the loop: run the callbacks of the finished jobs, in order. */
-static void answers_cb(evutil_socket_t fd, short what, void *arg)
+/* On the loop: each job's callback, in order (answer NULL: never run),
+ * unless it was cancelled. */
+static void answer_all(struct reg_pgw *w, struct host_job_list *jobs, int ran)
 {
-    struct reg_pgw *w = arg;
-    struct job_list done = STAILQ_HEAD_INITIALIZER(done);
-    char buf[64];
-    (void)what;
-    while (read(fd, buf, sizeof buf) > 0)
-        ;
-    pthread_mutex_lock(&w->lock);
-    STAILQ_CONCAT(&done, &w->finished);
-    pthread_mutex_unlock(&w->lock);
-    while (!STAILQ_EMPTY(&done)) {
-        struct job *j = STAILQ_FIRST(&done);
-        STAILQ_REMOVE_HEAD(&done, link);
-        reg_mirror_show(w->m, j->error);
+    while (!STAILQ_EMPTY(jobs)) {
+        struct job *j = (struct job *)STAILQ_FIRST(jobs);
+        STAILQ_REMOVE_HEAD(jobs, link);
+        if (ran)
+            reg_mirror_show(w->m, j->error);
         if (!j->cancelled && j->done) {
             j->done(j->arg, j->answer);
             j->answer = NULL;
@@ -104,32 +61,33 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void answers_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct reg_pgw *w = arg;
+    struct host_job_list done = STAILQ_HEAD_INITIALIZER(done);
+    (void)fd;
+    (void)what;
+    host_worker_finished(w->worker, &done);
+    answer_all(w, &done, 1);
+}
+
 struct reg_pgw *reg_pgw_new(struct event_base *base, struct reg_mirror *m, char *err,
                             size_t errlen)
 {
+    char why[256];
     struct reg_pgw *w = calloc(1, sizeof *w);
     if (!w) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     w->m = m;
-    w->pipe_fd[0] = w->pipe_fd[1] = -1;
-    STAILQ_INIT(&w->queue);
-    STAILQ_INIT(&w->finished);
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->wake, NULL);
-    if (pipe2(w->pipe_fd, O_CLOEXEC | O_NONBLOCK) < 0 ||
-        !(w->answers = event_new(base, w->pipe_fd[0], EV_READ | EV_PERSIST, answers_cb, w)) ||
-        event_add(w->answers, NULL) < 0 || pthread_create(&w->thread, NULL, worker, w) != 0) {
-        snprintf(err, errlen, "cannot start the PostgreSQL thread: %s", strerror(errno));
-        if (w->answers)
-            event_free(w->answers);
-        for (int i = 0; i < 2; i++)
-            if (w->pipe_fd[i] >= 0)
-                close(w->pipe_fd[i]);
-        pthread_mutex_destroy(&w->lock);
-        pthread_cond_destroy(&w->wake);
-        free(w);
+    if (!(w->worker = host_worker_new(run_job, w, 0, why, sizeof why)) ||
+        !(w->answers = event_new(base, host_worker_fd(w->worker), EV_READ | EV_PERSIST,
+                                 answers_cb, w)) ||
+        event_add(w->answers, NULL) < 0) {
+        snprintf(err, errlen, "cannot start the PostgreSQL thread: %s",
+                 w->worker ? "no event for its answers" : why);
+        reg_pgw_free(w);
         return NULL;
     }
     return w;
@@ -137,26 +95,16 @@ struct reg_pgw *reg_pgw_new(struct event_base *base, struct reg_mirror *m, char 
 
 void reg_pgw_free(struct reg_pgw *w)
 {
+    struct host_job_list finished = STAILQ_HEAD_INITIALIZER(finished),
+                         unstarted = STAILQ_HEAD_INITIALIZER(unstarted);
     if (!w)
         return;
-    pthread_mutex_lock(&w->lock);
-    w->stopping = 1;
-    pthread_cond_signal(&w->wake);
-    pthread_mutex_unlock(&w->lock);
-    pthread_join(w->thread, NULL);
-    answers_cb(w->pipe_fd[0], EV_READ, w); /* the finished jobs, with their answers */
-    while (!STAILQ_EMPTY(&w->queue)) {     /* the others, with none */
-        struct job *j = STAILQ_FIRST(&w->queue);
-        STAILQ_REMOVE_HEAD(&w->queue, link);
-        if (!j->cancelled && j->done)
-            j->done(j->arg, NULL);
-        job_free(j);
-    }
-    event_free(w->answers);
-    close(w->pipe_fd[0]);
-    close(w->pipe_fd[1]);
-    pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->wake);
+    if (w->worker)
+        host_worker_free(w->worker, &finished, &unstarted);
+    answer_all(w, &finished, 1);  /* the finished jobs, with their answers */
+    answer_all(w, &unstarted, 0); /* the others, with none */
+    if (w->answers)
+        event_free(w->answers);
     free(w);
 }
 
@@ -168,11 +116,8 @@ void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done 
         json_decref(in);
         return NULL;
     }
-    *j = (struct job){.fn = fn, .in = in, .done = done, .arg = arg, .queued_ms = mono_ms()};
-    pthread_mutex_lock(&w->lock);
-    STAILQ_INSERT_TAIL(&w->queue, j, link);
-    pthread_cond_signal(&w->wake);
-    pthread_mutex_unlock(&w->lock);
+    *j = (struct job){.fn = fn, .in = in, .done = done, .arg = arg, .queued_ms = host_mono_ms()};
+    host_worker_submit(w->worker, &j->hj);
     return j;
 }
 

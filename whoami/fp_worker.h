@@ -7,8 +7,8 @@
 #define WTP_WHOAMI_FP_WORKER_H
 
 #include <stddef.h>
-#include <sys/queue.h>
 
+#include "host.h"
 #include "whoami.h"
 
 struct event_base;
@@ -26,15 +26,16 @@ struct whoami_fp_job {
     struct whoami_fp out;
     char err[256];
     int finished;                 /* the worker is done with it */
-    STAILQ_ENTRY(whoami_fp_job) link;
+    struct host_job hj;           /* the worker's link */
 };
 
 typedef void (*whoami_fp_done_cb)(void *arg, struct whoami_fp_job *j);
 
 struct whoami_fp_worker;
 
-/* Start the thread. done runs on base's loop for each finished job. NULL
- * with errno when the thread, the pipe or the event cannot be made. */
+/* Start the thread (a host_worker). done runs on base's loop for each
+ * finished job. NULL with errno when the thread, the pipe or the event
+ * cannot be made. */
 struct whoami_fp_worker *whoami_fp_worker_new(struct event_base *base, whoami_fp_done_cb done,
                                               void *arg);
 

@@ -59,6 +59,9 @@ test('event streams outlive the timeouts, are capped, leak nothing, end on SIGTE
   const took = await s.waitFor(new RegExp(`event: backends\\ndata: \\[\\{[^\\n]*"worktree":"${tmp.wt.a}"[^\\n]*"state":"ready"`), 1000);
   t.diagnostic(`the ready backend reached the stream ${took} ms after wtproxy run said ready`);
 
+  // Let `wtproxy run`'s control connections finish closing first (on a busy
+  // machine the daemon may see their end after the stream's event).
+  await new Promise((r) => setTimeout(r, 300));
   const fdsBefore = fdCount(px.proc.pid); // s and the backend's liveness watch are open
 
   // The cap: MAX_STREAMS open (s is one), the next is refused.

@@ -6,9 +6,11 @@
  * failure after each job reaches the loop (ping's registry_error). */
 #include "../../registry/reg_pg_worker.c"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tap.h"
 
