@@ -130,12 +130,14 @@ _wtproxy_worktrees() {{
 }}
 
 _wtproxy() {{
-    local -a commands
-    commands=(
+    # Not "commands": that is zsh's table of the commands on PATH, which
+    # _normal reads for the command after `--`.
+    local -a subcommands
+    subcommands=(
 {described}
     )
     if (( CURRENT == 2 )); then
-        _describe -t commands 'wtproxy command' commands
+        _describe -t commands 'wtproxy command' subcommands
         _arguments '--help' '--version'
         return
     fi

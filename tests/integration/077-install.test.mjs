@@ -1,13 +1,15 @@
 // 077: `meson install` installs everything a user runs, where their tools
-// look for it. A separate small build of this source tree (no sanitizers)
-// is installed with DESTDIR under --prefix=/usr/local, as a package
-// build would, and then, reconfigured, into a private --prefix. Asserted:
-// the installed binary runs; every command of `help --list` has a manual
-// that says what `wtproxy help CMD` says; Debian's python3 imports the
-// middleware from the prefix; Node imports the middleware and the Vite
-// plugin by package name; bash completes commands, flags and the
-// worktrees of the current repository; the systemd unit runs the
-// installed binary.
+// look for it. A separate small build of this source tree (no sanitizers,
+// only the installed targets) is installed with DESTDIR under
+// --prefix=/usr/local, as a package build would, then reconfigured and
+// installed into ~/.local (HOME a temporary folder), as the README says.
+// Asserted: the installed binary runs; every command of `help --list` has
+// a manual that says what `wtproxy help CMD` says; Debian's python3
+// searches the folder the Python package went to and imports it; Node
+// imports the middleware and the Vite plugin by package name; bash
+// completes commands, flags and the worktrees of the current repository;
+// the systemd unit runs the installed binary; a ~/.local install is found
+// by systemd, python3 and man with no setting.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -21,7 +23,7 @@ process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 const build = path.join(tmp, 'build');
 const dest = path.join(tmp, 'dest');
 const root = path.join(dest, 'usr/local'); // what /usr/local holds after the install
-const home = path.join(tmp, 'p');          // the private prefix
+const home = path.join(tmp, 'home');       // HOME for the ~/.local install
 const bin = path.join(root, 'bin/wtproxy');
 
 // Run a command to its end within ms; its output, or a failed assertion
@@ -34,13 +36,16 @@ function run(cmd, args, { ms = 30000, env = {}, cwd = tmp } = {}) {
 }
 
 // Only the targets that are installed: the unit tests and benchmarks of a
-// full build would double the time.
+// full build would double the time. env reaches the regeneration after a
+// meson configure, which the compile runs.
 function install(env = {}) {
-  run('meson', ['compile', '-C', build, 'wtproxy', 'completions', 'manpages'], { ms: 300000 });
+  run('meson', ['compile', '-C', build, 'wtproxy', 'completions', 'manpages'], { env, ms: 300000 });
   run('meson', ['install', '-C', build, '--no-rebuild', '--quiet'], { env, ms: 60000 });
 }
 
 before(() => {
+  assert.equal(spawnSync('sh', ['-c', 'command -v scdoc && command -v man']).status, 0,
+    'scdoc and man are needed for the manuals: run scripts/bootstrap');
   run('meson', ['setup', build, repoRoot, '--prefix=/usr/local', '-Dbuildtype=plain',
     '-Db_sanitize=none', '-Dwerror=true'], { ms: 120000 });
   install({ DESTDIR: dest });
@@ -99,6 +104,9 @@ test("Debian's python3 imports wtproxy_whoami from the prefix it searches", () =
   const dir = path.join(root, 'lib', path.dirname(path.dirname(site[0])));
   const installed = dir.slice(dest.length); // the folder once installed without DESTDIR
   assert.ok(sysPath.includes(installed), `${python} does not search ${installed}: ${sysPath}`);
+  // And for /usr, where a Debian package installs it.
+  const usr = run(python, [path.join(repoRoot, 'whoami/python_site.py'), '/usr']).trim();
+  assert.ok(sysPath.includes(path.join('/usr', usr)), `${python} does not search /usr/${usr}: ${sysPath}`);
   const out = run(python, ['-c', 'import wtproxy_whoami, wtproxy_whoami.django; print(wtproxy_whoami.__file__)'],
     { env: { PYTHONPATH: dir } });
   assert.equal(out.trim(), path.join(dir, 'wtproxy_whoami/__init__.py'));
@@ -156,21 +164,36 @@ test('bash completes --worktree with the worktrees of the current repository', (
   assert.deepEqual(complete(['run', '--worktree', ''], repo), trees);
   assert.deepEqual(complete(['claim', 'emu', '--worktree', ''], path.join(tmp, 'repo-wt-b')), trees);
   assert.deepEqual(complete(['unregister', '--worktree', 'repo-wt'], repo), [trees[1]]);
+  assert.deepEqual(complete(['run', '--worktree', '=', ''], repo), trees, '--worktree=');
   assert.deepEqual(complete(['run', '--worktree', ''], tmp), [], 'outside a repository: none');
 });
 
-test('the systemd unit runs the installed binary, wherever the prefix', () => {
+test('the systemd unit runs the installed binary', () => {
   const units = path.join(root, 'lib/systemd/user');
   assert.ok(fs.existsSync(path.join(units, 'wtproxy.socket')));
   assert.match(fs.readFileSync(path.join(units, 'wtproxy.service'), 'utf8'), /^ExecStart=\/usr\/local\/bin\/wtproxy serve$/m);
+});
 
-  // The same build reconfigured for a private prefix: the unit names that
-  // prefix's binary, which is there and runs.
-  run('meson', ['configure', build, `-Dprefix=${home}`]);
-  install();
-  const unit = fs.readFileSync(path.join(home, 'lib/systemd/user/wtproxy.service'), 'utf8');
-  const exec = /^ExecStart=(\S+) serve$/m.exec(unit);
-  assert.ok(exec, unit);
-  assert.equal(exec[1], path.join(home, 'bin/wtproxy'));
-  assert.match(run(exec[1], ['--version']), /^wtproxy /);
+test('zsh completion is valid zsh', (t) => {
+  if (spawnSync('sh', ['-c', 'command -v zsh']).status !== 0) return t.skip('zsh is not installed');
+  run('zsh', ['-n', path.join(root, 'share/zsh/vendor-completions/_wtproxy')]);
+});
+
+// The README's install: --prefix ~/.local. Each part lands where the
+// user's own tools look in their home: systemd's user folder, Python's
+// user site, man's path next to PATH's ~/.local/bin.
+test('a --prefix ~/.local install is found by systemd, python3 and man', () => {
+  const env = { HOME: home, PYTHONUSERBASE: '' }; // '' is unset for Python
+  fs.mkdirSync(home);
+  const local = path.join(home, '.local');
+  run('meson', ['configure', build, `-Dprefix=${local}`], { env });
+  install(env);
+  const unit = fs.readFileSync(path.join(local, 'share/systemd/user/wtproxy.service'), 'utf8');
+  assert.match(unit, new RegExp(`^ExecStart=${local}/bin/wtproxy serve$`, 'm'));
+  assert.match(run(path.join(local, 'bin/wtproxy'), ['--version']), /^wtproxy /);
+  const imported = run('/usr/bin/python3', ['-c', 'import wtproxy_whoami; print(wtproxy_whoami.__file__)'],
+    { env: { HOME: home, PYTHONPATH: '' } }).trim();
+  assert.ok(imported.startsWith(`${local}/lib/python3`), imported);
+  const page = run('man', ['-w', 'wtproxy-run'], { env: { HOME: home, PATH: `${local}/bin:${process.env.PATH}`, MANPATH: '' } });
+  assert.equal(page.trim(), path.join(local, 'share/man/man1/wtproxy-run.1'));
 });
