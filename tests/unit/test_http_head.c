@@ -48,7 +48,10 @@ static char *rewrite(llhttp_type_t type, const char *head)
     static char buf[4096];
     out = evbuffer_new();
     http_msg_init(&m, type, type == HTTP_REQUEST ? &req : &resp, NULL);
-    http_msg_feed(&m, head, strlen(head), &err);
+    if (type == HTTP_REQUEST)
+        http_msg_feed_request_head(&m, head, strlen(head));
+    else
+        http_msg_feed(&m, head, strlen(head), &err);
     size_t n = evbuffer_get_length(out);
     if (n >= sizeof buf)
         n = sizeof buf - 1;
