@@ -91,12 +91,17 @@ static int proxy_owned(const struct field_filter *ff, const struct http_field *f
 /* A request field whose name, read with '-' for '_', is Content-Length or
  * one the proxy removes or replaces: CGI/WSGI environs and some frameworks
  * fold both to '_', so to them Content_Length is a second length and
- * X_Forwarded_For a forged client address. Only names with a '_' pay more
- * than one memchr. */
+ * X_Forwarded_For a forged client address. */
 static int lookalike(const struct field_filter *ff, const struct http_field *f)
 {
     char folded[32];
-    if (!ff->request || f->nlen > sizeof folded || !memchr(f->name, '_', f->nlen))
+    if (!ff->request)
+        return 0;
+    /* the owned names with a '-': Proxy-*, and 10 (Keep-Alive) or 14 to 17
+     * bytes long (Content-Length to X-Forwarded-Proto): others cost no memchr */
+    int maybe = (f->nlen >= 6 && f->name[5] == '_') || f->nlen == 10 ||
+                (f->nlen >= 14 && f->nlen <= 17);
+    if (!maybe || f->nlen > sizeof folded || !memchr(f->name, '_', f->nlen))
         return 0;
     for (uint32_t i = 0; i < f->nlen; i++)
         folded[i] = f->name[i] == '_' ? '-' : f->name[i];

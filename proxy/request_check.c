@@ -27,8 +27,9 @@ static int is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >
  * comma reads as a list to some servers (wtproxy refused it before). */
 static int reg_name_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
-           (c != 0 && strchr("-._~!$&'()*+;=", c) != NULL);
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '.' || c == '-')
+        return 1; /* nearly every byte of a Host, without a strchr */
+    return c != 0 && strchr("_~!$&'()*+;=", c) != NULL;
 }
 
 /* uri-host [":" port], uri-host = IP-literal / IPv4address / reg-name, not
