@@ -114,6 +114,11 @@ static void test_request_rfc(void)
     snprintf(want, sizeof want, "DESCRIBE /d HTTP/1.1\r\n%s", tail);
     is_str(rewrite(HTTP_REQUEST, "DESCRIBE /d HTTP/1.1\r\nHost: h\r\n\r\n"), want,
            "an RTSP name llhttp refuses on HTTP is an extension method");
+    snprintf(want, sizeof want, "GETX /g HTTP/1.1\r\n%s", tail);
+    is_str(rewrite(HTTP_REQUEST, "GETX /g HTTP/1.1\r\nHost: h\r\n\r\n"), want,
+           "a method that starts like a known one (llhttp stops after GET) is an extension");
+    is_str(rewrite(HTTP_REQUEST, "FROB /a b HTTP/1.1\r\nHost: h\r\n\r\n"), "",
+           "behind a placeholder llhttp still refuses the rest of the line");
     snprintf(want, sizeof want, "GET /v HTTP/1.1\r\n%s", tail);
     is_str(rewrite(HTTP_REQUEST, "\r\nGET /v HTTP/1.2\r\nHost: h\r\n\r\n"), want,
            "HTTP/1.2 is read and forwarded as HTTP/1.1");
