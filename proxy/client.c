@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "gate.h"
 #include "refusal_log.h"
+#include "request_check.h"
 #include "http_head.h"
 #include "route.h"
 
@@ -226,6 +227,7 @@ static enum proxy_error scan_error(long r)
     case HS_START_LINE_LONG: return PE_REQUEST_LINE_TOO_LONG;
     case HS_HEAD_LARGE: return PE_HEAD_TOO_LARGE;
     case HS_TOO_MANY_FIELDS: return PE_TOO_MANY_HEADERS;
+    case HS_METHOD_LONG: return PE_METHOD_TOO_LONG;
     default: return PE_BAD_REQUEST;
     }
 }
@@ -293,14 +295,12 @@ static void parse_request_head(struct proxy_client *c, size_t len)
     llhttp_errno_t err;
     reset_request(c);
     http_msg_init(&c->req, HTTP_REQUEST, &req_hooks, c);
-    http_msg_feed(&c->req, head, len, &err);
+    err = http_msg_feed_request_head(&c->req, head, len);
     if (parse_failed(err)) {
         if (c->error_set)
             conn_fail(c, c->error, c->detail);
-        else if (err == HPE_INVALID_TRANSFER_ENCODING)
-            conn_fail(c, PE_UNSUPPORTED_TE, llhttp_get_error_reason(&c->req.parser));
         else
-            conn_fail(c, PE_BAD_REQUEST, llhttp_get_error_reason(&c->req.parser));
+            conn_fail(c, PE_BAD_REQUEST, request_parse_error(&c->req, err));
         return;
     }
     evbuffer_drain(in, len);
@@ -324,7 +324,7 @@ static void read_request_head(struct proxy_client *c)
         c->state = CS_HEAD;
         c->is_head = 0; /* the last request's, until this one's head is parsed */
         c->path[0] = '\0';
-        head_scan_init(&c->scan);
+        head_scan_init_request(&c->scan);
         conn_arm_timer(c, cfg->head_timeout_ms);
     }
     struct head_scan_limits lim = {cfg->max_request_line, cfg->max_head_size,
@@ -409,58 +409,13 @@ void conn_feed_request_body(struct proxy_client *c)
         conn_request_done(c);
 }
 
-/* Request checks llhttp does not make (RFC 9112 §3.2, §6.1). */
-static int refuse(struct proxy_client *c, enum proxy_error e, const char *detail)
-{
-    c->error_set = 1;
-    c->error = e;
-    snprintf(c->detail, sizeof c->detail, "%s", detail);
-    return -1;
-}
-
-static int host_ok(const struct http_field *h)
-{
-    for (uint32_t i = 0; i < h->vlen; i++) {
-        unsigned char ch = (unsigned char)h->value[i];
-        if (ch <= ' ' || ch >= 0x7f || strchr(",/\\@?#\"<>{}|^`", ch))
-            return 0;
-    }
-    return 1;
-}
-
+/* Request checks llhttp does not make: request_check.c. */
 static int check_request(struct proxy_client *c, struct http_msg *m)
 {
-    llhttp_t *p = &m->parser;
-    int nhost, nte;
-    if (p->http_major != 1 || p->http_minor > 1)
-        return refuse(c, PE_BAD_REQUEST, "only HTTP/1.0 and HTTP/1.1 are served");
-    if (p->method == HTTP_CONNECT)
-        return refuse(c, PE_UNSUPPORTED_METHOD, "CONNECT");
-    /* llhttp takes "GET  / HTTP/1.1"; RFC 9112 §3 allows one SP each side
-     * of the target, and a server that splits on runs of spaces reads
-     * another target than we route. */
-    if (m->url[-1] != ' ' || m->url[-2] == ' ' || m->url[m->url_len] != ' ' ||
-        m->url[m->url_len + 1] != 'H')
-        return refuse(c, PE_BAD_REQUEST, "the request line is not METHOD SP TARGET SP VERSION");
-    const struct http_field *host = http_msg_field(m, "host", &nhost);
-    if (nhost > 1)
-        return refuse(c, PE_BAD_REQUEST, "the request has two Host headers");
-    if (!host && p->http_minor == 1)
-        return refuse(c, PE_BAD_REQUEST, "an HTTP/1.1 request without a Host header");
-    if (host && !host_ok(host))
-        return refuse(c, PE_BAD_REQUEST, "the Host header is not a host[:port]");
-    const struct http_field *te = http_msg_field(m, "transfer-encoding", &nte);
-    if (nte && p->http_minor == 0)
-        return refuse(c, PE_BAD_REQUEST, "Transfer-Encoding on an HTTP/1.0 request");
-    if (nte > 1)
-        return refuse(c, PE_BAD_REQUEST, "the request has two Transfer-Encoding headers");
-    if (te && !(te->vlen == 7 && strncasecmp(te->value, "chunked", 7) == 0)) {
-        char d[160];
-        snprintf(d, sizeof d, "Transfer-Encoding: %.*s", (int)(te->vlen < 100 ? te->vlen : 100),
-                 te->value);
-        return refuse(c, PE_UNSUPPORTED_TE, d);
-    }
-    return 0;
+    if (request_check(m, &c->error, c->detail, sizeof c->detail) == 0)
+        return 0;
+    c->error_set = 1;
+    return -1;
 }
 
 /* dst = the first n bytes of src, cut to fit cap with its NUL. Per
@@ -483,11 +438,9 @@ static void note_request(struct proxy_client *c, struct http_msg *m)
     if (plen > m->url_len)
         plen = m->url_len;
     c->is_head = m->parser.method == HTTP_HEAD; /* set before any refusal: no body then */
-    /* "METHOD /path": llhttp's longest method name is 13 bytes */
-    const char *method = llhttp_method_name(m->parser.method);
-    size_t mlen = strlen(method);
-    copy_cut(c->path, sizeof c->path - 1, method, mlen);
-    mlen = strlen(c->path);
+    /* "METHOD /path": a method has WTP_MAX_METHOD bytes at most */
+    copy_cut(c->path, sizeof c->path - 1, m->method, m->method_len);
+    size_t mlen = strlen(c->path);
     c->path[mlen] = ' ';
     copy_cut(c->path + mlen + 1, sizeof c->path - mlen - 1, m->url, plen < 96 ? plen : 96);
 }
@@ -519,7 +472,11 @@ static int req_headers_complete(struct http_msg *m)
                  http_list_has(conn->value, conn->vlen, "upgrade");
     route_hint(m, c->route_name, sizeof c->route_name);
     struct http_forward fw = {c->ip, c->listener->name, c->req_chunked, c->upgrade};
-    http_head_write_request(c->req_head, m, &fw);
+    const struct http_field *odd = http_head_write_request(c->req_head, m, &fw);
+    if (odd)
+        proxy_log("dropped header %.*s of %s from %s: read with '-' for '_' it is a framing or "
+                  "forwarding field to some backends (proxy/RELAY.md)",
+                  (int)(odd->nlen < 64 ? odd->nlen : 64), odd->name, c->path, c->ip);
     return 0;
 }
 

@@ -1,10 +1,15 @@
 /* error_page.c - see error_page.h. */
 #include "error_page.h"
 
+#include "proxy_limits.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define WTP_STR_(x) #x
+#define WTP_STR(x) WTP_STR_(x)
 
 struct error_kind {
     int status;
@@ -31,11 +36,16 @@ static const struct error_kind kinds[] = {
         "The request head did not arrive within wtproxy's head_timeout.",
         "Send the whole request head at once; raise head_timeout for a slow client."},
     [PE_UNSUPPORTED_TE] = {501, "Not Implemented", "unsupported-transfer-coding",
-        "The request uses a Transfer-Encoding other than chunked.",
+        "The request's body uses a transfer coding wtproxy does not implement (only chunked).",
         "Send the body with Content-Length or Transfer-Encoding: chunked."},
     [PE_UNSUPPORTED_METHOD] = {501, "Not Implemented", "unsupported-method",
         "wtproxy is a reverse proxy for dev servers and does not tunnel CONNECT.",
         "Send the request to wtproxy directly, without CONNECT."},
+    [PE_METHOD_TOO_LONG] = {501, "Not Implemented", "method-too-long",
+        "The request's method is longer than any wtproxy relays (" WTP_STR(WTP_MAX_METHOD)
+        " bytes, WTP_MAX_METHOD); nothing of it reached a backend.",
+        "Send a method of at most " WTP_STR(WTP_MAX_METHOD) " bytes: standard and extension "
+        "methods alike are relayed."},
     [PE_NO_BACKEND] = {503, "Service Unavailable", "no-backend",
         "No dev server is registered for this request.",
         "Start your dev server through wtproxy, from its worktree: wtproxy run -- <server "

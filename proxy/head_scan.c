@@ -3,10 +3,19 @@
 
 #include <string.h>
 
+#include "proxy_limits.h"
+
 void head_scan_init(struct head_scan *s)
 {
     memset(s, 0, sizeof *s);
     s->in_name = 1;
+    s->in_method = 1;
+}
+
+void head_scan_init_request(struct head_scan *s)
+{
+    head_scan_init(s);
+    s->max_method = WTP_MAX_METHOD;
 }
 
 static long fail(struct head_scan *s, enum head_scan_error e, const char *why)
@@ -61,10 +70,21 @@ static const unsigned char judged_in_value[256] = {['\r'] = 1, ['\n'] = 1, ['\0'
 static const unsigned char judged_in_name[256] = {
     ['\r'] = 1, ['\n'] = 1, ['\0'] = 1, [':'] = 1, [' '] = 1, ['\t'] = 1,
 };
+/* A request's method ends at the start line's first SP. */
+static const unsigned char judged_in_method[256] = {
+    ['\r'] = 1, ['\n'] = 1, ['\0'] = 1, [' '] = 1,
+};
+
+static int counting_method(const struct head_scan *s)
+{
+    return s->lines == 0 && s->in_method && s->max_method;
+}
 
 static size_t plain_run(const struct head_scan *s, const char *p, size_t n)
 {
-    const unsigned char *judged = s->lines > 0 && s->in_name ? judged_in_name : judged_in_value;
+    const unsigned char *judged = s->lines > 0 && s->in_name ? judged_in_name
+                                  : counting_method(s) ? judged_in_method
+                                                            : judged_in_value;
     size_t m = 0;
     while (m < n && !judged[(unsigned char)p[m]])
         m++;
@@ -73,14 +93,18 @@ static size_t plain_run(const struct head_scan *s, const char *p, size_t n)
 
 /* Counts a run of m plain bytes against the limits, failing as the per-byte
  * scan would at the run's first byte over a limit (the head's limit first
- * when one byte crosses both). Invariants: total <= max_head, and on the
- * start line line_len <= max_start_line. */
+ * when one byte crosses several, then the method's). Invariants: total <=
+ * max_head; on the start line line_len <= max_start_line, and while in the
+ * method line_len <= max_method. */
 static long take_run(struct head_scan *s, size_t m, const struct head_scan_limits *lim)
 {
     size_t head_room = lim->max_head - s->total;
     size_t line_room = s->lines == 0 ? lim->max_start_line - s->line_len : (size_t)-1;
-    if (m > head_room && head_room <= line_room)
+    size_t method_room = counting_method(s) ? s->max_method - s->line_len : (size_t)-1;
+    if (m > head_room && head_room <= line_room && head_room <= method_room)
         return fail(s, HS_HEAD_LARGE, "the head is larger than the limit");
+    if (m > method_room && method_room <= line_room)
+        return fail(s, HS_METHOD_LONG, "the method is longer than the limit");
     if (m > line_room)
         return fail(s, HS_START_LINE_LONG, "the first line is longer than the limit");
     s->total += m;
@@ -126,6 +150,8 @@ long head_scan_feed(struct head_scan *s, const char *p, size_t n,
         s->line_len++;
         if (s->lines == 0 && s->line_len > lim->max_start_line)
             return fail(s, HS_START_LINE_LONG, "the first line is longer than the limit");
+        if (s->lines == 0 && c == ' ')
+            s->in_method = 0;
         if (s->lines > 0 && s->in_name) {
             int r = name_byte(s, c);
             if (r < 0)

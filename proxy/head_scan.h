@@ -4,7 +4,9 @@
  * Grammar enforced (RFC 9112 §2.2, §5): every line ends in CRLF; no bare CR,
  * no bare LF, no NUL; no obs-fold (a field line starting with SP or HTAB);
  * no whitespace between a field name and its colon, and a name is not empty.
- * Limits: the start line, the whole head, and the number of field lines.
+ * Limits: the start line, the whole head, and the number of field lines;
+ * in a request, the method (the start line up to its first SP): RFC 9112 §3
+ * lets a server answer a method longer than any it implements with 501.
  * The scan keeps state between calls so a head that arrives one byte at a
  * time costs O(n) in total. Only the bytes the grammar judges (CR, LF, NUL,
  * and in a name the colon and whitespace) take the per-byte path; runs of
@@ -19,6 +21,7 @@ enum head_scan_error {
     HS_START_LINE_LONG = -2, /* 414 */
     HS_HEAD_LARGE = -3,     /* 431 */
     HS_TOO_MANY_FIELDS = -4, /* 431 */
+    HS_METHOD_LONG = -5,    /* 501 */
 };
 
 struct head_scan_limits {
@@ -34,11 +37,15 @@ struct head_scan {
     int lines;         /* complete lines, the start line included */
     int saw_cr;        /* previous byte was CR */
     int in_name;       /* still inside the current field's name */
+    int in_method;     /* still inside the start line's first token */
+    size_t max_method; /* a request's limit on it (WTP_MAX_METHOD); 0: none */
     int name_space;    /* whitespace seen inside the name */
     const char *error; /* what was wrong, for the error page */
 };
 
 void head_scan_init(struct head_scan *s);
+/* The same for a request head: its method counts against WTP_MAX_METHOD. */
+void head_scan_init_request(struct head_scan *s);
 
 /* Scan n more bytes. Returns the length of the head (> 0, its final CRLF
  * included) once it is complete, 0 if it needs more bytes, or a negative

@@ -67,10 +67,11 @@ static int named_by_connection(const struct http_msg *m, const struct field_filt
     return 0;
 }
 
-/* Fields that never cross the proxy as they came. Each name is compared by
- * length first: most fields differ there and cost no strncasecmp. */
-static int dropped(const struct http_msg *m, const struct field_filter *ff,
-                   const struct http_field *f)
+static const struct field_name content_length = FIELD_NAME("content-length");
+
+/* Fields the proxy removes or replaces whatever the message (not counting
+ * those a Connection field names). */
+static int proxy_owned(const struct field_filter *ff, const struct http_field *f)
 {
     static const struct field_name hop[] = {
         FIELD_NAME("connection"), FIELD_NAME("keep-alive"),        FIELD_NAME("te"),
@@ -80,13 +81,41 @@ static int dropped(const struct http_msg *m, const struct field_filter *ff,
         FIELD_NAME("x-forwarded-for"), FIELD_NAME("x-forwarded-host"),
         FIELD_NAME("x-forwarded-proto"),
     };
-    static const struct field_name upgrade = FIELD_NAME("upgrade");
-    static const struct field_name content_length = FIELD_NAME("content-length");
     if (name_in(f, hop, sizeof hop / sizeof *hop))
         return 1;
     if (ff->request && name_in(f, forwarding, sizeof forwarding / sizeof *forwarding))
         return 1;
-    if (f->nlen >= 6 && strncasecmp(f->name, "proxy-", 6) == 0)
+    return f->nlen >= 6 && strncasecmp(f->name, "proxy-", 6) == 0;
+}
+
+/* A request field whose name, read with '-' for '_', is Content-Length or
+ * one the proxy removes or replaces: CGI/WSGI environs and some frameworks
+ * fold both to '_', so to them Content_Length is a second length and
+ * X_Forwarded_For a forged client address. */
+static int lookalike(const struct field_filter *ff, const struct http_field *f)
+{
+    char folded[32];
+    if (!ff->request)
+        return 0;
+    /* the owned names with a '-': Proxy-*, and 10 (Keep-Alive) or 14 to 17
+     * bytes long (Content-Length to X-Forwarded-Proto): others cost no memchr */
+    int maybe = (f->nlen >= 6 && f->name[5] == '_') || f->nlen == 10 ||
+                (f->nlen >= 14 && f->nlen <= 17);
+    if (!maybe || f->nlen > sizeof folded || !memchr(f->name, '_', f->nlen))
+        return 0;
+    for (uint32_t i = 0; i < f->nlen; i++)
+        folded[i] = f->name[i] == '_' ? '-' : f->name[i];
+    struct http_field g = {.name = folded, .nlen = f->nlen};
+    return proxy_owned(ff, &g) || name_is(&g, content_length);
+}
+
+/* Fields that never cross the proxy as they came. Each name is compared by
+ * length first: most fields differ there and cost no strncasecmp. */
+static int dropped(const struct http_msg *m, const struct field_filter *ff,
+                   const struct http_field *f)
+{
+    static const struct field_name upgrade = FIELD_NAME("upgrade");
+    if (proxy_owned(ff, f))
         return 1;
     if (name_is(f, upgrade))
         return !ff->upgrade;
@@ -132,16 +161,38 @@ static void put_field(struct head_writer *w, const char *name, size_t nlen, cons
     put(w, "\r\n", 2);
 }
 
-static void put_kept_fields(struct head_writer *w, const struct http_msg *m, int upgrade,
-                            int request, int no_length)
+/* Content-Length = 1*DIGIT (RFC 9110 §8.6) allows "005"; the next hop gets
+ * "5", so that no reader can take the leading zeros for octal or a sign of
+ * something else. llhttp has checked the digits. */
+static void put_field_value_of(struct head_writer *w, const struct http_field *f)
+{
+    const char *v = f->value;
+    size_t n = f->vlen;
+    if (n > 1 && v[0] == '0' && name_is(f, content_length)) {
+        while (n > 1 && v[0] == '0' && v[1] >= '0' && v[1] <= '9')
+            v++, n--;
+    }
+    put_field(w, f->name, f->nlen, v, n);
+}
+
+/* Returns the first request field dropped as a look-alike, NULL if none. */
+static const struct http_field *put_kept_fields(struct head_writer *w, const struct http_msg *m,
+                                                int upgrade, int request, int no_length)
 {
     struct field_filter ff = {.upgrade = upgrade, .request = request, .no_length = no_length};
+    const struct http_field *odd = NULL;
     list_connection_names(m, &ff);
     for (size_t i = 0; i < m->nfields; i++) {
         const struct http_field *f = &m->fields[i];
-        if (!dropped(m, &ff, f))
-            put_field(w, f->name, f->nlen, f->value, f->vlen);
+        if (dropped(m, &ff, f))
+            continue;
+        if (lookalike(&ff, f)) {
+            odd = odd ? odd : f;
+            continue;
+        }
+        put_field_value_of(w, f);
     }
+    return odd;
 }
 
 static void finish(struct head_writer *w)
@@ -150,18 +201,18 @@ static void finish(struct head_writer *w)
     evbuffer_add(w->out, w->buf, w->len);
 }
 
-void http_head_write_request(struct evbuffer *out, const struct http_msg *m,
-                             const struct http_forward *fw)
+const struct http_field *http_head_write_request(struct evbuffer *out, const struct http_msg *m,
+                                                 const struct http_forward *fw)
 {
     struct head_writer w = {.out = out};
-    put_str(&w, llhttp_method_name(llhttp_get_method((llhttp_t *)&m->parser)));
+    put(&w, m->method, m->method_len);
     put(&w, " ", 1);
     put(&w, m->url, m->url_len);
     put_str(&w, " HTTP/1.1\r\n");
     const struct http_field *host = http_msg_field(m, "host", NULL);
     if (!host)
         put_field(&w, "Host", 4, fw->default_host, strlen(fw->default_host));
-    put_kept_fields(&w, m, fw->upgrade, 1, 0);
+    const struct http_field *odd = put_kept_fields(&w, m, fw->upgrade, 1, 0);
     put_field(&w, "X-Forwarded-For", 15, fw->client_ip, strlen(fw->client_ip));
     if (host)
         put_field(&w, "X-Forwarded-Host", 16, host->value, host->vlen);
@@ -173,6 +224,7 @@ void http_head_write_request(struct evbuffer *out, const struct http_msg *m,
     if (fw->upgrade)
         put_str(&w, "Connection: upgrade\r\n");
     finish(&w);
+    return odd;
 }
 
 void http_head_write_response(struct evbuffer *out, const struct http_msg *m,

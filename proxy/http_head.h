@@ -22,10 +22,14 @@ struct http_reply {
     int upgrade; /* a 101: keep Upgrade and send Connection: upgrade */
 };
 
-/* Append "METHOD URL HTTP/1.1", the end-to-end fields of m, the forwarding
- * fields and the blank line to out. Call inside m's headers_complete. */
-void http_head_write_request(struct evbuffer *out, const struct http_msg *m,
-                             const struct http_forward *fw);
+/* Append "METHOD URL HTTP/1.1" (the client's method bytes, m fed by
+ * http_msg_feed_request_head; any HTTP/1.x goes on as 1.1), the end-to-end
+ * fields of m, the forwarding fields and the blank line to out. Call inside
+ * m's headers_complete. A field whose name reads, with '-' for '_', as one
+ * the proxy owns (Content_Length, Transfer_Encoding, X_Forwarded_For...)
+ * is dropped: the first such is returned for the log, NULL when none. */
+const struct http_field *http_head_write_request(struct evbuffer *out, const struct http_msg *m,
+                                                 const struct http_forward *fw);
 
 /* Append "HTTP/1.1 STATUS REASON", the end-to-end fields of m, the framing
  * and connection fields and the blank line to out. */

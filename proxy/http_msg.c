@@ -1,4 +1,5 @@
-/* http_msg.c - llhttp glue: collect head spans, hand body and end to hooks. */
+/* http_msg.c - llhttp glue: collect head spans, hand body and end to hooks;
+ * extension methods and HTTP/1.x versions above 1.1 through to llhttp. */
 #include "http_msg.h"
 
 #include <string.h>
@@ -159,6 +160,8 @@ void http_msg_init(struct http_msg *m, llhttp_type_t type,
     m->nfields = 0;
     m->chunk_left = 0;
     m->crlf_left = 0;
+    m->method = NULL;
+    m->method_len = 0;
     scratch[0].name = NULL;
 }
 
@@ -180,6 +183,113 @@ size_t http_msg_feed(struct http_msg *m, const char *p, size_t n, llhttp_errno_t
         return n;
     const char *pos = llhttp_get_error_pos(&m->parser);
     return pos && pos >= p && pos <= p + n ? (size_t)(pos - p) : 0;
+}
+
+/* The methods llhttp parses in an HTTP request (llhttp.h's HTTP_METHOD_MAP;
+ * its RTSP ones it refuses with an HTTP version). */
+static const char *const llhttp_methods[] = {
+#define XX(num, name, string) #string,
+    HTTP_METHOD_MAP(XX)
+#undef XX
+};
+
+int http_is_tchar(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/* Why the method may not go to llhttp as a placeholder: NULL when it can,
+ * or the reason it is refused. *known is set when llhttp parses it as it
+ * is (then llhttp's own verdict stands). */
+static const char *method_refusal(const char *p, size_t n, int *known)
+{
+    *known = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!http_is_tchar((unsigned char)p[i]))
+            return "the method is not a token (RFC 9110 §9.1)";
+    for (size_t i = 0; i < sizeof llhttp_methods / sizeof *llhttp_methods; i++) {
+        const char *k = llhttp_methods[i];
+        if (strlen(k) != n || strncasecmp(k, p, n) != 0)
+            continue;
+        if (memcmp(k, p, n) == 0) {
+            *known = 1;
+            return NULL;
+        }
+        return "the method differs from a standard one only in case (methods are "
+               "case-sensitive, RFC 9110 §9.1)";
+    }
+    /* RFC 9113 §3.4 reserves PRI for the HTTP/2 preface: llhttp's refusal stands */
+    *known = n == 3 && strncasecmp(p, "PRI", 3) == 0;
+    return NULL;
+}
+
+/* "HTTP/1.x" with x from 2 to 9 ends the start line [line, eol). */
+static int higher_minor(const char *line, const char *eol)
+{
+    return eol - line >= 10 && memcmp(eol - 9, " HTTP/1.", 8) == 0 && eol[-1] >= '2' &&
+           eol[-1] <= '9';
+}
+
+struct piece {
+    const char *p;
+    size_t n;
+};
+
+llhttp_errno_t http_msg_feed_request_head(struct http_msg *m, const char *head, size_t len)
+{
+    const char *end = head + len, *line = head;
+    while (line < end && (*line == '\r' || *line == '\n'))
+        line++; /* RFC 9112 §2.2: empty lines before the start line */
+    const char *eol = memchr(line, '\r', (size_t)(end - line));
+    const char *sp = memchr(line, ' ', (size_t)(end - line));
+    if (!eol)
+        eol = end;
+    if (!sp || sp > eol)
+        sp = line;
+    m->method = line;
+    m->method_len = (size_t)(sp - line);
+    llhttp_errno_t err;
+    http_msg_feed(m, head, len, &err);
+    const char *pos = llhttp_get_error_pos(&m->parser);
+    if (err == HPE_OK || err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE || !pos || pos > eol ||
+        sp == line)
+        return err; /* fine, or refused after the start line: llhttp's verdict */
+    int known;
+    const char *why = method_refusal(line, m->method_len, &known);
+    if (why) {
+        llhttp_set_error_reason(&m->parser, why);
+        return err;
+    }
+    int minor = higher_minor(line, eol);
+    if (known && !minor)
+        return err;
+    /* Again, from a fresh parser: the start line is where llhttp stopped,
+     * so no hook beyond the message's begin has run. GET stands for an
+     * extension method: llhttp frames a request's body the same for every
+     * method but CONNECT, which needs no placeholder. */
+    struct piece pieces[4];
+    size_t n = 0;
+    const char *rest = line;
+    if (!known) {
+        pieces[n++] = (struct piece){"GET", 3};
+        rest = sp;
+    }
+    if (minor) {
+        pieces[n++] = (struct piece){rest, (size_t)(eol - 1 - rest)};
+        pieces[n++] = (struct piece){"1", 1};
+        rest = eol;
+    }
+    pieces[n++] = (struct piece){rest, (size_t)(end - rest)};
+    http_msg_init(m, HTTP_REQUEST, m->hooks, m->owner);
+    m->method = line;
+    m->method_len = (size_t)(sp - line);
+    for (size_t i = 0; i < n; i++) {
+        http_msg_feed(m, pieces[i].p, pieces[i].n, &err);
+        if (err != HPE_OK)
+            break;
+    }
+    return err;
 }
 
 const struct http_field *http_msg_field_n(const struct http_msg *m, const char *name,

@@ -14,6 +14,10 @@
 #define WTP_MAX_HEAD_SIZE (64 * 1024)      /* over it: 431 */
 #define WTP_MAX_HEADER_COUNT 100           /* over it: 431 */
 #define WTP_MAX_REQUEST_LINE (8 * 1024)    /* over it: 414 */
+/* A request's method (a fixed constant, not a key): any token is forwarded
+ * (RFC 9110 §9.1), the longest registered one has 17 bytes, and RFC 9112 §3
+ * answers a longer method than a server implements with 501. */
+#define WTP_MAX_METHOD 32                  /* over it: 501 */
 /* The most fields one parsed head can hold: max_header_count's ceiling. */
 #define WTP_FIELDS_CAP 1024
 #define WTP_MAX_RESPONSE_HEAD (64 * 1024)  /* backend head over it: 502 */

@@ -122,7 +122,15 @@ static void parse(const char *buf, size_t len, const struct head_scan_limits *li
         struct http_msg m;
         llhttp_errno_t err;
         http_msg_init(&m, x->response ? HTTP_RESPONSE : HTTP_REQUEST, &hooks, x);
-        size_t used = http_msg_feed(&m, buf + off, len - off, &err);
+        size_t used;
+        if (x->response) {
+            used = http_msg_feed(&m, buf + off, len - off, &err);
+        } else { /* the relay's way, extension methods and all */
+            err = http_msg_feed_request_head(&m, buf + off, (size_t)h);
+            used = (size_t)h;
+            if (err == HPE_OK)
+                used += http_msg_feed(&m, buf + off + h, len - off - (size_t)h, &err);
+        }
         if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
             /* a 1xx is its own message but answers no request; after an
              * upgrade (or a 101) the bytes are another protocol's */

@@ -8,12 +8,16 @@
 #include "tap.h"
 
 static const struct head_scan_limits lim = {64, 256, 4};
+static int as_request; /* scan with head_scan_init_request: a method limit */
 
 /* Scan s whole, or one byte per call when bytewise is set. */
 static long scan(const char *s, size_t n, int bytewise, const char **why)
 {
     struct head_scan hs;
-    head_scan_init(&hs);
+    if (as_request)
+        head_scan_init_request(&hs);
+    else
+        head_scan_init(&hs);
     long r = 0;
     if (!bytewise)
         r = head_scan_feed(&hs, s, n, &lim);
@@ -116,6 +120,35 @@ static void agrees_with_reference(int rounds)
     is_int(disagreements, 0, "%d random heads in random pieces: the same answer as a byte-by-byte scan", rounds);
 }
 
+/* A request's method counts against WTP_MAX_METHOD (32 bytes here, with a
+ * 64-byte start line): a long method is that, not a long request line. */
+static void test_method_limit(void)
+{
+    char head[200];
+    as_request = 1;
+    snprintf(head, sizeof head, "%.*s / HTTP/1.1\r\n\r\n", WTP_MAX_METHOD,
+             "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOP");
+    expect("a method of exactly the limit passes", head, (long)strlen(head));
+    snprintf(head, sizeof head, "%.*s / HTTP/1.1\r\n\r\n", WTP_MAX_METHOD + 1,
+             "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOP");
+    expect("one byte over the method limit", head, HS_METHOD_LONG);
+    expect("a method over the limit that also overruns the line is a long method",
+           "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOPQRSTUVWXYZ",
+           HS_METHOD_LONG);
+    snprintf(head, sizeof head, "\r\n\r\n%.*s / HTTP/1.1\r\n\r\n", WTP_MAX_METHOD,
+             "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOP");
+    expect("empty lines before the request line do not count as method", head,
+           (long)strlen(head));
+    snprintf(head, sizeof head, "GET /%.*s HTTP/1.1\r\n\r\n", 40,
+             "/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a");
+    expect("the method ends at the first SP: a long target is no long method", head,
+           (long)strlen(head));
+    as_request = 0;
+    snprintf(head, sizeof head, "%.*s 200 OK\r\n\r\n", WTP_MAX_METHOD + 8,
+             "HTTP/1.1HTTP/1.1HTTP/1.1HTTP/1.1HTTP/1.1HTTP/1.1");
+    expect("a response's first token has no method limit", head, (long)strlen(head));
+}
+
 int main(void)
 {
     const char *get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -158,6 +191,7 @@ int main(void)
     big[sizeof big - 1] = '\0';
     expect("a head over the size limit, never terminated", big, HS_HEAD_LARGE);
 
+    test_method_limit();
     agrees_with_reference(200000);
     return done_testing();
 }

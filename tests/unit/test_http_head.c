@@ -14,9 +14,12 @@ static struct evbuffer *out;
 static struct http_forward fw;
 static struct http_reply reply;
 
+static char last_odd[64]; /* the look-alike the last request dropped */
+
 static int write_request(struct http_msg *m)
 {
-    http_head_write_request(out, m, &fw);
+    const struct http_field *odd = http_head_write_request(out, m, &fw);
+    snprintf(last_odd, sizeof last_odd, "%.*s", odd ? (int)odd->nlen : 0, odd ? odd->name : "");
     return 0;
 }
 
@@ -48,7 +51,10 @@ static char *rewrite(llhttp_type_t type, const char *head)
     static char buf[4096];
     out = evbuffer_new();
     http_msg_init(&m, type, type == HTTP_REQUEST ? &req : &resp, NULL);
-    http_msg_feed(&m, head, strlen(head), &err);
+    if (type == HTTP_REQUEST)
+        http_msg_feed_request_head(&m, head, strlen(head));
+    else
+        http_msg_feed(&m, head, strlen(head), &err);
     size_t n = evbuffer_get_length(out);
     if (n >= sizeof buf)
         n = sizeof buf - 1;
@@ -92,6 +98,55 @@ static void test_request(void)
            "GET / HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nX-Forwarded-For: 10.1.2.3\r\n"
            "X-Forwarded-Host: 127.0.0.1:8000\r\nX-Forwarded-Proto: http\r\n\r\n",
            "an HTTP/1.0 request without Host gets the front address as Host");
+}
+
+/* Methods llhttp does not know, HTTP/1.x above 1.1, and fields that read
+ * as the proxy's own with '-' for '_' (issue 18, proxy/RELAY.md). */
+static void test_request_rfc(void)
+{
+    fw = (struct http_forward){"10.1.2.3", "127.0.0.1:8000", 0, 0};
+    const char *tail = "Host: h\r\nX-Forwarded-For: 10.1.2.3\r\nX-Forwarded-Host: h\r\n"
+                       "X-Forwarded-Proto: http\r\n\r\n";
+    char want[512];
+    snprintf(want, sizeof want, "FROBNICATE /f HTTP/1.1\r\n%s", tail);
+    is_str(rewrite(HTTP_REQUEST, "FROBNICATE /f HTTP/1.1\r\nHost: h\r\n\r\n"), want,
+           "an extension method is forwarded as the client sent it");
+    snprintf(want, sizeof want, "DESCRIBE /d HTTP/1.1\r\n%s", tail);
+    is_str(rewrite(HTTP_REQUEST, "DESCRIBE /d HTTP/1.1\r\nHost: h\r\n\r\n"), want,
+           "an RTSP name llhttp refuses on HTTP is an extension method");
+    snprintf(want, sizeof want, "GETX /g HTTP/1.1\r\n%s", tail);
+    is_str(rewrite(HTTP_REQUEST, "GETX /g HTTP/1.1\r\nHost: h\r\n\r\n"), want,
+           "a method that starts like a known one (llhttp stops after GET) is an extension");
+    is_str(rewrite(HTTP_REQUEST, "FROB /a b HTTP/1.1\r\nHost: h\r\n\r\n"), "",
+           "behind a placeholder llhttp still refuses the rest of the line");
+    snprintf(want, sizeof want, "GET /v HTTP/1.1\r\n%s", tail);
+    is_str(rewrite(HTTP_REQUEST, "\r\nGET /v HTTP/1.2\r\nHost: h\r\n\r\n"), want,
+           "HTTP/1.2 is read and forwarded as HTTP/1.1");
+    snprintf(want, sizeof want, "M-X /v HTTP/1.1\r\n%s", tail);
+    is_str(rewrite(HTTP_REQUEST, "M-X /v HTTP/1.7\r\nHost: h\r\n\r\n"), want,
+           "both at once");
+    is_str(rewrite(HTTP_REQUEST, "get / HTTP/1.1\r\nHost: h\r\n\r\n"), "",
+           "a case variant of a known method is refused, not forwarded");
+    is_str(rewrite(HTTP_REQUEST, "F@O / HTTP/1.1\r\nHost: h\r\n\r\n"), "",
+           "a method that is not a token is refused");
+    is_str(rewrite(HTTP_REQUEST, "GET / HTTP/1.10\r\nHost: h\r\n\r\n"), "",
+           "HTTP/1.10 is no version");
+    is_str(rewrite(HTTP_REQUEST, "POST /p HTTP/1.1\r\nHost: h\r\nContent_Length: 9\r\n"
+                                 "Content-Length: 005\r\nX_Forwarded_For: 6.6.6.6\r\n"
+                                 "transfer_encoding: chunked\r\nKeep_Alive: 1\r\n"
+                                 "Proxy_Authorization: p\r\nX_Tag: 1\r\n\r\n"),
+           "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nX_Tag: 1\r\n"
+           "X-Forwarded-For: 10.1.2.3\r\nX-Forwarded-Host: h\r\nX-Forwarded-Proto: http\r\n\r\n",
+           "look-alikes of owned fields go, Content-Length loses its leading zeros");
+    is_str(last_odd, "Content_Length", "the first look-alike dropped is reported for the log");
+    rewrite(HTTP_REQUEST, "GET / HTTP/1.1\r\nHost: h\r\nX_Tag: 1\r\n\r\n");
+    is_str(last_odd, "", "none reported when none was dropped");
+    reply = (struct http_reply){0, 0, 0};
+    is_str(rewrite(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nContent-Length: 0002\r\n\r\n"),
+           "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n",
+           "a response's Content-Length is normalised too");
+    is_str(rewrite(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+           "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "a lone 0 stays");
 }
 
 static void test_response(void)
@@ -186,6 +241,7 @@ static void test_error_pages(void)
 int main(void)
 {
     test_request();
+    test_request_rfc();
     test_response();
     test_list();
     test_error_pages();
