@@ -254,7 +254,7 @@ def main():
             row = {"server": server, "targets": {}}
             for t, _ in targets:
                 row["targets"][t] = {k: statistics.median(v) for k, v in res[t].items()}
-            if a.browser and server == "django":
+            if a.browser:
                 urls = [f"http://127.0.0.1:{port}{page}" for _, port in targets]
                 loads = browser_loads(urls, a.loads)
                 for (t, _), v in zip(targets, loads):
