@@ -12,8 +12,11 @@ a 128-byte answer):
                      --keepalive-timeout 300s --max-connections N+100`
   nginx              an nginx reverse proxy, one worker, upstream keepalive 64
                      (the configuration of relay.sh)
+With --routed, wtproxy has no default backend: the backend is registered
+(`wtproxy register`) for a temp git worktree, and the client runs in it,
+so every connection is identified and routed by its caller, as in daily use.
 
-Usage: tests/bench/idle_memory.py [--connections 10000] [--bin NAME=PATH]... [--nginx]
+Usage: tests/bench/idle_memory.py [--connections 10000] [--bin NAME=PATH]... [--nginx] [--routed]
 Needs `ulimit -n` above the connection count (the client holds them all).
 """
 import argparse
@@ -127,6 +130,21 @@ BACKEND = ("const b = Buffer.alloc(128, 'x'); require('http').createServer((q, r
            ".listen(+process.argv[1], '127.0.0.1')")
 
 
+def register(wtproxy, env, tmp, front, bport, bpid):
+    """A git worktree in tmp with the backend registered for it on front;
+    this process moves into it, so the daemon places its connections."""
+    wt = os.path.join(tmp, "wt")
+    if not os.path.isdir(wt):
+        os.makedirs(wt)
+        git = ["git", "-C", wt, "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+        subprocess.run(git[:3] + ["init", "-q"], check=True)
+        subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "bench"], check=True)
+    subprocess.run([wtproxy, "register", "--port", str(bport), "--pid", str(bpid), "--front",
+                    str(front), "--worktree", wt, "--no-autostart"], check=True, env=env,
+                   cwd=wt, stdout=subprocess.DEVNULL)
+    os.chdir(wt)
+
+
 def child_pid(pid):
     """nginx's worker: the one child of the master."""
     with open(f"/proc/{pid}/task/{pid}/children") as f:
@@ -152,6 +170,7 @@ def main():
     ap.add_argument("--connections", type=int, default=10000)
     ap.add_argument("--bin", action="append", default=[])
     ap.add_argument("--nginx", action="store_true")
+    ap.add_argument("--routed", action="store_true")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="idle-mem-")
     procs, rows = [], []
@@ -163,17 +182,24 @@ def main():
         for spec in a.bin:
             name, path = spec.split("=", 1)
             port = free_port()
-            p = subprocess.Popen([path, "serve", "--listen", f"127.0.0.1:{port}", "--backend",
-                                  f"127.0.0.1:{bport}", "--whoami", "off", "--keepalive-timeout", "300s",
+            # the CLI finds the daemon's control socket under XDG_RUNTIME_DIR
+            env = dict(os.environ, XDG_RUNTIME_DIR=os.path.join(tmp, f"run-{name}"))
+            os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
+            route = [] if a.routed else ["--backend", f"127.0.0.1:{bport}"]
+            p = subprocess.Popen([path, "serve", "--listen", f"127.0.0.1:{port}", *route,
+                                  "--whoami", "off", "--keepalive-timeout", "300s",
                                   "--max-connections", str(a.connections + 100),
-                                  "--control", f"{tmp}/{name}.sock", "--state", f"{tmp}/{name}.json"],
-                                 stderr=subprocess.DEVNULL)
+                                  "--state", f"{tmp}/{name}.json"],
+                                 stderr=subprocess.DEVNULL, env=env)
             procs.append(p)
             wait_port(port, p, name)
+            if a.routed:
+                register(path, env, tmp, port, bport, be.pid)
             hold(port, 10)  # warm: the pool, the allocator's first arenas
             rows.append((name, *measure(name, port, p.pid, a.connections)))
             p.send_signal(signal.SIGTERM)
             p.wait(10)
+            os.chdir(tmp)
         if a.nginx:
             port = free_port()
             d = os.path.join(tmp, "nginx")
@@ -194,7 +220,8 @@ def main():
                 except subprocess.TimeoutExpired:
                     p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{a.connections} idle keep-alive connections, each after one GET of a 128-byte answer\n")
+    how = "routed by caller" if a.routed else "default backend"
+    print(f"{a.connections} idle keep-alive connections ({how}), each after one GET of a 128-byte answer\n")
     print("| proxy | VmRSS before, KiB | VmRSS with them idle, KiB | bytes per idle connection |")
     print("|---|---:|---:|---:|")
     for name, before, after, per in rows:
