@@ -95,7 +95,7 @@ void conn_close(struct proxy_client *c)
     identify_cancel(c->ident_ticket);
     whoami_gate_cancel(c->srv->gate, c->gate_ticket);
     if (c->who && c->srv->ident)
-        identify_forget(c->srv->ident, c->who);
+        identify_forget(c->srv->ident, c->who->pid, c->who->fd);
     free(c->who);
     conn_backend_done(c);
     upstream_release(c, 0);
@@ -163,7 +163,7 @@ static void record_refusal(struct proxy_client *c, int status, const char *reaso
 {
     if (!c->srv->refusals)
         return;
-    const struct caller_place *p = c->who ? &c->who->place : NULL;
+    const struct identify_kept *p = c->who;
     const char *space = strchr(c->path, ' ');
     struct refusal_info r = {
         .status = status,

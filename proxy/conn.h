@@ -49,7 +49,7 @@ struct proxy_client {
     unsigned long long refused_since_ms; /* a live backend refused: reload_grace */
     enum proxy_error route_error;        /* why routing found no backend */
     char route_name[256];                /* the worktree the request named */
-    struct identify_result *who;         /* the caller, once identified (per connection) */
+    struct identify_kept *who;           /* the caller, once identified (per connection) */
     void *ident_ticket;                  /* a pending identification */
     void *gate_ticket;                   /* a pending /__whoami verdict */
     int ident_late;                      /* it passed WTP_IDENTIFY_TIMEOUT_MS */

@@ -16,9 +16,7 @@ static void identified(void *arg, const struct identify_result *r)
     struct proxy_client *c = arg;
     c->ident_ticket = NULL;
     c->ident_late = 0;
-    c->who = malloc(sizeof *c->who);
-    if (c->who)
-        *c->who = *r;
+    c->who = identify_keep(r);
     if (c->state == CS_IDENTIFY)
         conn_route(c);
 }
@@ -49,7 +47,7 @@ static const char *request_worktree(struct proxy_client *c)
 {
     if (c->route_name[0] == '/')
         return c->route_name;
-    return c->who && c->who->placed && !c->route_name[0] ? c->who->place.worktree : NULL;
+    return c->who && c->who->placed && !c->route_name[0] ? c->who->worktree : NULL;
 }
 
 /* No server for the request's worktree, but its .wtproxy declares one:

@@ -151,20 +151,39 @@ static void place_pid(struct identify *id, pid_t pid, struct identify_result *r)
         e->next_fd = r->fd + 1;
 }
 
-void identify_forget(struct identify *id, const struct identify_result *r)
+void identify_forget(struct identify *id, pid_t pid, int fd)
 {
     struct recent *e = NULL;
     for (int i = 0; i < id->nrecent && !e; i++)
-        if (id->recent[i].pid == r->place.pid)
+        if (id->recent[i].pid == pid)
             e = &id->recent[i];
-    if (!e || r->fd < 0)
+    if (!e || fd < 0)
         return;
     for (int i = 0; i < e->nfds; i++)
-        if (e->fds[i] == r->fd)
+        if (e->fds[i] == fd)
             return;
     if (e->nfds == RECENT_FDS)
         memmove(&e->fds[0], &e->fds[1], (size_t)--e->nfds * sizeof e->fds[0]);
-    e->fds[e->nfds++] = r->fd;
+    e->fds[e->nfds++] = fd;
+}
+
+struct identify_kept *identify_keep(const struct identify_result *r)
+{
+    const struct caller_place *p = &r->place;
+    size_t lw = strlen(p->worktree) + 1, lc = strlen(p->comm) + 1, ld = strlen(p->cwd) + 1;
+    struct identify_kept *k = malloc(sizeof *k + lw + lc + ld);
+    if (!k)
+        return NULL;
+    k->placed = r->placed;
+    k->uid = r->uid;
+    k->fd = r->fd;
+    k->pid = p->pid;
+    k->decided_by = p->decided_by;
+    memcpy(k->how, p->how, sizeof k->how);
+    k->worktree = memcpy(k->text, p->worktree, lw);
+    k->comm = memcpy(k->text + lw, p->comm, lc);
+    k->cwd = memcpy(k->text + lw + lc, p->cwd, ld);
+    return k;
 }
 
 /* The fast path, on the loop: the fd numbers recent callers freed, then

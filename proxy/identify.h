@@ -18,6 +18,27 @@ struct identify_result {
     struct caller_place place;
 };
 
+/* What a connection keeps of its caller while it lasts: the fields routing
+ * and refusal messages read, with the strings sized to fit. A struct
+ * identify_result is 12 KiB (three PATH_MAX buffers); kept per connection
+ * it was most of an idle connection's memory. */
+struct identify_kept {
+    int placed;
+    uid_t uid;
+    int fd;                 /* as in identify_result */
+    pid_t pid;              /* place.pid */
+    pid_t decided_by;
+    char how[8];
+    const char *worktree;   /* "" when not placed; these point into text */
+    const char *comm;
+    const char *cwd;
+    char text[];
+};
+
+/* A malloc'd copy of what a connection keeps of r (free() it); NULL when
+ * out of memory. */
+struct identify_kept *identify_keep(const struct identify_result *r);
+
 typedef void (*identify_cb)(void *arg, const struct identify_result *r);
 
 /* NULL with err when identification cannot work here (no sock_diag). */
@@ -35,8 +56,9 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
 /* The connection went away: its pending answer is dropped. */
 void identify_cancel(void *ticket);
 
-/* A connection identified as r ended: its fd number in the caller is
- * likely to hold the caller's next socket, so it is tried first then. */
-void identify_forget(struct identify *id, const struct identify_result *r);
+/* A connection identified as held by pid on its fd ended: that fd number
+ * in the caller is likely to hold the caller's next socket, so it is tried
+ * first then. */
+void identify_forget(struct identify *id, pid_t pid, int fd);
 
 #endif

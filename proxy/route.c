@@ -80,13 +80,13 @@ static struct reg_backend *by_hint(struct reg_table *t, int front, const char *h
 }
 
 struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hint,
-                               const struct identify_result *who, enum proxy_error *e)
+                               const struct identify_kept *who, enum proxy_error *e)
 {
     struct reg_table *t = table_of(s);
     if (hint[0] && t)
         return by_hint(t, front, hint, e);
     if (who && who->placed && t) {
-        struct reg_backend *b = reg_table_get(t, front, who->place.worktree);
+        struct reg_backend *b = reg_table_get(t, front, who->worktree);
         if (!b || b->state == REG_DEAD) {
             *e = PE_NO_BACKEND;
             return NULL;
@@ -124,7 +124,7 @@ static size_t list_registered(struct reg_table *t, int front, const char *only, 
 }
 
 void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *hint,
-                   const struct identify_result *who, char *buf, size_t len)
+                   const struct identify_kept *who, char *buf, size_t len)
 {
     size_t used;
     const char *run = ". Start yours from its worktree: wtproxy run -- <server command with {port}>";
@@ -143,14 +143,14 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
     else if (who && who->placed)
         used = (size_t)snprintf(buf, len, "you called from worktree %s (pid %d, found by its %s), "
                                           "which has no dev server on front :%d.",
-                                who->place.worktree, (int)who->place.decided_by, who->place.how,
+                                who->worktree, (int)who->decided_by, who->how,
                                 front);
-    else if (who && who->place.pid)
+    else if (who && who->pid)
         used = (size_t)snprintf(buf, len, "the calling process (pid %d: %s, cwd %s) is in no "
                                           "worktree wtproxy knows; run it from a worktree, set "
                                           "WTPROXY_WORKTREE=/path/to/worktree in its environment, "
                                           "or send X-Wtproxy-Worktree.",
-                                (int)who->place.pid, who->place.comm, who->place.cwd);
+                                (int)who->pid, who->comm, who->cwd);
     else
         used = (size_t)snprintf(buf, len, "this request names no worktree and its caller could "
                                           "not be placed; send X-Wtproxy-Worktree: <path>.");

@@ -24,12 +24,12 @@ int route_needs_caller(struct proxy_server *s, const char *hint);
  * reference, or NULL with *e (PE_NO_BACKEND, PE_AMBIGUOUS_WORKTREE,
  * PE_OTHER_USER). who may be NULL (not identified). */
 struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hint,
-                               const struct identify_result *who, enum proxy_error *e);
+                               const struct identify_kept *who, enum proxy_error *e);
 
 /* The detail of a routing refusal: the caller as found, what is registered
  * on front (the candidates, for an ambiguous name), how to start a server. */
 void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *hint,
-                   const struct identify_result *who, char *buf, size_t len);
+                   const struct identify_kept *who, char *buf, size_t len);
 
 /* For the identification walk: whether a repository (by its git common
  * dir) has a registration in one of its worktrees. arg is the server. */

@@ -179,6 +179,21 @@ void stream_set_read_high(struct stream *s, size_t high)
 
 void stream_set_write_low(struct stream *s, size_t low) { s->write_low = low; }
 
+/* Why a re-arm after the read rather than once per connection: Linux clears
+ * TCP_QUICKACK on its own (a socket that sends soon after it receives goes
+ * back to delayed ACKs, and quick-ACK mode ends after a few ACKs), and
+ * setting it sends the ACK that is pending now, which is the one the
+ * sender's Nagle waits for. */
+void stream_ack_now(struct stream *s)
+{
+#ifdef TCP_QUICKACK
+    int one = 1;
+    setsockopt(s->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+#else
+    (void)s;
+#endif
+}
+
 void stream_trigger_read(struct stream *s)
 {
     s->read_due = 1;

@@ -55,6 +55,12 @@ void stream_set_read_high(struct stream *s, size_t high);
 /* Call writecb each time a write leaves `low` bytes or fewer queued. */
 void stream_set_write_low(struct stream *s, size_t low);
 
+/* Acknowledge the bytes read so far now, not after the delayed-ACK timer
+ * (Linux TCP_QUICKACK; a no-op elsewhere). For a peer that sends a response
+ * in pieces with Nagle on: its next piece waits for this ACK. One setsockopt;
+ * call it only when more input is awaited. */
+void stream_ack_now(struct stream *s);
+
 /* Call readcb once more after the current callbacks, new bytes or not. */
 void stream_trigger_read(struct stream *s);
 

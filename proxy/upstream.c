@@ -229,6 +229,8 @@ void upstream_feed_response(struct proxy_client *c)
     while (!c->resp_done && evbuffer_get_length(in) > 0) {
         if (!c->resp_started) {
             int r = read_response_head(c);
+            if (r == 0)
+                stream_ack_now(c->up);
             if (r <= 0)
                 return;
             continue;
@@ -259,6 +261,8 @@ void upstream_feed_response(struct proxy_client *c)
     }
     if (c->resp_done)
         finish_exchange(c);
+    else if (!c->up_paused)
+        stream_ack_now(c->up);
 }
 
 static void up_read_cb(struct stream *bev, void *arg)

@@ -252,7 +252,7 @@ static void run_warm(struct event_base *base, struct identify *id, int n, struct
             int rc = identify_start(id, sfd, NULL, NULL, &r, &ticket);
             t2 = now_us();
             close(sfd);
-            identify_forget(id, &r); /* as the daemon does when a connection ends */
+            identify_forget(id, r.place.pid, r.fd); /* as the daemon does when a connection ends */
             t3 = now_us();
             if (rc != 1) {
                 errno = 0;
