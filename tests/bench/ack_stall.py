@@ -44,6 +44,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import free_port, say, wait_port  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 NODE_MODULES = os.path.join(REPO, "tests", "node_modules")
@@ -51,27 +54,10 @@ NFILES = 30
 PY = "/usr/bin/python3"
 
 
-def say(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_port(port, proc, what, timeout=20.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise SystemExit(f"ack_stall.py: {what} exited with {proc.returncode} before listening")
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"ack_stall.py: {what} did not listen on {port} in {timeout} s")
 
 
 DJANGO_SETTINGS = """

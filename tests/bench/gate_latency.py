@@ -40,27 +40,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gate_tree  # noqa: E402
+from benchlib import die, free_port, say, write_static_nginx  # noqa: E402
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 PATH = "/body.txt"
 BODY = b"wtproxy gate bench body\n" * 5
 
 
-def say(*a):
-    print("gate_latency.py:", *a, file=sys.stderr, flush=True)
 
 
-def die(msg):
-    say("FAIL:", msg)
-    sys.exit(1)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def busy_percent(secs=1.0):
@@ -135,31 +125,7 @@ class Bench:
             f.write(BODY)
         self.port_backend = free_port()
         d = os.path.join(t, "backend")
-        os.makedirs(os.path.join(d, "tmp"))
-        with open(os.path.join(d, "nginx.conf"), "w") as f:
-            f.write(f"""daemon off;
-master_process off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/tmp/body;
-    proxy_temp_path {d}/tmp/proxy;
-    fastcgi_temp_path {d}/tmp/fastcgi;
-    uwsgi_temp_path {d}/tmp/uwsgi;
-    scgi_temp_path {d}/tmp/scgi;
-    types {{ text/plain txt; }}
-    default_type text/plain;
-    server {{
-        listen 127.0.0.1:{self.port_backend};
-        root {www};
-        location / {{ }}
-        location = /__whoami {{ default_type application/json; }}
-    }}
-}}
-""")
+        write_static_nginx(d, self.port_backend, www)
         log = os.path.join(d, "stderr.log")
         nginx = self.spawn([NGINX, "-p", d + "/", "-c", os.path.join(d, "nginx.conf"),
                             "-e", os.path.join(d, "error.log")], log)

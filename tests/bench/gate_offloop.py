@@ -41,27 +41,17 @@ import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gate_tree  # noqa: E402
+from benchlib import die, free_port, say, write_static_nginx  # noqa: E402
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 BODY = b"wtproxy gate bench body\n" * 5
 PACE_S = 0.002
 
 
-def say(*a):
-    print("gate_offloop.py:", *a, file=sys.stderr, flush=True)
 
 
-def die(msg):
-    say("FAIL:", msg)
-    sys.exit(1)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def read_response(s, buf):
@@ -165,35 +155,11 @@ class Bench:
     def backend(self, name, wt, wtproxy):
         d = os.path.join(self.tmp, name)
         www = os.path.join(d, "www")
-        os.makedirs(os.path.join(d, "tmp"))
         os.makedirs(www)
         with open(os.path.join(www, "body.txt"), "wb") as f:
             f.write(BODY)
         port = free_port()
-        with open(os.path.join(d, "nginx.conf"), "w") as f:
-            f.write(f"""daemon off;
-master_process off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/tmp/body;
-    proxy_temp_path {d}/tmp/proxy;
-    fastcgi_temp_path {d}/tmp/fastcgi;
-    uwsgi_temp_path {d}/tmp/uwsgi;
-    scgi_temp_path {d}/tmp/scgi;
-    types {{ text/plain txt; }}
-    default_type text/plain;
-    server {{
-        listen 127.0.0.1:{port};
-        root {www};
-        location / {{ }}
-        location = /__whoami {{ default_type application/json; }}
-    }}
-}}
-""")
+        write_static_nginx(d, port, www)
         log = os.path.join(d, "stderr.log")
         p = self.spawn([NGINX, "-p", d + "/", "-c", os.path.join(d, "nginx.conf"),
                         "-e", os.path.join(d, "error.log")], log, stdin=subprocess.DEVNULL)

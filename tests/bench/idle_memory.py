@@ -30,27 +30,14 @@ import sys
 import tempfile
 import time
 
-
-def say(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import free_port, say, wait_port  # noqa: E402
 
 
-def wait_port(port, proc, what):
-    for _ in range(200):
-        if proc.poll() is not None:
-            raise SystemExit(f"idle_memory.py: {what} exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"idle_memory.py: {what} did not listen on {port}")
+
+
+
+
 
 
 def rss_kib(pid):
