@@ -12,8 +12,8 @@
 #include "server.h"
 
 static const char run_usage[] =
-    "usage: wtproxy run [--front PORT] [--worktree DIR] [--restart-on-stale] [--no-autostart]\n"
-    "                   -- CMD ARGS...\n"
+    "usage: wtproxy run [--front PORT] [--worktree DIR] [--service NAME] [--restart-on-stale]\n"
+    "                   [--no-autostart] -- CMD ARGS...\n"
     "\n"
     "Run this worktree's dev server on a port the daemon reserves, and route the\n"
     "front port's requests for this worktree to it. Every {port} in ARGS becomes\n"
@@ -22,6 +22,8 @@ static const char run_usage[] =
     "\n"
     "  --front PORT      the proxy port it serves (default 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
+    "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _): shown\n"
+    "                    by ls, and what logs/restart/stop --service NAME act on\n"
     "  --restart-on-stale  when the code on disk changes and CMD has not reloaded it,\n"
     "                    wtproxy restarts CMD (same port) and holds requests meanwhile\n"
     "  --no-autostart    fail instead of starting a daemon when none answers\n"
@@ -41,6 +43,7 @@ static const char register_usage[] =
     "  --front PORT      the proxy port it serves (default 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --host H          the server's address (default 127.0.0.1)\n"
+    "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _)\n"
     "  --no-autostart    fail instead of starting a daemon when none answers\n";
 
 static const char unregister_usage[] =

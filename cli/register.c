@@ -119,7 +119,7 @@ static int usage_error(const char *cmd, const char *msg)
 }
 
 struct register_args {
-    const char *port, *pid, *front, *ttl, *worktree, *host;
+    const char *port, *pid, *front, *ttl, *worktree, *host, *service;
     int no_autostart;
 };
 
@@ -148,7 +148,8 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
         snprintf(err, errlen, "--pid \"%s\" is not a process id", a->pid);
         return NULL;
     }
-    if (cli_serve_worktree(a->worktree, wt, sizeof wt, err, errlen) < 0)
+    if (cli_serve_worktree(a->worktree, wt, sizeof wt, err, errlen) < 0 ||
+        (a->service && !reg_service_name_ok(a->service, err, errlen)))
         return NULL;
     if (pid)
         host_pid_cmdline((pid_t)pid, cmd, sizeof cmd);
@@ -157,6 +158,8 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
                             "ttl_ms", (json_int_t)ttl, "command", cmd, "ready", 1);
     if (req && a->host)
         json_object_set_new(req, "host", json_string(a->host));
+    if (req && a->service)
+        json_object_set_new(req, "service", json_string(a->service));
     if (!req)
         snprintf(err, errlen, "out of memory");
     return req;
@@ -168,7 +171,8 @@ int cli_register_main(int argc, char **argv)
     const struct cli_opt opts[] = {
         {"port", &a.port, NULL},   {"pid", &a.pid, NULL},           {"front", &a.front, NULL},
         {"ttl", &a.ttl, NULL},     {"worktree", &a.worktree, NULL}, {"host", &a.host, NULL},
-        {"no-autostart", NULL, &a.no_autostart}, {NULL, NULL, NULL}};
+        {"service", &a.service, NULL}, {"no-autostart", NULL, &a.no_autostart},
+        {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
     int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
     if (r > 0)

@@ -28,6 +28,7 @@
 struct run {
     int front, port;
     int restart_on_stale;
+    const char *service; /* --service, or NULL */
     char worktree[PATH_MAX];
     char **argv;         /* CMD ARGS with {port} substituted, NULL-terminated */
     char command[1024];  /* argv joined, for people */
@@ -136,12 +137,14 @@ static int claim(struct run *r, int start_daemon, int argc, char **argv)
             snprintf(err, sizeof err, "the daemon reserved no usable port, or out of memory");
             rc = -1;
         } else {
-            rc = ask(json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:s, s:b, s:b}", "op",
-                               "register", "front", r->front, "worktree", r->worktree, "port",
-                               r->port, "pid", (int)getpid(), "ttl_ms", 0, "command",
-                               r->command, "ready", 0, "restart_on_stale",
-                               r->restart_on_stale),
-                     0, &reply, err, sizeof err);
+            json_t *req = json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:s, s:b, s:b}", "op",
+                                    "register", "front", r->front, "worktree", r->worktree,
+                                    "port", r->port, "pid", (int)getpid(), "ttl_ms", 0,
+                                    "command", r->command, "ready", 0, "restart_on_stale",
+                                    r->restart_on_stale);
+            if (req && r->service)
+                json_object_set_new(req, "service", json_string(r->service));
+            rc = ask(req, 0, &reply, err, sizeof err);
         }
     }
     if (rc < 0) {
@@ -320,6 +323,7 @@ int cli_run_main(int argc, char **argv)
     const struct cli_opt opts[] = {{"front", &frontv, NULL},
                                    {"worktree", &worktree, NULL},
                                    {"restart-on-stale", NULL, &r.restart_on_stale},
+                                   {"service", &r.service, NULL},
                                    {"no-autostart", NULL, &no_autostart},
                                    {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
@@ -332,6 +336,7 @@ int cli_run_main(int argc, char **argv)
         rc = -1;
     }
     if (rc < 0 || (frontv && cli_port("front", frontv, &r.front, err, sizeof err) < 0) ||
+        (r.service && !reg_service_name_ok(r.service, err, sizeof err)) ||
         cli_serve_worktree(worktree, r.worktree, sizeof r.worktree, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy run: %s (see wtproxy run --help)\n", err);
         return 2;

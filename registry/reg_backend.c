@@ -82,3 +82,16 @@ void reg_backend_unref(struct reg_backend *b)
         b->gate_release(b->gate);
     free(b);
 }
+
+int reg_service_name_ok(const char *name, char *err, size_t errlen)
+{
+    size_t n = strlen(name);
+    int good = n > 0 && n < REG_SERVICE_MAX && name[0] != '-' && name[0] != '_';
+    for (size_t i = 0; good && i < n; i++)
+        good = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+               name[i] == '-' || name[i] == '_';
+    if (!good)
+        snprintf(err, errlen, "the service name \"%.64s\" is not 1-%d of a-z, 0-9, '-' and '_' "
+                 "starting with a letter or digit", name, REG_SERVICE_MAX - 1);
+    return good;
+}

@@ -106,6 +106,11 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
         json_decref(o);
         return NULL;
     }
+    if (o && ((b->service[0] && json_object_set_new(o, "service", utf8_string(b->service)) < 0) ||
+              (b->log[0] && json_object_set_new(o, "log", utf8_string(b->log)) < 0))) {
+        json_decref(o);
+        return NULL;
+    }
     if (o && b->whoami.state[0] && json_object_set_new(o, "whoami", whoami_to_json(&b->whoami)) < 0) {
         json_decref(o);
         return NULL;
@@ -206,6 +211,26 @@ static int check_fields(const long long *num, const char **str, char *err, size_
     return 0;
 }
 
+int reg_backend_read_labels(struct reg_backend *b, json_t *o, char *err, size_t errlen)
+{
+    json_t *sv = json_object_get(o, "service"), *lg = json_object_get(o, "log");
+    if (sv && !json_is_string(sv)) {
+        snprintf(err, errlen, "\"service\" is not a string");
+        return -1;
+    }
+    if (sv && !reg_service_name_ok(json_string_value(sv), err, errlen))
+        return -1;
+    if (lg && (!json_is_string(lg) || json_string_value(lg)[0] != '/' ||
+               json_string_length(lg) >= sizeof b->log)) {
+        snprintf(err, errlen, "\"log\" is not an absolute path shorter than %zu bytes",
+                 sizeof b->log);
+        return -1;
+    }
+    snprintf(b->service, sizeof b->service, "%s", sv ? json_string_value(sv) : "");
+    snprintf(b->log, sizeof b->log, "%s", lg ? json_string_value(lg) : "");
+    return 0;
+}
+
 struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
 {
     long long num[N_INT_FIELDS];
@@ -237,5 +262,9 @@ struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
     b->requests = (unsigned long)num[F_REQUESTS];
     b->state = (enum reg_state)parse_state(str[S_STATE]);
     b->restart_on_stale = json_is_true(json_object_get(o, "restart_on_stale")); /* optional */
+    if (reg_backend_read_labels(b, o, err, errlen) < 0) {
+        reg_backend_unref(b);
+        return NULL;
+    }
     return b;
 }

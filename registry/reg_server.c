@@ -55,6 +55,8 @@ struct reg_server {
     size_t nreserved;
     json_t *listen; /* the front addresses, for ping; NULL until told */
     char unsaved[640]; /* why the last save failed; "" once one succeeds */
+    reg_server_ext ext; /* the ops of the layer above, or NULL */
+    void *ext_arg;
 };
 
 struct watch {
@@ -321,6 +323,10 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     struct reg_backend *b = reg_backend_new(name, err, sizeof err);
     if (!b)
         return fail("bad-request", "%s", err);
+    if (reg_backend_read_labels(b, req, err, sizeof err) < 0) {
+        reg_backend_unref(b);
+        return fail("bad-request", "%s", err);
+    }
     snprintf(b->machine, sizeof b->machine, "%s", reg_machine_id());
     snprintf(b->worktree, sizeof b->worktree, "%s", real);
     snprintf(b->command, sizeof b->command, "%s", command);
@@ -395,7 +401,14 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
         drop(rs, b, "unregistered");
         return r;
     }
-    return fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
+    json_t *r = rs->ext ? rs->ext(rs->ext_arg, uid, op, req) : NULL;
+    return r ? r : fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
+}
+
+void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg)
+{
+    rs->ext = fn;
+    rs->ext_arg = arg;
 }
 
 json_t *reg_server_leases(struct reg_server *rs, reg_server_done cb, void *arg, void **job)

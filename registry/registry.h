@@ -19,6 +19,11 @@ enum reg_state {
     REG_DEAD,     /* pid gone, worktree gone or TTL passed: about to go */
 };
 
+/* A service's name: 1-32 of [a-z0-9_-], starting with a letter or digit,
+ * so that it fits an environment variable (WTPROXY_FRONT_<NAME>), a file
+ * name and a URL without quoting. */
+#define REG_SERVICE_MAX 33
+
 struct reg_backend {
     /* The key. */
     char machine[128];         /* this machine's id (/etc/machine-id, else hostname) */
@@ -33,6 +38,8 @@ struct reg_backend {
     pid_t pid;                 /* the server's pid; 0 for a manual entry with a TTL */
     unsigned long long pid_start; /* the pid's start time (clock ticks): a reused pid differs */
     char command[1024];        /* what runs there, for people */
+    char service[REG_SERVICE_MAX]; /* the `.wtproxy` service it serves; "" unnamed */
+    char log[PATH_MAX];        /* the file its output goes to; "" unknown */
     long long registered_ms;   /* unix time in ms */
     long long started_ms;      /* when the server process started, 0 unknown */
     long long expires_ms;      /* TTL deadline, 0 none */
@@ -68,6 +75,10 @@ struct reg_backend {
 struct reg_backend *reg_backend_new(const char *hostport, char *err, size_t errlen);
 
 struct reg_backend *reg_backend_ref(struct reg_backend *b);
+
+/* Whether name is a valid service name (REG_SERVICE_MAX); if not, err
+ * says why, naming it. */
+int reg_service_name_ok(const char *name, char *err, size_t errlen);
 void reg_backend_unref(struct reg_backend *b);
 
 /* Split "HOST:PORT" / "[V6]:PORT" into host and port. Returns 0 or -1. */
@@ -125,6 +136,11 @@ struct reg_backend *reg_table_at(const struct reg_table *t, size_t i); /* in ins
 struct json_t;
 struct json_t *reg_backend_to_json(const struct reg_backend *b);
 struct reg_backend *reg_backend_from_json(struct json_t *o, char *err, size_t errlen);
+
+/* Set b's optional labels, "service" and "log", from o (an entry or a
+ * register request): absent means "". Returns 0, or -1 with err naming
+ * the bad field (b unchanged). */
+int reg_backend_read_labels(struct reg_backend *b, struct json_t *o, char *err, size_t errlen);
 
 /* Write the table to path atomically: a temporary file in the same folder,
  * mode 0600, fsync, rename, fsync of the folder. On failure (full or
@@ -193,6 +209,15 @@ void reg_server_free(struct reg_server *rs);
  * ping reply's "listen" (wtproxy dashboard prints the URL from it). The
  * names are copied; calling again replaces them. */
 void reg_server_set_listen(struct reg_server *rs, const char *const *names, size_t n);
+
+/* Ops the registry does not know act on running servers (restart, stop,
+ * start, log, refusals: PROTOCOL.md lists them), which only the layer
+ * above can do: they are passed to fn, on the loop, with the peer's uid.
+ * fn returns the reply line's object (new reference), or NULL when it does
+ * not know op either (the peer then gets "unknown-op"). */
+typedef struct json_t *(*reg_server_ext)(void *arg, uid_t uid, const char *op,
+                                         struct json_t *req);
+void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg);
 
 /* The live registrations, for routing (the server keeps it current:
  * entries it drops are marked REG_DEAD first, for requests holding them). */
