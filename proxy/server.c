@@ -34,6 +34,7 @@
 #include "conn.h"
 #include "dash.h"
 #include "ondemand.h"
+#include "ops.h"
 #include "identify.h"
 #include "gate.h"
 #include "listener.h"
@@ -244,6 +245,7 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
     snprintf(dir, sizeof dir, "%.*s/servers", slash ? (int)(slash - state) : 1,
              slash ? state : ".");
     s->ondemand = ondemand_new(s, control, dir);
+    proxy_ops_install(s);
     if (apply_gate(s) < 0) {
         snprintf(err, errlen, "cannot start the /__whoami gate: out of memory");
         return -1;

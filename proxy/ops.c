@@ -1,0 +1,30 @@
+/* ops.c - the table of control ops the proxy layer answers (ops.h). */
+#include "ops.h"
+
+#include <string.h>
+
+#include "registry.h"
+#include "server.h"
+
+struct proxy_op {
+    const char *name;
+    json_t *(*fn)(struct proxy_server *s, uid_t uid, json_t *req);
+};
+
+static const struct proxy_op ops[] = {
+    {"refusals", proxy_op_refusals},
+};
+
+/* reg_server_ext: the reply to op, or NULL when it is none of ours. */
+static json_t *dispatch(void *arg, uid_t uid, const char *op, json_t *req)
+{
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(op, ops[i].name) == 0)
+            return ops[i].fn(arg, uid, req);
+    return NULL;
+}
+
+void proxy_ops_install(struct proxy_server *s)
+{
+    reg_server_set_ext(s->reg, dispatch, s);
+}

@@ -1,0 +1,22 @@
+/* ops.h - the control ops that act on running servers rather than on the
+ * registry's table (registry/PROTOCOL.md, "Ops of the layer above"). The
+ * registry's control socket hands every op it does not know to
+ * proxy_ops_dispatch (reg_server_set_ext); each op is a function of one
+ * file here, on the loop: it must answer at once, never wait. */
+#ifndef WTP_OPS_H
+#define WTP_OPS_H
+
+#include <jansson.h>
+#include <sys/types.h>
+
+struct proxy_server;
+
+/* Install the ops on s's control socket. */
+void proxy_ops_install(struct proxy_server *s);
+
+/* {"op":"refusals"[,"worktree":W][,"after":SEQ][,"limit":N]}: the refusals
+ * kept (refusal_log.h), oldest first, those after SEQ, only those whose
+ * caller or backend is W when given, at most the newest N (default 50). */
+json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req);
+
+#endif
