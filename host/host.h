@@ -74,6 +74,16 @@ int host_pid_fd_is_socket(pid_t pid, int fd, unsigned long inode);
  * process's fd table: 2 ms to 200 ms, never on the daemon's loop. */
 pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid);
 
+/* Where each of n socket inodes is held, in one pass: for each i with
+ * pids[i] == 0 on entry, pids[i] and fds[i] are set to the lowest pid of
+ * uid (HOST_ANY_UID: any we can read) holding inodes[i] and its fd number
+ * there; left 0 when none. only, when not NULL, limits the search to
+ * those nonly pids (the callers found lately: a few fd tables, not all of
+ * /proc). Returns how many it found. A burst of new callers pays for one
+ * scan this way, not one scan each. */
+size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid, const pid_t *only,
+                           size_t nonly, pid_t *pids, int *fds);
+
 /* --- the process listening on a port (port_owner.c) --- */
 
 struct host_port_owner {
@@ -187,6 +197,13 @@ struct host_worker;
  * pipe or the thread cannot be made. */
 struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *err,
                                     size_t errlen);
+
+/* The same, but batch(jobs, ctx) gets every job queued when it starts
+ * (in submission order; it must leave them in jobs): for work that costs
+ * the same for one job as for many, such as a scan of /proc. */
+typedef void (*host_batch_fn)(struct host_job_list *jobs, void *ctx);
+struct host_worker *host_worker_new_batch(host_batch_fn batch, void *ctx, int nice, char *err,
+                                          size_t errlen);
 
 /* Readable when finished jobs wait: the caller's loop watches it and then
  * calls host_worker_finished. */

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "identify.h"
 #include "registry.h"
 #include "server.h"
 
@@ -11,8 +12,18 @@ struct proxy_op {
     json_t *(*fn)(struct proxy_server *s, uid_t uid, json_t *req);
 };
 
+/* {"op":"stats"}: how the daemon's own work goes (tests/bench reads it). */
+static json_t *op_stats(struct proxy_server *s, uid_t uid, json_t *req)
+{
+    (void)uid;
+    (void)req;
+    return json_pack("{s:b, s:o*}", "ok", 1, "identify",
+                     s->ident ? identify_stats_json(s->ident) : NULL);
+}
+
 static const struct proxy_op ops[] = {
     {"refusals", proxy_op_refusals},
+    {"stats", op_stats},
 };
 
 /* reg_server_ext: the reply to op, or NULL when it is none of ours. */
