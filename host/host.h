@@ -74,15 +74,29 @@ int host_pid_fd_is_socket(pid_t pid, int fd, unsigned long inode);
  * process's fd table: 2 ms to 200 ms, never on the daemon's loop. */
 pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid);
 
-/* Where each of n socket inodes is held, in one pass: for each i with
- * pids[i] == 0 on entry, pids[i] and fds[i] are set to the lowest pid of
- * uid (HOST_ANY_UID: any we can read) holding inodes[i] and its fd number
- * there; left 0 when none. only, when not NULL, limits the search to
- * those nonly pids (the callers found lately: a few fd tables, not all of
- * /proc). Returns how many it found. A burst of new callers pays for one
- * scan this way, not one scan each. */
-size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid, const pid_t *only,
-                           size_t nonly, pid_t *pids, int *fds);
+/* The pid the kernel handed out last (/proc/loadavg's last field), 0 when
+ * unknown: the processes started since an earlier reading are the pids
+ * after it, up to this one, counting on past pid_max from 1. */
+pid_t host_last_pid(void);
+
+/* Which processes a host_socket_holders pass reads. */
+struct host_scope {
+    const pid_t *only; /* when set: only these nonly pids (callers found lately) */
+    size_t nonly;
+    /* Else the pids handed out after `after` up to `upto` (host_last_pid
+     * readings: the young processes); both 0: every process. */
+    pid_t after, upto;
+};
+
+/* Where each of n socket inodes is held, in one pass over the processes
+ * of scope: for each i with pids[i] == 0 on entry, pids[i] and fds[i] are
+ * set to the lowest pid of uid (HOST_ANY_UID: any we can read) holding
+ * inodes[i] and its fd number there; left 0 when none. Returns how many it
+ * found. A burst of new callers pays for one pass this way, not one scan
+ * each; and a pass over the newest processes (above) reads a few fd
+ * tables where a whole /proc scan reads thousands. */
+size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
+                           const struct host_scope *scope, pid_t *pids, int *fds);
 
 /* --- the process listening on a port (port_owner.c) --- */
 

@@ -197,8 +197,28 @@ static int uid_matches(int at, const char *name, uid_t uid)
     return uid == HOST_ANY_UID || (fstatat(at, name, &st, 0) == 0 && st.st_uid == uid);
 }
 
-size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid, const pid_t *only,
-                           size_t nonly, pid_t *pids, int *fds)
+pid_t host_last_pid(void)
+{
+    char path[PATH_MAX], buf[128];
+    snprintf(path, sizeof path, "%s/loadavg", host_proc_dir);
+    ssize_t n = host_read_small_file(path, buf, sizeof buf);
+    const char *last = n > 0 ? strrchr(buf, ' ') : NULL;
+    long pid = last ? strtol(last + 1, NULL, 10) : 0;
+    return pid > 0 && pid <= 0x7fffffff ? (pid_t)pid : 0;
+}
+
+/* Whether scope takes pid (the pid range wraps past pid_max). */
+static int in_scope(const struct host_scope *scope, long pid)
+{
+    if (!scope->after && !scope->upto)
+        return 1;
+    if (scope->after <= scope->upto)
+        return pid > scope->after && pid <= scope->upto;
+    return pid > scope->after || pid <= scope->upto;
+}
+
+size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
+                           const struct host_scope *scope, pid_t *pids, int *fds)
 {
     struct holders h = {inodes, calloc(n ? n : 1, sizeof *h.order), n, 0, pids, fds};
     char name[24];
@@ -214,15 +234,16 @@ size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid, con
     }
     size_t wanted = h.left;
     qsort_r(h.order, n, sizeof *h.order, by_inode, (void *)inodes);
-    for (size_t k = 0; only && k < nonly && h.left; k++) {
-        snprintf(name, sizeof name, "%ld", (long)only[k]);
-        if (only[k] > 0 && uid_matches(dirfd(d), name, uid))
-            holders_scan_pid(&h, dirfd(d), only[k]);
+    for (size_t k = 0; scope->only && k < scope->nonly && h.left; k++) {
+        snprintf(name, sizeof name, "%ld", (long)scope->only[k]);
+        if (scope->only[k] > 0 && uid_matches(dirfd(d), name, uid))
+            holders_scan_pid(&h, dirfd(d), scope->only[k]);
     }
     /* /proc lists pids in ascending order: once each inode has a holder,
-     * it is the lowest, and the rest of /proc is not read. */
-    for (struct dirent *e; !only && h.left && (e = readdir(d));)
-        if ((pid = host_proc_pid(e->d_name)) && uid_matches(dirfd(d), e->d_name, uid))
+     * it is the lowest, and the rest is not read. */
+    for (struct dirent *e; !scope->only && h.left && (e = readdir(d));)
+        if ((pid = host_proc_pid(e->d_name)) && in_scope(scope, pid) &&
+            uid_matches(dirfd(d), e->d_name, uid))
             holders_scan_pid(&h, dirfd(d), (pid_t)pid);
     closedir(d);
     free(h.order);

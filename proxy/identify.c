@@ -31,6 +31,7 @@
 #define RECENT_SCAN 1
 #define NEXT_TRIES 4
 #define WORKER_KNOWN 8 /* pids the worker found lately, checked before a full scan */
+#define YOUNG_MS 5000  /* the worker reads the processes younger than 5-10 s next */
 
 struct recent {
     pid_t pid;
@@ -76,6 +77,8 @@ struct identify {
     /* The pids the worker found lately: the worker's alone. */
     pid_t worker_known[WORKER_KNOWN];
     int worker_nknown;
+    pid_t young_floor, next_floor; /* the worker's: young processes are above the floor */
+    long long next_floor_ms;
     atomic_ulong batches, scans; /* the worker's passes, and those that read all of /proc */
     struct latencies all, slow; /* every identification's time; the worker's answers' */
     unsigned long untraced;     /* sockets the kernel could not name */
@@ -93,10 +96,42 @@ static void known_note(pid_t *known, int *nknown, pid_t pid)
     known[0] = pid;
 }
 
-/* On the worker: every caller waiting now, in one pass. The processes
- * this worker found lately first (the connections of one browser or test
- * runner arrive together), then, for those left, all of /proc once: a
- * burst of 50 new callers costs one scan, not 50 in a row. */
+/* Advance the young floor: the last pid handed out YOUNG_MS ago or more,
+ * so that the pids after it are the processes started in the last 5 to
+ * 10 s, where a test runner's workers and a fresh curl are. */
+static void young_note(struct identify *id, pid_t last)
+{
+    long long now = host_mono_ms();
+    if (now - id->next_floor_ms >= YOUNG_MS) {
+        id->young_floor = id->next_floor;
+        id->next_floor = last;
+        id->next_floor_ms = now;
+    }
+}
+
+/* Find the holders of n inodes in the fewest fd tables: the processes this
+ * worker found lately (the connections of one browser or test runner
+ * arrive together), then the young ones, then, for those left, all of
+ * /proc once. */
+static void find_holders(struct identify *id, const unsigned long *inodes, size_t n, uid_t uid,
+                         pid_t *pids, int *fds)
+{
+    struct host_scope known = {.only = id->worker_known, .nonly = (size_t)id->worker_nknown};
+    size_t found = host_socket_holders(inodes, n, uid, &known, pids, fds);
+    pid_t last = host_last_pid();
+    struct host_scope young = {.after = id->young_floor, .upto = last};
+    if (found < n && last && id->young_floor)
+        found += host_socket_holders(inodes, n, uid, &young, pids, fds);
+    young_note(id, last);
+    if (found < n) {
+        struct host_scope all = {0};
+        host_socket_holders(inodes, n, uid, &all, pids, fds);
+        atomic_fetch_add(&id->scans, 1);
+    }
+}
+
+/* On the worker: every caller waiting now, in one pass (find_holders): a
+ * burst of 50 new callers costs one pass, not 50 scans in a row. */
 static void run_batch(struct host_job_list *jobs, void *ctx)
 {
     struct identify *id = ctx;
@@ -115,16 +150,12 @@ static void run_batch(struct host_job_list *jobs, void *ctx)
         if (j->uid != uid)
             uid = HOST_ANY_UID; /* only saves a stat per process: the inode decides */
     }
-    if (inodes && pids && fds &&
-        host_socket_holders(inodes, n, uid, id->worker_known, (size_t)id->worker_nknown,
-                            pids, fds) < n) {
-        host_socket_holders(inodes, n, uid, NULL, 0, pids, fds);
-        atomic_fetch_add(&id->scans, 1);
-    }
+    if (inodes && pids && fds)
+        find_holders(id, inodes, n, uid, pids, fds);
     i = 0;
     STAILQ_FOREACH(hj, jobs, link) {
         struct job *j = (struct job *)hj;
-        j->pid = pids && fds ? pids[i] : 0;
+        j->pid = inodes && pids && fds ? pids[i] : 0;
         j->fd = j->pid ? fds[i] : -1;
         if (j->pid)
             known_note(id->worker_known, &id->worker_nknown, j->pid);
@@ -366,6 +397,9 @@ struct identify *identify_new(struct event_base *base, caller_known_fn known, vo
     }
     id->known = known;
     id->known_arg = known_arg;
+    /* The processes started from now on are the young ones. */
+    id->young_floor = id->next_floor = host_last_pid();
+    id->next_floor_ms = host_mono_ms();
     if (!(id->diag = open_diag(err, errlen)))
         goto fail;
     if (!(id->worker = host_worker_new_batch(run_batch, id, 0, why, sizeof why)) ||

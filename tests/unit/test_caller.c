@@ -284,16 +284,22 @@ static void test_scan_batch(void)
     int kept_fd = cfd[2];
     child = spawn(NULL, cfd[2], getuid()); /* the child keeps cfd[2]; we close ours */
     pid_t only[] = {getpid()};
-    is_int((int)host_socket_holders(inodes, 4, getuid(), only, 1, pids, fds), 2,
+    struct host_scope mine = {.only = only, .nonly = 1};
+    struct host_scope young = {.after = child - 1, .upto = host_last_pid()}, all = {0};
+    is_int((int)host_socket_holders(inodes, 4, getuid(), &mine, pids, fds), 2,
            "batch, only this process: its two sockets");
     is_int(pids[0], getpid(), "  the first is ours");
     is_int(fds[0], cfd[0], "  at its fd");
     is_int(pids[1], getpid(), "  the second is ours");
     is_int(pids[2], 0, "  the child's not looked for");
-    is_int((int)host_socket_holders(inodes, 4, getuid(), NULL, 0, pids, fds), 1,
-           "batch, all of /proc: the one still unfound");
+    ok(young.upto >= child, "the last pid handed out (%d) is the child's or later",
+       (int)young.upto);
+    is_int((int)host_socket_holders(inodes, 4, getuid(), &young, pids, fds), 1,
+           "batch, the processes started since the child: the one still unfound");
     is_int(pids[2], child, "  held by the child");
     is_int(fds[2], kept_fd, "  at the number it had here before fork");
+    is_int((int)host_socket_holders(inodes, 4, getuid(), &all, pids, fds), 0,
+           "batch, all of /proc: nothing more");
     is_int(pids[3], 0, "  an inode nobody holds stays 0");
     reap(child);
     for (int i = 0; i < 3; i++) {
