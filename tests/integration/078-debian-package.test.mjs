@@ -161,7 +161,8 @@ test('wtproxy serve runs under its user unit (or its ExecStart line)', { skip, t
     viaSystemd = true;
     run('systemctl', ['--user', 'daemon-reload']);
     run('systemctl', ['--user', 'start', 'wtproxy.socket']);
-    front = 8000; // wtproxy.socket's ListenStream
+    const socket = fs.readFileSync('/usr/lib/systemd/user/wtproxy.socket', 'utf8');
+    front = Number(/^ListenStream=127\.0\.0\.1:(\d+)$/m.exec(socket)[1]);
     t.diagnostic('systemd --user runs here: wtproxy.socket started, wtproxy.service on its first connection');
   } else {
     // The unit's command, word for word. Its socket unit would hand it
@@ -179,8 +180,13 @@ test('wtproxy serve runs under its user unit (or its ExecStart line)', { skip, t
   assert.equal(curl(`http://127.0.0.1:${front}/__wtproxy/api/daemon`).status, 200);
 });
 
-// A tiny app: a WSGI server with the installed middleware (no PYTHONPATH:
-// Debian's python3 finds wtproxy_whoami in /usr/lib/python3/dist-packages).
+// Python as a user runs it: no PYTHONPATH (Debian's python3 finds
+// wtproxy_whoami in /usr/lib/python3/dist-packages), and writing bytecode
+// (as root, into /usr if the package had not compiled it: the purge would
+// then leave __pycache__ behind).
+const userPython = { PYTHONPATH: undefined, PYTHONDONTWRITEBYTECODE: undefined };
+
+// A tiny app: a WSGI server with the installed middleware.
 const appPy = `import os, sys
 from wsgiref.simple_server import make_server
 from wtproxy_whoami.wsgi import WhoamiWSGIMiddleware
@@ -204,7 +210,7 @@ test('wtproxy run in two worktrees: a request from each reaches its own server',
   const trees = [repo, path.join(tmp, 'shop-b')];
   for (const wt of trees) {
     startBg('/usr/bin/wtproxy', ['run', '--front', String(front), '--no-autostart', '--',
-      '/usr/bin/python3', 'app.py', '{port}'], { cwd: wt, env: { ...cliEnv(), PYTHONPATH: undefined } });
+      '/usr/bin/python3', 'app.py', '{port}'], { cwd: wt, env: { ...cliEnv(), ...userPython } });
   }
   for (const wt of trees) {
     const want = `served from ${path.basename(wt)}`;
@@ -231,7 +237,7 @@ test('man wtproxy renders the installed manual', { skip, timeout: 30000 }, () =>
 
 test("Debian's python3 imports wtproxy_whoami from /usr/lib/python3/dist-packages", { skip }, () => {
   const out = run('/usr/bin/python3', ['-c', 'import wtproxy_whoami, wtproxy_whoami.wsgi; print(wtproxy_whoami.__file__)'],
-    { env: { PYTHONPATH: undefined } });
+    { env: userPython });
   assert.equal(out.trim(), '/usr/lib/python3/dist-packages/wtproxy_whoami/__init__.py');
 });
 
