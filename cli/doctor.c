@@ -58,24 +58,32 @@ static int file_front(const char *dir, int *has)
     return (int)front;
 }
 
+/* One request to the daemon (never starting one): its reply, or NULL
+ * with err. */
+static json_t *ask(const char *op, char *err, size_t errlen)
+{
+    json_t *req = json_pack("{ss}", "op", op), *reply = NULL;
+    int r = req ? cli_call(req, 0, &reply, err, errlen) : -1;
+    json_decref(req);
+    if (r == 0 && !json_is_true(json_object_get(reply, "ok"))) {
+        snprintf(err, errlen, "the daemon refused %s: %s", op,
+                 json_string_value(json_object_get(reply, "error")));
+        json_decref(reply);
+        return NULL;
+    }
+    return r == 0 ? reply : NULL;
+}
+
 /* The daemon's ping and this worktree's entry on c->front. */
 static void ask_daemon(struct doc_ctx *c)
 {
-    json_t *reply = NULL;
     char err[512];
-    if (cli_call(json_pack("{ss}", "op", "ping"), 0, &reply, err, sizeof err) < 0 ||
-        !json_is_true(json_object_get(reply, "ok"))) {
-        snprintf(c->daemon_err, sizeof c->daemon_err, "%s",
-                 reply ? "the daemon refused ping" : err);
-        json_decref(reply);
+    if (!(c->ping = ask("ping", c->daemon_err, sizeof c->daemon_err)) ||
+        !(c->entries = ask("list", err, sizeof err)))
         return;
-    }
-    c->ping = reply;
-    if (cli_call(json_pack("{ss}", "op", "list"), 0, &reply, err, sizeof err) < 0) return;
-    c->entries = reply;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(reply, "entries"), i, e) {
+    json_array_foreach(json_object_get(c->entries, "entries"), i, e) {
         const char *w = json_string_value(json_object_get(e, "worktree"));
         if (c->have_wt && w && strcmp(w, c->wt.root) == 0 && !json_object_get(e, "remote") &&
             json_integer_value(json_object_get(e, "front")) == c->front)

@@ -50,12 +50,13 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
     if (host_port_owner_find(c->front, &o)) {
         proxy_port_taken("127.0.0.1", c->front, taken, sizeof taken);
         doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers (%s), and %s", c->daemon_err, taken);
-        if (o.pid > 0) snprintf(r->fix, sizeof r->fix, "kill %ld; wtproxy serve", (long)o.pid);
+        if (o.pid > 0) snprintf(r->fix, sizeof r->fix, "kill %ld", (long)o.pid);
         else snprintf(r->fix, sizeof r->fix, "ss -ltnp 'sport = :%d'", c->front);
         return;
     }
     doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers: %s", c->daemon_err);
-    snprintf(r->fix, sizeof r->fix, "wtproxy serve (or: systemctl --user start wtproxy)");
+    if (c->front == WTP_DEFAULT_FRONT_PORT) snprintf(r->fix, sizeof r->fix, "wtproxy serve");
+    else snprintf(r->fix, sizeof r->fix, "wtproxy serve --listen 127.0.0.1:%d", c->front);
 }
 
 void doc_worktree(struct doc_ctx *c, struct doc_result *r)

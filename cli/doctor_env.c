@@ -215,11 +215,17 @@ static void headroom(struct doc_ctx *c, PGconn *conn, const char *where, struct 
                  "restart PostgreSQL (or stop idle dev servers: wtproxy ls)", max * 2);
 }
 
+/* $name when set and not empty, else NULL. */
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
 void doc_databases(struct doc_ctx *c, struct doc_result *r)
 {
-    const char *server = getenv("WTPROXY_DB_SERVER");
-    if (!server && !getenv("PGHOST") && !getenv("PGPORT") && !getenv("PGSERVICE") &&
-        !getenv("PGDATABASE")) {
+    const char *server = env("WTPROXY_DB_SERVER");
+    if (!server && !env("PGHOST") && !env("PGPORT") && !env("PGSERVICE") && !env("PGDATABASE")) {
         doc_set(r, DOC_SKIP, "no database server named (WTPROXY_DB_SERVER or PGHOST/PGPORT, as "
                 "wtproxy db claim takes it)");
         return;
@@ -230,8 +236,7 @@ void doc_databases(struct doc_ctx *c, struct doc_result *r)
     char where[512];
     if (server) reg_pg_mask(server, where, sizeof where);
     else snprintf(where, sizeof where, "the PG* server (host %s, port %s)",
-                  getenv("PGHOST") ? getenv("PGHOST") : "default",
-                  getenv("PGPORT") ? getenv("PGPORT") : "5432");
+                  env("PGHOST") ? env("PGHOST") : "default", env("PGPORT") ? env("PGPORT") : "5432");
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     if (PQstatus(conn) != CONNECTION_OK) {
         doc_set(r, DOC_PROBLEM, "%s cannot be reached: %s", where,
