@@ -192,7 +192,11 @@ static const char *block_end(const char *p)
 {
     int depth = 0;
     for (p = strchr(p, '{'); p && *p; p++) {
-        if (*p == '\'' || *p == '"' || *p == '`') {
+        if (p[0] == '/' && (p[1] == '/' || p[1] == '*')) { /* a comment: its quotes are prose */
+            const char *q = p[1] == '/' ? strchr(p, '\n') : strstr(p + 2, "*/");
+            if (!q) return NULL;
+            p = q + (p[1] == '*');
+        } else if (*p == '\'' || *p == '"' || *p == '`') {
             const char *q = strchr(p + 1, *p);
             if (!q) return NULL;
             p = q;
