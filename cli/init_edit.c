@@ -277,6 +277,10 @@ int init_plan_make(struct init_plan *p)
     if (!p->notes && !(p->notes = json_array())) return -1;
     if (plan_wtproxy_file(p) < 0) return -1;
     if (p->app.kind == CLI_APP_DJANGO && plan_settings(p) < 0) return -1;
+    if (p->app.kind == CLI_APP_DJANGO && strncmp(p->app.start, "python3 ", 8) == 0)
+        init_note(p, "start runs python3 from the daemon's PATH (no .venv/bin/python nor "
+                  "venv/bin/python here): if Django is installed elsewhere, name that "
+                  "interpreter in start");
     if (p->app.kind != CLI_APP_DJANGO)
         init_note(p, "Node: add the /__whoami middleware by hand (conf/WHOAMI.md): `import { "
                   "whoami } from 'wtproxy-whoami'` (Vite: `wtproxyWhoami` from "
