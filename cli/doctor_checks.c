@@ -177,6 +177,12 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
         doc_set(r, DOC_SKIP, "no registered server to ask%s", c->ping ? "" : " (no daemon)");
         return;
     }
+    const char *state = json_string_value(json_object_get(c->entry, "state"));
+    if (!state || strcmp(state, "ready") != 0) {
+        doc_set(r, DOC_SKIP, "the server is %s, not ready yet: run wtproxy doctor again once it "
+                "listens", state ? state : "in no known state");
+        return;
+    }
     const char *backend = json_string_value(json_object_get(c->entry, "backend"));
     long pid = (long)json_integer_value(json_object_get(c->entry, "pid"));
     struct fetched f = {0};
