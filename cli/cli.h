@@ -165,6 +165,10 @@ char *cli_read_text(const char *path, size_t max, char *err, size_t errlen);
 /* dir/name into out. 0, or -1 when it does not fit. */
 int cli_join(char *out, size_t len, const char *dir, const char *name);
 
+/* The `front =` of dir/.wtproxy, 0 when none; *has |= whether the file
+ * is there. */
+int cli_wtproxy_front(const char *dir, int *has);
+
 /* Read dir's Playwright config into pw (pw->file "" when none). */
 void cli_playwright_read(const char *dir, struct cli_playwright *pw);
 

@@ -35,29 +35,6 @@ void doc_set(struct doc_result *r, enum doc_status status, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The `front =` of dir/.wtproxy, 0 when none. Whether the file is there
- * in *has. */
-static int file_front(const char *dir, int *has)
-{
-    char path[PATH_MAX + 16], err[256];
-    snprintf(path, sizeof path, "%s/.wtproxy", dir);
-    char *text = cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
-    long front = 0;
-    *has |= text != NULL;
-    for (char *l = text, *nl; l && *l; l = nl ? nl + 1 : l + strlen(l)) {
-        nl = strchr(l, '\n');
-        if (nl) *nl = '\0';
-        if (strncmp(l, "front", 5) == 0 && l[5 + strspn(l + 5, " \t")] == '=') {
-            char *v = strchr(l, '=') + 1;
-            v += strspn(v, " \t");
-            v[strcspn(v, " \t#")] = '\0';
-            if (cli_number(v, 1, 65535, &front) < 0) front = 0;
-        }
-    }
-    free(text);
-    return (int)front;
-}
-
 /* One request to the daemon (never starting one): its reply, or NULL
  * with err. */
 static json_t *ask(const char *op, char *err, size_t errlen)
@@ -107,10 +84,11 @@ static int gather(struct doc_ctx *c, const char *front)
         char main_root[PATH_MAX];
         snprintf(main_root, sizeof main_root, "%s", c->wt.common);
         char *slash = strrchr(main_root, '/');
-        from_file = file_front(c->wt.root, &c->has_file);
+        from_file = cli_wtproxy_front(c->wt.root, &c->has_file);
         if (slash && strcmp(slash, "/.git") == 0) {
             *slash = '\0';
-            int main_front = file_front(main_root, &c->has_file);
+            int main_front = cli_wtproxy_front(main_root, &c->main_has_file);
+            c->has_file |= c->main_has_file;
             if (!from_file) from_file = main_front;
         }
     }

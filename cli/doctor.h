@@ -31,6 +31,7 @@ struct doc_ctx {
     struct host_worktree wt;
     char wt_err[PATH_MAX + 256];
     int has_file;              /* the worktree (or its main checkout) has .wtproxy */
+    int main_has_file;         /* the main checkout has it (the daemon reads that one) */
     json_t *ping;              /* the daemon's ping reply; NULL: no daemon */
     char daemon_err[512];
     json_t *entry;             /* this worktree's entry on front (borrowed from entries) */

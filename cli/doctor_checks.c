@@ -85,8 +85,12 @@ void doc_server(struct doc_ctx *c, struct doc_result *r)
         return;
     }
     if (c->has_file) {
+        /* conf/PLAYWRIGHT.md: a repository is known to the daemon, so its
+         * callers placed by their cwd, by its main checkout's .wtproxy. */
         doc_set(r, DOC_OK, "no server runs now; the .wtproxy makes the daemon start one on this "
-                "worktree's first request");
+                "worktree's first request%s", c->main_has_file ? "" :
+                " (note: the main checkout has no .wtproxy yet; until it has, only requests "
+                "naming this worktree (X-Wtproxy-Worktree) start it: merge it there)");
         return;
     }
     doc_set(r, DOC_PROBLEM, "no .wtproxy and no registered server%s: requests from here get "

@@ -211,10 +211,19 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     long front = 0;
     if (o->front && cli_number(o->front, 1, 65535, &front) < 0)
         return usage_error("--front is a port (1-65535)");
-    p->front = front ? (int)front : p->app.pw.front ? p->app.pw.front : WTP_DEFAULT_FRONT_PORT;
+    int has = 0, file_front = cli_wtproxy_front(p->dir, &has);
+    /* An existing .wtproxy's front first: it is the project's choice. */
+    p->front = front ? (int)front
+               : file_front ? file_front
+               : p->app.pw.front ? p->app.pw.front : WTP_DEFAULT_FRONT_PORT;
     p->recipe = !p->app.pw.file[0] ? INIT_RECIPE_NONE
                 : o->recipe ? (strcmp(o->recipe, "url") == 0 ? INIT_RECIPE_URL : INIT_RECIPE_PORT)
                 : p->app.pw.has_port && !p->app.pw.has_url ? INIT_RECIPE_PORT : INIT_RECIPE_URL;
+    struct host_worktree w;
+    if (host_worktree_of(p->dir, &w, NULL, 0) == 0 && strcmp(w.gitdir, w.common) != 0 &&
+        strcmp(w.root, p->dir) == 0)
+        init_note(p, "this is a linked worktree: commit the .wtproxy and merge it into the main "
+                  "checkout's branch, where the daemon reads it (conf/PLAYWRIGHT.md)");
     if (p->app.kind != CLI_APP_DJANGO) return 0;
     int pg = uses_postgresql(p);
     p->databases = o->databases || (pg && !o->no_databases);

@@ -235,6 +235,8 @@ test('a shop adopted by `wtproxy init --apply` alone: one e2e round in three wor
   assert.match(r.stdout, /^nothing to change$/m);
   assert.deepEqual(snapshot(repo), applied, 'idempotent');
 
+  assert.doesNotMatch(r.stdout, /linked worktree/, 'the main checkout: no note about merging');
+
   // Committed, so every worktree has it; the three branches of the scenario.
   git(repo, 'add', '-A');
   git(repo, 'commit', '-q', '-m', 'adopt wtproxy (wtproxy init --apply)');
@@ -247,6 +249,12 @@ test('a shop adopted by `wtproxy init --apply` alone: one e2e round in three wor
     git(shop.wt[n], 'commit', '-q', '-m', BRANCHES[n].message);
     fs.symlinkSync(nodeModules, path.join(shop.wt[n], 'node_modules'));
   }
+  // In a linked worktree the edits are there already (committed), and init
+  // says where the daemon reads the .wtproxy.
+  r = await init(shop.wt.a, ['--no-databases'], { cwd: path.join(shop.wt.a, 'store') });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^wtproxy init: ${shop.wt.a}: django app .*front port ${px.port}$`, 'm'), 'the front port of the committed .wtproxy');
+  assert.match(r.stdout, /^note: this is a linked worktree: commit the \.wtproxy and merge it into the main checkout's branch/m);
   const env = agentEnv(pg, px.port, { WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' });
   await setupDatabases(t, shop, pg, 'own', { bin: wtproxyBin, env });
 

@@ -66,6 +66,18 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   assert.ok(d.ms < 20000, `bounded: took ${d.ms} ms`);
   assert.ok(!fs.existsSync(tmp.control), 'doctor started no daemon');
 
+  // A .wtproxy on this worktree only: ok, with a note that the daemon
+  // reads the main checkout's.
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), 'start = ./dev {port}\n');
+  let s = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName.server;
+  assert.equal(s.status, 'ok');
+  assert.match(s.detail, /the main checkout has no \.wtproxy yet; .*merge it there\)$/);
+  fs.writeFileSync(path.join(tmp.repo, '.wtproxy'), 'start = ./dev {port}\n');
+  s = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName.server;
+  assert.equal(s.detail, "no server runs now; the .wtproxy makes the daemon start one on this worktree's first request");
+  fs.rmSync(path.join(tmp.wt.a, '.wtproxy'));
+  fs.rmSync(path.join(tmp.repo, '.wtproxy'));
+
   // Outside any worktree: that check fails, the rest run.
   const out = await doctor(tmp, tmp.root, front, { PATH: '/nonexistent' });
   assert.equal(out.byName.worktree.status, 'problem');
