@@ -12,6 +12,7 @@
 #define WTP_CLI_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -130,6 +131,55 @@ json_t *cli_lease_list(void *pg, char *err, size_t errlen);
  * it (machine, worktree, purpose, age) and the commands that free it. */
 void cli_lease_report_holder(json_t *holder);
 
+/* --- init_detect.c: what an app checkout is (init edits it, doctor
+ * judges it) --- */
+
+#define CLI_INIT_FILE_MAX (1024 * 1024) /* a settings or config file we read */
+
+enum cli_app_kind { CLI_APP_NONE, CLI_APP_DJANGO, CLI_APP_NEXT, CLI_APP_VITE, CLI_APP_EXPRESS,
+                    CLI_APP_NODE };
+
+/* A Playwright config, as far as its literal text tells. */
+struct cli_playwright {
+    char file[32];  /* "playwright.config.ts"; "" when the checkout has none */
+    char *text;     /* its contents (owned) */
+    int web_server; /* it has a webServer block */
+    int has_url;    /* ... with url: (recipe "url") */
+    int has_port;   /* ... with port: (recipe "port") */
+    int uses_run;   /* ... whose command runs `wtproxy run` */
+    int reuse;      /* ... with reuseExistingServer not literally false */
+    int front;      /* the port of a literal baseURL (else webServer.url), 0 when none */
+};
+
+struct cli_app {
+    enum cli_app_kind kind;
+    char settings[PATH_MAX]; /* Django: the settings file, relative to the checkout */
+    char start[1024];        /* the dev server's command, with {port} or reading $PORT */
+    struct cli_playwright pw;
+};
+
+/* The text of path (a regular file of at most max bytes, no NUL byte),
+ * malloc'd. NULL with err (errno ENOENT when it does not exist). */
+char *cli_read_text(const char *path, size_t max, char *err, size_t errlen);
+
+/* dir/name into out. 0, or -1 when it does not fit. */
+int cli_join(char *out, size_t len, const char *dir, const char *name);
+
+/* The `front =` of dir/.wtproxy, 0 when none; *has |= whether the file
+ * is there. */
+int cli_wtproxy_front(const char *dir, int *has);
+
+/* Read dir's Playwright config into pw (pw->file "" when none). */
+void cli_playwright_read(const char *dir, struct cli_playwright *pw);
+
+/* Detect the app in dir: Django (manage.py and the settings module it
+ * names), else Node (package.json: next, vite, or a `node FILE` script),
+ * and its Playwright config. Returns 0, or -1 with err naming what was
+ * looked for (app->pw is read either way; free with cli_app_free). */
+int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errlen);
+const char *cli_app_name(enum cli_app_kind k);
+void cli_app_free(struct cli_app *app);
+
 /* --- the subcommands (the table in main.c names each with its help) --- */
 
 int cli_run_main(int argc, char **argv);         /* run.c */
@@ -143,5 +193,7 @@ int cli_claim_main(int argc, char **argv);       /* claim.c */
 int cli_release_main(int argc, char **argv);     /* claim.c */
 int cli_leases_main(int argc, char **argv);      /* claim.c */
 int cli_db_main(int argc, char **argv);          /* db.c */
+int cli_init_main(int argc, char **argv);        /* init.c */
+int cli_doctor_main(int argc, char **argv);      /* doctor.c */
 
 #endif

@@ -144,6 +144,49 @@ static const char db_usage[] =
     "  --write-env FILE         write them to FILE (e.g. .env.wt), mode 0600\n"
     "  --worktree DIR           default: the git worktree enclosing the folder\n";
 
+static const char init_usage[] =
+    "usage: wtproxy init [DIR] [--apply] [--recipe url|port] [--front PORT]\n"
+    "                    [--databases | --no-databases] [--json]\n"
+    "\n"
+    "Adopt wtproxy in an app's checkout (DIR, default: the worktree of the current\n"
+    "folder). Detects the app (Django: manage.py and its settings module; Node:\n"
+    "package.json with next, vite, or a `node FILE` script in scripts.dev/start) and\n"
+    "its Playwright config, and prints as a unified diff exactly what it would\n"
+    "change: a new .wtproxy (the start command with {port}, front from the\n"
+    "baseURL's port), the whoami middleware as MIDDLEWARE's first entry, with\n"
+    "--databases the claiming TEST_RUNNER and DATABASES = claimed_databases(...),\n"
+    "and with recipe url the webServer command through `wtproxy run`. Every added\n"
+    "line carries a comment saying why it must stay. A file that is not in the\n"
+    "form it can edit safely (no literal `MIDDLEWARE = [`, a .wtproxy already\n"
+    "there) is left alone with a note saying what to do by hand. A second run\n"
+    "prints \"nothing to change\".\n"
+    "\n"
+    "  --apply          write those changes, and nothing else\n"
+    "  --recipe R       url (webServer.command runs `wtproxy run`) or port (the\n"
+    "                   config stays; .wtproxy starts the server); default: what\n"
+    "                   the config's webServer uses\n"
+    "  --front PORT     the front port (default: an existing .wtproxy's, else the\n"
+    "                   Playwright baseURL's, else 8000)\n"
+    "  --databases      add the dev-database edits (default: on when the settings\n"
+    "                   use PostgreSQL)\n"
+    "  --no-databases   leave DATABASES and TEST_RUNNER alone\n"
+    "  --json           the plan (changes with their diffs, notes) as JSON\n";
+
+static const char doctor_usage[] =
+    "usage: wtproxy doctor [--front PORT] [--json]\n"
+    "\n"
+    "Check this worktree's setup and print each check as ok or problem, with the\n"
+    "one command that fixes it: the daemon is up and owns the front port (else who\n"
+    "holds it); this worktree is known and has a .wtproxy or a registered server;\n"
+    "that server answers /__whoami with this checkout and its current fingerprint;\n"
+    "the inotify limits against this tree's folders; the Playwright config's\n"
+    "recipe; this worktree's leases and test databases, and the database server's\n"
+    "connection headroom; the load per CPU. A check that cannot run (no daemon, no\n"
+    "PostgreSQL) says so and the others still run; each is bounded in time.\n"
+    "\n"
+    "  --front PORT     the front port (default: the .wtproxy's, else 8000)\n"
+    "  --json           {\"ok\": bool, \"checks\": [{\"name\", \"status\", \"detail\", \"fix\"}]}\n";
+
 /* `wtproxy serve`: the daemon (proxy/server.c), whose flags and help come
  * from the config key table (proxy/config.c). Help is answered here, like
  * every other command's. */
@@ -204,6 +247,13 @@ static const struct command commands[] = {
      "0 listed\n1 the store failed\n" USAGE_ERR},
     {"db", "this worktree's test database: db claim --base test_shop", db_usage, NULL,
      cli_db_main, "0 done\n1 refused (naming the owner), or failed\n" USAGE_ERR},
+    {"init", "adopt wtproxy in an app: print (or --apply) the edits", init_usage, NULL,
+     cli_init_main,
+     "0 printed, applied, or nothing to change\n"
+     "1 a file could not be written (nothing else was)\n"
+     "2 bad usage, or an app layout it does not know"},
+    {"doctor", "check this worktree's setup: ok or problem, with the fix", doctor_usage,
+     NULL, cli_doctor_main, "0 every check ok\n1 a check found a problem\n" USAGE_ERR},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

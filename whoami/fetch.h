@@ -1,6 +1,7 @@
 /* fetch.h - one `GET /__whoami` straight to a backend (never through the
  * proxy), on the event loop: connect, send, read the response with llhttp
- * up to a size cap, within a deadline. Internal to whoami/. */
+ * up to a size cap, within a deadline. Used by the gate, and by `wtproxy
+ * doctor` (cli/doctor_checks.c) on a loop of its own. */
 #ifndef WTP_WHOAMI_FETCH_H
 #define WTP_WHOAMI_FETCH_H
 

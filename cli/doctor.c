@@ -1,0 +1,155 @@
+/* doctor.c - `wtproxy doctor [--front PORT] [--json]`: check the setup
+ * from the worktree it is run in. The facts several checks need (the
+ * worktree, the daemon's ping and entries, the front port) are gathered
+ * once here; each check (doctor_checks.c, doctor_env.c) then says ok,
+ * problem (with the one command that fixes it) or skipped (it cannot run:
+ * no daemon, no git worktree, no database server), and never stops the
+ * others. Each is bounded in time. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "doctor.h"
+
+static const struct {
+    const char *name;
+    void (*run)(struct doc_ctx *c, struct doc_result *r);
+} checks[] = {
+    {"daemon", doc_daemon},     {"worktree", doc_worktree}, {"server", doc_server},
+    {"whoami", doc_whoami},     {"inotify", doc_inotify},   {"playwright", doc_playwright},
+    {"leases", doc_leases},     {"databases", doc_databases}, {"load", doc_load},
+};
+
+#define NCHECKS (sizeof checks / sizeof checks[0])
+
+static const char *const status_names[] = {"ok", "problem", "skipped"};
+
+void doc_set(struct doc_result *r, enum doc_status status, const char *fmt, ...)
+{
+    va_list ap;
+    r->status = status;
+    va_start(ap, fmt);
+    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
+    va_end(ap);
+}
+
+/* One request to the daemon (never starting one): its reply, or NULL
+ * with err. */
+static json_t *ask(const char *op, char *err, size_t errlen)
+{
+    json_t *req = json_pack("{ss}", "op", op), *reply = NULL;
+    int r = req ? cli_call(req, 0, &reply, err, errlen) : -1;
+    json_decref(req);
+    if (r == 0 && !json_is_true(json_object_get(reply, "ok"))) {
+        snprintf(err, errlen, "the daemon refused %s: %s", op,
+                 json_string_value(json_object_get(reply, "error")));
+        json_decref(reply);
+        return NULL;
+    }
+    return r == 0 ? reply : NULL;
+}
+
+/* The daemon's ping and this worktree's entry on c->front. */
+static void ask_daemon(struct doc_ctx *c)
+{
+    char err[512];
+    if (!(c->ping = ask("ping", c->daemon_err, sizeof c->daemon_err)) ||
+        !(c->entries = ask("list", err, sizeof err)))
+        return;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(c->entries, "entries"), i, e) {
+        const char *w = json_string_value(json_object_get(e, "worktree"));
+        if (c->have_wt && w && strcmp(w, c->wt.root) == 0 && !json_object_get(e, "remote") &&
+            json_integer_value(json_object_get(e, "front")) == c->front)
+            c->entry = e;
+    }
+}
+
+/* Gather what the checks share. 0, or 2 for a bad --front. */
+static int gather(struct doc_ctx *c, const char *front)
+{
+    long f = 0;
+    if (front && cli_number(front, 1, 65535, &f) < 0) {
+        fprintf(stderr, "wtproxy doctor: --front \"%s\" is not a port (1-65535)\n", front);
+        return 2;
+    }
+    c->have_wt = host_worktree_of(".", &c->wt, c->wt_err, sizeof c->wt_err) == 0;
+    int from_file = 0;
+    if (c->have_wt) {
+        /* The daemon reads the main checkout's .wtproxy as well (the
+         * repository's), so either counts. */
+        char main_root[PATH_MAX];
+        snprintf(main_root, sizeof main_root, "%s", c->wt.common);
+        char *slash = strrchr(main_root, '/');
+        from_file = cli_wtproxy_front(c->wt.root, &c->has_file);
+        if (slash && strcmp(slash, "/.git") == 0) {
+            *slash = '\0';
+            int main_front = cli_wtproxy_front(main_root, &c->main_has_file);
+            c->has_file |= c->main_has_file;
+            if (!from_file) from_file = main_front;
+        }
+    }
+    c->front = f ? (int)f : from_file ? from_file : WTP_DEFAULT_FRONT_PORT;
+    ask_daemon(c);
+    return 0;
+}
+
+static void print_text(const struct doc_result *res)
+{
+    for (size_t i = 0; i < NCHECKS; i++) {
+        printf("%-8s %-11s %s\n", status_names[res[i].status], checks[i].name, res[i].detail);
+        if (res[i].status == DOC_PROBLEM && res[i].fix[0])
+            printf("%-8s %-11s fix: %s\n", "", "", res[i].fix);
+    }
+}
+
+static void print_json(const struct doc_ctx *c, const struct doc_result *res, int ok)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < NCHECKS; i++)
+        json_array_append_new(arr, json_pack("{ss ss ss so}", "name", checks[i].name, "status",
+                                             status_names[res[i].status], "detail",
+                                             res[i].detail, "fix",
+                                             res[i].status == DOC_PROBLEM && res[i].fix[0]
+                                                 ? json_string(res[i].fix) : json_null()));
+    json_t *o = json_pack("{sb si so so}", "ok", ok, "front", c->front, "worktree",
+                          c->have_wt ? json_string(c->wt.root) : json_null(), "checks", arr);
+    json_dumpf(o, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(o);
+}
+
+int cli_doctor_main(int argc, char **argv)
+{
+    const char *front = NULL;
+    int json = 0;
+    const struct cli_opt opts[] = {{"front", &front, NULL}, {"json", NULL, &json}, {0}};
+    char err[256];
+    int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
+    if (r) {
+        if (r > 0) return CLI_HELP;
+        fprintf(stderr, "wtproxy doctor: %s (see wtproxy doctor --help)\n", err);
+        return 2;
+    }
+    struct doc_ctx c = {0};
+    if ((r = gather(&c, front)) != 0) return r;
+    struct doc_result *res = calloc(NCHECKS, sizeof *res);
+    if (!res) {
+        fprintf(stderr, "wtproxy doctor: out of memory\n");
+        return 1;
+    }
+    int ok = 1;
+    for (size_t i = 0; i < NCHECKS; i++) {
+        checks[i].run(&c, &res[i]);
+        ok &= res[i].status != DOC_PROBLEM;
+    }
+    if (json) print_json(&c, res, ok);
+    else print_text(res);
+    free(res);
+    json_decref(c.ping);
+    json_decref(c.entries);
+    return ok ? 0 : 1;
+}

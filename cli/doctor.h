@@ -1,0 +1,58 @@
+/* doctor.h - `wtproxy doctor`'s checks and what they share: the facts
+ * gathered once (the worktree, the daemon's ping and entries, the front
+ * port) and one result per check. Internal to cli/. */
+#ifndef WTP_CLI_DOCTOR_H
+#define WTP_CLI_DOCTOR_H
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "host.h"
+
+#define DOC_WHOAMI_TIMEOUT_MS 3000   /* one GET /__whoami to the worktree's server */
+#define DOC_WALK_MAX_MS 5000         /* counting this tree's folders */
+#define DOC_WALK_MAX_DIRS 1000000
+#define DOC_PG_TIMEOUT_S "3"         /* connect_timeout to the app's database server */
+#define DOC_PG_STATEMENT_MS "3000"   /* and each statement there */
+#define DOC_LOAD_PER_CPU_MAX 1.5     /* above: timing-sensitive tests start to fail */
+#define DOC_PG_FREE_MIN 10           /* connections left for a test run's workers */
+
+enum doc_status { DOC_OK, DOC_PROBLEM, DOC_SKIP };
+
+struct doc_result {
+    enum doc_status status;
+    char detail[2048]; /* what was found */
+    char fix[1024];    /* with a problem: the one command that fixes it */
+};
+
+struct doc_ctx {
+    int front;                 /* the front port checked */
+    int have_wt;               /* the cwd is in a worktree */
+    struct host_worktree wt;
+    char wt_err[PATH_MAX + 256];
+    int has_file;              /* the worktree (or its main checkout) has .wtproxy */
+    int main_has_file;         /* the main checkout has it (the daemon reads that one) */
+    json_t *ping;              /* the daemon's ping reply; NULL: no daemon */
+    char daemon_err[512];
+    json_t *entry;             /* this worktree's entry on front (borrowed from entries) */
+    json_t *entries;
+};
+
+/* Each fills r. doctor_checks.c: the daemon and this worktree's server. */
+void doc_daemon(struct doc_ctx *c, struct doc_result *r);
+void doc_worktree(struct doc_ctx *c, struct doc_result *r);
+void doc_server(struct doc_ctx *c, struct doc_result *r);
+void doc_whoami(struct doc_ctx *c, struct doc_result *r);
+
+/* doctor_env.c: the machine and the app around it. */
+void doc_inotify(struct doc_ctx *c, struct doc_result *r);
+void doc_playwright(struct doc_ctx *c, struct doc_result *r);
+void doc_leases(struct doc_ctx *c, struct doc_result *r);
+void doc_databases(struct doc_ctx *c, struct doc_result *r);
+void doc_load(struct doc_ctx *c, struct doc_result *r);
+
+/* Set r to status with a printf-style detail. */
+void doc_set(struct doc_result *r, enum doc_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

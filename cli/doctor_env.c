@@ -1,0 +1,270 @@
+/* doctor_env.c - `wtproxy doctor`'s checks of what surrounds the server:
+ * the inotify limits the fingerprint watcher needs, the Playwright
+ * config's recipe, this worktree's leases and test databases with the
+ * database server's connection headroom, and the load. */
+#include <dirent.h>
+#include <ftw.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "reg_pg.h"
+#include "whoami.h"
+
+static long read_long(const char *path)
+{
+    char buf[64];
+    long v;
+    if (host_read_small_file(path, buf, sizeof buf) <= 0) return -1;
+    buf[strcspn(buf, "\n")] = '\0';
+    return cli_number(buf, 0, 1L << 40, &v) == 0 ? v : -1;
+}
+
+/* nftw gives no user argument: the walk's state, for one walk at a time. */
+static struct {
+    size_t root_len, dirs;
+    struct timespec deadline;
+    int cut;
+} walk;
+
+static int count_dir(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    (void)st, (void)f;
+    if (type != FTW_D) return FTW_CONTINUE;
+    const char *rel = path + walk.root_len + (path[walk.root_len] == '/');
+    if (*rel && whoami_patterns_prune(whoami_default_patterns(), rel)) return FTW_SKIP_SUBTREE;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (++walk.dirs >= DOC_WALK_MAX_DIRS || now.tv_sec > walk.deadline.tv_sec ||
+        (now.tv_sec == walk.deadline.tv_sec && now.tv_nsec > walk.deadline.tv_nsec)) {
+        walk.cut = 1;
+        return FTW_STOP;
+    }
+    return FTW_CONTINUE;
+}
+
+/* Worktrees of the repository: the main checkout and common/worktrees/. */
+static long worktree_count(const char *common)
+{
+    char path[PATH_MAX + 16];
+    long n = 1;
+    snprintf(path, sizeof path, "%s/worktrees", common);
+    DIR *d = opendir(path);
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+void doc_inotify(struct doc_ctx *c, struct doc_result *r)
+{
+    long watches = read_long("/proc/sys/fs/inotify/max_user_watches");
+    long instances = read_long("/proc/sys/fs/inotify/max_user_instances");
+    if (watches < 0 || instances < 0 || !c->have_wt) {
+        doc_set(r, DOC_SKIP, "%s", !c->have_wt ? "not in a worktree"
+                : "cannot read /proc/sys/fs/inotify/max_user_{watches,instances}");
+        return;
+    }
+    memset(&walk, 0, sizeof walk);
+    walk.root_len = strlen(c->wt.root);
+    clock_gettime(CLOCK_MONOTONIC, &walk.deadline);
+    walk.deadline.tv_sec += DOC_WALK_MAX_MS / 1000;
+    nftw(c->wt.root, count_dir, 32, FTW_PHYS | FTW_ACTIONRETVAL);
+    long trees = worktree_count(c->wt.common), need = (long)walk.dirs * trees;
+    char what[256];
+    snprintf(what, sizeof what, "%s%zu folders here (node_modules, .git, venvs left out) x %ld "
+             "worktree%s = %ld watches", walk.cut ? "at least " : "", walk.dirs, trees,
+             trees == 1 ? "" : "s", need);
+    if (need > watches || instances < trees) {
+        doc_set(r, DOC_PROBLEM, "%s; the limits are max_user_watches %ld, max_user_instances "
+                "%ld: the fingerprint watcher misses edits past them", what, watches, instances);
+        long want = need * 2 > 524288 ? need * 2 : 524288;
+        snprintf(r->fix, sizeof r->fix, "sudo sysctl fs.inotify.max_user_watches=%ld "
+                 "fs.inotify.max_user_instances=%ld", want, instances < 1024 ? 1024 : instances);
+        return;
+    }
+    doc_set(r, DOC_OK, "%s, within max_user_watches %ld (max_user_instances %ld)", what, watches,
+            instances);
+}
+
+void doc_playwright(struct doc_ctx *c, struct doc_result *r)
+{
+    struct cli_playwright pw;
+    if (!c->have_wt) {
+        doc_set(r, DOC_SKIP, "not in a worktree");
+        return;
+    }
+    cli_playwright_read(c->wt.root, &pw);
+    const char *f = pw.file;
+    if (!f[0]) doc_set(r, DOC_SKIP, "no playwright.config.{ts,js,mjs,cjs} here");
+    else if (!pw.web_server)
+        doc_set(r, DOC_OK, "%s has no webServer: start the server with wtproxy run or the "
+                ".wtproxy", f);
+    else if (pw.uses_run && pw.has_url)
+        doc_set(r, DOC_OK, "%s: recipe url, webServer.command runs `wtproxy run`%s", f,
+                pw.reuse ? "" : " (reuseExistingServer is off: a second run in this "
+                "worktree is refused while the first runs)");
+    else if (c->has_file && pw.reuse)
+        doc_set(r, DOC_OK, "%s: recipe %s with a .wtproxy: the first request starts this "
+                "worktree's own server, which is then reused", f, pw.has_port ? "port" : "url");
+    else {
+        doc_set(r, DOC_PROBLEM, "%s: webServer %s without wtproxy: %s", f,
+                pw.has_port ? "port" : "url",
+                pw.reuse ? "reuseExistingServer with a fixed port reuses whatever server holds "
+                           "it, maybe another worktree's"
+                         : "parallel worktrees collide on the fixed port");
+        snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
+    }
+    free(pw.text);
+}
+
+void doc_leases(struct doc_ctx *c, struct doc_result *r)
+{
+    void *pg = NULL;
+    char err[512];
+    json_t *all = NULL;
+    int opened = cli_lease_open(&pg, err, sizeof err) == 0;
+    if (opened && !pg && !c->ping) { /* the embedded store is the daemon's: never start one */
+        doc_set(r, DOC_SKIP, "no daemon and no PostgreSQL registry: no lease store to ask");
+        return;
+    }
+    if (!opened || !(all = cli_lease_list(pg, err, sizeof err))) {
+        doc_set(r, DOC_PROBLEM, "the lease store cannot be read: %s", err);
+        snprintf(r->fix, sizeof r->fix, "wtproxy leases");
+        cli_lease_close(pg);
+        return;
+    }
+    cli_lease_close(pg);
+    char mine[1024] = "", others[1024] = "";
+    size_t i, n_mine = 0, n_others = 0;
+    json_t *l;
+    json_array_foreach(all, i, l) {
+        const char *id = json_string_value(json_object_get(l, "id"));
+        const char *w = json_string_value(json_object_get(l, "worktree"));
+        int is_mine = c->have_wt && w && strcmp(w, c->wt.root) == 0;
+        char *buf = is_mine ? mine : others;
+        size_t len = strlen(buf);
+        snprintf(buf + len, sizeof mine - len, "%s%s%s%s", len ? ", " : "", id ? id : "?",
+                 is_mine ? "" : " by ", is_mine ? "" : (w ? w : "?"));
+        is_mine ? n_mine++ : n_others++;
+    }
+    doc_set(r, DOC_OK, "this worktree holds %zu lease%s%s%s; others hold %zu%s%s", n_mine,
+            n_mine == 1 ? "" : "s", n_mine ? ": " : "", mine, n_others, n_others ? ": " : "",
+            others);
+    json_decref(all);
+}
+
+/* One row of one column as a long, -1 when not there. */
+static long pg_long(PGresult *res, int col)
+{
+    long v;
+    const char *s = PQntuples(res) == 1 ? PQgetvalue(res, 0, col) : NULL;
+    return s && cli_number(s, 0, 1L << 40, &v) == 0 ? v : -1;
+}
+
+/* The test databases stamped by wtproxy db claim ('wtproxy:<machine>:
+ * <worktree>|<hash>', registry/CLAIMS.md): this worktree's, and the
+ * others' with their owners, into mine and others. */
+static void stamped(struct doc_ctx *c, PGconn *conn, char *mine, char *others, size_t len)
+{
+    PGresult *res = PQexec(conn, "SELECT datname, shobj_description(oid, 'pg_database') "
+                           "FROM pg_database WHERE shobj_description(oid, 'pg_database') "
+                           "LIKE 'wtproxy:%' ORDER BY 1");
+    for (int i = 0; PQresultStatus(res) == PGRES_TUPLES_OK && i < PQntuples(res); i++) {
+        const char *name = PQgetvalue(res, i, 0), *stamp = PQgetvalue(res, i, 1);
+        const char *wt = strchr(stamp + 8, ':');
+        size_t wlen = wt ? strcspn(wt + 1, "|") : 0;
+        int is_mine = c->have_wt && wt && strlen(c->wt.root) == wlen &&
+                      strncmp(wt + 1, c->wt.root, wlen) == 0;
+        char *buf = is_mine ? mine : others;
+        size_t n = strlen(buf);
+        if (is_mine) snprintf(buf + n, len - n, "%s%s", n ? ", " : "", name);
+        else snprintf(buf + n, len - n, "%s%s (%.*s)", n ? ", " : "", name, (int)wlen,
+                      wt ? wt + 1 : "?");
+    }
+    PQclear(res);
+}
+
+/* max_connections against what is in use, and the stamped databases. */
+static void headroom(struct doc_ctx *c, PGconn *conn, const char *where, struct doc_result *r)
+{
+    PGresult *res = PQexec(conn, "SELECT current_setting('max_connections'), "
+                           "current_setting('superuser_reserved_connections'), "
+                           "(SELECT count(*) FROM pg_stat_activity)");
+    long max = pg_long(res, 0), reserved = pg_long(res, 1), used = pg_long(res, 2);
+    PQclear(res);
+    if (max < 0 || reserved < 0 || used < 0) {
+        doc_set(r, DOC_PROBLEM, "%s: cannot read max_connections: %s", where,
+                PQerrorMessage(conn));
+        snprintf(r->fix, sizeof r->fix, "psql -c 'SHOW max_connections'");
+        return;
+    }
+    char mine[1024] = "", others[1024] = "";
+    stamped(c, conn, mine, others, sizeof mine);
+    long left = max - reserved - used;
+    doc_set(r, left < DOC_PG_FREE_MIN ? DOC_PROBLEM : DOC_OK,
+            "%s: %ld of max_connections %ld in use (%ld reserved), %ld left%s; this worktree's "
+            "test databases: %s; others': %s", where, used, max, reserved, left,
+            left < DOC_PG_FREE_MIN ? ": a test run with parallel workers will be refused" : "",
+            mine[0] ? mine : "none", others[0] ? others : "none");
+    if (left < DOC_PG_FREE_MIN)
+        snprintf(r->fix, sizeof r->fix, "psql -c 'ALTER SYSTEM SET max_connections = %ld' and "
+                 "restart PostgreSQL (or stop idle dev servers: wtproxy ls)", max * 2);
+}
+
+/* $name when set and not empty, else NULL. */
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+void doc_databases(struct doc_ctx *c, struct doc_result *r)
+{
+    const char *server = env("WTPROXY_DB_SERVER");
+    if (!server && !env("PGHOST") && !env("PGPORT") && !env("PGSERVICE") && !env("PGDATABASE")) {
+        doc_set(r, DOC_SKIP, "no database server named (WTPROXY_DB_SERVER or PGHOST/PGPORT, as "
+                "wtproxy db claim takes it)");
+        return;
+    }
+    const char *keys[] = {"dbname", "connect_timeout", "options", "application_name", NULL};
+    const char *vals[] = {server ? server : "postgres", DOC_PG_TIMEOUT_S,
+                          "-c statement_timeout=" DOC_PG_STATEMENT_MS, "wtproxy doctor", NULL};
+    char where[512];
+    if (server) reg_pg_mask(server, where, sizeof where);
+    else snprintf(where, sizeof where, "the PG* server (host %s, port %s)",
+                  env("PGHOST") ? env("PGHOST") : "default", env("PGPORT") ? env("PGPORT") : "5432");
+    PGconn *conn = PQconnectdbParams(keys, vals, 1);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        doc_set(r, DOC_PROBLEM, "%s cannot be reached: %s", where,
+                conn ? PQerrorMessage(conn) : "out of memory");
+        r->detail[strcspn(r->detail, "\n")] = '\0';
+        snprintf(r->fix, sizeof r->fix, "pg_isready%s%s (then start PostgreSQL, or fix "
+                 "WTPROXY_DB_SERVER)", server ? " -d " : "", server ? "\"$WTPROXY_DB_SERVER\"" : "");
+    } else {
+        headroom(c, conn, where, r);
+    }
+    PQfinish(conn);
+}
+
+void doc_load(struct doc_ctx *c, struct doc_result *r)
+{
+    (void)c;
+    double load[1];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (getloadavg(load, 1) != 1 || cpus < 1) {
+        doc_set(r, DOC_SKIP, "cannot read the load average");
+        return;
+    }
+    double per = load[0] / (double)cpus;
+    doc_set(r, per > DOC_LOAD_PER_CPU_MAX ? DOC_PROBLEM : DOC_OK,
+            "load %.2f over 1 minute on %ld CPU%s: %.2f per CPU%s", load[0], cpus,
+            cpus == 1 ? "" : "s", per, per > DOC_LOAD_PER_CPU_MAX ?
+            "; servers start slowly and timing-sensitive tests fail" : "");
+    if (per > DOC_LOAD_PER_CPU_MAX)
+        snprintf(r->fix, sizeof r->fix, "run fewer test runs at once (playwright test "
+                 "--workers 1), and look at what runs: top -o %%CPU");
+}

@@ -1,0 +1,42 @@
+/* init.h - `wtproxy init`'s plan: the files it would create or edit and
+ * the notes it prints (init_edit.c makes it, init.c shows and applies it).
+ * Internal to cli/. */
+#ifndef WTP_CLI_INIT_H
+#define WTP_CLI_INIT_H
+
+#include <jansson.h>
+#include <limits.h>
+
+#include "cli.h"
+
+#define INIT_MAX_CHANGES 4
+
+enum init_recipe { INIT_RECIPE_NONE, INIT_RECIPE_URL, INIT_RECIPE_PORT };
+
+struct init_change {
+    char path[PATH_MAX]; /* relative to the checkout */
+    char *old;           /* its text now; NULL: a new file */
+    char *new;           /* its text after */
+};
+
+struct init_plan {
+    const char *dir;           /* the checkout */
+    struct cli_app app;
+    enum init_recipe recipe;
+    int front;                 /* the .wtproxy's front port */
+    int databases;             /* the two DB edits are wanted */
+    struct init_change ch[INIT_MAX_CHANGES];
+    size_t n;
+    json_t *notes;             /* strings: what was left alone and why, what to do by hand */
+};
+
+/* Fill p->ch and p->notes from p->app, p->recipe, p->front and
+ * p->databases. Returns 0, or -1 out of memory. */
+int init_plan_make(struct init_plan *p);
+void init_plan_free(struct init_plan *p);
+
+/* Append a note (printf-style). */
+void init_note(struct init_plan *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

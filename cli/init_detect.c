@@ -1,0 +1,314 @@
+/* init_detect.c - what an app checkout is, for `wtproxy init` (which edits
+ * it) and `wtproxy doctor` (which judges it): Django (manage.py and the
+ * settings module it names), Node (package.json with next, vite, express
+ * or a plain `node` script), and the Playwright config's webServer recipe.
+ *
+ * This is text inspection, not parsing: it only recognises the literal
+ * forms a project usually has (`os.environ.setdefault(
+ * 'DJANGO_SETTINGS_MODULE', 'shop.settings')`, `baseURL: 'http://
+ * localhost:8000'`). Anything else is reported as unknown, and init then
+ * prints instructions instead of editing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+char *cli_read_text(const char *path, size_t max, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    char *buf = NULL;
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
+        errno = e;
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+        snprintf(err, errlen, "%s is not a regular file of at most %zu bytes", path, max);
+        errno = EINVAL;
+        goto out;
+    }
+    size_t n = 0, want = (size_t)st.st_size;
+    if (!(buf = malloc(want + 1))) {
+        snprintf(err, errlen, "out of memory reading %s", path);
+        goto out;
+    }
+    while (n < want) {
+        ssize_t r = read(fd, buf + n, want - n);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR) continue;
+            break; /* shrank meanwhile: take what is there */
+        }
+        n += (size_t)r;
+    }
+    buf[n] = '\0';
+    if (strlen(buf) != n) { /* a NUL byte: not a text file we may edit */
+        snprintf(err, errlen, "%s holds a NUL byte: not a text file", path);
+        free(buf);
+        buf = NULL;
+        errno = EINVAL;
+    }
+out:
+    close(fd);
+    return buf;
+}
+
+int cli_join(char *out, size_t len, const char *dir, const char *name)
+{
+    int n = snprintf(out, len, "%s/%s", dir, name);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* The text of dir/name, NULL when absent or unreadable (err says which). */
+static char *read_in(const char *dir, const char *name, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    if (cli_join(path, sizeof path, dir, name) < 0) return NULL;
+    return cli_read_text(path, CLI_INIT_FILE_MAX, err, errlen);
+}
+
+static int is_file(const char *dir, const char *name, int want_exec)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (cli_join(path, sizeof path, dir, name) < 0) return 0;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+           (!want_exec || access(path, X_OK) == 0);
+}
+
+/* The quoted literal ('...' or "...") starting at p (after blanks), copied
+ * into out. Returns the byte after its closing quote, or NULL. */
+static const char *quoted(const char *p, char *out, size_t outlen)
+{
+    p += strspn(p, " \t");
+    if (*p != '\'' && *p != '"') return NULL;
+    const char *end = strchr(p + 1, *p);
+    if (!end || (size_t)(end - p - 1) >= outlen || memchr(p + 1, '\n', (size_t)(end - p - 1)))
+        return NULL;
+    memcpy(out, p + 1, (size_t)(end - p - 1));
+    out[end - p - 1] = '\0';
+    return end + 1;
+}
+
+/* The settings module manage.py sets as DJANGO_SETTINGS_MODULE's default,
+ * as a path relative to the checkout ("shop/settings.py"). */
+static int django_settings(const char *dir, const char *manage, char *out, size_t outlen,
+                           char *err, size_t errlen)
+{
+    const char *p = strstr(manage, "DJANGO_SETTINGS_MODULE");
+    char module[256];
+    if (!p || !(p = strchr(p, ',')) || !quoted(p + 1, module, sizeof module) ||
+        strspn(module, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
+            strlen(module)) {
+        snprintf(err, errlen, "manage.py names no settings module: looked for "
+                 "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings')");
+        return -1;
+    }
+    for (char *c = module; *c; c++)
+        if (*c == '.') *c = '/';
+    snprintf(out, outlen, "%s.py", module);
+    if (is_file(dir, out, 0)) return 0;
+    snprintf(out, outlen, "%s/__init__.py", module);
+    if (is_file(dir, out, 0)) return 0;
+    snprintf(err, errlen, "manage.py names settings %s, but neither %s.py nor %s/__init__.py "
+             "exists", module, module, module);
+    return -1;
+}
+
+/* Django: the settings file and a start command whose interpreter is the
+ * project's virtualenv when it has one (the daemon starts .wtproxy
+ * servers with its own environment, without an activated venv). */
+static int detect_django(const char *dir, struct cli_app *app, char *err, size_t errlen)
+{
+    char *manage = read_in(dir, "manage.py", err, errlen);
+    if (!manage) return -1;
+    int r = django_settings(dir, manage, app->settings, sizeof app->settings, err, errlen);
+    free(manage);
+    if (r < 0) return -1;
+    const char *py = is_file(dir, ".venv/bin/python", 1) ? ".venv/bin/python"
+                     : is_file(dir, "venv/bin/python", 1) ? "venv/bin/python"
+                                                          : "python3";
+    app->kind = CLI_APP_DJANGO;
+    snprintf(app->start, sizeof app->start, "%s manage.py runserver 127.0.0.1:{port}", py);
+    return 0;
+}
+
+static int has_dep(json_t *pkg, const char *name)
+{
+    return json_object_get(json_object_get(pkg, "dependencies"), name) ||
+           json_object_get(json_object_get(pkg, "devDependencies"), name);
+}
+
+/* scripts.dev, else scripts.start, when it runs `node FILE...`. */
+static const char *node_script(json_t *pkg)
+{
+    json_t *scripts = json_object_get(pkg, "scripts");
+    const char *names[] = {"dev", "start"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *s = json_string_value(json_object_get(scripts, names[i]));
+        if (s && strncmp(s, "node ", 5) == 0 && !strpbrk(s, "&|;`$<>")) return s;
+    }
+    return NULL;
+}
+
+static int detect_node(const char *dir, struct cli_app *app, char *err, size_t errlen)
+{
+    char *text = read_in(dir, "package.json", err, errlen);
+    if (!text) return -1;
+    json_t *pkg = json_loads(text, 0, NULL);
+    free(text);
+    const char *script = pkg ? node_script(pkg) : NULL;
+    int r = 0;
+    if (pkg && has_dep(pkg, "next")) {
+        app->kind = CLI_APP_NEXT;
+        snprintf(app->start, sizeof app->start,
+                 "node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}");
+    } else if (pkg && has_dep(pkg, "vite")) {
+        app->kind = CLI_APP_VITE;
+        snprintf(app->start, sizeof app->start,
+                 "node_modules/.bin/vite --host 127.0.0.1 --port {port} --strictPort");
+    } else if (script) {
+        app->kind = has_dep(pkg, "express") ? CLI_APP_EXPRESS : CLI_APP_NODE;
+        /* The script's own command: wtproxy run gives it the port as $PORT. */
+        snprintf(app->start, sizeof app->start, "%s", script);
+    } else {
+        snprintf(err, errlen, "package.json has none of the dependencies next, vite, nor a "
+                 "`node FILE` command in scripts.dev or scripts.start");
+        r = -1;
+    }
+    json_decref(pkg);
+    return r;
+}
+
+/* The end of the {...} block opening at or after p (strings skipped), or
+ * NULL when it does not close. */
+static const char *block_end(const char *p)
+{
+    int depth = 0;
+    for (p = strchr(p, '{'); p && *p; p++) {
+        if (p[0] == '/' && (p[1] == '/' || p[1] == '*')) { /* a comment: its quotes are prose */
+            const char *q = p[1] == '/' ? strchr(p, '\n') : strstr(p + 2, "*/");
+            if (!q) return NULL;
+            p = q + (p[1] == '*');
+        } else if (*p == '\'' || *p == '"' || *p == '`') {
+            const char *q = strchr(p + 1, *p);
+            if (!q) return NULL;
+            p = q;
+        } else if (*p == '{') {
+            depth++;
+        } else if (*p == '}' && --depth == 0) {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* The port of a literal http://localhost:N or http://127.0.0.1:N URL that
+ * follows key ("baseURL:", "url:") in [from, to), 0 when none. */
+static int literal_port(const char *from, const char *to, const char *key)
+{
+    const char *p = strstr(from, key);
+    char url[512];
+    if (!p || p >= to || !quoted(p + strlen(key), url, sizeof url)) return 0;
+    const char *hosts[] = {"http://localhost:", "http://127.0.0.1:"};
+    for (size_t i = 0; i < 2; i++) {
+        long port;
+        char digits[8] = "";
+        if (strncmp(url, hosts[i], strlen(hosts[i])) != 0) continue;
+        const char *d = url + strlen(hosts[i]);
+        size_t n = strspn(d, "0123456789");
+        if (n == 0 || n >= sizeof digits) return 0;
+        memcpy(digits, d, n);
+        if (cli_number(digits, 1, 65535, &port) == 0) return (int)port;
+    }
+    return 0;
+}
+
+/* Whether [from, to) holds needle. */
+static int within(const char *from, const char *to, const char *needle)
+{
+    const char *p = strstr(from, needle);
+    return p && p < to;
+}
+
+void cli_playwright_read(const char *dir, struct cli_playwright *pw)
+{
+    static const char *const names[] = {"playwright.config.ts", "playwright.config.js",
+                                        "playwright.config.mjs", "playwright.config.cjs"};
+    char err[256];
+    memset(pw, 0, sizeof *pw);
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !pw->text; i++)
+        if ((pw->text = read_in(dir, names[i], err, sizeof err)))
+            snprintf(pw->file, sizeof pw->file, "%s", names[i]);
+    if (!pw->text) return;
+    pw->front = literal_port(pw->text, pw->text + strlen(pw->text), "baseURL:");
+    const char *ws = strstr(pw->text, "webServer:");
+    const char *end = ws ? block_end(ws) : NULL;
+    if (!end) return;
+    pw->web_server = 1;
+    pw->has_url = within(ws, end, "url:");
+    pw->has_port = within(ws, end, "port:");
+    pw->uses_run = within(ws, end, "wtproxy run") || within(ws, end, "wtproxy} run");
+    pw->reuse = within(ws, end, "reuseExistingServer:") &&
+                !within(ws, end, "reuseExistingServer: false");
+    if (!pw->front) pw->front = literal_port(ws, end, "url:");
+}
+
+int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errlen)
+{
+    memset(app, 0, sizeof *app);
+    int r;
+    if (is_file(dir, "manage.py", 0))
+        r = detect_django(dir, app, err, errlen);
+    else if (is_file(dir, "package.json", 0))
+        r = detect_node(dir, app, err, errlen);
+    else {
+        snprintf(err, errlen, "%s holds neither manage.py (Django) nor package.json (Node: "
+                 "next, vite, express or a `node` script in scripts.dev/start)", dir);
+        r = -1;
+    }
+    cli_playwright_read(dir, &app->pw);
+    return r;
+}
+
+/* Lines "front = N" as the daemon reads them (conf/wtproxy-file.example):
+ * a comment starts at '#' after a blank; the last one wins. */
+int cli_wtproxy_front(const char *dir, int *has)
+{
+    char path[PATH_MAX], err[256];
+    char *text = cli_join(path, sizeof path, dir, ".wtproxy") < 0 ? NULL
+                 : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    long front = 0;
+    *has |= text != NULL;
+    for (char *l = text, *nl; l && *l; l = nl ? nl + 1 : l + strlen(l)) {
+        nl = strchr(l, '\n');
+        if (nl) *nl = '\0';
+        if (strncmp(l, "front", 5) == 0 && l[5 + strspn(l + 5, " \t")] == '=') {
+            char *v = strchr(l, '=') + 1;
+            v += strspn(v, " \t");
+            v[strcspn(v, " \t#")] = '\0';
+            if (cli_number(v, 1, 65535, &front) < 0) front = 0;
+        }
+    }
+    free(text);
+    return (int)front;
+}
+
+const char *cli_app_name(enum cli_app_kind k)
+{
+    static const char *const names[] = {"unknown", "django", "next", "vite", "express",
+                                        "node"};
+    return names[k];
+}
+
+void cli_app_free(struct cli_app *app)
+{
+    free(app->pw.text);
+    app->pw.text = NULL;
+}

@@ -1,0 +1,306 @@
+/* init_edit.c - the edits `wtproxy init` makes to an app, as new file
+ * texts: the .wtproxy file, the whoami middleware line and the dev-database
+ * lines of Django settings, and the Playwright webServer command of recipe
+ * "url". Each edit is made only where the file has the literal form we
+ * can edit safely; elsewhere a note says what to do by hand. An edit
+ * already made is recognised by its distinctive text, so a second run
+ * changes nothing.
+ *
+ * Every line we add carries a comment saying why, and that it must stay:
+ * an agent tidying the file later must not "simplify" a {port} back into
+ * a fixed port, or drop the middleware the gate needs. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "init.h"
+
+#define MIDDLEWARE_CLASS "wtproxy_whoami.django.WhoamiMiddleware"
+#define TEST_RUNNER_CLASS "wtproxy_whoami.django_db.ClaimingTestRunner"
+#define CLAIMED_CALL "claimed_databases(DATABASES)"
+
+static const char why_file[] =
+    "# wtproxy: the daemon starts THIS worktree's dev server on a port it picks ({port}); a "
+    "fixed port would serve another worktree's code under parallel worktrees - do not "
+    "simplify\n";
+static const char why_middleware[] =
+    "# wtproxy: answers /__whoami so wtproxy routes only to a server of this checkout's "
+    "current code; without it requests are refused - do not remove\n";
+static const char why_runner[] =
+    "# wtproxy: each worktree's tests claim their own test database; a shared one breaks "
+    "parallel runs - do not remove\n";
+static const char why_databases[] =
+    "# wtproxy: this worktree's claimed database names; a fixed name comes back wrong under "
+    "parallel worktrees - do not remove\n";
+static const char why_playwright[] =
+    "// wtproxy: starts this worktree's server on a port wtproxy picks and routes the "
+    "baseURL's port to it; a fixed port here serves another worktree's code - do not "
+    "simplify\n";
+
+void init_note(struct init_plan *p, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_array_append_new(p->notes, json_string(buf));
+}
+
+/* A growable text for building a file. */
+struct text {
+    char *s;
+    size_t len, cap;
+    int oom;
+};
+
+static void put(struct text *t, const char *s, size_t n)
+{
+    if (t->oom) return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = (t->len + n + 1) * 2;
+        char *s2 = realloc(t->s, cap);
+        if (!s2) {
+            t->oom = 1;
+            return;
+        }
+        t->s = s2, t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+static void puts_t(struct text *t, const char *s) { put(t, s, strlen(s)); }
+
+/* Record the change of path from old (NULL: new file; owned by the plan
+ * afterwards) to t's text. -1 out of memory. */
+static int add_change(struct init_plan *p, const char *path, char *old, struct text *t)
+{
+    if (t->oom || p->n == INIT_MAX_CHANGES) {
+        free(old);
+        free(t->s);
+        return -1;
+    }
+    struct init_change *c = &p->ch[p->n++];
+    snprintf(c->path, sizeof c->path, "%s", path);
+    c->old = old;
+    c->new = t->s;
+    return 0;
+}
+
+/* The start of the line at column 0 beginning with "NAME" then blanks and
+ * '=', or NULL. */
+static const char *assignment(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+        if (strncmp(l, name, n) == 0 && l[n + strspn(l + n, " \t")] == '=') return l;
+    return NULL;
+}
+
+/* The .wtproxy file: a new one, or a note when one is there already (it
+ * is the project's: never overwritten). */
+static int plan_wtproxy_file(struct init_plan *p)
+{
+    struct text t = {0};
+    char path[PATH_MAX], err[PATH_MAX + 64], line[1200];
+    puts_t(&t, why_file);
+    snprintf(line, sizeof line, "start = %s\nfront = %d\n", p->app.start, p->front);
+    puts_t(&t, line);
+    char *now = cli_join(path, sizeof path, p->dir, ".wtproxy") < 0 ? NULL
+                : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    if (!now && errno != ENOENT) {
+        init_note(p, ".wtproxy: left alone: %s", err);
+    } else if (now && t.s && strcmp(now, t.s) != 0) {
+        init_note(p, ".wtproxy: already there with other content; left as it is (wtproxy "
+                  "would write \"start = %s\", \"front = %d\")", p->app.start, p->front);
+    } else if (!now) {
+        return add_change(p, ".wtproxy", NULL, &t);
+    }
+    free(now);
+    free(t.s);
+    return t.oom ? -1 : 0;
+}
+
+/* Insert the middleware as MIDDLEWARE's first entry, after a line
+ * `MIDDLEWARE = [` (a trailing comment allowed), indented as the next
+ * line. Returns the offset to insert at with its indent, or -1. */
+static long middleware_spot(const char *text, char *indent, size_t indentlen)
+{
+    const char *l = assignment(text, "MIDDLEWARE");
+    if (!l) return -1;
+    const char *p = strchr(l, '=') + 1;
+    p += strspn(p, " \t");
+    if (*p != '[') return -1;
+    p += 1 + strspn(p + 1, " \t");
+    if (*p != '\n' && *p != '#') return -1; /* entries on the same line */
+    const char *next = strchr(p, '\n') + 1;
+    size_t n = strspn(next, " \t");
+    if (n == 0 || n >= indentlen || next[n] == ']') n = 0;
+    memcpy(indent, n ? next : "    ", n ? n : 4);
+    indent[n ? n : 4] = '\0';
+    return (long)(next - text);
+}
+
+/* The database lines, appended at the end: after DATABASES's assignment
+ * however many lines it spans. 0 with nothing to do, 1 with lines in t. */
+static int database_lines(struct init_plan *p, const char *text, struct text *t)
+{
+    int want = 0;
+    if (!strstr(text, TEST_RUNNER_CLASS)) {
+        if (assignment(text, "TEST_RUNNER"))
+            init_note(p, "%s: TEST_RUNNER is set to another runner; left alone. Make it "
+                      "\"%s\" (or have yours subclass it) by hand", p->app.settings,
+                      TEST_RUNNER_CLASS);
+        else
+            want |= 1;
+    }
+    if (!strstr(text, CLAIMED_CALL)) {
+        if (!assignment(text, "DATABASES"))
+            init_note(p, "%s: no `DATABASES =` line; add after yours by hand: from "
+                      "wtproxy_whoami.django_db import claimed_databases; DATABASES = %s",
+                      p->app.settings, CLAIMED_CALL);
+        else
+            want |= 2;
+    }
+    if (!want) return 0;
+    puts_t(t, "\n");
+    if (want & 1) {
+        puts_t(t, why_runner);
+        puts_t(t, "TEST_RUNNER = \"" TEST_RUNNER_CLASS "\"\n");
+    }
+    if (want & 2) {
+        puts_t(t, why_databases);
+        puts_t(t, "from wtproxy_whoami.django_db import claimed_databases  # noqa: E402\n"
+                  "DATABASES = " CLAIMED_CALL "\n");
+    }
+    return 1;
+}
+
+/* The settings file: the middleware line, and with p->databases the test
+ * runner and DATABASES lines. */
+static int plan_settings(struct init_plan *p)
+{
+    char path[PATH_MAX], err[PATH_MAX + 64], indent[64];
+    char *text = cli_join(path, sizeof path, p->dir, p->app.settings) < 0 ? NULL
+                 : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    if (!text) {
+        init_note(p, "%s: left alone: %s", p->app.settings, err);
+        return 0;
+    }
+    struct text t = {0};
+    long at = strstr(text, MIDDLEWARE_CLASS) ? -2 : middleware_spot(text, indent, sizeof indent);
+    if (at == -1)
+        init_note(p, "%s: no literal `MIDDLEWARE = [` line to edit safely; add '%s' as the "
+                  "FIRST entry of MIDDLEWARE by hand", p->app.settings, MIDDLEWARE_CLASS);
+    if (at >= 0) {
+        put(&t, text, (size_t)at);
+        puts_t(&t, indent);
+        puts_t(&t, why_middleware);
+        puts_t(&t, indent);
+        puts_t(&t, "'" MIDDLEWARE_CLASS "',\n");
+        puts_t(&t, text + at);
+    } else {
+        puts_t(&t, text);
+    }
+    if (t.len && t.s[t.len - 1] != '\n') puts_t(&t, "\n");
+    int db = p->databases && database_lines(p, text, &t);
+    if (at < 0 && !db) {
+        free(t.s);
+        free(text);
+        return 0;
+    }
+    return add_change(p, p->app.settings, text, &t);
+}
+
+/* Replace the quoted literal of webServer's `command:` with `wtproxy run
+ * -- START`, a comment line above it. Returns 1 edited (t), 0 not a
+ * literal we can edit. */
+static int edit_command(struct init_plan *p, const char *text, struct text *t)
+{
+    const char *ws = strstr(text, "webServer:");
+    const char *cmd = ws ? strstr(ws, "command:") : NULL;
+    if (!cmd) return 0;
+    const char *q = cmd + 8 + strspn(cmd + 8, " \t");
+    const char *end = (*q == '\'' || *q == '"' || *q == '`') ? strchr(q + 1, *q) : NULL;
+    const char *tpl = end ? strstr(q, "${") : NULL;
+    if (!end || memchr(q, '\n', (size_t)(end - q)) || (*q == '`' && tpl && tpl < end))
+        return 0;
+    const char *after = end + 1 + strspn(end + 1, " \t");
+    if (*after != ',' && *after != '\n' && *after != '}') return 0; /* an expression */
+    const char *bol = cmd;
+    while (bol > text && bol[-1] != '\n') bol--;
+    char line[1200];
+    put(t, text, (size_t)(bol - text));
+    put(t, bol, strspn(bol, " \t"));
+    puts_t(t, why_playwright);
+    put(t, bol, (size_t)(q - bol));
+    snprintf(line, sizeof line, "%cwtproxy run -- %s%c", *q, p->app.start, *q);
+    puts_t(t, line);
+    puts_t(t, end + 1);
+    return 1;
+}
+
+/* Recipe "url": webServer.command through `wtproxy run`. */
+static int plan_playwright(struct init_plan *p)
+{
+    struct cli_playwright *pw = &p->app.pw;
+    if (p->recipe == INIT_RECIPE_PORT) {
+        init_note(p, "%s: recipe \"port\": left as it is; the .wtproxy starts this worktree's "
+                  "server on its first request%s", pw->file, pw->reuse ? "" :
+                  " (set webServer.reuseExistingServer: true, or Playwright stops on the "
+                  "taken port)");
+        return 0;
+    }
+    if (pw->uses_run) return 0;
+    struct text t = {0};
+    if (!pw->web_server || !edit_command(p, pw->text, &t)) {
+        free(t.s);
+        init_note(p, "%s: webServer.command is not a plain string to edit safely; set it by "
+                  "hand to 'wtproxy run -- %s', with url: 'http://localhost:%d/' and "
+                  "reuseExistingServer: true", pw->file, p->app.start, p->front);
+        return t.oom ? -1 : 0;
+    }
+    char *old = strdup(pw->text);
+    if (!old) {
+        free(t.s);
+        return -1;
+    }
+    return add_change(p, pw->file, old, &t);
+}
+
+int init_plan_make(struct init_plan *p)
+{
+    if (!p->notes && !(p->notes = json_array())) return -1;
+    if (plan_wtproxy_file(p) < 0) return -1;
+    if (p->app.kind == CLI_APP_DJANGO && plan_settings(p) < 0) return -1;
+    if (p->app.kind == CLI_APP_DJANGO && strncmp(p->app.start, "python3 ", 8) == 0)
+        init_note(p, "start runs python3 from the daemon's PATH (no .venv/bin/python nor "
+                  "venv/bin/python here): if Django is installed elsewhere, name that "
+                  "interpreter in start");
+    if (p->app.kind != CLI_APP_DJANGO)
+        init_note(p, "Node: add the /__whoami middleware by hand (conf/WHOAMI.md): `import { "
+                  "whoami } from 'wtproxy-whoami'` (Vite: `wtproxyWhoami` from "
+                  "'wtproxy-whoami/vite'); without it wtproxy refuses the server");
+    if (p->app.kind == CLI_APP_EXPRESS || p->app.kind == CLI_APP_NODE)
+        init_note(p, "`%s` must listen on $PORT (wtproxy run sets it) on 127.0.0.1",
+                  p->app.start);
+    if (p->app.pw.file[0] && p->recipe != INIT_RECIPE_NONE && plan_playwright(p) < 0)
+        return -1;
+    return 0;
+}
+
+void init_plan_free(struct init_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->ch[i].old);
+        free(p->ch[i].new);
+    }
+    p->n = 0;
+    json_decref(p->notes);
+    p->notes = NULL;
+    cli_app_free(&p->app);
+}

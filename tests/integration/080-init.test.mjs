@@ -1,0 +1,276 @@
+// 080: `wtproxy init` adopts wtproxy in an app's checkout. It detects the
+// app (Django and its settings module; Node with vite, next, express or a
+// plain node script; the Playwright config's recipe), prints exactly what
+// it would change as a unified diff and changes nothing; --apply writes
+// those changes and nothing else; a second run has nothing to change. It
+// refuses a layout it does not know (exit 2, naming what it looked for),
+// never overwrites a .wtproxy that differs from what it would write, and
+// gives instructions instead of edits for a settings file without a
+// literal `MIDDLEWARE = [`. Then the real thing: the e2e shop, adopted by
+// `init --apply` alone, runs one round of its Playwright suites in three
+// worktrees at once through wtproxy (servers started from the .wtproxy,
+// the /__whoami gate verifying each) with every verdict right.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { git, startDaemon, cli, lsJson, sanitizerClean } from './lib/registry.mjs';
+import { startPostgres } from './lib/pg.mjs';
+import { nodeModules } from './lib/playwright.mjs';
+import { repoRoot } from './lib/wtproxy.mjs';
+import { BRANCHES, NAMES, e2eDir, killUnder, agentEnv, runSuite, classify, setupDatabases } from '../e2e/lib/shop.mjs';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+
+const MIDDLEWARE = "'wtproxy_whoami.django.WhoamiMiddleware',";
+
+function tempDir(t) {
+  const d = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-init-')));
+  t.after(() => fs.rmSync(d, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
+  return d;
+}
+
+// A folder holding files ({relative path: text}).
+function app(t, files) {
+  const dir = tempDir(t);
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), text);
+  }
+  return dir;
+}
+
+// `wtproxy init ARGS` (no daemon is involved).
+async function init(dir, args = [], { cwd } = {}) {
+  const tmp = { root: dir, control: path.join(dir, 'no-daemon.sock') };
+  const r = await cli(tmp, ['init', ...args], { cwd: cwd || dir });
+  sanitizerClean(assert, r.stderr);
+  return r;
+}
+
+// Every file under dir with its text, .git left out.
+function snapshot(dir) {
+  const out = {};
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.name === '.git' || e.name === 'node_modules') continue;
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out[path.relative(dir, p)] = fs.readFileSync(p, 'utf8');
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+const pkg = (deps, scripts = {}) => JSON.stringify({ name: 'x', scripts, dependencies: deps });
+
+test('Node apps: vite, next, express, a plain node server; the url recipe edits webServer.command', async (t) => {
+  const cases = [
+    { kind: 'vite', files: { 'package.json': pkg({ vite: '5' }, { dev: 'vite' }) }, start: 'node_modules/.bin/vite --host 127.0.0.1 --port {port} --strictPort' },
+    { kind: 'next', files: { 'package.json': pkg({ next: '14', react: '18' }, { dev: 'next dev' }) }, start: 'node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}' },
+    { kind: 'express', files: { 'package.json': pkg({ express: '4' }, { start: 'node server.js' }), 'server.js': '' }, start: 'node server.js' },
+    { kind: 'node', files: { 'package.json': pkg({}, { dev: 'node app.mjs --quiet' }), 'app.mjs': '' }, start: 'node app.mjs --quiet' },
+  ];
+  for (const c of cases) {
+    const dir = app(t, c.files);
+    const r = await init(dir, [dir, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const plan = JSON.parse(r.stdout);
+    assert.equal(plan.app, c.kind);
+    assert.equal(plan.start, c.start);
+    assert.equal(plan.front, 8000, 'no baseURL: the default front port');
+    assert.equal(plan.playwright, null);
+    assert.deepEqual(plan.changes.map((x) => [x.path, x.kind]), [['.wtproxy', 'new']]);
+    assert.match(plan.changes[0].diff, new RegExp(`^\\+start = ${c.start.replace(/[.{}]/g, '\\$&')}$`, 'm'));
+    assert.ok(plan.notes.some((n) => /add the \/__whoami middleware by hand/.test(n)), plan.notes.join('\n'));
+    assert.deepEqual(snapshot(dir), c.files, 'without --apply nothing is written');
+  }
+
+  // A Vite app with a Playwright config of recipe url: the diff, --apply, again.
+  const config = "import { defineConfig } from '@playwright/test';\n" +
+    "// the dev server's port is fixed: 'npm run dev' listens on 5173\n" +
+    'export default defineConfig({\n' +
+    "  use: { baseURL: 'http://localhost:5173' },\n" +
+    '  webServer: {\n' +
+    "    command: 'npm run dev',\n" +
+    "    url: 'http://localhost:5173/',\n" +
+    '    reuseExistingServer: !process.env.CI,\n' +
+    '  },\n' +
+    '});\n';
+  const dir = app(t, { 'package.json': pkg({ vite: '5' }, { dev: 'vite' }), 'playwright.config.ts': config });
+  const before = snapshot(dir);
+  let r = await init(dir, [dir]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^wtproxy init: .*: vite app, front port 5173$/m, 'front from the baseURL');
+  assert.match(r.stdout, /^Playwright: playwright\.config\.ts, recipe "url"$/m);
+  assert.match(r.stdout, /^--- a\/playwright\.config\.ts\n\+\+\+ b\/playwright\.config\.ts\n@@ .* @@\n/m);
+  assert.match(r.stdout, /^-    command: 'npm run dev',\n\+    \/\/ wtproxy: .*do not simplify\n\+    command: 'wtproxy run -- node_modules\/\.bin\/vite --host 127\.0\.0\.1 --port \{port\} --strictPort',$/m);
+  assert.match(r.stdout, /^\+front = 5173$/m);
+  assert.match(r.stdout, /^run `wtproxy init --apply` to write these changes$/m);
+  assert.deepEqual(snapshot(dir), before);
+  r = await init(dir, [dir, '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^wrote \.wtproxy\nwrote playwright\.config\.ts$/m);
+  const after = snapshot(dir);
+  assert.deepEqual(Object.keys(after).sort(), ['.wtproxy', 'package.json', 'playwright.config.ts']);
+  assert.equal(after['package.json'], before['package.json'], '--apply writes nothing else');
+  assert.equal(after['playwright.config.ts'].replace(/ *\/\/ wtproxy: .*\n/, '').replace(/'wtproxy run -- [^']*'/, "'npm run dev'"), config,
+    'the config changed in that line only');
+  r = await init(dir, [dir, '--apply']);
+  assert.equal(r.code, 0);
+  assert.match(r.stdout, /^nothing to change$/m);
+  assert.deepEqual(snapshot(dir), after, 'a second --apply changes nothing');
+
+  // Recipe port: the config stays as it is; the .wtproxy starts the server.
+  const portDir = app(t, { 'package.json': pkg({ vite: '5' }), 'playwright.config.mjs':
+    "export default { webServer: { command: 'npm run dev', port: 3000, reuseExistingServer: true } };\n" });
+  r = await init(portDir, [portDir, '--json']);
+  const plan = JSON.parse(r.stdout);
+  assert.equal(plan.recipe, 'port');
+  assert.equal(plan.front, 8000);
+  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy']);
+  assert.ok(plan.notes.some((n) => /recipe "port": left as it is/.test(n)));
+});
+
+test('unknown layouts are refused; a different .wtproxy and an unparsable settings file are left alone', async (t) => {
+  const empty = app(t, { 'README.md': 'hello\n' });
+  let r = await init(empty, [empty]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /unknown app layout: .* holds neither manage\.py \(Django\) nor package\.json \(Node: next, vite, express or a `node` script in scripts\.dev\/start\)\. Nothing was changed\./);
+  const bare = app(t, { 'package.json': pkg({ react: '18' }, { start: 'react-scripts start' }) });
+  r = await init(bare, [bare]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /package\.json has none of the dependencies next, vite, nor a `node FILE` command in scripts\.dev or scripts\.start/);
+  const noSettings = app(t, { 'manage.py': 'import django\n' });
+  r = await init(noSettings, [noSettings]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /manage\.py names no settings module: looked for os\.environ\.setdefault\('DJANGO_SETTINGS_MODULE'/);
+  assert.deepEqual(Object.keys(snapshot(noSettings)), ['manage.py']);
+
+  // Django with MIDDLEWARE on one line and a .wtproxy of its own.
+  const files = {
+    'manage.py': "import os\nos.environ.setdefault(\"DJANGO_SETTINGS_MODULE\", \"site_cfg.settings\")\n",
+    'site_cfg/settings.py': "MIDDLEWARE = ['a.B', 'c.D']\nDATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3'}}\n",
+    '.wtproxy': 'start = ./run-dev {port}\n',
+  };
+  const dj = app(t, files);
+  r = await init(dj, [dj, '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^note: \.wtproxy: already there with other content; left as it is/m);
+  assert.match(r.stdout, /^note: site_cfg\/settings\.py: no literal `MIDDLEWARE = \[` line to edit safely; add 'wtproxy_whoami\.django\.WhoamiMiddleware' as the FIRST entry of MIDDLEWARE by hand$/m);
+  assert.match(r.stdout, /^note: databases: off: the settings name no PostgreSQL ENGINE \(--databases adds the claims\)$/m);
+  assert.match(r.stdout, /^nothing to change$/m);
+  assert.deepEqual(snapshot(dj), files, 'nothing was overwritten');
+
+  // --databases asks for the DB edits on SQLite too: appended after DATABASES.
+  r = await init(dj, [dj, '--databases']);
+  assert.match(r.stdout, /^\+TEST_RUNNER = "wtproxy_whoami\.django_db\.ClaimingTestRunner"\n\+# wtproxy: .*\n\+from wtproxy_whoami\.django_db import claimed_databases  # noqa: E402\n\+DATABASES = claimed_databases\(DATABASES\)$/m);
+  assert.match(r.stdout, /^note: databases: on: asked by --databases$/m);
+  r = await init(dj, [dj, '--recipe', 'nope']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--recipe is url or port/);
+});
+
+// The shop of tests/e2e in a fresh repository. strip: without the lines of
+// settings.py that list the whoami middleware, as a shop that never heard
+// of wtproxy. A .venv/bin/python (Debian's, which has Django) as projects
+// have one. Returns the repo's path.
+function shopRepo(t, root, { strip }) {
+  const repo = path.join(root, 'repo');
+  fs.cpSync(path.join(e2eDir, 'app'), repo, { recursive: true, filter: (p) => !/__pycache__|node_modules|test-results/.test(p) });
+  const settings = path.join(repo, 'shop', 'settings.py');
+  if (strip) {
+    const text = fs.readFileSync(settings, 'utf8');
+    const naive = text.replace(/^if importlib\.util\.find_spec\('wtproxy_whoami'\).*\n.*\n/m, '');
+    assert.ok(!naive.includes('wtproxy_whoami.django'), 'the middleware lines are gone');
+    fs.writeFileSync(settings, naive);
+  }
+  fs.mkdirSync(path.join(repo, '.venv', 'bin'), { recursive: true });
+  fs.symlinkSync('/usr/bin/python3', path.join(repo, '.venv', 'bin', 'python'));
+  git(repo, 'init', '-q', '-b', 'main');
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', 'The shop');
+  return repo;
+}
+
+test('the unmodified e2e shop: the middleware is already listed; the .wtproxy and the DB lines are proposed', async (t) => {
+  const root = tempDir(t);
+  const repo = shopRepo(t, root, { strip: false });
+  const r = await init(repo, ['--front', '18555']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^wtproxy init: .*repo: django app \(settings shop\/settings\.py\), front port 18555$/m);
+  assert.ok(!r.stdout.includes(`+    ${MIDDLEWARE}`), 'no second middleware line');
+  assert.match(r.stdout, /^\+start = \.venv\/bin\/python manage\.py runserver 127\.0\.0\.1:\{port\}$/m);
+  assert.match(r.stdout, /^\+DATABASES = claimed_databases\(DATABASES\)$/m);
+  assert.match(r.stdout, /^note: databases: on: the settings use PostgreSQL/m);
+  assert.equal(execFileSync('git', ['status', '--porcelain'], { cwd: repo, encoding: 'utf8' }), '', 'nothing written');
+});
+
+test('a shop adopted by `wtproxy init --apply` alone: one e2e round in three worktrees, every verdict right', async (t) => {
+  const root = tempDir(t);
+  t.after(() => killUnder(root));
+  const pg = await startPostgres(t);
+  const tmp = { root, control: path.join(root, 'control.sock'), state: path.join(root, 'registry.json') };
+  const px = await startDaemon(t, tmp, [], { env: { ...pg.env, PYTHONPATH: path.join(repoRoot, 'whoami', 'python') } });
+  const repo = shopRepo(t, root, { strip: true });
+
+  // The plan: the .wtproxy, the middleware first in MIDDLEWARE, the DB lines.
+  let r = await init(repo, ['--front', String(px.port)]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^--- \/dev\/null\n\+\+\+ b\/\.wtproxy\n@@ -0,0 \+1,3 @@\n\+# wtproxy: .*do not simplify\n\+start = \.venv\/bin\/python manage\.py runserver 127\.0\.0\.1:\{port\}\n\+front = \d+$/m);
+  assert.match(r.stdout, /^ MIDDLEWARE = \[\n\+    # wtproxy: answers \/__whoami.*do not remove\n\+    'wtproxy_whoami\.django\.WhoamiMiddleware',\n     'django\.middleware\.common\.CommonMiddleware',$/m);
+  assert.match(r.stdout, /^\+TEST_RUNNER = "wtproxy_whoami\.django_db\.ClaimingTestRunner"$/m);
+  assert.equal(execFileSync('git', ['status', '--porcelain'], { cwd: repo, encoding: 'utf8' }), '');
+
+  // Applied without the DB edits: this round's databases are the runner's
+  // own per worktree (.env.wt); the claims are issue 16's to prove.
+  r = await init(repo, ['--front', String(px.port), '--no-databases', '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^wrote \.wtproxy\nwrote shop\/settings\.py$/m);
+  assert.equal(execFileSync('git', ['status', '--porcelain'], { cwd: repo, encoding: 'utf8' }), ' M shop/settings.py\n?? .wtproxy\n');
+  const applied = snapshot(repo);
+  r = await init(repo, ['--front', String(px.port), '--no-databases', '--apply']);
+  assert.match(r.stdout, /^nothing to change$/m);
+  assert.deepEqual(snapshot(repo), applied, 'idempotent');
+
+  assert.doesNotMatch(r.stdout, /linked worktree/, 'the main checkout: no note about merging');
+
+  // Committed, so every worktree has it; the three branches of the scenario.
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', 'adopt wtproxy (wtproxy init --apply)');
+  const shop = { root, repo, wt: {} };
+  for (const n of NAMES) {
+    shop.wt[n] = path.join(root, `wt-${n}`);
+    git(repo, 'worktree', 'add', '-q', shop.wt[n], '-b', n);
+    fs.cpSync(path.join(e2eDir, 'branches', n), shop.wt[n], { recursive: true });
+    git(shop.wt[n], 'add', '-A');
+    git(shop.wt[n], 'commit', '-q', '-m', BRANCHES[n].message);
+    fs.symlinkSync(nodeModules, path.join(shop.wt[n], 'node_modules'));
+  }
+  // In a linked worktree the edits are there already (committed), and init
+  // says where the daemon reads the .wtproxy.
+  r = await init(shop.wt.a, ['--no-databases'], { cwd: path.join(shop.wt.a, 'store') });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^wtproxy init: ${shop.wt.a}: django app .*front port ${px.port}$`, 'm'), 'the front port of the committed .wtproxy');
+  assert.match(r.stdout, /^note: this is a linked worktree: commit the \.wtproxy and merge it into the main checkout's branch/m);
+  const env = agentEnv(pg, px.port, { WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' });
+  await setupDatabases(t, shop, pg, 'own', { bin: wtproxyBin, env });
+
+  // One round: the three Playwright runs at once. Their config is the
+  // shop's, unchanged: its webServer command would run a plain runserver on
+  // the front port, which wtproxy holds; the .wtproxy starts each
+  // worktree's server instead, on its first request.
+  const runs = await Promise.all(NAMES.map((n) => runSuite(t, 'e2e', shop.wt[n], env)));
+  const verdicts = NAMES.map((n, i) => [n, classify(n, 'e2e', runs[i])]);
+  for (const [n, v] of verdicts) assert.equal(v.verdict, 'right', `wt-${n}: ${v.why}\n${runs[NAMES.indexOf(n)].out}`);
+  const entries = await lsJson(tmp);
+  assert.deepEqual(entries.map((e) => e.worktree).sort(), NAMES.map((n) => shop.wt[n]));
+  for (const e of entries) assert.equal(e.whoami?.state, 'verified', `${e.worktree}: ${JSON.stringify(e.whoami)}`);
+
+  // And doctor agrees, from wt-a.
+  const d = await cli(tmp, ['doctor', '--json'], { cwd: shop.wt.a, env: { PGHOST: '', PGPORT: '', PGDATABASE: '' } });
+  const checks = Object.fromEntries(JSON.parse(d.stdout).checks.map((c) => [c.name, c]));
+  for (const n of ['daemon', 'worktree', 'server', 'whoami', 'playwright']) assert.equal(checks[n].status, 'ok', `${n}: ${checks[n].detail}`);
+});

@@ -1,0 +1,174 @@
+// 081: `wtproxy doctor` checks a worktree's setup and prints each check as
+// ok, problem (with the one command that fixes it) or skipped, and exits 1
+// when any check found a problem. With no daemon, no git on PATH and no
+// PostgreSQL it still runs every other check; it names the process holding
+// the front port; it tells a verified server from a stale one by asking
+// its /__whoami; it judges the Playwright recipe, the leases, and the
+// database server's connection headroom, with a real PostgreSQL.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { makeWorktrees, startDaemon, startRun, cli, sanitizerClean } from './lib/registry.mjs';
+import { startPostgres } from './lib/pg.mjs';
+
+const NAMES = ['daemon', 'worktree', 'server', 'whoami', 'inotify', 'playwright', 'leases',
+  'databases', 'load'];
+// No PostgreSQL named: libpq's variables empty (doctor reads an empty one as unset).
+const NO_PG = { PGHOST: '', PGPORT: '', PGDATABASE: '', WTPROXY_DB_SERVER: '' };
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// `wtproxy doctor --json --front FRONT` in cwd: { code, report, byName, ms }.
+async function doctor(tmp, cwd, front, env = {}) {
+  const t0 = Date.now();
+  const r = await cli(tmp, ['doctor', '--json', '--front', String(front)], { cwd, env: { ...NO_PG, ...env }, ms: 30000 });
+  sanitizerClean(assert, r.stderr);
+  let report;
+  try { report = JSON.parse(r.stdout); } catch { assert.fail(`doctor --json printed no JSON (exit ${r.code}):\n${r.stdout}\n${r.stderr}`); }
+  const byName = Object.fromEntries(report.checks.map((c) => [c.name, c]));
+  assert.deepEqual(report.checks.map((c) => c.name), NAMES, 'every check reported, in order');
+  for (const c of report.checks) {
+    assert.ok(['ok', 'problem', 'skipped'].includes(c.status), `${c.name}: ${c.status}`);
+    if (c.status === 'problem') assert.ok(c.fix, `${c.name} is a problem with a fix: ${c.detail}`);
+  }
+  assert.equal(r.code, report.checks.some((c) => c.status === 'problem') ? 1 : 0, 'exit 1 exactly when a check found a problem');
+  assert.equal(report.ok, r.code === 0);
+  return { code: r.code, report, byName, ms: Date.now() - t0 };
+}
+
+test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  const d = await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' });
+  const c = d.byName;
+  assert.equal(c.daemon.status, 'problem');
+  assert.match(c.daemon.detail, /no wtproxy daemon answers/);
+  assert.equal(c.daemon.fix, `wtproxy serve --listen 127.0.0.1:${front}`);
+  assert.equal(c.worktree.status, 'ok');
+  assert.ok(c.worktree.detail.startsWith(`${tmp.wt.a} (branch a)`), c.worktree.detail);
+  assert.equal(c.server.status, 'problem', 'no .wtproxy and no server');
+  assert.equal(c.server.fix, 'wtproxy init --apply');
+  assert.equal(c.whoami.status, 'skipped');
+  assert.equal(c.inotify.status, 'ok');
+  assert.match(c.inotify.detail, /folders here .* x 2 worktrees = \d+ watches, within max_user_watches \d+/);
+  assert.equal(c.playwright.status, 'skipped');
+  assert.equal(c.leases.status, 'skipped', 'no daemon is started to ask for leases');
+  assert.equal(c.databases.status, 'skipped');
+  assert.match(c.load.detail, /^load [\d.]+ over 1 minute on \d+ CPUs?/);
+  assert.equal(d.code, 1);
+  assert.ok(d.ms < 20000, `bounded: took ${d.ms} ms`);
+  assert.ok(!fs.existsSync(tmp.control), 'doctor started no daemon');
+
+  // A .wtproxy on this worktree only: ok, with a note that the daemon
+  // reads the main checkout's.
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), 'start = ./dev {port}\n');
+  let s = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName.server;
+  assert.equal(s.status, 'ok');
+  assert.match(s.detail, /the main checkout has no \.wtproxy yet; .*merge it there\)$/);
+  fs.writeFileSync(path.join(tmp.repo, '.wtproxy'), 'start = ./dev {port}\n');
+  s = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName.server;
+  assert.equal(s.detail, "no server runs now; the .wtproxy makes the daemon start one on this worktree's first request");
+  fs.rmSync(path.join(tmp.wt.a, '.wtproxy'));
+  fs.rmSync(path.join(tmp.repo, '.wtproxy'));
+
+  // Outside any worktree: that check fails, the rest run.
+  const out = await doctor(tmp, tmp.root, front, { PATH: '/nonexistent' });
+  assert.equal(out.byName.worktree.status, 'problem');
+  assert.match(out.byName.worktree.detail, /not inside a git worktree/);
+  assert.equal(out.byName.server.status, 'skipped');
+  assert.equal(out.byName.daemon.status, 'problem');
+
+  // The text form: one line a check, a fix line under each problem.
+  const r = await cli(tmp, ['doctor', '--front', String(front)], { cwd: tmp.wt.a, env: NO_PG });
+  assert.equal(r.code, 1);
+  const lines = r.stdout.trimEnd().split('\n');
+  for (const n of NAMES) assert.ok(lines.some((l) => new RegExp(`^(ok|problem|skipped) +${n} `).test(l)), `a line for ${n}:\n${r.stdout}`);
+  assert.match(r.stdout, /^problem +server .*\n +fix: wtproxy init --apply$/m);
+});
+
+test('the front port held by another process: doctor names it and how to free it', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const holder = net.createServer();
+  await new Promise((r) => holder.listen(0, '127.0.0.1', r));
+  t.after(() => holder.close());
+  const front = holder.address().port;
+  const d = await doctor(tmp, tmp.wt.a, front);
+  assert.equal(d.byName.daemon.status, 'problem');
+  assert.match(d.byName.daemon.detail, new RegExp(`port ${front} on 127\\.0\\.0\\.1 is already in use by pid ${process.pid} \\(`));
+  assert.equal(d.byName.daemon.fix, `kill ${process.pid}`);
+});
+
+test('a verified server is ok; an edit on disk makes it stale; the recipe and the leases', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  const backend = await run.ready;
+  let d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.daemon.status, 'ok');
+  assert.match(d.byName.daemon.detail, new RegExp(`listens on .*127\\.0\\.0\\.1:${px.port}`));
+  assert.equal(d.byName.server.status, 'ok');
+  assert.match(d.byName.server.detail, new RegExp(`127\\.0\\.0\\.1:${backend}, pid \\d+, ready`));
+  assert.equal(d.byName.whoami.status, 'ok', d.byName.whoami.detail);
+  assert.match(d.byName.whoami.detail, /serves this checkout, current code sha256:[0-9a-f]{64}/);
+
+  // The code on disk changes; the server still runs what it loaded.
+  fs.writeFileSync(path.join(tmp.wt.a, 'views.py'), 'x = 1\n');
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.whoami.status, 'problem');
+  assert.match(d.byName.whoami.detail, /^stale: the server \(pid \d+, started .*\) loaded sha256:\w+, the code on disk is sha256:\w+$/);
+  assert.match(d.byName.whoami.fix, /^kill \d+ /);
+  assert.equal(d.code, 1);
+
+  // A Playwright config that reuses whatever holds a fixed port, without
+  // wtproxy: a problem; with a .wtproxy (recipe port): ok.
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'),
+    "export default { use: { baseURL: 'http://localhost:3000' },\n" +
+    "  webServer: { command: 'npm start', port: 3000, reuseExistingServer: true } };\n");
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'problem');
+  assert.match(d.byName.playwright.detail, /reuseExistingServer with a fixed port reuses whatever server holds it/);
+  assert.equal(d.byName.playwright.fix, 'wtproxy init --apply');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = npm start\nfront = ${px.port}\n`);
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+  assert.match(d.byName.playwright.detail, /recipe port with a \.wtproxy/);
+
+  // Leases: this worktree's, through the daemon's store.
+  const claim = await cli(tmp, ['claim', 'emulator-1', '--ttl', '5m', '--purpose', 'e2e'], { cwd: tmp.wt.a });
+  assert.equal(claim.code, 0, claim.stderr);
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.leases.status, 'ok');
+  assert.match(d.byName.leases.detail, /this worktree holds 1 lease: emulator-1; others hold 0/);
+});
+
+test('databases: headroom and stamped test databases on the server PG* names', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const [roomy, tight] = await Promise.all([startPostgres(t), startPostgres(t, { settings: { max_connections: '12' } })]);
+  roomy.psql('CREATE DATABASE test_shop_a');
+  roomy.psql(`COMMENT ON DATABASE test_shop_a IS 'wtproxy:m1:${tmp.wt.a}|h1'`);
+  roomy.psql('CREATE DATABASE test_shop_b');
+  roomy.psql(`COMMENT ON DATABASE test_shop_b IS 'wtproxy:m1:${tmp.wt.b}|h1'`);
+  const front = await freePort();
+  let d = await doctor(tmp, tmp.wt.a, front, roomy.env);
+  assert.equal(d.byName.databases.status, 'ok', d.byName.databases.detail);
+  assert.match(d.byName.databases.detail, new RegExp(`host 127\\.0\\.0\\.1, port ${roomy.port}\\): \\d+ of max_connections 100 in use \\(3 reserved\\), \\d+ left`));
+  assert.match(d.byName.databases.detail, new RegExp(`this worktree's test databases: test_shop_a; others': test_shop_b \\(${tmp.wt.b}\\)$`));
+
+  d = await doctor(tmp, tmp.wt.a, front, tight.env);
+  assert.equal(d.byName.databases.status, 'problem', d.byName.databases.detail);
+  assert.match(d.byName.databases.detail, /of max_connections 12 in use .* left: a test run with parallel workers will be refused/);
+  assert.match(d.byName.databases.fix, /^psql -c 'ALTER SYSTEM SET max_connections = 24'/);
+
+  // A server named but down: a problem, at once.
+  d = await doctor(tmp, tmp.wt.a, front, { ...roomy.env, PGPORT: String(await freePort()) });
+  assert.equal(d.byName.databases.status, 'problem');
+  assert.match(d.byName.databases.detail, /cannot be reached: .*Connection refused/);
+  assert.ok(d.ms < 20000, `bounded: ${d.ms} ms`);
+});
