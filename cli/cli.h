@@ -130,6 +130,29 @@ json_t *cli_lease_list(void *pg, char *err, size_t errlen);
  * it (machine, worktree, purpose, age) and the commands that free it. */
 void cli_lease_report_holder(json_t *holder);
 
+/* --- why.c --- */
+
+struct reg_table;
+
+/* Where a request from process pid (folder NULL), or from a process whose
+ * cwd is folder, would be routed on front, and why, given the daemon's
+ * registrations t: {"pid", "process", "chain", "decided_by"} or
+ * {"folder"}, then "placed", "worktree", "how", "front", "backend" (the
+ * entry, or null), "explanation" (the sentence, with the fix) and "ok"
+ * (placed with a backend). NULL with err when there is no such process or
+ * folder. `wtproxy why` prints it; `wtproxy mcp`'s why tool returns it. */
+json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, char *err,
+                     size_t errlen);
+
+/* --- claim.c --- */
+
+/* The claimer of resource id for `wtproxy claim` and `wtproxy mcp`: the
+ * worktree wt (the cwd's when NULL, else the folder outside git), this
+ * machine, this session, purpose (may be NULL); pid 0 (a manual claim).
+ * Returns 0, or -1 with err (a bad id, no such worktree). */
+int cli_lease_holder(struct reg_lease *c, const char *id, const char *wt, const char *purpose,
+                     char *err, size_t errlen);
+
 /* --- the subcommands (the table in main.c names each with its help) --- */
 
 int cli_run_main(int argc, char **argv);         /* run.c */
@@ -143,5 +166,6 @@ int cli_claim_main(int argc, char **argv);       /* claim.c */
 int cli_release_main(int argc, char **argv);     /* claim.c */
 int cli_leases_main(int argc, char **argv);      /* claim.c */
 int cli_db_main(int argc, char **argv);          /* db.c */
+int cli_mcp_main(int argc, char **argv);         /* mcp.c */
 
 #endif

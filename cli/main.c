@@ -144,6 +144,24 @@ static const char db_usage[] =
     "  --write-env FILE         write them to FILE (e.g. .env.wt), mode 0600\n"
     "  --worktree DIR           default: the git worktree enclosing the folder\n";
 
+static const char mcp_usage[] =
+    "usage: wtproxy mcp [--worktree DIR] [--front PORT]\n"
+    "\n"
+    "The agent interface: a Model Context Protocol server on stdin/stdout (one\n"
+    "JSON-RPC 2.0 message a line; messages for people on stderr), for a coding\n"
+    "agent to start. Its tools: servers (this worktree's dev servers and their\n"
+    "state), why (where a process's or a folder's requests go, and why),\n"
+    "refusals (what wtproxy refused lately), logs (a server's last lines),\n"
+    "restart (this worktree's server), claim and release (leases). Every call\n"
+    "is about this worktree; the read-only ones may name another, the others\n"
+    "refuse another worktree's servers. Ends at EOF on stdin. How to register\n"
+    "it with Claude Code, Codex, Gemini CLI and Cursor: conf/MCP.md.\n"
+    "\n"
+    "  --worktree DIR    default: the git worktree enclosing the current folder\n"
+    "  --front PORT      the tools' default proxy port (default 8000)\n"
+    "\n"
+    "example: claude mcp add wtproxy -- wtproxy mcp\n";
+
 /* `wtproxy serve`: the daemon (proxy/server.c), whose flags and help come
  * from the config key table (proxy/config.c). Help is answered here, like
  * every other command's. */
@@ -204,6 +222,8 @@ static const struct command commands[] = {
      "0 listed\n1 the store failed\n" USAGE_ERR},
     {"db", "this worktree's test database: db claim --base test_shop", db_usage, NULL,
      cli_db_main, "0 done\n1 refused (naming the owner), or failed\n" USAGE_ERR},
+    {"mcp", "the agent interface: an MCP server on stdio (tools for agents)", mcp_usage, NULL,
+     cli_mcp_main, "0 stdin ended\n1 stdin could not be read\n" USAGE_ERR},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
