@@ -144,6 +144,11 @@ struct reg_table;
 json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, char *err,
                      size_t errlen);
 
+/* s[0, n) as a JSON string (a new reference): bytes that are not UTF-8
+ * (a path, a command line, a log may hold any) become '?'. NULL when out
+ * of memory. */
+json_t *cli_json_text(const char *s, size_t n);
+
 /* --- claim.c --- */
 
 /* The claimer of resource id for `wtproxy claim` and `wtproxy mcp`: the

@@ -21,7 +21,7 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
     if (!reply)
         return fail;
     json_object_del(reply, "ok");
-    json_object_set_new(reply, "worktree", json_string(wt));
+    json_object_set_new(reply, "worktree", cli_json_text(wt, strlen(wt)));
     return reply;
 }
 

@@ -62,7 +62,7 @@ json_t *mcp_tool_refusals(struct mcp *m, json_t *args)
     if (!reply)
         return fail;
     json_object_del(reply, "ok");
-    json_object_set_new(reply, "worktree", json_string(wt));
+    json_object_set_new(reply, "worktree", cli_json_text(wt, strlen(wt)));
     return reply;
 }
 
@@ -97,20 +97,6 @@ static json_t *pick(json_t *entries, const char *wt, const char *service, json_t
     return NULL;
 }
 
-/* s[0, n) as a JSON string; bytes of invalid UTF-8 become '?'. */
-static json_t *text_string(const char *s, size_t n)
-{
-    json_t *j = json_stringn(s, n);
-    if (j)
-        return j;
-    char *copy = malloc(n + 1);
-    for (size_t i = 0; copy && i < n; i++)
-        copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
-    j = copy ? json_stringn(copy, n) : NULL;
-    free(copy);
-    return j;
-}
-
 /* The lines of buf[0, n), the end of a file that starts mid-file when
  * cut (its first, partial line is then left out): the last want of them,
  * {"lines", "truncated"} (truncated: the file has more). */
@@ -134,15 +120,16 @@ static json_t *last_lines(const char *buf, size_t n, int cut, size_t want)
     }
     json_t *lines = json_array();
     for (size_t i = total > want ? total - want : 0; lines && i < total; i++)
-        json_array_append_new(lines, text_string(buf + ring[i % want].start,
+        json_array_append_new(lines, cli_json_text(buf + ring[i % want].start,
                                                  ring[i % want].end - ring[i % want].start));
     return json_pack("{s:o, s:b}", "lines", lines, "truncated", cut || total > want);
 }
 
 /* The last want lines of the file at path, reading at most
- * MCP_LOG_BYTES_MAX of its end, or a failure. O_NONBLOCK: a FIFO put
+ * MCP_LOG_BYTES_MAX of its end, when the file is owner's; or a failure.
+ * O_NONBLOCK: a FIFO put
  * where the log was must not hang the session. */
-static json_t *tail(const char *path, size_t want)
+static json_t *tail(const char *path, uid_t owner, size_t want)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
@@ -151,6 +138,13 @@ static json_t *tail(const char *path, size_t want)
         if (fd >= 0)
             close(fd);
         return mcp_fail("unreadable", "cannot read the log %s: %s", path, strerror(e));
+    }
+    /* Anyone may register a server with a log path: read only a file of
+     * the server's own user, never one of ours it merely names. */
+    if (st.st_uid != owner) {
+        close(fd);
+        return mcp_fail("not-permitted", "the log %s does not belong to the server's user "
+                        "(uid %d): not shown", path, (int)owner);
     }
     off_t from = st.st_size > MCP_LOG_BYTES_MAX ? st.st_size - MCP_LOG_BYTES_MAX : 0;
     char *buf = malloc(MCP_LOG_BYTES_MAX);
@@ -178,10 +172,10 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args)
                         (int)json_integer_value(json_object_get(e, "pid")),
                         json_string_value(json_object_get(e, "command")));
     json_t *out = fail ? NULL
-                       : tail(log, lines ? (size_t)json_integer_value(lines)
-                                         : MCP_LOG_LINES_DEFAULT);
+                       : tail(log, (uid_t)json_integer_value(json_object_get(e, "uid")),
+                              lines ? (size_t)json_integer_value(lines) : MCP_LOG_LINES_DEFAULT);
     if (out && !json_object_get(out, "error")) {
-        json_object_set_new(out, "worktree", json_string(wt));
+        json_object_set_new(out, "worktree", cli_json_text(wt, strlen(wt)));
         json_object_set(out, "front", json_object_get(e, "front"));
         json_object_set(out, "pid", json_object_get(e, "pid"));
         json_object_set(out, "log", json_object_get(e, "log"));

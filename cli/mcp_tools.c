@@ -197,7 +197,7 @@ json_t *mcp_fail(const char *code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return json_pack("{s:s, s:s}", "error", code, "message", msg);
+    return json_pack("{s:s, s:o}", "error", code, "message", cli_json_text(msg, strlen(msg)));
 }
 
 /* "its server on front :F is pid N (CMD)" for each of worktree's entries,

@@ -45,6 +45,19 @@ static int parse_int(const char *flag, const char *v, long min, long max, long *
     return 0;
 }
 
+json_t *cli_json_text(const char *s, size_t n)
+{
+    json_t *j = json_stringn(s, n);
+    if (j)
+        return j;
+    char *copy = malloc(n + 1);
+    for (size_t i = 0; copy && i < n; i++)
+        copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+    j = copy ? json_stringn(copy, n) : NULL;
+    free(copy);
+    return j;
+}
+
 /* The chain from pl->pid to the decider (or as far as the walk goes):
  * [{"pid", "cwd" (null when unreadable), "decides"}]. */
 static json_t *chain_json(const struct caller_place *pl)
@@ -55,9 +68,9 @@ static json_t *chain_json(const struct caller_place *pl)
                         depth <= (pl->decided_by ? pl->depth : CALLER_MAX_DEPTH - 1);
          depth++) {
         char cwd[PATH_MAX];
-        int known_cwd = host_pid_cwd(pid, cwd, sizeof cwd) == 0;
-        json_array_append_new(chain, json_pack("{s:i, s:o, s:b}", "pid", (int)pid, "cwd",
-                                               known_cwd ? json_string(cwd) : json_null(),
+        json_t *where = host_pid_cwd(pid, cwd, sizeof cwd) == 0 ? cli_json_text(cwd, strlen(cwd))
+                                                                : json_null();
+        json_array_append_new(chain, json_pack("{s:i, s:o, s:b}", "pid", (int)pid, "cwd", where,
                                                "decides", pid == pl->decided_by));
         pid = host_pid_parent(pid);
     }
@@ -73,7 +86,8 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
     char msg[PATH_MAX + 256];
     struct reg_backend *b = placed ? reg_table_get(t, front, pl->worktree) : NULL;
     json_object_set_new(o, "placed", json_boolean(placed));
-    json_object_set_new(o, "worktree", placed ? json_string(pl->worktree) : json_null());
+    json_object_set_new(o, "worktree",
+                        placed ? cli_json_text(pl->worktree, strlen(pl->worktree)) : json_null());
     json_object_set_new(o, "how", placed ? json_string(strcmp(pl->how, "env") == 0
                                                            ? "WTPROXY_WORKTREE" : "cwd")
                                          : json_null());
@@ -88,7 +102,7 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
         snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,
                  b->state == REG_READY ? "ready" : b->state == REG_STARTING ? "starting" : "dead",
                  front);
-    json_object_set_new(o, "explanation", json_string(msg));
+    json_object_set_new(o, "explanation", cli_json_text(msg, strlen(msg)));
     return placed && b;
 }
 
@@ -106,7 +120,7 @@ json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table 
             return NULL;
         }
         placed = caller_place_dir(folder, known, t, &pl) == 0;
-        o = json_pack("{s:s}", "folder", folder);
+        o = json_pack("{s:o}", "folder", cli_json_text(folder, strlen(folder)));
     } else {
         snprintf(path, sizeof path, "/proc/%d", (int)pid);
         if (stat(path, &st) < 0) {
@@ -114,8 +128,9 @@ json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table 
             return NULL;
         }
         placed = caller_place(pid, st.st_uid, known, t, &pl) == 0;
-        o = json_pack("{s:i, s:s, s:o, s:i}", "pid", (int)pid, "process", pl.comm, "chain",
-                      chain_json(&pl), "decided_by", (int)pl.decided_by);
+        o = json_pack("{s:i, s:o, s:o, s:i}", "pid", (int)pid, "process",
+                      cli_json_text(pl.comm, strlen(pl.comm)), "chain", chain_json(&pl),
+                      "decided_by", (int)pl.decided_by);
     }
     if (o)
         json_object_set_new(o, "ok", json_boolean(verdict(o, &pl, placed, front, t)));
