@@ -26,7 +26,6 @@ struct mcp {
     char worktree[PATH_MAX];    /* its worktree; "" when none (why_none says why) */
     char why_none[PATH_MAX + 256];
     int front;                  /* the default front port of the tools */
-    int initialized;            /* the client sent notifications/initialized */
 };
 
 /* mcp_rpc.c: the reply to one message (a line without its newline), a

@@ -43,7 +43,7 @@ static json_t *result(json_t *id, json_t *res)
 
 /* initialize: the client's protocolVersion when we speak it, else our
  * newest (the client then decides whether to go on). */
-static json_t *initialize(struct mcp *m, json_t *id, json_t *params)
+static json_t *initialize(json_t *id, json_t *params)
 {
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
     if (!asked)
@@ -54,7 +54,6 @@ static json_t *initialize(struct mcp *m, json_t *id, json_t *params)
     for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++)
         if (strcmp(asked, versions[i]) == 0)
             v = versions[i];
-    (void)m;
     return result(id, json_pack("{s:s, s:{s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v,
                                 "capabilities", "tools", "serverInfo", "name", "wtproxy",
                                 "title", "wtproxy", "version", WTP_VERSION, "instructions",
@@ -81,7 +80,7 @@ static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
 static json_t *request(struct mcp *m, json_t *id, const char *method, json_t *params)
 {
     if (strcmp(method, "initialize") == 0)
-        return initialize(m, id, params);
+        return initialize(id, params);
     if (strcmp(method, "ping") == 0)
         return result(id, json_object());
     if (strcmp(method, "tools/list") == 0)
@@ -92,14 +91,6 @@ static json_t *request(struct mcp *m, json_t *id, const char *method, json_t *pa
     snprintf(data, sizeof data, "no method \"%.64s\": wtproxy mcp answers initialize, ping, "
              "tools/list and tools/call", method);
     return mcp_rpc_error(id, MCP_METHOD_NOT_FOUND, "Method not found", data);
-}
-
-/* A notification: the client is ready; any other (cancelled, progress,
- * roots changed) needs nothing of us. */
-static void notification(struct mcp *m, const char *method)
-{
-    if (strcmp(method, "notifications/initialized") == 0)
-        m->initialized = 1;
 }
 
 /* The reply to msg, a parsed JSON value. */
@@ -126,10 +117,8 @@ static json_t *message(struct mcp *m, json_t *msg)
     if (!json_is_string(method))
         return mcp_rpc_error(id, MCP_INVALID_REQUEST, "Invalid Request",
                              "\"method\" must be a string");
-    if (!id) {
-        notification(m, json_string_value(method));
+    if (!id) /* a notification (initialized, cancelled, ...): nothing to do, no reply */
         return NULL;
-    }
     if (params && !json_is_object(params))
         return mcp_rpc_error(id, MCP_INVALID_PARAMS, "Invalid params",
                              "\"params\" must be an object");
