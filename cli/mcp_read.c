@@ -14,25 +14,39 @@
 #include "cli.h"
 #include "registry.h"
 
-json_t *mcp_tool_servers(struct mcp *m, json_t *args)
+/* Into out: the services worktree wt declares (the daemon's op services:
+ * "file" and "services"), [] when it has no .wtproxy, else null with a
+ * "services_note" saying why they are unknown (an older daemon, a bad
+ * file): the registrations alone still answer the question. */
+static void add_services(json_t *out, const char *wt)
 {
-    char wt[PATH_MAX];
     static const char *const none[] = {NULL};
-    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt), *entries;
-    if (fail || !(entries = mcp_entries(wt, &fail)))
-        return fail;
-    json_t *out = json_pack("{s:s, s:o}", "worktree", wt, "servers", entries);
-    json_t *svc = out ? mcp_op("services", wt, args, none, &fail) : NULL;
+    json_t *fail = NULL, *svc = mcp_op("services", wt, NULL, none, &fail);
+    const char *code = json_string_value(json_object_get(fail, "error"));
+    const char *note = json_string_value(json_object_get(fail, "message"));
     if (svc) {
         json_object_set(out, "file", json_object_get(svc, "file"));
         json_object_set(out, "services", json_object_get(svc, "services"));
-    } else if (out) { /* the registrations alone still answer the question */
-        json_object_set_new(out, "services", json_null());
-        json_object_set_new(out, "services_note",
-                            json_string(json_string_value(json_object_get(fail, "message"))));
+    } else {
+        json_object_set_new(out, "services", code && strcmp(code, "not-declared") == 0
+                                                 ? json_array() : json_null());
+        json_object_set_new(out, "services_note", cli_json_text(note ? note : "",
+                                                                note ? strlen(note) : 0));
     }
     json_decref(svc);
     json_decref(fail);
+}
+
+json_t *mcp_tool_servers(struct mcp *m, json_t *args)
+{
+    char wt[PATH_MAX];
+    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt), *entries;
+    if (fail || !(entries = mcp_entries(wt, &fail)))
+        return fail;
+    json_t *out = json_pack("{s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers",
+                            entries);
+    if (out)
+        add_services(out, wt);
     return out;
 }
 

@@ -195,7 +195,7 @@ test('state-changing tools refuse another worktree, naming whose it is; leases a
   assert.equal((await a.end()).code, 0, a.stderr());
 });
 
-// Needs the daemon's op `restart` (registry/PROTOCOL.md).
+// Needs the daemon's op `restart` and wtproxy run's log of its server.
 test('restart restarts the session worktree\'s own server', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp);
@@ -210,6 +210,10 @@ test('restart restarts the session worktree\'s own server', async (t) => {
     const res = await getWorktree(px.port, tmp.wt.a);
     return res.status === 200 && JSON.parse(res.body).pid !== before;
   }, 20000, 'a new server process answering for wt-a');
+  // wtproxy run keeps its server's log: the restart is in its last lines.
+  const log = (await call(mcp, 'logs', { front: px.port, lines: 20 })).structuredContent;
+  assert.equal(log.pid, run.pid);
+  assert.ok(log.lines.some((l) => /restarting/.test(l)), JSON.stringify(log));
   const unknown = await call(mcp, 'restart', { service: 'nope' });
   assert.equal(unknown.isError, true);
   assert.equal(unknown.structuredContent.error, 'not-found');
