@@ -219,3 +219,21 @@ test('restart restarts the session worktree\'s own server', async (t) => {
   assert.equal(unknown.structuredContent.error, 'not-found');
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
+
+// Needs the daemon's op `services` (a .wtproxy with [service NAME] sections).
+test('servers lists the services the worktree\'s .wtproxy declares, running or not', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), [
+    '[service api]', 'start = node api.mjs {port}', `front = ${px.port}`, '',
+    '[service web]', 'start = node web.mjs {port}', `front = ${px.port < 65535 ? px.port + 1 : px.port - 1}`,
+    'after = api', '',
+  ].join('\n'));
+  const mcp = await session(t, tmp, tmp.wt.a);
+  const s = (await call(mcp, 'servers')).structuredContent;
+  assert.deepEqual(s.servers, []);
+  assert.equal(s.file, path.join(tmp.wt.a, '.wtproxy'));
+  assert.deepEqual(s.services.map((x) => [x.name, x.front, x.running]),
+    [['api', px.port, false], ['web', px.port < 65535 ? px.port + 1 : px.port - 1, false]]);
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+});
