@@ -25,19 +25,24 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
     return reply;
 }
 
-/* The failure of a lease held by holder: whose it is and how it ends. */
+/* The failure of a lease held by holder: whose it is, when it ends, and
+ * the command a person may use to free it. */
 static json_t *held(const char *code, const char *id, json_t *holder)
 {
     const char *wt = json_string_value(json_object_get(holder, "worktree"));
+    const char *machine = json_string_value(json_object_get(holder, "machine"));
     const char *purpose = json_string_value(json_object_get(holder, "purpose"));
-    json_int_t pid = json_integer_value(json_object_get(holder, "pid"));
-    json_t *fail = mcp_fail(code, "%s is held by the worktree %s (machine %s, %s%lld), for "
-                            "\"%s\": it is theirs; wait for it to end%s, or ask a person to "
-                            "free it (wtproxy release %s --force)",
-                            id, wt ? wt : "?",
-                            json_string_value(json_object_get(holder, "machine")),
-                            pid ? "pid " : "a manual claim, pid ", (long long)pid,
-                            purpose ? purpose : "", pid ? " (with its pid)" : "", id);
+    long long pid = (long long)json_integer_value(json_object_get(holder, "pid"));
+    char ends[64];
+    if (pid)
+        snprintf(ends, sizeof ends, "when pid %lld ends", pid);
+    else
+        snprintf(ends, sizeof ends, "at its ttl");
+    json_t *fail = mcp_fail(code, "%s is held by the worktree %s (machine %s), for \"%s\": it is "
+                            "theirs and ends %s or at their release; if it is abandoned, a "
+                            "person frees it with: wtproxy release %s --force",
+                            id, wt ? wt : "?", machine ? machine : "?", purpose ? purpose : "",
+                            ends, id);
     json_object_set(fail, "holder", holder);
     return fail;
 }
