@@ -30,9 +30,8 @@ static void forward(int sig, siginfo_t *si, void *ctx)
         kill(child_pid, sig);
 }
 
-/* The claimer: this worktree (or the folder, outside git), machine, session. */
-static int holder(struct reg_lease *c, const char *id, const char *wt, const char *purpose,
-                  char *err, size_t errlen)
+int cli_lease_holder(struct reg_lease *c, const char *id, const char *wt, const char *purpose,
+                     char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     if (reg_lease_check_id(id, err, errlen) < 0)
@@ -180,7 +179,7 @@ int cli_claim_main(int argc, char **argv)
                  "hold it while a command runs: wtproxy claim %s -- CMD", id);
         r = -1;
     }
-    if (r < 0 || holder(&c, id, wt, purpose, err, sizeof err) < 0)
+    if (r < 0 || cli_lease_holder(&c, id, wt, purpose, err, sizeof err) < 0)
         return usage_error("claim", err);
     if (cmd < argc) {
         c.pid = getpid();
@@ -217,7 +216,7 @@ int cli_release_main(int argc, char **argv)
     if (r == 0 && !id)
         snprintf(err, sizeof err, "give the RESOURCE to release");
     if (id && cli_parse(argc - rest, argv + rest, opts, NULL, err, sizeof err) == 0 &&
-        holder(&c, id, wt, NULL, err, sizeof err) == 0)
+        cli_lease_holder(&c, id, wt, NULL, err, sizeof err) == 0)
         r = 0;
     else
         return usage_error("release", err);

@@ -179,6 +179,33 @@ void cli_playwright_read(const char *dir, struct cli_playwright *pw);
 int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errlen);
 const char *cli_app_name(enum cli_app_kind k);
 void cli_app_free(struct cli_app *app);
+/* --- why.c --- */
+
+struct reg_table;
+
+/* Where a request from process pid (folder NULL), or from a process whose
+ * cwd is folder, would be routed on front, and why, given the daemon's
+ * registrations t: {"pid", "process", "chain", "decided_by"} or
+ * {"folder"}, then "placed", "worktree", "how", "front", "backend" (the
+ * entry, or null), "explanation" (the sentence, with the fix) and "ok"
+ * (placed with a backend). NULL with err when there is no such process or
+ * folder. `wtproxy why` prints it; `wtproxy mcp`'s why tool returns it. */
+json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, char *err,
+                     size_t errlen);
+
+/* s[0, n) as a JSON string (a new reference): bytes that are not UTF-8
+ * (a path, a command line, a log may hold any) become '?'. NULL when out
+ * of memory. */
+json_t *cli_json_text(const char *s, size_t n);
+
+/* --- claim.c --- */
+
+/* The claimer of resource id for `wtproxy claim` and `wtproxy mcp`: the
+ * worktree wt (the cwd's when NULL, else the folder outside git), this
+ * machine, this session, purpose (may be NULL); pid 0 (a manual claim).
+ * Returns 0, or -1 with err (a bad id, no such worktree). */
+int cli_lease_holder(struct reg_lease *c, const char *id, const char *wt, const char *purpose,
+                     char *err, size_t errlen);
 
 /* --- the subcommands (the table in main.c names each with its help) --- */
 
@@ -195,5 +222,6 @@ int cli_leases_main(int argc, char **argv);      /* claim.c */
 int cli_db_main(int argc, char **argv);          /* db.c */
 int cli_init_main(int argc, char **argv);        /* init.c */
 int cli_doctor_main(int argc, char **argv);      /* doctor.c */
+int cli_mcp_main(int argc, char **argv);         /* mcp.c */
 
 #endif

@@ -186,6 +186,23 @@ static const char doctor_usage[] =
     "\n"
     "  --front PORT     the front port (default: the .wtproxy's, else 8000)\n"
     "  --json           {\"ok\": bool, \"checks\": [{\"name\", \"status\", \"detail\", \"fix\"}]}\n";
+static const char mcp_usage[] =
+    "usage: wtproxy mcp [--worktree DIR] [--front PORT]\n"
+    "\n"
+    "The agent interface: a Model Context Protocol server on stdin/stdout (one\n"
+    "JSON-RPC 2.0 message a line; messages for people on stderr), for a coding\n"
+    "agent to start. Its tools: servers (this worktree's dev servers and their\n"
+    "state), why (where a process's or a folder's requests go, and why),\n"
+    "refusals (what wtproxy refused lately), logs (a server's last lines),\n"
+    "restart (this worktree's server), claim and release (leases). Every call\n"
+    "is about this worktree; the read-only ones may name another, the others\n"
+    "refuse another worktree's servers. Ends at EOF on stdin. How to register\n"
+    "it with Claude Code, Codex, Gemini CLI and Cursor: conf/MCP.md.\n"
+    "\n"
+    "  --worktree DIR    default: the git worktree enclosing the current folder\n"
+    "  --front PORT      the tools' default proxy port (default 8000)\n"
+    "\n"
+    "example: claude mcp add wtproxy -- wtproxy mcp\n";
 
 /* `wtproxy serve`: the daemon (proxy/server.c), whose flags and help come
  * from the config key table (proxy/config.c). Help is answered here, like
@@ -254,6 +271,8 @@ static const struct command commands[] = {
      "2 bad usage, or an app layout it does not know"},
     {"doctor", "check this worktree's setup: ok or problem, with the fix", doctor_usage,
      NULL, cli_doctor_main, "0 every check ok\n1 a check found a problem\n" USAGE_ERR},
+    {"mcp", "the agent interface: an MCP server on stdio (tools for agents)", mcp_usage, NULL,
+     cli_mcp_main, "0 stdin ended\n1 stdin could not be read\n" USAGE_ERR},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -1,6 +1,8 @@
 /* why.c - `wtproxy why [--pid PID] [--front PORT]`: how the daemon would
  * place a process's requests: the ppid chain it walks, the ancestor that
- * decides and by what, the worktree, and the backend that maps to. */
+ * decides and by what, the worktree, and the backend that maps to. The
+ * decision is built once as data (cli_why_json), which this command prints
+ * for people and `wtproxy mcp`'s why tool returns to agents. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +15,12 @@
 #include "cli.h"
 #include "registry.h"
 #include "host.h"
+
+#define NOT_PLACED                                                                         \
+    "not placed: no process in the chain has WTPROXY_WORKTREE, nor a cwd in a worktree "   \
+    "of a repository with a registration.\nIts requests go to the default backend, or "    \
+    "get 503. Place it: run it from its worktree, set "                                   \
+    "WTPROXY_WORKTREE=/path/to/worktree, or send X-Wtproxy-Worktree."
 
 static int known(const char *common_dir, void *arg)
 {
@@ -37,52 +45,119 @@ static int parse_int(const char *flag, const char *v, long min, long max, long *
     return 0;
 }
 
-/* The chain from pid to the decider (or as far as the walk goes). */
-static void print_chain(const struct caller_place *pl)
+json_t *cli_json_text(const char *s, size_t n)
 {
-    pid_t pid = pl->pid;
-    for (int depth = 0; pid > 1 && depth <= (pl->decided_by ? pl->depth : CALLER_MAX_DEPTH - 1);
-         depth++) {
-        char cwd[PATH_MAX];
-        int known_cwd = host_pid_cwd(pid, cwd, sizeof cwd) == 0;
-        printf("  %s pid %-7d cwd %s%s\n", depth ? "<-" : "  ", (int)pid, known_cwd ? cwd : "?",
-               pid == pl->decided_by ? "   <- decides" : "");
-        pid = host_pid_parent(pid);
-    }
+    json_t *j = json_stringn(s, n);
+    if (j)
+        return j;
+    char *copy = malloc(n + 1);
+    for (size_t i = 0; copy && i < n; i++)
+        copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+    j = copy ? json_stringn(copy, n) : NULL;
+    free(copy);
+    return j;
 }
 
-static int explain(pid_t pid, int front, struct reg_table *t)
+/* The chain from pl->pid to the decider (or as far as the walk goes):
+ * [{"pid", "cwd" (null when unreadable), "decides"}]. */
+static json_t *chain_json(const struct caller_place *pl)
+{
+    json_t *chain = json_array();
+    pid_t pid = pl->pid;
+    for (int depth = 0; chain && pid > 1 &&
+                        depth <= (pl->decided_by ? pl->depth : CALLER_MAX_DEPTH - 1);
+         depth++) {
+        char cwd[PATH_MAX];
+        json_t *where = host_pid_cwd(pid, cwd, sizeof cwd) == 0 ? cli_json_text(cwd, strlen(cwd))
+                                                                : json_null();
+        json_array_append_new(chain, json_pack("{s:i, s:o, s:b}", "pid", (int)pid, "cwd", where,
+                                               "decides", pid == pl->decided_by));
+        pid = host_pid_parent(pid);
+    }
+    return chain;
+}
+
+/* The verdict's fields of a placement pl into o: worktree, decider, the
+ * backend entry on front (null when none), and the sentence that says it.
+ * Returns 1 when placed with a backend, else 0. */
+static int verdict(json_t *o, const struct caller_place *pl, int placed, int front,
+                   struct reg_table *t)
+{
+    char msg[PATH_MAX + 256];
+    struct reg_backend *b = placed ? reg_table_get(t, front, pl->worktree) : NULL;
+    json_object_set_new(o, "placed", json_boolean(placed));
+    json_object_set_new(o, "worktree",
+                        placed ? cli_json_text(pl->worktree, strlen(pl->worktree)) : json_null());
+    json_object_set_new(o, "how", placed ? json_string(strcmp(pl->how, "env") == 0
+                                                           ? "WTPROXY_WORKTREE" : "cwd")
+                                         : json_null());
+    json_object_set_new(o, "front", json_integer(front));
+    json_object_set_new(o, "backend", b ? reg_backend_to_json(b) : json_null());
+    if (!placed)
+        snprintf(msg, sizeof msg, "%s", NOT_PLACED);
+    else if (!b)
+        snprintf(msg, sizeof msg, "backend: none on front :%d; requests get 503. Start one "
+                 "from the worktree: wtproxy run -- <server command with {port}>", front);
+    else
+        snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,
+                 b->state == REG_READY ? "ready" : b->state == REG_STARTING ? "starting" : "dead",
+                 front);
+    json_object_set_new(o, "explanation", cli_json_text(msg, strlen(msg)));
+    return placed && b;
+}
+
+json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, char *err,
+                     size_t errlen)
 {
     struct caller_place pl;
     struct stat st;
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d", (int)pid);
-    if (stat(path, &st) < 0) {
-        fprintf(stderr, "wtproxy why: no process %d\n", (int)pid);
-        return 1;
+    json_t *o;
+    int placed;
+    if (folder) {
+        if (stat(folder, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "%s is not a folder", folder);
+            return NULL;
+        }
+        placed = caller_place_dir(folder, known, t, &pl) == 0;
+        o = json_pack("{s:o}", "folder", cli_json_text(folder, strlen(folder)));
+    } else {
+        snprintf(path, sizeof path, "/proc/%d", (int)pid);
+        if (stat(path, &st) < 0) {
+            snprintf(err, errlen, "no process %d", (int)pid);
+            return NULL;
+        }
+        placed = caller_place(pid, st.st_uid, known, t, &pl) == 0;
+        o = json_pack("{s:i, s:o, s:o, s:i}", "pid", (int)pid, "process",
+                      cli_json_text(pl.comm, strlen(pl.comm)), "chain", chain_json(&pl),
+                      "decided_by", (int)pl.decided_by);
     }
-    int placed = caller_place(pid, st.st_uid, known, t, &pl) == 0;
-    printf("process %d: %s\n", (int)pid, pl.comm);
-    print_chain(&pl);
-    if (!placed) {
-        printf("not placed: no process in the chain has WTPROXY_WORKTREE, nor a cwd in a "
-               "worktree of a repository with a registration.\nIts requests go to the default "
-               "backend, or get 503. Place it: run it from its worktree, set "
-               "WTPROXY_WORKTREE=/path/to/worktree, or send X-Wtproxy-Worktree.\n");
-        return 1;
+    if (o)
+        json_object_set_new(o, "ok", json_boolean(verdict(o, &pl, placed, front, t)));
+    else
+        snprintf(err, errlen, "out of memory");
+    return o;
+}
+
+/* Print the decision of `why` (cli_why_json) for people. */
+static void print_why(json_t *o)
+{
+    size_t i;
+    json_t *step;
+    printf("process %d: %s\n", (int)json_integer_value(json_object_get(o, "pid")),
+           json_string_value(json_object_get(o, "process")));
+    json_array_foreach(json_object_get(o, "chain"), i, step) {
+        const char *cwd = json_string_value(json_object_get(step, "cwd"));
+        printf("  %s pid %-7d cwd %s%s\n", i ? "<-" : "  ",
+               (int)json_integer_value(json_object_get(step, "pid")), cwd ? cwd : "?",
+               json_is_true(json_object_get(step, "decides")) ? "   <- decides" : "");
     }
-    printf("worktree %s\n  decided by pid %d (its %s)\n", pl.worktree, (int)pl.decided_by,
-           strcmp(pl.how, "env") == 0 ? "WTPROXY_WORKTREE" : "cwd");
-    struct reg_backend *b = reg_table_get(t, front, pl.worktree);
-    if (!b) {
-        printf("backend: none on front :%d; requests get 503. Start one from the worktree: "
-               "wtproxy run -- <server command with {port}>\n", front);
-        return 1;
-    }
-    printf("backend: %s (pid %d, %s) on front :%d\n", b->name, (int)b->pid,
-           b->state == REG_READY ? "ready" : b->state == REG_STARTING ? "starting" : "dead",
-           front);
-    return 0;
+    if (json_is_true(json_object_get(o, "placed")))
+        printf("worktree %s\n  decided by pid %d (its %s)\n",
+               json_string_value(json_object_get(o, "worktree")),
+               (int)json_integer_value(json_object_get(o, "decided_by")),
+               json_string_value(json_object_get(o, "how")));
+    printf("%s\n", json_string_value(json_object_get(o, "explanation")));
 }
 
 int cli_why_main(int argc, char **argv)
@@ -108,7 +183,14 @@ int cli_why_main(int argc, char **argv)
         fprintf(stderr, "wtproxy why: %s\n", err);
         return 1;
     }
-    int r = explain((pid_t)pid, (int)front, t);
+    json_t *o = cli_why_json((pid_t)pid, NULL, (int)front, t, err, sizeof err);
     reg_table_free(t);
+    if (!o) {
+        fprintf(stderr, "wtproxy why: %s\n", err);
+        return 1;
+    }
+    print_why(o);
+    int r = json_is_true(json_object_get(o, "ok")) ? 0 : 1;
+    json_decref(o);
     return r;
 }

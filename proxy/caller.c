@@ -64,3 +64,16 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
     }
     return -1;
 }
+
+int caller_place_dir(const char *dir, caller_known_fn known, void *arg,
+                     struct caller_place *place)
+{
+    memset(place, 0, sizeof *place);
+    snprintf(place->cwd, sizeof place->cwd, "%s", dir);
+    if (place_in(dir, place) == 0 && known(place->common_dir, arg)) {
+        snprintf(place->how, sizeof place->how, "cwd");
+        return 0;
+    }
+    place->worktree[0] = place->common_dir[0] = '\0';
+    return -1;
+}

@@ -1,0 +1,85 @@
+/* mcp.h - `wtproxy mcp`, the agent interface: the Model Context Protocol
+ * over stdio (conf/MCP.md). Inside cli/ only: mcp.c reads and writes the
+ * lines, mcp_rpc.c answers each JSON-RPC 2.0 message, mcp_tools.c holds
+ * the table of tools (name, arguments, schema, handler) and what they
+ * share, mcp_read.c and mcp_act.c the tools that read and that act. */
+#ifndef WTP_MCP_H
+#define WTP_MCP_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stddef.h>
+
+#define MCP_LINE_MAX (1024 * 1024)   /* a longer message is discarded, with an error */
+#define MCP_LOG_LINES_MAX 1000       /* the logs tool's `lines`, at most */
+#define MCP_LOG_LINES_DEFAULT 100
+#define MCP_LOG_BYTES_MAX (256 * 1024) /* of a log's end read, at most */
+
+/* JSON-RPC 2.0's error codes. */
+#define MCP_PARSE_ERROR (-32700)
+#define MCP_INVALID_REQUEST (-32600)
+#define MCP_METHOD_NOT_FOUND (-32601)
+#define MCP_INVALID_PARAMS (-32602)
+
+/* One `wtproxy mcp` session. */
+struct mcp {
+    char worktree[PATH_MAX];    /* its worktree; "" when none (why_none says why) */
+    char why_none[PATH_MAX + 256];
+    int front;                  /* the default front port of the tools */
+};
+
+/* mcp_rpc.c: the reply to one message (a line without its newline), a
+ * new reference; NULL when none is due (a notification, a response). */
+json_t *mcp_rpc_handle(struct mcp *m, const char *line, size_t len);
+
+/* A JSON-RPC error reply: {"jsonrpc":"2.0","id":id (null when NULL),
+ * "error":{"code","message"[,"data"]}}. */
+json_t *mcp_rpc_error(json_t *id, int code, const char *message, const char *data);
+
+/* mcp_tools.c: the tools/list result, a new reference. */
+json_t *mcp_tools_list(void);
+
+/* The tools/call result of tool name with args (NULL: none given):
+ * {"content":[{"type":"text","text"}],"structuredContent"[,"isError":true]}.
+ * NULL with *code and err when the call is invalid (an unknown tool,
+ * arguments of the wrong type or range: JSON-RPC's invalid params). */
+json_t *mcp_tools_call(struct mcp *m, const char *name, json_t *args, int *code, char *err,
+                       size_t errlen);
+
+/* --- what the tools share (mcp_tools.c) --- */
+
+/* A tool's failure: {"error": code, "message": the sentence with the fix}. */
+json_t *mcp_fail(const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The worktree a call is about into out: args' "worktree" (the worktree
+ * of that folder) or the session's. A state-changing call (acting set)
+ * may name no worktree but the session's. Returns NULL, or the failure. */
+json_t *mcp_scope(struct mcp *m, json_t *args, int acting, char *out, size_t outlen);
+
+/* Send req (consumed) to the daemon, starting none. Returns the reply (ok
+ * or not), or NULL with *fail set (no daemon answers: how to start one). */
+json_t *mcp_ask(json_t *req, json_t **fail);
+
+/* The daemon's reply to {"op": op, "worktree": wt} with the members of
+ * args named in keys (NULL-terminated) when given; NULL with *fail: its
+ * refusal (the reply with "error" and "message"), or "unsupported" when
+ * the daemon predates op. */
+json_t *mcp_op(const char *op, const char *wt, json_t *args, const char *const *keys,
+               json_t **fail);
+
+/* This machine's registrations of worktree (a new array), or NULL with
+ * *fail set. */
+json_t *mcp_entries(const char *worktree, json_t **fail);
+
+/* The tools (mcp_read.c, mcp_act.c): args are checked against the table;
+ * each returns its structured result, or a failure (mcp_fail). */
+json_t *mcp_tool_servers(struct mcp *m, json_t *args);
+json_t *mcp_tool_why(struct mcp *m, json_t *args);
+json_t *mcp_tool_refusals(struct mcp *m, json_t *args);
+json_t *mcp_tool_logs(struct mcp *m, json_t *args);
+json_t *mcp_tool_restart(struct mcp *m, json_t *args);
+json_t *mcp_tool_claim(struct mcp *m, json_t *args);
+json_t *mcp_tool_release(struct mcp *m, json_t *args);
+
+#endif

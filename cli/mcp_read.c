@@ -1,0 +1,201 @@
+/* mcp_read.c - `wtproxy mcp`'s tools that only read: servers, why,
+ * refusals, logs. Each may look at another worktree (its "worktree"
+ * argument); none changes anything. */
+#include "mcp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "registry.h"
+
+/* Into out: the services worktree wt declares (the daemon's op services:
+ * "file" and "services"), [] when it has no .wtproxy, else null with a
+ * "services_note" saying why they are unknown (an older daemon, a bad
+ * file): the registrations alone still answer the question. */
+static void add_services(json_t *out, const char *wt)
+{
+    static const char *const none[] = {NULL};
+    json_t *fail = NULL, *svc = mcp_op("services", wt, NULL, none, &fail);
+    const char *code = json_string_value(json_object_get(fail, "error"));
+    const char *note = json_string_value(json_object_get(fail, "message"));
+    if (svc) {
+        json_object_set(out, "file", json_object_get(svc, "file"));
+        json_object_set(out, "services", json_object_get(svc, "services"));
+    } else {
+        json_object_set_new(out, "services", code && strcmp(code, "not-declared") == 0
+                                                 ? json_array() : json_null());
+        json_object_set_new(out, "services_note", cli_json_text(note ? note : "",
+                                                                note ? strlen(note) : 0));
+    }
+    json_decref(svc);
+    json_decref(fail);
+}
+
+json_t *mcp_tool_servers(struct mcp *m, json_t *args)
+{
+    char wt[PATH_MAX];
+    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt), *entries;
+    if (fail || !(entries = mcp_entries(wt, &fail)))
+        return fail;
+    json_t *out = json_pack("{s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers",
+                            entries);
+    if (out)
+        add_services(out, wt);
+    return out;
+}
+
+json_t *mcp_tool_why(struct mcp *m, json_t *args)
+{
+    json_t *pid = json_object_get(args, "pid"), *front = json_object_get(args, "front");
+    const char *folder = json_string_value(json_object_get(args, "folder"));
+    char err[PATH_MAX + 256];
+    if (pid && folder)
+        return mcp_fail("bad-arguments", "give pid or folder, not both");
+    struct reg_table *t = cli_table(err, sizeof err);
+    if (!t)
+        return mcp_fail("no-daemon", "%s", err);
+    json_t *o = cli_why_json(pid ? (pid_t)json_integer_value(pid) : getpid(), folder,
+                             front ? (int)json_integer_value(front) : m->front, t, err,
+                             sizeof err);
+    reg_table_free(t);
+    return o ? o : mcp_fail("not-found", "%s", err);
+}
+
+json_t *mcp_tool_refusals(struct mcp *m, json_t *args)
+{
+    char wt[PATH_MAX];
+    static const char *const keys[] = {"limit", "after", NULL};
+    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt);
+    json_t *reply = fail ? NULL : mcp_op("refusals", wt, args, keys, &fail);
+    if (!reply)
+        return fail;
+    json_object_del(reply, "ok");
+    json_object_set_new(reply, "worktree", cli_json_text(wt, strlen(wt)));
+    return reply;
+}
+
+/* The one entry of entries that service and front (each may be NULL)
+ * pick, or NULL with *fail naming the choices or the fix. */
+static json_t *pick(json_t *entries, const char *wt, const char *service, json_t *front,
+                    json_t **fail)
+{
+    json_t *found = NULL, *e;
+    char choices[1024] = "";
+    size_t i, n = 0, len = 0;
+    json_array_foreach(entries, i, e) {
+        const char *sv = json_string_value(json_object_get(e, "service"));
+        int f = (int)json_integer_value(json_object_get(e, "front"));
+        if ((service && (!sv || strcmp(sv, service) != 0)) ||
+            (front && f != json_integer_value(front)))
+            continue;
+        found = e;
+        n++;
+        int w = snprintf(choices + len, sizeof choices - len, "%s front %d%s%s",
+                         len ? "," : "", f, sv ? " service " : "", sv ? sv : "");
+        len = w > 0 && (size_t)w < sizeof choices - len ? len + (size_t)w : len;
+    }
+    if (n == 1)
+        return found;
+    *fail = n ? mcp_fail("ambiguous", "%s has %zu servers (%s): pick one with service or "
+                         "front", wt, n, choices)
+              : mcp_fail("not-found", "no server of %s%s%s is registered; start one there: "
+                         "cd %s && wtproxy run%s%s -- <server command with {port}>",
+                         wt, service ? " for service " : "", service ? service : "", wt,
+                         service ? " --service " : "", service ? service : "");
+    return NULL;
+}
+
+/* The lines of buf[0, n), the end of a file that starts mid-file when
+ * cut (its first, partial line is then left out): the last want of them,
+ * {"lines", "truncated"} (truncated: the file has more). */
+static json_t *last_lines(const char *buf, size_t n, int cut, size_t want)
+{
+    struct {
+        size_t start, end;
+    } ring[MCP_LOG_LINES_MAX];
+    size_t p = 0, total = 0;
+    if (cut) {
+        const char *nl = memchr(buf, '\n', n);
+        p = nl ? (size_t)(nl - buf) + 1 : n;
+    }
+    while (p < n) {
+        const char *nl = memchr(buf + p, '\n', n - p);
+        size_t e = nl ? (size_t)(nl - buf) : n;
+        ring[total % want].start = p;
+        ring[total % want].end = e;
+        total++;
+        p = e + 1;
+    }
+    json_t *lines = json_array();
+    for (size_t i = total > want ? total - want : 0; lines && i < total; i++)
+        json_array_append_new(lines, cli_json_text(buf + ring[i % want].start,
+                                                 ring[i % want].end - ring[i % want].start));
+    return json_pack("{s:o, s:b}", "lines", lines, "truncated", cut || total > want);
+}
+
+/* The last want lines of the file at path, reading at most
+ * MCP_LOG_BYTES_MAX of its end, when the file is owner's; or a failure.
+ * O_NONBLOCK: a FIFO put
+ * where the log was must not hang the session. */
+static json_t *tail(const char *path, uid_t owner, size_t want)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        int e = fd < 0 ? errno : EINVAL;
+        if (fd >= 0)
+            close(fd);
+        return mcp_fail("unreadable", "cannot read the log %s: %s", path, strerror(e));
+    }
+    /* Anyone may register a server with a log path: read only a file of
+     * the server's own user, never one of ours it merely names. */
+    if (st.st_uid != owner) {
+        close(fd);
+        return mcp_fail("not-permitted", "the log %s does not belong to the server's user "
+                        "(uid %d): not shown", path, (int)owner);
+    }
+    off_t from = st.st_size > MCP_LOG_BYTES_MAX ? st.st_size - MCP_LOG_BYTES_MAX : 0;
+    char *buf = malloc(MCP_LOG_BYTES_MAX);
+    ssize_t n = buf ? pread(fd, buf, MCP_LOG_BYTES_MAX, from) : -1;
+    close(fd);
+    json_t *out = n < 0 ? mcp_fail("unreadable", "cannot read the log %s", path)
+                        : last_lines(buf, (size_t)n, from > 0, want);
+    free(buf);
+    return out;
+}
+
+json_t *mcp_tool_logs(struct mcp *m, json_t *args)
+{
+    char wt[PATH_MAX];
+    const char *service = json_string_value(json_object_get(args, "service"));
+    json_t *lines = json_object_get(args, "lines"), *entries = NULL, *e = NULL;
+    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt);
+    if (!fail && (entries = mcp_entries(wt, &fail)))
+        e = pick(entries, wt, service, json_object_get(args, "front"), &fail);
+    const char *log = json_string_value(json_object_get(e, "log"));
+    if (e && !log)
+        fail = mcp_fail("no-log", "the server of %s on front :%d (pid %d: %s) has no log "
+                        "file wtproxy knows of: its output goes where it was started",
+                        wt, (int)json_integer_value(json_object_get(e, "front")),
+                        (int)json_integer_value(json_object_get(e, "pid")),
+                        json_string_value(json_object_get(e, "command")));
+    json_t *out = fail ? NULL
+                       : tail(log, (uid_t)json_integer_value(json_object_get(e, "uid")),
+                              lines ? (size_t)json_integer_value(lines) : MCP_LOG_LINES_DEFAULT);
+    if (out && !json_object_get(out, "error")) {
+        json_object_set_new(out, "worktree", cli_json_text(wt, strlen(wt)));
+        json_object_set(out, "front", json_object_get(e, "front"));
+        json_object_set(out, "pid", json_object_get(e, "pid"));
+        json_object_set(out, "log", json_object_get(e, "log"));
+        if (json_object_get(e, "service"))
+            json_object_set(out, "service", json_object_get(e, "service"));
+    }
+    json_decref(entries);
+    return fail ? fail : out;
+}

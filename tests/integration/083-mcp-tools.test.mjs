@@ -1,0 +1,239 @@
+// 083: `wtproxy mcp`'s tools against a real daemon, real `wtproxy run`
+// servers and real worktrees, as an agent in worktree wt-a sees them:
+// servers lists its servers with their state, port, pid, service and log;
+// why names the worktree a folder's or a process's requests go to;
+// refusals shows the refusal the test provoked for wt-a and not wt-b's
+// (unless asked for wt-b); logs returns a server's last lines. The tools
+// that change state refuse another worktree's server, naming whose it
+// is; claim and release lease a resource for the session's worktree, and
+// a claim without a ttl ends with the session. restart (the daemon's op
+// `restart`) restarts wt-a's own server.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import {
+  makeWorktrees, startDaemon, startRun, cliEnv, getWorktree, waitFor, pidAlive,
+} from './lib/registry.mjs';
+import { startMcp, initialize } from './lib/mcp.mjs';
+
+// One request on the daemon's control socket (registry/PROTOCOL.md).
+function control(sock, req) {
+  return new Promise((resolve, reject) => {
+    const c = net.connect(sock);
+    let buf = '';
+    c.on('connect', () => c.write(`${JSON.stringify(req)}\n`));
+    c.on('data', (d) => {
+      buf += d;
+      if (buf.includes('\n')) { c.destroy(); resolve(JSON.parse(buf.slice(0, buf.indexOf('\n')))); }
+    });
+    c.on('error', reject);
+    c.setTimeout(10000, () => { c.destroy(); reject(new Error('control socket timed out')); });
+  });
+}
+
+// A session of `wtproxy mcp` in cwd, past its handshake.
+async function session(t, tmp, cwd, args = []) {
+  const mcp = startMcp(t, { cwd, args, env: cliEnv(tmp) });
+  await initialize(mcp);
+  return mcp;
+}
+
+let ids = 1;
+// tools/call name args: the result; its text is its JSON (or the failure's sentence).
+async function call(mcp, name, args) {
+  const r = await mcp.call(ids++, name, args);
+  assert.equal(r.content.length, 1);
+  assert.equal(r.content[0].type, 'text');
+  if (r.isError) assert.equal(r.content[0].text, r.structuredContent.message);
+  else assert.deepEqual(JSON.parse(r.content[0].text), r.structuredContent);
+  return r;
+}
+
+// A second server of wt-a with a log file: a node process writing 300
+// lines, registered as service "worker" (with its log) on another front.
+async function workerWithLog(t, tmp, wt, front) {
+  const log = path.join(tmp.root, 'worker.log');
+  const fd = fs.openSync(log, 'w');
+  const p = spawn(process.execPath, ['-e',
+    "for (let i = 0; i < 300; i++) console.log('worker line ' + i); setInterval(() => {}, 1e6)"],
+  { stdio: ['ignore', fd, 'ignore'] });
+  fs.closeSync(fd);
+  t.after(() => { if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL'); });
+  await waitFor(() => fs.readFileSync(log, 'utf8').includes('worker line 299\n'), 10000, 'the worker\'s log');
+  const r = await control(tmp.control, {
+    op: 'register', front, worktree: wt, port: 9, pid: p.pid, ttl_ms: 0,
+    command: 'node worker', ready: true, service: 'worker', log,
+  });
+  assert.equal(r.ok, true, JSON.stringify(r));
+  return { pid: p.pid, log };
+}
+
+test('servers, why, refusals and logs show an agent its worktree', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp);
+  // Refusals the agent will look for: wt-a's before its server runs, and wt-b's.
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 503);
+  assert.equal((await getWorktree(px.port, tmp.wt.b)).status, 503);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  const port = await run.ready;
+  const workerFront = px.port < 65535 ? px.port + 1 : px.port - 1;
+  const worker = await workerWithLog(t, tmp, tmp.wt.a, workerFront);
+  const sub = path.join(tmp.wt.a, 'sub');
+  fs.mkdirSync(sub);
+  const mcp = await session(t, tmp, sub, ['--front', String(px.port)]);
+
+  const servers = (await call(mcp, 'servers')).structuredContent;
+  assert.equal(servers.worktree, tmp.wt.a);
+  assert.equal(servers.servers.length, 2, JSON.stringify(servers));
+  const web = servers.servers.find((e) => e.front === px.port);
+  assert.equal(web.port, port);
+  assert.equal(web.pid, run.pid);
+  assert.equal(web.state, 'ready');
+  const wk = servers.servers.find((e) => e.front === workerFront);
+  assert.equal(wk.service, 'worker');
+  assert.equal(wk.log, worker.log);
+  assert.equal(wk.pid, worker.pid);
+  // The declared services when the daemon lists them; else a note why not.
+  if (servers.services === null) assert.match(servers.services_note, /no op "services"/);
+  else assert.ok(Array.isArray(servers.services));
+  const other = (await call(mcp, 'servers', { worktree: tmp.wt.b })).structuredContent;
+  assert.deepEqual([other.worktree, other.servers], [tmp.wt.b, []]);
+
+  const why = (await call(mcp, 'why', { folder: sub })).structuredContent;
+  assert.equal(why.worktree, tmp.wt.a);
+  assert.equal(why.how, 'cwd');
+  assert.equal(why.backend.port, port);
+  assert.equal(why.ok, true);
+  assert.match(why.explanation, new RegExp(`^backend: 127\\.0\\.0\\.1:${port} \\(pid ${run.pid}, ready\\)`));
+  const self = (await call(mcp, 'why')).structuredContent; // the MCP server's own requests
+  assert.equal(self.pid, mcp.proc.pid);
+  assert.equal(self.worktree, tmp.wt.a);
+  assert.equal(self.chain[0].pid, mcp.proc.pid);
+  assert.equal(self.chain[0].decides, true);
+  const outside = (await call(mcp, 'why', { folder: tmp.root })).structuredContent;
+  assert.equal(outside.placed, false);
+  assert.match(outside.explanation, /^not placed: .*WTPROXY_WORKTREE=/s);
+  const gone = await call(mcp, 'why', { pid: 2147483647 });
+  assert.equal(gone.isError, true);
+  assert.equal(gone.structuredContent.message, 'no process 2147483647');
+
+  const mine = (await call(mcp, 'refusals')).structuredContent;
+  assert.equal(mine.worktree, tmp.wt.a);
+  assert.ok(mine.refusals.some((r) => r.reason === 'no-backend' && r.named === tmp.wt.a && r.status === 503),
+    JSON.stringify(mine));
+  assert.ok(!mine.refusals.some((r) => r.named === tmp.wt.b), 'wt-b\'s refusal is not wt-a\'s');
+  const theirs = (await call(mcp, 'refusals', { worktree: tmp.wt.b, limit: 1 })).structuredContent;
+  assert.equal(theirs.refusals.length, 1);
+  assert.equal(theirs.refusals[0].named, tmp.wt.b);
+
+  const logs = (await call(mcp, 'logs', { service: 'worker', lines: 5 })).structuredContent;
+  assert.deepEqual(logs.lines, [295, 296, 297, 298, 299].map((i) => `worker line ${i}`));
+  assert.equal(logs.truncated, true);
+  assert.equal(logs.log, worker.log);
+  assert.equal(logs.pid, worker.pid);
+  const all = (await call(mcp, 'logs', { front: workerFront, lines: 1000 })).structuredContent;
+  assert.equal(all.lines.length, 300);
+  assert.equal(all.truncated, false);
+  const which = await call(mcp, 'logs');
+  assert.equal(which.isError, true);
+  assert.equal(which.structuredContent.error, 'ambiguous');
+  assert.match(which.structuredContent.message, /has 2 servers .*service worker.*: pick one with service or front/);
+  const none = await call(mcp, 'logs', { service: 'api' });
+  assert.equal(none.structuredContent.error, 'not-found');
+  assert.match(none.structuredContent.message, /wtproxy run --service api -- /);
+
+  const end = await mcp.end();
+  assert.equal(end.code, 0, mcp.stderr());
+  assert.doesNotMatch(mcp.stderr(), /Sanitizer|runtime error/);
+});
+
+test('state-changing tools refuse another worktree, naming whose it is; leases are the session worktree\'s', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp);
+  const runB = startRun(t, tmp, { cwd: tmp.wt.b, front: px.port });
+  await runB.ready;
+  const a = await session(t, tmp, tmp.wt.a);
+  const b = await session(t, tmp, tmp.wt.b);
+
+  const refused = await call(a, 'restart', { worktree: tmp.wt.b });
+  assert.equal(refused.isError, true);
+  assert.equal(refused.structuredContent.error, 'not-permitted');
+  assert.match(refused.structuredContent.message, new RegExp(
+    `belongs to the worktree ${tmp.wt.b}, not to this session's \\(${tmp.wt.a}\\); its server on front :${px.port} is pid ${runB.pid} `));
+  assert.ok(pidAlive(runB.pid), 'wt-b\'s server runs on');
+  for (const [tool, args] of [['claim', { resource: 'r' }], ['release', { resource: 'r' }]]) {
+    const r = await call(a, tool, { ...args, worktree: tmp.wt.b });
+    assert.equal(r.structuredContent.error, 'not-permitted', tool);
+  }
+
+  const won = (await call(a, 'claim', { resource: 'emulator-1', ttl: '10m', purpose: 'e2e run' })).structuredContent;
+  assert.equal(won.claimed, 'emulator-1');
+  assert.equal(won.lease.worktree, tmp.wt.a);
+  assert.equal(won.store, 'embedded');
+  const lost = await call(b, 'claim', { resource: 'emulator-1' });
+  assert.equal(lost.isError, true);
+  assert.equal(lost.structuredContent.error, 'held');
+  assert.equal(lost.structuredContent.holder.worktree, tmp.wt.a);
+  assert.match(lost.structuredContent.message, new RegExp(`^emulator-1 is held by the worktree ${tmp.wt.a} .*for "e2e run"`));
+  const notTheirs = await call(b, 'release', { resource: 'emulator-1' });
+  assert.equal(notTheirs.structuredContent.error, 'held-by-another');
+  const bad = await call(a, 'claim', { resource: 'x', ttl: 'soon' });
+  assert.equal(bad.structuredContent.error, 'bad-arguments');
+  assert.deepEqual((await call(a, 'release', { resource: 'emulator-1' })).structuredContent, { released: 'emulator-1' });
+  assert.equal((await call(a, 'release', { resource: 'emulator-1' })).structuredContent.error, 'not-held');
+
+  // Without a ttl the lease lasts as long as the session: b's ends, a wins.
+  const held = (await call(b, 'claim', { resource: 'emulator-1' })).structuredContent;
+  assert.equal(held.lease.pid, b.proc.pid);
+  assert.equal((await call(a, 'claim', { resource: 'emulator-1', ttl: '1m' })).structuredContent.error, 'held');
+  assert.equal((await b.end()).code, 0, b.stderr());
+  await waitFor(async () => !(await call(a, 'claim', { resource: 'emulator-1', ttl: '1m' })).isError,
+    15000, 'the lease of an ended session to be free');
+  assert.equal((await a.end()).code, 0, a.stderr());
+});
+
+// Needs the daemon's op `restart` and wtproxy run's log of its server.
+test('restart restarts the session worktree\'s own server', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  await run.ready;
+  const before = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body).pid;
+  const mcp = await session(t, tmp, tmp.wt.a, ['--front', String(px.port)]);
+  const r = await call(mcp, 'restart');
+  assert.notEqual(r.isError, true, r.content[0].text);
+  assert.ok(r.structuredContent.restarted.some((e) => e.worktree === tmp.wt.a), JSON.stringify(r.structuredContent));
+  await waitFor(async () => {
+    const res = await getWorktree(px.port, tmp.wt.a);
+    return res.status === 200 && JSON.parse(res.body).pid !== before;
+  }, 20000, 'a new server process answering for wt-a');
+  // wtproxy run keeps its server's log: the restart is in its last lines.
+  const log = (await call(mcp, 'logs', { front: px.port, lines: 20 })).structuredContent;
+  assert.equal(log.pid, run.pid);
+  assert.ok(log.lines.some((l) => /restarting/.test(l)), JSON.stringify(log));
+  const unknown = await call(mcp, 'restart', { service: 'nope' });
+  assert.equal(unknown.isError, true);
+  assert.equal(unknown.structuredContent.error, 'not-found');
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+});
+
+// Needs the daemon's op `services` (a .wtproxy with [service NAME] sections).
+test('servers lists the services the worktree\'s .wtproxy declares, running or not', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), [
+    '[service api]', 'start = node api.mjs {port}', `front = ${px.port}`, '',
+    '[service web]', 'start = node web.mjs {port}', `front = ${px.port < 65535 ? px.port + 1 : px.port - 1}`,
+    'after = api', '',
+  ].join('\n'));
+  const mcp = await session(t, tmp, tmp.wt.a);
+  const s = (await call(mcp, 'servers')).structuredContent;
+  assert.deepEqual(s.servers, []);
+  assert.equal(s.file, path.join(tmp.wt.a, '.wtproxy'));
+  assert.deepEqual(s.services.map((x) => [x.name, x.front, x.running]),
+    [['api', px.port, false], ['web', px.port < 65535 ? px.port + 1 : px.port - 1, false]]);
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+});
