@@ -63,7 +63,8 @@ static const char ls_usage[] =
     "port, pid, state, what the /__whoami gate last found (verified, stale,\n"
     "mismatch, no-whoami, invalid; - before its first request), age and\n"
     "requests served. With a PostgreSQL registry, every machine's, with a\n"
-    "MACHINE column (only this machine's route here).\n"
+    "MACHINE column (only this machine's route here). A SERVICE column when\n"
+    "some server is a named `.wtproxy` service (wtproxy run --service).\n"
     "\n"
     "  --json    the entries as the daemon has them (PROTOCOL.md)\n";
 
