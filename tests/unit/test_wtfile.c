@@ -1,7 +1,8 @@
 /* test_wtfile.c - proxy/wtfile.c: today's file without sections is one
  * unnamed service with the same meaning; `[service NAME]` sections, their
  * keys and the start order that `after` gives; and each bad file refused
- * with its path, its line and the fix. */
+ * with its path, its line and the fix. Given conf/wtproxy-file.example, it
+ * must parse, and so must its services example (its `#| ` lines). */
 #include "../../proxy/wtfile.c"
 
 #include "tap.h"
@@ -96,13 +97,41 @@ static void test_bad(void)
     refused("", ".wtproxy:1:", "declares no server", "empty");
 }
 
-int main(void)
+/* The documented file as it is, then its services example uncommented. */
+static void test_example(const char *path)
+{
+    char text[WTFILE_MAX_BYTES], services[WTFILE_MAX_BYTES] = "", line[1024];
+    FILE *in = fopen(path, "r");
+    size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
+    ok(in != NULL, "%s can be read", path);
+    text[n] = '\0';
+    if (in)
+        fclose(in);
+    is_int(parse(text), 0, "the example file parses: %s", err);
+    ok(f.n == 1 && f.svc[0].name[0] == '\0', "  one unnamed service");
+    for (char *l = text, *next; l; l = next) {
+        if ((next = strchr(l, '\n')))
+            *next++ = '\0';
+        if (strncmp(l, "#|", 2) == 0) {
+            snprintf(line, sizeof line, "%s\n", l[2] == ' ' ? l + 3 : l + 2);
+            strncat(services, line, sizeof services - strlen(services) - 1);
+        }
+    }
+    is_int(parse(services), 0, "its services example parses: %s", err);
+    const struct wtfile_service *web = wtfile_by_name(&f, "web");
+    ok(f.n == 2 && web && web->nafter == 1 && strcmp(f.svc[web->after[0]].name, "api") == 0,
+       "  api, and web after api");
+}
+
+int main(int argc, char **argv)
 {
     if (!mkdtemp(dir))
         return 1;
     test_one_service();
     test_sections();
     test_bad();
+    if (argc > 1)
+        test_example(argv[1]);
     char path[64];
     snprintf(path, sizeof path, "%s/.wtproxy", dir);
     unlink(path);
