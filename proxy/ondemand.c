@@ -110,11 +110,16 @@ static int launch(struct ondemand *a, struct started *e)
     const char *argv[16] = {a->exe, "run", "--front", front, "--worktree", e->worktree,
                             "--restart-on-stale"};
     int n = 7;
-    if (e->svc.name[0])
-        argv[n++] = "--service", argv[n++] = e->svc.name;
-    if (e->svc.ready[0])
-        argv[n++] = "--ready", argv[n++] = e->svc.ready;
-    argv[n++] = "--", argv[n++] = "/bin/sh", argv[n++] = "-c", argv[n++] = e->svc.start;
+    if (e->svc.name[0]) {
+        argv[n++] = "--service";
+        argv[n++] = e->svc.name;
+    }
+    if (e->svc.ready[0]) {
+        argv[n++] = "--ready";
+        argv[n++] = e->svc.ready;
+    }
+    const char *tail[] = {"--", "/bin/sh", "-c", e->svc.start};
+    memcpy(argv + n, tail, sizeof tail);
     char **env = child_env(a, e, own);
     mkdir(a->log_dir, 0700);
     pid_t pid = env ? fork() : -1;
@@ -129,6 +134,7 @@ static int launch(struct ondemand *a, struct started *e)
         _exit(127);
     }
     free(env);
+    e->waiting = 0;
     if (pid < 0) {
         snprintf(e->failed, sizeof e->failed, "cannot start %s's server: %s", e->worktree,
                  strerror(errno));
@@ -136,7 +142,6 @@ static int launch(struct ondemand *a, struct started *e)
         return -1;
     }
     e->pid = pid;
-    e->waiting = 0;
     proxy_log("started %s's server%s%s from its .wtproxy (pid %d, front :%d); log: %s",
               e->worktree, e->svc.name[0] ? " for service " : "", e->svc.name, (int)pid,
               e->svc.front, e->log);

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +38,15 @@ struct parse {
     size_t errlen;
 };
 
-static int fail(struct parse *p, int line, const char *fmt, const char *a, const char *b)
+/* Write "PATH:LINE: " and the message into p's err; returns -1. */
+__attribute__((format(printf, 3, 4))) static int fail(struct parse *p, int line,
+                                                      const char *fmt, ...)
 {
     char what[1024];
-    snprintf(what, sizeof what, fmt, a, b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
     snprintf(p->err, p->errlen, "%s:%d: %s", p->f->path, line, what);
     return -1;
 }
@@ -82,7 +88,7 @@ static int new_service(struct parse *p, const char *name, int line)
 {
     struct wtfile *f = p->f;
     if (f->n == WTFILE_MAX_SERVICES)
-        return fail(p, line, "more than %s services; merge some", "16", "");
+        return fail(p, line, "more than %d services; merge some", WTFILE_MAX_SERVICES);
     struct wtfile_service *s = &f->svc[f->n];
     *s = (struct wtfile_service){.front = WTP_DEFAULT_FRONT_PORT,
                                  .idle_ms = WTFILE_IDLE_DEFAULT_MS, .line = line};
@@ -97,24 +103,18 @@ static int section(struct parse *p, char *l, int line)
     char why[256];
     size_t n = strlen(l);
     if (strncmp(l, "[service ", 9) != 0 || l[n - 1] != ']')
-        return fail(p, line, "a section is written `[service NAME]`, not `%.64s`", l, "");
+        return fail(p, line, "a section is written `[service NAME]`, not `%.64s`", l);
     l[n - 1] = '\0';
     const char *name = trim(l + 9);
     if (!reg_service_name_ok(name, why, sizeof why))
-        return fail(p, line, "%s; rename the section", why, "");
-    if (p->top_line) {
-        char at[16];
-        snprintf(at, sizeof at, "%d", line);
+        return fail(p, line, "%s; rename the section", why);
+    if (p->top_line)
         return fail(p, p->top_line, "this key belongs to no service, but the file has "
-                    "`[service NAME]` sections (line %s): move it into one%s", at, "");
-    }
+                    "`[service NAME]` sections (line %d): move it into one", line);
     const struct wtfile_service *dup = wtfile_by_name(p->f, name);
-    if (dup) {
-        char first[16];
-        snprintf(first, sizeof first, "%d", dup->line);
-        return fail(p, line, "service `%s` is declared twice (first at line %s): rename or "
-                    "merge one", name, first);
-    }
+    if (dup)
+        return fail(p, line, "service `%s` is declared twice (first at line %d): rename or "
+                    "merge one", name, dup->line);
     return new_service(p, name, line);
 }
 
@@ -122,31 +122,34 @@ static int key(struct parse *p, char *l, int line)
 {
     char *eq = strchr(l, '=');
     if (!eq)
-        return fail(p, line, "not `key = value` nor `[service NAME]`: fix or remove it", "", "");
+        return fail(p, line, "not `key = value` nor `[service NAME]`: fix or remove it");
     *eq = '\0';
-    char *k = trim(l), *v = trim(eq + 1), *end;
+    char *k = trim(l), *v = trim(eq + 1), *end = v;
     if (p->cur < 0) { /* the first key of a file without sections (so far) */
         p->top_line = line;
         if (new_service(p, "", line) < 0)
             return -1;
     }
     struct wtfile_service *s = &p->f->svc[p->cur];
-    long front;
-    if (strcmp(k, "start") == 0 && strlen(v) < sizeof s->start)
-        memcpy(s->start, v, strlen(v) + 1);
-    else if (strcmp(k, "front") == 0 && (front = strtol(v, &end, 10)) > 0 && front < 65536 &&
-             !*end)
-        s->front = (int)front, s->front_line = line;
-    else if (strcmp(k, "idle_stop") == 0 && parse_duration(v, &s->idle_ms) == 0)
-        ;
-    else if (strcmp(k, "ready") == 0 && v[0] == '/' && !strpbrk(v, " \t") &&
-             strlen(v) < sizeof s->ready)
-        memcpy(s->ready, v, strlen(v) + 1);
-    else if (strcmp(k, "after") == 0 && strlen(v) < sizeof p->after[0])
-        memcpy(p->after[p->cur], v, strlen(v) + 1), s->after_line = line;
-    else
+    long front = strcmp(k, "front") == 0 ? strtol(v, &end, 10) : 0;
+    size_t len = strlen(v);
+    if (strcmp(k, "start") == 0 && len < sizeof s->start) {
+        memcpy(s->start, v, len + 1);
+    } else if (front > 0 && front < 65536 && !*end) {
+        s->front = (int)front;
+        s->front_line = line;
+    } else if (strcmp(k, "idle_stop") == 0 && parse_duration(v, &s->idle_ms) == 0) {
+        /* parsed into s */
+    } else if (strcmp(k, "ready") == 0 && v[0] == '/' && !strpbrk(v, " \t") &&
+               len < sizeof s->ready) {
+        memcpy(s->ready, v, len + 1);
+    } else if (strcmp(k, "after") == 0 && len < sizeof p->after[0]) {
+        memcpy(p->after[p->cur], v, len + 1);
+        s->after_line = line;
+    } else {
         return fail(p, line, "bad or unknown `%.64s` (keys: start, front, idle_stop, ready, "
-                    "after; conf/wtproxy-file.example shows each)", k, "");
+                    "after; conf/wtproxy-file.example shows each)", k);
+    }
     return 0;
 }
 
@@ -177,11 +180,12 @@ static int resolve_after(struct parse *p)
         for (char *tok = strtok(p->after[i], ","); tok; tok = strtok(NULL, ",")) {
             const char *name = trim(tok);
             const struct wtfile_service *d = *name ? wtfile_by_name(f, name) : NULL;
-            if (!d || !name[0])
+            if (!d)
                 return fail(p, s->after_line, "`after` names `%s`, which this file does not "
                             "declare: fix the name or add a [service %s] section", name, name);
             if (s->nafter == WTFILE_MAX_AFTER)
-                return fail(p, s->after_line, "`after` names more than %s services", "8", "");
+                return fail(p, s->after_line, "`after` names more than %d services",
+                            WTFILE_MAX_AFTER);
             s->after[s->nafter++] = (int)(d - f->svc);
         }
     }
@@ -217,22 +221,18 @@ static int check(struct parse *p)
         const struct wtfile_service *s = &f->svc[i];
         if (!s->start[0])
             return fail(p, s->line, "service `%s` has no `start = CMD {port}`: add one",
-                        s->name[0] ? s->name : "(unnamed)", "");
+                        s->name[0] ? s->name : "(unnamed)");
         const struct wtfile_service *o = wtfile_by_front(f, s->front);
-        if (o != s) {
-            char front[16];
-            snprintf(front, sizeof front, "%d", s->front);
-            snprintf(path, sizeof path, "`%s` and `%s`", o->name, s->name);
-            return fail(p, s->front_line ? s->front_line : s->line, "services %s both serve "
-                        "front %s; a front port routes to one service: give each its own "
-                        "`front`", path, front);
-        }
+        if (o != s)
+            return fail(p, s->front_line ? s->front_line : s->line, "services `%s` and `%s` "
+                        "both serve front %d; a front port routes to one service: give each "
+                        "its own `front`", o->name, s->name, s->front);
     }
     for (int i = 0; i < f->n; i++) {
         path[0] = '\0';
         if (cyclic(f, i, mark, path, sizeof path))
             return fail(p, f->svc[i].after_line, "`after` makes a cycle: %s; remove one of "
-                        "these `after`s", path, "");
+                        "these `after`s", path);
     }
     return 0;
 }
@@ -266,7 +266,7 @@ int wtfile_read(const char *dir, struct wtfile *f, char *err, size_t errlen)
     int rc = parse_text(&p, text);
     free(text);
     if (rc == 0 && f->n == 0)
-        rc = fail(&p, 1, "declares no server: add `start = CMD {port}`", "", "");
+        rc = fail(&p, 1, "declares no server: add `start = CMD {port}`");
     return rc < 0 || resolve_after(&p) < 0 || check(&p) < 0 ? -1 : 0;
 }
 

@@ -16,6 +16,7 @@
 // front, `after` naming an unknown service, a duplicate or invalid name)
 // gets a 503 naming the file, the line and the fix, also in the daemon's
 // output; a service whose `after` dies is refused naming that one's log.
+// Last, `wtproxy run --ready /PATH` on its own.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -24,14 +25,14 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { repoRoot } from './lib/wtproxy.mjs';
-import { startDaemon, lsJson, cli, get, git, makeWorktrees, waitFor, sanitizerClean, wtServer } from './lib/registry.mjs';
+import { startDaemon, lsJson, cli, cliEnv, get, git, makeWorktrees, waitFor, sanitizerClean, wtServer } from './lib/registry.mjs';
+import { repoRoot as root0, wtproxyBin } from './lib/wtproxy.mjs';
 import { processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
 import { python, pythonPath, writeDjangoProject, freePort } from './lib/whoami.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixture = path.join(here, 'fixtures', 'services');
-const plugin = path.join(repoRoot, 'whoami/node/vite.mjs');
+const plugin = path.join(root0, 'whoami/node/vite.mjs');
 const names = ['a', 'b', 'c'];
 
 // One request line on the control socket, one reply line back.
@@ -163,8 +164,10 @@ test('Vite + Django in three worktrees: each page\'s /api reaches its own worktr
     assert.ok(api && web, `wt-${n}'s two services are registered with their labels: ${JSON.stringify(entries)}`);
     assert.equal(api.front, apiFront);
     assert.equal(web.front, webFront);
-    // after = api: web's wrapper started once api's /api/health had answered
-    // (started_ms has the kernel's 10 ms clock ticks)
+    // ready = /api/health: api's wrapper asked it before calling api ready;
+    // after = api: web's wrapper started once it had answered (started_ms
+    // has the kernel's 10 ms clock ticks)
+    assert.ok(answers[n].first_health_ms > 0, `wt-${n}: /api/health was asked (ready = /api/health)`);
     assert.ok(web.started_ms + 10 >= answers[n].first_health_ms,
       `wt-${n}: web started at ${web.started_ms}, before api was ready (${answers[n].first_health_ms})`);
     const env = fs.readFileSync(`/proc/${web.pid}/environ`, 'utf8').split('\0');
@@ -250,5 +253,45 @@ test('a service whose `after` dies before it is ready: 503 naming that one\'s lo
   assert.equal(path.basename(log[1]), 'wt-a.api.log');
   assert.match(fs.readFileSync(log[1], 'utf8'), /boom: no database/);
   assert.deepEqual(await lsJson(tmp), [], 'web was never started');
+  sanitizerClean(assert, px.stderr());
+});
+
+// A server that listens at once but whose /health answers 404 for its
+// first 1.5 s, then 200 (it prints when): `wtproxy run --ready /health`
+// calls it ready only after that; without --ready, as soon as it listens.
+const lateHealth = `const http = require('node:http'); const t0 = Date.now(); let said = false;
+http.createServer((req, res) => {
+  const ok = Date.now() - t0 >= 1500;
+  if (ok && !said) { said = true; console.log('healthy-at ' + Date.now()); }
+  res.writeHead(req.url === '/health' && ok ? 200 : 404); res.end();
+}).listen(Number(process.argv[1]), '127.0.0.1');`;
+
+function runLate(t, tmp, cwd, front, runArgs) {
+  const proc = spawn(wtproxyBin, ['run', '--front', String(front), ...runArgs, '--',
+    process.execPath, '-e', lateHealth, '{port}'], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp) } });
+  let out = '';
+  let readyAt = 0;
+  const seen = (d) => { out += d; if (!readyAt && /is ready on/.test(out)) readyAt = Date.now(); };
+  proc.stdout.on('data', seen);
+  proc.stderr.on('data', seen);
+  t.after(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); });
+  return { proc, out: () => out, readyAt: () => readyAt };
+}
+
+test('wtproxy run --ready /PATH: ready once the path answers 2xx, not when it listens', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp);
+  const r = runLate(t, tmp, tmp.wt.a, px.port, ['--ready', '/health']);
+  await waitFor(() => r.readyAt(), 15000, `ready:\n${r.out()}`);
+  const healthy = Number((/healthy-at (\d+)/.exec(r.out()) || [])[1]);
+  assert.ok(healthy > 0 && r.readyAt() >= healthy, `called ready only after /health answered 200:\n${r.out()}`);
+  assert.match(r.out(), /GET \/health answered 404, waiting for 2xx or 3xx \(--ready\)/);
+  // without --ready the same server is ready while /health is still 404
+  const plain = runLate(t, tmp, tmp.wt.b, px.port, []);
+  await waitFor(() => plain.readyAt(), 15000, `ready:\n${plain.out()}`);
+  assert.doesNotMatch(plain.out(), /healthy-at/, 'ready as soon as it listened');
+  const bad = await cli(tmp, ['run', '--ready', 'health', '--', 'true'], { cwd: tmp.wt.a });
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--ready takes a path such as \/api\/health, not "health"/);
   sanitizerClean(assert, px.stderr());
 });
