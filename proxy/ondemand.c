@@ -49,18 +49,6 @@ struct ondemand {
     struct event *sigchld, *sweep, *tick;
 };
 
-int ondemand_declared(const char *common_dir)
-{
-    char root[PATH_MAX], err[16];
-    struct wtfile f;
-    size_t n = strlen(common_dir);
-    if (n < 5 || n >= sizeof root || strcmp(common_dir + n - 5, "/.git") != 0)
-        return 0;
-    memcpy(root, common_dir, n - 5);
-    root[n - 5] = '\0';
-    return wtfile_read(root, &f, err, sizeof err) != 1; /* a bad file still says "ours" */
-}
-
 static struct started *find(struct ondemand *a, const char *worktree, int front)
 {
     for (int i = 0; i < a->n; i++)
@@ -175,19 +163,27 @@ static struct started *slot(struct ondemand *a, const char *worktree, const stru
 }
 
 /* Start service i of f for worktree unless it runs: at once, or once the
- * services it is started after are ready (tick). */
-static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f, int i)
+ * services it is started after are ready (tick). Returns 0, or -1 with
+ * err (also in the daemon's output). */
+static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f, int i,
+               char *err, size_t errlen)
 {
     struct started *e = find(a, worktree, f->svc[i].front);
     if ((e && (e->pid > 0 || e->waiting)) || registered(a, worktree, f->svc[i].front))
         return 0;
     if (!(e = slot(a, worktree, f, i))) {
-        proxy_log("cannot start %s's server: %d servers started by wtproxy run already",
-                  worktree, ONDEMAND_MAX);
+        snprintf(err, errlen, "cannot start %s's server: the daemon runs %d servers it started "
+                 "already; stop some (kill the pids wtproxy ls shows, or set idle_stop)",
+                 worktree, ONDEMAND_MAX);
+        proxy_log("%s", err);
+        return -1;
+    }
+    if (f->svc[i].nafter == 0 && launch(a, e) < 0) {
+        snprintf(err, errlen, "%s", e->failed);
         return -1;
     }
     if (f->svc[i].nafter == 0)
-        return launch(a, e);
+        return 0;
     e->waiting = 1;
     e->since_ms = proxy_now_ms(a->srv);
     struct timeval tv = {0, WTP_WAIT_POLL_MS * 1000};
@@ -205,12 +201,12 @@ static void report(struct ondemand *a, const char *err)
 }
 
 static int ensure(struct ondemand *a, const char *worktree, const struct wtfile *f,
-                  const struct wtfile_service *s)
+                  const struct wtfile_service *s, char *err, size_t errlen)
 {
     int order[WTFILE_MAX_SERVICES];
     int n = wtfile_start_order(f, (int)(s - f->svc), order);
     for (int k = 0; k < n; k++)
-        if (arm(a, worktree, f, order[k]) < 0)
+        if (arm(a, worktree, f, order[k], err, errlen) < 0)
             return -1;
     return 0;
 }
@@ -234,7 +230,7 @@ int ondemand_ensure(struct ondemand *a, const char *worktree, const char *servic
                                      f.svc[i].name[0] ? f.svc[i].name : "(unnamed)");
         return -1;
     }
-    return ensure(a, worktree, &f, s);
+    return ensure(a, worktree, &f, s, err, errlen);
 }
 
 int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, char *err,
@@ -246,7 +242,7 @@ int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, c
     if (rc < 0)
         report(a, err);
     const struct wtfile_service *s = rc == 0 ? wtfile_by_front(&f, front) : NULL;
-    return s ? ensure(a, worktree, &f, s) : -1;
+    return s ? ensure(a, worktree, &f, s, err, errlen) : -1;
 }
 
 int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,

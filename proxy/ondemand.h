@@ -42,8 +42,8 @@ int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *l
                      size_t loglen);
 
 /* Why the server for (worktree, front) was not started although asked
- * for (a service it is started after exited or was not ready in time, or
- * the file went bad meanwhile), naming the log to read; NULL when not so. */
+ * for (a service it is started after exited or was not ready within
+ * start_timeout, or fork failed), naming the log to read; NULL when not so. */
 const char *ondemand_failed(struct ondemand *a, const char *worktree, int front);
 
 /* What the daemon knows of its start of the server for (worktree, front),
@@ -60,7 +60,8 @@ const char *ondemand_state(struct ondemand *a, const char *worktree, int front);
 json_t *ondemand_services(struct proxy_server *s, const char *worktree);
 
 /* Whether the repository with this git common dir declares a server (its
- * main checkout has a .wtproxy): its worktrees count as known ones. */
+ * main checkout has a .wtproxy, good or bad): its worktrees count as
+ * known ones. (ondemand_services.c) */
 int ondemand_declared(const char *common_dir);
 
 #endif

@@ -1,8 +1,10 @@
-/* ondemand_services.c - ondemand_services (ondemand.h): the services a
- * worktree's .wtproxy declares, each with what runs of it now, for the
- * `services` op and the dashboard. */
+/* ondemand_services.c - what a repository declares (ondemand.h):
+ * ondemand_services, the services a worktree's .wtproxy declares, each
+ * with what runs of it now, for the `services` op and the dashboard; and
+ * ondemand_declared, whether a repository declares any. */
 #include "ondemand.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "server.h"
@@ -43,4 +45,16 @@ json_t *ondemand_services(struct proxy_server *s, const char *worktree)
     for (int i = 0; list && i < f.n; i++)
         json_array_append_new(list, service_json(s, worktree, &f, &f.svc[i]));
     return json_pack("{s:s, s:o}", "file", f.path, "services", list ? list : json_array());
+}
+
+int ondemand_declared(const char *common_dir)
+{
+    char root[PATH_MAX], err[16];
+    struct wtfile f;
+    size_t n = strlen(common_dir);
+    if (n < 5 || n >= sizeof root || strcmp(common_dir + n - 5, "/.git") != 0)
+        return 0;
+    memcpy(root, common_dir, n - 5);
+    root[n - 5] = '\0';
+    return wtfile_read(root, &f, err, sizeof err) != 1; /* a bad file still says "ours" */
 }
