@@ -11,7 +11,8 @@
 // where wtproxy places Vite in its worktree and routes to ITS Django.
 // Checked too: api was ready before web started, WTPROXY_FRONT_API in
 // web's environment and WTPROXY_SERVICE / WTPROXY_FRONT_WEB in api's, the
-// `services` op, `ls`'s SERVICE column, the dashboard's `declared`.
+// `services` op, `ls`'s SERVICE column, the dashboard's `declared` (its
+// JSON and its page).
 // Second part: a bad .wtproxy (a cycle in `after`, two services on one
 // front, `after` naming an unknown service, a duplicate or invalid name)
 // gets a 503 naming the file, the line and the fix, also in the daemon's
@@ -96,11 +97,12 @@ urlpatterns = [path('api/health', views.health), path('api/whoami-ish', views.wh
   return wt;
 }
 
-// Chromium from cwd loads url; resolves { code, out, result }.
-function browse(t, cwd, url) {
+// Chromium from cwd loads url (and waits for selector, if given);
+// resolves { code, out, result }.
+function browse(t, cwd, url, selector) {
   const clean = { ...process.env };
   delete clean.WTPROXY_WORKTREE; // placed by its cwd only
-  const proc = spawn(process.execPath, [path.join(fixture, 'browse.mjs'), url], {
+  const proc = spawn(process.execPath, [path.join(fixture, 'browse.mjs'), url, ...(selector ? [selector] : [])], {
     cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: clean,
   });
   let out = '';
@@ -192,6 +194,13 @@ test('Vite + Django in three worktrees: each page\'s /api reaches its own worktr
   const dash = JSON.parse((await get(webFront, {}, '/__wtproxy/api/backends')).body);
   for (const b of dash) {
     assert.deepEqual(b.declared.services.map((s) => s.name), ['api', 'web'], JSON.stringify(b.declared));
+  }
+  // and the dashboard page shows them under each worktree
+  const page = await browse(t, root, `http://127.0.0.1:${webFront}/__wtproxy/`, '.declared');
+  assert.equal(page.code, 0, page.out);
+  assert.equal(page.result.texts.length, 6, page.out);
+  for (const text of page.result.texts) {
+    assert.equal(text, `services: api :${apiFront} ready · web :${webFront} ready`);
   }
   for (const e of entries) { try { process.kill(-e.pid, 'SIGTERM'); } catch { /* gone */ } }
   await waitFor(async () => (await lsJson(tmp)).length === 0, 10000, 'the servers stopped');
