@@ -29,7 +29,7 @@ struct run {
     int front, port;
     int restart_on_stale;
     const char *service; /* --service, or NULL */
-    const char *ready;   /* --ready /PATH: what must answer 2xx/3xx, or NULL */
+    const char *health;  /* --health /PATH: what must answer 2xx/3xx, or NULL */
     char worktree[PATH_MAX];
     char **argv;         /* CMD ARGS with {port} substituted, NULL-terminated */
     char command[1024];  /* argv joined, for people */
@@ -286,7 +286,7 @@ static pid_t restart(const struct run *r, pid_t pid)
     return start_cmd(r);
 }
 
-/* Whether CMD is ready: it listens, and with --ready its path answers 2xx
+/* Whether CMD is ready: it listens, and with --health its path answers 2xx
  * or 3xx (a 4xx is a path that is not there yet or is misspelled: not
  * ready; the start then times out naming this log). Says once what it
  * waits for. */
@@ -294,12 +294,12 @@ static int is_ready(const struct run *r, pid_t self, int *said)
 {
     if (!cmd_listens(r->port, self))
         return 0;
-    int status = r->ready ? cli_http_status(r->port, r->ready) : 200;
+    int status = r->health ? cli_http_status(r->port, r->health) : 200;
     if (status >= 200 && status < 400)
         return 1;
     if (*said != status)
         fprintf(stderr, "wtproxy: %s listens on 127.0.0.1:%d; GET %s answered %s%d, waiting for "
-                "2xx or 3xx (--ready)\n", folder_name(r->worktree), r->port, r->ready,
+                "2xx or 3xx (--health)\n", folder_name(r->worktree), r->port, r->health,
                 status < 0 ? "nothing in time " : "", status < 0 ? 0 : status);
     *said = status;
     return 0;
@@ -336,13 +336,13 @@ static int supervise(const struct run *r, pid_t pid)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* --ready takes an absolute path without spaces or line breaks (it goes
+/* --health takes an absolute path without spaces or line breaks (it goes
  * into a request line as it is). */
-static int ready_path_bad(const char *path, char *err, size_t errlen)
+static int health_path_bad(const char *path, char *err, size_t errlen)
 {
     if (path[0] == '/' && !strpbrk(path, " \t\r\n") && strlen(path) < 256)
         return 0;
-    snprintf(err, errlen, "--ready takes a path such as /api/health, not \"%.64s\"", path);
+    snprintf(err, errlen, "--health takes a path such as /api/health, not \"%.64s\"", path);
     return 1;
 }
 
@@ -355,7 +355,7 @@ int cli_run_main(int argc, char **argv)
                                    {"worktree", &worktree, NULL},
                                    {"restart-on-stale", NULL, &r.restart_on_stale},
                                    {"service", &r.service, NULL},
-                                   {"ready", &r.ready, NULL},
+                                   {"health", &r.health, NULL},
                                    {"no-autostart", NULL, &no_autostart},
                                    {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
@@ -369,7 +369,7 @@ int cli_run_main(int argc, char **argv)
     }
     if (rc < 0 || (frontv && cli_port("front", frontv, &r.front, err, sizeof err) < 0) ||
         (r.service && !reg_service_name_ok(r.service, err, sizeof err)) ||
-        (r.ready && ready_path_bad(r.ready, err, sizeof err)) ||
+        (r.health && health_path_bad(r.health, err, sizeof err)) ||
         cli_serve_worktree(worktree, r.worktree, sizeof r.worktree, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy run: %s (see wtproxy run --help)\n", err);
         return 2;

@@ -1,4 +1,4 @@
-/* run_ready.c - `wtproxy run --ready /PATH`: the question the wrapper asks
+/* run_ready.c - `wtproxy run --health /PATH`: the question the wrapper asks
  * a server that listens before it calls it ready. One GET on loopback,
  * answered within a deadline, read up to its status line: no client
  * library for a dozen bytes. */

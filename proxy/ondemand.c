@@ -103,7 +103,7 @@ static int launch(struct ondemand *a, struct started *e)
         argv[n++] = e->svc.name;
     }
     if (e->svc.ready[0]) {
-        argv[n++] = "--ready";
+        argv[n++] = "--health";
         argv[n++] = e->svc.ready;
     }
     const char *tail[] = {"--", "/bin/sh", "-c", e->svc.start};

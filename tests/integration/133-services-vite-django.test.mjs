@@ -17,7 +17,7 @@
 // front, `after` naming an unknown service, a duplicate or invalid name)
 // gets a 503 naming the file, the line and the fix, also in the daemon's
 // output; a service whose `after` dies is refused naming that one's log.
-// Last, `wtproxy run --ready /PATH` on its own.
+// Last, `wtproxy run --health /PATH` on its own.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -266,8 +266,8 @@ test('a service whose `after` dies before it is ready: 503 naming that one\'s lo
 });
 
 // A server that listens at once but whose /health answers 404 for its
-// first 1.5 s, then 200 (it prints when): `wtproxy run --ready /health`
-// calls it ready only after that; without --ready, as soon as it listens.
+// first 1.5 s, then 200 (it prints when): `wtproxy run --health /health`
+// calls it ready only after that; without --health, as soon as it listens.
 const lateHealth = `const http = require('node:http'); const t0 = Date.now(); let said = false;
 http.createServer((req, res) => {
   const ok = Date.now() - t0 >= 1500;
@@ -287,20 +287,20 @@ function runLate(t, tmp, cwd, front, runArgs) {
   return { proc, out: () => out, readyAt: () => readyAt };
 }
 
-test('wtproxy run --ready /PATH: ready once the path answers 2xx, not when it listens', async (t) => {
+test('wtproxy run --health /PATH: ready once the path answers 2xx, not when it listens', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b']);
   const px = await startDaemon(t, tmp);
-  const r = runLate(t, tmp, tmp.wt.a, px.port, ['--ready', '/health']);
+  const r = runLate(t, tmp, tmp.wt.a, px.port, ['--health', '/health']);
   await waitFor(() => r.readyAt(), 15000, `ready:\n${r.out()}`);
   const healthy = Number((/healthy-at (\d+)/.exec(r.out()) || [])[1]);
   assert.ok(healthy > 0 && r.readyAt() >= healthy, `called ready only after /health answered 200:\n${r.out()}`);
-  assert.match(r.out(), /GET \/health answered 404, waiting for 2xx or 3xx \(--ready\)/);
-  // without --ready the same server is ready while /health is still 404
+  assert.match(r.out(), /GET \/health answered 404, waiting for 2xx or 3xx \(--health\)/);
+  // without --health the same server is ready while /health is still 404
   const plain = runLate(t, tmp, tmp.wt.b, px.port, []);
   await waitFor(() => plain.readyAt(), 15000, `ready:\n${plain.out()}`);
   assert.doesNotMatch(plain.out(), /healthy-at/, 'ready as soon as it listened');
-  const bad = await cli(tmp, ['run', '--ready', 'health', '--', 'true'], { cwd: tmp.wt.a });
+  const bad = await cli(tmp, ['run', '--health', 'health', '--', 'true'], { cwd: tmp.wt.a });
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /--ready takes a path such as \/api\/health, not "health"/);
+  assert.match(bad.stderr, /--health takes a path such as \/api\/health, not "health"/);
   sanitizerClean(assert, px.stderr());
 });
