@@ -209,6 +209,10 @@ int cli_lease_holder(struct reg_lease *c, const char *id, const char *wt, const 
 
 /* --- the subcommands (the table in main.c names each with its help) --- */
 
+/* The status GET path answers on 127.0.0.1:port, or -1 when it does not
+ * answer in time (run_ready.c). */
+int cli_http_status(int port, const char *path);
+
 int cli_run_main(int argc, char **argv);         /* run.c */
 int cli_register_main(int argc, char **argv);    /* register.c */
 int cli_unregister_main(int argc, char **argv);  /* register.c */

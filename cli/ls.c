@@ -12,11 +12,11 @@
 
 #define WTP_LS_MACHINE_WIDTH 12 /* a machine-id's first characters are enough to tell them apart */
 
-enum { COL_MACHINE, COL_WORKTREE, COL_BRANCH, COL_FRONT, COL_PORT, COL_PID, COL_STATE,
+enum { COL_MACHINE, COL_WORKTREE, COL_BRANCH, COL_SERVICE, COL_FRONT, COL_PORT, COL_PID, COL_STATE,
        COL_WHOAMI, COL_AGE, COL_REQUESTS, NCOL };
 
-static const char *const col_names[NCOL] = {"MACHINE", "WORKTREE", "BRANCH", "FRONT", "PORT",
-                                            "PID", "STATE", "WHOAMI", "AGE", "REQUESTS"};
+static const char *const col_names[NCOL] = {"MACHINE", "WORKTREE", "BRANCH", "SERVICE",
+                                            "FRONT", "PORT", "PID", "STATE", "WHOAMI", "AGE", "REQUESTS"};
 
 /* One row's cells from one entry. */
 static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
@@ -28,6 +28,8 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
     snprintf(cell[COL_MACHINE], PATH_MAX, "%.*s", WTP_LS_MACHINE_WIDTH, machine ? machine : "?");
     snprintf(cell[COL_WORKTREE], PATH_MAX, "%s", wt ? wt : "?");
     host_worktree_branch(cell[COL_WORKTREE], cell[COL_BRANCH], PATH_MAX);
+    const char *service = json_string_value(json_object_get(e, "service"));
+    snprintf(cell[COL_SERVICE], PATH_MAX, "%s", service && *service ? service : "-");
     snprintf(cell[COL_FRONT], PATH_MAX, "%lld",
              (long long)json_integer_value(json_object_get(e, "front")));
     snprintf(cell[COL_PORT], PATH_MAX, "%lld",
@@ -62,12 +64,27 @@ static int several_machines(json_t *entries)
     return 0;
 }
 
-/* The MACHINE column only when entries span machines: one machine's list
- * keeps the columns scripts already read. */
-static void print_row(char cell[NCOL][PATH_MAX], const int width[NCOL], int machines)
+/* Whether some entry serves a named `.wtproxy` service. */
+static int any_service(json_t *entries)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) {
+        const char *s = json_string_value(json_object_get(e, "service"));
+        if (s && *s)
+            return 1;
+    }
+    return 0;
+}
+
+/* The MACHINE column only when entries span machines, SERVICE only when
+ * some entry has one: a plain list keeps the columns scripts already read. */
+static void print_row(char cell[NCOL][PATH_MAX], const int width[NCOL], int machines,
+                      int services)
 {
     for (int c = machines ? 0 : 1; c < NCOL - 1; c++)
-        printf("%-*s  ", width[c], cell[c]);
+        if (c != COL_SERVICE || services)
+            printf("%-*s  ", width[c], cell[c]);
     printf("%s\n", cell[NCOL - 1]);
 }
 
@@ -95,9 +112,9 @@ static int print_table(json_t *entries)
         for (int c = 0; c < NCOL; c++)
             if ((int)strlen(cells[i][c]) > width[c])
                 width[c] = (int)strlen(cells[i][c]);
-    int machines = several_machines(entries);
+    int machines = several_machines(entries), services = any_service(entries);
     for (size_t i = 0; i <= n; i++)
-        print_row(cells[i], width, machines);
+        print_row(cells[i], width, machines, services);
     free(cells);
     return 0;
 }

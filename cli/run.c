@@ -29,6 +29,7 @@ struct run {
     int front, port;
     int restart_on_stale;
     const char *service; /* --service, or NULL */
+    const char *health;  /* --health /PATH: what must answer 2xx/3xx, or NULL */
     char worktree[PATH_MAX];
     char **argv;         /* CMD ARGS with {port} substituted, NULL-terminated */
     char command[1024];  /* argv joined, for people */
@@ -172,7 +173,8 @@ static void exec_cmd(const struct run *r, pid_t wrapper, const sigset_t *mask)
     char port[16];
     snprintf(port, sizeof port, "%d", r->port);
     if (setenv("PORT", port, 1) < 0 || setenv("WTPROXY_PORT", port, 1) < 0 ||
-        setenv("WTPROXY_WORKTREE", r->worktree, 1) < 0)
+        setenv("WTPROXY_WORKTREE", r->worktree, 1) < 0 ||
+        (r->service && setenv("WTPROXY_SERVICE", r->service, 1) < 0))
         _exit(1);
     execvp(r->argv[0], r->argv);
     int e = errno;
@@ -284,13 +286,32 @@ static pid_t restart(const struct run *r, pid_t pid)
     return start_cmd(r);
 }
 
-/* Wait for CMD, marking it ready when it listens, restarting it when the
- * daemon asks. Returns its exit status, 128+N when signal N killed it. */
+/* Whether CMD is ready: it listens, and with --health its path answers 2xx
+ * or 3xx (a 4xx is a path that is not there yet or is misspelled: not
+ * ready; the start then times out naming this log). Says once what it
+ * waits for. */
+static int is_ready(const struct run *r, pid_t self, int *said)
+{
+    if (!cmd_listens(r->port, self))
+        return 0;
+    int status = r->health ? cli_http_status(r->port, r->health) : 200;
+    if (status >= 200 && status < 400)
+        return 1;
+    if (*said != status)
+        fprintf(stderr, "wtproxy: %s listens on 127.0.0.1:%d; GET %s answered %s%d, waiting for "
+                "2xx or 3xx (--health)\n", folder_name(r->worktree), r->port, r->health,
+                status < 0 ? "nothing in time " : "", status < 0 ? 0 : status);
+    *said = status;
+    return 0;
+}
+
+/* Wait for CMD, marking it ready when it is (is_ready), restarting it when
+ * the daemon asks. Returns its exit status, 128+N when signal N killed it. */
 static int supervise(const struct run *r, pid_t pid)
 {
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
     pid_t self = getpid();
-    int status, ready = 0;
+    int status, ready = 0, said = 0;
     for (;;) {
         if (restart_asked) {
             restart_asked = 0;
@@ -305,7 +326,7 @@ static int supervise(const struct run *r, pid_t pid)
             fprintf(stderr, "wtproxy: waitpid: %s\n", strerror(errno));
             return 1;
         }
-        if (!ready && cmd_listens(r->port, self)) {
+        if (!ready && is_ready(r, self, &said)) {
             ready = 1;
             mark_ready(r);
         } else if (!ready) {
@@ -313,6 +334,16 @@ static int supervise(const struct run *r, pid_t pid)
         }
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* --health takes an absolute path without spaces or line breaks (it goes
+ * into a request line as it is). */
+static int health_path_bad(const char *path, char *err, size_t errlen)
+{
+    if (path[0] == '/' && !strpbrk(path, " \t\r\n") && strlen(path) < 256)
+        return 0;
+    snprintf(err, errlen, "--health takes a path such as /api/health, not \"%.64s\"", path);
+    return 1;
 }
 
 int cli_run_main(int argc, char **argv)
@@ -324,6 +355,7 @@ int cli_run_main(int argc, char **argv)
                                    {"worktree", &worktree, NULL},
                                    {"restart-on-stale", NULL, &r.restart_on_stale},
                                    {"service", &r.service, NULL},
+                                   {"health", &r.health, NULL},
                                    {"no-autostart", NULL, &no_autostart},
                                    {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
@@ -337,6 +369,7 @@ int cli_run_main(int argc, char **argv)
     }
     if (rc < 0 || (frontv && cli_port("front", frontv, &r.front, err, sizeof err) < 0) ||
         (r.service && !reg_service_name_ok(r.service, err, sizeof err)) ||
+        (r.health && health_path_bad(r.health, err, sizeof err)) ||
         cli_serve_worktree(worktree, r.worktree, sizeof r.worktree, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy run: %s (see wtproxy run --help)\n", err);
         return 2;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "ondemand.h"
 #include "refusal_log.h"
 #include "server.h"
 
@@ -45,7 +46,21 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
     return "ready";
 }
 
-static json_t *backend_json(struct proxy_server *s, const struct reg_backend *b)
+/* What b's worktree's .wtproxy declares (ondemand_services, or null), read
+ * once per worktree per answer: cache holds them by worktree. */
+static json_t *declared_of(struct proxy_server *s, json_t *cache, const char *worktree)
+{
+    json_t *d = json_object_get(cache, worktree);
+    if (!d) {
+        d = worktree[0] ? ondemand_services(s, worktree) : NULL;
+        if (!d)
+            d = json_null();
+        json_object_set_new(cache, worktree, d);
+    }
+    return json_incref(d);
+}
+
+static json_t *backend_json(struct proxy_server *s, const struct reg_backend *b, json_t *cache)
 {
     json_t *o = reg_backend_to_json(b);
     if (!o)
@@ -61,18 +76,20 @@ static json_t *backend_json(struct proxy_server *s, const struct reg_backend *b)
     json_object_set_new(o, "last_request_ms", json_integer(b->last_request_ms));
     json_object_set_new(o, "active", json_integer(b->active));
     json_object_set_new(o, "last_refusal", last ? last : json_null());
+    json_object_set_new(o, "declared", declared_of(s, cache, b->worktree));
     return o;
 }
 
 json_t *dash_api_backends(struct proxy_server *s)
 {
-    json_t *arr = json_array();
+    json_t *arr = json_array(), *cache = json_object();
     struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
-    for (size_t i = 0; arr && t && i < reg_table_count(t); i++) {
-        json_t *o = backend_json(s, reg_table_at(t, i));
+    for (size_t i = 0; arr && cache && t && i < reg_table_count(t); i++) {
+        json_t *o = backend_json(s, reg_table_at(t, i), cache);
         if (o)
             json_array_append_new(arr, o);
     }
+    json_decref(cache);
     return arr;
 }
 

@@ -46,13 +46,15 @@ static const char *request_worktree(struct proxy_client *c)
     return c->who && c->who->placed && !c->route_name[0] ? c->who->worktree : NULL;
 }
 
-/* No server for the request's worktree, but its .wtproxy declares one:
- * started (or starting) by the daemon, the request waits for it. */
-static int start_declared(struct proxy_client *c)
+/* No server for the request's worktree, but its .wtproxy declares one for
+ * this front: started (or starting) by the daemon, the request waits for
+ * it. A bad .wtproxy: err says what is wrong with it. */
+static int start_declared(struct proxy_client *c, char *err, size_t errlen)
 {
     const char *wt = request_worktree(c);
+    err[0] = '\0';
     return wt && c->route_error == PE_NO_BACKEND && c->srv->ondemand &&
-           ondemand_ensure(c->srv->ondemand, wt, c->listener->port) == 0;
+           ondemand_ensure_front(c->srv->ondemand, wt, c->listener->port, err, errlen) == 0;
 }
 
 /* Route the parsed request (routing may need the caller first), then wait
@@ -64,9 +66,15 @@ void conn_route(struct proxy_client *c)
     int front = c->listener->port;
     c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
     c->wait_since_ms = proxy_now_ms(c->srv);
-    if (!c->backend && start_declared(c)) {
+    char bad[1024];
+    bad[0] = '\0';
+    if (!c->backend && start_declared(c, bad, sizeof bad)) {
         c->awaiting_start = 1;
         conn_wait(c, WTP_WAIT_POLL_MS);
+        return;
+    }
+    if (!c->backend && bad[0]) {
+        conn_fail(c, PE_BACKEND_NOT_READY, bad);
         return;
     }
     if (!c->backend) {
@@ -178,11 +186,14 @@ static void await_started(struct proxy_client *c)
 {
     const char *wt = request_worktree(c);
     int front = c->listener->port;
-    char log[PATH_MAX + 32] = "", d[2 * PATH_MAX + 160];
+    char log[PATH_MAX + 64] = "", d[2 * PATH_MAX + 160];
+    const char *failed;
     c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
     if (c->backend) {
         c->awaiting_start = 0;
         conn_wait(c, 0); /* on as any starting backend */
+    } else if ((failed = ondemand_failed(c->srv->ondemand, wt, front))) {
+        conn_fail(c, PE_BACKEND_NOT_READY, failed);
     } else if (ondemand_exited(c->srv->ondemand, wt, front, log, sizeof log)) {
         snprintf(d, sizeof d, "the server that %s/.wtproxy declares exited before it listened; "
                               "its output: %s", wt, log);
@@ -205,7 +216,7 @@ void conn_wait_timeout(struct proxy_client *c)
     struct reg_backend *b = c->backend;
     unsigned long long waited = proxy_now_ms(c->srv) - c->wait_since_ms;
     char d[3 * PATH_MAX];
-    char log[PATH_MAX + 32] = "";
+    char log[PATH_MAX + 64] = "";
     if (b->state == REG_DEAD && c->srv->ondemand)
         ondemand_exited(c->srv->ondemand, b->worktree, b->front, log, sizeof log);
     if (b->state == REG_DEAD && log[0]) {

@@ -1,16 +1,9 @@
-/* ondemand.c - see ondemand.h.
- *
- * .wtproxy grammar: `key = value` lines, '#' starts a comment, keys:
- *   start = CMD      run through /bin/sh -c in the worktree; {port} is the port
- *   front = PORT     the front port it serves (default 8000)
- *   idle_stop = DUR  stop after this long without requests in flight: 500ms,
- *                    10s, 30m, 1h (default 30m; 0 = never; a bare number is
- *                    refused, its unit would be a guess) */
+/* ondemand.c - see ondemand.h. The file is read by wtfile.c; this file
+ * starts, orders, watches and stops the servers it declares. */
 #include "ondemand.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,185 +13,236 @@
 #include <unistd.h>
 
 #include "server.h"
+#include "wtfile.h"
 
 #define ONDEMAND_MAX 64
-#define ONDEMAND_IDLE_DEFAULT_MS (30ULL * 60 * 1000)
 #define ONDEMAND_SWEEP_MS 1000
+#define ONDEMAND_ENV_EXTRA (WTFILE_MAX_SERVICES + 3)
+
+extern char **environ;
+
+struct sibling {
+    char name[REG_SERVICE_MAX];
+    int front;
+};
 
 struct started {
     char worktree[PATH_MAX];
-    int front;
-    pid_t pid; /* of its `wtproxy run`, leader of its own process group; 0 once reaped */
-    unsigned long long idle_ms;
-    char log[PATH_MAX + 32];
+    struct wtfile_service svc;
+    struct sibling sib[WTFILE_MAX_SERVICES]; /* the file's services, in its order */
+    int nsib;
+    pid_t pid;   /* of its `wtproxy run`, leader of its own process group; 0 not running */
+    int waiting; /* for those it is started after to be ready; then launched */
+    unsigned long long since_ms; /* when it began waiting */
+    char log[PATH_MAX + 64];
+    char failed[2 * PATH_MAX + 256]; /* why it was not started; "" */
 };
 
 struct ondemand {
     struct proxy_server *srv;
     char exe[PATH_MAX];
-    char control[PATH_MAX];
+    char control[PATH_MAX + 32];
     char log_dir[PATH_MAX];
+    char last_err[1024]; /* the last bad file reported, so it is logged once */
     struct started list[ONDEMAND_MAX];
     int n;
-    struct event *sigchld, *sweep;
+    struct event *sigchld, *sweep, *tick;
 };
-
-struct declaration {
-    char start[2048];
-    int front;
-    unsigned long long idle_ms;
-};
-
-/* A duration with its unit (500ms, 10s, 30m, 1h); a bare number only as 0,
- * since people write "idle_stop = 30" meaning seconds or minutes. */
-static int parse_duration(const char *v, unsigned long long *ms)
-{
-    static const struct { const char *unit; unsigned long long mult; } units[] = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (errno || end == v || *v == '-')
-        return -1;
-    if (!*end && n == 0) {
-        *ms = 0;
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(end, units[i].unit) == 0) {
-            *ms = n * units[i].mult;
-            return 0;
-        }
-    return -1;
-}
-
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
-        s[--n] = '\0';
-    return s;
-}
-
-/* Read dir/.wtproxy. Returns 0 with a start command, -1 otherwise (a bad
- * line is reported once to the log and the file ignored). */
-static int read_declaration(const char *dir, struct declaration *d)
-{
-    char path[PATH_MAX + 16], line[4096];
-    snprintf(path, sizeof path, "%s/.wtproxy", dir);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    *d = (struct declaration){.front = WTP_DEFAULT_FRONT_PORT, .idle_ms = ONDEMAND_IDLE_DEFAULT_MS};
-    int ok = 1;
-    for (int no = 1; ok && fgets(line, sizeof line, f); no++) {
-        char *hash = strchr(line, '#'), *eq;
-        if (hash && (hash == line || hash[-1] == ' ' || hash[-1] == '\t'))
-            *hash = '\0';
-        char *l = trim(line);
-        if (!*l)
-            continue;
-        if (!(eq = strchr(l, '='))) {
-            proxy_log("%s:%d: not `key = value`; ignoring the file", path, no);
-            ok = 0;
-            break;
-        }
-        *eq = '\0';
-        char *k = trim(l), *v = trim(eq + 1), *end;
-        long front;
-        if (strcmp(k, "start") == 0 && strlen(v) < sizeof d->start)
-            memcpy(d->start, v, strlen(v) + 1);
-        else if (strcmp(k, "front") == 0 && (front = strtol(v, &end, 10)) > 0 && front < 65536 && !*end)
-            d->front = (int)front;
-        else if (strcmp(k, "idle_stop") == 0 && parse_duration(v, &d->idle_ms) == 0)
-            ;
-        else {
-            proxy_log("%s:%d: bad or unknown `%s`; ignoring the file", path, no, k);
-            ok = 0;
-        }
-    }
-    fclose(f);
-    return ok && d->start[0] ? 0 : -1;
-}
-
-int ondemand_declared(const char *common_dir)
-{
-    char root[PATH_MAX];
-    struct declaration d;
-    size_t n = strlen(common_dir);
-    if (n < 5 || n >= sizeof root || strcmp(common_dir + n - 5, "/.git") != 0)
-        return 0;
-    memcpy(root, common_dir, n - 5);
-    root[n - 5] = '\0';
-    return read_declaration(root, &d) == 0;
-}
 
 static struct started *find(struct ondemand *a, const char *worktree, int front)
 {
     for (int i = 0; i < a->n; i++)
-        if (a->list[i].front == front && strcmp(a->list[i].worktree, worktree) == 0)
+        if (a->list[i].svc.front == front && strcmp(a->list[i].worktree, worktree) == 0)
             return &a->list[i];
     return NULL;
 }
 
-/* The child: its own session (so idle stop can signal the whole group and
- * the daemon's signals do not reach it), the log as output, then
- * `wtproxy run` in the worktree. */
-static void exec_run(struct ondemand *a, const struct started *e, const char *start)
+static struct reg_backend *registered(struct ondemand *a, const char *worktree, int front)
 {
-    char front[16];
-    snprintf(front, sizeof front, "%d", e->front);
-    setsid();
-    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    int out = open(e->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
-        chdir(e->worktree) < 0)
-        _exit(127);
-    setenv("WTPROXY_CONTROL", a->control, 1);
-    setenv("WTPROXY_NO_AUTOSTART", "1", 1);
-    /* The daemon started it, so the daemon may restart it when stale. */
-    execl(a->exe, a->exe, "run", "--front", front, "--worktree", e->worktree,
-          "--restart-on-stale", "--", "/bin/sh", "-c", start, (char *)NULL);
-    _exit(127);
+    struct reg_table *t = a->srv->reg ? reg_server_table(a->srv->reg) : NULL;
+    struct reg_backend *b = t ? reg_table_get(t, front, worktree) : NULL;
+    return b && b->state != REG_DEAD ? b : NULL;
 }
 
-int ondemand_ensure(struct ondemand *a, const char *worktree, int front)
+/* The environment of a started server: ours, with the control socket,
+ * no daemon start of its own, and the front port of each named service. */
+static char **child_env(struct ondemand *a, const struct started *e, char (*own)[96])
 {
-    struct declaration d;
-    struct started *e = find(a, worktree, front);
-    if (e && e->pid > 0)
-        return 0;
-    if (read_declaration(worktree, &d) < 0 || d.front != front)
-        return -1;
-    for (int i = 0; !e && i < a->n; i++)
-        if (a->list[i].pid == 0) /* a slot whose server exited */
-            e = &a->list[i];
-    if (!e && a->n == ONDEMAND_MAX) {
-        proxy_log("cannot start %s's server: %d servers started by wtproxy run already",
-                  worktree, ONDEMAND_MAX);
-        return -1;
+    size_t n = 0, k = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + ONDEMAND_ENV_EXTRA + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    env[k++] = a->control;
+    env[k++] = "WTPROXY_NO_AUTOSTART=1";
+    for (int i = 0; e->svc.name[0] && i < e->nsib; i++) {
+        char var[64];
+        wtfile_front_var(e->sib[i].name, var, sizeof var);
+        snprintf(own[i], sizeof own[i], "%s=%d", var, e->sib[i].front);
+        env[k++] = own[i];
     }
-    if (!e)
-        e = &a->list[a->n++];
-    snprintf(e->worktree, sizeof e->worktree, "%s", worktree);
-    const char *name = strrchr(worktree, '/');
-    snprintf(e->log, sizeof e->log, "%s/%s.log", a->log_dir, name ? name + 1 : worktree);
-    e->front = front;
-    e->idle_ms = d.idle_ms;
+    for (size_t i = 0; i < n; i++) /* ours first: the first of a name wins */
+        env[k++] = environ[i];
+    return env;
+}
+
+/* Fork `wtproxy run` for e in its own session (so idle stop can signal the
+ * whole group and the daemon's signals do not reach it), the log as its
+ * output. Everything the child needs is built before fork: the daemon has
+ * threads, so the child calls nothing that may take a lock. */
+static int launch(struct ondemand *a, struct started *e)
+{
+    char front[16], own[WTFILE_MAX_SERVICES][96];
+    snprintf(front, sizeof front, "%d", e->svc.front);
+    const char *argv[16] = {a->exe, "run", "--front", front, "--worktree", e->worktree,
+                            "--restart-on-stale"};
+    int n = 7;
+    if (e->svc.name[0]) {
+        argv[n++] = "--service";
+        argv[n++] = e->svc.name;
+    }
+    if (e->svc.ready[0]) {
+        argv[n++] = "--health";
+        argv[n++] = e->svc.ready;
+    }
+    const char *tail[] = {"--", "/bin/sh", "-c", e->svc.start};
+    memcpy(argv + n, tail, sizeof tail);
+    char **env = child_env(a, e, own);
     mkdir(a->log_dir, 0700);
-    pid_t pid = fork();
-    if (pid == 0)
-        exec_run(a, e, d.start);
+    pid_t pid = env ? fork() : -1;
+    if (pid == 0) {
+        setsid();
+        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int out = open(e->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
+            chdir(e->worktree) < 0)
+            _exit(127);
+        execve(a->exe, (char **)argv, env);
+        _exit(127);
+    }
+    free(env);
+    e->waiting = 0;
     if (pid < 0) {
-        proxy_log("cannot start %s's server: %s", worktree, strerror(errno));
+        snprintf(e->failed, sizeof e->failed, "cannot start %s's server: %s", e->worktree,
+                 strerror(errno));
+        proxy_log("%s", e->failed);
         return -1;
     }
     e->pid = pid;
-    proxy_log("started %s's server from its .wtproxy (pid %d, front :%d); log: %s", worktree,
-              (int)pid, front, e->log);
+    proxy_log("started %s's server%s%s from its .wtproxy (pid %d, front :%d); log: %s",
+              e->worktree, e->svc.name[0] ? " for service " : "", e->svc.name, (int)pid,
+              e->svc.front, e->log);
     return 0;
+}
+
+/* A slot for (worktree, service), filled from f; NULL when all are used. */
+static struct started *slot(struct ondemand *a, const char *worktree, const struct wtfile *f,
+                            int i)
+{
+    struct started *e = find(a, worktree, f->svc[i].front);
+    for (int k = 0; !e && k < a->n; k++)
+        if (a->list[k].pid == 0 && !a->list[k].waiting) /* a server that exited */
+            e = &a->list[k];
+    if (!e && a->n == ONDEMAND_MAX)
+        return NULL;
+    if (!e)
+        e = &a->list[a->n++];
+    snprintf(e->worktree, sizeof e->worktree, "%s", worktree);
+    e->svc = f->svc[i];
+    e->nsib = f->n;
+    for (int k = 0; k < f->n; k++) {
+        snprintf(e->sib[k].name, sizeof e->sib[k].name, "%s", f->svc[k].name);
+        e->sib[k].front = f->svc[k].front;
+    }
+    const char *name = strrchr(worktree, '/');
+    snprintf(e->log, sizeof e->log, "%s/%s%s%s.log", a->log_dir, name ? name + 1 : worktree,
+             e->svc.name[0] ? "." : "", e->svc.name);
+    e->failed[0] = '\0';
+    return e;
+}
+
+/* Start service i of f for worktree unless it runs: at once, or once the
+ * services it is started after are ready (tick). Returns 0, or -1 with
+ * err (also in the daemon's output). */
+static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f, int i,
+               char *err, size_t errlen)
+{
+    struct started *e = find(a, worktree, f->svc[i].front);
+    if ((e && (e->pid > 0 || e->waiting)) || registered(a, worktree, f->svc[i].front))
+        return 0;
+    if (!(e = slot(a, worktree, f, i))) {
+        snprintf(err, errlen, "cannot start %s's server: the daemon runs %d servers it started "
+                 "already; stop some (kill the pids wtproxy ls shows, or set idle_stop)",
+                 worktree, ONDEMAND_MAX);
+        proxy_log("%s", err);
+        return -1;
+    }
+    if (f->svc[i].nafter == 0 && launch(a, e) < 0) {
+        snprintf(err, errlen, "%s", e->failed);
+        return -1;
+    }
+    if (f->svc[i].nafter == 0)
+        return 0;
+    e->waiting = 1;
+    e->since_ms = proxy_now_ms(a->srv);
+    struct timeval tv = {0, WTP_WAIT_POLL_MS * 1000};
+    evtimer_add(a->tick, &tv);
+    return 0;
+}
+
+/* Say a bad file once in the daemon's output (the held requests say it
+ * each time). */
+static void report(struct ondemand *a, const char *err)
+{
+    if (strcmp(a->last_err, err) != 0)
+        proxy_log("%s", err);
+    snprintf(a->last_err, sizeof a->last_err, "%s", err);
+}
+
+static int ensure(struct ondemand *a, const char *worktree, const struct wtfile *f,
+                  const struct wtfile_service *s, char *err, size_t errlen)
+{
+    int order[WTFILE_MAX_SERVICES];
+    int n = wtfile_start_order(f, (int)(s - f->svc), order);
+    for (int k = 0; k < n; k++)
+        if (arm(a, worktree, f, order[k], err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
+int ondemand_ensure(struct ondemand *a, const char *worktree, const char *service, char *err,
+                    size_t errlen)
+{
+    struct wtfile f;
+    err[0] = '\0';
+    int rc = wtfile_read(worktree, &f, err, errlen);
+    if (rc < 0)
+        report(a, err);
+    if (rc != 0)
+        return -1;
+    const struct wtfile_service *s = wtfile_by_name(&f, service);
+    if (!s) {
+        size_t used = (size_t)snprintf(err, errlen, "%s declares no service `%s`; it declares:",
+                                       f.path, service);
+        for (int i = 0; i < f.n && used < errlen; i++)
+            used += (size_t)snprintf(err + used, errlen - used, " %s",
+                                     f.svc[i].name[0] ? f.svc[i].name : "(unnamed)");
+        return -1;
+    }
+    return ensure(a, worktree, &f, s, err, errlen);
+}
+
+int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, char *err,
+                          size_t errlen)
+{
+    struct wtfile f;
+    err[0] = '\0';
+    int rc = wtfile_read(worktree, &f, err, errlen);
+    if (rc < 0)
+        report(a, err);
+    const struct wtfile_service *s = rc == 0 ? wtfile_by_front(&f, front) : NULL;
+    return s ? ensure(a, worktree, &f, s, err, errlen) : -1;
 }
 
 int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,
@@ -207,7 +251,69 @@ int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *l
     struct started *e = find(a, worktree, front);
     if (e)
         snprintf(log, loglen, "%s", e->log);
-    return e && e->pid == 0;
+    return e && e->pid == 0 && !e->waiting;
+}
+
+const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)
+{
+    struct started *e = find(a, worktree, front);
+    return e && e->pid == 0 && !e->waiting && e->failed[0] ? e->failed : NULL;
+}
+
+const char *ondemand_state(struct ondemand *a, const char *worktree, int front)
+{
+    struct started *e = find(a, worktree, front);
+    if (!e)
+        return "stopped";
+    return e->waiting ? "waiting" : e->pid > 0 ? "launched" : e->failed[0] ? "failed" : "stopped";
+}
+
+/* Whether the services e is started after are ready: 1 yes, 0 not yet,
+ * -1 never (e->failed says why). */
+static int needs_met(struct ondemand *a, struct started *e)
+{
+    int late = proxy_now_ms(a->srv) - e->since_ms >= a->srv->cfg.start_timeout_ms;
+    for (int k = 0; k < e->svc.nafter; k++) {
+        const struct sibling *d = &e->sib[e->svc.after[k]];
+        struct reg_backend *b = registered(a, e->worktree, d->front);
+        struct started *ds = find(a, e->worktree, d->front);
+        if (b && b->state == REG_READY)
+            continue;
+        if (!b && (!ds || (ds->pid == 0 && !ds->waiting)))
+            snprintf(e->failed, sizeof e->failed, "service `%s` of %s was not started: `%s`, "
+                     "which it is started after, exited before it was ready; its output: %s",
+                     e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)");
+        else if (late)
+            snprintf(e->failed, sizeof e->failed, "service `%s` of %s was not started: `%s`, "
+                     "which it is started after, was not ready within start_timeout; its "
+                     "output: %s", e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)");
+        return e->failed[0] ? -1 : 0;
+    }
+    return 1;
+}
+
+/* Launch the waiting servers whose needs are ready; look again soon while
+ * some still wait. */
+static void tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct ondemand *a = arg;
+    int still = 0;
+    (void)fd;
+    (void)what;
+    for (int i = 0; i < a->n; i++) {
+        struct started *e = &a->list[i];
+        int met = e->waiting ? needs_met(a, e) : 0;
+        if (met < 0) {
+            e->waiting = 0;
+            proxy_log("%s", e->failed);
+        } else if (met > 0) {
+            launch(a, e);
+        }
+        still |= e->waiting;
+    }
+    struct timeval tv = {0, WTP_WAIT_POLL_MS * 1000};
+    if (still)
+        evtimer_add(a->tick, &tv);
 }
 
 static void reap(evutil_socket_t fd, short what, void *arg)
@@ -228,19 +334,18 @@ static void reap(evutil_socket_t fd, short what, void *arg)
 static void sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct ondemand *a = arg;
-    struct reg_table *t = a->srv->reg ? reg_server_table(a->srv->reg) : NULL;
     long long now = (long long)proxy_now_ms(a->srv);
     (void)fd;
     (void)what;
-    for (int i = 0; t && i < a->n; i++) {
+    for (int i = 0; i < a->n; i++) {
         struct started *e = &a->list[i];
-        struct reg_backend *b = e->pid > 0 && e->idle_ms ? reg_table_get(t, e->front, e->worktree)
-                                                         : NULL;
+        struct reg_backend *b = e->pid > 0 && e->svc.idle_ms
+                                    ? registered(a, e->worktree, e->svc.front) : NULL;
         long long last = b ? (b->last_request_ms > b->registered_ms ? b->last_request_ms
                                                                     : b->registered_ms) : 0;
-        if (b && !b->active && now - last >= (long long)e->idle_ms) {
-            proxy_log("stopping %s's server: idle for %llu ms (idle_stop)", e->worktree,
-                      e->idle_ms);
+        if (b && !b->active && now - last >= (long long)e->svc.idle_ms) {
+            proxy_log("stopping %s's server%s%s: idle for %llu ms (idle_stop)", e->worktree,
+                      e->svc.name[0] ? " for service " : "", e->svc.name, e->svc.idle_ms);
             kill(-e->pid, SIGTERM);
         }
     }
@@ -257,12 +362,13 @@ struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
     }
     a->exe[n] = '\0';
     a->srv = s;
-    snprintf(a->control, sizeof a->control, "%s", control_path);
+    snprintf(a->control, sizeof a->control, "WTPROXY_CONTROL=%s", control_path);
     snprintf(a->log_dir, sizeof a->log_dir, "%s", log_dir);
     struct timeval tv = {ONDEMAND_SWEEP_MS / 1000, (ONDEMAND_SWEEP_MS % 1000) * 1000};
     a->sigchld = evsignal_new(s->base, SIGCHLD, reap, a);
     a->sweep = event_new(s->base, -1, EV_PERSIST, sweep, a);
-    if (!a->sigchld || !a->sweep || evsignal_add(a->sigchld, NULL) < 0 ||
+    a->tick = evtimer_new(s->base, tick, a);
+    if (!a->sigchld || !a->sweep || !a->tick || evsignal_add(a->sigchld, NULL) < 0 ||
         event_add(a->sweep, &tv) < 0) {
         ondemand_free(a);
         return NULL;
@@ -278,5 +384,7 @@ void ondemand_free(struct ondemand *a)
         event_free(a->sigchld);
     if (a->sweep)
         event_free(a->sweep);
+    if (a->tick)
+        event_free(a->tick);
     free(a);
 }

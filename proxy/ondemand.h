@@ -1,14 +1,18 @@
 /* ondemand.h - the on-demand start: dev servers the daemon starts itself,
- * from the `.wtproxy` file a repository commits at its root (`start = CMD
- * {port}`), for callers whose worktree has none running: Playwright's
- * `port:` recipe, where wtproxy's own answer on the port means Playwright
- * never starts one. They stop again after `idle_stop` without requests.
+ * from the `.wtproxy` file a repository commits at its root (wtfile.h:
+ * one unnamed service, or `[service NAME]` sections), for callers whose
+ * worktree has none running: Playwright's `port:` recipe, where wtproxy's
+ * own answer on the port means Playwright never starts one. A service is
+ * started after the services it names in `after`, each ready first; every
+ * named one gets its siblings' front ports (WTPROXY_FRONT_<NAME>). They
+ * stop again after `idle_stop` without requests.
  * (Not the command line starting the daemon: that is cli_daemon_start in
  * cli/client.c. Users call both "autostart", and the flags and variables
  * keep that word: WTPROXY_NO_AUTOSTART, --no-autostart.) */
 #ifndef WTP_ONDEMAND_H
 #define WTP_ONDEMAND_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 struct proxy_server;
@@ -18,18 +22,46 @@ struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
                                 const char *log_dir);
 void ondemand_free(struct ondemand *a);
 
-/* Start the server worktree declares for front, unless one started by us
- * for it is running. Returns 0 (started or running: wait for its
- * registration), or -1 when the worktree declares none for that front. */
-int ondemand_ensure(struct ondemand *a, const char *worktree, int front);
+/* Start worktree's server for service ("" the unnamed one of a file
+ * without sections), after the services it needs (each started unless
+ * running, and ready before the next starts), unless one is running.
+ * Returns 0 (started, waiting for those it needs, or running: wait for its
+ * registration), or -1: err is "" when the worktree has no .wtproxy, else
+ * says what is wrong (the file's line and the fix, or an unknown service). */
+int ondemand_ensure(struct ondemand *a, const char *worktree, const char *service, char *err,
+                    size_t errlen);
+
+/* ondemand_ensure for the service whose front port is front; err "" also
+ * when the file declares none on that front. */
+int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, char *err,
+                          size_t errlen);
 
 /* Whether the server started for (worktree, front) has exited; its log's
  * path into log whenever one was started. */
 int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,
                      size_t loglen);
 
+/* Why the server for (worktree, front) was not started although asked
+ * for (a service it is started after exited or was not ready within
+ * start_timeout, or fork failed), naming the log to read; NULL when not so. */
+const char *ondemand_failed(struct ondemand *a, const char *worktree, int front);
+
+/* What the daemon knows of its start of the server for (worktree, front),
+ * beyond the registry: "waiting" (for those it is started after),
+ * "launched" (its wrapper runs), "failed" (ondemand_failed) or "stopped". */
+const char *ondemand_state(struct ondemand *a, const char *worktree, int front);
+
+/* The services worktree's .wtproxy declares, running or not:
+ * {"file":PATH,"services":[{"name","front","start","after":[..],"ready",
+ * "idle_stop_ms","running","state"}]}, or {"file":PATH,"error":MSG} for a
+ * bad file; NULL when it has none (registry/PROTOCOL.md, op `services`).
+ * state: the registration's ("starting", "ready"), else ondemand_state's.
+ * (ondemand_services.c) */
+json_t *ondemand_services(struct proxy_server *s, const char *worktree);
+
 /* Whether the repository with this git common dir declares a server (its
- * main checkout has a .wtproxy): its worktrees count as known ones. */
+ * main checkout has a .wtproxy, good or bad): its worktrees count as
+ * known ones. (ondemand_services.c) */
 int ondemand_declared(const char *common_dir);
 
 #endif

@@ -23,6 +23,7 @@ static json_t *op_stats(struct proxy_server *s, uid_t uid, json_t *req)
 
 static const struct proxy_op ops[] = {
     {"refusals", proxy_op_refusals},
+    {"services", proxy_op_services},
     {"stats", op_stats},
 };
 

@@ -19,4 +19,8 @@ void proxy_ops_install(struct proxy_server *s);
  * caller or backend is W when given, at most the newest N (default 50). */
 json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req);
 
+/* {"op":"services","worktree":W}: the services W's .wtproxy declares, each
+ * running or not (ondemand_services); errors not-declared, bad-wtproxy-file. */
+json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req);
+
 #endif

@@ -1,0 +1,60 @@
+/* ondemand_services.c - what a repository declares (ondemand.h):
+ * ondemand_services, the services a worktree's .wtproxy declares, each
+ * with what runs of it now, for the `services` op and the dashboard; and
+ * ondemand_declared, whether a repository declares any. */
+#include "ondemand.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "server.h"
+#include "wtfile.h"
+
+static const char *const reg_states[] = {
+    [REG_STARTING] = "starting", [REG_READY] = "ready", [REG_DEAD] = "dead"};
+
+static json_t *service_json(struct proxy_server *s, const char *worktree, const struct wtfile *f,
+                            const struct wtfile_service *svc)
+{
+    struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
+    struct reg_backend *b = t ? reg_table_get(t, svc->front, worktree) : NULL;
+    const char *state = b && b->state != REG_DEAD ? reg_states[b->state]
+                        : s->ondemand ? ondemand_state(s->ondemand, worktree, svc->front)
+                                      : "stopped";
+    json_t *after = json_array();
+    for (int k = 0; after && k < svc->nafter; k++)
+        json_array_append_new(after, json_string(f->svc[svc->after[k]].name));
+    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:I, s:b, s:s}", "name", svc->name, "front",
+                     svc->front, "start", svc->start, "after", after ? after : json_array(),
+                     "ready", svc->ready[0] ? json_string(svc->ready) : json_null(),
+                     "idle_stop_ms", (json_int_t)svc->idle_ms, "running",
+                     (b && b->state != REG_DEAD) || strcmp(state, "launched") == 0, "state",
+                     state);
+}
+
+json_t *ondemand_services(struct proxy_server *s, const char *worktree)
+{
+    struct wtfile f;
+    char err[1024];
+    int rc = wtfile_read(worktree, &f, err, sizeof err);
+    if (rc > 0)
+        return NULL;
+    if (rc < 0)
+        return json_pack("{s:s, s:s}", "file", f.path, "error", err);
+    json_t *list = json_array();
+    for (int i = 0; list && i < f.n; i++)
+        json_array_append_new(list, service_json(s, worktree, &f, &f.svc[i]));
+    return json_pack("{s:s, s:o}", "file", f.path, "services", list ? list : json_array());
+}
+
+int ondemand_declared(const char *common_dir)
+{
+    char root[PATH_MAX], err[16];
+    struct wtfile f;
+    size_t n = strlen(common_dir);
+    if (n < 5 || n >= sizeof root || strcmp(common_dir + n - 5, "/.git") != 0)
+        return 0;
+    memcpy(root, common_dir, n - 5);
+    root[n - 5] = '\0';
+    return wtfile_read(root, &f, err, sizeof err) != 1; /* a bad file still says "ours" */
+}
