@@ -74,7 +74,9 @@ static int test_name(const struct db_args *a, const char *wt, char *name, size_t
 {
     if (a->name) {
         snprintf(name, len, "%s", a->name);
-        return reg_db_check_name(name, err, errlen);
+        /* release drops only what we stamped: any kind's exact name (a copy's too) */
+        return a->releasing ? reg_db_check_dev_name(name, NULL, NULL, err, errlen)
+                            : reg_db_check_name(name, err, errlen);
     }
     return reg_db_name(a->base, reg_machine_id(), wt, name, len, err, errlen);
 }
@@ -280,6 +282,7 @@ int cli_db_main(int argc, char **argv)
     int r = parse(argc, argv, &a);
     if (r != 0)
         return r;
+    a.releasing = strcmp(cmd, "release") == 0;
     if (strcmp(cmd, "ls") == 0)
         return no_rest(&a) ? 2 : db_cmd_ls(&a);
     if (strcmp(cmd, "release") == 0 && a.abandoned)

@@ -11,6 +11,7 @@ struct db_args {
         *worktree, *min_free_s;
     int force, print_env, reset, abandoned, json;
     int min_free;
+    int releasing; /* release: --name may be any kind's exact name */
     int argc;     /* what follows the flags: copy's suffixes, template's command */
     char **argv;
 };
