@@ -103,7 +103,7 @@ int db_cmd_template(const struct db_args *a)
 
 int db_cmd_copy(const struct db_args *a)
 {
-    char tpl[256], err[PATH_MAX * 2 + 4096], text[4096] = "WTPROXY_COPY_DBS=";
+    char tpl[256], err[PATH_MAX * 2 + 4096];
     if (a->argc == 0)
         return db_usage_error("give the copies' suffixes: wtproxy db copy --base BASE w1 w2");
     if (a->argc > 64)
@@ -112,7 +112,7 @@ int db_cmd_copy(const struct db_args *a)
         fprintf(stderr, "wtproxy: %s\n", err);
         return a->base ? 1 : 2;
     }
-    char names[64][256 + REG_DB_SUFFIX_MAX + 2];
+    char names[64][256 + REG_DB_SUFFIX_MAX + 2], text[sizeof names + 512] = "WTPROXY_COPY_DBS=";
     const char *list[64];
     for (int i = 0; i < a->argc; i++) {
         if (reg_db_check_suffix(a->argv[i], err, sizeof err) < 0) {
