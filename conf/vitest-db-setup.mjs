@@ -1,6 +1,6 @@
 // vitest-db-setup.mjs - a Vitest globalSetup that gives this worktree's
 // test workers one fresh, migrated PostgreSQL database each, from
-// wtproxy (conf/DB-TEMPLATES.md). Copy it into the app and name it in
+// wtproxy (conf/NODE-DB-TESTS.md). Copy it into the app and name it in
 // vitest.config: test: { globalSetup: ['./vitest-db-setup.mjs'] }.
 //
 // 1. `wtproxy db template` claims this worktree's template and runs the
