@@ -133,6 +133,14 @@ def start_pg(tmp):
     return proc, port
 
 
+def tpl_env(out):
+    """The template's name from `wtproxy db template --print-env`."""
+    for line in out.splitlines():
+        if line.startswith("WTPROXY_TEMPLATE_DB="):
+            return line.split("=", 1)[1]
+    die(f"no WTPROXY_TEMPLATE_DB in {out!r}")
+
+
 def psql(env, db, *args):
     subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", db, *args], env=env,
                    check=True, stdout=subprocess.DEVNULL)
@@ -168,11 +176,12 @@ def main():
         env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(port), PGUSER="postgres",
                    PGDATABASE="postgres", WTPROXY_MACHINE="bench", PYTHONDONTWRITEBYTECODE="1")
         tpl = subprocess.run([wtproxy, "db", "template", "--base", "test_bench",
-                              "--migrations-dir", mig, "--"] + migrate, cwd=wt, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              "--migrations-dir", mig, "--print-env", "--"] + migrate, cwd=wt,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if tpl.returncode != 0:
             die(tpl.stderr)
-        times = {"migrate": [], "copy": []}
+        tpl_name = tpl_env(tpl.stdout)
+        times = {"migrate": [], "copy": [], "raw": []}
         for r in range(a.rounds):
             name = f"test_bench_migrated_{r}"
             t0 = time.monotonic()
@@ -184,19 +193,24 @@ def main():
             subprocess.run([wtproxy, "db", "copy", "--base", "test_bench", f"r{r}"], cwd=wt,
                            env=env, check=True, stderr=subprocess.DEVNULL)
             times["copy"].append(time.monotonic() - t0)
+            t0 = time.monotonic()
+            psql(env, "postgres", "-c", f"CREATE DATABASE test_bench_raw_{r} TEMPLATE {tpl_name}")
+            times["raw"].append(time.monotonic() - t0)
             say(f"round {r + 1}: migrate {times['migrate'][-1]:.3f} s, "
-                f"copy {times['copy'][-1]:.3f} s")
+                f"copy {times['copy'][-1]:.3f} s, raw {times['raw'][-1]:.3f} s")
         m, c = statistics.median(times["migrate"]), statistics.median(times["copy"])
         print(f"| way to a fresh migrated database ({a.migrations} migrations, runner "
               f"{a.runner}) | median | min | max |")
         print("|---|---|---|---|")
         for k, label in (("migrate", "CREATE DATABASE + " + " ".join(migrate[:3])),
-                         ("copy", "`wtproxy db copy` of the migrated template")):
+                         ("copy", "`wtproxy db copy` of the migrated template"),
+                         ("raw", "psql CREATE DATABASE ... TEMPLATE (no wtproxy: the floor)")):
             v = times[k]
             print(f"| {label} | {statistics.median(v) * 1000:.0f} ms | {min(v) * 1000:.0f} ms "
                   f"| {max(v) * 1000:.0f} ms |")
         print(f"\nratio (median migrate / median copy): {m / c:.1f}x over {a.rounds} "
-              f"interleaved rounds")
+              f"interleaved rounds; load average at the end: {os.getloadavg()[0]:.1f} "
+              f"on {os.cpu_count()} CPUs")
     finally:
         pg.terminate()
         pg.wait()
