@@ -3,7 +3,8 @@
 // keys; kept when the migrations change (the test one is recreated),
 // dropped only by --reset or release; --from copies a source, and a source
 // in use is refused naming the session that holds it; the name guards;
-// one kind's name is never claimed as another's; 16 racers for one dev
+// one kind's name is never claimed as another's; an abandoned worktree's dev
+// database is reclaimed; 16 racers for one dev
 // database (two machines): exactly one creates, the others reuse it or are
 // refused naming the owner; a server short of free connections refuses,
 // naming who holds them and how to raise the limit.
@@ -106,6 +107,27 @@ test('dev name guards; a test claim never takes a dev database', async (t) => {
   r = await db('a', 'm1', ['claim', '--name', 'test_dev_shop', '--migrations-hash', 'h9']);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /test_dev_shop is this worktree's dev database, not a test one; refused/);
+});
+
+test('an abandoned worktree\'s dev database (same machine, folder gone) is reclaimed, from --from again', async (t) => {
+  const { pg, db, stampOf, hasMarker } = await setup(t, ['c']);
+  const other = makeWorktrees(t, ['c']); // another checkout whose folder is also wt-c
+  pg.psql('CREATE DATABASE shop');
+  let r = await db('c', 'm1', ['claim', '--dev', 'shop']);
+  assert.equal(r.code, 0, r.stderr);
+  pg.psql('CREATE TABLE marker (x int)', { db: 'shop_m1_wt_c' });
+  const odb = (args) => cli(other, ['db', ...args], { cwd: other.wt.c, ms: 60000,
+    env: { WTPROXY_DB_SERVER: pg.uri('postgres'), WTPROXY_MACHINE: 'm1' } });
+  r = await odb(['claim', '--dev', 'shop', '--from', 'shop']);
+  assert.equal(r.code, 1, 'the first wt-c still exists');
+  assert.match(r.stderr, /belongs to worktree .*wt-c on this machine; refused/);
+  assert.equal(hasMarker('shop_m1_wt_c'), 't', 'untouched');
+  fs.rmSync(stampOf('shop_m1_wt_c').slice('wtproxy:m1:'.length, -'|dev'.length), { recursive: true, force: true });
+  r = await odb(['claim', '--dev', 'shop', '--from', 'shop']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /dev database shop_m1_wt_c reclaimed from shop/);
+  assert.equal(hasMarker('shop_m1_wt_c'), 'f');
+  assert.equal(stampOf('shop_m1_wt_c'), `wtproxy:m1:${other.wt.c}|dev`);
 });
 
 test('16 racers for one dev database on two machines: one creates, the rest reuse it or are refused naming the owner', async (t) => {
