@@ -6,7 +6,8 @@
 // CLI: its stderr lines show), keep it on the next run, get a fresh one
 // (and fresh --parallel clones) when a migration changes; `manage.py
 // migrate` goes to the worktree's dev database; pytest-django uses the
-// same claim through the conftest fixtures.
+// same claim through the conftest fixtures; a server short of connections
+// stops the run before any database is made.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -14,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
+import { hold } from './lib/pg-sessions.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 
@@ -174,4 +176,24 @@ test('a refused claim stops manage.py test before any database is touched, with 
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /database test_shop_m1_wt_a exists and was not made by wtproxy/);
   assert.equal(pg.psql("SELECT to_regclass('precious') IS NOT NULL", { db: 'test_shop_m1_wt_a' }), 't');
+});
+
+test('a server short of connections stops manage.py test --parallel 2 up front, naming who holds them', async (t) => {
+  // 13 - 3 reserved = 10 usable; 6 held + the claim's own = 7: 3 free, and
+  // the runner asks for at least 5.
+  const pg = await startPostgres(t, { settings: { max_connections: '13' } });
+  const tmp = makeWorktrees(t, ['a']);
+  project(tmp.wt.a);
+  await hold(t, pg, { app: 'other-suite', count: 6 });
+  const binDir = fs.mkdtempSync(path.join(tmp.root, 'bin-'));
+  fs.symlinkSync(wtproxyBin, path.join(binDir, 'wtproxy'));
+  const r = await runToExit('/usr/bin/python3', ['manage.py', 'test', '--noinput', '--parallel', '2'], {
+    cwd: tmp.wt.a, ms: 120000,
+    env: { ...pg.env, PATH: `${binDir}:${process.env.PATH}`, PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1',
+      WTPROXY_MACHINE: 'm1', WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' },
+  });
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /has 3 connections free .* a claim leaves at least 5/);
+  assert.match(r.stderr, /6 x application "other-suite"/);
+  assert.equal(pg.psql("SELECT count(*) FROM pg_database WHERE datname LIKE 'test_shop%'"), '0', 'nothing created');
 });

@@ -104,11 +104,13 @@ def _test_base(settings_dict):
     return getattr(settings, "WTPROXY_TEST_DB_BASE", None) or "test_" + settings_dict["NAME"]
 
 
-def claim_test_databases(verbosity=1):
+def claim_test_databases(verbosity=1, min_free=None):
     """Claim the test database of every PostgreSQL alias through `wtproxy
     db claim`: TEST NAME exactly when set (claimed_databases sets it), else
-    --base WTPROXY_TEST_DB_BASE or test_<NAME>. Sets TEST NAME to the
-    claimed name and returns the names. Raises RuntimeError when refused.
+    --base WTPROXY_TEST_DB_BASE or test_<NAME>. min_free: the connections
+    the server must have free (wtproxy's default when None). Sets TEST
+    NAME to the claimed name and returns the names. Raises RuntimeError
+    when refused.
     """
     from django.db import connections
 
@@ -120,7 +122,8 @@ def claim_test_databases(verbosity=1):
             continue
         name = sd.get("TEST", {}).get("NAME")
         which = ["--name", name] if name else ["--base", _test_base(sd)]
-        env, err = _run(["claim"] + which + ["--migrations-hash", digest], sd)
+        free = ["--min-free-connections", str(min_free)] if min_free is not None else []
+        env, err = _run(["claim"] + which + ["--migrations-hash", digest] + free, sd)
         if verbosity >= 1 and err:
             sys.stderr.write(err)
         claimed = env.get("WTPROXY_TEST_DB") or env["WT_TEST_DB"]
@@ -162,7 +165,10 @@ class ClaimingTestRunner(DiscoverRunner):
         super().__init__(*args, **kwargs)
 
     def setup_databases(self, **kwargs):
-        claim_test_databases(self.verbosity)
+        # --parallel N holds N + 1 connections: ask for room for them all
+        # (and wtproxy's default 5 at least), or the run would fail midway
+        # with "too many clients already".
+        claim_test_databases(self.verbosity, max(5, self.parallel + 2))
         if self.parallel > 1:
             _drop_clones(self.parallel)
         return super().setup_databases(**kwargs)
