@@ -1,21 +1,18 @@
-/* db.c - `wtproxy db claim|release`: this worktree's own test
- * database on the app's PostgreSQL server, and the env a settings file
- * reads. Exit status: 0 done, 1 refused or failed, 2 bad usage. */
+/* db.c - `wtproxy db claim|release|names`: this worktree's own test and
+ * dev databases on the app's PostgreSQL server, and the env a settings
+ * file reads (template, copy and ls: db_tpl.c). Exit status: 0 done, 1
+ * refused or failed, 2 bad usage. */
 #include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "db.h"
 #include "reg_db.h"
 #include "registry.h"
 
-struct db_args {
-    const char *base, *name, *server, *hash, *dir, *env_file, *worktree;
-    int force, print_env;
-};
-
-static int usage_error(const char *msg)
+int db_usage_error(const char *msg)
 {
     fprintf(stderr, "wtproxy db: %s (see wtproxy db --help)\n", msg);
     return 2;
@@ -37,15 +34,9 @@ static int backend_port(const char *worktree)
     return port;
 }
 
-/* Print and/or write the env. Returns 0, or 1 (printed). */
-static int give_env(const struct db_args *a, const char *name, const char *worktree)
+int db_give_text(const struct db_args *a, const char *text)
 {
-    char text[1024], port[16] = "", err[PATH_MAX + 256];
-    int p = backend_port(worktree);
-    if (p)
-        snprintf(port, sizeof port, "%d", p);
-    snprintf(text, sizeof text, "WT_DB=%s\nWT_TEST_DB=%s\nWT_BACKEND_PORT=%s\n", name, name,
-             port);
+    char err[PATH_MAX + 256];
     if (a->print_env)
         fputs(text, stdout);
     if (a->env_file && reg_store_replace_file(a->env_file, text, strlen(text), err,
@@ -56,99 +47,258 @@ static int give_env(const struct db_args *a, const char *name, const char *workt
     return 0;
 }
 
-/* The database name: --name checked, or derived from --base. */
-static int db_name(const struct db_args *a, const char *wt, char *name, size_t len, char *err,
-                   size_t errlen)
+/* The env of a claim. A test-only claim keeps the keys it always wrote
+ * (WT_DB was then the test database: kept for the files that read it);
+ * a claim with a dev database writes WTPROXY_DEV_DB and WTPROXY_TEST_DB,
+ * which cannot be confused, and WT_DB then names the dev database. */
+static int give_env(const struct db_args *a, const char *test, const char *dev,
+                    const char *worktree, int ask_port)
+{
+    char text[1024], port[16] = "";
+    int p = ask_port ? backend_port(worktree) : 0;
+    if (p)
+        snprintf(port, sizeof port, "%d", p);
+    if (!dev)
+        snprintf(text, sizeof text, "WT_DB=%s\nWT_TEST_DB=%s\nWT_BACKEND_PORT=%s\n", test, test,
+                 port);
+    else
+        snprintf(text, sizeof text, "WTPROXY_DEV_DB=%s\n%s%s%sWT_DB=%s\n%s%s%sWT_BACKEND_PORT=%s\n",
+                 dev, test ? "WTPROXY_TEST_DB=" : "", test ? test : "", test ? "\n" : "", dev,
+                 test ? "WT_TEST_DB=" : "", test ? test : "", test ? "\n" : "", port);
+    return db_give_text(a, text);
+}
+
+/* The test database's name: --name checked, or derived from --base. */
+static int test_name(const struct db_args *a, const char *wt, char *name, size_t len, char *err,
+                     size_t errlen)
 {
     if (a->name) {
         snprintf(name, len, "%s", a->name);
-        return reg_db_check_name(name, err, errlen);
-    }
-    if (!a->base) {
-        snprintf(err, errlen, "give --base NAME (e.g. --base test_shop)");
-        return -1;
+        /* release drops only what we stamped: any kind's exact name (a copy's too) */
+        return a->releasing ? reg_db_check_dev_name(name, NULL, NULL, err, errlen)
+                            : reg_db_check_name(name, err, errlen);
     }
     return reg_db_name(a->base, reg_machine_id(), wt, name, len, err, errlen);
 }
 
-static int cmd_claim(const struct db_args *a)
+/* The dev database's name: --dev-name, or derived from --dev; never the
+ * base itself nor --from. Returns 0, or -1 with err. */
+static int dev_name(const struct db_args *a, const char *wt, char *name, size_t len, char *err,
+                    size_t errlen)
 {
-    char wt[PATH_MAX], name[256], hash[REG_DB_HASH_MAX] = "", err[PATH_MAX * 2 + 512];
-    const char *done = "";
-    if (a->hash && a->dir)
-        return usage_error("give --migrations-hash or --migrations-dir, not both");
-    if (cli_worktree(a->worktree, wt, sizeof wt, err, sizeof err) < 0 ||
-        (a->hash && (size_t)snprintf(hash, sizeof hash, "%s", a->hash) >= sizeof hash &&
-         snprintf(err, sizeof err, "--migrations-hash is longer than %d bytes",
-                  REG_DB_HASH_MAX - 1)))
-        return usage_error(err);
-    if (db_name(a, wt, name, sizeof name, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy: %s\n", err);
-        return a->base || a->name ? 1 : 2;
-    }
-    if (a->dir && reg_db_hash_dir(a->dir, hash, sizeof hash, err, sizeof err) < 0) {
+    if (a->dev_name)
+        snprintf(name, len, "%s", a->dev_name);
+    else if (reg_db_derive(a->dev, reg_machine_id(), wt, name, len, err, errlen) < 0)
+        return -1;
+    return reg_db_check_dev_name(name, a->dev, a->from, err, errlen);
+}
+
+/* The names this call is about into test/dev ("" when not asked for).
+ * Returns 0, 1 refused (printed), 2 bad usage (printed). */
+static int names(const struct db_args *a, const char *wt, char *test, char *dev, size_t len)
+{
+    char err[PATH_MAX + 512];
+    test[0] = dev[0] = '\0';
+    if (!a->base && !a->name && !a->dev && !a->dev_name)
+        return db_usage_error("give --base NAME (the test database, e.g. --base test_shop) "
+                              "and/or --dev NAME (the dev database, e.g. --dev shop)");
+    if ((a->base || a->name) && test_name(a, wt, test, len, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: %s\n", err);
         return 1;
     }
-    struct reg_db_claim c = {.server = a->server, .name = name, .machine = reg_machine_id(),
-                             .worktree = wt, .hash = hash, .force = a->force};
-    int r = reg_db_claim_on_server(&c, &done, err, sizeof err);
+    if ((a->dev || a->dev_name) && dev_name(a, wt, dev, len, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+int db_hash(const struct db_args *a, char *hash, size_t len)
+{
+    char err[PATH_MAX + 256];
+    hash[0] = '\0';
+    if (a->hash && (size_t)snprintf(hash, len, "%s", a->hash) >= len) {
+        fprintf(stderr, "wtproxy: --migrations-hash is longer than %zu bytes\n", len - 1);
+        return 1;
+    }
+    if (a->dir && reg_db_hash_dir(a->dir, hash, len, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* Claim one database. Returns 0, or 1 (printed why). */
+static int claim_one(const struct db_args *a, struct reg_db_claim *c, const char *wt)
+{
+    char err[PATH_MAX * 2 + 4096];
+    const char *done = "";
+    c->server = a->server;
+    c->machine = reg_machine_id();
+    c->worktree = wt;
+    c->force = a->force;
+    c->reset = a->reset;
+    c->min_free = a->min_free;
+    int r = reg_db_claim_on_server(c, &done, err, sizeof err);
     if (r != 0) {
         fprintf(stderr, "wtproxy: %s%s\n", r > 0 ? "" : "cannot claim the database: ", err);
         return 1;
     }
-    fprintf(stderr, "wtproxy: database %s %s for %s\n", name, done, wt);
-    return give_env(a, name, wt);
+    fprintf(stderr, "wtproxy: %s database %s %s%s%s for %s\n", reg_db_kind_name(c->kind),
+            c->name, done, c->from && strcmp(done, "kept") ? " from " : "",
+            c->from && strcmp(done, "kept") ? c->from : "", wt);
+    return 0;
 }
 
-static int cmd_release(const struct db_args *a)
+static int cmd_claim(const struct db_args *a, const char *wt)
 {
-    char wt[PATH_MAX], name[256], err[PATH_MAX * 2 + 512];
-    if (cli_worktree(a->worktree, wt, sizeof wt, err, sizeof err) < 0)
-        return usage_error(err);
-    if ((a->base || a->name) && db_name(a, wt, name, sizeof name, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy: %s\n", err);
+    char test[256], dev[256], hash[REG_DB_HASH_MAX];
+    int r = names(a, wt, test, dev, sizeof test);
+    if (r != 0)
+        return r;
+    if (a->from && !dev[0])
+        return db_usage_error("--from copies a dev database: give --dev NAME with it");
+    if (db_hash(a, hash, sizeof hash) != 0)
         return 1;
+    if (dev[0]) {
+        struct reg_db_claim c = {.name = dev, .hash = REG_DB_DEV_MARK, .kind = REG_DB_DEV,
+                                 .from = a->from};
+        if (claim_one(a, &c, wt) != 0)
+            return 1;
     }
-    int n = reg_db_release_on_server(a->server, a->base || a->name ? name : NULL,
-                                     reg_machine_id(), wt, err, sizeof err);
+    if (test[0]) {
+        struct reg_db_claim c = {.name = test, .hash = hash, .kind = REG_DB_TEST};
+        if (claim_one(a, &c, wt) != 0)
+            return 1;
+    }
+    return give_env(a, test[0] ? test : NULL, dev[0] ? dev : NULL, wt, 1);
+}
+
+/* `wtproxy db names`: the env a claim would give, computed here without
+ * touching any server: a settings file may run it on every import. */
+static int cmd_names(const struct db_args *a, const char *wt)
+{
+    char test[256], dev[256];
+    int r = names(a, wt, test, dev, sizeof test);
+    if (r != 0)
+        return r;
+    return give_env(a, test[0] ? test : NULL, dev[0] ? dev : NULL, wt, 0);
+}
+
+static int cmd_release(const struct db_args *a, const char *wt)
+{
+    char test[256] = "", dev[256] = "", err[PATH_MAX * 2 + 512];
+    int n = 0, any = a->base || a->name || a->dev || a->dev_name;
+    if (a->abandoned)
+        n = reg_db_release_abandoned(a->server, reg_machine_id(), err, sizeof err);
+    else if (any && names(a, wt, test, dev, sizeof test) != 0)
+        return 1;
+    for (int i = 0; !a->abandoned && i < 2 && n >= 0; i++) {
+        const char *one = i == 0 ? test : dev;
+        if (any && !one[0])
+            continue;
+        int k = reg_db_release_on_server(a->server, any ? one : NULL, reg_machine_id(), wt, err,
+                                         sizeof err);
+        n = k < 0 ? -1 : n + k;
+        if (!any)
+            break;
+    }
     if (n < 0) {
         fprintf(stderr, "wtproxy: cannot release: %s\n", err);
         return 1;
     }
     if (n == 0)
-        fprintf(stderr, "wtproxy: no database stamped as %s's on this machine%s%s; nothing "
-                "dropped\n", wt, a->base || a->name ? " is named " : "",
-                a->base || a->name ? name : "");
+        fprintf(stderr, "wtproxy: no database stamped as %s's on this machine%s%s%s%s; nothing "
+                "dropped\n", a->abandoned ? "an abandoned worktree" : wt,
+                test[0] || dev[0] ? " is named " : "", test, test[0] && dev[0] ? " or " : "",
+                dev);
     return 0;
+}
+
+/* Parse the flags into a. Returns 0, or an exit code. */
+static int parse(int argc, char **argv, struct db_args *a)
+{
+    const struct cli_opt opts[] = {
+        {"base", &a->base, NULL}, {"name", &a->name, NULL}, {"dev", &a->dev, NULL},
+        {"dev-name", &a->dev_name, NULL}, {"from", &a->from, NULL},
+        {"server", &a->server, NULL}, {"migrations-hash", &a->hash, NULL},
+        {"migrations-dir", &a->dir, NULL}, {"write-env", &a->env_file, NULL},
+        {"worktree", &a->worktree, NULL}, {"min-free-connections", &a->min_free_s, NULL},
+        {"force", NULL, &a->force}, {"print-env", NULL, &a->print_env},
+        {"reset", NULL, &a->reset}, {"abandoned", NULL, &a->abandoned},
+        {"json", NULL, &a->json}, {NULL, NULL, NULL}};
+    char err[PATH_MAX + 256];
+    int rest = 0;
+    long n = REG_DB_MIN_FREE_DEFAULT;
+    int r = cli_parse(argc - 1, argv + 1, opts, &rest, err, sizeof err);
+    if (r > 0)
+        return CLI_HELP;
+    if (r < 0)
+        return db_usage_error(err);
+    a->argc = argc - 1 - rest;
+    a->argv = argv + 1 + rest;
+    if (a->base && a->name)
+        return db_usage_error("give --base or --name, not both");
+    if (a->dev && a->dev_name)
+        return db_usage_error("give --dev or --dev-name, not both");
+    if (a->hash && a->dir)
+        return db_usage_error("give --migrations-hash or --migrations-dir, not both");
+    if (a->min_free_s && cli_number(a->min_free_s, 0, 100000, &n) < 0)
+        return db_usage_error("--min-free-connections takes a whole number, 0 or more");
+    a->min_free = (int)n;
+    if (!a->server)
+        a->server = getenv("WTPROXY_DB_SERVER") ? getenv("WTPROXY_DB_SERVER") : "";
+    return 0;
+}
+
+/* The commands that take no positional argument refuse one. */
+static int no_rest(const struct db_args *a)
+{
+    char msg[512];
+    if (a->argc == 0)
+        return 0;
+    snprintf(msg, sizeof msg, "unexpected argument \"%s\"", a->argv[0]);
+    return db_usage_error(msg);
 }
 
 int cli_db_main(int argc, char **argv)
 {
     struct db_args a = {0};
-    const struct cli_opt opts[] = {
-        {"base", &a.base, NULL}, {"name", &a.name, NULL}, {"server", &a.server, NULL},
-        {"migrations-hash", &a.hash, NULL}, {"migrations-dir", &a.dir, NULL},
-        {"write-env", &a.env_file, NULL}, {"worktree", &a.worktree, NULL},
-        {"force", NULL, &a.force}, {"print-env", NULL, &a.print_env}, {NULL, NULL, NULL}};
-    char err[PATH_MAX + 256];
+    char wt[PATH_MAX], err[PATH_MAX + 256];
     if (argc < 2)
         return CLI_USAGE;
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
         return CLI_HELP;
-    int r = cli_parse(argc - 1, argv + 1, opts, NULL, err, sizeof err);
-    if (r > 0)
-        return CLI_HELP;
-    if (r < 0)
-        return usage_error(err);
-    if (a.base && a.name)
-        return usage_error("give --base or --name, not both");
-    if (!a.server)
-        a.server = getenv("WTPROXY_DB_SERVER") ? getenv("WTPROXY_DB_SERVER") : "";
-    if (strcmp(argv[1], "claim") == 0)
-        return cmd_claim(&a);
-    if (strcmp(argv[1], "release") == 0)
-        return cmd_release(&a);
-    snprintf(err, sizeof err, "unknown db command \"%s\": claim or release", argv[1]);
-    return usage_error(err);
+    const char *cmd = argv[1];
+    static const char *const known[] = {"claim", "release", "names", "template", "copy", "ls"};
+    size_t k = 0;
+    while (k < sizeof known / sizeof *known && strcmp(cmd, known[k]) != 0)
+        k++;
+    if (k == sizeof known / sizeof *known) {
+        snprintf(err, sizeof err, "unknown db command \"%s\": claim, release, names, template, "
+                 "copy or ls", cmd);
+        return db_usage_error(err);
+    }
+    int r = parse(argc, argv, &a);
+    if (r != 0)
+        return r;
+    a.releasing = strcmp(cmd, "release") == 0;
+    if (strcmp(cmd, "ls") == 0)
+        return no_rest(&a) ? 2 : db_cmd_ls(&a);
+    if (strcmp(cmd, "release") == 0 && a.abandoned)
+        return no_rest(&a) ? 2 : cmd_release(&a, "");
+    if (cli_worktree(a.worktree, wt, sizeof wt, err, sizeof err) < 0)
+        return db_usage_error(err);
+    a.worktree = wt;
+    if (strcmp(cmd, "copy") == 0)
+        return db_cmd_copy(&a);
+    if (strcmp(cmd, "template") == 0)
+        return db_cmd_template(&a);
+    if (no_rest(&a))
+        return 2;
+    if (strcmp(cmd, "claim") == 0)
+        return cmd_claim(&a, wt);
+    if (strcmp(cmd, "names") == 0)
+        return cmd_names(&a, wt);
+    return cmd_release(&a, wt);
 }

@@ -123,28 +123,56 @@ static const char leases_usage[] =
     "usage: wtproxy leases [--json]\n\nList the leases of the store in use.\n";
 
 static const char db_usage[] =
-    "usage: wtproxy db claim --base NAME [options]\n"
-    "       wtproxy db release [--base NAME | --name DB] [--server URI]\n"
+    "usage: wtproxy db claim [--base NAME] [--dev NAME] [options]\n"
+    "       wtproxy db release [--base NAME | --name DB] [--dev NAME] [--abandoned]\n"
+    "       wtproxy db names [--base NAME] [--dev NAME] [--print-env]\n"
+    "       wtproxy db template --base NAME [--migrations-dir DIR] [-- MIGRATE...]\n"
+    "       wtproxy db copy --base NAME SUFFIX...\n"
+    "       wtproxy db ls [--json]\n"
     "\n"
-    "claim makes this worktree's test database exist on the database server\n"
-    "and be ours: NAME_<machine>_<worktree> (slugs: lowercase, runs of other\n"
-    "characters one '_'; 8 bytes of the machine id, 20 of the folder name).\n"
-    "The name must contain \"test\", match ^[a-z0-9_]+$ and leave room for\n"
-    "\"_NN\" of parallel test workers within 63 bytes. The database is stamped\n"
-    "COMMENT 'wtproxy:<machine>:<worktree>|<migrations hash>'. Ours with another\n"
-    "hash: dropped and created again. A worktree of this machine whose folder\n"
-    "is gone: reclaimed. Anyone else's: refused, naming the owner (--force\n"
-    "takes it). release drops only the exact databases stamped as ours.\n"
+    "claim makes this worktree's databases exist on the database server and be\n"
+    "ours: NAME_<machine>_<worktree> (slugs: lowercase, runs of other characters\n"
+    "one '_'; 8 bytes of the machine id, 20 of the folder name). Each is stamped\n"
+    "COMMENT 'wtproxy:<machine>:<worktree>|<kind or migrations hash>'. A worktree\n"
+    "of this machine whose folder is gone: reclaimed. Anyone else's: refused,\n"
+    "naming the owner (--force takes it). Creators serialise on an advisory lock.\n"
+    "  test (--base/--name): the name must contain \"test\", match ^[a-z0-9_]+$ and\n"
+    "    leave room for \"_NN\" of parallel test workers within 63 bytes; dropped\n"
+    "    and created again when the migrations hash changes.\n"
+    "  dev (--dev/--dev-name): ^[a-z0-9_]+$, 63 bytes, never NAME itself; never\n"
+    "    dropped for a migrations change (the dev server migrates forward): only\n"
+    "    by release or --reset. --from DB creates it as a copy of DB.\n"
+    "release drops only the exact databases stamped as ours (all of this\n"
+    "worktree's kinds when no name is given); --abandoned: those of every\n"
+    "worktree of this machine whose folder is gone. names prints the env a claim\n"
+    "would give, touching no server. template claims a migrated template (runs\n"
+    "MIGRATE with WTPROXY_TEMPLATE_DB and PGDATABASE naming it when it is\n"
+    "new or its hash changed); copy makes <template>_<SUFFIX> afresh from it\n"
+    "(CREATE DATABASE ... TEMPLATE). ls lists every database wtproxy stamped.\n"
+    "Before a claim, template or copy, fewer than --min-free-connections free\n"
+    "connections on the server: refused, naming who holds them.\n"
     "\n"
-    "  --base NAME              e.g. test_shop\n"
-    "  --name DB                this exact name instead (same rules)\n"
+    "  --base NAME              the test database (or template), e.g. test_shop\n"
+    "  --name DB                this exact test database name instead (same rules)\n"
+    "  --dev NAME               the dev database, e.g. shop: shop_<machine>_<wt>\n"
+    "  --dev-name DB            this exact dev database name instead\n"
+    "  --from DB                create the dev database as a copy of DB (TEMPLATE)\n"
+    "  --reset                  drop and create again even when it would be kept\n"
     "  --server URI             libpq URI or conninfo of the app's server\n"
     "                           (default $WTPROXY_DB_SERVER, else PG* variables)\n"
-    "  --migrations-hash H      recreate when it changes (a branch switch)\n"
+    "  --migrations-hash H      recreate a test database or template when it changes\n"
     "  --migrations-dir DIR     ... the SHA-256 of the files under DIR\n"
+    "  --min-free-connections N refuse when fewer are free (default 5; 0: no check)\n"
     "  --force                  take a database stamped by another owner\n"
-    "  --print-env              print WT_DB, WT_TEST_DB, WT_BACKEND_PORT\n"
+    "  --print-env              print the env: test only: WT_DB, WT_TEST_DB (both the\n"
+    "                           test database), WT_BACKEND_PORT; with a dev database:\n"
+    "                           WTPROXY_DEV_DB, WTPROXY_TEST_DB, WT_DB (the dev one),\n"
+    "                           WT_TEST_DB, WT_BACKEND_PORT; template/copy:\n"
+    "                           WTPROXY_TEMPLATE_DB, WTPROXY_COPY_DBS (space-\n"
+    "                           separated)\n"
     "  --write-env FILE         write them to FILE (e.g. .env.wt), mode 0600\n"
+    "  --abandoned              release: every worktree of this machine that is gone\n"
+    "  --json                   ls: a JSON array\n"
     "  --worktree DIR           default: the git worktree enclosing the folder\n";
 
 static const char init_usage[] =
@@ -265,7 +293,7 @@ static const struct command commands[] = {
      "0 released\n1 not held, held by another, or the store failed\n" USAGE_ERR},
     {"leases", "list the leases", leases_usage, NULL, cli_leases_main,
      "0 listed\n1 the store failed\n" USAGE_ERR},
-    {"db", "this worktree's test database: db claim --base test_shop", db_usage, NULL,
+    {"db", "this worktree's databases: db claim --base test_shop --dev shop", db_usage, NULL,
      cli_db_main, "0 done\n1 refused (naming the owner), or failed\n" USAGE_ERR},
     {"init", "adopt wtproxy in an app: print (or --apply) the edits", init_usage, NULL,
      cli_init_main,

@@ -1,6 +1,8 @@
 #!/bin/sh
 # run-django-tests.sh - this worktree's Django tests on a database of its own
 # (conf/DJANGO-TESTS.md). Run it in the worktree, next to manage.py.
+# Settings with TEST_RUNNER = "wtproxy_whoami.django_db.ClaimingTestRunner"
+# need no wrapper: plain `python3 manage.py test` claims the same way.
 # Usage: run-django-tests.sh [manage.py test ARGS...]
 # Env: WTPROXY_DB_SERVER (else PGHOST/PGPORT/PGUSER) names the app's server;
 # DB_BASE (default test_shop); PYTHON (default python3).

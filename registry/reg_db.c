@@ -1,5 +1,5 @@
 /* reg_db.c - the pure part of `wtproxy db`: slugs, names and their guards,
- * the owner stamp, the migrations hash. */
+ * the owner stamp and the kind it tells, the migrations hash. */
 #include "reg_db.h"
 
 #include <dirent.h>
@@ -29,15 +29,24 @@ void reg_db_slug(const char *s, size_t max, char *out, size_t outlen)
     out[n] = '\0';
 }
 
-int reg_db_check_name(const char *name, char *err, size_t errlen)
+/* The charset rule, shared by every kind. Returns 0, or -1 with err. */
+static int check_charset(const char *name, char *err, size_t errlen)
 {
-    size_t len = strlen(name), max = REG_DB_NAME_MAX - REG_DB_WORKER_SUFFIX;
+    size_t len = strlen(name);
     if (len == 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != len) {
         snprintf(err, errlen, "refused \"%s\": a name must match ^[a-z0-9_]+$ (rule: plain "
                  "names), so that it needs no quoting in settings, shells or SQL and means "
                  "the same to every tool", name);
         return -1;
     }
+    return 0;
+}
+
+int reg_db_check_name(const char *name, char *err, size_t errlen)
+{
+    size_t len = strlen(name), max = REG_DB_NAME_MAX - REG_DB_WORKER_SUFFIX;
+    if (check_charset(name, err, errlen) < 0)
+        return -1;
     if (!strstr(name, "test")) {
         snprintf(err, errlen, "refused \"%s\": a test database's name must contain \"test\" "
                  "(rule: no \"test\", no claim), so that a claim, a drop or a recreate can "
@@ -54,8 +63,57 @@ int reg_db_check_name(const char *name, char *err, size_t errlen)
     return 0;
 }
 
-int reg_db_name(const char *base, const char *machine, const char *worktree, char *out,
-                size_t outlen, char *err, size_t errlen)
+int reg_db_check_dev_name(const char *name, const char *base, const char *from, char *err,
+                          size_t errlen)
+{
+    size_t len = strlen(name);
+    if (check_charset(name, err, errlen) < 0)
+        return -1;
+    if (len > REG_DB_NAME_MAX) {
+        snprintf(err, errlen, "refused \"%s\": %zu bytes; at most %d (rule: 63-byte names), "
+                 "because PostgreSQL cuts longer names and two cut names would be one "
+                 "database; use a shorter --dev", name, len, REG_DB_NAME_MAX);
+        return -1;
+    }
+    if ((base && strcmp(name, base) == 0) || (from && strcmp(name, from) == 0)) {
+        snprintf(err, errlen, "refused \"%s\": that is the shared database itself (rule: a "
+                 "worktree's dev database is never its base or its source), so that a reset "
+                 "or a release can never drop it; use --dev %s (named per worktree)", name,
+                 base ? base : name);
+        return -1;
+    }
+    return 0;
+}
+
+int reg_db_check_template_name(const char *name, char *err, size_t errlen)
+{
+    if (reg_db_check_name(name, err, errlen) < 0)
+        return -1;
+    if (strlen(name) > REG_DB_TEMPLATE_MAX) {
+        snprintf(err, errlen, "refused \"%s\": %zu bytes; a template's name is at most %d "
+                 "(rule: 63-byte names), leaving room for the copies' \"_<suffix>\" of up to "
+                 "%d bytes; use a shorter --base", name, strlen(name), REG_DB_TEMPLATE_MAX,
+                 REG_DB_SUFFIX_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+int reg_db_check_suffix(const char *suffix, char *err, size_t errlen)
+{
+    size_t len = strlen(suffix);
+    if (len == 0 || len > REG_DB_SUFFIX_MAX ||
+        strspn(suffix, "abcdefghijklmnopqrstuvwxyz0123456789") != len) {
+        snprintf(err, errlen, "refused copy suffix \"%s\": it must match ^[a-z0-9]{1,%d}$ "
+                 "(e.g. w1, f12), so that <template>_<suffix> stays a plain name within 63 "
+                 "bytes", suffix, REG_DB_SUFFIX_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+int reg_db_derive(const char *base, const char *machine, const char *worktree, char *out,
+                  size_t outlen, char *err, size_t errlen)
 {
     char m[REG_DB_MACHINE_SLUG + 1], w[REG_DB_WORKTREE_SLUG + 1];
     const char *folder = strrchr(worktree, '/');
@@ -70,6 +128,14 @@ int reg_db_name(const char *base, const char *machine, const char *worktree, cha
         snprintf(err, errlen, "refused: --base \"%s\" is far too long", base);
         return -1;
     }
+    return 0;
+}
+
+int reg_db_name(const char *base, const char *machine, const char *worktree, char *out,
+                size_t outlen, char *err, size_t errlen)
+{
+    if (reg_db_derive(base, machine, worktree, out, outlen, err, errlen) < 0)
+        return -1;
     return reg_db_check_name(out, err, errlen);
 }
 
@@ -92,7 +158,26 @@ int reg_db_parse_stamp(const char *comment, struct reg_db_owner *o)
     memcpy(o->machine, m, (size_t)(colon - m));
     memcpy(o->worktree, colon + 1, (size_t)(bar - colon - 1));
     snprintf(o->hash, sizeof o->hash, "%s", bar + 1);
+    o->kind = reg_db_kind_of(o->hash);
     return 0;
+}
+
+enum reg_db_kind reg_db_kind_of(const char *hash)
+{
+    if (strcmp(hash, REG_DB_DEV_MARK) == 0)
+        return REG_DB_DEV;
+    if (strncmp(hash, REG_DB_TEMPLATE_MARK, strlen(REG_DB_TEMPLATE_MARK)) == 0 ||
+        strncmp(hash, REG_DB_PENDING_MARK, strlen(REG_DB_PENDING_MARK)) == 0)
+        return REG_DB_TEMPLATE;
+    if (strncmp(hash, REG_DB_COPY_MARK, strlen(REG_DB_COPY_MARK)) == 0)
+        return REG_DB_COPY;
+    return REG_DB_TEST;
+}
+
+const char *reg_db_kind_name(enum reg_db_kind k)
+{
+    static const char *const names[] = {"test", "dev", "template", "copy"};
+    return names[k];
 }
 
 struct files {

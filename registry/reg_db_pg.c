@@ -1,5 +1,5 @@
-/* reg_db_pg.c - a worktree's test database, claimed on the database server
- * where it lives. Creators of one name serialise on a session advisory
+/* reg_db_pg.c - a worktree's test, dev or template database, claimed on
+ * the database server where it lives. Creators of one name serialise on a session advisory
  * lock on that server (it dies with the claimer's connection, so a killed
  * claim never leaves it held); the owner is the database's own stamp
  * (COMMENT ON DATABASE, reg_db.h), so the truth is on the server, not in
@@ -12,12 +12,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "reg_db_pg.h"
 #include "reg_pg.h"
 
-#define STAMP_MAX (PATH_MAX + 256)
+#define STAMP_MAX REG_DB_STAMP_MAX
 
-/* The stamp of name into comment (may be ""). Returns 1 exists, 0 not, -1. */
-static int stamp_of(PGconn *c, const char *name, char *comment, size_t len, char *err,
+int reg_db_stamp_of(PGconn *c, const char *name, char *comment, size_t len, char *err,
                     size_t errlen)
 {
     const char *p[] = {name};
@@ -31,9 +31,7 @@ static int stamp_of(PGconn *c, const char *name, char *comment, size_t len, char
     return exists;
 }
 
-/* Run one utility statement on the identifier name (quoted by libpq).
- * fmt has one %s for it and, with lit, a second for the literal. */
-static int utility(PGconn *c, const char *fmt, const char *name, const char *lit, char *err,
+int reg_db_utility(PGconn *c, const char *fmt, const char *name, const char *lit, char *err,
                    size_t errlen)
 {
     char *id = PQescapeIdentifier(c, name, strlen(name));
@@ -51,16 +49,61 @@ static int utility(PGconn *c, const char *fmt, const char *name, const char *lit
     return rc;
 }
 
-/* Create name stamped with stamp. A concurrent creator's 42P04
- * (duplicate_database) counts only if the database then carries our
- * stamp. Returns 0, 1 refused, -1. */
-static int create(PGconn *c, const char *name, const char *stamp, char *err, size_t errlen)
+int reg_db_lock(PGconn *c, const char *name, char *err, size_t errlen)
+{
+    const char *p[] = {name};
+    PGresult *r = reg_pg_exec(c, "SELECT pg_advisory_lock(hashtext('wtproxy-db:' || $1))", 1,
+                              p, err, errlen);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+/* The CREATE DATABASE failed because from has sessions: say whose.
+ * Returns 1 (refused) or -1. */
+static int source_in_use(PGconn *c, const char *name, const char *from, char *err,
+                         size_t errlen)
+{
+    char who[2048], e2[256];
+    int n = reg_db_holders(c, from, who, sizeof who, e2, sizeof e2);
+    if (n < 0) {
+        snprintf(err, errlen, "cannot create %s from %s: %s", name, from, reg_pg_last_error());
+        return -1;
+    }
+    snprintf(err, errlen, "cannot create %s as a copy of %s: PostgreSQL copies a database "
+             "only while nobody is connected to it, and %d session%s %s: %s. Stop them (the "
+             "dev server, a psql, a test run), or end them: SELECT pg_terminate_backend(pid) "
+             "FROM pg_stat_activity WHERE datname = '%s'; then run the claim again", name, from,
+             n, n == 1 ? "" : "s", n == 1 ? "is" : "are", n ? who : "(gone by now: retry)",
+             from);
+    return 1;
+}
+
+/* CREATE DATABASE name [TEMPLATE from], both identifiers quoted.
+ * Returns 0, or -1 with err (reg_pg_last_state() says why). */
+static int create_sql(PGconn *c, const char *name, const char *from, char *err, size_t errlen)
+{
+    if (!from)
+        return reg_db_utility(c, "CREATE DATABASE %s", name, NULL, err, errlen);
+    char *src = PQescapeIdentifier(c, from, strlen(from)), fmt[256];
+    if (!src) {
+        snprintf(err, errlen, "cannot quote %s: %s", from, PQerrorMessage(c));
+        return -1;
+    }
+    snprintf(fmt, sizeof fmt, "CREATE DATABASE %%s TEMPLATE %s", src);
+    PQfreemem(src);
+    return reg_db_utility(c, fmt, name, NULL, err, errlen);
+}
+
+int reg_db_create(PGconn *c, const char *name, const char *from, const char *stamp, char *err,
+                  size_t errlen)
 {
     char now[STAMP_MAX];
-    if (utility(c, "CREATE DATABASE %s", name, NULL, err, errlen) < 0) {
+    if (create_sql(c, name, from, err, errlen) < 0) {
+        if (from && strcmp(reg_pg_last_state(), "55006") == 0)
+            return source_in_use(c, name, from, err, errlen);
         if (strcmp(reg_pg_last_state(), "42P04") != 0)
             return -1;
-        if (stamp_of(c, name, now, sizeof now, err, errlen) < 0)
+        if (reg_db_stamp_of(c, name, now, sizeof now, err, errlen) < 0)
             return -1;
         if (strcmp(now, stamp) == 0)
             return 0;
@@ -68,14 +111,7 @@ static int create(PGconn *c, const char *name, const char *stamp, char *err, siz
                  "(its stamp: \"%s\"); refused, it is not ours", name, now);
         return 1;
     }
-    return utility(c, "COMMENT ON DATABASE %s IS %s", name, stamp, err, errlen);
-}
-
-static int recreate(PGconn *c, const char *name, const char *stamp, char *err, size_t errlen)
-{
-    if (utility(c, "DROP DATABASE IF EXISTS %s WITH (FORCE)", name, NULL, err, errlen) < 0)
-        return -1;
-    return create(c, name, stamp, err, errlen);
+    return reg_db_utility(c, "COMMENT ON DATABASE %s IS %s", name, stamp, err, errlen);
 }
 
 /* Whether a worktree folder of this machine is gone for sure. */
@@ -83,6 +119,24 @@ static int folder_gone(const char *path)
 {
     struct stat st;
     return stat(path, &st) < 0 && (errno == ENOENT || errno == ENOTDIR);
+}
+
+/* What to do with our own database of this worktree. */
+static const char *decide_own(const struct reg_db_claim *c, const struct reg_db_owner *o,
+                              char *err, size_t errlen)
+{
+    if (o->kind != c->kind) {
+        snprintf(err, errlen, "database %s is this worktree's %s database, not a %s one; "
+                 "refused, so that one kind's rules (a test's recreate, a dev's reset) never "
+                 "reach the other: use another name, or free it: wtproxy db release --name %s",
+                 c->name, reg_db_kind_name(o->kind), reg_db_kind_name(c->kind), c->name);
+        return c->force ? "taken over" : NULL;
+    }
+    if (c->reset)
+        return "reset";
+    if (c->kind == REG_DB_DEV) /* the dev server migrates forward: its data stays */
+        return "kept";
+    return c->hash[0] && strcmp(c->hash, o->hash) != 0 ? "recreated" : "kept";
 }
 
 /* Decide what to do with an existing database stamped now. Returns the
@@ -99,7 +153,7 @@ static const char *decide(const struct reg_db_claim *c, const char *now, char *e
     }
     int same_machine = strcmp(o.machine, c->machine) == 0;
     if (same_machine && strcmp(o.worktree, c->worktree) == 0)
-        return c->hash[0] && strcmp(c->hash, o.hash) != 0 ? "recreated" : "kept";
+        return decide_own(c, &o, err, errlen);
     if (same_machine && folder_gone(o.worktree))
         return "reclaimed";
     snprintf(err, errlen, "database %s belongs to worktree %s on %s%s; refused. Free it "
@@ -109,24 +163,41 @@ static const char *decide(const struct reg_db_claim *c, const char *now, char *e
     return c->force ? "taken over" : NULL;
 }
 
+/* The stamp a new database of claim c gets: a template is "pending"
+ * until its command has migrated it (reg_db_restamp). */
+static void new_stamp(const struct reg_db_claim *c, char *out, size_t len)
+{
+    char pending[REG_DB_HASH_MAX + 32];
+    const char *hash = c->hash;
+    size_t mark = strlen(REG_DB_TEMPLATE_MARK);
+    if (c->kind == REG_DB_TEMPLATE && strncmp(hash, REG_DB_TEMPLATE_MARK, mark) == 0) {
+        snprintf(pending, sizeof pending, REG_DB_PENDING_MARK "%s", hash + mark);
+        hash = pending;
+    }
+    reg_db_stamp(c->machine, c->worktree, hash, out, len);
+}
+
 /* The claim, with the lock held. */
 static int claim_locked(PGconn *pg, const struct reg_db_claim *c, const char **done, char *err,
                         size_t errlen)
 {
     char stamp[STAMP_MAX], now[STAMP_MAX];
-    reg_db_stamp(c->machine, c->worktree, c->hash, stamp, sizeof stamp);
-    int exists = stamp_of(pg, c->name, now, sizeof now, err, errlen);
+    new_stamp(c, stamp, sizeof stamp);
+    int exists = reg_db_stamp_of(pg, c->name, now, sizeof now, err, errlen);
     if (exists < 0)
         return -1;
     if (!exists) {
         *done = "created";
-        return create(pg, c->name, stamp, err, errlen);
+        return reg_db_create(pg, c->name, c->from, stamp, err, errlen);
     }
     if (!(*done = decide(c, now, err, errlen)))
         return 1;
     if (strcmp(*done, "kept") == 0)
         return 0;
-    return recreate(pg, c->name, stamp, err, errlen);
+    if (reg_db_utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", c->name, NULL, err,
+                       errlen) < 0)
+        return -1;
+    return reg_db_create(pg, c->name, c->from, stamp, err, errlen);
 }
 
 int reg_db_claim_on_server(const struct reg_db_claim *c, const char **done, char *err,
@@ -135,17 +206,20 @@ int reg_db_claim_on_server(const struct reg_db_claim *c, const char **done, char
     PGconn *pg = reg_pg_dial(c->server, "the database server", err, errlen);
     if (!pg)
         return -1;
-    const char *p[] = {c->name};
-    PGresult *r = reg_pg_exec(pg, "SELECT pg_advisory_lock(hashtext('wtproxy-db:' || $1))", 1,
-                              p, err, errlen);
-    int rc = r ? claim_locked(pg, c, done, err, errlen) : -1;
-    PQclear(r);
+    int rc = reg_db_lock(pg, c->name, err, errlen);
+    if (rc == 0 && c->min_free > 0)
+        rc = reg_db_headroom(pg, c->min_free, err, errlen);
+    if (rc == 0)
+        rc = claim_locked(pg, c, done, err, errlen);
     PQfinish(pg); /* ends the session: the lock goes with it */
     return rc;
 }
 
-int reg_db_release_on_server(const char *server, const char *name, const char *machine,
-                             const char *worktree, char *err, size_t errlen)
+/* Drop every database whose stamp mine() accepts (name only, when given).
+ * Their names go to stderr. Returns the count, or -1 with err. */
+static int drop_where(const char *server, const char *name,
+                      int (*mine)(const struct reg_db_owner *, const void *), const void *arg,
+                      char *err, size_t errlen)
 {
     PGconn *pg = reg_pg_dial(server, "the database server", err, errlen);
     if (!pg)
@@ -158,17 +232,60 @@ int reg_db_release_on_server(const char *server, const char *name, const char *m
     for (int i = 0; r && i < PQntuples(r) && count >= 0; i++) {
         struct reg_db_owner o;
         const char *db = PQgetvalue(r, i, 0);
-        if (reg_db_parse_stamp(PQgetvalue(r, i, 1), &o) < 0 || strcmp(o.machine, machine) != 0 ||
-            strcmp(o.worktree, worktree) != 0)
+        if (reg_db_parse_stamp(PQgetvalue(r, i, 1), &o) < 0 || !mine(&o, arg))
             continue; /* not ours: never dropped */
-        if (utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db, NULL, err, errlen) < 0)
+        if (reg_db_utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db, NULL, err,
+                           errlen) < 0)
             count = -1;
         else {
-            fprintf(stderr, "wtproxy: dropped database %s\n", db);
+            fprintf(stderr, "wtproxy: dropped database %s (%s)\n", db, reg_db_kind_name(o.kind));
             count++;
         }
     }
     PQclear(r);
     PQfinish(pg);
     return count;
+}
+
+struct holder {
+    const char *machine, *worktree;
+};
+
+static int of_worktree(const struct reg_db_owner *o, const void *arg)
+{
+    const struct holder *h = arg;
+    return strcmp(o->machine, h->machine) == 0 && strcmp(o->worktree, h->worktree) == 0;
+}
+
+static int of_gone_worktree(const struct reg_db_owner *o, const void *arg)
+{
+    return strcmp(o->machine, (const char *)arg) == 0 && folder_gone(o->worktree);
+}
+
+int reg_db_release_on_server(const char *server, const char *name, const char *machine,
+                             const char *worktree, char *err, size_t errlen)
+{
+    struct holder h = {machine, worktree};
+    return drop_where(server, name, of_worktree, &h, err, errlen);
+}
+
+int reg_db_release_abandoned(const char *server, const char *machine, char *err,
+                             size_t errlen)
+{
+    return drop_where(server, NULL, of_gone_worktree, machine, err, errlen);
+}
+
+int reg_db_restamp(const char *server, const char *name, const char *machine,
+                   const char *worktree, const char *hash, char *err, size_t errlen)
+{
+    char stamp[STAMP_MAX];
+    PGconn *pg = reg_pg_dial(server, "the database server", err, errlen);
+    if (!pg)
+        return -1;
+    reg_db_stamp(machine, worktree, hash, stamp, sizeof stamp);
+    int rc = reg_db_lock(pg, name, err, errlen);
+    if (rc == 0)
+        rc = reg_db_utility(pg, "COMMENT ON DATABASE %s IS %s", name, stamp, err, errlen);
+    PQfinish(pg);
+    return rc;
 }

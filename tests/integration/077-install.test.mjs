@@ -148,7 +148,7 @@ function complete(typed, cwd = tmp) {
 test('bash completes commands and each command\'s flags from the table', () => {
   assert.deepEqual(complete(['re']), ['register', 'release']);
   assert.deepEqual(complete(['run', '--re']), ['--restart-on-stale']);
-  assert.deepEqual(complete(['db', '']).filter((w) => !w.startsWith('-')), ['claim', 'release']);
+  assert.deepEqual(complete(['db', '']).filter((w) => !w.startsWith('-')), ['claim', 'copy', 'ls', 'names', 'release', 'template']);
   assert.deepEqual(complete(['help', 'unr']), ['unregister']);
   for (const n of commands()) assert.deepEqual(complete([n.slice(0, -1)]).includes(n), true, n);
 });

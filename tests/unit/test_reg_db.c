@@ -128,6 +128,42 @@ static void test_mask(void)
     ok(strstr(tiny, "sec") == NULL, "a short buffer never shows the password: %s", tiny);
 }
 
+static void test_kinds(void)
+{
+    char err[512], name[128];
+    ok(reg_db_check_dev_name("shop_m1_wt_a", "shop", NULL, err, sizeof err) == 0,
+       "dev: shop_m1_wt_a from base shop");
+    ok(reg_db_check_dev_name("shop", "shop", NULL, err, sizeof err) < 0 &&
+           strstr(err, "the shared database itself"), "dev: never the base: %s", err);
+    ok(reg_db_check_dev_name("main_dev", NULL, "main_dev", err, sizeof err) < 0,
+       "dev: never the --from source");
+    memset(name, 'd', 63);
+    name[63] = '\0';
+    ok(reg_db_check_dev_name(name, NULL, NULL, err, sizeof err) == 0, "dev: 63 bytes fit");
+    strcat(name, "d");
+    ok(reg_db_check_dev_name(name, NULL, NULL, err, sizeof err) < 0, "dev: 64 do not");
+    ok(reg_db_check_dev_name("Shop", NULL, NULL, err, sizeof err) < 0, "dev: the charset");
+    ok(reg_db_check_template_name("test_app_m1_wt_a", err, sizeof err) == 0, "template ok");
+    memcpy(name, "test", 4);
+    memset(name + 4, 't', 51);
+    name[55] = '\0';
+    ok(reg_db_check_template_name(name, err, sizeof err) < 0 && strstr(err, "at most 54"),
+       "template: room for _<suffix>: %s", err);
+    ok(reg_db_check_suffix("w12", err, sizeof err) == 0, "suffix w12");
+    ok(reg_db_check_suffix("w_1", err, sizeof err) < 0, "suffix: no '_'");
+    ok(reg_db_check_suffix("abcdefghi", err, sizeof err) < 0, "suffix: at most 8");
+    ok(reg_db_check_suffix("", err, sizeof err) < 0, "suffix: not empty");
+    ok(reg_db_kind_of("") == REG_DB_TEST && reg_db_kind_of("sha256:ab") == REG_DB_TEST,
+       "kind: a hash or none is a test database");
+    ok(reg_db_kind_of("dev") == REG_DB_DEV, "kind: dev");
+    ok(reg_db_kind_of("template:sha256:ab") == REG_DB_TEMPLATE &&
+           reg_db_kind_of("template-pending:x") == REG_DB_TEMPLATE, "kind: template");
+    ok(reg_db_kind_of("copy:test_app_m1_wt_a") == REG_DB_COPY, "kind: copy");
+    struct reg_db_owner o;
+    ok(reg_db_parse_stamp("wtproxy:m1:/x/wt-a|copy:test_app_m1_wt_a", &o) == 0 &&
+           o.kind == REG_DB_COPY && strcmp(o.worktree, "/x/wt-a") == 0, "a copy's stamp parses");
+}
+
 int main(void)
 {
     test_slug();
@@ -135,5 +171,6 @@ int main(void)
     test_stamp();
     test_hash_dir();
     test_mask();
+    test_kinds();
     return done_testing();
 }

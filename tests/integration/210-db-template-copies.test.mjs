@@ -1,0 +1,146 @@
+// 210: templates and copies (`wtproxy db template|copy|ls|release`) on a
+// real PostgreSQL, and the Node recipe conf/vitest-db-setup.mjs (a Vitest
+// globalSetup; vitest itself is not installed here, so the recipe's
+// function is run by node as Vitest would run it, with real wtproxy, psql
+// and PostgreSQL): two worktrees at once each get their own migrated
+// template and copies; the migrate command runs once per migrations hash;
+// copies are fresh each run; teardown drops exactly its copies. A template
+// in use is refused naming its session; a failed migrate leaves no usable
+// template; a deleted worktree's template and copies are dropped by
+// `release --abandoned`, nobody else's.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
+import { startPostgres } from './lib/pg.mjs';
+import { hold } from './lib/pg-sessions.mjs';
+import { runToExit } from './lib/conformance.mjs';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+
+const recipe = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../conf/vitest-db-setup.mjs');
+
+// Two SQL migrations and a runner that counts its runs in migrated.count.
+function app(dir) {
+  fs.mkdirSync(path.join(dir, 'migrations'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'migrations/0001.sql'), 'CREATE TABLE item (id serial PRIMARY KEY, name text NOT NULL);\n');
+  fs.writeFileSync(path.join(dir, 'migrations/0002.sql'), "INSERT INTO item (name) VALUES ('seed');\n");
+  fs.writeFileSync(path.join(dir, 'migrate.sh'),
+    'set -e\necho run >> migrated.count\nfor f in migrations/*.sql; do psql -X -q -v ON_ERROR_STOP=1 -f "$f"; done\n');
+}
+
+async function setup(t, names = ['a', 'b']) {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, names);
+  for (const n of names) app(tmp.wt[n]);
+  const env = (machine = 'm1') => ({ ...pg.env, WTPROXY_MACHINE: machine });
+  const db = (wt, args, machine) => cli(tmp, ['db', ...args], { cwd: tmp.wt[wt], env: env(machine), ms: 60000 });
+  const dbs = (like) => pg.psql(`SELECT coalesce(string_agg(datname, ',' ORDER BY datname), '') FROM pg_database WHERE datname LIKE '${like}'`);
+  const template = (wt, extra = []) => db(wt, ['template', '--base', 'test_app', '--migrations-dir', 'migrations',
+    ...extra, '--', '/bin/sh', 'migrate.sh']);
+  return { pg, tmp, db, dbs, env, template };
+}
+
+test('the Node recipe in two worktrees at once: own template, own fresh copies, exact teardown', async (t) => {
+  const { pg, tmp, dbs, env } = await setup(t);
+  const binDir = fs.mkdtempSync(path.join(tmp.root, 'bin-'));
+  fs.symlinkSync(wtproxyBin, path.join(binDir, 'wtproxy'));
+  const script = `const m = await import(${JSON.stringify(recipe)});
+let dbs; const teardown = m.default({ provide: (k, v) => { dbs = v; } });
+console.log('DBS=' + dbs.join(','));
+if (process.env.TEARDOWN === '1') teardown();`;
+  const run = (wt, teardown = '0') => runToExit(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: tmp.wt[wt], ms: 120000,
+    env: { ...env(), PATH: `${binDir}:${process.env.PATH}`, VITEST_MAX_THREADS: '3', TEARDOWN: teardown,
+      WTPROXY_DB_MIGRATE: 'sh migrate.sh', WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' },
+  });
+  const [ra, rb] = await Promise.all([run('a'), run('b')]);
+  for (const [r, wt] of [[ra, 'a'], [rb, 'b']]) {
+    sanitizerClean(assert, r.stderr);
+    assert.equal(r.code, 0, r.stderr);
+    const names = [1, 2, 3].map((i) => `test_app_m1_wt_${wt}_w${i}`);
+    assert.match(r.stdout, new RegExp(`^DBS=${names.join(',')}$`, 'm'));
+    for (const n of names) assert.equal(pg.psql('SELECT name FROM item', { db: n }), 'seed');
+    assert.equal(fs.readFileSync(path.join(tmp.wt[wt], 'migrated.count'), 'utf8'), 'run\n');
+  }
+  pg.psql("INSERT INTO item (name) VALUES ('left by a test')", { db: 'test_app_m1_wt_a_w1' });
+
+  const again = await run('a', '1');
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stderr, /template database test_app_m1_wt_a kept/);
+  assert.match(again.stderr, /database test_app_m1_wt_a_w1 copied afresh from test_app_m1_wt_a/);
+  assert.equal(fs.readFileSync(path.join(tmp.wt.a, 'migrated.count'), 'utf8'), 'run\n', 'not migrated again');
+  assert.match(again.stderr, /dropped database test_app_m1_wt_a_w3 \(copy\)/);
+  assert.equal(dbs('test_app%'), 'test_app_m1_wt_a,test_app_m1_wt_b,test_app_m1_wt_b_w1,test_app_m1_wt_b_w2,test_app_m1_wt_b_w3',
+    'a\'s copies gone by exact name; its template and all of b\'s kept');
+});
+
+test('a changed migration remigrates the template; a failed migrate leaves no usable template', async (t) => {
+  const { pg, tmp, db, template } = await setup(t, ['a']);
+  let r = await template('a');
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /template database test_app_m1_wt_a created/);
+  fs.writeFileSync(path.join(tmp.wt.a, 'migrations/0003.sql'), 'ALTER TABLE item ADD COLUMN price int NOT NULL DEFAULT 0;\n');
+  r = await template('a');
+  assert.match(r.stderr, /recreated/);
+  r = await db('a', ['copy', '--base', 'test_app', 'x1']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(pg.psql('SELECT price FROM item', { db: 'test_app_m1_wt_a_x1' }), '0');
+
+  fs.writeFileSync(path.join(tmp.wt.a, 'migrations/0004.sql'), 'ALTER TABLE nosuch ADD COLUMN y int;\n');
+  r = await template('a');
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /the migrate command \/bin\/sh exited \d+; template test_app_m1_wt_a stays unmigrated/);
+  r = await db('a', ['copy', '--base', 'test_app', 'x2']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /no migrated template test_app_m1_wt_a .*its migrate command has not succeeded yet/);
+  fs.rmSync(path.join(tmp.wt.a, 'migrations/0004.sql'));
+  r = await template('a');
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /recreated/);
+  assert.equal((await db('a', ['copy', '--base', 'test_app', 'x2'])).code, 0);
+});
+
+test('a template in use is refused naming its session; another worktree\'s copy name is refused', async (t) => {
+  const { pg, db, template } = await setup(t);
+  assert.equal((await template('a')).code, 0);
+  const h = await hold(t, pg, { db: 'test_app_m1_wt_a', app: 'forgotten-psql' });
+  let r = await db('a', ['copy', '--base', 'test_app', 'w1']);
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /cannot create test_app_m1_wt_a_w1 as a copy of test_app_m1_wt_a: .*pid \d+ \(application "forgotten-psql"/);
+  await h.release();
+  assert.equal((await db('a', ['copy', '--base', 'test_app', 'w1'])).code, 0);
+  r = await db('b', ['copy', '--base', 'test_app', 'w1']);
+  assert.equal(r.code, 1, 'b has no template yet');
+  assert.match(r.stderr, /no migrated template test_app_m1_wt_b/);
+  r = await db('a', ['copy', '--base', 'test_app', 'W-1']);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /suffix "W-1": it must match/);
+});
+
+test('a worktree deleted while its copies exist: release --abandoned drops exactly those; ls shows them', async (t) => {
+  const { tmp, db, dbs, template } = await setup(t, ['a', 'c']);
+  for (const wt of ['a', 'c']) {
+    assert.equal((await template(wt)).code, 0);
+    assert.equal((await db(wt, ['copy', '--base', 'test_app', 'w1', 'w2'])).code, 0);
+  }
+  assert.equal((await db('a', ['claim', '--dev', 'app'])).code, 0);
+  assert.equal((await db('c', ['claim', '--dev', 'app'], 'm2')).code, 0, 'another machine\'s, same folder');
+  fs.rmSync(tmp.wt.c, { recursive: true, force: true });
+  let r = await db('a', ['ls']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^test_app_m1_wt_c_w2 +copy +m1 +\S+wt-c +\(gone: wtproxy db release --abandoned\)$/m);
+  assert.match(r.stdout, /^app_m1_wt_a +dev +m1 /m);
+  r = await db('a', ['ls', '--json']);
+  const list = JSON.parse(r.stdout);
+  assert.equal(list.length, 8);
+  assert.deepEqual(list.find((d) => d.name === 'test_app_m1_wt_a').kind, 'template');
+  r = await db('a', ['release', '--abandoned']);
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stderr.match(/dropped database/g).length, 3, r.stderr);
+  assert.equal(dbs('%app%'), 'app_m1_wt_a,app_m2_wt_c,test_app_m1_wt_a,test_app_m1_wt_a_w1,test_app_m1_wt_a_w2');
+});
