@@ -195,7 +195,8 @@ function excerpt(suite, out) {
 
 // Whether this wtproxy has `wtproxy db` (issue #7's database claims).
 export function hasDbClaim(bin) {
-  return spawnSync(bin, ['db', '--help'], { stdio: 'ignore' }).status === 0;
+  const r = spawnSync(bin, ['db', '--help'], { encoding: 'utf8' });
+  return r.status === 0 && /--dev/.test(r.stdout);
 }
 
 // KEY=VALUE lines of a .env file, as shop/settings.py reads them.
@@ -216,10 +217,11 @@ async function migrate(t, cwd, env) {
 // The databases of one mode. 'shared': every worktree uses 'shop' (its dev
 // database, created and migrated here) and 'test_shop' (Django's test
 // database, which each test run creates and destroys). 'own': each
-// worktree's names go in its .env.wt: from `wtproxy db claim --base
-// test_shop --write-env .env.wt` when the binary has it, else derived
-// here (shop_wt_<x>, test_shop_wt_<x>); its dev database is created and
-// migrated. Returns { how, names: {x: {db, test}} }.
+// worktree's names go in its .env.wt: from `wtproxy db claim --dev shop
+// --base test_shop --write-env .env.wt` (which creates the dev database)
+// when the binary has `db`, else derived here (shop_wt_<x>,
+// test_shop_wt_<x>); its dev database is migrated. Returns { how, names:
+// {x: {db, test}} }.
 export async function setupDatabases(t, shop, pg, mode, { bin, env }) {
   const names = {};
   if (mode === 'shared') {
@@ -233,21 +235,21 @@ export async function setupDatabases(t, shop, pg, mode, { bin, env }) {
     const file = path.join(shop.wt[n], '.env.wt');
     let values = {};
     if (claim) {
-      const r = await runLogged(t, bin, ['db', 'claim', '--base', 'test_shop', '--write-env', '.env.wt'], { cwd: shop.wt[n], env, ms: 20000 });
+      // Both of the worktree's databases come from the claim: the dev one
+      // (WT_DB, WTPROXY_DEV_DB: migrated forward, never dropped by a test
+      // run) and the test one (WT_TEST_DB, WTPROXY_TEST_DB).
+      const r = await runLogged(t, bin, ['db', 'claim', '--dev', 'shop', '--base', 'test_shop', '--write-env', '.env.wt'], { cwd: shop.wt[n], env, ms: 20000 });
       if (r.code !== 0) throw new Error(`wtproxy db claim in wt-${n} exited ${r.code ?? r.signal}:\n${r.out}`);
       values = readEnvFile(file);
-      if (!values.WT_TEST_DB) throw new Error(`wtproxy db claim wrote no WT_TEST_DB to ${file}:\n${fs.readFileSync(file, 'utf8')}`);
+      if (!values.WT_TEST_DB || !values.WT_DB || values.WT_DB === values.WT_TEST_DB)
+        throw new Error(`wtproxy db claim wrote no distinct WT_DB and WT_TEST_DB to ${file}:\n${fs.readFileSync(file, 'utf8')}`);
+    } else {
+      fs.appendFileSync(file, `WT_DB=shop_wt_${n}\nWT_TEST_DB=test_shop_wt_${n}\n`);
+      values = readEnvFile(file);
+      pg.psql(`CREATE DATABASE "${values.WT_DB}"`);
     }
-    // The dev database: its own. The claim's WT_DB is the claimed test
-    // database itself (registry/CLAIMS.md), which every test run drops:
-    // a line after it names the dev one (the last value of a key wins).
-    const derived = { WT_DB: `shop_wt_${n}`, WT_TEST_DB: `test_shop_wt_${n}` };
-    const missing = Object.entries(derived).filter(([k]) => !values[k] || (k === 'WT_DB' && values.WT_DB === values.WT_TEST_DB));
-    if (missing.length) fs.appendFileSync(file, missing.map(([k, v]) => `${k}=${v}\n`).join(''));
-    values = readEnvFile(file);
     names[n] = { db: values.WT_DB, test: values.WT_TEST_DB };
-    if (!pg.psql(`SELECT 1 FROM pg_database WHERE datname = '${values.WT_DB}'`)) pg.psql(`CREATE DATABASE "${values.WT_DB}"`);
     await migrate(t, shop.wt[n], env);
   }
-  return { how: claim ? 'own: wtproxy db claim --base test_shop --write-env .env.wt' : 'own: derived by the runner (this wtproxy has no `db` command)', names };
+  return { how: claim ? 'own: wtproxy db claim --dev shop --base test_shop --write-env .env.wt' : 'own: derived by the runner (this wtproxy has no `db` command)', names };
 }
