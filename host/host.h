@@ -79,12 +79,15 @@ pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid);
  * after it, up to this one, counting on past pid_max from 1. */
 pid_t host_last_pid(void);
 
+#define HOST_YOUNG_SPAN 4096
+
 /* Which processes a host_socket_holders pass reads. */
 struct host_scope {
     const pid_t *only; /* when set: only these nonly pids (callers found lately) */
     size_t nonly;
     /* Else the pids handed out after `after` up to `upto` (host_last_pid
-     * readings: the young processes); both 0: every process. */
+     * readings: the young processes; tried by number, without listing
+     * /proc, when at most HOST_YOUNG_SPAN); both 0: every process. */
     pid_t after, upto;
     /* When set: told of every socket of every fd table read, so that the
      * caller can keep an index of them for the connections to come. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "proxy_limits.h"
 #include "sock_index.h"
 
 /* Processes that held a caller's socket lately: looked at first, most
@@ -440,6 +441,7 @@ struct identify *identify_new(struct event_base *base, caller_known_fn known, vo
     if (!(id->worker = host_worker_new_batch(run_batch, id, 0, why, sizeof why)) ||
         !(id->answers = event_new(base, host_worker_fd(id->worker), EV_READ | EV_PERSIST,
                                   answers_cb, id)) ||
+        event_priority_set(id->answers, WTP_PRIO_ANSWERS) < 0 ||
         event_add(id->answers, NULL) < 0) {
         snprintf(err, errlen, "cannot start the identification worker: %s",
                  id->worker ? "no event for its answers" : why);

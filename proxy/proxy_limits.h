@@ -66,6 +66,10 @@
  * reason. A scan takes milliseconds; this is for a machine that stalls. */
 #define WTP_IDENTIFY_TIMEOUT_MS 30000
 
+/* The loop's priority of the events that hand a worker's answer back (the
+ * loop has two; every other event has the default, 1). */
+#define WTP_PRIO_ANSWERS 0
+
 /* Client connections served at once; further accepts wait. */
 #define WTP_MAX_CONNECTIONS 8192
 

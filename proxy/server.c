@@ -311,6 +311,13 @@ int proxy_serve(int argc, char **argv)
     raise_fd_limit();
     tune_malloc();
     s->base = event_base_new();
+    /* Two priorities: the workers' answers (WTP_PRIO_ANSWERS) go before
+     * the connections' reads and writes, so that a connection whose caller
+     * was just found does not wait behind a saturated loop's traffic. */
+    if (s->base && event_base_priority_init(s->base, 2) < 0) {
+        event_base_free(s->base);
+        s->base = NULL;
+    }
     s->pool = s->base ? proxy_pool_new(s->base) : NULL;
     int status = 1;
     if (!s->base || !s->pool) {
