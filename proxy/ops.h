@@ -19,4 +19,22 @@ void proxy_ops_install(struct proxy_server *s);
  * caller or backend is W when given, at most the newest N (default 50). */
 json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req);
 
+/* --- ops_servers.c: a worktree's servers, through their wtproxy run wrapper --- */
+
+/* {"op":"restart","worktree":W[,"service":S][,"front":F]}: SIGUSR1 to the
+ * wrapper of every selected registration of the caller's (marked
+ * restarting first); {"ok":true,"restarted":[entry...]}. Refused whole
+ * (nothing signalled) when one selected is another uid's (not-permitted)
+ * or has no wrapper (not-restartable); none selected: not-found. */
+json_t *proxy_op_restart(struct proxy_server *s, uid_t uid, json_t *req);
+
+/* {"op":"stop",...same selectors}: SIGTERM to each wrapper (it stops its
+ * server's whole process tree, then unregisters); {"ok":true,"stopped":[...]}. */
+json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req);
+
+/* {"op":"start","worktree":W[,"front":F]}: the on-demand start of W's
+ * declared server for F (default 8000), unless it runs (ondemand_ensure);
+ * {"ok":true,"worktree","front","log"}, or not-declared. */
+json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req);
+
 #endif
