@@ -9,31 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { makeWorktrees, startDaemon, cli, cliEnv, lsJson, getWorktree, waitFor, pidAlive, sleeper } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
-
-const server = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'ctl-server.mjs');
-
-// `wtproxy run -- node ctl-server.mjs {port} ARGS` in cwd, its stdout and
-// stderr pipes (not files: the wrapper relays to them and logs).
-function runServer(t, tmp, cwd, front, args = []) {
-  const proc = spawn(wtproxyBin, ['run', '--front', String(front), '--', process.execPath, server, '{port}', ...args],
-    { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp) } });
-  const out = { stdout: '', stderr: '' };
-  proc.stdout.on('data', (d) => { out.stdout += d; });
-  proc.stderr.on('data', (d) => { out.stderr += d; });
-  const exited = new Promise((res) => proc.on('exit', (code, signal) => res({ code, signal })));
-  t.after(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
-  return { proc, out, exited };
-}
-
-async function ready(tmp, wt) {
-  return waitFor(async () => (await lsJson(tmp)).find((e) => e.worktree === wt && e.state === 'ready'), 15000, `${wt} ready`);
-}
+import { runServer, ready } from './lib/ctl.mjs';
 
 test('logs: the output is relayed and logged; -n; -f follows', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
