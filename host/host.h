@@ -74,6 +74,30 @@ int host_pid_fd_is_socket(pid_t pid, int fd, unsigned long inode);
  * process's fd table: 2 ms to 200 ms, never on the daemon's loop. */
 pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid);
 
+/* The pid the kernel handed out last (/proc/loadavg's last field), 0 when
+ * unknown: the processes started since an earlier reading are the pids
+ * after it, up to this one, counting on past pid_max from 1. */
+pid_t host_last_pid(void);
+
+/* Which processes a host_socket_holders pass reads. */
+struct host_scope {
+    const pid_t *only; /* when set: only these nonly pids (callers found lately) */
+    size_t nonly;
+    /* Else the pids handed out after `after` up to `upto` (host_last_pid
+     * readings: the young processes); both 0: every process. */
+    pid_t after, upto;
+};
+
+/* Where each of n socket inodes is held, in one pass over the processes
+ * of scope: for each i with pids[i] == 0 on entry, pids[i] and fds[i] are
+ * set to the lowest pid of uid (HOST_ANY_UID: any we can read) holding
+ * inodes[i] and its fd number there; left 0 when none. Returns how many it
+ * found. A burst of new callers pays for one pass this way, not one scan
+ * each; and a pass over the newest processes (above) reads a few fd
+ * tables where a whole /proc scan reads thousands. */
+size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
+                           const struct host_scope *scope, pid_t *pids, int *fds);
+
 /* --- the process listening on a port (port_owner.c) --- */
 
 struct host_port_owner {
@@ -187,6 +211,13 @@ struct host_worker;
  * pipe or the thread cannot be made. */
 struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *err,
                                     size_t errlen);
+
+/* The same, but batch(jobs, ctx) gets every job queued when it starts
+ * (in submission order; it must leave them in jobs): for work that costs
+ * the same for one job as for many, such as a scan of /proc. */
+typedef void (*host_batch_fn)(struct host_job_list *jobs, void *ctx);
+struct host_worker *host_worker_new_batch(host_batch_fn batch, void *ctx, int nice, char *err,
+                                          size_t errlen);
 
 /* Readable when finished jobs wait: the caller's loop watches it and then
  * calls host_worker_finished. */

@@ -27,23 +27,27 @@ struct inode_set {
     size_t n;
 };
 
-/* Whether an fd link of n bytes is "socket:[INODE]" for one of s's. */
-static int link_in_set(const char *link, ssize_t n, const struct inode_set *s)
+/* The inode a fd link of n bytes names when it is a socket's, else 0. */
+static unsigned long link_socket_inode(const char *link, ssize_t n)
 {
     static const char prefix[] = "socket:[";
-    unsigned long inode;
     char buf[SOCKET_LINK_MAX], *end;
-
     if (n <= (ssize_t)sizeof prefix || n >= SOCKET_LINK_MAX ||
-        memcmp(link, prefix, sizeof prefix - 1) != 0 || link[n - 1] != ']')
+        memcmp(link, prefix, sizeof prefix - 1) != 0 || link[n - 1] != ']' ||
+        link[sizeof prefix - 1] < '0' || link[sizeof prefix - 1] > '9')
         return 0;
     memcpy(buf, link, (size_t)n);
     buf[n] = '\0';
-    if (buf[sizeof prefix - 1] < '0' || buf[sizeof prefix - 1] > '9') return 0;
     errno = 0;
-    inode = strtoul(buf + sizeof prefix - 1, &end, 10);
-    if (errno || end != buf + n - 1) return 0;
-    for (size_t i = 0; i < s->n; i++)
+    unsigned long inode = strtoul(buf + sizeof prefix - 1, &end, 10);
+    return errno || end != buf + n - 1 ? 0 : inode;
+}
+
+/* Whether an fd link of n bytes is "socket:[INODE]" for one of s's. */
+static int link_in_set(const char *link, ssize_t n, const struct inode_set *s)
+{
+    unsigned long inode = link_socket_inode(link, n);
+    for (size_t i = 0; inode && i < s->n; i++)
         if (s->v[i] == inode) return 1;
     return 0;
 }
@@ -128,4 +132,120 @@ pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid)
     }
     closedir(d);
     return found;
+}
+
+/* A batch lookup: the inodes sorted (by index, for bsearch) and what was
+ * found for each. */
+struct holders {
+    const unsigned long *inodes;
+    size_t *order; /* indexes into inodes, by inode */
+    size_t n, left;
+    pid_t *pids;
+    int *fds;
+};
+
+static int by_inode(const void *a, const void *b, void *inodes)
+{
+    const unsigned long *v = inodes;
+    unsigned long x = v[*(const size_t *)a], y = v[*(const size_t *)b];
+    return x < y ? -1 : x > y;
+}
+
+/* Record pid's fd for inode when it is one of h's and still unfound (or
+ * found in a higher pid: the lowest holder wins, as host_socket_holder). */
+static void holders_note(struct holders *h, unsigned long inode, pid_t pid, int fd)
+{
+    size_t lo = 0, hi = h->n;
+    while (lo < hi) { /* the first of h's order with an inode >= inode */
+        size_t mid = (lo + hi) / 2;
+        if (h->inodes[h->order[mid]] < inode) lo = mid + 1;
+        else hi = mid;
+    }
+    for (; lo < h->n && h->inodes[h->order[lo]] == inode; lo++) {
+        size_t i = h->order[lo];
+        if (h->pids[i] && h->pids[i] <= pid) continue;
+        if (!h->pids[i]) h->left--;
+        h->pids[i] = pid;
+        h->fds[i] = fd;
+    }
+}
+
+/* Read pid's fd table (relative to at) once against every inode of h. */
+static void holders_scan_pid(struct holders *h, int at, pid_t pid)
+{
+    char path[64], link[SOCKET_LINK_MAX];
+    struct dirent *e;
+    unsigned long inode;
+    ssize_t n;
+    snprintf(path, sizeof path, "%ld/fd", (long)pid);
+    int fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    while ((e = readdir(d)))
+        if ((n = readlinkat(dirfd(d), e->d_name, link, sizeof link)) > 0 &&
+            (inode = link_socket_inode(link, n)))
+            holders_note(h, inode, pid, fd_number(e->d_name));
+    closedir(d);
+}
+
+static int uid_matches(int at, const char *name, uid_t uid)
+{
+    struct stat st;
+    return uid == HOST_ANY_UID || (fstatat(at, name, &st, 0) == 0 && st.st_uid == uid);
+}
+
+pid_t host_last_pid(void)
+{
+    char path[PATH_MAX], buf[128];
+    snprintf(path, sizeof path, "%s/loadavg", host_proc_dir);
+    ssize_t n = host_read_small_file(path, buf, sizeof buf);
+    const char *last = n > 0 ? strrchr(buf, ' ') : NULL;
+    long pid = last ? strtol(last + 1, NULL, 10) : 0;
+    return pid > 0 && pid <= 0x7fffffff ? (pid_t)pid : 0;
+}
+
+/* Whether scope takes pid (the pid range wraps past pid_max). */
+static int in_scope(const struct host_scope *scope, long pid)
+{
+    if (!scope->after && !scope->upto)
+        return 1;
+    if (scope->after <= scope->upto)
+        return pid > scope->after && pid <= scope->upto;
+    return pid > scope->after || pid <= scope->upto;
+}
+
+size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
+                           const struct host_scope *scope, pid_t *pids, int *fds)
+{
+    struct holders h = {inodes, calloc(n ? n : 1, sizeof *h.order), n, 0, pids, fds};
+    char name[24];
+    long pid;
+    DIR *d;
+    if (!h.order || !(d = opendir(host_proc_dir))) {
+        free(h.order);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        h.order[i] = i;
+        h.left += pids[i] == 0;
+    }
+    size_t wanted = h.left;
+    qsort_r(h.order, n, sizeof *h.order, by_inode, (void *)inodes);
+    for (size_t k = 0; scope->only && k < scope->nonly && h.left; k++) {
+        snprintf(name, sizeof name, "%ld", (long)scope->only[k]);
+        if (scope->only[k] > 0 && uid_matches(dirfd(d), name, uid))
+            holders_scan_pid(&h, dirfd(d), scope->only[k]);
+    }
+    /* /proc lists pids in ascending order: once each inode has a holder,
+     * it is the lowest, and the rest is not read. */
+    for (struct dirent *e; !scope->only && h.left && (e = readdir(d));)
+        if ((pid = host_proc_pid(e->d_name)) && in_scope(scope, pid) &&
+            uid_matches(dirfd(d), e->d_name, uid))
+            holders_scan_pid(&h, dirfd(d), (pid_t)pid);
+    closedir(d);
+    free(h.order);
+    return wanted - h.left;
 }

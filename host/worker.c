@@ -21,6 +21,7 @@
 
 struct host_worker {
     host_job_fn run;
+    host_batch_fn batch; /* instead of run: every queued job at once */
     void *ctx;
     int nice; /* added to the thread's priority: its work yields to the loop's */
     pthread_t thread;
@@ -51,12 +52,21 @@ static void *thread_main(void *arg)
             pthread_cond_wait(&w->wake, &w->lock);
         if (w->stopping)
             break;
-        struct host_job *j = STAILQ_FIRST(&w->queue);
-        STAILQ_REMOVE_HEAD(&w->queue, link);
+        struct host_job_list jobs = STAILQ_HEAD_INITIALIZER(jobs);
+        if (w->batch) {
+            STAILQ_CONCAT(&jobs, &w->queue);
+        } else {
+            struct host_job *j = STAILQ_FIRST(&w->queue);
+            STAILQ_REMOVE_HEAD(&w->queue, link);
+            STAILQ_INSERT_TAIL(&jobs, j, link);
+        }
         pthread_mutex_unlock(&w->lock);
-        w->run(j, w->ctx);
+        if (w->batch)
+            w->batch(&jobs, w->ctx);
+        else
+            w->run(STAILQ_FIRST(&jobs), w->ctx);
         pthread_mutex_lock(&w->lock);
-        STAILQ_INSERT_TAIL(&w->finished, j, link);
+        STAILQ_CONCAT(&w->finished, &jobs);
         while (write(w->pipe_fd[1], "", 1) < 0 && errno == EINTR)
             ;
     }
@@ -64,15 +74,16 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *err,
-                                    size_t errlen)
+static struct host_worker *worker_start(host_job_fn run, host_batch_fn batch, void *ctx,
+                                        int nice, char *err, size_t errlen)
 {
     struct host_worker *w = calloc(1, sizeof *w);
     if (!w) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    *w = (struct host_worker){.run = run, .ctx = ctx, .nice = nice, .pipe_fd = {-1, -1}};
+    *w = (struct host_worker){
+        .run = run, .batch = batch, .ctx = ctx, .nice = nice, .pipe_fd = {-1, -1}};
     STAILQ_INIT(&w->queue);
     STAILQ_INIT(&w->finished);
     pthread_mutex_init(&w->lock, NULL);
@@ -91,6 +102,18 @@ struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *
         return NULL;
     }
     return w;
+}
+
+struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *err,
+                                    size_t errlen)
+{
+    return worker_start(run, NULL, ctx, nice, err, errlen);
+}
+
+struct host_worker *host_worker_new_batch(host_batch_fn batch, void *ctx, int nice, char *err,
+                                          size_t errlen)
+{
+    return worker_start(NULL, batch, ctx, nice, err, errlen);
 }
 
 int host_worker_fd(const struct host_worker *w)

@@ -604,9 +604,10 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     case CS_WAIT:
         conn_wait_timeout(c);
         break;
-    case CS_IDENTIFY: /* the worker is slow: route unplaced, keep the answer coming */
-        c->ident_late = 1;
-        conn_route(c);
+    case CS_IDENTIFY:
+        identify_cancel(c->ident_ticket);
+        c->ident_ticket = NULL;
+        conn_fail(c, PE_IDENTIFY_TIMEOUT, NULL);
         break;
     case CS_TUNNEL:
         break;

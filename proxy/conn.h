@@ -52,7 +52,6 @@ struct proxy_client {
     struct identify_kept *who;           /* the caller, once identified (per connection) */
     void *ident_ticket;                  /* a pending identification */
     void *gate_ticket;                   /* a pending /__whoami verdict */
-    int ident_late;                      /* it passed WTP_IDENTIFY_TIMEOUT_MS */
     int awaiting_start;                  /* the daemon started the worktree's server */
     int in_flight;                       /* counted in backend->active */
     char ip[INET6_ADDRSTRLEN];

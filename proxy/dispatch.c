@@ -15,7 +15,6 @@ static void identified(void *arg, const struct identify_result *r)
 {
     struct proxy_client *c = arg;
     c->ident_ticket = NULL;
-    c->ident_late = 0;
     c->who = identify_keep(r);
     if (c->state == CS_IDENTIFY)
         conn_route(c);
@@ -28,17 +27,14 @@ static int ensure_caller(struct proxy_client *c)
     struct identify_result r;
     if (c->who || !route_needs_caller(c->srv, c->route_name))
         return 1;
-    if (c->ident_ticket)
-        return c->ident_late; /* too slow: this request goes unplaced, later ones won't */
-    int rc = identify_start(c->srv->ident, stream_fd(c->bev), identified, c, &r,
-                            &c->ident_ticket);
-    if (rc == 0) {
-        c->state = CS_IDENTIFY;
-        conn_arm_timer(c, WTP_IDENTIFY_TIMEOUT_MS);
-        return 0;
+    if (!c->ident_ticket &&
+        identify_start(c->srv->ident, stream_fd(c->bev), identified, c, &r, &c->ident_ticket) != 0) {
+        identified(c, &r);
+        return 1;
     }
-    identified(c, &r);
-    return 1;
+    c->state = CS_IDENTIFY; /* slowness costs time, never a guessed worktree */
+    conn_arm_timer(c, WTP_IDENTIFY_TIMEOUT_MS);
+    return 0;
 }
 
 /* The worktree this request belongs to when it is known by path: the

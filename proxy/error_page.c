@@ -68,6 +68,12 @@ static const struct error_kind kinds[] = {
     [PE_BACKEND_TIMEOUT] = {504, "Gateway Timeout", "backend-timeout",
         "The dev server accepted the request but sent no response head in time.",
         "Look for a request stuck in the dev server, or raise response_timeout."},
+    [PE_IDENTIFY_TIMEOUT] = {503, "Service Unavailable", "identify-timeout",
+        "wtproxy could not find which process opened this connection in time (WTP_IDENTIFY_"
+        "TIMEOUT_MS, " WTP_STR(WTP_IDENTIFY_TIMEOUT_MS) " ms): the machine is too busy to "
+        "read /proc. It did not guess a worktree for it.",
+        "Retry the request; if it recurs, lower the machine's load, or name the worktree with "
+        "X-Wtproxy-Worktree: /path/to/worktree (or <name>.localhost)."},
     [PE_CHECKOUT_MISMATCH] = {421, "Misdirected Request", "checkout-mismatch",
         "The server on your worktree's port serves another checkout; wtproxy refused to let "
         "it answer for yours.",

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <sys/queue.h>
+#include <stdint.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +31,7 @@
 #define RECENT_SCAN 1
 #define NEXT_TRIES 4
 #define WORKER_KNOWN 8 /* pids the worker found lately, checked before a full scan */
+#define YOUNG_MS 5000  /* the worker reads the processes younger than 5-10 s next */
 
 struct recent {
     pid_t pid;
@@ -40,8 +44,16 @@ struct recent {
     int next_fd; /* one past the highest fd a connection of it had */
 };
 
+/* The last LAT_RING identification times, for their percentiles. */
+#define LAT_RING 4096
+struct latencies {
+    uint32_t us[LAT_RING];
+    unsigned long count; /* ever recorded */
+};
+
 struct job {
     struct host_job hj; /* first: the worker hands it back as this */
+    long long started_us;
     struct identify *id;
     unsigned long inode;
     uid_t uid;
@@ -65,32 +77,94 @@ struct identify {
     /* The pids the worker found lately: the worker's alone. */
     pid_t worker_known[WORKER_KNOWN];
     int worker_nknown;
+    pid_t young_floor, next_floor; /* the worker's: young processes are above the floor */
+    long long next_floor_ms;
+    atomic_ulong batches, scans; /* the worker's passes, and those that read all of /proc */
+    struct latencies all, slow; /* every identification's time; the worker's answers' */
+    unsigned long untraced;     /* sockets the kernel could not name */
 };
 
-/* The pid holding j's socket: the processes this worker found lately first
- * (the connections of one browser arrive together), then all of /proc. */
-static void find_owner(struct job *j, pid_t *known, int *nknown)
+/* Put the pids just found first in the worker's list of recent ones. */
+static void known_note(pid_t *known, int *nknown, pid_t pid)
 {
-    for (int i = 0; i < *nknown; i++)
-        if ((j->fd = host_pid_socket_fd(known[i], j->inode)) >= 0) {
-            j->pid = known[i];
-            return;
-        }
-    j->pid = host_socket_holder(&j->inode, 1, j->uid);
-    j->fd = j->pid ? host_pid_socket_fd(j->pid, j->inode) : -1;
-    if (!j->pid)
-        return;
-    memmove(&known[1], &known[0], (size_t)(*nknown < WORKER_KNOWN ? *nknown : WORKER_KNOWN - 1) * sizeof *known);
-    known[0] = j->pid;
-    if (*nknown < WORKER_KNOWN)
-        (*nknown)++;
+    int i = 0;
+    while (i < *nknown && known[i] != pid)
+        i++;
+    if (i == *nknown)
+        i = *nknown < WORKER_KNOWN ? (*nknown)++ : WORKER_KNOWN - 1;
+    memmove(&known[1], &known[0], (size_t)i * sizeof *known);
+    known[0] = pid;
 }
 
-/* On the worker. */
-static void run_job(struct host_job *hj, void *ctx)
+/* Advance the young floor: the last pid handed out YOUNG_MS ago or more,
+ * so that the pids after it are the processes started in the last 5 to
+ * 10 s, where a test runner's workers and a fresh curl are. */
+static void young_note(struct identify *id, pid_t last)
+{
+    long long now = host_mono_ms();
+    if (now - id->next_floor_ms >= YOUNG_MS) {
+        id->young_floor = id->next_floor;
+        id->next_floor = last;
+        id->next_floor_ms = now;
+    }
+}
+
+/* Find the holders of n inodes in the fewest fd tables: the processes this
+ * worker found lately (the connections of one browser or test runner
+ * arrive together), then the young ones, then, for those left, all of
+ * /proc once. */
+static void find_holders(struct identify *id, const unsigned long *inodes, size_t n, uid_t uid,
+                         pid_t *pids, int *fds)
+{
+    struct host_scope known = {.only = id->worker_known, .nonly = (size_t)id->worker_nknown};
+    size_t found = host_socket_holders(inodes, n, uid, &known, pids, fds);
+    pid_t last = host_last_pid();
+    struct host_scope young = {.after = id->young_floor, .upto = last};
+    if (found < n && last && id->young_floor)
+        found += host_socket_holders(inodes, n, uid, &young, pids, fds);
+    young_note(id, last);
+    if (found < n) {
+        struct host_scope all = {0};
+        host_socket_holders(inodes, n, uid, &all, pids, fds);
+        atomic_fetch_add(&id->scans, 1);
+    }
+}
+
+/* On the worker: every caller waiting now, in one pass (find_holders): a
+ * burst of 50 new callers costs one pass, not 50 scans in a row. */
+static void run_batch(struct host_job_list *jobs, void *ctx)
 {
     struct identify *id = ctx;
-    find_owner((struct job *)hj, id->worker_known, &id->worker_nknown);
+    struct host_job *hj;
+    size_t n = 0, i = 0;
+    STAILQ_FOREACH(hj, jobs, link)
+        n++;
+    unsigned long *inodes = calloc(n, sizeof *inodes);
+    pid_t *pids = calloc(n, sizeof *pids);
+    int *fds = calloc(n, sizeof *fds);
+    uid_t uid = ((struct job *)STAILQ_FIRST(jobs))->uid;
+    STAILQ_FOREACH(hj, jobs, link) {
+        struct job *j = (struct job *)hj;
+        if (inodes)
+            inodes[i++] = j->inode;
+        if (j->uid != uid)
+            uid = HOST_ANY_UID; /* only saves a stat per process: the inode decides */
+    }
+    if (inodes && pids && fds)
+        find_holders(id, inodes, n, uid, pids, fds);
+    i = 0;
+    STAILQ_FOREACH(hj, jobs, link) {
+        struct job *j = (struct job *)hj;
+        j->pid = inodes && pids && fds ? pids[i] : 0;
+        j->fd = j->pid ? fds[i] : -1;
+        if (j->pid)
+            known_note(id->worker_known, &id->worker_nknown, j->pid);
+        i++;
+    }
+    atomic_fetch_add(&id->batches, 1);
+    free(inodes);
+    free(pids);
+    free(fds);
 }
 
 static int pid_ended(int pidfd)
@@ -225,6 +299,50 @@ static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
     return 0;
 }
 
+static long long now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void lat_add(struct latencies *l, long long since_us)
+{
+    long long d = now_us() - since_us;
+    l->us[l->count++ % LAT_RING] = d < 0 ? 0 : d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* {"count", "p50_us", "p99_us", "max_us"} over the times kept. */
+static json_t *lat_json(const struct latencies *l)
+{
+    size_t n = l->count < LAT_RING ? l->count : LAT_RING;
+    uint32_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    memcpy(v, l->us, n * sizeof *v);
+    qsort(v, n, sizeof *v, by_value);
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I}", "count", (json_int_t)l->count, "p50_us",
+                          (json_int_t)(n ? v[n / 2] : 0), "p99_us",
+                          (json_int_t)(n ? v[n * 99 / 100] : 0), "max_us",
+                          (json_int_t)(n ? v[n - 1] : 0));
+    free(v);
+    return o;
+}
+
+json_t *identify_stats_json(const struct identify *id)
+{
+    return json_pack("{s:o*, s:o*, s:I, s:I, s:I}", "all", lat_json(&id->all), "worker",
+                     lat_json(&id->slow), "worker_passes", (json_int_t)atomic_load(&id->batches),
+                     "proc_scans", (json_int_t)atomic_load(&id->scans), "untraced",
+                     (json_int_t)id->untraced);
+}
+
 static void answers_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct identify *id = arg;
@@ -237,6 +355,8 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
         STAILQ_REMOVE_HEAD(&done, link);
         struct identify_result r = {.uid = j->uid, .fd = j->fd};
         if (!j->cancelled) {
+            lat_add(&j->id->all, j->started_us);
+            lat_add(&j->id->slow, j->started_us);
             if (j->pid > 0)
                 place_pid(j->id, j->pid, &r);
             j->cb(j->arg, &r);
@@ -277,9 +397,12 @@ struct identify *identify_new(struct event_base *base, caller_known_fn known, vo
     }
     id->known = known;
     id->known_arg = known_arg;
+    /* The processes started from now on are the young ones. */
+    id->young_floor = id->next_floor = host_last_pid();
+    id->next_floor_ms = host_mono_ms();
     if (!(id->diag = open_diag(err, errlen)))
         goto fail;
-    if (!(id->worker = host_worker_new(run_job, id, 0, why, sizeof why)) ||
+    if (!(id->worker = host_worker_new_batch(run_batch, id, 0, why, sizeof why)) ||
         !(id->answers = event_new(base, host_worker_fd(id->worker), EV_READ | EV_PERSIST,
                                   answers_cb, id)) ||
         event_add(id->answers, NULL) < 0) {
@@ -322,20 +445,25 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
     r->uid = (uid_t)-1;
     r->fd = -1;
     *ticket = NULL;
+    long long started = now_us();
     if (getsockname(fd, (struct sockaddr *)&local, &llen) < 0 ||
         getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 ||
         host_diag_socket(id->diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
-                      &r->uid) < 0)
+                      &r->uid) < 0) {
+        id->untraced++;
         return -1;
+    }
     pid_t pid = find_recent(id, inode, &r->fd);
     if (pid) {
         place_pid(id, pid, r);
+        lat_add(&id->all, started);
         return 1;
     }
     struct job *j = calloc(1, sizeof *j);
     if (!j)
         return -1;
-    *j = (struct job){.id = id, .inode = inode, .uid = r->uid, .cb = cb, .arg = arg};
+    *j = (struct job){.id = id, .started_us = started, .inode = inode, .uid = r->uid,
+                      .cb = cb, .arg = arg};
     host_worker_submit(id->worker, &j->hj);
     *ticket = j;
     return 0;

@@ -6,6 +6,7 @@
 #define WTP_IDENTIFY_H
 
 #include <event2/event.h>
+#include <jansson.h>
 
 #include "caller.h"
 
@@ -55,6 +56,12 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
 
 /* The connection went away: its pending answer is dropped. */
 void identify_cancel(void *ticket);
+
+/* How identification has gone: {"all": LAT, "worker": LAT, "worker_passes",
+ * "proc_scans", "untraced"}, LAT being {"count", "p50_us", "p99_us",
+ * "max_us"} over the last 4096 (from accept's lookup to the answer; "worker"
+ * those that waited for the worker thread). A new reference, or NULL. */
+json_t *identify_stats_json(const struct identify *id);
 
 /* A connection identified as held by pid on its fd ended: that fd number
  * in the caller is likely to hold the caller's next socket, so it is tried

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "identify.h"
 #include "registry.h"
 #include "server.h"
 
@@ -11,8 +12,18 @@ struct proxy_op {
     json_t *(*fn)(struct proxy_server *s, uid_t uid, json_t *req);
 };
 
+/* {"op":"stats"}: how the daemon's own work goes (tests/bench reads it). */
+static json_t *op_stats(struct proxy_server *s, uid_t uid, json_t *req)
+{
+    (void)uid;
+    (void)req;
+    return json_pack("{s:b, s:o*}", "ok", 1, "identify",
+                     s->ident ? identify_stats_json(s->ident) : NULL);
+}
+
 static const struct proxy_op ops[] = {
     {"refusals", proxy_op_refusals},
+    {"stats", op_stats},
     {"restart", proxy_op_restart},
     {"stop", proxy_op_stop},
     {"start", proxy_op_start},

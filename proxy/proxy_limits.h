@@ -59,9 +59,12 @@
 #define WTP_WAIT_POLL_MS 50    /* how often a request for a starting one checks */
 #define WTP_RELOAD_POLL_MS 100 /* how often a refused connect is retried */
 
-/* A connection whose caller is being looked for on the worker thread (a
- * full /proc scan) waits this long at most, then is routed as unplaced. */
-#define WTP_IDENTIFY_TIMEOUT_MS 2000
+/* A connection whose caller is being looked for on the worker thread (one
+ * /proc scan shared by every caller waiting) waits this long at most, then
+ * gets a 503 identify-timeout: never routed as if it had no worktree,
+ * which would send it to the wrong server or refuse it for the wrong
+ * reason. A scan takes milliseconds; this is for a machine that stalls. */
+#define WTP_IDENTIFY_TIMEOUT_MS 30000
 
 /* Client connections served at once; further accepts wait. */
 #define WTP_MAX_CONNECTIONS 8192

@@ -31,6 +31,8 @@ test('bad arguments: exit 2, one line naming the problem', async (t) => {
     [['ls', 'extra'], /extra/],
     [['run', '--front', '8000'], /command to run/],
     [['run', '--nope', '--', 'true'], /--nope/],
+    [['run', '--service', 'Web!', '--', 'true'], /service name "Web!"/],
+    [['register', '--port', '5000', '--ttl', '1m', '--service', '-x'], /service name "-x"/],
   ];
   for (const [args, re] of cases) {
     const r = await cli(tmp, args, { cwd: tmp.wt.a });

@@ -27,3 +27,19 @@ test('kill -9 of the daemon, restart with the same state: all 3 routed again', a
   }
   for (const r of runs) assert.equal(r.proc.exitCode, null, `a wrapper exited:\n${r.stderr()}`);
 });
+
+test('a server run with --service keeps its label across a daemon kill -9 (ls --json)', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, runArgs: ['--service', 'api'] });
+  await run.ready;
+  const before = await lsJson(tmp);
+  assert.equal(before.length, 1);
+  assert.equal(before[0].service, 'api', JSON.stringify(before));
+
+  await px.stop('SIGKILL');
+  await startDaemon(t, tmp, ['--listen', `127.0.0.1:${px.port}`]);
+  const after = await lsJson(tmp);
+  assert.equal(after.length, 1, JSON.stringify(after));
+  assert.equal(after[0].service, 'api', JSON.stringify(after));
+});

@@ -262,6 +262,52 @@ static void test_scan_all(void)
     close(afd);
 }
 
+/* One pass finds every socket of a burst: two held here, one by a child
+ * (which holds copies of ours too: the lowest holder, we, wins), one by
+ * nobody; a pass limited to some pids reads only theirs. */
+static void test_scan_batch(void)
+{
+    int cfd[3], afd[3];
+    unsigned long inodes[4] = {0, 0, 0, 1}; /* inode 1: no socket has it */
+    pid_t pids[4] = {0}, child;
+    int fds[4] = {-1, -1, -1, -1};
+    struct stat st;
+
+    for (int i = 0; i < 3; i++) {
+        if (tcp_pair(AF_INET, "127.0.0.1", AF_INET, NULL, &cfd[i], &afd[i]) < 0) {
+            tap_skip("no IPv4 loopback");
+            return;
+        }
+        fstat(cfd[i], &st);
+        inodes[i] = st.st_ino;
+    }
+    int kept_fd = cfd[2];
+    child = spawn(NULL, cfd[2], getuid()); /* the child keeps cfd[2]; we close ours */
+    pid_t only[] = {getpid()};
+    struct host_scope mine = {.only = only, .nonly = 1};
+    struct host_scope young = {.after = child - 1, .upto = host_last_pid()}, all = {0};
+    is_int((int)host_socket_holders(inodes, 4, getuid(), &mine, pids, fds), 2,
+           "batch, only this process: its two sockets");
+    is_int(pids[0], getpid(), "  the first is ours");
+    is_int(fds[0], cfd[0], "  at its fd");
+    is_int(pids[1], getpid(), "  the second is ours");
+    is_int(pids[2], 0, "  the child's not looked for");
+    ok(young.upto >= child, "the last pid handed out (%d) is the child's or later",
+       (int)young.upto);
+    is_int((int)host_socket_holders(inodes, 4, getuid(), &young, pids, fds), 1,
+           "batch, the processes started since the child: the one still unfound");
+    is_int(pids[2], child, "  held by the child");
+    is_int(fds[2], kept_fd, "  at the number it had here before fork");
+    is_int((int)host_socket_holders(inodes, 4, getuid(), &all, pids, fds), 0,
+           "batch, all of /proc: nothing more");
+    is_int(pids[3], 0, "  an inode nobody holds stays 0");
+    reap(child);
+    for (int i = 0; i < 3; i++) {
+        if (i < 2) close(cfd[i]);
+        close(afd[i]);
+    }
+}
+
 static void is_worktree(const char *dir, const char *root, const char *common, const char *what)
 {
     struct host_worktree w;
@@ -476,6 +522,7 @@ int main(int argc, char **argv)
     test_listener(d);
     host_diag_close(d);
     test_scan_all();
+    test_scan_batch();
     test_cmdline();
     if (make_tree() < 0) {
         tap_skip("git cannot make the test repositories");
