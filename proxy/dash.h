@@ -1,7 +1,8 @@
 /* dash.h - the dashboard (DASHBOARD.md): requests whose path starts with
  * /__wtproxy/ are answered by the daemon itself, on every front port,
  * before routing and before the caller is looked for: the page, its JSON
- * API and its live event stream. Read-only, loopback peers only.
+ * API, its live event stream, log tails and the actions (POST, behind the
+ * checks of dash_actions.c). Loopback peers only.
  *
  * The connection knows the dashboard only as a handler (handler.h):
  * dash_start() installs it. An event stream, and a leases request waiting
