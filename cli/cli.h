@@ -113,6 +113,7 @@ struct cli_run_log {
     int fd;             /* the log file, -1 none */
     char path[PATH_MAX]; /* "" when the server has no log */
     pthread_t thread;
+    char *buf;          /* the relay's */
     atomic_int done;    /* the relay saw both pipes end */
     int relaying;
 };

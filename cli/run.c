@@ -7,7 +7,10 @@
  * process group (a kill of the group, which is how Playwright stops its
  * webServer, takes CMD down too) and gets SIGTERM through PR_SET_PDEATHSIG
  * when the wrapper alone dies. The wrapper never execs itself away, so
- * the cleanup below always runs when it can. */
+ * the cleanup below always runs when it can. SIGUSR1 restarts CMD (the
+ * daemon's gate finds it stale, or `wtproxy restart`); SIGTERM stops its
+ * whole process tree (`wtproxy stop`). CMD's output also goes to a log
+ * (run_log.c). */
 #include "cli.h"
 
 #include <errno.h>
@@ -58,8 +61,8 @@ static void ask_stop(int sig)
     stop_asked = 1;
 }
 
-/* Forward SIGINT/SIGTERM/SIGHUP to CMD. A signal the terminal sent (Ctrl-C,
- * si_code SI_KERNEL) went to the whole foreground group, CMD included:
+/* Forward SIGINT/SIGHUP to CMD (SIGTERM stops its tree: ask_stop). A
+ * signal the terminal sent (Ctrl-C, si_code SI_KERNEL) went to the whole foreground group, CMD included:
  * forwarding it would deliver it twice. */
 static void forward(int sig, siginfo_t *si, void *ctx)
 {
@@ -197,7 +200,7 @@ static void exec_cmd(const struct run *r, pid_t wrapper, const sigset_t *mask)
     _exit(e == ENOENT ? 127 : 126);
 }
 
-/* Start CMD with SIGINT/SIGTERM/SIGHUP forwarded to it. Signals stay
+/* Start CMD with SIGINT/SIGHUP forwarded to it, SIGTERM stopping it. Signals stay
  * blocked across the fork so none is lost or forwarded to no one. Returns
  * its pid, or -1. */
 static pid_t start_cmd(const struct run *r)
@@ -212,7 +215,7 @@ static pid_t start_cmd(const struct run *r)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    /* No SA_RESTART: a blocked waitpid returns to stop the tree. */
+    /* No SA_RESTART: a sleep returns at once to stop the tree. */
     struct sigaction term = {.sa_handler = ask_stop};
     sigemptyset(&term.sa_mask);
     sigaction(SIGTERM, &term, NULL);
@@ -294,8 +297,9 @@ static pid_t restart(const struct run *r, pid_t pid)
     char err[PATH_MAX + 256];
     json_t *reply;
     char line[PATH_MAX + 128];
-    snprintf(line, sizeof line, "wtproxy: restarting %s's server %s (its code changed and it "
-             "did not reload, or wtproxy restart asked)", folder_name(r->worktree), r->argv[0]);
+    snprintf(line, sizeof line, "wtproxy: the daemon asked to restart %s's server %s (its code "
+             "changed and it did not reload it, or wtproxy restart): restarting it",
+             folder_name(r->worktree), r->argv[0]);
     fprintf(stderr, "%s\n", line);
     cli_run_log_note(&r->log, line);
     if (ask(json_pack("{s:s, s:i, s:s}", "op", "restarting", "front", r->front, "worktree",
@@ -327,7 +331,9 @@ static int supervise(const struct run *r, pid_t pid)
                 return 128 + SIGTERM; /* stopped while restarting */
             ready = 0;
         }
-        pid_t w = waitpid(pid, &status, ready ? 0 : WNOHANG);
+        /* Polled, never a blocking wait: a signal that lands between the
+         * looks above and the wait would otherwise wait for CMD's end. */
+        pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid)
             break;
         if (w < 0 && errno != EINTR) {
@@ -337,7 +343,7 @@ static int supervise(const struct run *r, pid_t pid)
         if (!ready && cmd_listens(r->port, self)) {
             ready = 1;
             mark_ready(r);
-        } else if (!ready) {
+        } else {
             nanosleep(&tick, NULL);
         }
     }
@@ -371,7 +377,7 @@ int cli_run_main(int argc, char **argv)
         return 2;
     }
     /* Before registering: the daemon may ask for a restart from then on.
-     * No SA_RESTART, so that a blocked waitpid returns to look. */
+     * No SA_RESTART, so that a sleep returns to look. */
     struct sigaction usr1 = {.sa_handler = ask_restart};
     sigemptyset(&usr1.sa_mask);
     sigaction(SIGUSR1, &usr1, NULL);

@@ -49,10 +49,10 @@ static void put(int *fd, const char *buf, size_t n)
 static void *relay(void *arg)
 {
     struct cli_run_log *l = arg;
-    char *buf = malloc(RELAY_CHUNK);
+    char *buf = l->buf;
     int to[2] = {STDOUT_FILENO, STDERR_FILENO};
     struct pollfd p[2] = {{l->out[0], POLLIN, 0}, {l->err[0], POLLIN, 0}};
-    while (buf && (p[0].fd >= 0 || p[1].fd >= 0)) {
+    while (p[0].fd >= 0 || p[1].fd >= 0) {
         if (poll(p, 2, -1) < 0 && errno != EINTR)
             break;
         for (int i = 0; i < 2; i++) {
@@ -67,7 +67,6 @@ static void *relay(void *arg)
             put(&l->fd, buf, n > 0 ? (size_t)n : 0);
         }
     }
-    free(buf);
     l->done = 1;
     return NULL;
 }
@@ -111,11 +110,17 @@ static int open_file(struct cli_run_log *l, const char *worktree, int front, con
     return 0;
 }
 
-/* Start the relay thread with every signal blocked in it. */
+/* Start the relay thread with every signal blocked in it. Its buffer is
+ * allocated here: the thread never allocates, so a fork (a restart) never
+ * copies a malloc lock it holds. */
 static int start_relay(struct cli_run_log *l, char *err, size_t errlen)
 {
     sigset_t all, old;
     sigfillset(&all);
+    if (!(l->buf = malloc(RELAY_CHUNK))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     if (pipe2(l->out, O_CLOEXEC) < 0 || pipe2(l->err, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         return -1;
@@ -190,5 +195,8 @@ void cli_run_log_close(struct cli_run_log *l)
     for (int i = 2; i < 4; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    if (l->done || !l->relaying)
+        free(l->buf); /* else the detached thread still reads into it */
+    l->buf = NULL;
     l->relaying = 0;
 }
