@@ -17,10 +17,14 @@
  *     preflight, and no answer of ours ever carries an Access-Control-*
  *     header, so a cross-origin fetch never sends it.
  * The checks are made on the head (on_head), while its fields exist; the
- * body, at most WTP_DASH_ACTION_BODY_MAX bytes, is read after. */
+ * body, at most WTP_DASH_ACTION_BODY_MAX bytes, is read after. The op
+ * then runs as the user whose process holds the client's socket
+ * (sock_diag, as caller identification asks it), so that one user's
+ * browser acts on that user's servers only. */
 #include "dash.h"
 
 #include <jansson.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -30,12 +34,15 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "host.h"
 #include "ops.h"
 
 #define TOKEN_BYTES 32
 
-/* One daemon per process: its secret, hex; "" until dash_actions_init. */
+/* One daemon per process: its secret, hex; "" until dash_actions_init;
+ * and the loop's sock_diag socket, for the uid of a client. */
 static char token[TOKEN_BYTES * 2 + 1];
+static struct host_diag *diag;
 
 struct action {
     const char *path; /* after /__wtproxy */
@@ -72,7 +79,27 @@ int dash_actions_init(void)
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(token + 2 * i, 3, "%02x", raw[i]);
     OPENSSL_cleanse(raw, sizeof raw);
+    char err[256];
+    if (!diag && !(diag = host_diag_open(err, sizeof err))) {
+        proxy_log("the dashboard's actions are off: %s", err);
+        token[0] = '\0';
+        return -1;
+    }
     return 0;
+}
+
+/* The uid of the process that holds c's client socket; -1 unknown. */
+static int client_uid(const struct proxy_client *c, uid_t *uid)
+{
+    struct sockaddr_storage local, peer;
+    socklen_t llen = sizeof local, plen = sizeof peer;
+    unsigned long inode;
+    int fd = stream_fd(c->bev);
+    if (!diag || getsockname(fd, (struct sockaddr *)&local, &llen) < 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
+        return -1;
+    return host_diag_socket(diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
+                            uid);
 }
 
 int dash_action_index(const char *sub)
@@ -175,9 +202,8 @@ static const char *status_of(json_t *reply)
     return "409 Conflict"; /* not-restartable, not-declared */
 }
 
-/* The whole body is in c's input: run the action on it. The dashboard
- * acts as the daemon's own user: its page is served to this machine only,
- * and the token proves the request came from it. */
+/* The whole body is in c's input: run the action on it, as the user
+ * whose process sent it. */
 static void act(struct proxy_client *c, int which, size_t len)
 {
     struct evbuffer *in = stream_input(c->bev);
@@ -192,8 +218,17 @@ static void act(struct proxy_client *c, int which, size_t len)
         return;
     }
     const char *wt = json_string_value(json_object_get(req, "worktree"));
-    proxy_log("dashboard action %s for %s from %s", actions[which].path, wt ? wt : "?", c->ip);
-    json_t *reply = actions[which].op(c->srv, geteuid(), req);
+    uid_t uid;
+    if (client_uid(c, &uid) < 0) {
+        json_decref(req);
+        respond_json(c, "403 Forbidden",
+                     refusal("forbidden", "wtproxy cannot tell which user's process sent this "
+                             "action (sock_diag found no socket); use wtproxy restart/stop"));
+        return;
+    }
+    proxy_log("dashboard action %s for %s from %s (uid %u)", actions[which].path,
+              wt ? wt : "?", c->ip, (unsigned)uid);
+    json_t *reply = actions[which].op(c->srv, uid, req);
     json_decref(req);
     respond_json(c, status_of(reply), reply);
 }

@@ -33,8 +33,10 @@ json_t *proxy_op_restart(struct proxy_server *s, uid_t uid, json_t *req);
 json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req);
 
 /* {"op":"start","worktree":W[,"front":F]}: the on-demand start of W's
- * declared server for F (default 8000), unless it runs (ondemand_ensure);
- * {"ok":true,"worktree","front","log"}, or not-declared. */
+ * declared server for F (default 8000) (ondemand_ensure);
+ * {"ok":true,"worktree","front","running":false,"log"}, or not-declared.
+ * One registered already, however started: {"ok":true,...,"running":true,
+ * "entry"}, nothing started. */
 json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -81,9 +82,22 @@ static void describe_worktree(struct reg_table *t, const char *wt, char *out, si
         snprintf(out, len, "nothing");
 }
 
+/* Whether pid runs the daemon's own executable (a wtproxy renamed or
+ * outside PATH, as tests and packagers have it). */
+static int same_exe(pid_t pid)
+{
+    char path[64];
+    struct stat mine, theirs;
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    return stat("/proc/self/exe", &mine) == 0 && stat(path, &theirs) == 0 &&
+           mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+}
+
 /* Whether b's pid is (still) a `wtproxy run` wrapper: the same process that
- * registered (start time), whose command line is `wtproxy run ...`. One
- * small /proc file: fine on the loop. */
+ * registered (start time), whose command line is `wtproxy run ...` (argv[0]
+ * named wtproxy*, or the daemon's own executable: a wtproxy rebuilt since
+ * the wrapper started is still named so). Small /proc reads: fine on the
+ * loop. */
 static int is_wrapper(const struct reg_backend *b)
 {
     char path[64], cmd[PATH_MAX];
@@ -97,8 +111,8 @@ static int is_wrapper(const struct reg_backend *b)
     const char *base = strrchr(cmd, '/');
     base = base ? base + 1 : cmd;
     size_t arg0 = strlen(cmd) + 1;
-    return strncmp(base, "wtproxy", 7) == 0 && (size_t)n > arg0 &&
-           strcmp(cmd + arg0, "run") == 0;
+    return (size_t)n > arg0 && strcmp(cmd + arg0, "run") == 0 &&
+           (strncmp(base, "wtproxy", 7) == 0 || same_exe(b->pid));
 }
 
 /* Collect the caller's registrations sel selects into out. Returns how
@@ -200,6 +214,13 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req)
     if (uid != 0 && uid != geteuid())
         return fail("not-permitted", "this daemon runs as uid %u: it starts servers for that "
                     "user only; start yours with wtproxy run", (unsigned)geteuid());
+    struct selector running = {real, NULL, front};
+    struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
+    for (size_t i = 0; t && i < reg_table_count(t); i++)
+        if (selects(&running, reg_table_at(t, i))) /* started some other way, or by us */
+            return json_pack("{s:b, s:s, s:i, s:b, s:o}", "ok", 1, "worktree", real, "front",
+                             front, "running", 1, "entry",
+                             reg_backend_to_json(reg_table_at(t, i)));
     if (!s->ondemand || ondemand_ensure(s->ondemand, real, front) < 0)
         return fail("not-declared", "%s declares no server for front %d: add `start = CMD "
                     "{port}` and `front = %d` to the .wtproxy at its repository's root, or "
@@ -207,6 +228,6 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req)
     char log[PATH_MAX];
     log[0] = '\0';
     ondemand_exited(s->ondemand, real, front, log, sizeof log);
-    return json_pack("{s:b, s:s, s:i, s:s}", "ok", 1, "worktree", real, "front", front, "log",
-                     log);
+    return json_pack("{s:b, s:s, s:i, s:b, s:s}", "ok", 1, "worktree", real, "front", front,
+                     "running", 0, "log", log);
 }

@@ -6,12 +6,16 @@
 // answer carries an Access-Control-* header; a DNS-rebinding Host gets
 // nothing, not even the token. With every proof, restart, stop and start
 // act. The live log tail shows a log's markup and ANSI colours as text.
+// Another user, who can read the token too, acts on none of my servers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import http from 'node:http';
-import { makeWorktrees, startDaemon, lsJson, getWorktree, waitFor, git } from './lib/registry.mjs';
+import { spawnSync } from 'node:child_process';
+import { makeWorktrees, startDaemon, lsJson, getWorktree, waitFor, git, cliEnv } from './lib/registry.mjs';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+import { runToExit } from './lib/conformance.mjs';
 import { runServer, ready, request, token, ctlServer } from './lib/ctl.mjs';
 
 function noCors(r, what) {
@@ -133,7 +137,12 @@ test('with every proof: restart, stop and start act; the log tail is text', asyn
   const start = await request(px.port, 'POST', '/__wtproxy/api/start', good, JSON.stringify({ worktree: tmp0.wt.a, front: px.port }));
   assert.equal(start.status, 200, start.body);
   assert.match(JSON.parse(start.body).log, /wt-a\.log$/);
-  await ready(tmp0, tmp0.wt.a);
+  assert.equal(JSON.parse(start.body).running, false);
+  const started = await ready(tmp0, tmp0.wt.a);
+  const twice = await request(px.port, 'POST', '/__wtproxy/api/start', good, JSON.stringify({ worktree: tmp0.wt.a, front: px.port }));
+  assert.equal(twice.status, 200, twice.body);
+  assert.equal(JSON.parse(twice.body).running, true, 'a second start of a running server');
+  assert.equal(JSON.parse(twice.body).entry.pid, started.pid);
   const other = makeWorktrees(t, ['z']);
   const none = await request(px.port, 'POST', '/__wtproxy/api/start', good, JSON.stringify({ worktree: other.wt.z, front: px.port }));
   assert.equal(none.status, 409, none.body);
@@ -160,3 +169,30 @@ function sseCollect(port, urlPath, done, ms) {
     req.on('error', () => {});
   });
 }
+
+const canSwitch = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
+
+test('another user\'s browser or CLI cannot act on my servers, token or not', { skip: !canSwitch && 'needs root and setpriv' }, async (t) => {
+  const tmp = makeWorktrees(t, ['a'], { mode: 0o755 });
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  fs.chmodSync(tmp.control, 0o666);
+  runServer(t, tmp, tmp.wt.a, px.port);
+  const before = await ready(tmp, tmp.wt.a);
+  const tok = await token(px.port); // any local user can read the page, so the token too
+  const nobody = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+  const host = `127.0.0.1:${px.port}`;
+  const post = await runToExit('setpriv', [...nobody, 'curl', '-sS', '-o', '-', '-w', '\n%{http_code}', '-X', 'POST',
+    '-H', `Host: ${host}`, '-H', `Origin: http://${host}`, '-H', 'Content-Type: application/json',
+    '-H', `X-Wtproxy-Token: ${tok}`, '--data', JSON.stringify({ worktree: tmp.wt.a }),
+    `http://${host}/__wtproxy/api/stop`], { cwd: '/', env: { HOME: '/nonexistent' } });
+  const lines = post.stdout.trimEnd().split('\n');
+  assert.equal(lines.pop(), '403', post.stdout + post.stderr);
+  assert.equal(JSON.parse(lines.join('\n')).error, 'not-permitted');
+  const cliStop = await runToExit('setpriv', [...nobody, wtproxyBin, 'stop', tmp.wt.a],
+    { cwd: '/', env: cliEnv(tmp, { HOME: '/nonexistent' }) });
+  assert.equal(cliStop.code, 1, cliStop.stderr);
+  assert.match(cliStop.stderr, /only its owner \(or root\) may stop it/);
+  const [after] = await lsJson(tmp);
+  assert.equal(after.pid, before.pid);
+  assert.equal(after.state, 'ready');
+});
