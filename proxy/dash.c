@@ -227,7 +227,7 @@ static void serve(struct proxy_client *c)
     else if (strcmp(p, "/api/leases") == 0)
         serve_leases(c);
     else if (strcmp(p, "/api/token") == 0)
-        respond_json(c, dash_action_token());
+        dash_action_token(c, c->handler_note >> NOTE_CHECK_SHIFT);
     else if (strncmp(p, "/log/", 5) == 0 && !c->is_head)
         dash_log_serve(c, p + 5);
     else if (strcmp(p, "/events") == 0 && c->is_head)

@@ -83,8 +83,11 @@ int dash_action_waiting(const struct proxy_client *c);
 void dash_action_read(struct proxy_client *c);
 void dash_action_timeout(struct proxy_client *c);
 
-/* {"token", "header"}: the secret, for the page's same-origin read. */
-struct json_t *dash_action_token(void);
+/* GET /api/token: {"token", "header"}, the secret, for the page's
+ * same-origin read; 403 naming the check when the request fails the
+ * Host, Origin or Sec-Fetch-Site check of an action (the body and token
+ * checks do not apply to it). */
+void dash_action_token(struct proxy_client *c, int check);
 
 /* --- dash_log.c: /log/<backend port>, a live tail of a server's log --- */
 

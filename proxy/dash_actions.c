@@ -241,24 +241,31 @@ static void try_body(struct proxy_client *c)
         act(c, c->handler_note - DASH_NOTE_BODY, len);
 }
 
+/* 403 for a request that failed check, naming it. */
+static void forbid(struct proxy_client *c, int check)
+{
+    char msg[400];
+    snprintf(msg, sizeof msg, "refused: %s; actions are taken from the dashboard page "
+             "itself (wtproxy dashboard prints its URL), or with wtproxy restart/stop",
+             check_msgs[check]);
+    proxy_log("dashboard request %s from %s refused: %s", c->path, c->ip, check_msgs[check]);
+    json_t *j = refusal("forbidden", msg);
+    json_object_set_new(j, "check", json_string(check_names[check]));
+    respond_json(c, "403 Forbidden", j);
+}
+
 void dash_action_serve(struct proxy_client *c, int which, int check)
 {
     static const char post_only[] = "wtproxy: dashboard actions are POST requests only; a GET "
                                     "never acts\n";
-    char msg[400];
+    char msg[200];
     if (strncmp(c->path, "POST ", 5) != 0) {
         dash_respond(c, "405 Method Not Allowed", "text/plain; charset=utf-8",
                      "Allow: POST\r\n", post_only, sizeof post_only - 1);
         return;
     }
     if (check != DASH_CHECK_OK) {
-        snprintf(msg, sizeof msg, "refused: %s; actions are taken from the dashboard page "
-                 "itself (wtproxy dashboard prints its URL), or with wtproxy restart/stop",
-                 check_msgs[check]);
-        proxy_log("dashboard action %s from %s refused: %s", c->path, c->ip, check_msgs[check]);
-        json_t *j = refusal("forbidden", msg);
-        json_object_set_new(j, "check", json_string(check_names[check]));
-        respond_json(c, "403 Forbidden", j);
+        forbid(c, check);
         return;
     }
     if (c->req_chunked || c->req.parser.content_length > WTP_DASH_ACTION_BODY_MAX) {
@@ -292,7 +299,11 @@ void dash_action_timeout(struct proxy_client *c)
                  refusal("bad-request", "the action's body did not arrive in time"));
 }
 
-json_t *dash_action_token(void)
+void dash_action_token(struct proxy_client *c, int check)
 {
-    return json_pack("{s:s, s:s}", "token", token, "header", "X-Wtproxy-Token");
+    if (check == DASH_CHECK_HOST || check == DASH_CHECK_ORIGIN || check == DASH_CHECK_FETCH_SITE)
+        forbid(c, check);
+    else
+        respond_json(c, "200 OK",
+                     json_pack("{s:s, s:s}", "token", token, "header", "X-Wtproxy-Token"));
 }

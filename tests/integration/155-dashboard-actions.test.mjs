@@ -77,6 +77,16 @@ test('each missing proof is refused with 403 naming it, and nothing changes', as
     assert.equal(r.status, 403, p);
     assert.ok(!r.body.includes(tok), `${p} leaked the token`);
   }
+  // The token is read same-origin only.
+  for (const [check, headers] of [['origin', { Origin: 'http://127.0.0.1:9' }], ['sec-fetch-site', { 'Sec-Fetch-Site': 'cross-site' }],
+    ['host', { Host: `localhost:${px.port + 1}` }]]) {
+    const r = await request(px.port, 'GET', '/__wtproxy/api/token', headers);
+    assert.equal(r.status, 403, `${check}: ${r.body}`);
+    assert.equal(JSON.parse(r.body).check, check);
+    assert.ok(!r.body.includes(tok));
+    noCors(r, 'token');
+  }
+  assert.equal((await request(px.port, 'GET', '/__wtproxy/api/token', { 'Sec-Fetch-Site': 'same-origin', Origin: `http://${host}` })).status, 200);
   // A form's body, even with the token header: refused for its type.
   const form = await request(px.port, 'POST', '/__wtproxy/api/stop',
     { ...good, 'Content-Type': 'application/x-www-form-urlencoded' }, `worktree=${encodeURIComponent(tmp.wt.a)}`);

@@ -80,7 +80,7 @@ test('another origin cannot act; the dashboard page can', async (t) => {
   }
   assert.equal(results.length, 1 + 3 * 6);
   // The ones the browser did send reached the daemon and were refused there.
-  assert.match(px.stderr(), /dashboard action POST \/__wtproxy\/api\/stop from 127\.0\.0\.1 refused: the request comes from another origin/);
+  assert.match(px.stderr(), /dashboard request POST \/__wtproxy\/api\/stop from 127\.0\.0\.1 refused: the request comes from another origin/);
   assert.doesNotMatch(px.stderr(), /restarting .*wt-a's server|stopping .*wt-a's server/);
 
   const [after] = await lsJson(tmp);
