@@ -171,11 +171,12 @@ int dash_action_check(const struct proxy_client *c, const struct http_msg *m)
 
 static void respond_json(struct proxy_client *c, const char *status, json_t *j)
 {
+    static const char oom[] = "wtproxy: out of memory\n";
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!s) {
-        dash_respond(c, "500 Internal Server Error", "text/plain; charset=utf-8", NULL,
-                     "wtproxy: out of memory\n", 23);
+        dash_respond(c, "500 Internal Server Error", "text/plain; charset=utf-8", NULL, oom,
+                     sizeof oom - 1);
         return;
     }
     dash_respond(c, status, "application/json; charset=utf-8", NULL, s, strlen(s));
