@@ -86,6 +86,10 @@ struct host_scope {
     /* Else the pids handed out after `after` up to `upto` (host_last_pid
      * readings: the young processes); both 0: every process. */
     pid_t after, upto;
+    /* When set: told of every socket of every fd table read, so that the
+     * caller can keep an index of them for the connections to come. */
+    void (*seen)(void *arg, unsigned long inode, pid_t pid, int fd);
+    void *seen_arg;
 };
 
 /* Where each of n socket inodes is held, in one pass over the processes

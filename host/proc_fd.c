@@ -137,6 +137,7 @@ pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid)
 /* A batch lookup: the inodes sorted (by index, for bsearch) and what was
  * found for each. */
 struct holders {
+    const struct host_scope *scope;
     const unsigned long *inodes;
     size_t *order; /* indexes into inodes, by inode */
     size_t n, left;
@@ -186,8 +187,11 @@ static void holders_scan_pid(struct holders *h, int at, pid_t pid)
     }
     while ((e = readdir(d)))
         if ((n = readlinkat(dirfd(d), e->d_name, link, sizeof link)) > 0 &&
-            (inode = link_socket_inode(link, n)))
+            (inode = link_socket_inode(link, n))) {
             holders_note(h, inode, pid, fd_number(e->d_name));
+            if (h->scope->seen)
+                h->scope->seen(h->scope->seen_arg, inode, pid, fd_number(e->d_name));
+        }
     closedir(d);
 }
 
@@ -220,7 +224,7 @@ static int in_scope(const struct host_scope *scope, long pid)
 size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
                            const struct host_scope *scope, pid_t *pids, int *fds)
 {
-    struct holders h = {inodes, calloc(n ? n : 1, sizeof *h.order), n, 0, pids, fds};
+    struct holders h = {scope, inodes, calloc(n ? n : 1, sizeof *h.order), n, 0, pids, fds};
     char name[24];
     long pid;
     DIR *d;

@@ -15,20 +15,20 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "sock_index.h"
 
 /* Processes that held a caller's socket lately: looked at first, most
  * recent first, since a browser or test runner opens many connections in a
  * row. Reading a process's fd table costs about 5 µs per fd here, so the
- * fd numbers its closed connections had (the kernel hands the lowest free
- * number to its next socket) are tried one by one before any table is read
- * whole, and only the RECENT_SCAN most recent tables are read on the loop.
- * A process that opens connections without closing any (a load test, a
- * browser's first burst) gets the numbers above its highest: NEXT_TRIES
- * of those are tried too, or each new connection would read a table that
- * grows with it, quadratic in the connections it holds. */
+ * loop never reads one whole: it tries the sockets the worker saw
+ * (sock_index.h), the fd numbers the caller's closed connections had (the
+ * kernel hands the lowest free number to its next socket), and NEXT_TRIES
+ * numbers above its highest (a process opening connections without closing
+ * any: a load test, a browser's first burst), each one readlink. Anything
+ * else goes to the worker, which reads each table once for every caller
+ * waiting. */
 #define RECENT_MAX 32
 #define RECENT_FDS 64
-#define RECENT_SCAN 1
 #define NEXT_TRIES 4
 #define WORKER_KNOWN 8 /* pids the worker found lately, checked before a full scan */
 #define YOUNG_MS 5000  /* the worker reads the processes younger than 5-10 s next */
@@ -51,8 +51,21 @@ struct latencies {
     unsigned long count; /* ever recorded */
 };
 
+/* The sockets the worker saw in the fd tables it read, for the index. */
+#define SEEN_MAX 8192
+struct seen_sock {
+    unsigned long inode;
+    pid_t pid;
+    int fd;
+};
+struct seen_list {
+    struct seen_sock *v;
+    size_t n, cap;
+};
+
 struct job {
     struct host_job hj; /* first: the worker hands it back as this */
+    struct seen_list seen; /* the first job of a pass carries the pass's */
     long long started_us;
     struct identify *id;
     unsigned long inode;
@@ -81,6 +94,7 @@ struct identify {
     long long next_floor_ms;
     atomic_ulong batches, scans; /* the worker's passes, and those that read all of /proc */
     struct latencies all, slow; /* every identification's time; the worker's answers' */
+    struct sock_index index;    /* the loop's */
     unsigned long untraced;     /* sockets the kernel could not name */
 };
 
@@ -109,17 +123,34 @@ static void young_note(struct identify *id, pid_t last)
     }
 }
 
+/* host_scope.seen: keep what the worker saw, up to SEEN_MAX a pass. */
+static void seen_add(void *arg, unsigned long inode, pid_t pid, int fd)
+{
+    struct seen_list *l = arg;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        struct seen_sock *v = cap <= SEEN_MAX ? realloc(l->v, cap * sizeof *v) : NULL;
+        if (!v)
+            return;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (struct seen_sock){inode, pid, fd};
+}
+
 /* Find the holders of n inodes in the fewest fd tables: the processes this
  * worker found lately (the connections of one browser or test runner
  * arrive together), then the young ones, then, for those left, all of
  * /proc once. */
 static void find_holders(struct identify *id, const unsigned long *inodes, size_t n, uid_t uid,
-                         pid_t *pids, int *fds)
+                         pid_t *pids, int *fds, struct seen_list *seen)
 {
-    struct host_scope known = {.only = id->worker_known, .nonly = (size_t)id->worker_nknown};
+    struct host_scope known = {.only = id->worker_known, .nonly = (size_t)id->worker_nknown,
+                               .seen = seen_add, .seen_arg = seen};
     size_t found = host_socket_holders(inodes, n, uid, &known, pids, fds);
     pid_t last = host_last_pid();
-    struct host_scope young = {.after = id->young_floor, .upto = last};
+    struct host_scope young = {.after = id->young_floor, .upto = last, .seen = seen_add,
+                               .seen_arg = seen};
     if (found < n && last && id->young_floor)
         found += host_socket_holders(inodes, n, uid, &young, pids, fds);
     young_note(id, last);
@@ -151,7 +182,7 @@ static void run_batch(struct host_job_list *jobs, void *ctx)
             uid = HOST_ANY_UID; /* only saves a stat per process: the inode decides */
     }
     if (inodes && pids && fds)
-        find_holders(id, inodes, n, uid, pids, fds);
+        find_holders(id, inodes, n, uid, pids, fds, &((struct job *)STAILQ_FIRST(jobs))->seen);
     i = 0;
     STAILQ_FOREACH(hj, jobs, link) {
         struct job *j = (struct job *)hj;
@@ -272,6 +303,11 @@ static void recent_drop(struct identify *id, int i)
 
 static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
 {
+    const struct sock_index_slot *seen = sock_index_get(&id->index, inode);
+    if (seen && host_pid_fd_is_socket(seen->pid, seen->fd, inode)) {
+        *fd = seen->fd;
+        return seen->pid;
+    }
     for (int i = 0; i < id->nrecent; i++) {
         struct recent *e = &id->recent[i];
         if (pid_ended(e->pidfd)) { /* its fds are gone: no lookups wasted on them */
@@ -286,16 +322,11 @@ static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
                 return e->pid;
             }
     }
-    for (int i = 0; i < id->nrecent && i < RECENT_SCAN; i++) {
-        struct recent *e = &id->recent[i];
-        for (int k = 0; k < NEXT_TRIES; k++)
-            if (host_pid_fd_is_socket(e->pid, e->next_fd + k, inode)) {
-                *fd = e->next_fd + k;
-                return e->pid;
-            }
-        if ((*fd = host_pid_socket_fd(e->pid, inode)) >= 0)
-            return e->pid;
-    }
+    for (int k = 0; id->nrecent && k < NEXT_TRIES; k++)
+        if (host_pid_fd_is_socket(id->recent[0].pid, id->recent[0].next_fd + k, inode)) {
+            *fd = id->recent[0].next_fd + k;
+            return id->recent[0].pid;
+        }
     return 0;
 }
 
@@ -354,6 +385,9 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
         struct job *j = (struct job *)STAILQ_FIRST(&done);
         STAILQ_REMOVE_HEAD(&done, link);
         struct identify_result r = {.uid = j->uid, .fd = j->fd};
+        for (size_t i = 0; i < j->seen.n; i++)
+            sock_index_put(&j->id->index, j->seen.v[i].inode, j->seen.v[i].pid, j->seen.v[i].fd);
+        free(j->seen.v);
         if (!j->cancelled) {
             lat_add(&j->id->all, j->started_us);
             lat_add(&j->id->slow, j->started_us);
@@ -369,9 +403,10 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
 static void jobs_free(struct host_job_list *list)
 {
     while (!STAILQ_EMPTY(list)) {
-        struct host_job *hj = STAILQ_FIRST(list);
+        struct job *j = (struct job *)STAILQ_FIRST(list);
         STAILQ_REMOVE_HEAD(list, link);
-        free(hj);
+        free(j->seen.v);
+        free(j);
     }
 }
 
