@@ -82,8 +82,11 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
             return rc;
         if (waited >= wait_ms) {
             json_array_foreach(asked, i, e)
-                if (restart)
-                    report_dead(e, "it did not listen within 60 s");
+                if (restart) {
+                    char why[80];
+                    snprintf(why, sizeof why, "it did not listen within %ld s", wait_ms / 1000);
+                    report_dead(e, why);
+                }
                 else
                     fprintf(stderr, "wtproxy stop: %s's server on front %lld is still registered "
                             "after %ld s; see wtproxy ls\n", str(e, "worktree"),
