@@ -13,7 +13,10 @@
 
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "proxy_limits.h" /* WTP_DEFAULT_FRONT_PORT, the daemon's default too */
@@ -95,11 +98,69 @@ int cli_serve_worktree(const char *dir, char *out, size_t outlen, char *err, siz
  * its pid, command, age and worktree). Returns the exit status, 1. */
 int cli_report(json_t *reply);
 
-/* --- stop.c --- */
+/* --- tree_stop.c --- */
 
 /* SIGTERM root and all its descendants, SIGKILL what still runs after
- * grace_ms, and reap root. Returns 0, -1 out of memory. */
-int cli_stop_tree(pid_t root, unsigned grace_ms);
+ * grace_ms, and reap root, its wait status into *status when status is
+ * not NULL (0 when another waitpid reaped it). Returns 0, -1 out of
+ * memory. */
+int cli_stop_tree(pid_t root, unsigned grace_ms, int *status);
+
+/* --- run_log.c: the log of a `wtproxy run` server --- */
+
+struct cli_run_log {
+    int out[2], err[2]; /* CMD's stdout and stderr pipes, -1 when not relayed */
+    int fd;             /* the log file, -1 none */
+    char path[PATH_MAX]; /* "" when the server has no log */
+    pthread_t thread;
+    char *buf;          /* the relay's */
+    atomic_int done;    /* the relay saw both pipes end */
+    int relaying;
+};
+
+/* Give the server a log (l->path): the wrapper's stdout when it is a file
+ * already, else a file under the state folder's servers/, fed by a relay
+ * thread that still copies CMD's output to the wrapper's stdout and
+ * stderr. Returns 0, or -1 after a warning (no log; CMD's output goes
+ * straight to the wrapper's, as without one). */
+int cli_run_log_open(struct cli_run_log *l, const char *worktree, int front, const char *service);
+
+/* In the forked child, before exec: stdout and stderr into the relay. */
+void cli_run_log_child(const struct cli_run_log *l);
+
+/* Append the wrapper's own line to the log (a restart), when it relays. */
+void cli_run_log_note(const struct cli_run_log *l, const char *line);
+
+/* CMD has ended: close the relay's write side, let it drain briefly, and
+ * close the log. */
+void cli_run_log_close(struct cli_run_log *l);
+
+/* --- logs.c: what logs, restart and stop share --- */
+
+struct cli_server_args {
+    const char *dir;     /* WORKTREE as given, NULL: the current one */
+    const char *service; /* --service, NULL any */
+    const char *frontv;
+    int front;           /* --front, 0 any */
+    char worktree[PATH_MAX];
+};
+
+/* Parse [WORKTREE] [--service S] [--front F] and extra's flags (NULL or
+ * ended by a NULL name), flags before or after WORKTREE. Returns 0, 1 for
+ * --help, or -1 with err. */
+int cli_server_args(int argc, char **argv, struct cli_server_args *a, const struct cli_opt *extra,
+                    char *err, size_t errlen);
+
+/* {"op": op, "worktree", ["service"], ["front"]} for a (new reference). */
+json_t *cli_server_request(const char *op, const struct cli_server_args *a);
+
+/* This machine's registrations that a selects (a new JSON array of
+ * entries), or NULL with err when no daemon answers. */
+json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t errlen);
+
+/* Print the last n lines of the file at path on out. Returns 0, -1
+ * (errno) when it cannot be read. */
+int cli_log_tail(const char *path, long n, FILE *out);
 
 /* --- lease_client.c: leases, whichever store is in use --- */
 
@@ -227,5 +288,8 @@ int cli_db_main(int argc, char **argv);          /* db.c */
 int cli_init_main(int argc, char **argv);        /* init.c */
 int cli_doctor_main(int argc, char **argv);      /* doctor.c */
 int cli_mcp_main(int argc, char **argv);         /* mcp.c */
+int cli_logs_main(int argc, char **argv);        /* logs.c */
+int cli_restart_main(int argc, char **argv);     /* restart.c */
+int cli_stop_main(int argc, char **argv);        /* restart.c */
 
 #endif

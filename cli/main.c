@@ -234,6 +234,42 @@ static const char mcp_usage[] =
     "  --front PORT      the tools' default proxy port (default 8000)\n"
     "\n"
     "example: claude mcp add wtproxy -- wtproxy mcp\n";
+static const char logs_usage[] =
+    "usage: wtproxy logs [WORKTREE] [--service NAME] [--front PORT] [-n N] [-f]\n"
+    "\n"
+    "Print the last lines of the log of a worktree's server: what its command\n"
+    "printed (wtproxy run and on-demand servers keep one under the state\n"
+    "folder's servers/; ls --json names it as \"log\").\n"
+    "\n"
+    "  WORKTREE          default: the git worktree enclosing the current folder\n"
+    "  --service NAME    the server of that service, when the worktree has several\n"
+    "  --front PORT      the server of that front port, when the worktree has several\n"
+    "  -n N, --lines N   the last N lines (default 50)\n"
+    "  -f, --follow      then print what it appends, until interrupted (as tail -F)\n";
+
+static const char restart_usage[] =
+    "usage: wtproxy restart [WORKTREE] [--service NAME] [--front PORT]\n"
+    "\n"
+    "Restart a worktree's servers (every one, or that service's or front's) on\n"
+    "the same port, and wait until they are ready again; requests wait for them\n"
+    "meanwhile. Only servers started by wtproxy run (or on demand from .wtproxy)\n"
+    "can be restarted. A server that does not come back is named, with the last\n"
+    "lines of its log.\n"
+    "\n"
+    "  WORKTREE          default: the git worktree enclosing the current folder\n"
+    "  --service NAME    only that service's server\n"
+    "  --front PORT      only the server of that front port\n";
+
+static const char stop_usage[] =
+    "usage: wtproxy stop [WORKTREE] [--service NAME] [--front PORT]\n"
+    "\n"
+    "Stop a worktree's servers (every one, or that service's or front's): their\n"
+    "wtproxy run wrapper stops the server's whole process tree (SIGTERM, SIGKILL\n"
+    "after 5 s) and unregisters it. Waits until they are gone.\n"
+    "\n"
+    "  WORKTREE          default: the git worktree enclosing the current folder\n"
+    "  --service NAME    only that service's server\n"
+    "  --front PORT      only the server of that front port\n";
 
 /* `wtproxy serve`: the daemon (proxy/server.c), whose flags and help come
  * from the config key table (proxy/config.c). Help is answered here, like
@@ -275,6 +311,19 @@ static const struct command commands[] = {
      "1 nothing was registered, or the daemon refused or cannot be reached\n" USAGE_ERR},
     {"ls", "list the registered dev servers", ls_usage, NULL, cli_ls_main,
      "0 listed\n" NO_DAEMON "\n" USAGE_ERR},
+    {"logs", "print (or follow, -f) the log of this worktree's dev server", logs_usage, NULL,
+     cli_logs_main,
+     "0 printed (with -f: interrupted)\n"
+     "1 nothing registered, no log, or no daemon answers\n"
+     "2 bad usage, or several servers match (choose with --service or --front)"},
+    {"restart", "restart this worktree's dev servers and wait until they are ready",
+     restart_usage, NULL, cli_restart_main,
+     "0 restarted and ready\n"
+     "1 refused (not wtproxy run's, not yours, none), a server did not come back, no daemon\n"
+     USAGE_ERR},
+    {"stop", "stop this worktree's dev servers", stop_usage, NULL, cli_stop_main,
+     "0 stopped\n"
+     "1 refused (not wtproxy run's, not yours, none), still running, or no daemon\n" USAGE_ERR},
     {"dashboard", "print the URL of the live dashboard (/__wtproxy/)", dashboard_usage, NULL,
      cli_dashboard_main,
      "0 printed\n" NO_DAEMON ", or did not say where it listens\n" USAGE_ERR},

@@ -7,7 +7,10 @@
  * process group (a kill of the group, which is how Playwright stops its
  * webServer, takes CMD down too) and gets SIGTERM through PR_SET_PDEATHSIG
  * when the wrapper alone dies. The wrapper never execs itself away, so
- * the cleanup below always runs when it can. */
+ * the cleanup below always runs when it can. SIGUSR1 restarts CMD (the
+ * daemon's gate finds it stale, or `wtproxy restart`); SIGTERM stops its
+ * whole process tree (`wtproxy stop`). CMD's output also goes to a log
+ * (run_log.c). */
 #include "cli.h"
 
 #include <errno.h>
@@ -33,6 +36,7 @@ struct run {
     char worktree[PATH_MAX];
     char **argv;         /* CMD ARGS with {port} substituted, NULL-terminated */
     char command[1024];  /* argv joined, for people */
+    struct cli_run_log log;
 };
 
 /* The pid signals are forwarded to; set once, before signals are unblocked. */
@@ -47,8 +51,19 @@ static void ask_restart(int sig)
     restart_asked = 1;
 }
 
-/* Forward SIGINT/SIGTERM/SIGHUP to CMD. A signal the terminal sent (Ctrl-C,
- * si_code SI_KERNEL) went to the whole foreground group, CMD included:
+/* SIGTERM (wtproxy stop, Playwright's end, systemd): stop CMD's whole
+ * tree. Django's autoreloader serves from a child that a SIGTERM to CMD
+ * alone would leave holding the port. */
+static volatile sig_atomic_t stop_asked;
+
+static void ask_stop(int sig)
+{
+    (void)sig;
+    stop_asked = 1;
+}
+
+/* Forward SIGINT/SIGHUP to CMD (SIGTERM stops its tree: ask_stop). A
+ * signal the terminal sent (Ctrl-C, si_code SI_KERNEL) went to the whole foreground group, CMD included:
  * forwarding it would deliver it twice. */
 static void forward(int sig, siginfo_t *si, void *ctx)
 {
@@ -145,6 +160,8 @@ static int claim(struct run *r, int start_daemon, int argc, char **argv)
                                     r->restart_on_stale);
             if (req && r->service)
                 json_object_set_new(req, "service", json_string(r->service));
+            if (req && r->log.path[0])
+                json_object_set_new(req, "log", json_string(r->log.path));
             rc = ask(req, 0, &reply, err, sizeof err);
         }
     }
@@ -165,6 +182,9 @@ static void exec_cmd(const struct run *r, pid_t wrapper, const sigset_t *mask)
     sigaction(SIGINT, &dfl, NULL);
     sigaction(SIGTERM, &dfl, NULL);
     sigaction(SIGHUP, &dfl, NULL);
+    sigaction(SIGPIPE, &dfl, NULL);
+    sigaction(SIGUSR1, &dfl, NULL);
+    cli_run_log_child(&r->log);
     sigprocmask(SIG_SETMASK, mask, NULL);
     /* Told of the wrapper's death; and if it died before the line above
      * took effect, nobody would tell us: stop now. */
@@ -182,7 +202,7 @@ static void exec_cmd(const struct run *r, pid_t wrapper, const sigset_t *mask)
     _exit(e == ENOENT ? 127 : 126);
 }
 
-/* Start CMD with SIGINT/SIGTERM/SIGHUP forwarded to it. Signals stay
+/* Start CMD with SIGINT/SIGHUP forwarded to it, SIGTERM stopping it. Signals stay
  * blocked across the fork so none is lost or forwarded to no one. Returns
  * its pid, or -1. */
 static pid_t start_cmd(const struct run *r)
@@ -196,8 +216,11 @@ static pid_t start_cmd(const struct run *r)
     struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    /* No SA_RESTART: a sleep returns at once to stop the tree. */
+    struct sigaction term = {.sa_handler = ask_stop};
+    sigemptyset(&term.sa_mask);
+    sigaction(SIGTERM, &term, NULL);
     pid_t self = getpid(), pid = fork();
     if (pid == 0)
         exec_cmd(r, self, &old);
@@ -275,15 +298,19 @@ static pid_t restart(const struct run *r, pid_t pid)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
-    fprintf(stderr, "wtproxy: the code of %s changed and %s did not reload it: restarting it\n",
-            folder_name(r->worktree), r->argv[0]);
+    char line[PATH_MAX + 128];
+    snprintf(line, sizeof line, "wtproxy: the daemon asked to restart %s's server %s (its code "
+             "changed and it did not reload it, or wtproxy restart): restarting it",
+             folder_name(r->worktree), r->argv[0]);
+    fprintf(stderr, "%s\n", line);
+    cli_run_log_note(&r->log, line);
     if (ask(json_pack("{s:s, s:i, s:s}", "op", "restarting", "front", r->front, "worktree",
                       r->worktree),
             0, &reply, err, sizeof err) < 0)
         fprintf(stderr, "wtproxy: warning: could not tell the daemon: %s\n", err);
     json_decref(reply);
-    cli_stop_tree(pid, WTP_RESTART_STOP_MS);
-    return start_cmd(r);
+    cli_stop_tree(pid, WTP_RESTART_STOP_MS, NULL);
+    return stop_asked ? 0 : start_cmd(r);
 }
 
 /* Whether CMD is ready: it listens, and with --health its path answers 2xx
@@ -313,13 +340,21 @@ static int supervise(const struct run *r, pid_t pid)
     pid_t self = getpid();
     int status, ready = 0, said = 0;
     for (;;) {
+        if (stop_asked) {
+            cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
         if (restart_asked) {
             restart_asked = 0;
             if ((pid = restart(r, pid)) < 0)
                 return 1;
+            if (pid == 0)
+                return 128 + SIGTERM; /* stopped while restarting */
             ready = 0;
         }
-        pid_t w = waitpid(pid, &status, ready ? 0 : WNOHANG);
+        /* Polled, never a blocking wait: a signal that lands between the
+         * looks above and the wait would otherwise wait for CMD's end. */
+        pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid)
             break;
         if (w < 0 && errno != EINTR) {
@@ -329,7 +364,7 @@ static int supervise(const struct run *r, pid_t pid)
         if (!ready && is_ready(r, self, &said)) {
             ready = 1;
             mark_ready(r);
-        } else if (!ready) {
+        } else {
             nanosleep(&tick, NULL);
         }
     }
@@ -375,16 +410,20 @@ int cli_run_main(int argc, char **argv)
         return 2;
     }
     /* Before registering: the daemon may ask for a restart from then on.
-     * No SA_RESTART, so that a blocked waitpid returns to look. */
+     * No SA_RESTART, so that a sleep returns to look. */
     struct sigaction usr1 = {.sa_handler = ask_restart};
     sigemptyset(&usr1.sa_mask);
     sigaction(SIGUSR1, &usr1, NULL);
+    /* A reader of our output that went must not kill the wrapper. */
+    signal(SIGPIPE, SIG_IGN);
+    cli_run_log_open(&r.log, r.worktree, r.front, r.service);
     rc = claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
     if (rc == 0) {
         pid_t pid = start_cmd(&r);
         rc = pid < 0 ? 1 : supervise(&r, pid);
         release(&r);
     }
+    cli_run_log_close(&r.log);
     free_argv(&r);
     return rc;
 }

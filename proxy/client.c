@@ -513,8 +513,13 @@ static void client_read_cb(struct stream *bev, void *arg)
         if (!c->req_done && !c->client_paused)
             conn_feed_request_body(c);
         break;
+    case CS_HANDLER: /* a body the handler reads itself, or nothing it wants */
+        if (c->handler->on_read)
+            c->handler->on_read(c);
+        else
+            evbuffer_drain(stream_input(bev), evbuffer_get_length(stream_input(bev)));
+        break;
     case CS_CLOSING:
-    case CS_HANDLER: /* a handler that keeps reads on wants nothing more */
         evbuffer_drain(stream_input(bev), evbuffer_get_length(stream_input(bev)));
         break;
     default:

@@ -31,8 +31,11 @@ static const char security_headers[] =
 
 static const struct proxy_handler dash_handler;
 
-/* What c->handler_note says about the request being read. */
+/* What c->handler_note says about the request being read: the Host's
+ * verdict in its low bits, an action's first failed check (dash.h) above. */
 enum { DASH_LOCAL = 1, DASH_FOREIGN_HOST };
+#define NOTE_HOST_MASK 0xf
+#define NOTE_CHECK_SHIFT 4
 
 int dash_start(struct proxy_server *s)
 {
@@ -42,6 +45,8 @@ int dash_start(struct proxy_server *s)
     if (s->reg)
         reg_server_set_listen(s->reg, names, (size_t)s->nlisteners);
     s->handler = &dash_handler;
+    if (dash_actions_init() < 0)
+        proxy_log("the dashboard's actions are off: no random secret (RAND_bytes failed)");
     s->refusals = refusal_log_new();
     s->dash = s->refusals ? dash_events_new(s) : NULL;
     return s->refusals && s->dash ? 0 : -1;
@@ -90,6 +95,7 @@ static void note_head(struct proxy_client *c, const struct http_msg *m)
     const struct http_field *host = http_msg_field(m, "host", NULL);
     c->handler_note =
         !host || loopback_host(host->value, host->vlen) ? DASH_LOCAL : DASH_FOREIGN_HOST;
+    c->handler_note |= dash_action_check(c, m) << NOTE_CHECK_SHIFT;
 }
 
 static int loopback_peer(const char *ip)
@@ -107,8 +113,8 @@ static int loopback_peer(const char *ip)
 
 /* Write one whole answer; the connection goes on to its next request when
  * the request was read to its end and the client keeps it. */
-static void respond(struct proxy_client *c, const char *status, const char *type,
-                    const char *extra, const void *body, size_t len)
+void dash_respond(struct proxy_client *c, const char *status, const char *type,
+                  const char *extra, const void *body, size_t len)
 {
     struct evbuffer *out = stream_output(c->bev);
     int keep = c->req_done && c->keepalive && !c->stopping && !c->srv->stopping;
@@ -128,7 +134,7 @@ static void respond_text(struct proxy_client *c, const char *status, const char 
                          const char *text)
 {
     proxy_log("%s: %s from %s", status, c->path, c->ip);
-    respond(c, status, "text/plain; charset=utf-8", extra, text, strlen(text));
+    dash_respond(c, status, "text/plain; charset=utf-8", extra, text, strlen(text));
 }
 
 static void respond_json(struct proxy_client *c, json_t *j)
@@ -139,7 +145,7 @@ static void respond_json(struct proxy_client *c, json_t *j)
         respond_text(c, "500 Internal Server Error", NULL, "wtproxy: out of memory\n");
         return;
     }
-    respond(c, "200 OK", "application/json; charset=utf-8", NULL, s, strlen(s));
+    dash_respond(c, "200 OK", "application/json; charset=utf-8", NULL, s, strlen(s));
     free(s);
 }
 
@@ -151,22 +157,24 @@ static const char *sub_path(const struct proxy_client *c)
 }
 
 /* The dashboard refusing a request is not a routing refusal: it goes to the
- * log as a line, not into the refusal log the dashboard shows. */
-static int refused(struct proxy_client *c)
+ * log as a line, not into the refusal log the dashboard shows. Actions
+ * (POST) are judged by dash_action_serve. */
+static int refused(struct proxy_client *c, int action)
 {
     int get = strncmp(c->path, "GET ", 4) == 0 || c->is_head;
     if (!loopback_peer(c->ip))
         respond_text(c, "403 Forbidden", NULL,
                      "wtproxy: the dashboard answers loopback clients only; open it on this "
                      "machine: wtproxy dashboard\n");
-    else if (c->handler_note == DASH_FOREIGN_HOST)
+    else if ((c->handler_note & NOTE_HOST_MASK) == DASH_FOREIGN_HOST)
         respond_text(c, "403 Forbidden", NULL,
                      "wtproxy: the dashboard answers only requests addressed to localhost, "
                      "127.0.0.1 or [::1] (another Host is how a web page reaches it through DNS "
                      "rebinding); open the URL that wtproxy dashboard prints\n");
-    else if (!get)
+    else if (!get && !action)
         respond_text(c, "405 Method Not Allowed", "Allow: GET, HEAD\r\n",
-                     "wtproxy: the dashboard is read-only: only GET and HEAD are answered\n");
+                     "wtproxy: only GET and HEAD are answered here; the dashboard's actions "
+                     "are POSTs to /__wtproxy/api/restart, /api/stop and /api/start\n");
     else
         return 0;
     return 1;
@@ -201,11 +209,14 @@ static void serve_leases(struct proxy_client *c)
  * it (page, JSON, event stream, or 403/404/405). */
 static void serve(struct proxy_client *c)
 {
-    if (refused(c))
-        return;
     const char *p = sub_path(c);
-    if (strcmp(p, "") == 0 || strcmp(p, "/") == 0 || strcmp(p, "/index.html") == 0)
-        respond(c, "200 OK", "text/html; charset=utf-8", NULL, dash_page_html,
+    int action = dash_action_index(p);
+    if (refused(c, action >= 0))
+        return;
+    if (action >= 0)
+        dash_action_serve(c, action, c->handler_note >> NOTE_CHECK_SHIFT);
+    else if (strcmp(p, "") == 0 || strcmp(p, "/") == 0 || strcmp(p, "/index.html") == 0)
+        dash_respond(c, "200 OK", "text/html; charset=utf-8", NULL, dash_page_html,
                 sizeof dash_page_html - 1);
     else if (strcmp(p, "/api/backends") == 0)
         respond_json(c, dash_api_backends(c->srv));
@@ -215,8 +226,12 @@ static void serve(struct proxy_client *c)
         respond_json(c, dash_api_daemon(c->srv));
     else if (strcmp(p, "/api/leases") == 0)
         serve_leases(c);
+    else if (strcmp(p, "/api/token") == 0)
+        dash_action_token(c, c->handler_note >> NOTE_CHECK_SHIFT);
+    else if (strncmp(p, "/log/", 5) == 0 && !c->is_head)
+        dash_log_serve(c, p + 5);
     else if (strcmp(p, "/events") == 0 && c->is_head)
-        respond(c, "200 OK", "text/event-stream", NULL, "", 0);
+        dash_respond(c, "200 OK", "text/event-stream", NULL, "", 0);
     else if (strcmp(p, "/events") == 0)
         dash_events_serve(c);
     else
@@ -237,14 +252,29 @@ void dash_events_refuse(struct proxy_client *c)
 /* The handler's on_timer: only an event stream arms c's timer. */
 static void on_timer(struct proxy_client *c)
 {
-    if (dash_events_has(c))
+    if (dash_action_waiting(c))
+        dash_action_timeout(c);
+    else if (c->handler_note == DASH_NOTE_LOG)
+        dash_log_tick(c);
+    else if (dash_events_has(c))
         dash_events_heartbeat(c);
+}
+
+/* The handler's on_read: an action's body, else nothing wanted. */
+static void on_read(struct proxy_client *c)
+{
+    if (dash_action_waiting(c))
+        dash_action_read(c);
+    else
+        evbuffer_drain(stream_input(c->bev), evbuffer_get_length(stream_input(c->bev)));
 }
 
 /* The handler's on_close. */
 static void on_close(struct proxy_client *c)
 {
-    if (c->handler_job)
+    if (c->handler_note == DASH_NOTE_LOG)
+        dash_log_gone(c);
+    else if (c->handler_job)
         dash_api_leases_cancel(c->srv, c->handler_job);
     c->handler_job = NULL;
     dash_events_gone(c);
@@ -255,6 +285,7 @@ static const struct proxy_handler dash_handler = {
     .prefix_len = sizeof WTP_DASH_PREFIX - 1,
     .on_head = note_head,
     .serve = serve,
+    .on_read = on_read,
     .on_timer = on_timer,
     .on_close = on_close,
 };

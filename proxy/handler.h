@@ -30,6 +30,10 @@ struct proxy_handler {
      * conn_close_after_flush), or set c->state to CS_HANDLER and keep c. */
     void (*serve)(struct proxy_client *c);
 
+    /* c is in CS_HANDLER and bytes arrived (a request body the handler
+     * reads itself); NULL: they are discarded. */
+    void (*on_read)(struct proxy_client *c);
+
     /* c is in CS_HANDLER and its timer fired. */
     void (*on_timer)(struct proxy_client *c);
 

@@ -25,6 +25,9 @@ static const struct proxy_op ops[] = {
     {"refusals", proxy_op_refusals},
     {"services", proxy_op_services},
     {"stats", op_stats},
+    {"restart", proxy_op_restart},
+    {"stop", proxy_op_stop},
+    {"start", proxy_op_start},
 };
 
 /* reg_server_ext: the reply to op, or NULL when it is none of ours. */

@@ -22,5 +22,25 @@ json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req);
 /* {"op":"services","worktree":W}: the services W's .wtproxy declares, each
  * running or not (ondemand_services); errors not-declared, bad-wtproxy-file. */
 json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req);
+/* --- ops_servers.c: a worktree's servers, through their wtproxy run wrapper --- */
+
+/* {"op":"restart","worktree":W[,"service":S][,"front":F]}: SIGUSR1 to the
+ * wrapper of every selected registration of the caller's (marked
+ * restarting first); {"ok":true,"restarted":[entry...]}. Refused whole
+ * (nothing signalled) when one selected is another uid's (not-permitted)
+ * or has no wrapper (not-restartable); none selected: not-found. */
+json_t *proxy_op_restart(struct proxy_server *s, uid_t uid, json_t *req);
+
+/* {"op":"stop",...same selectors}: SIGTERM to each wrapper (it stops its
+ * server's whole process tree, then unregisters); {"ok":true,"stopped":[...]}. */
+json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req);
+
+/* {"op":"start","worktree":W[,"service":S|"front":F]}: the on-demand start
+ * of W's declared service S, or of its server for F (default 8000), after
+ * those it needs (ondemand_ensure); a bad .wtproxy: bad-wtproxy-file;
+ * {"ok":true,"worktree","front","running":false,"log"}, or not-declared.
+ * One registered already, however started: {"ok":true,...,"running":true,
+ * "entry"}, nothing started. */
+json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req);
 
 #endif

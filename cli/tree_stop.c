@@ -1,4 +1,4 @@
-/* stop.c - stop a server and everything it started, for `wtproxy run
+/* tree_stop.c - stop a server and everything it started, for `wtproxy run
  * --restart-on-stale`. Django's autoreloader serves from a child of the
  * process we started: stopping only our child would leave that one
  * holding the port, so every descendant is signalled, by pid and start
@@ -62,14 +62,14 @@ static size_t signal_tree(const struct proc_id *tree, size_t n, int sig)
     return alive;
 }
 
-int cli_stop_tree(pid_t root, unsigned grace_ms)
+int cli_stop_tree(pid_t root, unsigned grace_ms, int *wstatus)
 {
     struct proc_id *tree = calloc(MAX_TREE, sizeof *tree);
     if (!tree)
         return -1;
     size_t n = tree_of(root, tree, MAX_TREE);
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
-    int status, reaped = 0;
+    int status = 0, reaped = 0;
     signal_tree(tree, n, SIGTERM);
     for (unsigned waited = 0;; waited += WTP_CLIENT_POLL_MS) {
         if (!reaped && waitpid(root, &status, WNOHANG) == root) {
@@ -84,8 +84,10 @@ int cli_stop_tree(pid_t root, unsigned grace_ms)
         }
         nanosleep(&tick, NULL);
     }
-    if (!reaped)
-        waitpid(root, &status, 0);
+    if (!reaped && waitpid(root, &status, 0) != root)
+        status = 0;
+    if (wstatus)
+        *wstatus = status;
     free(tree);
     return 0;
 }

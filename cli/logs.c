@@ -1,0 +1,244 @@
+/* logs.c - `wtproxy logs [WORKTREE] [--service S] [--front F] [-n N] [-f]`:
+ * a server's log, read by the command line itself (the log is the user's
+ * own file; the daemon only names it in the registration). Also what
+ * logs, restart and stop share: their arguments and the registrations
+ * they select. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry.h"
+
+#define TAIL_CHUNK 65536           /* read backwards this much at a time */
+#define TAIL_MAX (16 * 1024 * 1024) /* never read more than this for -n */
+#define FOLLOW_POLL_MS 200         /* -f looks for new bytes this often */
+#define DEFAULT_LINES 50
+
+int cli_server_args(int argc, char **argv, struct cli_server_args *a, const struct cli_opt *extra,
+                    char *err, size_t errlen)
+{
+    struct cli_opt opts[16] = {{"service", &a->service, NULL}, {"front", &a->frontv, NULL}};
+    size_t n = 2;
+    for (; extra && extra->name && n < 15; extra++)
+        opts[n++] = *extra;
+    opts[n] = (struct cli_opt){NULL, NULL, NULL};
+    int rest = argc, r = cli_parse(argc, argv, opts, &rest, err, errlen);
+    if (r == 0 && rest < argc) { /* WORKTREE, then more flags */
+        a->dir = argv[rest];
+        r = cli_parse(argc - rest, argv + rest, opts, NULL, err, errlen);
+    }
+    if (r != 0)
+        return r;
+    if (a->frontv && cli_port("front", a->frontv, &a->front, err, errlen) < 0)
+        return -1;
+    if (a->service && !reg_service_name_ok(a->service, err, errlen))
+        return -1;
+    return cli_worktree(a->dir, a->worktree, sizeof a->worktree, err, errlen);
+}
+
+json_t *cli_server_request(const char *op, const struct cli_server_args *a)
+{
+    json_t *req = json_pack("{s:s, s:s}", "op", op, "worktree", a->worktree);
+    if (req && a->service)
+        json_object_set_new(req, "service", json_string(a->service));
+    if (req && a->front)
+        json_object_set_new(req, "front", json_integer(a->front));
+    return req;
+}
+
+json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t errlen)
+{
+    json_t *reply = NULL, *out = json_array(), *req = json_pack("{s:s}", "op", "list"), *e;
+    size_t i;
+    int r = out && req ? cli_call(req, 0, &reply, err, errlen) : -1;
+    json_decref(req);
+    if (r < 0) {
+        if (!out || !req)
+            snprintf(err, errlen, "out of memory");
+        json_decref(out);
+        return NULL;
+    }
+    json_array_foreach(json_object_get(reply, "entries"), i, e) {
+        const char *wt = json_string_value(json_object_get(e, "worktree"));
+        const char *sv = json_string_value(json_object_get(e, "service"));
+        const char *machine = json_string_value(json_object_get(e, "machine"));
+        if (wt && strcmp(wt, a->worktree) == 0 && machine &&
+            strcmp(machine, reg_machine_id()) == 0 &&
+            (!a->service || (sv && strcmp(sv, a->service) == 0)) &&
+            (!a->front || json_integer_value(json_object_get(e, "front")) == a->front))
+            json_array_append(out, e);
+    }
+    json_decref(reply);
+    return out;
+}
+
+/* The offset in fd (size bytes) where its last n lines begin. */
+static off_t tail_start(int fd, off_t size, long n)
+{
+    char *buf = malloc(TAIL_CHUNK);
+    off_t pos = size, floor = size > TAIL_MAX ? size - TAIL_MAX : 0;
+    long lines = 0;
+    if (n <= 0) {
+        free(buf);
+        return size;
+    }
+    while (buf && pos > floor) {
+        size_t len = pos - floor < TAIL_CHUNK ? (size_t)(pos - floor) : TAIL_CHUNK;
+        ssize_t got = pread(fd, buf, len, pos - (off_t)len);
+        if (got != (ssize_t)len)
+            break;
+        for (ssize_t i = got - 1; i >= 0; i--) {
+            /* the last byte's newline ends the last line; it starts none */
+            if (buf[i] == '\n' && pos - (off_t)len + i != size - 1 && ++lines == n) {
+                free(buf);
+                return pos - (off_t)len + i + 1;
+            }
+        }
+        pos -= (off_t)len;
+    }
+    free(buf);
+    return pos;
+}
+
+/* Copy fd from off to its end onto out; returns the new offset. */
+static off_t copy_out(int fd, off_t off, FILE *out)
+{
+    char buf[8192];
+    ssize_t got;
+    while ((got = pread(fd, buf, sizeof buf, off)) > 0) {
+        fwrite(buf, 1, (size_t)got, out);
+        off += got;
+    }
+    fflush(out);
+    return off;
+}
+
+int cli_log_tail(const char *path, long n, FILE *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    copy_out(fd, tail_start(fd, st.st_size, n), out);
+    close(fd);
+    return 0;
+}
+
+/* tail -F: print what is appended to path until interrupted; a log cut
+ * short is read again from its start, one replaced (a new inode) is
+ * reopened. */
+static int follow(const char *path, long n)
+{
+    struct timespec tick = {0, FOLLOW_POLL_MS * 1000000L};
+    int fd = -1;
+    off_t off = 0;
+    ino_t ino = 0;
+    for (;;) {
+        struct stat st, now;
+        if (fd < 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && fstat(fd, &st) == 0) {
+            off = n >= 0 ? tail_start(fd, st.st_size, n) : 0;
+            ino = st.st_ino;
+            n = -1; /* a reopened log is read from its start */
+        }
+        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size < off)
+            off = 0;
+        if (fd >= 0)
+            off = copy_out(fd, off, stdout);
+        if (ferror(stdout))
+            return 1;
+        if (fd >= 0 && (stat(path, &now) < 0 || now.st_ino != ino)) {
+            close(fd);
+            fd = -1;
+        }
+        nanosleep(&tick, NULL);
+    }
+}
+
+static const char *or_dash(json_t *s)
+{
+    return json_is_string(s) ? json_string_value(s) : "-";
+}
+
+/* The one log sel names, into path. Returns 0, or the exit status after
+ * saying why there is none (nothing registered, several, no log). */
+static int pick_log(const struct cli_server_args *a, char *path, size_t len)
+{
+    char err[PATH_MAX + 256];
+    json_t *found = cli_servers_matching(a, err, sizeof err), *e;
+    size_t i;
+    if (!found) {
+        fprintf(stderr, "wtproxy logs: %s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    if (json_array_size(found) == 0) {
+        fprintf(stderr, "wtproxy logs: no server of %s%s%s is registered (see wtproxy ls); "
+                "start one: wtproxy run -- CMD {port}\n", a->worktree,
+                a->service ? " with service " : "", a->service ? a->service : "");
+        rc = 1;
+    } else if (json_array_size(found) > 1) {
+        fprintf(stderr, "wtproxy logs: %s has %zu servers; choose one with --service NAME or "
+                "--front PORT:\n", a->worktree, json_array_size(found));
+        json_array_foreach(found, i, e)
+            fprintf(stderr, "  front %lld service %s: %s\n",
+                    json_integer_value(json_object_get(e, "front")),
+                    or_dash(json_object_get(e, "service")), or_dash(json_object_get(e, "command")));
+        rc = 2;
+    } else if (!json_string_value(json_object_get(json_array_get(found, 0), "log"))) {
+        fprintf(stderr, "wtproxy logs: %s's server (%s) was registered with wtproxy register: "
+                "its output goes wherever it was started; run it with wtproxy run -- CMD "
+                "{port} to get a log\n", a->worktree,
+                json_string_value(json_object_get(json_array_get(found, 0), "command")));
+        rc = 1;
+    } else {
+        snprintf(path, len, "%s",
+                 json_string_value(json_object_get(json_array_get(found, 0), "log")));
+    }
+    json_decref(found);
+    return rc;
+}
+
+int cli_logs_main(int argc, char **argv)
+{
+    struct cli_server_args a = {0};
+    const char *linesv = NULL;
+    int follow_on = 0;
+    long lines = DEFAULT_LINES;
+    char err[PATH_MAX + 256], path[PATH_MAX];
+    /* -n N and -f, as tail has them */
+    for (int i = 1; i < argc; i++)
+        argv[i] = strcmp(argv[i], "-n") == 0 ? "--lines"
+                  : strcmp(argv[i], "-f") == 0 ? "--follow" : argv[i];
+    const struct cli_opt extra[] = {{"lines", &linesv, NULL}, {"follow", NULL, &follow_on},
+                                    {NULL, NULL, NULL}};
+    int r = cli_server_args(argc, argv, &a, extra, err, sizeof err);
+    if (r > 0)
+        return CLI_HELP;
+    if (r == 0 && linesv && cli_number(linesv, 0, 1000000, &lines) < 0) {
+        snprintf(err, sizeof err, "-n takes a number of lines, not \"%s\"", linesv);
+        r = -1;
+    }
+    if (r < 0) {
+        fprintf(stderr, "wtproxy logs: %s (see wtproxy logs --help)\n", err);
+        return 2;
+    }
+    if ((r = pick_log(&a, path, sizeof path)) != 0)
+        return r;
+    if (follow_on)
+        return follow(path, lines);
+    if (cli_log_tail(path, lines, stdout) < 0) {
+        fprintf(stderr, "wtproxy logs: cannot read %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,147 @@
+/* restart.c - `wtproxy restart` and `wtproxy stop` [WORKTREE] [--service S]
+ * [--front F]: the daemon's restart and stop ops (registry/PROTOCOL.md),
+ * then a wait until what they asked for happened, since the wrapper acts
+ * on its signal in its own time: restarted servers ready again, stopped
+ * ones gone. A server that does not come back is named with its log's
+ * last lines, the reason it did not. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "registry.h"
+
+#define RESTART_WAIT_MS 60000 /* a dev server's start (Django's checks, Vite's deps) */
+#define STOP_WAIT_MS (WTP_RESTART_STOP_MS + 5000) /* the wrapper's grace, and its exit */
+#define POLL_MS 100
+#define FAIL_LINES 20 /* of the log, when a server did not come back */
+
+/* The entry of a's current list with e's front and worktree, or NULL. */
+static json_t *find_entry(json_t *list, json_t *e)
+{
+    json_t *x;
+    size_t i;
+    json_array_foreach(list, i, x)
+        if (json_integer_value(json_object_get(x, "front")) ==
+            json_integer_value(json_object_get(e, "front")))
+            return x;
+    return NULL;
+}
+
+static const char *str(json_t *e, const char *key)
+{
+    const char *s = json_string_value(json_object_get(e, key));
+    return s ? s : "";
+}
+
+/* e did not come back (why); say so with the last lines of its log. */
+static void report_dead(json_t *e, const char *why)
+{
+    const char *log = str(e, "log");
+    fprintf(stderr, "wtproxy restart: %s's server on front %lld (%s) did not come back: %s\n",
+            str(e, "worktree"), json_integer_value(json_object_get(e, "front")),
+            str(e, "command"), why);
+    if (!log[0])
+        return;
+    fprintf(stderr, "its log, %s, ends with:\n", log);
+    fflush(stderr);
+    if (cli_log_tail(log, FAIL_LINES, stderr) < 0)
+        fprintf(stderr, "(cannot read it)\n");
+    fprintf(stderr, "read it all: wtproxy logs %s --front %lld\n", str(e, "worktree"),
+            json_integer_value(json_object_get(e, "front")));
+}
+
+/* Poll until every entry of asked is ready again (restart) or gone
+ * (stop), or wait_ms pass. Returns the exit status, having said what
+ * happened. */
+static int await(const struct cli_server_args *a, json_t *asked, int restart, long wait_ms)
+{
+    struct timespec tick = {0, POLL_MS * 1000000L};
+    char err[PATH_MAX + 256];
+    for (long waited = 0;; waited += POLL_MS) {
+        json_t *now = cli_servers_matching(a, err, sizeof err), *e;
+        size_t i, pending = 0;
+        int rc = 0;
+        if (!now) {
+            fprintf(stderr, "wtproxy: %s\n", err);
+            return 1;
+        }
+        json_array_foreach(asked, i, e) {
+            json_t *x = find_entry(now, e);
+            if (restart && (!x || json_integer_value(json_object_get(x, "pid")) !=
+                                      json_integer_value(json_object_get(e, "pid")))) {
+                report_dead(e, "it exited (its wrapper unregistered it)");
+                rc = 1;
+            } else if (restart ? strcmp(str(x, "state"), "ready") != 0 : x != NULL) {
+                pending++;
+            }
+        }
+        json_decref(now);
+        if (rc || !pending)
+            return rc;
+        if (waited >= wait_ms) {
+            json_array_foreach(asked, i, e)
+                if (restart) {
+                    char why[80];
+                    snprintf(why, sizeof why, "it did not listen within %ld s", wait_ms / 1000);
+                    report_dead(e, why);
+                }
+                else
+                    fprintf(stderr, "wtproxy stop: %s's server on front %lld is still registered "
+                            "after %ld s; see wtproxy ls\n", str(e, "worktree"),
+                            json_integer_value(json_object_get(e, "front")), wait_ms / 1000);
+            return 1;
+        }
+        nanosleep(&tick, NULL);
+    }
+}
+
+/* restart or stop: ask the daemon, wait, say what happened. */
+static int act(int argc, char **argv, const char *op, const char *key)
+{
+    struct cli_server_args a = {0};
+    char err[PATH_MAX + 256];
+    int r = cli_server_args(argc, argv, &a, NULL, err, sizeof err);
+    if (r > 0)
+        return CLI_HELP;
+    if (r < 0) {
+        fprintf(stderr, "wtproxy %s: %s (see wtproxy %s --help)\n", op, err, op);
+        return 2;
+    }
+    json_t *reply, *e, *req = cli_server_request(op, &a);
+    r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
+    json_decref(req);
+    if (r < 0) {
+        if (!req)
+            snprintf(err, sizeof err, "out of memory");
+        fprintf(stderr, "wtproxy %s: %s\n", op, err);
+        return 1;
+    }
+    if (!json_is_true(json_object_get(reply, "ok"))) {
+        r = cli_report(reply);
+        json_decref(reply);
+        return r;
+    }
+    int restart = strcmp(op, "restart") == 0;
+    json_t *asked = json_object_get(reply, key);
+    r = await(&a, asked, restart, restart ? RESTART_WAIT_MS : STOP_WAIT_MS);
+    size_t i;
+    json_array_foreach(asked, i, e)
+        if (r == 0)
+            printf("wtproxy: %s's server on front %lld %s\n", str(e, "worktree"),
+                   json_integer_value(json_object_get(e, "front")),
+                   restart ? "restarted and ready" : "stopped");
+    json_decref(reply);
+    return r;
+}
+
+int cli_restart_main(int argc, char **argv)
+{
+    return act(argc, argv, "restart", "restarted");
+}
+
+int cli_stop_main(int argc, char **argv)
+{
+    return act(argc, argv, "stop", "stopped");
+}

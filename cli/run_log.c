@@ -1,0 +1,202 @@
+/* run_log.c - the log of a `wtproxy run` server: every server has one, so
+ * that `wtproxy logs`, the dashboard and agents can read what it printed.
+ *
+ * When the wrapper's stdout is already a regular file (an on-demand start
+ * writes to $XDG_STATE_HOME/wtproxy/servers/<name>.log), that file is the
+ * log and nothing changes. Otherwise CMD's stdout and stderr go to two
+ * pipes that a thread of the wrapper relays to the wrapper's own stdout and
+ * stderr, as before (a terminal, Playwright's webServer), and appends to
+ * servers/<folder>-<front>[-<service>].log. The thread blocks every
+ * signal: they stay the main thread's, whose waitpid they must interrupt. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry.h"
+
+#define RELAY_CHUNK 16384 /* bytes moved per read */
+#define DRAIN_MS 500      /* what CMD wrote last may take this long to arrive at exit */
+
+/* Write all of buf to fd; a reader that went (EPIPE) or another error
+ * makes fd -1: the log goes on without it. */
+static void put(int *fd, const char *buf, size_t n)
+{
+    while (*fd >= 0 && n > 0) {
+        ssize_t w = write(*fd, buf, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            *fd = -1;
+            return;
+        }
+        buf += w;
+        n -= (size_t)w;
+    }
+}
+
+/* The relay: both pipes to the wrapper's stdout/stderr and to the log,
+ * until both reach end of file (every writer, CMD's whole tree and the
+ * wrapper, closed them). */
+static void *relay(void *arg)
+{
+    struct cli_run_log *l = arg;
+    char *buf = l->buf;
+    int to[2] = {STDOUT_FILENO, STDERR_FILENO};
+    struct pollfd p[2] = {{l->out[0], POLLIN, 0}, {l->err[0], POLLIN, 0}};
+    while (p[0].fd >= 0 || p[1].fd >= 0) {
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (p[i].fd < 0 || !p[i].revents)
+                continue;
+            ssize_t n = read(p[i].fd, buf, RELAY_CHUNK);
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+                p[i].fd = -1; /* poll skips negative fds */
+                continue;
+            }
+            put(&to[i], buf, n > 0 ? (size_t)n : 0);
+            put(&l->fd, buf, n > 0 ? (size_t)n : 0);
+        }
+    }
+    l->done = 1;
+    return NULL;
+}
+
+/* Whether fd 1 is a regular file; its path into l->path then. */
+static int stdout_is_file(struct cli_run_log *l)
+{
+    struct stat st;
+    ssize_t n;
+    if (fstat(STDOUT_FILENO, &st) < 0 || !S_ISREG(st.st_mode) ||
+        (n = readlink("/proc/self/fd/1", l->path, sizeof l->path - 1)) <= 0 ||
+        l->path[0] != '/')
+        return 0;
+    l->path[n] = '\0';
+    return 1;
+}
+
+/* Open servers/<folder>-<front>[-<service>].log for appending. */
+static int open_file(struct cli_run_log *l, const char *worktree, int front, const char *service,
+                     char *err, size_t errlen)
+{
+    char dir[PATH_MAX - 128];
+    if (reg_state_dir(dir, sizeof dir, err, errlen) < 0)
+        return -1;
+    const char *name = strrchr(worktree, '/');
+    name = name && name[1] ? name + 1 : worktree;
+    size_t len = strlen(dir);
+    snprintf(dir + len, sizeof dir - len, "/servers");
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(l->path, sizeof l->path, "%s/%.64s-%d%s%s.log", dir, name, front,
+             service ? "-" : "", service ? service : "");
+    l->fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (l->fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", l->path, strerror(errno));
+        l->path[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+/* Start the relay thread with every signal blocked in it. Its buffer is
+ * allocated here: the thread never allocates, so a fork (a restart) never
+ * copies a malloc lock it holds. */
+static int start_relay(struct cli_run_log *l, char *err, size_t errlen)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    if (!(l->buf = malloc(RELAY_CHUNK))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (pipe2(l->out, O_CLOEXEC) < 0 || pipe2(l->err, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int r = pthread_create(&l->thread, NULL, relay, l);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r != 0) {
+        snprintf(err, errlen, "cannot start the log relay: %s", strerror(r));
+        return -1;
+    }
+    l->relaying = 1;
+    return 0;
+}
+
+int cli_run_log_open(struct cli_run_log *l, const char *worktree, int front, const char *service)
+{
+    char err[PATH_MAX + 128];
+    *l = (struct cli_run_log){.out = {-1, -1}, .err = {-1, -1}, .fd = -1};
+    if (stdout_is_file(l))
+        return 0;
+    if (open_file(l, worktree, front, service, err, sizeof err) < 0 ||
+        start_relay(l, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: warning: the server's output is not logged: %s\n", err);
+        cli_run_log_close(l);
+        return -1;
+    }
+    char stamp[64];
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime(&now));
+    dprintf(l->fd, "--- wtproxy run, %s ---\n", stamp);
+    /* Python buffers a pipe's output by blocks: the log would lag. */
+    setenv("PYTHONUNBUFFERED", "1", 0);
+    return 0;
+}
+
+void cli_run_log_child(const struct cli_run_log *l)
+{
+    if (l->relaying && (dup2(l->out[1], STDOUT_FILENO) < 0 || dup2(l->err[1], STDERR_FILENO) < 0))
+        _exit(1);
+}
+
+void cli_run_log_note(const struct cli_run_log *l, const char *line)
+{
+    if (l->relaying && l->fd >= 0)
+        dprintf(l->fd, "%s\n", line);
+}
+
+void cli_run_log_close(struct cli_run_log *l)
+{
+    int fds[4] = {l->out[1], l->err[1], -1, -1};
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (l->relaying) {
+        /* CMD's tree has ended: its last words arrive within DRAIN_MS,
+         * unless a process it left behind holds the pipes. */
+        struct timespec tick = {0, 10 * 1000000L};
+        for (int waited = 0; !l->done && waited < DRAIN_MS; waited += 10)
+            nanosleep(&tick, NULL);
+        if (l->done)
+            pthread_join(l->thread, NULL);
+        else
+            pthread_detach(l->thread);
+    }
+    if (l->done || !l->relaying) {
+        fds[2] = l->out[0];
+        fds[3] = l->err[0];
+        if (l->fd >= 0)
+            close(l->fd);
+    }
+    for (int i = 2; i < 4; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (l->done || !l->relaying)
+        free(l->buf); /* else the detached thread still reads into it */
+    l->buf = NULL;
+    l->relaying = 0;
+}

@@ -1,0 +1,257 @@
+/* ops_servers.c - the control ops that act on a worktree's running
+ * servers: restart, stop and start (registry/PROTOCOL.md, "Ops of the layer
+ * above"), for `wtproxy restart/stop`, the dashboard's buttons and
+ * `wtproxy mcp`. A server can be restarted or stopped only through its
+ * `wtproxy run` wrapper (every on-demand server has one): the wrapper owns
+ * the server's process tree, its port and its registration, so a signal to
+ * it is all the daemon sends, and nothing here waits. */
+#include "ops.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host.h"
+#include "ondemand.h"
+#include "server.h"
+
+#define MAX_MATCHES 64 /* registrations of one worktree acted on at once */
+
+/* What a request selects: its worktree, and optionally a service and a front. */
+struct selector {
+    const char *worktree, *service;
+    int front; /* 0: any */
+};
+
+static json_t *fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static json_t *fail(const char *code, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
+}
+
+/* Read req's selectors into sel. Returns NULL, or the bad-request reply. */
+static json_t *read_selector(const char *op, json_t *req, struct selector *sel)
+{
+    json_t *wt = json_object_get(req, "worktree"), *sv = json_object_get(req, "service"),
+           *fr = json_object_get(req, "front");
+    if (!json_is_string(wt) || json_string_value(wt)[0] != '/' || (sv && !json_is_string(sv)) ||
+        (fr && (!json_is_integer(fr) || json_integer_value(fr) < 1 ||
+                json_integer_value(fr) > 65535)))
+        return fail("bad-request", "%s takes \"worktree\" (an absolute path), and optionally "
+                    "\"service\" (a name) and \"front\" (a port)", op);
+    sel->worktree = json_string_value(wt);
+    sel->service = sv ? json_string_value(sv) : NULL;
+    sel->front = fr ? (int)json_integer_value(fr) : 0;
+    return NULL;
+}
+
+static int selects(const struct selector *sel, const struct reg_backend *b)
+{
+    return b->state != REG_DEAD && strcmp(b->worktree, sel->worktree) == 0 &&
+           (!sel->service || strcmp(b->service, sel->service) == 0) &&
+           (!sel->front || b->front == sel->front);
+}
+
+/* "front 8000 (service api), front 8001" : what is registered for the
+ * worktree, for a not-found message; "nothing" when none. */
+static void describe_worktree(struct reg_table *t, const char *wt, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; t && i < reg_table_count(t) && used < len; i++) {
+        const struct reg_backend *b = reg_table_at(t, i);
+        if (b->state == REG_DEAD || strcmp(b->worktree, wt) != 0)
+            continue;
+        int n = snprintf(out + used, len - used, "%sfront %d%s%s%s", used ? ", " : "", b->front,
+                         b->service[0] ? " (service " : "", b->service,
+                         b->service[0] ? ")" : "");
+        used = n < 0 ? len : used + (size_t)n;
+    }
+    if (!out[0])
+        snprintf(out, len, "nothing");
+}
+
+/* Whether pid runs the daemon's own executable (a wtproxy renamed or
+ * outside PATH, as tests and packagers have it). */
+static int same_exe(pid_t pid)
+{
+    char path[64];
+    struct stat mine, theirs;
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    return stat("/proc/self/exe", &mine) == 0 && stat(path, &theirs) == 0 &&
+           mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+}
+
+/* Whether b's pid is (still) a `wtproxy run` wrapper: the same process that
+ * registered (start time), whose command line is `wtproxy run ...` (argv[0]
+ * named wtproxy*, or the daemon's own executable: a wtproxy rebuilt since
+ * the wrapper started is still named so). Small /proc reads: fine on the
+ * loop. */
+static int is_wrapper(const struct reg_backend *b)
+{
+    char path[64], cmd[PATH_MAX];
+    if (b->pid <= 0 || (b->pid_start && host_pid_start(b->pid) != b->pid_start))
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)b->pid);
+    ssize_t n = host_read_small_file(path, cmd, sizeof cmd - 1);
+    if (n <= 0)
+        return 0;
+    cmd[n] = '\0';
+    const char *base = strrchr(cmd, '/');
+    base = base ? base + 1 : cmd;
+    size_t arg0 = strlen(cmd) + 1;
+    return (size_t)n > arg0 && strcmp(cmd + arg0, "run") == 0 &&
+           (strncmp(base, "wtproxy", 7) == 0 || same_exe(b->pid));
+}
+
+/* Collect the caller's registrations sel selects into out. Returns how
+ * many, or -1 with *reply the refusal: none (not-found, naming what is
+ * registered), another uid's (not-permitted), one without a wrapper
+ * (not-restartable, naming it and what to do). */
+static int collect(struct proxy_server *s, uid_t uid, const char *op,
+                   const struct selector *sel, struct reg_backend **out, json_t **reply)
+{
+    struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
+    int n = 0;
+    for (size_t i = 0; t && i < reg_table_count(t) && n < MAX_MATCHES; i++) {
+        struct reg_backend *b = reg_table_at(t, i);
+        if (!selects(sel, b))
+            continue;
+        if (uid != 0 && b->uid != uid) {
+            *reply = fail("not-permitted", "%s's server on front %d belongs to uid %u; only "
+                          "its owner (or root) may %s it", sel->worktree, b->front,
+                          (unsigned)b->uid, op);
+            return -1;
+        }
+        if (!is_wrapper(b)) {
+            *reply = fail("not-restartable", "%s's server on front %d (pid %d, %s) was "
+                          "registered with wtproxy register, not started by wtproxy run: "
+                          "wtproxy cannot %s it; %s it yourself, or start it with "
+                          "`wtproxy run -- CMD {port}` next time", sel->worktree, b->front,
+                          (int)b->pid, b->command, op, op);
+            return -1;
+        }
+        out[n++] = b;
+    }
+    if (n == 0) {
+        char have[1024];
+        describe_worktree(t, sel->worktree, have, sizeof have);
+        *reply = fail("not-found", "no server of %s%s%s matches; registered for it: %s (see "
+                      "wtproxy ls)", sel->worktree, sel->service ? " with service " : "",
+                      sel->service ? sel->service : "", have);
+        return -1;
+    }
+    return n;
+}
+
+/* Mark b restarting through the registry's own op, so that requests wait
+ * for it and a waiting `wtproxy restart` sees it leave ready at once. */
+static void mark_restarting(struct proxy_server *s, uid_t uid, const struct reg_backend *b)
+{
+    json_t *req = json_pack("{s:s, s:i, s:s}", "op", "restarting", "front", b->front,
+                            "worktree", b->worktree);
+    char *line = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    free(line ? reg_server_request(s->reg, uid, line, strlen(line)) : NULL);
+    free(line);
+    json_decref(req);
+}
+
+/* restart and stop: signal every selected wrapper, answer the entries. */
+static json_t *signal_op(struct proxy_server *s, uid_t uid, json_t *req, const char *op,
+                         int sig, const char *key)
+{
+    struct selector sel;
+    struct reg_backend *found[MAX_MATCHES];
+    json_t *reply = read_selector(op, req, &sel);
+    int n = reply ? -1 : collect(s, uid, op, &sel, found, &reply);
+    if (n < 0)
+        return reply;
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) {
+        if (sig == SIGUSR1)
+            mark_restarting(s, uid, found[i]);
+        kill(found[i]->pid, sig);
+        proxy_log("%s %s's server on front %d (wrapper pid %d), asked by uid %u",
+                  sig == SIGUSR1 ? "restarting" : "stopping", found[i]->worktree,
+                  found[i]->front, (int)found[i]->pid, (unsigned)uid);
+        json_array_append_new(list, reg_backend_to_json(found[i]));
+    }
+    return json_pack("{s:b, s:o}", "ok", 1, key, list);
+}
+
+json_t *proxy_op_restart(struct proxy_server *s, uid_t uid, json_t *req)
+{
+    return signal_op(s, uid, req, "restart", SIGUSR1, "restarted");
+}
+
+json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req)
+{
+    return signal_op(s, uid, req, "stop", SIGTERM, "stopped");
+}
+
+/* The front port of the service name that worktree's .wtproxy declares;
+ * 0 when none (no file, a bad one, no such service). */
+static int service_front(struct proxy_server *s, const char *worktree, const char *name)
+{
+    json_t *d = ondemand_services(s, worktree), *svc;
+    size_t i;
+    int front = 0;
+    json_array_foreach(json_object_get(d, "services"), i, svc) {
+        const char *n = json_string_value(json_object_get(svc, "name"));
+        if (n && strcmp(n, name) == 0)
+            front = (int)json_integer_value(json_object_get(svc, "front"));
+    }
+    json_decref(d);
+    return front;
+}
+
+json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req)
+{
+    struct selector sel;
+    json_t *reply = read_selector("start", req, &sel);
+    if (reply)
+        return reply;
+    char real[PATH_MAX], err[1024] = "";
+    if (!realpath(sel.worktree, real))
+        return fail("not-found", "the folder %s does not exist", sel.worktree);
+    int front = sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT;
+    if (sel.service && !(front = service_front(s, real, sel.service)))
+        return fail("not-declared", "%s's .wtproxy declares no service `%s` (wtproxy mcp's "
+                    "servers tool, or the dashboard, lists the declared ones)", real, sel.service);
+    /* The server would run as the daemon's user. */
+    if (uid != 0 && uid != geteuid())
+        return fail("not-permitted", "this daemon runs as uid %u: it starts servers for that "
+                    "user only; start yours with wtproxy run", (unsigned)geteuid());
+    struct selector running = {real, NULL, front};
+    struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
+    for (size_t i = 0; t && i < reg_table_count(t); i++)
+        if (selects(&running, reg_table_at(t, i))) /* started some other way, or by us */
+            return json_pack("{s:b, s:s, s:i, s:b, s:o}", "ok", 1, "worktree", real, "front",
+                             front, "running", 1, "entry",
+                             reg_backend_to_json(reg_table_at(t, i)));
+    int rc = !s->ondemand ? -1
+             : sel.service ? ondemand_ensure(s->ondemand, real, sel.service, err, sizeof err)
+                           : ondemand_ensure_front(s->ondemand, real, front, err, sizeof err);
+    if (rc < 0 && err[0])
+        return fail("bad-wtproxy-file", "%s", err);
+    if (rc < 0)
+        return fail("not-declared", "%s declares no server for front %d: add `start = CMD "
+                    "{port}` and `front = %d` to the .wtproxy at its repository's root, or "
+                    "run one: wtproxy run --front %d -- CMD {port}", real, front, front, front);
+    char log[PATH_MAX];
+    log[0] = '\0';
+    ondemand_exited(s->ondemand, real, front, log, sizeof log);
+    return json_pack("{s:b, s:s, s:i, s:b, s:s}", "ok", 1, "worktree", real, "front", front,
+                     "running", 0, "log", log);
+}

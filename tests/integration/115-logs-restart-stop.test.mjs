@@ -1,0 +1,141 @@
+// 115: `wtproxy logs`, `wtproxy restart` and `wtproxy stop` on a worktree's
+// server started by `wtproxy run`: the wrapper keeps the server's output
+// on its own stdout AND in a log the registration names; restart gives a
+// new server on the same port behind the same wrapper; stop ends the
+// server's tree, its registration, and a response still streaming from it;
+// a server not started by wtproxy run, a worktree with nothing registered
+// and a server that will not come back are refused or reported with what
+// to do (and the log's last lines).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { makeWorktrees, startDaemon, cli, cliEnv, lsJson, getWorktree, waitFor, pidAlive, sleeper } from './lib/registry.mjs';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+import { runServer, ready } from './lib/ctl.mjs';
+
+test('logs: the output is relayed and logged; -n; -f follows', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  const run = runServer(t, tmp, tmp.wt.a, px.port);
+  const e = await ready(tmp, tmp.wt.a);
+  assert.ok(e.log && e.log.startsWith(path.join(process.env.XDG_STATE_HOME, 'wtproxy', 'servers')), JSON.stringify(e));
+  // Still on the wrapper's stdout, as a terminal or Playwright's webServer reads it.
+  await waitFor(() => /ctl-server \d+ starting <script>/.test(run.out.stdout), 5000, 'relayed stdout');
+  const logs = await cli(tmp, ['logs'], { cwd: tmp.wt.a });
+  assert.equal(logs.code, 0, logs.stderr);
+  assert.match(logs.stdout, /ctl-server \d+ starting <script>alert\(1\)<\/script>/);
+  assert.equal((await getWorktree(px.port, tmp.wt.a, '/hello')).status, 200);
+  await waitFor(async () => /request 1 \/hello/.test((await cli(tmp, ['logs', tmp.wt.a, '-n', '1'])).stdout), 5000, 'the request logged');
+  const last = await cli(tmp, ['logs', tmp.wt.a, '-n', '1']);
+  assert.equal(last.stdout.trim().split('\n').length, 1, last.stdout);
+
+  const follow = spawn(wtproxyBin, ['logs', '-f', '-n', '0'], { cwd: tmp.wt.a, env: { ...process.env, ...cliEnv(tmp) } });
+  t.after(() => follow.kill('SIGKILL'));
+  let followed = '';
+  follow.stdout.on('data', (d) => { followed += d; });
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal((await getWorktree(px.port, tmp.wt.a, '/followed')).status, 200);
+  await waitFor(() => /request 2 \/followed/.test(followed), 5000, 'logs -f printed the new line');
+  assert.doesNotMatch(followed, /request 1 /, '-n 0 printed old lines');
+  follow.kill('SIGINT');
+
+  const usage = await cli(tmp, ['logs', '--front', 'x'], { cwd: tmp.wt.a });
+  assert.equal(usage.code, 2);
+});
+
+test('restart: a new server behind the same wrapper, ready again', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  runServer(t, tmp, tmp.wt.a, px.port);
+  const before = await ready(tmp, tmp.wt.a);
+  const first = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body);
+  const r = await cli(tmp, ['restart'], { cwd: tmp.wt.a, ms: 30000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /restarted and ready/);
+  const [after] = await lsJson(tmp);
+  assert.equal(after.state, 'ready');
+  assert.equal(after.pid, before.pid, 'the wrapper is the same');
+  assert.equal(after.port, before.port, 'the port is the same');
+  const second = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body);
+  assert.notEqual(second.pid, first.pid, 'the server is new');
+  assert.equal(pidAlive(first.pid), false, 'the old server still runs');
+  // The restart is in the log too.
+  assert.match((await cli(tmp, ['logs', tmp.wt.a])).stdout, /wtproxy: the daemon asked to restart .*: restarting it/);
+});
+
+test('refusals: not started by wtproxy run, nothing registered, a bad service', async (t) => {
+  const tmp = makeWorktrees(t, ['b', 'c']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  const sl = sleeper(t);
+  const reg = await cli(tmp, ['register', '--port', '45999', '--pid', String(sl.pid), '--front', String(px.port)], { cwd: tmp.wt.b });
+  assert.equal(reg.code, 0, reg.stderr);
+  for (const cmd of ['restart', 'stop']) {
+    const r = await cli(tmp, [cmd], { cwd: tmp.wt.b });
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, /wtproxy register, not started by wtproxy run/, r.stderr);
+    assert.match(r.stderr, /wtproxy run -- CMD/);
+  }
+  assert.ok(pidAlive(sl.pid), 'the registered process was signalled');
+  assert.equal((await lsJson(tmp)).length, 1);
+  const logs = await cli(tmp, ['logs'], { cwd: tmp.wt.b });
+  assert.equal(logs.code, 1);
+  assert.match(logs.stderr, /registered with wtproxy register/);
+
+  const none = await cli(tmp, ['restart', tmp.wt.c]);
+  assert.equal(none.code, 1);
+  assert.match(none.stderr, /no server of .*wt-c matches; registered for it: nothing/, none.stderr);
+  const svc = await cli(tmp, ['stop', '--service', 'api'], { cwd: tmp.wt.b });
+  assert.equal(svc.code, 1);
+  assert.match(svc.stderr, /with service api matches; registered for it: front \d+/, svc.stderr);
+  const bad = await cli(tmp, ['stop', '--service', 'Bad Name'], { cwd: tmp.wt.b });
+  assert.equal(bad.code, 2);
+});
+
+test('a server that will not come back: exit 1, its log named with its last lines', async (t) => {
+  const tmp = makeWorktrees(t, ['d']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  const marker = path.join(tmp.root, 'ran-once');
+  const run = runServer(t, tmp, tmp.wt.d, px.port, ['--once', marker]);
+  const e = await ready(tmp, tmp.wt.d);
+  const r = await cli(tmp, ['restart'], { cwd: tmp.wt.d, ms: 30000 });
+  assert.equal(r.code, 1, r.stdout);
+  assert.match(r.stderr, /did not come back/);
+  assert.ok(r.stderr.includes(`its log, ${e.log}, ends with:`), r.stderr);
+  assert.match(r.stderr, /ctl-server: giving up: .*ran-once says I ran before/);
+  const { code } = await run.exited;
+  assert.equal(code, 3, 'the wrapper passes on the server\'s status');
+  assert.equal((await lsJson(tmp)).length, 0);
+});
+
+test('stop: the tree ends, the entry goes, a streaming response ends cleanly', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  const run = runServer(t, tmp, tmp.wt.a, px.port);
+  await ready(tmp, tmp.wt.a);
+  const serverPid = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body).pid;
+  // A response in flight: a chunked body that never ends on its own.
+  const stream = { body: '', ended: false, closed: false, error: null };
+  const done = new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port: px.port, path: '/stream', agent: false,
+      headers: { 'X-Wtproxy-Worktree': tmp.wt.a } }, (res) => {
+      res.on('data', (d) => { stream.body += d; });
+      res.on('end', () => { stream.ended = true; resolve(); });
+      res.on('aborted', () => { stream.closed = true; resolve(); });
+      res.on('close', () => { stream.closed = true; resolve(); });
+      res.on('error', (e) => { stream.error = e; resolve(); });
+    });
+    req.on('error', (e) => { stream.error = e; resolve(); });
+  });
+  await waitFor(() => stream.body.split('tick').length > 3, 5000, 'the stream flows');
+  const r = await cli(tmp, ['stop'], { cwd: tmp.wt.a, ms: 30000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /stopped/);
+  await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error('the streaming client was left hanging')), 10000))]);
+  assert.ok(stream.ended || stream.closed, JSON.stringify(stream).slice(0, 200));
+  assert.equal((await lsJson(tmp)).length, 0);
+  assert.equal(pidAlive(serverPid), false, 'the server still runs');
+  const { code, signal } = await run.exited;
+  assert.ok(code !== null || signal, 'the wrapper exited');
+});
