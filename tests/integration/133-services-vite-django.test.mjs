@@ -206,6 +206,19 @@ test('Vite + Django in three worktrees: each page\'s /api reaches its own worktr
   await waitFor(async () => (await lsJson(tmp)).length === 0, 10000, 'the servers stopped');
   const stopped = await control(tmp, { op: 'services', worktree: wt.b });
   assert.deepEqual(stopped.services.map((s) => s.running), [false, false], 'declared, not running');
+
+  // the start op (the dashboard's Start, mcp) starts a declared service and the one it needs
+  const unknown = await control(tmp, { op: 'start', worktree: wt.b, service: 'nope' });
+  assert.equal(unknown.error, 'not-declared', JSON.stringify(unknown));
+  const started = await control(tmp, { op: 'start', worktree: wt.b, service: 'web' });
+  assert.equal(started.ok, true, JSON.stringify(started));
+  assert.equal(started.front, webFront);
+  await waitFor(async () => (await lsJson(tmp)).filter((e) => e.state === 'ready').length === 2, 90000,
+    'web, and the api it is started after, started by the start op');
+  const again = await lsJson(tmp);
+  assert.deepEqual(again.map((e) => e.service).sort(), ['api', 'web']);
+  for (const e of again) { try { process.kill(-e.pid, 'SIGTERM'); } catch { /* gone */ } }
+  await waitFor(async () => (await lsJson(tmp)).length === 0, 10000, 'the started servers stopped');
   sanitizerClean(assert, px.stderr());
 });
 
