@@ -39,17 +39,21 @@ enum { DASH_LOCAL = 1, DASH_FOREIGN_HOST };
 
 int dash_start(struct proxy_server *s)
 {
-    const char *names[WTP_MAX_LISTEN * 2];
-    for (int i = 0; i < s->nlisteners; i++)
-        names[i] = s->listeners[i].name;
-    if (s->reg)
-        reg_server_set_listen(s->reg, names, (size_t)s->nlisteners);
     s->handler = &dash_handler;
     if (dash_actions_init() < 0)
         proxy_log("the dashboard's actions are off: no random secret (RAND_bytes failed)");
     s->refusals = refusal_log_new();
     s->dash = s->refusals ? dash_events_new(s) : NULL;
     return s->refusals && s->dash ? 0 : -1;
+}
+
+void dash_listening(struct proxy_server *s)
+{
+    const char *names[WTP_MAX_LISTEN * 2];
+    for (int i = 0; i < s->nlisteners; i++)
+        names[i] = s->listeners[i].name;
+    if (s->reg)
+        reg_server_set_listen(s->reg, names, (size_t)s->nlisteners);
 }
 
 void dash_stop(struct proxy_server *s)
@@ -59,6 +63,7 @@ void dash_stop(struct proxy_server *s)
     s->dash = NULL;
     refusal_log_free(s->refusals);
     s->refusals = NULL;
+    dash_actions_end();
 }
 
 /* Whether the Host's name part is one only this machine resolves to us:

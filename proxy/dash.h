@@ -30,11 +30,14 @@ struct proxy_server;
 struct proxy_client;
 struct dash;
 
-/* Set up the refusal log and the event streams, install the dashboard's
- * handler, and tell the registry the listen addresses (the ping reply's
- * "listen", for `wtproxy dashboard`). Call once the listeners are open.
- * Returns 0, or -1 (out of memory: the daemon runs without a dashboard). */
+/* Set up the refusal log, the event streams and the actions' secret, and
+ * install the dashboard's handler: before the listeners open, since a
+ * request may arrive at once. Returns 0, or -1 (out of memory). */
 int dash_start(struct proxy_server *s);
+
+/* Tell the registry the listen addresses (the ping reply's "listen", for
+ * `wtproxy dashboard`), once the listeners are open. */
+void dash_listening(struct proxy_server *s);
 
 /* Close the event streams' timer and free what dash_start made (the
  * streams themselves are connections, closed with the others first). */
@@ -65,6 +68,9 @@ enum { DASH_CHECK_OK, DASH_CHECK_HOST, DASH_CHECK_ORIGIN, DASH_CHECK_FETCH_SITE,
 /* Draw the daemon's secret (RAND_bytes). Returns 0, or -1: no action
  * will pass then. */
 int dash_actions_init(void);
+
+/* Forget the secret and close what dash_actions_init opened. */
+void dash_actions_end(void);
 
 /* The action at sub ("/api/stop"), or -1 when sub is none. */
 int dash_action_index(const char *sub);

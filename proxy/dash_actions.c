@@ -88,6 +88,13 @@ int dash_actions_init(void)
     return 0;
 }
 
+void dash_actions_end(void)
+{
+    host_diag_close(diag);
+    diag = NULL;
+    OPENSSL_cleanse(token, sizeof token);
+}
+
 /* The uid of the process that holds c's client socket; -1 unknown. */
 static int client_uid(const struct proxy_client *c, uid_t *uid)
 {

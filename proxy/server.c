@@ -329,11 +329,13 @@ int proxy_serve(int argc, char **argv)
         fprintf(stderr, "wtproxy: cannot install signal handlers\n");
     } else if (open_registry(s, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: %s\n", err);
+    } else if (dash_start(s) < 0) { /* before the listeners: a request may come at once */
+        fprintf(stderr, "wtproxy: cannot start the dashboard at " WTP_DASH_PREFIX "/: out of "
+                        "memory\n");
     } else if (listener_open_all(s, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: %s\n", err);
     } else {
-        if (dash_start(s) < 0)
-            proxy_log("out of memory: the dashboard at " WTP_DASH_PREFIX "/ is not served");
+        dash_listening(s);
         if (!s->backend)
             proxy_log("no default backend: requests that name no registered worktree get 503");
         event_base_dispatch(s->base);
