@@ -204,8 +204,9 @@ test('Vite + Django in three worktrees: each page\'s /api reaches its own worktr
   }
   for (const e of entries) { try { process.kill(-e.pid, 'SIGTERM'); } catch { /* gone */ } }
   await waitFor(async () => (await lsJson(tmp)).length === 0, 10000, 'the servers stopped');
-  const stopped = await control(tmp, { op: 'services', worktree: wt.b });
-  assert.deepEqual(stopped.services.map((s) => s.running), [false, false], 'declared, not running');
+  // declared, not running, once the daemon has reaped the wrappers it started
+  await waitFor(async () => (await control(tmp, { op: 'services', worktree: wt.b })).services
+    .every((s) => !s.running), 10000, 'declared, not running');
 
   // the start op (the dashboard's Start, mcp) starts a declared service and the one it needs
   const unknown = await control(tmp, { op: 'start', worktree: wt.b, service: 'nope' });
