@@ -68,6 +68,11 @@ json_t *mcp_ask(json_t *req, json_t **fail);
 json_t *mcp_op(const char *op, const char *wt, json_t *args, const char *const *keys,
                json_t **fail);
 
+/* A tool that is one daemon op about the call's worktree (mcp_scope; acting
+ * as there): its reply without "ok", with "worktree", or the failure. */
+json_t *mcp_op_tool(struct mcp *m, json_t *args, int acting, const char *op,
+                    const char *const *keys);
+
 /* This machine's registrations of worktree (a new array), or NULL with
  * *fail set. */
 json_t *mcp_entries(const char *worktree, json_t **fail);

@@ -14,15 +14,8 @@
 
 json_t *mcp_tool_restart(struct mcp *m, json_t *args)
 {
-    char wt[PATH_MAX];
     static const char *const keys[] = {"service", "front", NULL};
-    json_t *fail = mcp_scope(m, args, 1, wt, sizeof wt);
-    json_t *reply = fail ? NULL : mcp_op("restart", wt, args, keys, &fail);
-    if (!reply)
-        return fail;
-    json_object_del(reply, "ok");
-    json_object_set_new(reply, "worktree", cli_json_text(wt, strlen(wt)));
-    return reply;
+    return mcp_op_tool(m, args, 1, "restart", keys);
 }
 
 /* The failure of a lease held by holder: whose it is, when it ends, and

@@ -69,15 +69,8 @@ json_t *mcp_tool_why(struct mcp *m, json_t *args)
 
 json_t *mcp_tool_refusals(struct mcp *m, json_t *args)
 {
-    char wt[PATH_MAX];
     static const char *const keys[] = {"limit", "after", NULL};
-    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt);
-    json_t *reply = fail ? NULL : mcp_op("refusals", wt, args, keys, &fail);
-    if (!reply)
-        return fail;
-    json_object_del(reply, "ok");
-    json_object_set_new(reply, "worktree", cli_json_text(wt, strlen(wt)));
-    return reply;
+    return mcp_op_tool(m, args, 0, "refusals", keys);
 }
 
 /* The one entry of entries that service and front (each may be NULL)

@@ -303,3 +303,16 @@ json_t *mcp_op(const char *op, const char *wt, json_t *args, const char *const *
     *fail = reply;
     return NULL;
 }
+
+json_t *mcp_op_tool(struct mcp *m, json_t *args, int acting, const char *op,
+                    const char *const *keys)
+{
+    char wt[PATH_MAX];
+    json_t *fail = mcp_scope(m, args, acting, wt, sizeof wt);
+    json_t *reply = fail ? NULL : mcp_op(op, wt, args, keys, &fail);
+    if (!reply)
+        return fail;
+    json_object_del(reply, "ok");
+    json_object_set_new(reply, "worktree", cli_json_text(wt, strlen(wt)));
+    return reply;
+}

@@ -211,15 +211,22 @@ static int ensure(struct ondemand *a, const char *worktree, const struct wtfile 
     return 0;
 }
 
+/* wtfile_read, a bad file said once in the daemon's output. */
+static int read_file(struct ondemand *a, const char *worktree, struct wtfile *f, char *err,
+                     size_t errlen)
+{
+    err[0] = '\0';
+    int rc = wtfile_read(worktree, f, err, errlen);
+    if (rc < 0)
+        report(a, err);
+    return rc;
+}
+
 int ondemand_ensure(struct ondemand *a, const char *worktree, const char *service, char *err,
                     size_t errlen)
 {
     struct wtfile f;
-    err[0] = '\0';
-    int rc = wtfile_read(worktree, &f, err, errlen);
-    if (rc < 0)
-        report(a, err);
-    if (rc != 0)
+    if (read_file(a, worktree, &f, err, errlen) != 0)
         return -1;
     const struct wtfile_service *s = wtfile_by_name(&f, service);
     if (!s) {
@@ -237,10 +244,7 @@ int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, c
                           size_t errlen)
 {
     struct wtfile f;
-    err[0] = '\0';
-    int rc = wtfile_read(worktree, &f, err, errlen);
-    if (rc < 0)
-        report(a, err);
+    int rc = read_file(a, worktree, &f, err, errlen);
     const struct wtfile_service *s = rc == 0 ? wtfile_by_front(&f, front) : NULL;
     return s ? ensure(a, worktree, &f, s, err, errlen) : -1;
 }

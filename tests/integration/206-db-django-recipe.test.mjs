@@ -12,16 +12,12 @@ import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
+import { itemAppFiles } from './lib/django-item-app.mjs';
 
 const recipe = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../conf/run-django-tests.sh');
 
 const files = {
-  'manage.py': `import os, sys
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proj.settings")
-from django.core.management import execute_from_command_line
-execute_from_command_line(sys.argv)
-`,
-  'proj/__init__.py': '',
+  ...itemAppFiles,
   'proj/settings.py': `import os
 from pathlib import Path
 
@@ -46,22 +42,6 @@ DATABASES = {"default": {
     "HOST": os.environ["PGHOST"], "PORT": os.environ["PGPORT"], "USER": os.environ["PGUSER"],
     "TEST": {"NAME": _wt_env("WT_TEST_DB")},
 }}
-`,
-  'shop/__init__.py': '',
-  'shop/models.py': `from django.db import models
-
-class Item(models.Model):
-    name = models.CharField(max_length=50)
-`,
-  'shop/migrations/__init__.py': '',
-  'shop/migrations/0001_initial.py': `from django.db import migrations, models
-
-class Migration(migrations.Migration):
-    initial = True
-    dependencies = []
-    operations = [migrations.CreateModel(name="Item", fields=[
-        ("id", models.AutoField(primary_key=True, serialize=False)),
-        ("name", models.CharField(max_length=50))])]
 `,
   'shop/tests.py': `from django.db import connection
 from django.test import TestCase

@@ -18,6 +18,7 @@ import { startPostgres } from './lib/pg.mjs';
 import { hold } from './lib/pg-sessions.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
+import { itemAppFiles } from './lib/django-item-app.mjs';
 
 const pythonPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../whoami/python');
 
@@ -33,12 +34,7 @@ class T${tag}(TestCase):
 `;
 
 const files = {
-  'manage.py': `import os, sys
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proj.settings")
-from django.core.management import execute_from_command_line
-execute_from_command_line(sys.argv)
-`,
-  'proj/__init__.py': '',
+  ...itemAppFiles,
   // The settings diff of conf/DJANGO-TESTS.md: the import, the wrapped
   // DATABASES, TEST_RUNNER.
   'proj/settings.py': `import os
@@ -54,22 +50,6 @@ DATABASES = claimed_databases({"default": {
     "HOST": os.environ["PGHOST"], "PORT": os.environ["PGPORT"], "USER": os.environ["PGUSER"],
 }})
 TEST_RUNNER = "wtproxy_whoami.django_db.ClaimingTestRunner"
-`,
-  'shop/__init__.py': '',
-  'shop/models.py': `from django.db import models
-
-class Item(models.Model):
-    name = models.CharField(max_length=50)
-`,
-  'shop/migrations/__init__.py': '',
-  'shop/migrations/0001_initial.py': `from django.db import migrations, models
-
-class Migration(migrations.Migration):
-    initial = True
-    dependencies = []
-    operations = [migrations.CreateModel(name="Item", fields=[
-        ("id", models.AutoField(primary_key=True, serialize=False)),
-        ("name", models.CharField(max_length=50))])]
 `,
   'shop/tests_a.py': testModule('A'),
   'shop/tests_b.py': testModule('B'),
