@@ -162,11 +162,14 @@ static int usage_error(const char *cmd, const char *msg)
 
 int cli_claim_main(int argc, char **argv)
 {
-    const char *ttlv = NULL, *purpose = NULL, *wt = NULL, *id = NULL;
-    const struct cli_opt opts[] = {{"ttl", &ttlv, NULL}, {"purpose", &purpose, NULL},
-                                   {"worktree", &wt, NULL}, {NULL, NULL, NULL}};
+    const char *ttlv = NULL, *purpose = NULL, *wt = NULL, *id = NULL, *maxv = NULL,
+               *waitv = NULL;
+    const struct cli_opt opts[] = {{"ttl", &ttlv, NULL},          {"purpose", &purpose, NULL},
+                                   {"worktree", &wt, NULL},       {"max-load", &maxv, NULL},
+                                   {"load-timeout", &waitv, NULL}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 1024];
-    long long ttl = 0;
+    long long ttl = 0, load_wait = CLI_LOAD_TIMEOUT_MS;
+    unsigned max_load = 0;
     int cmd = argc;
     struct reg_lease c;
     int r = claim_args(argc, argv, opts, &id, &cmd, err, sizeof err);
@@ -174,6 +177,10 @@ int cli_claim_main(int argc, char **argv)
         return CLI_HELP;
     if (r == 0 && ttlv)
         r = cli_duration("ttl", ttlv, &ttl, err, sizeof err);
+    if (r == 0 && maxv)
+        r = cli_load("max-load", maxv, &max_load, err, sizeof err);
+    if (r == 0 && waitv)
+        r = cli_duration("load-timeout", waitv, &load_wait, err, sizeof err);
     if (r == 0 && cmd >= argc && !ttlv) {
         snprintf(err, sizeof err, "a claim without a command needs --ttl D (e.g. --ttl 1h), or "
                  "hold it while a command runs: wtproxy claim %s -- CMD", id);
@@ -184,6 +191,10 @@ int cli_claim_main(int argc, char **argv)
     if (cmd < argc) {
         c.pid = getpid();
         c.pid_start = host_pid_start(c.pid);
+    }
+    if (max_load && cli_wait_load(max_load, load_wait, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy: did not claim %s: %s\n", id, err);
+        return 1;
     }
     void *pg = NULL;
     if (cli_lease_open(&pg, err, sizeof err) < 0) {

@@ -23,6 +23,7 @@
 
 #define WTP_CLIENT_REPLY_MAX (1024 * 1024) /* a list of thousands of entries fits */
 #define WTP_CLIENT_TIMEOUT_MS 10000        /* one request and its reply */
+#define CLI_LOAD_TIMEOUT_MS (10 * 60 * 1000) /* claim --max-load waits this long at most */
 #define WTP_DAEMON_START_WAIT_MS 5000      /* for a started daemon to answer ping */
 #define WTP_CLIENT_POLL_MS 50              /* daemon start and readiness checks */
 #define WTP_RESTART_STOP_MS 5000 /* a stale server's SIGTERM, before SIGKILL */
@@ -267,6 +268,17 @@ json_t *cli_json_text(const char *s, size_t n);
  * Returns 0, or -1 with err (a bad id, no such worktree). */
 int cli_lease_holder(struct reg_lease *c, const char *id, const char *wt, const char *purpose,
                      char *err, size_t errlen);
+
+/* --- load.c --- */
+
+/* Parse a load per CPU ("2", "1.5", "150%") for --name into hundredths.
+ * Returns 0, or -1 with err naming the flag and the forms. */
+int cli_load(const char *name, const char *v, unsigned *pct, char *err, size_t errlen);
+
+/* Wait while the 1-minute load per CPU is above max_pct (hundredths),
+ * saying so once on stderr. Returns 0 once it is not (or unknown), -1
+ * with err after timeout_ms. */
+int cli_wait_load(unsigned max_pct, long long timeout_ms, char *err, size_t errlen);
 
 /* --- the subcommands (the table in main.c names each with its help) --- */
 

@@ -119,6 +119,39 @@ static int print_table(json_t *entries)
     return 0;
 }
 
+/* Under the table: the on-demand starts that wait (op `starts`), for the
+ * services they need or for the machine's load, with the load figure.
+ * Nothing when none wait, or from a daemon without the op. */
+static void print_waiting(void)
+{
+    json_t *req = json_pack("{s:s}", "op", "starts"), *reply = NULL, *st;
+    char err[256];
+    size_t i;
+    if (!req || cli_call(req, 0, &reply, err, sizeof err) < 0 ||
+        !json_is_true(json_object_get(reply, "ok"))) {
+        json_decref(req);
+        json_decref(reply);
+        return;
+    }
+    json_int_t max = json_integer_value(json_object_get(reply, "start_max_load_pct"));
+    json_array_foreach(json_object_get(reply, "starts"), i, st) {
+        const char *svc = json_string_value(json_object_get(st, "service"));
+        json_t *load = json_object_get(st, "load");
+        if (i == 0)
+            putchar('\n');
+        printf("%s%s%s (front %lld) waits to start: ",
+               json_string_value(json_object_get(st, "worktree")), svc && *svc ? " service " : "",
+               svc ? svc : "", (long long)json_integer_value(json_object_get(st, "front")));
+        if (load)
+            printf("the load is %.2f per CPU, above start_max_load %.2f\n",
+                   json_number_value(load), (double)max / 100);
+        else
+            printf("for the services it is started after\n");
+    }
+    json_decref(req);
+    json_decref(reply);
+}
+
 int cli_ls_main(int argc, char **argv)
 {
     int json = 0;
@@ -149,6 +182,7 @@ int cli_ls_main(int argc, char **argv)
         free(text);
     } else {
         r = print_table(entries);
+        print_waiting();
     }
     json_decref(reply);
     return r;

@@ -99,7 +99,8 @@ static const char fingerprint_usage[] =
     "  --list          print every record (type, SHA-256, path), then the hash\n";
 
 static const char claim_usage[] =
-    "usage: wtproxy claim RESOURCE [--ttl D] [--purpose TEXT] [--worktree DIR] [-- CMD ARGS...]\n"
+    "usage: wtproxy claim RESOURCE [--ttl D] [--purpose TEXT] [--worktree DIR]\n"
+    "                     [--max-load LOAD [--load-timeout D]] [-- CMD ARGS...]\n"
     "\n"
     "Lease RESOURCE (any name: an emulator, a device, a port range) for this\n"
     "worktree. Without CMD the claim is manual and needs --ttl (it ends then, or\n"
@@ -110,6 +111,10 @@ static const char claim_usage[] =
     "  --ttl D           30s, 10m, 2h, 1d\n"
     "  --purpose TEXT    what it is for, shown to whoever is refused\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
+    "  --max-load LOAD   first wait while the machine's 1-minute load per CPU is\n"
+    "                    above LOAD (2, 1.5 or 150%): an overloaded machine fails\n"
+    "                    tests by timeouts, not bugs\n"
+    "  --load-timeout D  give up waiting after D (default 10m): exit 1\n"
     "\n"
     "Store: $WTPROXY_REGISTRY (a libpq URI or conninfo), else `registry =` in\n"
     "$WTPROXY_CONFIG, else the daemon's embedded store (this machine only).\n";
@@ -336,7 +341,7 @@ static const struct command commands[] = {
     {"claim", "lease a named resource: claim RESOURCE --ttl D | -- CMD", claim_usage, NULL,
      cli_claim_main,
      "0 claimed\n"
-     "1 held by another, or the store failed\n" USAGE_ERR "\n"
+     "1 held by another, the store failed, or the load stayed above --max-load\n" USAGE_ERR "\n"
      "with -- CMD: CMD's status (128+N when signal N ended it)"},
     {"release", "release a lease: release RESOURCE", release_usage, NULL, cli_release_main,
      "0 released\n1 not held, held by another, or the store failed\n" USAGE_ERR},

@@ -158,8 +158,11 @@ static int claim(struct run *r, int start_daemon, int argc, char **argv)
                                     "port", r->port, "pid", (int)getpid(), "ttl_ms", 0,
                                     "command", r->command, "ready", 0, "restart_on_stale",
                                     r->restart_on_stale);
+            unsigned load;
             if (req && r->service)
                 json_object_set_new(req, "service", json_string(r->service));
+            if (req && host_load_pct(&load, NULL, NULL) == 0) /* to judge a verdict by later */
+                json_object_set_new(req, "start_load", json_real(load / 100.0));
             if (req && r->log.path[0])
                 json_object_set_new(req, "log", json_string(r->log.path));
             rc = ask(req, 0, &reply, err, sizeof err);

@@ -56,6 +56,11 @@ int host_pid_uid(pid_t pid, uid_t *uid);
  * Chromium's network service writes its process title over its own). */
 int host_pid_env(pid_t pid, const char *name, char *buf, size_t len);
 
+/* The machine's 1-minute load average per online CPU, in hundredths
+ * (/proc/loadavg; 150 is a load of 1.50 per CPU) into *pct, and the
+ * load and the CPU count for people. Returns 0, or -1 when unknown. */
+int host_load_pct(unsigned *pct, double *load, int *ncpu);
+
 /* --- which process holds a socket (proc_fd.c) --- */
 
 #define HOST_ANY_UID ((uid_t)-1)

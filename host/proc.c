@@ -200,3 +200,20 @@ int host_pid_env(pid_t pid, const char *name, char *buf, size_t len)
     fclose(f);
     return rc;
 }
+
+int host_load_pct(unsigned *pct, double *load, int *ncpu)
+{
+    char path[PATH_MAX], buf[128];
+    snprintf(path, sizeof path, "%s/loadavg", host_proc_dir);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    double l1;
+    if (host_read_small_file(path, buf, sizeof buf) <= 0 || sscanf(buf, "%lf", &l1) != 1 ||
+        l1 < 0 || cpus < 1)
+        return -1;
+    *pct = (unsigned)(l1 * 100 / (double)cpus + 0.5);
+    if (load)
+        *load = l1;
+    if (ncpu)
+        *ncpu = (int)cpus;
+    return 0;
+}

@@ -29,7 +29,7 @@
 #define MINUTE (60 * SECOND)
 #define HOUR (60 * MINUTE)
 
-enum kind { K_SIZE, K_DURATION, K_COUNT, K_HOSTPORT, K_LISTEN, K_PATH, K_SWITCH };
+enum kind { K_SIZE, K_DURATION, K_COUNT, K_LOAD, K_HOSTPORT, K_LISTEN, K_PATH, K_SWITCH };
 
 struct unit {
     const char *suffix;
@@ -46,6 +46,8 @@ static const struct unit duration_units[] = {
     {"ms", 1}, {"", 1}, {"s", SECOND}, {"m", MINUTE}, {"h", HOUR}, {NULL, 0},
 };
 static const struct unit count_units[] = {{"", 1}, {NULL, 0}};
+/* A load per CPU, kept in hundredths: "2" is 2.00, "150%" is 1.50. */
+static const struct unit load_units[] = {{"%", 1}, {"", 100}, {NULL, 0}};
 
 /* What each kind of value looks like: its units (NULL for addresses), and
  * the words used in error messages and --help. */
@@ -58,6 +60,7 @@ static const struct kind_info {
     [K_SIZE] = {size_units, "a size", "8192, 64k, 1m", "SIZE"},
     [K_DURATION] = {duration_units, "a duration", "500ms, 10s, 2m", "DURATION"},
     [K_COUNT] = {count_units, "a whole number", "100", "N"},
+    [K_LOAD] = {load_units, "a load per CPU", "2 or 150%", "LOAD"},
     [K_HOSTPORT] = {NULL, "HOST:PORT", "127.0.0.1:3000 or [::1]:3000", "HOST:PORT"},
     [K_LISTEN] = {NULL, "a listen address", "8000, 127.0.0.1:8000 or [::1]:8000",
                   "[ADDR:]PORT"},
@@ -110,6 +113,8 @@ static const struct key keys[] = {
      "client connections at once; more wait to be accepted"},
     {"start_timeout", K_DURATION, FIELD(start_timeout_ms), 1, 24 * HOUR,
      "a request waits this long for a starting backend; over: 503"},
+    {"start_max_load", K_LOAD, FIELD(start_max_load_pct), 0, 100000,
+     "on-demand starts wait while the load per CPU is above this; 0: off"},
     {"reload_grace", K_DURATION, FIELD(reload_grace_ms), 0, 24 * HOUR,
      "a live backend refusing connections is retried this long; then 502"},
     {"whoami", K_SWITCH, FIELD(whoami), 0, 1,

@@ -35,6 +35,7 @@ struct proxy_config {
     unsigned pool_idle_ms;
     unsigned max_connections;
     unsigned start_timeout_ms;
+    unsigned start_max_load_pct; /* the 1-minute load per CPU, in hundredths; 0 = no limit */
     unsigned reload_grace_ms;
     unsigned whoami;             /* the /__whoami gate is on */
     unsigned whoami_timeout_ms;

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "server.h"
 #include "wtfile.h"
 
@@ -32,7 +33,8 @@ struct started {
     struct sibling sib[WTFILE_MAX_SERVICES]; /* the file's services, in its order */
     int nsib;
     pid_t pid;   /* of its `wtproxy run`, leader of its own process group; 0 not running */
-    int waiting; /* for those it is started after to be ready; then launched */
+    int waiting; /* for those it is started after to be ready, or for the load; then launched */
+    unsigned load_pct; /* while it waits for the load: the load per CPU last seen (hundredths) */
     unsigned long long since_ms; /* when it began waiting */
     char log[PATH_MAX + 64];
     char failed[2 * PATH_MAX + 256]; /* why it was not started; "" */
@@ -162,6 +164,27 @@ static struct started *slot(struct ondemand *a, const char *worktree, const stru
     return e;
 }
 
+/* Whether the machine's load lets e start now (start_max_load): 1 yes;
+ * 0 not yet (e->load_pct is the load seen); -1 never: it waited
+ * start_timeout already (late), and e->failed says so. */
+static int load_ok(struct ondemand *a, struct started *e, int late)
+{
+    unsigned max = a->srv->cfg.start_max_load_pct, pct;
+    e->load_pct = 0;
+    if (!max || host_load_pct(&pct, NULL, NULL) < 0 || pct <= max)
+        return 1;
+    e->load_pct = pct;
+    if (!late)
+        return 0;
+    snprintf(e->failed, sizeof e->failed, "%s's server%s%s was not started: the machine's load "
+             "stayed at %u.%02u per CPU, above start_max_load %u.%02u, for start_timeout (%u "
+             "ms); lower the load (see what runs: wtproxy ls, top) or raise start_max_load in "
+             "the daemon's config", e->worktree, e->svc.name[0] ? " for service " : "",
+             e->svc.name, pct / 100, pct % 100, max / 100, max % 100,
+             a->srv->cfg.start_timeout_ms);
+    return -1;
+}
+
 /* Start service i of f for worktree unless it runs: at once, or once the
  * services it is started after are ready (tick). Returns 0, or -1 with
  * err (also in the daemon's output). */
@@ -178,11 +201,11 @@ static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f,
         proxy_log("%s", err);
         return -1;
     }
-    if (f->svc[i].nafter == 0 && launch(a, e) < 0) {
+    if (f->svc[i].nafter == 0 && load_ok(a, e, 0) && launch(a, e) < 0) {
         snprintf(err, errlen, "%s", e->failed);
         return -1;
     }
-    if (f->svc[i].nafter == 0)
+    if (f->svc[i].nafter == 0 && !e->load_pct)
         return 0;
     e->waiting = 1;
     e->since_ms = proxy_now_ms(a->srv);
@@ -264,16 +287,41 @@ const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)
     return e && e->pid == 0 && !e->waiting && e->failed[0] ? e->failed : NULL;
 }
 
-const char *ondemand_state(struct ondemand *a, const char *worktree, int front)
+const char *ondemand_state(struct ondemand *a, const char *worktree, int front,
+                           unsigned *load_pct)
 {
     struct started *e = find(a, worktree, front);
+    *load_pct = e && e->waiting ? e->load_pct : 0;
     if (!e)
         return "stopped";
-    return e->waiting ? "waiting" : e->pid > 0 ? "launched" : e->failed[0] ? "failed" : "stopped";
+    return e->waiting && e->load_pct ? "waiting-load"
+           : e->waiting              ? "waiting"
+           : e->pid > 0              ? "launched"
+           : e->failed[0]            ? "failed"
+                                     : "stopped";
 }
 
-/* Whether the services e is started after are ready: 1 yes, 0 not yet,
- * -1 never (e->failed says why). */
+json_t *ondemand_pending(struct ondemand *a)
+{
+    json_t *list = json_array();
+    for (int i = 0; list && i < a->n; i++) {
+        struct started *e = &a->list[i];
+        unsigned load;
+        if (!e->waiting || registered(a, e->worktree, e->svc.front))
+            continue;
+        const char *state = ondemand_state(a, e->worktree, e->svc.front, &load);
+        json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:I}", "worktree", e->worktree, "service",
+                              e->svc.name, "front", e->svc.front, "state", state, "since_ms",
+                              (json_int_t)e->since_ms);
+        if (o && load)
+            json_object_set_new(o, "load", json_real(load / 100.0));
+        json_array_append_new(list, o);
+    }
+    return list;
+}
+
+/* Whether e may start: the services it is started after are ready, and
+ * the load allows it. 1 yes, 0 not yet, -1 never (e->failed says why). */
 static int needs_met(struct ondemand *a, struct started *e)
 {
     int late = proxy_now_ms(a->srv) - e->since_ms >= a->srv->cfg.start_timeout_ms;
@@ -293,7 +341,7 @@ static int needs_met(struct ondemand *a, struct started *e)
                      "output: %s", e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)");
         return e->failed[0] ? -1 : 0;
     }
-    return 1;
+    return load_ok(a, e, late);
 }
 
 /* Launch the waiting servers whose needs are ready; look again soon while

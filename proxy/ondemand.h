@@ -48,8 +48,16 @@ const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)
 
 /* What the daemon knows of its start of the server for (worktree, front),
  * beyond the registry: "waiting" (for those it is started after),
- * "launched" (its wrapper runs), "failed" (ondemand_failed) or "stopped". */
-const char *ondemand_state(struct ondemand *a, const char *worktree, int front);
+ * "waiting-load" (for the load to fall to start_max_load; *load_pct is the
+ * load per CPU seen, in hundredths, else 0), "launched" (its wrapper
+ * runs), "failed" (ondemand_failed) or "stopped". */
+const char *ondemand_state(struct ondemand *a, const char *worktree, int front,
+                           unsigned *load_pct);
+
+/* The starts that wait (for those they are started after, or for the
+ * load), for `wtproxy ls`: [{"worktree","service","front","state",
+ * "since_ms"[,"load"]}] (op `starts`). */
+json_t *ondemand_pending(struct ondemand *a);
 
 /* The services worktree's .wtproxy declares, running or not:
  * {"file":PATH,"services":[{"name","front","start","after":[..],"ready",

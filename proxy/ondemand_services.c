@@ -18,18 +18,22 @@ static json_t *service_json(struct proxy_server *s, const char *worktree, const 
 {
     struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
     struct reg_backend *b = t ? reg_table_get(t, svc->front, worktree) : NULL;
+    unsigned load = 0;
     const char *state = b && b->state != REG_DEAD ? reg_states[b->state]
-                        : s->ondemand ? ondemand_state(s->ondemand, worktree, svc->front)
+                        : s->ondemand ? ondemand_state(s->ondemand, worktree, svc->front, &load)
                                       : "stopped";
     json_t *after = json_array();
     for (int k = 0; after && k < svc->nafter; k++)
         json_array_append_new(after, json_string(f->svc[svc->after[k]].name));
-    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:I, s:b, s:s}", "name", svc->name, "front",
-                     svc->front, "start", svc->start, "after", after ? after : json_array(),
-                     "ready", svc->ready[0] ? json_string(svc->ready) : json_null(),
-                     "idle_stop_ms", (json_int_t)svc->idle_ms, "running",
-                     (b && b->state != REG_DEAD) || strcmp(state, "launched") == 0, "state",
-                     state);
+    json_t *o = json_pack("{s:s, s:i, s:s, s:o, s:o, s:I, s:b, s:s}", "name", svc->name, "front",
+                          svc->front, "start", svc->start, "after", after ? after : json_array(),
+                          "ready", svc->ready[0] ? json_string(svc->ready) : json_null(),
+                          "idle_stop_ms", (json_int_t)svc->idle_ms, "running",
+                          (b && b->state != REG_DEAD) || strcmp(state, "launched") == 0, "state",
+                          state);
+    if (o && load) /* waiting-load: the load per CPU it waits on */
+        json_object_set_new(o, "load", json_real(load / 100.0));
+    return o;
 }
 
 json_t *ondemand_services(struct proxy_server *s, const char *worktree)

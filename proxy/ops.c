@@ -24,6 +24,7 @@ static json_t *op_stats(struct proxy_server *s, uid_t uid, json_t *req)
 static const struct proxy_op ops[] = {
     {"refusals", proxy_op_refusals},
     {"services", proxy_op_services},
+    {"starts", proxy_op_starts},
     {"stats", op_stats},
     {"restart", proxy_op_restart},
     {"stop", proxy_op_stop},

@@ -22,6 +22,12 @@ json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req);
 /* {"op":"services","worktree":W}: the services W's .wtproxy declares, each
  * running or not (ondemand_services); errors not-declared, bad-wtproxy-file. */
 json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req);
+
+/* {"op":"starts"}: the on-demand starts that wait, for those they are
+ * started after or for the load (ondemand_pending), with the machine's
+ * load per CPU and start_max_load: {"ok":true,"starts":[...],
+ * "start_max_load_pct":N,"load_per_cpu":X,"cpus":N}. */
+json_t *proxy_op_starts(struct proxy_server *s, uid_t uid, json_t *req);
 /* --- ops_servers.c: a worktree's servers, through their wtproxy run wrapper --- */
 
 /* {"op":"restart","worktree":W[,"service":S][,"front":F]}: SIGUSR1 to the

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "host.h"
 #include "ondemand.h"
 #include "server.h"
 
@@ -39,5 +40,22 @@ json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req)
                       : json_pack("{s:b, s:O, s:O}", "ok", 1, "file", json_object_get(d, "file"),
                                   "services", json_object_get(d, "services"));
     json_decref(d);
+    return out;
+}
+
+json_t *proxy_op_starts(struct proxy_server *s, uid_t uid, json_t *req)
+{
+    (void)uid;
+    (void)req;
+    unsigned pct = 0;
+    double load = 0;
+    int ncpu = 0;
+    json_t *out = json_pack("{s:b, s:o, s:i}", "ok", 1, "starts",
+                            s->ondemand ? ondemand_pending(s->ondemand) : json_array(),
+                            "start_max_load_pct", (int)s->cfg.start_max_load_pct);
+    if (out && host_load_pct(&pct, &load, &ncpu) == 0) {
+        json_object_set_new(out, "load_per_cpu", json_real(pct / 100.0));
+        json_object_set_new(out, "cpus", json_integer(ncpu));
+    }
     return out;
 }

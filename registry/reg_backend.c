@@ -63,6 +63,7 @@ struct reg_backend *reg_backend_new(const char *hostport, char *err, size_t errl
     memcpy(&b->addr, res->ai_addr, res->ai_addrlen);
     b->addrlen = res->ai_addrlen;
     b->refs = 1;
+    b->start_load_pct = -1;
     freeaddrinfo(res);
     return b;
 }

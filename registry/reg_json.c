@@ -107,7 +107,9 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
         return NULL;
     }
     if (o && ((b->service[0] && json_object_set_new(o, "service", utf8_string(b->service)) < 0) ||
-              (b->log[0] && json_object_set_new(o, "log", utf8_string(b->log)) < 0))) {
+              (b->log[0] && json_object_set_new(o, "log", utf8_string(b->log)) < 0) ||
+              (b->start_load_pct >= 0 &&
+               json_object_set_new(o, "start_load", json_real(b->start_load_pct / 100.0)) < 0))) {
         json_decref(o);
         return NULL;
     }
@@ -226,8 +228,14 @@ int reg_backend_read_labels(struct reg_backend *b, json_t *o, char *err, size_t 
                  sizeof b->log);
         return -1;
     }
+    json_t *ld = json_object_get(o, "start_load");
+    if (ld && (!json_is_number(ld) || json_number_value(ld) < 0 || json_number_value(ld) > 1e6)) {
+        snprintf(err, errlen, "\"start_load\" is not a load per CPU (a number >= 0)");
+        return -1;
+    }
     snprintf(b->service, sizeof b->service, "%s", sv ? json_string_value(sv) : "");
     snprintf(b->log, sizeof b->log, "%s", lg ? json_string_value(lg) : "");
+    b->start_load_pct = ld ? (int)(json_number_value(ld) * 100 + 0.5) : -1;
     return 0;
 }
 

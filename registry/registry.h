@@ -40,6 +40,7 @@ struct reg_backend {
     char command[1024];        /* what runs there, for people */
     char service[REG_SERVICE_MAX]; /* the `.wtproxy` service it serves; "" unnamed */
     char log[PATH_MAX];        /* the file its output goes to; "" unknown */
+    int start_load_pct;        /* the load per CPU when it started (hundredths); -1 unknown */
     long long registered_ms;   /* unix time in ms */
     long long started_ms;      /* when the server process started, 0 unknown */
     long long expires_ms;      /* TTL deadline, 0 none */
@@ -137,9 +138,10 @@ struct json_t;
 struct json_t *reg_backend_to_json(const struct reg_backend *b);
 struct reg_backend *reg_backend_from_json(struct json_t *o, char *err, size_t errlen);
 
-/* Set b's optional labels, "service" and "log", from o (an entry or a
- * register request): absent means "". Returns 0, or -1 with err naming
- * the bad field (b unchanged). */
+/* Set b's optional labels, "service", "log" and "start_load" (the load
+ * per CPU when its server started, a number), from o (an entry or a
+ * register request): absent means "" or unknown. Returns 0, or -1 with
+ * err naming the bad field. */
 int reg_backend_read_labels(struct reg_backend *b, struct json_t *o, char *err, size_t errlen);
 
 /* Write the table to path atomically: a temporary file in the same folder,

@@ -17,6 +17,11 @@
 //                worktree's server with `wtproxy run` (the one line of
 //                app/playwright.config.mjs that changes); each worktree has
 //                its own databases (.env.wt).
+//   adopted      the shop without the whoami middleware, adopted by
+//                `wtproxy init --apply` alone (a .wtproxy, the middleware
+//                line) and committed; the Playwright config unchanged: the
+//                daemon starts each worktree's server (recipe "port").
+//                Not part of "both".
 // --check first proves the scenario (shared databases, one run at a time):
 // each branch alone gets its true verdict from both suites, and each
 // branch's e2e against each other branch's server gets a wrong one.
@@ -61,15 +66,15 @@ const { values: opt } = parseArgs({
   },
 });
 if (opt.help) {
-  console.log(fs.readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(1, 27).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+  console.log(fs.readFileSync(new URL(import.meta.url), 'utf8').split("\n").slice(1, 32).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
   process.exit(0);
 }
 const modes = opt.mode === 'both' ? ['unprotected', 'wtproxy'] : [opt.mode];
 const rounds = Number(opt.rounds);
 const front = Number(opt.front);
 const seed = opt.seed ? Number(opt.seed) : Math.floor(Math.random() * 2 ** 31);
-if (!modes.every((m) => m === 'unprotected' || m === 'wtproxy') || !(rounds >= 0) || !(front > 0 && front < 65536)) {
-  console.error('run.mjs: --mode unprotected|wtproxy|both, --rounds N >= 0, --front PORT (see --help)');
+if (!modes.every((m) => ['unprotected', 'wtproxy', 'adopted'].includes(m)) || !(rounds >= 0) || !(front > 0 && front < 65536)) {
+  console.error('run.mjs: --mode unprotected|wtproxy|adopted|both, --rounds N >= 0, --front PORT (see --help)');
   process.exit(2);
 }
 
@@ -209,13 +214,18 @@ async function round(ctx, number) {
 // mode the daemon owns the front port only while that mode's rounds run
 // (ctx.startDaemon / ctx.stopDaemon): with both modes, rounds alternate.
 async function setup(pg, mode, modeLife) {
-  const shop = makeShop(modeLife);
+  const adopted = mode === 'adopted';
+  const shop = makeShop(modeLife, adopted ? { adopt: { bin: wtproxyBin, front } } : {});
   const ctx = { mode, shop, daemonLog: '' };
   const extra = {};
-  if (mode === 'wtproxy') {
+  if (mode !== 'unprotected') {
     const tmp = { control: path.join(shop.root, 'control.sock'), state: path.join(shop.root, 'registry.json') };
-    Object.assign(extra, { SHOP_WTPROXY: '1', WTPROXY_BIN: wtproxyBin, WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' });
-    ctx.startDaemon = async () => { ctx.daemon = await startDaemon(modeLife, tmp, ['--listen', `127.0.0.1:${front}`]); };
+    Object.assign(extra, { WTPROXY_BIN: wtproxyBin, WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' });
+    if (!adopted) extra.SHOP_WTPROXY = '1';
+    // The servers the daemon starts (adopted) run with its environment:
+    // the PostgreSQL server and the middleware's package.
+    const daemonEnv = adopted ? { env: { ...pg.env, PYTHONPATH: path.join(root, 'whoami', 'python') } } : {};
+    ctx.startDaemon = async () => { ctx.daemon = await startDaemon(modeLife, tmp, ['--listen', `127.0.0.1:${front}`], daemonEnv); };
     ctx.stopDaemon = async () => {
       const { code, sig } = await ctx.daemon.stop('SIGTERM');
       ctx.daemonLog += ctx.daemon.stderr();
@@ -224,7 +234,7 @@ async function setup(pg, mode, modeLife) {
   }
   ctx.env = agentEnv(pg, front, extra);
   if (ctx.startDaemon) await ctx.startDaemon();
-  ctx.db = await setupDatabases(modeLife, shop, pg, mode === 'wtproxy' ? 'own' : 'shared', { bin: wtproxyBin, env: ctx.env });
+  ctx.db = await setupDatabases(modeLife, shop, pg, mode === 'unprotected' ? 'shared' : 'own', { bin: wtproxyBin, env: ctx.env });
   if (ctx.stopDaemon) await ctx.stopDaemon();
   return ctx;
 }
@@ -269,7 +279,7 @@ function table(results) {
 async function main() {
   if (!fs.existsSync(chromium)) throw new Error(`${chromium} is missing: apt-get install chromium (scripts/bootstrap)`);
   if (!fs.existsSync(path.join(nodeModules, '@playwright', 'test'))) throw new Error('@playwright/test is missing: cd tests && npm ci');
-  if (modes.includes('wtproxy') && !fs.existsSync(wtproxyBin)) throw new Error(`${wtproxyBin} is missing: scripts/build, or set WTPROXY_BIN`);
+  if (modes.some((m) => m !== 'unprotected') && !fs.existsSync(wtproxyBin)) throw new Error(`${wtproxyBin} is missing: scripts/build, or set WTPROXY_BIN`);
   if (await frontBusy(front)) throw new Error(`something already listens on 127.0.0.1:${front}: stop it, or pick another port with --front PORT`);
   console.log(`run.mjs: seed ${seed}, front port ${front}, ${rounds} rounds of ${modes.join(' and ')}, wtproxy ${wtproxyBin}, logs in ${logDir}`);
   const pg = await startPostgres(life);
@@ -317,7 +327,8 @@ async function main() {
 
   console.log(`\n${table(results)}`);
   if (opt.json) fs.writeFileSync(opt.json, JSON.stringify(out, null, 2));
-  const wrongProtected = (results.wtproxy?.runs || []).filter((r) => r.verdict !== 'right').length;
+  const wrongProtected = [...(results.wtproxy?.runs || []), ...(results.adopted?.runs || [])]
+    .filter((r) => r.verdict !== 'right').length;
   const wrongCheck = (out.check || []).filter((r) => r.verdict !== r.want).length;
   return wrongProtected || wrongCheck ? 1 : 0;
 }

@@ -33,7 +33,8 @@ static void test_defaults(void)
     is_int(c.pool_size, WTP_POOL_SIZE, "pool_size default");
     is_int(c.pool_idle_ms, WTP_POOL_IDLE_MS, "pool_idle default");
     is_int(c.max_connections, WTP_MAX_CONNECTIONS, "max_connections default");
-    is_int(NKEYS, 26, "twenty-six keys in the table");
+    is_int(NKEYS, 27, "twenty-seven keys in the table");
+    is_int(c.start_max_load_pct, 0, "start_max_load is off by default");
     is_int(c.whoami, 1, "the /__whoami gate is on by default");
     is_int(c.whoami_timeout_ms, WTP_WHOAMI_TIMEOUT_MS, "whoami_timeout default");
     is_int(c.stale_grace_ms, WTP_STALE_GRACE_MS, "stale_grace default");
@@ -65,6 +66,7 @@ static void test_good_values(void)
         {"max_head_size", "100b", 100},        {"buffer_size", "1g", GIB},
         {"buffer_size", "1GiB", GIB},          {"pool_size", "0", 0},
         {"max_header_count", "1", 1},          {"max_connections", "1000000", 1000000},
+        {"start_max_load", "150%", 150},       {"start_max_load", "2", 200},
     };
     struct proxy_config c;
 
@@ -85,7 +87,8 @@ static void test_good_values(void)
             v = def ? "off" : "on";
         is_int(proxy_config_set(&c, k->name, v, err, sizeof err), 0, "%s = %s", k->name, v);
         is_int(get_number(&c, k),
-               k->kind == K_SWITCH ? !def : k->kind == K_DURATION ? 3000 : k->kind == K_SIZE ? 3072 : 3,
+               k->kind == K_SWITCH ? !def : k->kind == K_DURATION ? 3000 : k->kind == K_SIZE ? 3072
+               : k->kind == K_LOAD ? 300 : 3,
                "%s = %s lands in its own field", k->name, v);
     }
 }

@@ -67,15 +67,17 @@ export function lifetime() {
 // branch each, committed), each with node_modules linked to tests/'s.
 // Returns { root, repo, wt: {a, b, c} }; all realpaths. The folder, and
 // every process still running in it, go in t.after.
-export function makeShop(t) {
+export function makeShop(t, { adopt } = {}) {
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-shop-')));
   t.after(() => fs.rmSync(root, { recursive: true, force: true }));
   t.after(() => killUnder(root));
   const repo = path.join(root, 'repo');
   fs.cpSync(path.join(e2eDir, 'app'), repo, { recursive: true, filter: (p) => !/__pycache__|node_modules|test-results/.test(p) });
+  if (adopt) unadopt(repo);
   git(repo, 'init', '-q', '-b', 'main');
   git(repo, 'add', '-A');
   git(repo, 'commit', '-q', '-m', 'The shop: products, a basket, their tests');
+  if (adopt) adoptByInit(repo, adopt);
   const wt = {};
   for (const n of NAMES) {
     wt[n] = path.join(root, `wt-${n}`);
@@ -86,6 +88,30 @@ export function makeShop(t) {
     fs.symlinkSync(nodeModules, path.join(wt[n], 'node_modules'));
   }
   return { root, repo, wt };
+}
+
+// The shop as a project that never heard of wtproxy: settings.py without
+// the lines that list the whoami middleware, and a .venv/bin/python
+// (Debian's, which has Django) as projects have one.
+function unadopt(repo) {
+  const settings = path.join(repo, 'shop', 'settings.py');
+  const text = fs.readFileSync(settings, 'utf8');
+  const naive = text.replace(/^if importlib\.util\.find_spec\('wtproxy_whoami'\).*\n.*\n/m, '');
+  if (naive.includes('wtproxy_whoami.django')) throw new Error(`the middleware lines of ${settings} changed: update unadopt()`);
+  fs.writeFileSync(settings, naive);
+  fs.mkdirSync(path.join(repo, '.venv', 'bin'), { recursive: true });
+  fs.symlinkSync('/usr/bin/python3', path.join(repo, '.venv', 'bin', 'python'));
+}
+
+// Adopt wtproxy the way a user would: `wtproxy init --apply` alone (its
+// .wtproxy and middleware line; the databases stay the runner's, from
+// `wtproxy db claim`), committed so that every worktree has it. The
+// Playwright config is left as the shop has it (recipe "port").
+function adoptByInit(repo, { bin, front }) {
+  const r = spawnSync(bin, ['init', '--front', String(front), '--no-databases', '--apply'], { cwd: repo, encoding: 'utf8' });
+  if (r.status !== 0 || !/wrote \.wtproxy/.test(r.stdout)) throw new Error(`wtproxy init --apply exited ${r.status}:\n${r.stdout}${r.stderr}`);
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', 'adopt wtproxy (wtproxy init --apply)');
 }
 
 // SIGKILL every process whose cwd is under dir (runservers a cut-short
