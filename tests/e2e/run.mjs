@@ -3,7 +3,7 @@
 // tests it in the same minute as the others, with and without wtproxy; every
 // run's verdict is checked against the truth (tests/e2e/README.md).
 //
-//   node tests/e2e/run.mjs [--mode unprotected|wtproxy|both] [--rounds N]
+//   node tests/e2e/run.mjs [--mode unprotected|wtproxy|adopted|both|M1,M2,...] [--rounds N]
 //       [--front PORT] [--seed N] [--check] [--json FILE] [--logs DIR]
 //
 // Each round, each agent (wt-a, wt-b, wt-c) waits a random 0-2.5 s, then
@@ -69,7 +69,7 @@ if (opt.help) {
   console.log(fs.readFileSync(new URL(import.meta.url), 'utf8').split("\n").slice(1, 32).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
   process.exit(0);
 }
-const modes = opt.mode === 'both' ? ['unprotected', 'wtproxy'] : [opt.mode];
+const modes = opt.mode === 'both' ? ['unprotected', 'wtproxy'] : opt.mode.split(',');
 const rounds = Number(opt.rounds);
 const front = Number(opt.front);
 const seed = opt.seed ? Number(opt.seed) : Math.floor(Math.random() * 2 ** 31);
