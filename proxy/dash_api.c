@@ -80,15 +80,48 @@ static json_t *backend_json(struct proxy_server *s, const struct reg_backend *b,
     return o;
 }
 
+/* A start that waits (ondemand_pending's p) as a row of the backends:
+ * "pending": true, its state and why, so that the page shows what waits
+ * (for the services it needs, or for the machine's load) and the load. */
+static json_t *pending_json(struct proxy_server *s, json_t *p, json_t *cache)
+{
+    const char *wt = json_string_value(json_object_get(p, "worktree"));
+    const char *state = json_string_value(json_object_get(p, "state"));
+    json_t *load = json_object_get(p, "load");
+    char branch[PATH_MAX], reason[256];
+    unsigned max = s->cfg.start_max_load_pct;
+    if (load)
+        snprintf(reason, sizeof reason, "waits to start: the load is %.2f per CPU, above "
+                 "start_max_load %u.%02u", json_number_value(load), max / 100, max % 100);
+    else
+        snprintf(reason, sizeof reason, "waits to start: for the services it is started after");
+    host_worktree_branch(wt, branch, sizeof branch);
+    const char *slash = strrchr(wt, '/');
+    json_t *o = json_deep_copy(p);
+    json_object_set_new(o, "pending", json_true());
+    json_object_set_new(o, "name", json_string(slash ? slash + 1 : wt));
+    json_object_set_new(o, "branch", json_string(branch));
+    json_object_set_new(o, "status", json_string(state));
+    json_object_set_new(o, "status_reason", json_string(reason));
+    json_object_set_new(o, "declared", declared_of(s, cache, wt));
+    return o;
+}
+
 json_t *dash_api_backends(struct proxy_server *s)
 {
-    json_t *arr = json_array(), *cache = json_object();
+    json_t *arr = json_array(), *cache = json_object(), *p;
     struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
     for (size_t i = 0; arr && cache && t && i < reg_table_count(t); i++) {
         json_t *o = backend_json(s, reg_table_at(t, i), cache);
         if (o)
             json_array_append_new(arr, o);
     }
+    json_t *pending = s->ondemand ? ondemand_pending(s->ondemand) : NULL;
+    size_t i;
+    json_array_foreach(pending, i, p)
+        if (arr && cache)
+            json_array_append_new(arr, pending_json(s, p, cache));
+    json_decref(pending);
     json_decref(cache);
     return arr;
 }

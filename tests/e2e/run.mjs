@@ -305,7 +305,11 @@ async function main() {
   for (const mode of modes) {
     const modeLife = lifetime();
     life.after(() => modeLife.run());
-    ctxs[mode] = await setup(pg, mode, modeLife);
+    // Each mode its own PostgreSQL, as separate machines: the shops of two
+    // modes have worktrees of the same names, whose claimed databases
+    // would be one name stamped by two worktrees (a refusal, rightly).
+    const modePg = modes.length > 1 ? await startPostgres(modeLife) : pg;
+    ctxs[mode] = await setup(modePg, mode, modeLife);
     console.log(`${mode}: databases ${ctxs[mode].db.how}`);
     results[mode] = { databases: ctxs[mode].db, rounds: [], runs: [] };
   }

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { makeWorktrees, wtServer, lsJson, waitFor, cli } from './lib/registry.mjs';
+import { makeWorktrees, wtServer, lsJson, waitFor, cli, get } from './lib/registry.mjs';
 import { startProxy } from './lib/wtproxy.mjs';
 
 const loadPct = () => Math.round((os.loadavg()[0] * 100) / os.cpus().length);
@@ -79,6 +79,11 @@ test('a start waits while the load is above start_max_load, visibly, and starts 
   const ls = await cli(tmp, ['ls']);
   assert.match(ls.stdout, new RegExp(`${tmp.wt.a} \\(front ${px.port}\\) waits to start: the load is \\d+\\.\\d\\d per CPU, above start_max_load ${(limit / 100).toFixed(2)}`), ls.stdout);
   assert.deepEqual(await lsJson(tmp), [], 'not started while it waits');
+  const rows = JSON.parse((await get(px.port, {}, '/__wtproxy/api/backends')).body);
+  const pending = rows.find((b) => b.pending);
+  assert.ok(pending, `the dashboard lists the waiting start: ${JSON.stringify(rows)}`);
+  assert.equal(pending.status, 'waiting-load');
+  assert.match(pending.status_reason, /waits to start: the load is \d+\.\d\d per CPU, above start_max_load/);
 
   fs.writeFileSync(conf, 'start_max_load = 0\nstart_timeout = 2m\n'); // off
   px.proc.kill('SIGHUP');
