@@ -11,6 +11,9 @@
 
 struct proxy_server;
 
+/* An op's refusal: {"ok":false,"error":code,"message":...} (printf). */
+json_t *proxy_op_fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Install the ops on s's control socket. */
 void proxy_ops_install(struct proxy_server *s);
 

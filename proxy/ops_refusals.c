@@ -19,10 +19,6 @@ static int concerns(json_t *r, const char *wt)
            (named && strcmp(named, wt) == 0);
 }
 
-static json_t *bad(const char *msg)
-{
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", "bad-request", "message", msg);
-}
 
 json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req)
 {
@@ -31,8 +27,9 @@ json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req)
            *limit = json_object_get(req, "limit");
     if ((wt && !json_is_string(wt)) || (after && !json_is_integer(after)) ||
         (limit && (!json_is_integer(limit) || json_integer_value(limit) < 1)))
-        return bad("refusals takes \"worktree\" (a path), \"after\" (a sequence number) "
-                   "and \"limit\" (>= 1), each optional");
+        return proxy_op_fail("bad-request",
+                             "refusals takes \"worktree\" (a path), \"after\" (a sequence number) "
+                             "and \"limit\" (>= 1), each optional");
     json_int_t from = after ? json_integer_value(after) : 0;
     size_t max = limit ? (size_t)json_integer_value(limit) : DEFAULT_LIMIT;
     json_t *all = refusal_log_json(s->refusals, from > 0 ? (unsigned long long)from : 0);

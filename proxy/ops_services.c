@@ -11,29 +11,21 @@
 #include "ondemand.h"
 #include "server.h"
 
-static json_t *refuse(const char *code, const char *msg)
-{
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
-}
 
 json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req)
 {
     (void)uid; /* what a repository declares is no secret of its user */
     const char *wt = json_string_value(json_object_get(req, "worktree"));
-    char real[PATH_MAX], msg[PATH_MAX + 128];
+    char real[PATH_MAX];
     if (!wt || wt[0] != '/')
-        return refuse("bad-request", "services takes \"worktree\": the absolute path of a "
-                                     "worktree");
-    if (!realpath(wt, real)) {
-        snprintf(msg, sizeof msg, "%s: no such folder", wt);
-        return refuse("not-found", msg);
-    }
+        return proxy_op_fail("bad-request", "services takes \"worktree\": the absolute path of "
+                             "a worktree");
+    if (!realpath(wt, real))
+        return proxy_op_fail("not-found", "%s: no such folder", wt);
     json_t *d = ondemand_services(s, real);
-    if (!d) {
-        snprintf(msg, sizeof msg, "%s has no .wtproxy: add one (conf/wtproxy-file.example) to "
-                                  "declare its servers", real);
-        return refuse("not-declared", msg);
-    }
+    if (!d)
+        return proxy_op_fail("not-declared", "%s has no .wtproxy: add one "
+                             "(conf/wtproxy-file.example) to declare its servers", real);
     const char *err = json_string_value(json_object_get(d, "error"));
     json_t *out = err ? json_pack("{s:b, s:s, s:O, s:s}", "ok", 0, "error", "bad-wtproxy-file",
                                   "file", json_object_get(d, "file"), "message", err)

@@ -12,7 +12,7 @@ import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
-import { itemAppFiles } from './lib/django-item-app.mjs';
+import { itemAppFiles, writeProject } from './lib/django-item-app.mjs';
 
 const recipe = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../conf/run-django-tests.sh');
 
@@ -55,12 +55,7 @@ class T(TestCase):
 `,
 };
 
-function project(dir) {
-  for (const [f, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
-    fs.writeFileSync(path.join(dir, f), text);
-  }
-}
+const project = (dir) => writeProject(dir, files);
 
 test('two worktrees run their Django tests at once, each on its own claimed database', async (t) => {
   const pg = await startPostgres(t);

@@ -18,7 +18,7 @@ import { startPostgres } from './lib/pg.mjs';
 import { hold } from './lib/pg-sessions.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
-import { itemAppFiles } from './lib/django-item-app.mjs';
+import { itemAppFiles, writeProject } from './lib/django-item-app.mjs';
 
 const pythonPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../whoami/python');
 
@@ -66,12 +66,7 @@ def test_item():
 `,
 };
 
-function project(dir) {
-  for (const [f, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
-    fs.writeFileSync(path.join(dir, f), text);
-  }
-}
+const project = (dir) => writeProject(dir, files);
 
 test('manage.py test, --parallel 2 and a label, in two worktrees at once; then migrate, a changed migration, pytest', async (t) => {
   const pg = await startPostgres(t);

@@ -1,6 +1,9 @@
 // django-item-app.mjs - the smallest Django project the database tests
 // (206, 211) run: manage.py, a `shop` app with one model (Item) and its
 // first migration. Each test adds its own proj/settings.py and tests.
+import fs from 'node:fs';
+import path from 'node:path';
+
 export const itemAppFiles = {
   'manage.py': `import os, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proj.settings")
@@ -25,3 +28,11 @@ class Migration(migrations.Migration):
         ("name", models.CharField(max_length=50))])]
 `,
 };
+
+// Write files ({relative path: text}) under dir.
+export function writeProject(dir, files) {
+  for (const [f, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+    fs.writeFileSync(path.join(dir, f), text);
+  }
+}
