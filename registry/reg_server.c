@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,18 +216,6 @@ static void unreserve(struct reg_server *rs, int port)
 
 /* ---- operations ---- */
 
-static json_t *fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static json_t *fail(const char *code, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
-}
-
 /* r, with what a restart would forget when the last save failed. */
 static json_t *unsaved_warning(const struct reg_server *rs, json_t *r)
 {
@@ -260,7 +247,7 @@ static json_t *conflict(const struct reg_backend *h)
 {
     char age[32];
     host_age(host_wall_ms() - h->registered_ms, age, sizeof age);
-    json_t *r = fail("conflict",
+    json_t *r = reg_fail("conflict",
                      "%s already has a live server on front :%d: pid %d (%s), port %d, "
                      "registered %s ago. Stop it, or remove it: wtproxy unregister --worktree %s "
                      "--front %d",
@@ -278,15 +265,15 @@ static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req,
     const char *wt = NULL;
     char real[PATH_MAX];
     if (json_unpack(req, "{s:I, s:s}", "front", &front, "worktree", &wt) < 0)
-        return fail("bad-request", "give \"front\" (a port) and \"worktree\" (a path)");
+        return reg_fail("bad-request", "give \"front\" (a port) and \"worktree\" (a path)");
     *out = reg_table_get(rs->table, (int)front, wt);
     if (!*out && realpath(wt, real))
         *out = reg_table_get(rs->table, (int)front, real);
     if (!*out)
-        return fail("not-found", "nothing is registered for %s on front :%d (see: wtproxy ls)",
+        return reg_fail("not-found", "nothing is registered for %s on front :%d (see: wtproxy ls)",
                     wt, (int)front);
     if (uid != 0 && uid != (*out)->uid)
-        return fail("not-permitted", "%s on front :%d belongs to uid %d; only that user or "
+        return reg_fail("not-permitted", "%s on front :%d belongs to uid %d; only that user or "
                                      "root may change it", (*out)->worktree, (int)front,
                     (int)(*out)->uid);
     return NULL;
@@ -303,17 +290,17 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
                     &command, "host", &host, "ready", &ready, "restart_on_stale",
                     &restart) < 0 ||
         front < 1 || front > 65535 || port < 1 || port > 65535 || pid < 0 || ttl < 0)
-        return fail("bad-request", "register needs front and port (1-65535), worktree, and a "
+        return reg_fail("bad-request", "register needs front and port (1-65535), worktree, and a "
                                    "pid >= 0 or ttl_ms");
     if (!realpath(wt, real))
-        return fail("bad-request", "worktree %s: %s", wt, strerror(errno));
+        return reg_fail("bad-request", "worktree %s: %s", wt, strerror(errno));
     if (pid == 0 && ttl == 0)
-        return fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
+        return reg_fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
                                    "cannot outlive its server forever");
     if (pid > 0 && !host_pid_start((pid_t)pid))
-        return fail("bad-request", "pid %d does not run", (int)pid);
+        return reg_fail("bad-request", "pid %d does not run", (int)pid);
     if (pid > 0 && uid != 0 && pid_uid((pid_t)pid) != uid)
-        return fail("not-permitted", "pid %d is not yours", (int)pid);
+        return reg_fail("not-permitted", "pid %d is not yours", (int)pid);
     snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, (int)port);
     struct reg_backend *holder = reg_table_get(rs->table, (int)front, real);
     if (holder && !reg_backend_alive(holder, host_wall_ms(), err, sizeof err))
@@ -322,10 +309,10 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
         return conflict(holder);
     struct reg_backend *b = reg_backend_new(name, err, sizeof err);
     if (!b)
-        return fail("bad-request", "%s", err);
+        return reg_fail("bad-request", "%s", err);
     if (reg_backend_read_labels(b, req, err, sizeof err) < 0) {
         reg_backend_unref(b);
-        return fail("bad-request", "%s", err);
+        return reg_fail("bad-request", "%s", err);
     }
     snprintf(b->machine, sizeof b->machine, "%s", reg_machine_id());
     snprintf(b->worktree, sizeof b->worktree, "%s", real);
@@ -367,7 +354,7 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
     struct reg_backend *b = NULL;
     json_t *err;
     if (!op)
-        return fail("bad-request", "each line must be a JSON object with an \"op\"");
+        return reg_fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
         return reg_mirror_status(rs->mirror,
                                  json_pack("{s:b, s:s, s:i, s:s, s:O}", "ok", 1, "version",
@@ -384,7 +371,7 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
-                    : fail("no-port", "no free port is left in %d-%d", REG_PORT_FIRST,
+                    : reg_fail("no-port", "no free port is left in %d-%d", REG_PORT_FIRST,
                            REG_PORT_FIRST + REG_PORT_COUNT - 1);
     }
     if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
@@ -402,7 +389,7 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
         return r;
     }
     json_t *r = rs->ext ? rs->ext(rs->ext_arg, uid, op, req) : NULL;
-    return r ? r : fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
+    return r ? r : reg_fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
 }
 
 void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg)
@@ -447,7 +434,7 @@ static json_t *request(struct reg_server *rs, struct reg_peer *peer, uid_t uid,
     json_error_t je;
     json_t *req = json_loadb(line, len, 0, &je);
     if (!req)
-        return fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
+        return reg_fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
                     je.column);
     rs->pg.in_line = 1;
     json_t *r = handle(rs, peer, uid, req);

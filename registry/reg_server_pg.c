@@ -70,7 +70,7 @@ static void answered(void *arg, json_t *answer)
     json_t *r = w->reply;
     if (!answer && w->kind != W_CHANGE) {
         json_decref(r);
-        r = reg_lease_fail("internal", "the daemon stopped before the registry answered");
+        r = reg_fail("internal", "the daemon stopped before the registry answered");
     } else if (w->kind == W_LEASE) {
         r = json_incref(answer);
     } else if (w->kind == W_LIST) {
@@ -101,7 +101,7 @@ static json_t *later(struct reg_pgops *o, struct reg_peer *peer, enum wait_kind 
     if (!w)
         json_decref(in);
     json_decref(reply);
-    return reg_lease_fail("internal", peer ? "out of memory"
+    return reg_fail("internal", peer ? "out of memory"
                                            : "this op reads the PostgreSQL store: send it on "
                                              "the control socket");
 }

@@ -138,6 +138,13 @@ struct json_t;
 struct json_t *reg_backend_to_json(const struct reg_backend *b);
 struct reg_backend *reg_backend_from_json(struct json_t *o, char *err, size_t errlen);
 
+/* A control op's refusal, the one shape every layer answers with
+ * (PROTOCOL.md): {"ok":false,"error":code,"message":printf(fmt, ...)}. The
+ * message says what happened and the command that fixes it. A new
+ * reference, NULL when out of memory. */
+struct json_t *reg_fail(const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Set b's optional labels, "service", "log" and "start_load" (the load
  * per CPU when its server started, a number), from o (an entry or a
  * register request): absent means "" or unknown. Returns 0, or -1 with
