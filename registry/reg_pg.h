@@ -40,8 +40,15 @@ void reg_pg_mask(const char *uri, char *out, size_t outlen);
 PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen);
 
 /* Connect without touching any table: for the app's database server
- * (wtproxy db). what names it in err ("the database server"). */
+ * (wtproxy db). what names it in err ("the database server"). A connect
+ * that timed out (REG_PG_CONNECT_TIMEOUT) is tried once more: a server
+ * busy starting many backends at once (16 claims in parallel) misses one
+ * deadline, rarely two; a refusal or an authentication error is final. */
 PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen);
+
+/* Whether msg, libpq's error of a failed connect, says the connect timed
+ * out (connect_timeout passed) rather than was refused or denied. */
+int reg_pg_connect_timed_out(const char *msg);
 
 /* Run sql with text params; a result that is not ok (COMMAND_OK or
  * TUPLES_OK) is cleared and NULL returned with err (libpq's message and
