@@ -195,9 +195,11 @@ struct reg_pgops {
  * one). */
 void reg_pgops_mirror(struct reg_pgops *o, const struct reg_table *t);
 
-/* The line is handled, reply its reply (NULL: it comes later). Returns
- * the reply to send now, or NULL when it waits for the line's mirror. */
-json_t *reg_pgops_line_done(struct reg_pgops *o, struct reg_peer *peer, json_t *reply);
+/* The line is handled: mirror its change, if it made one. Returns 1 when
+ * done(arg, NULL) runs on the loop once the mirror is over (the line's
+ * reply waits for it); 0 when there is nothing to wait for (no change, done
+ * NULL, or out of memory: then it is mirrored without a wait, if at all). */
+int reg_pgops_line_done(struct reg_pgops *o, reg_pgw_done done, void *arg);
 
 /* The ops claim, release, leases (req is copied), and list (entries: this
  * machine's, consumed; reply: the reply the entries of every machine go

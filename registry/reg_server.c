@@ -3,6 +3,14 @@
  * watches, and saving every change to the state file before it is
  * acknowledged.
  *
+ * The save runs on the state file's writer thread (reg_store_worker.c):
+ * the loop hands it the table's text and goes on serving; the reply to the
+ * control line that made the change is held until that text (or a later
+ * one) is on disk, with the outcome of that very write in its "warning".
+ * So PROTOCOL.md's promise holds: a change is saved before it is
+ * acknowledged. A change made by the sweep (a server died) is acknowledged
+ * to nobody; its write is on disk shortly after, and at exit for sure.
+ *
  * With a PostgreSQL store, nothing here waits for it: the lease ops, the
  * other machines' entries of `list`, and the mirroring of each change are
  * jobs for the PostgreSQL thread (reg_pg_worker.c). A control line that
@@ -53,6 +61,8 @@ struct reg_server {
     struct reservation reserved[REG_MAX_RESERVED];
     size_t nreserved;
     json_t *listen; /* the front addresses, for ping; NULL until told */
+    struct reg_saver *saver; /* writes the state file off the loop */
+    int line_saved;    /* the control line being handled changed the table */
     char unsaved[640]; /* why the last save failed; "" once one succeeds */
     reg_server_ext ext; /* the ops of the layer above, or NULL */
     void *ext_arg;
@@ -66,19 +76,28 @@ struct watch {
 };
 
 
-/* A failed save keeps the previous file and the change in memory: routing
- * goes on, and every acknowledgement says what a restart would forget
- * (ok_entry), so the agent that registered reads it, not only our log. */
-static void save(struct reg_server *rs)
+/* reg_saver_done, after each write of the state file. A failed save keeps
+ * the previous file and the change in memory: routing goes on, and every
+ * acknowledgement says what a restart would forget (unsaved_warning), so
+ * the agent that registered reads it, not only our log. */
+static void written(void *arg, const char *err)
 {
-    char err[512];
-    if (reg_store_save(rs->table, rs->state_path, err, sizeof err) < 0) {
+    struct reg_server *rs = arg;
+    if (err[0])
         fprintf(stderr, "wtproxy: cannot save registrations, the previous state file is kept: "
                         "%s\n", err);
-        snprintf(rs->unsaved, sizeof rs->unsaved, "%s", err);
-    } else {
-        rs->unsaved[0] = '\0';
-    }
+    snprintf(rs->unsaved, sizeof rs->unsaved, "%s", err);
+}
+
+/* Hand the table to the writer thread and the PostgreSQL mirror. */
+static void save(struct reg_server *rs)
+{
+    char *dump = reg_store_dump(rs->table);
+    if (dump)
+        reg_saver_put(rs->saver, dump);
+    else
+        written(rs, "out of memory: the change is not saved");
+    rs->line_saved = 1;
     reg_pgops_mirror(&rs->pg, rs->table);
 }
 
@@ -426,8 +445,64 @@ static char *reply_line(json_t *r)
     return line ? line : strdup("{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
 }
 
+/* A reply held until its line's change is on disk and mirrored. */
+struct held {
+    struct reg_server *rs;
+    struct reg_peer *peer;
+    json_t *reply;
+    int waits; /* the state file's write, the PostgreSQL mirror, line_done itself */
+};
+
+/* One wait of h is over; after the last, h's reply goes, its warning
+ * saying how the write it waited for went. */
+static void held_step(struct held *h)
+{
+    if (--h->waits > 0)
+        return;
+    if (json_is_true(json_object_get(h->reply, "ok"))) {
+        json_object_del(h->reply, "warning");
+        unsaved_warning(h->rs, h->reply);
+    }
+    reg_control_reply(h->peer, reply_line(h->reply));
+    free(h);
+}
+
+static void held_saved(void *arg, const char *err)
+{
+    (void)err; /* written() has put it in rs->unsaved */
+    held_step(arg);
+}
+
+static void held_mirrored(void *arg, json_t *answer)
+{
+    json_decref(answer);
+    held_step(arg);
+}
+
+/* The line is handled and r is its reply (NULL: it comes later). Returns
+ * r to send now, or NULL when it is held until the line's change (saved
+ * says it made one) is written and mirrored. Without a peer to answer
+ * later (reg_server_request), r goes now: the write and mirror follow. */
+static json_t *line_done(struct reg_server *rs, struct reg_peer *peer, json_t *r, int saved)
+{
+    struct held *h = saved && peer && r ? calloc(1, sizeof *h) : NULL;
+    if (!h) {
+        if (rs->pg.pgw)
+            reg_pgops_line_done(&rs->pg, NULL, NULL);
+        return r;
+    }
+    *h = (struct held){rs, peer, r, 1};
+    h->waits += reg_saver_wait(rs->saver, held_saved, h);
+    if (rs->pg.pgw)
+        h->waits += reg_pgops_line_done(&rs->pg, held_mirrored, h);
+    held_step(h); /* line_done's own: the reply goes now if nothing is pending */
+    return NULL;
+}
+
 /* The reply to one line, or NULL when it comes later through peer. A
- * change it made is mirrored before the reply goes (with a peer). */
+ * change it made is saved and mirrored before the reply goes (with a
+ * peer). An op of the layer above may run a line itself (peer NULL):
+ * that inner line's change does not hold the outer line's reply. */
 static json_t *request(struct reg_server *rs, struct reg_peer *peer, uid_t uid,
                        const char *line, size_t len)
 {
@@ -436,11 +511,15 @@ static json_t *request(struct reg_server *rs, struct reg_peer *peer, uid_t uid,
     if (!req)
         return reg_fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
                     je.column);
+    int outer = rs->line_saved;
+    rs->line_saved = 0;
     rs->pg.in_line = 1;
     json_t *r = handle(rs, peer, uid, req);
     rs->pg.in_line = 0;
     json_decref(req);
-    return rs->pg.pgw ? reg_pgops_line_done(&rs->pg, peer, r) : r;
+    int saved = rs->line_saved;
+    rs->line_saved = outer;
+    return line_done(rs, peer, r, saved);
 }
 
 char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len)
@@ -504,6 +583,10 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
         reg_server_free(rs);
         return NULL;
     }
+    if (!(rs->saver = reg_saver_new(base, rs->state_path, written, rs, err, errlen))) {
+        reg_server_free(rs);
+        return NULL;
+    }
     load_state(rs);
     reg_pgops_mirror(&rs->pg, rs->table); /* this machine's rows from before are stale */
     if (!(rs->leases = reg_lease_store_beside(rs->state_path, err, errlen))) {
@@ -527,6 +610,7 @@ void reg_server_free(struct reg_server *rs)
     if (!rs)
         return;
     reg_pgw_free(rs->pg.pgw); /* first: its last answers go to control peers */
+    reg_saver_free(rs->saver); /* then the last writes, and the replies they held */
     reg_control_free(rs->control);
     if (rs->sweep)
         event_free(rs->sweep);

@@ -161,6 +161,40 @@ int reg_store_save(const struct reg_table *t, const char *path, char *err, size_
 int reg_store_replace_file(const char *path, const char *data, size_t len, char *err,
                            size_t errlen);
 
+/* The table as the state file's text (malloc'd), or NULL when out of
+ * memory. reg_store_save writes it; the daemon hands it to its saver. */
+char *reg_store_dump(const struct reg_table *t);
+
+/* --- the state file written off the loop (reg_store_worker.c) --- */
+
+struct event_base;
+struct reg_saver;
+
+/* A write is over: err is "" once the snapshot is on disk, else why not
+ * (the previous file is then kept). */
+typedef void (*reg_saver_done)(void *arg, const char *err);
+
+/* A thread that writes snapshots to path with reg_store_replace_file.
+ * on_write(arg, err) runs on base's loop after each write. Returns NULL
+ * with err when the thread cannot start. */
+struct reg_saver *reg_saver_new(struct event_base *base, const char *path,
+                                reg_saver_done on_write, void *arg, char *err, size_t errlen);
+
+/* Hand the saver data, the file's whole new text (it owns it now). At
+ * most one write is in flight and one pending: a snapshot handed while
+ * one is pending replaces it. */
+void reg_saver_put(struct reg_saver *sv, char *data);
+
+/* Have done(arg, err) run on the loop once the latest snapshot handed so
+ * far is written (or failed). Returns 1; 0 when nothing is pending or in
+ * flight (what was handed is written already) or out of memory: done is
+ * then never called. */
+int reg_saver_wait(struct reg_saver *sv, reg_saver_done done, void *arg);
+
+/* Finish the write in flight, write the pending one on this thread, tell
+ * their waiters, and stop (at exit: no handed change is lost). */
+void reg_saver_free(struct reg_saver *sv);
+
 /* Read path into t. A missing file is an empty table. A truncated or
  * corrupt file (not JSON, wrong shape) is renamed to PATH.corrupt-<unix
  * time> and the table starts empty: returns 0 with a one-line warning in
