@@ -1,7 +1,8 @@
 /* tree.c - see tree.h; the watches are watch.c's. Walking a big tree to
  * watch it is slow too: the first job of a tree sets its watches on the
  * worker, before its walk, and the loop reads its events only once that
- * job is back.
+ * job is back. So does the first job after the kernel's event queue
+ * overflowed (whoami_tree_rewatch): the tree is dirty until then.
  *
  * Computations are numbered across trees in the order they start. A
  * question's ticket is the first number whose result it may use: one that

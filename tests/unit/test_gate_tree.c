@@ -29,10 +29,10 @@ static void ready(void *arg)
     ready_calls++;
 }
 
-static void write_file(const char *rel, const char *text)
+static void write_under(const char *root, const char *rel, const char *text)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
     FILE *f = fopen(path, "w");
     if (f) {
         fputs(text, f);
@@ -40,15 +40,25 @@ static void write_file(const char *rel, const char *text)
     }
 }
 
-/* The hash of the disk now, computed here. */
-static void disk_hash(char *out)
+static void write_file(const char *rel, const char *text)
+{
+    write_under(dir, rel, text);
+}
+
+/* The hash of root's disk now, computed here. */
+static void hash_of(const char *root, char *out)
 {
     struct whoami_fp fp;
     char err[256];
-    if (whoami_fp_compute(dir, &py, NULL, &fp, err, sizeof err) == 0) {
+    if (whoami_fp_compute(root, &py, NULL, &fp, err, sizeof err) == 0) {
         memcpy(out, fp.hash, WHOAMI_HASH_SIZE);
         whoami_fp_free(&fp);
     }
+}
+
+static void disk_hash(char *out)
+{
+    hash_of(dir, out);
 }
 
 /* Ask until the answer is not pending, running the loop between (at most
@@ -154,27 +164,6 @@ static double mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void hash_of(const char *root, char *out)
-{
-    struct whoami_fp fp;
-    char err[256];
-    if (whoami_fp_compute(root, &py, NULL, &fp, err, sizeof err) == 0) {
-        memcpy(out, fp.hash, WHOAMI_HASH_SIZE);
-        whoami_fp_free(&fp);
-    }
-}
-
-static void write_under(const char *root, const char *rel, const char *text)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
 }
 
 static void check_overflow(void)
