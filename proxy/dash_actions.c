@@ -190,11 +190,6 @@ static void respond_json(struct proxy_client *c, const char *status, json_t *j)
     free(s);
 }
 
-static json_t *refusal(const char *code, const char *msg)
-{
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
-}
-
 /* The HTTP status of an op's reply. */
 static const char *status_of(json_t *reply)
 {
@@ -221,7 +216,7 @@ static void act(struct proxy_client *c, int which, size_t len)
     if (!json_is_object(req)) {
         json_decref(req);
         respond_json(c, "400 Bad Request",
-                     refusal("bad-request", "the body is not a JSON object such as "
+                     reg_fail("bad-request", "the body is not a JSON object such as "
                              "{\"worktree\": \"/abs/path\", \"front\": 8000}"));
         return;
     }
@@ -230,7 +225,7 @@ static void act(struct proxy_client *c, int which, size_t len)
     if (client_uid(c, &uid) < 0) {
         json_decref(req);
         respond_json(c, "403 Forbidden",
-                     refusal("forbidden", "wtproxy cannot tell which user's process sent this "
+                     reg_fail("forbidden", "wtproxy cannot tell which user's process sent this "
                              "action (sock_diag found no socket); use wtproxy restart/stop"));
         return;
     }
@@ -257,7 +252,7 @@ static void forbid(struct proxy_client *c, int check)
              "itself (wtproxy dashboard prints its URL), or with wtproxy restart/stop",
              check_msgs[check]);
     proxy_log("dashboard request %s from %s refused: %s", c->path, c->ip, check_msgs[check]);
-    json_t *j = refusal("forbidden", msg);
+    json_t *j = reg_fail("forbidden", "%s", msg);
     json_object_set_new(j, "check", json_string(check_names[check]));
     respond_json(c, "403 Forbidden", j);
 }
@@ -280,7 +275,7 @@ void dash_action_serve(struct proxy_client *c, int which, int check)
         snprintf(msg, sizeof msg, "send the action's JSON with a Content-Length of at most %d "
                  "bytes", WTP_DASH_ACTION_BODY_MAX);
         respond_json(c, c->req_chunked ? "411 Length Required" : "413 Content Too Large",
-                     refusal("bad-request", msg));
+                     reg_fail("bad-request", "%s", msg));
         return;
     }
     c->handler_note = DASH_NOTE_BODY + which;
@@ -304,7 +299,7 @@ void dash_action_timeout(struct proxy_client *c)
 {
     c->keepalive = 0;
     respond_json(c, "408 Request Timeout",
-                 refusal("bad-request", "the action's body did not arrive in time"));
+                 reg_fail("bad-request", "the action's body did not arrive in time"));
 }
 
 void dash_action_token(struct proxy_client *c, int check)

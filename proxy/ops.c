@@ -1,7 +1,6 @@
 /* ops.c - the table of control ops the proxy layer answers (ops.h). */
 #include "ops.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,16 +31,6 @@ static const struct proxy_op ops[] = {
     {"stop", proxy_op_stop},
     {"start", proxy_op_start},
 };
-
-json_t *proxy_op_fail(const char *code, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
-}
 
 /* reg_server_ext: the reply to op, or NULL when it is none of ours. */
 static json_t *dispatch(void *arg, uid_t uid, const char *op, json_t *req)

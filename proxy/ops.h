@@ -9,10 +9,9 @@
 #include <jansson.h>
 #include <sys/types.h>
 
-struct proxy_server;
+#include "registry.h" /* reg_fail: an op's refusal, as the registry's own */
 
-/* An op's refusal: {"ok":false,"error":code,"message":...} (printf). */
-json_t *proxy_op_fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+struct proxy_server;
 
 /* Install the ops on s's control socket. */
 void proxy_ops_install(struct proxy_server *s);

@@ -27,7 +27,7 @@ json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req)
            *limit = json_object_get(req, "limit");
     if ((wt && !json_is_string(wt)) || (after && !json_is_integer(after)) ||
         (limit && (!json_is_integer(limit) || json_integer_value(limit) < 1)))
-        return proxy_op_fail("bad-request",
+        return reg_fail("bad-request",
                              "refusals takes \"worktree\" (a path), \"after\" (a sequence number) "
                              "and \"limit\" (>= 1), each optional");
     json_int_t from = after ? json_integer_value(after) : 0;

@@ -37,7 +37,7 @@ static json_t *read_selector(const char *op, json_t *req, struct selector *sel)
     if (!json_is_string(wt) || json_string_value(wt)[0] != '/' || (sv && !json_is_string(sv)) ||
         (fr && (!json_is_integer(fr) || json_integer_value(fr) < 1 ||
                 json_integer_value(fr) > 65535)))
-        return proxy_op_fail("bad-request",
+        return reg_fail("bad-request",
                              "%s takes \"worktree\" (an absolute path), and optionally "
                              "\"service\" (a name) and \"front\" (a port)", op);
     sel->worktree = json_string_value(wt);
@@ -119,14 +119,14 @@ static int collect(struct proxy_server *s, uid_t uid, const char *op,
         if (!selects(sel, b))
             continue;
         if (uid != 0 && b->uid != uid) {
-            *reply = proxy_op_fail("not-permitted",
+            *reply = reg_fail("not-permitted",
                                    "%s's server on front %d belongs to uid %u; only "
                                    "its owner (or root) may %s it", sel->worktree, b->front,
                                    (unsigned)b->uid, op);
             return -1;
         }
         if (!is_wrapper(b)) {
-            *reply = proxy_op_fail("not-restartable", "%s's server on front %d (pid %d, %s) was "
+            *reply = reg_fail("not-restartable", "%s's server on front %d (pid %d, %s) was "
                           "registered with wtproxy register, not started by wtproxy run: "
                           "wtproxy cannot %s it; %s it yourself, or start it with "
                           "`wtproxy run -- CMD {port}` next time", sel->worktree, b->front,
@@ -138,7 +138,7 @@ static int collect(struct proxy_server *s, uid_t uid, const char *op,
     if (n == 0) {
         char have[1024];
         describe_worktree(t, sel->worktree, have, sizeof have);
-        *reply = proxy_op_fail("not-found",
+        *reply = reg_fail("not-found",
                                "no server of %s%s%s matches; registered for it: %s (see "
                                "wtproxy ls)", sel->worktree, sel->service ? " with service " : "",
                                sel->service ? sel->service : "", have);
@@ -216,16 +216,16 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req)
         return reply;
     char real[PATH_MAX], err[1024] = "";
     if (!realpath(sel.worktree, real))
-        return proxy_op_fail("not-found", "the folder %s does not exist", sel.worktree);
+        return reg_fail("not-found", "the folder %s does not exist", sel.worktree);
     int front = sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT;
     if (sel.service && !(front = service_front(s, real, sel.service)))
-        return proxy_op_fail("not-declared",
+        return reg_fail("not-declared",
                              "%s's .wtproxy declares no service `%s` (wtproxy mcp's "
                              "servers tool, or the dashboard, lists the declared ones)", real,
                              sel.service);
     /* The server would run as the daemon's user. */
     if (uid != 0 && uid != geteuid())
-        return proxy_op_fail("not-permitted",
+        return reg_fail("not-permitted",
                              "this daemon runs as uid %u: it starts servers for that "
                              "user only; start yours with wtproxy run", (unsigned)geteuid());
     struct selector running = {real, NULL, front};
@@ -239,9 +239,9 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req)
              : sel.service ? ondemand_ensure(s->ondemand, real, sel.service, err, sizeof err)
                            : ondemand_ensure_front(s->ondemand, real, front, err, sizeof err);
     if (rc < 0 && err[0])
-        return proxy_op_fail("bad-wtproxy-file", "%s", err);
+        return reg_fail("bad-wtproxy-file", "%s", err);
     if (rc < 0)
-        return proxy_op_fail("not-declared", "%s declares no server for front %d: add `start = CMD "
+        return reg_fail("not-declared", "%s declares no server for front %d: add `start = CMD "
                     "{port}` and `front = %d` to the .wtproxy at its repository's root, or "
                     "run one: wtproxy run --front %d -- CMD {port}", real, front, front, front);
     char log[PATH_MAX];

@@ -18,13 +18,13 @@ json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req)
     const char *wt = json_string_value(json_object_get(req, "worktree"));
     char real[PATH_MAX];
     if (!wt || wt[0] != '/')
-        return proxy_op_fail("bad-request", "services takes \"worktree\": the absolute path of "
+        return reg_fail("bad-request", "services takes \"worktree\": the absolute path of "
                              "a worktree");
     if (!realpath(wt, real))
-        return proxy_op_fail("not-found", "%s: no such folder", wt);
+        return reg_fail("not-found", "%s: no such folder", wt);
     json_t *d = ondemand_services(s, real);
     if (!d)
-        return proxy_op_fail("not-declared", "%s has no .wtproxy: add one "
+        return reg_fail("not-declared", "%s has no .wtproxy: add one "
                              "(conf/wtproxy-file.example) to declare its servers", real);
     const char *err = json_string_value(json_object_get(d, "error"));
     json_t *out = err ? json_pack("{s:b, s:s, s:O, s:s}", "ok", 0, "error", "bad-wtproxy-file",

@@ -15,10 +15,13 @@
  *                                          first time and after changes
  *   PostgreSQL      registry/reg_pg_worker.c  every libpq call: the mirror,
  *                                          leases, other machines' entries
+ *   state file      registry/reg_store_worker.c  its write and fsyncs on a
+ *                                          registration change
  *
- * Known exceptions, to move next: the state file's write and fsync on a
- * registration change (registry/reg_store.c), and re-adding a tree's
- * inotify watches after the kernel's queue overflowed (whoami/watch.c). */
+ * Re-adding a tree's inotify watches after the kernel's queue overflowed
+ * is the fingerprint worker's too (whoami/tree.c). Known exception: the
+ * embedded lease store's file (registry/reg_lease_store.c) is still
+ * written on the loop, on a claim or release. */
 #include "server.h"
 
 #include <malloc.h>

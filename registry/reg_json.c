@@ -5,11 +5,13 @@
  *    "expires_ms", "state" ("starting", "ready", "dead"), "requests",
  *    and "whoami" {...} once the gate has checked it (PROTOCOL.md)}
  * Every field is required on the way in and checked against its range;
- * the address is resolved again from "backend". */
+ * the address is resolved again from "backend". Also the refusal every
+ * control op answers with (reg_fail). */
 #include "registry.h"
 
 #include <jansson.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,4 +277,14 @@ struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
         return NULL;
     }
     return b;
+}
+
+json_t *reg_fail(const char *code, const char *fmt, ...)
+{
+    char msg[2048]; /* the longest names two worktree paths and a command */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
 }

@@ -79,9 +79,6 @@ struct reg_lease_store *reg_lease_store_beside(const char *state_path, char *err
  * and pid start time filled here. Returns NULL, or the error reply. */
 json_t *reg_lease_claimer(json_t *req, struct reg_lease *c, long long *ttl_ms);
 
-/* {"ok": false, "error": code, "message": ...} */
-json_t *reg_lease_fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* Drop leases whose TTL passed or whose holder died. */
 void reg_lease_store_sweep(struct reg_lease_store *ls);
 

@@ -7,7 +7,6 @@
 #include "reg_lease.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,16 +23,6 @@ struct reg_lease_store {
     struct reg_lease *v;
     size_t n;
 };
-
-json_t *reg_lease_fail(const char *code, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
-}
 
 static void save(struct reg_lease_store *ls)
 {
@@ -165,13 +154,13 @@ json_t *reg_lease_claimer(json_t *req, struct reg_lease *c, long long *ttl)
     if (json_unpack(req, "{s:s, s:s, s:I, s?s, s?s, s?I}", "id", &id, "worktree", &wt, "pid",
                     &pid, "session", &session, "purpose", &purpose, "ttl_ms", &ttl_ms) < 0 ||
         pid < 0 || pid > 0x7fffffff || ttl_ms < 0)
-        return reg_lease_fail("bad-request", "claim needs id, worktree, pid >= 0 and ttl_ms >= 0");
+        return reg_fail("bad-request", "claim needs id, worktree, pid >= 0 and ttl_ms >= 0");
     if (reg_lease_check_id(id, err, sizeof err) < 0)
-        return reg_lease_fail("bad-request", "%s", err);
+        return reg_fail("bad-request", "%s", err);
     if (pid == 0 && ttl_ms == 0)
-        return reg_lease_fail("bad-request", "a claim without a pid needs a TTL (--ttl 1h)");
+        return reg_fail("bad-request", "a claim without a pid needs a TTL (--ttl 1h)");
     if (pid > 0 && !(c->pid_start = host_pid_start((pid_t)pid)))
-        return reg_lease_fail("bad-request", "pid %d does not run", (int)pid);
+        return reg_fail("bad-request", "pid %d does not run", (int)pid);
     snprintf(c->id, sizeof c->id, "%s", id);
     snprintf(c->machine, sizeof c->machine, "%s", reg_machine_id());
     snprintf(c->worktree, sizeof c->worktree, "%s", wt);
@@ -198,12 +187,12 @@ static json_t *op_claim(struct reg_lease_store *ls, json_t *req)
     } else if (l && ended(l, why, sizeof why)) {
         fprintf(stderr, "wtproxy: lease %s taken over from %s: %s\n", l->id, l->worktree, why);
     } else if (l) {
-        json_t *r = reg_lease_fail("conflict", "%s is held by %s (pid %d, \"%s\")", l->id, l->worktree,
+        json_t *r = reg_fail("conflict", "%s is held by %s (pid %d, \"%s\")", l->id, l->worktree,
                          (int)l->pid, l->purpose);
         json_object_set_new(r, "holder", reg_lease_to_json(l));
         return r;
     } else if (ls->n >= REG_LEASE_MAX) {
-        return reg_lease_fail("internal", "the embedded store holds %d leases already; release some "
+        return reg_fail("internal", "the embedded store holds %d leases already; release some "
                     "(wtproxy leases)", REG_LEASE_MAX);
     } else {
         l = &ls->v[ls->n++];
@@ -218,12 +207,12 @@ static json_t *op_release(struct reg_lease_store *ls, json_t *req)
     const char *id = NULL, *wt = "";
     int force = 0;
     if (json_unpack(req, "{s:s, s?s, s?b}", "id", &id, "worktree", &wt, "force", &force) < 0)
-        return reg_lease_fail("bad-request", "release needs id (and worktree, or force)");
+        return reg_fail("bad-request", "release needs id (and worktree, or force)");
     struct reg_lease *l = find(ls, id);
     if (!l)
-        return reg_lease_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
+        return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
     if (!force && strcmp(l->worktree, wt) != 0) {
-        json_t *r = reg_lease_fail("not-permitted", "%s is held by worktree %s, not %s; release it "
+        json_t *r = reg_fail("not-permitted", "%s is held by worktree %s, not %s; release it "
                          "there, or: wtproxy release %s --force", id, l->worktree, wt, id);
         json_object_set_new(r, "holder", reg_lease_to_json(l));
         return r;

@@ -298,22 +298,48 @@ static int ensure_schema(PGconn *c, char *err, size_t errlen)
     return 0;
 }
 
-PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
+int reg_pg_connect_timed_out(const char *msg)
+{
+    /* libpq's own words (fe-connect.c) when connect_timeout passes, for one
+     * host or each of several; a server's message never says them. */
+    return msg && strstr(msg, "timeout expired") != NULL;
+}
+
+/* One connect attempt with our defaults; NULL only when out of memory. */
+static PGconn *dial_once(const char *uri)
 {
     /* Ours first: with expand_dbname, what the URI says overrides them. */
     const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
     const char *const vals[] = {REG_PG_CONNECT_TIMEOUT, "wtproxy", uri, NULL};
+    return PQconnectdbParams(keys, vals, 1);
+}
+
+PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
+{
     char masked[REG_PG_URI_MAX + 64], msg[512];
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    PGconn *c = dial_once(uri);
+    int retried = 0;
+    if (c && PQstatus(c) != CONNECTION_OK && reg_pg_connect_timed_out(PQerrorMessage(c))) {
+        PQfinish(c);
+        c = dial_once(uri);
+        retried = 1;
+    }
     reg_pg_mask(uri, masked, sizeof masked);
     if (!c) {
         snprintf(err, errlen, "cannot connect to %s %s: out of memory", what, masked);
         return NULL;
     }
     if (PQstatus(c) != CONNECTION_OK) {
+        char why[sizeof msg + 160];
         one_line(PQerrorMessage(c), msg, sizeof msg);
+        if (retried && reg_pg_connect_timed_out(msg))
+            snprintf(why, sizeof why, "connecting timed out twice after " REG_PG_CONNECT_TIMEOUT
+                     " s: is PostgreSQL overloaded (many connections starting at once) or its "
+                     "host down? (%s)", msg);
+        else
+            snprintf(why, sizeof why, "%s", msg);
         snprintf(err, errlen, "%s at host %s port %s (%s) cannot be reached: %s", what,
-                 PQhost(c) ? PQhost(c) : "?", PQport(c) ? PQport(c) : "?", masked, msg);
+                 PQhost(c) ? PQhost(c) : "?", PQport(c) ? PQport(c) : "?", masked, why);
         PQfinish(c);
         return NULL;
     }

@@ -40,8 +40,15 @@ void reg_pg_mask(const char *uri, char *out, size_t outlen);
 PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen);
 
 /* Connect without touching any table: for the app's database server
- * (wtproxy db). what names it in err ("the database server"). */
+ * (wtproxy db). what names it in err ("the database server"). A connect
+ * that timed out (REG_PG_CONNECT_TIMEOUT) is tried once more: a server
+ * busy starting many backends at once (16 claims in parallel) misses one
+ * deadline, rarely two; a refusal or an authentication error is final. */
 PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen);
+
+/* Whether msg, libpq's error of a failed connect, says the connect timed
+ * out (connect_timeout passed) rather than was refused or denied. */
+int reg_pg_connect_timed_out(const char *msg);
 
 /* Run sql with text params; a result that is not ok (COMMAND_OK or
  * TUPLES_OK) is cleared and NULL returned with err (libpq's message and
@@ -188,9 +195,11 @@ struct reg_pgops {
  * one). */
 void reg_pgops_mirror(struct reg_pgops *o, const struct reg_table *t);
 
-/* The line is handled, reply its reply (NULL: it comes later). Returns
- * the reply to send now, or NULL when it waits for the line's mirror. */
-json_t *reg_pgops_line_done(struct reg_pgops *o, struct reg_peer *peer, json_t *reply);
+/* The line is handled: mirror its change, if it made one. Returns 1 when
+ * done(arg, NULL) runs on the loop once the mirror is over (the line's
+ * reply waits for it); 0 when there is nothing to wait for (no change, done
+ * NULL, or out of memory: then it is mirrored without a wait, if at all). */
+int reg_pgops_line_done(struct reg_pgops *o, reg_pgw_done done, void *arg);
 
 /* The ops claim, release, leases (req is copied), and list (entries: this
  * machine's, consumed; reply: the reply the entries of every machine go

@@ -190,7 +190,7 @@ json_t *reg_mirror_lease_op(struct reg_mirror *m, const char *op, json_t *req)
     if (!m || !m->pg)
         return NULL;
     if (connected(m) < 0)
-        return reg_lease_fail("internal", "claims are refused while the registry is down: %s",
+        return reg_fail("internal", "claims are refused while the registry is down: %s",
                               m->error);
     return reg_pg_lease_op(m->pg, op, req);
 }

@@ -148,7 +148,7 @@ static json_t *lease_reply(int won, const struct reg_lease *l, const char *code)
 {
     if (won)
         return json_pack("{s:b, s:o}", "ok", 1, "lease", reg_lease_to_json(l));
-    json_t *r = reg_lease_fail(code, "%s is held by %s on machine %s (pid %d, \"%s\")", l->id,
+    json_t *r = reg_fail(code, "%s is held by %s on machine %s (pid %d, \"%s\")", l->id,
                                l->worktree, l->machine, (int)l->pid, l->purpose);
     json_object_set_new(r, "holder", reg_lease_to_json(l));
     return r;
@@ -165,22 +165,22 @@ json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req)
         if (bad)
             return bad;
         r = reg_pg_claim(pg, &c, ttl, &out, err, sizeof err);
-        return r < 0 ? reg_lease_fail("internal", "%s", err) : lease_reply(r, &out, "conflict");
+        return r < 0 ? reg_fail("internal", "%s", err) : lease_reply(r, &out, "conflict");
     }
     if (strcmp(op, "release") == 0) {
         const char *id = NULL, *wt = "";
         int force = 0;
         if (json_unpack(req, "{s:s, s?s, s?b}", "id", &id, "worktree", &wt, "force", &force) < 0)
-            return reg_lease_fail("bad-request", "release needs id (and worktree, or force)");
+            return reg_fail("bad-request", "release needs id (and worktree, or force)");
         r = reg_pg_release(pg, id, wt, force, &out, err, sizeof err);
         if (r < 0)
-            return reg_lease_fail("internal", "%s", err);
+            return reg_fail("internal", "%s", err);
         if (r == 0 && !out.id[0])
-            return reg_lease_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
+            return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
         snprintf(out.id, sizeof out.id, "%s", id);
         return r ? json_pack("{s:b, s:s}", "ok", 1, "id", id) : lease_reply(0, &out, "not-permitted");
     }
     json_t *arr = reg_pg_leases(pg, err, sizeof err);
     return arr ? json_pack("{s:b, s:o}", "ok", 1, "leases", arr)
-               : reg_lease_fail("internal", "%s", err);
+               : reg_fail("internal", "%s", err);
 }

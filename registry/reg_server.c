@@ -3,6 +3,14 @@
  * watches, and saving every change to the state file before it is
  * acknowledged.
  *
+ * The save runs on the state file's writer thread (reg_store_worker.c):
+ * the loop hands it the table's text and goes on serving; the reply to the
+ * control line that made the change is held until that text (or a later
+ * one) is on disk, with the outcome of that very write in its "warning".
+ * So PROTOCOL.md's promise holds: a change is saved before it is
+ * acknowledged. A change made by the sweep (a server died) is acknowledged
+ * to nobody; its write is on disk shortly after, and at exit for sure.
+ *
  * With a PostgreSQL store, nothing here waits for it: the lease ops, the
  * other machines' entries of `list`, and the mirroring of each change are
  * jobs for the PostgreSQL thread (reg_pg_worker.c). A control line that
@@ -11,7 +19,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +61,8 @@ struct reg_server {
     struct reservation reserved[REG_MAX_RESERVED];
     size_t nreserved;
     json_t *listen; /* the front addresses, for ping; NULL until told */
+    struct reg_saver *saver; /* writes the state file off the loop */
+    int line_saved;    /* the control line being handled changed the table */
     char unsaved[640]; /* why the last save failed; "" once one succeeds */
     reg_server_ext ext; /* the ops of the layer above, or NULL */
     void *ext_arg;
@@ -67,19 +76,28 @@ struct watch {
 };
 
 
-/* A failed save keeps the previous file and the change in memory: routing
- * goes on, and every acknowledgement says what a restart would forget
- * (ok_entry), so the agent that registered reads it, not only our log. */
-static void save(struct reg_server *rs)
+/* reg_saver_done, after each write of the state file. A failed save keeps
+ * the previous file and the change in memory: routing goes on, and every
+ * acknowledgement says what a restart would forget (unsaved_warning), so
+ * the agent that registered reads it, not only our log. */
+static void written(void *arg, const char *err)
 {
-    char err[512];
-    if (reg_store_save(rs->table, rs->state_path, err, sizeof err) < 0) {
+    struct reg_server *rs = arg;
+    if (err[0])
         fprintf(stderr, "wtproxy: cannot save registrations, the previous state file is kept: "
                         "%s\n", err);
-        snprintf(rs->unsaved, sizeof rs->unsaved, "%s", err);
-    } else {
-        rs->unsaved[0] = '\0';
-    }
+    snprintf(rs->unsaved, sizeof rs->unsaved, "%s", err);
+}
+
+/* Hand the table to the writer thread and the PostgreSQL mirror. */
+static void save(struct reg_server *rs)
+{
+    char *dump = reg_store_dump(rs->table);
+    if (dump)
+        reg_saver_put(rs->saver, dump);
+    else
+        written(rs, "out of memory: the change is not saved");
+    rs->line_saved = 1;
     reg_pgops_mirror(&rs->pg, rs->table);
 }
 
@@ -217,18 +235,6 @@ static void unreserve(struct reg_server *rs, int port)
 
 /* ---- operations ---- */
 
-static json_t *fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static json_t *fail(const char *code, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
-}
-
 /* r, with what a restart would forget when the last save failed. */
 static json_t *unsaved_warning(const struct reg_server *rs, json_t *r)
 {
@@ -260,7 +266,7 @@ static json_t *conflict(const struct reg_backend *h)
 {
     char age[32];
     host_age(host_wall_ms() - h->registered_ms, age, sizeof age);
-    json_t *r = fail("conflict",
+    json_t *r = reg_fail("conflict",
                      "%s already has a live server on front :%d: pid %d (%s), port %d, "
                      "registered %s ago. Stop it, or remove it: wtproxy unregister --worktree %s "
                      "--front %d",
@@ -278,15 +284,15 @@ static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req,
     const char *wt = NULL;
     char real[PATH_MAX];
     if (json_unpack(req, "{s:I, s:s}", "front", &front, "worktree", &wt) < 0)
-        return fail("bad-request", "give \"front\" (a port) and \"worktree\" (a path)");
+        return reg_fail("bad-request", "give \"front\" (a port) and \"worktree\" (a path)");
     *out = reg_table_get(rs->table, (int)front, wt);
     if (!*out && realpath(wt, real))
         *out = reg_table_get(rs->table, (int)front, real);
     if (!*out)
-        return fail("not-found", "nothing is registered for %s on front :%d (see: wtproxy ls)",
+        return reg_fail("not-found", "nothing is registered for %s on front :%d (see: wtproxy ls)",
                     wt, (int)front);
     if (uid != 0 && uid != (*out)->uid)
-        return fail("not-permitted", "%s on front :%d belongs to uid %d; only that user or "
+        return reg_fail("not-permitted", "%s on front :%d belongs to uid %d; only that user or "
                                      "root may change it", (*out)->worktree, (int)front,
                     (int)(*out)->uid);
     return NULL;
@@ -303,17 +309,17 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
                     &command, "host", &host, "ready", &ready, "restart_on_stale",
                     &restart) < 0 ||
         front < 1 || front > 65535 || port < 1 || port > 65535 || pid < 0 || ttl < 0)
-        return fail("bad-request", "register needs front and port (1-65535), worktree, and a "
+        return reg_fail("bad-request", "register needs front and port (1-65535), worktree, and a "
                                    "pid >= 0 or ttl_ms");
     if (!realpath(wt, real))
-        return fail("bad-request", "worktree %s: %s", wt, strerror(errno));
+        return reg_fail("bad-request", "worktree %s: %s", wt, strerror(errno));
     if (pid == 0 && ttl == 0)
-        return fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
+        return reg_fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
                                    "cannot outlive its server forever");
     if (pid > 0 && !host_pid_start((pid_t)pid))
-        return fail("bad-request", "pid %d does not run", (int)pid);
+        return reg_fail("bad-request", "pid %d does not run", (int)pid);
     if (pid > 0 && uid != 0 && pid_uid((pid_t)pid) != uid)
-        return fail("not-permitted", "pid %d is not yours", (int)pid);
+        return reg_fail("not-permitted", "pid %d is not yours", (int)pid);
     snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, (int)port);
     struct reg_backend *holder = reg_table_get(rs->table, (int)front, real);
     if (holder && !reg_backend_alive(holder, host_wall_ms(), err, sizeof err))
@@ -322,10 +328,10 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
         return conflict(holder);
     struct reg_backend *b = reg_backend_new(name, err, sizeof err);
     if (!b)
-        return fail("bad-request", "%s", err);
+        return reg_fail("bad-request", "%s", err);
     if (reg_backend_read_labels(b, req, err, sizeof err) < 0) {
         reg_backend_unref(b);
-        return fail("bad-request", "%s", err);
+        return reg_fail("bad-request", "%s", err);
     }
     snprintf(b->machine, sizeof b->machine, "%s", reg_machine_id());
     snprintf(b->worktree, sizeof b->worktree, "%s", real);
@@ -367,7 +373,7 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
     struct reg_backend *b = NULL;
     json_t *err;
     if (!op)
-        return fail("bad-request", "each line must be a JSON object with an \"op\"");
+        return reg_fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
         return reg_mirror_status(rs->mirror,
                                  json_pack("{s:b, s:s, s:i, s:s, s:O}", "ok", 1, "version",
@@ -384,7 +390,7 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
-                    : fail("no-port", "no free port is left in %d-%d", REG_PORT_FIRST,
+                    : reg_fail("no-port", "no free port is left in %d-%d", REG_PORT_FIRST,
                            REG_PORT_FIRST + REG_PORT_COUNT - 1);
     }
     if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
@@ -402,7 +408,7 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
         return r;
     }
     json_t *r = rs->ext ? rs->ext(rs->ext_arg, uid, op, req) : NULL;
-    return r ? r : fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
+    return r ? r : reg_fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
 }
 
 void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg)
@@ -439,21 +445,81 @@ static char *reply_line(json_t *r)
     return line ? line : strdup("{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
 }
 
+/* A reply held until its line's change is on disk and mirrored. */
+struct held {
+    struct reg_server *rs;
+    struct reg_peer *peer;
+    json_t *reply;
+    int waits; /* the state file's write, the PostgreSQL mirror, line_done itself */
+};
+
+/* One wait of h is over; after the last, h's reply goes, its warning
+ * saying how the write it waited for went. */
+static void held_step(struct held *h)
+{
+    if (--h->waits > 0)
+        return;
+    if (json_is_true(json_object_get(h->reply, "ok"))) {
+        json_object_del(h->reply, "warning");
+        unsaved_warning(h->rs, h->reply);
+    }
+    reg_control_reply(h->peer, reply_line(h->reply));
+    free(h);
+}
+
+static void held_saved(void *arg, const char *err)
+{
+    (void)err; /* written() has put it in rs->unsaved */
+    held_step(arg);
+}
+
+static void held_mirrored(void *arg, json_t *answer)
+{
+    json_decref(answer);
+    held_step(arg);
+}
+
+/* The line is handled and r is its reply (NULL: it comes later). Returns
+ * r to send now, or NULL when it is held until the line's change (saved
+ * says it made one) is written and mirrored. Without a peer to answer
+ * later (reg_server_request), r goes now: the write and mirror follow. */
+static json_t *line_done(struct reg_server *rs, struct reg_peer *peer, json_t *r, int saved)
+{
+    struct held *h = saved && peer && r ? calloc(1, sizeof *h) : NULL;
+    if (!h) {
+        if (rs->pg.pgw)
+            reg_pgops_line_done(&rs->pg, NULL, NULL);
+        return r;
+    }
+    *h = (struct held){rs, peer, r, 1};
+    h->waits += reg_saver_wait(rs->saver, held_saved, h);
+    if (rs->pg.pgw)
+        h->waits += reg_pgops_line_done(&rs->pg, held_mirrored, h);
+    held_step(h); /* line_done's own: the reply goes now if nothing is pending */
+    return NULL;
+}
+
 /* The reply to one line, or NULL when it comes later through peer. A
- * change it made is mirrored before the reply goes (with a peer). */
+ * change it made is saved and mirrored before the reply goes (with a
+ * peer). An op of the layer above may run a line itself (peer NULL):
+ * that inner line's change does not hold the outer line's reply. */
 static json_t *request(struct reg_server *rs, struct reg_peer *peer, uid_t uid,
                        const char *line, size_t len)
 {
     json_error_t je;
     json_t *req = json_loadb(line, len, 0, &je);
     if (!req)
-        return fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
+        return reg_fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
                     je.column);
+    int outer = rs->line_saved;
+    rs->line_saved = 0;
     rs->pg.in_line = 1;
     json_t *r = handle(rs, peer, uid, req);
     rs->pg.in_line = 0;
     json_decref(req);
-    return rs->pg.pgw ? reg_pgops_line_done(&rs->pg, peer, r) : r;
+    int saved = rs->line_saved;
+    rs->line_saved = outer;
+    return line_done(rs, peer, r, saved);
 }
 
 char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len)
@@ -517,6 +583,10 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
         reg_server_free(rs);
         return NULL;
     }
+    if (!(rs->saver = reg_saver_new(base, rs->state_path, written, rs, err, errlen))) {
+        reg_server_free(rs);
+        return NULL;
+    }
     load_state(rs);
     reg_pgops_mirror(&rs->pg, rs->table); /* this machine's rows from before are stale */
     if (!(rs->leases = reg_lease_store_beside(rs->state_path, err, errlen))) {
@@ -540,6 +610,7 @@ void reg_server_free(struct reg_server *rs)
     if (!rs)
         return;
     reg_pgw_free(rs->pg.pgw); /* first: its last answers go to control peers */
+    reg_saver_free(rs->saver); /* then the last writes, and the replies they held */
     reg_control_free(rs->control);
     if (rs->sweep)
         event_free(rs->sweep);

@@ -47,12 +47,12 @@ static json_t *job_leases_view(struct reg_mirror *m, json_t *in)
 
 /* ---- peers waiting for a job ---- */
 
-enum wait_kind { W_LEASE, W_LIST, W_CHANGE };
+enum wait_kind { W_LEASE, W_LIST };
 
 struct waiter {
     struct reg_peer *peer;
     enum wait_kind kind;
-    json_t *reply; /* W_LIST: the reply the entries go in; W_CHANGE: the reply */
+    json_t *reply; /* W_LIST: the reply the entries go in */
 };
 
 /* The reply line (no LF) to r, which it consumes. */
@@ -68,9 +68,9 @@ static void answered(void *arg, json_t *answer)
 {
     struct waiter *w = arg;
     json_t *r = w->reply;
-    if (!answer && w->kind != W_CHANGE) {
+    if (!answer) {
         json_decref(r);
-        r = reg_lease_fail("internal", "the daemon stopped before the registry answered");
+        r = reg_fail("internal", "the daemon stopped before the registry answered");
     } else if (w->kind == W_LEASE) {
         r = json_incref(answer);
     } else if (w->kind == W_LIST) {
@@ -93,15 +93,10 @@ static json_t *later(struct reg_pgops *o, struct reg_peer *peer, enum wait_kind 
     if (w && reg_pgw_submit(o->pgw, fn, in, answered, w))
         return NULL;
     free(w);
-    if (kind == W_CHANGE) { /* mirrored all the same, the reply does not wait */
-        if (!w && in)
-            reg_pgw_submit(o->pgw, fn, in, NULL, NULL);
-        return reply;
-    }
     if (!w)
         json_decref(in);
     json_decref(reply);
-    return reg_lease_fail("internal", peer ? "out of memory"
+    return reg_fail("internal", peer ? "out of memory"
                                            : "this op reads the PostgreSQL store: send it on "
                                              "the control socket");
 }
@@ -125,17 +120,17 @@ void reg_pgops_mirror(struct reg_pgops *o, const struct reg_table *t)
     }
 }
 
-json_t *reg_pgops_line_done(struct reg_pgops *o, struct reg_peer *peer, json_t *reply)
+int reg_pgops_line_done(struct reg_pgops *o, reg_pgw_done done, void *arg)
 {
     json_t *entries = o->sync_out;
     o->sync_out = NULL;
     if (!entries)
-        return reply;
-    if (!reply) { /* no op both reads the store and changes the table: never here */
+        return 0;
+    if (done && reg_pgw_submit(o->pgw, job_sync, entries, done, arg))
+        return 1;
+    if (!done) /* else out of memory: nothing was queued, and entries are freed */
         reg_pgw_submit(o->pgw, job_sync, entries, NULL, NULL);
-        return NULL;
-    }
-    return later(o, peer, W_CHANGE, job_sync, entries, reply);
+    return 0;
 }
 
 json_t *reg_pgops_lease_op(struct reg_pgops *o, struct reg_peer *peer, json_t *req)

@@ -104,11 +104,10 @@ fail:
     return -1;
 }
 
-int reg_store_save(const struct reg_table *t, const char *path, char *err, size_t errlen)
+char *reg_store_dump(const struct reg_table *t)
 {
-    json_t *doc, *entries = json_array(), *e;
+    json_t *entries = json_array(), *e, *doc;
     char *dump = NULL;
-    int rc = -1;
 
     doc = entries ? json_pack("{s:i, s:O}", "version", STORE_VERSION, "entries", entries) : NULL;
     for (size_t i = 0; doc && i < reg_table_count(t); i++) {
@@ -116,14 +115,24 @@ int reg_store_save(const struct reg_table *t, const char *path, char *err, size_
             goto done;
     }
     /* Indented: people read this file when something went wrong. */
-    if (doc && (dump = json_dumps(doc, JSON_INDENT(2))))
-        rc = reg_store_replace_file(path, dump, strlen(dump), err, errlen);
+    if (doc)
+        dump = json_dumps(doc, JSON_INDENT(2));
 done:
-    if (rc < 0 && !dump)
-        snprintf(err, errlen, "cannot save the registry to %s: out of memory", path);
-    free(dump);
     json_decref(doc);
     json_decref(entries);
+    return dump;
+}
+
+int reg_store_save(const struct reg_table *t, const char *path, char *err, size_t errlen)
+{
+    char *dump = reg_store_dump(t);
+    int rc = -1;
+
+    if (dump)
+        rc = reg_store_replace_file(path, dump, strlen(dump), err, errlen);
+    else
+        snprintf(err, errlen, "cannot save the registry to %s: out of memory", path);
+    free(dump);
     return rc;
 }
 

@@ -138,6 +138,13 @@ struct json_t;
 struct json_t *reg_backend_to_json(const struct reg_backend *b);
 struct reg_backend *reg_backend_from_json(struct json_t *o, char *err, size_t errlen);
 
+/* A control op's refusal, the one shape every layer answers with
+ * (PROTOCOL.md): {"ok":false,"error":code,"message":printf(fmt, ...)}. The
+ * message says what happened and the command that fixes it. A new
+ * reference, NULL when out of memory. */
+struct json_t *reg_fail(const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Set b's optional labels, "service", "log" and "start_load" (the load
  * per CPU when its server started, a number), from o (an entry or a
  * register request): absent means "" or unknown. Returns 0, or -1 with
@@ -153,6 +160,40 @@ int reg_store_save(const struct reg_table *t, const char *path, char *err, size_
  * too). Returns 0, or -1 with err; path is untouched unless renamed. */
 int reg_store_replace_file(const char *path, const char *data, size_t len, char *err,
                            size_t errlen);
+
+/* The table as the state file's text (malloc'd), or NULL when out of
+ * memory. reg_store_save writes it; the daemon hands it to its saver. */
+char *reg_store_dump(const struct reg_table *t);
+
+/* --- the state file written off the loop (reg_store_worker.c) --- */
+
+struct event_base;
+struct reg_saver;
+
+/* A write is over: err is "" once the snapshot is on disk, else why not
+ * (the previous file is then kept). */
+typedef void (*reg_saver_done)(void *arg, const char *err);
+
+/* A thread that writes snapshots to path with reg_store_replace_file.
+ * on_write(arg, err) runs on base's loop after each write. Returns NULL
+ * with err when the thread cannot start. */
+struct reg_saver *reg_saver_new(struct event_base *base, const char *path,
+                                reg_saver_done on_write, void *arg, char *err, size_t errlen);
+
+/* Hand the saver data, the file's whole new text (it owns it now). At
+ * most one write is in flight and one pending: a snapshot handed while
+ * one is pending replaces it. */
+void reg_saver_put(struct reg_saver *sv, char *data);
+
+/* Have done(arg, err) run on the loop once the latest snapshot handed so
+ * far is written (or failed). Returns 1; 0 when nothing is pending or in
+ * flight (what was handed is written already) or out of memory: done is
+ * then never called. */
+int reg_saver_wait(struct reg_saver *sv, reg_saver_done done, void *arg);
+
+/* Finish the write in flight, write the pending one on this thread, tell
+ * their waiters, and stop (at exit: no handed change is lost). */
+void reg_saver_free(struct reg_saver *sv);
 
 /* Read path into t. A missing file is an empty table. A truncated or
  * corrupt file (not JSON, wrong shape) is renamed to PATH.corrupt-<unix

@@ -1,7 +1,8 @@
 /* tree.c - see tree.h; the watches are watch.c's. Walking a big tree to
  * watch it is slow too: the first job of a tree sets its watches on the
  * worker, before its walk, and the loop reads its events only once that
- * job is back.
+ * job is back. So does the first job after the kernel's event queue
+ * overflowed (whoami_tree_rewatch): the tree is dirty until then.
  *
  * Computations are numbered across trees in the order they start. A
  * question's ticket is the first number whose result it may use: one that
@@ -82,10 +83,7 @@ static struct tree *tree_new(struct whoami_trees *ts, const char *root,
         tree_free(t);
         return NULL;
     }
-    if (ts->use_inotify && !ts->inotify_failed &&
-        (t->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
-        ts->inotify_failed = 1;
-    t->setting_up = t->ifd >= 0;
+    whoami_watch_init(ts, t);
     return t;
 }
 
@@ -151,6 +149,15 @@ static void start(struct whoami_trees *ts, struct tree *t)
     whoami_fp_worker_submit(ts->worker, &t->job);
 }
 
+/* t's watches are set again by a computation (its before), so the walk is
+ * the worker's, not the loop's; without inotify t scans. */
+static void rewatch_now(struct whoami_trees *ts, struct tree *t)
+{
+    t->rewatch = 0;
+    if (whoami_watch_init(ts, t) == 0)
+        start(ts, t);
+}
+
 /* Keep a finished job's result as t's last. */
 static void keep_result(struct tree *t)
 {
@@ -187,10 +194,21 @@ static void job_done(void *arg, struct whoami_fp_job *j)
     if (t->setting_up)
         whoami_watch_set(ts, t);
     keep_result(t);
-    whoami_watch_drain(ts, t);
-    if (t->wanted > t->fp_num)
+    whoami_watch_drain(ts, t); /* an overflow read here starts the re-walk */
+    if (t->rewatch && !t->computing)
+        rewatch_now(ts, t);
+    if (t->wanted > t->fp_num && !t->computing)
         start(ts, t);
     ts->ready(ts->arg);
+}
+
+void whoami_tree_rewatch(struct whoami_trees *ts, struct tree *t)
+{
+    whoami_watch_drop(t);
+    t->dirty = 1;
+    t->rewatch = 1;
+    if (!t->computing) /* else job_done, once the job under way is back */
+        rewatch_now(ts, t);
 }
 
 /* Whether t's last result answers a question holding ticket. */

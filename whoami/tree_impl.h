@@ -35,6 +35,7 @@ struct tree {
     unsigned long wanted;        /* a question awaits this computation */
     int setting_up;              /* the worker sets the watches: events wait */
     int setup_failed;            /* set by the worker: out of watches */
+    int rewatch;                 /* the queue overflowed while computing */
     int evicted;                 /* dropped while computing: freed when back */
     struct whoami_fp_job job;
     long long changed_ms, used_ms;
@@ -61,9 +62,17 @@ struct whoami_trees {
 /* Close t's watches and its inotify instance (ifd -1: t scans). */
 void whoami_watch_drop(struct tree *t);
 
-/* Watch t's root and folders, walking them on the loop (after a lost
- * queue: rare); on failure t scans (ifd -1) and so do later trees. */
-int whoami_watch_start(struct whoami_trees *ts, struct tree *t);
+/* A new inotify instance for t, its folders to be watched by the worker
+ * before t's next computation (setting_up; whoami_watch_first). Returns
+ * 0, or -1 when inotify is off or refused: t scans (ifd -1), and so do
+ * later trees. */
+int whoami_watch_init(struct whoami_trees *ts, struct tree *t);
+
+/* (tree.c) The kernel's event queue for t overflowed: events were lost.
+ * Its watches go; t is dirty (a question recomputes, never trusting the
+ * last hash) until a computation on the worker sets them again, walking
+ * the tree as for a new one: now, or once the one under way is back. */
+void whoami_tree_rewatch(struct whoami_trees *ts, struct tree *t);
 
 /* A job's before (fp_worker.h), on the worker: a new tree's folders
  * watched before its first walk, so that a write during the walk is

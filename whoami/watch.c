@@ -127,9 +127,7 @@ static void forget_watch(struct tree *t, int wd)
 static void handle_event(struct whoami_trees *ts, struct tree *t, const struct inotify_event *e)
 {
     if (e->mask & IN_Q_OVERFLOW) { /* events were lost: watch everything again */
-        t->dirty = 1;
-        whoami_watch_drop(t);
-        whoami_watch_start(ts, t);
+        whoami_tree_rewatch(ts, t);
         return;
     }
     if (e->mask & IN_IGNORED) {
@@ -163,7 +161,8 @@ void whoami_watch_drain(struct whoami_trees *ts, struct tree *t)
         ssize_t n = read(t->ifd, buf, sizeof buf);
         if (n <= 0)
             return;
-        for (char *p = buf; t->ifd >= 0 && p < buf + n;) {
+        /* An overflow ends the loop: the rest is of the dropped watches. */
+        for (char *p = buf; t->ifd >= 0 && !t->setting_up && p < buf + n;) {
             const struct inotify_event *e = (const struct inotify_event *)p;
             p += sizeof *e + e->len;
             handle_event(ts, t, e);
@@ -188,16 +187,16 @@ static int watching_failed(struct whoami_trees *ts, struct tree *t)
     return -1;
 }
 
-/* Watch t's root, its folders on the loop (a lost queue; see
- * whoami_watch_first for a new tree); on failure t scans (ifd -1). */
-int whoami_watch_start(struct whoami_trees *ts, struct tree *t)
+int whoami_watch_init(struct whoami_trees *ts, struct tree *t)
 {
+    t->setting_up = 0;
     if (!ts->use_inotify || ts->inotify_failed)
         return -1;
-    if ((t->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 || watch_folder(t, "") < 0 ||
-        !(t->ev = event_new(ts->base, t->ifd, EV_READ | EV_PERSIST, readable_cb, t)) ||
-        event_add(t->ev, NULL) < 0)
-        return watching_failed(ts, t);
+    if ((t->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
+        ts->inotify_failed = 1;
+        return -1;
+    }
+    t->setting_up = 1;
     return 0;
 }
 
