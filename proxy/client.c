@@ -14,6 +14,7 @@
 
 #include "conn.h"
 #include "gate.h"
+#include "host.h"
 #include "refusal_log.h"
 #include "request_check.h"
 #include "http_head.h"
@@ -82,10 +83,26 @@ void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evuti
     s->nclients++;
 }
 
-void conn_arm_timer(struct proxy_client *c, unsigned ms)
+static void timer_add(struct proxy_client *c, long long now, unsigned ms)
 {
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     evtimer_add(c->timer, &tv);
+    c->timer_at_ms = now + ms;
+}
+
+/* The connection's one deadline moves several times a request (head,
+ * response, body, keep-alive), and each evtimer_add is a heap operation:
+ * a later deadline only moves c->deadline_ms, and the timer, still armed
+ * for the earlier one, re-arms itself when it fires early (timer_cb). A
+ * keep-alive connection re-arms once per head_timeout instead of four times
+ * a request. Monotonic, so a wall-clock step neither fires nor delays it. */
+void conn_arm_timer(struct proxy_client *c, unsigned ms)
+{
+    long long now = host_mono_ms();
+    c->deadline_ms = now + ms;
+    if (evtimer_pending(c->timer, NULL) && c->timer_at_ms <= c->deadline_ms)
+        return;
+    timer_add(c, now, ms);
 }
 
 void conn_close(struct proxy_client *c)
@@ -587,8 +604,13 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct proxy_client *c = arg;
     char d[480];
+    long long now = host_mono_ms();
     (void)fd;
     (void)what;
+    if (now < c->deadline_ms) { /* armed for a deadline since moved later */
+        timer_add(c, now, (unsigned)(c->deadline_ms - now));
+        return;
+    }
     switch (c->state) {
     case CS_HEAD:
         conn_fail(c, PE_HEAD_TIMEOUT, NULL);
