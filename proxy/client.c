@@ -435,7 +435,7 @@ void conn_feed_request_body(struct proxy_client *c)
         if (c->req_chunked)
             evbuffer_drain(in, used);
         else
-            evbuffer_remove_buffer(in, out, used);
+            stream_move(in, out, used);
         c->last_ms = proxy_now_ms(c->srv);
         if (parse_failed(err)) {
             conn_fail(c, PE_BAD_REQUEST, llhttp_get_error_reason(&c->req.parser));

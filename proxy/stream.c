@@ -215,7 +215,9 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
         iov[i].iov_base = v[i].iov_base;
         iov[i].iov_len = v[i].iov_len;
     }
-    ssize_t r = n > 0 ? readv(fd, iov, n) : -1;
+    /* read(2) when the space is one piece, as it nearly always is: readv
+     * costs the kernel an iovec import per call. */
+    ssize_t r = n == 1 ? read(fd, iov[0].iov_base, iov[0].iov_len) : n > 1 ? readv(fd, iov, n) : -1;
     if (r > 0) {
         s->bulk = (size_t)r == want;
         size_t left = (size_t)r;
@@ -240,10 +242,24 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 
 /* Write what is queued. Returns 0 when all of it went, 1 when the socket is
  * full (EPOLLOUT is armed), -1 on error (errno set). */
+/* One write of what is queued: write(2) when it is one piece (a head and
+ * a small body copied after it, stream_move), writev through libevent
+ * otherwise. */
+static ssize_t write_some(struct stream *s)
+{
+    size_t len = evbuffer_get_length(s->out);
+    if ((size_t)evbuffer_get_contiguous_space(s->out) < len)
+        return evbuffer_write(s->out, s->fd);
+    ssize_t n = write(s->fd, evbuffer_pullup(s->out, (ev_ssize_t)len), len);
+    if (n > 0)
+        evbuffer_drain(s->out, (size_t)n);
+    return n;
+}
+
 static int flush(struct stream *s)
 {
     while (evbuffer_get_length(s->out) > 0) {
-        int n = evbuffer_write(s->out, s->fd);
+        ssize_t n = write_some(s);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno != EAGAIN)
@@ -326,4 +342,21 @@ static void on_defer(evutil_socket_t fd, short what, void *arg)
     }
     if (flushed)
         after_flush(s, r);
+}
+
+/* Bytes up to this many are copied behind what the destination holds
+ * rather than moved as a chain of their own: a small body then leaves in
+ * the same piece as its head, one write(2) instead of a writev of two. */
+#define STREAM_COPY_MAX 1024
+
+void stream_move(struct evbuffer *from, struct evbuffer *to, size_t n)
+{
+    struct evbuffer_iovec v;
+    if (n <= STREAM_COPY_MAX && evbuffer_peek(from, (ev_ssize_t)n, NULL, &v, 1) == 1 &&
+        v.iov_len >= n) {
+        evbuffer_add(to, v.iov_base, n);
+        evbuffer_drain(from, n);
+        return;
+    }
+    evbuffer_remove_buffer(from, to, n);
 }
