@@ -221,16 +221,11 @@ void stream_trigger_read(struct stream *s)
     schedule(s);
 }
 
-static void on_readable(evutil_socket_t fd, short what, void *arg)
+/* A bulk read goes straight into space reserved in the input. */
+static ssize_t read_reserved(struct stream *s, size_t want)
 {
-    struct stream *s = arg;
-    size_t want = s->bulk ? STREAM_READ_BULK : STREAM_READ_SMALL;
-    size_t len = evbuffer_get_length(s->in);
     struct evbuffer_iovec v[2];
     struct iovec iov[2];
-    (void)what;
-    if (s->read_high && s->read_high - len < want)
-        want = s->read_high - len;
     int n = evbuffer_reserve_space(s->in, (ev_ssize_t)want, v, 2);
     for (int i = 0; i < n; i++) {
         iov[i].iov_base = v[i].iov_base;
@@ -238,15 +233,47 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     }
     /* read(2) when the space is one piece, as it nearly always is: readv
      * costs the kernel an iovec import per call. */
-    ssize_t r = n == 1 ? read(fd, iov[0].iov_base, iov[0].iov_len) : n > 1 ? readv(fd, iov, n) : -1;
+    ssize_t r = n == 1 ? read(s->fd, iov[0].iov_base, iov[0].iov_len)
+                : n > 1 ? readv(s->fd, iov, n) : -1;
     if (r > 0) {
-        s->bulk = (size_t)r == want;
         size_t left = (size_t)r;
         for (int i = 0; i < n; i++) {
             v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
             left -= v[i].iov_len;
         }
         evbuffer_commit_space(s->in, v, n);
+    }
+    return r;
+}
+
+/* A small read (a head, a small body) goes through one buffer shared by
+ * every stream of the loop's thread, and only what came is copied into
+ * the input: its chain is then sized for it (1 KiB, from glibc's
+ * per-thread cache) instead of a 16 KiB one from malloc's bins, taken and
+ * given back twice a request. */
+static ssize_t read_small(struct stream *s, size_t want)
+{
+    static _Thread_local char scratch[STREAM_READ_SMALL];
+    ssize_t r = read(s->fd, scratch, want);
+    if (r > 0 && evbuffer_add(s->in, scratch, (size_t)r) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return r;
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct stream *s = arg;
+    size_t want = s->bulk ? STREAM_READ_BULK : STREAM_READ_SMALL;
+    size_t len = evbuffer_get_length(s->in);
+    (void)fd;
+    (void)what;
+    if (s->read_high && s->read_high - len < want)
+        want = s->read_high - len;
+    ssize_t r = s->bulk ? read_reserved(s, want) : read_small(s, want);
+    if (r > 0) {
+        s->bulk = (size_t)r == want;
         update_read(s);
         if (s->readcb)
             s->readcb(s, s->arg);
