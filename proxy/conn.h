@@ -42,6 +42,8 @@ struct proxy_client {
     struct evbuffer *req_head;  /* rewritten request head, kept until a response starts */
     struct evbuffer *req_prefix; /* re-chunked body checked before any byte is sent */
     struct event *timer;
+    long long deadline_ms;      /* when the timer's state times out (host_mono_ms) */
+    long long timer_at_ms;      /* when the armed timer fires: <= deadline_ms */
     enum conn_state state;
     unsigned long long last_ms; /* last byte moved, for body_timeout */
     unsigned long long req_done_ms;

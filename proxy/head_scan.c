@@ -1,6 +1,7 @@
 /* head_scan.c - see head_scan.h for the grammar. */
 #include "head_scan.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "proxy_limits.h"
@@ -80,12 +81,33 @@ static int counting_method(const struct head_scan *s)
     return s->lines == 0 && s->in_method && s->max_method;
 }
 
+/* Whether any byte of the 8 in x is 0 (the classic bit trick: exact for
+ * "any", which is all the scan asks). */
+static int has_zero_byte(uint64_t x)
+{
+    return ((x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL) != 0;
+}
+
+/* Whether any of the 8 bytes at p is a CR, an LF or a NUL. */
+static int word_judged(const char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    return has_zero_byte(x) || has_zero_byte(x ^ 0x0d0d0d0d0d0d0d0dULL) ||
+           has_zero_byte(x ^ 0x0a0a0a0a0a0a0a0aULL);
+}
+
 static size_t plain_run(const struct head_scan *s, const char *p, size_t n)
 {
     const unsigned char *judged = s->lines > 0 && s->in_name ? judged_in_name
                                   : counting_method(s) ? judged_in_method
                                                             : judged_in_value;
     size_t m = 0;
+    /* Values and the rest of a start line are most of a head's bytes:
+     * eight at a time while none of them is judged, then byte by byte. */
+    if (judged == judged_in_value)
+        while (m + 8 <= n && !word_judged(p + m))
+            m += 8;
     while (m < n && !judged[(unsigned char)p[m]])
         m++;
     return m;

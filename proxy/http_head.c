@@ -10,9 +10,13 @@ struct field_name {
 };
 #define FIELD_NAME(lit) {"" lit, sizeof(lit) - 1}
 
+/* Length first, then the first bytes with 0x20 set (bytes equal ignoring
+ * case are equal so: no false negative): most fields differ there, without
+ * a call to strncasecmp. */
 static int name_is(const struct http_field *f, struct field_name n)
 {
-    return f->nlen == n.len && strncasecmp(f->name, n.name, n.len) == 0;
+    return f->nlen == n.len && (f->name[0] | 0x20) == (n.name[0] | 0x20) &&
+           strncasecmp(f->name, n.name, n.len) == 0;
 }
 
 static int name_in(const struct http_field *f, const struct field_name *names, size_t count)
@@ -85,7 +89,7 @@ static int proxy_owned(const struct field_filter *ff, const struct http_field *f
         return 1;
     if (ff->request && name_in(f, forwarding, sizeof forwarding / sizeof *forwarding))
         return 1;
-    return f->nlen >= 6 && strncasecmp(f->name, "proxy-", 6) == 0;
+    return f->nlen >= 6 && (f->name[0] | 0x20) == 'p' && strncasecmp(f->name, "proxy-", 6) == 0;
 }
 
 /* A request field whose name, read with '-' for '_', is Content-Length or

@@ -299,7 +299,10 @@ const struct http_field *http_msg_field_n(const struct http_msg *m, const char *
     int c = 0;
     for (size_t i = 0; i < m->nfields; i++) {
         const struct http_field *f = &m->fields[i];
-        if (f->nlen == len && strncasecmp(f->name, name, len) == 0) {
+        /* the first byte folded before the call: no false negative, since
+         * a byte equal to another ignoring case is equal with 0x20 set */
+        if (f->nlen == len && (f->name[0] | 0x20) == (name[0] | 0x20) &&
+            strncasecmp(f->name, name, len) == 0) {
             found = f;
             c++;
         }

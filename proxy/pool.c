@@ -156,7 +156,9 @@ void proxy_pool_put(struct proxy_pool *pool, struct stream *s, const struct sock
                     socklen_t len, unsigned max_idle, unsigned idle_ms)
 {
     struct pool_bucket *b = max_idle ? bucket_for(pool, addr, len, 1) : NULL;
-    struct pool_conn *pc = b ? calloc(1, sizeof *pc) : NULL;
+    /* malloc, not calloc: glibc's calloc skips its per-thread cache, and
+     * this runs once a keep-alive request; every field is set below. */
+    struct pool_conn *pc = b ? malloc(sizeof *pc) : NULL;
     if (!pc || evbuffer_get_length(stream_input(s)) > 0) {
         free(pc);
         stream_free(s);

@@ -19,6 +19,7 @@ struct proxy_listener {
     struct evconnlistener *ev;
     char name[80]; /* "127.0.0.1:8000", "[::1]:8000": the Host of last resort */
     int port;      /* the front port, which registrations are keyed by */
+    int nodelay;   /* TCP_NODELAY is set on it: accepted sockets inherit it */
 };
 
 struct proxy_server {

@@ -61,6 +61,11 @@ void stream_set_write_low(struct stream *s, size_t low);
  * call it only when more input is awaited. */
 void stream_ack_now(struct stream *s);
 
+/* Move the first n bytes of from to the end of to: small runs copied (so
+ * that they leave in one write with what precedes them), large ones moved
+ * without a copy. */
+void stream_move(struct evbuffer *from, struct evbuffer *to, size_t n);
+
 /* Call readcb once more after the current callbacks, new bytes or not. */
 void stream_trigger_read(struct stream *s);
 

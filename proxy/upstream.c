@@ -248,7 +248,7 @@ void upstream_feed_response(struct proxy_client *c)
         if (c->resp_copy)
             evbuffer_drain(in, used);
         else
-            evbuffer_remove_buffer(in, out, used);
+            stream_move(in, out, used);
         c->last_ms = proxy_now_ms(c->srv);
         if (err != HPE_OK && err != HPE_PAUSED) {
             /* The head is out: what was well framed goes too, then the

@@ -93,3 +93,25 @@ test('heads larger than the assembly buffer, one field longer than it, relayed w
   await stopClean(px);
   await stopClean(px2);
 });
+
+// The client's IPv4 address is written by proxy/client.c itself (no
+// inet_ntop): octets of one, two and three digits, zeros among them.
+test('X-Forwarded-For is the exact IPv4 address of clients bound to other loopback addresses', async (t) => {
+  const be = await httpBackend(t);
+  const px = await startProxy(t, ['--backend', `127.0.0.1:${be.port}`]);
+  const http = await import('node:http');
+  for (const addr of ['127.0.0.1', '127.10.200.3', '127.255.0.99', '127.100.20.255', '127.0.9.10']) {
+    const body = await new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: px.port, path: '/', localAddress: addr,
+                                 agent: false, headers: { Host: 'localhost' } }, (res) => {
+        let b = '';
+        res.on('data', (d) => { b += d; });
+        res.on('end', () => (res.statusCode === 200 ? resolve(b) : reject(new Error(`${res.statusCode}: ${b}`))));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.deepEqual(rawValues(JSON.parse(body).rawHeaders, 'x-forwarded-for'), [addr], `client bound to ${addr}`);
+  }
+  await stopClean(px);
+});

@@ -149,6 +149,47 @@ static void test_method_limit(void)
     expect("a response's first token has no method limit", head, (long)strlen(head));
 }
 
+/* Values are scanned eight bytes at a time (plain_run): a CR, LF or NUL
+ * at any offset of a long value is still found, and bytes that only look
+ * close to them (0x8d, 0x0b, 0x80, 0xff...) are not taken for them. */
+static void test_value_words(void)
+{
+    static const char judged[] = {'\r', '\n', '\0'};
+    const char *pre = "GET / HTTP/1.1\r\nX-Long: ";
+    size_t plen = strlen(pre);
+    int missed = 0, wrong = 0;
+    for (size_t j = 0; j < sizeof judged; j++)
+        for (size_t at = 0; at < 40; at++) {
+            char head[128];
+            memcpy(head, pre, plen);
+            memset(head + plen, 'v', 40);
+            head[plen + at] = judged[j];
+            /* a CR followed by LF would end the line: make it a bare CR */
+            if (judged[j] == '\r')
+                head[plen + at + 1] = 'y';
+            memcpy(head + plen + 40, "\r\n\r\n", 4);
+            struct head_scan_limits big = {64, 4096, 4};
+            struct head_scan hs;
+            head_scan_init(&hs);
+            long r = head_scan_feed(&hs, head, plen + 44, &big);
+            missed += r != HS_MALFORMED;
+        }
+    is_int(missed, 0, "a CR, LF or NUL at each of 40 offsets of a value is refused");
+    static const unsigned char near[] = {0x8d, 0x8a, 0x80, 0x0b, 0x0c, 0x0e, 0x09, 0x7f, 0xff, 0x2d};
+    for (size_t at = 0; at < 40; at++) {
+        char head[128];
+        memcpy(head, pre, plen);
+        for (size_t k = 0; k < 40; k++)
+            head[plen + k] = (char)near[(k + at) % sizeof near];
+        memcpy(head + plen + 40, "\r\n\r\n", 4);
+        struct head_scan_limits big = {64, 4096, 4};
+        struct head_scan hs;
+        head_scan_init(&hs);
+        wrong += head_scan_feed(&hs, head, plen + 44, &big) != (long)(plen + 44);
+    }
+    is_int(wrong, 0, "bytes next to CR, LF and NUL in value (0x8d, 0x0b, 0xff...) pass");
+}
+
 int main(void)
 {
     const char *get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -192,6 +233,7 @@ int main(void)
     expect("a head over the size limit, never terminated", big, HS_HEAD_LARGE);
 
     test_method_limit();
+    test_value_words();
     agrees_with_reference(200000);
     return done_testing();
 }
