@@ -80,6 +80,7 @@ void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evuti
     conn_arm_timer(c, s->cfg.head_timeout_ms);
     TAILQ_INSERT_TAIL(&s->clients, c, link);
     s->nclients++;
+    conn_identify_at_accept(c);
 }
 
 void conn_arm_timer(struct proxy_client *c, unsigned ms)
