@@ -55,12 +55,13 @@ function records(buf) {
 function byItself(comm, argv, parentName) {
   const line = argv.join(' ');
   if (/^chrom/.test(comm) || /chrom(e|ium)/.test(path.basename(argv[0] || ''))) return 'browser';
-  if (/\brunserver\b/.test(line)) return 'dev server';
-  if (comm === 'wtproxy' || path.basename(argv[0] || '') === 'wtproxy') {
+  // before runserver: `wtproxy run -- python3 manage.py runserver` is the wrapper
+  if (comm.startsWith('wtproxy') || /wtproxy/.test(path.basename(argv[0] || ''))) {
     if (argv[1] === 'run') return 'wtproxy run';
     if (argv[1] === 'serve') return 'daemon';
     return 'other';
   }
+  if (/\brunserver\b/.test(line)) return 'dev server';
   if (/manage\.py test\b/.test(line)) return 'django tests';
   if (comm === 'postgres') return 'postgres';
   // whatever the daemon or a wrapper starts is the server it declares
