@@ -4,9 +4,11 @@
 //
 // How: Linux BSD process accounting (acct(2), turned on through Python's
 // ctypes: no package needed) writes one record per exiting process with
-// its pid, parent pid, command name and CPU time, exact to the kernel's
-// 10 ms; every process of a round exits by its end (the daemon is stopped
-// after each round). A record says only the command name, and its parent
+// its pid, parent pid, command name and CPU time (all its threads'), to
+// the kernel's 10 ms; every process of a round exits by its end (the daemon
+// is stopped after each round). A record says only a command name (that
+// of its last thread to exit: Chromium's are "HangWatcher" and the like),
+// and its parent
 // as it was at exit (a process killed with its group may have been
 // reparented), so a sampler walks /proc every SAMPLE_MS while rounds run
 // and names each of our processes once, when first seen, by its command
@@ -100,9 +102,13 @@ export function cpuMeter(dir, root = process.pid) {
       const st = procStat(pid);
       if (!st) continue;
       const old = seen.get(pid);
-      // exec keeps the pid: a known process that became a browser is one
+      // exec keeps the pid: a process seen between fork and exec (its
+      // parent's command line) is named again until it has its own
       if (old && old.start === st.start) {
-        if (old.comm !== st.comm) { old.comm = st.comm; old.name = byItself(st.comm, argvOf(pid), null) || old.name; }
+        if (old.comm !== st.comm || old.name === 'other') {
+          old.comm = st.comm;
+          old.name = byItself(st.comm, argvOf(pid), old.parent) || old.name;
+        }
         continue;
       }
       fresh.set(pid, st);
@@ -117,7 +123,7 @@ export function cpuMeter(dir, root = process.pid) {
       const parent = nameOf(st.ppid);
       if (!parent) return null; // not ours
       const name = byItself(st.comm, argvOf(pid), parent) || (parent === 'runner' ? 'other' : parent);
-      seen.set(pid, { start: st.start, comm: st.comm, name });
+      seen.set(pid, { start: st.start, comm: st.comm, name, parent });
       return name;
     };
     for (const pid of [...fresh.keys()]) nameOf(pid);
