@@ -29,7 +29,7 @@
 #include "host.h"
 
 #define MAX_ANCESTRY 64 /* ppid hops from a listener up to the wrapper */
-#define FULL_LOOK_EVERY 20 /* polls: a listener on another address is seen within ~1 s */
+#define FULL_LOOK_EVERY 100 /* polls: a listener on another address is seen within ~5 s */
 
 struct run {
     int front, port;
@@ -237,12 +237,12 @@ static pid_t start_cmd(const struct run *r)
     return pid;
 }
 
-/* Whether a listener on port is bound to an address dev servers use
- * (127.0.0.1, 0.0.0.0, ::1, ::): one sock_diag lookup each, microseconds.
- * Reading /proc/net/tcp, as host_port_owner_find does, costs milliseconds
- * on a machine with thousands of sockets, and the wrapper asks every
- * WTP_CLIENT_POLL_MS while its server starts. */
-static int listener_seen(struct host_diag *d, int port)
+/* The inode of a listener on port bound to an address dev servers use
+ * (127.0.0.1, 0.0.0.0, ::1, ::), 0 when none: one sock_diag lookup each,
+ * microseconds. Reading /proc/net/tcp, as host_port_owner_find does, costs
+ * milliseconds on a machine with thousands of sockets, and the wrapper asks
+ * every WTP_CLIENT_POLL_MS while its server starts. */
+static unsigned long listener_seen(struct host_diag *d, int port)
 {
     struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
@@ -253,23 +253,25 @@ static int listener_seen(struct host_diag *d, int port)
         v6.sin6_addr = any ? in6addr_any : in6addr_loopback;
         if (host_diag_socket(d, (struct sockaddr *)&v4, NULL, &inode, &uid) == 0 ||
             host_diag_socket(d, (struct sockaddr *)&v6, NULL, &inode, &uid) == 0)
-            return 1;
+            return inode;
     }
     return 0;
 }
 
 /* Whether something listens on port and is CMD or one of its descendants
- * (Django's autoreloader serves from a grandchild). d (may be NULL) makes
- * most polls cheap: the owner is looked for only once a listener is seen,
- * or every FULL_LOOK_EVERY polls for one on another address. */
+ * (Django's autoreloader serves from a grandchild). With d (may be NULL)
+ * the listener is found by sock_diag and its holder looked for only once
+ * it is there; the socket tables are read in full only every
+ * FULL_LOOK_EVERY polls, for a listener on another address. */
 static int cmd_listens(int port, pid_t self, struct host_diag *d, unsigned poll_no)
 {
     struct host_port_owner owner;
-    if (d && poll_no % FULL_LOOK_EVERY != 0 && !listener_seen(d, port))
+    unsigned long inode = d ? listener_seen(d, port) : 0;
+    pid_t p = inode ? host_socket_holder(&inode, 1, HOST_ANY_UID) : 0;
+    if (!inode && (!d || poll_no % FULL_LOOK_EVERY == 0))
+        p = host_port_owner_find(port, &owner) ? owner.pid : 0;
+    if (p <= 0)
         return 0;
-    if (!host_port_owner_find(port, &owner) || owner.pid <= 0)
-        return 0;
-    pid_t p = owner.pid;
     for (int hops = 0; p > 1 && hops < MAX_ANCESTRY; hops++) {
         p = host_pid_parent(p);
         if (p == self)

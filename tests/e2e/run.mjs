@@ -4,7 +4,7 @@
 // run's verdict is checked against the truth (tests/e2e/README.md).
 //
 //   node tests/e2e/run.mjs [--mode unprotected|ports|wtproxy|adopted|both|M1,M2,...]
-//       [--rounds N] [--front PORT] [--seed N] [--check] [--no-cpu] [--json FILE] [--logs DIR]
+//       [--rounds N] [--front PORT] [--seed N] [--check] [--cpu] [--json FILE] [--logs DIR]
 //
 // Each round, each agent (wt-a, wt-b, wt-c) waits a random 0-2.5 s, then
 // runs its two suites in a random order: `manage.py test --noinput` and
@@ -26,13 +26,13 @@
 //                own port (FRONT+1, +2, +3, read by the Playwright config)
 //                and its own databases (CREATE DATABASE): the correct setup
 //                without the tool, the cost baseline. Not part of "both".
-// The CPU of each round is measured per component (lib/cpu.mjs: process
-// accounting, as root) unless --no-cpu.
+// --cpu also measures each round's CPU per component (lib/cpu.mjs: process
+// accounting, as root; one such run on the machine at a time).
 // --check first proves the scenario (shared databases, one run at a time):
 // each branch alone gets its true verdict from both suites, and each
 // branch's e2e against each other branch's server gets a wrong one.
-// Prints one line per run and a table; exits 1 if a wtproxy-mode run or
-// the check got a wrong verdict, 2 if it could not set up.
+// Prints one line per run and a table; exits 1 if a run of ports, wtproxy
+// or adopted, or the check, got a wrong verdict, 2 if it could not set up.
 // WTPROXY_BIN: the wtproxy to use (default build/ if built, else build-asan/).
 import fs from 'node:fs';
 import http from 'node:http';
@@ -67,14 +67,16 @@ const { values: opt } = parseArgs({
     front: { type: 'string', default: '8000' },
     seed: { type: 'string' },
     check: { type: 'boolean', default: false },
-    'no-cpu': { type: 'boolean', default: false },
+    cpu: { type: 'boolean', default: false },
     json: { type: 'string' },
     logs: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (opt.help) {
-  console.log(fs.readFileSync(new URL(import.meta.url), 'utf8').split("\n").slice(1, 38).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+  const lines = fs.readFileSync(new URL(import.meta.url), 'utf8').split('\n');
+  const end = lines.findIndex((l, i) => i > 0 && !l.startsWith('//'));
+  console.log(lines.slice(1, end).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
   process.exit(0);
 }
 const modes = opt.mode === 'both' ? ['unprotected', 'wtproxy'] : opt.mode.split(',');
@@ -355,10 +357,10 @@ async function main() {
   }
   // rounds of the two modes alternate (and which goes first), so that a
   // machine busier at one time than another weighs on both alike
-  const meter = opt['no-cpu'] ? null : cpuMeter(logDir);
-  const noCpu = meter ? meter.start() : 'not asked (--no-cpu)';
+  const meter = opt.cpu ? cpuMeter(logDir) : null;
+  const noCpu = meter ? meter.start() : 'not asked (--cpu)';
   if (meter && !noCpu) life.after(() => meter.stop());
-  if (noCpu) console.log(`run.mjs: no CPU per component: ${noCpu}`);
+  if (meter && noCpu) console.log(`run.mjs: no CPU per component: ${noCpu}`);
   out.cpu = !noCpu;
   for (let i = 1; i <= rounds; i++) {
     for (const mode of i % 2 ? modes : [...modes].reverse()) {
