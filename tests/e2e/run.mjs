@@ -308,10 +308,16 @@ function cpuTable(results) {
   const line = (r) => r.map((x, i) => (i === 0 ? String(x).padEnd(widths[i]) : String(x).padStart(widths[i]))).join('  ');
   const out = ['CPU s per round (median of the rounds; wall s median; load: 1-min load average at the round\'s end)',
     line(cols), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+  // medians' ratio, and the sums' over the rounds both modes ran (their
+  // rounds alternate: round i of each saw the same machine)
+  const total = (r) => Object.values(r.cpu).reduce((a, b) => a + b, 0);
+  const sum = (rs, f) => rs.reduce((a, r) => a + f(r), 0);
   for (const mode of ['wtproxy', 'adopted', 'unprotected']) {
-    if (med[mode] && med.ports) {
-      out.push(`${mode} / ports: CPU ${(med[mode].total / med.ports.total).toFixed(2)}x, wall ${(med[mode].wall / med.ports.wall).toFixed(2)}x`);
-    }
+    if (!med[mode] || !med.ports) continue;
+    const n = Math.min(results[mode].rounds.length, results.ports.rounds.length);
+    const [mine, base] = [results[mode].rounds.slice(0, n), results.ports.rounds.slice(0, n)];
+    out.push(`${mode} / ports: CPU ${(med[mode].total / med.ports.total).toFixed(2)}x, wall ${(med[mode].wall / med.ports.wall).toFixed(2)}x` +
+      ` (medians); CPU ${(sum(mine, total) / sum(base, total)).toFixed(2)}x, wall ${(sum(mine, (r) => r.ms) / sum(base, (r) => r.ms)).toFixed(2)}x (sums of ${n} rounds)`);
   }
   return out.join('\n');
 }
