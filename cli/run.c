@@ -13,7 +13,9 @@
  * (run_log.c). */
 #include "cli.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 #include "host.h"
 
 #define MAX_ANCESTRY 64 /* ppid hops from a listener up to the wrapper */
+#define FULL_LOOK_EVERY 100 /* polls: a listener on another address is seen within ~5 s */
 
 struct run {
     int front, port;
@@ -234,14 +237,41 @@ static pid_t start_cmd(const struct run *r)
     return pid;
 }
 
+/* The inode of a listener on port bound to an address dev servers use
+ * (127.0.0.1, 0.0.0.0, ::1, ::), 0 when none: one sock_diag lookup each,
+ * microseconds. Reading /proc/net/tcp, as host_port_owner_find does, costs
+ * milliseconds on a machine with thousands of sockets, and the wrapper asks
+ * every WTP_CLIENT_POLL_MS while its server starts. */
+static unsigned long listener_seen(struct host_diag *d, int port)
+{
+    struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+    unsigned long inode;
+    uid_t uid;
+    for (int any = 0; any < 2; any++) {
+        v4.sin_addr.s_addr = htonl(any ? INADDR_ANY : INADDR_LOOPBACK);
+        v6.sin6_addr = any ? in6addr_any : in6addr_loopback;
+        if (host_diag_socket(d, (struct sockaddr *)&v4, NULL, &inode, &uid) == 0 ||
+            host_diag_socket(d, (struct sockaddr *)&v6, NULL, &inode, &uid) == 0)
+            return inode;
+    }
+    return 0;
+}
+
 /* Whether something listens on port and is CMD or one of its descendants
- * (Django's autoreloader serves from a grandchild). */
-static int cmd_listens(int port, pid_t self)
+ * (Django's autoreloader serves from a grandchild). With d (may be NULL)
+ * the listener is found by sock_diag and its holder looked for only once
+ * it is there; the socket tables are read in full only every
+ * FULL_LOOK_EVERY polls, for a listener on another address. */
+static int cmd_listens(int port, pid_t self, struct host_diag *d, unsigned poll_no)
 {
     struct host_port_owner owner;
-    if (!host_port_owner_find(port, &owner) || owner.pid <= 0)
+    unsigned long inode = d ? listener_seen(d, port) : 0;
+    pid_t p = inode ? host_socket_holder(&inode, 1, HOST_ANY_UID) : 0;
+    if (!inode && (!d || poll_no % FULL_LOOK_EVERY == 0))
+        p = host_port_owner_find(port, &owner) ? owner.pid : 0;
+    if (p <= 0)
         return 0;
-    pid_t p = owner.pid;
     for (int hops = 0; p > 1 && hops < MAX_ANCESTRY; hops++) {
         p = host_pid_parent(p);
         if (p == self)
@@ -320,9 +350,10 @@ static pid_t restart(const struct run *r, pid_t pid)
  * or 3xx (a 4xx is a path that is not there yet or is misspelled: not
  * ready; the start then times out naming this log). Says once what it
  * waits for. */
-static int is_ready(const struct run *r, pid_t self, int *said)
+static int is_ready(const struct run *r, pid_t self, int *said, struct host_diag *d,
+                    unsigned poll_no)
 {
-    if (!cmd_listens(r->port, self))
+    if (!cmd_listens(r->port, self, d, poll_no))
         return 0;
     int status = r->health ? cli_http_status(r->port, r->health) : 200;
     if (status >= 200 && status < 400)
@@ -337,11 +368,12 @@ static int is_ready(const struct run *r, pid_t self, int *said)
 
 /* Wait for CMD, marking it ready when it is (is_ready), restarting it when
  * the daemon asks. Returns its exit status, 128+N when signal N killed it. */
-static int supervise(const struct run *r, pid_t pid)
+static int watch(const struct run *r, pid_t pid, struct host_diag *d)
 {
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
     pid_t self = getpid();
     int status, ready = 0, said = 0;
+    unsigned polls = 0;
     for (;;) {
         if (stop_asked) {
             cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
@@ -364,7 +396,7 @@ static int supervise(const struct run *r, pid_t pid)
             fprintf(stderr, "wtproxy: waitpid: %s\n", strerror(errno));
             return 1;
         }
-        if (!ready && is_ready(r, self, &said)) {
+        if (!ready && is_ready(r, self, &said, d, ++polls)) {
             ready = 1;
             mark_ready(r);
         } else {
@@ -372,6 +404,17 @@ static int supervise(const struct run *r, pid_t pid)
         }
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* watch, with a sock_diag socket for its polls (without one, each poll
+ * reads the socket tables in full). */
+static int supervise(const struct run *r, pid_t pid)
+{
+    char why[256];
+    struct host_diag *d = host_diag_open(why, sizeof why);
+    int rc = watch(r, pid, d);
+    host_diag_close(d);
+    return rc;
 }
 
 /* --health takes an absolute path without spaces or line breaks (it goes

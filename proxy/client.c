@@ -101,6 +101,7 @@ void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evuti
     conn_arm_timer(c, s->cfg.head_timeout_ms);
     TAILQ_INSERT_TAIL(&s->clients, c, link);
     s->nclients++;
+    conn_identify_at_accept(c);
 }
 
 static void timer_add(struct proxy_client *c, long long now, unsigned ms)

@@ -107,6 +107,10 @@ void conn_backend_done(struct proxy_client *c);
 
 /* dispatch.c */
 void conn_route(struct proxy_client *c);        /* a parsed request: caller, route, wait, gate */
+/* A new connection, before any byte: its caller identified now (when
+ * routing needs callers), and a server its worktree's .wtproxy declares
+ * on this front started at once (dispatch.c). */
+void conn_identify_at_accept(struct proxy_client *c);
 void conn_wait_timeout(struct proxy_client *c); /* CS_WAIT's timer */
 void conn_forward(struct proxy_client *c);      /* the gate, then upstream_start */
 void conn_wait(struct proxy_client *c, unsigned ms);    /* into CS_WAIT, looked at again in ms */

@@ -18,6 +18,17 @@ static void identified(void *arg, const struct identify_result *r)
     c->who = identify_keep(r);
     if (c->state == CS_IDENTIFY)
         conn_route(c);
+    else if (c->state == CS_IDLE && c->who && c->who->placed) /* no request yet */
+        ondemand_connected(c->srv->ondemand, c->who->worktree, c->listener->port);
+}
+
+void conn_identify_at_accept(struct proxy_client *c)
+{
+    struct identify_result r;
+    if (!c->srv->ondemand || !route_needs_caller(c->srv, ""))
+        return;
+    if (identify_start(c->srv->ident, stream_fd(c->bev), identified, c, &r, &c->ident_ticket) != 0)
+        identified(c, &r);
 }
 
 /* Identify the caller once per connection: at once from the caches, or

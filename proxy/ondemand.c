@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "ondemand_reader.h"
 #include "server.h"
 #include "wtfile.h"
 
@@ -49,6 +50,7 @@ struct ondemand {
     struct started list[ONDEMAND_MAX];
     int n;
     struct event *sigchld, *sweep, *tick;
+    struct ondemand_reader *reader; /* .wtproxy files read for callers that connected */
 };
 
 static struct started *find(struct ondemand *a, const char *worktree, int front)
@@ -272,6 +274,23 @@ int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, c
     return s ? ensure(a, worktree, &f, s, err, errlen) : -1;
 }
 
+void ondemand_connected(struct ondemand *a, const char *worktree, int front)
+{
+    struct started *e = find(a, worktree, front);
+    if (!a->reader || (e && (e->pid > 0 || e->waiting)) || registered(a, worktree, front))
+        return;
+    ondemand_reader_submit(a->reader, worktree, front);
+}
+
+void ondemand_file_read(struct ondemand *a, const char *worktree, int front,
+                        const struct wtfile *f)
+{
+    char err[1024];
+    const struct wtfile_service *s = wtfile_by_front(f, front);
+    if (s)
+        ensure(a, worktree, f, s, err, sizeof err);
+}
+
 int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,
                      size_t loglen)
 {
@@ -420,6 +439,11 @@ struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
     a->sigchld = evsignal_new(s->base, SIGCHLD, reap, a);
     a->sweep = event_new(s->base, -1, EV_PERSIST, sweep, a);
     a->tick = evtimer_new(s->base, tick, a);
+    char why[256];
+    a->reader = ondemand_reader_new(a, s->base, why, sizeof why);
+    if (!a->reader)
+        proxy_log("no start at connect time (a server starts at its worktree's first request): %s",
+                  why);
     if (!a->sigchld || !a->sweep || !a->tick || evsignal_add(a->sigchld, NULL) < 0 ||
         event_add(a->sweep, &tv) < 0) {
         ondemand_free(a);
@@ -438,5 +462,6 @@ void ondemand_free(struct ondemand *a)
         event_free(a->sweep);
     if (a->tick)
         event_free(a->tick);
+    ondemand_reader_free(a->reader);
     free(a);
 }

@@ -36,6 +36,14 @@ int ondemand_ensure(struct ondemand *a, const char *worktree, const char *servic
 int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, char *err,
                           size_t errlen);
 
+/* A caller in worktree connected to front and has sent nothing yet: when
+ * no server of worktree runs there, its .wtproxy is read off the loop and
+ * the server it declares on front, if any, is started (ondemand_ensure_front,
+ * without an answer: the request that follows waits for it or says what
+ * is wrong). Playwright's `port` readiness check connects seconds before
+ * the browser's first request; the server starts in that time. */
+void ondemand_connected(struct ondemand *a, const char *worktree, int front);
+
 /* Whether the server started for (worktree, front) has exited; its log's
  * path into log whenever one was started. */
 int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,

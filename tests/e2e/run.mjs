@@ -3,8 +3,8 @@
 // tests it in the same minute as the others, with and without wtproxy; every
 // run's verdict is checked against the truth (tests/e2e/README.md).
 //
-//   node tests/e2e/run.mjs [--mode unprotected|wtproxy|adopted|both|M1,M2,...] [--rounds N]
-//       [--front PORT] [--seed N] [--check] [--json FILE] [--logs DIR]
+//   node tests/e2e/run.mjs [--mode unprotected|ports|wtproxy|adopted|both|M1,M2,...]
+//       [--rounds N] [--front PORT] [--seed N] [--check] [--cpu] [--json FILE] [--logs DIR]
 //
 // Each round, each agent (wt-a, wt-b, wt-c) waits a random 0-2.5 s, then
 // runs its two suites in a random order: `manage.py test --noinput` and
@@ -22,11 +22,17 @@
 //                line) and committed; the Playwright config unchanged: the
 //                daemon starts each worktree's server (recipe "port").
 //                Not part of "both".
+//   ports        no wtproxy: each worktree's untracked .env.wt names its
+//                own port (FRONT+1, +2, +3, read by the Playwright config)
+//                and its own databases (CREATE DATABASE): the correct setup
+//                without the tool, the cost baseline. Not part of "both".
+// --cpu also measures each round's CPU per component (lib/cpu.mjs: process
+// accounting, as root; one such run on the machine at a time).
 // --check first proves the scenario (shared databases, one run at a time):
 // each branch alone gets its true verdict from both suites, and each
 // branch's e2e against each other branch's server gets a wrong one.
-// Prints one line per run and a table; exits 1 if a wtproxy-mode run or
-// the check got a wrong verdict, 2 if it could not set up.
+// Prints one line per run and a table; exits 1 if a run of ports, wtproxy
+// or adopted, or the check, got a wrong verdict, 2 if it could not set up.
 // WTPROXY_BIN: the wtproxy to use (default build/ if built, else build-asan/).
 import fs from 'node:fs';
 import http from 'node:http';
@@ -48,6 +54,7 @@ const { startDaemon } = await import('../integration/lib/registry.mjs');
 const { chromium, nodeModules } = await import('../integration/lib/playwright.mjs');
 const { wtproxyBin } = await import('../integration/lib/wtproxy.mjs');
 const shopLib = await import('./lib/shop.mjs');
+const { cpuMeter, COMPONENTS } = await import('./lib/cpu.mjs');
 const { NAMES, BRANCHES, lifetime, makeShop, killUnder, agentEnv, runSuite, classify, setupDatabases, python } = shopLib;
 
 const VERDICTS = ['right', 'false red', 'false green', 'wrong reason', 'refused'];
@@ -60,21 +67,24 @@ const { values: opt } = parseArgs({
     front: { type: 'string', default: '8000' },
     seed: { type: 'string' },
     check: { type: 'boolean', default: false },
+    cpu: { type: 'boolean', default: false },
     json: { type: 'string' },
     logs: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (opt.help) {
-  console.log(fs.readFileSync(new URL(import.meta.url), 'utf8').split("\n").slice(1, 32).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+  const lines = fs.readFileSync(new URL(import.meta.url), 'utf8').split('\n');
+  const end = lines.findIndex((l, i) => i > 0 && !l.startsWith('//'));
+  console.log(lines.slice(1, end).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
   process.exit(0);
 }
 const modes = opt.mode === 'both' ? ['unprotected', 'wtproxy'] : opt.mode.split(',');
 const rounds = Number(opt.rounds);
 const front = Number(opt.front);
 const seed = opt.seed ? Number(opt.seed) : Math.floor(Math.random() * 2 ** 31);
-if (!modes.every((m) => ['unprotected', 'wtproxy', 'adopted'].includes(m)) || !(rounds >= 0) || !(front > 0 && front < 65536)) {
-  console.error('run.mjs: --mode unprotected|wtproxy|adopted|both, --rounds N >= 0, --front PORT (see --help)');
+if (!modes.every((m) => ['unprotected', 'ports', 'wtproxy', 'adopted'].includes(m)) || !(rounds >= 0) || !(front > 0 && front < 65536)) {
+  console.error('run.mjs: --mode unprotected|ports|wtproxy|adopted|both, --rounds N >= 0, --front PORT (see --help)');
   process.exit(2);
 }
 
@@ -89,6 +99,8 @@ function random() {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// mode ports: each worktree's own port, as a developer picks one by hand
+const ownPorts = Object.fromEntries(NAMES.map((n, i) => [n, front + 1 + i]));
 const life = lifetime();
 // every worktree's database names come from its mode, never from here
 for (const k of ['WT_DB', 'WT_TEST_DB', 'WTPROXY_WORKTREE']) delete process.env[k];
@@ -218,7 +230,7 @@ async function setup(pg, mode, modeLife) {
   const shop = makeShop(modeLife, adopted ? { adopt: { bin: wtproxyBin, front } } : {});
   const ctx = { mode, shop, daemonLog: '' };
   const extra = {};
-  if (mode !== 'unprotected') {
+  if (mode !== 'unprotected' && mode !== 'ports') {
     const tmp = { control: path.join(shop.root, 'control.sock'), state: path.join(shop.root, 'registry.json') };
     Object.assign(extra, { WTPROXY_BIN: wtproxyBin, WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' });
     if (!adopted) extra.SHOP_WTPROXY = '1';
@@ -234,7 +246,8 @@ async function setup(pg, mode, modeLife) {
   }
   ctx.env = agentEnv(pg, front, extra);
   if (ctx.startDaemon) await ctx.startDaemon();
-  ctx.db = await setupDatabases(modeLife, shop, pg, mode === 'unprotected' ? 'shared' : 'own', { bin: wtproxyBin, env: ctx.env });
+  const dbs = { unprotected: 'shared', ports: 'ports' }[mode] || 'own';
+  ctx.db = await setupDatabases(modeLife, shop, pg, dbs, { bin: wtproxyBin, env: ctx.env, ports: ownPorts });
   if (ctx.stopDaemon) await ctx.stopDaemon();
   return ctx;
 }
@@ -273,6 +286,39 @@ function table(results) {
     const ratio = stats(results.wtproxy.rounds.map((r) => r.ms)).mean / stats(results.unprotected.rounds.map((r) => r.ms)).mean;
     out.push(`wtproxy / unprotected mean round time: ${ratio.toFixed(2)}x`);
   }
+  if (Object.values(results).some((r) => r.rounds.some((x) => x.cpu))) out.push('', cpuTable(results));
+  return out.join('\n');
+}
+
+// CPU seconds per round, median over the rounds, per mode and component;
+// the round's wall time (median); each mode against ports.
+function cpuTable(results) {
+  const cols = ['mode', ...COMPONENTS, 'total', 'wall', 'load'];
+  const rows = [];
+  const med = {};
+  for (const [mode, res] of Object.entries(results)) {
+    const rs = res.rounds.filter((r) => r.cpu);
+    if (!rs.length) continue;
+    const m = (f) => stats(rs.map(f)).median;
+    med[mode] = { total: m((r) => Object.values(r.cpu).reduce((a, b) => a + b, 0)), wall: m((r) => r.ms / 1000) };
+    rows.push([mode, ...COMPONENTS.map((c) => m((r) => r.cpu[c]).toFixed(1)), med[mode].total.toFixed(1),
+      med[mode].wall.toFixed(1), m((r) => r.load).toFixed(1)]);
+  }
+  const widths = cols.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (r) => r.map((x, i) => (i === 0 ? String(x).padEnd(widths[i]) : String(x).padStart(widths[i]))).join('  ');
+  const out = ['CPU s per round (median of the rounds; wall s median; load: 1-min load average at the round\'s end)',
+    line(cols), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+  // medians' ratio, and the sums' over the rounds both modes ran (their
+  // rounds alternate: round i of each saw the same machine)
+  const total = (r) => Object.values(r.cpu).reduce((a, b) => a + b, 0);
+  const sum = (rs, f) => rs.reduce((a, r) => a + f(r), 0);
+  for (const mode of ['wtproxy', 'adopted', 'unprotected']) {
+    if (!med[mode] || !med.ports) continue;
+    const n = Math.min(results[mode].rounds.length, results.ports.rounds.length);
+    const [mine, base] = [results[mode].rounds.slice(0, n), results.ports.rounds.slice(0, n)];
+    out.push(`${mode} / ports: CPU ${(med[mode].total / med.ports.total).toFixed(2)}x, wall ${(med[mode].wall / med.ports.wall).toFixed(2)}x` +
+      ` (medians); CPU ${(sum(mine, total) / sum(base, total)).toFixed(2)}x, wall ${(sum(mine, (r) => r.ms) / sum(base, (r) => r.ms)).toFixed(2)}x (sums of ${n} rounds)`);
+  }
   return out.join('\n');
 }
 
@@ -280,7 +326,9 @@ async function main() {
   if (!fs.existsSync(chromium)) throw new Error(`${chromium} is missing: apt-get install chromium (scripts/bootstrap)`);
   if (!fs.existsSync(path.join(nodeModules, '@playwright', 'test'))) throw new Error('@playwright/test is missing: cd tests && npm ci');
   if (modes.some((m) => m !== 'unprotected') && !fs.existsSync(wtproxyBin)) throw new Error(`${wtproxyBin} is missing: scripts/build, or set WTPROXY_BIN`);
-  if (await frontBusy(front)) throw new Error(`something already listens on 127.0.0.1:${front}: stop it, or pick another port with --front PORT`);
+  for (const port of [front, ...(modes.includes('ports') ? Object.values(ownPorts) : [])]) {
+    if (await frontBusy(port)) throw new Error(`something already listens on 127.0.0.1:${port}: stop it, or pick another port with --front PORT`);
+  }
   console.log(`run.mjs: seed ${seed}, front port ${front}, ${rounds} rounds of ${modes.join(' and ')}, wtproxy ${wtproxyBin}, logs in ${logDir}`);
   const pg = await startPostgres(life);
   const out = { seed, front, rounds, wtproxy: wtproxyBin, modes: {}, check: null };
@@ -315,6 +363,11 @@ async function main() {
   }
   // rounds of the two modes alternate (and which goes first), so that a
   // machine busier at one time than another weighs on both alike
+  const meter = opt.cpu ? cpuMeter(logDir) : null;
+  const noCpu = meter ? meter.start() : 'not asked (--cpu)';
+  if (meter && !noCpu) life.after(() => meter.stop());
+  if (meter && noCpu) console.log(`run.mjs: no CPU per component: ${noCpu}`);
+  out.cpu = !noCpu;
   for (let i = 1; i <= rounds; i++) {
     for (const mode of i % 2 ? modes : [...modes].reverse()) {
       if (stopping) return 130;
@@ -322,7 +375,9 @@ async function main() {
       if (ctx.startDaemon) await ctx.startDaemon();
       const r = await round(ctx, i);
       if (ctx.stopDaemon) await ctx.stopDaemon();
-      results[mode].rounds.push({ ms: r.ms, leftovers: r.leftovers });
+      // the round's processes have all exited (the daemon too): their CPU
+      const { totals: cpu, detail: cpuDetail } = noCpu ? {} : (await sleep(300), meter.round());
+      results[mode].rounds.push({ ms: r.ms, leftovers: r.leftovers, cpu, cpuDetail, load: os.loadavg()[0] });
       results[mode].runs.push(...r.runs);
     }
   }
@@ -331,7 +386,7 @@ async function main() {
 
   console.log(`\n${table(results)}`);
   if (opt.json) fs.writeFileSync(opt.json, JSON.stringify(out, null, 2));
-  const wrongProtected = [...(results.wtproxy?.runs || []), ...(results.adopted?.runs || [])]
+  const wrongProtected = ['ports', 'wtproxy', 'adopted'].flatMap((m) => results[m]?.runs || [])
     .filter((r) => r.verdict !== 'right').length;
   const wrongCheck = (out.check || []).filter((r) => r.verdict !== r.want).length;
   return wrongProtected || wrongCheck ? 1 : 0;

@@ -9,9 +9,15 @@
 // scenario (tests/e2e/run.mjs) runs one set of files in both modes:
 // SHOP_WTPROXY=1 picks the wtproxy line. SHOP_FRONT moves the front port
 // off 8000 (tests pick a free one); WTPROXY_BIN names the binary.
+//
+// Without wtproxy, the correct way to test worktrees side by side is a port
+// per worktree: SHOP_PORT in the worktree's untracked .env.wt (beside its
+// database names) replaces the port, as a developer edits it by hand.
+import fs from 'node:fs';
 import { defineConfig } from '@playwright/test';
 
-const front = process.env.SHOP_FRONT || '8000';
+const own = /^SHOP_PORT=(\d+)$/m.exec(fs.existsSync('.env.wt') ? fs.readFileSync('.env.wt', 'utf8') : '');
+const front = own ? own[1] : process.env.SHOP_FRONT || '8000';
 const wtproxy = process.env.WTPROXY_BIN || 'wtproxy';
 
 export default defineConfig({

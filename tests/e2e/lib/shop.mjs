@@ -240,6 +240,21 @@ async function migrate(t, cwd, env) {
   if (r.code !== 0) throw new Error(`manage.py migrate in ${cwd} exited ${r.code ?? r.signal}:\n${r.out}`);
 }
 
+// The correct setup without wtproxy, as a developer makes it by hand: in
+// each worktree's untracked .env.wt its own port (ports[x], read by
+// playwright.config.mjs) and its own databases (shop_wt_<x>,
+// test_shop_wt_<x>), the dev one created by plain SQL and migrated.
+async function portPerWorktree(t, shop, pg, env, ports) {
+  const names = {};
+  for (const n of NAMES) {
+    names[n] = { db: `shop_wt_${n}`, test: `test_shop_wt_${n}`, port: ports[n] };
+    fs.writeFileSync(path.join(shop.wt[n], '.env.wt'), `SHOP_PORT=${ports[n]}\nWT_DB=${names[n].db}\nWT_TEST_DB=${names[n].test}\n`);
+    pg.psql(`CREATE DATABASE "${names[n].db}"`);
+    await migrate(t, shop.wt[n], env);
+  }
+  return { how: `own, by hand: port ${NAMES.map((n) => ports[n]).join(', ')}; shop_wt_<x>, test_shop_wt_<x> (CREATE DATABASE)`, names };
+}
+
 // The databases of one mode. 'shared': every worktree uses 'shop' (its dev
 // database, created and migrated here) and 'test_shop' (Django's test
 // database, which each test run creates and destroys). 'own': each
@@ -248,8 +263,9 @@ async function migrate(t, cwd, env) {
 // when the binary has `db`, else derived here (shop_wt_<x>,
 // test_shop_wt_<x>); its dev database is migrated. Returns { how, names:
 // {x: {db, test}} }.
-export async function setupDatabases(t, shop, pg, mode, { bin, env }) {
+export async function setupDatabases(t, shop, pg, mode, { bin, env, ports }) {
   const names = {};
+  if (mode === 'ports') return portPerWorktree(t, shop, pg, env, ports);
   if (mode === 'shared') {
     pg.psql('CREATE DATABASE shop');
     await migrate(t, shop.repo, env);
