@@ -55,16 +55,22 @@ static int give_env(const struct db_args *a, const char *test, const char *dev,
                     const char *worktree, int ask_port)
 {
     char text[1024], port[16] = "";
-    int p = ask_port ? backend_port(worktree) : 0;
+    int p = ask_port ? backend_port(worktree) : 0, n;
     if (p)
         snprintf(port, sizeof port, "%d", p);
     if (!dev)
-        snprintf(text, sizeof text, "WT_DB=%s\nWT_TEST_DB=%s\nWT_BACKEND_PORT=%s\n", test, test,
-                 port);
+        n = snprintf(text, sizeof text, "WT_DB=%s\nWT_TEST_DB=%s\nWT_BACKEND_PORT=%s\n", test,
+                     test, port);
     else
-        snprintf(text, sizeof text, "WTPROXY_DEV_DB=%s\n%s%s%sWT_DB=%s\n%s%s%sWT_BACKEND_PORT=%s\n",
-                 dev, test ? "WTPROXY_TEST_DB=" : "", test ? test : "", test ? "\n" : "", dev,
-                 test ? "WT_TEST_DB=" : "", test ? test : "", test ? "\n" : "", port);
+        n = snprintf(text, sizeof text,
+                     "WTPROXY_DEV_DB=%s\n%s%s%sWT_DB=%s\n%s%s%sWT_BACKEND_PORT=%s\n", dev,
+                     test ? "WTPROXY_TEST_DB=" : "", test ? test : "", test ? "\n" : "", dev,
+                     test ? "WT_TEST_DB=" : "", test ? test : "", test ? "\n" : "", port);
+    /* names are checked to PostgreSQL's 63 bytes before this: never reached */
+    if (n < 0 || (size_t)n >= sizeof text) {
+        fprintf(stderr, "wtproxy db: the environment text is over %zu bytes\n", sizeof text);
+        return 1;
+    }
     return db_give_text(a, text);
 }
 
