@@ -472,9 +472,10 @@ static void note_request(struct proxy_client *c, struct http_msg *m)
     const struct http_field *accept = http_msg_field(m, "accept", NULL);
     if (accept)
         copy_cut(c->accept, sizeof c->accept, accept->value, accept->vlen);
-    size_t plen = strcspn(m->url, "? ");
-    if (plen > m->url_len)
-        plen = m->url_len;
+    /* m->url points into the head as read: not NUL-terminated */
+    size_t plen = 0;
+    while (plen < m->url_len && m->url[plen] != '?' && m->url[plen] != ' ')
+        plen++;
     c->is_head = m->parser.method == HTTP_HEAD; /* set before any refusal: no body then */
     /* "METHOD /path": a method has WTP_MAX_METHOD bytes at most */
     copy_cut(c->path, sizeof c->path - 1, m->method, m->method_len);
