@@ -73,6 +73,20 @@ int host_pid_socket_fd(pid_t pid, unsigned long inode);
  * numbers a process is likely to reuse (those of its closed connections). */
 int host_pid_fd_is_socket(pid_t pid, int fd, unsigned long inode);
 
+/* What pid's fd number fd is, one readlink: 1 a socket (its inode in
+ * *inode), 0 an open fd that is not a socket, -1 no such fd or process, or
+ * not ours to read. */
+int host_pid_fd_socket(pid_t pid, int fd, unsigned long *inode);
+
+/* The newest process holding socket inode, guessed without any fd table
+ * read: the npids pids handed out last, newest first, each tried at fd
+ * numbers 3 to maxfd (a process that just started opens its first
+ * sockets there). A thread found is reported as its process. Returns the
+ * pid (its fd in *fd), or 0. At most npids opens and npids * (maxfd - 2)
+ * readlinks: cheap enough for the daemon's loop with small bounds. Unlike
+ * host_socket_holder, the holder found is the newest, not the lowest. */
+pid_t host_young_holder(unsigned long inode, pid_t last, int npids, int maxfd, int *fd);
+
 /* The lowest pid holding one of the n socket inodes (the parent, when a
  * process forked after opening it), among the processes of uid
  * (HOST_ANY_UID: of any uid we can read); 0 when none. Reads every

@@ -105,6 +105,17 @@ int host_pid_fd_is_socket(pid_t pid, int fd, unsigned long inode)
     return n > 0 && link_in_set(link, n, &s);
 }
 
+int host_pid_fd_socket(pid_t pid, int fd, unsigned long *inode)
+{
+    char path[64], link[SOCKET_LINK_MAX];
+    ssize_t n;
+
+    snprintf(path, sizeof path, "%s/%ld/fd/%d", host_proc_dir, (long)pid, fd);
+    if ((n = readlink(path, link, sizeof link)) <= 0) return -1;
+    *inode = link_socket_inode(link, n);
+    return *inode != 0;
+}
+
 /* The real /proc lists processes in ascending pid order, so the first
  * holder found is the lowest and every later entry is skipped by its name
  * alone; the order is not relied on (a fake tree in a test lists in any
@@ -295,4 +306,40 @@ size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
     closedir(d);
     free(h.order);
     return wanted - h.left;
+}
+
+/* The fd number in 3..maxfd of the fd directory dfd whose link is socket
+ * inode, or -1. */
+static int fd_window_find(int dfd, unsigned long inode, int maxfd)
+{
+    char name[16], link[SOCKET_LINK_MAX];
+    ssize_t n;
+
+    for (int f = 3; f <= maxfd; f++) {
+        snprintf(name, sizeof name, "%d", f);
+        n = readlinkat(dfd, name, link, sizeof link);
+        if (n > 0 && link_socket_inode(link, n) == inode) return f;
+    }
+    return -1;
+}
+
+pid_t host_young_holder(unsigned long inode, pid_t last, int npids, int maxfd, int *fd)
+{
+    char name[32];
+    pid_t found = 0;
+    int at = open(host_proc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (at < 0) return 0;
+    /* Newest first: the caller is most likely the process just started.
+     * A pid that is gone, or another user's, fails at its open. */
+    for (pid_t p = last; !found && p > 0 && p > last - npids; p--) {
+        snprintf(name, sizeof name, "%ld/fd", (long)p);
+        int dfd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) continue;
+        if ((*fd = fd_window_find(dfd, inode, maxfd)) >= 0) found = p;
+        close(dfd);
+    }
+    pid_t tgid = found ? tgid_of(at, found) : 0;
+    close(at);
+    return tgid ? tgid : found;
 }
