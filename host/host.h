@@ -82,10 +82,11 @@ int host_pid_fd_socket(pid_t pid, int fd, unsigned long *inode);
  * read: the npids pids handed out last, newest first, each tried at fd
  * numbers 3 to maxfd (a process that just started opens its first
  * sockets there). A thread found is reported as its process. Returns the
- * pid (its fd in *fd), or 0. At most npids opens and npids * (maxfd - 2)
- * readlinks: cheap enough for the daemon's loop with small bounds. Unlike
+ * pid (its fd in *fd), or 0. At most npids opens and budget readlinks:
+ * cheap enough for the daemon's loop with small bounds. Unlike
  * host_socket_holder, the holder found is the newest, not the lowest. */
-pid_t host_young_holder(unsigned long inode, pid_t last, int npids, int maxfd, int *fd);
+pid_t host_young_holder(unsigned long inode, pid_t last, int npids, int maxfd, int budget,
+                        int *fd);
 
 /* The lowest pid holding one of the n socket inodes (the parent, when a
  * process forked after opening it), among the processes of uid

@@ -309,13 +309,13 @@ size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
 }
 
 /* The fd number in 3..maxfd of the fd directory dfd whose link is socket
- * inode, or -1. */
-static int fd_window_find(int dfd, unsigned long inode, int maxfd)
+ * inode, or -1; each readlink takes one of *budget. */
+static int fd_window_find(int dfd, unsigned long inode, int maxfd, int *budget)
 {
     char name[16], link[SOCKET_LINK_MAX];
     ssize_t n;
 
-    for (int f = 3; f <= maxfd; f++) {
+    for (int f = 3; f <= maxfd && (*budget)-- > 0; f++) {
         snprintf(name, sizeof name, "%d", f);
         n = readlinkat(dfd, name, link, sizeof link);
         if (n > 0 && link_socket_inode(link, n) == inode) return f;
@@ -323,7 +323,8 @@ static int fd_window_find(int dfd, unsigned long inode, int maxfd)
     return -1;
 }
 
-pid_t host_young_holder(unsigned long inode, pid_t last, int npids, int maxfd, int *fd)
+pid_t host_young_holder(unsigned long inode, pid_t last, int npids, int maxfd, int budget,
+                        int *fd)
 {
     char name[32];
     pid_t found = 0;
@@ -332,11 +333,11 @@ pid_t host_young_holder(unsigned long inode, pid_t last, int npids, int maxfd, i
     if (at < 0) return 0;
     /* Newest first: the caller is most likely the process just started.
      * A pid that is gone, or another user's, fails at its open. */
-    for (pid_t p = last; !found && p > 0 && p > last - npids; p--) {
+    for (pid_t p = last; !found && p > 0 && p > last - npids && budget > 0; p--) {
         snprintf(name, sizeof name, "%ld/fd", (long)p);
         int dfd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0) continue;
-        if ((*fd = fd_window_find(dfd, inode, maxfd)) >= 0) found = p;
+        if ((*fd = fd_window_find(dfd, inode, maxfd, &budget)) >= 0) found = p;
         close(dfd);
     }
     pid_t tgid = found ? tgid_of(at, found) : 0;

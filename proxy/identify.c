@@ -28,10 +28,9 @@
  * recent callers' fds not read yet (a process opening connections without
  * closing any: a load test, a browser's first burst), LEARN_BUDGET
  * readlinks at most. A caller not seen lately is guessed among the
- * processes started in the last GUESS_MS to 2 * GUESS_MS (GUESS_PIDS
- * newest at most), at their first fd numbers: a test runner's new worker,
- * a fresh curl, a load test's first connection. Anything else
- * goes to the worker, which reads each table once for every caller
+ * processes started in the last second or two (guess_young), at their
+ * first fd numbers: a test runner's new worker, a fresh curl, a load
+ * test's first connection. Anything else goes to the worker, which reads each table once for every caller
  * waiting; meanwhile the connection waits, so the loop answers whatever
  * it can itself. */
 #define RECENT_MAX 32
@@ -41,6 +40,7 @@
 #define GUESS_MS 1000
 #define GUESS_PIDS 128 /* a busy machine hands out 100 pids while a burst starts */
 #define GUESS_MAXFD 12
+#define GUESS_BUDGET 256 /* readlinks: about 0.5 ms when every pid tried is alive */
 #define WORKER_KNOWN 8 /* pids the worker found lately, checked before a full scan */
 #define YOUNG_MS 5000  /* the worker reads the processes younger than 5-10 s next */
 
@@ -339,8 +339,10 @@ static pid_t learn_recent(struct identify *id, unsigned long inode, int *fd)
 }
 
 /* A caller that started lately, guessed on the loop (host_young_holder)
- * among the pids handed out since GUESS_MS to 2 * GUESS_MS ago: on a quiet
- * machine a handful, all tried; on a busy one the GUESS_PIDS newest. */
+ * among the pids handed out since the reading before last (GUESS_MS to
+ * 2 * GUESS_MS ago while callers keep coming, longer after a quiet spell):
+ * on a quiet machine a handful, all tried; on a busy one the GUESS_PIDS
+ * newest, GUESS_BUDGET readlinks at most. */
 static pid_t guess_young(struct identify *id, unsigned long inode, int *fd)
 {
     pid_t last = host_last_pid();
@@ -354,7 +356,8 @@ static pid_t guess_young(struct identify *id, unsigned long inode, int *fd)
     }
     /* A floor above last: the pids wrapped past pid_max since. */
     pid_t span = id->guess_floor <= last ? last - id->guess_floor : GUESS_PIDS;
-    return host_young_holder(inode, last, span < GUESS_PIDS ? span : GUESS_PIDS, GUESS_MAXFD, fd);
+    return host_young_holder(inode, last, span < GUESS_PIDS ? span : GUESS_PIDS, GUESS_MAXFD,
+                             GUESS_BUDGET, fd);
 }
 
 /* The fast path, on the loop (see RECENT_MAX): a few readlinks, never a

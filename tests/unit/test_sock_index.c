@@ -121,15 +121,16 @@ static void test_fake_proc(void)
     is_int(sock_index_learn(&idx, 40, 0, 5), 5, "a budget of 5 readlinks stops at fd 4");
     ok(sock_index_get(&idx, 904) && !sock_index_get(&idx, 905), "  having indexed fd 4 only");
 
-    is_int(host_young_holder(700, 62, 3, 12, &fd), 60,
+    is_int(host_young_holder(700, 62, 3, 12, 64, &fd), 60,
            "the newest holder is thread 62, reported as its process 60");
     is_int(fd, 5, "  at fd 5");
-    is_int(host_young_holder(800, 62, 3, 12, &fd), 61, "pid 61's socket is found under 62");
-    is_int(host_young_holder(800, 62, 1, 12, &fd), 0, "  but not when only the newest is tried");
-    is_int(host_young_holder(714, 62, 3, 12, &fd), 0, "a socket above the fd window is not guessed");
-    is_int(host_young_holder(714, 62, 3, 14, &fd), 60, "  and is with a wider one");
-    is_int(host_young_holder(912, 45, 10, 12, &fd), 40, "pids that are gone are skipped");
-    is_int(host_young_holder(999, 62, 30, 12, &fd), 0, "a socket nobody holds: 0");
+    is_int(host_young_holder(800, 62, 3, 12, 64, &fd), 61, "pid 61's socket is found under 62");
+    is_int(host_young_holder(800, 62, 1, 12, 64, &fd), 0, "  but not when only the newest is tried");
+    is_int(host_young_holder(714, 62, 3, 12, 64, &fd), 0, "a socket above the fd window is not guessed");
+    is_int(host_young_holder(714, 62, 3, 14, 64, &fd), 60, "  and is with a wider one");
+    is_int(host_young_holder(912, 45, 10, 12, 64, &fd), 40, "pids that are gone are skipped");
+    is_int(host_young_holder(999, 62, 30, 12, 64, &fd), 0, "a socket nobody holds: 0");
+    is_int(host_young_holder(912, 45, 10, 12, 9, &fd), 0, "  nor one past the readlink budget");
 
     host_proc_dir = "/proc";
     nftw(dir, rm, 16, FTW_DEPTH | FTW_PHYS);
@@ -148,7 +149,7 @@ static void test_real_proc(void)
     is_int(host_pid_fd_socket(getpid(), fds[5], &inode), 1, "the kernel names our socket");
     is_int((long long)inode, (long long)st.st_ino, "  with the inode fstat gives");
     int fd = -1;
-    pid_t got = host_young_holder(st.st_ino, getpid(), 1, fds[5], &fd);
+    pid_t got = host_young_holder(st.st_ino, getpid(), 1, fds[5], 64, &fd);
     is_int(got, getpid(), "we are guessed as the newest holder of our socket");
     is_int(fd, fds[5], "  at its fd");
     memset(&idx, 0, sizeof idx);
