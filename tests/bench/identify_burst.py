@@ -172,7 +172,8 @@ def round_of(name, binary, tmp, wt, bport, bpid):
     (reqs, bad, b_p50, b_p99), b_cpu, stats_b = one_burst(name, binary, tmp, wt, bport, bpid,
                                                           burst_b)
     ident = lambda s: s.get("identify", {}).get("all") if s.get("ok") else None  # noqa: E731
-    return {"a_bad": sum(c != "200" for c in codes), "a_ttfb": ttfb, "a_cpu_ms": a_cpu,
+    worker = lambda s: s.get("identify", {}).get("worker", {}).get("count", 0)  # noqa: E731
+    return {"a_worker": worker(stats_a), "b_worker": worker(stats_b),"a_bad": sum(c != "200" for c in codes), "a_ttfb": ttfb, "a_cpu_ms": a_cpu,
             "a_ident": ident(stats_a), "a_scans": stats_a.get("identify", {}).get("proc_scans"),
             "b_reqs": reqs, "b_bad": bad, "b_lat50": b_p50, "b_lat99": b_p99, "b_cpu_ms": b_cpu,
             "b_ident": ident(stats_b), "procs": count_procs()}
@@ -238,9 +239,10 @@ def report(res, direct, a):
     print(f"burst A (50 processes, first request each): time to first byte straight to nginx "
           f"p50 {pct(direct, 50):.2f} ms, p99 {pct(direct, 99):.2f} ms")
     print("| build | A not-200 (all rounds) | A TTFB p50 / p99 ms | A ident p50 / p99 us "
-          "| A /proc scans | A daemon CPU ms | B requests | B not-2xx (all rounds) "
-          "| B ident p50 / p99 us | B request p50 / p99 ms (wrk) | B daemon CPU ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| A on worker (all rounds) | A /proc scans | A daemon CPU ms | B requests "
+          "| B not-2xx (all rounds) | B ident p50 / p99 us | B on worker (all rounds) "
+          "| B request p50 / p99 ms (wrk) | B daemon CPU ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, rows in res.items():
         ttfb = [x for r in rows for x in r["a_ttfb"]]
         med = lambda k: statistics.median(r[k] for r in rows)  # noqa: E731
@@ -251,9 +253,11 @@ def report(res, direct, a):
         scans = [r["a_scans"] for r in rows if r["a_scans"] is not None]
         print(f"| {name} | {sum(r['a_bad'] for r in rows)} | {pct(ttfb, 50):.2f} / "
               f"{pct(ttfb, 99):.2f} | {ident('a_ident', 'p50_us')} / {ident('a_ident', 'p99_us')}"
-              f" | {statistics.median(scans) if scans else '-'} | {med('a_cpu_ms'):.0f} | "
+              f" | {sum(r['a_worker'] for r in rows)} | "
+              f"{statistics.median(scans) if scans else '-'} | {med('a_cpu_ms'):.0f} | "
               f"{med('b_reqs'):.0f} | {sum(r['b_bad'] for r in rows)} | "
               f"{ident('b_ident', 'p50_us')} / {ident('b_ident', 'p99_us')} | "
+              f"{sum(r['b_worker'] for r in rows)} | "
               f"{med('b_lat50'):.2f} / {med('b_lat99'):.2f} | {med('b_cpu_ms'):.0f} |")
 
 
