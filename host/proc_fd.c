@@ -323,24 +323,32 @@ static int fd_window_find(int dfd, unsigned long inode, int maxfd, int *budget)
     return -1;
 }
 
-pid_t host_young_holder(unsigned long inode, pid_t last, int npids, int maxfd, int budget,
-                        int *fd)
+pid_t host_young_holder(unsigned long inode, struct host_guess *g, int *fd)
 {
     char name[32];
     pid_t found = 0;
+    off_t most = g->maxfd + 1; /* st_size of an fd directory: its open fds (Linux 6.2+) */
+    struct stat st;
     int at = open(host_proc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
+    g->busiest = 0;
     if (at < 0) return 0;
     /* Newest first: the caller is most likely the process just started.
      * A pid that is gone, or another user's, fails at its open. */
-    for (pid_t p = last; !found && p > 0 && p > last - npids && budget > 0; p--) {
+    for (pid_t p = g->last; !found && p > 0 && p > g->last - g->npids && g->budget > 0; p--) {
         snprintf(name, sizeof name, "%ld/fd", (long)p);
         int dfd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0) continue;
-        if ((*fd = fd_window_find(dfd, inode, maxfd, &budget)) >= 0) found = p;
+        if ((*fd = fd_window_find(dfd, inode, g->maxfd, &g->budget)) >= 0) found = p;
+        else if (fstat(dfd, &st) == 0 && st.st_size > most) {
+            most = st.st_size;
+            g->busiest = p;
+        }
         close(dfd);
     }
-    pid_t tgid = found ? tgid_of(at, found) : 0;
+    pid_t tgid = g->busiest ? tgid_of(at, g->busiest) : 0;
+    if (tgid) g->busiest = tgid;
+    tgid = found ? tgid_of(at, found) : 0;
     close(at);
     return tgid ? tgid : found;
 }

@@ -91,6 +91,17 @@ static void fake_tree(const char *dir)
     put(dir, "61/status", "Name:\tcurl\nTgid:\t61\n");
 }
 
+static pid_t busiest;
+
+/* host_young_holder with its guess in arguments; busiest kept. */
+static pid_t young(unsigned long inode, pid_t last, int npids, int maxfd, int budget, int *fd)
+{
+    struct host_guess g = {last, npids, maxfd, budget, 0};
+    pid_t pid = host_young_holder(inode, &g, fd);
+    busiest = g.busiest;
+    return pid;
+}
+
 static void test_fake_proc(void)
 {
     char dir[] = "/tmp/wtp-test-sockidx-XXXXXX";
@@ -121,16 +132,16 @@ static void test_fake_proc(void)
     is_int(sock_index_learn(&idx, 40, 0, 5), 5, "a budget of 5 readlinks stops at fd 4");
     ok(sock_index_get(&idx, 904) && !sock_index_get(&idx, 905), "  having indexed fd 4 only");
 
-    is_int(host_young_holder(700, 62, 3, 12, 64, &fd), 60,
+    is_int(young(700, 62, 3, 12, 64, &fd), 60,
            "the newest holder is thread 62, reported as its process 60");
     is_int(fd, 5, "  at fd 5");
-    is_int(host_young_holder(800, 62, 3, 12, 64, &fd), 61, "pid 61's socket is found under 62");
-    is_int(host_young_holder(800, 62, 1, 12, 64, &fd), 0, "  but not when only the newest is tried");
-    is_int(host_young_holder(714, 62, 3, 12, 64, &fd), 0, "a socket above the fd window is not guessed");
-    is_int(host_young_holder(714, 62, 3, 14, 64, &fd), 60, "  and is with a wider one");
-    is_int(host_young_holder(912, 45, 10, 12, 64, &fd), 40, "pids that are gone are skipped");
-    is_int(host_young_holder(999, 62, 30, 12, 64, &fd), 0, "a socket nobody holds: 0");
-    is_int(host_young_holder(912, 45, 10, 12, 9, &fd), 0, "  nor one past the readlink budget");
+    is_int(young(800, 62, 3, 12, 64, &fd), 61, "pid 61's socket is found under 62");
+    is_int(young(800, 62, 1, 12, 64, &fd), 0, "  but not when only the newest is tried");
+    is_int(young(714, 62, 3, 12, 64, &fd), 0, "a socket above the fd window is not guessed");
+    is_int(young(714, 62, 3, 14, 64, &fd), 60, "  and is with a wider one");
+    is_int(young(912, 45, 10, 12, 64, &fd), 40, "pids that are gone are skipped");
+    is_int(young(999, 62, 30, 12, 64, &fd), 0, "a socket nobody holds: 0");
+    is_int(young(912, 45, 10, 12, 9, &fd), 0, "  nor one past the readlink budget");
 
     host_proc_dir = "/proc";
     nftw(dir, rm, 16, FTW_DEPTH | FTW_PHYS);
@@ -149,9 +160,13 @@ static void test_real_proc(void)
     is_int(host_pid_fd_socket(getpid(), fds[5], &inode), 1, "the kernel names our socket");
     is_int((long long)inode, (long long)st.st_ino, "  with the inode fstat gives");
     int fd = -1;
-    pid_t got = host_young_holder(st.st_ino, getpid(), 1, fds[5], 64, &fd);
+    pid_t got = young(st.st_ino, getpid(), 1, fds[5], 64, &fd);
     is_int(got, getpid(), "we are guessed as the newest holder of our socket");
     is_int(fd, fds[5], "  at its fd");
+    is_int(young(st.st_ino, getpid(), 1, 3, 64, &fd), 0, "not when only fd 3 is tried");
+    is_int(busiest, getpid(), "  but we are named the young process with many fds");
+    is_int(young(st.st_ino, getpid(), 1, 1000, 64, &fd), getpid(), "found with a wide window");
+    is_int(busiest, 0, "  and then none is named busiest");
     memset(&idx, 0, sizeof idx);
     int next = sock_index_learn(&idx, getpid(), fds[0], 64);
     const struct sock_index_slot *s = sock_index_get(&idx, st.st_ino);
