@@ -30,9 +30,10 @@
  * readlinks at most. A caller not seen lately is guessed among the
  * processes started in the last second or two (guess_young), at their
  * first fd numbers: a test runner's new worker, a fresh curl, a load
- * test's first connection. Anything else goes to the worker, which reads each table once for every caller
- * waiting; meanwhile the connection waits, so the loop answers whatever
- * it can itself. */
+ * test's first connection (or, when none is there, the young process with
+ * the most fds is learnt like a recent caller). Anything else goes to the
+ * worker, which reads each table once for every caller waiting; meanwhile
+ * the connection waits, so the loop answers whatever it can itself. */
 #define RECENT_MAX 32
 #define RECENT_FDS 64
 #define LEARN_RECENT 2
@@ -302,6 +303,7 @@ struct identify_kept *identify_keep(const struct identify_result *r)
     return k;
 }
 
+/* Forget recent entry i: its process ended. */
 static void recent_drop(struct identify *id, int i)
 {
     if (id->recent[i].pidfd >= 0)

@@ -126,7 +126,8 @@ static void test_fake_proc(void)
            "learning pid 40 reads past a hole of 4 to fd 12, stops after 8 missing");
     const struct sock_index_slot *s = sock_index_get(&idx, 912);
     ok(s && s->pid == 40 && s->fd == 12, "  and indexes fd 12's socket");
-    ok(sock_index_get(&idx, 904) && !sock_index_get(&idx, 930), "  4 to 7 too, not 30 past the gap");
+    ok(sock_index_get(&idx, 904) && !sock_index_get(&idx, 930),
+       "  4 to 7 too, not 30 past the gap");
     is_int(sock_index_learn(&idx, 40, 13, 100), 13, "learning again from 13: nothing new, no move");
     memset(&idx, 0, sizeof idx);
     is_int(sock_index_learn(&idx, 40, 0, 5), 5, "a budget of 5 readlinks stops at fd 4");
