@@ -82,6 +82,7 @@ int host_pid_fd_socket(pid_t pid, int fd, unsigned long *inode);
 struct host_guess {
     pid_t last;              /* the newest pid to try */
     int npids, maxfd, budget; /* pids tried, last fd number tried, readlinks */
+    pid_t self;    /* never named busiest: the daemon holds many fds too */
     pid_t busiest; /* out: of the processes tried, the one with the most open fds
                     * past maxfd (a load test's 1,500 sockets), 0 when none */
 };

@@ -341,14 +341,15 @@ pid_t host_young_holder(unsigned long inode, struct host_guess *g, int *fd)
         if (dfd < 0) continue;
         if ((*fd = fd_window_find(dfd, inode, g->maxfd, &g->budget)) >= 0) found = p;
         else if (fstat(dfd, &st) == 0 && st.st_size > most) {
-            most = st.st_size;
-            g->busiest = p;
+            pid_t tgid = tgid_of(at, p); /* one read, only for a new maximum */
+            if (tgid && tgid != g->self) {
+                most = st.st_size;
+                g->busiest = tgid;
+            }
         }
         close(dfd);
     }
-    pid_t tgid = g->busiest ? tgid_of(at, g->busiest) : 0;
-    if (tgid) g->busiest = tgid;
-    tgid = found ? tgid_of(at, found) : 0;
+    pid_t tgid = found ? tgid_of(at, found) : 0;
     close(at);
     return tgid ? tgid : found;
 }

@@ -94,9 +94,11 @@ static void fake_tree(const char *dir)
 static pid_t busiest;
 
 /* host_young_holder with its guess in arguments; busiest kept. */
+static pid_t self = 1; /* not this test: it is the busy process of test_real_proc */
+
 static pid_t young(unsigned long inode, pid_t last, int npids, int maxfd, int budget, int *fd)
 {
-    struct host_guess g = {last, npids, maxfd, budget, 0};
+    struct host_guess g = {last, npids, maxfd, budget, self, 0};
     pid_t pid = host_young_holder(inode, &g, fd);
     busiest = g.busiest;
     return pid;
@@ -166,6 +168,10 @@ static void test_real_proc(void)
     is_int(fd, fds[5], "  at its fd");
     is_int(young(st.st_ino, getpid(), 1, 3, 64, &fd), 0, "not when only fd 3 is tried");
     is_int(busiest, getpid(), "  but we are named the young process with many fds");
+    self = getpid();
+    young(st.st_ino, getpid(), 1, 3, 64, &fd);
+    is_int(busiest, 0, "  unless we are the one asking");
+    self = 1;
     is_int(young(st.st_ino, getpid(), 1, 1000, 64, &fd), getpid(), "found with a wide window");
     is_int(busiest, 0, "  and then none is named busiest");
     memset(&idx, 0, sizeof idx);
