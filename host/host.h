@@ -73,6 +73,29 @@ int host_pid_socket_fd(pid_t pid, unsigned long inode);
  * numbers a process is likely to reuse (those of its closed connections). */
 int host_pid_fd_is_socket(pid_t pid, int fd, unsigned long inode);
 
+/* What pid's fd number fd is, one readlink: 1 a socket (its inode in
+ * *inode), 0 an open fd that is not a socket, -1 no such fd or process, or
+ * not ours to read. */
+int host_pid_fd_socket(pid_t pid, int fd, unsigned long *inode);
+
+/* A guess among the newest processes (host_young_holder). */
+struct host_guess {
+    pid_t last;              /* the newest pid to try */
+    int npids, maxfd, budget; /* pids tried, last fd number tried, readlinks */
+    pid_t self;    /* never named busiest: the daemon holds many fds too */
+    pid_t busiest; /* out: of the processes tried, the one with the most open fds
+                    * past maxfd (a load test's 1,500 sockets), 0 when none */
+};
+
+/* The newest process holding socket inode, guessed without any fd table
+ * read: g->npids pids from g->last down, each tried at fd numbers 3 to
+ * g->maxfd (a process that just started opens its first sockets there). A
+ * thread found is reported as its process, as is g->busiest. Returns the
+ * pid (its fd in *fd), or 0. At most npids opens and fstats and budget
+ * readlinks: cheap enough for the daemon's loop with small bounds. Unlike
+ * host_socket_holder, the holder found is the newest, not the lowest. */
+pid_t host_young_holder(unsigned long inode, struct host_guess *g, int *fd);
+
 /* The lowest pid holding one of the n socket inodes (the parent, when a
  * process forked after opening it), among the processes of uid
  * (HOST_ANY_UID: of any uid we can read); 0 when none. Reads every

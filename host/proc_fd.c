@@ -105,6 +105,17 @@ int host_pid_fd_is_socket(pid_t pid, int fd, unsigned long inode)
     return n > 0 && link_in_set(link, n, &s);
 }
 
+int host_pid_fd_socket(pid_t pid, int fd, unsigned long *inode)
+{
+    char path[64], link[SOCKET_LINK_MAX];
+    ssize_t n;
+
+    snprintf(path, sizeof path, "%s/%ld/fd/%d", host_proc_dir, (long)pid, fd);
+    if ((n = readlink(path, link, sizeof link)) <= 0) return -1;
+    *inode = link_socket_inode(link, n);
+    return *inode != 0;
+}
+
 /* The real /proc lists processes in ascending pid order, so the first
  * holder found is the lowest and every later entry is skipped by its name
  * alone; the order is not relied on (a fake tree in a test lists in any
@@ -295,4 +306,50 @@ size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
     closedir(d);
     free(h.order);
     return wanted - h.left;
+}
+
+/* The fd number in 3..maxfd of the fd directory dfd whose link is socket
+ * inode, or -1; each readlink takes one of *budget. */
+static int fd_window_find(int dfd, unsigned long inode, int maxfd, int *budget)
+{
+    char name[16], link[SOCKET_LINK_MAX];
+    ssize_t n;
+
+    for (int f = 3; f <= maxfd && (*budget)-- > 0; f++) {
+        snprintf(name, sizeof name, "%d", f);
+        n = readlinkat(dfd, name, link, sizeof link);
+        if (n > 0 && link_socket_inode(link, n) == inode) return f;
+    }
+    return -1;
+}
+
+pid_t host_young_holder(unsigned long inode, struct host_guess *g, int *fd)
+{
+    char name[32];
+    pid_t found = 0;
+    off_t most = g->maxfd + 1; /* st_size of an fd directory: its open fds (Linux 6.2+) */
+    struct stat st;
+    int at = open(host_proc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    g->busiest = 0;
+    if (at < 0) return 0;
+    /* Newest first: the caller is most likely the process just started.
+     * A pid that is gone, or another user's, fails at its open. */
+    for (pid_t p = g->last; !found && p > 0 && p > g->last - g->npids && g->budget > 0; p--) {
+        snprintf(name, sizeof name, "%ld/fd", (long)p);
+        int dfd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) continue;
+        if ((*fd = fd_window_find(dfd, inode, g->maxfd, &g->budget)) >= 0) found = p;
+        else if (fstat(dfd, &st) == 0 && st.st_size > most) {
+            pid_t tgid = tgid_of(at, p); /* one read, only for a new maximum */
+            if (tgid && tgid != g->self) {
+                most = st.st_size;
+                g->busiest = tgid;
+            }
+        }
+        close(dfd);
+    }
+    pid_t tgid = found ? tgid_of(at, found) : 0;
+    close(at);
+    return tgid ? tgid : found;
 }

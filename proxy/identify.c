@@ -21,16 +21,27 @@
 /* Processes that held a caller's socket lately: looked at first, most
  * recent first, since a browser or test runner opens many connections in a
  * row. Reading a process's fd table costs about 5 µs per fd here, so the
- * loop never reads one whole: it tries the sockets the worker saw
- * (sock_index.h), the fd numbers the caller's closed connections had (the
- * kernel hands the lowest free number to its next socket), and NEXT_TRIES
- * numbers above its highest (a process opening connections without closing
- * any: a load test, a browser's first burst), each one readlink. Anything
- * else goes to the worker, which reads each table once for every caller
- * waiting. */
+ * loop reads none whole at once: it tries the sockets already indexed
+ * (sock_index.h: those the worker saw, and those learnt here), the fd
+ * numbers the caller's closed connections had (the kernel hands the lowest
+ * free number to its next socket), then learns the LEARN_RECENT most
+ * recent callers' fds not read yet (a process opening connections without
+ * closing any: a load test, a browser's first burst), LEARN_BUDGET
+ * readlinks at most. A caller not seen lately is guessed among the
+ * processes started in the last second or two (guess_young), at their
+ * first fd numbers: a test runner's new worker, a fresh curl, a load
+ * test's first connection (or, when none is there, the young process with
+ * the most fds is learnt like a recent caller). Anything else goes to the
+ * worker, which reads each table once for every caller waiting; meanwhile
+ * the connection waits, so the loop answers whatever it can itself. */
 #define RECENT_MAX 32
 #define RECENT_FDS 64
-#define NEXT_TRIES 4
+#define LEARN_RECENT 2
+#define LEARN_BUDGET 128
+#define GUESS_MS 1000
+#define GUESS_PIDS 128 /* a busy machine hands out 100 pids while a burst starts */
+#define GUESS_MAXFD 12
+#define GUESS_BUDGET 256 /* readlinks: about 0.5 ms when every pid tried is alive */
 #define WORKER_KNOWN 8 /* pids the worker found lately, checked before a full scan */
 #define YOUNG_MS 5000  /* the worker reads the processes younger than 5-10 s next */
 
@@ -42,7 +53,7 @@ struct recent {
     int fds[RECENT_FDS]; /* fd numbers of its ended connections, oldest first:
                           * connections end and start again in the same order */
     int nfds;
-    int next_fd; /* one past the highest fd a connection of it had */
+    int learnt_fd; /* its fds below this number were read into the index */
 };
 
 /* The last LAT_RING identification times, for their percentiles. */
@@ -96,6 +107,8 @@ struct identify {
     atomic_ulong batches, scans; /* the worker's passes, and those that read all of /proc */
     struct latencies all, slow; /* every identification's time; the worker's answers' */
     struct sock_index index;    /* the loop's */
+    pid_t guess_floor, guess_next; /* the loop's young floor, as young_floor */
+    long long guess_next_ms;
     unsigned long untraced;     /* sockets the kernel could not name */
 };
 
@@ -241,7 +254,7 @@ static void place_pid(struct identify *id, pid_t pid, struct identify_result *r)
             close(e->pidfd);
         e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         e->placed = 0;
-        e->nfds = e->next_fd = 0;
+        e->nfds = e->learnt_fd = 0;
     }
     if (!e || !e->placed) {
         r->placed = caller_place(pid, r->uid, id->known, id->known_arg, &r->place) == 0;
@@ -253,8 +266,6 @@ static void place_pid(struct identify *id, pid_t pid, struct identify_result *r)
         r->placed = 1;
         r->place = e->place;
     }
-    if (r->fd >= e->next_fd)
-        e->next_fd = r->fd + 1;
 }
 
 void identify_forget(struct identify *id, pid_t pid, int fd)
@@ -292,8 +303,7 @@ struct identify_kept *identify_keep(const struct identify_result *r)
     return k;
 }
 
-/* The fast path, on the loop: the fd numbers recent callers freed, then
- * the whole fd tables of the most recent ones. Returns the pid, 0. */
+/* Forget recent entry i: its process ended. */
 static void recent_drop(struct identify *id, int i)
 {
     if (id->recent[i].pidfd >= 0)
@@ -302,13 +312,70 @@ static void recent_drop(struct identify *id, int i)
     id->nrecent--;
 }
 
-static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
+/* The indexed holder of inode when it still holds it, else 0. */
+static pid_t indexed(struct identify *id, unsigned long inode, int *fd)
 {
     const struct sock_index_slot *seen = sock_index_get(&id->index, inode);
     if (seen && host_pid_fd_is_socket(seen->pid, seen->fd, inode)) {
         *fd = seen->fd;
         return seen->pid;
     }
+    return 0;
+}
+
+/* Index the fds the most recent callers opened since last read, then look
+ * again. Returns the pid, 0. */
+static pid_t learn_recent(struct identify *id, unsigned long inode, int *fd)
+{
+    for (int i = 0; i < id->nrecent && i < LEARN_RECENT; i++) {
+        struct recent *e = &id->recent[i];
+        int next = sock_index_learn(&id->index, e->pid, e->learnt_fd, LEARN_BUDGET);
+        if (next == e->learnt_fd)
+            continue;
+        e->learnt_fd = next;
+        pid_t pid = indexed(id, inode, fd);
+        if (pid)
+            return pid;
+    }
+    return 0;
+}
+
+/* A caller that started lately, guessed on the loop (host_young_holder)
+ * among the pids handed out since the reading before last (GUESS_MS to
+ * 2 * GUESS_MS ago while callers keep coming, longer after a quiet spell):
+ * on a quiet machine a handful, all tried; on a busy one the GUESS_PIDS
+ * newest, GUESS_BUDGET readlinks at most. */
+static pid_t guess_young(struct identify *id, unsigned long inode, int *fd)
+{
+    pid_t last = host_last_pid();
+    long long now = host_mono_ms();
+    if (!last)
+        return 0;
+    if (now - id->guess_next_ms >= GUESS_MS) {
+        id->guess_floor = id->guess_next;
+        id->guess_next = last;
+        id->guess_next_ms = now;
+    }
+    /* A floor above last: the pids wrapped past pid_max since. */
+    pid_t span = id->guess_floor <= last ? last - id->guess_floor : GUESS_PIDS;
+    struct host_guess g = {last, span < GUESS_PIDS ? span : GUESS_PIDS, GUESS_MAXFD, GUESS_BUDGET,
+                           getpid(), 0};
+    pid_t pid = host_young_holder(inode, &g, fd);
+    /* None at its first fds, but a young process holds many: a load test
+     * whose connections arrive in any order. It is learnt from now on as a
+     * recent caller (placed at its first connection found). */
+    if (!pid && g.busiest && !recent_of(id, g.busiest))
+        recent_add(id, g.busiest);
+    return pid;
+}
+
+/* The fast path, on the loop (see RECENT_MAX): a few readlinks, never a
+ * whole fd table. Returns the pid, 0. */
+static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
+{
+    pid_t pid = indexed(id, inode, fd);
+    if (pid)
+        return pid;
     for (int i = 0; i < id->nrecent; i++) {
         struct recent *e = &id->recent[i];
         if (pid_ended(e->pidfd)) { /* its fds are gone: no lookups wasted on them */
@@ -323,12 +390,9 @@ static pid_t find_recent(struct identify *id, unsigned long inode, int *fd)
                 return e->pid;
             }
     }
-    for (int k = 0; id->nrecent && k < NEXT_TRIES; k++)
-        if (host_pid_fd_is_socket(id->recent[0].pid, id->recent[0].next_fd + k, inode)) {
-            *fd = id->recent[0].next_fd + k;
-            return id->recent[0].pid;
-        }
-    return 0;
+    if ((pid = learn_recent(id, inode, fd)) || (pid = guess_young(id, inode, fd)))
+        return pid;
+    return learn_recent(id, inode, fd); /* the young process the guess added */
 }
 
 static long long now_us(void)
@@ -434,8 +498,8 @@ struct identify *identify_new(struct event_base *base, caller_known_fn known, vo
     id->known = known;
     id->known_arg = known_arg;
     /* The processes started from now on are the young ones. */
-    id->young_floor = id->next_floor = host_last_pid();
-    id->next_floor_ms = host_mono_ms();
+    id->young_floor = id->next_floor = id->guess_floor = id->guess_next = host_last_pid();
+    id->next_floor_ms = id->guess_next_ms = host_mono_ms();
     if (!(id->diag = open_diag(err, errlen)))
         goto fail;
     if (!(id->worker = host_worker_new_batch(run_batch, id, 0, why, sizeof why)) ||

@@ -1,6 +1,7 @@
 /* identify.h - caller identification for the daemon's connections: once
- * per connection, answered from a per-pid cache or a scan of recently seen
- * processes on the loop (tens of µs), else by a full /proc scan on a worker
+ * per connection, answered on the loop from a per-pid cache, an index of
+ * the sockets of recently seen processes, or a guess among the processes
+ * just started (tens to hundreds of µs), else by a /proc scan on a worker
  * thread while the connection waits and every other one proceeds. */
 #ifndef WTP_IDENTIFY_H
 #define WTP_IDENTIFY_H

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "host.h"
+
 static size_t home(unsigned long inode)
 {
     /* Socket inodes are consecutive numbers: spread them (Fibonacci hashing). */
@@ -33,4 +35,22 @@ const struct sock_index_slot *sock_index_get(const struct sock_index *x, unsigne
         if (x->slot[i].inode == inode)
             return &x->slot[i];
     return NULL;
+}
+
+int sock_index_learn(struct sock_index *x, pid_t pid, int from, int budget)
+{
+    int next = from, gap = 0;
+    unsigned long inode;
+    for (int fd = from; gap < SOCK_INDEX_GAP && budget-- > 0; fd++) {
+        int r = host_pid_fd_socket(pid, fd, &inode);
+        if (r < 0) {
+            gap++;
+            continue;
+        }
+        gap = 0;
+        next = fd + 1;
+        if (r)
+            sock_index_put(x, inode, pid, fd);
+    }
+    return next;
 }

@@ -29,4 +29,13 @@ void sock_index_put(struct sock_index *x, unsigned long inode, pid_t pid, int fd
  * holder gone): check it before trusting it. */
 const struct sock_index_slot *sock_index_get(const struct sock_index *x, unsigned long inode);
 
+/* Read pid's fds from number from upward, one readlink each, and remember
+ * each socket: a process opening connections in a burst (wrk -c1500, a
+ * browser's first page) has its new sockets above the ones already read.
+ * Stops after SOCK_INDEX_GAP numbers in a row that are not open, or after
+ * budget readlinks. Returns where the next call starts: one past the last
+ * open fd read (from, when none was). Loop only: bounded by budget. */
+#define SOCK_INDEX_GAP 8
+int sock_index_learn(struct sock_index *x, pid_t pid, int from, int budget);
+
 #endif

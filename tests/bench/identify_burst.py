@@ -2,8 +2,8 @@
 """identify_burst.py - does a burst of new callers queue, and does a slow
 identification ever become a wrong answer? (issue 17, item 5)
 
-Each round starts a fresh daemon (no default backend, `--whoami off`) with
-one backend, a static nginx, registered for a temp git worktree, on a
+Each burst of each round starts a fresh daemon (no default backend,
+`--whoami off`; burst B's figures are not mixed with A's) with one backend, a static nginx, registered for a temp git worktree, on a
 machine topped up to --procs processes (idle `sleep`s this script starts
 and kills), so that a scan of /proc costs what it costs on a busy
 developer machine. Every client runs in the worktree, so every connection
@@ -18,8 +18,11 @@ Per burst: the answers that were not 200 ("unplaced": before, a caller
 whose identification took over 2 s was routed as if it had no worktree and
 got 503 no-backend), the daemon's CPU time, the time to first byte seen by
 burst A's clients (curl's time_starttransfer; the same burst straight to
-nginx is the baseline), and, from the daemon's own `stats` control op
-(builds that have it), the p50/p99 of identification and the /proc scans.
+nginx is the baseline), burst B's request latency as wrk reports it (every
+request: each connection's first, identified, and the keep-alive ones
+after it), and, from the daemon's own `stats` control op (builds that have
+it), the p50/p99 of identification (from the parsed head's lookup to its
+answer: on the loop, or through the worker and back) and the /proc scans.
 Binaries are interleaved round by round; medians over rounds are printed.
 
 Usage: tests/bench/identify_burst.py [--rounds 10] [--procs 2000] --bin NAME=PATH [--bin ...]
@@ -75,7 +78,7 @@ def cpu_ticks(pid):
 def control(runtime, req):
     """One control request to the daemon whose XDG_RUNTIME_DIR is runtime."""
     with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(5)
+        s.settimeout(30)  # a daemon closing 1,500 connections on a loaded machine
         s.connect(os.path.join(runtime, "wtproxy", "control.sock"))
         s.sendall(json.dumps(req).encode() + b"\n")
         buf = b""
@@ -99,21 +102,34 @@ def burst_a(cwd, port):
     return [o[0] if o else "000" for o in out], [float(o[1]) * 1000 for o in out if len(o) > 1]
 
 
+def wrk_ms(text):
+    """wrk's "1.23ms" / "456.00us" / "1.02s" in ms."""
+    for unit, scale in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(unit):
+            return float(text[:-len(unit)]) * scale
+    return float("nan")
+
+
 def burst_b(cwd, port):
-    """wrk -c1500 from cwd: (requests, answers that were not 2xx/3xx)."""
+    """wrk -c1500 from cwd: (requests, answers that were not 2xx/3xx, wrk's
+    request latency p50 and p99 in ms: what a caller waits for, the first
+    request of each connection and the keep-alive ones after it)."""
     r = subprocess.run(["wrk", "-t2", f"-c{B_CONNS}", f"-d{B_SECONDS}s", "--timeout", "30s",
-                        f"http://127.0.0.1:{port}/index.txt"], cwd=cwd, capture_output=True,
-                       text=True, preexec_fn=lambda: nofile(8192))
+                        "--latency", f"http://127.0.0.1:{port}/index.txt"], cwd=cwd,
+                       capture_output=True, text=True, preexec_fn=lambda: nofile(8192))
     reqs = bad = 0
+    lat = {}
     for line in r.stdout.splitlines():
         parts = line.split()
+        if len(parts) == 2 and parts[0] in ("50%", "99%"):
+            lat[parts[0]] = wrk_ms(parts[1])
         if "requests in" in line:
             reqs = int(parts[0])
         if line.strip().startswith("Non-2xx or 3xx responses:"):
             bad = int(parts[-1])
         if line.strip().startswith("Socket errors:"):
             bad += sum(int(x.strip(",")) for x in parts[3::2])
-    return reqs, bad
+    return reqs, bad, lat.get("50%", float("nan")), lat.get("99%", float("nan"))
 
 
 def make_worktree(tmp):
@@ -125,8 +141,10 @@ def make_worktree(tmp):
     return wt
 
 
-def round_of(name, binary, tmp, wt, bport, bpid):
-    """One round of both bursts through binary; a dict of figures."""
+def one_burst(name, binary, tmp, wt, bport, bpid, burst):
+    """burst(wt, port) through a fresh daemon of binary: (its result, the
+    daemon's CPU ms during it, the daemon's stats after it). Each burst has
+    its own daemon, so that its identification figures are its own."""
     runtime = tempfile.mkdtemp(dir=tmp)
     env = dict(os.environ, XDG_RUNTIME_DIR=runtime, XDG_STATE_HOME=os.path.join(runtime, "st"))
     port = free_port()
@@ -139,22 +157,26 @@ def round_of(name, binary, tmp, wt, bport, bpid):
                         str(port), "--worktree", wt], env=env, check=True,
                        stderr=subprocess.DEVNULL)
         t0 = cpu_ticks(d.pid)
-        codes, ttfb = burst_a(wt, port)
+        out = burst(wt, port)
         t1 = cpu_ticks(d.pid)
-        stats_a = control(runtime, {"op": "stats"})
-        reqs, bad = burst_b(wt, port)
-        t2 = cpu_ticks(d.pid)
-        stats_b = control(runtime, {"op": "stats"})
+        stats = control(runtime, {"op": "stats"})
     finally:
         d.send_signal(signal.SIGTERM)
         d.wait(10)
-    hz = os.sysconf("SC_CLK_TCK")
+    return out, (t1 - t0) * 1000 / os.sysconf("SC_CLK_TCK"), stats
+
+
+def round_of(name, binary, tmp, wt, bport, bpid):
+    """One round of both bursts through binary; a dict of figures."""
+    (codes, ttfb), a_cpu, stats_a = one_burst(name, binary, tmp, wt, bport, bpid, burst_a)
+    (reqs, bad, b_p50, b_p99), b_cpu, stats_b = one_burst(name, binary, tmp, wt, bport, bpid,
+                                                          burst_b)
     ident = lambda s: s.get("identify", {}).get("all") if s.get("ok") else None  # noqa: E731
-    return {"a_bad": sum(c != "200" for c in codes), "a_ttfb": ttfb,
-            "a_cpu_ms": (t1 - t0) * 1000 / hz, "a_ident": ident(stats_a),
-            "a_scans": stats_a.get("identify", {}).get("proc_scans"),
-            "b_reqs": reqs, "b_bad": bad, "b_cpu_ms": (t2 - t1) * 1000 / hz,
-            "b_ident": ident(stats_b)}
+    worker = lambda s: s.get("identify", {}).get("worker", {}).get("count", 0)  # noqa: E731
+    return {"a_worker": worker(stats_a), "b_worker": worker(stats_b),"a_bad": sum(c != "200" for c in codes), "a_ttfb": ttfb, "a_cpu_ms": a_cpu,
+            "a_ident": ident(stats_a), "a_scans": stats_a.get("identify", {}).get("proc_scans"),
+            "b_reqs": reqs, "b_bad": bad, "b_lat50": b_p50, "b_lat99": b_p99, "b_cpu_ms": b_cpu,
+            "b_ident": ident(stats_b), "procs": count_procs()}
 
 
 def pct(v, p):
@@ -211,13 +233,16 @@ def main():
 
 
 def report(res, direct, a):
-    print(f"# identify_burst.py: {a.rounds} rounds, {a.procs}+ processes; medians over rounds")
+    procs = [r["procs"] for rows in res.values() for r in rows]
+    print(f"# identify_burst.py: {a.rounds} rounds, {min(procs)}-{max(procs)} processes on the "
+          f"machine, load average {os.getloadavg()[0]:.1f}; medians over rounds")
     print(f"burst A (50 processes, first request each): time to first byte straight to nginx "
           f"p50 {pct(direct, 50):.2f} ms, p99 {pct(direct, 99):.2f} ms")
     print("| build | A not-200 (all rounds) | A TTFB p50 / p99 ms | A ident p50 / p99 us "
-          "| A /proc scans | A daemon CPU ms | B requests | B not-2xx (all rounds) "
-          "| B ident p50 / p99 us | B daemon CPU ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| A on worker (all rounds) | A /proc scans | A daemon CPU ms | B requests "
+          "| B not-2xx (all rounds) | B ident p50 / p99 us | B on worker (all rounds) "
+          "| B request p50 / p99 ms (wrk) | B daemon CPU ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, rows in res.items():
         ttfb = [x for r in rows for x in r["a_ttfb"]]
         med = lambda k: statistics.median(r[k] for r in rows)  # noqa: E731
@@ -228,10 +253,12 @@ def report(res, direct, a):
         scans = [r["a_scans"] for r in rows if r["a_scans"] is not None]
         print(f"| {name} | {sum(r['a_bad'] for r in rows)} | {pct(ttfb, 50):.2f} / "
               f"{pct(ttfb, 99):.2f} | {ident('a_ident', 'p50_us')} / {ident('a_ident', 'p99_us')}"
-              f" | {statistics.median(scans) if scans else '-'} | {med('a_cpu_ms'):.0f} | "
+              f" | {sum(r['a_worker'] for r in rows)} | "
+              f"{statistics.median(scans) if scans else '-'} | {med('a_cpu_ms'):.0f} | "
               f"{med('b_reqs'):.0f} | {sum(r['b_bad'] for r in rows)} | "
               f"{ident('b_ident', 'p50_us')} / {ident('b_ident', 'p99_us')} | "
-              f"{med('b_cpu_ms'):.0f} |")
+              f"{sum(r['b_worker'] for r in rows)} | "
+              f"{med('b_lat50'):.2f} / {med('b_lat99'):.2f} | {med('b_cpu_ms'):.0f} |")
 
 
 if __name__ == "__main__":
