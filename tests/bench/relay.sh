@@ -38,6 +38,9 @@
 #                              runs beside wtproxy (target: wtproxy/wtproxy-nogate
 #                              >= 0.97 with keep-alive)
 #        PY_FILES=200 NM_FILES=3000  the tree GATE=1 puts in the worktree
+#        COMPARE='NAME=BIN ...'  more wtproxy binaries (other builds), each a
+#                              target "wtproxy:NAME" in every round beside
+#                              wtproxy, judged against it and against nginx
 # The report (markdown) goes to stdout, progress to stderr.
 set -euo pipefail
 
@@ -86,6 +89,16 @@ done
 [[ $GATE == 0 || $GATE == 1 ]] || die "GATE must be 0 or 1, got '$GATE'"
 # the gate checks registered backends only: it needs identification on
 [[ $GATE == 1 ]] && IDENTIFY=1
+COMPARE=${COMPARE:-}
+cmp_names=() cmp_bins=()
+for spec in $COMPARE; do
+  [[ $spec =~ ^([A-Za-z0-9_.-]+)=(.+)$ ]] || die "COMPARE takes NAME=WTPROXY_BIN words, got '$spec'"
+  b=${BASH_REMATCH[2]}; [[ $b == /* ]] || b=$PWD/$b
+  [[ -x $b ]] || die "COMPARE: no wtproxy binary at $b"
+  cmp_names+=("${BASH_REMATCH[1]}"); cmp_bins+=("$b")
+done
+[[ -z $COMPARE || ($IDENTIFY == 0 && -z $WTPROXY_CMD) ]] ||
+  die "COMPARE compares wtproxy builds in the plain relay: leave IDENTIFY, GATE and WTPROXY_CMD unset"
 [[ $IDENTIFY == 0 || -z $WTPROXY_CMD ]] ||
   die "IDENTIFY=1 benchmarks the real wtproxy: leave WTPROXY_CMD unset (WTPROXY_BIN picks the binary)"
 
@@ -367,6 +380,18 @@ if [[ $GATE == 1 ]]; then
   start nogate "$nogate_log" bash -c "exec $nogate_cmd"
   wait_ready nogate "$port_nogate" "$nogate_log"
 fi
+# COMPARE: each other build as its own daemon, the same flags as wtproxy
+cmp_ports=() cmp_descs=()
+for i in "${!cmp_names[@]}"; do
+  cmp_ports+=("$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')")
+  mkdir -p "$tmp/cmp$i"
+  c="$(printf '%q' "${cmp_bins[$i]}") serve --listen 127.0.0.1:${cmp_ports[$i]} --backend 127.0.0.1:$port_backend"
+  c+=" --control $tmp/cmp$i/control.sock --state $tmp/cmp$i/registry.json"
+  say "relay.sh: starting wtproxy:${cmp_names[$i]}: $c"
+  start "cmp$i" "$tmp/cmp$i/stderr.log" bash -c "exec $c"
+  wait_ready "cmp$i" "${cmp_ports[$i]}" "$tmp/cmp$i/stderr.log"
+  cmp_descs+=("wtproxy:${cmp_names[$i]}: ${cmp_bins[$i]}: $(python3 "$here/build_info.py" "${cmp_bins[$i]}")")
+done
 
 # gate_check: proof that the gate is on in wtproxy and off in wtproxy-nogate.
 # wtproxy shows the backend verified; after an edit to a .py file (the
@@ -472,8 +497,16 @@ if [[ $GATE == 1 ]]; then
   url[wtproxy-nogate]=http://127.0.0.1:$port_nogate$path
   log_of[wtproxy-nogate]=$nogate_log
 fi
+declare -A cmp_pid
+for i in "${!cmp_names[@]}"; do
+  t=wtproxy:${cmp_names[$i]}
+  targets+=("$t")
+  url[$t]=http://127.0.0.1:${cmp_ports[$i]}$path
+  log_of[$t]=$tmp/cmp$i/stderr.log
+  cmp_pid[$t]=cmp$i
+done
 pidname() {
-  case $1 in direct) echo backend ;; wtproxy-nogate) echo nogate ;; *) echo "$1" ;; esac
+  case $1 in direct) echo backend ;; wtproxy-nogate) echo nogate ;; wtproxy:*) echo "${cmp_pid[$1]}" ;; *) echo "$1" ;; esac
 }
 
 # --- check every target answers 200 with the body ------------------------------------
@@ -632,6 +665,7 @@ warn_text=$(printf '%s\n' "${warnings[@]+"${warnings[@]}"}")
 
 kernel=$(uname -r)
 ncpu=$(nproc)
+export R_TARGETS="${targets[*]}" R_COMPARE=$(printf '%s\n' "${cmp_descs[@]+"${cmp_descs[@]}"}")
 export R_COMMIT=$commit R_WTPROXY=$wtproxy_desc R_BUILD=$build_desc R_NGINX=$nginx_version R_WRK=$wrk_version \
   R_KERNEL=$kernel R_CPU=${cpu_model:-unknown CPU} R_NCPU=$ncpu R_PIN=$pin_desc \
   R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned IDENTIFY GATE PY_FILES NM_FILES SERVER_CPU SHAPES ROUNDS DURATION WARMUP BODY_BYTES

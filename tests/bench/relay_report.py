@@ -75,6 +75,8 @@ def header(shapes, identify, gate):
     print()
     print(f"- work tree {E['R_COMMIT']}; wtproxy: {E['R_WTPROXY']}")
     print(f"- build measured: {E['R_BUILD']}")
+    for line in E.get("R_COMPARE", "").strip().splitlines():
+        print(f"- compared in every round beside it: {line}")
     print(f"- {E['R_NGINX']}, {E['R_WRK']}, kernel {E['R_KERNEL']}, {E['R_CPU']}, {E['R_NCPU']} CPUs,"
           f" {E['R_BUSY']}% busy just before the run")
     print(f"- client shapes: {', '.join('wrk ' + shape_name(s) for s in shapes)}; --timeout 2s on 127.0.0.1,"
@@ -127,6 +129,28 @@ def goals(identify):
     if identify:
         return {"keep-alive": 1.0, "close": 0.7}, False
     return {"keep-alive": 1.3, "close": 1.2}, True
+
+
+def compare_lines(cells_by_mode, targets, builds, shape):
+    """COMPARE: each other build against wtproxy (the measured build) and nginx."""
+    for t in [t for t in targets if t.startswith("wtproxy:")]:
+        for mode in MODES:
+            c = cells_by_mode[mode]
+            row = (Ratio(c, t, "wtproxy", RPS), Ratio(c, t, "wtproxy", CPU), Ratio(c, t, "nginx", RPS), Ratio(c, t, "nginx", CPU))
+            print(f"{t}, {mode}: req/s {t}/wtproxy = {row[0]}, CPU/req {t}/wtproxy = {row[1]} (lower is better); "
+                  f"{t}/nginx = {row[2]}, CPU/req {t}/nginx = {row[3]}")
+            builds.append((shape, mode, t) + row)
+    print()
+
+
+def builds_table(builds):
+    print("### Every shape: the builds compared")
+    print()
+    print("| wrk | mode | build | req/s build/wtproxy | CPU µs/req build/wtproxy | req/s build/nginx | CPU µs/req build/nginx |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for shape, mode, t, a, b, c, d in builds:
+        print(f"| {shape_name(shape)} | {mode} | {t} | {a} | {b} | {c} | {d} |")
+    print()
 
 
 def shape_lines(cells_by_mode, identify, gate, standin, summary, shape):
@@ -195,17 +219,21 @@ def main():
     path, standin = sys.argv[1], sys.argv[2] == "1"
     data, others, shapes = load(path)
     identify, gate = E.get("IDENTIFY") == "1", E.get("GATE") == "1"
-    targets = ["direct", "nginx", "wtproxy"] + (["wtproxy-nogate"] if gate else [])
+    targets = E.get("R_TARGETS", "direct nginx wtproxy").split()
     header(shapes, identify, gate)
-    flagged, summary = [], []
+    flagged, summary, builds = [], [], []
     others_by_shape = {s: [o for o, where in others if f" {shape_name(s)} " in where] for s in shapes}
     for shape in shapes:
         print(f"### wrk {shape_name(shape)}")
         print()
         table(data[shape], targets, standin, flagged, shape)
         shape_lines(data[shape], identify, gate, standin, summary, shape)
+        if any(t.startswith("wtproxy:") for t in targets):
+            compare_lines(data[shape], targets, builds, shape)
     if len(shapes) > 1:
         summary_table(summary, others_by_shape)
+    if builds:
+        builds_table(builds)
     footer(others, flagged, identify, gate, standin)
 
 
