@@ -566,6 +566,16 @@ server_ticks() {  # utime + stime of the backend and the proxies
   done
   echo "$sum"
 }
+# sleeps PID -> the voluntary context switches of one process so far: each
+# is a wait (epoll_wait) that found no event ready. An exact count, free to
+# take; requests / sleeps is how many requests one wakeup handles.
+sleeps() {
+  local k v
+  while read -r k v; do
+    [[ $k == voluntary_ctxt_switches: ]] && { echo "$v"; return; }
+  done <"/proc/$1/status"
+  echo 0
+}
 
 clk_tck=$(getconf CLK_TCK)
 results=$tmp/results.tsv
@@ -576,19 +586,19 @@ run_wrk() {
   local round=$1 shape=$2 mode=$3 t=$4 secs=$5 out=$tmp/wrk-$1-$2-$3-$4.txt line
   local args=(-t"${shape%x*}" -c"${shape#*x}" -d"${secs}s" --timeout 2s -s "$tmp/report.lua")
   [[ $mode == close ]] && args+=(-H 'Connection: close')
-  local b0 t0 s0 b1 t1 s1 other
-  read -r b0 t0 < <(cpu_ticks); s0=$(server_ticks)
+  local b0 t0 s0 b1 t1 s1 other pv="pid_$(pidname "$t")" w0 w1
+  read -r b0 t0 < <(cpu_ticks); s0=$(server_ticks); w0=$(sleeps "${!pv}")
   on_wrk_cpu wrk "${args[@]}" "${url[$t]}" >"$out" 2>&1 ||
     { cat "$out" >&2; die "wrk failed against $t"; }
-  read -r b1 t1 < <(cpu_ticks); s1=$(server_ticks)
+  read -r b1 t1 < <(cpu_ticks); s1=$(server_ticks); w1=$(sleeps "${!pv}")
   other=$(( t1 > t0 ? 100 * (b1 - b0 - (s1 - s0)) / (t1 - t0) : 0 ))
   (( other < 0 )) && other=0
   alive "$(pidname "$t")" "${log_of[$t]}"
   line=$(grep '^RESULT ' "$out") || { cat "$out" >&2; die "no RESULT line in wrk's output"; }
   [[ $round == 0 ]] && return 0
-  python3 - "$round" "$shape" "$mode" "$t" "$line" "$other" "$(( s1 - s0 ))" "$clk_tck" >>"$results" <<'EOF'
+  python3 - "$round" "$shape" "$mode" "$t" "$line" "$other" "$(( s1 - s0 ))" "$clk_tck" "$(( w1 - w0 ))" >>"$results" <<'EOF'
 import sys
-rnd, shape, mode, t, line, other, ticks, hz = sys.argv[1:9]
+rnd, shape, mode, t, line, other, ticks, hz, sleeps = sys.argv[1:10]
 kv = dict(f.split("=", 1) for f in line.split()[1:])
 n = {k: float(v) for k, v in kv.items()}
 rps = n["requests"] / (n["duration_us"] / 1e6) if n["duration_us"] else 0.0
@@ -597,9 +607,9 @@ detail = ",".join(f"{k} {v}" for k, v in errs.items() if v) or "-"
 # CPU time the backend and the proxies used, per request
 cpu_us = int(ticks) * 1e6 / int(hz) / n["requests"] if n["requests"] else 0.0
 print(rnd, shape, mode, t, f"{rps:.1f}", int(n["p50_us"]), int(n["p99_us"]), sum(errs.values()), detail, other,
-      f"{cpu_us:.2f}", sep="\t")
+      f"{cpu_us:.2f}", f"{int(sleeps) / n['requests']:.4f}" if n["requests"] else "0", sep="\t")
 EOF
-  IFS=$'\t' read -r _ _ _ _ rps p50 p99 errs _ _ cpu < <(tail -n 1 "$results")
+  IFS=$'\t' read -r _ _ _ _ rps p50 p99 errs _ _ cpu _ < <(tail -n 1 "$results")
   say "$(printf '  round %d/%d -t%s -c%-4s %-10s %-14s %7.0f req/s  p50 %6d us  p99 %6d us  cpu %6.1f us/req  errors %s  other load %d%%' \
     "$round" "$ROUNDS" "${shape%x*}" "${shape#*x}" "$mode" "$t" "$rps" "$p50" "$p99" "$cpu" "$errs" "$other")"
 }

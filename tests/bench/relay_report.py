@@ -5,6 +5,9 @@ the ratios that matter with their goals, and a summary of every shape.
 Usage (by relay.sh): relay_report.py RESULTS_TSV STANDIN(0|1)
 RESULTS_TSV has one line per measured wrk run:
   round shape mode target req/s p50_us p99_us errors error_detail other_load% cpu_us_per_req
+  sleeps_per_req
+(the last: the voluntary context switches of the process wrk talks to,
+its waits for events, per request)
 The run's description comes from relay.sh's R_* and setting variables in
 the environment. Python 3 standard library only.
 """
@@ -16,21 +19,23 @@ from collections import defaultdict
 E = os.environ
 med = st.median
 MODES = ["keep-alive", "close"]
-RPS, P50, P99, ERRS, DETAIL, CPU, OTHER = 1, 2, 3, 4, 5, 6, 7
+RPS, P50, P99, ERRS, DETAIL, CPU, OTHER, SLEEPS = 1, 2, 3, 4, 5, 6, 7, 8
 
 
 def load(path):
-    """data[shape][mode][target] = [(round, rps, p50, p99, errs, detail, cpu, other)],
+    """data[shape][mode][target] = [(round, rps, p50, p99, errs, detail, cpu, other, sleeps)],
     others = [(other load %, where)], shapes in the order first seen."""
     data = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     others, shapes = [], []
     for line in open(path):
         if not line.strip():
             continue
-        rnd, shape, mode, t, rps, p50, p99, errs, detail, other, cpu = line.rstrip("\n").split("\t")
+        f = line.rstrip("\n").split("\t") + ["0"]
+        rnd, shape, mode, t, rps, p50, p99, errs, detail, other, cpu, sleeps = f[:12]
         if shape not in shapes:
             shapes.append(shape)
-        data[shape][mode][t].append((int(rnd), float(rps), int(p50), int(p99), int(errs), detail, float(cpu), int(other)))
+        data[shape][mode][t].append((int(rnd), float(rps), int(p50), int(p99), int(errs), detail, float(cpu), int(other),
+                                        float(sleeps)))
         others.append((int(other), f"round {rnd} {shape_name(shape)} {mode} {t}"))
     return data, others, shapes
 
@@ -120,6 +125,18 @@ def table(cells_by_mode, targets, standin, flagged, shape):
             m = lambda i: med([r[i] for r in rs])  # noqa: E731
             print(f"| {mode} | {name} | {fmt_int(m(RPS))} | {fmt_int(m(P50))} "
                   f"| {fmt_int(m(P99))} | {m(CPU):.1f} | {e} | {m(OTHER):.0f}, {max(r[OTHER] for r in rs)} |")
+    print()
+
+
+def batching_line(cells_by_mode, targets):
+    """How many requests one wakeup of each server handles (requests per sleep)."""
+    parts = []
+    for mode in MODES:
+        c = cells_by_mode[mode]
+        per = lambda t: med([1 / r[SLEEPS] if r[SLEEPS] else float("inf") for r in c[t]])  # noqa: E731
+        parts.append(f"{mode}: " + ", ".join(f"{t} {per(t):.0f}" for t in targets if c[t]))
+    print("Requests per wakeup of the process wrk talks to (direct: the backend; requests / its voluntary"
+          " context switches, medians; more is better batching): " + "; ".join(parts) + ".")
     print()
 
 
@@ -228,6 +245,7 @@ def main():
         print()
         table(data[shape], targets, standin, flagged, shape)
         shape_lines(data[shape], identify, gate, standin, summary, shape)
+        batching_line(data[shape], targets)
         if any(t.startswith("wtproxy:") for t in targets):
             compare_lines(data[shape], targets, builds, shape)
     if len(shapes) > 1:
