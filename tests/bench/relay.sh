@@ -627,10 +627,16 @@ if (( WARMUP > 0 )); then
     done
   done
 fi
+# The targets' order rotates by one each round (direct nginx wtproxy, then
+# nginx wtproxy direct, ...): on a shared machine the cell after direct
+# tends to find less other load than the one before it, and a fixed order
+# would hand that to the same target every round.
 for r in $(seq 1 "$ROUNDS"); do
+  k=$(( (r - 1) % ${#targets[@]} ))
+  order=("${targets[@]:k}" "${targets[@]:0:k}")
   for sh in "${shapes[@]}"; do
     for mode in "${modes[@]}"; do
-      for t in "${targets[@]}"; do run_wrk "$r" "$sh" "$mode" "$t" "$DURATION"; done
+      for t in "${order[@]}"; do run_wrk "$r" "$sh" "$mode" "$t" "$DURATION"; done
     done
   done
 done
