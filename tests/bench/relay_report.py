@@ -85,7 +85,7 @@ def header(shapes, identify, gate):
     print(f"- {E['R_NGINX']}, {E['R_WRK']}, kernel {E['R_KERNEL']}, {E['R_CPU']}, {E['R_NCPU']} CPUs,"
           f" {E['R_BUSY']}% busy just before the run")
     print(f"- client shapes: {', '.join('wrk ' + shape_name(s) for s in shapes)}; --timeout 2s on 127.0.0.1,"
-          f" {E['ROUNDS']} interleaved rounds (each round runs every shape, mode and target)"
+          f" {E['ROUNDS']} interleaved rounds (each round runs every shape, mode and target; the targets' order rotates by one each round)"
           f" x {E['DURATION']} s per cell (after a {E['WARMUP']} s warm-up each); {E['R_PIN']}")
     print(f"- backend: nginx, one worker, static {E['BODY_BYTES']}-byte body; nginx proxy: one worker,"
           " access_log off (wtproxy keeps no access log), keepalive_requests 1000000 to clients and to the"
