@@ -38,6 +38,10 @@
 #                              runs beside wtproxy (target: wtproxy/wtproxy-nogate
 #                              >= 0.97 with keep-alive)
 #        PY_FILES=200 NM_FILES=3000  the tree GATE=1 puts in the worktree
+#        POOL=512              idle backend connections each proxy keeps (nginx
+#                              upstream keepalive, wtproxy --pool-size): above
+#                              the largest shape's connections, so that neither
+#                              proxy closes backend connections it needs again
 #        COMPARE='NAME=BIN ...'  more wtproxy binaries (other builds), each a
 #                              target "wtproxy:NAME" in every round beside
 #                              wtproxy, judged against it and against nginx
@@ -62,6 +66,7 @@ PIN=${PIN:-1}
 BUILD=${BUILD:-1}
 KEEP_TMP=${KEEP_TMP:-0}
 WTPROXY_CMD=${WTPROXY_CMD:-}
+POOL=${POOL:-512}
 IDENTIFY=${IDENTIFY:-0}
 GATE=${GATE:-0}
 PY_FILES=${PY_FILES:-200}
@@ -73,7 +78,7 @@ repo=$(cd "$here/../.." && pwd)
 say() { printf '%s\n' "$*" >&2; }
 die() { printf 'relay.sh: FAIL: %s\n' "$*" >&2; exit 1; }
 
-for v in ROUNDS DURATION WARMUP BODY_BYTES WRK_CPU SERVER_CPU PY_FILES NM_FILES; do
+for v in ROUNDS DURATION WARMUP POOL BODY_BYTES WRK_CPU SERVER_CPU PY_FILES NM_FILES; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
 done
 (( ROUNDS >= 1 && DURATION >= 1 )) || die "ROUNDS and DURATION must be >= 1"
@@ -204,7 +209,7 @@ else
   else
     WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen} --backend {backend}"
   fi
-  WTPROXY_CMD+=" --control $tmp/control.sock --state $tmp/registry.json"
+  WTPROXY_CMD+=" --pool-size $POOL --control $tmp/control.sock --state $tmp/registry.json"
 fi
 
 # the work tree as the run starts (the binary may be older: see WTPROXY_BIN)
@@ -284,7 +289,7 @@ EOF
       cat <<EOF
     upstream backend {
         server 127.0.0.1:$port_backend;
-        keepalive 64;
+        keepalive $POOL;
         keepalive_requests 1000000;
         keepalive_timeout 30s;
     }
@@ -375,7 +380,7 @@ if [[ $GATE == 1 ]]; then
   mkdir -p "$tmp/nogate"
   nogate_log=$tmp/nogate/stderr.log
   nogate_cmd="$(printf '%q' "$WTPROXY_BIN") serve --listen 127.0.0.1:$port_nogate --whoami off"
-  nogate_cmd+=" --control $tmp/nogate/control.sock --state $tmp/nogate/registry.json"
+  nogate_cmd+=" --pool-size $POOL --control $tmp/nogate/control.sock --state $tmp/nogate/registry.json"
   say "relay.sh: starting: $nogate_cmd"
   start nogate "$nogate_log" bash -c "exec $nogate_cmd"
   wait_ready nogate "$port_nogate" "$nogate_log"
@@ -386,7 +391,7 @@ for i in "${!cmp_names[@]}"; do
   cmp_ports+=("$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')")
   mkdir -p "$tmp/cmp$i"
   c="$(printf '%q' "${cmp_bins[$i]}") serve --listen 127.0.0.1:${cmp_ports[$i]} --backend 127.0.0.1:$port_backend"
-  c+=" --control $tmp/cmp$i/control.sock --state $tmp/cmp$i/registry.json"
+  c+=" --pool-size $POOL --control $tmp/cmp$i/control.sock --state $tmp/cmp$i/registry.json"
   say "relay.sh: starting wtproxy:${cmp_names[$i]}: $c"
   start "cmp$i" "$tmp/cmp$i/stderr.log" bash -c "exec $c"
   wait_ready "cmp$i" "${cmp_ports[$i]}" "$tmp/cmp$i/stderr.log"
@@ -684,5 +689,5 @@ ncpu=$(nproc)
 export R_TARGETS="${targets[*]}" R_COMPARE=$(printf '%s\n' "${cmp_descs[@]+"${cmp_descs[@]}"}")
 export R_COMMIT=$commit R_WTPROXY=$wtproxy_desc R_BUILD=$build_desc R_NGINX=$nginx_version R_WRK=$wrk_version \
   R_KERNEL=$kernel R_CPU=${cpu_model:-unknown CPU} R_NCPU=$ncpu R_PIN=$pin_desc \
-  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned IDENTIFY GATE PY_FILES NM_FILES SERVER_CPU SHAPES ROUNDS DURATION WARMUP BODY_BYTES
+  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned POOL IDENTIFY GATE PY_FILES NM_FILES SERVER_CPU SHAPES ROUNDS DURATION WARMUP BODY_BYTES
 python3 "$here/relay_report.py" "$results" "$standin"

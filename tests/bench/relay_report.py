@@ -89,7 +89,9 @@ def header(shapes, identify, gate):
           f" x {E['DURATION']} s per cell (after a {E['WARMUP']} s warm-up each); {E['R_PIN']}")
     print(f"- backend: nginx, one worker, static {E['BODY_BYTES']}-byte body; nginx proxy: one worker,"
           " access_log off (wtproxy keeps no access log), keepalive_requests 1000000 to clients and to the"
-          " backend, upstream keepalive 64 (wtproxy's default pool size), the same X-Forwarded-* headers")
+          f" backend, upstream keepalive {E['POOL']} and wtproxy --pool-size {E['POOL']} (idle backend connections kept:"
+          " above every shape's connections, so neither proxy closes backend connections it needs again;"
+          " wtproxy's default is 64), the same X-Forwarded-* headers")
     print("- figures are medians over rounds; ratios are medians of per-round ratios [min-max over rounds];"
           " CPU µs/req is the CPU time the backend and the proxies used on"
           f" {'CPU ' + E['SERVER_CPU'] if E['R_PINNED'] == '1' else 'all CPUs'}"
