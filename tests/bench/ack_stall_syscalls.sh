@@ -6,9 +6,12 @@
 # (python3 -m http.server --protocol HTTP/1.1).
 #
 # Usage: tests/bench/ack_stall_syscalls.sh NAME=WTPROXY_BIN...   (N=200)
+# CLOSE=1: each request on a new connection with Connection: close (what
+# relay.sh's close mode costs the proxy per request: accept, relay, close).
 # Prints a markdown table: syscalls per request, by call, per binary.
 set -euo pipefail
 N=${N:-200}
+CLOSE=${CLOSE:-0}
 [ $# -gt 0 ] || { echo "usage: $0 NAME=WTPROXY_BIN..." >&2; exit 2; }
 tmp=$(mktemp -d)
 pids=()
@@ -30,13 +33,19 @@ node -e 'const fs=require("fs"); const b=fs.readFileSync(process.argv[1]);
 (cd "$tmp/www" && exec /usr/bin/python3 -m http.server --protocol HTTP/1.1 --bind 127.0.0.1 "$p_py" >/dev/null 2>&1) & pids+=($!)
 wait_port "$p_node"; wait_port "$p_py"
 
-get_n() { # port path: N keep-alive GETs on one connection
-  python3 - "$1" "$2" "$N" <<'EOF'
+get_n() { # port path: N keep-alive GETs on one connection (CLOSE=1: each on its own)
+  python3 - "$1" "$2" "$N" "$CLOSE" <<'EOF'
 import http.client, sys
+close = sys.argv[4] == "1"
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
 for _ in range(int(sys.argv[3])):
-    c.request("GET", sys.argv[2]); r = c.getresponse(); r.read()
-    assert r.status == 200 and not r.will_close
+    if close:
+        c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+    c.request("GET", sys.argv[2], headers={"Connection": "close"} if close else {})
+    r = c.getresponse(); r.read()
+    assert r.status == 200 and r.will_close == close
+    if close:
+        c.close()
 EOF
 }
 

@@ -2,7 +2,7 @@
 """gate_latency.py - how fast the /__whoami gate sees an edit, and what its
 first (cold) request to a backend costs.
 
-  tests/bench/gate_latency.py --wtproxy build-bench/proxy/wtproxy [--samples 200] [--cold 20]
+  tests/bench/gate_latency.py --wtproxy build/proxy/wtproxy [--samples 200] [--cold 20]
 
 One nginx backend (one worker, a static body and a static /__whoami naming
 a temp git worktree with a realistic tree, see gate_tree.py) and wtproxy

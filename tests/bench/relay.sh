@@ -6,15 +6,20 @@
 #   direct   wrk -> backend (nginx, one worker, small static body)
 #   nginx    wrk -> nginx reverse proxy (one worker, upstream keepalive) -> backend
 #   wtproxy  wrk -> wtproxy serve -> backend
-# each with keep-alive clients and with `Connection: close` clients.
+# each with keep-alive clients and with `Connection: close` clients, for
+# each client shape (wrk's threads x connections).
 # wrk is pinned to one CPU, the backend and the proxies to another, so a
 # proxy's req/s next to direct's shows the CPU that proxy adds per request.
 #
 # Usage: tests/bench/relay.sh            (see tests/bench/README.md)
-# Env:   ROUNDS=5 DURATION=5 CONNECTIONS=50 THREADS=1 WARMUP=1 BODY_BYTES=128
-#        WTPROXY_BIN=path      bench this binary (default: build build-bench/,
-#                              a release build, and bench that)
-#        BUILD=0               don't build; default WTPROXY_BIN to build/proxy/wtproxy
+# Env:   ROUNDS=5 DURATION=4 WARMUP=1 BODY_BYTES=128
+#        SHAPES='1x50 2x50 1x500 2x500'  wrk -tTHREADS -cCONNECTIONS per shape;
+#                              THREADS=.. and/or CONNECTIONS=.. alone make it
+#                              the one shape THREADSxCONNECTIONS (1x50 if unset)
+#        WTPROXY_BIN=path      bench this binary (default: the README's build,
+#                              build/, made by scripts/build when absent)
+#        BUILD=0               don't build or update build/; just use
+#                              build/proxy/wtproxy unless WTPROXY_BIN is set
 #        WTPROXY_CMD='cmd {listen} {backend}'  start the "wtproxy" target with
 #                              this command instead ({listen}/{backend} become
 #                              127.0.0.1:PORT); WTPROXY_CMD=nginx stands a second
@@ -33,13 +38,26 @@
 #                              runs beside wtproxy (target: wtproxy/wtproxy-nogate
 #                              >= 0.97 with keep-alive)
 #        PY_FILES=200 NM_FILES=3000  the tree GATE=1 puts in the worktree
+#        POOL=512              idle backend connections each proxy keeps (nginx
+#                              upstream keepalive, wtproxy --pool-size): above
+#                              the largest shape's connections, so that neither
+#                              proxy closes backend connections it needs again
+#        COMPARE='NAME=BIN ...'  more wtproxy binaries (other builds), each a
+#                              target "wtproxy:NAME" in every round beside
+#                              wtproxy, judged against it and against nginx
 # The report (markdown) goes to stdout, progress to stderr.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
-DURATION=${DURATION:-5}
-CONNECTIONS=${CONNECTIONS:-50}
-THREADS=${THREADS:-1}
+DURATION=${DURATION:-4}
+# client shapes: THREADSxCONNECTIONS; the old single-shape variables still work
+if [[ -z ${SHAPES:-} ]]; then
+  if [[ -n ${THREADS:-} || -n ${CONNECTIONS:-} ]]; then
+    SHAPES="${THREADS:-1}x${CONNECTIONS:-50}"
+  else
+    SHAPES="1x50 2x50 1x500 2x500"
+  fi
+fi
 WARMUP=${WARMUP:-1}
 BODY_BYTES=${BODY_BYTES:-128}
 WRK_CPU=${WRK_CPU:-0}
@@ -48,6 +66,7 @@ PIN=${PIN:-1}
 BUILD=${BUILD:-1}
 KEEP_TMP=${KEEP_TMP:-0}
 WTPROXY_CMD=${WTPROXY_CMD:-}
+POOL=${POOL:-512}
 IDENTIFY=${IDENTIFY:-0}
 GATE=${GATE:-0}
 PY_FILES=${PY_FILES:-200}
@@ -59,17 +78,32 @@ repo=$(cd "$here/../.." && pwd)
 say() { printf '%s\n' "$*" >&2; }
 die() { printf 'relay.sh: FAIL: %s\n' "$*" >&2; exit 1; }
 
-for v in ROUNDS DURATION CONNECTIONS THREADS WARMUP BODY_BYTES WRK_CPU SERVER_CPU PY_FILES NM_FILES; do
+for v in ROUNDS DURATION WARMUP POOL BODY_BYTES WRK_CPU SERVER_CPU PY_FILES NM_FILES; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
 done
-(( ROUNDS >= 1 && DURATION >= 1 && CONNECTIONS >= 1 && THREADS >= 1 )) ||
-  die "ROUNDS, DURATION, CONNECTIONS and THREADS must be >= 1"
-(( CONNECTIONS >= THREADS )) || die "CONNECTIONS ($CONNECTIONS) must be >= THREADS ($THREADS)"
+(( ROUNDS >= 1 && DURATION >= 1 )) || die "ROUNDS and DURATION must be >= 1"
+read -ra shapes <<<"$SHAPES"
+(( ${#shapes[@]} >= 1 )) || die "SHAPES is empty"
+for sh in "${shapes[@]}"; do
+  [[ $sh =~ ^([0-9]+)x([0-9]+)$ ]] || die "a shape is THREADSxCONNECTIONS (like 2x500), got '$sh'"
+  (( BASH_REMATCH[1] >= 1 && BASH_REMATCH[2] >= BASH_REMATCH[1] )) ||
+    die "shape $sh: need 1 <= threads <= connections"
+done
 (( BODY_BYTES >= 2 )) || die "BODY_BYTES must be >= 2"
 [[ $IDENTIFY == 0 || $IDENTIFY == 1 ]] || die "IDENTIFY must be 0 or 1, got '$IDENTIFY'"
 [[ $GATE == 0 || $GATE == 1 ]] || die "GATE must be 0 or 1, got '$GATE'"
 # the gate checks registered backends only: it needs identification on
 [[ $GATE == 1 ]] && IDENTIFY=1
+COMPARE=${COMPARE:-}
+cmp_names=() cmp_bins=()
+for spec in $COMPARE; do
+  [[ $spec =~ ^([A-Za-z0-9_.-]+)=(.+)$ ]] || die "COMPARE takes NAME=WTPROXY_BIN words, got '$spec'"
+  b=${BASH_REMATCH[2]}; [[ $b == /* ]] || b=$PWD/$b
+  [[ -x $b ]] || die "COMPARE: no wtproxy binary at $b"
+  cmp_names+=("${BASH_REMATCH[1]}"); cmp_bins+=("$b")
+done
+[[ -z $COMPARE || ($IDENTIFY == 0 && -z $WTPROXY_CMD) ]] ||
+  die "COMPARE compares wtproxy builds in the plain relay: leave IDENTIFY, GATE and WTPROXY_CMD unset"
 [[ $IDENTIFY == 0 || -z $WTPROXY_CMD ]] ||
   die "IDENTIFY=1 benchmarks the real wtproxy: leave WTPROXY_CMD unset (WTPROXY_BIN picks the binary)"
 
@@ -124,6 +158,7 @@ on_wrk_cpu() { if [[ $pinned == 1 ]]; then taskset -c "$WRK_CPU" "$@"; else "$@"
 # --- which wtproxy --------------------------------------------------------------
 standin=0
 wtproxy_desc=
+build_desc="not wtproxy's build (WTPROXY_CMD)"
 if [[ $WTPROXY_CMD == nginx ]]; then
   standin=1
   wtproxy_desc="STAND-IN: a second nginx reverse proxy (WTPROXY_CMD=nginx), not wtproxy"
@@ -131,26 +166,26 @@ elif [[ -n $WTPROXY_CMD ]]; then
   wtproxy_desc="WTPROXY_CMD: $WTPROXY_CMD"
 else
   if [[ -z ${WTPROXY_BIN:-} ]]; then
+    # the README's build, the one people get: scripts/build makes build/ with
+    # the project's default options; an existing build/ is brought up to date
     if [[ $BUILD == 1 ]]; then
-      bdir=$repo/build-bench
-      say "relay.sh: building a release wtproxy in $bdir (BUILD=0 or WTPROXY_BIN=... to skip)"
-      if [[ ! -f $bdir/build.ninja ]]; then
-        meson setup "$bdir" "$repo" --buildtype=release -Db_sanitize=none >"$tmp/build.log" 2>&1 ||
-          { tail -n 30 "$tmp/build.log" >&2; die "meson setup $bdir failed"; }
+      if [[ ! -f $repo/build/build.ninja ]]; then
+        say "relay.sh: no build/: making the README's build with scripts/build (BUILD=0 or WTPROXY_BIN=... to skip)"
+        "$repo/scripts/build" >"$tmp/build.log" 2>&1 ||
+          { tail -n 30 "$tmp/build.log" >&2; die "scripts/build failed"; }
       else
-        meson configure "$bdir" -Dbuildtype=release -Db_sanitize=none >"$tmp/build.log" 2>&1 ||
-          { tail -n 30 "$tmp/build.log" >&2; die "meson configure $bdir failed"; }
+        say "relay.sh: bringing build/ up to date (BUILD=0 or WTPROXY_BIN=... to skip)"
+        meson compile -C "$repo/build" wtproxy >"$tmp/build.log" 2>&1 ||
+          { tail -n 40 "$tmp/build.log" >&2; die "meson compile -C $repo/build wtproxy failed"; }
       fi
-      meson compile -C "$bdir" wtproxy >>"$tmp/build.log" 2>&1 ||
-        { tail -n 40 "$tmp/build.log" >&2; die "meson compile -C $bdir wtproxy failed"; }
-      WTPROXY_BIN=$bdir/proxy/wtproxy
-    else
-      WTPROXY_BIN=$repo/build/proxy/wtproxy
     fi
+    WTPROXY_BIN=$repo/build/proxy/wtproxy
   fi
   [[ $WTPROXY_BIN == /* ]] || WTPROXY_BIN=$PWD/$WTPROXY_BIN
   [[ -x $WTPROXY_BIN ]] || die "no wtproxy binary at $WTPROXY_BIN"
   wtproxy_desc="$WTPROXY_BIN"
+  build_desc=$(python3 "$here/build_info.py" "$WTPROXY_BIN") || die "build_info.py $WTPROXY_BIN failed"
+  say "relay.sh: measuring $WTPROXY_BIN: $build_desc"
   if grep -qa -e __asan_init -e __tsan_init -e __msan_init "$WTPROXY_BIN"; then
     say "relay.sh: WARNING: $WTPROXY_BIN is built with a sanitizer; its numbers mean little"
     wtproxy_desc+=" (SANITIZER BUILD: numbers not representative)"
@@ -174,7 +209,7 @@ else
   else
     WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen} --backend {backend}"
   fi
-  WTPROXY_CMD+=" --control $tmp/control.sock --state $tmp/registry.json"
+  WTPROXY_CMD+=" --pool-size $POOL --control $tmp/control.sock --state $tmp/registry.json"
 fi
 
 # the work tree as the run starts (the binary may be older: see WTPROXY_BIN)
@@ -254,7 +289,7 @@ EOF
       cat <<EOF
     upstream backend {
         server 127.0.0.1:$port_backend;
-        keepalive 64;
+        keepalive $POOL;
         keepalive_requests 1000000;
         keepalive_timeout 30s;
     }
@@ -345,11 +380,23 @@ if [[ $GATE == 1 ]]; then
   mkdir -p "$tmp/nogate"
   nogate_log=$tmp/nogate/stderr.log
   nogate_cmd="$(printf '%q' "$WTPROXY_BIN") serve --listen 127.0.0.1:$port_nogate --whoami off"
-  nogate_cmd+=" --control $tmp/nogate/control.sock --state $tmp/nogate/registry.json"
+  nogate_cmd+=" --pool-size $POOL --control $tmp/nogate/control.sock --state $tmp/nogate/registry.json"
   say "relay.sh: starting: $nogate_cmd"
   start nogate "$nogate_log" bash -c "exec $nogate_cmd"
   wait_ready nogate "$port_nogate" "$nogate_log"
 fi
+# COMPARE: each other build as its own daemon, the same flags as wtproxy
+cmp_ports=() cmp_descs=()
+for i in "${!cmp_names[@]}"; do
+  cmp_ports+=("$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')")
+  mkdir -p "$tmp/cmp$i"
+  c="$(printf '%q' "${cmp_bins[$i]}") serve --listen 127.0.0.1:${cmp_ports[$i]} --backend 127.0.0.1:$port_backend"
+  c+=" --pool-size $POOL --control $tmp/cmp$i/control.sock --state $tmp/cmp$i/registry.json"
+  say "relay.sh: starting wtproxy:${cmp_names[$i]}: $c"
+  start "cmp$i" "$tmp/cmp$i/stderr.log" bash -c "exec $c"
+  wait_ready "cmp$i" "${cmp_ports[$i]}" "$tmp/cmp$i/stderr.log"
+  cmp_descs+=("wtproxy:${cmp_names[$i]}: ${cmp_bins[$i]}: $(python3 "$here/build_info.py" "${cmp_bins[$i]}")")
+done
 
 # gate_check: proof that the gate is on in wtproxy and off in wtproxy-nogate.
 # wtproxy shows the backend verified; after an edit to a .py file (the
@@ -455,8 +502,16 @@ if [[ $GATE == 1 ]]; then
   url[wtproxy-nogate]=http://127.0.0.1:$port_nogate$path
   log_of[wtproxy-nogate]=$nogate_log
 fi
+declare -A cmp_pid
+for i in "${!cmp_names[@]}"; do
+  t=wtproxy:${cmp_names[$i]}
+  targets+=("$t")
+  url[$t]=http://127.0.0.1:${cmp_ports[$i]}$path
+  log_of[$t]=$tmp/cmp$i/stderr.log
+  cmp_pid[$t]=cmp$i
+done
 pidname() {
-  case $1 in direct) echo backend ;; wtproxy-nogate) echo nogate ;; *) echo "$1" ;; esac
+  case $1 in direct) echo backend ;; wtproxy-nogate) echo nogate ;; wtproxy:*) echo "${cmp_pid[$1]}" ;; *) echo "$1" ;; esac
 }
 
 # --- check every target answers 200 with the body ------------------------------------
@@ -516,28 +571,39 @@ server_ticks() {  # utime + stime of the backend and the proxies
   done
   echo "$sum"
 }
+# sleeps PID -> the voluntary context switches of one process so far: each
+# is a wait (epoll_wait) that found no event ready. An exact count, free to
+# take; requests / sleeps is how many requests one wakeup handles.
+sleeps() {
+  local k v
+  while read -r k v; do
+    [[ $k == voluntary_ctxt_switches: ]] && { echo "$v"; return; }
+  done <"/proc/$1/status"
+  echo 0
+}
 
 clk_tck=$(getconf CLK_TCK)
 results=$tmp/results.tsv
 : >"$results"
-# run_wrk ROUND MODE TARGET SECONDS : appends a line to $results unless ROUND is 0
+# run_wrk ROUND SHAPE MODE TARGET SECONDS : appends a line to $results unless
+# ROUND is 0 (a warm-up); SHAPE is THREADSxCONNECTIONS
 run_wrk() {
-  local round=$1 mode=$2 t=$3 secs=$4 out=$tmp/wrk-$1-$2-$3.txt line
-  local args=(-t"$THREADS" -c"$CONNECTIONS" -d"${secs}s" --timeout 2s -s "$tmp/report.lua")
+  local round=$1 shape=$2 mode=$3 t=$4 secs=$5 out=$tmp/wrk-$1-$2-$3-$4.txt line
+  local args=(-t"${shape%x*}" -c"${shape#*x}" -d"${secs}s" --timeout 2s -s "$tmp/report.lua")
   [[ $mode == close ]] && args+=(-H 'Connection: close')
-  local b0 t0 s0 b1 t1 s1 other
-  read -r b0 t0 < <(cpu_ticks); s0=$(server_ticks)
+  local b0 t0 s0 b1 t1 s1 other pv="pid_$(pidname "$t")" w0 w1
+  read -r b0 t0 < <(cpu_ticks); s0=$(server_ticks); w0=$(sleeps "${!pv}")
   on_wrk_cpu wrk "${args[@]}" "${url[$t]}" >"$out" 2>&1 ||
     { cat "$out" >&2; die "wrk failed against $t"; }
-  read -r b1 t1 < <(cpu_ticks); s1=$(server_ticks)
+  read -r b1 t1 < <(cpu_ticks); s1=$(server_ticks); w1=$(sleeps "${!pv}")
   other=$(( t1 > t0 ? 100 * (b1 - b0 - (s1 - s0)) / (t1 - t0) : 0 ))
   (( other < 0 )) && other=0
   alive "$(pidname "$t")" "${log_of[$t]}"
   line=$(grep '^RESULT ' "$out") || { cat "$out" >&2; die "no RESULT line in wrk's output"; }
   [[ $round == 0 ]] && return 0
-  python3 - "$round" "$mode" "$t" "$line" "$other" "$(( s1 - s0 ))" "$clk_tck" >>"$results" <<'EOF'
+  python3 - "$round" "$shape" "$mode" "$t" "$line" "$other" "$(( s1 - s0 ))" "$clk_tck" "$(( w1 - w0 ))" >>"$results" <<'EOF'
 import sys
-rnd, mode, t, line, other, ticks, hz = sys.argv[1:8]
+rnd, shape, mode, t, line, other, ticks, hz, sleeps = sys.argv[1:10]
 kv = dict(f.split("=", 1) for f in line.split()[1:])
 n = {k: float(v) for k, v in kv.items()}
 rps = n["requests"] / (n["duration_us"] / 1e6) if n["duration_us"] else 0.0
@@ -545,25 +611,38 @@ errs = {k: int(n[k]) for k in ("connect", "read", "write", "status", "timeout")}
 detail = ",".join(f"{k} {v}" for k, v in errs.items() if v) or "-"
 # CPU time the backend and the proxies used, per request
 cpu_us = int(ticks) * 1e6 / int(hz) / n["requests"] if n["requests"] else 0.0
-print(rnd, mode, t, f"{rps:.1f}", int(n["p50_us"]), int(n["p99_us"]), sum(errs.values()), detail, other,
-      f"{cpu_us:.2f}", sep="\t")
+print(rnd, shape, mode, t, f"{rps:.1f}", int(n["p50_us"]), int(n["p99_us"]), sum(errs.values()), detail, other,
+      f"{cpu_us:.2f}", f"{int(sleeps) / n['requests']:.4f}" if n["requests"] else "0", sep="\t")
 EOF
-  IFS=$'\t' read -r _ _ _ rps p50 p99 errs _ _ cpu < <(tail -n 1 "$results")
-  say "$(printf '  round %d/%d %-10s %-14s %7.0f req/s  p50 %6d us  p99 %6d us  cpu %6.1f us/req  errors %s  other load %d%%' \
-    "$round" "$ROUNDS" "$mode" "$t" "$rps" "$p50" "$p99" "$cpu" "$errs" "$other")"
+  IFS=$'\t' read -r _ _ _ _ rps p50 p99 errs _ _ cpu _ < <(tail -n 1 "$results")
+  say "$(printf '  round %d/%d -t%s -c%-4s %-10s %-14s %7.0f req/s  p50 %6d us  p99 %6d us  cpu %6.1f us/req  errors %s  other load %d%%' \
+    "$round" "$ROUNDS" "${shape%x*}" "${shape#*x}" "$mode" "$t" "$rps" "$p50" "$p99" "$cpu" "$errs" "$other")"
 }
 
 modes=(keep-alive close)
-total=$(( ROUNDS * ${#modes[@]} * ${#targets[@]} * DURATION + ${#modes[@]} * ${#targets[@]} * WARMUP ))
-say "relay.sh: wrk -t$THREADS -c$CONNECTIONS, $ROUNDS rounds x ${DURATION}s per target and mode (about ${total}s)"
+# every round runs every shape, mode and target, so drift on the machine
+# hits all of them alike; the run is bounded: cells x (ROUNDS x DURATION + WARMUP)
+cells=$(( ${#shapes[@]} * ${#modes[@]} * ${#targets[@]} ))
+total=$(( cells * (ROUNDS * DURATION + WARMUP) ))
+say "relay.sh: shapes ${shapes[*]} (wrk -tTHREADS x -cCONNECTIONS), $ROUNDS rounds x ${DURATION}s x $cells cells (about $(( total / 60 ))m$(( total % 60 ))s)"
 if (( WARMUP > 0 )); then
-  for mode in "${modes[@]}"; do
-    for t in "${targets[@]}"; do run_wrk 0 "$mode" "$t" "$WARMUP"; done
+  for sh in "${shapes[@]}"; do
+    for mode in "${modes[@]}"; do
+      for t in "${targets[@]}"; do run_wrk 0 "$sh" "$mode" "$t" "$WARMUP"; done
+    done
   done
 fi
+# The targets' order rotates by one each round (direct nginx wtproxy, then
+# nginx wtproxy direct, ...): on a shared machine the cell after direct
+# tends to find less other load than the one before it, and a fixed order
+# would hand that to the same target every round.
 for r in $(seq 1 "$ROUNDS"); do
-  for mode in "${modes[@]}"; do
-    for t in "${targets[@]}"; do run_wrk "$r" "$mode" "$t" "$DURATION"; done
+  k=$(( (r - 1) % ${#targets[@]} ))
+  order=("${targets[@]:k}" "${targets[@]:0:k}")
+  for sh in "${shapes[@]}"; do
+    for mode in "${modes[@]}"; do
+      for t in "${order[@]}"; do run_wrk "$r" "$sh" "$mode" "$t" "$DURATION"; done
+    done
   done
 done
 
@@ -607,137 +686,8 @@ warn_text=$(printf '%s\n' "${warnings[@]+"${warnings[@]}"}")
 
 kernel=$(uname -r)
 ncpu=$(nproc)
-export R_COMMIT=$commit R_WTPROXY=$wtproxy_desc R_NGINX=$nginx_version R_WRK=$wrk_version \
+export R_TARGETS="${targets[*]}" R_COMPARE=$(printf '%s\n' "${cmp_descs[@]+"${cmp_descs[@]}"}")
+export R_COMMIT=$commit R_WTPROXY=$wtproxy_desc R_BUILD=$build_desc R_NGINX=$nginx_version R_WRK=$wrk_version \
   R_KERNEL=$kernel R_CPU=${cpu_model:-unknown CPU} R_NCPU=$ncpu R_PIN=$pin_desc \
-  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned IDENTIFY GATE PY_FILES NM_FILES SERVER_CPU THREADS CONNECTIONS ROUNDS DURATION WARMUP BODY_BYTES
-python3 - "$results" "$standin" <<'EOF'
-import os, sys, statistics as st
-from collections import defaultdict
-path, standin = sys.argv[1], sys.argv[2] == "1"
-E = os.environ
-rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
-# data[mode][target] = list of (round, rps, p50, p99, errs, detail, cpu_us_per_req)
-data = defaultdict(lambda: defaultdict(list))
-others = []
-for rnd, mode, t, rps, p50, p99, errs, detail, other, cpu in rows:
-    data[mode][t].append((int(rnd), float(rps), int(p50), int(p99), int(errs), detail, float(cpu)))
-    others.append((int(other), f"round {rnd} {mode} {t}"))
-modes = ["keep-alive", "close"]
-gate = E.get("GATE") == "1"
-targets = ["direct", "nginx", "wtproxy"] + (["wtproxy-nogate"] if gate else [])
-med = st.median
-
-def cell(mode, t, i):
-    return med([r[i] for r in data[mode][t]])
-
-def fmt_int(x):
-    return f"{x:,.0f}".replace(",", " ")
-
-identify = E.get("IDENTIFY") == "1"
-print("## wtproxy relay benchmark" + (" (the /__whoami gate)" if gate else " (identification on)" if identify else ""))
-print()
-print(f"- work tree {E['R_COMMIT']}; wtproxy: {E['R_WTPROXY']}")
-print(f"- {E['R_NGINX']}, {E['R_WRK']}, kernel {E['R_KERNEL']}, {E['R_CPU']}, {E['R_NCPU']} CPUs,"
-      f" {E['R_BUSY']}% busy just before the run")
-print(f"- wrk -t{E['THREADS']} -c{E['CONNECTIONS']} --timeout 2s on 127.0.0.1, {E['ROUNDS']} interleaved rounds"
-      f" x {E['DURATION']} s per cell (after a {E['WARMUP']} s warm-up each); {E['R_PIN']}")
-print(f"- backend: nginx, one worker, static {E['BODY_BYTES']}-byte body; nginx proxy: one worker,"
-      " upstream keepalive 64 (wtproxy's default pool size), the same X-Forwarded-* headers")
-print("- figures are medians over rounds; ratios are medians of per-round ratios [min-max over rounds];"
-      f" CPU µs/req is the CPU time the backend and the proxies used on {'CPU ' + E['SERVER_CPU'] if E['R_PINNED'] == '1' else 'all CPUs'}"
-      " during the run, divided by the requests")
-if identify:
-    print("- identification on: wtproxy has no default backend; the backend is registered for a temp git worktree"
-          " and wrk runs with its cwd there, so wtproxy identifies every new connection (sock_diag -> wrk's pid"
-          " -> its cwd -> the worktree) before routing it; checked before measuring: curl from the worktree gets"
-          " 200, from / gets 503. nginx and direct identify no one")
-if gate:
-    print(f"- the /__whoami gate: the worktree holds {E['PY_FILES']} .py files in folders and {E['NM_FILES']} files"
-          " under node_modules (pruned by the default excludes); the backend nginx also serves a static /__whoami"
-          " naming the worktree and the fingerprint of its code (`wtproxy fingerprint --json`). wtproxy checks it"
-          " before every request (the cached answer, one read of the tree's inotify fd); wtproxy-nogate is the same"
-          " binary with `--whoami off`, its own control socket, the same registration; checked before measuring:"
-          " an edit to a .py file gets 409 stale-code from wtproxy and 200 from wtproxy-nogate")
-print()
-print("| mode | target | req/s | p50 µs | p99 µs | CPU µs/req | errors |")
-print("|---|---|---:|---:|---:|---:|---:|")
-flagged = []
-for mode in modes:
-    for t in targets:
-        rs = data[mode][t]
-        errs = sum(r[4] for r in rs)
-        name = "wtproxy (stand-in)" if (t == "wtproxy" and standin) else t
-        if errs:
-            bad = [f"round {r[0]}: {r[5]}" for r in rs if r[4]]
-            flagged.append(f"{mode} {t}: " + "; ".join(bad))
-            e = f"**{errs}** ⚠"
-        else:
-            e = "0"
-        print(f"| {mode} | {name} | {fmt_int(cell(mode, t, 1))} | {fmt_int(cell(mode, t, 2))} "
-              f"| {fmt_int(cell(mode, t, 3))} | {cell(mode, t, 6):.1f} | {e} |")
-print()
-
-def ratio(mode, a, b, i):
-    ra = {r[0]: r[i] for r in data[mode][a]}
-    rb = {r[0]: r[i] for r in data[mode][b]}
-    per = [ra[k] / rb[k] for k in sorted(ra) if k in rb and rb[k]]
-    if not per:
-        return "n/a", 0.0, []
-    m = med(per)
-    if len(per) > 1:
-        return f"{m:.2f}x [{min(per):.2f}-{max(per):.2f}]", m, per
-    return f"{m:.2f}x", m, per
-
-goals = {"keep-alive": 1.0, "close": 0.7 if identify else 0.9}
-if gate:
-    for mode in modes:
-        gn, gn_m, gn_per = ratio(mode, "wtproxy", "wtproxy-nogate", 1)
-        p99 = ratio(mode, "wtproxy", "wtproxy-nogate", 3)[0]
-        p50 = ratio(mode, "wtproxy", "wtproxy-nogate", 2)[0]
-        cpu = ratio(mode, "wtproxy", "wtproxy-nogate", 6)[0]
-        goal = 0.97
-        verdict = "met" if gn_m >= goal else "MISSED"
-        if gn_per and min(gn_per) < goal <= max(gn_per):
-            verdict += ", but the rounds straddle it"
-        target = f"target >= {goal}: {verdict}" if mode == "keep-alive" else f"no target; keep-alive's is {goal}"
-        print(f"gate, {mode}: wtproxy/wtproxy-nogate = {gn} ({target}), p50 = {p50}, p99 = {p99}, "
-              f"CPU/req = {cpu} (lower is better)")
-    print()
-for mode in modes:
-    wn, wn_m, wn_per = ratio(mode, "wtproxy", "nginx", 1)
-    wd = ratio(mode, "wtproxy", "direct", 1)[0]
-    nd = ratio(mode, "nginx", "direct", 1)[0]
-    p99 = ratio(mode, "wtproxy", "nginx", 3)[0]
-    cpu = ratio(mode, "wtproxy", "nginx", 6)[0]
-    goal = goals[mode]
-    verdict = "met" if wn_m >= goal else "MISSED"
-    if wn_per and min(wn_per) < goal <= max(wn_per):
-        verdict += ", but the rounds straddle it"
-    if standin:
-        verdict = "stand-in, not judged"
-    print(f"{mode}: wtproxy/nginx = {wn} (target >= {goal}: {verdict}), wtproxy/direct = {wd}, "
-          f"p99 wtproxy/nginx = {p99} (lower is better), CPU/req wtproxy/nginx = {cpu} (lower is better); "
-          f"nginx/direct = {nd}")
-print()
-if standin:
-    print("NOTE: the wtproxy rows are a second nginx proxy standing in for wtproxy (WTPROXY_CMD=nginx).")
-cpu = "CPU " + E["SERVER_CPU"] if E["R_PINNED"] == "1" else "the CPUs"
-worst = max(others)
-print(f"Other load on {cpu} during the runs (busy + steal, less our servers): "
-      f"median {med([o[0] for o in others]):.0f}%, max {worst[0]}% ({worst[1]}).")
-if worst[0] > 10:
-    print(f"WARNING: something else used {cpu} during some runs (up to {worst[0]}%): "
-          "compare the ranges, and rerun on a quiet machine before trusting a small difference.")
-if identify and E.get("R_IDENT_CHECK"):
-    print("Identification: " + E["R_IDENT_CHECK"] + ".")
-if gate and E.get("R_GATE_CHECK"):
-    print("Gate: " + E["R_GATE_CHECK"] + ".")
-for w in E.get("R_WARN", "").strip().splitlines():
-    print(f"WARNING: {w}")
-if flagged:
-    print("⚠ runs with wrk errors (connect/read/write/timeout = socket errors, status = HTTP >= 400):")
-    for f in flagged:
-        print(f"- {f}")
-else:
-    print("No wrk errors (socket errors or HTTP >= 400) in any run.")
-EOF
+  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned POOL IDENTIFY GATE PY_FILES NM_FILES SERVER_CPU SHAPES ROUNDS DURATION WARMUP BODY_BYTES
+python3 "$here/relay_report.py" "$results" "$standin"
