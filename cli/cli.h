@@ -286,6 +286,12 @@ int cli_wait_load(unsigned max_pct, long long timeout_ms, char *err, size_t errl
  * answer in time (run_ready.c). */
 int cli_http_status(int port, const char *path);
 
+/* Whether something listens on port and is self's descendant; d (may be
+ * NULL) is a sock_diag handle, poll_no the caller's poll count
+ * (run_ready.c). */
+struct host_diag;
+int cli_cmd_listens(int port, pid_t self, struct host_diag *d, unsigned poll_no);
+
 int cli_run_main(int argc, char **argv);         /* run.c */
 int cli_register_main(int argc, char **argv);    /* register.c */
 int cli_unregister_main(int argc, char **argv);  /* register.c */

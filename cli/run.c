@@ -28,8 +28,6 @@
 #include "registry.h"
 #include "host.h"
 
-#define MAX_ANCESTRY 64 /* ppid hops from a listener up to the wrapper */
-#define FULL_LOOK_EVERY 100 /* polls: a listener on another address is seen within ~5 s */
 
 struct run {
     int front, port;
@@ -237,49 +235,6 @@ static pid_t start_cmd(const struct run *r)
     return pid;
 }
 
-/* The inode of a listener on port bound to an address dev servers use
- * (127.0.0.1, 0.0.0.0, ::1, ::), 0 when none: one sock_diag lookup each,
- * microseconds. Reading /proc/net/tcp, as host_port_owner_find does, costs
- * milliseconds on a machine with thousands of sockets, and the wrapper asks
- * every WTP_CLIENT_POLL_MS while its server starts. */
-static unsigned long listener_seen(struct host_diag *d, int port)
-{
-    struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
-    unsigned long inode;
-    uid_t uid;
-    for (int any = 0; any < 2; any++) {
-        v4.sin_addr.s_addr = htonl(any ? INADDR_ANY : INADDR_LOOPBACK);
-        v6.sin6_addr = any ? in6addr_any : in6addr_loopback;
-        if (host_diag_socket(d, (struct sockaddr *)&v4, NULL, &inode, &uid) == 0 ||
-            host_diag_socket(d, (struct sockaddr *)&v6, NULL, &inode, &uid) == 0)
-            return inode;
-    }
-    return 0;
-}
-
-/* Whether something listens on port and is CMD or one of its descendants
- * (Django's autoreloader serves from a grandchild). With d (may be NULL)
- * the listener is found by sock_diag and its holder looked for only once
- * it is there; the socket tables are read in full only every
- * FULL_LOOK_EVERY polls, for a listener on another address. */
-static int cmd_listens(int port, pid_t self, struct host_diag *d, unsigned poll_no)
-{
-    struct host_port_owner owner;
-    unsigned long inode = d ? listener_seen(d, port) : 0;
-    pid_t p = inode ? host_socket_holder(&inode, 1, HOST_ANY_UID) : 0;
-    if (!inode && (!d || poll_no % FULL_LOOK_EVERY == 0))
-        p = host_port_owner_find(port, &owner) ? owner.pid : 0;
-    if (p <= 0)
-        return 0;
-    for (int hops = 0; p > 1 && hops < MAX_ANCESTRY; hops++) {
-        p = host_pid_parent(p);
-        if (p == self)
-            return 1;
-    }
-    return 0;
-}
-
 /* The worktree's folder name, as people (and Host routing) call it. */
 static const char *folder_name(const char *path)
 {
@@ -353,7 +308,7 @@ static pid_t restart(const struct run *r, pid_t pid)
 static int is_ready(const struct run *r, pid_t self, int *said, struct host_diag *d,
                     unsigned poll_no)
 {
-    if (!cmd_listens(r->port, self, d, poll_no))
+    if (!cli_cmd_listens(r->port, self, d, poll_no))
         return 0;
     int status = r->health ? cli_http_status(r->port, r->health) : 200;
     if (status >= 200 && status < 400)
