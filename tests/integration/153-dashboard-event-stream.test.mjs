@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { makeWorktrees, startDaemon, startRun, sanitizerClean } from './lib/registry.mjs';
-import { fdCount } from './lib/wtproxy.mjs';
+import { fdCount, pidfdCount } from './lib/wtproxy.mjs';
 
 const MAX_STREAMS = 32;
 
@@ -81,6 +81,7 @@ test('event streams outlive the timeouts, are capped, leak nothing, end on SIGTE
   again.sock.destroy();
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(fdCount(px.proc.pid), fdsBefore, 'the closed streams left no descriptor');
+  assert.ok(pidfdCount(px.proc.pid) <= 32, 'the cache of recent callers stays bounded');
 
   const t0 = Date.now();
   const exit = await px.stop('SIGTERM');

@@ -154,7 +154,20 @@ export function memoryKiB(pid) {
   return { rss: get('VmRSS'), hwm: get('VmHWM') };
 }
 
-// Number of open fds of a pid.
+// Number of open fds of a pid, less its pidfds: the daemon keeps one per
+// process in its cache of recent callers (proxy/identify.c, at most
+// RECENT_MAX = 32), which a caller seen anew may add to at any time.
+// pidfdCount counts those, for a test that bounds them.
 export function fdCount(pid) {
-  return fs.readdirSync(`/proc/${pid}/fd`).length;
+  return fs.readdirSync(`/proc/${pid}/fd`).length - pidfdCount(pid);
+}
+
+export function pidfdCount(pid) {
+  let n = 0;
+  for (const f of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/fd/${f}`) === 'anon_inode:[pidfd]') n++;
+    } catch { /* closed meanwhile */ }
+  }
+  return n;
 }
