@@ -7,24 +7,11 @@
 // never connected.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor, declaring } from './lib/registry.mjs';
 
-// A repo whose main checkout commits .wtproxy with these lines, and worktrees.
-function declaring(t, lines, names) {
-  const tmp = makeWorktrees(t, []);
-  fs.writeFileSync(path.join(tmp.repo, '.wtproxy'), lines.join('\n') + '\n');
-  const g = (...a) => execFileSync('git', a, { cwd: tmp.repo, stdio: 'ignore', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
-  g('add', '.wtproxy');
-  g('commit', '-q', '-m', 'declare the dev server');
-  for (const n of names) {
-    tmp.wt[n] = path.join(tmp.root, `wt-${n}`);
-    g('worktree', 'add', '-q', tmp.wt[n], '-b', n);
-  }
-  return tmp;
-}
 
 // A process in cwd that connects to port and sends nothing until told to
 // (send()): then one GET / and the whole answer.

@@ -45,6 +45,20 @@ export function makeWorktrees(t, names = ['a', 'b', 'c', 'd'], { mode } = {}) {
   return { root, repo, wt, control: path.join(root, 'control.sock'), state: path.join(root, 'registry.json') };
 }
 
+// A repo whose main checkout commits .wtproxy with these lines, and worktrees.
+export function declaring(t, lines, names) {
+  const tmp = makeWorktrees(t, []);
+  fs.writeFileSync(path.join(tmp.repo, '.wtproxy'), lines.join('\n') + '\n');
+  const g = (...a) => execFileSync('git', a, { cwd: tmp.repo, stdio: 'ignore', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+  g('add', '.wtproxy');
+  g('commit', '-q', '-m', 'declare the dev server');
+  for (const n of names) {
+    tmp.wt[n] = path.join(tmp.root, `wt-${n}`);
+    g('worktree', 'add', '-q', tmp.wt[n], '-b', n);
+  }
+  return tmp;
+}
+
 // `wtproxy serve --control <tmp>/control.sock --state <tmp>/registry.json
 // --listen 127.0.0.1:0 ARGS...`; see startProxy. The front port of the
 // entries it routes is the port it listens on (px.port).
