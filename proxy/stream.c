@@ -288,8 +288,6 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
         s->eventcb(s, ev, s->arg);
 }
 
-/* Write what is queued. Returns 0 when all of it went, 1 when the socket is
- * full (EPOLLOUT is armed), -1 on error (errno set). */
 /* One write of what is queued: write(2) when it is one piece (a head and
  * a small body copied after it, stream_move), writev through libevent
  * otherwise. */
@@ -304,6 +302,8 @@ static ssize_t write_some(struct stream *s)
     return n;
 }
 
+/* Write what is queued. Returns 0 when all of it went, 1 when the socket is
+ * full (EPOLLOUT is armed), -1 on error (errno set). */
 static int flush(struct stream *s)
 {
     while (evbuffer_get_length(s->out) > 0) {
