@@ -20,9 +20,10 @@ Servers (each on 127.0.0.1, a port the kernel picks):
            page on this machine, the floor the browser column is read against
 Targets: direct, and `wtproxy serve --listen 127.0.0.1:P --backend
 127.0.0.1:B --whoami off` for each binary given (--bin NAME=PATH); with
---gate, for Django also NAME+gate: wtproxy as a user runs it (gate and
-identification on, Django started by `wtproxy run` in a git worktree that
-has the /__whoami middleware; this script and the browser run in it).
+--gate, for Django and nginx also NAME+gate: wtproxy as a user runs it
+(gate and identification on; Django started by `wtproxy run` in a git
+worktree that has the /__whoami middleware, nginx registered for it with a
+/__whoami file; this script and the browser run in that worktree).
 
 Measures, in interleaved rounds (server by server, each round visits every
 target in turn), medians over rounds:
@@ -56,6 +57,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gate_tree  # noqa: E402
 from benchlib import free_port, say, wait_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -150,7 +152,8 @@ def write_nginx(d, port, www):
                 f"error_log {d}/error.log warn;\nevents {{ worker_connections 1024; }}\n"
                 f"http {{\n    access_log off;\n{temps}"
                 "    types { text/html html; text/css css; }\n    sendfile on;\n"
-                f"    server {{ listen 127.0.0.1:{port}; root {www}; }}\n}}\n")
+                f"    server {{ listen 127.0.0.1:{port}; root {www};\n"
+                "        location = /__whoami { default_type application/json; } }\n}\n")
     return conf
 
 
@@ -185,7 +188,7 @@ def start_server(name, tmp, www, procs):
         raise SystemExit(f"ack_stall.py: unknown server {name}")
     procs.append(p)
     wait_port(port, p, name)
-    return port, api, page
+    return port, p.pid, api, page
 
 
 def start_proxy(binary, backend_port, procs, tmp, name):
@@ -235,11 +238,13 @@ def make_gate_worktree(tmp):
     return os.path.realpath(wt)
 
 
-def start_gated(binary, wt, procs, tmp, name):
+def start_gated(binary, wt, procs, tmp, name, server, backend):
     """wtproxy as a user runs it: a daemon with the gate on and no default
-    backend, and Django started by `wtproxy run` in worktree wt. Callers are
-    placed by identification: this process and the browser run in wt.
-    Returns the daemon's port once a request through it answers 200."""
+    backend; for django, Django started by `wtproxy run` in worktree wt; for
+    nginx, the direct nginx (backend: its port, pid and www) registered for
+    wt with a /__whoami file naming wt. Callers are placed by
+    identification: this process and the browser run in wt. Returns the
+    daemon's port once a request through it answers 200."""
     port = free_port()
     own = tempfile.mkdtemp(dir=tmp, prefix=f"wtproxy-{name}-")
     env = dict(os.environ, WTPROXY_CONTROL=os.path.join(own, "control.sock"),
@@ -251,20 +256,33 @@ def start_gated(binary, wt, procs, tmp, name):
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs.append(d)
     wait_port(port, d, f"wtproxy ({binary})")
-    with open(os.path.join(own, "run.log"), "w") as log:
-        run = subprocess.Popen([binary, "run", "--front", str(port), "--", PY, "manage.py",
-                                "runserver", "--noreload", "127.0.0.1:{port}"],
-                               cwd=wt, env=env, stdout=log, stderr=log)
-    procs.insert(0, run)  # stopped first: it unregisters from the daemon on its way out
+    log = os.path.join(own, "run.log")
+    if server == "django":
+        with open(log, "w") as f:
+            run = subprocess.Popen([binary, "run", "--front", str(port), "--", PY, "manage.py",
+                                    "runserver", "--noreload", "127.0.0.1:{port}"],
+                                   cwd=wt, env=env, stdout=f, stderr=f)
+        procs.insert(0, run)  # stopped first: it unregisters from the daemon on its way out
+        path = "/api/"
+    else:
+        bport, bpid, www = backend
+        fp = subprocess.run([binary, "fingerprint", "--json", wt], check=True,
+                            capture_output=True, text=True).stdout
+        with open(os.path.join(www, "__whoami"), "w") as f:
+            f.write(gate_tree.whoami(wt, bpid, fp))
+        subprocess.run([binary, "register", "--port", str(bport), "--pid", str(bpid), "--front",
+                        str(port), "--worktree", wt, "--no-autostart"], env=env, check=True)
+        run, path = d, "/api/index.html"
     end = time.monotonic() + 60
     while True:
         try:
-            get_all(port, ["/api/"])
+            get_all(port, [path])
             return port
         except (SystemExit, OSError) as e:
             if run.poll() is not None or time.monotonic() > end:
-                with open(os.path.join(own, "run.log")) as f:
-                    raise SystemExit(f"ack_stall.py: wtproxy run not ready ({e}):\n{f.read()}")
+                with open(log, "a+") as f:
+                    f.seek(0)
+                    raise SystemExit(f"ack_stall.py: {name}+gate not ready ({e}):\n{f.read()}")
             time.sleep(0.2)
 
 
@@ -299,10 +317,11 @@ def measure_server(server, tmp, www, bins, wt, a, procs):
     """Start server and its targets, measure json and static in a.rounds
     interleaved rounds; returns (row, [(target, browser url)])."""
     statics = [f"/static/s{i:02d}.css" for i in range(NFILES)]
-    bport, api, page = start_server(server, tmp, www, procs)
+    bport, bpid, api, page = start_server(server, tmp, www, procs)
     targets = [("direct", bport)] + [(n, start_proxy(p, bport, procs, tmp, n)) for n, p in bins]
-    if wt and server == "django":
-        targets += [(f"{n}+gate", start_gated(p, wt, procs, tmp, n)) for n, p in bins]
+    if wt and server in ("django", "nginx"):
+        targets += [(f"{n}+gate", start_gated(p, wt, procs, tmp, n, server, (bport, bpid, www)))
+                    for n, p in bins]
     res = {t: {"json": [], "static": []} for t, _ in targets}
     for t, port in targets:  # warm-up: imports, pools, page caches
         get_all(port, [api] * 3 + statics)
