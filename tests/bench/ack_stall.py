@@ -58,6 +58,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gate_tree  # noqa: E402
+from ack_stall_report import ms, report  # noqa: E402
 from benchlib import free_port, say, wait_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -65,6 +66,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 NODE_MODULES = os.path.join(REPO, "tests", "node_modules")
 NFILES = 30
 PY = "/usr/bin/python3"
+# (server, target) -> control socket of each +gate daemon, for its stats
+CONTROLS = {}
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 DJANGO_SETTINGS = """
 SECRET_KEY = "bench"
@@ -256,6 +259,7 @@ def start_gated(binary, wt, procs, tmp, name, server, backend):
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs.append(d)
     wait_port(port, d, f"wtproxy ({binary})")
+    CONTROLS[(server, f"{name}+gate")] = env["WTPROXY_CONTROL"]
     log = os.path.join(own, "run.log")
     if server == "django":
         with open(log, "w") as f:
@@ -295,11 +299,24 @@ def browser_loads(urls, loads, timeline):
     if out.returncode != 0:
         raise SystemExit(f"ack_stall.py: browser run failed:\n{out.stderr}")
     res = json.loads(out.stdout)
-    return (res["times"], res["timelines"]) if timeline else (res, [None] * len(urls))
+    if not timeline:
+        return res, [None] * len(urls), [None] * len(urls)
+    return res["times"], res["timelines"], res["first"]
 
 
-def ms(x):
-    return f"{x * 1000:.2f}" if x < 0.1 else f"{x * 1000:.0f}"
+def identify_stats(control):
+    """The daemon's identification timings (the stats control op)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(control)
+        s.sendall(b'{"op":"stats"}\n')
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)["identify"]
 
 
 def stop(procs):
@@ -365,62 +382,22 @@ def main():
             rows.append(row)
             urls += [(row, t, url) for t, url in u]
         if a.browser:  # every server's targets in one interleaved run
-            times, tls = browser_loads([u for _, _, u in urls], a.loads, a.timeline)
-            for (row, t, _), v, tl in zip(urls, times, tls):
-                row["targets"][t].update(browser=v, timeline=tl)
+            times, tls, first = browser_loads([u for _, _, u in urls], a.loads, a.timeline)
+            for (row, t, _), v, tl, f in zip(urls, times, tls, first):
+                row["targets"][t].update(browser=v, timeline=tl, first=f)
                 say(f"browser {row['server']} {t}: {v}")
+            for (server, t), control in CONTROLS.items():
+                row = next(r for r in rows if r["server"] == server)
+                row["targets"][t]["identify"] = identify_stats(control)
             if a.timeline_json:
                 with open(a.timeline_json, "w") as f:
-                    json.dump([{"server": r["server"], "target": t, "times": r["targets"][t]["browser"],
-                                "timeline": r["targets"][t]["timeline"]} for r, t, _ in urls], f)
+                    json.dump([dict(server=r["server"], target=t, **{k: r["targets"][t].get(k) for k in (
+                        "browser", "timeline", "first", "identify")}) for r, t, _ in urls], f)
     finally:
         stop(procs)
         os.chdir(REPO)
         shutil.rmtree(tmp, ignore_errors=True)
     report(rows, a)
-
-
-def report(rows, a):
-    names = list(dict.fromkeys(n for r in rows for n in r["targets"]))
-    print(f"{a.rounds} interleaved rounds, medians; json: {a.requests} keep-alive GETs on one "
-          f"connection, median ms per request; static: {NFILES} CSS files over one keep-alive "
-          "connection, total ms" + ("; browser: Chromium load of a page with the 30 files, median "
-                                     f"of {a.loads} loads, ms" if a.browser else "") + "\n")
-    kinds = ["json", "static"] + (["browser"] if a.browser else [])
-    print("| server | measure | " + " | ".join(names) + " | " +
-          " | ".join(f"{n}/direct" for n in names[1:]) + " |")
-    print("|---" * (2 + 2 * len(names) - 1) + "|")
-    for row in rows:
-        tg = row["targets"]
-        for k in kinds:
-            vals = [tg[n][k] if n in tg else None for n in names]
-            vals = [statistics.median(v) / 1000 if k == "browser" and v else v for v in vals]
-            print(f"| {row['server']} | {k} | " + " | ".join(ms(v) if v else "" for v in vals) +
-                  " | " + " | ".join(f"{v / vals[0]:.2f}x" if v else "" for v in vals[1:]) + " |")
-    if a.browser:
-        report_browser(rows, a)
-
-
-def report_browser(rows, a):
-    """Each browser target against nginx direct, load by load (the loads
-    are interleaved, so load i of each target ran at nearly the same time);
-    and with --timeline, the medians of each load's timeline."""
-    ref = next((r["targets"]["direct"]["browser"] for r in rows if r["server"] == "nginx"), None)
-    print(f"\nbrowser, medians of {a.loads} loads (ms from navigation start)"
-          + ("; vs nginx: median over loads of load i / nginx direct's load i" if ref else "") + "\n")
-    keys = ["conns", "newConns", "htmlTtfb", "htmlEnd", "cssFirst", "cssLastEnd", "load",
-            "waitMed", "waitMax", "queueMax", "connectMax", "chain", "idle"] if a.timeline else []
-    print("| server | target | load ms | " + ("vs nginx | " if ref else "") +
-          "".join(f"{k} | " for k in keys).rstrip())
-    print("|---" * (3 + bool(ref) + len(keys)) + "|")
-    for row in rows:
-        for t, v in row["targets"].items():
-            cells = [row["server"], t, f"{statistics.median(v['browser']):.0f}"]
-            if ref:
-                cells.append(f"{statistics.median(x / y for x, y in zip(v['browser'], ref)):.2f}x")
-            for k in keys:
-                cells.append(f"{statistics.median(x[k] for x in v['timeline']):g}")
-            print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 // Playwright, interleaved, LOADS times; a fresh browser context per load (an
 // empty cache, new connections). Prints JSON: per URL, the load times in ms
 // (navigation start to the load event). Run by ack_stall.py.
-// With --timeline, prints { times, timelines }: timelines[url][load] is the
-// summary of that load's Resource Timing (see timeline() below).
+// With --timeline, prints { times, timelines, first }: timelines[url][load]
+// is the summary of that load's Resource Timing (see timeline() below), and
+// first[url] the warm-up load's [ms, timeline]: each url's first load from
+// this browser (a daemon meets the browser's processes for the first time).
 // Usage: node tests/bench/ack_stall_browser.mjs [--timeline] LOADS URL...
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -91,11 +93,12 @@ async function loadOnce(browser, url) {
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium' });
 const times = urls.map(() => []);
 const timelines = urls.map(() => []);
+const first = urls.map(() => null);
 try {
   for (let i = 0; i <= loads; i++) {
     for (const [j, url] of urls.entries()) {
       const [ms, tl] = await loadOnce(browser, url);
-      if (i === 0) continue; // load 0 warms up
+      if (i === 0) { first[j] = [ms, tl]; continue; } // load 0 warms up
       times[j].push(ms);
       timelines[j].push(tl);
     }
@@ -103,4 +106,4 @@ try {
 } finally {
   await browser.close();
 }
-console.log(JSON.stringify(withTimeline ? { times, timelines } : times));
+console.log(JSON.stringify(withTimeline ? { times, timelines, first } : times));
