@@ -36,18 +36,19 @@ def report_browser(rows, a):
     are interleaved, so load i of each target ran at nearly the same time);
     with --timeline, the medians of each load's timeline and the first
     (warm-up) load alone; and each +gate daemon's identification times."""
-    ref = next((r["targets"]["direct"]["browser"] for r in rows if r["server"] == "nginx"), None)
+    refs = [(f"vs {r['server']}", r["targets"]["direct"]["browser"]) for r in rows
+            if r["server"] in ("nginx", "django")]
     print(f"\nbrowser, medians of {a.loads} loads (ms from navigation start)"
-          + ("; vs nginx: median over loads of load i / nginx direct's load i" if ref else "") + "\n")
+          + ("; vs X: median over loads of load i / X direct's load i" if refs else "") + "\n")
     keys = ["conns", "newConns", "htmlTtfb", "htmlEnd", "cssFirst", "cssLastEnd", "load",
             "waitMed", "waitMax", "queueMax", "connectMax", "chain", "idle"] if a.timeline else []
-    print("| server | target | load ms | " + ("vs nginx | " if ref else "") +
+    print("| server | target | load ms | " + "".join(f"{n} | " for n, _ in refs) +
           ("".join(f"{k} | " for k in keys) + ("first load: ms, htmlTtfb |" if keys else "")).rstrip())
-    print("|---" * (3 + bool(ref) + len(keys) + bool(keys)) + "|")
+    print("|---" * (3 + len(refs) + len(keys) + bool(keys)) + "|")
     for row in rows:
         for t, v in row["targets"].items():
             cells = [row["server"], t, f"{statistics.median(v['browser']):.0f}"]
-            if ref:
+            for _, ref in refs:
                 cells.append(f"{statistics.median(x / y for x, y in zip(v['browser'], ref)):.2f}x")
             for k in keys:
                 cells.append(f"{statistics.median(x[k] for x in v['timeline']):g}")
