@@ -391,8 +391,10 @@ def main():
                 row["targets"][t]["identify"] = identify_stats(control)
             if a.timeline_json:
                 with open(a.timeline_json, "w") as f:
-                    json.dump([dict(server=r["server"], target=t, **{k: r["targets"][t].get(k) for k in (
-                        "browser", "timeline", "first", "identify")}) for r, t, _ in urls], f)
+                    keep = ("browser", "timeline", "first", "identify")
+                    json.dump([dict(server=r["server"], target=t,
+                                    **{k: r["targets"][t].get(k) for k in keep})
+                               for r, t, _ in urls], f)
     finally:
         stop(procs)
         os.chdir(REPO)

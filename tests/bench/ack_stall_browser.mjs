@@ -71,7 +71,8 @@ async function loadOnce(browser, url) {
     const connOf = new Map(); // url -> the connection id its response came over
     if (withTimeline) {
       const cdp = await ctx.newCDPSession(page);
-      cdp.on('Network.responseReceived', (ev) => connOf.set(ev.response.url, ev.response.connectionId));
+      cdp.on('Network.responseReceived',
+        (ev) => connOf.set(ev.response.url, ev.response.connectionId));
       await cdp.send('Network.enable');
     }
     await page.goto(url, { waitUntil: 'load', timeout: 30000 });
@@ -84,7 +85,8 @@ async function loadOnce(browser, url) {
     if (sheets !== 30 || css.length !== 30) {
       throw new Error(`${url}: ${sheets} stylesheets loaded (${css.length} timed), want 30`);
     }
-    return [r1(nav.loadEventStart - nav.startTime), withTimeline ? timeline(nav, css, connOf) : null];
+    const ms = r1(nav.loadEventStart - nav.startTime);
+    return [ms, withTimeline ? timeline(nav, css, connOf) : null];
   } finally {
     await ctx.close();
   }

@@ -43,9 +43,9 @@ def sample(binary):
         port = A.start_gated(binary, wt, procs, tmp, "w", "nginx", (bport, bpid, www))
         control = A.CONTROLS[("nginx", "w+gate")]
         s1 = A.identify_stats(control)["worker"]
-        out = subprocess.run(["node", os.path.join(A.HERE, "ack_stall_browser.mjs"), "--timeline", "0",
-                              f"http://127.0.0.1:{port}{page}"], capture_output=True, text=True,
-                             cwd=wt, timeout=120)
+        script = os.path.join(A.HERE, "ack_stall_browser.mjs")
+        out = subprocess.run(["node", script, "--timeline", "0", f"http://127.0.0.1:{port}{page}"],
+                             capture_output=True, text=True, cwd=wt, timeout=120)
         if out.returncode:
             raise SystemExit(f"ack_stall_first.py: browser failed:\n{out.stderr}")
         ms, tl = json.loads(out.stdout)["first"][0]
@@ -67,14 +67,15 @@ def main():
     for i in range(a.samples):
         for n, p in bins:
             res[n].append(sample(p))
-            say(f"sample {i + 1}/{a.samples} {n} (load {os.getloadavg()[0]:.1f}): htmlTtfb, load ms, "
-                f"worker max µs before/after the browser: {res[n][-1]}")
+            say(f"sample {i + 1}/{a.samples} {n} (load {os.getloadavg()[0]:.1f}): htmlTtfb, "
+                f"load ms, worker max µs before/after the browser: {res[n][-1]}")
     print(f"A new Chromium's first page through a fresh gated daemon, medians of {a.samples} "
           "samples (all samples: stderr)\n")
     print("| binary | first byte ms | load ms | worker max before browser µs | after µs |")
     print("|---|---|---|---|---|")
     for n, v in res.items():
-        print(f"| {n} | " + " | ".join(f"{statistics.median(x[k] for x in v):g}" for k in range(4)) + " |")
+        meds = [statistics.median(x[k] for x in v) for k in range(4)]
+        print(f"| {n} | " + " | ".join(f"{m:g}" for m in meds) + " |")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ def report_browser(rows, a):
     keys = ["conns", "newConns", "htmlTtfb", "htmlEnd", "cssFirst", "cssLastEnd", "load",
             "waitMed", "waitMax", "queueMax", "connectMax", "chain", "idle"] if a.timeline else []
     print("| server | target | load ms | " + "".join(f"{n} | " for n, _ in refs) +
-          ("".join(f"{k} | " for k in keys) + ("first load: ms, htmlTtfb |" if keys else "")).rstrip())
+          ("".join(f"{k} | " for k in keys) +
+           ("first load: ms, htmlTtfb |" if keys else "")).rstrip())
     print("|---" * (3 + len(refs) + len(keys) + bool(keys)) + "|")
     for row in rows:
         for t, v in row["targets"].items():
@@ -60,7 +61,8 @@ def report_browser(rows, a):
             if "identify" in v:
                 i = v["identify"]
                 print(f"\n{row['server']} {t}: identification of every connection (this script's "
-                      f"and the browser's): {i['all']['count']} lookups, p50 {i['all']['p50_us']} µs, "
+                      f"and the browser's): {i['all']['count']} lookups, "
+                      f"p50 {i['all']['p50_us']} µs, "
                       f"p99 {i['all']['p99_us']} µs, max {i['all']['max_us']} µs; on the worker: "
                       f"{i['worker']['count']} (p50 {i['worker']['p50_us']} µs, max "
                       f"{i['worker']['max_us']} µs), {i['proc_scans']} full /proc scans")
