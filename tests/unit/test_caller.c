@@ -13,6 +13,7 @@
 #include "../../host/worktree.c"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -308,6 +309,47 @@ static void test_scan_batch(void)
     }
 }
 
+static void *park(void *arg)
+{
+    char c;
+    return read(*(int *)arg, &c, 1) < 0 ? arg : NULL; /* until the pipe closes */
+}
+
+/* Threads started after the range's start open as /proc/TID and share this
+ * process's fd table, which the pass reads once for all of them: a socket
+ * is still found, and reported as this process, not as a thread. */
+static void test_scan_threads(void)
+{
+    int cfd, afd, pfd[2];
+    pthread_t th[4];
+    struct stat st;
+
+    if (pipe(pfd) < 0 || tcp_pair(AF_INET, "127.0.0.1", AF_INET, NULL, &cfd, &afd) < 0) {
+        tap_skip("no pipe or no IPv4 loopback");
+        return;
+    }
+    pid_t before = host_last_pid();
+    int started = 0;
+    for (int i = 0; i < 4; i++)
+        started += pthread_create(&th[i], NULL, park, &pfd[0]) == 0;
+    fstat(cfd, &st);
+    unsigned long inode = st.st_ino;
+    pid_t pid = 0;
+    int fd = -1;
+    struct host_scope young = {.after = before, .upto = host_last_pid()};
+    ok(started == 4 && young.upto > before, "4 threads started after pid %d", (int)before);
+    is_int((int)host_socket_holders(&inode, 1, getuid(), &young, &pid, &fd), 1,
+           "young range of threads only: the socket their process holds is found");
+    is_int(pid, getpid(), "  reported as the process");
+    is_int(fd, cfd, "  at its fd");
+    close(pfd[1]);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    close(pfd[0]);
+    close(cfd);
+    close(afd);
+}
+
 static void is_worktree(const char *dir, const char *root, const char *common, const char *what)
 {
     struct host_worktree w;
@@ -523,6 +565,7 @@ int main(int argc, char **argv)
     host_diag_close(d);
     test_scan_all();
     test_scan_batch();
+    test_scan_threads();
     test_cmdline();
     if (make_tree() < 0) {
         tap_skip("git cannot make the test repositories");
