@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "gate.h"
 #include "host.h"
+#include "ondemand.h"
 #include "refusal_log.h"
 #include "request_check.h"
 #include "http_head.h"
@@ -132,6 +133,7 @@ void conn_close(struct proxy_client *c)
         c->handler->on_close(c);
     identify_cancel(c->ident_ticket);
     whoami_gate_cancel(c->srv->gate, c->gate_ticket);
+    ondemand_cancel(c->file_ticket);
     if (c->who && c->srv->ident)
         identify_forget(c->srv->ident, c->who->pid, c->who->fd);
     free(c->who);
@@ -278,6 +280,8 @@ static void reset_request(struct proxy_client *c)
     c->resp_copy = c->resp_chunked = c->resp_done = c->up_keepalive = 0;
     c->close_after = 0;
     c->awaiting_start = 0;
+    ondemand_cancel(c->file_ticket);
+    c->file_ticket = NULL;
     if (c->who && !c->who->placed) {
         /* Only a placing lasts the connection: what was unknown may be
          * known by the next request (a registration or a .wtproxy since). */

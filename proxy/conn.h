@@ -54,6 +54,7 @@ struct proxy_client {
     struct identify_kept *who;           /* the caller, once identified (per connection) */
     void *ident_ticket;                  /* a pending identification */
     void *gate_ticket;                   /* a pending /__whoami verdict */
+    void *file_ticket;                   /* a pending read of the worktree's .wtproxy */
     int awaiting_start;                  /* the daemon started the worktree's server */
     int in_flight;                       /* counted in backend->active */
     char ip[INET6_ADDRSTRLEN];

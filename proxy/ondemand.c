@@ -50,7 +50,7 @@ struct ondemand {
     struct started list[ONDEMAND_MAX];
     int n;
     struct event *sigchld, *sweep, *tick;
-    struct ondemand_reader *reader; /* .wtproxy files read for callers that connected */
+    struct ondemand_reader *reader; /* .wtproxy files read for callers, off the loop */
 };
 
 static struct started *find(struct ondemand *a, const char *worktree, int front)
@@ -274,10 +274,37 @@ int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, c
     return s ? ensure(a, worktree, &f, s, err, errlen) : -1;
 }
 
+void *ondemand_ensure_front_later(struct ondemand *a, const char *worktree, int front,
+                                  ondemand_ensured_cb cb, void *arg)
+{
+    return ondemand_reader_read(a->reader, worktree, front, cb, arg);
+}
+
+void ondemand_cancel(void *ticket) { ondemand_reader_cancel(ticket); }
+
+void ondemand_file_answer(struct ondemand *a, const char *worktree, int front, int rc,
+                          const struct wtfile *f, const char *err, ondemand_ensured_cb cb,
+                          void *arg)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", rc < 0 ? err : "");
+    if (rc < 0)
+        report(a, msg);
+    const struct wtfile_service *s = rc == 0 ? wtfile_by_front(f, front) : NULL;
+    cb(arg, s ? ensure(a, worktree, f, s, msg, sizeof msg) : -1, msg);
+}
+
+const struct ondemand_cached *ondemand_cached(struct ondemand *a, const char *worktree)
+{
+    return ondemand_reader_cached(a->reader, worktree, proxy_now_ms(a->srv));
+}
+
+unsigned long long ondemand_now_ms(struct ondemand *a) { return proxy_now_ms(a->srv); }
+
 void ondemand_connected(struct ondemand *a, const char *worktree, int front)
 {
     struct started *e = find(a, worktree, front);
-    if (!a->reader || (e && (e->pid > 0 || e->waiting)) || registered(a, worktree, front))
+    if ((e && (e->pid > 0 || e->waiting)) || registered(a, worktree, front))
         return;
     ondemand_reader_submit(a->reader, worktree, front);
 }
@@ -442,9 +469,8 @@ struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
     char why[256];
     a->reader = ondemand_reader_new(a, s->base, why, sizeof why);
     if (!a->reader)
-        proxy_log("no start at connect time (a server starts at its worktree's first request): %s",
-                  why);
-    if (!a->sigchld || !a->sweep || !a->tick || evsignal_add(a->sigchld, NULL) < 0 ||
+        proxy_log("no on-demand starts from .wtproxy files: %s", why);
+    if (!a->reader || !a->sigchld || !a->sweep || !a->tick || evsignal_add(a->sigchld, NULL) < 0 ||
         event_add(a->sweep, &tv) < 0) {
         ondemand_free(a);
         return NULL;

@@ -17,6 +17,8 @@
  *                                          leases, other machines' entries
  *   state file      registry/reg_store_worker.c  its write and fsyncs on a
  *                                          registration change
+ *   .wtproxy files  proxy/ondemand_reader.c  a worktree's file, for a
+ *                                          connect, a request, the dashboard
  *
  * Re-adding a tree's inotify watches after the kernel's queue overflowed
  * is the fingerprint worker's too (whoami/tree.c). Known exception: the
