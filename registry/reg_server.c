@@ -63,6 +63,7 @@ struct reg_server {
     json_t *listen; /* the front addresses, for ping; NULL until told */
     struct reg_saver *saver; /* writes the state file off the loop */
     int line_saved;    /* the control line being handled changed the table */
+    int line_leases;   /* it claimed or released in the embedded store */
     char unsaved[640]; /* why the last save failed; "" once one succeeds */
     reg_server_ext ext; /* the ops of the layer above, or NULL */
     void *ext_arg;
@@ -384,9 +385,12 @@ static json_t *handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, j
         return op_list(rs, peer);
     if (strcmp(op, "register") == 0)
         return op_register(rs, uid, req);
-    if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0)
-        return rs->pg.pgw ? reg_pgops_lease_op(&rs->pg, peer, req)
-                          : reg_lease_store_op(rs->leases, op, req, uid);
+    if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0) {
+        if (rs->pg.pgw)
+            return reg_pgops_lease_op(&rs->pg, peer, req);
+        rs->line_leases = strcmp(op, "leases") != 0; /* its reply waits for the file */
+        return reg_lease_store_op(rs->leases, op, req, uid);
+    }
     if (strcmp(op, "reserve") == 0) {
         int port = reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
@@ -450,7 +454,9 @@ struct held {
     struct reg_server *rs;
     struct reg_peer *peer;
     json_t *reply;
-    int waits; /* the state file's write, the PostgreSQL mirror, line_done itself */
+    int waits; /* the state file's write, the leases file's, the PostgreSQL mirror,
+                * line_done itself */
+    int saved; /* the line changed the table: the reply says how its write went */
 };
 
 /* One wait of h is over; after the last, h's reply goes, its warning
@@ -459,7 +465,7 @@ static void held_step(struct held *h)
 {
     if (--h->waits > 0)
         return;
-    if (json_is_true(json_object_get(h->reply, "ok"))) {
+    if (h->saved && json_is_true(json_object_get(h->reply, "ok"))) {
         json_object_del(h->reply, "warning");
         unsaved_warning(h->rs, h->reply);
     }
@@ -481,18 +487,23 @@ static void held_mirrored(void *arg, json_t *answer)
 
 /* The line is handled and r is its reply (NULL: it comes later). Returns
  * r to send now, or NULL when it is held until the line's change (saved
- * says it made one) is written and mirrored. Without a peer to answer
- * later (reg_server_request), r goes now: the write and mirror follow. */
-static json_t *line_done(struct reg_server *rs, struct reg_peer *peer, json_t *r, int saved)
+ * says it made one to the table, leases one to the embedded lease store)
+ * is written and mirrored. Without a peer to answer later
+ * (reg_server_request), r goes now: the write and mirror follow. */
+static json_t *line_done(struct reg_server *rs, struct reg_peer *peer, json_t *r, int saved,
+                         int leases)
 {
-    struct held *h = saved && peer && r ? calloc(1, sizeof *h) : NULL;
+    struct held *h = (saved || leases) && peer && r ? calloc(1, sizeof *h) : NULL;
     if (!h) {
         if (rs->pg.pgw)
             reg_pgops_line_done(&rs->pg, NULL, NULL);
         return r;
     }
-    *h = (struct held){rs, peer, r, 1};
-    h->waits += reg_saver_wait(rs->saver, held_saved, h);
+    *h = (struct held){rs, peer, r, 1, saved};
+    if (saved)
+        h->waits += reg_saver_wait(rs->saver, held_saved, h);
+    if (leases) /* a write failure is the daemon's log's (reg_lease_store.c) */
+        h->waits += reg_saver_wait(reg_lease_store_saver(rs->leases), held_saved, h);
     if (rs->pg.pgw)
         h->waits += reg_pgops_line_done(&rs->pg, held_mirrored, h);
     held_step(h); /* line_done's own: the reply goes now if nothing is pending */
@@ -511,15 +522,16 @@ static json_t *request(struct reg_server *rs, struct reg_peer *peer, uid_t uid,
     if (!req)
         return reg_fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
                     je.column);
-    int outer = rs->line_saved;
-    rs->line_saved = 0;
+    int outer = rs->line_saved, outer_leases = rs->line_leases;
+    rs->line_saved = rs->line_leases = 0;
     rs->pg.in_line = 1;
     json_t *r = handle(rs, peer, uid, req);
     rs->pg.in_line = 0;
     json_decref(req);
-    int saved = rs->line_saved;
+    int saved = rs->line_saved, leases = rs->line_leases;
     rs->line_saved = outer;
-    return line_done(rs, peer, r, saved);
+    rs->line_leases = outer_leases;
+    return line_done(rs, peer, r, saved, leases);
 }
 
 char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len)
@@ -589,7 +601,7 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
     }
     load_state(rs);
     reg_pgops_mirror(&rs->pg, rs->table); /* this machine's rows from before are stale */
-    if (!(rs->leases = reg_lease_store_beside(rs->state_path, err, errlen))) {
+    if (!(rs->leases = reg_lease_store_beside(base, rs->state_path, err, errlen))) {
         reg_server_free(rs);
         return NULL;
     }
@@ -611,6 +623,7 @@ void reg_server_free(struct reg_server *rs)
         return;
     reg_pgw_free(rs->pg.pgw); /* first: its last answers go to control peers */
     reg_saver_free(rs->saver); /* then the last writes, and the replies they held */
+    reg_lease_store_free(rs->leases); /* the same for the leases file */
     reg_control_free(rs->control);
     if (rs->sweep)
         event_free(rs->sweep);
@@ -618,7 +631,6 @@ void reg_server_free(struct reg_server *rs)
         unwatch(reg_table_at(rs->table, i));
     reg_table_free(rs->table);
     json_decref(rs->listen);
-    reg_lease_store_free(rs->leases);
     json_decref(rs->pg.sync_out);
     reg_mirror_close(rs->mirror); /* the thread is gone: this one runs its last statement */
     free(rs);
