@@ -94,7 +94,7 @@ struct proxy_client {
     TAILQ_ENTRY(proxy_client) link;
 };
 
-/* client.c */
+/* client.c, client_request.c */
 long conn_scan_head(struct head_scan *s, struct evbuffer *in, const struct head_scan_limits *lim);
 void conn_set_client_callbacks(struct proxy_client *c);
 void conn_close(struct proxy_client *c);
@@ -105,6 +105,9 @@ void conn_request_done(struct proxy_client *c);
 void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
 void conn_backend_done(struct proxy_client *c);
+
+/* client_request.c */
+void conn_read_request_head(struct proxy_client *c); /* CS_IDLE/CS_HEAD: bytes came */
 
 /* dispatch.c */
 void conn_route(struct proxy_client *c);        /* a parsed request: caller, route, wait, gate */
