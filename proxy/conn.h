@@ -54,6 +54,7 @@ struct proxy_client {
     struct identify_kept *who;           /* the caller, once identified (per connection) */
     void *ident_ticket;                  /* a pending identification */
     void *gate_ticket;                   /* a pending /__whoami verdict */
+    void *file_ticket;                   /* a pending read of the worktree's .wtproxy */
     int awaiting_start;                  /* the daemon started the worktree's server */
     int in_flight;                       /* counted in backend->active */
     char ip[INET6_ADDRSTRLEN];
@@ -93,7 +94,7 @@ struct proxy_client {
     TAILQ_ENTRY(proxy_client) link;
 };
 
-/* client.c */
+/* client.c, client_request.c */
 long conn_scan_head(struct head_scan *s, struct evbuffer *in, const struct head_scan_limits *lim);
 void conn_set_client_callbacks(struct proxy_client *c);
 void conn_close(struct proxy_client *c);
@@ -104,6 +105,9 @@ void conn_request_done(struct proxy_client *c);
 void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
 void conn_backend_done(struct proxy_client *c);
+
+/* client_request.c */
+void conn_read_request_head(struct proxy_client *c); /* CS_IDLE/CS_HEAD: bytes came */
 
 /* dispatch.c */
 void conn_route(struct proxy_client *c);        /* a parsed request: caller, route, wait, gate */

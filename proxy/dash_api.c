@@ -46,13 +46,14 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
     return "ready";
 }
 
-/* What b's worktree's .wtproxy declares (ondemand_services, or null), read
- * once per worktree per answer: cache holds them by worktree. */
+/* What b's worktree's .wtproxy declares (ondemand_services_known: as a
+ * worker last read it, never read here; or null), once per worktree per
+ * answer: cache holds them by worktree. */
 static json_t *declared_of(struct proxy_server *s, json_t *cache, const char *worktree)
 {
     json_t *d = json_object_get(cache, worktree);
     if (!d) {
-        d = worktree[0] ? ondemand_services(s, worktree) : NULL;
+        d = worktree[0] ? ondemand_services_known(s, worktree) : NULL;
         if (!d)
             d = json_null();
         json_object_set_new(cache, worktree, d);

@@ -57,15 +57,62 @@ static const char *request_worktree(struct proxy_client *c)
     return c->who && c->who->placed && !c->route_name[0] ? c->who->worktree : NULL;
 }
 
-/* No server for the request's worktree, but its .wtproxy declares one for
- * this front: started (or starting) by the daemon, the request waits for
- * it. A bad .wtproxy: err says what is wrong with it. */
-static int start_declared(struct proxy_client *c, char *err, size_t errlen)
+/* No server for the request, and none to start: say why routing found none. */
+static void no_backend(struct proxy_client *c)
+{
+    char d[2048];
+    route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, d,
+                  sizeof d);
+    conn_fail(c, c->route_error, d);
+}
+
+/* The request's worktree's .wtproxy, read by a worker: it declared a
+ * server for this front, started (or starting) by the daemon, and the
+ * request waits for it; or bad is what is wrong with the file; or it
+ * declares none here. */
+static void declared_read(void *arg, int rc, const char *bad)
+{
+    struct proxy_client *c = arg;
+    c->file_ticket = NULL;
+    if (rc == 0) {
+        c->awaiting_start = 1;
+        conn_wait(c, WTP_WAIT_POLL_MS);
+    } else if (bad[0]) {
+        conn_fail(c, PE_BACKEND_NOT_READY, bad);
+    } else {
+        no_backend(c);
+    }
+}
+
+/* No server for the request's worktree: its .wtproxy may declare one for
+ * this front. The file is read off the loop (on NFS or FUSE a read can
+ * take seconds); the request is parked meanwhile, as it is while a
+ * server starts, within start_timeout. Returns 0 when parked. */
+static int read_declared(struct proxy_client *c)
 {
     const char *wt = request_worktree(c);
-    err[0] = '\0';
-    return wt && c->route_error == PE_NO_BACKEND && c->srv->ondemand &&
-           ondemand_ensure_front(c->srv->ondemand, wt, c->listener->port, err, errlen) == 0;
+    if (!wt || c->route_error != PE_NO_BACKEND || !c->srv->ondemand)
+        return -1;
+    c->file_ticket = ondemand_ensure_front_later(c->srv->ondemand, wt, c->listener->port,
+                                                 declared_read, c);
+    if (!c->file_ticket)
+        return -1;
+    c->state = CS_WAIT;
+    conn_arm_timer(c, c->srv->cfg.start_timeout_ms);
+    return 0;
+}
+
+/* Its .wtproxy's read did not come back within start_timeout. */
+static void read_timeout(struct proxy_client *c)
+{
+    const char *wt = request_worktree(c);
+    char d[2 * PATH_MAX + 256];
+    ondemand_cancel(c->file_ticket);
+    c->file_ticket = NULL;
+    snprintf(d, sizeof d, "reading %s/.wtproxy took longer than start_timeout (%u ms): its "
+             "filesystem does not answer; check it (ls %s), or start the server yourself: "
+             "wtproxy run -- CMD {port}", wt, c->srv->cfg.start_timeout_ms, wt);
+    conn_fail(c, PE_BACKEND_NOT_READY, d);
 }
 
 /* Route the parsed request (routing may need the caller first), then wait
@@ -77,21 +124,10 @@ void conn_route(struct proxy_client *c)
     int front = c->listener->port;
     c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
     c->wait_since_ms = proxy_now_ms(c->srv);
-    char bad[1024];
-    bad[0] = '\0';
-    if (!c->backend && start_declared(c, bad, sizeof bad)) {
-        c->awaiting_start = 1;
-        conn_wait(c, WTP_WAIT_POLL_MS);
+    if (!c->backend && read_declared(c) == 0)
         return;
-    }
-    if (!c->backend && bad[0]) {
-        conn_fail(c, PE_BACKEND_NOT_READY, bad);
-        return;
-    }
     if (!c->backend) {
-        char d[2048];
-        route_explain(c->srv, front, c->route_error, c->route_name, c->who, d, sizeof d);
-        conn_fail(c, c->route_error, d);
+        no_backend(c);
         return;
     }
     c->refused_since_ms = 0;
@@ -220,6 +256,10 @@ static void await_started(struct proxy_client *c)
 
 void conn_wait_timeout(struct proxy_client *c)
 {
+    if (c->file_ticket) {
+        read_timeout(c);
+        return;
+    }
     if (c->awaiting_start) {
         await_started(c);
         return;

@@ -1,5 +1,7 @@
-/* ondemand.c - see ondemand.h. The file is read by wtfile.c; this file
- * starts, orders, watches and stops the servers it declares. */
+/* ondemand.c - see ondemand.h. The file is read by wtfile.c (on
+ * ondemand_reader.c's worker); this file starts, orders, watches and stops
+ * the servers it declares. Forking one is ondemand_launch.c; what is known
+ * of each start is ondemand_starts.c; their state is ondemand_int.h. */
 #include "ondemand.h"
 
 #include <errno.h>
@@ -13,47 +15,10 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "ondemand_int.h"
 #include "ondemand_reader.h"
-#include "server.h"
-#include "wtfile.h"
 
-#define ONDEMAND_MAX 64
-#define ONDEMAND_SWEEP_MS 1000
-#define ONDEMAND_ENV_EXTRA (WTFILE_MAX_SERVICES + 3)
-
-extern char **environ;
-
-struct sibling {
-    char name[REG_SERVICE_MAX];
-    int front;
-};
-
-struct started {
-    char worktree[PATH_MAX];
-    struct wtfile_service svc;
-    struct sibling sib[WTFILE_MAX_SERVICES]; /* the file's services, in its order */
-    int nsib;
-    pid_t pid;   /* of its `wtproxy run`, leader of its own process group; 0 not running */
-    int waiting; /* for those it is started after to be ready, or for the load; then launched */
-    unsigned load_pct; /* while it waits for the load: the load per CPU last seen (hundredths) */
-    unsigned long long since_ms; /* when it began waiting */
-    char log[PATH_MAX + 64];
-    char failed[2 * PATH_MAX + 256]; /* why it was not started; "" */
-};
-
-struct ondemand {
-    struct proxy_server *srv;
-    char exe[PATH_MAX];
-    char control[PATH_MAX + 32];
-    char log_dir[PATH_MAX];
-    char last_err[1024]; /* the last bad file reported, so it is logged once */
-    struct started list[ONDEMAND_MAX];
-    int n;
-    struct event *sigchld, *sweep, *tick;
-    struct ondemand_reader *reader; /* .wtproxy files read for callers that connected */
-};
-
-static struct started *find(struct ondemand *a, const char *worktree, int front)
+struct started *ondemand_find(struct ondemand *a, const char *worktree, int front)
 {
     for (int i = 0; i < a->n; i++)
         if (a->list[i].svc.front == front && strcmp(a->list[i].worktree, worktree) == 0)
@@ -61,90 +26,18 @@ static struct started *find(struct ondemand *a, const char *worktree, int front)
     return NULL;
 }
 
-static struct reg_backend *registered(struct ondemand *a, const char *worktree, int front)
+struct reg_backend *ondemand_registered(struct ondemand *a, const char *worktree, int front)
 {
     struct reg_table *t = a->srv->reg ? reg_server_table(a->srv->reg) : NULL;
     struct reg_backend *b = t ? reg_table_get(t, front, worktree) : NULL;
     return b && b->state != REG_DEAD ? b : NULL;
 }
 
-/* The environment of a started server: ours, with the control socket,
- * no daemon start of its own, and the front port of each named service. */
-static char **child_env(struct ondemand *a, const struct started *e, char (*own)[96])
-{
-    size_t n = 0, k = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + ONDEMAND_ENV_EXTRA + 1, sizeof *env);
-    if (!env)
-        return NULL;
-    env[k++] = a->control;
-    env[k++] = "WTPROXY_NO_AUTOSTART=1";
-    for (int i = 0; e->svc.name[0] && i < e->nsib; i++) {
-        char var[64];
-        wtfile_front_var(e->sib[i].name, var, sizeof var);
-        snprintf(own[i], sizeof own[i], "%s=%d", var, e->sib[i].front);
-        env[k++] = own[i];
-    }
-    for (size_t i = 0; i < n; i++) /* ours first: the first of a name wins */
-        env[k++] = environ[i];
-    return env;
-}
-
-/* Fork `wtproxy run` for e in its own session (so idle stop can signal the
- * whole group and the daemon's signals do not reach it), the log as its
- * output. Everything the child needs is built before fork: the daemon has
- * threads, so the child calls nothing that may take a lock. */
-static int launch(struct ondemand *a, struct started *e)
-{
-    char front[16], own[WTFILE_MAX_SERVICES][96];
-    snprintf(front, sizeof front, "%d", e->svc.front);
-    const char *argv[16] = {a->exe, "run", "--front", front, "--worktree", e->worktree,
-                            "--restart-on-stale"};
-    int n = 7;
-    if (e->svc.name[0]) {
-        argv[n++] = "--service";
-        argv[n++] = e->svc.name;
-    }
-    if (e->svc.ready[0]) {
-        argv[n++] = "--health";
-        argv[n++] = e->svc.ready;
-    }
-    const char *tail[] = {"--", "/bin/sh", "-c", e->svc.start};
-    memcpy(argv + n, tail, sizeof tail);
-    char **env = child_env(a, e, own);
-    mkdir(a->log_dir, 0700);
-    pid_t pid = env ? fork() : -1;
-    if (pid == 0) {
-        setsid();
-        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        int out = open(e->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
-            chdir(e->worktree) < 0)
-            _exit(127);
-        execve(a->exe, (char **)argv, env);
-        _exit(127);
-    }
-    free(env);
-    e->waiting = 0;
-    if (pid < 0) {
-        snprintf(e->failed, sizeof e->failed, "cannot start %s's server: %s", e->worktree,
-                 strerror(errno));
-        proxy_log("%s", e->failed);
-        return -1;
-    }
-    e->pid = pid;
-    proxy_log("started %s's server%s%s from its .wtproxy (pid %d, front :%d); log: %s",
-              e->worktree, e->svc.name[0] ? " for service " : "", e->svc.name, (int)pid,
-              e->svc.front, e->log);
-    return 0;
-}
-
 /* A slot for (worktree, service), filled from f; NULL when all are used. */
 static struct started *slot(struct ondemand *a, const char *worktree, const struct wtfile *f,
                             int i)
 {
-    struct started *e = find(a, worktree, f->svc[i].front);
+    struct started *e = ondemand_find(a, worktree, f->svc[i].front);
     for (int k = 0; !e && k < a->n; k++)
         if (a->list[k].pid == 0 && !a->list[k].waiting) /* a server that exited */
             e = &a->list[k];
@@ -193,8 +86,8 @@ static int load_ok(struct ondemand *a, struct started *e, int late)
 static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f, int i,
                char *err, size_t errlen)
 {
-    struct started *e = find(a, worktree, f->svc[i].front);
-    if ((e && (e->pid > 0 || e->waiting)) || registered(a, worktree, f->svc[i].front))
+    struct started *e = ondemand_find(a, worktree, f->svc[i].front);
+    if ((e && (e->pid > 0 || e->waiting)) || ondemand_registered(a, worktree, f->svc[i].front))
         return 0;
     if (!(e = slot(a, worktree, f, i))) {
         snprintf(err, errlen, "cannot start %s's server: the daemon runs %d servers it started "
@@ -203,7 +96,7 @@ static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f,
         proxy_log("%s", err);
         return -1;
     }
-    if (f->svc[i].nafter == 0 && load_ok(a, e, 0) && launch(a, e) < 0) {
+    if (f->svc[i].nafter == 0 && load_ok(a, e, 0) && ondemand_launch(a, e) < 0) {
         snprintf(err, errlen, "%s", e->failed);
         return -1;
     }
@@ -274,10 +167,37 @@ int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, c
     return s ? ensure(a, worktree, &f, s, err, errlen) : -1;
 }
 
+void *ondemand_ensure_front_later(struct ondemand *a, const char *worktree, int front,
+                                  ondemand_ensured_cb cb, void *arg)
+{
+    return ondemand_reader_read(a->reader, worktree, front, cb, arg);
+}
+
+void ondemand_cancel(void *ticket) { ondemand_reader_cancel(ticket); }
+
+void ondemand_file_answer(struct ondemand *a, const char *worktree, int front, int rc,
+                          const struct wtfile *f, const char *err, ondemand_ensured_cb cb,
+                          void *arg)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", rc < 0 ? err : "");
+    if (rc < 0)
+        report(a, msg);
+    const struct wtfile_service *s = rc == 0 ? wtfile_by_front(f, front) : NULL;
+    cb(arg, s ? ensure(a, worktree, f, s, msg, sizeof msg) : -1, msg);
+}
+
+const struct ondemand_cached *ondemand_cached(struct ondemand *a, const char *worktree)
+{
+    return ondemand_reader_cached(a->reader, worktree, proxy_now_ms(a->srv));
+}
+
+unsigned long long ondemand_now_ms(struct ondemand *a) { return proxy_now_ms(a->srv); }
+
 void ondemand_connected(struct ondemand *a, const char *worktree, int front)
 {
-    struct started *e = find(a, worktree, front);
-    if (!a->reader || (e && (e->pid > 0 || e->waiting)) || registered(a, worktree, front))
+    struct started *e = ondemand_find(a, worktree, front);
+    if ((e && (e->pid > 0 || e->waiting)) || ondemand_registered(a, worktree, front))
         return;
     ondemand_reader_submit(a->reader, worktree, front);
 }
@@ -291,54 +211,6 @@ void ondemand_file_read(struct ondemand *a, const char *worktree, int front,
         ensure(a, worktree, f, s, err, sizeof err);
 }
 
-int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,
-                     size_t loglen)
-{
-    struct started *e = find(a, worktree, front);
-    if (e)
-        snprintf(log, loglen, "%s", e->log);
-    return e && e->pid == 0 && !e->waiting;
-}
-
-const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)
-{
-    struct started *e = find(a, worktree, front);
-    return e && e->pid == 0 && !e->waiting && e->failed[0] ? e->failed : NULL;
-}
-
-const char *ondemand_state(struct ondemand *a, const char *worktree, int front,
-                           unsigned *load_pct)
-{
-    struct started *e = find(a, worktree, front);
-    *load_pct = e && e->waiting ? e->load_pct : 0;
-    if (!e)
-        return "stopped";
-    return e->waiting && e->load_pct ? "waiting-load"
-           : e->waiting              ? "waiting"
-           : e->pid > 0              ? "launched"
-           : e->failed[0]            ? "failed"
-                                     : "stopped";
-}
-
-json_t *ondemand_pending(struct ondemand *a)
-{
-    json_t *list = json_array();
-    for (int i = 0; list && i < a->n; i++) {
-        struct started *e = &a->list[i];
-        unsigned load;
-        if (!e->waiting || registered(a, e->worktree, e->svc.front))
-            continue;
-        const char *state = ondemand_state(a, e->worktree, e->svc.front, &load);
-        json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:I}", "worktree", e->worktree, "service",
-                              e->svc.name, "front", e->svc.front, "state", state, "since_ms",
-                              (json_int_t)e->since_ms);
-        if (o && load)
-            json_object_set_new(o, "load", json_real(load / 100.0));
-        json_array_append_new(list, o);
-    }
-    return list;
-}
-
 /* Whether e may start: the services it is started after are ready, and
  * the load allows it. 1 yes, 0 not yet, -1 never (e->failed says why). */
 static int needs_met(struct ondemand *a, struct started *e)
@@ -346,8 +218,8 @@ static int needs_met(struct ondemand *a, struct started *e)
     int late = proxy_now_ms(a->srv) - e->since_ms >= a->srv->cfg.start_timeout_ms;
     for (int k = 0; k < e->svc.nafter; k++) {
         const struct sibling *d = &e->sib[e->svc.after[k]];
-        struct reg_backend *b = registered(a, e->worktree, d->front);
-        struct started *ds = find(a, e->worktree, d->front);
+        struct reg_backend *b = ondemand_registered(a, e->worktree, d->front);
+        struct started *ds = ondemand_find(a, e->worktree, d->front);
         if (b && b->state == REG_READY)
             continue;
         if (!b && (!ds || (ds->pid == 0 && !ds->waiting)))
@@ -378,7 +250,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
             e->waiting = 0;
             proxy_log("%s", e->failed);
         } else if (met > 0) {
-            launch(a, e);
+            ondemand_launch(a, e);
         }
         still |= e->waiting;
     }
@@ -411,7 +283,7 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
     for (int i = 0; i < a->n; i++) {
         struct started *e = &a->list[i];
         struct reg_backend *b = e->pid > 0 && e->svc.idle_ms
-                                    ? registered(a, e->worktree, e->svc.front) : NULL;
+                                    ? ondemand_registered(a, e->worktree, e->svc.front) : NULL;
         long long last = b ? (b->last_request_ms > b->registered_ms ? b->last_request_ms
                                                                     : b->registered_ms) : 0;
         if (b && !b->active && now - last >= (long long)e->svc.idle_ms) {
@@ -442,9 +314,8 @@ struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
     char why[256];
     a->reader = ondemand_reader_new(a, s->base, why, sizeof why);
     if (!a->reader)
-        proxy_log("no start at connect time (a server starts at its worktree's first request): %s",
-                  why);
-    if (!a->sigchld || !a->sweep || !a->tick || evsignal_add(a->sigchld, NULL) < 0 ||
+        proxy_log("no on-demand starts from .wtproxy files: %s", why);
+    if (!a->reader || !a->sigchld || !a->sweep || !a->tick || evsignal_add(a->sigchld, NULL) < 0 ||
         event_add(a->sweep, &tv) < 0) {
         ondemand_free(a);
         return NULL;

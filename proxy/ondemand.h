@@ -17,6 +17,7 @@
 
 struct proxy_server;
 struct ondemand;
+struct ondemand_cached;
 
 struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
                                 const char *log_dir);
@@ -35,6 +36,19 @@ int ondemand_ensure(struct ondemand *a, const char *worktree, const char *servic
  * when the file declares none on that front. */
 int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, char *err,
                           size_t errlen);
+
+/* ondemand_ensure_front's answer: rc and err as it returns them. */
+typedef void (*ondemand_ensured_cb)(void *arg, int rc, const char *err);
+
+/* ondemand_ensure_front for a request, its file read by a worker (a slow
+ * filesystem must not stall the loop): cb gets the answer on the loop,
+ * never before this returns. Returns a ticket for ondemand_cancel, NULL
+ * when out of memory. */
+void *ondemand_ensure_front_later(struct ondemand *a, const char *worktree, int front,
+                                  ondemand_ensured_cb cb, void *arg);
+
+/* The answer for ticket (NULL: none) is not wanted any more. */
+void ondemand_cancel(void *ticket);
 
 /* A caller in worktree connected to front and has sent nothing yet: when
  * no server of worktree runs there, its .wtproxy is read off the loop and
@@ -74,6 +88,14 @@ json_t *ondemand_pending(struct ondemand *a);
  * state: the registration's ("starting", "ready"), else ondemand_state's.
  * (ondemand_services.c) */
 json_t *ondemand_services(struct proxy_server *s, const char *worktree);
+
+/* ondemand_services from the file as the daemon last read it, never
+ * touching the file (the dashboard: ondemand_cache.h); NULL when it has
+ * none or was not read yet (a worker reads it now). (ondemand_services.c) */
+json_t *ondemand_services_known(struct proxy_server *s, const char *worktree);
+
+/* What the worker last read of worktree's .wtproxy (ondemand_reader_cached). */
+const struct ondemand_cached *ondemand_cached(struct ondemand *a, const char *worktree);
 
 /* Whether the repository with this git common dir declares a server (its
  * main checkout has a .wtproxy, good or bad): its worktrees count as

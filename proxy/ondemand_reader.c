@@ -1,21 +1,39 @@
-/* ondemand_reader.c - see ondemand_reader.h. */
+/* ondemand_reader.c - see ondemand_reader.h. One worker thread; each job
+ * reads one worktree's file for whoever asked while it was queued: a
+ * caller that connected, requests waiting for it, the cache. */
 #include "ondemand_reader.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "host.h"
+#include "ondemand_cache.h"
 #include "wtfile.h"
 
-#define READER_QUEUED_MAX 16 /* reads queued at once; more connections wait for their request */
+#define READER_CONNECT_MAX 16 /* connect-time reads at once; more connections wait for their
+                               * request */
+#define READ_UNCHANGED 2     /* a look found the file's key as the cache has it */
+
+/* A request waiting for the job's file; cb NULL once cancelled. */
+struct waiter {
+    ondemand_ensured_cb cb;
+    void *arg;
+    int front;
+    struct waiter *next;
+};
 
 struct read_job {
     struct host_job hj; /* first: the worker hands it back as this */
-    unsigned long key;
-    int front;
-    int rc; /* wtfile_read's */
+    atomic_int begun;   /* the worker took it: a later caller needs a read of its own */
+    int look;           /* for the cache only: skip the read when the key is still known */
+    struct wtfile_key known;
+    int front;          /* a connected caller's front (ondemand_file_read); 0 none */
+    struct waiter *waiters;
+    struct read_job *next; /* the reader's jobs in flight (loop only) */
+    int rc;                /* wtfile_read's, or READ_UNCHANGED */
     char worktree[PATH_MAX];
     char err[1024];
     struct wtfile f;
@@ -25,37 +43,87 @@ struct ondemand_reader {
     struct ondemand *a;
     struct host_worker *worker;
     struct event *done;
-    unsigned long queued[READER_QUEUED_MAX]; /* keys of the reads queued; 0 free */
+    struct read_job *jobs; /* in flight */
+    struct ondemand_cache *cache;
 };
-
-/* (worktree, front) as one number, to see a read already queued. */
-static unsigned long key_of(const char *worktree, int front)
-{
-    unsigned long h = 5381u + (unsigned long)front;
-    for (const unsigned char *p = (const unsigned char *)worktree; *p; p++)
-        h = h * 33u + *p;
-    return h ? h : 1;
-}
 
 /* On the worker thread. */
 static void read_one(struct host_job *hj, void *ctx)
 {
     struct read_job *j = (struct read_job *)hj;
+    struct wtfile_key now;
     (void)ctx;
+    atomic_store(&j->begun, 1);
+    if (j->look) {
+        wtfile_key(j->worktree, &now);
+        if (wtfile_key_same(&now, &j->known)) {
+            j->rc = READ_UNCHANGED;
+            return;
+        }
+    }
     j->rc = wtfile_read(j->worktree, &j->f, j->err, sizeof j->err);
 }
 
-static void forget(struct ondemand_reader *r, unsigned long key)
+/* A job for worktree not yet begun that a caller may join; NULL none. */
+static struct read_job *joinable(struct ondemand_reader *r, const char *worktree)
 {
-    for (int i = 0; i < READER_QUEUED_MAX; i++)
-        if (r->queued[i] == key) {
-            r->queued[i] = 0;
+    for (struct read_job *j = r->jobs; j; j = j->next)
+        if (!j->look && !atomic_load(&j->begun) && strcmp(j->worktree, worktree) == 0)
+            return j;
+    return NULL;
+}
+
+/* Queue a read of worktree's file; with known, only a look: read when its
+ * key is not known's. */
+static struct read_job *submit(struct ondemand_reader *r, const char *worktree,
+                               const struct wtfile_key *known)
+{
+    struct read_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    snprintf(j->worktree, sizeof j->worktree, "%s", worktree);
+    if (known) {
+        j->look = 1;
+        j->known = *known;
+    }
+    j->next = r->jobs;
+    r->jobs = j;
+    host_worker_submit(r->worker, &j->hj);
+    return j;
+}
+
+static void unlink_job(struct ondemand_reader *r, struct read_job *j)
+{
+    for (struct read_job **p = &r->jobs; *p; p = &(*p)->next)
+        if (*p == j) {
+            *p = j->next;
             return;
         }
 }
 
-/* On the loop: the files read, each handed to ondemand.c. A bad file is
- * left for the request, which says what is wrong with it. */
+/* On the loop: j's file to the cache, the connected caller and the
+ * waiting requests. A bad file is left for the request, which says what
+ * is wrong with it. */
+static void answer(struct ondemand_reader *r, struct read_job *j)
+{
+    unsigned long long now = ondemand_now_ms(r->a);
+    struct ondemand_cached *e = ondemand_cache_get(r->cache, j->worktree);
+    if (j->rc == READ_UNCHANGED && e)
+        e->checked_ms = now;
+    else if (j->rc != READ_UNCHANGED)
+        ondemand_cache_put(r->cache, j->worktree, j->rc, &j->f, j->err, now);
+    if (j->front && j->rc == 0)
+        ondemand_file_read(r->a, j->worktree, j->front, &j->f);
+    while (j->waiters) {
+        struct waiter *w = j->waiters;
+        j->waiters = w->next;
+        if (w->cb)
+            ondemand_file_answer(r->a, j->worktree, w->front, j->rc, &j->f, j->err, w->cb,
+                                 w->arg);
+        free(w);
+    }
+}
+
 static void finished(evutil_socket_t fd, short what, void *arg)
 {
     struct ondemand_reader *r = arg;
@@ -66,38 +134,69 @@ static void finished(evutil_socket_t fd, short what, void *arg)
     while (!STAILQ_EMPTY(&done)) {
         struct read_job *j = (struct read_job *)STAILQ_FIRST(&done);
         STAILQ_REMOVE_HEAD(&done, link);
-        forget(r, j->key);
-        if (j->rc == 0)
-            ondemand_file_read(r->a, j->worktree, j->front, &j->f);
+        unlink_job(r, j);
+        answer(r, j);
         free(j);
     }
 }
 
 void ondemand_reader_submit(struct ondemand_reader *r, const char *worktree, int front)
 {
-    unsigned long key = key_of(worktree, front);
-    int slot = -1;
-    for (int i = 0; i < READER_QUEUED_MAX; i++) {
-        if (r->queued[i] == key)
-            return;
-        if (!r->queued[i] && slot < 0)
-            slot = i;
-    }
-    struct read_job *j = slot >= 0 ? malloc(sizeof *j) : NULL;
-    if (!j)
+    int n = 0;
+    for (struct read_job *j = r->jobs; j; j = j->next)
+        n += j->front != 0;
+    struct read_job *j = joinable(r, worktree);
+    if (j && (!j->front || j->front == front)) {
+        j->front = front;
         return;
-    j->key = r->queued[slot] = key;
-    j->front = front;
-    snprintf(j->worktree, sizeof j->worktree, "%s", worktree);
-    host_worker_submit(r->worker, &j->hj);
+    }
+    if (n < READER_CONNECT_MAX && (j = submit(r, worktree, NULL)))
+        j->front = front;
+}
+
+void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int front,
+                           ondemand_ensured_cb cb, void *arg)
+{
+    struct waiter *w = malloc(sizeof *w);
+    struct read_job *j = w ? joinable(r, worktree) : NULL;
+    if (w && !j)
+        j = submit(r, worktree, NULL);
+    if (!j) {
+        free(w);
+        return NULL;
+    }
+    *w = (struct waiter){cb, arg, front, j->waiters};
+    j->waiters = w;
+    return w;
+}
+
+void ondemand_reader_cancel(void *ticket)
+{
+    if (ticket)
+        ((struct waiter *)ticket)->cb = NULL;
+}
+
+const struct ondemand_cached *ondemand_reader_cached(struct ondemand_reader *r,
+                                                     const char *worktree,
+                                                     unsigned long long now_ms)
+{
+    struct ondemand_cached *e = ondemand_cache_get(r->cache, worktree);
+    if (e && now_ms - e->checked_ms < ONDEMAND_CACHE_FRESH_MS)
+        return e;
+    for (struct read_job *j = r->jobs; j; j = j->next)
+        if (strcmp(j->worktree, worktree) == 0)
+            return e; /* its answer refreshes the cache */
+    submit(r, worktree, e ? &e->f.key : NULL);
+    return e;
 }
 
 struct ondemand_reader *ondemand_reader_new(struct ondemand *a, struct event_base *base,
                                             char *err, size_t errlen)
 {
     struct ondemand_reader *r = calloc(1, sizeof *r);
-    if (!r) {
+    if (!r || !(r->cache = ondemand_cache_new())) {
         snprintf(err, errlen, "out of memory");
+        ondemand_reader_free(r);
         return NULL;
     }
     r->a = a;
@@ -117,9 +216,14 @@ struct ondemand_reader *ondemand_reader_new(struct ondemand *a, struct event_bas
 static void free_jobs(struct host_job_list *l)
 {
     while (!STAILQ_EMPTY(l)) {
-        struct host_job *hj = STAILQ_FIRST(l);
+        struct read_job *j = (struct read_job *)STAILQ_FIRST(l);
         STAILQ_REMOVE_HEAD(l, link);
-        free(hj);
+        while (j->waiters) {
+            struct waiter *w = j->waiters;
+            j->waiters = w->next;
+            free(w);
+        }
+        free(j);
     }
 }
 
@@ -136,5 +240,6 @@ void ondemand_reader_free(struct ondemand_reader *r)
         free_jobs(&done);
         free_jobs(&unstarted);
     }
+    ondemand_cache_free(r->cache);
     free(r);
 }

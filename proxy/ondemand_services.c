@@ -1,12 +1,17 @@
 /* ondemand_services.c - what a repository declares (ondemand.h):
  * ondemand_services, the services a worktree's .wtproxy declares, each
- * with what runs of it now, for the `services` op and the dashboard; and
+ * with what runs of it now, for the `services` op and, as last read by
+ * a worker, the dashboard; and
  * ondemand_declared, whether a repository declares any. */
 #include "ondemand.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "ondemand_cache.h"
 #include "server.h"
 #include "wtfile.h"
 
@@ -36,29 +41,42 @@ static json_t *service_json(struct proxy_server *s, const char *worktree, const 
     return o;
 }
 
+/* ondemand_services of a file read (rc and err as wtfile_read's). */
+static json_t *services_json(struct proxy_server *s, const char *worktree, int rc,
+                             const struct wtfile *f, const char *err)
+{
+    if (rc > 0)
+        return NULL;
+    if (rc < 0)
+        return json_pack("{s:s, s:s}", "file", f->path, "error", err);
+    json_t *list = json_array();
+    for (int i = 0; list && i < f->n; i++)
+        json_array_append_new(list, service_json(s, worktree, f, &f->svc[i]));
+    return json_pack("{s:s, s:o}", "file", f->path, "services", list ? list : json_array());
+}
+
 json_t *ondemand_services(struct proxy_server *s, const char *worktree)
 {
     struct wtfile f;
     char err[1024];
     int rc = wtfile_read(worktree, &f, err, sizeof err);
-    if (rc > 0)
-        return NULL;
-    if (rc < 0)
-        return json_pack("{s:s, s:s}", "file", f.path, "error", err);
-    json_t *list = json_array();
-    for (int i = 0; list && i < f.n; i++)
-        json_array_append_new(list, service_json(s, worktree, &f, &f.svc[i]));
-    return json_pack("{s:s, s:o}", "file", f.path, "services", list ? list : json_array());
+    return services_json(s, worktree, rc, &f, err);
 }
 
+json_t *ondemand_services_known(struct proxy_server *s, const char *worktree)
+{
+    const struct ondemand_cached *e = s->ondemand ? ondemand_cached(s->ondemand, worktree) : NULL;
+    return e ? services_json(s, worktree, e->rc, &e->f, e->err) : NULL;
+}
+
+/* A bad file still says "ours", so whether one is there is the whole
+ * answer: one access(2) on the loop, never an open or a read. */
 int ondemand_declared(const char *common_dir)
 {
-    char root[PATH_MAX], err[16];
-    struct wtfile f;
+    char path[PATH_MAX + 16];
     size_t n = strlen(common_dir);
-    if (n < 5 || n >= sizeof root || strcmp(common_dir + n - 5, "/.git") != 0)
+    if (n < 5 || n >= PATH_MAX || strcmp(common_dir + n - 5, "/.git") != 0)
         return 0;
-    memcpy(root, common_dir, n - 5);
-    root[n - 5] = '\0';
-    return wtfile_read(root, &f, err, sizeof err) != 1; /* a bad file still says "ours" */
+    snprintf(path, sizeof path, "%.*s/.wtproxy", (int)(n - 5), common_dir);
+    return access(path, F_OK) == 0 || errno != ENOENT;
 }

@@ -16,12 +16,15 @@
  *   PostgreSQL      registry/reg_pg_worker.c  every libpq call: the mirror,
  *                                          leases, other machines' entries
  *   state file      registry/reg_store_worker.c  its write and fsyncs on a
- *                                          registration change
+ *                                          registration change; a second one
+ *                                          for leases.json on a claim or release
+ *   .wtproxy files  proxy/ondemand_reader.c  a worktree's file, for a
+ *                                          connect, a request, the dashboard
  *
  * Re-adding a tree's inotify watches after the kernel's queue overflowed
  * is the fingerprint worker's too (whoami/tree.c). Known exception: the
- * embedded lease store's file (registry/reg_lease_store.c) is still
- * written on the loop, on a claim or release. */
+ * `services` and `start` control ops still read a .wtproxy on the loop
+ * (ops must answer at once: ops.h). */
 #include "server.h"
 
 #include <malloc.h>

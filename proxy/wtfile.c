@@ -237,11 +237,35 @@ static int check(struct parse *p)
     return 0;
 }
 
+static void key_of(const struct stat *st, struct wtfile_key *key)
+{
+    *key = (struct wtfile_key){st->st_dev, st->st_ino, st->st_size, st->st_mtim.tv_sec,
+                               st->st_mtim.tv_nsec};
+}
+
+void wtfile_key(const char *dir, struct wtfile_key *key)
+{
+    char path[PATH_MAX + 16];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/.wtproxy", dir);
+    if (stat(path, &st) == 0)
+        key_of(&st, key);
+    else
+        *key = (struct wtfile_key){0};
+}
+
+int wtfile_key_same(const struct wtfile_key *a, const struct wtfile_key *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime_s == b->mtime_s && a->mtime_ns == b->mtime_ns;
+}
+
 int wtfile_read(const char *dir, struct wtfile *f, char *err, size_t errlen)
 {
     struct parse p = {.f = f, .cur = -1, .err = err, .errlen = errlen};
     struct stat st;
     f->n = 0;
+    f->key = (struct wtfile_key){0};
     snprintf(f->path, sizeof f->path, "%s/.wtproxy", dir);
     int fd = open(f->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT)
@@ -254,6 +278,7 @@ int wtfile_read(const char *dir, struct wtfile *f, char *err, size_t errlen)
             close(fd);
         return -1;
     }
+    key_of(&st, &f->key);
     char *text = malloc((size_t)st.st_size + 1);
     ssize_t got = text ? read(fd, text, (size_t)st.st_size) : -1;
     close(fd);

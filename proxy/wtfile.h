@@ -14,7 +14,7 @@
 
 #define WTFILE_MAX_SERVICES 16
 #define WTFILE_MAX_AFTER 8
-#define WTFILE_MAX_BYTES 65536 /* a bigger file is refused: it is read on the loop */
+#define WTFILE_MAX_BYTES 65536 /* a bigger file is refused: a .wtproxy is a few lines */
 #define WTFILE_IDLE_DEFAULT_MS (30ULL * 60 * 1000)
 
 struct wtfile_service {
@@ -28,8 +28,16 @@ struct wtfile_service {
     int line, front_line, after_line;
 };
 
+/* Which version of a file this is, as stat tells it: a file whose key is
+ * unchanged need not be read again (ondemand_cache.h). All zero: none. */
+struct wtfile_key {
+    unsigned long long dev, ino;
+    long long size, mtime_s, mtime_ns;
+};
+
 struct wtfile {
     char path[PATH_MAX + 16];
+    struct wtfile_key key; /* of the file read, by fstat of what was read */
     int n;
     struct wtfile_service svc[WTFILE_MAX_SERVICES];
 };
@@ -39,6 +47,13 @@ struct wtfile {
  * unknown key, a duplicate or invalid name, `after` naming an unknown
  * service or making a cycle, two services on one front). */
 int wtfile_read(const char *dir, struct wtfile *f, char *err, size_t errlen);
+
+/* dir/.wtproxy's key now (stat: may block on a slow filesystem, as a
+ * read does); all zero when there is none or it cannot be looked at. */
+void wtfile_key(const char *dir, struct wtfile_key *key);
+
+/* Whether a and b name the same version of a file. */
+int wtfile_key_same(const struct wtfile_key *a, const struct wtfile_key *b);
 
 /* The service called name ("" the unnamed one), or the one on front; NULL
  * when none. */

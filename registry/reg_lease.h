@@ -60,20 +60,33 @@ int reg_lease_from_json(json_t *o, struct reg_lease *l, char *err, size_t errlen
 
 /* --- reg_lease_store.c: the embedded store, inside the daemon --- */
 
+struct event_base;
 struct reg_lease_store;
+struct reg_saver;
 
-/* Load the leases saved at path (missing: none). NULL only out of memory.
- * A file that cannot be parsed is reported in warn and set aside. */
-struct reg_lease_store *reg_lease_store_new(const char *path, char *warn, size_t warnlen);
+/* Load the leases saved at path (missing: none), its writes to be done by
+ * a writer thread that answers on base. NULL with err when out of memory
+ * or the thread cannot be made. A file that cannot be parsed is reported
+ * in warn and set aside. */
+struct reg_lease_store *reg_lease_store_new(struct event_base *base, const char *path,
+                                            char *warn, size_t warnlen, char *err,
+                                            size_t errlen);
+/* The write in flight finished and the pending one written, their
+ * waiters answered, then the store freed. */
 void reg_lease_store_free(struct reg_lease_store *ls);
+
+/* The writer of ls's file: a claim's or release's reply waits on it
+ * (reg_saver_wait) until the change is on disk. */
+struct reg_saver *reg_lease_store_saver(struct reg_lease_store *ls);
 
 /* The control ops (PROTOCOL.md "Leases"): claim, release, leases. uid is
  * the peer's. Each returns the reply object. */
 json_t *reg_lease_store_op(struct reg_lease_store *ls, const char *op, json_t *req, uid_t uid);
 
-/* The store in leases.json next to state_path (warnings logged). NULL
- * with err only out of memory. */
-struct reg_lease_store *reg_lease_store_beside(const char *state_path, char *err, size_t errlen);
+/* The store in leases.json next to state_path (warnings logged), as
+ * reg_lease_store_new. */
+struct reg_lease_store *reg_lease_store_beside(struct event_base *base, const char *state_path,
+                                               char *err, size_t errlen);
 
 /* The claimer a claim request describes (PROTOCOL.md "Leases"), machine
  * and pid start time filled here. Returns NULL, or the error reply. */

@@ -3,7 +3,10 @@
  * atomic write as the registrations (reg_store_replace_file):
  *   {"version": 1, "leases": [LEASE, ...]}
  * The daemon serves one request at a time, so a claim here is atomic by
- * construction: the check and the write happen in one callback. */
+ * construction: the check and the change happen in one callback. The
+ * write (with its fsyncs) runs on the file's own writer thread, a second
+ * reg_saver (reg_store_worker.c), and the control server holds a claim's
+ * or a release's reply until it is on disk (reg_lease_store_saver). */
 #include "reg_lease.h"
 
 #include <errno.h>
@@ -22,19 +25,30 @@ struct reg_lease_store {
     char path[PATH_MAX];
     struct reg_lease *v;
     size_t n;
+    struct reg_saver *saver; /* writes the file off the loop */
 };
 
+/* reg_saver_done, after each write of the file: a failed one keeps the
+ * previous file and the leases in memory. */
+static void written(void *arg, const char *err)
+{
+    (void)arg;
+    if (err[0])
+        fprintf(stderr, "wtproxy: cannot save the leases, the previous file is kept: %s\n", err);
+}
+
+/* Hand the leases' text to the writer thread. */
 static void save(struct reg_lease_store *ls)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < ls->n; i++)
         json_array_append_new(arr, reg_lease_to_json(&ls->v[i]));
     json_t *doc = json_pack("{s:i, s:o}", "version", LEASE_FILE_VERSION, "leases", arr);
-    char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL, err[PATH_MAX + 256];
-    if (!text || reg_store_replace_file(ls->path, text, strlen(text), err, sizeof err) < 0)
-        fprintf(stderr, "wtproxy: cannot save the leases, the previous file is kept: %s\n",
-                text ? err : "out of memory");
-    free(text);
+    char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+    if (text)
+        reg_saver_put(ls->saver, text);
+    else
+        written(ls, "out of memory");
     json_decref(doc);
 }
 
@@ -64,40 +78,48 @@ static void load(struct reg_lease_store *ls, char *warn, size_t warnlen)
     json_decref(doc);
 }
 
-struct reg_lease_store *reg_lease_store_new(const char *path, char *warn, size_t warnlen)
+struct reg_lease_store *reg_lease_store_new(struct event_base *base, const char *path,
+                                            char *warn, size_t warnlen, char *err,
+                                            size_t errlen)
 {
     struct reg_lease_store *ls = calloc(1, sizeof *ls);
-    if (ls && !(ls->v = calloc(REG_LEASE_MAX, sizeof *ls->v))) {
-        free(ls);
+    warn[0] = '\0';
+    if (!ls || !(ls->v = calloc(REG_LEASE_MAX, sizeof *ls->v))) {
+        snprintf(err, errlen, "out of memory");
+        reg_lease_store_free(ls);
         return NULL;
     }
-    warn[0] = '\0';
-    if (ls) {
-        snprintf(ls->path, sizeof ls->path, "%s", path);
-        load(ls, warn, warnlen);
-        reg_lease_store_sweep(ls);
+    snprintf(ls->path, sizeof ls->path, "%s", path);
+    if (!(ls->saver = reg_saver_new(base, path, written, ls, err, errlen))) {
+        reg_lease_store_free(ls);
+        return NULL;
     }
+    load(ls, warn, warnlen);
+    reg_lease_store_sweep(ls);
     return ls;
 }
 
-struct reg_lease_store *reg_lease_store_beside(const char *state_path, char *err, size_t errlen)
+struct reg_lease_store *reg_lease_store_beside(struct event_base *base, const char *state_path,
+                                               char *err, size_t errlen)
 {
     char path[PATH_MAX + 16], warn[PATH_MAX * 2 + 128];
     const char *slash = strrchr(state_path, '/');
     snprintf(path, sizeof path, "%.*s/leases.json", slash ? (int)(slash - state_path) : 1,
              slash ? state_path : ".");
-    struct reg_lease_store *ls = reg_lease_store_new(path, warn, sizeof warn);
-    if (!ls)
-        snprintf(err, errlen, "out of memory");
-    else if (warn[0])
+    struct reg_lease_store *ls = reg_lease_store_new(base, path, warn, sizeof warn, err, errlen);
+    if (ls && warn[0])
         fprintf(stderr, "wtproxy: %s\n", warn);
     return ls;
 }
 
+struct reg_saver *reg_lease_store_saver(struct reg_lease_store *ls) { return ls->saver; }
+
 void reg_lease_store_free(struct reg_lease_store *ls)
 {
-    if (ls)
-        free(ls->v);
+    if (!ls)
+        return;
+    reg_saver_free(ls->saver); /* the last write, and the replies it held */
+    free(ls->v);
     free(ls);
 }
 

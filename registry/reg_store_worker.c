@@ -1,4 +1,5 @@
-/* reg_store_worker.c - the state file written off the event loop.
+/* reg_store_worker.c - the state file written off the event loop (and,
+ * with a second saver, the embedded lease store's leases.json).
  *
  * A save is a write, an fsync of the file, a rename and an fsync of its
  * folder (reg_store_replace_file): on a busy disk tens of milliseconds,
@@ -113,7 +114,7 @@ struct reg_saver *reg_saver_new(struct event_base *base, const char *path,
         !(sv->finished = event_new(base, host_worker_fd(sv->worker), EV_READ | EV_PERSIST,
                                    finished_cb, sv)) ||
         event_add(sv->finished, NULL) < 0) {
-        snprintf(err, errlen, "cannot start the state file's writer thread: %s",
+        snprintf(err, errlen, "cannot start the writer thread of %s: %s", path,
                  sv->worker ? "no event for its answers" : why);
         reg_saver_free(sv);
         return NULL;

@@ -165,7 +165,8 @@ int reg_store_replace_file(const char *path, const char *data, size_t len, char 
  * memory. reg_store_save writes it; the daemon hands it to its saver. */
 char *reg_store_dump(const struct reg_table *t);
 
-/* --- the state file written off the loop (reg_store_worker.c) --- */
+/* --- a file written off the loop (reg_store_worker.c): the state file,
+ * and the embedded lease store's leases.json (one saver each) --- */
 
 struct event_base;
 struct reg_saver;

@@ -2,7 +2,9 @@
  * unnamed service with the same meaning; `[service NAME]` sections, their
  * keys and the start order that `after` gives; and each bad file refused
  * with its path, its line and the fix. Given conf/wtproxy-file.example, it
- * must parse, and so must its services example (its `#| ` lines). */
+ * must parse, and so must its services example (its `#| ` lines). The
+ * file's key (what tells the dashboard's cache to read it again) follows
+ * each rewrite, and is all zero when there is no file. */
 #include "../../proxy/wtfile.c"
 
 #include "tap.h"
@@ -123,6 +125,26 @@ static void test_example(const char *path)
        "  api, and web after api");
 }
 
+static void test_key(void)
+{
+    struct wtfile_key k, zero = {0};
+    char none[] = "/tmp/wtp-wtfile-nokey-XXXXXX";
+    wtfile_key(mkdtemp(none), &k);
+    ok(wtfile_key_same(&k, &zero), "no .wtproxy: the key is all zero");
+    rmdir(none);
+    is_int(parse("start = a {port}\n"), 0, "a file");
+    wtfile_key(dir, &k);
+    ok(!wtfile_key_same(&k, &zero), "  has a key");
+    ok(wtfile_key_same(&k, &f.key), "  the one read has the same");
+    struct wtfile_key before = k;
+    wtfile_key(dir, &k);
+    ok(wtfile_key_same(&k, &before), "  untouched: the same key");
+    is_int(parse("start = a longer command {port}\n"), 0, "rewritten");
+    wtfile_key(dir, &k);
+    ok(!wtfile_key_same(&k, &before), "  a new key");
+    ok(wtfile_key_same(&k, &f.key), "  as read");
+}
+
 int main(int argc, char **argv)
 {
     if (!mkdtemp(dir))
@@ -130,6 +152,7 @@ int main(int argc, char **argv)
     test_one_service();
     test_sections();
     test_bad();
+    test_key();
     if (argc > 1)
         test_example(argv[1]);
     char path[64];

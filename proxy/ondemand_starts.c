@@ -1,0 +1,55 @@
+/* ondemand_starts.c - what the daemon knows of the starts it made or
+ * waits to make (ondemand.h): exited, failed, their state, the pending
+ * ones for `wtproxy ls`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ondemand_int.h"
+
+int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,
+                     size_t loglen)
+{
+    struct started *e = ondemand_find(a, worktree, front);
+    if (e)
+        snprintf(log, loglen, "%s", e->log);
+    return e && e->pid == 0 && !e->waiting;
+}
+
+const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)
+{
+    struct started *e = ondemand_find(a, worktree, front);
+    return e && e->pid == 0 && !e->waiting && e->failed[0] ? e->failed : NULL;
+}
+
+const char *ondemand_state(struct ondemand *a, const char *worktree, int front,
+                           unsigned *load_pct)
+{
+    struct started *e = ondemand_find(a, worktree, front);
+    *load_pct = e && e->waiting ? e->load_pct : 0;
+    if (!e)
+        return "stopped";
+    return e->waiting && e->load_pct ? "waiting-load"
+           : e->waiting              ? "waiting"
+           : e->pid > 0              ? "launched"
+           : e->failed[0]            ? "failed"
+                                     : "stopped";
+}
+
+json_t *ondemand_pending(struct ondemand *a)
+{
+    json_t *list = json_array();
+    for (int i = 0; list && i < a->n; i++) {
+        struct started *e = &a->list[i];
+        unsigned load;
+        if (!e->waiting || ondemand_registered(a, e->worktree, e->svc.front))
+            continue;
+        const char *state = ondemand_state(a, e->worktree, e->svc.front, &load);
+        json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:I}", "worktree", e->worktree, "service",
+                              e->svc.name, "front", e->svc.front, "state", state, "since_ms",
+                              (json_int_t)e->since_ms);
+        if (o && load)
+            json_object_set_new(o, "load", json_real(load / 100.0));
+        json_array_append_new(list, o);
+    }
+    return list;
+}

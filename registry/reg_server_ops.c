@@ -1,0 +1,203 @@
+/* reg_server_ops.c - what each control op of the registry does
+ * (PROTOCOL.md): ping, list, register, claim/release/leases, reserve,
+ * ready, restarting, unregister; the rest goes to the layer above. */
+#include <errno.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "reg_control.h"
+#include "reg_lease.h"
+#include "reg_pg.h"
+#include "registry.h"
+#include "host.h"
+#include "reg_server_int.h"
+
+/* ---- operations ---- */
+
+/* r, with what a restart would forget when the last save failed. */
+json_t *reg_server_unsaved_warning(const struct reg_server *rs, json_t *r)
+{
+    if (r && rs->unsaved[0])
+        json_object_set_new(
+            r, "warning",
+            json_sprintf("the daemon cannot save its registrations (%s): they are served now "
+                         "but forgotten if the daemon restarts; free space there, or restart "
+                         "the daemon with --state PATH on a writable disk",
+                         rs->unsaved));
+    return r;
+}
+
+static json_t *ok_entry(const struct reg_server *rs, const struct reg_backend *b)
+{
+    return reg_server_unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entry",
+                                         reg_backend_to_json(b)));
+}
+
+static uid_t pid_uid(pid_t pid)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    return stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
+}
+
+static json_t *conflict(const struct reg_backend *h)
+{
+    char age[32];
+    host_age(host_wall_ms() - h->registered_ms, age, sizeof age);
+    json_t *r = reg_fail("conflict",
+                     "%s already has a live server on front :%d: pid %d (%s), port %d, "
+                     "registered %s ago. Stop it, or remove it: wtproxy unregister --worktree %s "
+                     "--front %d",
+                     h->worktree, h->front, (int)h->pid, h->command, h->port, age, h->worktree,
+                     h->front);
+    json_object_set_new(r, "holder", reg_backend_to_json(h));
+    return r;
+}
+
+/* The entry a ready/unregister names, checked against the peer's uid. */
+static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req,
+                          struct reg_backend **out)
+{
+    json_int_t front = 0;
+    const char *wt = NULL;
+    char real[PATH_MAX];
+    if (json_unpack(req, "{s:I, s:s}", "front", &front, "worktree", &wt) < 0)
+        return reg_fail("bad-request", "give \"front\" (a port) and \"worktree\" (a path)");
+    *out = reg_table_get(rs->table, (int)front, wt);
+    if (!*out && realpath(wt, real))
+        *out = reg_table_get(rs->table, (int)front, real);
+    if (!*out)
+        return reg_fail("not-found", "nothing is registered for %s on front :%d (see: wtproxy ls)",
+                    wt, (int)front);
+    if (uid != 0 && uid != (*out)->uid)
+        return reg_fail("not-permitted", "%s on front :%d belongs to uid %d; only that user or "
+                                     "root may change it", (*out)->worktree, (int)front,
+                    (int)(*out)->uid);
+    return NULL;
+}
+
+static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
+{
+    json_int_t front = 0, port = 0, pid = 0, ttl = 0;
+    const char *wt = NULL, *command = "", *host = "127.0.0.1";
+    int ready = 0, restart = 0;
+    char real[PATH_MAX], name[320], err[256];
+    if (json_unpack(req, "{s:I, s:s, s:I, s?I, s?I, s?s, s?s, s?b, s?b}", "front", &front,
+                    "worktree", &wt, "port", &port, "pid", &pid, "ttl_ms", &ttl, "command",
+                    &command, "host", &host, "ready", &ready, "restart_on_stale",
+                    &restart) < 0 ||
+        front < 1 || front > 65535 || port < 1 || port > 65535 || pid < 0 || ttl < 0)
+        return reg_fail("bad-request", "register needs front and port (1-65535), worktree, and a "
+                                   "pid >= 0 or ttl_ms");
+    if (!realpath(wt, real))
+        return reg_fail("bad-request", "worktree %s: %s", wt, strerror(errno));
+    if (pid == 0 && ttl == 0)
+        return reg_fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
+                                   "cannot outlive its server forever");
+    if (pid > 0 && !host_pid_start((pid_t)pid))
+        return reg_fail("bad-request", "pid %d does not run", (int)pid);
+    if (pid > 0 && uid != 0 && pid_uid((pid_t)pid) != uid)
+        return reg_fail("not-permitted", "pid %d is not yours", (int)pid);
+    snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, (int)port);
+    struct reg_backend *holder = reg_table_get(rs->table, (int)front, real);
+    if (holder && !reg_backend_alive(holder, host_wall_ms(), err, sizeof err))
+        reg_server_drop(rs, holder, err);
+    else if (holder)
+        return conflict(holder);
+    struct reg_backend *b = reg_backend_new(name, err, sizeof err);
+    if (!b)
+        return reg_fail("bad-request", "%s", err);
+    if (reg_backend_read_labels(b, req, err, sizeof err) < 0) {
+        reg_backend_unref(b);
+        return reg_fail("bad-request", "%s", err);
+    }
+    snprintf(b->machine, sizeof b->machine, "%s", reg_machine_id());
+    snprintf(b->worktree, sizeof b->worktree, "%s", real);
+    snprintf(b->command, sizeof b->command, "%s", command);
+    b->front = (int)front;
+    b->uid = uid;
+    b->port = (int)port;
+    b->pid = (pid_t)pid;
+    b->pid_start = pid ? host_pid_start((pid_t)pid) : 0;
+    b->registered_ms = b->started_ms = host_wall_ms();
+    b->expires_ms = ttl ? b->registered_ms + ttl : 0;
+    b->state = ready ? REG_READY : REG_STARTING;
+    b->restart_on_stale = restart && pid > 0; /* only a wrapper can restart it */
+    reg_table_put(rs->table, b, &holder);
+    reg_backend_unref(b);
+    reg_server_unreserve(rs, b->port);
+    reg_server_watch(rs, b);
+    reg_server_save(rs);
+    fprintf(stderr, "wtproxy: registered %s on front :%d -> %s (pid %d)\n", b->worktree,
+            b->front, b->name, (int)b->pid);
+    return ok_entry(rs, b);
+}
+
+static json_t *op_list(struct reg_server *rs, struct reg_peer *peer)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < reg_table_count(rs->table); i++)
+        json_array_append_new(arr, reg_backend_to_json(reg_table_at(rs->table, i)));
+    if (rs->pg.pgw) /* the other machines' entries, from the store */
+        return reg_pgops_list(&rs->pg, peer, arr,
+                              reg_server_unsaved_warning(rs, json_pack("{s:b}", "ok", 1)));
+    return reg_server_unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entries", arr));
+}
+
+/* The reply to req, or NULL when it comes later (through peer). */
+json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, json_t *req)
+{
+    const char *op = json_is_object(req) ? json_string_value(json_object_get(req, "op")) : NULL;
+    struct reg_backend *b = NULL;
+    json_t *err;
+    if (!op)
+        return reg_fail("bad-request", "each line must be a JSON object with an \"op\"");
+    if (strcmp(op, "ping") == 0)
+        return reg_mirror_status(rs->mirror,
+                                 json_pack("{s:b, s:s, s:i, s:s, s:O}", "ok", 1, "version",
+                                           WTP_VERSION, "pid", (int)getpid(), "machine",
+                                           reg_machine_id(), "listen",
+                                           rs->listen ? rs->listen : json_null()));
+    if (strcmp(op, "list") == 0)
+        return op_list(rs, peer);
+    if (strcmp(op, "register") == 0)
+        return op_register(rs, uid, req);
+    if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0) {
+        if (rs->pg.pgw)
+            return reg_pgops_lease_op(&rs->pg, peer, req);
+        rs->line_leases = strcmp(op, "leases") != 0; /* its reply waits for the file */
+        return reg_lease_store_op(rs->leases, op, req, uid);
+    }
+    if (strcmp(op, "reserve") == 0) {
+        int port = reg_server_reserve_port(rs);
+        return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
+                    : reg_fail("no-port", "no free port is left in %d-%d", REG_PORT_FIRST,
+                           REG_PORT_FIRST + REG_PORT_COUNT - 1);
+    }
+    if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
+        strcmp(op, "unregister") == 0) {
+        if ((err = find_owned(rs, uid, req, &b)))
+            return err;
+        if (strcmp(op, "unregister") != 0) {
+            /* restarting: requests wait for it again, as for a new server */
+            b->state = strcmp(op, "ready") == 0 ? REG_READY : REG_STARTING;
+            reg_server_save(rs);
+            return ok_entry(rs, b);
+        }
+        json_t *r = ok_entry(rs, b); /* before drop: it frees b */
+        reg_server_drop(rs, b, "unregistered");
+        return r;
+    }
+    json_t *r = rs->ext ? rs->ext(rs->ext_arg, uid, op, req) : NULL;
+    return r ? r : reg_fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
+}
