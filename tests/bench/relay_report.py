@@ -167,6 +167,14 @@ def compare_lines(cells_by_mode, targets, builds, shape):
     print()
 
 
+def floor_reach(fn, goal, mode, within, above):
+    """The floor bounds keep-alive only: with Connection: close it connects
+    to the backend per request, which pooling proxies do not."""
+    if mode == "close":
+        return "no bound: the floor cannot pool backend connections"
+    return within if fn.m >= goal else above
+
+
 def floor_lines(cells_by_mode, identify, floors, shape):
     """FLOOR=1: the bare forwarder against nginx (can any read/write socket
     proxy reach the goal?) and wtproxy against it (how much of the floor's
@@ -176,8 +184,8 @@ def floor_lines(cells_by_mode, identify, floors, shape):
         c = cells_by_mode[mode]
         fn, fcpu = Ratio(c, "floor", "nginx", RPS), Ratio(c, "floor", "nginx", CPU)
         wf, wfcpu = Ratio(c, "wtproxy", "floor", RPS), Ratio(c, "wtproxy", "floor", CPU)
-        reach = "the goal is within the floor's reach" if fn.m >= rps_goal[mode] else \
-            "the goal is ABOVE what the floor reaches"
+        reach = floor_reach(fn, rps_goal[mode], mode, "the goal is within the floor's reach",
+                            "the goal is ABOVE what the floor reaches")
         print(f"floor, {mode}: floor/nginx = {fn} (wtproxy's goal {rps_goal[mode]}: {reach}), CPU/req floor/nginx = {fcpu}; "
               f"wtproxy/floor = {wf}, CPU/req wtproxy/floor = {wfcpu}, p99 floor/nginx = {Ratio(c, 'floor', 'nginx', P99)}")
         floors.append((shape, mode, fn, rps_goal[mode], fcpu, wf, wfcpu))
@@ -190,7 +198,7 @@ def floors_table(floors):
     print("| wrk | mode | req/s floor/nginx | wtproxy's goal | CPU µs/req floor/nginx | req/s wtproxy/floor | CPU µs/req wtproxy/floor |")
     print("|---|---|---:|---|---:|---:|---:|")
     for shape, mode, fn, goal, fcpu, wf, wfcpu in floors:
-        reach = "within reach" if fn.m >= goal else "ABOVE the floor"
+        reach = floor_reach(fn, goal, mode, "within reach", "ABOVE the floor")
         print(f"| {shape_name(shape)} | {mode} | {fn} | >= {goal}: {reach} | {fcpu} | {wf} | {wfcpu} |")
     print()
 
