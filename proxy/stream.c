@@ -101,8 +101,14 @@ static struct stream *wrap(struct event_base *base, evutil_socket_t fd)
     if (!s)
         return NULL;
     s->fd = fd;
-    s->rev = event_new(base, fd, EV_READ | EV_PERSIST, on_readable, s);
-    s->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, on_writable, s);
+    /* Edge-triggered (EPOLLET), as nginx: a level-triggered fd that epoll
+     * reported goes back on its ready list and is polled again by the next
+     * epoll_wait, for nothing once it is read. libevent cannot mix the two
+     * on one fd, so the write side is edge-triggered too (flush writes until
+     * EAGAIN or empty). EV_CLOSED asks for EPOLLRDHUP: it says an EOF sits
+     * behind the data a short read took, which no later edge would tell. */
+    s->rev = event_new(base, fd, EV_READ | EV_CLOSED | EV_PERSIST | EV_ET, on_readable, s);
+    s->wev = event_new(base, fd, EV_WRITE | EV_PERSIST | EV_ET, on_writable, s);
     s->defer = event_new(base, -1, 0, on_defer, s);
     s->in = evbuffer_new();
     s->out = evbuffer_new();
@@ -268,13 +274,18 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     size_t want = s->bulk ? STREAM_READ_BULK : STREAM_READ_SMALL;
     size_t len = evbuffer_get_length(s->in);
     (void)fd;
-    (void)what;
     if (s->read_high && s->read_high - len < want)
         want = s->read_high - len;
     ssize_t r = s->bulk ? read_reserved(s, want) : read_small(s, want);
     if (r > 0) {
         s->bulk = (size_t)r == want;
         update_read(s);
+        /* Edge-triggered: a short read emptied the socket (data that comes
+         * later is a new edge); a full one, or a hang-up behind the data,
+         * needs another read, which no edge will ask for. Scheduled before
+         * the callback, which may free s (event_free unschedules it). */
+        if ((s->bulk || (what & EV_CLOSED)) && s->rev_added)
+            event_active(s->rev, EV_READ | (what & EV_CLOSED), 1);
         if (s->readcb)
             s->readcb(s, s->arg);
         return;

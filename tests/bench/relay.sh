@@ -42,6 +42,11 @@
 #                              upstream keepalive, wtproxy --pool-size): above
 #                              the largest shape's connections, so that neither
 #                              proxy closes backend connections it needs again
+#        FLOOR=1               a target "floor": bench_floor_relay (floor_relay.c),
+#                              a bare edge-triggered epoll TCP forwarder, the
+#                              least any read/write socket proxy does per request
+#        FLOOR_BIN=path        that binary (default: build/tests/bench/bench_floor_relay,
+#                              built with build/ unless BUILD=0)
 #        COMPARE='NAME=BIN ...'  more wtproxy binaries (other builds), each a
 #                              target "wtproxy:NAME" in every round beside
 #                              wtproxy, judged against it and against nginx
@@ -69,6 +74,7 @@ WTPROXY_CMD=${WTPROXY_CMD:-}
 POOL=${POOL:-512}
 IDENTIFY=${IDENTIFY:-0}
 GATE=${GATE:-0}
+FLOOR=${FLOOR:-0}
 PY_FILES=${PY_FILES:-200}
 NM_FILES=${NM_FILES:-3000}
 
@@ -92,6 +98,7 @@ done
 (( BODY_BYTES >= 2 )) || die "BODY_BYTES must be >= 2"
 [[ $IDENTIFY == 0 || $IDENTIFY == 1 ]] || die "IDENTIFY must be 0 or 1, got '$IDENTIFY'"
 [[ $GATE == 0 || $GATE == 1 ]] || die "GATE must be 0 or 1, got '$GATE'"
+[[ $FLOOR == 0 || $FLOOR == 1 ]] || die "FLOOR must be 0 or 1, got '$FLOOR'"
 # the gate checks registered backends only: it needs identification on
 [[ $GATE == 1 ]] && IDENTIFY=1
 COMPARE=${COMPARE:-}
@@ -210,6 +217,22 @@ else
     WTPROXY_CMD="$(printf '%q' "$WTPROXY_BIN") serve --listen {listen} --backend {backend}"
   fi
   WTPROXY_CMD+=" --pool-size $POOL --control $tmp/control.sock --state $tmp/registry.json"
+fi
+
+# --- the floor: a bare forwarder, built with build/ ---------------------------------
+if [[ $FLOOR == 1 ]]; then
+  if [[ -z ${FLOOR_BIN:-} ]]; then
+    FLOOR_BIN=$repo/build/tests/bench/bench_floor_relay
+    if [[ $BUILD == 1 ]]; then
+      [[ -f $repo/build/build.ninja ]] || "$repo/scripts/build" >"$tmp/build-floor.log" 2>&1 ||
+        { tail -n 30 "$tmp/build-floor.log" >&2; die "scripts/build failed"; }
+      meson compile -C "$repo/build" bench_floor_relay >>"$tmp/build-floor.log" 2>&1 ||
+        { tail -n 40 "$tmp/build-floor.log" >&2; die "meson compile -C $repo/build bench_floor_relay failed"; }
+    fi
+  fi
+  [[ $FLOOR_BIN == /* ]] || FLOOR_BIN=$PWD/$FLOOR_BIN
+  [[ -x $FLOOR_BIN ]] || die "FLOOR=1: no floor relay at $FLOOR_BIN (meson compile -C build bench_floor_relay)"
+  say "relay.sh: the floor: $FLOOR_BIN"
 fi
 
 # the work tree as the run starts (the binary may be older: see WTPROXY_BIN)
@@ -398,6 +421,13 @@ for i in "${!cmp_names[@]}"; do
   cmp_descs+=("wtproxy:${cmp_names[$i]}: ${cmp_bins[$i]}: $(python3 "$here/build_info.py" "${cmp_bins[$i]}")")
 done
 
+if [[ $FLOOR == 1 ]]; then
+  port_floor=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$tmp/floor"
+  start floor "$tmp/floor/stderr.log" "$FLOOR_BIN" "$port_floor" "$port_backend"
+  wait_ready floor "$port_floor" "$tmp/floor/stderr.log"
+fi
+
 # gate_check: proof that the gate is on in wtproxy and off in wtproxy-nogate.
 # wtproxy shows the backend verified; after an edit to a .py file (the
 # backend's static /__whoami now names older code) wtproxy refuses with 409
@@ -501,6 +531,11 @@ if [[ $GATE == 1 ]]; then
   targets+=(wtproxy-nogate)
   url[wtproxy-nogate]=http://127.0.0.1:$port_nogate$path
   log_of[wtproxy-nogate]=$nogate_log
+fi
+if [[ $FLOOR == 1 ]]; then
+  targets+=(floor)
+  url[floor]=http://127.0.0.1:$port_floor$path
+  log_of[floor]=$tmp/floor/stderr.log
 fi
 declare -A cmp_pid
 for i in "${!cmp_names[@]}"; do
@@ -689,5 +724,5 @@ ncpu=$(nproc)
 export R_TARGETS="${targets[*]}" R_COMPARE=$(printf '%s\n' "${cmp_descs[@]+"${cmp_descs[@]}"}")
 export R_COMMIT=$commit R_WTPROXY=$wtproxy_desc R_BUILD=$build_desc R_NGINX=$nginx_version R_WRK=$wrk_version \
   R_KERNEL=$kernel R_CPU=${cpu_model:-unknown CPU} R_NCPU=$ncpu R_PIN=$pin_desc \
-  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned POOL IDENTIFY GATE PY_FILES NM_FILES SERVER_CPU SHAPES ROUNDS DURATION WARMUP BODY_BYTES
+  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned POOL IDENTIFY GATE FLOOR PY_FILES NM_FILES SERVER_CPU SHAPES ROUNDS DURATION WARMUP BODY_BYTES
 python3 "$here/relay_report.py" "$results" "$standin"

@@ -96,6 +96,11 @@ def header(shapes, identify, gate):
           " CPU µs/req is the CPU time the backend and the proxies used on"
           f" {'CPU ' + E['SERVER_CPU'] if E['R_PINNED'] == '1' else 'all CPUs'}"
           " during the run, divided by the requests")
+    if E.get("FLOOR") == "1":
+        print("- floor: bench_floor_relay (tests/bench/floor_relay.c), a single-threaded edge-triggered epoll TCP"
+              " forwarder: no HTTP parsing, one fixed buffer per socket, 4 syscalls per keep-alive request; it opens"
+              " a backend connection per client connection (it cannot pool: it does not know where a response ends),"
+              " so with Connection: close it also pays the backend connect that nginx and wtproxy save by pooling")
     if identify:
         print("- identification on: wtproxy has no default backend; the backend is registered for a temp git worktree"
               " and wrk runs with its cwd there, so wtproxy identifies every new connection (sock_diag -> wrk's pid"
@@ -159,6 +164,42 @@ def compare_lines(cells_by_mode, targets, builds, shape):
             print(f"{t}, {mode}: req/s {t}/wtproxy = {row[0]}, CPU/req {t}/wtproxy = {row[1]} (lower is better); "
                   f"{t}/nginx = {row[2]}, CPU/req {t}/nginx = {row[3]}")
             builds.append((shape, mode, t) + row)
+    print()
+
+
+def floor_reach(fn, goal, mode, within, above):
+    """The floor bounds keep-alive only: with Connection: close it connects
+    to the backend per request, which pooling proxies do not."""
+    if mode == "close":
+        return "no bound: the floor cannot pool backend connections"
+    return within if fn.m >= goal else above
+
+
+def floor_lines(cells_by_mode, identify, floors, shape):
+    """FLOOR=1: the bare forwarder against nginx (can any read/write socket
+    proxy reach the goal?) and wtproxy against it (how much of the floor's
+    lead wtproxy gives away)."""
+    rps_goal, _ = goals(identify)
+    for mode in MODES:
+        c = cells_by_mode[mode]
+        fn, fcpu = Ratio(c, "floor", "nginx", RPS), Ratio(c, "floor", "nginx", CPU)
+        wf, wfcpu = Ratio(c, "wtproxy", "floor", RPS), Ratio(c, "wtproxy", "floor", CPU)
+        reach = floor_reach(fn, rps_goal[mode], mode, "the goal is within the floor's reach",
+                            "the goal is ABOVE what the floor reaches")
+        print(f"floor, {mode}: floor/nginx = {fn} (wtproxy's goal {rps_goal[mode]}: {reach}), CPU/req floor/nginx = {fcpu}; "
+              f"wtproxy/floor = {wf}, CPU/req wtproxy/floor = {wfcpu}, p99 floor/nginx = {Ratio(c, 'floor', 'nginx', P99)}")
+        floors.append((shape, mode, fn, rps_goal[mode], fcpu, wf, wfcpu))
+    print()
+
+
+def floors_table(floors):
+    print("### Every shape: the floor (a bare epoll forwarder) against nginx and wtproxy")
+    print()
+    print("| wrk | mode | req/s floor/nginx | wtproxy's goal | CPU µs/req floor/nginx | req/s wtproxy/floor | CPU µs/req wtproxy/floor |")
+    print("|---|---|---:|---|---:|---:|---:|")
+    for shape, mode, fn, goal, fcpu, wf, wfcpu in floors:
+        reach = floor_reach(fn, goal, mode, "within reach", "ABOVE the floor")
+        print(f"| {shape_name(shape)} | {mode} | {fn} | >= {goal}: {reach} | {fcpu} | {wf} | {wfcpu} |")
     print()
 
 
@@ -240,18 +281,22 @@ def main():
     identify, gate = E.get("IDENTIFY") == "1", E.get("GATE") == "1"
     targets = E.get("R_TARGETS", "direct nginx wtproxy").split()
     header(shapes, identify, gate)
-    flagged, summary, builds = [], [], []
+    flagged, summary, builds, floors = [], [], [], []
     others_by_shape = {s: [o for o, where in others if f" {shape_name(s)} " in where] for s in shapes}
     for shape in shapes:
         print(f"### wrk {shape_name(shape)}")
         print()
         table(data[shape], targets, standin, flagged, shape)
         shape_lines(data[shape], identify, gate, standin, summary, shape)
+        if "floor" in targets:
+            floor_lines(data[shape], identify, floors, shape)
         batching_line(data[shape], targets)
         if any(t.startswith("wtproxy:") for t in targets):
             compare_lines(data[shape], targets, builds, shape)
     if len(shapes) > 1:
         summary_table(summary, others_by_shape)
+    if floors:
+        floors_table(floors)
     if builds:
         builds_table(builds)
     footer(others, flagged, identify, gate, standin)
