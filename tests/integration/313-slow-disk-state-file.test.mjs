@@ -10,21 +10,11 @@
 // after it exits.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { makeWorktrees, startDaemon, startRun, cli, getWorktree, sanitizerClean, waitFor } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, cli, getWorktree, buildPreload, sanitizerClean, waitFor } from './lib/registry.mjs';
 
 const FSYNC_MS = 600;
 const FAST_MS = 400;
-const here = path.dirname(fileURLToPath(import.meta.url));
-
-function buildSlowFsync(tmp) {
-  const so = path.join(tmp.root, 'slow-fsync.so');
-  execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', so, path.join(here, 'fixtures', 'slow-fsync.c'), '-ldl']);
-  return so;
-}
 
 function stateWorktrees(tmp) {
   const doc = JSON.parse(fs.readFileSync(tmp.state, 'utf8'));
@@ -34,7 +24,7 @@ function stateWorktrees(tmp) {
 async function slowDaemon(t, tmp) {
   return startDaemon(t, tmp, [], {
     env: {
-      LD_PRELOAD: buildSlowFsync(tmp),
+      LD_PRELOAD: buildPreload(tmp, 'slow-fsync'),
       WTPROXY_TEST_FSYNC_MS: String(FSYNC_MS),
       // ours comes before the sanitizer's runtime in the library list
       ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,

@@ -8,20 +8,10 @@
 // and serves it, and the dashboard shows what b's file declares.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { makeWorktrees, declaring, startDaemon, startRun, get, getWorktree, wtServer, waitFor, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, declaring, startDaemon, startRun, get, getWorktree, buildPreload, wtServer, waitFor, sanitizerClean } from './lib/registry.mjs';
 
 const OPEN_MS = 1500;
 const FAST_MS = 400;
-const here = path.dirname(fileURLToPath(import.meta.url));
-
-function buildSlowOpen(tmp) {
-  const so = path.join(tmp.root, 'slow-wtproxy-file.so');
-  execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', so, path.join(here, 'fixtures', 'slow-wtproxy-file.c'), '-ldl']);
-  return so;
-}
 
 async function timed(fn) {
   const s = Date.now();
@@ -33,7 +23,7 @@ test('a slow .wtproxy read: other requests and the dashboard stay fast, the requ
   const tmp0 = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp0, [], {
     env: {
-      LD_PRELOAD: buildSlowOpen(tmp0),
+      LD_PRELOAD: buildPreload(tmp0, 'slow-wtproxy-file'),
       WTPROXY_TEST_OPEN_MS: String(OPEN_MS),
       // ours comes before the sanitizer's runtime in the library list
       ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,

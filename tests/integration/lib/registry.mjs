@@ -146,6 +146,15 @@ export async function waitFor(fn, ms, what) {
 }
 
 // Whether a pid runs (a zombie counts as gone).
+// A fixture shim (tests/integration/fixtures/NAME.c) built for LD_PRELOAD
+// into the test's temp folder: the slow disks and slow files of 313-318.
+export function buildPreload(tmp, name) {
+  const so = path.join(tmp.root, `${name}.so`);
+  execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', so,
+    path.join(here, '..', 'fixtures', `${name}.c`), '-ldl']);
+  return so;
+}
+
 export function pidAlive(pid) {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
