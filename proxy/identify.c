@@ -4,17 +4,13 @@
  * their shared state is identify_int.h. */
 #include "identify.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <sys/queue.h>
 #include <stdint.h>
 #include <time.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "host.h"

@@ -2,16 +2,9 @@
  * the per-pid cache of recent callers and the few readlinks that find a
  * socket among them or among the youngest processes (see RECENT_MAX in
  * identify_int.h). */
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
-#include <stdatomic.h>
-#include <sys/queue.h>
-#include <stdint.h>
-#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 

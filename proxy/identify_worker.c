@@ -2,17 +2,10 @@
  * every socket waiting at that moment looked for at once, in the fd
  * tables of the processes it found lately, then of the young ones, then of
  * all of /proc; every socket seen goes back for the loop's index. */
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <sys/queue.h>
-#include <stdint.h>
-#include <time.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "host.h"

@@ -4,13 +4,10 @@
  * of each start is ondemand_starts.c; their state is ondemand_int.h. */
 #include "ondemand.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -2,7 +2,6 @@
  * waits to make (ondemand.h): exited, failed, their state, the pending
  * ones for `wtproxy ls`. */
 #include <stdio.h>
-#include <string.h>
 
 #include "ondemand_int.h"
 

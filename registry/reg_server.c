@@ -17,16 +17,12 @@
  * jobs for the PostgreSQL thread (reg_pg_worker.c). A control line that
  * needs one is answered when it is over; a change is acknowledged once it
  * is mirrored, as it was when the loop did it itself. */
-#include <errno.h>
 #include <event2/event.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 

@@ -1,17 +1,12 @@
 /* reg_server_live.c - the registry server's liveness: a pidfd watch per
  * entry, the one-second sweep (TTLs, removed worktrees, reused pids,
  * ended leases), and the ports reserved for servers about to register. */
-#include <errno.h>
 #include <event2/event.h>
-#include <jansson.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "reg_control.h"

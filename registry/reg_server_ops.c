@@ -2,16 +2,11 @@
  * (PROTOCOL.md): ping, list, register, claim/release/leases, reserve,
  * ready, restarting, unregister; the rest goes to the layer above. */
 #include <errno.h>
-#include <event2/event.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "reg_control.h"
