@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,24 +53,34 @@ static void ipv4_text(const struct in_addr *a, char *buf)
     }
 }
 
+/* The connection and its timer in one block (event_assign), as stream.c
+ * does for its events: one calloc and one free less per connection. */
+static struct proxy_client *client_alloc(struct event_base *base)
+{
+    size_t a = _Alignof(max_align_t), head = (sizeof(struct proxy_client) + a - 1) / a * a;
+    struct proxy_client *c = calloc(1, head + event_get_struct_event_size());
+    if (!c)
+        return NULL;
+    c->timer = (struct event *)((char *)c + head);
+    evtimer_assign(c->timer, base, timer_cb, c);
+    return c;
+}
+
 void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evutil_socket_t fd,
                          const struct sockaddr *peer)
 {
-    struct proxy_client *c = calloc(1, sizeof *c);
+    struct proxy_client *c = client_alloc(s->base);
     if (c) {
         c->bev = stream_new(s->base, fd); /* closes fd when it fails */
-        c->timer = evtimer_new(s->base, timer_cb, c);
         c->req_head = evbuffer_new();
         c->req_prefix = evbuffer_new();
     } else {
         close(fd);
     }
-    if (!c || !c->bev || !c->timer || !c->req_head || !c->req_prefix) {
+    if (!c || !c->bev || !c->req_head || !c->req_prefix) {
         proxy_log("out of memory: dropped a connection");
         if (c) {
             stream_free(c->bev);
-            if (c->timer)
-                event_free(c->timer);
             if (c->req_head)
                 evbuffer_free(c->req_head);
             if (c->req_prefix)
@@ -135,7 +146,7 @@ void conn_close(struct proxy_client *c)
     conn_backend_done(c);
     upstream_release(c, 0);
     stream_free(c->bev);
-    event_free(c->timer);
+    event_del(c->timer);
     evbuffer_free(c->req_head);
     evbuffer_free(c->req_prefix);
     reg_backend_unref(c->backend);
