@@ -58,6 +58,13 @@ static void ipv4_text(const struct in_addr *a, char *buf)
  * malloc and free each went through the arena's bins. Bounded, per loop
  * thread (connections live on the loop that accepted them). */
 #define CLIENT_SPARE_MAX 64
+/* Under AddressSanitizer none is kept: a stale pointer to a closed
+ * connection must land in freed memory, where ASan catches it. */
+#ifdef __SANITIZE_ADDRESS__
+#define CLIENT_SPARE_KEPT 0
+#else
+#define CLIENT_SPARE_KEPT CLIENT_SPARE_MAX
+#endif
 static _Thread_local void *spare[CLIENT_SPARE_MAX];
 static _Thread_local int nspare;
 
@@ -84,7 +91,7 @@ static struct proxy_client *client_alloc(struct event_base *base)
 
 static void client_release(struct proxy_client *c)
 {
-    if (c && nspare < CLIENT_SPARE_MAX)
+    if (c && nspare < CLIENT_SPARE_KEPT)
         spare[nspare++] = c;
     else
         free(c);
