@@ -3,7 +3,6 @@
 #define WTP_SERVER_H
 
 #include <event2/event.h>
-#include <event2/listener.h>
 #include <sys/queue.h>
 
 #include "pool.h"
@@ -16,7 +15,8 @@ struct proxy_handler;
 
 struct proxy_listener {
     struct proxy_server *srv;
-    struct evconnlistener *ev;
+    struct event *ev; /* readable: a connection to accept (listener.c) */
+    int fd;
     char name[80]; /* "127.0.0.1:8000", "[::1]:8000": the Host of last resort */
     int port;      /* the front port, which registrations are keyed by */
     int nodelay;   /* TCP_NODELAY is set on it: accepted sockets inherit it */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 
 struct stream {
     evutil_socket_t fd;
-    struct event *rev, *wev, *defer;
+    struct event *rev, *wev, *defer; /* in the stream's own block (wrap) */
     struct evbuffer *in, *out;
     struct evbuffer_cb_entry *in_cb; /* while reads wait for a drain (watch_drains) */
     stream_data_cb readcb, writecb;
@@ -95,25 +96,41 @@ static void out_changed(struct evbuffer *b, const struct evbuffer_cb_info *info,
     }
 }
 
+/* Round n up to what malloc aligns to, so an event can follow it. */
+static size_t aligned(size_t n)
+{
+    size_t a = _Alignof(max_align_t);
+    return (n + a - 1) / a * a;
+}
+
+/* The three events live in the stream's block (event_assign), not in three
+ * blocks of their own (event_new): one calloc and one free per stream
+ * instead of four of each, about 1 200 instructions of a Connection: close
+ * request. Their size is asked of libevent at run time, so a newer libevent
+ * with a larger struct event still fits. */
 static struct stream *wrap(struct event_base *base, evutil_socket_t fd)
 {
-    struct stream *s = calloc(1, sizeof *s);
+    size_t head = aligned(sizeof(struct stream)), ev = aligned(event_get_struct_event_size());
+    struct stream *s = calloc(1, head + 3 * ev);
     if (!s)
         return NULL;
     s->fd = fd;
+    s->rev = (struct event *)((char *)s + head);
+    s->wev = (struct event *)((char *)s + head + ev);
+    s->defer = (struct event *)((char *)s + head + 2 * ev);
     /* Edge-triggered (EPOLLET), as nginx: a level-triggered fd that epoll
      * reported goes back on its ready list and is polled again by the next
      * epoll_wait, for nothing once it is read. libevent cannot mix the two
      * on one fd, so the write side is edge-triggered too (flush writes until
      * EAGAIN or empty). EV_CLOSED asks for EPOLLRDHUP: it says an EOF sits
-     * behind the data a short read took, which no later edge would tell. */
-    s->rev = event_new(base, fd, EV_READ | EV_CLOSED | EV_PERSIST | EV_ET, on_readable, s);
-    s->wev = event_new(base, fd, EV_WRITE | EV_PERSIST | EV_ET, on_writable, s);
-    s->defer = event_new(base, -1, 0, on_defer, s);
+     * behind the data a short read took, which no later edge would tell.
+     * event_assign fails only on arguments these are not. */
+    event_assign(s->rev, base, fd, EV_READ | EV_CLOSED | EV_PERSIST | EV_ET, on_readable, s);
+    event_assign(s->wev, base, fd, EV_WRITE | EV_PERSIST | EV_ET, on_writable, s);
+    event_assign(s->defer, base, -1, 0, on_defer, s);
     s->in = evbuffer_new();
     s->out = evbuffer_new();
-    if (!s->rev || !s->wev || !s->defer || !s->in || !s->out ||
-        !evbuffer_add_cb(s->out, out_changed, s)) {
+    if (!s->in || !s->out || !evbuffer_add_cb(s->out, out_changed, s)) {
         s->fd = -1;
         stream_free(s);
         return NULL;
@@ -158,12 +175,16 @@ void stream_free(struct stream *s)
 {
     if (!s)
         return;
-    if (s->rev)
-        event_free(s->rev);
-    if (s->wev)
-        event_free(s->wev);
-    if (s->defer)
-        event_free(s->defer);
+    /* Only the events that are pending: an event_del of one that is not
+     * still costs libevent's checks, about 100 instructions each. rev and wev
+     * are active only while added (event_del clears both), and the deferred
+     * callback is scheduled exactly while a flush or a read is due. */
+    if (s->rev_added)
+        event_del(s->rev);
+    if (s->wev_added)
+        event_del(s->wev);
+    if (s->flush_due || s->read_due)
+        event_del(s->defer);
     if (s->in)
         evbuffer_free(s->in);
     if (s->out)
@@ -283,7 +304,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
         /* Edge-triggered: a short read emptied the socket (data that comes
          * later is a new edge); a full one, or a hang-up behind the data,
          * needs another read, which no edge will ask for. Scheduled before
-         * the callback, which may free s (event_free unschedules it). */
+         * the callback, which may free s (stream_free unschedules it). */
         if ((s->bulk || (what & EV_CLOSED)) && s->rev_added)
             event_active(s->rev, EV_READ | (what & EV_CLOSED), 1);
         if (s->readcb)
