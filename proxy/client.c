@@ -80,7 +80,7 @@ static size_t client_block_size(size_t *head)
 static struct proxy_client *client_alloc(struct event_base *base)
 {
     size_t head, size = client_block_size(&head);
-    struct proxy_client *c = nspare ? spare[--nspare] : malloc(size);
+    struct proxy_client *c = nspare > 0 ? spare[--nspare] : malloc(size);
     if (!c)
         return NULL;
     memset(c, 0, size);
@@ -91,10 +91,13 @@ static struct proxy_client *client_alloc(struct event_base *base)
 
 static void client_release(struct proxy_client *c)
 {
-    if (c && nspare < CLIENT_SPARE_KEPT)
+#if CLIENT_SPARE_KEPT > 0
+    if (c && nspare < CLIENT_SPARE_KEPT) {
         spare[nspare++] = c;
-    else
-        free(c);
+        return;
+    }
+#endif
+    free(c);
 }
 
 void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evutil_socket_t fd,
