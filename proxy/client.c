@@ -100,6 +100,12 @@ static void client_release(struct proxy_client *c)
     free(c);
 }
 
+void proxy_client_free_spares(void)
+{
+    while (nspare > 0)
+        free(spare[--nspare]);
+}
+
 void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evutil_socket_t fd,
                          const struct sockaddr *peer)
 {

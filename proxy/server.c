@@ -276,6 +276,7 @@ static void server_free(struct proxy_server *s)
 {
     while (!TAILQ_EMPTY(&s->clients))
         proxy_client_abort(TAILQ_FIRST(&s->clients));
+    proxy_client_free_spares();
     listener_close_all(s);
     dash_stop(s);
     ondemand_free(s->ondemand);
