@@ -134,8 +134,16 @@ static void parse(const char *buf, size_t len, const struct head_scan_limits *li
         if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
             /* a 1xx is its own message but answers no request; after an
              * upgrade (or a 101) the bytes are another protocol's */
+            int upgrade = err == HPE_PAUSED_UPGRADE || m.parser.upgrade;
             out->n++;
-            out->upgraded = err == HPE_PAUSED_UPGRADE || m.parser.upgrade;
+            /* A server may refuse to switch and go on in HTTP (RFC 9110
+             * §7.8): a client's later requests still count, for the HEAD
+             * flags that frame their responses. What the proxy sent a
+             * backend stops here: after a 101 it is a tunnel's bytes. */
+            if (upgrade && !x->response && !x->strict)
+                out->asked_upgrade = 1;
+            else
+                out->upgraded = upgrade;
         } else if (err != HPE_OK) {
             if (!out->error)
                 out->error = llhttp_get_error_reason(&m.parser);

@@ -15,6 +15,7 @@ struct fz_msgs {
     size_t n;                 /* complete messages */
     int head[FZ_MAX_MSGS];    /* request i was HEAD (requests only) */
     int upgraded;             /* the stream switched protocols (101 / upgrade) */
+    int asked_upgrade;        /* a client's request asked to (parsing went on) */
     size_t consumed;          /* bytes of the complete messages */
     const char *error;        /* why parsing stopped early, NULL if it did not */
 };

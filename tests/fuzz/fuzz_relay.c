@@ -242,7 +242,7 @@ static void check(void)
     /* A request may be sent again once on a fresh connection when a pooled
      * one turned out closed (upstream.c): allow one per extra connection. */
     size_t retries = connections > 1 ? connections - 1 : 0;
-    if (!run.sent.truncated && !creq.upgraded && forwarded > creq.n + retries) {
+    if (!run.sent.truncated && !creq.asked_upgrade && forwarded > creq.n + retries) {
         char what[128];
         snprintf(what, sizeof what, "%zu requests reached backends, the client sent %zu whole",
                  forwarded, creq.n);
