@@ -62,6 +62,17 @@ json_t *identify_stats_json(const struct identify *id)
                      (json_int_t)id->untraced);
 }
 
+static void job_free(struct job *j)
+{
+    if (j->known_copy)
+        j->id->known.drop(j->known_copy);
+    free(j->seen.v);
+    free(j);
+}
+
+/* The worker's answers, on the loop: the sockets it saw go into the index,
+ * the places it walked into the per-pid cache (a cancelled job's too: the
+ * caller's next connection needs it), then each waiting connection goes on. */
 static void answers_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct identify *id = arg;
@@ -72,18 +83,21 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
     while (!STAILQ_EMPTY(&done)) {
         struct job *j = (struct job *)STAILQ_FIRST(&done);
         STAILQ_REMOVE_HEAD(&done, link);
-        struct identify_result r = {.uid = j->uid, .fd = j->fd};
         for (size_t i = 0; i < j->seen.n; i++)
             sock_index_put(&j->id->index, j->seen.v[i].inode, j->seen.v[i].pid, j->seen.v[i].fd);
-        free(j->seen.v);
+        if (j->pid > 0) {
+            struct identify_result k = {.placed = j->placed, .place = j->place};
+            identify_keep_place(j->id, j->pid, &k);
+        }
         if (!j->cancelled) {
+            struct identify_result r = {.placed = j->placed, .uid = j->uid, .fd = j->fd};
+            if (j->pid > 0)
+                r.place = j->place;
             lat_add(&j->id->all, j->started_us);
             lat_add(&j->id->slow, j->started_us);
-            if (j->pid > 0)
-                identify_place_pid(j->id, j->pid, &r);
             j->cb(j->arg, &r);
         }
-        free(j);
+        job_free(j);
     }
 }
 
@@ -93,8 +107,7 @@ static void jobs_free(struct host_job_list *list)
     while (!STAILQ_EMPTY(list)) {
         struct job *j = (struct job *)STAILQ_FIRST(list);
         STAILQ_REMOVE_HEAD(list, link);
-        free(j->seen.v);
-        free(j);
+        job_free(j);
     }
 }
 
@@ -108,7 +121,7 @@ static struct host_diag *open_diag(char *err, size_t errlen)
     return d;
 }
 
-struct identify *identify_new(struct event_base *base, caller_known_fn known, void *known_arg,
+struct identify *identify_new(struct event_base *base, const struct identify_known *known,
                               char *err, size_t errlen)
 {
     char why[256];
@@ -118,8 +131,7 @@ struct identify *identify_new(struct event_base *base, caller_known_fn known, vo
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    id->known = known;
-    id->known_arg = known_arg;
+    id->known = *known;
     /* The processes started from now on are the young ones. */
     id->young_floor = id->next_floor = id->guess_floor = id->guess_next = host_last_pid();
     id->next_floor_ms = id->guess_next_ms = host_mono_ms();
@@ -178,16 +190,17 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
         return -1;
     }
     pid_t pid = identify_find_recent(id, inode, &r->fd);
-    if (pid) {
-        identify_place_pid(id, pid, r);
+    if (pid && identify_cached_place(id, pid, r)) {
         lat_add(&id->all, started);
         return 1;
     }
+    /* The worker finds the holder (pid 0), places it, or both. */
     struct job *j = calloc(1, sizeof *j);
     if (!j)
         return -1;
     *j = (struct job){.id = id, .started_us = started, .inode = inode, .uid = r->uid,
-                      .cb = cb, .arg = arg};
+                      .pid = pid, .fd = pid ? r->fd : -1, .cb = cb, .arg = arg};
+    j->known_copy = id->known.snap(id->known.arg);
     host_worker_submit(id->worker, &j->hj);
     *ticket = j;
     return 0;

@@ -1,8 +1,10 @@
 /* identify.h - caller identification for the daemon's connections: once
  * per connection, answered on the loop from a per-pid cache, an index of
  * the sockets of recently seen processes, or a guess among the processes
- * just started (tens to hundreds of µs), else by a /proc scan on a worker
- * thread while the connection waits and every other one proceeds. */
+ * just started (tens to hundreds of µs), else on a worker thread (a /proc
+ * scan, or the walk of a process not placed yet: /proc files and .git
+ * entries, slow on a cold or remote filesystem) while the connection waits
+ * and every other one proceeds. */
 #ifndef WTP_IDENTIFY_H
 #define WTP_IDENTIFY_H
 
@@ -43,8 +45,20 @@ struct identify_kept *identify_keep(const struct identify_result *r);
 
 typedef void (*identify_cb)(void *arg, const struct identify_result *r);
 
+/* Whether a repository is known, asked by the walk (caller_place) on the
+ * worker: snap, on the loop, copies what known will read of arg (the
+ * registrations) when a placement is handed to the worker (NULL: out of
+ * memory, the placement fails); known reads that copy on the worker; drop
+ * frees it (any thread). */
+struct identify_known {
+    void *(*snap)(void *arg);
+    caller_known_fn known;
+    void (*drop)(void *copy);
+    void *arg;
+};
+
 /* NULL with err when identification cannot work here (no sock_diag). */
-struct identify *identify_new(struct event_base *base, caller_known_fn known, void *known_arg,
+struct identify *identify_new(struct event_base *base, const struct identify_known *known,
                               char *err, size_t errlen);
 void identify_free(struct identify *id);
 

@@ -77,17 +77,19 @@ struct job {
     struct identify *id;
     unsigned long inode;
     uid_t uid;
-    pid_t pid; /* the worker's answer */
+    pid_t pid; /* found on the loop (the worker only places it), else the worker's answer */
     int fd;
     int cancelled;
+    void *known_copy;  /* identify_known.snap's, for the walk */
+    int placed;        /* the worker's walk: caller_place's answer */
+    struct caller_place place;
     identify_cb cb;
     void *arg;
 };
 
 struct identify {
     struct host_diag *diag;
-    caller_known_fn known;
-    void *known_arg;
+    struct identify_known known;
     struct recent recent[RECENT_MAX];
     int nrecent;
     /* The worker (host/worker.c): its answers wake the loop through a
@@ -110,9 +112,11 @@ struct identify {
 /* identify_worker.c: one pass of the worker for every job queued. */
 void identify_run_batch(struct host_job_list *jobs, void *ctx);
 
-/* identify_recent.c: place pid into r (the per-pid cache, else its
- * ancestors); the loop's fast path for inode's holder (0: not found). */
-void identify_place_pid(struct identify *id, pid_t pid, struct identify_result *r);
+/* identify_recent.c: pid's place into r from the per-pid cache (1), or 0
+ * when it must be walked (on the worker); the worker's walk kept for pid;
+ * the loop's fast path for inode's holder (0: not found). */
+int identify_cached_place(struct identify *id, pid_t pid, struct identify_result *r);
+void identify_keep_place(struct identify *id, pid_t pid, const struct identify_result *r);
 pid_t identify_find_recent(struct identify *id, unsigned long inode, int *fd);
 
 #endif

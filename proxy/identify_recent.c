@@ -45,9 +45,10 @@ static struct recent *recent_add(struct identify *id, pid_t pid)
     return &id->recent[0];
 }
 
-/* Place pid into r: from the cache while that very process lives (a pidfd
- * tells a reused pid apart), else by walking its ancestors. */
-void identify_place_pid(struct identify *id, pid_t pid, struct identify_result *r)
+/* From the cache while that very process lives (a pidfd tells a reused
+ * pid apart) and was placed; a caller not placed may be placed now (its
+ * worktree registered since), so it is walked again. */
+int identify_cached_place(struct identify *id, pid_t pid, struct identify_result *r)
 {
     struct recent *e = recent_of(id, pid);
     if (e && pid_ended(e->pidfd)) {
@@ -57,16 +58,20 @@ void identify_place_pid(struct identify *id, pid_t pid, struct identify_result *
         e->placed = 0;
         e->nfds = e->learnt_fd = 0;
     }
-    if (!e || !e->placed) {
-        r->placed = caller_place(pid, r->uid, id->known, id->known_arg, &r->place) == 0;
-        if (!e)
-            e = recent_add(id, pid);
-        e->placed = r->placed;
-        e->place = r->place;
-    } else {
-        r->placed = 1;
-        r->place = e->place;
-    }
+    if (!e || !e->placed)
+        return 0;
+    r->placed = 1;
+    r->place = e->place;
+    return 1;
+}
+
+void identify_keep_place(struct identify *id, pid_t pid, const struct identify_result *r)
+{
+    struct recent *e = recent_of(id, pid);
+    if (!e)
+        e = recent_add(id, pid);
+    e->placed = r->placed;
+    e->place = r->place;
 }
 
 void identify_forget(struct identify *id, pid_t pid, int fd)

@@ -76,24 +76,28 @@ static void find_holders(struct identify *id, const unsigned long *inodes, size_
     }
 }
 
-/* On the worker: every caller waiting now, in one pass (find_holders): a
- * burst of 50 new callers costs one pass, not 50 scans in a row. */
-void identify_run_batch(struct host_job_list *jobs, void *ctx)
+/* The holders of the jobs' sockets that the loop did not find, in one
+ * pass (find_holders): a burst of 50 new callers costs one pass, not 50
+ * scans in a row. */
+static void find_batch(struct identify *id, struct host_job_list *jobs)
 {
-    struct identify *id = ctx;
     struct host_job *hj;
     size_t n = 0, i = 0;
     STAILQ_FOREACH(hj, jobs, link)
-        n++;
+        n += ((struct job *)hj)->pid == 0;
+    if (n == 0)
+        return;
     unsigned long *inodes = calloc(n, sizeof *inodes);
     pid_t *pids = calloc(n, sizeof *pids);
     int *fds = calloc(n, sizeof *fds);
-    uid_t uid = ((struct job *)STAILQ_FIRST(jobs))->uid;
+    uid_t uid = 0;
     STAILQ_FOREACH(hj, jobs, link) {
         struct job *j = (struct job *)hj;
-        if (inodes)
-            inodes[i++] = j->inode;
-        if (j->uid != uid)
+        if (j->pid)
+            continue;
+        if (i == 0)
+            uid = j->uid;
+        else if (j->uid != uid)
             uid = HOST_ANY_UID; /* only saves a stat per process: the inode decides */
     }
     if (inodes && pids && fds)
@@ -101,14 +105,34 @@ void identify_run_batch(struct host_job_list *jobs, void *ctx)
     i = 0;
     STAILQ_FOREACH(hj, jobs, link) {
         struct job *j = (struct job *)hj;
+        if (j->pid)
+            continue;
         j->pid = inodes && pids && fds ? pids[i] : 0;
         j->fd = j->pid ? fds[i] : -1;
         if (j->pid)
             known_note(id->worker_known, &id->worker_nknown, j->pid);
         i++;
     }
-    atomic_fetch_add(&id->batches, 1);
     free(inodes);
     free(pids);
     free(fds);
+}
+
+/* On the worker: every caller waiting now, its socket's holder found
+ * (find_batch) and placed by its ancestors (caller_place, with the copy of
+ * the registrations taken when the job was queued). */
+void identify_run_batch(struct host_job_list *jobs, void *ctx)
+{
+    struct identify *id = ctx;
+    struct host_job *hj;
+    find_batch(id, jobs);
+    STAILQ_FOREACH(hj, jobs, link) {
+        struct job *j = (struct job *)hj;
+        if (j->pid > 0 && j->known_copy)
+            j->placed = caller_place(j->pid, j->uid, id->known.known, j->known_copy,
+                                     &j->place) == 0;
+        else if (j->pid > 0)
+            j->place.pid = j->pid; /* no copy (out of memory): not placed */
+    }
+    atomic_fetch_add(&id->batches, 1);
 }

@@ -161,16 +161,29 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
         snprintf(buf + used, len - used, "%s", run);
 }
 
-int route_known_repo(const char *common_dir, void *arg)
+/* The registered worktrees' paths, one after another, each ended by a
+ * '\0', the list by an empty one: one block, so the worker owns it alone. */
+void *route_known_snap(void *arg)
+{
+    struct reg_table *t = table_of(arg);
+    size_t len = 1, at = 0, n = t ? reg_table_count(t) : 0;
+    for (size_t i = 0; i < n; i++)
+        len += strnlen(reg_table_at(t, i)->worktree, PATH_MAX) + 1;
+    char *v = malloc(len);
+    for (size_t i = 0; v && i < n; i++)
+        at += (size_t)snprintf(v + at, len - at, "%s", reg_table_at(t, i)->worktree) + 1;
+    if (v)
+        v[at] = '\0';
+    return v;
+}
+
+int route_known_repo(const char *common_dir, void *copy)
 {
     if (ondemand_declared(common_dir))
         return 1;
-    struct reg_table *t = table_of(arg);
     struct host_worktree w;
-    for (size_t i = 0; t && i < reg_table_count(t); i++) {
-        struct reg_backend *b = reg_table_at(t, i);
-        if (host_worktree_of(b->worktree, &w, NULL, 0) == 0 && strcmp(w.common, common_dir) == 0)
+    for (const char *p = copy; *p; p += strlen(p) + 1)
+        if (host_worktree_of(p, &w, NULL, 0) == 0 && strcmp(w.common, common_dir) == 0)
             return 1;
-    }
     return 0;
 }

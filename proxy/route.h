@@ -31,8 +31,12 @@ struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hi
 void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *hint,
                    const struct identify_kept *who, char *buf, size_t len);
 
-/* For the identification walk: whether a repository (by its git common
- * dir) has a registration in one of its worktrees. arg is the server. */
-int route_known_repo(const char *common_dir, void *arg);
+/* For the identification walk on its worker (struct identify_known):
+ * route_known_snap, on the loop, copies the registered worktrees of the
+ * server arg (NULL: out of memory; free() the copy); route_known_repo, on
+ * any thread, says whether a repository (by its git common dir) declares
+ * servers (.wtproxy) or has a registration in one of the copy's worktrees. */
+void *route_known_snap(void *arg);
+int route_known_repo(const char *common_dir, void *copy);
 
 #endif

@@ -265,7 +265,8 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
     if (!s->cfg.whoami)
         proxy_log("whoami = off: backends are not asked which checkout and code they serve");
     char why[256];
-    s->ident = identify_new(s->base, route_known_repo, s, why, sizeof why);
+    struct identify_known known = {route_known_snap, route_known_repo, free, s};
+    s->ident = identify_new(s->base, &known, why, sizeof why);
     if (!s->ident)
         proxy_log("callers cannot be identified by process (%s): requests must name their "
                   "worktree (X-Wtproxy-Worktree, or Host <name>.localhost)", why);
