@@ -99,6 +99,9 @@ static void find_batch(struct identify *id, struct host_job_list *jobs)
             uid = j->uid;
         else if (j->uid != uid)
             uid = HOST_ANY_UID; /* only saves a stat per process: the inode decides */
+        if (inodes)
+            inodes[i] = j->inode;
+        i++;
     }
     if (inodes && pids && fds)
         find_holders(id, inodes, n, uid, pids, fds, &((struct job *)STAILQ_FIRST(jobs))->seen);
