@@ -126,42 +126,30 @@ static int ensure(struct ondemand *a, const char *worktree, const struct wtfile 
     return 0;
 }
 
-/* wtfile_read, a bad file said once in the daemon's output. */
-static int read_file(struct ondemand *a, const char *worktree, struct wtfile *f, char *err,
-                     size_t errlen)
+int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc,
+                         const struct wtfile *f, const char *ferr, const char *service,
+                         int front, char *err, size_t errlen)
 {
-    err[0] = '\0';
-    int rc = wtfile_read(worktree, f, err, errlen);
+    snprintf(err, errlen, "%s", rc < 0 ? ferr : ""); /* a bad file: said once in our output */
     if (rc < 0)
         report(a, err);
-    return rc;
-}
-
-int ondemand_ensure(struct ondemand *a, const char *worktree, const char *service, char *err,
-                    size_t errlen)
-{
-    struct wtfile f;
-    if (read_file(a, worktree, &f, err, errlen) != 0)
+    if (rc != 0)
         return -1;
-    const struct wtfile_service *s = wtfile_by_name(&f, service);
-    if (!s) {
+    const struct wtfile_service *s = service ? wtfile_by_name(f, service) : wtfile_by_front(f, front);
+    if (!s && service) {
         size_t used = (size_t)snprintf(err, errlen, "%s declares no service `%s`; it declares:",
-                                       f.path, service);
-        for (int i = 0; i < f.n && used < errlen; i++)
+                                       f->path, service);
+        for (int i = 0; i < f->n && used < errlen; i++)
             used += (size_t)snprintf(err + used, errlen - used, " %s",
-                                     f.svc[i].name[0] ? f.svc[i].name : "(unnamed)");
-        return -1;
+                                     f->svc[i].name[0] ? f->svc[i].name : "(unnamed)");
     }
-    return ensure(a, worktree, &f, s, err, errlen);
+    return s ? ensure(a, worktree, f, s, err, errlen) : -1;
 }
 
-int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, char *err,
-                          size_t errlen)
+int ondemand_read_later(struct ondemand *a, const char *worktree, ondemand_file_cb cb,
+                        void *arg)
 {
-    struct wtfile f;
-    int rc = read_file(a, worktree, &f, err, errlen);
-    const struct wtfile_service *s = rc == 0 ? wtfile_by_front(&f, front) : NULL;
-    return s ? ensure(a, worktree, &f, s, err, errlen) : -1;
+    return ondemand_reader_file(a->reader, worktree, cb, arg);
 }
 
 void *ondemand_ensure_front_later(struct ondemand *a, const char *worktree, int front,

@@ -18,24 +18,32 @@
 struct proxy_server;
 struct ondemand;
 struct ondemand_cached;
+struct wtfile;
 
 struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
                                 const char *log_dir);
 void ondemand_free(struct ondemand *a);
 
 /* Start worktree's server for service ("" the unnamed one of a file
- * without sections), after the services it needs (each started unless
- * running, and ready before the next starts), unless one is running.
- * Returns 0 (started, waiting for those it needs, or running: wait for its
- * registration), or -1: err is "" when the worktree has no .wtproxy, else
- * says what is wrong (the file's line and the fix, or an unknown service). */
-int ondemand_ensure(struct ondemand *a, const char *worktree, const char *service, char *err,
-                    size_t errlen);
+ * without sections; NULL: the one whose front port is front), after the
+ * services it needs (each started unless running, and ready before the
+ * next starts), unless one is running; f is worktree's .wtproxy as read
+ * (rc and ferr as wtfile_read's). Returns 0 (started, waiting for those it
+ * needs, or running: wait for its registration), or -1: err is "" when
+ * the worktree has no .wtproxy or declares nothing on front, else says
+ * what is wrong (the file's line and the fix, or an unknown service). */
+int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc,
+                         const struct wtfile *f, const char *ferr, const char *service,
+                         int front, char *err, size_t errlen);
 
-/* ondemand_ensure for the service whose front port is front; err "" also
- * when the file declares none on that front. */
-int ondemand_ensure_front(struct ondemand *a, const char *worktree, int front, char *err,
-                          size_t errlen);
+/* worktree's .wtproxy as a worker read it (rc and err as wtfile_read's),
+ * handed to cb on the loop, never before this returns (the `services` and
+ * `start` ops: a slow filesystem must not stall the loop). When the
+ * daemon stops first, cb gets rc -1, f NULL and err saying so. Returns 0,
+ * -1 when out of memory (cb is not called). */
+typedef void (*ondemand_file_cb)(void *arg, int rc, const struct wtfile *f, const char *err);
+int ondemand_read_later(struct ondemand *a, const char *worktree, ondemand_file_cb cb,
+                        void *arg);
 
 /* ondemand_ensure_front's answer: rc and err as it returns them. */
 typedef void (*ondemand_ensured_cb)(void *arg, int rc, const char *err);
@@ -81,13 +89,15 @@ const char *ondemand_state(struct ondemand *a, const char *worktree, int front,
  * "since_ms"[,"load"]}] (op `starts`). */
 json_t *ondemand_pending(struct ondemand *a);
 
-/* The services worktree's .wtproxy declares, running or not:
+/* The services worktree's .wtproxy (f, read: rc and err as wtfile_read's)
+ * declares, running or not:
  * {"file":PATH,"services":[{"name","front","start","after":[..],"ready",
  * "idle_stop_ms","running","state"}]}, or {"file":PATH,"error":MSG} for a
  * bad file; NULL when it has none (registry/PROTOCOL.md, op `services`).
  * state: the registration's ("starting", "ready"), else ondemand_state's.
  * (ondemand_services.c) */
-json_t *ondemand_services(struct proxy_server *s, const char *worktree);
+json_t *ondemand_services_of(struct proxy_server *s, const char *worktree, int rc,
+                             const struct wtfile *f, const char *err);
 
 /* ondemand_services from the file as the daemon last read it, never
  * touching the file (the dashboard: ondemand_cache.h); NULL when it has

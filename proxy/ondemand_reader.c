@@ -17,9 +17,11 @@
                                * request */
 #define READ_UNCHANGED 2     /* a look found the file's key as the cache has it */
 
-/* A request waiting for the job's file; cb NULL once cancelled. */
+/* A request waiting for the job's file (cb NULL once cancelled), or an op
+ * waiting for the file itself (file_cb). */
 struct waiter {
     ondemand_ensured_cb cb;
+    ondemand_file_cb file_cb;
     void *arg;
     int front;
     struct waiter *next;
@@ -117,7 +119,9 @@ static void answer(struct ondemand_reader *r, struct read_job *j)
     while (j->waiters) {
         struct waiter *w = j->waiters;
         j->waiters = w->next;
-        if (w->cb)
+        if (w->file_cb)
+            w->file_cb(w->arg, j->rc, &j->f, j->err);
+        else if (w->cb)
             ondemand_file_answer(r->a, j->worktree, w->front, j->rc, &j->f, j->err, w->cb,
                                  w->arg);
         free(w);
@@ -154,10 +158,10 @@ void ondemand_reader_submit(struct ondemand_reader *r, const char *worktree, int
         j->front = front;
 }
 
-void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int front,
-                           ondemand_ensured_cb cb, void *arg)
+/* A waiter on a read of worktree begun after now; NULL out of memory. */
+static struct waiter *wait_read(struct ondemand_reader *r, const char *worktree)
 {
-    struct waiter *w = malloc(sizeof *w);
+    struct waiter *w = calloc(1, sizeof *w);
     struct read_job *j = w ? joinable(r, worktree) : NULL;
     if (w && !j)
         j = submit(r, worktree, NULL);
@@ -165,9 +169,32 @@ void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int 
         free(w);
         return NULL;
     }
-    *w = (struct waiter){cb, arg, front, j->waiters};
+    w->next = j->waiters;
     j->waiters = w;
     return w;
+}
+
+void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int front,
+                           ondemand_ensured_cb cb, void *arg)
+{
+    struct waiter *w = wait_read(r, worktree);
+    if (w) {
+        w->cb = cb;
+        w->arg = arg;
+        w->front = front;
+    }
+    return w;
+}
+
+int ondemand_reader_file(struct ondemand_reader *r, const char *worktree, ondemand_file_cb cb,
+                         void *arg)
+{
+    struct waiter *w = wait_read(r, worktree);
+    if (!w)
+        return -1;
+    w->file_cb = cb;
+    w->arg = arg;
+    return 0;
 }
 
 void ondemand_reader_cancel(void *ticket)
@@ -213,6 +240,8 @@ struct ondemand_reader *ondemand_reader_new(struct ondemand *a, struct event_bas
     return r;
 }
 
+/* The daemon stops: an op waiting for a file is answered so (its peer is
+ * still there: the control socket closes after the reader). */
 static void free_jobs(struct host_job_list *l)
 {
     while (!STAILQ_EMPTY(l)) {
@@ -221,6 +250,9 @@ static void free_jobs(struct host_job_list *l)
         while (j->waiters) {
             struct waiter *w = j->waiters;
             j->waiters = w->next;
+            if (w->file_cb)
+                w->file_cb(w->arg, -1, NULL, "the daemon is stopping: run the command again "
+                                             "once it is back");
             free(w);
         }
         free(j);

@@ -1,5 +1,5 @@
 /* ondemand_services.c - what a repository declares (ondemand.h):
- * ondemand_services, the services a worktree's .wtproxy declares, each
+ * ondemand_services_of, the services a worktree's .wtproxy declares, each
  * with what runs of it now, for the `services` op and, as last read by
  * a worker, the dashboard; and
  * ondemand_declared, whether a repository declares any. */
@@ -41,8 +41,7 @@ static json_t *service_json(struct proxy_server *s, const char *worktree, const 
     return o;
 }
 
-/* ondemand_services of a file read (rc and err as wtfile_read's). */
-static json_t *services_json(struct proxy_server *s, const char *worktree, int rc,
+json_t *ondemand_services_of(struct proxy_server *s, const char *worktree, int rc,
                              const struct wtfile *f, const char *err)
 {
     if (rc > 0)
@@ -55,18 +54,10 @@ static json_t *services_json(struct proxy_server *s, const char *worktree, int r
     return json_pack("{s:s, s:o}", "file", f->path, "services", list ? list : json_array());
 }
 
-json_t *ondemand_services(struct proxy_server *s, const char *worktree)
-{
-    struct wtfile f;
-    char err[1024];
-    int rc = wtfile_read(worktree, &f, err, sizeof err);
-    return services_json(s, worktree, rc, &f, err);
-}
-
 json_t *ondemand_services_known(struct proxy_server *s, const char *worktree)
 {
     const struct ondemand_cached *e = s->ondemand ? ondemand_cached(s->ondemand, worktree) : NULL;
-    return e ? services_json(s, worktree, e->rc, &e->f, e->err) : NULL;
+    return e ? ondemand_services_of(s, worktree, e->rc, &e->f, e->err) : NULL;
 }
 
 /* A bad file still says "ours", so whether one is there is the whole

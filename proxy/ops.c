@@ -8,9 +8,11 @@
 #include "registry.h"
 #include "server.h"
 
+/* fn answers at once; later may hold its reply (ops.h). */
 struct proxy_op {
     const char *name;
     json_t *(*fn)(struct proxy_server *s, uid_t uid, json_t *req);
+    json_t *(*later)(struct proxy_server *s, uid_t uid, json_t *req, struct reg_peer *peer);
 };
 
 /* {"op":"stats"}: how the daemon's own work goes (tests/bench reads it). */
@@ -23,21 +25,23 @@ static json_t *op_stats(struct proxy_server *s, uid_t uid, json_t *req)
 }
 
 static const struct proxy_op ops[] = {
-    {"refusals", proxy_op_refusals},
-    {"services", proxy_op_services},
-    {"starts", proxy_op_starts},
-    {"stats", op_stats},
-    {"restart", proxy_op_restart},
-    {"stop", proxy_op_stop},
-    {"start", proxy_op_start},
+    {"refusals", proxy_op_refusals, NULL},
+    {"services", NULL, proxy_op_services},
+    {"starts", proxy_op_starts, NULL},
+    {"stats", op_stats, NULL},
+    {"restart", proxy_op_restart, NULL},
+    {"stop", proxy_op_stop, NULL},
+    {"start", NULL, proxy_op_start_later},
 };
 
-/* reg_server_ext: the reply to op, or NULL when it is none of ours. */
-static json_t *dispatch(void *arg, uid_t uid, const char *op, json_t *req)
+/* reg_server_ext: the reply to op, reg_server_later(), or NULL when it is
+ * none of ours. */
+static json_t *dispatch(void *arg, uid_t uid, const char *op, json_t *req,
+                        struct reg_peer *peer)
 {
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i].name) == 0)
-            return ops[i].fn(arg, uid, req);
+            return ops[i].later ? ops[i].later(arg, uid, req, peer) : ops[i].fn(arg, uid, req);
     return NULL;
 }
 

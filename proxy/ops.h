@@ -2,7 +2,9 @@
  * registry's table (registry/PROTOCOL.md, "Ops of the layer above"). The
  * registry's control socket hands every op it does not know to
  * proxy_ops_dispatch (reg_server_set_ext); each op is a function of one
- * file here, on the loop: it must answer at once, never wait. */
+ * file here, on the loop: it answers at once, or (services, start) holds
+ * its reply until a worker has read the worktree's .wtproxy
+ * (ondemand_read_later), then replies through reg_server_reply. */
 #ifndef WTP_OPS_H
 #define WTP_OPS_H
 
@@ -22,8 +24,11 @@ void proxy_ops_install(struct proxy_server *s);
 json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req);
 
 /* {"op":"services","worktree":W}: the services W's .wtproxy declares, each
- * running or not (ondemand_services); errors not-declared, bad-wtproxy-file. */
-json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req);
+ * running or not (ondemand_services_of); errors not-declared,
+ * bad-wtproxy-file. The reply comes later, through peer (NULL: an
+ * "internal" error now). Returns the reply now or reg_server_later(). */
+json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req,
+                          struct reg_peer *peer);
 
 /* {"op":"starts"}: the on-demand starts that wait, for those they are
  * started after or for the load (ondemand_pending), with the machine's
@@ -50,5 +55,10 @@ json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req);
  * One registered already, however started: {"ok":true,...,"running":true,
  * "entry"}, nothing started. */
 json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req);
+
+/* proxy_op_start for the control socket: the .wtproxy it needs is read on
+ * a worker, the reply held meanwhile, as proxy_op_services's. */
+json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req,
+                             struct reg_peer *peer);
 
 #endif

@@ -4,7 +4,8 @@
  * `wtproxy mcp`. A server can be restarted or stopped only through its
  * `wtproxy run` wrapper (every on-demand server has one): the wrapper owns
  * the server's process tree, its port and its registration, so a signal to
- * it is all the daemon sends, and nothing here waits. */
+ * it is all the daemon sends. start needs the worktree's .wtproxy: on the
+ * control socket its reply waits for a worker's read. */
 #include "ops.h"
 
 #include <limits.h>
@@ -19,6 +20,7 @@
 #include "host.h"
 #include "ondemand.h"
 #include "server.h"
+#include "wtfile.h"
 
 #define MAX_MATCHES 64 /* registrations of one worktree acted on at once */
 
@@ -192,61 +194,143 @@ json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req)
     return signal_op(s, uid, req, "stop", SIGTERM, "stopped");
 }
 
-/* The front port of the service name that worktree's .wtproxy declares;
- * 0 when none (no file, a bad one, no such service). */
-static int service_front(struct proxy_server *s, const char *worktree, const char *name)
+/* A start waiting for its worktree's .wtproxy (proxy_op_start_later). */
+struct start_wait {
+    struct proxy_server *s;
+    struct reg_peer *peer;
+    uid_t uid;
+    int front; /* 0: the service's */
+    char *service;      /* NULL: the one on front */
+    char worktree[PATH_MAX];
+};
+
+/* The server for front registered in worktree (started some other way, or
+ * by us): the reply saying it runs; NULL when none. */
+static json_t *running_reply(struct proxy_server *s, const char *worktree, int front)
 {
-    json_t *d = ondemand_services(s, worktree), *svc;
-    size_t i;
-    int front = 0;
-    json_array_foreach(json_object_get(d, "services"), i, svc) {
-        const char *n = json_string_value(json_object_get(svc, "name"));
-        if (n && strcmp(n, name) == 0)
-            front = (int)json_integer_value(json_object_get(svc, "front"));
-    }
-    json_decref(d);
-    return front;
+    struct selector running = {worktree, NULL, front};
+    struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
+    for (size_t i = 0; t && i < reg_table_count(t); i++)
+        if (selects(&running, reg_table_at(t, i)))
+            return json_pack("{s:b, s:s, s:i, s:b, s:o}", "ok", 1, "worktree", worktree, "front",
+                             front, "running", 1, "entry",
+                             reg_backend_to_json(reg_table_at(t, i)));
+    return NULL;
 }
 
-json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req)
+/* The server would run as the daemon's user: NULL, or the refusal. */
+static json_t *not_ours(uid_t uid)
 {
-    struct selector sel;
-    json_t *reply = read_selector("start", req, &sel);
-    if (reply)
-        return reply;
-    char real[PATH_MAX], err[1024] = "";
-    if (!realpath(sel.worktree, real))
-        return reg_fail("not-found", "the folder %s does not exist", sel.worktree);
-    int front = sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT;
-    if (sel.service && !(front = service_front(s, real, sel.service)))
-        return reg_fail("not-declared",
-                             "%s's .wtproxy declares no service `%s` (wtproxy mcp's "
-                             "servers tool, or the dashboard, lists the declared ones)", real,
-                             sel.service);
-    /* The server would run as the daemon's user. */
     if (uid != 0 && uid != geteuid())
         return reg_fail("not-permitted",
                              "this daemon runs as uid %u: it starts servers for that "
                              "user only; start yours with wtproxy run", (unsigned)geteuid());
-    struct selector running = {real, NULL, front};
-    struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
-    for (size_t i = 0; t && i < reg_table_count(t); i++)
-        if (selects(&running, reg_table_at(t, i))) /* started some other way, or by us */
-            return json_pack("{s:b, s:s, s:i, s:b, s:o}", "ok", 1, "worktree", real, "front",
-                             front, "running", 1, "entry",
-                             reg_backend_to_json(reg_table_at(t, i)));
-    int rc = !s->ondemand ? -1
-             : sel.service ? ondemand_ensure(s->ondemand, real, sel.service, err, sizeof err)
-                           : ondemand_ensure_front(s->ondemand, real, front, err, sizeof err);
-    if (rc < 0 && err[0])
+    return NULL;
+}
+
+/* The start op, worktree's .wtproxy read (rc, f, ferr as wtfile_read's;
+ * f NULL: the daemon stops): the service named (NULL: the one on front)
+ * started after those it needs, unless running. */
+static json_t *start_with_file(struct proxy_server *s, uid_t uid, const char *worktree,
+                               const char *service, int front, int rc, const struct wtfile *f,
+                               const char *ferr)
+{
+    char err[1024] = "";
+    json_t *r;
+    if (!f)
+        return reg_fail("internal", "%s", ferr);
+    const struct wtfile_service *svc = service && rc == 0 ? wtfile_by_name(f, service) : NULL;
+    if (service && !svc)
+        return reg_fail("not-declared",
+                             "%s's .wtproxy declares no service `%s` (wtproxy mcp's "
+                             "servers tool, or the dashboard, lists the declared ones)", worktree,
+                             service);
+    if (svc)
+        front = svc->front;
+    if ((r = not_ours(uid)) || (r = running_reply(s, worktree, front)))
+        return r;
+    int ok = s->ondemand ? ondemand_ensure_file(s->ondemand, worktree, rc, f, ferr, service,
+                                                front, err, sizeof err)
+                         : -1;
+    if (ok < 0 && err[0])
         return reg_fail("bad-wtproxy-file", "%s", err);
-    if (rc < 0)
+    if (ok < 0)
         return reg_fail("not-declared", "%s declares no server for front %d: add `start = CMD "
                     "{port}` and `front = %d` to the .wtproxy at its repository's root, or "
-                    "run one: wtproxy run --front %d -- CMD {port}", real, front, front, front);
+                    "run one: wtproxy run --front %d -- CMD {port}", worktree, front, front, front);
     char log[PATH_MAX];
     log[0] = '\0';
-    ondemand_exited(s->ondemand, real, front, log, sizeof log);
-    return json_pack("{s:b, s:s, s:i, s:b, s:s}", "ok", 1, "worktree", real, "front", front,
+    ondemand_exited(s->ondemand, worktree, front, log, sizeof log);
+    return json_pack("{s:b, s:s, s:i, s:b, s:s}", "ok", 1, "worktree", worktree, "front", front,
                      "running", 0, "log", log);
+}
+
+/* What start does before it needs the file: the selector read, the
+ * worktree's real path into real; a server running on the front asked
+ * for answers without a read. Returns that reply, or NULL to go on. */
+static json_t *start_begin(struct proxy_server *s, uid_t uid, json_t *req, struct selector *sel,
+                           char *real)
+{
+    json_t *reply = read_selector("start", req, sel);
+    if (reply)
+        return reply;
+    if (!realpath(sel->worktree, real))
+        return reg_fail("not-found", "the folder %s does not exist", sel->worktree);
+    if (sel->service)
+        return NULL; /* its front is the file's */
+    int front = sel->front ? sel->front : WTP_DEFAULT_FRONT_PORT;
+    if ((reply = not_ours(uid)) || (reply = running_reply(s, real, front)))
+        return reply;
+    return NULL;
+}
+
+/* The dashboard's start: the file read here, on the loop (its reply is
+ * sent at once; the control socket's start reads on a worker). */
+json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req)
+{
+    struct selector sel;
+    char real[PATH_MAX], ferr[1024];
+    struct wtfile f;
+    json_t *reply = start_begin(s, uid, req, &sel, real);
+    if (reply)
+        return reply;
+    int rc = wtfile_read(real, &f, ferr, sizeof ferr);
+    return start_with_file(s, uid, real, sel.service,
+                           sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT, rc, &f, ferr);
+}
+
+/* ondemand_file_cb: the held reply goes. */
+static void start_read(void *arg, int rc, const struct wtfile *f, const char *err)
+{
+    struct start_wait *w = arg;
+    reg_server_reply(w->peer, start_with_file(w->s, w->uid, w->worktree, w->service, w->front,
+                                              rc, f, err));
+    free(w->service);
+    free(w);
+}
+
+json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req,
+                             struct reg_peer *peer)
+{
+    struct selector sel;
+    char real[PATH_MAX];
+    json_t *reply = start_begin(s, uid, req, &sel, real);
+    if (reply)
+        return reply;
+    if (!peer || !s->ondemand)
+        return reg_fail("internal", "the start op is answered on the daemon's control "
+                                    "socket only: ask through wtproxy mcp or the dashboard");
+    struct start_wait *w = calloc(1, sizeof *w);
+    if (!w)
+        return reg_fail("internal", "out of memory");
+    *w = (struct start_wait){.s = s, .peer = peer, .uid = uid,
+                             .front = sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT,
+                             .service = sel.service ? strdup(sel.service) : NULL};
+    snprintf(w->worktree, sizeof w->worktree, "%s", real);
+    if ((sel.service && !w->service) || ondemand_read_later(s->ondemand, real, start_read, w) < 0) {
+        free(w->service);
+        free(w);
+        return reg_fail("internal", "out of memory");
+    }
+    return reg_server_later();
 }

@@ -1,6 +1,7 @@
 /* ops_services.c - the `services` control op: the services a worktree's
- * .wtproxy declares, running or not (ondemand_services), for `wtproxy
- * mcp`, scripts and agents that want to know what they may start. */
+ * .wtproxy declares, running or not (ondemand_services_of), for `wtproxy
+ * mcp`, scripts and agents that want to know what they may start; the
+ * file is read on a worker (ondemand_read_later) and the reply held. */
 #include "ops.h"
 
 #include <limits.h>
@@ -10,9 +11,44 @@
 #include "host.h"
 #include "ondemand.h"
 #include "server.h"
+#include "wtfile.h"
 
 
-json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req)
+/* A services op waiting for its worktree's .wtproxy. */
+struct services_wait {
+    struct proxy_server *s;
+    struct reg_peer *peer;
+    char worktree[PATH_MAX];
+};
+
+/* The reply to the op, from the file as read (f NULL: the daemon stops). */
+static json_t *services_reply(struct proxy_server *s, const char *worktree, int rc,
+                              const struct wtfile *f, const char *ferr)
+{
+    if (!f)
+        return reg_fail("internal", "%s", ferr);
+    json_t *d = ondemand_services_of(s, worktree, rc, f, ferr);
+    if (!d)
+        return reg_fail("not-declared", "%s has no .wtproxy: add one "
+                             "(conf/wtproxy-file.example) to declare its servers", worktree);
+    const char *err = json_string_value(json_object_get(d, "error"));
+    json_t *out = err ? json_pack("{s:b, s:s, s:O, s:s}", "ok", 0, "error", "bad-wtproxy-file",
+                                  "file", json_object_get(d, "file"), "message", err)
+                      : json_pack("{s:b, s:O, s:O}", "ok", 1, "file", json_object_get(d, "file"),
+                                  "services", json_object_get(d, "services"));
+    json_decref(d);
+    return out;
+}
+
+/* ondemand_file_cb: the held reply goes. */
+static void services_read(void *arg, int rc, const struct wtfile *f, const char *err)
+{
+    struct services_wait *w = arg;
+    reg_server_reply(w->peer, services_reply(w->s, w->worktree, rc, f, err));
+    free(w);
+}
+
+json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req, struct reg_peer *peer)
 {
     (void)uid; /* what a repository declares is no secret of its user */
     const char *wt = json_string_value(json_object_get(req, "worktree"));
@@ -22,17 +58,19 @@ json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req)
                              "a worktree");
     if (!realpath(wt, real))
         return reg_fail("not-found", "%s: no such folder", wt);
-    json_t *d = ondemand_services(s, real);
-    if (!d)
-        return reg_fail("not-declared", "%s has no .wtproxy: add one "
-                             "(conf/wtproxy-file.example) to declare its servers", real);
-    const char *err = json_string_value(json_object_get(d, "error"));
-    json_t *out = err ? json_pack("{s:b, s:s, s:O, s:s}", "ok", 0, "error", "bad-wtproxy-file",
-                                  "file", json_object_get(d, "file"), "message", err)
-                      : json_pack("{s:b, s:O, s:O}", "ok", 1, "file", json_object_get(d, "file"),
-                                  "services", json_object_get(d, "services"));
-    json_decref(d);
-    return out;
+    if (!peer || !s->ondemand)
+        return reg_fail("internal", "the services op is answered on the daemon's control "
+                                    "socket only: run wtproxy mcp, or the dashboard");
+    struct services_wait *w = malloc(sizeof *w);
+    if (!w)
+        return reg_fail("internal", "out of memory");
+    *w = (struct services_wait){.s = s, .peer = peer};
+    snprintf(w->worktree, sizeof w->worktree, "%s", real);
+    if (ondemand_read_later(s->ondemand, real, services_read, w) < 0) {
+        free(w);
+        return reg_fail("internal", "out of memory");
+    }
+    return reg_server_later();
 }
 
 json_t *proxy_op_starts(struct proxy_server *s, uid_t uid, json_t *req)

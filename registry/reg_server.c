@@ -92,6 +92,17 @@ static char *reply_line(json_t *r)
     return line ? line : strdup("{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
 }
 
+/* The mark of a reply that comes later: never sent, never freed
+ * (jansson leaves an object whose refcount is (size_t)-1 alone). */
+static json_t later_mark = {JSON_NULL, (size_t)-1};
+
+json_t *reg_server_later(void) { return &later_mark; }
+
+void reg_server_reply(struct reg_peer *peer, json_t *reply)
+{
+    reg_control_reply(peer, reply_line(reply));
+}
+
 /* A reply held until its line's change is on disk and mirrored. */
 struct held {
     struct reg_server *rs;

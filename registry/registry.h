@@ -257,11 +257,19 @@ void reg_server_set_listen(struct reg_server *rs, const char *const *names, size
 /* Ops the registry does not know act on running servers (restart, stop,
  * start, log, refusals: PROTOCOL.md lists them), which only the layer
  * above can do: they are passed to fn, on the loop, with the peer's uid.
- * fn returns the reply line's object (new reference), or NULL when it does
- * not know op either (the peer then gets "unknown-op"). */
+ * fn returns the reply line's object (new reference); NULL when it does
+ * not know op either (the peer then gets "unknown-op"); or
+ * reg_server_later() when the reply comes later (a file read on a worker
+ * first), through reg_server_reply(peer, ...) exactly once. peer is NULL
+ * when no later reply can go (reg_server_request): fn answers now. */
+struct reg_peer;
 typedef struct json_t *(*reg_server_ext)(void *arg, uid_t uid, const char *op,
-                                         struct json_t *req);
+                                         struct json_t *req, struct reg_peer *peer);
 void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg);
+struct json_t *reg_server_later(void);
+/* The held reply (consumed) to peer's line: a peer gone meanwhile is
+ * freed now, the reply dropped. */
+void reg_server_reply(struct reg_peer *peer, struct json_t *reply);
 
 /* The live registrations, for routing (the server keeps it current:
  * entries it drops are marked REG_DEAD first, for requests holding them). */
