@@ -1,0 +1,94 @@
+// 320: the `services` and `start` control ops on a slow filesystem hold no
+// request. Opening any file named .wtproxy takes 1.5 s (fixtures/
+// slow-wtproxy-file.c in LD_PRELOAD, as in 317). While the daemon reads
+// worktree b's .wtproxy for a `services` op, then for a `start` op,
+// requests to worktree a's registered server keep being answered within
+// 400 ms: the file is read on a worker and the op's reply is held until
+// it is read. Each reply is still right: the service b's file declares,
+// then its start, whose server registers and serves b.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { makeWorktrees, declaring, startDaemon, startRun, getWorktree, buildPreload, wtServer, waitFor, lsJson, sanitizerClean } from './lib/registry.mjs';
+
+const OPEN_MS = 1500;
+const FAST_MS = 400;
+
+// One request line on the control socket, one reply line back.
+function control(sock, req) {
+  return new Promise((resolve, reject) => {
+    const s = net.createConnection(sock);
+    let buf = '';
+    s.on('data', (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) { s.end(); resolve(JSON.parse(buf.slice(0, nl))); }
+    });
+    s.on('error', reject);
+    s.write(JSON.stringify(req) + '\n');
+  });
+}
+
+// Send op; while its reply is awaited, time requests to a's server.
+// Resolves { reply, ms, took: [ms of each request to a] }.
+async function whileWaiting(sock, req, port, wtA) {
+  const s = Date.now();
+  let reply = null;
+  const pending = control(sock, req).then((r) => { reply = r; });
+  const took = [];
+  while (!reply && Date.now() - s < 30000) {
+    const t0 = Date.now();
+    const r = await getWorktree(port, wtA);
+    assert.equal(r.status, 200, r.body);
+    assert.equal(JSON.parse(r.body).worktree, wtA);
+    took.push(Date.now() - t0);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  await pending;
+  return { reply, ms: Date.now() - s, took };
+}
+
+function assertFast(t, what, w) {
+  t.diagnostic(`${what}: reply after ${w.ms} ms; meanwhile ${w.took.length} requests to a, worst ${Math.max(...w.took)} ms`);
+  assert.ok(w.ms >= OPEN_MS, `${what}'s reply waited for the slow .wtproxy (${w.ms} ms)`);
+  assert.ok(w.took.length >= 3, `requests were sent while ${what} waited: ${w.took.length}`);
+  assert.ok(Math.max(...w.took) < FAST_MS, `each request to a answered within ${FAST_MS} ms during ${what}: ${w.took.join(', ')}`);
+}
+
+test('services and start on a slow .wtproxy: requests to a stay fast, the replies are right', async (t) => {
+  const tmp0 = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp0, [], {
+    env: {
+      LD_PRELOAD: buildPreload(tmp0, 'slow-wtproxy-file'),
+      WTPROXY_TEST_OPEN_MS: String(OPEN_MS),
+      // ours comes before the sanitizer's runtime in the library list
+      ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,
+    },
+  });
+  const run = startRun(t, tmp0, { cwd: tmp0.wt.a, front: px.port });
+  await run.ready;
+  assert.equal((await getWorktree(px.port, tmp0.wt.a)).status, 200);
+
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`], ['b']);
+  const svc = await whileWaiting(tmp0.control, { op: 'services', worktree: tmp.wt.b }, px.port, tmp0.wt.a);
+  assertFast(t, 'services', svc);
+  assert.equal(svc.reply.ok, true, JSON.stringify(svc.reply));
+  assert.equal(svc.reply.services.length, 1, JSON.stringify(svc.reply));
+  assert.equal(svc.reply.services[0].front, px.port);
+  assert.equal(svc.reply.services[0].running, false, 'nothing runs for b yet');
+
+  const st = await whileWaiting(tmp0.control, { op: 'start', worktree: tmp.wt.b, front: px.port }, px.port, tmp0.wt.a);
+  assertFast(t, 'start', st);
+  assert.equal(st.reply.ok, true, JSON.stringify(st.reply));
+  assert.equal(st.reply.worktree, tmp.wt.b);
+  assert.equal(st.reply.front, px.port);
+  assert.equal(st.reply.running, false, 'the op started it');
+
+  // The server it started registers and serves b.
+  await waitFor(async () => (await lsJson(tmp0)).some((e) => e.worktree === tmp.wt.b && e.state === 'ready'),
+    20000, "b's started server ready");
+  const b = await getWorktree(px.port, tmp.wt.b);
+  assert.equal(b.status, 200, b.body);
+  assert.equal(JSON.parse(b.body).worktree, tmp.wt.b);
+  sanitizerClean(assert, px.stderr());
+});
