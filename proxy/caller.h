@@ -6,7 +6,10 @@
  * (host_worktree_of) of a repository wtproxy knows. This file is the walk;
  * the facts are host/'s.
  *
- * caller_place reads a few /proc files per ancestor: tens of µs. */
+ * caller_place reads a few /proc files per ancestor and the .git entries
+ * up its folders: tens of µs, seconds on a slow or cold filesystem (NFS,
+ * FUSE), so the daemon runs it on its identification worker, where
+ * known() must be thread-safe (identify.h, struct identify_known). */
 #ifndef WTP_CALLER_H
 #define WTP_CALLER_H
 

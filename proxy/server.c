@@ -19,12 +19,14 @@
  *                                          registration change; a second one
  *                                          for leases.json on a claim or release
  *   .wtproxy files  proxy/ondemand_reader.c  a worktree's file, for a
- *                                          connect, a request, the dashboard
+ *                                          connect, a request, the dashboard,
+ *                                          the `services` and `start` ops
  *
  * Re-adding a tree's inotify watches after the kernel's queue overflowed
- * is the fingerprint worker's too (whoami/tree.c). Known exception: the
- * `services` and `start` control ops still read a .wtproxy on the loop
- * (ops must answer at once: ops.h). */
+ * is the fingerprint worker's too (whoami/tree.c); placing a caller not
+ * seen yet (its /proc files, its worktree's .git) the identification
+ * worker's. Known exception: the dashboard's start button reads the
+ * .wtproxy on the loop (its reply is sent at once: dash_actions.c). */
 #include "server.h"
 
 #include <malloc.h>
