@@ -121,21 +121,40 @@ static void find_batch(struct identify *id, struct host_job_list *jobs)
     free(fds);
 }
 
+/* A job of this pass that placed pid for uid already; NULL none. A load
+ * test's first connections all wait for its one process's placement. */
+static const struct job *walked(struct job *const *done, int n, pid_t pid, uid_t uid)
+{
+    for (int i = 0; i < n; i++)
+        if (done[i]->pid == pid && done[i]->uid == uid)
+            return done[i];
+    return NULL;
+}
+
 /* On the worker: every caller waiting now, its socket's holder found
  * (find_batch) and placed by its ancestors (caller_place, with the copy of
- * the registrations taken when the job was queued). */
+ * the registrations taken when the job was queued), each process once. */
 void identify_run_batch(struct host_job_list *jobs, void *ctx)
 {
     struct identify *id = ctx;
     struct host_job *hj;
+    struct job *done[WORKER_KNOWN];
+    int ndone = 0;
     find_batch(id, jobs);
     STAILQ_FOREACH(hj, jobs, link) {
         struct job *j = (struct job *)hj;
-        if (j->pid > 0 && j->known_copy)
+        const struct job *same = j->pid > 0 ? walked(done, ndone, j->pid, j->uid) : NULL;
+        if (same) {
+            j->placed = same->placed;
+            j->place = same->place;
+        } else if (j->pid > 0 && j->known_copy) {
             j->placed = caller_place(j->pid, j->uid, id->known.known, j->known_copy,
                                      &j->place) == 0;
-        else if (j->pid > 0)
+            if (ndone < WORKER_KNOWN)
+                done[ndone++] = j;
+        } else if (j->pid > 0) {
             j->place.pid = j->pid; /* no copy (out of memory): not placed */
+        }
     }
     atomic_fetch_add(&id->batches, 1);
 }
