@@ -62,12 +62,35 @@ json_t *identify_stats_json(const struct identify *id)
                      (json_int_t)id->untraced);
 }
 
+/* Free j and the jobs waiting for its placement. */
 static void job_free(struct job *j)
 {
-    if (j->known_copy)
-        j->id->known.drop(j->known_copy);
-    free(j->seen.v);
-    free(j);
+    while (j) {
+        struct job *next = j->same;
+        if (j->known_copy)
+            j->id->known.drop(j->known_copy);
+        free(j->seen.v);
+        free(j);
+        j = next;
+    }
+}
+
+/* j's answer (r: its place) to each connection of the same process that
+ * waited for it, then they are freed. */
+static void answer_same(struct job *j, const struct identify_result *r)
+{
+    struct job *s = j->same;
+    j->same = NULL;
+    for (struct job *w = s; w; w = w->same)
+        if (!w->cancelled) {
+            struct identify_result rw = *r;
+            rw.uid = w->uid;
+            rw.fd = w->fd;
+            lat_add(&w->id->all, w->started_us);
+            lat_add(&w->id->slow, w->started_us);
+            w->cb(w->arg, &rw);
+        }
+    job_free(s);
 }
 
 /* The worker's answers, on the loop: the sockets it saw go into the index,
@@ -89,14 +112,15 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
             struct identify_result k = {.placed = j->placed, .place = j->place};
             identify_keep_place(j->id, j->pid, &k);
         }
+        struct identify_result r = {.placed = j->placed, .uid = j->uid, .fd = j->fd};
+        if (j->pid > 0)
+            r.place = j->place;
         if (!j->cancelled) {
-            struct identify_result r = {.placed = j->placed, .uid = j->uid, .fd = j->fd};
-            if (j->pid > 0)
-                r.place = j->place;
             lat_add(&j->id->all, j->started_us);
             lat_add(&j->id->slow, j->started_us);
             j->cb(j->arg, &r);
         }
+        answer_same(j, &r);
         job_free(j);
     }
 }
@@ -194,14 +218,23 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
         lat_add(&id->all, started);
         return 1;
     }
-    /* The worker finds the holder (pid 0), places it, or both. */
+    /* The worker finds the holder (pid 0), places it, or both; or the
+     * placement of this process in flight answers this connection too. */
     struct job *j = calloc(1, sizeof *j);
     if (!j)
         return -1;
     *j = (struct job){.id = id, .started_us = started, .inode = inode, .uid = r->uid,
                       .pid = pid, .fd = pid ? r->fd : -1, .cb = cb, .arg = arg};
-    j->known_copy = id->known.snap(id->known.arg);
-    host_worker_submit(id->worker, &j->hj);
+    struct job *leader = pid ? identify_placing(id, pid, r->uid) : NULL;
+    if (leader) {
+        j->same = leader->same;
+        leader->same = j;
+    } else {
+        j->known_copy = id->known.snap(id->known.arg);
+        host_worker_submit(id->worker, &j->hj);
+        if (pid)
+            identify_set_placing(id, pid, j);
+    }
     *ticket = j;
     return 0;
 }

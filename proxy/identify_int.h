@@ -49,6 +49,9 @@ struct recent {
                           * connections end and start again in the same order */
     int nfds;
     int learnt_fd; /* its fds below this number were read into the index */
+    struct job *placing; /* its placement on the worker, in flight: its other
+                          * connections wait for that answer (a load test's
+                          * first burst), not for walks of their own */
 };
 
 /* The last LAT_RING identification times, for their percentiles. */
@@ -83,6 +86,8 @@ struct job {
     void *known_copy;  /* identify_known.snap's, for the walk */
     int placed;        /* the worker's walk: caller_place's answer */
     struct caller_place place;
+    struct job *same; /* connections of the same process waiting for this
+                       * job's placement, never queued themselves (loop's) */
     identify_cb cb;
     void *arg;
 };
@@ -117,6 +122,9 @@ void identify_run_batch(struct host_job_list *jobs, void *ctx);
  * the loop's fast path for inode's holder (0: not found). */
 int identify_cached_place(struct identify *id, pid_t pid, struct identify_result *r);
 void identify_keep_place(struct identify *id, pid_t pid, const struct identify_result *r);
+/* The placement of pid for uid in flight (NULL none); j becomes pid's. */
+struct job *identify_placing(struct identify *id, pid_t pid, uid_t uid);
+void identify_set_placing(struct identify *id, pid_t pid, struct job *j);
 pid_t identify_find_recent(struct identify *id, unsigned long inode, int *fd);
 
 #endif

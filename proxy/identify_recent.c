@@ -57,6 +57,7 @@ int identify_cached_place(struct identify *id, pid_t pid, struct identify_result
         e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         e->placed = 0;
         e->nfds = e->learnt_fd = 0;
+        e->placing = NULL; /* the placement in flight is the ended process's */
     }
     if (!e || !e->placed)
         return 0;
@@ -72,6 +73,21 @@ void identify_keep_place(struct identify *id, pid_t pid, const struct identify_r
         e = recent_add(id, pid);
     e->placed = r->placed;
     e->place = r->place;
+    e->placing = NULL;
+}
+
+struct job *identify_placing(struct identify *id, pid_t pid, uid_t uid)
+{
+    struct recent *e = recent_of(id, pid);
+    return e && e->placing && e->placing->uid == uid ? e->placing : NULL;
+}
+
+void identify_set_placing(struct identify *id, pid_t pid, struct job *j)
+{
+    struct recent *e = recent_of(id, pid);
+    if (!e)
+        e = recent_add(id, pid);
+    e->placing = j;
 }
 
 void identify_forget(struct identify *id, pid_t pid, int fd)
