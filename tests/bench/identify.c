@@ -12,7 +12,7 @@
  *         as wrk -c50 holds 50);
  *   cold  a new child process connects each time: its pid is in no list,
  *         identify_start returns 0 and the worker thread's full /proc scan
- *         (then caller_place on the loop) answers; timed until the callback.
+ *         (then caller_place, on the worker too) answers; timed until the callback.
  * Each identified connection is interleaved with a bare one (accept, close,
  * nothing else) of the same kind, so the baseline sits beside every figure.
  *
