@@ -57,7 +57,9 @@ json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req);
 json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req);
 
 /* proxy_op_start for the control socket: the .wtproxy it needs is read on
- * a worker, the reply held meanwhile, as proxy_op_services's. */
+ * a worker, the reply held meanwhile, as proxy_op_services's.
+ * proxy_op_start itself (the dashboard's button, whose HTTP reply goes at
+ * once) still reads it on the loop. */
 json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req,
                              struct reg_peer *peer);
 
