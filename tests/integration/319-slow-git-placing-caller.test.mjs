@@ -1,7 +1,7 @@
 // 319: placing a new caller holds no other request. Opening, stat-ing or
 // testing worktree b's .git entry takes 500 ms (fixtures/slow-git-entry.c in
 // LD_PRELOAD: a home on NFS, a FUSE mount, a cold disk), and placing a
-// process of b reads it three times. While curl from b, a caller never seen,
+// process of b reads it at least three times. While curl from b, a caller never seen,
 // is being placed, a process of worktree a that is already known (its pid
 // cached) keeps opening new connections, and each is answered by a's server
 // within 400 ms: the walk runs on the identification worker, never on the
