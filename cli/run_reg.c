@@ -38,6 +38,24 @@ static int ask_entry(const struct cli_run *r, const char *op, json_t **reply, ch
                0, reply, err, errlen);
 }
 
+/* The register op of the wrapper: its own pid, no TTL, not ready yet;
+ * NULL when out of memory. */
+static json_t *register_request(const struct cli_run *r)
+{
+    json_t *req = json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:s, s:b, s:b}", "op", "register",
+                            "front", r->front, "worktree", r->worktree, "port", r->port, "pid",
+                            (int)getpid(), "ttl_ms", 0, "command", r->command, "ready", 0,
+                            "restart_on_stale", r->restart_on_stale);
+    unsigned load;
+    if (req && r->service)
+        json_object_set_new(req, "service", json_string(r->service));
+    if (req && host_load_pct(&load, NULL, NULL) == 0) /* to judge a verdict by later */
+        json_object_set_new(req, "start_load", json_real(load / 100.0));
+    if (req && r->log.path[0])
+        json_object_set_new(req, "log", json_string(r->log.path));
+    return req;
+}
+
 int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
 {
     char err[PATH_MAX + 256];
@@ -51,19 +69,7 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
             snprintf(err, sizeof err, "the daemon reserved no usable port, or out of memory");
             rc = -1;
         } else {
-            json_t *req = json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:s, s:b, s:b}", "op",
-                                    "register", "front", r->front, "worktree", r->worktree,
-                                    "port", r->port, "pid", (int)getpid(), "ttl_ms", 0,
-                                    "command", r->command, "ready", 0, "restart_on_stale",
-                                    r->restart_on_stale);
-            unsigned load;
-            if (req && r->service)
-                json_object_set_new(req, "service", json_string(r->service));
-            if (req && host_load_pct(&load, NULL, NULL) == 0) /* to judge a verdict by later */
-                json_object_set_new(req, "start_load", json_real(load / 100.0));
-            if (req && r->log.path[0])
-                json_object_set_new(req, "log", json_string(r->log.path));
-            rc = ask(req, 0, &reply, err, sizeof err);
+            rc = ask(register_request(r), 0, &reply, err, sizeof err);
         }
     }
     if (rc < 0) {
