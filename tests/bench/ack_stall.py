@@ -49,7 +49,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -59,7 +58,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gate_tree  # noqa: E402
 from ack_stall_report import ms, report  # noqa: E402
-from benchlib import free_port, say, wait_port  # noqa: E402
+from benchlib import control_line, free_port, git_repo, git_worktree, say, wait_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -231,11 +230,8 @@ def make_gate_worktree(tmp):
     """A git worktree holding the same Django project with the /__whoami
     middleware first, as a user who adopted wtproxy has it; its path."""
     repo, wt = os.path.join(tmp, "gate-repo"), os.path.join(tmp, "gate-wt")
-    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
-    subprocess.run(["git", "init", "-q", repo], check=True)
-    subprocess.run(git + ["-C", repo, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
-    subprocess.run(["git", "-C", repo, "worktree", "add", "-q", wt], check=True,
-                   stderr=subprocess.DEVNULL)
+    git_repo(repo)
+    git_worktree(repo, wt)
     make_tree(wt, ("wtproxy_whoami.django.WhoamiMiddleware",
                    "django.middleware.common.CommonMiddleware"))
     return os.path.realpath(wt)
@@ -306,17 +302,7 @@ def browser_loads(urls, loads, timeline):
 
 def identify_stats(control):
     """The daemon's identification timings (the stats control op)."""
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(10)
-        s.connect(control)
-        s.sendall(b'{"op":"stats"}\n')
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    return json.loads(buf)["identify"]
+    return control_line(control, {"op": "stats"}, 10)["identify"]
 
 
 def stop(procs):

@@ -1,10 +1,14 @@
 """benchlib.py - what the Python benchmarks of tests/bench share: messages
 on stderr named for the script, a free loopback port, waiting for a
-process to listen, and the static nginx backend the gate benchmarks put
-behind wtproxy (a body file and a fixed /__whoami answer)."""
+process to listen, stopping them, a git repository with linked worktrees, one line to a
+daemon's control socket, and the static nginx backend the gate benchmarks
+put behind wtproxy (a body file and a fixed /__whoami answer)."""
 
+import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -39,6 +43,66 @@ def wait_port(port, proc, what, timeout=20.0):
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"{PROG}: {what} did not listen on {port} in {timeout} s")
+
+
+def stop_procs(procs, grace):
+    """SIGTERM every process of procs still running, then wait for each,
+    SIGKILL after grace seconds."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def wait_listening(proc, port, log, timeout):
+    """Return once 127.0.0.1:port accepts; die showing the end of log (the
+    process's output) when proc ends first, or after timeout seconds."""
+    for _ in range(round(timeout / 0.02)):
+        if proc.poll() is not None:
+            die(f"{log}: exited with {proc.returncode}: {open(log).read()[-600:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    die(f"nothing listening on 127.0.0.1:{port} after {timeout:g} s ({log})")
+
+
+def git_repo(repo):
+    """Make a git repository at repo with one empty commit, to add
+    worktrees to."""
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    subprocess.run(git + ["-C", repo, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
+
+
+def git_worktree(repo, wt):
+    """Add the linked worktree wt to repo; returns its real path (what the
+    daemon names it by)."""
+    subprocess.run(["git", "-C", repo, "worktree", "add", "-q", wt], check=True,
+                   stderr=subprocess.DEVNULL)
+    return os.path.realpath(wt)
+
+
+def control_line(path, req, timeout):
+    """Send req (a dict) as one line to the control socket at path; returns
+    the reply line, parsed. timeout bounds each send and receive."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(json.dumps(req).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)
 
 
 def write_static_nginx(d, port, www):

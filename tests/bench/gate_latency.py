@@ -27,7 +27,6 @@ Every request is a new connection (Connection: close) from this process.
 The report (markdown) goes to stdout, progress to stderr.
 """
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -40,7 +39,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gate_tree  # noqa: E402
-from benchlib import die, free_port, say, write_static_nginx  # noqa: E402
+from benchlib import (die, free_port, git_repo, git_worktree, say, stop_procs,  # noqa: E402
+                      wait_listening, write_static_nginx)
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 PATH = "/body.txt"
@@ -75,15 +75,7 @@ class Bench:
             os.sched_setaffinity(0, {0})  # the client; servers go on CPU 1
 
     def cleanup(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_procs(self.procs, 3)
         if self.args.keep_tmp:
             say("kept", self.tmp)
         else:
@@ -97,27 +89,12 @@ class Bench:
         self.procs.append(p)
         return p
 
-    def wait_listening(self, p, port, log):
-        for _ in range(200):
-            if p.poll() is not None:
-                die(f"{log}: exited with {p.returncode}: {open(log).read()[-600:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.02)
-        die(f"nothing listening on 127.0.0.1:{port} after 4 s ({log})")
-
     # --- the backend and the worktree ---
     def setup(self):
         t = self.tmp
         repo, wt = os.path.join(t, "repo"), os.path.join(t, "wt")
-        git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
-        subprocess.run(["git", "init", "-q", repo], check=True)
-        subprocess.run(git + ["-C", repo, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
-        subprocess.run(["git", "-C", repo, "worktree", "add", "-q", wt], check=True,
-                       stderr=subprocess.DEVNULL)
-        self.wt = os.path.realpath(wt)
+        git_repo(repo)
+        self.wt = git_worktree(repo, wt)
         gate_tree.fill(self.wt, self.args.py_files, self.args.nm_files)
         www = os.path.join(t, "www")
         os.makedirs(www)
@@ -129,7 +106,7 @@ class Bench:
         log = os.path.join(d, "stderr.log")
         nginx = self.spawn([NGINX, "-p", d + "/", "-c", os.path.join(d, "nginx.conf"),
                             "-e", os.path.join(d, "error.log")], log)
-        self.wait_listening(nginx, self.port_backend, log)
+        wait_listening(nginx, self.port_backend, log, 4)
         fp = subprocess.run([self.args.wtproxy, "fingerprint", "--json", self.wt], check=True,
                             capture_output=True, text=True).stdout
         with open(os.path.join(www, "__whoami"), "w") as f:
@@ -154,7 +131,7 @@ class Bench:
         p = self.spawn([self.args.wtproxy, "serve", "--listen", f"127.0.0.1:{port}",
                         "--control", env["WTPROXY_CONTROL"], "--state",
                         os.path.join(d, "registry.json")] + flags, log)
-        self.wait_listening(p, port, log)
+        wait_listening(p, port, log, 4)
         r = subprocess.run([self.args.wtproxy, "register", "--port", str(self.port_backend),
                             "--pid", str(self.nginx_pid), "--front", str(port), "--worktree",
                             self.wt, "--no-autostart"], env=env, capture_output=True, text=True)

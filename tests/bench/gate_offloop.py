@@ -41,7 +41,8 @@ import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gate_tree  # noqa: E402
-from benchlib import die, free_port, say, write_static_nginx  # noqa: E402
+from benchlib import (die, free_port, git_repo, git_worktree, say, stop_procs,  # noqa: E402
+                      wait_listening, write_static_nginx)
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 BODY = b"wtproxy gate bench body\n" * 5
@@ -125,32 +126,13 @@ class Bench:
         self.procs = []
 
     def cleanup(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_procs(self.procs, 5)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def spawn(self, argv, log, **kw):
         p = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT, cwd="/", **kw)
         self.procs.append(p)
         return p
-
-    def wait_listening(self, p, port, log):
-        for _ in range(500):
-            if p.poll() is not None:
-                die(f"{log}: exited with {p.returncode}: {open(log).read()[-600:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.02)
-        die(f"nothing listening on 127.0.0.1:{port} after 10 s ({log})")
 
     def backend(self, name, wt, wtproxy):
         d = os.path.join(self.tmp, name)
@@ -163,7 +145,7 @@ class Bench:
         log = os.path.join(d, "stderr.log")
         p = self.spawn([NGINX, "-p", d + "/", "-c", os.path.join(d, "nginx.conf"),
                         "-e", os.path.join(d, "error.log")], log, stdin=subprocess.DEVNULL)
-        self.wait_listening(p, port, log)
+        wait_listening(p, port, log, 10)
         fp = subprocess.run([wtproxy, "fingerprint", "--json", wt], check=True,
                             capture_output=True, text=True).stdout
         with open(os.path.join(www, "__whoami"), "w") as f:
@@ -173,16 +155,11 @@ class Bench:
     def setup(self):
         t, a = self.tmp, self.args
         repo = os.path.join(t, "repo")
-        git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
-        subprocess.run(["git", "init", "-q", repo], check=True)
-        subprocess.run(git + ["-C", repo, "commit", "-q", "--allow-empty", "-m", "init"],
-                       check=True)
+        git_repo(repo)
         self.wt = {}
         for name, files in (("small", 40), ("big", a.big_files)):
             wt = os.path.join(t, name)
-            subprocess.run(["git", "-C", repo, "worktree", "add", "-q", wt], check=True,
-                           stderr=subprocess.DEVNULL)
-            self.wt[name] = os.path.realpath(wt)
+            self.wt[name] = git_worktree(repo, wt)
             if name == "big":
                 fill_big(self.wt[name], files)
             else:
@@ -209,7 +186,7 @@ class Bench:
                         env["WTPROXY_CONTROL"], "--state", os.path.join(d, "registry.json"),
                         "--stale-grace", f"{self.args.stale_grace_ms}ms"], log,
                        stdin=subprocess.DEVNULL, env=env)
-        self.wait_listening(p, port, log)
+        wait_listening(p, port, log, 10)
         for wt_name, (bport, pid) in self.be.items():
             r = subprocess.run([wtproxy, "register", "--port", str(bport), "--pid", str(pid),
                                 "--front", str(port), "--worktree", self.wt[wt_name],

@@ -29,12 +29,10 @@ Usage: tests/bench/identify_burst.py [--rounds 10] [--procs 2000] --bin NAME=PAT
 Needs nginx, curl and wrk; raise `ulimit -n` above 4,000 (the script tries).
 """
 import argparse
-import json
 import os
 import resource
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,7 +40,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import die, free_port, say, wait_port, write_static_nginx  # noqa: E402
+from benchlib import control_line, die, free_port, say, wait_port, write_static_nginx  # noqa: E402
 
 BURST_A = 50
 A_SPACING = 0.020
@@ -77,17 +75,8 @@ def cpu_ticks(pid):
 
 def control(runtime, req):
     """One control request to the daemon whose XDG_RUNTIME_DIR is runtime."""
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(30)  # a daemon closing 1,500 connections on a loaded machine
-        s.connect(os.path.join(runtime, "wtproxy", "control.sock"))
-        s.sendall(json.dumps(req).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    return json.loads(buf)
+    # 30 s: a daemon closing 1,500 connections on a loaded machine
+    return control_line(os.path.join(runtime, "wtproxy", "control.sock"), req, 30)
 
 
 def burst_a(cwd, port):

@@ -4,7 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startProxy, rawBackend } from './lib/wtproxy.mjs';
-import { httpBackend, answerHeads, RawConn, requestHead, header, stopClean } from './lib/backends.mjs';
+import { answerHeads, RawConn, requestHead, header, stopClean } from './lib/backends.mjs';
+import { echoRequest } from './lib/echo.mjs';
 
 // The proxy may send its own Connection header on each hop, but only with
 // its own framing tokens, never a token copied from the other side.
@@ -16,11 +17,7 @@ function assertOwnConnectionOnly(value, where) {
 }
 
 test('hop-by-hop request headers are not forwarded, end-to-end ones are', async (t) => {
-  const be = await httpBackend(t);
-  const px = await startProxy(t, ['--backend', `127.0.0.1:${be.port}`]);
-  const c = await RawConn.open(px.port);
-  t.after(() => c.close());
-  c.write(requestHead('GET', '/echo', [
+  const { px, got: { headers: h } } = await echoRequest(t, requestHead('GET', '/echo', [
     ['Host', 'localhost'],
     ['Connection', 'keep-alive, X-Secret, X-Other-Secret'],
     ['X-Secret', 'must-not-pass'],
@@ -38,9 +35,6 @@ test('hop-by-hop request headers are not forwarded, end-to-end ones are', async 
     ['Authorization', 'Bearer end-to-end'],
     ['X-Keep', 'yes'],
   ]));
-  const r = await c.readResponse();
-  assert.equal(r.status, 200, r.raw);
-  const h = JSON.parse(r.body.toString()).headers;
 
   // The proxy may announce its own Keep-Alive parameters, never the client's.
   assert.notEqual(h['keep-alive'], 'timeout=5, max=100', 'the client\'s Keep-Alive header reached the backend');
@@ -59,19 +53,12 @@ test('hop-by-hop request headers are not forwarded, end-to-end ones are', async 
 });
 
 test('Connection: close, X-Secret drops X-Secret and still answers', async (t) => {
-  const be = await httpBackend(t);
-  const px = await startProxy(t, ['--backend', `127.0.0.1:${be.port}`]);
-  const c = await RawConn.open(px.port);
-  t.after(() => c.close());
-  c.write(requestHead('GET', '/echo', [
+  const { px, c, got: { headers: h } } = await echoRequest(t, requestHead('GET', '/echo', [
     ['Host', 'localhost'],
     ['Connection', 'close, X-Secret'],
     ['X-Secret', 'must-not-pass'],
     ['X-Keep', 'yes'],
   ]));
-  const r = await c.readResponse();
-  assert.equal(r.status, 200, r.raw);
-  const h = JSON.parse(r.body.toString()).headers;
   assert.equal(h['x-secret'], undefined, 'a header named in Connection reached the backend');
   assert.equal(h['x-keep'], 'yes');
   assertOwnConnectionOnly(h.connection, 'request to backend');

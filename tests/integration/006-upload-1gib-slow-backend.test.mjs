@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startProxy, memoryKiB } from './lib/wtproxy.mjs';
+import { startProxy, memoryKiB, samplePeakRss } from './lib/wtproxy.mjs';
 import { httpBackend, httpGet, pattern, patternSha256, writeAll, GiB, MiB, stopClean } from './lib/backends.mjs';
 
 // ASan keeps freed blocks in a quarantine (256 MiB by default) before it
@@ -33,11 +33,7 @@ test('1 GiB upload through a slow-reading backend: memory bounded, every byte de
 
   const expectSha = patternSha256(SIZE);
   const started = Date.now();
-  let peakRss = before.rss;
-  const sampler = setInterval(() => {
-    try { peakRss = Math.max(peakRss, memoryKiB(px.proc.pid).rss); } catch {}
-  }, 100);
-  t.after(() => clearInterval(sampler));
+  const sampler = samplePeakRss(t, px.proc.pid, before.rss);
 
   const res = await new Promise((resolve, reject) => {
     const req = http.request({
@@ -53,7 +49,7 @@ test('1 GiB upload through a slow-reading backend: memory bounded, every byte de
     req.on('error', reject);
     writeAll(req, pattern(SIZE, MiB)).catch(reject);
   });
-  clearInterval(sampler);
+  const peakRss = sampler.stop();
   const after = memoryKiB(px.proc.pid);
   const secs = (Date.now() - started) / 1000;
 

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import crypto from 'node:crypto';
-import { startProxy, memoryKiB } from './lib/wtproxy.mjs';
+import { startProxy, memoryKiB, samplePeakRss } from './lib/wtproxy.mjs';
 import { httpBackend, httpGet, patternSha256, GiB, MiB, stopClean } from './lib/backends.mjs';
 
 // ASan quarantines freed blocks (256 MiB by default) before reuse; over a
@@ -29,11 +29,7 @@ test('1 GiB download to a slow-reading client: memory bounded, every byte delive
   const before = memoryKiB(px.proc.pid);
   const expectSha = patternSha256(SIZE);
   const started = Date.now();
-  let peakRss = before.rss;
-  const sampler = setInterval(() => {
-    try { peakRss = Math.max(peakRss, memoryKiB(px.proc.pid).rss); } catch {}
-  }, 100);
-  t.after(() => clearInterval(sampler));
+  const sampler = samplePeakRss(t, px.proc.pid, before.rss);
 
   const got = await new Promise((resolve, reject) => {
     const req = http.get({ host: '127.0.0.1', port: px.port, path: `/stream?bytes=${SIZE}&mode=length` }, (res) => {
@@ -58,7 +54,7 @@ test('1 GiB download to a slow-reading client: memory bounded, every byte delive
     });
     req.on('error', reject);
   });
-  clearInterval(sampler);
+  const peakRss = sampler.stop();
   const after = memoryKiB(px.proc.pid);
   const secs = (Date.now() - started) / 1000;
 

@@ -11,8 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { runToExit } from './lib/conformance.mjs';
-import { wtproxyBin } from './lib/wtproxy.mjs';
-import { itemAppFiles, writeProject } from './lib/django-item-app.mjs';
+import { dbTestEnv, itemAppFiles, writeProject } from './lib/django-item-app.mjs';
 
 const recipe = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../conf/run-django-tests.sh');
 
@@ -62,12 +61,7 @@ test('two worktrees run their Django tests at once, each on its own claimed data
   const tmp = makeWorktrees(t, ['a', 'b']);
   project(tmp.wt.a);
   project(tmp.wt.b);
-  const binDir = fs.mkdtempSync(path.join(tmp.root, 'bin-'));
-  fs.symlinkSync(wtproxyBin, path.join(binDir, 'wtproxy'));
-  const env = {
-    ...pg.env, PATH: `${binDir}:${process.env.PATH}`, PYTHON: '/usr/bin/python3',
-    WTPROXY_MACHINE: 'm1', WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1',
-  };
+  const env = dbTestEnv(pg, tmp, { PYTHON: '/usr/bin/python3' });
   const run = (wt) => runToExit('/bin/sh', [recipe, '-v', '2'], { cwd: tmp.wt[wt], env, ms: 120000 });
   const [ra, rb] = await Promise.all([run('a'), run('b')]);
   for (const [r, wt] of [[ra, 'a'], [rb, 'b']]) {

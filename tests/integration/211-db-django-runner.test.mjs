@@ -17,10 +17,11 @@ import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { hold } from './lib/pg-sessions.mjs';
 import { runToExit } from './lib/conformance.mjs';
-import { wtproxyBin } from './lib/wtproxy.mjs';
-import { itemAppFiles, writeProject } from './lib/django-item-app.mjs';
+import { dbTestEnv, itemAppFiles, writeProject } from './lib/django-item-app.mjs';
 
 const pythonPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../whoami/python');
+// the runner and pytest helpers from this checkout, no .pyc left in it
+const pythonEnv = { PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' };
 
 const testModule = (tag) => `from django.db import connection
 from django.test import TestCase
@@ -73,12 +74,7 @@ test('manage.py test, --parallel 2 and a label, in two worktrees at once; then m
   const tmp = makeWorktrees(t, ['a', 'b']);
   project(tmp.wt.a);
   project(tmp.wt.b);
-  const binDir = fs.mkdtempSync(path.join(tmp.root, 'bin-'));
-  fs.symlinkSync(wtproxyBin, path.join(binDir, 'wtproxy'));
-  const env = {
-    ...pg.env, PATH: `${binDir}:${process.env.PATH}`, PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1',
-    WTPROXY_MACHINE: 'm1', WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1',
-  };
+  const env = dbTestEnv(pg, tmp, pythonEnv);
   const py = (wt, args) => runToExit('/usr/bin/python3', args, { cwd: tmp.wt[wt], env, ms: 180000 });
   const [ra, rb] = await Promise.all([
     py('a', ['manage.py', 'test', '--noinput', '-v', '2', '--parallel', '2']),
@@ -141,12 +137,9 @@ test('a refused claim stops manage.py test before any database is touched, with 
   project(tmp.wt.a);
   pg.psql('CREATE DATABASE test_shop_m1_wt_a'); // someone else's, not stamped
   pg.psql('CREATE TABLE precious (x int)', { db: 'test_shop_m1_wt_a' });
-  const binDir = fs.mkdtempSync(path.join(tmp.root, 'bin-'));
-  fs.symlinkSync(wtproxyBin, path.join(binDir, 'wtproxy'));
   const r = await runToExit('/usr/bin/python3', ['manage.py', 'test', '--noinput'], {
     cwd: tmp.wt.a, ms: 120000,
-    env: { ...pg.env, PATH: `${binDir}:${process.env.PATH}`, PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1',
-      WTPROXY_MACHINE: 'm1', WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' },
+    env: dbTestEnv(pg, tmp, pythonEnv),
   });
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /database test_shop_m1_wt_a exists and was not made by wtproxy/);
@@ -160,12 +153,9 @@ test('a server short of connections stops manage.py test --parallel 2 up front, 
   const tmp = makeWorktrees(t, ['a']);
   project(tmp.wt.a);
   await hold(t, pg, { app: 'other-suite', count: 6 });
-  const binDir = fs.mkdtempSync(path.join(tmp.root, 'bin-'));
-  fs.symlinkSync(wtproxyBin, path.join(binDir, 'wtproxy'));
   const r = await runToExit('/usr/bin/python3', ['manage.py', 'test', '--noinput', '--parallel', '2'], {
     cwd: tmp.wt.a, ms: 120000,
-    env: { ...pg.env, PATH: `${binDir}:${process.env.PATH}`, PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1',
-      WTPROXY_MACHINE: 'm1', WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' },
+    env: dbTestEnv(pg, tmp, pythonEnv),
   });
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /has 3 connections free .* a claim leaves at least 5/);

@@ -11,7 +11,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { makeWorktrees, startDaemon, startRun, cli, getWorktree, buildPreload, sanitizerClean, waitFor } from './lib/registry.mjs';
+import { makeWorktrees, startRun, cli, getWorktree, sanitizerClean, waitFor } from './lib/registry.mjs';
+import { startSlowFsyncDaemon, requestsDuring } from './lib/slow-disk.mjs';
 
 const FSYNC_MS = 600;
 const FAST_MS = 400;
@@ -21,37 +22,16 @@ function stateWorktrees(tmp) {
   return doc.entries.map((e) => e.worktree);
 }
 
-async function slowDaemon(t, tmp) {
-  return startDaemon(t, tmp, [], {
-    env: {
-      LD_PRELOAD: buildPreload(tmp, 'slow-fsync'),
-      WTPROXY_TEST_FSYNC_MS: String(FSYNC_MS),
-      // ours comes before the sanitizer's runtime in the library list
-      ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,
-    },
-  });
-}
-
 test('a slow disk: requests stay fast while a registration is saved, which is on disk when acknowledged', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd', 'e', 'f']);
-  const px = await slowDaemon(t, tmp);
+  const px = await startSlowFsyncDaemon(t, tmp, FSYNC_MS);
   const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
   await run.ready;
   assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
 
-  const t0 = Date.now();
-  let done = 0;
-  const reg = cli(tmp, ['register', '--port', '1', '--ttl', '1h', '--front', String(px.port)], { cwd: tmp.wt.b, ms: 20000 })
-    .then((r) => { done = Date.now() - t0; r.fileThen = stateWorktrees(tmp); return r; });
-  const took = [];
-  while (!done && Date.now() - t0 < 20000) {
-    const s = Date.now();
-    const res = await getWorktree(px.port, tmp.wt.a);
-    took.push(Date.now() - s);
-    assert.equal(res.status, 200, res.body);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const r = await reg;
+  const { r, done, took } = await requestsDuring(px.port, tmp.wt.a,
+    () => cli(tmp, ['register', '--port', '1', '--ttl', '1h', '--front', String(px.port)], { cwd: tmp.wt.b, ms: 20000 }),
+    (res) => { res.fileThen = stateWorktrees(tmp); });
   assert.equal(r.code, 0, r.stderr);
   t.diagnostic(`register took ${done} ms; ${took.length} requests meanwhile, worst ${Math.max(...took)} ms: ${took.join(" ")}`);
   assert.ok(r.fileThen.includes(tmp.wt.b), `the entry is in the state file when the CLI exits: ${r.fileThen}`);

@@ -12,7 +12,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, startRun, cli, getWorktree, buildPreload, sanitizerClean, waitFor } from './lib/registry.mjs';
+import { makeWorktrees, startRun, cli, getWorktree, sanitizerClean, waitFor } from './lib/registry.mjs';
+import { startSlowFsyncDaemon, requestsDuring } from './lib/slow-disk.mjs';
 
 const FSYNC_MS = 600;
 const FAST_MS = 400;
@@ -23,39 +24,17 @@ function leaseIds(tmp) {
   } catch { return []; }
 }
 
-// Run the CLI while requests to worktree a go on; each answer's time.
-async function whileRequesting(px, tmp, run) {
-  const t0 = Date.now();
-  let done = 0;
-  const job = run().then((r) => { done = Date.now() - t0; r.fileThen = leaseIds(tmp); return r; });
-  const took = [];
-  while (!done && Date.now() - t0 < 20000) {
-    const s = Date.now();
-    const res = await getWorktree(px.port, tmp.wt.a);
-    took.push(Date.now() - s);
-    assert.equal(res.status, 200, res.body);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return { r: await job, done, took };
-}
-
 test('a slow disk: requests stay fast while a lease is saved, which is on disk when acknowledged', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b']);
-  const px = await startDaemon(t, tmp, [], {
-    env: {
-      LD_PRELOAD: buildPreload(tmp, 'slow-fsync'),
-      WTPROXY_TEST_FSYNC_MS: String(FSYNC_MS),
-      // ours comes before the sanitizer's runtime in the library list
-      ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,
-    },
-  });
+  const px = await startSlowFsyncDaemon(t, tmp, FSYNC_MS);
   const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
   await run.ready;
   assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
 
   for (const [what, args, held] of [['claim', ['claim', 'emu', '--ttl', '1h'], true],
     ['release', ['release', 'emu'], false]]) {
-    const { r, done, took } = await whileRequesting(px, tmp, () => cli(tmp, args, { cwd: tmp.wt.b, ms: 20000 }));
+    const { r, done, took } = await requestsDuring(px.port, tmp.wt.a, () => cli(tmp, args, { cwd: tmp.wt.b, ms: 20000 }),
+      (res) => { res.fileThen = leaseIds(tmp); });
     assert.equal(r.code, 0, r.stderr);
     t.diagnostic(`${what} took ${done} ms; ${took.length} requests meanwhile, worst ${Math.max(...took)} ms: ${took.join(' ')}`);
     assert.equal(r.fileThen.includes('emu'), held, `leases.json says the ${what} when the CLI exits: ${r.fileThen}`);

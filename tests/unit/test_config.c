@@ -1,7 +1,11 @@
-/* test_config.c - proxy/config.c's values: defaults, every key, every kind
- * of bad value, listen and backend addresses. Includes the .c to reach its
- * key table. The file and the flags are test_config_file.c's. */
+/* test_config.c - the values (proxy/config.c's key table, config_value.c):
+ * defaults, every key, every kind of bad value, listen and backend
+ * addresses. Includes the .c files to reach their statics. The file and the
+ * flags are test_config_file.c's. */
 #include "../../proxy/config.c"
+#include "../../proxy/config_args.c"
+#include "../../proxy/config_file.c"
+#include "../../proxy/config_value.c"
 
 #include <stdint.h>
 
@@ -74,8 +78,8 @@ static void test_good_values(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = proxy_config_set(&c, cases[i].key, cases[i].value, err, sizeof err);
         is_int(rc, 0, "%s = %s is accepted", cases[i].key, cases[i].value);
-        is_int(get_number(&c, find_key(cases[i].key)), cases[i].want, "%s = %s is %llu",
-               cases[i].key, cases[i].value, cases[i].want);
+        is_int(get_number(&c, proxy_config_find_key(cases[i].key)), cases[i].want,
+               "%s = %s is %llu", cases[i].key, cases[i].value, cases[i].want);
     }
     for (size_t i = 0; i < NKEYS; i++) { /* every numeric key, its own field */
         const struct key *k = &keys[i];

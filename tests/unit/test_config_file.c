@@ -1,9 +1,13 @@
-/* test_config_file.c - proxy/config.c's sources: the config file, the
- * shipped conf/wtproxy.conf (in step with proxy_limits.h and --help), `wtproxy
- * serve` flags and $WTPROXY_CONFIG, and the --help text. Includes the .c
- * to reach its key table.
+/* test_config_file.c - the settings' sources (proxy/config_file.c,
+ * config_args.c): the config file, the shipped conf/wtproxy.conf (in step
+ * with proxy_limits.h and --help), `wtproxy serve` flags and
+ * $WTPROXY_CONFIG, and the --help text. Includes the .c files to reach the
+ * key table.
  * Usage: test_config_file [PATH/TO/conf/wtproxy.conf] */
 #include "../../proxy/config.c"
+#include "../../proxy/config_args.c"
+#include "../../proxy/config_file.c"
+#include "../../proxy/config_value.c"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -37,8 +41,8 @@ static const char *first_difference(const struct proxy_config *a, const struct p
         if (a->listen[i].port != b->listen[i].port || strcmp(a->listen[i].host, b->listen[i].host))
             return "listen";
     for (size_t i = 0; i < NKEYS; i++) {
-        format_value(&keys[i], a, va, sizeof va);
-        format_value(&keys[i], b, vb, sizeof vb);
+        proxy_config_format_value(&keys[i], a, va, sizeof va);
+        proxy_config_format_value(&keys[i], b, vb, sizeof vb);
         if (strcmp(va, vb) != 0) return keys[i].name;
     }
     return NULL;
@@ -143,7 +147,7 @@ static void test_shipped_conf(const char *conf)
     is_str(first_difference(&c, &d), NULL, "  as shipped it is the defaults");
     for (size_t i = 0; i < NKEYS; i++) {
         char def[96];
-        format_value(&keys[i], &d, def, sizeof def);
+        proxy_config_format_value(&keys[i], &d, def, sizeof def);
         snprintf(want, sizeof want, "\n# %s =%s%s\n", keys[i].name, def[0] ? " " : "", def);
         ok(strstr(text, want) && !strstr(strstr(text, want) + 1, want),
            "  documents %s once, at its default %s", keys[i].name,
@@ -155,7 +159,7 @@ static void test_shipped_conf(const char *conf)
         char key[64];
         size_t len = strspn(p + 3, "abcdefghijklmnopqrstuvwxyz_");
         snprintf(key, sizeof key, "%.*s", (int)len, p + 3);
-        if (find_key(key) && strncmp(p + 3 + len, " =", 2) == 0) {
+        if (proxy_config_find_key(key) && strncmp(p + 3 + len, " =", 2) == 0) {
             memmove(p + 1, p + 3, strlen(p + 3) + 1);
             nkeys++;
         }
@@ -282,7 +286,7 @@ static void test_usage(void)
         at = strstr(text, flag);
         if (!has_str(text, flag, "--help lists %s", flag + 3)) continue;
         snprintf(row, sizeof row, "%.*s", (int)strcspn(at + 1, "\n"), at + 1);
-        format_value(&keys[i], &d, def, sizeof def);
+        proxy_config_format_value(&keys[i], &d, def, sizeof def);
         snprintf(want, sizeof want, " %s ", def[0] ? def : "none");
         has_str(row, want, "  with its default");
         has_str(row, keys[i].help, "  and its help");

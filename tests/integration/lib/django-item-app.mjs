@@ -1,8 +1,10 @@
 // django-item-app.mjs - the smallest Django project the database tests
 // (206, 211) run: manage.py, a `shop` app with one model (Item) and its
 // first migration. Each test adds its own proj/settings.py and tests.
+// Also the environment their commands run in.
 import fs from 'node:fs';
 import path from 'node:path';
+import { wtproxyBin } from './wtproxy.mjs';
 
 export const itemAppFiles = {
   'manage.py': `import os, sys
@@ -35,4 +37,18 @@ export function writeProject(dir, files) {
     fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
     fs.writeFileSync(path.join(dir, f), text);
   }
+}
+
+// The environment of a command run in a worktree of tmp (registry.mjs's
+// makeWorktrees) by a database test: pg's PG* variables, this build's
+// wtproxy first on PATH (the recipe and the Python helpers call plain
+// `wtproxy`, as where it is installed), machine m1, tmp's control socket
+// and no daemon started on demand; extra added.
+export function dbTestEnv(pg, tmp, extra = {}) {
+  const binDir = fs.mkdtempSync(path.join(tmp.root, 'bin-'));
+  fs.symlinkSync(wtproxyBin, path.join(binDir, 'wtproxy'));
+  return {
+    ...pg.env, PATH: `${binDir}:${process.env.PATH}`,
+    WTPROXY_MACHINE: 'm1', WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1', ...extra,
+  };
 }

@@ -154,6 +154,17 @@ export function memoryKiB(pid) {
   return { rss: get('VmRSS'), hwm: get('VmHWM') };
 }
 
+// Sample pid's VmRSS every 100 ms, from start (a memoryKiB(pid).rss read
+// before), until stop() (or the test t's end). stop() returns the peak.
+export function samplePeakRss(t, pid, start) {
+  let peak = start;
+  const sampler = setInterval(() => {
+    try { peak = Math.max(peak, memoryKiB(pid).rss); } catch {}
+  }, 100);
+  t.after(() => clearInterval(sampler));
+  return { stop: () => { clearInterval(sampler); return peak; } };
+}
+
 // Number of open fds of a pid, less its pidfds: the daemon keeps one per
 // process in its cache of recent callers (proxy/identify.c, at most
 // RECENT_MAX = 32), which a caller seen anew may add to at any time.

@@ -1,0 +1,65 @@
+/* run.h - what the parts of `wtproxy run` share: the wrapper's state, and
+ * the calls run.c (the supervision: ready, restart, stop, main) makes into
+ * run_cmd.c (CMD's process: its argv, fork, exec, signals) and run_reg.c
+ * (the daemon's entry: reserve, register, ready, restarting, unregister).
+ * Internal to cli/. */
+#ifndef WTP_CLI_RUN_H
+#define WTP_CLI_RUN_H
+
+#include <limits.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "cli.h"
+
+struct cli_run {
+    int front, port;
+    int restart_on_stale;
+    const char *service; /* --service, or NULL */
+    const char *health;  /* --health /PATH: what must answer 2xx/3xx, or NULL */
+    char worktree[PATH_MAX];
+    char **argv;         /* CMD ARGS with {port} substituted, NULL-terminated */
+    char command[1024];  /* argv joined, for people */
+    struct cli_run_log log;
+};
+
+/* The worktree's folder name, as people (and Host routing) call it. */
+static inline const char *cli_run_folder(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+/* --- run_cmd.c --- */
+
+/* Fill r->argv and r->command from CMD ARGS. Returns 0 or -1 (no memory). */
+int cli_run_build_argv(struct cli_run *r, int argc, char **argv);
+
+void cli_run_free_argv(struct cli_run *r);
+
+/* Start CMD with SIGINT/SIGHUP forwarded to it, SIGTERM to on_term. Signals
+ * stay blocked across the fork so none is lost or forwarded to no one.
+ * Returns its pid, or -1. */
+pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int));
+
+/* --- run_reg.c --- */
+
+/* Reserve a port and register the wrapper under it, CMD's argv built in
+ * between (it names the port). Returns 0, or the exit status with the
+ * reason printed (the holder of a conflict). */
+int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv);
+
+/* Tell the daemon CMD is ready and say so. A daemon that cannot be told
+ * leaves the entry starting: warn, CMD keeps running. */
+void cli_run_mark_ready(const struct cli_run *r);
+
+/* Tell the daemon CMD is restarting, so that it holds requests meanwhile;
+ * one that cannot be told gets a warning. */
+void cli_run_tell_restarting(const struct cli_run *r);
+
+/* Remove the entry. not-found is fine: the daemon dropped it already (its
+ * worktree went away). Anything else is a warning; the daemon drops the
+ * entry anyway once it sees this wrapper's pid gone. */
+void cli_run_release(const struct cli_run *r);
+
+#endif

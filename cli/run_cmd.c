@@ -1,0 +1,129 @@
+/* run_cmd.c - CMD's process for `wtproxy run`: its argv with {port}
+ * substituted, the fork and exec, and the signals around them. CMD stays in
+ * the wrapper's process group (a kill of the group, which is how
+ * Playwright stops its webServer, takes CMD down too) and gets SIGTERM
+ * through PR_SET_PDEATHSIG when the wrapper alone dies. Apart from run.c's
+ * supervision because what happens between fork and exec has rules of its
+ * own (only async-signal-safe calls, the parent's signal mask). */
+#include "run.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+/* The pid signals are forwarded to; set once, before signals are unblocked. */
+static volatile pid_t child_pid;
+
+/* Forward SIGINT/SIGHUP to CMD (SIGTERM stops its tree: the caller's
+ * on_term). A signal the terminal sent (Ctrl-C, si_code SI_KERNEL) went to
+ * the whole foreground group, CMD included: forwarding it would deliver it
+ * twice. */
+static void forward(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    if (si->si_code != SI_KERNEL && child_pid > 0)
+        kill(child_pid, sig);
+}
+
+/* s with every "{port}" replaced by port, malloc'd; NULL when out of memory. */
+static char *substitute(const char *s, int port)
+{
+    char num[16];
+    int nlen = snprintf(num, sizeof num, "%d", port);
+    size_t n = 0, len = strlen(s);
+    for (const char *p = s; (p = strstr(p, "{port}")) != NULL; p += 6)
+        n++;
+    char *out = malloc(len + n * (size_t)nlen + 1), *o = out;
+    for (const char *p = s, *hit; out && *p; p = hit + 6) {
+        if (!(hit = strstr(p, "{port}"))) {
+            memcpy(o, p, strlen(p));
+            o += strlen(p);
+            break;
+        }
+        memcpy(o, p, (size_t)(hit - p));
+        o += hit - p;
+        memcpy(o, num, (size_t)nlen);
+        o += nlen;
+    }
+    if (out)
+        *o = '\0';
+    return out;
+}
+
+int cli_run_build_argv(struct cli_run *r, int argc, char **argv)
+{
+    r->argv = calloc((size_t)argc + 1, sizeof *r->argv);
+    size_t used = 0;
+    for (int i = 0; r->argv && i < argc; i++) {
+        if (!(r->argv[i] = substitute(argv[i], r->port)))
+            return -1;
+        int n = snprintf(r->command + used, sizeof r->command - used, "%s%s", i ? " " : "",
+                         r->argv[i]);
+        used = n < 0 || used + (size_t)n >= sizeof r->command ? sizeof r->command - 1
+                                                             : used + (size_t)n;
+    }
+    return r->argv ? 0 : -1;
+}
+
+void cli_run_free_argv(struct cli_run *r)
+{
+    for (size_t i = 0; r->argv && r->argv[i]; i++)
+        free(r->argv[i]);
+    free(r->argv);
+}
+
+/* In the forked child: become CMD. Never returns. */
+static void exec_cmd(const struct cli_run *r, pid_t wrapper, const sigset_t *mask)
+{
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGHUP, &dfl, NULL);
+    sigaction(SIGPIPE, &dfl, NULL);
+    sigaction(SIGUSR1, &dfl, NULL);
+    cli_run_log_child(&r->log);
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    /* Told of the wrapper's death; and if it died before the line above
+     * took effect, nobody would tell us: stop now. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != wrapper)
+        _exit(1);
+    char port[16];
+    snprintf(port, sizeof port, "%d", r->port);
+    if (setenv("PORT", port, 1) < 0 || setenv("WTPROXY_PORT", port, 1) < 0 ||
+        setenv("WTPROXY_WORKTREE", r->worktree, 1) < 0 ||
+        (r->service && setenv("WTPROXY_SERVICE", r->service, 1) < 0))
+        _exit(1);
+    execvp(r->argv[0], r->argv);
+    int e = errno;
+    fprintf(stderr, "wtproxy: cannot run %s: %s\n", r->argv[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int))
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    /* No SA_RESTART: a sleep returns at once to stop the tree. */
+    struct sigaction term = {.sa_handler = on_term};
+    sigemptyset(&term.sa_mask);
+    sigaction(SIGTERM, &term, NULL);
+    pid_t self = getpid(), pid = fork();
+    if (pid == 0)
+        exec_cmd(r, self, &old);
+    if (pid < 0)
+        fprintf(stderr, "wtproxy: cannot start %s: fork: %s\n", r->argv[0], strerror(errno));
+    child_pid = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return pid;
+}

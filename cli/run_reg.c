@@ -1,0 +1,121 @@
+/* run_reg.c - the daemon's entry of a `wtproxy run` wrapper: a port
+ * reserved, the wrapper registered under it (its own pid, so that the
+ * daemon drops the entry when the wrapper dies, however it dies), marked
+ * ready, restarting, and unregistered. Apart from run.c because it is the
+ * wrapper's whole conversation with the control socket. */
+#include "run.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "host.h"
+
+/* Send req (consumed; NULL means json_pack ran out of memory) without
+ * starting a daemon unless asked. Returns 0 when the daemon said ok, 1 when it
+ * refused, both with *reply for the caller; -1 with err when it could not
+ * be asked. */
+static int ask(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen)
+{
+    *reply = NULL;
+    if (!req) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int r = cli_call(req, start_daemon, reply, err, errlen);
+    json_decref(req);
+    if (r < 0)
+        return -1;
+    return json_is_true(json_object_get(*reply, "ok")) ? 0 : 1;
+}
+
+/* Send the op that names the wrapper's entry (front and worktree).
+ * Returns as ask does. */
+static int ask_entry(const struct cli_run *r, const char *op, json_t **reply, char *err,
+                     size_t errlen)
+{
+    return ask(json_pack("{s:s, s:i, s:s}", "op", op, "front", r->front, "worktree",
+                         r->worktree),
+               0, reply, err, errlen);
+}
+
+/* The register op of the wrapper: its own pid, no TTL, not ready yet;
+ * NULL when out of memory. */
+static json_t *register_request(const struct cli_run *r)
+{
+    json_t *req = json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:s, s:b, s:b}", "op", "register",
+                            "front", r->front, "worktree", r->worktree, "port", r->port, "pid",
+                            (int)getpid(), "ttl_ms", 0, "command", r->command, "ready", 0,
+                            "restart_on_stale", r->restart_on_stale);
+    unsigned load;
+    if (req && r->service)
+        json_object_set_new(req, "service", json_string(r->service));
+    if (req && host_load_pct(&load, NULL, NULL) == 0) /* to judge a verdict by later */
+        json_object_set_new(req, "start_load", json_real(load / 100.0));
+    if (req && r->log.path[0])
+        json_object_set_new(req, "log", json_string(r->log.path));
+    return req;
+}
+
+int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    int rc = ask(json_pack("{s:s, s:i}", "op", "reserve", "front", r->front), start_daemon, &reply,
+                 err, sizeof err);
+    if (rc == 0) {
+        r->port = (int)json_integer_value(json_object_get(reply, "port"));
+        json_decref(reply);
+        if (r->port <= 0 || r->port > 65535 || cli_run_build_argv(r, argc, argv) < 0) {
+            snprintf(err, sizeof err, "the daemon reserved no usable port, or out of memory");
+            rc = -1;
+        } else {
+            rc = ask(register_request(r), 0, &reply, err, sizeof err);
+        }
+    }
+    if (rc < 0) {
+        fprintf(stderr, "wtproxy: %s\n", err);
+        return 1;
+    }
+    if (rc > 0)
+        rc = cli_report(reply);
+    json_decref(reply);
+    return rc;
+}
+
+void cli_run_mark_ready(const struct cli_run *r)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    int rc = ask_entry(r, "ready", &reply, err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "wtproxy: warning: could not mark %s ready: %s\n", r->worktree, err);
+    else if (rc > 0)
+        fprintf(stderr, "wtproxy: warning: could not mark %s ready: %s\n", r->worktree,
+                json_string_value(json_object_get(reply, "message")));
+    json_decref(reply);
+    fprintf(stderr, "wtproxy: %s is ready on 127.0.0.1:%d (front :%d)\n",
+            cli_run_folder(r->worktree), r->port, r->front);
+}
+
+void cli_run_tell_restarting(const struct cli_run *r)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    if (ask_entry(r, "restarting", &reply, err, sizeof err) < 0)
+        fprintf(stderr, "wtproxy: warning: could not tell the daemon: %s\n", err);
+    json_decref(reply);
+}
+
+void cli_run_release(const struct cli_run *r)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    int rc = ask_entry(r, "unregister", &reply, err, sizeof err);
+    const char *code = rc > 0 ? json_string_value(json_object_get(reply, "error")) : NULL;
+    if (rc < 0)
+        fprintf(stderr, "wtproxy: warning: could not unregister %s: %s\n", r->worktree, err);
+    else if (rc > 0 && !(code && strcmp(code, "not-found") == 0))
+        fprintf(stderr, "wtproxy: warning: could not unregister %s: %s\n", r->worktree,
+                json_string_value(json_object_get(reply, "message")));
+    json_decref(reply);
+}
