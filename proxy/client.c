@@ -53,10 +53,12 @@ static void ipv4_text(const struct in_addr *a, char *buf)
     }
 }
 
-/* Blocks of closed connections kept for the next ones: a connection's block
- * (about 1.6 KiB) is larger than what glibc's per-thread cache holds, so
- * malloc and free each went through the arena's bins. Bounded, per loop
- * thread (connections live on the loop that accepted them). */
+/* Blocks of closed connections kept for the next ones, with their two
+ * emptied request buffers: a connection's block (about 1.6 KiB) is larger
+ * than what glibc's per-thread cache holds, so malloc and free each went
+ * through the arena's bins, and the buffers cost two allocations and two
+ * frees more per Connection: close request. Bounded, per loop thread
+ * (connections live on the loop that accepted them). */
 #define CLIENT_SPARE_MAX 64
 /* Under AddressSanitizer none is kept: a stale pointer to a closed
  * connection must land in freed memory, where ASan catches it. */
@@ -65,7 +67,7 @@ static void ipv4_text(const struct in_addr *a, char *buf)
 #else
 #define CLIENT_SPARE_KEPT CLIENT_SPARE_MAX
 #endif
-static _Thread_local void *spare[CLIENT_SPARE_MAX];
+static _Thread_local struct proxy_client *spare[CLIENT_SPARE_MAX];
 static _Thread_local int nspare;
 
 static size_t client_block_size(size_t *head)
@@ -76,57 +78,76 @@ static size_t client_block_size(size_t *head)
 }
 
 /* The connection and its timer in one block (evtimer_assign), as stream.c
- * does for its events: one allocation and one free less per connection. */
+ * does for its events: one allocation and one free less per connection.
+ * Its request buffers come with a spare block, or are made here; NULL when
+ * out of memory. */
 static struct proxy_client *client_alloc(struct event_base *base)
 {
     size_t head, size = client_block_size(&head);
-    struct proxy_client *c = nspare > 0 ? spare[--nspare] : malloc(size);
-    if (!c)
+    struct evbuffer *req_head = NULL, *req_prefix = NULL;
+    struct proxy_client *c = NULL;
+    if (nspare > 0) {
+        c = spare[--nspare];
+        req_head = c->req_head, req_prefix = c->req_prefix;
+    } else {
+        c = malloc(size);
+        req_head = evbuffer_new();
+        req_prefix = evbuffer_new();
+    }
+    if (!c || !req_head || !req_prefix) {
+        if (req_head)
+            evbuffer_free(req_head);
+        if (req_prefix)
+            evbuffer_free(req_prefix);
+        free(c);
         return NULL;
+    }
     memset(c, 0, size);
+    c->req_head = req_head, c->req_prefix = req_prefix;
     c->timer = (struct event *)((char *)c + head);
     evtimer_assign(c->timer, base, timer_cb, c);
     return c;
 }
 
+static void client_free(struct proxy_client *c)
+{
+    evbuffer_free(c->req_head);
+    evbuffer_free(c->req_prefix);
+    free(c);
+}
+
+/* A closed connection's block, its timer deleted: kept, buffers emptied,
+ * or freed. */
 static void client_release(struct proxy_client *c)
 {
-#if CLIENT_SPARE_KEPT > 0
-    if (c && nspare < CLIENT_SPARE_KEPT) {
-        spare[nspare++] = c;
+    if (nspare >= CLIENT_SPARE_KEPT) {
+        client_free(c);
         return;
     }
-#endif
-    free(c);
+    evbuffer_drain(c->req_head, evbuffer_get_length(c->req_head));
+    evbuffer_drain(c->req_prefix, evbuffer_get_length(c->req_prefix));
+    spare[nspare++] = c;
 }
 
 void proxy_client_free_spares(void)
 {
     while (nspare > 0)
-        free(spare[--nspare]);
+        client_free(spare[--nspare]);
+    stream_free_spares();
 }
 
 void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evutil_socket_t fd,
                          const struct sockaddr *peer)
 {
     struct proxy_client *c = client_alloc(s->base);
-    if (c) {
-        c->bev = stream_new(s->base, fd); /* closes fd when it fails */
-        c->req_head = evbuffer_new();
-        c->req_prefix = evbuffer_new();
-    } else {
+    if (!c)
         close(fd);
-    }
-    if (!c || !c->bev || !c->req_head || !c->req_prefix) {
-        proxy_log("out of memory: dropped a connection");
-        if (c) {
-            stream_free(c->bev);
-            if (c->req_head)
-                evbuffer_free(c->req_head);
-            if (c->req_prefix)
-                evbuffer_free(c->req_prefix);
-        }
+    else if (!(c->bev = stream_new(s->base, fd))) { /* it closed fd */
         client_release(c);
+        c = NULL;
+    }
+    if (!c) {
+        proxy_log("out of memory: dropped a connection");
         return;
     }
     c->srv = s;
@@ -187,8 +208,6 @@ void conn_close(struct proxy_client *c)
     upstream_release(c, 0);
     stream_free(c->bev);
     event_del(c->timer);
-    evbuffer_free(c->req_head);
-    evbuffer_free(c->req_prefix);
     reg_backend_unref(c->backend);
     proxy_server_client_gone(c->srv, c);
     client_release(c);
