@@ -1,7 +1,8 @@
 /* client.c - the client side of a connection, and the connection's life:
- * accept, its callbacks and timers, answer refusals, keep alive or close.
- * Reading and checking each request head and streaming the request body
- * is client_request.c. The backend side is upstream.c. */
+ * accept, its callbacks and timers, keep alive or close. Answering a
+ * refusal is client_fail.c. Reading and checking each request head and
+ * streaming the request body is client_request.c. The backend side is
+ * upstream.c. */
 #include "client.h"
 
 #include <arpa/inet.h>
@@ -18,7 +19,6 @@
 #include "gate.h"
 #include "host.h"
 #include "ondemand.h"
-#include "refusal_log.h"
 #include "request_check.h"
 #include "http_head.h"
 #include "route.h"
@@ -53,10 +53,12 @@ static void ipv4_text(const struct in_addr *a, char *buf)
     }
 }
 
-/* Blocks of closed connections kept for the next ones: a connection's block
- * (about 1.6 KiB) is larger than what glibc's per-thread cache holds, so
- * malloc and free each went through the arena's bins. Bounded, per loop
- * thread (connections live on the loop that accepted them). */
+/* Blocks of closed connections kept for the next ones, with their two
+ * emptied request buffers: a connection's block (about 1.6 KiB) is larger
+ * than what glibc's per-thread cache holds, so malloc and free each went
+ * through the arena's bins, and the buffers cost two allocations and two
+ * frees more per Connection: close request. Bounded, per loop thread
+ * (connections live on the loop that accepted them). */
 #define CLIENT_SPARE_MAX 64
 /* Under AddressSanitizer none is kept: a stale pointer to a closed
  * connection must land in freed memory, where ASan catches it. */
@@ -65,7 +67,7 @@ static void ipv4_text(const struct in_addr *a, char *buf)
 #else
 #define CLIENT_SPARE_KEPT CLIENT_SPARE_MAX
 #endif
-static _Thread_local void *spare[CLIENT_SPARE_MAX];
+static _Thread_local struct proxy_client *spare[CLIENT_SPARE_MAX];
 static _Thread_local int nspare;
 
 static size_t client_block_size(size_t *head)
@@ -76,57 +78,76 @@ static size_t client_block_size(size_t *head)
 }
 
 /* The connection and its timer in one block (evtimer_assign), as stream.c
- * does for its events: one allocation and one free less per connection. */
+ * does for its events: one allocation and one free less per connection.
+ * Its request buffers come with a spare block, or are made here; NULL when
+ * out of memory. */
 static struct proxy_client *client_alloc(struct event_base *base)
 {
     size_t head, size = client_block_size(&head);
-    struct proxy_client *c = nspare > 0 ? spare[--nspare] : malloc(size);
-    if (!c)
+    struct evbuffer *req_head = NULL, *req_prefix = NULL;
+    struct proxy_client *c = NULL;
+    if (nspare > 0) {
+        c = spare[--nspare];
+        req_head = c->req_head, req_prefix = c->req_prefix;
+    } else {
+        c = malloc(size);
+        req_head = evbuffer_new();
+        req_prefix = evbuffer_new();
+    }
+    if (!c || !req_head || !req_prefix) {
+        if (req_head)
+            evbuffer_free(req_head);
+        if (req_prefix)
+            evbuffer_free(req_prefix);
+        free(c);
         return NULL;
+    }
     memset(c, 0, size);
+    c->req_head = req_head, c->req_prefix = req_prefix;
     c->timer = (struct event *)((char *)c + head);
     evtimer_assign(c->timer, base, timer_cb, c);
     return c;
 }
 
+static void client_free(struct proxy_client *c)
+{
+    evbuffer_free(c->req_head);
+    evbuffer_free(c->req_prefix);
+    free(c);
+}
+
+/* A closed connection's block, its timer deleted: kept, buffers emptied,
+ * or freed. */
 static void client_release(struct proxy_client *c)
 {
-#if CLIENT_SPARE_KEPT > 0
-    if (c && nspare < CLIENT_SPARE_KEPT) {
-        spare[nspare++] = c;
+    if (nspare >= CLIENT_SPARE_KEPT) {
+        client_free(c);
         return;
     }
-#endif
-    free(c);
+    evbuffer_drain(c->req_head, evbuffer_get_length(c->req_head));
+    evbuffer_drain(c->req_prefix, evbuffer_get_length(c->req_prefix));
+    spare[nspare++] = c;
 }
 
 void proxy_client_free_spares(void)
 {
     while (nspare > 0)
-        free(spare[--nspare]);
+        client_free(spare[--nspare]);
+    stream_free_spares();
 }
 
 void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evutil_socket_t fd,
                          const struct sockaddr *peer)
 {
     struct proxy_client *c = client_alloc(s->base);
-    if (c) {
-        c->bev = stream_new(s->base, fd); /* closes fd when it fails */
-        c->req_head = evbuffer_new();
-        c->req_prefix = evbuffer_new();
-    } else {
+    if (!c)
         close(fd);
-    }
-    if (!c || !c->bev || !c->req_head || !c->req_prefix) {
-        proxy_log("out of memory: dropped a connection");
-        if (c) {
-            stream_free(c->bev);
-            if (c->req_head)
-                evbuffer_free(c->req_head);
-            if (c->req_prefix)
-                evbuffer_free(c->req_prefix);
-        }
+    else if (!(c->bev = stream_new(s->base, fd))) { /* it closed fd */
         client_release(c);
+        c = NULL;
+    }
+    if (!c) {
+        proxy_log("out of memory: dropped a connection");
         return;
     }
     c->srv = s;
@@ -187,8 +208,6 @@ void conn_close(struct proxy_client *c)
     upstream_release(c, 0);
     stream_free(c->bev);
     event_del(c->timer);
-    evbuffer_free(c->req_head);
-    evbuffer_free(c->req_prefix);
     reg_backend_unref(c->backend);
     proxy_server_client_gone(c->srv, c);
     client_release(c);
@@ -232,64 +251,6 @@ void conn_close_after_flush(struct proxy_client *c)
     }
     /* A client that does not read its last answer gets body_timeout. */
     conn_arm_timer(c, c->srv->cfg.body_timeout_ms);
-}
-
-static int gateway_error(enum proxy_error e)
-{
-    return e == PE_NO_BACKEND || e == PE_BACKEND_UNREACHABLE || e == PE_BACKEND_TIMEOUT ||
-           e == PE_BACKEND_BAD_RESPONSE || e == PE_AMBIGUOUS_WORKTREE ||
-           e == PE_BACKEND_NOT_READY || e == PE_CHECKOUT_MISMATCH || e == PE_STALE_CODE ||
-           e == PE_NO_WHOAMI || e == PE_WHOAMI_INVALID;
-}
-
-/* Keep c's refusal (status, reason, the detail the caller was told) in
- * the refusal log, with the caller, the named worktree and the backend. */
-static void record_refusal(struct proxy_client *c, int status, const char *reason,
-                           const char *detail)
-{
-    if (!c->srv->refusals)
-        return;
-    const struct identify_kept *p = c->who;
-    const char *space = strchr(c->path, ' ');
-    struct refusal_info r = {
-        .status = status,
-        .reason = reason,
-        .detail = detail,
-        .request = c->path,
-        .peer = c->ip,
-        .front = c->listener->port,
-        .caller_pid = p ? p->pid : 0,
-        .caller_process = p ? p->comm : NULL,
-        .caller_worktree = p && c->who->placed ? p->worktree : NULL,
-        /* The name is only meaningful once the head was read in full. */
-        .named = space ? c->route_name : NULL,
-        .backend_worktree = c->backend ? c->backend->worktree : NULL,
-        .backend = c->backend ? c->backend->name : NULL,
-    };
-    refusal_log_add(c->srv->refusals, &r, (long long)proxy_now_ms(c->srv));
-}
-
-void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
-{
-    proxy_log("%d %s: %s from %s%s%s", error_page_status(e), error_page_reason(e),
-              c->path[0] ? c->path : "request", c->ip, detail ? ": " : "", detail ? detail : "");
-    if (c->resp_started) {
-        /* Part of a response went out: an error page now would be taken
-         * for its rest. Closing short is the only honest signal left. */
-        conn_close(c);
-        return;
-    }
-    upstream_release(c, 0);
-    record_refusal(c, error_page_status(e), error_page_reason(e), detail);
-    int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
-               !c->srv->stopping && !c->client_eof;
-    error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
-                     !keep, c->is_head);
-    c->resp_started = 1;
-    if (keep)
-        conn_next_request(c);
-    else
-        conn_close_after_flush(c);
 }
 
 static void client_read_cb(struct stream *bev, void *arg)

@@ -21,7 +21,7 @@ void proxy_client_shutdown(struct proxy_client *c);
 /* Close at once, whatever it was doing (the shutdown deadline passed). */
 void proxy_client_abort(struct proxy_client *c);
 
-/* Give back the blocks of closed connections kept for the next accepts
+/* Give back the blocks of closed connections and streams kept for reuse
  * (this thread's): when the loop ends, so that nothing is left in use at
  * exit for a memory checker to report. */
 void proxy_client_free_spares(void);

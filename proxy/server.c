@@ -279,7 +279,6 @@ static void server_free(struct proxy_server *s)
 {
     while (!TAILQ_EMPTY(&s->clients))
         proxy_client_abort(TAILQ_FIRST(&s->clients));
-    proxy_client_free_spares();
     listener_close_all(s);
     dash_stop(s);
     ondemand_free(s->ondemand);
@@ -287,6 +286,8 @@ static void server_free(struct proxy_server *s)
     whoami_gate_free(s->gate);
     reg_server_free(s->reg);
     proxy_pool_free(s->pool);
+    /* after the pool: its backend streams' blocks join the spares */
+    proxy_client_free_spares();
     reg_backend_unref(s->backend);
     struct event *evs[] = {s->sigterm, s->sigint, s->sighup, s->stop_timer};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)

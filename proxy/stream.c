@@ -1,5 +1,8 @@
-/* stream.c - see stream.h. */
+/* stream.c - see stream.h: a stream's life (its block, events and
+ * buffers, kept for reuse), its settings and its read registration;
+ * stream_io.c does the reads and writes. */
 #include "stream.h"
+#include "stream_int.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -8,39 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-/* Bytes one read asks for: small for requests and small responses (a
- * 16 KiB chain comes from malloc's bins, reused), large once reads come back
- * full, so bulk bodies move in few calls. */
-#define STREAM_READ_SMALL (16 * 1024)
-#define STREAM_READ_BULK (256 * 1024)
-
-struct stream {
-    evutil_socket_t fd;
-    struct event *rev, *wev, *defer; /* in the stream's own block (wrap) */
-    struct evbuffer *in, *out;
-    struct evbuffer_cb_entry *in_cb; /* while reads wait for a drain (watch_drains) */
-    stream_data_cb readcb, writecb;
-    stream_event_cb eventcb;
-    void *arg;
-    size_t read_high, write_low;
-    unsigned want_read : 1;  /* the owner wants input */
-    unsigned rev_added : 1;
-    unsigned wev_added : 1;
-    unsigned connecting : 1;
-    unsigned flush_due : 1;
-    unsigned read_due : 1;
-    unsigned ended : 1;      /* EOF or error seen on read */
-    unsigned bulk : 1;       /* the last read filled what it asked for */
-};
-
-static void on_readable(evutil_socket_t fd, short what, void *arg);
-static void on_writable(evutil_socket_t fd, short what, void *arg);
-static void on_defer(evutil_socket_t fd, short what, void *arg);
-
-static void schedule(struct stream *s)
+void stream_schedule(struct stream *s)
 {
     event_active(s->defer, EV_TIMEOUT, 1);
 }
@@ -63,7 +36,7 @@ static void watch_drains(struct stream *s, int on)
 }
 
 /* Register for input exactly while the owner wants it and there is room. */
-static void update_read(struct stream *s)
+void stream_update_read(struct stream *s)
 {
     int active = s->want_read && !s->ended && !s->connecting;
     int full = s->read_high && evbuffer_get_length(s->in) >= s->read_high;
@@ -83,7 +56,7 @@ static void in_changed(struct evbuffer *b, const struct evbuffer_cb_info *info, 
     struct stream *s = arg;
     (void)b;
     if (info->n_deleted && s->want_read && !s->rev_added)
-        update_read(s);
+        stream_update_read(s);
 }
 
 static void out_changed(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
@@ -92,7 +65,7 @@ static void out_changed(struct evbuffer *b, const struct evbuffer_cb_info *info,
     (void)b;
     if (info->n_added && !s->wev_added && !s->connecting && !s->flush_due) {
         s->flush_due = 1;
-        schedule(s);
+        stream_schedule(s);
     }
 }
 
@@ -103,15 +76,74 @@ static size_t aligned(size_t n)
     return (n + a - 1) / a * a;
 }
 
+/* Blocks of closed streams, with their two emptied evbuffers, kept for the
+ * next ones: each Connection: close request made and freed a client
+ * stream's block, its two evbuffers and the output's callback entry.
+ * Bounded, per loop thread (a stream lives on the loop that made it). Under
+ * AddressSanitizer none is kept: a stale pointer to a closed stream must
+ * land in freed memory, where ASan catches it. */
+#define STREAM_SPARE_MAX 64
+#ifdef __SANITIZE_ADDRESS__
+#define STREAM_SPARE_KEPT 0
+#else
+#define STREAM_SPARE_KEPT STREAM_SPARE_MAX
+#endif
+static _Thread_local struct stream *spare[STREAM_SPARE_MAX];
+static _Thread_local int nspare;
+
+/* A spare block with its buffers, or a new zeroed one without (NULL when
+ * out of memory). */
+static struct stream *block_get(size_t head, size_t size)
+{
+    if (nspare == 0)
+        return calloc(1, size);
+    struct stream *s = spare[--nspare];
+    struct evbuffer *in = s->in, *out = s->out;
+    memset(s, 0, head);
+    s->in = in, s->out = out;
+    return s;
+}
+
+static void block_free(struct stream *s)
+{
+    if (s->in)
+        evbuffer_free(s->in);
+    if (s->out)
+        evbuffer_free(s->out);
+    free(s);
+}
+
+/* Keep a closed stream's block, its events deleted and its fd closed, for
+ * block_get; or free it. */
+static void block_put(struct stream *s)
+{
+    if (nspare >= STREAM_SPARE_KEPT) {
+        block_free(s);
+        return;
+    }
+    watch_drains(s, 0);
+    evbuffer_drain(s->in, evbuffer_get_length(s->in));
+    evbuffer_drain(s->out, evbuffer_get_length(s->out));
+    spare[nspare++] = s;
+}
+
+void stream_free_spares(void)
+{
+    while (nspare > 0)
+        block_free(spare[--nspare]);
+}
+
 /* The three events live in the stream's block (event_assign), not in three
  * blocks of their own (event_new): one calloc and one free per stream
  * instead of four of each, about 1 200 instructions of a Connection: close
  * request. Their size is asked of libevent at run time, so a newer libevent
- * with a larger struct event still fits. */
+ * with a larger struct event still fits. A spare block comes with its
+ * evbuffers, the output's callback still on it (its argument is the same
+ * block). */
 static struct stream *wrap(struct event_base *base, evutil_socket_t fd)
 {
     size_t head = aligned(sizeof(struct stream)), ev = aligned(event_get_struct_event_size());
-    struct stream *s = calloc(1, head + 3 * ev);
+    struct stream *s = block_get(head, head + 3 * ev);
     if (!s)
         return NULL;
     s->fd = fd;
@@ -125,14 +157,15 @@ static struct stream *wrap(struct event_base *base, evutil_socket_t fd)
      * EAGAIN or empty). EV_CLOSED asks for EPOLLRDHUP: it says an EOF sits
      * behind the data a short read took, which no later edge would tell.
      * event_assign fails only on arguments these are not. */
-    event_assign(s->rev, base, fd, EV_READ | EV_CLOSED | EV_PERSIST | EV_ET, on_readable, s);
-    event_assign(s->wev, base, fd, EV_WRITE | EV_PERSIST | EV_ET, on_writable, s);
-    event_assign(s->defer, base, -1, 0, on_defer, s);
+    event_assign(s->rev, base, fd, EV_READ | EV_CLOSED | EV_PERSIST | EV_ET, stream_on_readable, s);
+    event_assign(s->wev, base, fd, EV_WRITE | EV_PERSIST | EV_ET, stream_on_writable, s);
+    event_assign(s->defer, base, -1, 0, stream_on_defer, s);
+    if (s->in)
+        return s;
     s->in = evbuffer_new();
     s->out = evbuffer_new();
     if (!s->in || !s->out || !evbuffer_add_cb(s->out, out_changed, s)) {
-        s->fd = -1;
-        stream_free(s);
+        block_free(s);
         return NULL;
     }
     return s;
@@ -185,13 +218,9 @@ void stream_free(struct stream *s)
         event_del(s->wev);
     if (s->flush_due || s->read_due)
         event_del(s->defer);
-    if (s->in)
-        evbuffer_free(s->in);
-    if (s->out)
-        evbuffer_free(s->out);
     if (s->fd >= 0)
         close(s->fd);
-    free(s);
+    block_put(s);
 }
 
 void stream_setcb(struct stream *s, stream_data_cb readcb, stream_data_cb writecb,
@@ -210,19 +239,19 @@ evutil_socket_t stream_fd(struct stream *s) { return s->fd; }
 void stream_enable_read(struct stream *s)
 {
     s->want_read = 1;
-    update_read(s);
+    stream_update_read(s);
 }
 
 void stream_disable_read(struct stream *s)
 {
     s->want_read = 0;
-    update_read(s);
+    stream_update_read(s);
 }
 
 void stream_set_read_high(struct stream *s, size_t high)
 {
     s->read_high = high;
-    update_read(s);
+    stream_update_read(s);
 }
 
 void stream_set_write_low(struct stream *s, size_t low) { s->write_low = low; }
@@ -245,198 +274,6 @@ void stream_ack_now(struct stream *s)
 void stream_trigger_read(struct stream *s)
 {
     s->read_due = 1;
-    schedule(s);
+    stream_schedule(s);
 }
 
-/* A bulk read goes straight into space reserved in the input. */
-static ssize_t read_reserved(struct stream *s, size_t want)
-{
-    struct evbuffer_iovec v[2];
-    struct iovec iov[2];
-    int n = evbuffer_reserve_space(s->in, (ev_ssize_t)want, v, 2);
-    for (int i = 0; i < n; i++) {
-        iov[i].iov_base = v[i].iov_base;
-        iov[i].iov_len = v[i].iov_len;
-    }
-    /* read(2) when the space is one piece, as it nearly always is: readv
-     * costs the kernel an iovec import per call. */
-    ssize_t r = n == 1 ? read(s->fd, iov[0].iov_base, iov[0].iov_len)
-                : n > 1 ? readv(s->fd, iov, n) : -1;
-    if (r > 0) {
-        size_t left = (size_t)r;
-        for (int i = 0; i < n; i++) {
-            v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
-            left -= v[i].iov_len;
-        }
-        evbuffer_commit_space(s->in, v, n);
-    }
-    return r;
-}
-
-/* A small read (a head, a small body) goes through one buffer shared by
- * every stream of the loop's thread, and only what came is copied into
- * the input: its chain is then sized for it (1 KiB, from glibc's
- * per-thread cache) instead of a 16 KiB one from malloc's bins, taken and
- * given back twice a request. */
-static ssize_t read_small(struct stream *s, size_t want)
-{
-    static _Thread_local char scratch[STREAM_READ_SMALL];
-    ssize_t r = read(s->fd, scratch, want);
-    if (r > 0 && evbuffer_add(s->in, scratch, (size_t)r) < 0) {
-        errno = ENOMEM;
-        return -1;
-    }
-    return r;
-}
-
-static void on_readable(evutil_socket_t fd, short what, void *arg)
-{
-    struct stream *s = arg;
-    size_t want = s->bulk ? STREAM_READ_BULK : STREAM_READ_SMALL;
-    size_t len = evbuffer_get_length(s->in);
-    (void)fd;
-    if (s->read_high && s->read_high - len < want)
-        want = s->read_high - len;
-    ssize_t r = s->bulk ? read_reserved(s, want) : read_small(s, want);
-    if (r > 0) {
-        s->bulk = (size_t)r == want;
-        update_read(s);
-        /* Edge-triggered: a short read emptied the socket (data that comes
-         * later is a new edge); a full one, or a hang-up behind the data,
-         * needs another read, which no edge will ask for. Scheduled before
-         * the callback, which may free s (stream_free unschedules it). */
-        if ((s->bulk || (what & EV_CLOSED)) && s->rev_added)
-            event_active(s->rev, EV_READ | (what & EV_CLOSED), 1);
-        if (s->readcb)
-            s->readcb(s, s->arg);
-        return;
-    }
-    if (r < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    short ev = STREAM_READING | (r == 0 ? STREAM_EOF : STREAM_ERROR);
-    s->ended = 1;
-    update_read(s);
-    if (s->eventcb)
-        s->eventcb(s, ev, s->arg);
-}
-
-/* One write of what is queued: write(2) when it is one piece (a head and
- * a small body copied after it, stream_move), writev through libevent
- * otherwise. */
-static ssize_t write_some(struct stream *s)
-{
-    size_t len = evbuffer_get_length(s->out);
-    if ((size_t)evbuffer_get_contiguous_space(s->out) < len)
-        return evbuffer_write(s->out, s->fd);
-    ssize_t n = write(s->fd, evbuffer_pullup(s->out, (ev_ssize_t)len), len);
-    if (n > 0)
-        evbuffer_drain(s->out, (size_t)n);
-    return n;
-}
-
-/* Write what is queued. Returns 0 when all of it went, 1 when the socket is
- * full (EPOLLOUT is armed), -1 on error (errno set). */
-static int flush(struct stream *s)
-{
-    while (evbuffer_get_length(s->out) > 0) {
-        ssize_t n = write_some(s);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno != EAGAIN)
-            return -1;
-        if (n <= 0) {
-            if (!s->wev_added)
-                s->wev_added = event_add(s->wev, NULL) == 0;
-            return 1;
-        }
-    }
-    if (s->wev_added) {
-        event_del(s->wev);
-        s->wev_added = 0;
-    }
-    return 0;
-}
-
-/* After a write: the one callback it calls, if any, comes last. */
-static void after_flush(struct stream *s, int r)
-{
-    if (r < 0) {
-        if (s->eventcb)
-            s->eventcb(s, STREAM_WRITING | STREAM_ERROR, s->arg);
-    } else if (s->writecb && evbuffer_get_length(s->out) <= s->write_low) {
-        s->writecb(s, s->arg);
-    }
-}
-
-static void on_writable(evutil_socket_t fd, short what, void *arg)
-{
-    struct stream *s = arg;
-    (void)what;
-    if (s->connecting) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-            err = errno;
-        s->connecting = 0;
-        event_del(s->wev);
-        s->wev_added = 0;
-        if (err) {
-            errno = err;
-            if (s->eventcb)
-                s->eventcb(s, STREAM_ERROR, s->arg);
-            return;
-        }
-        if (evbuffer_get_length(s->out) > 0 && !s->flush_due) {
-            s->flush_due = 1;
-            schedule(s);
-        }
-        update_read(s);
-        if (s->eventcb)
-            s->eventcb(s, STREAM_CONNECTED, s->arg);
-        return;
-    }
-    after_flush(s, flush(s));
-}
-
-static void on_defer(evutil_socket_t fd, short what, void *arg)
-{
-    struct stream *s = arg;
-    (void)fd;
-    (void)what;
-    int r = 0, flushed = s->flush_due;
-    s->flush_due = 0;
-    if (flushed)
-        r = flush(s);
-    if (s->read_due && s->readcb) {
-        s->read_due = 0;
-        if (flushed && (r < 0 || (s->writecb && evbuffer_get_length(s->out) <= s->write_low))) {
-            /* Two callbacks due: the write side's now, the read in the
-             * next pass (scheduled first: the first may free s). */
-            s->read_due = 1;
-            schedule(s);
-            after_flush(s, r);
-            return;
-        }
-        s->readcb(s, s->arg);
-        return;
-    }
-    if (flushed)
-        after_flush(s, r);
-}
-
-/* Bytes up to this many are copied behind what the destination holds
- * rather than moved as a chain of their own: a small body then leaves in
- * the same piece as its head, one write(2) instead of a writev of two. */
-#define STREAM_COPY_MAX 1024
-
-void stream_move(struct evbuffer *from, struct evbuffer *to, size_t n)
-{
-    struct evbuffer_iovec v;
-    if (n <= STREAM_COPY_MAX && evbuffer_peek(from, (ev_ssize_t)n, NULL, &v, 1) == 1 &&
-        v.iov_len >= n) {
-        evbuffer_add(to, v.iov_base, n);
-        evbuffer_drain(from, n);
-        return;
-    }
-    evbuffer_remove_buffer(from, to, n);
-}

@@ -43,8 +43,10 @@
 #                              the largest shape's connections, so that neither
 #                              proxy closes backend connections it needs again
 #        FLOOR=1               a target "floor": bench_floor_relay (floor_relay.c),
-#                              a bare edge-triggered epoll TCP forwarder, the
-#                              least any read/write socket proxy does per request
+#                              the least any read/write socket proxy does per
+#                              request on edge-triggered epoll: keep-alive, a
+#                              bare TCP forwarder; Connection: close, a pooling
+#                              relay that reads only Content-Length
 #        FLOOR_BIN=path        that binary (default: build/tests/bench/bench_floor_relay,
 #                              built with build/ unless BUILD=0)
 #        COMPARE='NAME=BIN ...'  more wtproxy binaries (other builds), each a
@@ -219,7 +221,7 @@ else
   WTPROXY_CMD+=" --pool-size $POOL --control $tmp/control.sock --state $tmp/registry.json"
 fi
 
-# --- the floor: a bare forwarder, built with build/ ---------------------------------
+# --- the floor: a bare relay, built with build/ ------------------------------------
 if [[ $FLOOR == 1 ]]; then
   if [[ -z ${FLOOR_BIN:-} ]]; then
     FLOOR_BIN=$repo/build/tests/bench/bench_floor_relay

@@ -1,0 +1,67 @@
+/* client_fail.c - a connection's refusal answered (client.c is the
+ * connection's life): logged, kept in the refusal log, the error page
+ * written, then the connection kept or closed. */
+#include "client.h"
+
+#include <string.h>
+
+#include "conn.h"
+#include "refusal_log.h"
+
+static int gateway_error(enum proxy_error e)
+{
+    return e == PE_NO_BACKEND || e == PE_BACKEND_UNREACHABLE || e == PE_BACKEND_TIMEOUT ||
+           e == PE_BACKEND_BAD_RESPONSE || e == PE_AMBIGUOUS_WORKTREE ||
+           e == PE_BACKEND_NOT_READY || e == PE_CHECKOUT_MISMATCH || e == PE_STALE_CODE ||
+           e == PE_NO_WHOAMI || e == PE_WHOAMI_INVALID;
+}
+
+/* Keep c's refusal (status, reason, the detail the caller was told) in
+ * the refusal log, with the caller, the named worktree and the backend. */
+static void record_refusal(struct proxy_client *c, int status, const char *reason,
+                           const char *detail)
+{
+    if (!c->srv->refusals)
+        return;
+    const struct identify_kept *p = c->who;
+    const char *space = strchr(c->path, ' ');
+    struct refusal_info r = {
+        .status = status,
+        .reason = reason,
+        .detail = detail,
+        .request = c->path,
+        .peer = c->ip,
+        .front = c->listener->port,
+        .caller_pid = p ? p->pid : 0,
+        .caller_process = p ? p->comm : NULL,
+        .caller_worktree = p && c->who->placed ? p->worktree : NULL,
+        /* The name is only meaningful once the head was read in full. */
+        .named = space ? c->route_name : NULL,
+        .backend_worktree = c->backend ? c->backend->worktree : NULL,
+        .backend = c->backend ? c->backend->name : NULL,
+    };
+    refusal_log_add(c->srv->refusals, &r, (long long)proxy_now_ms(c->srv));
+}
+
+void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
+{
+    proxy_log("%d %s: %s from %s%s%s", error_page_status(e), error_page_reason(e),
+              c->path[0] ? c->path : "request", c->ip, detail ? ": " : "", detail ? detail : "");
+    if (c->resp_started) {
+        /* Part of a response went out: an error page now would be taken
+         * for its rest. Closing short is the only honest signal left. */
+        conn_close(c);
+        return;
+    }
+    upstream_release(c, 0);
+    record_refusal(c, error_page_status(e), error_page_reason(e), detail);
+    int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
+               !c->srv->stopping && !c->client_eof;
+    error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
+                     !keep, c->is_head);
+    c->resp_started = 1;
+    if (keep)
+        conn_next_request(c);
+    else
+        conn_close_after_flush(c);
+}

@@ -1,0 +1,203 @@
+/* stream_io.c - a stream's reads and writes (see stream.h): a short read
+ * means the socket is empty, a full one or an EOF behind the data schedules
+ * the next; writes go until EAGAIN; small reads through one shared buffer.
+ * stream.c has the stream's life and settings. */
+#include "stream_int.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* A bulk read goes straight into space reserved in the input. */
+static ssize_t read_reserved(struct stream *s, size_t want)
+{
+    struct evbuffer_iovec v[2];
+    struct iovec iov[2];
+    int n = evbuffer_reserve_space(s->in, (ev_ssize_t)want, v, 2);
+    for (int i = 0; i < n; i++) {
+        iov[i].iov_base = v[i].iov_base;
+        iov[i].iov_len = v[i].iov_len;
+    }
+    /* read(2) when the space is one piece, as it nearly always is: readv
+     * costs the kernel an iovec import per call. */
+    ssize_t r = n == 1 ? read(s->fd, iov[0].iov_base, iov[0].iov_len)
+                : n > 1 ? readv(s->fd, iov, n) : -1;
+    if (r > 0) {
+        size_t left = (size_t)r;
+        for (int i = 0; i < n; i++) {
+            v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
+            left -= v[i].iov_len;
+        }
+        evbuffer_commit_space(s->in, v, n);
+    }
+    return r;
+}
+
+/* A small read (a head, a small body) goes through one buffer shared by
+ * every stream of the loop's thread, and only what came is copied into
+ * the input: its chain is then sized for it (1 KiB, from glibc's
+ * per-thread cache) instead of a 16 KiB one from malloc's bins, taken and
+ * given back twice a request. */
+static ssize_t read_small(struct stream *s, size_t want)
+{
+    static _Thread_local char scratch[STREAM_READ_SMALL];
+    ssize_t r = read(s->fd, scratch, want);
+    if (r > 0 && evbuffer_add(s->in, scratch, (size_t)r) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return r;
+}
+
+void stream_on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct stream *s = arg;
+    size_t want = s->bulk ? STREAM_READ_BULK : STREAM_READ_SMALL;
+    size_t len = evbuffer_get_length(s->in);
+    (void)fd;
+    if (s->read_high && s->read_high - len < want)
+        want = s->read_high - len;
+    ssize_t r = s->bulk ? read_reserved(s, want) : read_small(s, want);
+    if (r > 0) {
+        s->bulk = (size_t)r == want;
+        stream_update_read(s);
+        /* Edge-triggered: a short read emptied the socket (data that comes
+         * later is a new edge); a full one, or a hang-up behind the data,
+         * needs another read, which no edge will ask for. Scheduled before
+         * the callback, which may free s (stream_free unschedules it). */
+        if ((s->bulk || (what & EV_CLOSED)) && s->rev_added)
+            event_active(s->rev, EV_READ | (what & EV_CLOSED), 1);
+        if (s->readcb)
+            s->readcb(s, s->arg);
+        return;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    short ev = STREAM_READING | (r == 0 ? STREAM_EOF : STREAM_ERROR);
+    s->ended = 1;
+    stream_update_read(s);
+    if (s->eventcb)
+        s->eventcb(s, ev, s->arg);
+}
+
+/* One write of what is queued: write(2) when it is one piece (a head and
+ * a small body copied after it, stream_move), writev through libevent
+ * otherwise. */
+static ssize_t write_some(struct stream *s)
+{
+    size_t len = evbuffer_get_length(s->out);
+    if ((size_t)evbuffer_get_contiguous_space(s->out) < len)
+        return evbuffer_write(s->out, s->fd);
+    ssize_t n = write(s->fd, evbuffer_pullup(s->out, (ev_ssize_t)len), len);
+    if (n > 0)
+        evbuffer_drain(s->out, (size_t)n);
+    return n;
+}
+
+/* Write what is queued. Returns 0 when all of it went, 1 when the socket is
+ * full (EPOLLOUT is armed), -1 on error (errno set). */
+static int flush(struct stream *s)
+{
+    while (evbuffer_get_length(s->out) > 0) {
+        ssize_t n = write_some(s);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno != EAGAIN)
+            return -1;
+        if (n <= 0) {
+            if (!s->wev_added)
+                s->wev_added = event_add(s->wev, NULL) == 0;
+            return 1;
+        }
+    }
+    if (s->wev_added) {
+        event_del(s->wev);
+        s->wev_added = 0;
+    }
+    return 0;
+}
+
+/* After a write: the one callback it calls, if any, comes last. */
+static void after_flush(struct stream *s, int r)
+{
+    if (r < 0) {
+        if (s->eventcb)
+            s->eventcb(s, STREAM_WRITING | STREAM_ERROR, s->arg);
+    } else if (s->writecb && evbuffer_get_length(s->out) <= s->write_low) {
+        s->writecb(s, s->arg);
+    }
+}
+
+void stream_on_writable(evutil_socket_t fd, short what, void *arg)
+{
+    struct stream *s = arg;
+    (void)what;
+    if (s->connecting) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        s->connecting = 0;
+        event_del(s->wev);
+        s->wev_added = 0;
+        if (err) {
+            errno = err;
+            if (s->eventcb)
+                s->eventcb(s, STREAM_ERROR, s->arg);
+            return;
+        }
+        if (evbuffer_get_length(s->out) > 0 && !s->flush_due) {
+            s->flush_due = 1;
+            stream_schedule(s);
+        }
+        stream_update_read(s);
+        if (s->eventcb)
+            s->eventcb(s, STREAM_CONNECTED, s->arg);
+        return;
+    }
+    after_flush(s, flush(s));
+}
+
+void stream_on_defer(evutil_socket_t fd, short what, void *arg)
+{
+    struct stream *s = arg;
+    (void)fd;
+    (void)what;
+    int r = 0, flushed = s->flush_due;
+    s->flush_due = 0;
+    if (flushed)
+        r = flush(s);
+    if (s->read_due && s->readcb) {
+        s->read_due = 0;
+        if (flushed && (r < 0 || (s->writecb && evbuffer_get_length(s->out) <= s->write_low))) {
+            /* Two callbacks due: the write side's now, the read in the
+             * next pass (scheduled first: the first may free s). */
+            s->read_due = 1;
+            stream_schedule(s);
+            after_flush(s, r);
+            return;
+        }
+        s->readcb(s, s->arg);
+        return;
+    }
+    if (flushed)
+        after_flush(s, r);
+}
+
+/* Bytes up to this many are copied behind what the destination holds
+ * rather than moved as a chain of their own: a small body then leaves in
+ * the same piece as its head, one write(2) instead of a writev of two. */
+#define STREAM_COPY_MAX 1024
+
+void stream_move(struct evbuffer *from, struct evbuffer *to, size_t n)
+{
+    struct evbuffer_iovec v;
+    if (n <= STREAM_COPY_MAX && evbuffer_peek(from, (ev_ssize_t)n, NULL, &v, 1) == 1 &&
+        v.iov_len >= n) {
+        evbuffer_add(to, v.iov_base, n);
+        evbuffer_drain(from, n);
+        return;
+    }
+    evbuffer_remove_buffer(from, to, n);
+}
