@@ -279,6 +279,8 @@ static void on_close(struct proxy_client *c)
 {
     if (c->handler_note == DASH_NOTE_LOG)
         dash_log_gone(c);
+    else if (c->handler_note == DASH_NOTE_START)
+        dash_action_gone(c);
     else if (c->handler_job)
         dash_api_leases_cancel(c->srv, c->handler_job);
     c->handler_job = NULL;

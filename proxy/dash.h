@@ -55,9 +55,11 @@ void dash_respond(struct proxy_client *c, const char *status, const char *type,
                   const char *extra, const void *body, size_t len);
 
 /* What c->handler_note holds once serve() took a request over: an
- * action waiting for its body (DASH_NOTE_BODY + the action), a log tail. */
+ * action waiting for its body (DASH_NOTE_BODY + the action), a log tail,
+ * a start waiting for its .wtproxy read (c->handler_job its pending op). */
 #define DASH_NOTE_BODY 0x1000
 #define DASH_NOTE_LOG 0x2000
+#define DASH_NOTE_START 0x3000
 
 /* --- dash_actions.c: POST /api/restart, /api/stop, /api/start --- */
 
@@ -88,6 +90,10 @@ void dash_action_serve(struct proxy_client *c, int which, int check);
 int dash_action_waiting(const struct proxy_client *c);
 void dash_action_read(struct proxy_client *c);
 void dash_action_timeout(struct proxy_client *c);
+
+/* c, whose start waits for its .wtproxy read (DASH_NOTE_START), is
+ * closed: the start is cancelled, its reply never comes. */
+void dash_action_gone(struct proxy_client *c);
 
 /* GET /api/token: {"token", "header"}, the secret, for the page's
  * same-origin read; 403 naming the check when the request fails the

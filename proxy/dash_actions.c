@@ -46,13 +46,15 @@ static struct host_diag *diag;
 
 struct action {
     const char *path; /* after /__wtproxy */
-    json_t *(*op)(struct proxy_server *s, uid_t uid, json_t *req);
+    json_t *(*op)(struct proxy_server *s, uid_t uid, json_t *req); /* NULL: proxy_op_start */
 };
 
+/* start reads the worktree's .wtproxy, which may take seconds on a slow
+ * filesystem: a worker reads it while c waits (DASH_NOTE_START). */
 static const struct action actions[] = {
     {"/api/restart", proxy_op_restart},
     {"/api/stop", proxy_op_stop},
-    {"/api/start", proxy_op_start},
+    {"/api/start", NULL},
 };
 
 #define NACTIONS (sizeof actions / sizeof actions[0])
@@ -205,8 +207,23 @@ static const char *status_of(json_t *reply)
     return "409 Conflict"; /* not-restartable, not-declared */
 }
 
+/* proxy_op_reply_cb: the start c waited for is answered. */
+static void start_done(void *arg, json_t *reply)
+{
+    struct proxy_client *c = arg;
+    c->handler_job = NULL;
+    c->handler_note = 0;
+    respond_json(c, status_of(reply), reply);
+}
+
+void dash_action_gone(struct proxy_client *c)
+{
+    proxy_op_start_cancel(c->handler_job);
+    c->handler_job = NULL;
+}
+
 /* The whole body is in c's input: run the action on it, as the user
- * whose process sent it. */
+ * whose process sent it; a start answers when its file is read. */
 static void act(struct proxy_client *c, int which, size_t len)
 {
     struct evbuffer *in = stream_input(c->bev);
@@ -231,9 +248,14 @@ static void act(struct proxy_client *c, int which, size_t len)
     }
     proxy_log("dashboard action %s for %s from %s (uid %u)", actions[which].path,
               wt ? wt : "?", c->ip, (unsigned)uid);
-    json_t *reply = actions[which].op(c->srv, uid, req);
+    json_t *reply = actions[which].op
+                        ? actions[which].op(c->srv, uid, req)
+                        : proxy_op_start(c->srv, uid, req, start_done, c, &c->handler_job);
     json_decref(req);
-    respond_json(c, status_of(reply), reply);
+    if (reply)
+        respond_json(c, status_of(reply), reply);
+    else
+        c->handler_note = DASH_NOTE_START; /* CS_HANDLER still; the body timer does nothing now */
 }
 
 /* Read on while the body is not all there (CS_HANDLER). */

@@ -146,8 +146,8 @@ int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc,
     return s ? ensure(a, worktree, f, s, err, errlen) : -1;
 }
 
-int ondemand_read_later(struct ondemand *a, const char *worktree, ondemand_file_cb cb,
-                        void *arg)
+void *ondemand_read_later(struct ondemand *a, const char *worktree, ondemand_file_cb cb,
+                          void *arg)
 {
     return ondemand_reader_file(a->reader, worktree, cb, arg);
 }

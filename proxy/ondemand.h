@@ -39,10 +39,11 @@ int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc,
 /* worktree's .wtproxy as a worker read it (rc and err as wtfile_read's),
  * handed to cb on the loop, never before this returns (the `services` and
  * `start` ops: a slow filesystem must not stall the loop). When the
- * daemon stops first, cb gets rc -1, f NULL and err saying so. Returns 0,
- * -1 when out of memory (cb is not called). */
+ * daemon stops first, cb gets rc -1, f NULL and err saying so. Returns a
+ * ticket for ondemand_cancel (the dashboard's start, whose client may
+ * go), NULL when out of memory (cb is not called). */
 typedef void (*ondemand_file_cb)(void *arg, int rc, const struct wtfile *f, const char *err);
-int ondemand_read_later(struct ondemand *a, const char *worktree, ondemand_file_cb cb,
+void *ondemand_read_later(struct ondemand *a, const char *worktree, ondemand_file_cb cb,
                         void *arg);
 
 /* ondemand_ensure_front's answer: rc and err as it returns them. */

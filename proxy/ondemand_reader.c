@@ -17,8 +17,8 @@
                                * request */
 #define READ_UNCHANGED 2     /* a look found the file's key as the cache has it */
 
-/* A request waiting for the job's file (cb NULL once cancelled), or an op
- * waiting for the file itself (file_cb). */
+/* A request waiting for the job's file, or an op waiting for the file
+ * itself (file_cb); both NULL once cancelled. */
 struct waiter {
     ondemand_ensured_cb cb;
     ondemand_file_cb file_cb;
@@ -186,21 +186,25 @@ void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int 
     return w;
 }
 
-int ondemand_reader_file(struct ondemand_reader *r, const char *worktree, ondemand_file_cb cb,
-                         void *arg)
+void *ondemand_reader_file(struct ondemand_reader *r, const char *worktree, ondemand_file_cb cb,
+                           void *arg)
 {
     struct waiter *w = wait_read(r, worktree);
-    if (!w)
-        return -1;
-    w->file_cb = cb;
-    w->arg = arg;
-    return 0;
+    if (w) {
+        w->file_cb = cb;
+        w->arg = arg;
+    }
+    return w;
 }
 
+/* The waiter stays in its job, unanswered, until the job ends and frees it. */
 void ondemand_reader_cancel(void *ticket)
 {
-    if (ticket)
-        ((struct waiter *)ticket)->cb = NULL;
+    struct waiter *w = ticket;
+    if (w) {
+        w->cb = NULL;
+        w->file_cb = NULL;
+    }
 }
 
 const struct ondemand_cached *ondemand_reader_cached(struct ondemand_reader *r,

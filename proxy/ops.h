@@ -4,7 +4,9 @@
  * proxy_ops_dispatch (reg_server_set_ext); each op is a function of one
  * file here, on the loop: it answers at once, or (services, start) holds
  * its reply until a worker has read the worktree's .wtproxy
- * (ondemand_read_later), then replies through reg_server_reply. */
+ * (ondemand_read_later), then replies through reg_server_reply. The
+ * dashboard's start button (dash_actions.c) holds its HTTP reply the same
+ * way, through proxy_op_start's callback. */
 #ifndef WTP_OPS_H
 #define WTP_OPS_H
 
@@ -48,18 +50,26 @@ json_t *proxy_op_restart(struct proxy_server *s, uid_t uid, json_t *req);
  * server's whole process tree, then unregisters); {"ok":true,"stopped":[...]}. */
 json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req);
 
+/* A reply held while a worker read a .wtproxy: reply is the callee's. */
+typedef void (*proxy_op_reply_cb)(void *arg, json_t *reply);
+
 /* {"op":"start","worktree":W[,"service":S|"front":F]}: the on-demand start
  * of W's declared service S, or of its server for F (default 8000), after
  * those it needs (ondemand_ensure); a bad .wtproxy: bad-wtproxy-file;
  * {"ok":true,"worktree","front","running":false,"log"}, or not-declared.
  * One registered already, however started: {"ok":true,...,"running":true,
- * "entry"}, nothing started. */
-json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req);
+ * "entry"}, nothing started. Returns the reply when it needs no file
+ * (*pending NULL); else NULL, the .wtproxy read on a worker, and cb gets
+ * the reply on the loop, never before this returns, unless
+ * proxy_op_start_cancel(*pending) comes first (the client went). */
+json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_reply_cb cb,
+                       void *arg, void **pending);
 
-/* proxy_op_start for the control socket: the .wtproxy it needs is read on
- * a worker, the reply held meanwhile, as proxy_op_services's.
- * proxy_op_start itself (the dashboard's button, whose HTTP reply goes at
- * once) still reads it on the loop. */
+/* The start's reply is not wanted any more: cb is not called. */
+void proxy_op_start_cancel(void *pending);
+
+/* proxy_op_start for the control socket: the reply held, through peer,
+ * as proxy_op_services's. */
 json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req,
                              struct reg_peer *peer);
 

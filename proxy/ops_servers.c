@@ -194,12 +194,14 @@ json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req)
     return signal_op(s, uid, req, "stop", SIGTERM, "stopped");
 }
 
-/* A start waiting for its worktree's .wtproxy (proxy_op_start_later). */
+/* A start waiting for its worktree's .wtproxy (proxy_op_start). */
 struct start_wait {
     struct proxy_server *s;
-    struct reg_peer *peer;
+    proxy_op_reply_cb cb;
+    void *arg;
+    void *ticket; /* the read's, for ondemand_cancel */
     uid_t uid;
-    int front; /* 0: the service's */
+    int front;          /* 0: the service's */
     char *service;      /* NULL: the one on front */
     char worktree[PATH_MAX];
 };
@@ -284,53 +286,71 @@ static json_t *start_begin(struct proxy_server *s, uid_t uid, json_t *req, struc
     return NULL;
 }
 
-/* The dashboard's start: the file read here, on the loop (its reply is
- * sent at once; the control socket's start reads on a worker). */
-json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req)
+static void start_wait_free(struct start_wait *w)
 {
-    struct selector sel;
-    char real[PATH_MAX], ferr[1024];
-    struct wtfile f;
-    json_t *reply = start_begin(s, uid, req, &sel, real);
-    if (reply)
-        return reply;
-    int rc = wtfile_read(real, &f, ferr, sizeof ferr);
-    return start_with_file(s, uid, real, sel.service,
-                           sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT, rc, &f, ferr);
+    free(w->service);
+    free(w);
 }
 
 /* ondemand_file_cb: the held reply goes. */
 static void start_read(void *arg, int rc, const struct wtfile *f, const char *err)
 {
     struct start_wait *w = arg;
-    reg_server_reply(w->peer, start_with_file(w->s, w->uid, w->worktree, w->service, w->front,
-                                              rc, f, err));
-    free(w->service);
-    free(w);
+    w->cb(w->arg, start_with_file(w->s, w->uid, w->worktree, w->service, w->front, rc, f, err));
+    start_wait_free(w);
+}
+
+json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_reply_cb cb,
+                       void *arg, void **pending)
+{
+    struct selector sel;
+    char real[PATH_MAX];
+    *pending = NULL;
+    json_t *reply = start_begin(s, uid, req, &sel, real);
+    if (reply)
+        return reply;
+    if (!s->ondemand)
+        return reg_fail("internal", "this daemon starts no servers on demand (it runs "
+                                    "without its .wtproxy reader): start yours with wtproxy run");
+    struct start_wait *w = calloc(1, sizeof *w);
+    if (!w)
+        return reg_fail("internal", "out of memory");
+    *w = (struct start_wait){.s = s, .cb = cb, .arg = arg, .uid = uid,
+                             .front = sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT,
+                             .service = sel.service ? strdup(sel.service) : NULL};
+    snprintf(w->worktree, sizeof w->worktree, "%s", real);
+    if ((sel.service && !w->service) ||
+        !(w->ticket = ondemand_read_later(s->ondemand, real, start_read, w))) {
+        start_wait_free(w);
+        return reg_fail("internal", "out of memory");
+    }
+    *pending = w;
+    return NULL;
+}
+
+void proxy_op_start_cancel(void *pending)
+{
+    struct start_wait *w = pending;
+    if (!w)
+        return;
+    ondemand_cancel(w->ticket);
+    start_wait_free(w);
+}
+
+/* proxy_op_reply_cb for the control socket: the peer holds its reply
+ * until then, and outlives the reader (ondemand_reader.c). */
+static void reply_peer(void *arg, json_t *reply)
+{
+    reg_server_reply(arg, reply);
 }
 
 json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req,
                              struct reg_peer *peer)
 {
-    struct selector sel;
-    char real[PATH_MAX];
-    json_t *reply = start_begin(s, uid, req, &sel, real);
-    if (reply)
-        return reply;
-    if (!peer || !s->ondemand)
+    void *pending;
+    if (!peer)
         return reg_fail("internal", "the start op is answered on the daemon's control "
                                     "socket only: ask through wtproxy mcp or the dashboard");
-    struct start_wait *w = calloc(1, sizeof *w);
-    if (!w)
-        return reg_fail("internal", "out of memory");
-    *w = (struct start_wait){.s = s, .peer = peer, .uid = uid,
-                             .front = sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT,
-                             .service = sel.service ? strdup(sel.service) : NULL};
-    snprintf(w->worktree, sizeof w->worktree, "%s", real);
-    if ((sel.service && !w->service) || ondemand_read_later(s->ondemand, real, start_read, w) < 0) {
-        free(w->service);
-        free(w);
-        return reg_fail("internal", "out of memory");
-    }
-    return reg_server_later();
+    json_t *reply = proxy_op_start(s, uid, req, reply_peer, peer, &pending);
+    return reply ? reply : reg_server_later();
 }

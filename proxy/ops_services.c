@@ -66,7 +66,7 @@ json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req, struct
         return reg_fail("internal", "out of memory");
     *w = (struct services_wait){.s = s, .peer = peer};
     snprintf(w->worktree, sizeof w->worktree, "%s", real);
-    if (ondemand_read_later(s->ondemand, real, services_read, w) < 0) {
+    if (!ondemand_read_later(s->ondemand, real, services_read, w)) {
         free(w);
         return reg_fail("internal", "out of memory");
     }
