@@ -31,12 +31,14 @@ struct read_job {
     struct host_job hj; /* first: the worker hands it back as this */
     atomic_int begun;   /* the worker took it: a later caller needs a read of its own */
     int look;           /* for the cache only: skip the read when the key is still known */
+    int resolve;        /* worktree is as an op was given it: the worker finds real */
     struct wtfile_key known;
     int front;          /* a connected caller's front (ondemand_file_read); 0 none */
     struct waiter *waiters;
     struct read_job *next; /* the reader's jobs in flight (loop only) */
     int rc;                /* wtfile_read's, or READ_UNCHANGED */
-    char worktree[PATH_MAX];
+    char worktree[PATH_MAX]; /* as asked; never written once queued */
+    char real[PATH_MAX];     /* its real path: worktree unless resolve (the worker's) */
     char err[1024];
     struct wtfile f;
 };
@@ -56,34 +58,45 @@ static void read_one(struct host_job *hj, void *ctx)
     struct wtfile_key now;
     (void)ctx;
     atomic_store(&j->begun, 1);
+    if (j->resolve && !realpath(j->worktree, j->real)) {
+        snprintf(j->real, sizeof j->real, "%s", j->worktree);
+        snprintf(j->err, sizeof j->err, "the folder %s does not exist: check the worktree "
+                 "path asked for", j->worktree);
+        j->rc = ONDEMAND_NO_FOLDER;
+        return;
+    }
     if (j->look) {
-        wtfile_key(j->worktree, &now);
+        wtfile_key(j->real, &now);
         if (wtfile_key_same(&now, &j->known)) {
             j->rc = READ_UNCHANGED;
             return;
         }
     }
-    j->rc = wtfile_read(j->worktree, &j->f, j->err, sizeof j->err);
+    j->rc = wtfile_read(j->real, &j->f, j->err, sizeof j->err);
 }
 
-/* A job for worktree not yet begun that a caller may join; NULL none. */
-static struct read_job *joinable(struct ondemand_reader *r, const char *worktree)
+/* A job for worktree (resolved or not, as resolve) not yet begun that a
+ * caller may join; NULL none. */
+static struct read_job *joinable(struct ondemand_reader *r, const char *worktree, int resolve)
 {
     for (struct read_job *j = r->jobs; j; j = j->next)
-        if (!j->look && !atomic_load(&j->begun) && strcmp(j->worktree, worktree) == 0)
+        if (!j->look && j->resolve == resolve && !atomic_load(&j->begun) &&
+            strcmp(j->worktree, worktree) == 0)
             return j;
     return NULL;
 }
 
-/* Queue a read of worktree's file; with known, only a look: read when its
- * key is not known's. */
+/* Queue a read of worktree's file, worktree resolved first when resolve;
+ * with known, only a look: read when its key is not known's. */
 static struct read_job *submit(struct ondemand_reader *r, const char *worktree,
-                               const struct wtfile_key *known)
+                               const struct wtfile_key *known, int resolve)
 {
     struct read_job *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
     snprintf(j->worktree, sizeof j->worktree, "%s", worktree);
+    if (!(j->resolve = resolve))
+        snprintf(j->real, sizeof j->real, "%s", worktree);
     if (known) {
         j->look = 1;
         j->known = *known;
@@ -109,20 +122,20 @@ static void unlink_job(struct ondemand_reader *r, struct read_job *j)
 static void answer(struct ondemand_reader *r, struct read_job *j)
 {
     unsigned long long now = ondemand_now_ms(r->a);
-    struct ondemand_cached *e = ondemand_cache_get(r->cache, j->worktree);
+    struct ondemand_cached *e = ondemand_cache_get(r->cache, j->real);
     if (j->rc == READ_UNCHANGED && e)
         e->checked_ms = now;
-    else if (j->rc != READ_UNCHANGED)
-        ondemand_cache_put(r->cache, j->worktree, j->rc, &j->f, j->err, now);
+    else if (j->rc != READ_UNCHANGED && j->rc != ONDEMAND_NO_FOLDER)
+        ondemand_cache_put(r->cache, j->real, j->rc, &j->f, j->err, now);
     if (j->front && j->rc == 0)
-        ondemand_file_read(r->a, j->worktree, j->front, &j->f);
+        ondemand_file_read(r->a, j->real, j->front, &j->f);
     while (j->waiters) {
         struct waiter *w = j->waiters;
         j->waiters = w->next;
         if (w->file_cb)
-            w->file_cb(w->arg, j->rc, &j->f, j->err);
+            w->file_cb(w->arg, j->real, j->rc, &j->f, j->err);
         else if (w->cb)
-            ondemand_file_answer(r->a, j->worktree, w->front, j->rc, &j->f, j->err, w->cb,
+            ondemand_file_answer(r->a, j->real, w->front, j->rc, &j->f, j->err, w->cb,
                                  w->arg);
         free(w);
     }
@@ -149,22 +162,23 @@ void ondemand_reader_submit(struct ondemand_reader *r, const char *worktree, int
     int n = 0;
     for (struct read_job *j = r->jobs; j; j = j->next)
         n += j->front != 0;
-    struct read_job *j = joinable(r, worktree);
+    struct read_job *j = joinable(r, worktree, 0);
     if (j && (!j->front || j->front == front)) {
         j->front = front;
         return;
     }
-    if (n < READER_CONNECT_MAX && (j = submit(r, worktree, NULL)))
+    if (n < READER_CONNECT_MAX && (j = submit(r, worktree, NULL, 0)))
         j->front = front;
 }
 
-/* A waiter on a read of worktree begun after now; NULL out of memory. */
-static struct waiter *wait_read(struct ondemand_reader *r, const char *worktree)
+/* A waiter on a read of worktree begun after now (resolved first when
+ * resolve); NULL out of memory. */
+static struct waiter *wait_read(struct ondemand_reader *r, const char *worktree, int resolve)
 {
     struct waiter *w = calloc(1, sizeof *w);
-    struct read_job *j = w ? joinable(r, worktree) : NULL;
+    struct read_job *j = w ? joinable(r, worktree, resolve) : NULL;
     if (w && !j)
-        j = submit(r, worktree, NULL);
+        j = submit(r, worktree, NULL, resolve);
     if (!j) {
         free(w);
         return NULL;
@@ -177,7 +191,7 @@ static struct waiter *wait_read(struct ondemand_reader *r, const char *worktree)
 void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int front,
                            ondemand_ensured_cb cb, void *arg)
 {
-    struct waiter *w = wait_read(r, worktree);
+    struct waiter *w = wait_read(r, worktree, 0);
     if (w) {
         w->cb = cb;
         w->arg = arg;
@@ -189,7 +203,7 @@ void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int 
 void *ondemand_reader_file(struct ondemand_reader *r, const char *worktree, ondemand_file_cb cb,
                            void *arg)
 {
-    struct waiter *w = wait_read(r, worktree);
+    struct waiter *w = wait_read(r, worktree, 1);
     if (w) {
         w->file_cb = cb;
         w->arg = arg;
@@ -217,7 +231,7 @@ const struct ondemand_cached *ondemand_reader_cached(struct ondemand_reader *r,
     for (struct read_job *j = r->jobs; j; j = j->next)
         if (strcmp(j->worktree, worktree) == 0)
             return e; /* its answer refreshes the cache */
-    submit(r, worktree, e ? &e->f.key : NULL);
+    submit(r, worktree, e ? &e->f.key : NULL, 0);
     return e;
 }
 
@@ -255,7 +269,7 @@ static void free_jobs(struct host_job_list *l)
             struct waiter *w = j->waiters;
             j->waiters = w->next;
             if (w->file_cb)
-                w->file_cb(w->arg, -1, NULL, "the daemon is stopping: run the command again "
+                w->file_cb(w->arg, j->worktree, -1, NULL, "the daemon is stopping: run the command again "
                                              "once it is back");
             free(w);
         }

@@ -35,8 +35,8 @@ void ondemand_reader_submit(struct ondemand_reader *r, const char *worktree, int
 void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int front,
                            ondemand_ensured_cb cb, void *arg);
 
-/* ondemand_read_later (ondemand.h): the file itself to cb on the loop
- * (at the reader's end: rc -1, f NULL). Returns a ticket for
+/* ondemand_read_later (ondemand.h): worktree resolved, then the file
+ * itself to cb on the loop (at the reader's end: rc -1, f NULL). Returns a ticket for
  * ondemand_reader_cancel, NULL out of memory. */
 void *ondemand_reader_file(struct ondemand_reader *r, const char *worktree, ondemand_file_cb cb,
                          void *arg);

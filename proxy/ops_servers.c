@@ -4,8 +4,9 @@
  * `wtproxy mcp`. A server can be restarted or stopped only through its
  * `wtproxy run` wrapper (every on-demand server has one): the wrapper owns
  * the server's process tree, its port and its registration, so a signal to
- * it is all the daemon sends. start needs the worktree's .wtproxy: on the
- * control socket its reply waits for a worker's read. */
+ * it is all the daemon sends. start needs the worktree's real path and
+ * its .wtproxy: a worker finds both while the reply (on the control socket
+ * or to the dashboard's button) waits. */
 #include "ops.h"
 
 #include <limits.h>
@@ -203,7 +204,6 @@ struct start_wait {
     uid_t uid;
     int front;          /* 0: the service's */
     char *service;      /* NULL: the one on front */
-    char worktree[PATH_MAX];
 };
 
 /* The server for front registered in worktree (started some other way, or
@@ -267,25 +267,6 @@ static json_t *start_with_file(struct proxy_server *s, uid_t uid, const char *wo
                      "running", 0, "log", log);
 }
 
-/* What start does before it needs the file: the selector read, the
- * worktree's real path into real; a server running on the front asked
- * for answers without a read. Returns that reply, or NULL to go on. */
-static json_t *start_begin(struct proxy_server *s, uid_t uid, json_t *req, struct selector *sel,
-                           char *real)
-{
-    json_t *reply = read_selector("start", req, sel);
-    if (reply)
-        return reply;
-    if (!realpath(sel->worktree, real))
-        return reg_fail("not-found", "the folder %s does not exist", sel->worktree);
-    if (sel->service)
-        return NULL; /* its front is the file's */
-    int front = sel->front ? sel->front : WTP_DEFAULT_FRONT_PORT;
-    if ((reply = not_ours(uid)) || (reply = running_reply(s, real, front)))
-        return reply;
-    return NULL;
-}
-
 static void start_wait_free(struct start_wait *w)
 {
     free(w->service);
@@ -293,10 +274,13 @@ static void start_wait_free(struct start_wait *w)
 }
 
 /* ondemand_file_cb: the held reply goes. */
-static void start_read(void *arg, int rc, const struct wtfile *f, const char *err)
+static void start_read(void *arg, const char *worktree, int rc, const struct wtfile *f,
+                       const char *err)
 {
     struct start_wait *w = arg;
-    w->cb(w->arg, start_with_file(w->s, w->uid, w->worktree, w->service, w->front, rc, f, err));
+    w->cb(w->arg, rc == ONDEMAND_NO_FOLDER
+                      ? reg_fail("not-found", "%s", err)
+                      : start_with_file(w->s, w->uid, worktree, w->service, w->front, rc, f, err));
     start_wait_free(w);
 }
 
@@ -304,9 +288,8 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_
                        void *arg, void **pending)
 {
     struct selector sel;
-    char real[PATH_MAX];
     *pending = NULL;
-    json_t *reply = start_begin(s, uid, req, &sel, real);
+    json_t *reply = read_selector("start", req, &sel);
     if (reply)
         return reply;
     if (!s->ondemand)
@@ -318,9 +301,8 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_
     *w = (struct start_wait){.s = s, .cb = cb, .arg = arg, .uid = uid,
                              .front = sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT,
                              .service = sel.service ? strdup(sel.service) : NULL};
-    snprintf(w->worktree, sizeof w->worktree, "%s", real);
     if ((sel.service && !w->service) ||
-        !(w->ticket = ondemand_read_later(s->ondemand, real, start_read, w))) {
+        !(w->ticket = ondemand_read_later(s->ondemand, sel.worktree, start_read, w))) {
         start_wait_free(w);
         return reg_fail("internal", "out of memory");
     }

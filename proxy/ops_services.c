@@ -1,11 +1,10 @@
 /* ops_services.c - the `services` control op: the services a worktree's
  * .wtproxy declares, running or not (ondemand_services_of), for `wtproxy
  * mcp`, scripts and agents that want to know what they may start; the
- * file is read on a worker (ondemand_read_later) and the reply held. */
+ * worktree's path is resolved and the file read on a worker
+ * (ondemand_read_later), the reply held meanwhile. */
 #include "ops.h"
 
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "host.h"
@@ -18,7 +17,6 @@
 struct services_wait {
     struct proxy_server *s;
     struct reg_peer *peer;
-    char worktree[PATH_MAX];
 };
 
 /* The reply to the op, from the file as read (f NULL: the daemon stops). */
@@ -41,10 +39,13 @@ static json_t *services_reply(struct proxy_server *s, const char *worktree, int 
 }
 
 /* ondemand_file_cb: the held reply goes. */
-static void services_read(void *arg, int rc, const struct wtfile *f, const char *err)
+static void services_read(void *arg, const char *worktree, int rc, const struct wtfile *f,
+                          const char *err)
 {
     struct services_wait *w = arg;
-    reg_server_reply(w->peer, services_reply(w->s, w->worktree, rc, f, err));
+    reg_server_reply(w->peer, rc == ONDEMAND_NO_FOLDER
+                                  ? reg_fail("not-found", "%s", err)
+                                  : services_reply(w->s, worktree, rc, f, err));
     free(w);
 }
 
@@ -52,12 +53,9 @@ json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req, struct
 {
     (void)uid; /* what a repository declares is no secret of its user */
     const char *wt = json_string_value(json_object_get(req, "worktree"));
-    char real[PATH_MAX];
     if (!wt || wt[0] != '/')
         return reg_fail("bad-request", "services takes \"worktree\": the absolute path of "
                              "a worktree");
-    if (!realpath(wt, real))
-        return reg_fail("not-found", "%s: no such folder", wt);
     if (!peer || !s->ondemand)
         return reg_fail("internal", "the services op is answered on the daemon's control "
                                     "socket only: run wtproxy mcp, or the dashboard");
@@ -65,8 +63,7 @@ json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req, struct
     if (!w)
         return reg_fail("internal", "out of memory");
     *w = (struct services_wait){.s = s, .peer = peer};
-    snprintf(w->worktree, sizeof w->worktree, "%s", real);
-    if (!ondemand_read_later(s->ondemand, real, services_read, w)) {
+    if (!ondemand_read_later(s->ondemand, wt, services_read, w)) {
         free(w);
         return reg_fail("internal", "out of memory");
     }

@@ -20,13 +20,14 @@
  *                                          for leases.json on a claim or release
  *   .wtproxy files  proxy/ondemand_reader.c  a worktree's file, for a
  *                                          connect, a request, the dashboard,
- *                                          the `services` and `start` ops
+ *                                          the `services` and `start` ops and
+ *                                          the dashboard's start button (the
+ *                                          worktree's realpath too)
  *
  * Re-adding a tree's inotify watches after the kernel's queue overflowed
  * is the fingerprint worker's too (whoami/tree.c); placing a caller not
  * seen yet (its /proc files, its worktree's .git) the identification
- * worker's. Known exception: the dashboard's start button reads the
- * .wtproxy on the loop (its reply is sent at once: dash_actions.c). */
+ * worker's. */
 #include "server.h"
 
 #include <malloc.h>

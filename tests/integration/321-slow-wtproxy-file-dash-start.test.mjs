@@ -7,10 +7,14 @@
 // 400 ms, and the button's reply is still right: b's server starts,
 // registers and serves b. Clients that close while their start waits for
 // the file, and a daemon stopped while one waits, crash nothing and leak
-// nothing (the ASan build's exit says so).
+// nothing (the ASan build's exit says so). The worktree path is resolved
+// with the read, off the loop: a link answers with the real path, a
+// missing folder is not found.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { makeWorktrees, declaring, startDaemon, startRun, getWorktree, buildPreload, wtServer, waitFor, lsJson, sanitizerClean } from './lib/registry.mjs';
 import { request, token } from './lib/ctl.mjs';
 
@@ -122,4 +126,27 @@ test('clients that close while their start waits, and a stop meanwhile: no crash
   await waiting;
   sanitizerClean(assert, px.stderr());
   assert.equal(exit.code, 0, `the daemon stopped cleanly (${exit.code ?? exit.sig}):\n${px.stderr()}`);
+});
+
+test('the start button resolves the worktree path it is given: a link names the real one, a missing folder is not found', async (t) => {
+  const tmp0 = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`], ['d']);
+  const headers = await proofs(px.port);
+  const link = path.join(path.dirname(tmp.wt.d), 'link-to-d');
+  fs.symlinkSync(tmp.wt.d, link);
+
+  const gone = await request(px.port, 'POST', '/__wtproxy/api/start', headers,
+    JSON.stringify({ worktree: path.join(link, 'no-such-folder'), front: px.port }));
+  assert.equal(gone.status, 404, gone.body);
+  assert.equal(JSON.parse(gone.body).error, 'not-found');
+  assert.match(JSON.parse(gone.body).message, /no-such-folder does not exist/);
+
+  const r = await request(px.port, 'POST', '/__wtproxy/api/start', headers,
+    JSON.stringify({ worktree: link, front: px.port }));
+  assert.equal(r.status, 200, r.body);
+  assert.equal(JSON.parse(r.body).worktree, fs.realpathSync(tmp.wt.d), 'the real path, not the link');
+  await waitFor(async () => (await lsJson(tmp0)).some((e) => e.worktree === fs.realpathSync(tmp.wt.d) && e.state === 'ready'),
+    20000, "d's started server ready");
+  sanitizerClean(assert, px.stderr());
 });
