@@ -269,8 +269,8 @@ static void free_jobs(struct host_job_list *l)
             struct waiter *w = j->waiters;
             j->waiters = w->next;
             if (w->file_cb)
-                w->file_cb(w->arg, j->worktree, -1, NULL, "the daemon is stopping: run the command again "
-                                             "once it is back");
+                w->file_cb(w->arg, j->worktree, -1, NULL,
+                           "the daemon is stopping: run the command again once it is back");
             free(w);
         }
         free(j);
