@@ -103,6 +103,7 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     host_worker_finished(id->worker, &done);
+    host_worker_finished(id->placer, &done);
     while (!STAILQ_EMPTY(&done)) {
         struct job *j = (struct job *)STAILQ_FIRST(&done);
         STAILQ_REMOVE_HEAD(&done, link);
@@ -145,6 +146,20 @@ static struct host_diag *open_diag(char *err, size_t errlen)
     return d;
 }
 
+/* One of identify's worker threads, its answers watched by the loop. */
+static int start_worker(struct event_base *base, struct identify *id, struct host_worker **w,
+                        struct event **ev, char *why, size_t whylen)
+{
+    if (!(*w = host_worker_new_batch(identify_run_batch, id, 0, why, whylen)))
+        return -1;
+    if (!(*ev = event_new(base, host_worker_fd(*w), EV_READ | EV_PERSIST, answers_cb, id)) ||
+        event_priority_set(*ev, WTP_PRIO_ANSWERS) < 0 || event_add(*ev, NULL) < 0) {
+        snprintf(why, whylen, "no event for its answers");
+        return -1;
+    }
+    return 0;
+}
+
 struct identify *identify_new(struct event_base *base, const struct identify_known *known,
                               char *err, size_t errlen)
 {
@@ -161,13 +176,9 @@ struct identify *identify_new(struct event_base *base, const struct identify_kno
     id->next_floor_ms = id->guess_next_ms = host_mono_ms();
     if (!(id->diag = open_diag(err, errlen)))
         goto fail;
-    if (!(id->worker = host_worker_new_batch(identify_run_batch, id, 0, why, sizeof why)) ||
-        !(id->answers = event_new(base, host_worker_fd(id->worker), EV_READ | EV_PERSIST,
-                                  answers_cb, id)) ||
-        event_priority_set(id->answers, WTP_PRIO_ANSWERS) < 0 ||
-        event_add(id->answers, NULL) < 0) {
-        snprintf(err, errlen, "cannot start the identification worker: %s",
-                 id->worker ? "no event for its answers" : why);
+    if (start_worker(base, id, &id->worker, &id->answers, why, sizeof why) < 0 ||
+        start_worker(base, id, &id->placer, &id->placed, why, sizeof why) < 0) {
+        snprintf(err, errlen, "cannot start the identification workers: %s", why);
         goto fail;
     }
     return id;
@@ -184,6 +195,8 @@ void identify_free(struct identify *id)
         return;
     if (id->worker)
         host_worker_free(id->worker, &finished, &unstarted);
+    if (id->placer)
+        host_worker_free(id->placer, &finished, &unstarted);
     jobs_free(&finished);
     jobs_free(&unstarted);
     for (int i = 0; i < id->nrecent; i++)
@@ -191,6 +204,8 @@ void identify_free(struct identify *id)
             close(id->recent[i].pidfd);
     if (id->answers)
         event_free(id->answers);
+    if (id->placed)
+        event_free(id->placed);
     host_diag_close(id->diag);
     free(id);
 }
@@ -231,7 +246,7 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
         leader->same = j;
     } else {
         j->known_copy = id->known.snap(id->known.arg);
-        host_worker_submit(id->worker, &j->hj);
+        host_worker_submit(pid ? id->placer : id->worker, &j->hj);
         if (pid)
             identify_set_placing(id, pid, j);
     }

@@ -101,6 +101,12 @@ struct identify {
      * pipe (no libevent locking on the hot path). */
     struct host_worker *worker;
     struct event *answers;
+    /* A second worker places callers whose holder the loop found: a walk
+     * of a few /proc files and .git entries must not queue behind a
+     * search of all of /proc (a load test's 1,500 first connections all
+     * wait for its one process's placement). */
+    struct host_worker *placer;
+    struct event *placed;
     /* The pids the worker found lately: the worker's alone. */
     pid_t worker_known[WORKER_KNOWN];
     int worker_nknown;

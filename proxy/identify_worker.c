@@ -131,9 +131,11 @@ static const struct job *walked(struct job *const *done, int n, pid_t pid, uid_t
     return NULL;
 }
 
-/* On the worker: every caller waiting now, its socket's holder found
+/* On either worker: every caller waiting now, its socket's holder found
  * (find_batch) and placed by its ancestors (caller_place, with the copy of
- * the registrations taken when the job was queued), each process once. */
+ * the registrations taken when the job was queued), each process once.
+ * The placer's jobs all come with their holder, so only the finder ever
+ * touches worker_known and the young floors. */
 void identify_run_batch(struct host_job_list *jobs, void *ctx)
 {
     struct identify *id = ctx;

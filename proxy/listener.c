@@ -15,7 +15,14 @@
 #include "sd_listen.h"
 #include "server.h"
 
-/* Accept until the backlog is empty (accept4 says EAGAIN): one connection
+/* Accepted per report at most: the rest waits for the next poll, so that
+ * the identification workers' answers (a higher priority) run between:
+ * a load test's 1,500 connections at once would otherwise all be accepted
+ * before the first answer, each waiting for its process's placement. */
+#define ACCEPT_MAX 16
+
+/* Accept until the backlog is empty (accept4 says EAGAIN) or ACCEPT_MAX
+ * were taken (level-triggered: the rest is reported again). One connection
  * per report instead, as nginx without multi_accept, cost an epoll_wait per
  * connection under load (8.2 syscalls a Connection: close request at -c50
  * became 9.1). What libevent's evconnlistener did, without its wrapper and
@@ -28,7 +35,7 @@ static void on_acceptable(evutil_socket_t lfd, short what, void *arg)
     struct proxy_listener *l = arg;
     struct proxy_server *s = l->srv;
     (void)what;
-    while (s->accepting) {
+    for (int n = 0; s->accepting && n < ACCEPT_MAX; n++) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         int fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);

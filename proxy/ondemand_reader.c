@@ -60,7 +60,8 @@ static void read_one(struct host_job *hj, void *ctx)
     atomic_store(&j->begun, 1);
     if (j->resolve && !realpath(j->worktree, j->real)) {
         snprintf(j->real, sizeof j->real, "%s", j->worktree);
-        snprintf(j->err, sizeof j->err, "the folder %s does not exist: check the worktree "
+        /* A path too long for err is cut: the message still says what failed. */
+        snprintf(j->err, sizeof j->err, "the folder %.900s does not exist: check the worktree "
                  "path asked for", j->worktree);
         j->rc = ONDEMAND_NO_FOLDER;
         return;
