@@ -8,7 +8,7 @@
 // and serves it, and the dashboard shows what b's file declares.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeWorktrees, declaring, startDaemon, startRun, get, getWorktree, buildPreload, wtServer, waitFor, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, declaring, startPreloadedDaemon, startRun, get, getWorktree, wtServer, waitFor, sanitizerClean } from './lib/registry.mjs';
 
 const OPEN_MS = 1500;
 const FAST_MS = 400;
@@ -21,14 +21,7 @@ async function timed(fn) {
 
 test('a slow .wtproxy read: other requests and the dashboard stay fast, the request waiting for it is served', async (t) => {
   const tmp0 = makeWorktrees(t, ['a']);
-  const px = await startDaemon(t, tmp0, [], {
-    env: {
-      LD_PRELOAD: buildPreload(tmp0, 'slow-wtproxy-file'),
-      WTPROXY_TEST_OPEN_MS: String(OPEN_MS),
-      // ours comes before the sanitizer's runtime in the library list
-      ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,
-    },
-  });
+  const px = await startPreloadedDaemon(t, tmp0, 'slow-wtproxy-file', { WTPROXY_TEST_OPEN_MS: String(OPEN_MS) });
   const run = startRun(t, tmp0, { cwd: tmp0.wt.a, front: px.port });
   await run.ready;
   assert.equal((await getWorktree(px.port, tmp0.wt.a)).status, 200);

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, startRun, buildPreload, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, startPreloadedDaemon, startRun, sanitizerClean } from './lib/registry.mjs';
 
 const SLOW_MS = 500;
 const FAST_MS = 400;
@@ -80,15 +80,8 @@ async function until(fn, ms, what) {
 test("a caller placed slowly (its worktree's .git on a slow filesystem) holds no known caller's request", async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b']);
   const flag = path.join(tmp.root, 'slow-now');
-  const px = await startDaemon(t, tmp, [], {
-    env: {
-      LD_PRELOAD: buildPreload(tmp, 'slow-git-entry'),
-      WTPROXY_TEST_SLOW_DIR: tmp.wt.b,
-      WTPROXY_TEST_SLOW_FLAG: flag,
-      WTPROXY_TEST_SLOW_MS: String(SLOW_MS),
-      // ours comes before the sanitizer's runtime in the library list
-      ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,
-    },
+  const px = await startPreloadedDaemon(t, tmp, 'slow-git-entry', {
+    WTPROXY_TEST_SLOW_DIR: tmp.wt.b, WTPROXY_TEST_SLOW_FLAG: flag, WTPROXY_TEST_SLOW_MS: String(SLOW_MS),
   });
   const runs = ['a', 'b'].map((n) => startRun(t, tmp, { cwd: tmp.wt[n], front: px.port }));
   await Promise.all(runs.map((r) => r.ready));

@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { makeWorktrees, declaring, startDaemon, startRun, getWorktree, buildPreload, wtServer, waitFor, lsJson, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, declaring, startPreloadedDaemon, startRun, getWorktree, wtServer, waitFor, lsJson, sanitizerClean } from './lib/registry.mjs';
 
 const OPEN_MS = 1500;
 const FAST_MS = 400;
@@ -57,14 +57,7 @@ function assertFast(t, what, w) {
 
 test('services and start on a slow .wtproxy: requests to a stay fast, the replies are right', async (t) => {
   const tmp0 = makeWorktrees(t, ['a']);
-  const px = await startDaemon(t, tmp0, [], {
-    env: {
-      LD_PRELOAD: buildPreload(tmp0, 'slow-wtproxy-file'),
-      WTPROXY_TEST_OPEN_MS: String(OPEN_MS),
-      // ours comes before the sanitizer's runtime in the library list
-      ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,
-    },
-  });
+  const px = await startPreloadedDaemon(t, tmp0, 'slow-wtproxy-file', { WTPROXY_TEST_OPEN_MS: String(OPEN_MS) });
   const run = startRun(t, tmp0, { cwd: tmp0.wt.a, front: px.port });
   await run.ready;
   assert.equal((await getWorktree(px.port, tmp0.wt.a)).status, 200);

@@ -15,21 +15,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { makeWorktrees, declaring, startDaemon, startRun, getWorktree, buildPreload, wtServer, waitFor, lsJson, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, declaring, startDaemon, startRun, getWorktree, startPreloadedDaemon, wtServer, waitFor, lsJson, sanitizerClean } from './lib/registry.mjs';
 import { request, token } from './lib/ctl.mjs';
 
 const OPEN_MS = 1500;
 const FAST_MS = 400;
 
 function slowDaemon(t, tmp) {
-  return startDaemon(t, tmp, [], {
-    env: {
-      LD_PRELOAD: buildPreload(tmp, 'slow-wtproxy-file'),
-      WTPROXY_TEST_OPEN_MS: String(OPEN_MS),
-      // ours comes before the sanitizer's runtime in the library list
-      ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,
-    },
-  });
+  return startPreloadedDaemon(t, tmp, 'slow-wtproxy-file', { WTPROXY_TEST_OPEN_MS: String(OPEN_MS) });
 }
 
 // The headers the dashboard page sends with an action.

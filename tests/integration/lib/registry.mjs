@@ -145,9 +145,8 @@ export async function waitFor(fn, ms, what) {
   }
 }
 
-// Whether a pid runs (a zombie counts as gone).
 // A fixture shim (tests/integration/fixtures/NAME.c) built for LD_PRELOAD
-// into the test's temp folder: the slow disks and slow files of 313-318.
+// into the test's temp folder: the slow disks and slow files of 313-321.
 export function buildPreload(tmp, name) {
   const so = path.join(tmp.root, `${name}.so`);
   execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', so,
@@ -155,6 +154,19 @@ export function buildPreload(tmp, name) {
   return so;
 }
 
+// startDaemon with the shim NAME preloaded and env its settings.
+export function startPreloadedDaemon(t, tmp, name, env) {
+  return startDaemon(t, tmp, [], {
+    env: {
+      LD_PRELOAD: buildPreload(tmp, name),
+      ...env,
+      // ours comes before the sanitizer's runtime in the library list
+      ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:verify_asan_link_order=0`,
+    },
+  });
+}
+
+// Whether a pid runs (a zombie counts as gone).
 export function pidAlive(pid) {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
