@@ -164,7 +164,9 @@ void stream_on_defer(evutil_socket_t fd, short what, void *arg)
     struct stream *s = arg;
     (void)fd;
     (void)what;
-    int r = 0, flushed = s->flush_due;
+    /* Due with nothing queued: stream_output was asked for and nothing
+     * added, or nothing is left to write. No write, and no write callback. */
+    int r = 0, flushed = s->flush_due && evbuffer_get_length(s->out) > 0;
     s->flush_due = 0;
     if (flushed)
         r = flush(s);
