@@ -39,7 +39,7 @@ static void watch_drains(struct stream *s, int on)
 void stream_update_read(struct stream *s)
 {
     int active = s->want_read && !s->ended && !s->connecting;
-    int full = s->read_high && evbuffer_get_length(s->in) >= s->read_high;
+    int full = active && s->read_high && evbuffer_get_length(s->in) >= s->read_high;
     int want = active && !full;
     if (want && !s->rev_added)
         s->rev_added = event_add(s->rev, NULL) == 0;
