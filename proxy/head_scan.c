@@ -195,35 +195,42 @@ static int start_line_fits(const struct head_scan *s, const char *p, size_t len,
 static size_t whole_lines(struct head_scan *s, const char *p, size_t n,
                           const struct head_scan_limits *lim, int *done)
 {
-    size_t at = 0, total = s->total, fields = s->fields;
-    int lines = s->lines;
+    size_t at = 0;
+    if (s->lines == 0) { /* the start line, when it comes whole */
+        size_t len = to_judged_in_value(p, n);
+        if (len + 1 >= n || p[len] != '\r' || p[len + 1] != '\n' ||
+            len + 2 > lim->max_head - s->total || !start_line_fits(s, p, len, lim))
+            return 0;
+        at = len + 2;
+        s->total += at;
+        s->lines = 1;
+    }
+    /* field lines: room left in the head and for fields, counted down */
+    size_t room = lim->max_head - s->total;
+    size_t fields_room = s->fields < lim->max_fields ? lim->max_fields - s->fields : 0, taken = 0;
     while (at < n) {
         const char *q = p + at;
-        size_t left = n - at, start = 0;
-        if (lines > 0 && q[0] == '\r') {
-            if (left >= 2 && q[1] == '\n' && lim->max_head - total >= 2) {
-                at += 2, total += 2;
+        size_t left = n - at;
+        if (q[0] == '\r') {
+            if (left >= 2 && q[1] == '\n' && room >= 2) {
+                at += 2, room -= 2;
                 *done = 1;
             }
             break;
         }
-        if (lines > 0) {
-            start = to_name_end(q, left);
-            if (start == 0 || start == left || q[start] != ':')
-                break;
-            start++;
-        }
-        size_t len = start + to_judged_in_value(q + start, left - start);
-        if (len + 1 >= left || q[len] != '\r' || q[len + 1] != '\n' ||
-            len + 2 > lim->max_head - total)
+        size_t colon = to_name_end(q, left);
+        if (colon == 0 || colon == left || q[colon] != ':')
             break;
-        if (lines == 0 ? !start_line_fits(s, q, len, lim) : fields >= lim->max_fields)
+        size_t len = colon + 1 + to_judged_in_value(q + colon + 1, left - colon - 1);
+        if (len + 1 >= left || q[len] != '\r' || q[len + 1] != '\n' || len + 2 > room ||
+            taken == fields_room)
             break;
-        at += len + 2, total += len + 2;
-        fields += lines > 0;
-        lines++;
+        at += len + 2, room -= len + 2;
+        taken++;
     }
-    s->total = total, s->fields = fields, s->lines = lines;
+    s->total = lim->max_head - room;
+    s->fields += taken;
+    s->lines += (int)taken;
     return at;
 }
 
