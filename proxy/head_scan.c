@@ -116,7 +116,7 @@ static size_t to_judged_in_value(const char *p, size_t n)
 
 /* Index of the first byte in p[0, n) that may end a field's name: a colon
  * or a byte up to SP. Those are all the name's judged bytes, and control
- * bytes besides, which whole_line then leaves to the per-byte path. Eight
+ * bytes besides, which whole_lines then leaves to the per-byte path. Eight
  * bytes at a time. */
 static size_t to_name_end(const char *p, size_t n)
 {
