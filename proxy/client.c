@@ -245,7 +245,7 @@ void conn_close_after_flush(struct proxy_client *c)
     c->state = CS_CLOSING;
     stream_disable_read(c->bev);
     stream_set_write_low(c->bev, 0);
-    if (evbuffer_get_length(stream_output(c->bev)) == 0) {
+    if (stream_output_length(c->bev) == 0) {
         output_done(c);
         return;
     }
@@ -284,7 +284,7 @@ static void client_write_cb(struct stream *bev, void *arg)
     struct proxy_client *c = arg;
     c->last_ms = proxy_now_ms(c->srv);
     if (c->state == CS_CLOSING) {
-        if (!c->lingering && evbuffer_get_length(stream_output(bev)) == 0)
+        if (!c->lingering && stream_output_length(bev) == 0)
             output_done(c);
         return;
     }

@@ -8,9 +8,11 @@
  * in a request, the method (the start line up to its first SP): RFC 9112 §3
  * lets a server answer a method longer than any it implements with 501.
  * The scan keeps state between calls so a head that arrives one byte at a
- * time costs O(n) in total. Only the bytes the grammar judges (CR, LF, NUL,
- * and in a name the colon and whitespace) take the per-byte path; runs of
- * the others are counted in one step. */
+ * time costs O(n) in total. A line that has come whole and passes is
+ * counted in one step (its ends found eight bytes at a time); in any other
+ * only the bytes the grammar judges (CR, LF, NUL, and in a name the colon
+ * and whitespace) take the per-byte path, and runs of the others are
+ * counted in one step. */
 #ifndef WTP_HEAD_SCAN_H
 #define WTP_HEAD_SCAN_H
 

@@ -52,7 +52,13 @@ void stream_free_spares(void);
 void stream_setcb(struct stream *s, stream_data_cb readcb, stream_data_cb writecb,
                   stream_event_cb eventcb, void *arg);
 struct evbuffer *stream_input(struct stream *s);
+/* The output, to add to now: what is added before the current callbacks
+ * return is written after them (the socket's EPOLLOUT is armed only when
+ * it is full). Not for keeping: an add through a pointer kept from an
+ * earlier callback would wait. */
 struct evbuffer *stream_output(struct stream *s);
+/* Bytes queued in the output (stream_output, without its flush). */
+size_t stream_output_length(struct stream *s);
 evutil_socket_t stream_fd(struct stream *s);
 
 void stream_enable_read(struct stream *s);

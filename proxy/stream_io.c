@@ -84,9 +84,8 @@ void stream_on_readable(evutil_socket_t fd, short what, void *arg)
 /* One write of what is queued: write(2) when it is one piece (a head and
  * a small body copied after it, stream_move), writev through libevent
  * otherwise. */
-static ssize_t write_some(struct stream *s)
+static ssize_t write_some(struct stream *s, size_t len)
 {
-    size_t len = evbuffer_get_length(s->out);
     if ((size_t)evbuffer_get_contiguous_space(s->out) < len)
         return evbuffer_write(s->out, s->fd);
     ssize_t n = write(s->fd, evbuffer_pullup(s->out, (ev_ssize_t)len), len);
@@ -99,8 +98,9 @@ static ssize_t write_some(struct stream *s)
  * full (EPOLLOUT is armed), -1 on error (errno set). */
 static int flush(struct stream *s)
 {
-    while (evbuffer_get_length(s->out) > 0) {
-        ssize_t n = write_some(s);
+    size_t len;
+    while ((len = evbuffer_get_length(s->out)) > 0) {
+        ssize_t n = write_some(s, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno != EAGAIN)
@@ -110,6 +110,8 @@ static int flush(struct stream *s)
                 s->wev_added = event_add(s->wev, NULL) == 0;
             return 1;
         }
+        if ((size_t)n == len)
+            break; /* all of it: nothing left to ask the length of */
     }
     if (s->wev_added) {
         event_del(s->wev);
@@ -124,8 +126,8 @@ static void after_flush(struct stream *s, int r)
     if (r < 0) {
         if (s->eventcb)
             s->eventcb(s, STREAM_WRITING | STREAM_ERROR, s->arg);
-    } else if (s->writecb && evbuffer_get_length(s->out) <= s->write_low) {
-        s->writecb(s, s->arg);
+    } else if (s->writecb && (r == 0 || evbuffer_get_length(s->out) <= s->write_low)) {
+        s->writecb(s, s->arg); /* r == 0: flush left nothing queued */
     }
 }
 
@@ -164,13 +166,15 @@ void stream_on_defer(evutil_socket_t fd, short what, void *arg)
     struct stream *s = arg;
     (void)fd;
     (void)what;
-    int r = 0, flushed = s->flush_due;
+    /* Due with nothing queued: stream_output was asked for and nothing
+     * added, or nothing is left to write. No write, and no write callback. */
+    int r = 0, flushed = s->flush_due && evbuffer_get_length(s->out) > 0;
     s->flush_due = 0;
     if (flushed)
         r = flush(s);
     if (s->read_due && s->readcb) {
         s->read_due = 0;
-        if (flushed && (r < 0 || (s->writecb && evbuffer_get_length(s->out) <= s->write_low))) {
+        if (flushed && (r < 0 || (s->writecb && (r == 0 || evbuffer_get_length(s->out) <= s->write_low)))) {
             /* Two callbacks due: the write side's now, the read in the
              * next pass (scheduled first: the first may free s). */
             s->read_due = 1;

@@ -32,7 +32,7 @@ void upstream_release(struct proxy_client *c, int reusable)
     if (!c->up)
         return;
     struct reg_backend *b = c->backend;
-    if (reusable && b && evbuffer_get_length(stream_output(c->up)) == 0)
+    if (reusable && b && stream_output_length(c->up) == 0)
         proxy_pool_put(c->srv->pool, c->up, (struct sockaddr *)&b->addr, b->addrlen,
                        c->srv->cfg.pool_size, c->srv->cfg.pool_idle_ms);
     else

@@ -45,10 +45,11 @@ static void expect(const char *name, const char *head, long want)
 
 /* The grammar one byte at a time, as head_scan.c did before it learnt to
  * skip runs of plain bytes: the reference the fast scan must agree with. */
-static long reference_scan(const unsigned char *p, size_t n, const struct head_scan_limits *l)
+static long reference_scan(const unsigned char *p, size_t n, const struct head_scan_limits *l,
+                           size_t max_method)
 {
     size_t total = 0, line_len = 0, fields = 0;
-    int lines = 0, saw_cr = 0, in_name = 1, name_space = 0;
+    int lines = 0, saw_cr = 0, in_name = 1, name_space = 0, in_method = 1;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = p[i];
         if (++total > l->max_head)
@@ -75,6 +76,10 @@ static long reference_scan(const unsigned char *p, size_t n, const struct head_s
         if (c == '\n' || c == '\0')
             return HS_MALFORMED;
         line_len++;
+        if (lines == 0 && c == ' ')
+            in_method = 0;
+        if (lines == 0 && in_method && max_method && line_len > max_method)
+            return HS_METHOD_LONG;
         if (lines == 0 && line_len > l->max_start_line)
             return HS_START_LINE_LONG;
         if (lines > 0 && in_name && c == ':') {
@@ -90,32 +95,69 @@ static long reference_scan(const unsigned char *p, size_t n, const struct head_s
     return 0;
 }
 
+static size_t random_bytes(unsigned char *buf, size_t size)
+{
+    static const char alphabet[] = "aaaaaaaaaaXy:: \t\r\n\r\n\r\n\r\n\r\n\x01\x0c\x8d;!";
+    size_t n = (size_t)(rand() % (int)size);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = rand() % 50 == 0 ? '\0' : (unsigned char)alphabet[rand() % (int)(sizeof alphabet - 1)];
+    return n;
+}
+
+/* Mostly well-formed lines (what takes the whole-line path), now and then
+ * a byte changed. */
+static size_t random_lines(unsigned char *buf, size_t size)
+{
+    static const char *const pieces[] = {
+        "GET / HTTP/1.1\r\n", "HTTP/1.1 200 OK\r\n", "Host: x\r\n", "Accept-Encoding: identity\r\n",
+        "X-Long-Name-Here: 0123456789abcdef\r\n", "A:\r\n", "B: a\tb\r\n", "\r\n", "C : d\r\n", " e\r\n",
+    };
+    size_t n = 0;
+    while (rand() % 8 != 0) {
+        const char *piece = pieces[rand() % (int)(sizeof pieces / sizeof *pieces)];
+        size_t len = strlen(piece);
+        if (n + len > size)
+            break;
+        memcpy(buf + n, piece, len);
+        n += len;
+    }
+    if (n > 0 && rand() % 3 == 0)
+        buf[rand() % (int)n] = "\0\r\n :\tZ"[rand() % 7];
+    return n;
+}
+
 /* Random heads built from the bytes the grammar cares about, cut into
- * random pieces, under small random limits: the run-skipping scan must give
- * the reference's answer for every one. */
+ * random pieces, under small random limits, as responses and as requests
+ * (with a method's limit): the scan that skips runs and takes whole
+ * lines must give the reference's answer for every one. The bytes hold
+ * control bytes the word tests stop at (HT, 0x01, 0x0c) and bytes next to
+ * the judged ones. */
 static void agrees_with_reference(int rounds)
 {
-    static const char alphabet[] = "aaaaaaaaaaXy:: \t\r\n\r\n\r\n";
-    unsigned char buf[96];
+    unsigned char buf[160];
     int disagreements = 0;
     srand(1);
     for (int k = 0; k < rounds; k++) {
-        size_t n = (size_t)(rand() % (int)sizeof buf);
-        for (size_t i = 0; i < n; i++)
-            buf[i] = rand() % 50 == 0 ? '\0' : (unsigned char)alphabet[rand() % (int)(sizeof alphabet - 1)];
-        struct head_scan_limits l = {(size_t)(rand() % 24), (size_t)(rand() % 96), (size_t)(rand() % 5)};
+        size_t n = rand() % 2 ? random_bytes(buf, sizeof buf) : random_lines(buf, sizeof buf);
+        struct head_scan_limits l = {(size_t)(rand() % 24), (size_t)(rand() % 160), (size_t)(rand() % 5)};
+        int request = rand() % 2;
+        size_t max_method = request ? 1 + (size_t)(rand() % 24) : 0;
         struct head_scan hs;
-        head_scan_init(&hs);
+        if (request)
+            head_scan_init_request(&hs);
+        else
+            head_scan_init(&hs);
+        hs.max_method = max_method;
         long got = 0;
         for (size_t at = 0; at < n && got == 0;) {
-            size_t piece = 1 + (size_t)(rand() % 16);
+            size_t piece = rand() % 4 == 0 ? n : 1 + (size_t)(rand() % 16);
             piece = piece > n - at ? n - at : piece;
             got = head_scan_feed(&hs, (const char *)buf + at, piece, &l);
             at += piece;
         }
-        if (got != reference_scan(buf, n, &l) && disagreements++ == 0)
-            printf("# first disagreement in round %d: scan %ld, reference %ld\n", k, got,
-                   reference_scan(buf, n, &l));
+        long want = reference_scan(buf, n, &l, max_method);
+        if (got != want && disagreements++ == 0)
+            printf("# first disagreement in round %d: scan %ld, reference %ld\n", k, got, want);
     }
     is_int(disagreements, 0, "%d random heads in random pieces: the same answer as a byte-by-byte scan", rounds);
 }
