@@ -148,7 +148,11 @@ static struct stream *wrap(struct event_base *base, evutil_socket_t fd)
      * event_assign fails only on arguments these are not. */
     event_assign(s->rev, base, fd, EV_READ | EV_CLOSED | EV_PERSIST | EV_ET, stream_on_readable, s);
     event_assign(s->wev, base, fd, EV_WRITE | EV_PERSIST | EV_ET, stream_on_writable, s);
-    event_assign(s->defer, base, -1, 0, stream_on_defer, s);
+    /* Persistent though never added: event_active alone schedules it, and
+     * libevent unlinks a persistent event from the active queue when it
+     * runs instead of calling event_del on it (a one-shot one is deleted
+     * after each run, about 90 instructions a keep-alive request). */
+    event_assign(s->defer, base, -1, EV_PERSIST, stream_on_defer, s);
     if (s->in)
         return s;
     s->in = evbuffer_new();
