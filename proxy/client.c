@@ -175,8 +175,7 @@ void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evuti
 static void timer_add(struct proxy_client *c, long long now, unsigned ms)
 {
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(c->timer, &tv);
-    c->timer_at_ms = now + ms;
+    c->timer_at_ms = evtimer_add(c->timer, &tv) == 0 ? now + ms : 0;
 }
 
 /* The connection's one deadline moves several times a request (head,
@@ -184,14 +183,24 @@ static void timer_add(struct proxy_client *c, long long now, unsigned ms)
  * a later deadline only moves c->deadline_ms, and the timer, still armed
  * for the earlier one, re-arms itself when it fires early (timer_cb). A
  * keep-alive connection re-arms once per head_timeout instead of four times
- * a request. Monotonic, so a wall-clock step neither fires nor delays it. */
+ * a request. Monotonic, so a wall-clock step neither fires nor delays it.
+ * Whether it is armed is c->timer_at_ms, not evtimer_pending: libevent
+ * takes the base's lock to answer, about 45 instructions a call. */
 void conn_arm_timer(struct proxy_client *c, unsigned ms)
 {
     long long now = host_mono_ms();
     c->deadline_ms = now + ms;
-    if (evtimer_pending(c->timer, NULL) && c->timer_at_ms <= c->deadline_ms)
+    if (c->timer_at_ms && c->timer_at_ms <= c->deadline_ms)
         return;
     timer_add(c, now, ms);
+}
+
+void conn_stop_timer(struct proxy_client *c)
+{
+    if (!c->timer_at_ms)
+        return; /* an event_del of a timer that is not pending still locks */
+    evtimer_del(c->timer);
+    c->timer_at_ms = 0;
 }
 
 void conn_close(struct proxy_client *c)
@@ -207,7 +216,7 @@ void conn_close(struct proxy_client *c)
     conn_backend_done(c);
     upstream_release(c, 0);
     stream_free(c->bev);
-    event_del(c->timer);
+    conn_stop_timer(c);
     reg_backend_unref(c->backend);
     proxy_server_client_gone(c->srv, c);
     client_release(c);
@@ -342,6 +351,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     long long now = host_mono_ms();
     (void)fd;
     (void)what;
+    c->timer_at_ms = 0; /* a one-shot timer: it fired */
     if (now < c->deadline_ms) { /* armed for a deadline since moved later */
         timer_add(c, now, (unsigned)(c->deadline_ms - now));
         return;

@@ -43,7 +43,9 @@ struct proxy_client {
     struct evbuffer *req_prefix; /* re-chunked body checked before any byte is sent */
     struct event *timer;
     long long deadline_ms;      /* when the timer's state times out (host_mono_ms) */
-    long long timer_at_ms;      /* when the armed timer fires: <= deadline_ms */
+    long long timer_at_ms;      /* when the armed timer fires: <= deadline_ms; 0 while
+                                 * it is not armed (the monotonic clock counts from
+                                 * boot: never 0 when a connection is made) */
     enum conn_state state;
     unsigned long long last_ms; /* last byte moved, for body_timeout */
     unsigned long long req_done_ms;
@@ -101,6 +103,7 @@ void conn_close(struct proxy_client *c);
 void conn_close_after_flush(struct proxy_client *c);
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail);
 void conn_arm_timer(struct proxy_client *c, unsigned ms);
+void conn_stop_timer(struct proxy_client *c);
 void conn_request_done(struct proxy_client *c);
 void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);

@@ -207,7 +207,7 @@ static void serve_leases(struct proxy_client *c)
     c->handler_job = job;
     c->state = CS_HANDLER;
     stream_disable_read(c->bev);
-    evtimer_del(c->timer);
+    conn_stop_timer(c);
 }
 
 /* The handler's serve: the head of a dashboard request is parsed; answer

@@ -217,7 +217,7 @@ void conn_forward(struct proxy_client *c)
      * graces) or once the disk's fingerprint is computed; the body, if
      * any, waits in the input buffer meanwhile. */
     c->state = CS_VERIFY;
-    evtimer_del(c->timer);
+    conn_stop_timer(c);
 }
 
 /* Poll the backend again in ms: the registry never calls into the proxy,

@@ -52,7 +52,7 @@ static void tunnel_event_cb(struct stream *bev, short what, void *arg)
 void tunnel_start(struct proxy_client *c)
 {
     c->state = CS_TUNNEL;
-    evtimer_del(c->timer);
+    conn_stop_timer(c);
     evbuffer_drain(c->req_head, evbuffer_get_length(c->req_head));
     stream_setcb(c->bev, tunnel_read_cb, tunnel_write_cb, tunnel_event_cb, c);
     stream_setcb(c->up, tunnel_read_cb, tunnel_write_cb, tunnel_event_cb, c);
