@@ -194,9 +194,9 @@ void conn_next_request(struct proxy_client *c)
         stream_enable_read(c->bev);
 }
 
-void conn_request_done(struct proxy_client *c)
+void conn_request_done(struct proxy_client *c, unsigned long long now)
 {
-    c->req_done_ms = proxy_now_ms(c->srv);
+    c->req_done_ms = now;
     if (!c->resp_started)
         conn_arm_timer(c, c->srv->cfg.response_timeout_ms);
 }
@@ -228,7 +228,7 @@ void conn_feed_request_body(struct proxy_client *c)
         }
     }
     if (c->req_done && !was_done)
-        conn_request_done(c);
+        conn_request_done(c, c->last_ms); /* set as the loop took the last bytes */
 }
 
 /* Request checks llhttp does not make: request_check.c. */

@@ -104,7 +104,7 @@ void conn_close_after_flush(struct proxy_client *c);
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail);
 void conn_arm_timer(struct proxy_client *c, unsigned ms);
 void conn_stop_timer(struct proxy_client *c);
-void conn_request_done(struct proxy_client *c);
+void conn_request_done(struct proxy_client *c, unsigned long long now);
 void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
 void conn_backend_done(struct proxy_client *c);

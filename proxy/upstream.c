@@ -41,11 +41,14 @@ void upstream_release(struct proxy_client *c, int reusable)
     c->up_paused = 0;
 }
 
+/* The clock is read once: libevent's cached time does not change within a
+ * callback, and each read takes the base's lock (about 45 instructions). */
 static void send_request(struct proxy_client *c)
 {
+    unsigned long long now = proxy_now_ms(c->srv);
     c->state = CS_FORWARD;
     c->backend->requests++;
-    c->backend->last_request_ms = (long long)proxy_now_ms(c->srv);
+    c->backend->last_request_ms = (long long)now;
     if (!c->in_flight) {
         c->in_flight = 1;
         c->backend->active++; /* an idle_stop never cuts it */
@@ -55,9 +58,9 @@ static void send_request(struct proxy_client *c)
     struct evbuffer *out = stream_output(c->up);
     evbuffer_add(out, evbuffer_pullup(head, -1), evbuffer_get_length(head));
     evbuffer_add_buffer(out, c->req_prefix);
-    c->last_ms = proxy_now_ms(c->srv);
+    c->last_ms = now;
     if (c->req_done) {
-        conn_request_done(c);
+        conn_request_done(c, now);
         return;
     }
     conn_arm_timer(c, c->srv->cfg.body_timeout_ms);
