@@ -204,13 +204,15 @@ void stream_free(struct stream *s)
     /* Only the events that are pending: an event_del of one that is not
      * still costs libevent's checks, about 100 instructions each. rev and wev
      * are active only while added (event_del clears both), and the deferred
-     * callback is scheduled exactly while a flush or a read is due. */
+     * callback is scheduled exactly while a read is due or a flush that is
+     * not listed (stream_flush_soon). */
     if (s->rev_added)
         event_del(s->rev);
     if (s->wev_added)
         event_del(s->wev);
-    if (s->flush_due || s->read_due)
+    if (s->read_due || (s->flush_due && !s->flush_listed))
         event_del(s->defer);
+    stream_unlist(s);
     if (s->fd >= 0)
         close(s->fd);
     block_put(s);
@@ -229,14 +231,12 @@ struct evbuffer *stream_input(struct stream *s) { return s->in; }
 /* No evbuffer callback watches the output: with one, libevent ran its
  * callback loop on every add and every drain of it, about 800
  * instructions of a keep-alive request (callgrind). Handing the buffer out
- * is taken as the promise of an add instead; a flush scheduled for nothing
- * finds the output empty and does nothing (stream_on_defer). */
+ * is taken as the promise of an add instead; a flush due for nothing
+ * finds the output empty and does nothing. */
 struct evbuffer *stream_output(struct stream *s)
 {
-    if (!s->wev_added && !s->connecting && !s->flush_due) {
-        s->flush_due = 1;
-        stream_schedule(s);
-    }
+    if (!s->wev_added && !s->connecting && !s->flush_due)
+        stream_flush_soon(s);
     return s->out;
 }
 

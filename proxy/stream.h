@@ -3,9 +3,10 @@
  * It does the job of libevent's bufferevent with nginx's syscall budget:
  * a read goes straight into the input buffer (bufferevent asks FIONREAD
  * first), and output is written as soon as the callbacks that produced it
- * return, from the loop's active queue, so the socket is registered for
- * EPOLLOUT only when it is full (bufferevent registers and unregisters it
- * around every write). Measured on a keep-alive request: 14 syscalls with
+ * return (a stream callback's as it returns, any other's from the loop's
+ * active queue), so the socket is registered for EPOLLOUT only when it is
+ * full (bufferevent registers and unregisters it around every write).
+ * Measured on a keep-alive request: 14 syscalls with
  * bufferevent, 4 with this. Its fd is edge-triggered, as nginx's: with 500
  * keep-alive clients, level-triggered epoll handed the loop 11-13 events
  * per request instead of 2 (each fd reported again by every epoll_wait

@@ -7,6 +7,7 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <sys/queue.h>
 
 /* Bytes one read asks for: small for requests and small responses (a
  * 16 KiB chain comes from malloc's bins, reused), large once reads come back
@@ -23,11 +24,13 @@ struct stream {
     stream_event_cb eventcb;
     void *arg;
     size_t read_high, write_low;
+    LIST_ENTRY(stream) listed_link; /* while flush_listed */
     unsigned want_read : 1;  /* the owner wants input */
     unsigned rev_added : 1;
     unsigned wev_added : 1;
     unsigned connecting : 1;
     unsigned flush_due : 1;
+    unsigned flush_listed : 1; /* its flush due as the stream callbacks return */
     unsigned read_due : 1;
     unsigned ended : 1;      /* EOF or error seen on read */
     unsigned bulk : 1;       /* the last read filled what it asked for */
@@ -36,6 +39,13 @@ struct stream {
 /* Run the stream's deferred callback (a flush or a read that is due) in
  * this loop pass. */
 void stream_schedule(struct stream *s);
+
+/* Write the output soon: as the stream callback running now returns, or
+ * outside one from the deferred callback. */
+void stream_flush_soon(struct stream *s);
+
+/* Take a stream being freed off the flushes due as callbacks return. */
+void stream_unlist(struct stream *s);
 
 /* Register for input exactly while the owner wants it and there is room. */
 void stream_update_read(struct stream *s);
