@@ -58,6 +58,11 @@ struct evbuffer *stream_input(struct stream *s);
  * it is full). Not for keeping: an add through a pointer kept from an
  * earlier callback would wait. */
 struct evbuffer *stream_output(struct stream *s);
+/* Add len bytes to the output, written now when nothing is queued before
+ * them (and the socket is neither full nor connecting): what the kernel
+ * does not take is queued as through stream_output. What is written now
+ * calls no write callback. */
+void stream_send(struct stream *s, const void *data, size_t len);
 /* Bytes queued in the output (stream_output, without its flush). */
 size_t stream_output_length(struct stream *s);
 evutil_socket_t stream_fd(struct stream *s);

@@ -41,6 +41,23 @@ void upstream_release(struct proxy_client *c, int reusable)
     c->up_paused = 0;
 }
 
+/* The rewritten head goes, kept in req_head for a retry. Alone (no body
+ * byte follows: its request is done, nothing re-chunked waits) it is
+ * written at once; followed by a body, queued with it so that both leave
+ * in one write. */
+static void send_head(struct proxy_client *c)
+{
+    struct evbuffer *head = c->req_head;
+    size_t len = evbuffer_get_length(head);
+    if (c->req_done && evbuffer_get_length(c->req_prefix) == 0) {
+        stream_send(c->up, evbuffer_pullup(head, -1), len);
+        return;
+    }
+    struct evbuffer *out = stream_output(c->up);
+    evbuffer_add(out, evbuffer_pullup(head, -1), len);
+    evbuffer_add_buffer(out, c->req_prefix);
+}
+
 /* The clock is read once: libevent's cached time does not change within a
  * callback, and each read takes the base's lock (about 45 instructions). */
 static void send_request(struct proxy_client *c)
@@ -54,10 +71,7 @@ static void send_request(struct proxy_client *c)
         c->backend->active++; /* an idle_stop never cuts it */
     }
     upstream_init_response(c);
-    struct evbuffer *head = c->req_head;
-    struct evbuffer *out = stream_output(c->up);
-    evbuffer_add(out, evbuffer_pullup(head, -1), evbuffer_get_length(head));
-    evbuffer_add_buffer(out, c->req_prefix);
+    send_head(c);
     c->last_ms = now;
     if (c->req_done) {
         conn_request_done(c, now);
