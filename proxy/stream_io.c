@@ -187,7 +187,7 @@ static void on_defer(struct stream *s)
 /* A write(2) straight from the caller's bytes: no chain taken and given
  * back, no flush, no write callback, about 600 instructions of a request
  * relayed without a body. A failed write queues the bytes, and the flush
- * meets the error again and reports it (stream_on_writable's path). */
+ * meets the error again and reports it, as any flush's (after_flush). */
 void stream_send(struct stream *s, const void *data, size_t len)
 {
     ssize_t n = 0;
