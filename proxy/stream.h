@@ -63,6 +63,11 @@ struct evbuffer *stream_output(struct stream *s);
  * does not take is queued as through stream_output. What is written now
  * calls no write callback. */
 void stream_send(struct stream *s, const void *data, size_t len);
+/* Move the first n bytes of from behind the output, written now with what
+ * is queued there in one writev (when the socket is neither full nor
+ * connecting): what the kernel does not take is queued as through
+ * stream_output. What is written now calls no write callback. */
+void stream_send_from(struct stream *s, struct evbuffer *from, size_t n);
 /* Bytes queued in the output (stream_output, without its flush). */
 size_t stream_output_length(struct stream *s);
 evutil_socket_t stream_fd(struct stream *s);

@@ -264,6 +264,8 @@ void upstream_feed_response(struct proxy_client *c)
         size_t used = http_msg_feed(&c->resp, v.iov_base, v.iov_len, &err);
         if (c->resp_copy)
             evbuffer_drain(in, used);
+        else if (c->resp_done)
+            stream_send_from(c->bev, in, used); /* the last piece: out now, with the head */
         else
             stream_move(in, out, used);
         c->last_ms = proxy_now_ms(c->srv);
