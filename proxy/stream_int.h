@@ -24,6 +24,7 @@ struct stream {
     stream_event_cb eventcb;
     void *arg;
     size_t read_high, write_low;
+    int send_errno; /* a direct write's failure, for the flush to report */
     LIST_ENTRY(stream) listed_link; /* while flush_listed */
     unsigned want_read : 1;  /* the owner wants input */
     unsigned rev_added : 1;

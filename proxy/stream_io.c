@@ -101,6 +101,10 @@ static ssize_t write_some(struct stream *s, size_t len)
 static int flush(struct stream *s)
 {
     size_t len;
+    if (s->send_errno) {
+        errno = s->send_errno;
+        return -1;
+    }
     while ((len = evbuffer_get_length(s->out)) > 0) {
         ssize_t n = write_some(s, len);
         if (n < 0 && errno == EINTR)
@@ -184,20 +188,30 @@ static void on_defer(struct stream *s)
         after_flush(s, r);
 }
 
+/* What a direct write took (0 when it failed). A failure other than a
+ * full socket is kept for the flush to report, as any flush's error
+ * (after_flush): a second write would report another errno, EPIPE where
+ * this one saw ECONNRESET. */
+static size_t direct_done(struct stream *s, ssize_t n)
+{
+    if (n >= 0)
+        return (size_t)n;
+    if (errno != EAGAIN && errno != EINTR)
+        s->send_errno = errno;
+    return 0;
+}
+
 /* A write(2) straight from the caller's bytes: no chain taken and given
  * back, no flush, no write callback, about 600 instructions of a request
  * relayed without a body. A failed write queues the bytes, and the flush
- * meets the error again and reports it, as any flush's (after_flush). */
+ * writes them or reports the failure (direct_done). */
 void stream_send(struct stream *s, const void *data, size_t len)
 {
-    ssize_t n = 0;
-    if (!s->wev_added && !s->connecting && evbuffer_get_length(s->out) == 0) {
-        n = write(s->fd, data, len);
-        if (n < 0)
-            n = 0;
-    }
-    if ((size_t)n < len)
-        evbuffer_add(stream_output(s), (const char *)data + n, len - (size_t)n);
+    size_t n = 0;
+    if (!s->wev_added && !s->connecting && evbuffer_get_length(s->out) == 0)
+        n = direct_done(s, write(s->fd, data, len));
+    if (n < len)
+        evbuffer_add(stream_output(s), (const char *)data + n, len - n);
 }
 
 /* Pieces one direct write of stream_send_from gathers: the output's (a
@@ -232,16 +246,16 @@ static int gather(struct stream *s, struct evbuffer *from, size_t n, struct iove
  * bytes are not copied into the output nor drained from it, and no flush
  * and no write callback follow (about 130 instructions of a small response
  * relayed keep-alive, 220 with Connection: close, whose close then needs no
- * timer). A failed write queues the bytes, as stream_send's. */
+ * timer). A failed write queues the bytes, as stream_send's (direct_done). */
 void stream_send_from(struct stream *s, struct evbuffer *from, size_t n)
 {
     struct iovec iov[STREAM_SEND_IOV];
     int k = s->wev_added || s->connecting ? 0 : gather(s, from, n, iov);
     /* write(2) for one piece (a body whose head went before it): writev
      * costs the kernel an iovec import. */
-    ssize_t w = k == 1 ? write(s->fd, iov[0].iov_base, iov[0].iov_len)
-                : k > 1 ? writev(s->fd, iov, k) : 0;
-    size_t done = w > 0 ? (size_t)w : 0;
+    size_t done = k == 1  ? direct_done(s, write(s->fd, iov[0].iov_base, iov[0].iov_len))
+                  : k > 1 ? direct_done(s, writev(s->fd, iov, k))
+                          : 0;
     size_t queued = evbuffer_get_length(s->out);
     size_t of_out = done < queued ? done : queued;
     if (of_out > 0)
