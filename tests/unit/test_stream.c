@@ -92,7 +92,8 @@ static void test_reset(struct event_base *base, int from_buffer)
         stream_send(s, "head", 4);
     event_base_loop(base, EVLOOP_NONBLOCK);
     ok(events == 1 && event_what == (STREAM_WRITING | STREAM_ERROR),
-       "%s to a reset peer: one write error reported", from_buffer ? "stream_send_from" : "stream_send");
+       "%s to a reset peer: one write error reported",
+       from_buffer ? "stream_send_from" : "stream_send");
     ok(event_errno == ECONNRESET, "its errno is the first write's, ECONNRESET (got %s)",
        strerror(event_errno));
     evbuffer_free(from);
