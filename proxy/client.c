@@ -214,7 +214,7 @@ void conn_close(struct proxy_client *c)
         identify_forget(c->srv->ident, c->who->pid, c->who->fd);
     free(c->who);
     conn_backend_done(c);
-    upstream_release(c, 0);
+    upstream_release(c);
     stream_free(c->bev);
     conn_stop_timer(c);
     reg_backend_unref(c->backend);
@@ -250,7 +250,7 @@ static void output_done(struct proxy_client *c)
 
 void conn_close_after_flush(struct proxy_client *c)
 {
-    upstream_release(c, 0);
+    upstream_release(c);
     c->state = CS_CLOSING;
     stream_disable_read(c->bev);
     stream_set_write_low(c->bev, 0);

@@ -53,7 +53,7 @@ void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
         conn_close(c);
         return;
     }
-    upstream_release(c, 0);
+    upstream_release(c);
     record_refusal(c, error_page_status(e), error_page_reason(e), detail);
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;

@@ -160,14 +160,20 @@ void conn_read_request_head(struct proxy_client *c)
         conn_close(c);
 }
 
-/* The exchange with the backend is over (or the connection is). */
-void conn_backend_done(struct proxy_client *c)
+/* The exchange with the backend is over (or the connection is), at now
+ * (proxy_now_ms as the caller read it for this callback). */
+void conn_backend_done_at(struct proxy_client *c, unsigned long long now)
 {
     if (c->in_flight && c->backend) {
         c->backend->active--;
-        c->backend->last_request_ms = (long long)proxy_now_ms(c->srv);
+        c->backend->last_request_ms = (long long)now;
     }
     c->in_flight = 0;
+}
+
+void conn_backend_done(struct proxy_client *c)
+{
+    conn_backend_done_at(c, c->in_flight && c->backend ? proxy_now_ms(c->srv) : 0);
 }
 
 void conn_next_request(struct proxy_client *c)

@@ -108,6 +108,7 @@ void conn_request_done(struct proxy_client *c, unsigned long long now);
 void conn_feed_request_body(struct proxy_client *c);
 void conn_next_request(struct proxy_client *c);
 void conn_backend_done(struct proxy_client *c);
+void conn_backend_done_at(struct proxy_client *c, unsigned long long now);
 
 /* client_request.c */
 void conn_read_request_head(struct proxy_client *c); /* CS_IDLE/CS_HEAD: bytes came */
@@ -125,7 +126,7 @@ void conn_wait(struct proxy_client *c, unsigned ms);    /* into CS_WAIT, looked 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);
 void upstream_feed_response(struct proxy_client *c);
-void upstream_release(struct proxy_client *c, int reusable);
+void upstream_release(struct proxy_client *c); /* close the backend connection, if any */
 void upstream_init_response(struct proxy_client *c);
 
 /* tunnel.c */

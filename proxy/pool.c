@@ -29,7 +29,7 @@ struct pool_conn {
     struct proxy_pool *pool;
     struct stream *s;
     struct pool_bucket *bucket;
-    struct timeval deadline;
+    unsigned long long deadline_ms; /* the loop's cached clock (proxy_now_ms) */
     TAILQ_ENTRY(pool_conn) link;
 };
 
@@ -158,14 +158,15 @@ static void arm_sweep(struct proxy_pool *pool)
 static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct proxy_pool *pool = arg;
-    struct timeval now;
+    struct timeval tv;
     (void)fd;
     (void)what;
-    event_base_gettimeofday_cached(pool->base, &now);
+    event_base_gettimeofday_cached(pool->base, &tv);
+    unsigned long long now = (unsigned long long)tv.tv_sec * 1000 + (unsigned)tv.tv_usec / 1000;
     for (struct pool_bucket *b = pool->buckets; b; b = b->next) {
         /* Oldest at the tail: stop at the first one still in time. */
         struct pool_conn *pc;
-        while ((pc = TAILQ_LAST(&b->idle, pool_idle)) && timercmp(&pc->deadline, &now, <=))
+        while ((pc = TAILQ_LAST(&b->idle, pool_idle)) && pc->deadline_ms <= now)
             drop(pool, pc);
     }
     arm_sweep(pool);
@@ -186,7 +187,7 @@ struct stream *proxy_pool_take(struct proxy_pool *pool, const struct sockaddr *a
 }
 
 void proxy_pool_put(struct proxy_pool *pool, struct stream *s, const struct sockaddr *addr,
-                    socklen_t len, unsigned max_idle, unsigned idle_ms)
+                    socklen_t len, unsigned max_idle, unsigned idle_ms, unsigned long long now)
 {
     struct pool_bucket *b = max_idle ? bucket_for(pool, addr, len, 1) : NULL;
     struct pool_conn *pc = NULL;
@@ -196,9 +197,7 @@ void proxy_pool_put(struct proxy_pool *pool, struct stream *s, const struct sock
     }
     if (b->nidle >= max_idle)
         drop(pool, TAILQ_LAST(&b->idle, pool_idle));
-    struct timeval now, idle = {idle_ms / 1000, (idle_ms % 1000) * 1000};
-    event_base_gettimeofday_cached(pool->base, &now);
-    timeradd(&now, &idle, &pc->deadline);
+    pc->deadline_ms = now + idle_ms;
     pc->pool = pool;
     pc->s = s;
     pc->bucket = b;

@@ -21,8 +21,9 @@ struct stream *proxy_pool_take(struct proxy_pool *pool, const struct sockaddr *a
 
 /* Keep a connection whose last response ended cleanly; it is closed once
  * idle for idle_ms, when the backend closes it, or at once when max_idle
- * connections to that address are kept already. */
+ * connections to that address are kept already. now: proxy_now_ms, as the
+ * caller read it for its callback (each read takes the loop's lock). */
 void proxy_pool_put(struct proxy_pool *pool, struct stream *s, const struct sockaddr *addr,
-                    socklen_t len, unsigned max_idle, unsigned idle_ms);
+                    socklen_t len, unsigned max_idle, unsigned idle_ms, unsigned long long now);
 
 #endif

@@ -27,16 +27,11 @@ void upstream_init_response(struct proxy_client *c)
     c->resp_interim = c->resp_tunnel = 0;
 }
 
-void upstream_release(struct proxy_client *c, int reusable)
+void upstream_release(struct proxy_client *c)
 {
     if (!c->up)
         return;
-    struct reg_backend *b = c->backend;
-    if (reusable && b && stream_output_length(c->up) == 0)
-        proxy_pool_put(c->srv->pool, c->up, (struct sockaddr *)&b->addr, b->addrlen,
-                       c->srv->cfg.pool_size, c->srv->cfg.pool_idle_ms);
-    else
-        stream_free(c->up);
+    stream_free(c->up);
     c->up = NULL;
     c->up_paused = 0;
 }
@@ -231,11 +226,23 @@ static int read_response_head(struct proxy_client *c)
     return 1;
 }
 
-static void finish_exchange(struct proxy_client *c)
+/* A backend connection whose exchange ended cleanly goes to the pool, the
+ * others are closed. now: the clock as read for this callback (proxy_now_ms:
+ * each read takes the loop's lock). */
+static void finish_exchange(struct proxy_client *c, unsigned long long now)
 {
-    upstream_release(c, c->req_done && c->up_keepalive && !c->upgrade);
+    struct reg_backend *b = c->backend;
+    if (c->up && b && c->req_done && c->up_keepalive && !c->upgrade &&
+        stream_output_length(c->up) == 0) {
+        proxy_pool_put(c->srv->pool, c->up, (struct sockaddr *)&b->addr, b->addrlen,
+                       c->srv->cfg.pool_size, c->srv->cfg.pool_idle_ms, now);
+        c->up = NULL;
+        c->up_paused = 0;
+    }
+    upstream_release(c);
     if (!c->req_done)
         c->close_after = 1;
+    conn_backend_done_at(c, now);
     conn_next_request(c);
 }
 
@@ -243,6 +250,7 @@ void upstream_feed_response(struct proxy_client *c)
 {
     struct evbuffer *in = stream_input(c->up);
     struct evbuffer *out = stream_output(c->bev);
+    unsigned long long now = 0; /* the clock, read once in this pass when needed */
     while (!c->resp_done && evbuffer_get_length(in) > 0) {
         if (!c->resp_started) {
             int r = read_response_head(c);
@@ -268,7 +276,7 @@ void upstream_feed_response(struct proxy_client *c)
             stream_send_from(c->bev, in, used); /* the last piece: out now, with the head */
         else
             stream_move(in, out, used);
-        c->last_ms = proxy_now_ms(c->srv);
+        c->last_ms = now = now ? now : proxy_now_ms(c->srv);
         if (err != HPE_OK && err != HPE_PAUSED) {
             /* The head is out: what was well framed goes too, then the
              * connection ends short, so the client sees an incomplete body. */
@@ -279,7 +287,7 @@ void upstream_feed_response(struct proxy_client *c)
         }
     }
     if (c->resp_done)
-        finish_exchange(c);
+        finish_exchange(c, now ? now : proxy_now_ms(c->srv));
     else if (!c->up_paused)
         stream_ack_now(c->up);
 }
@@ -326,7 +334,7 @@ static int reloading(struct proxy_client *c)
         c->refused_since_ms = now;
     if (now - c->refused_since_ms >= c->srv->cfg.reload_grace_ms)
         return 0;
-    upstream_release(c, 0);
+    upstream_release(c);
     conn_wait(c, WTP_RELOAD_POLL_MS);
     return 1;
 }
@@ -340,7 +348,7 @@ static void up_closed(struct proxy_client *c, short what, int err)
     if (!c->resp_bytes && c->from_pool && !c->retried && c->req_bodyless) {
         /* The backend closed this idle connection as we reused it: the
          * request never reached it, so sending it again is safe. */
-        upstream_release(c, 0);
+        upstream_release(c);
         c->retried = 1;
         upstream_start(c);
         return;
@@ -362,7 +370,7 @@ static void up_closed(struct proxy_client *c, short what, int err)
     if ((what & STREAM_EOF) && llhttp_message_needs_eof(&c->resp.parser)) {
         llhttp_finish(&c->resp.parser);
         if (c->resp_done) {
-            finish_exchange(c);
+            finish_exchange(c, proxy_now_ms(c->srv));
             return;
         }
     }
