@@ -51,6 +51,29 @@ async function valgrindVerdict(handle) {
   return '';
 }
 
+// The servers a daemon started from a .wtproxy file: `wtproxy run`
+// wrappers, each leading a session of its own, that outlive the daemon by
+// design (a restarted daemon finds them serving). They are its children
+// only while it lives, so their pids are noted then (any stop, and the
+// cleanup), and the cleanup stops their groups.
+function startedGroups(pid) {
+  const pids = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat;
+    try { stat = fs.readFileSync(`/proc/${name}/stat`, 'latin1'); } catch { continue; }
+    const [, ppid, pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    if (ppid === pid && pgrp === Number(name)) pids.push(pgrp); // leaders only: never our group
+  }
+  return pids;
+}
+
+function stopGroups(pids) {
+  for (const pid of pids) {
+    try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ }
+  }
+}
+
 // Start `wtproxy serve ARGS...` (default: --listen 127.0.0.1:0). Resolves
 // once every listener is up, with { port, ports, proc, stderr(), stop() }.
 // `t` is the node:test context; its after() hook stops the daemon.
@@ -83,21 +106,29 @@ export async function startProxy(t, args = [], opts = {}) {
     proc.stderr.on('data', check);
     exited.then(({ code, sig }) => { clearTimeout(timer); reject(new Error(`wtproxy exited (${code ?? sig}) before listening:\n${err}`)); });
   });
+  const started = new Set();
   const handle = {
     port: ports[0], ports, proc, exited,
     stderr: () => err,
     async stop(signal = 'SIGTERM') {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      if (proc.exitCode === null && proc.signalCode === null) {
+        for (const pid of startedGroups(proc.pid)) started.add(pid);
+        proc.kill(signal);
+      }
       return exited;
     },
   };
   if (t && underValgrind) {
     t.after(async () => {
       const verdict = await valgrindVerdict(handle);
+      stopGroups(started);
       if (verdict) throw new Error(verdict);
     });
   } else if (t) {
-    t.after(() => handle.stop('SIGKILL'));
+    t.after(async () => {
+      await handle.stop('SIGKILL');
+      stopGroups(started);
+    });
   }
   return handle;
 }
