@@ -222,6 +222,14 @@ void dash_action_gone(struct proxy_client *c)
     c->handler_job = NULL;
 }
 
+void dash_action_start_expired(struct proxy_client *c)
+{
+    json_t *reply = proxy_op_start_expire(c->handler_job, c->srv->cfg.start_timeout_ms);
+    c->handler_job = NULL;
+    c->handler_note = 0;
+    respond_json(c, "504 Gateway Timeout", reply);
+}
+
 /* The whole body is in c's input: run the action on it, as the user
  * whose process sent it; a start answers when its file is read. */
 static void act(struct proxy_client *c, int which, size_t len)
@@ -252,10 +260,14 @@ static void act(struct proxy_client *c, int which, size_t len)
                         ? actions[which].op(c->srv, uid, req)
                         : proxy_op_start(c->srv, uid, req, start_done, c, &c->handler_job);
     json_decref(req);
-    if (reply)
+    if (reply) {
         respond_json(c, status_of(reply), reply);
-    else
-        c->handler_note = DASH_NOTE_START; /* CS_HANDLER still; the body timer does nothing now */
+        return;
+    }
+    /* CS_HANDLER still, until the file is read or start_timeout passes:
+     * a button held forever on a hung filesystem tells the user nothing. */
+    c->handler_note = DASH_NOTE_START;
+    conn_arm_timer(c, c->srv->cfg.start_timeout_ms);
 }
 
 /* Read on while the body is not all there (CS_HANDLER). */

@@ -68,6 +68,11 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_
 /* The start's reply is not wanted any more: cb is not called. */
 void proxy_op_start_cancel(void *pending);
 
+/* The start waited longer than ms for its .wtproxy (a slow or hung
+ * filesystem): cancelled, as proxy_op_start_cancel, and the refusal that
+ * names the file and what to do, for the one who waited. */
+json_t *proxy_op_start_expire(void *pending, unsigned ms);
+
 /* proxy_op_start for the control socket: the reply held, through peer,
  * as proxy_op_services's. */
 json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req,

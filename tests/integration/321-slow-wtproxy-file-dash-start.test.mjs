@@ -5,7 +5,8 @@
 // dashboard page sends: Host, Origin, Sec-Fetch-Site, JSON, the token),
 // requests to worktree a's registered server keep being answered within
 // 400 ms, and the button's reply is still right: b's server starts,
-// registers and serves b. Clients that close while their start waits for
+// registers and serves b. A read longer than start_timeout answers 504
+// naming the file, and starts nothing. Clients that close while their start waits for
 // the file, and a daemon stopped while one waits, crash nothing and leak
 // nothing (the ASan build's exit says so). The worktree path is resolved
 // with the read, off the loop: a link answers with the real path, a
@@ -21,8 +22,8 @@ import { request, token } from './lib/ctl.mjs';
 const OPEN_MS = 1500;
 const FAST_MS = 400;
 
-function slowDaemon(t, tmp) {
-  return startPreloadedDaemon(t, tmp, 'slow-wtproxy-file', { WTPROXY_TEST_OPEN_MS: String(OPEN_MS) });
+function slowDaemon(t, tmp, args = []) {
+  return startPreloadedDaemon(t, tmp, 'slow-wtproxy-file', { WTPROXY_TEST_OPEN_MS: String(OPEN_MS) }, args);
 }
 
 // The headers the dashboard page sends with an action.
@@ -94,6 +95,27 @@ test('the dashboard start button on a slow .wtproxy: requests to a stay fast, th
   const b = await getWorktree(px.port, tmp.wt.b);
   assert.equal(b.status, 200, b.body);
   assert.equal(JSON.parse(b.body).worktree, tmp.wt.b);
+  sanitizerClean(assert, px.stderr());
+});
+
+test('a read longer than start_timeout: 504 naming the file and the fix, nothing started', async (t) => {
+  const tmp0 = makeWorktrees(t, ['a']);
+  const px = await slowDaemon(t, tmp0, ['--start-timeout', '500ms']);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`], ['b']);
+  const r = await request(px.port, 'POST', '/__wtproxy/api/start', await proofs(px.port),
+    JSON.stringify({ worktree: tmp.wt.b, front: px.port }));
+  assert.equal(r.status, 504, r.body);
+  const j = JSON.parse(r.body);
+  assert.equal(j.error, 'timeout', r.body);
+  assert.ok(j.message.includes(`${tmp.wt.b}/.wtproxy`), `the message names the file: ${j.message}`);
+  assert.match(j.message, /start_timeout \(500 ms\)/);
+  assert.match(j.message, /wtproxy run -- CMD \{port\}/);
+  // The read ends after the answer; the start it was for stays cancelled.
+  await new Promise((res) => setTimeout(res, OPEN_MS + 500));
+  assert.equal((await lsJson(tmp0)).some((e) => e.worktree === tmp.wt.b), false, 'nothing started for b');
+  const tok = await request(px.port, 'GET', '/__wtproxy/api/token');
+  assert.equal(tok.status, 200, tok.body);
+  await px.stop('SIGTERM');
   sanitizerClean(assert, px.stderr());
 });
 

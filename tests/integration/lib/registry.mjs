@@ -155,8 +155,8 @@ export function buildPreload(tmp, name) {
 }
 
 // startDaemon with the shim NAME preloaded and env its settings.
-export function startPreloadedDaemon(t, tmp, name, env) {
-  return startDaemon(t, tmp, [], {
+export function startPreloadedDaemon(t, tmp, name, env, args = []) {
+  return startDaemon(t, tmp, args, {
     env: {
       LD_PRELOAD: buildPreload(tmp, name),
       ...env,
