@@ -29,9 +29,8 @@ void upstream_init_response(struct proxy_client *c)
 
 void upstream_release(struct proxy_client *c)
 {
-    if (!c->up)
-        return;
-    stream_free(c->up);
+    if (c->up)
+        stream_free(c->up);
     c->up = NULL;
     c->up_paused = 0;
 }
@@ -236,8 +235,7 @@ static void finish_exchange(struct proxy_client *c, unsigned long long now)
         stream_output_length(c->up) == 0) {
         proxy_pool_put(c->srv->pool, c->up, (struct sockaddr *)&b->addr, b->addrlen,
                        c->srv->cfg.pool_size, c->srv->cfg.pool_idle_ms, now);
-        c->up = NULL;
-        c->up_paused = 0;
+        c->up = NULL; /* the pool's now: not closed below */
     }
     upstream_release(c);
     if (!c->req_done)
