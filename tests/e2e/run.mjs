@@ -340,7 +340,9 @@ async function main() {
     ctx.mode = 'check';
     const runs = await check(ctx);
     await checkLife.run();
-    // the rounds start from no database at all
+    // the rounds start from no database at all: a drop by pattern is safe
+    // here only because this cluster is the runner's own (startPostgres
+    // initdb's a new one in a temporary folder), never a shared server
     for (const n of pg.psql("SELECT datname FROM pg_database WHERE datname LIKE '%shop%'").split('\n').filter(Boolean)) {
       pg.psql(`DROP DATABASE IF EXISTS "${n}"`);
     }
