@@ -254,14 +254,12 @@ void dash_events_refuse(struct proxy_client *c)
     respond_text(c, "503 Service Unavailable", "Retry-After: 5\r\n", msg);
 }
 
-/* The handler's on_timer: an action waiting for its body or its
- * .wtproxy, a log tail, an event stream. */
+/* The handler's on_timer: an action waiting for its body, a log tail, an
+ * event stream (a start's wait for its .wtproxy has the op's own timer). */
 static void on_timer(struct proxy_client *c)
 {
     if (dash_action_waiting(c))
         dash_action_timeout(c);
-    else if (c->handler_note == DASH_NOTE_START)
-        dash_action_start_expired(c);
     else if (c->handler_note == DASH_NOTE_LOG)
         dash_log_tick(c);
     else if (dash_events_has(c))

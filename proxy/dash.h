@@ -94,9 +94,6 @@ void dash_action_timeout(struct proxy_client *c);
 /* c, whose start waits for its .wtproxy read (DASH_NOTE_START), is
  * closed: the start is cancelled, its reply never comes. */
 void dash_action_gone(struct proxy_client *c);
-/* c's start waited start_timeout for its .wtproxy read: cancelled, and a
- * 504 naming the file. */
-void dash_action_start_expired(struct proxy_client *c);
 
 /* GET /api/token: {"token", "header"}, the secret, for the page's
  * same-origin read; 403 naming the check when the request fails the

@@ -204,6 +204,8 @@ static const char *status_of(json_t *reply)
         return "403 Forbidden";
     if (e && strcmp(e, "bad-request") == 0)
         return "400 Bad Request";
+    if (e && strcmp(e, "timeout") == 0)
+        return "504 Gateway Timeout"; /* the start's .wtproxy read outlived start_timeout */
     return "409 Conflict"; /* not-restartable, not-declared */
 }
 
@@ -220,14 +222,6 @@ void dash_action_gone(struct proxy_client *c)
 {
     proxy_op_start_cancel(c->handler_job);
     c->handler_job = NULL;
-}
-
-void dash_action_start_expired(struct proxy_client *c)
-{
-    json_t *reply = proxy_op_start_expire(c->handler_job, c->srv->cfg.start_timeout_ms);
-    c->handler_job = NULL;
-    c->handler_note = 0;
-    respond_json(c, "504 Gateway Timeout", reply);
 }
 
 /* The whole body is in c's input: run the action on it, as the user
@@ -264,10 +258,10 @@ static void act(struct proxy_client *c, int which, size_t len)
         respond_json(c, status_of(reply), reply);
         return;
     }
-    /* CS_HANDLER still, until the file is read or start_timeout passes:
-     * a button held forever on a hung filesystem tells the user nothing. */
+    /* CS_HANDLER still, until the file is read or start_timeout passes
+     * (the op's own timer: control-socket starts wait the same way). */
     c->handler_note = DASH_NOTE_START;
-    conn_arm_timer(c, c->srv->cfg.start_timeout_ms);
+    conn_stop_timer(c);
 }
 
 /* Read on while the body is not all there (CS_HANDLER). */

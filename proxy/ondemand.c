@@ -146,10 +146,10 @@ int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc,
     return s ? ensure(a, worktree, f, s, err, errlen) : -1;
 }
 
-void *ondemand_read_later(struct ondemand *a, const char *worktree, ondemand_file_cb cb,
-                          void *arg)
+void *ondemand_read_later(struct ondemand *a, const char *worktree, unsigned timeout_ms,
+                          ondemand_file_cb cb, void *arg)
 {
-    return ondemand_reader_file(a->reader, worktree, cb, arg);
+    return ondemand_reader_file(a->reader, worktree, timeout_ms, cb, arg);
 }
 
 void *ondemand_ensure_front_later(struct ondemand *a, const char *worktree, int front,

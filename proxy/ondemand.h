@@ -38,19 +38,23 @@ int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc,
 
 /* The worktree folder given to ondemand_read_later does not exist. */
 #define ONDEMAND_NO_FOLDER 3
+/* ondemand_read_later's read took longer than its timeout (f NULL). */
+#define ONDEMAND_TIMED_OUT 4
 
 /* The worktree folder (an absolute path) resolved (realpath(3)) and its
  * .wtproxy read, both by a worker, handed to cb on the loop with the
  * folder's real path (rc and err as wtfile_read's, or
  * ONDEMAND_NO_FOLDER and err saying so), never before this returns (the
  * `services` and `start` ops: a slow filesystem must not stall the loop).
- * When the daemon stops first, cb gets rc -1, f NULL and err saying so.
+ * When the daemon stops first, cb gets rc -1, f NULL and err saying so;
+ * when the read takes longer than timeout_ms, ONDEMAND_TIMED_OUT, f NULL
+ * and worktree as given (a hung filesystem: the one who asked hears so).
  * Returns a ticket for ondemand_cancel (the dashboard's start, whose
  * client may go), NULL when out of memory (cb is not called). */
 typedef void (*ondemand_file_cb)(void *arg, const char *worktree, int rc, const struct wtfile *f,
                                  const char *err);
-void *ondemand_read_later(struct ondemand *a, const char *worktree, ondemand_file_cb cb,
-                          void *arg);
+void *ondemand_read_later(struct ondemand *a, const char *worktree, unsigned timeout_ms,
+                          ondemand_file_cb cb, void *arg);
 
 /* ondemand_ensure_front's answer: rc and err as it returns them. */
 typedef void (*ondemand_ensured_cb)(void *arg, int rc, const char *err);

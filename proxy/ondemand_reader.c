@@ -17,13 +17,18 @@
                                * request */
 #define READ_UNCHANGED 2     /* a look found the file's key as the cache has it */
 
+struct read_job;
+
 /* A request waiting for the job's file, or an op waiting for the file
- * itself (file_cb); both NULL once cancelled. */
+ * itself (file_cb, until expire fires); both NULL once cancelled or
+ * expired. */
 struct waiter {
     ondemand_ensured_cb cb;
     ondemand_file_cb file_cb;
     void *arg;
     int front;
+    struct event *expire;
+    struct read_job *job; /* outlives the waiter: answer() frees waiters first */
     struct waiter *next;
 };
 
@@ -45,6 +50,7 @@ struct read_job {
 
 struct ondemand_reader {
     struct ondemand *a;
+    struct event_base *base;
     struct host_worker *worker;
     struct event *done;
     struct read_job *jobs; /* in flight */
@@ -117,6 +123,13 @@ static void unlink_job(struct ondemand_reader *r, struct read_job *j)
         }
 }
 
+static void waiter_free(struct waiter *w)
+{
+    if (w->expire)
+        event_free(w->expire);
+    free(w);
+}
+
 /* On the loop: j's file to the cache, the connected caller and the
  * waiting requests. A bad file is left for the request, which says what
  * is wrong with it. */
@@ -138,7 +151,7 @@ static void answer(struct ondemand_reader *r, struct read_job *j)
         else if (w->cb)
             ondemand_file_answer(r->a, j->real, w->front, j->rc, &j->f, j->err, w->cb,
                                  w->arg);
-        free(w);
+        waiter_free(w);
     }
 }
 
@@ -184,10 +197,12 @@ static struct waiter *wait_read(struct ondemand_reader *r, const char *worktree,
         free(w);
         return NULL;
     }
+    w->job = j;
     w->next = j->waiters;
     j->waiters = w;
     return w;
 }
+
 
 void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int front,
                            ondemand_ensured_cb cb, void *arg)
@@ -201,17 +216,6 @@ void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int 
     return w;
 }
 
-void *ondemand_reader_file(struct ondemand_reader *r, const char *worktree, ondemand_file_cb cb,
-                           void *arg)
-{
-    struct waiter *w = wait_read(r, worktree, 1);
-    if (w) {
-        w->file_cb = cb;
-        w->arg = arg;
-    }
-    return w;
-}
-
 /* The waiter stays in its job, unanswered, until the job ends and frees it. */
 void ondemand_reader_cancel(void *ticket)
 {
@@ -219,7 +223,38 @@ void ondemand_reader_cancel(void *ticket)
     if (w) {
         w->cb = NULL;
         w->file_cb = NULL;
+        if (w->expire)
+            event_del(w->expire);
     }
+}
+
+/* An op's read outlived its time: the op is told so now. The worker may
+ * stay blocked in the read for long (a hung NFS): its job still ends in
+ * answer(), which then only refreshes the cache. */
+static void expired(evutil_socket_t fd, short what, void *arg)
+{
+    struct waiter *w = arg;
+    ondemand_file_cb cb = w->file_cb;
+    (void)fd;
+    (void)what;
+    ondemand_reader_cancel(w);
+    cb(w->arg, w->job->worktree, ONDEMAND_TIMED_OUT, NULL, "");
+}
+
+void *ondemand_reader_file(struct ondemand_reader *r, const char *worktree, unsigned timeout_ms,
+                           ondemand_file_cb cb, void *arg)
+{
+    struct waiter *w = wait_read(r, worktree, 1);
+    if (!w)
+        return NULL;
+    w->file_cb = cb;
+    w->arg = arg;
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    if (!(w->expire = evtimer_new(r->base, expired, w)) || evtimer_add(w->expire, &tv) < 0) {
+        ondemand_reader_cancel(w); /* the job frees it */
+        return NULL;
+    }
+    return w;
 }
 
 const struct ondemand_cached *ondemand_reader_cached(struct ondemand_reader *r,
@@ -246,6 +281,7 @@ struct ondemand_reader *ondemand_reader_new(struct ondemand *a, struct event_bas
         return NULL;
     }
     r->a = a;
+    r->base = base;
     r->worker = host_worker_new(read_one, r, 0, err, errlen);
     r->done = r->worker ? event_new(base, host_worker_fd(r->worker), EV_READ | EV_PERSIST,
                                     finished, r)
@@ -272,7 +308,7 @@ static void free_jobs(struct host_job_list *l)
             if (w->file_cb)
                 w->file_cb(w->arg, j->worktree, -1, NULL,
                            "the daemon is stopping: run the command again once it is back");
-            free(w);
+            waiter_free(w);
         }
         free(j);
     }

@@ -36,10 +36,11 @@ void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int 
                            ondemand_ensured_cb cb, void *arg);
 
 /* ondemand_read_later (ondemand.h): worktree resolved, then the file
- * itself to cb on the loop (at the reader's end: rc -1, f NULL). Returns a ticket for
+ * itself to cb on the loop (at the reader's end: rc -1, f NULL; after
+ * timeout_ms: ONDEMAND_TIMED_OUT). Returns a ticket for
  * ondemand_reader_cancel, NULL out of memory. */
-void *ondemand_reader_file(struct ondemand_reader *r, const char *worktree, ondemand_file_cb cb,
-                         void *arg);
+void *ondemand_reader_file(struct ondemand_reader *r, const char *worktree, unsigned timeout_ms,
+                           ondemand_file_cb cb, void *arg);
 
 /* The read's answer is not wanted any more: cb is not called. */
 void ondemand_reader_cancel(void *ticket);

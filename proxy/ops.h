@@ -61,17 +61,14 @@ typedef void (*proxy_op_reply_cb)(void *arg, json_t *reply);
  * "entry"}, nothing started. Returns the reply when it needs no file
  * (*pending NULL); else NULL, the .wtproxy read on a worker, and cb gets
  * the reply on the loop, never before this returns, unless
- * proxy_op_start_cancel(*pending) comes first (the client went). */
+ * proxy_op_start_cancel(*pending) comes first (the client went). A read
+ * longer than start_timeout (a hung filesystem) starts nothing: the reply
+ * is then the refusal "timeout", naming the file and what to do. */
 json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_reply_cb cb,
                        void *arg, void **pending);
 
 /* The start's reply is not wanted any more: cb is not called. */
 void proxy_op_start_cancel(void *pending);
-
-/* The start waited longer than ms for its .wtproxy (a slow or hung
- * filesystem): cancelled, as proxy_op_start_cancel, and the refusal that
- * names the file and what to do, for the one who waited. */
-json_t *proxy_op_start_expire(void *pending, unsigned ms);
 
 /* proxy_op_start for the control socket: the reply held, through peer,
  * as proxy_op_services's. */

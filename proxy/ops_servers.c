@@ -204,7 +204,6 @@ struct start_wait {
     uid_t uid;
     int front;          /* 0: the service's */
     char *service;      /* NULL: the one on front */
-    char *worktree;     /* as asked: a timeout's message names it */
 };
 
 /* The server for front registered in worktree (started some other way, or
@@ -270,9 +269,17 @@ static json_t *start_with_file(struct proxy_server *s, uid_t uid, const char *wo
 
 static void start_wait_free(struct start_wait *w)
 {
-    free(w->worktree);
     free(w->service);
     free(w);
+}
+
+/* The start's .wtproxy read outlived start_timeout. */
+static json_t *start_timed_out(const char *worktree, unsigned ms)
+{
+    return reg_fail("timeout", "reading %s/.wtproxy took longer than start_timeout (%u ms), so "
+                    "nothing was started: its filesystem is slow or not answering. Start again "
+                    "once it answers, or run the server yourself: wtproxy run -- CMD {port}",
+                    worktree, ms);
 }
 
 /* ondemand_file_cb: the held reply goes. */
@@ -280,8 +287,9 @@ static void start_read(void *arg, const char *worktree, int rc, const struct wtf
                        const char *err)
 {
     struct start_wait *w = arg;
-    w->cb(w->arg, rc == ONDEMAND_NO_FOLDER
-                      ? reg_fail("not-found", "%s", err)
+    w->cb(w->arg, rc == ONDEMAND_NO_FOLDER ? reg_fail("not-found", "%s", err)
+                  : rc == ONDEMAND_TIMED_OUT
+                      ? start_timed_out(worktree, w->s->cfg.start_timeout_ms)
                       : start_with_file(w->s, w->uid, worktree, w->service, w->front, rc, f, err));
     start_wait_free(w);
 }
@@ -302,10 +310,10 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_
         return reg_fail("internal", "out of memory");
     *w = (struct start_wait){.s = s, .cb = cb, .arg = arg, .uid = uid,
                              .front = sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT,
-                             .service = sel.service ? strdup(sel.service) : NULL,
-                             .worktree = strdup(sel.worktree)};
-    if ((sel.service && !w->service) || !w->worktree ||
-        !(w->ticket = ondemand_read_later(s->ondemand, sel.worktree, start_read, w))) {
+                             .service = sel.service ? strdup(sel.service) : NULL};
+    if ((sel.service && !w->service) ||
+        !(w->ticket = ondemand_read_later(s->ondemand, sel.worktree, s->cfg.start_timeout_ms,
+                                          start_read, w))) {
         start_wait_free(w);
         return reg_fail("internal", "out of memory");
     }
@@ -320,17 +328,6 @@ void proxy_op_start_cancel(void *pending)
         return;
     ondemand_cancel(w->ticket);
     start_wait_free(w);
-}
-
-json_t *proxy_op_start_expire(void *pending, unsigned ms)
-{
-    struct start_wait *w = pending;
-    json_t *r = reg_fail("timeout", "reading %s/.wtproxy took longer than start_timeout (%u ms), "
-                         "so nothing was started: its filesystem is slow or not answering. "
-                         "Start again once it answers, or run the server yourself: wtproxy "
-                         "run -- CMD {port}", w->worktree, ms);
-    proxy_op_start_cancel(w);
-    return r;
 }
 
 /* proxy_op_reply_cb for the control socket: the peer holds its reply

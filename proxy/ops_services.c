@@ -2,7 +2,7 @@
  * .wtproxy declares, running or not (ondemand_services_of), for `wtproxy
  * mcp`, scripts and agents that want to know what they may start; the
  * worktree's path is resolved and the file read on a worker
- * (ondemand_read_later), the reply held meanwhile. */
+ * (ondemand_read_later), the reply held meanwhile, at most start_timeout. */
 #include "ops.h"
 
 #include <stdlib.h>
@@ -43,9 +43,14 @@ static void services_read(void *arg, const char *worktree, int rc, const struct 
                           const char *err)
 {
     struct services_wait *w = arg;
-    reg_server_reply(w->peer, rc == ONDEMAND_NO_FOLDER
-                                  ? reg_fail("not-found", "%s", err)
-                                  : services_reply(w->s, worktree, rc, f, err));
+    json_t *r = rc == ONDEMAND_NO_FOLDER ? reg_fail("not-found", "%s", err)
+                : rc == ONDEMAND_TIMED_OUT
+                    ? reg_fail("timeout", "reading %s/.wtproxy took longer than start_timeout "
+                               "(%u ms): its filesystem is slow or not answering. Ask again "
+                               "once it answers (ls %s/.wtproxy tells when it does)", worktree,
+                               w->s->cfg.start_timeout_ms, worktree)
+                    : services_reply(w->s, worktree, rc, f, err);
+    reg_server_reply(w->peer, r);
     free(w);
 }
 
@@ -63,7 +68,7 @@ json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req, struct
     if (!w)
         return reg_fail("internal", "out of memory");
     *w = (struct services_wait){.s = s, .peer = peer};
-    if (!ondemand_read_later(s->ondemand, wt, services_read, w)) {
+    if (!ondemand_read_later(s->ondemand, wt, s->cfg.start_timeout_ms, services_read, w)) {
         free(w);
         return reg_fail("internal", "out of memory");
     }

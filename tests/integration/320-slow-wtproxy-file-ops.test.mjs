@@ -5,7 +5,9 @@
 // requests to worktree a's registered server keep being answered within
 // 400 ms: the file is read on a worker and the op's reply is held until
 // it is read. Each reply is still right: the service b's file declares,
-// then its start, whose server registers and serves b.
+// then its start, whose server registers and serves b. With a
+// start_timeout shorter than the read, both ops answer `timeout` once it
+// passes, naming the file and what to do, and the start starts nothing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -83,5 +85,31 @@ test('services and start on a slow .wtproxy: requests to a stay fast, the replie
   const b = await getWorktree(px.port, tmp.wt.b);
   assert.equal(b.status, 200, b.body);
   assert.equal(JSON.parse(b.body).worktree, tmp.wt.b);
+  sanitizerClean(assert, px.stderr());
+});
+
+test('services and start on a .wtproxy read longer than start_timeout: timeout, nothing started', async (t) => {
+  const tmp0 = makeWorktrees(t, ['a']);
+  const px = await startPreloadedDaemon(t, tmp0, 'slow-wtproxy-file', { WTPROXY_TEST_OPEN_MS: String(OPEN_MS) },
+    ['--start-timeout', '500ms']);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`], ['b']);
+  const file = `${tmp.wt.b}/.wtproxy`;
+  for (const req of [{ op: 'services', worktree: tmp.wt.b }, { op: 'start', worktree: tmp.wt.b, front: px.port }]) {
+    const s = Date.now();
+    const r = await control(tmp0.control, req);
+    const ms = Date.now() - s;
+    t.diagnostic(`${req.op}: ${JSON.stringify(r)} after ${ms} ms`);
+    assert.equal(r.ok, false, JSON.stringify(r));
+    assert.equal(r.error, 'timeout', JSON.stringify(r));
+    assert.ok(r.message.includes(file), `the message names ${file}: ${r.message}`);
+    assert.match(r.message, /start_timeout \(500 ms\)/);
+    assert.ok(ms >= 450 && ms < OPEN_MS, `${req.op} answered at start_timeout, before the read ended: ${ms} ms`);
+  }
+  assert.match((await control(tmp0.control, { op: 'start', worktree: tmp.wt.b, front: px.port })).message,
+    /wtproxy run -- CMD \{port\}/, "the start's timeout says how to run the server instead");
+  // The reads end after the answers; the starts they were for stay cancelled.
+  await new Promise((res) => setTimeout(res, OPEN_MS + 500));
+  assert.equal((await lsJson(tmp0)).some((e) => e.worktree === tmp.wt.b), false, 'nothing started for b');
+  await px.stop('SIGTERM');
   sanitizerClean(assert, px.stderr());
 });
