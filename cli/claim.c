@@ -73,7 +73,8 @@ static int run_cmd(char **argv, const char *id)
             _exit(1);
         setenv("WTPROXY_LEASE", id, 1);
         execvp(argv[0], argv);
-        fprintf(stderr, "wtproxy: cannot run %s: %s\n", argv[0], strerror(errno));
+        fprintf(stderr, "wtproxy: cannot run %s: %s; after -- give a program on PATH, or its "
+                "path\n", argv[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
     child_pid = pid;

@@ -61,7 +61,8 @@ static int dial(const char *path, int *fd, char *err, size_t errlen)
     close(*fd);
     if (e == ENOENT || e == ECONNREFUSED)
         return NOBODY;
-    snprintf(err, errlen, "cannot connect to the daemon on %s: %s", path, strerror(e));
+    snprintf(err, errlen, "cannot connect to the daemon on %s: %s; check the socket's owner and "
+             "mode (ls -l %s), or run: wtproxy doctor", path, strerror(e), path);
     return -1;
 }
 
@@ -164,13 +165,17 @@ static int exchange(const char *path, const char *req, json_t **reply, char *err
     else if (recv_line(fd, deadline, &line, err, errlen) == 0)
         rc = 0;
     close(fd);
-    if (rc < 0)
+    if (rc < 0) { /* a daemon that is stuck or crashing: doctor says which, and its log */
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, "; see what it does: wtproxy doctor");
         return -1;
+    }
     json_error_t jerr;
     *reply = json_loads(line, 0, &jerr);
     free(line);
     if (!*reply || !json_is_object(*reply) || !json_is_boolean(json_object_get(*reply, "ok"))) {
-        snprintf(err, errlen, "the daemon on %s sent a reply that is not a protocol object%s%s",
+        snprintf(err, errlen, "the daemon on %s sent a reply that is not a protocol object%s%s; "
+                 "another program or another wtproxy version serves it: wtproxy doctor",
                  path, *reply ? "" : ": ", *reply ? "" : jerr.text);
         json_decref(*reply);
         *reply = NULL;
@@ -268,8 +273,10 @@ static int spawn_daemon(const char *path, const char *log, char *err, size_t err
         }
         if (waitpid(pid, &status, WNOHANG) == pid) {
             show_log_tail(log, st.st_size);
-            snprintf(err, errlen, "the daemon exited (status %d) before answering on %s",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), path);
+            snprintf(err, errlen, "the daemon exited (status %d) before answering on %s; its "
+                     "log %s (above) says why; fix that, or run it in the foreground to see: "
+                     "wtproxy serve", WIFEXITED(status) ? WEXITSTATUS(status) : 128 +
+                     WTERMSIG(status), path, log);
             return -1;
         }
         sleep_ms(WTP_CLIENT_POLL_MS);
@@ -277,8 +284,9 @@ static int spawn_daemon(const char *path, const char *log, char *err, size_t err
     kill(pid, SIGTERM); /* we report failure: a daemon coming up later would surprise */
     waitpid(pid, &status, 0);
     show_log_tail(log, st.st_size);
-    snprintf(err, errlen, "the daemon did not answer on %s within %d s", path,
-             WTP_DAEMON_START_WAIT_MS / 1000);
+    snprintf(err, errlen, "the daemon did not answer on %s within %d s; its log %s (above) may "
+             "say why; run it in the foreground to see: wtproxy serve", path,
+             WTP_DAEMON_START_WAIT_MS / 1000, log);
     return -1;
 }
 
@@ -296,7 +304,8 @@ static int daemon_start(const char *path, char *err, size_t errlen)
     snprintf(log, sizeof log, "%s/daemon.log", dir);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-        snprintf(err, errlen, "cannot lock %s: %s", lock, strerror(errno));
+        snprintf(err, errlen, "cannot lock %s: %s; the state folder must be yours and "
+                 "writable: ls -ld %s", lock, strerror(errno), dir);
         if (fd >= 0)
             close(fd);
         return -1;

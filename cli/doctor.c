@@ -43,8 +43,8 @@ static json_t *ask(const char *op, char *err, size_t errlen)
     int r = req ? cli_call(req, 0, &reply, err, errlen) : -1;
     json_decref(req);
     if (r == 0 && !json_is_true(json_object_get(reply, "ok"))) {
-        snprintf(err, errlen, "the daemon refused %s: %s", op,
-                 json_string_value(json_object_get(reply, "error")));
+        const char *m = json_string_value(json_object_get(reply, "message"));
+        snprintf(err, errlen, "the daemon refused %s: %s", op, m ? m : "(no message)");
         json_decref(reply);
         return NULL;
     }

@@ -98,7 +98,8 @@ static void exec_cmd(const struct cli_run *r, pid_t wrapper, const sigset_t *mas
         _exit(1);
     execvp(r->argv[0], r->argv);
     int e = errno;
-    fprintf(stderr, "wtproxy: cannot run %s: %s\n", r->argv[0], strerror(e));
+    fprintf(stderr, "wtproxy: cannot run %s: %s; after -- give a program on PATH, or its path "
+            "(wtproxy run -- CMD {port})\n", r->argv[0], strerror(e));
     _exit(e == ENOENT ? 127 : 126);
 }
 

@@ -39,7 +39,8 @@ static int parse_int(const char *flag, const char *v, long min, long max, long *
     errno = 0;
     *out = v ? strtol(v, &end, 10) : 0;
     if (!v || errno || end == v || *end || *out < min || *out > max) {
-        fprintf(stderr, "wtproxy why: %s needs a number from %ld to %ld\n", flag, min, max);
+        fprintf(stderr, "wtproxy why: %s needs a number from %ld to %ld (see wtproxy why "
+                        "--help)\n", flag, min, max);
         return -1;
     }
     return 0;
@@ -116,7 +117,7 @@ json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table 
     int placed;
     if (folder) {
         if (stat(folder, &st) < 0 || !S_ISDIR(st.st_mode)) {
-            snprintf(err, errlen, "%s is not a folder", folder);
+            snprintf(err, errlen, "%s is not a folder; give a worktree's folder", folder);
             return NULL;
         }
         placed = caller_place_dir(folder, known, t, &pl) == 0;
@@ -124,7 +125,8 @@ json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table 
     } else {
         snprintf(path, sizeof path, "/proc/%d", (int)pid);
         if (stat(path, &st) < 0) {
-            snprintf(err, errlen, "no process %d", (int)pid);
+            snprintf(err, errlen, "no process %d (it exited, or the pid is mistyped); give a "
+                     "running one: wtproxy why --pid PID", (int)pid);
             return NULL;
         }
         placed = caller_place(pid, st.st_uid, known, t, &pl) == 0;

@@ -3,6 +3,8 @@
  * written, then the connection kept or closed. */
 #include "client.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "conn.h"
@@ -43,8 +45,33 @@ static void record_refusal(struct proxy_client *c, int status, const char *reaso
     refusal_log_add(c->srv->refusals, &r, (long long)proxy_now_ms(c->srv));
 }
 
+/* A failure of the server itself (unreachable, a bad response, none in
+ * time): detail, then whose server it is and where its output is, so that
+ * the caller looks at the right one. Returns detail or whose. */
+static const char *with_whose(struct proxy_client *c, enum proxy_error e, const char *detail,
+                              char *whose, size_t len)
+{
+    const struct reg_backend *b = c->backend;
+    if (!b || !detail || (e != PE_BACKEND_UNREACHABLE && e != PE_BACKEND_BAD_RESPONSE &&
+                          e != PE_BACKEND_TIMEOUT))
+        return detail;
+    if (!b->worktree[0])
+        snprintf(whose, len, "%s; it is the default backend (wtproxy serve --backend %s)",
+                 detail, b->name);
+    else if (b->log[0])
+        snprintf(whose, len, "%s; it is the dev server of %s (pid %d); its output: wtproxy logs "
+                 "%s --front %d", detail, b->worktree, (int)b->pid, b->worktree, b->front);
+    else
+        snprintf(whose, len, "%s; it is the dev server of %s (pid %d: %s), registered with "
+                 "wtproxy register: its output is wherever it was started", detail, b->worktree,
+                 (int)b->pid, b->command);
+    return whose;
+}
+
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
 {
+    char whose[2 * PATH_MAX + 1024];
+    detail = with_whose(c, e, detail, whose, sizeof whose);
     proxy_log("%d %s: %s from %s%s%s", error_page_status(e), error_page_reason(e),
               c->path[0] ? c->path : "request", c->ip, detail ? ": " : "", detail ? detail : "");
     if (c->resp_started) {

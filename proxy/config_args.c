@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --control and --state: the short flags for the two paths every script
  * and test passes. */
@@ -91,7 +92,13 @@ int proxy_config_from_args(struct proxy_config *c, int argc, char **argv, char *
         from_env = config != NULL;
     }
     if (config && proxy_config_load_file(c, config, msg, sizeof msg) < 0) {
-        snprintf(err, errlen, "%s%s", msg, from_env ? " (from $WTPROXY_CONFIG)" : "");
+        /* Where the fix goes: the variable, or the flag (a bad line names its own). */
+        const char *fix =
+            from_env ? "; $WTPROXY_CONFIG names it: fix or unset WTPROXY_CONFIG"
+            : access(config, R_OK) < 0 ? "; give --config a readable file (conf/wtproxy.conf "
+                                         "shows every key)"
+                                       : "";
+        snprintf(err, errlen, "%s%s", msg, fix);
         return -1;
     }
     for (i = 0; i < argc;) {

@@ -249,7 +249,7 @@ int proxy_config_set(struct proxy_config *c, const char *key, const char *value,
     unsigned long long v;
 
     if (!k) {
-        snprintf(err, errlen, "unknown key \"%s\"", key);
+        snprintf(err, errlen, "unknown key \"%s\" (wtproxy serve --help lists the keys)", key);
         return -1;
     }
     if (k->kind == K_LISTEN) return set_listen(c, k, value, err, errlen);

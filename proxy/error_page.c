@@ -58,16 +58,20 @@ static const struct error_kind kinds[] = {
         "Start your own dev server: wtproxy run -- <server command with {port}>"},
     [PE_BACKEND_NOT_READY] = {503, "Service Unavailable", "backend-not-ready",
         "The dev server of this worktree did not start listening in time.",
-        "Look at the dev server's output for why it does not start, or raise start_timeout."},
+        "Read the dev server's output for why it does not start: wtproxy logs (in its "
+        "worktree); or raise start_timeout in the daemon's config file and send it SIGHUP."},
     [PE_BACKEND_UNREACHABLE] = {502, "Bad Gateway", "backend-unreachable",
         "wtproxy could not connect to the dev server.",
-        "Check that the dev server is running and listening on the address wtproxy uses."},
+        "See whether the dev server still runs: wtproxy ls; restart it from its worktree: "
+        "wtproxy restart (or start it: wtproxy run -- <server command with {port}>)."},
     [PE_BACKEND_BAD_RESPONSE] = {502, "Bad Gateway", "backend-bad-response",
         "The dev server sent a malformed response, or closed before its response head.",
-        "Look at the dev server's log for a crash or an error at this request."},
+        "Read the dev server's output for a crash or an error at this request: wtproxy logs "
+        "(in its worktree); then restart it: wtproxy restart."},
     [PE_BACKEND_TIMEOUT] = {504, "Gateway Timeout", "backend-timeout",
         "The dev server accepted the request but sent no response head in time.",
-        "Look for a request stuck in the dev server, or raise response_timeout."},
+        "Find the request stuck in the dev server (its output: wtproxy logs, in its worktree), "
+        "or raise response_timeout in the daemon's config file and send it SIGHUP."},
     [PE_IDENTIFY_TIMEOUT] = {503, "Service Unavailable", "identify-timeout",
         "wtproxy could not find which process opened this connection in time (WTP_IDENTIFY_"
         "TIMEOUT_MS, " WTP_STR(WTP_IDENTIFY_TIMEOUT_MS) " ms): the machine is too busy to "

@@ -164,7 +164,10 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
         if (e == EADDRINUSE)
             proxy_port_taken(host, port, err, errlen);
         else
-            snprintf(err, errlen, "cannot listen on %s port %d: %s", host, port, strerror(e));
+            snprintf(err, errlen, "cannot listen on %s port %d: %s; serve an address of this "
+                     "machine and a port you may bind (ports below 1024 need root): wtproxy "
+                     "serve --listen 127.0.0.1:%d", host, port, strerror(e),
+                     port < 1024 ? 8000 : port);
         return -1;
     }
     getsockname(fd, (struct sockaddr *)&ss, &len);

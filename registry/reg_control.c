@@ -183,7 +183,8 @@ static int claim_socket_path(const char *path, char *err, size_t errlen)
     if (fd >= 0)
         close(fd);
     if (unlink(path) < 0 && errno != ENOENT) {
-        snprintf(err, errlen, "cannot replace %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot replace %s: %s; remove it (rm %s), or give this daemon "
+                 "another: --control PATH", path, strerror(errno), path);
         return -1;
     }
     return 0;
@@ -195,7 +196,8 @@ struct reg_control *reg_control_new(struct event_base *base, const char *path, i
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sun.sun_path) {
-        snprintf(err, errlen, "control socket path too long: %s", path);
+        snprintf(err, errlen, "control socket path too long: %s; give a shorter one: --control "
+                 "PATH", path);
         return NULL;
     }
     if (fd < 0 && claim_socket_path(path, err, errlen) < 0)
@@ -219,7 +221,8 @@ struct reg_control *reg_control_new(struct event_base *base, const char *path, i
                                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
                                                (struct sockaddr *)&sun, sizeof sun);
     if (!rc->listener) {
-        snprintf(err, errlen, "cannot serve the control socket %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot serve the control socket %s: %s; give one in a folder of "
+                 "yours: --control PATH", path, strerror(errno));
         free(rc);
         return NULL;
     }

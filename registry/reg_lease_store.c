@@ -182,7 +182,8 @@ json_t *reg_lease_claimer(json_t *req, struct reg_lease *c, long long *ttl)
     if (pid == 0 && ttl_ms == 0)
         return reg_fail("bad-request", "a claim without a pid needs a TTL (--ttl 1h)");
     if (pid > 0 && !(c->pid_start = host_pid_start((pid_t)pid)))
-        return reg_fail("bad-request", "pid %d does not run", (int)pid);
+        return reg_fail("bad-request", "pid %d does not run (it exited, or is mistyped); claim "
+                                   "for a running pid, or for a time: --ttl 1h", (int)pid);
     snprintf(c->id, sizeof c->id, "%s", id);
     snprintf(c->machine, sizeof c->machine, "%s", reg_machine_id());
     snprintf(c->worktree, sizeof c->worktree, "%s", wt);

@@ -9,6 +9,7 @@
 #include "reg_pg.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,8 @@ static int config_value(const char *path, char *out, size_t outlen, char *err, s
     char line[REG_PG_URI_MAX + 64];
     int found = 0;
     if (!f) {
-        snprintf(err, errlen, "cannot read the config file %s ($WTPROXY_CONFIG)", path);
+        snprintf(err, errlen, "cannot read the config file %s ($WTPROXY_CONFIG): %s; fix "
+                 "WTPROXY_CONFIG, or unset it", path, strerror(errno));
         return -1;
     }
     while (!found && fgets(line, sizeof line, f)) {

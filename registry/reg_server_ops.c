@@ -95,14 +95,19 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
         return reg_fail("bad-request", "register needs front and port (1-65535), worktree, and a "
                                    "pid >= 0 or ttl_ms");
     if (!realpath(wt, real))
-        return reg_fail("bad-request", "worktree %s: %s", wt, strerror(errno));
+        return reg_fail("bad-request", "worktree %s: %s; give the folder of a worktree: "
+                                   "--worktree DIR", wt, strerror(errno));
     if (pid == 0 && ttl == 0)
         return reg_fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
                                    "cannot outlive its server forever");
     if (pid > 0 && !host_pid_start((pid_t)pid))
-        return reg_fail("bad-request", "pid %d does not run", (int)pid);
+        return reg_fail("bad-request", "pid %d does not run (it exited, or is mistyped); give "
+                                   "your server's pid (pgrep -f CMD), or register it for a "
+                                   "time: --ttl 1h", (int)pid);
     if (pid > 0 && uid != 0 && pid_uid((pid_t)pid) != uid)
-        return reg_fail("not-permitted", "pid %d is not yours", (int)pid);
+        return reg_fail("not-permitted", "pid %d belongs to uid %d, not to you (uid %d): "
+                                     "register a server you run, or register it as its user",
+                        (int)pid, (int)pid_uid((pid_t)pid), (int)uid);
     snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, (int)port);
     struct reg_backend *holder = reg_table_get(rs->table, (int)front, real);
     if (holder && !reg_backend_alive(holder, host_wall_ms(), err, sizeof err))
@@ -176,8 +181,11 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
     if (strcmp(op, "reserve") == 0) {
         int port = reg_server_reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
-                    : reg_fail("no-port", "no free port is left in %d-%d", REG_PORT_FIRST,
-                           REG_PORT_FIRST + REG_PORT_COUNT - 1);
+                    : reg_fail("no-port", "no port is free to reserve in %d-%d (taken by "
+                                          "servers and other programs, or %d starts at once); "
+                                          "stop the servers no longer needed (see wtproxy ls): "
+                                          "wtproxy stop WORKTREE", REG_PORT_FIRST,
+                               REG_PORT_FIRST + REG_PORT_COUNT - 1, REG_MAX_RESERVED);
     }
     if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
         strcmp(op, "unregister") == 0) {

@@ -1,6 +1,7 @@
 // 017: errors about the backend, answered by wtproxy itself: no backend
 // configured -> 503 no-backend with a text body that says what to run; the
-// backend's port closed -> 502 backend-unreachable.
+// backend's port closed -> 502 backend-unreachable naming that backend and
+// the commands that fix it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startProxy } from './lib/wtproxy.mjs';
@@ -44,6 +45,9 @@ test('backend down (port closed): 502 backend-unreachable', async (t) => {
   assert.ok(Date.now() - started < 3000, 'a refused connect should be answered at once, not after connect_timeout');
   const body = r.body.toString();
   assert.ok(body.length > 20, `body too short to say what happened: ${JSON.stringify(body)}`);
+  assert.ok(body.includes(`connect to 127.0.0.1:${port}: Connection refused; it is the default ` +
+    `backend (wtproxy serve --backend 127.0.0.1:${port})`), `the 502 does not say whose server:\n${body}`);
+  assert.match(body, /^Fix: See whether the dev server still runs: wtproxy ls; .*wtproxy restart/m, body);
   assert.equal(r.complete, true);
   await stopClean(px);
 });

@@ -1,6 +1,7 @@
 // 072: a taken port. A python3 http.server holds 127.0.0.1:P (cwd a temp
 // dir); `wtproxy serve --listen 127.0.0.1:P` exits 1 and its message names
-// the holder's pid, command line and cwd, and how to get out of it.
+// the holder's pid, command line and cwd, and how to get out of it. An
+// address no interface has: the message names it and the --listen fix.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -28,5 +29,13 @@ test('taken port: exit 1 naming pid, command line and cwd of the holder', async 
   assert.ok(out.includes(dir), `holder cwd ${dir} not named:\n${out}`);
   assert.match(out, new RegExp(`kill ${pid}\\b`), `no "kill ${pid}" hint:\n${out}`);
   assert.equal(py.proc.exitCode, null, 'the holder died');
+  assert.doesNotMatch(out, /AddressSanitizer|LeakSanitizer|runtime error:/, out);
+});
+
+test('an address of no interface here: exit 1 naming it, and the --listen that fixes it', async () => {
+  const r = await runToExit(wtproxyBin, ['serve', '--listen', '192.0.2.1:8000'], { ms: 10000 });
+  const out = r.stderr + r.stdout;
+  assert.equal(r.code, 1, out);
+  assert.match(out, /cannot listen on 192\.0\.2\.1 port 8000: .*; serve an address of this machine .*: wtproxy serve --listen 127\.0\.0\.1:8000$/m, out);
   assert.doesNotMatch(out, /AddressSanitizer|LeakSanitizer|runtime error:/, out);
 });

@@ -1,8 +1,11 @@
 // 073: the command line. --help, serve --help and --version exit 0 and
 // print usage/version; an unknown flag or a bad value exits 2 with one line
-// on stderr naming it.
+// on stderr naming it; so does a bad config file, with the fix.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { runToExit } from './lib/conformance.mjs';
 
@@ -66,6 +69,23 @@ test('bad size value: exit 2, one line', async () => {
   assert.equal(r.code, 2, r.stderr);
   assert.ok(oneLine(r.stderr), `stderr is not one line:\n${r.stderr}`);
   assert.match(r.stderr, /max[-_]head[-_]size/);
+});
+
+test('a bad config file: exit 2, one line naming FILE:LINE or the file, and the fix', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-073-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'wtproxy.conf');
+  fs.writeFileSync(file, 'head_timeout = 1s\nfrobnicate = 1\n');
+  const r = await run('serve', '--config', file);
+  clean(r);
+  assert.equal(r.code, 2, r.stderr);
+  assert.ok(oneLine(r.stderr), `stderr is not one line:\n${r.stderr}`);
+  assert.ok(r.stderr.includes(`${file}:2: unknown key "frobnicate" (wtproxy serve --help lists the keys)`),
+    r.stderr);
+  const missing = await run('serve', '--config', path.join(dir, 'none.conf'));
+  assert.equal(missing.code, 2, missing.stderr);
+  assert.ok(oneLine(missing.stderr), `stderr is not one line:\n${missing.stderr}`);
+  assert.match(missing.stderr, /cannot read config file \S+none\.conf: No such file or directory; give --config a readable file/);
 });
 
 test('unknown subcommand: non-zero exit', async () => {

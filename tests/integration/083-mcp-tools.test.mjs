@@ -118,7 +118,7 @@ test('servers, why, refusals and logs show an agent its worktree', async (t) => 
   assert.match(outside.explanation, /^not placed: .*WTPROXY_WORKTREE=/s);
   const gone = await call(mcp, 'why', { pid: 2147483647 });
   assert.equal(gone.isError, true);
-  assert.equal(gone.structuredContent.message, 'no process 2147483647');
+  assert.match(gone.structuredContent.message, /^no process 2147483647 \(it exited, or the pid is mistyped\); give a running one: wtproxy why --pid PID$/);
 
   const mine = (await call(mcp, 'refusals')).structuredContent;
   assert.equal(mine.worktree, tmp.wt.a);

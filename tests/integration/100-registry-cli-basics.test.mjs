@@ -1,9 +1,11 @@
 // 100: the registry CLI without a daemon, and its usage errors. Bad
 // arguments exit 2 with one line that names the problem; a missing
 // daemon with --no-autostart (or WTPROXY_NO_AUTOSTART=1) exits 1 naming
-// `wtproxy serve`, and `run` then never starts its command.
+// `wtproxy serve`, and `run` then never starts its command. A --pid that
+// does not run is refused by the daemon, with what to give instead.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { makeWorktrees, cli, git, lsJson, sanitizerClean, startDaemon } from './lib/registry.mjs';
@@ -83,6 +85,18 @@ test('a pruned worktree, a broken .git, a subfolder as --worktree: run and regis
     assert.match(reg.stderr, says);
   }
   assert.ok(!fs.existsSync(marker), 'run started its command in a folder it refused');
+  assert.deepEqual(await lsJson(tmp), [], 'nothing was registered');
+});
+
+test('register --pid of a process that exited: exit 1, says so and what to give instead', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const pid = String(spawnSync('true').pid); // a process that ran and exited
+  const r = await cli(tmp, ['register', '--front', String(px.port), '--port', '5000', '--pid', pid], { cwd: tmp.wt.a });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(lines(r.stderr), 1, r.stderr);
+  assert.match(r.stderr.trim(), new RegExp(`pid ${pid} does not run \\(it exited, or is mistyped\\); give your server's pid .*--ttl 1h \\(bad-request\\)$`));
   assert.deepEqual(await lsJson(tmp), [], 'nothing was registered');
 });
 

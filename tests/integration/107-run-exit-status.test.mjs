@@ -1,6 +1,6 @@
 // 107: `wtproxy run` exits with its command's status: the code it exited
 // with, or 128+N when signal N killed it; a command that cannot be run is
-// 127. SIGTERM to the wrapper is forwarded to the command. Each time the
+// 127, named with the fix. SIGTERM to the wrapper is forwarded to the command. Each time the
 // entry is removed when the command ends.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +22,10 @@ test('exit status of run equals its command\'s', async (t) => {
     assert.equal(r.signal, null, r.stderr);
     assert.equal(r.code, want, `${cmd.join(' ')}: ${r.stderr}`);
     assert.deepEqual(await lsJson(tmp), [], `${cmd.join(' ')} left its entry`);
+    if (want === 127) {
+      assert.match(r.stderr, /cannot run \/nonexistent\/server: No such file or directory; after -- give a program on PATH, or its path/,
+        'a command that cannot be run is named, with the fix');
+    }
   }
 });
 

@@ -75,5 +75,6 @@ test('a daemon that cannot start: its log is shown, exit 1', async (t) => {
   const r = await cli(tmp, ['register', '--port', '5000', '--ttl', '10m'], { cwd: tmp.wt.a, env });
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /daemon\.log ends with:\n[^]*no_such_key/);
-  assert.match(r.stderr, /the daemon exited \(status 2\)/);
+  assert.match(r.stderr, /unknown key "no_such_key" \(wtproxy serve --help lists the keys\)/);
+  assert.match(r.stderr, /the daemon exited \(status 2\) before answering on \S+; its log \S+daemon\.log \(above\) says why; .*run it in the foreground to see: wtproxy serve$/m);
 });

@@ -7,7 +7,8 @@
 // - no worktree named and no default backend: 503 listing the registered;
 // - a server whose process lives but stops listening for 700 ms: the
 //   request waits the gap out and gets 200 (reload_grace), never a 502;
-// - one that never listens again: 502 once reload_grace (500 ms) passes.
+// - one that never listens again: 502 once reload_grace (500 ms) passes,
+//   naming its worktree, `wtproxy logs WT --front N` and `wtproxy restart`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeWorktrees, startDaemon, startRun, get, getWorktree, cli } from './lib/registry.mjs';
@@ -69,6 +70,10 @@ test('a live server that never listens again: 502 after reload_grace', async (t)
   assert.equal(r.status, 502, r.body);
   assert.equal(r.headers['x-wtproxy-error'], 'backend-unreachable');
   assert.ok(took >= 400 && took < 3000, `502 after the grace, not before nor much after (${took} ms)`);
+  assert.ok(r.body.includes(`it is the dev server of ${tmp.wt.a} (pid `), `the 502 names whose server:\n${r.body}`);
+  assert.ok(r.body.includes(`its output: wtproxy logs ${tmp.wt.a} --front ${px.port}`),
+    `the 502 gives the command that shows its output:\n${r.body}`);
+  assert.match(r.body, /^Fix: .*wtproxy ls.*wtproxy restart/m, 'and the command that fixes it');
   const ls = await cli(tmp, ['ls', '--json']);
   assert.equal(JSON.parse(ls.stdout).length, 1, 'the registration stays: its process lives');
 });

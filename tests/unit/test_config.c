@@ -174,7 +174,8 @@ static void test_bad_values(void)
     proxy_config_set(&c, "max_head_size", "0", err, sizeof err);
     is_str(err, "max_head_size: \"0\" is out of range (use 1 to 64m)", "zero size");
     is_int(proxy_config_set(&c, "frobnicate", "1", err, sizeof err), -1, "unknown key");
-    is_str(err, "unknown key \"frobnicate\"", "unknown key named");
+    is_str(err, "unknown key \"frobnicate\" (wtproxy serve --help lists the keys)",
+           "unknown key named, with where the keys are");
 }
 
 static void test_addresses(void)

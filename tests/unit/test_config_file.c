@@ -80,7 +80,8 @@ static void test_file(void)
 
     write_file(path, sizeof path, "head_timeout = 1s\n\nfoo = 1\n");
     is_int(proxy_config_load_file(&c, path, err, sizeof err), -1, "unknown key rejected");
-    snprintf(want, sizeof want, "%s:3: unknown key \"foo\"", path);
+    snprintf(want, sizeof want, "%s:3: unknown key \"foo\" (wtproxy serve --help lists the keys)",
+             path);
     is_str(err, want, "  FILE:LINE: unknown key");
     unlink(path);
 
@@ -233,8 +234,8 @@ static void test_args(void)
     is_str(c.config_path, "", "  is ignored");
     setenv("WTPROXY_CONFIG", "/nonexistent/wtproxy.conf", 1);
     is_int(run(&c, (char *[]){NULL}), -1, "$WTPROXY_CONFIG naming a missing file");
-    has_str(err, "/nonexistent/wtproxy.conf: No such file or directory (from $WTPROXY_CONFIG)",
-            "  says where the name came from");
+    has_str(err, "/nonexistent/wtproxy.conf: No such file or directory; $WTPROXY_CONFIG names it: "
+                 "fix or unset WTPROXY_CONFIG", "  says where the name came from, and the fix");
     unsetenv("WTPROXY_CONFIG");
 
     is_int(ARGS("-h"), 1, "-h asks for help");
@@ -259,7 +260,8 @@ static void test_args(void)
     is_str(err, "head_timeout: \"10x\" is not a duration (use e.g. 500ms, 10s, 2m)", "  named");
     is_int(ARGS("--config", file, "--config", other), -1, "--config twice");
     is_int(ARGS("--config", "/nonexistent/x.conf"), -1, "--config naming a missing file");
-    has_str(err, "/nonexistent/x.conf", "  names it");
+    has_str(err, "cannot read config file /nonexistent/x.conf: No such file or directory; give "
+                 "--config a readable file", "  names it, and the fix");
     unlink(file);
     unlink(other);
 }
