@@ -61,10 +61,13 @@ static const char *with_whose(struct proxy_client *c, enum proxy_error e, const 
     else if (b->log[0])
         snprintf(whose, len, "%s; it is the dev server of %s (pid %d); its output: wtproxy logs "
                  "%s --front %d", detail, b->worktree, (int)b->pid, b->worktree, b->front);
-    else
+    else if (b->pid > 0)
         snprintf(whose, len, "%s; it is the dev server of %s (pid %d: %s), registered with "
                  "wtproxy register: its output is wherever it was started", detail, b->worktree,
                  (int)b->pid, b->command);
+    else
+        snprintf(whose, len, "%s; it is the server registered for %s with wtproxy register "
+                 "--ttl (no pid): its output is wherever it was started", detail, b->worktree);
     return whose;
 }
 

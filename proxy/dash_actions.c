@@ -327,7 +327,8 @@ void dash_action_timeout(struct proxy_client *c)
 {
     c->keepalive = 0;
     respond_json(c, "408 Request Timeout",
-                 reg_fail("bad-request", "the action's body did not arrive in time"));
+                 reg_fail("bad-request", "the action's body did not arrive in time: "
+                          "press the button again, or use wtproxy restart/stop"));
 }
 
 void dash_action_token(struct proxy_client *c, int check)

@@ -124,8 +124,9 @@ static int collect(struct proxy_server *s, uid_t uid, const char *op,
         if (uid != 0 && b->uid != uid) {
             *reply = reg_fail("not-permitted",
                                    "%s's server on front %d belongs to uid %u; only "
-                                   "its owner (or root) may %s it", sel->worktree, b->front,
-                                   (unsigned)b->uid, op);
+                                   "its owner (or root) may %s it: as that user, run "
+                                   "wtproxy %s %s", sel->worktree, b->front, (unsigned)b->uid, op,
+                                   op, sel->worktree);
             return -1;
         }
         if (!is_wrapper(b)) {

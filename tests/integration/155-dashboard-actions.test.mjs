@@ -202,6 +202,7 @@ test('another user\'s browser or CLI cannot act on my servers, token or not', { 
     { cwd: '/', env: cliEnv(tmp, { HOME: '/nonexistent' }) });
   assert.equal(cliStop.code, 1, cliStop.stderr);
   assert.match(cliStop.stderr, /only its owner \(or root\) may stop it/);
+  assert.ok(cliStop.stderr.includes(`as that user, run wtproxy stop ${tmp.wt.a}`), cliStop.stderr);
   const [after] = await lsJson(tmp);
   assert.equal(after.pid, before.pid);
   assert.equal(after.state, 'ready');
