@@ -191,13 +191,11 @@ static pid_t guess_young(struct identify *id, unsigned long inode, int *fd)
     return pid;
 }
 
-/* The fast path, on the loop (see RECENT_MAX): a few readlinks, never a
- * whole fd table. Returns the pid, 0. */
-pid_t identify_find_recent(struct identify *id, unsigned long inode, int *fd)
+/* inode's holder among the recent callers' fds and the young processes;
+ * 0 when not found. */
+static pid_t find_unindexed(struct identify *id, unsigned long inode, int *fd)
 {
-    pid_t pid = indexed(id, inode, fd);
-    if (pid)
-        return pid;
+    pid_t pid;
     for (int i = 0; i < id->nrecent; i++) {
         struct recent *e = &id->recent[i];
         if (pid_ended(e->pidfd)) { /* its fds are gone: no lookups wasted on them */
@@ -215,4 +213,20 @@ pid_t identify_find_recent(struct identify *id, unsigned long inode, int *fd)
     if ((pid = learn_recent(id, inode, fd)) || (pid = guess_young(id, inode, fd)))
         return pid;
     return learn_recent(id, inode, fd); /* the young process the guess added */
+}
+
+/* The fast path, on the loop (see RECENT_MAX): a few readlinks, never a
+ * whole fd table. What it finds is indexed, so that the same socket's next
+ * lookup is one readlink: a caller placed nowhere is looked up at its
+ * connection's accept and again at each of its requests (a closed
+ * connection's fd number, tried above, is used up by the first). Returns
+ * the pid, 0. */
+pid_t identify_find_recent(struct identify *id, unsigned long inode, int *fd)
+{
+    pid_t pid = indexed(id, inode, fd);
+    if (pid)
+        return pid;
+    if ((pid = find_unindexed(id, inode, fd)))
+        sock_index_put(&id->index, inode, pid, *fd);
+    return pid;
 }
