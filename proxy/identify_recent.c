@@ -2,6 +2,7 @@
  * the per-pid cache of recent callers and the few readlinks that find a
  * socket among them or among the youngest processes (see RECENT_MAX in
  * identify_int.h). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
@@ -45,9 +46,19 @@ static struct recent *recent_add(struct identify *id, pid_t pid)
     return &id->recent[0];
 }
 
+/* Whether e's "placed nowhere" still holds for a connection of uid (see
+ * UNPLACED_MS); its process is known to live. */
+static int unplaced_holds(struct identify *id, const struct recent *e, uid_t uid)
+{
+    char cwd[PATH_MAX];
+    return e->unplaced && e->uid == uid && host_mono_ms() < e->until_ms &&
+           e->version == id->known.version(id->known.arg) &&
+           host_pid_cwd(e->pid, cwd, sizeof cwd) == 0 && strcmp(cwd, e->place.cwd) == 0;
+}
+
 /* From the cache while that very process lives (a pidfd tells a reused
- * pid apart) and was placed; a caller not placed may be placed now (its
- * worktree registered since), so it is walked again. */
+ * pid apart) and was placed, or was placed nowhere and nothing the loop
+ * can see changed since (unplaced_holds). */
 int identify_cached_place(struct identify *id, pid_t pid, struct identify_result *r)
 {
     struct recent *e = recent_of(id, pid);
@@ -55,24 +66,30 @@ int identify_cached_place(struct identify *id, pid_t pid, struct identify_result
         if (e->pidfd >= 0)
             close(e->pidfd);
         e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        e->placed = 0;
+        e->placed = e->unplaced = 0;
         e->nfds = e->learnt_fd = 0;
         e->placing = NULL; /* the placement in flight is the ended process's */
     }
-    if (!e || !e->placed)
+    if (!e || (!e->placed && !unplaced_holds(id, e, r->uid)))
         return 0;
-    r->placed = 1;
+    r->placed = e->placed;
     r->place = e->place;
     return 1;
 }
 
-void identify_keep_place(struct identify *id, pid_t pid, const struct identify_result *r)
+void identify_keep_place(struct identify *id, const struct job *j)
 {
-    struct recent *e = recent_of(id, pid);
+    struct recent *e = recent_of(id, j->pid);
     if (!e)
-        e = recent_add(id, pid);
-    e->placed = r->placed;
-    e->place = r->place;
+        e = recent_add(id, j->pid);
+    e->placed = j->placed;
+    e->place = j->place;
+    /* Only a walk that ran is a memo: no copy of the registrations (out of
+     * memory) placed nothing, it judged nothing. */
+    e->unplaced = j->walked && !j->placed;
+    e->uid = j->uid;
+    e->version = j->known_version;
+    e->until_ms = j->started_us / 1000 + UNPLACED_MS;
     e->placing = NULL;
 }
 
