@@ -177,7 +177,8 @@ def round_of(name, binary, tmp, wt, bport, bpid, cwd):
     passes = lambda s: s.get("identify", {}).get("worker_passes")  # noqa: E731
     ident = lambda s: s.get("identify", {}).get("all") if s.get("ok") else None  # noqa: E731
     worker = lambda s: s.get("identify", {}).get("worker", {}).get("count", 0)  # noqa: E731
-    return {"a_worker": worker(stats_a), "b_worker": worker(stats_b),"a_bad": sum(c != want for c in codes), "a_ttfb": ttfb, "a_cpu_ms": a_cpu,
+    return {"a_worker": worker(stats_a), "b_worker": worker(stats_b),
+            "a_bad": sum(c != want for c in codes), "a_ttfb": ttfb, "a_cpu_ms": a_cpu,
             "a_ident": ident(stats_a), "a_scans": stats_a.get("identify", {}).get("proc_scans"),
             "b_reqs": reqs, "b_bad": bad, "b_lat50": b_p50, "b_lat99": b_p99, "b_cpu_ms": b_cpu,
             "b_ident": ident(stats_b), "procs": count_procs(),
