@@ -109,10 +109,8 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
         STAILQ_REMOVE_HEAD(&done, link);
         for (size_t i = 0; i < j->seen.n; i++)
             sock_index_put(&j->id->index, j->seen.v[i].inode, j->seen.v[i].pid, j->seen.v[i].fd);
-        if (j->pid > 0) {
-            struct identify_result k = {.placed = j->placed, .place = j->place};
-            identify_keep_place(j->id, j->pid, &k);
-        }
+        if (j->pid > 0)
+            identify_keep_place(j->id, j);
         struct identify_result r = {.placed = j->placed, .uid = j->uid, .fd = j->fd};
         if (j->pid > 0)
             r.place = j->place;
@@ -246,6 +244,7 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
         leader->same = j;
     } else {
         j->known_copy = id->known.snap(id->known.arg);
+        j->known_version = id->known.version(id->known.arg);
         host_worker_submit(pid ? id->placer : id->worker, &j->hj);
         if (pid)
             identify_set_placing(id, pid, j);

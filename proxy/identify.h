@@ -49,11 +49,13 @@ typedef void (*identify_cb)(void *arg, const struct identify_result *r);
  * worker: snap, on the loop, copies what known will read of arg (the
  * registrations) when a placement is handed to the worker (NULL: out of
  * memory, the placement fails); known reads that copy on the worker; drop
- * frees it (any thread). */
+ * frees it (any thread); version, on the loop, changes whenever a snap
+ * would copy something else (a process placed nowhere is walked again). */
 struct identify_known {
     void *(*snap)(void *arg);
     caller_known_fn known;
     void (*drop)(void *copy);
+    unsigned long (*version)(void *arg);
     void *arg;
 };
 

@@ -40,11 +40,30 @@
 #define WORKER_KNOWN 8 /* pids the worker found lately, checked before a full scan */
 #define YOUNG_MS 5000  /* the worker reads the processes younger than 5-10 s next */
 
+/* A process placed nowhere (its cwd and its ancestors' in no worktree
+ * wtproxy knows: a browser or curl started from $HOME) is answered from
+ * the per-pid cache as a placed one is, while that very process lives (its
+ * pidfd), for the same uid, with the registrations unchanged since the
+ * copy its walk judged by, and its own cwd reading the same (one readlink
+ * on the loop): a registration, or a chdir into a worktree, places it at
+ * its next connection. What the loop cannot see without reading an
+ * ancestor's /proc files or files on a possibly slow filesystem (an
+ * ancestor's cwd, a new parent, an exec with WTPROXY_WORKTREE, a .wtproxy
+ * committed or a repository made around its cwd) places it at most
+ * UNPLACED_MS late: it is walked again then. Without the memo every
+ * connection of such a process, and every request of its keep-alive ones,
+ * waited for the placer (RESULTS-identify-burst.md). */
+#define UNPLACED_MS 1000
+
 struct recent {
     pid_t pid;
     int pidfd;  /* readable once that process ended: the cache is stale */
     int placed;
     struct caller_place place;
+    int unplaced;          /* place is a walk's "placed nowhere", kept as UNPLACED_MS says: */
+    uid_t uid;             /* for this uid's connections, */
+    unsigned long version; /* the registrations (identify_known.version) it was judged by, */
+    long long until_ms;    /* until then (host_mono_ms) */
     int fds[RECENT_FDS]; /* fd numbers of its ended connections, oldest first:
                           * connections end and start again in the same order */
     int nfds;
@@ -84,6 +103,9 @@ struct job {
     int fd;
     int cancelled;
     void *known_copy;  /* identify_known.snap's, for the walk */
+    unsigned long known_version; /* identify_known.version's at the snap (of the job whose
+                                  * walk answered this one, once walked) */
+    int walked;        /* the worker's walk answered: placed, or placed nowhere */
     int placed;        /* the worker's walk: caller_place's answer */
     struct caller_place place;
     struct job *same; /* connections of the same process waiting for this
@@ -123,11 +145,12 @@ struct identify {
 /* identify_worker.c: one pass of the worker for every job queued. */
 void identify_run_batch(struct host_job_list *jobs, void *ctx);
 
-/* identify_recent.c: pid's place into r from the per-pid cache (1), or 0
- * when it must be walked (on the worker); the worker's walk kept for pid;
- * the loop's fast path for inode's holder (0: not found). */
+/* identify_recent.c: pid's place into r (r->uid: the connection's) from
+ * the per-pid cache (1), or 0 when it must be walked (on the worker); the
+ * worker's walk of j->pid kept; the loop's fast path for inode's holder
+ * (0: not found). */
 int identify_cached_place(struct identify *id, pid_t pid, struct identify_result *r);
-void identify_keep_place(struct identify *id, pid_t pid, const struct identify_result *r);
+void identify_keep_place(struct identify *id, const struct job *j);
 /* The placement of pid for uid in flight (NULL none); j becomes pid's. */
 struct job *identify_placing(struct identify *id, pid_t pid, uid_t uid);
 void identify_set_placing(struct identify *id, pid_t pid, struct job *j);

@@ -2,6 +2,7 @@
  * the per-pid cache of recent callers and the few readlinks that find a
  * socket among them or among the youngest processes (see RECENT_MAX in
  * identify_int.h). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
@@ -45,9 +46,19 @@ static struct recent *recent_add(struct identify *id, pid_t pid)
     return &id->recent[0];
 }
 
+/* Whether e's "placed nowhere" still holds for a connection of uid (see
+ * UNPLACED_MS); its process is known to live. */
+static int unplaced_holds(struct identify *id, const struct recent *e, uid_t uid)
+{
+    char cwd[PATH_MAX];
+    return e->unplaced && e->uid == uid && host_mono_ms() < e->until_ms &&
+           e->version == id->known.version(id->known.arg) &&
+           host_pid_cwd(e->pid, cwd, sizeof cwd) == 0 && strcmp(cwd, e->place.cwd) == 0;
+}
+
 /* From the cache while that very process lives (a pidfd tells a reused
- * pid apart) and was placed; a caller not placed may be placed now (its
- * worktree registered since), so it is walked again. */
+ * pid apart) and was placed, or was placed nowhere and nothing the loop
+ * can see changed since (unplaced_holds). */
 int identify_cached_place(struct identify *id, pid_t pid, struct identify_result *r)
 {
     struct recent *e = recent_of(id, pid);
@@ -55,24 +66,30 @@ int identify_cached_place(struct identify *id, pid_t pid, struct identify_result
         if (e->pidfd >= 0)
             close(e->pidfd);
         e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        e->placed = 0;
+        e->placed = e->unplaced = 0;
         e->nfds = e->learnt_fd = 0;
         e->placing = NULL; /* the placement in flight is the ended process's */
     }
-    if (!e || !e->placed)
+    if (!e || (!e->placed && !unplaced_holds(id, e, r->uid)))
         return 0;
-    r->placed = 1;
+    r->placed = e->placed;
     r->place = e->place;
     return 1;
 }
 
-void identify_keep_place(struct identify *id, pid_t pid, const struct identify_result *r)
+void identify_keep_place(struct identify *id, const struct job *j)
 {
-    struct recent *e = recent_of(id, pid);
+    struct recent *e = recent_of(id, j->pid);
     if (!e)
-        e = recent_add(id, pid);
-    e->placed = r->placed;
-    e->place = r->place;
+        e = recent_add(id, j->pid);
+    e->placed = j->placed;
+    e->place = j->place;
+    /* Only a walk that ran is a memo: no copy of the registrations (out of
+     * memory) placed nothing, it judged nothing. */
+    e->unplaced = j->walked && !j->placed;
+    e->uid = j->uid;
+    e->version = j->known_version;
+    e->until_ms = j->started_us / 1000 + UNPLACED_MS;
     e->placing = NULL;
 }
 
@@ -191,13 +208,11 @@ static pid_t guess_young(struct identify *id, unsigned long inode, int *fd)
     return pid;
 }
 
-/* The fast path, on the loop (see RECENT_MAX): a few readlinks, never a
- * whole fd table. Returns the pid, 0. */
-pid_t identify_find_recent(struct identify *id, unsigned long inode, int *fd)
+/* inode's holder among the recent callers' fds and the young processes;
+ * 0 when not found. */
+static pid_t find_unindexed(struct identify *id, unsigned long inode, int *fd)
 {
-    pid_t pid = indexed(id, inode, fd);
-    if (pid)
-        return pid;
+    pid_t pid;
     for (int i = 0; i < id->nrecent; i++) {
         struct recent *e = &id->recent[i];
         if (pid_ended(e->pidfd)) { /* its fds are gone: no lookups wasted on them */
@@ -215,4 +230,20 @@ pid_t identify_find_recent(struct identify *id, unsigned long inode, int *fd)
     if ((pid = learn_recent(id, inode, fd)) || (pid = guess_young(id, inode, fd)))
         return pid;
     return learn_recent(id, inode, fd); /* the young process the guess added */
+}
+
+/* The fast path, on the loop (see RECENT_MAX): a few readlinks, never a
+ * whole fd table. What it finds is indexed, so that the same socket's next
+ * lookup is one readlink: a caller placed nowhere is looked up at its
+ * connection's accept and again at each of its requests (a closed
+ * connection's fd number, tried above, is used up by the first). Returns
+ * the pid, 0. */
+pid_t identify_find_recent(struct identify *id, unsigned long inode, int *fd)
+{
+    pid_t pid = indexed(id, inode, fd);
+    if (pid)
+        return pid;
+    if ((pid = find_unindexed(id, inode, fd)))
+        sock_index_put(&id->index, inode, pid, *fd);
+    return pid;
 }

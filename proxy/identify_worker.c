@@ -149,9 +149,12 @@ void identify_run_batch(struct host_job_list *jobs, void *ctx)
         if (same) {
             j->placed = same->placed;
             j->place = same->place;
+            j->walked = same->walked;
+            j->known_version = same->known_version; /* what its answer was judged by */
         } else if (j->pid > 0 && j->known_copy) {
             j->placed = caller_place(j->pid, j->uid, id->known.known, j->known_copy,
                                      &j->place) == 0;
+            j->walked = 1;
             if (ndone < WORKER_KNOWN)
                 done[ndone++] = j;
         } else if (j->pid > 0) {

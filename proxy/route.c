@@ -177,6 +177,12 @@ void *route_known_snap(void *arg)
     return v;
 }
 
+unsigned long route_known_version(void *arg)
+{
+    struct reg_table *t = table_of(arg);
+    return t ? reg_table_changes(t) : 0;
+}
+
 int route_known_repo(const char *common_dir, void *copy)
 {
     if (ondemand_declared(common_dir))

@@ -35,8 +35,11 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
  * route_known_snap, on the loop, copies the registered worktrees of the
  * server arg (NULL: out of memory; free() the copy); route_known_repo, on
  * any thread, says whether a repository (by its git common dir) declares
- * servers (.wtproxy) or has a registration in one of the copy's worktrees. */
+ * servers (.wtproxy) or has a registration in one of the copy's worktrees;
+ * route_known_version, on the loop, changes whenever a copy taken now would
+ * differ from one taken before. */
 void *route_known_snap(void *arg);
 int route_known_repo(const char *common_dir, void *copy);
+unsigned long route_known_version(void *arg);
 
 #endif

@@ -268,7 +268,8 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
     if (!s->cfg.whoami)
         proxy_log("whoami = off: backends are not asked which checkout and code they serve");
     char why[256];
-    struct identify_known known = {route_known_snap, route_known_repo, free, s};
+    struct identify_known known = {.snap = route_known_snap, .known = route_known_repo,
+                                   .drop = free, .version = route_known_version, .arg = s};
     s->ident = identify_new(s->base, &known, why, sizeof why);
     if (!s->ident)
         proxy_log("callers cannot be identified by process (%s): requests must name their "

@@ -15,6 +15,7 @@
 struct reg_table {
     struct reg_backend **v;
     size_t n, cap;
+    unsigned long changes; /* entries put or taken, ever */
 };
 
 struct reg_table *reg_table_new(void)
@@ -79,6 +80,7 @@ int reg_table_put(struct reg_table *t, struct reg_backend *b, struct reg_backend
     reg_backend_ref(b); /* first: b may be the dead entry itself */
     if (i >= 0) reg_backend_unref(remove_at(t, (size_t)i));
     t->v[t->n++] = b;
+    t->changes++;
     return 0;
 }
 
@@ -93,7 +95,9 @@ struct reg_backend *reg_table_take(struct reg_table *t, int front, const char *w
 {
     long i = find(t, front, worktree);
 
-    return i >= 0 ? remove_at(t, (size_t)i) : NULL;
+    if (i < 0) return NULL;
+    t->changes++;
+    return remove_at(t, (size_t)i);
 }
 
 size_t reg_table_by_name(const struct reg_table *t, int front, const char *name,
@@ -107,6 +111,11 @@ size_t reg_table_by_name(const struct reg_table *t, int front, const char *name,
         count++;
     }
     return count;
+}
+
+unsigned long reg_table_changes(const struct reg_table *t)
+{
+    return t->changes;
 }
 
 size_t reg_table_count(const struct reg_table *t)

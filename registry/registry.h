@@ -127,6 +127,10 @@ size_t reg_table_by_name(const struct reg_table *t, int front, const char *name,
                          struct reg_backend **out, size_t max);
 
 size_t reg_table_count(const struct reg_table *t);
+/* How many entries were put or taken so far: what the table holds changed
+ * when this did (the caller identification's memo of processes placed
+ * nowhere is judged against it). */
+unsigned long reg_table_changes(const struct reg_table *t);
 struct reg_backend *reg_table_at(const struct reg_table *t, size_t i); /* in insertion order */
 
 /* --- the embedded store (reg_store.c) --- */

@@ -25,7 +25,16 @@ it), the p50/p99 of identification (from the parsed head's lookup to its
 answer: on the loop, or through the worker and back) and the /proc scans.
 Binaries are interleaved round by round; medians over rounds are printed.
 
-Usage: tests/bench/identify_burst.py [--rounds 10] [--procs 2000] --bin NAME=PATH [--bin ...]
+--where outside runs the clients from a plain folder in no worktree (a
+browser or curl started from $HOME or /tmp): every caller is then walked
+up its ancestors and not placed, and every answer is the refusal 503 (the
+"not-200" columns then count what was not that 503); --where both
+interleaves the two places within each round. Run the script from a folder
+in no registered worktree (cd /tmp), since the walk goes on to the
+clients' ancestors.
+
+Usage: tests/bench/identify_burst.py [--rounds 10] [--procs 2000] [--where inside|outside|both]
+       --bin NAME=PATH [--bin ...]
 Needs nginx, curl and wrk; raise `ulimit -n` above 4,000 (the script tries).
 """
 import argparse
@@ -100,13 +109,14 @@ def wrk_ms(text):
 
 
 def burst_b(cwd, port):
-    """wrk -c1500 from cwd: (requests, answers that were not 2xx/3xx, wrk's
-    request latency p50 and p99 in ms: what a caller waits for, the first
-    request of each connection and the keep-alive ones after it)."""
+    """wrk -c1500 from cwd: (requests, answers that were not 2xx/3xx, socket
+    errors, wrk's request latency p50 and p99 in ms: what a caller waits
+    for, the first request of each connection and the keep-alive ones after
+    it)."""
     r = subprocess.run(["wrk", "-t2", f"-c{B_CONNS}", f"-d{B_SECONDS}s", "--timeout", "30s",
                         "--latency", f"http://127.0.0.1:{port}/index.txt"], cwd=cwd,
                        capture_output=True, text=True, preexec_fn=lambda: nofile(8192))
-    reqs = bad = 0
+    reqs = non2xx = errors = 0
     lat = {}
     for line in r.stdout.splitlines():
         parts = line.split()
@@ -115,10 +125,10 @@ def burst_b(cwd, port):
         if "requests in" in line:
             reqs = int(parts[0])
         if line.strip().startswith("Non-2xx or 3xx responses:"):
-            bad = int(parts[-1])
+            non2xx = int(parts[-1])
         if line.strip().startswith("Socket errors:"):
-            bad += sum(int(x.strip(",")) for x in parts[3::2])
-    return reqs, bad, lat.get("50%", float("nan")), lat.get("99%", float("nan"))
+            errors = sum(int(x.strip(",")) for x in parts[3::2])
+    return reqs, non2xx, errors, lat.get("50%", float("nan")), lat.get("99%", float("nan"))
 
 
 def make_worktree(tmp):
@@ -155,17 +165,24 @@ def one_burst(name, binary, tmp, wt, bport, bpid, burst):
     return out, (t1 - t0) * 1000 / os.sysconf("SC_CLK_TCK"), stats
 
 
-def round_of(name, binary, tmp, wt, bport, bpid):
-    """One round of both bursts through binary; a dict of figures."""
-    (codes, ttfb), a_cpu, stats_a = one_burst(name, binary, tmp, wt, bport, bpid, burst_a)
-    (reqs, bad, b_p50, b_p99), b_cpu, stats_b = one_burst(name, binary, tmp, wt, bport, bpid,
-                                                          burst_b)
+def round_of(name, binary, tmp, wt, bport, bpid, cwd):
+    """One round of both bursts through binary, the clients in cwd; a dict
+    of figures. A caller outside wt is refused: its right answer is 503."""
+    (codes, ttfb), a_cpu, stats_a = one_burst(name, binary, tmp, wt, bport, bpid,
+                                              lambda _, port: burst_a(cwd, port))
+    (reqs, non2xx, errors, b_p50, b_p99), b_cpu, stats_b = one_burst(
+        name, binary, tmp, wt, bport, bpid, lambda _, port: burst_b(cwd, port))
+    want = "200" if cwd == wt else "503"
+    bad = errors + (non2xx if cwd == wt else reqs - non2xx)
+    passes = lambda s: s.get("identify", {}).get("worker_passes")  # noqa: E731
     ident = lambda s: s.get("identify", {}).get("all") if s.get("ok") else None  # noqa: E731
     worker = lambda s: s.get("identify", {}).get("worker", {}).get("count", 0)  # noqa: E731
-    return {"a_worker": worker(stats_a), "b_worker": worker(stats_b),"a_bad": sum(c != "200" for c in codes), "a_ttfb": ttfb, "a_cpu_ms": a_cpu,
+    return {"a_worker": worker(stats_a), "b_worker": worker(stats_b),
+            "a_bad": sum(c != want for c in codes), "a_ttfb": ttfb, "a_cpu_ms": a_cpu,
             "a_ident": ident(stats_a), "a_scans": stats_a.get("identify", {}).get("proc_scans"),
             "b_reqs": reqs, "b_bad": bad, "b_lat50": b_p50, "b_lat99": b_p99, "b_cpu_ms": b_cpu,
-            "b_ident": ident(stats_b), "procs": count_procs()}
+            "b_ident": ident(stats_b), "procs": count_procs(),
+            "a_passes": passes(stats_a), "b_passes": passes(stats_b)}
 
 
 def pct(v, p):
@@ -178,6 +195,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--procs", type=int, default=2000)
     ap.add_argument("--bin", action="append", default=[], help="NAME=PATH of a wtproxy")
+    ap.add_argument("--where", choices=("inside", "outside", "both"), default="inside",
+                    help="where the clients run: in the registered worktree, or in no worktree")
     a = ap.parse_args()
     bins = [b.split("=", 1) for b in a.bin]
     if not bins or any(len(b) != 2 or not os.access(b[1], os.X_OK) for b in bins):
@@ -202,14 +221,19 @@ def main():
     try:
         wait_port(bport, nginx, "nginx")
         wt = make_worktree(tmp)
+        out = os.path.join(tmp, "outside")
+        os.makedirs(out)
+        places = {"inside": [("", wt)], "outside": [("", out)],
+                  "both": [(" inside", wt), (" outside", out)]}[a.where]
         fillers = top_up(a.procs)
         say(f"{count_procs()} processes on the machine; {a.rounds} rounds, interleaved")
         direct = []
-        res = {name: [] for name, _ in bins}
+        res = {name + where: [] for name, _ in bins for where, _ in places}
         for r in range(a.rounds):
             direct += burst_a(wt, bport)[1]
             for name, path in bins:
-                res[name].append(round_of(name, path, tmp, wt, bport, nginx.pid))
+                for where, cwd in places:
+                    res[name + where].append(round_of(name, path, tmp, wt, bport, nginx.pid, cwd))
         report(res, direct, a)
     finally:
         for p in fillers:
@@ -230,8 +254,8 @@ def report(res, direct, a):
     print("| build | A not-200 (all rounds) | A TTFB p50 / p99 ms | A ident p50 / p99 us "
           "| A on worker (all rounds) | A /proc scans | A daemon CPU ms | B requests "
           "| B not-2xx (all rounds) | B ident p50 / p99 us | B on worker (all rounds) "
-          "| B request p50 / p99 ms (wrk) | B daemon CPU ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| B request p50 / p99 ms (wrk) | B daemon CPU ms | A / B worker passes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, rows in res.items():
         ttfb = [x for r in rows for x in r["a_ttfb"]]
         med = lambda k: statistics.median(r[k] for r in rows)  # noqa: E731
@@ -240,6 +264,10 @@ def report(res, direct, a):
             v = [r[k][p] for r in rows if r[k]]
             return f"{statistics.median(v):.0f}" if v else "-"
         scans = [r["a_scans"] for r in rows if r["a_scans"] is not None]
+
+        def passes(k):
+            v = [r[k] for r in rows if r[k] is not None]
+            return f"{statistics.median(v):.0f}" if v else "-"
         print(f"| {name} | {sum(r['a_bad'] for r in rows)} | {pct(ttfb, 50):.2f} / "
               f"{pct(ttfb, 99):.2f} | {ident('a_ident', 'p50_us')} / {ident('a_ident', 'p99_us')}"
               f" | {sum(r['a_worker'] for r in rows)} | "
@@ -247,7 +275,8 @@ def report(res, direct, a):
               f"{med('b_reqs'):.0f} | {sum(r['b_bad'] for r in rows)} | "
               f"{ident('b_ident', 'p50_us')} / {ident('b_ident', 'p99_us')} | "
               f"{sum(r['b_worker'] for r in rows)} | "
-              f"{med('b_lat50'):.2f} / {med('b_lat99'):.2f} | {med('b_cpu_ms'):.0f} |")
+              f"{med('b_lat50'):.2f} / {med('b_lat99'):.2f} | {med('b_cpu_ms'):.0f} | "
+              f"{passes('a_passes')} / {passes('b_passes')} |")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 /* test_reg_table.c - registry/reg_table.c: a second registration of a live
  * key is refused and names the holder, a dead one is replaced, removal
  * keeps the registration order, lookups by worktree folder name across
- * fronts, and the references the table holds. */
+ * fronts, the count of changes, and the references the table holds. */
 #include "../../registry/reg_backend.c"
 #include "../../registry/reg_live.c"
 #include "../../registry/reg_table.c"
@@ -119,6 +119,32 @@ static void test_take_keeps_order(void)
     for (int i = 0; i < 40; i++) reg_backend_unref(b[i]);
 }
 
+/* Every put and take that changes what the table holds counts; a refused
+ * put and a take that finds nothing do not (identification's memo of
+ * processes placed nowhere trusts it). */
+static void test_changes(void)
+{
+    struct reg_table *t = reg_table_new();
+    struct reg_backend *a = mk(8000, "/src/wt-a", 41001, REG_READY);
+    struct reg_backend *a2 = mk(8000, "/src/wt-a", 41002, REG_STARTING);
+
+    is_int((int)reg_table_changes(t), 0, "a new table has no changes");
+    reg_table_put(t, a, NULL);
+    is_int((int)reg_table_changes(t), 1, "a put counts");
+    reg_table_put(t, a2, NULL);
+    is_int((int)reg_table_changes(t), 1, "a refused put does not");
+    a->state = REG_DEAD;
+    reg_table_put(t, a2, NULL);
+    is_int((int)reg_table_changes(t), 2, "a dead entry replaced counts");
+    reg_backend_unref(reg_table_take(t, 8000, "/src/wt-a"));
+    is_int((int)reg_table_changes(t), 3, "a take counts");
+    ok(reg_table_take(t, 8000, "/src/wt-a") == NULL, "a take of nothing");
+    is_int((int)reg_table_changes(t), 3, "  does not");
+    reg_table_free(t);
+    reg_backend_unref(a);
+    reg_backend_unref(a2);
+}
+
 static void test_by_name(void)
 {
     struct reg_table *t = reg_table_new();
@@ -161,6 +187,7 @@ int main(void)
     test_put_conflict_replace();
     test_keys();
     test_take_keeps_order();
+    test_changes();
     test_by_name();
     test_worktree_name();
     return done_testing();
