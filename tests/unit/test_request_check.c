@@ -101,8 +101,8 @@ static void test_llhttp_te(void)
     const char *heads[] = {
         "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked,\r\n\r\n",
         "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
-        "chunked\r\n\r\n",
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+         "Transfer-Encoding: chunked\r\n\r\n"),
     };
     for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
         struct http_msg m;
