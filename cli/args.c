@@ -39,7 +39,7 @@ static int take_opt(int argc, char **argv, int *i, const struct cli_opt *opts, c
 }
 
 int cli_parse(int argc, char **argv, const struct cli_opt *opts, int *rest, char *err,
-                  size_t errlen)
+              size_t errlen)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -91,8 +91,10 @@ int cli_port(const char *flag, const char *v, int *port, char *err, size_t errle
  * the config file reads it as ms, a person typing --ttl 30 means seconds. */
 int cli_duration(const char *flag, const char *v, long long *ms, char *err, size_t errlen)
 {
-    static const struct { const char *unit; long long ms; } units[] = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    static const struct {
+        const char *unit;
+        long long ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
     char *end;
     errno = 0;
     long long n = strtoll(v, &end, 10);
@@ -102,7 +104,9 @@ int cli_duration(const char *flag, const char *v, long long *ms, char *err, size
             return 0;
         }
     }
-    snprintf(err, errlen, "--%s \"%s\" is not a duration: give a number and a unit, "
-             "e.g. --%s 30s, 10m, 2h, 1d", flag, v, flag);
+    snprintf(err, errlen,
+             "--%s \"%s\" is not a duration: give a number and a unit, "
+             "e.g. --%s 30s, 10m, 2h, 1d",
+             flag, v, flag);
     return -1;
 }

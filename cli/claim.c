@@ -73,8 +73,10 @@ static int run_cmd(char **argv, const char *id)
             _exit(1);
         setenv("WTPROXY_LEASE", id, 1);
         execvp(argv[0], argv);
-        fprintf(stderr, "wtproxy: cannot run %s: %s; after -- give a program on PATH, or its "
-                "path\n", argv[0], strerror(errno));
+        fprintf(stderr,
+                "wtproxy: cannot run %s: %s; after -- give a program on PATH, or its "
+                "path\n",
+                argv[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
     child_pid = pid;
@@ -106,8 +108,8 @@ static int claim_once(void *pg, const struct reg_lease *c, long long ttl)
         fprintf(stderr, "wtproxy: claimed %s for %s (%s store)\n", c->id, left,
                 pg ? "PostgreSQL" : "embedded");
     } else {
-        fprintf(stderr, "wtproxy: claimed %s while pid %d runs (%s store)\n", c->id,
-                (int)c->pid, pg ? "PostgreSQL" : "embedded");
+        fprintf(stderr, "wtproxy: claimed %s while pid %d runs (%s store)\n", c->id, (int)c->pid,
+                pg ? "PostgreSQL" : "embedded");
     }
     json_decref(info);
     return r;
@@ -123,8 +125,8 @@ static void release_after(const struct reg_lease *c)
     json_t *holder = NULL;
     if (cli_lease_open(&pg, err, sizeof err) < 0 ||
         cli_lease_release(pg, c->id, c->worktree, 0, &holder, err, sizeof err) < 0)
-        fprintf(stderr, "wtproxy: warning: could not release %s (it ends with pid %d): %s\n",
-                c->id, (int)c->pid, err);
+        fprintf(stderr, "wtproxy: warning: could not release %s (it ends with pid %d): %s\n", c->id,
+                (int)c->pid, err);
     json_decref(holder);
     cli_lease_close(pg);
 }
@@ -132,8 +134,8 @@ static void release_after(const struct reg_lease *c)
 /* Parse `claim RESOURCE [flags] [-- CMD...]` (flags may come first too).
  * Returns 0 with *id and *cmd (argc index of CMD, argc when none), 1 for
  * help, -1 with err. */
-static int claim_args(int argc, char **argv, const struct cli_opt *opts, const char **id,
-                      int *cmd, char *err, size_t errlen)
+static int claim_args(int argc, char **argv, const struct cli_opt *opts, const char **id, int *cmd,
+                      char *err, size_t errlen)
 {
     int rest, r = cli_parse(argc, argv, opts, &rest, err, errlen);
     if (r != 0)
@@ -163,10 +165,9 @@ static int usage_error(const char *cmd, const char *msg)
 
 int cli_claim_main(int argc, char **argv)
 {
-    const char *ttlv = NULL, *purpose = NULL, *wt = NULL, *id = NULL, *maxv = NULL,
-               *waitv = NULL;
-    const struct cli_opt opts[] = {{"ttl", &ttlv, NULL},          {"purpose", &purpose, NULL},
-                                   {"worktree", &wt, NULL},       {"max-load", &maxv, NULL},
+    const char *ttlv = NULL, *purpose = NULL, *wt = NULL, *id = NULL, *maxv = NULL, *waitv = NULL;
+    const struct cli_opt opts[] = {{"ttl", &ttlv, NULL},           {"purpose", &purpose, NULL},
+                                   {"worktree", &wt, NULL},        {"max-load", &maxv, NULL},
                                    {"load-timeout", &waitv, NULL}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 1024];
     long long ttl = 0, load_wait = CLI_LOAD_TIMEOUT_MS;
@@ -183,8 +184,10 @@ int cli_claim_main(int argc, char **argv)
     if (r == 0 && waitv)
         r = cli_duration("load-timeout", waitv, &load_wait, err, sizeof err);
     if (r == 0 && cmd >= argc && !ttlv) {
-        snprintf(err, sizeof err, "a claim without a command needs --ttl D (e.g. --ttl 1h), or "
-                 "hold it while a command runs: wtproxy claim %s -- CMD", id);
+        snprintf(err, sizeof err,
+                 "a claim without a command needs --ttl D (e.g. --ttl 1h), or "
+                 "hold it while a command runs: wtproxy claim %s -- CMD",
+                 id);
         r = -1;
     }
     if (r < 0 || cli_lease_holder(&c, id, wt, purpose, err, sizeof err) < 0)
@@ -217,8 +220,8 @@ int cli_release_main(int argc, char **argv)
 {
     const char *wt = NULL;
     int force = 0, rest;
-    const struct cli_opt opts[] = {{"worktree", &wt, NULL}, {"force", NULL, &force},
-                                   {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {
+        {"worktree", &wt, NULL}, {"force", NULL, &force}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 1024];
     struct reg_lease c;
     int r = cli_parse(argc, argv, opts, &rest, err, sizeof err);
@@ -262,7 +265,8 @@ static void print_leases(json_t *arr)
     else
         printf("%-24s  %-16s  %-8s  %-6s  %-8s  %s\n", "RESOURCE", "MACHINE", "PID", "AGE",
                "EXPIRES", "WORKTREE  PURPOSE");
-    json_array_foreach(arr, i, o) {
+    json_array_foreach(arr, i, o)
+    {
         struct reg_lease l;
         char err[128], age[32], left[32] = "-", pid[16] = "manual";
         if (reg_lease_from_json(o, &l, err, sizeof err) < 0)

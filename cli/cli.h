@@ -21,12 +21,12 @@
 
 #include "proxy_limits.h" /* WTP_DEFAULT_FRONT_PORT, the daemon's default too */
 
-#define WTP_CLIENT_REPLY_MAX (1024 * 1024) /* a list of thousands of entries fits */
-#define WTP_CLIENT_TIMEOUT_MS 10000        /* one request and its reply */
+#define WTP_CLIENT_REPLY_MAX (1024 * 1024)   /* a list of thousands of entries fits */
+#define WTP_CLIENT_TIMEOUT_MS 10000          /* one request and its reply */
 #define CLI_LOAD_TIMEOUT_MS (10 * 60 * 1000) /* claim --max-load waits this long at most */
-#define WTP_DAEMON_START_WAIT_MS 5000      /* for a started daemon to answer ping */
-#define WTP_CLIENT_POLL_MS 50              /* daemon start and readiness checks */
-#define WTP_RESTART_STOP_MS 5000 /* a stale server's SIGTERM, before SIGKILL */
+#define WTP_DAEMON_START_WAIT_MS 5000        /* for a started daemon to answer ping */
+#define WTP_CLIENT_POLL_MS 50                /* daemon start and readiness checks */
+#define WTP_RESTART_STOP_MS 5000             /* a stale server's SIGTERM, before SIGKILL */
 
 /* What a handler returns instead of an exit status: main prints the
  * command's help on stdout and exits 0 (CLI_HELP), or on stderr and exits
@@ -55,9 +55,9 @@ struct reg_table *cli_table(char *err, size_t errlen);
 /* --- args.c: flags, shared by the subcommands --- */
 
 struct cli_opt {
-    const char *name;  /* "port" for --port */
-    const char **val;  /* where the value goes; NULL for a switch */
-    int *on;           /* set to 1 for a switch */
+    const char *name; /* "port" for --port */
+    const char **val; /* where the value goes; NULL for a switch */
+    int *on;          /* set to 1 for a switch */
 };
 
 /* Parse argv[1..] (argv[0] is the subcommand) against opts: --NAME VALUE,
@@ -110,12 +110,12 @@ int cli_stop_tree(pid_t root, unsigned grace_ms, int *status);
 /* --- run_log.c: the log of a `wtproxy run` server --- */
 
 struct cli_run_log {
-    int out[2], err[2]; /* CMD's stdout and stderr pipes, -1 when not relayed */
-    int fd;             /* the log file, -1 none */
+    int out[2], err[2];  /* CMD's stdout and stderr pipes, -1 when not relayed */
+    int fd;              /* the log file, -1 none */
     char path[PATH_MAX]; /* "" when the server has no log */
     pthread_t thread;
-    char *buf;          /* the relay's */
-    atomic_int done;    /* the relay saw both pipes end */
+    char *buf;       /* the relay's */
+    atomic_int done; /* the relay saw both pipes end */
     int relaying;
 };
 
@@ -142,7 +142,7 @@ struct cli_server_args {
     const char *dir;     /* WORKTREE as given, NULL: the current one */
     const char *service; /* --service, NULL any */
     const char *frontv;
-    int front;           /* --front, 0 any */
+    int front; /* --front, 0 any */
     char worktree[PATH_MAX];
 };
 
@@ -177,14 +177,14 @@ void cli_lease_close(void *pg);
 
 /* Claim c->id for c with ttl_ms. Returns 1 won, 0 refused, both with *info
  * (the lease, or the holder: a new reference), -1 with err. */
-int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info,
-                    char *err, size_t errlen);
+int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info, char *err,
+                    size_t errlen);
 
 /* Release id held from worktree (any holder with force). Returns 1
  * released, 0 not held or held by another (*holder then, else NULL), -1
  * with err. */
-int cli_lease_release(void *pg, const char *id, const char *worktree, int force,
-                      json_t **holder, char *err, size_t errlen);
+int cli_lease_release(void *pg, const char *id, const char *worktree, int force, json_t **holder,
+                      char *err, size_t errlen);
 
 /* Every lease (a new JSON array), or NULL with err. */
 json_t *cli_lease_list(void *pg, char *err, size_t errlen);
@@ -198,8 +198,14 @@ void cli_lease_report_holder(json_t *holder);
 
 #define CLI_INIT_FILE_MAX (1024 * 1024) /* a settings or config file we read */
 
-enum cli_app_kind { CLI_APP_NONE, CLI_APP_DJANGO, CLI_APP_NEXT, CLI_APP_VITE, CLI_APP_EXPRESS,
-                    CLI_APP_NODE };
+enum cli_app_kind {
+    CLI_APP_NONE,
+    CLI_APP_DJANGO,
+    CLI_APP_NEXT,
+    CLI_APP_VITE,
+    CLI_APP_EXPRESS,
+    CLI_APP_NODE
+};
 
 /* A Playwright config, as far as its literal text tells. */
 struct cli_playwright {

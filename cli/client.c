@@ -23,8 +23,8 @@
 #include "host.h"
 #include "registry.h"
 
-#define NOBODY 1         /* exchange(): no daemon listens on the socket */
-#define LOG_TAIL 2048    /* bytes of the daemon's log shown when it failed */
+#define NOBODY 1      /* exchange(): no daemon listens on the socket */
+#define LOG_TAIL 2048 /* bytes of the daemon's log shown when it failed */
 
 static void sleep_ms(int ms)
 {
@@ -61,8 +61,10 @@ static int dial(const char *path, int *fd, char *err, size_t errlen)
     close(*fd);
     if (e == ENOENT || e == ECONNREFUSED)
         return NOBODY;
-    snprintf(err, errlen, "cannot connect to the daemon on %s: %s; check the socket's owner and "
-             "mode (ls -l %s), or run: wtproxy doctor", path, strerror(e), path);
+    snprintf(err, errlen,
+             "cannot connect to the daemon on %s: %s; check the socket's owner and "
+             "mode (ls -l %s), or run: wtproxy doctor",
+             path, strerror(e), path);
     return -1;
 }
 
@@ -135,8 +137,7 @@ static int recv_line(int fd, long long deadline, char **line, char *err, size_t 
         if (len + 1 >= cap) {
             char *bigger = cap >= WTP_CLIENT_REPLY_MAX ? NULL : realloc(buf, cap * 2);
             if (!bigger) {
-                snprintf(err, errlen, "the daemon's reply is over %d bytes",
-                         WTP_CLIENT_REPLY_MAX);
+                snprintf(err, errlen, "the daemon's reply is over %d bytes", WTP_CLIENT_REPLY_MAX);
                 break;
             }
             buf = bigger;
@@ -151,8 +152,7 @@ static int recv_line(int fd, long long deadline, char **line, char *err, size_t 
 
 /* One request/reply on path. Returns 0 with *reply, NOBODY when no daemon
  * listens, or -1 with err. */
-static int exchange(const char *path, const char *req, json_t **reply, char *err,
-                    size_t errlen)
+static int exchange(const char *path, const char *req, json_t **reply, char *err, size_t errlen)
 {
     int fd, rc = dial(path, &fd, err, errlen);
     if (rc != 0)
@@ -174,7 +174,8 @@ static int exchange(const char *path, const char *req, json_t **reply, char *err
     *reply = json_loads(line, 0, &jerr);
     free(line);
     if (!*reply || !json_is_object(*reply) || !json_is_boolean(json_object_get(*reply, "ok"))) {
-        snprintf(err, errlen, "the daemon on %s sent a reply that is not a protocol object%s%s; "
+        snprintf(err, errlen,
+                 "the daemon on %s sent a reply that is not a protocol object%s%s; "
                  "another program or another wtproxy version serves it: wtproxy doctor",
                  path, *reply ? "" : ": ", *reply ? "" : jerr.text);
         json_decref(*reply);
@@ -273,10 +274,11 @@ static int spawn_daemon(const char *path, const char *log, char *err, size_t err
         }
         if (waitpid(pid, &status, WNOHANG) == pid) {
             show_log_tail(log, st.st_size);
-            snprintf(err, errlen, "the daemon exited (status %d) before answering on %s; its "
+            snprintf(err, errlen,
+                     "the daemon exited (status %d) before answering on %s; its "
                      "log %s (above) says why; fix that, or run it in the foreground to see: "
-                     "wtproxy serve", WIFEXITED(status) ? WEXITSTATUS(status) : 128 +
-                     WTERMSIG(status), path, log);
+                     "wtproxy serve",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), path, log);
             return -1;
         }
         sleep_ms(WTP_CLIENT_POLL_MS);
@@ -284,9 +286,10 @@ static int spawn_daemon(const char *path, const char *log, char *err, size_t err
     kill(pid, SIGTERM); /* we report failure: a daemon coming up later would surprise */
     waitpid(pid, &status, 0);
     show_log_tail(log, st.st_size);
-    snprintf(err, errlen, "the daemon did not answer on %s within %d s; its log %s (above) may "
-             "say why; run it in the foreground to see: wtproxy serve", path,
-             WTP_DAEMON_START_WAIT_MS / 1000, log);
+    snprintf(err, errlen,
+             "the daemon did not answer on %s within %d s; its log %s (above) may "
+             "say why; run it in the foreground to see: wtproxy serve",
+             path, WTP_DAEMON_START_WAIT_MS / 1000, log);
     return -1;
 }
 
@@ -304,8 +307,10 @@ static int daemon_start(const char *path, char *err, size_t errlen)
     snprintf(log, sizeof log, "%s/daemon.log", dir);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-        snprintf(err, errlen, "cannot lock %s: %s; the state folder must be yours and "
-                 "writable: ls -ld %s", lock, strerror(errno), dir);
+        snprintf(err, errlen,
+                 "cannot lock %s: %s; the state folder must be yours and "
+                 "writable: ls -ld %s",
+                 lock, strerror(errno), dir);
         if (fd >= 0)
             close(fd);
         return -1;
@@ -359,7 +364,8 @@ struct reg_table *cli_table(char *err, size_t errlen)
     struct reg_table *t = json_is_array(entries) ? reg_table_new() : NULL;
     size_t i;
     json_t *e;
-    json_array_foreach(t ? entries : NULL, i, e) {
+    json_array_foreach(t ? entries : NULL, i, e)
+    {
         char why[256];
         if (json_is_true(json_object_get(e, "remote")))
             continue; /* another machine's: never routed here */

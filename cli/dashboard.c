@@ -42,9 +42,7 @@ int cli_dashboard_main(int argc, char **argv)
         return 2;
     }
     json_t *req = json_pack("{s:s}", "op", "ping"), *reply = NULL;
-    r = req ? cli_call(req, cli_daemon_start_allowed(no_autostart), &reply, err,
-                              sizeof err)
-            : -1;
+    r = req ? cli_call(req, cli_daemon_start_allowed(no_autostart), &reply, err, sizeof err) : -1;
     json_decref(req);
     if (r < 0) {
         fprintf(stderr, "wtproxy: %s\n", req ? err : "out of memory");
@@ -60,9 +58,10 @@ int cli_dashboard_main(int argc, char **argv)
             printed[n++] = port;
     }
     if (n == 0)
-        fprintf(stderr, "wtproxy: the daemon (pid %lld) did not say where it listens; it may be "
-                        "older than this wtproxy: restart it (kill it, then run wtproxy "
-                        "dashboard again)\n",
+        fprintf(stderr,
+                "wtproxy: the daemon (pid %lld) did not say where it listens; it may be "
+                "older than this wtproxy: restart it (kill it, then run wtproxy "
+                "dashboard again)\n",
                 (long long)json_integer_value(json_object_get(reply, "pid")));
     json_decref(reply);
     return n ? 0 : 1;

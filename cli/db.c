@@ -39,8 +39,8 @@ int db_give_text(const struct db_args *a, const char *text)
     char err[PATH_MAX + 256];
     if (a->print_env)
         fputs(text, stdout);
-    if (a->env_file && reg_store_replace_file(a->env_file, text, strlen(text), err,
-                                              sizeof err) < 0) {
+    if (a->env_file &&
+        reg_store_replace_file(a->env_file, text, strlen(text), err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: cannot write %s: %s\n", a->env_file, err);
         return 1;
     }
@@ -59,8 +59,8 @@ static int give_env(const struct db_args *a, const char *test, const char *dev,
     if (p)
         snprintf(port, sizeof port, "%d", p);
     if (!dev)
-        n = snprintf(text, sizeof text, "WT_DB=%s\nWT_TEST_DB=%s\nWT_BACKEND_PORT=%s\n", test,
-                     test, port);
+        n = snprintf(text, sizeof text, "WT_DB=%s\nWT_TEST_DB=%s\nWT_BACKEND_PORT=%s\n", test, test,
+                     port);
     else
         n = snprintf(text, sizeof text,
                      "WTPROXY_DEV_DB=%s\n%s%s%sWT_DB=%s\n%s%s%sWT_BACKEND_PORT=%s\n", dev,
@@ -150,8 +150,8 @@ static int claim_one(const struct db_args *a, struct reg_db_claim *c, const char
         fprintf(stderr, "wtproxy: %s%s\n", r > 0 ? "" : "cannot claim the database: ", err);
         return 1;
     }
-    fprintf(stderr, "wtproxy: %s database %s %s%s%s for %s\n", reg_db_kind_name(c->kind),
-            c->name, done, c->from && strcmp(done, "kept") ? " from " : "",
+    fprintf(stderr, "wtproxy: %s database %s %s%s%s for %s\n", reg_db_kind_name(c->kind), c->name,
+            done, c->from && strcmp(done, "kept") ? " from " : "",
             c->from && strcmp(done, "kept") ? c->from : "", wt);
     return 0;
 }
@@ -167,8 +167,8 @@ static int cmd_claim(const struct db_args *a, const char *wt)
     if (db_hash(a, hash, sizeof hash) != 0)
         return 1;
     if (dev[0]) {
-        struct reg_db_claim c = {.name = dev, .hash = REG_DB_DEV_MARK, .kind = REG_DB_DEV,
-                                 .from = a->from};
+        struct reg_db_claim c = {
+            .name = dev, .hash = REG_DB_DEV_MARK, .kind = REG_DB_DEV, .from = a->from};
         if (claim_one(a, &c, wt) != 0)
             return 1;
     }
@@ -214,25 +214,34 @@ static int cmd_release(const struct db_args *a, const char *wt)
         return 1;
     }
     if (n == 0)
-        fprintf(stderr, "wtproxy: no database stamped as %s's on this machine%s%s%s%s; nothing "
-                "dropped\n", a->abandoned ? "an abandoned worktree" : wt,
-                test[0] || dev[0] ? " is named " : "", test, test[0] && dev[0] ? " or " : "",
-                dev);
+        fprintf(stderr,
+                "wtproxy: no database stamped as %s's on this machine%s%s%s%s; nothing "
+                "dropped\n",
+                a->abandoned ? "an abandoned worktree" : wt, test[0] || dev[0] ? " is named " : "",
+                test, test[0] && dev[0] ? " or " : "", dev);
     return 0;
 }
 
 /* Parse the flags into a. Returns 0, or an exit code. */
 static int parse(int argc, char **argv, struct db_args *a)
 {
-    const struct cli_opt opts[] = {
-        {"base", &a->base, NULL}, {"name", &a->name, NULL}, {"dev", &a->dev, NULL},
-        {"dev-name", &a->dev_name, NULL}, {"from", &a->from, NULL},
-        {"server", &a->server, NULL}, {"migrations-hash", &a->hash, NULL},
-        {"migrations-dir", &a->dir, NULL}, {"write-env", &a->env_file, NULL},
-        {"worktree", &a->worktree, NULL}, {"min-free-connections", &a->min_free_s, NULL},
-        {"force", NULL, &a->force}, {"print-env", NULL, &a->print_env},
-        {"reset", NULL, &a->reset}, {"abandoned", NULL, &a->abandoned},
-        {"json", NULL, &a->json}, {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {{"base", &a->base, NULL},
+                                   {"name", &a->name, NULL},
+                                   {"dev", &a->dev, NULL},
+                                   {"dev-name", &a->dev_name, NULL},
+                                   {"from", &a->from, NULL},
+                                   {"server", &a->server, NULL},
+                                   {"migrations-hash", &a->hash, NULL},
+                                   {"migrations-dir", &a->dir, NULL},
+                                   {"write-env", &a->env_file, NULL},
+                                   {"worktree", &a->worktree, NULL},
+                                   {"min-free-connections", &a->min_free_s, NULL},
+                                   {"force", NULL, &a->force},
+                                   {"print-env", NULL, &a->print_env},
+                                   {"reset", NULL, &a->reset},
+                                   {"abandoned", NULL, &a->abandoned},
+                                   {"json", NULL, &a->json},
+                                   {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
     int rest = 0;
     long n = REG_DB_MIN_FREE_DEFAULT;
@@ -281,8 +290,10 @@ int cli_db_main(int argc, char **argv)
     while (k < sizeof known / sizeof *known && strcmp(cmd, known[k]) != 0)
         k++;
     if (k == sizeof known / sizeof *known) {
-        snprintf(err, sizeof err, "unknown db command \"%s\": claim, release, names, template, "
-                 "copy or ls", cmd);
+        snprintf(err, sizeof err,
+                 "unknown db command \"%s\": claim, release, names, template, "
+                 "copy or ls",
+                 cmd);
         return db_usage_error(err);
     }
     int r = parse(argc, argv, &a);

@@ -7,12 +7,12 @@
 #include <stddef.h>
 
 struct db_args {
-    const char *base, *name, *dev, *dev_name, *from, *server, *hash, *dir, *env_file,
-        *worktree, *min_free_s;
+    const char *base, *name, *dev, *dev_name, *from, *server, *hash, *dir, *env_file, *worktree,
+        *min_free_s;
     int force, print_env, reset, abandoned, json;
     int min_free;
     int releasing; /* release: --name may be any kind's exact name */
-    int argc;     /* what follows the flags: copy's suffixes, template's command */
+    int argc;      /* what follows the flags: copy's suffixes, template's command */
     char **argv;
 };
 

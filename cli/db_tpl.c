@@ -59,15 +59,15 @@ static int finish_template(const struct db_args *a, const char *name, const char
     if (a->argc > 0) {
         int st = migrate(a->argv, name);
         if (st != 0) {
-            fprintf(stderr, "wtproxy: the migrate command %s %s%d; template %s stays "
+            fprintf(stderr,
+                    "wtproxy: the migrate command %s %s%d; template %s stays "
                     "unmigrated and copies of it are refused. Fix it and run the same "
                     "wtproxy db template again (it starts from an empty database)\n",
                     a->argv[0], st < 0 ? "did not run" : "exited ", st < 0 ? 0 : st, name);
             return 1;
         }
     }
-    if (reg_db_restamp(a->server, name, reg_machine_id(), a->worktree, mark, err,
-                       sizeof err) < 0) {
+    if (reg_db_restamp(a->server, name, reg_machine_id(), a->worktree, mark, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: cannot mark template %s migrated: %s\n", name, err);
         return 1;
     }
@@ -86,9 +86,15 @@ int db_cmd_template(const struct db_args *a)
     if (db_hash(a, hash, sizeof hash) != 0)
         return 1;
     snprintf(mark, sizeof mark, REG_DB_TEMPLATE_MARK "%s", hash);
-    struct reg_db_claim c = {.server = a->server, .name = name, .machine = reg_machine_id(),
-                             .worktree = a->worktree, .hash = mark, .kind = REG_DB_TEMPLATE,
-                             .force = a->force, .reset = a->reset, .min_free = a->min_free};
+    struct reg_db_claim c = {.server = a->server,
+                             .name = name,
+                             .machine = reg_machine_id(),
+                             .worktree = a->worktree,
+                             .hash = mark,
+                             .kind = REG_DB_TEMPLATE,
+                             .force = a->force,
+                             .reset = a->reset,
+                             .min_free = a->min_free};
     int r = reg_db_claim_on_server(&c, &done, err, sizeof err);
     if (r != 0) {
         fprintf(stderr, "wtproxy: %s%s\n", r > 0 ? "" : "cannot claim the template: ", err);
@@ -121,12 +127,15 @@ int db_cmd_copy(const struct db_args *a)
         }
         snprintf(names[i], sizeof names[i], "%s_%s", tpl, a->argv[i]);
         list[i] = names[i];
-        snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s", i ? " " : "",
-                 names[i]);
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s", i ? " " : "", names[i]);
     }
-    struct reg_db_copy c = {.server = a->server, .template_name = tpl, .names = list,
-                            .count = (size_t)a->argc, .machine = reg_machine_id(),
-                            .worktree = a->worktree, .min_free = a->min_free};
+    struct reg_db_copy c = {.server = a->server,
+                            .template_name = tpl,
+                            .names = list,
+                            .count = (size_t)a->argc,
+                            .machine = reg_machine_id(),
+                            .worktree = a->worktree,
+                            .min_free = a->min_free};
     int r = reg_db_copy_on_server(&c, err, sizeof err);
     if (r != 0) {
         fprintf(stderr, "wtproxy: %s%s\n", r > 0 ? "" : "cannot copy: ", err);

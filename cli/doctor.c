@@ -17,9 +17,9 @@ static const struct {
     const char *name;
     void (*run)(struct doc_ctx *c, struct doc_result *r);
 } checks[] = {
-    {"daemon", doc_daemon},     {"worktree", doc_worktree}, {"server", doc_server},
-    {"whoami", doc_whoami},     {"inotify", doc_inotify},   {"playwright", doc_playwright},
-    {"leases", doc_leases},     {"databases", doc_databases}, {"load", doc_load},
+    {"daemon", doc_daemon}, {"worktree", doc_worktree},   {"server", doc_server},
+    {"whoami", doc_whoami}, {"inotify", doc_inotify},     {"playwright", doc_playwright},
+    {"leases", doc_leases}, {"databases", doc_databases}, {"load", doc_load},
 };
 
 #define NCHECKS (sizeof checks / sizeof checks[0])
@@ -60,7 +60,8 @@ static void ask_daemon(struct doc_ctx *c)
         return;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(c->entries, "entries"), i, e) {
+    json_array_foreach(json_object_get(c->entries, "entries"), i, e)
+    {
         const char *w = json_string_value(json_object_get(e, "worktree"));
         if (c->have_wt && w && strcmp(w, c->wt.root) == 0 && !json_object_get(e, "remote") &&
             json_integer_value(json_object_get(e, "front")) == c->front)
@@ -89,7 +90,8 @@ static int gather(struct doc_ctx *c, const char *front)
             *slash = '\0';
             int main_front = cli_wtproxy_front(main_root, &c->main_has_file);
             c->has_file |= c->main_has_file;
-            if (!from_file) from_file = main_front;
+            if (!from_file)
+                from_file = main_front;
         }
     }
     c->front = f ? (int)f : from_file ? from_file : WTP_DEFAULT_FRONT_PORT;
@@ -110,11 +112,11 @@ static void print_json(const struct doc_ctx *c, const struct doc_result *res, in
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < NCHECKS; i++)
-        json_array_append_new(arr, json_pack("{ss ss ss so}", "name", checks[i].name, "status",
-                                             status_names[res[i].status], "detail",
-                                             res[i].detail, "fix",
-                                             res[i].status == DOC_PROBLEM && res[i].fix[0]
-                                                 ? json_string(res[i].fix) : json_null()));
+        json_array_append_new(
+            arr, json_pack("{ss ss ss so}", "name", checks[i].name, "status",
+                           status_names[res[i].status], "detail", res[i].detail, "fix",
+                           res[i].status == DOC_PROBLEM && res[i].fix[0] ? json_string(res[i].fix)
+                                                                         : json_null()));
     json_t *o = json_pack("{sb si so so}", "ok", ok, "front", c->front, "worktree",
                           c->have_wt ? json_string(c->wt.root) : json_null(), "checks", arr);
     json_dumpf(o, stdout, JSON_INDENT(2));
@@ -130,12 +132,14 @@ int cli_doctor_main(int argc, char **argv)
     char err[256];
     int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
     if (r) {
-        if (r > 0) return CLI_HELP;
+        if (r > 0)
+            return CLI_HELP;
         fprintf(stderr, "wtproxy doctor: %s (see wtproxy doctor --help)\n", err);
         return 2;
     }
     struct doc_ctx c = {0};
-    if ((r = gather(&c, front)) != 0) return r;
+    if ((r = gather(&c, front)) != 0)
+        return r;
     struct doc_result *res = calloc(NCHECKS, sizeof *res);
     if (!res) {
         fprintf(stderr, "wtproxy doctor: out of memory\n");
@@ -146,8 +150,10 @@ int cli_doctor_main(int argc, char **argv)
         checks[i].run(&c, &res[i]);
         ok &= res[i].status != DOC_PROBLEM;
     }
-    if (json) print_json(&c, res, ok);
-    else print_text(res);
+    if (json)
+        print_json(&c, res, ok);
+    else
+        print_text(res);
     free(res);
     json_decref(c.ping);
     json_decref(c.entries);

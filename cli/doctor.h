@@ -9,13 +9,13 @@
 #include "cli.h"
 #include "host.h"
 
-#define DOC_WHOAMI_TIMEOUT_MS 3000   /* one GET /__whoami to the worktree's server */
-#define DOC_WALK_MAX_MS 5000         /* counting this tree's folders */
+#define DOC_WHOAMI_TIMEOUT_MS 3000 /* one GET /__whoami to the worktree's server */
+#define DOC_WALK_MAX_MS 5000       /* counting this tree's folders */
 #define DOC_WALK_MAX_DIRS 1000000
-#define DOC_PG_TIMEOUT_S "3"         /* connect_timeout to the app's database server */
-#define DOC_PG_STATEMENT_MS "3000"   /* and each statement there */
-#define DOC_LOAD_PER_CPU_MAX 1.5     /* above: timing-sensitive tests start to fail */
-#define DOC_PG_FREE_MIN 10           /* connections left for a test run's workers */
+#define DOC_PG_TIMEOUT_S "3"       /* connect_timeout to the app's database server */
+#define DOC_PG_STATEMENT_MS "3000" /* and each statement there */
+#define DOC_LOAD_PER_CPU_MAX 1.5   /* above: timing-sensitive tests start to fail */
+#define DOC_PG_FREE_MIN 10         /* connections left for a test run's workers */
 
 enum doc_status { DOC_OK, DOC_PROBLEM, DOC_SKIP };
 
@@ -26,15 +26,15 @@ struct doc_result {
 };
 
 struct doc_ctx {
-    int front;                 /* the front port checked */
-    int have_wt;               /* the cwd is in a worktree */
+    int front;   /* the front port checked */
+    int have_wt; /* the cwd is in a worktree */
     struct host_worktree wt;
     char wt_err[PATH_MAX + 256];
-    int has_file;              /* the worktree (or its main checkout) has .wtproxy */
-    int main_has_file;         /* the main checkout has it (the daemon reads that one) */
-    json_t *ping;              /* the daemon's ping reply; NULL: no daemon */
+    int has_file;      /* the worktree (or its main checkout) has .wtproxy */
+    int main_has_file; /* the main checkout has it (the daemon reads that one) */
+    json_t *ping;      /* the daemon's ping reply; NULL: no daemon */
     char daemon_err[512];
-    json_t *entry;             /* this worktree's entry on front (borrowed from entries) */
+    json_t *entry; /* this worktree's entry on front (borrowed from entries) */
     json_t *entries;
 };
 

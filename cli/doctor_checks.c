@@ -21,9 +21,11 @@ static int listens_on(json_t *ping, int front)
     char suffix[16];
     size_t i, n = (size_t)snprintf(suffix, sizeof suffix, ":%d", front);
     json_t *a;
-    json_array_foreach(json_object_get(ping, "listen"), i, a) {
+    json_array_foreach(json_object_get(ping, "listen"), i, a)
+    {
         const char *s = json_string_value(a);
-        if (s && strlen(s) > n && strcmp(s + strlen(s) - n, suffix) == 0) return 1;
+        if (s && strlen(s) > n && strcmp(s + strlen(s) - n, suffix) == 0)
+            return 1;
     }
     return 0;
 }
@@ -36,9 +38,10 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
         if (listens_on(c->ping, c->front)) {
             doc_set(r, DOC_OK, "wtproxy daemon pid %ld listens on %s", pid, listen ? listen : "?");
         } else {
-            doc_set(r, DOC_PROBLEM, "the daemon (pid %ld) listens on %s, not on port %d: "
-                    "requests to localhost:%d do not reach it", pid, listen ? listen : "?",
-                    c->front, c->front);
+            doc_set(r, DOC_PROBLEM,
+                    "the daemon (pid %ld) listens on %s, not on port %d: "
+                    "requests to localhost:%d do not reach it",
+                    pid, listen ? listen : "?", c->front, c->front);
             snprintf(r->fix, sizeof r->fix, "kill %ld; wtproxy serve --listen 127.0.0.1:%d", pid,
                      c->front);
         }
@@ -50,20 +53,25 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
     if (host_port_owner_find(c->front, &o)) {
         proxy_port_taken("127.0.0.1", c->front, taken, sizeof taken);
         doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers (%s), and %s", c->daemon_err, taken);
-        if (o.pid > 0) snprintf(r->fix, sizeof r->fix, "kill %ld", (long)o.pid);
-        else snprintf(r->fix, sizeof r->fix, "ss -ltnp 'sport = :%d'", c->front);
+        if (o.pid > 0)
+            snprintf(r->fix, sizeof r->fix, "kill %ld", (long)o.pid);
+        else
+            snprintf(r->fix, sizeof r->fix, "ss -ltnp 'sport = :%d'", c->front);
         return;
     }
     doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers: %s", c->daemon_err);
-    if (c->front == WTP_DEFAULT_FRONT_PORT) snprintf(r->fix, sizeof r->fix, "wtproxy serve");
-    else snprintf(r->fix, sizeof r->fix, "wtproxy serve --listen 127.0.0.1:%d", c->front);
+    if (c->front == WTP_DEFAULT_FRONT_PORT)
+        snprintf(r->fix, sizeof r->fix, "wtproxy serve");
+    else
+        snprintf(r->fix, sizeof r->fix, "wtproxy serve --listen 127.0.0.1:%d", c->front);
 }
 
 void doc_worktree(struct doc_ctx *c, struct doc_result *r)
 {
     if (!c->have_wt) {
         doc_set(r, DOC_PROBLEM, "%s", c->wt_err);
-        snprintf(r->fix, sizeof r->fix, "cd into your app's git worktree and run wtproxy doctor "
+        snprintf(r->fix, sizeof r->fix,
+                 "cd into your app's git worktree and run wtproxy doctor "
                  "there");
         return;
     }
@@ -87,14 +95,19 @@ void doc_server(struct doc_ctx *c, struct doc_result *r)
     if (c->has_file) {
         /* conf/PLAYWRIGHT.md: a repository is known to the daemon, so its
          * callers placed by their cwd, by its main checkout's .wtproxy. */
-        doc_set(r, DOC_OK, "no server runs now; the .wtproxy makes the daemon start one on this "
-                "worktree's first request%s", c->main_has_file ? "" :
-                " (note: the main checkout has no .wtproxy yet; until it has, only requests "
-                "naming this worktree (X-Wtproxy-Worktree) start it: merge it there)");
+        doc_set(r, DOC_OK,
+                "no server runs now; the .wtproxy makes the daemon start one on this "
+                "worktree's first request%s",
+                c->main_has_file
+                    ? ""
+                    : " (note: the main checkout has no .wtproxy yet; until it has, only requests "
+                      "naming this worktree (X-Wtproxy-Worktree) start it: merge it there)");
         return;
     }
-    doc_set(r, DOC_PROBLEM, "no .wtproxy and no registered server%s: requests from here get "
-            "503 no-backend", c->ping ? "" : " known (no daemon to ask)");
+    doc_set(r, DOC_PROBLEM,
+            "no .wtproxy and no registered server%s: requests from here get "
+            "503 no-backend",
+            c->ping ? "" : " known (no daemon to ask)");
     snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
 }
 
@@ -126,19 +139,25 @@ static int fetch_whoami(const char *backend, struct fetched *f)
     char host[256];
     const char *colon = strrchr(backend, ':');
     struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
-                             .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    if (!colon || (size_t)(colon - backend) >= sizeof host) goto bad;
+                             .ai_socktype = SOCK_STREAM},
+                    *ai = NULL;
+    if (!colon || (size_t)(colon - backend) >= sizeof host)
+        goto bad;
     snprintf(host, sizeof host, "%.*s", (int)(colon - backend - (backend[0] == '[') * 2),
              backend + (backend[0] == '['));
-    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0) goto bad;
+    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+        goto bad;
     struct event_base *base = event_base_new();
-    struct whoami_fetch *wf = base ? whoami_fetch_start(base, ai->ai_addr, ai->ai_addrlen,
-                                                        backend, DOC_WHOAMI_TIMEOUT_MS,
-                                                        on_fetch, f) : NULL;
+    struct whoami_fetch *wf = base ? whoami_fetch_start(base, ai->ai_addr, ai->ai_addrlen, backend,
+                                                        DOC_WHOAMI_TIMEOUT_MS, on_fetch, f)
+                                   : NULL;
     freeaddrinfo(ai);
-    if (wf) event_base_dispatch(base);
-    if (base) event_base_free(base);
-    if (!wf) snprintf(f->error, sizeof f->error, "connection refused");
+    if (wf)
+        event_base_dispatch(base);
+    if (base)
+        event_base_free(base);
+    if (!wf)
+        snprintf(f->error, sizeof f->error, "connection refused");
     return f->done && f->result == WF_OK ? 0 : -1;
 bad:
     snprintf(f->error, sizeof f->error, "the entry's address %s is not HOST:PORT", backend);
@@ -146,16 +165,17 @@ bad:
 }
 
 /* Compare a parsed answer with this checkout and its code on disk. */
-static void judge(struct doc_ctx *c, const struct whoami_answer *a, long pid,
-                  struct doc_result *r)
+static void judge(struct doc_ctx *c, const struct whoami_answer *a, long pid, struct doc_result *r)
 {
     char real[PATH_MAX], err[PATH_MAX + 256];
     struct whoami_fp fp;
     if (!realpath(a->checkout, real) || strcmp(real, c->wt.root) != 0) {
         doc_set(r, DOC_PROBLEM, "the server (pid %ld) serves %s, not this worktree %s",
                 (long)a->pid, a->checkout, c->wt.root);
-        snprintf(r->fix, sizeof r->fix, "kill %ld (then start this worktree's: wtproxy run -- "
-                 "CMD {port}, or its .wtproxy on the next request)", pid);
+        snprintf(r->fix, sizeof r->fix,
+                 "kill %ld (then start this worktree's: wtproxy run -- "
+                 "CMD {port}, or its .wtproxy on the next request)",
+                 pid);
         return;
     }
     if (whoami_fp_compute(c->wt.root, &a->patterns, NULL, &fp, err, sizeof err) < 0) {
@@ -164,13 +184,19 @@ static void judge(struct doc_ctx *c, const struct whoami_answer *a, long pid,
         return;
     }
     if (strcmp(fp.hash, a->hash) != 0) {
-        doc_set(r, DOC_PROBLEM, "stale: the server (pid %ld, started %s) loaded %s, the code on "
-                "disk is %s", (long)a->pid, a->started_at, a->hash, fp.hash);
-        snprintf(r->fix, sizeof r->fix, "kill %ld (it is started again; wtproxy run "
-                 "--restart-on-stale does it by itself)", pid);
+        doc_set(r, DOC_PROBLEM,
+                "stale: the server (pid %ld, started %s) loaded %s, the code on "
+                "disk is %s",
+                (long)a->pid, a->started_at, a->hash, fp.hash);
+        snprintf(r->fix, sizeof r->fix,
+                 "kill %ld (it is started again; wtproxy run "
+                 "--restart-on-stale does it by itself)",
+                 pid);
     } else {
-        doc_set(r, DOC_OK, "the server (pid %ld) serves this checkout, current code %s (%zu "
-                "files)", (long)a->pid, fp.hash, fp.n);
+        doc_set(r, DOC_OK,
+                "the server (pid %ld) serves this checkout, current code %s (%zu "
+                "files)",
+                (long)a->pid, fp.hash, fp.n);
     }
     whoami_fp_free(&fp);
 }
@@ -183,8 +209,10 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
     }
     const char *state = json_string_value(json_object_get(c->entry, "state"));
     if (!state || strcmp(state, "ready") != 0) {
-        doc_set(r, DOC_SKIP, "the server is %s, not ready yet: run wtproxy doctor again once it "
-                "listens", state ? state : "in no known state");
+        doc_set(r, DOC_SKIP,
+                "the server is %s, not ready yet: run wtproxy doctor again once it "
+                "listens",
+                state ? state : "in no known state");
         return;
     }
     const char *backend = json_string_value(json_object_get(c->entry, "backend"));
@@ -194,12 +222,15 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
     char err[512];
     if (fetch_whoami(backend ? backend : "", &f) < 0) {
         doc_set(r, DOC_PROBLEM, "GET http://%s/__whoami: %s", backend, f.error);
-        snprintf(r->fix, sizeof r->fix, "kill %ld (a server that does not answer is started "
-                 "again on the next request)", pid);
+        snprintf(r->fix, sizeof r->fix,
+                 "kill %ld (a server that does not answer is started "
+                 "again on the next request)",
+                 pid);
     } else if (f.status != 200 || whoami_answer_parse(f.body, f.len, &a, err, sizeof err) < 0) {
-        doc_set(r, DOC_PROBLEM, "GET http://%s/__whoami answered %d%s%s: the whoami middleware "
-                "is missing or broken", backend, f.status, f.status == 200 ? ", " : "",
-                f.status == 200 ? err : "");
+        doc_set(r, DOC_PROBLEM,
+                "GET http://%s/__whoami answered %d%s%s: the whoami middleware "
+                "is missing or broken",
+                backend, f.status, f.status == 200 ? ", " : "", f.status == 200 ? err : "");
         snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
     } else {
         judge(c, &a, pid, r);

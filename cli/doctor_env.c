@@ -19,7 +19,8 @@ static long read_long(const char *path)
 {
     char buf[64];
     long v;
-    if (host_read_small_file(path, buf, sizeof buf) <= 0) return -1;
+    if (host_read_small_file(path, buf, sizeof buf) <= 0)
+        return -1;
     buf[strcspn(buf, "\n")] = '\0';
     return cli_number(buf, 0, 1L << 40, &v) == 0 ? v : -1;
 }
@@ -34,9 +35,11 @@ static struct {
 static int count_dir(const char *path, const struct stat *st, int type, struct FTW *f)
 {
     (void)st, (void)f;
-    if (type != FTW_D) return FTW_CONTINUE;
+    if (type != FTW_D)
+        return FTW_CONTINUE;
     const char *rel = path + walk.root_len + (path[walk.root_len] == '/');
-    if (*rel && whoami_patterns_prune(whoami_default_patterns(), rel)) return FTW_SKIP_SUBTREE;
+    if (*rel && whoami_patterns_prune(whoami_default_patterns(), rel))
+        return FTW_SKIP_SUBTREE;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (++walk.dirs >= DOC_WALK_MAX_DIRS || now.tv_sec > walk.deadline.tv_sec ||
@@ -54,8 +57,10 @@ static long worktree_count(const char *common)
     long n = 1;
     snprintf(path, sizeof path, "%s/worktrees", common);
     DIR *d = opendir(path);
-    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
-    if (d) closedir(d);
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
     return n;
 }
 
@@ -64,8 +69,9 @@ void doc_inotify(struct doc_ctx *c, struct doc_result *r)
     long watches = read_long("/proc/sys/fs/inotify/max_user_watches");
     long instances = read_long("/proc/sys/fs/inotify/max_user_instances");
     if (watches < 0 || instances < 0 || !c->have_wt) {
-        doc_set(r, DOC_SKIP, "%s", !c->have_wt ? "not in a worktree"
-                : "cannot read /proc/sys/fs/inotify/max_user_{watches,instances}");
+        doc_set(r, DOC_SKIP, "%s",
+                !c->have_wt ? "not in a worktree"
+                            : "cannot read /proc/sys/fs/inotify/max_user_{watches,instances}");
         return;
     }
     memset(&walk, 0, sizeof walk);
@@ -75,15 +81,20 @@ void doc_inotify(struct doc_ctx *c, struct doc_result *r)
     nftw(c->wt.root, count_dir, 32, FTW_PHYS | FTW_ACTIONRETVAL);
     long trees = worktree_count(c->wt.common), need = (long)walk.dirs * trees;
     char what[256];
-    snprintf(what, sizeof what, "%s%zu folders here (node_modules, .git, venvs left out) x %ld "
-             "worktree%s = %ld watches", walk.cut ? "at least " : "", walk.dirs, trees,
-             trees == 1 ? "" : "s", need);
+    snprintf(what, sizeof what,
+             "%s%zu folders here (node_modules, .git, venvs left out) x %ld "
+             "worktree%s = %ld watches",
+             walk.cut ? "at least " : "", walk.dirs, trees, trees == 1 ? "" : "s", need);
     if (need > watches || instances < trees) {
-        doc_set(r, DOC_PROBLEM, "%s; the limits are max_user_watches %ld, max_user_instances "
-                "%ld: the fingerprint watcher misses edits past them", what, watches, instances);
+        doc_set(r, DOC_PROBLEM,
+                "%s; the limits are max_user_watches %ld, max_user_instances "
+                "%ld: the fingerprint watcher misses edits past them",
+                what, watches, instances);
         long want = need * 2 > 524288 ? need * 2 : 524288;
-        snprintf(r->fix, sizeof r->fix, "sudo sysctl fs.inotify.max_user_watches=%ld "
-                 "fs.inotify.max_user_instances=%ld", want, instances < 1024 ? 1024 : instances);
+        snprintf(r->fix, sizeof r->fix,
+                 "sudo sysctl fs.inotify.max_user_watches=%ld "
+                 "fs.inotify.max_user_instances=%ld",
+                 want, instances < 1024 ? 1024 : instances);
         return;
     }
     doc_set(r, DOC_OK, "%s, within max_user_watches %ld (max_user_instances %ld)", what, watches,
@@ -99,17 +110,23 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
     }
     cli_playwright_read(c->wt.root, &pw);
     const char *f = pw.file;
-    if (!f[0]) doc_set(r, DOC_SKIP, "no playwright.config.{ts,js,mjs,cjs} here");
+    if (!f[0])
+        doc_set(r, DOC_SKIP, "no playwright.config.{ts,js,mjs,cjs} here");
     else if (!pw.web_server)
-        doc_set(r, DOC_OK, "%s has no webServer: start the server with wtproxy run or the "
-                ".wtproxy", f);
+        doc_set(r, DOC_OK,
+                "%s has no webServer: start the server with wtproxy run or the "
+                ".wtproxy",
+                f);
     else if (pw.uses_run && pw.has_url)
         doc_set(r, DOC_OK, "%s: recipe url, webServer.command runs `wtproxy run`%s", f,
-                pw.reuse ? "" : " (reuseExistingServer is off: a second run in this "
-                "worktree is refused while the first runs)");
+                pw.reuse ? ""
+                         : " (reuseExistingServer is off: a second run in this "
+                           "worktree is refused while the first runs)");
     else if (c->has_file && pw.reuse)
-        doc_set(r, DOC_OK, "%s: recipe %s with a .wtproxy: the first request starts this "
-                "worktree's own server, which is then reused", f, pw.has_port ? "port" : "url");
+        doc_set(r, DOC_OK,
+                "%s: recipe %s with a .wtproxy: the first request starts this "
+                "worktree's own server, which is then reused",
+                f, pw.has_port ? "port" : "url");
     else {
         doc_set(r, DOC_PROBLEM, "%s: webServer %s without wtproxy: %s", f,
                 pw.has_port ? "port" : "url",
@@ -141,7 +158,8 @@ void doc_leases(struct doc_ctx *c, struct doc_result *r)
     char mine[1024] = "", others[1024] = "";
     size_t i, n_mine = 0, n_others = 0;
     json_t *l;
-    json_array_foreach(all, i, l) {
+    json_array_foreach(all, i, l)
+    {
         const char *id = json_string_value(json_object_get(l, "id"));
         const char *w = json_string_value(json_object_get(l, "worktree"));
         int is_mine = c->have_wt && w && strcmp(w, c->wt.root) == 0;
@@ -171,8 +189,8 @@ static long pg_long(PGresult *res, int col)
 static void stamped(struct doc_ctx *c, PGconn *conn, char *mine, char *others, size_t len)
 {
     PGresult *res = PQexec(conn, "SELECT datname, shobj_description(oid, 'pg_database') "
-                           "FROM pg_database WHERE shobj_description(oid, 'pg_database') "
-                           "LIKE 'wtproxy:%' ORDER BY 1");
+                                 "FROM pg_database WHERE shobj_description(oid, 'pg_database') "
+                                 "LIKE 'wtproxy:%' ORDER BY 1");
     for (int i = 0; PQresultStatus(res) == PGRES_TUPLES_OK && i < PQntuples(res); i++) {
         const char *name = PQgetvalue(res, i, 0), *stamp = PQgetvalue(res, i, 1);
         const char *wt = strchr(stamp + 8, ':');
@@ -181,9 +199,11 @@ static void stamped(struct doc_ctx *c, PGconn *conn, char *mine, char *others, s
                       strncmp(wt + 1, c->wt.root, wlen) == 0;
         char *buf = is_mine ? mine : others;
         size_t n = strlen(buf);
-        if (is_mine) snprintf(buf + n, len - n, "%s%s", n ? ", " : "", name);
-        else snprintf(buf + n, len - n, "%s%s (%.*s)", n ? ", " : "", name, (int)wlen,
-                      wt ? wt + 1 : "?");
+        if (is_mine)
+            snprintf(buf + n, len - n, "%s%s", n ? ", " : "", name);
+        else
+            snprintf(buf + n, len - n, "%s%s (%.*s)", n ? ", " : "", name, (int)wlen,
+                     wt ? wt + 1 : "?");
     }
     PQclear(res);
 }
@@ -192,13 +212,12 @@ static void stamped(struct doc_ctx *c, PGconn *conn, char *mine, char *others, s
 static void headroom(struct doc_ctx *c, PGconn *conn, const char *where, struct doc_result *r)
 {
     PGresult *res = PQexec(conn, "SELECT current_setting('max_connections'), "
-                           "current_setting('superuser_reserved_connections'), "
-                           "(SELECT count(*) FROM pg_stat_activity)");
+                                 "current_setting('superuser_reserved_connections'), "
+                                 "(SELECT count(*) FROM pg_stat_activity)");
     long max = pg_long(res, 0), reserved = pg_long(res, 1), used = pg_long(res, 2);
     PQclear(res);
     if (max < 0 || reserved < 0 || used < 0) {
-        doc_set(r, DOC_PROBLEM, "%s: cannot read max_connections: %s", where,
-                PQerrorMessage(conn));
+        doc_set(r, DOC_PROBLEM, "%s: cannot read max_connections: %s", where, PQerrorMessage(conn));
         snprintf(r->fix, sizeof r->fix, "psql -c 'SHOW max_connections'");
         return;
     }
@@ -207,12 +226,15 @@ static void headroom(struct doc_ctx *c, PGconn *conn, const char *where, struct 
     long left = max - reserved - used;
     doc_set(r, left < DOC_PG_FREE_MIN ? DOC_PROBLEM : DOC_OK,
             "%s: %ld of max_connections %ld in use (%ld reserved), %ld left%s; this worktree's "
-            "test databases: %s; others': %s", where, used, max, reserved, left,
+            "test databases: %s; others': %s",
+            where, used, max, reserved, left,
             left < DOC_PG_FREE_MIN ? ": a test run with parallel workers will be refused" : "",
             mine[0] ? mine : "none", others[0] ? others : "none");
     if (left < DOC_PG_FREE_MIN)
-        snprintf(r->fix, sizeof r->fix, "psql -c 'ALTER SYSTEM SET max_connections = %ld' and "
-                 "restart PostgreSQL (or stop idle dev servers: wtproxy ls)", max * 2);
+        snprintf(r->fix, sizeof r->fix,
+                 "psql -c 'ALTER SYSTEM SET max_connections = %ld' and "
+                 "restart PostgreSQL (or stop idle dev servers: wtproxy ls)",
+                 max * 2);
 }
 
 /* $name when set and not empty, else NULL. */
@@ -226,7 +248,8 @@ void doc_databases(struct doc_ctx *c, struct doc_result *r)
 {
     const char *server = env("WTPROXY_DB_SERVER");
     if (!server && !env("PGHOST") && !env("PGPORT") && !env("PGSERVICE") && !env("PGDATABASE")) {
-        doc_set(r, DOC_SKIP, "no database server named (WTPROXY_DB_SERVER or PGHOST/PGPORT, as "
+        doc_set(r, DOC_SKIP,
+                "no database server named (WTPROXY_DB_SERVER or PGHOST/PGPORT, as "
                 "wtproxy db claim takes it)");
         return;
     }
@@ -234,16 +257,20 @@ void doc_databases(struct doc_ctx *c, struct doc_result *r)
     const char *vals[] = {server ? server : "postgres", DOC_PG_TIMEOUT_S,
                           "-c statement_timeout=" DOC_PG_STATEMENT_MS, "wtproxy doctor", NULL};
     char where[512];
-    if (server) reg_pg_mask(server, where, sizeof where);
-    else snprintf(where, sizeof where, "the PG* server (host %s, port %s)",
-                  env("PGHOST") ? env("PGHOST") : "default", env("PGPORT") ? env("PGPORT") : "5432");
+    if (server)
+        reg_pg_mask(server, where, sizeof where);
+    else
+        snprintf(where, sizeof where, "the PG* server (host %s, port %s)",
+                 env("PGHOST") ? env("PGHOST") : "default", env("PGPORT") ? env("PGPORT") : "5432");
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     if (PQstatus(conn) != CONNECTION_OK) {
         doc_set(r, DOC_PROBLEM, "%s cannot be reached: %s", where,
                 conn ? PQerrorMessage(conn) : "out of memory");
         r->detail[strcspn(r->detail, "\n")] = '\0';
-        snprintf(r->fix, sizeof r->fix, "pg_isready%s%s (then start PostgreSQL, or fix "
-                 "WTPROXY_DB_SERVER)", server ? " -d " : "", server ? "\"$WTPROXY_DB_SERVER\"" : "");
+        snprintf(r->fix, sizeof r->fix,
+                 "pg_isready%s%s (then start PostgreSQL, or fix "
+                 "WTPROXY_DB_SERVER)",
+                 server ? " -d " : "", server ? "\"$WTPROXY_DB_SERVER\"" : "");
     } else {
         headroom(c, conn, where, r);
     }
@@ -262,9 +289,11 @@ void doc_load(struct doc_ctx *c, struct doc_result *r)
     double per = load[0] / (double)cpus;
     doc_set(r, per > DOC_LOAD_PER_CPU_MAX ? DOC_PROBLEM : DOC_OK,
             "load %.2f over 1 minute on %ld CPU%s: %.2f per CPU%s", load[0], cpus,
-            cpus == 1 ? "" : "s", per, per > DOC_LOAD_PER_CPU_MAX ?
-            "; servers start slowly and timing-sensitive tests fail" : "");
+            cpus == 1 ? "" : "s", per,
+            per > DOC_LOAD_PER_CPU_MAX ? "; servers start slowly and timing-sensitive tests fail"
+                                       : "");
     if (per > DOC_LOAD_PER_CPU_MAX)
-        snprintf(r->fix, sizeof r->fix, "run fewer test runs at once (playwright test "
+        snprintf(r->fix, sizeof r->fix,
+                 "run fewer test runs at once (playwright test "
                  "--workers 1), and look at what runs: top -o %%CPU");
 }

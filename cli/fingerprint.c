@@ -20,22 +20,24 @@ struct opts {
 
 static int usage_error(const char *what, const char *arg)
 {
-    fprintf(stderr, "wtproxy fingerprint: %s \"%s\" (see wtproxy fingerprint --help)\n", what,
-            arg);
+    fprintf(stderr, "wtproxy fingerprint: %s \"%s\" (see wtproxy fingerprint --help)\n", what, arg);
     return 2;
 }
 
 /* Add pattern v to list (n entries). 0, or 2 with a message. */
 static int add_pattern(const char *flag, const char *v, const char **list, size_t *n)
 {
-    if (!v) return usage_error("missing the pattern after", flag);
+    if (!v)
+        return usage_error("missing the pattern after", flag);
     size_t len = strlen(v);
     if (len == 0 || len > WHOAMI_PATTERN_MAX)
         return usage_error("a pattern is 1 to 256 bytes, not", v);
     json_t *s = json_string(v);
     json_decref(s);
-    if (!s) return usage_error("a pattern must be UTF-8:", v);
-    if (*n == WHOAMI_MAX_PATTERNS) return usage_error("at most 64 patterns each; too many at", v);
+    if (!s)
+        return usage_error("a pattern must be UTF-8:", v);
+    if (*n == WHOAMI_MAX_PATTERNS)
+        return usage_error("at most 64 patterns each; too many at", v);
     list[(*n)++] = v;
     return 0;
 }
@@ -65,9 +67,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
         } else {
             o->dir = a;
         }
-        if (r) return r;
+        if (r)
+            return r;
     }
-    if (o->json && o->list) return usage_error("choose one of --json and", "--list");
+    if (o->json && o->list)
+        return usage_error("choose one of --json and", "--list");
     return 0;
 }
 
@@ -75,14 +79,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
 static void print_path(const char *p)
 {
     for (const unsigned char *c = (const unsigned char *)p; *c; c++)
-        if (*c < 0x20 || *c == 0x7f || *c == '\\') printf("\\x%02x", *c);
-        else putchar(*c);
+        if (*c < 0x20 || *c == 0x7f || *c == '\\')
+            printf("\\x%02x", *c);
+        else
+            putchar(*c);
 }
 
 static json_t *str_array(char *const *v, size_t n)
 {
     json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_string(v[i]));
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
     return a;
 }
 
@@ -90,8 +97,8 @@ static int print_json(const struct whoami_patterns *p, const struct whoami_fp *f
 {
     json_t *o = json_pack("{ss so so sI ss}", "algorithm", WHOAMI_ALGORITHM, "include",
                           str_array(p->include, p->n_include), "exclude",
-                          str_array(p->exclude, p->n_exclude), "files", (json_int_t)fp->n,
-                          "hash", fp->hash);
+                          str_array(p->exclude, p->n_exclude), "files", (json_int_t)fp->n, "hash",
+                          fp->hash);
     char *s = o ? json_dumps(o, JSON_ENSURE_ASCII) : NULL;
     json_decref(o);
     if (!s) {
@@ -103,13 +110,14 @@ static int print_json(const struct whoami_patterns *p, const struct whoami_fp *f
     return 0;
 }
 
-static int report(const struct opts *o, const struct whoami_patterns *p,
-                  const struct whoami_fp *fp)
+static int report(const struct opts *o, const struct whoami_patterns *p, const struct whoami_fp *fp)
 {
-    if (o->json) return print_json(p, fp);
+    if (o->json)
+        return print_json(p, fp);
     for (size_t i = 0; o->list && i < fp->n; i++) {
         printf("%c ", fp->file[i].type);
-        for (int j = 0; j < 32; j++) printf("%02x", fp->file[i].digest[j]);
+        for (int j = 0; j < 32; j++)
+            printf("%02x", fp->file[i].digest[j]);
         putchar(' ');
         print_path(fp->file[i].path);
         putchar('\n');
@@ -122,7 +130,8 @@ int cli_fingerprint_main(int argc, char **argv)
 {
     struct opts o = {0};
     int r = parse_args(argc, argv, &o);
-    if (r) return r;
+    if (r)
+        return r;
     /* The Python middleware's defaults (defaults.c), each list replaced
      * as a whole by the flags. */
     const struct whoami_patterns *d = whoami_default_patterns();

@@ -43,7 +43,8 @@ static int temp_with(const char *text, char *path, size_t len, char *err, size_t
     if (fd < 0 || write(fd, text, n) != (ssize_t)n) {
         snprintf(err, errlen, "cannot write a temp file for diff in %s: %s",
                  tmp && *tmp ? tmp : "/tmp", strerror(errno));
-        if (fd >= 0) close(fd), unlink(path);
+        if (fd >= 0)
+            close(fd), unlink(path);
         return -1;
     }
     close(fd);
@@ -59,16 +60,21 @@ static char *slurp(int fd, size_t max)
     while (s) {
         if (len + 1 == cap && cap <= max) {
             char *s2 = realloc(s, cap * 2);
-            if (!s2) break;
+            if (!s2)
+                break;
             s = s2, cap *= 2;
         }
         int full = len + 1 == cap;
         ssize_t r = full ? read(fd, scratch, sizeof scratch) : read(fd, s + len, cap - len - 1);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        if (!full) len += (size_t)r;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (!full)
+            len += (size_t)r;
     }
-    if (s) s[len] = '\0';
+    if (s)
+        s[len] = '\0';
     return s;
 }
 
@@ -79,8 +85,10 @@ static char *diff_of(const struct init_change *c, char *err, size_t errlen)
     char a[PATH_MAX], b[PATH_MAX], la[PATH_MAX + 4], lb[PATH_MAX + 4];
     char *out = NULL;
     int pipefd[2] = {-1, -1};
-    if (temp_with(c->old ? c->old : "", a, sizeof a, err, errlen) < 0) return NULL;
-    if (temp_with(c->new, b, sizeof b, err, errlen) < 0) goto out_a;
+    if (temp_with(c->old ? c->old : "", a, sizeof a, err, errlen) < 0)
+        return NULL;
+    if (temp_with(c->new, b, sizeof b, err, errlen) < 0)
+        goto out_a;
     snprintf(la, sizeof la, "%s%s", c->old ? "a/" : "", c->old ? c->path : "/dev/null");
     snprintf(lb, sizeof lb, "b/%s", c->path);
     char *argv[] = {"diff", "-u", "--label", la, "--label", lb, a, b, NULL};
@@ -100,15 +108,17 @@ static char *diff_of(const struct init_change *c, char *err, size_t errlen)
         goto out;
     }
     out = slurp(pipefd[0], INIT_DIFF_MAX);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
-        snprintf(err, errlen, "diff failed (status %d)", WIFEXITED(status) ? WEXITSTATUS(status)
-                 : 128 + WTERMSIG(status));
+        snprintf(err, errlen, "diff failed (status %d)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
         free(out);
         out = NULL;
     }
 out:
-    if (pipefd[0] >= 0) close(pipefd[0]);
+    if (pipefd[0] >= 0)
+        close(pipefd[0]);
     unlink(b);
 out_a:
     unlink(a);
@@ -131,20 +141,22 @@ static int apply_one(const char *dir, const struct init_change *c, char *err, si
         int same = now && strcmp(now, c->old) == 0;
         free(now);
         if (!same || stat(path, &st) < 0) {
-            snprintf(err, errlen, "%s changed while wtproxy init ran; left alone: run "
-                     "wtproxy init again", c->path);
+            snprintf(err, errlen,
+                     "%s changed while wtproxy init ran; left alone: run "
+                     "wtproxy init again",
+                     c->path);
             return -1;
         }
     }
     snprintf(tmp, sizeof tmp, "%s.wtproxy-new", path);
-    int fd = open(c->old ? tmp : path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                  st.st_mode & 07777);
+    int fd = open(c->old ? tmp : path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 07777);
     size_t n = strlen(c->new);
     if (fd < 0 || write(fd, c->new, n) != (ssize_t)n || fsync(fd) < 0 || close(fd) < 0 ||
         (c->old && rename(tmp, path) < 0)) {
         snprintf(err, errlen, "cannot write %s: %s%s", c->path, strerror(errno),
                  errno == EEXIST && !c->old ? " (it appeared meanwhile; left alone)" : "");
-        if (c->old) unlink(tmp);
+        if (c->old)
+            unlink(tmp);
         return -1;
     }
     return 0;
@@ -164,8 +176,10 @@ static int parse(int argc, char **argv, struct init_opts *o)
     for (int i = 0; i < argc; i += rest) {
         if ((r = cli_parse(argc - i, argv + i, opts, &rest, err, sizeof err)) != 0)
             return r > 0 ? CLI_HELP : usage_error(err);
-        if (rest >= argc - i) break;
-        if (o->dir) return usage_error("give one folder");
+        if (rest >= argc - i)
+            break;
+        if (o->dir)
+            return usage_error("give one folder");
         o->dir = argv[i + rest];
     }
     if (o->recipe && strcmp(o->recipe, "url") != 0 && strcmp(o->recipe, "port") != 0)
@@ -181,13 +195,16 @@ static int checkout(const struct init_opts *o, char *out, size_t len)
     struct host_worktree w;
     char err[PATH_MAX + 256];
     if (o->dir) {
-        if (realpath(o->dir, w.root)) return snprintf(out, len, "%s", w.root), 0;
+        if (realpath(o->dir, w.root))
+            return snprintf(out, len, "%s", w.root), 0;
         fprintf(stderr, "wtproxy init: %s: %s\n", o->dir, strerror(errno));
         return 2;
     }
     if (host_worktree_of(".", &w, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy init: %s; run it in your app's checkout, or give its folder: "
-                "wtproxy init DIR\n", err);
+        fprintf(stderr,
+                "wtproxy init: %s; run it in your app's checkout, or give its folder: "
+                "wtproxy init DIR\n",
+                err);
         return 2;
     }
     snprintf(out, len, "%s", w.root);
@@ -198,8 +215,9 @@ static int checkout(const struct init_opts *o, char *out, size_t len)
 static int uses_postgresql(const struct init_plan *p)
 {
     char path[PATH_MAX], err[256];
-    char *text = cli_join(path, sizeof path, p->dir, p->app.settings) < 0 ? NULL
-                 : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    char *text = cli_join(path, sizeof path, p->dir, p->app.settings) < 0
+                     ? NULL
+                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     int pg = text && (strstr(text, "db.backends.postgresql") || strstr(text, "backends.postgis"));
     free(text);
     return pg != 0;
@@ -213,22 +231,25 @@ static int choose(const struct init_opts *o, struct init_plan *p)
         return usage_error("--front is a port (1-65535)");
     int has = 0, file_front = cli_wtproxy_front(p->dir, &has);
     /* An existing .wtproxy's front first: it is the project's choice. */
-    p->front = front ? (int)front
-               : file_front ? file_front
-               : p->app.pw.front ? p->app.pw.front : WTP_DEFAULT_FRONT_PORT;
+    p->front = front             ? (int)front
+               : file_front      ? file_front
+               : p->app.pw.front ? p->app.pw.front
+                                 : WTP_DEFAULT_FRONT_PORT;
     p->recipe = !p->app.pw.file[0] ? INIT_RECIPE_NONE
                 : o->recipe ? (strcmp(o->recipe, "url") == 0 ? INIT_RECIPE_URL : INIT_RECIPE_PORT)
-                : p->app.pw.has_port && !p->app.pw.has_url ? INIT_RECIPE_PORT : INIT_RECIPE_URL;
+                : p->app.pw.has_port && !p->app.pw.has_url ? INIT_RECIPE_PORT
+                                                           : INIT_RECIPE_URL;
     struct host_worktree w;
     if (host_worktree_of(p->dir, &w, NULL, 0) == 0 && strcmp(w.gitdir, w.common) != 0 &&
         strcmp(w.root, p->dir) == 0)
         init_note(p, "this is a linked worktree: commit the .wtproxy and merge it into the main "
-                  "checkout's branch, where the daemon reads it (conf/PLAYWRIGHT.md)");
-    if (p->app.kind != CLI_APP_DJANGO) return 0;
+                     "checkout's branch, where the daemon reads it (conf/PLAYWRIGHT.md)");
+    if (p->app.kind != CLI_APP_DJANGO)
+        return 0;
     int pg = uses_postgresql(p);
     p->databases = o->databases || (pg && !o->no_databases);
     init_note(p, "databases: %s: %s", p->databases ? "on" : "off",
-              o->databases ? "asked by --databases"
+              o->databases      ? "asked by --databases"
               : o->no_databases ? "--no-databases"
               : pg ? "the settings use PostgreSQL, so each worktree's tests claim their own "
                      "database (--no-databases leaves DATABASES and TEST_RUNNER alone)"
@@ -265,15 +286,17 @@ static void print_text(const struct init_plan *p, json_t *j, int apply)
     size_t i;
     json_t *v;
     printf("wtproxy init: %s: %s app%s%s%s, front port %d\n", p->dir, cli_app_name(p->app.kind),
-           p->app.settings[0] ? " (settings " : "", p->app.settings,
-           p->app.settings[0] ? ")" : "", p->front);
+           p->app.settings[0] ? " (settings " : "", p->app.settings, p->app.settings[0] ? ")" : "",
+           p->front);
     if (p->app.pw.file[0])
         printf("Playwright: %s, recipe \"%s\"\n", p->app.pw.file, recipe_name(p->recipe));
     json_array_foreach(json_object_get(j, "changes"), i, v)
         fputs(json_string_value(json_object_get(v, "diff")), stdout);
     json_array_foreach(p->notes, i, v) printf("note: %s\n", json_string_value(v));
-    if (p->n == 0) printf("nothing to change\n");
-    else if (!apply) printf("run `wtproxy init --apply` to write these changes\n");
+    if (p->n == 0)
+        printf("nothing to change\n");
+    else if (!apply)
+        printf("run `wtproxy init --apply` to write these changes\n");
 }
 
 static int apply_all(const struct init_plan *p, int quiet)
@@ -284,7 +307,8 @@ static int apply_all(const struct init_plan *p, int quiet)
             fprintf(stderr, "wtproxy init: %s\n", err);
             return 1;
         }
-        if (!quiet) printf("wrote %s\n", p->ch[i].path);
+        if (!quiet)
+            printf("wrote %s\n", p->ch[i].path);
     }
     return 0;
 }
@@ -294,7 +318,8 @@ int cli_init_main(int argc, char **argv)
     struct init_opts o = {0};
     char dir[PATH_MAX], err[PATH_MAX + 256];
     int r = parse(argc, argv, &o);
-    if (r || (r = checkout(&o, dir, sizeof dir))) return r;
+    if (r || (r = checkout(&o, dir, sizeof dir)))
+        return r;
     struct init_plan p = {.dir = dir};
     if (cli_app_detect(dir, &p.app, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.\n", err);
@@ -304,24 +329,26 @@ int cli_init_main(int argc, char **argv)
     json_t *j = json_object();
     if (!j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 || init_plan_make(&p) < 0 ||
         show(&p, j) < 0) {
-        if (!r) fprintf(stderr, "wtproxy init: out of memory or diff failed; nothing changed\n");
+        if (!r)
+            fprintf(stderr, "wtproxy init: out of memory or diff failed; nothing changed\n");
         init_plan_free(&p);
         json_decref(j);
         return r ? r : 1;
     }
-    if (!o.json) print_text(&p, j, o.apply);
+    if (!o.json)
+        print_text(&p, j, o.apply);
     r = o.apply ? apply_all(&p, o.json) : 0;
     if (o.json) {
         json_object_set_new(j, "dir", json_string(dir));
         json_object_set_new(j, "app", json_string(cli_app_name(p.app.kind)));
-        json_object_set_new(j, "settings", p.app.settings[0] ? json_string(p.app.settings)
-                                                              : json_null());
+        json_object_set_new(j, "settings",
+                            p.app.settings[0] ? json_string(p.app.settings) : json_null());
         json_object_set_new(j, "start", json_string(p.app.start));
         json_object_set_new(j, "front", json_integer(p.front));
-        json_object_set_new(j, "playwright", p.app.pw.file[0] ? json_string(p.app.pw.file)
-                                                               : json_null());
-        json_object_set_new(j, "recipe", recipe_name(p.recipe) ? json_string(recipe_name(p.recipe))
-                                                                : json_null());
+        json_object_set_new(j, "playwright",
+                            p.app.pw.file[0] ? json_string(p.app.pw.file) : json_null());
+        json_object_set_new(
+            j, "recipe", recipe_name(p.recipe) ? json_string(recipe_name(p.recipe)) : json_null());
         json_object_set_new(j, "databases", json_boolean(p.databases));
         json_object_set(j, "notes", p.notes);
         json_object_set_new(j, "applied", json_boolean(o.apply && r == 0 && p.n > 0));

@@ -20,14 +20,14 @@ struct init_change {
 };
 
 struct init_plan {
-    const char *dir;           /* the checkout */
+    const char *dir; /* the checkout */
     struct cli_app app;
     enum init_recipe recipe;
-    int front;                 /* the .wtproxy's front port */
-    int databases;             /* the two DB edits are wanted */
+    int front;     /* the .wtproxy's front port */
+    int databases; /* the two DB edits are wanted */
     struct init_change ch[INIT_MAX_CHANGES];
     size_t n;
-    json_t *notes;             /* strings: what was left alone and why, what to do by hand */
+    json_t *notes; /* strings: what was left alone and why, what to do by hand */
 };
 
 /* Fill p->ch and p->notes from p->app, p->recipe, p->front and
@@ -36,7 +36,6 @@ int init_plan_make(struct init_plan *p);
 void init_plan_free(struct init_plan *p);
 
 /* Append a note (printf-style). */
-void init_note(struct init_plan *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void init_note(struct init_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -42,7 +42,8 @@ char *cli_read_text(const char *path, size_t max, char *err, size_t errlen)
     while (n < want) {
         ssize_t r = read(fd, buf + n, want - n);
         if (r <= 0) {
-            if (r < 0 && errno == EINTR) continue;
+            if (r < 0 && errno == EINTR)
+                continue;
             break; /* shrank meanwhile: take what is there */
         }
         n += (size_t)r;
@@ -69,7 +70,8 @@ int cli_join(char *out, size_t len, const char *dir, const char *name)
 static char *read_in(const char *dir, const char *name, char *err, size_t errlen)
 {
     char path[PATH_MAX];
-    if (cli_join(path, sizeof path, dir, name) < 0) return NULL;
+    if (cli_join(path, sizeof path, dir, name) < 0)
+        return NULL;
     return cli_read_text(path, CLI_INIT_FILE_MAX, err, errlen);
 }
 
@@ -77,9 +79,9 @@ static int is_file(const char *dir, const char *name, int want_exec)
 {
     char path[PATH_MAX];
     struct stat st;
-    if (cli_join(path, sizeof path, dir, name) < 0) return 0;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-           (!want_exec || access(path, X_OK) == 0);
+    if (cli_join(path, sizeof path, dir, name) < 0)
+        return 0;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (!want_exec || access(path, X_OK) == 0);
 }
 
 /* The quoted literal ('...' or "...") starting at p (after blanks), copied
@@ -87,7 +89,8 @@ static int is_file(const char *dir, const char *name, int want_exec)
 static const char *quoted(const char *p, char *out, size_t outlen)
 {
     p += strspn(p, " \t");
-    if (*p != '\'' && *p != '"') return NULL;
+    if (*p != '\'' && *p != '"')
+        return NULL;
     const char *end = strchr(p + 1, *p);
     if (!end || (size_t)(end - p - 1) >= outlen || memchr(p + 1, '\n', (size_t)(end - p - 1)))
         return NULL;
@@ -98,26 +101,32 @@ static const char *quoted(const char *p, char *out, size_t outlen)
 
 /* The settings module manage.py sets as DJANGO_SETTINGS_MODULE's default,
  * as a path relative to the checkout ("shop/settings.py"). */
-static int django_settings(const char *dir, const char *manage, char *out, size_t outlen,
-                           char *err, size_t errlen)
+static int django_settings(const char *dir, const char *manage, char *out, size_t outlen, char *err,
+                           size_t errlen)
 {
     const char *p = strstr(manage, "DJANGO_SETTINGS_MODULE");
     char module[256];
     if (!p || !(p = strchr(p, ',')) || !quoted(p + 1, module, sizeof module) ||
         strspn(module, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
             strlen(module)) {
-        snprintf(err, errlen, "manage.py names no settings module: looked for "
+        snprintf(err, errlen,
+                 "manage.py names no settings module: looked for "
                  "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings')");
         return -1;
     }
     for (char *c = module; *c; c++)
-        if (*c == '.') *c = '/';
+        if (*c == '.')
+            *c = '/';
     snprintf(out, outlen, "%s.py", module);
-    if (is_file(dir, out, 0)) return 0;
+    if (is_file(dir, out, 0))
+        return 0;
     snprintf(out, outlen, "%s/__init__.py", module);
-    if (is_file(dir, out, 0)) return 0;
-    snprintf(err, errlen, "manage.py names settings %s, but neither %s.py nor %s/__init__.py "
-             "exists", module, module, module);
+    if (is_file(dir, out, 0))
+        return 0;
+    snprintf(err, errlen,
+             "manage.py names settings %s, but neither %s.py nor %s/__init__.py "
+             "exists",
+             module, module, module);
     return -1;
 }
 
@@ -127,11 +136,13 @@ static int django_settings(const char *dir, const char *manage, char *out, size_
 static int detect_django(const char *dir, struct cli_app *app, char *err, size_t errlen)
 {
     char *manage = read_in(dir, "manage.py", err, errlen);
-    if (!manage) return -1;
+    if (!manage)
+        return -1;
     int r = django_settings(dir, manage, app->settings, sizeof app->settings, err, errlen);
     free(manage);
-    if (r < 0) return -1;
-    const char *py = is_file(dir, ".venv/bin/python", 1) ? ".venv/bin/python"
+    if (r < 0)
+        return -1;
+    const char *py = is_file(dir, ".venv/bin/python", 1)  ? ".venv/bin/python"
                      : is_file(dir, "venv/bin/python", 1) ? "venv/bin/python"
                                                           : "python3";
     app->kind = CLI_APP_DJANGO;
@@ -152,7 +163,8 @@ static const char *node_script(json_t *pkg)
     const char *names[] = {"dev", "start"};
     for (size_t i = 0; i < 2; i++) {
         const char *s = json_string_value(json_object_get(scripts, names[i]));
-        if (s && strncmp(s, "node ", 5) == 0 && !strpbrk(s, "&|;`$<>")) return s;
+        if (s && strncmp(s, "node ", 5) == 0 && !strpbrk(s, "&|;`$<>"))
+            return s;
     }
     return NULL;
 }
@@ -160,7 +172,8 @@ static const char *node_script(json_t *pkg)
 static int detect_node(const char *dir, struct cli_app *app, char *err, size_t errlen)
 {
     char *text = read_in(dir, "package.json", err, errlen);
-    if (!text) return -1;
+    if (!text)
+        return -1;
     json_t *pkg = json_loads(text, 0, NULL);
     free(text);
     const char *script = pkg ? node_script(pkg) : NULL;
@@ -178,7 +191,8 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
         /* The script's own command: wtproxy run gives it the port as $PORT. */
         snprintf(app->start, sizeof app->start, "%s", script);
     } else {
-        snprintf(err, errlen, "package.json has none of the dependencies next, vite, nor a "
+        snprintf(err, errlen,
+                 "package.json has none of the dependencies next, vite, nor a "
                  "`node FILE` command in scripts.dev or scripts.start");
         r = -1;
     }
@@ -194,11 +208,13 @@ static const char *block_end(const char *p)
     for (p = strchr(p, '{'); p && *p; p++) {
         if (p[0] == '/' && (p[1] == '/' || p[1] == '*')) { /* a comment: its quotes are prose */
             const char *q = p[1] == '/' ? strchr(p, '\n') : strstr(p + 2, "*/");
-            if (!q) return NULL;
+            if (!q)
+                return NULL;
             p = q + (p[1] == '*');
         } else if (*p == '\'' || *p == '"' || *p == '`') {
             const char *q = strchr(p + 1, *p);
-            if (!q) return NULL;
+            if (!q)
+                return NULL;
             p = q;
         } else if (*p == '{') {
             depth++;
@@ -215,17 +231,21 @@ static int literal_port(const char *from, const char *to, const char *key)
 {
     const char *p = strstr(from, key);
     char url[512];
-    if (!p || p >= to || !quoted(p + strlen(key), url, sizeof url)) return 0;
+    if (!p || p >= to || !quoted(p + strlen(key), url, sizeof url))
+        return 0;
     const char *hosts[] = {"http://localhost:", "http://127.0.0.1:"};
     for (size_t i = 0; i < 2; i++) {
         long port;
         char digits[8] = "";
-        if (strncmp(url, hosts[i], strlen(hosts[i])) != 0) continue;
+        if (strncmp(url, hosts[i], strlen(hosts[i])) != 0)
+            continue;
         const char *d = url + strlen(hosts[i]);
         size_t n = strspn(d, "0123456789");
-        if (n == 0 || n >= sizeof digits) return 0;
+        if (n == 0 || n >= sizeof digits)
+            return 0;
         memcpy(digits, d, n);
-        if (cli_number(digits, 1, 65535, &port) == 0) return (int)port;
+        if (cli_number(digits, 1, 65535, &port) == 0)
+            return (int)port;
     }
     return 0;
 }
@@ -246,18 +266,21 @@ void cli_playwright_read(const char *dir, struct cli_playwright *pw)
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !pw->text; i++)
         if ((pw->text = read_in(dir, names[i], err, sizeof err)))
             snprintf(pw->file, sizeof pw->file, "%s", names[i]);
-    if (!pw->text) return;
+    if (!pw->text)
+        return;
     pw->front = literal_port(pw->text, pw->text + strlen(pw->text), "baseURL:");
     const char *ws = strstr(pw->text, "webServer:");
     const char *end = ws ? block_end(ws) : NULL;
-    if (!end) return;
+    if (!end)
+        return;
     pw->web_server = 1;
     pw->has_url = within(ws, end, "url:");
     pw->has_port = within(ws, end, "port:");
     pw->uses_run = within(ws, end, "wtproxy run") || within(ws, end, "wtproxy} run");
-    pw->reuse = within(ws, end, "reuseExistingServer:") &&
-                !within(ws, end, "reuseExistingServer: false");
-    if (!pw->front) pw->front = literal_port(ws, end, "url:");
+    pw->reuse =
+        within(ws, end, "reuseExistingServer:") && !within(ws, end, "reuseExistingServer: false");
+    if (!pw->front)
+        pw->front = literal_port(ws, end, "url:");
 }
 
 int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errlen)
@@ -269,8 +292,10 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
     else if (is_file(dir, "package.json", 0))
         r = detect_node(dir, app, err, errlen);
     else {
-        snprintf(err, errlen, "%s holds neither manage.py (Django) nor package.json (Node: "
-                 "next, vite, express or a `node` script in scripts.dev/start)", dir);
+        snprintf(err, errlen,
+                 "%s holds neither manage.py (Django) nor package.json (Node: "
+                 "next, vite, express or a `node` script in scripts.dev/start)",
+                 dir);
         r = -1;
     }
     cli_playwright_read(dir, &app->pw);
@@ -282,18 +307,21 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
 int cli_wtproxy_front(const char *dir, int *has)
 {
     char path[PATH_MAX], err[256];
-    char *text = cli_join(path, sizeof path, dir, ".wtproxy") < 0 ? NULL
-                 : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    char *text = cli_join(path, sizeof path, dir, ".wtproxy") < 0
+                     ? NULL
+                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     long front = 0;
     *has |= text != NULL;
     for (char *l = text, *nl; l && *l; l = nl ? nl + 1 : l + strlen(l)) {
         nl = strchr(l, '\n');
-        if (nl) *nl = '\0';
+        if (nl)
+            *nl = '\0';
         if (strncmp(l, "front", 5) == 0 && l[5 + strspn(l + 5, " \t")] == '=') {
             char *v = strchr(l, '=') + 1;
             v += strspn(v, " \t");
             v[strcspn(v, " \t#")] = '\0';
-            if (cli_number(v, 1, 65535, &front) < 0) front = 0;
+            if (cli_number(v, 1, 65535, &front) < 0)
+                front = 0;
         }
     }
     free(text);
@@ -302,8 +330,7 @@ int cli_wtproxy_front(const char *dir, int *has)
 
 const char *cli_app_name(enum cli_app_kind k)
 {
-    static const char *const names[] = {"unknown", "django", "next", "vite", "express",
-                                        "node"};
+    static const char *const names[] = {"unknown", "django", "next", "vite", "express", "node"};
     return names[k];
 }
 

@@ -58,7 +58,8 @@ struct text {
 
 static void put(struct text *t, const char *s, size_t n)
 {
-    if (t->oom) return;
+    if (t->oom)
+        return;
     if (t->len + n + 1 > t->cap) {
         size_t cap = (t->len + n + 1) * 2;
         char *s2 = realloc(t->s, cap);
@@ -73,7 +74,10 @@ static void put(struct text *t, const char *s, size_t n)
     t->s[t->len] = '\0';
 }
 
-static void puts_t(struct text *t, const char *s) { put(t, s, strlen(s)); }
+static void puts_t(struct text *t, const char *s)
+{
+    put(t, s, strlen(s));
+}
 
 /* Record the change of path from old (NULL: new file; owned by the plan
  * afterwards) to t's text. -1 out of memory. */
@@ -97,7 +101,8 @@ static const char *assignment(const char *text, const char *name)
 {
     size_t n = strlen(name);
     for (const char *l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
-        if (strncmp(l, name, n) == 0 && l[n + strspn(l + n, " \t")] == '=') return l;
+        if (strncmp(l, name, n) == 0 && l[n + strspn(l + n, " \t")] == '=')
+            return l;
     return NULL;
 }
 
@@ -110,13 +115,16 @@ static int plan_wtproxy_file(struct init_plan *p)
     puts_t(&t, why_file);
     snprintf(line, sizeof line, "start = %s\nfront = %d\n", p->app.start, p->front);
     puts_t(&t, line);
-    char *now = cli_join(path, sizeof path, p->dir, ".wtproxy") < 0 ? NULL
-                : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    char *now = cli_join(path, sizeof path, p->dir, ".wtproxy") < 0
+                    ? NULL
+                    : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     if (!now && errno != ENOENT) {
         init_note(p, ".wtproxy: left alone: %s", err);
     } else if (now && t.s && strcmp(now, t.s) != 0) {
-        init_note(p, ".wtproxy: already there with other content; left as it is (wtproxy "
-                  "would write \"start = %s\", \"front = %d\")", p->app.start, p->front);
+        init_note(p,
+                  ".wtproxy: already there with other content; left as it is (wtproxy "
+                  "would write \"start = %s\", \"front = %d\")",
+                  p->app.start, p->front);
     } else if (!now) {
         return add_change(p, ".wtproxy", NULL, &t);
     }
@@ -131,15 +139,19 @@ static int plan_wtproxy_file(struct init_plan *p)
 static long middleware_spot(const char *text, char *indent, size_t indentlen)
 {
     const char *l = assignment(text, "MIDDLEWARE");
-    if (!l) return -1;
+    if (!l)
+        return -1;
     const char *p = strchr(l, '=') + 1;
     p += strspn(p, " \t");
-    if (*p != '[') return -1;
+    if (*p != '[')
+        return -1;
     p += 1 + strspn(p + 1, " \t");
-    if (*p != '\n' && *p != '#') return -1; /* entries on the same line */
+    if (*p != '\n' && *p != '#')
+        return -1; /* entries on the same line */
     const char *next = strchr(p, '\n') + 1;
     size_t n = strspn(next, " \t");
-    if (n == 0 || n >= indentlen || next[n] == ']') n = 0;
+    if (n == 0 || n >= indentlen || next[n] == ']')
+        n = 0;
     memcpy(indent, n ? next : "    ", n ? n : 4);
     indent[n ? n : 4] = '\0';
     return (long)(next - text);
@@ -152,21 +164,24 @@ static int database_lines(struct init_plan *p, const char *text, struct text *t)
     int want = 0;
     if (!strstr(text, TEST_RUNNER_CLASS)) {
         if (assignment(text, "TEST_RUNNER"))
-            init_note(p, "%s: TEST_RUNNER is set to another runner; left alone. Make it "
-                      "\"%s\" (or have yours subclass it) by hand", p->app.settings,
-                      TEST_RUNNER_CLASS);
+            init_note(p,
+                      "%s: TEST_RUNNER is set to another runner; left alone. Make it "
+                      "\"%s\" (or have yours subclass it) by hand",
+                      p->app.settings, TEST_RUNNER_CLASS);
         else
             want |= 1;
     }
     if (!strstr(text, CLAIMED_CALL)) {
         if (!assignment(text, "DATABASES"))
-            init_note(p, "%s: no `DATABASES =` line; add after yours by hand: from "
+            init_note(p,
+                      "%s: no `DATABASES =` line; add after yours by hand: from "
                       "wtproxy_whoami.django_db import claimed_databases; DATABASES = %s",
                       p->app.settings, CLAIMED_CALL);
         else
             want |= 2;
     }
-    if (!want) return 0;
+    if (!want)
+        return 0;
     puts_t(t, "\n");
     if (want & 1) {
         puts_t(t, why_runner);
@@ -185,8 +200,9 @@ static int database_lines(struct init_plan *p, const char *text, struct text *t)
 static int plan_settings(struct init_plan *p)
 {
     char path[PATH_MAX], err[PATH_MAX + 64], indent[64];
-    char *text = cli_join(path, sizeof path, p->dir, p->app.settings) < 0 ? NULL
-                 : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    char *text = cli_join(path, sizeof path, p->dir, p->app.settings) < 0
+                     ? NULL
+                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     if (!text) {
         init_note(p, "%s: left alone: %s", p->app.settings, err);
         return 0;
@@ -194,8 +210,10 @@ static int plan_settings(struct init_plan *p)
     struct text t = {0};
     long at = strstr(text, MIDDLEWARE_CLASS) ? -2 : middleware_spot(text, indent, sizeof indent);
     if (at == -1)
-        init_note(p, "%s: no literal `MIDDLEWARE = [` line to edit safely; add '%s' as the "
-                  "FIRST entry of MIDDLEWARE by hand", p->app.settings, MIDDLEWARE_CLASS);
+        init_note(p,
+                  "%s: no literal `MIDDLEWARE = [` line to edit safely; add '%s' as the "
+                  "FIRST entry of MIDDLEWARE by hand",
+                  p->app.settings, MIDDLEWARE_CLASS);
     if (at >= 0) {
         put(&t, text, (size_t)at);
         puts_t(&t, indent);
@@ -206,7 +224,8 @@ static int plan_settings(struct init_plan *p)
     } else {
         puts_t(&t, text);
     }
-    if (t.len && t.s[t.len - 1] != '\n') puts_t(&t, "\n");
+    if (t.len && t.s[t.len - 1] != '\n')
+        puts_t(&t, "\n");
     int db = p->databases && database_lines(p, text, &t);
     if (at < 0 && !db) {
         free(t.s);
@@ -223,16 +242,19 @@ static int edit_command(struct init_plan *p, const char *text, struct text *t)
 {
     const char *ws = strstr(text, "webServer:");
     const char *cmd = ws ? strstr(ws, "command:") : NULL;
-    if (!cmd) return 0;
+    if (!cmd)
+        return 0;
     const char *q = cmd + 8 + strspn(cmd + 8, " \t");
     const char *end = (*q == '\'' || *q == '"' || *q == '`') ? strchr(q + 1, *q) : NULL;
     const char *tpl = end ? strstr(q, "${") : NULL;
     if (!end || memchr(q, '\n', (size_t)(end - q)) || (*q == '`' && tpl && tpl < end))
         return 0;
     const char *after = end + 1 + strspn(end + 1, " \t");
-    if (*after != ',' && *after != '\n' && *after != '}') return 0; /* an expression */
+    if (*after != ',' && *after != '\n' && *after != '}')
+        return 0; /* an expression */
     const char *bol = cmd;
-    while (bol > text && bol[-1] != '\n') bol--;
+    while (bol > text && bol[-1] != '\n')
+        bol--;
     char line[1200];
     put(t, text, (size_t)(bol - text));
     put(t, bol, strspn(bol, " \t"));
@@ -249,19 +271,26 @@ static int plan_playwright(struct init_plan *p)
 {
     struct cli_playwright *pw = &p->app.pw;
     if (p->recipe == INIT_RECIPE_PORT) {
-        init_note(p, "%s: recipe \"port\": left as it is; the .wtproxy starts this worktree's "
-                  "server on its first request%s", pw->file, pw->reuse ? "" :
-                  " (set webServer.reuseExistingServer: true, or Playwright stops on the "
-                  "taken port)");
+        init_note(p,
+                  "%s: recipe \"port\": left as it is; the .wtproxy starts this worktree's "
+                  "server on its first request%s",
+                  pw->file,
+                  pw->reuse
+                      ? ""
+                      : " (set webServer.reuseExistingServer: true, or Playwright stops on the "
+                        "taken port)");
         return 0;
     }
-    if (pw->uses_run) return 0;
+    if (pw->uses_run)
+        return 0;
     struct text t = {0};
     if (!pw->web_server || !edit_command(p, pw->text, &t)) {
         free(t.s);
-        init_note(p, "%s: webServer.command is not a plain string to edit safely; set it by "
+        init_note(p,
+                  "%s: webServer.command is not a plain string to edit safely; set it by "
                   "hand to 'wtproxy run -- %s', with url: 'http://localhost:%d/' and "
-                  "reuseExistingServer: true", pw->file, p->app.start, p->front);
+                  "reuseExistingServer: true",
+                  pw->file, p->app.start, p->front);
         return t.oom ? -1 : 0;
     }
     char *old = strdup(pw->text);
@@ -274,20 +303,22 @@ static int plan_playwright(struct init_plan *p)
 
 int init_plan_make(struct init_plan *p)
 {
-    if (!p->notes && !(p->notes = json_array())) return -1;
-    if (plan_wtproxy_file(p) < 0) return -1;
-    if (p->app.kind == CLI_APP_DJANGO && plan_settings(p) < 0) return -1;
+    if (!p->notes && !(p->notes = json_array()))
+        return -1;
+    if (plan_wtproxy_file(p) < 0)
+        return -1;
+    if (p->app.kind == CLI_APP_DJANGO && plan_settings(p) < 0)
+        return -1;
     if (p->app.kind == CLI_APP_DJANGO && strncmp(p->app.start, "python3 ", 8) == 0)
         init_note(p, "start runs python3 from the daemon's PATH (no .venv/bin/python nor "
-                  "venv/bin/python here): if Django is installed elsewhere, name that "
-                  "interpreter in start");
+                     "venv/bin/python here): if Django is installed elsewhere, name that "
+                     "interpreter in start");
     if (p->app.kind != CLI_APP_DJANGO)
         init_note(p, "Node: add the /__whoami middleware by hand (conf/WHOAMI.md): `import { "
-                  "whoami } from 'wtproxy-whoami'` (Vite: `wtproxyWhoami` from "
-                  "'wtproxy-whoami/vite'); without it wtproxy refuses the server");
+                     "whoami } from 'wtproxy-whoami'` (Vite: `wtproxyWhoami` from "
+                     "'wtproxy-whoami/vite'); without it wtproxy refuses the server");
     if (p->app.kind == CLI_APP_EXPRESS || p->app.kind == CLI_APP_NODE)
-        init_note(p, "`%s` must listen on $PORT (wtproxy run sets it) on 127.0.0.1",
-                  p->app.start);
+        init_note(p, "`%s` must listen on $PORT (wtproxy run sets it) on 127.0.0.1", p->app.start);
     if (p->app.pw.file[0] && p->recipe != INIT_RECIPE_NONE && plan_playwright(p) < 0)
         return -1;
     return 0;

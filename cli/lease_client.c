@@ -24,9 +24,11 @@ int cli_lease_open(void **pg, char *err, size_t errlen)
         return 0;
     if (!reg_pg_optional())
         return -1;
-    fprintf(stderr, "wtproxy: WARNING: %s\nwtproxy: WARNING: WTPROXY_REGISTRY_OPTIONAL=1: "
+    fprintf(stderr,
+            "wtproxy: WARNING: %s\nwtproxy: WARNING: WTPROXY_REGISTRY_OPTIONAL=1: "
             "using this machine's embedded store; claims do NOT hold against other "
-            "machines\n", err);
+            "machines\n",
+            err);
     return 0;
 }
 
@@ -46,8 +48,8 @@ static int ask(json_t *req, json_t **reply, char *err, size_t errlen)
     return r < 0 ? -1 : json_is_true(json_object_get(*reply, "ok"));
 }
 
-int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info,
-                    char *err, size_t errlen)
+int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info, char *err,
+                    size_t errlen)
 {
     *info = NULL;
     if (pg) {
@@ -59,9 +61,8 @@ int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_
     }
     json_t *reply = NULL;
     int r = ask(json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:I}", "op", "claim", "id", c->id,
-                          "worktree", c->worktree, "session", c->session, "pid",
-                          (json_int_t)c->pid, "purpose", c->purpose, "ttl_ms",
-                          (json_int_t)ttl_ms),
+                          "worktree", c->worktree, "session", c->session, "pid", (json_int_t)c->pid,
+                          "purpose", c->purpose, "ttl_ms", (json_int_t)ttl_ms),
                 &reply, err, errlen);
     json_t *holder = json_object_get(reply, r ? "lease" : "holder");
     if (r == 0 && !holder) {
@@ -75,8 +76,8 @@ int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_
     return r;
 }
 
-int cli_lease_release(void *pg, const char *id, const char *worktree, int force,
-                      json_t **holder, char *err, size_t errlen)
+int cli_lease_release(void *pg, const char *id, const char *worktree, int force, json_t **holder,
+                      char *err, size_t errlen)
 {
     *holder = NULL;
     if (pg) {
@@ -87,8 +88,8 @@ int cli_lease_release(void *pg, const char *id, const char *worktree, int force,
         return r;
     }
     json_t *reply = NULL;
-    int r = ask(json_pack("{s:s, s:s, s:s, s:b}", "op", "release", "id", id, "worktree",
-                          worktree, "force", force),
+    int r = ask(json_pack("{s:s, s:s, s:s, s:b}", "op", "release", "id", id, "worktree", worktree,
+                          "force", force),
                 &reply, err, errlen);
     if (r == 0)
         *holder = json_incref(json_object_get(reply, "holder"));
@@ -130,11 +131,14 @@ void cli_lease_report_holder(json_t *holder)
             l.pid ? "pid " : "manual claim, pid ", (int)l.pid, l.purpose, age,
             l.expires_ms ? " (expires in " : "", left, l.expires_ms ? ")" : "");
     if (l.pid > 0 && here)
-        fprintf(stderr, "wtproxy: it is released when pid %d ends; to free it now: "
-                "kill %d, or: wtproxy release %s --force\n", (int)l.pid, (int)l.pid, l.id);
+        fprintf(stderr,
+                "wtproxy: it is released when pid %d ends; to free it now: "
+                "kill %d, or: wtproxy release %s --force\n",
+                (int)l.pid, (int)l.pid, l.id);
     else
-        fprintf(stderr, "wtproxy: to free it, %s%s: cd %s && wtproxy release %s; or, if it "
+        fprintf(stderr,
+                "wtproxy: to free it, %s%s: cd %s && wtproxy release %s; or, if it "
                 "is abandoned, anywhere: wtproxy release %s --force\n",
-                here ? "on this machine" : "on machine ", here ? "" : l.machine, l.worktree,
-                l.id, l.id);
+                here ? "on this machine" : "on machine ", here ? "" : l.machine, l.worktree, l.id,
+                l.id);
 }

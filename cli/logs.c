@@ -16,9 +16,9 @@
 
 #include "registry.h"
 
-#define TAIL_CHUNK 65536           /* read backwards this much at a time */
+#define TAIL_CHUNK 65536            /* read backwards this much at a time */
 #define TAIL_MAX (16 * 1024 * 1024) /* never read more than this for -n */
-#define FOLLOW_POLL_MS 200         /* -f looks for new bytes this often */
+#define FOLLOW_POLL_MS 200          /* -f looks for new bytes this often */
 #define DEFAULT_LINES 50
 
 int cli_server_args(int argc, char **argv, struct cli_server_args *a, const struct cli_opt *extra,
@@ -65,7 +65,8 @@ json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t 
         json_decref(out);
         return NULL;
     }
-    json_array_foreach(json_object_get(reply, "entries"), i, e) {
+    json_array_foreach(json_object_get(reply, "entries"), i, e)
+    {
         const char *wt = json_string_value(json_object_get(e, "worktree"));
         const char *sv = json_string_value(json_object_get(e, "service"));
         const char *machine = json_string_value(json_object_get(e, "machine"));
@@ -182,22 +183,27 @@ static int pick_log(const struct cli_server_args *a, char *path, size_t len)
     }
     int rc = 0;
     if (json_array_size(found) == 0) {
-        fprintf(stderr, "wtproxy logs: no server of %s%s%s is registered (see wtproxy ls); "
-                "start one: wtproxy run -- CMD {port}\n", a->worktree,
-                a->service ? " with service " : "", a->service ? a->service : "");
+        fprintf(stderr,
+                "wtproxy logs: no server of %s%s%s is registered (see wtproxy ls); "
+                "start one: wtproxy run -- CMD {port}\n",
+                a->worktree, a->service ? " with service " : "", a->service ? a->service : "");
         rc = 1;
     } else if (json_array_size(found) > 1) {
-        fprintf(stderr, "wtproxy logs: %s has %zu servers; choose one with --service NAME or "
-                "--front PORT:\n", a->worktree, json_array_size(found));
+        fprintf(stderr,
+                "wtproxy logs: %s has %zu servers; choose one with --service NAME or "
+                "--front PORT:\n",
+                a->worktree, json_array_size(found));
         json_array_foreach(found, i, e)
             fprintf(stderr, "  front %lld service %s: %s\n",
                     json_integer_value(json_object_get(e, "front")),
                     or_dash(json_object_get(e, "service")), or_dash(json_object_get(e, "command")));
         rc = 2;
     } else if (!json_string_value(json_object_get(json_array_get(found, 0), "log"))) {
-        fprintf(stderr, "wtproxy logs: %s's server (%s) was registered with wtproxy register: "
+        fprintf(stderr,
+                "wtproxy logs: %s's server (%s) was registered with wtproxy register: "
                 "its output goes wherever it was started; run it with wtproxy run -- CMD "
-                "{port} to get a log\n", a->worktree,
+                "{port} to get a log\n",
+                a->worktree,
                 json_string_value(json_object_get(json_array_get(found, 0), "command")));
         rc = 1;
     } else {
@@ -217,10 +223,11 @@ int cli_logs_main(int argc, char **argv)
     char err[PATH_MAX + 256], path[PATH_MAX];
     /* -n N and -f, as tail has them */
     for (int i = 1; i < argc; i++)
-        argv[i] = strcmp(argv[i], "-n") == 0 ? "--lines"
-                  : strcmp(argv[i], "-f") == 0 ? "--follow" : argv[i];
-    const struct cli_opt extra[] = {{"lines", &linesv, NULL}, {"follow", NULL, &follow_on},
-                                    {NULL, NULL, NULL}};
+        argv[i] = strcmp(argv[i], "-n") == 0   ? "--lines"
+                  : strcmp(argv[i], "-f") == 0 ? "--follow"
+                                               : argv[i];
+    const struct cli_opt extra[] = {
+        {"lines", &linesv, NULL}, {"follow", NULL, &follow_on}, {NULL, NULL, NULL}};
     int r = cli_server_args(argc, argv, &a, extra, err, sizeof err);
     if (r > 0)
         return CLI_HELP;

@@ -10,13 +10,27 @@
 #include "host.h"
 #include "registry.h"
 
-#define WTP_LS_MACHINE_WIDTH 12 /* a machine-id's first characters are enough to tell them apart */
+/* a machine-id's first characters are enough to tell them apart */
+#define WTP_LS_MACHINE_WIDTH 12
 
-enum { COL_MACHINE, COL_WORKTREE, COL_BRANCH, COL_SERVICE, COL_FRONT, COL_PORT, COL_PID, COL_STATE,
-       COL_WHOAMI, COL_AGE, COL_REQUESTS, NCOL };
+enum {
+    COL_MACHINE,
+    COL_WORKTREE,
+    COL_BRANCH,
+    COL_SERVICE,
+    COL_FRONT,
+    COL_PORT,
+    COL_PID,
+    COL_STATE,
+    COL_WHOAMI,
+    COL_AGE,
+    COL_REQUESTS,
+    NCOL
+};
 
-static const char *const col_names[NCOL] = {"MACHINE", "WORKTREE", "BRANCH", "SERVICE",
-                                            "FRONT", "PORT", "PID", "STATE", "WHOAMI", "AGE", "REQUESTS"};
+static const char *const col_names[NCOL] = {"MACHINE", "WORKTREE", "BRANCH",  "SERVICE",
+                                            "FRONT",   "PORT",     "PID",     "STATE",
+                                            "WHOAMI",  "AGE",      "REQUESTS"};
 
 /* One row's cells from one entry. */
 static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
@@ -43,7 +57,7 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
     const char *who = json_string_value(json_object_get(json_object_get(e, "whoami"), "state"));
     snprintf(cell[COL_WHOAMI], PATH_MAX, "%s", who ? who : "-");
     host_age(now - json_integer_value(json_object_get(e, "registered_ms")), cell[COL_AGE],
-                PATH_MAX);
+             PATH_MAX);
     snprintf(cell[COL_REQUESTS], PATH_MAX, "%lld",
              (long long)json_integer_value(json_object_get(e, "requests")));
 }
@@ -54,7 +68,8 @@ static int several_machines(json_t *entries)
     const char *first = NULL;
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         const char *m = json_string_value(json_object_get(e, "machine"));
         if (!first)
             first = m ? m : "";
@@ -69,7 +84,8 @@ static int any_service(json_t *entries)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         const char *s = json_string_value(json_object_get(e, "service"));
         if (s && *s)
             return 1;
@@ -79,8 +95,7 @@ static int any_service(json_t *entries)
 
 /* The MACHINE column only when entries span machines, SERVICE only when
  * some entry has one: a plain list keeps the columns scripts already read. */
-static void print_row(char cell[NCOL][PATH_MAX], const int width[NCOL], int machines,
-                      int services)
+static void print_row(char cell[NCOL][PATH_MAX], const int width[NCOL], int machines, int services)
 {
     for (int c = machines ? 0 : 1; c < NCOL - 1; c++)
         if (c != COL_SERVICE || services)
@@ -134,7 +149,8 @@ static void print_waiting(void)
         return;
     }
     json_int_t max = json_integer_value(json_object_get(reply, "start_max_load_pct"));
-    json_array_foreach(json_object_get(reply, "starts"), i, st) {
+    json_array_foreach(json_object_get(reply, "starts"), i, st)
+    {
         const char *svc = json_string_value(json_object_get(st, "service"));
         json_t *load = json_object_get(st, "load");
         if (i == 0)
@@ -143,8 +159,8 @@ static void print_waiting(void)
                json_string_value(json_object_get(st, "worktree")), svc && *svc ? " service " : "",
                svc ? svc : "", (long long)json_integer_value(json_object_get(st, "front")));
         if (load)
-            printf("the load is %.2f per CPU, above start_max_load %.2f\n",
-                   json_number_value(load), (double)max / 100);
+            printf("the load is %.2f per CPU, above start_max_load %.2f\n", json_number_value(load),
+                   (double)max / 100);
         else
             printf("for the services it is started after\n");
     }

@@ -43,8 +43,8 @@ static const struct command commands[] = {
      "2 bad usage or a bad config"},
     {"run", "run this worktree's dev server and route to it: run -- CMD {port}", cli_usage_run,
      NULL, cli_run_main,
-     "CMD's status (128+N when signal N ended it)\n"
-     NO_DAEMON ", or CMD could not be started\n" USAGE_ERR},
+     "CMD's status (128+N when signal N ended it)\n" NO_DAEMON
+     ", or CMD could not be started\n" USAGE_ERR},
     {"register", "route to a dev server started some other way", cli_usage_register, NULL,
      cli_register_main, "0 registered\n" NO_DAEMON "\n" USAGE_ERR},
     {"unregister", "stop routing to this worktree's dev server", cli_usage_unregister, NULL,
@@ -61,14 +61,13 @@ static const struct command commands[] = {
     {"restart", "restart this worktree's dev servers and wait until they are ready",
      cli_usage_restart, NULL, cli_restart_main,
      "0 restarted and ready\n"
-     "1 refused (not wtproxy run's, not yours, none), a server did not come back, no daemon\n"
-     USAGE_ERR},
+     "1 refused (not wtproxy run's, not yours, none), a server did not come back, no "
+     "daemon\n" USAGE_ERR},
     {"stop", "stop this worktree's dev servers", cli_usage_stop, NULL, cli_stop_main,
      "0 stopped\n"
      "1 refused (not wtproxy run's, not yours, none), still running, or no daemon\n" USAGE_ERR},
     {"dashboard", "print the URL of the live dashboard (/__wtproxy/)", cli_usage_dashboard, NULL,
-     cli_dashboard_main,
-     "0 printed\n" NO_DAEMON ", or did not say where it listens\n" USAGE_ERR},
+     cli_dashboard_main, "0 printed\n" NO_DAEMON ", or did not say where it listens\n" USAGE_ERR},
     {"why", "explain where a process's requests are routed, and why", cli_usage_why, NULL,
      cli_why_main,
      "0 placed, with a backend\n"
@@ -91,8 +90,8 @@ static const struct command commands[] = {
      "0 printed, applied, or nothing to change\n"
      "1 a file could not be written (nothing else was)\n"
      "2 bad usage, or an app layout it does not know"},
-    {"doctor", "check this worktree's setup: ok or problem, with the fix", cli_usage_doctor,
-     NULL, cli_doctor_main, "0 every check ok\n1 a check found a problem\n" USAGE_ERR},
+    {"doctor", "check this worktree's setup: ok or problem, with the fix", cli_usage_doctor, NULL,
+     cli_doctor_main, "0 every check ok\n1 a check found a problem\n" USAGE_ERR},
     {"mcp", "the agent interface: an MCP server on stdio (tools for agents)", cli_usage_mcp, NULL,
      cli_mcp_main, "0 stdin ended\n1 stdin could not be read\n" USAGE_ERR},
 };
@@ -148,8 +147,7 @@ static void help_of(const struct command *c, FILE *f)
 
 static int unknown(const char *name)
 {
-    fprintf(stderr, "wtproxy: unknown command \"%s\" (see wtproxy --help); the commands:\n",
-            name);
+    fprintf(stderr, "wtproxy: unknown command \"%s\" (see wtproxy --help); the commands:\n", name);
     list(stderr);
     return 2;
 }

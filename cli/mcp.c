@@ -151,8 +151,8 @@ int cli_mcp_main(int argc, char **argv)
 {
     static struct mcp m;
     const char *dir = NULL, *frontv = NULL;
-    const struct cli_opt opts[] = {{"worktree", &dir, NULL}, {"front", &frontv, NULL},
-                                   {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {
+        {"worktree", &dir, NULL}, {"front", &frontv, NULL}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
     m.front = WTP_DEFAULT_FRONT_PORT;
     int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);

@@ -10,8 +10,8 @@
 #include <limits.h>
 #include <stddef.h>
 
-#define MCP_LINE_MAX (1024 * 1024)   /* a longer message is discarded, with an error */
-#define MCP_LOG_LINES_MAX 1000       /* the logs tool's `lines`, at most */
+#define MCP_LINE_MAX (1024 * 1024) /* a longer message is discarded, with an error */
+#define MCP_LOG_LINES_MAX 1000     /* the logs tool's `lines`, at most */
 #define MCP_LOG_LINES_DEFAULT 100
 #define MCP_LOG_BYTES_MAX (256 * 1024) /* of a log's end read, at most */
 
@@ -23,9 +23,9 @@
 
 /* One `wtproxy mcp` session. */
 struct mcp {
-    char worktree[PATH_MAX];    /* its worktree; "" when none (why_none says why) */
+    char worktree[PATH_MAX]; /* its worktree; "" when none (why_none says why) */
     char why_none[PATH_MAX + 256];
-    int front;                  /* the default front port of the tools */
+    int front; /* the default front port of the tools */
 };
 
 /* mcp_rpc.c: the reply to one message (a line without its newline), a
@@ -49,8 +49,7 @@ json_t *mcp_tools_call(struct mcp *m, const char *name, json_t *args, int *code,
 /* --- what the tools share (mcp_tools.c) --- */
 
 /* A tool's failure: {"error": code, "message": the sentence with the fix}. */
-json_t *mcp_fail(const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+json_t *mcp_fail(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The worktree a call is about into out: args' "worktree" (the worktree
  * of that folder) or the session's. A state-changing call (acting set)

@@ -31,11 +31,12 @@ static json_t *held(const char *code, const char *id, json_t *holder)
         snprintf(ends, sizeof ends, "when pid %lld ends", pid);
     else
         snprintf(ends, sizeof ends, "at its ttl");
-    json_t *fail = mcp_fail(code, "%s is held by the worktree %s (machine %s), for \"%s\": it is "
-                            "theirs and ends %s or at their release; if it is abandoned, a "
-                            "person frees it with: wtproxy release %s --force",
-                            id, wt ? wt : "?", machine ? machine : "?", purpose ? purpose : "",
-                            ends, id);
+    json_t *fail =
+        mcp_fail(code,
+                 "%s is held by the worktree %s (machine %s), for \"%s\": it is "
+                 "theirs and ends %s or at their release; if it is abandoned, a "
+                 "person frees it with: wtproxy release %s --force",
+                 id, wt ? wt : "?", machine ? machine : "?", purpose ? purpose : "", ends, id);
     json_object_set(fail, "holder", holder);
     return fail;
 }
@@ -49,8 +50,7 @@ static json_t *claimer(struct reg_lease *c, json_t *args, const char *wt, long l
     if (ttlv && cli_duration("ttl", ttlv, ttl, err, sizeof err) < 0)
         return mcp_fail("bad-arguments", "%s", err);
     if (cli_lease_holder(c, json_string_value(json_object_get(args, "resource")), wt,
-                         json_string_value(json_object_get(args, "purpose")), err,
-                         sizeof err) < 0)
+                         json_string_value(json_object_get(args, "purpose")), err, sizeof err) < 0)
         return mcp_fail("bad-arguments", "%s", err);
     if (!ttlv) { /* held while this session runs: its end frees it */
         c->pid = getpid();
@@ -71,7 +71,7 @@ json_t *mcp_tool_claim(struct mcp *m, json_t *args)
     int r = cli_lease_open(&pg, err, sizeof err);
     if (r == 0)
         r = cli_lease_claim(pg, &c, ttl, &info, err, sizeof err);
-    json_t *out = r < 0   ? mcp_fail("store-failed", "cannot claim %s: %s", c.id, err)
+    json_t *out = r < 0    ? mcp_fail("store-failed", "cannot claim %s: %s", c.id, err)
                   : r == 0 ? held("held", c.id, info)
                            : json_pack("{s:s, s:O, s:s, s:s}", "claimed", c.id, "lease", info,
                                        "store", pg ? "postgresql" : "embedded", "ends",
@@ -90,18 +90,20 @@ json_t *mcp_tool_release(struct mcp *m, json_t *args)
     json_t *holder = NULL, *fail = mcp_scope(m, args, 1, wt, sizeof wt);
     if (fail)
         return fail;
-    if (cli_lease_holder(&c, json_string_value(json_object_get(args, "resource")), wt, NULL,
-                         err, sizeof err) < 0)
+    if (cli_lease_holder(&c, json_string_value(json_object_get(args, "resource")), wt, NULL, err,
+                         sizeof err) < 0)
         return mcp_fail("bad-arguments", "%s", err);
     int r = cli_lease_open(&pg, err, sizeof err);
     if (r == 0)
         r = cli_lease_release(pg, c.id, c.worktree, 0, &holder, err, sizeof err);
     cli_lease_close(pg);
-    json_t *out = r < 0   ? mcp_fail("store-failed", "cannot release %s: %s", c.id, err)
-                  : r > 0 ? json_pack("{s:s}", "released", c.id)
+    json_t *out = r < 0    ? mcp_fail("store-failed", "cannot release %s: %s", c.id, err)
+                  : r > 0  ? json_pack("{s:s}", "released", c.id)
                   : holder ? held("held-by-another", c.id, holder)
-                           : mcp_fail("not-held", "nobody holds %s (see the leases: wtproxy "
-                                      "leases)", c.id);
+                           : mcp_fail("not-held",
+                                      "nobody holds %s (see the leases: wtproxy "
+                                      "leases)",
+                                      c.id);
     json_decref(holder);
     return out;
 }

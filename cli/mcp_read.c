@@ -28,10 +28,10 @@ static void add_services(json_t *out, const char *wt)
         json_object_set(out, "file", json_object_get(svc, "file"));
         json_object_set(out, "services", json_object_get(svc, "services"));
     } else {
-        json_object_set_new(out, "services", code && strcmp(code, "not-declared") == 0
-                                                 ? json_array() : json_null());
-        json_object_set_new(out, "services_note", cli_json_text(note ? note : "",
-                                                                note ? strlen(note) : 0));
+        json_object_set_new(out, "services",
+                            code && strcmp(code, "not-declared") == 0 ? json_array() : json_null());
+        json_object_set_new(out, "services_note",
+                            cli_json_text(note ? note : "", note ? strlen(note) : 0));
     }
     json_decref(svc);
     json_decref(fail);
@@ -43,8 +43,8 @@ json_t *mcp_tool_servers(struct mcp *m, json_t *args)
     json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt), *entries;
     if (fail || !(entries = mcp_entries(wt, &fail)))
         return fail;
-    json_t *out = json_pack("{s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers",
-                            entries);
+    json_t *out =
+        json_pack("{s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers", entries);
     if (out)
         add_services(out, wt);
     return out;
@@ -61,8 +61,7 @@ json_t *mcp_tool_why(struct mcp *m, json_t *args)
     if (!t)
         return mcp_fail("no-daemon", "%s", err);
     json_t *o = cli_why_json(pid ? (pid_t)json_integer_value(pid) : getpid(), folder,
-                             front ? (int)json_integer_value(front) : m->front, t, err,
-                             sizeof err);
+                             front ? (int)json_integer_value(front) : m->front, t, err, sizeof err);
     reg_table_free(t);
     return o ? o : mcp_fail("not-found", "%s", err);
 }
@@ -81,7 +80,8 @@ static json_t *pick(json_t *entries, const char *wt, const char *service, json_t
     json_t *found = NULL, *e;
     char choices[1024] = "";
     size_t i, n = 0, len = 0;
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         const char *sv = json_string_value(json_object_get(e, "service"));
         int f = (int)json_integer_value(json_object_get(e, "front"));
         if ((service && (!sv || strcmp(sv, service) != 0)) ||
@@ -89,15 +89,18 @@ static json_t *pick(json_t *entries, const char *wt, const char *service, json_t
             continue;
         found = e;
         n++;
-        int w = snprintf(choices + len, sizeof choices - len, "%s front %d%s%s",
-                         len ? "," : "", f, sv ? " service " : "", sv ? sv : "");
+        int w = snprintf(choices + len, sizeof choices - len, "%s front %d%s%s", len ? "," : "", f,
+                         sv ? " service " : "", sv ? sv : "");
         len = w > 0 && (size_t)w < sizeof choices - len ? len + (size_t)w : len;
     }
     if (n == 1)
         return found;
-    *fail = n ? mcp_fail("ambiguous", "%s has %zu servers (%s): pick one with service or "
-                         "front", wt, n, choices)
-              : mcp_fail("not-found", "no server of %s%s%s is registered; start one there: "
+    *fail = n ? mcp_fail("ambiguous",
+                         "%s has %zu servers (%s): pick one with service or "
+                         "front",
+                         wt, n, choices)
+              : mcp_fail("not-found",
+                         "no server of %s%s%s is registered; start one there: "
                          "cd %s && wtproxy run%s%s -- <server command with {port}>",
                          wt, service ? " for service " : "", service ? service : "", wt,
                          service ? " --service " : "", service ? service : "");
@@ -128,7 +131,7 @@ static json_t *last_lines(const char *buf, size_t n, int cut, size_t want)
     json_t *lines = json_array();
     for (size_t i = total > want ? total - want : 0; lines && i < total; i++)
         json_array_append_new(lines, cli_json_text(buf + ring[i % want].start,
-                                                 ring[i % want].end - ring[i % want].start));
+                                                   ring[i % want].end - ring[i % want].start));
     return json_pack("{s:o, s:b}", "lines", lines, "truncated", cut || total > want);
 }
 
@@ -150,8 +153,10 @@ static json_t *tail(const char *path, uid_t owner, size_t want)
      * the server's own user, never one of ours it merely names. */
     if (st.st_uid != owner) {
         close(fd);
-        return mcp_fail("not-permitted", "the log %s does not belong to the server's user "
-                        "(uid %d): not shown", path, (int)owner);
+        return mcp_fail("not-permitted",
+                        "the log %s does not belong to the server's user "
+                        "(uid %d): not shown",
+                        path, (int)owner);
     }
     off_t from = st.st_size > MCP_LOG_BYTES_MAX ? st.st_size - MCP_LOG_BYTES_MAX : 0;
     char *buf = malloc(MCP_LOG_BYTES_MAX);
@@ -173,7 +178,8 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args)
         e = pick(entries, wt, service, json_object_get(args, "front"), &fail);
     const char *log = json_string_value(json_object_get(e, "log"));
     if (e && !log)
-        fail = mcp_fail("no-log", "the server of %s on front :%d (pid %d: %s) has no log "
+        fail = mcp_fail("no-log",
+                        "the server of %s on front :%d (pid %d: %s) has no log "
                         "file wtproxy knows of: its output goes where it was started",
                         wt, (int)json_integer_value(json_object_get(e, "front")),
                         (int)json_integer_value(json_object_get(e, "pid")),

@@ -55,9 +55,8 @@ static json_t *initialize(json_t *id, json_t *params)
         if (strcmp(asked, versions[i]) == 0)
             v = versions[i];
     return result(id, json_pack("{s:s, s:{s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v,
-                                "capabilities", "tools", "serverInfo", "name", "wtproxy",
-                                "title", "wtproxy", "version", WTP_VERSION, "instructions",
-                                instructions));
+                                "capabilities", "tools", "serverInfo", "name", "wtproxy", "title",
+                                "wtproxy", "version", WTP_VERSION, "instructions", instructions));
 }
 
 static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
@@ -69,8 +68,7 @@ static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
         return mcp_rpc_error(id, code, "Invalid params",
                              "tools/call needs params.name, a string (see tools/list)");
     if (args && !json_is_object(args) && !json_is_null(args))
-        return mcp_rpc_error(id, code, "Invalid params",
-                             "params.arguments must be an object");
+        return mcp_rpc_error(id, code, "Invalid params", "params.arguments must be an object");
     json_t *res = mcp_tools_call(m, json_string_value(name), json_is_null(args) ? NULL : args,
                                  &code, err, sizeof err);
     return res ? result(id, res) : mcp_rpc_error(id, code, "Invalid params", err);
@@ -88,8 +86,10 @@ static json_t *request(struct mcp *m, json_t *id, const char *method, json_t *pa
     if (strcmp(method, "tools/call") == 0)
         return tools_call(m, id, params);
     char data[256];
-    snprintf(data, sizeof data, "no method \"%.64s\": wtproxy mcp answers initialize, ping, "
-             "tools/list and tools/call", method);
+    snprintf(data, sizeof data,
+             "no method \"%.64s\": wtproxy mcp answers initialize, ping, "
+             "tools/list and tools/call",
+             method);
     return mcp_rpc_error(id, MCP_METHOD_NOT_FOUND, "Method not found", data);
 }
 

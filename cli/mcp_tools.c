@@ -17,7 +17,7 @@
 
 struct tool_arg {
     const char *name;
-    char type;              /* 's' a string, 'i' an integer in [min, max] */
+    char type; /* 's' a string, 'i' an integer in [min, max] */
     long long min, max;
     int required;
     const char *description;
@@ -30,54 +30,83 @@ struct tool {
     struct tool_arg args[MAX_ARGS];
 };
 
-#define ARG_WORKTREE(what)                                                                 \
-    {"worktree", 's', 0, 0, 0, what}
-#define ARG_FRONT {"front", 'i', 1, 65535, 0, "the proxy port (default: the session's, 8000)"}
-#define ARG_SERVICE {"service", 's', 0, 0, 0, "the server's .wtproxy service name"}
+#define ARG_WORKTREE(what)                                                                         \
+    {                                                                                              \
+        "worktree", 's', 0, 0, 0, what                                                             \
+    }
+#define ARG_FRONT                                                                                  \
+    {                                                                                              \
+        "front", 'i', 1, 65535, 0, "the proxy port (default: the session's, 8000)"                 \
+    }
+#define ARG_SERVICE                                                                                \
+    {                                                                                              \
+        "service", 's', 0, 0, 0, "the server's .wtproxy service name"                              \
+    }
 #define READ_WT "another worktree's folder to look at (default: this session's worktree)"
 #define ACT_WT "this session's worktree only (another is refused)"
 
 static const struct tool tools[] = {
-    {"servers", "This worktree's dev servers",
+    {"servers",
+     "This worktree's dev servers",
      "List the dev servers registered for this worktree (every front port), each with its "
      "state, the /__whoami gate's verdict, service, backend port, pid, command and log path; "
      "and the services its .wtproxy declares, running or not, when the daemon knows them.",
-     1, mcp_tool_servers, {ARG_WORKTREE(READ_WT)}},
-    {"why", "Where requests would be routed, and why",
+     1,
+     mcp_tool_servers,
+     {ARG_WORKTREE(READ_WT)}},
+    {"why",
+     "Where requests would be routed, and why",
      "Explain which worktree's server the requests of a process (pid) or of a process whose "
      "current folder is folder would reach, and why: the processes walked, the one that "
      "decided (WTPROXY_WORKTREE or its cwd), the backend. Default: this MCP server's process.",
-     1, mcp_tool_why,
+     1,
+     mcp_tool_why,
      {{"pid", 'i', 1, 2147483647LL, 0, "a process id"},
-      {"folder", 's', 0, 0, 0, "a folder (absolute path)"}, ARG_FRONT}},
-    {"refusals", "What wtproxy refused lately",
+      {"folder", 's', 0, 0, 0, "a folder (absolute path)"},
+      ARG_FRONT}},
+    {"refusals",
+     "What wtproxy refused lately",
      "The daemon's recent refusals (no backend, stale or mismatched code, malformed "
      "requests) that concern this worktree, as caller, backend or named worktree, oldest "
      "first, each with the sentence the caller got and the fix.",
-     1, mcp_tool_refusals,
-     {ARG_WORKTREE(READ_WT), {"limit", 'i', 1, 200, 0, "the newest N (default 50)"},
+     1,
+     mcp_tool_refusals,
+     {ARG_WORKTREE(READ_WT),
+      {"limit", 'i', 1, 200, 0, "the newest N (default 50)"},
       {"after", 'i', 0, 9007199254740991LL, 0, "only those after this sequence number"}}},
-    {"logs", "A dev server's last log lines",
+    {"logs",
+     "A dev server's last log lines",
      "The last lines of the log file of this worktree's server (pick one with service or "
      "front when it has several).",
-     1, mcp_tool_logs,
-     {ARG_WORKTREE(READ_WT), ARG_SERVICE, ARG_FRONT,
+     1,
+     mcp_tool_logs,
+     {ARG_WORKTREE(READ_WT),
+      ARG_SERVICE,
+      ARG_FRONT,
       {"lines", 'i', 1, MCP_LOG_LINES_MAX, 0, "how many (default 100, at most 1000)"}}},
-    {"restart", "Restart this worktree's dev server",
+    {"restart",
+     "Restart this worktree's dev server",
      "Restart this worktree's dev server (all of them, or one service or front port). "
      "Another worktree's server is refused.",
-     0, mcp_tool_restart, {ARG_SERVICE, ARG_FRONT, ARG_WORKTREE(ACT_WT)}},
-    {"claim", "Lease a shared resource",
+     0,
+     mcp_tool_restart,
+     {ARG_SERVICE, ARG_FRONT, ARG_WORKTREE(ACT_WT)}},
+    {"claim",
+     "Lease a shared resource",
      "Lease a named resource (an emulator, a device, a database) for this worktree. With ttl "
      "(30s, 10m, 2h, 1d) it ends then; without, when this MCP session ends. A resource "
      "another holds is refused, naming its holder.",
-     0, mcp_tool_claim,
+     0,
+     mcp_tool_claim,
      {{"resource", 's', 0, 0, 1, "the resource's name"},
       {"ttl", 's', 0, 0, 0, "how long: 30s, 10m, 2h, 1d"},
       {"purpose", 's', 0, 0, 0, "what it is for, shown to whoever is refused"},
       ARG_WORKTREE(ACT_WT)}},
-    {"release", "Release a lease",
-     "Release this worktree's lease of a resource.", 0, mcp_tool_release,
+    {"release",
+     "Release a lease",
+     "Release this worktree's lease of a resource.",
+     0,
+     mcp_tool_release,
      {{"resource", 's', 0, 0, 1, "the resource's name"}, ARG_WORKTREE(ACT_WT)}},
 };
 
@@ -112,9 +141,8 @@ json_t *mcp_tools_list(void)
     for (size_t i = 0; i < NTOOLS; i++)
         json_array_append_new(
             list, json_pack("{s:s, s:s, s:s, s:o, s:{s:b}}", "name", tools[i].name, "title",
-                            tools[i].title, "description", tools[i].description,
-                            "inputSchema", schema(&tools[i]), "annotations", "readOnlyHint",
-                            tools[i].read_only));
+                            tools[i].title, "description", tools[i].description, "inputSchema",
+                            schema(&tools[i]), "annotations", "readOnlyHint", tools[i].read_only));
     return json_pack("{s:o}", "tools", list);
 }
 
@@ -123,13 +151,14 @@ static int check_args(const struct tool *t, json_t *args, char *err, size_t errl
 {
     const char *key;
     json_t *v;
-    json_object_foreach(args, key, v) {
+    json_object_foreach(args, key, v)
+    {
         const struct tool_arg *a = t->args;
         while (a < t->args + MAX_ARGS && a->name && strcmp(a->name, key) != 0)
             a++;
         if (a == t->args + MAX_ARGS || !a->name) {
-            snprintf(err, errlen, "%s takes no argument \"%.64s\" (see its inputSchema)",
-                     t->name, key);
+            snprintf(err, errlen, "%s takes no argument \"%.64s\" (see its inputSchema)", t->name,
+                     key);
             return -1;
         }
         int ok = a->type == 's' ? json_is_string(v)
@@ -139,8 +168,8 @@ static int check_args(const struct tool *t, json_t *args, char *err, size_t errl
             if (a->type == 's')
                 snprintf(err, errlen, "%s: \"%s\" must be a string", t->name, a->name);
             else
-                snprintf(err, errlen, "%s: \"%s\" must be an integer from %lld to %lld",
-                         t->name, a->name, a->min, a->max);
+                snprintf(err, errlen, "%s: \"%s\" must be an integer from %lld to %lld", t->name,
+                         a->name, a->min, a->max);
             return -1;
         }
     }
@@ -160,7 +189,9 @@ static json_t *call_result(json_t *out)
     int failed = json_object_get(out, "error") != NULL;
     char *text = failed ? NULL : json_dumps(out, JSON_COMPACT);
     json_t *res = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text",
-                            failed ? (msg ? msg : "failed") : text ? text : "{}",
+                            failed ? (msg ? msg : "failed")
+                            : text ? text
+                                   : "{}",
                             "structuredContent", out);
     free(text);
     if (res && failed)
@@ -207,7 +238,8 @@ static void whose(const char *worktree, char *out, size_t outlen)
     json_t *fail = NULL, *entries = mcp_entries(worktree, &fail), *e;
     size_t i, n = 0;
     out[0] = '\0';
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         int w = snprintf(out + n, outlen - n, "; its server on front :%d is pid %d (%s)",
                          (int)json_integer_value(json_object_get(e, "front")),
                          (int)json_integer_value(json_object_get(e, "pid")),
@@ -260,7 +292,8 @@ json_t *mcp_entries(const char *worktree, json_t **fail)
     json_t *reply = mcp_ask(json_pack("{s:s}", "op", "list"), fail), *e;
     json_t *all = json_object_get(reply, "entries"), *mine = reply ? json_array() : NULL;
     size_t i;
-    json_array_foreach(all, i, e) {
+    json_array_foreach(all, i, e)
+    {
         const char *wt = json_string_value(json_object_get(e, "worktree"));
         if (wt && strcmp(wt, worktree) == 0 && !json_is_true(json_object_get(e, "remote")))
             json_array_append(mine, e);
@@ -276,8 +309,7 @@ json_t *mcp_entries(const char *worktree, json_t **fail)
     return mine;
 }
 
-json_t *mcp_op(const char *op, const char *wt, json_t *args, const char *const *keys,
-               json_t **fail)
+json_t *mcp_op(const char *op, const char *wt, json_t *args, const char *const *keys, json_t **fail)
 {
     json_t *req = json_pack("{s:s, s:s}", "op", op, "worktree", wt);
     for (; req && *keys; keys++)
@@ -288,9 +320,11 @@ json_t *mcp_op(const char *op, const char *wt, json_t *args, const char *const *
         return reply;
     const char *error = json_string_value(json_object_get(reply, "error"));
     if (error && strcmp(error, "unknown-op") == 0) {
-        *fail = mcp_fail("unsupported", "this daemon has no op \"%s\" (it is older than this "
+        *fail = mcp_fail("unsupported",
+                         "this daemon has no op \"%s\" (it is older than this "
                          "wtproxy): restart it with this version (stop it, then wtproxy "
-                         "serve)", op);
+                         "serve)",
+                         op);
         json_decref(reply);
         return NULL;
     }

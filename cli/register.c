@@ -52,8 +52,10 @@ int cli_serve_worktree(const char *dir, char *out, size_t outlen, char *err, siz
     /* The daemon places a caller by its worktree's top folder: a server
      * registered under a subfolder would never be found. */
     if (dir && realpath(dir, path) && strcmp(path, w.root) != 0) {
-        snprintf(err, errlen, "--worktree %s is inside the worktree %s, not its top folder, "
-                 "and requests are routed by worktree: pass --worktree %s", path, w.root, w.root);
+        snprintf(err, errlen,
+                 "--worktree %s is inside the worktree %s, not its top folder, "
+                 "and requests are routed by worktree: pass --worktree %s",
+                 path, w.root, w.root);
         return -1;
     }
     if (strlen(w.root) >= outlen) {
@@ -77,7 +79,8 @@ static void report_conflict(json_t *holder)
     char age[32];
     host_age(host_wall_ms() - reg, age, sizeof age);
     wt = wt ? wt : "?";
-    fprintf(stderr, "wtproxy: %s is already served on front :%lld by pid %lld (%s), "
+    fprintf(stderr,
+            "wtproxy: %s is already served on front :%lld by pid %lld (%s), "
             "registered %s ago, uid %lld\n",
             wt, (long long)front, (long long)pid, cmd && *cmd ? cmd : "no command", age,
             (long long)json_integer_value(json_object_get(holder, "uid")));
@@ -90,11 +93,15 @@ static void report_conflict(json_t *holder)
         fprintf(stderr, "wtproxy: the /__whoami gate refuses that server (%s): %s\n", state,
                 detail && *detail ? detail : "see wtproxy ls");
     if (pid > 0)
-        fprintf(stderr, "wtproxy: stop it first (kill %lld), or serve another front "
-                "port: --front %lld\n", (long long)pid, (long long)front + 1);
+        fprintf(stderr,
+                "wtproxy: stop it first (kill %lld), or serve another front "
+                "port: --front %lld\n",
+                (long long)pid, (long long)front + 1);
     else
-        fprintf(stderr, "wtproxy: remove it first: wtproxy unregister --worktree %s "
-                "--front %lld\n", wt, (long long)front);
+        fprintf(stderr,
+                "wtproxy: remove it first: wtproxy unregister --worktree %s "
+                "--front %lld\n",
+                wt, (long long)front);
 }
 
 int cli_report(json_t *reply)
@@ -136,7 +143,8 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
         return NULL;
     }
     if (!a->pid && !a->ttl) {
-        snprintf(err, errlen, "without --pid, an entry needs --ttl DURATION (e.g. --ttl 30m): "
+        snprintf(err, errlen,
+                 "without --pid, an entry needs --ttl DURATION (e.g. --ttl 30m): "
                  "nothing else would tell when the server is gone");
         return NULL;
     }
@@ -153,9 +161,9 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
         return NULL;
     if (pid)
         host_pid_cmdline((pid_t)pid, cmd, sizeof cmd);
-    json_t *req = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:s, s:b}", "op", "register",
-                            "front", front, "worktree", wt, "port", port, "pid", (json_int_t)pid,
-                            "ttl_ms", (json_int_t)ttl, "command", cmd, "ready", 1);
+    json_t *req = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:s, s:b}", "op", "register", "front",
+                            front, "worktree", wt, "port", port, "pid", (json_int_t)pid, "ttl_ms",
+                            (json_int_t)ttl, "command", cmd, "ready", 1);
     if (req && a->host)
         json_object_set_new(req, "host", json_string(a->host));
     if (req && a->service)
@@ -168,11 +176,15 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
 int cli_register_main(int argc, char **argv)
 {
     struct register_args a = {0};
-    const struct cli_opt opts[] = {
-        {"port", &a.port, NULL},   {"pid", &a.pid, NULL},           {"front", &a.front, NULL},
-        {"ttl", &a.ttl, NULL},     {"worktree", &a.worktree, NULL}, {"host", &a.host, NULL},
-        {"service", &a.service, NULL}, {"no-autostart", NULL, &a.no_autostart},
-        {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {{"port", &a.port, NULL},
+                                   {"pid", &a.pid, NULL},
+                                   {"front", &a.front, NULL},
+                                   {"ttl", &a.ttl, NULL},
+                                   {"worktree", &a.worktree, NULL},
+                                   {"host", &a.host, NULL},
+                                   {"service", &a.service, NULL},
+                                   {"no-autostart", NULL, &a.no_autostart},
+                                   {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
     int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
     if (r > 0)
@@ -226,8 +238,8 @@ int cli_unregister_main(int argc, char **argv)
     if (json_is_true(json_object_get(reply, "ok"))) {
         fprintf(stderr, "wtproxy: unregistered %s from front :%d\n", wt, front);
     } else if (code && strcmp(code, "not-found") == 0) {
-        fprintf(stderr, "wtproxy: nothing is registered for %s on front :%d (see wtproxy ls)\n",
-                wt, front);
+        fprintf(stderr, "wtproxy: nothing is registered for %s on front :%d (see wtproxy ls)\n", wt,
+                front);
         r = 1;
     } else {
         r = cli_report(reply);

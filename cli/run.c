@@ -48,7 +48,8 @@ static void ask_stop(int sig)
 static pid_t restart(const struct cli_run *r, pid_t pid)
 {
     char line[PATH_MAX + 128];
-    snprintf(line, sizeof line, "wtproxy: the daemon asked to restart %s's server %s (its code "
+    snprintf(line, sizeof line,
+             "wtproxy: the daemon asked to restart %s's server %s (its code "
              "changed and it did not reload it, or wtproxy restart): restarting it",
              cli_run_folder(r->worktree), r->argv[0]);
     fprintf(stderr, "%s\n", line);
@@ -71,8 +72,10 @@ static int is_ready(const struct cli_run *r, pid_t self, int *said, struct host_
     if (status >= 200 && status < 400)
         return 1;
     if (*said != status)
-        fprintf(stderr, "wtproxy: %s listens on 127.0.0.1:%d; GET %s answered %s%d, waiting for "
-                "2xx or 3xx (--health)\n", cli_run_folder(r->worktree), r->port, r->health,
+        fprintf(stderr,
+                "wtproxy: %s listens on 127.0.0.1:%d; GET %s answered %s%d, waiting for "
+                "2xx or 3xx (--health)\n",
+                cli_run_folder(r->worktree), r->port, r->health,
                 status < 0 ? "nothing in time " : "", status < 0 ? 0 : status);
     *said = status;
     return 0;
@@ -156,7 +159,8 @@ int cli_run_main(int argc, char **argv)
     if (rc > 0)
         return CLI_HELP;
     if (rc == 0 && rest >= argc) {
-        snprintf(err, sizeof err, "give the command to run after --, "
+        snprintf(err, sizeof err,
+                 "give the command to run after --, "
                  "e.g. wtproxy run -- python3 manage.py runserver {port}");
         rc = -1;
     }

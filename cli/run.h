@@ -18,8 +18,8 @@ struct cli_run {
     const char *service; /* --service, or NULL */
     const char *health;  /* --health /PATH: what must answer 2xx/3xx, or NULL */
     char worktree[PATH_MAX];
-    char **argv;         /* CMD ARGS with {port} substituted, NULL-terminated */
-    char command[1024];  /* argv joined, for people */
+    char **argv;        /* CMD ARGS with {port} substituted, NULL-terminated */
+    char command[1024]; /* argv joined, for people */
     struct cli_run_log log;
 };
 

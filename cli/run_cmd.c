@@ -60,10 +60,10 @@ int cli_run_build_argv(struct cli_run *r, int argc, char **argv)
     for (int i = 0; r->argv && i < argc; i++) {
         if (!(r->argv[i] = substitute(argv[i], r->port)))
             return -1;
-        int n = snprintf(r->command + used, sizeof r->command - used, "%s%s", i ? " " : "",
-                         r->argv[i]);
+        int n =
+            snprintf(r->command + used, sizeof r->command - used, "%s%s", i ? " " : "", r->argv[i]);
         used = n < 0 || used + (size_t)n >= sizeof r->command ? sizeof r->command - 1
-                                                             : used + (size_t)n;
+                                                              : used + (size_t)n;
     }
     return r->argv ? 0 : -1;
 }
@@ -98,8 +98,10 @@ static void exec_cmd(const struct cli_run *r, pid_t wrapper, const sigset_t *mas
         _exit(1);
     execvp(r->argv[0], r->argv);
     int e = errno;
-    fprintf(stderr, "wtproxy: cannot run %s: %s; after -- give a program on PATH, or its path "
-            "(wtproxy run -- CMD {port})\n", r->argv[0], strerror(e));
+    fprintf(stderr,
+            "wtproxy: cannot run %s: %s; after -- give a program on PATH, or its path "
+            "(wtproxy run -- CMD {port})\n",
+            r->argv[0], strerror(e));
     _exit(e == ENOENT ? 127 : 126);
 }
 

@@ -77,8 +77,7 @@ static int stdout_is_file(struct cli_run_log *l)
     struct stat st;
     ssize_t n;
     if (fstat(STDOUT_FILENO, &st) < 0 || !S_ISREG(st.st_mode) ||
-        (n = readlink("/proc/self/fd/1", l->path, sizeof l->path - 1)) <= 0 ||
-        l->path[0] != '/')
+        (n = readlink("/proc/self/fd/1", l->path, sizeof l->path - 1)) <= 0 || l->path[0] != '/')
         return 0;
     l->path[n] = '\0';
     return 1;
@@ -99,8 +98,8 @@ static int open_file(struct cli_run_log *l, const char *worktree, int front, con
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         return -1;
     }
-    snprintf(l->path, sizeof l->path, "%s/%.64s-%d%s%s.log", dir, name, front,
-             service ? "-" : "", service ? service : "");
+    snprintf(l->path, sizeof l->path, "%s/%.64s-%d%s%s.log", dir, name, front, service ? "-" : "",
+             service ? service : "");
     l->fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (l->fd < 0) {
         snprintf(err, errlen, "cannot open %s: %s", l->path, strerror(errno));

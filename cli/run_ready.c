@@ -16,9 +16,9 @@
 
 #include "host.h"
 
-#define MAX_ANCESTRY 64 /* ppid hops from a listener up to the wrapper */
+#define MAX_ANCESTRY 64     /* ppid hops from a listener up to the wrapper */
 #define FULL_LOOK_EVERY 100 /* polls: a listener on another address is seen within ~5 s */
-#define READY_ASK_MS 2000 /* a server slower than this to answer is not ready yet */
+#define READY_ASK_MS 2000   /* a server slower than this to answer is not ready yet */
 
 /* Wait up to READY_ASK_MS for fd to be ready for events. */
 static int wait_fd(int fd, short events)
@@ -35,8 +35,10 @@ int cli_http_status(int port, const char *path)
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     char req[512], head[64];
     int status = -1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                     "Connection: close\r\nUser-Agent: wtproxy-run-ready\r\n\r\n", path, port);
+    int n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                     "Connection: close\r\nUser-Agent: wtproxy-run-ready\r\n\r\n",
+                     path, port);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (fd < 0 || n < 0 || (size_t)n >= sizeof req)
         goto done;

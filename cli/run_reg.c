@@ -33,8 +33,7 @@ static int ask(json_t *req, int start_daemon, json_t **reply, char *err, size_t 
 static int ask_entry(const struct cli_run *r, const char *op, json_t **reply, char *err,
                      size_t errlen)
 {
-    return ask(json_pack("{s:s, s:i, s:s}", "op", op, "front", r->front, "worktree",
-                         r->worktree),
+    return ask(json_pack("{s:s, s:i, s:s}", "op", op, "front", r->front, "worktree", r->worktree),
                0, reply, err, errlen);
 }
 

@@ -15,7 +15,7 @@
 #include "registry.h"
 #include "host.h"
 
-#define MAX_TREE 256       /* descendants of one dev server */
+#define MAX_TREE 256 /* descendants of one dev server */
 #define MAX_ANCESTRY 64
 
 struct proc_id {

@@ -215,7 +215,8 @@ const char cli_usage_doctor[] =
     "PostgreSQL) says so and the others still run; each is bounded in time.\n"
     "\n"
     "  --front PORT     the front port (default: the .wtproxy's, else 8000)\n"
-    "  --json           {\"ok\": bool, \"checks\": [{\"name\", \"status\", \"detail\", \"fix\"}]}\n";
+    "  --json           {\"ok\": bool, \"checks\": [{\"name\", \"status\", \"detail\", "
+    "\"fix\"}]}\n";
 
 const char cli_usage_mcp[] =
     "usage: wtproxy mcp [--worktree DIR] [--front PORT]\n"

@@ -16,10 +16,10 @@
 #include "registry.h"
 #include "host.h"
 
-#define NOT_PLACED                                                                         \
-    "not placed: no process in the chain has WTPROXY_WORKTREE, nor a cwd in a worktree "   \
-    "of a repository with a registration.\nIts requests go to the default backend, or "    \
-    "get 503. Place it: run it from its worktree, set "                                   \
+#define NOT_PLACED                                                                                 \
+    "not placed: no process in the chain has WTPROXY_WORKTREE, nor a cwd in a worktree "           \
+    "of a repository with a registration.\nIts requests go to the default backend, or "            \
+    "get 503. Place it: run it from its worktree, set "                                            \
     "WTPROXY_WORKTREE=/path/to/worktree, or send X-Wtproxy-Worktree."
 
 static int known(const char *common_dir, void *arg)
@@ -39,8 +39,10 @@ static int parse_int(const char *flag, const char *v, long min, long max, long *
     errno = 0;
     *out = v ? strtol(v, &end, 10) : 0;
     if (!v || errno || end == v || *end || *out < min || *out > max) {
-        fprintf(stderr, "wtproxy why: %s needs a number from %ld to %ld (see wtproxy why "
-                        "--help)\n", flag, min, max);
+        fprintf(stderr,
+                "wtproxy why: %s needs a number from %ld to %ld (see wtproxy why "
+                "--help)\n",
+                flag, min, max);
         return -1;
     }
     return 0;
@@ -65,12 +67,12 @@ static json_t *chain_json(const struct caller_place *pl)
 {
     json_t *chain = json_array();
     pid_t pid = pl->pid;
-    for (int depth = 0; chain && pid > 1 &&
-                        depth <= (pl->decided_by ? pl->depth : CALLER_MAX_DEPTH - 1);
+    for (int depth = 0;
+         chain && pid > 1 && depth <= (pl->decided_by ? pl->depth : CALLER_MAX_DEPTH - 1);
          depth++) {
         char cwd[PATH_MAX];
-        json_t *where = host_pid_cwd(pid, cwd, sizeof cwd) == 0 ? cli_json_text(cwd, strlen(cwd))
-                                                                : json_null();
+        json_t *where =
+            host_pid_cwd(pid, cwd, sizeof cwd) == 0 ? cli_json_text(cwd, strlen(cwd)) : json_null();
         json_array_append_new(chain, json_pack("{s:i, s:o, s:b}", "pid", (int)pid, "cwd", where,
                                                "decides", pid == pl->decided_by));
         pid = host_pid_parent(pid);
@@ -89,19 +91,24 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
     json_object_set_new(o, "placed", json_boolean(placed));
     json_object_set_new(o, "worktree",
                         placed ? cli_json_text(pl->worktree, strlen(pl->worktree)) : json_null());
-    json_object_set_new(o, "how", placed ? json_string(strcmp(pl->how, "env") == 0
-                                                           ? "WTPROXY_WORKTREE" : "cwd")
-                                         : json_null());
+    json_object_set_new(o, "how",
+                        placed
+                            ? json_string(strcmp(pl->how, "env") == 0 ? "WTPROXY_WORKTREE" : "cwd")
+                            : json_null());
     json_object_set_new(o, "front", json_integer(front));
     json_object_set_new(o, "backend", b ? reg_backend_to_json(b) : json_null());
     if (!placed)
         snprintf(msg, sizeof msg, "%s", NOT_PLACED);
     else if (!b)
-        snprintf(msg, sizeof msg, "backend: none on front :%d; requests get 503. Start one "
-                 "from the worktree: wtproxy run -- <server command with {port}>", front);
+        snprintf(msg, sizeof msg,
+                 "backend: none on front :%d; requests get 503. Start one "
+                 "from the worktree: wtproxy run -- <server command with {port}>",
+                 front);
     else
         snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,
-                 b->state == REG_READY ? "ready" : b->state == REG_STARTING ? "starting" : "dead",
+                 b->state == REG_READY      ? "ready"
+                 : b->state == REG_STARTING ? "starting"
+                                            : "dead",
                  front);
     json_object_set_new(o, "explanation", cli_json_text(msg, strlen(msg)));
     return placed && b;
@@ -125,8 +132,10 @@ json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table 
     } else {
         snprintf(path, sizeof path, "/proc/%d", (int)pid);
         if (stat(path, &st) < 0) {
-            snprintf(err, errlen, "no process %d (it exited, or the pid is mistyped); give a "
-                     "running one: wtproxy why --pid PID", (int)pid);
+            snprintf(err, errlen,
+                     "no process %d (it exited, or the pid is mistyped); give a "
+                     "running one: wtproxy why --pid PID",
+                     (int)pid);
             return NULL;
         }
         placed = caller_place(pid, st.st_uid, known, t, &pl) == 0;
@@ -148,7 +157,8 @@ static void print_why(json_t *o)
     json_t *step;
     printf("process %d: %s\n", (int)json_integer_value(json_object_get(o, "pid")),
            json_string_value(json_object_get(o, "process")));
-    json_array_foreach(json_object_get(o, "chain"), i, step) {
+    json_array_foreach(json_object_get(o, "chain"), i, step)
+    {
         const char *cwd = json_string_value(json_object_get(step, "cwd"));
         printf("  %s pid %-7d cwd %s%s\n", i ? "<-" : "  ",
                (int)json_integer_value(json_object_get(step, "pid")), cwd ? cwd : "?",

@@ -55,7 +55,8 @@ struct host_diag *host_diag_open(char *err, size_t errlen)
 
 void host_diag_close(struct host_diag *d)
 {
-    if (!d) return;
+    if (!d)
+        return;
     close(d->fd);
     free(d);
 }
@@ -66,8 +67,7 @@ void host_diag_close(struct host_diag *d)
  * that connection with the IPv4 ones (the client's own socket is AF_INET,
  * or an IPv6 socket with an IPv4 address), so it is asked as AF_INET.
  * Returns 0, or -1 for a family that is not IP. */
-static int diag_endpoint(const struct sockaddr *sa, int *family, uint16_t *port,
-                         uint32_t addr[4])
+static int diag_endpoint(const struct sockaddr *sa, int *family, uint16_t *port, uint32_t addr[4])
 {
     const struct sockaddr_in6 *s6;
 
@@ -79,7 +79,8 @@ static int diag_endpoint(const struct sockaddr *sa, int *family, uint16_t *port,
         addr[0] = s4->sin_addr.s_addr;
         return 0;
     }
-    if (sa->sa_family != AF_INET6) return -1;
+    if (sa->sa_family != AF_INET6)
+        return -1;
     s6 = (const struct sockaddr_in6 *)sa;
     *port = s6->sin6_port;
     if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
@@ -109,16 +110,23 @@ static int diag_reply(struct host_diag *d, unsigned long *inode, uid_t *uid)
 
     for (;;) {
         n = recv(d->fd, u.buf, sizeof u.buf, MSG_DONTWAIT);
-        if (n < 0 && (errno == EINTR || errno == ENOBUFS)) continue; /* ENOBUFS: some lost */
-        if (n <= 0) return -1;
+        if (n < 0 && (errno == EINTR || errno == ENOBUFS))
+            continue; /* ENOBUFS: some lost */
+        if (n <= 0)
+            return -1;
         for (off = 0; off + sizeof *h <= (size_t)n; off += NLMSG_ALIGN(h->nlmsg_len)) {
             h = (const struct nlmsghdr *)(u.buf + off);
-            if (h->nlmsg_len < sizeof *h || h->nlmsg_len > (size_t)n - off) break;
-            if (h->nlmsg_seq != d->seq) continue;
-            if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY) return -1; /* NLMSG_ERROR */
-            if (h->nlmsg_len < NLMSG_LENGTH(sizeof *m)) return -1;
+            if (h->nlmsg_len < sizeof *h || h->nlmsg_len > (size_t)n - off)
+                break;
+            if (h->nlmsg_seq != d->seq)
+                continue;
+            if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+                return -1; /* NLMSG_ERROR */
+            if (h->nlmsg_len < NLMSG_LENGTH(sizeof *m))
+                return -1;
             m = NLMSG_DATA(h);
-            if (m->idiag_inode == 0) return -1;
+            if (m->idiag_inode == 0)
+                return -1;
             *inode = m->idiag_inode;
             *uid = (uid_t)m->idiag_uid;
             return 0;
@@ -126,8 +134,8 @@ static int diag_reply(struct host_diag *d, unsigned long *inode, uid_t *uid)
     }
 }
 
-int host_diag_socket(struct host_diag *d, const struct sockaddr *local,
-                    const struct sockaddr *peer, unsigned long *inode, uid_t *uid)
+int host_diag_socket(struct host_diag *d, const struct sockaddr *local, const struct sockaddr *peer,
+                     unsigned long *inode, uid_t *uid)
 {
     struct {
         struct nlmsghdr nlh;
@@ -156,6 +164,7 @@ int host_diag_socket(struct host_diag *d, const struct sockaddr *local,
     do
         n = sendto(d->fd, &msg, sizeof msg, 0, (const struct sockaddr *)&kernel, sizeof kernel);
     while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof msg) return -1;
+    if (n != (ssize_t)sizeof msg)
+        return -1;
     return diag_reply(d, inode, uid);
 }

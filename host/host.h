@@ -80,11 +80,11 @@ int host_pid_fd_socket(pid_t pid, int fd, unsigned long *inode);
 
 /* A guess among the newest processes (host_young_holder). */
 struct host_guess {
-    pid_t last;              /* the newest pid to try */
+    pid_t last;               /* the newest pid to try */
     int npids, maxfd, budget; /* pids tried, last fd number tried, readlinks */
-    pid_t self;    /* never named busiest: the daemon holds many fds too */
-    pid_t busiest; /* out: of the processes tried, the one with the most open fds
-                    * past maxfd (a load test's 1,500 sockets), 0 when none */
+    pid_t self;               /* never named busiest: the daemon holds many fds too */
+    pid_t busiest;            /* out: of the processes tried, the one with the most open fds
+                               * past maxfd (a load test's 1,500 sockets), 0 when none */
 };
 
 /* The newest process holding socket inode, guessed without any fd table
@@ -194,10 +194,10 @@ int host_port_owner_find(int port, struct host_port_owner *owner);
  *
  * Costs a realpath, one lstat per folder walked and 3-5 small reads. */
 struct host_worktree {
-    char root[PATH_MAX];   /* the worktree's top folder, canonical */
-    char common[PATH_MAX]; /* the repository's git common dir, canonical */
-    char gitdir[PATH_MAX]; /* this worktree's own git dir, canonical */
-    char branch[256];      /* "main", "(detached abc1234)"; "" when HEAD is unreadable */
+    char root[PATH_MAX];     /* the worktree's top folder, canonical */
+    char common[PATH_MAX];   /* the repository's git common dir, canonical */
+    char gitdir[PATH_MAX];   /* this worktree's own git dir, canonical */
+    char branch[256];        /* "main", "(detached abc1234)"; "" when HEAD is unreadable */
     char note[3 * PATH_MAX]; /* "" or a sentence about an accepted oddity (a moved worktree) */
 };
 
@@ -224,8 +224,8 @@ void host_diag_close(struct host_diag *d);
  * listener that accepts connections to local. Returns 0 with *inode and
  * *uid, or -1 when the kernel has no such socket or reports inode 0 (a
  * connection already closing: unknown, never a guess). About 4 µs. */
-int host_diag_socket(struct host_diag *d, const struct sockaddr *local,
-                     const struct sockaddr *peer, unsigned long *inode, uid_t *uid);
+int host_diag_socket(struct host_diag *d, const struct sockaddr *local, const struct sockaddr *peer,
+                     unsigned long *inode, uid_t *uid);
 
 /* --- worker threads (worker.c) --- */
 
@@ -244,8 +244,7 @@ struct host_worker;
 /* Start a thread that runs run(job, ctx) for each submitted job, nice
  * steps below the caller's priority (0: the same). NULL with err when the
  * pipe or the thread cannot be made. */
-struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *err,
-                                    size_t errlen);
+struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *err, size_t errlen);
 
 /* The same, but batch(jobs, ctx) gets every job queued when it starts
  * (in submission order; it must leave them in jobs): for work that costs

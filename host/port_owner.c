@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_INODES 64  /* listening sockets on one port: v4, v6, SO_REUSEPORT groups */
+#define MAX_INODES 64 /* listening sockets on one port: v4, v6, SO_REUSEPORT groups */
 #define TCP_LISTEN 0x0A
 #define TCP_SYN_RECV 0x03
-#define TCP_FIELDS 10  /* up to and including inode */
+#define TCP_FIELDS 10 /* up to and including inode */
 
 struct inodes {
     unsigned long v[MAX_INODES];
@@ -43,12 +43,16 @@ static int parse_tcp_line(char *line, int port, unsigned long *inode)
     for (tok = strtok_r(line, " \t\n", &save); tok && n < TCP_FIELDS;
          tok = strtok_r(NULL, " \t\n", &save))
         field[n++] = tok;
-    if (n < TCP_FIELDS || !(colon = strrchr(field[1], ':'))) return 0;
+    if (n < TCP_FIELDS || !(colon = strrchr(field[1], ':')))
+        return 0;
     state = strtoul(field[3], &end, 16);
-    if (end == field[3] || *end != '\0') return 0;
-    if (state != TCP_LISTEN) return state == TCP_SYN_RECV ? 0 : -1;
+    if (end == field[3] || *end != '\0')
+        return 0;
+    if (state != TCP_LISTEN)
+        return state == TCP_SYN_RECV ? 0 : -1;
     lport = strtoul(colon + 1, &end, 16);
-    if (end == colon + 1 || *end != '\0' || lport != (unsigned long)port) return 0;
+    if (end == colon + 1 || *end != '\0' || lport != (unsigned long)port)
+        return 0;
     errno = 0;
     *inode = strtoul(field[9], &end, 10);
     return *end == '\0' && errno == 0 && *inode != 0;
@@ -64,10 +68,13 @@ static void collect_inodes(const char *name, int port, struct inodes *in)
     int rc;
 
     snprintf(path, sizeof path, "%s/%s", host_proc_dir, name);
-    if (!(f = fopen(path, "r"))) return;
+    if (!(f = fopen(path, "r")))
+        return;
     while (in->n < MAX_INODES && fgets(line, sizeof line, f)) {
-        if ((rc = parse_tcp_line(line, port, &inode)) < 0) break;
-        if (rc > 0) in->v[in->n++] = inode;
+        if ((rc = parse_tcp_line(line, port, &inode)) < 0)
+            break;
+        if (rc > 0)
+            in->v[in->n++] = inode;
     }
     fclose(f);
 }
@@ -79,7 +86,8 @@ int host_port_owner_find(int port, struct host_port_owner *owner)
     memset(owner, 0, sizeof *owner);
     collect_inodes("net/tcp", port, &in);
     collect_inodes("net/tcp6", port, &in);
-    if (in.n == 0) return 0;
+    if (in.n == 0)
+        return 0;
     /* The lowest pid holding the socket: a forking server's parent, the
      * one to kill, rather than one of the children sharing its socket. */
     owner->pid = host_socket_holder(in.v, (size_t)in.n, HOST_ANY_UID);

@@ -36,9 +36,11 @@ ssize_t host_read_small_file(const char *path, char *buf, size_t len)
     ssize_t r;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     while (n < len - 1 && (r = read(fd, buf + n, len - 1 - n)) != 0) {
-        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EINTR)
+            continue;
         if (r < 0) {
             close(fd);
             return -1;
@@ -59,18 +61,23 @@ static unsigned long long parse_stat_starttime(const char *line)
     unsigned long long start;
     char *end;
 
-    if (!p || p[1] != ' ') return 0;
+    if (!p || p[1] != ' ')
+        return 0;
     p += 2; /* at field 3, the state */
-    if (*p == 'Z' || *p == 'X') return 0;
+    if (*p == 'Z' || *p == 'X')
+        return 0;
     for (int field = 3; field < STAT_STARTTIME; field++) {
         p = strchr(p, ' ');
-        if (!p) return 0;
+        if (!p)
+            return 0;
         p++;
     }
-    if (*p < '0' || *p > '9') return 0; /* strtoull would take a '-' */
+    if (*p < '0' || *p > '9')
+        return 0; /* strtoull would take a '-' */
     errno = 0;
     start = strtoull(p, &end, 10);
-    if (errno || (*end != ' ' && *end != '\n' && *end != '\0')) return 0;
+    if (errno || (*end != ' ' && *end != '\n' && *end != '\0'))
+        return 0;
     return start;
 }
 
@@ -79,7 +86,8 @@ long host_proc_pid(const char *name)
     char *end;
     long pid;
 
-    if (name[0] < '1' || name[0] > '9') return 0;
+    if (name[0] < '1' || name[0] > '9')
+        return 0;
     errno = 0;
     pid = strtol(name, &end, 10);
     return *end == '\0' && errno == 0 ? pid : 0;
@@ -92,9 +100,11 @@ pid_t host_pid_parent(pid_t pid)
     long ppid;
 
     snprintf(path, sizeof path, "%s/%ld/stat", host_proc_dir, (long)pid);
-    if (pid <= 0 || host_read_small_file(path, line, sizeof line) <= 0) return 0;
+    if (pid <= 0 || host_read_small_file(path, line, sizeof line) <= 0)
+        return 0;
     /* "pid (comm) S ppid ...": comm may hold spaces and ')' */
-    if (!(p = strrchr(line, ')')) || p[1] != ' ' || !p[2] || p[3] != ' ') return 0;
+    if (!(p = strrchr(line, ')')) || p[1] != ' ' || !p[2] || p[3] != ' ')
+        return 0;
     errno = 0;
     ppid = strtol(p + 4, &end, 10);
     return errno == 0 && end != p + 4 && *end == ' ' && ppid > 0 ? (pid_t)ppid : 0;
@@ -104,9 +114,11 @@ unsigned long long host_pid_start(pid_t pid)
 {
     char path[64], line[1024]; /* the line is ~300 bytes; comm is at most 64 */
 
-    if (pid <= 0) return 0;
+    if (pid <= 0)
+        return 0;
     snprintf(path, sizeof path, "%s/%ld/stat", host_proc_dir, (long)pid);
-    if (host_read_small_file(path, line, sizeof line) <= 0) return 0;
+    if (host_read_small_file(path, line, sizeof line) <= 0)
+        return 0;
     return parse_stat_starttime(line);
 }
 
@@ -123,9 +135,11 @@ static void clean_cmdline(char *buf, size_t n, size_t len, int truncated)
         else if (ch < 0x20 || ch == 0x7f)
             buf[i] = '?';
     }
-    while (n > 0 && buf[n - 1] == ' ') n--;
+    while (n > 0 && buf[n - 1] == ' ')
+        n--;
     if (truncated && len >= 4) {
-        if (n > len - 4) n = len - 4;
+        if (n > len - 4)
+            n = len - 4;
         memcpy(buf + n, "...", 3);
         n += 3;
     }
@@ -142,8 +156,10 @@ void host_pid_cmdline(pid_t pid, char *buf, size_t len)
     snprintf(path, sizeof path, "%s/%ld/cmdline", host_proc_dir, (long)pid);
     if (pid > 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
         while (n < len - 1 && (r = read(fd, buf + n, len - 1 - n)) != 0) {
-            if (r < 0 && errno == EINTR) continue;
-            if (r < 0) break;
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                break;
             n += (size_t)r;
         }
         truncated = n == len - 1 && read(fd, &more, 1) == 1;
@@ -173,7 +189,8 @@ int host_pid_uid(pid_t pid, uid_t *uid)
     struct stat st;
 
     snprintf(path, sizeof path, "%s/%ld", host_proc_dir, (long)pid);
-    if (pid <= 0 || stat(path, &st) < 0) return -1;
+    if (pid <= 0 || stat(path, &st) < 0)
+        return -1;
     *uid = st.st_uid;
     return 0;
 }
@@ -186,9 +203,11 @@ int host_pid_env(pid_t pid, const char *name, char *buf, size_t len)
     FILE *f;
 
     snprintf(path, sizeof path, "%s/%ld/environ", host_proc_dir, (long)pid);
-    if (pid <= 0 || !(f = fopen(path, "re"))) return -1;
+    if (pid <= 0 || !(f = fopen(path, "re")))
+        return -1;
     while (getdelim(&entry, &cap, '\0', f) > 0) {
-        if (strncmp(entry, name, nlen) != 0 || entry[nlen] != '=') continue;
+        if (strncmp(entry, name, nlen) != 0 || entry[nlen] != '=')
+            continue;
         vlen = strlen(entry + nlen + 1);
         if (vlen < len) {
             memcpy(buf, entry + nlen + 1, vlen + 1);

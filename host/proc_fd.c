@@ -48,7 +48,8 @@ static int link_in_set(const char *link, ssize_t n, const struct inode_set *s)
 {
     unsigned long inode = link_socket_inode(link, n);
     for (size_t i = 0; inode && i < s->n; i++)
-        if (s->v[i] == inode) return 1;
+        if (s->v[i] == inode)
+            return 1;
     return 0;
 }
 
@@ -71,14 +72,16 @@ static int fd_dir_find(int at, const char *path, const struct inode_set *s)
     ssize_t n;
     DIR *d;
 
-    if ((fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) return -1;
+    if ((fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return -1;
     if (!(d = fdopendir(fd))) {
         close(fd);
         return -1;
     }
     while (found < 0 && (e = readdir(d))) {
         n = readlinkat(dirfd(d), e->d_name, link, sizeof link);
-        if (n > 0 && link_in_set(link, n, s)) found = fd_number(e->d_name);
+        if (n > 0 && link_in_set(link, n, s))
+            found = fd_number(e->d_name);
     }
     closedir(d);
     return found;
@@ -89,7 +92,8 @@ int host_pid_socket_fd(pid_t pid, unsigned long inode)
     const struct inode_set s = {&inode, 1};
     char path[64];
 
-    if (pid <= 0) return -1;
+    if (pid <= 0)
+        return -1;
     snprintf(path, sizeof path, "%s/%ld/fd", host_proc_dir, (long)pid);
     return fd_dir_find(AT_FDCWD, path, &s);
 }
@@ -111,7 +115,8 @@ int host_pid_fd_socket(pid_t pid, int fd, unsigned long *inode)
     ssize_t n;
 
     snprintf(path, sizeof path, "%s/%ld/fd/%d", host_proc_dir, (long)pid, fd);
-    if ((n = readlink(path, link, sizeof link)) <= 0) return -1;
+    if ((n = readlink(path, link, sizeof link)) <= 0)
+        return -1;
     *inode = link_socket_inode(link, n);
     return *inode != 0;
 }
@@ -130,16 +135,18 @@ pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid)
     long pid;
     DIR *d;
 
-    if (n == 0 || !(d = opendir(host_proc_dir))) return 0;
+    if (n == 0 || !(d = opendir(host_proc_dir)))
+        return 0;
     while ((e = readdir(d))) {
-        if ((pid = host_proc_pid(e->d_name)) == 0 || (found && pid >= found)) continue;
+        if ((pid = host_proc_pid(e->d_name)) == 0 || (found && pid >= found))
+            continue;
         /* Another user's fds are unreadable anyway (unless we are root);
          * the owner check costs one stat instead of an opendir. */
-        if (uid != HOST_ANY_UID &&
-            (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || st.st_uid != uid))
+        if (uid != HOST_ANY_UID && (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || st.st_uid != uid))
             continue;
         snprintf(path, sizeof path, "%ld/fd", pid);
-        if (fd_dir_find(dirfd(d), path, &s) >= 0) found = (pid_t)pid;
+        if (fd_dir_find(dirfd(d), path, &s) >= 0)
+            found = (pid_t)pid;
     }
     closedir(d);
     return found;
@@ -170,13 +177,17 @@ static void holders_note(struct holders *h, unsigned long inode, pid_t pid, int 
     size_t lo = 0, hi = h->n;
     while (lo < hi) { /* the first of h's order with an inode >= inode */
         size_t mid = (lo + hi) / 2;
-        if (h->inodes[h->order[mid]] < inode) lo = mid + 1;
-        else hi = mid;
+        if (h->inodes[h->order[mid]] < inode)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     for (; lo < h->n && h->inodes[h->order[lo]] == inode; lo++) {
         size_t i = h->order[lo];
-        if (h->pids[i] && h->pids[i] <= pid) continue;
-        if (!h->pids[i]) h->left--;
+        if (h->pids[i] && h->pids[i] <= pid)
+            continue;
+        if (!h->pids[i])
+            h->left--;
         h->pids[i] = pid;
         h->fds[i] = fd;
     }
@@ -195,7 +206,8 @@ static size_t holders_scan_pid(struct holders *h, int at, pid_t pid)
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     size_t left = h->left, hits = 0;
     if (!d) {
-        if (fd >= 0) close(fd);
+        if (fd >= 0)
+            close(fd);
         return 0;
     }
     while ((e = readdir(d)))
@@ -245,8 +257,10 @@ static pid_t tgid_of(int at, pid_t pid)
     snprintf(name, sizeof name, "%ld/status", (long)pid);
     int fd = openat(at, name, O_RDONLY | O_CLOEXEC);
     ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0) close(fd);
-    if (n <= 0) return 0;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
     buf[n] = '\0';
     const char *t = strstr(buf, "\nTgid:");
     return t ? (pid_t)strtol(t + 6, NULL, 10) : 0;
@@ -261,7 +275,8 @@ static void skip_threads(int at, pid_t pid, const struct host_scope *scope, unsi
     int fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
-        if (fd >= 0) close(fd);
+        if (fd >= 0)
+            close(fd);
         return;
     }
     for (struct dirent *e; (e = readdir(d));) {
@@ -349,7 +364,8 @@ static int fd_window_find(int dfd, unsigned long inode, int maxfd, int *budget)
     for (int f = 3; f <= maxfd && (*budget)-- > 0; f++) {
         snprintf(name, sizeof name, "%d", f);
         n = readlinkat(dfd, name, link, sizeof link);
-        if (n > 0 && link_socket_inode(link, n) == inode) return f;
+        if (n > 0 && link_socket_inode(link, n) == inode)
+            return f;
     }
     return -1;
 }
@@ -363,14 +379,17 @@ pid_t host_young_holder(unsigned long inode, struct host_guess *g, int *fd)
     int at = open(host_proc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
     g->busiest = 0;
-    if (at < 0) return 0;
+    if (at < 0)
+        return 0;
     /* Newest first: the caller is most likely the process just started.
      * A pid that is gone, or another user's, fails at its open. */
     for (pid_t p = g->last; !found && p > 0 && p > g->last - g->npids && g->budget > 0; p--) {
         snprintf(name, sizeof name, "%ld/fd", (long)p);
         int dfd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0) continue;
-        if ((*fd = fd_window_find(dfd, inode, g->maxfd, &g->budget)) >= 0) found = p;
+        if (dfd < 0)
+            continue;
+        if ((*fd = fd_window_find(dfd, inode, g->maxfd, &g->budget)) >= 0)
+            found = p;
         else if (fstat(dfd, &st) == 0 && st.st_size > most) {
             pid_t tgid = tgid_of(at, p); /* one read, only for a new maximum */
             if (tgid && tgid != g->self) {

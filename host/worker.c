@@ -74,8 +74,8 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-static struct host_worker *worker_start(host_job_fn run, host_batch_fn batch, void *ctx,
-                                        int nice, char *err, size_t errlen)
+static struct host_worker *worker_start(host_job_fn run, host_batch_fn batch, void *ctx, int nice,
+                                        char *err, size_t errlen)
 {
     struct host_worker *w = calloc(1, sizeof *w);
     if (!w) {
@@ -104,8 +104,7 @@ static struct host_worker *worker_start(host_job_fn run, host_batch_fn batch, vo
     return w;
 }
 
-struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *err,
-                                    size_t errlen)
+struct host_worker *host_worker_new(host_job_fn run, void *ctx, int nice, char *err, size_t errlen)
 {
     return worker_start(run, NULL, ctx, nice, err, errlen);
 }

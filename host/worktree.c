@@ -27,7 +27,7 @@
 
 /* A sentence into err (which may be NULL). Returns -1. */
 __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                       ...)
+                                                      ...)
 {
     va_list ap;
 
@@ -48,14 +48,17 @@ static int read_line(const char *path, char *buf, size_t len)
     ssize_t n;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     while ((n = read(fd, buf, len - 1)) < 0 && errno == EINTR)
         ;
     close(fd);
-    if (n <= 0) return -1;
+    if (n <= 0)
+        return -1;
     buf[n] = '\0';
     n = (ssize_t)strcspn(buf, "\r\n");
-    if (n == 0 || (size_t)n == len - 1) return -1; /* a full buffer: cut short */
+    if (n == 0 || (size_t)n == len - 1)
+        return -1; /* a full buffer: cut short */
     buf[n] = '\0';
     return 0;
 }
@@ -76,12 +79,15 @@ static int up_from(const char *dir, const char *rel, char *out, size_t len)
 {
     size_t n = strlen(dir);
 
-    if (n >= len) return -1;
+    if (n >= len)
+        return -1;
     memcpy(out, dir, n + 1);
     while (*rel) {
-        if (strncmp(rel, "..", 2) != 0 || (rel[2] != '/' && rel[2] != '\0') || n <= 1) return -1;
+        if (strncmp(rel, "..", 2) != 0 || (rel[2] != '/' && rel[2] != '\0') || n <= 1)
+            return -1;
         rel += rel[2] ? 3 : 2;
-        while (n > 0 && out[n - 1] != '/') n--;
+        while (n > 0 && out[n - 1] != '/')
+            n--;
         n = n > 1 ? n - 1 : 1; /* drop the slash, but keep "/" */
         out[n] = '\0';
     }
@@ -105,7 +111,8 @@ static void read_branch(const char *gitdir, char *out, size_t len)
         ref = line + 5;
     else if (strlen(line) >= 7)
         snprintf(out, len, "(detached %.7s)", line);
-    if (ref && strlen(ref) < len) memcpy(out, ref, strlen(ref) + 1);
+    if (ref && strlen(ref) < len)
+        memcpy(out, ref, strlen(ref) + 1);
 }
 
 /* Whether the canonical git dir common is a submodule's: it lies inside
@@ -135,13 +142,15 @@ static void check_back_pointer(const char *root, struct host_worktree *w)
     char path[PATH_MAX + sizeof "/gitdir"], line[PATH_MAX], named[PATH_MAX], canon[PATH_MAX];
     char *slash;
 
-    if (join(w->gitdir, "gitdir", path, sizeof path) < 0 || read_line(path, line, sizeof line) < 0 ||
-        join(w->gitdir, line, named, sizeof named) < 0 || !(slash = strrchr(named, '/')))
-        return; /* no back-pointer: not a linked worktree (a separate gitdir) */
+    if (join(w->gitdir, "gitdir", path, sizeof path) < 0 ||
+        read_line(path, line, sizeof line) < 0 || join(w->gitdir, line, named, sizeof named) < 0 ||
+        !(slash = strrchr(named, '/')))
+        return;    /* no back-pointer: not a linked worktree (a separate gitdir) */
     *slash = '\0'; /* the folder that holds the .git file it names */
     /* git writes the canonical path: realpath (an lstat per component)
      * only when the text differs. */
-    if (strcmp(named, root) == 0 || (named[0] && realpath(named, canon) && strcmp(canon, root) == 0))
+    if (strcmp(named, root) == 0 ||
+        (named[0] && realpath(named, canon) && strcmp(canon, root) == 0))
         return;
     snprintf(w->note, sizeof w->note,
              "git records the gitdir %s as the worktree %s, not %s: if %s was moved, run "
@@ -153,8 +162,8 @@ static void check_back_pointer(const char *root, struct host_worktree *w)
 /* ROOT/.git is a file: a linked worktree, a separate gitdir or a
  * submodule. Returns 0 with w filled, 1 for a submodule (w->root names
  * it; the caller walks on), -1 with err. */
-static int from_gitfile(const char *root, const char *gitfile, struct host_worktree *w,
-                        char *err, size_t errlen)
+static int from_gitfile(const char *root, const char *gitfile, struct host_worktree *w, char *err,
+                        size_t errlen)
 {
     static const char prefix[] = "gitdir: ";
     char line[PATH_MAX + sizeof prefix], path[PATH_MAX], cdir[PATH_MAX];
@@ -184,13 +193,14 @@ static int from_gitfile(const char *root, const char *gitfile, struct host_workt
                         "gone; run `git worktree repair %s` in the repository, wherever it is now",
                         root, cdir, w->gitdir, root);
     } else if (access(path, F_OK) == 0) {
-        return fail(err, errlen, "%s is empty or unreadable, so git refuses the worktree %s",
-                    path, root);
+        return fail(err, errlen, "%s is empty or unreadable, so git refuses the worktree %s", path,
+                    root);
     } else {
         memcpy(w->common, w->gitdir, sizeof w->common);
     }
     snprintf(w->root, sizeof w->root, "%s", root);
-    if (is_submodule(w->common)) return 1;
+    if (is_submodule(w->common))
+        return 1;
     read_branch(w->gitdir, w->branch, sizeof w->branch);
     check_back_pointer(root, w);
     return 0;
@@ -203,10 +213,12 @@ static int worktree_at(const char *dir, struct host_worktree *w, char *err, size
     char git[PATH_MAX + sizeof "/.git"], head[PATH_MAX + sizeof "/.git/HEAD"];
     struct stat st;
 
-    if (join(dir, ".git", git, sizeof git) < 0) return fail(err, errlen, "%s: path too long", dir);
+    if (join(dir, ".git", git, sizeof git) < 0)
+        return fail(err, errlen, "%s: path too long", dir);
     if (stat(git, &st) < 0)
         return fail(err, errlen, "%s: %s, so git refuses the folder %s", git, strerror(errno), dir);
-    if (S_ISREG(st.st_mode)) return from_gitfile(dir, git, w, err, errlen);
+    if (S_ISREG(st.st_mode))
+        return from_gitfile(dir, git, w, err, errlen);
     if (!S_ISDIR(st.st_mode))
         return fail(err, errlen, "%s is neither a folder nor a file, so git refuses %s", git, dir);
     if (join(git, "HEAD", head, sizeof head) < 0 || access(head, F_OK) < 0)
@@ -214,7 +226,8 @@ static int worktree_at(const char *dir, struct host_worktree *w, char *err, size
                     "%s is a folder but no git repository (it has no HEAD); remove it, or "
                     "run `git init` in %s",
                     git, dir);
-    if (!realpath(git, w->gitdir)) return fail(err, errlen, "%s: %s", git, strerror(errno));
+    if (!realpath(git, w->gitdir))
+        return fail(err, errlen, "%s: %s", git, strerror(errno));
     memcpy(w->common, w->gitdir, sizeof w->common);
     snprintf(w->root, sizeof w->root, "%s", dir);
     read_branch(w->gitdir, w->branch, sizeof w->branch);
@@ -229,20 +242,24 @@ int host_worktree_of(const char *dir, struct host_worktree *out, char *err, size
     int rc;
 
     memset(out, 0, sizeof *out);
-    if (!realpath(dir, path)) return fail(err, errlen, "%s: %s", dir, strerror(errno));
+    if (!realpath(dir, path))
+        return fail(err, errlen, "%s: %s", dir, strerror(errno));
     /* path[0..n) is the folder tried; n == 0 is "/". */
     n = strcmp(path, "/") == 0 ? 0 : strlen(path);
     for (;;) {
         memcpy(path + n, "/.git", sizeof "/.git");
         if (lstat(path, &st) == 0) {
             path[n ? n : 1] = '\0';
-            if ((rc = worktree_at(path, out, err, errlen)) <= 0) return rc;
+            if ((rc = worktree_at(path, out, err, errlen)) <= 0)
+                return rc;
             /* A submodule's checkout is part of the superproject's. */
-            if (!submodule[0]) snprintf(submodule, sizeof submodule, "%s", out->root);
+            if (!submodule[0])
+                snprintf(submodule, sizeof submodule, "%s", out->root);
             memset(out, 0, sizeof *out);
             path[n] = '\0';
         }
-        if (n == 0) break;
+        if (n == 0)
+            break;
         path[n] = '\0';
         n = (size_t)(strrchr(path, '/') - path);
     }
@@ -251,7 +268,8 @@ int host_worktree_of(const char *dir, struct host_worktree *out, char *err, size
                     "%s is a checkout of a submodule, outside the worktree of its superproject; "
                     "run this in the superproject's worktree",
                     submodule);
-    if (!realpath(dir, path)) path[0] = '\0';
+    if (!realpath(dir, path))
+        path[0] = '\0';
     return fail(err, errlen,
                 "%s is not inside a git worktree (no .git in it or in any folder above it)",
                 path[0] ? path : dir);

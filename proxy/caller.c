@@ -15,7 +15,8 @@ static int place_in(const char *dir, struct caller_place *place)
 {
     struct host_worktree w;
 
-    if (host_worktree_of(dir, &w, NULL, 0) < 0) return -1;
+    if (host_worktree_of(dir, &w, NULL, 0) < 0)
+        return -1;
     memcpy(place->worktree, w.root, sizeof place->worktree);
     memcpy(place->common_dir, w.common, sizeof place->common_dir);
     return 0;
@@ -43,8 +44,7 @@ static int decides(pid_t pid, caller_known_fn known, void *arg, struct caller_pl
     return 0;
 }
 
-int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
-                 struct caller_place *place)
+int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg, struct caller_place *place)
 {
     uid_t owner;
     pid_t p = pid;
@@ -54,7 +54,8 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
     host_pid_cmdline(pid, place->comm, sizeof place->comm);
     host_pid_cwd(pid, place->cwd, sizeof place->cwd);
     for (int depth = 0; p > 1 && depth < CALLER_MAX_DEPTH; depth++) {
-        if (host_pid_uid(p, &owner) < 0 || owner != uid) break;
+        if (host_pid_uid(p, &owner) < 0 || owner != uid)
+            break;
         if (decides(p, known, arg, place)) {
             place->decided_by = p;
             place->depth = depth;
@@ -65,8 +66,7 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
     return -1;
 }
 
-int caller_place_dir(const char *dir, caller_known_fn known, void *arg,
-                     struct caller_place *place)
+int caller_place_dir(const char *dir, caller_known_fn known, void *arg, struct caller_place *place)
 {
     memset(place, 0, sizeof *place);
     snprintf(place->cwd, sizeof place->cwd, "%s", dir);

@@ -50,7 +50,6 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
  * placed, by the same rule as one step of caller_place's walk: dir inside
  * a worktree of a repository known() accepts. Returns 0 when placed (how
  * "cwd", worktree, common_dir; pid and decided_by 0), -1 when not. */
-int caller_place_dir(const char *dir, caller_known_fn known, void *arg,
-                     struct caller_place *place);
+int caller_place_dir(const char *dir, caller_known_fn known, void *arg, struct caller_place *place);
 
 #endif

@@ -28,7 +28,10 @@ static void client_write_cb(struct stream *bev, void *arg);
 static void client_event_cb(struct stream *bev, short what, void *arg);
 static void timer_cb(evutil_socket_t fd, short what, void *arg);
 
-static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
 
 void conn_set_client_callbacks(struct proxy_client *c)
 {
@@ -241,8 +244,8 @@ static void linger(struct proxy_client *c)
  * the lingering close. */
 static void output_done(struct proxy_client *c)
 {
-    if (c->client_eof || (c->req_done && !c->keepalive &&
-                          evbuffer_get_length(stream_input(c->bev)) == 0))
+    if (c->client_eof ||
+        (c->req_done && !c->keepalive && evbuffer_get_length(stream_input(c->bev)) == 0))
         conn_close(c);
     else
         linger(c);
@@ -336,8 +339,8 @@ static void forward_timeout(struct proxy_client *c)
         return;
     }
     if (now - c->last_ms >= cfg->body_timeout_ms) {
-        proxy_log("closed %s from %s: no body byte moved for body_timeout (%u ms)", c->path,
-                  c->ip, cfg->body_timeout_ms);
+        proxy_log("closed %s from %s: no body byte moved for body_timeout (%u ms)", c->path, c->ip,
+                  cfg->body_timeout_ms);
         conn_close(c);
         return;
     }
@@ -351,7 +354,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     long long now = host_mono_ms();
     (void)fd;
     (void)what;
-    c->timer_at_ms = 0; /* a one-shot timer: it fired */
+    c->timer_at_ms = 0;         /* a one-shot timer: it fired */
     if (now < c->deadline_ms) { /* armed for a deadline since moved later */
         timer_add(c, now, (unsigned)(c->deadline_ms - now));
         return;
@@ -393,4 +396,7 @@ void proxy_client_shutdown(struct proxy_client *c)
         conn_close(c);
 }
 
-void proxy_client_abort(struct proxy_client *c) { conn_close(c); }
+void proxy_client_abort(struct proxy_client *c)
+{
+    conn_close(c);
+}

@@ -52,22 +52,27 @@ static const char *with_whose(struct proxy_client *c, enum proxy_error e, const 
                               char *whose, size_t len)
 {
     const struct reg_backend *b = c->backend;
-    if (!b || !detail || (e != PE_BACKEND_UNREACHABLE && e != PE_BACKEND_BAD_RESPONSE &&
-                          e != PE_BACKEND_TIMEOUT))
+    if (!b || !detail ||
+        (e != PE_BACKEND_UNREACHABLE && e != PE_BACKEND_BAD_RESPONSE && e != PE_BACKEND_TIMEOUT))
         return detail;
     if (!b->worktree[0])
-        snprintf(whose, len, "%s; it is the default backend (wtproxy serve --backend %s)",
-                 detail, b->name);
+        snprintf(whose, len, "%s; it is the default backend (wtproxy serve --backend %s)", detail,
+                 b->name);
     else if (b->log[0])
-        snprintf(whose, len, "%s; it is the dev server of %s (pid %d); its output: wtproxy logs "
-                 "%s --front %d", detail, b->worktree, (int)b->pid, b->worktree, b->front);
+        snprintf(whose, len,
+                 "%s; it is the dev server of %s (pid %d); its output: wtproxy logs "
+                 "%s --front %d",
+                 detail, b->worktree, (int)b->pid, b->worktree, b->front);
     else if (b->pid > 0)
-        snprintf(whose, len, "%s; it is the dev server of %s (pid %d: %s), registered with "
-                 "wtproxy register: its output is wherever it was started", detail, b->worktree,
-                 (int)b->pid, b->command);
+        snprintf(whose, len,
+                 "%s; it is the dev server of %s (pid %d: %s), registered with "
+                 "wtproxy register: its output is wherever it was started",
+                 detail, b->worktree, (int)b->pid, b->command);
     else
-        snprintf(whose, len, "%s; it is the server registered for %s with wtproxy register "
-                 "--ttl (no pid): its output is wherever it was started", detail, b->worktree);
+        snprintf(whose, len,
+                 "%s; it is the server registered for %s with wtproxy register "
+                 "--ttl (no pid): its output is wherever it was started",
+                 detail, b->worktree);
     return whose;
 }
 
@@ -87,8 +92,8 @@ void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
     record_refusal(c, error_page_status(e), error_page_reason(e), detail);
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;
-    error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
-                     !keep, c->is_head);
+    error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail, !keep,
+                     c->is_head);
     c->resp_started = 1;
     if (keep)
         conn_next_request(c);

@@ -44,11 +44,16 @@ long conn_scan_head(struct head_scan *s, struct evbuffer *in, const struct head_
 static enum proxy_error scan_error(long r)
 {
     switch (r) {
-    case HS_START_LINE_LONG: return PE_REQUEST_LINE_TOO_LONG;
-    case HS_HEAD_LARGE: return PE_HEAD_TOO_LARGE;
-    case HS_TOO_MANY_FIELDS: return PE_TOO_MANY_HEADERS;
-    case HS_METHOD_LONG: return PE_METHOD_TOO_LONG;
-    default: return PE_BAD_REQUEST;
+    case HS_START_LINE_LONG:
+        return PE_REQUEST_LINE_TOO_LONG;
+    case HS_HEAD_LARGE:
+        return PE_HEAD_TOO_LARGE;
+    case HS_TOO_MANY_FIELDS:
+        return PE_TOO_MANY_HEADERS;
+    case HS_METHOD_LONG:
+        return PE_METHOD_TOO_LONG;
+    default:
+        return PE_BAD_REQUEST;
     }
 }
 

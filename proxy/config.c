@@ -78,13 +78,15 @@ void proxy_config_defaults(struct proxy_config *c)
     c->nlisten = 1;
     c->listen[0].port = WTP_DEFAULT_FRONT_PORT;
     for (size_t i = 0; i < NKEYS; i++)
-        if (keys[i].def) set_number(c, &keys[i], keys[i].def); /* 0 is memset's */
+        if (keys[i].def)
+            set_number(c, &keys[i], keys[i].def); /* 0 is memset's */
 }
 
 const struct key *proxy_config_find_key(const char *name)
 {
     for (size_t i = 0; i < NKEYS; i++)
-        if (strcmp(keys[i].name, name) == 0) return &keys[i];
+        if (strcmp(keys[i].name, name) == 0)
+            return &keys[i];
     return NULL;
 }
 
@@ -110,7 +112,8 @@ void proxy_config_usage(FILE *f)
         size_t n = (size_t)snprintf(flag, sizeof flag, "--%s %s", keys[i].name,
                                     proxy_config_metavar(keys[i].kind));
         for (size_t j = 2; j < n && flag[j] != ' '; j++)
-            if (flag[j] == '_') flag[j] = '-';
+            if (flag[j] == '_')
+                flag[j] = '-';
         proxy_config_format_value(&keys[i], &d, def, sizeof def);
         fprintf(f, "  %-29s %-7s %s\n", flag, def[0] ? def : "none", keys[i].help);
     }

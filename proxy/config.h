@@ -37,7 +37,7 @@ struct proxy_config {
     unsigned start_timeout_ms;
     unsigned start_max_load_pct; /* the 1-minute load per CPU, in hundredths; 0 = no limit */
     unsigned reload_grace_ms;
-    unsigned whoami;             /* the /__whoami gate is on */
+    unsigned whoami; /* the /__whoami gate is on */
     unsigned whoami_timeout_ms;
     unsigned stale_grace_ms;
     unsigned trust_registry;
@@ -56,14 +56,13 @@ void proxy_config_defaults(struct proxy_config *c);
  * bare number = bytes). "listen" appends a listener: "PORT", "ADDR:PORT",
  * "[V6ADDR]:PORT". Returns 0, or -1 with a one-line message in err naming
  * the key and the value expected. */
-int proxy_config_set(struct proxy_config *c, const char *key, const char *value,
-                     char *err, size_t errlen);
+int proxy_config_set(struct proxy_config *c, const char *key, const char *value, char *err,
+                     size_t errlen);
 
 /* Read a `key = value` file ('#' comments, blank lines). Listen lines in the
  * file replace the default listener. Returns 0, or -1 with "FILE:LINE: ..."
  * in err. */
-int proxy_config_load_file(struct proxy_config *c, const char *path, char *err,
-                           size_t errlen);
+int proxy_config_load_file(struct proxy_config *c, const char *path, char *err, size_t errlen);
 
 /* Parse `wtproxy serve` arguments: --config FILE is read first, whatever its
  * position; then each --KEY VALUE or --KEY=VALUE (KEY with dashes for the
@@ -71,8 +70,7 @@ int proxy_config_load_file(struct proxy_config *c, const char *path, char *err,
  * command line replaces the file's listeners. If no --config is given and
  * $WTPROXY_CONFIG is set, that file is read. Returns 0, 1 when --help was
  * asked, or -1 with a one-line message in err (unknown flag, bad value). */
-int proxy_config_from_args(struct proxy_config *c, int argc, char **argv,
-                           char *err, size_t errlen);
+int proxy_config_from_args(struct proxy_config *c, int argc, char **argv, char *err, size_t errlen);
 
 /* Print `wtproxy serve --help` (every flag with its default) to f. */
 void proxy_config_usage(FILE *f);

@@ -18,9 +18,11 @@ static char *trim(char *s)
 {
     size_t n;
 
-    while (isspace((unsigned char)*s)) s++;
+    while (isspace((unsigned char)*s))
+        s++;
     n = strlen(s);
-    while (n > 0 && isspace((unsigned char)s[n - 1])) n--;
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        n--;
     s[n] = '\0';
     return s;
 }
@@ -34,7 +36,8 @@ static int apply_line(struct proxy_config *c, char *line, int *listen_seen, char
     size_t n = strlen(line);
     char *key, *eq;
 
-    if (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
+    if (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
     if (n > MAX_LINE) {
         snprintf(err, errlen, "line is longer than %d bytes", MAX_LINE);
         return -1;
@@ -46,7 +49,8 @@ static int apply_line(struct proxy_config *c, char *line, int *listen_seen, char
         }
     }
     key = trim(line);
-    if (*key == '\0') return 0;
+    if (*key == '\0')
+        return 0;
     eq = strchr(key, '=');
     if (!eq || eq == key) {
         snprintf(err, errlen, "expected \"key = value\", got \"%s\"", key);
@@ -54,7 +58,8 @@ static int apply_line(struct proxy_config *c, char *line, int *listen_seen, char
     }
     *eq = '\0';
     key = trim(key);
-    if (strcmp(key, "listen") == 0 && !(*listen_seen)++) c->nlisten = 0;
+    if (strcmp(key, "listen") == 0 && !(*listen_seen)++)
+        c->nlisten = 0;
     return proxy_config_set(c, key, trim(eq + 1), err, errlen);
 }
 

@@ -31,8 +31,8 @@ struct unit {
 /* Printing a value picks the first suffix with the largest multiplier that
  * divides it, so the order decides "1ms" over "1" and "64k" over "64kib". */
 static const struct unit size_units[] = {
-    {"", 1},      {"b", 1},    {"k", KIB},   {"kb", KIB}, {"kib", KIB}, {"m", MIB},
-    {"mb", MIB},  {"mib", MIB}, {"g", GIB},  {"gb", GIB}, {"gib", GIB}, {NULL, 0},
+    {"", 1},     {"b", 1},     {"k", KIB}, {"kb", KIB}, {"kib", KIB}, {"m", MIB},
+    {"mb", MIB}, {"mib", MIB}, {"g", GIB}, {"gb", GIB}, {"gib", GIB}, {NULL, 0},
 };
 static const struct unit duration_units[] = {
     {"ms", 1}, {"", 1}, {"s", SECOND}, {"m", MINUTE}, {"h", HOUR}, {NULL, 0},
@@ -54,8 +54,7 @@ static const struct kind_info {
     [K_COUNT] = {count_units, "a whole number", "100", "N"},
     [K_LOAD] = {load_units, "a load per CPU", "2 or 150%", "LOAD"},
     [K_HOSTPORT] = {NULL, "HOST:PORT", "127.0.0.1:3000 or [::1]:3000", "HOST:PORT"},
-    [K_LISTEN] = {NULL, "a listen address", "8000, 127.0.0.1:8000 or [::1]:8000",
-                  "[ADDR:]PORT"},
+    [K_LISTEN] = {NULL, "a listen address", "8000, 127.0.0.1:8000 or [::1]:8000", "[ADDR:]PORT"},
     [K_PATH] = {NULL, "a file path", "/run/user/1000/wtproxy/control.sock", "PATH"},
     [K_SWITCH] = {NULL, "on or off", "on, off, yes, no, true, false, 1, 0", "on|off"},
 };
@@ -73,12 +72,15 @@ static int parse_scaled(const char *s, const struct unit *units, unsigned long l
     char *end;
     unsigned long long v;
 
-    if (!isdigit((unsigned char)s[0])) return -1; /* strtoull takes "-1", " 1" */
+    if (!isdigit((unsigned char)s[0]))
+        return -1; /* strtoull takes "-1", " 1" */
     errno = 0;
     v = strtoull(s, &end, 10);
     for (const struct unit *u = units; u->suffix; u++) {
-        if (strcasecmp(end, u->suffix) != 0) continue;
-        if (errno == ERANGE || v > ~0ULL / u->mult) return -2;
+        if (strcasecmp(end, u->suffix) != 0)
+            continue;
+        if (errno == ERANGE || v > ~0ULL / u->mult)
+            return -2;
         *out = v * u->mult;
         return 0;
     }
@@ -91,7 +93,8 @@ static void format_number(enum kind kind, unsigned long long v, char *buf, size_
     const struct unit *best = NULL;
 
     for (const struct unit *u = kinds[kind].units; u && u->suffix; u++)
-        if (v != 0 && v % u->mult == 0 && (!best || u->mult > best->mult)) best = u;
+        if (v != 0 && v % u->mult == 0 && (!best || u->mult > best->mult))
+            best = u;
     if (best)
         snprintf(buf, len, "%llu%s", v / best->mult, best->suffix);
     else
@@ -100,8 +103,8 @@ static void format_number(enum kind kind, unsigned long long v, char *buf, size_
 
 static int bad_value(const struct key *k, const char *v, char *err, size_t errlen)
 {
-    snprintf(err, errlen, "%s: \"%s\" is not %s (use e.g. %s)", k->name, v,
-             kinds[k->kind].noun, kinds[k->kind].example);
+    snprintf(err, errlen, "%s: \"%s\" is not %s (use e.g. %s)", k->name, v, kinds[k->kind].noun,
+             kinds[k->kind].example);
     return -1;
 }
 
@@ -115,8 +118,10 @@ static int parse_in_range(const struct key *k, const char *v, const char *text,
     int rc = parse_scaled(text, units, out);
     char lo[32], hi[32];
 
-    if (rc == -1) return bad_value(k, v, err, errlen);
-    if (rc == 0 && *out >= k->min && *out <= k->max) return 0;
+    if (rc == -1)
+        return bad_value(k, v, err, errlen);
+    if (rc == 0 && *out >= k->min && *out <= k->max)
+        return 0;
     format_number(k->kind, k->min, lo, sizeof lo);
     format_number(k->kind, k->max, hi, sizeof hi);
     snprintf(err, errlen, "%s: \"%s\" %s out of range (use %s to %s)", k->name, v,
@@ -134,14 +139,17 @@ static int split_hostport(const char *v, char *host, size_t hostlen, const char 
     if (v[0] == '[') {
         h = v + 1;
         hend = strchr(h, ']');
-        if (!hend || hend[1] != ':') return -1;
+        if (!hend || hend[1] != ':')
+            return -1;
         colon = hend + 1;
     } else {
         colon = strrchr(v, ':');
-        if (!colon || memchr(v, ':', (size_t)(colon - v))) return -1;
+        if (!colon || memchr(v, ':', (size_t)(colon - v)))
+            return -1;
         hend = colon;
     }
-    if (hend == h || (size_t)(hend - h) >= hostlen) return -1;
+    if (hend == h || (size_t)(hend - h) >= hostlen)
+        return -1;
     memcpy(host, h, (size_t)(hend - h));
     host[hend - h] = '\0';
     *port = colon + 1;
@@ -154,13 +162,15 @@ static int overlaps(const struct proxy_listen *a, const struct proxy_listen *b)
 {
     const char *h = a->host[0] ? a->host : b->host;
 
-    if (a->port == 0 || a->port != b->port) return 0;
-    if (strcmp(a->host, b->host) == 0) return 1;
+    if (a->port == 0 || a->port != b->port)
+        return 0;
+    if (strcmp(a->host, b->host) == 0)
+        return 1;
     return (!a->host[0] || !b->host[0]) && (!strcmp(h, "127.0.0.1") || !strcmp(h, "::1"));
 }
 
-static int set_listen(struct proxy_config *c, const struct key *k, const char *v,
-                      char *err, size_t errlen)
+static int set_listen(struct proxy_config *c, const struct key *k, const char *v, char *err,
+                      size_t errlen)
 {
     struct proxy_listen l = {{0}, 0};
     const char *port = v;
@@ -176,10 +186,12 @@ static int set_listen(struct proxy_config *c, const struct key *k, const char *v
         else if (inet_pton(family, l.host, addr) != 1)
             return bad_value(k, v, err, errlen);
     }
-    if (parse_in_range(k, v, port, &p, err, errlen) < 0) return -1;
+    if (parse_in_range(k, v, port, &p, err, errlen) < 0)
+        return -1;
     l.port = (int)p;
     for (int i = 0; i < c->nlisten; i++) {
-        if (!overlaps(&c->listen[i], &l)) continue;
+        if (!overlaps(&c->listen[i], &l))
+            continue;
         snprintf(err, errlen, "listen: \"%s\" overlaps an earlier listen on port %d", v, l.port);
         return -1;
     }
@@ -194,8 +206,8 @@ static int set_listen(struct proxy_config *c, const struct key *k, const char *v
 
 /* Hostnames are checked for their characters only: resolving is the
  * backend's business, at connect time. */
-static int set_hostport(struct proxy_config *c, const struct key *k, const char *v,
-                        char *err, size_t errlen)
+static int set_hostport(struct proxy_config *c, const struct key *k, const char *v, char *err,
+                        size_t errlen)
 {
     char host[256], *field = (char *)c + k->off;
     const char *port;
@@ -212,7 +224,8 @@ static int set_hostport(struct proxy_config *c, const struct key *k, const char 
                     : strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                    "0123456789.-_") != strlen(host))
         return bad_value(k, v, err, errlen);
-    if (parse_in_range(k, v, port, &p, err, errlen) < 0) return -1;
+    if (parse_in_range(k, v, port, &p, err, errlen) < 0)
+        return -1;
     memcpy(field, v, strlen(v) + 1);
     return 0;
 }
@@ -220,8 +233,8 @@ static int set_hostport(struct proxy_config *c, const struct key *k, const char 
 static int set_switch(struct proxy_config *c, const struct key *k, const char *v, char *err,
                       size_t errlen)
 {
-    static const char *const words[][2] = {{"on", "off"}, {"yes", "no"}, {"true", "false"},
-                                           {"1", "0"}};
+    static const char *const words[][2] = {
+        {"on", "off"}, {"yes", "no"}, {"true", "false"}, {"1", "0"}};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         for (int off = 0; off < 2; off++) {
             if (strcasecmp(v, words[i][off]) == 0) {
@@ -237,13 +250,14 @@ static int set_switch(struct proxy_config *c, const struct key *k, const char *v
 static int set_path(struct proxy_config *c, const struct key *k, const char *v, char *err,
                     size_t errlen)
 {
-    if (strlen(v) >= k->size) return bad_value(k, v, err, errlen);
+    if (strlen(v) >= k->size)
+        return bad_value(k, v, err, errlen);
     memcpy((char *)c + k->off, v, strlen(v) + 1);
     return 0;
 }
 
-int proxy_config_set(struct proxy_config *c, const char *key, const char *value,
-                     char *err, size_t errlen)
+int proxy_config_set(struct proxy_config *c, const char *key, const char *value, char *err,
+                     size_t errlen)
 {
     const struct key *k = proxy_config_find_key(key);
     unsigned long long v;
@@ -252,11 +266,16 @@ int proxy_config_set(struct proxy_config *c, const char *key, const char *value,
         snprintf(err, errlen, "unknown key \"%s\" (wtproxy serve --help lists the keys)", key);
         return -1;
     }
-    if (k->kind == K_LISTEN) return set_listen(c, k, value, err, errlen);
-    if (k->kind == K_HOSTPORT) return set_hostport(c, k, value, err, errlen);
-    if (k->kind == K_PATH) return set_path(c, k, value, err, errlen);
-    if (k->kind == K_SWITCH) return set_switch(c, k, value, err, errlen);
-    if (parse_in_range(k, value, value, &v, err, errlen) < 0) return -1;
+    if (k->kind == K_LISTEN)
+        return set_listen(c, k, value, err, errlen);
+    if (k->kind == K_HOSTPORT)
+        return set_hostport(c, k, value, err, errlen);
+    if (k->kind == K_PATH)
+        return set_path(c, k, value, err, errlen);
+    if (k->kind == K_SWITCH)
+        return set_switch(c, k, value, err, errlen);
+    if (parse_in_range(k, value, value, &v, err, errlen) < 0)
+        return -1;
     set_number(c, k, v);
     return 0;
 }

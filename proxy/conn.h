@@ -18,34 +18,34 @@
 #include "server.h"
 
 enum conn_state {
-    CS_IDLE,    /* between requests: keepalive_timeout */
-    CS_HEAD,    /* reading a request head: head_timeout from its first byte */
+    CS_IDLE,     /* between requests: keepalive_timeout */
+    CS_HEAD,     /* reading a request head: head_timeout from its first byte */
     CS_IDENTIFY, /* the caller's process is looked for on the worker thread */
-    CS_WAIT,    /* the backend is starting or reloading: polled, start_timeout */
-    CS_VERIFY,  /* the /__whoami gate is asking the backend; it always answers */
-    CS_CONNECT, /* head parsed, connecting to the backend: connect_timeout */
-    CS_FORWARD, /* relaying body and response: response_timeout, body_timeout */
-    CS_TUNNEL,  /* after a 101: bytes both ways */
-    CS_CLOSING, /* flushing what is left, then a lingering close */
-    CS_HANDLER, /* the daemon's own answer holds it (handler.h): an event stream, a reply
-                 * waiting for a worker; until either side goes */
+    CS_WAIT,     /* the backend is starting or reloading: polled, start_timeout */
+    CS_VERIFY,   /* the /__whoami gate is asking the backend; it always answers */
+    CS_CONNECT,  /* head parsed, connecting to the backend: connect_timeout */
+    CS_FORWARD,  /* relaying body and response: response_timeout, body_timeout */
+    CS_TUNNEL,   /* after a 101: bytes both ways */
+    CS_CLOSING,  /* flushing what is left, then a lingering close */
+    CS_HANDLER,  /* the daemon's own answer holds it (handler.h): an event stream, a reply
+                  * waiting for a worker; until either side goes */
 };
 
 struct proxy_client {
     struct proxy_server *srv;
     struct proxy_listener *listener;
-    struct stream *bev;    /* the client's socket */
-    struct stream *up;     /* the backend's socket, NULL when none */
+    struct stream *bev;          /* the client's socket */
+    struct stream *up;           /* the backend's socket, NULL when none */
     struct reg_backend *backend; /* the current request's backend */
     struct http_msg req, resp;
-    struct head_scan scan;      /* the head being read: request or response */
-    struct evbuffer *req_head;  /* rewritten request head, kept until a response starts */
+    struct head_scan scan;       /* the head being read: request or response */
+    struct evbuffer *req_head;   /* rewritten request head, kept until a response starts */
     struct evbuffer *req_prefix; /* re-chunked body checked before any byte is sent */
     struct event *timer;
-    long long deadline_ms;      /* when the timer's state times out (host_mono_ms) */
-    long long timer_at_ms;      /* when the armed timer fires: <= deadline_ms; 0 while
-                                 * it is not armed (the monotonic clock counts from
-                                 * boot: never 0 when a connection is made) */
+    long long deadline_ms; /* when the timer's state times out (host_mono_ms) */
+    long long timer_at_ms; /* when the armed timer fires: <= deadline_ms; 0 while
+                            * it is not armed (the monotonic clock counts from
+                            * boot: never 0 when a connection is made) */
     enum conn_state state;
     unsigned long long last_ms; /* last byte moved, for body_timeout */
     unsigned long long req_done_ms;
@@ -60,36 +60,36 @@ struct proxy_client {
     int awaiting_start;                  /* the daemon started the worktree's server */
     int in_flight;                       /* counted in backend->active */
     char ip[INET6_ADDRSTRLEN];
-    char accept[128];           /* the request's Accept, for error pages */
-    char path[128];             /* method and path without query, for the log */
+    char accept[128];                    /* the request's Accept, for error pages */
+    char path[128];                      /* method and path without query, for the log */
     const struct proxy_handler *handler; /* the request is the daemon's own, NULL proxied */
-    int handler_note;           /* what the handler's on_head noted */
-    void *handler_job;          /* the handler's pending work for c, NULL none */
+    int handler_note;                    /* what the handler's on_head noted */
+    void *handler_job;                   /* the handler's pending work for c, NULL none */
 
-    unsigned keepalive : 1;     /* the client wants the connection kept */
-    unsigned http10 : 1;        /* the request was HTTP/1.0 */
+    unsigned keepalive : 1; /* the client wants the connection kept */
+    unsigned http10 : 1;    /* the request was HTTP/1.0 */
     unsigned is_head : 1;
-    unsigned upgrade : 1;       /* the request asks for an upgrade */
+    unsigned upgrade : 1; /* the request asks for an upgrade */
     unsigned req_chunked : 1;
     unsigned req_done : 1;      /* the whole request body was read */
     unsigned req_bodyless : 1;  /* done with its head: safe to send twice */
     unsigned client_paused : 1; /* client reads stopped for backpressure */
     unsigned client_eof : 1;
-    unsigned up_paused : 1;     /* backend reads stopped for backpressure */
-    unsigned from_pool : 1;     /* up came from the pool: may be stale */
+    unsigned up_paused : 1; /* backend reads stopped for backpressure */
+    unsigned from_pool : 1; /* up came from the pool: may be stale */
     unsigned retried : 1;
-    unsigned resp_bytes : 1;    /* the backend sent any byte of a response */
-    unsigned resp_interim : 1;  /* the head just parsed was a 1xx */
-    unsigned resp_tunnel : 1;   /* the head just parsed was a 101 */
-    unsigned resp_started : 1;  /* a final head went to the client */
-    unsigned resp_copy : 1;     /* body bytes are copied (re-chunked), not moved */
-    unsigned resp_chunked : 1;  /* the client gets chunked framing */
+    unsigned resp_bytes : 1;   /* the backend sent any byte of a response */
+    unsigned resp_interim : 1; /* the head just parsed was a 1xx */
+    unsigned resp_tunnel : 1;  /* the head just parsed was a 101 */
+    unsigned resp_started : 1; /* a final head went to the client */
+    unsigned resp_copy : 1;    /* body bytes are copied (re-chunked), not moved */
+    unsigned resp_chunked : 1; /* the client gets chunked framing */
     unsigned resp_done : 1;
-    unsigned up_keepalive : 1;  /* the backend keeps its connection */
-    unsigned lingering : 1;     /* our side shut down, draining the client */
-    unsigned close_after : 1;   /* close once this response is sent */
-    unsigned stopping : 1;      /* server shutdown: no further request */
-    int error_set;              /* a hook recorded a refusal: */
+    unsigned up_keepalive : 1; /* the backend keeps its connection */
+    unsigned lingering : 1;    /* our side shut down, draining the client */
+    unsigned close_after : 1;  /* close once this response is sent */
+    unsigned stopping : 1;     /* server shutdown: no further request */
+    int error_set;             /* a hook recorded a refusal: */
     enum proxy_error error;
     char detail[256];
 
@@ -114,14 +114,14 @@ void conn_backend_done_at(struct proxy_client *c, unsigned long long now);
 void conn_read_request_head(struct proxy_client *c); /* CS_IDLE/CS_HEAD: bytes came */
 
 /* dispatch.c */
-void conn_route(struct proxy_client *c);        /* a parsed request: caller, route, wait, gate */
+void conn_route(struct proxy_client *c); /* a parsed request: caller, route, wait, gate */
 /* A new connection, before any byte: its caller identified now (when
  * routing needs callers), and a server its worktree's .wtproxy declares
  * on this front started at once (dispatch.c). */
 void conn_identify_at_accept(struct proxy_client *c);
-void conn_wait_timeout(struct proxy_client *c); /* CS_WAIT's timer */
-void conn_forward(struct proxy_client *c);      /* the gate, then upstream_start */
-void conn_wait(struct proxy_client *c, unsigned ms);    /* into CS_WAIT, looked at again in ms */
+void conn_wait_timeout(struct proxy_client *c);      /* CS_WAIT's timer */
+void conn_forward(struct proxy_client *c);           /* the gate, then upstream_start */
+void conn_wait(struct proxy_client *c, unsigned ms); /* into CS_WAIT, looked at again in ms */
 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);

@@ -118,8 +118,8 @@ static int loopback_peer(const char *ip)
 
 /* Write one whole answer; the connection goes on to its next request when
  * the request was read to its end and the client keeps it. */
-void dash_respond(struct proxy_client *c, const char *status, const char *type,
-                  const char *extra, const void *body, size_t len)
+void dash_respond(struct proxy_client *c, const char *status, const char *type, const char *extra,
+                  const void *body, size_t len)
 {
     struct evbuffer *out = stream_output(c->bev);
     int keep = c->req_done && c->keepalive && !c->stopping && !c->srv->stopping;
@@ -222,7 +222,7 @@ static void serve(struct proxy_client *c)
         dash_action_serve(c, action, c->handler_note >> NOTE_CHECK_SHIFT);
     else if (strcmp(p, "") == 0 || strcmp(p, "/") == 0 || strcmp(p, "/index.html") == 0)
         dash_respond(c, "200 OK", "text/html; charset=utf-8", NULL, dash_page_html,
-                sizeof dash_page_html - 1);
+                     sizeof dash_page_html - 1);
     else if (strcmp(p, "/api/backends") == 0)
         respond_json(c, dash_api_backends(c->srv));
     else if (strcmp(p, "/api/refusals") == 0)
@@ -249,8 +249,10 @@ static void serve(struct proxy_client *c)
 void dash_events_refuse(struct proxy_client *c)
 {
     char msg[200];
-    snprintf(msg, sizeof msg, "wtproxy: %d dashboard event streams are open already; close a "
-                              "dashboard tab and reload\n", WTP_DASH_MAX_STREAMS);
+    snprintf(msg, sizeof msg,
+             "wtproxy: %d dashboard event streams are open already; close a "
+             "dashboard tab and reload\n",
+             WTP_DASH_MAX_STREAMS);
     respond_text(c, "503 Service Unavailable", "Retry-After: 5\r\n", msg);
 }
 

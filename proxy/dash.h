@@ -51,8 +51,8 @@ void dash_events_refuse(struct proxy_client *c);
 /* Write one whole answer with the dashboard's security headers; the
  * connection goes on to its next request when the request was read to
  * its end and the client keeps it. extra: more header lines, or NULL. */
-void dash_respond(struct proxy_client *c, const char *status, const char *type,
-                  const char *extra, const void *body, size_t len);
+void dash_respond(struct proxy_client *c, const char *status, const char *type, const char *extra,
+                  const void *body, size_t len);
 
 /* What c->handler_note holds once serve() took a request over: an
  * action waiting for its body (DASH_NOTE_BODY + the action), a log tail,
@@ -64,8 +64,14 @@ void dash_respond(struct proxy_client *c, const char *status, const char *type,
 /* --- dash_actions.c: POST /api/restart, /api/stop, /api/start --- */
 
 /* The checks an action must pass (the first that fails is noted). */
-enum { DASH_CHECK_OK, DASH_CHECK_HOST, DASH_CHECK_ORIGIN, DASH_CHECK_FETCH_SITE,
-       DASH_CHECK_TYPE, DASH_CHECK_TOKEN };
+enum {
+    DASH_CHECK_OK,
+    DASH_CHECK_HOST,
+    DASH_CHECK_ORIGIN,
+    DASH_CHECK_FETCH_SITE,
+    DASH_CHECK_TYPE,
+    DASH_CHECK_TOKEN
+};
 
 /* Draw the daemon's secret (RAND_bytes). Returns 0, or -1: no action
  * will pass then. */

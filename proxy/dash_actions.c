@@ -45,7 +45,7 @@ static char token[TOKEN_BYTES * 2 + 1];
 static struct host_diag *diag;
 
 struct action {
-    const char *path; /* after /__wtproxy */
+    const char *path;                                              /* after /__wtproxy */
     json_t *(*op)(struct proxy_server *s, uid_t uid, json_t *req); /* NULL: proxy_op_start */
 };
 
@@ -61,8 +61,10 @@ static const struct action actions[] = {
 
 /* What each failed check answers: the check's name and the sentence. */
 static const char *const check_names[] = {
-    [DASH_CHECK_HOST] = "host",        [DASH_CHECK_ORIGIN] = "origin",
-    [DASH_CHECK_FETCH_SITE] = "sec-fetch-site", [DASH_CHECK_TYPE] = "content-type",
+    [DASH_CHECK_HOST] = "host",
+    [DASH_CHECK_ORIGIN] = "origin",
+    [DASH_CHECK_FETCH_SITE] = "sec-fetch-site",
+    [DASH_CHECK_TYPE] = "content-type",
     [DASH_CHECK_TOKEN] = "token",
 };
 static const char *const check_msgs[] = {
@@ -107,8 +109,7 @@ static int client_uid(const struct proxy_client *c, uid_t *uid)
     if (!diag || getsockname(fd, (struct sockaddr *)&local, &llen) < 0 ||
         getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
         return -1;
-    return host_diag_socket(diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
-                            uid);
+    return host_diag_socket(diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode, uid);
 }
 
 int dash_action_index(const char *sub)
@@ -206,7 +207,7 @@ static const char *status_of(json_t *reply)
         return "400 Bad Request";
     if (e && strcmp(e, "timeout") == 0)
         return "504 Gateway Timeout"; /* the start's .wtproxy read outlived start_timeout */
-    return "409 Conflict"; /* not-restartable, not-declared */
+    return "409 Conflict";            /* not-restartable, not-declared */
 }
 
 /* proxy_op_reply_cb: the start c waited for is answered. */
@@ -236,7 +237,7 @@ static void act(struct proxy_client *c, int which, size_t len)
         json_decref(req);
         respond_json(c, "400 Bad Request",
                      reg_fail("bad-request", "the body is not a JSON object such as "
-                             "{\"worktree\": \"/abs/path\", \"front\": 8000}"));
+                                             "{\"worktree\": \"/abs/path\", \"front\": 8000}"));
         return;
     }
     const char *wt = json_string_value(json_object_get(req, "worktree"));
@@ -244,12 +245,13 @@ static void act(struct proxy_client *c, int which, size_t len)
     if (client_uid(c, &uid) < 0) {
         json_decref(req);
         respond_json(c, "403 Forbidden",
-                     reg_fail("forbidden", "wtproxy cannot tell which user's process sent this "
-                             "action (sock_diag found no socket); use wtproxy restart/stop"));
+                     reg_fail("forbidden",
+                              "wtproxy cannot tell which user's process sent this "
+                              "action (sock_diag found no socket); use wtproxy restart/stop"));
         return;
     }
-    proxy_log("dashboard action %s for %s from %s (uid %u)", actions[which].path,
-              wt ? wt : "?", c->ip, (unsigned)uid);
+    proxy_log("dashboard action %s for %s from %s (uid %u)", actions[which].path, wt ? wt : "?",
+              c->ip, (unsigned)uid);
     json_t *reply = actions[which].op
                         ? actions[which].op(c->srv, uid, req)
                         : proxy_op_start(c->srv, uid, req, start_done, c, &c->handler_job);
@@ -276,7 +278,8 @@ static void try_body(struct proxy_client *c)
 static void forbid(struct proxy_client *c, int check)
 {
     char msg[400];
-    snprintf(msg, sizeof msg, "refused: %s; actions are taken from the dashboard page "
+    snprintf(msg, sizeof msg,
+             "refused: %s; actions are taken from the dashboard page "
              "itself (wtproxy dashboard prints its URL), or with wtproxy restart/stop",
              check_msgs[check]);
     proxy_log("dashboard request %s from %s refused: %s", c->path, c->ip, check_msgs[check]);
@@ -291,8 +294,8 @@ void dash_action_serve(struct proxy_client *c, int which, int check)
                                     "never acts\n";
     char msg[200];
     if (strncmp(c->path, "POST ", 5) != 0) {
-        dash_respond(c, "405 Method Not Allowed", "text/plain; charset=utf-8",
-                     "Allow: POST\r\n", post_only, sizeof post_only - 1);
+        dash_respond(c, "405 Method Not Allowed", "text/plain; charset=utf-8", "Allow: POST\r\n",
+                     post_only, sizeof post_only - 1);
         return;
     }
     if (check != DASH_CHECK_OK) {
@@ -300,8 +303,10 @@ void dash_action_serve(struct proxy_client *c, int which, int check)
         return;
     }
     if (c->req_chunked || c->req.parser.content_length > WTP_DASH_ACTION_BODY_MAX) {
-        snprintf(msg, sizeof msg, "send the action's JSON with a Content-Length of at most %d "
-                 "bytes", WTP_DASH_ACTION_BODY_MAX);
+        snprintf(msg, sizeof msg,
+                 "send the action's JSON with a Content-Length of at most %d "
+                 "bytes",
+                 WTP_DASH_ACTION_BODY_MAX);
         respond_json(c, c->req_chunked ? "411 Length Required" : "413 Content Too Large",
                      reg_fail("bad-request", "%s", msg));
         return;
@@ -328,7 +333,7 @@ void dash_action_timeout(struct proxy_client *c)
     c->keepalive = 0;
     respond_json(c, "408 Request Timeout",
                  reg_fail("bad-request", "the action's body did not arrive in time: "
-                          "press the button again, or use wtproxy restart/stop"));
+                                         "press the button again, or use wtproxy restart/stop"));
 }
 
 void dash_action_token(struct proxy_client *c, int check)

@@ -36,11 +36,15 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
         return "starting";
     }
     if (strcmp(w, "verified") == 0)
-        snprintf(reason, len, "listening on port %d; /__whoami says it serves this worktree's "
-                              "current code", b->port);
+        snprintf(reason, len,
+                 "listening on port %d; /__whoami says it serves this worktree's "
+                 "current code",
+                 b->port);
     else if (strcmp(w, "trusted") == 0)
-        snprintf(reason, len, "listening on port %d; no /__whoami, trusted from its "
-                              "registration (--trust-registry)", b->port);
+        snprintf(reason, len,
+                 "listening on port %d; no /__whoami, trusted from its "
+                 "registration (--trust-registry)",
+                 b->port);
     else
         snprintf(reason, len, "listening on port %d; /__whoami not checked yet", b->port);
     return "ready";
@@ -92,8 +96,10 @@ static json_t *pending_json(struct proxy_server *s, json_t *p, json_t *cache)
     char branch[PATH_MAX], reason[256];
     unsigned max = s->cfg.start_max_load_pct;
     if (load)
-        snprintf(reason, sizeof reason, "waits to start: the load is %.2f per CPU, above "
-                 "start_max_load %u.%02u", json_number_value(load), max / 100, max % 100);
+        snprintf(reason, sizeof reason,
+                 "waits to start: the load is %.2f per CPU, above "
+                 "start_max_load %u.%02u",
+                 json_number_value(load), max / 100, max % 100);
     else
         snprintf(reason, sizeof reason, "waits to start: for the services it is started after");
     host_worktree_branch(wt, branch, sizeof branch);
@@ -119,9 +125,8 @@ json_t *dash_api_backends(struct proxy_server *s)
     }
     json_t *pending = s->ondemand ? ondemand_pending(s->ondemand) : NULL;
     size_t i;
-    json_array_foreach(pending, i, p)
-        if (arr && cache)
-            json_array_append_new(arr, pending_json(s, p, cache));
+    json_array_foreach(pending, i, p) if (arr && cache)
+        json_array_append_new(arr, pending_json(s, p, cache));
     json_decref(pending);
     json_decref(cache);
     return arr;
@@ -141,8 +146,7 @@ json_t *dash_api_daemon(struct proxy_server *s)
     return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:i}", "version", WTP_VERSION, "pid",
                      (int)getpid(), "machine", reg_machine_id(), "listen",
                      listen ? listen : json_array(), "fronts", fronts ? fronts : json_array(),
-                     "default_backend",
-                     s->backend ? json_string(s->backend->name) : json_null(),
+                     "default_backend", s->backend ? json_string(s->backend->name) : json_null(),
                      "refusal_log_size", WTP_REFUSAL_LOG_SIZE);
 }
 

@@ -29,12 +29,12 @@ struct dash {
     struct proxy_client *streams[WTP_DASH_MAX_STREAMS];
     size_t n;
     struct event *poll;
-    struct event *refused;           /* activated by a new refusal */
-    char *backends;                  /* the backends JSON last sent */
-    char *leases;                    /* the /api/leases JSON last sent */
-    void *leases_job;                /* a read of the PostgreSQL store under way */
-    long long leases_next_ms;        /* a PostgreSQL store is not read before (monotonic) */
-    unsigned long long refusal_seq;  /* the newest refusal sent */
+    struct event *refused;          /* activated by a new refusal */
+    char *backends;                 /* the backends JSON last sent */
+    char *leases;                   /* the /api/leases JSON last sent */
+    void *leases_job;               /* a read of the PostgreSQL store under way */
+    long long leases_next_ms;       /* a PostgreSQL store is not read before (monotonic) */
+    unsigned long long refusal_seq; /* the newest refusal sent */
 };
 
 static void poll_cb(evutil_socket_t fd, short what, void *arg);
@@ -125,7 +125,7 @@ static void leases_read(struct dash *d, json_t *j)
     const char *store = json_string_value(json_object_get(j, "store"));
     if (store && strcmp(store, "postgresql") == 0)
         d->leases_next_ms = host_mono_ms() + (json_object_get(j, "error") ? WTP_DASH_LEASES_RETRY_MS
-                                                                     : WTP_DASH_LEASES_PG_MS);
+                                                                          : WTP_DASH_LEASES_PG_MS);
     send_changed(d, "leases", &d->leases, text_of(j));
 }
 

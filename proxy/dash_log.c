@@ -25,9 +25,9 @@
 
 struct log_stream {
     int fd;
-    off_t off;       /* the next byte to send */
-    int skip_line;   /* started mid-file: drop up to the first newline */
-    unsigned idle;   /* ticks without a byte, for the heartbeat */
+    off_t off;     /* the next byte to send */
+    int skip_line; /* started mid-file: drop up to the first newline */
+    unsigned idle; /* ticks without a byte, for the heartbeat */
 };
 
 static int open_streams; /* one daemon per process: WTP_DASH_MAX_LOGS at most */
@@ -35,8 +35,10 @@ static int open_streams; /* one daemon per process: WTP_DASH_MAX_LOGS at most */
 /* The length of the valid UTF-8 sequence at p (n bytes left), 0 if none. */
 static size_t utf8_len(const unsigned char *p, size_t n)
 {
-    size_t len = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    size_t len = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+                 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+                 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                                : 0;
     if (len == 0 || len > n)
         return 0;
     for (size_t i = 1; i < len; i++)
@@ -140,8 +142,10 @@ void dash_log_serve(struct proxy_client *c, const char *portv)
     struct reg_backend *b = *portv && !*end ? backend_on(c->srv, port) : NULL;
     char msg[2 * PATH_MAX + 200];
     if (!b || !b->log[0]) {
-        snprintf(msg, sizeof msg, "wtproxy: no live server on port %s has a log (servers "
-                 "started with wtproxy run have one; see /__wtproxy/api/backends)\n", portv);
+        snprintf(msg, sizeof msg,
+                 "wtproxy: no live server on port %s has a log (servers "
+                 "started with wtproxy run have one; see /__wtproxy/api/backends)\n",
+                 portv);
         dash_respond(c, "404 Not Found", "text/plain; charset=utf-8", NULL, msg, strlen(msg));
         return;
     }
@@ -175,8 +179,8 @@ void dash_log_serve(struct proxy_client *c, const char *portv)
                         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
                         "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
                         "Connection: close\r\n\r\nretry: 3000\n\n");
-    json_t *file = json_pack("{s:s, s:s, s:i}", "path", b->log, "worktree", b->worktree,
-                             "front", b->front);
+    json_t *file =
+        json_pack("{s:s, s:s, s:i}", "path", b->log, "worktree", b->worktree, "front", b->front);
     char *data = file ? json_dumps(file, JSON_COMPACT) : NULL;
     if (data)
         evbuffer_add_printf(stream_output(c->bev), "event: file\ndata: %s\n\n", data);

@@ -38,8 +38,8 @@ static int ensure_caller(struct proxy_client *c)
     struct identify_result r;
     if (c->who || !route_needs_caller(c->srv, c->route_name))
         return 1;
-    if (!c->ident_ticket &&
-        identify_start(c->srv->ident, stream_fd(c->bev), identified, c, &r, &c->ident_ticket) != 0) {
+    if (!c->ident_ticket && identify_start(c->srv->ident, stream_fd(c->bev), identified, c, &r,
+                                           &c->ident_ticket) != 0) {
         identified(c, &r);
         return 1;
     }
@@ -61,8 +61,7 @@ static const char *request_worktree(struct proxy_client *c)
 static void no_backend(struct proxy_client *c)
 {
     char d[2048];
-    route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, d,
-                  sizeof d);
+    route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, d, sizeof d);
     conn_fail(c, c->route_error, d);
 }
 
@@ -93,8 +92,8 @@ static int read_declared(struct proxy_client *c)
     const char *wt = request_worktree(c);
     if (!wt || c->route_error != PE_NO_BACKEND || !c->srv->ondemand)
         return -1;
-    c->file_ticket = ondemand_ensure_front_later(c->srv->ondemand, wt, c->listener->port,
-                                                 declared_read, c);
+    c->file_ticket =
+        ondemand_ensure_front_later(c->srv->ondemand, wt, c->listener->port, declared_read, c);
     if (!c->file_ticket)
         return -1;
     c->state = CS_WAIT;
@@ -109,9 +108,11 @@ static void read_timeout(struct proxy_client *c)
     char d[2 * PATH_MAX + 256];
     ondemand_cancel(c->file_ticket);
     c->file_ticket = NULL;
-    snprintf(d, sizeof d, "reading %s/.wtproxy took longer than start_timeout (%u ms): its "
+    snprintf(d, sizeof d,
+             "reading %s/.wtproxy took longer than start_timeout (%u ms): its "
              "filesystem does not answer; check it (ls %s), or start the server yourself: "
-             "wtproxy run -- CMD {port}", wt, c->srv->cfg.start_timeout_ms, wt);
+             "wtproxy run -- CMD {port}",
+             wt, c->srv->cfg.start_timeout_ms, wt);
     conn_fail(c, PE_BACKEND_NOT_READY, d);
 }
 
@@ -159,8 +160,10 @@ static void show_status(struct reg_backend *b)
 static void gate_verdict(struct proxy_client *c, int v, const char *detail)
 {
     static const enum proxy_error refusal[] = {
-        [WHOAMI_MISMATCH] = PE_CHECKOUT_MISMATCH, [WHOAMI_STALE] = PE_STALE_CODE,
-        [WHOAMI_NO_WHOAMI] = PE_NO_WHOAMI,        [WHOAMI_INVALID] = PE_WHOAMI_INVALID,
+        [WHOAMI_MISMATCH] = PE_CHECKOUT_MISMATCH,
+        [WHOAMI_STALE] = PE_STALE_CODE,
+        [WHOAMI_NO_WHOAMI] = PE_NO_WHOAMI,
+        [WHOAMI_INVALID] = PE_WHOAMI_INVALID,
         [WHOAMI_UNREACHABLE] = PE_BACKEND_UNREACHABLE,
     };
     show_status(c->backend);
@@ -182,8 +185,17 @@ static void gate_answered(void *arg, enum whoami_verdict v, const char *detail)
 static struct whoami_target target_of(const struct reg_backend *b)
 {
     return (struct whoami_target){
-        (const struct sockaddr *)&b->addr, b->addrlen, b->name, b->port, b->worktree, b->pid,
-        b->pid_start, b->restart_on_stale, b->command, b->started_ms, b->registered_ms,
+        (const struct sockaddr *)&b->addr,
+        b->addrlen,
+        b->name,
+        b->port,
+        b->worktree,
+        b->pid,
+        b->pid_start,
+        b->restart_on_stale,
+        b->command,
+        b->started_ms,
+        b->registered_ms,
     };
 }
 
@@ -207,8 +219,8 @@ void conn_forward(struct proxy_client *c)
         b->gate_release = whoami_server_release;
     }
     struct whoami_target t = target_of(b);
-    int v = whoami_gate_check(b->gate, &t, gate_answered, c, &c->gate_ticket, detail,
-                              sizeof detail);
+    int v =
+        whoami_gate_check(b->gate, &t, gate_answered, c, &c->gate_ticket, detail, sizeof detail);
     if (v >= 0) {
         gate_verdict(c, v, detail);
         return;
@@ -242,12 +254,16 @@ static void await_started(struct proxy_client *c)
     } else if ((failed = ondemand_failed(c->srv->ondemand, wt, front))) {
         conn_fail(c, PE_BACKEND_NOT_READY, failed);
     } else if (ondemand_exited(c->srv->ondemand, wt, front, log, sizeof log)) {
-        snprintf(d, sizeof d, "the server that %s/.wtproxy declares exited before it listened; "
-                              "its output: %s", wt, log);
+        snprintf(d, sizeof d,
+                 "the server that %s/.wtproxy declares exited before it listened; "
+                 "its output: %s",
+                 wt, log);
         conn_fail(c, PE_BACKEND_NOT_READY, d);
     } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms) {
-        snprintf(d, sizeof d, "the server that %s/.wtproxy declares did not start within "
-                              "start_timeout; its output: %s", wt, log);
+        snprintf(d, sizeof d,
+                 "the server that %s/.wtproxy declares did not start within "
+                 "start_timeout; its output: %s",
+                 wt, log);
         conn_fail(c, PE_BACKEND_NOT_READY, d);
     } else {
         conn_wait(c, WTP_WAIT_POLL_MS);
@@ -271,8 +287,10 @@ void conn_wait_timeout(struct proxy_client *c)
     if (b->state == REG_DEAD && c->srv->ondemand)
         ondemand_exited(c->srv->ondemand, b->worktree, b->front, log, sizeof log);
     if (b->state == REG_DEAD && log[0]) {
-        snprintf(d, sizeof d, "the server that %s/.wtproxy declares exited before it listened; "
-                              "its output: %s", b->worktree, log);
+        snprintf(d, sizeof d,
+                 "the server that %s/.wtproxy declares exited before it listened; "
+                 "its output: %s",
+                 b->worktree, log);
         conn_fail(c, PE_BACKEND_NOT_READY, d);
     } else if (b->state == REG_DEAD) {
         snprintf(d, sizeof d, "the dev server of %s ended before it served this request",
@@ -281,9 +299,11 @@ void conn_wait_timeout(struct proxy_client *c)
     } else if (b->state == REG_READY || c->refused_since_ms) {
         conn_forward(c);
     } else if (waited >= c->srv->cfg.start_timeout_ms) {
-        snprintf(d, sizeof d, "%s (pid %d) did not listen on port %d within start_timeout "
-                              "(%u ms); its output: wtproxy logs %s --front %d", b->worktree,
-                 (int)b->pid, b->port, c->srv->cfg.start_timeout_ms, b->worktree, b->front);
+        snprintf(d, sizeof d,
+                 "%s (pid %d) did not listen on port %d within start_timeout "
+                 "(%u ms); its output: wtproxy logs %s --front %d",
+                 b->worktree, (int)b->pid, b->port, c->srv->cfg.start_timeout_ms, b->worktree,
+                 b->front);
         conn_fail(c, PE_BACKEND_NOT_READY, d);
     } else {
         conn_wait(c, WTP_WAIT_POLL_MS);

@@ -20,85 +20,109 @@ struct error_kind {
 };
 
 static const struct error_kind kinds[] = {
-    [PE_BAD_REQUEST] = {400, "Bad Request", "bad-request",
-        "wtproxy refused a malformed HTTP request; nothing of it reached a backend.",
-        "Send a well-formed HTTP/1.1 request (CRLF line ends, one Host, one framing header)."},
-    [PE_REQUEST_LINE_TOO_LONG] = {414, "URI Too Long", "request-line-too-long",
-        "The request line is longer than wtproxy's max_request_line.",
-        "Shorten the URL, or raise max_request_line in the wtproxy config and send SIGHUP."},
-    [PE_HEAD_TOO_LARGE] = {431, "Request Header Fields Too Large", "head-too-large",
-        "The request head is larger than wtproxy's max_head_size.",
-        "Send fewer or smaller headers (often: too many cookies), or raise max_head_size."},
-    [PE_TOO_MANY_HEADERS] = {431, "Request Header Fields Too Large", "too-many-headers",
-        "The request has more header lines than wtproxy's max_header_count.",
-        "Send fewer headers, or raise max_header_count in the wtproxy config."},
-    [PE_HEAD_TIMEOUT] = {408, "Request Timeout", "head-timeout",
-        "The request head did not arrive within wtproxy's head_timeout.",
-        "Send the whole request head at once; raise head_timeout for a slow client."},
-    [PE_UNSUPPORTED_TE] = {501, "Not Implemented", "unsupported-transfer-coding",
-        "The request's body uses a transfer coding wtproxy does not implement (only chunked).",
-        "Send the body with Content-Length or Transfer-Encoding: chunked."},
-    [PE_UNSUPPORTED_METHOD] = {501, "Not Implemented", "unsupported-method",
-        "wtproxy is a reverse proxy for dev servers and does not tunnel CONNECT.",
-        "Send the request to wtproxy directly, without CONNECT."},
-    [PE_METHOD_TOO_LONG] = {501, "Not Implemented", "method-too-long",
-        "The request's method is longer than any wtproxy relays (" WTP_STR(WTP_MAX_METHOD)
-        " bytes, WTP_MAX_METHOD); nothing of it reached a backend.",
-        "Send a method of at most " WTP_STR(WTP_MAX_METHOD) " bytes: standard and extension "
-        "methods alike are relayed."},
-    [PE_NO_BACKEND] = {503, "Service Unavailable", "no-backend",
-        "No dev server is registered for this request.",
-        "Start your dev server through wtproxy, from its worktree: wtproxy run -- <server "
-        "command with {port}> (or give wtproxy a default: wtproxy serve --backend HOST:PORT)"},
-    [PE_AMBIGUOUS_WORKTREE] = {409, "Conflict", "ambiguous-worktree",
-        "The worktree name in this request matches several registered worktrees.",
-        "Name the worktree by its full path: X-Wtproxy-Worktree: /path/to/worktree"},
+    [PE_BAD_REQUEST] =
+        {400, "Bad Request", "bad-request",
+         "wtproxy refused a malformed HTTP request; nothing of it reached a backend.",
+         "Send a well-formed HTTP/1.1 request (CRLF line ends, one Host, one framing header)."},
+    [PE_REQUEST_LINE_TOO_LONG] =
+        {414, "URI Too Long", "request-line-too-long",
+         "The request line is longer than wtproxy's max_request_line.",
+         "Shorten the URL, or raise max_request_line in the wtproxy config and send SIGHUP."},
+    [PE_HEAD_TOO_LARGE] =
+        {431, "Request Header Fields Too Large", "head-too-large",
+         "The request head is larger than wtproxy's max_head_size.",
+         "Send fewer or smaller headers (often: too many cookies), or raise max_head_size."},
+    [PE_TOO_MANY_HEADERS] =
+        {431, "Request Header Fields Too Large", "too-many-headers",
+         "The request has more header lines than wtproxy's max_header_count.",
+         "Send fewer headers, or raise max_header_count in the wtproxy config."},
+    [PE_HEAD_TIMEOUT] =
+        {408, "Request Timeout", "head-timeout",
+         "The request head did not arrive within wtproxy's head_timeout.",
+         "Send the whole request head at once; raise head_timeout for a slow client."},
+    [PE_UNSUPPORTED_TE] =
+        {501, "Not Implemented", "unsupported-transfer-coding",
+         "The request's body uses a transfer coding wtproxy does not implement (only chunked).",
+         "Send the body with Content-Length or Transfer-Encoding: chunked."},
+    [PE_UNSUPPORTED_METHOD] =
+        {501, "Not Implemented", "unsupported-method",
+         "wtproxy is a reverse proxy for dev servers and does not tunnel CONNECT.",
+         "Send the request to wtproxy directly, without CONNECT."},
+    [PE_METHOD_TOO_LONG] =
+        {501, "Not Implemented", "method-too-long",
+         "The request's method is longer than any wtproxy relays (" WTP_STR(
+             WTP_MAX_METHOD) " bytes, WTP_MAX_METHOD); nothing of it reached a backend.",
+         "Send a method of at most " WTP_STR(WTP_MAX_METHOD) " bytes: standard and extension "
+                                                             "methods alike are relayed."},
+    [PE_NO_BACKEND] =
+        {503, "Service Unavailable", "no-backend", "No dev server is registered for this request.",
+         "Start your dev server through wtproxy, from its worktree: wtproxy run -- <server "
+         "command with {port}> (or give wtproxy a default: wtproxy serve --backend HOST:PORT)"},
+    [PE_AMBIGUOUS_WORKTREE] =
+        {409, "Conflict", "ambiguous-worktree",
+         "The worktree name in this request matches several registered worktrees.",
+         "Name the worktree by its full path: X-Wtproxy-Worktree: /path/to/worktree"},
     [PE_OTHER_USER] = {403, "Forbidden", "other-user",
-        "The dev server registered for your worktree belongs to another user.",
-        "Start your own dev server: wtproxy run -- <server command with {port}>"},
-    [PE_BACKEND_NOT_READY] = {503, "Service Unavailable", "backend-not-ready",
-        "The dev server of this worktree did not start listening in time.",
-        "Read the dev server's output for why it does not start: wtproxy logs (in its "
-        "worktree); or raise start_timeout in the daemon's config file and send it SIGHUP."},
-    [PE_BACKEND_UNREACHABLE] = {502, "Bad Gateway", "backend-unreachable",
-        "wtproxy could not connect to the dev server.",
-        "See whether the dev server still runs: wtproxy ls; restart it from its worktree: "
-        "wtproxy restart (or start it: wtproxy run -- <server command with {port}>)."},
-    [PE_BACKEND_BAD_RESPONSE] = {502, "Bad Gateway", "backend-bad-response",
-        "The dev server sent a malformed response, or closed before its response head.",
-        "Read the dev server's output for a crash or an error at this request: wtproxy logs "
-        "(in its worktree); then restart it: wtproxy restart."},
-    [PE_BACKEND_TIMEOUT] = {504, "Gateway Timeout", "backend-timeout",
-        "The dev server accepted the request but sent no response head in time.",
-        "Find the request stuck in the dev server (its output: wtproxy logs, in its worktree), "
-        "or raise response_timeout in the daemon's config file and send it SIGHUP."},
-    [PE_IDENTIFY_TIMEOUT] = {503, "Service Unavailable", "identify-timeout",
-        "wtproxy could not find which process opened this connection in time (WTP_IDENTIFY_"
-        "TIMEOUT_MS, " WTP_STR(WTP_IDENTIFY_TIMEOUT_MS) " ms): the machine is too busy to "
-        "read /proc. It did not guess a worktree for it.",
-        "Retry the request; if it recurs, lower the machine's load, or name the worktree with "
-        "X-Wtproxy-Worktree: /path/to/worktree (or <name>.localhost)."},
-    [PE_CHECKOUT_MISMATCH] = {421, "Misdirected Request", "checkout-mismatch",
-        "The server on your worktree's port serves another checkout; wtproxy refused to let "
-        "it answer for yours.",
-        "Stop the server named below and start your own (the command is below)."},
-    [PE_STALE_CODE] = {409, "Conflict", "stale-code",
-        "Your dev server runs older code than the code on disk now; wtproxy refused to let "
-        "it answer.",
-        "Restart the server (the command is below); wtproxy run --restart-on-stale does it "
-        "for you."},
-    [PE_NO_WHOAMI] = {502, "Bad Gateway", "no-whoami",
-        "The dev server does not answer GET /__whoami, so wtproxy cannot tell which "
-        "checkout and which code it serves.",
-        "Add the whoami middleware to the server (conf/WHOAMI.md), or run wtproxy serve "
-        "--trust-registry."},
-    [PE_WHOAMI_INVALID] = {502, "Bad Gateway", "whoami-invalid",
-        "The dev server's answer to GET /__whoami is not one wtproxy can use.",
-        "Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it if it hangs."},
+                       "The dev server registered for your worktree belongs to another user.",
+                       "Start your own dev server: wtproxy run -- <server command with {port}>"},
+    [PE_BACKEND_NOT_READY] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree did not start listening in time.",
+         "Read the dev server's output for why it does not start: wtproxy logs (in its "
+         "worktree); or raise start_timeout in the daemon's config file and send it SIGHUP."},
+    [PE_BACKEND_UNREACHABLE] =
+        {502, "Bad Gateway", "backend-unreachable", "wtproxy could not connect to the dev server.",
+         "See whether the dev server still runs: wtproxy ls; restart it from its worktree: "
+         "wtproxy restart (or start it: wtproxy run -- <server command with {port}>)."},
+    [PE_BACKEND_BAD_RESPONSE] =
+        {502, "Bad Gateway", "backend-bad-response",
+         "The dev server sent a malformed response, or closed before its response head.",
+         "Read the dev server's output for a crash or an error at this request: wtproxy logs "
+         "(in its worktree); then restart it: wtproxy restart."},
+    [PE_BACKEND_TIMEOUT] =
+        {504, "Gateway Timeout", "backend-timeout",
+         "The dev server accepted the request but sent no response head in time.",
+         "Find the request stuck in the dev server (its output: wtproxy logs, in its worktree), "
+         "or raise response_timeout in the daemon's config file and send it SIGHUP."},
+    [PE_IDENTIFY_TIMEOUT] =
+        {503, "Service Unavailable", "identify-timeout",
+         "wtproxy could not find which process opened this connection in time (WTP_IDENTIFY_"
+         "TIMEOUT_MS, " WTP_STR(
+             WTP_IDENTIFY_TIMEOUT_MS) " ms): the machine is too busy to "
+                                      "read /proc. It did not guess a worktree for it.",
+         "Retry the request; if it recurs, lower the machine's load, or name the worktree with "
+         "X-Wtproxy-Worktree: /path/to/worktree (or <name>.localhost)."},
+    [PE_CHECKOUT_MISMATCH] =
+        {421, "Misdirected Request", "checkout-mismatch",
+         "The server on your worktree's port serves another checkout; wtproxy refused to let "
+         "it answer for yours.",
+         "Stop the server named below and start your own (the command is below)."},
+    [PE_STALE_CODE] =
+        {409, "Conflict", "stale-code",
+         "Your dev server runs older code than the code on disk now; wtproxy refused to let "
+         "it answer.",
+         "Restart the server (the command is below); wtproxy run --restart-on-stale does it "
+         "for you."},
+    [PE_NO_WHOAMI] =
+        {502, "Bad Gateway", "no-whoami",
+         "The dev server does not answer GET /__whoami, so wtproxy cannot tell which "
+         "checkout and which code it serves.",
+         "Add the whoami middleware to the server (conf/WHOAMI.md), or run wtproxy serve "
+         "--trust-registry."},
+    [PE_WHOAMI_INVALID] =
+        {502, "Bad Gateway", "whoami-invalid",
+         "The dev server's answer to GET /__whoami is not one wtproxy can use.",
+         "Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it if it hangs."},
 };
 
-int error_page_status(enum proxy_error e) { return kinds[e].status; }
-const char *error_page_reason(enum proxy_error e) { return kinds[e].reason; }
+int error_page_status(enum proxy_error e)
+{
+    return kinds[e].status;
+}
+const char *error_page_reason(enum proxy_error e)
+{
+    return kinds[e].reason;
+}
 
 enum format { FMT_TEXT, FMT_HTML, FMT_JSON };
 
@@ -119,21 +143,34 @@ static void add_html_escaped(struct evbuffer *out, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '<': evbuffer_add(out, "&lt;", 4); break;
-        case '>': evbuffer_add(out, "&gt;", 4); break;
-        case '&': evbuffer_add(out, "&amp;", 5); break;
-        case '"': evbuffer_add(out, "&quot;", 6); break;
-        case '\'': evbuffer_add(out, "&#39;", 5); break;
-        default: evbuffer_add(out, s, 1);
+        case '<':
+            evbuffer_add(out, "&lt;", 4);
+            break;
+        case '>':
+            evbuffer_add(out, "&gt;", 4);
+            break;
+        case '&':
+            evbuffer_add(out, "&amp;", 5);
+            break;
+        case '"':
+            evbuffer_add(out, "&quot;", 6);
+            break;
+        case '\'':
+            evbuffer_add(out, "&#39;", 5);
+            break;
+        default:
+            evbuffer_add(out, s, 1);
         }
     }
 }
 
 static void body_html(struct evbuffer *b, const struct error_kind *k, const char *detail)
 {
-    evbuffer_add_printf(b, "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
-                           "<title>%d %s - wtproxy</title></head>\n<body>\n"
-                           "<h1>%d %s</h1>\n<p>", k->status, k->title, k->status, k->title);
+    evbuffer_add_printf(b,
+                        "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+                        "<title>%d %s - wtproxy</title></head>\n<body>\n"
+                        "<h1>%d %s</h1>\n<p>",
+                        k->status, k->title, k->status, k->title);
     add_html_escaped(b, k->message);
     if (detail) {
         evbuffer_add_printf(b, "</p>\n<p><code>");

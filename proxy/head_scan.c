@@ -73,7 +73,10 @@ static const unsigned char judged_in_name[256] = {
 };
 /* A request's method ends at the start line's first SP. */
 static const unsigned char judged_in_method[256] = {
-    ['\r'] = 1, ['\n'] = 1, ['\0'] = 1, [' '] = 1,
+    ['\r'] = 1,
+    ['\n'] = 1,
+    ['\0'] = 1,
+    [' '] = 1,
 };
 
 static int counting_method(const struct head_scan *s)
@@ -85,7 +88,7 @@ static int counting_method(const struct head_scan *s)
  * trick), and maybe in bytes above the first such: a borrow runs only
  * upwards, so "none" and the lowest one are exact. On a little-endian
  * machine the lowest is the first in memory. */
-#define BYTES_BELOW(x, c) (((x) - 0x0101010101010101ULL * (c)) & ~(x) & 0x8080808080808080ULL)
+#define BYTES_BELOW(x, c) (((x)-0x0101010101010101ULL * (c)) & ~(x)&0x8080808080808080ULL)
 
 /* Index of the first CR, LF or NUL in p[0, n), n when none. Eight bytes at
  * a time: one test finds the first byte below 0x0e, the three among them,
@@ -139,8 +142,8 @@ static size_t to_name_end(const char *p, size_t n)
 static size_t plain_run(const struct head_scan *s, const char *p, size_t n)
 {
     const unsigned char *judged = s->lines > 0 && s->in_name ? judged_in_name
-                                  : counting_method(s) ? judged_in_method
-                                                            : judged_in_value;
+                                  : counting_method(s)       ? judged_in_method
+                                                             : judged_in_value;
     /* Values and the rest of a start line are most of a head's bytes. */
     if (judged == judged_in_value)
         return to_judged_in_value(p, n);

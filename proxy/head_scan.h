@@ -19,11 +19,11 @@
 #include <stddef.h>
 
 enum head_scan_error {
-    HS_MALFORMED = -1,      /* a framing byte out of place: 400 / 502 */
+    HS_MALFORMED = -1,       /* a framing byte out of place: 400 / 502 */
     HS_START_LINE_LONG = -2, /* 414 */
-    HS_HEAD_LARGE = -3,     /* 431 */
+    HS_HEAD_LARGE = -3,      /* 431 */
     HS_TOO_MANY_FIELDS = -4, /* 431 */
-    HS_METHOD_LONG = -5,    /* 501 */
+    HS_METHOD_LONG = -5,     /* 501 */
 };
 
 struct head_scan_limits {

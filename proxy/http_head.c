@@ -8,7 +8,10 @@ struct field_name {
     const char *name;
     size_t len;
 };
-#define FIELD_NAME(lit) {"" lit, sizeof(lit) - 1}
+#define FIELD_NAME(lit)                                                                            \
+    {                                                                                              \
+        "" lit, sizeof(lit) - 1                                                                    \
+    }
 
 /* Length first, then the first bytes with 0x20 set (bytes equal ignoring
  * case are equal so: no false negative): most fields differ there, without
@@ -82,7 +85,8 @@ static int proxy_owned(const struct field_filter *ff, const struct http_field *f
         FIELD_NAME("trailer"),    FIELD_NAME("transfer-encoding"),
     };
     static const struct field_name forwarding[] = {
-        FIELD_NAME("x-forwarded-for"), FIELD_NAME("x-forwarded-host"),
+        FIELD_NAME("x-forwarded-for"),
+        FIELD_NAME("x-forwarded-host"),
         FIELD_NAME("x-forwarded-proto"),
     };
     if (name_in(f, hop, sizeof hop / sizeof *hop))
@@ -103,8 +107,8 @@ static int lookalike(const struct field_filter *ff, const struct http_field *f)
         return 0;
     /* the owned names with a '-': Proxy-*, and 10 (Keep-Alive) or 14 to 17
      * bytes long (Content-Length to X-Forwarded-Proto): others cost no memchr */
-    int maybe = (f->nlen >= 6 && f->name[5] == '_') || f->nlen == 10 ||
-                (f->nlen >= 14 && f->nlen <= 17);
+    int maybe =
+        (f->nlen >= 6 && f->name[5] == '_') || f->nlen == 10 || (f->nlen >= 14 && f->nlen <= 17);
     if (!maybe || f->nlen > sizeof folded || !memchr(f->name, '_', f->nlen))
         return 0;
     for (uint32_t i = 0; i < f->nlen; i++)
@@ -162,7 +166,10 @@ static void put(struct head_writer *w, const char *s, size_t n)
     w->len += n;
 }
 
-static void put_str(struct head_writer *w, const char *s) { put(w, s, strlen(s)); }
+static void put_str(struct head_writer *w, const char *s)
+{
+    put(w, s, strlen(s));
+}
 
 static void put_field(struct head_writer *w, const char *name, size_t nlen, const char *value,
                       size_t vlen)

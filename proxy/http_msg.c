@@ -9,7 +9,10 @@
  * is fully handled inside its headers_complete hook. */
 static struct http_field scratch[WTP_FIELDS_CAP];
 
-static struct http_msg *msg_of(llhttp_t *p) { return p->data; }
+static struct http_msg *msg_of(llhttp_t *p)
+{
+    return p->data;
+}
 
 static int on_message_begin(llhttp_t *p)
 {
@@ -136,8 +139,8 @@ static int on_message_complete(llhttp_t *p)
 
 static llhttp_settings_t settings;
 
-void http_msg_init(struct http_msg *m, llhttp_type_t type,
-                   const struct http_msg_hooks *hooks, void *owner)
+void http_msg_init(struct http_msg *m, llhttp_type_t type, const struct http_msg_hooks *hooks,
+                   void *owner)
 {
     if (!settings.on_headers_complete) {
         llhttp_settings_init(&settings);
@@ -292,8 +295,8 @@ llhttp_errno_t http_msg_feed_request_head(struct http_msg *m, const char *head, 
     return err;
 }
 
-const struct http_field *http_msg_field_n(const struct http_msg *m, const char *name,
-                                          size_t len, int *count)
+const struct http_field *http_msg_field_n(const struct http_msg *m, const char *name, size_t len,
+                                          int *count)
 {
     const struct http_field *found = NULL;
     int c = 0;

@@ -14,7 +14,6 @@
 
 #include "proxy_limits.h"
 
-
 struct http_field {
     const char *name, *value;
     uint32_t nlen, vlen;
@@ -48,8 +47,8 @@ struct http_msg {
     int crlf_left;       /* bytes of the CRLF after chunk data still unchecked */
 };
 
-void http_msg_init(struct http_msg *m, llhttp_type_t type,
-                   const struct http_msg_hooks *hooks, void *owner);
+void http_msg_init(struct http_msg *m, llhttp_type_t type, const struct http_msg_hooks *hooks,
+                   void *owner);
 
 /* Feed bytes. Returns the number consumed (all of them unless the parser
  * paused at the end of a message or stopped on an error), and sets *err to
@@ -74,8 +73,8 @@ llhttp_errno_t http_msg_feed_request_head(struct http_msg *m, const char *head, 
  * absent. *count receives how many there are. The macro takes a string
  * literal (`"" name` refuses anything else) so that its length is known at
  * compile time: these lookups run several times on every request. */
-const struct http_field *http_msg_field_n(const struct http_msg *m, const char *name,
-                                          size_t len, int *count);
+const struct http_field *http_msg_field_n(const struct http_msg *m, const char *name, size_t len,
+                                          int *count);
 #define http_msg_field(m, name, count) http_msg_field_n((m), "" name, sizeof(name) - 1, (count))
 
 /* The next element of a comma-separated field value from *pos on, without

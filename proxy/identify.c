@@ -46,10 +46,10 @@ static json_t *lat_json(const struct latencies *l)
         return NULL;
     memcpy(v, l->us, n * sizeof *v);
     qsort(v, n, sizeof *v, by_value);
-    json_t *o = json_pack("{s:I, s:I, s:I, s:I}", "count", (json_int_t)l->count, "p50_us",
-                          (json_int_t)(n ? v[n / 2] : 0), "p99_us",
-                          (json_int_t)(n ? v[n * 99 / 100] : 0), "max_us",
-                          (json_int_t)(n ? v[n - 1] : 0));
+    json_t *o =
+        json_pack("{s:I, s:I, s:I, s:I}", "count", (json_int_t)l->count, "p50_us",
+                  (json_int_t)(n ? v[n / 2] : 0), "p99_us", (json_int_t)(n ? v[n * 99 / 100] : 0),
+                  "max_us", (json_int_t)(n ? v[n - 1] : 0));
     free(v);
     return o;
 }
@@ -139,8 +139,10 @@ static struct host_diag *open_diag(char *err, size_t errlen)
     char why[256];
     struct host_diag *d = host_diag_open(why, sizeof why);
     if (!d)
-        snprintf(err, errlen, "cannot identify callers: %s; send X-Wtproxy-Worktree or use "
-                              "<name>.localhost instead", why);
+        snprintf(err, errlen,
+                 "cannot identify callers: %s; send X-Wtproxy-Worktree or use "
+                 "<name>.localhost instead",
+                 why);
     return d;
 }
 
@@ -222,7 +224,7 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
     if (getsockname(fd, (struct sockaddr *)&local, &llen) < 0 ||
         getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 ||
         host_diag_socket(id->diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
-                      &r->uid) < 0) {
+                         &r->uid) < 0) {
         id->untraced++;
         return -1;
     }
@@ -236,8 +238,14 @@ int identify_start(struct identify *id, int fd, identify_cb cb, void *arg,
     struct job *j = calloc(1, sizeof *j);
     if (!j)
         return -1;
-    *j = (struct job){.id = id, .started_us = started, .inode = inode, .uid = r->uid,
-                      .pid = pid, .fd = pid ? r->fd : -1, .cb = cb, .arg = arg};
+    *j = (struct job){.id = id,
+                      .started_us = started,
+                      .inode = inode,
+                      .uid = r->uid,
+                      .pid = pid,
+                      .fd = pid ? r->fd : -1,
+                      .cb = cb,
+                      .arg = arg};
     struct job *leader = pid ? identify_placing(id, pid, r->uid) : NULL;
     if (leader) {
         j->same = leader->same;

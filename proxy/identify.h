@@ -16,9 +16,9 @@
 struct identify;
 
 struct identify_result {
-    int placed;      /* worktree is the caller's */
-    uid_t uid;       /* the socket's owner; (uid_t)-1 when unknown */
-    int fd;          /* the socket's fd number in place.pid, -1 unknown */
+    int placed; /* worktree is the caller's */
+    uid_t uid;  /* the socket's owner; (uid_t)-1 when unknown */
+    int fd;     /* the socket's fd number in place.pid, -1 unknown */
     struct caller_place place;
 };
 
@@ -29,11 +29,11 @@ struct identify_result {
 struct identify_kept {
     int placed;
     uid_t uid;
-    int fd;                 /* as in identify_result */
-    pid_t pid;              /* place.pid */
+    int fd;    /* as in identify_result */
+    pid_t pid; /* place.pid */
     pid_t decided_by;
     char how[8];
-    const char *worktree;   /* "" when not placed; these point into text */
+    const char *worktree; /* "" when not placed; these point into text */
     const char *comm;
     const char *cwd;
     char text[];

@@ -37,8 +37,8 @@
 #define GUESS_PIDS 128 /* a busy machine hands out 100 pids while a burst starts */
 #define GUESS_MAXFD 12
 #define GUESS_BUDGET 256 /* readlinks: about 0.5 ms when every pid tried is alive */
-#define WORKER_KNOWN 8 /* pids the worker found lately, checked before a full scan */
-#define YOUNG_MS 5000  /* the worker reads the processes younger than 5-10 s next */
+#define WORKER_KNOWN 8   /* pids the worker found lately, checked before a full scan */
+#define YOUNG_MS 5000    /* the worker reads the processes younger than 5-10 s next */
 
 /* A process placed nowhere (its cwd and its ancestors' in no worktree
  * wtproxy knows: a browser or curl started from $HOME) is answered from
@@ -57,17 +57,17 @@
 
 struct recent {
     pid_t pid;
-    int pidfd;  /* readable once that process ended: the cache is stale */
+    int pidfd; /* readable once that process ended: the cache is stale */
     int placed;
     struct caller_place place;
     int unplaced;          /* place is a walk's "placed nowhere", kept as UNPLACED_MS says: */
     uid_t uid;             /* for this uid's connections, */
     unsigned long version; /* the registrations (identify_known.version) it was judged by, */
     long long until_ms;    /* until then (host_mono_ms) */
-    int fds[RECENT_FDS]; /* fd numbers of its ended connections, oldest first:
-                          * connections end and start again in the same order */
+    int fds[RECENT_FDS];   /* fd numbers of its ended connections, oldest first:
+                            * connections end and start again in the same order */
     int nfds;
-    int learnt_fd; /* its fds below this number were read into the index */
+    int learnt_fd;       /* its fds below this number were read into the index */
     struct job *placing; /* its placement on the worker, in flight: its other
                           * connections wait for that answer (a load test's
                           * first burst), not for walks of their own */
@@ -93,7 +93,7 @@ struct seen_list {
 };
 
 struct job {
-    struct host_job hj; /* first: the worker hands it back as this */
+    struct host_job hj;    /* first: the worker hands it back as this */
     struct seen_list seen; /* the first job of a pass carries the pass's */
     long long started_us;
     struct identify *id;
@@ -102,11 +102,11 @@ struct job {
     pid_t pid; /* found on the loop (the worker only places it), else the worker's answer */
     int fd;
     int cancelled;
-    void *known_copy;  /* identify_known.snap's, for the walk */
+    void *known_copy;            /* identify_known.snap's, for the walk */
     unsigned long known_version; /* identify_known.version's at the snap (of the job whose
                                   * walk answered this one, once walked) */
-    int walked;        /* the worker's walk answered: placed, or placed nowhere */
-    int placed;        /* the worker's walk: caller_place's answer */
+    int walked;                  /* the worker's walk answered: placed, or placed nowhere */
+    int placed;                  /* the worker's walk: caller_place's answer */
     struct caller_place place;
     struct job *same; /* connections of the same process waiting for this
                        * job's placement, never queued themselves (loop's) */
@@ -134,12 +134,12 @@ struct identify {
     int worker_nknown;
     pid_t young_floor, next_floor; /* the worker's: young processes are above the floor */
     long long next_floor_ms;
-    atomic_ulong batches, scans; /* the worker's passes, and those that read all of /proc */
-    struct latencies all, slow; /* every identification's time; the worker's answers' */
-    struct sock_index index;    /* the loop's */
+    atomic_ulong batches, scans;   /* the worker's passes, and those that read all of /proc */
+    struct latencies all, slow;    /* every identification's time; the worker's answers' */
+    struct sock_index index;       /* the loop's */
     pid_t guess_floor, guess_next; /* the loop's young floor, as young_floor */
     long long guess_next_ms;
-    unsigned long untraced;     /* sockets the kernel could not name */
+    unsigned long untraced; /* sockets the kernel could not name */
 };
 
 /* identify_worker.c: one pass of the worker for every job queued. */

@@ -147,7 +147,8 @@ static void recent_drop(struct identify *id, int i)
 {
     if (id->recent[i].pidfd >= 0)
         close(id->recent[i].pidfd);
-    memmove(&id->recent[i], &id->recent[i + 1], (size_t)(id->nrecent - i - 1) * sizeof id->recent[0]);
+    memmove(&id->recent[i], &id->recent[i + 1],
+            (size_t)(id->nrecent - i - 1) * sizeof id->recent[0]);
     id->nrecent--;
 }
 
@@ -197,8 +198,8 @@ static pid_t guess_young(struct identify *id, unsigned long inode, int *fd)
     }
     /* A floor above last: the pids wrapped past pid_max since. */
     pid_t span = id->guess_floor <= last ? last - id->guess_floor : GUESS_PIDS;
-    struct host_guess g = {last, span < GUESS_PIDS ? span : GUESS_PIDS, GUESS_MAXFD, GUESS_BUDGET,
-                           getpid(), 0};
+    struct host_guess g = {
+        last, span < GUESS_PIDS ? span : GUESS_PIDS, GUESS_MAXFD, GUESS_BUDGET, getpid(), 0};
     pid_t pid = host_young_holder(inode, &g, fd);
     /* None at its first fds, but a young process holds many: a load test
      * whose connections arrive in any order. It is learnt from now on as a

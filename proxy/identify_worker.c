@@ -60,12 +60,14 @@ static void seen_add(void *arg, unsigned long inode, pid_t pid, int fd)
 static void find_holders(struct identify *id, const unsigned long *inodes, size_t n, uid_t uid,
                          pid_t *pids, int *fds, struct seen_list *seen)
 {
-    struct host_scope known = {.only = id->worker_known, .nonly = (size_t)id->worker_nknown,
-                               .seen = seen_add, .seen_arg = seen};
+    struct host_scope known = {.only = id->worker_known,
+                               .nonly = (size_t)id->worker_nknown,
+                               .seen = seen_add,
+                               .seen_arg = seen};
     size_t found = host_socket_holders(inodes, n, uid, &known, pids, fds);
     pid_t last = host_last_pid();
-    struct host_scope young = {.after = id->young_floor, .upto = last, .seen = seen_add,
-                               .seen_arg = seen};
+    struct host_scope young = {
+        .after = id->young_floor, .upto = last, .seen = seen_add, .seen_arg = seen};
     if (found < n && last && id->young_floor)
         found += host_socket_holders(inodes, n, uid, &young, pids, fds);
     young_note(id, last);
@@ -84,14 +86,15 @@ static void find_batch(struct identify *id, struct host_job_list *jobs)
     struct host_job *hj;
     size_t n = 0, i = 0;
     STAILQ_FOREACH(hj, jobs, link)
-        n += ((struct job *)hj)->pid == 0;
+    n += ((struct job *)hj)->pid == 0;
     if (n == 0)
         return;
     unsigned long *inodes = calloc(n, sizeof *inodes);
     pid_t *pids = calloc(n, sizeof *pids);
     int *fds = calloc(n, sizeof *fds);
     uid_t uid = 0;
-    STAILQ_FOREACH(hj, jobs, link) {
+    STAILQ_FOREACH(hj, jobs, link)
+    {
         struct job *j = (struct job *)hj;
         if (j->pid)
             continue;
@@ -106,7 +109,8 @@ static void find_batch(struct identify *id, struct host_job_list *jobs)
     if (inodes && pids && fds)
         find_holders(id, inodes, n, uid, pids, fds, &((struct job *)STAILQ_FIRST(jobs))->seen);
     i = 0;
-    STAILQ_FOREACH(hj, jobs, link) {
+    STAILQ_FOREACH(hj, jobs, link)
+    {
         struct job *j = (struct job *)hj;
         if (j->pid)
             continue;
@@ -143,7 +147,8 @@ void identify_run_batch(struct host_job_list *jobs, void *ctx)
     struct job *done[WORKER_KNOWN];
     int ndone = 0;
     find_batch(id, jobs);
-    STAILQ_FOREACH(hj, jobs, link) {
+    STAILQ_FOREACH(hj, jobs, link)
+    {
         struct job *j = (struct job *)hj;
         const struct job *same = j->pid > 0 ? walked(done, ndone, j->pid, j->uid) : NULL;
         if (same) {
@@ -152,8 +157,8 @@ void identify_run_batch(struct host_job_list *jobs, void *ctx)
             j->walked = same->walked;
             j->known_version = same->known_version; /* what its answer was judged by */
         } else if (j->pid > 0 && j->known_copy) {
-            j->placed = caller_place(j->pid, j->uid, id->known.known, j->known_copy,
-                                     &j->place) == 0;
+            j->placed =
+                caller_place(j->pid, j->uid, id->known.known, j->known_copy, &j->place) == 0;
             j->walked = 1;
             if (ndone < WORKER_KNOWN)
                 done[ndone++] = j;

@@ -44,7 +44,8 @@ static void on_acceptable(evutil_socket_t lfd, short what, void *arg)
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 proxy_log("accept failed: %s (raise the open-file limit or lower "
-                          "max_connections)", strerror(errno));
+                          "max_connections)",
+                          strerror(errno));
             return;
         }
         proxy_client_accept(s, l, fd, (struct sockaddr *)&ss);
@@ -124,12 +125,15 @@ static int add_listener(struct proxy_server *s, int fd, const struct sockaddr_st
     if (!is_loopback((const struct sockaddr *)ss)) {
         char fix[160];
         if (origin[0])
-            snprintf(fix, sizeof fix, "Give the socket unit loopback addresses only "
-                                      "(ListenStream=127.0.0.1:%d and [::1]:%d).", bound, bound);
+            snprintf(fix, sizeof fix,
+                     "Give the socket unit loopback addresses only "
+                     "(ListenStream=127.0.0.1:%d and [::1]:%d).",
+                     bound, bound);
         else
             snprintf(fix, sizeof fix, "Use --listen %d for loopback only.", bound);
         proxy_log("WARNING: listening on %s, which is not loopback: anyone who can reach this "
-                  "machine can use your dev servers. %s", l->name, fix);
+                  "machine can use your dev servers. %s",
+                  l->name, fix);
     }
     proxy_log("listening on %s%s", l->name, origin);
     return bound;
@@ -164,10 +168,11 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
         if (e == EADDRINUSE)
             proxy_port_taken(host, port, err, errlen);
         else
-            snprintf(err, errlen, "cannot listen on %s port %d: %s; serve an address of this "
+            snprintf(err, errlen,
+                     "cannot listen on %s port %d: %s; serve an address of this "
                      "machine and a port you may bind (ports below 1024 need root): wtproxy "
-                     "serve --listen 127.0.0.1:%d", host, port, strerror(e),
-                     port < 1024 ? 8000 : port);
+                     "serve --listen 127.0.0.1:%d",
+                     host, port, strerror(e), port < 1024 ? 8000 : port);
         return -1;
     }
     getsockname(fd, (struct sockaddr *)&ss, &len);

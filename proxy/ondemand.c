@@ -31,8 +31,7 @@ struct reg_backend *ondemand_registered(struct ondemand *a, const char *worktree
 }
 
 /* A slot for (worktree, service), filled from f; NULL when all are used. */
-static struct started *slot(struct ondemand *a, const char *worktree, const struct wtfile *f,
-                            int i)
+static struct started *slot(struct ondemand *a, const char *worktree, const struct wtfile *f, int i)
 {
     struct started *e = ondemand_find(a, worktree, f->svc[i].front);
     for (int k = 0; !e && k < a->n; k++)
@@ -68,26 +67,28 @@ static int load_ok(struct ondemand *a, struct started *e, int late)
     e->load_pct = pct;
     if (!late)
         return 0;
-    snprintf(e->failed, sizeof e->failed, "%s's server%s%s was not started: the machine's load "
+    snprintf(e->failed, sizeof e->failed,
+             "%s's server%s%s was not started: the machine's load "
              "stayed at %u.%02u per CPU, above start_max_load %u.%02u, for start_timeout (%u "
              "ms); lower the load (see what runs: wtproxy ls, top) or raise start_max_load in "
-             "the daemon's config", e->worktree, e->svc.name[0] ? " for service " : "",
-             e->svc.name, pct / 100, pct % 100, max / 100, max % 100,
-             a->srv->cfg.start_timeout_ms);
+             "the daemon's config",
+             e->worktree, e->svc.name[0] ? " for service " : "", e->svc.name, pct / 100, pct % 100,
+             max / 100, max % 100, a->srv->cfg.start_timeout_ms);
     return -1;
 }
 
 /* Start service i of f for worktree unless it runs: at once, or once the
  * services it is started after are ready (tick). Returns 0, or -1 with
  * err (also in the daemon's output). */
-static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f, int i,
-               char *err, size_t errlen)
+static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f, int i, char *err,
+               size_t errlen)
 {
     struct started *e = ondemand_find(a, worktree, f->svc[i].front);
     if ((e && (e->pid > 0 || e->waiting)) || ondemand_registered(a, worktree, f->svc[i].front))
         return 0;
     if (!(e = slot(a, worktree, f, i))) {
-        snprintf(err, errlen, "cannot start %s's server: the daemon runs %d servers it started "
+        snprintf(err, errlen,
+                 "cannot start %s's server: the daemon runs %d servers it started "
                  "already; stop some (kill the pids wtproxy ls shows, or set idle_stop)",
                  worktree, ONDEMAND_MAX);
         proxy_log("%s", err);
@@ -126,19 +127,19 @@ static int ensure(struct ondemand *a, const char *worktree, const struct wtfile 
     return 0;
 }
 
-int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc,
-                         const struct wtfile *f, const char *ferr, const char *service,
-                         int front, char *err, size_t errlen)
+int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc, const struct wtfile *f,
+                         const char *ferr, const char *service, int front, char *err, size_t errlen)
 {
     snprintf(err, errlen, "%s", rc < 0 ? ferr : ""); /* a bad file: said once in our output */
     if (rc < 0)
         report(a, err);
     if (rc != 0)
         return -1;
-    const struct wtfile_service *s = service ? wtfile_by_name(f, service) : wtfile_by_front(f, front);
+    const struct wtfile_service *s =
+        service ? wtfile_by_name(f, service) : wtfile_by_front(f, front);
     if (!s && service) {
-        size_t used = (size_t)snprintf(err, errlen, "%s declares no service `%s`; it declares:",
-                                       f->path, service);
+        size_t used = (size_t)snprintf(
+            err, errlen, "%s declares no service `%s`; it declares:", f->path, service);
         for (int i = 0; i < f->n && used < errlen; i++)
             used += (size_t)snprintf(err + used, errlen - used, " %s",
                                      f->svc[i].name[0] ? f->svc[i].name : "(unnamed)");
@@ -158,7 +159,10 @@ void *ondemand_ensure_front_later(struct ondemand *a, const char *worktree, int 
     return ondemand_reader_read(a->reader, worktree, front, cb, arg);
 }
 
-void ondemand_cancel(void *ticket) { ondemand_reader_cancel(ticket); }
+void ondemand_cancel(void *ticket)
+{
+    ondemand_reader_cancel(ticket);
+}
 
 void ondemand_file_answer(struct ondemand *a, const char *worktree, int front, int rc,
                           const struct wtfile *f, const char *err, ondemand_ensured_cb cb,
@@ -177,7 +181,10 @@ const struct ondemand_cached *ondemand_cached(struct ondemand *a, const char *wo
     return ondemand_reader_cached(a->reader, worktree, proxy_now_ms(a->srv));
 }
 
-unsigned long long ondemand_now_ms(struct ondemand *a) { return proxy_now_ms(a->srv); }
+unsigned long long ondemand_now_ms(struct ondemand *a)
+{
+    return proxy_now_ms(a->srv);
+}
 
 void ondemand_connected(struct ondemand *a, const char *worktree, int front)
 {
@@ -187,8 +194,7 @@ void ondemand_connected(struct ondemand *a, const char *worktree, int front)
     ondemand_reader_submit(a->reader, worktree, front);
 }
 
-void ondemand_file_read(struct ondemand *a, const char *worktree, int front,
-                        const struct wtfile *f)
+void ondemand_file_read(struct ondemand *a, const char *worktree, int front, const struct wtfile *f)
 {
     char err[1024];
     const struct wtfile_service *s = wtfile_by_front(f, front);
@@ -208,13 +214,16 @@ static int needs_met(struct ondemand *a, struct started *e)
         if (b && b->state == REG_READY)
             continue;
         if (!b && (!ds || (ds->pid == 0 && !ds->waiting)))
-            snprintf(e->failed, sizeof e->failed, "service `%s` of %s was not started: `%s`, "
+            snprintf(e->failed, sizeof e->failed,
+                     "service `%s` of %s was not started: `%s`, "
                      "which it is started after, exited before it was ready; its output: %s",
                      e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)");
         else if (late)
-            snprintf(e->failed, sizeof e->failed, "service `%s` of %s was not started: `%s`, "
+            snprintf(e->failed, sizeof e->failed,
+                     "service `%s` of %s was not started: `%s`, "
                      "which it is started after, was not ready within start_timeout; its "
-                     "output: %s", e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)");
+                     "output: %s",
+                     e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)");
         return e->failed[0] ? -1 : 0;
     }
     return load_ok(a, e, late);
@@ -267,10 +276,10 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
     (void)what;
     for (int i = 0; i < a->n; i++) {
         struct started *e = &a->list[i];
-        struct reg_backend *b = e->pid > 0 && e->svc.idle_ms
-                                    ? ondemand_registered(a, e->worktree, e->svc.front) : NULL;
-        long long last = b ? (b->last_request_ms > b->registered_ms ? b->last_request_ms
-                                                                    : b->registered_ms) : 0;
+        struct reg_backend *b =
+            e->pid > 0 && e->svc.idle_ms ? ondemand_registered(a, e->worktree, e->svc.front) : NULL;
+        long long last =
+            b ? (b->last_request_ms > b->registered_ms ? b->last_request_ms : b->registered_ms) : 0;
         if (b && !b->active && now - last >= (long long)e->svc.idle_ms) {
             proxy_log("stopping %s's server%s%s: idle for %llu ms (idle_stop)", e->worktree,
                       e->svc.name[0] ? " for service " : "", e->svc.name, e->svc.idle_ms);
@@ -279,8 +288,7 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
-                                const char *log_dir)
+struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path, const char *log_dir)
 {
     struct ondemand *a = calloc(1, sizeof *a);
     ssize_t n = a ? readlink("/proc/self/exe", a->exe, sizeof a->exe - 1) : -1;

@@ -21,7 +21,7 @@ struct ondemand_cached;
 struct wtfile;
 
 struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
-                                const char *log_dir);
+                              const char *log_dir);
 void ondemand_free(struct ondemand *a);
 
 /* Start worktree's server for service ("" the unnamed one of a file
@@ -32,9 +32,9 @@ void ondemand_free(struct ondemand *a);
  * needs, or running: wait for its registration), or -1: err is "" when
  * the worktree has no .wtproxy or declares nothing on front, else says
  * what is wrong (the file's line and the fix, or an unknown service). */
-int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc,
-                         const struct wtfile *f, const char *ferr, const char *service,
-                         int front, char *err, size_t errlen);
+int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc, const struct wtfile *f,
+                         const char *ferr, const char *service, int front, char *err,
+                         size_t errlen);
 
 /* The worktree folder given to ondemand_read_later does not exist. */
 #define ONDEMAND_NO_FOLDER 3
@@ -79,8 +79,7 @@ void ondemand_connected(struct ondemand *a, const char *worktree, int front);
 
 /* Whether the server started for (worktree, front) has exited; its log's
  * path into log whenever one was started. */
-int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,
-                     size_t loglen);
+int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log, size_t loglen);
 
 /* Why the server for (worktree, front) was not started although asked
  * for (a service it is started after exited or was not ready within
@@ -92,8 +91,7 @@ const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)
  * "waiting-load" (for the load to fall to start_max_load; *load_pct is the
  * load per CPU seen, in hundredths, else 0), "launched" (its wrapper
  * runs), "failed" (ondemand_failed) or "stopped". */
-const char *ondemand_state(struct ondemand *a, const char *worktree, int front,
-                           unsigned *load_pct);
+const char *ondemand_state(struct ondemand *a, const char *worktree, int front, unsigned *load_pct);
 
 /* The starts that wait (for those they are started after, or for the
  * load), for `wtproxy ls`: [{"worktree","service","front","state",

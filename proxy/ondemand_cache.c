@@ -11,7 +11,10 @@ struct ondemand_cache {
     int n;
 };
 
-struct ondemand_cache *ondemand_cache_new(void) { return calloc(1, sizeof(struct ondemand_cache)); }
+struct ondemand_cache *ondemand_cache_new(void)
+{
+    return calloc(1, sizeof(struct ondemand_cache));
+}
 
 void ondemand_cache_free(struct ondemand_cache *c)
 {

@@ -10,12 +10,12 @@
 
 #include "wtfile.h"
 
-#define ONDEMAND_CACHE_MAX 64        /* worktrees kept; the least recently looked at goes */
-#define ONDEMAND_CACHE_FRESH_MS 250  /* a look older than this asks the worker again */
+#define ONDEMAND_CACHE_MAX 64       /* worktrees kept; the least recently looked at goes */
+#define ONDEMAND_CACHE_FRESH_MS 250 /* a look older than this asks the worker again */
 
 struct ondemand_cached {
     char worktree[PATH_MAX];
-    int rc;                        /* wtfile_read's: 0, 1 no file, -1 bad (err) */
+    int rc; /* wtfile_read's: 0, 1 no file, -1 bad (err) */
     char err[1024];
     struct wtfile f;               /* as read; f.key also when rc is 1 (all zero) */
     unsigned long long checked_ms; /* when the worker last looked */

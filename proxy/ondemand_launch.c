@@ -44,8 +44,8 @@ int ondemand_launch(struct ondemand *a, struct started *e)
 {
     char front[16], own[WTFILE_MAX_SERVICES][96];
     snprintf(front, sizeof front, "%d", e->svc.front);
-    const char *argv[16] = {a->exe, "run", "--front", front, "--worktree", e->worktree,
-                            "--restart-on-stale"};
+    const char *argv[16] = {a->exe,       "run",       "--front",           front,
+                            "--worktree", e->worktree, "--restart-on-stale"};
     int n = 7;
     if (e->svc.name[0]) {
         argv[n++] = "--service";
@@ -79,8 +79,7 @@ int ondemand_launch(struct ondemand *a, struct started *e)
         return -1;
     }
     e->pid = pid;
-    proxy_log("started %s's server%s%s from its .wtproxy (pid %d, front :%d); log: %s",
-              e->worktree, e->svc.name[0] ? " for service " : "", e->svc.name, (int)pid,
-              e->svc.front, e->log);
+    proxy_log("started %s's server%s%s from its .wtproxy (pid %d, front :%d); log: %s", e->worktree,
+              e->svc.name[0] ? " for service " : "", e->svc.name, (int)pid, e->svc.front, e->log);
     return 0;
 }

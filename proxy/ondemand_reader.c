@@ -13,9 +13,10 @@
 #include "ondemand_cache.h"
 #include "wtfile.h"
 
-#define READER_CONNECT_MAX 16 /* connect-time reads at once; more connections wait for their
-                               * request */
-#define READ_UNCHANGED 2     /* a look found the file's key as the cache has it */
+#define READER_CONNECT_MAX                                                                         \
+    16                   /* connect-time reads at once; more connections wait for their            \
+                          * request */
+#define READ_UNCHANGED 2 /* a look found the file's key as the cache has it */
 
 struct read_job;
 
@@ -38,10 +39,10 @@ struct read_job {
     int look;           /* for the cache only: skip the read when the key is still known */
     int resolve;        /* worktree is as an op was given it: the worker finds real */
     struct wtfile_key known;
-    int front;          /* a connected caller's front (ondemand_file_read); 0 none */
+    int front; /* a connected caller's front (ondemand_file_read); 0 none */
     struct waiter *waiters;
-    struct read_job *next; /* the reader's jobs in flight (loop only) */
-    int rc;                /* wtfile_read's, or READ_UNCHANGED */
+    struct read_job *next;   /* the reader's jobs in flight (loop only) */
+    int rc;                  /* wtfile_read's, or READ_UNCHANGED */
     char worktree[PATH_MAX]; /* as asked; never written once queued */
     char real[PATH_MAX];     /* its real path: worktree unless resolve (the worker's) */
     char err[1024];
@@ -67,8 +68,10 @@ static void read_one(struct host_job *hj, void *ctx)
     if (j->resolve && !realpath(j->worktree, j->real)) {
         snprintf(j->real, sizeof j->real, "%s", j->worktree);
         /* A path too long for err is cut: the message still says what failed. */
-        snprintf(j->err, sizeof j->err, "the folder %.900s does not exist: check the worktree "
-                 "path asked for", j->worktree);
+        snprintf(j->err, sizeof j->err,
+                 "the folder %.900s does not exist: check the worktree "
+                 "path asked for",
+                 j->worktree);
         j->rc = ONDEMAND_NO_FOLDER;
         return;
     }
@@ -149,8 +152,7 @@ static void answer(struct ondemand_reader *r, struct read_job *j)
         if (w->file_cb)
             w->file_cb(w->arg, j->real, j->rc, &j->f, j->err);
         else if (w->cb)
-            ondemand_file_answer(r->a, j->real, w->front, j->rc, &j->f, j->err, w->cb,
-                                 w->arg);
+            ondemand_file_answer(r->a, j->real, w->front, j->rc, &j->f, j->err, w->cb, w->arg);
         waiter_free(w);
     }
 }
@@ -202,7 +204,6 @@ static struct waiter *wait_read(struct ondemand_reader *r, const char *worktree,
     j->waiters = w;
     return w;
 }
-
 
 void *ondemand_reader_read(struct ondemand_reader *r, const char *worktree, int front,
                            ondemand_ensured_cb cb, void *arg)
@@ -257,9 +258,8 @@ void *ondemand_reader_file(struct ondemand_reader *r, const char *worktree, unsi
     return w;
 }
 
-const struct ondemand_cached *ondemand_reader_cached(struct ondemand_reader *r,
-                                                     const char *worktree,
-                                                     unsigned long long now_ms)
+const struct ondemand_cached *
+ondemand_reader_cached(struct ondemand_reader *r, const char *worktree, unsigned long long now_ms)
 {
     struct ondemand_cached *e = ondemand_cache_get(r->cache, worktree);
     if (e && now_ms - e->checked_ms < ONDEMAND_CACHE_FRESH_MS)
@@ -271,8 +271,8 @@ const struct ondemand_cached *ondemand_reader_cached(struct ondemand_reader *r,
     return e;
 }
 
-struct ondemand_reader *ondemand_reader_new(struct ondemand *a, struct event_base *base,
-                                            char *err, size_t errlen)
+struct ondemand_reader *ondemand_reader_new(struct ondemand *a, struct event_base *base, char *err,
+                                            size_t errlen)
 {
     struct ondemand_reader *r = calloc(1, sizeof *r);
     if (!r || !(r->cache = ondemand_cache_new())) {
@@ -283,9 +283,9 @@ struct ondemand_reader *ondemand_reader_new(struct ondemand *a, struct event_bas
     r->a = a;
     r->base = base;
     r->worker = host_worker_new(read_one, r, 0, err, errlen);
-    r->done = r->worker ? event_new(base, host_worker_fd(r->worker), EV_READ | EV_PERSIST,
-                                    finished, r)
-                        : NULL;
+    r->done = r->worker
+                  ? event_new(base, host_worker_fd(r->worker), EV_READ | EV_PERSIST, finished, r)
+                  : NULL;
     if (!r->done || event_add(r->done, NULL) < 0) {
         if (r->worker)
             snprintf(err, errlen, "cannot watch the .wtproxy reader's thread");

@@ -19,8 +19,8 @@ struct wtfile;
 
 /* A reader answering a's ondemand_file_read and ondemand_file_answer;
  * NULL with err when its thread or event cannot be made. */
-struct ondemand_reader *ondemand_reader_new(struct ondemand *a, struct event_base *base,
-                                            char *err, size_t errlen);
+struct ondemand_reader *ondemand_reader_new(struct ondemand *a, struct event_base *base, char *err,
+                                            size_t errlen);
 void ondemand_reader_free(struct ondemand_reader *r);
 
 /* Read worktree's .wtproxy on the worker, then call ondemand_file_read on
@@ -48,9 +48,8 @@ void ondemand_reader_cancel(void *ticket);
 /* What the worker last read of worktree's .wtproxy, NULL when it has not
  * yet; a look is queued when that is older than ONDEMAND_CACHE_FRESH_MS
  * at now_ms. Never touches the file. */
-const struct ondemand_cached *ondemand_reader_cached(struct ondemand_reader *r,
-                                                     const char *worktree,
-                                                     unsigned long long now_ms);
+const struct ondemand_cached *
+ondemand_reader_cached(struct ondemand_reader *r, const char *worktree, unsigned long long now_ms);
 
 /* ondemand.c: worktree's .wtproxy, read (f) for a caller on front. A
  * file that declares nothing there, or none, starts nothing. */

@@ -30,12 +30,12 @@ static json_t *service_json(struct proxy_server *s, const char *worktree, const 
     json_t *after = json_array();
     for (int k = 0; after && k < svc->nafter; k++)
         json_array_append_new(after, json_string(f->svc[svc->after[k]].name));
-    json_t *o = json_pack("{s:s, s:i, s:s, s:o, s:o, s:I, s:b, s:s}", "name", svc->name, "front",
-                          svc->front, "start", svc->start, "after", after ? after : json_array(),
-                          "ready", svc->ready[0] ? json_string(svc->ready) : json_null(),
-                          "idle_stop_ms", (json_int_t)svc->idle_ms, "running",
-                          (b && b->state != REG_DEAD) || strcmp(state, "launched") == 0, "state",
-                          state);
+    json_t *o =
+        json_pack("{s:s, s:i, s:s, s:o, s:o, s:I, s:b, s:s}", "name", svc->name, "front",
+                  svc->front, "start", svc->start, "after", after ? after : json_array(), "ready",
+                  svc->ready[0] ? json_string(svc->ready) : json_null(), "idle_stop_ms",
+                  (json_int_t)svc->idle_ms, "running",
+                  (b && b->state != REG_DEAD) || strcmp(state, "launched") == 0, "state", state);
     if (o && load) /* waiting-load: the load per CPU it waits on */
         json_object_set_new(o, "load", json_real(load / 100.0));
     return o;

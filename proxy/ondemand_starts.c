@@ -5,8 +5,7 @@
 
 #include "ondemand_int.h"
 
-int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log,
-                     size_t loglen)
+int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log, size_t loglen)
 {
     struct started *e = ondemand_find(a, worktree, front);
     if (e)
@@ -20,8 +19,7 @@ const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)
     return e && e->pid == 0 && !e->waiting && e->failed[0] ? e->failed : NULL;
 }
 
-const char *ondemand_state(struct ondemand *a, const char *worktree, int front,
-                           unsigned *load_pct)
+const char *ondemand_state(struct ondemand *a, const char *worktree, int front, unsigned *load_pct)
 {
     struct started *e = ondemand_find(a, worktree, front);
     *load_pct = e && e->waiting ? e->load_pct : 0;
@@ -43,9 +41,9 @@ json_t *ondemand_pending(struct ondemand *a)
         if (!e->waiting || ondemand_registered(a, e->worktree, e->svc.front))
             continue;
         const char *state = ondemand_state(a, e->worktree, e->svc.front, &load);
-        json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:I}", "worktree", e->worktree, "service",
-                              e->svc.name, "front", e->svc.front, "state", state, "since_ms",
-                              (json_int_t)e->since_ms);
+        json_t *o =
+            json_pack("{s:s, s:s, s:i, s:s, s:I}", "worktree", e->worktree, "service", e->svc.name,
+                      "front", e->svc.front, "state", state, "since_ms", (json_int_t)e->since_ms);
         if (o && load)
             json_object_set_new(o, "load", json_real(load / 100.0));
         json_array_append_new(list, o);

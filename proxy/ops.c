@@ -25,19 +25,15 @@ static json_t *op_stats(struct proxy_server *s, uid_t uid, json_t *req)
 }
 
 static const struct proxy_op ops[] = {
-    {"refusals", proxy_op_refusals, NULL},
-    {"services", NULL, proxy_op_services},
-    {"starts", proxy_op_starts, NULL},
-    {"stats", op_stats, NULL},
-    {"restart", proxy_op_restart, NULL},
-    {"stop", proxy_op_stop, NULL},
+    {"refusals", proxy_op_refusals, NULL}, {"services", NULL, proxy_op_services},
+    {"starts", proxy_op_starts, NULL},     {"stats", op_stats, NULL},
+    {"restart", proxy_op_restart, NULL},   {"stop", proxy_op_stop, NULL},
     {"start", NULL, proxy_op_start_later},
 };
 
 /* reg_server_ext: the reply to op, reg_server_later(), or NULL when it is
  * none of ours. */
-static json_t *dispatch(void *arg, uid_t uid, const char *op, json_t *req,
-                        struct reg_peer *peer)
+static json_t *dispatch(void *arg, uid_t uid, const char *op, json_t *req, struct reg_peer *peer)
 {
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i].name) == 0)

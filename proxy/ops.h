@@ -29,8 +29,7 @@ json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req);
  * running or not (ondemand_services_of); errors not-declared,
  * bad-wtproxy-file. The reply comes later, through peer (NULL: an
  * "internal" error now). Returns the reply now or reg_server_later(). */
-json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req,
-                          struct reg_peer *peer);
+json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req, struct reg_peer *peer);
 
 /* {"op":"starts"}: the on-demand starts that wait, for those they are
  * started after or for the load (ondemand_pending), with the machine's
@@ -72,7 +71,6 @@ void proxy_op_start_cancel(void *pending);
 
 /* proxy_op_start for the control socket: the reply held, through peer,
  * as proxy_op_services's. */
-json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req,
-                             struct reg_peer *peer);
+json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req, struct reg_peer *peer);
 
 #endif

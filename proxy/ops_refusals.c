@@ -19,7 +19,6 @@ static int concerns(json_t *r, const char *wt)
            (named && strcmp(named, wt) == 0);
 }
 
-
 json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req)
 {
     (void)uid; /* every local user may read them, as on the dashboard */
@@ -28,21 +27,19 @@ json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req)
     if ((wt && !json_is_string(wt)) || (after && !json_is_integer(after)) ||
         (limit && (!json_is_integer(limit) || json_integer_value(limit) < 1)))
         return reg_fail("bad-request",
-                             "refusals takes \"worktree\" (a path), \"after\" (a sequence number) "
-                             "and \"limit\" (>= 1), each optional");
+                        "refusals takes \"worktree\" (a path), \"after\" (a sequence number) "
+                        "and \"limit\" (>= 1), each optional");
     json_int_t from = after ? json_integer_value(after) : 0;
     size_t max = limit ? (size_t)json_integer_value(limit) : DEFAULT_LIMIT;
     json_t *all = refusal_log_json(s->refusals, from > 0 ? (unsigned long long)from : 0);
     json_t *out = json_array();
     size_t i;
     json_t *r;
-    json_array_foreach(all, i, r)
-        if (!wt || concerns(r, json_string_value(wt)))
-            json_array_append(out, r);
+    json_array_foreach(all, i, r) if (!wt || concerns(r, json_string_value(wt)))
+        json_array_append(out, r);
     json_decref(all);
     while (out && json_array_size(out) > max)
         json_array_remove(out, 0); /* keep the newest */
-    return json_pack("{s:b, s:I, s:o}", "ok", 1, "seq",
-                     (json_int_t)refusal_log_seq(s->refusals), "refusals",
-                     out ? out : json_array());
+    return json_pack("{s:b, s:I, s:o}", "ok", 1, "seq", (json_int_t)refusal_log_seq(s->refusals),
+                     "refusals", out ? out : json_array());
 }

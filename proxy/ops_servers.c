@@ -31,18 +31,18 @@ struct selector {
     int front; /* 0: any */
 };
 
-
 /* Read req's selectors into sel. Returns NULL, or the bad-request reply. */
 static json_t *read_selector(const char *op, json_t *req, struct selector *sel)
 {
     json_t *wt = json_object_get(req, "worktree"), *sv = json_object_get(req, "service"),
            *fr = json_object_get(req, "front");
     if (!json_is_string(wt) || json_string_value(wt)[0] != '/' || (sv && !json_is_string(sv)) ||
-        (fr && (!json_is_integer(fr) || json_integer_value(fr) < 1 ||
-                json_integer_value(fr) > 65535)))
+        (fr &&
+         (!json_is_integer(fr) || json_integer_value(fr) < 1 || json_integer_value(fr) > 65535)))
         return reg_fail("bad-request",
-                             "%s takes \"worktree\" (an absolute path), and optionally "
-                             "\"service\" (a name) and \"front\" (a port)", op);
+                        "%s takes \"worktree\" (an absolute path), and optionally "
+                        "\"service\" (a name) and \"front\" (a port)",
+                        op);
     sel->worktree = json_string_value(wt);
     sel->service = sv ? json_string_value(sv) : NULL;
     sel->front = fr ? (int)json_integer_value(fr) : 0;
@@ -67,8 +67,7 @@ static void describe_worktree(struct reg_table *t, const char *wt, char *out, si
         if (b->state == REG_DEAD || strcmp(b->worktree, wt) != 0)
             continue;
         int n = snprintf(out + used, len - used, "%sfront %d%s%s%s", used ? ", " : "", b->front,
-                         b->service[0] ? " (service " : "", b->service,
-                         b->service[0] ? ")" : "");
+                         b->service[0] ? " (service " : "", b->service, b->service[0] ? ")" : "");
         used = n < 0 ? len : used + (size_t)n;
     }
     if (!out[0])
@@ -112,8 +111,8 @@ static int is_wrapper(const struct reg_backend *b)
  * many, or -1 with *reply the refusal: none (not-found, naming what is
  * registered), another uid's (not-permitted), one without a wrapper
  * (not-restartable, naming it and what to do). */
-static int collect(struct proxy_server *s, uid_t uid, const char *op,
-                   const struct selector *sel, struct reg_backend **out, json_t **reply)
+static int collect(struct proxy_server *s, uid_t uid, const char *op, const struct selector *sel,
+                   struct reg_backend **out, json_t **reply)
 {
     struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
     int n = 0;
@@ -123,18 +122,19 @@ static int collect(struct proxy_server *s, uid_t uid, const char *op,
             continue;
         if (uid != 0 && b->uid != uid) {
             *reply = reg_fail("not-permitted",
-                                   "%s's server on front %d belongs to uid %u; only "
-                                   "its owner (or root) may %s it: as that user, run "
-                                   "wtproxy %s %s", sel->worktree, b->front, (unsigned)b->uid, op,
-                                   op, sel->worktree);
+                              "%s's server on front %d belongs to uid %u; only "
+                              "its owner (or root) may %s it: as that user, run "
+                              "wtproxy %s %s",
+                              sel->worktree, b->front, (unsigned)b->uid, op, op, sel->worktree);
             return -1;
         }
         if (!is_wrapper(b)) {
-            *reply = reg_fail("not-restartable", "%s's server on front %d (pid %d, %s) was "
-                          "registered with wtproxy register, not started by wtproxy run: "
-                          "wtproxy cannot %s it; %s it yourself, or start it with "
-                          "`wtproxy run -- CMD {port}` next time", sel->worktree, b->front,
-                          (int)b->pid, b->command, op, op);
+            *reply = reg_fail("not-restartable",
+                              "%s's server on front %d (pid %d, %s) was "
+                              "registered with wtproxy register, not started by wtproxy run: "
+                              "wtproxy cannot %s it; %s it yourself, or start it with "
+                              "`wtproxy run -- CMD {port}` next time",
+                              sel->worktree, b->front, (int)b->pid, b->command, op, op);
             return -1;
         }
         out[n++] = b;
@@ -143,9 +143,10 @@ static int collect(struct proxy_server *s, uid_t uid, const char *op,
         char have[1024];
         describe_worktree(t, sel->worktree, have, sizeof have);
         *reply = reg_fail("not-found",
-                               "no server of %s%s%s matches; registered for it: %s (see "
-                               "wtproxy ls)", sel->worktree, sel->service ? " with service " : "",
-                               sel->service ? sel->service : "", have);
+                          "no server of %s%s%s matches; registered for it: %s (see "
+                          "wtproxy ls)",
+                          sel->worktree, sel->service ? " with service " : "",
+                          sel->service ? sel->service : "", have);
         return -1;
     }
     return n;
@@ -155,8 +156,8 @@ static int collect(struct proxy_server *s, uid_t uid, const char *op,
  * for it and a waiting `wtproxy restart` sees it leave ready at once. */
 static void mark_restarting(struct proxy_server *s, uid_t uid, const struct reg_backend *b)
 {
-    json_t *req = json_pack("{s:s, s:i, s:s}", "op", "restarting", "front", b->front,
-                            "worktree", b->worktree);
+    json_t *req = json_pack("{s:s, s:i, s:s}", "op", "restarting", "front", b->front, "worktree",
+                            b->worktree);
     char *line = req ? json_dumps(req, JSON_COMPACT) : NULL;
     free(line ? reg_server_request(s->reg, uid, line, strlen(line)) : NULL);
     free(line);
@@ -164,8 +165,8 @@ static void mark_restarting(struct proxy_server *s, uid_t uid, const struct reg_
 }
 
 /* restart and stop: signal every selected wrapper, answer the entries. */
-static json_t *signal_op(struct proxy_server *s, uid_t uid, json_t *req, const char *op,
-                         int sig, const char *key)
+static json_t *signal_op(struct proxy_server *s, uid_t uid, json_t *req, const char *op, int sig,
+                         const char *key)
 {
     struct selector sel;
     struct reg_backend *found[MAX_MATCHES];
@@ -179,8 +180,8 @@ static json_t *signal_op(struct proxy_server *s, uid_t uid, json_t *req, const c
             mark_restarting(s, uid, found[i]);
         kill(found[i]->pid, sig);
         proxy_log("%s %s's server on front %d (wrapper pid %d), asked by uid %u",
-                  sig == SIGUSR1 ? "restarting" : "stopping", found[i]->worktree,
-                  found[i]->front, (int)found[i]->pid, (unsigned)uid);
+                  sig == SIGUSR1 ? "restarting" : "stopping", found[i]->worktree, found[i]->front,
+                  (int)found[i]->pid, (unsigned)uid);
         json_array_append_new(list, reg_backend_to_json(found[i]));
     }
     return json_pack("{s:b, s:o}", "ok", 1, key, list);
@@ -203,8 +204,8 @@ struct start_wait {
     void *arg;
     void *ticket; /* the read's, for ondemand_cancel */
     uid_t uid;
-    int front;          /* 0: the service's */
-    char *service;      /* NULL: the one on front */
+    int front;     /* 0: the service's */
+    char *service; /* NULL: the one on front */
 };
 
 /* The server for front registered in worktree (started some other way, or
@@ -216,8 +217,7 @@ static json_t *running_reply(struct proxy_server *s, const char *worktree, int f
     for (size_t i = 0; t && i < reg_table_count(t); i++)
         if (selects(&running, reg_table_at(t, i)))
             return json_pack("{s:b, s:s, s:i, s:b, s:o}", "ok", 1, "worktree", worktree, "front",
-                             front, "running", 1, "entry",
-                             reg_backend_to_json(reg_table_at(t, i)));
+                             front, "running", 1, "entry", reg_backend_to_json(reg_table_at(t, i)));
     return NULL;
 }
 
@@ -226,8 +226,9 @@ static json_t *not_ours(uid_t uid)
 {
     if (uid != 0 && uid != geteuid())
         return reg_fail("not-permitted",
-                             "this daemon runs as uid %u: it starts servers for that "
-                             "user only; start yours with wtproxy run", (unsigned)geteuid());
+                        "this daemon runs as uid %u: it starts servers for that "
+                        "user only; start yours with wtproxy run",
+                        (unsigned)geteuid());
     return NULL;
 }
 
@@ -245,22 +246,24 @@ static json_t *start_with_file(struct proxy_server *s, uid_t uid, const char *wo
     const struct wtfile_service *svc = service && rc == 0 ? wtfile_by_name(f, service) : NULL;
     if (service && !svc)
         return reg_fail("not-declared",
-                             "%s's .wtproxy declares no service `%s` (wtproxy mcp's "
-                             "servers tool, or the dashboard, lists the declared ones)", worktree,
-                             service);
+                        "%s's .wtproxy declares no service `%s` (wtproxy mcp's "
+                        "servers tool, or the dashboard, lists the declared ones)",
+                        worktree, service);
     if (svc)
         front = svc->front;
     if ((r = not_ours(uid)) || (r = running_reply(s, worktree, front)))
         return r;
-    int ok = s->ondemand ? ondemand_ensure_file(s->ondemand, worktree, rc, f, ferr, service,
-                                                front, err, sizeof err)
+    int ok = s->ondemand ? ondemand_ensure_file(s->ondemand, worktree, rc, f, ferr, service, front,
+                                                err, sizeof err)
                          : -1;
     if (ok < 0 && err[0])
         return reg_fail("bad-wtproxy-file", "%s", err);
     if (ok < 0)
-        return reg_fail("not-declared", "%s declares no server for front %d: add `start = CMD "
-                    "{port}` and `front = %d` to the .wtproxy at its repository's root, or "
-                    "run one: wtproxy run --front %d -- CMD {port}", worktree, front, front, front);
+        return reg_fail("not-declared",
+                        "%s declares no server for front %d: add `start = CMD "
+                        "{port}` and `front = %d` to the .wtproxy at its repository's root, or "
+                        "run one: wtproxy run --front %d -- CMD {port}",
+                        worktree, front, front, front);
     char log[PATH_MAX];
     log[0] = '\0';
     ondemand_exited(s->ondemand, worktree, front, log, sizeof log);
@@ -277,7 +280,8 @@ static void start_wait_free(struct start_wait *w)
 /* The start's .wtproxy read outlived start_timeout. */
 static json_t *start_timed_out(const char *worktree, unsigned ms)
 {
-    return reg_fail("timeout", "reading %s/.wtproxy took longer than start_timeout (%u ms), so "
+    return reg_fail("timeout",
+                    "reading %s/.wtproxy took longer than start_timeout (%u ms), so "
                     "nothing was started: its filesystem is slow or not answering. Start again "
                     "once it answers, or run the server yourself: wtproxy run -- CMD {port}",
                     worktree, ms);
@@ -309,7 +313,10 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_
     struct start_wait *w = calloc(1, sizeof *w);
     if (!w)
         return reg_fail("internal", "out of memory");
-    *w = (struct start_wait){.s = s, .cb = cb, .arg = arg, .uid = uid,
+    *w = (struct start_wait){.s = s,
+                             .cb = cb,
+                             .arg = arg,
+                             .uid = uid,
                              .front = sel.front ? sel.front : WTP_DEFAULT_FRONT_PORT,
                              .service = sel.service ? strdup(sel.service) : NULL};
     if ((sel.service && !w->service) ||
@@ -338,8 +345,7 @@ static void reply_peer(void *arg, json_t *reply)
     reg_server_reply(arg, reply);
 }
 
-json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req,
-                             struct reg_peer *peer)
+json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req, struct reg_peer *peer)
 {
     void *pending;
     if (!peer)

@@ -12,7 +12,6 @@
 #include "server.h"
 #include "wtfile.h"
 
-
 /* A services op waiting for its worktree's .wtproxy. */
 struct services_wait {
     struct proxy_server *s;
@@ -27,8 +26,10 @@ static json_t *services_reply(struct proxy_server *s, const char *worktree, int 
         return reg_fail("internal", "%s", ferr);
     json_t *d = ondemand_services_of(s, worktree, rc, f, ferr);
     if (!d)
-        return reg_fail("not-declared", "%s has no .wtproxy: add one "
-                             "(conf/wtproxy-file.example) to declare its servers", worktree);
+        return reg_fail("not-declared",
+                        "%s has no .wtproxy: add one "
+                        "(conf/wtproxy-file.example) to declare its servers",
+                        worktree);
     const char *err = json_string_value(json_object_get(d, "error"));
     json_t *out = err ? json_pack("{s:b, s:s, s:O, s:s}", "ok", 0, "error", "bad-wtproxy-file",
                                   "file", json_object_get(d, "file"), "message", err)
@@ -45,10 +46,11 @@ static void services_read(void *arg, const char *worktree, int rc, const struct 
     struct services_wait *w = arg;
     json_t *r = rc == ONDEMAND_NO_FOLDER ? reg_fail("not-found", "%s", err)
                 : rc == ONDEMAND_TIMED_OUT
-                    ? reg_fail("timeout", "reading %s/.wtproxy took longer than start_timeout "
+                    ? reg_fail("timeout",
+                               "reading %s/.wtproxy took longer than start_timeout "
                                "(%u ms): its filesystem is slow or not answering. Ask again "
-                               "once it answers (ls %s/.wtproxy tells when it does)", worktree,
-                               w->s->cfg.start_timeout_ms, worktree)
+                               "once it answers (ls %s/.wtproxy tells when it does)",
+                               worktree, w->s->cfg.start_timeout_ms, worktree)
                     : services_reply(w->s, worktree, rc, f, err);
     reg_server_reply(w->peer, r);
     free(w);
@@ -60,7 +62,7 @@ json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req, struct
     const char *wt = json_string_value(json_object_get(req, "worktree"));
     if (!wt || wt[0] != '/')
         return reg_fail("bad-request", "services takes \"worktree\": the absolute path of "
-                             "a worktree");
+                                       "a worktree");
     if (!peer || !s->ondemand)
         return reg_fail("internal", "the services op is answered on the daemon's control "
                                     "socket only: run wtproxy mcp, or the dashboard");

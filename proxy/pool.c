@@ -172,8 +172,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
     arm_sweep(pool);
 }
 
-struct stream *proxy_pool_take(struct proxy_pool *pool, const struct sockaddr *addr,
-                               socklen_t len)
+struct stream *proxy_pool_take(struct proxy_pool *pool, const struct sockaddr *addr, socklen_t len)
 {
     struct pool_bucket *b = bucket_for(pool, addr, len, 0);
     if (!b || TAILQ_EMPTY(&b->idle))

@@ -16,8 +16,7 @@ void proxy_pool_free(struct proxy_pool *pool);
 
 /* An idle connection to addr (the most recently used one: its TCP state is
  * the warmest), or NULL. Its callbacks are the caller's to set. */
-struct stream *proxy_pool_take(struct proxy_pool *pool, const struct sockaddr *addr,
-                               socklen_t len);
+struct stream *proxy_pool_take(struct proxy_pool *pool, const struct sockaddr *addr, socklen_t len);
 
 /* Keep a connection whose last response ended cleanly; it is closed once
  * idle for idle_ms, when the backend closes it, or at once when max_idle

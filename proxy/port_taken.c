@@ -12,7 +12,8 @@ void proxy_port_taken(const char *addr, int port, char *buf, size_t len)
     char on[96] = "";
     int other = port < 65535 ? port + 1 : port - 1;
 
-    if (addr && addr[0]) snprintf(on, sizeof on, " on %s", addr);
+    if (addr && addr[0])
+        snprintf(on, sizeof on, " on %s", addr);
     /* cmdline and cwd are cut short so that the hints after them fit in a
      * 1 KiB message, however long the holder's arguments. */
     if (host_port_owner_find(port, &o) && o.pid > 0)

@@ -11,24 +11,24 @@
 
 /* Request head: whole head (request line + headers + blank line), number of
  * header lines, and the request line alone. */
-#define WTP_MAX_HEAD_SIZE (64 * 1024)      /* over it: 431 */
-#define WTP_MAX_HEADER_COUNT 100           /* over it: 431 */
-#define WTP_MAX_REQUEST_LINE (8 * 1024)    /* over it: 414 */
+#define WTP_MAX_HEAD_SIZE (64 * 1024)   /* over it: 431 */
+#define WTP_MAX_HEADER_COUNT 100        /* over it: 431 */
+#define WTP_MAX_REQUEST_LINE (8 * 1024) /* over it: 414 */
 /* A request's method (a fixed constant, not a key): any token is forwarded
  * (RFC 9110 §9.1), the longest registered one has 17 bytes, and RFC 9112 §3
  * answers a longer method than a server implements with 501. */
-#define WTP_MAX_METHOD 32                  /* over it: 501 */
+#define WTP_MAX_METHOD 32 /* over it: 501 */
 /* The most fields one parsed head can hold: max_header_count's ceiling. */
 #define WTP_FIELDS_CAP 1024
-#define WTP_MAX_RESPONSE_HEAD (64 * 1024)  /* backend head over it: 502 */
+#define WTP_MAX_RESPONSE_HEAD (64 * 1024) /* backend head over it: 502 */
 
 /* Timeouts. */
-#define WTP_HEAD_TIMEOUT_MS 10000       /* first byte to end of head: 408 */
-#define WTP_KEEPALIVE_TIMEOUT_MS 75000  /* idle client connection: closed */
-#define WTP_CONNECT_TIMEOUT_MS 5000     /* backend connect: 502 */
-#define WTP_RESPONSE_TIMEOUT_MS 120000  /* request sent to response head: 504 */
-#define WTP_BODY_TIMEOUT_MS 60000       /* no body byte either way: closed */
-#define WTP_SHUTDOWN_TIMEOUT_MS 10000   /* SIGTERM: in-flight requests get this long */
+#define WTP_HEAD_TIMEOUT_MS 10000      /* first byte to end of head: 408 */
+#define WTP_KEEPALIVE_TIMEOUT_MS 75000 /* idle client connection: closed */
+#define WTP_CONNECT_TIMEOUT_MS 5000    /* backend connect: 502 */
+#define WTP_RESPONSE_TIMEOUT_MS 120000 /* request sent to response head: 504 */
+#define WTP_BODY_TIMEOUT_MS 60000      /* no body byte either way: closed */
+#define WTP_SHUTDOWN_TIMEOUT_MS 10000  /* SIGTERM: in-flight requests get this long */
 
 /* After wtproxy answers and closes, it reads and discards what the client
  * still sends for this long, so the kernel does not reset the connection

@@ -7,12 +7,22 @@
 #include <string.h>
 
 /* The strings of an entry, in the order of their JSON keys. */
-enum { RS_REASON, RS_DETAIL, RS_REQUEST, RS_PEER, RS_CALLER_PROCESS, RS_CALLER_WORKTREE,
-       RS_NAMED, RS_BACKEND_WORKTREE, RS_BACKEND, RS_COUNT };
+enum {
+    RS_REASON,
+    RS_DETAIL,
+    RS_REQUEST,
+    RS_PEER,
+    RS_CALLER_PROCESS,
+    RS_CALLER_WORKTREE,
+    RS_NAMED,
+    RS_BACKEND_WORKTREE,
+    RS_BACKEND,
+    RS_COUNT
+};
 
 static const char *const string_keys[RS_COUNT] = {
-    "reason", "detail", "request", "peer", "caller_process", "caller_worktree",
-    "named", "backend_worktree", "backend",
+    "reason",          "detail", "request",          "peer",    "caller_process",
+    "caller_worktree", "named",  "backend_worktree", "backend",
 };
 
 struct refusal_entry {
@@ -34,7 +44,10 @@ struct refusal_log {
     struct subscriber subs[WTP_REFUSAL_LOG_SUBSCRIBERS];
 };
 
-struct refusal_log *refusal_log_new(void) { return calloc(1, sizeof(struct refusal_log)); }
+struct refusal_log *refusal_log_new(void)
+{
+    return calloc(1, sizeof(struct refusal_log));
+}
 
 static void entry_clear(struct refusal_entry *e)
 {
@@ -52,12 +65,16 @@ void refusal_log_free(struct refusal_log *log)
     free(log);
 }
 
-unsigned long long refusal_log_seq(const struct refusal_log *log) { return log ? log->seq : 0; }
+unsigned long long refusal_log_seq(const struct refusal_log *log)
+{
+    return log ? log->seq : 0;
+}
 
 void refusal_log_add(struct refusal_log *log, const struct refusal_info *r, long long time_ms)
 {
-    const char *in[RS_COUNT] = {r->reason, r->detail, r->request, r->peer, r->caller_process,
-                                r->caller_worktree, r->named, r->backend_worktree, r->backend};
+    const char *in[RS_COUNT] = {r->reason, r->detail,           r->request,
+                                r->peer,   r->caller_process,   r->caller_worktree,
+                                r->named,  r->backend_worktree, r->backend};
     struct refusal_entry *e = &log->ring[log->seq % WTP_REFUSAL_LOG_SIZE];
     entry_clear(e);
     e->seq = ++log->seq;
@@ -123,7 +140,8 @@ json_t *refusal_log_json(const struct refusal_log *log, unsigned long long after
     json_t *arr = json_array();
     if (!arr || !log)
         return arr;
-    unsigned long long first = log->seq > WTP_REFUSAL_LOG_SIZE ? log->seq - WTP_REFUSAL_LOG_SIZE + 1 : 1;
+    unsigned long long first =
+        log->seq > WTP_REFUSAL_LOG_SIZE ? log->seq - WTP_REFUSAL_LOG_SIZE + 1 : 1;
     if (after + 1 > first)
         first = after + 1;
     for (unsigned long long seq = first; seq <= log->seq; seq++)

@@ -21,18 +21,18 @@ struct refusal_log;
 
 /* What one refusal says; every string is copied (NULL reads as ""). */
 struct refusal_info {
-    int status;                  /* the HTTP status answered */
-    const char *reason;          /* the X-Wtproxy-Refused / X-Wtproxy-Error reason: "no-backend" */
-    const char *detail;          /* the sentence the caller was given */
-    const char *request;         /* "GET /path" (no query) */
-    const char *peer;            /* the client's address */
-    int front;                   /* the front port it came to */
-    pid_t caller_pid;            /* the process holding the socket, 0 unknown */
-    const char *caller_process;  /* its command line */
-    const char *caller_worktree; /* where it was placed, "" not placed */
-    const char *named;           /* the worktree the request named itself */
+    int status;                   /* the HTTP status answered */
+    const char *reason;           /* the X-Wtproxy-Refused / X-Wtproxy-Error reason: "no-backend" */
+    const char *detail;           /* the sentence the caller was given */
+    const char *request;          /* "GET /path" (no query) */
+    const char *peer;             /* the client's address */
+    int front;                    /* the front port it came to */
+    pid_t caller_pid;             /* the process holding the socket, 0 unknown */
+    const char *caller_process;   /* its command line */
+    const char *caller_worktree;  /* where it was placed, "" not placed */
+    const char *named;            /* the worktree the request named itself */
     const char *backend_worktree; /* the backend it was for, "" none */
-    const char *backend;         /* that backend's HOST:PORT */
+    const char *backend;          /* that backend's HOST:PORT */
 };
 
 /* NULL when out of memory. */

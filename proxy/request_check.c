@@ -12,16 +12,21 @@
 #include <string.h>
 #include <strings.h>
 
-static int fail(enum proxy_error *e, enum proxy_error reason, char *d, size_t cap,
-                const char *what)
+static int fail(enum proxy_error *e, enum proxy_error reason, char *d, size_t cap, const char *what)
 {
     *e = reason;
     snprintf(d, cap, "%s", what);
     return -1;
 }
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-static int is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+static int is_hex(char c)
+{
+    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
 /* unreserved / sub-delims (RFC 3986 §2), without the comma: a Host with a
  * comma reads as a list to some servers (wtproxy refused it before). */

@@ -127,33 +127,42 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
                    const struct identify_kept *who, char *buf, size_t len)
 {
     size_t used;
-    const char *run = ". Start yours from its worktree: wtproxy run -- <server command with {port}>";
+    const char *run =
+        ". Start yours from its worktree: wtproxy run -- <server command with {port}>";
     if (e == PE_OTHER_USER) {
-        snprintf(buf, len, "the dev server registered for your worktree on front :%d belongs to "
-                           "another user; start your own: wtproxy run -- <server command with "
-                           "{port}>", front);
+        snprintf(buf, len,
+                 "the dev server registered for your worktree on front :%d belongs to "
+                 "another user; start your own: wtproxy run -- <server command with "
+                 "{port}>",
+                 front);
         return;
     }
     if (e == PE_AMBIGUOUS_WORKTREE)
-        used = (size_t)snprintf(buf, len, "\"%s\" names several worktrees; name one by its path "
-                                          "in X-Wtproxy-Worktree.", hint);
+        used = (size_t)snprintf(buf, len,
+                                "\"%s\" names several worktrees; name one by its path "
+                                "in X-Wtproxy-Worktree.",
+                                hint);
     else if (hint[0])
-        used = (size_t)snprintf(buf, len, "no dev server is registered for worktree %s on "
-                                          "front :%d.", hint, front);
+        used = (size_t)snprintf(buf, len,
+                                "no dev server is registered for worktree %s on "
+                                "front :%d.",
+                                hint, front);
     else if (who && who->placed)
-        used = (size_t)snprintf(buf, len, "you called from worktree %s (pid %d, found by its %s), "
-                                          "which has no dev server on front :%d.",
-                                who->worktree, (int)who->decided_by, who->how,
-                                front);
+        used = (size_t)snprintf(buf, len,
+                                "you called from worktree %s (pid %d, found by its %s), "
+                                "which has no dev server on front :%d.",
+                                who->worktree, (int)who->decided_by, who->how, front);
     else if (who && who->pid)
-        used = (size_t)snprintf(buf, len, "the calling process (pid %d: %s, cwd %s) is in no "
-                                          "worktree wtproxy knows; run it from a worktree, set "
-                                          "WTPROXY_WORKTREE=/path/to/worktree in its environment, "
-                                          "or send X-Wtproxy-Worktree.",
+        used = (size_t)snprintf(buf, len,
+                                "the calling process (pid %d: %s, cwd %s) is in no "
+                                "worktree wtproxy knows; run it from a worktree, set "
+                                "WTPROXY_WORKTREE=/path/to/worktree in its environment, "
+                                "or send X-Wtproxy-Worktree.",
                                 (int)who->pid, who->comm, who->cwd);
     else
-        used = (size_t)snprintf(buf, len, "this request names no worktree and its caller could "
-                                          "not be placed; send X-Wtproxy-Worktree: <path>.");
+        used = (size_t)snprintf(buf, len,
+                                "this request names no worktree and its caller could "
+                                "not be placed; send X-Wtproxy-Worktree: <path>.");
     if (used < len)
         used += list_registered(table_of(s), front, e == PE_AMBIGUOUS_WORKTREE ? hint : NULL,
                                 buf + used, len - used);

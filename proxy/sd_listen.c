@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 /* The cure named in every refusal of an inherited fd. */
-#define SD_FIX                                                                                    \
-    "the socket unit needs ListenStream=ADDR:PORT lines (TCP), at most one "                     \
-    "ListenStream=%t/wtproxy/control.sock and Accept=no (see conf/systemd/README.md); to start "  \
+#define SD_FIX                                                                                     \
+    "the socket unit needs ListenStream=ADDR:PORT lines (TCP), at most one "                       \
+    "ListenStream=%t/wtproxy/control.sock and Accept=no (see conf/systemd/README.md); to start "   \
     "without activation, unset LISTEN_PID LISTEN_FDS LISTEN_FDNAMES"
 
 /* Digits only, no sign or space, at most max. Returns 0, or -1. */
@@ -155,13 +155,16 @@ static int check_fd(struct proxy_sd_socket *s, char *err, size_t errlen)
                   ((struct sockaddr_un *)&s->addr)->sun_path[0] == '\0'))
         return refuse(s, "a Unix socket without a path", err, errlen);
     if (type != SOCK_STREAM)
-        return refuse(s, unix_ ? "a Unix datagram socket"
-                         : type == SOCK_DGRAM ? "a UDP socket" : "a non-stream socket",
+        return refuse(s,
+                      unix_                ? "a Unix datagram socket"
+                      : type == SOCK_DGRAM ? "a UDP socket"
+                                           : "a non-stream socket",
                       err, errlen);
     if (getsockopt(s->fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 || !listening)
-        return refuse(s, unix_ ? "a Unix socket that is not listening"
-                               : "a TCP socket that is not listening (Accept=yes passes "
-                                 "connections)",
+        return refuse(s,
+                      unix_ ? "a Unix socket that is not listening"
+                            : "a TCP socket that is not listening (Accept=yes passes "
+                              "connections)",
                       err, errlen);
     int flags = fcntl(s->fd, F_GETFL);
     if (flags < 0 || fcntl(s->fd, F_SETFL, flags | O_NONBLOCK) < 0) {

@@ -13,7 +13,7 @@
 
 struct proxy_sd_socket {
     int fd;
-    char name[64]; /* its LISTEN_FDNAMES entry ("wtproxy.socket"), "" when none */
+    char name[64];                /* its LISTEN_FDNAMES entry ("wtproxy.socket"), "" when none */
     struct sockaddr_storage addr; /* the address it is bound to */
     socklen_t addrlen;
 };

@@ -86,8 +86,8 @@ static int load_config(struct proxy_server *s, struct proxy_config *cfg,
 
 static struct whoami_gate_config gate_config(const struct proxy_config *c)
 {
-    return (struct whoami_gate_config){c->whoami_timeout_ms, c->stale_grace_ms,
-                                       c->reload_grace_ms, c->start_timeout_ms,
+    return (struct whoami_gate_config){c->whoami_timeout_ms,   c->stale_grace_ms,
+                                       c->reload_grace_ms,     c->start_timeout_ms,
                                        (int)c->trust_registry, (int)c->whoami_inotify};
 }
 
@@ -268,12 +268,16 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
     if (!s->cfg.whoami)
         proxy_log("whoami = off: backends are not asked which checkout and code they serve");
     char why[256];
-    struct identify_known known = {.snap = route_known_snap, .known = route_known_repo,
-                                   .drop = free, .version = route_known_version, .arg = s};
+    struct identify_known known = {.snap = route_known_snap,
+                                   .known = route_known_repo,
+                                   .drop = free,
+                                   .version = route_known_version,
+                                   .arg = s};
     s->ident = identify_new(s->base, &known, why, sizeof why);
     if (!s->ident)
         proxy_log("callers cannot be identified by process (%s): requests must name their "
-                  "worktree (X-Wtproxy-Worktree, or Host <name>.localhost)", why);
+                  "worktree (X-Wtproxy-Worktree, or Host <name>.localhost)",
+                  why);
     return 0;
 }
 
@@ -312,8 +316,8 @@ static struct event_base *new_base(void)
 {
     struct event_config *cfg = event_config_new();
     struct event_base *base = NULL;
-    if (cfg && event_config_set_max_dispatch_interval(cfg, NULL, DISPATCH_MAX,
-                                                      WTP_PRIO_ANSWERS + 1) == 0)
+    if (cfg &&
+        event_config_set_max_dispatch_interval(cfg, NULL, DISPATCH_MAX, WTP_PRIO_ANSWERS + 1) == 0)
         base = event_base_new_with_config(cfg);
     if (cfg)
         event_config_free(cfg);

@@ -25,7 +25,7 @@ struct proxy_listener {
 struct proxy_server {
     struct event_base *base;
     struct proxy_config cfg;
-    int argc;           /* `serve` arguments, kept for SIGHUP */
+    int argc; /* `serve` arguments, kept for SIGHUP */
     char **argv;
     struct reg_backend *backend; /* the default backend, NULL = none */
     struct reg_server *reg;      /* registrations and the control socket */
@@ -33,15 +33,16 @@ struct proxy_server {
     struct ondemand *ondemand;   /* servers started from .wtproxy files */
     struct whoami_gate *gate;    /* the /__whoami gate; NULL with whoami = off */
     struct proxy_pool *pool;
-    struct refusal_log *refusals; /* what wtproxy refused lately, for the dashboard */
-    struct dash *dash;            /* the dashboard's event streams */
+    struct refusal_log *refusals;        /* what wtproxy refused lately, for the dashboard */
+    struct dash *dash;                   /* the dashboard's event streams */
     const struct proxy_handler *handler; /* requests it answers itself (handler.h), NULL none */
     struct proxy_listener listeners[WTP_MAX_LISTEN * 2];
     int nlisteners;
-    struct proxy_sd_socket inherited[WTP_SD_MAX_FDS]; /* from systemd; served instead of cfg.listen */
+    struct proxy_sd_socket
+        inherited[WTP_SD_MAX_FDS]; /* from systemd; served instead of cfg.listen */
     int ninherited;
     struct proxy_sd_socket control; /* the control socket from systemd; fd -1: we bind it */
-    int accepting;      /* listeners enabled */
+    int accepting;                  /* listeners enabled */
     unsigned nclients;
     TAILQ_HEAD(, proxy_client) clients;
     int stopping;

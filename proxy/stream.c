@@ -172,8 +172,8 @@ struct stream *stream_new(struct event_base *base, evutil_socket_t fd)
     return s;
 }
 
-struct stream *stream_connect(struct event_base *base, const struct sockaddr *sa,
-                              socklen_t len, char *err, size_t errlen)
+struct stream *stream_connect(struct event_base *base, const struct sockaddr *sa, socklen_t len,
+                              char *err, size_t errlen)
 {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -227,7 +227,10 @@ void stream_setcb(struct stream *s, stream_data_cb readcb, stream_data_cb writec
     s->arg = arg;
 }
 
-struct evbuffer *stream_input(struct stream *s) { return s->in; }
+struct evbuffer *stream_input(struct stream *s)
+{
+    return s->in;
+}
 /* No evbuffer callback watches the output: with one, libevent ran its
  * callback loop on every add and every drain of it, about 800
  * instructions of a keep-alive request (callgrind). Handing the buffer out
@@ -240,8 +243,14 @@ struct evbuffer *stream_output(struct stream *s)
     return s->out;
 }
 
-size_t stream_output_length(struct stream *s) { return evbuffer_get_length(s->out); }
-evutil_socket_t stream_fd(struct stream *s) { return s->fd; }
+size_t stream_output_length(struct stream *s)
+{
+    return evbuffer_get_length(s->out);
+}
+evutil_socket_t stream_fd(struct stream *s)
+{
+    return s->fd;
+}
 
 void stream_enable_read(struct stream *s)
 {
@@ -261,7 +270,10 @@ void stream_set_read_high(struct stream *s, size_t high)
     stream_update_read(s);
 }
 
-void stream_set_write_low(struct stream *s, size_t low) { s->write_low = low; }
+void stream_set_write_low(struct stream *s, size_t low)
+{
+    s->write_low = low;
+}
 
 /* Why a re-arm after the read rather than once per connection: Linux clears
  * TCP_QUICKACK on its own (a socket that sends soon after it receives goes
@@ -283,4 +295,3 @@ void stream_trigger_read(struct stream *s)
     s->read_due = 1;
     stream_schedule(s);
 }
-

@@ -39,8 +39,8 @@ struct stream *stream_new(struct event_base *base, evutil_socket_t fd);
 
 /* Start connecting to sa. The event callback gets STREAM_CONNECTED or
  * STREAM_ERROR. NULL with a message in err when it failed at once. */
-struct stream *stream_connect(struct event_base *base, const struct sockaddr *sa,
-                              socklen_t len, char *err, size_t errlen);
+struct stream *stream_connect(struct event_base *base, const struct sockaddr *sa, socklen_t len,
+                              char *err, size_t errlen);
 
 /* Close the socket and free everything; pending output is dropped. The
  * block may be kept for a later stream_new or stream_connect on this

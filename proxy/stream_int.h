@@ -24,17 +24,17 @@ struct stream {
     stream_event_cb eventcb;
     void *arg;
     size_t read_high, write_low;
-    int send_errno; /* a direct write's failure, for the flush to report */
+    int send_errno;                 /* a direct write's failure, for the flush to report */
     LIST_ENTRY(stream) listed_link; /* while flush_listed */
-    unsigned want_read : 1;  /* the owner wants input */
+    unsigned want_read : 1;         /* the owner wants input */
     unsigned rev_added : 1;
     unsigned wev_added : 1;
     unsigned connecting : 1;
     unsigned flush_due : 1;
     unsigned flush_listed : 1; /* its flush due as the stream callbacks return */
     unsigned read_due : 1;
-    unsigned ended : 1;      /* EOF or error seen on read */
-    unsigned bulk : 1;       /* the last read filled what it asked for */
+    unsigned ended : 1; /* EOF or error seen on read */
+    unsigned bulk : 1;  /* the last read filled what it asked for */
 };
 
 /* Run the stream's deferred callback (a flush or a read that is due) in

@@ -22,8 +22,9 @@ static ssize_t read_reserved(struct stream *s, size_t want)
     }
     /* read(2) when the space is one piece, as it nearly always is: readv
      * costs the kernel an iovec import per call. */
-    ssize_t r = n == 1 ? read(s->fd, iov[0].iov_base, iov[0].iov_len)
-                : n > 1 ? readv(s->fd, iov, n) : -1;
+    ssize_t r = n == 1  ? read(s->fd, iov[0].iov_base, iov[0].iov_len)
+                : n > 1 ? readv(s->fd, iov, n)
+                        : -1;
     if (r > 0) {
         size_t left = (size_t)r;
         for (int i = 0; i < n; i++) {
@@ -173,7 +174,8 @@ static void on_defer(struct stream *s)
         r = flush(s);
     if (s->read_due && s->readcb) {
         s->read_due = 0;
-        if (flushed && (r < 0 || (s->writecb && (r == 0 || evbuffer_get_length(s->out) <= s->write_low)))) {
+        if (flushed &&
+            (r < 0 || (s->writecb && (r == 0 || evbuffer_get_length(s->out) <= s->write_low)))) {
             /* Two callbacks due: the write side's now, the read in the
              * next pass (scheduled first: the first may free s). */
             s->read_due = 1;
@@ -297,7 +299,10 @@ void stream_unlist(struct stream *s)
     s->flush_due = 0;
 }
 
-static void enter(void) { in_callback = 1; }
+static void enter(void)
+{
+    in_callback = 1;
+}
 
 /* The callback returned: write what it queued. The write callbacks this
  * calls list their output too, made in this loop; one that frees a listed

@@ -80,14 +80,13 @@ void upstream_start(struct proxy_client *c)
     struct proxy_server *s = c->srv;
     struct reg_backend *b = c->backend;
     size_t high = s->cfg.buffer_size > s->cfg.max_response_head ? s->cfg.buffer_size
-                                                                 : s->cfg.max_response_head + 1;
+                                                                : s->cfg.max_response_head + 1;
     c->state = CS_CONNECT;
     c->up = c->retried ? NULL : proxy_pool_take(s->pool, (struct sockaddr *)&b->addr, b->addrlen);
     c->from_pool = c->up != NULL;
     if (!c->up) {
         char err[128], d[480];
-        c->up = stream_connect(s->base, (struct sockaddr *)&b->addr, b->addrlen, err,
-                                      sizeof err);
+        c->up = stream_connect(s->base, (struct sockaddr *)&b->addr, b->addrlen, err, sizeof err);
         if (!c->up) {
             snprintf(d, sizeof d, "connect to %s: %s", b->name, err);
             conn_fail(c, PE_BACKEND_UNREACHABLE, d);
@@ -136,7 +135,8 @@ static int resp_headers_complete(struct http_msg *m)
         return resp_refuse(c, "the backend's status line is not HTTP/1.x with a status 100-599");
     if (status == 101) {
         if (!c->upgrade)
-            return resp_refuse(c, "the backend switched protocols on a request that asked for none");
+            return resp_refuse(c,
+                               "the backend switched protocols on a request that asked for none");
         /* RFC 9110 §15.2.2: a 101 names the protocol. Without Upgrade a
          * client takes it for an interim 1xx and parses the tunnelled
          * bytes as the response (found by tests/fuzz/fuzz_response). */
@@ -360,8 +360,8 @@ static void up_closed(struct proxy_client *c, short what, int err)
         return;
     if (!c->resp_started) {
         snprintf(d, sizeof d, "%s %s before its response head%s%s", c->backend->name,
-                 (what & STREAM_EOF) ? "closed the connection" : "failed",
-                 err ? ": " : "", err ? strerror(err) : "");
+                 (what & STREAM_EOF) ? "closed the connection" : "failed", err ? ": " : "",
+                 err ? strerror(err) : "");
         conn_fail(c, PE_BACKEND_BAD_RESPONSE, d);
         return;
     }

@@ -39,8 +39,8 @@ struct parse {
 };
 
 /* Write "PATH:LINE: " and the message into p's err; returns -1. */
-__attribute__((format(printf, 3, 4))) static int fail(struct parse *p, int line,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(struct parse *p, int line, const char *fmt,
+                                                      ...)
 {
     char what[1024];
     va_list ap;
@@ -55,8 +55,10 @@ __attribute__((format(printf, 3, 4))) static int fail(struct parse *p, int line,
  * since people write "idle_stop = 30" meaning seconds or minutes. */
 static int parse_duration(const char *v, unsigned long long *ms)
 {
-    static const struct { const char *unit; unsigned long long mult; } units[] = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    static const struct {
+        const char *unit;
+        unsigned long long mult;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
     char *end;
     errno = 0;
     unsigned long long n = strtoull(v, &end, 10);
@@ -90,8 +92,8 @@ static int new_service(struct parse *p, const char *name, int line)
     if (f->n == WTFILE_MAX_SERVICES)
         return fail(p, line, "more than %d services; merge some", WTFILE_MAX_SERVICES);
     struct wtfile_service *s = &f->svc[f->n];
-    *s = (struct wtfile_service){.front = WTP_DEFAULT_FRONT_PORT,
-                                 .idle_ms = WTFILE_IDLE_DEFAULT_MS, .line = line};
+    *s = (struct wtfile_service){
+        .front = WTP_DEFAULT_FRONT_PORT, .idle_ms = WTFILE_IDLE_DEFAULT_MS, .line = line};
     snprintf(s->name, sizeof s->name, "%s", name);
     p->cur = f->n++;
     return 0;
@@ -109,12 +111,16 @@ static int section(struct parse *p, char *l, int line)
     if (!reg_service_name_ok(name, why, sizeof why))
         return fail(p, line, "%s; rename the section", why);
     if (p->top_line)
-        return fail(p, p->top_line, "this key belongs to no service, but the file has "
-                    "`[service NAME]` sections (line %d): move it into one", line);
+        return fail(p, p->top_line,
+                    "this key belongs to no service, but the file has "
+                    "`[service NAME]` sections (line %d): move it into one",
+                    line);
     const struct wtfile_service *dup = wtfile_by_name(p->f, name);
     if (dup)
-        return fail(p, line, "service `%s` is declared twice (first at line %d): rename or "
-                    "merge one", name, dup->line);
+        return fail(p, line,
+                    "service `%s` is declared twice (first at line %d): rename or "
+                    "merge one",
+                    name, dup->line);
     return new_service(p, name, line);
 }
 
@@ -147,8 +153,10 @@ static int key(struct parse *p, char *l, int line)
         memcpy(p->after[p->cur], v, len + 1);
         s->after_line = line;
     } else {
-        return fail(p, line, "bad or unknown `%.64s` (keys: start, front, idle_stop, ready, "
-                    "after; conf/wtproxy-file.example shows each)", k);
+        return fail(p, line,
+                    "bad or unknown `%.64s` (keys: start, front, idle_stop, ready, "
+                    "after; conf/wtproxy-file.example shows each)",
+                    k);
     }
     return 0;
 }
@@ -181,8 +189,10 @@ static int resolve_after(struct parse *p)
             const char *name = trim(tok);
             const struct wtfile_service *d = *name ? wtfile_by_name(f, name) : NULL;
             if (!d)
-                return fail(p, s->after_line, "`after` names `%s`, which this file does not "
-                            "declare: fix the name or add a [service %s] section", name, name);
+                return fail(p, s->after_line,
+                            "`after` names `%s`, which this file does not "
+                            "declare: fix the name or add a [service %s] section",
+                            name, name);
             if (s->nafter == WTFILE_MAX_AFTER)
                 return fail(p, s->after_line, "`after` names more than %d services",
                             WTFILE_MAX_AFTER);
@@ -224,15 +234,19 @@ static int check(struct parse *p)
                         s->name[0] ? s->name : "(unnamed)");
         const struct wtfile_service *o = wtfile_by_front(f, s->front);
         if (o != s)
-            return fail(p, s->front_line ? s->front_line : s->line, "services `%s` and `%s` "
+            return fail(p, s->front_line ? s->front_line : s->line,
+                        "services `%s` and `%s` "
                         "both serve front %d; a front port routes to one service: give each "
-                        "its own `front`", o->name, s->name, s->front);
+                        "its own `front`",
+                        o->name, s->name, s->front);
     }
     for (int i = 0; i < f->n; i++) {
         path[0] = '\0';
         if (cyclic(f, i, mark, path, sizeof path))
-            return fail(p, f->svc[i].after_line, "`after` makes a cycle: %s; remove one of "
-                        "these `after`s", path);
+            return fail(p, f->svc[i].after_line,
+                        "`after` makes a cycle: %s; remove one of "
+                        "these `after`s",
+                        path);
     }
     return 0;
 }
@@ -256,8 +270,8 @@ void wtfile_key(const char *dir, struct wtfile_key *key)
 
 int wtfile_key_same(const struct wtfile_key *a, const struct wtfile_key *b)
 {
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime_s == b->mtime_s && a->mtime_ns == b->mtime_ns;
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_s == b->mtime_s &&
+           a->mtime_ns == b->mtime_ns;
 }
 
 int wtfile_read(const char *dir, struct wtfile *f, char *err, size_t errlen)

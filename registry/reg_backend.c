@@ -92,7 +92,9 @@ int reg_service_name_ok(const char *name, char *err, size_t errlen)
         good = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
                name[i] == '-' || name[i] == '_';
     if (!good)
-        snprintf(err, errlen, "the service name \"%.64s\" is not 1-%d of a-z, 0-9, '-' and '_' "
-                 "starting with a letter or digit", name, REG_SERVICE_MAX - 1);
+        snprintf(err, errlen,
+                 "the service name \"%.64s\" is not 1-%d of a-z, 0-9, '-' and '_' "
+                 "starting with a letter or digit",
+                 name, REG_SERVICE_MAX - 1);
     return good;
 }

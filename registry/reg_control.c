@@ -15,7 +15,6 @@
 
 #define REG_PEER_IDLE_S 10 /* a silent peer is closed */
 
-
 struct reg_peer {
     struct reg_control *rc;
     struct bufferevent *bev; /* NULL: gone while its reply was pending */
@@ -142,8 +141,8 @@ static void peer_event(struct bufferevent *bev, short what, void *arg)
     p->bev = NULL;
 }
 
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-                      int salen, void *arg)
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
 {
     struct reg_control *rc = arg;
     struct ucred cred;
@@ -176,15 +175,19 @@ static int claim_socket_path(const char *path, char *err, size_t errlen)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0) {
         close(fd);
-        snprintf(err, errlen, "another wtproxy daemon already serves %s (see: wtproxy ls); "
-                              "stop it first, or give this one --control PATH", path);
+        snprintf(err, errlen,
+                 "another wtproxy daemon already serves %s (see: wtproxy ls); "
+                 "stop it first, or give this one --control PATH",
+                 path);
         return -1;
     }
     if (fd >= 0)
         close(fd);
     if (unlink(path) < 0 && errno != ENOENT) {
-        snprintf(err, errlen, "cannot replace %s: %s; remove it (rm %s), or give this daemon "
-                 "another: --control PATH", path, strerror(errno), path);
+        snprintf(err, errlen,
+                 "cannot replace %s: %s; remove it (rm %s), or give this daemon "
+                 "another: --control PATH",
+                 path, strerror(errno), path);
         return -1;
     }
     return 0;
@@ -196,8 +199,10 @@ struct reg_control *reg_control_new(struct event_base *base, const char *path, i
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sun.sun_path) {
-        snprintf(err, errlen, "control socket path too long: %s; give a shorter one: --control "
-                 "PATH", path);
+        snprintf(err, errlen,
+                 "control socket path too long: %s; give a shorter one: --control "
+                 "PATH",
+                 path);
         return NULL;
     }
     if (fd < 0 && claim_socket_path(path, err, errlen) < 0)
@@ -221,8 +226,10 @@ struct reg_control *reg_control_new(struct event_base *base, const char *path, i
                                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
                                                (struct sockaddr *)&sun, sizeof sun);
     if (!rc->listener) {
-        snprintf(err, errlen, "cannot serve the control socket %s: %s; give one in a folder of "
-                 "yours: --control PATH", path, strerror(errno));
+        snprintf(err, errlen,
+                 "cannot serve the control socket %s: %s; give one in a folder of "
+                 "yours: --control PATH",
+                 path, strerror(errno));
         free(rc);
         return NULL;
     }

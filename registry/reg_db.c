@@ -34,9 +34,11 @@ static int check_charset(const char *name, char *err, size_t errlen)
 {
     size_t len = strlen(name);
     if (len == 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != len) {
-        snprintf(err, errlen, "refused \"%s\": a name must match ^[a-z0-9_]+$ (rule: plain "
+        snprintf(err, errlen,
+                 "refused \"%s\": a name must match ^[a-z0-9_]+$ (rule: plain "
                  "names), so that it needs no quoting in settings, shells or SQL and means "
-                 "the same to every tool", name);
+                 "the same to every tool",
+                 name);
         return -1;
     }
     return 0;
@@ -48,16 +50,20 @@ int reg_db_check_name(const char *name, char *err, size_t errlen)
     if (check_charset(name, err, errlen) < 0)
         return -1;
     if (!strstr(name, "test")) {
-        snprintf(err, errlen, "refused \"%s\": a test database's name must contain \"test\" "
+        snprintf(err, errlen,
+                 "refused \"%s\": a test database's name must contain \"test\" "
                  "(rule: no \"test\", no claim), so that a claim, a drop or a recreate can "
-                 "never hit a dev or production database; use a base like test_shop", name);
+                 "never hit a dev or production database; use a base like test_shop",
+                 name);
         return -1;
     }
     if (len > max) {
-        snprintf(err, errlen, "refused \"%s\": %zu bytes; at most %zu (rule: 63-byte "
+        snprintf(err, errlen,
+                 "refused \"%s\": %zu bytes; at most %zu (rule: 63-byte "
                  "names), because PostgreSQL cuts names at %d bytes and parallel test "
                  "workers add \"_NN\" (Django --parallel: %s_1 ...): two cut names would be "
-                 "one database; use a shorter --base", name, len, max, REG_DB_NAME_MAX, name);
+                 "one database; use a shorter --base",
+                 name, len, max, REG_DB_NAME_MAX, name);
         return -1;
     }
     return 0;
@@ -70,16 +76,19 @@ int reg_db_check_dev_name(const char *name, const char *base, const char *from, 
     if (check_charset(name, err, errlen) < 0)
         return -1;
     if (len > REG_DB_NAME_MAX) {
-        snprintf(err, errlen, "refused \"%s\": %zu bytes; at most %d (rule: 63-byte names), "
+        snprintf(err, errlen,
+                 "refused \"%s\": %zu bytes; at most %d (rule: 63-byte names), "
                  "because PostgreSQL cuts longer names and two cut names would be one "
-                 "database; use a shorter --dev", name, len, REG_DB_NAME_MAX);
+                 "database; use a shorter --dev",
+                 name, len, REG_DB_NAME_MAX);
         return -1;
     }
     if ((base && strcmp(name, base) == 0) || (from && strcmp(name, from) == 0)) {
-        snprintf(err, errlen, "refused \"%s\": that is the shared database itself (rule: a "
+        snprintf(err, errlen,
+                 "refused \"%s\": that is the shared database itself (rule: a "
                  "worktree's dev database is never its base or its source), so that a reset "
-                 "or a release can never drop it; use --dev %s (named per worktree)", name,
-                 base ? base : name);
+                 "or a release can never drop it; use --dev %s (named per worktree)",
+                 name, base ? base : name);
         return -1;
     }
     return 0;
@@ -90,10 +99,11 @@ int reg_db_check_template_name(const char *name, char *err, size_t errlen)
     if (reg_db_check_name(name, err, errlen) < 0)
         return -1;
     if (strlen(name) > REG_DB_TEMPLATE_MAX) {
-        snprintf(err, errlen, "refused \"%s\": %zu bytes; a template's name is at most %d "
+        snprintf(err, errlen,
+                 "refused \"%s\": %zu bytes; a template's name is at most %d "
                  "(rule: 63-byte names), leaving room for the copies' \"_<suffix>\" of up to "
-                 "%d bytes; use a shorter --base", name, strlen(name), REG_DB_TEMPLATE_MAX,
-                 REG_DB_SUFFIX_MAX);
+                 "%d bytes; use a shorter --base",
+                 name, strlen(name), REG_DB_TEMPLATE_MAX, REG_DB_SUFFIX_MAX);
         return -1;
     }
     return 0;
@@ -104,9 +114,11 @@ int reg_db_check_suffix(const char *suffix, char *err, size_t errlen)
     size_t len = strlen(suffix);
     if (len == 0 || len > REG_DB_SUFFIX_MAX ||
         strspn(suffix, "abcdefghijklmnopqrstuvwxyz0123456789") != len) {
-        snprintf(err, errlen, "refused copy suffix \"%s\": it must match ^[a-z0-9]{1,%d}$ "
+        snprintf(err, errlen,
+                 "refused copy suffix \"%s\": it must match ^[a-z0-9]{1,%d}$ "
                  "(e.g. w1, f12), so that <template>_<suffix> stays a plain name within 63 "
-                 "bytes", suffix, REG_DB_SUFFIX_MAX);
+                 "bytes",
+                 suffix, REG_DB_SUFFIX_MAX);
         return -1;
     }
     return 0;
@@ -120,8 +132,10 @@ int reg_db_derive(const char *base, const char *machine, const char *worktree, c
     reg_db_slug(machine, REG_DB_MACHINE_SLUG, m, sizeof m);
     reg_db_slug(folder ? folder + 1 : worktree, REG_DB_WORKTREE_SLUG, w, sizeof w);
     if (!m[0] || !w[0]) {
-        snprintf(err, errlen, "the machine id \"%s\" or the worktree folder \"%s\" has no "
-                 "letter or digit to name a database after", machine, worktree);
+        snprintf(err, errlen,
+                 "the machine id \"%s\" or the worktree folder \"%s\" has no "
+                 "letter or digit to name a database after",
+                 machine, worktree);
         return -1;
     }
     if ((size_t)snprintf(out, outlen, "%s_%s_%s", base, m, w) >= outlen) {

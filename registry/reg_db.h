@@ -14,23 +14,23 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define REG_DB_NAME_MAX 63          /* PostgreSQL's identifier limit (NAMEDATALEN - 1) */
-#define REG_DB_WORKER_SUFFIX 3      /* "_NN": Django's --parallel clones name_1 .. name_99 */
-#define REG_DB_MACHINE_SLUG 8       /* bytes of the machine id kept in a name */
-#define REG_DB_WORKTREE_SLUG 20     /* bytes of the worktree folder name kept */
+#define REG_DB_NAME_MAX 63      /* PostgreSQL's identifier limit (NAMEDATALEN - 1) */
+#define REG_DB_WORKER_SUFFIX 3  /* "_NN": Django's --parallel clones name_1 .. name_99 */
+#define REG_DB_MACHINE_SLUG 8   /* bytes of the machine id kept in a name */
+#define REG_DB_WORKTREE_SLUG 20 /* bytes of the worktree folder name kept */
 #define REG_DB_STAMP_PREFIX "wtproxy:"
-#define REG_DB_HASH_MAX 96          /* "template:sha256:" and 64 hex digits, or a given hash */
-#define REG_DB_SUFFIX_MAX 8         /* bytes of a copy's suffix: <template>_<suffix> */
+#define REG_DB_HASH_MAX 96  /* "template:sha256:" and 64 hex digits, or a given hash */
+#define REG_DB_SUFFIX_MAX 8 /* bytes of a copy's suffix: <template>_<suffix> */
 #define REG_DB_TEMPLATE_MAX (REG_DB_NAME_MAX - 1 - REG_DB_SUFFIX_MAX)
-#define REG_DB_MIN_FREE_DEFAULT 5   /* --min-free-connections: slots a claim leaves free */
+#define REG_DB_MIN_FREE_DEFAULT 5 /* --min-free-connections: slots a claim leaves free */
 
 /* What a stamped database is, told by its stamp's hash field: a test
  * database carries its migrations hash (or ""), the others a word. */
 enum reg_db_kind { REG_DB_TEST, REG_DB_DEV, REG_DB_TEMPLATE, REG_DB_COPY };
 #define REG_DB_DEV_MARK "dev"
-#define REG_DB_TEMPLATE_MARK "template:"       /* + the migrations hash once migrated */
+#define REG_DB_TEMPLATE_MARK "template:"        /* + the migrations hash once migrated */
 #define REG_DB_PENDING_MARK "template-pending:" /* + hash while its command runs */
-#define REG_DB_COPY_MARK "copy:"               /* + the template's name */
+#define REG_DB_COPY_MARK "copy:"                /* + the template's name */
 
 /* s as a slug of at most max bytes into out ("" when nothing is left). */
 void reg_db_slug(const char *s, size_t max, char *out, size_t outlen);
@@ -90,17 +90,17 @@ int reg_db_hash_dir(const char *dir, char *out, size_t outlen, char *err, size_t
 /* --- reg_db_pg.c --- */
 
 struct reg_db_claim {
-    const char *server;   /* libpq URI/conninfo of the app's server; "" = PG* variables */
+    const char *server; /* libpq URI/conninfo of the app's server; "" = PG* variables */
     const char *name;
     const char *machine;
     const char *worktree;
-    const char *hash;     /* the stamp's hash field: a test's migrations hash ("" = not
-                             checked), REG_DB_DEV_MARK, or a template's mark */
+    const char *hash; /* the stamp's hash field: a test's migrations hash ("" = not
+                         checked), REG_DB_DEV_MARK, or a template's mark */
     enum reg_db_kind kind;
-    const char *from;     /* NULL, or CREATE DATABASE name TEMPLATE from */
+    const char *from; /* NULL, or CREATE DATABASE name TEMPLATE from */
     int force;
-    int reset;            /* drop and create again even when kept */
-    int min_free;         /* refuse when fewer connections are free (0: no check) */
+    int reset;    /* drop and create again even when kept */
+    int min_free; /* refuse when fewer connections are free (0: no check) */
 };
 
 /* Make c->name exist and be ours (`wtproxy db --help` says the
@@ -121,20 +121,19 @@ int reg_db_release_on_server(const char *server, const char *name, const char *m
 /* Drop the databases stamped by this machine whose worktree folder is
  * gone (a worktree deleted before its release). Returns the count, or
  * -1 with err. */
-int reg_db_release_abandoned(const char *server, const char *machine, char *err,
-                             size_t errlen);
+int reg_db_release_abandoned(const char *server, const char *machine, char *err, size_t errlen);
 
 /* Re-stamp name (ours) with hash: a template once its command succeeded.
  * Returns 0, or -1 with err. */
-int reg_db_restamp(const char *server, const char *name, const char *machine,
-                   const char *worktree, const char *hash, char *err, size_t errlen);
+int reg_db_restamp(const char *server, const char *name, const char *machine, const char *worktree,
+                   const char *hash, char *err, size_t errlen);
 
 /* --- reg_db_copy.c: copies of a template, the listing --- */
 
 struct reg_db_copy {
     const char *server;
     const char *template_name;
-    const char *const *names;  /* the copies' full names */
+    const char *const *names; /* the copies' full names */
     size_t count;
     const char *machine;
     const char *worktree;

@@ -28,7 +28,8 @@ static int check_template(PGconn *pg, const struct reg_db_copy *c, char *err, si
                strcmp(o.machine, c->machine) == 0 && strcmp(o.worktree, c->worktree) == 0;
     if (ours && strncmp(o.hash, REG_DB_TEMPLATE_MARK, strlen(REG_DB_TEMPLATE_MARK)) == 0)
         return 0;
-    snprintf(err, errlen, "no migrated template %s of worktree %s (%s); make it first: "
+    snprintf(err, errlen,
+             "no migrated template %s of worktree %s (%s); make it first: "
              "wtproxy db template --base BASE --migrations-dir DIR -- MIGRATE-COMMAND",
              c->template_name, c->worktree,
              !exists ? "it does not exist"
@@ -51,13 +52,15 @@ static int copy_one(PGconn *pg, const struct reg_db_copy *c, const char *name, c
     if (exists) {
         if (reg_db_parse_stamp(now, &o) < 0 || o.kind != REG_DB_COPY ||
             strcmp(o.machine, c->machine) != 0 || strcmp(o.worktree, c->worktree) != 0) {
-            snprintf(err, errlen, "database %s exists and is not a copy of this worktree's "
+            snprintf(err, errlen,
+                     "database %s exists and is not a copy of this worktree's "
                      "(its stamp: \"%s\"); refused, it is not ours to replace: use another "
-                     "suffix", name, now);
+                     "suffix",
+                     name, now);
             return 1;
         }
-        if (reg_db_utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", name, NULL, err,
-                           errlen) < 0)
+        if (reg_db_utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", name, NULL, err, errlen) <
+            0)
             return -1;
     }
     int rc = reg_db_create(pg, name, c->template_name, stamp, err, errlen);
@@ -81,8 +84,8 @@ int reg_db_copy_on_server(const struct reg_db_copy *c, char *err, size_t errlen)
         if (rc == 0)
             rc = copy_one(pg, c, c->names[i], err, errlen);
         /* one lock at a time: two copiers of overlapping sets never wait in a circle */
-        PQclear(reg_pg_exec(pg, "SELECT pg_advisory_unlock(hashtext('wtproxy-db:' || $1))", 1,
-                            p, NULL, 0));
+        PQclear(reg_pg_exec(pg, "SELECT pg_advisory_unlock(hashtext('wtproxy-db:' || $1))", 1, p,
+                            NULL, 0));
     }
     PQfinish(pg);
     return rc;
@@ -103,8 +106,7 @@ static void list_one(const char *name, const struct reg_db_owner *o, int is_gone
     if (arr) {
         json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:b}", "name", name, "kind",
                                              reg_db_kind_name(o->kind), "machine", o->machine,
-                                             "worktree", o->worktree, "worktree_gone",
-                                             is_gone));
+                                             "worktree", o->worktree, "worktree_gone", is_gone));
         return;
     }
     fprintf(out, "%-40s %-8s %-10s %s%s\n", name, reg_db_kind_name(o->kind), o->machine,
@@ -117,9 +119,10 @@ int reg_db_list(const char *server, const char *machine, int json, FILE *out, ch
     PGconn *pg = reg_pg_dial(server, "the database server", err, errlen);
     if (!pg)
         return -1;
-    PGresult *r = reg_pg_exec(pg, "SELECT datname, coalesce(shobj_description(oid, "
-                              "'pg_database'), '') FROM pg_database ORDER BY datname", 0, NULL,
-                              err, errlen);
+    PGresult *r = reg_pg_exec(pg,
+                              "SELECT datname, coalesce(shobj_description(oid, "
+                              "'pg_database'), '') FROM pg_database ORDER BY datname",
+                              0, NULL, err, errlen);
     int count = r ? 0 : -1;
     json_t *arr = json ? json_array() : NULL;
     if (r && !json)

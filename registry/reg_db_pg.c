@@ -21,8 +21,10 @@ int reg_db_stamp_of(PGconn *c, const char *name, char *comment, size_t len, char
                     size_t errlen)
 {
     const char *p[] = {name};
-    PGresult *r = reg_pg_exec(c, "SELECT coalesce(shobj_description(oid, 'pg_database'), '')"
-                              " FROM pg_database WHERE datname = $1", 1, p, err, errlen);
+    PGresult *r = reg_pg_exec(c,
+                              "SELECT coalesce(shobj_description(oid, 'pg_database'), '')"
+                              " FROM pg_database WHERE datname = $1",
+                              1, p, err, errlen);
     if (!r)
         return -1;
     int exists = PQntuples(r) == 1;
@@ -52,16 +54,15 @@ int reg_db_utility(PGconn *c, const char *fmt, const char *name, const char *lit
 int reg_db_lock(PGconn *c, const char *name, char *err, size_t errlen)
 {
     const char *p[] = {name};
-    PGresult *r = reg_pg_exec(c, "SELECT pg_advisory_lock(hashtext('wtproxy-db:' || $1))", 1,
-                              p, err, errlen);
+    PGresult *r =
+        reg_pg_exec(c, "SELECT pg_advisory_lock(hashtext('wtproxy-db:' || $1))", 1, p, err, errlen);
     PQclear(r);
     return r ? 0 : -1;
 }
 
 /* The CREATE DATABASE failed because from has sessions: say whose.
  * Returns 1 (refused) or -1. */
-static int source_in_use(PGconn *c, const char *name, const char *from, char *err,
-                         size_t errlen)
+static int source_in_use(PGconn *c, const char *name, const char *from, char *err, size_t errlen)
 {
     char who[2048], e2[256];
     int n = reg_db_holders(c, from, who, sizeof who, e2, sizeof e2);
@@ -69,12 +70,13 @@ static int source_in_use(PGconn *c, const char *name, const char *from, char *er
         snprintf(err, errlen, "cannot create %s from %s: %s", name, from, reg_pg_last_error());
         return -1;
     }
-    snprintf(err, errlen, "cannot create %s as a copy of %s: PostgreSQL copies a database "
+    snprintf(err, errlen,
+             "cannot create %s as a copy of %s: PostgreSQL copies a database "
              "only while nobody is connected to it, and %d session%s %s: %s. Stop them (the "
              "dev server, a psql, a test run), or end them: SELECT pg_terminate_backend(pid) "
-             "FROM pg_stat_activity WHERE datname = '%s'; then run the claim again", name, from,
-             n, n == 1 ? "" : "s", n == 1 ? "is" : "are", n ? who : "(gone by now: retry)",
-             from);
+             "FROM pg_stat_activity WHERE datname = '%s'; then run the claim again",
+             name, from, n, n == 1 ? "" : "s", n == 1 ? "is" : "are",
+             n ? who : "(gone by now: retry)", from);
     return 1;
 }
 
@@ -107,8 +109,10 @@ int reg_db_create(PGconn *c, const char *name, const char *from, const char *sta
             return -1;
         if (strcmp(now, stamp) == 0)
             return 0;
-        snprintf(err, errlen, "database %s was created by someone else at the same moment "
-                 "(its stamp: \"%s\"); refused, it is not ours", name, now);
+        snprintf(err, errlen,
+                 "database %s was created by someone else at the same moment "
+                 "(its stamp: \"%s\"); refused, it is not ours",
+                 name, now);
         return 1;
     }
     return reg_db_utility(c, "COMMENT ON DATABASE %s IS %s", name, stamp, err, errlen);
@@ -122,11 +126,12 @@ static int folder_gone(const char *path)
 }
 
 /* What to do with our own database of this worktree. */
-static const char *decide_own(const struct reg_db_claim *c, const struct reg_db_owner *o,
-                              char *err, size_t errlen)
+static const char *decide_own(const struct reg_db_claim *c, const struct reg_db_owner *o, char *err,
+                              size_t errlen)
 {
     if (o->kind != c->kind) {
-        snprintf(err, errlen, "database %s is this worktree's %s database, not a %s one; "
+        snprintf(err, errlen,
+                 "database %s is this worktree's %s database, not a %s one; "
                  "refused, so that one kind's rules (a test's recreate, a dev's reset) never "
                  "reach the other: use another name, or free it: wtproxy db release --name %s",
                  c->name, reg_db_kind_name(o->kind), reg_db_kind_name(c->kind), c->name);
@@ -141,12 +146,12 @@ static const char *decide_own(const struct reg_db_claim *c, const struct reg_db_
 
 /* Decide what to do with an existing database stamped now. Returns the
  * action ("kept", "recreated", ...) or NULL with err (refused). */
-static const char *decide(const struct reg_db_claim *c, const char *now, char *err,
-                          size_t errlen)
+static const char *decide(const struct reg_db_claim *c, const char *now, char *err, size_t errlen)
 {
     struct reg_db_owner o;
     if (reg_db_parse_stamp(now, &o) < 0) {
-        snprintf(err, errlen, "database %s exists and was not made by wtproxy (its comment: "
+        snprintf(err, errlen,
+                 "database %s exists and was not made by wtproxy (its comment: "
                  "\"%s\"); it is not ours to drop: use another --base, or take it: --force",
                  c->name, now);
         return c->force ? "taken over" : NULL;
@@ -156,10 +161,11 @@ static const char *decide(const struct reg_db_claim *c, const char *now, char *e
         return decide_own(c, &o, err, errlen);
     if (same_machine && folder_gone(o.worktree))
         return "reclaimed";
-    snprintf(err, errlen, "database %s belongs to worktree %s on %s%s; refused. Free it "
-             "there: cd %s && wtproxy db release; or take it: --force", c->name, o.worktree,
-             same_machine ? "this machine" : "machine ", same_machine ? "" : o.machine,
-             o.worktree);
+    snprintf(err, errlen,
+             "database %s belongs to worktree %s on %s%s; refused. Free it "
+             "there: cd %s && wtproxy db release; or take it: --force",
+             c->name, o.worktree, same_machine ? "this machine" : "machine ",
+             same_machine ? "" : o.machine, o.worktree);
     return c->force ? "taken over" : NULL;
 }
 
@@ -194,8 +200,8 @@ static int claim_locked(PGconn *pg, const struct reg_db_claim *c, const char **d
         return 1;
     if (strcmp(*done, "kept") == 0)
         return 0;
-    if (reg_db_utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", c->name, NULL, err,
-                       errlen) < 0)
+    if (reg_db_utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", c->name, NULL, err, errlen) <
+        0)
         return -1;
     return reg_db_create(pg, c->name, c->from, stamp, err, errlen);
 }
@@ -225,17 +231,19 @@ static int drop_where(const char *server, const char *name,
     if (!pg)
         return -1;
     const char *p[] = {name ? name : ""};
-    PGresult *r = reg_pg_exec(pg, "SELECT datname, coalesce(shobj_description(oid, "
+    PGresult *r = reg_pg_exec(pg,
+                              "SELECT datname, coalesce(shobj_description(oid, "
                               "'pg_database'), '') FROM pg_database WHERE $1 = '' OR "
-                              "datname = $1 ORDER BY datname", 1, p, err, errlen);
+                              "datname = $1 ORDER BY datname",
+                              1, p, err, errlen);
     int count = r ? 0 : -1;
     for (int i = 0; r && i < PQntuples(r) && count >= 0; i++) {
         struct reg_db_owner o;
         const char *db = PQgetvalue(r, i, 0);
         if (reg_db_parse_stamp(PQgetvalue(r, i, 1), &o) < 0 || !mine(&o, arg))
             continue; /* not ours: never dropped */
-        if (reg_db_utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db, NULL, err,
-                           errlen) < 0)
+        if (reg_db_utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db, NULL, err, errlen) <
+            0)
             count = -1;
         else {
             fprintf(stderr, "wtproxy: dropped database %s (%s)\n", db, reg_db_kind_name(o.kind));
@@ -269,14 +277,13 @@ int reg_db_release_on_server(const char *server, const char *name, const char *m
     return drop_where(server, name, of_worktree, &h, err, errlen);
 }
 
-int reg_db_release_abandoned(const char *server, const char *machine, char *err,
-                             size_t errlen)
+int reg_db_release_abandoned(const char *server, const char *machine, char *err, size_t errlen)
 {
     return drop_where(server, NULL, of_gone_worktree, machine, err, errlen);
 }
 
-int reg_db_restamp(const char *server, const char *name, const char *machine,
-                   const char *worktree, const char *hash, char *err, size_t errlen)
+int reg_db_restamp(const char *server, const char *name, const char *machine, const char *worktree,
+                   const char *hash, char *err, size_t errlen)
 {
     char stamp[STAMP_MAX];
     PGconn *pg = reg_pg_dial(server, "the database server", err, errlen);

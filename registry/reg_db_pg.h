@@ -40,7 +40,6 @@ int reg_db_headroom(PGconn *c, int min_free, char *err, size_t errlen);
 
 /* The sessions connected to db (other than ours), as "pid N (application
  * "A", user U, from ADDR); ..." into out. Returns their count, -1. */
-int reg_db_holders(PGconn *c, const char *db, char *out, size_t outlen, char *err,
-                   size_t errlen);
+int reg_db_holders(PGconn *c, const char *db, char *out, size_t outlen, char *err, size_t errlen);
 
 #endif

@@ -32,13 +32,16 @@ static size_t utf8_seq(const unsigned char *s)
     unsigned long cp, min;
     size_t n;
 
-    if (s[0] < 0x80) return 1;
-    if (s[0] < 0xC2 || s[0] > 0xF4) return 0; /* continuation, overlong C0/C1, past U+10FFFF */
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] < 0xC2 || s[0] > 0xF4)
+        return 0; /* continuation, overlong C0/C1, past U+10FFFF */
     n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
     cp = s[0] & (0x7F >> n);
     min = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
     for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0; /* the NUL at the end stops here too */
+        if ((s[i] & 0xC0) != 0x80)
+            return 0; /* the NUL at the end stops here too */
         cp = cp << 6 | (s[i] & 0x3F);
     }
     return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : n;
@@ -53,8 +56,10 @@ static json_t *utf8_string(const char *s)
     char *fixed;
     size_t n;
 
-    if ((j = json_string(s))) return j;
-    if (!(fixed = strdup(s))) return NULL;
+    if ((j = json_string(s)))
+        return j;
+    if (!(fixed = strdup(s)))
+        return NULL;
     for (unsigned char *p = (unsigned char *)fixed; *p; p += n) {
         if ((n = utf8_seq(p)) == 0) {
             *p = '?';
@@ -70,41 +75,30 @@ static json_t *utf8_string(const char *s)
  * "disk_hash", "checked_ms", "refused"}. */
 static json_t *whoami_to_json(const struct reg_whoami *w)
 {
-    return json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I}",
-                     "state", w->state,
-                     "detail", utf8_string(w->detail),
-                     "checkout", utf8_string(w->checkout),
-                     "hash", w->hash,
-                     "disk_hash", w->disk_hash,
-                     "checked_ms", (json_int_t)w->checked_ms,
-                     "refused", (json_int_t)w->refused);
+    return json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I}", "state", w->state, "detail",
+                     utf8_string(w->detail), "checkout", utf8_string(w->checkout), "hash", w->hash,
+                     "disk_hash", w->disk_hash, "checked_ms", (json_int_t)w->checked_ms, "refused",
+                     (json_int_t)w->refused);
 }
 
 json_t *reg_backend_to_json(const struct reg_backend *b)
 {
     json_t *o;
 
-    if ((unsigned)b->state >= sizeof state_names / sizeof state_names[0]) return NULL;
+    if ((unsigned)b->state >= sizeof state_names / sizeof state_names[0])
+        return NULL;
     /* "o" steals the new strings; json_pack frees them if it fails. */
     o = json_pack("{s:o, s:i, s:o, s:o, s:i, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:s, s:I}",
-                     "machine", utf8_string(b->machine),
-                     "front", b->front,
-                     "worktree", utf8_string(b->worktree),
-                     "backend", utf8_string(b->name),
-                     "port", b->port,
-                     "uid", (json_int_t)b->uid,
-                     "pid", (json_int_t)b->pid,
-                     "pid_start", (json_int_t)b->pid_start,
-                     "command", utf8_string(b->command),
-                     "registered_ms", (json_int_t)b->registered_ms,
-                     "started_ms", (json_int_t)b->started_ms,
-                     "expires_ms", (json_int_t)b->expires_ms,
-                     "state", state_names[b->state],
-                     "requests", (json_int_t)b->requests);
+                  "machine", utf8_string(b->machine), "front", b->front, "worktree",
+                  utf8_string(b->worktree), "backend", utf8_string(b->name), "port", b->port, "uid",
+                  (json_int_t)b->uid, "pid", (json_int_t)b->pid, "pid_start",
+                  (json_int_t)b->pid_start, "command", utf8_string(b->command), "registered_ms",
+                  (json_int_t)b->registered_ms, "started_ms", (json_int_t)b->started_ms,
+                  "expires_ms", (json_int_t)b->expires_ms, "state", state_names[b->state],
+                  "requests", (json_int_t)b->requests);
     /* Only once checked: the store file never carries it (a restarted
      * daemon checks again). */
-    if (o && b->restart_on_stale &&
-        json_object_set_new(o, "restart_on_stale", json_true()) < 0) {
+    if (o && b->restart_on_stale && json_object_set_new(o, "restart_on_stale", json_true()) < 0) {
         json_decref(o);
         return NULL;
     }
@@ -115,7 +109,8 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
         json_decref(o);
         return NULL;
     }
-    if (o && b->whoami.state[0] && json_object_set_new(o, "whoami", whoami_to_json(&b->whoami)) < 0) {
+    if (o && b->whoami.state[0] &&
+        json_object_set_new(o, "whoami", whoami_to_json(&b->whoami)) < 0) {
         json_decref(o);
         return NULL;
     }
@@ -124,7 +119,10 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
 
 /* The integer fields of an entry and their ranges. */
 enum { F_FRONT, F_PORT, F_UID, F_PID, F_PID_START, F_REGISTERED, F_STARTED, F_EXPIRES, F_REQUESTS };
-static const struct { const char *key; long long min, max; } int_fields[] = {
+static const struct {
+    const char *key;
+    long long min, max;
+} int_fields[] = {
     [F_FRONT] = {"front", 1, 65535},
     [F_PORT] = {"port", 1, 65535},
     [F_UID] = {"uid", 0, (long long)(uid_t)-1 - 1}, /* (uid_t)-1 is "no uid" */
@@ -139,7 +137,10 @@ static const struct { const char *key; long long min, max; } int_fields[] = {
 
 /* The string fields, with the size of the field each is copied into. */
 enum { S_MACHINE, S_WORKTREE, S_BACKEND, S_COMMAND, S_STATE };
-static const struct { const char *key; size_t size; } str_fields[] = {
+static const struct {
+    const char *key;
+    size_t size;
+} str_fields[] = {
     [S_MACHINE] = {"machine", FIELD_SIZE(machine)},
     [S_WORKTREE] = {"worktree", FIELD_SIZE(worktree)},
     [S_BACKEND] = {"backend", FIELD_SIZE(name)},
@@ -188,7 +189,8 @@ static int read_fields(json_t *o, long long *num, const char **str, char *err, s
 static int parse_state(const char *s)
 {
     for (size_t i = 0; i < sizeof state_names / sizeof state_names[0]; i++)
-        if (strcmp(s, state_names[i]) == 0) return (int)i;
+        if (strcmp(s, state_names[i]) == 0)
+            return (int)i;
     return -1;
 }
 
@@ -206,8 +208,7 @@ static int check_fields(const long long *num, const char **str, char *err, size_
         snprintf(err, errlen, "\"state\": \"%s\" is not starting, ready or dead", str[S_STATE]);
         return -1;
     }
-    if (reg_split_hostport(str[S_BACKEND], host, sizeof host, &port) == 0 &&
-        port != num[F_PORT]) {
+    if (reg_split_hostport(str[S_BACKEND], host, sizeof host, &port) == 0 && port != num[F_PORT]) {
         snprintf(err, errlen, "\"port\": %lld does not match \"backend\": \"%s\"", num[F_PORT],
                  str[S_BACKEND]);
         return -1;

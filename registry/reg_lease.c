@@ -20,8 +20,10 @@ int reg_lease_check_id(const char *id, char *err, size_t errlen)
     }
     for (const char *p = id; *p; p++)
         if (*p <= ' ' || *p > '~') {
-            snprintf(err, errlen, "resource \"%s\": use printable ASCII without spaces "
-                     "(e.g. android-emulator-1, db:test_shop)", id);
+            snprintf(err, errlen,
+                     "resource \"%s\": use printable ASCII without spaces "
+                     "(e.g. android-emulator-1, db:test_shop)",
+                     id);
             return -1;
         }
     return 0;
@@ -30,8 +32,7 @@ int reg_lease_check_id(const char *id, char *err, size_t errlen)
 int reg_lease_same_holder(const struct reg_lease *a, const struct reg_lease *b)
 {
     return strcmp(a->machine, b->machine) == 0 && strcmp(a->worktree, b->worktree) == 0 &&
-           strcmp(a->session, b->session) == 0 && a->pid == b->pid &&
-           a->pid_start == b->pid_start;
+           strcmp(a->session, b->session) == 0 && a->pid == b->pid && a->pid_start == b->pid_start;
 }
 
 int reg_lease_expired(const struct reg_lease *l, long long now_ms)
@@ -58,24 +59,25 @@ void reg_lease_session(char *out, size_t outlen)
 
 json_t *reg_lease_to_json(const struct reg_lease *l)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:I}", "id", l->id,
-                          "machine", l->machine, "worktree", l->worktree, "session",
-                          l->session, "pid", (json_int_t)l->pid, "pid_start",
-                          (json_int_t)l->pid_start, "purpose", l->purpose, "acquired_ms",
-                          (json_int_t)l->acquired_ms, "expires_ms", (json_int_t)l->expires_ms);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:I}", "id", l->id, "machine",
+                          l->machine, "worktree", l->worktree, "session", l->session, "pid",
+                          (json_int_t)l->pid, "pid_start", (json_int_t)l->pid_start, "purpose",
+                          l->purpose, "acquired_ms", (json_int_t)l->acquired_ms, "expires_ms",
+                          (json_int_t)l->expires_ms);
     if (o && l->acquired_at[0])
         json_object_set_new(o, "acquired_at", json_string(l->acquired_at));
     return o;
 }
 
 /* Copy the string field key of o into out (size outlen). Returns 0 or -1. */
-static int take_str(json_t *o, const char *key, char *out, size_t outlen, char *err,
-                    size_t errlen)
+static int take_str(json_t *o, const char *key, char *out, size_t outlen, char *err, size_t errlen)
 {
     json_t *v = json_object_get(o, key);
     if (!json_is_string(v) || json_string_length(v) >= outlen) {
         snprintf(err, errlen, "lease field \"%s\" is %s", key,
-                 !v ? "missing" : !json_is_string(v) ? "not a string" : "too long");
+                 !v                   ? "missing"
+                 : !json_is_string(v) ? "not a string"
+                                      : "too long");
         return -1;
     }
     memcpy(out, json_string_value(v), json_string_length(v) + 1);
@@ -86,8 +88,8 @@ int reg_lease_from_json(json_t *o, struct reg_lease *l, char *err, size_t errlen
 {
     memset(l, 0, sizeof *l);
     json_int_t pid = -1, start = -1, acq = -1, exp = -1;
-    if (json_unpack(o, "{s:I, s:I, s:I, s:I}", "pid", &pid, "pid_start", &start,
-                    "acquired_ms", &acq, "expires_ms", &exp) < 0 ||
+    if (json_unpack(o, "{s:I, s:I, s:I, s:I}", "pid", &pid, "pid_start", &start, "acquired_ms",
+                    &acq, "expires_ms", &exp) < 0 ||
         pid < 0 || pid > 0x7fffffff || start < 0 || acq < 0 || exp < 0) {
         snprintf(err, errlen, "a lease needs pid, pid_start, acquired_ms and expires_ms >= 0");
         return -1;

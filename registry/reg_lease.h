@@ -16,23 +16,23 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define REG_LEASE_ID_MAX 200       /* bytes of a resource name */
-#define REG_LEASE_PURPOSE_MAX 256  /* bytes of a purpose */
-#define REG_LEASE_SESSION_MAX 128  /* bytes of a session name */
-#define REG_LEASE_MAX 4096         /* leases the embedded store keeps */
-#define REG_LEASE_TAKEOVERS 3      /* dead holders replaced in one claim */
+#define REG_LEASE_ID_MAX 200      /* bytes of a resource name */
+#define REG_LEASE_PURPOSE_MAX 256 /* bytes of a purpose */
+#define REG_LEASE_SESSION_MAX 128 /* bytes of a session name */
+#define REG_LEASE_MAX 4096        /* leases the embedded store keeps */
+#define REG_LEASE_TAKEOVERS 3     /* dead holders replaced in one claim */
 
 struct reg_lease {
     char id[REG_LEASE_ID_MAX];
     char machine[128];
     char worktree[PATH_MAX];
     char session[REG_LEASE_SESSION_MAX];
-    pid_t pid;                     /* 0: a manual claim */
-    unsigned long long pid_start;  /* the pid's start time, clock ticks */
+    pid_t pid;                    /* 0: a manual claim */
+    unsigned long long pid_start; /* the pid's start time, clock ticks */
     char purpose[REG_LEASE_PURPOSE_MAX];
     long long acquired_ms;
-    long long expires_ms;          /* 0: while the pid runs */
-    char acquired_at[64];          /* PostgreSQL's exact text, for compare-and-swap */
+    long long expires_ms; /* 0: while the pid runs */
+    char acquired_at[64]; /* PostgreSQL's exact text, for compare-and-swap */
 };
 
 /* --- reg_lease.c: the model and its rules --- */
@@ -68,9 +68,8 @@ struct reg_saver;
  * a writer thread that answers on base. NULL with err when out of memory
  * or the thread cannot be made. A file that cannot be parsed is reported
  * in warn and set aside. */
-struct reg_lease_store *reg_lease_store_new(struct event_base *base, const char *path,
-                                            char *warn, size_t warnlen, char *err,
-                                            size_t errlen);
+struct reg_lease_store *reg_lease_store_new(struct event_base *base, const char *path, char *warn,
+                                            size_t warnlen, char *err, size_t errlen);
 /* The write in flight finished and the pending one written, their
  * waiters answered, then the store freed. */
 void reg_lease_store_free(struct reg_lease_store *ls);

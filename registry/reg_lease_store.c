@@ -64,12 +64,15 @@ static void load(struct reg_lease_store *ls, char *warn, size_t warnlen)
             char aside[PATH_MAX + 32];
             snprintf(aside, sizeof aside, "%s.corrupt", ls->path);
             rename(ls->path, aside);
-            snprintf(warn, warnlen, "leases file %s cannot be read (%s); moved it to %s and "
-                     "started with no leases", ls->path, je.text, aside);
+            snprintf(warn, warnlen,
+                     "leases file %s cannot be read (%s); moved it to %s and "
+                     "started with no leases",
+                     ls->path, je.text, aside);
         }
         return;
     }
-    json_array_foreach(arr, i, o) {
+    json_array_foreach(arr, i, o)
+    {
         char err[256];
         struct reg_lease l;
         if (ls->n < REG_LEASE_MAX && reg_lease_from_json(o, &l, err, sizeof err) == 0)
@@ -78,9 +81,8 @@ static void load(struct reg_lease_store *ls, char *warn, size_t warnlen)
     json_decref(doc);
 }
 
-struct reg_lease_store *reg_lease_store_new(struct event_base *base, const char *path,
-                                            char *warn, size_t warnlen, char *err,
-                                            size_t errlen)
+struct reg_lease_store *reg_lease_store_new(struct event_base *base, const char *path, char *warn,
+                                            size_t warnlen, char *err, size_t errlen)
 {
     struct reg_lease_store *ls = calloc(1, sizeof *ls);
     warn[0] = '\0';
@@ -112,7 +114,10 @@ struct reg_lease_store *reg_lease_store_beside(struct event_base *base, const ch
     return ls;
 }
 
-struct reg_saver *reg_lease_store_saver(struct reg_lease_store *ls) { return ls->saver; }
+struct reg_saver *reg_lease_store_saver(struct reg_lease_store *ls)
+{
+    return ls->saver;
+}
 
 void reg_lease_store_free(struct reg_lease_store *ls)
 {
@@ -173,8 +178,8 @@ json_t *reg_lease_claimer(json_t *req, struct reg_lease *c, long long *ttl)
     json_int_t pid = -1, ttl_ms = 0;
     char err[256];
     memset(c, 0, sizeof *c);
-    if (json_unpack(req, "{s:s, s:s, s:I, s?s, s?s, s?I}", "id", &id, "worktree", &wt, "pid",
-                    &pid, "session", &session, "purpose", &purpose, "ttl_ms", &ttl_ms) < 0 ||
+    if (json_unpack(req, "{s:s, s:s, s:I, s?s, s?s, s?I}", "id", &id, "worktree", &wt, "pid", &pid,
+                    "session", &session, "purpose", &purpose, "ttl_ms", &ttl_ms) < 0 ||
         pid < 0 || pid > 0x7fffffff || ttl_ms < 0)
         return reg_fail("bad-request", "claim needs id, worktree, pid >= 0 and ttl_ms >= 0");
     if (reg_lease_check_id(id, err, sizeof err) < 0)
@@ -182,8 +187,10 @@ json_t *reg_lease_claimer(json_t *req, struct reg_lease *c, long long *ttl)
     if (pid == 0 && ttl_ms == 0)
         return reg_fail("bad-request", "a claim without a pid needs a TTL (--ttl 1h)");
     if (pid > 0 && !(c->pid_start = host_pid_start((pid_t)pid)))
-        return reg_fail("bad-request", "pid %d does not run (it exited, or is mistyped); claim "
-                                   "for a running pid, or for a time: --ttl 1h", (int)pid);
+        return reg_fail("bad-request",
+                        "pid %d does not run (it exited, or is mistyped); claim "
+                        "for a running pid, or for a time: --ttl 1h",
+                        (int)pid);
     snprintf(c->id, sizeof c->id, "%s", id);
     snprintf(c->machine, sizeof c->machine, "%s", reg_machine_id());
     snprintf(c->worktree, sizeof c->worktree, "%s", wt);
@@ -211,12 +218,14 @@ static json_t *op_claim(struct reg_lease_store *ls, json_t *req)
         fprintf(stderr, "wtproxy: lease %s taken over from %s: %s\n", l->id, l->worktree, why);
     } else if (l) {
         json_t *r = reg_fail("conflict", "%s is held by %s (pid %d, \"%s\")", l->id, l->worktree,
-                         (int)l->pid, l->purpose);
+                             (int)l->pid, l->purpose);
         json_object_set_new(r, "holder", reg_lease_to_json(l));
         return r;
     } else if (ls->n >= REG_LEASE_MAX) {
-        return reg_fail("internal", "the embedded store holds %d leases already; release some "
-                    "(wtproxy leases)", REG_LEASE_MAX);
+        return reg_fail("internal",
+                        "the embedded store holds %d leases already; release some "
+                        "(wtproxy leases)",
+                        REG_LEASE_MAX);
     } else {
         l = &ls->v[ls->n++];
     }
@@ -235,8 +244,10 @@ static json_t *op_release(struct reg_lease_store *ls, json_t *req)
     if (!l)
         return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
     if (!force && strcmp(l->worktree, wt) != 0) {
-        json_t *r = reg_fail("not-permitted", "%s is held by worktree %s, not %s; release it "
-                         "there, or: wtproxy release %s --force", id, l->worktree, wt, id);
+        json_t *r = reg_fail("not-permitted",
+                             "%s is held by worktree %s, not %s; release it "
+                             "there, or: wtproxy release %s --force",
+                             id, l->worktree, wt, id);
         json_object_set_new(r, "holder", reg_lease_to_json(l));
         return r;
     }

@@ -43,20 +43,24 @@ static int worktree_alive(const struct reg_backend *b, char *why, size_t whylen)
 {
     struct stat st;
 
-    if (b->worktree[0] == '\0') return 1;
+    if (b->worktree[0] == '\0')
+        return 1;
     if (stat(b->worktree, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return 1;
+        if (S_ISDIR(st.st_mode))
+            return 1;
         snprintf(why, whylen, "worktree %s is no longer a folder", b->worktree);
         return 0;
     }
-    if (errno != ENOENT && errno != ENOTDIR) return 1;
+    if (errno != ENOENT && errno != ENOTDIR)
+        return 1;
     snprintf(why, whylen, "worktree %s was removed", b->worktree);
     return 0;
 }
 
 int reg_backend_alive(const struct reg_backend *b, long long now_ms, char *why, size_t whylen)
 {
-    if (b->pid > 0 && !pid_alive(b, why, whylen)) return 0;
+    if (b->pid > 0 && !pid_alive(b, why, whylen))
+        return 0;
     /* expires_ms 0 is "no deadline": the configured default backend. */
     if (b->pid == 0 && b->expires_ms != 0 && now_ms >= b->expires_ms) {
         snprintf(why, whylen, "TTL passed (%lld s ago)", (now_ms - b->expires_ms) / 1000);
@@ -73,11 +77,14 @@ static void read_first_line(const char *path, char *out, size_t outlen)
     size_t start = 0, end;
 
     out[0] = '\0';
-    if (host_read_small_file(path, buf, sizeof buf) < 0) return;
+    if (host_read_small_file(path, buf, sizeof buf) < 0)
+        return;
     buf[strcspn(buf, "\n")] = '\0';
     end = strlen(buf);
-    while (start < end && strchr(" \t\r", buf[start])) start++;
-    while (end > start && strchr(" \t\r", buf[end - 1])) end--;
+    while (start < end && strchr(" \t\r", buf[start]))
+        start++;
+    while (end > start && strchr(" \t\r", buf[end - 1]))
+        end--;
     snprintf(out, outlen, "%.*s", (int)(end - start), buf + start);
 }
 
@@ -85,9 +92,10 @@ static void read_first_line(const char *path, char *out, size_t outlen)
  * their one event loop thread. */
 const char *reg_machine_id(void)
 {
-    static char id[sizeof ((struct reg_backend *)0)->machine];
+    static char id[sizeof((struct reg_backend *)0)->machine];
 
-    if (id[0]) return id;
+    if (id[0])
+        return id;
     /* A test that plays two machines on one gives each its own id. */
     const char *env = getenv("WTPROXY_MACHINE");
     if (env && env[0] && strlen(env) < sizeof id) {
@@ -95,7 +103,8 @@ const char *reg_machine_id(void)
         return id;
     }
     read_first_line(machine_id_path, id, sizeof id);
-    if (id[0]) return id;
+    if (id[0])
+        return id;
     /* No machine-id (a minimal container): the hostname names it well
      * enough, and is what people see in `wtproxy list` anyway. */
     if (gethostname(id, sizeof id - 1) != 0 || id[0] == '\0')

@@ -79,7 +79,8 @@ static int make_dir(const char *path, int parents, char *err, size_t errlen)
     }
     if (mkdir(buf, 0700) == 0) {
         /* The umask may have taken bits off; 0700 is what was asked for. */
-        if (chmod(buf, 0700) == 0) return 0;
+        if (chmod(buf, 0700) == 0)
+            return 0;
     } else if (errno == EEXIST) {
         return 0;
     }
@@ -95,7 +96,8 @@ static int private_dir(char *out, size_t outlen, int parents, char *err, size_t 
         snprintf(err, errlen, "the path %s%s is too long", base, sub);
         return -1;
     }
-    if (make_dir(out, parents, err, errlen) < 0) return -1;
+    if (make_dir(out, parents, err, errlen) < 0)
+        return -1;
     return check_private_dir(out, err, errlen);
 }
 
@@ -104,7 +106,8 @@ int reg_control_dir(char *out, size_t outlen, char *err, size_t errlen)
     const char *runtime = abs_env("XDG_RUNTIME_DIR");
     char tmp[64];
 
-    if (runtime) return private_dir(out, outlen, 0, err, errlen, runtime, "/wtproxy");
+    if (runtime)
+        return private_dir(out, outlen, 0, err, errlen, runtime, "/wtproxy");
     snprintf(tmp, sizeof tmp, "/tmp/wtproxy-%ld", (long)geteuid());
     return private_dir(out, outlen, 0, err, errlen, tmp, "");
 }
@@ -118,7 +121,8 @@ int reg_control_path(char *out, size_t outlen, char *err, size_t errlen)
     if (env && env[0]) {
         n = (size_t)snprintf(out, outlen, "%s", env);
     } else {
-        if (reg_control_dir(dir, sizeof dir, err, errlen) < 0) return -1;
+        if (reg_control_dir(dir, sizeof dir, err, errlen) < 0)
+            return -1;
         n = (size_t)snprintf(out, outlen, "%s/" CONTROL_SOCKET_NAME, dir);
     }
     /* Said here rather than as a bare ENAMETOOLONG from bind or connect. */
@@ -138,7 +142,8 @@ static const char *home_dir(void)
     const char *home = abs_env("HOME");
     struct passwd *pw;
 
-    if (home) return home;
+    if (home)
+        return home;
     pw = getpwuid(geteuid());
     return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
 }
@@ -147,10 +152,12 @@ int reg_state_dir(char *out, size_t outlen, char *err, size_t errlen)
 {
     const char *state = abs_env("XDG_STATE_HOME"), *home;
 
-    if (state) return private_dir(out, outlen, 1, err, errlen, state, "/wtproxy");
+    if (state)
+        return private_dir(out, outlen, 1, err, errlen, state, "/wtproxy");
     if (!(home = home_dir())) {
-        snprintf(err, errlen, "cannot find your home folder for the state file; set HOME "
-                              "or XDG_STATE_HOME");
+        snprintf(err, errlen,
+                 "cannot find your home folder for the state file; set HOME "
+                 "or XDG_STATE_HOME");
         return -1;
     }
     return private_dir(out, outlen, 1, err, errlen, home, "/.local/state/wtproxy");

@@ -48,8 +48,10 @@ static int config_value(const char *path, char *out, size_t outlen, char *err, s
     char line[REG_PG_URI_MAX + 64];
     int found = 0;
     if (!f) {
-        snprintf(err, errlen, "cannot read the config file %s ($WTPROXY_CONFIG): %s; fix "
-                 "WTPROXY_CONFIG, or unset it", path, strerror(errno));
+        snprintf(err, errlen,
+                 "cannot read the config file %s ($WTPROXY_CONFIG): %s; fix "
+                 "WTPROXY_CONFIG, or unset it",
+                 path, strerror(errno));
         return -1;
     }
     while (!found && fgets(line, sizeof line, f)) {
@@ -183,11 +185,20 @@ static void one_line(const char *in, char *out, size_t outlen)
     reg_pg_mask(flat, out, outlen);
 }
 
-const char *reg_pg_last_state(void) { return last_state; }
+const char *reg_pg_last_state(void)
+{
+    return last_state;
+}
 
-const char *reg_pg_last_error(void) { return last_error; }
+const char *reg_pg_last_error(void)
+{
+    return last_error;
+}
 
-void reg_pg_set_query_timeout(int ms) { query_timeout_ms = ms; }
+void reg_pg_set_query_timeout(int ms)
+{
+    query_timeout_ms = ms;
+}
 
 /* Wait until c's socket is ready for events. Returns 0, or -1 once the
  * deadline passed. */
@@ -263,13 +274,14 @@ PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *para
     char msg[512];
     one_line(PQerrorMessage(c), msg, sizeof msg);
     if (late)
-        snprintf(err, errlen, "the registry at host %s port %s did not answer within %d ms (the "
+        snprintf(err, errlen,
+                 "the registry at host %s port %s did not answer within %d ms (the "
                  "server is stopped, overloaded or cut off); make it answer (psql), or fix "
-                 "WTPROXY_REGISTRY / `registry =`", PQhost(c), PQport(c), query_timeout_ms);
+                 "WTPROXY_REGISTRY / `registry =`",
+                 PQhost(c), PQport(c), query_timeout_ms);
     else
-        snprintf(err, errlen, "the registry at host %s port %s failed a query: %s%s%s%s",
-                 PQhost(c), PQport(c), msg, code ? " (SQLSTATE " : "", code ? code : "",
-                 code ? ")" : "");
+        snprintf(err, errlen, "the registry at host %s port %s failed a query: %s%s%s%s", PQhost(c),
+                 PQport(c), msg, code ? " (SQLSTATE " : "", code ? code : "", code ? ")" : "");
     snprintf(last_error, sizeof last_error, "%s", err);
     PQclear(r);
     return NULL;
@@ -278,7 +290,8 @@ PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *para
 /* Create the schema and tables unless they exist. Returns 0 or -1. */
 static int ensure_schema(PGconn *c, char *err, size_t errlen)
 {
-    PGresult *r = reg_pg_exec(c, "SELECT to_regclass('" REG_PG_SCHEMA ".leases') IS NOT NULL "
+    PGresult *r = reg_pg_exec(c,
+                              "SELECT to_regclass('" REG_PG_SCHEMA ".leases') IS NOT NULL "
                               "AND to_regclass('" REG_PG_SCHEMA ".backends') IS NOT NULL",
                               0, NULL, err, errlen);
     if (!r)
@@ -335,9 +348,11 @@ PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
         char why[sizeof msg + 160];
         one_line(PQerrorMessage(c), msg, sizeof msg);
         if (retried && reg_pg_connect_timed_out(msg))
-            snprintf(why, sizeof why, "connecting timed out twice after " REG_PG_CONNECT_TIMEOUT
+            snprintf(why, sizeof why,
+                     "connecting timed out twice after " REG_PG_CONNECT_TIMEOUT
                      " s: is PostgreSQL overloaded (many connections starting at once) or its "
-                     "host down? (%s)", msg);
+                     "host down? (%s)",
+                     msg);
         else
             snprintf(why, sizeof why, "%s", msg);
         snprintf(err, errlen, "%s at host %s port %s (%s) cannot be reached: %s", what,
@@ -354,7 +369,8 @@ PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen)
     PGconn *c = reg_pg_dial(uri, "the registry", err, errlen);
     if (!c) {
         size_t n = strlen(err);
-        snprintf(err + n, errlen - n, "; start it or fix WTPROXY_REGISTRY / `registry =`; to go "
+        snprintf(err + n, errlen - n,
+                 "; start it or fix WTPROXY_REGISTRY / `registry =`; to go "
                  "on without it (claims then hold on this machine only): "
                  "WTPROXY_REGISTRY_OPTIONAL=1");
         return NULL;

@@ -14,9 +14,9 @@
 #include "reg_lease.h"
 
 #define REG_PG_SCHEMA "wtproxy"
-#define REG_PG_URI_MAX 1024         /* bytes of a registry URI or conninfo */
-#define REG_PG_CONNECT_TIMEOUT "5"  /* seconds; libpq's default is to wait forever */
-#define REG_PG_QUERY_TIMEOUT_MS 4000 /* the daemon's wait for one statement's answer */
+#define REG_PG_URI_MAX 1024           /* bytes of a registry URI or conninfo */
+#define REG_PG_CONNECT_TIMEOUT "5"    /* seconds; libpq's default is to wait forever */
+#define REG_PG_QUERY_TIMEOUT_MS 4000  /* the daemon's wait for one statement's answer */
 #define REG_PG_SCHEMA_LOCK 0x77747078 /* advisory lock key ("wtpx") for creating tables */
 
 /* --- reg_pg.c --- */
@@ -170,8 +170,7 @@ void reg_pgw_free(struct reg_pgw *w);
 /* Queue fn(m, in) (in is consumed, also on failure); done(arg, answer)
  * runs on the loop when it is over (done NULL: nobody waits). Returns the
  * job, for reg_pgw_cancel, or NULL when out of memory (nothing queued). */
-void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done done,
-                     void *arg);
+void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done done, void *arg);
 
 /* The job's callback will not run (its answer is freed); the job may be
  * running, or over and on its way back. */
@@ -207,8 +206,7 @@ int reg_pgops_line_done(struct reg_pgops *o, reg_pgw_done done, void *arg);
  * NULL (later), or the reply now: out of memory, or peer NULL (the
  * fuzzer's reg_server_request, which has no one to answer later). */
 json_t *reg_pgops_lease_op(struct reg_pgops *o, struct reg_peer *peer, json_t *req);
-json_t *reg_pgops_list(struct reg_pgops *o, struct reg_peer *peer, json_t *entries,
-                       json_t *reply);
+json_t *reg_pgops_list(struct reg_pgops *o, struct reg_peer *peer, json_t *entries, json_t *reply);
 
 /* Read the leases for the dashboard: cb(arg, view) on the loop, view as
  * reg_leases_view makes it. Returns the job (reg_pgw_cancel), NULL when

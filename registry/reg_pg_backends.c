@@ -22,14 +22,14 @@
 #include "host.h"
 
 struct reg_mirror {
-    PGconn *pg;           /* NULL: unreachable at start, running on the embedded store */
-    int online;           /* pg was connected at start (never changes after) */
+    PGconn *pg; /* NULL: unreachable at start, running on the embedded store */
+    int online; /* pg was connected at start (never changes after) */
     char uri[REG_PG_URI_MAX];
     char masked[REG_PG_URI_MAX + 64];
     char error[REG_PG_URI_MAX + 1024]; /* the last failure, "" when the last sync worked */
-    long long queued_ms;  /* when the running job was queued (monotonic) */
-    long long down_ms;    /* when a job last found the store unreachable, 0 never */
-    char down[REG_PG_URI_MAX + 1024]; /* why */
+    long long queued_ms;               /* when the running job was queued (monotonic) */
+    long long down_ms;                 /* when a job last found the store unreachable, 0 never */
+    char down[REG_PG_URI_MAX + 1024];  /* why */
     char shown[REG_PG_URI_MAX + 1024]; /* error, as the loop last heard it (ping) */
 };
 
@@ -79,8 +79,10 @@ static int insert(struct reg_mirror *m, json_t *e)
     const char *wt = json_string_value(json_object_get(e, "worktree"));
     snprintf(front, sizeof front, "%d", (int)json_integer_value(json_object_get(e, "front")));
     const char *p[] = {reg_machine_id(), front, wt ? wt : "", text};
-    int rc = text ? run(m, "INSERT INTO " REG_PG_SCHEMA ".backends (machine, front, worktree,"
-                        " entry) VALUES ($1, $2::integer, $3, $4::jsonb)", 4, p)
+    int rc = text ? run(m,
+                        "INSERT INTO " REG_PG_SCHEMA ".backends (machine, front, worktree,"
+                        " entry) VALUES ($1, $2::integer, $3, $4::jsonb)",
+                        4, p)
                   : -1;
     free(text);
     return rc;
@@ -107,15 +109,20 @@ static int connected(struct reg_mirror *m)
     PQreset(m->pg);
     if (PQstatus(m->pg) == CONNECTION_OK)
         return 0;
-    snprintf(m->error, sizeof m->error, "the registry at host %s port %s (%s) cannot be "
-             "reached: %s", PQhost(m->pg) ? PQhost(m->pg) : "?",
-             PQport(m->pg) ? PQport(m->pg) : "?", m->masked, PQerrorMessage(m->pg));
+    snprintf(m->error, sizeof m->error,
+             "the registry at host %s port %s (%s) cannot be "
+             "reached: %s",
+             PQhost(m->pg) ? PQhost(m->pg) : "?", PQport(m->pg) ? PQport(m->pg) : "?", m->masked,
+             PQerrorMessage(m->pg));
     m->error[strcspn(m->error, "\n")] = '\0';
     went_down(m, m->error);
     return -1;
 }
 
-void reg_mirror_job_begin(struct reg_mirror *m, long long queued_ms) { m->queued_ms = queued_ms; }
+void reg_mirror_job_begin(struct reg_mirror *m, long long queued_ms)
+{
+    m->queued_ms = queued_ms;
+}
 
 void reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen)
 {
@@ -140,8 +147,10 @@ void reg_mirror_sync(struct reg_mirror *m, json_t *entries)
     char ignored[256];
     if (PQstatus(m->pg) == CONNECTION_OK)
         PQclear(reg_pg_exec(m->pg, "ROLLBACK", 0, NULL, ignored, sizeof ignored));
-    fprintf(stderr, "wtproxy: WARNING: other machines do not see this machine's dev servers: "
-            "%s\n", m->error);
+    fprintf(stderr,
+            "wtproxy: WARNING: other machines do not see this machine's dev servers: "
+            "%s\n",
+            m->error);
 }
 
 void reg_mirror_others(struct reg_mirror *m, json_t *arr)
@@ -149,7 +158,8 @@ void reg_mirror_others(struct reg_mirror *m, json_t *arr)
     if (!m || !m->pg || connected(m) < 0)
         return;
     const char *p[] = {reg_machine_id()};
-    PGresult *r = reg_pg_exec(m->pg, "SELECT entry::text FROM " REG_PG_SCHEMA ".backends"
+    PGresult *r = reg_pg_exec(m->pg,
+                              "SELECT entry::text FROM " REG_PG_SCHEMA ".backends"
                               " WHERE machine <> $1 ORDER BY machine, front, worktree",
                               1, p, m->error, sizeof m->error);
     for (int i = 0; r && i < PQntuples(r); i++) {
@@ -161,7 +171,10 @@ void reg_mirror_others(struct reg_mirror *m, json_t *arr)
     PQclear(r);
 }
 
-int reg_mirror_online(const struct reg_mirror *m) { return m && m->online; }
+int reg_mirror_online(const struct reg_mirror *m)
+{
+    return m && m->online;
+}
 
 void reg_mirror_show(struct reg_mirror *m, const char *error)
 {
@@ -190,8 +203,7 @@ json_t *reg_mirror_lease_op(struct reg_mirror *m, const char *op, json_t *req)
     if (!m || !m->pg)
         return NULL;
     if (connected(m) < 0)
-        return reg_fail("internal", "claims are refused while the registry is down: %s",
-                              m->error);
+        return reg_fail("internal", "claims are refused while the registry is down: %s", m->error);
     return reg_pg_lease_op(m->pg, op, req);
 }
 
@@ -209,10 +221,12 @@ int reg_mirror_start(const char *registry, struct reg_mirror **m, char *err, siz
     }
     if (!reg_pg_optional() || !(*m = calloc(1, sizeof **m)))
         return -1;
-    snprintf((*m)->shown, sizeof (*m)->shown, "%s", err);
-    reg_pg_mask(uri, (*m)->masked, sizeof (*m)->masked);
-    fprintf(stderr, "wtproxy: WARNING: %s\nwtproxy: WARNING: WTPROXY_REGISTRY_OPTIONAL=1: "
+    snprintf((*m)->shown, sizeof(*m)->shown, "%s", err);
+    reg_pg_mask(uri, (*m)->masked, sizeof(*m)->masked);
+    fprintf(stderr,
+            "wtproxy: WARNING: %s\nwtproxy: WARNING: WTPROXY_REGISTRY_OPTIONAL=1: "
             "running on the EMBEDDED store; other machines do not see this one, and its "
-            "claims do not hold against them\n", err);
+            "claims do not hold against them\n",
+            err);
     return 0;
 }

@@ -15,12 +15,12 @@
 #include "registry.h"
 
 #define T REG_PG_SCHEMA ".leases"
-#define COLS                                                                                   \
-    "id, machine, worktree, session, pid, pid_start, purpose,"                                \
-    " (extract(epoch FROM acquired_at) * 1000)::bigint,"                                       \
+#define COLS                                                                                       \
+    "id, machine, worktree, session, pid, pid_start, purpose,"                                     \
+    " (extract(epoch FROM acquired_at) * 1000)::bigint,"                                           \
     " coalesce((extract(epoch FROM expires_at) * 1000)::bigint, 0), acquired_at::text"
-#define SAME_HOLDER                                                                            \
-    "l.machine = EXCLUDED.machine AND l.worktree = EXCLUDED.worktree AND "                     \
+#define SAME_HOLDER                                                                                \
+    "l.machine = EXCLUDED.machine AND l.worktree = EXCLUDED.worktree AND "                         \
     "l.session = EXCLUDED.session AND l.pid = EXCLUDED.pid AND l.pid_start = EXCLUDED.pid_start"
 
 static const char claim_sql[] =
@@ -82,8 +82,8 @@ static int take_over(PGconn *pg, const struct reg_lease *h, char *err, size_t er
     if (!r)
         return -1;
     if (strcmp(PQcmdTuples(r), "1") == 0)
-        fprintf(stderr, "wtproxy: %s was held by pid %d in %s, which is gone; taken over\n",
-                h->id, (int)h->pid, h->worktree);
+        fprintf(stderr, "wtproxy: %s was held by pid %d in %s, which is gone; taken over\n", h->id,
+                (int)h->pid, h->worktree);
     PQclear(r);
     return 0;
 }
@@ -115,7 +115,8 @@ int reg_pg_release(PGconn *pg, const char *id, const char *worktree, int force,
                    struct reg_lease *holder, char *err, size_t errlen)
 {
     const char *p[] = {id, reg_machine_id(), worktree, force ? "t" : "f"};
-    PGresult *r = reg_pg_exec(pg, "DELETE FROM " T " WHERE id = $1 AND ($4::boolean OR "
+    PGresult *r = reg_pg_exec(pg,
+                              "DELETE FROM " T " WHERE id = $1 AND ($4::boolean OR "
                               "(machine = $2 AND worktree = $3)) RETURNING id",
                               4, p, err, errlen);
     if (!r)
@@ -149,7 +150,7 @@ static json_t *lease_reply(int won, const struct reg_lease *l, const char *code)
     if (won)
         return json_pack("{s:b, s:o}", "ok", 1, "lease", reg_lease_to_json(l));
     json_t *r = reg_fail(code, "%s is held by %s on machine %s (pid %d, \"%s\")", l->id,
-                               l->worktree, l->machine, (int)l->pid, l->purpose);
+                         l->worktree, l->machine, (int)l->pid, l->purpose);
     json_object_set_new(r, "holder", reg_lease_to_json(l));
     return r;
 }
@@ -178,9 +179,9 @@ json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req)
         if (r == 0 && !out.id[0])
             return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
         snprintf(out.id, sizeof out.id, "%s", id);
-        return r ? json_pack("{s:b, s:s}", "ok", 1, "id", id) : lease_reply(0, &out, "not-permitted");
+        return r ? json_pack("{s:b, s:s}", "ok", 1, "id", id)
+                 : lease_reply(0, &out, "not-permitted");
     }
     json_t *arr = reg_pg_leases(pg, err, sizeof err);
-    return arr ? json_pack("{s:b, s:o}", "ok", 1, "leases", arr)
-               : reg_fail("internal", "%s", err);
+    return arr ? json_pack("{s:b, s:o}", "ok", 1, "leases", arr) : reg_fail("internal", "%s", err);
 }

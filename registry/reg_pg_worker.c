@@ -71,8 +71,7 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
     answer_all(w, &done, 1);
 }
 
-struct reg_pgw *reg_pgw_new(struct event_base *base, struct reg_mirror *m, char *err,
-                            size_t errlen)
+struct reg_pgw *reg_pgw_new(struct event_base *base, struct reg_mirror *m, char *err, size_t errlen)
 {
     char why[256];
     struct reg_pgw *w = calloc(1, sizeof *w);
@@ -82,8 +81,8 @@ struct reg_pgw *reg_pgw_new(struct event_base *base, struct reg_mirror *m, char 
     }
     w->m = m;
     if (!(w->worker = host_worker_new(run_job, w, 0, why, sizeof why)) ||
-        !(w->answers = event_new(base, host_worker_fd(w->worker), EV_READ | EV_PERSIST,
-                                 answers_cb, w)) ||
+        !(w->answers =
+              event_new(base, host_worker_fd(w->worker), EV_READ | EV_PERSIST, answers_cb, w)) ||
         event_add(w->answers, NULL) < 0) {
         snprintf(err, errlen, "cannot start the PostgreSQL thread: %s",
                  w->worker ? "no event for its answers" : why);
@@ -108,8 +107,7 @@ void reg_pgw_free(struct reg_pgw *w)
     free(w);
 }
 
-void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done done,
-                     void *arg)
+void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done done, void *arg)
 {
     struct job *j = calloc(1, sizeof *j);
     if (!j) {

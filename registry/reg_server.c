@@ -41,8 +41,10 @@ static void written(void *arg, const char *err)
 {
     struct reg_server *rs = arg;
     if (err[0])
-        fprintf(stderr, "wtproxy: cannot save registrations, the previous state file is kept: "
-                        "%s\n", err);
+        fprintf(stderr,
+                "wtproxy: cannot save registrations, the previous state file is kept: "
+                "%s\n",
+                err);
     snprintf(rs->unsaved, sizeof rs->unsaved, "%s", err);
 }
 
@@ -89,14 +91,18 @@ static char *reply_line(json_t *r)
 {
     char *line = r ? json_dumps(r, JSON_COMPACT) : NULL;
     json_decref(r);
-    return line ? line : strdup("{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
+    return line ? line
+                : strdup("{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}");
 }
 
 /* The mark of a reply that comes later: never sent, never freed
  * (jansson leaves an object whose refcount is (size_t)-1 alone). */
 static json_t later_mark = {JSON_NULL, (size_t)-1};
 
-json_t *reg_server_later(void) { return &later_mark; }
+json_t *reg_server_later(void)
+{
+    return &later_mark;
+}
 
 void reg_server_reply(struct reg_peer *peer, json_t *reply)
 {
@@ -168,14 +174,14 @@ static json_t *line_done(struct reg_server *rs, struct reg_peer *peer, json_t *r
  * change it made is saved and mirrored before the reply goes (with a
  * peer). An op of the layer above may run a line itself (peer NULL):
  * that inner line's change does not hold the outer line's reply. */
-static json_t *request(struct reg_server *rs, struct reg_peer *peer, uid_t uid,
-                       const char *line, size_t len)
+static json_t *request(struct reg_server *rs, struct reg_peer *peer, uid_t uid, const char *line,
+                       size_t len)
 {
     json_error_t je;
     json_t *req = json_loadb(line, len, 0, &je);
     if (!req)
         return reg_fail("bad-request", "not JSON: %s (line %d, column %d)", je.text, je.line,
-                    je.column);
+                        je.column);
     int outer = rs->line_saved, outer_leases = rs->line_leases;
     rs->line_saved = rs->line_leases = 0;
     rs->pg.in_line = 1;
@@ -193,8 +199,7 @@ char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, siz
     return reply_line(request(rs, NULL, uid, line, len));
 }
 
-static void serve_line(void *rs, struct reg_peer *peer, uid_t uid, const char *line,
-                       size_t len)
+static void serve_line(void *rs, struct reg_peer *peer, uid_t uid, const char *line, size_t len)
 {
     json_t *r = request(rs, peer, uid, line, len);
     if (r)
@@ -227,9 +232,9 @@ static void load_state(struct reg_server *rs)
         reg_server_save(rs);
 }
 
-struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
-                                  int socket_fd, const char *state_path, const char *registry,
-                                  char *err, size_t errlen)
+struct reg_server *reg_server_new(struct event_base *base, const char *socket_path, int socket_fd,
+                                  const char *state_path, const char *registry, char *err,
+                                  size_t errlen)
 {
     struct reg_server *rs = calloc(1, sizeof *rs);
     if (!rs || !(rs->table = reg_table_new()) ||
@@ -259,8 +264,8 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
         reg_server_free(rs);
         return NULL;
     }
-    if (!(rs->control = reg_control_new(base, rs->socket_path, socket_fd, serve_line, rs, err,
-                                       errlen))) {
+    if (!(rs->control =
+              reg_control_new(base, rs->socket_path, socket_fd, serve_line, rs, err, errlen))) {
         reg_server_free(rs);
         return NULL;
     }
@@ -275,8 +280,8 @@ void reg_server_free(struct reg_server *rs)
 {
     if (!rs)
         return;
-    reg_pgw_free(rs->pg.pgw); /* first: its last answers go to control peers */
-    reg_saver_free(rs->saver); /* then the last writes, and the replies they held */
+    reg_pgw_free(rs->pg.pgw);         /* first: its last answers go to control peers */
+    reg_saver_free(rs->saver);        /* then the last writes, and the replies they held */
     reg_lease_store_free(rs->leases); /* the same for the leases file */
     reg_control_free(rs->control);
     if (rs->sweep)
@@ -299,4 +304,7 @@ void reg_server_set_listen(struct reg_server *rs, const char *const *names, size
     rs->listen = arr;
 }
 
-struct reg_table *reg_server_table(struct reg_server *rs) { return rs->table; }
+struct reg_table *reg_server_table(struct reg_server *rs)
+{
+    return rs->table;
+}

@@ -15,8 +15,8 @@
 #include "reg_pg.h"
 #include "registry.h"
 
-#define REG_SWEEP_MS 1000        /* TTLs, removed worktrees, reused pids */
-#define REG_RESERVE_MS 60000     /* a reserved port is held this long */
+#define REG_SWEEP_MS 1000    /* TTLs, removed worktrees, reused pids */
+#define REG_RESERVE_MS 60000 /* a reserved port is held this long */
 /* Ports handed to dev servers: below Linux's ephemeral range (32768+), so
  * an outgoing connection never takes a port between reserve and bind. */
 #define REG_PORT_FIRST 20000
@@ -34,18 +34,18 @@ struct reg_server {
     struct event *sweep;
     struct reg_table *table;
     struct reg_lease_store *leases; /* claims on this machine (reg_lease_store.c) */
-    struct reg_mirror *mirror;       /* the PostgreSQL store (reg_pg_backends.c), or NULL */
-    struct reg_pgops pg;             /* its thread, when the daemon runs on it */
+    struct reg_mirror *mirror;      /* the PostgreSQL store (reg_pg_backends.c), or NULL */
+    struct reg_pgops pg;            /* its thread, when the daemon runs on it */
     char socket_path[PATH_MAX];
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
     size_t nreserved;
-    json_t *listen; /* the front addresses, for ping; NULL until told */
+    json_t *listen;          /* the front addresses, for ping; NULL until told */
     struct reg_saver *saver; /* writes the state file off the loop */
-    int line_saved;    /* the control line being handled changed the table */
-    int line_leases;   /* it claimed or released in the embedded store */
-    char unsaved[640]; /* why the last save failed; "" once one succeeds */
-    reg_server_ext ext; /* the ops of the layer above, or NULL */
+    int line_saved;          /* the control line being handled changed the table */
+    int line_leases;         /* it claimed or released in the embedded store */
+    char unsaved[640];       /* why the last save failed; "" once one succeeds */
+    reg_server_ext ext;      /* the ops of the layer above, or NULL */
     void *ext_arg;
 };
 

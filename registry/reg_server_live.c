@@ -132,7 +132,8 @@ int reg_server_reserve_port(struct reg_server *rs)
     for (int i = 0; i < REG_PORT_COUNT; i++) {
         int port = REG_PORT_FIRST + (start + i) % REG_PORT_COUNT;
         if (!port_taken(rs, port) && port_free(port)) {
-            rs->reserved[rs->nreserved++] = (struct reservation){port, host_wall_ms() + REG_RESERVE_MS};
+            rs->reserved[rs->nreserved++] =
+                (struct reservation){port, host_wall_ms() + REG_RESERVE_MS};
             return port;
         }
     }

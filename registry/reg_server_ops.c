@@ -33,8 +33,8 @@ json_t *reg_server_unsaved_warning(const struct reg_server *rs, json_t *r)
 
 static json_t *ok_entry(const struct reg_server *rs, const struct reg_backend *b)
 {
-    return reg_server_unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entry",
-                                         reg_backend_to_json(b)));
+    return reg_server_unsaved_warning(
+        rs, json_pack("{s:b, s:o}", "ok", 1, "entry", reg_backend_to_json(b)));
 }
 
 static uid_t pid_uid(pid_t pid)
@@ -49,19 +49,18 @@ static json_t *conflict(const struct reg_backend *h)
 {
     char age[32];
     host_age(host_wall_ms() - h->registered_ms, age, sizeof age);
-    json_t *r = reg_fail("conflict",
-                     "%s already has a live server on front :%d: pid %d (%s), port %d, "
-                     "registered %s ago. Stop it, or remove it: wtproxy unregister --worktree %s "
-                     "--front %d",
-                     h->worktree, h->front, (int)h->pid, h->command, h->port, age, h->worktree,
-                     h->front);
+    json_t *r = reg_fail(
+        "conflict",
+        "%s already has a live server on front :%d: pid %d (%s), port %d, "
+        "registered %s ago. Stop it, or remove it: wtproxy unregister --worktree %s "
+        "--front %d",
+        h->worktree, h->front, (int)h->pid, h->command, h->port, age, h->worktree, h->front);
     json_object_set_new(r, "holder", reg_backend_to_json(h));
     return r;
 }
 
 /* The entry a ready/unregister names, checked against the peer's uid. */
-static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req,
-                          struct reg_backend **out)
+static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req, struct reg_backend **out)
 {
     json_int_t front = 0;
     const char *wt = NULL;
@@ -73,11 +72,12 @@ static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req,
         *out = reg_table_get(rs->table, (int)front, real);
     if (!*out)
         return reg_fail("not-found", "nothing is registered for %s on front :%d (see: wtproxy ls)",
-                    wt, (int)front);
+                        wt, (int)front);
     if (uid != 0 && uid != (*out)->uid)
-        return reg_fail("not-permitted", "%s on front :%d belongs to uid %d; only that user or "
-                                     "root may change it", (*out)->worktree, (int)front,
-                    (int)(*out)->uid);
+        return reg_fail("not-permitted",
+                        "%s on front :%d belongs to uid %d; only that user or "
+                        "root may change it",
+                        (*out)->worktree, (int)front, (int)(*out)->uid);
     return NULL;
 }
 
@@ -89,24 +89,28 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     char real[PATH_MAX], name[320], err[256];
     if (json_unpack(req, "{s:I, s:s, s:I, s?I, s?I, s?s, s?s, s?b, s?b}", "front", &front,
                     "worktree", &wt, "port", &port, "pid", &pid, "ttl_ms", &ttl, "command",
-                    &command, "host", &host, "ready", &ready, "restart_on_stale",
-                    &restart) < 0 ||
+                    &command, "host", &host, "ready", &ready, "restart_on_stale", &restart) < 0 ||
         front < 1 || front > 65535 || port < 1 || port > 65535 || pid < 0 || ttl < 0)
         return reg_fail("bad-request", "register needs front and port (1-65535), worktree, and a "
-                                   "pid >= 0 or ttl_ms");
+                                       "pid >= 0 or ttl_ms");
     if (!realpath(wt, real))
-        return reg_fail("bad-request", "worktree %s: %s; give the folder of a worktree: "
-                                   "--worktree DIR", wt, strerror(errno));
+        return reg_fail("bad-request",
+                        "worktree %s: %s; give the folder of a worktree: "
+                        "--worktree DIR",
+                        wt, strerror(errno));
     if (pid == 0 && ttl == 0)
         return reg_fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
-                                   "cannot outlive its server forever");
+                                       "cannot outlive its server forever");
     if (pid > 0 && !host_pid_start((pid_t)pid))
-        return reg_fail("bad-request", "pid %d does not run (it exited, or is mistyped); give "
-                                   "your server's pid (pgrep -f CMD), or register it for a "
-                                   "time: --ttl 1h", (int)pid);
+        return reg_fail("bad-request",
+                        "pid %d does not run (it exited, or is mistyped); give "
+                        "your server's pid (pgrep -f CMD), or register it for a "
+                        "time: --ttl 1h",
+                        (int)pid);
     if (pid > 0 && uid != 0 && pid_uid((pid_t)pid) != uid)
-        return reg_fail("not-permitted", "pid %d belongs to uid %d, not to you (uid %d): "
-                                     "register a server you run, or register it as its user",
+        return reg_fail("not-permitted",
+                        "pid %d belongs to uid %d, not to you (uid %d): "
+                        "register a server you run, or register it as its user",
                         (int)pid, (int)pid_uid((pid_t)pid), (int)uid);
     snprintf(name, sizeof name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, (int)port);
     struct reg_backend *holder = reg_table_get(rs->table, (int)front, real);
@@ -138,8 +142,8 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     reg_server_unreserve(rs, b->port);
     reg_server_watch(rs, b);
     reg_server_save(rs);
-    fprintf(stderr, "wtproxy: registered %s on front :%d -> %s (pid %d)\n", b->worktree,
-            b->front, b->name, (int)b->pid);
+    fprintf(stderr, "wtproxy: registered %s on front :%d -> %s (pid %d)\n", b->worktree, b->front,
+            b->name, (int)b->pid);
     return ok_entry(rs, b);
 }
 
@@ -163,11 +167,10 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
     if (!op)
         return reg_fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
-        return reg_mirror_status(rs->mirror,
-                                 json_pack("{s:b, s:s, s:i, s:s, s:O}", "ok", 1, "version",
-                                           WTP_VERSION, "pid", (int)getpid(), "machine",
-                                           reg_machine_id(), "listen",
-                                           rs->listen ? rs->listen : json_null()));
+        return reg_mirror_status(rs->mirror, json_pack("{s:b, s:s, s:i, s:s, s:O}", "ok", 1,
+                                                       "version", WTP_VERSION, "pid", (int)getpid(),
+                                                       "machine", reg_machine_id(), "listen",
+                                                       rs->listen ? rs->listen : json_null()));
     if (strcmp(op, "list") == 0)
         return op_list(rs, peer);
     if (strcmp(op, "register") == 0)
@@ -181,11 +184,13 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
     if (strcmp(op, "reserve") == 0) {
         int port = reg_server_reserve_port(rs);
         return port ? json_pack("{s:b, s:i}", "ok", 1, "port", port)
-                    : reg_fail("no-port", "no port is free to reserve in %d-%d (taken by "
-                                          "servers and other programs, or %d starts at once); "
-                                          "stop the servers no longer needed (see wtproxy ls): "
-                                          "wtproxy stop WORKTREE", REG_PORT_FIRST,
-                               REG_PORT_FIRST + REG_PORT_COUNT - 1, REG_MAX_RESERVED);
+                    : reg_fail("no-port",
+                               "no port is free to reserve in %d-%d (taken by "
+                               "servers and other programs, or %d starts at once); "
+                               "stop the servers no longer needed (see wtproxy ls): "
+                               "wtproxy stop WORKTREE",
+                               REG_PORT_FIRST, REG_PORT_FIRST + REG_PORT_COUNT - 1,
+                               REG_MAX_RESERVED);
     }
     if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
         strcmp(op, "unregister") == 0) {

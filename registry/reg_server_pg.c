@@ -84,8 +84,8 @@ static void answered(void *arg, json_t *answer)
 /* Queue fn(in) and answer peer with what it gives. Returns NULL (the reply
  * comes later), or the reply now when it cannot wait: no peer to answer
  * later (reg_server_request) or out of memory. */
-static json_t *later(struct reg_pgops *o, struct reg_peer *peer, enum wait_kind kind,
-                     reg_pgw_fn fn, json_t *in, json_t *reply)
+static json_t *later(struct reg_pgops *o, struct reg_peer *peer, enum wait_kind kind, reg_pgw_fn fn,
+                     json_t *in, json_t *reply)
 {
     struct waiter *w = peer && in ? calloc(1, sizeof *w) : NULL;
     if (w)
@@ -97,8 +97,8 @@ static json_t *later(struct reg_pgops *o, struct reg_peer *peer, enum wait_kind 
         json_decref(in);
     json_decref(reply);
     return reg_fail("internal", peer ? "out of memory"
-                                           : "this op reads the PostgreSQL store: send it on "
-                                             "the control socket");
+                                     : "this op reads the PostgreSQL store: send it on "
+                                       "the control socket");
 }
 
 /* ---- the ops ---- */
@@ -138,8 +138,7 @@ json_t *reg_pgops_lease_op(struct reg_pgops *o, struct reg_peer *peer, json_t *r
     return later(o, peer, W_LEASE, job_lease_op, json_deep_copy(req), NULL);
 }
 
-json_t *reg_pgops_list(struct reg_pgops *o, struct reg_peer *peer, json_t *entries,
-                       json_t *reply)
+json_t *reg_pgops_list(struct reg_pgops *o, struct reg_peer *peer, json_t *entries, json_t *reply)
 {
     return later(o, peer, W_LIST, job_others, entries, reply);
 }

@@ -27,7 +27,6 @@
 #define STORE_VERSION 1
 #define STORE_MAX_FILE (16 * 1024 * 1024) /* ~10000 entries; ours never grow near it */
 
-
 /* Write all of data to fd. Returns 0, or -1 with errno. */
 static int write_all(int fd, const char *data, size_t len)
 {
@@ -35,7 +34,8 @@ static int write_all(int fd, const char *data, size_t len)
 
     while (len > 0) {
         if ((n = write(fd, data, len)) < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             return -1;
         }
         data += n;
@@ -56,19 +56,20 @@ static int sync_folder(const char *path)
         snprintf(dir, sizeof dir, ".");
     else
         snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) return -1;
+    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return -1;
     rc = fsync(fd);
     /* EINVAL: a filesystem that cannot sync folders (some FUSE ones); the
      * rename is as durable there as it will ever be. */
-    if (rc < 0 && errno == EINVAL) rc = 0;
+    if (rc < 0 && errno == EINVAL)
+        rc = 0;
     close(fd);
     return rc;
 }
 
 /* Replace path with data atomically (see the top of the file). Returns 0,
  * or -1 with err; path is untouched unless the rename happened. */
-int reg_store_replace_file(const char *path, const char *data, size_t len, char *err,
-                           size_t errlen)
+int reg_store_replace_file(const char *path, const char *data, size_t len, char *err, size_t errlen)
 {
     char tmp[PATH_MAX];
     const char *step = "create a temporary file next to it";
@@ -86,20 +87,26 @@ int reg_store_replace_file(const char *path, const char *data, size_t len, char 
     step = "write the temporary file";
     /* mkstemp makes it 0600 already; said again since the file holds the
      * commands people run and must never be readable by others. */
-    if (fchmod(fd, 0600) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0) goto fail;
+    if (fchmod(fd, 0600) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0)
+        goto fail;
     saved = close(fd);
     fd = -1;
-    if (saved < 0) goto fail;
+    if (saved < 0)
+        goto fail;
     step = "rename the temporary file over it";
-    if (rename(tmp, path) < 0) goto fail;
+    if (rename(tmp, path) < 0)
+        goto fail;
     tmp[0] = '\0';
     step = "sync its folder (the new file is in place but may not survive a crash)";
-    if (sync_folder(path) < 0) goto fail;
+    if (sync_folder(path) < 0)
+        goto fail;
     return 0;
 fail:
     saved = errno;
-    if (fd >= 0) close(fd);
-    if (tmp[0]) unlink(tmp);
+    if (fd >= 0)
+        close(fd);
+    if (tmp[0])
+        unlink(tmp);
     snprintf(err, errlen, "cannot save the registry to %s: %s: %s", path, step, strerror(saved));
     return -1;
 }
@@ -148,19 +155,24 @@ static int read_file(const char *path, char **data, size_t *len, char *err, size
 
     *data = NULL;
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-        if (errno == ENOENT) return 0;
+        if (errno == ENOENT)
+            return 0;
         snprintf(err, errlen, "cannot read the registry %s: %s", path, strerror(errno));
         return -1;
     }
-    if (fstat(fd, &st) < 0) goto done;
+    if (fstat(fd, &st) < 0)
+        goto done;
     if ((*len = (size_t)st.st_size) > STORE_MAX_FILE) {
         rc = 2;
         goto done;
     }
-    if (!(*data = malloc(*len + 1))) goto done;
+    if (!(*data = malloc(*len + 1)))
+        goto done;
     while (n < *len && (r = read(fd, *data + n, *len - n)) != 0) {
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) goto done;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            goto done;
         n += (size_t)r;
     }
     (*data)[n] = '\0';
@@ -238,7 +250,8 @@ static int load_entry(struct reg_table *t, json_t *o, char *why, size_t whylen)
     struct reg_backend *b = reg_backend_from_json(o, why, whylen), *holder;
     int rc;
 
-    if (!b) return -1;
+    if (!b)
+        return -1;
     if ((rc = reg_table_put(t, b, &holder)) < 0) {
         if (holder)
             snprintf(why, whylen, "front %d, worktree \"%s\" is registered already", b->front,
@@ -259,7 +272,8 @@ int reg_store_load(struct reg_table *t, const char *path, char *warn, size_t war
     int rc;
 
     warn[0] = '\0';
-    if ((rc = read_file(path, &data, &len, err, errlen)) <= 0) return rc;
+    if ((rc = read_file(path, &data, &len, err, errlen)) <= 0)
+        return rc;
     if (rc == 2)
         snprintf(why, sizeof why, "is larger than %d MiB", STORE_MAX_FILE / (1024 * 1024));
     doc = rc == 2 ? NULL : parse_doc(data, len, why, sizeof why);
@@ -268,8 +282,10 @@ int reg_store_load(struct reg_table *t, const char *path, char *warn, size_t war
         move_aside(path, why, warn, warnlen);
         return 0;
     }
-    json_array_foreach(json_object_get(doc, "entries"), i, o) {
-        if (load_entry(t, o, why, sizeof why) == 0) continue;
+    json_array_foreach(json_object_get(doc, "entries"), i, o)
+    {
+        if (load_entry(t, o, why, sizeof why) == 0)
+            continue;
         nskipped++;
         /* Bounded: past the buffer, snprintf cuts the text and used stops
          * further appends. */

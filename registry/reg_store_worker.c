@@ -43,7 +43,7 @@ struct reg_saver {
     struct host_worker *worker;
     struct event *finished;
     struct write_job *inflight, *pending; /* each NULL or one job */
-    reg_saver_done on_write;               /* after every write, before its waiters */
+    reg_saver_done on_write;              /* after every write, before its waiters */
     void *arg;
 };
 
@@ -97,8 +97,8 @@ static void finished_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-struct reg_saver *reg_saver_new(struct event_base *base, const char *path,
-                                reg_saver_done on_write, void *arg, char *err, size_t errlen)
+struct reg_saver *reg_saver_new(struct event_base *base, const char *path, reg_saver_done on_write,
+                                void *arg, char *err, size_t errlen)
 {
     char why[256];
     struct reg_saver *sv = calloc(1, sizeof *sv);
@@ -111,8 +111,8 @@ struct reg_saver *reg_saver_new(struct event_base *base, const char *path,
     sv->arg = arg;
     /* Not niced: a change's reply waits for it. */
     if (!(sv->worker = host_worker_new(run_write, sv, 0, why, sizeof why)) ||
-        !(sv->finished = event_new(base, host_worker_fd(sv->worker), EV_READ | EV_PERSIST,
-                                   finished_cb, sv)) ||
+        !(sv->finished =
+              event_new(base, host_worker_fd(sv->worker), EV_READ | EV_PERSIST, finished_cb, sv)) ||
         event_add(sv->finished, NULL) < 0) {
         snprintf(err, errlen, "cannot start the writer thread of %s: %s", path,
                  sv->worker ? "no event for its answers" : why);

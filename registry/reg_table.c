@@ -25,8 +25,10 @@ struct reg_table *reg_table_new(void)
 
 void reg_table_free(struct reg_table *t)
 {
-    if (!t) return;
-    for (size_t i = 0; i < t->n; i++) reg_backend_unref(t->v[i]);
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        reg_backend_unref(t->v[i]);
     free(t->v);
     free(t);
 }
@@ -35,7 +37,8 @@ void reg_table_free(struct reg_table *t)
 static long find(const struct reg_table *t, int front, const char *worktree)
 {
     for (size_t i = 0; i < t->n; i++)
-        if (t->v[i]->front == front && strcmp(t->v[i]->worktree, worktree) == 0) return (long)i;
+        if (t->v[i]->front == front && strcmp(t->v[i]->worktree, worktree) == 0)
+            return (long)i;
     return -1;
 }
 
@@ -56,9 +59,11 @@ static int reserve_one(struct reg_table *t)
     struct reg_backend **v;
     size_t cap;
 
-    if (t->n < t->cap) return 0;
+    if (t->n < t->cap)
+        return 0;
     cap = t->cap ? t->cap * 2 : TABLE_MIN_CAP;
-    if (!(v = realloc(t->v, cap * sizeof v[0]))) return -1;
+    if (!(v = realloc(t->v, cap * sizeof v[0])))
+        return -1;
     t->v = v;
     t->cap = cap;
     return 0;
@@ -71,14 +76,18 @@ int reg_table_put(struct reg_table *t, struct reg_backend *b, struct reg_backend
 {
     long i = find(t, b->front, b->worktree);
 
-    if (holder) *holder = NULL;
+    if (holder)
+        *holder = NULL;
     if (i >= 0 && t->v[i]->state != REG_DEAD) {
-        if (holder) *holder = t->v[i];
+        if (holder)
+            *holder = t->v[i];
         return -1;
     }
-    if (i < 0 && reserve_one(t) < 0) return -1;
+    if (i < 0 && reserve_one(t) < 0)
+        return -1;
     reg_backend_ref(b); /* first: b may be the dead entry itself */
-    if (i >= 0) reg_backend_unref(remove_at(t, (size_t)i));
+    if (i >= 0)
+        reg_backend_unref(remove_at(t, (size_t)i));
     t->v[t->n++] = b;
     t->changes++;
     return 0;
@@ -95,7 +104,8 @@ struct reg_backend *reg_table_take(struct reg_table *t, int front, const char *w
 {
     long i = find(t, front, worktree);
 
-    if (i < 0) return NULL;
+    if (i < 0)
+        return NULL;
     t->changes++;
     return remove_at(t, (size_t)i);
 }
@@ -106,8 +116,10 @@ size_t reg_table_by_name(const struct reg_table *t, int front, const char *name,
     size_t count = 0;
 
     for (size_t i = 0; i < t->n; i++) {
-        if (t->v[i]->front != front || strcmp(reg_worktree_name(t->v[i]), name) != 0) continue;
-        if (count < max) out[count] = t->v[i];
+        if (t->v[i]->front != front || strcmp(reg_worktree_name(t->v[i]), name) != 0)
+            continue;
+        if (count < max)
+            out[count] = t->v[i];
         count++;
     }
     return count;

@@ -26,31 +26,31 @@ enum reg_state {
 
 struct reg_backend {
     /* The key. */
-    char machine[128];         /* this machine's id (/etc/machine-id, else hostname) */
-    int front;                 /* front port the entry serves */
-    char worktree[PATH_MAX];   /* canonical realpath; "" for the default backend */
+    char machine[128];       /* this machine's id (/etc/machine-id, else hostname) */
+    int front;               /* front port the entry serves */
+    char worktree[PATH_MAX]; /* canonical realpath; "" for the default backend */
     /* Who and what. */
-    uid_t uid;                 /* owner: only this uid (or root) may replace or remove it */
-    char name[320];            /* "HOST:PORT" of the dev server */
+    uid_t uid;                    /* owner: only this uid (or root) may replace or remove it */
+    char name[320];               /* "HOST:PORT" of the dev server */
     struct sockaddr_storage addr; /* name, resolved at creation */
     socklen_t addrlen;
-    int port;                  /* the dev server's port */
-    pid_t pid;                 /* the server's pid; 0 for a manual entry with a TTL */
-    unsigned long long pid_start; /* the pid's start time (clock ticks): a reused pid differs */
-    char command[1024];        /* what runs there, for people */
+    int port;                      /* the dev server's port */
+    pid_t pid;                     /* the server's pid; 0 for a manual entry with a TTL */
+    unsigned long long pid_start;  /* the pid's start time (clock ticks): a reused pid differs */
+    char command[1024];            /* what runs there, for people */
     char service[REG_SERVICE_MAX]; /* the `.wtproxy` service it serves; "" unnamed */
-    char log[PATH_MAX];        /* the file its output goes to; "" unknown */
-    int start_load_pct;        /* the load per CPU when it started (hundredths); -1 unknown */
-    long long registered_ms;   /* unix time in ms */
-    long long started_ms;      /* when the server process started, 0 unknown */
-    long long expires_ms;      /* TTL deadline, 0 none */
+    char log[PATH_MAX];            /* the file its output goes to; "" unknown */
+    int start_load_pct;            /* the load per CPU when it started (hundredths); -1 unknown */
+    long long registered_ms;       /* unix time in ms */
+    long long started_ms;          /* when the server process started, 0 unknown */
+    long long expires_ms;          /* TTL deadline, 0 none */
     enum reg_state state;
     int restart_on_stale;      /* its `wtproxy run` wrapper restarts it on SIGUSR1 */
     unsigned long requests;    /* requests relayed to it */
     long long last_request_ms; /* when the last one began or ended (daemon memory only) */
     int active;                /* requests and tunnels in flight to it now */
     int refs;
-    void *watch;               /* the daemon's liveness watch (owned by reg_server) */
+    void *watch; /* the daemon's liveness watch (owned by reg_server) */
     /* The /__whoami gate's memory of this server: set by proxy/ (the
      * registry does not know the gate), released with the registration. */
     void *gate;
@@ -58,14 +58,14 @@ struct reg_backend {
     /* What the gate last found, copied here by proxy/ for ls and the
      * dashboard; daemon memory only. state "" means never checked. */
     struct reg_whoami {
-        char state[16];        /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid" */
-        char detail[1024];     /* the reason, a sentence for people */
+        char state[16];    /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid" */
+        char detail[1024]; /* the reason, a sentence for people */
         char checkout[PATH_MAX]; /* the checkout the server said it serves */
-        char hash[72];         /* its fingerprint, "sha256:<hex>" */
-        char disk_hash[72];    /* the fingerprint of the files on disk then */
-        long long checked_ms;  /* when its /__whoami was last read */
-        unsigned long refused; /* requests the gate refused */
-        unsigned long seq;     /* the gate's status this copy is of */
+        char hash[72];           /* its fingerprint, "sha256:<hex>" */
+        char disk_hash[72];      /* the fingerprint of the files on disk then */
+        long long checked_ms;    /* when its /__whoami was last read */
+        unsigned long refused;   /* requests the gate refused */
+        unsigned long seq;       /* the gate's status this copy is of */
     } whoami;
 };
 
@@ -182,8 +182,8 @@ typedef void (*reg_saver_done)(void *arg, const char *err);
 /* A thread that writes snapshots to path with reg_store_replace_file.
  * on_write(arg, err) runs on base's loop after each write. Returns NULL
  * with err when the thread cannot start. */
-struct reg_saver *reg_saver_new(struct event_base *base, const char *path,
-                                reg_saver_done on_write, void *arg, char *err, size_t errlen);
+struct reg_saver *reg_saver_new(struct event_base *base, const char *path, reg_saver_done on_write,
+                                void *arg, char *err, size_t errlen);
 
 /* Hand the saver data, the file's whole new text (it owns it now). At
  * most one write is in flight and one pending: a snapshot handed while
@@ -205,8 +205,8 @@ void reg_saver_free(struct reg_saver *sv);
  * time> and the table starts empty: returns 0 with a one-line warning in
  * warn. Entries that fail to parse are skipped with a warning. Returns -1
  * only when the file cannot be read at all (err). */
-int reg_store_load(struct reg_table *t, const char *path, char *warn, size_t warnlen,
-                   char *err, size_t errlen);
+int reg_store_load(struct reg_table *t, const char *path, char *warn, size_t warnlen, char *err,
+                   size_t errlen);
 
 /* --- where things live (reg_paths.c) --- */
 
@@ -237,9 +237,9 @@ struct reg_server;
  * running daemon answers on is an error. socket_fd >= 0: that listening
  * socket, already bound to socket_path (socket activation), is served
  * instead, and its file is left to its owner. Returns NULL with err. */
-struct reg_server *reg_server_new(struct event_base *base, const char *socket_path,
-                                  int socket_fd, const char *state_path, const char *registry,
-                                  char *err, size_t errlen);
+struct reg_server *reg_server_new(struct event_base *base, const char *socket_path, int socket_fd,
+                                  const char *state_path, const char *registry, char *err,
+                                  size_t errlen);
 
 /* One control request line (len bytes, no LF) from a peer of uid, to its
  * reply line (malloc'd, no LF; never NULL but when out of memory): what
@@ -267,8 +267,8 @@ void reg_server_set_listen(struct reg_server *rs, const char *const *names, size
  * first), through reg_server_reply(peer, ...) exactly once. peer is NULL
  * when no later reply can go (reg_server_request): fn answers now. */
 struct reg_peer;
-typedef struct json_t *(*reg_server_ext)(void *arg, uid_t uid, const char *op,
-                                         struct json_t *req, struct reg_peer *peer);
+typedef struct json_t *(*reg_server_ext)(void *arg, uid_t uid, const char *op, struct json_t *req,
+                                         struct reg_peer *peer);
 void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg);
 struct json_t *reg_server_later(void);
 /* The held reply (consumed) to peer's line: a peer gone meanwhile is
@@ -290,8 +290,7 @@ struct reg_table *reg_server_table(struct reg_server *rs);
  * cb(arg, leases) runs on the loop once they are read (cb owns them),
  * unless reg_server_cancel(rs, *job) comes first. */
 typedef void (*reg_server_done)(void *arg, struct json_t *answer);
-struct json_t *reg_server_leases(struct reg_server *rs, reg_server_done cb, void *arg,
-                                 void **job);
+struct json_t *reg_server_leases(struct reg_server *rs, reg_server_done cb, void *arg, void **job);
 void reg_server_cancel(struct reg_server *rs, void *job);
 
 #endif

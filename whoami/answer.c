@@ -12,8 +12,7 @@
 
 #include "whoami.h"
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt,
-                                                     ...)
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -27,7 +26,8 @@ static int get_int(json_t *o, const char *key, const char *name, long long min, 
                    long long *out, char *err, size_t errlen)
 {
     json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v)) return bad(err, errlen, "%s is missing or not an integer", name);
+    if (!json_is_integer(v))
+        return bad(err, errlen, "%s is missing or not an integer", name);
     *out = json_integer_value(v);
     if (*out < min || *out > max)
         return bad(err, errlen, "%s is %lld, not from %lld to %lld", name, *out, min, max);
@@ -38,7 +38,8 @@ static int get_int(json_t *o, const char *key, const char *name, long long min, 
  * with err. */
 static const char *get_str(json_t *v, const char *name, size_t max, char *err, size_t errlen)
 {
-    if (!json_is_string(v)) return bad(err, errlen, "%s is missing or not a string", name), NULL;
+    if (!json_is_string(v))
+        return bad(err, errlen, "%s is missing or not a string", name), NULL;
     size_t n = json_string_length(v);
     const char *s = json_string_value(v);
     if (n == 0 || n > max || strlen(s) != n)
@@ -51,7 +52,8 @@ static int digits(const char *s, int n, int *out)
 {
     *out = 0;
     for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return -1;
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
         *out = *out * 10 + (s[i] - '0');
     }
     return 0;
@@ -69,27 +71,36 @@ static int parse_time(const char *s, long long *ms)
         return -1;
     const char *p = s + 19;
     if (*p == '.') {
-        while (p[1 + fdig] >= '0' && p[1 + fdig] <= '9' && fdig < 10) fdig++;
-        if (fdig < 1 || fdig > 9) return -1;
+        while (p[1 + fdig] >= '0' && p[1 + fdig] <= '9' && fdig < 10)
+            fdig++;
+        if (fdig < 1 || fdig > 9)
+            return -1;
         digits(p + 1, fdig < 3 ? fdig : 3, &frac);
-        for (int i = fdig; i < 3; i++) frac *= 10;
+        for (int i = fdig; i < 3; i++)
+            frac *= 10;
         p += 1 + fdig;
     }
     if (strcmp(p, "Z") != 0 || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
         (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) || h > 23 ||
         mi > 59 || sec > 60)
         return -1;
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
-                    .tm_min = mi, .tm_sec = sec};
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = sec};
     *ms = (long long)timegm(&tm) * 1000 + frac;
     return 0;
 }
 
 static int is_hash(const char *s)
 {
-    if (strncmp(s, "sha256:", 7) != 0 || strlen(s) != 71) return 0;
+    if (strncmp(s, "sha256:", 7) != 0 || strlen(s) != 71)
+        return 0;
     for (int i = 7; i < 71; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
     return 1;
 }
 
@@ -107,14 +118,17 @@ static int get_patterns(json_t *fp, const char *key, char ***out, size_t *n, cha
                    json_array_size(a), WHOAMI_MAX_PATTERNS);
     *n = 0;
     *out = calloc(json_array_size(a) + 1, sizeof **out);
-    if (!*out) return bad(err, errlen, "out of memory reading fingerprint.%s", key);
+    if (!*out)
+        return bad(err, errlen, "out of memory reading fingerprint.%s", key);
     for (size_t i = 0; i < json_array_size(a); i++) {
         snprintf(name, sizeof name, "fingerprint.%s[%zu]", key, i);
         const char *s = get_str(json_array_get(a, i), name, WHOAMI_PATTERN_MAX, err, errlen);
         char *copy = s ? strdup(s) : NULL;
         if (!copy) {
-            if (s) bad(err, errlen, "out of memory reading %s", name);
-            while (*n) free((*out)[--*n]);
+            if (s)
+                bad(err, errlen, "out of memory reading %s", name);
+            while (*n)
+                free((*out)[--*n]);
             free(*out);
             *out = NULL;
             return -1;
@@ -127,21 +141,24 @@ static int get_patterns(json_t *fp, const char *key, char ***out, size_t *n, cha
 static int parse_fingerprint(json_t *fp, struct whoami_answer *out, char *err, size_t errlen)
 {
     long long files = 0;
-    if (!json_is_object(fp)) return bad(err, errlen, "fingerprint is missing or not an object");
+    if (!json_is_object(fp))
+        return bad(err, errlen, "fingerprint is missing or not an object");
     const char *alg = get_str(json_object_get(fp, "algorithm"), "fingerprint.algorithm",
                               WHOAMI_ANSWER_MAX, err, errlen);
-    if (!alg) return -1;
+    if (!alg)
+        return -1;
     if (strcmp(alg, WHOAMI_ALGORITHM) != 0)
         return bad(err, errlen, "fingerprint.algorithm is not \"%s\"", WHOAMI_ALGORITHM);
-    const char *hash = get_str(json_object_get(fp, "hash"), "fingerprint.hash",
-                               WHOAMI_ANSWER_MAX, err, errlen);
+    const char *hash =
+        get_str(json_object_get(fp, "hash"), "fingerprint.hash", WHOAMI_ANSWER_MAX, err, errlen);
     if (!hash || !is_hash(hash))
         return hash ? bad(err, errlen, "fingerprint.hash is not \"sha256:\" and 64 hex digits")
                     : -1;
     if (get_int(fp, "files", "fingerprint.files", 0, WHOAMI_MAX_FILES, &files, err, errlen) < 0)
         return -1;
     struct whoami_patterns *p = &out->patterns;
-    if (get_patterns(fp, "include", &p->include, &p->n_include, err, errlen) < 0) return -1;
+    if (get_patterns(fp, "include", &p->include, &p->n_include, err, errlen) < 0)
+        return -1;
     if (get_patterns(fp, "exclude", &p->exclude, &p->n_exclude, err, errlen) < 0) {
         whoami_answer_free(out);
         return -1;
@@ -154,20 +171,26 @@ static int parse_fingerprint(json_t *fp, struct whoami_answer *out, char *err, s
 static int parse_top(json_t *root, struct whoami_answer *out, char *err, size_t errlen)
 {
     long long version = 0, pid = 0;
-    if (!json_is_object(root)) return bad(err, errlen, "the answer is not a JSON object");
+    if (!json_is_object(root))
+        return bad(err, errlen, "the answer is not a JSON object");
     if (get_int(root, "wtproxy_whoami", "wtproxy_whoami", 1, 1, &version, err, errlen) < 0)
         return -1;
     const char *checkout =
         get_str(json_object_get(root, "checkout"), "checkout", PATH_MAX - 1, err, errlen);
-    if (!checkout) return -1;
-    if (checkout[0] != '/') return bad(err, errlen, "checkout is not an absolute path");
-    if (get_int(root, "pid", "pid", 1, 2147483647, &pid, err, errlen) < 0) return -1;
+    if (!checkout)
+        return -1;
+    if (checkout[0] != '/')
+        return bad(err, errlen, "checkout is not an absolute path");
+    if (get_int(root, "pid", "pid", 1, 2147483647, &pid, err, errlen) < 0)
+        return -1;
     const char *at = get_str(json_object_get(root, "started_at"), "started_at",
                              sizeof out->started_at - 1, err, errlen);
-    if (!at) return -1;
+    if (!at)
+        return -1;
     if (parse_time(at, &out->started_ms) < 0)
-        return bad(err, errlen, "started_at is not an RFC 3339 UTC time "
-                                "(\"2026-12-02T08:00:00Z\")");
+        return bad(err, errlen,
+                   "started_at is not an RFC 3339 UTC time "
+                   "(\"2026-12-02T08:00:00Z\")");
     memcpy(out->checkout, checkout, strlen(checkout) + 1);
     memcpy(out->started_at, at, strlen(at) + 1);
     out->pid = (pid_t)pid;
@@ -187,21 +210,25 @@ int whoami_answer_parse(const char *body, size_t len, struct whoami_answer *out,
     if (!root) {
         /* jansson quotes the bytes near the error: keep the message printable */
         for (char *c = jerr.text; *c; c++)
-            if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+                *c = '?';
         return bad(err, errlen, "the answer is not JSON: %s (line %d, column %d)", jerr.text,
                    jerr.line, jerr.column);
     }
     int r = parse_top(root, out, err, errlen);
     json_decref(root);
-    if (r < 0) memset(out, 0, sizeof *out);
+    if (r < 0)
+        memset(out, 0, sizeof *out);
     return r;
 }
 
 void whoami_answer_free(struct whoami_answer *a)
 {
     struct whoami_patterns *p = &a->patterns;
-    for (size_t i = 0; i < p->n_include; i++) free(p->include[i]);
-    for (size_t i = 0; i < p->n_exclude; i++) free(p->exclude[i]);
+    for (size_t i = 0; i < p->n_include; i++)
+        free(p->include[i]);
+    for (size_t i = 0; i < p->n_exclude; i++)
+        free(p->exclude[i]);
     free(p->include);
     free(p->exclude);
     memset(p, 0, sizeof *p);

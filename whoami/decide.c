@@ -17,7 +17,10 @@ static const char *const reasons[] = {
     [WHOAMI_UNREACHABLE] = "backend-unreachable",
 };
 
-const char *whoami_verdict_reason(enum whoami_verdict v) { return reasons[v]; }
+const char *whoami_verdict_reason(enum whoami_verdict v)
+{
+    return reasons[v];
+}
 
 /* What the gate shows in ls and the dashboard. */
 static void show(struct whoami_status *st, const struct whoami_memory *m, const char *state,

@@ -33,9 +33,9 @@ struct whoami_memory {
     int answered;                    /* the server gave a usable answer before */
     long long restart_ms;            /* when its restart was sent; 0 not */
     /* Facts gate.c looks up when asked to (WA_LISTENER, WA_RESTART). */
-    int listener_checked;            /* listener_moved holds */
-    int listener_moved;              /* another socket listens now than the one asked */
-    int restart_failed;              /* the restart cannot be sent */
+    int listener_checked; /* listener_moved holds */
+    int listener_moved;   /* another socket listens now than the one asked */
+    int restart_failed;   /* the restart cannot be sent */
 };
 
 /* The fingerprint of the checkout on disk, once WA_DISK asked for it. */

@@ -4,13 +4,13 @@
 #include "whoami.h"
 
 static char *default_include[] = {"**/*.py"};
-static char *default_exclude[] = {"**/.git/**", "**/node_modules/**", "**/.venv/**",
-                                  "**/venv/**", "**/__pycache__/**"};
+static char *default_exclude[] = {"**/.git/**", "**/node_modules/**", "**/.venv/**", "**/venv/**",
+                                  "**/__pycache__/**"};
 
 const struct whoami_patterns *whoami_default_patterns(void)
 {
     static const struct whoami_patterns p = {
-        default_include, sizeof default_include / sizeof *default_include,
-        default_exclude, sizeof default_exclude / sizeof *default_exclude};
+        default_include, sizeof default_include / sizeof *default_include, default_exclude,
+        sizeof default_exclude / sizeof *default_exclude};
     return &p;
 }

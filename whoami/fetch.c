@@ -19,8 +19,8 @@ struct whoami_fetch {
     size_t sent, request_len;
     char *body;
     size_t len;
-    int received;  /* any response byte came */
-    int complete;  /* llhttp saw the whole message */
+    int received; /* any response byte came */
+    int complete; /* llhttp saw the whole message */
     int too_large;
     whoami_fetch_cb cb;
     void *arg;
@@ -46,8 +46,7 @@ void whoami_fetch_cancel(struct whoami_fetch *f)
 
 static void finish(struct whoami_fetch *f, enum whoami_fetch_result res, const char *error)
 {
-    struct whoami_fetch_reply r = {res, llhttp_get_status_code(&f->parser), f->body, f->len,
-                                   error};
+    struct whoami_fetch_reply r = {res, llhttp_get_status_code(&f->parser), f->body, f->len, error};
     whoami_fetch_cb cb = f->cb;
     void *arg = f->arg;
     /* Freed before the callback: it may start the next fetch at once. The
@@ -93,8 +92,8 @@ static void read_response(struct whoami_fetch *f)
         if (n == 0 && f->received && llhttp_finish(&f->parser) == HPE_OK && f->complete)
             finish(f, WF_OK, NULL);
         else if (!f->received)
-            finish(f, WF_UNREACHABLE, n == 0 ? "closed the connection without answering"
-                                             : strerror(errno));
+            finish(f, WF_UNREACHABLE,
+                   n == 0 ? "closed the connection without answering" : strerror(errno));
         else
             finish(f, WF_CUT, "closed the connection in the middle of its answer");
         return;
@@ -162,8 +161,8 @@ static int open_socket(struct whoami_fetch *f, const struct sockaddr *addr, sock
 }
 
 struct whoami_fetch *whoami_fetch_start(struct event_base *base, const struct sockaddr *addr,
-                                        socklen_t addrlen, const char *host,
-                                        unsigned timeout_ms, whoami_fetch_cb cb, void *arg)
+                                        socklen_t addrlen, const char *host, unsigned timeout_ms,
+                                        whoami_fetch_cb cb, void *arg)
 {
     struct whoami_fetch *f = calloc(1, sizeof *f);
     if (!f)

@@ -22,8 +22,8 @@ enum whoami_fetch_result {
 
 struct whoami_fetch_reply {
     enum whoami_fetch_result result;
-    int status;        /* HTTP status, for WF_OK */
-    const char *body;  /* for WF_OK: len bytes, valid during the callback only */
+    int status;       /* HTTP status, for WF_OK */
+    const char *body; /* for WF_OK: len bytes, valid during the callback only */
     size_t len;
     const char *error; /* for the others: what went wrong, a phrase */
 };
@@ -38,8 +38,8 @@ struct whoami_fetch;
  * socket, a connection refused at once): errno says why, and the caller
  * treats it as WF_UNREACHABLE. */
 struct whoami_fetch *whoami_fetch_start(struct event_base *base, const struct sockaddr *addr,
-                                        socklen_t addrlen, const char *host,
-                                        unsigned timeout_ms, whoami_fetch_cb cb, void *arg);
+                                        socklen_t addrlen, const char *host, unsigned timeout_ms,
+                                        whoami_fetch_cb cb, void *arg);
 
 void whoami_fetch_cancel(struct whoami_fetch *f);
 

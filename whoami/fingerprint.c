@@ -58,11 +58,13 @@ static int path_push(struct walk *w, const char *name)
     if (need > w->pcap) {
         size_t cap = need * 2;
         char *p = realloc(w->path, cap);
-        if (!p) return -1;
+        if (!p)
+            return -1;
         w->path = p;
         w->pcap = cap;
     }
-    if (w->len) w->path[w->len++] = '/';
+    if (w->len)
+        w->path[w->len++] = '/';
     memcpy(w->path + w->len, name, nl + 1);
     w->len += nl;
     return 0;
@@ -78,7 +80,8 @@ static int cmp_path(const void *a, const void *b)
 static const struct whoami_file *reusable(const struct whoami_fp *prev, const char *path,
                                           const struct stat *st)
 {
-    if (!prev || !prev->n) return NULL;
+    if (!prev || !prev->n)
+        return NULL;
     struct whoami_file key = {.path = (char *)path};
     const struct whoami_file *f = bsearch(&key, prev->file, prev->n, sizeof key, cmp_path);
     long long racy = prev->began_ns - WHOAMI_RACY_NS;
@@ -86,7 +89,8 @@ static const struct whoami_file *reusable(const struct whoami_fp *prev, const ch
         f->size != st->st_size || f->mtime_ns != ns(st->st_mtim) ||
         f->ctime_ns != ns(st->st_ctim) || f->mtime_ns >= racy || f->ctime_ns >= racy)
         return NULL;
-    if (S_ISLNK(st->st_mode) != (f->type == 'l')) return NULL;
+    if (S_ISLNK(st->st_mode) != (f->type == 'l'))
+        return NULL;
     return f;
 }
 
@@ -102,8 +106,10 @@ static int digest_file(struct walk *w, int dfd, const char *name, struct whoami_
 {
     int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
-        if (resource_errno(errno)) return -1;
-        if (errno == ENOENT || errno == ELOOP) return 0;
+        if (resource_errno(errno))
+            return -1;
+        if (errno == ENOENT || errno == ELOOP)
+            return 0;
         f->type = 'u';
         return 1;
     }
@@ -112,8 +118,10 @@ static int digest_file(struct walk *w, int dfd, const char *name, struct whoami_
     ssize_t r = 0;
     while (ok) {
         r = read(fd, w->buf, READ_CHUNK);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
         ok = EVP_DigestUpdate(ctx, w->buf, (size_t)r) == 1;
     }
     ok = ok && r == 0 && EVP_DigestFinal_ex(ctx, f->digest, NULL) == 1;
@@ -128,7 +136,8 @@ static int digest_link(int dfd, const char *name, struct whoami_file *f)
 {
     char target[PATH_MAX + 1];
     ssize_t n = readlinkat(dfd, name, target, sizeof target);
-    if (n < 0 && errno == ENOENT) return 0;
+    if (n < 0 && errno == ENOENT)
+        return 0;
     f->type = n >= 0 && (size_t)n < sizeof target ? 'l' : 'u';
     return sha256(target, f->type == 'l' ? (size_t)n : 0, f->digest) < 0 ? -1 : 1;
 }
@@ -146,13 +155,17 @@ static int add_file(struct walk *w, int dfd, const char *name, const struct stat
     if (w->n == w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 256;
         struct whoami_file *v = realloc(w->v, cap * sizeof *v);
-        if (!v) return fail(w, "out of memory at", ENOMEM);
+        if (!v)
+            return fail(w, "out of memory at", ENOMEM);
         w->v = v;
         w->cap = cap;
     }
     struct whoami_file *f = &w->v[w->n];
-    *f = (struct whoami_file){.dev = st->st_dev, .ino = st->st_ino, .size = st->st_size,
-                              .mtime_ns = ns(st->st_mtim), .ctime_ns = ns(st->st_ctim)};
+    *f = (struct whoami_file){.dev = st->st_dev,
+                              .ino = st->st_ino,
+                              .size = st->st_size,
+                              .mtime_ns = ns(st->st_mtim),
+                              .ctime_ns = ns(st->st_ctim)};
     const struct whoami_file *old = reusable(w->prev, w->path, st);
     int r = 1;
     if (old) {
@@ -160,12 +173,15 @@ static int add_file(struct walk *w, int dfd, const char *name, const struct stat
         memcpy(f->digest, old->digest, sizeof f->digest);
     } else {
         r = S_ISLNK(st->st_mode) ? digest_link(dfd, name, f) : digest_file(w, dfd, name, f);
-        if (r < 0) return fail(w, "reading", errno);
+        if (r < 0)
+            return fail(w, "reading", errno);
         if (r == 1 && f->type == 'u' && sha256("", 0, f->digest) < 0)
             return fail(w, "hashing", ENOMEM);
     }
-    if (r == 0) return 0;
-    if (!(f->path = strdup(w->path))) return fail(w, "out of memory at", ENOMEM);
+    if (r == 0)
+        return 0;
+    if (!(f->path = strdup(w->path)))
+        return fail(w, "out of memory at", ENOMEM);
     w->n++;
     return 0;
 }
@@ -179,9 +195,11 @@ static int walk_entry(struct walk *w, int dfd, const char *name)
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return errno == ENOMEM ? fail(w, "examining", errno) : 0;
     if (S_ISDIR(st.st_mode)) {
-        if (whoami_patterns_prune(w->pat, w->path)) return 0;
+        if (whoami_patterns_prune(w->pat, w->path))
+            return 0;
         int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (cfd < 0) return resource_errno(errno) ? fail(w, "opening", errno) : 0;
+        if (cfd < 0)
+            return resource_errno(errno) ? fail(w, "opening", errno) : 0;
         return walk_dir(w, cfd);
     }
     if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && whoami_patterns_select(w->pat, w->path))
@@ -203,13 +221,17 @@ static int walk_dir(struct walk *w, int fd)
     int r = 0;
     struct dirent *de;
     while (r == 0 && (errno = 0, de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-        if (path_push(w, de->d_name) < 0) r = fail(w, "out of memory at", ENOMEM);
-        else r = walk_entry(w, dirfd(d), de->d_name);
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (path_push(w, de->d_name) < 0)
+            r = fail(w, "out of memory at", ENOMEM);
+        else
+            r = walk_entry(w, dirfd(d), de->d_name);
         w->len = len;
         w->path[len] = '\0';
     }
-    if (r == 0 && !de && resource_errno(errno)) r = fail(w, "listing", errno);
+    if (r == 0 && !de && resource_errno(errno))
+        r = fail(w, "listing", errno);
     closedir(d);
     return r;
 }
@@ -236,7 +258,8 @@ static int hash_records(struct whoami_fp *fp)
     }
     ok = ok && EVP_DigestFinal_ex(ctx, total, NULL) == 1;
     EVP_MD_CTX_free(ctx);
-    if (!ok) return -1;
+    if (!ok)
+        return -1;
     memcpy(fp->hash, "sha256:", 7);
     for (int j = 0; j < 32; j++) {
         fp->hash[7 + 2 * j] = hex[total[j] >> 4];
@@ -247,8 +270,7 @@ static int hash_records(struct whoami_fp *fp)
 }
 
 int whoami_fp_compute(const char *root, const struct whoami_patterns *p,
-                      const struct whoami_fp *prev, struct whoami_fp *out, char *err,
-                      size_t errlen)
+                      const struct whoami_fp *prev, struct whoami_fp *out, char *err, size_t errlen)
 {
     struct walk w = {.pat = p, .prev = prev, .err = err, .errlen = errlen};
     struct timespec now;
@@ -274,18 +296,21 @@ int whoami_fp_compute(const char *root, const struct whoami_patterns *p,
     free(w.path);
     out->file = w.v;
     out->n = w.n;
-    if (r == 0 && out->n) qsort(out->file, out->n, sizeof *out->file, cmp_path);
+    if (r == 0 && out->n)
+        qsort(out->file, out->n, sizeof *out->file, cmp_path);
     if (r == 0 && hash_records(out) < 0) {
         snprintf(err, errlen, "cannot fingerprint %s: SHA-256 failed (out of memory?)", root);
         r = -1;
     }
-    if (r < 0) whoami_fp_free(out);
+    if (r < 0)
+        whoami_fp_free(out);
     return r;
 }
 
 void whoami_fp_free(struct whoami_fp *fp)
 {
-    for (size_t i = 0; i < fp->n; i++) free(fp->file[i].path);
+    for (size_t i = 0; i < fp->n; i++)
+        free(fp->file[i].path);
     free(fp->file);
     fp->file = NULL;
     fp->n = 0;
@@ -308,7 +333,8 @@ size_t whoami_fp_diff(const struct whoami_fp *a, const struct whoami_fp *b, cons
                 changed = a->file[i].path;
             i++, j++;
         }
-        if (changed && n++ < max) out[n - 1] = changed;
+        if (changed && n++ < max)
+            out[n - 1] = changed;
     }
     return n;
 }

@@ -20,7 +20,7 @@ struct whoami_fp_worker {
     void *arg;
 };
 
-#define JOB_OF(hj) ((struct whoami_fp_job *)((char *)(hj) - offsetof(struct whoami_fp_job, hj)))
+#define JOB_OF(hj) ((struct whoami_fp_job *)((char *)(hj)-offsetof(struct whoami_fp_job, hj)))
 
 /* On the worker. */
 static void run_job(struct host_job *hj, void *ctx)
@@ -57,8 +57,8 @@ struct whoami_fp_worker *whoami_fp_worker_new(struct event_base *base, whoami_fp
     w->done = done;
     w->arg = arg;
     if (!(w->worker = host_worker_new(run_job, w, WORKER_NICE, why, sizeof why)) ||
-        !(w->done_ev = event_new(base, host_worker_fd(w->worker), EV_READ | EV_PERSIST, done_cb,
-                                 w)) ||
+        !(w->done_ev =
+              event_new(base, host_worker_fd(w->worker), EV_READ | EV_PERSIST, done_cb, w)) ||
         event_add(w->done_ev, NULL) < 0) {
         int e = errno ? errno : ENOMEM;
         whoami_fp_worker_free(w);

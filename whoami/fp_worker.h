@@ -18,15 +18,15 @@ struct event_base;
 struct whoami_fp_job {
     const char *root;
     const struct whoami_patterns *patterns;
-    const struct whoami_fp *prev; /* an earlier result to reuse digests from, or NULL */
+    const struct whoami_fp *prev;            /* an earlier result to reuse digests from, or NULL */
     void (*before)(struct whoami_fp_job *j); /* run on the worker first, or NULL */
-    void *owner;                  /* the caller's, untouched */
+    void *owner;                             /* the caller's, untouched */
     /* Filled by the worker: rc 0 with out (the owner frees it), or -1 with err. */
     int rc;
     struct whoami_fp out;
     char err[256];
-    int finished;                 /* the worker is done with it */
-    struct host_job hj;           /* the worker's link */
+    int finished;       /* the worker is done with it */
+    struct host_job hj; /* the worker's link */
 };
 
 typedef void (*whoami_fp_done_cb)(void *arg, struct whoami_fp_job *j);

@@ -58,9 +58,9 @@ const char *whoami_verdict_reason(enum whoami_verdict v);
 /* One dev server, as the caller knows it. The strings and addr are not
  * copied: they must stay valid as long as the server's handle. */
 struct whoami_target {
-    const struct sockaddr *addr;  /* where it listens */
+    const struct sockaddr *addr; /* where it listens */
     socklen_t addrlen;
-    const char *name;             /* "HOST:PORT": the Host of /__whoami, and messages */
+    const char *name; /* "HOST:PORT": the Host of /__whoami, and messages */
     int port;
     const char *checkout;         /* the checkout it must serve (canonical path) */
     pid_t pid;                    /* its pid, 0 unknown */
@@ -75,8 +75,8 @@ struct whoami_target {
  * state "" means never checked. seq changes whenever anything else does,
  * so the caller copies it only then. */
 struct whoami_status {
-    char state[16];          /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid" */
-    char detail[1024];       /* the reason, a sentence for people */
+    char state[16];    /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid" */
+    char detail[1024]; /* the reason, a sentence for people */
     char checkout[PATH_MAX]; /* the checkout the server said it serves */
     char hash[72];           /* its fingerprint, "sha256:<hex>" */
     char disk_hash[72];      /* the fingerprint of the files on disk then */

@@ -24,8 +24,8 @@ struct waiter {
 };
 
 struct whoami_server {
-    struct whoami_gate *g;         /* NULL once the gate is gone */
-    struct whoami_target t;        /* as of the last check */
+    struct whoami_gate *g;  /* NULL once the gate is gone */
+    struct whoami_target t; /* as of the last check */
     struct whoami_status st;
     struct whoami_fetch *fetch;    /* an exchange in flight */
     struct event *poll;            /* the next exchange, for waiters */
@@ -34,14 +34,14 @@ struct whoami_server {
     char problem[256];             /* why res is not a usable answer */
     struct whoami_answer ans;
     int have_ans;
-    long long asked_ms;            /* when the exchange behind res began */
-    long long restart_ms;          /* when we asked its wrapper to restart it, 0 not */
-    unsigned long listener;        /* inode of the socket listening when asked; 0 unknown */
-    long long listener_ms;         /* when it was last compared with the one there now */
-    int refresh;                   /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
-    int answered;                  /* it has given a usable answer before */
-    int disk_wait;                 /* a waiter waits for the disk's fingerprint */
-    int released;                  /* its caller let go while the gate was busy */
+    long long asked_ms;     /* when the exchange behind res began */
+    long long restart_ms;   /* when we asked its wrapper to restart it, 0 not */
+    unsigned long listener; /* inode of the socket listening when asked; 0 unknown */
+    long long listener_ms;  /* when it was last compared with the one there now */
+    int refresh;            /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
+    int answered;           /* it has given a usable answer before */
+    int disk_wait;          /* a waiter waits for the disk's fingerprint */
+    int released;           /* its caller let go while the gate was busy */
     TAILQ_HEAD(, waiter) waiters;
     LIST_ENTRY(whoami_server) link;
 };

@@ -32,7 +32,8 @@ static int match_component(const char *p, const char *pe, const char *s, const c
             return 0;
         }
     }
-    while (p < pe && *p == '*') p++;
+    while (p < pe && *p == '*')
+        p++;
     return p == pe;
 }
 
@@ -76,7 +77,8 @@ static int match_n(const char *pattern, const char *pend, const char *path, cons
             return 0;
         }
     }
-    while (p && is_dstar(p, pend)) p = comp_next(p, pend);
+    while (p && is_dstar(p, pend))
+        p = comp_next(p, pend);
     return p == NULL;
 }
 
@@ -88,14 +90,14 @@ int whoami_glob_match(const char *pattern, const char *path)
 static int any_match(char *const *pats, size_t n, const char *path)
 {
     for (size_t i = 0; i < n; i++)
-        if (whoami_glob_match(pats[i], path)) return 1;
+        if (whoami_glob_match(pats[i], path))
+            return 1;
     return 0;
 }
 
 int whoami_patterns_select(const struct whoami_patterns *p, const char *path)
 {
-    return any_match(p->include, p->n_include, path) &&
-           !any_match(p->exclude, p->n_exclude, path);
+    return any_match(p->include, p->n_include, path) && !any_match(p->exclude, p->n_exclude, path);
 }
 
 int whoami_patterns_prune(const struct whoami_patterns *p, const char *dir)

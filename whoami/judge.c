@@ -49,12 +49,20 @@ static int ask_restart(struct whoami_server *s, long long now)
 }
 
 int whoami_gate_judge(struct whoami_server *s, long long since, unsigned long *disk_ticket,
-                 char *detail, size_t detlen)
+                      char *detail, size_t detlen)
 {
     struct whoami_gate *g = s->g;
-    struct whoami_memory m = {s->have, s->res.result, s->res.status,
-                              s->have_ans ? &s->ans : NULL, s->problem, s->asked_ms,
-                              s->answered, s->restart_ms, 0, 0, 0};
+    struct whoami_memory m = {s->have,
+                              s->res.result,
+                              s->res.status,
+                              s->have_ans ? &s->ans : NULL,
+                              s->problem,
+                              s->asked_ms,
+                              s->answered,
+                              s->restart_ms,
+                              0,
+                              0,
+                              0};
     struct whoami_disk disk = {NULL, 0, NULL};
     struct whoami_case c = {&g->cfg, &s->t, &m, NULL, since, whoami_gate_now(g)};
     const struct whoami_patterns *pat = NULL;
@@ -69,8 +77,8 @@ int whoami_gate_judge(struct whoami_server *s, long long since, unsigned long *d
                 return WA_RETRY;
             m.restart_failed = 1;
         } else if (d == WA_DISK) {
-            int r = whoami_tree_get(g->trees, s->t.checkout, pat, c.now_ms, disk_ticket,
-                                    &disk.fp, &disk.changed_ms, err, sizeof err);
+            int r = whoami_tree_get(g->trees, s->t.checkout, pat, c.now_ms, disk_ticket, &disk.fp,
+                                    &disk.changed_ms, err, sizeof err);
             if (r == WT_PENDING)
                 return G_DISK;
             disk.err = err;

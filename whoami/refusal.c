@@ -16,8 +16,10 @@ static void restart_hint(const struct whoami_target *t, char *out, size_t outlen
         snprintf(out, outlen, "cd %s && wtproxy run --restart-on-stale -- %s", t->checkout,
                  t->command);
     else
-        snprintf(out, outlen, "cd %s && wtproxy run --restart-on-stale -- <server command with "
-                              "{port}>", t->checkout);
+        snprintf(out, outlen,
+                 "cd %s && wtproxy run --restart-on-stale -- <server command with "
+                 "{port}>",
+                 t->checkout);
 }
 
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
@@ -54,8 +56,7 @@ size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_
 }
 
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
-                          const struct whoami_fp *disk, int restarted, char *out,
-                          size_t outlen)
+                          const struct whoami_fp *disk, int restarted, char *out, size_t outlen)
 {
     char since[32], files[1024], hint[PATH_MAX + 1200], changed[1100];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
@@ -65,18 +66,22 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
         snprintf(changed, sizeof changed, "the code changed since (%zu file%s: %s)", n,
                  n == 1 ? "" : "s", files);
     else
-        snprintf(changed, sizeof changed, "the code on disk differs from the code it loaded "
-                 "(%s on disk, %s loaded)", disk->hash, ans->hash);
+        snprintf(changed, sizeof changed,
+                 "the code on disk differs from the code it loaded "
+                 "(%s on disk, %s loaded)",
+                 disk->hash, ans->hash);
     if (restarted)
-        snprintf(out, outlen, "wtproxy restarted your server for %s (pid %d), and it still "
+        snprintf(out, outlen,
+                 "wtproxy restarted your server for %s (pid %d), and it still "
                  "reports older code than the disk's: %s. Look at its output for why it "
                  "did not come back with the new code; to restart it by hand: %s",
                  ans->checkout, (int)ans->pid, changed, hint);
     else
-        snprintf(out, outlen, "this is your own server for %s (pid %d), started %s ago; %s. "
+        snprintf(out, outlen,
+                 "this is your own server for %s (pid %d), started %s ago; %s. "
                  "Restart it: stop pid %d, then %s",
-                 ans->checkout, (int)ans->pid, since, changed, t->pid > 0 ? (int)t->pid
-                 : (int)ans->pid, hint);
+                 ans->checkout, (int)ans->pid, since, changed,
+                 t->pid > 0 ? (int)t->pid : (int)ans->pid, hint);
 }
 
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen)
@@ -97,14 +102,14 @@ void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, 
              "%s (the server of %s, pid %d) answered GET /__whoami with something wtproxy "
              "cannot use: %s. Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it "
              "if it hangs",
-             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid,
-             problem);
+             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid, problem);
 }
 
 void whoami_refusal_unreadable(const struct whoami_target *t, const char *error, char *out,
                                size_t outlen)
 {
-    snprintf(out, outlen, "wtproxy cannot fingerprint the code of %s to check %s: %s. "
+    snprintf(out, outlen,
+             "wtproxy cannot fingerprint the code of %s to check %s: %s. "
              "Check that the folder exists and is readable",
              t->checkout, t->name, error);
 }
@@ -114,7 +119,8 @@ void whoami_refusal_trusted_stale(const struct whoami_target *t, char *out, size
     char files[1024], hint[PATH_MAX + 1200];
     snprintf(files, sizeof files, "%s", out);
     restart_hint(t, hint, sizeof hint);
-    snprintf(out, outlen, "the server of %s (pid %d, no /__whoami, trusted from its "
+    snprintf(out, outlen,
+             "the server of %s (pid %d, no /__whoami, trusted from its "
              "registration) started before these changed: %s. Restart it: stop pid %d, then %s",
              t->checkout, (int)t->pid, files, (int)t->pid, hint);
 }

@@ -16,8 +16,7 @@ void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_
 
 /* t loaded older code than disk; restarted: wtproxy already restarted it. */
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
-                          const struct whoami_fp *disk, int restarted, char *out,
-                          size_t outlen);
+                          const struct whoami_fp *disk, int restarted, char *out, size_t outlen);
 
 /* t answered /__whoami with HTTP status (404 mostly). */
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen);

@@ -41,7 +41,8 @@ static char **copy_strings(char **v, size_t n)
     char **c = calloc(n ? n : 1, sizeof *c);
     for (size_t i = 0; c && i < n; i++) {
         if (!(c[i] = strdup(v[i]))) {
-            while (i--) free(c[i]);
+            while (i--)
+                free(c[i]);
             free(c);
             return NULL;
         }
@@ -51,7 +52,8 @@ static char **copy_strings(char **v, size_t n)
 
 static void free_strings(char **v, size_t n)
 {
-    for (size_t i = 0; v && i < n; i++) free(v[i]);
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
     free(v);
 }
 
@@ -274,7 +276,8 @@ void whoami_trees_free(struct whoami_trees *ts)
     if (!ts)
         return;
     whoami_fp_worker_free(ts->worker); /* first: it may be reading a tree */
-    for (size_t i = 0; i < ts->n; i++) tree_free(ts->tree[i]);
+    for (size_t i = 0; i < ts->n; i++)
+        tree_free(ts->tree[i]);
     while (ts->evicted) {
         struct tree *t = ts->evicted;
         ts->evicted = t->next_evicted;

@@ -8,8 +8,8 @@
 #include "fp_worker.h"
 #include "tree.h"
 
-#define WATCH_MASK                                                                          \
-    (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |       \
+#define WATCH_MASK                                                                                 \
+    (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |              \
      IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_DONT_FOLLOW | IN_ONLYDIR | IN_EXCL_UNLINK)
 
 struct watch {
@@ -22,24 +22,24 @@ struct whoami_trees;
 struct tree {
     struct whoami_trees *ts;
     char root[PATH_MAX];
-    struct whoami_patterns pat;  /* a copy */
-    struct whoami_fp fp;         /* the last result, when have_fp */
+    struct whoami_patterns pat; /* a copy */
+    struct whoami_fp fp;        /* the last result, when have_fp */
     int have_fp;
-    int failed;                  /* the last result is err, not fp */
+    int failed; /* the last result is err, not fp */
     char err[256];
-    unsigned long fp_num;        /* the computation the last result came from */
-    int dirty;                   /* an event came since the last computation began */
-    int computing;               /* job is with the worker */
-    unsigned long run_num;       /* its number */
-    long long run_ms;            /* when it began */
-    unsigned long wanted;        /* a question awaits this computation */
-    int setting_up;              /* the worker sets the watches: events wait */
-    int setup_failed;            /* set by the worker: out of watches */
-    int rewatch;                 /* the queue overflowed while computing */
-    int evicted;                 /* dropped while computing: freed when back */
+    unsigned long fp_num;  /* the computation the last result came from */
+    int dirty;             /* an event came since the last computation began */
+    int computing;         /* job is with the worker */
+    unsigned long run_num; /* its number */
+    long long run_ms;      /* when it began */
+    unsigned long wanted;  /* a question awaits this computation */
+    int setting_up;        /* the worker sets the watches: events wait */
+    int setup_failed;      /* set by the worker: out of watches */
+    int rewatch;           /* the queue overflowed while computing */
+    int evicted;           /* dropped while computing: freed when back */
     struct whoami_fp_job job;
     long long changed_ms, used_ms;
-    int ifd;                     /* inotify, -1 when scanning */
+    int ifd; /* inotify, -1 when scanning */
     struct event *ev;
     struct watch *watch;
     size_t nwatch, capwatch;
@@ -52,7 +52,7 @@ struct whoami_trees {
     int inotify_failed; /* once out of watches, stat scans from then on */
     struct tree *tree[WHOAMI_MAX_TREES];
     size_t n;
-    unsigned long seq;  /* computations started */
+    unsigned long seq; /* computations started */
     struct whoami_fp_worker *worker;
     struct tree *evicted; /* computing when dropped */
     whoami_trees_cb ready;

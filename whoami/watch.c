@@ -13,7 +13,8 @@
 
 void whoami_watch_drop(struct tree *t)
 {
-    for (size_t i = 0; i < t->nwatch; i++) free(t->watch[i].rel);
+    for (size_t i = 0; i < t->nwatch; i++)
+        free(t->watch[i].rel);
     t->nwatch = 0;
     if (t->ev)
         event_free(t->ev);
@@ -214,4 +215,3 @@ void whoami_watch_set(struct whoami_trees *ts, struct tree *t)
         event_add(t->ev, NULL) < 0)
         watching_failed(ts, t);
 }
-

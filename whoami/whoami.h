@@ -76,22 +76,22 @@ struct whoami_fp {
  * (root missing or not a folder). An unreadable file or folder below root
  * is not an error: see PROTOCOL.md. */
 int whoami_fp_compute(const char *root, const struct whoami_patterns *p,
-                      const struct whoami_fp *prev, struct whoami_fp *out,
-                      char *err, size_t errlen);
+                      const struct whoami_fp *prev, struct whoami_fp *out, char *err,
+                      size_t errlen);
 void whoami_fp_free(struct whoami_fp *fp);
 
 /* Paths added, removed or changed from a to b: the count, with up to max
  * of them in out (pointers into a or b, valid while both live). */
-size_t whoami_fp_diff(const struct whoami_fp *a, const struct whoami_fp *b,
-                      const char **out, size_t max);
+size_t whoami_fp_diff(const struct whoami_fp *a, const struct whoami_fp *b, const char **out,
+                      size_t max);
 
 /* A backend's /__whoami answer, parsed and checked (PROTOCOL.md,
  * "Answer"). */
 struct whoami_answer {
     char checkout[PATH_MAX];
     pid_t pid;
-    char started_at[40];       /* as sent: RFC 3339, UTC */
-    long long started_ms;      /* the same, in unix ms */
+    char started_at[40];             /* as sent: RFC 3339, UTC */
+    long long started_ms;            /* the same, in unix ms */
     struct whoami_patterns patterns; /* owned by the answer */
     size_t files;
     char hash[WHOAMI_HASH_SIZE];
@@ -102,8 +102,8 @@ struct whoami_answer {
  * counts. Returns 0, or -1 with a one-line reason in err that names the
  * field ("fingerprint.hash is not \"sha256:\" and 64 hex digits"); out
  * then holds nothing to free. */
-int whoami_answer_parse(const char *body, size_t len, struct whoami_answer *out,
-                        char *err, size_t errlen);
+int whoami_answer_parse(const char *body, size_t len, struct whoami_answer *out, char *err,
+                        size_t errlen);
 void whoami_answer_free(struct whoami_answer *a);
 
 #endif

@@ -59,19 +59,19 @@ struct side {
 };
 
 enum role {
-    R_FREE,     /* not in use */
-    R_NEW,      /* accepted client, first request not read yet */
-    R_PAIRED,   /* either end of a keep-alive forwarding pair */
-    R_CLIENT,   /* a Connection: close client */
-    R_POOLED,   /* a backend connection of the pool, busy or idle */
+    R_FREE,   /* not in use */
+    R_NEW,    /* accepted client, first request not read yet */
+    R_PAIRED, /* either end of a keep-alive forwarding pair */
+    R_CLIENT, /* a Connection: close client */
+    R_POOLED, /* a backend connection of the pool, busy or idle */
 };
 
 struct conn {
-    int peer;        /* -1: none (closed, or idle in the pool) */
-    int idle_at;     /* index in idle[] while idle, else -1 */
+    int peer;    /* -1: none (closed, or idle in the pool) */
+    int idle_at; /* index in idle[] while idle, else -1 */
     enum role role;
-    int reuse;       /* R_POOLED: the current response keeps the connection */
-    long long left;  /* R_POOLED: body bytes still to come; -1: head not read */
+    int reuse;      /* R_POOLED: the current response keeps the connection */
+    long long left; /* R_POOLED: body bytes still to come; -1: head not read */
 };
 
 static struct side sides[MAX_FDS]; /* touched only for fds in use */
@@ -232,7 +232,8 @@ static int backend_open(void)
     if (b < 0)
         return -1;
     if (b >= MAX_FDS ||
-        (connect(b, (struct sockaddr *)&backend, sizeof backend) < 0 && errno != EINPROGRESS) || watch(b) < 0) {
+        (connect(b, (struct sockaddr *)&backend, sizeof backend) < 0 && errno != EINPROGRESS) ||
+        watch(b) < 0) {
         close(b);
         return -1;
     }
@@ -362,7 +363,8 @@ int main(int argc, char **argv)
     ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event lev = {.events = EPOLLIN | EPOLLET, .data.fd = lfd};
     if (lfd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev) < 0) {
-        fprintf(stderr, "bench_floor_relay: cannot listen on 127.0.0.1:%ld: %s (pick a free port)\n", lport,
+        fprintf(stderr,
+                "bench_floor_relay: cannot listen on 127.0.0.1:%ld: %s (pick a free port)\n", lport,
                 strerror(errno));
         return 1;
     }

@@ -67,7 +67,8 @@ static void add(struct samples *s, double x)
 {
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 256;
-        if (!(s->v = realloc(s->v, s->cap * sizeof *s->v))) die("out of memory");
+        if (!(s->v = realloc(s->v, s->cap * sizeof *s->v)))
+            die("out of memory");
     }
     s->v[s->n++] = x;
 }
@@ -81,11 +82,14 @@ static int cmp_double(const void *a, const void *b)
 /* The q-quantile (nearest rank) of s; sorts it. */
 static double pct(struct samples *s, double q)
 {
-    if (!s->n) return 0;
+    if (!s->n)
+        return 0;
     qsort(s->v, s->n, sizeof *s->v, cmp_double);
     size_t k = (size_t)(q * (double)s->n + 0.999999);
-    if (k < 1) k = 1;
-    if (k > s->n) k = s->n;
+    if (k < 1)
+        k = 1;
+    if (k > s->n)
+        k = s->n;
     return s->v[k - 1];
 }
 
@@ -96,10 +100,13 @@ static char tmpdir[PATH_MAX], worktree[PATH_MAX], common_dir[PATH_MAX];
 static void cleanup_tmp(void)
 {
     char cmd[PATH_MAX + 32];
-    if (!tmpdir[0]) return;
-    if (chdir("/") < 0) return;
+    if (!tmpdir[0])
+        return;
+    if (chdir("/") < 0)
+        return;
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "bench_identify: could not remove %s\n", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "bench_identify: could not remove %s\n", tmpdir);
 }
 
 static void make_repo(void)
@@ -107,7 +114,8 @@ static void make_repo(void)
     char cmd[4 * PATH_MAX], root[PATH_MAX];
     const char *t = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/wtproxy-bench-id.XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(tmpdir)) die("mkdtemp");
+    if (!mkdtemp(tmpdir))
+        die("mkdtemp");
     atexit(cleanup_tmp);
     snprintf(cmd, sizeof cmd,
              "cd '%s' && git init -q repo && git -C repo -c user.name=bench "
@@ -115,14 +123,16 @@ static void make_repo(void)
              "git -C repo worktree add -q '%s/wt-a' 2>/dev/null",
              tmpdir, tmpdir);
     errno = 0;
-    if (system(cmd) != 0) die("git init / git worktree add in the temp dir");
+    if (system(cmd) != 0)
+        die("git init / git worktree add in the temp dir");
     snprintf(cmd, sizeof cmd, "%s/wt-a", tmpdir);
     struct host_worktree w;
     if (host_worktree_of(cmd, &w, NULL, 0) < 0)
         die("host_worktree_of(the new worktree)");
     snprintf(worktree, sizeof worktree, "%s", w.root);
     snprintf(common_dir, sizeof common_dir, "%s", w.common);
-    if (chdir(worktree) < 0) die("chdir into the worktree");
+    if (chdir(worktree) < 0)
+        die("chdir into the worktree");
     (void)root;
 }
 
@@ -156,9 +166,11 @@ static int count_fds(const char *dir)
     DIR *d = opendir(dir);
     struct dirent *e;
     int n = 0;
-    if (!d) return -1;
+    if (!d)
+        return -1;
     while ((e = readdir(d)))
-        if (e->d_name[0] != '.') n++;
+        if (e->d_name[0] != '.')
+            n++;
     closedir(d);
     return n;
 }
@@ -171,15 +183,19 @@ static void machine(int *procs, int *procs_uid, long *fds_uid)
     char path[300];
     *procs = *procs_uid = 0;
     *fds_uid = 0;
-    if (!d) die("opendir /proc");
+    if (!d)
+        die("opendir /proc");
     while ((e = readdir(d))) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
         (*procs)++;
-        if (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || st.st_uid != getuid()) continue;
+        if (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || st.st_uid != getuid())
+            continue;
         (*procs_uid)++;
         snprintf(path, sizeof path, "/proc/%s/fd", e->d_name);
         int n = count_fds(path);
-        if (n > 0) *fds_uid += n;
+        if (n > 0)
+            *fds_uid += n;
     }
     closedir(d);
 }
@@ -192,15 +208,18 @@ static struct sockaddr_in laddr;
 static int connect_client(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) die("socket");
-    if (connect(fd, (struct sockaddr *)&laddr, sizeof laddr) < 0) die("connect");
+    if (fd < 0)
+        die("socket");
+    if (connect(fd, (struct sockaddr *)&laddr, sizeof laddr) < 0)
+        die("connect");
     return fd;
 }
 
 static int accept_one(void)
 {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) die("accept");
+    if (fd < 0)
+        die("accept");
     return fd;
 }
 
@@ -235,7 +254,8 @@ static double wait_answer(struct event_base *base, struct answer *a)
 {
     double deadline = now_us() + 10e6;
     while (!a->done) {
-        if (event_base_loop(base, EVLOOP_ONCE) < 0) die("event_base_loop");
+        if (event_base_loop(base, EVLOOP_ONCE) < 0)
+            die("event_base_loop");
         if (now_us() > deadline) {
             errno = 0;
             die("no answer from the identification worker within 10 s");
@@ -295,22 +315,27 @@ static void run_cold(struct event_base *base, struct identify *id, int n, struct
     for (int i = 0; i < 2 * n; i++) {
         int go[2], ready[2];
         char b = 0;
-        if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0) die("pipe");
+        if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0)
+            die("pipe");
         pid_t pid = fork();
-        if (pid < 0) die("fork");
+        if (pid < 0)
+            die("fork");
         if (pid == 0) {
             close(go[1]);
             close(ready[0]);
             int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            if (fd < 0 || connect(fd, (struct sockaddr *)&laddr, sizeof laddr) < 0) _exit(2);
-            if (write(ready[1], &b, 1) != 1) _exit(2);
+            if (fd < 0 || connect(fd, (struct sockaddr *)&laddr, sizeof laddr) < 0)
+                _exit(2);
+            if (write(ready[1], &b, 1) != 1)
+                _exit(2);
             while (read(go[0], &b, 1) < 0 && errno == EINTR)
                 ;
             _exit(0);
         }
         close(go[0]);
         close(ready[1]);
-        if (read(ready[0], &b, 1) != 1) die("the child did not connect");
+        if (read(ready[0], &b, 1) != 1)
+            die("the child did not connect");
         close(ready[0]);
         double t0, t1, t2, t3;
         if (i % 2 == 0) {
@@ -366,7 +391,8 @@ static void run_parts(int n, int extra, struct parts *p)
     for (int phase = 0; phase < 2; phase++) {
         if (phase == 1)
             for (int k = 0; k < extra; k++)
-                if ((spare[k] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) die("socket");
+                if ((spare[k] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+                    die("socket");
         for (int i = 0; i < n; i++) {
             int cfd = connect_client(), sfd = accept_one();
             struct sockaddr_storage local, peer;
@@ -378,7 +404,8 @@ static void run_parts(int n, int extra, struct parts *p)
                 getpeername(sfd, (struct sockaddr *)&peer, &pl) < 0)
                 die("getsockname/getpeername");
             double t1 = now_us();
-            if (host_diag_socket(d, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode, &uid) < 0)
+            if (host_diag_socket(d, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode,
+                                 &uid) < 0)
                 die("host_diag_socket");
             double t2 = now_us();
             int has = host_pid_socket_fd(self, inode) >= 0;
@@ -412,7 +439,8 @@ static void run_parts(int n, int extra, struct parts *p)
             close(cfd);
         }
     }
-    for (int k = 0; k < extra; k++) close(spare[k]);
+    for (int k = 0; k < extra; k++)
+        close(spare[k]);
     free(spare);
     host_diag_close(d);
 }
@@ -431,9 +459,15 @@ int main(int argc, char **argv)
     int warm = 2000, cold = 200, extra = 50, opt;
     while ((opt = getopt(argc, argv, "w:c:f:h")) != -1) {
         switch (opt) {
-        case 'w': warm = atoi(optarg); break;
-        case 'c': cold = atoi(optarg); break;
-        case 'f': extra = atoi(optarg); break;
+        case 'w':
+            warm = atoi(optarg);
+            break;
+        case 'c':
+            cold = atoi(optarg);
+            break;
+        case 'f':
+            extra = atoi(optarg);
+            break;
         default:
             fprintf(stderr, "usage: bench_identify [-w WARM] [-c COLD] [-f EXTRA_FDS]\n");
             return opt == 'h' ? 0 : 2;
@@ -456,7 +490,8 @@ int main(int argc, char **argv)
 
     struct event_base *base = event_base_new();
     char err[256];
-    if (!base) die("event_base_new");
+    if (!base)
+        die("event_base_new");
     struct identify_known kn = {known_snap, known, free, known_version, NULL};
     struct identify *id = identify_new(base, &kn, err, sizeof err);
     if (!id) {
@@ -471,7 +506,8 @@ int main(int argc, char **argv)
         struct answer a = {0};
         void *ticket;
         int rc = identify_start(id, sfd, answered, &a, &a.r, &ticket);
-        if (rc == 0) wait_answer(base, &a);
+        if (rc == 0)
+            wait_answer(base, &a);
         else if (rc < 0) {
             errno = 0;
             die("identify_start could not trace the first connection");
@@ -484,16 +520,20 @@ int main(int argc, char **argv)
     int own_fds = count_fds("/proc/self/fd");
     struct row w1 = {0}, w2 = {0}, c1 = {0};
     run_warm(base, id, warm / 10 + 1, &w1); /* warm-up, discarded */
-    free(w1.ident.v); free(w1.total.v); free(w1.bare.v);
+    free(w1.ident.v);
+    free(w1.total.v);
+    free(w1.bare.v);
     memset(&w1, 0, sizeof w1);
     run_warm(base, id, warm, &w1);
 
     int *spare = calloc((size_t)(extra ? extra : 1), sizeof *spare);
     for (int k = 0; k < extra; k++)
-        if ((spare[k] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) die("socket");
+        if ((spare[k] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+            die("socket");
     int own_fds_extra = count_fds("/proc/self/fd");
     run_warm(base, id, warm, &w2);
-    for (int k = 0; k < extra; k++) close(spare[k]);
+    for (int k = 0; k < extra; k++)
+        close(spare[k]);
     free(spare);
 
     run_cold(base, id, cold, &c1);
@@ -507,7 +547,8 @@ int main(int argc, char **argv)
     unsigned long handles = 0;
     FILE *f = fopen("/proc/sys/fs/file-nr", "r");
     if (f) {
-        if (fscanf(f, "%lu", &handles) != 1) handles = 0;
+        if (fscanf(f, "%lu", &handles) != 1)
+            handles = 0;
         fclose(f);
     }
     struct utsname u;
@@ -556,8 +597,8 @@ int main(int argc, char **argv)
     printf("| getsockname + getpeername | %.1f | %.1f |\n", pct(&p.names, .5), pct(&p.names, .99));
     printf("| host_diag_socket (sock_diag exact lookup) | %.1f | %.1f |\n", pct(&p.diag, .5),
            pct(&p.diag, .99));
-    printf("| host_pid_socket_fd (own pid, %d fds) | %.1f | %.1f |\n", own_fds,
-           pct(&p.has, .5), pct(&p.has, .99));
+    printf("| host_pid_socket_fd (own pid, %d fds) | %.1f | %.1f |\n", own_fds, pct(&p.has, .5),
+           pct(&p.has, .99));
     printf("| host_pid_socket_fd (own pid, +%d sockets) | %.1f | %.1f |\n", extra,
            pct(&p.has_extra, .5), pct(&p.has_extra, .99));
     printf("| host_pid_start (the cache's pid check) | %.1f | %.1f |\n", pct(&p.start, .5),
@@ -568,7 +609,8 @@ int main(int argc, char **argv)
     double m = pct(&w1.ident, 0.5), m2 = pct(&w2.ident, 0.5);
     printf("warm median identification: %.1f µs (%d fds), %.1f µs (%d fds): target <= 50 µs: %s\n",
            m, own_fds, m2, own_fds_extra,
-           m <= 50 && m2 <= 50 ? "met" : (m <= 50 ? "met with few fds, MISSED with many" : "MISSED"));
+           m <= 50 && m2 <= 50 ? "met"
+                               : (m <= 50 ? "met with few fds, MISSED with many" : "MISSED"));
 
     identify_free(id);
     event_base_free(base);

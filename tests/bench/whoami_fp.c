@@ -43,7 +43,8 @@ static void make_files(const char *root, const char *sub, const char *ext, int n
         }
         snprintf(path, sizeof path, "%s/%s/d%d/f%d.%s", root, sub, i / 20, i, ext);
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || write(fd, buf, (size_t)size) != size) perror(path);
+        if (fd < 0 || write(fd, buf, (size_t)size) != size)
+            perror(path);
         close(fd);
     }
     free(buf);
@@ -57,7 +58,8 @@ static double time_runs(const char *root, const struct whoami_patterns *p, int r
     double t[64], c[64];
     char err[512];
     struct whoami_fp prev = {0}, cur;
-    if (reuse && whoami_fp_compute(root, p, NULL, &prev, err, sizeof err) < 0) return -1;
+    if (reuse && whoami_fp_compute(root, p, NULL, &prev, err, sizeof err) < 0)
+        return -1;
     for (int i = 0; i < runs; i++) {
         double t0 = now_ms(CLOCK_MONOTONIC), c0 = now_ms(CLOCK_PROCESS_CPUTIME_ID);
         if (whoami_fp_compute(root, p, reuse ? &prev : NULL, &cur, err, sizeof err) < 0) {
@@ -82,13 +84,18 @@ int main(int argc, char **argv)
     int files = 2000, nm = 20000, size = 2048, runs = 5, opt;
     while ((opt = getopt(argc, argv, "f:n:s:r:")) != -1) {
         int v = (int)strtol(optarg, NULL, 10);
-        if (opt == 'f') files = v;
-        else if (opt == 'n') nm = v;
-        else if (opt == 's') size = v;
-        else if (opt == 'r') runs = v > 0 && v <= 64 ? v : 5;
+        if (opt == 'f')
+            files = v;
+        else if (opt == 'n')
+            nm = v;
+        else if (opt == 's')
+            size = v;
+        else if (opt == 'r')
+            runs = v > 0 && v <= 64 ? v : 5;
     }
     char root[] = "/tmp/bench_whoami_fp.XXXXXX", path[4096];
-    if (!mkdtemp(root)) return 1;
+    if (!mkdtemp(root))
+        return 1;
     snprintf(path, sizeof path, "%s/app", root);
     mkdir(path, 0755);
     snprintf(path, sizeof path, "%s/node_modules", root);

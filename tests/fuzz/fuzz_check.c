@@ -13,7 +13,7 @@ struct fz_ctx {
     int response;
     const struct fz_msgs *req; /* for responses: which requests were HEAD */
     struct fz_msgs *out;
-    size_t final_seen;         /* final (non-1xx) responses so far */
+    size_t final_seen; /* final (non-1xx) responses so far */
 };
 
 static FILE *report;
@@ -104,8 +104,7 @@ static int on_done(struct http_msg *m)
 
 static const struct http_msg_hooks hooks = {on_head, on_body, on_done};
 
-static void parse(const char *buf, size_t len, const struct head_scan_limits *lim,
-                  struct fz_ctx *x)
+static void parse(const char *buf, size_t len, const struct head_scan_limits *lim, struct fz_ctx *x)
 {
     struct fz_msgs *out = x->out;
     size_t off = 0;
@@ -156,8 +155,8 @@ static void parse(const char *buf, size_t len, const struct head_scan_limits *li
     }
 }
 
-void fz_parse_requests(const char *buf, size_t len, const struct head_scan_limits *lim,
-                       int strict, struct fz_msgs *out)
+void fz_parse_requests(const char *buf, size_t len, const struct head_scan_limits *lim, int strict,
+                       struct fz_msgs *out)
 {
     struct fz_ctx x = {strict, 0, NULL, out, 0};
     memset(out, 0, sizeof *out);
@@ -166,8 +165,7 @@ void fz_parse_requests(const char *buf, size_t len, const struct head_scan_limit
         fz_violated(out->error, buf, len);
 }
 
-void fz_parse_responses(const char *buf, size_t len, const struct fz_msgs *req,
-                        struct fz_msgs *out)
+void fz_parse_responses(const char *buf, size_t len, const struct fz_msgs *req, struct fz_msgs *out)
 {
     struct head_scan_limits lim = {64 * 1024, 1024 * 1024, 1024};
     struct fz_ctx x = {1, 1, req, out, 0};

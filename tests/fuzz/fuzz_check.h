@@ -12,12 +12,12 @@
 #define FZ_MAX_MSGS 64
 
 struct fz_msgs {
-    size_t n;                 /* complete messages */
-    int head[FZ_MAX_MSGS];    /* request i was HEAD (requests only) */
-    int upgraded;             /* the stream switched protocols (101 / upgrade) */
-    int asked_upgrade;        /* a client's request asked to (parsing went on) */
-    size_t consumed;          /* bytes of the complete messages */
-    const char *error;        /* why parsing stopped early, NULL if it did not */
+    size_t n;              /* complete messages */
+    int head[FZ_MAX_MSGS]; /* request i was HEAD (requests only) */
+    int upgraded;          /* the stream switched protocols (101 / upgrade) */
+    int asked_upgrade;     /* a client's request asked to (parsing went on) */
+    size_t consumed;       /* bytes of the complete messages */
+    const char *error;     /* why parsing stopped early, NULL if it did not */
 };
 
 /* Send what the code under test logs on stderr to /dev/null (the relay
@@ -32,8 +32,8 @@ void fz_violated(const char *what, const char *buf, size_t len);
  * request or one with ambiguous framing (Content-Length and
  * Transfer-Encoding, two Content-Lengths, two Hosts) — for bytes the
  * proxy sent. Otherwise stop quietly at the first error. */
-void fz_parse_requests(const char *buf, size_t len, const struct head_scan_limits *lim,
-                       int strict, struct fz_msgs *out);
+void fz_parse_requests(const char *buf, size_t len, const struct head_scan_limits *lim, int strict,
+                       struct fz_msgs *out);
 
 /* Parse responses the proxy sent to a client that sent the requests in
  * req (their HEAD flags decide which responses have no body). Aborts on

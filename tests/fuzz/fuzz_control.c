@@ -71,9 +71,8 @@ static json_t *request(uid_t uid, const char *line, size_t len)
     json_t *r = json_loads(reply, 0, NULL);
     if (!json_is_object(r) || !json_is_boolean(json_object_get(r, "ok")))
         violated("a reply is not an object with a boolean \"ok\"", reply, strlen(reply));
-    if (!json_is_true(json_object_get(r, "ok")) &&
-        (!json_is_string(json_object_get(r, "error")) ||
-         !json_is_string(json_object_get(r, "message"))))
+    if (!json_is_true(json_object_get(r, "ok")) && (!json_is_string(json_object_get(r, "error")) ||
+                                                    !json_is_string(json_object_get(r, "message"))))
         violated("a failure without \"error\" and \"message\"", reply, strlen(reply));
     free(reply);
     return r;
@@ -112,9 +111,9 @@ static void empty_table(void)
     json_t *e;
     json_array_foreach(json_object_get(r, "entries"), i, e)
     {
-        json_t *q = json_pack("{s:s, s:O, s:O}", "op", "unregister", "front",
-                              json_object_get(e, "front"), "worktree",
-                              json_object_get(e, "worktree"));
+        json_t *q =
+            json_pack("{s:s, s:O, s:O}", "op", "unregister", "front", json_object_get(e, "front"),
+                      "worktree", json_object_get(e, "worktree"));
         char *line = json_dumps(q, JSON_COMPACT);
         json_decref(request(0, line, strlen(line)));
         free(line);

@@ -41,7 +41,7 @@ static int auto_answer;
 static struct {
     int cfd;
     int reading;
-    int closing; /* tearing down: backend connections are refused */
+    int closing;              /* tearing down: backend connections are refused */
     struct capture sent, got; /* client -> proxy, proxy -> client */
     struct fake_backend be[FZ_MAX_BACKENDS];
     size_t nbe;
@@ -279,8 +279,7 @@ static void teardown(void)
 void fz_relay_run(const struct fz_step *steps, size_t n)
 {
     int sv[2];
-    struct sockaddr_in peer = {.sin_family = AF_INET,
-                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in peer = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0)
         die("socketpair");
     memset(&run, 0, sizeof run);

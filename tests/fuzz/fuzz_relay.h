@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 enum fz_op {
-    FZ_CLIENT_SEND,     /* the client writes bytes */
-    FZ_BACKEND_SEND,    /* the backend writes bytes on its newest connection */
-    FZ_CLIENT_SHUT,     /* the client half-closes */
-    FZ_BACKEND_CLOSE,   /* the backend closes its newest connection */
-    FZ_CLIENT_READING,  /* the client stops / resumes reading (backpressure) */
+    FZ_CLIENT_SEND,    /* the client writes bytes */
+    FZ_BACKEND_SEND,   /* the backend writes bytes on its newest connection */
+    FZ_CLIENT_SHUT,    /* the client half-closes */
+    FZ_BACKEND_CLOSE,  /* the backend closes its newest connection */
+    FZ_CLIENT_READING, /* the client stops / resumes reading (backpressure) */
     FZ_NOPS
 };
 

@@ -10,7 +10,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *s = malloc(size + 1);
-    if (!s) return 0;
+    if (!s)
+        return 0;
     memcpy(s, data, size);
     s[size] = '\0';
     char *nl = memchr(s, '\n', size);

@@ -27,8 +27,8 @@ tap_vok(int pass, const char *file, int line, const char *fmt, va_list ap)
     return pass;
 }
 
-__attribute__((format(printf, 4, 5))) static inline int
-tap_ok(int pass, const char *file, int line, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static inline int tap_ok(int pass, const char *file, int line,
+                                                               const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -44,7 +44,8 @@ tap_is_int(long long got, long long want, const char *file, int line, const char
     va_start(ap, fmt);
     tap_vok(got == want, file, line, fmt, ap);
     va_end(ap);
-    if (got != want) printf("#          got: %lld\n#     expected: %lld\n", got, want);
+    if (got != want)
+        printf("#          got: %lld\n#     expected: %lld\n", got, want);
     return got == want;
 }
 
@@ -66,8 +67,7 @@ tap_is_str(const char *got, const char *want, const char *file, int line, const 
 
 /* Passes when got contains needle. */
 __attribute__((format(printf, 5, 6))) static inline int
-tap_has_str(const char *got, const char *needle, const char *file, int line, const char *fmt,
-            ...)
+tap_has_str(const char *got, const char *needle, const char *file, int line, const char *fmt, ...)
 {
     int pass = got && strstr(got, needle);
     va_list ap;
@@ -94,7 +94,8 @@ static inline void tap_skip(const char *why)
 static inline int done_testing(void)
 {
     printf("1..%d\n", tap_run);
-    if (tap_failed) printf("# Looks like %d of %d tests failed.\n", tap_failed, tap_run);
+    if (tap_failed)
+        printf("# Looks like %d of %d tests failed.\n", tap_failed, tap_run);
     return tap_failed ? 1 : 0;
 }
 

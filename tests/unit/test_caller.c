@@ -48,14 +48,14 @@ static void put(const char *rel, const char *text)
 /* A connected TCP pair over loopback: *cfd the client, *afd the accepted
  * end. listen_family/addr is where the listener binds; connect_family the
  * client's. Returns 0, or -1 when the family is unavailable here. */
-static int tcp_pair(int lfam, const char *laddr, int cfam, const char *caddr, int *cfd,
-                    int *afd)
+static int tcp_pair(int lfam, const char *laddr, int cfam, const char *caddr, int *cfd, int *afd)
 {
     struct sockaddr_storage ss = {0};
     socklen_t len = sizeof ss;
     int lfd, off = 0;
 
-    if ((lfd = socket(lfam, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) return -1;
+    if ((lfd = socket(lfam, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+        return -1;
     if (lfam == AF_INET6) {
         struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
         setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
@@ -77,7 +77,8 @@ static int tcp_pair(int lfam, const char *laddr, int cfam, const char *caddr, in
         s4->sin_port = port;
         inet_pton(AF_INET, caddr, &s4->sin_addr);
     }
-    if ((*cfd = socket(cfam, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) goto fail;
+    if ((*cfd = socket(cfam, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+        goto fail;
     if (connect(*cfd, (struct sockaddr *)&ss, sizeof ss) < 0 ||
         (*afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
         close(*cfd);
@@ -125,7 +126,8 @@ static void test_socket(struct host_diag *d, const char *what, int lfam, const c
     ok(host_pid_socket_fd(getpid(), inode) >= 0, "  this process holds the client end");
     ok(host_pid_socket_fd(getppid(), inode) < 0, "  the parent process does not");
     close(cfd);
-    is_int(host_diag_socket(d, p, l, &inode, &uid), -1, "  closed by the client: unknown (inode 0)");
+    is_int(host_diag_socket(d, p, l, &inode, &uid), -1,
+           "  closed by the client: unknown (inode 0)");
     close(afd);
     is_int(host_diag_socket(d, p, l, &inode, &uid), -1, "  closed by both: unknown");
 }
@@ -216,20 +218,27 @@ static pid_t spawn(const char *dir, int keep, uid_t as)
     pid_t pid;
     char c = 0;
 
-    if (pipe(ready) < 0 || (pid = fork()) < 0) exit(1);
+    if (pipe(ready) < 0 || (pid = fork()) < 0)
+        exit(1);
     if (pid == 0) {
         close(ready[0]);
-        if (dir && chdir(dir) < 0) _exit(1);
+        if (dir && chdir(dir) < 0)
+            _exit(1);
         /* Changing uid makes a process non-dumpable, which turns its /proc
          * entry root's; make it dumpable again, as a user's process is. */
-        if (as != getuid() && (setuid(as) < 0 || prctl(PR_SET_DUMPABLE, 1) < 0)) _exit(1);
-        if (write(ready[1], &c, 1) != 1) _exit(1);
-        for (;;) pause();
+        if (as != getuid() && (setuid(as) < 0 || prctl(PR_SET_DUMPABLE, 1) < 0))
+            _exit(1);
+        if (write(ready[1], &c, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
     }
     close(ready[1]);
-    if (read(ready[0], &c, 1) != 1) exit(1);
+    if (read(ready[0], &c, 1) != 1)
+        exit(1);
     close(ready[0]);
-    if (keep >= 0) close(keep);
+    if (keep >= 0)
+        close(keep);
     return pid;
 }
 
@@ -304,7 +313,8 @@ static void test_scan_batch(void)
     is_int(pids[3], 0, "  an inode nobody holds stays 0");
     reap(child);
     for (int i = 0; i < 3; i++) {
-        if (i < 2) close(cfd[i]);
+        if (i < 2)
+            close(cfd[i]);
         close(afd[i]);
     }
 }
@@ -405,22 +415,25 @@ static pid_t spawn_env_chain(pid_t *parent)
     long pid;
 
     snprintf(env, sizeof env, ENV_NAME "=%s", at("repo/.worktrees/wt-a"));
-    if (pipe(out) < 0 || (*parent = fork()) < 0) exit(1);
+    if (pipe(out) < 0 || (*parent = fork()) < 0)
+        exit(1);
     if (*parent == 0) {
         dup2(out[1], 1);
-        if (chdir(at("outside")) == 0) execve("/bin/sh", argv, envp);
+        if (chdir(at("outside")) == 0)
+            execve("/bin/sh", argv, envp);
         _exit(127);
     }
     close(out[1]);
     FILE *f = fdopen(out[0], "r");
-    if (!f || !fgets(line, sizeof line, f) || (pid = strtol(line, NULL, 10)) <= 0) exit(1);
+    if (!f || !fgets(line, sizeof line, f) || (pid = strtol(line, NULL, 10)) <= 0)
+        exit(1);
     fclose(f);
     /* Until it has exec'd sleep, the child still carries the shell's env;
      * and comm turns "sleep" before the new argv is readable, so wait for
      * the cmdline itself. */
     snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
-    for (int i = 0; i < 5000 && (read_line(path, comm, sizeof comm) < 0 ||
-                                 strcmp(comm, "sleep") != 0); i++)
+    for (int i = 0;
+         i < 5000 && (read_line(path, comm, sizeof comm) < 0 || strcmp(comm, "sleep") != 0); i++)
         usleep(1000);
     return (pid_t)pid;
 }
@@ -467,7 +480,8 @@ static void test_place(void)
     reap(child);
     reap(sh);
 
-    if (chdir(at("wt-b")) < 0) exit(1);
+    if (chdir(at("wt-b")) < 0)
+        exit(1);
     child = spawn(at("notes"), -1, getuid());
     is_int(caller_place(child, getuid(), known_is, repo_git, &pl), 0,
            "a cwd in an unknown repository does not stop the walk");
@@ -476,7 +490,8 @@ static void test_place(void)
     is_str(pl.how, "cwd", "  by its cwd");
     is_str(pl.worktree, at("wt-b"), "  its worktree");
     reap(child);
-    if (chdir(tmp) < 0) exit(1);
+    if (chdir(tmp) < 0)
+        exit(1);
 
     child = spawn(at("outside"), -1, getuid());
     if (env_above) {
@@ -529,7 +544,8 @@ static int make_tree(void)
              "mkdir -p sub/deeper ../wt-b/sub .worktrees/wt-a/src ../outside ../rel ../sm; "
              "ln -s repo/.worktrees/wt-a ../link-to-wt-a",
              tmp);
-    if (system(cmd) != 0) return -1;
+    if (system(cmd) != 0)
+        return -1;
     put("rel/.git", "gitdir: ../repo/.git/worktrees/wt-b\n");
     put("sm/.git", "gitdir: ../notes/.git\n");
     snprintf(repo_git, sizeof repo_git, "%s", at("repo/.git"));
@@ -550,7 +566,8 @@ int main(int argc, char **argv)
         return 1;
     }
     host_pid_cmdline(getpid(), self_comm, sizeof self_comm);
-    if (!mkdtemp(templ) || !realpath(templ, tmp) || chdir(tmp) < 0) return 1;
+    if (!mkdtemp(templ) || !realpath(templ, tmp) || chdir(tmp) < 0)
+        return 1;
     if (!(d = host_diag_open(err, sizeof err))) {
         printf("# %s\n", err);
         ok(0, "host_diag_open");
@@ -574,6 +591,7 @@ int main(int argc, char **argv)
         test_place();
     }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0) ok(0, "remove %s", tmp);
+    if (system(cmd) != 0)
+        ok(0, "remove %s", tmp);
     return done_testing();
 }

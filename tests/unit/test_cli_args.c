@@ -31,8 +31,9 @@ static void test_parse(void)
 {
     char err[256] = "";
     int rest = -1;
-    is_int(parse((const char *[]){"ls", "--port", "5000", "--ttl=1m", "--json", NULL}, NULL,
-                 err, sizeof err), 0, "--NAME VALUE, --NAME=VALUE and a switch parse");
+    is_int(parse((const char *[]){"ls", "--port", "5000", "--ttl=1m", "--json", NULL}, NULL, err,
+                 sizeof err),
+           0, "--NAME VALUE, --NAME=VALUE and a switch parse");
     ok(port && strcmp(port, "5000") == 0 && ttl && strcmp(ttl, "1m") == 0 && json,
        "their values are where the table says");
     is_int(parse((const char *[]){"ls", "--json=yes", NULL}, NULL, err, sizeof err), -1,
@@ -46,13 +47,15 @@ static void test_parse(void)
     is_int(parse((const char *[]){"ls", "extra", NULL}, NULL, err, sizeof err), -1,
            "no positional argument without rest");
     is_str(err, "unexpected argument \"extra\"", "... naming it");
-    is_int(parse((const char *[]){"run", "--json", "--help", "--bogus", NULL}, NULL, err,
-                 sizeof err), 1, "--help wins over a later bad flag");
-    is_int(parse((const char *[]){"run", "--port", "1", "--", "cmd", "--help", NULL}, &rest,
-                 err, sizeof err), 0, "a --help after -- belongs to the command");
+    is_int(
+        parse((const char *[]){"run", "--json", "--help", "--bogus", NULL}, NULL, err, sizeof err),
+        1, "--help wins over a later bad flag");
+    is_int(parse((const char *[]){"run", "--port", "1", "--", "cmd", "--help", NULL}, &rest, err,
+                 sizeof err),
+           0, "a --help after -- belongs to the command");
     is_int(rest, 4, "rest is the command after --");
-    is_int(parse((const char *[]){"claim", "emu", "--ttl", "1m", NULL}, &rest, err, sizeof err),
-           0, "parsing stops at the first positional argument");
+    is_int(parse((const char *[]){"claim", "emu", "--ttl", "1m", NULL}, &rest, err, sizeof err), 0,
+           "parsing stops at the first positional argument");
     is_int(rest, 1, "... which rest points at");
     is_int(parse((const char *[]){"claim", "--json", NULL}, &rest, err, sizeof err), 0,
            "no positional argument at all");
@@ -86,9 +89,8 @@ static void test_age(void)
     static const struct {
         long long ms;
         const char *want;
-    } cases[] = {{-5000, "0s"},         {59999, "59s"},       {60000, "1m"},
-                 {3599999, "59m"},      {3600000, "1h"},      {86399999, "23h"},
-                 {86400000, "1d"},      {10 * 86400000LL, "10d"}};
+    } cases[] = {{-5000, "0s"},   {59999, "59s"},    {60000, "1m"},    {3599999, "59m"},
+                 {3600000, "1h"}, {86399999, "23h"}, {86400000, "1d"}, {10 * 86400000LL, "10d"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char buf[32];
         host_age(cases[i].ms, buf, sizeof buf);

@@ -50,7 +50,8 @@ static void test_defaults(void)
     is_str(c.state_file, "", "state_file default: the per-user place");
     for (size_t i = 0; i < NKEYS; i++) {
         const struct key *k = &keys[i];
-        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH) continue;
+        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH)
+            continue;
         ok(k->max <= (k->size == sizeof(size_t) ? SIZE_MAX : UINT_MAX), "%s: max fits its field",
            k->name);
         ok(get_number(&c, k) >= k->min && get_number(&c, k) <= k->max, "%s: default in range",
@@ -60,17 +61,20 @@ static void test_defaults(void)
 
 static void test_good_values(void)
 {
-    static const struct { const char *key, *value; unsigned long long want; } cases[] = {
-        {"head_timeout", "500ms", 500},        {"head_timeout", "10s", 10000},
-        {"head_timeout", "2m", 120000},        {"head_timeout", "1h", 3600000},
-        {"head_timeout", "750", 750},          {"head_timeout", "3S", 3000},
-        {"head_timeout", "24h", 86400000},     {"max_head_size", "8192", 8192},
-        {"max_head_size", "64k", 65536},       {"max_head_size", "2M", 2 * MIB},
-        {"max_head_size", "4KiB", 4096},       {"max_head_size", "4kb", 4096},
-        {"max_head_size", "100b", 100},        {"buffer_size", "1g", GIB},
-        {"buffer_size", "1GiB", GIB},          {"pool_size", "0", 0},
-        {"max_header_count", "1", 1},          {"max_connections", "1000000", 1000000},
-        {"start_max_load", "150%", 150},       {"start_max_load", "2", 200},
+    static const struct {
+        const char *key, *value;
+        unsigned long long want;
+    } cases[] = {
+        {"head_timeout", "500ms", 500},    {"head_timeout", "10s", 10000},
+        {"head_timeout", "2m", 120000},    {"head_timeout", "1h", 3600000},
+        {"head_timeout", "750", 750},      {"head_timeout", "3S", 3000},
+        {"head_timeout", "24h", 86400000}, {"max_head_size", "8192", 8192},
+        {"max_head_size", "64k", 65536},   {"max_head_size", "2M", 2 * MIB},
+        {"max_head_size", "4KiB", 4096},   {"max_head_size", "4kb", 4096},
+        {"max_head_size", "100b", 100},    {"buffer_size", "1g", GIB},
+        {"buffer_size", "1GiB", GIB},      {"pool_size", "0", 0},
+        {"max_header_count", "1", 1},      {"max_connections", "1000000", 1000000},
+        {"start_max_load", "150%", 150},   {"start_max_load", "2", 200},
     };
     struct proxy_config c;
 
@@ -84,24 +88,31 @@ static void test_good_values(void)
     for (size_t i = 0; i < NKEYS; i++) { /* every numeric key, its own field */
         const struct key *k = &keys[i];
         const char *v = k->kind == K_DURATION ? "3s" : k->kind == K_SIZE ? "3k" : "3";
-        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH) continue;
+        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH)
+            continue;
         proxy_config_defaults(&c);
         unsigned long long def = get_number(&c, k);
         if (k->kind == K_SWITCH) /* the other way from its default */
             v = def ? "off" : "on";
         is_int(proxy_config_set(&c, k->name, v, err, sizeof err), 0, "%s = %s", k->name, v);
         is_int(get_number(&c, k),
-               k->kind == K_SWITCH ? !def : k->kind == K_DURATION ? 3000 : k->kind == K_SIZE ? 3072
-               : k->kind == K_LOAD ? 300 : 3,
+               k->kind == K_SWITCH     ? !def
+               : k->kind == K_DURATION ? 3000
+               : k->kind == K_SIZE     ? 3072
+               : k->kind == K_LOAD     ? 300
+                                       : 3,
                "%s = %s lands in its own field", k->name, v);
     }
 }
 
 static void test_switches(void)
 {
-    static const struct { const char *value; unsigned long long want; } cases[] = {
-        {"on", 1}, {"off", 0}, {"yes", 1}, {"no", 0}, {"true", 1}, {"false", 0},
-        {"1", 1},  {"0", 0},   {"ON", 1},  {"Off", 0},
+    static const struct {
+        const char *value;
+        unsigned long long want;
+    } cases[] = {
+        {"on", 1},    {"off", 0}, {"yes", 1}, {"no", 0}, {"true", 1},
+        {"false", 0}, {"1", 1},   {"0", 0},   {"ON", 1}, {"Off", 0},
     };
     struct proxy_config c;
 
@@ -113,8 +124,8 @@ static void test_switches(void)
                cases[i].want);
     }
     is_int(proxy_config_set(&c, "whoami", "maybe", err, sizeof err), -1, "whoami = maybe: refused");
-    ok(strstr(err, "whoami") && strstr(err, "on or off"), "the message names the key and the words: %s",
-       err);
+    ok(strstr(err, "whoami") && strstr(err, "on or off"),
+       "the message names the key and the words: %s", err);
 }
 
 static void test_paths(void)
@@ -141,15 +152,26 @@ static void test_paths(void)
 
 static void test_bad_values(void)
 {
-    static const char *bad[] = {"", "-1", "+1", " 5", "5 ", "abc", "10x", "1.5", "0x10",
-                                "99999999999999999999999", "18014398509481985k", "4294967296"};
+    static const char *bad[] = {"",
+                                "-1",
+                                "+1",
+                                " 5",
+                                "5 ",
+                                "abc",
+                                "10x",
+                                "1.5",
+                                "0x10",
+                                "99999999999999999999999",
+                                "18014398509481985k",
+                                "4294967296"};
     struct proxy_config c, d;
     char want[256];
 
     proxy_config_defaults(&d);
     for (size_t i = 0; i < NKEYS; i++) {
         const struct key *k = &keys[i];
-        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH) continue;
+        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH)
+            continue;
         for (size_t j = 0; j < sizeof bad / sizeof bad[0]; j++) {
             c = d;
             snprintf(want, sizeof want, "%s: \"%s\" ", k->name, bad[j]);
@@ -180,20 +202,39 @@ static void test_bad_values(void)
 
 static void test_addresses(void)
 {
-    static const struct { const char *v, *host; int port; } good[] = {
-        {"8000", "", 8000},           {"127.0.0.1:8001", "127.0.0.1", 8001},
-        {"[::1]:8002", "::1", 8002},  {"localhost:8003", "", 8003},
-        {"0", "", 0},                 {"0", "", 0},
-        {"0.0.0.0:80", "0.0.0.0", 80}, {"[::]:65535", "::", 65535},
+    static const struct {
+        const char *v, *host;
+        int port;
+    } good[] = {
+        {"8000", "", 8000},
+        {"127.0.0.1:8001", "127.0.0.1", 8001},
+        {"[::1]:8002", "::1", 8002},
+        {"localhost:8003", "", 8003},
+        {"0", "", 0},
+        {"0", "", 0},
+        {"0.0.0.0:80", "0.0.0.0", 80},
+        {"[::]:65535", "::", 65535},
     };
-    static const char *bad_listen[] = {"65536", "-1", "abc", "", "::1:80", "[::1]", "[::1]:",
-                                       "[127.0.0.1]:80", "example.com:80", ":80", "127.0.0.1:",
-                                       "[::1]:x", "1.2.3:80", "[localhost]:80", "8000 "};
+    static const char *bad_listen[] = {"65536",
+                                       "-1",
+                                       "abc",
+                                       "",
+                                       "::1:80",
+                                       "[::1]",
+                                       "[::1]:",
+                                       "[127.0.0.1]:80",
+                                       "example.com:80",
+                                       ":80",
+                                       "127.0.0.1:",
+                                       "[::1]:x",
+                                       "1.2.3:80",
+                                       "[localhost]:80",
+                                       "8000 "};
     static const char *good_backend[] = {"127.0.0.1:3000", "localhost:3000", "[::1]:3000",
                                          "my-app.test:8080", "a_b:1"};
-    static const char *bad_backend[] = {"localhost", "localhost:0", "localhost:65536",
-                                        "http://x:3000", "[::1:3000", "[nothex]:80",
-                                        "::1:3000", "a b:80", ":80", "x:"};
+    static const char *bad_backend[] = {
+        "localhost",   "localhost:0", "localhost:65536", "http://x:3000", "[::1:3000",
+        "[nothex]:80", "::1:3000",    "a b:80",          ":80",           "x:"};
     struct proxy_config c;
     char port[16], longhost[400];
     size_t i;
@@ -226,7 +267,8 @@ static void test_addresses(void)
     c.nlisten = 0;
     for (i = 0; i < WTP_MAX_LISTEN; i++) {
         snprintf(port, sizeof port, "%zu", 9000 + i);
-        if (proxy_config_set(&c, "listen", port, err, sizeof err) < 0) break;
+        if (proxy_config_set(&c, "listen", port, err, sizeof err) < 0)
+            break;
     }
     is_int(c.nlisten, WTP_MAX_LISTEN, "%d listeners fit", WTP_MAX_LISTEN);
     is_int(proxy_config_set(&c, "listen", "9999", err, sizeof err), -1, "one more does not");

@@ -36,14 +36,16 @@ static const char *first_difference(const struct proxy_config *a, const struct p
 {
     char va[512], vb[512];
 
-    if (a->nlisten != b->nlisten) return "nlisten";
+    if (a->nlisten != b->nlisten)
+        return "nlisten";
     for (int i = 0; i < a->nlisten; i++)
         if (a->listen[i].port != b->listen[i].port || strcmp(a->listen[i].host, b->listen[i].host))
             return "listen";
     for (size_t i = 0; i < NKEYS; i++) {
         proxy_config_format_value(&keys[i], a, va, sizeof va);
         proxy_config_format_value(&keys[i], b, vb, sizeof vb);
-        if (strcmp(va, vb) != 0) return keys[i].name;
+        if (strcmp(va, vb) != 0)
+            return keys[i].name;
     }
     return NULL;
 }
@@ -136,7 +138,8 @@ static void test_shipped_conf(const char *conf)
     int nkeys = 0, rc;
     FILE *f = fopen(conf, "r");
 
-    if (!ok(f != NULL, "%s opens", conf)) return;
+    if (!ok(f != NULL, "%s opens", conf))
+        return;
     n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
     fclose(f);
@@ -151,8 +154,7 @@ static void test_shipped_conf(const char *conf)
         proxy_config_format_value(&keys[i], &d, def, sizeof def);
         snprintf(want, sizeof want, "\n# %s =%s%s\n", keys[i].name, def[0] ? " " : "", def);
         ok(strstr(text, want) && !strstr(strstr(text, want) + 1, want),
-           "  documents %s once, at its default %s", keys[i].name,
-           def[0] ? def : "(none)");
+           "  documents %s once, at its default %s", keys[i].name, def[0] ? def : "(none)");
         snprintf(want, sizeof want, "\n# %s\n", keys[i].help);
         has_str(text, want, "  with its --help line");
     }
@@ -180,7 +182,8 @@ static int run(struct proxy_config *c, char **argv)
 {
     int argc = 0;
 
-    while (argv[argc]) argc++;
+    while (argv[argc])
+        argc++;
     return proxy_config_from_args(c, argc, argv, err, sizeof err);
 }
 
@@ -234,8 +237,10 @@ static void test_args(void)
     is_str(c.config_path, "", "  is ignored");
     setenv("WTPROXY_CONFIG", "/nonexistent/wtproxy.conf", 1);
     is_int(run(&c, (char *[]){NULL}), -1, "$WTPROXY_CONFIG naming a missing file");
-    has_str(err, "/nonexistent/wtproxy.conf: No such file or directory; $WTPROXY_CONFIG names it: "
-                 "fix or unset WTPROXY_CONFIG", "  says where the name came from, and the fix");
+    has_str(err,
+            "/nonexistent/wtproxy.conf: No such file or directory; $WTPROXY_CONFIG names it: "
+            "fix or unset WTPROXY_CONFIG",
+            "  says where the name came from, and the fix");
     unsetenv("WTPROXY_CONFIG");
 
     is_int(ARGS("-h"), 1, "-h asks for help");
@@ -260,8 +265,10 @@ static void test_args(void)
     is_str(err, "head_timeout: \"10x\" is not a duration (use e.g. 500ms, 10s, 2m)", "  named");
     is_int(ARGS("--config", file, "--config", other), -1, "--config twice");
     is_int(ARGS("--config", "/nonexistent/x.conf"), -1, "--config naming a missing file");
-    has_str(err, "cannot read config file /nonexistent/x.conf: No such file or directory; give "
-                 "--config a readable file", "  names it, and the fix");
+    has_str(err,
+            "cannot read config file /nonexistent/x.conf: No such file or directory; give "
+            "--config a readable file",
+            "  names it, and the fix");
     unlink(file);
     unlink(other);
 }
@@ -284,9 +291,11 @@ static void test_usage(void)
                                     kinds[keys[i].kind].metavar);
         const char *at;
         for (size_t j = 5; j < n && flag[j] != ' '; j++)
-            if (flag[j] == '_') flag[j] = '-';
+            if (flag[j] == '_')
+                flag[j] = '-';
         at = strstr(text, flag);
-        if (!has_str(text, flag, "--help lists %s", flag + 3)) continue;
+        if (!has_str(text, flag, "--help lists %s", flag + 3))
+            continue;
         snprintf(row, sizeof row, "%.*s", (int)strcspn(at + 1, "\n"), at + 1);
         proxy_config_format_value(&keys[i], &d, def, sizeof def);
         snprintf(want, sizeof want, " %s ", def[0] ? def : "none");

@@ -16,6 +16,8 @@
 #define H_DISK "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 #define H_OLD "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 
+/* Tables read as rows: kept out of clang-format. */
+/* clang-format off */
 static const struct whoami_gate_config cfg = {
     .timeout_ms = 1000, .stale_grace_ms = 2000, .reload_grace_ms = 3000,
     .start_timeout_ms = 5000, .trust_registry = 0, .use_inotify = 1};
@@ -108,6 +110,7 @@ static const struct row rows[] = {
      200, 1, 0, 0, 0, 0, 0, DISK_UNREADABLE, 0, WHOAMI_INVALID, "invalid",
      "cannot fingerprint the code of /w/app", P_ANSWER},
 };
+/* clang-format on */
 
 static char *answer_include[] = {"src/**/*.py"};
 static struct whoami_file disk_files[] = {
@@ -123,18 +126,35 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
     const struct whoami_patterns *pat = NULL;
     struct whoami_gate_config c = cfg;
     c.trust_registry = r->trust;
-    struct whoami_target t = {NULL, 0, "127.0.0.1:5001", 5001, WT, 4242, 7, r->restart_on_stale,
-                              "python3 manage.py runserver {port}", T - 60000, T - 60000};
+    struct whoami_target t = {NULL,
+                              0,
+                              "127.0.0.1:5001",
+                              5001,
+                              WT,
+                              4242,
+                              7,
+                              r->restart_on_stale,
+                              "python3 manage.py runserver {port}",
+                              T - 60000,
+                              T - 60000};
     struct whoami_answer ans = {.pid = 4242, .started_ms = T - 60000, .files = 2};
     snprintf(ans.checkout, sizeof ans.checkout, "%s", r->ans == ANS_OTHER ? OTHER : WT);
     snprintf(ans.hash, sizeof ans.hash, "%s", r->ans_hash ? r->ans_hash : H_DISK);
     ans.patterns = (struct whoami_patterns){answer_include, 1, NULL, 0};
-    struct whoami_memory m = {r->have, r->result, r->status, r->ans ? &ans : NULL,
+    struct whoami_memory m = {r->have,
+                              r->result,
+                              r->status,
+                              r->ans ? &ans : NULL,
                               r->result == WF_CUT       ? "closed the connection in the middle"
                               : r->result == WF_TIMEOUT ? "no whole answer in time"
                               : r->result == WF_OK      ? "fingerprint.hash is bad"
                                                         : "Connection refused",
-                              T + r->asked, r->answered, r->restart ? T + r->restart : 0, 0, 0, 0};
+                              T + r->asked,
+                              r->answered,
+                              r->restart ? T + r->restart : 0,
+                              0,
+                              0,
+                              0};
     struct whoami_fp fp = {H_DISK, r->disk == DISK_NEWER_FILE ? 2 : 1, disk_files, 0};
     struct whoami_disk disk = {r->disk == DISK_UNREADABLE ? NULL : &fp,
                                r->changed ? T + r->changed : 0, "No such file or directory"};
@@ -148,7 +168,7 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
             m.restart_failed = 1;
         } else if (d == WA_DISK) {
             wc.disk = &disk;
-            *used = pat == &ans.patterns             ? P_ANSWER
+            *used = pat == &ans.patterns               ? P_ANSWER
                     : pat == whoami_default_patterns() ? P_DEFAULT
                                                        : P_ANY;
         } else {
@@ -167,8 +187,8 @@ static void check_row(const struct row *r)
     if (d == WHOAMI_PASS) /* a pass has no refusal: its reason is the status's */
         snprintf(detail, sizeof detail, "%s", st.detail);
     tap_is_int(d, r->want, __FILE__, __LINE__, "%s", r->name);
-    tap_ok(strcmp(st.state, r->want_state) == 0, __FILE__, __LINE__, "%s: status \"%s\"",
-           r->name, r->want_state);
+    tap_ok(strcmp(st.state, r->want_state) == 0, __FILE__, __LINE__, "%s: status \"%s\"", r->name,
+           r->want_state);
     if (strcmp(st.state, r->want_state) != 0)
         printf("#   got status \"%s\"\n", st.state);
     if (r->want_detail && !tap_ok(strstr(detail, r->want_detail) != NULL, __FILE__, __LINE__,

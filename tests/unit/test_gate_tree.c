@@ -121,8 +121,9 @@ static void check_mode(int use_inotify)
     ticket2 = 0;
     r = ask(ts, dir, &ticket2, &fp, &pendings);
     tap_ok(r == WT_READY && (use_inotify ? pendings == 0 : pendings >= 1), __FILE__, __LINE__,
-           "%s: %s", mode, use_inotify ? "an unchanged tree answers a new question at once"
-                                      : "each new question waits for a scan begun after it");
+           "%s: %s", mode,
+           use_inotify ? "an unchanged tree answers a new question at once"
+                       : "each new question waits for a scan begun after it");
 
     /* A new folder (watched from its creation on), a file in it, then the
      * folder gone: each answer is the disk's. */
@@ -206,8 +207,7 @@ static void check_overflow(void)
     printf("# the question that read the overflow: %.1f ms on the loop\n", took);
     ok(r == WT_PENDING, "overflow: the question after it waits (the last hash is not trusted)");
     ok(t->setting_up && t->computing,
-       "overflow: the %d folders are watched again on the worker, not on the loop",
-       OV_FOLDERS + 1);
+       "overflow: the %d folders are watched again on the worker, not on the loop", OV_FOLDERS + 1);
     r = ask(ts, root, &ticket, &fp, &pendings);
     ok(r == WT_READY && strcmp(fp->hash, want) == 0,
        "overflow: a change whose event was lost is in the answer");

@@ -33,8 +33,8 @@ static void expect_n(const char *name, const char *head, size_t n, long want)
     const char *why;
     for (int bytewise = 0; bytewise < 2; bytewise++) {
         long got = scan(head, n, bytewise, &why);
-        is_int(got, want, "%s (%s)%s%s", name, bytewise ? "bytewise" : "whole",
-               why ? ": " : "", why ? why : "");
+        is_int(got, want, "%s (%s)%s%s", name, bytewise ? "bytewise" : "whole", why ? ": " : "",
+               why ? why : "");
     }
 }
 
@@ -100,7 +100,8 @@ static size_t random_bytes(unsigned char *buf, size_t size)
     static const char alphabet[] = "aaaaaaaaaaXy:: \t\r\n\r\n\r\n\r\n\r\n\x01\x0c\x8d;!";
     size_t n = (size_t)(rand() % (int)size);
     for (size_t i = 0; i < n; i++)
-        buf[i] = rand() % 50 == 0 ? '\0' : (unsigned char)alphabet[rand() % (int)(sizeof alphabet - 1)];
+        buf[i] =
+            rand() % 50 == 0 ? '\0' : (unsigned char)alphabet[rand() % (int)(sizeof alphabet - 1)];
     return n;
 }
 
@@ -109,8 +110,16 @@ static size_t random_bytes(unsigned char *buf, size_t size)
 static size_t random_lines(unsigned char *buf, size_t size)
 {
     static const char *const pieces[] = {
-        "GET / HTTP/1.1\r\n", "HTTP/1.1 200 OK\r\n", "Host: x\r\n", "Accept-Encoding: identity\r\n",
-        "X-Long-Name-Here: 0123456789abcdef\r\n", "A:\r\n", "B: a\tb\r\n", "\r\n", "C : d\r\n", " e\r\n",
+        "GET / HTTP/1.1\r\n",
+        "HTTP/1.1 200 OK\r\n",
+        "Host: x\r\n",
+        "Accept-Encoding: identity\r\n",
+        "X-Long-Name-Here: 0123456789abcdef\r\n",
+        "A:\r\n",
+        "B: a\tb\r\n",
+        "\r\n",
+        "C : d\r\n",
+        " e\r\n",
     };
     size_t n = 0;
     while (rand() % 8 != 0) {
@@ -139,7 +148,8 @@ static void agrees_with_reference(int rounds)
     srand(1);
     for (int k = 0; k < rounds; k++) {
         size_t n = rand() % 2 ? random_bytes(buf, sizeof buf) : random_lines(buf, sizeof buf);
-        struct head_scan_limits l = {(size_t)(rand() % 24), (size_t)(rand() % 160), (size_t)(rand() % 5)};
+        struct head_scan_limits l = {(size_t)(rand() % 24), (size_t)(rand() % 160),
+                                     (size_t)(rand() % 5)};
         int request = rand() % 2;
         size_t max_method = request ? 1 + (size_t)(rand() % 24) : 0;
         struct head_scan hs;
@@ -159,7 +169,8 @@ static void agrees_with_reference(int rounds)
         if (got != want && disagreements++ == 0)
             printf("# first disagreement in round %d: scan %ld, reference %ld\n", k, got, want);
     }
-    is_int(disagreements, 0, "%d random heads in random pieces: the same answer as a byte-by-byte scan", rounds);
+    is_int(disagreements, 0,
+           "%d random heads in random pieces: the same answer as a byte-by-byte scan", rounds);
 }
 
 /* A request's method counts against WTP_MAX_METHOD (32 bytes here, with a
@@ -179,8 +190,7 @@ static void test_method_limit(void)
            HS_METHOD_LONG);
     snprintf(head, sizeof head, "\r\n\r\n%.*s / HTTP/1.1\r\n\r\n", WTP_MAX_METHOD,
              "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOP");
-    expect("empty lines before the request line do not count as method", head,
-           (long)strlen(head));
+    expect("empty lines before the request line do not count as method", head, (long)strlen(head));
     snprintf(head, sizeof head, "GET /%.*s HTTP/1.1\r\n\r\n", 40,
              "/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a");
     expect("the method ends at the first SP: a long target is no long method", head,
@@ -217,7 +227,8 @@ static void test_value_words(void)
             missed += r != HS_MALFORMED;
         }
     is_int(missed, 0, "a CR, LF or NUL at each of 40 offsets of a value is refused");
-    static const unsigned char near[] = {0x8d, 0x8a, 0x80, 0x0b, 0x0c, 0x0e, 0x09, 0x7f, 0xff, 0x2d};
+    static const unsigned char near[] = {0x8d, 0x8a, 0x80, 0x0b, 0x0c,
+                                         0x0e, 0x09, 0x7f, 0xff, 0x2d};
     for (size_t at = 0; at < 40; at++) {
         char head[128];
         memcpy(head, pre, plen);
@@ -236,8 +247,8 @@ int main(void)
 {
     const char *get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     expect("a complete head ends after its blank line", get, (long)strlen(get));
-    expect("bytes after the head are not looked at",
-           "GET / HTTP/1.1\r\nHost: x\r\n\r\n\n\0garbage", (long)strlen(get));
+    expect("bytes after the head are not looked at", "GET / HTTP/1.1\r\nHost: x\r\n\r\n\n\0garbage",
+           (long)strlen(get));
     expect("an unfinished head needs more", "GET / HTTP/1.1\r\nHost: x\r\n", 0);
     expect("a CR at the very end needs more", "GET / HTTP/1.1\r\nHost: x\r\n\r", 0);
     expect("empty lines before the request line are skipped",
@@ -258,9 +269,11 @@ int main(void)
     expect("a colon in a value is fine", colon, (long)strlen(colon));
 
     char line[128];
-    snprintf(line, sizeof line, "GET /%.*s HTTP/1.1\r\n\r\n", 64 - 14, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    snprintf(line, sizeof line, "GET /%.*s HTTP/1.1\r\n\r\n", 64 - 14,
+             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
     expect("a request line of exactly the limit passes", line, (long)strlen(line));
-    snprintf(line, sizeof line, "GET /%.*s HTTP/1.1\r\n\r\n", 64 - 13, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    snprintf(line, sizeof line, "GET /%.*s HTTP/1.1\r\n\r\n", 64 - 13,
+             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
     expect("one byte over the request-line limit", line, HS_START_LINE_LONG);
 
     const char *four = "GET / HTTP/1.1\r\na: 1\r\nb: 2\r\nc: 3\r\nd: 4\r\n\r\n";

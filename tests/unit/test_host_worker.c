@@ -14,7 +14,7 @@
 struct job {
     struct host_job hj;
     int n;
-    int block;   /* wait until release is set */
+    int block; /* wait until release is set */
     pthread_t ran_on;
 };
 
@@ -77,7 +77,8 @@ static void test_order(void)
        "in submission order");
     ok(!pthread_equal(jobs[0].ran_on, pthread_self()), "run off the submitting thread");
     is_int(take_all(w, got, 8), 0, "taking again finds nothing and does not block");
-    struct host_job_list fin = STAILQ_HEAD_INITIALIZER(fin), queued = STAILQ_HEAD_INITIALIZER(queued);
+    struct host_job_list fin = STAILQ_HEAD_INITIALIZER(fin),
+                         queued = STAILQ_HEAD_INITIALIZER(queued);
     host_worker_free(w, &fin, &queued);
     ok(STAILQ_EMPTY(&fin) && STAILQ_EMPTY(&queued), "an idle worker stops with nothing left");
 }
@@ -109,7 +110,8 @@ static void test_shutdown(void)
         host_worker_submit(w, &jobs[i].hj);
     while (!atomic_load(&running))
         usleep(1000);
-    struct host_job_list fin = STAILQ_HEAD_INITIALIZER(fin), queued = STAILQ_HEAD_INITIALIZER(queued);
+    struct host_job_list fin = STAILQ_HEAD_INITIALIZER(fin),
+                         queued = STAILQ_HEAD_INITIALIZER(queued);
     pthread_t t;
     pthread_create(&t, NULL, release_when_stopping, w);
     host_worker_free(w, &fin, &queued);

@@ -79,10 +79,11 @@ static void test_request(void)
            "hop-by-hop and Connection-named fields go, forwarding fields are replaced");
 
     fw.chunked = 1;
-    is_str(rewrite(HTTP_REQUEST, "POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"),
-           "POST /u HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 10.1.2.3\r\nX-Forwarded-Host: h\r\n"
-           "X-Forwarded-Proto: http\r\nTransfer-Encoding: chunked\r\n\r\n",
-           "a chunked body is declared once, by us");
+    is_str(
+        rewrite(HTTP_REQUEST, "POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"),
+        "POST /u HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 10.1.2.3\r\nX-Forwarded-Host: h\r\n"
+        "X-Forwarded-Proto: http\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "a chunked body is declared once, by us");
 
     fw.chunked = 0;
     fw.upgrade = 1;
@@ -123,8 +124,7 @@ static void test_request_rfc(void)
     is_str(rewrite(HTTP_REQUEST, "\r\nGET /v HTTP/1.2\r\nHost: h\r\n\r\n"), want,
            "HTTP/1.2 is read and forwarded as HTTP/1.1");
     snprintf(want, sizeof want, "M-X /v HTTP/1.1\r\n%s", tail);
-    is_str(rewrite(HTTP_REQUEST, "M-X /v HTTP/1.7\r\nHost: h\r\n\r\n"), want,
-           "both at once");
+    is_str(rewrite(HTTP_REQUEST, "M-X /v HTTP/1.7\r\nHost: h\r\n\r\n"), want, "both at once");
     is_str(rewrite(HTTP_REQUEST, "get / HTTP/1.1\r\nHost: h\r\n\r\n"), "",
            "a case variant of a known method is refused, not forwarded");
     is_str(rewrite(HTTP_REQUEST, "F@O / HTTP/1.1\r\nHost: h\r\n\r\n"), "",
@@ -152,8 +152,9 @@ static void test_request_rfc(void)
 static void test_response(void)
 {
     reply = (struct http_reply){0, 0, 0};
-    is_str(rewrite(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n"
-                                  "Keep-Alive: timeout=5\r\nSet-Cookie: a=b\r\n\r\n"),
+    is_str(rewrite(HTTP_RESPONSE,
+                   "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n"
+                   "Keep-Alive: timeout=5\r\nSet-Cookie: a=b\r\n\r\n"),
            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nSet-Cookie: a=b\r\n\r\n",
            "a response keeps its end-to-end fields and loses hop-by-hop ones");
     reply.close = 1;
@@ -169,9 +170,10 @@ static void test_response(void)
            "HTTP/1.1 200 OK\r\nX-B: 2\r\nContent-Length: 0\r\n\r\n",
            "fields named by any of two Connection fields go, whatever their case");
     /* More names than the filter lists at once: the fields are still found. */
-    is_str(rewrite(HTTP_RESPONSE, "HTTP/1.1 200 OK\r\nConnection: n1, n2, n3, n4, n5, n6, n7, n8, n9,"
-                                  " n10, n11, n12, n13, n14, n15, n16, n17, X-Last\r\nX-Keep: k\r\n"
-                                  "X-Last: l\r\nN1: 1\r\nContent-Length: 0\r\n\r\n"),
+    is_str(rewrite(HTTP_RESPONSE,
+                   "HTTP/1.1 200 OK\r\nConnection: n1, n2, n3, n4, n5, n6, n7, n8, n9,"
+                   " n10, n11, n12, n13, n14, n15, n16, n17, X-Last\r\nX-Keep: k\r\n"
+                   "X-Last: l\r\nN1: 1\r\nContent-Length: 0\r\n\r\n"),
            "HTTP/1.1 200 OK\r\nX-Keep: k\r\nContent-Length: 0\r\n\r\n",
            "a Connection field listing 18 names drops the first and the last");
 }
@@ -197,7 +199,10 @@ static char *page_for(const char *accept, const char *detail, int head)
     return buf;
 }
 
-static char *page(const char *accept, const char *detail) { return page_for(accept, detail, 0); }
+static char *page(const char *accept, const char *detail)
+{
+    return page_for(accept, detail, 0);
+}
 
 /* Found by tests/fuzz/fuzz_response: a 502 to a HEAD on a kept-alive
  * connection carried its body, which the client read as its next

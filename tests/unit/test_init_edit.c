@@ -20,7 +20,8 @@ static void test_middleware_spot(void)
            (long)strlen("MIDDLEWARE=[ # ours\n"), "a trailing comment and no blanks are fine");
     is_str(indent, "\t", "a tab indent is kept");
     ok(middleware_spot("MIDDLEWARE = [\n]\n", indent, sizeof indent) > 0 &&
-           strcmp(indent, "    ") == 0, "an empty list: four spaces");
+           strcmp(indent, "    ") == 0,
+       "an empty list: four spaces");
     is_int(middleware_spot("MIDDLEWARE = ['a', 'b']\n", indent, sizeof indent), -1,
            "entries on the same line: not edited");
     is_int(middleware_spot("MIDDLEWARE += [\n    'a',\n]\n", indent, sizeof indent), -1,
@@ -49,8 +50,9 @@ static char *command_of(const char *text)
 static void test_edit_command(void)
 {
     char *s = command_of("x\n  webServer: {\n    command: \"npm run dev\",\n    url: 'u',\n  },\n");
-    ok(s && strstr(s, "    // wtproxy: ") && strstr(s, "    command: \"wtproxy run -- S {port}\",\n"
-                                                  "    url: 'u',"),
+    ok(s && strstr(s, "    // wtproxy: ") &&
+           strstr(s, "    command: \"wtproxy run -- S {port}\",\n"
+                     "    url: 'u',"),
        "a double-quoted command: replaced, the comment above it, indented alike");
     free(s);
     s = command_of("webServer: { command: `npm start` }");

@@ -34,8 +34,8 @@ int main(void)
 
     for (int i = 0; i < ONDEMAND_CACHE_MAX - 1; i++)
         put_named(c, i, 1000 + (unsigned long long)i);
-    ok(ondemand_cache_get(c, "/wt/a") && ondemand_cache_get(c, "/wt/62"),
-       "%d worktrees kept", ONDEMAND_CACHE_MAX);
+    ok(ondemand_cache_get(c, "/wt/a") && ondemand_cache_get(c, "/wt/62"), "%d worktrees kept",
+       ONDEMAND_CACHE_MAX);
     put_named(c, 100, 5000);
     ok(ondemand_cache_get(c, "/wt/100"), "one more is kept");
     ok(!ondemand_cache_get(c, "/wt/a"), "  in place of the one looked at longest ago");

@@ -18,22 +18,33 @@
 
 static void test_parse_tcp_line(void)
 {
-    static const struct { const char *line; int port, want; unsigned long inode; } cases[] = {
+    static const struct {
+        const char *line;
+        int port, want;
+        unsigned long inode;
+    } cases[] = {
         {"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
-         "timeout inode", 8000, 0, 0},
+         "timeout inode",
+         8000, 0, 0},
         {"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
-         "       0 41276 1 0000000000000000 100 0 0 10 0", 8000, 1, 41276},
+         "       0 41276 1 0000000000000000 100 0 0 10 0",
+         8000, 1, 41276},
         {"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
-         "       0 41276 1 0000000000000000 100 0 0 10 0", 8001, 0, 0},
+         "       0 41276 1 0000000000000000 100 0 0 10 0",
+         8001, 0, 0},
         {"   1: 0100007F:1F40 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000  1000 "
-         "       0 41277 1 0000000000000000 20 4 30 10 -1", 8000, -1, 0},
+         "       0 41277 1 0000000000000000 20 4 30 10 -1",
+         8000, -1, 0},
         {"   1: 0100007F:1F40 0100007F:D2F0 03 00000000:00000000 00:00000000 00000000  1000 "
-         "       0 0 1 0000000000000000 20 4 30 10 -1", 8000, 0, 0},
+         "       0 0 1 0000000000000000 20 4 30 10 -1",
+         8000, 0, 0},
         {"   0: 00000000000000000000000001000000:1F40 00000000000000000000000000000000:0000 0A "
          "00000000:00000000 00:00000000 00000000  1000        0 52001 1 0000000000000000 100 0 0 "
-         "10 0", 8000, 1, 52001},
+         "10 0",
+         8000, 1, 52001},
         {"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
-         "       0 0 1", 8000, 0, 0},
+         "       0 0 1",
+         8000, 0, 0},
         {"   0: 0100007F:1F4G 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 7", 8000,
          0, 0},
         {"   0: 0100007F:1F40 00000000:0000 0A", 8000, 0, 0},
@@ -47,8 +58,11 @@ static void test_parse_tcp_line(void)
         inode = 0;
         is_int(parse_tcp_line(line, cases[i].port, &inode), cases[i].want,
                "tcp line %zu, port %d: %s", i, cases[i].port,
-               cases[i].want > 0 ? "listening" : cases[i].want ? "past the listeners" : "skipped");
-        if (cases[i].want > 0) is_int((long long)inode, (long long)cases[i].inode, "  inode");
+               cases[i].want > 0 ? "listening"
+               : cases[i].want   ? "past the listeners"
+                                 : "skipped");
+        if (cases[i].want > 0)
+            is_int((long long)inode, (long long)cases[i].inode, "  inode");
     }
 }
 
@@ -105,8 +119,8 @@ static int rm(const char *path, const struct stat *st, int flag, struct FTW *ftw
 static void test_fake_proc(void)
 {
     char dir[] = "/tmp/wtp-test-proc-XXXXXX", msg[1024];
-    static const char *dirs[] = {"net", "9", "9/fd", "17", "17/fd", "18", "18/fd", "21",
-                                 "21/fd", "self", "self/fd"};
+    static const char *dirs[] = {"net",   "9",  "9/fd",  "17",   "17/fd",  "18",
+                                 "18/fd", "21", "21/fd", "self", "self/fd"};
     const char *tcp_head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when "
                            "retrnsmt   uid  timeout inode\n";
     struct host_port_owner o;
@@ -116,7 +130,8 @@ static void test_fake_proc(void)
         perror("mkdtemp");
         exit(1);
     }
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) mk(dir, dirs[i], NULL);
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        mk(dir, dirs[i], NULL);
     snprintf(tcp, sizeof tcp,
              "%s   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 "
              "1000 0 700 1\n   1: 0100007F:1F41 00000000:0000 0A 00000000:00000000 00:00000000 "
@@ -154,23 +169,29 @@ static void test_fake_proc(void)
     is_str(o.cmdline, "python3 -m http.server 8000", "  its cmdline");
     is_str(o.cwd, "/home/dev/wt-a", "  its cwd");
     proxy_port_taken("127.0.0.1", 8000, msg, sizeof msg);
-    is_str(msg, "port 8000 on 127.0.0.1 is already in use by pid 17 (python3 -m http.server "
-                "8000), cwd /home/dev/wt-a; stop it with `kill 17`, or serve another port: "
-                "wtproxy serve --listen 8001", "  described as in RELAY.md");
+    is_str(msg,
+           "port 8000 on 127.0.0.1 is already in use by pid 17 (python3 -m http.server "
+           "8000), cwd /home/dev/wt-a; stop it with `kill 17`, or serve another port: "
+           "wtproxy serve --listen 8001",
+           "  described as in RELAY.md");
 
     is_int(host_port_owner_find(8001, &o), 1, "fake: port 8001 has a listener");
     is_int(o.pid, 0, "  but no process we can see");
     proxy_port_taken("127.0.0.1", 8001, msg, sizeof msg);
-    is_str(msg, "port 8001 on 127.0.0.1 is already in use by a process this user cannot see; "
-                "find it with `ss -ltnp 'sport = :8001'` (as root to see every process), or "
-                "serve another port: wtproxy serve --listen 8002", "  described as unseen");
+    is_str(msg,
+           "port 8001 on 127.0.0.1 is already in use by a process this user cannot see; "
+           "find it with `ss -ltnp 'sport = :8001'` (as root to see every process), or "
+           "serve another port: wtproxy serve --listen 8002",
+           "  described as unseen");
 
     is_int(host_port_owner_find(8002, &o), 1, "fake: port 8002 from tcp6");
     is_int(o.pid, 21, "  held by pid 21 (\"self\" is not a pid)");
     ok(o.cmdline[0] == '\0' && o.cwd[0] == '\0', "  whose cmdline and cwd are unreadable");
     proxy_port_taken("::1", 8002, msg, sizeof msg);
-    is_str(msg, "port 8002 on ::1 is already in use by pid 21; stop it with `kill 21`, or serve "
-                "another port: wtproxy serve --listen 8003", "  described without them");
+    is_str(msg,
+           "port 8002 on ::1 is already in use by pid 21; stop it with `kill 21`, or serve "
+           "another port: wtproxy serve --listen 8003",
+           "  described without them");
 
     is_int(host_port_owner_find(8004, &o), 1, "fake: port 8004 has a listener");
     ok(strlen(o.cmdline) == sizeof o.cmdline - 1 && strstr(o.cmdline, "aaa..."),
@@ -207,7 +228,8 @@ static int loopback_socket(int family, int listening, int *port)
         sin6->sin6_addr = in6addr_loopback;
     if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || (listening && listen(fd, 4) < 0) ||
         getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
-        if (fd >= 0) close(fd);
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     *port = ntohs(family == AF_INET ? sin->sin_port : sin6->sin6_port);
@@ -221,11 +243,15 @@ static void test_real_proc(void)
     int port, bound_port, fd = loopback_socket(AF_INET, 1, &port);
     int bound = loopback_socket(AF_INET, 0, &bound_port), fd6, port6, client;
 
-    if (!ok(fd >= 0 && bound >= 0 && getcwd(cwd, sizeof cwd), "loopback sockets and cwd")) return;
+    if (!ok(fd >= 0 && bound >= 0 && getcwd(cwd, sizeof cwd), "loopback sockets and cwd"))
+        return;
     client = socket(AF_INET, SOCK_STREAM, 0);
-    ok(connect(client, (struct sockaddr *)&(struct sockaddr_in){.sin_family = AF_INET,
-                .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)},
-               sizeof(struct sockaddr_in)) == 0, "a client connects (its sockets share the port)");
+    ok(connect(client,
+               (struct sockaddr *)&(struct sockaddr_in){.sin_family = AF_INET,
+                                                        .sin_port = htons((uint16_t)port),
+                                                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)},
+               sizeof(struct sockaddr_in)) == 0,
+       "a client connects (its sockets share the port)");
     is_int(host_port_owner_find(port, &o), 1, "our listener on 127.0.0.1:%d is found", port);
     is_int(o.pid, getpid(), "  held by this process");
     is_str(o.cwd, cwd, "  with our cwd");
@@ -233,7 +259,8 @@ static void test_real_proc(void)
     proxy_port_taken("127.0.0.1", port, msg, sizeof msg);
     snprintf(want, sizeof want, "in use by pid %ld (", (long)getpid());
     has_str(msg, want, "  described with our pid");
-    is_int(host_port_owner_find(bound_port, &o), 0, "a bound socket that does not listen is no owner");
+    is_int(host_port_owner_find(bound_port, &o), 0,
+           "a bound socket that does not listen is no owner");
     close(bound);
     is_int(host_port_owner_find(bound_port, &o), 0, "a port nothing listens on has no owner");
     close(client);

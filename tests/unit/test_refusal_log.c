@@ -27,8 +27,11 @@ static void add(struct refusal_log *log, int i, const char *backend_wt)
 {
     char detail[64];
     snprintf(detail, sizeof detail, "refusal %d", i);
-    struct refusal_info r = {.status = 503, .reason = "no-backend", .detail = detail,
-                             .front = 8000, .backend_worktree = backend_wt};
+    struct refusal_info r = {.status = 503,
+                             .reason = "no-backend",
+                             .detail = detail,
+                             .front = 8000,
+                             .backend_worktree = backend_wt};
     refusal_log_add(log, &r, 1000 + i);
 }
 
@@ -45,7 +48,8 @@ int main(void)
     ok(json_array_size(j) == 3, "three entries");
     ok(json_integer_value(json_object_get(json_array_get(j, 0), "seq")) == 1 &&
            strcmp(json_string_value(json_object_get(json_array_get(j, 2), "detail")),
-                  "refusal 3") == 0, "oldest first");
+                  "refusal 3") == 0,
+       "oldest first");
     ok(strcmp(json_string_value(json_object_get(json_array_get(j, 0), "caller_worktree")), "") == 0,
        "a NULL string is \"\"");
     json_decref(j);
@@ -77,11 +81,12 @@ int main(void)
     unsigned long long seam = WTP_REFUSAL_LOG_SIZE + 1;
     j = refusal_log_json(log, seam - 2);
     ok(json_array_size(j) == 50 + 1 &&
-           json_integer_value(json_object_get(json_array_get(j, 0), "seq")) == (json_int_t)seam - 1 &&
+           json_integer_value(json_object_get(json_array_get(j, 0), "seq")) ==
+               (json_int_t)seam - 1 &&
            json_integer_value(json_object_get(json_array_get(j, 1), "seq")) == (json_int_t)seam,
        "after seq %llu: the entries from the ring's last slot on, in order", seam - 2);
-    ok(strcmp(json_string_value(json_object_get(json_array_get(j, 1), "detail")),
-              "refusal 201") == 0,
+    ok(strcmp(json_string_value(json_object_get(json_array_get(j, 1), "detail")), "refusal 201") ==
+           0,
        "a reused slot holds the new entry's strings, not the old one's");
     json_decref(j);
     add(log, WTP_REFUSAL_LOG_SIZE + 51, "/w/b");
@@ -101,8 +106,8 @@ int main(void)
     json_decref(j);
     ok(refusal_log_last_for(log, 8000, "/w/b") == NULL, "and /w/b's refusal was overwritten");
 
-    struct refusal_info bad = {.status = 409, .reason = "ambiguous-worktree",
-                               .named = "wt-\xff\xfe", .front = 8000};
+    struct refusal_info bad = {
+        .status = 409, .reason = "ambiguous-worktree", .named = "wt-\xff\xfe", .front = 8000};
     refusal_log_add(log, &bad, 5);
     j = refusal_log_json(log, refusal_log_seq(log) - 1);
     ok(json_array_size(j) == 1 &&

@@ -30,7 +30,8 @@ static void test_names(void)
        "test_shop on m1 in /x/wt-a");
     is_str(name, "test_shop_m1_wt_a", "  <base>_<machine>_<worktree>");
     ok(reg_db_name("test_shop", "3D1219C7C4C5404A", "/x/My Branch", name, sizeof name, err,
-                   sizeof err) == 0, "a machine-id and a folder with spaces");
+                   sizeof err) == 0,
+       "a machine-id and a folder with spaces");
     is_str(name, "test_shop_3d1219c7_my_branch", "  slugged");
     ok(reg_db_name("shop", "m1", "/x/wt-a", name, sizeof name, err, sizeof err) < 0,
        "no \"test\": refused");
@@ -134,7 +135,8 @@ static void test_kinds(void)
     ok(reg_db_check_dev_name("shop_m1_wt_a", "shop", NULL, err, sizeof err) == 0,
        "dev: shop_m1_wt_a from base shop");
     ok(reg_db_check_dev_name("shop", "shop", NULL, err, sizeof err) < 0 &&
-           strstr(err, "the shared database itself"), "dev: never the base: %s", err);
+           strstr(err, "the shared database itself"),
+       "dev: never the base: %s", err);
     ok(reg_db_check_dev_name("main_dev", NULL, "main_dev", err, sizeof err) < 0,
        "dev: never the --from source");
     memset(name, 'd', 63);
@@ -157,11 +159,13 @@ static void test_kinds(void)
        "kind: a hash or none is a test database");
     ok(reg_db_kind_of("dev") == REG_DB_DEV, "kind: dev");
     ok(reg_db_kind_of("template:sha256:ab") == REG_DB_TEMPLATE &&
-           reg_db_kind_of("template-pending:x") == REG_DB_TEMPLATE, "kind: template");
+           reg_db_kind_of("template-pending:x") == REG_DB_TEMPLATE,
+       "kind: template");
     ok(reg_db_kind_of("copy:test_app_m1_wt_a") == REG_DB_COPY, "kind: copy");
     struct reg_db_owner o;
     ok(reg_db_parse_stamp("wtproxy:m1:/x/wt-a|copy:test_app_m1_wt_a", &o) == 0 &&
-           o.kind == REG_DB_COPY && strcmp(o.worktree, "/x/wt-a") == 0, "a copy's stamp parses");
+           o.kind == REG_DB_COPY && strcmp(o.worktree, "/x/wt-a") == 0,
+       "a copy's stamp parses");
 }
 
 int main(void)

@@ -36,8 +36,7 @@ static void test_parse_stat(void)
     stat_line(line, sizeof line, "python3", 'Z', "123456");
     is_int((long long)parse_stat_starttime(line), 0, "a zombie has exited: 0");
     is_int((long long)parse_stat_starttime("4242 (python3 S 1 2 3"), 0, "no ')': 0");
-    is_int((long long)parse_stat_starttime("4242 (python3) S 1 2 3 4 5 6"), 0,
-           "too few fields: 0");
+    is_int((long long)parse_stat_starttime("4242 (python3) S 1 2 3 4 5 6"), 0, "too few fields: 0");
     stat_line(line, sizeof line, "python3", 'S', "-5");
     is_int((long long)parse_stat_starttime(line), 0, "a negative start time: 0");
     stat_line(line, sizeof line, "python3", 'S', "18446744073709551616");
@@ -50,7 +49,8 @@ static void test_fake_proc(void)
     char dir[] = "/tmp/wtp-live-XXXXXX", path[128], line[512];
     FILE *f;
 
-    if (!mkdtemp(dir)) return;
+    if (!mkdtemp(dir))
+        return;
     snprintf(path, sizeof path, "%s/4242", dir);
     mkdir(path, 0700);
     snprintf(path, sizeof path, "%s/4242/stat", dir);
@@ -75,7 +75,8 @@ static pid_t exited_child(int reap)
     siginfo_t si;
     pid_t pid = fork();
 
-    if (pid == 0) _exit(0);
+    if (pid == 0)
+        _exit(0);
     if (reap)
         waitpid(pid, NULL, 0);
     else
@@ -114,7 +115,8 @@ static void test_alive(void)
     long long now = now_ms();
     FILE *f;
 
-    if (!mkdtemp(wt)) return;
+    if (!mkdtemp(wt))
+        return;
     snprintf(b.worktree, sizeof b.worktree, "%s", wt);
     snprintf(b.command, sizeof b.command, "python3 manage.py runserver");
     is_int(reg_backend_alive(&b, now, why, sizeof why), 1,
@@ -153,7 +155,8 @@ static void test_alive(void)
     is_int(reg_backend_alive(&b, now, why, sizeof why), 0, "worktree folder removed");
     snprintf(want, sizeof want, "worktree %s was removed", wt);
     is_str(why, want, "  why");
-    if ((f = fopen(wt, "w"))) fclose(f);
+    if ((f = fopen(wt, "w")))
+        fclose(f);
     is_int(reg_backend_alive(&b, now, why, sizeof why), 0, "worktree replaced by a file");
     has_str(why, "is no longer a folder", "  why");
     unlink(wt);
@@ -170,10 +173,12 @@ static void test_machine_id(void)
     ok(id[0] != '\0', "a machine id: %s", id);
     ok(reg_machine_id() == id, "  computed once");
     read_first_line("/etc/machine-id", want, sizeof want);
-    if (!want[0]) gethostname(want, sizeof want);
+    if (!want[0])
+        gethostname(want, sizeof want);
     is_str(id, want, "  /etc/machine-id, else the hostname");
 
-    if (!mkdtemp(dir)) return;
+    if (!mkdtemp(dir))
+        return;
     snprintf(path, sizeof path, "%s/machine-id", dir);
     if ((f = fopen(path, "w"))) {
         fputs("  3f1c0ffee \r\nsecond line\n", f);
@@ -181,7 +186,8 @@ static void test_machine_id(void)
     }
     read_first_line(path, line, sizeof line);
     is_str(line, "3f1c0ffee", "the first line, trimmed");
-    if ((f = fopen(path, "w"))) fclose(f);
+    if ((f = fopen(path, "w")))
+        fclose(f);
     read_first_line(path, line, sizeof line);
     is_str(line, "", "an empty file: \"\"");
     unlink(path);

@@ -74,10 +74,12 @@ static void test_control_dir(void)
 
     setenv("XDG_RUNTIME_DIR", "relative/run", 1);
     snprintf(want, sizeof want, "/tmp/wtproxy-%ld", (long)geteuid());
-    if (reg_control_dir(out, sizeof out, err, sizeof err) < 0) printf("# %s\n", err);
+    if (reg_control_dir(out, sizeof out, err, sizeof err) < 0)
+        printf("# %s\n", err);
     is_str(out, want, "a relative XDG_RUNTIME_DIR is ignored: /tmp/wtproxy-<uid>");
     unsetenv("XDG_RUNTIME_DIR");
-    if (reg_control_dir(out, sizeof out, err, sizeof err) < 0) printf("# %s\n", err);
+    if (reg_control_dir(out, sizeof out, err, sizeof err) < 0)
+        printf("# %s\n", err);
     is_str(out, want, "no XDG_RUNTIME_DIR: /tmp/wtproxy-<uid>");
 }
 
@@ -151,7 +153,8 @@ static void remove_tree(const char *path)
         return;
     }
     while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
         snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
         if (e->d_type == DT_DIR)
             remove_tree(sub);

@@ -79,7 +79,8 @@ static void retry_on_timeout(void)
     double took = now_s() - t0;
     ok(c == NULL, "a server that never answers: no connection");
     is_int(queued(fd), 2, "it was asked twice: the timed-out connect is retried once");
-    ok(took >= 2.0 * (double)strtol(REG_PG_CONNECT_TIMEOUT, NULL, 10) - 1, "after two deadlines (%.1f s)", took);
+    ok(took >= 2.0 * (double)strtol(REG_PG_CONNECT_TIMEOUT, NULL, 10) - 1,
+       "after two deadlines (%.1f s)", took);
     ok(strstr(err, "timed out twice after " REG_PG_CONNECT_TIMEOUT " s") != NULL &&
            strstr(err, "overloaded") != NULL,
        "the error says it timed out twice and asks whether PostgreSQL is overloaded: %s", err);

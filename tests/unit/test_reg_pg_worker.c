@@ -40,7 +40,10 @@ void reg_mirror_show(struct reg_mirror *m, const char *error)
         snprintf(m->first_shown, sizeof m->first_shown, "%.40s", error);
 }
 
-void reg_pg_set_query_timeout(int ms) { (void)ms; }
+void reg_pg_set_query_timeout(int ms)
+{
+    (void)ms;
+}
 
 static pthread_t loop_thread;
 static atomic_int hanging; /* set: "the server does not answer" */
@@ -133,8 +136,7 @@ int main(void)
     ok(off_loop && on_loop, "jobs ran off the loop's thread, callbacks on it");
     ok(m.shows == 4 && strcmp(m.first_shown, "the registry did not answer") == 0 &&
            strcmp(m.shown, "") == 0,
-       "each job's outcome reached the loop in order: the failure, then \"\" (%d shown)",
-       m.shows);
+       "each job's outcome reached the loop in order: the failure, then \"\" (%d shown)", m.shows);
 
     atomic_store(&hanging, 1);
     submit(w, 5, 1, NULL); /* running at shutdown */

@@ -25,7 +25,8 @@ static struct reg_backend *mk(int front, const char *worktree, int port, enum re
     struct reg_backend *b;
 
     snprintf(name, sizeof name, "127.0.0.1:%d", port);
-    if (!(b = reg_backend_new(name, err, sizeof err))) return NULL;
+    if (!(b = reg_backend_new(name, err, sizeof err)))
+        return NULL;
     snprintf(b->machine, sizeof b->machine, "3f1c0ffee");
     b->front = front;
     snprintf(b->worktree, sizeof b->worktree, "%s", worktree);
@@ -87,7 +88,8 @@ static void test_json_round_trip(void)
 
     back = reg_backend_from_json(o, err, sizeof err);
     ok(back && same_entry(b, back), "from_json gives every field back, the address resolved");
-    if (!back) printf("# %s\n", err);
+    if (!back)
+        printf("# %s\n", err);
     ok(back && back->refs == 1 && back->watch == NULL, "  with one reference and no watch");
     ok(back && back->addr.ss_family == AF_INET &&
            ntohs(((struct sockaddr_in *)&back->addr)->sin_port) == 41234,
@@ -116,13 +118,23 @@ static void test_json_round_trip(void)
 
 static void test_utf8_repair(void)
 {
-    static const struct { const char *in, *want; } cases[] = {
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
         {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
-        {"a\x80" "b", "a?b"},               /* a stray continuation byte */
-        {"a\xc0\xaf" "b", "a??b"},          /* an overlong '/' */
-        {"a\xed\xa0\x80" "b", "a???b"},     /* a surrogate */
-        {"a\xf4\x90\x80\x80" "b", "a????b"}, /* past U+10FFFF */
-        {"a\xe2\x82", "a??"},              /* cut short */
+        {"a\x80"
+         "b",
+         "a?b"}, /* a stray continuation byte */
+        {"a\xc0\xaf"
+         "b",
+         "a??b"}, /* an overlong '/' */
+        {"a\xed\xa0\x80"
+         "b",
+         "a???b"}, /* a surrogate */
+        {"a\xf4\x90\x80\x80"
+         "b",
+         "a????b"},           /* past U+10FFFF */
+        {"a\xe2\x82", "a??"}, /* cut short */
     };
     json_t *j;
 
@@ -135,7 +147,9 @@ static void test_utf8_repair(void)
 
 static void test_json_checks(void)
 {
-    static const struct { const char *key, *json, *want; } cases[] = {
+    static const struct {
+        const char *key, *json, *want;
+    } cases[] = {
         {"front", "0", "\"front\": 0 is out of range (1..65535)"},
         {"front", "65536", "\"front\": 65536 is out of range"},
         {"front", "\"8000\"", "\"front\" is not an integer"},
@@ -205,7 +219,8 @@ static long slurp(const char *path, char *buf, size_t len)
     FILE *f = fopen(path, "rb");
     size_t n;
 
-    if (!f) return -1;
+    if (!f)
+        return -1;
     n = fread(buf, 1, len - 1, f);
     fclose(f);
     buf[n] = '\0';
@@ -216,7 +231,8 @@ static void spit(const char *path, const char *data, size_t len)
 {
     FILE *f = fopen(path, "wb");
 
-    if (!f) return;
+    if (!f)
+        return;
     fwrite(data, 1, len, f);
     fclose(f);
 }
@@ -228,8 +244,10 @@ static int count_files(const char *needle)
     struct dirent *e;
     int n = 0;
 
-    while (d && (e = readdir(d))) n += strstr(e->d_name, needle) != NULL;
-    if (d) closedir(d);
+    while (d && (e = readdir(d)))
+        n += strstr(e->d_name, needle) != NULL;
+    if (d)
+        closedir(d);
     return n;
 }
 
@@ -239,8 +257,10 @@ static void remove_all(void)
     DIR *d = opendir(dir);
     struct dirent *e;
 
-    while (d && (e = readdir(d))) unlinkat(dirfd(d), e->d_name, 0);
-    if (d) closedir(d);
+    while (d && (e = readdir(d)))
+        unlinkat(dirfd(d), e->d_name, 0);
+    if (d)
+        closedir(d);
     rmdir(dir);
 }
 
@@ -307,7 +327,8 @@ static void check_corrupt(const char *what, const char *data, size_t len, const 
     /* PATH.corrupt-<the second of the load>, whichever second that was. */
     for (t1 = t0; t1 < t0 + 5; t1++) {
         snprintf(moved, sizeof moved, "%s.corrupt-%lld", path, t1);
-        if (access(moved, F_OK) == 0) break;
+        if (access(moved, F_OK) == 0)
+            break;
     }
     has_str(warn, why, "  warning says what was wrong");
     has_str(warn, path, "  names the file");

@@ -69,16 +69,18 @@ static void test_keys(void)
         mk(8000, "/src/shop/wt-a", 41001, REG_READY),
         mk(8001, "/src/shop/wt-a", 41002, REG_READY), /* same worktree, other front */
         mk(8000, "/src/shop/wt-b", 41003, REG_READY),
-        mk(8000, "", 41004, REG_READY),               /* the default backend's key */
+        mk(8000, "", 41004, REG_READY), /* the default backend's key */
     };
 
-    for (int i = 0; i < 4; i++) is_int(reg_table_put(t, b[i], NULL), 0, "put key %d", i);
+    for (int i = 0; i < 4; i++)
+        is_int(reg_table_put(t, b[i], NULL), 0, "put key %d", i);
     ok(reg_table_get(t, 8001, "/src/shop/wt-a") == b[1], "the key includes the front");
     ok(reg_table_get(t, 8000, "") == b[3], "an empty worktree is a key of its own");
     ok(reg_table_get(t, 8000, "/src/shop/wt-a/") == NULL, "the worktree compares as a string");
     ok(reg_table_get(t, 8002, "/src/shop/wt-a") == NULL, "no entry on another front");
     reg_table_free(t);
-    for (int i = 0; i < 4; i++) reg_backend_unref(b[i]);
+    for (int i = 0; i < 4; i++)
+        reg_backend_unref(b[i]);
 }
 
 static void test_take_keeps_order(void)
@@ -103,7 +105,8 @@ static void test_take_keeps_order(void)
     ok(reg_table_take(t, 8001, "/src/wt-06") == NULL, "take on another front finds nothing");
     is_int(reg_table_count(t), 39, "39 left");
     for (size_t i = 0, want = 0; i < 39; i++, want++) {
-        if (want == 5) want++;
+        if (want == 5)
+            want++;
         in_order &= reg_table_at(t, i) == b[want];
     }
     ok(in_order, "the others stay in registration order");
@@ -116,7 +119,8 @@ static void test_take_keeps_order(void)
     ok(reg_table_at(t, 0) == b[1], "  and leaves no hole where the dead one was");
     reg_backend_unref(got);
     reg_table_free(t);
-    for (int i = 0; i < 40; i++) reg_backend_unref(b[i]);
+    for (int i = 0; i < 40; i++)
+        reg_backend_unref(b[i]);
 }
 
 /* Every put and take that changes what the table holds counts; a refused
@@ -156,7 +160,8 @@ static void test_by_name(void)
     };
     struct reg_backend *out[4] = {NULL};
 
-    for (int i = 0; i < 4; i++) reg_table_put(t, b[i], NULL);
+    for (int i = 0; i < 4; i++)
+        reg_table_put(t, b[i], NULL);
     is_int(reg_table_by_name(t, 8000, "wt-a", out, 4), 2, "two wt-a on front 8000");
     ok(out[0] == b[0] && out[1] == b[1], "  both, in registration order");
     out[1] = NULL;
@@ -167,7 +172,8 @@ static void test_by_name(void)
     is_int(reg_table_by_name(t, 8000, "wt", out, 4), 0, "no prefix match");
     is_int(reg_table_by_name(t, 8000, "shop", out, 4), 0, "the repo folder is not the name");
     reg_table_free(t);
-    for (int i = 0; i < 4; i++) reg_backend_unref(b[i]);
+    for (int i = 0; i < 4; i++)
+        reg_backend_unref(b[i]);
 }
 
 static void test_worktree_name(void)

@@ -73,8 +73,8 @@ static const struct row rows[] = {
      "chunked in capitals"},
     {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", PE_UNSUPPORTED_TE,
      "one unknown coding: 501"},
-    {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-     PE_UNSUPPORTED_TE, "an unknown coding before a final chunked: 501"},
+    {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", PE_UNSUPPORTED_TE,
+     "an unknown coding before a final chunked: 501"},
     {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
      PE_UNSUPPORTED_TE, "the same in two fields"},
     {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, deflate\r\n\r\n", PE_BAD_REQUEST,
@@ -101,13 +101,15 @@ static void test_llhttp_te(void)
     const char *heads[] = {
         "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked,\r\n\r\n",
         "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+         "Transfer-Encoding: chunked\r\n\r\n"),
     };
     for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
         struct http_msg m;
         http_msg_init(&m, HTTP_REQUEST, &hooks, NULL);
         llhttp_errno_t err = http_msg_feed_request_head(&m, heads[i], strlen(heads[i]));
-        is_int(err, HPE_INVALID_TRANSFER_ENCODING, "llhttp stops on chunked followed by more (%zu)", i);
+        is_int(err, HPE_INVALID_TRANSFER_ENCODING, "llhttp stops on chunked followed by more (%zu)",
+               i);
         has_str(request_parse_error(&m, err), "final", "and the reason says chunked must be final");
     }
 }
@@ -121,8 +123,8 @@ int main(void)
         detail[0] = '\0';
         http_msg_init(&m, HTTP_REQUEST, &hooks, NULL);
         llhttp_errno_t err = http_msg_feed_request_head(&m, rows[i].head, strlen(rows[i].head));
-        is_int(got, rows[i].want, "%s%s%s (llhttp: %s)", rows[i].why, detail[0] ? ": " : "",
-               detail, llhttp_errno_name(err));
+        is_int(got, rows[i].want, "%s%s%s (llhttp: %s)", rows[i].why, detail[0] ? ": " : "", detail,
+               llhttp_errno_name(err));
     }
     test_llhttp_te();
     return done_testing();

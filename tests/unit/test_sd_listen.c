@@ -202,7 +202,8 @@ static void test_listen_fds(void)
     setenv("LISTEN_PID", pid, 1);
     setenv("LISTEN_FDS", "1", 1);
     setenv("LISTEN_FDNAMES", "wtproxy.socket", 1);
-    int n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, &control, note, sizeof note, err, sizeof err);
+    int n =
+        proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, &control, note, sizeof note, err, sizeof err);
     is_int(n, 1, "a socket at fd 3 for this pid is taken (%s)", err);
     is_str(socks[0].name, "wtproxy.socket", "  with its name");
     is_int(control.fd, -1, "  no control socket came");
@@ -219,7 +220,8 @@ static void test_listen_fds(void)
     setenv("LISTEN_FDNAMES", "a:control:b", 1);
     n = proxy_sd_listen_fds(socks, WTP_SD_MAX_FDS, &control, note, sizeof note, err, sizeof err);
     is_int(n, 2, "TCP, Unix, TCP: two fronts (%s)", err);
-    ok(socks[0].fd == 3 && socks[1].fd == 5 && !strcmp(socks[1].name, "b"), "  fds 3 and 5, in order");
+    ok(socks[0].fd == 3 && socks[1].fd == 5 && !strcmp(socks[1].name, "b"),
+       "  fds 3 and 5, in order");
     is_int(control.fd, 4, "  fd 4 is the control socket");
     is_str(((struct sockaddr_un *)&control.addr)->sun_path, unix_path, "  with its path");
 

@@ -14,6 +14,8 @@
  * "fingerprint.x" for the inner object), or as is when name is NULL. */
 static char *answer_with(const char *name, const char *value)
 {
+    /* one answer's fields beside their values: kept out of clang-format */
+    /* clang-format off */
     static const char *const keys[] = {"wtproxy_whoami", "checkout", "pid", "started_at",
                                        "fingerprint.algorithm", "fingerprint.include",
                                        "fingerprint.exclude", "fingerprint.files",
@@ -22,15 +24,19 @@ static char *answer_with(const char *name, const char *value)
                                        "\"2026-12-02T08:00:00Z\"", "\"wtproxy-fp-v1\"",
                                        "[\"**/*.py\"]", "[\"**/.git/**\", \"**/node_modules/**\"]",
                                        "87", "\"" HASH "\""};
+    /* clang-format on */
     size_t cap = 200000, n = 0;
     char *s = malloc(cap);
     n += (size_t)snprintf(s + n, cap - n, "{\"extra\": {\"ignored\": [1, 2]}, ");
     for (size_t i = 0; i < 9; i++) {
         const char *v = name && strcmp(name, keys[i]) == 0 ? value : vals[i];
         const char *key = strncmp(keys[i], "fingerprint.", 12) == 0 ? keys[i] + 12 : keys[i];
-        if (i == 4) n += (size_t)snprintf(s + n, cap - n, "\"fingerprint\": {\"future\": true, ");
-        if (v) n += (size_t)snprintf(s + n, cap - n, "\"%s\": %s, ", key, v);
-        if (i == 8) n -= 2, n += (size_t)snprintf(s + n, cap - n, "}, ");
+        if (i == 4)
+            n += (size_t)snprintf(s + n, cap - n, "\"fingerprint\": {\"future\": true, ");
+        if (v)
+            n += (size_t)snprintf(s + n, cap - n, "\"%s\": %s, ", key, v);
+        if (i == 8)
+            n -= 2, n += (size_t)snprintf(s + n, cap - n, "}, ");
     }
     snprintf(s + n - 2, cap - n + 2, "}");
     return s;
@@ -84,7 +90,8 @@ static char *patterns(int n)
     size_t cap = (size_t)n * 8 + 3, len = 1;
     char *s = malloc(cap);
     s[0] = '[';
-    for (int i = 0; i < n; i++) len += (size_t)snprintf(s + len, cap - len, "%s\"*.p\"", i ? ", " : "");
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%s\"*.p\"", i ? ", " : "");
     snprintf(s + len, cap - len, "]");
     return s;
 }
@@ -127,10 +134,12 @@ static void test_bad_fields(void)
         {"fingerprint.algorithm", "\"wtproxy-fp-v2\"",
          "fingerprint.algorithm is not \"wtproxy-fp-v1\""},
         {"fingerprint.algorithm", NULL, "fingerprint.algorithm is missing or not a string"},
-        {"fingerprint.hash", "\"sha256:9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08\"",
+        {"fingerprint.hash",
+         "\"sha256:9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08\"",
          "fingerprint.hash is not \"sha256:\" and 64 hex digits"},
         {"fingerprint.hash", "\"sha256:9f86\"", "fingerprint.hash is not \"sha256:\""},
-        {"fingerprint.hash", "\"md5:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"",
+        {"fingerprint.hash",
+         "\"md5:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"",
          "fingerprint.hash is not"},
         {"fingerprint.hash", "\"" HASH "0\"", "fingerprint.hash is not"},
         {"fingerprint.hash", NULL, "fingerprint.hash is missing or not a string"},
@@ -144,7 +153,8 @@ static void test_bad_fields(void)
         {"fingerprint.include", "[\"\"]", "fingerprint.include[0] is empty"},
         {"fingerprint.include", long_pattern, "fingerprint.include[0] is empty, longer than 256"},
         {"fingerprint.include", many, "fingerprint.include has 65 patterns, more than 64"},
-        {"fingerprint.exclude", "[\"ok/**\", null]", "fingerprint.exclude[1] is missing or not a string"},
+        {"fingerprint.exclude", "[\"ok/**\", null]",
+         "fingerprint.exclude[1] is missing or not a string"},
         {"fingerprint.exclude", "{}", "fingerprint.exclude is missing or not an array"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -187,7 +197,8 @@ static void test_bad_documents(void)
     }
     char *big = repeat("{\"pad\": \"", ' ', WHOAMI_ANSWER_MAX, "\"}"), err[512];
     struct whoami_answer a;
-    ok(whoami_answer_parse(big, strlen(big), &a, err, sizeof err) == -1, "a 64 KiB+ answer is refused");
+    ok(whoami_answer_parse(big, strlen(big), &a, err, sizeof err) == -1,
+       "a 64 KiB+ answer is refused");
     has_str(err, "more than 65536", "  by its size");
     free(big);
     char nul[] = "{\"a\": 1}\0garbage";
@@ -214,10 +225,12 @@ static void test_never_crashes(void)
     for (int i = 0; i < 20000; i++) {
         char *copy = malloc(n);
         memcpy(copy, body, n);
-        for (int k = 0, m = 1 + rand() % 4; k < m; k++) copy[rand() % n] = (char)(rand() % 256);
+        for (int k = 0, m = 1 + rand() % 4; k < m; k++)
+            copy[rand() % n] = (char)(rand() % 256);
         if (whoami_answer_parse(copy, n, &a, err, sizeof err) == 0) {
             accepted++;
-            if (a.checkout[0] != '/' || strlen(a.hash) != 71) accepted = -1000000;
+            if (a.checkout[0] != '/' || strlen(a.hash) != 71)
+                accepted = -1000000;
             whoami_answer_free(&a);
         }
         free(copy);

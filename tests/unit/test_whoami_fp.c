@@ -21,9 +21,11 @@ static long long rchar(void)
     char buf[512];
     long long v = -1;
     FILE *f = fopen("/proc/self/io", "r");
-    if (!f) return -1;
+    if (!f)
+        return -1;
     while (fgets(buf, sizeof buf, f))
-        if (sscanf(buf, "rchar: %lld", &v) == 1) break;
+        if (sscanf(buf, "rchar: %lld", &v) == 1)
+            break;
     fclose(f);
     return v;
 }
@@ -33,7 +35,8 @@ static void write_file(const char *rel, char fill, size_t n)
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, rel);
     FILE *f = fopen(path, "w");
-    for (size_t i = 0; i < n; i++) fputc(fill, f);
+    for (size_t i = 0; i < n; i++)
+        fputc(fill, f);
     fclose(f);
 }
 
@@ -42,7 +45,8 @@ static struct whoami_patterns py = {(char *[]){"**/*.py"}, 1, (char *[]){"skip/*
 static const struct whoami_file *find(const struct whoami_fp *fp, const char *path)
 {
     for (size_t i = 0; i < fp->n; i++)
-        if (strcmp(fp->file[i].path, path) == 0) return &fp->file[i];
+        if (strcmp(fp->file[i].path, path) == 0)
+            return &fp->file[i];
     return NULL;
 }
 
@@ -90,7 +94,8 @@ static void test_reuse(void)
     unlink(path);
     whoami_fp_free(&a);
     is_int(whoami_fp_compute(dir, &py, &c, &a, err, sizeof err), 0, "fourth pass");
-    is_int((long long)whoami_fp_diff(&c, &a, changed, 1), 2, "diff counts an added and a removed file");
+    is_int((long long)whoami_fp_diff(&c, &a, changed, 1), 2,
+           "diff counts an added and a removed file");
     is_str(changed[0], "big.py", "  listing at most max of them, in path order");
     is_int((long long)whoami_fp_diff(&a, &a, changed, 4), 0, "no difference with itself");
     whoami_fp_free(&a);
@@ -111,10 +116,11 @@ static void test_odd_entries(void)
     snprintf(path, sizeof path, "%s/skip", dir);
     mkdir(path, 0755);
     write_file("skip/x.py", 'x', 1);
-    is_int(whoami_fp_compute(dir, &py, NULL, &fp, err, sizeof err), 0, "a FIFO and symlink loops: %s",
-           err);
+    is_int(whoami_fp_compute(dir, &py, NULL, &fp, err, sizeof err), 0,
+           "a FIFO and symlink loops: %s", err);
     ok(!find(&fp, "fifo.py"), "the FIFO is ignored (and not opened: no hang)");
-    ok(find(&fp, "self.py") && find(&fp, "self.py")->type == 'l', "a link to itself is an 'l' record");
+    ok(find(&fp, "self.py") && find(&fp, "self.py")->type == 'l',
+       "a link to itself is an 'l' record");
     ok(!find(&fp, "loop/small.py"), "a link to a folder is not followed");
     ok(!find(&fp, "skip/x.py"), "an excluded folder adds nothing");
     whoami_fp_free(&fp);
@@ -136,11 +142,12 @@ static void test_long_path(void)
     close(f);
     close(fd);
     struct whoami_fp fp;
-    is_int(whoami_fp_compute(dir, &py, NULL, &fp, err, sizeof err), 0, "a tree deeper than PATH_MAX: %s",
-           err);
+    is_int(whoami_fp_compute(dir, &py, NULL, &fp, err, sizeof err), 0,
+           "a tree deeper than PATH_MAX: %s", err);
     const struct whoami_file *deep = NULL;
     for (size_t i = 0; i < fp.n; i++)
-        if (strstr(fp.file[i].path, "deep.py")) deep = &fp.file[i];
+        if (strstr(fp.file[i].path, "deep.py"))
+            deep = &fp.file[i];
     ok(deep && strlen(deep->path) > PATH_MAX && deep->type == 'f',
        "its file is fingerprinted (path of %zu bytes)", deep ? strlen(deep->path) : 0);
     whoami_fp_free(&fp);
@@ -155,9 +162,12 @@ static int check_unreadable(void)
     struct whoami_fp fp;
     if (getuid() == 0 && (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0))
         return 3;
-    if (whoami_fp_compute(dir, &py, NULL, &fp, err, sizeof err) < 0) return 4;
+    if (whoami_fp_compute(dir, &py, NULL, &fp, err, sizeof err) < 0)
+        return 4;
     const struct whoami_file *f = find(&fp, "secret.py");
-    int r = f && f->type == 'u' && memcmp(f->digest, empty, 4) == 0 && !find(&fp, "locked/in.py") ? 0 : 5;
+    int r = f && f->type == 'u' && memcmp(f->digest, empty, 4) == 0 && !find(&fp, "locked/in.py")
+                ? 0
+                : 5;
     whoami_fp_free(&fp);
     return r;
 }
@@ -175,7 +185,8 @@ static void test_unreadable(void)
     chmod(dir, 0755);
     fflush(stdout);
     pid_t pid = fork();
-    if (pid == 0) _exit(check_unreadable());
+    if (pid == 0)
+        _exit(check_unreadable());
     int status = 0;
     waitpid(pid, &status, 0);
     is_int(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0,
@@ -190,7 +201,9 @@ static void test_errors(void)
     struct whoami_fp fp;
     ok(whoami_fp_compute("/nonexistent/wtproxy", &py, NULL, &fp, err, sizeof err) == -1,
        "a missing root is an error");
-    has_str(err, "cannot fingerprint /nonexistent/wtproxy: No such file or directory (give the checkout's folder)",
+    has_str(err,
+            "cannot fingerprint /nonexistent/wtproxy: No such file or directory (give the "
+            "checkout's folder)",
             "  that says so");
     ok(whoami_fp_compute("/etc/hostname", &py, NULL, &fp, err, sizeof err) == -1,
        "a file as root is an error");
@@ -203,7 +216,8 @@ static void test_errors(void)
 
 int main(void)
 {
-    if (!mkdtemp(dir)) return 1;
+    if (!mkdtemp(dir))
+        return 1;
     test_reuse();
     test_odd_entries();
     test_long_path();
@@ -211,6 +225,7 @@ int main(void)
     test_errors();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) printf("# could not remove %s\n", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
     return done_testing();
 }

@@ -99,12 +99,15 @@ static void test_hostile_is_fast(void)
     char path[20001], pat[257], dpath[8001], dpat[257];
     memset(path, 'a', sizeof path - 1);
     path[sizeof path - 1] = '\0';
-    for (int i = 0; i < 256; i += 2) pat[i] = '*', pat[i + 1] = 'a';
+    for (int i = 0; i < 256; i += 2)
+        pat[i] = '*', pat[i + 1] = 'a';
     pat[255] = 'b';
     pat[256] = '\0';
-    for (int i = 0; i < 8000; i += 2) dpath[i] = 'a', dpath[i + 1] = '/';
+    for (int i = 0; i < 8000; i += 2)
+        dpath[i] = 'a', dpath[i + 1] = '/';
     dpath[7999] = '\0';
-    for (int i = 0; i < 255; i += 3) memcpy(dpat + i, "**/", 3);
+    for (int i = 0; i < 255; i += 3)
+        memcpy(dpat + i, "**/", 3);
     memcpy(dpat + 252, "b/**", 5);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -13,11 +13,11 @@
 #include "tap.h"
 
 /* Every commit is made with these, so its hash is always the same. */
-#define GIT_SETUP                                                                              \
-    "export GIT_AUTHOR_DATE=2020-01-01T00:00:00Z GIT_COMMITTER_DATE=2020-01-01T00:00:00Z "     \
-    "GIT_CONFIG_NOSYSTEM=1 HOME=\"$PWD\"; "                                                    \
-    "g() { git -c init.defaultBranch=main -c user.name=t -c user.email=t@t "                   \
-    "-c protocol.file.allow=always \"$@\"; }; "                                                \
+#define GIT_SETUP                                                                                  \
+    "export GIT_AUTHOR_DATE=2020-01-01T00:00:00Z GIT_COMMITTER_DATE=2020-01-01T00:00:00Z "         \
+    "GIT_CONFIG_NOSYSTEM=1 HOME=\"$PWD\"; "                                                        \
+    "g() { git -c init.defaultBranch=main -c user.name=t -c user.email=t@t "                       \
+    "-c protocol.file.allow=always \"$@\"; }; "                                                    \
     "g init -q repo && g -C repo commit -q --allow-empty -m init; "
 #define DETACHED "(detached 8067236)" /* that commit, as git-log --oneline shows it */
 
@@ -43,8 +43,8 @@ static const struct row rows[] = {
     {"worktree nested in another worktree's folder",
      "g -C repo worktree add -q ../wt-b && g -C repo worktree add -q ../wt-b/inner", "wt-b/inner",
      "wt-b/inner", "repo/.git", "repo/.git/worktrees/inner", "inner", ""},
-    {"detached worktree", "g -C repo worktree add -q --detach ../wt-d", "wt-d", "wt-d",
-     "repo/.git", "repo/.git/worktrees/wt-d", DETACHED, ""},
+    {"detached worktree", "g -C repo worktree add -q --detach ../wt-d", "wt-d", "wt-d", "repo/.git",
+     "repo/.git/worktrees/wt-d", DETACHED, ""},
     {"separate gitdir (git init --separate-git-dir)",
      "g init -q --separate-git-dir=sep.git plain && g -C plain commit -q --allow-empty -m init",
      "plain", "plain", "sep.git", "sep.git", "main", ""},
@@ -59,7 +59,8 @@ static const struct row rows[] = {
      "g -C repo worktree add -q ../wt-b && mv wt-b wt-moved", "wt-moved", "wt-moved", "repo/.git",
      "repo/.git/worktrees/wt-b", "wt-b", "run `git worktree repair` in it"},
     {"moved worktree after git worktree repair: no note",
-     "g -C repo worktree add -q ../wt-b && mv wt-b wt-moved && g -C wt-moved worktree repair 2>/dev/null",
+     "g -C repo worktree add -q ../wt-b && mv wt-b wt-moved && g -C wt-moved worktree repair "
+     "2>/dev/null",
      "wt-moved", "wt-moved", "repo/.git", "repo/.git/worktrees/wt-b", "wt-b", ""},
     {"garbage .git file: refused",
      "g -C repo worktree add -q ../wt-b && echo 'not a gitfile' > wt-b/.git", "wt-b", NULL, NULL,
@@ -109,7 +110,8 @@ static int build(const struct row *r)
 {
     char cmd[2 * PATH_MAX], templ[] = "/tmp/test_worktree.XXXXXX";
 
-    if (!mkdtemp(templ) || !realpath(templ, tmp)) return -1;
+    if (!mkdtemp(templ) || !realpath(templ, tmp))
+        return -1;
     snprintf(cmd, sizeof cmd, "set -e; cd '%s'; " GIT_SETUP "%s", tmp, r->setup);
     return system(cmd) == 0 ? 0 : -1;
 }
@@ -119,7 +121,8 @@ static void remove_tmp(void)
     char cmd[PATH_MAX + 16];
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0) ok(0, "remove %s", tmp);
+    if (system(cmd) != 0)
+        ok(0, "remove %s", tmp);
 }
 
 static void check(const struct row *r, const char *dir, const char *what)
@@ -135,7 +138,8 @@ static void check(const struct row *r, const char *dir, const char *what)
         return;
     }
     is_int(rc, 0, "%s: %s", r->name, what);
-    if (rc < 0) printf("# %s\n", err);
+    if (rc < 0)
+        printf("# %s\n", err);
     is_str(w.root, at(r->root), "  root");
     is_str(w.common, at(r->common), "  common dir");
     is_str(w.gitdir, at(r->gitdir), "  gitdir");
@@ -158,7 +162,8 @@ static void run_row(const struct row *r)
         snprintf(sub, sizeof sub, "%s/src/deeper", at(r->dir));
         if (stat(at(r->dir), &st) == 0) {
             snprintf(cmd, sizeof cmd, "mkdir -p '%s'", sub);
-            if (system(cmd) != 0) ok(0, "mkdir %s", sub);
+            if (system(cmd) != 0)
+                ok(0, "mkdir %s", sub);
             check(r, sub, "a subfolder");
         }
     }
@@ -187,7 +192,8 @@ int main(void)
         printf("1..0 # SKIP git is not installed\n");
         return 0;
     }
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) run_row(&rows[i]);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        run_row(&rows[i]);
     test_branch();
     return done_testing();
 }

@@ -30,7 +30,8 @@ static void test_one_service(void)
     is_int(wtfile_read(mkdtemp(none), &f, err, sizeof err), 1, "no .wtproxy: 1");
     rmdir(none);
     is_int(parse("# the dev server\nstart = ./serve {port}  # comment\nfront = 8001\n"
-                 "idle_stop = 2s\n"), 0, "a file without sections");
+                 "idle_stop = 2s\n"),
+           0, "a file without sections");
     is_int(f.n, 1, "  is one service");
     is_str(f.svc[0].name, "", "  unnamed");
     is_str(f.svc[0].start, "./serve {port}", "  its start, comment cut");
@@ -48,7 +49,8 @@ static void test_sections(void)
     is_int(parse("[service db]\nstart = d {port}\nfront = 8002\n"
                  "[service web]\nstart = w {port}\nafter = api\n"
                  "[service api]\nstart = a {port}\nfront = 8001\nready = /api/health\n"
-                 "after = db\nidle_stop = 0\n"), 0, "three sections");
+                 "after = db\nidle_stop = 0\n"),
+           0, "three sections");
     is_int(f.n, 3, "  three services");
     const struct wtfile_service *web = wtfile_by_name(&f, "web");
     const struct wtfile_service *api = wtfile_by_front(&f, 8001);
@@ -58,7 +60,8 @@ static void test_sections(void)
     ok(api->idle_ms == 0, "  idle_stop 0: never");
     is_int(wtfile_start_order(&f, (int)(web - f.svc), order), 3, "web needs all three");
     ok(strcmp(f.svc[order[0]].name, "db") == 0 && strcmp(f.svc[order[1]].name, "api") == 0 &&
-           strcmp(f.svc[order[2]].name, "web") == 0, "  in the order db, api, web");
+           strcmp(f.svc[order[2]].name, "web") == 0,
+       "  in the order db, api, web");
     is_int(wtfile_start_order(&f, 0, order), 1, "db needs only itself");
     char var[64];
     wtfile_front_var("my-api_2", var, sizeof var);
@@ -79,12 +82,13 @@ static void test_bad(void)
     refused("[service a]\nstart = x\nafter = a\n", ".wtproxy:3:", "cycle: a -> a", "self");
     refused("[service a]\nstart = x\nfront = 9000\n[service b]\nstart = y\nfront = 9000\n",
             ".wtproxy:6:", "services `a` and `b` both serve front 9000", "two on one front");
-    refused("[service a]\nstart = x\n[service b]\nstart = y\n", ".wtproxy:3:",
-            "both serve front 8000", "two on the default front");
-    refused("[service a]\nstart = x\nafter = nope\n", ".wtproxy:3:",
-            "`after` names `nope`, which this file does not declare", "unknown after");
-    refused("[service a]\nstart = x\n[service a]\nstart = y\nfront = 2\n", ".wtproxy:3:",
-            "service `a` is declared twice (first at line 1)", "duplicate");
+    refused("[service a]\nstart = x\n[service b]\nstart = y\n",
+            ".wtproxy:3:", "both serve front 8000", "two on the default front");
+    refused("[service a]\nstart = x\nafter = nope\n",
+            ".wtproxy:3:", "`after` names `nope`, which this file does not declare",
+            "unknown after");
+    refused("[service a]\nstart = x\n[service a]\nstart = y\nfront = 2\n",
+            ".wtproxy:3:", "service `a` is declared twice (first at line 1)", "duplicate");
     refused("[service Bad!]\nstart = x\n", ".wtproxy:1:", "is not 1-32 of a-z", "invalid name");
     refused("[svc a]\n", ".wtproxy:1:", "a section is written `[service NAME]`", "bad section");
     refused("start = x\n[service a]\nstart = y\n", ".wtproxy:1:", "belongs to no service",
