@@ -11,28 +11,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import {
-  makeWorktrees, startDaemon, startRun, cliEnv, getWorktree, waitFor, pidAlive,
+  makeWorktrees, startDaemon, startRun, cliEnv, getWorktree, waitFor, pidAlive, control,
 } from './lib/registry.mjs';
 import { startMcp, initialize } from './lib/mcp.mjs';
-
-// One request on the daemon's control socket (registry/PROTOCOL.md).
-function control(sock, req) {
-  return new Promise((resolve, reject) => {
-    const c = net.connect(sock);
-    let buf = '';
-    c.on('connect', () => c.write(`${JSON.stringify(req)}\n`));
-    c.on('data', (d) => {
-      buf += d;
-      if (buf.includes('\n')) { c.destroy(); resolve(JSON.parse(buf.slice(0, buf.indexOf('\n')))); }
-    });
-    c.on('error', reject);
-    c.setTimeout(10000, () => { c.destroy(); reject(new Error('control socket timed out')); });
-  });
-}
 
 // A session of `wtproxy mcp` in cwd, past its handshake.
 async function session(t, tmp, cwd, args = []) {

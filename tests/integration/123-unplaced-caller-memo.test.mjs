@@ -9,9 +9,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { git, makeWorktrees, startDaemon, startRun } from './lib/registry.mjs';
+import { git, makeWorktrees, startDaemon, startRun, control } from './lib/registry.mjs';
 
 // A python3 process in cwd that reads commands on stdin: "get" (GET / on a
 // new connection, closed before the next: its fd number is the next one's),
@@ -85,20 +84,6 @@ function startClient(t, cwd, port) {
     });
   };
   return { proc, lines, send, until, pid: next().then((l) => l.pid) };
-}
-
-// One line to the daemon's control socket, its reply parsed.
-function control(sock, req) {
-  return new Promise((resolve, reject) => {
-    const s = net.createConnection(sock);
-    let buf = '';
-    s.on('connect', () => s.write(`${JSON.stringify(req)}\n`));
-    s.on('data', (d) => {
-      buf += d;
-      if (buf.includes('\n')) { s.end(); resolve(JSON.parse(buf)); }
-    });
-    s.on('error', reject);
-  });
 }
 
 // How many identifications have waited for a worker so far.

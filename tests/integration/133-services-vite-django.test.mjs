@@ -22,11 +22,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startDaemon, lsJson, cli, cliEnv, get, git, makeWorktrees, waitFor, sanitizerClean, wtServer } from './lib/registry.mjs';
+import { startDaemon, lsJson, cli, cliEnv, get, git, makeWorktrees, waitFor, sanitizerClean, wtServer, control } from './lib/registry.mjs';
 import { repoRoot as root0, wtproxyBin } from './lib/wtproxy.mjs';
 import { processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
 import { python, pythonPath, writeDjangoProject, freePort } from './lib/whoami.mjs';
@@ -35,21 +34,6 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const fixture = path.join(here, 'fixtures', 'services');
 const plugin = path.join(root0, 'whoami/node/vite.mjs');
 const names = ['a', 'b', 'c'];
-
-// One request line on the control socket, one reply line back.
-function control(tmp, req) {
-  return new Promise((resolve, reject) => {
-    const s = net.createConnection(tmp.control);
-    let buf = '';
-    s.on('data', (d) => {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) { s.end(); resolve(JSON.parse(buf.slice(0, nl))); }
-    });
-    s.on('error', reject);
-    s.write(JSON.stringify(req) + '\n');
-  });
-}
 
 function wtproxyFile(webFront, apiFront) {
   return `# the shop: a Django API and a Vite front end
@@ -182,7 +166,7 @@ test('Vite + Django in three worktrees: each page\'s /api reaches its own worktr
   assert.match(ls.stdout.split('\n')[0], /BRANCH\s+SERVICE\s+FRONT/, ls.stdout);
   assert.match(ls.stdout, new RegExp(`wt-a\\s+a\\s+api\\s+${apiFront}`), ls.stdout);
 
-  const svc = await control(tmp, { op: 'services', worktree: wt.a });
+  const svc = await control(tmp.control, { op: 'services', worktree: wt.a });
   assert.equal(svc.ok, true, JSON.stringify(svc));
   assert.equal(svc.file, path.join(wt.a, '.wtproxy'));
   assert.deepEqual(svc.services.map((s) => [s.name, s.front, s.running, s.state]),
@@ -205,13 +189,13 @@ test('Vite + Django in three worktrees: each page\'s /api reaches its own worktr
   for (const e of entries) { try { process.kill(-e.pid, 'SIGTERM'); } catch { /* gone */ } }
   await waitFor(async () => (await lsJson(tmp)).length === 0, 10000, 'the servers stopped');
   // declared, not running, once the daemon has reaped the wrappers it started
-  await waitFor(async () => (await control(tmp, { op: 'services', worktree: wt.b })).services
+  await waitFor(async () => (await control(tmp.control, { op: 'services', worktree: wt.b })).services
     .every((s) => !s.running), 10000, 'declared, not running');
 
   // the start op (the dashboard's Start, mcp) starts a declared service and the one it needs
-  const unknown = await control(tmp, { op: 'start', worktree: wt.b, service: 'nope' });
+  const unknown = await control(tmp.control, { op: 'start', worktree: wt.b, service: 'nope' });
   assert.equal(unknown.error, 'not-declared', JSON.stringify(unknown));
-  const started = await control(tmp, { op: 'start', worktree: wt.b, service: 'web' });
+  const started = await control(tmp.control, { op: 'start', worktree: wt.b, service: 'web' });
   assert.equal(started.ok, true, JSON.stringify(started));
   assert.equal(started.front, webFront);
   await waitFor(async () => (await lsJson(tmp)).filter((e) => e.state === 'ready').length === 2, 90000,
@@ -256,7 +240,7 @@ test('a bad .wtproxy: 503 and the daemon\'s output name the file, the line and t
     assert.ok(r.body.includes(path.join(tmp.wt.a, '.wtproxy')), `${what}: the 503 names the file: ${r.body}`);
     assert.match(r.body, want, what);
     await waitFor(() => want.test(px.stderr()), 3000, `${what}: in the daemon's output`);
-    const op = await control(tmp, { op: 'services', worktree: tmp.wt.a });
+    const op = await control(tmp.control, { op: 'services', worktree: tmp.wt.a });
     assert.equal(op.error, 'bad-wtproxy-file', JSON.stringify(op));
     assert.match(op.message, want, `${what}: the services op says it too`);
   }

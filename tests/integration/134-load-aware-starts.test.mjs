@@ -11,10 +11,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { makeWorktrees, wtServer, lsJson, waitFor, cli, get } from './lib/registry.mjs';
+import { makeWorktrees, wtServer, lsJson, waitFor, cli, get, control } from './lib/registry.mjs';
 import { startProxy } from './lib/wtproxy.mjs';
 
 const loadPct = () => Math.round((os.loadavg()[0] * 100) / os.cpus().length);
@@ -27,16 +26,6 @@ async function someLoad(t) {
   t.after(() => { for (const p of busy) p.kill('SIGKILL'); });
   await waitFor(() => loadPct() >= 4, 90000, 'the load average to rise above 0.04 per CPU');
   return loadPct();
-}
-
-function control(sock, req) {
-  return new Promise((resolve, reject) => {
-    const s = net.createConnection(sock);
-    let buf = '';
-    s.on('data', (d) => { buf += d; if (buf.includes('\n')) { s.end(); resolve(JSON.parse(buf)); } });
-    s.on('error', reject);
-    s.write(JSON.stringify(req) + '\n');
-  });
 }
 
 // A request for cwd's worktree (named by header: this worktree's .wtproxy

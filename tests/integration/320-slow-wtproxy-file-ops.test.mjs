@@ -10,26 +10,10 @@
 // passes, naming the file and what to do, and the start starts nothing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
-import { makeWorktrees, declaring, startPreloadedDaemon, startRun, getWorktree, wtServer, waitFor, lsJson, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, declaring, startPreloadedDaemon, startRun, getWorktree, wtServer, waitFor, lsJson, sanitizerClean, control } from './lib/registry.mjs';
 
 const OPEN_MS = 1500;
 const FAST_MS = 400;
-
-// One request line on the control socket, one reply line back.
-function control(sock, req) {
-  return new Promise((resolve, reject) => {
-    const s = net.createConnection(sock);
-    let buf = '';
-    s.on('data', (d) => {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) { s.end(); resolve(JSON.parse(buf.slice(0, nl))); }
-    });
-    s.on('error', reject);
-    s.write(JSON.stringify(req) + '\n');
-  });
-}
 
 // Send op; while its reply is awaited, time requests to a's server.
 // Resolves { reply, ms, took: [ms of each request to a] }.

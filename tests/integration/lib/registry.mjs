@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { startProxy, wtproxyBin } from './wtproxy.mjs';
 import { runToExit } from './conformance.mjs';
@@ -184,4 +185,20 @@ export function sleeper(t) {
 // No sanitizer report in a process's output.
 export function sanitizerClean(assert, text) {
   assert.doesNotMatch(text, /AddressSanitizer|LeakSanitizer|runtime error:/, text);
+}
+
+// One request line on the daemon's control socket (registry/PROTOCOL.md),
+// its reply line parsed.
+export function control(sock, req) {
+  return new Promise((resolve, reject) => {
+    const s = net.createConnection(sock);
+    let buf = '';
+    s.on('connect', () => s.write(`${JSON.stringify(req)}\n`));
+    s.on('data', (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) { s.end(); resolve(JSON.parse(buf.slice(0, nl))); }
+    });
+    s.on('error', reject);
+  });
 }
