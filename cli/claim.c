@@ -265,8 +265,7 @@ static void print_leases(json_t *arr)
     else
         printf("%-24s  %-16s  %-8s  %-6s  %-8s  %s\n", "RESOURCE", "MACHINE", "PID", "AGE",
                "EXPIRES", "WORKTREE  PURPOSE");
-    json_array_foreach(arr, i, o)
-    {
+    json_array_foreach(arr, i, o) {
         struct reg_lease l;
         char err[128], age[32], left[32] = "-", pid[16] = "manual";
         if (reg_lease_from_json(o, &l, err, sizeof err) < 0)

@@ -364,8 +364,7 @@ struct reg_table *cli_table(char *err, size_t errlen)
     struct reg_table *t = json_is_array(entries) ? reg_table_new() : NULL;
     size_t i;
     json_t *e;
-    json_array_foreach(t ? entries : NULL, i, e)
-    {
+    json_array_foreach(t ? entries : NULL, i, e) {
         char why[256];
         if (json_is_true(json_object_get(e, "remote")))
             continue; /* another machine's: never routed here */

@@ -60,8 +60,7 @@ static void ask_daemon(struct doc_ctx *c)
         return;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(c->entries, "entries"), i, e)
-    {
+    json_array_foreach(json_object_get(c->entries, "entries"), i, e) {
         const char *w = json_string_value(json_object_get(e, "worktree"));
         if (c->have_wt && w && strcmp(w, c->wt.root) == 0 && !json_object_get(e, "remote") &&
             json_integer_value(json_object_get(e, "front")) == c->front)

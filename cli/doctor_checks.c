@@ -21,8 +21,7 @@ static int listens_on(json_t *ping, int front)
     char suffix[16];
     size_t i, n = (size_t)snprintf(suffix, sizeof suffix, ":%d", front);
     json_t *a;
-    json_array_foreach(json_object_get(ping, "listen"), i, a)
-    {
+    json_array_foreach(json_object_get(ping, "listen"), i, a) {
         const char *s = json_string_value(a);
         if (s && strlen(s) > n && strcmp(s + strlen(s) - n, suffix) == 0)
             return 1;

@@ -158,8 +158,7 @@ void doc_leases(struct doc_ctx *c, struct doc_result *r)
     char mine[1024] = "", others[1024] = "";
     size_t i, n_mine = 0, n_others = 0;
     json_t *l;
-    json_array_foreach(all, i, l)
-    {
+    json_array_foreach(all, i, l) {
         const char *id = json_string_value(json_object_get(l, "id"));
         const char *w = json_string_value(json_object_get(l, "worktree"));
         int is_mine = c->have_wt && w && strcmp(w, c->wt.root) == 0;

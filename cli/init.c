@@ -292,7 +292,8 @@ static void print_text(const struct init_plan *p, json_t *j, int apply)
         printf("Playwright: %s, recipe \"%s\"\n", p->app.pw.file, recipe_name(p->recipe));
     json_array_foreach(json_object_get(j, "changes"), i, v)
         fputs(json_string_value(json_object_get(v, "diff")), stdout);
-    json_array_foreach(p->notes, i, v) printf("note: %s\n", json_string_value(v));
+    json_array_foreach(p->notes, i, v)
+        printf("note: %s\n", json_string_value(v));
     if (p->n == 0)
         printf("nothing to change\n");
     else if (!apply)

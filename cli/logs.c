@@ -65,8 +65,7 @@ json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t 
         json_decref(out);
         return NULL;
     }
-    json_array_foreach(json_object_get(reply, "entries"), i, e)
-    {
+    json_array_foreach(json_object_get(reply, "entries"), i, e) {
         const char *wt = json_string_value(json_object_get(e, "worktree"));
         const char *sv = json_string_value(json_object_get(e, "service"));
         const char *machine = json_string_value(json_object_get(e, "machine"));

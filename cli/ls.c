@@ -68,8 +68,7 @@ static int several_machines(json_t *entries)
     const char *first = NULL;
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e)
-    {
+    json_array_foreach(entries, i, e) {
         const char *m = json_string_value(json_object_get(e, "machine"));
         if (!first)
             first = m ? m : "";
@@ -84,8 +83,7 @@ static int any_service(json_t *entries)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e)
-    {
+    json_array_foreach(entries, i, e) {
         const char *s = json_string_value(json_object_get(e, "service"));
         if (s && *s)
             return 1;
@@ -149,8 +147,7 @@ static void print_waiting(void)
         return;
     }
     json_int_t max = json_integer_value(json_object_get(reply, "start_max_load_pct"));
-    json_array_foreach(json_object_get(reply, "starts"), i, st)
-    {
+    json_array_foreach(json_object_get(reply, "starts"), i, st) {
         const char *svc = json_string_value(json_object_get(st, "service"));
         json_t *load = json_object_get(st, "load");
         if (i == 0)

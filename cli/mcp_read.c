@@ -80,8 +80,7 @@ static json_t *pick(json_t *entries, const char *wt, const char *service, json_t
     json_t *found = NULL, *e;
     char choices[1024] = "";
     size_t i, n = 0, len = 0;
-    json_array_foreach(entries, i, e)
-    {
+    json_array_foreach(entries, i, e) {
         const char *sv = json_string_value(json_object_get(e, "service"));
         int f = (int)json_integer_value(json_object_get(e, "front"));
         if ((service && (!sv || strcmp(sv, service) != 0)) ||

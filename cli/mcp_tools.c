@@ -151,8 +151,7 @@ static int check_args(const struct tool *t, json_t *args, char *err, size_t errl
 {
     const char *key;
     json_t *v;
-    json_object_foreach(args, key, v)
-    {
+    json_object_foreach(args, key, v) {
         const struct tool_arg *a = t->args;
         while (a < t->args + MAX_ARGS && a->name && strcmp(a->name, key) != 0)
             a++;
@@ -238,8 +237,7 @@ static void whose(const char *worktree, char *out, size_t outlen)
     json_t *fail = NULL, *entries = mcp_entries(worktree, &fail), *e;
     size_t i, n = 0;
     out[0] = '\0';
-    json_array_foreach(entries, i, e)
-    {
+    json_array_foreach(entries, i, e) {
         int w = snprintf(out + n, outlen - n, "; its server on front :%d is pid %d (%s)",
                          (int)json_integer_value(json_object_get(e, "front")),
                          (int)json_integer_value(json_object_get(e, "pid")),
@@ -292,8 +290,7 @@ json_t *mcp_entries(const char *worktree, json_t **fail)
     json_t *reply = mcp_ask(json_pack("{s:s}", "op", "list"), fail), *e;
     json_t *all = json_object_get(reply, "entries"), *mine = reply ? json_array() : NULL;
     size_t i;
-    json_array_foreach(all, i, e)
-    {
+    json_array_foreach(all, i, e) {
         const char *wt = json_string_value(json_object_get(e, "worktree"));
         if (wt && strcmp(wt, worktree) == 0 && !json_is_true(json_object_get(e, "remote")))
             json_array_append(mine, e);

@@ -22,8 +22,10 @@ static json_t *find_entry(json_t *list, json_t *e)
 {
     json_t *x;
     size_t i;
-    json_array_foreach(list, i, x) if (json_integer_value(json_object_get(x, "front")) ==
-                                       json_integer_value(json_object_get(e, "front"))) return x;
+    json_array_foreach(list, i, x)
+        if (json_integer_value(json_object_get(x, "front")) ==
+            json_integer_value(json_object_get(e, "front")))
+            return x;
     return NULL;
 }
 
@@ -65,8 +67,7 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
             fprintf(stderr, "wtproxy: %s\n", err);
             return 1;
         }
-        json_array_foreach(asked, i, e)
-        {
+        json_array_foreach(asked, i, e) {
             json_t *x = find_entry(now, e);
             if (restart && (!x || json_integer_value(json_object_get(x, "pid")) !=
                                       json_integer_value(json_object_get(e, "pid")))) {
@@ -80,17 +81,17 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
         if (rc || !pending)
             return rc;
         if (waited >= wait_ms) {
-            json_array_foreach(asked, i, e) if (restart)
-            {
-                char why[80];
-                snprintf(why, sizeof why, "it did not listen within %ld s", wait_ms / 1000);
-                report_dead(e, why);
-            }
-            else fprintf(stderr,
-                         "wtproxy stop: %s's server on front %lld is still registered "
-                         "after %ld s; see wtproxy ls\n",
-                         str(e, "worktree"), json_integer_value(json_object_get(e, "front")),
-                         wait_ms / 1000);
+            json_array_foreach(asked, i, e)
+                if (restart) {
+                    char why[80];
+                    snprintf(why, sizeof why, "it did not listen within %ld s", wait_ms / 1000);
+                    report_dead(e, why);
+                } else
+                    fprintf(stderr,
+                            "wtproxy stop: %s's server on front %lld is still registered "
+                            "after %ld s; see wtproxy ls\n",
+                            str(e, "worktree"), json_integer_value(json_object_get(e, "front")),
+                            wait_ms / 1000);
             return 1;
         }
         nanosleep(&tick, NULL);
@@ -127,10 +128,11 @@ static int act(int argc, char **argv, const char *op, const char *key)
     json_t *asked = json_object_get(reply, key);
     r = await(&a, asked, restart, restart ? RESTART_WAIT_MS : STOP_WAIT_MS);
     size_t i;
-    json_array_foreach(asked, i, e) if (r == 0)
-        printf("wtproxy: %s's server on front %lld %s\n", str(e, "worktree"),
-               json_integer_value(json_object_get(e, "front")),
-               restart ? "restarted and ready" : "stopped");
+    json_array_foreach(asked, i, e)
+        if (r == 0)
+            printf("wtproxy: %s's server on front %lld %s\n", str(e, "worktree"),
+                   json_integer_value(json_object_get(e, "front")),
+                   restart ? "restarted and ready" : "stopped");
     json_decref(reply);
     return r;
 }

@@ -157,8 +157,7 @@ static void print_why(json_t *o)
     json_t *step;
     printf("process %d: %s\n", (int)json_integer_value(json_object_get(o, "pid")),
            json_string_value(json_object_get(o, "process")));
-    json_array_foreach(json_object_get(o, "chain"), i, step)
-    {
+    json_array_foreach(json_object_get(o, "chain"), i, step) {
         const char *cwd = json_string_value(json_object_get(step, "cwd"));
         printf("  %s pid %-7d cwd %s%s\n", i ? "<-" : "  ",
                (int)json_integer_value(json_object_get(step, "pid")), cwd ? cwd : "?",

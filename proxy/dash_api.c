@@ -125,8 +125,9 @@ json_t *dash_api_backends(struct proxy_server *s)
     }
     json_t *pending = s->ondemand ? ondemand_pending(s->ondemand) : NULL;
     size_t i;
-    json_array_foreach(pending, i, p) if (arr && cache)
-        json_array_append_new(arr, pending_json(s, p, cache));
+    json_array_foreach(pending, i, p)
+        if (arr && cache)
+            json_array_append_new(arr, pending_json(s, p, cache));
     json_decref(pending);
     json_decref(cache);
     return arr;

@@ -86,15 +86,14 @@ static void find_batch(struct identify *id, struct host_job_list *jobs)
     struct host_job *hj;
     size_t n = 0, i = 0;
     STAILQ_FOREACH(hj, jobs, link)
-    n += ((struct job *)hj)->pid == 0;
+        n += ((struct job *)hj)->pid == 0;
     if (n == 0)
         return;
     unsigned long *inodes = calloc(n, sizeof *inodes);
     pid_t *pids = calloc(n, sizeof *pids);
     int *fds = calloc(n, sizeof *fds);
     uid_t uid = 0;
-    STAILQ_FOREACH(hj, jobs, link)
-    {
+    STAILQ_FOREACH(hj, jobs, link) {
         struct job *j = (struct job *)hj;
         if (j->pid)
             continue;
@@ -109,8 +108,7 @@ static void find_batch(struct identify *id, struct host_job_list *jobs)
     if (inodes && pids && fds)
         find_holders(id, inodes, n, uid, pids, fds, &((struct job *)STAILQ_FIRST(jobs))->seen);
     i = 0;
-    STAILQ_FOREACH(hj, jobs, link)
-    {
+    STAILQ_FOREACH(hj, jobs, link) {
         struct job *j = (struct job *)hj;
         if (j->pid)
             continue;
@@ -147,8 +145,7 @@ void identify_run_batch(struct host_job_list *jobs, void *ctx)
     struct job *done[WORKER_KNOWN];
     int ndone = 0;
     find_batch(id, jobs);
-    STAILQ_FOREACH(hj, jobs, link)
-    {
+    STAILQ_FOREACH(hj, jobs, link) {
         struct job *j = (struct job *)hj;
         const struct job *same = j->pid > 0 ? walked(done, ndone, j->pid, j->uid) : NULL;
         if (same) {

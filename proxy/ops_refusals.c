@@ -35,8 +35,9 @@ json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req)
     json_t *out = json_array();
     size_t i;
     json_t *r;
-    json_array_foreach(all, i, r) if (!wt || concerns(r, json_string_value(wt)))
-        json_array_append(out, r);
+    json_array_foreach(all, i, r)
+        if (!wt || concerns(r, json_string_value(wt)))
+            json_array_append(out, r);
     json_decref(all);
     while (out && json_array_size(out) > max)
         json_array_remove(out, 0); /* keep the newest */

@@ -71,8 +71,7 @@ static void load(struct reg_lease_store *ls, char *warn, size_t warnlen)
         }
         return;
     }
-    json_array_foreach(arr, i, o)
-    {
+    json_array_foreach(arr, i, o) {
         char err[256];
         struct reg_lease l;
         if (ls->n < REG_LEASE_MAX && reg_lease_from_json(o, &l, err, sizeof err) == 0)

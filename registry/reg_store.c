@@ -282,8 +282,7 @@ int reg_store_load(struct reg_table *t, const char *path, char *warn, size_t war
         move_aside(path, why, warn, warnlen);
         return 0;
     }
-    json_array_foreach(json_object_get(doc, "entries"), i, o)
-    {
+    json_array_foreach(json_object_get(doc, "entries"), i, o) {
         if (load_entry(t, o, why, sizeof why) == 0)
             continue;
         nskipped++;

@@ -190,8 +190,8 @@ static void disk_ready(void *arg)
     struct whoami_server *s;
     g->busy++;
     LIST_FOREACH(s, &g->servers, link)
-    if (s->disk_wait)
-        settle(s);
+        if (s->disk_wait)
+            settle(s);
     unbusy(g);
 }
 

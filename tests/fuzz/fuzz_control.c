@@ -109,8 +109,7 @@ static void empty_table(void)
     json_t *r = request(0, list, sizeof list - 1);
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(r, "entries"), i, e)
-    {
+    json_array_foreach(json_object_get(r, "entries"), i, e) {
         json_t *q =
             json_pack("{s:s, s:O, s:O}", "op", "unregister", "front", json_object_get(e, "front"),
                       "worktree", json_object_get(e, "worktree"));

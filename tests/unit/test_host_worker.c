@@ -121,7 +121,8 @@ static void test_shutdown(void)
        "the job running at shutdown is waited for and handed back finished");
     int q = 0;
     struct host_job *hj;
-    STAILQ_FOREACH(hj, &queued, link) q = q * 100 + ((struct job *)hj)->n;
+    STAILQ_FOREACH(hj, &queued, link)
+        q = q * 100 + ((struct job *)hj)->n;
     is_int(q, 1112, "the queued ones are handed back unstarted, in order");
     is_int(norder, 1, "and never ran");
 }
