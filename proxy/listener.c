@@ -160,7 +160,12 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (v6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 511) < 0) {
+    /* The whole backlog the kernel allows (net.core.somaxconn; 4096 by
+     * default): a test runner opening 1,500 connections while the loop is
+     * busy must find them all queued. With 511 (nginx's default) the rest
+     * had their SYN dropped and waited 1 s or more for a retransmission
+     * (test 304). systemd's Backlog= defaults to the same. */
+    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
         int e = errno;
         close(fd);
         if (v6 && (e == EADDRNOTAVAIL || e == EAFNOSUPPORT))
