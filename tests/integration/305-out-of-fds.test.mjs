@@ -7,6 +7,9 @@
 // says it once for each and waits for a connection to end (or 100 ms).
 // Before stop 30 it retried at once, forever: about 250,000 "accept failed"
 // lines a second in its log, and libevent's warnings for the control socket.
+// A request that finds no fd for its backend connection gets 503 out-of-fds
+// (the dev server was not asked), not 502 backend-unreachable, which
+// sent people to a dev server that was fine.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -78,6 +81,21 @@ test('the limit lowered under a running daemon: EMFILE said once, no busy loop, 
   assert.ok(said.length <= 2, `said ${said.length} times in 2.5 s: ${said.slice(0, 3).join('\n')}`);
   assert.match(said.find((l) => l.includes('open-file limit 40')) || '', /wait until one ends.*ulimit -Hn/);
   assert.ok(busy < 0.5, `the daemon used ${(busy * 100).toFixed(0)}% of a CPU while it waited for a free fd`);
+  // The accepted ones asking now: no fd is left for a backend connection.
+  const answers = held.map((s) => {
+    let got = '';
+    s.on('data', (d) => { got += d; });
+    s.write('GET /held HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    return () => got;
+  });
+  await new Promise((r) => setTimeout(r, 1000));
+  const got = answers.map((a) => a()).filter((g) => g);
+  assert.ok(got.length > 0, 'no accepted connection was answered');
+  for (const g of got) {
+    assert.match(g, /^HTTP\/1\.1 503 /, `wtproxy's own shortage is not the dev server's 502:\n${g}`);
+    assert.match(g, /x-wtproxy-error: out-of-fds/i, g);
+    assert.match(g, /not at fault[\s\S]*ulimit -Hn/, g);
+  }
   held.forEach((s) => s.destroy());
   const answered = await stats;
   assert.ok(answered.ok, `the control op waiting meanwhile: ${JSON.stringify(answered)}`);
