@@ -92,6 +92,12 @@ static const struct error_kind kinds[] = {
                                       "read /proc. It did not guess a worktree for it.",
          "Retry the request; if it recurs, lower the machine's load, or name the worktree with "
          "X-Wtproxy-Worktree: /path/to/worktree (or <name>.localhost)."},
+    [PE_OUT_OF_FDS] =
+        {503, "Service Unavailable", "out-of-fds",
+         "wtproxy ran out of file descriptors (or kernel memory) for a connection to the dev "
+         "server; the dev server was not asked and is not at fault.",
+         "Retry the request. Raise wtproxy's open-file limit (ulimit -Hn before wtproxy serve, "
+         "LimitNOFILE= in its systemd unit) or lower max_connections."},
     [PE_CHECKOUT_MISMATCH] =
         {421, "Misdirected Request", "checkout-mismatch",
          "The server on your worktree's port serves another checkout; wtproxy refused to let "

@@ -25,6 +25,7 @@ enum proxy_error {
     PE_BACKEND_BAD_RESPONSE,
     PE_BACKEND_TIMEOUT,
     PE_IDENTIFY_TIMEOUT,
+    PE_OUT_OF_FDS,
     /* The /__whoami gate's refusals (whoami/gate.h): they also carry
      * X-Wtproxy-Refused, and a status of 404 or above, so that a test
      * runner never takes a refused server for a ready one. */

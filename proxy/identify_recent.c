@@ -46,19 +46,26 @@ static struct recent *recent_add(struct identify *id, pid_t pid)
     return &id->recent[0];
 }
 
+/* Whether e's process still has the cwd its walk saw (one readlink). */
+static int same_cwd(const struct recent *e)
+{
+    char cwd[PATH_MAX];
+    return host_pid_cwd(e->pid, cwd, sizeof cwd) == 0 && strcmp(cwd, e->place.cwd) == 0;
+}
+
 /* Whether e's "placed nowhere" still holds for a connection of uid (see
  * UNPLACED_MS); its process is known to live. */
 static int unplaced_holds(struct identify *id, const struct recent *e, uid_t uid)
 {
-    char cwd[PATH_MAX];
     return e->unplaced && e->uid == uid && host_mono_ms() < e->until_ms &&
-           e->version == id->known.version(id->known.arg) &&
-           host_pid_cwd(e->pid, cwd, sizeof cwd) == 0 && strcmp(cwd, e->place.cwd) == 0;
+           e->version == id->known.version(id->known.arg) && same_cwd(e);
 }
 
 /* From the cache while that very process lives (a pidfd tells a reused
- * pid apart) and was placed, or was placed nowhere and nothing the loop
- * can see changed since (unplaced_holds). */
+ * pid apart) and was placed, in the cwd it was placed in (a test runner
+ * that chdirs into another worktree is that worktree's caller at its next
+ * connection, not its old one's), or was placed nowhere and nothing the
+ * loop can see changed since (unplaced_holds). */
 int identify_cached_place(struct identify *id, pid_t pid, struct identify_result *r)
 {
     struct recent *e = recent_of(id, pid);
@@ -70,7 +77,7 @@ int identify_cached_place(struct identify *id, pid_t pid, struct identify_result
         e->nfds = e->learnt_fd = 0;
         e->placing = NULL; /* the placement in flight is the ended process's */
     }
-    if (!e || (!e->placed && !unplaced_holds(id, e, r->uid)))
+    if (!e || !(e->placed ? same_cwd(e) : unplaced_holds(id, e, r->uid)))
         return 0;
     r->placed = e->placed;
     r->place = e->place;

@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,13 +22,78 @@
  * before the first answer, each waiting for its process's placement. */
 #define ACCEPT_MAX 16
 
+/* Each connection holds two fds (its client's, its backend's); the rest of
+ * the daemon (idle pooled backend connections, recent callers' pidfds,
+ * inotify, the workers' pipes, control and dashboard clients, logs) keeps
+ * pool_size plus FD_RESERVE, or half the limit when that is less (a tiny
+ * limit still serves; accept_failed covers the rest). */
+#define FD_RESERVE 128
+/* After running out of fds, accepting pauses this long (or until a
+ * connection ends), and it is said at most once per FD_WARN_MS. */
+#define ACCEPT_RETRY_MS 100
+#define FD_WARN_MS 10000
+
+static unsigned long long fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 0;
+    return (unsigned long long)rl.rlim_cur;
+}
+
+void listener_fit_fd_limit(struct proxy_server *s)
+{
+    unsigned long long limit = fd_limit(), reserve = FD_RESERVE + s->cfg.pool_size;
+    unsigned long long fit = (limit - (reserve < limit / 2 ? reserve : limit / 2)) / 2;
+    s->max_clients = s->cfg.max_connections;
+    if (!limit || fit >= s->cfg.max_connections)
+        return;
+    s->max_clients = fit ? (unsigned)fit : 1;
+    proxy_log("the open-file limit (%llu) holds %u connections at once, fewer than "
+              "max_connections (%u): the others wait to be accepted. Raise it: ulimit -Hn %llu "
+              "before wtproxy serve, or LimitNOFILE=%llu in its systemd unit",
+              limit, s->max_clients, s->cfg.max_connections,
+              2ULL * s->cfg.max_connections + reserve, 2ULL * s->cfg.max_connections + reserve);
+}
+
+static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct proxy_server *s = arg;
+    (void)fd;
+    (void)what;
+    if (!s->stopping && s->nclients < s->max_clients)
+        listener_set_accepting(s, 1);
+}
+
+/* Out of fds (or kernel memory): the pending connection stays queued and
+ * the listener would be reported again at once, forever (a busy loop
+ * writing this line). So accepting pauses until a connection ends
+ * (proxy_server_client_gone) or ACCEPT_RETRY_MS passed. */
+static void accept_failed(struct proxy_server *s, int err)
+{
+    if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM) {
+        proxy_log("accept failed: %s", strerror(err));
+        return;
+    }
+    listener_set_accepting(s, 0);
+    static const struct timeval retry = {0, ACCEPT_RETRY_MS * 1000};
+    evtimer_add(s->accept_retry, &retry);
+    unsigned long long now = proxy_now_ms(s);
+    if (s->fd_warned_ms && now - s->fd_warned_ms < FD_WARN_MS)
+        return;
+    s->fd_warned_ms = now;
+    proxy_log("cannot accept a connection: %s, with %u connection(s) open (open-file limit "
+              "%llu): new connections wait until one ends. Raise the limit (ulimit -Hn before "
+              "wtproxy serve, LimitNOFILE= in its systemd unit) or lower max_connections",
+              strerror(err), s->nclients, fd_limit());
+}
+
 /* Accept until the backlog is empty (accept4 says EAGAIN) or ACCEPT_MAX
  * were taken (level-triggered: the rest is reported again). One connection
  * per report instead, as nginx without multi_accept, cost an epoll_wait per
  * connection under load (8.2 syscalls a Connection: close request at -c50
  * became 9.1). What libevent's evconnlistener did, without its wrapper and
- * locking (about 200 instructions a connection). Out of fds or memory: said
- * once per report; the listener keeps going. Accepted sockets are
+ * locking (about 200 instructions a connection). Accepted sockets are
  * close-on-exec, so that a dev server the daemon starts does not inherit
  * its callers' connections. */
 static void on_acceptable(evutil_socket_t lfd, short what, void *arg)
@@ -43,13 +109,11 @@ static void on_acceptable(evutil_socket_t lfd, short what, void *arg)
             continue;
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                proxy_log("accept failed: %s (raise the open-file limit or lower "
-                          "max_connections)",
-                          strerror(errno));
+                accept_failed(s, errno);
             return;
         }
         proxy_client_accept(s, l, fd, (struct sockaddr *)&ss);
-        if (s->nclients >= s->cfg.max_connections)
+        if (s->nclients >= s->max_clients)
             listener_set_accepting(s, 0);
     }
 }
@@ -160,7 +224,12 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (v6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 511) < 0) {
+    /* The whole backlog the kernel allows (net.core.somaxconn; 4096 by
+     * default): a test runner opening 1,500 connections while the loop is
+     * busy must find them all queued. With 511 (nginx's default) the rest
+     * had their SYN dropped and waited 1 s or more for a retransmission
+     * (test 304). systemd's Backlog= defaults to the same. */
+    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
         int e = errno;
         close(fd);
         if (v6 && (e == EADDRNOTAVAIL || e == EAFNOSUPPORT))
@@ -201,6 +270,11 @@ static int adopt_inherited(struct proxy_server *s, char *err, size_t errlen)
 
 int listener_open_all(struct proxy_server *s, char *err, size_t errlen)
 {
+    if (!(s->accept_retry = evtimer_new(s->base, accept_retry_cb, s))) {
+        snprintf(err, errlen, "cannot listen: out of memory");
+        return -1;
+    }
+    listener_fit_fd_limit(s);
     if (s->ninherited > 0)
         return adopt_inherited(s, err, errlen);
     for (int i = 0; i < s->cfg.nlisten; i++) {
@@ -233,6 +307,9 @@ void listener_close_all(struct proxy_server *s)
     }
     s->nlisteners = 0;
     s->accepting = 0;
+    if (s->accept_retry)
+        event_free(s->accept_retry);
+    s->accept_retry = NULL;
 }
 
 void listener_set_accepting(struct proxy_server *s, int on)

@@ -16,7 +16,11 @@ int listener_open_all(struct proxy_server *s, char *err, size_t errlen);
 
 void listener_close_all(struct proxy_server *s);
 
-/* Stop or resume accepting (max_connections reached / freed). */
+/* Stop or resume accepting (max_clients reached / freed). */
 void listener_set_accepting(struct proxy_server *s, int on);
+
+/* Set s->max_clients: max_connections, or fewer when the open-file limit
+ * cannot hold that many (said once, with the fix). At start and reload. */
+void listener_fit_fd_limit(struct proxy_server *s);
 
 #endif

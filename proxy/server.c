@@ -125,6 +125,7 @@ static void reload(struct proxy_server *s)
         proxy_log("whoami = on applies at the next start");
     cfg.whoami = s->cfg.whoami;
     s->cfg = cfg;
+    listener_fit_fd_limit(s);
     apply_gate(s);
     reg_backend_unref(s->backend);
     s->backend = backend;
@@ -138,7 +139,7 @@ void proxy_server_client_gone(struct proxy_server *s, struct proxy_client *c)
     if (s->stopping) {
         if (s->nclients == 0)
             event_base_loopbreak(s->base);
-    } else if (!s->accepting && s->nclients < s->cfg.max_connections) {
+    } else if (!s->accepting && s->nclients < s->max_clients) {
         listener_set_accepting(s, 1);
     }
 }

@@ -41,8 +41,11 @@ struct proxy_server {
     struct proxy_sd_socket
         inherited[WTP_SD_MAX_FDS]; /* from systemd; served instead of cfg.listen */
     int ninherited;
-    struct proxy_sd_socket control; /* the control socket from systemd; fd -1: we bind it */
-    int accepting;                  /* listeners enabled */
+    struct proxy_sd_socket control;  /* the control socket from systemd; fd -1: we bind it */
+    int accepting;                   /* listeners enabled */
+    unsigned max_clients;            /* max_connections, or what the open-file limit allows */
+    struct event *accept_retry;      /* accepting again after running out of fds */
+    unsigned long long fd_warned_ms; /* when running out of fds was last said */
     unsigned nclients;
     TAILQ_HEAD(, proxy_client) clients;
     int stopping;

@@ -177,19 +177,24 @@ struct stream *stream_connect(struct event_base *base, const struct sockaddr *sa
 {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        snprintf(err, errlen, "socket: %s", strerror(errno));
+        int e = errno;
+        snprintf(err, errlen, "socket: %s", strerror(e));
+        errno = e;
         return NULL;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
-        snprintf(err, errlen, "%s", strerror(errno));
+        int e = errno;
+        snprintf(err, errlen, "%s", strerror(e));
         close(fd);
+        errno = e;
         return NULL;
     }
     struct stream *s = stream_new(base, fd);
     if (!s) {
         snprintf(err, errlen, "out of memory");
+        errno = ENOMEM;
         return NULL;
     }
     s->connecting = 1;

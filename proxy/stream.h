@@ -38,7 +38,8 @@ typedef void (*stream_event_cb)(struct stream *s, short what, void *arg);
 struct stream *stream_new(struct event_base *base, evutil_socket_t fd);
 
 /* Start connecting to sa. The event callback gets STREAM_CONNECTED or
- * STREAM_ERROR. NULL with a message in err when it failed at once. */
+ * STREAM_ERROR. NULL with a message in err, and errno, when it failed at
+ * once. */
 struct stream *stream_connect(struct event_base *base, const struct sockaddr *sa, socklen_t len,
                               char *err, size_t errlen);
 

@@ -88,8 +88,10 @@ void upstream_start(struct proxy_client *c)
         char err[128], d[480];
         c->up = stream_connect(s->base, (struct sockaddr *)&b->addr, b->addrlen, err, sizeof err);
         if (!c->up) {
+            /* wtproxy's own shortage is not the dev server's failure */
+            int ours = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
             snprintf(d, sizeof d, "connect to %s: %s", b->name, err);
-            conn_fail(c, PE_BACKEND_UNREACHABLE, d);
+            conn_fail(c, ours ? PE_OUT_OF_FDS : PE_BACKEND_UNREACHABLE, d);
             return;
         }
     }

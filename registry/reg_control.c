@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/listener.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "host.h"
 
 #define REG_PEER_IDLE_S 10 /* a silent peer is closed */
 
@@ -31,8 +34,16 @@ struct reg_control {
     reg_control_handler handler;
     void *arg;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-    int inherited; /* the socket (and its file) belong to systemd */
+    int inherited;       /* the socket (and its file) belong to systemd */
+    struct event *retry; /* accepting again after accept(2) failed */
+    long long said_ms;   /* when that was last said (host_mono_ms) */
 };
+
+/* After accept(2) failed for want of fds or memory, the control socket
+ * rests this long: the pending connection stays queued, and libevent would
+ * otherwise report it again at once, forever (a busy loop, a warning each
+ * time). The CLI on the other end waits meanwhile. */
+#define RETRY_MS 100
 
 static void read_lines(struct reg_peer *p);
 
@@ -166,6 +177,31 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     bufferevent_enable(p->bev, EV_READ | EV_WRITE);
 }
 
+static void accept_again(evutil_socket_t fd, short what, void *arg)
+{
+    struct reg_control *rc = arg;
+    (void)fd;
+    (void)what;
+    evconnlistener_enable(rc->listener);
+}
+
+static void accept_failed(struct evconnlistener *l, void *arg)
+{
+    static const struct timeval rest = {0, RETRY_MS * 1000};
+    struct reg_control *rc = arg;
+    long long now = host_mono_ms();
+    if (!rc->said_ms || now - rc->said_ms >= 10000) {
+        rc->said_ms = now;
+        fprintf(stderr,
+                "wtproxy: control socket: cannot accept a connection: %s; commands wait. Raise "
+                "the open-file limit (ulimit -Hn before wtproxy serve, LimitNOFILE= in its "
+                "systemd unit) or lower max_connections\n",
+                strerror(errno));
+    }
+    evconnlistener_disable(l);
+    evtimer_add(rc->retry, &rest);
+}
+
 /* A socket file left by a daemon that died is replaced; one a daemon still
  * answers on means another daemon serves it. */
 static int claim_socket_path(const char *path, char *err, size_t errlen)
@@ -233,6 +269,12 @@ struct reg_control *reg_control_new(struct event_base *base, const char *path, i
         free(rc);
         return NULL;
     }
+    if (!(rc->retry = evtimer_new(base, accept_again, rc))) {
+        snprintf(err, errlen, "cannot serve the control socket %s: out of memory", path);
+        reg_control_free(rc);
+        return NULL;
+    }
+    evconnlistener_set_error_cb(rc->listener, accept_failed);
     return rc;
 }
 
@@ -243,6 +285,8 @@ void reg_control_free(struct reg_control *rc)
     while (!TAILQ_EMPTY(&rc->peers))
         peer_free(TAILQ_FIRST(&rc->peers));
     evconnlistener_free(rc->listener);
+    if (rc->retry)
+        event_free(rc->retry);
     if (!rc->inherited) /* systemd keeps listening there, to start the next daemon */
         unlink(rc->path);
     free(rc);
