@@ -47,6 +47,10 @@ int cli_daemon_start_allowed(int no_autostart_flag);
  * starts one), a timeout, or a reply that is not a JSON object. */
 int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen);
 
+/* Whether one of a ping reply's listen addresses is on port front: 1 yes,
+ * 0 no, -1 when it names none (not open yet). */
+int cli_listens_on(json_t *ping, int front);
+
 /* The daemon's registrations (op list) as a local table, for commands that
  * reason about them (wtproxy why, wtproxy db). NULL with err when no
  * daemon answers (none is started). */
@@ -217,6 +221,8 @@ struct cli_playwright {
     int uses_run;   /* ... whose command runs `wtproxy run` */
     int reuse;      /* ... with reuseExistingServer not literally false */
     int front;      /* the port of a literal baseURL (else webServer.url), 0 when none */
+    int url_port;   /* the port of a literal webServer.url, 0 when none */
+    int run_front;  /* the front its `wtproxy run` registers on (--front, else 8000) */
 };
 
 struct cli_app {

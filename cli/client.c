@@ -379,3 +379,18 @@ struct reg_table *cli_table(char *err, size_t errlen)
     json_decref(reply);
     return t;
 }
+
+int cli_listens_on(json_t *ping, int front)
+{
+    char suffix[16];
+    size_t i, n = (size_t)snprintf(suffix, sizeof suffix, ":%d", front);
+    json_t *a, *all = json_object_get(ping, "listen");
+    if (!json_array_size(all))
+        return -1;
+    json_array_foreach(all, i, a) {
+        const char *s = json_string_value(a);
+        if (s && strlen(s) > n && strcmp(s + strlen(s) - n, suffix) == 0)
+            return 1;
+    }
+    return 0;
+}

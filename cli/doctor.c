@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "doctor.h"
+#include "wtfile.h"
 
 static const struct {
     const char *name;
@@ -68,6 +69,17 @@ static void ask_daemon(struct doc_ctx *c)
     }
 }
 
+/* Read the .wtproxy of dir with the daemon's own parser: a typo there
+ * makes the daemon refuse every start, and its `front` unreadable, so
+ * doctor would judge the wrong port. Its error into c->file_err. */
+static void check_file(struct doc_ctx *c, const char *dir)
+{
+    struct wtfile *f = malloc(sizeof *f);
+    if (f && wtfile_read(dir, f, c->file_err, sizeof c->file_err) >= 0)
+        c->file_err[0] = '\0';
+    free(f);
+}
+
 /* Gather what the checks share. 0, or 2 for a bad --front. */
 static int gather(struct doc_ctx *c, const char *front)
 {
@@ -84,7 +96,9 @@ static int gather(struct doc_ctx *c, const char *front)
         char main_root[PATH_MAX];
         snprintf(main_root, sizeof main_root, "%s", c->wt.common);
         char *slash = strrchr(main_root, '/');
-        from_file = cli_wtproxy_front(c->wt.root, &c->has_file);
+        int own = 0;
+        from_file = cli_wtproxy_front(c->wt.root, &own);
+        c->has_file = own;
         if (slash && strcmp(slash, "/.git") == 0) {
             *slash = '\0';
             int main_front = cli_wtproxy_front(main_root, &c->main_has_file);
@@ -92,6 +106,8 @@ static int gather(struct doc_ctx *c, const char *front)
             if (!from_file)
                 from_file = main_front;
         }
+        if (c->has_file)
+            check_file(c, own ? c->wt.root : main_root);
     }
     c->front = f ? (int)f : from_file ? from_file : WTP_DEFAULT_FRONT_PORT;
     ask_daemon(c);

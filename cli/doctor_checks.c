@@ -15,34 +15,25 @@
 #include "port_taken.h"
 #include "whoami.h"
 
-/* Whether one of the ping's listen addresses ends in ":front". */
-static int listens_on(json_t *ping, int front)
-{
-    char suffix[16];
-    size_t i, n = (size_t)snprintf(suffix, sizeof suffix, ":%d", front);
-    json_t *a;
-    json_array_foreach(json_object_get(ping, "listen"), i, a) {
-        const char *s = json_string_value(a);
-        if (s && strlen(s) > n && strcmp(s + strlen(s) - n, suffix) == 0)
-            return 1;
-    }
-    return 0;
-}
-
 void doc_daemon(struct doc_ctx *c, struct doc_result *r)
 {
     if (c->ping) {
         long pid = (long)json_integer_value(json_object_get(c->ping, "pid"));
         char *listen = json_dumps(json_object_get(c->ping, "listen"), JSON_COMPACT);
-        if (listens_on(c->ping, c->front)) {
+        if (cli_listens_on(c->ping, c->front) == 1) {
             doc_set(r, DOC_OK, "wtproxy daemon pid %ld listens on %s", pid, listen ? listen : "?");
         } else {
             doc_set(r, DOC_PROBLEM,
                     "the daemon (pid %ld) listens on %s, not on port %d: "
                     "requests to localhost:%d do not reach it",
                     pid, listen ? listen : "?", c->front, c->front);
-            snprintf(r->fix, sizeof r->fix, "kill %ld; wtproxy serve --listen 127.0.0.1:%d", pid,
-                     c->front);
+            if (c->file_err[0]) /* its front unreadable: 8000 is a guess, not a reason */
+                snprintf(r->fix, sizeof r->fix,
+                         "correct the .wtproxy first (see the server check), then run "
+                         "wtproxy doctor again");
+            else
+                snprintf(r->fix, sizeof r->fix, "kill %ld; wtproxy serve --listen 127.0.0.1:%d",
+                         pid, c->front);
         }
         free(listen);
         return;
@@ -89,6 +80,13 @@ void doc_server(struct doc_ctx *c, struct doc_result *r)
                 json_string_value(json_object_get(c->entry, "backend")),
                 json_integer_value(json_object_get(c->entry, "pid")),
                 json_string_value(json_object_get(c->entry, "state")));
+        return;
+    }
+    if (c->has_file && c->file_err[0]) {
+        doc_set(r, DOC_PROBLEM, "the daemon refuses the .wtproxy, so it starts no server: %s",
+                c->file_err);
+        snprintf(r->fix, sizeof r->fix,
+                 "correct that line of the .wtproxy, then run wtproxy doctor again");
         return;
     }
     if (c->has_file) {
@@ -163,18 +161,35 @@ bad:
     return -1;
 }
 
+/* The command that makes this worktree's registration right again, as
+ * the gate's refusals say it (whoami/refusal.c): a `wtproxy run` server
+ * (its entry has a log) is restarted, or stopped, through wtproxy; a
+ * `register --pid` one ends with its pid; a TTL one (pid 0, where `kill 0`
+ * would signal the reader's own process group) is unregistered. */
+static void entry_fix(struct doc_ctx *c, int restart, char *out, size_t len)
+{
+    long pid = (long)json_integer_value(json_object_get(c->entry, "pid"));
+    if (json_string_value(json_object_get(c->entry, "log")))
+        snprintf(out, len, "wtproxy %s --front %d", restart ? "restart" : "stop", c->front);
+    else if (pid > 0)
+        snprintf(out, len, "kill %ld (then start it again: wtproxy run --front %d -- CMD {port})",
+                 pid, c->front);
+    else
+        snprintf(out, len,
+                 "wtproxy unregister --front %d (then start it: wtproxy run --front %d -- "
+                 "CMD {port})",
+                 c->front, c->front);
+}
+
 /* Compare a parsed answer with this checkout and its code on disk. */
-static void judge(struct doc_ctx *c, const struct whoami_answer *a, long pid, struct doc_result *r)
+static void judge(struct doc_ctx *c, const struct whoami_answer *a, struct doc_result *r)
 {
     char real[PATH_MAX], err[PATH_MAX + 256];
     struct whoami_fp fp;
     if (!realpath(a->checkout, real) || strcmp(real, c->wt.root) != 0) {
         doc_set(r, DOC_PROBLEM, "the server (pid %ld) serves %s, not this worktree %s",
                 (long)a->pid, a->checkout, c->wt.root);
-        snprintf(r->fix, sizeof r->fix,
-                 "kill %ld (then start this worktree's: wtproxy run -- "
-                 "CMD {port}, or its .wtproxy on the next request)",
-                 pid);
+        entry_fix(c, 0, r->fix, sizeof r->fix);
         return;
     }
     if (whoami_fp_compute(c->wt.root, &a->patterns, NULL, &fp, err, sizeof err) < 0) {
@@ -187,10 +202,7 @@ static void judge(struct doc_ctx *c, const struct whoami_answer *a, long pid, st
                 "stale: the server (pid %ld, started %s) loaded %s, the code on "
                 "disk is %s",
                 (long)a->pid, a->started_at, a->hash, fp.hash);
-        snprintf(r->fix, sizeof r->fix,
-                 "kill %ld (it is started again; wtproxy run "
-                 "--restart-on-stale does it by itself)",
-                 pid);
+        entry_fix(c, 1, r->fix, sizeof r->fix);
     } else {
         doc_set(r, DOC_OK,
                 "the server (pid %ld) serves this checkout, current code %s (%zu "
@@ -215,16 +227,12 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
         return;
     }
     const char *backend = json_string_value(json_object_get(c->entry, "backend"));
-    long pid = (long)json_integer_value(json_object_get(c->entry, "pid"));
     struct fetched f = {0};
     struct whoami_answer a;
     char err[512];
     if (fetch_whoami(backend ? backend : "", &f) < 0) {
         doc_set(r, DOC_PROBLEM, "GET http://%s/__whoami: %s", backend, f.error);
-        snprintf(r->fix, sizeof r->fix,
-                 "kill %ld (a server that does not answer is started "
-                 "again on the next request)",
-                 pid);
+        entry_fix(c, 1, r->fix, sizeof r->fix);
     } else if (f.status != 200 || whoami_answer_parse(f.body, f.len, &a, err, sizeof err) < 0) {
         doc_set(r, DOC_PROBLEM,
                 "GET http://%s/__whoami answered %d%s%s: the whoami middleware "
@@ -232,7 +240,7 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
                 backend, f.status, f.status == 200 ? ", " : "", f.status == 200 ? err : "");
         snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
     } else {
-        judge(c, &a, pid, r);
+        judge(c, &a, r);
         whoami_answer_free(&a);
     }
     free(f.body);

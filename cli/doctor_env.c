@@ -117,7 +117,15 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 "%s has no webServer: start the server with wtproxy run or the "
                 ".wtproxy",
                 f);
-    else if (pw.uses_run && pw.has_url)
+    else if (pw.uses_run && pw.has_url && pw.url_port && pw.url_port != pw.run_front) {
+        doc_set(r, DOC_PROBLEM,
+                "%s: webServer.command's `wtproxy run` registers its server on front %d, "
+                "but webServer.url is on port %d: Playwright waits there for a server "
+                "that is never routed to",
+                f, pw.run_front, pw.url_port);
+        snprintf(r->fix, sizeof r->fix, "in webServer.command write: wtproxy run --front %d -- ...",
+                 pw.url_port);
+    } else if (pw.uses_run && pw.has_url)
         doc_set(r, DOC_OK, "%s: recipe url, webServer.command runs `wtproxy run`%s", f,
                 pw.reuse ? ""
                          : " (reuseExistingServer is off: a second run in this "

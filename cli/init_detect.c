@@ -130,9 +130,33 @@ static int django_settings(const char *dir, const char *manage, char *out, size_
     return -1;
 }
 
+/* The interpreter, named by its path, that the Playwright config's
+ * webServer.command (or the command after its `wtproxy run ... --`) runs
+ * `manage.py runserver` with: "/usr/bin/python3 manage.py runserver 8000"
+ * gives "/usr/bin/python3". Returns 0 with it in out, -1 when none. */
+static int config_python(const struct cli_playwright *pw, char *out, size_t outlen)
+{
+    const char *ws = pw->text ? strstr(pw->text, "webServer:") : NULL;
+    const char *cmd = ws ? strstr(ws, "command:") : NULL;
+    char line[1024];
+    if (!cmd || !quoted(cmd + 8, line, sizeof line))
+        return -1;
+    const char *p = strstr(line, "wtproxy") ? strstr(line, " -- ") : NULL;
+    p = p ? p + 4 : line;
+    size_t n = strcspn(p, " \t");
+    const char *base = memrchr(p, '/', n);
+    if (!base || n >= outlen || strncmp(base + 1, "python", 6) != 0 ||
+        strncmp(p + n, " manage.py runserver", 20) != 0 || memchr(p, '$', n) || memchr(p, '`', n))
+        return -1;
+    snprintf(out, outlen, "%.*s", (int)n, p);
+    return 0;
+}
+
 /* Django: the settings file and a start command whose interpreter is the
- * project's virtualenv when it has one (the daemon starts .wtproxy
- * servers with its own environment, without an activated venv). */
+ * one the Playwright config already names by path (the python3 on PATH
+ * may lack Django: pyenv, a venv not activated), else the project's
+ * virtualenv when it has one (the daemon starts .wtproxy servers with its
+ * own environment, without an activated venv), else python3. */
 static int detect_django(const char *dir, struct cli_app *app, char *err, size_t errlen)
 {
     char *manage = read_in(dir, "manage.py", err, errlen);
@@ -142,9 +166,11 @@ static int detect_django(const char *dir, struct cli_app *app, char *err, size_t
     free(manage);
     if (r < 0)
         return -1;
-    const char *py = is_file(dir, ".venv/bin/python", 1)  ? ".venv/bin/python"
-                     : is_file(dir, "venv/bin/python", 1) ? "venv/bin/python"
-                                                          : "python3";
+    char named[512];
+    const char *py = config_python(&app->pw, named, sizeof named) == 0 ? named
+                     : is_file(dir, ".venv/bin/python", 1)             ? ".venv/bin/python"
+                     : is_file(dir, "venv/bin/python", 1)              ? "venv/bin/python"
+                                                                       : "python3";
     app->kind = CLI_APP_DJANGO;
     snprintf(app->start, sizeof app->start, "%s manage.py runserver 127.0.0.1:{port}", py);
     return 0;
@@ -257,6 +283,28 @@ static int within(const char *from, const char *to, const char *needle)
     return p && p < to;
 }
 
+/* The front port `wtproxy run` in [from, to) registers on: its --front
+ * (--front N or --front=N, before the `--` that ends its flags), else the
+ * default, 8000. */
+static int run_front(const char *from, const char *to)
+{
+    const char *run = strstr(from, "wtproxy run");
+    if (!run || run >= to)
+        run = strstr(from, "wtproxy} run");
+    const char *dashes = run ? strstr(run, " -- ") : NULL;
+    const char *f = run ? strstr(run, "--front") : NULL;
+    char digits[8] = "";
+    long port;
+    if (!f || f >= to || (dashes && f > dashes))
+        return WTP_DEFAULT_FRONT_PORT;
+    f += 7 + strspn(f + 7, " =");
+    size_t n = strspn(f, "0123456789");
+    if (n == 0 || n >= sizeof digits)
+        return WTP_DEFAULT_FRONT_PORT;
+    memcpy(digits, f, n);
+    return cli_number(digits, 1, 65535, &port) == 0 ? (int)port : WTP_DEFAULT_FRONT_PORT;
+}
+
 void cli_playwright_read(const char *dir, struct cli_playwright *pw)
 {
     static const char *const names[] = {"playwright.config.ts", "playwright.config.js",
@@ -279,14 +327,18 @@ void cli_playwright_read(const char *dir, struct cli_playwright *pw)
     pw->uses_run = within(ws, end, "wtproxy run") || within(ws, end, "wtproxy} run");
     pw->reuse =
         within(ws, end, "reuseExistingServer:") && !within(ws, end, "reuseExistingServer: false");
+    pw->url_port = literal_port(ws, end, "url:");
     if (!pw->front)
-        pw->front = literal_port(ws, end, "url:");
+        pw->front = pw->url_port;
+    if (pw->uses_run)
+        pw->run_front = run_front(ws, end);
 }
 
 int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errlen)
 {
     memset(app, 0, sizeof *app);
     int r;
+    cli_playwright_read(dir, &app->pw); /* first: it may name the interpreter */
     if (is_file(dir, "manage.py", 0))
         r = detect_django(dir, app, err, errlen);
     else if (is_file(dir, "package.json", 0))
@@ -298,7 +350,6 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
                  dir);
         r = -1;
     }
-    cli_playwright_read(dir, &app->pw);
     return r;
 }
 

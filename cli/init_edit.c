@@ -235,6 +235,17 @@ static int plan_settings(struct init_plan *p)
     return add_change(p, p->app.settings, text, &t);
 }
 
+/* The url recipe's command: `wtproxy run` registers on front 8000 unless
+ * told otherwise, and a config whose URL names another port would wait on
+ * a front where this server is never routed. */
+static void run_command(const struct init_plan *p, char *out, size_t len)
+{
+    if (p->front == WTP_DEFAULT_FRONT_PORT)
+        snprintf(out, len, "wtproxy run -- %s", p->app.start);
+    else
+        snprintf(out, len, "wtproxy run --front %d -- %s", p->front, p->app.start);
+}
+
 /* Replace the quoted literal of webServer's `command:` with `wtproxy run
  * -- START`, a comment line above it. Returns 1 edited (t), 0 not a
  * literal we can edit. */
@@ -255,12 +266,13 @@ static int edit_command(struct init_plan *p, const char *text, struct text *t)
     const char *bol = cmd;
     while (bol > text && bol[-1] != '\n')
         bol--;
-    char line[1200];
+    char line[1200], run[1100];
     put(t, text, (size_t)(bol - text));
     put(t, bol, strspn(bol, " \t"));
     puts_t(t, why_playwright);
     put(t, bol, (size_t)(q - bol));
-    snprintf(line, sizeof line, "%cwtproxy run -- %s%c", *q, p->app.start, *q);
+    run_command(p, run, sizeof run);
+    snprintf(line, sizeof line, "%c%s%c", *q, run, *q);
     puts_t(t, line);
     puts_t(t, end + 1);
     return 1;
@@ -270,6 +282,8 @@ static int edit_command(struct init_plan *p, const char *text, struct text *t)
 static int plan_playwright(struct init_plan *p)
 {
     struct cli_playwright *pw = &p->app.pw;
+    char run[1100];
+    run_command(p, run, sizeof run);
     if (p->recipe == INIT_RECIPE_PORT) {
         init_note(p,
                   "%s: recipe \"port\": left as it is; the .wtproxy starts this worktree's "
@@ -288,9 +302,9 @@ static int plan_playwright(struct init_plan *p)
         free(t.s);
         init_note(p,
                   "%s: webServer.command is not a plain string to edit safely; set it by "
-                  "hand to 'wtproxy run -- %s', with url: 'http://localhost:%d/' and "
+                  "hand to '%s', with url: 'http://localhost:%d/' and "
                   "reuseExistingServer: true",
-                  pw->file, p->app.start, p->front);
+                  pw->file, run, p->front);
         return t.oom ? -1 : 0;
     }
     char *old = strdup(pw->text);

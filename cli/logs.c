@@ -5,6 +5,8 @@
  * they select. */
 #include "cli.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -169,6 +171,87 @@ static const char *or_dash(json_t *s)
     return json_is_string(s) ? json_string_value(s) : "-";
 }
 
+/* Whether file (a name in servers/) is a log of a's worktree folder name:
+ * a .wtproxy start's "<name>[.<service>].log" (proxy/ondemand.c) or a
+ * `wtproxy run`'s "<name>-<front>[-<service>].log" (run_log.c), with a's
+ * service and front when given. */
+static int log_of(const char *file, const char *name, const struct cli_server_args *a)
+{
+    char want[PATH_MAX];
+    size_t n = strlen(name);
+    if (strncmp(file, name, n) != 0)
+        return 0;
+    file += n;
+    snprintf(want, sizeof want, "%s%s.log", a->service ? "." : "", a->service ? a->service : "");
+    if (strcmp(file, want) == 0)
+        return 1;
+    if (*file++ != '-' || !isdigit((unsigned char)*file))
+        return 0;
+    char *end;
+    long front = strtol(file, &end, 10);
+    snprintf(want, sizeof want, "%s%s.log", a->service ? "-" : "", a->service ? a->service : "");
+    return (!a->front || front == a->front) && strcmp(end, want) == 0;
+}
+
+/* path := p when p is a file written after *newest. */
+static void consider(const char *p, char *path, size_t len, time_t *newest)
+{
+    struct stat st;
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= *newest) {
+        *newest = st.st_mtime;
+        snprintf(path, len, "%s", p);
+    }
+}
+
+/* The logs the daemon's starts from a's .wtproxy write (op services). */
+static void services_logs(const struct cli_server_args *a, char *path, size_t len, time_t *newest)
+{
+    char err[512];
+    json_t *reply = NULL, *svc,
+           *req = json_pack("{s:s, s:s}", "op", "services", "worktree", a->worktree);
+    size_t i;
+    if (req && cli_call(req, 0, &reply, err, sizeof err) == 0)
+        json_array_foreach(json_object_get(reply, "services"), i, svc) {
+            const char *name = json_string_value(json_object_get(svc, "name"));
+            const char *log = json_string_value(json_object_get(svc, "log"));
+            if (log && (!a->service || (name && strcmp(name, a->service) == 0)) &&
+                (!a->front || json_integer_value(json_object_get(svc, "front")) == a->front))
+                consider(log, path, len, newest);
+        }
+    json_decref(req);
+    json_decref(reply);
+}
+
+/* The most recently written log of a's worktree, into path: its .wtproxy
+ * servers' (where the daemon writes them) and its `wtproxy run` servers'
+ * (in the state folder's servers/). A server that exited before it
+ * listened (a crash at start, the case `wtproxy logs` is asked about
+ * most) is no longer registered, but its log says why. Returns 0, or -1
+ * when there is none. */
+static int last_log(const struct cli_server_args *a, char *path, size_t len)
+{
+    char state[PATH_MAX - 256], dir[PATH_MAX - 128], err[PATH_MAX + 256], name[65];
+    const char *base = strrchr(a->worktree, '/');
+    time_t newest = 0;
+    base = base && base[1] ? base + 1 : a->worktree;
+    snprintf(name, sizeof name, "%.64s", base); /* as run_log.c names it */
+    services_logs(a, path, len, &newest);
+    if (reg_state_dir(state, sizeof state, err, sizeof err) < 0)
+        return newest ? 0 : -1;
+    snprintf(dir, sizeof dir, "%s/servers", state);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char p[PATH_MAX];
+        if (log_of(e->d_name, name, a) &&
+            (size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p)
+            consider(p, path, len, &newest);
+    }
+    if (d)
+        closedir(d);
+    return newest ? 0 : -1;
+}
+
 /* The one log sel names, into path. Returns 0, or the exit status after
  * saying why there is none (nothing registered, several, no log). */
 static int pick_log(const struct cli_server_args *a, char *path, size_t len)
@@ -181,7 +264,10 @@ static int pick_log(const struct cli_server_args *a, char *path, size_t len)
         return 1;
     }
     int rc = 0;
-    if (json_array_size(found) == 0) {
+    if (json_array_size(found) == 0 && last_log(a, path, len) == 0) {
+        fprintf(stderr, "wtproxy logs: no server of %s runs now; its last log: %s\n", a->worktree,
+                path);
+    } else if (json_array_size(found) == 0) {
         fprintf(stderr,
                 "wtproxy logs: no server of %s%s%s is registered (see wtproxy ls); "
                 "start one: wtproxy run -- CMD {port}\n",

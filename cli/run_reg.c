@@ -6,6 +6,7 @@
 #include "run.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -55,6 +56,30 @@ static json_t *register_request(const struct cli_run *r)
     return req;
 }
 
+/* A front port the daemon does not listen on takes the registration but
+ * never a request (an app whose URL is on 18000, run without --front
+ * 18000): said before the server starts, with the flag that fixes it. */
+static void warn_unheard_front(const struct cli_run *r)
+{
+    char err[256];
+    json_t *reply = NULL;
+    if (ask(json_pack("{s:s}", "op", "ping"), 0, &reply, err, sizeof err) == 0 &&
+        cli_listens_on(reply, r->front) == 0) {
+        json_t *listen = json_object_get(reply, "listen");
+        const char *first = json_string_value(json_array_get(listen, 0));
+        const char *port = first && strrchr(first, ':') ? strrchr(first, ':') + 1 : "PORT";
+        char *all = json_dumps(listen, JSON_COMPACT);
+        fprintf(stderr,
+                "wtproxy: warning: the daemon (pid %lld) listens on %s, not on port %d: "
+                "no request reaches a server registered on front %d; to serve the "
+                "daemon's port, run: wtproxy run --front %s -- ...\n",
+                json_integer_value(json_object_get(reply, "pid")), all ? all : "?", r->front,
+                r->front, port);
+        free(all);
+    }
+    json_decref(reply);
+}
+
 int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
 {
     char err[PATH_MAX + 256];
@@ -64,6 +89,7 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
     if (rc == 0) {
         r->port = (int)json_integer_value(json_object_get(reply, "port"));
         json_decref(reply);
+        warn_unheard_front(r);
         if (r->port <= 0 || r->port > 65535 || cli_run_build_argv(r, argc, argv) < 0) {
             snprintf(err, sizeof err, "the daemon reserved no usable port, or out of memory");
             rc = -1;

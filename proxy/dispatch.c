@@ -196,6 +196,8 @@ static struct whoami_target target_of(const struct reg_backend *b)
         b->command,
         b->started_ms,
         b->registered_ms,
+        b->front,
+        b->log[0] != '\0', /* only `wtproxy run` registers a log */
     };
 }
 

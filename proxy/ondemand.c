@@ -30,6 +30,14 @@ struct reg_backend *ondemand_registered(struct ondemand *a, const char *worktree
     return b && b->state != REG_DEAD ? b : NULL;
 }
 
+void ondemand_log_path(const struct ondemand *a, const char *worktree, const char *service,
+                       char *out, size_t len)
+{
+    const char *name = strrchr(worktree, '/');
+    snprintf(out, len, "%s/%s%s%s.log", a->log_dir, name ? name + 1 : worktree,
+             service[0] ? "." : "", service);
+}
+
 /* A slot for (worktree, service), filled from f; NULL when all are used. */
 static struct started *slot(struct ondemand *a, const char *worktree, const struct wtfile *f, int i)
 {
@@ -48,9 +56,7 @@ static struct started *slot(struct ondemand *a, const char *worktree, const stru
         snprintf(e->sib[k].name, sizeof e->sib[k].name, "%s", f->svc[k].name);
         e->sib[k].front = f->svc[k].front;
     }
-    const char *name = strrchr(worktree, '/');
-    snprintf(e->log, sizeof e->log, "%s/%s%s%s.log", a->log_dir, name ? name + 1 : worktree,
-             e->svc.name[0] ? "." : "", e->svc.name);
+    ondemand_log_path(a, worktree, e->svc.name, e->log, sizeof e->log);
     e->failed[0] = '\0';
     return e;
 }

@@ -81,6 +81,12 @@ void ondemand_connected(struct ondemand *a, const char *worktree, int front);
  * path into log whenever one was started. */
 int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log, size_t loglen);
 
+/* The log a server of worktree's .wtproxy (service "" for a file without
+ * sections) writes to, started or not: servers/<folder>[.<service>].log
+ * in the daemon's log folder. */
+void ondemand_log_path(const struct ondemand *a, const char *worktree, const char *service,
+                       char *out, size_t len);
+
 /* Why the server for (worktree, front) was not started although asked
  * for (a service it is started after exited or was not ready within
  * start_timeout, or fork failed), naming the log to read; NULL when not so. */

@@ -123,18 +123,48 @@ static size_t list_registered(struct reg_table *t, int front, const char *only, 
     return used < len ? used : len;
 }
 
+/* " Its server on front :8000 (pid 42) gets no request here: ..." appended
+ * to buf's text for each of worktree's servers on another front: a server
+ * started without the --front of this port is the likely mistake. Returns
+ * the bytes appended. */
+static size_t other_fronts(struct reg_table *t, const char *worktree, int front, char *buf,
+                           size_t len)
+{
+    size_t at = strnlen(buf, len), start = at;
+    for (size_t i = 0; t && i < reg_table_count(t) && at + 1 < len; i++) {
+        struct reg_backend *b = reg_table_at(t, i);
+        if (b->front == front || b->state == REG_DEAD || strcmp(b->worktree, worktree) != 0)
+            continue;
+        at += (size_t)snprintf(buf + at, len - at,
+                               " Its server on front :%d (pid %d) gets no request sent to "
+                               ":%d: was it started without --front %d?",
+                               b->front, (int)b->pid, front, front);
+    }
+    return (at < len ? at : len - 1) - start;
+}
+
+/* The command that registers a server on front: `wtproxy run` alone
+ * registers on the default port, so on any other the hint must name it, or
+ * the server it starts never answers here. */
+static void run_hint(int front, char *buf, size_t len)
+{
+    if (front == WTP_DEFAULT_FRONT_PORT)
+        snprintf(buf, len, "wtproxy run -- <server command with {port}>");
+    else
+        snprintf(buf, len, "wtproxy run --front %d -- <server command with {port}>", front);
+}
+
 void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *hint,
                    const struct identify_kept *who, char *buf, size_t len)
 {
     size_t used;
-    const char *run =
-        ". Start yours from its worktree: wtproxy run -- <server command with {port}>";
+    char run[96];
+    run_hint(front, run, sizeof run);
     if (e == PE_OTHER_USER) {
         snprintf(buf, len,
                  "the dev server registered for your worktree on front :%d belongs to "
-                 "another user; start your own: wtproxy run -- <server command with "
-                 "{port}>",
-                 front);
+                 "another user; start your own: %s",
+                 front, run);
         return;
     }
     if (e == PE_AMBIGUOUS_WORKTREE)
@@ -147,12 +177,13 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
                                 "no dev server is registered for worktree %s on "
                                 "front :%d.",
                                 hint, front);
-    else if (who && who->placed)
+    else if (who && who->placed) {
         used = (size_t)snprintf(buf, len,
                                 "you called from worktree %s (pid %d, found by its %s), "
                                 "which has no dev server on front :%d.",
                                 who->worktree, (int)who->decided_by, who->how, front);
-    else if (who && who->pid)
+        used += other_fronts(table_of(s), who->worktree, front, buf, len);
+    } else if (who && who->pid)
         used = (size_t)snprintf(buf, len,
                                 "the calling process (pid %d: %s, cwd %s) is in no "
                                 "worktree wtproxy knows; run it from a worktree, set "
@@ -167,7 +198,7 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
         used += list_registered(table_of(s), front, e == PE_AMBIGUOUS_WORKTREE ? hint : NULL,
                                 buf + used, len - used);
     if (used < len)
-        snprintf(buf + used, len - used, "%s", run);
+        snprintf(buf + used, len - used, ". Start yours from its worktree: %s", run);
 }
 
 /* The registered worktrees' paths, one after another, each ended by a

@@ -3,23 +3,66 @@
  * command to run. */
 #include "refusal.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "host.h"
 
+/* " --front N" when the registration's front is known: a `wtproxy run` or
+ * `restart` without it acts on the default front, not this one. */
+static void front_flag(const struct whoami_target *t, char *out, size_t outlen)
+{
+    if (t->front > 0)
+        snprintf(out, outlen, " --front %d", t->front);
+    else
+        out[0] = '\0';
+}
+
+/* The registered command with its port put back as {port}: the command
+ * as run names the port of that run, and a new `wtproxy run` reserves
+ * another one, which the literal would never listen on. */
+static void with_port_placeholder(const struct whoami_target *t, char *out, size_t outlen)
+{
+    char port[16];
+    size_t used = 0, n = (size_t)snprintf(port, sizeof port, "%d", t->port);
+    out[0] = '\0';
+    for (const char *p = t->command; *p && used + 1 < outlen;) {
+        int whole = strncmp(p, port, n) == 0 &&
+                    (p == t->command || !isdigit((unsigned char)p[-1])) &&
+                    !isdigit((unsigned char)p[n]);
+        used += (size_t)snprintf(out + used, outlen - used, whole ? "{port}" : "%c", *p);
+        p += whole ? n : 1;
+    }
+}
+
 /* How to start the worktree's server again, from what registered it. */
 static void restart_hint(const struct whoami_target *t, char *out, size_t outlen)
 {
+    char front[24], cmd[1200];
+    front_flag(t, front, sizeof front);
     if (t->command[0])
-        snprintf(out, outlen, "cd %s && wtproxy run --restart-on-stale -- %s", t->checkout,
-                 t->command);
+        with_port_placeholder(t, cmd, sizeof cmd);
     else
-        snprintf(out, outlen,
-                 "cd %s && wtproxy run --restart-on-stale -- <server command with "
-                 "{port}>",
-                 t->checkout);
+        snprintf(cmd, sizeof cmd, "<server command with {port}>");
+    snprintf(out, outlen, "cd %s && wtproxy run%s --restart-on-stale -- %s", t->checkout, front,
+             cmd);
+}
+
+/* How to end this worktree's registration of t: its wrapper stops it; a
+ * registration with a pid ends with that pid; one with a TTL only (pid 0,
+ * where `kill 0` would signal the reader's own process group) is removed. */
+static void drop_hint(const struct whoami_target *t, char *out, size_t outlen)
+{
+    char front[24];
+    front_flag(t, front, sizeof front);
+    if (t->by_run)
+        snprintf(out, outlen, "cd %s && wtproxy stop%s", t->checkout, front);
+    else if (t->pid > 0)
+        snprintf(out, outlen, "kill %d", (int)t->pid);
+    else
+        snprintf(out, outlen, "cd %s && wtproxy unregister%s", t->checkout, front);
 }
 
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
@@ -27,12 +70,16 @@ void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_
 {
     char since[32], hint[PATH_MAX + 1200];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
+    char drop[PATH_MAX + 64];
     restart_hint(t, hint, sizeof hint);
+    drop_hint(t, drop, sizeof drop);
     snprintf(out, outlen,
              "port %d is served by %s, not by %s: the server there (pid %d, started %s ago) "
              "belongs to another checkout, so its answers would not be your code's. Stop it: "
-             "kill %d; then start your own server: %s",
-             t->port, ans->checkout, t->checkout, (int)ans->pid, since, (int)ans->pid, hint);
+             "kill %d (unless %s still needs it); drop your worktree's registration of that "
+             "port: %s; then start your own server: %s",
+             t->port, ans->checkout, t->checkout, (int)ans->pid, since, (int)ans->pid,
+             ans->checkout, drop, hint);
 }
 
 size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_ms, char *out,
@@ -58,9 +105,10 @@ size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
                           const struct whoami_fp *disk, int restarted, char *out, size_t outlen)
 {
-    char since[32], files[1024], hint[PATH_MAX + 1200], changed[1100];
+    char since[32], files[1024], hint[PATH_MAX + 1200], changed[1100], front[24];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     restart_hint(t, hint, sizeof hint);
+    front_flag(t, front, sizeof front);
     size_t n = whoami_refusal_newer_files(disk, ans->started_ms, files, sizeof files);
     if (n)
         snprintf(changed, sizeof changed, "the code changed since (%zu file%s: %s)", n,
@@ -76,6 +124,12 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
                  "reports older code than the disk's: %s. Look at its output for why it "
                  "did not come back with the new code; to restart it by hand: %s",
                  ans->checkout, (int)ans->pid, changed, hint);
+    else if (t->by_run)
+        snprintf(out, outlen,
+                 "this is your own server for %s (pid %d), started %s ago; %s. "
+                 "Restart it: cd %s && wtproxy restart%s (or, restarted at each edit from "
+                 "then on: wtproxy stop%s, then %s)",
+                 ans->checkout, (int)ans->pid, since, changed, t->checkout, front, front, hint);
     else
         snprintf(out, outlen,
                  "this is your own server for %s (pid %d), started %s ago; %s. "

@@ -106,7 +106,8 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   assert.match(r.stdout, /^wtproxy init: .*: vite app, front port 5173$/m, 'front from the baseURL');
   assert.match(r.stdout, /^Playwright: playwright\.config\.ts, recipe "url"$/m);
   assert.match(r.stdout, /^--- a\/playwright\.config\.ts\n\+\+\+ b\/playwright\.config\.ts\n@@ .* @@\n/m);
-  assert.match(r.stdout, /^-    command: 'npm run dev',\n\+    \/\/ wtproxy: .*do not simplify\n\+    command: 'wtproxy run -- node_modules\/\.bin\/vite --host 127\.0\.0\.1 --port \{port\} --strictPort',$/m);
+  assert.match(r.stdout, /^-    command: 'npm run dev',\n\+    \/\/ wtproxy: .*do not simplify\n\+    command: 'wtproxy run --front 5173 -- node_modules\/\.bin\/vite --host 127\.0\.0\.1 --port \{port\} --strictPort',$/m,
+    'the url recipe registers on the front its url names, not on the default 8000');
   assert.match(r.stdout, /^\+front = 5173$/m);
   assert.match(r.stdout, /^run `wtproxy init --apply` to write these changes$/m);
   assert.deepEqual(snapshot(dir), before);
@@ -116,7 +117,7 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   const after = snapshot(dir);
   assert.deepEqual(Object.keys(after).sort(), ['.wtproxy', 'package.json', 'playwright.config.ts']);
   assert.equal(after['package.json'], before['package.json'], '--apply writes nothing else');
-  assert.equal(after['playwright.config.ts'].replace(/ *\/\/ wtproxy: .*\n/, '').replace(/'wtproxy run -- [^']*'/, "'npm run dev'"), config,
+  assert.equal(after['playwright.config.ts'].replace(/ *\/\/ wtproxy: .*\n/, '').replace(/'wtproxy run --front 5173 -- [^']*'/, "'npm run dev'"), config,
     'the config changed in that line only');
   r = await init(dir, [dir, '--apply']);
   assert.equal(r.code, 0);
@@ -171,6 +172,29 @@ test('unknown layouts are refused; a different .wtproxy and an unparsable settin
   r = await init(dj, [dj, '--recipe', 'nope']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--recipe is url or port/);
+});
+
+test('Django whose Playwright config names its interpreter and a port other than 8000: both kept', async (t) => {
+  // As `django-admin startproject` and a hand-written config leave them:
+  // the python3 on PATH may lack Django (pyenv), so the config names
+  // /usr/bin/python3; the app is tested on 18000.
+  const dir = app(t, {
+    'manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'shop.settings')\n",
+    'shop/settings.py': "MIDDLEWARE = [\n    'django.middleware.common.CommonMiddleware',\n]\n",
+    'playwright.config.js': "module.exports = {\n  webServer: {\n" +
+      "    command: '/usr/bin/python3 manage.py runserver 18000',\n" +
+      "    url: 'http://localhost:18000/',\n    reuseExistingServer: true,\n  },\n" +
+      "  use: { baseURL: 'http://localhost:18000' },\n};\n",
+  });
+  const r = await init(dir, [dir, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const plan = JSON.parse(r.stdout);
+  assert.equal(plan.start, '/usr/bin/python3 manage.py runserver 127.0.0.1:{port}', 'the interpreter the config names');
+  assert.equal(plan.front, 18000);
+  const diff = plan.changes.find((c) => c.path === 'playwright.config.js').diff;
+  assert.match(diff, /^\+    command: 'wtproxy run --front 18000 -- \/usr\/bin\/python3 manage\.py runserver 127\.0\.0\.1:\{port\}',$/m,
+    'registered on the front its url names');
+  assert.ok(!plan.notes.some((n) => /runs python3 from the daemon's PATH/.test(n)), plan.notes.join('\n'));
 });
 
 // The shop of tests/e2e in a fresh repository. strip: without the lines of

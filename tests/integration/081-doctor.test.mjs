@@ -2,9 +2,12 @@
 // ok, problem (with the one command that fixes it) or skipped, and exits 1
 // when any check found a problem. With no daemon, no git on PATH and no
 // PostgreSQL it still runs every other check; it names the process holding
-// the front port; it tells a verified server from a stale one by asking
-// its /__whoami; it judges the Playwright recipe, the leases, and the
-// database server's connection headroom, with a real PostgreSQL.
+// the front port; it reads the .wtproxy as the daemon does (a bad line is
+// a problem, named); it tells a verified server from a stale one by asking
+// its /__whoami, and its fix (restart, unregister) works when run; it
+// judges the Playwright recipe (a `wtproxy run` on another front than the
+// url's is a problem), the leases, and the database server's connection
+// headroom, with a real PostgreSQL.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -123,8 +126,15 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.whoami.status, 'problem');
   assert.match(d.byName.whoami.detail, /^stale: the server \(pid \d+, started .*\) loaded sha256:\w+, the code on disk is sha256:\w+$/);
-  assert.match(d.byName.whoami.fix, /^kill \d+ /);
+  // The fix restarts it through its wtproxy run wrapper, on its front,
+  // and running it makes the check ok.
+  assert.equal(d.byName.whoami.fix, `wtproxy restart --front ${px.port}`);
   assert.equal(d.code, 1);
+  const restarted = await cli(tmp, d.byName.whoami.fix.split(' ').slice(1), { cwd: tmp.wt.a });
+  assert.equal(restarted.code, 0, restarted.stderr);
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.whoami.status, 'ok', d.byName.whoami.detail);
+  assert.match(run.stderr(), /restart/, 'the same wrapper restarted its server');
 
   // A Playwright config that reuses whatever holds a fixed port, without
   // wtproxy: a problem; with a .wtproxy (recipe port): ok.
@@ -140,12 +150,63 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
   assert.match(d.byName.playwright.detail, /recipe port with a \.wtproxy/);
 
+  // Recipe url whose `wtproxy run` lacks the --front of its url's port: it
+  // would register on 8000 while Playwright waits on the url's port.
+  const urlRecipe = (cmd) => "export default { use: { baseURL: 'http://localhost:3000' },\n" +
+    `  webServer: { command: '${cmd}', url: 'http://localhost:3000/', reuseExistingServer: true } };\n`;
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), urlRecipe('wtproxy run -- npm start'));
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  assert.match(d.byName.playwright.detail, /`wtproxy run` registers its server on front 8000, but webServer\.url is on port 3000/);
+  assert.equal(d.byName.playwright.fix, 'in webServer.command write: wtproxy run --front 3000 -- ...');
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), urlRecipe('wtproxy run --front 3000 -- npm start'));
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+  fs.rmSync(path.join(tmp.wt.a, 'playwright.config.mjs'));
+  fs.rmSync(path.join(tmp.wt.a, '.wtproxy'));
+
   // Leases: this worktree's, through the daemon's store.
   const claim = await cli(tmp, ['claim', 'emulator-1', '--ttl', '5m', '--purpose', 'e2e'], { cwd: tmp.wt.a });
   assert.equal(claim.code, 0, claim.stderr);
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.leases.status, 'ok');
   assert.match(d.byName.leases.detail, /this worktree holds 1 lease: emulator-1; others hold 0/);
+});
+
+test('a registration without a pid answered by another checkout: unregistered, never `kill 0`', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.b, front: px.port });
+  const port = await run.ready;
+  const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(port), '--ttl', '10m'], { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  let d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.whoami.status, 'problem');
+  assert.match(d.byName.whoami.detail, new RegExp(`serves ${tmp.wt.b}, not this worktree ${tmp.wt.a}`));
+  assert.match(d.byName.whoami.fix, new RegExp(`^wtproxy unregister --front ${px.port} `));
+  const un = await cli(tmp, d.byName.whoami.fix.split(' (')[0].split(' ').slice(1), { cwd: tmp.wt.a });
+  assert.equal(un.code, 0, un.stderr);
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.whoami.status, 'skipped', 'no registration of wt-a is left');
+  sanitizerClean(assert, px.stderr());
+});
+
+test('a .wtproxy the daemon refuses (a typo\'d key): named with its line; the daemon is not to be killed', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfrnot = ${px.port}\n`);
+  // No --front: the file's front is unreadable, so doctor falls back to 8000.
+  const r = await cli(tmp, ['doctor', '--json'], { cwd: tmp.wt.a, env: NO_PG, ms: 30000 });
+  sanitizerClean(assert, r.stderr);
+  const c = Object.fromEntries(JSON.parse(r.stdout).checks.map((x) => [x.name, x]));
+  assert.equal(c.server.status, 'problem', c.server.detail);
+  assert.match(c.server.detail, /the daemon refuses the \.wtproxy, so it starts no server: .*\.wtproxy:2: bad or unknown `frnot`/);
+  assert.equal(c.server.fix, 'correct that line of the .wtproxy, then run wtproxy doctor again');
+  assert.equal(c.daemon.status, 'problem', 'the daemon listens on its own port, not 8000');
+  assert.doesNotMatch(c.daemon.fix, /kill/, 'the working daemon is not the problem');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfront = ${px.port}\n`);
+  const d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.server.status, 'ok', d.byName.server.detail);
 });
 
 test('databases: headroom and stamped test databases on the server PG* names', async (t) => {

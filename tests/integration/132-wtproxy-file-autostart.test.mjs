@@ -2,12 +2,13 @@
 // gets its server started by the daemon on its first request: the request
 // waits and is served by that worktree's own server; each worktree gets
 // its own; an idle one stops after idle_stop; a start command that fails
-// gets a 503 backend-not-ready pointing at its log.
+// gets a 503 backend-not-ready pointing at its log, which `wtproxy logs`
+// shows (as it shows a crashed `wtproxy run` server's).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor, declaring } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor, declaring, cli } from './lib/registry.mjs';
 
 function curl(cwd, port, urlPath = '/') {
   return new Promise((resolve) => {
@@ -50,6 +51,29 @@ test('a declared server that fails to start: 503 backend-not-ready naming its lo
   const log = /its output: (\S+\.log)/.exec(r.body);
   assert.ok(log, `the 503 names the log:\n${r.body}`);
   assert.match(fs.readFileSync(log[1], 'utf8'), /boom: missing settings/);
+  // The fix the 503 names, `wtproxy logs` in the worktree, shows that log
+  // although no server of wt-a is registered any more.
+  assert.match(r.body, /^Fix: .*wtproxy logs \(in its worktree\)/m);
+  const logs = await cli(tmp0, ['logs'], { cwd: tmp.wt.a });
+  assert.equal(logs.code, 0, logs.stderr);
+  assert.match(logs.stdout, /boom: missing settings/);
+  assert.equal(logs.stderr, `wtproxy logs: no server of ${tmp.wt.a} runs now; its last log: ${log[1]}\n`);
+});
+
+test('a `wtproxy run` server that dies at start: `wtproxy logs` shows its last log', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', '/bin/sh', '-c',
+    'echo "SyntaxError: invalid syntax (settings.py, line 129)" >&2; exit 1'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 1, run.stderr);
+  const logs = await cli(tmp, ['logs'], { cwd: tmp.wt.a });
+  assert.equal(logs.code, 0, logs.stderr);
+  assert.match(logs.stdout, /SyntaxError: invalid syntax \(settings\.py, line 129\)/);
+  assert.match(logs.stderr, new RegExp(`no server of ${tmp.wt.a} runs now; its last log: .*/servers/wt-a-${px.port}\\.log`));
+  // A front it never served has no log: said as before.
+  const none = await cli(tmp, ['logs', '--front', '1'], { cwd: tmp.wt.a });
+  assert.equal(none.code, 1);
+  assert.match(none.stderr, /no server of .*wt-a is registered/);
 });
 
 test('idle_stop never cuts a request in flight', async (t) => {

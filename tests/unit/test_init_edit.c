@@ -34,17 +34,24 @@ static void test_middleware_spot(void)
            "a list built in code is not edited");
 }
 
-/* edit_command on text with start "S {port}": the result, or NULL. */
-static char *command_of(const char *text)
+/* edit_command on text with start "S {port}" and that front port: the
+ * result, or NULL. */
+static char *command_on(const char *text, int front)
 {
     static struct init_plan p;
     struct text t = {0};
+    p.front = front;
     snprintf(p.app.start, sizeof p.app.start, "S {port}");
     if (!edit_command(&p, text, &t)) {
         free(t.s);
         return NULL;
     }
     return t.s;
+}
+
+static char *command_of(const char *text)
+{
+    return command_on(text, WTP_DEFAULT_FRONT_PORT);
 }
 
 static void test_edit_command(void)
@@ -64,6 +71,45 @@ static void test_edit_command(void)
        "an expression: left to a person");
     ok(!command_of("webServer: {\n command: 'a' + port,\n}"), "a concatenation: left");
     ok(!command_of("export default { use: {} }\n"), "no webServer: nothing to edit");
+    s = command_on("webServer: { command: 'npm start', url: 'http://localhost:3000/' }", 3000);
+    ok(s && strstr(s, "command: 'wtproxy run --front 3000 -- S {port}',"),
+       "another front than 8000: `wtproxy run` is told it, or it registers on 8000");
+    free(s);
+}
+
+/* The front a config's `wtproxy run` registers on, as doctor reads it. */
+static void test_run_front(void)
+{
+    const char *cases[][2] = {
+        {"command: 'wtproxy run -- x {port}'", "8000"},
+        {"command: 'wtproxy run --front 3000 -- x {port}'", "3000"},
+        {"command: 'wtproxy run --front=3001 --service web -- x'", "3001"},
+        {"command: 'wtproxy run -- x --front 9 {port}'", "8000"}, /* CMD's own flag */
+        {"command: `${wtproxy} run --front 4000 -- x`", "4000"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *text = cases[i][0];
+        is_int(run_front(text, text + strlen(text)), atol(cases[i][1]), "%s", text);
+    }
+}
+
+/* The interpreter a config's webServer.command names for manage.py, which
+ * init keeps in the commands it writes. */
+static void test_config_python(void)
+{
+    struct cli_playwright pw = {0};
+    char py[512];
+    pw.text = "webServer: { command: '/usr/bin/python3 manage.py runserver 8000' }";
+    ok(config_python(&pw, py, sizeof py) == 0 && strcmp(py, "/usr/bin/python3") == 0,
+       "a path to python: kept");
+    pw.text =
+        "webServer: { command: 'wtproxy run -- .venv/bin/python manage.py runserver {port}' }";
+    ok(config_python(&pw, py, sizeof py) == 0 && strcmp(py, ".venv/bin/python") == 0,
+       "after `wtproxy run --`");
+    pw.text = "webServer: { command: 'python3 manage.py runserver 8000' }";
+    is_int(config_python(&pw, py, sizeof py), -1, "a bare python3: no path to keep");
+    pw.text = "webServer: { command: '/opt/node manage.py runserver' }";
+    is_int(config_python(&pw, py, sizeof py), -1, "not a python");
 }
 
 static void test_block_end(void)
@@ -93,5 +139,7 @@ int main(void)
     test_edit_command();
     test_block_end();
     test_literal_port();
+    test_run_front();
+    test_config_python();
     return done_testing();
 }

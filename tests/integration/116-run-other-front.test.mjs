@@ -1,0 +1,41 @@
+// 116: an app tested on another port than 8000 (baseURL localhost:18000,
+// a daemon listening there) whose server was started with `wtproxy run`
+// and no --front: it registers on 8000, where no request comes. wtproxy
+// run says so as it starts, with the flag to pass; the 503 its worktree
+// then gets on the daemon's port names the server on the other front,
+// and the command it suggests carries --front, so pasting it works.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { makeWorktrees, startDaemon, startRun, sanitizerClean } from './lib/registry.mjs';
+
+// curl from cwd (placed by its cwd, as a test runner is): { status, body }.
+function curl(cwd, port) {
+  return new Promise((resolve) => {
+    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}/`],
+      { cwd, timeout: 20000 }, (err, stdout) => {
+        const lines = stdout.trimEnd().split('\n');
+        resolve({ status: Number(lines.pop()), body: lines.join('\n') });
+      });
+  });
+}
+
+test('wtproxy run without the --front of the daemon\'s port: warned, and the 503 names it', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const wrong = startRun(t, tmp, { cwd: tmp.wt.a });
+  await wrong.ready;
+  assert.match(wrong.stderr(), new RegExp(`wtproxy: warning: the daemon \\(pid \\d+\\) listens on \\["127\\.0\\.0\\.1:${px.port}"\\], not on port 8000: no request reaches a server registered on front 8000; to serve the daemon's port, run: wtproxy run --front ${px.port} -- \\.\\.\\.`));
+
+  const r = await curl(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, new RegExp(`which has no dev server on front :${px.port}\\. Its server on front :8000 \\(pid ${wrong.pid}\\) gets no request sent to :${px.port}: was it started without --front ${px.port}\\?`));
+  assert.match(r.body, new RegExp(`Start yours from its worktree: wtproxy run --front ${px.port} -- <server command with \\{port\\}>`));
+
+  // The suggested command works: the same worktree's requests are served.
+  const right = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  await right.ready;
+  assert.doesNotMatch(right.stderr(), /warning/);
+  assert.equal((await curl(tmp.wt.a, px.port)).status, 200);
+  sanitizerClean(assert, px.stderr());
+});

@@ -1,0 +1,86 @@
+/* test_whoami_refusal.c - the commands the gate's refusals tell a person
+ * (or an agent) to run (whoami/refusal.c). Each must work when pasted: a
+ * `wtproxy run` server is restarted or stopped through wtproxy, on its own
+ * front port; a command is given back with {port}, never the port of the
+ * run that is over; a registration without a pid is never answered with
+ * `kill 0`, which signals the reader's own process group. */
+#include "../../host/clock.c"
+#include "../../whoami/refusal.c"
+#include "tap.h"
+
+#define WT "/w/app"
+#define OTHER "/w/other"
+
+static char out[8192];
+
+static struct whoami_target target(pid_t pid, int by_run, const char *command)
+{
+    return (struct whoami_target){.name = "127.0.0.1:23833",
+                                  .port = 23833,
+                                  .checkout = WT,
+                                  .pid = pid,
+                                  .command = command,
+                                  .front = 18000,
+                                  .by_run = by_run};
+}
+
+static void says(const char *want, const char *what, int line)
+{
+    if (!tap_ok(strstr(out, want) != NULL, __FILE__, line, "%s: says \"%s\"", what, want))
+        printf("#   got: %s\n", out);
+}
+
+static void never_says(const char *bad, const char *what, int line)
+{
+    if (!tap_ok(strstr(out, bad) == NULL, __FILE__, line, "%s: never says \"%s\"", what, bad))
+        printf("#   got: %s\n", out);
+}
+
+static void stale(void)
+{
+    struct whoami_answer ans = {.pid = 3188};
+    struct whoami_fp disk = {"sha256:new", 0, NULL, 0};
+    snprintf(ans.checkout, sizeof ans.checkout, "%s", WT);
+    snprintf(ans.hash, sizeof ans.hash, "sha256:old");
+    struct whoami_target t =
+        target(3186, 1, "/usr/bin/python3 manage.py runserver --noreload 127.0.0.1:23833");
+    whoami_refusal_stale(&t, &ans, &disk, 0, out, sizeof out);
+    says("Restart it: cd " WT " && wtproxy restart --front 18000", "stale, wtproxy run", __LINE__);
+    says("wtproxy run --front 18000 --restart-on-stale -- /usr/bin/python3 manage.py runserver "
+         "--noreload 127.0.0.1:{port}",
+         "stale, wtproxy run", __LINE__);
+    never_says(":23833", "stale, wtproxy run", __LINE__);
+
+    t = target(4242, 0, "node server.mjs 23833 --max 238330");
+    whoami_refusal_stale(&t, &ans, &disk, 0, out, sizeof out);
+    says("Restart it: stop pid 4242, then cd " WT
+         " && wtproxy run --front 18000 --restart-on-stale -- node server.mjs {port} "
+         "--max 238330",
+         "stale, registered with a pid", __LINE__);
+}
+
+static void mismatch(void)
+{
+    struct whoami_answer ans = {.pid = 5150};
+    snprintf(ans.checkout, sizeof ans.checkout, "%s", OTHER);
+    struct whoami_target t = target(0, 0, "");
+    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    says("kill 5150 (unless " OTHER " still needs it)", "mismatch, TTL registration", __LINE__);
+    says("cd " WT " && wtproxy unregister --front 18000", "mismatch, TTL registration", __LINE__);
+    says("then start your own server: cd " WT " && wtproxy run --front 18000 --restart-on-stale "
+         "-- <server command with {port}>",
+         "mismatch, TTL registration", __LINE__);
+    never_says("kill 0", "mismatch, TTL registration", __LINE__);
+
+    t = target(3186, 1, "sh -c 'cd ../other && exec node server.mjs 23833'");
+    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    says("drop your worktree's registration of that port: cd " WT " && wtproxy stop --front 18000",
+         "mismatch, wtproxy run", __LINE__);
+}
+
+int main(void)
+{
+    stale();
+    mismatch();
+    return done_testing();
+}
