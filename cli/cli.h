@@ -243,6 +243,17 @@ int cli_join(char *out, size_t len, const char *dir, const char *name);
  * is there. */
 int cli_wtproxy_front(const char *dir, int *has);
 
+/* The front port wt's .wtproxy declares: its own, else its main
+ * checkout's (the daemon reads that one as well); 0 when neither does.
+ * *own and *main_has are set when that file exists. */
+struct host_worktree;
+int cli_declared_front(const struct host_worktree *wt, int *own, int *main_has);
+
+/* The front port a command run here means when not given --front: the
+ * one the cwd's worktree declares, else the one port the daemon of ping
+ * (NULL: none answered) listens on, else 8000. */
+int cli_default_front(json_t *ping);
+
 /* Read dir's Playwright config into pw (pw->file "" when none). */
 void cli_playwright_read(const char *dir, struct cli_playwright *pw);
 

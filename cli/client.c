@@ -380,6 +380,50 @@ struct reg_table *cli_table(char *err, size_t errlen)
     return t;
 }
 
+int cli_declared_front(const struct host_worktree *wt, int *own, int *main_has)
+{
+    char main_root[PATH_MAX];
+    snprintf(main_root, sizeof main_root, "%s", wt->common);
+    char *slash = strrchr(main_root, '/');
+    int front = cli_wtproxy_front(wt->root, own);
+    if (slash && strcmp(slash, "/.git") == 0) {
+        *slash = '\0';
+        int main_front = cli_wtproxy_front(main_root, main_has);
+        if (!front)
+            front = main_front;
+    }
+    return front;
+}
+
+/* The port every listen address of ping shares (127.0.0.1:18000 and
+ * [::1]:18000), else 0. */
+static int only_port(json_t *ping)
+{
+    size_t i;
+    json_t *a;
+    int port = 0;
+    json_array_foreach(json_object_get(ping, "listen"), i, a) {
+        const char *s = json_string_value(a), *colon = s ? strrchr(s, ':') : NULL;
+        int p = colon ? atoi(colon + 1) : 0;
+        if (!p || (port && p != port))
+            return 0;
+        port = p;
+    }
+    return port;
+}
+
+int cli_default_front(json_t *ping)
+{
+    struct host_worktree wt;
+    char err[PATH_MAX + 256];
+    int own = 0, main_has = 0, front = 0;
+    if (host_worktree_of(".", &wt, err, sizeof err) == 0)
+        front = cli_declared_front(&wt, &own, &main_has);
+    if (!front && ping)
+        front = only_port(ping);
+    return front ? front : WTP_DEFAULT_FRONT_PORT;
+}
+
 int cli_listens_on(json_t *ping, int front)
 {
     char suffix[16];

@@ -52,12 +52,11 @@ static json_t *ask(const char *op, char *err, size_t errlen)
     return r == 0 ? reply : NULL;
 }
 
-/* The daemon's ping and this worktree's entry on c->front. */
-static void ask_daemon(struct doc_ctx *c)
+/* This worktree's entry on c->front, from the daemon that answered ping. */
+static void ask_entries(struct doc_ctx *c)
 {
     char err[512];
-    if (!(c->ping = ask("ping", c->daemon_err, sizeof c->daemon_err)) ||
-        !(c->entries = ask("list", err, sizeof err)))
+    if (!c->ping || !(c->entries = ask("list", err, sizeof err)))
         return;
     size_t i;
     json_t *e;
@@ -80,6 +79,17 @@ static void check_file(struct doc_ctx *c, const char *dir)
     free(f);
 }
 
+/* The main checkout's folder, whose .wtproxy the daemon reads as well. */
+static const char *main_checkout(const struct host_worktree *wt)
+{
+    static char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", wt->common);
+    char *slash = strrchr(dir, '/');
+    if (slash && strcmp(slash, "/.git") == 0)
+        *slash = '\0';
+    return dir;
+}
+
 /* Gather what the checks share. 0, or 2 for a bad --front. */
 static int gather(struct doc_ctx *c, const char *front)
 {
@@ -89,28 +99,16 @@ static int gather(struct doc_ctx *c, const char *front)
         return 2;
     }
     c->have_wt = host_worktree_of(".", &c->wt, c->wt_err, sizeof c->wt_err) == 0;
-    int from_file = 0;
     if (c->have_wt) {
-        /* The daemon reads the main checkout's .wtproxy as well (the
-         * repository's), so either counts. */
-        char main_root[PATH_MAX];
-        snprintf(main_root, sizeof main_root, "%s", c->wt.common);
-        char *slash = strrchr(main_root, '/');
         int own = 0;
-        from_file = cli_wtproxy_front(c->wt.root, &own);
-        c->has_file = own;
-        if (slash && strcmp(slash, "/.git") == 0) {
-            *slash = '\0';
-            int main_front = cli_wtproxy_front(main_root, &c->main_has_file);
-            c->has_file |= c->main_has_file;
-            if (!from_file)
-                from_file = main_front;
-        }
+        cli_declared_front(&c->wt, &own, &c->main_has_file);
+        c->has_file = own || c->main_has_file;
         if (c->has_file)
-            check_file(c, own ? c->wt.root : main_root);
+            check_file(c, own ? c->wt.root : main_checkout(&c->wt));
     }
-    c->front = f ? (int)f : from_file ? from_file : WTP_DEFAULT_FRONT_PORT;
-    ask_daemon(c);
+    c->ping = ask("ping", c->daemon_err, sizeof c->daemon_err);
+    c->front = f ? (int)f : cli_default_front(c->ping);
+    ask_entries(c);
     return 0;
 }
 

@@ -75,7 +75,9 @@ const char cli_usage_why[] =
     "usage: wtproxy why [--pid PID] [--front PORT]\n\n"
     "Explain which worktree the requests of process PID (default: this command,\n"
     "placed as a curl run here would be) are routed to, and why: the processes walked,\n"
-    "the one that decided (WTPROXY_WORKTREE in its environment, or its cwd), the backend.\n";
+    "the one that decided (WTPROXY_WORKTREE in its environment, or its cwd), the backend.\n\n"
+    "  --front PORT     the front port (default: the .wtproxy's, else the one port the\n"
+    "                   daemon listens on, else 8000)\n";
 
 const char cli_usage_fingerprint[] =
     "usage: wtproxy fingerprint [DIR] [--include GLOB]... [--exclude GLOB]... [--no-exclude]\n"
@@ -214,7 +216,8 @@ const char cli_usage_doctor[] =
     "connection headroom; the load per CPU. A check that cannot run (no daemon, no\n"
     "PostgreSQL) says so and the others still run; each is bounded in time.\n"
     "\n"
-    "  --front PORT     the front port (default: the .wtproxy's, else 8000)\n"
+    "  --front PORT     the front port (default: the .wtproxy's, else the one port the\n"
+    "                   daemon listens on, else 8000)\n"
     "  --json           {\"ok\": bool, \"checks\": [{\"name\", \"status\", \"detail\", "
     "\"fix\"}]}\n";
 

@@ -43,3 +43,17 @@ test('wtproxy why --pid explains another process; outside every worktree it says
   const bad = await cli(tmp, ['why', '--pid', 'nope']);
   assert.equal(bad.code, 2, bad.stderr);
 });
+
+test('without --front, why judges the port the worktree declares, else the one the daemon listens on', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp); // on a port the kernel picked: never 8000
+  const port = await startRun(t, tmp, { cwd: tmp.wt.a, front: px.port }).ready;
+  const r = await cli(tmp, ['why'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, new RegExp(`backend: 127\\.0\\.0\\.1:${port} .* on front :${px.port}`),
+    `the daemon's only port, not 8000:\n${r.stdout}`);
+  // a .wtproxy naming another front wins: that is the port its tests use
+  fs.writeFileSync(path.join(tmp.wt.b, '.wtproxy'), `front = ${px.port + 1}\nstart = true\n`);
+  const declared = await cli(tmp, ['why'], { cwd: tmp.wt.b });
+  assert.match(declared.stdout, new RegExp(`none on front :${px.port + 1}`), declared.stdout);
+});
