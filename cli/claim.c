@@ -92,17 +92,17 @@ static int run_cmd(char **argv, const char *id)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Claim c for ttl; print the outcome. Returns 1 won, 0 refused (holder
- * printed), -1 (printed). */
+/* Claim c for ttl; print the outcome. Returns 1 won, 0 refused (whose it
+ * is printed), -1 (printed). */
 static int claim_once(void *pg, const struct reg_lease *c, long long ttl)
 {
-    char err[PATH_MAX + 1024], left[32];
+    char err[REG_LEASE_MESSAGE_MAX], left[32];
     json_t *info = NULL;
     int r = cli_lease_claim(pg, c, ttl, &info, err, sizeof err);
     if (r < 0)
         fprintf(stderr, "wtproxy: cannot claim %s: %s\n", c->id, err);
     else if (r == 0)
-        cli_lease_report_holder(info);
+        fprintf(stderr, "wtproxy: %s\n", err);
     else if (ttl) {
         host_age(ttl, left, sizeof left);
         fprintf(stderr, "wtproxy: claimed %s for %s (%s store)\n", c->id, left,
@@ -222,7 +222,7 @@ int cli_release_main(int argc, char **argv)
     int force = 0, rest;
     const struct cli_opt opts[] = {
         {"worktree", &wt, NULL}, {"force", NULL, &force}, {NULL, NULL, NULL}};
-    char err[PATH_MAX + 1024];
+    char err[REG_LEASE_MESSAGE_MAX];
     struct reg_lease c;
     int r = cli_parse(argc, argv, opts, &rest, err, sizeof err);
     if (r > 0)
@@ -246,10 +246,8 @@ int cli_release_main(int argc, char **argv)
     cli_lease_close(pg);
     if (r > 0)
         fprintf(stderr, "wtproxy: released %s\n", id);
-    else if (!h)
-        fprintf(stderr, "wtproxy: nobody holds %s (see: wtproxy leases)\n", id);
     else
-        cli_lease_report_holder(h);
+        fprintf(stderr, "wtproxy: %s\n", err);
     json_decref(h);
     return r > 0 ? 0 : 1;
 }

@@ -180,22 +180,20 @@ int cli_lease_open(void **pg, char *err, size_t errlen);
 void cli_lease_close(void *pg);
 
 /* Claim c->id for c with ttl_ms. Returns 1 won, 0 refused, both with *info
- * (the lease, or the holder: a new reference), -1 with err. */
+ * (the lease, or the holder: a new reference), and when refused err the
+ * sentence that says whose it is and the command that frees it
+ * (reg_lease_held_message); -1 with err. */
 int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info, char *err,
                     size_t errlen);
 
 /* Release id held from worktree (any holder with force). Returns 1
- * released, 0 not held or held by another (*holder then, else NULL), -1
- * with err. */
+ * released, 0 not held or held by another (*holder then, else NULL), err
+ * saying which (as cli_lease_claim's), -1 with err. */
 int cli_lease_release(void *pg, const char *id, const char *worktree, int force, json_t **holder,
                       char *err, size_t errlen);
 
 /* Every lease (a new JSON array), or NULL with err. */
 json_t *cli_lease_list(void *pg, char *err, size_t errlen);
-
-/* Print on stderr why a claim of holder's resource was refused: who holds
- * it (machine, worktree, purpose, age) and the commands that free it. */
-void cli_lease_report_holder(json_t *holder);
 
 /* --- init_detect.c: what an app checkout is (init edits it, doctor
  * judges it) --- */

@@ -1,8 +1,9 @@
 /* lease_client.c - the CLI's leases on whichever store is in use: the
  * configured PostgreSQL server directly (so a claim is made on the server
  * where the resource lives, whatever daemon runs), else the daemon's
- * embedded store over the control socket (PROTOCOL.md "Leases"); and the
- * refusal people read when a resource is held. */
+ * embedded store over the control socket (PROTOCOL.md "Leases"). A held
+ * resource's refusal is the daemon's sentence, or on PostgreSQL the same
+ * one made here (reg_lease_held_message). */
 #include "cli.h"
 
 #include <stdio.h>
@@ -48,6 +49,18 @@ static int ask(json_t *req, json_t **reply, char *err, size_t errlen)
     return r < 0 ? -1 : json_is_true(json_object_get(*reply, "ok"));
 }
 
+/* The daemon's refusal: 0 with *holder and err its message when it names
+ * a holder, or its code is `also` (a holder is not needed); else -1 with
+ * err its message. */
+static int refusal(json_t *reply, const char *also, json_t **holder, char *err, size_t errlen)
+{
+    const char *m = json_string_value(json_object_get(reply, "message"));
+    const char *code = json_string_value(json_object_get(reply, "error"));
+    snprintf(err, errlen, "%s", m ? m : "the daemon refused (no message)");
+    *holder = json_incref(json_object_get(reply, "holder"));
+    return *holder || (also && code && strcmp(code, also) == 0) ? 0 : -1;
+}
+
 int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info, char *err,
                     size_t errlen)
 {
@@ -57,6 +70,8 @@ int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_
         int r = reg_pg_claim(pg, c, ttl_ms, &out, err, errlen);
         if (r >= 0)
             *info = reg_lease_to_json(&out);
+        if (r == 0)
+            reg_lease_held_message(&out, host_wall_ms(), err, errlen);
         return r;
     }
     json_t *reply = NULL;
@@ -64,14 +79,10 @@ int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_
                           "worktree", c->worktree, "session", c->session, "pid", (json_int_t)c->pid,
                           "purpose", c->purpose, "ttl_ms", (json_int_t)ttl_ms),
                 &reply, err, errlen);
-    json_t *holder = json_object_get(reply, r ? "lease" : "holder");
-    if (r == 0 && !holder) {
-        const char *m = json_string_value(json_object_get(reply, "message"));
-        snprintf(err, errlen, "%s", m ? m : "the daemon refused the claim");
-        r = -1;
-    }
-    if (r >= 0)
-        *info = json_incref(holder);
+    if (r > 0)
+        *info = json_incref(json_object_get(reply, "lease"));
+    else if (r == 0)
+        r = refusal(reply, NULL, info, err, errlen);
     json_decref(reply);
     return r;
 }
@@ -83,8 +94,12 @@ int cli_lease_release(void *pg, const char *id, const char *worktree, int force,
     if (pg) {
         struct reg_lease h;
         int r = reg_pg_release(pg, id, worktree, force, &h, err, errlen);
-        if (r == 0 && h.id[0])
+        if (r == 0 && h.id[0]) {
             *holder = reg_lease_to_json(&h);
+            reg_lease_held_message(&h, host_wall_ms(), err, errlen);
+        } else if (r == 0) {
+            snprintf(err, errlen, "nobody holds %s (see: wtproxy leases)", id);
+        }
         return r;
     }
     json_t *reply = NULL;
@@ -92,7 +107,7 @@ int cli_lease_release(void *pg, const char *id, const char *worktree, int force,
                           "force", force),
                 &reply, err, errlen);
     if (r == 0)
-        *holder = json_incref(json_object_get(reply, "holder"));
+        r = refusal(reply, "not-found", holder, err, errlen);
     json_decref(reply);
     return r;
 }
@@ -109,36 +124,4 @@ json_t *cli_lease_list(void *pg, char *err, size_t errlen)
         snprintf(err, errlen, "%s", m ? m : "the daemon refused to list leases");
     json_decref(reply);
     return arr;
-}
-
-void cli_lease_report_holder(json_t *holder)
-{
-    struct reg_lease l;
-    char err[256], age[32], left[32] = "";
-    if (reg_lease_from_json(holder, &l, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy: the resource is held (the holder cannot be shown: %s)\n", err);
-        return;
-    }
-    long long now = host_wall_ms();
-    host_age(now - l.acquired_ms, age, sizeof age);
-    if (l.expires_ms)
-        host_age(l.expires_ms - now, left, sizeof left);
-    int here = strcmp(l.machine, reg_machine_id()) == 0;
-    fprintf(stderr,
-            "wtproxy: %s is held by %s%s, worktree %s, session %s, %s%d, for \"%s\", "
-            "since %s ago%s%s%s\n",
-            l.id, here ? "this machine " : "machine ", l.machine, l.worktree, l.session,
-            l.pid ? "pid " : "manual claim, pid ", (int)l.pid, l.purpose, age,
-            l.expires_ms ? " (expires in " : "", left, l.expires_ms ? ")" : "");
-    if (l.pid > 0 && here)
-        fprintf(stderr,
-                "wtproxy: it is released when pid %d ends; to free it now: "
-                "kill %d, or: wtproxy release %s --force\n",
-                (int)l.pid, (int)l.pid, l.id);
-    else
-        fprintf(stderr,
-                "wtproxy: to free it, %s%s: cd %s && wtproxy release %s; or, if it "
-                "is abandoned, anywhere: wtproxy release %s --force\n",
-                here ? "on this machine" : "on machine ", here ? "" : l.machine, l.worktree, l.id,
-                l.id);
 }

@@ -18,25 +18,11 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
     return mcp_op_tool(m, args, 1, "restart", keys);
 }
 
-/* The failure of a lease held by holder: whose it is, when it ends, and
- * the command a person may use to free it. */
-static json_t *held(const char *code, const char *id, json_t *holder)
+/* The failure of a lease held by holder: the store's sentence (whose it
+ * is, when it ends, the command that frees it) with the holder. */
+static json_t *held(const char *code, const char *msg, json_t *holder)
 {
-    const char *wt = json_string_value(json_object_get(holder, "worktree"));
-    const char *machine = json_string_value(json_object_get(holder, "machine"));
-    const char *purpose = json_string_value(json_object_get(holder, "purpose"));
-    long long pid = (long long)json_integer_value(json_object_get(holder, "pid"));
-    char ends[64];
-    if (pid)
-        snprintf(ends, sizeof ends, "when pid %lld ends", pid);
-    else
-        snprintf(ends, sizeof ends, "at its ttl");
-    json_t *fail =
-        mcp_fail(code,
-                 "%s is held by the worktree %s (machine %s), for \"%s\": it is "
-                 "theirs and ends %s or at their release; if it is abandoned, a "
-                 "person frees it with: wtproxy release %s --force",
-                 id, wt ? wt : "?", machine ? machine : "?", purpose ? purpose : "", ends, id);
+    json_t *fail = mcp_fail(code, "%s", msg);
     json_object_set(fail, "holder", holder);
     return fail;
 }
@@ -61,7 +47,7 @@ static json_t *claimer(struct reg_lease *c, json_t *args, const char *wt, long l
 
 json_t *mcp_tool_claim(struct mcp *m, json_t *args)
 {
-    char wt[PATH_MAX], err[PATH_MAX + 1024];
+    char wt[PATH_MAX], err[REG_LEASE_MESSAGE_MAX];
     struct reg_lease c;
     long long ttl;
     void *pg = NULL;
@@ -72,7 +58,7 @@ json_t *mcp_tool_claim(struct mcp *m, json_t *args)
     if (r == 0)
         r = cli_lease_claim(pg, &c, ttl, &info, err, sizeof err);
     json_t *out = r < 0    ? mcp_fail("store-failed", "cannot claim %s: %s", c.id, err)
-                  : r == 0 ? held("held", c.id, info)
+                  : r == 0 ? held("held", err, info)
                            : json_pack("{s:s, s:O, s:s, s:s}", "claimed", c.id, "lease", info,
                                        "store", pg ? "postgresql" : "embedded", "ends",
                                        ttl ? "at its ttl, or at release"
@@ -84,7 +70,7 @@ json_t *mcp_tool_claim(struct mcp *m, json_t *args)
 
 json_t *mcp_tool_release(struct mcp *m, json_t *args)
 {
-    char wt[PATH_MAX], err[PATH_MAX + 1024];
+    char wt[PATH_MAX], err[REG_LEASE_MESSAGE_MAX];
     struct reg_lease c;
     void *pg = NULL;
     json_t *holder = NULL, *fail = mcp_scope(m, args, 1, wt, sizeof wt);
@@ -99,7 +85,7 @@ json_t *mcp_tool_release(struct mcp *m, json_t *args)
     cli_lease_close(pg);
     json_t *out = r < 0    ? mcp_fail("store-failed", "cannot release %s: %s", c.id, err)
                   : r > 0  ? json_pack("{s:s}", "released", c.id)
-                  : holder ? held("held-by-another", c.id, holder)
+                  : holder ? held("held-by-another", err, holder)
                            : mcp_fail("not-held",
                                       "nobody holds %s (see the leases: wtproxy "
                                       "leases)",

@@ -207,7 +207,13 @@ static const char *status_of(json_t *reply)
         return "400 Bad Request";
     if (e && strcmp(e, "timeout") == 0)
         return "504 Gateway Timeout"; /* the start's .wtproxy read outlived start_timeout */
-    return "409 Conflict";            /* not-restartable, not-declared */
+    if (e && strcmp(e, "stopping") == 0)
+        return "503 Service Unavailable";
+    if (e && strcmp(e, "unsupported") == 0)
+        return "501 Not Implemented"; /* no .wtproxy reader: no start button works */
+    if (e && strcmp(e, "internal") == 0)
+        return "500 Internal Server Error";
+    return "409 Conflict"; /* not-restartable, not-declared, bad-wtproxy-file */
 }
 
 /* proxy_op_reply_cb: the start c waited for is answered. */

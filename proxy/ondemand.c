@@ -4,6 +4,7 @@
  * of each start is ondemand_starts.c; their state is ondemand_int.h. */
 #include "ondemand.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,7 +299,10 @@ struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path, 
 {
     struct ondemand *a = calloc(1, sizeof *a);
     ssize_t n = a ? readlink("/proc/self/exe", a->exe, sizeof a->exe - 1) : -1;
-    if (n <= 0) {
+    if (n <= 0) { /* the servers it starts are its own wtproxy run */
+        proxy_log("no on-demand starts from .wtproxy files: %s%s",
+                  a ? "cannot read /proc/self/exe, the wtproxy that runs each server: " : "",
+                  a ? strerror(errno) : "out of memory");
         free(a);
         return NULL;
     }

@@ -307,7 +307,8 @@ static void free_jobs(struct host_job_list *l)
             j->waiters = w->next;
             if (w->file_cb)
                 w->file_cb(w->arg, j->worktree, -1, NULL,
-                           "the daemon is stopping: run the command again once it is back");
+                           "the daemon is stopping, so nothing was done: run the command "
+                           "again once it is back (wtproxy doctor says whether it is)");
             waiter_free(w);
         }
         free(j);

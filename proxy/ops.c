@@ -24,6 +24,15 @@ static json_t *op_stats(struct proxy_server *s, uid_t uid, json_t *req)
                      s->ident ? identify_stats_json(s->ident) : NULL);
 }
 
+json_t *proxy_op_no_ondemand(const char *what)
+{
+    return reg_fail("unsupported",
+                    "this daemon %s: it runs without its .wtproxy reader (its log said why "
+                    "when it started); restart it to have them (stop it, then wtproxy serve), "
+                    "or run your server yourself: wtproxy run -- CMD {port}",
+                    what);
+}
+
 static const struct proxy_op ops[] = {
     {"refusals", proxy_op_refusals, NULL}, {"services", NULL, proxy_op_services},
     {"starts", proxy_op_starts, NULL},     {"stats", op_stats, NULL},

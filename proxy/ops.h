@@ -20,6 +20,11 @@ struct proxy_server;
 /* Install the ops on s's control socket. */
 void proxy_ops_install(struct proxy_server *s);
 
+/* The refusal of an op that needs the .wtproxy reader, which this daemon
+ * could not make at its start (ondemand_new failed): "unsupported", what
+ * it does not do ("starts no servers on demand") and what to do. */
+json_t *proxy_op_no_ondemand(const char *what);
+
 /* {"op":"refusals"[,"worktree":W][,"after":SEQ][,"limit":N]}: the refusals
  * kept (refusal_log.h), oldest first, those after SEQ, only those whose
  * caller or backend is W when given, at most the newest N (default 50). */
@@ -28,7 +33,7 @@ json_t *proxy_op_refusals(struct proxy_server *s, uid_t uid, json_t *req);
 /* {"op":"services","worktree":W}: the services W's .wtproxy declares, each
  * running or not (ondemand_services_of); errors not-declared,
  * bad-wtproxy-file. The reply comes later, through peer (NULL: an
- * "internal" error now). Returns the reply now or reg_server_later(). */
+ * "unsupported" error now). Returns the reply now or reg_server_later(). */
 json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req, struct reg_peer *peer);
 
 /* {"op":"starts"}: the on-demand starts that wait, for those they are
@@ -62,7 +67,9 @@ typedef void (*proxy_op_reply_cb)(void *arg, json_t *reply);
  * the reply on the loop, never before this returns, unless
  * proxy_op_start_cancel(*pending) comes first (the client went). A read
  * longer than start_timeout (a hung filesystem) starts nothing: the reply
- * is then the refusal "timeout", naming the file and what to do. */
+ * is then the refusal "timeout", naming the file and what to do; a daemon
+ * that stops meanwhile answers "stopping"; one without its .wtproxy
+ * reader, "unsupported". */
 json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_reply_cb cb,
                        void *arg, void **pending);
 

@@ -242,7 +242,7 @@ static json_t *start_with_file(struct proxy_server *s, uid_t uid, const char *wo
     char err[1024] = "";
     json_t *r;
     if (!f)
-        return reg_fail("internal", "%s", ferr);
+        return reg_fail("stopping", "%s", ferr);
     const struct wtfile_service *svc = service && rc == 0 ? wtfile_by_name(f, service) : NULL;
     if (service && !svc)
         return reg_fail("not-declared",
@@ -308,8 +308,7 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_
     if (reply)
         return reply;
     if (!s->ondemand)
-        return reg_fail("internal", "this daemon starts no servers on demand (it runs "
-                                    "without its .wtproxy reader): start yours with wtproxy run");
+        return proxy_op_no_ondemand("starts no servers on demand");
     struct start_wait *w = calloc(1, sizeof *w);
     if (!w)
         return reg_fail("internal", "out of memory");
@@ -349,8 +348,10 @@ json_t *proxy_op_start_later(struct proxy_server *s, uid_t uid, json_t *req, str
 {
     void *pending;
     if (!peer)
-        return reg_fail("internal", "the start op is answered on the daemon's control "
-                                    "socket only: ask through wtproxy mcp or the dashboard");
+        return reg_fail("unsupported", "the start op waits for a read of the worktree's "
+                                       ".wtproxy, so it is answered on the daemon's control "
+                                       "socket only: send it there, or press the dashboard's "
+                                       "start button (wtproxy dashboard prints its URL)");
     json_t *reply = proxy_op_start(s, uid, req, reply_peer, peer, &pending);
     return reply ? reply : reg_server_later();
 }

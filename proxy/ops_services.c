@@ -23,7 +23,7 @@ static json_t *services_reply(struct proxy_server *s, const char *worktree, int 
                               const struct wtfile *f, const char *ferr)
 {
     if (!f)
-        return reg_fail("internal", "%s", ferr);
+        return reg_fail("stopping", "%s", ferr);
     json_t *d = ondemand_services_of(s, worktree, rc, f, ferr);
     if (!d)
         return reg_fail("not-declared",
@@ -63,9 +63,13 @@ json_t *proxy_op_services(struct proxy_server *s, uid_t uid, json_t *req, struct
     if (!wt || wt[0] != '/')
         return reg_fail("bad-request", "services takes \"worktree\": the absolute path of "
                                        "a worktree");
-    if (!peer || !s->ondemand)
-        return reg_fail("internal", "the services op is answered on the daemon's control "
-                                    "socket only: run wtproxy mcp, or the dashboard");
+    if (!peer)
+        return reg_fail("unsupported", "the services op waits for a read of the worktree's "
+                                       ".wtproxy, so it is answered on the daemon's control "
+                                       "socket only: send it there, or ask wtproxy mcp's "
+                                       "servers tool");
+    if (!s->ondemand)
+        return proxy_op_no_ondemand("reads no .wtproxy files");
     struct services_wait *w = malloc(sizeof *w);
     if (!w)
         return reg_fail("internal", "out of memory");

@@ -278,10 +278,27 @@ struct reg_control *reg_control_new(struct event_base *base, const char *path, i
     return rc;
 }
 
+/* The last replies (ops the stopping daemon answered "stopping") were
+ * queued after the loop's last turn: written now, as far as the socket
+ * takes them without waiting, or their peers would never read them. The
+ * bufferevent's output cannot be drained by us (libevent freezes its
+ * start), so its bytes are sent as they are; it is freed next. */
+static void flush_last(struct reg_peer *p)
+{
+    struct evbuffer *out = bufferevent_get_output(p->bev);
+    size_t n = evbuffer_get_length(out);
+    if (n) /* a peer that went gets nothing: nobody to tell */
+        send(bufferevent_getfd(p->bev), evbuffer_pullup(out, -1), n, MSG_NOSIGNAL);
+}
+
 void reg_control_free(struct reg_control *rc)
 {
     if (!rc)
         return;
+    struct reg_peer *p;
+    TAILQ_FOREACH(p, &rc->peers, link)
+        if (p->bev)
+            flush_last(p);
     while (!TAILQ_EMPTY(&rc->peers))
         peer_free(TAILQ_FIRST(&rc->peers));
     evconnlistener_free(rc->listener);

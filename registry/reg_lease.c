@@ -48,6 +48,49 @@ int reg_lease_holder_dead(const struct reg_lease *l)
     return start == 0 || (l->pid_start != 0 && start != l->pid_start);
 }
 
+/* " (expires in 59s)", " (expired)" or "" (while its pid runs) into out. */
+static void expiry(const struct reg_lease *l, long long now_ms, char *out, size_t outlen)
+{
+    char left[32];
+    if (!l->expires_ms) {
+        out[0] = '\0';
+        return;
+    }
+    host_age(l->expires_ms - now_ms, left, sizeof left);
+    snprintf(out, outlen, l->expires_ms > now_ms ? " (expires in %s)" : " (expired)", left);
+}
+
+void reg_lease_held_message(const struct reg_lease *l, long long now_ms, char *out, size_t outlen)
+{
+    char age[32], ends[64], pid[32] = "manual claim";
+    int here = strcmp(l->machine, reg_machine_id()) == 0;
+    host_age(now_ms - l->acquired_ms, age, sizeof age);
+    expiry(l, now_ms, ends, sizeof ends);
+    if (l->pid > 0)
+        snprintf(pid, sizeof pid, "pid %d", (int)l->pid);
+    int n = snprintf(
+        out, outlen,
+        "%s is held by %s%s, worktree %s, session %s, %s, for \"%s\", since %s ago%s: it is theirs",
+        l->id, here ? "this machine " : "machine ", l->machine, l->worktree, l->session, pid,
+        l->purpose, age, ends);
+    if (n < 0 || (size_t)n >= outlen)
+        return;
+    /* A holder's pid on this machine ends its lease: killing it is the
+     * release a `claim -- CMD` makes itself; a manual claim or another
+     * machine's is released from its worktree. */
+    if (l->pid > 0 && here)
+        snprintf(out + n, outlen - (size_t)n,
+                 ", released when pid %d ends; if it is abandoned, free it now: kill %d, or: "
+                 "wtproxy release %s --force",
+                 (int)l->pid, (int)l->pid, l->id);
+    else
+        snprintf(out + n, outlen - (size_t)n,
+                 "; to free it, on %s%s: cd %s && wtproxy release %s; or, if it is abandoned, "
+                 "anywhere: wtproxy release %s --force",
+                 here ? "this machine" : "machine ", here ? "" : l->machine, l->worktree, l->id,
+                 l->id);
+}
+
 void reg_lease_session(char *out, size_t outlen)
 {
     const char *env = getenv("WTPROXY_SESSION");
@@ -55,6 +98,14 @@ void reg_lease_session(char *out, size_t outlen)
         snprintf(out, outlen, "%s", env);
     else
         snprintf(out, outlen, "sid-%ld", (long)getsid(0));
+}
+
+json_t *reg_lease_held(const char *code, const struct reg_lease *l)
+{
+    char msg[REG_LEASE_MESSAGE_MAX];
+    reg_lease_held_message(l, host_wall_ms(), msg, sizeof msg);
+    return json_pack("{s:b, s:s, s:s, s:o}", "ok", 0, "error", code, "message", msg, "holder",
+                     reg_lease_to_json(l));
 }
 
 json_t *reg_lease_to_json(const struct reg_lease *l)

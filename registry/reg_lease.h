@@ -1,7 +1,8 @@
 /* reg_lease.h - leases of named resources (a device, an emulator, a test
  * database's name): who holds one, the rules that say whether a claim
- * wins, and the two stores that apply them. It computes and prints nothing:
- * the command line (cli/) says it to people.
+ * wins, and the two stores that apply them. It prints nothing; the one
+ * sentence about a held resource is written here (reg_lease_held_message),
+ * so that the daemon's refusal and the CLI's own on PostgreSQL are one.
  *
  * A lease is held by a holder: (machine, worktree, session, pid + its start
  * time). pid 0 is a manual claim, which must carry a TTL. A claim wins
@@ -16,11 +17,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define REG_LEASE_ID_MAX 200      /* bytes of a resource name */
-#define REG_LEASE_PURPOSE_MAX 256 /* bytes of a purpose */
-#define REG_LEASE_SESSION_MAX 128 /* bytes of a session name */
-#define REG_LEASE_MAX 4096        /* leases the embedded store keeps */
-#define REG_LEASE_TAKEOVERS 3     /* dead holders replaced in one claim */
+#define REG_LEASE_ID_MAX 200                        /* bytes of a resource name */
+#define REG_LEASE_PURPOSE_MAX 256                   /* bytes of a purpose */
+#define REG_LEASE_SESSION_MAX 128                   /* bytes of a session name */
+#define REG_LEASE_MAX 4096                          /* leases the embedded store keeps */
+#define REG_LEASE_TAKEOVERS 3                       /* dead holders replaced in one claim */
+#define REG_LEASE_MESSAGE_MAX (2 * PATH_MAX + 2048) /* reg_lease_held_message */
 
 struct reg_lease {
     char id[REG_LEASE_ID_MAX];
@@ -51,8 +53,19 @@ int reg_lease_expired(const struct reg_lease *l, long long now_ms);
  * no longer runs or now belongs to another process. */
 int reg_lease_holder_dead(const struct reg_lease *l);
 
+/* Into out (REG_LEASE_MESSAGE_MAX): why a claim or release of l's resource
+ * is refused, for whoever asked, at wall clock now_ms: whose lease it is
+ * (machine, worktree, session, pid, purpose, age, expiry) and the command
+ * that frees it (kill its pid, or wtproxy release from its worktree; or,
+ * when abandoned, wtproxy release --force). */
+void reg_lease_held_message(const struct reg_lease *l, long long now_ms, char *out, size_t outlen);
+
 /* The session of this process: $WTPROXY_SESSION, else "sid-<session id>". */
 void reg_lease_session(char *out, size_t outlen);
+
+/* The refusal reply (code: conflict, not-permitted) of a resource l
+ * holds: reg_lease_held_message, and "holder". */
+json_t *reg_lease_held(const char *code, const struct reg_lease *l);
 
 json_t *reg_lease_to_json(const struct reg_lease *l);
 /* Returns 0, or -1 with err naming the field. */

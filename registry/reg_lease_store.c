@@ -216,15 +216,13 @@ static json_t *op_claim(struct reg_lease_store *ls, json_t *req)
     } else if (l && ended(l, why, sizeof why)) {
         fprintf(stderr, "wtproxy: lease %s taken over from %s: %s\n", l->id, l->worktree, why);
     } else if (l) {
-        json_t *r = reg_fail("conflict", "%s is held by %s (pid %d, \"%s\")", l->id, l->worktree,
-                             (int)l->pid, l->purpose);
-        json_object_set_new(r, "holder", reg_lease_to_json(l));
-        return r;
+        return reg_lease_held("conflict", l);
     } else if (ls->n >= REG_LEASE_MAX) {
-        return reg_fail("internal",
-                        "the embedded store holds %d leases already; release some "
-                        "(wtproxy leases)",
-                        REG_LEASE_MAX);
+        return reg_fail("store-full",
+                        "the embedded store holds %d leases already, its most: %s is not "
+                        "claimed; see which are held with wtproxy leases, and free those no "
+                        "longer used with: wtproxy release RESOURCE",
+                        REG_LEASE_MAX, c.id);
     } else {
         l = &ls->v[ls->n++];
     }
@@ -242,14 +240,8 @@ static json_t *op_release(struct reg_lease_store *ls, json_t *req)
     struct reg_lease *l = find(ls, id);
     if (!l)
         return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
-    if (!force && strcmp(l->worktree, wt) != 0) {
-        json_t *r = reg_fail("not-permitted",
-                             "%s is held by worktree %s, not %s; release it "
-                             "there, or: wtproxy release %s --force",
-                             id, l->worktree, wt, id);
-        json_object_set_new(r, "holder", reg_lease_to_json(l));
-        return r;
-    }
+    if (!force && strcmp(l->worktree, wt) != 0)
+        return reg_lease_held("not-permitted", l);
     json_t *r = json_pack("{s:b, s:o}", "ok", 1, "lease", reg_lease_to_json(l));
     remove_at(ls, l);
     save(ls);

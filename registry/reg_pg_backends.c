@@ -203,7 +203,11 @@ json_t *reg_mirror_lease_op(struct reg_mirror *m, const char *op, json_t *req)
     if (!m || !m->pg)
         return NULL;
     if (connected(m) < 0)
-        return reg_fail("internal", "claims are refused while the registry is down: %s", m->error);
+        return reg_fail(
+            "registry-down",
+            "claims are refused while the registry is down: %s; start it or make it "
+            "reachable (pg_isready -h %s -p %s tells when it answers), then do it again",
+            m->error, PQhost(m->pg) ? PQhost(m->pg) : "?", PQport(m->pg) ? PQport(m->pg) : "?");
     return reg_pg_lease_op(m->pg, op, req);
 }
 

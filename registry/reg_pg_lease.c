@@ -143,16 +143,25 @@ json_t *reg_pg_leases(PGconn *pg, char *err, size_t errlen)
     return arr;
 }
 
-/* A lease or a holder as a reply: ok with "lease", or conflict / not-found
- * / not-permitted with "holder". */
+/* A lease or a holder as a reply: ok with "lease", or conflict /
+ * not-permitted with "holder". */
 static json_t *lease_reply(int won, const struct reg_lease *l, const char *code)
 {
     if (won)
         return json_pack("{s:b, s:o}", "ok", 1, "lease", reg_lease_to_json(l));
-    json_t *r = reg_fail(code, "%s is held by %s on machine %s (pid %d, \"%s\")", l->id,
-                         l->worktree, l->machine, (int)l->pid, l->purpose);
-    json_object_set_new(r, "holder", reg_lease_to_json(l));
-    return r;
+    return reg_lease_held(code, l);
+}
+
+#define SEE_THEN_AGAIN "see whether it was done (wtproxy leases) and if not do it again"
+
+/* The reply to an op the server did not answer (err: why, naming it).
+ * A statement it received before it stopped may still run once it goes
+ * on: what changes is not confirmed, rather than not made. */
+static json_t *not_done(PGconn *pg, const char *what, const char *then, const char *err)
+{
+    return reg_fail("registry-down",
+                    "%s: %s; once it answers (pg_isready -h %s -p %s tells when), %s", what, err,
+                    PQhost(pg) ? PQhost(pg) : "?", PQport(pg) ? PQport(pg) : "?", then);
 }
 
 json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req)
@@ -166,7 +175,8 @@ json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req)
         if (bad)
             return bad;
         r = reg_pg_claim(pg, &c, ttl, &out, err, sizeof err);
-        return r < 0 ? reg_fail("internal", "%s", err) : lease_reply(r, &out, "conflict");
+        return r < 0 ? not_done(pg, "the registry did not confirm the claim", SEE_THEN_AGAIN, err)
+                     : lease_reply(r, &out, "conflict");
     }
     if (strcmp(op, "release") == 0) {
         const char *id = NULL, *wt = "";
@@ -175,7 +185,7 @@ json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req)
             return reg_fail("bad-request", "release needs id (and worktree, or force)");
         r = reg_pg_release(pg, id, wt, force, &out, err, sizeof err);
         if (r < 0)
-            return reg_fail("internal", "%s", err);
+            return not_done(pg, "the registry did not confirm the release", SEE_THEN_AGAIN, err);
         if (r == 0 && !out.id[0])
             return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
         snprintf(out.id, sizeof out.id, "%s", id);
@@ -183,5 +193,6 @@ json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req)
                  : lease_reply(0, &out, "not-permitted");
     }
     json_t *arr = reg_pg_leases(pg, err, sizeof err);
-    return arr ? json_pack("{s:b, s:o}", "ok", 1, "leases", arr) : reg_fail("internal", "%s", err);
+    return arr ? json_pack("{s:b, s:o}", "ok", 1, "leases", arr)
+               : not_done(pg, "the leases cannot be read", "ask again", err);
 }

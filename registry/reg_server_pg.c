@@ -70,7 +70,9 @@ static void answered(void *arg, json_t *answer)
     json_t *r = w->reply;
     if (!answer) {
         json_decref(r);
-        r = reg_fail("internal", "the daemon stopped before the registry answered");
+        r = reg_fail("stopping", "the daemon stopped before the registry answered, so nothing "
+                                 "was done: run the command again once the daemon is back "
+                                 "(wtproxy doctor says whether it is)");
     } else if (w->kind == W_LEASE) {
         r = json_incref(answer);
     } else if (w->kind == W_LIST) {
@@ -96,9 +98,11 @@ static json_t *later(struct reg_pgops *o, struct reg_peer *peer, enum wait_kind 
     if (!w)
         json_decref(in);
     json_decref(reply);
-    return reg_fail("internal", peer ? "out of memory"
-                                     : "this op reads the PostgreSQL store: send it on "
-                                       "the control socket");
+    if (peer)
+        return reg_fail("internal", "out of memory");
+    return reg_fail("unsupported", "this op waits for the PostgreSQL store, so it is answered on "
+                                   "the daemon's control socket only: send it there (wtproxy ls, "
+                                   "wtproxy leases)");
 }
 
 /* ---- the ops ---- */

@@ -247,7 +247,8 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
  * fuzzer (tests/fuzz/fuzz_control.c) drives exactly this code without a
  * socket. With a PostgreSQL store, the ops that read it (claim, release,
  * leases, list) are answered only on the socket, when its thread is done:
- * here they get an "internal" error. */
+ * here they get an "unsupported" error (and so do the proxy's ops that
+ * wait for a file, services and start). */
 char *reg_server_request(struct reg_server *rs, uid_t uid, const char *line, size_t len);
 
 /* Stop serving, remove the socket file, drop every watch and the table. */

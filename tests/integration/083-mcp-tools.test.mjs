@@ -5,8 +5,10 @@
 // refusals shows the refusal the test provoked for wt-a and not wt-b's
 // (unless asked for wt-b); logs returns a server's last lines. The tools
 // that change state refuse another worktree's server, naming whose it
-// is; claim and release lease a resource for the session's worktree, and
-// a claim without a ttl ends with the session. restart (the daemon's op
+// is; claim and release lease a resource for the session's worktree (a
+// held one refused with the store's sentence: whose it is, when it ends,
+// the command that frees it), and a claim without a ttl ends with the
+// session. restart (the daemon's op
 // `restart`) restarts wt-a's own server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -161,9 +163,15 @@ test('state-changing tools refuse another worktree, naming whose it is; leases a
   assert.equal(lost.isError, true);
   assert.equal(lost.structuredContent.error, 'held');
   assert.equal(lost.structuredContent.holder.worktree, tmp.wt.a);
-  assert.match(lost.structuredContent.message, new RegExp(`^emulator-1 is held by the worktree ${tmp.wt.a} .*for "e2e run"`));
+  // The store's own sentence: whose it is, when it ends, what frees it.
+  const whose = `^emulator-1 is held by this machine [^,]+, worktree ${tmp.wt.a}, session [^,]+, manual claim, for "e2e run", ` +
+    `since \\d+s ago \\(expires in \\d+m\\): it is theirs; to free it, on this machine: cd ${tmp.wt.a} && wtproxy release emulator-1; ` +
+    'or, if it is abandoned, anywhere: wtproxy release emulator-1 --force$';
+  assert.match(lost.structuredContent.message, new RegExp(whose));
   const notTheirs = await call(b, 'release', { resource: 'emulator-1' });
   assert.equal(notTheirs.structuredContent.error, 'held-by-another');
+  assert.equal(notTheirs.structuredContent.holder.worktree, tmp.wt.a);
+  assert.match(notTheirs.structuredContent.message, new RegExp(whose));
   const bad = await call(a, 'claim', { resource: 'x', ttl: 'soon' });
   assert.equal(bad.structuredContent.error, 'bad-arguments');
   assert.deepEqual((await call(a, 'release', { resource: 'emulator-1' })).structuredContent, { released: 'emulator-1' });
@@ -172,7 +180,10 @@ test('state-changing tools refuse another worktree, naming whose it is; leases a
   // Without a ttl the lease lasts as long as the session: b's ends, a wins.
   const held = (await call(b, 'claim', { resource: 'emulator-1' })).structuredContent;
   assert.equal(held.lease.pid, b.proc.pid);
-  assert.equal((await call(a, 'claim', { resource: 'emulator-1', ttl: '1m' })).structuredContent.error, 'held');
+  const bHolds = (await call(a, 'claim', { resource: 'emulator-1', ttl: '1m' })).structuredContent;
+  assert.equal(bHolds.error, 'held');
+  assert.match(bHolds.message, new RegExp(`, pid ${b.proc.pid}, for "", since \\d+s ago: it is theirs, released when pid ${b.proc.pid} ends; ` +
+    `if it is abandoned, free it now: kill ${b.proc.pid}, or: wtproxy release emulator-1 --force$`));
   assert.equal((await b.end()).code, 0, b.stderr());
   await waitFor(async () => !(await call(a, 'claim', { resource: 'emulator-1', ttl: '1m' })).isError,
     15000, 'the lease of an ended session to be free');

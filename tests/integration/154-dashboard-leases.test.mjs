@@ -5,7 +5,8 @@
 // HTML show as text; /__wtproxy/api/leases holds the same lease objects as
 // `wtproxy leases --json`; `wtproxy release` takes the row away again.
 // On a PostgreSQL store the same, and a store that goes down is shown as
-// unreadable, with why, not as an empty list.
+// unreadable, with why and how to tell when it is back, not as an empty
+// list.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeWorktrees, startDaemon, cli, get, sanitizerClean } from './lib/registry.mjs';
@@ -128,12 +129,14 @@ test('a PostgreSQL store: its leases, then, once it is down, why they cannot be 
   const said = await page.textContent('#leases-error');
   assert.match(said, /cannot be read from the postgresql store/);
   assert.match(said, new RegExp(`port ${pg.port}`));
+  assert.match(said, new RegExp(`pg_isready -h 127\\.0\\.0\\.1 -p ${pg.port} tells when`), 'and how to tell when it is back');
   assert.equal(await page.isHidden('#leases'), true, 'no stale rows under the error');
   assert.equal(await page.isHidden('#leases-empty'), true, 'not shown as no leases');
   const down = await apiLeases(px.port);
   assert.equal(down.store, 'postgresql');
   assert.equal(down.leases, undefined);
   assert.match(down.error, new RegExp(`port ${pg.port}`));
+  assert.match(down.error, new RegExp(`pg_isready -h 127\\.0\\.0\\.1 -p ${pg.port} tells when`));
   assert.deepEqual(seen.errors, [], 'no script error');
   const file = await screenshot(page, '154-dashboard-leases-pg-down.png');
   t.diagnostic(`screenshot: ${file}`);

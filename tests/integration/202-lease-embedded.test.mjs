@@ -1,14 +1,15 @@
 // 202: the same lease commands on the daemon's embedded store (no
 // registry configured): one winner among 16 concurrent claimers every
 // round (counted from the daemon's own list and the exit codes), the
-// refusal text, TTL expiry, a dead holder taken over, `-- CMD` released
+// refusal text (the daemon's own message, which names the holder and the
+// command that frees it, printed by the CLI as it is), TTL expiry, a dead holder taken over, `-- CMD` released
 // on exit and on SIGTERM, and leases kept across a daemon restart in
 // leases.json (mode 0600) next to the state file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, cli, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, cli, control, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
 import { startCli } from './lib/lease.mjs';
 
 const CLAIMERS = 16;
@@ -49,8 +50,23 @@ test('refusal, release rules, TTL expiry', async (t) => {
   assert.equal(r.code, 1);
   assert.match(r.stderr, new RegExp(`emu is held by this machine .*worktree ${tmp.wt.a}.*for "android e2e", since \\d+s ago`));
   assert.match(r.stderr, new RegExp(`cd ${tmp.wt.a} && wtproxy release emu`));
+  // The daemon's own refusal says it all, for any client of the socket;
+  // the CLI prints it as it is, on one line.
+  const said = await control(tmp.control, { op: 'claim', id: 'emu', worktree: tmp.wt.b, pid: 0, ttl_ms: 60000 });
+  assert.equal(said.error, 'conflict');
+  assert.equal(said.holder.worktree, tmp.wt.a);
+  assert.match(said.message, new RegExp(`^emu is held by this machine [^,]+, worktree ${tmp.wt.a}, session [^,]+, manual claim, ` +
+    'for "android e2e", since \\d+s ago \\(expires in \\d+s\\): it is theirs; ' +
+    `to free it, on this machine: cd ${tmp.wt.a} && wtproxy release emu; or, if it is abandoned, anywhere: wtproxy release emu --force$`));
+  assert.equal(r.stderr.split('\n').filter((l) => l.includes('is held by')).length, 1, r.stderr);
+  assert.match(r.stderr, /^wtproxy: emu is held by .*: it is theirs; to free it, .* wtproxy release emu --force$/m);
+  const release = await control(tmp.control, { op: 'release', id: 'emu', worktree: tmp.wt.b });
+  assert.equal(release.error, 'not-permitted');
+  assert.equal(release.holder.worktree, tmp.wt.a);
+  assert.match(release.message, new RegExp(`^emu is held by .*worktree ${tmp.wt.a},.*: it is theirs; to free it, on this machine: cd ${tmp.wt.a} && wtproxy release emu;`));
   r = await cli(tmp, ['release', 'emu'], { cwd: tmp.wt.b });
   assert.equal(r.code, 1, 'not the holder');
+  assert.match(r.stderr, new RegExp(`^wtproxy: emu is held by .*cd ${tmp.wt.a} && wtproxy release emu; .*wtproxy release emu --force$`, 'm'));
   await new Promise((res) => setTimeout(res, 1200));
   r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.b });
   assert.equal(r.code, 0, `the TTL passed: ${r.stderr}`);
@@ -74,6 +90,12 @@ test('-- CMD: released on exit (status passed on) and on SIGTERM; a killed holde
 
   const k = startCli(t, tmp, ['claim', 'slot', '--', 'sleep', '1000'], { cwd: tmp.wt.a });
   await waitFor(async () => (await leases(tmp)).some((l) => l.pid === k.pid), 5000, 'the lease');
+  // Held while a pid runs: the refusal says the lease ends with it.
+  r = await cli(tmp, ['claim', 'slot', '--ttl', '1m'], { cwd: tmp.wt.b });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`^wtproxy: slot is held by this machine [^,]+, worktree ${tmp.wt.a}, session [^,]+, pid ${k.pid}, ` +
+    `for "", since \\d+s ago: it is theirs, released when pid ${k.pid} ends; if it is abandoned, free it now: ` +
+    `kill ${k.pid}, or: wtproxy release slot --force$`, 'm'));
   k.proc.kill('SIGKILL');
   await k.exited;
   r = await cli(tmp, ['claim', 'slot', '--ttl', '1m'], { cwd: tmp.wt.b });

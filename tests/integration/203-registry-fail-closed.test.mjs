@@ -1,13 +1,14 @@
 // 203: a configured PostgreSQL registry that cannot be reached fails
 // closed. The daemon refuses to start, a claim is refused (exit 1), each
 // naming host and port and libpq's error, never the password; a server
-// killed mid-run refuses the next claim the same way. WTPROXY_REGISTRY_OPTIONAL=1
+// killed mid-run refuses the next claim the same way, and the daemon's
+// lease ops answer `registry-down` naming the server and pg_isready. WTPROXY_REGISTRY_OPTIONAL=1
 // is the one way on: the daemon runs on the embedded store and says so
 // loudly (and in its ping reply), a claim falls back to the daemon's store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { makeWorktrees, startDaemon, cli, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, cli, control, sanitizerClean } from './lib/registry.mjs';
 import { startProxy } from './lib/wtproxy.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { runToExit } from './lib/conformance.mjs';
@@ -87,6 +88,23 @@ test('server killed mid-run: the next claim is refused naming the host; the daem
   sanitizerClean(assert, r.stderr);
   assert.equal(r.code, 1, 'refused: never falls back silently');
   assert.match(r.stderr, new RegExp(`host 127\\.0\\.0\\.1 port ${pg.port}`));
+  // Through the daemon (its own connection to the server): registry-down,
+  // naming the server and how to tell when it answers, for a raw client
+  // and for the CLI, whose release says so too (not "nobody holds").
+  const fix = `pg_isready -h 127\\.0\\.0\\.1 -p ${pg.port} tells when`;
+  for (const req of [{ op: 'claim', id: 'emu', worktree: tmp.wt.b, pid: 0, ttl_ms: 60000 },
+    { op: 'release', id: 'emu', worktree: tmp.wt.b }, { op: 'leases' }]) {
+    const said = await control(tmp.control, req);
+    assert.equal(said.error, 'registry-down', JSON.stringify(said));
+    assert.match(said.message, new RegExp(`host 127\\.0\\.0\\.1 port ${pg.port}`), said.message);
+    assert.match(said.message, new RegExp(fix), said.message);
+  }
+  r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.b });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`^wtproxy: cannot claim emu: claims are refused while the registry is down: .*${fix}`, 'm'));
+  r = await cli(tmp, ['release', 'emu'], { cwd: tmp.wt.b });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`^wtproxy: cannot release emu: claims are refused while the registry is down: .*${fix}`, 'm'));
   // A registration change cannot be mirrored: the daemon says so, and keeps routing locally.
   r = await cli(tmp, ['register', '--port', '5999', '--ttl', '1m'], { cwd: tmp.wt.a });
   assert.equal(r.code, 0, r.stderr);

@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { makeWorktrees, startDaemon, startRun, cli, get, getWorktree, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, cli, control, get, getWorktree, sanitizerClean } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
 
 const REQUESTS = 20;
@@ -47,9 +47,12 @@ test('a stopped store: proxied requests stay fast, lease reads fail clearly, the
   }
   r = await cli(tmp, ['leases', '--json'], { cwd: tmp.wt.a });
   assert.equal(r.code, 0, `works again once the server runs: ${r.stderr}`);
-  assert.deepEqual(JSON.parse(r.stdout).map((x) => x.id), ['emu']);
+  // emu-2 too when its claim reached the server before it stopped: the
+  // server runs it once continued (the reply said it was not confirmed).
+  const ids = JSON.parse(r.stdout).map((x) => x.id).filter((id) => id !== 'emu-2');
+  assert.deepEqual(ids, ['emu']);
   const again = JSON.parse((await get(px.port, {}, '/__wtproxy/api/leases')).body);
-  assert.deepEqual(again.leases.map((x) => x.id), ['emu']);
+  assert.deepEqual(again.leases.map((x) => x.id).filter((id) => id !== 'emu-2'), ['emu']);
   assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
   await px.stop();
   sanitizerClean(assert, px.stderr());
@@ -62,7 +65,8 @@ async function whileStopped(t, tmp, px, pg) {
   const settled = { api: 0, cli: 0 };
   const api = get(px.port, {}, '/__wtproxy/api/leases').then((x) => { settled.api = Date.now() - t0; return x; });
   const leases = cli(tmp, ['leases'], { cwd: tmp.wt.a, ms: 20000 }).then((x) => { settled.cli = Date.now() - t0; return x; });
-  await new Promise((res) => setTimeout(res, 100)); // both are queued on the PostgreSQL thread
+  const claim = control(tmp.control, { op: 'claim', id: 'emu-2', worktree: tmp.wt.a, pid: 0, ttl_ms: 60000 });
+  await new Promise((res) => setTimeout(res, 100)); // all three are queued on the PostgreSQL thread
 
   const took = [];
   for (let i = 0; i < REQUESTS; i++) {
@@ -88,6 +92,35 @@ async function whileStopped(t, tmp, px, pg) {
   sanitizerClean(assert, l.stderr);
   assert.equal(l.code, 1, `wtproxy leases fails: ${l.stderr}`);
   assert.match(l.stderr, new RegExp(`port ${pg.port} did not answer within`));
+  const c = await claim;
+  assert.equal(c.error, 'registry-down', JSON.stringify(c));
+  // It ran first (sent, so not confirmed rather than not made), or behind
+  // the one that did (not sent).
+  assert.match(c.message, new RegExp(`^(the registry did not confirm the claim|claims are refused while the registry is down): .*port ${pg.port} did not answer within`));
+  assert.match(c.message, new RegExp(`pg_isready -h 127\\.0\\.0\\.1 -p ${pg.port} tells when`));
   t.diagnostic(`errors after ${settled.api} ms (dashboard) and ${settled.cli} ms (wtproxy leases)`);
   assert.ok(settled.cli < 10000, 'within the CLI\'s own timeout');
 }
+
+test('the daemon stops while lease ops wait for a stopped store: each is answered, none hangs', async (t) => {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--registry', pg.uri('postgres')]);
+  const stopped = serverPids(pg);
+  signalAll(stopped, 'SIGSTOP');
+  try {
+    const first = control(tmp.control, { op: 'claim', id: 'one', worktree: tmp.wt.a, pid: 0, ttl_ms: 60000 });
+    await new Promise((res) => setTimeout(res, 100)); // runs, waiting for the server
+    const second = control(tmp.control, { op: 'claim', id: 'two', worktree: tmp.wt.a, pid: 0, ttl_ms: 60000 });
+    await new Promise((res) => setTimeout(res, 100)); // queued behind it
+    const exited = px.stop('SIGTERM');
+    const [a, b] = await Promise.all([first, second]);
+    assert.equal(a.error, 'registry-down', JSON.stringify(a));
+    assert.equal(b.error, 'stopping', 'the queued op never ran: nothing was done');
+    assert.match(b.message, /^the daemon stopped before the registry answered, so nothing was done: run the command again once the daemon is back \(wtproxy doctor says whether it is\)$/);
+    await exited;
+  } finally {
+    signalAll(stopped, 'SIGCONT');
+  }
+  sanitizerClean(assert, px.stderr());
+});

@@ -8,6 +8,7 @@
 // then its start, whose server registers and serves b. With a
 // start_timeout shorter than the read, both ops answer `timeout` once it
 // passes, naming the file and what to do, and the start starts nothing.
+// A daemon that stops while both wait answers them `stopping`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeWorktrees, declaring, startPreloadedDaemon, startRun, getWorktree, wtServer, waitFor, lsJson, sanitizerClean, control } from './lib/registry.mjs';
@@ -95,5 +96,24 @@ test('services and start on a .wtproxy read longer than start_timeout: timeout, 
   await new Promise((res) => setTimeout(res, OPEN_MS + 500));
   assert.equal((await lsJson(tmp0)).some((e) => e.worktree === tmp.wt.b), false, 'nothing started for b');
   await px.stop('SIGTERM');
+  sanitizerClean(assert, px.stderr());
+});
+
+test('services and start waiting for a slow .wtproxy when the daemon stops: stopping, nothing started', async (t) => {
+  const tmp0 = makeWorktrees(t, ['a']);
+  const px = await startPreloadedDaemon(t, tmp0, 'slow-wtproxy-file', { WTPROXY_TEST_OPEN_MS: String(OPEN_MS) });
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`], ['b']);
+  const replies = Promise.all([
+    control(tmp0.control, { op: 'services', worktree: tmp.wt.b }),
+    control(tmp0.control, { op: 'start', worktree: tmp.wt.b, front: px.port }),
+  ]);
+  await new Promise((res) => setTimeout(res, 300)); // both wait for the read
+  const exited = px.stop('SIGTERM');
+  for (const r of await replies) {
+    assert.equal(r.error, 'stopping', JSON.stringify(r));
+    assert.equal(r.message, 'the daemon is stopping, so nothing was done: run the command again once it is back ' +
+      '(wtproxy doctor says whether it is)');
+  }
+  await exited;
   sanitizerClean(assert, px.stderr());
 });

@@ -188,7 +188,7 @@ export function sanitizerClean(assert, text) {
 }
 
 // One request line on the daemon's control socket (registry/PROTOCOL.md),
-// its reply line parsed.
+// its reply line parsed; rejected when the daemon closes without one.
 export function control(sock, req) {
   return new Promise((resolve, reject) => {
     const s = net.createConnection(sock);
@@ -199,6 +199,7 @@ export function control(sock, req) {
       const nl = buf.indexOf('\n');
       if (nl >= 0) { s.end(); resolve(JSON.parse(buf.slice(0, nl))); }
     });
+    s.on('close', () => reject(new Error(`the daemon closed without a reply to ${JSON.stringify(req)}`)));
     s.on('error', reject);
   });
 }
