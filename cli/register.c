@@ -76,13 +76,16 @@ static void report_conflict(json_t *holder)
     json_int_t pid = json_integer_value(json_object_get(holder, "pid"));
     json_int_t front = json_integer_value(json_object_get(holder, "front"));
     json_int_t reg = json_integer_value(json_object_get(holder, "registered_ms"));
-    char age[32];
+    char age[32], by[1200];
     host_age(host_wall_ms() - reg, age, sizeof age);
     wt = wt ? wt : "?";
+    if (pid > 0)
+        snprintf(by, sizeof by, "by pid %lld (%s)", (long long)pid, cmd && *cmd ? cmd : "?");
+    else
+        snprintf(by, sizeof by, "by a registration with --ttl (no process)");
     fprintf(stderr,
-            "wtproxy: %s is already served on front :%lld by pid %lld (%s), "
-            "registered %s ago, uid %lld\n",
-            wt, (long long)front, (long long)pid, cmd && *cmd ? cmd : "no command", age,
+            "wtproxy: %s is already served on front :%lld %s, registered %s ago, uid %lld\n", wt,
+            (long long)front, by, age,
             (long long)json_integer_value(json_object_get(holder, "uid")));
     /* Often why a test runner starts a second server: the gate refused the
      * one registered (a leftover on a recycled port, or stale code). */
@@ -93,10 +96,7 @@ static void report_conflict(json_t *holder)
         fprintf(stderr, "wtproxy: the /__whoami gate refuses that server (%s): %s\n", state,
                 detail && *detail ? detail : "see wtproxy ls");
     if (pid > 0)
-        fprintf(stderr,
-                "wtproxy: stop it first (kill %lld), or serve another front "
-                "port: --front %lld\n",
-                (long long)pid, (long long)front + 1);
+        fprintf(stderr, "wtproxy: stop it first, then run this again: kill %lld\n", (long long)pid);
     else
         fprintf(stderr,
                 "wtproxy: remove it first: wtproxy unregister --worktree %s "

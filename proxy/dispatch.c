@@ -77,7 +77,7 @@ static void declared_read(void *arg, int rc, const char *bad)
         c->awaiting_start = 1;
         conn_wait(c, WTP_WAIT_POLL_MS);
     } else if (bad[0]) {
-        conn_fail(c, PE_BACKEND_NOT_READY, bad);
+        conn_fail(c, PE_BAD_WTPROXY_FILE, bad);
     } else {
         no_backend(c);
     }

@@ -70,6 +70,12 @@ static const struct error_kind kinds[] = {
          "The dev server of this worktree did not start listening in time.",
          "Read the dev server's output for why it does not start: wtproxy logs (in its "
          "worktree); or raise start_timeout in the daemon's config file and send it SIGHUP."},
+    [PE_BAD_WTPROXY_FILE] =
+        {503, "Service Unavailable", "bad-wtproxy-file",
+         "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "
+         "server was started.",
+         "Correct the line of the .wtproxy named below (it lists the keys a .wtproxy may "
+         "have); wtproxy doctor, run in the worktree, checks the file again."},
     [PE_BACKEND_UNREACHABLE] =
         {502, "Bad Gateway", "backend-unreachable", "wtproxy could not connect to the dev server.",
          "See whether the dev server still runs: wtproxy ls; restart it from its worktree: "

@@ -21,7 +21,8 @@ test('a second run in the same worktree: exit 1 naming the holder, CMD never sta
   assert.match(r.stderr, /wt-server\.mjs/, 'names the command');
   assert.match(r.stderr, /registered \d+[smhd] ago/, 'gives the age');
   assert.ok(r.stderr.includes(tmp.wt.a), 'names the worktree');
-  assert.match(r.stderr, new RegExp(`kill ${first.pid}`), 'says how to free it');
+  assert.match(r.stderr, new RegExp(`stop it first, then run this again: kill ${first.pid}\n`), 'says how to free it');
+  assert.doesNotMatch(r.stderr, /--front \d+/, 'no other front port the daemon may not listen on');
   assert.ok(r.stderr.trim().split('\n').length <= 2, r.stderr);
   assert.ok(!fs.existsSync(marker), 'the second command was started');
   const entries = await lsJson(tmp);
@@ -39,6 +40,8 @@ test('register over a live manual entry: conflict naming unregister; a dead one 
   const b = await cli(tmp, ['register', '--port', '5001', '--ttl', '1h', '--front', front], { cwd: tmp.wt.a });
   assert.equal(b.code, 1, b.stderr);
   assert.match(b.stderr, /wtproxy unregister --worktree \S+ --front \d+/);
+  assert.match(b.stderr, /by a registration with --ttl \(no process\)/, 'not "pid 0 (no command)"');
+  assert.doesNotMatch(b.stderr, /pid 0/, b.stderr);
   await new Promise((res) => setTimeout(res, 1500));
   const c = await cli(tmp, ['register', '--port', '5002', '--ttl', '1h', '--front', front], { cwd: tmp.wt.a });
   assert.equal(c.code, 0, c.stderr);

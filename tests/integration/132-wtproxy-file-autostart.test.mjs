@@ -85,3 +85,19 @@ test('idle_stop never cuts a request in flight', async (t) => {
   assert.equal(r.body, 'done', 'the whole answer came, though it took longer than idle_stop');
   await waitFor(async () => (await lsJson(tmp0)).length === 0, 6000, 'then idle_stop ends the server');
 });
+
+test('a .wtproxy that does not parse: 503 bad-wtproxy-file naming its line, and a fix about the file', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `frnot = ${px.port}`], ['a']);
+  const r = await new Promise((resolve) => {
+    execFile('curl', ['-sS', '-D', '-', `http://127.0.0.1:${px.port}/`, '-H', `X-Wtproxy-Worktree: ${tmp.wt.a}`],
+      { timeout: 20000 }, (err, stdout) => resolve(stdout));
+  });
+  assert.match(r, /^HTTP\/1\.1 503 /, r);
+  assert.match(r, /x-wtproxy-error: bad-wtproxy-file/i, r);
+  assert.match(r, /\.wtproxy:2: bad or unknown `frnot`/, r);
+  assert.match(r, /^Fix: Correct the line of the \.wtproxy named below/m, 'not the start_timeout advice of a server slow to start');
+  assert.doesNotMatch(r, /start_timeout/, r);
+  assert.deepEqual(await lsJson(tmp0), [], 'nothing was started');
+});

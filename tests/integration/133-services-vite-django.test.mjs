@@ -236,7 +236,7 @@ test('a bad .wtproxy: 503 and the daemon\'s output name the file, the line and t
     write(text);
     const r = await ask();
     assert.equal(r.status, 503, `${what}: ${r.body}`);
-    assert.equal(r.headers['x-wtproxy-error'], 'backend-not-ready', `${what}: ${JSON.stringify(r.headers)}`);
+    assert.equal(r.headers['x-wtproxy-error'], 'bad-wtproxy-file', `${what}: ${JSON.stringify(r.headers)}`);
     assert.ok(r.body.includes(path.join(tmp.wt.a, '.wtproxy')), `${what}: the 503 names the file: ${r.body}`);
     assert.match(r.body, want, what);
     await waitFor(() => want.test(px.stderr()), 3000, `${what}: in the daemon's output`);
