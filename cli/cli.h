@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "host.h"
 #include "proxy_limits.h" /* WTP_DEFAULT_FRONT_PORT, the daemon's default too */
 
 #define WTP_CLIENT_REPLY_MAX (1024 * 1024)   /* a list of thousands of entries fits */
@@ -116,7 +117,9 @@ int cli_stop_tree(pid_t root, unsigned grace_ms, int *status);
 struct cli_run_log {
     int out[2], err[2];  /* CMD's stdout and stderr pipes, -1 when not relayed */
     int fd;              /* the log file, -1 none */
+    int to[2];           /* where the relay copies CMD's stdout and stderr too, -1 nowhere */
     char path[PATH_MAX]; /* "" when the server has no log */
+    struct host_log cap; /* the log's size cap */
     pthread_t thread;
     char *buf;       /* the relay's */
     atomic_int done; /* the relay saw both pipes end */
@@ -125,9 +128,10 @@ struct cli_run_log {
 
 /* Give the server a log (l->path): the wrapper's stdout when it is a file
  * already, else a file under the state folder's servers/, fed by a relay
- * thread that still copies CMD's output to the wrapper's stdout and
- * stderr. Returns 0, or -1 after a warning (no log; CMD's output goes
- * straight to the wrapper's, as without one). */
+ * thread that also copies CMD's output to the wrapper's stdout and stderr
+ * (those that are not the log) and caps the log's size. Returns 0, or -1
+ * after a warning (no log; CMD's output goes straight to the wrapper's, as
+ * without one). */
 int cli_run_log_open(struct cli_run_log *l, const char *worktree, int front, const char *service);
 
 /* In the forked child, before exec: stdout and stderr into the relay. */

@@ -81,12 +81,14 @@ json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t 
     return out;
 }
 
-/* The offset in fd (size bytes) where its last n lines begin. */
-static off_t tail_start(int fd, off_t size, long n)
+/* The offset in fd (size bytes) where its last n lines begin; *found
+ * says how many lines that is (fewer than n: the file holds no more). */
+static off_t tail_start(int fd, off_t size, long n, long *found)
 {
     char *buf = malloc(TAIL_CHUNK);
     off_t pos = size, floor = size > TAIL_MAX ? size - TAIL_MAX : 0;
     long lines = 0;
+    *found = n;
     if (n <= 0) {
         free(buf);
         return size;
@@ -106,6 +108,8 @@ static off_t tail_start(int fd, off_t size, long n)
         pos -= (off_t)len;
     }
     free(buf);
+    /* the first line has no newline before it */
+    *found = pos == 0 ? lines + (size > 0) : n;
     return pos;
 }
 
@@ -122,6 +126,27 @@ static off_t copy_out(int fd, off_t off, FILE *out)
     return off;
 }
 
+/* The last n lines of path's log, fd open on path (size bytes): when path
+ * holds fewer (it was just rotated), the rest from the end of path.1
+ * first. Returns the offset in fd from which path's own lines are to be
+ * copied. */
+static off_t tail_rotated(const char *path, int fd, off_t size, long n, FILE *out)
+{
+    long found;
+    off_t start = tail_start(fd, size, n, &found);
+    char old[PATH_MAX + 8];
+    snprintf(old, sizeof old, "%s.1", path);
+    int ofd = found < n ? open(old, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+    if (ofd >= 0 && fstat(ofd, &st) == 0) {
+        long more;
+        copy_out(ofd, tail_start(ofd, st.st_size, n - found, &more), out);
+    }
+    if (ofd >= 0)
+        close(ofd);
+    return start;
+}
+
 int cli_log_tail(const char *path, long n, FILE *out)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -131,27 +156,34 @@ int cli_log_tail(const char *path, long n, FILE *out)
             close(fd);
         return -1;
     }
-    copy_out(fd, tail_start(fd, st.st_size, n), out);
+    copy_out(fd, tail_rotated(path, fd, st.st_size, n, out), out);
     close(fd);
     return 0;
 }
 
 /* tail -F: print what is appended to path until interrupted; a log cut
- * short is read again from its start, one replaced (a new inode) is
- * reopened. */
+ * short is read again from its start. One replaced (rotated: a new inode)
+ * is read to its end first, since its writer may have added lines after
+ * the last look and before the rename, then the file after it from its
+ * start: the new one, or, when two rotations came within one look (the
+ * old one is unlinked then), the .1 first. */
 static int follow(const char *path, long n)
 {
     struct timespec tick = {0, FOLLOW_POLL_MS * 1000000L};
-    int fd = -1;
+    char old[PATH_MAX + 8];
+    int fd = -1, from_old = 0;
     off_t off = 0;
     ino_t ino = 0;
+    snprintf(old, sizeof old, "%s.1", path);
     for (;;) {
         struct stat st, now;
-        if (fd < 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && fstat(fd, &st) == 0) {
-            off = n >= 0 ? tail_start(fd, st.st_size, n) : 0;
+        if (fd < 0 && (fd = open(from_old ? old : path, O_RDONLY | O_CLOEXEC)) >= 0 &&
+            fstat(fd, &st) == 0) {
+            off = n >= 0 ? tail_rotated(path, fd, st.st_size, n, stdout) : 0;
             ino = st.st_ino;
             n = -1; /* a reopened log is read from its start */
         }
+        from_old = 0;
         if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size < off)
             off = 0;
         if (fd >= 0)
@@ -159,8 +191,11 @@ static int follow(const char *path, long n)
         if (ferror(stdout))
             return 1;
         if (fd >= 0 && (stat(path, &now) < 0 || now.st_ino != ino)) {
+            copy_out(fd, off, stdout);
+            from_old = fstat(fd, &st) == 0 && st.st_nlink == 0;
             close(fd);
             fd = -1;
+            continue; /* the next file at once: it fills meanwhile */
         }
         nanosleep(&tick, NULL);
     }

@@ -134,6 +134,26 @@ static json_t *last_lines(const char *buf, size_t n, int cut, size_t want)
     return json_pack("{s:o, s:b}", "lines", lines, "truncated", cut || total > want);
 }
 
+/* A log rotates (host/log_file.c): the end of path.1, room bytes at most,
+ * into buf, when it is owner's; *cut set when that starts mid-file.
+ * Returns the bytes read (0: none). The lines asked for may begin there. */
+static size_t rotated_end(const char *path, uid_t owner, char *buf, size_t room, int *cut)
+{
+    char old[PATH_MAX + 8];
+    struct stat st;
+    snprintf(old, sizeof old, "%s.1", path);
+    int fd = open(old, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    ssize_t n = -1;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == owner) {
+        off_t from = st.st_size > (off_t)room ? st.st_size - (off_t)room : 0;
+        n = pread(fd, buf, room, from);
+        *cut = n > 0 && from > 0;
+    }
+    if (fd >= 0)
+        close(fd);
+    return n > 0 ? (size_t)n : 0;
+}
+
 /* The last want lines of the file at path, reading at most
  * MCP_LOG_BYTES_MAX of its end, when the file is owner's; or a failure.
  * O_NONBLOCK: a FIFO put
@@ -159,10 +179,13 @@ static json_t *tail(const char *path, uid_t owner, size_t want)
     }
     off_t from = st.st_size > MCP_LOG_BYTES_MAX ? st.st_size - MCP_LOG_BYTES_MAX : 0;
     char *buf = malloc(MCP_LOG_BYTES_MAX);
-    ssize_t n = buf ? pread(fd, buf, MCP_LOG_BYTES_MAX, from) : -1;
+    int cut = from > 0;
+    size_t k =
+        buf && !cut ? rotated_end(path, owner, buf, MCP_LOG_BYTES_MAX - st.st_size, &cut) : 0;
+    ssize_t n = buf ? pread(fd, buf + k, MCP_LOG_BYTES_MAX - k, from) : -1;
     close(fd);
     json_t *out = n < 0 ? mcp_fail("unreadable", "cannot read the log %s", path)
-                        : last_lines(buf, (size_t)n, from > 0, want);
+                        : last_lines(buf, k + (size_t)n, cut, want);
     free(buf);
     return out;
 }

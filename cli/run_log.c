@@ -1,13 +1,20 @@
 /* run_log.c - the log of a `wtproxy run` server: every server has one, so
  * that `wtproxy logs`, the dashboard and agents can read what it printed.
  *
- * When the wrapper's stdout is already a regular file (an on-demand start
- * writes to $XDG_STATE_HOME/wtproxy/servers/<name>.log), that file is the
- * log and nothing changes. Otherwise CMD's stdout and stderr go to two
- * pipes that a thread of the wrapper relays to the wrapper's own stdout and
- * stderr, as before (a terminal, Playwright's webServer), and appends to
- * servers/<folder>-<front>[-<service>].log. The thread blocks every
- * signal: they stay the main thread's, whose waitpid they must interrupt. */
+ * CMD's stdout and stderr go to two pipes that a thread of the wrapper
+ * relays to the log and to the wrapper's own stdout and stderr (a
+ * terminal, Playwright's webServer). The log is the wrapper's stdout when
+ * that is a regular file already (an on-demand start writes to
+ * servers/<name>.log; the relay then copies nothing to it twice), else
+ * servers/<folder>-<front>[-<service>].log, appended to.
+ *
+ * The relay is the log's one writer of CMD's output, so it caps the log
+ * (host/log_file.c): past the cap the file becomes .1 and a new one starts,
+ * on the same fd number, and the wrapper's stdout and stderr follow when
+ * they were the log. A dev server writing straight into the file would
+ * grow it behind the cap's back: that is why an on-demand start's server
+ * is relayed too. The thread blocks every signal: they stay the main
+ * thread's, whose waitpid they must interrupt. */
 #include "cli.h"
 
 #include <errno.h>
@@ -21,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "registry.h"
 
 #define RELAY_CHUNK 16384 /* bytes moved per read */
@@ -43,6 +51,23 @@ static void put(int *fd, const char *buf, size_t n)
     }
 }
 
+/* buf's n bytes went to the log: past the cap it rotates, and the new file's
+ * first line says where the earlier ones are. snprintf and write, not
+ * dprintf, which may allocate (start_relay says why the thread must not). */
+static void counted(struct cli_run_log *l, const char *buf, size_t n)
+{
+    char err[2 * PATH_MAX + 64], line[sizeof err + 64];
+    int r = host_log_wrote(&l->cap, n, buf[n - 1] == '\n', err, sizeof err), len = 0;
+    if (r > 0)
+        len = snprintf(line, sizeof line, "--- wtproxy run: earlier lines are in %s.1 ---\n",
+                       l->path);
+    else if (r < 0)
+        len = snprintf(line, sizeof line,
+                       "--- wtproxy run: %s: this log goes on in the same file ---\n", err);
+    if (len > 0)
+        put(&l->fd, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+}
+
 /* The relay: both pipes to the wrapper's stdout/stderr and to the log,
  * until both reach end of file (every writer, CMD's whole tree and the
  * wrapper, closed them). */
@@ -50,7 +75,7 @@ static void *relay(void *arg)
 {
     struct cli_run_log *l = arg;
     char *buf = l->buf;
-    int to[2] = {STDOUT_FILENO, STDERR_FILENO};
+    int to[2] = {l->to[0], l->to[1]};
     struct pollfd p[2] = {{l->out[0], POLLIN, 0}, {l->err[0], POLLIN, 0}};
     while (p[0].fd >= 0 || p[1].fd >= 0) {
         if (poll(p, 2, -1) < 0 && errno != EINTR)
@@ -65,21 +90,32 @@ static void *relay(void *arg)
             }
             put(&to[i], buf, n > 0 ? (size_t)n : 0);
             put(&l->fd, buf, n > 0 ? (size_t)n : 0);
+            if (n > 0 && l->fd >= 0)
+                counted(l, buf, (size_t)n);
         }
     }
     l->done = 1;
     return NULL;
 }
 
-/* Whether fd 1 is a regular file; its path into l->path then. */
+/* Whether fd 1 is a regular file: then it is the log (l->path, and l->fd
+ * a copy of fd 1, sharing its offset), and neither it nor an fd 2 on the
+ * same file gets the relay's copy. */
 static int stdout_is_file(struct cli_run_log *l)
 {
-    struct stat st;
+    struct stat st, st2;
     ssize_t n;
     if (fstat(STDOUT_FILENO, &st) < 0 || !S_ISREG(st.st_mode) ||
         (n = readlink("/proc/self/fd/1", l->path, sizeof l->path - 1)) <= 0 || l->path[0] != '/')
         return 0;
     l->path[n] = '\0';
+    if ((l->fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)) < 0) {
+        l->path[0] = '\0';
+        return 0;
+    }
+    l->to[0] = -1;
+    if (fstat(STDERR_FILENO, &st2) == 0 && st2.st_dev == st.st_dev && st2.st_ino == st.st_ino)
+        l->to[1] = -1;
     return 1;
 }
 
@@ -138,19 +174,26 @@ static int start_relay(struct cli_run_log *l, char *err, size_t errlen)
 int cli_run_log_open(struct cli_run_log *l, const char *worktree, int front, const char *service)
 {
     char err[PATH_MAX + 128];
-    *l = (struct cli_run_log){.out = {-1, -1}, .err = {-1, -1}, .fd = -1};
-    if (stdout_is_file(l))
-        return 0;
-    if (open_file(l, worktree, front, service, err, sizeof err) < 0 ||
-        start_relay(l, err, sizeof err) < 0) {
+    *l = (struct cli_run_log){
+        .out = {-1, -1}, .err = {-1, -1}, .fd = -1, .to = {STDOUT_FILENO, STDERR_FILENO}};
+    int is_file = stdout_is_file(l);
+    int failed = !is_file && open_file(l, worktree, front, service, err, sizeof err) < 0;
+    if (!failed && !is_file) {
+        char stamp[64];
+        time_t now = time(NULL);
+        strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime(&now));
+        dprintf(l->fd, "--- wtproxy run, %s ---\n", stamp);
+    }
+    int also[] = {STDOUT_FILENO, STDERR_FILENO};
+    /* Before the relay, which owns the cap from then on. A FIFO or a
+     * deleted file is not capped. */
+    if (!failed)
+        host_log_attach(&l->cap, l->fd, also, 2);
+    if (failed || start_relay(l, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: warning: the server's output is not logged: %s\n", err);
         cli_run_log_close(l);
         return -1;
     }
-    char stamp[64];
-    time_t now = time(NULL);
-    strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime(&now));
-    dprintf(l->fd, "--- wtproxy run, %s ---\n", stamp);
     /* Python buffers a pipe's output by blocks: the log would lag. */
     setenv("PYTHONUNBUFFERED", "1", 0);
     return 0;
@@ -164,7 +207,8 @@ void cli_run_log_child(const struct cli_run_log *l)
 
 void cli_run_log_note(const struct cli_run_log *l, const char *line)
 {
-    if (l->relaying && l->fd >= 0)
+    /* The wrapper said it on stderr: when that is the log, it is there. */
+    if (l->relaying && l->fd >= 0 && l->to[1] >= 0)
         dprintf(l->fd, "%s\n", line);
 }
 

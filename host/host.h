@@ -285,4 +285,37 @@ void host_age(long long ms, char *buf, size_t len);
  * wall-clock step must not stretch or cut. */
 long long host_mono_ms(void);
 
+/* --- a log file with a size cap (log_file.c) --- */
+
+/* A log passes this many bytes: it becomes PATH.1 (one old generation) and
+ * a new PATH starts. $WTPROXY_LOG_MAX_BYTES sets another cap, for the
+ * daemon and for `wtproxy run` alike (HOST_LOG_MIN_BYTES at least). */
+#define HOST_LOG_MAX_BYTES (16LL * 1024 * 1024)
+#define HOST_LOG_MIN_BYTES 4096LL
+#define HOST_LOG_SYNC_BYTES (64 * 1024) /* counted between two reads of the real size */
+
+struct host_log {
+    int fd;              /* the writer's fd; a rotation keeps its number */
+    int also[2];         /* other fds on the same file, moved along (-1: none) */
+    char path[PATH_MAX]; /* the file's name, PATH */
+    long long size;      /* bytes in it, as counted */
+    long long unsynced;  /* bytes counted since its size was last read */
+    long long max;       /* the cap */
+};
+
+/* The cap: $WTPROXY_LOG_MAX_BYTES, else HOST_LOG_MAX_BYTES. */
+long long host_log_max_bytes(void);
+
+/* Cap the log that fd writes to, when it is a regular file still under
+ * the name /proc/self/fd says (a terminal, a pipe or a deleted file is
+ * not capped); those of the nalso fds in also that share its file follow
+ * a rotation. Returns 0, or -1 (l is then inert). */
+int host_log_attach(struct host_log *l, int fd, const int *also, int nalso);
+
+/* n more bytes were written to l->fd, ending a line or not (line_end):
+ * past the cap, at a line's end, rotate. Returns 1 when it rotated, 0 when
+ * not, -1 with err when the rotation failed (the old file goes on; the
+ * next try is a cap's worth of bytes later). */
+int host_log_wrote(struct host_log *l, size_t n, int line_end, char *err, size_t errlen);
+
 #endif

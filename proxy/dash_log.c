@@ -8,12 +8,18 @@
  * end. The bytes go out as a JSON string, cleaned first: ANSI escape
  * sequences and other control characters removed, invalid UTF-8 replaced,
  * so what the page shows with textContent is the text a terminal would
- * show, and nothing a browser interprets. */
+ * show, and nothing a browser interprets.
+ *
+ * A log rotates (host/log_file.c): at the end of the file it reads, a
+ * tail looks whether the log's name now holds another file (one stat:
+ * microseconds) and goes on from that one's start; a stream opened on a
+ * log just rotated starts in its .1. */
 #include "dash.h"
 
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,9 +31,10 @@
 
 struct log_stream {
     int fd;
-    off_t off;     /* the next byte to send */
-    int skip_line; /* started mid-file: drop up to the first newline */
-    unsigned idle; /* ticks without a byte, for the heartbeat */
+    char path[PATH_MAX]; /* the log's name, which a rotation gives a new file */
+    off_t off;           /* the next byte to send */
+    int skip_line;       /* started mid-file: drop up to the first newline */
+    unsigned idle;       /* ticks without a byte, for the heartbeat */
 };
 
 static int open_streams; /* one daemon per process: WTP_DASH_MAX_LOGS at most */
@@ -82,6 +89,26 @@ static size_t clean(const unsigned char *in, size_t n, char *out)
     return o;
 }
 
+/* At the end of ls's file: when the log's name holds another file now
+ * (it rotated), that one is read next, from its start; when ls's file was
+ * unlinked (a second rotation within a tick), the .1 is the next one. */
+static void next_file(struct log_stream *ls)
+{
+    struct stat named, st;
+    char old[PATH_MAX + 8];
+    if (stat(ls->path, &named) < 0 || fstat(ls->fd, &st) < 0 ||
+        (named.st_ino == st.st_ino && named.st_dev == st.st_dev))
+        return;
+    snprintf(old, sizeof old, "%s.1", ls->path);
+    int fd = open(st.st_nlink == 0 ? old : ls->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    close(ls->fd);
+    ls->fd = fd;
+    ls->off = 0;
+    ls->skip_line = 0;
+}
+
 /* Send the next piece of the log, if any. Returns 0, or -1 when c was
  * closed (it stopped reading). */
 static int send_piece(struct proxy_client *c, struct log_stream *ls)
@@ -96,8 +123,10 @@ static int send_piece(struct proxy_client *c, struct log_stream *ls)
     if (fstat(ls->fd, &st) == 0 && st.st_size < ls->off)
         ls->off = 0; /* cut short: read it again from its start */
     ssize_t n = pread(ls->fd, buf, sizeof buf, ls->off);
-    if (n <= 0)
+    if (n <= 0) {
+        next_file(ls);
         return 0;
+    }
     size_t use = (size_t)n, start = 0;
     if (use == sizeof buf) { /* more follows: end on a line, when one ends here */
         unsigned char *nl = memrchr(buf, '\n', use);
@@ -135,6 +164,29 @@ static struct reg_backend *backend_on(struct proxy_server *s, long port)
     return NULL;
 }
 
+/* Where a new stream starts: WTP_DASH_LOG_TAIL bytes before the log's
+ * end, in its .1 when the log holds fewer (next_file then moves on to the
+ * log itself). st is ls->fd's. */
+static void start_tail(struct log_stream *ls, const struct stat *st)
+{
+    char old[PATH_MAX + 8];
+    struct stat ost;
+    int ofd = -1;
+    ls->off = st->st_size > WTP_DASH_LOG_TAIL ? st->st_size - WTP_DASH_LOG_TAIL : 0;
+    snprintf(old, sizeof old, "%s.1", ls->path);
+    if (st->st_size < WTP_DASH_LOG_TAIL &&
+        (ofd = open(old, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) >= 0 && fstat(ofd, &ost) == 0 &&
+        S_ISREG(ost.st_mode) && ost.st_uid == st->st_uid) {
+        off_t want = WTP_DASH_LOG_TAIL - st->st_size;
+        close(ls->fd);
+        ls->fd = ofd;
+        ls->off = ost.st_size > want ? ost.st_size - want : 0;
+    } else if (ofd >= 0) {
+        close(ofd);
+    }
+    ls->skip_line = ls->off > 0;
+}
+
 void dash_log_serve(struct proxy_client *c, const char *portv)
 {
     char *end;
@@ -169,8 +221,8 @@ void dash_log_serve(struct proxy_client *c, const char *portv)
         return;
     }
     open_streams++;
-    ls->off = st.st_size > WTP_DASH_LOG_TAIL ? st.st_size - WTP_DASH_LOG_TAIL : 0;
-    ls->skip_line = ls->off > 0;
+    snprintf(ls->path, sizeof ls->path, "%s", b->log);
+    start_tail(ls, &st);
     c->state = CS_HANDLER;
     c->resp_started = 1;
     c->handler_note = DASH_NOTE_LOG;

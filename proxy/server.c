@@ -32,7 +32,6 @@
 
 #include <malloc.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,17 +46,8 @@
 #include "identify.h"
 #include "gate.h"
 #include "listener.h"
+#include "log_flood.h"
 #include "route.h"
-
-void proxy_log(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "wtproxy: %s\n", line);
-}
 
 unsigned long long proxy_now_ms(struct proxy_server *s)
 {
@@ -296,6 +286,7 @@ static void server_free(struct proxy_server *s)
     /* after the pool: its backend streams' blocks join the spares */
     proxy_client_free_spares();
     reg_backend_unref(s->backend);
+    log_flood_free(s->flood);
     struct event *evs[] = {s->sigterm, s->sigint, s->sighup, s->stop_timer};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i])
@@ -346,6 +337,7 @@ int proxy_serve(int argc, char **argv)
         fprintf(stderr, "wtproxy serve: %s\n", err);
         return 2;
     }
+    proxy_log_cap();
     char note[256];
     s->ninherited = proxy_sd_listen_fds(s->inherited, WTP_SD_MAX_FDS, &s->control, note,
                                         sizeof note, err, sizeof err);
@@ -361,6 +353,7 @@ int proxy_serve(int argc, char **argv)
     tune_malloc();
     s->base = new_base();
     s->pool = s->base ? proxy_pool_new(s->base) : NULL;
+    s->flood = s->base ? log_flood_new(s->base) : NULL; /* NULL: every line written */
     int status = 1;
     if (!s->base || !s->pool) {
         fprintf(stderr, "wtproxy: cannot start: out of memory\n");

@@ -34,6 +34,7 @@ struct proxy_server {
     struct whoami_gate *gate;    /* the /__whoami gate; NULL with whoami = off */
     struct proxy_pool *pool;
     struct refusal_log *refusals;        /* what wtproxy refused lately, for the dashboard */
+    struct log_flood *flood;             /* repeated log lines collapsed; NULL: none */
     struct dash *dash;                   /* the dashboard's event streams */
     const struct proxy_handler *handler; /* requests it answers itself (handler.h), NULL none */
     struct proxy_listener listeners[WTP_MAX_LISTEN * 2];
@@ -60,8 +61,12 @@ int proxy_serve(int argc, char **argv);
  * exits when it was the last). */
 void proxy_server_client_gone(struct proxy_server *s, struct proxy_client *c);
 
-/* One line on stderr, "wtproxy: " first. */
+/* One line on stderr, "wtproxy: " first (daemon_log.c); the loop's only. */
 void proxy_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Cap the daemon's log when stderr is a regular file (daemon_log.c):
+ * past host_log_max_bytes() it becomes FILE.1 and a new FILE starts. */
+void proxy_log_cap(void);
 
 /* Current time in milliseconds, from the loop's cached clock. */
 unsigned long long proxy_now_ms(struct proxy_server *s);

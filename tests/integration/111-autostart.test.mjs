@@ -7,29 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, cli, lsJson, pidAlive, sanitizerClean, waitFor } from './lib/registry.mjs';
-
-// Stop, after the test, every daemon started for tmp, found by the
-// --control argument it was given: also those a failing test never
-// learnt the pid of.
-function stopDaemonsAfter(t, tmp) {
-  t.after(() => {
-    for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-      let argv;
-      try { argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'); } catch { continue; }
-      if (argv[1] === 'serve' && argv.includes(tmp.control)) {
-        try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
-      }
-    }
-  });
-}
-
-function autostartEnv(t, tmp) {
-  stopDaemonsAfter(t, tmp);
-  const conf = path.join(tmp.root, 'wtproxy.conf');
-  fs.writeFileSync(conf, 'listen = 127.0.0.1:0\n');
-  return { WTPROXY_NO_AUTOSTART: '', WTPROXY_CONFIG: conf, XDG_STATE_HOME: path.join(tmp.root, 'state') };
-}
+import { makeWorktrees, cli, lsJson, pidAlive, sanitizerClean, waitFor, autostartEnv } from './lib/registry.mjs';
 
 test('register with no daemon starts one, says so, and registers', async (t) => {
   const tmp = makeWorktrees(t, ['a']);

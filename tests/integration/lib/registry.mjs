@@ -203,3 +203,28 @@ export function control(sock, req) {
     s.on('error', reject);
   });
 }
+
+// Stop, after the test, every daemon started for tmp, found by the
+// --control argument it was given: also those a failing test never
+// learnt the pid of.
+export function stopDaemonsAfter(t, tmp) {
+  t.after(() => {
+    for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      let argv;
+      try { argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'); } catch { continue; }
+      if (argv[1] === 'serve' && argv.includes(tmp.control)) {
+        try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+      }
+    }
+  });
+}
+
+// The environment of a CLI command allowed to start its daemon: state in
+// <tmp>/state, the config (WTPROXY_CONFIG) listening on a kernel-picked
+// port, and extra. The daemons it starts are stopped after t.
+export function autostartEnv(t, tmp, extra = {}) {
+  stopDaemonsAfter(t, tmp);
+  const conf = path.join(tmp.root, 'wtproxy.conf');
+  fs.writeFileSync(conf, 'listen = 127.0.0.1:0\n');
+  return { WTPROXY_NO_AUTOSTART: '', WTPROXY_CONFIG: conf, XDG_STATE_HOME: path.join(tmp.root, 'state'), ...extra };
+}
