@@ -395,9 +395,7 @@ int cli_declared_front(const struct host_worktree *wt, int *own, int *main_has)
     return front;
 }
 
-/* The port every listen address of ping shares (127.0.0.1:18000 and
- * [::1]:18000), else 0. */
-static int only_port(json_t *ping)
+int cli_daemon_port(json_t *ping)
 {
     size_t i;
     json_t *a;
@@ -420,7 +418,7 @@ int cli_default_front(json_t *ping)
     if (host_worktree_of(".", &wt, err, sizeof err) == 0)
         front = cli_declared_front(&wt, &own, &main_has);
     if (!front && ping)
-        front = only_port(ping);
+        front = cli_daemon_port(ping);
     return front ? front : WTP_DEFAULT_FRONT_PORT;
 }
 

@@ -1,9 +1,11 @@
 // 116: an app tested on another port than 8000 (baseURL localhost:18000,
-// a daemon listening there) whose server was started with `wtproxy run`
-// and no --front: it registers on 8000, where no request comes. wtproxy
-// run says so as it starts, with the flag to pass; the 503 its worktree
-// then gets on the daemon's port names the server on the other front,
-// and the command it suggests carries --front, so pasting it works.
+// a daemon listening there). `wtproxy run` without --front registers on
+// the one port the daemon listens on, and is served there. Given a front
+// the daemon does not listen on (--front 8000), it registers there, where
+// no request comes: it says so as it starts, with the flag to pass; the
+// 503 its worktree then gets on the daemon's port names the server on the
+// other front, and the command it suggests carries --front, so pasting it
+// works.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -20,10 +22,20 @@ function curl(cwd, port) {
   });
 }
 
-test('wtproxy run without the --front of the daemon\'s port: warned, and the 503 names it', async (t) => {
+test('wtproxy run without --front serves the daemon\'s one port', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp); // on a port the kernel picked, never 8000
+  const run = startRun(t, tmp, { cwd: tmp.wt.a });
+  await run.ready;
+  assert.match(run.stderr(), new RegExp(`is ready on 127\\.0\\.0\\.1:\\d+ \\(front :${px.port}\\)`));
+  assert.doesNotMatch(run.stderr(), /warning/);
+  assert.equal((await curl(tmp.wt.a, px.port)).status, 200);
+});
+
+test('wtproxy run on a front the daemon does not listen on: warned, and the 503 names it', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp);
-  const wrong = startRun(t, tmp, { cwd: tmp.wt.a });
+  const wrong = startRun(t, tmp, { cwd: tmp.wt.a, front: 8000 });
   await wrong.ready;
   assert.match(wrong.stderr(), new RegExp(`wtproxy: warning: the daemon \\(pid \\d+\\) listens on \\["127\\.0\\.0\\.1:${px.port}"\\], not on port 8000: no request reaches a server registered on front 8000; to serve the daemon's port, run: wtproxy run --front ${px.port} -- \\.\\.\\.`));
 
