@@ -261,6 +261,13 @@ int cli_default_front(json_t *ping);
  * ping is NULL. */
 int cli_daemon_port(json_t *ping);
 
+/* The front a server registers on without --front (run, register,
+ * unregister): the one port the daemon listens on (started now when
+ * start_daemon and none answers, as the command would start it), else
+ * 8000. A server registered on a front the daemon does not listen on
+ * would never get a request. */
+int cli_daemon_front(int start_daemon);
+
 /* Read dir's Playwright config into pw (pw->file "" when none). */
 void cli_playwright_read(const char *dir, struct cli_playwright *pw);
 

@@ -142,21 +142,6 @@ static int health_path_bad(const char *path, char *err, size_t errlen)
     return 1;
 }
 
-/* Without --front: the one port the daemon listens on (started now if it
- * must be, as the claim would start it), else 8000. A server registered on
- * a front the daemon does not listen on would never get a request. */
-static int default_front(int start_daemon)
-{
-    char err[256];
-    json_t *req = json_pack("{s:s}", "op", "ping"), *ping = NULL;
-    if (!req || cli_call(req, start_daemon, &ping, err, sizeof err) != 0)
-        ping = NULL;
-    json_decref(req);
-    int front = cli_daemon_port(ping);
-    json_decref(ping);
-    return front ? front : WTP_DEFAULT_FRONT_PORT;
-}
-
 int cli_run_main(int argc, char **argv)
 {
     const char *frontv = NULL, *worktree = NULL;
@@ -194,7 +179,7 @@ int cli_run_main(int argc, char **argv)
     /* A reader of our output that went must not kill the wrapper. */
     signal(SIGPIPE, SIG_IGN);
     if (!frontv)
-        r.front = default_front(cli_daemon_start_allowed(no_autostart));
+        r.front = cli_daemon_front(cli_daemon_start_allowed(no_autostart));
     cli_run_log_open(&r.log, r.worktree, r.front, r.service);
     rc = cli_run_claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
     if (rc == 0) {

@@ -37,7 +37,8 @@ const char cli_usage_register[] =
     "  --pid PID         the server's pid: the entry goes when it exits\n"
     "  --ttl DURATION    how long the entry lives (30s, 10m, 2h, 1d); required\n"
     "                    without --pid\n"
-    "  --front PORT      the proxy port it serves (default 8000)\n"
+    "  --front PORT      the proxy port it serves (default: the one port the daemon\n"
+    "                    listens on, else 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --host H          the server's address (default 127.0.0.1)\n"
     "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _)\n"
@@ -49,7 +50,7 @@ const char cli_usage_unregister[] =
     "Remove this worktree's entry (yours, or any as root).\n"
     "\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
-    "  --front PORT      default 8000\n";
+    "  --front PORT      default: the one port the daemon listens on, else 8000\n";
 
 const char cli_usage_ls[] =
     "usage: wtproxy ls [--json]\n"

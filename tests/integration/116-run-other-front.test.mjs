@@ -1,6 +1,7 @@
 // 116: an app tested on another port than 8000 (baseURL localhost:18000,
-// a daemon listening there). `wtproxy run` without --front registers on
-// the one port the daemon listens on, and is served there. Given a front
+// a daemon listening there). `wtproxy run` (and `register`, `unregister`)
+// without --front act on the one port the daemon listens on, and the
+// server is served there. Given a front
 // the daemon does not listen on (--front 8000), it registers there, where
 // no request comes: it says so as it starts, with the flag to pass; the
 // 503 its worktree then gets on the daemon's port names the server on the
@@ -9,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { makeWorktrees, startDaemon, startRun, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, sanitizerClean, cli, lsJson } from './lib/registry.mjs';
 
 // curl from cwd (placed by its cwd, as a test runner is): { status, body }.
 function curl(cwd, port) {
@@ -30,6 +31,19 @@ test('wtproxy run without --front serves the daemon\'s one port', async (t) => {
   assert.match(run.stderr(), new RegExp(`is ready on 127\\.0\\.0\\.1:\\d+ \\(front :${px.port}\\)`));
   assert.doesNotMatch(run.stderr(), /warning/);
   assert.equal((await curl(tmp.wt.a, px.port)).status, 200);
+});
+
+test('register and unregister without --front act on the daemon\'s one port too', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const reg = await cli(tmp, ['register', '--port', '5000', '--ttl', '1m'], { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  assert.match(reg.stderr, new RegExp(`registered ${tmp.wt.a} on front :${px.port} -> `));
+  assert.deepEqual((await lsJson(tmp)).map((e) => e.front), [px.port]);
+  const un = await cli(tmp, ['unregister'], { cwd: tmp.wt.a });
+  assert.equal(un.code, 0, un.stderr);
+  assert.match(un.stderr, new RegExp(`unregistered ${tmp.wt.a} from front :${px.port}`));
+  assert.deepEqual(await lsJson(tmp), []);
 });
 
 test('wtproxy run on a front the daemon does not listen on: warned, and the 503 names it', async (t) => {
