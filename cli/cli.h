@@ -268,6 +268,10 @@ int cli_daemon_port(json_t *ping);
  * would never get a request. */
 int cli_daemon_front(int start_daemon);
 
+/* The daemon's ping reply (started first when start_daemon and none
+ * answers), or NULL when none answers. */
+json_t *cli_ping(int start_daemon);
+
 /* Read dir's Playwright config into pw (pw->file "" when none). */
 void cli_playwright_read(const char *dir, struct cli_playwright *pw);
 

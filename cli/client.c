@@ -422,13 +422,19 @@ int cli_default_front(json_t *ping)
     return front ? front : WTP_DEFAULT_FRONT_PORT;
 }
 
-int cli_daemon_front(int start_daemon)
+json_t *cli_ping(int start_daemon)
 {
     char err[256];
     json_t *req = json_pack("{s:s}", "op", "ping"), *ping = NULL;
     if (!req || cli_call(req, start_daemon, &ping, err, sizeof err) != 0)
         ping = NULL;
     json_decref(req);
+    return ping;
+}
+
+int cli_daemon_front(int start_daemon)
+{
+    json_t *ping = cli_ping(start_daemon);
     int front = cli_daemon_port(ping);
     json_decref(ping);
     return front ? front : WTP_DEFAULT_FRONT_PORT;

@@ -171,19 +171,6 @@ static void print_why(json_t *o)
     printf("%s\n", json_string_value(json_object_get(o, "explanation")));
 }
 
-/* Without --front: the port this worktree declares, or the daemon's. */
-static int default_front(void)
-{
-    char err[256];
-    json_t *req = json_pack("{ss}", "op", "ping"), *ping = NULL;
-    if (!req || cli_call(req, 0, &ping, err, sizeof err) != 0)
-        ping = NULL;
-    json_decref(req);
-    int front = cli_default_front(ping);
-    json_decref(ping);
-    return front;
-}
-
 int cli_why_main(int argc, char **argv)
 {
     long pid = (long)getpid(), front = 0;
@@ -207,8 +194,11 @@ int cli_why_main(int argc, char **argv)
         fprintf(stderr, "wtproxy why: %s\n", err);
         return 1;
     }
-    if (!front)
-        front = default_front();
+    if (!front) { /* the port this worktree declares, or the daemon's */
+        json_t *ping = cli_ping(0);
+        front = cli_default_front(ping);
+        json_decref(ping);
+    }
     json_t *o = cli_why_json((pid_t)pid, NULL, (int)front, t, err, sizeof err);
     reg_table_free(t);
     if (!o) {
