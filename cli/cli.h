@@ -245,10 +245,15 @@ int cli_join(char *out, size_t len, const char *dir, const char *name);
  * is there. */
 int cli_wtproxy_front(const char *dir, int *has);
 
+struct host_worktree;
+
+/* The folder of wt's main checkout (its common dir without "/.git") into
+ * out. 0, or -1 when the common dir is not such (a bare repository). */
+int cli_main_checkout(const struct host_worktree *wt, char *out, size_t len);
+
 /* The front port wt's .wtproxy declares: its own, else its main
  * checkout's (the daemon reads that one as well); 0 when neither does.
  * *own and *main_has are set when that file exists. */
-struct host_worktree;
 int cli_declared_front(const struct host_worktree *wt, int *own, int *main_has);
 
 /* The front port a command run here means when not given --front: the
