@@ -215,16 +215,17 @@ enum cli_app_kind {
 
 /* A Playwright config, as far as its literal text tells. */
 struct cli_playwright {
-    char file[32];  /* "playwright.config.ts"; "" when the checkout has none */
-    char *text;     /* its contents (owned) */
-    int web_server; /* it has a webServer block */
-    int has_url;    /* ... with url: (recipe "url") */
-    int has_port;   /* ... with port: (recipe "port") */
-    int uses_run;   /* ... whose command runs `wtproxy run` */
-    int reuse;      /* ... with reuseExistingServer not literally false */
-    int front;      /* the port of a literal baseURL (else webServer.url), 0 when none */
-    int url_port;   /* the port of a literal webServer.url, 0 when none */
-    int run_front;  /* the front its `wtproxy run` registers on (--front, else 8000) */
+    char file[32];      /* "playwright.config.ts"; "" when the checkout has none */
+    char *text;         /* its contents (owned) */
+    int web_server;     /* it has a webServer block */
+    int has_url;        /* ... with url: (recipe "url") */
+    int has_port;       /* ... with port: (recipe "port") */
+    int uses_run;       /* ... whose command runs `wtproxy run` */
+    int reuse;          /* ... with reuseExistingServer not literally false */
+    int front;          /* the port of a literal baseURL (else webServer.url), 0 when none */
+    int url_port;       /* the port of a literal webServer.url, 0 when none */
+    int run_front;      /* the front its `wtproxy run` registers on (--front, else 8000) */
+    char run_cmd[1024]; /* the server command its `wtproxy run ... --` runs; "" unknown */
 };
 
 struct cli_app {

@@ -79,8 +79,11 @@ static void check_file(struct doc_ctx *c)
         return;
     }
     c->file_err[0] = '\0';
+    const struct wtfile_service *s = wtfile_by_front(f, c->front);
+    if (s)
+        snprintf(c->start, sizeof c->start, "%s", s->start);
     size_t used = 0;
-    for (int i = 0; !wtfile_by_front(f, c->front) && i < f->n && used < sizeof c->fronts; i++)
+    for (int i = 0; !s && i < f->n && used < sizeof c->fronts; i++)
         used += (size_t)snprintf(c->fronts + used, sizeof c->fronts - used, "%s :%d%s%s%s",
                                  i ? "," : "", f->svc[i].front, f->svc[i].name[0] ? " (" : "",
                                  f->svc[i].name, f->svc[i].name[0] ? ")" : "");

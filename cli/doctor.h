@@ -34,6 +34,7 @@ struct doc_ctx {
     int main_has_file;   /* the main checkout has one (its worktrees' callers are placed) */
     char file_err[1024]; /* why the daemon refuses the worktree's; "" when it does not */
     char fronts[256];    /* the fronts it declares when none is front (" :5173 (web)") */
+    char start[2048];    /* the start command it declares on front; "" none */
     json_t *ping;        /* the daemon's ping reply; NULL: no daemon */
     char daemon_err[512];
     json_t *entry; /* this worktree's entry on front (borrowed from entries) */

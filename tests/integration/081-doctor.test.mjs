@@ -176,6 +176,28 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), urlRecipe('wtproxy run --front 3000 -- npm start'));
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+
+  // Recipe url and a .wtproxy on the same front: the daemon starts the
+  // .wtproxy's server at the readiness check and webServer.command never
+  // runs; two different commands are a problem, the same one is fine.
+  const sameFront = (cmd) => "export default { use: { baseURL: 'http://localhost:" + px.port + "' },\n" +
+    `  webServer: { command: '${cmd}', url: 'http://localhost:${px.port}/', reuseExistingServer: true } };\n`;
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'),
+    sameFront(`wtproxy run --front ${px.port} -- DJANGO_SETTINGS_MODULE=app.test_settings  python3 manage.py runserver {port}`));
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = python3 manage.py runserver {port}\nfront = ${px.port}\n`);
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  assert.equal(d.byName.playwright.detail, 'playwright.config.mjs: webServer.command runs ' +
+    '`DJANGO_SETTINGS_MODULE=app.test_settings  python3 manage.py runserver {port}` through wtproxy run, but the .wtproxy ' +
+    `declares \`python3 manage.py runserver {port}\` on front ${px.port}: Playwright's readiness check reaches the daemon, ` +
+    "which starts the .wtproxy's, and webServer.command never runs while a daemon answers, so the tests run against the .wtproxy's command");
+  assert.equal(d.byName.playwright.fix,
+    'make them one command: start = DJANGO_SETTINGS_MODULE=app.test_settings  python3 manage.py runserver {port} in .wtproxy');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `start = DJANGO_SETTINGS_MODULE=app.test_settings python3 manage.py runserver {port}\nfront = ${px.port}\n`);
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+  assert.match(d.byName.playwright.detail, /recipe url, and the \.wtproxy declares the same command on front \d+: the daemon starts it at Playwright's readiness check/);
   fs.rmSync(path.join(tmp.wt.a, 'playwright.config.mjs'));
   fs.rmSync(path.join(tmp.wt.a, '.wtproxy'));
 
