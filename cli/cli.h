@@ -215,16 +215,17 @@ enum cli_app_kind {
 
 /* A Playwright config, as far as its literal text tells. */
 struct cli_playwright {
-    char file[32];  /* "playwright.config.ts"; "" when the checkout has none */
-    char *text;     /* its contents (owned) */
-    int web_server; /* it has a webServer block */
-    int has_url;    /* ... with url: (recipe "url") */
-    int has_port;   /* ... with port: (recipe "port") */
-    int uses_run;   /* ... whose command runs `wtproxy run` */
-    int reuse;      /* ... with reuseExistingServer not literally false */
-    int front;      /* the port of a literal baseURL (else webServer.url), 0 when none */
-    int url_port;   /* the port of a literal webServer.url, 0 when none */
-    int run_front;  /* the front its `wtproxy run` registers on (--front, else 8000) */
+    char file[32];      /* "playwright.config.ts"; "" when the checkout has none */
+    char *text;         /* its contents (owned) */
+    int web_server;     /* it has a webServer block */
+    int has_url;        /* ... with url: (recipe "url") */
+    int has_port;       /* ... with port: (recipe "port") */
+    int uses_run;       /* ... whose command runs `wtproxy run` */
+    int reuse;          /* ... with reuseExistingServer not literally false */
+    int front;          /* the port of a literal baseURL (else webServer.url), 0 when none */
+    int url_port;       /* the port of a literal webServer.url, 0 when none */
+    int run_front;      /* the front its `wtproxy run` registers on (--front, else 8000) */
+    char run_cmd[1024]; /* the server command its `wtproxy run ... --` runs; "" unknown */
 };
 
 struct cli_app {
@@ -245,10 +246,15 @@ int cli_join(char *out, size_t len, const char *dir, const char *name);
  * is there. */
 int cli_wtproxy_front(const char *dir, int *has);
 
+struct host_worktree;
+
+/* The folder of wt's main checkout (its common dir without "/.git") into
+ * out. 0, or -1 when the common dir is not such (a bare repository). */
+int cli_main_checkout(const struct host_worktree *wt, char *out, size_t len);
+
 /* The front port wt's .wtproxy declares: its own, else its main
  * checkout's (the daemon reads that one as well); 0 when neither does.
  * *own and *main_has are set when that file exists. */
-struct host_worktree;
 int cli_declared_front(const struct host_worktree *wt, int *own, int *main_has);
 
 /* The front port a command run here means when not given --front: the

@@ -380,14 +380,21 @@ struct reg_table *cli_table(char *err, size_t errlen)
     return t;
 }
 
+int cli_main_checkout(const struct host_worktree *wt, char *out, size_t len)
+{
+    size_t n = strlen(wt->common);
+    if (n < 5 || strcmp(wt->common + n - 5, "/.git") != 0 || n - 5 >= len)
+        return -1;
+    memcpy(out, wt->common, n - 5);
+    out[n - 5] = '\0';
+    return 0;
+}
+
 int cli_declared_front(const struct host_worktree *wt, int *own, int *main_has)
 {
     char main_root[PATH_MAX];
-    snprintf(main_root, sizeof main_root, "%s", wt->common);
-    char *slash = strrchr(main_root, '/');
     int front = cli_wtproxy_front(wt->root, own);
-    if (slash && strcmp(slash, "/.git") == 0) {
-        *slash = '\0';
+    if (cli_main_checkout(wt, main_root, sizeof main_root) == 0) {
         int main_front = cli_wtproxy_front(main_root, main_has);
         if (!front)
             front = main_front;

@@ -68,26 +68,26 @@ static void ask_entries(struct doc_ctx *c)
     }
 }
 
-/* Read the .wtproxy of dir with the daemon's own parser: a typo there
- * makes the daemon refuse every start, and its `front` unreadable, so
- * doctor would judge the wrong port. Its error into c->file_err. */
-static void check_file(struct doc_ctx *c, const char *dir)
+/* Read the worktree's .wtproxy with the daemon's own parser: a typo there
+ * makes the daemon refuse every start. Its error into c->file_err; when
+ * it declares nothing on c->front, the fronts it does into c->fronts. */
+static void check_file(struct doc_ctx *c)
 {
     struct wtfile *f = malloc(sizeof *f);
-    if (f && wtfile_read(dir, f, c->file_err, sizeof c->file_err) >= 0)
-        c->file_err[0] = '\0';
+    if (!f || wtfile_read(c->wt.root, f, c->file_err, sizeof c->file_err) < 0) {
+        free(f);
+        return;
+    }
+    c->file_err[0] = '\0';
+    const struct wtfile_service *s = wtfile_by_front(f, c->front);
+    if (s)
+        snprintf(c->start, sizeof c->start, "%s", s->start);
+    size_t used = 0;
+    for (int i = 0; !s && i < f->n && used < sizeof c->fronts; i++)
+        used += (size_t)snprintf(c->fronts + used, sizeof c->fronts - used, "%s :%d%s%s%s",
+                                 i ? "," : "", f->svc[i].front, f->svc[i].name[0] ? " (" : "",
+                                 f->svc[i].name, f->svc[i].name[0] ? ")" : "");
     free(f);
-}
-
-/* The main checkout's folder, whose .wtproxy the daemon reads as well. */
-static const char *main_checkout(const struct host_worktree *wt)
-{
-    static char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", wt->common);
-    char *slash = strrchr(dir, '/');
-    if (slash && strcmp(slash, "/.git") == 0)
-        *slash = '\0';
-    return dir;
 }
 
 /* Gather what the checks share. 0, or 2 for a bad --front. */
@@ -99,15 +99,12 @@ static int gather(struct doc_ctx *c, const char *front)
         return 2;
     }
     c->have_wt = host_worktree_of(".", &c->wt, c->wt_err, sizeof c->wt_err) == 0;
-    if (c->have_wt) {
-        int own = 0;
-        cli_declared_front(&c->wt, &own, &c->main_has_file);
-        c->has_file = own || c->main_has_file;
-        if (c->has_file)
-            check_file(c, own ? c->wt.root : main_checkout(&c->wt));
-    }
+    if (c->have_wt)
+        cli_declared_front(&c->wt, &c->has_file, &c->main_has_file);
     c->ping = ask("ping", c->daemon_err, sizeof c->daemon_err);
     c->front = f ? (int)f : cli_default_front(c->ping);
+    if (c->has_file)
+        check_file(c);
     ask_entries(c);
     return 0;
 }

@@ -30,9 +30,11 @@ struct doc_ctx {
     int have_wt; /* the cwd is in a worktree */
     struct host_worktree wt;
     char wt_err[PATH_MAX + 256];
-    int has_file;        /* the worktree (or its main checkout) has .wtproxy */
-    int main_has_file;   /* the main checkout has it (the daemon reads that one) */
-    char file_err[1024]; /* why the daemon refuses that .wtproxy; "" when it does not */
+    int has_file;        /* the worktree has a .wtproxy: the daemon starts its servers from it */
+    int main_has_file;   /* the main checkout has one (its worktrees' callers are placed) */
+    char file_err[1024]; /* why the daemon refuses the worktree's; "" when it does not */
+    char fronts[256];    /* the fronts it declares when none is front (" :5173 (web)") */
+    char start[2048];    /* the start command it declares on front; "" none */
     json_t *ping;        /* the daemon's ping reply; NULL: no daemon */
     char daemon_err[512];
     json_t *entry; /* this worktree's entry on front (borrowed from entries) */

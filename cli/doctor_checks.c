@@ -89,16 +89,34 @@ void doc_server(struct doc_ctx *c, struct doc_result *r)
                  "correct that line of the .wtproxy, then run wtproxy doctor again");
         return;
     }
+    if (c->has_file && c->fronts[0]) {
+        doc_set(r, DOC_PROBLEM,
+                "no server runs now, and the .wtproxy declares none on front %d, only on%s: "
+                "requests to :%d from here get 503 no-backend",
+                c->front, c->fronts, c->front);
+        snprintf(r->fix, sizeof r->fix,
+                 "give the server meant for :%d front = %d in .wtproxy (or check another port: "
+                 "wtproxy doctor --front PORT)",
+                 c->front, c->front);
+        return;
+    }
     if (c->has_file) {
-        /* conf/PLAYWRIGHT.md: a repository is known to the daemon, so its
-         * callers placed by their cwd, by its main checkout's .wtproxy. */
         doc_set(r, DOC_OK,
                 "no server runs now; the .wtproxy makes the daemon start one on this "
-                "worktree's first request%s",
-                c->main_has_file
-                    ? ""
-                    : " (note: the main checkout has no .wtproxy yet; until it has, only requests "
-                      "naming this worktree (X-Wtproxy-Worktree) start it: merge it there)");
+                "worktree's first request");
+        return;
+    }
+    if (c->main_has_file) { /* the daemon's 503 says the same (ondemand_reader.c) */
+        char main[PATH_MAX];
+        cli_main_checkout(&c->wt, main, sizeof main);
+        doc_set(r, DOC_PROBLEM,
+                "no server runs now, and this worktree (branch %s) has no .wtproxy: the daemon "
+                "starts a worktree's servers only from its own, and %s/.wtproxy is in the main "
+                "checkout only. Requests from here get 503 no-backend",
+                c->wt.branch[0] ? c->wt.branch : "?", main);
+        snprintf(r->fix, sizeof r->fix,
+                 "cp %.480s/.wtproxy %.480s/ (or merge the branch that added it)", main,
+                 c->wt.root);
         return;
     }
     doc_set(r, DOC_PROBLEM,

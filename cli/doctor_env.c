@@ -101,6 +101,47 @@ void doc_inotify(struct doc_ctx *c, struct doc_result *r)
             instances);
 }
 
+/* s with each run of blanks made one space, trimmed, into out: two
+ * spellings of one command compare equal. */
+static void squeeze(const char *s, char *out, size_t len)
+{
+    size_t n = 0;
+    for (s += strspn(s, " \t"); *s && n + 1 < len; s++)
+        if (!strchr(" \t\n", *s) || (s[1] && !strchr(" \t\n", s[1])))
+            out[n++] = strchr(" \t\n", *s) ? ' ' : *s;
+    out[n] = '\0';
+}
+
+/* Recipe url and a .wtproxy on the same front: Playwright's readiness
+ * check is a request from this worktree, so the daemon starts the
+ * .wtproxy's server and webServer.command runs only when no daemon
+ * answers. The same command either way is fine; two commands mean the
+ * tests run against the one nobody reading the config expects (other
+ * settings, another database). */
+static void both_recipes(struct doc_ctx *c, const struct cli_playwright *pw, struct doc_result *r)
+{
+    char a[1024], b[1024];
+    squeeze(pw->run_cmd, a, sizeof a);
+    squeeze(c->start, b, sizeof b);
+    if (strcmp(a, b) == 0) {
+        doc_set(r, DOC_OK,
+                "%s: recipe url, and the .wtproxy declares the same command on front %d: "
+                "the daemon starts it at Playwright's readiness check; webServer.command "
+                "runs when no daemon answers",
+                pw->file, c->front);
+        return;
+    }
+    doc_set(r, DOC_PROBLEM,
+            "%s: webServer.command runs `%.400s` through wtproxy run, but the .wtproxy "
+            "declares `%.400s` on front %d: Playwright's readiness check reaches the daemon, "
+            "which starts the .wtproxy's, and webServer.command never runs while a daemon "
+            "answers, so the tests run against the .wtproxy's command",
+            pw->file, pw->run_cmd[0] ? pw->run_cmd : "(a command doctor cannot read)", c->start,
+            c->front);
+    snprintf(r->fix, sizeof r->fix, "make them one command: start = %.900s in .wtproxy",
+             pw->run_cmd[0] ? pw->run_cmd : "<webServer's command>");
+}
+
 void doc_playwright(struct doc_ctx *c, struct doc_result *r)
 {
     struct cli_playwright pw;
@@ -125,7 +166,9 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 f, pw.run_front, pw.url_port);
         snprintf(r->fix, sizeof r->fix, "in webServer.command write: wtproxy run --front %d -- ...",
                  pw.url_port);
-    } else if (pw.uses_run && pw.has_url)
+    } else if (pw.uses_run && pw.has_url && c->start[0] && pw.run_front == c->front)
+        both_recipes(c, &pw, r);
+    else if (pw.uses_run && pw.has_url)
         doc_set(r, DOC_OK, "%s: recipe url, webServer.command runs `wtproxy run`%s", f,
                 pw.reuse ? ""
                          : " (reuseExistingServer is off: a second run in this "

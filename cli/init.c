@@ -242,8 +242,9 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     struct host_worktree w;
     if (host_worktree_of(p->dir, &w, NULL, 0) == 0 && strcmp(w.gitdir, w.common) != 0 &&
         strcmp(w.root, p->dir) == 0)
-        init_note(p, "this is a linked worktree: commit the .wtproxy and merge it into the main "
-                     "checkout's branch, where the daemon reads it (conf/PLAYWRIGHT.md)");
+        init_note(p, "this is a linked worktree: the .wtproxy serves it now; commit it and "
+                     "merge it into the main branch, so that every worktree made from there "
+                     "has it (the daemon starts a worktree's servers from its own .wtproxy)");
     if (p->app.kind != CLI_APP_DJANGO)
         return 0;
     int pg = uses_postgresql(p);

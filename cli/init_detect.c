@@ -305,6 +305,24 @@ static int run_front(const char *from, const char *to)
     return cli_number(digits, 1, 65535, &port) == 0 ? (int)port : WTP_DEFAULT_FRONT_PORT;
 }
 
+/* The server command of a `wtproxy run [flags] -- CMD` in [from, to),
+ * as far as the string literal that holds it goes, into out ("" when it
+ * is not in one literal: a template with ${...}, a concatenation). */
+static void served_command(const char *from, const char *to, char *out, size_t len)
+{
+    const char *run = strstr(from, "wtproxy run"), *q = run;
+    out[0] = '\0';
+    while (q && q > from && !strchr("'\"`", q[-1]))
+        q--;
+    if (!run || run >= to || !q || q <= from || memchr(q, '\n', (size_t)(run - q)))
+        return;
+    const char *dashes = strstr(run, " -- "), *close = strchr(run, q[-1]);
+    if (!dashes || !close || close >= to || dashes > close ||
+        memchr(run, '$', (size_t)(close - run)))
+        return;
+    snprintf(out, len, "%.*s", (int)(close - dashes - 4), dashes + 4);
+}
+
 void cli_playwright_read(const char *dir, struct cli_playwright *pw)
 {
     static const char *const names[] = {"playwright.config.ts", "playwright.config.js",
@@ -330,8 +348,10 @@ void cli_playwright_read(const char *dir, struct cli_playwright *pw)
     pw->url_port = literal_port(ws, end, "url:");
     if (!pw->front)
         pw->front = pw->url_port;
-    if (pw->uses_run)
+    if (pw->uses_run) {
         pw->run_front = run_front(ws, end);
+        served_command(ws, end, pw->run_cmd, sizeof pw->run_cmd);
+    }
 }
 
 int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errlen)

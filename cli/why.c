@@ -15,17 +15,21 @@
 #include "cli.h"
 #include "registry.h"
 #include "host.h"
+#include "ondemand.h"
 
 #define NOT_PLACED                                                                                 \
     "not placed: no process in the chain has WTPROXY_WORKTREE, nor a cwd in a worktree "           \
-    "of a repository with a registration.\nIts requests go to the default backend, or "            \
-    "get 503. Place it: run it from its worktree, set "                                            \
+    "of a repository with a .wtproxy or a registration.\nIts requests go to the default "          \
+    "backend, or get 503. Place it: run it from its worktree, set "                                \
     "WTPROXY_WORKTREE=/path/to/worktree, or send X-Wtproxy-Worktree."
 
-static int known(const char *common_dir, void *arg)
+/* The daemon's rule (route_known_repo), on the daemon's table as listed. */
+static int known(const char *worktree, const char *common_dir, void *arg)
 {
     struct reg_table *t = arg;
     struct host_worktree w;
+    if (ondemand_declared(worktree, common_dir))
+        return 1;
     for (size_t i = 0; i < reg_table_count(t); i++)
         if (host_worktree_of(reg_table_at(t, i)->worktree, &w, NULL, 0) == 0 &&
             strcmp(w.common, common_dir) == 0)

@@ -36,7 +36,7 @@ static int decides(pid_t pid, caller_known_fn known, void *arg, struct caller_pl
         return 1;
     }
     if (host_pid_cwd(pid, dir, sizeof dir) == 0 && place_in(dir, place) == 0 &&
-        known(place->common_dir, arg)) {
+        known(place->worktree, place->common_dir, arg)) {
         snprintf(place->how, sizeof place->how, "cwd");
         return 1;
     }
@@ -70,7 +70,7 @@ int caller_place_dir(const char *dir, caller_known_fn known, void *arg, struct c
 {
     memset(place, 0, sizeof *place);
     snprintf(place->cwd, sizeof place->cwd, "%s", dir);
-    if (place_in(dir, place) == 0 && known(place->common_dir, arg)) {
+    if (place_in(dir, place) == 0 && known(place->worktree, place->common_dir, arg)) {
         snprintf(place->how, sizeof place->how, "cwd");
         return 0;
     }

@@ -20,9 +20,10 @@
 
 #define CALLER_MAX_DEPTH 16 /* ancestors walked at most */
 
-/* Whether the repository with this git common dir is one wtproxy knows
- * (has a registration in one of its worktrees). */
-typedef int (*caller_known_fn)(const char *common_dir, void *arg);
+/* Whether worktree, of the repository with this git common dir, is in one
+ * wtproxy knows (a .wtproxy declares its servers, or one of its worktrees
+ * has a registration). */
+typedef int (*caller_known_fn)(const char *worktree, const char *common_dir, void *arg);
 
 struct caller_place {
     pid_t pid;                 /* the process holding the socket */

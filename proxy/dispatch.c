@@ -5,6 +5,7 @@
  * refusal goes back through conn_fail. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ondemand.h"
 #include "conn.h"
@@ -57,29 +58,35 @@ static const char *request_worktree(struct proxy_client *c)
     return c->who && c->who->placed && !c->route_name[0] ? c->who->worktree : NULL;
 }
 
-/* No server for the request, and none to start: say why routing found none. */
-static void no_backend(struct proxy_client *c)
+/* No server for the request, and none to start: say why routing found
+ * none, then why the worktree's .wtproxy starts none (note, or ""). */
+static void no_backend(struct proxy_client *c, const char *note)
 {
-    char d[2048];
+    char d[3072];
     route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, d, sizeof d);
+    if (note[0]) {
+        size_t used = strnlen(d, sizeof d);
+        snprintf(d + used, sizeof d - used, " %s", note);
+    }
     conn_fail(c, c->route_error, d);
 }
 
 /* The request's worktree's .wtproxy, read by a worker: it declared a
  * server for this front, started (or starting) by the daemon, and the
- * request waits for it; or bad is what is wrong with the file; or it
- * declares none here. */
-static void declared_read(void *arg, int rc, const char *bad)
+ * request waits for it; or what is the matter (ondemand.h's codes). */
+static void declared_read(void *arg, int rc, const char *what)
 {
     struct proxy_client *c = arg;
     c->file_ticket = NULL;
     if (rc == 0) {
         c->awaiting_start = 1;
         conn_wait(c, WTP_WAIT_POLL_MS);
-    } else if (bad[0]) {
-        conn_fail(c, PE_BAD_WTPROXY_FILE, bad);
+    } else if (rc == ONDEMAND_BAD_FILE) {
+        conn_fail(c, PE_BAD_WTPROXY_FILE, what);
+    } else if (rc == ONDEMAND_START_FAILED) {
+        conn_fail(c, PE_BACKEND_NOT_READY, what);
     } else {
-        no_backend(c);
+        no_backend(c, what);
     }
 }
 
@@ -128,7 +135,7 @@ void conn_route(struct proxy_client *c)
     if (!c->backend && read_declared(c) == 0)
         return;
     if (!c->backend) {
-        no_backend(c);
+        no_backend(c, "");
         return;
     }
     c->refused_since_ms = 0;

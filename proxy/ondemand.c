@@ -171,16 +171,43 @@ void ondemand_cancel(void *ticket)
     ondemand_reader_cancel(ticket);
 }
 
+/* Why a good file starts nothing for a request on front: the fronts it
+ * does declare (a port mixed up between the file, the test config and the
+ * daemon's listen). Returns buf. */
+static const char *other_fronts(const struct wtfile *f, int front, char *buf, size_t len)
+{
+    size_t used =
+        (size_t)snprintf(buf, len, "%s declares no server on front :%d, only on", f->path, front);
+    for (int i = 0; i < f->n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s :%d%s%s%s", i ? "," : "",
+                                 f->svc[i].front, f->svc[i].name[0] ? " (" : "", f->svc[i].name,
+                                 f->svc[i].name[0] ? ")" : "");
+    if (used < len)
+        snprintf(buf + used, len - used,
+                 ": send this request to that port, or give the server meant for this one "
+                 "front = %d there.",
+                 front);
+    return buf;
+}
+
 void ondemand_file_answer(struct ondemand *a, const char *worktree, int front, int rc,
                           const struct wtfile *f, const char *err, ondemand_ensured_cb cb,
                           void *arg)
 {
     char msg[1024];
-    snprintf(msg, sizeof msg, "%s", rc < 0 ? err : "");
-    if (rc < 0)
+    snprintf(msg, sizeof msg, "%s", err);
+    if (rc < 0) {
         report(a, msg);
+        cb(arg, ONDEMAND_BAD_FILE, msg);
+        return;
+    }
     const struct wtfile_service *s = rc == 0 ? wtfile_by_front(f, front) : NULL;
-    cb(arg, s ? ensure(a, worktree, f, s, msg, sizeof msg) : -1, msg);
+    if (s)
+        cb(arg, ensure(a, worktree, f, s, msg, sizeof msg) == 0 ? 0 : ONDEMAND_START_FAILED, msg);
+    else if (rc == 0)
+        cb(arg, ONDEMAND_NONE, other_fronts(f, front, msg, sizeof msg));
+    else
+        cb(arg, ONDEMAND_NONE, msg); /* the reader's note on the main checkout's file */
 }
 
 const struct ondemand_cached *ondemand_cached(struct ondemand *a, const char *worktree)

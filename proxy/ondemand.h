@@ -56,7 +56,11 @@ typedef void (*ondemand_file_cb)(void *arg, const char *worktree, int rc, const 
 void *ondemand_read_later(struct ondemand *a, const char *worktree, unsigned timeout_ms,
                           ondemand_file_cb cb, void *arg);
 
-/* ondemand_ensure_front's answer: rc and err as it returns them. */
+/* ondemand_ensure_front_later's answer: rc 0 (started, or running: wait
+ * for its registration), or one of these, with err saying what. */
+#define ONDEMAND_NONE 1            /* no server declared on front: err says why, or "" */
+#define ONDEMAND_BAD_FILE (-1)     /* the worktree's .wtproxy is refused: its line and fix */
+#define ONDEMAND_START_FAILED (-2) /* declared, but cannot start now (too many, fork) */
 typedef void (*ondemand_ensured_cb)(void *arg, int rc, const char *err);
 
 /* ondemand_ensure_front for a request, its file read by a worker (a slow
@@ -122,9 +126,10 @@ json_t *ondemand_services_known(struct proxy_server *s, const char *worktree);
 /* What the worker last read of worktree's .wtproxy (ondemand_reader_cached). */
 const struct ondemand_cached *ondemand_cached(struct ondemand *a, const char *worktree);
 
-/* Whether the repository with this git common dir declares a server (its
- * main checkout has a .wtproxy, good or bad): its worktrees count as
- * known ones. (ondemand_services.c) */
-int ondemand_declared(const char *common_dir);
+/* Whether worktree (of the repository with this git common dir) is in a
+ * repository that declares servers: the worktree's own .wtproxy or its
+ * main checkout's, good or bad. Its callers are then placed by their cwd.
+ * (ondemand_services.c) */
+int ondemand_declared(const char *worktree, const char *common_dir);
 
 #endif

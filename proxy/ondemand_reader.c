@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host.h"
 #include "ondemand_cache.h"
@@ -58,6 +59,33 @@ struct ondemand_reader {
     struct ondemand_cache *cache;
 };
 
+/* On the worker thread: a worktree without a .wtproxy in a repository
+ * whose main checkout has one. Its callers are placed (route_known_repo),
+ * yet it starts nothing: the daemon reads each worktree's own file, and
+ * this branch lacks it (it predates the commit that added it, or the file
+ * is not committed). The request's 503 says so, with the fix. */
+static void note_main_file(const char *real, char *note, size_t len)
+{
+    struct host_worktree w;
+    char main[PATH_MAX], path[PATH_MAX + 16], text[4 * PATH_MAX];
+    size_t n;
+    if (host_worktree_of(real, &w, NULL, 0) < 0 || (n = strlen(w.common)) < 5 ||
+        strcmp(w.common + n - 5, "/.git") != 0)
+        return;
+    snprintf(main, sizeof main, "%.*s", (int)(n - 5), w.common);
+    snprintf(path, sizeof path, "%s/.wtproxy", main);
+    if (strcmp(main, real) == 0 || access(path, F_OK) < 0)
+        return;
+    snprintf(text, sizeof text,
+             "%.500s (branch %s) has no .wtproxy, and the daemon starts a worktree's "
+             "servers only from its own: %.500s is in the main checkout only. Bring it here: "
+             "cp %.500s %.500s/ (or merge the branch that added it).",
+             real, w.branch[0] ? w.branch : "?", path, path, real);
+    size_t cut = strnlen(text, len - 1); /* a long path is cut; the 503 says the rest */
+    memcpy(note, text, cut);
+    note[cut] = '\0';
+}
+
 /* On the worker thread. */
 static void read_one(struct host_job *hj, void *ctx)
 {
@@ -83,6 +111,8 @@ static void read_one(struct host_job *hj, void *ctx)
         }
     }
     j->rc = wtfile_read(j->real, &j->f, j->err, sizeof j->err);
+    if (j->rc == 1 && !j->look)
+        note_main_file(j->real, j->err, sizeof j->err);
 }
 
 /* A job for worktree (resolved or not, as resolve) not yet begun that a

@@ -57,8 +57,9 @@ void ondemand_file_read(struct ondemand *a, const char *worktree, int front,
                         const struct wtfile *f);
 
 /* ondemand.c: worktree's .wtproxy read for a request on front (rc and
- * err as wtfile_read's): what ondemand_ensure_front does with the file,
- * answered to cb. */
+ * err as wtfile_read's; with rc 1, err is "" or why the main checkout's
+ * file does not count here): what ondemand_ensure_front does with the
+ * file, answered to cb. */
 void ondemand_file_answer(struct ondemand *a, const char *worktree, int front, int rc,
                           const struct wtfile *f, const char *err, ondemand_ensured_cb cb,
                           void *arg);

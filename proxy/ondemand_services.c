@@ -66,13 +66,22 @@ json_t *ondemand_services_known(struct proxy_server *s, const char *worktree)
 }
 
 /* A bad file still says "ours", so whether one is there is the whole
- * answer: one access(2) on the loop, never an open or a read. */
-int ondemand_declared(const char *common_dir)
+ * answer: access(2), never an open or a read. */
+static int file_there(const char *dir, size_t dirlen)
 {
     char path[PATH_MAX + 16];
-    size_t n = strlen(common_dir);
-    if (n < 5 || n >= PATH_MAX || strcmp(common_dir + n - 5, "/.git") != 0)
+    if (dirlen >= PATH_MAX)
         return 0;
-    snprintf(path, sizeof path, "%.*s/.wtproxy", (int)(n - 5), common_dir);
+    snprintf(path, sizeof path, "%.*s/.wtproxy", (int)dirlen, dir);
     return access(path, F_OK) == 0 || errno != ENOENT;
+}
+
+/* The worktree's own file counts as well as the main checkout's: a branch
+ * that adds its .wtproxy before main has it is declared where it runs. */
+int ondemand_declared(const char *worktree, const char *common_dir)
+{
+    size_t n = strlen(common_dir);
+    if (file_there(worktree, strlen(worktree)))
+        return 1;
+    return n >= 5 && strcmp(common_dir + n - 5, "/.git") == 0 && file_there(common_dir, n - 5);
 }

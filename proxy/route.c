@@ -223,9 +223,9 @@ unsigned long route_known_version(void *arg)
     return t ? reg_table_changes(t) : 0;
 }
 
-int route_known_repo(const char *common_dir, void *copy)
+int route_known_repo(const char *worktree, const char *common_dir, void *copy)
 {
-    if (ondemand_declared(common_dir))
+    if (ondemand_declared(worktree, common_dir))
         return 1;
     struct host_worktree w;
     for (const char *p = copy; *p; p += strlen(p) + 1)

@@ -34,12 +34,13 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
 /* For the identification walk on its worker (struct identify_known):
  * route_known_snap, on the loop, copies the registered worktrees of the
  * server arg (NULL: out of memory; free() the copy); route_known_repo, on
- * any thread, says whether a repository (by its git common dir) declares
- * servers (.wtproxy) or has a registration in one of the copy's worktrees;
+ * any thread, says whether a worktree's repository (by its git common dir)
+ * declares servers (ondemand_declared) or has a registration in one of the
+ * copy's worktrees;
  * route_known_version, on the loop, changes whenever a copy taken now would
  * differ from one taken before. */
 void *route_known_snap(void *arg);
-int route_known_repo(const char *common_dir, void *copy);
+int route_known_repo(const char *worktree, const char *common_dir, void *copy);
 unsigned long route_known_version(void *arg);
 
 #endif

@@ -138,9 +138,10 @@ static void make_repo(void)
 
 /* What route_known_repo does with one registration: the registered
  * worktree's common dir, found afresh, against the caller's. */
-static int known(const char *common, void *arg)
+static int known(const char *caller_wt, const char *common, void *arg)
 {
     struct host_worktree w;
+    (void)caller_wt;
     (void)arg;
     return host_worktree_of(worktree, &w, NULL, 0) == 0 && strcmp(w.common, common) == 0;
 }

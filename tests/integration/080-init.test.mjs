@@ -278,7 +278,7 @@ test('a shop adopted by `wtproxy init --apply` alone: one e2e round in three wor
   r = await init(shop.wt.a, ['--no-databases'], { cwd: path.join(shop.wt.a, 'store') });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, new RegExp(`^wtproxy init: ${shop.wt.a}: django app .*front port ${px.port}$`, 'm'), 'the front port of the committed .wtproxy');
-  assert.match(r.stdout, /^note: this is a linked worktree: commit the \.wtproxy and merge it into the main checkout's branch/m);
+  assert.match(r.stdout, /^note: this is a linked worktree: the \.wtproxy serves it now; commit it and merge it into the main branch/m);
   const env = agentEnv(pg, px.port, { WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' });
   await setupDatabases(t, shop, pg, 'own', { bin: wtproxyBin, env });
 

@@ -10,6 +10,7 @@
 // headroom, with a real PostgreSQL.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -69,15 +70,28 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   assert.ok(d.ms < 20000, `bounded: took ${d.ms} ms`);
   assert.ok(!fs.existsSync(tmp.control), 'doctor started no daemon');
 
-  // A .wtproxy on this worktree only: ok, with a note that the daemon
-  // reads the main checkout's.
-  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), 'start = ./dev {port}\n');
+  // A .wtproxy on this worktree only: ok, the daemon starts from it (and
+  // places this worktree's callers by it, test 136).
+  const ok = "no server runs now; the .wtproxy makes the daemon start one on this worktree's first request";
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfront = ${front}\n`);
   let s = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName.server;
   assert.equal(s.status, 'ok');
-  assert.match(s.detail, /the main checkout has no \.wtproxy yet; .*merge it there\)$/);
-  fs.writeFileSync(path.join(tmp.repo, '.wtproxy'), 'start = ./dev {port}\n');
+  assert.equal(s.detail, ok);
+  // On the main checkout only (this branch predates it): a problem, as the
+  // daemon's 503 says, and the fix doctor gives, pasted, makes it ok.
+  fs.renameSync(path.join(tmp.wt.a, '.wtproxy'), path.join(tmp.repo, '.wtproxy'));
   s = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName.server;
-  assert.equal(s.detail, "no server runs now; the .wtproxy makes the daemon start one on this worktree's first request");
+  assert.equal(s.status, 'problem', s.detail);
+  assert.equal(s.detail, `no server runs now, and this worktree (branch a) has no .wtproxy: the daemon starts a worktree's servers only from its own, and ${tmp.repo}/.wtproxy is in the main checkout only. Requests from here get 503 no-backend`);
+  assert.equal(s.fix, `cp ${tmp.repo}/.wtproxy ${tmp.wt.a}/ (or merge the branch that added it)`);
+  execSync(s.fix.replace(/ \(or .*/, ''), { cwd: tmp.wt.a });
+  s = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName.server;
+  assert.equal(s.detail, ok);
+  // Declaring other fronts only: a problem naming them.
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), '[service web]\nstart = ./dev {port}\nfront = 65001\n');
+  s = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName.server;
+  assert.equal(s.status, 'problem', s.detail);
+  assert.equal(s.detail, `no server runs now, and the .wtproxy declares none on front ${front}, only on :65001 (web): requests to :${front} from here get 503 no-backend`);
   fs.rmSync(path.join(tmp.wt.a, '.wtproxy'));
   fs.rmSync(path.join(tmp.repo, '.wtproxy'));
 
@@ -162,6 +176,28 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), urlRecipe('wtproxy run --front 3000 -- npm start'));
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+
+  // Recipe url and a .wtproxy on the same front: the daemon starts the
+  // .wtproxy's server at the readiness check and webServer.command never
+  // runs; two different commands are a problem, the same one is fine.
+  const sameFront = (cmd) => "export default { use: { baseURL: 'http://localhost:" + px.port + "' },\n" +
+    `  webServer: { command: '${cmd}', url: 'http://localhost:${px.port}/', reuseExistingServer: true } };\n`;
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'),
+    sameFront(`wtproxy run --front ${px.port} -- DJANGO_SETTINGS_MODULE=app.test_settings  python3 manage.py runserver {port}`));
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = python3 manage.py runserver {port}\nfront = ${px.port}\n`);
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  assert.equal(d.byName.playwright.detail, 'playwright.config.mjs: webServer.command runs ' +
+    '`DJANGO_SETTINGS_MODULE=app.test_settings  python3 manage.py runserver {port}` through wtproxy run, but the .wtproxy ' +
+    `declares \`python3 manage.py runserver {port}\` on front ${px.port}: Playwright's readiness check reaches the daemon, ` +
+    "which starts the .wtproxy's, and webServer.command never runs while a daemon answers, so the tests run against the .wtproxy's command");
+  assert.equal(d.byName.playwright.fix,
+    'make them one command: start = DJANGO_SETTINGS_MODULE=app.test_settings  python3 manage.py runserver {port} in .wtproxy');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `start = DJANGO_SETTINGS_MODULE=app.test_settings python3 manage.py runserver {port}\nfront = ${px.port}\n`);
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+  assert.match(d.byName.playwright.detail, /recipe url, and the \.wtproxy declares the same command on front \d+: the daemon starts it at Playwright's readiness check/);
   fs.rmSync(path.join(tmp.wt.a, 'playwright.config.mjs'));
   fs.rmSync(path.join(tmp.wt.a, '.wtproxy'));
 

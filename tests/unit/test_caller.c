@@ -396,8 +396,9 @@ static void test_worktree_of(void)
     is_int(host_worktree_of(at("no-such-dir"), &w, NULL, 0), -1, "a missing folder: -1");
 }
 
-static int known_is(const char *common_dir, void *arg)
+static int known_is(const char *worktree, const char *common_dir, void *arg)
 {
+    (void)worktree;
     return strcmp(common_dir, arg) == 0;
 }
 
