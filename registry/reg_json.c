@@ -280,12 +280,17 @@ struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
     return b;
 }
 
+/* Sized to the message: one that names two worktree paths and a start
+ * command can pass any fixed size, and its end is the fix. */
 json_t *reg_fail(const char *code, const char *fmt, ...)
 {
-    char msg[2048]; /* the longest names two worktree paths and a command */
+    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int n = vasprintf(&msg, fmt, ap);
     va_end(ap);
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
+    json_t *o = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message",
+                          n >= 0 ? msg : "out of memory while saying why");
+    free(n >= 0 ? msg : NULL);
+    return o;
 }

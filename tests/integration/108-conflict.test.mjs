@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, startRun, cli, lsJson, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, cli, lsJson, sanitizerClean, git } from './lib/registry.mjs';
 
 test('a second run in the same worktree: exit 1 naming the holder, CMD never started', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -48,4 +48,20 @@ test('register over a live manual entry: conflict naming unregister; a dead one 
   const entries = await lsJson(tmp);
   assert.equal(entries.length, 1);
   assert.equal(entries[0].port, 5002);
+});
+
+test('a conflict in a worktree with a long path still ends with the whole command that frees it', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp);
+  const front = String(px.port);
+  // 5 folders of 200 characters: a path of about 1,050 bytes, named twice
+  // in the message (the worktree, and in the command that frees it).
+  const deep = path.join(tmp.root, ...Array.from({ length: 5 }, (_, i) => `${i}`.repeat(200)), 'wt-long');
+  fs.mkdirSync(path.dirname(deep), { recursive: true });
+  git(tmp.repo, 'worktree', 'add', '-q', deep, '-b', 'long');
+  const a = await cli(tmp, ['register', '--port', '5000', '--ttl', '1h', '--front', front], { cwd: deep });
+  assert.equal(a.code, 0, a.stderr);
+  const b = await cli(tmp, ['register', '--port', '5001', '--ttl', '1h', '--front', front], { cwd: deep });
+  assert.equal(b.code, 1, b.stderr);
+  assert.ok(b.stderr.trimEnd().endsWith(`wtproxy unregister --worktree ${deep} --front ${front}`), b.stderr);
 });
