@@ -70,12 +70,20 @@ static void ask_entries(struct doc_ctx *c)
 
 /* Read the .wtproxy of dir with the daemon's own parser: a typo there
  * makes the daemon refuse every start, and its `front` unreadable, so
- * doctor would judge the wrong port. Its error into c->file_err. */
+ * doctor would judge the wrong port. Its error into c->file_err, its
+ * services' fronts into c->fronts: a front end's proxy to its API's front
+ * reaches a stray server when the daemon does not own that port too. */
 static void check_file(struct doc_ctx *c, const char *dir)
 {
     struct wtfile *f = malloc(sizeof *f);
-    if (f && wtfile_read(dir, f, c->file_err, sizeof c->file_err) >= 0)
+    if (f && wtfile_read(dir, f, c->file_err, sizeof c->file_err) >= 0) {
         c->file_err[0] = '\0';
+        for (int i = 0; i < f->n; i++) {
+            c->fronts[i] = f->svc[i].front;
+            snprintf(c->front_svc[i], sizeof c->front_svc[i], "%s", f->svc[i].name);
+        }
+        c->nfronts = f->n;
+    }
     free(f);
 }
 
