@@ -135,7 +135,7 @@ static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *por
         free(listen);
         return;
     }
-    char kills[512], said[1536], serve[512];
+    char kills[384], said[1200], serve[512];
     int unknown = 0,
         held = port_holders(missing, nm, kills, sizeof kills, said, sizeof said, &unknown);
     doc_set(r, DOC_PROBLEM, "the daemon (pid %ld) listens on %s, not on %s: requests to %s%s%s",
@@ -162,7 +162,7 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
         daemon_ports(c, r, ports, n);
         return;
     }
-    char kills[512], said[1536], serve[512];
+    char kills[384], said[1200], serve[512];
     int unknown = 0,
         held = port_holders(ports, n, kills, sizeof kills, said, sizeof said, &unknown);
     serve_cmd(NULL, ports, n, serve, sizeof serve);
