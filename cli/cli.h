@@ -214,6 +214,8 @@ enum cli_app_kind {
 };
 
 /* A Playwright config, as far as its literal text tells. */
+#define CLI_PW_MAX_SERVERS 8 /* webServer entries read; more are not adopted */
+
 struct cli_playwright {
     char file[32];      /* "playwright.config.ts"; "" when the checkout has none */
     char *text;         /* its contents (owned) */
@@ -226,6 +228,12 @@ struct cli_playwright {
     int url_port;       /* the port of a literal webServer.url, 0 when none */
     int run_front;      /* the front its `wtproxy run` registers on (--front, else 8000) */
     char run_cmd[1024]; /* the server command its `wtproxy run ... --` runs; "" unknown */
+    int nservers;       /* entries of a webServer array (each `{...}` with a command), else 0 */
+    struct cli_pw_server {
+        char command[512]; /* its literal command, "" when not a plain string */
+        int port;          /* the port of its literal url (or port:), 0 when none */
+        char path[256];    /* its url's path ("/api/health"), "" for none or "/" */
+    } server[CLI_PW_MAX_SERVERS];
 };
 
 struct cli_app {

@@ -69,24 +69,24 @@ static void ask_entries(struct doc_ctx *c)
 }
 
 /* Read the worktree's .wtproxy with the daemon's own parser: a typo there
- * makes the daemon refuse every start. Its error into c->file_err; when
- * it declares nothing on c->front, the fronts it does into c->fronts. */
+ * makes the daemon refuse every start. Its error into c->file_err, its
+ * services' fronts into c->fronts (a front end's proxy to its API's front
+ * reaches a stray server when the daemon does not own that port too), the
+ * start command on c->front into c->start. */
 static void check_file(struct doc_ctx *c)
 {
     struct wtfile *f = malloc(sizeof *f);
-    if (!f || wtfile_read(c->wt.root, f, c->file_err, sizeof c->file_err) < 0) {
-        free(f);
-        return;
+    if (f && wtfile_read(c->wt.root, f, c->file_err, sizeof c->file_err) >= 0) {
+        c->file_err[0] = '\0';
+        for (int i = 0; i < f->n; i++) {
+            c->fronts[i] = f->svc[i].front;
+            snprintf(c->front_svc[i], sizeof c->front_svc[i], "%s", f->svc[i].name);
+        }
+        c->nfronts = f->n;
+        const struct wtfile_service *s = wtfile_by_front(f, c->front);
+        if (s)
+            snprintf(c->start, sizeof c->start, "%s", s->start);
     }
-    c->file_err[0] = '\0';
-    const struct wtfile_service *s = wtfile_by_front(f, c->front);
-    if (s)
-        snprintf(c->start, sizeof c->start, "%s", s->start);
-    size_t used = 0;
-    for (int i = 0; !s && i < f->n && used < sizeof c->fronts; i++)
-        used += (size_t)snprintf(c->fronts + used, sizeof c->fronts - used, "%s :%d%s%s%s",
-                                 i ? "," : "", f->svc[i].front, f->svc[i].name[0] ? " (" : "",
-                                 f->svc[i].name, f->svc[i].name[0] ? ")" : "");
     free(f);
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "host.h"
+#include "wtfile.h"
 
 #define DOC_WHOAMI_TIMEOUT_MS 3000 /* one GET /__whoami to the worktree's server */
 #define DOC_WALK_MAX_MS 5000       /* counting this tree's folders */
@@ -33,9 +34,11 @@ struct doc_ctx {
     int has_file;        /* the worktree has a .wtproxy: the daemon starts its servers from it */
     int main_has_file;   /* the main checkout has one (its worktrees' callers are placed) */
     char file_err[1024]; /* why the daemon refuses the worktree's; "" when it does not */
-    char fronts[256];    /* the fronts it declares when none is front (" :5173 (web)") */
     char start[2048];    /* the start command it declares on front; "" none */
-    json_t *ping;        /* the daemon's ping reply; NULL: no daemon */
+    int nfronts;         /* the front ports that .wtproxy declares, one per service */
+    int fronts[WTFILE_MAX_SERVICES];
+    char front_svc[WTFILE_MAX_SERVICES][REG_SERVICE_MAX]; /* each one's service, "" unnamed */
+    json_t *ping; /* the daemon's ping reply; NULL: no daemon */
     char daemon_err[512];
     json_t *entry; /* this worktree's entry on front (borrowed from entries) */
     json_t *entries;

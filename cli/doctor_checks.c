@@ -15,45 +15,170 @@
 #include "port_taken.h"
 #include "whoami.h"
 
-void doc_daemon(struct doc_ctx *c, struct doc_result *r)
+/* Stop a process and wait until it is gone: a daemon drains its
+ * connections for up to shutdown_timeout and holds its ports and control
+ * socket meanwhile, so a `wtproxy serve` pasted right after `kill` alone
+ * finds them taken. */
+#define KILL_WAIT "kill %ld && tail --pid=%ld -f /dev/null; "
+
+static int has_port(const int *ports, int n, int port)
 {
-    if (c->ping) {
-        long pid = (long)json_integer_value(json_object_get(c->ping, "pid"));
-        char *listen = json_dumps(json_object_get(c->ping, "listen"), JSON_COMPACT);
-        if (cli_listens_on(c->ping, c->front) == 1) {
-            doc_set(r, DOC_OK, "wtproxy daemon pid %ld listens on %s", pid, listen ? listen : "?");
-        } else {
-            doc_set(r, DOC_PROBLEM,
-                    "the daemon (pid %ld) listens on %s, not on port %d: "
-                    "requests to localhost:%d do not reach it",
-                    pid, listen ? listen : "?", c->front, c->front);
-            if (c->file_err[0]) /* its front unreadable: 8000 is a guess, not a reason */
-                snprintf(r->fix, sizeof r->fix,
-                         "correct the .wtproxy first (see the server check), then run "
-                         "wtproxy doctor again");
-            else
-                snprintf(r->fix, sizeof r->fix, "kill %ld; wtproxy serve --listen 127.0.0.1:%d",
-                         pid, c->front);
+    for (int i = 0; i < n; i++)
+        if (ports[i] == port)
+            return 1;
+    return 0;
+}
+
+/* The ports the daemon must own for this worktree: the front checked and
+ * every front its .wtproxy declares (an API's too, which the front end's
+ * proxy calls: on a port the daemon does not own, that call reaches
+ * whatever else listens there). Each once; returns how many. */
+static int wanted_ports(const struct doc_ctx *c, int *ports)
+{
+    int n = 0;
+    ports[n++] = c->front;
+    for (int i = 0; i < c->nfronts; i++)
+        if (!has_port(ports, n, c->fronts[i]))
+            ports[n++] = c->fronts[i];
+    return n;
+}
+
+/* "port 3001 (service api's front in the .wtproxy)", or "port 3001". */
+static void port_name(const struct doc_ctx *c, int port, char *out, size_t outlen)
+{
+    for (int i = 0; i < c->nfronts; i++)
+        if (c->fronts[i] == port && c->front_svc[i][0]) {
+            snprintf(out, outlen, "port %d (service %s's front in the .wtproxy)", port,
+                     c->front_svc[i]);
+            return;
         }
+    snprintf(out, outlen, "port %d", port);
+}
+
+/* The `wtproxy serve` that owns ports and every port the running daemon
+ * (ping, NULL for none) owns already, so that a restart drops no one's
+ * front. Bare ports: 127.0.0.1 and ::1, as a server on `localhost` may
+ * hold ::1 alone and take the browser's requests from wtproxy. */
+static void serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outlen)
+{
+    int all[48 + WTFILE_MAX_SERVICES + 1], m = 0;
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(ping, "listen"), i, a) {
+        const char *s = json_string_value(a), *colon = s ? strrchr(s, ':') : NULL;
+        int p = colon ? atoi(colon + 1) : 0;
+        if (p > 0 && m < 48 && !has_port(all, m, p))
+            all[m++] = p;
+    }
+    for (int k = 0; k < n; k++)
+        if (!has_port(all, m, ports[k]))
+            all[m++] = ports[k];
+    size_t used = (size_t)snprintf(out, outlen, "wtproxy serve");
+    if (m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT)
+        return;
+    for (int k = 0; k < m && used < outlen; k++)
+        used += (size_t)snprintf(out + used, outlen - used, " --listen %d", all[k]);
+}
+
+/* For each port in ports another process listens on: "kill PID; " into
+ * kills (each pid once) and the daemon's own sentence for a taken port
+ * into said. Returns -1 when a holder's pid is unknown (another user's),
+ * with its port in *unknown; else how many holders. */
+static int port_holders(const int *ports, int n, char *kills, size_t klen, char *said, size_t slen,
+                        int *unknown)
+{
+    long pids[64];
+    int np = 0, found = 0;
+    size_t ku = 0, su = 0;
+    kills[0] = said[0] = '\0';
+    for (int k = 0; k < n; k++) {
+        struct host_port_owner o;
+        if (!host_port_owner_find(ports[k], &o))
+            continue;
+        if (o.pid <= 0) {
+            *unknown = ports[k];
+            return -1;
+        }
+        char taken[1024];
+        proxy_port_taken("127.0.0.1", ports[k], taken, sizeof taken);
+        su += (size_t)snprintf(said + su, su < slen ? slen - su : 0, "%s%s", found ? "; " : "",
+                               taken);
+        found++;
+        int seen = 0;
+        for (int j = 0; j < np; j++)
+            seen |= pids[j] == (long)o.pid;
+        if (!seen && np < 64) {
+            pids[np++] = (long)o.pid;
+            ku += (size_t)snprintf(kills + ku, ku < klen ? klen - ku : 0, KILL_WAIT, (long)o.pid,
+                                   (long)o.pid);
+        }
+    }
+    return found;
+}
+
+/* The daemon answers: does it own every port this worktree needs? */
+static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *ports, int n)
+{
+    long pid = (long)json_integer_value(json_object_get(c->ping, "pid"));
+    char *listen = json_dumps(json_object_get(c->ping, "listen"), JSON_COMPACT);
+    int missing[64], nm = 0;
+    char names[1024] = "", name[128];
+    for (int k = 0; k < n; k++)
+        if (cli_listens_on(c->ping, ports[k]) != 1) {
+            missing[nm++] = ports[k];
+            port_name(c, ports[k], name, sizeof name);
+            size_t u = strlen(names);
+            snprintf(names + u, sizeof names - u, "%s%s", u ? ", nor on " : "", name);
+        }
+    if (!nm) {
+        doc_set(r, DOC_OK, "wtproxy daemon pid %ld listens on %s", pid, listen ? listen : "?");
         free(listen);
         return;
     }
-    char taken[1024];
-    struct host_port_owner o;
-    if (host_port_owner_find(c->front, &o)) {
-        proxy_port_taken("127.0.0.1", c->front, taken, sizeof taken);
-        doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers (%s), and %s", c->daemon_err, taken);
-        if (o.pid > 0)
-            snprintf(r->fix, sizeof r->fix, "kill %ld", (long)o.pid);
-        else
-            snprintf(r->fix, sizeof r->fix, "ss -ltnp 'sport = :%d'", c->front);
+    char kills[384], said[1200], serve[512];
+    int unknown = 0,
+        held = port_holders(missing, nm, kills, sizeof kills, said, sizeof said, &unknown);
+    doc_set(r, DOC_PROBLEM, "the daemon (pid %ld) listens on %s, not on %s: requests to %s%s%s",
+            pid, listen ? listen : "?", names,
+            nm == 1 ? "that port do not reach it" : "those ports do not reach it",
+            held > 0 ? ", and " : "", held > 0 ? said : "");
+    free(listen);
+    serve_cmd(c->ping, ports, n, serve, sizeof serve);
+    if (c->file_err[0]) /* its fronts unreadable: the ports are a guess, not a reason */
+        snprintf(r->fix, sizeof r->fix,
+                 "correct the .wtproxy first (see the server check), then run "
+                 "wtproxy doctor again");
+    else if (held < 0)
+        snprintf(r->fix, sizeof r->fix, "ss -ltnp 'sport = :%d'", unknown);
+    else
+        snprintf(r->fix, sizeof r->fix, KILL_WAIT "%s%s", pid, pid, held > 0 ? kills : "", serve);
+}
+
+void doc_daemon(struct doc_ctx *c, struct doc_result *r)
+{
+    int ports[WTFILE_MAX_SERVICES + 1];
+    int n = wanted_ports(c, ports);
+    if (c->ping) {
+        daemon_ports(c, r, ports, n);
         return;
     }
-    doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers: %s", c->daemon_err);
-    if (c->front == WTP_DEFAULT_FRONT_PORT)
-        snprintf(r->fix, sizeof r->fix, "wtproxy serve");
-    else
-        snprintf(r->fix, sizeof r->fix, "wtproxy serve --listen 127.0.0.1:%d", c->front);
+    char kills[384], said[1200], serve[512];
+    int unknown = 0,
+        held = port_holders(ports, n, kills, sizeof kills, said, sizeof said, &unknown);
+    serve_cmd(NULL, ports, n, serve, sizeof serve);
+    if (held < 0) {
+        doc_set(r, DOC_PROBLEM,
+                "no wtproxy daemon answers (%s), and port %d is held by a "
+                "process of another user",
+                c->daemon_err, unknown);
+        snprintf(r->fix, sizeof r->fix, "ss -ltnp 'sport = :%d'", unknown);
+    } else if (held > 0) {
+        doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers (%s), and %s", c->daemon_err, said);
+        snprintf(r->fix, sizeof r->fix, "%s%s", kills, serve);
+    } else {
+        doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers: %s", c->daemon_err);
+        snprintf(r->fix, sizeof r->fix, "%s", serve);
+    }
 }
 
 void doc_worktree(struct doc_ctx *c, struct doc_result *r)
@@ -67,6 +192,17 @@ void doc_worktree(struct doc_ctx *c, struct doc_result *r)
     }
     doc_set(r, DOC_OK, "%s (branch %s)%s%s", c->wt.root, c->wt.branch[0] ? c->wt.branch : "?",
             c->wt.note[0] ? "; " : "", c->wt.note);
+}
+
+/* " :5173 (web), :3001 (api)": the fronts the .wtproxy declares. */
+static void declared_fronts(const struct doc_ctx *c, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < c->nfronts && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s :%d%s%s%s", i ? "," : "", c->fronts[i],
+                                 c->front_svc[i][0] ? " (" : "", c->front_svc[i],
+                                 c->front_svc[i][0] ? ")" : "");
 }
 
 void doc_server(struct doc_ctx *c, struct doc_result *r)
@@ -89,11 +225,13 @@ void doc_server(struct doc_ctx *c, struct doc_result *r)
                  "correct that line of the .wtproxy, then run wtproxy doctor again");
         return;
     }
-    if (c->has_file && c->fronts[0]) {
+    if (c->has_file && !c->start[0] && c->nfronts) {
+        char list[256];
+        declared_fronts(c, list, sizeof list);
         doc_set(r, DOC_PROBLEM,
                 "no server runs now, and the .wtproxy declares none on front %d, only on%s: "
                 "requests to :%d from here get 503 no-backend",
-                c->front, c->fronts, c->front);
+                c->front, list, c->front);
         snprintf(r->fix, sizeof r->fix,
                  "give the server meant for :%d front = %d in .wtproxy (or check another port: "
                  "wtproxy doctor --front PORT)",

@@ -237,6 +237,7 @@ static int choose(const struct init_opts *o, struct init_plan *p)
                                  : WTP_DEFAULT_FRONT_PORT;
     p->recipe = !p->app.pw.file[0] ? INIT_RECIPE_NONE
                 : o->recipe ? (strcmp(o->recipe, "url") == 0 ? INIT_RECIPE_URL : INIT_RECIPE_PORT)
+                : p->app.pw.nservers > 1 ? INIT_RECIPE_PORT /* one `wtproxy run` runs one */
                 : p->app.pw.has_port && !p->app.pw.has_url ? INIT_RECIPE_PORT
                                                            : INIT_RECIPE_URL;
     struct host_worktree w;

@@ -323,6 +323,48 @@ static void served_command(const char *from, const char *to, char *out, size_t l
     snprintf(out, len, "%.*s", (int)(close - dashes - 4), dashes + 4);
 }
 
+/* The path of a literal http://HOST:N/PATH url after "url:" in [from, to)
+ * into out ("" for none or "/"). */
+static void url_path(const char *from, const char *to, char *out, size_t outlen)
+{
+    const char *p = strstr(from, "url:");
+    char url[512];
+    out[0] = '\0';
+    if (!p || p >= to || !quoted(p + 4, url, sizeof url) || strncmp(url, "http://", 7) != 0)
+        return;
+    const char *slash = strchr(url + 7, '/');
+    if (slash && strcmp(slash, "/") != 0)
+        snprintf(out, outlen, "%s", slash);
+}
+
+/* A webServer array, `webServer: [ {...}, {...} ]`: each entry's command,
+ * port and readiness path, so that init declares one service per server
+ * (a Vite front end and its API) instead of taking the first for all. */
+static void read_servers(const char *ws, struct cli_playwright *pw)
+{
+    const char *p = ws + strlen("webServer:");
+    p += strspn(p, " \t\r\n");
+    if (*p != '[')
+        return;
+    for (p++; pw->nservers < CLI_PW_MAX_SERVERS;) {
+        p += strspn(p, " \t\r\n,");
+        const char *end = *p == '{' ? block_end(p) : NULL;
+        if (!end)
+            return;
+        struct cli_pw_server *s = &pw->server[pw->nservers++];
+        const char *cmd = strstr(p, "command:");
+        if (!cmd || cmd >= end || !quoted(cmd + 8, s->command, sizeof s->command))
+            s->command[0] = '\0';
+        s->port = literal_port(p, end, "url:");
+        if (!s->port && within(p, end, "port:")) {
+            const char *q = strstr(p, "port:") + 5;
+            s->port = atoi(q + strspn(q, " \t"));
+        }
+        url_path(p, end, s->path, sizeof s->path);
+        p = end;
+    }
+}
+
 void cli_playwright_read(const char *dir, struct cli_playwright *pw)
 {
     static const char *const names[] = {"playwright.config.ts", "playwright.config.js",
@@ -340,6 +382,7 @@ void cli_playwright_read(const char *dir, struct cli_playwright *pw)
     if (!end)
         return;
     pw->web_server = 1;
+    read_servers(ws, pw);
     pw->has_url = within(ws, end, "url:");
     pw->has_port = within(ws, end, "port:");
     pw->uses_run = within(ws, end, "wtproxy run") || within(ws, end, "wtproxy} run");

@@ -20,6 +20,7 @@
 #define MIDDLEWARE_CLASS "wtproxy_whoami.django.WhoamiMiddleware"
 #define TEST_RUNNER_CLASS "wtproxy_whoami.django_db.ClaimingTestRunner"
 #define CLAIMED_CALL "claimed_databases(DATABASES)"
+#define SERVICE_NAME_MAX 33 /* 1-32 characters and the NUL, as the daemon reads them */
 
 static const char why_file[] =
     "# wtproxy: the daemon starts THIS worktree's dev server on a port it picks ({port}); a "
@@ -106,6 +107,65 @@ static const char *assignment(const char *text, const char *name)
     return NULL;
 }
 
+/* A service's name from its url's first path segment ("/api/health":
+ * "api"), else "port<N>"; never one of the n names already taken. */
+static void service_name(const struct cli_pw_server *sv, char taken[][SERVICE_NAME_MAX], int n,
+                         char *out, size_t outlen)
+{
+    size_t len = strspn(sv->path + (sv->path[0] == '/'), "abcdefghijklmnopqrstuvwxyz0123456789-_");
+    snprintf(out, outlen, "%.*s", len < 32 ? (int)len : 32, sv->path + (sv->path[0] == '/'));
+    for (int i = 0; i < n && out[0]; i++)
+        if (strcmp(taken[i], out) == 0)
+            out[0] = '\0';
+    if (!out[0])
+        snprintf(out, outlen, "port%d", sv->port);
+}
+
+/* A Playwright config that starts several servers (a front end on the
+ * baseURL's port and its API on another): one [service] each, the front
+ * end started after the others, so that each worktree's front end calls
+ * its own worktree's API through the API's front. */
+static void services_text(struct init_plan *p, struct text *t)
+{
+    const struct cli_playwright *pw = &p->app.pw;
+    char names[CLI_PW_MAX_SERVERS][SERVICE_NAME_MAX], line[1400], after[400] = "";
+    char listen[200] = "";
+    int n = 0;
+    snprintf(listen, sizeof listen, " --listen %d", p->front);
+    for (int i = 0; i < pw->nservers; i++) {
+        const struct cli_pw_server *sv = &pw->server[i];
+        if (sv->port == p->front)
+            continue; /* the front end: app.start, below */
+        if (!sv->port || !sv->command[0] || strstr(sv->command, "{port}")) {
+            init_note(p,
+                      "%s: webServer entry %d has no literal command and url port; declare "
+                      "it in .wtproxy by hand as a [service NAME] (conf/wtproxy-file.example)",
+                      pw->file, i + 1);
+            continue;
+        }
+        service_name(sv, names, n, names[n], sizeof names[n]);
+        snprintf(line, sizeof line, "\n[service %s]\nstart = %s\nfront = %d\n%s%s%s", names[n],
+                 sv->command, sv->port, sv->path[0] ? "ready = " : "", sv->path,
+                 sv->path[0] ? "\n" : "");
+        puts_t(t, line);
+        init_note(p,
+                  "service %s: `%s` must listen on $PORT (wtproxy sets it) on 127.0.0.1, "
+                  "not on %d: the daemon owns that port",
+                  names[n], sv->command, sv->port);
+        size_t u = strlen(after), l = strlen(listen);
+        snprintf(after + u, sizeof after - u, "%s%s", u ? ", " : "", names[n]);
+        snprintf(listen + l, sizeof listen - l, " --listen %d", sv->port);
+        n++;
+    }
+    snprintf(line, sizeof line, "\n[service web]\nstart = %s\nfront = %d\n%s%s%s", p->app.start,
+             p->front, n ? "after = " : "", after, n ? "\n" : "");
+    puts_t(t, line);
+    init_note(p,
+              "%s starts %d servers: each is a service of the .wtproxy, and the daemon must "
+              "own every front: wtproxy serve%s",
+              pw->file, pw->nservers, listen);
+}
+
 /* The .wtproxy file: a new one, or a note when one is there already (it
  * is the project's: never overwritten). */
 static int plan_wtproxy_file(struct init_plan *p)
@@ -113,8 +173,12 @@ static int plan_wtproxy_file(struct init_plan *p)
     struct text t = {0};
     char path[PATH_MAX], err[PATH_MAX + 64], line[1200];
     puts_t(&t, why_file);
-    snprintf(line, sizeof line, "start = %s\nfront = %d\n", p->app.start, p->front);
-    puts_t(&t, line);
+    if (p->app.pw.nservers > 1) {
+        services_text(p, &t);
+    } else {
+        snprintf(line, sizeof line, "start = %s\nfront = %d\n", p->app.start, p->front);
+        puts_t(&t, line);
+    }
     char *now = cli_join(path, sizeof path, p->dir, ".wtproxy") < 0
                     ? NULL
                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
@@ -297,6 +361,13 @@ static int plan_playwright(struct init_plan *p)
     }
     if (pw->uses_run)
         return 0;
+    if (pw->nservers > 1) { /* editing one command would start that server for another's url */
+        init_note(p,
+                  "%s: left as it is: recipe \"url\" starts one server per `wtproxy run`, and "
+                  "webServer has %d; use recipe \"port\" (the .wtproxy's services)",
+                  pw->file, pw->nservers);
+        return 0;
+    }
     struct text t = {0};
     if (!pw->web_server || !edit_command(p, pw->text, &t)) {
         free(t.s);

@@ -16,7 +16,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { git, startDaemon, cli, lsJson, sanitizerClean } from './lib/registry.mjs';
+import net from 'node:net';
+import { git, startDaemon, cli, lsJson, sanitizerClean, get } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { nodeModules } from './lib/playwright.mjs';
 import { repoRoot } from './lib/wtproxy.mjs';
@@ -133,6 +134,59 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   assert.equal(plan.front, 8000);
   assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy']);
   assert.ok(plan.notes.some((n) => /recipe "port": left as it is/.test(n)));
+});
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+test('a webServer array (a Vite front end and its node API): one service each, and the front end reaches its own API', async (t) => {
+  const [web, api] = [await freePort(), await freePort()];
+  const config = "import { defineConfig } from '@playwright/test';\n" +
+    'export default defineConfig({\n' +
+    `  use: { baseURL: 'http://localhost:${web}' },\n` +
+    '  webServer: [\n' +
+    `    { command: 'node api.mjs', url: 'http://localhost:${api}/api/health', reuseExistingServer: true },\n` +
+    `    { command: 'npx vite', url: 'http://localhost:${web}', reuseExistingServer: true },\n` +
+    '  ],\n' +
+    '});\n';
+  const dir = app(t, {
+    'package.json': pkg({ vite: '*' }, { dev: 'vite' }),
+    'playwright.config.js': config,
+    // The API answers with the checkout it runs in, on $PORT.
+    'api.mjs': "import http from 'node:http';\nhttp.createServer((q, s) => s.end(JSON.stringify({ cwd: process.cwd(), url: q.url })))" +
+      ".listen(Number(process.env.PORT), '127.0.0.1');\n",
+    'vite.config.mjs': "export default { server: { proxy: { '/api': `http://localhost:${process.env.WTPROXY_FRONT_API}` } } };\n",
+    'index.html': '<h1>web</h1>\n',
+  });
+  let r = await init(dir, [dir, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const plan = JSON.parse(r.stdout);
+  assert.equal(plan.recipe, 'port', 'one `wtproxy run` runs one server: the services start both');
+  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy'], 'the Playwright config is left as it is');
+  assert.match(plan.changes[0].diff, new RegExp(`^\\+\\[service api\\]\\n\\+start = node api\\.mjs\\n\\+front = ${api}\\n\\+ready = /api/health\\n`, 'm'));
+  assert.match(plan.changes[0].diff, new RegExp(`^\\+\\[service web\\]\\n\\+start = node_modules/\\.bin/vite .*\\n\\+front = ${web}\\n\\+after = api$`, 'm'));
+  assert.ok(plan.notes.includes(`playwright.config.js starts 2 servers: each is a service of the .wtproxy, and the daemon must own every front: wtproxy serve --listen ${web} --listen ${api}`), plan.notes.join('\n'));
+  r = await init(dir, [dir, '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(fs.readFileSync(path.join(dir, 'playwright.config.js'), 'utf8'), config);
+
+  // The adopted app, as the note says to serve it: the web front's /api
+  // goes through Vite's proxy to the API front, and reaches this
+  // checkout's API, which the daemon started first.
+  fs.symlinkSync(nodeModules, path.join(dir, 'node_modules'));
+  git(dir, 'init', '-q', '-b', 'main');
+  const tmp = { root: dir, control: path.join(dir, 'ctl.sock'), state: path.join(dir, 'reg.json') };
+  const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${web}`, '--listen', `127.0.0.1:${api}`, '--whoami', 'off'], { listeners: 2 });
+  const res = await get(px.port, { 'X-Wtproxy-Worktree': dir }, '/api/health');
+  assert.equal(res.status, 200, res.body);
+  assert.deepEqual(JSON.parse(res.body), { cwd: dir, url: '/api/health' });
+  const ls = await lsJson(tmp);
+  const services = (Array.isArray(ls) ? ls : ls.entries).map((e) => [e.service, e.front]).sort();
+  assert.deepEqual(services, [['api', api], ['web', web]]);
 });
 
 test('unknown layouts are refused; a different .wtproxy and an unparsable settings file are left alone', async (t) => {

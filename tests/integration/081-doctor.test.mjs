@@ -14,7 +14,9 @@ import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, startRun, cli, sanitizerClean } from './lib/registry.mjs';
+import { spawn } from 'node:child_process';
+import { makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
+import { wtproxyBin } from './lib/wtproxy.mjs';
 import { startPostgres } from './lib/pg.mjs';
 
 const NAMES = ['daemon', 'worktree', 'server', 'whoami', 'inotify', 'playwright', 'leases',
@@ -54,7 +56,7 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   const c = d.byName;
   assert.equal(c.daemon.status, 'problem');
   assert.match(c.daemon.detail, /no wtproxy daemon answers/);
-  assert.equal(c.daemon.fix, `wtproxy serve --listen 127.0.0.1:${front}`);
+  assert.equal(c.daemon.fix, `wtproxy serve --listen ${front}`, 'a bare port: 127.0.0.1 and ::1 both');
   assert.equal(c.worktree.status, 'ok');
   assert.ok(c.worktree.detail.startsWith(`${tmp.wt.a} (branch a)`), c.worktree.detail);
   assert.equal(c.server.status, 'problem', 'no .wtproxy and no server');
@@ -119,7 +121,41 @@ test('the front port held by another process: doctor names it and how to free it
   const d = await doctor(tmp, tmp.wt.a, front);
   assert.equal(d.byName.daemon.status, 'problem');
   assert.match(d.byName.daemon.detail, new RegExp(`port ${front} on 127\\.0\\.0\\.1 is already in use by pid ${process.pid} \\(`));
-  assert.equal(d.byName.daemon.fix, `kill ${process.pid}`);
+  assert.equal(d.byName.daemon.fix, `kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; wtproxy serve --listen ${front}`);
+});
+
+// A stray server (an API left from an old run) listening on 127.0.0.1:port,
+// in a process of its own: doctor's fix kills it.
+async function stray(t, port) {
+  const p = spawn(process.execPath, ['-e', `require('net').createServer().listen(${port}, '127.0.0.1', () => console.log('up'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => { if (pidAlive(p.pid)) p.kill('SIGKILL'); });
+  await new Promise((r) => p.stdout.once('data', r));
+  return p;
+}
+
+test('two services: the daemon owns the web front, a stray holds the API front: doctor names it, and its fix works as printed', async (t) => {
+  const [web, api] = [await freePort(), await freePort()];
+  const tmp = declaring(t, ['[service api]', 'start = ./api {port}', `front = ${api}`, '',
+    '[service web]', 'start = ./web {port}', `front = ${web}`, 'after = api'], ['a']);
+  const old = await stray(t, api);
+  const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${web}`]);
+  let d = await doctor(tmp, tmp.wt.a, web);
+  const c = d.byName.daemon;
+  assert.equal(c.status, 'problem', `the API's calls from the front end reach the stray: ${c.detail}`);
+  assert.match(c.detail, new RegExp(`not on port ${api} \\(service api's front in the \\.wtproxy\\)`));
+  assert.match(c.detail, new RegExp(`port ${api} on 127\\.0\\.0\\.1 is already in use by pid ${old.pid} `));
+  const wait = (pid) => `kill ${pid} && tail --pid=${pid} -f /dev/null; `;
+  assert.equal(c.fix, `${wait(px.proc.pid)}${wait(old.pid)}wtproxy serve --listen ${web} --listen ${api}`);
+
+  // Pasted as printed (the new daemon in the foreground of its shell).
+  const env = { ...process.env, ...cliEnv(tmp), PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}`,
+    XDG_STATE_HOME: path.join(tmp.root, 'state') };
+  const sh = spawn('/bin/sh', ['-c', c.fix], { cwd: tmp.wt.a, env, detached: true, stdio: 'ignore' });
+  t.after(() => { try { process.kill(-sh.pid, 'SIGKILL'); } catch { /* gone */ } });
+  await waitFor(async () => (await doctor(tmp, tmp.wt.a, web)).byName.daemon.status === 'ok', 15000, 'the new daemon on both fronts');
+  assert.ok(!pidAlive(old.pid), 'the stray is gone');
+  d = await doctor(tmp, tmp.wt.a, web);
+  assert.match(d.byName.daemon.detail, new RegExp(`127\\.0\\.0\\.1:${api}"`));
 });
 
 test('a verified server is ok; an edit on disk makes it stale; the recipe and the leases', async (t) => {
