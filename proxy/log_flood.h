@@ -15,6 +15,7 @@
 #define WTP_LOG_FLOOD_H
 
 #include <event2/event.h>
+#include <stdarg.h>
 
 #define WTP_LOG_FLOOD_WINDOW_MS 10000 /* lines of one kind in it: one, and a count */
 #define WTP_LOG_FLOOD_KINDS 64        /* kinds counted at once; the rest in one count */
@@ -33,5 +34,9 @@ void log_flood_free(struct log_flood *f);
  * line is written. */
 void log_flood_line(struct log_flood *f, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* log_flood_line with the arguments as a va_list (conn_log's). */
+void log_flood_vline(struct log_flood *f, const char *kind, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif
