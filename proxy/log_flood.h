@@ -1,8 +1,11 @@
 /* log_flood.h - repeated lines of the daemon's log collapsed into one and
  * a count. A test loop polling a refused route, Playwright's webServer
- * probing every 100 ms, a load test against a server that is down: each
- * request is one refusal, and the log must not grow by a line for each
- * (tens of thousands a second) for weeks.
+ * probing every 100 ms, a load test against a server that is down, a
+ * client sending a dropped header, a backend cutting every response
+ * short: each request is one line's worth, and the log must not grow by a
+ * line for each (tens of thousands a second) for weeks. Every line a
+ * request or a connection can cause goes through here (conn_log for a
+ * request's); the daemon's own events (start, reload, stop) do not.
  *
  * The first line of a kind is written at once (an agent reading the log
  * sees it then); more of that kind within WTP_LOG_FLOOD_WINDOW_MS are
