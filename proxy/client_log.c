@@ -16,7 +16,7 @@ void conn_log(struct proxy_client *c, const char *what, const char *fmt, ...)
 {
     char kind[WTP_LOG_FLOOD_KIND_LEN];
     const struct identify_kept *p = c->who;
-    snprintf(kind, sizeof kind, "%.64s, caller's worktree %.160s, named %.64s, backend %.48s", what,
+    snprintf(kind, sizeof kind, "%.96s, caller's worktree %.128s, named %.64s, backend %.48s", what,
              p && p->placed && p->worktree[0] ? p->worktree : "-",
              strchr(c->path, ' ') && c->route_name[0] ? c->route_name : "-",
              c->backend ? c->backend->name : "-");

@@ -288,8 +288,8 @@ static void forbid(struct proxy_client *c, int check)
              "refused: %s; actions are taken from the dashboard page "
              "itself (wtproxy dashboard prints its URL), or with wtproxy restart/stop",
              check_msgs[check]);
-    char what[64];
-    snprintf(what, sizeof what, "dashboard 403 %s", check_names[check]);
+    char what[96]; /* c->path is an action's or the token's: a few, known */
+    snprintf(what, sizeof what, "dashboard refused %.56s: %s", c->path, check_names[check]);
     conn_log(c, what, "dashboard request %s from %s refused: %s", c->path, c->ip,
              check_msgs[check]);
     json_t *j = reg_fail("forbidden", "%s", msg);
