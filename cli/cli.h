@@ -114,6 +114,14 @@ int cli_stop_tree(pid_t root, unsigned grace_ms, int *status);
 
 /* --- run_log.c: the log of a `wtproxy run` server --- */
 
+/* The first line run_log.c writes into a log it rotated to: where the
+ * earlier lines are, and how many bytes the files before this one held
+ * (since the wrapper started), by which `wtproxy logs -f` tells a file it
+ * never saw (logs.c). */
+#define CLI_RUN_LOG_ROTATED_HEAD "--- wtproxy run: earlier lines are in "
+#define CLI_RUN_LOG_ROTATED_TAIL " bytes rotated before this file) ---"
+#define CLI_RUN_LOG_ROTATED CLI_RUN_LOG_ROTATED_HEAD "%s.1 (%lld" CLI_RUN_LOG_ROTATED_TAIL "\n"
+
 struct cli_run_log {
     int out[2], err[2];  /* CMD's stdout and stderr pipes, -1 when not relayed */
     int fd;              /* the log file, -1 none */

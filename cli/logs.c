@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,12 +162,55 @@ int cli_log_tail(const char *path, long n, FILE *out)
     return 0;
 }
 
+/* Where fd's file begins in its writer's output: the count on the first
+ * line run_log.c writes into a file it rotated to (CLI_RUN_LOG_ROTATED),
+ * 0 for another first line (a file not rotated to), -1 while the file has
+ * no whole first line yet. */
+static long long file_start(int fd)
+{
+    char line[PATH_MAX + 160];
+    size_t head = strlen(CLI_RUN_LOG_ROTATED_HEAD), tail = strlen(CLI_RUN_LOG_ROTATED_TAIL);
+    ssize_t n = pread(fd, line, sizeof line - 1, 0);
+    if (n <= 0)
+        return -1;
+    line[n] = '\0';
+    char *end = strchr(line, '\n'), *count;
+    if (!end)
+        return n == (ssize_t)sizeof line - 1 ? 0 : -1;
+    *end = '\0';
+    if (strncmp(line, CLI_RUN_LOG_ROTATED_HEAD, head) != 0 || end - line < (ptrdiff_t)tail ||
+        strcmp(end - tail, CLI_RUN_LOG_ROTATED_TAIL) != 0 || !(count = strrchr(line, '(')))
+        return 0;
+    return strtoll(count + 1, NULL, 10);
+}
+
+/* After a rotation, fd is the file read next and want where it should
+ * begin (the last file's start and length). A file that begins later
+ * means files came and went between two looks: say how much is not
+ * shown. Returns the next want: -1 once judged. */
+static long long told_gap(int fd, long long want, const char *path)
+{
+    long long start = file_start(fd);
+    if (start < 0)
+        return want; /* its first line is not written yet */
+    if (start > want) {
+        fflush(stdout);
+        fprintf(stderr,
+                "wtproxy logs: %lld bytes of %s are not shown: it rotated more than twice "
+                "within %d ms, and the files that held them are gone. To keep them, start the "
+                "server with a larger cap: WTPROXY_LOG_MAX_BYTES=BYTES wtproxy run ...\n",
+                start - want, path, FOLLOW_POLL_MS);
+    }
+    return -1;
+}
+
 /* tail -F: print what is appended to path until interrupted; a log cut
  * short is read again from its start. One replaced (rotated: a new inode)
  * is read to its end first, since its writer may have added lines after
  * the last look and before the rename, then the file after it from its
  * start: the new one, or, when two rotations came within one look (the
- * old one is unlinked then), the .1 first. */
+ * old one is unlinked then), the .1 first. More than two within one look
+ * leave a file no one can read: told_gap says so. */
 static int follow(const char *path, long n)
 {
     struct timespec tick = {0, FOLLOW_POLL_MS * 1000000L};
@@ -174,6 +218,7 @@ static int follow(const char *path, long n)
     int fd = -1, from_old = 0;
     off_t off = 0;
     ino_t ino = 0;
+    long long want = -1; /* where the file after a rotation should begin */
     snprintf(old, sizeof old, "%s.1", path);
     for (;;) {
         struct stat st, now;
@@ -184,6 +229,8 @@ static int follow(const char *path, long n)
             n = -1; /* a reopened log is read from its start */
         }
         from_old = 0;
+        if (fd >= 0 && want >= 0)
+            want = told_gap(fd, want, path);
         if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size < off)
             off = 0;
         if (fd >= 0)
@@ -191,7 +238,11 @@ static int follow(const char *path, long n)
         if (ferror(stdout))
             return 1;
         if (fd >= 0 && (stat(path, &now) < 0 || now.st_ino != ino)) {
-            copy_out(fd, off, stdout);
+            off = copy_out(fd, off, stdout);
+            if (want >= 0)
+                told_gap(fd, want, path);
+            long long start = file_start(fd);
+            want = start >= 0 ? start + off : -1;
             from_old = fstat(fd, &st) == 0 && st.st_nlink == 0;
             close(fd);
             fd = -1;

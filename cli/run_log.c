@@ -59,8 +59,7 @@ static void counted(struct cli_run_log *l, const char *buf, size_t n)
     char err[2 * PATH_MAX + 64], line[sizeof err + 64];
     int r = host_log_wrote(&l->cap, n, buf[n - 1] == '\n', err, sizeof err), len = 0;
     if (r > 0)
-        len = snprintf(line, sizeof line, "--- wtproxy run: earlier lines are in %s.1 ---\n",
-                       l->path);
+        len = snprintf(line, sizeof line, CLI_RUN_LOG_ROTATED, l->path, l->cap.rotated);
     else if (r < 0)
         len = snprintf(line, sizeof line,
                        "--- wtproxy run: %s: this log goes on in the same file ---\n", err);

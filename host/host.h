@@ -301,6 +301,8 @@ struct host_log {
     long long size;      /* bytes in it, as counted */
     long long unsynced;  /* bytes counted since its size was last read */
     long long max;       /* the cap */
+    long long rotated;   /* bytes of the files rotated out since attach: where the
+                          * current file begins in what this writer wrote */
 };
 
 /* The cap: $WTPROXY_LOG_MAX_BYTES, else HOST_LOG_MAX_BYTES. */

@@ -102,6 +102,10 @@ int host_log_wrote(struct host_log *l, size_t n, int line_end, char *err, size_t
         return 0;
     /* Whatever happens, the next try is a cap's worth of bytes away: a
      * folder that refuses the rename is not asked again at every line. */
+    long long was = l->size;
     l->size = 0;
-    return rotate(l, err, errlen) < 0 ? -1 : 1;
+    if (rotate(l, err, errlen) < 0)
+        return -1;
+    l->rotated += was;
+    return 1;
 }

@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "gate.h"
 #include "host.h"
+#include "log_flood.h"
 #include "ondemand.h"
 #include "request_check.h"
 #include "http_head.h"
@@ -150,7 +151,8 @@ void proxy_client_accept(struct proxy_server *s, struct proxy_listener *l, evuti
         c = NULL;
     }
     if (!c) {
-        proxy_log("out of memory: dropped a connection");
+        log_flood_line(s->flood, "out of memory: dropped a connection",
+                       "out of memory: dropped a connection");
         return;
     }
     c->srv = s;
@@ -339,8 +341,9 @@ static void forward_timeout(struct proxy_client *c)
         return;
     }
     if (now - c->last_ms >= cfg->body_timeout_ms) {
-        proxy_log("closed %s from %s: no body byte moved for body_timeout (%u ms)", c->path, c->ip,
-                  cfg->body_timeout_ms);
+        conn_log(c, "closed: body_timeout",
+                 "closed %s from %s: no body byte moved for body_timeout (%u ms)", c->path, c->ip,
+                 cfg->body_timeout_ms);
         conn_close(c);
         return;
     }

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "conn.h"
-#include "log_flood.h"
 #include "refusal_log.h"
 
 static int gateway_error(enum proxy_error e)
@@ -77,22 +76,14 @@ static const char *with_whose(struct proxy_client *c, enum proxy_error e, const 
     return whose;
 }
 
-/* The refusal's line in the daemon's log, collapsed with others of its
- * kind (log_flood.h): the same answer, to the same caller's worktree, for
- * the same worktree named and backend. The path and the peer's port are
- * left out of the kind: a polling loop varies them and is one story. */
+/* The refusal's line in the daemon's log, collapsed with the others of
+ * its answer (conn_log). */
 static void log_refusal(struct proxy_client *c, enum proxy_error e, const char *detail)
 {
-    char kind[WTP_LOG_FLOOD_KIND_LEN];
-    const struct identify_kept *p = c->who;
-    snprintf(kind, sizeof kind, "%d %s, caller's worktree %.160s, named %.80s, backend %.64s",
-             error_page_status(e), error_page_reason(e),
-             p && p->placed && p->worktree[0] ? p->worktree : "-",
-             strchr(c->path, ' ') && c->route_name[0] ? c->route_name : "-",
-             c->backend ? c->backend->name : "-");
-    log_flood_line(c->srv->flood, kind, "%d %s: %s from %s%s%s", error_page_status(e),
-                   error_page_reason(e), c->path[0] ? c->path : "request", c->ip,
-                   detail ? ": " : "", detail ? detail : "");
+    char what[64];
+    snprintf(what, sizeof what, "%d %s", error_page_status(e), error_page_reason(e));
+    conn_log(c, what, "%s: %s from %s%s%s", what, c->path[0] ? c->path : "request", c->ip,
+             detail ? ": " : "", detail ? detail : "");
 }
 
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)

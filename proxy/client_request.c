@@ -2,6 +2,7 @@
  * connection's life): read and check each request head, stream the
  * request body, then the next request or the end. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,22 @@ static int handler_path(const struct proxy_handler *h, const struct http_msg *m)
            (m->url_len == n || m->url[n] == '/' || m->url[n] == '?');
 }
 
+/* A header dropped for its '_' (http_head.c), in the daemon's log. Its
+ * kind is the name as a backend reads it (any case), so a client sending
+ * it on every request is one line and a count. */
+static void log_dropped(struct proxy_client *c, const struct http_field *odd)
+{
+    char what[80];
+    int n = snprintf(what, sizeof what, "dropped header ");
+    for (size_t i = 0; i < odd->nlen && (size_t)n + 1 < sizeof what; i++)
+        what[n++] = (char)tolower((unsigned char)odd->name[i]);
+    what[n] = '\0';
+    conn_log(c, what,
+             "dropped header %.*s of %s from %s: read with '-' for '_' it is a framing or "
+             "forwarding field to some backends (proxy/RELAY.md)",
+             (int)(odd->nlen < 64 ? odd->nlen : 64), odd->name, c->path, c->ip);
+}
+
 static int req_headers_complete(struct http_msg *m)
 {
     struct proxy_client *c = m->owner;
@@ -308,9 +325,7 @@ static int req_headers_complete(struct http_msg *m)
     struct http_forward fw = {c->ip, c->listener->name, c->req_chunked, c->upgrade};
     const struct http_field *odd = http_head_write_request(c->req_head, m, &fw);
     if (odd)
-        proxy_log("dropped header %.*s of %s from %s: read with '-' for '_' it is a framing or "
-                  "forwarding field to some backends (proxy/RELAY.md)",
-                  (int)(odd->nlen < 64 ? odd->nlen : 64), odd->name, c->path, c->ip);
+        log_dropped(c, odd);
     return 0;
 }
 

@@ -110,6 +110,15 @@ void conn_next_request(struct proxy_client *c);
 void conn_backend_done(struct proxy_client *c);
 void conn_backend_done_at(struct proxy_client *c, unsigned long long now);
 
+/* client_log.c: a line of the daemon's log about c's request, written at
+ * once when it is the first of its kind within WTP_LOG_FLOOD_WINDOW_MS,
+ * else counted (log_flood.h). The kind is what (short and fixed: "dropped
+ * header x_user", "503 no-backend"), the caller's worktree, the worktree
+ * named and the backend: the path and the peer's port are left out, since
+ * a polling loop varies them and is one story. */
+void conn_log(struct proxy_client *c, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* client_request.c */
 void conn_read_request_head(struct proxy_client *c); /* CS_IDLE/CS_HEAD: bytes came */
 

@@ -138,7 +138,9 @@ void dash_respond(struct proxy_client *c, const char *status, const char *type, 
 static void respond_text(struct proxy_client *c, const char *status, const char *extra,
                          const char *text)
 {
-    proxy_log("%s: %s from %s", status, c->path, c->ip);
+    char what[64];
+    snprintf(what, sizeof what, "dashboard %s", status);
+    conn_log(c, what, "%s: %s from %s", status, c->path, c->ip);
     dash_respond(c, status, "text/plain; charset=utf-8", extra, text, strlen(text));
 }
 

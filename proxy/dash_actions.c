@@ -288,7 +288,10 @@ static void forbid(struct proxy_client *c, int check)
              "refused: %s; actions are taken from the dashboard page "
              "itself (wtproxy dashboard prints its URL), or with wtproxy restart/stop",
              check_msgs[check]);
-    proxy_log("dashboard request %s from %s refused: %s", c->path, c->ip, check_msgs[check]);
+    char what[96]; /* c->path is an action's or the token's: a few, known */
+    snprintf(what, sizeof what, "dashboard refused %.56s: %s", c->path, check_names[check]);
+    conn_log(c, what, "dashboard request %s from %s refused: %s", c->path, c->ip,
+             check_msgs[check]);
     json_t *j = reg_fail("forbidden", "%s", msg);
     json_object_set_new(j, "check", json_string(check_names[check]));
     respond_json(c, "403 Forbidden", j);

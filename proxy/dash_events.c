@@ -167,7 +167,8 @@ static void close_slow(struct dash *d)
     for (size_t i = d->n; i-- > 0;) {
         struct proxy_client *c = d->streams[i];
         if (evbuffer_get_length(stream_output(c->bev)) > WTP_DASH_STREAM_BUFFER) {
-            proxy_log("closed a dashboard event stream from %s: it stopped reading", c->ip);
+            conn_log(c, "dashboard event stream stopped reading",
+                     "closed a dashboard event stream from %s: it stopped reading", c->ip);
             conn_close(c);
         }
     }

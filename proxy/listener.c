@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "log_flood.h"
 #include "port_taken.h"
 #include "sd_listen.h"
 #include "server.h"
@@ -72,7 +73,9 @@ static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)
 static void accept_failed(struct proxy_server *s, int err)
 {
     if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM) {
-        proxy_log("accept failed: %s", strerror(err));
+        char line[128];
+        snprintf(line, sizeof line, "accept failed: %s", strerror(err));
+        log_flood_line(s->flood, line, "%s", line);
         return;
     }
     listener_set_accepting(s, 0);

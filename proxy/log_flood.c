@@ -149,13 +149,10 @@ static void write_line(const char *fmt, va_list ap)
     proxy_log("%s", line);
 }
 
-void log_flood_line(struct log_flood *f, const char *kind, const char *fmt, ...)
+void log_flood_vline(struct log_flood *f, const char *kind, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     if (!f) {
         write_line(fmt, ap);
-        va_end(ap);
         return;
     }
     long long now = host_mono_ms();
@@ -166,7 +163,6 @@ void log_flood_line(struct log_flood *f, const char *kind, const char *fmt, ...)
         window_end(k, now); /* the timer is late: a busy loop */
     if (k && k->text[0]) {
         k->more++;
-        va_end(ap);
         return;
     }
     if (!k) {
@@ -179,7 +175,14 @@ void log_flood_line(struct log_flood *f, const char *kind, const char *fmt, ...)
         k->more = 0;
         write_line(fmt, ap);
     }
-    va_end(ap);
     if (!evtimer_pending(f->timer, NULL))
         arm(f, now);
+}
+
+void log_flood_line(struct log_flood *f, const char *kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_flood_vline(f, kind, fmt, ap);
+    va_end(ap);
 }

@@ -1,8 +1,11 @@
 /* log_flood.h - repeated lines of the daemon's log collapsed into one and
  * a count. A test loop polling a refused route, Playwright's webServer
- * probing every 100 ms, a load test against a server that is down: each
- * request is one refusal, and the log must not grow by a line for each
- * (tens of thousands a second) for weeks.
+ * probing every 100 ms, a load test against a server that is down, a
+ * client sending a dropped header, a backend cutting every response
+ * short: each request is one line's worth, and the log must not grow by a
+ * line for each (tens of thousands a second) for weeks. Every line a
+ * request or a connection can cause goes through here (conn_log for a
+ * request's); the daemon's own events (start, reload, stop) do not.
  *
  * The first line of a kind is written at once (an agent reading the log
  * sees it then); more of that kind within WTP_LOG_FLOOD_WINDOW_MS are
@@ -15,6 +18,7 @@
 #define WTP_LOG_FLOOD_H
 
 #include <event2/event.h>
+#include <stdarg.h>
 
 #define WTP_LOG_FLOOD_WINDOW_MS 10000 /* lines of one kind in it: one, and a count */
 #define WTP_LOG_FLOOD_KINDS 64        /* kinds counted at once; the rest in one count */
@@ -33,5 +37,9 @@ void log_flood_free(struct log_flood *f);
  * line is written. */
 void log_flood_line(struct log_flood *f, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* log_flood_line with the arguments as a va_list (conn_log's). */
+void log_flood_vline(struct log_flood *f, const char *kind, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "log_flood.h"
 #include "ondemand_int.h"
 #include "ondemand_reader.h"
 
@@ -98,7 +99,7 @@ static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f,
                  "cannot start %s's server: the daemon runs %d servers it started "
                  "already; stop some (kill the pids wtproxy ls shows, or set idle_stop)",
                  worktree, ONDEMAND_MAX);
-        proxy_log("%s", err);
+        log_flood_line(a->srv->flood, err, "%s", err);
         return -1;
     }
     if (f->svc[i].nafter == 0 && load_ok(a, e, 0) && ondemand_launch(a, e) < 0) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log_flood.h"
 #include "ondemand_int.h"
 
 extern char **environ;
@@ -75,7 +76,7 @@ int ondemand_launch(struct ondemand *a, struct started *e)
     if (pid < 0) {
         snprintf(e->failed, sizeof e->failed, "cannot start %s's server: %s", e->worktree,
                  strerror(errno));
-        proxy_log("%s", e->failed);
+        log_flood_line(a->srv->flood, e->failed, "%s", e->failed);
         return -1;
     }
     e->pid = pid;

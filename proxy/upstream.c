@@ -280,8 +280,9 @@ void upstream_feed_response(struct proxy_client *c)
         if (err != HPE_OK && err != HPE_PAUSED) {
             /* The head is out: what was well framed goes too, then the
              * connection ends short, so the client sees an incomplete body. */
-            proxy_log("closed %s from %s short: the backend sent a malformed body: %s", c->path,
-                      c->ip, llhttp_get_error_reason(&c->resp.parser));
+            conn_log(c, "closed short: malformed body",
+                     "closed %s from %s short: %s sent a malformed body: %s", c->path, c->ip,
+                     c->backend->name, llhttp_get_error_reason(&c->resp.parser));
             conn_close_after_flush(c);
             return;
         }
@@ -374,7 +375,8 @@ static void up_closed(struct proxy_client *c, short what, int err)
             return;
         }
     }
-    proxy_log("closed %s from %s short: %s ended mid-body", c->path, c->ip, c->backend->name);
+    conn_log(c, "closed short: ended mid-body", "closed %s from %s short: %s ended mid-body",
+             c->path, c->ip, c->backend->name);
     conn_close_after_flush(c);
 }
 
