@@ -78,8 +78,10 @@ const char cli_usage_why[] =
     "Explain which worktree the requests of process PID (default: this command,\n"
     "placed as a curl run here would be) are routed to, and why: the processes walked,\n"
     "the one that decided (WTPROXY_WORKTREE in its environment, or its cwd), the backend.\n\n"
-    "  --front PORT     the front port (default: the .wtproxy's, else the one port the\n"
-    "                   daemon listens on, else 8000)\n";
+    "  --front PORT     the front port (default: each front the worktree's .wtproxy\n"
+    "                   declares, else the one port the daemon listens on, else 8000)\n"
+    "Exit 0 when its requests are served on each: a registered server, or one the\n"
+    "worktree's .wtproxy declares there (the daemon starts it at the first request).\n";
 
 const char cli_usage_fingerprint[] =
     "usage: wtproxy fingerprint [DIR] [--include GLOB]... [--exclude GLOB]... [--no-exclude]\n"

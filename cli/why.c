@@ -16,6 +16,7 @@
 #include "registry.h"
 #include "host.h"
 #include "ondemand.h"
+#include "wtfile.h"
 
 #define NOT_PLACED                                                                                 \
     "not placed: no process in the chain has WTPROXY_WORKTREE, nor a cwd in a worktree "           \
@@ -84,13 +85,53 @@ static json_t *chain_json(const struct caller_place *pl)
     return chain;
 }
 
+/* The service worktree's own .wtproxy declares on front, into name ("" for
+ * the unnamed one). 1 when it declares one, else 0 (no file, a bad one). */
+static int declared_on(const char *worktree, int front, char *name, size_t len)
+{
+    struct wtfile *f = malloc(sizeof *f);
+    char err[1024];
+    const struct wtfile_service *s = NULL;
+    if (f && wtfile_read(worktree, f, err, sizeof err) == 0 && (s = wtfile_by_front(f, front)))
+        snprintf(name, len, "%s", s->name);
+    free(f);
+    return s != NULL;
+}
+
+/* "backend: none ..." for a placed caller without a server on front: the
+ * daemon starts one its .wtproxy declares there, else requests get 503.
+ * Returns 1 in the first case (the request will be served). */
+static int no_backend(const char *worktree, int front, char *msg, size_t len)
+{
+    char svc[REG_SERVICE_MAX + 16] = "", name[REG_SERVICE_MAX];
+    if (declared_on(worktree, front, name, sizeof name)) {
+        if (name[0])
+            snprintf(svc, sizeof svc, " (service %s)", name);
+        snprintf(msg, len,
+                 "backend: none runs on front :%d yet; the worktree's .wtproxy declares one%s, "
+                 "which the daemon starts at the first request",
+                 front, svc);
+        return 1;
+    }
+    char run[48] = "wtproxy run"; /* without --front it registers on 8000 */
+    if (front != WTP_DEFAULT_FRONT_PORT)
+        snprintf(run, sizeof run, "wtproxy run --front %d", front);
+    snprintf(msg, len,
+             "backend: none on front :%d; requests get 503. Start one from the worktree: "
+             "%s -- <server command with {port}>",
+             front, run);
+    return 0;
+}
+
 /* The verdict's fields of a placement pl into o: worktree, decider, the
  * backend entry on front (null when none), and the sentence that says it.
- * Returns 1 when placed with a backend, else 0. */
+ * Returns 1 when its requests on front are served (a backend, or one its
+ * .wtproxy starts), else 0. */
 static int verdict(json_t *o, const struct caller_place *pl, int placed, int front,
                    struct reg_table *t)
 {
     char msg[PATH_MAX + 256];
+    int served = 0;
     struct reg_backend *b = placed ? reg_table_get(t, front, pl->worktree) : NULL;
     json_object_set_new(o, "placed", json_boolean(placed));
     json_object_set_new(o, "worktree",
@@ -104,18 +145,16 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
     if (!placed)
         snprintf(msg, sizeof msg, "%s", NOT_PLACED);
     else if (!b)
-        snprintf(msg, sizeof msg,
-                 "backend: none on front :%d; requests get 503. Start one "
-                 "from the worktree: wtproxy run -- <server command with {port}>",
-                 front);
+        served = no_backend(pl->worktree, front, msg, sizeof msg);
     else
-        snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,
-                 b->state == REG_READY      ? "ready"
-                 : b->state == REG_STARTING ? "starting"
-                                            : "dead",
-                 front);
+        served =
+            snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,
+                     b->state == REG_READY      ? "ready"
+                     : b->state == REG_STARTING ? "starting"
+                                                : "dead",
+                     front) > 0;
     json_object_set_new(o, "explanation", cli_json_text(msg, strlen(msg)));
-    return placed && b;
+    return served;
 }
 
 json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, char *err,
@@ -175,6 +214,45 @@ static void print_why(json_t *o)
     printf("%s\n", json_string_value(json_object_get(o, "explanation")));
 }
 
+/* The fronts of the services this folder's worktree's .wtproxy declares
+ * into fronts; how many (0: no file, a bad one, not a worktree). An app of
+ * several servers (a front end and its API) is explained on each. */
+static int declared_fronts(int *fronts)
+{
+    struct host_worktree wt;
+    struct wtfile *f = malloc(sizeof *f);
+    char err[1024];
+    int n = 0;
+    if (f && host_worktree_of(".", &wt, NULL, 0) == 0 &&
+        wtfile_read(wt.root, f, err, sizeof err) == 0)
+        for (n = 0; n < f->n; n++)
+            fronts[n] = f->svc[n].front;
+    free(f);
+    return n;
+}
+
+/* Explain pid's requests on each of fronts: the walk once, then a line a
+ * front. 0 when every front serves them, else 1. */
+static int explain(pid_t pid, const int *fronts, int n, struct reg_table *t)
+{
+    char err[PATH_MAX + 256];
+    int r = 0;
+    for (int i = 0; i < n; i++) {
+        json_t *o = cli_why_json(pid, NULL, fronts[i], t, err, sizeof err);
+        if (!o) {
+            fprintf(stderr, "wtproxy why: %s\n", err);
+            return 1;
+        }
+        if (i == 0)
+            print_why(o);
+        else
+            printf("%s\n", json_string_value(json_object_get(o, "explanation")));
+        r |= !json_is_true(json_object_get(o, "ok"));
+        json_decref(o);
+    }
+    return r;
+}
+
 int cli_why_main(int argc, char **argv)
 {
     long pid = (long)getpid(), front = 0;
@@ -198,19 +276,16 @@ int cli_why_main(int argc, char **argv)
         fprintf(stderr, "wtproxy why: %s\n", err);
         return 1;
     }
-    if (!front) { /* the port this worktree declares, or the daemon's */
+    int fronts[WTFILE_MAX_SERVICES], n = 1;
+    if (front)
+        fronts[0] = (int)front;
+    else if ((n = declared_fronts(fronts)) == 0) { /* else the daemon's port, or 8000 */
         json_t *ping = cli_ping(0);
-        front = cli_default_front(ping);
+        fronts[0] = cli_default_front(ping);
         json_decref(ping);
+        n = 1;
     }
-    json_t *o = cli_why_json((pid_t)pid, NULL, (int)front, t, err, sizeof err);
+    int r = explain((pid_t)pid, fronts, n, t);
     reg_table_free(t);
-    if (!o) {
-        fprintf(stderr, "wtproxy why: %s\n", err);
-        return 1;
-    }
-    print_why(o);
-    int r = json_is_true(json_object_get(o, "ok")) ? 0 : 1;
-    json_decref(o);
     return r;
 }

@@ -24,7 +24,7 @@ test('wtproxy why names the worktree, the decider and the backend', async (t) =>
 
   const none = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.b });
   assert.equal(none.code, 1, none.stdout);
-  assert.match(none.stdout, /backend: none .* wtproxy run -- /);
+  assert.match(none.stdout, new RegExp(`backend: none .* wtproxy run --front ${px.port} -- `));
 });
 
 test('wtproxy why --pid explains another process; outside every worktree it says how to place it', async (t) => {
@@ -55,5 +55,22 @@ test('without --front, why judges the port the worktree declares, else the one t
   // a .wtproxy naming another front wins: that is the port its tests use
   fs.writeFileSync(path.join(tmp.wt.b, '.wtproxy'), `front = ${px.port + 1}\nstart = true\n`);
   const declared = await cli(tmp, ['why'], { cwd: tmp.wt.b });
-  assert.match(declared.stdout, new RegExp(`none on front :${px.port + 1}`), declared.stdout);
+  assert.match(declared.stdout, new RegExp(`none runs on front :${px.port + 1} yet; the worktree's \\.wtproxy declares one, which the daemon starts at the first request`), declared.stdout);
+  assert.equal(declared.code, 0, 'its requests will be served');
+});
+
+test('a .wtproxy of two services: why explains each front; without one, its fix names the front', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp);
+  const port = await startRun(t, tmp, { cwd: tmp.wt.a, front: px.port }).ready;
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `[service web]\nstart = true\nfront = ${px.port}\n\n[service api]\nstart = true\nfront = 65002\n`);
+  const r = await cli(tmp, ['why'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, new RegExp(`backend: 127\\.0\\.0\\.1:${port} .* on front :${px.port}\n`), r.stdout);
+  assert.match(r.stdout, /backend: none runs on front :65002 yet; the worktree's \.wtproxy declares one \(service api\), which the daemon starts at the first request\n$/, r.stdout);
+  // wt-b declares nothing: its fix registers on the port asked about, not 8000
+  const b = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.b });
+  assert.equal(b.code, 1, b.stdout);
+  assert.ok(b.stdout.includes(`Start one from the worktree: wtproxy run --front ${px.port} -- <server command with {port}>`), b.stdout);
 });
