@@ -278,6 +278,9 @@ int cli_declared_front(const struct host_worktree *wt, int *own, int *main_has);
  * (NULL: none answered) listens on, else 8000. */
 int cli_default_front(json_t *ping);
 
+/* The same for a command about folder dir (its worktree's .wtproxy). */
+int cli_default_front_in(const char *dir, json_t *ping);
+
 /* The port every listen address of ping (a daemon's ping reply) shares:
  * 18000 for 127.0.0.1:18000 and [::1]:18000; 0 when it has several, or
  * ping is NULL. */

@@ -419,10 +419,15 @@ int cli_daemon_port(json_t *ping)
 
 int cli_default_front(json_t *ping)
 {
+    return cli_default_front_in(".", ping);
+}
+
+int cli_default_front_in(const char *dir, json_t *ping)
+{
     struct host_worktree wt;
     char err[PATH_MAX + 256];
     int own = 0, main_has = 0, front = 0;
-    if (host_worktree_of(".", &wt, err, sizeof err) == 0)
+    if (host_worktree_of(dir, &wt, err, sizeof err) == 0)
         front = cli_declared_front(&wt, &own, &main_has);
     if (!front && ping)
         front = cli_daemon_port(ping);

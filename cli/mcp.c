@@ -154,7 +154,7 @@ int cli_mcp_main(int argc, char **argv)
     const struct cli_opt opts[] = {
         {"worktree", &dir, NULL}, {"front", &frontv, NULL}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
-    m.front = WTP_DEFAULT_FRONT_PORT;
+    m.front = 0; /* none given: each call's own (mcp_tool_why), as the CLI's */
     int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
     if (r > 0)
         return CLI_HELP;

@@ -25,7 +25,7 @@
 struct mcp {
     char worktree[PATH_MAX]; /* its worktree; "" when none (why_none says why) */
     char why_none[PATH_MAX + 256];
-    int front; /* the default front port of the tools */
+    int front; /* the tools' front port from --front; 0: as the CLI picks it */
 };
 
 /* mcp_rpc.c: the reply to one message (a line without its newline), a

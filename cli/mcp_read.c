@@ -50,6 +50,20 @@ json_t *mcp_tool_servers(struct mcp *m, json_t *args)
     return out;
 }
 
+/* The front a why call without one means: --front, else as `wtproxy why`
+ * picks it for the folder asked about (else the session's worktree): the
+ * port its .wtproxy declares, else the one port the daemon listens on,
+ * else 8000. A daemon on 18000 must not be judged on 8000. */
+static int why_front(const struct mcp *m, const char *folder)
+{
+    if (m->front)
+        return m->front;
+    json_t *ping = cli_ping(0);
+    int front = cli_default_front_in(folder ? folder : m->worktree[0] ? m->worktree : ".", ping);
+    json_decref(ping);
+    return front;
+}
+
 json_t *mcp_tool_why(struct mcp *m, json_t *args)
 {
     json_t *pid = json_object_get(args, "pid"), *front = json_object_get(args, "front");
@@ -61,7 +75,8 @@ json_t *mcp_tool_why(struct mcp *m, json_t *args)
     if (!t)
         return mcp_fail("no-daemon", "%s", err);
     json_t *o = cli_why_json(pid ? (pid_t)json_integer_value(pid) : getpid(), folder,
-                             front ? (int)json_integer_value(front) : m->front, t, err, sizeof err);
+                             front ? (int)json_integer_value(front) : why_front(m, folder), t, err,
+                             sizeof err);
     reg_table_free(t);
     return o ? o : mcp_fail("not-found", "%s", err);
 }

@@ -36,7 +36,9 @@ struct tool {
     }
 #define ARG_FRONT                                                                                  \
     {                                                                                              \
-        "front", 'i', 1, 65535, 0, "the proxy port (default: the session's, 8000)"                 \
+        "front", 'i', 1, 65535, 0,                                                                 \
+            "the proxy port (default: --front, else the port the worktree's .wtproxy declares, "   \
+            "else the one the daemon listens on, else 8000)"                                       \
     }
 #define ARG_SERVICE                                                                                \
     {                                                                                              \

@@ -239,7 +239,8 @@ const char cli_usage_mcp[] =
     "it with Claude Code, Codex, Gemini CLI and Cursor: conf/MCP.md.\n"
     "\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
-    "  --front PORT      the tools' default proxy port (default 8000)\n"
+    "  --front PORT      the tools' default proxy port (default: the worktree's .wtproxy\n"
+    "                    front, else the one port the daemon listens on, else 8000)\n"
     "\n"
     "example: claude mcp add wtproxy -- wtproxy mcp\n";
 

@@ -232,3 +232,19 @@ test('servers lists the services the worktree\'s .wtproxy declares, running or n
     [['api', px.port, false], ['web', px.port < 65535 ? px.port + 1 : px.port - 1, false]]);
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
+
+test('why without a front judges the port the daemon listens on, as `wtproxy why` does', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp); // a port the kernel picked: never 8000
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  const port = await run.ready;
+  const mcp = await session(t, tmp, tmp.wt.a); // no --front
+  const why = (await call(mcp, 'why', { folder: tmp.wt.a })).structuredContent;
+  assert.equal(why.front, px.port, JSON.stringify(why));
+  assert.equal(why.ok, true);
+  assert.equal(why.backend.port, port);
+  // a .wtproxy naming its front wins, as for the CLI
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = true\nfront = ${px.port + 1}\n`);
+  const declared = (await call(mcp, 'why', { folder: tmp.wt.a })).structuredContent;
+  assert.equal(declared.front, px.port + 1, JSON.stringify(declared));
+});
