@@ -128,8 +128,8 @@ static void service_name(const struct cli_pw_server *sv, char taken[][SERVICE_NA
 static void services_text(struct init_plan *p, struct text *t)
 {
     const struct cli_playwright *pw = &p->app.pw;
-    char names[CLI_PW_MAX_SERVERS][SERVICE_NAME_MAX], line[1600],
-        after[400] = ""; /* start, after */
+    /* line holds a start command (1024) and the after list (400) */
+    char names[CLI_PW_MAX_SERVERS][SERVICE_NAME_MAX], line[1600], after[400] = "";
     char listen[200] = "";
     int n = 0;
     snprintf(listen, sizeof listen, " --listen %d", p->front);
