@@ -4,7 +4,8 @@
 // the server's pid and the fingerprint `wtproxy fingerprint` computes;
 // requests and a WebSocket (uvicorn's wsproto) route through the daemon;
 // after a .py edit the daemon refuses the server as stale, and `wtproxy
-// restart` makes it fresh. And, in plain Python without a server, every
+// restart` makes it fresh; under `uvicorn --reload` an edit followed at
+// once by a request is served by the new code, never refused. And, in plain Python without a server, every
 // scope but an http request to /__whoami (another path, a websocket to
 // /__whoami, the lifespan) reaches the app as it came.
 import { test } from 'node:test';
@@ -19,7 +20,10 @@ import { git, makeWorktrees, startDaemon, cliEnv, cli, get, sanitizerClean } fro
 import { python, pythonPath, diskFingerprint, tempDir } from './lib/whoami.mjs';
 import { runToExit } from './lib/conformance.mjs';
 
-const appPy = `from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+// The app, wrapped as conf/WHOAMI.md says: by the middleware itself
+// (install = 'wrap', the fingerprint taken at import) or through FastAPI's
+// add_middleware ('add', at the lifespan startup).
+const appPy = (install) => `from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from wtproxy_whoami.asgi import WhoamiASGIMiddleware
 from shop.greeting import GREETING
 
@@ -38,14 +42,14 @@ async def echo(ws: WebSocket):
     except WebSocketDisconnect:
         pass
 
-app.add_middleware(WhoamiASGIMiddleware)
+${install === 'wrap' ? 'app = WhoamiASGIMiddleware(app)' : 'app.add_middleware(WhoamiASGIMiddleware)'}
 `;
 
 // A repo whose main branch holds the FastAPI app, and worktree wt-a of it.
-function fastapiWorktree(t) {
+function fastapiWorktree(t, install) {
   const tmp = makeWorktrees(t, []);
   fs.mkdirSync(path.join(tmp.repo, 'shop'));
-  fs.writeFileSync(path.join(tmp.repo, 'app.py'), appPy);
+  fs.writeFileSync(path.join(tmp.repo, 'app.py'), appPy(install));
   fs.writeFileSync(path.join(tmp.repo, 'shop/__init__.py'), '');
   fs.writeFileSync(path.join(tmp.repo, 'shop/greeting.py'), 'GREETING = "hello v1"\n');
   fs.writeFileSync(path.join(tmp.repo, '.gitignore'), '__pycache__/\n');
@@ -58,9 +62,9 @@ function fastapiWorktree(t) {
 
 // `wtproxy run --front FRONT -- python3 -m uvicorn app:app --host
 // 127.0.0.1 --port {port}` in dir; resolves with the backend port once ready.
-async function runUvicorn(t, tmp, dir, front) {
+async function runUvicorn(t, tmp, dir, front, uvicornArgs = []) {
   const args = ['run', '--front', String(front), '--', python, '-m', 'uvicorn', 'app:app',
-    '--host', '127.0.0.1', '--port', '{port}'];
+    '--host', '127.0.0.1', '--port', '{port}', ...uvicornArgs];
   const proc = spawn(wtproxyBin, args, {
     cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...cliEnv(tmp), PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' },
@@ -107,8 +111,8 @@ const hello = async (px, wt) => {
   return { ...r, greeting: r.status === 200 ? JSON.parse(r.body).greeting : undefined };
 };
 
-test('FastAPI under uvicorn via wtproxy run: verified, routed, stale after an edit, fresh after restart', async (t) => {
-  const tmp = fastapiWorktree(t);
+test('FastAPI under uvicorn via wtproxy run, wrapped: verified, routed, stale after an edit, fresh after restart', async (t) => {
+  const tmp = fastapiWorktree(t, 'wrap');
   const wt = tmp.wt.a;
   const px = await startDaemon(t, tmp, ['--stale-grace', '500ms']);
   const server = await runUvicorn(t, tmp, wt, px.port);
@@ -142,6 +146,8 @@ test('FastAPI under uvicorn via wtproxy run: verified, routed, stale after an ed
   assert.equal(await wsEcho(px.port, wt, 'over the proxy'), 'echo over the proxy');
 
   fs.writeFileSync(path.join(wt, 'shop/greeting.py'), 'GREETING = "hello v2"\n');
+  assert.equal(JSON.parse((await httpGet(server.port, '/__whoami')).body).fingerprint.hash, disk.hash,
+    'the fingerprint of the code loaded at start, not of the disk now');
   const stale = await hello(px, wt);
   assert.equal(stale.status, 409, stale.body);
   assert.equal(stale.headers['x-wtproxy-refused'], 'stale-code');
@@ -158,6 +164,24 @@ test('FastAPI under uvicorn via wtproxy run: verified, routed, stale after an ed
   assert.equal(after.fingerprint.hash, (await diskFingerprint(wt)).hash);
   assert.equal(await wsEcho(px.port, wt, 'after the restart'), 'echo after the restart');
   sanitizerClean(assert, px.stderr());
+});
+
+test('uvicorn --reload, add_middleware: an edit followed at once by a request gets the new code, never a refusal', async (t) => {
+  const tmp = fastapiWorktree(t, 'add');
+  const wt = tmp.wt.a;
+  const px = await startDaemon(t, tmp); // the default graces, as an agent has them
+  await runUvicorn(t, tmp, wt, px.port, ['--reload']);
+  assert.equal((await hello(px, wt)).greeting, 'hello v1');
+  const held = [];
+  for (const v of ['hello v2', 'hello v3', 'hello v4']) {
+    fs.writeFileSync(path.join(wt, 'shop/greeting.py'), `GREETING = ${JSON.stringify(v)}\n`);
+    const t0 = Date.now();
+    const r = await hello(px, wt);
+    held.push(Date.now() - t0);
+    assert.equal(r.status, 200, `${r.status} after ${Date.now() - t0} ms: ${r.body}`);
+    assert.equal(r.greeting, v, 'the new behaviour, at once');
+  }
+  t.diagnostic(`held while uvicorn reloaded: ${held.join(', ')} ms`);
 });
 
 // The middleware driven by hand, as an ASGI server would: each scope it

@@ -1,19 +1,20 @@
-"""ASGI middleware serving /__whoami (whoami/PROTOCOL.md) for any ASGI 3 app:
-FastAPI, Starlette, Quart, Django's asgi.py, under uvicorn or any server.
+"""ASGI middleware serving /__whoami (whoami/PROTOCOL.md) for any ASGI 3 app
+(FastAPI, Starlette), under uvicorn or any other ASGI server.
 
     from wtproxy_whoami.asgi import WhoamiASGIMiddleware
     app = WhoamiASGIMiddleware(app)              # development only
-    # or, in FastAPI and Starlette: app.add_middleware(WhoamiASGIMiddleware)
 
 root defaults to WTPROXY_WHOAMI_ROOT, else the realpath of the nearest
 ancestor of the working folder that holds .git, else the working folder;
 include and exclude default to the patterns of fingerprint.py. The
 fingerprint is computed here, once, when the app is wrapped at start (see
-answer.py for why); add_middleware wraps when the app gets its first event,
-the lifespan startup under uvicorn. A request then costs no file system
-work, so nothing blocks the event loop. Only http requests to the path are
-answered; every other request and every websocket and lifespan scope
-reaches the app untouched.
+answer.py for why), so a request costs no file system work and never
+blocks the event loop. Starlette's add_middleware works too, but builds
+the middleware at the app's first event: the lifespan startup, or under
+--lifespan off the first request, maybe after an edit the process never
+loaded (conf/WHOAMI.md says to wrap instead). Only http requests to the
+path are answered; every other request and every websocket and lifespan
+scope reaches the app untouched.
 """
 import os
 
