@@ -107,7 +107,7 @@ test("Debian's python3 imports wtproxy_whoami from the prefix it searches", () =
   // And for /usr, where a Debian package installs it.
   const usr = run(python, [path.join(repoRoot, 'whoami/python_site.py'), '/usr']).trim();
   assert.ok(sysPath.includes(path.join('/usr', usr)), `${python} does not search /usr/${usr}: ${sysPath}`);
-  const out = run(python, ['-c', 'import wtproxy_whoami, wtproxy_whoami.django; print(wtproxy_whoami.__file__)'],
+  const out = run(python, ['-c', 'import wtproxy_whoami, wtproxy_whoami.django, wtproxy_whoami.asgi; print(wtproxy_whoami.__file__)'],
     { env: { PYTHONPATH: dir } });
   assert.equal(out.trim(), path.join(dir, 'wtproxy_whoami/__init__.py'));
 });

@@ -236,7 +236,7 @@ test('man wtproxy renders the installed manual', { skip, timeout: 30000 }, () =>
 });
 
 test("Debian's python3 imports wtproxy_whoami from /usr/lib/python3/dist-packages", { skip }, () => {
-  const out = run('/usr/bin/python3', ['-c', 'import wtproxy_whoami, wtproxy_whoami.wsgi; print(wtproxy_whoami.__file__)'],
+  const out = run('/usr/bin/python3', ['-c', 'import wtproxy_whoami, wtproxy_whoami.wsgi, wtproxy_whoami.asgi; print(wtproxy_whoami.__file__)'],
     { env: userPython });
   assert.equal(out.trim(), '/usr/lib/python3/dist-packages/wtproxy_whoami/__init__.py');
 });

@@ -2,6 +2,7 @@
 
 - wtproxy_whoami.django.WhoamiMiddleware: Django, active only when DEBUG.
 - wtproxy_whoami.wsgi.WhoamiWSGIMiddleware: any WSGI app.
+- wtproxy_whoami.asgi.WhoamiASGIMiddleware: any ASGI app (FastAPI, Starlette).
 - wtproxy_whoami.fingerprint.compute: the code fingerprint wtproxy-fp-v1.
 - python3 -m wtproxy_whoami fingerprint: the same output as `wtproxy fingerprint`.
 - wtproxy_whoami.django_db: claimed_databases() and ClaimingTestRunner, the

@@ -1,0 +1,235 @@
+// 144: wtproxy_whoami.asgi.WhoamiASGIMiddleware in a real FastAPI app
+// (Debian's python3-fastapi) under a real uvicorn (python3-uvicorn),
+// started by `wtproxy run` in a git worktree: /__whoami names the checkout,
+// the server's pid and the fingerprint `wtproxy fingerprint` computes;
+// requests and a WebSocket (uvicorn's wsproto) route through the daemon;
+// after a .py edit the daemon refuses the server as stale, and `wtproxy
+// restart` makes it fresh; under `uvicorn --reload` an edit followed at
+// once by a request is served by the new code, never refused. And, in plain Python without a server, every
+// scope but an http request to /__whoami (another path, a websocket to
+// /__whoami, the lifespan) reaches the app as it came.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import WebSocket from 'ws';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+import { httpGet } from './lib/backends.mjs';
+import { git, makeWorktrees, startDaemon, cliEnv, cli, get, sanitizerClean } from './lib/registry.mjs';
+import { python, pythonPath, diskFingerprint, tempDir } from './lib/whoami.mjs';
+import { runToExit } from './lib/conformance.mjs';
+
+// The app, wrapped as conf/WHOAMI.md says: by the middleware itself
+// (install = 'wrap', the fingerprint taken at import) or through FastAPI's
+// add_middleware ('add', at the lifespan startup).
+const appPy = (install) => `from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from wtproxy_whoami.asgi import WhoamiASGIMiddleware
+from shop.greeting import GREETING
+
+app = FastAPI()
+
+@app.get('/hello')
+def hello():
+    return {'greeting': GREETING}
+
+@app.websocket('/echo')
+async def echo(ws: WebSocket):
+    await ws.accept()
+    try:
+        while True:
+            await ws.send_text('echo ' + await ws.receive_text())
+    except WebSocketDisconnect:
+        pass
+
+${install === 'wrap' ? 'app = WhoamiASGIMiddleware(app)' : 'app.add_middleware(WhoamiASGIMiddleware)'}
+`;
+
+// A repo whose main branch holds the FastAPI app, and worktree wt-a of it.
+function fastapiWorktree(t, install) {
+  const tmp = makeWorktrees(t, []);
+  fs.mkdirSync(path.join(tmp.repo, 'shop'));
+  fs.writeFileSync(path.join(tmp.repo, 'app.py'), appPy(install));
+  fs.writeFileSync(path.join(tmp.repo, 'shop/__init__.py'), '');
+  fs.writeFileSync(path.join(tmp.repo, 'shop/greeting.py'), 'GREETING = "hello v1"\n');
+  fs.writeFileSync(path.join(tmp.repo, '.gitignore'), '__pycache__/\n');
+  git(tmp.repo, 'add', '-A');
+  git(tmp.repo, 'commit', '-q', '-m', 'shop');
+  tmp.wt.a = path.join(tmp.root, 'wt-a');
+  git(tmp.repo, 'worktree', 'add', '-q', tmp.wt.a, '-b', 'a');
+  return tmp;
+}
+
+// `wtproxy run --front FRONT -- python3 -m uvicorn app:app --host
+// 127.0.0.1 --port {port}` in dir; resolves with the backend port once ready.
+async function runUvicorn(t, tmp, dir, front, uvicornArgs = []) {
+  const args = ['run', '--front', String(front), '--', python, '-m', 'uvicorn', 'app:app',
+    '--host', '127.0.0.1', '--port', '{port}', ...uvicornArgs];
+  const proc = spawn(wtproxyBin, args, {
+    cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...cliEnv(tmp), PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' },
+  });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { out += d; });
+  const exited = new Promise((r) => proc.on('exit', r));
+  t.after(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGTERM');
+    await exited; // it stops uvicorn and unregisters on the way out
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not ready in 30 s:\n${out}`)), 30000);
+    const check = () => {
+      const m = /is ready on 127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) { clearTimeout(timer); resolve({ port: Number(m[1]), output: () => out }); }
+    };
+    proc.stderr.on('data', check);
+    proc.on('exit', (c) => { clearTimeout(timer); reject(new Error(`wtproxy run exited ${c}:\n${out}`)); });
+  });
+}
+
+// A text message through a WebSocket to the proxy, routed to worktree wt;
+// resolves with the answer.
+function wsEcho(port, wt, text) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/echo`, { headers: { 'X-Wtproxy-Worktree': wt } });
+    const timer = setTimeout(() => { ws.terminate(); reject(new Error('no echo in 10 s')); }, 10000);
+    ws.once('open', () => ws.send(text));
+    ws.once('message', (data) => { clearTimeout(timer); ws.close(); resolve(data.toString()); });
+    ws.once('error', (e) => { clearTimeout(timer); reject(e); });
+    ws.once('unexpected-response', (req, res) => {
+      clearTimeout(timer);
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => reject(new Error(`upgrade refused: ${res.statusCode} ${body}`)));
+    });
+  });
+}
+
+const hello = async (px, wt) => {
+  const r = await get(px.port, { 'X-Wtproxy-Worktree': wt }, '/hello');
+  return { ...r, greeting: r.status === 200 ? JSON.parse(r.body).greeting : undefined };
+};
+
+test('FastAPI under uvicorn via wtproxy run, wrapped: verified, routed, stale after an edit, fresh after restart', async (t) => {
+  const tmp = fastapiWorktree(t, 'wrap');
+  const wt = tmp.wt.a;
+  const px = await startDaemon(t, tmp, ['--stale-grace', '500ms']);
+  const server = await runUvicorn(t, tmp, wt, px.port);
+
+  const r = await httpGet(server.port, '/__whoami');
+  assert.equal(r.status, 200, r.body.toString());
+  assert.equal(r.headers['content-type'], 'application/json');
+  assert.equal(r.headers['cache-control'], 'no-store');
+  const who = JSON.parse(r.body);
+  assert.equal(who.checkout, wt, 'the worktree, found from the working folder');
+  const disk = await diskFingerprint(wt);
+  assert.deepEqual(who.fingerprint, disk, 'the same fingerprint as wtproxy fingerprint --json');
+  assert.equal(disk.files, 3, 'app.py, shop/__init__.py, shop/greeting.py');
+  const cmdline = fs.readFileSync(`/proc/${who.pid}/cmdline`, 'utf8').split('\0');
+  assert.deepEqual(cmdline.slice(1, 4), ['-m', 'uvicorn', 'app:app'], 'the pid is uvicorn\'s');
+  const head = await httpGet(server.port, '/__whoami', { method: 'HEAD' });
+  assert.equal(head.status, 200);
+  assert.equal(Number(head.headers['content-length']), r.body.length);
+  assert.equal(head.body.length, 0);
+  const post = await httpGet(server.port, '/__whoami', { method: 'POST', body: 'x' });
+  assert.equal(post.status, 405);
+  assert.equal(post.headers.allow, 'GET, HEAD');
+  for (const p of ['/__whoami/', '/__whoamix', '/api/__whoami']) {
+    const other = await httpGet(server.port, p);
+    assert.equal(other.status, 404, p);
+    assert.equal(other.body.toString(), '{"detail":"Not Found"}', `${p}: FastAPI's own answer`);
+  }
+
+  // Through the daemon, which verified it.
+  assert.equal((await hello(px, wt)).greeting, 'hello v1');
+  assert.equal(await wsEcho(px.port, wt, 'over the proxy'), 'echo over the proxy');
+
+  fs.writeFileSync(path.join(wt, 'shop/greeting.py'), 'GREETING = "hello v2"\n');
+  assert.equal(JSON.parse((await httpGet(server.port, '/__whoami')).body).fingerprint.hash, disk.hash,
+    'the fingerprint of the code loaded at start, not of the disk now');
+  const stale = await hello(px, wt);
+  assert.equal(stale.status, 409, stale.body);
+  assert.equal(stale.headers['x-wtproxy-refused'], 'stale-code');
+  assert.match(stale.body, /shop\/greeting\.py/);
+  assert.doesNotMatch(stale.body, /hello v1/, 'never the old code\'s answer');
+
+  const restart = await cli(tmp, ['restart'], { cwd: wt, ms: 30000 });
+  assert.equal(restart.code, 0, restart.stderr + server.output());
+  const fresh = await hello(px, wt);
+  assert.equal(fresh.status, 200, fresh.body);
+  assert.equal(fresh.greeting, 'hello v2');
+  const after = JSON.parse((await httpGet(server.port, '/__whoami')).body);
+  assert.notEqual(after.pid, who.pid, 'a new uvicorn');
+  assert.equal(after.fingerprint.hash, (await diskFingerprint(wt)).hash);
+  assert.equal(await wsEcho(px.port, wt, 'after the restart'), 'echo after the restart');
+  sanitizerClean(assert, px.stderr());
+});
+
+test('uvicorn --reload, add_middleware: an edit followed at once by a request gets the new code, never a refusal', async (t) => {
+  const tmp = fastapiWorktree(t, 'add');
+  const wt = tmp.wt.a;
+  const px = await startDaemon(t, tmp); // the default graces, as an agent has them
+  await runUvicorn(t, tmp, wt, px.port, ['--reload']);
+  assert.equal((await hello(px, wt)).greeting, 'hello v1');
+  const held = [];
+  for (const v of ['hello v2', 'hello v3', 'hello v4']) {
+    fs.writeFileSync(path.join(wt, 'shop/greeting.py'), `GREETING = ${JSON.stringify(v)}\n`);
+    const t0 = Date.now();
+    const r = await hello(px, wt);
+    held.push(Date.now() - t0);
+    assert.equal(r.status, 200, `${r.status} after ${Date.now() - t0} ms: ${r.body}`);
+    assert.equal(r.greeting, v, 'the new behaviour, at once');
+  }
+  t.diagnostic(`held while uvicorn reloaded: ${held.join(', ')} ms`);
+});
+
+// The middleware driven by hand, as an ASGI server would: each scope it
+// does not answer reaches the app with the very scope, receive and send.
+const passThroughPy = `import asyncio, json, sys
+from wtproxy_whoami.asgi import WhoamiASGIMiddleware
+
+seen = []
+async def app(scope, receive, send):
+    seen.append((scope, receive, send))
+
+async def main():
+    mw = WhoamiASGIMiddleware(app, root=sys.argv[1], include=['**/*.txt'])
+    out = {}
+    async def receive():
+        return {'type': 'http.request', 'body': b'', 'more_body': False}
+    for name, scope in [('lifespan', {'type': 'lifespan', 'asgi': {'version': '3.0'}}),
+                        ('other path', {'type': 'http', 'method': 'GET', 'path': '/hello'}),
+                        ('websocket', {'type': 'websocket', 'path': '/__whoami'})]:
+        async def send(message):
+            raise AssertionError(name + ': the middleware sent ' + repr(message))
+        await mw(scope, receive, send)
+        s, r, w = seen.pop()
+        out[name] = s is scope and r is receive and w is send
+    sent = []
+    async def send(message):
+        sent.append(message)
+    await mw({'type': 'http', 'method': 'GET', 'path': '/__whoami'}, receive, send)
+    out['answered'] = {'status': sent[0]['status'], 'app_called': bool(seen),
+                       'headers': [[k.decode(), v.decode()] for k, v in sent[0]['headers']],
+                       'answer': json.loads(sent[1]['body'])}
+    print(json.dumps(out))
+
+asyncio.run(main())
+`;
+
+test('ASGI: lifespan, another path and a websocket reach the app untouched', async (t) => {
+  const dir = tempDir(t);
+  fs.writeFileSync(path.join(dir, 'a.txt'), 'a\n');
+  const r = await runToExit(python, ['-c', passThroughPy, dir], { env: { PYTHONPATH: pythonPath } });
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.deepEqual([out.lifespan, out['other path'], out.websocket], [true, true, true]);
+  const { status, app_called: appCalled, headers, answer } = out.answered;
+  assert.equal(status, 200);
+  assert.equal(appCalled, false);
+  assert.deepEqual(headers.find(([k]) => k === 'content-type'), ['content-type', 'application/json']);
+  assert.equal(answer.checkout, dir);
+  assert.deepEqual(answer.fingerprint.include, ['**/*.txt']);
+  assert.equal(answer.fingerprint.hash, (await diskFingerprint(dir, ['--include', '**/*.txt'])).hash);
+});
