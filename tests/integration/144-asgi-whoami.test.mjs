@@ -169,7 +169,11 @@ test('FastAPI under uvicorn via wtproxy run, wrapped: verified, routed, stale af
 test('uvicorn --reload, add_middleware: an edit followed at once by a request gets the new code, never a refusal', async (t) => {
   const tmp = fastapiWorktree(t, 'add');
   const wt = tmp.wt.a;
-  const px = await startDaemon(t, tmp); // the default graces, as an agent has them
+  // A grace longer than the default: uvicorn's reload (a new python that
+  // imports FastAPI) took over 3 s on a loaded 2-CPU machine; what this
+  // test shows is that the request waits for the reload and never gets
+  // the old code or a refusal, not how fast uvicorn reloads.
+  const px = await startDaemon(t, tmp, ['--stale-grace', '15s']);
   await runUvicorn(t, tmp, wt, px.port, ['--reload']);
   assert.equal((await hello(px, wt)).greeting, 'hello v1');
   const held = [];
