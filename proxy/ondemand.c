@@ -297,8 +297,10 @@ static void reap(evutil_socket_t fd, short what, void *arg)
     (void)what;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
         for (int i = 0; i < a->n; i++)
-            if (a->list[i].pid == pid)
+            if (a->list[i].pid == pid) {
                 a->list[i].pid = 0;
+                a->list[i].status = status;
+            }
 }
 
 /* Stop what has served no request for its idle_stop: SIGTERM to the group,

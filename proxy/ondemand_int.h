@@ -27,6 +27,7 @@ struct started {
     struct sibling sib[WTFILE_MAX_SERVICES]; /* the file's services, in its order */
     int nsib;
     pid_t pid;   /* of its `wtproxy run`, leader of its own process group; 0 not running */
+    int status;  /* its wait status once it ended (pid 0), for what a refusal says */
     int waiting; /* for those it is started after to be ready, or for the load; then launched */
     unsigned load_pct; /* while it waits for the load: the load per CPU last seen (hundredths) */
     unsigned long long since_ms; /* when it began waiting */
