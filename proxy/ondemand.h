@@ -85,6 +85,10 @@ void ondemand_connected(struct ondemand *a, const char *worktree, int front);
  * path into log whenever one was started. */
 int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log, size_t loglen);
 
+/* Say in the daemon's log, once per front, each front f declares that the
+ * daemon does not listen on, with the `wtproxy serve` that does. */
+void ondemand_check_fronts(struct ondemand *a, const char *worktree, const struct wtfile *f);
+
 /* What a refusal calls the server started for (worktree, front): "service
  * `api` that WT/.wtproxy declares" ("the server that WT/.wtproxy declares"
  * for an unnamed one). */

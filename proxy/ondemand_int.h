@@ -14,6 +14,7 @@
 
 #define ONDEMAND_MAX 64
 #define ONDEMAND_SWEEP_MS 1000
+#define ONDEMAND_MAX_UNHEARD 16 /* fronts said to be unheard, each once */
 #define ONDEMAND_ENV_EXTRA (WTFILE_MAX_SERVICES + 3)
 
 struct sibling {
@@ -44,7 +45,9 @@ struct ondemand {
     struct started list[ONDEMAND_MAX];
     int n;
     struct event *sigchld, *sweep, *tick;
-    struct ondemand_reader *reader; /* .wtproxy files read for callers, off the loop */
+    struct ondemand_reader *reader;    /* .wtproxy files read for callers, off the loop */
+    int unheard[ONDEMAND_MAX_UNHEARD]; /* declared fronts it does not listen on, said */
+    int nunheard;
 };
 
 /* ondemand.c: the start of (worktree, front), NULL none; its live
