@@ -66,7 +66,7 @@ static void no_backend(struct proxy_client *c, const char *note)
     route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, d, sizeof d);
     if (note[0]) {
         size_t used = strnlen(d, sizeof d);
-        snprintf(d + used, sizeof d - used, " %s", note);
+        snprintf(d + used, sizeof d - used, ". %s", note);
     }
     conn_fail(c, c->route_error, d);
 }
@@ -288,9 +288,16 @@ void conn_wait_timeout(struct proxy_client *c)
     struct reg_backend *b = c->backend;
     unsigned long long waited = proxy_now_ms(c->srv) - c->wait_since_ms;
     char d[3 * PATH_MAX + 256];
+    unsigned load;
     if (b->state == REG_DEAD && c->srv->ondemand &&
         ondemand_exit_note(c->srv->ondemand, b->worktree, b->front, d, sizeof d)) {
         conn_fail(c, PE_BACKEND_EXITED, d);
+    } else if (b->state == REG_DEAD && c->srv->ondemand && waited < c->srv->cfg.start_timeout_ms &&
+               strcmp(ondemand_state(c->srv->ondemand, b->worktree, b->front, &load), "launched") ==
+                   0) {
+        /* Its wrapper unregistered it and is exiting: its status, soon
+         * reaped, says more than "ended". */
+        conn_wait(c, WTP_WAIT_POLL_MS);
     } else if (b->state == REG_DEAD) {
         snprintf(d, sizeof d, "the dev server of %s ended before it served this request",
                  b->worktree);
