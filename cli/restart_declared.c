@@ -25,8 +25,10 @@ static json_t *declared(const struct cli_server_args *a)
 {
     char err[PATH_MAX + 256];
     json_t *reply, *list = NULL;
-    if (cli_call(json_pack("{s:s, s:s}", "op", "services", "worktree", a->worktree), 0, &reply, err,
-                 sizeof err) < 0)
+    json_t *req = json_pack("{s:s, s:s}", "op", "services", "worktree", a->worktree);
+    int rc = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
+    json_decref(req);
+    if (rc < 0)
         return NULL;
     if (json_is_array(json_object_get(reply, "services")))
         list = json_incref(json_object_get(reply, "services"));
@@ -83,13 +85,15 @@ static int start_one(const struct cli_server_args *a, json_t *svc)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
-    if (cli_call(json_pack("{s:s, s:s, s:s}", "op", "start", "worktree", a->worktree, "service",
-                           str(svc, "name")),
-                 0, &reply, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy restart: %s\n", err);
+    json_t *req = json_pack("{s:s, s:s, s:s}", "op", "start", "worktree", a->worktree, "service",
+                            str(svc, "name"));
+    int rc = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
+    json_decref(req);
+    if (rc < 0) {
+        fprintf(stderr, "wtproxy restart: %s\n", req ? err : "out of memory");
         return 1;
     }
-    int rc = json_is_true(json_object_get(reply, "ok")) ? 0 : cli_report(reply);
+    rc = json_is_true(json_object_get(reply, "ok")) ? 0 : cli_report(reply);
     json_decref(reply);
     return rc;
 }

@@ -96,9 +96,10 @@ static void warn_unheard_front(const struct cli_run *r)
             fprintf(stderr,
                     "wtproxy: warning: the daemon (pid %ld) started this server from %s/.wtproxy "
                     "on front %d but listens on %s only: no request reaches it through wtproxy. "
-                    "Make the daemon listen on every front: kill %ld, then wtproxy serve%s (or "
-                    "one listen = line per port in its config file)\n",
-                    daemon, r->worktree, r->front, all ? all : "?", daemon, serve);
+                    "Make the daemon listen on every front: kill %ld && tail --pid=%ld -f "
+                    "/dev/null; wtproxy serve%s (or one listen = line per port in its config "
+                    "file)\n",
+                    daemon, r->worktree, r->front, all ? all : "?", daemon, daemon, serve);
         else
             fprintf(stderr,
                     "wtproxy: warning: the daemon (pid %lld) listens on %s, not on port %d: "

@@ -61,9 +61,11 @@ void ondemand_check_fronts(struct ondemand *a, const char *worktree, const struc
         proxy_log("%s/.wtproxy declares %s%s%son front :%d, which this daemon (pid %d) does not "
                   "listen on: the server it starts there gets no request through wtproxy, and "
                   "a call to :%d (from a sibling service or a test) reaches whatever else "
-                  "listens there. Make the daemon listen on every front: kill %d, then "
-                  "wtproxy serve%s (or one listen = line per port in its config file)",
+                  "listens there. Make the daemon listen on every front (the registrations "
+                  "survive its restart): kill %d && tail --pid=%d -f /dev/null; wtproxy "
+                  "serve%s (or one listen = line per port in its config file)",
                   worktree, f->svc[i].name[0] ? "service `" : "a server ", f->svc[i].name,
-                  f->svc[i].name[0] ? "` " : "", front, (int)getpid(), front, (int)getpid(), serve);
+                  f->svc[i].name[0] ? "` " : "", front, (int)getpid(), front, (int)getpid(),
+                  (int)getpid(), serve);
     }
 }

@@ -139,7 +139,7 @@ test('a .wtproxy front the daemon does not listen on: said once in its log, with
   assert.equal((await ask(px, tmp.wt.a)).status, 200);
   assert.equal((await ask(px, tmp.wt.b)).status, 200);
   const said = new RegExp(`\\.wtproxy declares service \`api\` on front :${api}, which this daemon \\(pid ${px.proc.pid}\\) ` +
-    `does not listen on: .* kill ${px.proc.pid}, then wtproxy serve --listen ${px.port} --listen ${api} \\(or one listen = line`, 'g');
+    `does not listen on: .* kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; wtproxy serve --listen ${px.port} --listen ${api} \\(or one listen = line`, 'g');
   assert.equal([...px.stderr().matchAll(said)].length, 1, `said once:\n${px.stderr()}`);
   const log = fs.readFileSync(path.join(path.dirname(tmp.state), 'servers', 'wt-a.api.log'), 'utf8');
   assert.doesNotMatch(log, /wtproxy run --front/, `no run fix for a server the daemon started:\n${log}`);
