@@ -157,7 +157,9 @@ static int runs_one_of(const char *command, const char *const *words)
 static const char *middleware_hint(const struct whoami_target *t)
 {
     static const char *const vite[] = {"vite", NULL};
-    static const char *const node[] = {"node", "npm", "npx", "pnpm", "yarn", "bun", "tsx", NULL};
+    static const char *const node[] = {"node", "tsx", NULL};
+    /* a package script may run Vite or a Node server: both lines */
+    static const char *const runner[] = {"npm", "npx", "pnpm", "yarn", "bun", NULL};
     static const char *const django[] = {"manage", "django-admin", NULL};
     static const char *const python[] = {"python", "gunicorn", "uwsgi", "waitress-serve", NULL};
     const char *cmd = t->command ? t->command : "";
@@ -167,6 +169,10 @@ static const char *middleware_hint(const struct whoami_target *t)
     if (runs_one_of(cmd, node))
         return "add the Node middleware first: import { whoami } from 'wtproxy-whoami'; "
                "app.use(whoami()) (Express, Connect or node:http; conf/WHOAMI.md)";
+    if (runs_one_of(cmd, runner))
+        return "add the Node middleware first (import { whoami } from 'wtproxy-whoami'; "
+               "app.use(whoami())) or, for a Vite dev server, the Vite plugin (wtproxyWhoami() "
+               "from 'wtproxy-whoami/vite' in vite.config.js's plugins; conf/WHOAMI.md)";
     if (runs_one_of(cmd, django))
         return "add 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
                "whoami/python on PYTHONPATH (conf/WHOAMI.md)";
