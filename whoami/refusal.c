@@ -161,6 +161,7 @@ static const char *middleware_hint(const struct whoami_target *t)
     /* a package script may run Vite or a Node server: both lines */
     static const char *const runner[] = {"npm", "npx", "pnpm", "yarn", "bun", NULL};
     static const char *const django[] = {"manage", "django-admin", NULL};
+    static const char *const asgi[] = {"uvicorn", "hypercorn", "fastapi", NULL};
     static const char *const python[] = {"python", "gunicorn", "uwsgi", "waitress-serve", NULL};
     const char *cmd = t->command ? t->command : "";
     if (runs_one_of(cmd, vite))
@@ -176,6 +177,10 @@ static const char *middleware_hint(const struct whoami_target *t)
     if (runs_one_of(cmd, django))
         return "add 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
                "whoami/python on PYTHONPATH (conf/WHOAMI.md)";
+    if (runs_one_of(cmd, asgi))
+        return "wrap the ASGI app at the end of the module it loads: app = "
+               "WhoamiASGIMiddleware(app), from wtproxy_whoami.asgi, with whoami/python on "
+               "PYTHONPATH (conf/WHOAMI.md)";
     if (runs_one_of(cmd, python))
         return "wrap the WSGI app: WhoamiWSGIMiddleware from wtproxy_whoami.wsgi, with "
                "whoami/python on PYTHONPATH (conf/WHOAMI.md)";

@@ -95,6 +95,7 @@ static void no_whoami(void)
          "app.use"},
         {".venv/bin/gunicorn app:application -b 127.0.0.1:23833", "WhoamiWSGIMiddleware",
          "app.use"},
+        {"python3 -m uvicorn app:app --port 23833", "WhoamiASGIMiddleware(app)", "WSGI"},
         {"./serve 23833", "Node: app.use(whoami())", NULL},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
