@@ -175,6 +175,18 @@ json_t *cli_server_request(const char *op, const struct cli_server_args *a);
  * entries), or NULL with err when no daemon answers. */
 json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t errlen);
 
+/* --- restart_declared.c: what restart starts rather than restarts --- */
+
+/* The services a's worktree's .wtproxy declares that a selects and that do
+ * not run now (a new JSON array of the services op's entries; empty when
+ * none, or when the daemon reads no .wtproxy there). */
+json_t *cli_declared_stopped(const struct cli_server_args *a);
+
+/* Start each of stopped through the daemon (op start), wait up to wait_ms
+ * until each is ready, and say what happened (the log's last lines of one
+ * that exited). Returns the exit status. */
+int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wait_ms);
+
 /* Print the last n lines of the file at path on out. Returns 0, -1
  * (errno) when it cannot be read. */
 int cli_log_tail(const char *path, long n, FILE *out);

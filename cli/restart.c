@@ -110,6 +110,9 @@ static int act(int argc, char **argv, const char *op, const char *key)
         fprintf(stderr, "wtproxy %s: %s (see wtproxy %s --help)\n", op, err, op);
         return 2;
     }
+    int restart = strcmp(op, "restart") == 0;
+    /* Read first: a service the restart below finds dead is not "not running". */
+    json_t *stopped = restart ? cli_declared_stopped(&a) : json_array();
     json_t *reply, *e, *req = cli_server_request(op, &a);
     r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
     json_decref(req);
@@ -117,14 +120,17 @@ static int act(int argc, char **argv, const char *op, const char *key)
         if (!req)
             snprintf(err, sizeof err, "out of memory");
         fprintf(stderr, "wtproxy %s: %s\n", op, err);
+        json_decref(stopped);
         return 1;
     }
     if (!json_is_true(json_object_get(reply, "ok"))) {
-        r = cli_report(reply);
+        /* Nothing registered matches, but the .wtproxy declares it: start it. */
+        int none = strcmp(str(reply, "error"), "not-found") == 0 && json_array_size(stopped) > 0;
+        r = none ? cli_start_declared(&a, stopped, RESTART_WAIT_MS) : cli_report(reply);
+        json_decref(stopped);
         json_decref(reply);
         return r;
     }
-    int restart = strcmp(op, "restart") == 0;
     json_t *asked = json_object_get(reply, key);
     r = await(&a, asked, restart, restart ? RESTART_WAIT_MS : STOP_WAIT_MS);
     size_t i;
@@ -133,6 +139,9 @@ static int act(int argc, char **argv, const char *op, const char *key)
             printf("wtproxy: %s's server on front %lld %s\n", str(e, "worktree"),
                    json_integer_value(json_object_get(e, "front")),
                    restart ? "restarted and ready" : "stopped");
+    if (r == 0 && json_array_size(stopped) > 0)
+        r = cli_start_declared(&a, stopped, RESTART_WAIT_MS);
+    json_decref(stopped);
     json_decref(reply);
     return r;
 }

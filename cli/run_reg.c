@@ -56,9 +56,29 @@ static json_t *register_request(const struct cli_run *r)
     return req;
 }
 
+/* " --listen P" for each port of a ping's listen list, then front: the
+ * `wtproxy serve` arguments that drop none of the daemon's fronts. */
+static void serve_args(json_t *listen, int front, char *out, size_t len)
+{
+    size_t used = 0, i;
+    json_t *a;
+    out[0] = '\0';
+    json_array_foreach(listen, i, a) {
+        const char *addr = json_string_value(a), *colon = addr ? strrchr(addr, ':') : NULL;
+        char flag[24];
+        snprintf(flag, sizeof flag, " --listen %d", colon ? atoi(colon + 1) : 0);
+        if (colon && !strstr(out, flag) && used < len)
+            used += (size_t)snprintf(out + used, len - used, "%s", flag);
+    }
+    if (used < len)
+        snprintf(out + used, len - used, " --listen %d", front);
+}
+
 /* A front port the daemon does not listen on takes the registration but
  * never a request (an app whose URL is on 18000, run without --front
- * 18000): said before the server starts, with the flag that fixes it. */
+ * 18000): said before the server starts, with the flag that fixes it. A
+ * server the daemon started itself (from a .wtproxy: the daemon is its
+ * parent) has the right front; the daemon's listen is what is wrong. */
 static void warn_unheard_front(const struct cli_run *r)
 {
     char err[256];
@@ -69,12 +89,24 @@ static void warn_unheard_front(const struct cli_run *r)
         const char *first = json_string_value(json_array_get(listen, 0));
         const char *port = first && strrchr(first, ':') ? strrchr(first, ':') + 1 : "PORT";
         char *all = json_dumps(listen, JSON_COMPACT);
-        fprintf(stderr,
-                "wtproxy: warning: the daemon (pid %lld) listens on %s, not on port %d: "
-                "no request reaches a server registered on front %d; to serve the "
-                "daemon's port, run: wtproxy run --front %s -- ...\n",
-                json_integer_value(json_object_get(reply, "pid")), all ? all : "?", r->front,
-                r->front, port);
+        long daemon = (long)json_integer_value(json_object_get(reply, "pid"));
+        char serve[512];
+        serve_args(listen, r->front, serve, sizeof serve);
+        if ((long)getppid() == daemon)
+            fprintf(stderr,
+                    "wtproxy: warning: the daemon (pid %ld) started this server from %s/.wtproxy "
+                    "on front %d but listens on %s only: no request reaches it through wtproxy. "
+                    "Make the daemon listen on every front: kill %ld && tail --pid=%ld -f "
+                    "/dev/null; wtproxy serve%s (or one listen = line per port in its config "
+                    "file)\n",
+                    daemon, r->worktree, r->front, all ? all : "?", daemon, daemon, serve);
+        else
+            fprintf(stderr,
+                    "wtproxy: warning: the daemon (pid %lld) listens on %s, not on port %d: "
+                    "no request reaches a server registered on front %d; to serve the "
+                    "daemon's port, run: wtproxy run --front %s -- ...\n",
+                    json_integer_value(json_object_get(reply, "pid")), all ? all : "?", r->front,
+                    r->front, port);
         free(all);
     }
     json_decref(reply);

@@ -8,14 +8,16 @@
 #include <string.h>
 
 #include "conn.h"
+#include "ondemand.h"
 #include "refusal_log.h"
 
 static int gateway_error(enum proxy_error e)
 {
     return e == PE_NO_BACKEND || e == PE_BACKEND_UNREACHABLE || e == PE_BACKEND_TIMEOUT ||
            e == PE_BACKEND_BAD_RESPONSE || e == PE_AMBIGUOUS_WORKTREE ||
-           e == PE_BACKEND_NOT_READY || e == PE_BAD_WTPROXY_FILE || e == PE_CHECKOUT_MISMATCH ||
-           e == PE_STALE_CODE || e == PE_NO_WHOAMI || e == PE_WHOAMI_INVALID || e == PE_OUT_OF_FDS;
+           e == PE_BACKEND_NOT_READY || e == PE_BACKEND_EXITED || e == PE_BAD_WTPROXY_FILE ||
+           e == PE_CHECKOUT_MISMATCH || e == PE_STALE_CODE || e == PE_NO_WHOAMI ||
+           e == PE_WHOAMI_INVALID || e == PE_OUT_OF_FDS;
 }
 
 /* Keep c's refusal (status, reason, the detail the caller was told) in
@@ -45,6 +47,17 @@ static void record_refusal(struct proxy_client *c, int status, const char *reaso
     refusal_log_add(c->srv->refusals, &r, (long long)proxy_now_ms(c->srv));
 }
 
+/* Whether the daemon started b's server from its worktree's .wtproxy:
+ * then `wtproxy restart` starts it again after it died, and so does the
+ * next request. */
+static int started_from_file(struct proxy_client *c, const struct reg_backend *b)
+{
+    char log[PATH_MAX + 64] = "";
+    if (c->srv->ondemand)
+        ondemand_exited(c->srv->ondemand, b->worktree, b->front, log, sizeof log);
+    return log[0] != '\0';
+}
+
 /* A failure of the server itself (unreachable, a bad response, none in
  * time): detail, then whose server it is and where its output is, so that
  * the caller looks at the right one. Returns detail or whose. */
@@ -58,6 +71,14 @@ static const char *with_whose(struct proxy_client *c, enum proxy_error e, const 
     if (!b->worktree[0])
         snprintf(whose, len, "%s; it is the default backend (wtproxy serve --backend %s)", detail,
                  b->name);
+    else if (b->service[0] && started_from_file(c, b))
+        snprintf(whose, len,
+                 "%s; it is service `%s` of %s, started from its .wtproxy (pid %d); why it "
+                 "stopped answering: wtproxy logs %s --service %s; start it again (also after "
+                 "it died): cd %s && wtproxy restart --service %s --front %d (once it has "
+                 "exited, the next request starts it too)",
+                 detail, b->service, b->worktree, (int)b->pid, b->worktree, b->service, b->worktree,
+                 b->service, b->front);
     else if (b->log[0])
         snprintf(whose, len,
                  "%s; it is the dev server of %s (pid %d); its output: wtproxy logs "
@@ -88,7 +109,7 @@ static void log_refusal(struct proxy_client *c, enum proxy_error e, const char *
 
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
 {
-    char whose[2 * PATH_MAX + 1024];
+    char whose[5 * PATH_MAX + 1024]; /* detail, and the worktree named thrice */
     detail = with_whose(c, e, detail, whose, sizeof whose);
     log_refusal(c, e, detail);
     if (c->resp_started) {
@@ -101,8 +122,8 @@ void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
     record_refusal(c, error_page_status(e), error_page_reason(e), detail);
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;
-    error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail, !keep,
-                     c->is_head);
+    error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
+                     c->listener->port, !keep, c->is_head);
     c->resp_started = 1;
     if (keep)
         conn_next_request(c);

@@ -66,7 +66,7 @@ static void no_backend(struct proxy_client *c, const char *note)
     route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, d, sizeof d);
     if (note[0]) {
         size_t used = strnlen(d, sizeof d);
-        snprintf(d + used, sizeof d - used, " %s", note);
+        snprintf(d + used, sizeof d - used, ". %s", note);
     }
     conn_fail(c, c->route_error, d);
 }
@@ -205,6 +205,7 @@ static struct whoami_target target_of(const struct reg_backend *b)
         b->registered_ms,
         b->front,
         b->log[0] != '\0', /* only `wtproxy run` registers a log */
+        b->service,
     };
 }
 
@@ -254,7 +255,7 @@ static void await_started(struct proxy_client *c)
 {
     const char *wt = request_worktree(c);
     int front = c->listener->port;
-    char log[PATH_MAX + 64] = "", d[2 * PATH_MAX + 160];
+    char log[PATH_MAX + 64] = "", d[3 * PATH_MAX + 256], what[PATH_MAX + 128];
     const char *failed;
     c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
     if (c->backend) {
@@ -262,17 +263,12 @@ static void await_started(struct proxy_client *c)
         conn_wait(c, 0); /* on as any starting backend */
     } else if ((failed = ondemand_failed(c->srv->ondemand, wt, front))) {
         conn_fail(c, PE_BACKEND_NOT_READY, failed);
-    } else if (ondemand_exited(c->srv->ondemand, wt, front, log, sizeof log)) {
-        snprintf(d, sizeof d,
-                 "the server that %s/.wtproxy declares exited before it listened; "
-                 "its output: %s",
-                 wt, log);
-        conn_fail(c, PE_BACKEND_NOT_READY, d);
+    } else if (ondemand_exit_note(c->srv->ondemand, wt, front, d, sizeof d)) {
+        conn_fail(c, PE_BACKEND_EXITED, d);
     } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms) {
-        snprintf(d, sizeof d,
-                 "the server that %s/.wtproxy declares did not start within "
-                 "start_timeout; its output: %s",
-                 wt, log);
+        ondemand_exited(c->srv->ondemand, wt, front, log, sizeof log);
+        ondemand_named(c->srv->ondemand, wt, front, what, sizeof what);
+        snprintf(d, sizeof d, "%s did not start within start_timeout; its output: %s", what, log);
         conn_fail(c, PE_BACKEND_NOT_READY, d);
     } else {
         conn_wait(c, WTP_WAIT_POLL_MS);
@@ -291,16 +287,17 @@ void conn_wait_timeout(struct proxy_client *c)
     }
     struct reg_backend *b = c->backend;
     unsigned long long waited = proxy_now_ms(c->srv) - c->wait_since_ms;
-    char d[3 * PATH_MAX];
-    char log[PATH_MAX + 64] = "";
-    if (b->state == REG_DEAD && c->srv->ondemand)
-        ondemand_exited(c->srv->ondemand, b->worktree, b->front, log, sizeof log);
-    if (b->state == REG_DEAD && log[0]) {
-        snprintf(d, sizeof d,
-                 "the server that %s/.wtproxy declares exited before it listened; "
-                 "its output: %s",
-                 b->worktree, log);
-        conn_fail(c, PE_BACKEND_NOT_READY, d);
+    char d[3 * PATH_MAX + 256];
+    unsigned load;
+    if (b->state == REG_DEAD && c->srv->ondemand &&
+        ondemand_exit_note(c->srv->ondemand, b->worktree, b->front, d, sizeof d)) {
+        conn_fail(c, PE_BACKEND_EXITED, d);
+    } else if (b->state == REG_DEAD && c->srv->ondemand && waited < c->srv->cfg.start_timeout_ms &&
+               strcmp(ondemand_state(c->srv->ondemand, b->worktree, b->front, &load), "launched") ==
+                   0) {
+        /* Its wrapper unregistered it and is exiting: its status, soon
+         * reaped, says more than "ended". */
+        conn_wait(c, WTP_WAIT_POLL_MS);
     } else if (b->state == REG_DEAD) {
         snprintf(d, sizeof d, "the dev server of %s ended before it served this request",
                  b->worktree);

@@ -56,7 +56,7 @@ static const struct error_kind kinds[] = {
                                                              "methods alike are relayed."},
     [PE_NO_BACKEND] =
         {503, "Service Unavailable", "no-backend", "No dev server is registered for this request.",
-         "Start your dev server through wtproxy, from its worktree: wtproxy run -- <server "
+         "Start your dev server through wtproxy, from its worktree: wtproxy run{front} -- <server "
          "command with {port}> (or give wtproxy a default: wtproxy serve --backend HOST:PORT)"},
     [PE_AMBIGUOUS_WORKTREE] =
         {409, "Conflict", "ambiguous-worktree",
@@ -64,12 +64,18 @@ static const struct error_kind kinds[] = {
          "Name the worktree by its full path: X-Wtproxy-Worktree: /path/to/worktree"},
     [PE_OTHER_USER] = {403, "Forbidden", "other-user",
                        "The dev server registered for your worktree belongs to another user.",
-                       "Start your own dev server: wtproxy run -- <server command with {port}>"},
+                       "Start your own dev server: wtproxy run{front} -- <server command with "
+                       "{port}>"},
     [PE_BACKEND_NOT_READY] =
         {503, "Service Unavailable", "backend-not-ready",
          "The dev server of this worktree did not start listening in time.",
-         "Read the dev server's output for why it does not start: wtproxy logs (in its "
+         "Read the dev server's output for why it does not start: wtproxy logs{front} (in its "
          "worktree); or raise start_timeout in the daemon's config file and send it SIGHUP."},
+    [PE_BACKEND_EXITED] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree exited before it listened; no request reached it.",
+         "Read why in its output: wtproxy logs{front} (in its worktree); once that is fixed, "
+         "send the request again: it starts the server its .wtproxy declares again."},
     [PE_BAD_WTPROXY_FILE] =
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "
@@ -78,18 +84,20 @@ static const struct error_kind kinds[] = {
          "have); wtproxy doctor, run in the worktree, checks the file again."},
     [PE_BACKEND_UNREACHABLE] =
         {502, "Bad Gateway", "backend-unreachable", "wtproxy could not connect to the dev server.",
-         "See whether the dev server still runs: wtproxy ls; restart it from its worktree: "
-         "wtproxy restart (or start it: wtproxy run -- <server command with {port}>)."},
+         "Read why the dev server stopped answering: wtproxy logs{front} (in its worktree); "
+         "then start it again from there: wtproxy restart{front} (which also starts a server "
+         "the worktree's .wtproxy declares after it died), or, for one you started yourself, "
+         "wtproxy run{front} -- <server command with {port}>."},
     [PE_BACKEND_BAD_RESPONSE] =
         {502, "Bad Gateway", "backend-bad-response",
          "The dev server sent a malformed response, or closed before its response head.",
-         "Read the dev server's output for a crash or an error at this request: wtproxy logs "
-         "(in its worktree); then restart it: wtproxy restart."},
+         "Read the dev server's output for a crash or an error at this request: wtproxy "
+         "logs{front} (in its worktree); then restart it: wtproxy restart{front}."},
     [PE_BACKEND_TIMEOUT] =
         {504, "Gateway Timeout", "backend-timeout",
          "The dev server accepted the request but sent no response head in time.",
-         "Find the request stuck in the dev server (its output: wtproxy logs, in its worktree), "
-         "or raise response_timeout in the daemon's config file and send it SIGHUP."},
+         "Find the request stuck in the dev server (its output: wtproxy logs{front}, in its "
+         "worktree), or raise response_timeout in the daemon's config file and send it SIGHUP."},
     [PE_IDENTIFY_TIMEOUT] =
         {503, "Service Unavailable", "identify-timeout",
          "wtproxy could not find which process opened this connection in time (WTP_IDENTIFY_"
@@ -119,7 +127,8 @@ static const struct error_kind kinds[] = {
         {502, "Bad Gateway", "no-whoami",
          "The dev server does not answer GET /__whoami, so wtproxy cannot tell which "
          "checkout and which code it serves.",
-         "Add the whoami middleware to the server (conf/WHOAMI.md), or run wtproxy serve "
+         "Restart the server if it started before its whoami middleware was added; else add "
+         "it (conf/WHOAMI.md) and restart it (the commands are below); or run wtproxy serve "
          "--trust-registry."},
     [PE_WHOAMI_INVALID] =
         {502, "Bad Gateway", "whoami-invalid",
@@ -134,6 +143,24 @@ int error_page_status(enum proxy_error e)
 const char *error_page_reason(enum proxy_error e)
 {
     return kinds[e].reason;
+}
+
+/* k's fix, each {front} in it written " --front N", or "" on the default
+ * front (where the commands need no flag). */
+static void fix_for(const struct error_kind *k, int front, char *out, size_t len)
+{
+    static const char mark[] = "{front}";
+    char flag[24] = "";
+    size_t used = 0;
+    if (front > 0 && front != WTP_DEFAULT_FRONT_PORT)
+        snprintf(flag, sizeof flag, " --front %d", front);
+    out[0] = '\0';
+    for (const char *p = k->fix; *p && used + 1 < len;) {
+        int at_mark = strncmp(p, mark, sizeof mark - 1) == 0;
+        int n = snprintf(out + used, len - used, at_mark ? "%s" : "%.1s", at_mark ? flag : p);
+        used = n < 0 || used + (size_t)n >= len ? len - 1 : used + (size_t)n;
+        p += at_mark ? sizeof mark - 1 : 1;
+    }
 }
 
 enum format { FMT_TEXT, FMT_HTML, FMT_JSON };
@@ -176,7 +203,8 @@ static void add_html_escaped(struct evbuffer *out, const char *s)
     }
 }
 
-static void body_html(struct evbuffer *b, const struct error_kind *k, const char *detail)
+static void body_html(struct evbuffer *b, const struct error_kind *k, const char *detail,
+                      const char *fix)
 {
     evbuffer_add_printf(b,
                         "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
@@ -190,15 +218,16 @@ static void body_html(struct evbuffer *b, const struct error_kind *k, const char
         evbuffer_add_printf(b, "</code>");
     }
     evbuffer_add_printf(b, "</p>\n<p><strong>Fix:</strong> ");
-    add_html_escaped(b, k->fix);
+    add_html_escaped(b, fix);
     evbuffer_add_printf(b, "</p>\n<p><small>X-Wtproxy-Error: %s</small></p>\n</body></html>\n",
                         k->reason);
 }
 
-static void body_json(struct evbuffer *b, const struct error_kind *k, const char *detail)
+static void body_json(struct evbuffer *b, const struct error_kind *k, const char *detail,
+                      const char *fix)
 {
     json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "error", k->reason, "status", k->status,
-                          "message", k->message, "fix", k->fix);
+                          "message", k->message, "fix", fix);
     if (o && detail)
         json_object_set_new(o, "detail", json_string(detail));
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -211,29 +240,32 @@ static void body_json(struct evbuffer *b, const struct error_kind *k, const char
     json_decref(o);
 }
 
-static void body_text(struct evbuffer *b, const struct error_kind *k, const char *detail)
+static void body_text(struct evbuffer *b, const struct error_kind *k, const char *detail,
+                      const char *fix)
 {
     evbuffer_add_printf(b, "wtproxy: %d %s: %s\n", k->status, k->title, k->message);
     if (detail)
         evbuffer_add_printf(b, "  %s\n", detail);
-    evbuffer_add_printf(b, "Fix: %s\n", k->fix);
+    evbuffer_add_printf(b, "Fix: %s\n", fix);
 }
 
 void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
-                      const char *detail, int close, int head)
+                      const char *detail, int front, int close, int head)
 {
+    char fix[1024];
     static const char *const types[] = {"text/plain", "text/html", "application/json"};
     const struct error_kind *k = &kinds[e];
     enum format f = format_for(accept);
     struct evbuffer *body = evbuffer_new();
     if (!body)
         return;
+    fix_for(k, front, fix, sizeof fix);
     if (f == FMT_HTML)
-        body_html(body, k, detail);
+        body_html(body, k, detail, fix);
     else if (f == FMT_JSON)
-        body_json(body, k, detail);
+        body_json(body, k, detail, fix);
     else
-        body_text(body, k, detail);
+        body_text(body, k, detail, fix);
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", k->status, k->title);
     if (e >= PE_CHECKOUT_MISMATCH) /* the gate's: a refusal, not an error */
         evbuffer_add_printf(out, "X-Wtproxy-Refused: %s\r\n", k->reason);

@@ -21,6 +21,7 @@ enum proxy_error {
     PE_AMBIGUOUS_WORKTREE,
     PE_OTHER_USER,
     PE_BACKEND_NOT_READY,
+    PE_BACKEND_EXITED, /* backend-not-ready too, but it exited: said in its headline */
     PE_BAD_WTPROXY_FILE,
     PE_BACKEND_UNREACHABLE,
     PE_BACKEND_BAD_RESPONSE,
@@ -41,11 +42,14 @@ const char *error_page_reason(enum proxy_error e);
 
 /* Append a complete response for e to out. accept is the request's Accept
  * value (NULL when unknown); detail is the specific cause (e.g. "connect to
- * 127.0.0.1:8001: Connection refused"), NULL for none; close adds
+ * 127.0.0.1:8001: Connection refused"), NULL for none; front is the port the
+ * request came to: a fix that names a `wtproxy` command names it with
+ * --front when it is not the default one (pasted without it, the command
+ * acts on another front); close adds
  * Connection: close; head (the request was HEAD) leaves the body out, as
  * RFC 9110 §9.3.2 requires: a kept-alive client would read it as the
  * start of its next response. */
 void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
-                      const char *detail, int close, int head);
+                      const char *detail, int front, int close, int head);
 
 #endif

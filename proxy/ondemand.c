@@ -143,6 +143,7 @@ int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc, const
         report(a, err);
     if (rc != 0)
         return -1;
+    ondemand_check_fronts(a, worktree, f);
     const struct wtfile_service *s =
         service ? wtfile_by_name(f, service) : wtfile_by_front(f, front);
     if (!s && service) {
@@ -203,6 +204,8 @@ void ondemand_file_answer(struct ondemand *a, const char *worktree, int front, i
         return;
     }
     const struct wtfile_service *s = rc == 0 ? wtfile_by_front(f, front) : NULL;
+    if (rc == 0)
+        ondemand_check_fronts(a, worktree, f);
     if (s)
         cb(arg, ensure(a, worktree, f, s, msg, sizeof msg) == 0 ? 0 : ONDEMAND_START_FAILED, msg);
     else if (rc == 0)
@@ -233,6 +236,7 @@ void ondemand_file_read(struct ondemand *a, const char *worktree, int front, con
 {
     char err[1024];
     const struct wtfile_service *s = wtfile_by_front(f, front);
+    ondemand_check_fronts(a, worktree, f);
     if (s)
         ensure(a, worktree, f, s, err, sizeof err);
 }
@@ -297,8 +301,10 @@ static void reap(evutil_socket_t fd, short what, void *arg)
     (void)what;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
         for (int i = 0; i < a->n; i++)
-            if (a->list[i].pid == pid)
+            if (a->list[i].pid == pid) {
                 a->list[i].pid = 0;
+                a->list[i].status = status;
+            }
 }
 
 /* Stop what has served no request for its idle_stop: SIGTERM to the group,

@@ -85,6 +85,20 @@ void ondemand_connected(struct ondemand *a, const char *worktree, int front);
  * path into log whenever one was started. */
 int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log, size_t loglen);
 
+/* Say in the daemon's log, once per front, each front f declares that the
+ * daemon does not listen on, with the `wtproxy serve` that does. */
+void ondemand_check_fronts(struct ondemand *a, const char *worktree, const struct wtfile *f);
+
+/* What a refusal calls the server started for (worktree, front): "service
+ * `api` that WT/.wtproxy declares" ("the server that WT/.wtproxy declares"
+ * for an unnamed one). */
+void ondemand_named(struct ondemand *a, const char *worktree, int front, char *out, size_t len);
+
+/* When the server started for (worktree, front) has exited: 1, with out
+ * saying which service, how it ended (its status) and where its output
+ * is; else 0. */
+int ondemand_exit_note(struct ondemand *a, const char *worktree, int front, char *out, size_t len);
+
 /* The log a server of worktree's .wtproxy (service "" for a file without
  * sections) writes to, started or not: servers/<folder>[.<service>].log
  * in the daemon's log folder. */

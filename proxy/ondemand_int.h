@@ -14,6 +14,7 @@
 
 #define ONDEMAND_MAX 64
 #define ONDEMAND_SWEEP_MS 1000
+#define ONDEMAND_MAX_UNHEARD 16 /* fronts said to be unheard, each once */
 #define ONDEMAND_ENV_EXTRA (WTFILE_MAX_SERVICES + 3)
 
 struct sibling {
@@ -27,6 +28,7 @@ struct started {
     struct sibling sib[WTFILE_MAX_SERVICES]; /* the file's services, in its order */
     int nsib;
     pid_t pid;   /* of its `wtproxy run`, leader of its own process group; 0 not running */
+    int status;  /* its wait status once it ended (pid 0), for what a refusal says */
     int waiting; /* for those it is started after to be ready, or for the load; then launched */
     unsigned load_pct; /* while it waits for the load: the load per CPU last seen (hundredths) */
     unsigned long long since_ms; /* when it began waiting */
@@ -43,7 +45,9 @@ struct ondemand {
     struct started list[ONDEMAND_MAX];
     int n;
     struct event *sigchld, *sweep, *tick;
-    struct ondemand_reader *reader; /* .wtproxy files read for callers, off the loop */
+    struct ondemand_reader *reader;    /* .wtproxy files read for callers, off the loop */
+    int unheard[ONDEMAND_MAX_UNHEARD]; /* declared fronts it does not listen on, said */
+    int nunheard;
 };
 
 /* ondemand.c: the start of (worktree, front), NULL none; its live

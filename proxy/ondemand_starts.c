@@ -2,6 +2,7 @@
  * waits to make (ondemand.h): exited, failed, their state, the pending
  * ones for `wtproxy ls`. */
 #include <stdio.h>
+#include <sys/wait.h>
 
 #include "ondemand_int.h"
 
@@ -11,6 +12,31 @@ int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *l
     if (e)
         snprintf(log, loglen, "%s", e->log);
     return e && e->pid == 0 && !e->waiting;
+}
+
+void ondemand_named(struct ondemand *a, const char *worktree, int front, char *out, size_t len)
+{
+    struct started *e = ondemand_find(a, worktree, front);
+    if (e && e->svc.name[0])
+        snprintf(out, len, "service `%s` that %s/.wtproxy declares", e->svc.name, worktree);
+    else
+        snprintf(out, len, "the server that %s/.wtproxy declares", worktree);
+}
+
+int ondemand_exit_note(struct ondemand *a, const char *worktree, int front, char *out, size_t len)
+{
+    char log[PATH_MAX + 64], what[PATH_MAX + 128], how[48] = "";
+    if (!ondemand_exited(a, worktree, front, log, sizeof log))
+        return 0;
+    struct started *e = ondemand_find(a, worktree, front);
+    if (WIFEXITED(e->status))
+        snprintf(how, sizeof how, " with status %d", WEXITSTATUS(e->status));
+    else if (WIFSIGNALED(e->status))
+        snprintf(how, sizeof how, " (killed by signal %d)", WTERMSIG(e->status));
+    ondemand_named(a, worktree, front, what, sizeof what);
+    snprintf(out, len, "%s exited%s before it listened; its output: %s (wtproxy logs %s%s%s)", what,
+             how, log, worktree, e->svc.name[0] ? " --service " : "", e->svc.name);
+    return 1;
 }
 
 const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)

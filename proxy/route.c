@@ -125,20 +125,29 @@ static size_t list_registered(struct reg_table *t, int front, const char *only, 
 
 /* " Its server on front :8000 (pid 42) gets no request here: ..." appended
  * to buf's text for each of worktree's servers on another front: a server
- * started without the --front of this port is the likely mistake. Returns
- * the bytes appended. */
+ * started without the --front of this port is the likely mistake; for a
+ * .wtproxy service, the one meant for this front is not declared or did
+ * not start, which the file's note says. Returns the bytes appended;
+ * *services counts the services among them. */
 static size_t other_fronts(struct reg_table *t, const char *worktree, int front, char *buf,
-                           size_t len)
+                           size_t len, int *services)
 {
     size_t at = strnlen(buf, len), start = at;
+    *services = 0;
     for (size_t i = 0; t && i < reg_table_count(t) && at + 1 < len; i++) {
         struct reg_backend *b = reg_table_at(t, i);
         if (b->front == front || b->state == REG_DEAD || strcmp(b->worktree, worktree) != 0)
             continue;
-        at += (size_t)snprintf(buf + at, len - at,
-                               " Its server on front :%d (pid %d) gets no request sent to "
-                               ":%d: was it started without --front %d?",
-                               b->front, (int)b->pid, front, front);
+        if (b->service[0] && ++*services)
+            at += (size_t)snprintf(buf + at, len - at,
+                                   " Its service `%s` runs on front :%d (pid %d); none of its "
+                                   "services is registered on :%d.",
+                                   b->service, b->front, (int)b->pid, front);
+        else
+            at += (size_t)snprintf(buf + at, len - at,
+                                   " Its server on front :%d (pid %d) gets no request sent to "
+                                   ":%d: was it started without --front %d?",
+                                   b->front, (int)b->pid, front, front);
     }
     return (at < len ? at : len - 1) - start;
 }
@@ -158,6 +167,7 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
                    const struct identify_kept *who, char *buf, size_t len)
 {
     size_t used;
+    int services = 0;
     char run[96];
     run_hint(front, run, sizeof run);
     if (e == PE_OTHER_USER) {
@@ -182,7 +192,7 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
                                 "you called from worktree %s (pid %d, found by its %s), "
                                 "which has no dev server on front :%d.",
                                 who->worktree, (int)who->decided_by, who->how, front);
-        used += other_fronts(table_of(s), who->worktree, front, buf, len);
+        used += other_fronts(table_of(s), who->worktree, front, buf, len, &services);
     } else if (who && who->pid)
         used = (size_t)snprintf(buf, len,
                                 "the calling process (pid %d: %s, cwd %s) is in no "
@@ -197,7 +207,12 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
     if (used < len)
         used += list_registered(table_of(s), front, e == PE_AMBIGUOUS_WORKTREE ? hint : NULL,
                                 buf + used, len - used);
-    if (used < len)
+    if (used < len && services)
+        snprintf(buf + used, len - used,
+                 ". Declare the one for :%d in the worktree's .wtproxy (a [service NAME] with "
+                 "front = %d), or start it from its worktree: %s",
+                 front, front, run);
+    else if (used < len)
         snprintf(buf + used, len - used, ". Start yours from its worktree: %s", run);
 }
 

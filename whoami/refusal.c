@@ -138,15 +138,86 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
                  t->pid > 0 ? (int)t->pid : (int)ans->pid, hint);
 }
 
+/* Whether the command as run names one of words as a whole word (after a
+ * space or a slash: "/usr/bin/node" and "node_modules/.bin/vite" count). */
+static int runs_one_of(const char *command, const char *const *words)
+{
+    for (; *words; words++)
+        for (const char *p = strstr(command, *words); p; p = strstr(p + 1, *words)) {
+            char after = p[strlen(*words)];
+            if ((p == command || p[-1] == ' ' || p[-1] == '/') &&
+                (after == '\0' || after == ' ' || after == '.' || after == '3'))
+                return 1;
+        }
+    return 0;
+}
+
+/* The middleware line for the server t's command starts (conf/WHOAMI.md):
+ * a Vite, a Node or a Python server's; both when the command does not say. */
+static const char *middleware_hint(const struct whoami_target *t)
+{
+    static const char *const vite[] = {"vite", NULL};
+    static const char *const node[] = {"node", "tsx", NULL};
+    /* a package script may run Vite or a Node server: both lines */
+    static const char *const runner[] = {"npm", "npx", "pnpm", "yarn", "bun", NULL};
+    static const char *const django[] = {"manage", "django-admin", NULL};
+    static const char *const asgi[] = {"uvicorn", "hypercorn", "fastapi", NULL};
+    static const char *const python[] = {"python", "gunicorn", "uwsgi", "waitress-serve", NULL};
+    const char *cmd = t->command ? t->command : "";
+    if (runs_one_of(cmd, vite))
+        return "add the Vite plugin: in vite.config.js, import { wtproxyWhoami } from "
+               "'wtproxy-whoami/vite' and list wtproxyWhoami() in plugins (conf/WHOAMI.md)";
+    if (runs_one_of(cmd, node))
+        return "add the Node middleware first: import { whoami } from 'wtproxy-whoami'; "
+               "app.use(whoami()) (Express, Connect or node:http; conf/WHOAMI.md)";
+    if (runs_one_of(cmd, runner))
+        return "add the Node middleware first (import { whoami } from 'wtproxy-whoami'; "
+               "app.use(whoami())) or, for a Vite dev server, the Vite plugin (wtproxyWhoami() "
+               "from 'wtproxy-whoami/vite' in vite.config.js's plugins; conf/WHOAMI.md)";
+    if (runs_one_of(cmd, django))
+        return "add 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
+               "whoami/python on PYTHONPATH (conf/WHOAMI.md)";
+    if (runs_one_of(cmd, asgi))
+        return "wrap the ASGI app at the end of the module it loads: app = "
+               "WhoamiASGIMiddleware(app), from wtproxy_whoami.asgi, with whoami/python on "
+               "PYTHONPATH (conf/WHOAMI.md)";
+    if (runs_one_of(cmd, python))
+        return "wrap the WSGI app: WhoamiWSGIMiddleware from wtproxy_whoami.wsgi, with "
+               "whoami/python on PYTHONPATH (conf/WHOAMI.md)";
+    return "add the whoami middleware (Node: app.use(whoami()) from 'wtproxy-whoami'; "
+           "Vite: its plugin wtproxyWhoami() from 'wtproxy-whoami/vite'; Django: "
+           "'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE; conf/WHOAMI.md)";
+}
+
+/* How to restart t so that it loads a middleware added since it started:
+ * through its wrapper when it has one, else stopped and run again. */
+static void reload_hint(const struct whoami_target *t, char *out, size_t outlen)
+{
+    char front[24], run[PATH_MAX + 1200];
+    front_flag(t, front, sizeof front);
+    if (t->by_run && t->service && t->service[0])
+        snprintf(out, outlen, "cd %s && wtproxy restart --service %s%s", t->checkout, t->service,
+                 front);
+    else if (t->by_run)
+        snprintf(out, outlen, "cd %s && wtproxy restart%s", t->checkout, front);
+    else {
+        restart_hint(t, run, sizeof run);
+        snprintf(out, outlen, "stop pid %d, then %s", (int)t->pid, run);
+    }
+}
+
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen)
 {
+    char restart[PATH_MAX + 1300];
+    reload_hint(t, restart, sizeof restart);
     snprintf(out, outlen,
-             "%s (the server of %s, pid %d) answers GET /__whoami with HTTP %d, so wtproxy "
-             "cannot tell which checkout and which code it serves. Add the whoami middleware "
-             "(Django: 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
-             "whoami/python on PYTHONPATH; see conf/WHOAMI.md), or start wtproxy with "
-             "--trust-registry to trust the registration instead",
-             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid, status);
+             "%s (the server of %s, pid %d%s%s) answers GET /__whoami with HTTP %d, so "
+             "wtproxy cannot tell which checkout and which code it serves. If you added the "
+             "whoami middleware after it started, restart it: %s. Otherwise %s, then restart "
+             "it; or start wtproxy with --trust-registry to trust the registration instead",
+             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid,
+             t->command && t->command[0] ? ": " : "", t->command ? t->command : "", status, restart,
+             middleware_hint(t));
 }
 
 void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,

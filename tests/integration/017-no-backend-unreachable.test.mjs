@@ -47,7 +47,7 @@ test('backend down (port closed): 502 backend-unreachable', async (t) => {
   assert.ok(body.length > 20, `body too short to say what happened: ${JSON.stringify(body)}`);
   assert.ok(body.includes(`connect to 127.0.0.1:${port}: Connection refused; it is the default ` +
     `backend (wtproxy serve --backend 127.0.0.1:${port})`), `the 502 does not say whose server:\n${body}`);
-  assert.match(body, /^Fix: See whether the dev server still runs: wtproxy ls; .*wtproxy restart/m, body);
+  assert.match(body, /^Fix: Read why the dev server stopped answering: wtproxy logs.*wtproxy restart/m, body);
   assert.equal(r.complete, true);
   await stopClean(px);
 });

@@ -39,7 +39,7 @@ test('an unregistered worktree gets its own 503, never another worktree\'s serve
   assert.equal(r.headers['x-wtproxy-error'], 'no-backend');
   assert.match(r.body, new RegExp(`worktree ${tmp.wt.b}`), 'the 503 names the worktree asked for');
   assert.ok(r.body.includes(tmp.wt.a), `the 503 lists what is registered:\n${r.body}`);
-  assert.match(r.body, /wtproxy run -- /, 'and how to start one');
+  assert.match(r.body, new RegExp(`^Fix: .*wtproxy run --front ${px.port} -- `, 'm'), 'and how to start one, on this front');
   const none = await get(px.port);
   assert.equal(none.status, 503, none.body);
   assert.ok(none.body.includes(tmp.wt.a), `no worktree named: the registered are listed:\n${none.body}`);
@@ -73,7 +73,8 @@ test('a live server that never listens again: 502 after reload_grace', async (t)
   assert.ok(r.body.includes(`it is the dev server of ${tmp.wt.a} (pid `), `the 502 names whose server:\n${r.body}`);
   assert.ok(r.body.includes(`its output: wtproxy logs ${tmp.wt.a} --front ${px.port}`),
     `the 502 gives the command that shows its output:\n${r.body}`);
-  assert.match(r.body, /^Fix: .*wtproxy ls.*wtproxy restart/m, 'and the command that fixes it');
+  assert.match(r.body, new RegExp(`^Fix: .*wtproxy logs --front ${px.port} .*wtproxy restart --front ${px.port}`, 'm'),
+    'and the commands that fix it, on this front');
   const ls = await cli(tmp, ['ls', '--json']);
   assert.equal(JSON.parse(ls.stdout).length, 1, 'the registration stays: its process lives');
 });

@@ -53,7 +53,7 @@ test('a declared server that fails to start: 503 backend-not-ready naming its lo
   assert.match(fs.readFileSync(log[1], 'utf8'), /boom: missing settings/);
   // The fix the 503 names, `wtproxy logs` in the worktree, shows that log
   // although no server of wt-a is registered any more.
-  assert.match(r.body, /^Fix: .*wtproxy logs \(in its worktree\)/m);
+  assert.match(r.body, /^Fix: .*wtproxy logs --front \d+ \(in its worktree\)/m);
   const logs = await cli(tmp0, ['logs'], { cwd: tmp.wt.a });
   assert.equal(logs.code, 0, logs.stderr);
   assert.match(logs.stdout, /boom: missing settings/);

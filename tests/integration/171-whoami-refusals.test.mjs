@@ -119,7 +119,10 @@ test('no /__whoami: refused with the line to add; --trust-registry serves until 
   refusedAs(r, 'no-whoami');
   assert.equal(r.status, 502);
   assert.match(r.body, /HTTP 404/);
-  assert.match(r.body, /wtproxy_whoami\.django\.WhoamiMiddleware/);
+  // a Node server: the Node middleware, and first the restart of its wrapper
+  assert.match(r.body, /app\.use\(whoami\(\)\)/);
+  assert.doesNotMatch(r.body, /WhoamiMiddleware/);
+  assert.ok(r.body.includes(`restart it: cd ${tmp.wt.a} && wtproxy restart --front ${px.port}.`), r.body);
   assert.match(r.body, /--trust-registry/);
 
   const tmp2 = makeWorktrees(t, ['a']);

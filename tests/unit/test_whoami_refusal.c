@@ -3,7 +3,8 @@
  * `wtproxy run` server is restarted or stopped through wtproxy, on its own
  * front port; a command is given back with {port}, never the port of the
  * run that is over; a registration without a pid is never answered with
- * `kill 0`, which signals the reader's own process group. */
+ * `kill 0`, which signals the reader's own process group. A server without
+ * /__whoami is told the middleware of its own kind, after the restart. */
 #include "../../host/clock.c"
 #include "../../whoami/refusal.c"
 #include "tap.h"
@@ -78,9 +79,48 @@ static void mismatch(void)
          "mismatch, wtproxy run", __LINE__);
 }
 
+/* no-whoami: the restart first (a middleware added since the server
+ * started is loaded by it), then the middleware of the server's kind. */
+static void no_whoami(void)
+{
+    static const struct {
+        const char *command, *want, *never;
+    } kinds[] = {
+        {"/bin/sh -c node api/server.mjs", "app.use(whoami())", "Django"},
+        {"/bin/sh -c node_modules/.bin/vite --port 23833", "wtproxy-whoami/vite", "Django"},
+        {"/usr/bin/node /w/app/node_modules/vite/bin/vite.js --port 23833", "wtproxyWhoami()",
+         "app.use"},
+        {"npm run dev -- --port 23833", "for a Vite dev server, the Vite plugin", "Django"},
+        {"/usr/bin/python3 manage.py runserver 127.0.0.1:23833", "WhoamiMiddleware' first",
+         "app.use"},
+        {".venv/bin/gunicorn app:application -b 127.0.0.1:23833", "WhoamiWSGIMiddleware",
+         "app.use"},
+        {"python3 -m uvicorn app:app --port 23833", "WhoamiASGIMiddleware(app)", "WSGI"},
+        {"./serve 23833", "Node: app.use(whoami())", NULL},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        struct whoami_target t = target(3186, 1, kinds[i].command);
+        whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+        says(kinds[i].want, kinds[i].command, __LINE__);
+        if (kinds[i].never)
+            never_says(kinds[i].never, kinds[i].command, __LINE__);
+    }
+    struct whoami_target t = target(3186, 1, "/bin/sh -c node api/server.mjs");
+    t.service = "api";
+    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    says("restart it: cd " WT " && wtproxy restart --service api --front 18000. Otherwise add",
+         "no-whoami, a .wtproxy service", __LINE__);
+    t = target(4242, 0, "node server.mjs 23833");
+    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    says("restart it: stop pid 4242, then cd " WT
+         " && wtproxy run --front 18000 --restart-on-stale -- node server.mjs {port}",
+         "no-whoami, registered with a pid", __LINE__);
+}
+
 int main(void)
 {
     stale();
     mismatch();
+    no_whoami();
     return done_testing();
 }

@@ -1,0 +1,149 @@
+/* restart_declared.c - `wtproxy restart`'s other half: the services a
+ * worktree's .wtproxy declares that do not run now (one that died was
+ * unregistered by its wrapper, so the restart op cannot reach it) are
+ * started by the daemon's start op, and waited for as the restarted ones
+ * are. Without it, the restart a 502 of a dead service names answers
+ * "no server matches", and a plain restart restarts only the live ones. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define POLL_MS 100
+#define FAIL_LINES 20 /* of the log, when a service did not come up */
+
+static const char *str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* The services op's list for a's worktree, or NULL (no daemon, no file,
+ * a bad file, no on-demand starts: nothing to start then). */
+static json_t *declared(const struct cli_server_args *a)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply, *list = NULL;
+    json_t *req = json_pack("{s:s, s:s}", "op", "services", "worktree", a->worktree);
+    int rc = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
+    json_decref(req);
+    if (rc < 0)
+        return NULL;
+    if (json_is_array(json_object_get(reply, "services")))
+        list = json_incref(json_object_get(reply, "services"));
+    json_decref(reply);
+    return list;
+}
+
+static int selected(const struct cli_server_args *a, json_t *svc)
+{
+    return (!a->service || strcmp(str(svc, "name"), a->service) == 0) &&
+           (!a->front || json_integer_value(json_object_get(svc, "front")) == a->front);
+}
+
+json_t *cli_declared_stopped(const struct cli_server_args *a)
+{
+    json_t *all = declared(a), *out = json_array(), *svc;
+    size_t i;
+    json_array_foreach(all, i, svc)
+        if (selected(a, svc) && !json_is_true(json_object_get(svc, "running")))
+            json_array_append(out, svc);
+    json_decref(all);
+    return out;
+}
+
+/* svc (an entry of an earlier list) in the daemon's list now, or NULL. */
+static json_t *now_of(json_t *now, json_t *svc)
+{
+    json_t *x;
+    size_t i;
+    json_array_foreach(now, i, x)
+        if (strcmp(str(x, "name"), str(svc, "name")) == 0)
+            return x;
+    return NULL;
+}
+
+/* svc did not come up (why): say so with its log's last lines. */
+static void report_down(const struct cli_server_args *a, json_t *svc, const char *why)
+{
+    const char *log = str(svc, "log");
+    fprintf(stderr, "wtproxy restart: service %s of %s (front %lld, %s) did not come up: %s\n",
+            str(svc, "name"), a->worktree, json_integer_value(json_object_get(svc, "front")),
+            str(svc, "start"), why);
+    if (!log[0])
+        return;
+    fprintf(stderr, "its log, %s, ends with:\n", log);
+    fflush(stderr);
+    if (cli_log_tail(log, FAIL_LINES, stderr) < 0)
+        fprintf(stderr, "(cannot read it)\n");
+    fprintf(stderr, "read it all: wtproxy logs %s --service %s\n", a->worktree, str(svc, "name"));
+}
+
+/* Ask the daemon to start svc. Returns 0, or 1 having said why not. */
+static int start_one(const struct cli_server_args *a, json_t *svc)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    json_t *req = json_pack("{s:s, s:s, s:s}", "op", "start", "worktree", a->worktree, "service",
+                            str(svc, "name"));
+    int rc = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
+    json_decref(req);
+    if (rc < 0) {
+        fprintf(stderr, "wtproxy restart: %s\n", req ? err : "out of memory");
+        return 1;
+    }
+    rc = json_is_true(json_object_get(reply, "ok")) ? 0 : cli_report(reply);
+    json_decref(reply);
+    return rc;
+}
+
+/* Poll the services op until every one of started is ready, one ended
+ * (its start exited or failed), or wait_ms pass. */
+static int await_up(const struct cli_server_args *a, json_t *started, long wait_ms)
+{
+    struct timespec tick = {0, POLL_MS * 1000000L};
+    for (long waited = 0;; waited += POLL_MS) {
+        json_t *now = declared(a), *svc;
+        size_t i, pending = 0;
+        int rc = 0;
+        json_array_foreach(started, i, svc) {
+            json_t *x = now_of(now, svc);
+            const char *state = x ? str(x, "state") : "gone";
+            if (strcmp(state, "ready") == 0)
+                continue;
+            if (!x || strcmp(state, "stopped") == 0 || strcmp(state, "failed") == 0) {
+                report_down(a, svc, "it exited before it was ready");
+                rc = 1;
+            } else if (waited >= wait_ms) {
+                report_down(a, svc, "it was not ready in time");
+                rc = 1;
+            } else {
+                pending++;
+            }
+        }
+        json_decref(now);
+        if (rc || !pending)
+            return rc;
+        nanosleep(&tick, NULL);
+    }
+}
+
+int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wait_ms)
+{
+    json_t *svc;
+    size_t i;
+    json_array_foreach(stopped, i, svc) {
+        printf("wtproxy: service %s of %s does not run; starting it from its .wtproxy\n",
+               str(svc, "name"), a->worktree);
+        fflush(stdout);
+        if (start_one(a, svc) != 0)
+            return 1;
+    }
+    int rc = await_up(a, stopped, wait_ms);
+    json_array_foreach(stopped, i, svc)
+        if (rc == 0)
+            printf("wtproxy: %s's service %s on front %lld started and ready\n", a->worktree,
+                   str(svc, "name"), json_integer_value(json_object_get(svc, "front")));
+    return rc;
+}
