@@ -69,7 +69,7 @@ test('a worktree without a server gets its own 503, never a sibling\'s server', 
   const r = parse(await sh(tmp.wt.c, curl(px.port)));
   assert.equal(r.status, 503, r.body);
   assert.ok(r.body.includes(tmp.wt.c), `the 503 names the caller's worktree:\n${r.body}`);
-  assert.match(r.body, /wtproxy run -- /);
+  assert.match(r.body, new RegExp(`wtproxy run --front ${px.port} -- `), 'the fix registers on the port asked');
 });
 
 test('a caller outside every worktree: 503 naming its process, or the default backend', async (t) => {
