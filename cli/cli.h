@@ -274,6 +274,14 @@ char *cli_read_text(const char *path, size_t max, char *err, size_t errlen);
 /* dir/name into out. 0, or -1 when it does not fit. */
 int cli_join(char *out, size_t len, const char *dir, const char *name);
 
+/* Whether dir/name is a regular file (and executable, with want_exec). */
+int cli_is_file(const char *dir, const char *name, int want_exec);
+
+/* The quoted literal ('...' or "...", on one line) starting at p (after
+ * blanks), copied into out. Returns the byte after its closing quote, or
+ * NULL. */
+const char *cli_quoted(const char *p, char *out, size_t outlen);
+
 /* The `front =` of dir/.wtproxy, 0 when none; *has |= whether the file
  * is there. */
 int cli_wtproxy_front(const char *dir, int *has);
@@ -325,14 +333,14 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
 const char *cli_app_name(enum cli_app_kind k);
 void cli_app_free(struct cli_app *app);
 
+/* --- init_python.c --- */
+
 /* The interpreter a Python dev server of dir is started with: the one
  * pw's webServer.command names by path before runs (" manage.py
  * runserver", " -m uvicorn"), else .venv/bin/python, else
  * venv/bin/python, else python3 (the daemon's PATH). Into out. */
 void cli_python_of(const char *dir, const struct cli_playwright *pw, const char *runs, char *out,
                    size_t outlen);
-
-/* --- init_python.c --- */
 
 /* What cli_pyapp_detect looks for, as the refusal names it. */
 #define CLI_PYAPP_LOOKED_FOR                                                                       \

@@ -76,7 +76,7 @@ static char *read_in(const char *dir, const char *name, char *err, size_t errlen
     return cli_read_text(path, CLI_INIT_FILE_MAX, err, errlen);
 }
 
-static int is_file(const char *dir, const char *name, int want_exec)
+int cli_is_file(const char *dir, const char *name, int want_exec)
 {
     char path[PATH_MAX];
     struct stat st;
@@ -87,7 +87,7 @@ static int is_file(const char *dir, const char *name, int want_exec)
 
 /* The quoted literal ('...' or "...") starting at p (after blanks), copied
  * into out. Returns the byte after its closing quote, or NULL. */
-static const char *quoted(const char *p, char *out, size_t outlen)
+const char *cli_quoted(const char *p, char *out, size_t outlen)
 {
     p += strspn(p, " \t");
     if (*p != '\'' && *p != '"')
@@ -107,7 +107,7 @@ static int django_settings(const char *dir, const char *manage, char *out, size_
 {
     const char *p = strstr(manage, "DJANGO_SETTINGS_MODULE");
     char module[256];
-    if (!p || !(p = strchr(p, ',')) || !quoted(p + 1, module, sizeof module) ||
+    if (!p || !(p = strchr(p, ',')) || !cli_quoted(p + 1, module, sizeof module) ||
         strspn(module, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
             strlen(module)) {
         snprintf(err, errlen,
@@ -119,56 +119,16 @@ static int django_settings(const char *dir, const char *manage, char *out, size_
         if (*c == '.')
             *c = '/';
     snprintf(out, outlen, "%s.py", module);
-    if (is_file(dir, out, 0))
+    if (cli_is_file(dir, out, 0))
         return 0;
     snprintf(out, outlen, "%s/__init__.py", module);
-    if (is_file(dir, out, 0))
+    if (cli_is_file(dir, out, 0))
         return 0;
     snprintf(err, errlen,
              "manage.py names settings %s, but neither %s.py nor %s/__init__.py "
              "exists",
              module, module, module);
     return -1;
-}
-
-/* The interpreter, named by its path, that the Playwright config's
- * webServer.command (or the command after its `wtproxy run ... --`) runs
- * with the arguments runs (" manage.py runserver", " -m uvicorn"):
- * "/usr/bin/python3 manage.py runserver 8000" gives "/usr/bin/python3".
- * Returns 0 with it in out, -1 when none. */
-static int config_python(const struct cli_playwright *pw, const char *runs, char *out,
-                         size_t outlen)
-{
-    const char *ws = pw->text ? strstr(pw->text, "webServer:") : NULL;
-    const char *cmd = ws ? strstr(ws, "command:") : NULL;
-    char line[1024];
-    if (!cmd || !quoted(cmd + 8, line, sizeof line))
-        return -1;
-    const char *p = strstr(line, "wtproxy") ? strstr(line, " -- ") : NULL;
-    p = p ? p + 4 : line;
-    size_t n = strcspn(p, " \t");
-    const char *base = memrchr(p, '/', n);
-    if (!base || n >= outlen || strncmp(base + 1, "python", 6) != 0 ||
-        strncmp(p + n, runs, strlen(runs)) != 0 || memchr(p, '$', n) || memchr(p, '`', n))
-        return -1;
-    snprintf(out, outlen, "%.*s", (int)n, p);
-    return 0;
-}
-
-/* The interpreter the Playwright config already names by path (the
- * python3 on PATH may lack the framework: pyenv, a venv not activated),
- * else the project's virtualenv when it has one (the daemon starts
- * .wtproxy servers with its own environment, without an activated venv),
- * else python3. */
-void cli_python_of(const char *dir, const struct cli_playwright *pw, const char *runs, char *out,
-                   size_t outlen)
-{
-    if (config_python(pw, runs, out, outlen) == 0)
-        return;
-    snprintf(out, outlen, "%s",
-             is_file(dir, ".venv/bin/python", 1)  ? ".venv/bin/python"
-             : is_file(dir, "venv/bin/python", 1) ? "venv/bin/python"
-                                                  : "python3");
 }
 
 /* Django: the settings file and a start command with cli_python_of's
@@ -270,7 +230,7 @@ static int literal_port(const char *from, const char *to, const char *key)
 {
     const char *p = strstr(from, key);
     char url[512];
-    if (!p || p >= to || !quoted(p + strlen(key), url, sizeof url))
+    if (!p || p >= to || !cli_quoted(p + strlen(key), url, sizeof url))
         return 0;
     const char *hosts[] = {"http://localhost:", "http://127.0.0.1:"};
     for (size_t i = 0; i < 2; i++) {
@@ -343,7 +303,7 @@ static void url_path(const char *from, const char *to, char *out, size_t outlen)
     const char *p = strstr(from, "url:");
     char url[512];
     out[0] = '\0';
-    if (!p || p >= to || !quoted(p + 4, url, sizeof url) || strncmp(url, "http://", 7) != 0)
+    if (!p || p >= to || !cli_quoted(p + 4, url, sizeof url) || strncmp(url, "http://", 7) != 0)
         return;
     const char *slash = strchr(url + 7, '/');
     if (slash && strcmp(slash, "/") != 0)
@@ -366,7 +326,7 @@ static void read_servers(const char *ws, struct cli_playwright *pw)
             return;
         struct cli_pw_server *s = &pw->server[pw->nservers++];
         const char *cmd = strstr(p, "command:");
-        if (!cmd || cmd >= end || !quoted(cmd + 8, s->command, sizeof s->command))
+        if (!cmd || cmd >= end || !cli_quoted(cmd + 8, s->command, sizeof s->command))
             s->command[0] = '\0';
         s->port = literal_port(p, end, "url:");
         if (!s->port && within(p, end, "port:")) {
@@ -415,10 +375,11 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
     memset(app, 0, sizeof *app);
     char node_err[512] = "";
     cli_playwright_read(dir, &app->pw); /* first: it may name the interpreter */
-    if (is_file(dir, "manage.py", 0))
+    if (cli_is_file(dir, "manage.py", 0))
         return detect_django(dir, app, err, errlen);
     /* A Python app may keep a package.json for its e2e tests only. */
-    if (is_file(dir, "package.json", 0) && detect_node(dir, app, node_err, sizeof node_err) == 0)
+    if (cli_is_file(dir, "package.json", 0) &&
+        detect_node(dir, app, node_err, sizeof node_err) == 0)
         return 0;
     if (cli_pyapp_detect(dir, app) == 0)
         return 0;

@@ -1,4 +1,6 @@
-/* init_python.c - Python web apps without manage.py, for `wtproxy init`:
+/* init_python.c - Python apps for `wtproxy init`: the interpreter that
+ * starts a Python dev server (Django's too), and the apps without
+ * manage.py:
  * FastAPI and Starlette (ASGI, served by uvicorn) and Flask (WSGI, served
  * by `flask run`). The app is the first of main.py, app.py and
  * app/main.py that assigns `app = FastAPI(`, `Starlette(` or `Flask(` at
@@ -124,6 +126,46 @@ static const char *reload_source(const char *dir, const struct cli_app *app,
             return script_files[i];
     }
     return NULL;
+}
+
+/* The interpreter, named by its path, that the Playwright config's
+ * webServer.command (or the command after its `wtproxy run ... --`) runs
+ * with the arguments runs (" manage.py runserver", " -m uvicorn"):
+ * "/usr/bin/python3 manage.py runserver 8000" gives "/usr/bin/python3".
+ * Returns 0 with it in out, -1 when none. */
+static int config_python(const struct cli_playwright *pw, const char *runs, char *out,
+                         size_t outlen)
+{
+    const char *ws = pw->text ? strstr(pw->text, "webServer:") : NULL;
+    const char *cmd = ws ? strstr(ws, "command:") : NULL;
+    char line[1024];
+    if (!cmd || !cli_quoted(cmd + 8, line, sizeof line))
+        return -1;
+    const char *p = strstr(line, "wtproxy") ? strstr(line, " -- ") : NULL;
+    p = p ? p + 4 : line;
+    size_t n = strcspn(p, " \t");
+    const char *base = memrchr(p, '/', n);
+    if (!base || n >= outlen || strncmp(base + 1, "python", 6) != 0 ||
+        strncmp(p + n, runs, strlen(runs)) != 0 || memchr(p, '$', n) || memchr(p, '`', n))
+        return -1;
+    snprintf(out, outlen, "%.*s", (int)n, p);
+    return 0;
+}
+
+/* The interpreter the Playwright config already names by path (the
+ * python3 on PATH may lack the framework: pyenv, a venv not activated),
+ * else the project's virtualenv when it has one (the daemon starts
+ * .wtproxy servers with its own environment, without an activated venv),
+ * else python3. */
+void cli_python_of(const char *dir, const struct cli_playwright *pw, const char *runs, char *out,
+                   size_t outlen)
+{
+    if (config_python(pw, runs, out, outlen) == 0)
+        return;
+    snprintf(out, outlen, "%s",
+             cli_is_file(dir, ".venv/bin/python", 1)  ? ".venv/bin/python"
+             : cli_is_file(dir, "venv/bin/python", 1) ? "venv/bin/python"
+                                                      : "python3");
 }
 
 int cli_pyapp_detect(const char *dir, struct cli_app *app)
