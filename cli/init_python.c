@@ -1,12 +1,12 @@
 /* init_python.c - Python apps for `wtproxy init`: the interpreter that
  * starts a Python dev server (Django's too), and the apps without
- * manage.py:
- * FastAPI and Starlette (ASGI, served by uvicorn) and Flask (WSGI, served
- * by `flask run`). The app is the first of main.py, app.py and
- * app/main.py that assigns `app = FastAPI(`, `Starlette(` or `Flask(` at
- * its top level: the layouts the frameworks' tutorials start from, and a
- * rule a user can predict. An app built by a factory (`create_app()`) or
- * under another name is not detected: init refuses, naming this rule.
+ * manage.py: FastAPI and Starlette (ASGI, served by uvicorn) and Flask
+ * (WSGI, served by `flask run`). The app is the first of main.py, app.py
+ * and app/main.py that assigns `app = FastAPI(`, `Starlette(` or
+ * `Flask(` at its top level: the layouts the frameworks' tutorials start
+ * from, and a rule a user can predict. An app built by a factory
+ * (`create_app()`) or under another name is not detected: init refuses,
+ * naming this rule.
  *
  * The whoami edit wraps the finished app at the end of that module, so
  * that the fingerprint is taken at import, when the server loads the code
@@ -14,7 +14,6 @@
  * __name__ == '__main__':` block, which may serve the app. Like
  * init_edit.c this is text inspection: a module whose top level it cannot
  * see the end of gets a note with the lines to add by hand. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
