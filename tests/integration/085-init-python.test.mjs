@@ -188,3 +188,20 @@ test('init refuses a Python app it cannot find, naming the rule; a module it can
   assert.equal(fs.readFileSync(path.join(tmp.repo, 'main.py'), 'utf8'), text, 'left as it was');
   assert.match(fs.readFileSync(path.join(tmp.repo, '.wtproxy'), 'utf8'), /^start = python3 -m uvicorn main:app --host 127\.0\.0\.1 --port \{port\}$/m);
 });
+
+test('a FastAPI app with a package.json for its e2e tests only: the Playwright config names the interpreter and --reload; recipe url', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  const w = (name, text) => fs.writeFileSync(path.join(tmp.repo, name), text);
+  w('main.py', fastapiMain);
+  w('package.json', JSON.stringify({ name: 'e2e', devDependencies: { '@playwright/test': '1' } }));
+  w('playwright.config.ts', "export default {\n  webServer: {\n    command: '/usr/bin/python3 -m uvicorn main:app --reload --port 8000',\n" +
+    "    url: 'http://localhost:8000/hello',\n  },\n  use: { baseURL: 'http://localhost:8000' },\n};\n");
+  const r = await cli(tmp, ['init', '--json'], { cwd: tmp.repo });
+  assert.equal(r.code, 0, r.stderr);
+  const plan = JSON.parse(r.stdout);
+  assert.equal(plan.app, 'fastapi', 'not refused for a package.json without a Node server');
+  assert.equal(plan.start, '/usr/bin/python3 -m uvicorn main:app --host 127.0.0.1 --port {port} --reload');
+  assert.ok(plan.notes.includes('start reloads on edits (--reload): playwright.config.ts runs uvicorn with reloads'), plan.notes.join('\n'));
+  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy', 'main.py', 'playwright.config.ts']);
+  assert.match(plan.changes[2].diff, /^\+    command: 'wtproxy run -- \/usr\/bin\/python3 -m uvicorn main:app --host 127\.0\.0\.1 --port \{port\} --reload',$/m);
+});
