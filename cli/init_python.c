@@ -95,17 +95,19 @@ static char *read_py(const char *dir, const char *name)
 }
 
 /* Whether text has a line that runs server with reloads on (`--reload`;
- * Flask's `--debug` turns its reloader on as well). */
+ * Flask's `--debug` turns its reloader on as well). Each line is looked
+ * at once: the files may be large. */
 static int runs_with_reload(const char *text, const char *server)
 {
-    for (const char *l = text; l && *l; l = next_line(l)) {
-        const char *end = strchr(l, '\n'), *s = strstr(l, server);
-        end = end ? end : l + strlen(l);
-        if (!s || s >= end)
-            continue;
-        const char *r = strstr(s, "--reload"), *d = strstr(s, "--debug");
-        if ((r && r < end) || (d && d < end && strcmp(server, "flask") == 0))
+    for (const char *s = strstr(text, server); s; s = strstr(s, server)) {
+        const char *bol = s;
+        while (bol > text && bol[-1] != '\n')
+            bol--;
+        size_t len = strcspn(bol, "\n");
+        if (memmem(bol, len, "--reload", 8) ||
+            (strcmp(server, "flask") == 0 && memmem(bol, len, "--debug", 7)))
             return 1;
+        s = bol + len; /* the next line */
     }
     return 0;
 }
