@@ -230,7 +230,10 @@ enum cli_app_kind {
     CLI_APP_NEXT,
     CLI_APP_VITE,
     CLI_APP_EXPRESS,
-    CLI_APP_NODE
+    CLI_APP_NODE,
+    CLI_APP_FASTAPI,   /* ASGI, served by uvicorn */
+    CLI_APP_STARLETTE, /* ASGI, served by uvicorn */
+    CLI_APP_FLASK      /* WSGI, served by `flask run` */
 };
 
 /* A Playwright config, as far as its literal text tells. */
@@ -259,6 +262,7 @@ struct cli_playwright {
 struct cli_app {
     enum cli_app_kind kind;
     char settings[PATH_MAX]; /* Django: the settings file, relative to the checkout */
+    char module[PATH_MAX];   /* FastAPI, Starlette, Flask: the file that assigns `app` */
     char start[1024];        /* the dev server's command, with {port} or reading $PORT */
     struct cli_playwright pw;
 };
@@ -269,6 +273,14 @@ char *cli_read_text(const char *path, size_t max, char *err, size_t errlen);
 
 /* dir/name into out. 0, or -1 when it does not fit. */
 int cli_join(char *out, size_t len, const char *dir, const char *name);
+
+/* Whether dir/name is a regular file (and executable, with want_exec). */
+int cli_is_file(const char *dir, const char *name, int want_exec);
+
+/* The quoted literal ('...' or "...", on one line) starting at p (after
+ * blanks), copied into out. Returns the byte after its closing quote, or
+ * NULL. */
+const char *cli_quoted(const char *p, char *out, size_t outlen);
 
 /* The `front =` of dir/.wtproxy, 0 when none; *has |= whether the file
  * is there. */
@@ -314,11 +326,30 @@ void cli_playwright_read(const char *dir, struct cli_playwright *pw);
 
 /* Detect the app in dir: Django (manage.py and the settings module it
  * names), else Node (package.json: next, vite, or a `node FILE` script),
- * and its Playwright config. Returns 0, or -1 with err naming what was
- * looked for (app->pw is read either way; free with cli_app_free). */
+ * else FastAPI, Starlette or Flask (init_python.c), and its Playwright
+ * config. Returns 0, or -1 with err naming what was looked for (app->pw
+ * is read either way; free with cli_app_free). */
 int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errlen);
 const char *cli_app_name(enum cli_app_kind k);
 void cli_app_free(struct cli_app *app);
+
+/* --- init_python.c --- */
+
+/* The interpreter a Python dev server of dir is started with: the one
+ * pw's webServer.command names by path before runs (" manage.py
+ * runserver", " -m uvicorn"), else .venv/bin/python, else
+ * venv/bin/python, else python3 (the daemon's PATH). Into out. */
+void cli_python_of(const char *dir, const struct cli_playwright *pw, const char *runs, char *out,
+                   size_t outlen);
+
+/* What cli_pyapp_detect looks for, as the refusal names it. */
+#define CLI_PYAPP_LOOKED_FOR                                                                       \
+    "main.py, app.py or app/main.py assigning at its top level `app = FastAPI(`, "                 \
+    "`app = Starlette(` or `app = Flask(`"
+
+/* A FastAPI, Starlette or Flask app of dir (see init_python.c) into app:
+ * its kind, module and start. Returns 0, or -1 when there is none. */
+int cli_pyapp_detect(const char *dir, struct cli_app *app);
 /* --- why.c --- */
 
 struct reg_table;

@@ -287,9 +287,12 @@ static void print_text(const struct init_plan *p, json_t *j, int apply)
 {
     size_t i;
     json_t *v;
+    const char *file = p->app.settings[0] ? p->app.settings : p->app.module;
     printf("wtproxy init: %s: %s app%s%s%s, front port %d\n", p->dir, cli_app_name(p->app.kind),
-           p->app.settings[0] ? " (settings " : "", p->app.settings, p->app.settings[0] ? ")" : "",
-           p->front);
+           p->app.settings[0] ? " (settings "
+           : p->app.module[0] ? " (module "
+                              : "",
+           file, file[0] ? ")" : "", p->front);
     if (p->app.pw.file[0])
         printf("Playwright: %s, recipe \"%s\"\n", p->app.pw.file, recipe_name(p->recipe));
     json_array_foreach(json_object_get(j, "changes"), i, v)
@@ -346,6 +349,7 @@ int cli_init_main(int argc, char **argv)
         json_object_set_new(j, "app", json_string(cli_app_name(p.app.kind)));
         json_object_set_new(j, "settings",
                             p.app.settings[0] ? json_string(p.app.settings) : json_null());
+        json_object_set_new(j, "module", p.app.module[0] ? json_string(p.app.module) : json_null());
         json_object_set_new(j, "start", json_string(p.app.start));
         json_object_set_new(j, "front", json_integer(p.front));
         json_object_set_new(j, "playwright",

@@ -35,6 +35,25 @@ struct init_plan {
 int init_plan_make(struct init_plan *p);
 void init_plan_free(struct init_plan *p);
 
+/* A growable text for building a file: oom is set when it could not grow. */
+struct init_text {
+    char *s;
+    size_t len, cap;
+    int oom;
+};
+
+void init_put(struct init_text *t, const char *s, size_t n);
+void init_puts(struct init_text *t, const char *s);
+
+/* Record the change of path from old (NULL: a new file; owned by the
+ * plan afterwards) to t's text. -1 out of memory. */
+int init_add_change(struct init_plan *p, const char *path, char *old, struct init_text *t);
+
+/* init_python.c: the notes of a Python app's start command and, for
+ * FastAPI, Starlette and Flask, the whoami wrap in the app module.
+ * Returns 0, or -1 out of memory. */
+int init_plan_python(struct init_plan *p);
+
 /* Append a note (printf-style). */
 void init_note(struct init_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

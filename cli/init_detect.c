@@ -1,7 +1,8 @@
 /* init_detect.c - what an app checkout is, for `wtproxy init` (which edits
  * it) and `wtproxy doctor` (which judges it): Django (manage.py and the
  * settings module it names), Node (package.json with next, vite, express
- * or a plain `node` script), and the Playwright config's webServer recipe.
+ * or a plain `node` script), FastAPI, Starlette and Flask (init_python.c),
+ * and the Playwright config's webServer recipe.
  *
  * This is text inspection, not parsing: it only recognises the literal
  * forms a project usually has (`os.environ.setdefault(
@@ -75,7 +76,7 @@ static char *read_in(const char *dir, const char *name, char *err, size_t errlen
     return cli_read_text(path, CLI_INIT_FILE_MAX, err, errlen);
 }
 
-static int is_file(const char *dir, const char *name, int want_exec)
+int cli_is_file(const char *dir, const char *name, int want_exec)
 {
     char path[PATH_MAX];
     struct stat st;
@@ -86,7 +87,7 @@ static int is_file(const char *dir, const char *name, int want_exec)
 
 /* The quoted literal ('...' or "...") starting at p (after blanks), copied
  * into out. Returns the byte after its closing quote, or NULL. */
-static const char *quoted(const char *p, char *out, size_t outlen)
+const char *cli_quoted(const char *p, char *out, size_t outlen)
 {
     p += strspn(p, " \t");
     if (*p != '\'' && *p != '"')
@@ -106,7 +107,7 @@ static int django_settings(const char *dir, const char *manage, char *out, size_
 {
     const char *p = strstr(manage, "DJANGO_SETTINGS_MODULE");
     char module[256];
-    if (!p || !(p = strchr(p, ',')) || !quoted(p + 1, module, sizeof module) ||
+    if (!p || !(p = strchr(p, ',')) || !cli_quoted(p + 1, module, sizeof module) ||
         strspn(module, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
             strlen(module)) {
         snprintf(err, errlen,
@@ -118,10 +119,10 @@ static int django_settings(const char *dir, const char *manage, char *out, size_
         if (*c == '.')
             *c = '/';
     snprintf(out, outlen, "%s.py", module);
-    if (is_file(dir, out, 0))
+    if (cli_is_file(dir, out, 0))
         return 0;
     snprintf(out, outlen, "%s/__init__.py", module);
-    if (is_file(dir, out, 0))
+    if (cli_is_file(dir, out, 0))
         return 0;
     snprintf(err, errlen,
              "manage.py names settings %s, but neither %s.py nor %s/__init__.py "
@@ -130,33 +131,8 @@ static int django_settings(const char *dir, const char *manage, char *out, size_
     return -1;
 }
 
-/* The interpreter, named by its path, that the Playwright config's
- * webServer.command (or the command after its `wtproxy run ... --`) runs
- * `manage.py runserver` with: "/usr/bin/python3 manage.py runserver 8000"
- * gives "/usr/bin/python3". Returns 0 with it in out, -1 when none. */
-static int config_python(const struct cli_playwright *pw, char *out, size_t outlen)
-{
-    const char *ws = pw->text ? strstr(pw->text, "webServer:") : NULL;
-    const char *cmd = ws ? strstr(ws, "command:") : NULL;
-    char line[1024];
-    if (!cmd || !quoted(cmd + 8, line, sizeof line))
-        return -1;
-    const char *p = strstr(line, "wtproxy") ? strstr(line, " -- ") : NULL;
-    p = p ? p + 4 : line;
-    size_t n = strcspn(p, " \t");
-    const char *base = memrchr(p, '/', n);
-    if (!base || n >= outlen || strncmp(base + 1, "python", 6) != 0 ||
-        strncmp(p + n, " manage.py runserver", 20) != 0 || memchr(p, '$', n) || memchr(p, '`', n))
-        return -1;
-    snprintf(out, outlen, "%.*s", (int)n, p);
-    return 0;
-}
-
-/* Django: the settings file and a start command whose interpreter is the
- * one the Playwright config already names by path (the python3 on PATH
- * may lack Django: pyenv, a venv not activated), else the project's
- * virtualenv when it has one (the daemon starts .wtproxy servers with its
- * own environment, without an activated venv), else python3. */
+/* Django: the settings file and a start command with cli_python_of's
+ * interpreter. */
 static int detect_django(const char *dir, struct cli_app *app, char *err, size_t errlen)
 {
     char *manage = read_in(dir, "manage.py", err, errlen);
@@ -166,11 +142,8 @@ static int detect_django(const char *dir, struct cli_app *app, char *err, size_t
     free(manage);
     if (r < 0)
         return -1;
-    char named[512];
-    const char *py = config_python(&app->pw, named, sizeof named) == 0 ? named
-                     : is_file(dir, ".venv/bin/python", 1)             ? ".venv/bin/python"
-                     : is_file(dir, "venv/bin/python", 1)              ? "venv/bin/python"
-                                                                       : "python3";
+    char py[512];
+    cli_python_of(dir, &app->pw, " manage.py runserver", py, sizeof py);
     app->kind = CLI_APP_DJANGO;
     snprintf(app->start, sizeof app->start, "%s manage.py runserver 127.0.0.1:{port}", py);
     return 0;
@@ -257,7 +230,7 @@ static int literal_port(const char *from, const char *to, const char *key)
 {
     const char *p = strstr(from, key);
     char url[512];
-    if (!p || p >= to || !quoted(p + strlen(key), url, sizeof url))
+    if (!p || p >= to || !cli_quoted(p + strlen(key), url, sizeof url))
         return 0;
     const char *hosts[] = {"http://localhost:", "http://127.0.0.1:"};
     for (size_t i = 0; i < 2; i++) {
@@ -330,7 +303,7 @@ static void url_path(const char *from, const char *to, char *out, size_t outlen)
     const char *p = strstr(from, "url:");
     char url[512];
     out[0] = '\0';
-    if (!p || p >= to || !quoted(p + 4, url, sizeof url) || strncmp(url, "http://", 7) != 0)
+    if (!p || p >= to || !cli_quoted(p + 4, url, sizeof url) || strncmp(url, "http://", 7) != 0)
         return;
     const char *slash = strchr(url + 7, '/');
     if (slash && strcmp(slash, "/") != 0)
@@ -353,7 +326,7 @@ static void read_servers(const char *ws, struct cli_playwright *pw)
             return;
         struct cli_pw_server *s = &pw->server[pw->nservers++];
         const char *cmd = strstr(p, "command:");
-        if (!cmd || cmd >= end || !quoted(cmd + 8, s->command, sizeof s->command))
+        if (!cmd || cmd >= end || !cli_quoted(cmd + 8, s->command, sizeof s->command))
             s->command[0] = '\0';
         s->port = literal_port(p, end, "url:");
         if (!s->port && within(p, end, "port:")) {
@@ -400,20 +373,24 @@ void cli_playwright_read(const char *dir, struct cli_playwright *pw)
 int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errlen)
 {
     memset(app, 0, sizeof *app);
-    int r;
+    char node_err[512] = "";
     cli_playwright_read(dir, &app->pw); /* first: it may name the interpreter */
-    if (is_file(dir, "manage.py", 0))
-        r = detect_django(dir, app, err, errlen);
-    else if (is_file(dir, "package.json", 0))
-        r = detect_node(dir, app, err, errlen);
-    else {
+    if (cli_is_file(dir, "manage.py", 0))
+        return detect_django(dir, app, err, errlen);
+    /* A Python app may keep a package.json for its e2e tests only. */
+    if (cli_is_file(dir, "package.json", 0) &&
+        detect_node(dir, app, node_err, sizeof node_err) == 0)
+        return 0;
+    if (cli_pyapp_detect(dir, app) == 0)
+        return 0;
+    if (node_err[0])
+        snprintf(err, errlen, "%s; nor %s", node_err, CLI_PYAPP_LOOKED_FOR);
+    else
         snprintf(err, errlen,
-                 "%s holds neither manage.py (Django) nor package.json (Node: "
-                 "next, vite, express or a `node` script in scripts.dev/start)",
-                 dir);
-        r = -1;
-    }
-    return r;
+                 "%s holds neither manage.py (Django), package.json (Node: next, vite, "
+                 "express or a `node` script in scripts.dev/start), nor %s",
+                 dir, CLI_PYAPP_LOOKED_FOR);
+    return -1;
 }
 
 /* Lines "front = N" as the daemon reads them (conf/wtproxy-file.example):
@@ -444,7 +421,8 @@ int cli_wtproxy_front(const char *dir, int *has)
 
 const char *cli_app_name(enum cli_app_kind k)
 {
-    static const char *const names[] = {"unknown", "django", "next", "vite", "express", "node"};
+    static const char *const names[] = {"unknown", "django",  "next",      "vite", "express",
+                                        "node",    "fastapi", "starlette", "flask"};
     return names[k];
 }
 

@@ -1,6 +1,7 @@
 /* init_edit.c - the edits `wtproxy init` makes to an app, as new file
  * texts: the .wtproxy file, the whoami middleware line and the dev-database
- * lines of Django settings, and the Playwright webServer command of recipe
+ * lines of Django settings (FastAPI's, Starlette's and Flask's whoami
+ * wrap: init_python.c), and the Playwright webServer command of recipe
  * "url". Each edit is made only where the file has the literal form we
  * can edit safely; elsewhere a note says what to do by hand. An edit
  * already made is recognised by its distinctive text, so a second run
@@ -50,14 +51,7 @@ void init_note(struct init_plan *p, const char *fmt, ...)
     json_array_append_new(p->notes, json_string(buf));
 }
 
-/* A growable text for building a file. */
-struct text {
-    char *s;
-    size_t len, cap;
-    int oom;
-};
-
-static void put(struct text *t, const char *s, size_t n)
+void init_put(struct init_text *t, const char *s, size_t n)
 {
     if (t->oom)
         return;
@@ -75,14 +69,12 @@ static void put(struct text *t, const char *s, size_t n)
     t->s[t->len] = '\0';
 }
 
-static void puts_t(struct text *t, const char *s)
+void init_puts(struct init_text *t, const char *s)
 {
-    put(t, s, strlen(s));
+    init_put(t, s, strlen(s));
 }
 
-/* Record the change of path from old (NULL: new file; owned by the plan
- * afterwards) to t's text. -1 out of memory. */
-static int add_change(struct init_plan *p, const char *path, char *old, struct text *t)
+int init_add_change(struct init_plan *p, const char *path, char *old, struct init_text *t)
 {
     if (t->oom || p->n == INIT_MAX_CHANGES) {
         free(old);
@@ -125,7 +117,7 @@ static void service_name(const struct cli_pw_server *sv, char taken[][SERVICE_NA
  * baseURL's port and its API on another): one [service] each, the front
  * end started after the others, so that each worktree's front end calls
  * its own worktree's API through the API's front. */
-static void services_text(struct init_plan *p, struct text *t)
+static void services_text(struct init_plan *p, struct init_text *t)
 {
     const struct cli_playwright *pw = &p->app.pw;
     /* line holds a start command (1024) and the after list (400) */
@@ -148,7 +140,7 @@ static void services_text(struct init_plan *p, struct text *t)
         snprintf(line, sizeof line, "\n[service %s]\nstart = %s\nfront = %d\n%s%s%s", names[n],
                  sv->command, sv->port, sv->path[0] ? "ready = " : "", sv->path,
                  sv->path[0] ? "\n" : "");
-        puts_t(t, line);
+        init_puts(t, line);
         init_note(p,
                   "service %s: `%s` must listen on $PORT (wtproxy sets it) on 127.0.0.1, "
                   "not on %d: the daemon owns that port",
@@ -160,7 +152,7 @@ static void services_text(struct init_plan *p, struct text *t)
     }
     snprintf(line, sizeof line, "\n[service web]\nstart = %s\nfront = %d\n%s%s%s", p->app.start,
              p->front, n ? "after = " : "", after, n ? "\n" : "");
-    puts_t(t, line);
+    init_puts(t, line);
     init_note(p,
               "%s starts %d servers: each is a service of the .wtproxy, and the daemon must "
               "own every front: wtproxy serve%s",
@@ -171,14 +163,14 @@ static void services_text(struct init_plan *p, struct text *t)
  * is the project's: never overwritten). */
 static int plan_wtproxy_file(struct init_plan *p)
 {
-    struct text t = {0};
+    struct init_text t = {0};
     char path[PATH_MAX], err[PATH_MAX + 64], line[1200];
-    puts_t(&t, why_file);
+    init_puts(&t, why_file);
     if (p->app.pw.nservers > 1) {
         services_text(p, &t);
     } else {
         snprintf(line, sizeof line, "start = %s\nfront = %d\n", p->app.start, p->front);
-        puts_t(&t, line);
+        init_puts(&t, line);
     }
     char *now = cli_join(path, sizeof path, p->dir, ".wtproxy") < 0
                     ? NULL
@@ -191,7 +183,7 @@ static int plan_wtproxy_file(struct init_plan *p)
                   "would write \"start = %s\", \"front = %d\")",
                   p->app.start, p->front);
     } else if (!now) {
-        return add_change(p, ".wtproxy", NULL, &t);
+        return init_add_change(p, ".wtproxy", NULL, &t);
     }
     free(now);
     free(t.s);
@@ -224,7 +216,7 @@ static long middleware_spot(const char *text, char *indent, size_t indentlen)
 
 /* The database lines, appended at the end: after DATABASES's assignment
  * however many lines it spans. 0 with nothing to do, 1 with lines in t. */
-static int database_lines(struct init_plan *p, const char *text, struct text *t)
+static int database_lines(struct init_plan *p, const char *text, struct init_text *t)
 {
     int want = 0;
     if (!strstr(text, TEST_RUNNER_CLASS)) {
@@ -247,15 +239,15 @@ static int database_lines(struct init_plan *p, const char *text, struct text *t)
     }
     if (!want)
         return 0;
-    puts_t(t, "\n");
+    init_puts(t, "\n");
     if (want & 1) {
-        puts_t(t, why_runner);
-        puts_t(t, "TEST_RUNNER = \"" TEST_RUNNER_CLASS "\"\n");
+        init_puts(t, why_runner);
+        init_puts(t, "TEST_RUNNER = \"" TEST_RUNNER_CLASS "\"\n");
     }
     if (want & 2) {
-        puts_t(t, why_databases);
-        puts_t(t, "from wtproxy_whoami.django_db import claimed_databases  # noqa: E402\n"
-                  "DATABASES = " CLAIMED_CALL "\n");
+        init_puts(t, why_databases);
+        init_puts(t, "from wtproxy_whoami.django_db import claimed_databases  # noqa: E402\n"
+                     "DATABASES = " CLAIMED_CALL "\n");
     }
     return 1;
 }
@@ -272,7 +264,7 @@ static int plan_settings(struct init_plan *p)
         init_note(p, "%s: left alone: %s", p->app.settings, err);
         return 0;
     }
-    struct text t = {0};
+    struct init_text t = {0};
     long at = strstr(text, MIDDLEWARE_CLASS) ? -2 : middleware_spot(text, indent, sizeof indent);
     if (at == -1)
         init_note(p,
@@ -280,24 +272,24 @@ static int plan_settings(struct init_plan *p)
                   "FIRST entry of MIDDLEWARE by hand",
                   p->app.settings, MIDDLEWARE_CLASS);
     if (at >= 0) {
-        put(&t, text, (size_t)at);
-        puts_t(&t, indent);
-        puts_t(&t, why_middleware);
-        puts_t(&t, indent);
-        puts_t(&t, "'" MIDDLEWARE_CLASS "',\n");
-        puts_t(&t, text + at);
+        init_put(&t, text, (size_t)at);
+        init_puts(&t, indent);
+        init_puts(&t, why_middleware);
+        init_puts(&t, indent);
+        init_puts(&t, "'" MIDDLEWARE_CLASS "',\n");
+        init_puts(&t, text + at);
     } else {
-        puts_t(&t, text);
+        init_puts(&t, text);
     }
     if (t.len && t.s[t.len - 1] != '\n')
-        puts_t(&t, "\n");
+        init_puts(&t, "\n");
     int db = p->databases && database_lines(p, text, &t);
     if (at < 0 && !db) {
         free(t.s);
         free(text);
         return 0;
     }
-    return add_change(p, p->app.settings, text, &t);
+    return init_add_change(p, p->app.settings, text, &t);
 }
 
 /* The url recipe's command: `wtproxy run` registers on front 8000 unless
@@ -314,7 +306,7 @@ static void run_command(const struct init_plan *p, char *out, size_t len)
 /* Replace the quoted literal of webServer's `command:` with `wtproxy run
  * -- START`, a comment line above it. Returns 1 edited (t), 0 not a
  * literal we can edit. */
-static int edit_command(struct init_plan *p, const char *text, struct text *t)
+static int edit_command(struct init_plan *p, const char *text, struct init_text *t)
 {
     const char *ws = strstr(text, "webServer:");
     const char *cmd = ws ? strstr(ws, "command:") : NULL;
@@ -332,14 +324,14 @@ static int edit_command(struct init_plan *p, const char *text, struct text *t)
     while (bol > text && bol[-1] != '\n')
         bol--;
     char line[1200], run[1100];
-    put(t, text, (size_t)(bol - text));
-    put(t, bol, strspn(bol, " \t"));
-    puts_t(t, why_playwright);
-    put(t, bol, (size_t)(q - bol));
+    init_put(t, text, (size_t)(bol - text));
+    init_put(t, bol, strspn(bol, " \t"));
+    init_puts(t, why_playwright);
+    init_put(t, bol, (size_t)(q - bol));
     run_command(p, run, sizeof run);
     snprintf(line, sizeof line, "%c%s%c", *q, run, *q);
-    puts_t(t, line);
-    puts_t(t, end + 1);
+    init_puts(t, line);
+    init_puts(t, end + 1);
     return 1;
 }
 
@@ -369,7 +361,7 @@ static int plan_playwright(struct init_plan *p)
                   pw->file, pw->nservers);
         return 0;
     }
-    struct text t = {0};
+    struct init_text t = {0};
     if (!pw->web_server || !edit_command(p, pw->text, &t)) {
         free(t.s);
         init_note(p,
@@ -384,7 +376,12 @@ static int plan_playwright(struct init_plan *p)
         free(t.s);
         return -1;
     }
-    return add_change(p, pw->file, old, &t);
+    return init_add_change(p, pw->file, old, &t);
+}
+
+static int is_node(enum cli_app_kind k)
+{
+    return k == CLI_APP_NEXT || k == CLI_APP_VITE || k == CLI_APP_EXPRESS || k == CLI_APP_NODE;
 }
 
 int init_plan_make(struct init_plan *p)
@@ -395,11 +392,9 @@ int init_plan_make(struct init_plan *p)
         return -1;
     if (p->app.kind == CLI_APP_DJANGO && plan_settings(p) < 0)
         return -1;
-    if (p->app.kind == CLI_APP_DJANGO && strncmp(p->app.start, "python3 ", 8) == 0)
-        init_note(p, "start runs python3 from the daemon's PATH (no .venv/bin/python nor "
-                     "venv/bin/python here): if Django is installed elsewhere, name that "
-                     "interpreter in start");
-    if (p->app.kind != CLI_APP_DJANGO)
+    if (init_plan_python(p) < 0)
+        return -1;
+    if (is_node(p->app.kind))
         init_note(p, "Node: add the /__whoami middleware by hand (conf/WHOAMI.md): `import { "
                      "whoami } from 'wtproxy-whoami'` (Vite: `wtproxyWhoami` from "
                      "'wtproxy-whoami/vite'); without it wtproxy refuses the server");

@@ -1,11 +1,14 @@
-/* test_init_edit.c - cli/init_edit.c and init_detect.c, the text rules of
- * `wtproxy init`: which `MIDDLEWARE = [` lines it edits and with what
- * indent, which webServer commands it rewrites (a plain string) and which
- * it leaves to a person (an expression, a template), the end of a config
- * block with quotes in its comments, and the literal ports it reads. */
+/* test_init_edit.c - cli/init_edit.c, init_detect.c and init_python.c,
+ * the text rules of `wtproxy init`: which `MIDDLEWARE = [` lines it edits
+ * and with what indent, which webServer commands it rewrites (a plain
+ * string) and which it leaves to a person (an expression, a template), the
+ * end of a config block with quotes in its comments, the literal ports it
+ * reads, which `app = ...(` lines make a FastAPI, Starlette or Flask app,
+ * where the whoami wrap goes in its module, and what asks for --reload. */
 #include "../../cli/args.c"
 #include "../../cli/init_detect.c"
 #include "../../cli/init_edit.c"
+#include "../../cli/init_python.c"
 
 #include "tap.h"
 
@@ -39,7 +42,7 @@ static void test_middleware_spot(void)
 static char *command_on(const char *text, int front)
 {
     static struct init_plan p;
-    struct text t = {0};
+    struct init_text t = {0};
     p.front = front;
     snprintf(p.app.start, sizeof p.app.start, "S {port}");
     if (!edit_command(&p, text, &t)) {
@@ -100,16 +103,69 @@ static void test_config_python(void)
     struct cli_playwright pw = {0};
     char py[512];
     pw.text = "webServer: { command: '/usr/bin/python3 manage.py runserver 8000' }";
-    ok(config_python(&pw, py, sizeof py) == 0 && strcmp(py, "/usr/bin/python3") == 0,
+    ok(config_python(&pw, " manage.py runserver", py, sizeof py) == 0 &&
+           strcmp(py, "/usr/bin/python3") == 0,
        "a path to python: kept");
     pw.text =
         "webServer: { command: 'wtproxy run -- .venv/bin/python manage.py runserver {port}' }";
-    ok(config_python(&pw, py, sizeof py) == 0 && strcmp(py, ".venv/bin/python") == 0,
+    ok(config_python(&pw, " manage.py runserver", py, sizeof py) == 0 &&
+           strcmp(py, ".venv/bin/python") == 0,
        "after `wtproxy run --`");
     pw.text = "webServer: { command: 'python3 manage.py runserver 8000' }";
-    is_int(config_python(&pw, py, sizeof py), -1, "a bare python3: no path to keep");
+    is_int(config_python(&pw, " manage.py runserver", py, sizeof py), -1,
+           "a bare python3: no path to keep");
     pw.text = "webServer: { command: '/opt/node manage.py runserver' }";
-    is_int(config_python(&pw, py, sizeof py), -1, "not a python");
+    is_int(config_python(&pw, " manage.py runserver", py, sizeof py), -1, "not a python");
+    pw.text = "webServer: { command: 'venv/bin/python3 -m uvicorn main:app --port 8000' }";
+    ok(config_python(&pw, " -m uvicorn", py, sizeof py) == 0 && strcmp(py, "venv/bin/python3") == 0,
+       "uvicorn's interpreter");
+    is_int(config_python(&pw, " -m flask", py, sizeof py), -1, "not what flask runs with");
+}
+
+static void test_framework_of(void)
+{
+    const char *cases[][3] = {
+        {"from fastapi import FastAPI\napp = FastAPI()\n", "FastAPI", "FastAPI"},
+        {"import fastapi\napp=fastapi.FastAPI(title='x')\n", "FastAPI",
+         "module.FastAPI, no blanks"},
+        {"app = Starlette(routes=routes)\n", "Starlette", "Starlette"},
+        {"from flask import Flask\napp = Flask(__name__)\n", "Flask", "Flask"},
+        {"def make():\n    app = Flask(__name__)\n", NULL, "not at the top level"},
+        {"application = Flask(__name__)\n", NULL, "another name"},
+        {"app == FastAPI()\n", NULL, "a comparison"},
+        {"app = FastAPIWrapper()\n", NULL, "another class"},
+        {"app = create_app()\n", NULL, "a factory"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct framework *f = framework_of(cases[i][0]);
+        is_str(f ? f->ctor : "(none)", cases[i][1] ? cases[i][1] : "(none)", "%s", cases[i][2]);
+    }
+}
+
+static void test_wrap_spot(void)
+{
+    const char *plain = "app = FastAPI()\n@app.get('/')\ndef r():\n    return 1\n";
+    is_int(wrap_spot(plain), (long)strlen(plain), "at the end");
+    const char *main_block = "app = Flask(__name__)\n\nif __name__ == '__main__':\n    "
+                             "app.run()\n\n# done\n";
+    is_int(wrap_spot(main_block), (long)strlen("app = Flask(__name__)\n\n"),
+           "before a closing `if __name__` block, which serves the wrapped app");
+    is_int(wrap_spot("app = Flask(__name__)\nif __name__ == '__main__':\n    app.run()\n"
+                     "@app.route('/late')\ndef late():\n    pass\n"),
+           -1, "top-level code after that block: left to a person");
+    is_int(wrap_spot("app = FastAPI()\nx = 1 + \\\n"), -1, "a continued last line: left");
+    is_int(wrap_spot("app = FastAPI()"), (long)strlen("app = FastAPI()"), "no final newline");
+}
+
+static void test_runs_with_reload(void)
+{
+    ok(runs_with_reload("dev:\n\tuvicorn main:app --reload --port 8000\n", "uvicorn"),
+       "a Makefile's uvicorn --reload");
+    ok(!runs_with_reload("dev:\n\tuvicorn main:app\nwatch: --reload\n", "uvicorn"),
+       "--reload on another line is not the server's");
+    ok(runs_with_reload("web: flask --app app --debug run\n", "flask"), "flask --debug reloads");
+    ok(!runs_with_reload("web: uvicorn main:app --debug\n", "uvicorn"),
+       "uvicorn's --debug does not");
 }
 
 static void test_block_end(void)
@@ -141,5 +197,8 @@ int main(void)
     test_literal_port();
     test_run_front();
     test_config_python();
+    test_framework_of();
+    test_wrap_spot();
+    test_runs_with_reload();
     return done_testing();
 }

@@ -1,0 +1,207 @@
+// 085: `wtproxy init` adopts wtproxy in a FastAPI app (ASGI, under
+// uvicorn) and a Flask app (WSGI, under `flask run`), in a linked git
+// worktree: it finds the app module (`app = FastAPI(` in main.py, `app =
+// Flask(` in app.py), prints the diff (a .wtproxy whose start runs the
+// project's .venv/bin/python, the whoami wrap at the module's end, before
+// Flask's `if __name__` block) and changes nothing; --apply writes exactly
+// that diff; a second run has nothing to change. Then the real thing: a
+// request from the worktree through the daemon starts the server from the
+// .wtproxy, and /__whoami through the daemon names the worktree with the
+// fingerprint `wtproxy fingerprint` computes. Runs Debian's python3-fastapi,
+// python3-uvicorn and python3-flask (scripts/bootstrap).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { git, makeWorktrees, startDaemon, cli, lsJson, sanitizerClean } from './lib/registry.mjs';
+import { python, pythonPath, diskFingerprint } from './lib/whoami.mjs';
+import { killUnder } from '../e2e/lib/shop.mjs';
+
+const fastapiMain = `from fastapi import FastAPI
+
+app = FastAPI()
+
+
+@app.get('/hello')
+def hello():
+    return {'greeting': 'hello from fastapi'}
+`;
+
+const flaskApp = `from flask import Flask
+app = Flask(__name__)
+
+
+@app.route('/hello')
+def hello():
+    return {'greeting': 'hello from flask'}
+
+
+if __name__ == '__main__':
+    app.run(debug=True)
+`;
+
+const WHY = '# wtproxy: answers /__whoami so wtproxy routes only to a server of this checkout\'s current code; wraps the finished app here, at import - do not remove or move into add_middleware';
+
+const cases = {
+  fastapi: {
+    files: { 'main.py': fastapiMain },
+    module: 'main.py',
+    start: '.venv/bin/python -m uvicorn main:app --host 127.0.0.1 --port {port}',
+    added: `\n${WHY}\nfrom wtproxy_whoami.asgi import WhoamiASGIMiddleware  # noqa: E402\napp = WhoamiASGIMiddleware(app)\n`,
+    applied: (text) => `${text}\n${WHY}\nfrom wtproxy_whoami.asgi import WhoamiASGIMiddleware  # noqa: E402\napp = WhoamiASGIMiddleware(app)\n`,
+    reload: /^note: start runs without --reload, as none of Makefile, Procfile, justfile, package\.json or the Playwright config runs uvicorn with it/m,
+  },
+  flask: {
+    // The project's own script runs flask with its reloader (--debug).
+    files: { 'app.py': flaskApp, Makefile: 'dev:\n\tflask --app app run --debug\n' },
+    module: 'app.py',
+    start: '.venv/bin/python -m flask --app app run --host 127.0.0.1 --port {port} --reload',
+    added: `${WHY}\nfrom wtproxy_whoami.wsgi import WhoamiWSGIMiddleware  # noqa: E402\napp.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app)\n\n`,
+    applied: (text) => text.replace("\nif __name__", `\n${WHY}\nfrom wtproxy_whoami.wsgi import WhoamiWSGIMiddleware  # noqa: E402\napp.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app)\n\nif __name__`),
+    reload: /^note: start reloads on edits \(--reload\): Makefile runs flask with reloads$/m,
+  },
+};
+
+// A repo whose main branch holds the app, and its linked worktree wt-a
+// with a .venv/bin/python (Debian's, which has the framework; the
+// python3 on PATH may not), untracked as projects keep their venv.
+function appWorktree(t, files) {
+  const tmp = makeWorktrees(t, []);
+  t.after(() => killUnder(tmp.root)); // the server the daemon started, if still up
+  for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(tmp.repo, name), text);
+  fs.writeFileSync(path.join(tmp.repo, '.gitignore'), '__pycache__/\n.venv/\n');
+  git(tmp.repo, 'add', '-A');
+  git(tmp.repo, 'commit', '-q', '-m', 'the app');
+  tmp.wt.a = path.join(tmp.root, 'wt-a');
+  git(tmp.repo, 'worktree', 'add', '-q', tmp.wt.a, '-b', 'a');
+  fs.mkdirSync(path.join(tmp.wt.a, '.venv/bin'), { recursive: true });
+  fs.symlinkSync(python, path.join(tmp.wt.a, '.venv/bin/python'));
+  return tmp;
+}
+
+// Every file of dir but .git and .venv, with its text.
+function snapshot(dir) {
+  const out = {};
+  for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const p = path.join(e.parentPath ?? e.path, e.name);
+    const rel = path.relative(dir, p);
+    if (e.isFile() && !/^(\.git|\.venv)(\/|$)/.test(rel)) out[rel] = fs.readFileSync(p, 'utf8');
+  }
+  return out;
+}
+
+// GET path through the daemon from a process whose cwd is the worktree
+// (curl: the caller the daemon places by its cwd).
+function curlFrom(cwd, port, urlPath) {
+  return new Promise((resolve) => {
+    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}${urlPath}`],
+      { cwd, timeout: 60000 }, (err, stdout) => {
+        const lines = stdout.trimEnd().split('\n');
+        const status = Number(lines.pop());
+        resolve({ status, body: lines.join('\n') });
+      });
+  });
+}
+
+for (const [kind, c] of Object.entries(cases)) {
+  test(`${kind}: init prints the diff, --apply writes it, again nothing; the daemon starts the server from the .wtproxy and /__whoami verifies it`, async (t) => {
+    const tmp = appWorktree(t, c.files);
+    const wt = tmp.wt.a;
+    const px = await startDaemon(t, tmp, [], { env: { PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' } });
+    const init = async (args) => {
+      const r = await cli(tmp, ['init', '--front', String(px.port), ...args], { cwd: wt });
+      sanitizerClean(assert, r.stderr);
+      return r;
+    };
+    const before = snapshot(wt);
+
+    // The plan: printed, nothing written.
+    let r = await init(['--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const plan = JSON.parse(r.stdout);
+    assert.equal(plan.app, kind);
+    assert.equal(plan.module, c.module);
+    assert.equal(plan.start, c.start);
+    assert.deepEqual(plan.changes.map((x) => [x.path, x.kind]), [['.wtproxy', 'new'], [c.module, 'edit']]);
+    assert.ok(c.added.split('\n').every((l) => plan.changes[1].diff.includes(`\n+${l}\n`)),
+      `the wrap, with its comment, in the diff:\n${plan.changes[1].diff}`);
+    assert.deepEqual(snapshot(wt), before, 'without --apply nothing is written');
+    r = await init([]);
+    assert.match(r.stdout, new RegExp(`^wtproxy init: ${wt}: ${kind} app \\(module ${c.module.replace('.', '\\.')}\\), front port ${px.port}$`, 'm'));
+    assert.match(r.stdout, c.reload);
+    assert.match(r.stdout, /^note: this is a linked worktree: the \.wtproxy serves it now; commit it/m);
+    assert.doesNotMatch(r.stdout, /runs python3 from the daemon's PATH/, 'the project\'s .venv/bin/python');
+
+    // --apply writes exactly the printed diff: the same tree as the diff
+    // applied by patch(1) to a copy.
+    const copy = path.join(tmp.root, 'copy');
+    fs.cpSync(wt, copy, { recursive: true, filter: (p) => !/\/(\.git|\.venv)$/.test(p) });
+    execFileSync('patch', ['-s', '-p1', '-d', copy], { input: plan.changes.map((x) => x.diff).join('') });
+    r = await init(['--apply']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`^wrote \\.wtproxy\\nwrote ${c.module.replace('.', '\\.')}$`, 'm'));
+    const applied = snapshot(wt);
+    assert.deepEqual(applied, snapshot(copy));
+    assert.equal(applied[c.module], c.applied(before[c.module]), 'the module gained the wrap and nothing else');
+    assert.equal(applied['.wtproxy'].split('\n').slice(1).join('\n'), `start = ${c.start}\nfront = ${px.port}\n`);
+    r = await init(['--apply']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^nothing to change$/m);
+    assert.deepEqual(snapshot(wt), applied, 'a second --apply changes nothing');
+
+    // The first request from the worktree starts its server from the
+    // .wtproxy; /__whoami, through the daemon, answers for this checkout
+    // and the code on disk.
+    const hello = await curlFrom(wt, px.port, '/hello');
+    assert.equal(hello.status, 200, `${hello.body}\n${px.stderr()}`);
+    assert.equal(JSON.parse(hello.body).greeting, `hello from ${kind}`);
+    assert.match(px.stderr(), /started .*wt-a's server from its \.wtproxy/);
+    const who = await curlFrom(wt, px.port, '/__whoami');
+    assert.equal(who.status, 200, who.body);
+    const answer = JSON.parse(who.body);
+    assert.equal(answer.checkout, wt);
+    assert.deepEqual(answer.fingerprint, await diskFingerprint(wt), 'the fingerprint `wtproxy fingerprint` computes');
+    const cmdline = fs.readFileSync(`/proc/${answer.pid}/cmdline`, 'utf8').split('\0');
+    assert.deepEqual(cmdline.slice(1, 3), ['-m', kind === 'flask' ? 'flask' : 'uvicorn'], 'the pid is the server\'s');
+    const [entry] = await lsJson(tmp);
+    assert.equal(entry.worktree, wt);
+    assert.equal(entry.whoami?.state, 'verified', JSON.stringify(entry.whoami));
+    sanitizerClean(assert, px.stderr());
+  });
+}
+
+test('init refuses a Python app it cannot find, naming the rule; a module it cannot edit safely gets a note', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  fs.writeFileSync(path.join(tmp.repo, 'app.py'), 'from flask import Flask\n\ndef create_app():\n    return Flask(__name__)\n');
+  let r = await cli(tmp, ['init'], { cwd: tmp.repo });
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /unknown app layout: .* holds neither manage\.py \(Django\), package\.json \(Node: .*\), nor main\.py, app\.py or app\/main\.py assigning at its top level `app = FastAPI\(`, `app = Starlette\(` or `app = Flask\(`\. Nothing was changed\./);
+  // Routes after the `if __name__` block would meet the wrapper: a note.
+  const text = "from starlette.applications import Starlette\napp = Starlette()\nif __name__ == '__main__':\n    pass\napp.add_route('/x', None)\n";
+  fs.writeFileSync(path.join(tmp.repo, 'main.py'), text);
+  r = await cli(tmp, ['init', '--apply'], { cwd: tmp.repo });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^wtproxy init: .*: starlette app \(module main\.py\)/m);
+  assert.match(r.stdout, /^note: main\.py: its top level goes on after `if __name__ \.\.\.:` .* left alone; add after the last line that uses app, by hand: from wtproxy_whoami\.asgi import WhoamiASGIMiddleware; app = WhoamiASGIMiddleware\(app\)$/m);
+  assert.match(r.stdout, /^note: start runs python3 from the daemon's PATH .*: if Starlette is installed elsewhere/m);
+  assert.equal(fs.readFileSync(path.join(tmp.repo, 'main.py'), 'utf8'), text, 'left as it was');
+  assert.match(fs.readFileSync(path.join(tmp.repo, '.wtproxy'), 'utf8'), /^start = python3 -m uvicorn main:app --host 127\.0\.0\.1 --port \{port\}$/m);
+});
+
+test('a FastAPI app with a package.json for its e2e tests only: the Playwright config names the interpreter and --reload; recipe url', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  const w = (name, text) => fs.writeFileSync(path.join(tmp.repo, name), text);
+  w('main.py', fastapiMain);
+  w('package.json', JSON.stringify({ name: 'e2e', devDependencies: { '@playwright/test': '1' } }));
+  w('playwright.config.ts', "export default {\n  webServer: {\n    command: '/usr/bin/python3 -m uvicorn main:app --reload --port 8000',\n" +
+    "    url: 'http://localhost:8000/hello',\n  },\n  use: { baseURL: 'http://localhost:8000' },\n};\n");
+  const r = await cli(tmp, ['init', '--json'], { cwd: tmp.repo });
+  assert.equal(r.code, 0, r.stderr);
+  const plan = JSON.parse(r.stdout);
+  assert.equal(plan.app, 'fastapi', 'not refused for a package.json without a Node server');
+  assert.equal(plan.start, '/usr/bin/python3 -m uvicorn main:app --host 127.0.0.1 --port {port} --reload');
+  assert.ok(plan.notes.includes('start reloads on edits (--reload): playwright.config.ts runs uvicorn with reloads'), plan.notes.join('\n'));
+  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy', 'main.py', 'playwright.config.ts']);
+  assert.match(plan.changes[2].diff, /^\+    command: 'wtproxy run -- \/usr\/bin\/python3 -m uvicorn main:app --host 127\.0\.0\.1 --port \{port\} --reload',$/m);
+});
