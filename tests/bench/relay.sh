@@ -53,7 +53,9 @@
 #                              the same floor on io_uring (no syscall of its own
 #                              per request); needs liburing-dev when build/ is set up
 #        URING_BIN=path        that binary (default: build/tests/bench/bench_floor_uring)
-#        URING_SETUP=defer     its ring's setup flags: defer, coop, plain or sqpoll
+#        URING_SETUP=defer     its ring's setup flags: defer, coop, plain or sqpoll;
+#                              more than one ('defer plain sqpoll'): the first is
+#                              "uring", each other a target "uring:SETUP" beside it
 #        COMPARE='NAME=BIN ...'  more wtproxy binaries (other builds), each a
 #                              target "wtproxy:NAME" in every round beside
 #                              wtproxy, judged against it and against nginx
@@ -109,7 +111,11 @@ done
 [[ $GATE == 0 || $GATE == 1 ]] || die "GATE must be 0 or 1, got '$GATE'"
 [[ $FLOOR == 0 || $FLOOR == 1 ]] || die "FLOOR must be 0 or 1, got '$FLOOR'"
 [[ $URING == 0 || $URING == 1 ]] || die "URING must be 0 or 1, got '$URING'"
-[[ $URING_SETUP =~ ^(defer|coop|plain|sqpoll)$ ]] || die "URING_SETUP is one of defer, coop, plain, sqpoll; got '$URING_SETUP'"
+read -ra uring_setups <<<"$URING_SETUP"
+(( ${#uring_setups[@]} >= 1 )) || die "URING_SETUP is empty"
+for u in "${uring_setups[@]}"; do
+  [[ $u =~ ^(defer|coop|plain|sqpoll)$ ]] || die "URING_SETUP takes defer, coop, plain or sqpoll; got '$u'"
+done
 # the gate checks registered backends only: it needs identification on
 [[ $GATE == 1 ]] && IDENTIFY=1
 COMPARE=${COMPARE:-}
@@ -455,12 +461,18 @@ if [[ $FLOOR == 1 ]]; then
   start floor "$tmp/floor/stderr.log" "$FLOOR_BIN" "$port_floor" "$port_backend"
   wait_ready floor "$port_floor" "$tmp/floor/stderr.log"
 fi
+# uring_name SETUP -> the target's name: uring for the first setup, uring:SETUP for others
+uring_name() { if [[ $1 == "${uring_setups[0]}" ]]; then echo uring; else echo "uring:$1"; fi; }
+declare -A port_of_uring
 if [[ $URING == 1 ]]; then
-  port_uring=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  mkdir -p "$tmp/uring"
-  # env execs the floor: the pid started is the floor's own
-  start uring "$tmp/uring/stderr.log" env FLOOR_URING_SETUP="$URING_SETUP" "$URING_BIN" "$port_uring" "$port_backend"
-  wait_ready uring "$port_uring" "$tmp/uring/stderr.log"
+  for u in "${uring_setups[@]}"; do
+    port_of_uring[$u]=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    mkdir -p "$tmp/uring-$u"
+    # env execs the floor: the pid started is the floor's own
+    start "uring_$u" "$tmp/uring-$u/stderr.log" \
+      env FLOOR_URING_SETUP="$u" "$URING_BIN" "${port_of_uring[$u]}" "$port_backend"
+    wait_ready "uring_$u" "${port_of_uring[$u]}" "$tmp/uring-$u/stderr.log"
+  done
 fi
 
 # gate_check: proof that the gate is on in wtproxy and off in wtproxy-nogate.
@@ -572,10 +584,15 @@ if [[ $FLOOR == 1 ]]; then
   url[floor]=http://127.0.0.1:$port_floor$path
   log_of[floor]=$tmp/floor/stderr.log
 fi
+declare -A uring_pid
 if [[ $URING == 1 ]]; then
-  targets+=(uring)
-  url[uring]=http://127.0.0.1:$port_uring$path
-  log_of[uring]=$tmp/uring/stderr.log
+  for u in "${uring_setups[@]}"; do
+    t=$(uring_name "$u")
+    targets+=("$t")
+    url[$t]=http://127.0.0.1:${port_of_uring[$u]}$path
+    log_of[$t]=$tmp/uring-$u/stderr.log
+    uring_pid[$t]=uring_$u
+  done
 fi
 declare -A cmp_pid
 for i in "${!cmp_names[@]}"; do
@@ -586,7 +603,10 @@ for i in "${!cmp_names[@]}"; do
   cmp_pid[$t]=cmp$i
 done
 pidname() {
-  case $1 in direct) echo backend ;; wtproxy-nogate) echo nogate ;; wtproxy:*) echo "${cmp_pid[$1]}" ;; *) echo "$1" ;; esac
+  case $1 in
+    direct) echo backend ;; wtproxy-nogate) echo nogate ;; wtproxy:*) echo "${cmp_pid[$1]}" ;;
+    uring*) echo "${uring_pid[$1]}" ;; *) echo "$1" ;;
+  esac
 }
 
 # --- check every target answers 200 with the body ------------------------------------

@@ -104,8 +104,10 @@ def header(shapes, identify, gate):
               " response's Content-Length read and its Connection line made `close`), 7 syscalls per request"
               " (accept4, epoll_ctl, read and write each way, close) and a share of epoll_wait")
     if E.get("URING") == "1":
+        setups = E.get("URING_SETUP", "defer").split()
+        others = "".join(f"; uring:{u} is the same with setup {u}" for u in setups[1:])
         print("- uring: bench_floor_uring (tests/bench/floor_uring.c), the floor's relay on io_uring (setup"
-              f" {E.get('URING_SETUP', 'defer')}): the same two relays, sizes and socket options, but a multishot"
+              f" {setups[0]}{others}): the same two relays, sizes and socket options, but a multishot"
               " accept, a multishot recv per socket into a ring of provided 16 KiB buffers, sends and closes queued"
               " as io_uring operations, and one io_uring_enter per batch of completions: no syscall of its own per"
               " request")
