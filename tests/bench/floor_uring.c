@@ -1,35 +1,25 @@
 /* floor_uring.c - the relay benchmark's floor on io_uring: does io_uring
  * move the floor that floor_relay.c measures with read/write on epoll?
  *
- * The same relay as floor_relay.c (read its top comment): one thread, a
- * client relayed one of two ways by its first read, keep-alive as a bare
- * TCP forwarder with a backend connection per client, `Connection: close`
- * as a pooling relay doing floor_http.h's least HTTP work; 16 KiB per read,
- * TCP_NODELAY where floor_relay sets it, no allocation after start-up.
- * What differs is how bytes move, so that a request costs no syscall of
- * its own: the listener has one multishot accept; a relayed socket has
- * one multishot recv into provided buffers (a ring of 16 KiB buffers
- * shared by all sockets, as a read is what needs one); a buffer read
- * from one side is sent to the other with IORING_OP_SEND and goes back to
- * the ring when sent; sockets are closed with IORING_OP_CLOSE. The loop
- * makes one io_uring_enter per batch (io_uring_submit_and_wait): every
- * send, close and re-arm queued while handling a batch of completions
- * goes in with the wait for the next. A keep-alive request costs 2 recv
- * and 2 send completions and no syscall besides its share of that enter;
- * a close request, accept and recv and send each way and a close, the
- * same. Opening a backend (socket, setsockopt) and TCP_NODELAY on a
- * keep-alive client stay syscalls, once per connection as in floor_relay.
+ * floor_relay.c's relay (read its top comment): the same two ways of
+ * relaying a client, floor_http.h's HTTP work, 16 KiB per read, TCP_NODELAY
+ * in the same places, no allocation after start-up. Only how bytes move
+ * differs, so that a request makes no syscall of its own: one multishot
+ * accept; one multishot recv per relayed socket into a ring of provided
+ * 16 KiB buffers; each buffer read is sent to the peer (IORING_OP_SEND)
+ * and goes back to the ring once sent; closes are IORING_OP_CLOSE; and the
+ * loop makes one io_uring_enter per batch: what handling a batch of
+ * completions queued goes in with the wait for the next. Opening a backend
+ * (socket, setsockopt) and TCP_NODELAY on a keep-alive client stay
+ * syscalls, once per connection as in floor_relay.
  *
- * Sockets are blocking: io_uring tries each operation without blocking
- * and waits for readiness itself. A socket with an operation in flight
- * is closed with a cancel of its operations first (a multishot recv
- * holds the socket open). Each fd has a generation in every operation's
- * user_data, so a completion for a socket closed since (and its fd
- * reused) is recognised; its buffer still goes back to the ring.
- *
- * Close clients: the request must come in one read (the bench's are ~100
- * bytes), the response head in one read, as in floor_relay; the client is
- * not read again, so it is closed with no operation to cancel.
+ * Sockets are blocking (io_uring polls them itself). A socket with an
+ * operation in flight is closed after a cancel (a multishot recv holds the
+ * socket open). Every operation's user_data carries its fd's generation, so
+ * a completion for an fd closed since (its number maybe reused) is known
+ * as stale; its buffer still goes back to the ring. A close client's
+ * request must come in one read (the response head too, as in
+ * floor_relay): it is not read again, so it closes with nothing to cancel.
  *
  * Usage: bench_floor_uring LISTEN_PORT BACKEND_PORT   (both on 127.0.0.1)
  * FLOOR_URING_SETUP picks the ring's setup flags: `defer` (the default:
