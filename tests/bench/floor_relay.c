@@ -40,17 +40,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "floor_http.h"
+
 #define MAX_FDS 8192
 #define BUF_BYTES 16384
-
-static const char conn_close[] = "Connection: close\r\n";
-#define CONN_CLOSE_LEN (sizeof conn_close - 1)
 
 /* What one socket read and has not yet written to its peer. */
 struct side {
@@ -116,47 +114,11 @@ static void finish(int b)
     idle[idle_n++] = b;
 }
 
-/* Digits of a Content-Length value from p; -1 if there are none. */
-static long long parse_length(const char *p, const char *end)
+/* The start of a response just read into s by pooled backend b
+ * (floor_http.h). Returns -1 when it cannot be relayed this way. */
+static int pooled_head(int b, struct side *s)
 {
-    while (p < end && (*p == ' ' || *p == '\t'))
-        p++;
-    long long v = -1;
-    for (; p < end && *p >= '0' && *p <= '9'; p++)
-        v = (v < 0 ? 0 : v * 10) + (*p - '0');
-    return v;
-}
-
-/* The start of a response just read into s by pooled backend b: find its
- * Content-Length and Connection lines, make the latter `Connection:
- * close` for the client, and set how much body is still to come.
- * Returns -1 when the response cannot be relayed this way. */
-static int response_head(int b, struct side *s)
-{
-    char *buf = s->buf, *eoh = memmem(buf, s->len, "\r\n\r\n", 4);
-    if (!eoh)
-        return -1;
-    size_t head = (size_t)(eoh - buf) + 4, cs = head - 2, ce = head - 2;
-    long long length = -1, body = (long long)(s->len - head);
-    char *last = buf + head - 2; /* the empty line that ends the head */
-    conns[b].reuse = 1;
-    for (char *line = (char *)memchr(buf, '\n', head) + 1, *next; line < last; line = next) {
-        next = (char *)memchr(line, '\n', (size_t)(last + 2 - line)) + 1;
-        if ((*line | 0x20) != 'c')
-            continue;
-        if (strncasecmp(line, "content-length:", 15) == 0)
-            length = parse_length(line + 15, next);
-        else if (strncasecmp(line, "connection:", 11) == 0) {
-            cs = (size_t)(line - buf), ce = (size_t)(next - buf);
-            conns[b].reuse = memmem(line, ce - cs, "close", 5) == NULL;
-        }
-    }
-    if (length < 0)
-        return -1;
-    memmove(buf + cs + CONN_CLOSE_LEN, buf + ce, s->len - ce);
-    memcpy(buf + cs, conn_close, CONN_CLOSE_LEN);
-    s->len = s->len + CONN_CLOSE_LEN - (ce - cs);
-    conns[b].left = length - body;
+    conns[b].left = response_head(s->buf, &s->len, &conns[b].reuse);
     return conns[b].left < 0 ? -1 : 0;
 }
 
@@ -165,7 +127,7 @@ static int response_head(int b, struct side *s)
 static int response_bytes(int b, struct side *s, size_t n)
 {
     if (conns[b].left < 0)
-        return response_head(b, s);
+        return pooled_head(b, s);
     conns[b].left -= (long long)n;
     return conns[b].left < 0 ? -1 : 0;
 }
@@ -242,14 +204,6 @@ static int backend_open(void)
     return b;
 }
 
-/* Cut the `Connection: close` line at cl out of the request in s. */
-static void cut_line(struct side *s, char *cl)
-{
-    size_t at = (size_t)(cl - s->buf) + 2; /* keep the CRLF before it */
-    memmove(s->buf + at, s->buf + at + CONN_CLOSE_LEN, s->len - at - CONN_CLOSE_LEN);
-    s->len -= CONN_CLOSE_LEN;
-}
-
 /* The first read of client c decides how it is relayed (see the top), then
  * the request goes to its backend. */
 static void first_request(int c, int hup)
@@ -263,10 +217,10 @@ static void first_request(int c, int hup)
         return;
     }
     s->off = 0, s->len = (size_t)n;
-    char *cl = memmem(s->buf, s->len, "\r\nConnection: close\r\n", 21);
+    char *cl = request_close_line(s->buf, s->len);
     int b = -1;
     if (cl) {
-        cut_line(s, cl);
+        request_cut_line(s->buf, &s->len, cl);
         b = idle_n ? idle[--idle_n] : backend_open();
         if (b >= 0)
             conns[b] = (struct conn){.peer = c, .idle_at = -1, .role = R_POOLED, .left = -1};

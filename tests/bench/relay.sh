@@ -49,6 +49,13 @@
 #                              relay that reads only Content-Length
 #        FLOOR_BIN=path        that binary (default: build/tests/bench/bench_floor_relay,
 #                              built with build/ unless BUILD=0)
+#        URING=1               a target "uring": bench_floor_uring (floor_uring.c),
+#                              the same floor on io_uring (no syscall of its own
+#                              per request); needs liburing-dev when build/ is set up
+#        URING_BIN=path        that binary (default: build/tests/bench/bench_floor_uring)
+#        URING_SETUP=defer     its ring's setup flags: defer, coop, plain or sqpoll;
+#                              more than one ('defer plain sqpoll'): the first is
+#                              "uring", each other a target "uring:SETUP" beside it
 #        COMPARE='NAME=BIN ...'  more wtproxy binaries (other builds), each a
 #                              target "wtproxy:NAME" in every round beside
 #                              wtproxy, judged against it and against nginx
@@ -77,6 +84,8 @@ POOL=${POOL:-512}
 IDENTIFY=${IDENTIFY:-0}
 GATE=${GATE:-0}
 FLOOR=${FLOOR:-0}
+URING=${URING:-0}
+URING_SETUP=${URING_SETUP:-defer}
 PY_FILES=${PY_FILES:-200}
 NM_FILES=${NM_FILES:-3000}
 
@@ -101,6 +110,12 @@ done
 [[ $IDENTIFY == 0 || $IDENTIFY == 1 ]] || die "IDENTIFY must be 0 or 1, got '$IDENTIFY'"
 [[ $GATE == 0 || $GATE == 1 ]] || die "GATE must be 0 or 1, got '$GATE'"
 [[ $FLOOR == 0 || $FLOOR == 1 ]] || die "FLOOR must be 0 or 1, got '$FLOOR'"
+[[ $URING == 0 || $URING == 1 ]] || die "URING must be 0 or 1, got '$URING'"
+read -ra uring_setups <<<"$URING_SETUP"
+(( ${#uring_setups[@]} >= 1 )) || die "URING_SETUP is empty"
+for u in "${uring_setups[@]}"; do
+  [[ $u =~ ^(defer|coop|plain|sqpoll)$ ]] || die "URING_SETUP takes defer, coop, plain or sqpoll; got '$u'"
+done
 # the gate checks registered backends only: it needs identification on
 [[ $GATE == 1 ]] && IDENTIFY=1
 COMPARE=${COMPARE:-}
@@ -235,6 +250,23 @@ if [[ $FLOOR == 1 ]]; then
   [[ $FLOOR_BIN == /* ]] || FLOOR_BIN=$PWD/$FLOOR_BIN
   [[ -x $FLOOR_BIN ]] || die "FLOOR=1: no floor relay at $FLOOR_BIN (meson compile -C build bench_floor_relay)"
   say "relay.sh: the floor: $FLOOR_BIN"
+fi
+
+# --- the io_uring floor: the same relay on io_uring, built with build/ when liburing is there
+if [[ $URING == 1 ]]; then
+  if [[ -z ${URING_BIN:-} ]]; then
+    URING_BIN=$repo/build/tests/bench/bench_floor_uring
+    if [[ $BUILD == 1 ]]; then
+      [[ -f $repo/build/build.ninja ]] || "$repo/scripts/build" >"$tmp/build-uring.log" 2>&1 ||
+        { tail -n 30 "$tmp/build-uring.log" >&2; die "scripts/build failed"; }
+      meson compile -C "$repo/build" bench_floor_uring >>"$tmp/build-uring.log" 2>&1 ||
+        { tail -n 40 "$tmp/build-uring.log" >&2
+          die "URING=1: build/ has no bench_floor_uring: it is built only with liburing (apt-get install -y liburing-dev && meson setup --reconfigure build)"; }
+    fi
+  fi
+  [[ $URING_BIN == /* ]] || URING_BIN=$PWD/$URING_BIN
+  [[ -x $URING_BIN ]] || die "URING=1: no io_uring floor at $URING_BIN (apt-get install -y liburing-dev && meson setup --reconfigure build && meson compile -C build bench_floor_uring)"
+  say "relay.sh: the io_uring floor: $URING_BIN (setup $URING_SETUP)"
 fi
 
 # the work tree as the run starts (the binary may be older: see WTPROXY_BIN)
@@ -429,6 +461,19 @@ if [[ $FLOOR == 1 ]]; then
   start floor "$tmp/floor/stderr.log" "$FLOOR_BIN" "$port_floor" "$port_backend"
   wait_ready floor "$port_floor" "$tmp/floor/stderr.log"
 fi
+# uring_name SETUP -> the target's name: uring for the first setup, uring:SETUP for others
+uring_name() { if [[ $1 == "${uring_setups[0]}" ]]; then echo uring; else echo "uring:$1"; fi; }
+declare -A port_of_uring
+if [[ $URING == 1 ]]; then
+  for u in "${uring_setups[@]}"; do
+    port_of_uring[$u]=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    mkdir -p "$tmp/uring-$u"
+    # env execs the floor: the pid started is the floor's own
+    start "uring_$u" "$tmp/uring-$u/stderr.log" \
+      env FLOOR_URING_SETUP="$u" "$URING_BIN" "${port_of_uring[$u]}" "$port_backend"
+    wait_ready "uring_$u" "${port_of_uring[$u]}" "$tmp/uring-$u/stderr.log"
+  done
+fi
 
 # gate_check: proof that the gate is on in wtproxy and off in wtproxy-nogate.
 # wtproxy shows the backend verified; after an edit to a .py file (the
@@ -539,6 +584,16 @@ if [[ $FLOOR == 1 ]]; then
   url[floor]=http://127.0.0.1:$port_floor$path
   log_of[floor]=$tmp/floor/stderr.log
 fi
+declare -A uring_pid
+if [[ $URING == 1 ]]; then
+  for u in "${uring_setups[@]}"; do
+    t=$(uring_name "$u")
+    targets+=("$t")
+    url[$t]=http://127.0.0.1:${port_of_uring[$u]}$path
+    log_of[$t]=$tmp/uring-$u/stderr.log
+    uring_pid[$t]=uring_$u
+  done
+fi
 declare -A cmp_pid
 for i in "${!cmp_names[@]}"; do
   t=wtproxy:${cmp_names[$i]}
@@ -548,7 +603,10 @@ for i in "${!cmp_names[@]}"; do
   cmp_pid[$t]=cmp$i
 done
 pidname() {
-  case $1 in direct) echo backend ;; wtproxy-nogate) echo nogate ;; wtproxy:*) echo "${cmp_pid[$1]}" ;; *) echo "$1" ;; esac
+  case $1 in
+    direct) echo backend ;; wtproxy-nogate) echo nogate ;; wtproxy:*) echo "${cmp_pid[$1]}" ;;
+    uring*) echo "${uring_pid[$1]}" ;; *) echo "$1" ;;
+  esac
 }
 
 # --- check every target answers 200 with the body ------------------------------------
@@ -608,6 +666,15 @@ server_ticks() {  # utime + stime of the backend and the proxies
   done
   echo "$sum"
 }
+# own_ticks PID -> "utime stime" of one process so far (all its threads):
+# the CPU of the process wrk talks to, user and kernel apart
+own_ticks() {
+  local st f
+  st=$(<"/proc/$1/stat") || { echo "0 0"; return; }
+  st=${st##*) }
+  read -ra f <<<"$st"
+  echo "${f[11]} ${f[12]}"
+}
 # sleeps PID -> the voluntary context switches of one process so far: each
 # is a wait (epoll_wait) that found no event ready. An exact count, free to
 # take; requests / sleeps is how many requests one wakeup handles.
@@ -628,28 +695,33 @@ run_wrk() {
   local round=$1 shape=$2 mode=$3 t=$4 secs=$5 out=$tmp/wrk-$1-$2-$3-$4.txt line
   local args=(-t"${shape%x*}" -c"${shape#*x}" -d"${secs}s" --timeout 2s -s "$tmp/report.lua")
   [[ $mode == close ]] && args+=(-H 'Connection: close')
-  local b0 t0 s0 b1 t1 s1 other pv="pid_$(pidname "$t")" w0 w1
+  local b0 t0 s0 b1 t1 s1 other pv="pid_$(pidname "$t")" w0 w1 u0 k0 u1 k1
   read -r b0 t0 < <(cpu_ticks); s0=$(server_ticks); w0=$(sleeps "${!pv}")
+  read -r u0 k0 < <(own_ticks "${!pv}")
   on_wrk_cpu wrk "${args[@]}" "${url[$t]}" >"$out" 2>&1 ||
     { cat "$out" >&2; die "wrk failed against $t"; }
   read -r b1 t1 < <(cpu_ticks); s1=$(server_ticks); w1=$(sleeps "${!pv}")
+  read -r u1 k1 < <(own_ticks "${!pv}")
   other=$(( t1 > t0 ? 100 * (b1 - b0 - (s1 - s0)) / (t1 - t0) : 0 ))
   (( other < 0 )) && other=0
   alive "$(pidname "$t")" "${log_of[$t]}"
   line=$(grep '^RESULT ' "$out") || { cat "$out" >&2; die "no RESULT line in wrk's output"; }
   [[ $round == 0 ]] && return 0
-  python3 - "$round" "$shape" "$mode" "$t" "$line" "$other" "$(( s1 - s0 ))" "$clk_tck" "$(( w1 - w0 ))" >>"$results" <<'EOF'
+  python3 - "$round" "$shape" "$mode" "$t" "$line" "$other" "$(( s1 - s0 ))" "$clk_tck" "$(( w1 - w0 ))" \
+    "$(( u1 - u0 ))" "$(( k1 - k0 ))" >>"$results" <<'EOF'
 import sys
-rnd, shape, mode, t, line, other, ticks, hz, sleeps = sys.argv[1:10]
+rnd, shape, mode, t, line, other, ticks, hz, sleeps, own_user, own_sys = sys.argv[1:12]
 kv = dict(f.split("=", 1) for f in line.split()[1:])
 n = {k: float(v) for k, v in kv.items()}
 rps = n["requests"] / (n["duration_us"] / 1e6) if n["duration_us"] else 0.0
 errs = {k: int(n[k]) for k in ("connect", "read", "write", "status", "timeout")}
 detail = ",".join(f"{k} {v}" for k, v in errs.items() if v) or "-"
 # CPU time the backend and the proxies used, per request
-cpu_us = int(ticks) * 1e6 / int(hz) / n["requests"] if n["requests"] else 0.0
+per_req = lambda t: int(t) * 1e6 / int(hz) / n["requests"] if n["requests"] else 0.0  # noqa: E731
+# the process wrk talks to alone (direct: the backend), user and kernel
 print(rnd, shape, mode, t, f"{rps:.1f}", int(n["p50_us"]), int(n["p99_us"]), sum(errs.values()), detail, other,
-      f"{cpu_us:.2f}", f"{int(sleeps) / n['requests']:.4f}" if n["requests"] else "0", sep="\t")
+      f"{per_req(ticks):.2f}", f"{int(sleeps) / n['requests']:.4f}" if n["requests"] else "0",
+      f"{per_req(own_user):.2f}", f"{per_req(own_sys):.2f}", sep="\t")
 EOF
   IFS=$'\t' read -r _ _ _ _ rps p50 p99 errs _ _ cpu _ < <(tail -n 1 "$results")
   say "$(printf '  round %d/%d -t%s -c%-4s %-10s %-14s %7.0f req/s  p50 %6d us  p99 %6d us  cpu %6.1f us/req  errors %s  other load %d%%' \
@@ -726,5 +798,5 @@ ncpu=$(nproc)
 export R_TARGETS="${targets[*]}" R_COMPARE=$(printf '%s\n' "${cmp_descs[@]+"${cmp_descs[@]}"}")
 export R_COMMIT=$commit R_WTPROXY=$wtproxy_desc R_BUILD=$build_desc R_NGINX=$nginx_version R_WRK=$wrk_version \
   R_KERNEL=$kernel R_CPU=${cpu_model:-unknown CPU} R_NCPU=$ncpu R_PIN=$pin_desc \
-  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned POOL IDENTIFY GATE FLOOR PY_FILES NM_FILES SERVER_CPU SHAPES ROUNDS DURATION WARMUP BODY_BYTES
+  R_WARN=$warn_text R_BUSY=$busy R_PINNED=$pinned POOL IDENTIFY GATE FLOOR URING URING_SETUP PY_FILES NM_FILES SERVER_CPU SHAPES ROUNDS DURATION WARMUP BODY_BYTES
 python3 "$here/relay_report.py" "$results" "$standin"

@@ -5,9 +5,9 @@ the ratios that matter with their goals, and a summary of every shape.
 Usage (by relay.sh): relay_report.py RESULTS_TSV STANDIN(0|1)
 RESULTS_TSV has one line per measured wrk run:
   round shape mode target req/s p50_us p99_us errors error_detail other_load% cpu_us_per_req
-  sleeps_per_req
-(the last: the voluntary context switches of the process wrk talks to,
-its waits for events, per request)
+  sleeps_per_req user_us_per_req kernel_us_per_req
+(the last three: of the process wrk talks to alone: its voluntary context
+switches, its waits for events, and its user and kernel CPU time, per request)
 The run's description comes from relay.sh's R_* and setting variables in
 the environment. Python 3 standard library only.
 """
@@ -19,23 +19,23 @@ from collections import defaultdict
 E = os.environ
 med = st.median
 MODES = ["keep-alive", "close"]
-RPS, P50, P99, ERRS, DETAIL, CPU, OTHER, SLEEPS = 1, 2, 3, 4, 5, 6, 7, 8
+RPS, P50, P99, ERRS, DETAIL, CPU, OTHER, SLEEPS, USER, KERN = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 
 
 def load(path):
-    """data[shape][mode][target] = [(round, rps, p50, p99, errs, detail, cpu, other, sleeps)],
+    """data[shape][mode][target] = [(round, rps, p50, p99, errs, detail, cpu, other, sleeps, user, kernel)],
     others = [(other load %, where)], shapes in the order first seen."""
     data = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     others, shapes = [], []
     for line in open(path):
         if not line.strip():
             continue
-        f = line.rstrip("\n").split("\t") + ["0"]
-        rnd, shape, mode, t, rps, p50, p99, errs, detail, other, cpu, sleeps = f[:12]
+        f = line.rstrip("\n").split("\t") + ["0"] * 3
+        rnd, shape, mode, t, rps, p50, p99, errs, detail, other, cpu, sleeps, user, kern = f[:14]
         if shape not in shapes:
             shapes.append(shape)
         data[shape][mode][t].append((int(rnd), float(rps), int(p50), int(p99), int(errs), detail, float(cpu), int(other),
-                                        float(sleeps)))
+                                        float(sleeps), float(user), float(kern)))
         others.append((int(other), f"round {rnd} {shape_name(shape)} {mode} {t}"))
     return data, others, shapes
 
@@ -103,6 +103,17 @@ def header(shapes, identify, gate):
               " and wtproxy, doing the least HTTP work that lets it pool (the request's Connection line cut, the"
               " response's Content-Length read and its Connection line made `close`), 7 syscalls per request"
               " (accept4, epoll_ctl, read and write each way, close) and a share of epoll_wait")
+    if E.get("URING") == "1":
+        setups = E.get("URING_SETUP", "defer").split()
+        others = "".join(f"; uring:{u} is the same with setup {u}" for u in setups[1:])
+        print("- uring: bench_floor_uring (tests/bench/floor_uring.c), the floor's relay on io_uring (setup"
+              f" {setups[0]}{others}): the same two relays, sizes and socket options, but a multishot"
+              " accept, a multishot recv per socket into a ring of provided 16 KiB buffers, sends and closes queued"
+              " as io_uring operations, and one io_uring_enter per batch of completions: no syscall of its own per"
+              " request")
+    if E.get("FLOOR") == "1" or E.get("URING") == "1":
+        print("- user and kernel µs/req: the CPU time of the process wrk talks to alone (the proxy; direct: the"
+              " backend), utime and stime from /proc/PID/stat over the run, per request")
     if identify:
         print("- identification on: wtproxy has no default backend; the backend is registered for a temp git worktree"
               " and wrk runs with its cwd there, so wtproxy identifies every new connection (sock_diag -> wrk's pid"
@@ -202,6 +213,55 @@ def floors_table(floors):
     print()
 
 
+def uring_lines(cells_by_mode, identify, urings, shape):
+    """URING=1: the io_uring floor against nginx (does io_uring reach the goal?),
+    against the epoll floor (what io_uring changes) and wtproxy against it."""
+    rps_goal, _ = goals(identify)
+    for mode in MODES:
+        c = cells_by_mode[mode]
+        un, ucpu = Ratio(c, "uring", "nginx", RPS), Ratio(c, "uring", "nginx", CPU)
+        uf = (Ratio(c, "uring", "floor", RPS), Ratio(c, "uring", "floor", CPU), Ratio(c, "uring", "floor", KERN)) \
+            if c["floor"] else None
+        wu = Ratio(c, "wtproxy", "uring", RPS)
+        reach = floor_reach(un, rps_goal[mode], "the goal is within io_uring's reach",
+                            "the goal is ABOVE what the io_uring floor reaches")
+        vs_floor = (f"uring/floor = {uf[0]}, CPU/req uring/floor = {uf[1]}, kernel µs/req uring/floor = {uf[2]}; "
+                    if uf else "")
+        print(f"uring, {mode}: uring/nginx = {un} (wtproxy's goal {rps_goal[mode]}: {reach}), CPU/req uring/nginx = {ucpu}; "
+              f"{vs_floor}wtproxy/uring = {wu}, p99 uring/nginx = {Ratio(c, 'uring', 'nginx', P99)}")
+        urings.append((shape, mode, un, rps_goal[mode], ucpu, uf, wu))
+    print()
+
+
+def urings_table(urings):
+    print("### Every shape: the io_uring floor against nginx, the epoll floor and wtproxy")
+    print()
+    print("| wrk | mode | req/s uring/nginx | wtproxy's goal | CPU µs/req uring/nginx | req/s uring/floor"
+          " | CPU µs/req uring/floor | kernel µs/req uring/floor | req/s wtproxy/uring |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+    for shape, mode, un, goal, ucpu, uf, wu in urings:
+        reach = floor_reach(un, goal, "within reach", "ABOVE it")
+        f = uf or ("n/a", "n/a", "n/a")
+        print(f"| {shape_name(shape)} | {mode} | {un} | >= {goal}: {reach} | {ucpu} | {f[0]} | {f[1]} | {f[2]} | {wu} |")
+    print()
+
+
+def own_cpu_table(data, shapes, targets):
+    """The CPU of the process wrk talks to alone, user + kernel, per request."""
+    shown = [t for t in targets if t != "direct"]
+    print("### Every shape: CPU per request of the proxy process alone, user + kernel µs (medians over rounds)")
+    print()
+    print("| wrk | mode | " + " | ".join(shown) + " |")
+    print("|---|---|" + "---:|" * len(shown))
+    for shape in shapes:
+        for mode in MODES:
+            c = data[shape][mode]
+            cell = lambda t: (f"{med([r[USER] for r in c[t]]):.1f} + {med([r[KERN] for r in c[t]]):.1f}"  # noqa: E731
+                              if c[t] else "n/a")
+            print(f"| {shape_name(shape)} | {mode} | " + " | ".join(cell(t) for t in shown) + " |")
+    print()
+
+
 def builds_table(builds):
     print("### Every shape: the builds compared")
     print()
@@ -280,7 +340,7 @@ def main():
     identify, gate = E.get("IDENTIFY") == "1", E.get("GATE") == "1"
     targets = E.get("R_TARGETS", "direct nginx wtproxy").split()
     header(shapes, identify, gate)
-    flagged, summary, builds, floors = [], [], [], []
+    flagged, summary, builds, floors, urings = [], [], [], [], []
     others_by_shape = {s: [o for o, where in others if f" {shape_name(s)} " in where] for s in shapes}
     for shape in shapes:
         print(f"### wrk {shape_name(shape)}")
@@ -289,6 +349,8 @@ def main():
         shape_lines(data[shape], identify, gate, standin, summary, shape)
         if "floor" in targets:
             floor_lines(data[shape], identify, floors, shape)
+        if "uring" in targets:
+            uring_lines(data[shape], identify, urings, shape)
         batching_line(data[shape], targets)
         if any(t.startswith("wtproxy:") for t in targets):
             compare_lines(data[shape], targets, builds, shape)
@@ -296,6 +358,10 @@ def main():
         summary_table(summary, others_by_shape)
     if floors:
         floors_table(floors)
+    if urings:
+        urings_table(urings)
+    if floors or urings:
+        own_cpu_table(data, shapes, targets)
     if builds:
         builds_table(builds)
     footer(others, flagged, identify, gate, standin)
