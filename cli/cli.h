@@ -191,6 +191,11 @@ int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wa
  * (errno) when it cannot be read. */
 int cli_log_tail(const char *path, long n, FILE *out);
 
+/* For a server that did not come (back) up: "its log, PATH, ends with:"
+ * and its last CLI_FAIL_LINES lines on stderr; nothing when log is "". */
+#define CLI_FAIL_LINES 20
+void cli_log_end(const char *log);
+
 /* --- lease_client.c: leases, whichever store is in use --- */
 
 struct reg_lease;

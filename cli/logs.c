@@ -148,6 +148,16 @@ static off_t tail_rotated(const char *path, int fd, off_t size, long n, FILE *ou
     return start;
 }
 
+void cli_log_end(const char *log)
+{
+    if (!log[0])
+        return;
+    fprintf(stderr, "its log, %s, ends with:\n", log);
+    fflush(stderr);
+    if (cli_log_tail(log, CLI_FAIL_LINES, stderr) < 0)
+        fprintf(stderr, "(cannot read it)\n");
+}
+
 int cli_log_tail(const char *path, long n, FILE *out)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -15,7 +15,6 @@
 #define RESTART_WAIT_MS 60000 /* a dev server's start (Django's checks, Vite's deps) */
 #define STOP_WAIT_MS (WTP_RESTART_STOP_MS + 5000) /* the wrapper's grace, and its exit */
 #define POLL_MS 100
-#define FAIL_LINES 20 /* of the log, when a server did not come back */
 
 /* The entry of a's current list with e's front and worktree, or NULL. */
 static json_t *find_entry(json_t *list, json_t *e)
@@ -44,10 +43,7 @@ static void report_dead(json_t *e, const char *why)
             why);
     if (!log[0])
         return;
-    fprintf(stderr, "its log, %s, ends with:\n", log);
-    fflush(stderr);
-    if (cli_log_tail(log, FAIL_LINES, stderr) < 0)
-        fprintf(stderr, "(cannot read it)\n");
+    cli_log_end(log);
     fprintf(stderr, "read it all: wtproxy logs %s --front %lld\n", str(e, "worktree"),
             json_integer_value(json_object_get(e, "front")));
 }

@@ -11,7 +11,6 @@
 #include <time.h>
 
 #define POLL_MS 100
-#define FAIL_LINES 20 /* of the log, when a service did not come up */
 
 static const char *str(json_t *o, const char *key)
 {
@@ -73,10 +72,7 @@ static void report_down(const struct cli_server_args *a, json_t *svc, const char
             str(svc, "start"), why);
     if (!log[0])
         return;
-    fprintf(stderr, "its log, %s, ends with:\n", log);
-    fflush(stderr);
-    if (cli_log_tail(log, FAIL_LINES, stderr) < 0)
-        fprintf(stderr, "(cannot read it)\n");
+    cli_log_end(log);
     fprintf(stderr, "read it all: wtproxy logs %s --service %s\n", a->worktree, str(svc, "name"));
 }
 

@@ -11,10 +11,10 @@
 // python3-uvicorn and python3-flask (scripts/bootstrap).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { git, makeWorktrees, startDaemon, cli, lsJson, sanitizerClean } from './lib/registry.mjs';
+import { git, makeWorktrees, startDaemon, cli, lsJson, sanitizerClean, curlFrom } from './lib/registry.mjs';
 import { python, pythonPath, diskFingerprint } from './lib/whoami.mjs';
 import { killUnder } from '../e2e/lib/shop.mjs';
 
@@ -89,19 +89,6 @@ function snapshot(dir) {
     if (e.isFile() && !/^(\.git|\.venv)(\/|$)/.test(rel)) out[rel] = fs.readFileSync(p, 'utf8');
   }
   return out;
-}
-
-// GET path through the daemon from a process whose cwd is the worktree
-// (curl: the caller the daemon places by its cwd).
-function curlFrom(cwd, port, urlPath) {
-  return new Promise((resolve) => {
-    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}${urlPath}`],
-      { cwd, timeout: 60000 }, (err, stdout) => {
-        const lines = stdout.trimEnd().split('\n');
-        const status = Number(lines.pop());
-        resolve({ status, body: lines.join('\n') });
-      });
-  });
 }
 
 for (const [kind, c] of Object.entries(cases)) {

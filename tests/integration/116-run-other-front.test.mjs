@@ -9,19 +9,7 @@
 // works.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { makeWorktrees, startDaemon, startRun, sanitizerClean, cli, lsJson } from './lib/registry.mjs';
-
-// curl from cwd (placed by its cwd, as a test runner is): { status, body }.
-function curl(cwd, port) {
-  return new Promise((resolve) => {
-    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}/`],
-      { cwd, timeout: 20000 }, (err, stdout) => {
-        const lines = stdout.trimEnd().split('\n');
-        resolve({ status: Number(lines.pop()), body: lines.join('\n') });
-      });
-  });
-}
+import { makeWorktrees, startDaemon, startRun, sanitizerClean, cli, lsJson, curlFrom } from './lib/registry.mjs';
 
 test('wtproxy run without --front serves the daemon\'s one port', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -30,7 +18,7 @@ test('wtproxy run without --front serves the daemon\'s one port', async (t) => {
   await run.ready;
   assert.match(run.stderr(), new RegExp(`is ready on 127\\.0\\.0\\.1:\\d+ \\(front :${px.port}\\)`));
   assert.doesNotMatch(run.stderr(), /warning/);
-  assert.equal((await curl(tmp.wt.a, px.port)).status, 200);
+  assert.equal((await curlFrom(tmp.wt.a, px.port)).status, 200);
 });
 
 test('register and unregister without --front act on the daemon\'s one port too', async (t) => {
@@ -53,7 +41,7 @@ test('wtproxy run on a front the daemon does not listen on: warned, and the 503 
   await wrong.ready;
   assert.match(wrong.stderr(), new RegExp(`wtproxy: warning: the daemon \\(pid \\d+\\) listens on \\["127\\.0\\.0\\.1:${px.port}"\\], not on port 8000: no request reaches a server registered on front 8000; to serve the daemon's port, run: wtproxy run --front ${px.port} -- \\.\\.\\.`));
 
-  const r = await curl(tmp.wt.a, px.port);
+  const r = await curlFrom(tmp.wt.a, px.port);
   assert.equal(r.status, 503, r.body);
   assert.match(r.body, new RegExp(`which has no dev server on front :${px.port}\\. Its server on front :8000 \\(pid ${wrong.pid}\\) gets no request sent to :${px.port}: was it started without --front ${px.port}\\?`));
   assert.match(r.body, new RegExp(`Start yours from its worktree: wtproxy run --front ${px.port} -- <server command with \\{port\\}>`));
@@ -62,6 +50,6 @@ test('wtproxy run on a front the daemon does not listen on: warned, and the 503 
   const right = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
   await right.ready;
   assert.doesNotMatch(right.stderr(), /warning/);
-  assert.equal((await curl(tmp.wt.a, px.port)).status, 200);
+  assert.equal((await curlFrom(tmp.wt.a, px.port)).status, 200);
   sanitizerClean(assert, px.stderr());
 });

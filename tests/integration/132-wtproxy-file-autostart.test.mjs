@@ -8,28 +8,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor, declaring, cli } from './lib/registry.mjs';
-
-function curl(cwd, port, urlPath = '/') {
-  return new Promise((resolve) => {
-    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}${urlPath}`],
-      { cwd, timeout: 20000 }, (err, stdout) => {
-        const lines = stdout.trimEnd().split('\n');
-        const status = Number(lines.pop());
-        const body = lines.join('\n');
-        let worktree = null;
-        try { worktree = JSON.parse(body).worktree; } catch { /* an error page */ }
-        resolve({ status, body, worktree });
-      });
-  });
-}
+import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor, declaring, cli, curlFrom } from './lib/registry.mjs';
 
 
 test('the first request from a worktree starts its declared server and is served by it', async (t) => {
   const tmp0 = makeWorktrees(t, []);
   const px = await startDaemon(t, tmp0);
   const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`, 'idle_stop = 2s'], ['a', 'b']);
-  const [a, b] = await Promise.all([curl(tmp.wt.a, px.port), curl(tmp.wt.b, px.port)]);
+  const [a, b] = await Promise.all([curlFrom(tmp.wt.a, px.port), curlFrom(tmp.wt.b, px.port)]);
   assert.equal(a.status, 200, a.body);
   assert.equal(a.worktree, tmp.wt.a, 'wt-a is served by its own started server');
   assert.equal(b.worktree, tmp.wt.b, 'wt-b by its own');
@@ -45,7 +31,7 @@ test('a declared server that fails to start: 503 backend-not-ready naming its lo
   const tmp0 = makeWorktrees(t, []);
   const px = await startDaemon(t, tmp0);
   const tmp = declaring(t, ['start = echo "boom: missing settings" >&2; exit 3', `front = ${px.port}`], ['a']);
-  const r = await curl(tmp.wt.a, px.port);
+  const r = await curlFrom(tmp.wt.a, px.port);
   assert.equal(r.status, 503, r.body);
   assert.match(r.body, /backend-not-ready|exited before it listened/);
   const log = /its output: (\S+\.log)/.exec(r.body);
@@ -80,7 +66,7 @@ test('idle_stop never cuts a request in flight', async (t) => {
   const tmp0 = makeWorktrees(t, []);
   const px = await startDaemon(t, tmp0);
   const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`, 'idle_stop = 1s'], ['a']);
-  const r = await curl(tmp.wt.a, px.port, '/slow?ms=2500');
+  const r = await curlFrom(tmp.wt.a, px.port, '/slow?ms=2500');
   assert.equal(r.status, 200, r.body);
   assert.equal(r.body, 'done', 'the whole answer came, though it took longer than idle_stop');
   await waitFor(async () => (await lsJson(tmp0)).length === 0, 6000, 'then idle_stop ends the server');

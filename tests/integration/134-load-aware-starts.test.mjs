@@ -9,11 +9,11 @@
 // busy loops first when the machine is nearly idle), so the wait is real.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { makeWorktrees, wtServer, lsJson, waitFor, cli, get, control } from './lib/registry.mjs';
+import { makeWorktrees, wtServer, lsJson, waitFor, cli, get, control, curlFrom } from './lib/registry.mjs';
 import { startProxy } from './lib/wtproxy.mjs';
 
 const loadPct = () => Math.round((os.loadavg()[0] * 100) / os.cpus().length);
@@ -30,17 +30,7 @@ async function someLoad(t) {
 
 // A request for cwd's worktree (named by header: this worktree's .wtproxy
 // is its own, uncommitted, so its folder alone would not place it).
-function curl(cwd, port) {
-  return new Promise((resolve) => {
-    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', '-H', `X-Wtproxy-Worktree: ${cwd}`,
-      `http://127.0.0.1:${port}/`],
-      { cwd, timeout: 60000 }, (err, stdout) => {
-        const lines = stdout.trimEnd().split('\n');
-        const status = Number(lines.pop());
-        resolve({ status, body: lines.join('\n') });
-      });
-  });
-}
+const curl = (cwd, port) => curlFrom(cwd, port, '/', { headers: [`X-Wtproxy-Worktree: ${cwd}`] });
 
 // A worktree whose .wtproxy starts a wt-server on front, and a daemon on
 // front whose config file holds confLines.

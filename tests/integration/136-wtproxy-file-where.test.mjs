@@ -8,24 +8,10 @@
 // that declares servers on other fronts only says which.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execSync } from 'node:child_process';
+import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, wtServer, git, cli, lsJson } from './lib/registry.mjs';
-
-function curl(cwd, port) {
-  return new Promise((resolve) => {
-    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}/`],
-      { cwd, timeout: 20000 }, (err, stdout) => {
-        const lines = stdout.trimEnd().split('\n');
-        const status = Number(lines.pop());
-        const body = lines.join('\n');
-        let worktree = null;
-        try { worktree = JSON.parse(body).worktree; } catch { /* an error page */ }
-        resolve({ status, body, worktree });
-      });
-  });
-}
+import { makeWorktrees, startDaemon, wtServer, git, cli, lsJson, curlFrom } from './lib/registry.mjs';
 
 const startLine = `start = ${process.execPath} ${wtServer} {port}`;
 
@@ -39,14 +25,14 @@ test('a .wtproxy on a linked worktree\'s branch alone starts its server for a ca
   const why = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.a });
   assert.match(why.stdout, new RegExp(`worktree ${tmp.wt.a}\\n`), `why places the caller as the daemon will:\n${why.stdout}${why.stderr}`);
 
-  const r = await curl(tmp.wt.a, px.port);
+  const r = await curlFrom(tmp.wt.a, px.port);
   assert.equal(r.status, 200, r.body);
   assert.equal(r.worktree, tmp.wt.a, 'served by wt-a\'s own started server');
   assert.match(px.stderr(), /started .*wt-a's server from its \.wtproxy/);
 
   // wt-b's branch has no .wtproxy: placed in wt-b all the same (its
   // repository is known now), never served by wt-a's server.
-  const b = await curl(tmp.wt.b, px.port);
+  const b = await curlFrom(tmp.wt.b, px.port);
   assert.equal(b.status, 503, b.body);
   assert.ok(b.body.includes(`you called from worktree ${tmp.wt.b} `), b.body);
 });
@@ -58,7 +44,7 @@ test('a worktree whose branch predates main\'s .wtproxy: the 503 names the file 
   git(tmp.repo, 'add', '.wtproxy');
   git(tmp.repo, 'commit', '-q', '-m', 'declare the dev server');
 
-  const r = await curl(tmp.wt.old, px.port);
+  const r = await curlFrom(tmp.wt.old, px.port);
   assert.equal(r.status, 503, r.body);
   assert.match(r.body, /no-backend|No dev server/);
   const main = path.join(tmp.repo, '.wtproxy');
@@ -67,7 +53,7 @@ test('a worktree whose branch predates main\'s .wtproxy: the 503 names the file 
   assert.ok(fix, `the 503 gives the command:\n${r.body}`);
   execSync(fix[1], { cwd: tmp.wt.old }); // what an agent pastes
 
-  const after = await curl(tmp.wt.old, px.port);
+  const after = await curlFrom(tmp.wt.old, px.port);
   assert.equal(after.status, 200, after.body);
   assert.equal(after.worktree, tmp.wt.old);
 });
@@ -78,7 +64,7 @@ test('a .wtproxy that declares servers on other fronts only: the 503 says which'
   fs.writeFileSync(path.join(tmp.repo, '.wtproxy'),
     `[service web]\n${startLine}\nfront = 65001\n\n[service api]\n${startLine}\nfront = 65002\n`);
   fs.copyFileSync(path.join(tmp.repo, '.wtproxy'), path.join(tmp.wt.a, '.wtproxy'));
-  const r = await curl(tmp.wt.a, px.port);
+  const r = await curlFrom(tmp.wt.a, px.port);
   assert.equal(r.status, 503, r.body);
   assert.ok(r.body.includes(`${path.join(tmp.wt.a, '.wtproxy')} declares no server on front :${px.port}, only on :65001 (web), :65002 (api): send this request to that port, or give the server meant for this one front = ${px.port} there.`), r.body);
   assert.equal((await lsJson(tmp)).length, 0, 'nothing was started');

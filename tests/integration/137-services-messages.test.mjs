@@ -13,26 +13,12 @@
 // run --front`. A service that exits at once is called exited, by name.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, wtServer, cli, lsJson, get, waitFor, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, wtServer, cli, lsJson, get, waitFor, sanitizerClean, curlFrom } from './lib/registry.mjs';
 import { freePort } from './lib/whoami.mjs';
 
 const node = process.execPath;
-
-// GET / from a process in cwd (placed by its cwd, as a browser or a test
-// runner started there is): { status, body }.
-function curl(cwd, port) {
-  return new Promise((resolve) => {
-    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}/`],
-      { cwd, timeout: 20000 }, (err, stdout) => {
-        const lines = stdout.trimEnd().split('\n');
-        const status = Number(lines.pop());
-        resolve({ status, body: lines.join('\n') });
-      });
-  });
-}
 
 const ask = (px, wt, port = px.port) => get(port, { 'X-Wtproxy-Worktree': wt });
 
@@ -76,8 +62,8 @@ test('no service for this front: not "started without --front?", and the Fix nam
   const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${web}`, '--listen', `127.0.0.1:${api}`],
     { listeners: 2 });
   declare(tmp.wt.a, `[service web]\nstart = ${node} ${wtServer} {port}\nfront = ${web}\nidle_stop = 0\n`);
-  assert.equal((await curl(tmp.wt.a, web)).status, 200, 'web started from the .wtproxy');
-  const r = await curl(tmp.wt.a, api);
+  assert.equal((await curlFrom(tmp.wt.a, web)).status, 200, 'web started from the .wtproxy');
+  const r = await curlFrom(tmp.wt.a, api);
   assert.equal(r.status, 503, r.body);
   assert.doesNotMatch(r.body, /was it started without --front/, r.body);
   assert.match(r.body, new RegExp(`Its service \`web\` runs on front :${web} \\(pid \\d+\\); none of its services is registered on :${api}\\.`));

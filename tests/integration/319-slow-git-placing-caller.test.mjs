@@ -9,10 +9,10 @@
 // (200, never a 503 or a's server).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startPreloadedDaemon, startRun, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, startPreloadedDaemon, startRun, sanitizerClean, curlFrom } from './lib/registry.mjs';
 
 const SLOW_MS = 500;
 const FAST_MS = 400;
@@ -51,22 +51,6 @@ function startCaller(t, cwd, port, stop) {
   });
   const exited = new Promise((res) => proc.on('exit', (code) => res(code)));
   return { lines, exited };
-}
-
-// curl from cwd, timed: { status, worktree, body, ms }.
-function curlFrom(cwd, port) {
-  const s = Date.now();
-  return new Promise((resolve) => {
-    execFile('curl', ['-sS', '-o', '-', '-w', '\n%{http_code}', `http://127.0.0.1:${port}/`],
-      { cwd, timeout: 30000 }, (err, stdout, stderr) => {
-        const lines = stdout.trimEnd().split('\n');
-        const status = Number(lines.pop());
-        const body = lines.join('\n');
-        let worktree = null;
-        try { worktree = JSON.parse(body).worktree; } catch { /* an error page */ }
-        resolve({ status, worktree, body: body || stderr, ms: Date.now() - s });
-      });
-  });
 }
 
 async function until(fn, ms, what) {

@@ -7,7 +7,7 @@
 // WTPROXY_NO_AUTOSTART=1, so a test never starts (or reaches) a daemon
 // other than its own. Everything started here is stopped by pid in the
 // test's after() hook; the temp folder is removed there too.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -227,4 +227,24 @@ export function autostartEnv(t, tmp, extra = {}) {
   const conf = path.join(tmp.root, 'wtproxy.conf');
   fs.writeFileSync(conf, 'listen = 127.0.0.1:0\n');
   return { WTPROXY_NO_AUTOSTART: '', WTPROXY_CONFIG: conf, XDG_STATE_HOME: path.join(tmp.root, 'state'), ...extra };
+}
+
+// GET urlPath through the daemon on port with curl run in cwd: a caller
+// the daemon places by its cwd, as a browser or test runner started there
+// is. { status, body (curl's error when none), worktree (of a wt-server
+// answer, else null), ms }. headers: extra ['Name: value', ...].
+export function curlFrom(cwd, port, urlPath = '/', { headers = [], timeout = 60000 } = {}) {
+  const start = Date.now();
+  const args = ['-sS', '-o', '-', '-w', '\n%{http_code}', ...headers.flatMap((h) => ['-H', h]),
+    `http://127.0.0.1:${port}${urlPath}`];
+  return new Promise((resolve) => {
+    execFile('curl', args, { cwd, timeout }, (err, stdout, stderr) => {
+      const lines = stdout.trimEnd().split('\n');
+      const status = Number(lines.pop());
+      const body = lines.join('\n');
+      let worktree = null;
+      try { worktree = JSON.parse(body).worktree; } catch { /* an error page */ }
+      resolve({ status, body: body || stderr, worktree, ms: Date.now() - start });
+    });
+  });
 }
