@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "host.h"
 #include "registry.h"
 
 /* Into out: the services worktree wt declares (the daemon's op services:
@@ -205,14 +206,54 @@ static json_t *tail(const char *path, uid_t owner, size_t want)
     return out;
 }
 
+/* The last want lines of the newest log a server of wt that runs no more
+ * left, with what that means, or NULL when there is none. A server that
+ * exits at start (a syntax error) is unregistered at once, and that crash
+ * is what an agent asks logs about. */
+static json_t *gone_log(const char *wt, const char *service, json_t *front, size_t want)
+{
+    struct cli_server_args a = {.service = service, .front = (int)json_integer_value(front)};
+    char path[PATH_MAX], age[32];
+    struct stat st;
+    snprintf(a.worktree, sizeof a.worktree, "%s", wt);
+    if (cli_last_log(&a, path, sizeof path) < 0 || stat(path, &st) < 0)
+        return NULL;
+    json_t *out = tail(path, getuid(), want);
+    if (json_object_get(out, "error"))
+        return out;
+    host_age(host_wall_ms() - (long long)st.st_mtime * 1000, age, sizeof age);
+    char note[2 * PATH_MAX + 256];
+    snprintf(note, sizeof note,
+             "no server of %s%s%s runs now: these are the last lines of its newest log, "
+             "written %s ago (a server that exits, e.g. at start, is unregistered but its log "
+             "stays). Fix what they say, then start it again: cd %s && wtproxy run%s%s -- "
+             "<server command with {port}>",
+             wt, service ? " for service " : "", service ? service : "", age, wt,
+             service ? " --service " : "", service ? service : "");
+    json_object_set_new(out, "running", json_false());
+    json_object_set_new(out, "log", cli_json_text(path, strlen(path)));
+    json_object_set_new(out, "note", cli_json_text(note, strlen(note)));
+    return out;
+}
+
 json_t *mcp_tool_logs(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX];
     const char *service = json_string_value(json_object_get(args, "service"));
-    json_t *lines = json_object_get(args, "lines"), *entries = NULL, *e = NULL;
+    json_t *lines = json_object_get(args, "lines"), *front = json_object_get(args, "front");
+    json_t *entries = NULL, *e = NULL, *out = NULL;
+    size_t want = lines ? (size_t)json_integer_value(lines) : MCP_LOG_LINES_DEFAULT;
     json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt);
     if (!fail && (entries = mcp_entries(wt, &fail)))
-        e = pick(entries, wt, service, json_object_get(args, "front"), &fail);
+        e = pick(entries, wt, service, front, &fail);
+    const char *code = json_string_value(json_object_get(fail, "error"));
+    if (code && strcmp(code, "not-found") == 0 && (out = gone_log(wt, service, front, want))) {
+        json_decref(fail);
+        json_decref(entries);
+        if (!json_object_get(out, "error"))
+            json_object_set_new(out, "worktree", cli_json_text(wt, strlen(wt)));
+        return out;
+    }
     const char *log = json_string_value(json_object_get(e, "log"));
     if (e && !log)
         fail = mcp_fail("no-log",
@@ -221,11 +262,10 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args)
                         wt, (int)json_integer_value(json_object_get(e, "front")),
                         (int)json_integer_value(json_object_get(e, "pid")),
                         json_string_value(json_object_get(e, "command")));
-    json_t *out = fail ? NULL
-                       : tail(log, (uid_t)json_integer_value(json_object_get(e, "uid")),
-                              lines ? (size_t)json_integer_value(lines) : MCP_LOG_LINES_DEFAULT);
+    out = fail ? NULL : tail(log, (uid_t)json_integer_value(json_object_get(e, "uid")), want);
     if (out && !json_object_get(out, "error")) {
         json_object_set_new(out, "worktree", cli_json_text(wt, strlen(wt)));
+        json_object_set_new(out, "running", json_true());
         json_object_set(out, "front", json_object_get(e, "front"));
         json_object_set(out, "pid", json_object_get(e, "pid"));
         json_object_set(out, "log", json_object_get(e, "log"));
