@@ -170,11 +170,8 @@ static size_t rotated_end(const char *path, uid_t owner, char *buf, size_t room,
     return n > 0 ? (size_t)n : 0;
 }
 
-/* The last want lines of the file at path, reading at most
- * MCP_LOG_BYTES_MAX of its end, when the file is owner's; or a failure.
- * O_NONBLOCK: a FIFO put
- * where the log was must not hang the session. */
-static json_t *tail(const char *path, uid_t owner, size_t want)
+/* O_NONBLOCK: a FIFO put where the log was must not hang the session. */
+json_t *mcp_log_tail(const char *path, uid_t owner, size_t want)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
@@ -206,11 +203,7 @@ static json_t *tail(const char *path, uid_t owner, size_t want)
     return out;
 }
 
-/* The last want lines of the newest log a server of wt that runs no more
- * left, with what that means, or NULL when there is none. A server that
- * exits at start (a syntax error) is unregistered at once, and that crash
- * is what an agent asks logs about. */
-static json_t *gone_log(const char *wt, const char *service, json_t *front, size_t want)
+json_t *mcp_gone_log(const char *wt, const char *service, json_t *front, size_t want)
 {
     struct cli_server_args a = {.service = service, .front = (int)json_integer_value(front)};
     char path[PATH_MAX], age[32];
@@ -218,7 +211,7 @@ static json_t *gone_log(const char *wt, const char *service, json_t *front, size
     snprintf(a.worktree, sizeof a.worktree, "%s", wt);
     if (cli_last_log(&a, path, sizeof path) < 0 || stat(path, &st) < 0)
         return NULL;
-    json_t *out = tail(path, getuid(), want);
+    json_t *out = mcp_log_tail(path, getuid(), want);
     if (json_object_get(out, "error"))
         return out;
     host_age(host_wall_ms() - (long long)st.st_mtime * 1000, age, sizeof age);
@@ -232,6 +225,7 @@ static json_t *gone_log(const char *wt, const char *service, json_t *front, size
              service ? " --service " : "", service ? service : "");
     json_object_set_new(out, "running", json_false());
     json_object_set_new(out, "log", cli_json_text(path, strlen(path)));
+    json_object_set_new(out, "age", cli_json_text(age, strlen(age)));
     json_object_set_new(out, "note", cli_json_text(note, strlen(note)));
     return out;
 }
@@ -247,7 +241,7 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args)
     if (!fail && (entries = mcp_entries(wt, &fail)))
         e = pick(entries, wt, service, front, &fail);
     const char *code = json_string_value(json_object_get(fail, "error"));
-    if (code && strcmp(code, "not-found") == 0 && (out = gone_log(wt, service, front, want))) {
+    if (code && strcmp(code, "not-found") == 0 && (out = mcp_gone_log(wt, service, front, want))) {
         json_decref(fail);
         json_decref(entries);
         if (!json_object_get(out, "error"))
@@ -262,7 +256,8 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args)
                         wt, (int)json_integer_value(json_object_get(e, "front")),
                         (int)json_integer_value(json_object_get(e, "pid")),
                         json_string_value(json_object_get(e, "command")));
-    out = fail ? NULL : tail(log, (uid_t)json_integer_value(json_object_get(e, "uid")), want);
+    out =
+        fail ? NULL : mcp_log_tail(log, (uid_t)json_integer_value(json_object_get(e, "uid")), want);
     if (out && !json_object_get(out, "error")) {
         json_object_set_new(out, "worktree", cli_json_text(wt, strlen(wt)));
         json_object_set_new(out, "running", json_true());
