@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "host.h"
 #include "reg_lease.h"
+#include "registry.h"
 
 /* The entry of list with e's front, or NULL: a worktree has one server
  * on a front (as restart.c matches them). */
@@ -235,6 +236,38 @@ json_t *mcp_tool_claim(struct mcp *m, json_t *args)
     return out;
 }
 
+/* The failure for a lease of id that another live process of this
+ * machine holds from worktree wt (a second agent's session in the same
+ * worktree, a `wtproxy claim -- CMD`), or NULL. The store's release frees
+ * any lease of the worktree, as a person in it may; one agent's session
+ * must not end another's lease under it. Looked up just before the
+ * release: only a holder that releases and claims again in between slips
+ * through. */
+static json_t *other_session(void *pg, const char *id, const char *wt)
+{
+    char err[REG_LEASE_MESSAGE_MAX], cmd[512], age[32];
+    json_t *all = cli_lease_list(pg, err, sizeof err), *l, *fail = NULL;
+    struct reg_lease h;
+    size_t i;
+    json_array_foreach(all, i, l) {
+        if (fail || reg_lease_from_json(l, &h, err, sizeof err) < 0 || strcmp(h.id, id) != 0 ||
+            strcmp(h.worktree, wt) != 0 || h.pid <= 0 || h.pid == getpid() ||
+            strcmp(h.machine, reg_machine_id()) != 0 || reg_lease_holder_dead(&h))
+            continue;
+        host_pid_cmdline(h.pid, cmd, sizeof cmd);
+        host_age(host_wall_ms() - h.acquired_ms, age, sizeof age);
+        snprintf(err, sizeof err,
+                 "%s is held by another process in this worktree: pid %d (%s), for \"%s\", "
+                 "since %s ago. It is theirs (another agent's session, or a claim around a "
+                 "command) and ends when pid %d releases it or ends: leave it, wait, then "
+                 "claim %s again; or use another resource",
+                 id, (int)h.pid, cmd[0] ? cmd : "?", h.purpose, age, (int)h.pid, id);
+        fail = held("held-by-another", err, l);
+    }
+    json_decref(all);
+    return fail;
+}
+
 json_t *mcp_tool_release(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX], err[REG_LEASE_MESSAGE_MAX];
@@ -247,6 +280,10 @@ json_t *mcp_tool_release(struct mcp *m, json_t *args)
                          sizeof err) < 0)
         return mcp_fail("bad-arguments", "%s", err);
     int r = cli_lease_open(&pg, err, sizeof err);
+    if (r == 0 && (fail = other_session(pg, c.id, c.worktree))) {
+        cli_lease_close(pg);
+        return fail;
+    }
     if (r == 0)
         r = cli_lease_release(pg, c.id, c.worktree, 0, &holder, err, sizeof err);
     cli_lease_close(pg);
