@@ -95,7 +95,13 @@ json_t *mcp_log_tail(const char *path, uid_t owner, size_t want);
  * once, and that crash is what an agent asks about. */
 json_t *mcp_gone_log(const char *wt, const char *service, json_t *front, size_t want);
 
-/* The tools (mcp_read.c, mcp_act.c): args are checked against the table;
+/* Into out: how an agent starts wt's server (of that service and front,
+ * each may be NULL or 0) again: the restart tool when wt's .wtproxy
+ * declares it (restart starts a declared server that does not run), else
+ * the `wtproxy run` command line. */
+void mcp_start_hint(const char *wt, const char *service, int front, char *out, size_t len);
+
+/* The tools (mcp_read.c, mcp_act.c, mcp_restart.c): args are checked against the table;
  * each returns its structured result, or a failure (mcp_fail). */
 json_t *mcp_tool_servers(struct mcp *m, json_t *args);
 json_t *mcp_tool_why(struct mcp *m, json_t *args);

@@ -215,14 +215,13 @@ json_t *mcp_gone_log(const char *wt, const char *service, json_t *front, size_t 
     if (json_object_get(out, "error"))
         return out;
     host_age(host_wall_ms() - (long long)st.st_mtime * 1000, age, sizeof age);
-    char note[2 * PATH_MAX + 256];
+    char note[3 * PATH_MAX + 256], then[PATH_MAX + 256];
+    mcp_start_hint(wt, service, a.front, then, sizeof then);
     snprintf(note, sizeof note,
              "no server of %s%s%s runs now: these are the last lines of its newest log, "
              "written %s ago (a server that exits, e.g. at start, is unregistered but its log "
-             "stays). Fix what they say, then start it again: cd %s && wtproxy run%s%s -- "
-             "<server command with {port}>",
-             wt, service ? " for service " : "", service ? service : "", age, wt,
-             service ? " --service " : "", service ? service : "");
+             "stays). Fix what they say, then start it again: %s",
+             wt, service ? " for service " : "", service ? service : "", age, then);
     json_object_set_new(out, "running", json_false());
     json_object_set_new(out, "log", cli_json_text(path, strlen(path)));
     json_object_set_new(out, "age", cli_json_text(age, strlen(age)));

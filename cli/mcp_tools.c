@@ -349,3 +349,19 @@ json_t *mcp_op_tool(struct mcp *m, json_t *args, int acting, const char *op,
     json_object_set_new(reply, "worktree", cli_json_text(wt, strlen(wt)));
     return reply;
 }
+
+void mcp_start_hint(const char *wt, const char *service, int front, char *out, size_t len)
+{
+    struct cli_server_args a = {.service = service, .front = front};
+    snprintf(a.worktree, sizeof a.worktree, "%s", wt);
+    json_t *stopped = cli_declared_stopped(&a);
+    char fr[32] = "";
+    if (front)
+        snprintf(fr, sizeof fr, " --front %d", front);
+    if (json_array_size(stopped))
+        snprintf(out, len, "restart (it starts the server %s's .wtproxy declares)", wt);
+    else
+        snprintf(out, len, "cd %s && wtproxy run%s%s%s -- <server command with {port}>", wt, fr,
+                 service ? " --service " : "", service ? service : "");
+    json_decref(stopped);
+}

@@ -8,6 +8,8 @@
 // - its server is stale after an edit (409): restart returns once the new
 //   server is ready, without the old server's "stale: restart it" verdict;
 //   a restart into a crash is an error carrying the crash's lines;
+// - a worktree whose .wtproxy declares its server: restart starts it when
+//   none runs, and a start into a crash is an error with the crash's lines;
 // - two agents in one worktree: one's release does not end the other's
 //   lease (the store frees any lease of the worktree).
 import { test } from 'node:test';
@@ -139,4 +141,29 @@ test('two agents in one worktree: one cannot release the other\'s lease', async 
   assert.deepEqual((await call(two, 'release', { resource: 'emulator' })).structuredContent, { released: 'emulator' });
   assert.equal((await one.end()).code, 0, one.stderr());
   assert.equal((await two.end()).code, 0, two.stderr());
+});
+
+test('restart starts the server the .wtproxy declares when none runs, and says why it did not come up', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--whoami', 'off']); // SERVER has no /__whoami
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), SERVER);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ${process.execPath} server.mjs {port}\nfront = ${px.port}\n`);
+  const mcp = await session(t, tmp, tmp.wt.a);
+  const r = await call(mcp, 'restart');
+  assert.notEqual(r.isError, true, r.content[0].text);
+  assert.deepEqual(r.structuredContent.restarted, []);
+  assert.deepEqual(r.structuredContent.started.map((s) => [s.front, s.state]), [[px.port, 'ready']]);
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).body, 'ok');
+
+  fs.writeFileSync(path.join(tmp.wt.a, 'broken'), '');
+  const crash = await call(mcp, 'restart'); // restarts the one that runs: it exits
+  assert.equal(crash.structuredContent.error, 'exited');
+  assert.match(crash.content[0].text, /SyntaxError: invalid syntax\nFix what it says, then start it again: restart \(it starts the server .*'s \.wtproxy declares\)$/);
+  const again = await call(mcp, 'restart'); // nothing runs: starts the declared one, which exits
+  assert.equal(again.structuredContent.error, 'exited');
+  assert.match(again.content[0].text, new RegExp(`^the server of ${tmp.wt.a}'s \\.wtproxy \\(front :${px.port}, .*server\\.mjs \\{port\\}\\) was started but it exited before it was ready\\. Its log .* ends with:\\n(.|\\n)*SyntaxError: invalid syntax\\nFix what it says, then restart again: restart starts it$`));
+  fs.rmSync(path.join(tmp.wt.a, 'broken'));
+  const fixed = await call(mcp, 'restart');
+  assert.equal(fixed.structuredContent.started[0].state, 'ready', fixed.content[0].text);
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
