@@ -2,7 +2,8 @@
  * over stdio (conf/MCP.md). Inside cli/ only: mcp.c reads and writes the
  * lines, mcp_rpc.c answers each JSON-RPC 2.0 message, mcp_tools.c holds
  * the table of tools (name, arguments, schema, handler) and what they
- * share, mcp_read.c and mcp_act.c the tools that read and that act. */
+ * share, mcp_read.c the tools that read, mcp_restart.c restart and
+ * mcp_act.c the leases. */
 #ifndef WTP_MCP_H
 #define WTP_MCP_H
 

@@ -60,7 +60,9 @@ static const struct tool tools[] = {
      "Where requests would be routed, and why",
      "Explain which worktree's server the requests of a process (pid) or of a process whose "
      "current folder is folder would reach, and why: the processes walked, the one that "
-     "decided (WTPROXY_WORKTREE or its cwd), the backend. Default: this MCP server's process.",
+     "decided (WTPROXY_WORKTREE or its cwd), the backend. Default: this MCP server's process. "
+     "When a test met another worktree's code, or a 503: give folder = the folder the test "
+     "ran from (requests go by the test process's current folder, not where its files are).",
      1,
      mcp_tool_why,
      {{"pid", 'i', 1, 2147483647LL, 0, "a process id"},
@@ -79,7 +81,8 @@ static const struct tool tools[] = {
     {"logs",
      "A dev server's last log lines",
      "The last lines of the log file of this worktree's server (pick one with service or "
-     "front when it has several).",
+     "front when it has several). When none runs (it crashed at start, or was stopped), the "
+     "last lines of its newest log, with running: false: the reason a server is missing.",
      1,
      mcp_tool_logs,
      {ARG_WORKTREE(READ_WT),
@@ -88,8 +91,10 @@ static const struct tool tools[] = {
       {"lines", 'i', 1, MCP_LOG_LINES_MAX, 0, "how many (default 100, at most 1000)"}}},
     {"restart",
      "Restart this worktree's dev server",
-     "Restart this worktree's dev server (all of them, or one service or front port). "
-     "Another worktree's server is refused.",
+     "Restart this worktree's dev server (all of them, or one service or front port) and "
+     "start those its .wtproxy declares that do not run; it returns once each is ready (30 s "
+     "at most), or fails with the last log lines of one that exited. The fix for a stale "
+     "server (409). Another worktree's server is refused.",
      0,
      mcp_tool_restart,
      {ARG_SERVICE, ARG_FRONT, ARG_WORKTREE(ACT_WT)}},
@@ -106,7 +111,8 @@ static const struct tool tools[] = {
       ARG_WORKTREE(ACT_WT)}},
     {"release",
      "Release a lease",
-     "Release this worktree's lease of a resource.",
+     "Release this worktree's lease of a resource. A lease another live process of this "
+     "worktree holds (another agent's session) is refused, naming it.",
      0,
      mcp_tool_release,
      {{"resource", 's', 0, 0, 1, "the resource's name"}, ARG_WORKTREE(ACT_WT)}},
