@@ -10,6 +10,7 @@
 //   a restart into a crash is an error carrying the crash's lines;
 // - a worktree whose .wtproxy declares its server: restart starts it when
 //   none runs, and a start into a crash is an error with the crash's lines;
+// - no daemon: the command the message gives starts one and returns;
 // - two agents in one worktree: one's release does not end the other's
 //   lease (the store frees any lease of the worktree).
 import { test } from 'node:test';
@@ -18,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import {
-  makeWorktrees, startDaemon, startRun, cliEnv, getWorktree, waitFor,
+  makeWorktrees, startDaemon, startRun, cliEnv, getWorktree, waitFor, control,
 } from './lib/registry.mjs';
 import { startMcp, initialize } from './lib/mcp.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
@@ -166,4 +167,34 @@ test('restart starts the server the .wtproxy declares when none runs, and says w
   const fixed = await call(mcp, 'restart');
   assert.equal(fixed.structuredContent.started[0].state, 'ready', fixed.content[0].text);
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
+});
+
+test('no daemon: the message\'s command starts one that returns at once, and the tools then answer', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  // What the daemon the message starts reads from the user's config: a
+  // kernel-picked port and this test's state file, never 8000.
+  const config = path.join(tmp.root, 'wtproxy.conf');
+  fs.writeFileSync(config, `listen = 127.0.0.1:0\nstate_file = ${tmp.state}\n`);
+  const mcp = await session(t, tmp, tmp.wt.a);
+  const r = await call(mcp, 'servers');
+  assert.equal(r.structuredContent.error, 'no-daemon');
+  const m = new RegExp(`^no daemon answers on ${tmp.control}; start one, in the background: (setsid -f wtproxy serve --control ${tmp.control} >>(\\S+)/daemon\\.log 2>&1)$`)
+    .exec(r.content[0].text);
+  assert.ok(m, r.content[0].text);
+  assert.equal(m[2], path.join(tmp.root, 'state', 'wtproxy'));
+  const shell = spawn('/bin/sh', ['-c', m[1]], {
+    stdio: 'ignore',
+    env: { ...process.env, WTPROXY_CONFIG: config, PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` },
+  });
+  const code = await new Promise((res) => shell.on('exit', res));
+  assert.equal(code, 0, 'the command returns: the daemon runs on in the background');
+  let pid = 0;
+  t.after(() => { if (pid) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
+  await waitFor(async () => {
+    const s = await call(mcp, 'servers');
+    return !s.isError;
+  }, 10000, 'the daemon to answer');
+  pid = (await control(tmp.control, { op: 'ping' })).pid;
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+  process.kill(pid, 'SIGTERM');
 });
