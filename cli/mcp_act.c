@@ -40,37 +40,15 @@ static json_t *claimer(struct reg_lease *c, json_t *args, const char *wt, long l
     return NULL;
 }
 
-json_t *mcp_tool_claim(struct mcp *m, json_t *args)
-{
-    char wt[PATH_MAX], err[REG_LEASE_MESSAGE_MAX];
-    struct reg_lease c;
-    long long ttl;
-    void *pg = NULL;
-    json_t *info = NULL, *fail = mcp_scope(m, args, 1, wt, sizeof wt);
-    if (fail || (fail = claimer(&c, args, wt, &ttl)))
-        return fail;
-    int r = cli_lease_open(&pg, err, sizeof err);
-    if (r == 0)
-        r = cli_lease_claim(pg, &c, ttl, &info, err, sizeof err);
-    json_t *out = r < 0    ? mcp_fail("store-failed", "cannot claim %s: %s", c.id, err)
-                  : r == 0 ? held("held", err, info)
-                           : json_pack("{s:s, s:O, s:s, s:s}", "claimed", c.id, "lease", info,
-                                       "store", pg ? "postgresql" : "embedded", "ends",
-                                       ttl ? "at its ttl, or at release"
-                                           : "when this MCP session ends, or at release");
-    cli_lease_close(pg);
-    json_decref(info);
-    return out;
-}
-
-/* The failure for a lease of id that another live process of this
+/* The failure (code) for a lease of id that another live process of this
  * machine holds from worktree wt (a second agent's session in the same
  * worktree, a `wtproxy claim -- CMD`), or NULL. The store's release frees
  * any lease of the worktree, as a person in it may; one agent's session
- * must not end another's lease under it. Looked up just before the
+ * must not end another's lease under it, nor be told to kill the other
+ * (the store's sentence for a refused claim). Looked up just before the
  * release: only a holder that releases and claims again in between slips
  * through. */
-static json_t *other_session(void *pg, const char *id, const char *wt)
+static json_t *other_session(void *pg, const char *code, const char *id, const char *wt)
 {
     char err[REG_LEASE_MESSAGE_MAX], cmd[512], age[32];
     json_t *all = cli_lease_list(pg, err, sizeof err), *l, *fail = NULL;
@@ -89,10 +67,36 @@ static json_t *other_session(void *pg, const char *id, const char *wt)
                  "command) and ends when pid %d releases it or ends: leave it, wait, then "
                  "claim %s again; or use another resource",
                  id, (int)h.pid, cmd[0] ? cmd : "?", h.purpose, age, (int)h.pid, id);
-        fail = held("held-by-another", err, l);
+        fail = held(code, err, l);
     }
     json_decref(all);
     return fail;
+}
+
+json_t *mcp_tool_claim(struct mcp *m, json_t *args)
+{
+    char wt[PATH_MAX], err[REG_LEASE_MESSAGE_MAX];
+    struct reg_lease c;
+    long long ttl;
+    void *pg = NULL;
+    json_t *info = NULL, *fail = mcp_scope(m, args, 1, wt, sizeof wt);
+    if (fail || (fail = claimer(&c, args, wt, &ttl)))
+        return fail;
+    int r = cli_lease_open(&pg, err, sizeof err);
+    if (r == 0)
+        r = cli_lease_claim(pg, &c, ttl, &info, err, sizeof err);
+    /* Another agent of this worktree holds it: wait for it, not kill it. */
+    json_t *mate = r == 0 ? other_session(pg, "held", c.id, wt) : NULL;
+    json_t *out = r < 0    ? mcp_fail("store-failed", "cannot claim %s: %s", c.id, err)
+                  : mate   ? mate
+                  : r == 0 ? held("held", err, info)
+                           : json_pack("{s:s, s:O, s:s, s:s}", "claimed", c.id, "lease", info,
+                                       "store", pg ? "postgresql" : "embedded", "ends",
+                                       ttl ? "at its ttl, or at release"
+                                           : "when this MCP session ends, or at release");
+    cli_lease_close(pg);
+    json_decref(info);
+    return out;
 }
 
 json_t *mcp_tool_release(struct mcp *m, json_t *args)
@@ -107,7 +111,7 @@ json_t *mcp_tool_release(struct mcp *m, json_t *args)
                          sizeof err) < 0)
         return mcp_fail("bad-arguments", "%s", err);
     int r = cli_lease_open(&pg, err, sizeof err);
-    if (r == 0 && (fail = other_session(pg, c.id, c.worktree))) {
+    if (r == 0 && (fail = other_session(pg, "held-by-another", c.id, c.worktree))) {
         cli_lease_close(pg);
         return fail;
     }

@@ -266,7 +266,10 @@ json_t *mcp_scope(struct mcp *m, json_t *args, int acting, char *out, size_t out
     if (!want && !m->worktree[0])
         return mcp_fail("no-worktree", "%s", m->why_none);
     if (want && host_worktree_of(want, &w, err, sizeof err) < 0)
-        return mcp_fail("not-a-worktree", "%s", err);
+        return mcp_fail("not-a-worktree",
+                        "%s; give worktree as the absolute path of a git worktree (git worktree "
+                        "list prints them)",
+                        err);
     const char *wt = want ? w.root : m->worktree;
     if (acting && strcmp(wt, m->worktree) != 0) {
         whose(wt, owners, sizeof owners);

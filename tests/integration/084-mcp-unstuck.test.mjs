@@ -135,7 +135,15 @@ test('two agents in one worktree: one cannot release the other\'s lease', async 
   assert.equal(r.structuredContent.error, 'held-by-another');
   assert.equal(r.structuredContent.holder.pid, one.proc.pid);
   assert.match(r.content[0].text, new RegExp(`^db is held by another process in this worktree: pid ${one.proc.pid} \\(.*wtproxy mcp\\), for "migrations", since \\d+s ago\\. It is theirs .* leave it, wait, then claim db again`));
-  assert.equal((await call(two, 'claim', { resource: 'db' })).structuredContent.error, 'held', 'still one\'s');
+  // a claim is told to wait for the other agent, not to kill its session
+  const wait = await call(two, 'claim', { resource: 'db' });
+  assert.equal(wait.structuredContent.error, 'held', 'still one\'s');
+  assert.match(wait.content[0].text, new RegExp(`^db is held by another process in this worktree: pid ${one.proc.pid} .* leave it, wait, then claim db again; or use another resource$`));
+  assert.doesNotMatch(wait.content[0].text, /kill|--force/);
+  // a worktree named by a relative path: what to give instead
+  const rel = await call(two, 'servers', { worktree: 'wt-nope' });
+  assert.equal(rel.structuredContent.error, 'not-a-worktree');
+  assert.match(rel.content[0].text, /give worktree as the absolute path of a git worktree \(git worktree list prints them\)$/);
   // its own lease, and a manual one of the worktree, it releases
   assert.deepEqual((await call(one, 'release', { resource: 'db' })).structuredContent, { released: 'db' });
   await call(one, 'claim', { resource: 'emulator', ttl: '10m' });
