@@ -187,6 +187,14 @@ json_t *cli_declared_stopped(const struct cli_server_args *a);
  * that exited). Returns the exit status. */
 int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wait_ms);
 
+/* The most recently written log of a's worktree, into path: its .wtproxy
+ * servers' (where the daemon writes them) and its `wtproxy run` servers'
+ * (in the state folder's servers/). A server that exited before it
+ * listened (a crash at start, the case `wtproxy logs` is asked about
+ * most) is no longer registered, but its log says why. Returns 0, or -1
+ * when there is none. */
+int cli_last_log(const struct cli_server_args *a, char *path, size_t len);
+
 /* Print the last n lines of the file at path on out. Returns 0, -1
  * (errno) when it cannot be read. */
 int cli_log_tail(const char *path, long n, FILE *out);

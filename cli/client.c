@@ -321,6 +321,22 @@ static int daemon_start(const char *path, char *err, size_t errlen)
     return rc;
 }
 
+/* The sentence for no daemon at path: where it looked, and a start that
+ * returns at once (in an agent's shell a foreground `wtproxy serve` never
+ * returns; setsid -f leaves it running when that shell ends), answering
+ * where this process looked whatever WTPROXY_CONTROL the shell has, its
+ * output in the log a started daemon writes. */
+static void no_daemon(const char *path, char *err, size_t errlen)
+{
+    char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
+    if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
+        snprintf(log, sizeof log, "%s/daemon.log", dir);
+    snprintf(err, errlen,
+             "no daemon answers on %s; start one, in the background: setsid -f wtproxy serve "
+             "--control %s >>%s 2>&1",
+             path, path, log);
+}
+
 int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen)
 {
     char path[PATH_MAX];
@@ -342,7 +358,7 @@ int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t er
             rc = exchange(path, line, reply, err, errlen);
     }
     if (rc == NOBODY) {
-        snprintf(err, errlen, "no daemon answers on %s; start one with: wtproxy serve", path);
+        no_daemon(path, err, errlen);
         rc = -1;
     }
     free(line);

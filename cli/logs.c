@@ -318,13 +318,7 @@ static void services_logs(const struct cli_server_args *a, char *path, size_t le
     json_decref(reply);
 }
 
-/* The most recently written log of a's worktree, into path: its .wtproxy
- * servers' (where the daemon writes them) and its `wtproxy run` servers'
- * (in the state folder's servers/). A server that exited before it
- * listened (a crash at start, the case `wtproxy logs` is asked about
- * most) is no longer registered, but its log says why. Returns 0, or -1
- * when there is none. */
-static int last_log(const struct cli_server_args *a, char *path, size_t len)
+int cli_last_log(const struct cli_server_args *a, char *path, size_t len)
 {
     char state[PATH_MAX - 256], dir[PATH_MAX - 128], err[PATH_MAX + 256], name[65];
     const char *base = strrchr(a->worktree, '/');
@@ -360,7 +354,7 @@ static int pick_log(const struct cli_server_args *a, char *path, size_t len)
         return 1;
     }
     int rc = 0;
-    if (json_array_size(found) == 0 && last_log(a, path, len) == 0) {
+    if (json_array_size(found) == 0 && cli_last_log(a, path, len) == 0) {
         fprintf(stderr, "wtproxy logs: no server of %s runs now; its last log: %s\n", a->worktree,
                 path);
     } else if (json_array_size(found) == 0) {

@@ -2,18 +2,26 @@
  * over stdio (conf/MCP.md). Inside cli/ only: mcp.c reads and writes the
  * lines, mcp_rpc.c answers each JSON-RPC 2.0 message, mcp_tools.c holds
  * the table of tools (name, arguments, schema, handler) and what they
- * share, mcp_read.c and mcp_act.c the tools that read and that act. */
+ * share, mcp_read.c the tools that read, mcp_restart.c restart and
+ * mcp_act.c the leases. */
 #ifndef WTP_MCP_H
 #define WTP_MCP_H
 
 #include <jansson.h>
 #include <limits.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define MCP_LINE_MAX (1024 * 1024) /* a longer message is discarded, with an error */
 #define MCP_LOG_LINES_MAX 1000     /* the logs tool's `lines`, at most */
 #define MCP_LOG_LINES_DEFAULT 100
 #define MCP_LOG_BYTES_MAX (256 * 1024) /* of a log's end read, at most */
+/* restart waits this long for its servers to be ready again: a dev
+ * server's start (Django's checks), under the tool-call timeouts of agent
+ * CLIs (a minute and more) */
+#define MCP_RESTART_WAIT_MS 30000
+#define MCP_RESTART_POLL_MS 100
+#define MCP_RESTART_LOG_LINES 15 /* of a server that did not come back, in the sentence */
 
 /* JSON-RPC 2.0's error codes. */
 #define MCP_PARSE_ERROR (-32700)
@@ -76,7 +84,25 @@ json_t *mcp_op_tool(struct mcp *m, json_t *args, int acting, const char *op,
  * *fail set. */
 json_t *mcp_entries(const char *worktree, json_t **fail);
 
-/* The tools (mcp_read.c, mcp_act.c): args are checked against the table;
+/* mcp_read.c: the last want lines of the file at path, reading at most
+ * MCP_LOG_BYTES_MAX of its end, when the file is owner's: {"lines",
+ * "truncated"}; or a failure. */
+json_t *mcp_log_tail(const char *path, uid_t owner, size_t want);
+
+/* The last want lines of the newest log a server of wt (of that service
+ * and front, when given) that runs no more left, with a "note" saying so
+ * and what to do; a failure when it cannot be read; NULL when there is
+ * none. A server that exits at start (a syntax error) is unregistered at
+ * once, and that crash is what an agent asks about. */
+json_t *mcp_gone_log(const char *wt, const char *service, json_t *front, size_t want);
+
+/* Into out: how an agent starts wt's server (of that service and front,
+ * each may be NULL or 0) again: the restart tool when wt's .wtproxy
+ * declares it (restart starts a declared server that does not run), else
+ * the `wtproxy run` command line. */
+void mcp_start_hint(const char *wt, const char *service, int front, char *out, size_t len);
+
+/* The tools (mcp_read.c, mcp_act.c, mcp_restart.c): args are checked against the table;
  * each returns its structured result, or a failure (mcp_fail). */
 json_t *mcp_tool_servers(struct mcp *m, json_t *args);
 json_t *mcp_tool_why(struct mcp *m, json_t *args);

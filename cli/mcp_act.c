@@ -1,7 +1,7 @@
-/* mcp_act.c - `wtproxy mcp`'s tools that change something: restart (the
- * daemon's op restart), claim and release (leases, through the same calls
- * as `wtproxy claim` and `wtproxy release`). Each acts only for the
- * session's worktree (mcp_scope refuses another, naming whose it is). */
+/* mcp_act.c - `wtproxy mcp`'s tools that lease: claim and release
+ * (through the same calls as `wtproxy claim` and `wtproxy release`). Each
+ * acts only for the session's worktree (mcp_scope refuses another, naming
+ * whose it is); restart is mcp_restart.c's. */
 #include "mcp.h"
 
 #include <stdio.h>
@@ -11,12 +11,7 @@
 #include "cli.h"
 #include "host.h"
 #include "reg_lease.h"
-
-json_t *mcp_tool_restart(struct mcp *m, json_t *args)
-{
-    static const char *const keys[] = {"service", "front", NULL};
-    return mcp_op_tool(m, args, 1, "restart", keys);
-}
+#include "registry.h"
 
 /* The failure of a lease held by holder: the store's sentence (whose it
  * is, when it ends, the command that frees it) with the holder. */
@@ -45,6 +40,39 @@ static json_t *claimer(struct reg_lease *c, json_t *args, const char *wt, long l
     return NULL;
 }
 
+/* The failure (code) for a lease of id that another live process of this
+ * machine holds from worktree wt (a second agent's session in the same
+ * worktree, a `wtproxy claim -- CMD`), or NULL. The store's release frees
+ * any lease of the worktree, as a person in it may; one agent's session
+ * must not end another's lease under it, nor be told to kill the other
+ * (the store's sentence for a refused claim). Looked up just before the
+ * release: only a holder that releases and claims again in between slips
+ * through. */
+static json_t *other_session(void *pg, const char *code, const char *id, const char *wt)
+{
+    char err[REG_LEASE_MESSAGE_MAX], cmd[512], age[32];
+    json_t *all = cli_lease_list(pg, err, sizeof err), *l, *fail = NULL;
+    struct reg_lease h;
+    size_t i;
+    json_array_foreach(all, i, l) {
+        if (fail || reg_lease_from_json(l, &h, err, sizeof err) < 0 || strcmp(h.id, id) != 0 ||
+            strcmp(h.worktree, wt) != 0 || h.pid <= 0 || h.pid == getpid() ||
+            strcmp(h.machine, reg_machine_id()) != 0 || reg_lease_holder_dead(&h))
+            continue;
+        host_pid_cmdline(h.pid, cmd, sizeof cmd);
+        host_age(host_wall_ms() - h.acquired_ms, age, sizeof age);
+        snprintf(err, sizeof err,
+                 "%s is held by another process in this worktree: pid %d (%s), for \"%s\", "
+                 "since %s ago. It is theirs (another agent's session, or a claim around a "
+                 "command) and ends when pid %d releases it or ends: leave it, wait, then "
+                 "claim %s again; or use another resource",
+                 id, (int)h.pid, cmd[0] ? cmd : "?", h.purpose, age, (int)h.pid, id);
+        fail = held(code, err, l);
+    }
+    json_decref(all);
+    return fail;
+}
+
 json_t *mcp_tool_claim(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX], err[REG_LEASE_MESSAGE_MAX];
@@ -57,7 +85,10 @@ json_t *mcp_tool_claim(struct mcp *m, json_t *args)
     int r = cli_lease_open(&pg, err, sizeof err);
     if (r == 0)
         r = cli_lease_claim(pg, &c, ttl, &info, err, sizeof err);
+    /* Another agent of this worktree holds it: wait for it, not kill it. */
+    json_t *mate = r == 0 ? other_session(pg, "held", c.id, wt) : NULL;
     json_t *out = r < 0    ? mcp_fail("store-failed", "cannot claim %s: %s", c.id, err)
+                  : mate   ? mate
                   : r == 0 ? held("held", err, info)
                            : json_pack("{s:s, s:O, s:s, s:s}", "claimed", c.id, "lease", info,
                                        "store", pg ? "postgresql" : "embedded", "ends",
@@ -80,6 +111,10 @@ json_t *mcp_tool_release(struct mcp *m, json_t *args)
                          sizeof err) < 0)
         return mcp_fail("bad-arguments", "%s", err);
     int r = cli_lease_open(&pg, err, sizeof err);
+    if (r == 0 && (fail = other_session(pg, "held-by-another", c.id, c.worktree))) {
+        cli_lease_close(pg);
+        return fail;
+    }
     if (r == 0)
         r = cli_lease_release(pg, c.id, c.worktree, 0, &holder, err, sizeof err);
     cli_lease_close(pg);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "host.h"
 #include "registry.h"
 
 /* Into out: the services worktree wt declares (the daemon's op services:
@@ -169,11 +170,8 @@ static size_t rotated_end(const char *path, uid_t owner, char *buf, size_t room,
     return n > 0 ? (size_t)n : 0;
 }
 
-/* The last want lines of the file at path, reading at most
- * MCP_LOG_BYTES_MAX of its end, when the file is owner's; or a failure.
- * O_NONBLOCK: a FIFO put
- * where the log was must not hang the session. */
-static json_t *tail(const char *path, uid_t owner, size_t want)
+/* O_NONBLOCK: a FIFO put where the log was must not hang the session. */
+json_t *mcp_log_tail(const char *path, uid_t owner, size_t want)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
@@ -205,14 +203,50 @@ static json_t *tail(const char *path, uid_t owner, size_t want)
     return out;
 }
 
+json_t *mcp_gone_log(const char *wt, const char *service, json_t *front, size_t want)
+{
+    struct cli_server_args a = {.service = service, .front = (int)json_integer_value(front)};
+    char path[PATH_MAX], age[32];
+    struct stat st;
+    snprintf(a.worktree, sizeof a.worktree, "%s", wt);
+    if (cli_last_log(&a, path, sizeof path) < 0 || stat(path, &st) < 0)
+        return NULL;
+    json_t *out = mcp_log_tail(path, getuid(), want);
+    if (json_object_get(out, "error"))
+        return out;
+    host_age(host_wall_ms() - (long long)st.st_mtime * 1000, age, sizeof age);
+    char note[3 * PATH_MAX + 256], then[PATH_MAX + 256];
+    mcp_start_hint(wt, service, a.front, then, sizeof then);
+    snprintf(note, sizeof note,
+             "no server of %s%s%s runs now: these are the last lines of its newest log, "
+             "written %s ago (a server that exits, e.g. at start, is unregistered but its log "
+             "stays). Fix what they say, then start it again: %s",
+             wt, service ? " for service " : "", service ? service : "", age, then);
+    json_object_set_new(out, "running", json_false());
+    json_object_set_new(out, "log", cli_json_text(path, strlen(path)));
+    json_object_set_new(out, "age", cli_json_text(age, strlen(age)));
+    json_object_set_new(out, "note", cli_json_text(note, strlen(note)));
+    return out;
+}
+
 json_t *mcp_tool_logs(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX];
     const char *service = json_string_value(json_object_get(args, "service"));
-    json_t *lines = json_object_get(args, "lines"), *entries = NULL, *e = NULL;
+    json_t *lines = json_object_get(args, "lines"), *front = json_object_get(args, "front");
+    json_t *entries = NULL, *e = NULL, *out = NULL;
+    size_t want = lines ? (size_t)json_integer_value(lines) : MCP_LOG_LINES_DEFAULT;
     json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt);
     if (!fail && (entries = mcp_entries(wt, &fail)))
-        e = pick(entries, wt, service, json_object_get(args, "front"), &fail);
+        e = pick(entries, wt, service, front, &fail);
+    const char *code = json_string_value(json_object_get(fail, "error"));
+    if (code && strcmp(code, "not-found") == 0 && (out = mcp_gone_log(wt, service, front, want))) {
+        json_decref(fail);
+        json_decref(entries);
+        if (!json_object_get(out, "error"))
+            json_object_set_new(out, "worktree", cli_json_text(wt, strlen(wt)));
+        return out;
+    }
     const char *log = json_string_value(json_object_get(e, "log"));
     if (e && !log)
         fail = mcp_fail("no-log",
@@ -221,11 +255,11 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args)
                         wt, (int)json_integer_value(json_object_get(e, "front")),
                         (int)json_integer_value(json_object_get(e, "pid")),
                         json_string_value(json_object_get(e, "command")));
-    json_t *out = fail ? NULL
-                       : tail(log, (uid_t)json_integer_value(json_object_get(e, "uid")),
-                              lines ? (size_t)json_integer_value(lines) : MCP_LOG_LINES_DEFAULT);
+    out =
+        fail ? NULL : mcp_log_tail(log, (uid_t)json_integer_value(json_object_get(e, "uid")), want);
     if (out && !json_object_get(out, "error")) {
         json_object_set_new(out, "worktree", cli_json_text(wt, strlen(wt)));
+        json_object_set_new(out, "running", json_true());
         json_object_set(out, "front", json_object_get(e, "front"));
         json_object_set(out, "pid", json_object_get(e, "pid"));
         json_object_set(out, "log", json_object_get(e, "log"));

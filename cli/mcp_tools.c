@@ -60,7 +60,9 @@ static const struct tool tools[] = {
      "Where requests would be routed, and why",
      "Explain which worktree's server the requests of a process (pid) or of a process whose "
      "current folder is folder would reach, and why: the processes walked, the one that "
-     "decided (WTPROXY_WORKTREE or its cwd), the backend. Default: this MCP server's process.",
+     "decided (WTPROXY_WORKTREE or its cwd), the backend. Default: this MCP server's process. "
+     "When a test met another worktree's code, or a 503: give folder = the folder the test "
+     "ran from (requests go by the test process's current folder, not where its files are).",
      1,
      mcp_tool_why,
      {{"pid", 'i', 1, 2147483647LL, 0, "a process id"},
@@ -79,7 +81,8 @@ static const struct tool tools[] = {
     {"logs",
      "A dev server's last log lines",
      "The last lines of the log file of this worktree's server (pick one with service or "
-     "front when it has several).",
+     "front when it has several). When none runs (it crashed at start, or was stopped), the "
+     "last lines of its newest log, with running: false: the reason a server is missing.",
      1,
      mcp_tool_logs,
      {ARG_WORKTREE(READ_WT),
@@ -88,8 +91,10 @@ static const struct tool tools[] = {
       {"lines", 'i', 1, MCP_LOG_LINES_MAX, 0, "how many (default 100, at most 1000)"}}},
     {"restart",
      "Restart this worktree's dev server",
-     "Restart this worktree's dev server (all of them, or one service or front port). "
-     "Another worktree's server is refused.",
+     "Restart this worktree's dev server (all of them, or one service or front port) and "
+     "start those its .wtproxy declares that do not run; it returns once each is ready (30 s "
+     "at most), or fails with the last log lines of one that exited. The fix for a stale "
+     "server (409). Another worktree's server is refused.",
      0,
      mcp_tool_restart,
      {ARG_SERVICE, ARG_FRONT, ARG_WORKTREE(ACT_WT)}},
@@ -106,7 +111,8 @@ static const struct tool tools[] = {
       ARG_WORKTREE(ACT_WT)}},
     {"release",
      "Release a lease",
-     "Release this worktree's lease of a resource.",
+     "Release this worktree's lease of a resource. A lease another live process of this "
+     "worktree holds (another agent's session) is refused, naming it.",
      0,
      mcp_tool_release,
      {{"resource", 's', 0, 0, 1, "the resource's name"}, ARG_WORKTREE(ACT_WT)}},
@@ -260,7 +266,10 @@ json_t *mcp_scope(struct mcp *m, json_t *args, int acting, char *out, size_t out
     if (!want && !m->worktree[0])
         return mcp_fail("no-worktree", "%s", m->why_none);
     if (want && host_worktree_of(want, &w, err, sizeof err) < 0)
-        return mcp_fail("not-a-worktree", "%s", err);
+        return mcp_fail("not-a-worktree",
+                        "%s; give worktree as the absolute path of a git worktree (git worktree "
+                        "list prints them)",
+                        err);
     const char *wt = want ? w.root : m->worktree;
     if (acting && strcmp(wt, m->worktree) != 0) {
         whose(wt, owners, sizeof owners);
@@ -348,4 +357,20 @@ json_t *mcp_op_tool(struct mcp *m, json_t *args, int acting, const char *op,
     json_object_del(reply, "ok");
     json_object_set_new(reply, "worktree", cli_json_text(wt, strlen(wt)));
     return reply;
+}
+
+void mcp_start_hint(const char *wt, const char *service, int front, char *out, size_t len)
+{
+    struct cli_server_args a = {.service = service, .front = front};
+    snprintf(a.worktree, sizeof a.worktree, "%s", wt);
+    json_t *stopped = cli_declared_stopped(&a);
+    char fr[32] = "";
+    if (front)
+        snprintf(fr, sizeof fr, " --front %d", front);
+    if (json_array_size(stopped))
+        snprintf(out, len, "restart (it starts the server %s's .wtproxy declares)", wt);
+    else
+        snprintf(out, len, "cd %s && wtproxy run%s%s%s -- <server command with {port}>", wt, fr,
+                 service ? " --service " : "", service ? service : "");
+    json_decref(stopped);
 }

@@ -113,14 +113,16 @@ test('--help of each subcommand: exit 0, usage on stdout', async (t) => {
 
 test('no daemon, --no-autostart: exit 1 naming `wtproxy serve`; run never starts CMD', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
-  // a daemon started by mistake would log under XDG_STATE_HOME
+  // a daemon started by mistake would log to daemon.log under XDG_STATE_HOME
+  // (the folder itself may be made: the message names that log)
   const env = { WTPROXY_NO_AUTOSTART: '', XDG_STATE_HOME: path.join(tmp.root, 'state') };
   const r = await cli(tmp, ['register', '--no-autostart', '--port', '5000', '--ttl', '1m'], { cwd: tmp.wt.a, env });
   sanitizerClean(assert, r.stderr);
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /no daemon answers on .*control\.sock/);
   assert.match(r.stderr, /wtproxy serve/);
-  assert.ok(!fs.existsSync(path.join(tmp.root, 'state')), 'a daemon was started');
+  assert.match(r.stderr, new RegExp(`setsid -f wtproxy serve --control \\S+ >>${tmp.root}/state/wtproxy/daemon\\.log 2>&1`));
+  assert.ok(!fs.existsSync(path.join(tmp.root, 'state', 'wtproxy', 'daemon.log')), 'a daemon was started');
 
   const marker = path.join(tmp.root, 'started');
   const run = await cli(tmp, ['run', '--no-autostart', '--', 'touch', marker], { cwd: tmp.wt.a, env });

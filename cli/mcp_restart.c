@@ -1,0 +1,305 @@
+/* mcp_restart.c - `wtproxy mcp`'s restart tool, as `wtproxy restart` does
+ * it (cli/restart.c, cli/restart_declared.c): the daemon's op restart for
+ * the servers that run, its op start for the services the worktree's
+ * .wtproxy declares that do not (one that died was unregistered by its
+ * wrapper), then a wait until each is ready, so that the agent's next
+ * step (its tests) meets the new server, not the old one or a 503. What
+ * did not come up is an error carrying its log's last lines, the reason;
+ * a restart with nothing to restart or start says how to start a server,
+ * and what the last one's log said. */
+#include "mcp.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "host.h"
+
+static const char *str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* lines (a JSON array of strings) into out, each on its own indented
+ * line, for a sentence an agent reads as text. */
+static void join_lines(json_t *lines, char *out, size_t len)
+{
+    size_t n = 0, i;
+    json_t *l;
+    out[0] = '\0';
+    json_array_foreach(lines, i, l) {
+        int w = snprintf(out + n, len - n, "\n  %.300s", json_string_value(l));
+        n = w > 0 && (size_t)w < len - n ? n + (size_t)w : n;
+    }
+}
+
+/* The failure (code) of a server that did not come up: what was done to
+ * it, why it is not up, its log's last lines (owner's file, "" when it has
+ * none), and next, what to do. */
+static json_t *down(const char *code, const char *what, const char *why, const char *log,
+                    uid_t owner, const char *next)
+{
+    json_t *t = log[0] ? mcp_log_tail(log, owner, MCP_RESTART_LOG_LINES) : NULL;
+    char lines[8192];
+    join_lines(json_object_get(t, "lines"), lines, sizeof lines);
+    json_t *fail = mcp_fail(code, "%s but %s. %s%s%s%s\n%s", what, why,
+                            log[0] ? "Its log " : "It has no log wtproxy knows of", log,
+                            lines[0] ? " ends with:" : "", lines, next);
+    if (log[0])
+        json_object_set_new(fail, "log", json_string(log));
+    json_object_set(fail, "lines", json_object_get(t, "lines"));
+    json_decref(t);
+    return fail;
+}
+
+/* The failure of e, a restarted server of wt that is not back (why). An
+ * exited wrapper is gone: a new `wtproxy run`, or for a server the
+ * .wtproxy declares a restart, starts it again. */
+static json_t *entry_down(const char *wt, json_t *e, const char *why, int exited)
+{
+    char what[PATH_MAX + 1024], next[PATH_MAX + 256], then[PATH_MAX + 128];
+    int front = (int)json_integer_value(json_object_get(e, "front"));
+    const char *service = json_string_value(json_object_get(e, "service"));
+    snprintf(what, sizeof what, "%s's server on front :%d (%s) was restarted", wt, front,
+             str(e, "command"));
+    if (exited) {
+        mcp_start_hint(wt, service, front, then, sizeof then);
+        snprintf(next, sizeof next, "Fix what it says, then start it again: %s", then);
+    } else
+        snprintf(next, sizeof next, "Read more of it with logs, or check again with servers");
+    return down(exited ? "exited" : "not-ready", what, why, str(e, "log"),
+                (uid_t)json_integer_value(json_object_get(e, "uid")), next);
+}
+
+/* The entry of list with e's front, or NULL: a worktree has one server
+ * on a front (as restart.c matches them). */
+static json_t *same_front(json_t *list, json_t *e)
+{
+    json_t *x;
+    size_t i;
+    json_array_foreach(list, i, x)
+        if (json_integer_value(json_object_get(x, "front")) ==
+            json_integer_value(json_object_get(e, "front")))
+            return x;
+    return NULL;
+}
+
+/* The gate's verdict on x when it predates the restart (asked at
+ * since_ms) is the old server's ("stale: restart it"): it would send the
+ * agent round again. The gate asks the new server at its next request. */
+static void forget_old_verdict(json_t *x, long long since_ms)
+{
+    json_t *w = json_object_get(x, "whoami");
+    if (w && json_integer_value(json_object_get(w, "checked_ms")) < since_ms)
+        json_object_set_new(x, "whoami",
+                            json_pack("{s:s, s:s}", "state", "unchecked", "detail",
+                                      "not checked since the restart: wtproxy asks the new "
+                                      "server's /__whoami at the next request to it"));
+}
+
+/* One look at the servers of wt in asked, as now lists them: NULL while
+ * one is not ready yet (*late, a member of asked), else the servers as
+ * they are now, or the failure of one that exited. */
+static json_t *look(const char *wt, json_t *asked, json_t *now, long long since_ms, json_t **late)
+{
+    json_t *back = json_array(), *e;
+    size_t i;
+    *late = NULL;
+    json_array_foreach(asked, i, e) {
+        json_t *x = same_front(now, e);
+        if (!x || json_integer_value(json_object_get(x, "pid")) !=
+                      json_integer_value(json_object_get(e, "pid"))) {
+            json_decref(back);
+            return entry_down(wt, e, "it exited (its wrapper unregistered it)", 1);
+        }
+        if (strcmp(str(x, "state"), "ready") != 0)
+            *late = e;
+        forget_old_verdict(x, since_ms);
+        json_array_append(back, x);
+    }
+    if (*late)
+        json_decref(back);
+    return *late ? NULL : back;
+}
+
+/* Wait until every server of wt in asked (restarted at since_ms) is
+ * ready again. Returns them as they are then, or the failure of one that
+ * exited or is not ready in time. */
+static json_t *await_ready(const char *wt, json_t *asked, long long since_ms)
+{
+    struct timespec tick = {0, MCP_RESTART_POLL_MS * 1000000L};
+    for (long waited = 0;; waited += MCP_RESTART_POLL_MS) {
+        json_t *late = NULL, *fail = NULL, *now = mcp_entries(wt, &fail);
+        json_t *out = now ? look(wt, asked, now, since_ms, &late) : fail;
+        json_decref(now);
+        if (out)
+            return out;
+        if (waited >= MCP_RESTART_WAIT_MS) {
+            char why[64];
+            snprintf(why, sizeof why, "it is not ready after %d s", MCP_RESTART_WAIT_MS / 1000);
+            return entry_down(wt, late, why, 0);
+        }
+        nanosleep(&tick, NULL);
+    }
+}
+
+/* The services wt's .wtproxy declares that args select and that do not
+ * run now (cli_declared_stopped: empty when none or no file). */
+static json_t *declared_stopped(const char *wt, json_t *args)
+{
+    struct cli_server_args a = {.service = json_string_value(json_object_get(args, "service")),
+                                .front = (int)json_integer_value(json_object_get(args, "front"))};
+    snprintf(a.worktree, sizeof a.worktree, "%s", wt);
+    return cli_declared_stopped(&a);
+}
+
+/* The entry of the services op's list now named name, or NULL. */
+static json_t *service_named(json_t *now, const char *name)
+{
+    json_t *x;
+    size_t i;
+    json_array_foreach(now, i, x)
+        if (strcmp(str(x, "name"), name) == 0)
+            return x;
+    return NULL;
+}
+
+/* The failure of svc, a service of wt started from its .wtproxy, that is
+ * not up (why); restart starts it again once it is fixed. */
+static json_t *service_down(const char *wt, json_t *svc, const char *why, int exited)
+{
+    char what[PATH_MAX + 1024], name[128] = "the server";
+    if (str(svc, "name")[0])
+        snprintf(name, sizeof name, "service %s", str(svc, "name"));
+    snprintf(what, sizeof what, "%s of %s's .wtproxy (front :%d, %s) was started", name, wt,
+             (int)json_integer_value(json_object_get(svc, "front")), str(svc, "start"));
+    return down(exited ? "exited" : "not-ready", what, why, str(svc, "log"), getuid(),
+                exited ? "Fix what it says, then restart again: restart starts it"
+                       : "Read more of it with logs, or check again with servers");
+}
+
+/* One look at the services of wt in started, as the services op lists
+ * them now: them as they are when all are ready, the failure of one that
+ * ended or is late (waited_out), else NULL (one is still starting). */
+static json_t *look_services(const char *wt, json_t *started, int waited_out)
+{
+    static const char *const none[] = {NULL};
+    json_t *fail = NULL, *reply = mcp_op("services", wt, NULL, none, &fail), *svc;
+    json_t *now = json_object_get(reply, "services"), *up = json_array(), *out = NULL;
+    size_t i;
+    int pending = 0;
+    json_array_foreach(reply ? started : NULL, i, svc) {
+        json_t *x = service_named(now, str(svc, "name"));
+        const char *state = x ? str(x, "state") : "stopped";
+        if (strcmp(state, "ready") == 0)
+            json_array_append(up, x);
+        else if (strcmp(state, "stopped") == 0 || strcmp(state, "failed") == 0)
+            out = service_down(wt, svc, "it exited before it was ready", 1);
+        else if (waited_out)
+            out = service_down(wt, svc, "it was not ready in time", 0);
+        else
+            pending = 1;
+        if (out)
+            break;
+    }
+    if (!out)
+        out = !reply ? fail : pending ? NULL : json_incref(up);
+    json_decref(reply);
+    json_decref(up);
+    return out;
+}
+
+/* Start each of stopped (the services op's entries) with the daemon's op
+ * start, and wait until each is ready. Returns them as they are then, or
+ * the failure of one. */
+static json_t *start_declared(const char *wt, json_t *stopped)
+{
+    static const char *const keys[] = {"service", NULL};
+    struct timespec tick = {0, MCP_RESTART_POLL_MS * 1000000L};
+    json_t *svc, *out;
+    size_t i;
+    if (!json_array_size(stopped))
+        return json_array();
+    json_array_foreach(stopped, i, svc) {
+        json_t *fail = NULL, *args = json_pack("{s:s}", "service", str(svc, "name"));
+        json_t *r = mcp_op("start", wt, args, keys, &fail);
+        json_decref(args);
+        if (!r)
+            return fail;
+        json_decref(r);
+    }
+    for (long waited = 0;; waited += MCP_RESTART_POLL_MS) {
+        out = look_services(wt, stopped, waited >= MCP_RESTART_WAIT_MS);
+        if (out)
+            return out;
+        nanosleep(&tick, NULL);
+    }
+}
+
+/* The daemon's not-found for a restart of wt (refusal, consumed) when its
+ * .wtproxy declares nothing to start either, with what an agent needs
+ * next: how to start a server, and when one ran and exited (a crash at
+ * start), its log's last lines, which say why. */
+static json_t *nothing_to_restart(const char *wt, json_t *refusal, json_t *args)
+{
+    const char *service = json_string_value(json_object_get(args, "service"));
+    json_t *gone = mcp_gone_log(wt, service, json_object_get(args, "front"), MCP_RESTART_LOG_LINES);
+    char lines[8192], then[PATH_MAX + 256];
+    join_lines(json_object_get(gone, "lines"), lines, sizeof lines);
+    mcp_start_hint(wt, service, (int)json_integer_value(json_object_get(args, "front")), then,
+                   sizeof then);
+    json_t *fail = lines[0] ? mcp_fail("not-found",
+                                       "%s. Nothing to restart: its last server exited; its "
+                                       "newest log, %s (written %s ago), ends with:%s\nFix what "
+                                       "it says, then start it again: %s",
+                                       str(refusal, "message"), str(gone, "log"), str(gone, "age"),
+                                       lines, then)
+                            : mcp_fail("not-found", "%s. Nothing to restart: start one there: %s",
+                                       str(refusal, "message"), then);
+    json_object_set(fail, "log", json_object_get(gone, "log"));
+    json_object_set(fail, "lines", json_object_get(gone, "lines"));
+    json_decref(gone);
+    json_decref(refusal);
+    return fail;
+}
+
+json_t *mcp_tool_restart(struct mcp *m, json_t *args)
+{
+    static const char *const keys[] = {"service", "front", NULL};
+    char wt[PATH_MAX];
+    long long asked_ms = host_wall_ms();
+    json_t *fail = mcp_scope(m, args, 1, wt, sizeof wt);
+    if (fail)
+        return fail;
+    /* Read first: a service the restart below finds dead is not "not running". */
+    json_t *stopped = declared_stopped(wt, args);
+    json_t *out = mcp_op("restart", wt, args, keys, &fail);
+    int none = !out && strcmp(str(fail, "error"), "not-found") == 0;
+    if (none && json_array_size(stopped)) {
+        json_decref(fail);
+        out = json_pack("{s:[]}", "restarted");
+    } else if (!out) {
+        json_decref(stopped);
+        return none ? nothing_to_restart(wt, fail, args) : fail;
+    }
+    json_t *back = await_ready(wt, json_object_get(out, "restarted"), asked_ms);
+    json_t *started = json_object_get(back, "error") ? NULL : start_declared(wt, stopped);
+    json_decref(stopped);
+    json_t *failed = json_object_get(back, "error")      ? back
+                     : json_object_get(started, "error") ? started
+                                                         : NULL;
+    if (failed) {
+        json_decref(out);
+        json_decref(failed == back ? started : back);
+        return failed;
+    }
+    json_object_del(out, "ok");
+    json_object_set_new(out, "restarted", back);
+    json_object_set_new(out, "started", started);
+    json_object_set_new(out, "worktree", cli_json_text(wt, strlen(wt)));
+    json_object_set_new(out, "ready", json_true());
+    return out;
+}
