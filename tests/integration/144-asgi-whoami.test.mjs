@@ -166,26 +166,31 @@ test('FastAPI under uvicorn via wtproxy run, wrapped: verified, routed, stale af
   sanitizerClean(assert, px.stderr());
 });
 
-test('uvicorn --reload, add_middleware: an edit followed at once by a request gets the new code, never a refusal', async (t) => {
+// FastAPI's add_middleware builds the middleware at the app's first
+// event (the lifespan startup), so its fingerprint is taken then. (Not
+// tested with uvicorn --reload: Debian's uvicorn 0.17 takes its reloader's
+// baseline of mtimes 0.25 s after each (re)start, while its socket already
+// accepts, so an edit made at once after a first answer is missed by
+// uvicorn itself, with or without wtproxy: measured, the edit was still not
+// served 2 s later.)
+test('FastAPI with add_middleware: verified at its lifespan startup, stale after an edit, fresh after restart', async (t) => {
   const tmp = fastapiWorktree(t, 'add');
   const wt = tmp.wt.a;
-  // A grace longer than the default: uvicorn's reload (a new python that
-  // imports FastAPI) took over 3 s on a loaded 2-CPU machine; what this
-  // test shows is that the request waits for the reload and never gets
-  // the old code or a refusal, not how fast uvicorn reloads.
-  const px = await startDaemon(t, tmp, ['--stale-grace', '15s']);
-  await runUvicorn(t, tmp, wt, px.port, ['--reload']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '500ms']);
+  const server = await runUvicorn(t, tmp, wt, px.port);
+  const who = JSON.parse((await httpGet(server.port, '/__whoami')).body);
+  assert.equal(who.checkout, wt);
+  assert.deepEqual(who.fingerprint, await diskFingerprint(wt));
   assert.equal((await hello(px, wt)).greeting, 'hello v1');
-  const held = [];
-  for (const v of ['hello v2', 'hello v3', 'hello v4']) {
-    fs.writeFileSync(path.join(wt, 'shop/greeting.py'), `GREETING = ${JSON.stringify(v)}\n`);
-    const t0 = Date.now();
-    const r = await hello(px, wt);
-    held.push(Date.now() - t0);
-    assert.equal(r.status, 200, `${r.status} after ${Date.now() - t0} ms: ${r.body}`);
-    assert.equal(r.greeting, v, 'the new behaviour, at once');
-  }
-  t.diagnostic(`held while uvicorn reloaded: ${held.join(', ')} ms`);
+  fs.writeFileSync(path.join(wt, 'shop/greeting.py'), 'GREETING = "hello v2"\n');
+  const stale = await hello(px, wt);
+  assert.equal(stale.status, 409, stale.body);
+  assert.match(stale.body, /shop\/greeting\.py/);
+  const restarted = await cli(tmp, ['restart', '--front', String(px.port)], { cwd: wt, ms: 30000 });
+  assert.equal(restarted.code, 0, restarted.stderr);
+  const fresh = await hello(px, wt);
+  assert.equal(fresh.status, 200, fresh.body);
+  assert.equal(fresh.greeting, 'hello v2');
 });
 
 // The middleware driven by hand, as an ASGI server would: each scope it
