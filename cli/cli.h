@@ -187,6 +187,10 @@ json_t *cli_declared_stopped(const struct cli_server_args *a);
  * that exited). Returns the exit status. */
 int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wait_ms);
 
+/* The entry of list (one worktree's servers, as listed) on e's front, or
+ * NULL: a worktree has one server a front (restart.c). */
+json_t *cli_entry_on_front(json_t *list, json_t *e);
+
 /* The most recently written log of a's worktree, into path: its .wtproxy
  * servers' (where the daemon writes them) and its `wtproxy run` servers'
  * (in the state folder's servers/). A server that exited before it

@@ -74,19 +74,6 @@ static json_t *entry_down(const char *wt, json_t *e, const char *why, int exited
                 (uid_t)json_integer_value(json_object_get(e, "uid")), next);
 }
 
-/* The entry of list with e's front, or NULL: a worktree has one server
- * on a front (as restart.c matches them). */
-static json_t *same_front(json_t *list, json_t *e)
-{
-    json_t *x;
-    size_t i;
-    json_array_foreach(list, i, x)
-        if (json_integer_value(json_object_get(x, "front")) ==
-            json_integer_value(json_object_get(e, "front")))
-            return x;
-    return NULL;
-}
-
 /* The gate's verdict on x when it predates the restart (asked at
  * since_ms) is the old server's ("stale: restart it"): it would send the
  * agent round again. The gate asks the new server at its next request. */
@@ -109,7 +96,7 @@ static json_t *look(const char *wt, json_t *asked, json_t *now, long long since_
     size_t i;
     *late = NULL;
     json_array_foreach(asked, i, e) {
-        json_t *x = same_front(now, e);
+        json_t *x = cli_entry_on_front(now, e);
         if (!x || json_integer_value(json_object_get(x, "pid")) !=
                       json_integer_value(json_object_get(e, "pid"))) {
             json_decref(back);

@@ -16,8 +16,7 @@
 #define STOP_WAIT_MS (WTP_RESTART_STOP_MS + 5000) /* the wrapper's grace, and its exit */
 #define POLL_MS 100
 
-/* The entry of a's current list with e's front and worktree, or NULL. */
-static json_t *find_entry(json_t *list, json_t *e)
+json_t *cli_entry_on_front(json_t *list, json_t *e)
 {
     json_t *x;
     size_t i;
@@ -64,7 +63,7 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
             return 1;
         }
         json_array_foreach(asked, i, e) {
-            json_t *x = find_entry(now, e);
+            json_t *x = cli_entry_on_front(now, e);
             if (restart && (!x || json_integer_value(json_object_get(x, "pid")) !=
                                       json_integer_value(json_object_get(e, "pid")))) {
                 report_dead(e, "it exited (its wrapper unregistered it)");
