@@ -265,6 +265,9 @@ static void await_started(struct proxy_client *c)
         conn_fail(c, PE_BACKEND_NOT_READY, failed);
     } else if (ondemand_exit_note(c->srv->ondemand, wt, front, d, sizeof d)) {
         conn_fail(c, PE_BACKEND_EXITED, d);
+    } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms &&
+               (failed = ondemand_give_up(c->srv->ondemand, wt, front))) {
+        conn_fail(c, PE_BACKEND_NOT_READY, failed);
     } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms) {
         ondemand_exited(c->srv->ondemand, wt, front, log, sizeof log);
         ondemand_named(c->srv->ondemand, wt, front, what, sizeof what);

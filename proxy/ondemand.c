@@ -243,9 +243,8 @@ void ondemand_file_read(struct ondemand *a, const char *worktree, int front, con
 
 /* Whether e may start: the services it is started after are ready, and
  * the load allows it. 1 yes, 0 not yet, -1 never (e->failed says why). */
-static int needs_met(struct ondemand *a, struct started *e)
+static int needs_met_by(struct ondemand *a, struct started *e, int late)
 {
-    int late = proxy_now_ms(a->srv) - e->since_ms >= a->srv->cfg.start_timeout_ms;
     for (int k = 0; k < e->svc.nafter; k++) {
         const struct sibling *d = &e->sib[e->svc.after[k]];
         struct reg_backend *b = ondemand_registered(a, e->worktree, d->front);
@@ -266,6 +265,25 @@ static int needs_met(struct ondemand *a, struct started *e)
         return e->failed[0] ? -1 : 0;
     }
     return load_ok(a, e, late);
+}
+
+static int needs_met(struct ondemand *a, struct started *e)
+{
+    return needs_met_by(a, e, proxy_now_ms(a->srv) - e->since_ms >= a->srv->cfg.start_timeout_ms);
+}
+
+/* The request's clock starts before the file is read, the start's after:
+ * its start_timeout can end a poll before the tick gives the start up.
+ * The request then gets the start's own reason (the load, a service it
+ * waits for), not "did not start in time". */
+const char *ondemand_give_up(struct ondemand *a, const char *worktree, int front)
+{
+    struct started *e = ondemand_find(a, worktree, front);
+    if (!e || !e->waiting || needs_met_by(a, e, 1) >= 0)
+        return NULL;
+    e->waiting = 0;
+    proxy_log("%s", e->failed);
+    return e->failed;
 }
 
 /* Launch the waiting servers whose needs are ready; look again soon while

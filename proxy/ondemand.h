@@ -110,6 +110,11 @@ void ondemand_log_path(const struct ondemand *a, const char *worktree, const cha
  * start_timeout, or fork failed), naming the log to read; NULL when not so. */
 const char *ondemand_failed(struct ondemand *a, const char *worktree, int front);
 
+/* A request's start_timeout ended while worktree's start on front still
+ * waits for what it needs (the load, a service it comes after): give the
+ * start up now and return why (as ondemand_failed then), else NULL. */
+const char *ondemand_give_up(struct ondemand *a, const char *worktree, int front);
+
 /* What the daemon knows of its start of the server for (worktree, front),
  * beyond the registry: "waiting" (for those it is started after),
  * "waiting-load" (for the load to fall to start_max_load; *load_pct is the
