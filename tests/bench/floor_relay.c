@@ -33,7 +33,6 @@
  *
  * Usage: bench_floor_relay LISTEN_PORT BACKEND_PORT   (both on 127.0.0.1)
  * Prints "listening on 127.0.0.1:PORT" once it accepts; runs until killed. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -41,11 +40,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "floor_http.h"
+#include "floor_setup.h"
 
 #define MAX_FDS 8192
 #define BUF_BYTES 16384
@@ -286,34 +285,13 @@ static void on_event(int fd, uint32_t what)
         pump(fd, hup, 0);
 }
 
-static int listen_on(int port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 4096) < 0)
-        return -1;
-    return fd;
-}
-
 int main(int argc, char **argv)
 {
-    char *end1 = NULL, *end2 = NULL;
-    long lport = argc == 3 ? strtol(argv[1], &end1, 10) : 0;
-    long bport = argc == 3 ? strtol(argv[2], &end2, 10) : 0;
-    if (argc != 3 || *end1 || *end2 || lport < 1 || lport > 65535 || bport < 1 || bport > 65535) {
-        fprintf(stderr, "usage: bench_floor_relay LISTEN_PORT BACKEND_PORT (both on 127.0.0.1)\n");
-        return 2;
-    }
-    backend = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)bport)};
-    backend.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-        rl.rlim_cur = rl.rlim_max < MAX_FDS ? rl.rlim_max : MAX_FDS;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    int lfd = listen_on((int)lport);
+    long lport;
+    int bad = floor_args(argc, argv, "bench_floor_relay", MAX_FDS, &lport, &backend);
+    if (bad)
+        return bad;
+    int lfd = floor_listen(lport, SOCK_NONBLOCK);
     ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event lev = {.events = EPOLLIN | EPOLLET, .data.fd = lfd};
     if (lfd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev) < 0) {

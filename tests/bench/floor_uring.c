@@ -27,7 +27,6 @@
  * waits), `coop` (COOP_TASKRUN), `plain` (none), `sqpoll` (a kernel thread
  * polls the submission queue: it spins on a CPU). Prints "listening on
  * 127.0.0.1:PORT" once it accepts; runs until killed. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <liburing.h>
 #include <netinet/in.h>
@@ -36,11 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "floor_http.h"
+#include "floor_setup.h"
 
 #define MAX_FDS 8192 /* fds fit 13 bits of user_data */
 #define BUF_BYTES 16384
@@ -371,17 +370,6 @@ static void rearm_starved(void)
     starved_n = 0;
 }
 
-static int listen_on(int port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 4096) < 0)
-        return -1;
-    return fd;
-}
-
 /* The ring, with FLOOR_URING_SETUP's flags (see the top), and its
  * provided buffers, all given to the kernel. Returns 0, or -errno. */
 static int ring_open(const char *setup)
@@ -417,20 +405,10 @@ static int ring_open(const char *setup)
 
 int main(int argc, char **argv)
 {
-    char *end1 = NULL, *end2 = NULL;
-    long lport = argc == 3 ? strtol(argv[1], &end1, 10) : 0;
-    long bport = argc == 3 ? strtol(argv[2], &end2, 10) : 0;
-    if (argc != 3 || *end1 || *end2 || lport < 1 || lport > 65535 || bport < 1 || bport > 65535) {
-        fprintf(stderr, "usage: bench_floor_uring LISTEN_PORT BACKEND_PORT (both on 127.0.0.1)\n");
-        return 2;
-    }
-    backend = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)bport)};
-    backend.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-        rl.rlim_cur = rl.rlim_max < MAX_FDS ? rl.rlim_max : MAX_FDS;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    long lport;
+    int bad = floor_args(argc, argv, "bench_floor_uring", MAX_FDS, &lport, &backend);
+    if (bad)
+        return bad;
     const char *setup = getenv("FLOOR_URING_SETUP") ? getenv("FLOOR_URING_SETUP") : "defer";
     int err = ring_open(setup);
     if (err < 0) {
@@ -440,7 +418,7 @@ int main(int argc, char **argv)
                 setup, strerror(-err));
         return 1;
     }
-    int lfd = listen_on((int)lport);
+    int lfd = floor_listen(lport, 0);
     if (lfd < 0) {
         fprintf(stderr,
                 "bench_floor_uring: cannot listen on 127.0.0.1:%ld: %s (pick a free port)\n", lport,
