@@ -12,13 +12,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import WebSocket from 'ws';
-import { wtproxyBin } from './lib/wtproxy.mjs';
 import { httpGet } from './lib/backends.mjs';
-import { git, makeWorktrees, startDaemon, cliEnv, cli, get, sanitizerClean } from './lib/registry.mjs';
+import { git, makeWorktrees, startDaemon, startRun, cli, get, sanitizerClean } from './lib/registry.mjs';
 import { python, pythonPath, diskFingerprint, tempDir } from './lib/whoami.mjs';
 import { runToExit } from './lib/conformance.mjs';
+
+const pythonEnv = { PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' };
 
 // The app, wrapped as conf/WHOAMI.md says: by the middleware itself
 // (install = 'wrap', the fingerprint taken at import) or through FastAPI's
@@ -63,29 +63,11 @@ function fastapiWorktree(t, install) {
 // `wtproxy run --front FRONT -- python3 -m uvicorn app:app --host
 // 127.0.0.1 --port {port}` in dir; resolves with the backend port once ready.
 async function runUvicorn(t, tmp, dir, front, uvicornArgs = []) {
-  const args = ['run', '--front', String(front), '--', python, '-m', 'uvicorn', 'app:app',
-    '--host', '127.0.0.1', '--port', '{port}', ...uvicornArgs];
-  const proc = spawn(wtproxyBin, args, {
-    cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...cliEnv(tmp), PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' },
+  const run = startRun(t, tmp, {
+    cwd: dir, front, readyMs: 30000, stopSignal: 'SIGTERM', env: pythonEnv,
+    command: [python, '-m', 'uvicorn', 'app:app', '--host', '127.0.0.1', '--port', '{port}', ...uvicornArgs],
   });
-  let out = '';
-  proc.stdout.on('data', (d) => { out += d; });
-  proc.stderr.on('data', (d) => { out += d; });
-  const exited = new Promise((r) => proc.on('exit', r));
-  t.after(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGTERM');
-    await exited; // it stops uvicorn and unregisters on the way out
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not ready in 30 s:\n${out}`)), 30000);
-    const check = () => {
-      const m = /is ready on 127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve({ port: Number(m[1]), output: () => out }); }
-    };
-    proc.stderr.on('data', check);
-    proc.on('exit', (c) => { clearTimeout(timer); reject(new Error(`wtproxy run exited ${c}:\n${out}`)); });
-  });
+  return { port: await run.ready, output: run.stderr };
 }
 
 // A text message through a WebSocket to the proxy, routed to worktree wt;

@@ -12,9 +12,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { wtproxyBin } from './lib/wtproxy.mjs';
-import { git, makeWorktrees, startDaemon, cliEnv, cli, get, sanitizerClean } from './lib/registry.mjs';
+import { git, makeWorktrees, startDaemon, startRun, cli, get, sanitizerClean } from './lib/registry.mjs';
 import { python, pythonPath, writeDjangoProject, startDjango } from './lib/whoami.mjs';
 
 // A repo whose main branch holds the Django project, and worktrees of it.
@@ -31,30 +29,17 @@ function djangoWorktrees(t, names) {
   return tmp;
 }
 
+const pythonEnv = { PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' };
+
 // `wtproxy run [runArgs] -- python3 manage.py runserver [--noreload]
 // 127.0.0.1:{port}` in worktree dir; resolves once ready.
 async function runDjango(t, tmp, dir, front, { runArgs = [], reload = false } = {}) {
-  const args = ['run', '--front', String(front), ...runArgs, '--', python, 'manage.py', 'runserver',
-    ...(reload ? [] : ['--noreload']), '127.0.0.1:{port}'];
-  const proc = spawn(wtproxyBin, args, {
-    cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...cliEnv(tmp), PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' },
+  const run = startRun(t, tmp, {
+    cwd: dir, front, runArgs, readyMs: 30000, stopSignal: 'SIGTERM', env: pythonEnv,
+    command: [python, 'manage.py', 'runserver', ...(reload ? [] : ['--noreload']), '127.0.0.1:{port}'],
   });
-  let out = '';
-  proc.stdout.on('data', (d) => { out += d; });
-  proc.stderr.on('data', (d) => { out += d; });
-  const exited = new Promise((r) => proc.on('exit', r));
-  t.after(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGTERM');
-    await exited; // it unregisters on the way out
-  });
-  await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not ready in 30 s:\n${out}`)), 30000);
-    const check = () => { if (/is ready on/.test(out)) { clearTimeout(timer); resolve(); } };
-    proc.stderr.on('data', check);
-    proc.on('exit', (c) => { clearTimeout(timer); reject(new Error(`wtproxy run exited ${c}:\n${out}`)); });
-  });
-  return { proc, output: () => out };
+  await run.ready;
+  return { proc: run.proc, output: run.stderr };
 }
 
 const hello = (px, wt) => get(px.port, { 'X-Wtproxy-Worktree': wt }, '/hello/');

@@ -84,13 +84,21 @@ export async function lsJson(tmp) {
 }
 
 // Start `wtproxy run --front FRONT -- node wt-server.mjs {port} SERVERARGS`
-// in cwd. Resolves at once with { proc, pid, stderr(), ready, exited }:
-// ready resolves with the backend port when the wrapper says "is ready",
-// exited with { code, signal }. detached: true makes the wrapper lead its
-// own process group, as Playwright starts its webServer.
-export function startRun(t, tmp, { cwd, front, serverArgs = [], runArgs = [], detached = false, env } = {}) {
+// (or -- COMMAND, a real dev server's argv with its {port}) in cwd.
+// Resolves at once with { proc, pid, stderr(), ready, exited }: ready
+// resolves with the backend port when the wrapper says "is ready" (within
+// readyMs), exited with { code, signal }. detached: true makes the wrapper
+// lead its own process group, as Playwright starts its webServer. At the
+// test's end the wrapper gets SIGKILL, or stopSignal and then the test
+// waits for its exit (a wrapper stopped so stops its server and
+// unregisters on the way out: what a Python server needs, which SIGKILL
+// would orphan).
+export function startRun(t, tmp, {
+  cwd, front, serverArgs = [], runArgs = [], detached = false, env, command, readyMs = 15000,
+  stopSignal,
+} = {}) {
   const args = ['run', ...(front ? ['--front', String(front)] : []), ...runArgs, '--',
-    process.execPath, wtServer, '{port}', ...serverArgs];
+    ...(command || [process.execPath, wtServer, '{port}', ...serverArgs])];
   const proc = spawn(wtproxyBin, args, {
     cwd, detached, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp, env) },
   });
@@ -99,7 +107,7 @@ export function startRun(t, tmp, { cwd, front, serverArgs = [], runArgs = [], de
   proc.stdout.on('data', (d) => { err += d; });
   const exited = new Promise((res) => proc.on('exit', (code, signal) => res({ code, signal })));
   const ready = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`wtproxy run not ready in 15 s:\n${err}`)), 15000);
+    const timer = setTimeout(() => reject(new Error(`wtproxy run not ready in ${readyMs / 1000} s:\n${err}`)), readyMs);
     proc.stderr.on('data', () => {
       const m = /is ready on 127\.0\.0\.1:(\d+)/.exec(err);
       if (m) { clearTimeout(timer); resolve(Number(m[1])); }
@@ -108,9 +116,11 @@ export function startRun(t, tmp, { cwd, front, serverArgs = [], runArgs = [], de
   });
   ready.catch(() => {});
   const handle = { proc, pid: proc.pid, ready, exited, stderr: () => err };
-  t.after(() => {
+  t.after(async () => {
     if (proc.exitCode !== null || proc.signalCode !== null) return;
-    try { detached ? process.kill(-proc.pid, 'SIGKILL') : proc.kill('SIGKILL'); } catch { /* gone */ }
+    const sig = stopSignal || 'SIGKILL';
+    try { detached ? process.kill(-proc.pid, sig) : proc.kill(sig); } catch { /* gone */ }
+    if (stopSignal) await exited;
   });
   return handle;
 }
