@@ -44,8 +44,10 @@ int cli_daemon_start_allowed(int no_autostart_flag);
 /* Send req (one JSON object) to the daemon and read its one-line reply.
  * When no daemon listens and start_daemon is set, start one first (saying
  * so on stderr). Returns 0 with *reply (a new reference; "ok" may be
- * false), or -1 with a message in err: no daemon (naming the command that
- * starts one), a timeout, or a reply that is not a JSON object. */
+ * false), CLI_NO_DAEMON with err naming the command that starts one (none
+ * listens, and none was started), or -1 with a message in err: a failed
+ * start, a timeout, a reply that is not a JSON object. */
+#define CLI_NO_DAEMON (-2)
 int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen);
 
 /* Whether one of a ping reply's listen addresses is on port front: 1 yes,

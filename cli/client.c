@@ -359,7 +359,7 @@ int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t er
     }
     if (rc == NOBODY) {
         no_daemon(path, err, errlen);
-        rc = -1;
+        rc = CLI_NO_DAEMON;
     }
     free(line);
     /* the daemon's warning is for whoever made the call (PROTOCOL.md) */

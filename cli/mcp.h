@@ -2,8 +2,9 @@
  * over stdio (conf/MCP.md). Inside cli/ only: mcp.c reads and writes the
  * lines, mcp_rpc.c answers each JSON-RPC 2.0 message, mcp_tools.c holds
  * the table of tools (name, arguments, schema, handler) and what they
- * share, mcp_read.c the tools that read, mcp_restart.c restart and
- * mcp_act.c the leases. */
+ * share, mcp_read.c the tools that read, mcp_restart.c restart,
+ * mcp_act.c the leases, mcp_daemon.c the daemon (who starts it) and
+ * mcp_front.c the fronts the session names. */
 #ifndef WTP_MCP_H
 #define WTP_MCP_H
 
@@ -33,7 +34,8 @@
 struct mcp {
     char worktree[PATH_MAX]; /* its worktree; "" when none (why_none says why) */
     char why_none[PATH_MAX + 256];
-    int front; /* the tools' front port from --front; 0: as the CLI picks it */
+    int front;             /* the tools' front port from --front; 0: as the CLI picks it */
+    long long started_pid; /* the daemon the current tool call started; 0: none */
 };
 
 /* mcp_rpc.c: the reply to one message (a line without its newline), a
@@ -64,9 +66,26 @@ json_t *mcp_fail(const char *code, const char *fmt, ...) __attribute__((format(p
  * may name no worktree but the session's. Returns NULL, or the failure. */
 json_t *mcp_scope(struct mcp *m, json_t *args, int acting, char *out, size_t outlen);
 
-/* Send req (consumed) to the daemon, starting none. Returns the reply (ok
- * or not), or NULL with *fail set (no daemon answers: how to start one). */
+/* mcp_daemon.c: send req (consumed) to the daemon, starting none: the
+ * read-only tools never start one (a look changes nothing). Returns the
+ * reply (ok or not), or NULL with *fail set (no daemon answers: how to
+ * start one). */
 json_t *mcp_ask(json_t *req, json_t **fail);
+
+/* The failure of cli_call's rc (< 0) with err: "no-daemon" (the command
+ * that starts one, and the restart tool, which does), or "daemon-failed"
+ * (it answered not as it should: err says what and names the fix). */
+json_t *mcp_daemon_fail(int rc, const char *err);
+
+/* For the tools that act (restart, claim and release on the embedded
+ * store): a daemon answers, started now when none did, as `wtproxy run`
+ * and `wtproxy claim` start it (not with WTPROXY_NO_AUTOSTART=1); the
+ * call's result then says so. Returns NULL, or the failure. */
+json_t *mcp_daemon_up(struct mcp *m);
+
+/* When the tool call that returned out (a result or a failure) started
+ * the daemon: say so in it ("daemon_started", and the failure's message). */
+void mcp_daemon_started(struct mcp *m, json_t *out);
 
 /* The daemon's reply to {"op": op, "worktree": wt} with the members of
  * args named in keys (NULL-terminated) when given; NULL with *fail: its
@@ -83,6 +102,15 @@ json_t *mcp_op_tool(struct mcp *m, json_t *args, int acting, const char *op,
 /* This machine's registrations of worktree (a new array), or NULL with
  * *fail set. */
 json_t *mcp_entries(const char *worktree, json_t **fail);
+
+/* mcp_front.c: the instructions initialize gives, into out: the URLs of
+ * the session's worktree's fronts (as the CLI picks them, every one),
+ * whether the daemon runs and listens there, what the tools do. */
+void mcp_instructions(const struct mcp *m, char *out, size_t len);
+
+/* The fronts of worktree wt as the servers tool shows them (a new array):
+ * [{"front", "url", "listening" (null: no daemon answers)[, "service"]}]. */
+json_t *mcp_fronts(const struct mcp *m, const char *wt);
 
 /* mcp_read.c: the last want lines of the file at path, reading at most
  * MCP_LOG_BYTES_MAX of its end, when the file is owner's: {"lines",

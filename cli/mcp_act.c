@@ -73,6 +73,27 @@ static json_t *other_session(void *pg, const char *code, const char *id, const c
     return fail;
 }
 
+/* The failure of a store that did not do what (claim, release) for id,
+ * and err, its own sentence (what happened and the fix: PostgreSQL's
+ * connect error names WTPROXY_REGISTRY, the daemon's its limit). */
+static json_t *store_failed(void *pg, const char *what, const char *id, const char *err)
+{
+    return mcp_fail("store-failed", "could not %s %s in %s: %s", what, id,
+                    pg ? "the PostgreSQL lease store" : "the daemon's embedded lease store", err);
+}
+
+/* Open the lease store into *pg (NULL: the daemon's embedded one, which
+ * needs a daemon: started when none answers, as `wtproxy claim` starts
+ * it). Returns NULL, or the failure of what (claim, release) for id. */
+static json_t *open_store(struct mcp *m, void **pg, const char *what, const char *id)
+{
+    char err[REG_LEASE_MESSAGE_MAX];
+    if (cli_lease_open(pg, err, sizeof err) < 0)
+        return mcp_fail("store-failed", "could not %s %s: the PostgreSQL lease store: %s", what, id,
+                        err);
+    return *pg ? NULL : mcp_daemon_up(m);
+}
+
 json_t *mcp_tool_claim(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX], err[REG_LEASE_MESSAGE_MAX];
@@ -80,14 +101,15 @@ json_t *mcp_tool_claim(struct mcp *m, json_t *args)
     long long ttl;
     void *pg = NULL;
     json_t *info = NULL, *fail = mcp_scope(m, args, 1, wt, sizeof wt);
-    if (fail || (fail = claimer(&c, args, wt, &ttl)))
+    if (fail || (fail = claimer(&c, args, wt, &ttl)) ||
+        (fail = open_store(m, &pg, "claim", c.id))) {
+        cli_lease_close(pg);
         return fail;
-    int r = cli_lease_open(&pg, err, sizeof err);
-    if (r == 0)
-        r = cli_lease_claim(pg, &c, ttl, &info, err, sizeof err);
+    }
+    int r = cli_lease_claim(pg, &c, ttl, &info, err, sizeof err);
     /* Another agent of this worktree holds it: wait for it, not kill it. */
     json_t *mate = r == 0 ? other_session(pg, "held", c.id, wt) : NULL;
-    json_t *out = r < 0    ? mcp_fail("store-failed", "cannot claim %s: %s", c.id, err)
+    json_t *out = r < 0    ? store_failed(pg, "claim", c.id, err)
                   : mate   ? mate
                   : r == 0 ? held("held", err, info)
                            : json_pack("{s:s, s:O, s:s, s:s}", "claimed", c.id, "lease", info,
@@ -110,21 +132,20 @@ json_t *mcp_tool_release(struct mcp *m, json_t *args)
     if (cli_lease_holder(&c, json_string_value(json_object_get(args, "resource")), wt, NULL, err,
                          sizeof err) < 0)
         return mcp_fail("bad-arguments", "%s", err);
-    int r = cli_lease_open(&pg, err, sizeof err);
-    if (r == 0 && (fail = other_session(pg, "held-by-another", c.id, c.worktree))) {
+    if ((fail = open_store(m, &pg, "release", c.id)) ||
+        (fail = other_session(pg, "held-by-another", c.id, c.worktree))) {
         cli_lease_close(pg);
         return fail;
     }
-    if (r == 0)
-        r = cli_lease_release(pg, c.id, c.worktree, 0, &holder, err, sizeof err);
-    cli_lease_close(pg);
-    json_t *out = r < 0    ? mcp_fail("store-failed", "cannot release %s: %s", c.id, err)
+    int r = cli_lease_release(pg, c.id, c.worktree, 0, &holder, err, sizeof err);
+    json_t *out = r < 0    ? store_failed(pg, "release", c.id, err)
                   : r > 0  ? json_pack("{s:s}", "released", c.id)
                   : holder ? held("held-by-another", err, holder)
                            : mcp_fail("not-held",
                                       "nobody holds %s (see the leases: wtproxy "
                                       "leases)",
                                       c.id);
+    cli_lease_close(pg);
     json_decref(holder);
     return out;
 }

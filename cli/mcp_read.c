@@ -46,8 +46,10 @@ json_t *mcp_tool_servers(struct mcp *m, json_t *args)
         return fail;
     json_t *out =
         json_pack("{s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers", entries);
-    if (out)
+    if (out) {
+        json_object_set_new(out, "fronts", mcp_fronts(m, wt));
         add_services(out, wt);
+    }
     return out;
 }
 
@@ -55,14 +57,11 @@ json_t *mcp_tool_servers(struct mcp *m, json_t *args)
  * picks it for the folder asked about (else the session's worktree): the
  * port its .wtproxy declares, else the one port the daemon listens on,
  * else 8000. A daemon on 18000 must not be judged on 8000. */
-static int why_front(const struct mcp *m, const char *folder)
+static int why_front(const struct mcp *m, const char *folder, json_t *ping)
 {
     if (m->front)
         return m->front;
-    json_t *ping = cli_ping(0);
-    int front = cli_default_front_in(folder ? folder : m->worktree[0] ? m->worktree : ".", ping);
-    json_decref(ping);
-    return front;
+    return cli_default_front_in(folder ? folder : m->worktree[0] ? m->worktree : ".", ping);
 }
 
 json_t *mcp_tool_why(struct mcp *m, json_t *args)
@@ -72,12 +71,16 @@ json_t *mcp_tool_why(struct mcp *m, json_t *args)
     char err[PATH_MAX + 256];
     if (pid && folder)
         return mcp_fail("bad-arguments", "give pid or folder, not both");
-    struct reg_table *t = cli_table(err, sizeof err);
-    if (!t)
-        return mcp_fail("no-daemon", "%s", err);
+    json_t *fail = NULL, *ping = mcp_ask(json_pack("{s:s}", "op", "ping"), &fail);
+    struct reg_table *t = ping ? cli_table(err, sizeof err) : NULL;
+    if (!t) {
+        json_decref(ping);
+        return fail ? fail : mcp_fail("daemon-failed", "%s", err);
+    }
     json_t *o = cli_why_json(pid ? (pid_t)json_integer_value(pid) : getpid(), folder,
-                             front ? (int)json_integer_value(front) : why_front(m, folder), t, err,
-                             sizeof err);
+                             front ? (int)json_integer_value(front) : why_front(m, folder, ping), t,
+                             err, sizeof err);
+    json_decref(ping);
     reg_table_free(t);
     return o ? o : mcp_fail("not-found", "%s", err);
 }

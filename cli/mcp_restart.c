@@ -259,7 +259,7 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
     char wt[PATH_MAX];
     long long asked_ms = host_wall_ms();
     json_t *fail = mcp_scope(m, args, 1, wt, sizeof wt);
-    if (fail)
+    if (fail || (fail = mcp_daemon_up(m))) /* up before it reads what the .wtproxy declares */
         return fail;
     /* Read first: a service the restart below finds dead is not "not running". */
     json_t *stopped = declared_stopped(wt, args);

@@ -20,12 +20,9 @@
 /* The protocol versions this server speaks, newest first. */
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
-static const char instructions[] =
-    "wtproxy routes localhost:8000 to the dev server of the caller's git worktree. These "
-    "tools act on this session's worktree: servers (what runs, and its state), why (where a "
-    "process's or a folder's requests go), refusals (what wtproxy refused lately), logs (a "
-    "server's last lines), restart (this worktree's server), claim and release (leases of "
-    "shared resources). Read-only tools take \"worktree\" to look at another worktree.";
+/* The instructions (mcp_instructions) name the worktree, its fronts and
+ * the daemon's state, as they are when the session starts. */
+#define INSTRUCTIONS_MAX (3 * PATH_MAX + 2048)
 
 json_t *mcp_rpc_error(json_t *id, int code, const char *message, const char *data)
 {
@@ -43,8 +40,9 @@ static json_t *result(json_t *id, json_t *res)
 
 /* initialize: the client's protocolVersion when we speak it, else our
  * newest (the client then decides whether to go on). */
-static json_t *initialize(json_t *id, json_t *params)
+static json_t *initialize(struct mcp *m, json_t *id, json_t *params)
 {
+    static char instructions[INSTRUCTIONS_MAX];
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
     if (!asked)
         return mcp_rpc_error(id, MCP_INVALID_PARAMS, "Invalid params",
@@ -54,6 +52,7 @@ static json_t *initialize(json_t *id, json_t *params)
     for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++)
         if (strcmp(asked, versions[i]) == 0)
             v = versions[i];
+    mcp_instructions(m, instructions, sizeof instructions);
     return result(id, json_pack("{s:s, s:{s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v,
                                 "capabilities", "tools", "serverInfo", "name", "wtproxy", "title",
                                 "wtproxy", "version", WTP_VERSION, "instructions", instructions));
@@ -78,7 +77,7 @@ static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
 static json_t *request(struct mcp *m, json_t *id, const char *method, json_t *params)
 {
     if (strcmp(method, "initialize") == 0)
-        return initialize(id, params);
+        return initialize(m, id, params);
     if (strcmp(method, "ping") == 0)
         return result(id, json_object());
     if (strcmp(method, "tools/list") == 0)

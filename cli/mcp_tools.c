@@ -223,8 +223,11 @@ json_t *mcp_tools_call(struct mcp *m, const char *name, json_t *args, int *code,
         json_decref(none);
         return NULL;
     }
+    m->started_pid = 0;
     json_t *out = t->run(m, args ? args : none);
     json_decref(none);
+    if (out && m->started_pid)
+        mcp_daemon_started(m, out);
     return call_result(out ? out : mcp_fail("internal", "out of memory"));
 }
 
@@ -281,19 +284,6 @@ json_t *mcp_scope(struct mcp *m, json_t *args, int acting, char *out, size_t out
     }
     snprintf(out, outlen, "%s", wt);
     return NULL;
-}
-
-json_t *mcp_ask(json_t *req, json_t **fail)
-{
-    char err[PATH_MAX + 256];
-    json_t *reply = NULL;
-    int r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
-    if (!req)
-        snprintf(err, sizeof err, "out of memory");
-    json_decref(req);
-    if (r < 0)
-        *fail = mcp_fail("no-daemon", "%s", err);
-    return r < 0 ? NULL : reply;
 }
 
 json_t *mcp_entries(const char *worktree, json_t **fail)

@@ -1,0 +1,97 @@
+/* mcp_daemon.c - `wtproxy mcp`'s tools and the daemon, by one rule: the
+ * tools that only read never start it (a look changes nothing) and, when
+ * none answers, say the command that starts one in the background, and
+ * the tool that does; the tools that act (restart, claim, release) start
+ * it when none answers, as `wtproxy run` and `wtproxy claim` do, unless
+ * WTPROXY_NO_AUTOSTART=1, and their result says they did. */
+#include "mcp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "registry.h"
+
+json_t *mcp_daemon_fail(int rc, const char *err)
+{
+    if (rc != CLI_NO_DAEMON)
+        return mcp_fail("daemon-failed", "%s", err);
+    /* An agent without a shell has a tool that starts one. */
+    return mcp_fail("no-daemon", "%s%s", err,
+                    cli_daemon_start_allowed(0)
+                        ? "; or call the restart tool, which starts one (and the servers this "
+                          "worktree's .wtproxy declares)"
+                        : "");
+}
+
+json_t *mcp_ask(json_t *req, json_t **fail)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply = NULL;
+    int r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
+    if (!req)
+        snprintf(err, sizeof err, "out of memory");
+    json_decref(req);
+    if (r < 0)
+        *fail = mcp_daemon_fail(r, err);
+    return r < 0 ? NULL : reply;
+}
+
+/* Where a daemon this session starts writes (client.c's spawn_daemon). */
+static void daemon_log(char *out, size_t len)
+{
+    char dir[PATH_MAX], err[PATH_MAX + 256];
+    if (reg_state_dir(dir, sizeof dir, err, sizeof err) < 0)
+        snprintf(out, len, "the state folder's daemon.log");
+    else
+        snprintf(out, len, "%s/daemon.log", dir);
+}
+
+json_t *mcp_daemon_up(struct mcp *m)
+{
+    char err[PATH_MAX + 256], log[PATH_MAX + 16];
+    json_t *reply = NULL, *req = json_pack("{s:s}", "op", "ping");
+    int r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
+    int may_start = cli_daemon_start_allowed(0);
+    if (r == CLI_NO_DAEMON && may_start && (r = cli_call(req, 1, &reply, err, sizeof err)) == 0)
+        m->started_pid = json_integer_value(json_object_get(reply, "pid"));
+    json_decref(req);
+    json_decref(reply);
+    if (r == 0)
+        return NULL;
+    if (!req)
+        return mcp_fail("internal", "out of memory");
+    if (r == CLI_NO_DAEMON) /* WTPROXY_NO_AUTOSTART=1: the user's choice, said */
+        return mcp_fail("no-daemon",
+                        "%s (this session starts none itself: WTPROXY_NO_AUTOSTART=1 in its "
+                        "environment)",
+                        err);
+    daemon_log(log, sizeof log);
+    return mcp_fail("no-daemon",
+                    "no daemon answered, and this tool could not start one: %s. Read why in "
+                    "its log (%s), fix it, then call this tool again",
+                    err, log);
+}
+
+void mcp_daemon_started(struct mcp *m, json_t *out)
+{
+    char log[PATH_MAX + 16], note[PATH_MAX + 256];
+    daemon_log(log, sizeof log);
+    snprintf(note, sizeof note,
+             "no daemon answered, so this call started one (pid %lld, in the background, as "
+             "wtproxy run does; its log: %s)",
+             m->started_pid, log);
+    json_object_set_new(out, "daemon_started", cli_json_text(note, strlen(note)));
+    const char *msg = json_string_value(json_object_get(out, "message"));
+    if (msg) { /* a failure's text is its message alone */
+        size_t len = strlen(msg) + strlen(note) + 4;
+        char *both = malloc(len);
+        if (both) {
+            snprintf(both, len, "%s\n(%s)", msg, note);
+            json_object_set_new(out, "message", cli_json_text(both, strlen(both)));
+        }
+        free(both);
+    }
+    m->started_pid = 0;
+}
