@@ -83,6 +83,11 @@ json_t *mcp_daemon_fail(int rc, const char *err);
  * call's result then says so. Returns NULL, or the failure. */
 json_t *mcp_daemon_up(struct mcp *m);
 
+/* The failure of a daemon older than this wtproxy, without op: the
+ * command that replaces it with this version, on its ports, in the
+ * background (a foreground `wtproxy serve` would hold the agent's shell). */
+json_t *mcp_unsupported(const char *op);
+
 /* When the tool call that returned out (a result or a failure) started
  * the daemon: say so in it ("daemon_started", and the failure's message). */
 void mcp_daemon_started(struct mcp *m, json_t *out);

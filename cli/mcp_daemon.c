@@ -6,6 +6,7 @@
  * WTPROXY_NO_AUTOSTART=1, and their result says they did. */
 #include "mcp.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,4 +95,44 @@ void mcp_daemon_started(struct mcp *m, json_t *out)
         free(both);
     }
     m->started_pid = 0;
+}
+
+/* The command that stops the daemon of ping and starts this version in
+ * its place, in the background, on the same ports and socket, into out. */
+static void replace_cmd(json_t *ping, char *out, size_t len)
+{
+    char path[PATH_MAX], err[PATH_MAX + 256], log[PATH_MAX + 16];
+    long long pid = json_integer_value(json_object_get(ping, "pid"));
+    size_t used, i;
+    json_t *a;
+    if (reg_control_path(path, sizeof path, err, sizeof err) < 0)
+        snprintf(path, sizeof path, "PATH");
+    daemon_log(log, sizeof log);
+    used = (size_t)snprintf(out, len,
+                            "kill %lld && tail --pid=%lld -f /dev/null; setsid -f wtproxy serve "
+                            "--control %s",
+                            pid, pid, path);
+    json_array_foreach(json_object_get(ping, "listen"), i, a) {
+        const char *l = json_string_value(a);
+        if (l && used < len)
+            used += (size_t)snprintf(out + used, len - used, " --listen %s", l);
+    }
+    if (used < len)
+        snprintf(out + used, len - used, " >>%s 2>&1", log);
+}
+
+json_t *mcp_unsupported(const char *op)
+{
+    char cmd[2 * PATH_MAX + 1024];
+    json_t *ping = cli_ping(0);
+    const char *v = json_string_value(json_object_get(ping, "version"));
+    replace_cmd(ping, cmd, sizeof cmd);
+    json_t *fail = mcp_fail("unsupported",
+                            "the daemon (pid %lld, version %s) has no op \"%s\": it is older "
+                            "than this wtproxy (%s). Replace it with this version, in the "
+                            "background: %s",
+                            json_integer_value(json_object_get(ping, "pid")), v ? v : "?", op,
+                            WTP_VERSION, cmd);
+    json_decref(ping);
+    return fail;
 }

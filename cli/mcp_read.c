@@ -97,7 +97,7 @@ static json_t *pick(json_t *entries, const char *wt, const char *service, json_t
                     json_t **fail)
 {
     json_t *found = NULL, *e;
-    char choices[1024] = "";
+    char choices[1024] = "", then[PATH_MAX + 256];
     size_t i, n = 0, len = 0;
     json_array_foreach(entries, i, e) {
         const char *sv = json_string_value(json_object_get(e, "service"));
@@ -113,15 +113,14 @@ static json_t *pick(json_t *entries, const char *wt, const char *service, json_t
     }
     if (n == 1)
         return found;
+    if (!n)
+        mcp_start_hint(wt, service, (int)json_integer_value(front), then, sizeof then);
     *fail = n ? mcp_fail("ambiguous",
                          "%s has %zu servers (%s): pick one with service or "
                          "front",
                          wt, n, choices)
-              : mcp_fail("not-found",
-                         "no server of %s%s%s is registered; start one there: "
-                         "cd %s && wtproxy run%s%s -- <server command with {port}>",
-                         wt, service ? " for service " : "", service ? service : "", wt,
-                         service ? " --service " : "", service ? service : "");
+              : mcp_fail("not-found", "no server of %s%s%s is registered; start one: %s", wt,
+                         service ? " for service " : "", service ? service : "", then);
     return NULL;
 }
 
@@ -254,7 +253,9 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args)
     if (e && !log)
         fail = mcp_fail("no-log",
                         "the server of %s on front :%d (pid %d: %s) has no log "
-                        "file wtproxy knows of: its output goes where it was started",
+                        "file wtproxy knows of: its output goes where it was started. A "
+                        "server started by wtproxy run has one (this one was registered "
+                        "otherwise)",
                         wt, (int)json_integer_value(json_object_get(e, "front")),
                         (int)json_integer_value(json_object_get(e, "pid")),
                         json_string_value(json_object_get(e, "command")));

@@ -266,8 +266,9 @@ json_t *mcp_scope(struct mcp *m, json_t *args, int acting, char *out, size_t out
     const char *want = json_string_value(json_object_get(args, "worktree"));
     struct host_worktree w;
     char err[PATH_MAX + 256], owners[2 * PATH_MAX];
-    if (!want && !m->worktree[0])
-        return mcp_fail("no-worktree", "%s", m->why_none);
+    if (!want && !m->worktree[0]) /* a look may name one; an act is this session's */
+        return mcp_fail("no-worktree", "%s%s", m->why_none,
+                        acting ? "" : "; or give this call worktree, a worktree's absolute path");
     if (want && host_worktree_of(want, &w, err, sizeof err) < 0)
         return mcp_fail("not-a-worktree",
                         "%s; give worktree as the absolute path of a git worktree (git worktree "
@@ -298,7 +299,9 @@ json_t *mcp_entries(const char *worktree, json_t **fail)
     }
     if (reply && !json_is_array(all)) {
         const char *msg = json_string_value(json_object_get(reply, "message"));
-        *fail = mcp_fail("daemon-refused", "the daemon did not list its servers: %s",
+        *fail = mcp_fail("daemon-refused",
+                         "the daemon did not list its servers: %s; see what it does: wtproxy "
+                         "doctor",
                          msg ? msg : "no entries in its answer");
         json_decref(mine);
         mine = NULL;
@@ -318,11 +321,7 @@ json_t *mcp_op(const char *op, const char *wt, json_t *args, const char *const *
         return reply;
     const char *error = json_string_value(json_object_get(reply, "error"));
     if (error && strcmp(error, "unknown-op") == 0) {
-        *fail = mcp_fail("unsupported",
-                         "this daemon has no op \"%s\" (it is older than this "
-                         "wtproxy): restart it with this version (stop it, then wtproxy "
-                         "serve)",
-                         op);
+        *fail = mcp_unsupported(op);
         json_decref(reply);
         return NULL;
     }
@@ -359,8 +358,10 @@ void mcp_start_hint(const char *wt, const char *service, int front, char *out, s
         snprintf(fr, sizeof fr, " --front %d", front);
     if (json_array_size(stopped))
         snprintf(out, len, "restart (it starts the server %s's .wtproxy declares)", wt);
-    else
-        snprintf(out, len, "cd %s && wtproxy run%s%s%s -- <server command with {port}>", wt, fr,
-                 service ? " --service " : "", service ? service : "");
+    else /* in the background: a wrapper in the foreground would hold the agent's shell */
+        snprintf(out, len,
+                 "cd %s && setsid -f wtproxy run%s%s%s -- <server command with {port}> "
+                 ">/dev/null 2>&1 (its output goes to its log: read it with logs)",
+                 wt, fr, service ? " --service " : "", service ? service : "");
     json_decref(stopped);
 }

@@ -129,7 +129,8 @@ test('servers, why, refusals and logs show an agent its worktree', async (t) => 
   assert.match(which.structuredContent.message, /has 2 servers .*service worker.*: pick one with service or front/);
   const none = await call(mcp, 'logs', { service: 'api' });
   assert.equal(none.structuredContent.error, 'not-found');
-  assert.match(none.structuredContent.message, /wtproxy run --service api -- /);
+  // how to start it without holding the agent's shell
+  assert.match(none.structuredContent.message, new RegExp(`^no server of ${tmp.wt.a} for service api is registered; start one: cd ${tmp.wt.a} && setsid -f wtproxy run --service api -- <server command with \\{port\\}> >/dev/null 2>&1 \\(its output goes to its log: read it with logs\\)$`));
 
   const end = await mcp.end();
   assert.equal(end.code, 0, mcp.stderr());

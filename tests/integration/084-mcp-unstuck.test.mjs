@@ -73,7 +73,7 @@ test('a server that crashed at start: logs shows why, restart says how to start 
   assert.ok(l.lines.includes('SyntaxError: invalid syntax'), JSON.stringify(l));
   assert.equal(path.dirname(l.log), path.join(tmp.root, 'state', 'wtproxy', 'servers'));
   assert.match(l.note, new RegExp(`^no server of ${tmp.wt.a} runs now: these are the last lines of its newest log, written \\d+s ago`));
-  assert.match(l.note, new RegExp(`then start it again: cd ${tmp.wt.a} && wtproxy run -- `));
+  assert.match(l.note, new RegExp(`then start it again: cd ${tmp.wt.a} && setsid -f wtproxy run -- .* >/dev/null 2>&1 `));
 
   const restart = await call(mcp, 'restart');
   assert.equal(restart.isError, true);
@@ -82,7 +82,7 @@ test('a server that crashed at start: logs shows why, restart says how to start 
   // A worktree that never had a server: how to start one, nothing more.
   fs.rmSync(path.join(tmp.root, 'state'), { recursive: true });
   const never = await call(mcp, 'restart');
-  assert.match(never.content[0].text, new RegExp(`Nothing to restart: start one there: cd ${tmp.wt.a} && wtproxy run -- <server command with \\{port\\}>$`));
+  assert.match(never.content[0].text, new RegExp(`Nothing to restart: start one there: cd ${tmp.wt.a} && setsid -f wtproxy run -- <server command with \\{port\\}> >/dev/null 2>&1 \\(its output goes to its log: read it with logs\\)$`));
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
 

@@ -1,0 +1,119 @@
+// 086: what `wtproxy mcp` tells an agent about its fronts and the daemon
+// is true, with real daemons and worktrees:
+// - the instructions (initialize) and the servers tool name the URLs of
+//   the session worktree's real fronts: each its .wtproxy declares, else
+//   the daemon's port, else 8000 with no daemon; and a front the daemon
+//   does not listen on is said, with the command that prints the fix;
+// - one rule for the daemon: the read-only tools never start one and say
+//   how (the command, and the tool that starts one); the acting tools
+//   (restart, claim, release) start one as `wtproxy run` and `wtproxy
+//   claim` do, and say so; with WTPROXY_NO_AUTOSTART=1 they say no
+//   daemon runs, and how to start one, never "store failed".
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  makeWorktrees, startDaemon, cliEnv, control, waitFor, pidAlive,
+} from './lib/registry.mjs';
+import { startMcp, initialize } from './lib/mcp.mjs';
+
+let ids = 1;
+const call = (mcp, name, args) => mcp.call(ids++, name, args);
+
+// A session in cwd with env; its handshake's instructions.
+async function session(t, cwd, env) {
+  const mcp = startMcp(t, { cwd, env });
+  const init = await initialize(mcp);
+  return { mcp, instructions: init.result.instructions };
+}
+
+test('the instructions and servers name the worktree\'s real fronts, and the ones the daemon does not listen on', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const env = cliEnv(tmp, { XDG_STATE_HOME: path.join(tmp.root, 'state') });
+  // No daemon, no .wtproxy: the default front, and that nothing answers yet.
+  const none = await session(t, tmp.wt.b, env);
+  assert.match(none.instructions, new RegExp(`^wtproxy routes http://localhost:8000/ to the dev server .*This session's worktree is ${tmp.wt.b}\\. No daemon runs now, so nothing answers there yet; the tools say how to start one\\.`));
+  assert.equal((await none.mcp.end()).code, 0, none.mcp.stderr());
+
+  const px = await startDaemon(t, tmp); // a port the kernel picked: never 8000
+  const api = px.port < 65535 ? px.port + 1 : px.port - 1; // not one the daemon listens on
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), [
+    '[service web]', 'start = node web.mjs {port}', `front = ${px.port}`, '',
+    '[service api]', 'start = node api.mjs {port}', `front = ${api}`, '',
+  ].join('\n'));
+  const a = await session(t, tmp.wt.a, env);
+  assert.match(a.instructions, new RegExp(`^wtproxy routes http://localhost:${px.port}/ \\(service web\\) and http://localhost:${api}/ \\(service api\\) to the dev server `));
+  assert.match(a.instructions, new RegExp(` The daemon does not listen on :${api}: requests there do not reach wtproxy; wtproxy doctor prints the fix\\. `));
+  assert.doesNotMatch(a.instructions, /8000/);
+  const s = (await call(a.mcp, 'servers')).structuredContent;
+  assert.deepEqual(s.fronts, [
+    { front: px.port, url: `http://localhost:${px.port}/`, listening: true, service: 'web' },
+    { front: api, url: `http://localhost:${api}/`, listening: false, service: 'api' },
+  ]);
+  assert.equal((await a.mcp.end()).code, 0, a.mcp.stderr());
+
+  // No .wtproxy: the one port the daemon listens on, as the CLI picks it.
+  const b = await session(t, tmp.wt.b, env);
+  assert.match(b.instructions, new RegExp(`^wtproxy routes http://localhost:${px.port}/ to the dev server `));
+  assert.doesNotMatch(b.instructions, /No daemon|does not listen/);
+  assert.deepEqual((await call(b.mcp, 'servers')).structuredContent.fronts,
+    [{ front: px.port, url: `http://localhost:${px.port}/`, listening: true }]);
+  assert.equal((await b.mcp.end()).code, 0, b.mcp.stderr());
+});
+
+test('with WTPROXY_NO_AUTOSTART=1 every tool says no daemon runs and the command that starts one', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const { mcp } = await session(t, tmp.wt.a, cliEnv(tmp, { XDG_STATE_HOME: path.join(tmp.root, 'state') }));
+  const start = `no daemon answers on ${tmp.control}; start one, in the background: setsid -f wtproxy serve --control ${tmp.control} >>\\S+/daemon\\.log 2>&1`;
+  for (const [tool, args] of [['servers'], ['why'], ['refusals'], ['logs']]) {
+    const r = await call(mcp, tool, args);
+    assert.equal(r.structuredContent.error, 'no-daemon', tool);
+    assert.match(r.content[0].text, new RegExp(`^${start}$`), tool);
+  }
+  for (const [tool, args] of [['restart'], ['claim', { resource: 'emulator-1' }], ['release', { resource: 'emulator-1' }]]) {
+    const r = await call(mcp, tool, args);
+    assert.equal(r.structuredContent.error, 'no-daemon', `${tool}: ${r.content[0].text}`);
+    assert.match(r.content[0].text, new RegExp(`^${start} \\(this session starts none itself: WTPROXY_NO_AUTOSTART=1 in its environment\\)$`), tool);
+  }
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+});
+
+test('read-only tools never start a daemon and name the tool that does; restart starts one and says so', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  // What an autostarted daemon reads: a kernel-picked port, this test's files.
+  const config = path.join(tmp.root, 'wtproxy.conf');
+  fs.writeFileSync(config, `listen = 127.0.0.1:0\nstate_file = ${tmp.state}\n`);
+  const state = path.join(tmp.root, 'state');
+  const env = { WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '', WTPROXY_CONFIG: config, XDG_STATE_HOME: state };
+  const { mcp } = await session(t, tmp.wt.a, env);
+  let pid = 0;
+  t.after(async () => { // the daemon a tool started, even when the test failed before its pid
+    if (!pid) pid = await control(tmp.control, { op: 'ping' }).then((p) => p.pid, () => 0);
+    if (pid && pidAlive(pid)) process.kill(pid, 'SIGKILL');
+  });
+
+  for (const tool of ['servers', 'why', 'refusals', 'logs']) {
+    const r = await call(mcp, tool);
+    assert.equal(r.structuredContent.error, 'no-daemon', tool);
+    assert.match(r.content[0].text, /2>&1; or call the restart tool, which starts one \(and the servers this worktree's \.wtproxy declares\)$/, tool);
+  }
+  assert.equal(fs.existsSync(tmp.control), false, 'no read-only tool started a daemon');
+
+  const r = await call(mcp, 'restart'); // nothing to restart here, but the daemon now runs
+  assert.equal(r.structuredContent.error, 'not-found', r.content[0].text);
+  const m = /\(no daemon answered, so this call started one \(pid (\d+), in the background, as wtproxy run does; its log: (\S+)\)\)$/.exec(r.content[0].text);
+  assert.ok(m, r.content[0].text);
+  pid = Number(m[1]);
+  assert.equal(m[2], path.join(state, 'wtproxy', 'daemon.log'));
+  assert.equal((await control(tmp.control, { op: 'ping' })).pid, pid);
+  assert.match(r.structuredContent.daemon_started, new RegExp(`^no daemon answered, so this call started one \\(pid ${pid}, `));
+  // how to start a server, without holding the agent's shell
+  assert.match(r.content[0].text, new RegExp(`Nothing to restart: start one there: cd ${tmp.wt.a} && setsid -f wtproxy run -- <server command with \\{port\\}> >/dev/null 2>&1 \\(its output goes to its log: read it with logs\\)\\n`));
+  const s = await call(mcp, 'servers');
+  assert.notEqual(s.isError, true, s.content[0].text);
+  assert.equal(s.structuredContent.daemon_started, undefined, 'said once, by the call that started it');
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+  process.kill(pid, 'SIGTERM');
+  await waitFor(() => !pidAlive(pid), 10000, 'the started daemon to stop');
+});
