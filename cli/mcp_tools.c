@@ -52,7 +52,8 @@ static const struct tool tools[] = {
      "This worktree's dev servers",
      "List the dev servers registered for this worktree (every front port), each with its "
      "state, the /__whoami gate's verdict, service, backend port, pid, command and log path; "
-     "and the services its .wtproxy declares, running or not, when the daemon knows them.",
+     "the services its .wtproxy declares, running or not, when the daemon knows them; and its "
+     "fronts: the URLs it is reached on, and whether the daemon listens there.",
      1,
      mcp_tool_servers,
      {ARG_WORKTREE(READ_WT)}},
@@ -94,7 +95,7 @@ static const struct tool tools[] = {
      "Restart this worktree's dev server (all of them, or one service or front port) and "
      "start those its .wtproxy declares that do not run; it returns once each is ready (30 s "
      "at most), or fails with the last log lines of one that exited. The fix for a stale "
-     "server (409). Another worktree's server is refused.",
+     "server (409). Starts the daemon when none runs. Another worktree's server is refused.",
      0,
      mcp_tool_restart,
      {ARG_SERVICE, ARG_FRONT, ARG_WORKTREE(ACT_WT)}},
@@ -102,7 +103,8 @@ static const struct tool tools[] = {
      "Lease a shared resource",
      "Lease a named resource (an emulator, a device, a database) for this worktree. With ttl "
      "(30s, 10m, 2h, 1d) it ends then; without, when this MCP session ends. A resource "
-     "another holds is refused, naming its holder.",
+     "another holds is refused, naming its holder. Starts the daemon when none runs (its "
+     "embedded store holds the leases, unless PostgreSQL does).",
      0,
      mcp_tool_claim,
      {{"resource", 's', 0, 0, 1, "the resource's name"},
