@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "registry.h"
@@ -49,9 +50,34 @@ static void daemon_log(char *out, size_t len)
         snprintf(out, len, "%s/daemon.log", dir);
 }
 
+/* The failure of a daemon this tool started that did not answer (err,
+ * client.c's sentence), with its log's last lines: its own words say why
+ * (a port another program holds, a bad config). */
+static json_t *start_failed(char *err)
+{
+    char log[PATH_MAX + 16], lines[8192] = "";
+    daemon_log(log, sizeof log);
+    /* client.c's sentence points at the log's end it printed on stderr,
+     * which an agent does not see: the lines follow here instead. */
+    char *cut = strstr(err, "; its log ");
+    if (cut)
+        *cut = '\0';
+    json_t *tail = mcp_log_tail(log, getuid(), MCP_RESTART_LOG_LINES), *l;
+    size_t i, n = 0;
+    json_array_foreach(json_object_get(tail, "lines"), i, l) {
+        int w = snprintf(lines + n, sizeof lines - n, "\n  %.1000s", json_string_value(l));
+        n = w > 0 && (size_t)w < sizeof lines - n ? n + (size_t)w : n;
+    }
+    json_decref(tail);
+    return mcp_fail("no-daemon",
+                    "no daemon answered, and this tool could not start one: %s. Its log, %s, "
+                    "ends with:%s\nFix what it says, then call this tool again",
+                    err, log, lines[0] ? lines : " (nothing)");
+}
+
 json_t *mcp_daemon_up(struct mcp *m)
 {
-    char err[PATH_MAX + 256], log[PATH_MAX + 16];
+    char err[PATH_MAX + 256];
     json_t *reply = NULL, *req = json_pack("{s:s}", "op", "ping");
     int r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
     int may_start = cli_daemon_start_allowed(0);
@@ -68,11 +94,7 @@ json_t *mcp_daemon_up(struct mcp *m)
                         "%s (this session starts none itself: WTPROXY_NO_AUTOSTART=1 in its "
                         "environment)",
                         err);
-    daemon_log(log, sizeof log);
-    return mcp_fail("no-daemon",
-                    "no daemon answered, and this tool could not start one: %s. Read why in "
-                    "its log (%s), fix it, then call this tool again",
-                    err, log);
+    return start_failed(err);
 }
 
 void mcp_daemon_started(struct mcp *m, json_t *out)

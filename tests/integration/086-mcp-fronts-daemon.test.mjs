@@ -8,10 +8,16 @@
 //   how (the command, and the tool that starts one); the acting tools
 //   (restart, claim, release) start one as `wtproxy run` and `wtproxy
 //   claim` do, and say so; with WTPROXY_NO_AUTOSTART=1 they say no
-//   daemon runs, and how to start one, never "store failed".
+//   daemon runs, and how to start one, never "store failed"; a daemon
+//   they could not start is said with its log's last lines (a port
+//   another program holds);
+// - a PostgreSQL lease store that is down is store-failed, naming it and
+//   the fix; a daemon that holds its socket but does not answer is
+//   daemon-failed, naming wtproxy doctor.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import {
   makeWorktrees, startDaemon, cliEnv, control, waitFor, pidAlive,
@@ -116,4 +122,50 @@ test('read-only tools never start a daemon and name the tool that does; restart 
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
   process.kill(pid, 'SIGTERM');
   await waitFor(() => !pidAlive(pid), 10000, 'the started daemon to stop');
+});
+
+test('an acting tool that cannot start the daemon says why, from the daemon\'s log', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  // Another program holds the port the daemon is configured to listen on.
+  const holder = net.createServer();
+  await new Promise((r) => holder.listen(0, '127.0.0.1', r));
+  t.after(() => holder.close());
+  const port = holder.address().port;
+  const config = path.join(tmp.root, 'wtproxy.conf');
+  fs.writeFileSync(config, `listen = 127.0.0.1:${port}\nstate_file = ${tmp.state}\n`);
+  const env = { WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '', WTPROXY_CONFIG: config, XDG_STATE_HOME: path.join(tmp.root, 'state') };
+  const { mcp } = await session(t, tmp.wt.a, env);
+  const r = await call(mcp, 'restart');
+  assert.equal(r.structuredContent.error, 'no-daemon', r.content[0].text);
+  assert.match(r.content[0].text, new RegExp(`^no daemon answered, and this tool could not start one: the daemon exited \\(status \\d+\\) before answering on ${tmp.control}\\. ` +
+    `Its log, \\S+/daemon\\.log, ends with:\\n(.|\\n)*port ${port} on 127\\.0\\.0\\.1 is already in use by pid ${process.pid} .*stop it with \`kill ${process.pid}\`, or serve another port: wtproxy serve --listen \\d+\\n` +
+    'Fix what it says, then call this tool again$'));
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+});
+
+test('claim on a PostgreSQL store that is down: store-failed, naming the store and the fix', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const s = net.createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const port = s.address().port;
+  await new Promise((r) => s.close(r)); // nothing listens there now
+  const { mcp } = await session(t, tmp.wt.a, cliEnv(tmp, { WTPROXY_REGISTRY: `postgresql://wt@127.0.0.1:${port}/wtproxy` }));
+  const r = await call(mcp, 'claim', { resource: 'emu', ttl: '1m' });
+  assert.equal(r.structuredContent.error, 'store-failed');
+  assert.match(r.content[0].text, new RegExp(`^could not claim emu: the PostgreSQL lease store: the registry at host 127\\.0\\.0\\.1 port ${port} .* cannot be reached: .*; start it or fix WTPROXY_REGISTRY / \`registry =\`; to go on without it .*: WTPROXY_REGISTRY_OPTIONAL=1$`));
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+});
+
+test('a daemon that does not answer is daemon-failed, naming doctor, not "no daemon"', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  await startDaemon(t, tmp);
+  const { mcp } = await session(t, tmp.wt.a, cliEnv(tmp));
+  const pid = (await control(tmp.control, { op: 'ping' })).pid;
+  process.kill(pid, 'SIGSTOP'); // it holds its socket but answers nothing
+  t.after(() => { try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ } });
+  const r = await call(mcp, 'servers');
+  process.kill(pid, 'SIGCONT');
+  assert.equal(r.structuredContent.error, 'daemon-failed', r.content[0].text);
+  assert.match(r.content[0].text, /^the daemon did not answer within 10 s: .*; see what it does: wtproxy doctor$/);
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
