@@ -68,14 +68,9 @@ json_t *mcp_scope(struct mcp *m, json_t *args, int acting, char *out, size_t out
 
 /* mcp_daemon.c: send req (consumed) to the daemon, starting none: the
  * read-only tools never start one (a look changes nothing). Returns the
- * reply (ok or not), or NULL with *fail set (no daemon answers: how to
- * start one). */
+ * reply (ok or not), or NULL with *fail set: "no-daemon" (how to start
+ * one), or "daemon-failed" (it answered not as it should). */
 json_t *mcp_ask(json_t *req, json_t **fail);
-
-/* The failure of cli_call's rc (< 0) with err: "no-daemon" (the command
- * that starts one, and the restart tool, which does), or "daemon-failed"
- * (it answered not as it should: err says what and names the fix). */
-json_t *mcp_daemon_fail(int rc, const char *err);
 
 /* For the tools that act (restart, claim and release on the embedded
  * store): a daemon answers, started now when none did, as `wtproxy run`

@@ -15,7 +15,10 @@
 #include "cli.h"
 #include "registry.h"
 
-json_t *mcp_daemon_fail(int rc, const char *err)
+/* The failure of cli_call's rc (< 0) with err: "no-daemon" (the command
+ * that starts one, and the tool that does), or "daemon-failed" (it
+ * answered, but not as it should: err says what, and names the fix). */
+static json_t *daemon_fail(int rc, const char *err)
 {
     if (rc != CLI_NO_DAEMON)
         return mcp_fail("daemon-failed", "%s", err);
@@ -31,12 +34,14 @@ json_t *mcp_ask(json_t *req, json_t **fail)
 {
     char err[PATH_MAX + 256];
     json_t *reply = NULL;
-    int r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;
-    if (!req)
-        snprintf(err, sizeof err, "out of memory");
+    if (!req) {
+        *fail = mcp_fail("internal", "out of memory");
+        return NULL;
+    }
+    int r = cli_call(req, 0, &reply, err, sizeof err);
     json_decref(req);
     if (r < 0)
-        *fail = mcp_daemon_fail(r, err);
+        *fail = daemon_fail(r, err);
     return r < 0 ? NULL : reply;
 }
 
