@@ -114,7 +114,8 @@ static const struct tool tools[] = {
     {"release",
      "Release a lease",
      "Release this worktree's lease of a resource. A lease another live process of this "
-     "worktree holds (another agent's session) is refused, naming it.",
+     "worktree holds (another agent's session) is refused, naming it. Starts the daemon as "
+     "claim does.",
      0,
      mcp_tool_release,
      {{"resource", 's', 0, 0, 1, "the resource's name"}, ARG_WORKTREE(ACT_WT)}},
