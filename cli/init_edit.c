@@ -132,7 +132,7 @@ static void services_text(struct init_plan *p, struct init_text *t)
         if (!sv->port || !sv->command[0] || strstr(sv->command, "{port}")) {
             init_note(p,
                       "%s: webServer entry %d has no literal command and url port; declare "
-                      "it in .wtproxy by hand as a [service NAME] (conf/wtproxy-file.example)",
+                      "it in .wtproxy by hand as a [service NAME] (wtproxy help wtproxy-file)",
                       pw->file, i + 1);
             continue;
         }
@@ -395,7 +395,7 @@ int init_plan_make(struct init_plan *p)
     if (init_plan_python(p) < 0)
         return -1;
     if (is_node(p->app.kind))
-        init_note(p, "Node: add the /__whoami middleware by hand (conf/WHOAMI.md): `import { "
+        init_note(p, "Node: add the /__whoami middleware by hand (wtproxy help whoami): `import { "
                      "whoami } from 'wtproxy-whoami'` (Vite: `wtproxyWhoami` from "
                      "'wtproxy-whoami/vite'); without it wtproxy refuses the server");
     if (p->app.kind == CLI_APP_EXPRESS || p->app.kind == CLI_APP_NODE)

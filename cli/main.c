@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "config.h"
 #include "server.h"
+#include "topics.h"
 #include "usage.h"
 
 /* `wtproxy serve`: the daemon (proxy/server.c), whose flags and help come
@@ -126,9 +127,14 @@ static void usage(FILE *f)
           "options:\n"
           "  -h, --help     this help\n"
           "  help CMD       the help of CMD (as wtproxy CMD --help)\n"
+          "  help TOPIC     a guide (below)\n"
           "  help --list    the commands' names, one a line\n"
-          "  --version      print the version\n",
+          "  help --topics  the guides' names, one a line\n"
+          "  --version      print the version\n"
+          "\n"
+          "guides:\n",
           f);
+    cli_topics_list(f, 1);
 }
 
 /* The help of c: its usage, then its exit statuses. */
@@ -152,8 +158,19 @@ static int unknown(const char *name)
     return 2;
 }
 
-/* `wtproxy help [CMD | --list]`: the overview, CMD's help, or the command
- * names one per line (for scripts and tests that walk the table). */
+/* `wtproxy help NAME` for no command and no guide: both lists. */
+static int unknown_help(const char *name)
+{
+    unknown(name);
+    fputs("and the guides (wtproxy help TOPIC):\n", stderr);
+    cli_topics_list(stderr, 1);
+    return 2;
+}
+
+/* `wtproxy help [CMD | TOPIC | --list | --topics]`: the overview, CMD's
+ * help, a guide (topics.c), or the command or guide names one per line
+ * (for scripts and tests that walk the table; doc/ makes a manual of each
+ * command --list names). */
 static int help(int argc, char **argv)
 {
     if (argc < 3) {
@@ -161,7 +178,7 @@ static int help(int argc, char **argv)
         return 0;
     }
     if (argc > 3) {
-        fprintf(stderr, "wtproxy help: give one command (see wtproxy --help)\n");
+        fprintf(stderr, "wtproxy help: give one command or guide (see wtproxy --help)\n");
         return 2;
     }
     if (strcmp(argv[2], "--list") == 0) {
@@ -169,10 +186,15 @@ static int help(int argc, char **argv)
             printf("%s\n", commands[i].name);
         return 0;
     }
+    if (strcmp(argv[2], "--topics") == 0) {
+        cli_topics_list(stdout, 0);
+        return 0;
+    }
     const struct command *c = find(argv[2]);
-    if (!c)
-        return unknown(argv[2]);
-    help_of(c, stdout);
+    if (c)
+        help_of(c, stdout);
+    else if (cli_topic_print(argv[2], stdout) < 0)
+        return unknown_help(argv[2]);
     return 0;
 }
 

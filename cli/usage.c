@@ -62,7 +62,7 @@ const char cli_usage_ls[] =
     "MACHINE column (only this machine's route here). A SERVICE column when\n"
     "some server is a named `.wtproxy` service (wtproxy run --service).\n"
     "\n"
-    "  --json    the entries as the daemon has them (PROTOCOL.md)\n";
+    "  --json    the entries as the daemon has them (wtproxy help control-protocol)\n";
 
 const char cli_usage_dashboard[] =
     "usage: wtproxy dashboard [--no-autostart]\n"
@@ -86,9 +86,9 @@ const char cli_usage_why[] =
 const char cli_usage_fingerprint[] =
     "usage: wtproxy fingerprint [DIR] [--include GLOB]... [--exclude GLOB]... [--no-exclude]\n"
     "                           [--json | --list]\n\n"
-    "The code fingerprint (wtproxy-fp-v1, whoami/PROTOCOL.md) of the files below DIR\n"
-    "(default .) that match an --include and no --exclude: what a dev server with the\n"
-    "wtproxy_whoami middleware reports in /__whoami when it starts.\n"
+    "The code fingerprint (wtproxy-fp-v1; wtproxy help whoami-protocol) of the files\n"
+    "below DIR (default .) that match an --include and no --exclude: what a dev\n"
+    "server with the wtproxy_whoami middleware reports in /__whoami when it starts.\n"
     "  --include GLOB  select paths matching GLOB; repeatable; replaces the default\n"
     "                  **/*.py\n"
     "  --exclude GLOB  leave out paths matching GLOB; repeatable; replaces the defaults\n"
@@ -238,7 +238,7 @@ const char cli_usage_mcp[] =
     "restart (this worktree's server), claim and release (leases). Every call\n"
     "is about this worktree; the read-only ones may name another, the others\n"
     "refuse another worktree's servers. Ends at EOF on stdin. How to register\n"
-    "it with Claude Code, Codex, Gemini CLI and Cursor: conf/MCP.md.\n"
+    "it with Claude Code, Codex, Gemini CLI and Cursor: wtproxy help mcp-setup.\n"
     "\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --front PORT      the tools' default proxy port (default: the worktree's .wtproxy\n"

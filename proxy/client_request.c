@@ -300,7 +300,7 @@ static void log_dropped(struct proxy_client *c, const struct http_field *odd)
     what[n] = '\0';
     conn_log(c, what,
              "dropped header %.*s of %s from %s: read with '-' for '_' it is a framing or "
-             "forwarding field to some backends (proxy/RELAY.md)",
+             "forwarding field to some backends (wtproxy help relay)",
              (int)(odd->nlen < 64 ? odd->nlen : 64), odd->name, c->path, c->ip);
 }
 

@@ -99,7 +99,7 @@ int proxy_config_from_args(struct proxy_config *c, int argc, char **argv, char *
         /* Where the fix goes: the variable, or the flag (a bad line names its own). */
         const char *fix = from_env ? "; $WTPROXY_CONFIG names it: fix or unset WTPROXY_CONFIG"
                           : access(config, R_OK) < 0
-                              ? "; give --config a readable file (conf/wtproxy.conf "
+                              ? "; give --config a readable file (wtproxy help config "
                                 "shows every key)"
                               : "";
         snprintf(err, errlen, "%s%s", msg, fix);

@@ -244,7 +244,7 @@ static void serve(struct proxy_client *c)
     else
         respond_text(c, "404 Not Found", NULL,
                      "wtproxy: no such dashboard page; the dashboard is at /__wtproxy/ and its "
-                     "API is described in proxy/DASHBOARD.md\n");
+                     "API is described by wtproxy help dashboard-api\n");
 }
 
 /* The stream cannot start: too many are open, or memory ran out. */

@@ -128,12 +128,12 @@ static const struct error_kind kinds[] = {
          "The dev server does not answer GET /__whoami, so wtproxy cannot tell which "
          "checkout and which code it serves.",
          "Restart the server if it started before its whoami middleware was added; else add "
-         "it (conf/WHOAMI.md) and restart it (the commands are below); or run wtproxy serve "
+         "it (wtproxy help whoami) and restart it (the commands are below); or run wtproxy serve "
          "--trust-registry."},
     [PE_WHOAMI_INVALID] =
         {502, "Bad Gateway", "whoami-invalid",
          "The dev server's answer to GET /__whoami is not one wtproxy can use.",
-         "Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it if it hangs."},
+         "Fix the server's /__whoami (wtproxy help whoami-protocol), or restart it if it hangs."},
 };
 
 int error_page_status(enum proxy_error e)

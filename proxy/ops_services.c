@@ -28,7 +28,7 @@ static json_t *services_reply(struct proxy_server *s, const char *worktree, int 
     if (!d)
         return reg_fail("not-declared",
                         "%s has no .wtproxy: add one "
-                        "(conf/wtproxy-file.example) to declare its servers",
+                        "(wtproxy help wtproxy-file) to declare its servers",
                         worktree);
     const char *err = json_string_value(json_object_get(d, "error"));
     json_t *out = err ? json_pack("{s:b, s:s, s:O, s:s}", "ok", 0, "error", "bad-wtproxy-file",

@@ -24,7 +24,7 @@
 /* The cure named in every refusal of an inherited fd. */
 #define SD_FIX                                                                                     \
     "the socket unit needs ListenStream=ADDR:PORT lines (TCP), at most one "                       \
-    "ListenStream=%t/wtproxy/control.sock and Accept=no (see conf/systemd/README.md); to start "   \
+    "ListenStream=%t/wtproxy/control.sock and Accept=no (wtproxy help systemd); to start "         \
     "without activation, unset LISTEN_PID LISTEN_FDS LISTEN_FDNAMES"
 
 /* Digits only, no sign or space, at most max. Returns 0, or -1. */

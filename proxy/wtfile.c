@@ -155,7 +155,7 @@ static int key(struct parse *p, char *l, int line)
     } else {
         return fail(p, line,
                     "bad or unknown `%.64s` (keys: start, front, idle_stop, ready, "
-                    "after; conf/wtproxy-file.example shows each)",
+                    "after; wtproxy help wtproxy-file shows each)",
                     k);
     }
     return 0;

@@ -209,5 +209,6 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
     json_t *r = rs->ext ? rs->ext(rs->ext_arg, uid, op, req, peer) : NULL;
     if (r == reg_server_later())
         return NULL; /* the layer above answers through reg_server_reply */
-    return r ? r : reg_fail("unknown-op", "unknown op \"%s\" (see registry/PROTOCOL.md)", op);
+    return r ? r
+             : reg_fail("unknown-op", "unknown op \"%s\" (see wtproxy help control-protocol)", op);
 }

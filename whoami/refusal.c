@@ -152,7 +152,14 @@ static int runs_one_of(const char *command, const char *const *words)
     return 0;
 }
 
-/* The middleware line for the server t's command starts (conf/WHOAMI.md):
+/* Where a Python server finds wtproxy_whoami: an installed wtproxy put it
+ * where Debian's python3 looks (whoami/meson.build); `wtproxy help whoami`
+ * names that folder, or the checkout's whoami/python. */
+#define PY_WHERE                                                                                   \
+    "wtproxy installed it where /usr/bin/python3 finds it; for another python3, put the "          \
+    "folder wtproxy help whoami names on PYTHONPATH"
+
+/* The middleware line for the server t's command starts (wtproxy help whoami):
  * a Vite, a Node or a Python server's; both when the command does not say. */
 static const char *middleware_hint(const struct whoami_target *t)
 {
@@ -166,27 +173,27 @@ static const char *middleware_hint(const struct whoami_target *t)
     const char *cmd = t->command ? t->command : "";
     if (runs_one_of(cmd, vite))
         return "add the Vite plugin: in vite.config.js, import { wtproxyWhoami } from "
-               "'wtproxy-whoami/vite' and list wtproxyWhoami() in plugins (conf/WHOAMI.md)";
+               "'wtproxy-whoami/vite' and list wtproxyWhoami() in plugins (wtproxy help whoami)";
     if (runs_one_of(cmd, node))
         return "add the Node middleware first: import { whoami } from 'wtproxy-whoami'; "
-               "app.use(whoami()) (Express, Connect or node:http; conf/WHOAMI.md)";
+               "app.use(whoami()) (Express, Connect or node:http; wtproxy help whoami)";
     if (runs_one_of(cmd, runner))
         return "add the Node middleware first (import { whoami } from 'wtproxy-whoami'; "
                "app.use(whoami())) or, for a Vite dev server, the Vite plugin (wtproxyWhoami() "
-               "from 'wtproxy-whoami/vite' in vite.config.js's plugins; conf/WHOAMI.md)";
+               "from 'wtproxy-whoami/vite' in vite.config.js's plugins; wtproxy help whoami)";
     if (runs_one_of(cmd, django))
         return "add 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
-               "whoami/python on PYTHONPATH (conf/WHOAMI.md)";
+               "wtproxy_whoami importable (" PY_WHERE ")";
     if (runs_one_of(cmd, asgi))
         return "wrap the ASGI app at the end of the module it loads: app = "
-               "WhoamiASGIMiddleware(app), from wtproxy_whoami.asgi, with whoami/python on "
-               "PYTHONPATH (conf/WHOAMI.md)";
+               "WhoamiASGIMiddleware(app), from wtproxy_whoami.asgi, with "
+               "wtproxy_whoami importable (" PY_WHERE ")";
     if (runs_one_of(cmd, python))
         return "wrap the WSGI app: WhoamiWSGIMiddleware from wtproxy_whoami.wsgi, with "
-               "whoami/python on PYTHONPATH (conf/WHOAMI.md)";
+               "wtproxy_whoami importable (" PY_WHERE ")";
     return "add the whoami middleware (Node: app.use(whoami()) from 'wtproxy-whoami'; "
            "Vite: its plugin wtproxyWhoami() from 'wtproxy-whoami/vite'; Django: "
-           "'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE; conf/WHOAMI.md)";
+           "'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE; wtproxy help whoami)";
 }
 
 /* How to restart t so that it loads a middleware added since it started:
@@ -225,8 +232,8 @@ void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, 
 {
     snprintf(out, outlen,
              "%s (the server of %s, pid %d) answered GET /__whoami with something wtproxy "
-             "cannot use: %s. Fix the server's /__whoami (whoami/PROTOCOL.md), or restart it "
-             "if it hangs",
+             "cannot use: %s. Fix the server's /__whoami (wtproxy help whoami-protocol), or "
+             "restart it if it hangs",
              t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid, problem);
 }
 

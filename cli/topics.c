@@ -1,0 +1,126 @@
+/* topics.c - the guides `wtproxy help TOPIC` prints: the repository's
+ * documents a user acts on (the .wtproxy format, the config file, the
+ * /__whoami middleware...), built into the binary (topics_embed.py, from
+ * the files cli/meson.build names). A message points at a topic, never at
+ * a file of the repository: an installed wtproxy has no checkout, and a
+ * topic prints the same text in both (tests/pointers.py checks every
+ * `wtproxy help NAME` a string of ours names). */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "topics.h"
+#include "topics_text.h"
+#include "wtp_paths.h"
+
+struct topic {
+    const char *name;
+    const char *summary; /* its line in `wtproxy help --topics` */
+    const char *text;
+};
+
+/* clang-format off */
+static const struct topic topics[] = {
+    {"wtproxy-file", "the .wtproxy file: how a worktree's dev servers are started", topic_wtproxy_file},
+    {"config", "the daemon's config file (--config): every key, explained", topic_config},
+    {"whoami", "the /__whoami middleware (Django, WSGI, ASGI, Node, Vite)", topic_whoami},
+    {"whoami-protocol", "the /__whoami answer and fingerprint, for any other server", topic_whoami_protocol},
+    {"playwright", "Playwright and e2e tests through wtproxy; logs, idle stop", topic_playwright},
+    {"django-tests", "Django and pytest-django with this worktree's own databases", topic_django_tests},
+    {"node-db-tests", "Node test suites with a migrated template database each", topic_node_db_tests},
+    {"adopting", "adopting wtproxy in an app: wtproxy init and wtproxy doctor", topic_adopting},
+    {"mcp-setup", "wtproxy mcp in Claude Code, Codex, Gemini CLI and Cursor", topic_mcp_setup},
+    {"systemd", "the systemd user units: the daemon started on first connect", topic_systemd},
+    {"relay", "what the relay forwards, drops and refuses; the daemon's log", topic_relay},
+    {"control-protocol", "the control socket's JSON lines, op by op", topic_control_protocol},
+    {"dashboard-api", "the dashboard's JSON API and event stream", topic_dashboard_api},
+};
+/* clang-format on */
+
+#define NTOPICS (sizeof topics / sizeof topics[0])
+
+static const struct topic *find(const char *name)
+{
+    for (size_t i = 0; i < NTOPICS; i++)
+        if (strcmp(topics[i].name, name) == 0)
+            return &topics[i];
+    return NULL;
+}
+
+int cli_topic_exists(const char *name)
+{
+    return find(name) != NULL;
+}
+
+void cli_topics_list(FILE *f, int with_summaries)
+{
+    for (size_t i = 0; i < NTOPICS; i++)
+        if (with_summaries)
+            fprintf(f, "  %-17s %s\n", topics[i].name, topics[i].summary);
+        else
+            fprintf(f, "%s\n", topics[i].name);
+}
+
+/* What was put before the install prefix when this binary was installed
+ * (a DESTDIR: a package's staging folder), into root; "" when it runs
+ * where it was installed. -1 when it runs from a build folder. */
+static int install_root(char *root, size_t len)
+{
+    static const char installed[] = WTP_BINDIR "/wtproxy";
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n < 0)
+        return -1;
+    exe[n] = '\0';
+    size_t tail = strlen(installed);
+    if ((size_t)n < tail || strcmp(exe + n - tail, installed) != 0)
+        return -1;
+    snprintf(root, len, "%.*s", (int)((size_t)n - tail), exe);
+    return 0;
+}
+
+static int exists(const char *root, const char *dir, const char *file)
+{
+    char path[8192];
+    struct stat st;
+    snprintf(path, sizeof path, "%s%s/%s", root, dir, file);
+    return stat(path, &st) == 0;
+}
+
+/* Where the middleware a dev server loads is, for this wtproxy: the
+ * folders its install put them in (what a refusal's "wtproxy help whoami"
+ * is asked for), or, run from a build folder, the checkout's. */
+static void whoami_where(FILE *f)
+{
+    char root[4096];
+    if (install_root(root, sizeof root) < 0) {
+        fputs("Where the packages are: this wtproxy runs from a build folder, not installed.\n"
+              "In its checkout the Python package is whoami/python\n"
+              "(PYTHONPATH=CHECKOUT/whoami/python) and the Node package whoami/node;\n"
+              "`meson install` or the Debian package installs both (below).\n\n",
+              f);
+        return;
+    }
+    int py = exists(root, WTP_PYTHON_DIR, "wtproxy_whoami/__init__.py");
+    int js = exists(root, WTP_NODE_DIR, "package.json");
+    fprintf(f,
+            "Where this wtproxy installed the packages:\n"
+            "  Python: %s%s/wtproxy_whoami%s; Debian's /usr/bin/python3 imports it with no\n"
+            "  setting (another python3, a virtualenv: that folder on PYTHONPATH)\n"
+            "  Node: %s%s%s (npm link wtproxy-whoami, or a symlink\n"
+            "  node_modules/wtproxy-whoami to it)\n\n",
+            root, WTP_PYTHON_DIR, py ? "" : " (missing: install wtproxy again)", root, WTP_NODE_DIR,
+            js ? "" : " (missing: install wtproxy again)");
+}
+
+int cli_topic_print(const char *name, FILE *f)
+{
+    const struct topic *t = find(name);
+    if (!t)
+        return -1;
+    if (strcmp(t->name, "whoami") == 0)
+        whoami_where(f);
+    fputs(t->text, f);
+    return 0;
+}
