@@ -7,7 +7,8 @@
 // holding U+FFFD is refused as not UTF-8.
 import { compute, FingerprintError, ALGORITHM, MAX_PATTERNS, PATTERN_MAX } from './fingerprint.mjs';
 
-const PROG = 'node whoami/node/cli.mjs fingerprint';
+// As npm installs it (package.json's bin); in a checkout, node whoami/node/cli.mjs.
+const PROG = 'wtproxy-whoami fingerprint';
 const DEFAULT_INCLUDE = ['**/*.py'];
 const DEFAULT_EXCLUDE = ['**/.git/**', '**/node_modules/**', '**/.venv/**', '**/venv/**', '**/__pycache__/**'];
 const SHORT = { '"': '\\"', '\\': '\\\\', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t' };

@@ -6,8 +6,8 @@
 - wtproxy_whoami.fingerprint.compute: the code fingerprint wtproxy-fp-v1.
 - python3 -m wtproxy_whoami fingerprint: the same output as `wtproxy fingerprint`.
 - wtproxy_whoami.django_db: claimed_databases() and ClaimingTestRunner, the
-  worktree's own dev and test databases (conf/DJANGO-TESTS.md);
+  worktree's own dev and test databases (wtproxy help django-tests);
   wtproxy_whoami.pytest_db: the same for pytest-django.
 
-See whoami/PROTOCOL.md and conf/WHOAMI.md in the wtproxy repository.
+See `wtproxy help whoami` and `wtproxy help whoami-protocol`.
 """

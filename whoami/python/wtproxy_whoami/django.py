@@ -33,7 +33,7 @@ def _config():
     if not isinstance(conf, dict) or not set(conf) <= _KEYS:
         raise ImproperlyConfigured(
             'settings.WTPROXY_WHOAMI must be a dict with only the keys root, include and '
-            f'exclude, not {conf!r} (see conf/WHOAMI.md)')
+            f'exclude, not {conf!r} (see wtproxy help whoami)')
     root = os.environ.get('WTPROXY_WHOAMI_ROOT') or conf.get('root')
     if root is None:
         root = find_checkout(getattr(settings, 'BASE_DIR', None) or os.getcwd())
@@ -49,7 +49,7 @@ def _whoami():
             _answers[key] = Whoami(root, include, exclude)
         except (ValueError, FingerprintError) as e:
             raise ImproperlyConfigured(f'wtproxy_whoami: {e} (settings.WTPROXY_WHOAMI, '
-                                       'see conf/WHOAMI.md)') from e
+                                       'see wtproxy help whoami)') from e
     return _answers[key]
 
 
