@@ -9,7 +9,12 @@
 // imports the middleware and the Vite plugin by package name; bash
 // completes commands, flags and the worktrees of the current repository;
 // the systemd unit runs the installed binary; a ~/.local install is found
-// by systemd, python3 and man with no setting.
+// by systemd, python3 and man with no setting. A message names a guide
+// (`wtproxy help TOPIC`), never a file of the repository: the installed
+// binary prints each guide, which is the document installed to the doc
+// folder; `wtproxy doctor` on a bad .wtproxy names one and it prints the
+// format; `wtproxy help whoami` names the folders the middleware went to,
+// the one /usr/bin/python3 imports it from.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -168,6 +173,73 @@ test('bash completes --worktree with the worktrees of the current repository', (
   assert.deepEqual(complete(['run', '--worktree', ''], tmp), [], 'outside a repository: none');
 });
 
+const doc = path.join(root, 'share/doc/wtproxy');
+
+// The installed documents: { path under the doc folder: text }.
+function installedDocs() {
+  const out = {};
+  for (const p of fs.readdirSync(doc, { recursive: true })) {
+    const full = path.join(doc, p);
+    if (fs.statSync(full).isFile()) out[p] = fs.readFileSync(full, 'utf8');
+  }
+  return out;
+}
+
+test('every guide the installed binary prints is a document installed to the doc folder', () => {
+  const docs = installedDocs();
+  for (const p of ['conf/wtproxy-file.example', 'conf/wtproxy.conf', 'conf/WHOAMI.md', 'conf/MCP.md',
+    'whoami/PROTOCOL.md', 'README.md']) {
+    assert.equal(docs[p], fs.readFileSync(path.join(repoRoot, p), 'utf8'), `${doc}/${p}`);
+  }
+  const topics = run(bin, ['help', '--topics']).trim().split('\n');
+  for (const t of ['wtproxy-file', 'config', 'whoami', 'mcp-setup']) assert.ok(topics.includes(t), `no guide ${t}: ${topics}`);
+  const overview = run(bin, ['--help']);
+  for (const t of topics) {
+    assert.match(overview, new RegExp(`\\n  ${t} +\\S`), `wtproxy --help does not list the guide ${t}`);
+    const text = run(bin, ['help', t]);
+    const same = Object.keys(docs).filter((p) => docs[p].length > 0 && text.endsWith(docs[p]));
+    assert.equal(same.length, 1, `wtproxy help ${t} is not one installed document: ${same}`);
+  }
+});
+
+// A .wtproxy with a typo: doctor, with the daemon's parser, names the
+// guide; the guide, asked of the installed binary, is the format.
+test("doctor's message about a bad .wtproxy names a guide the installed binary prints", () => {
+  const repo = path.join(tmp, 'typo');
+  fs.mkdirSync(repo);
+  run('git', ['init', '-q'], { cwd: repo });
+  fs.writeFileSync(path.join(repo, '.wtproxy'), 'strat = python3 -m http.server {port}\n');
+  const runDir = fs.mkdtempSync(path.join(tmp, 'run-'));
+  const r = spawnSync(bin, ['doctor', '--json'], { cwd: repo, encoding: 'utf8', timeout: 60000,
+    env: { ...process.env, XDG_RUNTIME_DIR: runDir, XDG_STATE_HOME: runDir, WTPROXY_DB_SERVER: '' } });
+  const server = JSON.parse(r.stdout).checks.find((c) => c.name === 'server');
+  assert.match(server.detail, /\.wtproxy:1: bad or unknown `strat`/, server.detail);
+  assert.doesNotMatch(server.detail, /conf\//, 'names a file of the repository');
+  const named = /wtproxy help ([a-z-]+)/.exec(server.detail);
+  assert.ok(named, `names no guide: ${server.detail}`);
+  const guide = run(bin, ['help', named[1]]);
+  assert.equal(guide, fs.readFileSync(path.join(doc, 'conf/wtproxy-file.example'), 'utf8'));
+  assert.match(guide, /^# start \(required\)/m);
+});
+
+// What a no-whoami refusal tells a Python server's owner to look up.
+function whoamiWhere(wtproxy, env = {}) {
+  const text = run(wtproxy, ['help', 'whoami'], { env });
+  const py = /Python: (\S+)\/wtproxy_whoami;/.exec(text);
+  const node = /Node: (\S+) \(/.exec(text);
+  assert.ok(py && node, `wtproxy help whoami names no installed folders:\n${text.slice(0, 600)}`);
+  return { python: py[1], node: node[1] };
+}
+
+test('wtproxy help whoami names the folders the middleware packages were installed in', () => {
+  const where = whoamiWhere(bin);
+  assert.ok(where.python.startsWith(`${root}/lib/`), where.python);
+  assert.ok(fs.existsSync(path.join(where.python, 'wtproxy_whoami/__init__.py')), where.python);
+  assert.equal(where.node, path.join(root, 'lib/node_modules/wtproxy-whoami'));
+  const sysPath = JSON.parse(run('/usr/bin/python3', ['-c', 'import json, sys; print(json.dumps(sys.path))']));
+  assert.ok(sysPath.includes(where.python.slice(dest.length)), `/usr/bin/python3 does not search ${where.python}`);
+});
+
 test('the systemd unit runs the installed binary', () => {
   const units = path.join(root, 'lib/systemd/user');
   assert.ok(fs.existsSync(path.join(units, 'wtproxy.socket')));
@@ -194,6 +266,9 @@ test('a --prefix ~/.local install is found by systemd, python3 and man', () => {
   const imported = run('/usr/bin/python3', ['-c', 'import wtproxy_whoami; print(wtproxy_whoami.__file__)'],
     { env: { HOME: home, PYTHONPATH: '' } }).trim();
   assert.ok(imported.startsWith(`${local}/lib/python3`), imported);
+  // The folder the guide names is the one python3 imported it from.
+  const where = whoamiWhere(path.join(local, 'bin/wtproxy'), { HOME: home });
+  assert.equal(path.join(where.python, 'wtproxy_whoami/__init__.py'), imported);
   const page = run('man', ['-w', 'wtproxy-run'], { env: { HOME: home, PATH: `${local}/bin:${process.env.PATH}`, MANPATH: '' } });
   assert.equal(page.trim(), path.join(local, 'share/man/man1/wtproxy-run.1'));
 });
