@@ -7,8 +7,13 @@
 // tiny repository with the installed Python middleware, and a request from
 // each reaches its own; the dashboard answers; `man wtproxy` renders;
 // Debian's python3 imports wtproxy_whoami; Node imports both exports of
-// the installed package folder. Then `apt-get remove --purge` leaves
-// nothing of what `dpkg -L` listed.
+// the installed package folder. A message names a guide, and the
+// installed binary prints it: a server without /__whoami gets a 502 whose
+// fix names `wtproxy help whoami`, which names the folder Debian's python3
+// imports the middleware from; doctor on a bad .wtproxy names `wtproxy help
+// wtproxy-file`, the document installed (uncompressed) in
+// /usr/share/doc/wtproxy. Then `apt-get remove --purge` leaves nothing of
+// what `dpkg -L` listed.
 //
 // It installs into the machine's /usr, so it runs only as root and only
 // when asked: CI=true (.ci/run), WTPROXY_DEB_SMOKE=1 (by hand), or
@@ -135,7 +140,8 @@ test('apt-get installs it under /usr, user units not enabled', { skip, timeout: 
   for (const p of ['/usr/bin/wtproxy', '/usr/lib/python3/dist-packages/wtproxy_whoami/__init__.py',
     '/usr/lib/node_modules/wtproxy-whoami/package.json', '/usr/lib/systemd/user/wtproxy.service',
     '/usr/lib/systemd/user/wtproxy.socket', '/usr/share/man/man1/wtproxy.1.gz',
-    '/usr/share/bash-completion/completions/wtproxy', '/usr/share/zsh/vendor-completions/_wtproxy']) {
+    '/usr/share/bash-completion/completions/wtproxy', '/usr/share/zsh/vendor-completions/_wtproxy',
+    '/usr/share/doc/wtproxy/conf/WHOAMI.md', '/usr/share/doc/wtproxy/conf/wtproxy-file.example']) {
     assert.ok(installedFiles.includes(p) && fs.existsSync(p), `the package did not install ${p}`);
   }
   // Per user: nothing enables the units for every user at install.
@@ -227,6 +233,41 @@ test('the dashboard answers, listing both worktrees', { skip, timeout: 30000 }, 
   const api = curl(`http://127.0.0.1:${front}/__wtproxy/api/backends`);
   assert.equal(api.status, 200);
   assert.deepEqual(JSON.parse(api.body).map((b) => b.name).sort(), ['shop', 'shop-b']);
+});
+
+// The guide a message names, as an installed user runs it.
+const guide = (text, want) => {
+  const m = /wtproxy help ([a-z-]+)/.exec(text);
+  assert.ok(m && m[1] === want, `names no wtproxy help ${want}: ${text}`);
+  assert.doesNotMatch(text, /\bconf\/|whoami\/python/, 'names a file of the repository');
+  return run('/usr/bin/wtproxy', ['help', m[1]]);
+};
+
+test("a refusal's fix names a guide the installed wtproxy prints", { skip, timeout: 120000 }, async () => {
+  // A Python server without the middleware, in a third worktree.
+  const wt = path.join(tmp, 'shop-c');
+  run('git', ['-c', 'user.name=t', '-c', 'user.email=t@localhost', 'worktree', 'add', '-q', '-b', 'c', wt],
+    { cwd: path.join(tmp, 'shop') });
+  startBg('/usr/bin/wtproxy', ['run', '--front', String(front), '--no-autostart', '--',
+    '/usr/bin/python3', '-m', 'http.server', '--bind', '127.0.0.1', '{port}'], { cwd: wt, env: cliEnv() });
+  const refused = await until('the 502 no-whoami', () => {
+    const r = curl(`http://127.0.0.1:${front}/`, wt);
+    return r.status === 502 && r.body;
+  }, 60000);
+  const where = guide(refused, 'whoami');
+  assert.match(where, /Python: \/usr\/lib\/python3\/dist-packages\/wtproxy_whoami;/, where.slice(0, 600));
+  assert.match(where, /Node: \/usr\/lib\/node_modules\/wtproxy-whoami /);
+
+  // A .wtproxy with a typo, read by doctor with the daemon's parser.
+  const typo = path.join(tmp, 'typo');
+  fs.mkdirSync(typo);
+  run('git', ['init', '-q'], { cwd: typo });
+  fs.writeFileSync(path.join(typo, '.wtproxy'), 'strat = python3 -m http.server {port}\n');
+  const r = spawnSync('/usr/bin/wtproxy', ['doctor', '--json'], { cwd: typo, encoding: 'utf8', timeout: 60000,
+    env: { ...process.env, ...cliEnv() } });
+  const server = JSON.parse(r.stdout).checks.find((c) => c.name === 'server');
+  assert.equal(guide(server.detail, 'wtproxy-file'),
+    fs.readFileSync('/usr/share/doc/wtproxy/conf/wtproxy-file.example', 'utf8'));
 });
 
 test('man wtproxy renders the installed manual', { skip, timeout: 30000 }, () => {
