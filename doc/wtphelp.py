@@ -37,6 +37,10 @@ class Wtproxy:
     def commands(self):
         return self.out('help', '--list').split()
 
+    def topics(self):
+        """The guides' names (`wtproxy help TOPIC`, cli/topics.c)."""
+        return self.out('help', '--topics').split()
+
     def help(self, cmd):
         return self.out('help', cmd)
 

@@ -155,6 +155,7 @@ test('bash completes commands and each command\'s flags from the table', () => {
   assert.deepEqual(complete(['run', '--re']), ['--restart-on-stale']);
   assert.deepEqual(complete(['db', '']).filter((w) => !w.startsWith('-')), ['claim', 'copy', 'ls', 'names', 'release', 'template']);
   assert.deepEqual(complete(['help', 'unr']), ['unregister']);
+  assert.deepEqual(complete(['help', 'wtproxy-f']), ['wtproxy-file'], 'the guides');
   for (const n of commands()) assert.deepEqual(complete([n.slice(0, -1)]).includes(n), true, n);
 });
 
