@@ -26,13 +26,14 @@ declare -A allowed=(
 folders=(host whoami registry proxy cli)
 
 # The folder that owns header h: the one layer folder holding a file of
-# that name (build outputs such as dash_page.h are generated into proxy/).
+# that name (build outputs: dash_page.h is generated into proxy/,
+# topics_text.h and wtp_paths.h into cli/).
 owner_of() {
   local h=$1 f
   for f in "${folders[@]}"; do
     [ -f "$f/$h" ] && { echo "$f"; return; }
   done
-  case $h in dash_page.h) echo proxy ;; *) echo "?" ;; esac
+  case $h in dash_page.h) echo proxy ;; topics_text.h | wtp_paths.h) echo cli ;; *) echo "?" ;; esac
 }
 
 n=0 bad=0
