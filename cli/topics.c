@@ -104,14 +104,17 @@ static void whoami_where(FILE *f)
     }
     int py = exists(root, WTP_PYTHON_DIR, "wtproxy_whoami/__init__.py");
     int js = exists(root, WTP_NODE_DIR, "package.json");
+    const char *missing = " (missing: install wtproxy again)";
     fprintf(f,
             "Where this wtproxy installed the packages:\n"
-            "  Python: %s%s/wtproxy_whoami%s; Debian's /usr/bin/python3 imports it with no\n"
-            "  setting (another python3, a virtualenv: that folder on PYTHONPATH)\n"
-            "  Node: %s%s%s (npm link wtproxy-whoami, or a symlink\n"
-            "  node_modules/wtproxy-whoami to it)\n\n",
-            root, WTP_PYTHON_DIR, py ? "" : " (missing: install wtproxy again)", root, WTP_NODE_DIR,
-            js ? "" : " (missing: install wtproxy again)");
+            "  Python  %s%s/wtproxy_whoami%s\n"
+            "          Debian's /usr/bin/python3 imports it with no setting; another\n"
+            "          python3 (a virtualenv) needs %s%s on PYTHONPATH\n"
+            "  Node    %s%s%s\n"
+            "          in an app: npm link wtproxy-whoami, or a symlink\n"
+            "          node_modules/wtproxy-whoami to it\n\n",
+            root, WTP_PYTHON_DIR, py ? "" : missing, root, WTP_PYTHON_DIR, root, WTP_NODE_DIR,
+            js ? "" : missing);
 }
 
 int cli_topic_print(const char *name, FILE *f)

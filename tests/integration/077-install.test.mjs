@@ -226,8 +226,8 @@ test("doctor's message about a bad .wtproxy names a guide the installed binary p
 // What a no-whoami refusal tells a Python server's owner to look up.
 function whoamiWhere(wtproxy, env = {}) {
   const text = run(wtproxy, ['help', 'whoami'], { env });
-  const py = /Python: (\S+)\/wtproxy_whoami;/.exec(text);
-  const node = /Node: (\S+) \(/.exec(text);
+  const py = /^ {2}Python +(\S+)\/wtproxy_whoami$/m.exec(text);
+  const node = /^ {2}Node +(\S+)$/m.exec(text);
   assert.ok(py && node, `wtproxy help whoami names no installed folders:\n${text.slice(0, 600)}`);
   return { python: py[1], node: node[1] };
 }

@@ -255,8 +255,8 @@ test("a refusal's fix names a guide the installed wtproxy prints", { skip, timeo
     return r.status === 502 && r.body;
   }, 60000);
   const where = guide(refused, 'whoami');
-  assert.match(where, /Python: \/usr\/lib\/python3\/dist-packages\/wtproxy_whoami;/, where.slice(0, 600));
-  assert.match(where, /Node: \/usr\/lib\/node_modules\/wtproxy-whoami /);
+  assert.match(where, /^ {2}Python +\/usr\/lib\/python3\/dist-packages\/wtproxy_whoami$/m, where.slice(0, 600));
+  assert.match(where, /^ {2}Node +\/usr\/lib\/node_modules\/wtproxy-whoami$/m);
 
   // A .wtproxy with a typo, read by doctor with the daemon's parser.
   const typo = path.join(tmp, 'typo');
