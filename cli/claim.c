@@ -92,27 +92,91 @@ static int run_cmd(char **argv, const char *id)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Claim c for ttl; print the outcome. Returns 1 won, 0 refused (whose it
- * is printed), -1 (printed). */
-static int claim_once(void *pg, const struct reg_lease *c, long long ttl)
+/* How often a claim --wait asks again: a release, an ended holder or an
+ * expired TTL is seen this soon, at one store round trip per waiter. */
+#define CLAIM_POLL_MS 250
+
+static void print_claimed(void *pg, const struct reg_lease *c, long long ttl, long long waited)
 {
-    char err[REG_LEASE_MESSAGE_MAX], left[32];
-    json_t *info = NULL;
-    int r = cli_lease_claim(pg, c, ttl, &info, err, sizeof err);
-    if (r < 0)
-        fprintf(stderr, "wtproxy: cannot claim %s: %s\n", c->id, err);
-    else if (r == 0)
-        fprintf(stderr, "wtproxy: %s\n", err);
-    else if (ttl) {
+    char left[32] = "", after[48] = "";
+    if (waited > 0) {
+        host_age(waited, left, sizeof left);
+        snprintf(after, sizeof after, " after waiting %s", left);
+    }
+    if (ttl) {
         host_age(ttl, left, sizeof left);
-        fprintf(stderr, "wtproxy: claimed %s for %s (%s store)\n", c->id, left,
+        fprintf(stderr, "wtproxy: claimed %s for %s%s (%s store)\n", c->id, left, after,
                 pg ? "PostgreSQL" : "embedded");
     } else {
-        fprintf(stderr, "wtproxy: claimed %s while pid %d runs (%s store)\n", c->id, (int)c->pid,
-                pg ? "PostgreSQL" : "embedded");
+        fprintf(stderr, "wtproxy: claimed %s while pid %d runs%s (%s store)\n", c->id, (int)c->pid,
+                after, pg ? "PostgreSQL" : "embedded");
     }
-    json_decref(info);
-    return r;
+}
+
+/* One shell word, quoted when the shell would split or expand it. */
+static void put_word(const char *w)
+{
+    if (w[0] &&
+        strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-") ==
+            strlen(w)) {
+        fprintf(stderr, " %s", w);
+        return;
+    }
+    fputs(" '", stderr);
+    for (; *w; w++)
+        if (*w == '\'')
+            fputs("'\\''", stderr);
+        else
+            fputc(*w, stderr);
+    fputc('\'', stderr);
+}
+
+/* A refusal: whose it is, then the command that waits for it (this claim
+ * again, with --wait after RESOURCE), since waiting is the fix for a
+ * resource in use. */
+static void print_held(const char *msg, int argc, char **argv, const char *id)
+{
+    fprintf(stderr, "wtproxy: %s; to wait until it is free: wtproxy claim", msg);
+    for (int i = 1; i < argc; i++) {
+        put_word(argv[i]);
+        if (argv[i] == id)
+            fputs(" --wait 10m", stderr);
+    }
+    fputc('\n', stderr);
+}
+
+/* Claim c for ttl, asking again every CLAIM_POLL_MS for wait_ms while
+ * another holds it; print the outcome. Returns 1 won, 0 refused (whose it
+ * is printed), -1 (printed). */
+static int claim_waiting(void *pg, const struct reg_lease *c, long long ttl, long long wait_ms,
+                         int argc, char **argv)
+{
+    char err[REG_LEASE_MESSAGE_MAX], span[32];
+    long long start = host_mono_ms();
+    host_age(wait_ms, span, sizeof span);
+    for (int tries = 0;; tries++) {
+        json_t *info = NULL;
+        int r = cli_lease_claim(pg, c, ttl, &info, err, sizeof err);
+        json_decref(info);
+        long long waited = host_mono_ms() - start;
+        if (r < 0)
+            fprintf(stderr, "wtproxy: cannot claim %s: %s\n", c->id, err);
+        if (r > 0)
+            print_claimed(pg, c, ttl, tries ? waited : 0);
+        if (r != 0)
+            return r;
+        if (!wait_ms) {
+            print_held(err, argc, argv, c->id);
+            return 0;
+        }
+        if (waited >= wait_ms) {
+            fprintf(stderr, "wtproxy: did not claim %s within %s: %s\n", c->id, span, err);
+            return 0;
+        }
+        if (tries == 0)
+            fprintf(stderr, "wtproxy: waiting up to %s for %s: %s\n", span, c->id, err);
+        usleep(CLAIM_POLL_MS * 1000);
+    }
 }
 
 /* Release our lease after CMD, on a fresh connection (the server may have
@@ -165,12 +229,14 @@ static int usage_error(const char *cmd, const char *msg)
 
 int cli_claim_main(int argc, char **argv)
 {
-    const char *ttlv = NULL, *purpose = NULL, *wt = NULL, *id = NULL, *maxv = NULL, *waitv = NULL;
-    const struct cli_opt opts[] = {{"ttl", &ttlv, NULL},           {"purpose", &purpose, NULL},
-                                   {"worktree", &wt, NULL},        {"max-load", &maxv, NULL},
-                                   {"load-timeout", &waitv, NULL}, {NULL, NULL, NULL}};
+    const char *ttlv = NULL, *purpose = NULL, *wt = NULL, *id = NULL, *maxv = NULL, *waitv = NULL,
+               *heldv = NULL;
+    const struct cli_opt opts[] = {
+        {"ttl", &ttlv, NULL},      {"purpose", &purpose, NULL},    {"worktree", &wt, NULL},
+        {"max-load", &maxv, NULL}, {"load-timeout", &waitv, NULL}, {"wait", &heldv, NULL},
+        {NULL, NULL, NULL}};
     char err[PATH_MAX + 1024];
-    long long ttl = 0, load_wait = CLI_LOAD_TIMEOUT_MS;
+    long long ttl = 0, load_wait = CLI_LOAD_TIMEOUT_MS, held_wait = 0;
     unsigned max_load = 0;
     int cmd = argc;
     struct reg_lease c;
@@ -183,6 +249,8 @@ int cli_claim_main(int argc, char **argv)
         r = cli_load("max-load", maxv, &max_load, err, sizeof err);
     if (r == 0 && waitv)
         r = cli_duration("load-timeout", waitv, &load_wait, err, sizeof err);
+    if (r == 0 && heldv)
+        r = cli_duration("wait", heldv, &held_wait, err, sizeof err);
     if (r == 0 && cmd >= argc && !ttlv) {
         snprintf(err, sizeof err,
                  "a claim without a command needs --ttl D (e.g. --ttl 1h), or "
@@ -205,7 +273,7 @@ int cli_claim_main(int argc, char **argv)
         fprintf(stderr, "wtproxy: cannot claim %s: %s\n", id, err);
         return 1;
     }
-    r = claim_once(pg, &c, ttl);
+    r = claim_waiting(pg, &c, ttl, held_wait, argc, argv);
     cli_lease_close(pg);
     if (r <= 0)
         return 1;

@@ -75,14 +75,13 @@ void reg_lease_held_message(const struct reg_lease *l, long long now_ms, char *o
         l->purpose, age, ends);
     if (n < 0 || (size_t)n >= outlen)
         return;
-    /* A holder's pid on this machine ends its lease: killing it is the
-     * release a `claim -- CMD` makes itself; a manual claim or another
-     * machine's is released from its worktree. */
+    /* A holder's pid on this machine ends its lease, and it lives (a dead
+     * one's lease is taken over): the resource is in use, by another agent
+     * or test run, so the fix is to wait, never to end their process. A
+     * manual claim or another machine's is released from its worktree. */
     if (l->pid > 0 && here)
-        snprintf(out + n, outlen - (size_t)n,
-                 ", released when pid %d ends; if it is abandoned, free it now: kill %d, or: "
-                 "wtproxy release %s --force",
-                 (int)l->pid, (int)l->pid, l->id);
+        snprintf(out + n, outlen - (size_t)n, ", released when pid %d ends: wait for that",
+                 (int)l->pid);
     else
         snprintf(out + n, outlen - (size_t)n,
                  "; to free it, on %s%s: cd %s && wtproxy release %s; or, if it is abandoned, "

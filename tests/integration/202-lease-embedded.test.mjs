@@ -3,7 +3,7 @@
 // round (counted from the daemon's own list and the exit codes), the
 // refusal text (the daemon's own message, which names the holder and the
 // command that frees it, printed by the CLI as it is), TTL expiry, a dead holder taken over, `-- CMD` released
-// on exit and on SIGTERM, and leases kept across a daemon restart in
+// on exit and on SIGTERM, `claim --wait` for a live holder, and leases kept across a daemon restart in
 // leases.json (mode 0600) next to the state file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -59,7 +59,7 @@ test('refusal, release rules, TTL expiry', async (t) => {
     'for "android e2e", since \\d+s ago \\(expires in \\d+s\\): it is theirs; ' +
     `to free it, on this machine: cd ${tmp.wt.a} && wtproxy release emu; or, if it is abandoned, anywhere: wtproxy release emu --force$`));
   assert.equal(r.stderr.split('\n').filter((l) => l.includes('is held by')).length, 1, r.stderr);
-  assert.match(r.stderr, /^wtproxy: emu is held by .*: it is theirs; to free it, .* wtproxy release emu --force$/m);
+  assert.match(r.stderr, /^wtproxy: emu is held by .*: it is theirs; to free it, .* wtproxy release emu --force; to wait until it is free: wtproxy claim emu --wait 10m --ttl 1m$/m);
   const release = await control(tmp.control, { op: 'release', id: 'emu', worktree: tmp.wt.b });
   assert.equal(release.error, 'not-permitted');
   assert.equal(release.holder.worktree, tmp.wt.a);
@@ -94,13 +94,42 @@ test('-- CMD: released on exit (status passed on) and on SIGTERM; a killed holde
   r = await cli(tmp, ['claim', 'slot', '--ttl', '1m'], { cwd: tmp.wt.b });
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, new RegExp(`^wtproxy: slot is held by this machine [^,]+, worktree ${tmp.wt.a}, session [^,]+, pid ${k.pid}, ` +
-    `for "", since \\d+s ago: it is theirs, released when pid ${k.pid} ends; if it is abandoned, free it now: ` +
-    `kill ${k.pid}, or: wtproxy release slot --force$`, 'm'));
+    `for "", since \\d+s ago: it is theirs, released when pid ${k.pid} ends: wait for that; ` +
+    'to wait until it is free: wtproxy claim slot --wait 10m --ttl 1m$', 'm'));
+  assert.doesNotMatch(r.stderr, /kill|--force/, 'a live holder is in use: never told to end it');
   k.proc.kill('SIGKILL');
   await k.exited;
   r = await cli(tmp, ['claim', 'slot', '--ttl', '1m'], { cwd: tmp.wt.b });
   assert.equal(r.code, 0, `the dead holder is taken over: ${r.stderr}`);
   assert.ok(!pidAlive(k.pid));
+});
+
+test('claim --wait: waits while a live holder runs and claims when it ends; gives up after D naming it', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  await startDaemon(t, tmp);
+  const k = startCli(t, tmp, ['claim', 'slot', '--purpose', 'e2e run', '--', 'sleep', '1000'], { cwd: tmp.wt.a });
+  await waitFor(async () => (await leases(tmp)).some((l) => l.pid === k.pid), 5000, 'the lease');
+
+  // Waiting no longer than --wait: exit 1, the holder named once at the start and at the end.
+  const t0 = Date.now();
+  let r = await cli(tmp, ['claim', 'slot', '--wait', '1s', '--ttl', '1m'], { cwd: tmp.wt.b });
+  const took = Date.now() - t0;
+  assert.equal(r.code, 1, r.stderr);
+  assert.ok(took >= 1000 && took < 5000, `gave up after ${took} ms`);
+  assert.match(r.stderr, new RegExp(`^wtproxy: waiting up to 1s for slot: slot is held by this machine .*pid ${k.pid}, for "e2e run".*released when pid ${k.pid} ends: wait for that$`, 'm'));
+  assert.match(r.stderr, new RegExp(`^wtproxy: did not claim slot within 1s: slot is held by .*pid ${k.pid}`, 'm'));
+  assert.equal(r.stderr.trim().split('\n').length, 2, r.stderr);
+
+  // A waiter with a command runs it once the holder's command ends.
+  const w = startCli(t, tmp, ['claim', 'slot', '--wait', '30s', '--', 'sh', '-c', 'echo "got $WTPROXY_LEASE"'], { cwd: tmp.wt.b });
+  await waitFor(() => /waiting up to 30s for slot/.test(w.stderr()), 5000, 'the waiter to wait');
+  k.proc.kill('SIGTERM');
+  assert.equal((await k.exited).code, 143, k.stderr());
+  const done = await w.exited;
+  assert.equal(done.code, 0, w.stderr());
+  assert.equal(w.stdout(), 'got slot\n');
+  assert.match(w.stderr(), new RegExp(`^wtproxy: claimed slot while pid ${w.pid} runs after waiting \\d+s \\(embedded store\\)$`, 'm'));
+  assert.deepEqual(await leases(tmp), [], 'the waiter released it on its exit');
 });
 
 test('leases survive a daemon restart (leases.json, 0600)', async (t) => {

@@ -53,10 +53,11 @@ static void test_refusals(struct reg_lease_store *ls)
     snprintf(want, sizeof want,
              "emu is held by this machine %s, worktree /src/wt-a, session s-1, "
              "pid %d, for \"android e2e\", since 0s ago: it is theirs, released "
-             "when pid %d ends; if it is abandoned, free it now: kill %d, or: "
-             "wtproxy release emu --force",
-             reg_machine_id(), (int)getpid(), (int)getpid(), (int)getpid());
-    is_str(message_of(r), want, "the conflict names the holder, its pid, and what frees it");
+             "when pid %d ends: wait for that",
+             reg_machine_id(), (int)getpid(), (int)getpid());
+    is_str(message_of(r), want,
+           "the conflict names the holder and its pid, and says to wait (a live holder is in "
+           "use: never told to kill it)");
     json_decref(r);
 
     json_t *req = json_pack("{s:s, s:s}", "id", "emu", "worktree", "/src/wt-b");
