@@ -146,10 +146,11 @@ static void print_held(const char *msg, int argc, char **argv, const char *id)
 }
 
 /* Claim c for ttl, asking again every CLAIM_POLL_MS for wait_ms while
- * another holds it; print the outcome. Returns 1 won, 0 refused (whose it
- * is printed), -1 (printed). */
+ * another holds it; print the outcome (a refusal with the command line
+ * argv, whose RESOURCE is the argument id). Returns 1 won, 0 refused
+ * (whose it is printed), -1 (printed). */
 static int claim_waiting(void *pg, const struct reg_lease *c, long long ttl, long long wait_ms,
-                         int argc, char **argv)
+                         int argc, char **argv, const char *id)
 {
     char err[REG_LEASE_MESSAGE_MAX], span[32];
     long long start = host_mono_ms();
@@ -166,7 +167,7 @@ static int claim_waiting(void *pg, const struct reg_lease *c, long long ttl, lon
         if (r != 0)
             return r;
         if (!wait_ms) {
-            print_held(err, argc, argv, c->id);
+            print_held(err, argc, argv, id);
             return 0;
         }
         if (waited >= wait_ms) {
@@ -273,7 +274,7 @@ int cli_claim_main(int argc, char **argv)
         fprintf(stderr, "wtproxy: cannot claim %s: %s\n", id, err);
         return 1;
     }
-    r = claim_waiting(pg, &c, ttl, held_wait, argc, argv);
+    r = claim_waiting(pg, &c, ttl, held_wait, argc, argv, id);
     cli_lease_close(pg);
     if (r <= 0)
         return 1;
