@@ -61,9 +61,9 @@ static const struct command commands[] = {
      "2 bad usage, or several servers match (choose with --service or --front)"},
     {"restart", "restart this worktree's dev servers and wait until they are ready",
      cli_usage_restart, NULL, cli_restart_main,
-     "0 restarted and ready\n"
-     "1 refused (not wtproxy run's, not yours, none), a server did not come back, no "
-     "daemon\n" USAGE_ERR},
+     "0 restarted and ready (verified, when the daemon checks /__whoami)\n"
+     "1 refused (not wtproxy run's, not yours, none), a server did not come back, one "
+     "came back stale or refused by /__whoami, no daemon\n" USAGE_ERR},
     {"stop", "stop this worktree's dev servers", cli_usage_stop, NULL, cli_stop_main,
      "0 stopped\n"
      "1 refused (not wtproxy run's, not yours, none), still running, or no daemon\n" USAGE_ERR},

@@ -15,6 +15,9 @@
 #define RESTART_WAIT_MS 60000 /* a dev server's start (Django's checks, Vite's deps) */
 #define STOP_WAIT_MS (WTP_RESTART_STOP_MS + 5000) /* the wrapper's grace, and its exit */
 #define POLL_MS 100
+/* The daemon's verdict on a restarted server: its /__whoami (whoami_timeout)
+ * and, for a stale one, stale_grace, in which an autoreloader may catch up. */
+#define VERDICT_WAIT_MS 15000
 
 json_t *cli_entry_on_front(json_t *list, json_t *e)
 {
@@ -93,6 +96,58 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
     }
 }
 
+/* The gate's state of x ("" when it has none: whoami = off). */
+static const char *verdict(json_t *x)
+{
+    return str(json_object_get(x, "whoami"), "state");
+}
+
+/* Wait (VERDICT_WAIT_MS at most) until the daemon has verified each
+ * restarted server of asked (it asks a new server's /__whoami once it is
+ * ready: "unchecked" until then), and say each one's verdict: an edit
+ * made while it started leaves it stale, which is what its user must see.
+ * Returns 0, or 1 when one is refused (stale, another checkout...). */
+static int say_verdicts(const struct cli_server_args *a, json_t *asked)
+{
+    struct timespec tick = {0, POLL_MS * 1000000L};
+    char err[PATH_MAX + 256];
+    json_t *now = NULL, *e;
+    size_t i, pending = 1;
+    for (long waited = 0; pending && waited <= VERDICT_WAIT_MS; waited += POLL_MS) {
+        if (waited)
+            nanosleep(&tick, NULL);
+        json_decref(now);
+        if (!(now = cli_servers_matching(a, err, sizeof err)))
+            now = json_array(); /* said below as not known */
+        pending = 0;
+        json_array_foreach(asked, i, e)
+            pending += strcmp(verdict(cli_entry_on_front(now, e)), "unchecked") == 0;
+    }
+    int rc = 0;
+    json_array_foreach(asked, i, e) {
+        json_t *x = cli_entry_on_front(now, e), *w = json_object_get(x, "whoami");
+        const char *v = verdict(x);
+        FILE *out = stdout;
+        char how[1280];
+        if (!v[0])
+            how[0] = '\0'; /* not checked at all (whoami = off) */
+        else if (strcmp(v, "unchecked") == 0)
+            snprintf(how, sizeof how, "; its /__whoami gave no verdict within %d s (see: wtproxy ls)",
+                     VERDICT_WAIT_MS / 1000);
+        else if (strcmp(v, "verified") == 0 || strcmp(v, "trusted") == 0)
+            snprintf(how, sizeof how, ", %s: %s", v, str(w, "detail"));
+        else {
+            snprintf(how, sizeof how, ", but %s: %s", v, str(w, "detail"));
+            out = stderr;
+            rc = 1;
+        }
+        fprintf(out, "wtproxy: %s's server on front %lld restarted and ready%s\n", str(e, "worktree"),
+                json_integer_value(json_object_get(e, "front")), how);
+    }
+    json_decref(now);
+    return rc;
+}
+
 /* restart or stop: ask the daemon, wait, say what happened. */
 static int act(int argc, char **argv, const char *op, const char *key)
 {
@@ -129,13 +184,17 @@ static int act(int argc, char **argv, const char *op, const char *key)
     json_t *asked = json_object_get(reply, key);
     r = await(&a, asked, restart, restart ? RESTART_WAIT_MS : STOP_WAIT_MS);
     size_t i;
-    json_array_foreach(asked, i, e)
-        if (r == 0)
-            printf("wtproxy: %s's server on front %lld %s\n", str(e, "worktree"),
-                   json_integer_value(json_object_get(e, "front")),
-                   restart ? "restarted and ready" : "stopped");
+    int refused = 0; /* a restarted server is up, but stale or refused: said, and status 1 */
+    if (r == 0 && restart)
+        refused = say_verdicts(&a, asked);
+    else
+        json_array_foreach(asked, i, e)
+            if (r == 0)
+                printf("wtproxy: %s's server on front %lld stopped\n", str(e, "worktree"),
+                       json_integer_value(json_object_get(e, "front")));
     if (r == 0 && json_array_size(stopped) > 0)
         r = cli_start_declared(&a, stopped, RESTART_WAIT_MS);
+    r = r ? r : refused;
     json_decref(stopped);
     json_decref(reply);
     return r;

@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "gate.h"
 #include "route.h"
+#include "verify.h"
 
 static void identified(void *arg, const struct identify_result *r)
 {
@@ -145,25 +146,6 @@ void conn_route(struct proxy_client *c)
         conn_forward(c);
 }
 
-/* The gate's status of b's server, copied into the registration (ls and
- * the dashboard read it there) when it changed: a verified server's
- * requests copy nothing. */
-static void show_status(struct reg_backend *b)
-{
-    const struct whoami_status *st = whoami_server_status(b->gate);
-    struct reg_whoami *w = &b->whoami;
-    if (st->seq == w->seq)
-        return;
-    snprintf(w->state, sizeof w->state, "%s", st->state);
-    snprintf(w->detail, sizeof w->detail, "%s", st->detail);
-    snprintf(w->checkout, sizeof w->checkout, "%s", st->checkout);
-    snprintf(w->hash, sizeof w->hash, "%s", st->hash);
-    snprintf(w->disk_hash, sizeof w->disk_hash, "%s", st->disk_hash);
-    w->checked_ms = st->checked_ms;
-    w->refused = st->refused;
-    w->seq = st->seq;
-}
-
 static void gate_verdict(struct proxy_client *c, int v, const char *detail)
 {
     static const enum proxy_error refusal[] = {
@@ -173,7 +155,7 @@ static void gate_verdict(struct proxy_client *c, int v, const char *detail)
         [WHOAMI_INVALID] = PE_WHOAMI_INVALID,
         [WHOAMI_UNREACHABLE] = PE_BACKEND_UNREACHABLE,
     };
-    show_status(c->backend);
+    proxy_backend_show(c->backend);
     if (v == WHOAMI_PASS)
         upstream_start(c);
     else
@@ -187,28 +169,6 @@ static void gate_answered(void *arg, enum whoami_verdict v, const char *detail)
     gate_verdict(c, (int)v, detail);
 }
 
-/* The registration as the gate sees it. Its strings stay with b, which
- * outlives its gate handle (released with it). */
-static struct whoami_target target_of(const struct reg_backend *b)
-{
-    return (struct whoami_target){
-        (const struct sockaddr *)&b->addr,
-        b->addrlen,
-        b->name,
-        b->port,
-        b->worktree,
-        b->pid,
-        b->pid_start,
-        b->restart_on_stale,
-        b->command,
-        b->started_ms,
-        b->registered_ms,
-        b->front,
-        b->log[0] != '\0', /* only `wtproxy run` registers a log */
-        b->service,
-    };
-}
-
 /* A registered backend serves the request only once the /__whoami gate
  * has found it serving its worktree's checkout and the code on disk now.
  * (The default backend is the user's own fallback: not checked.) */
@@ -220,15 +180,12 @@ void conn_forward(struct proxy_client *c)
         upstream_start(c);
         return;
     }
-    if (!b->gate) {
-        if (!(b->gate = whoami_server_new(c->srv->gate))) {
-            snprintf(detail, sizeof detail, "out of memory while checking %s", b->name);
-            conn_fail(c, PE_WHOAMI_INVALID, detail);
-            return;
-        }
-        b->gate_release = whoami_server_release;
+    if (!proxy_backend_gate(c->srv, b)) {
+        snprintf(detail, sizeof detail, "out of memory while checking %s", b->name);
+        conn_fail(c, PE_WHOAMI_INVALID, detail);
+        return;
     }
-    struct whoami_target t = target_of(b);
+    struct whoami_target t = proxy_backend_target(b);
     int v =
         whoami_gate_check(b->gate, &t, gate_answered, c, &c->gate_ticket, detail, sizeof detail);
     if (v >= 0) {

@@ -48,6 +48,7 @@
 #include "listener.h"
 #include "log_flood.h"
 #include "route.h"
+#include "verify.h"
 
 unsigned long long proxy_now_ms(struct proxy_server *s)
 {
@@ -252,6 +253,7 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
              slash ? state : ".");
     s->ondemand = ondemand_new(s, control, dir);
     proxy_ops_install(s);
+    proxy_verify_install(s);
     if (apply_gate(s) < 0) {
         snprintf(err, errlen, "cannot start the /__whoami gate: out of memory");
         return -1;

@@ -66,6 +66,12 @@ void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg)
     rs->ext_arg = arg;
 }
 
+void reg_server_set_on_state(struct reg_server *rs, reg_server_on_state fn, void *arg)
+{
+    rs->on_state = fn;
+    rs->on_state_arg = arg;
+}
+
 json_t *reg_server_leases(struct reg_server *rs, reg_server_done cb, void *arg, void **job)
 {
     if (rs->pg.pgw)

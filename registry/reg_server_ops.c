@@ -199,6 +199,8 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
         if (strcmp(op, "unregister") != 0) {
             /* restarting: requests wait for it again, as for a new server */
             b->state = strcmp(op, "ready") == 0 ? REG_READY : REG_STARTING;
+            if (rs->on_state)
+                rs->on_state(rs->on_state_arg, b);
             reg_server_save(rs);
             return ok_entry(rs, b);
         }

@@ -157,6 +157,7 @@ static void settle(struct whoami_server *s)
         return;
     s->g->busy++; /* a callback may end a request, and its caller let go of s */
     s->disk_wait = 0;
+    unsigned long seq = s->st.seq;
     for (w = TAILQ_FIRST(&s->waiters); w; w = next) {
         next = TAILQ_NEXT(w, link);
         int d = whoami_gate_judge(s, w->since_ms, &w->disk_ticket, detail, sizeof detail);
@@ -170,11 +171,14 @@ static void settle(struct whoami_server *s)
             continue;
         }
         TAILQ_REMOVE(&s->waiters, w, link);
-        if (d != WHOAMI_PASS)
+        if (d != WHOAMI_PASS && w->cb)
             refused(s);
-        w->cb(w->arg, (enum whoami_verdict)d, detail);
+        if (w->cb)
+            w->cb(w->arg, (enum whoami_verdict)d, detail);
         free(w);
     }
+    if (!s->released && s->st.seq != seq && s->watch)
+        s->watch(s->watch_arg);
     /* After the loop: a fetch that fails at once settles again, here. */
     if (!s->released && ask)
         start_fetch(s);
@@ -215,8 +219,10 @@ static void ask_soon(struct whoami_server *s, unsigned ms)
         evtimer_add(s->poll, &tv);
 }
 
-int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, whoami_gate_cb cb,
-                      void *arg, void **ticket, char *detail, size_t detlen)
+/* whoami_gate_check's, and whoami_gate_probe's with cb NULL: a probe
+ * refuses nothing and is not counted. */
+static int check(struct whoami_server *s, const struct whoami_target *t, whoami_gate_cb cb,
+                 void *arg, void **ticket, char *detail, size_t detlen)
 {
     unsigned long disk_ticket = 0;
     *ticket = NULL;
@@ -236,7 +242,7 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
         ask_soon(s, 0);
     }
     if (d != WA_FETCH && d != WA_RETRY && d != G_DISK) {
-        if (d != WHOAMI_PASS)
+        if (d != WHOAMI_PASS && cb)
             refused(s);
         return d;
     }
@@ -257,6 +263,55 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
         ask_soon(s, d == WA_FETCH ? 0 : WHOAMI_POLL_MS);
     *ticket = w;
     return -1;
+}
+
+int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, whoami_gate_cb cb,
+                      void *arg, void **ticket, char *detail, size_t detlen)
+{
+    return check(s, t, cb, arg, ticket, detail, detlen);
+}
+
+/* Nothing about s's server is known now: why says since when. */
+static void show_unchecked(struct whoami_server *s, const char *why)
+{
+    struct whoami_status *st = &s->st;
+    snprintf(st->state, sizeof st->state, "unchecked");
+    snprintf(st->detail, sizeof st->detail, "%s", why);
+    st->checkout[0] = st->hash[0] = st->disk_hash[0] = '\0';
+    st->checked_ms = 0;
+    st->seq++;
+}
+
+int whoami_gate_probe(struct whoami_server *s, const struct whoami_target *t)
+{
+    char detail[4096];
+    void *ticket;
+    int d = check(s, t, NULL, NULL, &ticket, detail, sizeof detail);
+    if (d < 0)
+        show_unchecked(s, "its server is new: wtproxy is asking its /__whoami now");
+    return d;
+}
+
+void whoami_server_restarted(struct whoami_server *s, const char *why)
+{
+    if (!s)
+        return;
+    if (s->fetch) { /* the old process's answer */
+        whoami_fetch_cancel(s->fetch);
+        s->fetch = NULL;
+        if (s->g && !TAILQ_EMPTY(&s->waiters))
+            ask_soon(s, WHOAMI_POLL_MS);
+    }
+    if (s->have_ans)
+        whoami_answer_free(&s->ans);
+    s->have = s->have_ans = 0;
+    show_unchecked(s, why);
+}
+
+void whoami_server_watch(struct whoami_server *s, void (*fn)(void *arg), void *arg)
+{
+    s->watch = fn;
+    s->watch_arg = arg;
 }
 
 void whoami_gate_forget(struct whoami_server *s)

@@ -78,7 +78,9 @@ struct whoami_target {
  * state "" means never checked. seq changes whenever anything else does,
  * so the caller copies it only then. */
 struct whoami_status {
-    char state[16];    /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid" */
+    /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid";
+     * "unchecked": its server is new and not asked yet */
+    char state[16];
     char detail[1024]; /* the reason, a sentence for people */
     char checkout[PATH_MAX]; /* the checkout the server said it serves */
     char hash[72];           /* its fingerprint, "sha256:<hex>" */
@@ -119,5 +121,23 @@ void whoami_gate_cancel(struct whoami_gate *g, void *ticket);
 /* s's server did not answer a request (refused, or closed unanswered): its
  * answer no longer holds, and the next check asks again. */
 void whoami_gate_forget(struct whoami_server *s);
+
+/* Another process now serves s (its wrapper restarts it): its answer and
+ * its verdict were the old process's. Both are forgotten, an exchange
+ * with the old one dropped, and the status says "unchecked" with why, so
+ * that ls never shows the old verdict as the new server's. */
+void whoami_server_restarted(struct whoami_server *s, const char *why);
+
+/* Verify s's server, described by t, with no request waiting: at once
+ * (returns the verdict, the status updated) or later (returns -1, the
+ * status "unchecked" meanwhile). Nothing is refused or counted; a stale
+ * server started with --restart-on-stale is restarted, as for a request.
+ * The status changes later are told by the watch below. */
+int whoami_gate_probe(struct whoami_server *s, const struct whoami_target *t);
+
+/* fn(arg) runs on the loop after s's status changed outside a check's
+ * return (a probe or a request decided later): whoever shows the status
+ * copies it then. */
+void whoami_server_watch(struct whoami_server *s, void (*fn)(void *arg), void *arg);
 
 #endif

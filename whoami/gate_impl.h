@@ -18,7 +18,7 @@ struct waiter {
     struct whoami_server *s;
     long long since_ms;
     unsigned long disk_ticket; /* tree.h: which fingerprint it may use */
-    whoami_gate_cb cb;
+    whoami_gate_cb cb; /* NULL: a probe (whoami_gate_probe), no request */
     void *arg;
     TAILQ_ENTRY(waiter) link;
 };
@@ -42,6 +42,8 @@ struct whoami_server {
     int answered;           /* it has given a usable answer before */
     int disk_wait;          /* a waiter waits for the disk's fingerprint */
     int released;           /* its caller let go while the gate was busy */
+    void (*watch)(void *arg); /* told when st changed later (whoami_server_watch) */
+    void *watch_arg;
     TAILQ_HEAD(, waiter) waiters;
     LIST_ENTRY(whoami_server) link;
 };

@@ -1,0 +1,89 @@
+/* verify.c - see verify.h. Why the daemon verifies a server nobody sent
+ * a request to: after a restart, `wtproxy ls` and the dashboard showed
+ * the old process's verdict ("stale", naming the edit the restart was
+ * for) until the next request asked the new one, and an agent reading it
+ * restarted again. Now a restart makes the verdict "unchecked" at once,
+ * and the new server's ready makes the gate ask its /__whoami (one
+ * exchange on the loop, the fingerprint on its worker) as for a request,
+ * refusing nothing: ls soon says the true verdict. */
+#include "verify.h"
+
+#include <stdio.h>
+
+#include "server.h"
+
+static void status_changed(void *arg)
+{
+    proxy_backend_show(arg);
+}
+
+struct whoami_server *proxy_backend_gate(struct proxy_server *s, struct reg_backend *b)
+{
+    if (!b->gate && s->gate && b->worktree[0] && (b->gate = whoami_server_new(s->gate))) {
+        b->gate_release = whoami_server_release;
+        whoami_server_watch(b->gate, status_changed, b);
+    }
+    return b->gate;
+}
+
+struct whoami_target proxy_backend_target(const struct reg_backend *b)
+{
+    return (struct whoami_target){
+        (const struct sockaddr *)&b->addr,
+        b->addrlen,
+        b->name,
+        b->port,
+        b->worktree,
+        b->pid,
+        b->pid_start,
+        b->restart_on_stale,
+        b->command,
+        b->started_ms,
+        b->registered_ms,
+        b->front,
+        b->log[0] != '\0', /* only `wtproxy run` registers a log */
+        b->service,
+    };
+}
+
+void proxy_backend_show(struct reg_backend *b)
+{
+    const struct whoami_status *st = whoami_server_status(b->gate);
+    struct reg_whoami *w = &b->whoami;
+    if (st->seq == w->seq)
+        return;
+    snprintf(w->state, sizeof w->state, "%s", st->state);
+    snprintf(w->detail, sizeof w->detail, "%s", st->detail);
+    snprintf(w->checkout, sizeof w->checkout, "%s", st->checkout);
+    snprintf(w->hash, sizeof w->hash, "%s", st->hash);
+    snprintf(w->disk_hash, sizeof w->disk_hash, "%s", st->disk_hash);
+    w->checked_ms = st->checked_ms;
+    w->refused = st->refused;
+    w->seq = st->seq;
+}
+
+/* reg_server_on_state: a restart drops the old process's verdict; a
+ * server ready (new, or back from a restart) is asked at once. */
+static void on_state(void *arg, struct reg_backend *b)
+{
+    struct proxy_server *s = arg;
+    if (b->state == REG_STARTING) {
+        if (b->gate) {
+            whoami_server_restarted(b->gate, "its server is restarting: what the gate found "
+                                             "was the old process's; wtproxy asks the new "
+                                             "one's /__whoami once it is ready");
+            proxy_backend_show(b);
+        }
+        return;
+    }
+    if (b->state != REG_READY || !proxy_backend_gate(s, b))
+        return;
+    struct whoami_target t = proxy_backend_target(b);
+    whoami_gate_probe(b->gate, &t);
+    proxy_backend_show(b);
+}
+
+void proxy_verify_install(struct proxy_server *s)
+{
+    reg_server_set_on_state(s->reg, on_state, s);
+}
