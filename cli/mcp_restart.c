@@ -15,7 +15,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "host.h"
+
+/* The daemon's verdict on a restarted server: its /__whoami (whoami_timeout)
+ * and, for a stale one, stale_grace (as cli/restart.c waits). */
+#define VERDICT_WAIT_MS 15000
 
 static const char *str(json_t *o, const char *key)
 {
@@ -74,23 +77,12 @@ static json_t *entry_down(const char *wt, json_t *e, const char *why, int exited
                 (uid_t)json_integer_value(json_object_get(e, "uid")), next);
 }
 
-/* The gate's verdict on x when it predates the restart (asked at
- * since_ms) is the old server's ("stale: restart it"): it would send the
- * agent round again. The gate asks the new server at its next request. */
-static void forget_old_verdict(json_t *x, long long since_ms)
-{
-    json_t *w = json_object_get(x, "whoami");
-    if (w && json_integer_value(json_object_get(w, "checked_ms")) < since_ms)
-        json_object_set_new(x, "whoami",
-                            json_pack("{s:s, s:s}", "state", "unchecked", "detail",
-                                      "not checked since the restart: wtproxy asks the new "
-                                      "server's /__whoami at the next request to it"));
-}
-
 /* One look at the servers of wt in asked, as now lists them: NULL while
- * one is not ready yet (*late, a member of asked), else the servers as
- * they are now, or the failure of one that exited. */
-static json_t *look(const char *wt, json_t *asked, json_t *now, long long since_ms, json_t **late)
+ * one is not ready yet, or (verdict) has no /__whoami verdict yet: the
+ * daemon asks a restarted server's once it is ready, "unchecked" until
+ * then (*late, a member of asked); else the servers as they are now, or
+ * the failure of one that exited. */
+static json_t *look(const char *wt, json_t *asked, json_t *now, int verdict, json_t **late)
 {
     json_t *back = json_array(), *e;
     size_t i;
@@ -102,9 +94,9 @@ static json_t *look(const char *wt, json_t *asked, json_t *now, long long since_
             json_decref(back);
             return entry_down(wt, e, "it exited (its wrapper unregistered it)", 1);
         }
-        if (strcmp(str(x, "state"), "ready") != 0)
+        if (strcmp(str(x, "state"), "ready") != 0 ||
+            (verdict && strcmp(str(json_object_get(x, "whoami"), "state"), "unchecked") == 0))
             *late = e;
-        forget_old_verdict(x, since_ms);
         json_array_append(back, x);
     }
     if (*late)
@@ -112,15 +104,15 @@ static json_t *look(const char *wt, json_t *asked, json_t *now, long long since_
     return *late ? NULL : back;
 }
 
-/* Wait until every server of wt in asked (restarted at since_ms) is
- * ready again. Returns them as they are then, or the failure of one that
- * exited or is not ready in time. */
-static json_t *await_ready(const char *wt, json_t *asked, long long since_ms)
+/* Wait until every server of wt in asked is ready again, and has its
+ * verdict for VERDICT_WAIT_MS at most. Returns them as they are then, or
+ * the failure of one that exited or is not ready in time. */
+static json_t *await_ready(const char *wt, json_t *asked)
 {
     struct timespec tick = {0, MCP_RESTART_POLL_MS * 1000000L};
     for (long waited = 0;; waited += MCP_RESTART_POLL_MS) {
         json_t *late = NULL, *fail = NULL, *now = mcp_entries(wt, &fail);
-        json_t *out = now ? look(wt, asked, now, since_ms, &late) : fail;
+        json_t *out = now ? look(wt, asked, now, waited < VERDICT_WAIT_MS, &late) : fail;
         json_decref(now);
         if (out)
             return out;
@@ -257,7 +249,6 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
 {
     static const char *const keys[] = {"service", "front", NULL};
     char wt[PATH_MAX];
-    long long asked_ms = host_wall_ms();
     json_t *fail = mcp_scope(m, args, 1, wt, sizeof wt);
     if (fail || (fail = mcp_daemon_up(m))) /* up before it reads what the .wtproxy declares */
         return fail;
@@ -272,7 +263,7 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
         json_decref(stopped);
         return none ? nothing_to_restart(wt, fail, args) : fail;
     }
-    json_t *back = await_ready(wt, json_object_get(out, "restarted"), asked_ms);
+    json_t *back = await_ready(wt, json_object_get(out, "restarted"));
     json_t *started = json_object_get(back, "error") ? NULL : start_declared(wt, stopped);
     json_decref(stopped);
     json_t *failed = json_object_get(back, "error")      ? back

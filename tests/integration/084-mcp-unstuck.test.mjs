@@ -6,7 +6,8 @@
 //   restart says there is nothing to restart, how to start one, and why
 //   the last one ended;
 // - its server is stale after an edit (409): restart returns once the new
-//   server is ready, without the old server's "stale: restart it" verdict;
+//   server is ready and verified by the daemon, not with the old server's
+//   "stale: restart it" verdict;
 //   a restart into a crash is an error carrying the crash's lines;
 // - a worktree whose .wtproxy declares its server: restart starts it when
 //   none runs, and a start into a crash is an error with the crash's lines;
@@ -103,7 +104,7 @@ test('restart returns once the server is ready, and a restart into a crash says 
   const [e] = r.structuredContent.restarted;
   assert.equal(r.structuredContent.ready, true);
   assert.equal(e.state, 'ready', 'returned once the new server listens');
-  assert.equal(e.whoami.state, 'unchecked', `not the old server's verdict: ${JSON.stringify(e.whoami)}`);
+  assert.equal(e.whoami.state, 'verified', `the new server's verdict, not the old one's: ${JSON.stringify(e.whoami)}`);
   assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200, 'the next request meets the new server');
   assert.equal((await a.end()).code, 0, a.stderr());
 
