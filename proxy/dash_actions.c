@@ -46,15 +46,19 @@ static struct host_diag *diag;
 
 struct action {
     const char *path;                                              /* after /__wtproxy */
-    json_t *(*op)(struct proxy_server *s, uid_t uid, json_t *req); /* NULL: proxy_op_start */
+    json_t *(*op)(struct proxy_server *s, uid_t uid, json_t *req); /* NULL: later */
+    json_t *(*later)(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_reply_cb cb,
+                     void *arg, void **pending);
 };
 
 /* start reads the worktree's .wtproxy, which may take seconds on a slow
- * filesystem: a worker reads it while c waits (DASH_NOTE_START). */
+ * filesystem: a worker reads it while c waits (DASH_NOTE_START); so does
+ * a restart that finds nothing running, to start what the file declares
+ * (a service that crashed), as `wtproxy restart` does. */
 static const struct action actions[] = {
-    {"/api/restart", proxy_op_restart},
-    {"/api/stop", proxy_op_stop},
-    {"/api/start", NULL},
+    {"/api/restart", NULL, proxy_op_restart_or_start},
+    {"/api/stop", proxy_op_stop, NULL},
+    {"/api/start", NULL, proxy_op_start},
 };
 
 #define NACTIONS (sizeof actions / sizeof actions[0])
@@ -260,7 +264,7 @@ static void act(struct proxy_client *c, int which, size_t len)
               c->ip, (unsigned)uid);
     json_t *reply = actions[which].op
                         ? actions[which].op(c->srv, uid, req)
-                        : proxy_op_start(c->srv, uid, req, start_done, c, &c->handler_job);
+                        : actions[which].later(c->srv, uid, req, start_done, c, &c->handler_job);
     json_decref(req);
     if (reply) {
         respond_json(c, status_of(reply), reply);

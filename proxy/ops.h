@@ -73,6 +73,15 @@ typedef void (*proxy_op_reply_cb)(void *arg, json_t *reply);
 json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_reply_cb cb,
                        void *arg, void **pending);
 
+/* The dashboard's restart: proxy_op_restart, and when nothing selected
+ * runs (not-found), proxy_op_start of what the worktree's .wtproxy
+ * declares for the selection instead (as `wtproxy restart` starts a
+ * declared service that died), its reply with "started": true; when the
+ * file declares none, not-found saying so. Returns and calls back as
+ * proxy_op_start; *pending is proxy_op_start_cancel's. */
+json_t *proxy_op_restart_or_start(struct proxy_server *s, uid_t uid, json_t *req,
+                                  proxy_op_reply_cb cb, void *arg, void **pending);
+
 /* The start's reply is not wanted any more: cb is not called. */
 void proxy_op_start_cancel(void *pending);
 

@@ -74,6 +74,33 @@ static void describe_worktree(struct reg_table *t, const char *wt, char *out, si
         snprintf(out, len, "nothing");
 }
 
+/* For a not-found: "; its .wtproxy declares ... which does not run: start
+ * it ..." when the file as the daemon last read it (never read here)
+ * declares a server sel selects that does not run (it crashed, or was
+ * never started); else "". */
+static void declared_note(struct proxy_server *s, const struct selector *sel, char *out,
+                          size_t len)
+{
+    json_t *d = s->ondemand ? ondemand_services_known(s, sel->worktree) : NULL, *svc;
+    size_t i;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(d, "services"), i, svc) {
+        const char *name = json_string_value(json_object_get(svc, "name"));
+        int front = (int)json_integer_value(json_object_get(svc, "front"));
+        if (json_is_true(json_object_get(svc, "running")) ||
+            (sel->service && (!name || strcmp(name, sel->service) != 0)) ||
+            (sel->front && front != sel->front))
+            continue;
+        snprintf(out, len,
+                 "; its .wtproxy declares %s%s on front %d, which does not run: start it with "
+                 "wtproxy restart %s (it starts the declared servers that do not run), or the "
+                 "dashboard's start button",
+                 name && *name ? "service " : "a server", name ? name : "", front, sel->worktree);
+        break;
+    }
+    json_decref(d);
+}
+
 /* Whether pid runs the daemon's own executable (a wtproxy renamed or
  * outside PATH, as tests and packagers have it). */
 static int same_exe(pid_t pid)
@@ -140,13 +167,14 @@ static int collect(struct proxy_server *s, uid_t uid, const char *op, const stru
         out[n++] = b;
     }
     if (n == 0) {
-        char have[1024];
+        char have[1024], note[PATH_MAX + 256];
         describe_worktree(t, sel->worktree, have, sizeof have);
+        declared_note(s, sel, note, sizeof note);
         *reply = reg_fail("not-found",
                           "no server of %s%s%s matches; registered for it: %s (see "
-                          "wtproxy ls)",
+                          "wtproxy ls)%s",
                           sel->worktree, sel->service ? " with service " : "",
-                          sel->service ? sel->service : "", have);
+                          sel->service ? sel->service : "", have, note);
         return -1;
     }
     return n;
@@ -206,6 +234,7 @@ struct start_wait {
     uid_t uid;
     int front;     /* 0: the service's */
     char *service; /* NULL: the one on front */
+    int restart;   /* a restart that found none running (proxy_op_restart_or_start) */
 };
 
 /* The server for front registered in worktree (started some other way, or
@@ -237,13 +266,20 @@ static json_t *not_ours(uid_t uid)
  * started after those it needs, unless running. */
 static json_t *start_with_file(struct proxy_server *s, uid_t uid, const char *worktree,
                                const char *service, int front, int rc, const struct wtfile *f,
-                               const char *ferr)
+                               const char *ferr, int restart)
 {
     char err[1024] = "";
     json_t *r;
     if (!f)
         return reg_fail("stopping", "%s", ferr);
     const struct wtfile_service *svc = service && rc == 0 ? wtfile_by_name(f, service) : NULL;
+    if (restart && rc >= 0 && (service ? !svc : rc == 1 || !wtfile_by_front(f, front)))
+        return reg_fail("not-found",
+                        "no server of %s%s%s runs, and its .wtproxy declares none to start "
+                        "(see wtproxy ls); start one: cd %s && wtproxy run --front %d -- CMD "
+                        "{port}",
+                        worktree, service ? " with service " : "", service ? service : "",
+                        worktree, svc ? svc->front : front);
     if (service && !svc)
         return reg_fail("not-declared",
                         "%s's .wtproxy declares no service `%s` (wtproxy mcp's "
@@ -267,8 +303,8 @@ static json_t *start_with_file(struct proxy_server *s, uid_t uid, const char *wo
     char log[PATH_MAX];
     log[0] = '\0';
     ondemand_exited(s->ondemand, worktree, front, log, sizeof log);
-    return json_pack("{s:b, s:s, s:i, s:b, s:s}", "ok", 1, "worktree", worktree, "front", front,
-                     "running", 0, "log", log);
+    return json_pack("{s:b, s:s, s:i, s:b, s:s, s:b}", "ok", 1, "worktree", worktree, "front",
+                     front, "running", 0, "log", log, "started", restart);
 }
 
 static void start_wait_free(struct start_wait *w)
@@ -295,7 +331,8 @@ static void start_read(void *arg, const char *worktree, int rc, const struct wtf
     w->cb(w->arg, rc == ONDEMAND_NO_FOLDER ? reg_fail("not-found", "%s", err)
                   : rc == ONDEMAND_TIMED_OUT
                       ? start_timed_out(worktree, w->s->cfg.start_timeout_ms)
-                      : start_with_file(w->s, w->uid, worktree, w->service, w->front, rc, f, err));
+                      : start_with_file(w->s, w->uid, worktree, w->service, w->front, rc, f, err,
+                                        w->restart));
     start_wait_free(w);
 }
 
@@ -326,6 +363,24 @@ json_t *proxy_op_start(struct proxy_server *s, uid_t uid, json_t *req, proxy_op_
     }
     *pending = w;
     return NULL;
+}
+
+json_t *proxy_op_restart_or_start(struct proxy_server *s, uid_t uid, json_t *req,
+                                  proxy_op_reply_cb cb, void *arg, void **pending)
+{
+    json_t *reply = proxy_op_restart(s, uid, req);
+    const char *error = json_string_value(json_object_get(reply, "error"));
+    *pending = NULL;
+    if (!error || strcmp(error, "not-found") != 0 || !s->ondemand)
+        return reply;
+    json_t *start = proxy_op_start(s, uid, req, cb, arg, pending);
+    if (*pending) {
+        ((struct start_wait *)*pending)->restart = 1;
+        json_decref(reply);
+        return NULL;
+    }
+    json_decref(start); /* refused before any read: the restart's not-found says more */
+    return reply;
 }
 
 void proxy_op_start_cancel(void *pending)

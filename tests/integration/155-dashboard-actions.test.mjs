@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import http from 'node:http';
 import { spawnSync } from 'node:child_process';
-import { makeWorktrees, startDaemon, lsJson, getWorktree, waitFor, git, cliEnv } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, lsJson, getWorktree, waitFor, git, cliEnv, control } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { runServer, ready, request, token, ctlServer } from './lib/ctl.mjs';
@@ -206,4 +206,40 @@ test('another user\'s browser or CLI cannot act on my servers, token or not', { 
   const [after] = await lsJson(tmp);
   assert.equal(after.pid, before.pid);
   assert.equal(after.state, 'ready');
+});
+
+test('restart of a declared server that crashed starts it; of one declared nowhere, says so', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ${process.execPath} ${ctlServer} {port}\nfront = ${px.port}\n`);
+  git(tmp.wt.a, 'add', '.wtproxy');
+  git(tmp.wt.a, 'commit', '-q', '-m', 'declare');
+  const host = `localhost:${px.port}`;
+  const good = { Host: host, Origin: `http://${host}`, 'Sec-Fetch-Site': 'same-origin',
+    'Content-Type': 'application/json', 'X-Wtproxy-Token': await token(px.port) };
+  const body = JSON.stringify({ worktree: tmp.wt.a, front: px.port });
+  assert.equal((await request(px.port, 'POST', '/__wtproxy/api/start', good, body)).status, 200);
+  await ready(tmp, tmp.wt.a);
+  // It crashes: its wrapper unregisters it, and the page's row still has
+  // its Restart button (or a script sends it, as the 502 said).
+  const crashed = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body).pid;
+  process.kill(crashed, 'SIGKILL');
+  await waitFor(async () => (await lsJson(tmp)).length === 0, 15000, 'the crashed server unregistered');
+  // The control op says what the file declares and how to start it.
+  await waitFor(async () => {
+    const op = await control(tmp.control, { op: 'restart', worktree: tmp.wt.a });
+    return op.error === 'not-found' && /its \.wtproxy declares a server on front \d+, which does not run: start it with wtproxy restart .*dashboard's start button/.test(op.message);
+  }, 5000, 'the restart op names the declared server and its start');
+  const restart = await request(px.port, 'POST', '/__wtproxy/api/restart', good, body);
+  assert.equal(restart.status, 200, restart.body);
+  assert.equal(JSON.parse(restart.body).started, true, restart.body);
+  const back = await ready(tmp, tmp.wt.a);
+  assert.notEqual(JSON.parse((await getWorktree(px.port, tmp.wt.a)).body).pid, crashed);
+  // Nothing runs in wt-b and its .wtproxy (none) declares nothing.
+  const none = await request(px.port, 'POST', '/__wtproxy/api/restart', good, JSON.stringify({ worktree: tmp.wt.b, front: px.port }));
+  assert.equal(none.status, 404, none.body);
+  assert.match(JSON.parse(none.body).message, /no server of .*wt-b runs, and its \.wtproxy declares none to start .*wtproxy run --front \d+ -- CMD \{port\}/);
+  const stop = await request(px.port, 'POST', '/__wtproxy/api/stop', good, JSON.stringify({ worktree: tmp.wt.a }));
+  assert.equal(stop.status, 200, stop.body);
+  await waitFor(async () => (await lsJson(tmp)).length === 0, 15000, `the started server (pid ${back.pid}) stopped`);
 });
