@@ -132,7 +132,8 @@ static int say_verdicts(const struct cli_server_args *a, json_t *asked)
         if (!v[0])
             how[0] = '\0'; /* not checked at all (whoami = off) */
         else if (strcmp(v, "unchecked") == 0)
-            snprintf(how, sizeof how, "; its /__whoami gave no verdict within %d s (see: wtproxy ls)",
+            snprintf(how, sizeof how,
+                     "; its /__whoami gave no verdict within %d s (see: wtproxy ls)",
                      VERDICT_WAIT_MS / 1000);
         else if (strcmp(v, "verified") == 0 || strcmp(v, "trusted") == 0)
             snprintf(how, sizeof how, ", %s: %s", v, str(w, "detail"));
@@ -141,8 +142,8 @@ static int say_verdicts(const struct cli_server_args *a, json_t *asked)
             out = stderr;
             rc = 1;
         }
-        fprintf(out, "wtproxy: %s's server on front %lld restarted and ready%s\n", str(e, "worktree"),
-                json_integer_value(json_object_get(e, "front")), how);
+        fprintf(out, "wtproxy: %s's server on front %lld restarted and ready%s\n",
+                str(e, "worktree"), json_integer_value(json_object_get(e, "front")), how);
     }
     json_decref(now);
     return rc;

@@ -78,8 +78,7 @@ static void describe_worktree(struct reg_table *t, const char *wt, char *out, si
  * it ..." when the file as the daemon last read it (never read here)
  * declares a server sel selects that does not run (it crashed, or was
  * never started); else "". */
-static void declared_note(struct proxy_server *s, const struct selector *sel, char *out,
-                          size_t len)
+static void declared_note(struct proxy_server *s, const struct selector *sel, char *out, size_t len)
 {
     json_t *d = s->ondemand ? ondemand_services_known(s, sel->worktree) : NULL, *svc;
     size_t i;
@@ -278,8 +277,8 @@ static json_t *start_with_file(struct proxy_server *s, uid_t uid, const char *wo
                         "no server of %s%s%s runs, and its .wtproxy declares none to start "
                         "(see wtproxy ls); start one: cd %s && wtproxy run --front %d -- CMD "
                         "{port}",
-                        worktree, service ? " with service " : "", service ? service : "",
-                        worktree, svc ? svc->front : front);
+                        worktree, service ? " with service " : "", service ? service : "", worktree,
+                        svc ? svc->front : front);
     if (service && !svc)
         return reg_fail("not-declared",
                         "%s's .wtproxy declares no service `%s` (wtproxy mcp's "
@@ -328,11 +327,10 @@ static void start_read(void *arg, const char *worktree, int rc, const struct wtf
                        const char *err)
 {
     struct start_wait *w = arg;
-    w->cb(w->arg, rc == ONDEMAND_NO_FOLDER ? reg_fail("not-found", "%s", err)
-                  : rc == ONDEMAND_TIMED_OUT
-                      ? start_timed_out(worktree, w->s->cfg.start_timeout_ms)
-                      : start_with_file(w->s, w->uid, worktree, w->service, w->front, rc, f, err,
-                                        w->restart));
+    w->cb(w->arg, rc == ONDEMAND_NO_FOLDER   ? reg_fail("not-found", "%s", err)
+                  : rc == ONDEMAND_TIMED_OUT ? start_timed_out(worktree, w->s->cfg.start_timeout_ms)
+                                             : start_with_file(w->s, w->uid, worktree, w->service,
+                                                               w->front, rc, f, err, w->restart));
     start_wait_free(w);
 }
 

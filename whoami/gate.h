@@ -81,7 +81,7 @@ struct whoami_status {
     /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid";
      * "unchecked": its server is new and not asked yet */
     char state[16];
-    char detail[1024]; /* the reason, a sentence for people */
+    char detail[1024];       /* the reason, a sentence for people */
     char checkout[PATH_MAX]; /* the checkout the server said it serves */
     char hash[72];           /* its fingerprint, "sha256:<hex>" */
     char disk_hash[72];      /* the fingerprint of the files on disk then */

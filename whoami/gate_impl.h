@@ -18,7 +18,7 @@ struct waiter {
     struct whoami_server *s;
     long long since_ms;
     unsigned long disk_ticket; /* tree.h: which fingerprint it may use */
-    whoami_gate_cb cb; /* NULL: a probe (whoami_gate_probe), no request */
+    whoami_gate_cb cb;         /* NULL: a probe (whoami_gate_probe), no request */
     void *arg;
     TAILQ_ENTRY(waiter) link;
 };
@@ -34,14 +34,14 @@ struct whoami_server {
     char problem[256];             /* why res is not a usable answer */
     struct whoami_answer ans;
     int have_ans;
-    long long asked_ms;     /* when the exchange behind res began */
-    long long restart_ms;   /* when we asked its wrapper to restart it, 0 not */
-    unsigned long listener; /* inode of the socket listening when asked; 0 unknown */
-    long long listener_ms;  /* when it was last compared with the one there now */
-    int refresh;            /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
-    int answered;           /* it has given a usable answer before */
-    int disk_wait;          /* a waiter waits for the disk's fingerprint */
-    int released;           /* its caller let go while the gate was busy */
+    long long asked_ms;       /* when the exchange behind res began */
+    long long restart_ms;     /* when we asked its wrapper to restart it, 0 not */
+    unsigned long listener;   /* inode of the socket listening when asked; 0 unknown */
+    long long listener_ms;    /* when it was last compared with the one there now */
+    int refresh;              /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
+    int answered;             /* it has given a usable answer before */
+    int disk_wait;            /* a waiter waits for the disk's fingerprint */
+    int released;             /* its caller let go while the gate was busy */
     void (*watch)(void *arg); /* told when st changed later (whoami_server_watch) */
     void *watch_arg;
     TAILQ_HEAD(, waiter) waiters;
