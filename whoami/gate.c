@@ -219,10 +219,9 @@ static void ask_soon(struct whoami_server *s, unsigned ms)
         evtimer_add(s->poll, &tv);
 }
 
-/* whoami_gate_check's, and whoami_gate_probe's with cb NULL: a probe
- * refuses nothing and is not counted. */
-static int check(struct whoami_server *s, const struct whoami_target *t, whoami_gate_cb cb,
-                 void *arg, void **ticket, char *detail, size_t detlen)
+/* cb NULL: whoami_gate_probe's, which refuses nothing and is not counted. */
+int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, whoami_gate_cb cb,
+                      void *arg, void **ticket, char *detail, size_t detlen)
 {
     unsigned long disk_ticket = 0;
     *ticket = NULL;
@@ -265,12 +264,6 @@ static int check(struct whoami_server *s, const struct whoami_target *t, whoami_
     return -1;
 }
 
-int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, whoami_gate_cb cb,
-                      void *arg, void **ticket, char *detail, size_t detlen)
-{
-    return check(s, t, cb, arg, ticket, detail, detlen);
-}
-
 /* Nothing about s's server is known now: why says since when. */
 static void show_unchecked(struct whoami_server *s, const char *why)
 {
@@ -286,7 +279,7 @@ int whoami_gate_probe(struct whoami_server *s, const struct whoami_target *t)
 {
     char detail[4096];
     void *ticket;
-    int d = check(s, t, NULL, NULL, &ticket, detail, sizeof detail);
+    int d = whoami_gate_check(s, t, NULL, NULL, &ticket, detail, sizeof detail);
     if (d < 0)
         show_unchecked(s, "its server is new: wtproxy is asking its /__whoami now");
     return d;
