@@ -33,6 +33,18 @@ async function staleServer(t, serverArgs = []) {
   return { tmp, px, app, run };
 }
 
+// Once the server pid has taken its fingerprint: its `wtproxy fingerprint`
+// child, spawned as it starts, has come and gone (or was never seen in 1 s).
+async function fingerprinted(pid) {
+  const children = () => fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+  const start = Date.now();
+  let seen = false;
+  await waitFor(() => {
+    seen ||= children() !== '';
+    return seen ? children() === '' : Date.now() - start > 1000;
+  }, 10000, `server ${pid}'s fingerprint`);
+}
+
 test('a restart drops the old verdict at once, and ls says verified without a request', async (t) => {
   const { tmp, px } = await staleServer(t);
   const relayed = (await lsJson(tmp))[0].requests;
@@ -75,7 +87,7 @@ test('a restart that brings up stale code (an edit while it started) says so, na
   const { tmp, app } = await staleServer(t, ['--pids', pids, '--delay', '3000']);
   const restart = cli(tmp, ['restart'], { cwd: tmp.wt.a, ms: 40000 });
   await waitFor(() => fs.readFileSync(pids, 'utf8').trim().split('\n').length === 2, 15000, 'the new server started');
-  await new Promise((r) => setTimeout(r, 1500)); // its fingerprint taken
+  await fingerprinted(Number(fs.readFileSync(pids, 'utf8').trim().split('\n')[1]));
   fs.writeFileSync(app, 'print(3)\n');
   const r = await restart;
   assert.equal(r.code, 1, r.stdout + r.stderr);
