@@ -329,12 +329,20 @@ int cli_default_front_in(const char *dir, json_t *ping);
  * ping is NULL. */
 int cli_daemon_port(json_t *ping);
 
-/* The front a server registers on without --front (run, register,
- * unregister): the one port the daemon listens on (started now when
- * start_daemon and none answers, as the command would start it), else
- * 8000. A server registered on a front the daemon does not listen on
- * would never get a request. */
-int cli_daemon_front(int start_daemon);
+/* dir's worktree's .wtproxy into file: its own, else its main
+ * checkout's (as the daemon reads them to place callers). 0 read, 1 there
+ * is none, -1 it does not parse. */
+struct wtfile;
+int cli_wtproxy_file_of(const char *dir, struct wtfile *file);
+
+/* The front a server of dir registers on without --front (run, register,
+ * unregister): the one the worktree's .wtproxy gives it (service's, or
+ * the one all its services share), as the daemon starts that server and
+ * the app's tests call it there; else the one port the daemon listens on
+ * (started now when start_daemon and none answers, as the command would
+ * start it); else 8000. A front the daemon does not listen on is warned
+ * about by run. */
+int cli_daemon_front(const char *dir, const char *service, int start_daemon);
 
 /* The daemon's ping reply (started first when start_daemon and none
  * answers), or NULL when none answers. */

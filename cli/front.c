@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "wtfile.h"
 
 int cli_main_checkout(const struct host_worktree *wt, char *out, size_t len)
 {
@@ -77,10 +78,45 @@ json_t *cli_ping(int start_daemon)
     return ping;
 }
 
-int cli_daemon_front(int start_daemon)
+int cli_wtproxy_file_of(const char *dir, struct wtfile *file)
 {
+    struct host_worktree w;
+    char err[1024], main_root[PATH_MAX];
+    int r = wtfile_read(dir, file, err, sizeof err);
+    if (r == 1 && host_worktree_of(dir, &w, NULL, 0) == 0 &&
+        cli_main_checkout(&w, main_root, sizeof main_root) == 0)
+        r = wtfile_read(main_root, file, err, sizeof err);
+    return r;
+}
+
+/* The front dir's .wtproxy gives a server: service's, or without one the
+ * front all its services share; 0 when there is no such file or service,
+ * or its services are on several fronts (which one is not ours to guess). */
+static int file_front(const char *dir, const char *service)
+{
+    struct wtfile *file = malloc(sizeof *file);
+    int front = 0;
+    if (file && cli_wtproxy_file_of(dir, file) == 0)
+        for (int i = 0; i < file->n; i++) {
+            const struct wtfile_service *s = &file->svc[i];
+            if (service ? strcmp(s->name, service) == 0 : front && front != s->front) {
+                front = service ? s->front : 0;
+                break;
+            }
+            if (!service)
+                front = s->front;
+        }
+    free(file);
+    return front;
+}
+
+int cli_daemon_front(const char *dir, const char *service, int start_daemon)
+{
+    int front = file_front(dir, service);
+    if (front)
+        return front;
     json_t *ping = cli_ping(start_daemon);
-    int front = cli_daemon_port(ping);
+    front = cli_daemon_port(ping);
     json_decref(ping);
     return front ? front : WTP_DEFAULT_FRONT_PORT;
 }

@@ -42,14 +42,8 @@ static int add(struct front *f, int n, int port, const char *service)
  * main checkout's, as the daemon reads them), added to the n of f. */
 static int declared(const char *wt, struct front *f, int n)
 {
-    struct host_worktree w;
     struct wtfile *file = malloc(sizeof *file);
-    char err[1024], main_root[PATH_MAX];
-    int r = file ? wtfile_read(wt, file, err, sizeof err) : -1;
-    if (r == 1 && host_worktree_of(wt, &w, NULL, 0) == 0 &&
-        cli_main_checkout(&w, main_root, sizeof main_root) == 0)
-        r = wtfile_read(main_root, file, err, sizeof err);
-    for (int i = 0; r == 0 && i < file->n; i++)
+    for (int i = 0; file && cli_wtproxy_file_of(wt, file) == 0 && i < file->n; i++)
         n = add(f, n, file->svc[i].front, file->svc[i].name);
     free(file);
     return n;

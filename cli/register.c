@@ -162,7 +162,7 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
     if (pid)
         host_pid_cmdline((pid_t)pid, cmd, sizeof cmd);
     if (!a->front)
-        front = cli_daemon_front(cli_daemon_start_allowed(a->no_autostart));
+        front = cli_daemon_front(wt, a->service, cli_daemon_start_allowed(a->no_autostart));
     json_t *req = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:s, s:b}", "op", "register", "front",
                             front, "worktree", wt, "port", port, "pid", (json_int_t)pid, "ttl_ms",
                             (json_int_t)ttl, "command", cmd, "ready", 1);
@@ -229,7 +229,7 @@ int cli_unregister_main(int argc, char **argv)
         cli_worktree(worktree, wt, sizeof wt, err, sizeof err) < 0)
         return usage_error("unregister", err);
     if (!frontv)
-        front = cli_daemon_front(0);
+        front = cli_daemon_front(wt, NULL, 0);
     json_t *req = json_pack("{s:s, s:i, s:s}", "op", "unregister", "front", front, "worktree", wt);
     json_t *reply = NULL;
     r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;

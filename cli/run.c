@@ -179,7 +179,7 @@ int cli_run_main(int argc, char **argv)
     /* A reader of our output that went must not kill the wrapper. */
     signal(SIGPIPE, SIG_IGN);
     if (!frontv)
-        r.front = cli_daemon_front(cli_daemon_start_allowed(no_autostart));
+        r.front = cli_daemon_front(r.worktree, r.service, cli_daemon_start_allowed(no_autostart));
     cli_run_log_open(&r.log, r.worktree, r.front, r.service);
     rc = cli_run_claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
     if (rc == 0) {

@@ -14,8 +14,9 @@ const char cli_usage_run[] =
     "that port; PORT, WTPROXY_PORT and WTPROXY_WORKTREE are set (WTPROXY_SERVICE\n"
     "too, with --service). Exits with CMD's status.\n"
     "\n"
-    "  --front PORT      the proxy port it serves (default: the one port the daemon\n"
-    "                    listens on, else 8000)\n"
+    "  --front PORT      the proxy port it serves (default: the worktree's .wtproxy\n"
+    "                    front of --service, or of all its services; else the one\n"
+    "                    port the daemon listens on; else 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _): shown\n"
     "                    by ls, and what logs/restart/stop --service NAME act on\n"
@@ -37,8 +38,9 @@ const char cli_usage_register[] =
     "  --pid PID         the server's pid: the entry goes when it exits\n"
     "  --ttl DURATION    how long the entry lives (30s, 10m, 2h, 1d); required\n"
     "                    without --pid\n"
-    "  --front PORT      the proxy port it serves (default: the one port the daemon\n"
-    "                    listens on, else 8000)\n"
+    "  --front PORT      the proxy port it serves (default: the worktree's .wtproxy\n"
+    "                    front of --service, or of all its services; else the one\n"
+    "                    port the daemon listens on; else 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --host H          the server's address (default 127.0.0.1)\n"
     "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _)\n"
@@ -50,7 +52,8 @@ const char cli_usage_unregister[] =
     "Remove this worktree's entry (yours, or any as root).\n"
     "\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
-    "  --front PORT      default: the one port the daemon listens on, else 8000\n";
+    "  --front PORT      default: the worktree's .wtproxy front (of all its\n"
+    "                    services), else the one port the daemon listens on, else 8000\n";
 
 const char cli_usage_ls[] =
     "usage: wtproxy ls [--json]\n"

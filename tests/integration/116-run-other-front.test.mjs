@@ -1,7 +1,9 @@
 // 116: an app tested on another port than 8000 (baseURL localhost:18000,
 // a daemon listening there). `wtproxy run` (and `register`, `unregister`)
 // without --front act on the one port the daemon listens on, and the
-// server is served there. Given a front
+// server is served there; a worktree whose .wtproxy names the front (of
+// --service, or of all its services) registers there, whatever the daemon
+// listens on. Given a front
 // the daemon does not listen on (--front 8000), it registers there, where
 // no request comes: it says so as it starts, with the flag to pass; the
 // 503 its worktree then gets on the daemon's port names the server on the
@@ -9,6 +11,8 @@
 // works.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { makeWorktrees, startDaemon, startRun, sanitizerClean, cli, lsJson, curlFrom } from './lib/registry.mjs';
 
 test('wtproxy run without --front serves the daemon\'s one port', async (t) => {
@@ -32,6 +36,28 @@ test('register and unregister without --front act on the daemon\'s one port too'
   assert.equal(un.code, 0, un.stderr);
   assert.match(un.stderr, new RegExp(`unregistered ${tmp.wt.a} from front :${px.port}`));
   assert.deepEqual(await lsJson(tmp), []);
+});
+
+test('run and register without --front take the front the worktree\'s .wtproxy gives the server', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp, ['--listen', '127.0.0.1:0', '--listen', '127.0.0.1:0'], { listeners: 2 });
+  const [web, api] = px.ports;
+  // One front for the whole file: a daemon on two ports cannot say which.
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./serve {port}\nfront = ${api}\n`);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a });
+  await run.ready;
+  assert.match(run.stderr(), new RegExp(`\\(front :${api}\\)`));
+  assert.doesNotMatch(run.stderr(), /warning/);
+  // A file of two services: --service picks its front.
+  fs.writeFileSync(path.join(tmp.wt.b, '.wtproxy'), `[service web]\nstart = ./web {port}\nfront = ${web}\n\n` +
+    `[service api]\nstart = ./api {port}\nfront = ${api}\n`);
+  const apiRun = startRun(t, tmp, { cwd: tmp.wt.b, runArgs: ['--service', 'api'] });
+  await apiRun.ready;
+  const reg = await cli(tmp, ['register', '--port', '5000', '--ttl', '1m', '--service', 'web'], { cwd: tmp.wt.b });
+  assert.equal(reg.code, 0, reg.stderr);
+  const fronts = (await lsJson(tmp)).map((e) => `${path.basename(e.worktree)} ${e.service || '-'} ${e.front}`).sort();
+  assert.deepEqual(fronts, [`wt-a - ${api}`, `wt-b api ${api}`, `wt-b web ${web}`].sort());
+  sanitizerClean(assert, px.stderr());
 });
 
 test('wtproxy run on a front the daemon does not listen on: warned, and the 503 names it', async (t) => {
