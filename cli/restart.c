@@ -7,10 +7,12 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "registry.h"
+#include "wtfile.h"
 
 #define RESTART_WAIT_MS 60000 /* a dev server's start (Django's checks, Vite's deps) */
 #define STOP_WAIT_MS (WTP_RESTART_STOP_MS + 5000) /* the wrapper's grace, and its exit */
@@ -149,6 +151,19 @@ static int say_verdicts(const struct cli_server_args *a, json_t *asked)
     return rc;
 }
 
+/* A restart with no daemon to answer it, in a worktree whose own
+ * .wtproxy declares servers: the daemon is started first (as run and
+ * claim start it, unless WTPROXY_NO_AUTOSTART=1), so that the restart
+ * starts what the file declares, which is what its user asked for. */
+static void daemon_for_declared(const struct cli_server_args *a)
+{
+    char err[1024];
+    struct wtfile *file = malloc(sizeof *file);
+    if (file && wtfile_read(a->worktree, file, err, sizeof err) == 0 && file->n > 0)
+        json_decref(cli_ping(cli_daemon_start_allowed(0)));
+    free(file);
+}
+
 /* restart or stop: ask the daemon, wait, say what happened. */
 static int act(int argc, char **argv, const char *op, const char *key)
 {
@@ -162,6 +177,8 @@ static int act(int argc, char **argv, const char *op, const char *key)
         return 2;
     }
     int restart = strcmp(op, "restart") == 0;
+    if (restart)
+        daemon_for_declared(&a);
     /* Read first: a service the restart below finds dead is not "not running". */
     json_t *stopped = restart ? cli_declared_stopped(&a) : json_array();
     json_t *reply, *e, *req = cli_server_request(op, &a);

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "registry.h"
+
 #define POLL_MS 100
 
 static const char *str(json_t *o, const char *key)
@@ -63,17 +65,28 @@ static json_t *now_of(json_t *now, json_t *svc)
     return NULL;
 }
 
+/* "service NAME", or "the server" of a .wtproxy without sections (its one
+ * service has no name), into out; and " --service NAME" or "" for the
+ * commands that pick it. */
+static void label(json_t *svc, char *out, size_t len, char *flag, size_t flaglen)
+{
+    const char *name = str(svc, "name");
+    snprintf(out, len, name[0] ? "service %s" : "the server", name);
+    snprintf(flag, flaglen, name[0] ? " --service %s" : "", name);
+}
+
 /* svc did not come up (why): say so with its log's last lines. */
 static void report_down(const struct cli_server_args *a, json_t *svc, const char *why)
 {
     const char *log = str(svc, "log");
-    fprintf(stderr, "wtproxy restart: service %s of %s (front %lld, %s) did not come up: %s\n",
-            str(svc, "name"), a->worktree, json_integer_value(json_object_get(svc, "front")),
-            str(svc, "start"), why);
+    char what[REG_SERVICE_MAX + 16], flag[REG_SERVICE_MAX + 16];
+    label(svc, what, sizeof what, flag, sizeof flag);
+    fprintf(stderr, "wtproxy restart: %s of %s (front %lld, %s) did not come up: %s\n", what,
+            a->worktree, json_integer_value(json_object_get(svc, "front")), str(svc, "start"), why);
     if (!log[0])
         return;
     cli_log_end(log);
-    fprintf(stderr, "read it all: wtproxy logs %s --service %s\n", a->worktree, str(svc, "name"));
+    fprintf(stderr, "read it all: wtproxy logs %s%s\n", a->worktree, flag);
 }
 
 /* Ask the daemon to start svc. Returns 0, or 1 having said why not. */
@@ -129,9 +142,11 @@ int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wa
 {
     json_t *svc;
     size_t i;
+    char what[REG_SERVICE_MAX + 16], flag[REG_SERVICE_MAX + 16];
     json_array_foreach(stopped, i, svc) {
-        printf("wtproxy: service %s of %s does not run; starting it from its .wtproxy\n",
-               str(svc, "name"), a->worktree);
+        label(svc, what, sizeof what, flag, sizeof flag);
+        printf("wtproxy: %s of %s does not run; starting it from its .wtproxy\n", what,
+               a->worktree);
         fflush(stdout);
         if (start_one(a, svc) != 0)
             return 1;
@@ -139,7 +154,8 @@ int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wa
     int rc = await_up(a, stopped, wait_ms);
     json_array_foreach(stopped, i, svc)
         if (rc == 0)
-            printf("wtproxy: %s's service %s on front %lld started and ready\n", a->worktree,
-                   str(svc, "name"), json_integer_value(json_object_get(svc, "front")));
+            printf("wtproxy: %s's %s%s on front %lld started and ready\n", a->worktree,
+                   str(svc, "name")[0] ? "service " : "server", str(svc, "name"),
+                   json_integer_value(json_object_get(svc, "front")));
     return rc;
 }

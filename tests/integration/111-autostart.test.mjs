@@ -1,4 +1,5 @@
-// 111: with no daemon, `register` and `run` start one in the background,
+// 111: with no daemon, `register` and `run` start one in the background
+// (and `restart` in a worktree whose .wtproxy declares its servers),
 // say so on stderr (its pid and log under $XDG_STATE_HOME/wtproxy/), and
 // proceed. The daemon outlives the command that started it and is not in
 // its process group. Concurrent commands start one daemon between them.
@@ -7,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, cli, lsJson, pidAlive, sanitizerClean, waitFor, autostartEnv } from './lib/registry.mjs';
+import { makeWorktrees, cli, lsJson, pidAlive, sanitizerClean, waitFor, autostartEnv, wtServer } from './lib/registry.mjs';
 
 test('register with no daemon starts one, says so, and registers', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -55,4 +56,23 @@ test('a daemon that cannot start: its log is shown, exit 1', async (t) => {
   assert.match(r.stderr, /daemon\.log ends with:\n[^]*no_such_key/);
   assert.match(r.stderr, /unknown key "no_such_key" \(wtproxy serve --help lists the keys\)/);
   assert.match(r.stderr, /the daemon exited \(status 2\) before answering on \S+; its log \S+daemon\.log \(above\) says why; .*run it in the foreground to see: wtproxy serve$/m);
+});
+
+test('restart with no daemon, in a worktree whose .wtproxy declares a server: starts the daemon, then the server', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const env = autostartEnv(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ${process.execPath} ${wtServer} {port}\n`);
+  // WTPROXY_NO_AUTOSTART=1: the user's choice; the fix is said, nothing started.
+  const off = await cli(tmp, ['restart'], { cwd: tmp.wt.a, env: { ...env, WTPROXY_NO_AUTOSTART: '1' } });
+  assert.equal(off.code, 1, off.stderr);
+  assert.match(off.stderr, /no daemon answers on \S+; start one, in the background: setsid -f wtproxy serve/);
+  const r = await cli(tmp, ['restart'], { cwd: tmp.wt.a, env, ms: 30000 });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  assert.match(r.stderr, /wtproxy: started the daemon \(pid \d+\); log: /);
+  // A .wtproxy without sections: its one server has no name to print.
+  assert.equal(r.stdout, `wtproxy: the server of ${tmp.wt.a} does not run; starting it from its .wtproxy\n` +
+    `wtproxy: ${tmp.wt.a}'s server on front 8000 started and ready\n`);
+  const entries = await lsJson(tmp);
+  assert.deepEqual(entries.map((e) => [e.worktree, e.state]), [[tmp.wt.a, 'ready']]);
 });
