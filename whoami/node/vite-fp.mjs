@@ -4,7 +4,7 @@
 // it saw for it. Loaded as a worker thread too: a recompute on a big tree
 // (about 50 ms for 2,000 files) then never stalls Vite's event loop.
 import fs from 'node:fs';
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData, Worker } from 'node:worker_threads';
 import { compute } from './fingerprint.mjs';
 
 // What changes when a file is written, renamed over or replaced: ctime
@@ -26,6 +26,42 @@ export function fingerprintWithStats(root, include, exclude) {
   const prefix = Buffer.from(`${root}/`);
   const sigs = fp.records.map((r) => [r.path.toString(), signature(Buffer.concat([prefix, r.path]))]);
   return { files: fp.files, hash: fp.hash, sigs };
+}
+
+// This file as a worker thread, one job at a time: compute({ root,
+// include, exclude }) resolves to fingerprintWithStats's result or
+// { error }. A worker is never what keeps the dev server's process alive;
+// where none can run, the job runs on the calling thread.
+export class FingerprintWorker {
+  constructor() {
+    this.worker = null;
+    this.pending = null;
+    try { this.start(); } catch { /* compute() falls back to this thread */ }
+  }
+
+  compute(job) {
+    try {
+      if (!this.worker) this.start();
+    } catch {
+      try { return Promise.resolve(fingerprintWithStats(job.root, job.include, job.exclude)); } catch (e) { return Promise.resolve({ error: e.message }); }
+    }
+    return new Promise((resolve) => { this.pending = resolve; this.worker.postMessage(job); });
+  }
+
+  start() {
+    const w = new Worker(new URL(import.meta.url), { workerData: { wtproxyWhoami: true } });
+    w.unref();
+    const settle = (r) => { const p = this.pending; this.pending = null; if (p) p(r); };
+    w.on('message', settle);
+    w.on('error', (e) => { this.worker = null; settle({ error: e.message }); });
+    w.on('exit', () => { if (this.worker === w) this.worker = null; settle({ error: 'the fingerprint worker exited' }); });
+    this.worker = w;
+  }
+
+  close() {
+    if (this.worker) this.worker.terminate();
+    this.worker = null;
+  }
 }
 
 if (!isMainThread && workerData?.wtproxyWhoami) {

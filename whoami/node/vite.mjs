@@ -35,10 +35,9 @@
 // it adds nothing.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { globMatch, checkPatterns, PATTERN_MAX } from './fingerprint.mjs';
 import { DEFAULT_EXCLUDE, resolveCheckout, answerFor, serveWhoami } from './index.mjs';
-import { fingerprintWithStats, signature } from './vite-fp.mjs';
+import { FingerprintWorker, fingerprintWithStats, signature } from './vite-fp.mjs';
 
 // What Vite transforms and keeps, under its root.
 export const VITE_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'vue', 'svelte', 'astro',
@@ -92,15 +91,13 @@ class Follower {
     this.running = false;
     this.again = false;
     this.lastRun = Date.now();
-    this.worker = null;
-    this.pending = null;
     this.closed = false;
     // Vite restarts itself (a new plugin, a new fingerprint) when these
     // change; this one then must not claim them while the old config runs.
     const { configFile, configFileDependencies = [] } = server.config;
     this.configFiles = new Set([configFile, ...configFileDependencies].filter(Boolean).map((f) => path.resolve(f)));
     this.publish(fingerprintWithStats(checkout, include, exclude), true);
-    try { this.startWorker(); } catch { /* compute() falls back to this thread */ }
+    this.worker = new FingerprintWorker();
     this.onWatch = (event, file) => this.watched(event, file);
     server.watcher.on('all', this.onWatch);
   }
@@ -167,7 +164,7 @@ class Follower {
     if (this.running) { this.again = true; return; }
     this.running = true;
     const gen = this.gen;
-    const fp = await this.compute();
+    const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude });
     this.running = false;
     this.lastRun = Date.now();
     if (this.closed) return;
@@ -211,34 +208,11 @@ class Follower {
     }
   }
 
-  // The fingerprint with signatures, from the worker (in this thread if
-  // no worker can run).
-  compute() {
-    const job = { root: this.checkout, include: this.include, exclude: this.exclude };
-    try {
-      if (!this.worker) this.startWorker();
-    } catch {
-      try { return Promise.resolve(fingerprintWithStats(job.root, job.include, job.exclude)); } catch (e) { return Promise.resolve({ error: e.message }); }
-    }
-    return new Promise((resolve) => { this.pending = resolve; this.worker.postMessage(job); });
-  }
-
-  startWorker() {
-    const w = new Worker(new URL('./vite-fp.mjs', import.meta.url), { workerData: { wtproxyWhoami: true } });
-    w.unref(); // never what keeps Vite's process alive
-    const settle = (r) => { const p = this.pending; this.pending = null; if (p) p(r); };
-    w.on('message', settle);
-    w.on('error', (e) => { this.worker = null; settle({ error: e.message }); });
-    w.on('exit', () => { if (this.worker === w) this.worker = null; settle({ error: 'the fingerprint worker exited' }); });
-    this.worker = w;
-  }
-
   close() {
     this.closed = true;
     clearTimeout(this.timer);
     this.server.watcher.off('all', this.onWatch);
-    if (this.worker) this.worker.terminate();
-    this.worker = null;
+    this.worker.close();
   }
 }
 
