@@ -1,0 +1,222 @@
+// next.mjs - the /__whoami contract (whoami/PROTOCOL.md) for `next dev`
+// (Next.js 13 and 14, webpack; the App Router), in two parts:
+//
+//   // next.config.mjs: follows what next dev compiled
+//   import { withWtproxyWhoami } from 'wtproxy-whoami/next';
+//   export default withWtproxyWhoami(nextConfig);   // options { root, include, exclude }
+//
+//   // app/%5F%5Fwhoami/route.js: answers GET /__whoami with it
+//   export const dynamic = 'force-dynamic';
+//   export function GET() { return globalThis[Symbol.for('wtproxy-whoami.next')].response(); }
+//
+// Next has no middleware chain to join, and does not route a folder named
+// __whoami (a private folder): %5F is its escape for a leading underscore.
+// The route file imports nothing, so Next's bundler never has to resolve
+// this package; the config part, loaded by Node itself in the process
+// that compiles and serves, leaves the answer on globalThis for it.
+//
+// What the answer must mean. next dev compiles each route when it is
+// first asked for, from the disk as it is then, and recompiles a compiled
+// route after its watcher reports a change to one of the files it read.
+// Between the edit and the end of that recompile it serves the old code
+// (measured with next 14.2: half the requests sent at once after an edit
+// got the old page). So neither a fingerprint taken once at start (every
+// edit would be a 409 until a restart, though next dev takes edits in) nor
+// one of the disk at each ask (verified while the old code is served) is
+// right. This one follows the compilers, as the Vite plugin follows Vite's
+// watcher: a new fingerprint is published only (1) when every compiler
+// (client, server, edge) has finished the compile its watcher's last
+// report started, (2) when no compile began while it was computed, and
+// (3) when every file a compiler read was last written before that
+// compiler's last compile began: a file a compile read, written since,
+// waits for the watcher's report and its recompile (one written within a
+// clock tick of the start, for SETTLE_MS after the compile's end: the
+// watcher reports it by then if it came after the read). A file no compile read
+// (a route never asked for) is published as it is on disk: next dev will
+// compile it from there. An edit of next.config.* is never published:
+// next dev restarts for it, and the new process answers for the new config.
+//
+// Until a new fingerprint is published, wtproxy sees the older one, holds
+// the request (stale_grace) and asks again: waiting, never wrong. Asking
+// starts a round when none ran for ASK_RECHECK_MS, which takes in files
+// no compile read. The fingerprint is computed in a worker thread
+// (vite-fp.mjs). With NODE_ENV=production, in `next build` and in `next
+// start`, withWtproxyWhoami adds nothing (and /__whoami answers 501).
+import fs from 'node:fs';
+import path from 'node:path';
+import { checkPatterns } from './fingerprint.mjs';
+import { DEFAULT_EXCLUDE, resolveCheckout, answerFor } from './index.mjs';
+import { FingerprintWorker, signature } from './vite-fp.mjs';
+
+export const KEY = Symbol.for('wtproxy-whoami.next');
+export const NEXT_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'css', 'scss', 'sass',
+  'json', 'md', 'mdx'];
+// index.mjs's, plus Next's build folder and what test runners write.
+export const NEXT_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.next/**', '**/out/**', '**/coverage/**',
+  '**/test-results/**', '**/playwright-report/**'];
+// The watcher's reports of one burst (an editor saving several files, a
+// `git checkout`) in one round; next dev's own aggregateTimeout is 5 ms.
+export const DEBOUNCE_MS = 20;
+export const ASK_RECHECK_MS = 500;
+// A file's ctime comes from the kernel's coarse clock, up to a tick (4-10
+// ms) behind Date.now(): a write within this of a compile's start may
+// have come before or after it.
+const CLOCK_TICK_NS = 10_000_000n;
+// How long after a compile's end next dev's watcher has reported a write
+// made while it ran (it looks at the files' times against the compile's
+// start as it begins watching again). A write within a tick of the start
+// that it did not report within this time came before the compile read
+// the file.
+export const SETTLE_MS = 200;
+const DEV_PHASE = 'phase-development-server';
+
+const ctimeNs = (sig) => (sig ? BigInt(sig.split(':')[4]) : 0n);
+
+// One next dev process's fingerprint, following its compilers.
+class Follower {
+  constructor(dir, options) {
+    this.checkout = resolveCheckout(options.root, dir);
+    this.include = options.include ?? NEXT_EXTENSIONS.map((e) => `**/*.${e}`);
+    this.exclude = options.exclude ?? [...NEXT_EXCLUDE];
+    checkPatterns(this.include, 'include');
+    checkPatterns(this.exclude, 'exclude');
+    this.compilers = new Map(); // name -> { busy, begun (ms), deps: Set of absolute paths }
+    this.gen = 0; // compiles begun so far
+    this.body = null; // the published answer, null before the first
+    this.timer = null;
+    this.running = false;
+    this.again = false;
+    this.lastRun = 0;
+    this.warned = new Set();
+    this.worker = new FingerprintWorker();
+    this.configSigs = configSignatures(dir);
+  }
+
+  log(msg) { console.warn(`[wtproxy-whoami] ${msg}`); }
+
+  // The webpack plugin's part: the watch compiles of compiler `name`
+  // (client, nodejs, edge), which replaces an older one of that name.
+  follow(name, compiler) {
+    const c = { busy: false, begun: 0, doneAt: 0, deps: new Set() };
+    this.compilers.set(name, c);
+    compiler.hooks.invalid.tap('wtproxy-whoami', () => { c.busy = true; this.gen++; });
+    compiler.hooks.watchRun.tap('wtproxy-whoami', () => { c.busy = true; c.begun = Date.now(); this.gen++; });
+    compiler.hooks.done.tap('wtproxy-whoami', (stats) => {
+      c.busy = false;
+      c.doneAt = Date.now();
+      c.deps = new Set(stats.compilation.fileDependencies);
+      this.schedule(DEBOUNCE_MS);
+    });
+    compiler.hooks.failed.tap('wtproxy-whoami', () => { c.busy = false; this.schedule(DEBOUNCE_MS); });
+  }
+
+  schedule(ms) {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.round(), ms);
+    this.timer.unref();
+  }
+
+  // A /__whoami request: the published answer (503 before the first), and
+  // a look at the disk again if no round ran for a while.
+  response() {
+    if (!this.running && !this.timer && Date.now() - this.lastRun >= ASK_RECHECK_MS) this.schedule(0);
+    if (!this.body) {
+      return new Response('wtproxy-whoami: next dev has not finished its first compile yet\n',
+        { status: 503, headers: { 'Content-Type': 'text/plain', 'Cache-Control': 'no-store', 'Retry-After': '1' } });
+    }
+    return new Response(this.body, { status: 200, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' } });
+  }
+
+  busy() { return [...this.compilers.values()].some((c) => c.busy); }
+
+  async round() {
+    this.timer = null;
+    if (this.running) { this.again = true; return; }
+    if (this.busy()) return; // its done schedules the next round
+    this.running = true;
+    const gen = this.gen;
+    const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude });
+    this.running = false;
+    this.lastRun = Date.now();
+    if (this.again) { this.again = false; this.schedule(DEBOUNCE_MS); }
+    if (fp.error) { this.log(`cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return; }
+    if (gen !== this.gen || this.busy()) return; // a compile began meanwhile: its done starts a round
+    const unread = this.unread(fp.sigs);
+    if (unread?.settle) { this.schedule(unread.settle); return; }
+    if (unread) { this.warn(unread); return; }
+    this.body = answerFor(this.checkout, this.include, this.exclude, fp).body;
+  }
+
+  // The first selected file some compile read that was written since that
+  // compile began (or a next.config changed since start), else null; with
+  // `settle` (ms) when the write was within a tick of the compile's start,
+  // to look again once the watcher had the time to report it.
+  unread(sigs) {
+    const now = Date.now();
+    for (const [rel, sig] of sigs) {
+      const full = path.join(this.checkout, rel);
+      if (this.configSigs.has(full)) {
+        if (this.configSigs.get(full) !== sig) return { full, config: true };
+        continue;
+      }
+      const written = ctimeNs(sig);
+      for (const c of this.compilers.values()) {
+        const begun = BigInt(c.begun) * 1_000_000n;
+        if (!c.deps.has(full) || written + CLOCK_TICK_NS <= begun) continue;
+        if (written > begun + CLOCK_TICK_NS) return { full, sig };
+        if (now - c.doneAt < SETTLE_MS) return { full, sig, settle: c.doneAt + SETTLE_MS - now };
+      }
+    }
+    return null;
+  }
+
+  // Usually the watcher's report is on its way; said once per version of
+  // a file in case it never comes.
+  warn({ full, sig, config }) {
+    if (config) return; // next dev restarts for it
+    if (this.warned.has(`${full}\0${sig}`)) return;
+    this.warned.add(`${full}\0${sig}`);
+    setTimeout(() => {
+      if (!this.unread([[path.relative(this.checkout, full), sig]])) return;
+      this.log(`${full} changed but next dev has not recompiled it; /__whoami keeps the older fingerprint, so wtproxy calls the server stale: restart next dev (or run it with wtproxy run --restart-on-stale)`);
+    }, 5000).unref();
+  }
+}
+
+// The next.config.* files of dir and their signatures at start.
+function configSignatures(dir) {
+  const sigs = new Map();
+  for (const ext of ['js', 'mjs', 'cjs', 'ts']) {
+    const full = path.join(fs.realpathSync(dir), `next.config.${ext}`);
+    const got = signature(full);
+    if (got) sigs.set(full, got);
+  }
+  return sigs;
+}
+
+class WtproxyWhoamiPlugin {
+  constructor(follower, name) { Object.assign(this, { follower, name }); }
+  apply(compiler) { this.follower.follow(this.name, compiler); }
+}
+
+// The Next config, with the plugin on next dev's compilers. nextConfig: an
+// object or a function (phase, ctx) as next.config exports.
+export function withWtproxyWhoami(nextConfig = {}, options = {}) {
+  return async (phase, ctx) => {
+    const config = typeof nextConfig === 'function' ? await nextConfig(phase, ctx) : nextConfig;
+    if (phase !== DEV_PHASE || process.env.NODE_ENV === 'production') return config;
+    return {
+      ...config,
+      webpack(webpackConfig, wctx) {
+        const out = config.webpack ? config.webpack(webpackConfig, wctx) : webpackConfig;
+        if (wctx.dev) {
+          globalThis[KEY] ??= new Follower(wctx.dir, options);
+          out.plugins.push(new WtproxyWhoamiPlugin(globalThis[KEY], wctx.nextRuntime ?? 'client'));
+        }
+        return out;
+      },
+    };
+  };
+}
+
+export default withWtproxyWhoami;
