@@ -125,6 +125,19 @@ out_a:
     return out;
 }
 
+/* The folder a new file goes in (Next's route folder), when it is not
+ * there yet; its own parent must be. */
+static int make_parent(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
 /* Write c into dir: a new file only where none is (O_EXCL), an edited
  * one only if it still holds c->old, through a temp file and rename, with
  * its mode kept. Returns 0, or -1 with err. */
@@ -147,6 +160,10 @@ static int apply_one(const char *dir, const struct init_change *c, char *err, si
                      c->path);
             return -1;
         }
+    }
+    if (!c->old && make_parent(path) < 0) {
+        snprintf(err, errlen, "cannot make the folder of %s: %s", c->path, strerror(errno));
+        return -1;
     }
     snprintf(tmp, sizeof tmp, "%s.wtproxy-new", path);
     int fd = open(c->old ? tmp : path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 07777);

@@ -54,6 +54,10 @@ int init_add_change(struct init_plan *p, const char *path, char *old, struct ini
  * Returns 0, or -1 out of memory. */
 int init_plan_python(struct init_plan *p);
 
+/* init_next.c: a Next.js app's /__whoami route and next.config wrap, or
+ * notes saying what to write by hand. Returns 0, or -1 out of memory. */
+int init_plan_next(struct init_plan *p);
+
 /* Append a note (printf-style). */
 void init_note(struct init_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -113,6 +113,14 @@ static void service_name(const struct cli_pw_server *sv, char taken[][SERVICE_NA
         snprintf(out, outlen, "port%d", sv->port);
 }
 
+/* Next compiles a route when it is first asked for, seconds on a busy
+ * machine: its server is ready once /__whoami answers, not once it
+ * listens, or the first requests meet a whoami-invalid timeout. */
+static const char *next_ready(const struct init_plan *p)
+{
+    return p->app.kind == CLI_APP_NEXT ? "ready = /__whoami\n" : "";
+}
+
 /* A Playwright config that starts several servers (a front end on the
  * baseURL's port and its API on another): one [service] each, the front
  * end started after the others, so that each worktree's front end calls
@@ -150,8 +158,8 @@ static void services_text(struct init_plan *p, struct init_text *t)
         snprintf(listen + l, sizeof listen - l, " --listen %d", sv->port);
         n++;
     }
-    snprintf(line, sizeof line, "\n[service web]\nstart = %s\nfront = %d\n%s%s%s", p->app.start,
-             p->front, n ? "after = " : "", after, n ? "\n" : "");
+    snprintf(line, sizeof line, "\n[service web]\nstart = %s\nfront = %d\n%s%s%s%s", p->app.start,
+             p->front, n ? "after = " : "", after, n ? "\n" : "", next_ready(p));
     init_puts(t, line);
     init_note(p,
               "%s starts %d servers: each is a service of the .wtproxy, and the daemon must "
@@ -169,7 +177,8 @@ static int plan_wtproxy_file(struct init_plan *p)
     if (p->app.pw.nservers > 1) {
         services_text(p, &t);
     } else {
-        snprintf(line, sizeof line, "start = %s\nfront = %d\n", p->app.start, p->front);
+        snprintf(line, sizeof line, "start = %s\nfront = %d\n%s", p->app.start, p->front,
+                 next_ready(p));
         init_puts(&t, line);
     }
     char *now = cli_join(path, sizeof path, p->dir, ".wtproxy") < 0
@@ -381,7 +390,7 @@ static int plan_playwright(struct init_plan *p)
 
 static int is_node(enum cli_app_kind k)
 {
-    return k == CLI_APP_NEXT || k == CLI_APP_VITE || k == CLI_APP_EXPRESS || k == CLI_APP_NODE;
+    return k == CLI_APP_VITE || k == CLI_APP_EXPRESS || k == CLI_APP_NODE;
 }
 
 int init_plan_make(struct init_plan *p)
@@ -392,7 +401,7 @@ int init_plan_make(struct init_plan *p)
         return -1;
     if (p->app.kind == CLI_APP_DJANGO && plan_settings(p) < 0)
         return -1;
-    if (init_plan_python(p) < 0)
+    if (init_plan_python(p) < 0 || init_plan_next(p) < 0)
         return -1;
     if (is_node(p->app.kind))
         init_note(p, "Node: add the /__whoami middleware by hand (wtproxy help whoami): `import { "
