@@ -160,9 +160,11 @@ static int runs_one_of(const char *command, const char *const *words)
     "folder wtproxy help whoami names on PYTHONPATH"
 
 /* The middleware line for the server t's command starts (wtproxy help whoami):
- * a Vite, a Node or a Python server's; both when the command does not say. */
+ * a Next, a Vite, a Node or a Python server's; both when the command does
+ * not say. */
 static const char *middleware_hint(const struct whoami_target *t)
 {
+    static const char *const next[] = {"next", "next-server", NULL};
     static const char *const vite[] = {"vite", NULL};
     static const char *const node[] = {"node", "tsx", NULL};
     /* a package script may run Vite or a Node server: both lines */
@@ -171,6 +173,10 @@ static const char *middleware_hint(const struct whoami_target *t)
     static const char *const asgi[] = {"uvicorn", "hypercorn", "fastapi", NULL};
     static const char *const python[] = {"python", "gunicorn", "uwsgi", "waitress-serve", NULL};
     const char *cmd = t->command ? t->command : "";
+    if (runs_one_of(cmd, next)) /* before node: `node node_modules/.bin/next dev` */
+        return "add Next's /__whoami: wtproxy init --apply in the app writes "
+               "app/%5F%5Fwhoami/route.js and wraps next.config.mjs in withWtproxyWhoami() from "
+               "'wtproxy-whoami/next' (wtproxy help whoami)";
     if (runs_one_of(cmd, vite))
         return "add the Vite plugin: in vite.config.js, import { wtproxyWhoami } from "
                "'wtproxy-whoami/vite' and list wtproxyWhoami() in plugins (wtproxy help whoami)";
