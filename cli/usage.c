@@ -22,8 +22,9 @@ const char cli_usage_run[] =
     "                    by ls, and what logs/restart/stop --service NAME act on\n"
     "  --health /PATH    ready once CMD listens and GET /PATH answers 2xx or 3xx\n"
     "                    (for a server whose / is 404); default: once it listens\n"
-    "  --restart-on-stale  when the code on disk changes and CMD has not reloaded it,\n"
-    "                    wtproxy restarts CMD (same port) and holds requests meanwhile\n"
+    "  --restart-on-stale  when the code on disk changes and CMD has not reloaded it\n"
+    "                    within stale_grace, wtproxy restarts CMD (same port) and holds\n"
+    "                    requests meanwhile\n"
     "  --no-autostart    fail instead of starting a daemon when none answers\n"
     "\n"
     "example: wtproxy run -- python3 manage.py runserver 127.0.0.1:{port}\n";
