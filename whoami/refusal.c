@@ -88,7 +88,12 @@ size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_
     size_t n = 0, used;
     out[0] = '\0';
     for (size_t i = 0; i < disk->n; i++) {
-        if (disk->file[i].mtime_ns / 1000000 <= since_ms)
+        /* ctime too: a copy that keeps an old mtime (cp -p, rsync -t, touch -d)
+         * is still a change, and the kernel sets ctime at every write */
+        long long changed_ns = disk->file[i].mtime_ns > disk->file[i].ctime_ns
+                                   ? disk->file[i].mtime_ns
+                                   : disk->file[i].ctime_ns;
+        if (changed_ns / 1000000 <= since_ms)
             continue;
         if (++n > WHOAMI_NAMED_FILES)
             continue;
