@@ -8,6 +8,7 @@
 #include "../../cli/args.c"
 #include "../../cli/init_detect.c"
 #include "../../cli/init_edit.c"
+#include "../../cli/init_next.c"
 #include "../../cli/init_python.c"
 
 #include "tap.h"

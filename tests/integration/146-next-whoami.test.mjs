@@ -1,0 +1,178 @@
+// 146: a Next.js app (next 14, App Router, a real `next dev` from
+// tests/node_modules) adopted by `wtproxy init --apply` alone, in two
+// linked worktrees whose page headings differ:
+// 1. init writes the .wtproxy (with ready = /__whoami), the route
+//    app/%5F%5Fwhoami/route.js and the next.config.mjs wrap, and a second
+//    run has nothing to change;
+// 2. a request from each worktree (curl, placed by its cwd) gets its own
+//    heading: wt-a's server started by the daemon from the .wtproxy,
+//    wt-b's by `wtproxy run` (no --restart-on-stale, so nothing but next
+//    dev itself can bring an edit in);
+// 3. /__whoami through the daemon names the worktree with the fingerprint
+//    `wtproxy fingerprint` computes, and the gate says verified;
+// 4. an edit to the page followed at once by a request is served fresh by
+//    the same server (never the old page, never a refusal), 5 times;
+// 5. a write next dev never takes in (its mtime kept, as cp -p and rsync
+//    -t do: its watcher sees nothing new) leaves the server on the old
+//    code, and wtproxy refuses it with 409 stale-code naming the file,
+//    where a fingerprint of the disk at each ask would have verified it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { repoRoot, wtproxyBin } from './lib/wtproxy.mjs';
+import { git, makeWorktrees, startDaemon, cli, cliEnv, lsJson, waitFor, sanitizerClean, curlFrom } from './lib/registry.mjs';
+import { diskFingerprint, patternArgs } from './lib/whoami.mjs';
+import { killUnder } from '../e2e/lib/shop.mjs';
+
+const modules = path.join(repoRoot, 'tests/node_modules');
+const EDITS = 5;
+const page = (heading) => `export default function Home() {\n  return <h1>${heading}</h1>;\n}\n`;
+const headingOf = (body) => (/<h1>([^<]*)<\/h1>/.exec(body) || [])[1];
+
+const files = {
+  'package.json': JSON.stringify({ name: 'shop', private: true, scripts: { dev: 'next dev' },
+    dependencies: { next: '^14.2.0', react: '^18.3.0', 'react-dom': '^18.3.0' } }, null, 2),
+  '.gitignore': 'node_modules\n.next\n',
+  'next.config.mjs': "/** @type {import('next').NextConfig} */\nconst nextConfig = {};\n\nexport default nextConfig;\n",
+  'app/layout.js': 'export default function RootLayout({ children }) {\n  return (<html lang="en"><body>{children}</body></html>);\n}\n',
+  'app/page.js': page('Shop main'),
+  'app/api/hello/route.js': "export function GET() {\n  return Response.json({ hello: 'shop' });\n}\n",
+};
+
+// The app's node_modules as `npm install` and `npm link wtproxy-whoami`
+// leave it, from the test suite's packages.
+function linkModules(dir) {
+  const nm = path.join(dir, 'node_modules');
+  fs.mkdirSync(path.join(nm, '.bin'), { recursive: true });
+  for (const p of ['next', 'react', 'react-dom']) fs.symlinkSync(path.join(modules, p), path.join(nm, p));
+  fs.symlinkSync(path.join(repoRoot, 'whoami/node'), path.join(nm, 'wtproxy-whoami'));
+  fs.symlinkSync('../next/dist/bin/next', path.join(nm, '.bin/next'));
+}
+
+// `wtproxy run --front FRONT -- START` in dir; resolves once ready with
+// { output(), stop() }.
+async function runNext(t, tmp, dir, front) {
+  const args = ['run', '--front', String(front), '--', 'node_modules/.bin/next', 'dev', '--hostname', '127.0.0.1', '--port', '{port}'];
+  const proc = spawn(wtproxyBin, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp), NEXT_TELEMETRY_DISABLED: '1' } });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { out += d; });
+  const exited = new Promise((res) => proc.on('exit', res));
+  const stop = () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); return exited; };
+  t.after(stop);
+  await waitFor(() => {
+    if (proc.exitCode !== null) throw new Error(`wtproxy run exited ${proc.exitCode}:\n${out}`);
+    return /is ready on 127\.0\.0\.1:\d+/.test(out);
+  }, 120000, `next dev under wtproxy run\n${out}`);
+  return { output: () => out, stop };
+}
+
+const entryOf = async (tmp, wt) => (await lsJson(tmp)).find((e) => e.worktree === wt);
+const servingPid = async (wt, port) => JSON.parse((await curlFrom(wt, port, '/__whoami')).body).pid;
+
+test('a Next app adopted by wtproxy init: its own page per worktree, verified, edits served fresh, unloaded code refused', async (t) => {
+  const t0 = Date.now();
+  const tmp = makeWorktrees(t, []);
+  t.after(() => killUnder(tmp.root)); // next dev's processes, if any are left
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(tmp.repo, name)), { recursive: true });
+    fs.writeFileSync(path.join(tmp.repo, name), text);
+  }
+  git(tmp.repo, 'add', '-A');
+  git(tmp.repo, 'commit', '-q', '-m', 'the app');
+  const px = await startDaemon(t, tmp, ['--stale-grace', '1s'], { env: { NEXT_TELEMETRY_DISABLED: '1' } });
+
+  // 1. init in the main checkout, committed; the worktrees branch from it.
+  linkModules(tmp.repo);
+  let r = await cli(tmp, ['init', '--apply', '--front', String(px.port)], { cwd: tmp.repo });
+  assert.equal(r.code, 0, r.stderr);
+  sanitizerClean(assert, r.stderr);
+  assert.match(r.stdout, /^wrote app\/%5F%5Fwhoami\/route\.js$/m);
+  assert.match(r.stdout, /^wrote next\.config\.mjs$/m);
+  assert.match(fs.readFileSync(path.join(tmp.repo, '.wtproxy'), 'utf8'), /^ready = \/__whoami$/m);
+  assert.match(fs.readFileSync(path.join(tmp.repo, 'next.config.mjs'), 'utf8'),
+    /^import \{ withWtproxyWhoami \} from 'wtproxy-whoami\/next';$[^]*^export default withWtproxyWhoami\(nextConfig\);$/m);
+  r = await cli(tmp, ['init', '--front', String(px.port)], { cwd: tmp.repo });
+  assert.match(r.stdout, /^nothing to change$/m);
+  git(tmp.repo, 'add', '-A');
+  git(tmp.repo, 'commit', '-q', '-m', 'adopt wtproxy');
+  for (const n of ['a', 'b']) {
+    tmp.wt[n] = path.join(tmp.root, `wt-${n}`);
+    git(tmp.repo, 'worktree', 'add', '-q', tmp.wt[n], '-b', n);
+    linkModules(tmp.wt[n]);
+    fs.writeFileSync(path.join(tmp.wt[n], 'app/page.js'), page(`Shop ${n}`));
+  }
+  const { a, b } = tmp.wt;
+
+  // next dev writes .next/ while it runs: stopped before the folder goes.
+  let run = null;
+  try {
+    run = await runNext(t, tmp, b, px.port);
+    // 2. wt-b's server by wtproxy run, wt-a's by the daemon at a's request.
+    const [ra, rb] = await Promise.all([curlFrom(a, px.port, '/', { timeout: 150000 }), curlFrom(b, px.port, '/', { timeout: 150000 })]);
+    assert.equal(ra.status, 200, ra.body);
+    assert.equal(headingOf(ra.body), 'Shop a');
+    assert.equal(rb.status, 200, rb.body);
+    assert.equal(headingOf(rb.body), 'Shop b');
+    const api = await curlFrom(a, px.port, '/api/hello', { timeout: 60000 });
+    assert.deepEqual([api.status, JSON.parse(api.body)], [200, { hello: 'shop' }]);
+    t.diagnostic(`two next dev servers up and their pages compiled: ${Date.now() - t0} ms`);
+
+    // 3. /__whoami through the daemon, against wtproxy fingerprint.
+    for (const wt of [a, b]) {
+      const w = await curlFrom(wt, px.port, '/__whoami');
+      assert.equal(w.status, 200, w.body);
+      const who = JSON.parse(w.body);
+      assert.equal(who.checkout, wt);
+      const disk = await diskFingerprint(wt, patternArgs(who.fingerprint.include, who.fingerprint.exclude));
+      assert.deepEqual(who.fingerprint, disk, 'the same as wtproxy fingerprint (C) with the declared patterns');
+      const e = await entryOf(tmp, wt);
+      assert.equal(e.whoami.state, 'verified', JSON.stringify(e.whoami));
+      assert.equal(e.whoami.hash, disk.hash);
+    }
+
+    // 4. Edits, each followed at once by a request: the new page from the
+    // same server. wt-b's cannot be restarted by wtproxy.
+    const before = { a: await servingPid(a, px.port), b: await servingPid(b, px.port) };
+    const held = [];
+    for (let i = 1; i <= EDITS; i++) {
+      for (const [n, wt] of [['a', a], ['b', b]]) {
+        fs.writeFileSync(path.join(wt, 'app/page.js'), page(`Shop ${n} v${i}`));
+        const got = await curlFrom(wt, px.port, '/');
+        held.push(got.ms);
+        assert.equal(got.status, 200, `edit ${i} in wt-${n}: ${got.body}`);
+        assert.equal(headingOf(got.body), `Shop ${n} v${i}`, `edit ${i} in wt-${n}: the new page, not the old`);
+      }
+    }
+    t.diagnostic(`edit -> new page: ${held.join(', ')} ms`);
+    assert.deepEqual({ a: await servingPid(a, px.port), b: await servingPid(b, px.port) }, before,
+      'served by the same next dev processes: none was restarted');
+
+    // 5. A write next dev does not see: the same mtime as before.
+    const file = path.join(b, 'app/page.js');
+    const { atime, mtime } = fs.statSync(file);
+    fs.writeFileSync(file, page('Shop b unseen'));
+    fs.utimesSync(file, atime, mtime);
+    const stale = await curlFrom(b, px.port, '/');
+    assert.equal(stale.status, 409, stale.body);
+    assert.match(stale.body, /stale-code|older code|code changed/i);
+    assert.match(stale.body, /app\/page\.js/, 'names the file');
+    assert.match(stale.body, new RegExp(`cd ${b} && wtproxy restart`));
+    const direct = await waitFor(async () => {
+      const port = (await entryOf(tmp, b)).port;
+      const res = await fetch(`http://127.0.0.1:${port}/`);
+      return res.status === 200 && res.text();
+    }, 10000, 'wt-b\'s server asked directly');
+    assert.equal(headingOf(direct), `Shop b v${EDITS}`, 'next dev still serves the old page: the 409 was right');
+    await waitFor(() => /app\/page\.js changed but next dev has not recompiled it/.test(run.output()), 10000,
+      'next dev\'s log says why /__whoami keeps the older fingerprint');
+    sanitizerClean(assert, px.stderr());
+    t.diagnostic(`whole test: ${Date.now() - t0} ms`);
+  } finally {
+    await run?.stop();
+    await px.stop('SIGKILL');
+    await waitFor(() => killUnder(tmp.root) === 0, 5000, 'the servers the daemon started, stopped');
+  }
+});
