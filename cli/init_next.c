@@ -1,6 +1,6 @@
 /* init_next.c - a Next.js app's /__whoami for `wtproxy init`: the route
  * that answers it and the config wrap that makes the answer
- * (whoami/node/next.mjs; conf/WHOAMI.md, "Next.js").
+ * (whoami/node/next.mjs; `wtproxy help whoami`, "Next.js").
  *
  * The route is `APP/%5F%5Fwhoami/route.js` in the App Router's folder
  * (`app`, else `src/app`): Next does not route a folder named `__whoami`
@@ -35,7 +35,7 @@ static const char route_text[] =
     "  if (whoami) return whoami.response();\n"
     "  return new Response('wtproxy-whoami: next.config does not wrap its config in "
     "withWtproxyWhoami() from wtproxy-whoami/next, or this is not next dev with webpack "
-    "(conf/WHOAMI.md)\\n', { status: 501 });\n"
+    "(wtproxy help whoami)\\n', { status: 501 });\n"
     "}\n";
 
 static const char why_config[] =
@@ -113,7 +113,7 @@ static void note_by_hand(struct init_plan *p, const char *file, const char *why)
 {
     init_note(p,
               "%s: %s; wrap its config by hand: `" IMPORT_LINE_NOTE "` and export `" WRAP_NAME
-              "(yourConfig)` (conf/WHOAMI.md, \"Next.js\"); until then /__whoami answers 501 "
+              "(yourConfig)` (wtproxy help whoami, \"Next.js\"); until then /__whoami answers 501 "
               "and wtproxy refuses the server",
               file, why);
 }
@@ -166,15 +166,16 @@ int init_plan_next(struct init_plan *p)
                                                      : NULL;
     if (!appdir) {
         init_note(p, "Next: no app/ nor src/app/ folder: the /__whoami route is an App Router "
-                     "route handler (conf/WHOAMI.md, \"Next.js\"); without it wtproxy refuses "
+                     "route handler (wtproxy help whoami, \"Next.js\"); without it wtproxy refuses "
                      "the server");
         return 0;
     }
     if (plan_route(p, appdir) < 0 || plan_config(p) < 0)
         return -1;
     if (!is_dir(p->dir, "node_modules/wtproxy-whoami"))
-        init_note(p, "next.config imports 'wtproxy-whoami/next': link the package into the app "
-                     "(npm link wtproxy-whoami, or ln -s /path/to/wtproxy/whoami/node "
-                     "node_modules/wtproxy-whoami), or next dev cannot load its config");
+        init_note(
+            p, "next.config imports 'wtproxy-whoami/next': link the package into the app "
+               "(npm link wtproxy-whoami, or a node_modules/wtproxy-whoami symlink to the folder "
+               "wtproxy help whoami names), or next dev cannot load its config");
     return 0;
 }

@@ -70,7 +70,9 @@ const pkg = (deps, scripts = {}) => JSON.stringify({ name: 'x', scripts, depende
 test('Node apps: vite, next, express, a plain node server; the url recipe edits webServer.command', async (t) => {
   const cases = [
     { kind: 'vite', files: { 'package.json': pkg({ vite: '5' }, { dev: 'vite' }) }, start: 'node_modules/.bin/vite --host 127.0.0.1 --port {port} --strictPort' },
-    { kind: 'next', files: { 'package.json': pkg({ next: '14', react: '18' }, { dev: 'next dev' }) }, start: 'node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}' },
+    // No app/ folder (the Pages Router only): no route to write, a note.
+    { kind: 'next', files: { 'package.json': pkg({ next: '14', react: '18' }, { dev: 'next dev' }) }, start: 'node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}',
+      note: /^Next: no app\/ nor src\/app\/ folder: the \/__whoami route is an App Router route handler/ },
     { kind: 'express', files: { 'package.json': pkg({ express: '4' }, { start: 'node server.js' }), 'server.js': '' }, start: 'node server.js' },
     { kind: 'node', files: { 'package.json': pkg({}, { dev: 'node app.mjs --quiet' }), 'app.mjs': '' }, start: 'node app.mjs --quiet' },
   ];
@@ -85,9 +87,20 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
     assert.equal(plan.playwright, null);
     assert.deepEqual(plan.changes.map((x) => [x.path, x.kind]), [['.wtproxy', 'new']]);
     assert.match(plan.changes[0].diff, new RegExp(`^\\+start = ${c.start.replace(/[.{}]/g, '\\$&')}$`, 'm'));
-    assert.ok(plan.notes.some((n) => /add the \/__whoami middleware by hand/.test(n)), plan.notes.join('\n'));
+    assert.ok(plan.notes.some((n) => (c.note || /add the \/__whoami middleware by hand/).test(n)), plan.notes.join('\n'));
     assert.deepEqual(snapshot(dir), c.files, 'without --apply nothing is written');
   }
+
+  // Next with an App Router: the route in src/app, a CommonJS next.config.js
+  // left alone with the lines to write by hand, ready = /__whoami.
+  const nextDir = app(t, { 'package.json': pkg({ next: '14' }, { dev: 'next dev' }), 'src/app/page.js': '',
+    'next.config.js': 'module.exports = { reactStrictMode: true };\n' });
+  const nextPlan = JSON.parse((await init(nextDir, [nextDir, '--json'])).stdout);
+  assert.deepEqual(nextPlan.changes.map((x) => [x.path, x.kind]), [['.wtproxy', 'new'], ['src/app/%5F%5Fwhoami/route.js', 'new']]);
+  assert.match(nextPlan.changes[0].diff, /^\+ready = \/__whoami$/m);
+  assert.match(nextPlan.changes[1].diff, /^\+export const dynamic = 'force-dynamic';$/m);
+  assert.ok(nextPlan.notes.some((n) => /^next\.config\.js: not an ES module init can edit; wrap its config by hand: `import \{ withWtproxyWhoami \} from 'wtproxy-whoami\/next'`/.test(n)),
+    nextPlan.notes.join('\n'));
 
   // A Vite app with a Playwright config of recipe url: the diff, --apply, again.
   const config = "import { defineConfig } from '@playwright/test';\n" +

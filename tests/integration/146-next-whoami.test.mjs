@@ -51,10 +51,12 @@ function linkModules(dir) {
   fs.symlinkSync('../next/dist/bin/next', path.join(nm, '.bin/next'));
 }
 
-// `wtproxy run --front FRONT -- START` in dir; resolves once ready with
+// `wtproxy run --front FRONT --health /__whoami -- START` in dir (ready
+// once the route is compiled, as the .wtproxy's ready = /__whoami makes
+// a's); resolves once ready with
 // { output(), stop() }.
 async function runNext(t, tmp, dir, front) {
-  const args = ['run', '--front', String(front), '--', 'node_modules/.bin/next', 'dev', '--hostname', '127.0.0.1', '--port', '{port}'];
+  const args = ['run', '--front', String(front), '--health', '/__whoami', '--', 'node_modules/.bin/next', 'dev', '--hostname', '127.0.0.1', '--port', '{port}'];
   const proc = spawn(wtproxyBin, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp), NEXT_TELEMETRY_DISABLED: '1' } });
   let out = '';
   proc.stdout.on('data', (d) => { out += d; });
