@@ -241,11 +241,20 @@ void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *o
 void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,
                             size_t outlen)
 {
+    static const char *const next[] = {"next", "next-server", NULL};
+    /* next dev compiles the route at its first ask: a slow answer is
+     * likely that, not a broken /__whoami */
+    int compiling = t->command && runs_one_of(t->command, next);
     snprintf(out, outlen,
              "%s (the server of %s, pid %d) answered GET /__whoami with something wtproxy "
-             "cannot use: %s. Fix the server's /__whoami (wtproxy help whoami-protocol), or "
-             "restart it if it hangs",
-             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid, problem);
+             "cannot use: %s. %s",
+             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid, problem,
+             compiling ? "next dev compiles /__whoami the first time it is asked, which can take "
+                         "longer than whoami_timeout: ask again; to wait for it at the start, "
+                         "declare ready = /__whoami in the .wtproxy (wtproxy init --apply does) or "
+                         "run it with wtproxy run --health /__whoami"
+                       : "Fix the server's /__whoami (wtproxy help whoami-protocol), or restart "
+                         "it if it hangs");
 }
 
 void whoami_refusal_unreadable(const struct whoami_target *t, const char *error, char *out,

@@ -121,10 +121,25 @@ static void no_whoami(void)
          "no-whoami, registered with a pid", __LINE__);
 }
 
+/* whoami-invalid: a next dev server's slow first answer is its compile */
+static void invalid(void)
+{
+    struct whoami_target t =
+        target(3186, 1, "/bin/sh -c node_modules/.bin/next dev --hostname 127.0.0.1 --port 1");
+    whoami_refusal_invalid(&t, "no whole answer in time", out, sizeof out);
+    says("next dev compiles /__whoami the first time it is asked", "invalid, next dev", __LINE__);
+    says("ready = /__whoami in the .wtproxy", "invalid, next dev", __LINE__);
+    t = target(3186, 1, "node server.mjs");
+    whoami_refusal_invalid(&t, "no whole answer in time", out, sizeof out);
+    says("Fix the server's /__whoami", "invalid, node", __LINE__);
+    never_says("next dev", "invalid, node", __LINE__);
+}
+
 int main(void)
 {
     stale();
     mismatch();
     no_whoami();
+    invalid();
     return done_testing();
 }
