@@ -44,7 +44,7 @@
 // start`, withWtproxyWhoami adds nothing (and /__whoami answers 501).
 import fs from 'node:fs';
 import path from 'node:path';
-import { checkPatterns } from './fingerprint.mjs';
+import { checkPatterns, globMatch } from './fingerprint.mjs';
 import { DEFAULT_EXCLUDE, resolveCheckout, answerFor } from './index.mjs';
 import { FingerprintWorker, signature } from './vite-fp.mjs';
 
@@ -78,11 +78,12 @@ class Follower {
     this.checkout = resolveCheckout(options.root, dir);
     this.include = options.include ?? NEXT_EXTENSIONS.map((e) => `**/*.${e}`);
     this.exclude = options.exclude ?? [...NEXT_EXCLUDE];
-    checkPatterns(this.include, 'include');
-    checkPatterns(this.exclude, 'exclude');
+    this.inc = checkPatterns(this.include, 'include');
+    this.exc = checkPatterns(this.exclude, 'exclude');
     this.compilers = new Map(); // name -> { busy, begun (ms), deps: Set of absolute paths }
     this.gen = 0; // compiles begun so far
     this.body = null; // the published answer, null before the first
+    this.published = 0; // answers published so far
     this.timer = null;
     this.running = false;
     this.again = false;
@@ -145,16 +146,20 @@ class Follower {
     if (unread?.settle) { this.schedule(unread.settle); return; }
     if (unread) { this.warn(unread); return; }
     this.body = answerFor(this.checkout, this.include, this.exclude, fp).body;
+    this.published++;
   }
 
-  // The first selected file some compile read that was written since that
-  // compile began (or a next.config changed since start), else null; with
-  // `settle` (ms) when the write was within a tick of the compile's start,
-  // to look again once the watcher had the time to report it.
+  // The first selected file some compile read that was written (or
+  // removed) since that compile began, or a next.config changed since
+  // start, else null; with `settle` (ms) when the write was within a tick
+  // of the compile's start, to look again once the watcher had the time to
+  // report it.
   unread(sigs) {
     const now = Date.now();
+    const present = new Set();
     for (const [rel, sig] of sigs) {
       const full = path.join(this.checkout, rel);
+      present.add(full);
       if (this.configSigs.has(full)) {
         if (this.configSigs.get(full) !== sig) return { full, config: true };
         continue;
@@ -167,7 +172,17 @@ class Follower {
         if (now - c.doneAt < SETTLE_MS) return { full, sig, settle: c.doneAt + SETTLE_MS - now };
       }
     }
+    for (const c of this.compilers.values()) {
+      for (const full of c.deps) if (!present.has(full) && this.selected(full)) return { full, sig: '' };
+    }
     return null;
+  }
+
+  selected(full) {
+    const rel = path.relative(this.checkout, full);
+    if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) return false;
+    const b = Buffer.from(rel.split(path.sep).join('/'));
+    return this.inc.some((p) => globMatch(p, b)) && !this.exc.some((p) => globMatch(p, b));
   }
 
   // Usually the watcher's report is on its way; said once per version of
@@ -176,9 +191,10 @@ class Follower {
     if (config) return; // next dev restarts for it
     if (this.warned.has(`${full}\0${sig}`)) return;
     this.warned.add(`${full}\0${sig}`);
+    const published = this.published;
     setTimeout(() => {
-      if (!this.unread([[path.relative(this.checkout, full), sig]])) return;
-      this.log(`${full} changed but next dev has not recompiled it; /__whoami keeps the older fingerprint, so wtproxy calls the server stale: restart next dev (or run it with wtproxy run --restart-on-stale)`);
+      if (this.published !== published) return;
+      this.log(`${full} ${sig ? 'changed' : 'was removed'} but next dev has not recompiled it; /__whoami keeps the older fingerprint, so wtproxy calls the server stale: restart next dev (or run it with wtproxy run --restart-on-stale)`);
     }, 5000).unref();
   }
 }
