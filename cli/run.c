@@ -71,12 +71,14 @@ static int is_ready(const struct cli_run *r, pid_t self, int *said, struct host_
     int status = r->health ? cli_http_status(r->port, r->health) : 200;
     if (status >= 200 && status < 400)
         return 1;
+    char got[32] = "nothing in time";
+    if (status >= 0)
+        snprintf(got, sizeof got, "%d", status);
     if (*said != status)
         fprintf(stderr,
-                "wtproxy: %s listens on 127.0.0.1:%d; GET %s answered %s%d, waiting for "
-                "2xx or 3xx (--health)\n",
-                cli_run_folder(r->worktree), r->port, r->health,
-                status < 0 ? "nothing in time " : "", status < 0 ? 0 : status);
+                "wtproxy: %s listens on 127.0.0.1:%d; GET %s answered %s, waiting for 2xx or "
+                "3xx (--health)\n",
+                cli_run_folder(r->worktree), r->port, r->health, got);
     *said = status;
     return 0;
 }

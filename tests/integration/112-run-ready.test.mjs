@@ -1,7 +1,7 @@
 // 112: `wtproxy run` registers its server as starting and marks it ready
 // only once the server (here a grandchild, as with Django's autoreloader)
 // listens on its port; a request sent meanwhile waits for it instead of
-// failing.
+// failing. With --health, a path that answers nothing is said as such.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree, waitFor } from './lib/registry.mjs';
@@ -24,4 +24,13 @@ test('starting until the server listens, then ready; a request meanwhile waits',
   assert.ok(Date.now() - sent > 500, 'answered before the server listened?');
   const [after] = await lsJson(tmp);
   assert.equal(after.state, 'ready');
+});
+
+test('--health whose path answers nothing in time: said so, and not ready', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, runArgs: ['--health', '/slow?ms=60000'] });
+  await waitFor(() => /answered nothing/.test(run.stderr()), 15000, `the wait said:\n${run.stderr()}`);
+  assert.match(run.stderr(), /; GET \/slow\?ms=60000 answered nothing in time, waiting for 2xx or 3xx \(--health\)\n/);
+  assert.doesNotMatch(run.stderr(), /is ready/);
 });
