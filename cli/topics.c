@@ -1,6 +1,6 @@
 /* topics.c - the guides `wtproxy help TOPIC` prints: the repository's
  * documents a user acts on (the .wtproxy format, the config file, the
- * /__whoami middleware...), built into the binary (topics_embed.py, from
+ * /__whoami middleware...), built into the binary (scripts/embed_text.py, from
  * the files cli/meson.build names). A message points at a topic, never at
  * a file of the repository: an installed wtproxy has no checkout, and a
  * topic prints the same text in both (tests/pointers.py checks every
