@@ -71,8 +71,8 @@ static json_t *now_of(json_t *now, json_t *svc)
 static void label(json_t *svc, char *out, size_t len, char *flag, size_t flaglen)
 {
     const char *name = str(svc, "name");
-    snprintf(out, len, name[0] ? "service %s" : "the server", name);
-    snprintf(flag, flaglen, name[0] ? " --service %s" : "", name);
+    snprintf(out, len, "%s%s", name[0] ? "service " : "the server", name);
+    snprintf(flag, flaglen, "%s%s", name[0] ? " --service " : "", name);
 }
 
 /* svc did not come up (why): say so with its log's last lines. */
