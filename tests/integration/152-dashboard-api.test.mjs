@@ -7,7 +7,7 @@
 // HEAD without a body, and its page references no external URL.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeWorktrees, startDaemon, startRun, lsJson, cli, get, getWorktree, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, lsJson, cli, get, getWorktree, sanitizerClean, waitFor } from './lib/registry.mjs';
 import { httpGet } from './lib/backends.mjs';
 
 test('api/backends matches wtproxy ls --json; api/refusals; wtproxy dashboard', async (t) => {
@@ -17,6 +17,10 @@ test('api/backends matches wtproxy ls --json; api/refusals; wtproxy dashboard', 
   const b = startRun(t, tmp, { cwd: tmp.wt.b, front: px.port });
   await a.ready;
   await b.ready;
+  // Once a server is ready the daemon asks its /__whoami itself: wait for
+  // both verdicts, so that the two snapshots below see the same ones.
+  await waitFor(async () => (await lsJson(tmp)).every((e) => e.whoami?.state === 'verified'),
+    10000, 'the daemon to verify both new servers');
 
   const ls = await lsJson(tmp);
   const api = await get(px.port, {}, '/__wtproxy/api/backends');
