@@ -21,6 +21,7 @@ Needs `ulimit -n` above the connection count (the client holds them all).
 """
 import argparse
 import os
+import resource
 import selectors
 import shutil
 import signal
@@ -159,6 +160,15 @@ def main():
     ap.add_argument("--nginx", action="store_true")
     ap.add_argument("--routed", action="store_true")
     a = ap.parse_args()
+    # While the N first GETs run at once a proxy holds each client's socket
+    # and a backend one: past the fd limit the last ones are never answered.
+    need, hard = 2 * a.connections + 200, resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard < need:
+        raise SystemExit(f"idle_memory.py: {a.connections} connections need an fd limit of "
+                         f"{need} (a proxy holds each client's socket and, while its request "
+                         f"runs, a backend one); the hard limit here is {hard}: use "
+                         f"--connections {(hard - 200) // 2}, or raise it")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     tmp = tempfile.mkdtemp(prefix="idle-mem-")
     procs, rows = [], []
     try:
