@@ -50,6 +50,9 @@ void doc_worktree(struct doc_ctx *c, struct doc_result *r);
 void doc_server(struct doc_ctx *c, struct doc_result *r);
 void doc_whoami(struct doc_ctx *c, struct doc_result *r);
 
+/* doctor_python.c: the .wtproxy's Python imports the middleware. */
+void doc_python(struct doc_ctx *c, struct doc_result *r);
+
 /* doctor_env.c: the machine and the app around it. */
 void doc_inotify(struct doc_ctx *c, struct doc_result *r);
 void doc_playwright(struct doc_ctx *c, struct doc_result *r);

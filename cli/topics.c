@@ -88,12 +88,45 @@ static int exists(const char *root, const char *dir, const char *file)
     return stat(path, &st) == 0;
 }
 
+int cli_whoami_python_dir(char *out, size_t len)
+{
+    char root[4096];
+    if (install_root(root, sizeof root) < 0)
+        return -1;
+    snprintf(out, len, "%s%s", root, WTP_PYTHON_DIR);
+    return 0;
+}
+
+/* What makes the Python package importable: nothing where the install put
+ * it on Debian's python3's path; in a private prefix (meson said so at
+ * setup), a link in the user site, which every dev server of this user
+ * reads, whoever starts it (the daemon from a .wtproxy, Playwright, a
+ * shell), and which no repository has to carry. */
+static void python_how(FILE *f, const char *dir)
+{
+    if (WTP_PYTHON_SEARCHED) {
+        fprintf(f,
+                "          Debian's /usr/bin/python3 imports it with no setting; another\n"
+                "          python3 (a virtualenv) needs %s on PYTHONPATH\n",
+                dir);
+        return;
+    }
+    fprintf(f,
+            "          Debian's /usr/bin/python3 does NOT search this prefix: a dev server\n"
+            "          fails with \"No module named 'wtproxy_whoami'\" until it is linked\n"
+            "          into your user site, once:\n"
+            "    d=$(/usr/bin/python3 -m site --user-site) && mkdir -p \"$d\" && "
+            "ln -sfn %s/wtproxy_whoami \"$d\"/\n"
+            "          (a virtualenv's python: wtproxy doctor in the app names its folder)\n",
+            dir);
+}
+
 /* Where the middleware a dev server loads is, for this wtproxy: the
  * folders its install put them in (what a refusal's "wtproxy help whoami"
  * is asked for), or, run from a build folder, the checkout's. */
 static void whoami_where(FILE *f)
 {
-    char root[4096];
+    char root[4096], py_dir[4200];
     if (install_root(root, sizeof root) < 0) {
         fputs("Where the packages are: this wtproxy runs from a build folder, not installed.\n"
               "In its checkout the Python package is whoami/python\n"
@@ -102,19 +135,18 @@ static void whoami_where(FILE *f)
               f);
         return;
     }
+    snprintf(py_dir, sizeof py_dir, "%s%s", root, WTP_PYTHON_DIR);
     int py = exists(root, WTP_PYTHON_DIR, "wtproxy_whoami/__init__.py");
     int js = exists(root, WTP_NODE_DIR, "package.json");
     const char *missing = " (missing: install wtproxy again)";
+    fprintf(f, "Where this wtproxy installed the packages:\n  Python  %s/wtproxy_whoami%s\n",
+            py_dir, py ? "" : missing);
+    python_how(f, py_dir);
     fprintf(f,
-            "Where this wtproxy installed the packages:\n"
-            "  Python  %s%s/wtproxy_whoami%s\n"
-            "          Debian's /usr/bin/python3 imports it with no setting; another\n"
-            "          python3 (a virtualenv) needs %s%s on PYTHONPATH\n"
             "  Node    %s%s%s\n"
             "          in an app: npm link wtproxy-whoami, or a symlink\n"
             "          node_modules/wtproxy-whoami to it\n\n",
-            root, WTP_PYTHON_DIR, py ? "" : missing, root, WTP_PYTHON_DIR, root, WTP_NODE_DIR,
-            js ? "" : missing);
+            root, WTP_NODE_DIR, js ? "" : missing);
 }
 
 int cli_topic_print(const char *name, FILE *f)

@@ -4,6 +4,7 @@
 #ifndef WTP_CLI_TOPICS_H
 #define WTP_CLI_TOPICS_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 /* Whether name is a topic. */
@@ -16,5 +17,10 @@ void cli_topics_list(FILE *f, int with_summaries);
 /* Print topic name's text (the whoami topic first says where this
  * wtproxy installed the middleware packages); -1 when there is none. */
 int cli_topic_print(const char *name, FILE *f);
+
+/* The folder this installed wtproxy put the Python package wtproxy_whoami
+ * in (its parent: what goes on a path), into out; -1 when it runs from a
+ * build folder. */
+int cli_whoami_python_dir(char *out, size_t len);
 
 #endif

@@ -1,0 +1,161 @@
+/* doctor_python.c - `wtproxy doctor`'s `middleware` check: can the Python
+ * that the .wtproxy's start runs import wtproxy_whoami? An install into a
+ * private prefix puts the package where Debian's python3 does not look,
+ * and then every server the daemon starts dies at its first import while
+ * the request that started it waits out start_timeout, with every other
+ * check ok. So ask that interpreter, as the daemon would run it (through
+ * /bin/sh, in the worktree, its inline VAR=value settings kept), before
+ * any server is started. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "topics.h"
+
+#define DOC_PY_TIMEOUT_MS 5000 /* the interpreter's start and one import */
+
+/* Prints "ok FOLDER" when the package imports, else "missing SITE" with the
+ * folder this interpreter reads links from: the user site, or a
+ * virtualenv's site-packages (where there is no user site). No single
+ * quote: it goes to /bin/sh between two. */
+static const char probe[] =
+    "import site, sysconfig\n"
+    "try:\n"
+    "    import wtproxy_whoami\n"
+    "    print(\"ok \" + wtproxy_whoami.__path__[0])\n"
+    "except ImportError:\n"
+    "    print(\"missing \" + (site.getusersitepackages() if site.ENABLE_USER_SITE\n"
+    "                        else sysconfig.get_paths()[\"purelib\"]))\n";
+
+/* The start command up to the end of its interpreter, when that is a
+ * Python (a first word after VAR=value settings and `env` named python*),
+ * into out; -1 when it is not. */
+static int python_prefix(const char *start, char *out, size_t len)
+{
+    const char *p = start;
+    for (;;) {
+        p += strspn(p, " \t");
+        size_t n = strcspn(p, " \t");
+        if (n == 0)
+            return -1;
+        const char *eq = memchr(p, '=', n);
+        int setting = eq && eq > p && !memchr(p, '/', (size_t)(eq - p));
+        if (setting || (n == 3 && strncmp(p, "env", 3) == 0)) {
+            p += n;
+            continue;
+        }
+        const char *base = p + n;
+        while (base > p && base[-1] != '/')
+            base--;
+        if (strncmp(base, "python", 6) != 0 || (size_t)(p + n - start) >= len)
+            return -1;
+        snprintf(out, len, "%.*s", (int)(p + n - start), start);
+        return 0;
+    }
+}
+
+/* Run `PREFIX -c probe` through /bin/sh in dir; its first line of output
+ * into out ("" when it printed none). Killed, its group too, after
+ * DOC_PY_TIMEOUT_MS. Returns the exit status, or -1 when it timed out. */
+static int run_probe(const char *dir, const char *prefix, char *out, size_t len)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s -c '%s' 2>/dev/null", prefix, probe);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(fds[1], 1);
+        if (chdir(dir) == 0)
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+    int timed_out = 0;
+    while (pid > 0 && got + 1 < len) {
+        int r = poll(&pfd, 1, DOC_PY_TIMEOUT_MS);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            timed_out = 1;
+            break;
+        }
+        ssize_t n = read(fds[0], out + got, len - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    out[got] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    if (pid < 0)
+        return -1;
+    if (timed_out)
+        kill(-pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The problem of a Python that lacks the package, with the link that fixes
+ * it for every server this user starts, or, from a build folder, the guide
+ * that says where the checkout's package is. */
+static void missing(const char *python, const char *site, struct doc_result *r)
+{
+    char dir[4096];
+    if (cli_whoami_python_dir(dir, sizeof dir) < 0) {
+        doc_set(r, DOC_PROBLEM,
+                "%s cannot import wtproxy_whoami: the server the .wtproxy starts would stop "
+                "at its first import",
+                python);
+        snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
+        return;
+    }
+    doc_set(r, DOC_PROBLEM,
+            "%s cannot import wtproxy_whoami (this wtproxy installed it in %s, where that "
+            "python does not look): the server the .wtproxy starts would stop at its first "
+            "import, and the request that started it wait out start_timeout",
+            python, dir);
+    snprintf(r->fix, sizeof r->fix, "mkdir -p %.400s && ln -sfn %.400s/wtproxy_whoami %.400s/",
+             site, dir, site);
+}
+
+void doc_python(struct doc_ctx *c, struct doc_result *r)
+{
+    char python[2048], out[4096];
+    if (!c->have_wt || !c->has_file || !c->start[0]) {
+        doc_set(r, DOC_SKIP, "no .wtproxy start command here to check");
+        return;
+    }
+    if (python_prefix(c->start, python, sizeof python) < 0) {
+        doc_set(r, DOC_SKIP, "the .wtproxy's start runs no python");
+        return;
+    }
+    int st = run_probe(c->wt.root, python, out, sizeof out);
+    if (strncmp(out, "ok ", 3) == 0)
+        doc_set(r, DOC_OK, "%s imports wtproxy_whoami from %s", python, out + 3);
+    else if (strncmp(out, "missing ", 8) == 0)
+        missing(python, out + 8, r);
+    else {
+        if (st < 0)
+            doc_set(r, DOC_PROBLEM, "%s did not answer within %d ms", python, DOC_PY_TIMEOUT_MS);
+        else
+            doc_set(r, DOC_PROBLEM,
+                    "%s does not run in %s (exit status %d): the .wtproxy's start names it", python,
+                    c->wt.root, st);
+        snprintf(r->fix, sizeof r->fix, "wtproxy help wtproxy-file");
+    }
+}
