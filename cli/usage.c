@@ -223,6 +223,7 @@ const char cli_usage_doctor[] =
     "Check this worktree's setup and print each check as ok or problem, with the\n"
     "one command that fixes it: the daemon is up and owns the front port (else who\n"
     "holds it); this worktree is known and has a .wtproxy or a registered server;\n"
+    "the python its .wtproxy starts imports the whoami middleware (else the link);\n"
     "that server answers /__whoami with this checkout and its current fingerprint;\n"
     "the inotify limits against this tree's folders; the Playwright config's\n"
     "recipe; this worktree's leases and test databases, and the database server's\n"

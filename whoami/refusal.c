@@ -157,12 +157,13 @@ static int runs_one_of(const char *command, const char *const *words)
     return 0;
 }
 
-/* Where a Python server finds wtproxy_whoami: an installed wtproxy put it
- * where Debian's python3 looks (whoami/meson.build); `wtproxy help whoami`
- * names that folder, or the checkout's whoami/python. */
+/* Where a Python server finds wtproxy_whoami: where an install put it is
+ * on Debian's python3's path only outside a private prefix, and another
+ * python3 (a virtualenv) never looks there; `wtproxy doctor` asks the
+ * .wtproxy's own interpreter and prints the link that fixes it. */
 #define PY_WHERE                                                                                   \
-    "wtproxy installed it where /usr/bin/python3 finds it; for another python3, put the "          \
-    "folder wtproxy help whoami names on PYTHONPATH"
+    "importable by that python3: wtproxy doctor, run in the worktree, checks it and prints the "   \
+    "command that makes it so"
 
 /* The middleware line for the server t's command starts (wtproxy help whoami):
  * a Next, a Vite, a Node or a Python server's; both when the command does
@@ -194,14 +195,14 @@ static const char *middleware_hint(const struct whoami_target *t)
                "from 'wtproxy-whoami/vite' in vite.config.js's plugins; wtproxy help whoami)";
     if (runs_one_of(cmd, django))
         return "add 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
-               "wtproxy_whoami importable (" PY_WHERE ")";
+               "wtproxy_whoami " PY_WHERE;
     if (runs_one_of(cmd, asgi))
         return "wrap the ASGI app at the end of the module it loads: app = "
                "WhoamiASGIMiddleware(app), from wtproxy_whoami.asgi, with "
-               "wtproxy_whoami importable (" PY_WHERE ")";
+               "wtproxy_whoami " PY_WHERE;
     if (runs_one_of(cmd, python))
         return "wrap the WSGI app: WhoamiWSGIMiddleware from wtproxy_whoami.wsgi, with "
-               "wtproxy_whoami importable (" PY_WHERE ")";
+               "wtproxy_whoami " PY_WHERE;
     return "add the whoami middleware (Node: app.use(whoami()) from 'wtproxy-whoami'; "
            "Vite: its plugin wtproxyWhoami() from 'wtproxy-whoami/vite'; Django: "
            "'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE; wtproxy help whoami)";

@@ -273,3 +273,53 @@ test('a --prefix ~/.local install is found by systemd, python3 and man', () => {
   const page = run('man', ['-w', 'wtproxy-run'], { env: { HOME: home, PATH: `${local}/bin:${process.env.PATH}`, MANPATH: '' } });
   assert.equal(page.trim(), path.join(local, 'share/man/man1/wtproxy-run.1'));
 });
+
+// A private prefix (--prefix /opt/...), which Debian's python3 does not
+// search: a Django server started from the .wtproxy would die at its first
+// import while the request that started it waits out start_timeout. The
+// guide says so and prints the link that fixes it; doctor, in the app,
+// finds it before any server starts and prints the link for the python the
+// .wtproxy runs; each pasted as printed makes that python import it.
+test('a private prefix: help whoami and doctor say /usr/bin/python3 cannot import it, and their fix works as printed', () => {
+  const opt = path.join(tmp, 'opt');
+  const home2 = path.join(tmp, 'home-opt'); // an empty user site
+  const env = { HOME: home2, PYTHONUSERBASE: '', PYTHONPATH: '' };
+  fs.mkdirSync(home2);
+  run('meson', ['configure', build, `-Dprefix=${opt}`]);
+  install();
+  const wtproxy = path.join(opt, 'bin/wtproxy');
+  const imports = () => spawnSync('/usr/bin/python3', ['-c', 'import wtproxy_whoami'],
+    { env: { ...process.env, ...env }, encoding: 'utf8' }).status === 0;
+  assert.ok(!imports(), `/usr/bin/python3 searches the private prefix ${opt}: the test needs one it does not`);
+
+  const guide = run(wtproxy, ['help', 'whoami'], { env });
+  assert.doesNotMatch(guide, /imports it with no setting/, 'the guide claims python3 imports it');
+  const link = /^ +(d=\$\(\/usr\/bin\/python3 .*)$/m.exec(guide);
+  assert.ok(link, `help whoami prints no command that makes it importable:\n${guide.slice(0, 900)}`);
+
+  const app = path.join(tmp, 'opt-app');
+  fs.mkdirSync(app);
+  run('git', ['init', '-q'], { cwd: app });
+  fs.writeFileSync(path.join(app, '.wtproxy'), 'start = /usr/bin/python3 manage.py runserver 127.0.0.1:{port}\nfront = 18799\n');
+  const runDir = fs.mkdtempSync(path.join(tmp, 'run-'));
+  const doctor = () => {
+    const r = spawnSync(wtproxy, ['doctor', '--json'], { cwd: app, encoding: 'utf8', timeout: 60000,
+      env: { ...process.env, ...env, XDG_RUNTIME_DIR: runDir, XDG_STATE_HOME: runDir, WTPROXY_DB_SERVER: '' } });
+    const check = JSON.parse(r.stdout).checks.find((c) => c.name === 'middleware');
+    assert.ok(check, `doctor has no middleware check:\n${r.stdout}`);
+    return check;
+  };
+  const before = doctor();
+  assert.equal(before.status, 'problem', `doctor says ${before.status}: ${before.detail}`);
+  assert.match(before.detail, /\/usr\/bin\/python3 cannot import wtproxy_whoami/);
+  run('sh', ['-c', before.fix], { env, cwd: app });
+  assert.ok(imports(), `doctor's fix, pasted, did not make /usr/bin/python3 import it: ${before.fix}`);
+  const after = doctor();
+  assert.equal(after.status, 'ok', after.detail);
+  assert.match(after.detail, new RegExp(`imports wtproxy_whoami from ${home2}/`));
+
+  fs.rmSync(path.join(home2, '.local'), { recursive: true });
+  assert.ok(!imports());
+  run('sh', ['-c', link[1]], { env });
+  assert.ok(imports(), `help whoami's command, pasted, did not make /usr/bin/python3 import it: ${link[1]}`);
+});

@@ -19,7 +19,7 @@ import { makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, sanitizer
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { startPostgres } from './lib/pg.mjs';
 
-const NAMES = ['daemon', 'worktree', 'server', 'whoami', 'inotify', 'playwright', 'leases',
+const NAMES = ['daemon', 'worktree', 'server', 'middleware', 'whoami', 'inotify', 'playwright', 'leases',
   'databases', 'load'];
 // No PostgreSQL named: libpq's variables empty (doctor reads an empty one as unset).
 const NO_PG = { PGHOST: '', PGPORT: '', PGDATABASE: '', WTPROXY_DB_SERVER: '' };
