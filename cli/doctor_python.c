@@ -129,8 +129,13 @@ static void missing(const char *python, const char *site, struct doc_result *r)
             "python does not look): the server the .wtproxy starts would stop at its first "
             "import, and the request that started it wait out start_timeout",
             python, dir);
-    snprintf(r->fix, sizeof r->fix, "mkdir -p %.400s && ln -sfn %.400s/wtproxy_whoami %.400s/",
-             site, dir, site);
+    char cmd[3 * 4096 + 64]; /* a cut path would link the wrong folder: the guide then */
+    int n =
+        snprintf(cmd, sizeof cmd, "mkdir -p %s && ln -sfn %s/wtproxy_whoami %s/", site, dir, site);
+    if (n < 0 || (size_t)n >= sizeof r->fix)
+        snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
+    else
+        memcpy(r->fix, cmd, (size_t)n + 1);
 }
 
 void doc_python(struct doc_ctx *c, struct doc_result *r)
