@@ -80,7 +80,7 @@ static const struct error_kind kinds[] = {
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "
          "server was started.",
-         "Correct the line of the .wtproxy named below (it lists the keys a .wtproxy may "
+         "Correct the line of the .wtproxy named above (it lists the keys a .wtproxy may "
          "have); wtproxy doctor, run in the worktree, checks the file again."},
     [PE_BACKEND_UNREACHABLE] =
         {502, "Bad Gateway", "backend-unreachable", "wtproxy could not connect to the dev server.",
@@ -116,19 +116,19 @@ static const struct error_kind kinds[] = {
         {421, "Misdirected Request", "checkout-mismatch",
          "The server on your worktree's port serves another checkout; wtproxy refused to let "
          "it answer for yours.",
-         "Stop the server named below and start your own (the command is below)."},
+         "Stop the server named above and start your own (the command is above)."},
     [PE_STALE_CODE] =
         {409, "Conflict", "stale-code",
          "Your dev server runs older code than the code on disk now; wtproxy refused to let "
          "it answer.",
-         "Restart the server (the command is below); wtproxy run --restart-on-stale does it "
+         "Restart the server (the command is above); wtproxy run --restart-on-stale does it "
          "for you."},
     [PE_NO_WHOAMI] =
         {502, "Bad Gateway", "no-whoami",
          "The dev server does not answer GET /__whoami, so wtproxy cannot tell which "
          "checkout and which code it serves.",
          "Restart the server if it started before its whoami middleware was added; else add "
-         "it (wtproxy help whoami) and restart it (the commands are below); or run wtproxy serve "
+         "it (wtproxy help whoami) and restart it (the commands are above); or run wtproxy serve "
          "--trust-registry."},
     [PE_WHOAMI_INVALID] =
         {502, "Bad Gateway", "whoami-invalid",

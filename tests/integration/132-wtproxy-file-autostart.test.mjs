@@ -83,7 +83,8 @@ test('a .wtproxy that does not parse: 503 bad-wtproxy-file naming its line, and 
   assert.match(r, /^HTTP\/1\.1 503 /, r);
   assert.match(r, /x-wtproxy-error: bad-wtproxy-file/i, r);
   assert.match(r, /\.wtproxy:2: bad or unknown `frnot`/, r);
-  assert.match(r, /^Fix: Correct the line of the \.wtproxy named below/m, 'not the start_timeout advice of a server slow to start');
+  assert.match(r, /^Fix: Correct the line of the \.wtproxy named above/m, 'not the start_timeout advice of a server slow to start');
+  assert.ok(r.indexOf('.wtproxy:2:') < r.indexOf('Fix:'), 'the line the fix says is above is above it');
   assert.doesNotMatch(r, /start_timeout/, r);
   assert.deepEqual(await lsJson(tmp0), [], 'nothing was started');
 });
