@@ -15,6 +15,9 @@
 // folder; `wtproxy doctor` on a bad .wtproxy names one and it prints the
 // format; `wtproxy help whoami` names the folders the middleware went to,
 // the one /usr/bin/python3 imports it from.
+// Installed into a private prefix, which /usr/bin/python3 does not search,
+// the guide and doctor say it cannot import the middleware, and the link
+// each prints, pasted, makes it import it.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

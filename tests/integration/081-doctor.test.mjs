@@ -7,7 +7,8 @@
 // its /__whoami, and its fix (restart, unregister) works when run; it
 // judges the Playwright recipe (a `wtproxy run` on another front than the
 // url's is a problem), the leases, and the database server's connection
-// headroom, with a real PostgreSQL.
+// headroom, with a real PostgreSQL; it asks the .wtproxy's python whether
+// it imports the whoami middleware, before any server is started.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
@@ -17,6 +18,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
+import { pythonPath } from './lib/whoami.mjs';
 import { startPostgres } from './lib/pg.mjs';
 
 const NAMES = ['daemon', 'worktree', 'server', 'middleware', 'whoami', 'inotify', 'playwright', 'leases',
@@ -110,6 +112,29 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   const lines = r.stdout.trimEnd().split('\n');
   for (const n of NAMES) assert.ok(lines.some((l) => new RegExp(`^(ok|problem|skipped) +${n} `).test(l)), `a line for ${n}:\n${r.stdout}`);
   assert.match(r.stdout, /^problem +server .*\n +fix: wtproxy init --apply$/m);
+});
+
+// The middleware check asks the python the .wtproxy's start runs, with its
+// inline settings, before any server is started: without the package on
+// its path, a server would die at its first import; from a build folder
+// the fix is the guide that names the checkout's package.
+test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem before any server starts", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  const env = { PYTHONPATH: '', HOME: tmp.root };
+  const start = (pre) => fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `start = ${pre}/usr/bin/python3 manage.py runserver 127.0.0.1:{port}\nfront = ${front}\n`);
+  start('');
+  let m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.match(m.detail, /^\/usr\/bin\/python3 cannot import wtproxy_whoami: the server the \.wtproxy starts would stop at its first import/);
+  assert.equal(m.fix, 'wtproxy help whoami');
+  start(`PYTHONPATH=${pythonPath} `);
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
+  assert.equal(m.detail, `PYTHONPATH=${pythonPath} /usr/bin/python3 imports wtproxy_whoami from ${pythonPath}/wtproxy_whoami`);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfront = ${front}\n`);
+  assert.equal((await doctor(tmp, tmp.wt.a, front, env)).byName.middleware.status, 'skipped');
 });
 
 test('the front port held by another process: doctor names it and how to free it', async (t) => {
