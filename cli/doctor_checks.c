@@ -13,6 +13,7 @@
 #include "doctor.h"
 #include "fetch.h"
 #include "port_taken.h"
+#include "registry.h"
 #include "whoami.h"
 
 /* Stop a process and wait until it is gone: a daemon drains its
@@ -58,7 +59,10 @@ static void port_name(const struct doc_ctx *c, int port, char *out, size_t outle
 /* The `wtproxy serve` that owns ports and every port the running daemon
  * (ping, NULL for none) owns already, so that a restart drops no one's
  * front. Bare ports: 127.0.0.1 and ::1, as a server on `localhost` may
- * hold ::1 alone and take the browser's requests from wtproxy. */
+ * hold ::1 alone and take the browser's requests from wtproxy. Started in
+ * the background into the log a daemon the CLI starts writes (as the CLI's
+ * own "no daemon answers" says): pasted in an agent's shell, a foreground
+ * `wtproxy serve` never returns. */
 static void serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outlen)
 {
     int all[48 + WTFILE_MAX_SERVICES + 1], m = 0;
@@ -73,11 +77,14 @@ static void serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t o
     for (int k = 0; k < n; k++)
         if (!has_port(all, m, ports[k]))
             all[m++] = ports[k];
-    size_t used = (size_t)snprintf(out, outlen, "wtproxy serve");
-    if (m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT)
-        return;
-    for (int k = 0; k < m && used < outlen; k++)
+    char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
+    if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
+        snprintf(log, sizeof log, "%s/daemon.log", dir);
+    size_t used = (size_t)snprintf(out, outlen, "setsid -f wtproxy serve");
+    for (int k = 0; k < m && used < outlen && !(m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT); k++)
         used += (size_t)snprintf(out + used, outlen - used, " --listen %d", all[k]);
+    if (used < outlen)
+        snprintf(out + used, outlen - used, " >>%s 2>&1", log);
 }
 
 /* For each port in ports another process listens on: "kill PID; " into
@@ -135,7 +142,7 @@ static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *por
         free(listen);
         return;
     }
-    char kills[384], said[1200], serve[512];
+    char kills[384], said[1200], serve[1024];
     int unknown = 0,
         held = port_holders(missing, nm, kills, sizeof kills, said, sizeof said, &unknown);
     doc_set(r, DOC_PROBLEM, "the daemon (pid %ld) listens on %s, not on %s: requests to %s%s%s",
@@ -162,7 +169,7 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
         daemon_ports(c, r, ports, n);
         return;
     }
-    char kills[384], said[1200], serve[512];
+    char kills[384], said[1200], serve[1024];
     int unknown = 0,
         held = port_holders(ports, n, kills, sizeof kills, said, sizeof said, &unknown);
     serve_cmd(NULL, ports, n, serve, sizeof serve);

@@ -15,7 +15,7 @@ import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { pythonPath } from './lib/whoami.mjs';
@@ -58,7 +58,8 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   const c = d.byName;
   assert.equal(c.daemon.status, 'problem');
   assert.match(c.daemon.detail, /no wtproxy daemon answers/);
-  assert.equal(c.daemon.fix, `wtproxy serve --listen ${front}`, 'a bare port: 127.0.0.1 and ::1 both');
+  assert.match(c.daemon.fix, new RegExp(`^setsid -f wtproxy serve --listen ${front} >>\\S+/daemon\\.log 2>&1$`),
+    'a bare port (127.0.0.1 and ::1 both), in the background');
   assert.equal(c.worktree.status, 'ok');
   assert.ok(c.worktree.detail.startsWith(`${tmp.wt.a} (branch a)`), c.worktree.detail);
   assert.equal(c.server.status, 'problem', 'no .wtproxy and no server');
@@ -114,6 +115,27 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   assert.match(r.stdout, /^problem +server .*\n +fix: wtproxy init --apply$/m);
 });
 
+// No daemon: the fix starts one in the background, so that pasted in an
+// agent's shell it returns, and the daemon then owns the front.
+test("no daemon: doctor's fix, pasted, returns at once and the daemon it starts owns the front", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  const state = { XDG_STATE_HOME: path.join(tmp.root, 'state') };
+  const fix = (await doctor(tmp, tmp.wt.a, front, state)).byName.daemon.fix;
+  const env = { ...process.env, ...cliEnv(tmp), ...state, PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` };
+  const sh = spawnSync('/bin/sh', ['-c', fix], { cwd: tmp.wt.a, env, stdio: 'ignore', timeout: 10000 });
+  assert.equal(sh.status, 0, `${fix}: did not return (${sh.signal ?? 'exit ' + sh.status})`);
+  let c;
+  await waitFor(async () => (c = (await doctor(tmp, tmp.wt.a, front, state)).byName.daemon).status === 'ok', 10000,
+    'the daemon the fix started');
+  const daemon = Number(/wtproxy daemon pid (\d+)/.exec(c.detail)[1]);
+  t.after(() => { try { process.kill(daemon, 'SIGKILL'); } catch { /* gone */ } });
+  assert.match(c.detail, new RegExp(`127\\.0\\.0\\.1:${front}"`));
+  assert.match(fs.readFileSync(path.join(tmp.root, 'state/wtproxy/daemon.log'), 'utf8'), /listening on 127\.0\.0\.1:/,
+    'its output is in the log the fix names');
+  process.kill(daemon, 'SIGTERM');
+});
+
 // The middleware check asks the python the .wtproxy's start runs, with its
 // inline settings, before any server is started: without the package on
 // its path, a server would die at its first import; from a build folder
@@ -146,7 +168,7 @@ test('the front port held by another process: doctor names it and how to free it
   const d = await doctor(tmp, tmp.wt.a, front);
   assert.equal(d.byName.daemon.status, 'problem');
   assert.match(d.byName.daemon.detail, new RegExp(`port ${front} on 127\\.0\\.0\\.1 is already in use by pid ${process.pid} \\(`));
-  assert.equal(d.byName.daemon.fix, `kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; wtproxy serve --listen ${front}`);
+  assert.match(d.byName.daemon.fix, new RegExp(`^kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; setsid -f wtproxy serve --listen ${front} >>\\S+ 2>&1$`));
 });
 
 // A stray server (an API left from an old run) listening on 127.0.0.1:port,
@@ -164,22 +186,25 @@ test('two services: the daemon owns the web front, a stray holds the API front: 
     '[service web]', 'start = ./web {port}', `front = ${web}`, 'after = api'], ['a']);
   const old = await stray(t, api);
   const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${web}`]);
-  let d = await doctor(tmp, tmp.wt.a, web);
+  const state = { XDG_STATE_HOME: path.join(tmp.root, 'state') };
+  let d = await doctor(tmp, tmp.wt.a, web, state);
   const c = d.byName.daemon;
   assert.equal(c.status, 'problem', `the API's calls from the front end reach the stray: ${c.detail}`);
   assert.match(c.detail, new RegExp(`not on port ${api} \\(service api's front in the \\.wtproxy\\)`));
   assert.match(c.detail, new RegExp(`port ${api} on 127\\.0\\.0\\.1 is already in use by pid ${old.pid} `));
   const wait = (pid) => `kill ${pid} && tail --pid=${pid} -f /dev/null; `;
-  assert.equal(c.fix, `${wait(px.proc.pid)}${wait(old.pid)}wtproxy serve --listen ${web} --listen ${api}`);
+  assert.equal(c.fix, `${wait(px.proc.pid)}${wait(old.pid)}setsid -f wtproxy serve --listen ${web} --listen ${api} >>${tmp.root}/state/wtproxy/daemon.log 2>&1`);
 
-  // Pasted as printed (the new daemon in the foreground of its shell).
+  // Pasted as printed: it returns once the new daemon runs, in the background.
   const env = { ...process.env, ...cliEnv(tmp), PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}`,
     XDG_STATE_HOME: path.join(tmp.root, 'state') };
-  const sh = spawn('/bin/sh', ['-c', c.fix], { cwd: tmp.wt.a, env, detached: true, stdio: 'ignore' });
-  t.after(() => { try { process.kill(-sh.pid, 'SIGKILL'); } catch { /* gone */ } });
-  await waitFor(async () => (await doctor(tmp, tmp.wt.a, web)).byName.daemon.status === 'ok', 15000, 'the new daemon on both fronts');
+  const sh = spawnSync('/bin/sh', ['-c', c.fix], { cwd: tmp.wt.a, env, stdio: 'ignore', timeout: 20000 });
+  assert.equal(sh.status, 0, `the pasted fix did not return (${sh.signal ?? sh.status})`);
+  await waitFor(async () => (d = await doctor(tmp, tmp.wt.a, web, state)).byName.daemon.status === 'ok', 15000,
+    'the new daemon on both fronts');
+  const daemon = Number(/wtproxy daemon pid (\d+)/.exec(d.byName.daemon.detail)[1]);
+  t.after(() => { try { process.kill(daemon, 'SIGKILL'); } catch { /* gone */ } });
   assert.ok(!pidAlive(old.pid), 'the stray is gone');
-  d = await doctor(tmp, tmp.wt.a, web);
   assert.match(d.byName.daemon.detail, new RegExp(`127\\.0\\.0\\.1:${api}"`));
 });
 
