@@ -83,6 +83,8 @@ static void serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t o
     size_t used = (size_t)snprintf(out, outlen, "setsid -f wtproxy serve");
     for (int k = 0; k < m && used < outlen && !(m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT); k++)
         used += (size_t)snprintf(out + used, outlen - used, " --listen %d", all[k]);
+    if (used + strlen(log) + 12 > outlen) /* a cut path would be another file */
+        snprintf(log, sizeof log, "/dev/null");
     if (used < outlen)
         snprintf(out + used, outlen - used, " >>%s 2>&1", log);
 }
@@ -142,7 +144,7 @@ static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *por
         free(listen);
         return;
     }
-    char kills[384], said[1200], serve[1024];
+    char kills[384], said[1200], serve[512];
     int unknown = 0,
         held = port_holders(missing, nm, kills, sizeof kills, said, sizeof said, &unknown);
     doc_set(r, DOC_PROBLEM, "the daemon (pid %ld) listens on %s, not on %s: requests to %s%s%s",
@@ -169,7 +171,7 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
         daemon_ports(c, r, ports, n);
         return;
     }
-    char kills[384], said[1200], serve[1024];
+    char kills[384], said[1200], serve[512];
     int unknown = 0,
         held = port_holders(ports, n, kills, sizeof kills, said, sizeof said, &unknown);
     serve_cmd(NULL, ports, n, serve, sizeof serve);
