@@ -198,8 +198,14 @@ test('two services: the daemon owns the web front, a stray holds the API front: 
   // Pasted as printed: it returns once the new daemon runs, in the background.
   const env = { ...process.env, ...cliEnv(tmp), PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}`,
     XDG_STATE_HOME: path.join(tmp.root, 'state') };
-  const sh = spawnSync('/bin/sh', ['-c', c.fix], { cwd: tmp.wt.a, env, stdio: 'ignore', timeout: 20000 });
-  assert.equal(sh.status, 0, `the pasted fix did not return (${sh.signal ?? sh.status})`);
+  // Asynchronously: the processes it kills are this test's children, whose
+  // exit (which its `tail --pid` waits for) node reaps only while it runs.
+  const sh = spawn('/bin/sh', ['-c', c.fix], { cwd: tmp.wt.a, env, stdio: 'ignore' });
+  const code = await new Promise((resolve) => {
+    const timer = setTimeout(() => { sh.kill('SIGKILL'); resolve('no exit within 20 s'); }, 20000);
+    sh.on('exit', (c) => { clearTimeout(timer); resolve(c); });
+  });
+  assert.equal(code, 0, 'the pasted fix returns once the new daemon runs');
   await waitFor(async () => (d = await doctor(tmp, tmp.wt.a, web, state)).byName.daemon.status === 'ok', 15000,
     'the new daemon on both fronts');
   const daemon = Number(/wtproxy daemon pid (\d+)/.exec(d.byName.daemon.detail)[1]);
