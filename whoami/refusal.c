@@ -162,8 +162,8 @@ static int runs_one_of(const char *command, const char *const *words)
  * python3 (a virtualenv) never looks there; `wtproxy doctor` asks the
  * .wtproxy's own interpreter and prints the link that fixes it. */
 #define PY_WHERE                                                                                   \
-    "importable by that python3: wtproxy doctor, run in the worktree, checks it and prints the "   \
-    "command that makes it so"
+    "importable by that python3 (wtproxy help whoami says where it is; wtproxy doctor, run in "    \
+    "the worktree, checks it and prints the command that makes it so)"
 
 /* The middleware line for the server t's command starts (wtproxy help whoami):
  * a Next, a Vite, a Node or a Python server's; both when the command does
