@@ -75,4 +75,8 @@ test('restart with no daemon, in a worktree whose .wtproxy declares a server: st
     `wtproxy: ${tmp.wt.a}'s server on front 8000 started and ready\n`);
   const entries = await lsJson(tmp);
   assert.deepEqual(entries.map((e) => [e.worktree, e.state]), [[tmp.wt.a, 'ready']]);
+  // A server the daemon started outlives it: stop it here, by its worktree.
+  const stop = await cli(tmp, ['stop'], { cwd: tmp.wt.a, env, ms: 30000 });
+  assert.equal(stop.code, 0, stop.stderr);
+  await waitFor(() => !pidAlive(entries[0].pid), 10000, 'the server to end');
 });
