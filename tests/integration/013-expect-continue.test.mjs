@@ -10,12 +10,13 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import { startProxy } from './lib/wtproxy.mjs';
 import { httpBackend, RawConn, requestHead, MiB, stopClean } from './lib/backends.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 test('curl with Expect: 100-continue gets the 100 and uploads the file', async (t) => {
   const be = await httpBackend(t);
   const px = await startProxy(t, ['--backend', `127.0.0.1:${be.port}`]);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wtp013-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  removeAfter(t, dir);
   const file = path.join(dir, 'body.bin');
   const body = crypto.randomBytes(2 * MiB + 11);
   fs.writeFileSync(file, body);

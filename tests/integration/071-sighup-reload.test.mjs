@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startProxy, rawBackend } from './lib/wtproxy.mjs';
 import { requestResponder, exchange, connect, watch, sleep, assertNoSanitizerReport } from './lib/conformance.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 const named = (name) => requestResponder(() => `HTTP/1.1 200 OK\r\nContent-Length: ${name.length}\r\n\r\n${name}`);
 
@@ -22,7 +23,7 @@ test('SIGHUP switches the backend from the config file', async (t) => {
   const a = await rawBackend(t, named('A'));
   const b = await rawBackend(t, named('B'));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-071-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  removeAfter(t, dir);
   const conf = path.join(dir, 'wtproxy.conf');
   fs.writeFileSync(conf, `# test config\nbackend = 127.0.0.1:${a.port}\n`);
   const proxy = await startProxy(t, ['--config', conf]);
@@ -58,7 +59,7 @@ test('SIGHUP switches the backend from the config file', async (t) => {
 test('SIGHUP with a broken config file keeps serving', async (t) => {
   const a = await rawBackend(t, named('A'));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-071-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  removeAfter(t, dir);
   const conf = path.join(dir, 'wtproxy.conf');
   fs.writeFileSync(conf, `backend = 127.0.0.1:${a.port}\n`);
   const proxy = await startProxy(t, ['--config', conf]);

@@ -9,10 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { startHelper, runToExit } from './lib/conformance.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 test('taken port: exit 1 naming pid, command line and cwd of the holder', async (t) => {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-072-')));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  removeAfter(t, dir);
   const py = await startHelper(t, '/usr/bin/python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1'],
     /port (\d+)/, { cwd: dir });
   const port = Number(py.match[1]);

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { runToExit } from './lib/conformance.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 const run = (...args) => runToExit(wtproxyBin, args, { ms: 5000 });
 const oneLine = (s) => s.trim().split('\n').length === 1;
@@ -73,7 +74,7 @@ test('bad size value: exit 2, one line', async () => {
 
 test('a bad config file: exit 2, one line naming FILE:LINE or the file, and the fix', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-073-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  removeAfter(t, dir);
   const file = path.join(dir, 'wtproxy.conf');
   fs.writeFileSync(file, 'head_timeout = 1s\nfrobnicate = 1\n');
   const r = await run('serve', '--config', file);

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { runToExit } from './lib/conformance.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 const KNOWN = ['serve', 'run', 'register', 'unregister', 'ls', 'dashboard', 'why', 'fingerprint',
   'claim', 'release', 'leases', 'db'];
@@ -18,7 +19,7 @@ const KNOWN = ['serve', 'run', 'register', 'unregister', 'ls', 'dashboard', 'why
 // own control socket and state folder, and no daemon start.
 function sandbox(t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-076-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  removeAfter(t, dir);
   const env = { WTPROXY_NO_AUTOSTART: '1', WTPROXY_CONTROL: path.join(dir, 'control.sock'),
     XDG_STATE_HOME: path.join(dir, 'state'), XDG_RUNTIME_DIR: dir };
   return (...args) => runToExit(wtproxyBin, args, { ms: 5000, cwd: dir, env });

@@ -23,12 +23,13 @@ import { nodeModules } from './lib/playwright.mjs';
 import { repoRoot } from './lib/wtproxy.mjs';
 import { BRANCHES, NAMES, e2eDir, killUnder, agentEnv, runSuite, classify, setupDatabases } from '../e2e/lib/shop.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 const MIDDLEWARE = "'wtproxy_whoami.django.WhoamiMiddleware',";
 
 function tempDir(t) {
   const d = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-init-')));
-  t.after(() => fs.rmSync(d, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
+  removeAfter(t, d);
   return d;
 }
 

@@ -14,6 +14,7 @@ import {
   makeWorktrees, startDaemon, startRun, cli, lsJson, getWorktree, waitFor, control,
 } from './lib/registry.mjs';
 import { request } from './lib/ctl.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 // A server of wt-a behind `wtproxy run`, verified, then made stale by an
 // edit: ls says "stale", as the 409 did.
@@ -83,7 +84,7 @@ test('a restart that brings up stale code (an edit while it started) says so, na
   // The server takes its fingerprint as it starts and listens 3 s later:
   // an edit in between is code it did not load.
   const pids = path.join(fs.mkdtempSync(path.join('/tmp', 'wtp118-')), 'pids');
-  t.after(() => fs.rmSync(path.dirname(pids), { recursive: true, force: true }));
+  removeAfter(t, path.dirname(pids));
   const { tmp, app } = await staleServer(t, ['--pids', pids, '--delay', '3000']);
   const restart = cli(tmp, ['restart'], { cwd: tmp.wt.a, ms: 40000 });
   await waitFor(() => fs.readFileSync(pids, 'utf8').trim().split('\n').length === 2, 15000, 'the new server started');

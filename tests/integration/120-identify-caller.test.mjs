@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeWorktrees, startDaemon, startRun } from './lib/registry.mjs';
 import { httpBackend } from './lib/backends.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 // Run a shell command line in cwd and resolve with { code, stdout, stderr }.
 function sh(cwd, line, env = {}) {
@@ -74,7 +75,7 @@ test('a worktree without a server gets its own 503, never a sibling\'s server', 
 
 test('a caller outside every worktree: 503 naming its process, or the default backend', async (t) => {
   const outside = fs.realpathSync(fs.mkdtempSync('/tmp/wtproxy-outside-'));
-  t.after(() => fs.rmSync(outside, { recursive: true, force: true }));
+  removeAfter(t, outside);
   const { px } = await threeWorktrees(t);
   const r = parse(await sh(outside, curl(px.port)));
   assert.equal(r.status, 503, r.body);

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { git, makeWorktrees, startDaemon, startRun, control } from './lib/registry.mjs';
 import { startClient } from './lib/py-client.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 // How many identifications have waited for a worker so far.
 async function onWorker(tmp) {
@@ -21,7 +22,7 @@ async function onWorker(tmp) {
 
 function outsideDir(t) {
   const d = fs.realpathSync(fs.mkdtempSync('/tmp/wtproxy-outside-'));
-  t.after(() => fs.rmSync(d, { recursive: true, force: true }));
+  removeAfter(t, d);
   return d;
 }
 

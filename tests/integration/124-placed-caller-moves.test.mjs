@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeWorktrees, startDaemon, startRun } from './lib/registry.mjs';
 import { startClient } from './lib/py-client.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 test('a placed process that moves to another worktree, or out of all, is placed again at its next connection', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b']);
@@ -34,7 +35,7 @@ test('a placed process that moves to another worktree, or out of all, is placed 
   assert.equal((await c.send('get')).worktree, tmp.wt.b, 'a folder inside wt-b is still wt-b');
 
   const outside = fs.realpathSync(fs.mkdtempSync('/tmp/wtproxy-outside-'));
-  t.after(() => fs.rmSync(outside, { recursive: true, force: true }));
+  removeAfter(t, outside);
   await c.send(`cd ${outside}`);
   const left = await c.send('get');
   assert.equal(left.status, 503, `after leaving every worktree: ${left.body}`);

@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { startDaemon, lsJson, waitFor, get, sanitizerClean, git } from './lib/registry.mjs';
 import { playwright, processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixture = path.join(here, 'fixtures', 'playwright-app');
@@ -33,7 +34,7 @@ const fixture = path.join(here, 'fixtures', 'playwright-app');
 // as an app's own would. All paths are realpaths.
 function appWorktrees(t, names) {
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-pw-')));
-  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  removeAfter(t, root);
   const repo = path.join(root, 'repo');
   fs.cpSync(fixture, repo, { recursive: true });
   fs.writeFileSync(path.join(repo, '.gitignore'), 'node_modules\ntest-results/\n');

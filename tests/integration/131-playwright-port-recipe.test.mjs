@@ -27,6 +27,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon, lsJson, waitFor, get, pidAlive, sanitizerClean, git } from './lib/registry.mjs';
 import { playwright, processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const appFixture = path.join(here, 'fixtures', 'playwright-app');
@@ -100,7 +101,7 @@ test('port recipe: three parallel Playwright runs, no config change; the daemon 
   assert.ok(fs.existsSync(chromium), `${chromium} is missing: apt-get install chromium (scripts/bootstrap)`);
   assert.ok(fs.existsSync(path.join(nodeModules, '@playwright', 'test')), '@playwright/test is missing: cd tests && npm ci');
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-pwport-')));
-  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  removeAfter(t, root);
   t.after(() => killAll(processesUnder(root)));
   const tmp = { root, control: path.join(root, 'control.sock'), state: path.join(root, 'registry.json') };
   const px = await startDaemon(t, tmp);
@@ -159,7 +160,7 @@ test('port recipe: a server the daemon started stops after idle_stop without req
   timeout: 30000,
 }, async (t) => {
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-idle-')));
-  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  removeAfter(t, root);
   t.after(() => killAll(processesUnder(root)));
   const tmp = { root, control: path.join(root, 'control.sock'), state: path.join(root, 'registry.json') };
   const px = await startDaemon(t, tmp);

@@ -29,6 +29,7 @@ import { startDaemon, lsJson, cli, cliEnv, get, git, makeWorktrees, waitFor, san
 import { repoRoot as root0, wtproxyBin } from './lib/wtproxy.mjs';
 import { processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
 import { python, pythonPath, writeDjangoProject, freePort } from './lib/whoami.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixture = path.join(here, 'fixtures', 'services');
@@ -116,7 +117,7 @@ test('Vite + Django in three worktrees: each page\'s /api reaches its own worktr
 }, async (t) => {
   assert.ok(fs.existsSync(chromium), `${chromium} is missing: apt-get install chromium (scripts/bootstrap)`);
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-svc-')));
-  t.after(() => fs.rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
+  removeAfter(t, root);
   t.after(() => killAll(processesUnder(root)));
   const tmp = { root, control: path.join(root, 'control.sock'), state: path.join(root, 'registry.json') };
   const [webFront, apiFront] = [await freePort(), await freePort()];

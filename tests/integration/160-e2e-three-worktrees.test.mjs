@@ -22,6 +22,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { sanitizerClean } from './lib/registry.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const runner = path.resolve(here, '..', 'e2e', 'run.mjs');
@@ -63,7 +64,7 @@ test(`three worktrees test the shop at once through wtproxy, ${ROUNDS} rounds: e
   timeout: RUN_MS + 20000,
 }, async (t) => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-160-'));
-  t.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  removeAfter(t, tmp);
   const json = path.join(tmp, 'result.json');
   const front = await freePort();
   const r = await startRunner(t, ['--mode', 'wtproxy', '--rounds', String(ROUNDS), '--front', String(front),

@@ -20,6 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { startProxy } from './lib/wtproxy.mjs';
 import { httpBackend, httpGet, stopClean } from './lib/backends.mjs';
 import { control } from './lib/registry.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 // The CPU seconds (user + system) the process has used so far.
 function cpuSeconds(pid) {
@@ -59,7 +60,7 @@ test('under a small open-file limit: said at start with the fix; a burst larger 
 test('the limit lowered under a running daemon: EMFILE said once, no busy loop, served again once connections end', { timeout: 60000 }, async (t) => {
   const be = await httpBackend(t);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-305-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  removeAfter(t, dir);
   const sock = path.join(dir, 'control.sock');
   const px = await startProxy(t, ['--backend', `127.0.0.1:${be.port}`, '--control', sock, '--state', path.join(dir, 'state.json')]);
   execFileSync('prlimit', ['--pid', String(px.proc.pid), '--nofile=40:40']);

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { makeWorktrees, startDaemon, startRun, getWorktree, waitFor } from './lib/registry.mjs';
 import { stopClean } from './lib/backends.mjs';
+import { removeQuietly } from './lib/cleanup.mjs';
 
 const root = process.getuid() === 0;
 
@@ -21,7 +22,7 @@ function mountSmallTmpfs(t) {
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0700', 'tmpfs', dir]);
   t.after(() => {
     try { execFileSync('umount', ['-l', dir]); } catch { /* gone */ }
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeQuietly(t, dir);
   });
   return dir;
 }

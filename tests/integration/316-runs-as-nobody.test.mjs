@@ -11,13 +11,14 @@ import path from 'node:path';
 import { startProxy, wtproxyBin } from './lib/wtproxy.mjs';
 import { httpBackend, httpGet, stopClean } from './lib/backends.mjs';
 import { runToExit } from './lib/conformance.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 
 const NOBODY = 65534;
 const root = process.getuid() === 0;
 
 function tmpDir(t, prefix) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  removeAfter(t, dir);
   return dir;
 }
 

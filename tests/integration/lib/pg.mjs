@@ -2,13 +2,16 @@
 // binaries, a fresh cluster in a temp folder (initdb, trust auth for the
 // superuser "postgres"), listening on 127.0.0.1 at a port it picks and on a
 // Unix socket in that folder. As root, the cluster is owned by and run as
-// the `postgres` user (initdb refuses root). Stopped by pid and removed in
-// the test's after() hook.
+// the `postgres` user (initdb refuses root). Stopped by pid, then removed,
+// in one after() hook: removed first, a server still writing its WAL made
+// the removal fail, which skipped the stop, and the test file waited for
+// the server for ever.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { removeQuietly } from './cleanup.mjs';
 
 // The newest /usr/lib/postgresql/<major>/bin.
 export function pgBinDir() {
@@ -45,7 +48,11 @@ export async function startPostgres(t, { settings = {} } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-pg-'));
   const data = path.join(dir, 'data');
   if (process.getuid() === 0) execFileSync('chown', ['postgres:', dir]);
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  let pg = null;
+  t.after(async () => {
+    if (pg) await pg.stop();
+    removeQuietly(t, dir);
+  });
 
   const owner = ownerOpts();
   execFileSync(path.join(bin, 'initdb'),
@@ -64,7 +71,7 @@ export async function startPostgres(t, { settings = {} } = {}) {
   let running = true;
   proc.on('exit', () => { running = false; });
 
-  const pg = {
+  pg = {
     host: '127.0.0.1', port, socketDir: dir, user: 'postgres', pid: proc.pid,
     get log() { return log; },
     uri: (db = 'postgres') => `postgresql://postgres@127.0.0.1:${port}/${db}`,
@@ -76,14 +83,16 @@ export async function startPostgres(t, { settings = {} } = {}) {
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
     },
     kill(sig = 'SIGKILL') { if (running) process.kill(proc.pid, sig); },
-    // A fast shutdown (SIGINT): clients are disconnected.
+    // A fast shutdown (SIGINT): clients are disconnected. One that has not
+    // ended in 10 s is killed, so that no test waits on it for ever.
     async stop() {
       if (!running) return;
       process.kill(proc.pid, 'SIGINT');
+      const timer = setTimeout(() => { if (running) process.kill(proc.pid, 'SIGKILL'); }, 10000);
       await exited;
+      clearTimeout(timer);
     },
   };
-  t.after(() => pg.stop());
 
   for (let i = 0; ; i++) {
     try {

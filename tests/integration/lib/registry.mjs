@@ -16,6 +16,7 @@ import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { startProxy, wtproxyBin } from './wtproxy.mjs';
 import { runToExit } from './conformance.mjs';
+import { removeAfter } from './cleanup.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const wtServer = path.join(here, 'wt-server.mjs');
@@ -33,7 +34,7 @@ export function makeWorktrees(t, names = ['a', 'b', 'c', 'd'], { mode } = {}) {
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-reg-')));
   if (mode !== undefined) fs.chmodSync(root, mode);
   // Retried: a daemon or server still stopping may write one last file.
-  t.after(() => fs.rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
+  removeAfter(t, root);
   const repo = path.join(root, 'repo');
   fs.mkdirSync(repo);
   git(repo, 'init', '-q', '-b', 'main');

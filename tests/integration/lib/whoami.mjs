@@ -13,6 +13,7 @@ import { repoRoot, wtproxyBin } from './wtproxy.mjs';
 import { runToExit } from './conformance.mjs';
 import { httpGet } from './backends.mjs';
 import { waitFor } from './registry.mjs';
+import { removeQuietly } from './cleanup.mjs';
 
 export const python = '/usr/bin/python3'; // Debian's, with python3-django
 export const pythonPath = path.join(repoRoot, 'whoami/python');
@@ -38,7 +39,7 @@ export function tempDir(t, prefix = 'wtproxy-whoami-') {
       }
     };
     try { open(dir); } catch { /* best effort */ }
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeQuietly(t, dir);
   });
   return dir;
 }
