@@ -277,6 +277,7 @@ struct cli_playwright {
     int uses_run;       /* ... whose command runs `wtproxy run` */
     int reuse;          /* ... with reuseExistingServer not literally false */
     int front;          /* the port of a literal baseURL (else webServer.url), 0 when none */
+    int base_port;      /* the port of a literal baseURL, 0 when none */
     int url_port;       /* the port of a literal webServer.url, 0 when none */
     int run_front;      /* the front its `wtproxy run` registers on (--front, else 8000) */
     char run_cmd[1024]; /* the server command its `wtproxy run ... --` runs; "" unknown */
