@@ -92,10 +92,6 @@ static int run_cmd(char **argv, const char *id)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* How often a claim --wait asks again: a release, an ended holder or an
- * expired TTL is seen this soon, at one store round trip per waiter. */
-#define CLAIM_POLL_MS 250
-
 static void print_claimed(void *pg, const struct reg_lease *c, long long ttl, long long waited)
 {
     char left[32] = "", after[48] = "";
@@ -145,39 +141,28 @@ static void print_held(const char *msg, int argc, char **argv, const char *id)
     fputc('\n', stderr);
 }
 
-/* Claim c for ttl, asking again every CLAIM_POLL_MS for wait_ms while
- * another holds it; print the outcome (a refusal with the command line
- * argv, whose RESOURCE is the argument id). Returns 1 won, 0 refused
+/* Claim c for ttl, waiting for wait_ms while another holds it
+ * (cli_lease_claim_wait); print the outcome (a refusal with the command
+ * line argv, whose RESOURCE is the argument id). Returns 1 won, 0 refused
  * (whose it is printed), -1 (printed). */
 static int claim_waiting(void *pg, const struct reg_lease *c, long long ttl, long long wait_ms,
                          int argc, char **argv, const char *id)
 {
     char err[REG_LEASE_MESSAGE_MAX], span[32];
-    long long start = host_mono_ms();
+    json_t *info = NULL;
+    long long waited;
+    int r = cli_lease_claim_wait(pg, c, ttl, wait_ms, &info, &waited, err, sizeof err);
+    json_decref(info);
     host_age(wait_ms, span, sizeof span);
-    for (int tries = 0;; tries++) {
-        json_t *info = NULL;
-        int r = cli_lease_claim(pg, c, ttl, &info, err, sizeof err);
-        json_decref(info);
-        long long waited = host_mono_ms() - start;
-        if (r < 0)
-            fprintf(stderr, "wtproxy: cannot claim %s: %s\n", c->id, err);
-        if (r > 0)
-            print_claimed(pg, c, ttl, tries ? waited : 0);
-        if (r != 0)
-            return r;
-        if (!wait_ms) {
-            print_held(err, argc, argv, id);
-            return 0;
-        }
-        if (waited >= wait_ms) {
-            fprintf(stderr, "wtproxy: did not claim %s within %s: %s\n", c->id, span, err);
-            return 0;
-        }
-        if (tries == 0)
-            fprintf(stderr, "wtproxy: waiting up to %s for %s: %s\n", span, c->id, err);
-        usleep(CLAIM_POLL_MS * 1000);
-    }
+    if (r < 0)
+        fprintf(stderr, "wtproxy: cannot claim %s: %s\n", c->id, err);
+    else if (r > 0)
+        print_claimed(pg, c, ttl, waited);
+    else if (!wait_ms)
+        print_held(err, argc, argv, id);
+    else
+        fprintf(stderr, "wtproxy: did not claim %s within %s: %s\n", c->id, span, err);
+    return r;
 }
 
 /* Release our lease after CMD, on a fresh connection (the server may have

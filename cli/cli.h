@@ -229,6 +229,16 @@ void cli_lease_close(void *pg);
 int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_t **info, char *err,
                     size_t errlen);
 
+/* cli_lease_claim, asking again every 250 ms for up to wait_ms (0: once)
+ * while another holds c->id: it is claimed as soon as its holder releases
+ * it, ends or expires. The first refusal it waits after is said once on
+ * stderr ("waiting up to D for R: whose it is"). Returns as
+ * cli_lease_claim (refused: the last answer's holder and sentence), and
+ * *waited_ms: how long it waited, 0 when the first answer was final.
+ * `wtproxy claim --wait` and the MCP claim's wait share it. */
+int cli_lease_claim_wait(void *pg, const struct reg_lease *c, long long ttl_ms, long long wait_ms,
+                         json_t **info, long long *waited_ms, char *err, size_t errlen);
+
 /* Release id held from worktree (any holder with force). Returns 1
  * released, 0 not held or held by another (*holder then, else NULL), err
  * saying which (as cli_lease_claim's), -1 with err. */
@@ -267,6 +277,7 @@ struct cli_playwright {
     int uses_run;       /* ... whose command runs `wtproxy run` */
     int reuse;          /* ... with reuseExistingServer not literally false */
     int front;          /* the port of a literal baseURL (else webServer.url), 0 when none */
+    int base_port;      /* the port of a literal baseURL, 0 when none */
     int url_port;       /* the port of a literal webServer.url, 0 when none */
     int run_front;      /* the front its `wtproxy run` registers on (--front, else 8000) */
     char run_cmd[1024]; /* the server command its `wtproxy run ... --` runs; "" unknown */

@@ -92,6 +92,32 @@ static void check_file(struct doc_ctx *c)
     free(f);
 }
 
+/* The front port the checks judge, into c->front, and where it came from
+ * into c->front_from (the output says it): --front (flag); else the
+ * .wtproxy's (declared); else the port the Playwright config's baseURL
+ * (else webServer.url) names, which the tests will use even before
+ * `wtproxy init` wrote a .wtproxy; else as the other commands pick it: the
+ * daemon's one port, else 8000. */
+static void pick_front(struct doc_ctx *c, int flag, int declared)
+{
+    struct cli_playwright pw = {0};
+    if (!flag && !declared && c->have_wt)
+        cli_playwright_read(c->wt.root, &pw);
+    c->front = flag ? flag : declared ? declared : pw.front ? pw.front : cli_default_front(c->ping);
+    if (flag)
+        snprintf(c->front_from, sizeof c->front_from, "--front");
+    else if (declared)
+        snprintf(c->front_from, sizeof c->front_from, "%s",
+                 c->has_file ? "the .wtproxy" : "the main checkout's .wtproxy");
+    else if (pw.front)
+        snprintf(c->front_from, sizeof c->front_from, "%s %s", pw.file,
+                 pw.base_port ? "baseURL" : "webServer.url");
+    else
+        snprintf(c->front_from, sizeof c->front_from, "%s",
+                 cli_daemon_port(c->ping) ? "the one the daemon listens on" : "the default");
+    free(pw.text);
+}
+
 /* Gather what the checks share. 0, or 2 for a bad --front. */
 static int gather(struct doc_ctx *c, const char *front)
 {
@@ -100,11 +126,12 @@ static int gather(struct doc_ctx *c, const char *front)
         fprintf(stderr, "wtproxy doctor: --front \"%s\" is not a port (1-65535)\n", front);
         return 2;
     }
+    int declared = 0;
     c->have_wt = host_worktree_of(".", &c->wt, c->wt_err, sizeof c->wt_err) == 0;
     if (c->have_wt)
-        cli_declared_front(&c->wt, &c->has_file, &c->main_has_file);
+        declared = cli_declared_front(&c->wt, &c->has_file, &c->main_has_file);
     c->ping = ask("ping", c->daemon_err, sizeof c->daemon_err);
-    c->front = f ? (int)f : cli_default_front(c->ping);
+    pick_front(c, (int)f, declared);
     if (c->has_file)
         check_file(c);
     ask_entries(c);
@@ -129,8 +156,9 @@ static void print_json(const struct doc_ctx *c, const struct doc_result *res, in
                            status_names[res[i].status], "detail", res[i].detail, "fix",
                            res[i].status == DOC_PROBLEM && res[i].fix[0] ? json_string(res[i].fix)
                                                                          : json_null()));
-    json_t *o = json_pack("{sb si so so}", "ok", ok, "front", c->front, "worktree",
-                          c->have_wt ? json_string(c->wt.root) : json_null(), "checks", arr);
+    json_t *o =
+        json_pack("{sb si ss so so}", "ok", ok, "front", c->front, "front_from", c->front_from,
+                  "worktree", c->have_wt ? json_string(c->wt.root) : json_null(), "checks", arr);
     json_dumpf(o, stdout, JSON_INDENT(2));
     putchar('\n');
     json_decref(o);

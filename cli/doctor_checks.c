@@ -44,7 +44,9 @@ static int wanted_ports(const struct doc_ctx *c, int *ports)
     return n;
 }
 
-/* "port 3001 (service api's front in the .wtproxy)", or "port 3001". */
+/* "port 3001 (service api's front in the .wtproxy)", "port 3000
+ * (playwright.config.ts baseURL)" for the front checked: where it came
+ * from, since a port the tests do not use is no answer; or "port 3001". */
 static void port_name(const struct doc_ctx *c, int port, char *out, size_t outlen)
 {
     for (int i = 0; i < c->nfronts; i++)
@@ -53,7 +55,10 @@ static void port_name(const struct doc_ctx *c, int port, char *out, size_t outle
                      c->front_svc[i]);
             return;
         }
-    snprintf(out, outlen, "port %d", port);
+    if (port == c->front && c->front_from[0])
+        snprintf(out, outlen, "port %d (%s)", port, c->front_from);
+    else
+        snprintf(out, outlen, "port %d", port);
 }
 
 /* The `wtproxy serve` that owns ports and every port the running daemon
@@ -140,7 +145,9 @@ static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *por
             snprintf(names + u, sizeof names - u, "%s%s", u ? ", nor on " : "", name);
         }
     if (!nm) {
-        doc_set(r, DOC_OK, "wtproxy daemon pid %ld listens on %s", pid, listen ? listen : "?");
+        port_name(c, c->front, name, sizeof name);
+        doc_set(r, DOC_OK, "wtproxy daemon pid %ld listens on %s, %s among them", pid,
+                listen ? listen : "?", name);
         free(listen);
         return;
     }
@@ -171,21 +178,23 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
         daemon_ports(c, r, ports, n);
         return;
     }
-    char kills[384], said[1200], serve[512];
+    char kills[384], said[1200], serve[512], name[128];
     int unknown = 0,
         held = port_holders(ports, n, kills, sizeof kills, said, sizeof said, &unknown);
     serve_cmd(NULL, ports, n, serve, sizeof serve);
+    port_name(c, c->front, name, sizeof name);
     if (held < 0) {
         doc_set(r, DOC_PROBLEM,
-                "no wtproxy daemon answers (%s), and port %d is held by a "
+                "no wtproxy daemon answers for %s (%s), and port %d is held by a "
                 "process of another user",
-                c->daemon_err, unknown);
+                name, c->daemon_err, unknown);
         snprintf(r->fix, sizeof r->fix, "ss -ltnp 'sport = :%d'", unknown);
     } else if (held > 0) {
-        doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers (%s), and %s", c->daemon_err, said);
+        doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers for %s (%s), and %s", name,
+                c->daemon_err, said);
         snprintf(r->fix, sizeof r->fix, "%s%s", kills, serve);
     } else {
-        doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers: %s", c->daemon_err);
+        doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers for %s: %s", name, c->daemon_err);
         snprintf(r->fix, sizeof r->fix, "%s", serve);
     }
 }

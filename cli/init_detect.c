@@ -349,7 +349,7 @@ void cli_playwright_read(const char *dir, struct cli_playwright *pw)
             snprintf(pw->file, sizeof pw->file, "%s", names[i]);
     if (!pw->text)
         return;
-    pw->front = literal_port(pw->text, pw->text + strlen(pw->text), "baseURL:");
+    pw->front = pw->base_port = literal_port(pw->text, pw->text + strlen(pw->text), "baseURL:");
     const char *ws = strstr(pw->text, "webServer:");
     const char *end = ws ? block_end(ws) : NULL;
     if (!end)

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host.h"
 #include "reg_lease.h"
@@ -85,6 +86,32 @@ int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_
         r = refusal(reply, NULL, info, err, errlen);
     json_decref(reply);
     return r;
+}
+
+/* How often a claim that waits asks again: a release, an ended holder or
+ * an expired TTL is seen this soon, at one store round trip per waiter. */
+#define CLAIM_POLL_MS 250
+
+int cli_lease_claim_wait(void *pg, const struct reg_lease *c, long long ttl_ms, long long wait_ms,
+                         json_t **info, long long *waited_ms, char *err, size_t errlen)
+{
+    char span[32];
+    long long start = host_mono_ms();
+    host_age(wait_ms, span, sizeof span);
+    *waited_ms = 0;
+    for (int tries = 0;; tries++) {
+        int r = cli_lease_claim(pg, c, ttl_ms, info, err, errlen);
+        long long waited = host_mono_ms() - start;
+        if (r != 0 || waited >= wait_ms) {
+            *waited_ms = tries ? waited : 0;
+            return r;
+        }
+        if (tries == 0) /* once: whose it is, while the caller blocks */
+            fprintf(stderr, "wtproxy: waiting up to %s for %s: %s\n", span, c->id, err);
+        json_decref(*info);
+        *info = NULL;
+        usleep(CLAIM_POLL_MS * 1000);
+    }
 }
 
 int cli_lease_release(void *pg, const char *id, const char *worktree, int force, json_t **holder,

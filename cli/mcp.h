@@ -24,6 +24,12 @@
 #define MCP_RESTART_POLL_MS 100
 #define MCP_RESTART_LOG_LINES 15 /* of a server that did not come back, in the sentence */
 
+/* claim's wait, at most: a whole wait (and a daemon's start, 5 s) ends
+ * within the 60 s after which agent CLIs and MCP's SDKs give up on a tool
+ * call by default; an agent that must wait longer calls claim again */
+#define MCP_CLAIM_WAIT_MAX_MS 50000
+#define MCP_CLAIM_WAIT_MAX "50s"
+
 /* JSON-RPC 2.0's error codes. */
 #define MCP_PARSE_ERROR (-32700)
 #define MCP_INVALID_REQUEST (-32600)

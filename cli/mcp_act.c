@@ -22,12 +22,37 @@ static json_t *held(const char *code, const char *msg, json_t *holder)
     return fail;
 }
 
+/* args' wait into *wait_ms (0: none), or a failure: a duration of at most
+ * MCP_CLAIM_WAIT_MAX_MS, which a client waits for. */
+static json_t *wait_arg(json_t *args, long long *wait_ms)
+{
+    const char *v = json_string_value(json_object_get(args, "wait"));
+    char err[256];
+    *wait_ms = 0;
+    if (v && cli_duration("wait", v, wait_ms, err, sizeof err) < 0)
+        return mcp_fail("bad-arguments",
+                        "wait \"%.64s\" is not a duration: give a number and a unit, e.g. "
+                        "\"30s\" (at most " MCP_CLAIM_WAIT_MAX ")",
+                        v);
+    if (*wait_ms > MCP_CLAIM_WAIT_MAX_MS)
+        return mcp_fail("bad-arguments",
+                        "wait \"%.64s\" is longer than one claim call waits (" MCP_CLAIM_WAIT_MAX
+                        ": an MCP client gives up on a tool call after a minute): give wait "
+                        "\"" MCP_CLAIM_WAIT_MAX "\", and call claim again to wait longer",
+                        v);
+    return NULL;
+}
+
 /* The claimer of args' resource for worktree wt into c, or a failure. */
-static json_t *claimer(struct reg_lease *c, json_t *args, const char *wt, long long *ttl)
+static json_t *claimer(struct reg_lease *c, json_t *args, const char *wt, long long *ttl,
+                       long long *wait_ms)
 {
     const char *ttlv = json_string_value(json_object_get(args, "ttl"));
     char err[PATH_MAX + 256];
+    json_t *fail = wait_arg(args, wait_ms);
     *ttl = 0;
+    if (fail)
+        return fail;
     if (ttlv && cli_duration("ttl", ttlv, ttl, err, sizeof err) < 0)
         return mcp_fail("bad-arguments", "%s", err);
     if (cli_lease_holder(c, json_string_value(json_object_get(args, "resource")), wt,
@@ -38,6 +63,30 @@ static json_t *claimer(struct reg_lease *c, json_t *args, const char *wt, long l
         c->pid_start = host_pid_start(c->pid);
     }
     return NULL;
+}
+
+/* fail, a refused claim of id (held, other_session), with its next step:
+ * this tool's wait, which claims it as soon as it is free. After a wait of
+ * waited ms that gave up, it says so first, and keeps waited_ms. */
+static json_t *wait_hint(json_t *fail, const char *id, long long waited)
+{
+    const char *msg = json_string_value(json_object_get(fail, "message"));
+    char text[REG_LEASE_MESSAGE_MAX + 512], span[32];
+    host_age(waited, span, sizeof span);
+    if (waited)
+        snprintf(text, sizeof text,
+                 "did not claim %s within the %s it waited: %s; to wait longer: call claim "
+                 "again with wait \"" MCP_CLAIM_WAIT_MAX "\"",
+                 id, span, msg ? msg : "it is held");
+    else
+        snprintf(text, sizeof text,
+                 "%s; to wait until it is free: call claim again with wait \"" MCP_CLAIM_WAIT_MAX
+                 "\" (it claims %s as soon as its holder releases it, ends or expires)",
+                 msg ? msg : "it is held", id);
+    json_object_set_new(fail, "message", cli_json_text(text, strlen(text)));
+    if (waited)
+        json_object_set_new(fail, "waited_ms", json_integer(waited));
+    return fail;
 }
 
 /* The failure (code) for a lease of id that another live process of this
@@ -64,9 +113,9 @@ static json_t *other_session(void *pg, const char *code, const char *id, const c
         snprintf(err, sizeof err,
                  "%s is held by another process in this worktree: pid %d (%s), for \"%s\", "
                  "since %s ago. It is theirs (another agent's session, or a claim around a "
-                 "command) and ends when pid %d releases it or ends: leave it, wait, then "
-                 "claim %s again; or use another resource",
-                 id, (int)h.pid, cmd[0] ? cmd : "?", h.purpose, age, (int)h.pid, id);
+                 "command) and ends when pid %d releases it or ends: leave it and wait for "
+                 "that, or use another resource",
+                 id, (int)h.pid, cmd[0] ? cmd : "?", h.purpose, age, (int)h.pid);
         fail = held(code, err, l);
     }
     json_decref(all);
@@ -98,24 +147,25 @@ json_t *mcp_tool_claim(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX], err[REG_LEASE_MESSAGE_MAX];
     struct reg_lease c;
-    long long ttl;
+    long long ttl, wait_ms, waited;
     void *pg = NULL;
     json_t *info = NULL, *fail = mcp_scope(m, args, 1, wt, sizeof wt);
-    if (fail || (fail = claimer(&c, args, wt, &ttl)) ||
+    if (fail || (fail = claimer(&c, args, wt, &ttl, &wait_ms)) ||
         (fail = open_store(m, &pg, "claim", c.id))) {
         cli_lease_close(pg);
         return fail;
     }
-    int r = cli_lease_claim(pg, &c, ttl, &info, err, sizeof err);
+    int r = cli_lease_claim_wait(pg, &c, ttl, wait_ms, &info, &waited, err, sizeof err);
     /* Another agent of this worktree holds it: wait for it, not kill it. */
     json_t *mate = r == 0 ? other_session(pg, "held", c.id, wt) : NULL;
     json_t *out = r < 0    ? store_failed(pg, "claim", c.id, err)
-                  : mate   ? mate
-                  : r == 0 ? held("held", err, info)
+                  : r == 0 ? wait_hint(mate ? mate : held("held", err, info), c.id, waited)
                            : json_pack("{s:s, s:O, s:s, s:s}", "claimed", c.id, "lease", info,
                                        "store", pg ? "postgresql" : "embedded", "ends",
                                        ttl ? "at its ttl, or at release"
                                            : "when this MCP session ends, or at release");
+    if (r > 0 && waited)
+        json_object_set_new(out, "waited_ms", json_integer(waited));
     cli_lease_close(pg);
     json_decref(info);
     return out;

@@ -103,12 +103,17 @@ static const struct tool tools[] = {
      "Lease a shared resource",
      "Lease a named resource (an emulator, a device, a database) for this worktree. With ttl "
      "(30s, 10m, 2h, 1d) it ends then; without, when this MCP session ends. A resource "
-     "another holds is refused, naming its holder. Starts the daemon when none runs (its "
-     "embedded store holds the leases, unless PostgreSQL does).",
+     "another holds is refused, naming its holder; with wait (at most " MCP_CLAIM_WAIT_MAX
+     ") it is claimed as soon as its holder releases it, ends or expires, or refused when "
+     "the wait is over. Starts the daemon when none runs (its embedded store holds the "
+     "leases, unless PostgreSQL does).",
      0,
      mcp_tool_claim,
      {{"resource", 's', 0, 0, 1, "the resource's name"},
       {"ttl", 's', 0, 0, 0, "how long: 30s, 10m, 2h, 1d"},
+      {"wait", 's', 0, 0, 0,
+       "while another holds it, wait up to this long for it: 10s, " MCP_CLAIM_WAIT_MAX
+       " at most (default: refuse at once)"},
       {"purpose", 's', 0, 0, 0, "what it is for, shown to whoever is refused"},
       ARG_WORKTREE(ACT_WT)}},
     {"release",

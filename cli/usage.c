@@ -230,10 +230,11 @@ const char cli_usage_doctor[] =
     "connection headroom; the load per CPU. A check that cannot run (no daemon, no\n"
     "PostgreSQL) says so and the others still run; each is bounded in time.\n"
     "\n"
-    "  --front PORT     the front port (default: the .wtproxy's, else the one port the\n"
-    "                   daemon listens on, else 8000)\n"
-    "  --json           {\"ok\": bool, \"checks\": [{\"name\", \"status\", \"detail\", "
-    "\"fix\"}]}\n";
+    "  --front PORT     the front port (default: the .wtproxy's, else the port of the\n"
+    "                   Playwright config's baseURL, else the one port the daemon\n"
+    "                   listens on, else 8000; the daemon check says which)\n"
+    "  --json           {\"ok\": bool, \"front\", \"front_from\", \"checks\": [{\"name\", "
+    "\"status\", \"detail\", \"fix\"}]}\n";
 
 const char cli_usage_mcp[] =
     "usage: wtproxy mcp [--worktree DIR] [--front PORT]\n"

@@ -6,7 +6,8 @@
 // a problem, named); it tells a verified server from a stale one by asking
 // its /__whoami, and its fix (restart, unregister) works when run; it
 // judges the Playwright recipe (a `wtproxy run` on another front than the
-// url's is a problem), the leases, and the database server's connection
+// url's is a problem), and before `init` checks the port its baseURL names
+// (not 8000, not the daemon's), saying so; the leases, and the database server's connection
 // headroom, with a real PostgreSQL; it asks the .wtproxy's python whether
 // it imports the whoami middleware, before any server is started.
 import { test } from 'node:test';
@@ -33,10 +34,12 @@ function freePort() {
   });
 }
 
-// `wtproxy doctor --json --front FRONT` in cwd: { code, report, byName, ms }.
+// `wtproxy doctor --json --front FRONT` in cwd (no --front when front is
+// null): { code, report, byName, ms }.
 async function doctor(tmp, cwd, front, env = {}) {
   const t0 = Date.now();
-  const r = await cli(tmp, ['doctor', '--json', '--front', String(front)], { cwd, env: { ...NO_PG, ...env }, ms: 30000 });
+  const args = ['doctor', '--json', ...(front === null ? [] : ['--front', String(front)])];
+  const r = await cli(tmp, args, { cwd, env: { ...NO_PG, ...env }, ms: 30000 });
   sanitizerClean(assert, r.stderr);
   let report;
   try { report = JSON.parse(r.stdout); } catch { assert.fail(`doctor --json printed no JSON (exit ${r.code}):\n${r.stdout}\n${r.stderr}`); }
@@ -174,6 +177,46 @@ test('the front port held by another process: doctor names it and how to free it
   assert.equal(d.byName.daemon.status, 'problem');
   assert.match(d.byName.daemon.detail, new RegExp(`port ${front} on 127\\.0\\.0\\.1 is already in use by pid ${process.pid} \\(`));
   assert.match(d.byName.daemon.fix, new RegExp(`^kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; setsid -f wtproxy serve --listen ${front} >>\\S+ 2>&1$`));
+});
+
+// Before `wtproxy init`: no .wtproxy, but the Playwright config's baseURL
+// names the port the tests will use. doctor judges that port, not 8000 or
+// the daemon's, and says where it came from.
+test('no .wtproxy yet: doctor checks the port the Playwright config\'s baseURL names', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const holder = net.createServer();
+  await new Promise((r) => holder.listen(0, '127.0.0.1', r));
+  t.after(() => holder.close());
+  const base = holder.address().port;
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'),
+    `export default { use: { baseURL: 'http://localhost:${base}' } };\n`);
+  const from = `port ${base} \\(playwright\\.config\\.mjs baseURL\\)`;
+
+  // No daemon, and something else holds the tests' port: named, and freed.
+  let d = await doctor(tmp, tmp.wt.a, null);
+  assert.equal(d.report.front, base);
+  assert.equal(d.report.front_from, 'playwright.config.mjs baseURL');
+  let c = d.byName.daemon;
+  assert.equal(c.status, 'problem', c.detail);
+  assert.match(c.detail, new RegExp(`^no wtproxy daemon answers for ${from} \\(.*\\), and port ${base} on 127\\.0\\.0\\.1 is already in use by pid ${process.pid} `));
+  assert.match(c.fix, new RegExp(`^kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; setsid -f wtproxy serve --listen ${base} `));
+
+  // A daemon on another port: the tests' requests do not reach it.
+  holder.close();
+  const px = await startDaemon(t, tmp);
+  d = await doctor(tmp, tmp.wt.a, null);
+  c = d.byName.daemon;
+  assert.equal(d.report.front, base);
+  assert.equal(c.status, 'problem', c.detail);
+  assert.match(c.detail, new RegExp(`^the daemon \\(pid ${px.proc.pid}\\) listens on .*127\\.0\\.0\\.1:${px.port}.*, not on ${from}: requests to that port do not reach it`));
+  assert.match(c.fix, new RegExp(`^kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; setsid -f wtproxy serve --listen ${px.port} --listen ${base} `));
+
+  // A daemon on the tests' port: ok, and the detail says which port and why.
+  await px.stop();
+  const onBase = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${base}`]);
+  c = (await doctor(tmp, tmp.wt.a, null)).byName.daemon;
+  assert.equal(c.status, 'ok', c.detail);
+  assert.match(c.detail, new RegExp(`^wtproxy daemon pid ${onBase.proc.pid} listens on .*127\\.0\\.0\\.1:${base}.*, ${from} among them$`));
 });
 
 // A stray server (an API left from an old run) listening on 127.0.0.1:port,

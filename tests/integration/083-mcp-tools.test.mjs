@@ -167,12 +167,15 @@ test('state-changing tools refuse another worktree, naming whose it is; leases a
   // The store's own sentence: whose it is, when it ends, what frees it.
   const whose = `^emulator-1 is held by this machine [^,]+, worktree ${tmp.wt.a}, session [^,]+, manual claim, for "e2e run", ` +
     `since \\d+s ago \\(expires in \\d+m\\): it is theirs; to free it, on this machine: cd ${tmp.wt.a} && wtproxy release emulator-1; ` +
-    'or, if it is abandoned, anywhere: wtproxy release emulator-1 --force$';
-  assert.match(lost.structuredContent.message, new RegExp(whose));
+    'or, if it is abandoned, anywhere: wtproxy release emulator-1 --force';
+  // ... and the claim's next step: this tool's wait, not the CLI's flag.
+  const untilFree = '; to wait until it is free: call claim again with wait "50s" ' +
+    '\\(it claims emulator-1 as soon as its holder releases it, ends or expires\\)$';
+  assert.match(lost.structuredContent.message, new RegExp(whose + untilFree));
   const notTheirs = await call(b, 'release', { resource: 'emulator-1' });
   assert.equal(notTheirs.structuredContent.error, 'held-by-another');
   assert.equal(notTheirs.structuredContent.holder.worktree, tmp.wt.a);
-  assert.match(notTheirs.structuredContent.message, new RegExp(whose));
+  assert.match(notTheirs.structuredContent.message, new RegExp(`${whose}$`));
   const bad = await call(a, 'claim', { resource: 'x', ttl: 'soon' });
   assert.equal(bad.structuredContent.error, 'bad-arguments');
   assert.deepEqual((await call(a, 'release', { resource: 'emulator-1' })).structuredContent, { released: 'emulator-1' });
@@ -184,7 +187,7 @@ test('state-changing tools refuse another worktree, naming whose it is; leases a
   const bHolds = (await call(a, 'claim', { resource: 'emulator-1', ttl: '1m' })).structuredContent;
   assert.equal(bHolds.error, 'held');
   assert.match(bHolds.message, new RegExp(`, pid ${b.proc.pid}, for "", since \\d+s ago: it is theirs, released when pid ${b.proc.pid} ends: ` +
-    'wait for that$'));
+    `wait for that${untilFree}`));
   assert.equal((await b.end()).code, 0, b.stderr());
   await waitFor(async () => !(await call(a, 'claim', { resource: 'emulator-1', ttl: '1m' })).isError,
     15000, 'the lease of an ended session to be free');

@@ -135,11 +135,12 @@ test('two agents in one worktree: one cannot release the other\'s lease', async 
   assert.equal(r.isError, true, JSON.stringify(r.structuredContent));
   assert.equal(r.structuredContent.error, 'held-by-another');
   assert.equal(r.structuredContent.holder.pid, one.proc.pid);
-  assert.match(r.content[0].text, new RegExp(`^db is held by another process in this worktree: pid ${one.proc.pid} \\(.*wtproxy mcp\\), for "migrations", since \\d+s ago\\. It is theirs .* leave it, wait, then claim db again`));
+  assert.match(r.content[0].text, new RegExp(`^db is held by another process in this worktree: pid ${one.proc.pid} \\(.*wtproxy mcp\\), for "migrations", since \\d+s ago\\. It is theirs .* leave it and wait for that, or use another resource$`));
   // a claim is told to wait for the other agent, not to kill its session
   const wait = await call(two, 'claim', { resource: 'db' });
   assert.equal(wait.structuredContent.error, 'held', 'still one\'s');
-  assert.match(wait.content[0].text, new RegExp(`^db is held by another process in this worktree: pid ${one.proc.pid} .* leave it, wait, then claim db again; or use another resource$`));
+  assert.match(wait.content[0].text, new RegExp(`^db is held by another process in this worktree: pid ${one.proc.pid} .* leave it and wait for that, or use another resource; ` +
+    'to wait until it is free: call claim again with wait "50s" \\(it claims db as soon as its holder releases it, ends or expires\\)$'));
   assert.doesNotMatch(wait.content[0].text, /kill|--force/);
   // a worktree named by a relative path: what to give instead
   const rel = await call(two, 'servers', { worktree: 'wt-nope' });
