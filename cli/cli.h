@@ -184,6 +184,10 @@ json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t 
  * none, or when the daemon reads no .wtproxy there). */
 json_t *cli_declared_stopped(const struct cli_server_args *a);
 
+/* The services a's worktree's .wtproxy declares that a selects, running
+ * or not when stopped_only is 0 (a new JSON array, as above). */
+json_t *cli_declared_selected(const struct cli_server_args *a, int stopped_only);
+
 /* Start each of stopped through the daemon (op start), wait up to wait_ms
  * until each is ready, and say what happened (the log's last lines of one
  * that exited). Returns the exit status. */

@@ -360,16 +360,19 @@ void mcp_start_hint(const char *wt, const char *service, int front, char *out, s
 {
     struct cli_server_args a = {.service = service, .front = front};
     snprintf(a.worktree, sizeof a.worktree, "%s", wt);
-    json_t *stopped = cli_declared_stopped(&a);
+    /* Declared, running or not: a server that just exited may still count
+     * as running until the daemon reaps its wrapper, and restart starts a
+     * declared one that does not run as well as it restarts one that does. */
+    json_t *declared = cli_declared_selected(&a, 0);
     char fr[32] = "";
     if (front)
         snprintf(fr, sizeof fr, " --front %d", front);
-    if (json_array_size(stopped))
+    if (json_array_size(declared))
         snprintf(out, len, "restart (it starts the server %s's .wtproxy declares)", wt);
     else /* in the background: a wrapper in the foreground would hold the agent's shell */
         snprintf(out, len,
                  "cd %s && setsid -f wtproxy run%s%s%s -- <server command with {port}> "
                  ">/dev/null 2>&1 (its output goes to its log: read it with logs)",
                  wt, fr, service ? " --service " : "", service ? service : "");
-    json_decref(stopped);
+    json_decref(declared);
 }

@@ -43,15 +43,20 @@ static int selected(const struct cli_server_args *a, json_t *svc)
            (!a->front || json_integer_value(json_object_get(svc, "front")) == a->front);
 }
 
-json_t *cli_declared_stopped(const struct cli_server_args *a)
+json_t *cli_declared_selected(const struct cli_server_args *a, int stopped_only)
 {
     json_t *all = declared(a), *out = json_array(), *svc;
     size_t i;
     json_array_foreach(all, i, svc)
-        if (selected(a, svc) && !json_is_true(json_object_get(svc, "running")))
+        if (selected(a, svc) && !(stopped_only && json_is_true(json_object_get(svc, "running"))))
             json_array_append(out, svc);
     json_decref(all);
     return out;
+}
+
+json_t *cli_declared_stopped(const struct cli_server_args *a)
+{
+    return cli_declared_selected(a, 1);
 }
 
 /* svc (an entry of an earlier list) in the daemon's list now, or NULL. */
