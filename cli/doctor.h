@@ -27,8 +27,9 @@ struct doc_result {
 };
 
 struct doc_ctx {
-    int front;   /* the front port checked */
-    int have_wt; /* the cwd is in a worktree */
+    int front;       /* the front port checked */
+    int front_given; /* by --front; else the .wtproxy's first (cli/front.c) */
+    int have_wt;     /* the cwd is in a worktree */
     struct host_worktree wt;
     char wt_err[PATH_MAX + 256];
     int has_file;        /* the worktree has a .wtproxy: the daemon starts its servers from it */
