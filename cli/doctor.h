@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "front.h"
 #include "host.h"
 #include "wtfile.h"
 

@@ -26,6 +26,7 @@
  * A front the daemon does not listen on is warned about by run. Also
  * here: the facts that choice reads (the daemon's ping, its ports). */
 #include "cli.h"
+#include "front.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "front.h"
 #include "init.h"
 #include "wtfile.h"
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "front.h"
 #include "host.h"
 #include "wtfile.h"
 

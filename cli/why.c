@@ -13,6 +13,7 @@
 
 #include "caller.h"
 #include "cli.h"
+#include "front.h"
 #include "registry.h"
 #include "host.h"
 #include "ondemand.h"
