@@ -107,7 +107,8 @@ static int gather(struct doc_ctx *c, const char *front)
     c->main_has_file = w.from == 2;
     c->ping = ask("ping", c->daemon_err, sizeof c->daemon_err);
     c->front_given = f != 0;
-    c->front = f ? (int)f : cli_wtproxy_fronts(&w, c->ping, fronts) ? fronts[0] : 0;
+    cli_wtproxy_fronts(&w, c->ping, fronts);
+    c->front = f ? (int)f : fronts[0];
     if (c->has_file)
         check_file(c, &w);
     cli_wtproxy_free(&w);

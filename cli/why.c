@@ -218,14 +218,16 @@ static void print_why(json_t *o)
 json_t *cli_why_fronts_json(pid_t pid, const char *folder, const int *fronts, int n,
                             struct reg_table *t, char *err, size_t errlen)
 {
-    json_t *o = cli_why_json(pid, folder, fronts[0], t, err, errlen), *all = NULL;
-    int ok = o && json_is_true(json_object_get(o, "ok"));
-    for (int i = 0; o && n > 1 && i < n; i++) {
+    json_t *o = cli_why_json(pid, folder, fronts[0], t, err, errlen);
+    if (!o || n < 2)
+        return o;
+    json_t *all = json_array();
+    int ok = 1;
+    for (int i = 0; all && i < n; i++) {
         json_t *f = i ? cli_why_json(pid, folder, fronts[i], t, err, errlen) : json_incref(o);
-        if (!f || (!all && !(all = json_array()))) {
-            json_decref(f);
-            json_decref(o);
+        if (!f) { /* the process exited meanwhile: err says so */
             json_decref(all);
+            json_decref(o);
             return NULL;
         }
         ok &= json_is_true(json_object_get(f, "ok"));
@@ -234,10 +236,8 @@ json_t *cli_why_fronts_json(pid_t pid, const char *folder, const int *fronts, in
                                              json_object_get(f, "explanation")));
         json_decref(f);
     }
-    if (all) {
-        json_object_set_new(o, "fronts", all);
-        json_object_set_new(o, "ok", json_boolean(ok));
-    }
+    json_object_set_new(o, "fronts", all);
+    json_object_set_new(o, "ok", json_boolean(ok));
     return o;
 }
 
