@@ -316,47 +316,25 @@ int cli_is_file(const char *dir, const char *name, int want_exec);
  * NULL. */
 const char *cli_quoted(const char *p, char *out, size_t outlen);
 
-/* The `front =` of dir/.wtproxy, 0 when none; *has |= whether the file
- * is there. */
-int cli_wtproxy_front(const char *dir, int *has);
-
 struct host_worktree;
 
 /* The folder of wt's main checkout (its common dir without "/.git") into
  * out. 0, or -1 when the common dir is not such (a bare repository). */
 int cli_main_checkout(const struct host_worktree *wt, char *out, size_t len);
 
-/* The front port wt's .wtproxy declares: its own, else its main
- * checkout's (the daemon reads that one as well); 0 when neither does.
- * *own and *main_has are set when that file exists. */
-int cli_declared_front(const struct host_worktree *wt, int *own, int *main_has);
-
-/* The front port a command run here means when not given --front: the
- * one the cwd's worktree declares, else the one port the daemon of ping
- * (NULL: none answered) listens on, else 8000. */
-int cli_default_front(json_t *ping);
-
-/* The same for a command about folder dir (its worktree's .wtproxy). */
-int cli_default_front_in(const char *dir, json_t *ping);
-
 /* The port every listen address of ping (a daemon's ping reply) shares:
  * 18000 for 127.0.0.1:18000 and [::1]:18000; 0 when it has several, or
  * ping is NULL. */
 int cli_daemon_port(json_t *ping);
 
-/* dir's worktree's .wtproxy into file: its own, else its main
- * checkout's (as the daemon reads them to place callers). 0 read, 1 there
- * is none, -1 it does not parse. */
-struct wtfile;
-int cli_wtproxy_file_of(const char *dir, struct wtfile *file);
-
 /* The front a server of dir registers on without --front (run, register,
  * unregister): the one the worktree's .wtproxy gives it (service's, or
- * the one all its services share), as the daemon starts that server and
- * the app's tests call it there; else the one port the daemon listens on
- * (started now when start_daemon and none answers, as the command would
- * start it); else 8000. A front the daemon does not listen on is warned
- * about by run. */
+ * its one service's), as the daemon starts that server and the app's tests
+ * call it there; else the one port the daemon listens on (started now when
+ * start_daemon and none answers, as the command would start it); else
+ * 8000, with a warning when the file does not parse or its services are on
+ * several fronts. A front the daemon does not listen on is warned about by
+ * run. */
 int cli_daemon_front(const char *dir, const char *service, int start_daemon);
 
 /* The daemon's ping reply (started first when start_daemon and none
@@ -405,6 +383,12 @@ struct reg_table;
  * folder. `wtproxy why` prints it; `wtproxy mcp`'s why tool returns it. */
 json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, char *err,
                      size_t errlen);
+
+/* The same on each of the n fronts: fronts[0]'s decision, and with
+ * several, "fronts": [{"front", "ok", "explanation"}] for each and "ok"
+ * whether every one serves the requests. */
+json_t *cli_why_fronts_json(pid_t pid, const char *folder, const int *fronts, int n,
+                            struct reg_table *t, char *err, size_t errlen);
 
 /* s[0, n) as a JSON string (a new reference): bytes that are not UTF-8
  * (a path, a command line, a log may hold any) become '?'. NULL when out

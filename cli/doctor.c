@@ -70,26 +70,22 @@ static void ask_entries(struct doc_ctx *c)
     }
 }
 
-/* Read the worktree's .wtproxy with the daemon's own parser: a typo there
- * makes the daemon refuse every start. Its error into c->file_err, its
- * services' fronts into c->fronts (a front end's proxy to its API's front
- * reaches a stray server when the daemon does not own that port too), the
- * start command on c->front into c->start. */
-static void check_file(struct doc_ctx *c)
+/* The worktree's .wtproxy, read with the daemon's own parser (w): a typo
+ * there makes the daemon refuse every start. Its error into c->file_err,
+ * its services' fronts into c->fronts (a front end's proxy to its API's
+ * front reaches a stray server when the daemon does not own that port
+ * too), the start command on c->front into c->start. */
+static void check_file(struct doc_ctx *c, const struct cli_wtproxy *w)
 {
-    struct wtfile *f = malloc(sizeof *f);
-    if (f && wtfile_read(c->wt.root, f, c->file_err, sizeof c->file_err) >= 0) {
-        c->file_err[0] = '\0';
-        for (int i = 0; i < f->n; i++) {
-            c->fronts[i] = f->svc[i].front;
-            snprintf(c->front_svc[i], sizeof c->front_svc[i], "%s", f->svc[i].name);
-        }
-        c->nfronts = f->n;
-        const struct wtfile_service *s = wtfile_by_front(f, c->front);
-        if (s)
-            snprintf(c->start, sizeof c->start, "%s", s->start);
+    snprintf(c->file_err, sizeof c->file_err, "%s", w->err);
+    for (int i = 0; w->file && i < w->file->n; i++) {
+        c->fronts[i] = w->file->svc[i].front;
+        snprintf(c->front_svc[i], sizeof c->front_svc[i], "%s", w->file->svc[i].name);
     }
-    free(f);
+    c->nfronts = w->file ? w->file->n : 0;
+    const struct wtfile_service *s = w->file ? wtfile_by_front(w->file, c->front) : NULL;
+    if (s)
+        snprintf(c->start, sizeof c->start, "%s", s->start);
 }
 
 /* The front port the checks judge, into c->front, and where it came from
@@ -103,7 +99,12 @@ static void pick_front(struct doc_ctx *c, int flag, int declared)
     struct cli_playwright pw = {0};
     if (!flag && !declared && c->have_wt)
         cli_playwright_read(c->wt.root, &pw);
-    c->front = flag ? flag : declared ? declared : pw.front ? pw.front : cli_default_front(c->ping);
+    int daemon = cli_daemon_port(c->ping);
+    c->front = flag       ? flag
+               : declared ? declared
+               : pw.front ? pw.front
+               : daemon   ? daemon
+                          : WTP_DEFAULT_FRONT_PORT;
     if (flag)
         snprintf(c->front_from, sizeof c->front_from, "--front");
     else if (declared)
@@ -114,11 +115,13 @@ static void pick_front(struct doc_ctx *c, int flag, int declared)
                  pw.base_port ? "baseURL" : "webServer.url");
     else
         snprintf(c->front_from, sizeof c->front_from, "%s",
-                 cli_daemon_port(c->ping) ? "the one the daemon listens on" : "the default");
+                 daemon ? "the one the daemon listens on" : "the default");
     free(pw.text);
 }
 
-/* Gather what the checks share. 0, or 2 for a bad --front. */
+/* Gather what the checks share. 0, or 2 for a bad --front. Without
+ * --front the front is the .wtproxy's (its first service's when they are
+ * on several: the server check names the others), as cli/front.c says. */
 static int gather(struct doc_ctx *c, const char *front)
 {
     long f = 0;
@@ -126,14 +129,18 @@ static int gather(struct doc_ctx *c, const char *front)
         fprintf(stderr, "wtproxy doctor: --front \"%s\" is not a port (1-65535)\n", front);
         return 2;
     }
-    int declared = 0;
+    struct cli_wtproxy w = {0};
     c->have_wt = host_worktree_of(".", &c->wt, c->wt_err, sizeof c->wt_err) == 0;
     if (c->have_wt)
-        declared = cli_declared_front(&c->wt, &c->has_file, &c->main_has_file);
+        cli_wtproxy_read(c->wt.root, &w);
+    c->has_file = w.from == 1; /* the daemon starts a worktree's servers from its own only */
+    c->main_has_file = w.from == 2;
     c->ping = ask("ping", c->daemon_err, sizeof c->daemon_err);
-    pick_front(c, (int)f, declared);
+    c->front_given = f != 0;
+    pick_front(c, (int)f, w.file && w.file->n ? w.file->svc[0].front : 0);
     if (c->has_file)
-        check_file(c);
+        check_file(c, &w);
+    cli_wtproxy_free(&w);
     ask_entries(c);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "front.h"
 #include "host.h"
 #include "wtfile.h"
 
@@ -29,6 +30,7 @@ struct doc_result {
 struct doc_ctx {
     int front;           /* the front port checked */
     char front_from[64]; /* where front came from: "--front", "playwright.config.ts baseURL"... */
+    int front_given;     /* by --front; else the .wtproxy's first (cli/front.c) */
     int have_wt;         /* the cwd is in a worktree */
     struct host_worktree wt;
     char wt_err[PATH_MAX + 256];

@@ -223,7 +223,7 @@ static void declared_fronts(const struct doc_ctx *c, char *buf, size_t len)
                                  c->front_svc[i][0] ? ")" : "");
 }
 
-void doc_server(struct doc_ctx *c, struct doc_result *r)
+static void server_state(struct doc_ctx *c, struct doc_result *r)
 {
     if (!c->have_wt) {
         doc_set(r, DOC_SKIP, "not in a worktree");
@@ -280,6 +280,28 @@ void doc_server(struct doc_ctx *c, struct doc_result *r)
             "503 no-backend",
             c->ping ? "" : " known (no daemon to ask)");
     snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
+}
+
+/* The server on c->front; without --front, when the .wtproxy declares
+ * several, also which others there are and the command that checks each:
+ * an app's API is a server of its own, and doctor judges one. */
+void doc_server(struct doc_ctx *c, struct doc_result *r)
+{
+    server_state(c, r);
+    if (c->front_given || c->nfronts < 2)
+        return;
+    size_t used = strlen(r->detail);
+    int others = 0;
+    used += (size_t)snprintf(
+        r->detail + used, sizeof r->detail - used,
+        " (front %d is the .wtproxy's first service's; to check its others:", c->front);
+    for (int i = 0; i < c->nfronts && used < sizeof r->detail; i++)
+        if (c->fronts[i] != c->front)
+            used += (size_t)snprintf(r->detail + used, sizeof r->detail - used,
+                                     "%s %s on :%d: wtproxy doctor --front %d", others++ ? ";" : "",
+                                     c->front_svc[i], c->fronts[i], c->fronts[i]);
+    if (used < sizeof r->detail)
+        snprintf(r->detail + used, sizeof r->detail - used, ")");
 }
 
 struct fetched {

@@ -1,10 +1,32 @@
-/* front.c - which front port a command means when it is not given one:
- * the port the worktree's .wtproxy declares (its own, else its main
- * checkout's), else the one port the daemon listens on, else 8000; and the
- * facts that choice reads (the daemon's ping, its listen ports). run,
- * register, unregister, why, doctor and the MCP tools pick it the same
- * way, so that none judges a port the daemon does not serve. */
+/* front.c - which front port a command means when it is not given one,
+ * read from one place: the worktree's .wtproxy as the daemon's own parser
+ * reads it (wtfile_read), the worktree's own file, else its main
+ * checkout's (the daemon places a repository's callers by that one too).
+ * Every command follows one rule:
+ *
+ *   --front N         N.
+ *   --service NAME    the front the file gives NAME.
+ *   neither           the front of the file's one service. Services on
+ *                     several fronts (a front end and its API) have no one
+ *                     front: why (and the MCP why tool) explains each, in
+ *                     file order; doctor checks the daemon on each and the
+ *                     server of the first, and names the others with their
+ *                     `wtproxy doctor --front N`; the MCP servers tool
+ *                     lists each; init takes the one its Playwright
+ *                     config's baseURL names, else the first; run,
+ *                     register and unregister cannot tell which server
+ *                     they are, and warn: --service NAME or --front N.
+ *   a file that does not parse
+ *                     gives no front: no number is guessed out of a file
+ *                     the daemon refuses. Each command says the parser's
+ *                     error (file, line, fix); doctor's server check is
+ *                     a problem with it.
+ *
+ * When the file gives none: the one port the daemon listens on, else 8000.
+ * A front the daemon does not listen on is warned about by run. Also
+ * here: the facts that choice reads (the daemon's ping, its ports). */
 #include "cli.h"
+#include "front.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -24,16 +46,68 @@ int cli_main_checkout(const struct host_worktree *wt, char *out, size_t len)
     return 0;
 }
 
-int cli_declared_front(const struct host_worktree *wt, int *own, int *main_has)
+int cli_wtproxy_read(const char *dir, struct cli_wtproxy *w)
 {
+    struct host_worktree wt;
     char main_root[PATH_MAX];
-    int front = cli_wtproxy_front(wt->root, own);
-    if (cli_main_checkout(wt, main_root, sizeof main_root) == 0) {
-        int main_front = cli_wtproxy_front(main_root, main_has);
-        if (!front)
-            front = main_front;
+    const char *root = host_worktree_of(dir, &wt, NULL, 0) == 0 ? wt.root : dir;
+    memset(w, 0, sizeof *w);
+    if (!(w->file = malloc(sizeof *w->file))) {
+        snprintf(w->err, sizeof w->err, "out of memory reading %.900s/.wtproxy", root);
+        return -1;
     }
-    return front;
+    int r = wtfile_read(root, w->file, w->err, sizeof w->err);
+    w->from = r == 1 ? 0 : 1;
+    if (r == 1 && root == wt.root && cli_main_checkout(&wt, main_root, sizeof main_root) == 0 &&
+        (r = wtfile_read(main_root, w->file, w->err, sizeof w->err)) != 1)
+        w->from = 2;
+    if (r != 0) {
+        free(w->file);
+        w->file = NULL;
+    }
+    if (r >= 0)
+        w->err[0] = '\0';
+    return r < 0 ? -1 : 0;
+}
+
+void cli_wtproxy_free(struct cli_wtproxy *w)
+{
+    free(w->file);
+    w->file = NULL;
+}
+
+int cli_wtproxy_service_front(const struct cli_wtproxy *w, const char *service)
+{
+    if (!w->file)
+        return 0;
+    if (!service) /* the parser refuses two services on one front */
+        return w->file->n == 1 ? w->file->svc[0].front : w->file->n > 1 ? -1 : 0;
+    const struct wtfile_service *s = wtfile_by_name(w->file, service);
+    return s ? s->front : 0;
+}
+
+int cli_wtproxy_fronts(const struct cli_wtproxy *w, json_t *ping, int *fronts)
+{
+    int n = 0;
+    fronts[0] = 0;
+    for (int i = 0; w->file && i < w->file->n; i++)
+        fronts[n++] = w->file->svc[i].front;
+    if (!n && ping)
+        fronts[0] = cli_daemon_port(ping);
+    if (!n && !fronts[0])
+        fronts[0] = WTP_DEFAULT_FRONT_PORT;
+    return n ? n : 1;
+}
+
+void cli_wtproxy_list(const struct cli_wtproxy *w, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; w->file && i < w->file->n && used < len; i++) {
+        const struct wtfile_service *s = &w->file->svc[i];
+        used += (size_t)snprintf(out + used, len - used, "%s:%d%s%s%s", i ? ", " : "", s->front,
+                                 s->name[0] ? " (" : "", s->name, s->name[0] ? ")" : "");
+    }
 }
 
 int cli_daemon_port(json_t *ping)
@@ -51,23 +125,6 @@ int cli_daemon_port(json_t *ping)
     return port;
 }
 
-int cli_default_front(json_t *ping)
-{
-    return cli_default_front_in(".", ping);
-}
-
-int cli_default_front_in(const char *dir, json_t *ping)
-{
-    struct host_worktree wt;
-    char err[PATH_MAX + 256];
-    int own = 0, main_has = 0, front = 0;
-    if (host_worktree_of(dir, &wt, err, sizeof err) == 0)
-        front = cli_declared_front(&wt, &own, &main_has);
-    if (!front && ping)
-        front = cli_daemon_port(ping);
-    return front ? front : WTP_DEFAULT_FRONT_PORT;
-}
-
 json_t *cli_ping(int start_daemon)
 {
     char err[256];
@@ -78,47 +135,44 @@ json_t *cli_ping(int start_daemon)
     return ping;
 }
 
-int cli_wtproxy_file_of(const char *dir, struct wtfile *file)
+/* Why the .wtproxy gives a server of a run/register/unregister none
+ * (front < 0: its services are on several), warned, with the front it
+ * gets instead. */
+static void warn_no_front(const struct cli_wtproxy *w, int front, int got)
 {
-    struct host_worktree w;
-    char err[1024], main_root[PATH_MAX];
-    int r = wtfile_read(dir, file, err, sizeof err);
-    if (r == 1 && host_worktree_of(dir, &w, NULL, 0) == 0 &&
-        cli_main_checkout(&w, main_root, sizeof main_root) == 0)
-        r = wtfile_read(main_root, file, err, sizeof err);
-    return r;
-}
-
-/* The front dir's .wtproxy gives a server: service's, or without one the
- * front all its services share; 0 when there is no such file or service,
- * or its services are on several fronts (which one is not ours to guess). */
-static int file_front(const char *dir, const char *service)
-{
-    struct wtfile *file = malloc(sizeof *file);
-    int front = 0;
-    if (file && cli_wtproxy_file_of(dir, file) == 0)
-        for (int i = 0; i < file->n; i++) {
-            const struct wtfile_service *s = &file->svc[i];
-            if (service ? strcmp(s->name, service) == 0 : front && front != s->front) {
-                front = service ? s->front : 0;
-                break;
-            }
-            if (!service)
-                front = s->front;
-        }
-    free(file);
-    return front;
+    char list[512];
+    if (w->err[0]) {
+        fprintf(stderr,
+                "wtproxy: warning: the daemon refuses the .wtproxy, so it gives this server no "
+                "front: it registers on front %d; correct the file (wtproxy doctor checks it): "
+                "%s\n",
+                got, w->err);
+    } else if (front < 0) {
+        cli_wtproxy_list(w, list, sizeof list);
+        fprintf(stderr,
+                "wtproxy: warning: %s declares services on several fronts (%s), so it gives this "
+                "server none: it registers on front %d; say which server it is: --service NAME "
+                "(or --front N)\n",
+                w->file->path, list, got);
+    }
 }
 
 int cli_daemon_front(const char *dir, const char *service, int start_daemon)
 {
-    int front = file_front(dir, service);
-    if (front)
+    struct cli_wtproxy w;
+    cli_wtproxy_read(dir, &w);
+    int front = cli_wtproxy_service_front(&w, service);
+    if (front > 0) {
+        cli_wtproxy_free(&w);
         return front;
+    }
     json_t *ping = cli_ping(start_daemon);
-    front = cli_daemon_port(ping);
+    int got = cli_daemon_port(ping);
     json_decref(ping);
-    return front ? front : WTP_DEFAULT_FRONT_PORT;
+    got = got ? got : WTP_DEFAULT_FRONT_PORT;
+    warn_no_front(&w, front, got);
+    cli_wtproxy_free(&w);
+    return got;
 }
 
 int cli_listens_on(json_t *ping, int front)

@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "front.h"
 #include "init.h"
+#include "wtfile.h"
 
 #define INIT_DIFF_MAX (4 * 1024 * 1024) /* the diff we show; the files are capped at 1 MiB */
 
@@ -240,13 +242,36 @@ static int uses_postgresql(const struct init_plan *p)
     return pg != 0;
 }
 
+/* The front an existing .wtproxy gives the app (the rule: cli/front.c):
+ * its one service's; of several, the one the Playwright config's baseURL
+ * names, else the first; none from a file the daemon refuses (noted). */
+static int existing_front(struct init_plan *p)
+{
+    struct cli_wtproxy w;
+    cli_wtproxy_read(p->dir, &w);
+    int front = cli_wtproxy_service_front(&w, NULL);
+    if (front < 0) {
+        char list[512];
+        cli_wtproxy_list(&w, list, sizeof list);
+        front = p->app.pw.front && wtfile_by_front(w.file, p->app.pw.front) ? p->app.pw.front
+                                                                            : w.file->svc[0].front;
+        init_note(
+            p, "%s declares several fronts (%s): front %d is the app's (--front N takes another)",
+            w.file->path, list, front);
+    } else if (w.err[0]) {
+        init_note(p, "the daemon refuses the .wtproxy, so its front is not used: %s", w.err);
+    }
+    cli_wtproxy_free(&w);
+    return front;
+}
+
 /* Decide the recipe, the front port and the database edits, noting why. */
 static int choose(const struct init_opts *o, struct init_plan *p)
 {
     long front = 0;
     if (o->front && cli_number(o->front, 1, 65535, &front) < 0)
         return usage_error("--front is a port (1-65535)");
-    int has = 0, file_front = cli_wtproxy_front(p->dir, &has);
+    int file_front = existing_front(p);
     /* An existing .wtproxy's front first: it is the project's choice. */
     p->front = front             ? (int)front
                : file_front      ? file_front

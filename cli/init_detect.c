@@ -393,32 +393,6 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
     return -1;
 }
 
-/* Lines "front = N" as the daemon reads them (conf/wtproxy-file.example):
- * a comment starts at '#' after a blank; the last one wins. */
-int cli_wtproxy_front(const char *dir, int *has)
-{
-    char path[PATH_MAX], err[256];
-    char *text = cli_join(path, sizeof path, dir, ".wtproxy") < 0
-                     ? NULL
-                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
-    long front = 0;
-    *has |= text != NULL;
-    for (char *l = text, *nl; l && *l; l = nl ? nl + 1 : l + strlen(l)) {
-        nl = strchr(l, '\n');
-        if (nl)
-            *nl = '\0';
-        if (strncmp(l, "front", 5) == 0 && l[5 + strspn(l + 5, " \t")] == '=') {
-            char *v = strchr(l, '=') + 1;
-            v += strspn(v, " \t");
-            v[strcspn(v, " \t#")] = '\0';
-            if (cli_number(v, 1, 65535, &front) < 0)
-                front = 0;
-        }
-    }
-    free(text);
-    return (int)front;
-}
-
 const char *cli_app_name(enum cli_app_kind k)
 {
     static const char *const names[] = {"unknown", "django",  "next",      "vite", "express",

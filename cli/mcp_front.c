@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "front.h"
 #include "host.h"
 #include "wtfile.h"
 
@@ -42,10 +43,11 @@ static int add(struct front *f, int n, int port, const char *service)
  * main checkout's, as the daemon reads them), added to the n of f. */
 static int declared(const char *wt, struct front *f, int n)
 {
-    struct wtfile *file = malloc(sizeof *file);
-    for (int i = 0; file && cli_wtproxy_file_of(wt, file) == 0 && i < file->n; i++)
-        n = add(f, n, file->svc[i].front, file->svc[i].name);
-    free(file);
+    struct cli_wtproxy w;
+    cli_wtproxy_read(wt, &w);
+    for (int i = 0; w.file && i < w.file->n; i++)
+        n = add(f, n, w.file->svc[i].front, w.file->svc[i].name);
+    cli_wtproxy_free(&w);
     return n;
 }
 

@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "front.h"
 #include "host.h"
 #include "registry.h"
+#include "wtfile.h"
 
 /* Into out: the services worktree wt declares (the daemon's op services:
  * "file" and "services"), [] when it has no .wtproxy, else null with a
@@ -53,15 +55,27 @@ json_t *mcp_tool_servers(struct mcp *m, json_t *args)
     return out;
 }
 
-/* The front a why call without one means: --front, else as `wtproxy why`
- * picks it for the folder asked about (else the session's worktree): the
- * port its .wtproxy declares, else the one port the daemon listens on,
- * else 8000. A daemon on 18000 must not be judged on 8000. */
-static int why_front(const struct mcp *m, const char *folder, json_t *ping)
+/* A why call: about pid or folder, on --front or the call's front, else
+ * on the fronts `wtproxy why` takes for the folder asked about (else the
+ * session's worktree): each its .wtproxy declares, else the one port the
+ * daemon listens on, else 8000. A daemon on 18000 must not be judged on
+ * 8000, nor an app's API left out. A .wtproxy the daemon refuses gives
+ * none: its error is in "wtproxy_file_error". */
+static json_t *why_on(const struct mcp *m, pid_t pid, const char *folder, int front, json_t *ping,
+                      struct reg_table *t, char *err, size_t errlen)
 {
-    if (m->front)
-        return m->front;
-    return cli_default_front_in(folder ? folder : m->worktree[0] ? m->worktree : ".", ping);
+    struct cli_wtproxy w = {0};
+    int fronts[WTFILE_MAX_SERVICES], n = 1;
+    fronts[0] = front ? front : m->front;
+    if (!fronts[0]) {
+        cli_wtproxy_read(folder ? folder : m->worktree[0] ? m->worktree : ".", &w);
+        n = cli_wtproxy_fronts(&w, ping, fronts);
+    }
+    json_t *o = cli_why_fronts_json(pid, folder, fronts, n, t, err, errlen);
+    if (o && w.err[0])
+        json_object_set_new(o, "wtproxy_file_error", json_string(w.err));
+    cli_wtproxy_free(&w);
+    return o;
 }
 
 json_t *mcp_tool_why(struct mcp *m, json_t *args)
@@ -77,9 +91,8 @@ json_t *mcp_tool_why(struct mcp *m, json_t *args)
         json_decref(ping);
         return fail ? fail : mcp_fail("daemon-failed", "%s", err);
     }
-    json_t *o = cli_why_json(pid ? (pid_t)json_integer_value(pid) : getpid(), folder,
-                             front ? (int)json_integer_value(front) : why_front(m, folder, ping), t,
-                             err, sizeof err);
+    json_t *o = why_on(m, pid ? (pid_t)json_integer_value(pid) : getpid(), folder,
+                       front ? (int)json_integer_value(front) : 0, ping, t, err, sizeof err);
     json_decref(ping);
     reg_table_free(t);
     return o ? o : mcp_fail("not-found", "%s", err);

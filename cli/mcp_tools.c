@@ -37,7 +37,7 @@ struct tool {
 #define ARG_FRONT                                                                                  \
     {                                                                                              \
         "front", 'i', 1, 65535, 0,                                                                 \
-            "the proxy port (default: --front, else the port the worktree's .wtproxy declares, "   \
+            "the proxy port (default: --front, else the ports the worktree's .wtproxy declares, "  \
             "else the one the daemon listens on, else 8000)"                                       \
     }
 #define ARG_SERVICE                                                                                \
@@ -62,6 +62,8 @@ static const struct tool tools[] = {
      "Explain which worktree's server the requests of a process (pid) or of a process whose "
      "current folder is folder would reach, and why: the processes walked, the one that "
      "decided (WTPROXY_WORKTREE or its cwd), the backend. Default: this MCP server's process. "
+     "Without front: on each front the worktree's .wtproxy declares (\"fronts\" has each "
+     "one's verdict when there are several). "
      "When a test met another worktree's code, or a 503: give folder = the folder the test "
      "ran from (requests go by the test process's current folder, not where its files are).",
      1,

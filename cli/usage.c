@@ -15,8 +15,9 @@ const char cli_usage_run[] =
     "too, with --service). Exits with CMD's status.\n"
     "\n"
     "  --front PORT      the proxy port it serves (default: the worktree's .wtproxy\n"
-    "                    front of --service, or of all its services; else the one\n"
-    "                    port the daemon listens on; else 8000)\n"
+    "                    front of --service, or of its one service (services on\n"
+    "                    several fronts need --service); else the one port the\n"
+    "                    daemon listens on; else 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _): shown\n"
     "                    by ls, and what logs/restart/stop --service NAME act on\n"
@@ -40,8 +41,9 @@ const char cli_usage_register[] =
     "  --ttl DURATION    how long the entry lives (30s, 10m, 2h, 1d); required\n"
     "                    without --pid\n"
     "  --front PORT      the proxy port it serves (default: the worktree's .wtproxy\n"
-    "                    front of --service, or of all its services; else the one\n"
-    "                    port the daemon listens on; else 8000)\n"
+    "                    front of --service, or of its one service (services on\n"
+    "                    several fronts need --service); else the one port the\n"
+    "                    daemon listens on; else 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --host H          the server's address (default 127.0.0.1)\n"
     "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _)\n"
@@ -53,8 +55,8 @@ const char cli_usage_unregister[] =
     "Remove this worktree's entry (yours, or any as root).\n"
     "\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
-    "  --front PORT      default: the worktree's .wtproxy front (of all its\n"
-    "                    services), else the one port the daemon listens on, else 8000\n";
+    "  --front PORT      default: the worktree's .wtproxy front (of its one\n"
+    "                    service), else the one port the daemon listens on, else 8000\n";
 
 const char cli_usage_ls[] =
     "usage: wtproxy ls [--json]\n"
@@ -210,7 +212,8 @@ const char cli_usage_init[] =
     "  --recipe R       url (webServer.command runs `wtproxy run`) or port (the\n"
     "                   config stays; .wtproxy starts the server); default: what\n"
     "                   the config's webServer uses\n"
-    "  --front PORT     the front port (default: an existing .wtproxy's, else the\n"
+    "  --front PORT     the front port (default: an existing .wtproxy's (of several\n"
+    "                   services: the baseURL's, else the first), else the\n"
     "                   Playwright baseURL's, else 8000)\n"
     "  --databases      add the dev-database edits (default: on when the settings\n"
     "                   use PostgreSQL)\n"
@@ -230,9 +233,10 @@ const char cli_usage_doctor[] =
     "connection headroom; the load per CPU. A check that cannot run (no daemon, no\n"
     "PostgreSQL) says so and the others still run; each is bounded in time.\n"
     "\n"
-    "  --front PORT     the front port (default: the .wtproxy's, else the port of the\n"
-    "                   Playwright config's baseURL, else the one port the daemon\n"
-    "                   listens on, else 8000; the daemon check says which)\n"
+    "  --front PORT     the front port (default: the .wtproxy's, of several services\n"
+    "                   the first's (the server check names the others); else the\n"
+    "                   port of the Playwright config's baseURL, else the one port\n"
+    "                   the daemon listens on, else 8000; the daemon check says which)\n"
     "  --json           {\"ok\": bool, \"front\", \"front_from\", \"checks\": [{\"name\", "
     "\"status\", \"detail\", \"fix\"}]}\n";
 
@@ -250,8 +254,9 @@ const char cli_usage_mcp[] =
     "it with Claude Code, Codex, Gemini CLI and Cursor: wtproxy help mcp-setup.\n"
     "\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
-    "  --front PORT      the tools' default proxy port (default: the worktree's .wtproxy\n"
-    "                    front, else the one port the daemon listens on, else 8000)\n"
+    "  --front PORT      the tools' default proxy port (default: each front the\n"
+    "                    worktree's .wtproxy declares, else the one port the daemon\n"
+    "                    listens on, else 8000)\n"
     "\n"
     "example: claude mcp add wtproxy -- wtproxy mcp\n";
 

@@ -13,6 +13,7 @@
 
 #include "caller.h"
 #include "cli.h"
+#include "front.h"
 #include "registry.h"
 #include "host.h"
 #include "ondemand.h"
@@ -214,43 +215,70 @@ static void print_why(json_t *o)
     printf("%s\n", json_string_value(json_object_get(o, "explanation")));
 }
 
-/* The fronts of the services this folder's worktree's .wtproxy declares
- * into fronts; how many (0: no file, a bad one, not a worktree). An app of
- * several servers (a front end and its API) is explained on each. */
-static int declared_fronts(int *fronts)
+json_t *cli_why_fronts_json(pid_t pid, const char *folder, const int *fronts, int n,
+                            struct reg_table *t, char *err, size_t errlen)
 {
-    struct host_worktree wt;
-    struct wtfile *f = malloc(sizeof *f);
-    char err[1024];
-    int n = 0;
-    if (f && host_worktree_of(".", &wt, NULL, 0) == 0 &&
-        wtfile_read(wt.root, f, err, sizeof err) == 0)
-        for (n = 0; n < f->n; n++)
-            fronts[n] = f->svc[n].front;
-    free(f);
-    return n;
+    json_t *o = cli_why_json(pid, folder, fronts[0], t, err, errlen);
+    if (!o || n < 2)
+        return o;
+    json_t *all = json_array();
+    int ok = 1;
+    for (int i = 0; all && i < n; i++) {
+        json_t *f = i ? cli_why_json(pid, folder, fronts[i], t, err, errlen) : json_incref(o);
+        if (!f) { /* the process exited meanwhile: err says so */
+            json_decref(all);
+            json_decref(o);
+            return NULL;
+        }
+        ok &= json_is_true(json_object_get(f, "ok"));
+        json_array_append_new(all, json_pack("{s:i, s:O, s:O}", "front", fronts[i], "ok",
+                                             json_object_get(f, "ok"), "explanation",
+                                             json_object_get(f, "explanation")));
+        json_decref(f);
+    }
+    json_object_set_new(o, "fronts", all);
+    json_object_set_new(o, "ok", json_boolean(ok));
+    return o;
 }
 
-/* Explain pid's requests on each of fronts: the walk once, then a line a
- * front. 0 when every front serves them, else 1. */
+/* Explain pid's requests on each of fronts: the walk, then a line for
+ * each other front. 0 when every front serves them, else 1. */
 static int explain(pid_t pid, const int *fronts, int n, struct reg_table *t)
 {
     char err[PATH_MAX + 256];
-    int r = 0;
-    for (int i = 0; i < n; i++) {
-        json_t *o = cli_why_json(pid, NULL, fronts[i], t, err, sizeof err);
-        if (!o) {
-            fprintf(stderr, "wtproxy why: %s\n", err);
-            return 1;
-        }
-        if (i == 0)
-            print_why(o);
-        else
-            printf("%s\n", json_string_value(json_object_get(o, "explanation")));
-        r |= !json_is_true(json_object_get(o, "ok"));
-        json_decref(o);
+    json_t *o = cli_why_fronts_json(pid, NULL, fronts, n, t, err, sizeof err), *f;
+    if (!o) {
+        fprintf(stderr, "wtproxy why: %s\n", err);
+        return 1;
     }
+    print_why(o);
+    size_t i;
+    json_array_foreach(json_object_get(o, "fronts"), i, f)
+        if (i > 0)
+            printf("%s\n", json_string_value(json_object_get(f, "explanation")));
+    int r = !json_is_true(json_object_get(o, "ok"));
+    json_decref(o);
     return r;
+}
+
+/* The fronts this folder's worktree is judged on (cli/front.c): each its
+ * .wtproxy declares, as an app of several servers (a front end and its
+ * API) is reached on each. A file the daemon refuses gives none, and is
+ * said, with its line. */
+static int fronts_here(int *fronts)
+{
+    struct cli_wtproxy w;
+    cli_wtproxy_read(".", &w);
+    json_t *ping = w.file && w.file->n ? NULL : cli_ping(0);
+    int n = cli_wtproxy_fronts(&w, ping, fronts);
+    if (w.err[0])
+        fprintf(stderr,
+                "wtproxy why: the daemon refuses the .wtproxy, so it starts no server from it and "
+                "its fronts are not judged (explained on front %d instead); correct it: %s\n",
+                fronts[0], w.err);
+    json_decref(ping);
+    cli_wtproxy_free(&w);
+    return n;
 }
 
 int cli_why_main(int argc, char **argv)
@@ -279,12 +307,8 @@ int cli_why_main(int argc, char **argv)
     int fronts[WTFILE_MAX_SERVICES], n = 1;
     if (front)
         fronts[0] = (int)front;
-    else if ((n = declared_fronts(fronts)) == 0) { /* else the daemon's port, or 8000 */
-        json_t *ping = cli_ping(0);
-        fronts[0] = cli_default_front(ping);
-        json_decref(ping);
-        n = 1;
-    }
+    else
+        n = fronts_here(fronts);
     int r = explain((pid_t)pid, fronts, n, t);
     reg_table_free(t);
     return r;

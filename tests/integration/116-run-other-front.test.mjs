@@ -2,7 +2,7 @@
 // a daemon listening there). `wtproxy run` (and `register`, `unregister`)
 // without --front act on the one port the daemon listens on, and the
 // server is served there; a worktree whose .wtproxy names the front (of
-// --service, or of all its services) registers there, whatever the daemon
+// --service, or of its one service) registers there, whatever the daemon
 // listens on. Given a front
 // the daemon does not listen on (--front 8000), it registers there, where
 // no request comes: it says so as it starts, with the flag to pass; the
