@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
-import { makeWorktrees, startDaemon, cli, lsJson, waitFor, wtServer, sleeper } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, cli, get, lsJson, waitFor, wtServer, sleeper } from './lib/registry.mjs';
 import { closedPort } from './lib/backends.mjs';
 
 // lib/wt-server.mjs started by hand (not by `wtproxy run`), answering
@@ -81,6 +81,10 @@ test('register: verified, mismatch and no-whoami in ls before any request; again
   assert.equal(ls.code, 0, ls.stderr);
   const col = Object.fromEntries(ls.stdout.trim().split('\n').slice(1).map((l) => l.trim().split(/\s+/)).map((c) => [c[0], c[6]]));
   assert.deepEqual(col, { [tmp.wt.a]: 'verified', [tmp.wt.c]: 'mismatch', [tmp.wt.d]: 'no-whoami' });
+  // And the dashboard's.
+  const dash = JSON.parse((await get(px.port, {}, '/__wtproxy/api/backends')).body);
+  const status = Object.fromEntries(dash.map((e) => [e.worktree, e.status]));
+  assert.deepEqual(status, { [tmp.wt.a]: 'ready', [tmp.wt.c]: 'refused', [tmp.wt.d]: 'refused' });
 
   // A daemon started on the state file asks the servers it finds there.
   await px.stop('SIGKILL');
@@ -110,6 +114,8 @@ test('register before the server listens: unchecked, verified once it listens; n
   }, 6000, 'the probe gave up');
   assert.equal(e.whoami.state, 'unchecked');
   assert.match(e.whoami.detail, new RegExp(`GET /__whoami on 127\\.0\\.0\\.1:${port} within reload_grace .*start the server for ${tmp.wt.never} on port ${port}, or end this registration: kill ${idle.pid}`));
+  const dash = JSON.parse((await get(px.port, {}, '/__wtproxy/api/backends')).body).find((x) => x.worktree === tmp.wt.never);
+  assert.equal(dash.status_reason, `registered on port ${port}; /__whoami not checked yet: ${e.whoami.detail}`);
 });
 
 test('--trust-registry: a server without /__whoami is trusted at once; whoami = off: not asked', async (t) => {
