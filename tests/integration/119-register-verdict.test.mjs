@@ -97,13 +97,13 @@ test('register: verified, mismatch and no-whoami in ls before any request; again
 
 test('register before the server listens: unchecked, verified once it listens; never listening: unchecked, saying why', async (t) => {
   const tmp = makeWorktrees(t, ['late', 'never']);
-  const px = await startDaemon(t, tmp, ['--reload-grace', '3s']);
+  const px = await startDaemon(t, tmp, ['--reload-grace', '5s']);
   const latePort = await closedPort();
-  const late = server(t, latePort, tmp.wt.late, ['--delay', '1000']);
+  const late = server(t, latePort, tmp.wt.late, ['--delay', '2000']); // listens 2 s after its start
   await register(tmp, px, tmp.wt.late, latePort, late.pid);
   const first = await verdict(tmp, tmp.wt.late, 'unchecked', 1000);
   assert.match(first.whoami.detail, /asking its \/__whoami/);
-  await verdict(tmp, tmp.wt.late, 'verified', 4000);
+  await verdict(tmp, tmp.wt.late, 'verified', 5000);
 
   const idle = sleeper(t);
   const port = await closedPort();
@@ -111,7 +111,7 @@ test('register before the server listens: unchecked, verified once it listens; n
   const e = await waitFor(async () => {
     const x = (await lsJson(tmp)).find((y) => y.worktree === tmp.wt.never);
     return /nothing answered/.test(x?.whoami?.detail) && x;
-  }, 6000, 'the probe gave up');
+  }, 9000, 'the probe gave up');
   assert.equal(e.whoami.state, 'unchecked');
   assert.match(e.whoami.detail, new RegExp(`GET /__whoami on 127\\.0\\.0\\.1:${port} within reload_grace .*start the server for ${tmp.wt.never} on port ${port}, or end this registration: kill ${idle.pid}`));
   const dash = JSON.parse((await get(px.port, {}, '/__wtproxy/api/backends')).body).find((x) => x.worktree === tmp.wt.never);
