@@ -45,6 +45,9 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
                  "listening on port %d; no /__whoami, trusted from its "
                  "registration (--trust-registry)",
                  b->port);
+    else if (b->whoami.detail[0]) /* unchecked: asked now, or nothing answered it */
+        snprintf(reason, len, "registered on port %d; /__whoami not checked yet: %s", b->port,
+                 b->whoami.detail);
     else
         snprintf(reason, len, "listening on port %d; /__whoami not checked yet", b->port);
     return "ready";

@@ -253,11 +253,11 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
              slash ? state : ".");
     s->ondemand = ondemand_new(s, control, dir);
     proxy_ops_install(s);
-    proxy_verify_install(s);
     if (apply_gate(s) < 0) {
         snprintf(err, errlen, "cannot start the /__whoami gate: out of memory");
         return -1;
     }
+    proxy_verify_install(s);
     if (!s->cfg.whoami)
         proxy_log("whoami = off: backends are not asked which checkout and code they serve");
     char why[256];

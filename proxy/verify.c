@@ -2,10 +2,13 @@
  * a request to: after a restart, `wtproxy ls` and the dashboard showed
  * the old process's verdict ("stale", naming the edit the restart was
  * for) until the next request asked the new one, and an agent reading it
- * restarted again. Now a restart makes the verdict "unchecked" at once,
- * and the new server's ready makes the gate ask its /__whoami (one
- * exchange on the loop, the fingerprint on its worker) as for a request,
- * refusing nothing: ls soon says the true verdict. */
+ * restarted again; a server added with `wtproxy register` showed "-"
+ * until its first request, so one serving another checkout looked fine
+ * until a test hit it. Now a restart makes the verdict "unchecked" at
+ * once, and a server ready (registered so, its wrapper's ready, or so in
+ * the state file a daemon starts with) makes the gate ask its /__whoami
+ * (one exchange on the loop, the fingerprint on its worker) as for a
+ * request, refusing nothing: ls soon says the true verdict. */
 #include "verify.h"
 
 #include <stdio.h>
@@ -86,4 +89,7 @@ static void on_state(void *arg, struct reg_backend *b)
 void proxy_verify_install(struct proxy_server *s)
 {
     reg_server_set_on_state(s->reg, on_state, s);
+    struct reg_table *t = reg_server_table(s->reg);
+    for (size_t i = 0; i < reg_table_count(t); i++) /* a starting one: at its ready */
+        on_state(s, reg_table_at(t, i));
 }

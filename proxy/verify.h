@@ -1,7 +1,8 @@
 /* verify.h - the /__whoami gate's memory of each registration (verify.c):
  * its handle, its target, its status copied where ls and the dashboard
  * read it, and a new server behind a registration verified by the daemon
- * itself once its wrapper says it is ready. */
+ * itself once it is ready: registered ready, its wrapper's `ready`, or
+ * found ready in the state file at the daemon's start. */
 #ifndef WTP_VERIFY_H
 #define WTP_VERIFY_H
 
@@ -22,7 +23,9 @@ struct whoami_target proxy_backend_target(const struct reg_backend *b);
  * changed: a verified server's requests copy nothing. */
 void proxy_backend_show(struct reg_backend *b);
 
-/* Have the registry tell us of ready and restarting (reg_server_on_state). */
+/* Have the registry tell us of ready and restarting (reg_server_on_state),
+ * and verify the ready registrations the state file gave back. After the
+ * gate is made (s->gate; none with whoami = off). */
 void proxy_verify_install(struct proxy_server *s);
 
 #endif

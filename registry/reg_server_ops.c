@@ -144,6 +144,10 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     reg_server_save(rs);
     fprintf(stderr, "wtproxy: registered %s on front :%d -> %s (pid %d)\n", b->worktree, b->front,
             b->name, (int)b->pid);
+    /* Ready at once (`wtproxy register`): as a `ready` op, so the layer
+     * above verifies it now, not at its first request. */
+    if (b->state == REG_READY && rs->on_state)
+        rs->on_state(rs->on_state_arg, b);
     return ok_entry(rs, b);
 }
 

@@ -274,10 +274,11 @@ void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg);
 struct json_t *reg_server_later(void);
 
 /* fn(arg, b) runs on the loop after a `ready` or `restarting` op set b's
- * state: its wrapper's server listens now (REG_READY), or a new process
- * is about to replace it (REG_STARTING). What the layer above knew of
- * the old process (the /__whoami gate's verdict) is then not the new
- * one's: it forgets it, and verifies the new one once ready. */
+ * state, or a `register` op made b ready at once: its server listens now
+ * (REG_READY), or a new process is about to replace it (REG_STARTING).
+ * What the layer above knew of the old process (the /__whoami gate's
+ * verdict) is then not the new one's: it forgets it, and verifies the new
+ * one once ready. */
 typedef void (*reg_server_on_state)(void *arg, struct reg_backend *b);
 void reg_server_set_on_state(struct reg_server *rs, reg_server_on_state fn, void *arg);
 /* The held reply (consumed) to peer's line: a peer gone meanwhile is

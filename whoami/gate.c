@@ -14,6 +14,7 @@
 
 #include "gate_impl.h"
 #include "host.h"
+#include "refusal.h"
 #include "tree.h"
 
 /* Cancel what s has under way; it keeps its answer. */
@@ -135,6 +136,27 @@ static void keep(struct whoami_server *s, const struct whoami_fetch_reply *r)
     }
 }
 
+/* Nothing about s's server is known now: why says since when. */
+static void show_unchecked(struct whoami_server *s, const char *why)
+{
+    struct whoami_status *st = &s->st;
+    snprintf(st->state, sizeof st->state, "unchecked");
+    snprintf(st->detail, sizeof st->detail, "%s", why);
+    st->checkout[0] = st->hash[0] = st->disk_hash[0] = '\0';
+    st->checked_ms = 0;
+    st->seq++;
+}
+
+/* A probe's server answered nothing within reload_grace: it stays
+ * unchecked, saying so, and is not asked again until a request comes (a
+ * registration whose server never starts is not polled for ever). */
+static void probe_unanswered(struct whoami_server *s)
+{
+    char why[sizeof s->st.detail];
+    whoami_refusal_silent(&s->t, s->problem[0] ? s->problem : "no answer", why, sizeof why);
+    show_unchecked(s, why);
+}
+
 static void settle(struct whoami_server *s);
 static void ask_soon(struct whoami_server *s, unsigned ms);
 
@@ -173,6 +195,8 @@ static void settle(struct whoami_server *s)
         TAILQ_REMOVE(&s->waiters, w, link);
         if (d != WHOAMI_PASS && w->cb)
             refused(s);
+        else if (d == WHOAMI_UNREACHABLE)
+            probe_unanswered(s);
         if (w->cb)
             w->cb(w->arg, (enum whoami_verdict)d, detail);
         free(w);
@@ -262,17 +286,6 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
         ask_soon(s, d == WA_FETCH ? 0 : WHOAMI_POLL_MS);
     *ticket = w;
     return -1;
-}
-
-/* Nothing about s's server is known now: why says since when. */
-static void show_unchecked(struct whoami_server *s, const char *why)
-{
-    struct whoami_status *st = &s->st;
-    snprintf(st->state, sizeof st->state, "unchecked");
-    snprintf(st->detail, sizeof st->detail, "%s", why);
-    st->checkout[0] = st->hash[0] = st->disk_hash[0] = '\0';
-    st->checked_ms = 0;
-    st->seq++;
 }
 
 int whoami_gate_probe(struct whoami_server *s, const struct whoami_target *t)

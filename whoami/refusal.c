@@ -82,6 +82,25 @@ void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_
              ans->checkout, drop, hint);
 }
 
+void whoami_refusal_silent(const struct whoami_target *t, const char *problem, char *out,
+                           size_t outlen)
+{
+    char drop[PATH_MAX + 64], front[24];
+    drop_hint(t, drop, sizeof drop);
+    front_flag(t, front, sizeof front);
+    if (t->by_run) /* its wrapper started it: its output says why it is silent */
+        snprintf(out, outlen,
+                 "nothing answered GET /__whoami on %s within reload_grace (%s): its output "
+                 "says why: cd %s && wtproxy logs%s. wtproxy asks again at the next request to it",
+                 t->name, problem, t->checkout, front);
+    else
+        snprintf(out, outlen,
+                 "nothing answered GET /__whoami on %s within reload_grace (%s): start the "
+                 "server for %s on port %d, or end this registration: %s. wtproxy asks again at "
+                 "the next request to it",
+                 t->name, problem, t->checkout, t->port, drop);
+}
+
 size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_ms, char *out,
                                   size_t outlen)
 {

@@ -25,6 +25,12 @@ void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *o
 void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,
                             size_t outlen);
 
+/* Not a refusal: t, asked with no request waiting (whoami_gate_probe),
+ * answered nothing within reload_grace; problem says what the exchange
+ * found (connection refused, mostly). */
+void whoami_refusal_silent(const struct whoami_target *t, const char *problem, char *out,
+                           size_t outlen);
+
 /* The checkout t must serve cannot be fingerprinted. */
 void whoami_refusal_unreadable(const struct whoami_target *t, const char *error, char *out,
                                size_t outlen);

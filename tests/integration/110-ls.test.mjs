@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeWorktrees, startDaemon, startRun, cli, lsJson, getWorktree, sleeper } from './lib/registry.mjs';
+import { closedPort } from './lib/backends.mjs';
 
 test('ls: a table with branches; --json: the entries', async (t) => {
   const tmp = makeWorktrees(t, ['feature-x']);
@@ -11,7 +12,8 @@ test('ls: a table with branches; --json: the entries', async (t) => {
   const run = startRun(t, tmp, { cwd: tmp.wt['feature-x'], front: px.port });
   const port = await run.ready;
   const server = sleeper(t);
-  const reg = await cli(tmp, ['register', '--port', '5000', '--pid', String(server.pid), '--front', String(px.port)], { cwd: tmp.repo });
+  const idle = await closedPort(); // nothing listens there
+  const reg = await cli(tmp, ['register', '--port', String(idle), '--pid', String(server.pid), '--front', String(px.port)], { cwd: tmp.repo });
   assert.equal(reg.code, 0, reg.stderr);
   assert.equal((await getWorktree(px.port, tmp.wt['feature-x'])).status, 200);
 
@@ -24,8 +26,8 @@ test('ls: a table with branches; --json: the entries', async (t) => {
     ['feature-x', String(px.port), String(port), String(run.pid), 'ready', 'verified']);
   assert.match(byWt[tmp.wt['feature-x']][7], /^\d+[smhd]$/);
   assert.equal(byWt[tmp.wt['feature-x']][8], '1');
-  // never asked: no request went to it yet
-  assert.deepEqual(byWt[tmp.repo].slice(1, 7), ['main', String(px.port), '5000', String(server.pid), 'ready', '-']);
+  // asked at its registration (119), but nothing answers there yet
+  assert.deepEqual(byWt[tmp.repo].slice(1, 7), ['main', String(px.port), String(idle), String(server.pid), 'ready', 'unchecked']);
 
   const entries = await lsJson(tmp);
   assert.equal(entries.length, 2);

@@ -4,7 +4,8 @@
  * front port; a command is given back with {port}, never the port of the
  * run that is over; a registration without a pid is never answered with
  * `kill 0`, which signals the reader's own process group. A server without
- * /__whoami is told the middleware of its own kind, after the restart. */
+ * /__whoami is told the middleware of its own kind, after the restart; one
+ * that never answered the daemon's own ask, how to start or drop it. */
 #include "../../host/clock.c"
 #include "../../whoami/refusal.c"
 #include "tap.h"
@@ -135,11 +136,33 @@ static void invalid(void)
     never_says("next dev", "invalid, node", __LINE__);
 }
 
+/* A server the daemon asked at its registration and that never answered:
+ * a `wtproxy run` one is looked at in its log, a registered one is started
+ * or its registration ended (never `kill 0` for one with a TTL only). */
+static void silent(void)
+{
+    struct whoami_target t = target(3186, 1, "node server.mjs 23833");
+    whoami_refusal_silent(&t, "Connection refused", out, sizeof out);
+    says("on 127.0.0.1:23833 within reload_grace (Connection refused)", "silent, wtproxy run",
+         __LINE__);
+    says("cd " WT " && wtproxy logs --front 18000", "silent, wtproxy run", __LINE__);
+    t = target(4242, 0, "node server.mjs 23833");
+    whoami_refusal_silent(&t, "Connection refused", out, sizeof out);
+    says("start the server for " WT " on port 23833, or end this registration: kill 4242",
+         "silent, registered with a pid", __LINE__);
+    t = target(0, 0, "");
+    whoami_refusal_silent(&t, "Connection refused", out, sizeof out);
+    says("end this registration: cd " WT " && wtproxy unregister --front 18000",
+         "silent, registered with a TTL", __LINE__);
+    never_says("kill 0", "silent, registered with a TTL", __LINE__);
+}
+
 int main(void)
 {
     stale();
     mismatch();
     no_whoami();
     invalid();
+    silent();
     return done_testing();
 }

@@ -1,0 +1,135 @@
+// 119: a server added with `wtproxy register` has its /__whoami verdict in
+// `wtproxy ls` within a second or two, before any request reaches it: the
+// daemon asks it itself, as it asks a restarted server (118). An agent
+// that registers a server and reads `ls` (or the MCP `servers` tool) learns
+// at once that it serves its checkout (verified), another one (mismatch,
+// naming it), or has no middleware (no-whoami, with its fix). A server not
+// listening yet is asked until reload_grace ends, then stays unchecked,
+// saying why; a daemon restarted on the state file asks its entries too.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { makeWorktrees, startDaemon, cli, get, lsJson, waitFor, wtServer, sleeper } from './lib/registry.mjs';
+import { closedPort } from './lib/backends.mjs';
+
+// lib/wt-server.mjs started by hand (not by `wtproxy run`), answering
+// /__whoami for checkout (or 404 with --no-whoami), stopped after t.
+function server(t, port, checkout, args = []) {
+  const p = spawn(process.execPath, [wtServer, String(port), ...args], {
+    cwd: checkout, stdio: 'ignore', env: { ...process.env, WTPROXY_WORKTREE: checkout },
+  });
+  const exited = new Promise((res) => p.on('exit', res));
+  t.after(async () => {
+    if (p.exitCode !== null || p.signalCode !== null) return;
+    p.kill('SIGKILL');
+    await Promise.race([exited, new Promise((res) => setTimeout(res, 5000))]);
+  });
+  return p;
+}
+
+const listening = (port) => new Promise((res) => {
+  const s = net.connect(port, '127.0.0.1', () => { s.destroy(); res(true); });
+  s.on('error', () => res(false));
+});
+
+async function register(tmp, px, cwd, port, pid) {
+  const r = await cli(tmp, ['register', '--port', String(port), '--pid', String(pid), '--front', String(px.port)], { cwd });
+  assert.equal(r.code, 0, r.stderr);
+}
+
+// The entry of worktree once its whoami state is want (within ms).
+function verdict(tmp, worktree, want, ms) {
+  return waitFor(async () => {
+    const e = (await lsJson(tmp)).find((x) => x.worktree === worktree);
+    return e?.whoami?.state === want && e;
+  }, ms, `${worktree}: whoami ${want}`);
+}
+
+async function serving(t, tmp, checkout, args = []) {
+  const port = await closedPort();
+  const p = server(t, port, checkout, args);
+  await waitFor(() => listening(port), 10000, `wt-server on ${port}`);
+  return { port, pid: p.pid };
+}
+
+test('register: verified, mismatch and no-whoami in ls before any request; again after a daemon restart', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd']);
+  const px = await startDaemon(t, tmp);
+  const own = await serving(t, tmp, tmp.wt.a);
+  const other = await serving(t, tmp, tmp.wt.b); // b's code, registered for c
+  const bare = await serving(t, tmp, tmp.wt.d, ['--no-whoami']);
+
+  let start = Date.now();
+  await register(tmp, px, tmp.wt.a, own.port, own.pid);
+  const a = await verdict(tmp, tmp.wt.a, 'verified', 2000);
+  t.diagnostic(`verified ${Date.now() - start} ms after register`);
+  assert.equal(a.requests, 0, 'no request went to it');
+  assert.equal(a.whoami.checkout, tmp.wt.a);
+
+  await register(tmp, px, tmp.wt.c, other.port, other.pid);
+  const c = await verdict(tmp, tmp.wt.c, 'mismatch', 2000);
+  assert.match(c.whoami.detail, new RegExp(`port ${other.port} is served by ${tmp.wt.b}, not by ${tmp.wt.c}`));
+  assert.equal(c.requests, 0);
+
+  await register(tmp, px, tmp.wt.d, bare.port, bare.pid);
+  const d = await verdict(tmp, tmp.wt.d, 'no-whoami', 2000);
+  assert.match(d.whoami.detail, /answers GET \/__whoami with HTTP 404.*restart it/);
+
+  // What a person reads: the WHOAMI column.
+  const ls = await cli(tmp, ['ls']);
+  assert.equal(ls.code, 0, ls.stderr);
+  const col = Object.fromEntries(ls.stdout.trim().split('\n').slice(1).map((l) => l.trim().split(/\s+/)).map((c) => [c[0], c[6]]));
+  assert.deepEqual(col, { [tmp.wt.a]: 'verified', [tmp.wt.c]: 'mismatch', [tmp.wt.d]: 'no-whoami' });
+  // And the dashboard's.
+  const dash = JSON.parse((await get(px.port, {}, '/__wtproxy/api/backends')).body);
+  const status = Object.fromEntries(dash.map((e) => [e.worktree, e.status]));
+  assert.deepEqual(status, { [tmp.wt.a]: 'ready', [tmp.wt.c]: 'refused', [tmp.wt.d]: 'refused' });
+
+  // A daemon started on the state file asks the servers it finds there.
+  await px.stop('SIGKILL');
+  start = Date.now();
+  await startDaemon(t, tmp, ['--listen', `127.0.0.1:${px.port}`]);
+  await verdict(tmp, tmp.wt.a, 'verified', 2000);
+  await verdict(tmp, tmp.wt.c, 'mismatch', 2000);
+  t.diagnostic(`after the daemon's restart: verdicts in ${Date.now() - start} ms`);
+});
+
+test('register before the server listens: unchecked, verified once it listens; never listening: unchecked, saying why', async (t) => {
+  const tmp = makeWorktrees(t, ['late', 'never']);
+  const px = await startDaemon(t, tmp, ['--reload-grace', '5s']);
+  const latePort = await closedPort();
+  const late = server(t, latePort, tmp.wt.late, ['--delay', '2000']); // listens 2 s after its start
+  await register(tmp, px, tmp.wt.late, latePort, late.pid);
+  const first = await verdict(tmp, tmp.wt.late, 'unchecked', 1000);
+  assert.match(first.whoami.detail, /asking its \/__whoami/);
+  await verdict(tmp, tmp.wt.late, 'verified', 5000);
+
+  const idle = sleeper(t);
+  const port = await closedPort();
+  await register(tmp, px, tmp.wt.never, port, idle.pid);
+  const e = await waitFor(async () => {
+    const x = (await lsJson(tmp)).find((y) => y.worktree === tmp.wt.never);
+    return /nothing answered/.test(x?.whoami?.detail) && x;
+  }, 9000, 'the probe gave up');
+  assert.equal(e.whoami.state, 'unchecked');
+  assert.match(e.whoami.detail, new RegExp(`GET /__whoami on 127\\.0\\.0\\.1:${port} within reload_grace .*start the server for ${tmp.wt.never} on port ${port}, or end this registration: kill ${idle.pid}`));
+  const dash = JSON.parse((await get(px.port, {}, '/__wtproxy/api/backends')).body).find((x) => x.worktree === tmp.wt.never);
+  assert.equal(dash.status_reason, `registered on port ${port}; /__whoami not checked yet: ${e.whoami.detail}`);
+});
+
+test('--trust-registry: a server without /__whoami is trusted at once; whoami = off: not asked', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const trusting = await startDaemon(t, tmp, ['--trust-registry']);
+  const bare = await serving(t, tmp, tmp.wt.a, ['--no-whoami']);
+  await register(tmp, trusting, tmp.wt.a, bare.port, bare.pid);
+  const e = await verdict(tmp, tmp.wt.a, 'trusted', 2000);
+  assert.equal(e.requests, 0);
+  await trusting.stop('SIGKILL');
+
+  const off = await startDaemon(t, tmp, ['--whoami', 'off']);
+  await new Promise((res) => setTimeout(res, 1000));
+  const [x] = await lsJson(tmp);
+  assert.equal(x.whoami, undefined, JSON.stringify(x));
+  assert.equal(off.port > 0, true);
+});
