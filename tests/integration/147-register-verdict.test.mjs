@@ -1,4 +1,4 @@
-// 119: a server added with `wtproxy register` has its /__whoami verdict in
+// 147: a server added with `wtproxy register` has its /__whoami verdict in
 // `wtproxy ls` within a second or two, before any request reaches it: the
 // daemon asks it itself, as it asks a restarted server (118). An agent
 // that registers a server and reads `ls` (or the MCP `servers` tool) learns
