@@ -48,6 +48,9 @@ int cli_daemon_start_allowed(int no_autostart_flag);
  * listens, and none was started), or -1 with a message in err: a failed
  * start, a timeout, a reply that is not a JSON object. */
 #define CLI_NO_DAEMON (-2)
+/* Where that err's start command begins: a caller that prints its own
+ * start (doctor's, with the ports it checks) cuts err there. */
+#define CLI_NO_DAEMON_START "; start one, in the background: "
 int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen);
 
 /* Whether one of a ping reply's listen addresses is on port front: 1 yes,

@@ -332,7 +332,7 @@ static void no_daemon(const char *path, char *err, size_t errlen)
     if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
         snprintf(log, sizeof log, "%s/daemon.log", dir);
     snprintf(err, errlen,
-             "no daemon answers on %s; start one, in the background: setsid -f wtproxy serve "
+             "no daemon answers on %s" CLI_NO_DAEMON_START "setsid -f wtproxy serve "
              "--control %s >>%s 2>&1",
              path, path, log);
 }

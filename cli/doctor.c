@@ -136,6 +136,12 @@ static int gather(struct doc_ctx *c, const char *front)
     c->has_file = w.from == 1; /* the daemon starts a worktree's servers from its own only */
     c->main_has_file = w.from == 2;
     c->ping = ask("ping", c->daemon_err, sizeof c->daemon_err);
+    /* The daemon check's fix starts one listening on the ports it checks:
+     * the client's own start (on 8000) beside it would be a second,
+     * different command. */
+    char *start = strstr(c->daemon_err, CLI_NO_DAEMON_START);
+    if (!c->ping && start)
+        *start = '\0';
     c->front_given = f != 0;
     pick_front(c, (int)f, w.file && w.file->n ? w.file->svc[0].front : 0);
     if (c->has_file)

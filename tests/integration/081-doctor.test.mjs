@@ -124,7 +124,11 @@ test("no daemon: doctor's fix, pasted, returns at once and the daemon it starts 
   const tmp = makeWorktrees(t, ['a']);
   const front = await freePort();
   const state = { XDG_STATE_HOME: path.join(tmp.root, 'state') };
-  const fix = (await doctor(tmp, tmp.wt.a, front, state)).byName.daemon.fix;
+  const check = (await doctor(tmp, tmp.wt.a, front, state)).byName.daemon;
+  const fix = check.fix;
+  // One start, the fix's: not the client's own (no --listen: 8000) beside it.
+  assert.doesNotMatch(check.detail, /wtproxy serve|start one/, check.detail);
+  assert.match(fix, new RegExp(`wtproxy serve --listen ${front} `));
   const env = { ...process.env, ...cliEnv(tmp), ...state, PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` };
   const sh = spawn('/bin/sh', ['-c', fix], { cwd: tmp.wt.a, env, stdio: 'ignore', detached: true });
   t.after(() => { try { process.kill(-sh.pid, 'SIGKILL'); } catch { /* gone */ } }); // a serve that stayed in it
