@@ -200,6 +200,35 @@ int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wa
  * NULL: a worktree has one server a front (restart.c). */
 json_t *cli_entry_on_front(json_t *list, json_t *e);
 
+/* --- verdict.c: the /__whoami verdict restart and register wait for --- */
+
+/* The gate's state of x, a listed entry ("" when it has none: whoami =
+ * off, or x NULL). */
+const char *cli_verdict(json_t *x);
+
+/* Poll a's servers until the entry of each of asked (on its front) has a
+ * verdict, is not "unchecked", or may_answer (NULL: always) says it will
+ * not have one soon, for wait_ms at most. Returns the last list (a new
+ * reference; empty when the daemon did not answer). */
+json_t *cli_await_verdicts(const struct cli_server_args *a, json_t *asked, long wait_ms,
+                           int (*may_answer)(json_t *x));
+
+enum cli_verdict_kind {
+    CLI_VERDICT_OFF,       /* not checked: whoami = off */
+    CLI_VERDICT_UNDECIDED, /* no verdict within wait_ms */
+    CLI_VERDICT_PASS,      /* verified, or trusted */
+    CLI_VERDICT_REFUSED,   /* stale, mismatch, no-whoami, invalid: requests are refused */
+};
+
+/* x's verdict in words for a command's line, into out: "verified: serves
+ * the code on disk", "but stale: <the gate's detail, with the fix>", ...
+ * wait_ms is how long it was waited for. Returns its kind. */
+enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size_t outlen);
+
+/* The HTTP status a request to x gets while the gate refuses it, with the
+ * refusal's name in *reason ("checkout-mismatch"); 0 when it is not refused. */
+int cli_verdict_http(json_t *x, const char **reason);
+
 /* The most recently written log of a's worktree, into path: its .wtproxy
  * servers' (where the daemon writes them) and its `wtproxy run` servers'
  * (in the state folder's servers/). A server that exited before it
@@ -429,6 +458,10 @@ int cli_http_status(int port, const char *path);
  * (run_ready.c). */
 struct host_diag;
 int cli_cmd_listens(int port, pid_t self, struct host_diag *d, unsigned poll_no);
+
+/* Whether something listens on port on 127.0.0.1, 0.0.0.0, ::1 or ::
+ * (sock_diag; 1 when the kernel offers none: not known) (run_ready.c). */
+int cli_port_listened(int port);
 
 int cli_run_main(int argc, char **argv);         /* run.c */
 int cli_register_main(int argc, char **argv);    /* register.c */

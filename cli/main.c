@@ -47,7 +47,9 @@ static const struct command commands[] = {
      "CMD's status (128+N when signal N ended it)\n" NO_DAEMON
      ", or CMD could not be started\n" USAGE_ERR},
     {"register", "route to a dev server started some other way", cli_usage_register, NULL,
-     cli_register_main, "0 registered\n" NO_DAEMON "\n" USAGE_ERR},
+     cli_register_main,
+     "0 registered: verified, trusted, not checked, or not answering yet\n" NO_DAEMON
+     ", or the /__whoami gate refuses the registered server (it stays registered)\n" USAGE_ERR},
     {"unregister", "stop routing to this worktree's dev server", cli_usage_unregister, NULL,
      cli_unregister_main,
      "0 unregistered\n"

@@ -1,6 +1,7 @@
 /* register.c - `wtproxy register|unregister`, and what every command about
  * registrations shares: the enclosing worktree, the daemon's error
- * replies. Exit status: 0 done, 1 the daemon refused or cannot be reached,
+ * replies. Exit status: 0 done, 1 the daemon refused or cannot be reached
+ * (or, for register, the /__whoami gate refuses the server it registered),
  * 2 bad usage. */
 #include "cli.h"
 
@@ -14,6 +15,11 @@
 
 #include "host.h"
 #include "registry.h"
+
+/* How long register waits for the daemon's verdict on its server: one
+ * /__whoami exchange (whoami_timeout, 2 s by default) and the fingerprint.
+ * A server that does not listen yet is not waited for. */
+#define REGISTER_WAIT_MS 3000
 
 int cli_worktree(const char *dir, char *out, size_t outlen, char *err, size_t errlen)
 {
@@ -127,7 +133,7 @@ static int usage_error(const char *cmd, const char *msg)
 
 struct register_args {
     const char *port, *pid, *front, *ttl, *worktree, *host, *service;
-    int no_autostart;
+    int no_autostart, no_wait;
 };
 
 /* Turn parsed flags into the register request. Returns it, or NULL with
@@ -175,18 +181,84 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
     return req;
 }
 
+static const char *str(json_t *e, const char *key)
+{
+    const char *s = json_string_value(json_object_get(e, key));
+    return s ? s : "";
+}
+
+/* Whether x's server may answer its /__whoami soon: something listens on
+ * its port. Only a loopback or wildcard listener is looked for (sock_diag,
+ * microseconds); a server on another --host is waited for. */
+static int may_answer(json_t *x)
+{
+    static const char *const local[] = {"127.0.0.1:", "localhost:", "[::1]:", "0.0.0.0:", "[::]:"};
+    const char *backend = str(x, "backend");
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        if (strncmp(backend, local[i], strlen(local[i])) == 0)
+            return cli_port_listened((int)json_integer_value(json_object_get(x, "port")));
+    return 1;
+}
+
+/* Say e registered and, with wait, the daemon's verdict on its server,
+ * which it asks at once: an agent that registered a server started from
+ * another checkout, or one without /__whoami, learns it here rather than
+ * from its tests' 421 or 502. The entry stays either way, so that ls and
+ * the refusals name it. Returns the exit status: 1 when the gate refuses
+ * the server; 0 when it passes, is not checked, or does not answer yet
+ * (registering a server before it starts is legitimate). */
+static int say_registered(json_t *e, int wait)
+{
+    char head[3 * PATH_MAX], words[8192];
+    snprintf(head, sizeof head, "wtproxy: registered %s on front :%lld -> %s", str(e, "worktree"),
+             json_integer_value(json_object_get(e, "front")), str(e, "backend"));
+    if (!wait) {
+        fprintf(stderr, "%s\n", head);
+        return 0;
+    }
+    struct cli_server_args a = {.service = json_string_value(json_object_get(e, "service")),
+                                .front = (int)json_integer_value(json_object_get(e, "front"))};
+    snprintf(a.worktree, sizeof a.worktree, "%s", str(e, "worktree"));
+    json_t *asked = json_pack("[O]", e);
+    json_t *now = cli_await_verdicts(&a, asked, REGISTER_WAIT_MS, may_answer);
+    json_t *x = cli_entry_on_front(now, e);
+    enum cli_verdict_kind k = cli_verdict_words(x, REGISTER_WAIT_MS, words, sizeof words);
+    const char *reason = "";
+    int status = cli_verdict_http(x, &reason), rc = 0;
+    if (!x) {
+        fprintf(stderr,
+                "%s, but it is not registered any more: its pid exited, or the daemon "
+                "stopped (see: wtproxy ls)\n",
+                head);
+        rc = 1;
+    } else if (k == CLI_VERDICT_REFUSED) {
+        fprintf(stderr,
+                "%s, but the /__whoami gate refuses it (%s): each request to it gets HTTP %d %s "
+                "until this is fixed; the entry stays (wtproxy ls): %s\n",
+                head, cli_verdict(x), status, reason, str(json_object_get(x, "whoami"), "detail"));
+        rc = 1;
+    } else if (k == CLI_VERDICT_UNDECIDED && !may_answer(x)) {
+        fprintf(stderr,
+                "%s; not answering on port %lld yet: the daemon checks its /__whoami when it "
+                "does (see: wtproxy ls)\n",
+                head, json_integer_value(json_object_get(x, "port")));
+    } else {
+        fprintf(stderr, "%s; %s\n", head, words);
+    }
+    json_decref(asked);
+    json_decref(now);
+    return rc;
+}
+
 int cli_register_main(int argc, char **argv)
 {
     struct register_args a = {0};
-    const struct cli_opt opts[] = {{"port", &a.port, NULL},
-                                   {"pid", &a.pid, NULL},
-                                   {"front", &a.front, NULL},
-                                   {"ttl", &a.ttl, NULL},
-                                   {"worktree", &a.worktree, NULL},
-                                   {"host", &a.host, NULL},
-                                   {"service", &a.service, NULL},
-                                   {"no-autostart", NULL, &a.no_autostart},
-                                   {NULL, NULL, NULL}};
+    const struct cli_opt opts[] = {
+        {"port", &a.port, NULL},         {"pid", &a.pid, NULL},
+        {"front", &a.front, NULL},       {"ttl", &a.ttl, NULL},
+        {"worktree", &a.worktree, NULL}, {"host", &a.host, NULL},
+        {"service", &a.service, NULL},   {"no-autostart", NULL, &a.no_autostart},
+        {"no-wait", NULL, &a.no_wait},   {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
     int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
     if (r > 0)
@@ -202,15 +274,10 @@ int cli_register_main(int argc, char **argv)
         fprintf(stderr, "wtproxy: %s\n", err);
         return 1;
     }
-    if (!json_is_true(json_object_get(reply, "ok"))) {
+    if (!json_is_true(json_object_get(reply, "ok")))
         r = cli_report(reply);
-    } else {
-        json_t *e = json_object_get(reply, "entry");
-        fprintf(stderr, "wtproxy: registered %s on front :%lld -> %s\n",
-                json_string_value(json_object_get(e, "worktree")),
-                (long long)json_integer_value(json_object_get(e, "front")),
-                json_string_value(json_object_get(e, "backend")));
-    }
+    else
+        r = say_registered(json_object_get(reply, "entry"), !a.no_wait);
     json_decref(reply);
     return r;
 }

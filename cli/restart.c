@@ -98,12 +98,6 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
     }
 }
 
-/* The gate's state of x ("" when it has none: whoami = off). */
-static const char *verdict(json_t *x)
-{
-    return str(json_object_get(x, "whoami"), "state");
-}
-
 /* Wait (VERDICT_WAIT_MS at most) until the daemon has verified each
  * restarted server of asked (it asks a new server's /__whoami once it is
  * ready: "unchecked" until then), and say each one's verdict: an edit
@@ -111,41 +105,19 @@ static const char *verdict(json_t *x)
  * Returns 0, or 1 when one is refused (stale, another checkout...). */
 static int say_verdicts(const struct cli_server_args *a, json_t *asked)
 {
-    struct timespec tick = {0, POLL_MS * 1000000L};
-    char err[PATH_MAX + 256];
-    json_t *now = NULL, *e;
-    size_t i, pending = 1;
-    for (long waited = 0; pending && waited <= VERDICT_WAIT_MS; waited += POLL_MS) {
-        if (waited)
-            nanosleep(&tick, NULL);
-        json_decref(now);
-        if (!(now = cli_servers_matching(a, err, sizeof err)))
-            now = json_array(); /* said below as not known */
-        pending = 0;
-        json_array_foreach(asked, i, e)
-            pending += strcmp(verdict(cli_entry_on_front(now, e)), "unchecked") == 0;
-    }
+    json_t *now = cli_await_verdicts(a, asked, VERDICT_WAIT_MS, NULL), *e;
+    size_t i;
     int rc = 0;
     json_array_foreach(asked, i, e) {
-        json_t *x = cli_entry_on_front(now, e), *w = json_object_get(x, "whoami");
-        const char *v = verdict(x);
-        FILE *out = stdout;
-        char how[1280];
-        if (!v[0])
-            how[0] = '\0'; /* not checked at all (whoami = off) */
-        else if (strcmp(v, "unchecked") == 0)
-            snprintf(how, sizeof how,
-                     "; its /__whoami gave no verdict within %d s (see: wtproxy ls)",
-                     VERDICT_WAIT_MS / 1000);
-        else if (strcmp(v, "verified") == 0 || strcmp(v, "trusted") == 0)
-            snprintf(how, sizeof how, ", %s: %s", v, str(w, "detail"));
-        else {
-            snprintf(how, sizeof how, ", but %s: %s", v, str(w, "detail"));
-            out = stderr;
-            rc = 1;
-        }
-        fprintf(out, "wtproxy: %s's server on front %lld restarted and ready%s\n",
-                str(e, "worktree"), json_integer_value(json_object_get(e, "front")), how);
+        char words[1280], how[1290] = "";
+        enum cli_verdict_kind k =
+            cli_verdict_words(cli_entry_on_front(now, e), VERDICT_WAIT_MS, words, sizeof words);
+        if (k != CLI_VERDICT_OFF)
+            snprintf(how, sizeof how, "%s%s", k == CLI_VERDICT_UNDECIDED ? "; " : ", ", words);
+        rc |= k == CLI_VERDICT_REFUSED;
+        fprintf(k == CLI_VERDICT_REFUSED ? stderr : stdout,
+                "wtproxy: %s's server on front %lld restarted and ready%s\n", str(e, "worktree"),
+                json_integer_value(json_object_get(e, "front")), how);
     }
     json_decref(now);
     return rc;

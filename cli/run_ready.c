@@ -88,6 +88,15 @@ static unsigned long listener_seen(struct host_diag *d, int port)
     return 0;
 }
 
+int cli_port_listened(int port)
+{
+    char err[256];
+    struct host_diag *d = host_diag_open(err, sizeof err);
+    int seen = !d || listener_seen(d, port) != 0; /* no sock_diag: not known, maybe */
+    host_diag_close(d);
+    return seen;
+}
+
 /* Whether something listens on port and is CMD or one of its descendants
  * (Django's autoreloader serves from a grandchild). With d (may be NULL)
  * the listener is found by sock_diag and its holder looked for only once

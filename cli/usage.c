@@ -35,8 +35,11 @@ const char cli_usage_register[] =
     "\n"
     "Register a dev server started some other way, so the proxy routes this\n"
     "worktree's requests to it. It is registered ready at once, and the daemon\n"
-    "asks its /__whoami then: wtproxy ls shows the verdict within a second,\n"
-    "before any request reaches it.\n"
+    "asks its /__whoami then; register waits for that verdict (3 s at most)\n"
+    "and says it: verified (exit 0); another checkout's server, no /__whoami,\n"
+    "or stale code (exit 1: what each request to it gets, and the fix; the\n"
+    "entry stays, so wtproxy ls shows it); nothing listening on the port yet\n"
+    "(exit 0 at once: the daemon asks it when it does).\n"
     "\n"
     "  --port P          the port the server listens on (required)\n"
     "  --pid PID         the server's pid: the entry goes when it exits\n"
@@ -49,7 +52,9 @@ const char cli_usage_register[] =
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --host H          the server's address (default 127.0.0.1)\n"
     "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _)\n"
-    "  --no-autostart    fail instead of starting a daemon when none answers\n";
+    "  --no-autostart    fail instead of starting a daemon when none answers\n"
+    "  --no-wait         return once registered, without the verdict (wtproxy ls\n"
+    "                    shows it)\n";
 
 const char cli_usage_unregister[] =
     "usage: wtproxy unregister [--worktree DIR] [--front PORT]\n"

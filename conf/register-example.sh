@@ -8,14 +8,16 @@
 # Run it inside the worktree. It starts CMD in the background, registers
 # CMD's pid for this worktree on front 8000 (WTPROXY_FRONT to change), and
 # waits for CMD. The daemon drops the entry by itself when CMD exits, so
-# nothing needs undoing; stopping this script stops CMD.
+# nothing needs undoing; stopping this script stops CMD. CMD has only just
+# started, so the registration does not wait for the daemon's /__whoami
+# verdict on it (--no-wait): `wtproxy ls` shows it once CMD listens.
 set -eu
 port=$1
 shift
 "$@" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null' INT TERM HUP
-if ! wtproxy register --port "$port" --pid "$pid" --front "${WTPROXY_FRONT:-8000}"; then
+if ! wtproxy register --no-wait --port "$port" --pid "$pid" --front "${WTPROXY_FRONT:-8000}"; then
     kill "$pid" 2>/dev/null
     exit 1
 fi

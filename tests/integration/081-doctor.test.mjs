@@ -359,7 +359,8 @@ test('a registration without a pid answered by another checkout: unregistered, n
   const run = startRun(t, tmp, { cwd: tmp.wt.b, front: px.port });
   const port = await run.ready;
   const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(port), '--ttl', '10m'], { cwd: tmp.wt.a });
-  assert.equal(reg.code, 0, reg.stderr);
+  assert.equal(reg.code, 1, 'register says the gate refuses it (147), and keeps the entry');
+  assert.match(reg.stderr, new RegExp(`is served by ${tmp.wt.b}, not by ${tmp.wt.a}`));
   let d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.whoami.status, 'problem');
   assert.match(d.byName.whoami.detail, new RegExp(`serves ${tmp.wt.b}, not this worktree ${tmp.wt.a}`));

@@ -6,6 +6,10 @@
 // naming it), or has no middleware (no-whoami, with its fix). A server not
 // listening yet is asked until reload_grace ends, then stays unchecked,
 // saying why; a daemon restarted on the state file asks its entries too.
+// `wtproxy register` itself waits for that verdict and says it: exit 0 and
+// "verified", exit 1 naming the other checkout or the missing middleware
+// and the fix (the entry stays), exit 0 at once for a port nothing listens
+// on yet; --no-wait returns at once, as register did before.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -33,9 +37,12 @@ const listening = (port) => new Promise((res) => {
   s.on('error', () => res(false));
 });
 
-async function register(tmp, px, cwd, port, pid) {
-  const r = await cli(tmp, ['register', '--port', String(port), '--pid', String(pid), '--front', String(px.port)], { cwd });
-  assert.equal(r.code, 0, r.stderr);
+// `wtproxy register` of port for pid in cwd; its exit status must be code
+// (1: the gate refuses the server, which register says).
+async function register(tmp, px, cwd, port, pid, code = 0, args = []) {
+  const r = await cli(tmp, ['register', '--port', String(port), '--pid', String(pid), '--front', String(px.port), ...args], { cwd });
+  assert.equal(r.code, code, r.stderr);
+  return r;
 }
 
 // The entry of worktree once its whoami state is want (within ms).
@@ -67,12 +74,12 @@ test('register: verified, mismatch and no-whoami in ls before any request; again
   assert.equal(a.requests, 0, 'no request went to it');
   assert.equal(a.whoami.checkout, tmp.wt.a);
 
-  await register(tmp, px, tmp.wt.c, other.port, other.pid);
+  await register(tmp, px, tmp.wt.c, other.port, other.pid, 1);
   const c = await verdict(tmp, tmp.wt.c, 'mismatch', 2000);
   assert.match(c.whoami.detail, new RegExp(`port ${other.port} is served by ${tmp.wt.b}, not by ${tmp.wt.c}`));
   assert.equal(c.requests, 0);
 
-  await register(tmp, px, tmp.wt.d, bare.port, bare.pid);
+  await register(tmp, px, tmp.wt.d, bare.port, bare.pid, 1);
   const d = await verdict(tmp, tmp.wt.d, 'no-whoami', 2000);
   assert.match(d.whoami.detail, /answers GET \/__whoami with HTTP 404.*restart it/);
 
@@ -93,6 +100,45 @@ test('register: verified, mismatch and no-whoami in ls before any request; again
   await verdict(tmp, tmp.wt.a, 'verified', 2000);
   await verdict(tmp, tmp.wt.c, 'mismatch', 2000);
   t.diagnostic(`after the daemon's restart: verdicts in ${Date.now() - start} ms`);
+});
+
+test('wtproxy register says the verdict: verified, another checkout, no /__whoami, not answering yet', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd', 'e', 'f']);
+  const px = await startDaemon(t, tmp);
+  const own = await serving(t, tmp, tmp.wt.a);
+  const other = await serving(t, tmp, tmp.wt.b); // b's code, registered for c
+  const bare = await serving(t, tmp, tmp.wt.d, ['--no-whoami']);
+
+  let start = Date.now();
+  const a = await register(tmp, px, tmp.wt.a, own.port, own.pid);
+  t.diagnostic(`verified: register returned in ${Date.now() - start} ms`);
+  assert.match(a.stderr, new RegExp(`^wtproxy: registered ${tmp.wt.a} on front :${px.port} -> 127\\.0\\.0\\.1:${own.port}; verified: serves the code on disk$`, 'm'));
+
+  start = Date.now();
+  const c = await register(tmp, px, tmp.wt.c, other.port, other.pid, 1);
+  t.diagnostic(`mismatch: register returned in ${Date.now() - start} ms`);
+  assert.match(c.stderr, /but the \/__whoami gate refuses it \(mismatch\): each request to it gets HTTP 421 checkout-mismatch/);
+  assert.match(c.stderr, new RegExp(`port ${other.port} is served by ${tmp.wt.b}, not by ${tmp.wt.c}`));
+  assert.match(c.stderr, new RegExp(`then start your own server: cd ${tmp.wt.c} && wtproxy run`));
+  assert.ok((await lsJson(tmp)).some((e) => e.worktree === tmp.wt.c), 'the entry stays, for ls and the refusals');
+
+  const d = await register(tmp, px, tmp.wt.d, bare.port, bare.pid, 1);
+  assert.match(d.stderr, /each request to it gets HTTP 502 no-whoami/);
+  assert.match(d.stderr, /answers GET \/__whoami with HTTP 404.*add the Node middleware first: import \{ whoami \} from 'wtproxy-whoami'/);
+
+  // Registered before its server starts: said at once, and not a failure.
+  const idle = sleeper(t);
+  const port = await closedPort();
+  start = Date.now();
+  const f = await register(tmp, px, tmp.wt.f, port, idle.pid);
+  const took = Date.now() - start;
+  t.diagnostic(`nothing listening: register returned in ${took} ms`);
+  assert.match(f.stderr, new RegExp(`registered ${tmp.wt.f} on front :${px.port} -> 127\\.0\\.0\\.1:${port}; not answering on port ${port} yet: the daemon checks its /__whoami when it does`));
+  assert.ok(took < 3000, `took ${took} ms`);
+
+  // --no-wait: the old instant line, whatever the server serves.
+  const e = await register(tmp, px, tmp.wt.e, other.port, other.pid, 0, ['--no-wait']);
+  assert.equal(e.stderr.trim(), `wtproxy: registered ${tmp.wt.e} on front :${px.port} -> 127.0.0.1:${other.port}`);
 });
 
 test('register before the server listens: unchecked, verified once it listens; never listening: unchecked, saying why', async (t) => {

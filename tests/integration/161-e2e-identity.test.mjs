@@ -120,7 +120,8 @@ test('a server left running by a deleted worktree, on the port wt-a registered: 
   assert.match(still.body, /\$12\.00/, 'wt-old\'s code has no bulk discount');
 
   // wt-a pins the same port: registered on P, where wt-old's code answers
-  const mine = await cli(tmp, ['register', '--front', String(px.port), '--port', String(P), '--ttl', '10m'], { cwd: shop.wt.a });
+  // --no-wait: register would refuse it (147); what a request gets is tested here
+  const mine = await cli(tmp, ['register', '--no-wait', '--front', String(px.port), '--port', String(P), '--ttl', '10m'], { cwd: shop.wt.a });
   assert.equal(mine.code, 0, mine.stderr);
 
   const r = await waitFor(async () => {

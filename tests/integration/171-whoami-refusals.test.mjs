@@ -87,7 +87,8 @@ test('recycled port: another checkout\'s server on wt-a\'s port is refused, nami
   const px = await startDaemon(t, tmp);
   // wt-old's server outlived its registration; wt-a registers that port.
   const stray = await handServer(t, tmp.wt.old);
-  const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(stray.port),
+  // --no-wait: register would say the refusal itself (147); the relay's is tested here
+  const reg = await cli(tmp, ['register', '--no-wait', '--front', String(px.port), '--port', String(stray.port),
     '--ttl', '10m'], { cwd: tmp.wt.a });
   assert.equal(reg.code, 0, reg.stderr);
   for (const accept of ['text/plain', 'application/json', 'text/html']) {
@@ -152,7 +153,7 @@ test('unusable answers are refused with the reason; other backends keep being se
   };
   for (const [name, [answer]] of Object.entries(answers)) {
     const port = await rawWhoami(t, answer);
-    const r = await cli(tmp, ['register', '--front', String(px.port), '--port', String(port), '--ttl', '10m'],
+    const r = await cli(tmp, ['register', '--no-wait', '--front', String(px.port), '--port', String(port), '--ttl', '10m'],
       { cwd: tmp.wt[name] });
     assert.equal(r.code, 0, r.stderr);
   }
@@ -204,7 +205,7 @@ test('an answer cut in the middle: refused when the server never answered, waite
   const px = await startDaemon(t, tmp);
   const never = { answer: await whoamiAnswer(tmp.wt.b), cut: true };
   const neverPort = await cuttableWhoami(t, never);
-  let reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(neverPort), '--ttl', '10m'],
+  let reg = await cli(tmp, ['register', '--no-wait', '--front', String(px.port), '--port', String(neverPort), '--ttl', '10m'],
     { cwd: tmp.wt.b });
   assert.equal(reg.code, 0, reg.stderr);
   const refused = await getWorktree(px.port, tmp.wt.b);

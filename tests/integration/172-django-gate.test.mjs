@@ -54,7 +54,8 @@ test('a recycled port: the old checkout\'s server is refused, named with its pid
   const px = await startDaemon(t, tmp);
   const stray = await startDjango(t, tmp.wt.old);
   git(tmp.repo, 'worktree', 'remove', '--force', tmp.wt.old); // its server runs on
-  const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', String(stray.port),
+  // --no-wait: register would say the refusal itself (147); the relay's is tested here
+  const reg = await cli(tmp, ['register', '--no-wait', '--front', String(px.port), '--port', String(stray.port),
     '--ttl', '10m'], { cwd: tmp.wt.a });
   assert.equal(reg.code, 0, reg.stderr);
   const r = await hello(px, tmp.wt.a);

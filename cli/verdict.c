@@ -1,0 +1,84 @@
+/* verdict.c - the daemon's /__whoami verdict on servers a command just
+ * made ready (restart) or added (register), waited for and put into the
+ * command's own line. The daemon asks such a server itself
+ * (proxy/verify.c) and its entry says "unchecked" until it has an answer:
+ * a command that returned before then left an agent to learn of a server
+ * serving another checkout, or with no /__whoami, from its tests' first
+ * 421 or 502. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "error_page.h"
+
+#define VERDICT_POLL_MS 100
+
+const char *cli_verdict(json_t *x)
+{
+    const char *s = json_string_value(json_object_get(json_object_get(x, "whoami"), "state"));
+    return s ? s : "";
+}
+
+json_t *cli_await_verdicts(const struct cli_server_args *a, json_t *asked, long wait_ms,
+                           int (*may_answer)(json_t *x))
+{
+    struct timespec tick = {0, VERDICT_POLL_MS * 1000000L};
+    char err[PATH_MAX + 256];
+    json_t *now = NULL, *e;
+    size_t i, pending = 1;
+    for (long waited = 0; pending && waited <= wait_ms; waited += VERDICT_POLL_MS) {
+        if (waited)
+            nanosleep(&tick, NULL);
+        json_decref(now);
+        if (!(now = cli_servers_matching(a, err, sizeof err)))
+            now = json_array(); /* said by the caller as not known */
+        pending = 0;
+        json_array_foreach(asked, i, e) {
+            json_t *x = cli_entry_on_front(now, e);
+            pending += strcmp(cli_verdict(x), "unchecked") == 0 && (!may_answer || may_answer(x));
+        }
+    }
+    return now;
+}
+
+enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size_t outlen)
+{
+    const char *v = cli_verdict(x);
+    const char *detail = json_string_value(json_object_get(json_object_get(x, "whoami"), "detail"));
+    detail = detail ? detail : "";
+    if (!v[0]) {
+        snprintf(out, outlen, "its /__whoami is not checked (the daemon runs with whoami = off)");
+        return CLI_VERDICT_OFF;
+    }
+    if (strcmp(v, "unchecked") == 0) {
+        snprintf(out, outlen, "its /__whoami gave no verdict within %ld s (see: wtproxy ls)",
+                 (wait_ms + 999) / 1000);
+        return CLI_VERDICT_UNDECIDED;
+    }
+    if (strcmp(v, "verified") == 0 || strcmp(v, "trusted") == 0) {
+        snprintf(out, outlen, "%s: %s", v, detail);
+        return CLI_VERDICT_PASS;
+    }
+    snprintf(out, outlen, "but %s: %s", v, detail);
+    return CLI_VERDICT_REFUSED;
+}
+
+int cli_verdict_http(json_t *x, const char **reason)
+{
+    static const struct {
+        const char *state;
+        enum proxy_error e;
+    } refusals[] = {{"mismatch", PE_CHECKOUT_MISMATCH},
+                    {"stale", PE_STALE_CODE},
+                    {"no-whoami", PE_NO_WHOAMI},
+                    {"invalid", PE_WHOAMI_INVALID}};
+    const char *v = cli_verdict(x);
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+        if (strcmp(v, refusals[i].state) == 0) {
+            *reason = error_page_reason(refusals[i].e);
+            return error_page_status(refusals[i].e);
+        }
+    return 0;
+}
