@@ -104,7 +104,9 @@ static const char *refused(json_t *e, char *why, size_t len)
         snprintf(why, len, "its /__whoami gave no verdict within %d s: %s",
                  ORPHAN_VERDICT_MS / 1000, str(w, "detail"));
     else if (v[0] && strcmp(v, "verified") != 0 && strcmp(v, "trusted") != 0)
-        snprintf(why, len, "the /__whoami gate refuses it (%s): %s", v, str(w, "detail"));
+        /* its first sentence: the rest is the fix, which this run is */
+        snprintf(why, len, "the /__whoami gate refuses it (%s): %.*s", v,
+                 (int)strcspn(str(w, "detail"), "."), str(w, "detail"));
     else
         return NULL;
     return why;
