@@ -93,6 +93,14 @@ static json_t *await_verdict(const struct cli_run *r, json_t *holder)
     }
 }
 
+/* The length of s's first sentence: a refusal's detail ends with its fix,
+ * which this run is. */
+static int first_sentence(const char *s)
+{
+    const char *end = strstr(s, ". ");
+    return end ? (int)(end - s) : (int)strlen(s);
+}
+
 /* Why e is not reused, in a clause; NULL when it is good to reuse. */
 static const char *refused(json_t *e, char *why, size_t len)
 {
@@ -104,9 +112,8 @@ static const char *refused(json_t *e, char *why, size_t len)
         snprintf(why, len, "its /__whoami gave no verdict within %d s: %s",
                  ORPHAN_VERDICT_MS / 1000, str(w, "detail"));
     else if (v[0] && strcmp(v, "verified") != 0 && strcmp(v, "trusted") != 0)
-        /* its first sentence: the rest is the fix, which this run is */
         snprintf(why, len, "the /__whoami gate refuses it (%s): %.*s", v,
-                 (int)strcspn(str(w, "detail"), "."), str(w, "detail"));
+                 first_sentence(str(w, "detail")), str(w, "detail"));
     else
         return NULL;
     return why;
