@@ -23,6 +23,7 @@
 #include "run.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -43,6 +44,22 @@ static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* Say a line on stderr and in the server's log, where this run's header
+ * line would otherwise stand for a server it never started. */
+static void say(const struct cli_run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void say(const struct cli_run *r, const char *fmt, ...)
+{
+    char line[2 * PATH_MAX + 2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s\n", line);
+    cli_run_log_note(&r->log, line);
 }
 
 /* The entry on r's key now (a new reference), NULL when there is none or
@@ -160,20 +177,20 @@ enum cli_run_holder cli_run_orphan(struct cli_run *r, json_t *holder)
     enum cli_run_holder out = CLI_RUN_HOLDER_REUSED;
     if (!no) {
         const char *v = str(json_object_get(e, "whoami"), "state");
-        fprintf(stderr,
-                "wtproxy: %s is already served on front :%d by pid %lld (%s, port %lld), which "
-                "outlived the daemon it was registered with%s%s; reusing it. This command "
-                "waits while it runs; to stop it: wtproxy stop %s --front %d\n",
-                cli_run_folder(r->worktree), r->front, pid, str(e, "command"),
-                json_integer_value(json_object_get(e, "port")), v[0] ? ", " : "", v, r->worktree,
-                r->front);
+        say(r,
+            "wtproxy: %s is already served on front :%d by pid %lld (%s, port %lld), which "
+            "outlived the daemon it was registered with%s%s; reusing it. This command "
+            "waits while it runs; to stop it: wtproxy stop %s --front %d",
+            cli_run_folder(r->worktree), r->front, pid, str(e, "command"),
+            json_integer_value(json_object_get(e, "port")), v[0] ? ", " : "", v, r->worktree,
+            r->front);
         r->reused = (pid_t)pid;
         r->reused_start = (unsigned long long)json_integer_value(json_object_get(e, "pid_start"));
     } else {
-        fprintf(stderr,
-                "wtproxy: %s's server on front :%d (pid %lld, %s) outlived the daemon it was "
-                "registered with, and %s; stopping it to run this one\n",
-                cli_run_folder(r->worktree), r->front, pid, str(e, "command"), no);
+        say(r,
+            "wtproxy: %s's server on front :%d (pid %lld, %s) outlived the daemon it was "
+            "registered with, and %s; stopping it to run this one",
+            cli_run_folder(r->worktree), r->front, pid, str(e, "command"), no);
         out = stop_holder(r, e) == 0 ? CLI_RUN_HOLDER_GONE : CLI_RUN_HOLDER_KEPT;
     }
     json_decref(e);
