@@ -166,9 +166,9 @@ static int stop_holder(const struct cli_run *r, json_t *e)
 
 enum cli_run_holder cli_run_orphan(struct cli_run *r, json_t *holder)
 {
-    if (!json_is_true(json_object_get(holder, "restored")))
-        return CLI_RUN_HOLDER_KEPT;
     long long pid = json_integer_value(json_object_get(holder, "pid"));
+    if (!json_is_true(json_object_get(holder, "restored")) || pid <= 0)
+        return CLI_RUN_HOLDER_KEPT; /* pid 0: a --ttl entry, no process to reuse */
     json_t *e = await_verdict(r, holder);
     if (!e)
         return CLI_RUN_HOLDER_GONE; /* it exited meanwhile: the key is free */
