@@ -30,7 +30,8 @@ function freePort() {
 
 // A worktree, the environment of CLI commands that start their daemon on
 // a fixed front, and a first `wtproxy run` (it starts the daemon) serving
-// and verified. serverArgs: the first server's extra arguments.
+// and verified (ready: false: registered, still starting). serverArgs: the
+// first server's extra arguments.
 async function setup(t, { serverArgs = [], ready = true } = {}) {
   const tmp = makeWorktrees(t, ['a']);
   const front = await freePort();
@@ -39,12 +40,39 @@ async function setup(t, { serverArgs = [], ready = true } = {}) {
   const first = startRun(t, tmp, { cwd: tmp.wt.a, front, env, detached: true, serverArgs });
   const started = await waitFor(() => /started the daemon \(pid (\d+)\)/.exec(first.stderr()), 10000, 'the daemon started');
   if (ready) await first.ready;
+  else await waitFor(async () => (await lsJson(tmp)).length === 1, 10000, 'the first run registered');
   return { tmp, front, env, first, daemon: Number(started[1]) };
 }
 
-async function killDaemon(pid) {
+// Wait until the second run says it reuses the server; on failure, its
+// output and the daemons' log.
+async function reuses(tmp, run) {
+  try {
+    await waitFor(() => /reusing it|stopping it/.test(run.stderr()), 40000, 'the second run says what it does');
+    assert.match(run.stderr(), /reusing it/);
+  } catch (e) {
+    let log = '';
+    try { log = fs.readFileSync(path.join(tmp.root, 'state', 'wtproxy', 'daemon.log'), 'utf8'); } catch { /* none */ }
+    throw new Error(`${e.message}; it said:\n${run.stderr()}\nthe daemon log:\n${log}`);
+  }
+}
+
+// Whether nothing accepts on the control socket any more.
+function refused(sock) {
+  return new Promise((resolve) => {
+    const c = net.createConnection(sock);
+    c.on('connect', () => { c.destroy(); resolve(false); });
+    c.on('error', () => resolve(true));
+  });
+}
+
+// kill -9, and wait until its control socket is closed: a killed daemon's
+// main thread shows as a zombie while its other threads still exit, the
+// socket open.
+async function killDaemon(tmp, pid) {
   process.kill(pid, 'SIGKILL');
   await waitFor(() => !pidAlive(pid), 5000, `daemon ${pid} gone`);
+  await waitFor(() => refused(tmp.control), 5000, `daemon ${pid}'s control socket closed`);
 }
 
 // The server's own pid, from its answer through the front.
@@ -57,10 +85,10 @@ async function servedBy(front, worktree) {
 test('a verified server that outlived its daemon: the next run reuses it, no kill instruction', async (t) => {
   const { tmp, front, env, first, daemon } = await setup(t);
   const before = await servedBy(front, tmp.wt.a);
-  await killDaemon(daemon);
+  await killDaemon(tmp, daemon);
 
   const second = startRun(t, tmp, { cwd: tmp.wt.a, front, env, detached: true });
-  await waitFor(() => /reusing it/.test(second.stderr()), 20000, `the second run reuses:\n${second.stderr()}`);
+  await reuses(tmp, second);
   const said = second.stderr();
   sanitizerClean(assert, said);
   assert.match(said, /started the daemon/);
@@ -93,7 +121,7 @@ test('a verified server that outlived its daemon: the next run reuses it, no kil
 test('a stale server that outlived its daemon: the next run stops it and serves in its place', async (t) => {
   const { tmp, front, env, first, daemon } = await setup(t);
   const before = await servedBy(front, tmp.wt.a);
-  await killDaemon(daemon);
+  await killDaemon(tmp, daemon);
   await new Promise((r) => setTimeout(r, 20)); // a later mtime than the server's start
   fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(2)\n');
 
@@ -118,13 +146,13 @@ test('a stale server that outlived its daemon: the next run stops it and serves 
 });
 
 test('a server still starting when its daemon died: its wrapper tells the next daemon, and it is reused', async (t) => {
-  const { tmp, front, env, first, daemon } = await setup(t, { serverArgs: ['--delay', '1500'], ready: false });
-  await killDaemon(daemon);
+  const { tmp, front, env, first, daemon } = await setup(t, { serverArgs: ['--delay', '3000'], ready: false });
+  await killDaemon(tmp, daemon);
   await first.ready; // it listens with no daemon to tell
   assert.match(first.stderr(), /could not mark \S+ ready: .*asking again every 1 s/);
 
   const second = startRun(t, tmp, { cwd: tmp.wt.a, front, env, detached: true });
-  await waitFor(() => /reusing it/.test(second.stderr()), 20000, `the second run reuses:\n${second.stderr()}`);
+  await reuses(tmp, second);
   assert.doesNotMatch(second.stderr(), /\bkill \d+/, 'no kill instruction');
   await waitFor(() => /the daemon answers again: wt-a is marked ready/.test(first.stderr()), 5000, `the wrapper marked it ready:\n${first.stderr()}`);
   const served = await servedBy(front, tmp.wt.a);
