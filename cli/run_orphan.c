@@ -89,8 +89,7 @@ static int same_process(json_t *e, json_t *holder)
  * daemon with whoami = off, which asks nothing). */
 static int decided(json_t *e)
 {
-    return strcmp(str(e, "state"), "ready") == 0 &&
-           strcmp(str(json_object_get(e, "whoami"), "state"), "unchecked") != 0;
+    return strcmp(str(e, "state"), "ready") == 0 && strcmp(cli_verdict(e), "unchecked") != 0;
 }
 
 /* The holder's entry once decided, or as it is after ORPHAN_VERDICT_MS;
@@ -118,21 +117,28 @@ static int first_sentence(const char *s)
     return end ? (int)(end - s) : (int)strlen(s);
 }
 
-/* Why e is not reused, in a clause; NULL when it is good to reuse. */
+/* Why e is not reused, in a clause; NULL when it is good to reuse (its
+ * verdict passes, or the daemon checks none). */
 static const char *refused(json_t *e, char *why, size_t len)
 {
-    json_t *w = json_object_get(e, "whoami");
-    const char *v = str(w, "state");
-    if (strcmp(str(e, "state"), "ready") != 0)
+    const char *detail = str(json_object_get(e, "whoami"), "detail");
+    char words[1400];
+    if (strcmp(str(e, "state"), "ready") != 0) {
         snprintf(why, len, "it was not ready within %d s", ORPHAN_VERDICT_MS / 1000);
-    else if (strcmp(v, "unchecked") == 0)
-        snprintf(why, len, "its /__whoami gave no verdict within %d s: %s",
-                 ORPHAN_VERDICT_MS / 1000, str(w, "detail"));
-    else if (v[0] && strcmp(v, "verified") != 0 && strcmp(v, "trusted") != 0)
-        snprintf(why, len, "the /__whoami gate refuses it (%s): %.*s", v,
-                 first_sentence(str(w, "detail")), str(w, "detail"));
-    else
+        return why;
+    }
+    switch (cli_verdict_words(e, ORPHAN_VERDICT_MS, words, sizeof words)) {
+    case CLI_VERDICT_OFF:
+    case CLI_VERDICT_PASS:
         return NULL;
+    case CLI_VERDICT_UNDECIDED:
+        snprintf(why, len, "%s", words);
+        break;
+    case CLI_VERDICT_REFUSED:
+        snprintf(why, len, "the /__whoami gate refuses it (%s): %.*s", cli_verdict(e),
+                 first_sentence(detail), detail);
+        break;
+    }
     return why;
 }
 
@@ -176,7 +182,7 @@ enum cli_run_holder cli_run_orphan(struct cli_run *r, json_t *holder)
     const char *no = refused(e, why, sizeof why);
     enum cli_run_holder out = CLI_RUN_HOLDER_REUSED;
     if (!no) {
-        const char *v = str(json_object_get(e, "whoami"), "state");
+        const char *v = cli_verdict(e);
         say(r,
             "wtproxy: %s is already served on front :%d by pid %lld (%s, port %lld), which "
             "outlived the daemon it was registered with%s%s; reusing it. This command "
