@@ -28,6 +28,7 @@
 #define WTP_DAEMON_START_WAIT_MS 5000        /* for a started daemon to answer ping */
 #define WTP_CLIENT_POLL_MS 50                /* daemon start and readiness checks */
 #define WTP_RESTART_STOP_MS 5000             /* a stale server's SIGTERM, before SIGKILL */
+#define WTP_RUN_READY_RETRY_MS 1000          /* a `ready` no daemon answered, asked again */
 
 /* What a handler returns instead of an exit status: main prints the
  * command's help on stdout and exits 0 (CLI_HELP), or on stderr and exits

@@ -9,8 +9,9 @@
  * when it can. SIGUSR1 restarts CMD (the
  * daemon's gate finds it stale, or `wtproxy restart`); SIGTERM stops its
  * whole process tree (`wtproxy stop`). CMD's output also goes to a log
- * (run_log.c); the daemon's entry is run_reg.c's. This file is the
- * supervision: ready, restart, stop, and main. */
+ * (run_log.c); the daemon's entry is run_reg.c's; a server on the key
+ * that outlived its daemon is reused or replaced by run_orphan.c. This
+ * file is the supervision: ready, restart, stop, and main. */
 #include "run.h"
 
 #include <errno.h>
@@ -89,8 +90,8 @@ static int watch(const struct cli_run *r, pid_t pid, struct host_diag *d)
 {
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
     pid_t self = getpid();
-    int status, ready = 0, said = 0;
-    unsigned polls = 0;
+    int status, ready = 0, said = 0, untold = 0;
+    unsigned polls = 0, retry = WTP_RUN_READY_RETRY_MS / WTP_CLIENT_POLL_MS;
     for (;;) {
         if (stop_asked) {
             cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
@@ -102,7 +103,7 @@ static int watch(const struct cli_run *r, pid_t pid, struct host_diag *d)
                 return 1;
             if (pid == 0)
                 return 128 + SIGTERM; /* stopped while restarting */
-            ready = 0;
+            ready = untold = 0;
         }
         /* Polled, never a blocking wait: a signal that lands between the
          * looks above and the wait would otherwise wait for CMD's end. */
@@ -115,7 +116,11 @@ static int watch(const struct cli_run *r, pid_t pid, struct host_diag *d)
         }
         if (!ready && is_ready(r, self, &said, d, ++polls)) {
             ready = 1;
-            cli_run_mark_ready(r);
+            untold = cli_run_mark_ready(r, 0) < 0;
+        } else if (untold && ++polls % retry == 0) {
+            /* The daemon died meanwhile: the one started next reloads the
+             * entry as starting, and holds requests until it is told. */
+            untold = cli_run_mark_ready(r, 1) < 0;
         } else {
             nanosleep(&tick, NULL);
         }
@@ -184,7 +189,9 @@ int cli_run_main(int argc, char **argv)
         r.front = cli_daemon_front(r.worktree, r.service, cli_daemon_start_allowed(no_autostart));
     cli_run_log_open(&r.log, r.worktree, r.front, r.service);
     rc = cli_run_claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
-    if (rc == 0) {
+    if (rc == 0 && r.reused) {
+        rc = cli_run_follow(&r); /* its server, not ours: no release */
+    } else if (rc == 0) {
         pid_t pid = cli_run_start_cmd(&r, ask_stop);
         rc = pid < 0 ? 1 : supervise(&r, pid);
         cli_run_release(&r);

@@ -21,6 +21,10 @@ struct cli_run {
     char **argv;        /* CMD ARGS with {port} substituted, NULL-terminated */
     char command[1024]; /* argv joined, for people */
     struct cli_run_log log;
+    /* A server that outlived its daemon, reused instead of CMD (run_orphan.c):
+     * its wrapper's pid and start time; 0 when CMD runs. */
+    pid_t reused;
+    unsigned long long reused_start;
 };
 
 /* The worktree's folder name, as people (and Host routing) call it. */
@@ -49,9 +53,12 @@ pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int));
  * reason printed (the holder of a conflict). */
 int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv);
 
-/* Tell the daemon CMD is ready and say so. A daemon that cannot be told
- * leaves the entry starting: warn, CMD keeps running. */
-void cli_run_mark_ready(const struct cli_run *r);
+/* Tell the daemon CMD is ready; the first time (again 0) say so. A
+ * daemon that cannot be reached leaves the entry starting: the first
+ * time warns, and the caller asks again (a daemon started after a crash
+ * has reloaded the entry as starting). Returns 0 when the daemon
+ * answered (a refusal is warned of), -1 when it could not be asked. */
+int cli_run_mark_ready(const struct cli_run *r, int again);
 
 /* Tell the daemon CMD is restarting, so that it holds requests meanwhile;
  * one that cannot be told gets a warning. */
@@ -61,5 +68,25 @@ void cli_run_tell_restarting(const struct cli_run *r);
  * worktree went away). Anything else is a warning; the daemon drops the
  * entry anyway once it sees this wrapper's pid gone. */
 void cli_run_release(const struct cli_run *r);
+
+/* --- run_orphan.c --- */
+
+/* What the register's conflict holder is to this run (cli_run_orphan). */
+enum cli_run_holder {
+    CLI_RUN_HOLDER_KEPT,   /* a holder of this daemon's: report the conflict */
+    CLI_RUN_HOLDER_REUSED, /* a verified server that outlived its daemon: r->reused is set */
+    CLI_RUN_HOLDER_GONE,   /* it was stopped, or exited: register again */
+};
+
+/* holder is the conflict's: when it outlived the daemon it registered
+ * with ("restored"), wait for the daemon's /__whoami verdict on it, then
+ * reuse it when verified, else stop it through its wrapper. Says what it
+ * did. */
+enum cli_run_holder cli_run_orphan(struct cli_run *r, json_t *holder);
+
+/* Stay while the reused server's wrapper runs (a test runner's webServer
+ * command must not end while its server serves); a signal ends only this
+ * command. Returns the exit status, 0. */
+int cli_run_follow(const struct cli_run *r);
 
 #endif

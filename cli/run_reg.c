@@ -129,29 +129,43 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
             rc = ask(register_request(r), 0, &reply, err, sizeof err);
         }
     }
+    /* A holder that outlived its daemon is reused, or stopped and the
+     * register asked again (run_orphan.c). */
+    enum cli_run_holder holder = CLI_RUN_HOLDER_KEPT;
+    if (rc > 0 &&
+        (holder = cli_run_orphan(r, json_object_get(reply, "holder"))) == CLI_RUN_HOLDER_GONE) {
+        json_decref(reply);
+        rc = ask(register_request(r), 0, &reply, err, sizeof err);
+    }
     if (rc < 0) {
         fprintf(stderr, "wtproxy: %s\n", err);
         return 1;
     }
     if (rc > 0)
-        rc = cli_report(reply);
+        rc = holder == CLI_RUN_HOLDER_REUSED ? 0 : cli_report(reply);
     json_decref(reply);
     return rc;
 }
 
-void cli_run_mark_ready(const struct cli_run *r)
+int cli_run_mark_ready(const struct cli_run *r, int again)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
     int rc = ask_entry(r, "ready", &reply, err, sizeof err);
-    if (rc < 0)
-        fprintf(stderr, "wtproxy: warning: could not mark %s ready: %s\n", r->worktree, err);
+    if (rc < 0 && !again)
+        fprintf(stderr, "wtproxy: warning: could not mark %s ready: %s; asking again every %d s\n",
+                r->worktree, err, WTP_RUN_READY_RETRY_MS / 1000);
     else if (rc > 0)
         fprintf(stderr, "wtproxy: warning: could not mark %s ready: %s\n", r->worktree,
                 json_string_value(json_object_get(reply, "message")));
+    else if (rc == 0 && again)
+        fprintf(stderr, "wtproxy: the daemon answers again: %s is marked ready\n",
+                cli_run_folder(r->worktree));
     json_decref(reply);
-    fprintf(stderr, "wtproxy: %s is ready on 127.0.0.1:%d (front :%d)\n",
-            cli_run_folder(r->worktree), r->port, r->front);
+    if (!again)
+        fprintf(stderr, "wtproxy: %s is ready on 127.0.0.1:%d (front :%d)\n",
+                cli_run_folder(r->worktree), r->port, r->front);
+    return rc < 0 ? -1 : 0;
 }
 
 void cli_run_tell_restarting(const struct cli_run *r)

@@ -229,6 +229,7 @@ static void load_state(struct reg_server *rs)
             dropped = 1;
             continue;
         }
+        b->restored = 1;
         reg_server_watch(rs, b);
         fprintf(stderr, "wtproxy: restored %s on front :%d -> %s\n", b->worktree, b->front,
                 b->name);

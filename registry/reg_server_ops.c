@@ -55,7 +55,13 @@ static json_t *conflict(const struct reg_backend *h)
         "registered %s ago. Stop it, or remove it: wtproxy unregister --worktree %s "
         "--front %d",
         h->worktree, h->front, (int)h->pid, h->command, h->port, age, h->worktree, h->front);
-    json_object_set_new(r, "holder", reg_backend_to_json(h));
+    json_t *holder = reg_backend_to_json(h);
+    /* Its server outlived the daemon it registered with: a `wtproxy run`
+     * that found nothing on the front meanwhile (a test runner's) is no
+     * second server of its owner's making, and reuses or replaces it. */
+    if (holder && h->restored)
+        json_object_set_new(holder, "restored", json_true());
+    json_object_set_new(r, "holder", holder);
     return r;
 }
 

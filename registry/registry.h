@@ -45,7 +45,8 @@ struct reg_backend {
     long long started_ms;          /* when the server process started, 0 unknown */
     long long expires_ms;          /* TTL deadline, 0 none */
     enum reg_state state;
-    int restart_on_stale;      /* its `wtproxy run` wrapper restarts it on SIGUSR1 */
+    int restart_on_stale; /* its `wtproxy run` wrapper restarts it on SIGUSR1 */
+    int restored; /* loaded from the state file: registered with an earlier daemon (memory only) */
     unsigned long requests;    /* requests relayed to it */
     long long last_request_ms; /* when the last one began or ended (daemon memory only) */
     int active;                /* requests and tunnels in flight to it now */
