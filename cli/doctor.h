@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "cli.h"
+#include "app.h"
 #include "front.h"
 #include "host.h"
 #include "wtfile.h"

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <limits.h>
 
-#include "cli.h"
+#include "app.h"
 
 #define INIT_MAX_CHANGES 4
 

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "app.h"
 
 char *cli_read_text(const char *path, size_t max, char *err, size_t errlen)
 {

@@ -1,0 +1,86 @@
+/* app.h - what an app checkout is, as far as its files tell: its kind
+ * (Django, Next, Vite, FastAPI...), its dev server's command and its
+ * Playwright config (init_detect.c, init_python.c). `wtproxy init` edits
+ * it and doctor judges it. Internal to cli/. */
+#ifndef WTP_CLI_APP_H
+#define WTP_CLI_APP_H
+
+#include <limits.h>
+
+#include "cli.h"
+
+enum cli_app_kind {
+    CLI_APP_NONE,
+    CLI_APP_DJANGO,
+    CLI_APP_NEXT,
+    CLI_APP_VITE,
+    CLI_APP_EXPRESS,
+    CLI_APP_NODE,
+    CLI_APP_FASTAPI,   /* ASGI, served by uvicorn */
+    CLI_APP_STARLETTE, /* ASGI, served by uvicorn */
+    CLI_APP_FLASK      /* WSGI, served by `flask run` */
+};
+
+/* A Playwright config, as far as its literal text tells. */
+#define CLI_PW_MAX_SERVERS 8 /* webServer entries read; more are not adopted */
+
+struct cli_playwright {
+    char file[32];      /* "playwright.config.ts"; "" when the checkout has none */
+    char *text;         /* its contents (owned) */
+    int web_server;     /* it has a webServer block */
+    int has_url;        /* ... with url: (recipe "url") */
+    int has_port;       /* ... with port: (recipe "port") */
+    int uses_run;       /* ... whose command runs `wtproxy run` */
+    int reuse;          /* ... with reuseExistingServer not literally false */
+    int front;          /* the port of a literal baseURL (else webServer.url), 0 when none */
+    int base_port;      /* the port of a literal baseURL, 0 when none */
+    int url_port;       /* the port of a literal webServer.url, 0 when none */
+    int run_front;      /* the front its `wtproxy run` registers on (--front, else 8000) */
+    char run_cmd[1024]; /* the server command its `wtproxy run ... --` runs; "" unknown */
+    int nservers;       /* entries of a webServer array (each `{...}` with a command), else 0 */
+    struct cli_pw_server {
+        char command[512]; /* its literal command, "" when not a plain string */
+        int port;          /* the port of its literal url (or port:), 0 when none */
+        char path[256];    /* its url's path ("/api/health"), "" for none or "/" */
+    } server[CLI_PW_MAX_SERVERS];
+};
+
+struct cli_app {
+    enum cli_app_kind kind;
+    char settings[PATH_MAX]; /* Django: the settings file, relative to the checkout */
+    char module[PATH_MAX];   /* FastAPI, Starlette, Flask: the file that assigns `app` */
+    char start[1024];        /* the dev server's command, with {port} or reading $PORT */
+    struct cli_playwright pw;
+};
+
+/* Read dir's Playwright config into pw (pw->file "" when none). */
+void cli_playwright_read(const char *dir, struct cli_playwright *pw);
+
+/* Detect the app in dir: Django (manage.py and the settings module it
+ * names), else Node (package.json: next, vite, or a `node FILE` script),
+ * else FastAPI, Starlette or Flask (init_python.c), and its Playwright
+ * config. Returns 0, or -1 with err naming what was looked for (app->pw
+ * is read either way; free with cli_app_free). */
+int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errlen);
+const char *cli_app_name(enum cli_app_kind k);
+void cli_app_free(struct cli_app *app);
+
+/* --- init_python.c --- */
+
+/* The interpreter a Python dev server of dir is started with: the one
+ * pw's webServer.command names by path before runs (" manage.py
+ * runserver", " -m uvicorn"), else .venv/bin/python, else
+ * venv/bin/python, else python3 (the daemon's PATH). Into out. */
+void cli_python_of(const char *dir, const struct cli_playwright *pw, const char *runs, char *out,
+                   size_t outlen);
+
+/* What cli_pyapp_detect looks for, as the refusal names it. */
+#define CLI_PYAPP_LOOKED_FOR                                                                       \
+    "main.py, app.py or app/main.py assigning at its top level `app = FastAPI(`, "                 \
+    "`app = Starlette(` or `app = Flask(`"
+
+/* A FastAPI, Starlette or Flask app of dir (see init_python.c) into app:
+ * its kind, module and start. Returns 0, or -1 when there is none. */
+int cli_pyapp_detect(const char *dir, struct cli_app *app);
+
+#endif
