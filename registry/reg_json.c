@@ -96,8 +96,6 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
                   (json_int_t)b->registered_ms, "started_ms", (json_int_t)b->started_ms,
                   "expires_ms", (json_int_t)b->expires_ms, "state", state_names[b->state],
                   "requests", (json_int_t)b->requests);
-    /* Only once checked: the store file never carries it (a restarted
-     * daemon checks again). */
     if (o && b->restart_on_stale && json_object_set_new(o, "restart_on_stale", json_true()) < 0) {
         json_decref(o);
         return NULL;
@@ -109,6 +107,8 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
         json_decref(o);
         return NULL;
     }
+    /* Only once checked. The store file carries it as last written, and
+     * a daemon loading the file ignores it: it asks the server again. */
     if (o && b->whoami.state[0] &&
         json_object_set_new(o, "whoami", whoami_to_json(&b->whoami)) < 0) {
         json_decref(o);
