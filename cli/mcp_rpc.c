@@ -68,8 +68,15 @@ static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
                              "tools/call needs params.name, a string (see tools/list)");
     if (args && !json_is_object(args) && !json_is_null(args))
         return mcp_rpc_error(id, code, "Invalid params", "params.arguments must be an object");
+    m->call_id = id; /* what a notifications/cancelled names (mcp_wait.c) */
+    m->cancelled = 0;
     json_t *res = mcp_tools_call(m, json_string_value(name), json_is_null(args) ? NULL : args,
                                  &code, err, sizeof err);
+    m->call_id = NULL;
+    if (m->cancelled) { /* MCP: the receiver does not answer a cancelled request */
+        json_decref(res);
+        return NULL;
+    }
     return res ? result(id, res) : mcp_rpc_error(id, code, "Invalid params", err);
 }
 
@@ -92,8 +99,7 @@ static json_t *request(struct mcp *m, json_t *id, const char *method, json_t *pa
     return mcp_rpc_error(id, MCP_METHOD_NOT_FOUND, "Method not found", data);
 }
 
-/* The reply to msg, a parsed JSON value. */
-static json_t *message(struct mcp *m, json_t *msg)
+json_t *mcp_rpc_message(struct mcp *m, json_t *msg)
 {
     if (json_is_array(msg))
         return mcp_rpc_error(NULL, MCP_INVALID_REQUEST, "Invalid Request",
@@ -124,16 +130,15 @@ static json_t *message(struct mcp *m, json_t *msg)
     return request(m, id, json_string_value(method), params);
 }
 
-json_t *mcp_rpc_handle(struct mcp *m, const char *line, size_t len)
+json_t *mcp_rpc_parse(const char *line, size_t len, json_t **reply)
 {
     json_error_t je;
     json_t *msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    *reply = NULL;
     if (!msg) {
         char data[256];
         snprintf(data, sizeof data, "not JSON: %s at byte %d", je.text, je.position);
-        return mcp_rpc_error(NULL, MCP_PARSE_ERROR, "Parse error", data);
+        *reply = mcp_rpc_error(NULL, MCP_PARSE_ERROR, "Parse error", data);
     }
-    json_t *reply = message(m, msg);
-    json_decref(msg);
-    return reply;
+    return msg;
 }
