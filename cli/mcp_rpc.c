@@ -11,7 +11,9 @@
  * Decisions (conf/MCP.md): a batch (an array) is refused with -32600, as
  * MCP 2025-06-18 removed batching; requests before initialize are
  * answered, since every tool is scoped to the session's worktree from its
- * start and MCP's stateless revision (2026-07-28) has no handshake. */
+ * start and MCP's stateless revision (2026-07-28) has no handshake; a
+ * tools/call the client cancelled while it waited (mcp_wait.c) is not
+ * answered, as MCP's "Cancellation" says. */
 #include "mcp.h"
 
 #include <stdio.h>
