@@ -7,14 +7,17 @@
 //   a ping is answered during the wait, a tools/call sent during it and
 //   cancelled too is never run, the next call is answered in well under
 //   a second, and the resource is not taken when its holder ends later;
-// - EOF on stdin during a claim's wait: the process exits at once, 0;
+// - EOF on stdin during a claim's wait: the process exits at once, 0,
+//   answering neither it nor the call queued behind it;
 // - restart waiting for a server slow to listen again, cancelled: the
 //   next call is answered at once; the restart itself goes on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, startRun, cliEnv, waitFor, cli, lsJson } from './lib/registry.mjs';
+import {
+  makeWorktrees, startDaemon, startRun, cliEnv, waitFor, cli, lsJson, sanitizerClean,
+} from './lib/registry.mjs';
 import { startMcp, initialize } from './lib/mcp.mjs';
 import { startCli } from './lib/lease.mjs';
 
@@ -77,6 +80,7 @@ test('a cancelled claim wait: no answer, the session answers at once, the claim 
   assert.deepEqual((await call(mcp, 14, 'claim', { resource: 'slot', ttl: '1m' })).structuredContent.claimed, 'slot');
   const end = await mcp.end();
   assert.equal(end.code, 0, mcp.stderr());
+  sanitizerClean(assert, mcp.stderr());
   assert.equal(mcp.lines.filter((l) => [10, 12].includes(JSON.parse(l).id)).length, 0, `answers for the cancelled calls: ${mcp.lines}`);
 });
 
@@ -90,12 +94,15 @@ async function call(mcp, id, name, args) {
 test('EOF on stdin during a claim wait ends the process at once, status 0', async (t) => {
   const { tmp, mcp } = await heldSlot(t);
   await waitingClaim(mcp, 20);
+  await mcp.send(toolCall(21, 'servers', {})); // waits its turn, which never comes
+  await new Promise((r) => setTimeout(r, 100));
   const t0 = Date.now();
   const end = await Promise.race([mcp.end(), new Promise((r) => setTimeout(() => r(null), 5000))]);
   const ms = Date.now() - t0;
   assert.notEqual(end, null, 'wtproxy mcp still runs 5 s after its stdin closed');
   t.diagnostic(`exited ${ms} ms after EOF`);
   assert.equal(end.code, 0, mcp.stderr());
+  sanitizerClean(assert, mcp.stderr());
   assert.ok(ms < 1000, `exited ${ms} ms after EOF`);
   assert.equal(end.rest + mcp.lines.join('\n'), '', 'no answer for the call');
   assert.match(mcp.stderr(), /stdin ended while a tool call waited: the call stops unanswered, and the session ends/);
@@ -134,5 +141,6 @@ test('a cancelled restart wait: no answer, the next call at once, the restart go
   assert.equal(r.structuredContent.servers[0].state, 'starting', JSON.stringify(r.structuredContent.servers));
   assert.match(mcp.stderr(), /the client cancelled request 30 \(client timeout\): its wait stops; it gets no answer/);
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
+  sanitizerClean(assert, mcp.stderr());
   assert.equal(mcp.lines.length, 0, `an answer for the cancelled restart: ${mcp.lines}`);
 });
