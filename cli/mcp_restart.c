@@ -3,10 +3,13 @@
  * the servers that run, its op start for the services the worktree's
  * .wtproxy declares that do not (one that died was unregistered by its
  * wrapper), then a wait until each is ready, so that the agent's next
- * step (its tests) meets the new server, not the old one or a 503. What
- * did not come up is an error carrying its log's last lines, the reason;
- * a restart with nothing to restart or start says how to start a server,
- * and what the last one's log said. */
+ * step (its tests) meets the new server, not the old one or a 503, and
+ * for the daemon's verdict on it, as that command waits and says it
+ * (verdict.c). Each wait sleeps through cli_pause: a client's
+ * cancellation ends it (mcp_wait.c), and what the daemon was asked goes
+ * on. What did not come up is an error carrying its log's last lines,
+ * the reason; a restart with nothing to restart or start says how to
+ * start a server, and what the last one's log said. */
 #include "mcp.h"
 
 #include <stdio.h>
@@ -111,10 +114,11 @@ static json_t *await_ready(const char *wt, json_t *asked)
         json_t *late = NULL, *fail = NULL, *now = mcp_entries(wt, &fail);
         json_t *out = now ? look(wt, asked, now, 1, &late) : fail;
         json_decref(now);
-        if (out && json_object_get(out, "error"))
+        int up = json_is_array(out);
+        if (out && !up)
             return out;
         json_decref(out);
-        if (out)
+        if (up)
             return NULL;
         if (waited >= MCP_RESTART_WAIT_MS) {
             char why[64];
