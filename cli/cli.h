@@ -201,7 +201,21 @@ int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wa
  * NULL: a worktree has one server a front (restart.c). */
 json_t *cli_entry_on_front(json_t *list, json_t *e);
 
+/* --- pause.c: the sleep between a wait's polls --- */
+
+/* Sleep ms, or as `wtproxy mcp` set it (cli_pause_set): read its stdin
+ * meanwhile. Returns 0, or -1 when the wait is cancelled (the MCP client
+ * cancelled the call, or closed its end): the caller stops waiting at once
+ * and leaves nothing half done. */
+int cli_pause(long ms);
+void cli_pause_set(int (*fn)(long ms));
+
 /* --- verdict.c: the /__whoami verdict restart and register wait for --- */
+
+/* How long restart (the command and the MCP tool) waits for the daemon's
+ * verdict on a restarted server: its /__whoami (whoami_timeout) and, for a
+ * stale one, stale_grace, in which an autoreloader may catch up. */
+#define CLI_VERDICT_WAIT_MS 15000
 
 /* The gate's state of x, a listed entry ("" when it has none: whoami =
  * off, or x NULL). */
@@ -209,8 +223,9 @@ const char *cli_verdict(json_t *x);
 
 /* Poll a's servers until the entry of each of asked (on its front) has a
  * verdict, is not "unchecked", or may_answer (NULL: always) says it will
- * not have one soon, for wait_ms at most. Returns the last list (a new
- * reference; empty when the daemon did not answer). */
+ * not have one soon, for wait_ms at most (less when cli_pause says the
+ * wait is cancelled). Returns the last list (a new reference; empty when
+ * the daemon did not answer). */
 json_t *cli_await_verdicts(const struct cli_server_args *a, json_t *asked, long wait_ms,
                            int (*may_answer)(json_t *x));
 
@@ -225,6 +240,13 @@ enum cli_verdict_kind {
  * the code on disk", "but stale: <the gate's detail, with the fix>", ...
  * wait_ms is how long it was waited for. Returns its kind. */
 enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size_t outlen);
+
+/* The line restart says of e, a server it restarted that is ready, into
+ * out: "WT's server on front F restarted and ready, verified: ..." (or
+ * "but stale: ...", "; its /__whoami gave no verdict ..."), with its
+ * verdict in now (cli_await_verdicts' list, CLI_VERDICT_WAIT_MS). Returns
+ * the verdict's kind. */
+enum cli_verdict_kind cli_verdict_restarted(json_t *e, json_t *now, char *out, size_t len);
 
 /* The HTTP status a request to x gets while the gate refuses it, with the
  * refusal's name in *reason ("checkout-mismatch"); 0 when it is not refused. */
@@ -271,8 +293,10 @@ int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_
  * it, ends or expires. The first refusal it waits after is said once on
  * stderr ("waiting up to D for R: whose it is"). Returns as
  * cli_lease_claim (refused: the last answer's holder and sentence), and
- * *waited_ms: how long it waited, 0 when the first answer was final.
- * `wtproxy claim --wait` and the MCP claim's wait share it. */
+ * *waited_ms: how long it waited, 0 when the first answer was final; -1
+ * with err also when cli_pause says the wait is cancelled (no claim is in
+ * flight then: it was not taken). `wtproxy claim --wait` and the MCP
+ * claim's wait share it. */
 int cli_lease_claim_wait(void *pg, const struct reg_lease *c, long long ttl_ms, long long wait_ms,
                          json_t **info, long long *waited_ms, char *err, size_t errlen);
 

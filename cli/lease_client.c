@@ -8,7 +8,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "host.h"
 #include "reg_lease.h"
@@ -110,7 +109,11 @@ int cli_lease_claim_wait(void *pg, const struct reg_lease *c, long long ttl_ms, 
             fprintf(stderr, "wtproxy: waiting up to %s for %s: %s\n", span, c->id, err);
         json_decref(*info);
         *info = NULL;
-        usleep(CLAIM_POLL_MS * 1000);
+        if (cli_pause(CLAIM_POLL_MS) < 0) {
+            *waited_ms = host_mono_ms() - start;
+            snprintf(err, errlen, "the wait for %s was cancelled; it was not claimed", c->id);
+            return -1;
+        }
     }
 }
 

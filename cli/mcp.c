@@ -3,11 +3,13 @@
  * 2.0 message a line on stdin, one reply a line on stdout, nothing else on
  * stdout (people's messages go to stderr). A line longer than MCP_LINE_MAX
  * is read to its end and dropped, and answered with an error, so that no
- * input makes the process grow without bound or stop answering. EOF on
- * stdin ends it with status 0. */
+ * input makes the process grow without bound or stop answering. While a
+ * tool call waits, stdin is still read (mcp_wait.c): the client may
+ * cancel it. EOF on stdin ends it with status 0, during a wait too. */
 #include "mcp.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +18,6 @@
 
 #include "cli.h"
 #include "host.h"
-
-#define READ_CHUNK 65536
-
-/* A line being read: at most MCP_LINE_MAX bytes are kept; past that the
- * rest of the line is counted and dropped (too_long). */
-struct line {
-    char *buf;
-    size_t len;
-    int too_long;
-};
 
 /* Write all of buf to stdout. Returns 0, or -1 (the client is gone). */
 static int write_all(const char *buf, size_t len)
@@ -42,8 +34,7 @@ static int write_all(const char *buf, size_t len)
     return 0;
 }
 
-/* Send reply (consumed) as one line. Returns 0, or -1. */
-static int send_reply(json_t *reply)
+int mcp_send(json_t *reply)
 {
     char *text = json_dumps(reply, JSON_COMPACT);
     json_decref(reply);
@@ -57,75 +48,109 @@ static int send_reply(json_t *reply)
     return r;
 }
 
-/* Answer the line l holds and make it empty again. Blank lines are no
- * messages. Returns 0, or -1 when stdout is gone. */
-static int finish_line(struct mcp *m, struct line *l)
+json_t *mcp_take_message(struct mcp_input *in, json_t **reply)
 {
-    json_t *reply = NULL;
-    if (l->too_long) {
+    json_t *msg = NULL;
+    *reply = NULL;
+    if (in->too_long) {
         char data[160];
         snprintf(data, sizeof data, "a message is at most %d bytes; this one was discarded",
                  MCP_LINE_MAX);
-        reply = mcp_rpc_error(NULL, MCP_INVALID_REQUEST, "Invalid Request", data);
+        *reply = mcp_rpc_error(NULL, MCP_INVALID_REQUEST, "Invalid Request", data);
     } else {
-        while (l->len > 0 && (l->buf[l->len - 1] == '\r' || l->buf[l->len - 1] == ' ' ||
-                              l->buf[l->len - 1] == '\t'))
-            l->len--;
-        if (l->len > 0)
-            reply = mcp_rpc_handle(m, l->buf, l->len);
+        while (in->len > 0 && (in->line[in->len - 1] == '\r' || in->line[in->len - 1] == ' ' ||
+                               in->line[in->len - 1] == '\t'))
+            in->len--;
+        if (in->len > 0) /* blank lines are no messages */
+            msg = mcp_rpc_parse(in->line, in->len, reply);
     }
-    l->len = 0;
-    l->too_long = 0;
-    return reply ? send_reply(reply) : 0;
+    in->len = 0;
+    in->too_long = 0;
+    return msg;
 }
 
-/* Add n bytes of one line to l, keeping at most MCP_LINE_MAX. */
-static void add_bytes(struct line *l, const char *p, size_t n)
+/* Add n bytes of one line to in, keeping at most MCP_LINE_MAX. */
+static void add_bytes(struct mcp_input *in, const char *p, size_t n)
 {
-    if (l->too_long || l->len + n > MCP_LINE_MAX) {
-        l->too_long = 1;
+    if (in->too_long || in->len + n > MCP_LINE_MAX) {
+        in->too_long = 1;
         return;
     }
-    memcpy(l->buf + l->len, p, n);
-    l->len += n;
+    memcpy(in->line + in->len, p, n);
+    in->len += n;
 }
 
-/* Read stdin to EOF, answering each line. Returns the exit status. */
-static int serve(struct mcp *m)
+/* Read what stdin has into in->chunk, waiting until deadline (a
+ * monotonic ms; -1: blocking). Returns 1, or 0 when nothing came. */
+static int fill(struct mcp_input *in, long long deadline)
 {
-    static char chunk[READ_CHUNK];
-    struct line l = {.buf = malloc(MCP_LINE_MAX)};
-    if (!l.buf) {
-        fprintf(stderr, "wtproxy mcp: out of memory\n");
-        return 1;
-    }
-    int status = 0;
     for (;;) {
-        ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR)
+        long long left = deadline < 0 ? -1 : deadline - host_mono_ms();
+        struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+        int r = poll(&p, 1, deadline < 0 ? -1 : left > 0 ? (int)left : 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0)
+            return 0;
+        ssize_t n = read(STDIN_FILENO, in->chunk, sizeof in->chunk);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n < 0) {
             fprintf(stderr, "wtproxy mcp: reading stdin: %s\n", strerror(errno));
-            status = 1;
-            break;
+            in->failed = 1;
         }
-        if (n == 0) { /* EOF: a last line without its newline still counts */
-            if ((l.len > 0 || l.too_long) && finish_line(m, &l) < 0)
-                status = 1;
-            break;
-        }
-        for (char *p = chunk, *end = chunk + n; p < end;) {
-            char *nl = memchr(p, '\n', (size_t)(end - p));
-            add_bytes(&l, p, (size_t)((nl ? nl : end) - p));
-            if (nl && finish_line(m, &l) < 0) {
-                free(l.buf);
-                return 0; /* the client closed our stdout: it is gone */
-            }
-            p = nl ? nl + 1 : end;
+        in->eof = n <= 0;
+        in->at = 0;
+        in->end = n > 0 ? (size_t)n : 0;
+        return 1;
+    }
+}
+
+int mcp_next_line(struct mcp_input *in, long wait_ms)
+{
+    long long deadline = wait_ms < 0 ? -1 : host_mono_ms() + wait_ms;
+    for (;;) {
+        if (in->at < in->end) {
+            char *p = in->chunk + in->at;
+            char *nl = memchr(p, '\n', in->end - in->at);
+            size_t n = (size_t)((nl ? nl : in->chunk + in->end) - p);
+            add_bytes(in, p, n);
+            in->at += n + (nl ? 1 : 0);
+            if (nl)
+                return 1;
+        } else if (in->eof) { /* a last line without its newline still counts */
+            return in->len > 0 || in->too_long ? 1 : -1;
+        } else if (!fill(in, deadline)) {
+            return 0;
         }
     }
-    free(l.buf);
-    return status;
+}
+
+/* Answer each message to EOF: the tools/call requests that came while a
+ * call waited first (mcp_wait.c), then stdin's next. Returns the exit
+ * status. */
+static int serve(struct mcp *m)
+{
+    if (!(m->in.line = malloc(MCP_LINE_MAX))) {
+        fprintf(stderr, "wtproxy mcp: out of memory\n");
+        return 1;
+    }
+    mcp_wait_init(m);
+    while (!m->ended) {
+        json_t *reply = NULL, *msg = mcp_wait_next(m);
+        if (!msg && mcp_next_line(&m->in, -1) < 0)
+            break;
+        if (!msg)
+            msg = mcp_take_message(&m->in, &reply);
+        if (msg)
+            reply = mcp_rpc_message(m, msg);
+        json_decref(msg);
+        if (reply && mcp_send(reply) < 0)
+            break; /* the client closed our stdout: it is gone */
+    }
+    mcp_wait_drop(m);
+    free(m->in.line);
+    return m->in.failed;
 }
 
 /* The session's worktree: --worktree DIR (its top folder, as run takes

@@ -3,8 +3,9 @@
  * lines, mcp_rpc.c answers each JSON-RPC 2.0 message, mcp_tools.c holds
  * the table of tools (name, arguments, schema, handler) and what they
  * share, mcp_read.c the tools that read, mcp_restart.c restart,
- * mcp_act.c the leases, mcp_daemon.c the daemon (who starts it) and
- * mcp_front.c the fronts the session names. */
+ * mcp_act.c the leases, mcp_daemon.c the daemon (who starts it),
+ * mcp_front.c the fronts the session names and mcp_wait.c what the
+ * session reads while a tool call waits (its cancellation). */
 #ifndef WTP_MCP_H
 #define WTP_MCP_H
 
@@ -30,11 +31,28 @@
 #define MCP_CLAIM_WAIT_MAX_MS 50000
 #define MCP_CLAIM_WAIT_MAX "50s"
 
+#define MCP_READ_CHUNK 65536
+/* The tools/call requests that arrive while a call waits are kept for
+ * after it, at most this many; past that stdin is not read until the call
+ * ends (a cancellation behind them is seen then). */
+#define MCP_QUEUE_MAX 8
+
 /* JSON-RPC 2.0's error codes. */
 #define MCP_PARSE_ERROR (-32700)
 #define MCP_INVALID_REQUEST (-32600)
 #define MCP_METHOD_NOT_FOUND (-32601)
 #define MCP_INVALID_PARAMS (-32602)
+
+/* stdin, split into lines (mcp.c). */
+struct mcp_input {
+    char *line; /* the line being read: at most MCP_LINE_MAX bytes are kept */
+    size_t len;
+    int too_long;               /* past that the rest is dropped */
+    char chunk[MCP_READ_CHUNK]; /* read ... */
+    size_t at, end;             /* ... and chunk[at, end) not split yet */
+    int eof;                    /* stdin ended (or could not be read: failed) */
+    int failed;
+};
 
 /* One `wtproxy mcp` session. */
 struct mcp {
@@ -42,11 +60,47 @@ struct mcp {
     char why_none[PATH_MAX + 256];
     int front;             /* the tools' front port from --front; 0: as the CLI picks it */
     long long started_pid; /* the daemon the current tool call started; 0: none */
+    struct mcp_input in;
+    json_t *call_id; /* the tools/call being answered; NULL between calls */
+    int cancelled;   /* the client cancelled it, or ended: it stops, and is not answered */
+    int ended;       /* stdin ended, or stdout is gone, during a call: the session ends */
+    json_t *queued[MCP_QUEUE_MAX]; /* tools/call requests that came during a call */
+    size_t nqueued;
 };
 
-/* mcp_rpc.c: the reply to one message (a line without its newline), a
- * new reference; NULL when none is due (a notification, a response). */
-json_t *mcp_rpc_handle(struct mcp *m, const char *line, size_t len);
+/* mcp.c: the next line of stdin into m->in (line, len, too_long), within
+ * wait_ms (-1: blocking). Returns 1, 0 when none came in time, -1 at EOF
+ * (a last line without its newline is a line first). */
+int mcp_next_line(struct mcp_input *in, long wait_ms);
+
+/* The line just read as a message (a new reference), the line emptied.
+ * NULL when it is none: *reply is then its error (not JSON, too long),
+ * or NULL (a blank line). */
+json_t *mcp_take_message(struct mcp_input *in, json_t **reply);
+
+/* Send reply (consumed) as one line on stdout. Returns 0, or -1 (the
+ * client is gone). */
+int mcp_send(json_t *reply);
+
+/* mcp_wait.c: make cli_pause, while a tool call waits, read stdin:
+ * answer what is cheap, keep other tools/call requests for after (in
+ * m->queued), and end the wait on the call's cancellation or EOF. */
+void mcp_wait_init(struct mcp *m);
+
+/* The oldest tools/call that came during a call (a new reference), or
+ * NULL. */
+json_t *mcp_wait_next(struct mcp *m);
+
+/* Drop what is still queued (the session ends). */
+void mcp_wait_drop(struct mcp *m);
+
+/* mcp_rpc.c: one line (without its newline) as a message, a new
+ * reference; NULL with *reply the parse error. */
+json_t *mcp_rpc_parse(const char *line, size_t len, json_t **reply);
+
+/* The reply to msg, a new reference; NULL when none is due (a
+ * notification, a response, a tools/call the client cancelled). */
+json_t *mcp_rpc_message(struct mcp *m, json_t *msg);
 
 /* A JSON-RPC error reply: {"jsonrpc":"2.0","id":id (null when NULL),
  * "error":{"code","message"[,"data"]}}. */

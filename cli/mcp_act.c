@@ -143,6 +143,23 @@ static json_t *open_store(struct mcp *m, void **pg, const char *what, const char
     return *pg ? NULL : mcp_daemon_up(m);
 }
 
+/* Release c, just claimed for a call the client cancelled meanwhile: the
+ * client hears nothing of it, so it must not hold it. */
+static void unclaim(void *pg, const struct reg_lease *c)
+{
+    char err[REG_LEASE_MESSAGE_MAX];
+    json_t *holder = NULL;
+    if (cli_lease_release(pg, c->id, c->worktree, 0, &holder, err, sizeof err) > 0)
+        fprintf(stderr, "wtproxy mcp: %s was claimed as the call was cancelled: released it\n",
+                c->id);
+    else
+        fprintf(stderr,
+                "wtproxy mcp: %s was claimed as the call was cancelled, and releasing it "
+                "failed (%s): release it: cd %s && wtproxy release %s\n",
+                c->id, err, c->worktree, c->id);
+    json_decref(holder);
+}
+
 json_t *mcp_tool_claim(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX], err[REG_LEASE_MESSAGE_MAX];
@@ -156,6 +173,8 @@ json_t *mcp_tool_claim(struct mcp *m, json_t *args)
         return fail;
     }
     int r = cli_lease_claim_wait(pg, &c, ttl, wait_ms, &info, &waited, err, sizeof err);
+    if (r > 0 && cli_pause(0) < 0) /* cancelled as it was claimed: not answered, so not kept */
+        unclaim(pg, &c);
     /* Another agent of this worktree holds it: wait for it, not kill it. */
     json_t *mate = r == 0 ? other_session(pg, "held", c.id, wt) : NULL;
     json_t *out = r < 0    ? store_failed(pg, "claim", c.id, err)

@@ -3,22 +3,20 @@
  * the servers that run, its op start for the services the worktree's
  * .wtproxy declares that do not (one that died was unregistered by its
  * wrapper), then a wait until each is ready, so that the agent's next
- * step (its tests) meets the new server, not the old one or a 503. What
- * did not come up is an error carrying its log's last lines, the reason;
- * a restart with nothing to restart or start says how to start a server,
- * and what the last one's log said. */
+ * step (its tests) meets the new server, not the old one or a 503, and
+ * for the daemon's verdict on it, as that command waits and says it
+ * (verdict.c). Each wait sleeps through cli_pause: a client's
+ * cancellation ends it (mcp_wait.c), and what the daemon was asked goes
+ * on. What did not come up is an error carrying its log's last lines,
+ * the reason; a restart with nothing to restart or start says how to
+ * start a server, and what the last one's log said. */
 #include "mcp.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-/* The daemon's verdict on a restarted server: its /__whoami (whoami_timeout)
- * and, for a stale one, stale_grace (as cli/restart.c waits). */
-#define VERDICT_WAIT_MS 15000
 
 static const char *str(json_t *o, const char *key)
 {
@@ -78,11 +76,9 @@ static json_t *entry_down(const char *wt, json_t *e, const char *why, int exited
 }
 
 /* One look at the servers of wt in asked, as now lists them: NULL while
- * one is not ready yet, or (verdict) has no /__whoami verdict yet: the
- * daemon asks a restarted server's once it is ready, "unchecked" until
- * then (*late, a member of asked); else the servers as they are now, or
- * the failure of one that exited. */
-static json_t *look(const char *wt, json_t *asked, json_t *now, int verdict, json_t **late)
+ * one is not ready yet (*late, a member of asked; with ready); else the
+ * servers as they are now, or the failure of one that exited. */
+static json_t *look(const char *wt, json_t *asked, json_t *now, int ready, json_t **late)
 {
     json_t *back = json_array(), *e;
     size_t i;
@@ -94,8 +90,7 @@ static json_t *look(const char *wt, json_t *asked, json_t *now, int verdict, jso
             json_decref(back);
             return entry_down(wt, e, "it exited (its wrapper unregistered it)", 1);
         }
-        if (strcmp(str(x, "state"), "ready") != 0 ||
-            (verdict && strcmp(str(json_object_get(x, "whoami"), "state"), "unchecked") == 0))
+        if (ready && strcmp(str(x, "state"), "ready") != 0)
             *late = e;
         json_array_append(back, x);
     }
@@ -104,25 +99,65 @@ static json_t *look(const char *wt, json_t *asked, json_t *now, int verdict, jso
     return *late ? NULL : back;
 }
 
-/* Wait until every server of wt in asked is ready again, and has its
- * verdict for VERDICT_WAIT_MS at most. Returns them as they are then, or
+/* The failure of a wait the client cancelled: never sent (mcp_rpc.c
+ * drops the call's answer); what the daemon was asked goes on. */
+static json_t *cancelled(void)
+{
+    return mcp_fail("cancelled", "the client cancelled the restart's wait");
+}
+
+/* Wait until every server of wt in asked is ready again. Returns NULL, or
  * the failure of one that exited or is not ready in time. */
 static json_t *await_ready(const char *wt, json_t *asked)
 {
-    struct timespec tick = {0, MCP_RESTART_POLL_MS * 1000000L};
     for (long waited = 0;; waited += MCP_RESTART_POLL_MS) {
         json_t *late = NULL, *fail = NULL, *now = mcp_entries(wt, &fail);
-        json_t *out = now ? look(wt, asked, now, waited < VERDICT_WAIT_MS, &late) : fail;
+        json_t *out = now ? look(wt, asked, now, 1, &late) : fail;
         json_decref(now);
-        if (out)
+        int up = json_is_array(out);
+        if (out && !up)
             return out;
+        json_decref(out);
+        if (up)
+            return NULL;
         if (waited >= MCP_RESTART_WAIT_MS) {
             char why[64];
             snprintf(why, sizeof why, "it is not ready after %d s", MCP_RESTART_WAIT_MS / 1000);
             return entry_down(wt, late, why, 0);
         }
-        nanosleep(&tick, NULL);
+        if (cli_pause(MCP_RESTART_POLL_MS) < 0)
+            return cancelled();
     }
+}
+
+/* The servers of wt in asked (restarted for args) once ready, with the
+ * daemon's verdict on each as `wtproxy restart` waits for it and says it
+ * (verdict.c: "said", that command's line). Returns them, or the failure
+ * of one that exited or is not ready in time. */
+static json_t *restarted(const char *wt, json_t *args, json_t *asked)
+{
+    struct cli_server_args a = {.service = json_string_value(json_object_get(args, "service")),
+                                .front = (int)json_integer_value(json_object_get(args, "front"))};
+    json_t *late, *e, *fail = await_ready(wt, asked);
+    size_t i;
+    if (fail)
+        return fail;
+    snprintf(a.worktree, sizeof a.worktree, "%s", wt);
+    json_t *now = cli_await_verdicts(&a, asked, CLI_VERDICT_WAIT_MS, NULL);
+    if (cli_pause(0) < 0) {
+        json_decref(now);
+        return cancelled();
+    }
+    json_t *list = json_array_size(now) ? json_incref(now) : mcp_entries(wt, &fail);
+    json_t *back = list ? look(wt, asked, list, 0, &late) : fail;
+    json_array_foreach(json_object_get(back, "error") ? NULL : asked, i, e) {
+        char line[PATH_MAX + 1400];
+        cli_verdict_restarted(e, list, line, sizeof line);
+        json_object_set_new(json_array_get(back, i), "said", cli_json_text(line, strlen(line)));
+    }
+    json_decref(now);
+    json_decref(list);
+    return back;
 }
 
 /* The services wt's .wtproxy declares that args select and that do not
@@ -197,7 +232,6 @@ static json_t *look_services(const char *wt, json_t *started, int waited_out)
 static json_t *start_declared(const char *wt, json_t *stopped)
 {
     static const char *const keys[] = {"service", NULL};
-    struct timespec tick = {0, MCP_RESTART_POLL_MS * 1000000L};
     json_t *svc, *out;
     size_t i;
     if (!json_array_size(stopped))
@@ -214,7 +248,8 @@ static json_t *start_declared(const char *wt, json_t *stopped)
         out = look_services(wt, stopped, waited >= MCP_RESTART_WAIT_MS);
         if (out)
             return out;
-        nanosleep(&tick, NULL);
+        if (cli_pause(MCP_RESTART_POLL_MS) < 0)
+            return cancelled();
     }
 }
 
@@ -263,7 +298,7 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
         json_decref(stopped);
         return none ? nothing_to_restart(wt, fail, args) : fail;
     }
-    json_t *back = await_ready(wt, json_object_get(out, "restarted"));
+    json_t *back = restarted(wt, args, json_object_get(out, "restarted"));
     json_t *started = json_object_get(back, "error") ? NULL : start_declared(wt, stopped);
     json_decref(stopped);
     json_t *failed = json_object_get(back, "error")      ? back

@@ -11,7 +11,9 @@
  * Decisions (conf/MCP.md): a batch (an array) is refused with -32600, as
  * MCP 2025-06-18 removed batching; requests before initialize are
  * answered, since every tool is scoped to the session's worktree from its
- * start and MCP's stateless revision (2026-07-28) has no handshake. */
+ * start and MCP's stateless revision (2026-07-28) has no handshake; a
+ * tools/call the client cancelled while it waited (mcp_wait.c) is not
+ * answered, as MCP's "Cancellation" says. */
 #include "mcp.h"
 
 #include <stdio.h>
@@ -68,8 +70,15 @@ static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)
                              "tools/call needs params.name, a string (see tools/list)");
     if (args && !json_is_object(args) && !json_is_null(args))
         return mcp_rpc_error(id, code, "Invalid params", "params.arguments must be an object");
+    m->call_id = id; /* what a notifications/cancelled names (mcp_wait.c) */
+    m->cancelled = 0;
     json_t *res = mcp_tools_call(m, json_string_value(name), json_is_null(args) ? NULL : args,
                                  &code, err, sizeof err);
+    m->call_id = NULL;
+    if (m->cancelled) { /* MCP: the receiver does not answer a cancelled request */
+        json_decref(res);
+        return NULL;
+    }
     return res ? result(id, res) : mcp_rpc_error(id, code, "Invalid params", err);
 }
 
@@ -92,8 +101,7 @@ static json_t *request(struct mcp *m, json_t *id, const char *method, json_t *pa
     return mcp_rpc_error(id, MCP_METHOD_NOT_FOUND, "Method not found", data);
 }
 
-/* The reply to msg, a parsed JSON value. */
-static json_t *message(struct mcp *m, json_t *msg)
+json_t *mcp_rpc_message(struct mcp *m, json_t *msg)
 {
     if (json_is_array(msg))
         return mcp_rpc_error(NULL, MCP_INVALID_REQUEST, "Invalid Request",
@@ -124,16 +132,15 @@ static json_t *message(struct mcp *m, json_t *msg)
     return request(m, id, json_string_value(method), params);
 }
 
-json_t *mcp_rpc_handle(struct mcp *m, const char *line, size_t len)
+json_t *mcp_rpc_parse(const char *line, size_t len, json_t **reply)
 {
     json_error_t je;
     json_t *msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    *reply = NULL;
     if (!msg) {
         char data[256];
         snprintf(data, sizeof data, "not JSON: %s at byte %d", je.text, je.position);
-        return mcp_rpc_error(NULL, MCP_PARSE_ERROR, "Parse error", data);
+        *reply = mcp_rpc_error(NULL, MCP_PARSE_ERROR, "Parse error", data);
     }
-    json_t *reply = message(m, msg);
-    json_decref(msg);
-    return reply;
+    return msg;
 }

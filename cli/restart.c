@@ -17,9 +17,6 @@
 #define RESTART_WAIT_MS 60000 /* a dev server's start (Django's checks, Vite's deps) */
 #define STOP_WAIT_MS (WTP_RESTART_STOP_MS + 5000) /* the wrapper's grace, and its exit */
 #define POLL_MS 100
-/* The daemon's verdict on a restarted server: its /__whoami (whoami_timeout)
- * and, for a stale one, stale_grace, in which an autoreloader may catch up. */
-#define VERDICT_WAIT_MS 15000
 
 json_t *cli_entry_on_front(json_t *list, json_t *e)
 {
@@ -98,26 +95,21 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
     }
 }
 
-/* Wait (VERDICT_WAIT_MS at most) until the daemon has verified each
+/* Wait (CLI_VERDICT_WAIT_MS at most) until the daemon has verified each
  * restarted server of asked (it asks a new server's /__whoami once it is
  * ready: "unchecked" until then), and say each one's verdict: an edit
  * made while it started leaves it stale, which is what its user must see.
  * Returns 0, or 1 when one is refused (stale, another checkout...). */
 static int say_verdicts(const struct cli_server_args *a, json_t *asked)
 {
-    json_t *now = cli_await_verdicts(a, asked, VERDICT_WAIT_MS, NULL), *e;
+    json_t *now = cli_await_verdicts(a, asked, CLI_VERDICT_WAIT_MS, NULL), *e;
     size_t i;
     int rc = 0;
     json_array_foreach(asked, i, e) {
-        char words[1280], how[1290] = "";
-        enum cli_verdict_kind k =
-            cli_verdict_words(cli_entry_on_front(now, e), VERDICT_WAIT_MS, words, sizeof words);
-        if (k != CLI_VERDICT_OFF)
-            snprintf(how, sizeof how, "%s%s", k == CLI_VERDICT_UNDECIDED ? "; " : ", ", words);
+        char line[PATH_MAX + 1400];
+        enum cli_verdict_kind k = cli_verdict_restarted(e, now, line, sizeof line);
         rc |= k == CLI_VERDICT_REFUSED;
-        fprintf(k == CLI_VERDICT_REFUSED ? stderr : stdout,
-                "wtproxy: %s's server on front %lld restarted and ready%s\n", str(e, "worktree"),
-                json_integer_value(json_object_get(e, "front")), how);
+        fprintf(k == CLI_VERDICT_REFUSED ? stderr : stdout, "wtproxy: %s\n", line);
     }
     json_decref(now);
     return rc;

@@ -9,7 +9,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "error_page.h"
 
@@ -24,13 +23,12 @@ const char *cli_verdict(json_t *x)
 json_t *cli_await_verdicts(const struct cli_server_args *a, json_t *asked, long wait_ms,
                            int (*may_answer)(json_t *x))
 {
-    struct timespec tick = {0, VERDICT_POLL_MS * 1000000L};
     char err[PATH_MAX + 256];
     json_t *now = NULL, *e;
     size_t i, pending = 1;
     for (long waited = 0; pending && waited <= wait_ms; waited += VERDICT_POLL_MS) {
-        if (waited)
-            nanosleep(&tick, NULL);
+        if (waited && cli_pause(VERDICT_POLL_MS) < 0)
+            break;
         json_decref(now);
         if (!(now = cli_servers_matching(a, err, sizeof err)))
             now = json_array(); /* said by the caller as not known */
@@ -63,6 +61,21 @@ enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size
     }
     snprintf(out, outlen, "but %s: %s", v, detail);
     return CLI_VERDICT_REFUSED;
+}
+
+enum cli_verdict_kind cli_verdict_restarted(json_t *e, json_t *now, char *out, size_t len)
+{
+    char words[1280];
+    const char *wt = json_string_value(json_object_get(e, "worktree"));
+    enum cli_verdict_kind k =
+        cli_verdict_words(cli_entry_on_front(now, e), CLI_VERDICT_WAIT_MS, words, sizeof words);
+    snprintf(out, len, "%s's server on front %lld restarted and ready%s%s", wt ? wt : "?",
+             json_integer_value(json_object_get(e, "front")),
+             k == CLI_VERDICT_OFF         ? ""
+             : k == CLI_VERDICT_UNDECIDED ? "; "
+                                          : ", ",
+             k == CLI_VERDICT_OFF ? "" : words);
+    return k;
 }
 
 int cli_verdict_http(json_t *x, const char **reason)

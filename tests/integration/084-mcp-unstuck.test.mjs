@@ -7,7 +7,7 @@
 //   the last one ended;
 // - its server is stale after an edit (409): restart returns once the new
 //   server is ready and verified by the daemon, not with the old server's
-//   "stale: restart it" verdict;
+//   "stale: restart it" verdict, and says it as `wtproxy restart` does;
 //   a restart into a crash is an error carrying the crash's lines;
 // - a worktree whose .wtproxy declares its server: restart starts it when
 //   none runs, and a start into a crash is an error with the crash's lines;
@@ -105,6 +105,8 @@ test('restart returns once the server is ready, and a restart into a crash says 
   assert.equal(r.structuredContent.ready, true);
   assert.equal(e.state, 'ready', 'returned once the new server listens');
   assert.equal(e.whoami.state, 'verified', `the new server's verdict, not the old one's: ${JSON.stringify(e.whoami)}`);
+  // What `wtproxy restart` says of it (cli/verdict.c, the same words)
+  assert.equal(e.said, `${tmp.wt.a}'s server on front ${px.port} restarted and ready, verified: serves the code on disk`);
   assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200, 'the next request meets the new server');
   assert.equal((await a.end()).code, 0, a.stderr());
 
