@@ -73,13 +73,18 @@ static json_t *utf8_string(const char *s)
 }
 
 /* The gate's view of b: {"state", "detail", "checkout", "hash",
- * "disk_hash", "checked_ms", "refused"}. */
+ * "disk_hash", "checked_ms", "refused"[, "silent": true]}. */
 static json_t *whoami_to_json(const struct reg_whoami *w)
 {
-    return json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I}", "state", w->state, "detail",
-                     utf8_string(w->detail), "checkout", utf8_string(w->checkout), "hash", w->hash,
-                     "disk_hash", w->disk_hash, "checked_ms", (json_int_t)w->checked_ms, "refused",
-                     (json_int_t)w->refused);
+    json_t *o = json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I}", "state", w->state, "detail",
+                          utf8_string(w->detail), "checkout", utf8_string(w->checkout), "hash",
+                          w->hash, "disk_hash", w->disk_hash, "checked_ms",
+                          (json_int_t)w->checked_ms, "refused", (json_int_t)w->refused);
+    if (o && w->silent && json_object_set_new(o, "silent", json_true()) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 json_t *reg_backend_to_json(const struct reg_backend *b)

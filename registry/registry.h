@@ -70,6 +70,7 @@ struct reg_backend {
         long long checked_ms;    /* when its /__whoami was last read */
         unsigned long refused;   /* requests the gate refused */
         unsigned long seq;       /* the gate's status this copy is of */
+        int silent;              /* unchecked: nothing answered when asked (not listening) */
     } whoami;
 };
 
