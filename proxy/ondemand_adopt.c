@@ -74,10 +74,13 @@ static void adopt_read(void *arg, const char *worktree, int rc, const struct wtf
         e->waiting = 0;
         e->adopted = 1;
         e->adopted_ms = (long long)proxy_now_ms(a->srv);
+        char idle[64] = "its idle_stop is 0: it runs until stopped";
+        if (e->svc.idle_ms)
+            snprintf(idle, sizeof idle, "idle_stop (%llu ms) counts from now", e->svc.idle_ms);
         proxy_log("adopted %s's server%s%s (wrapper pid %d, front :%d), started from its .wtproxy "
-                  "by the daemon before: idle_stop (%llu ms) counts from now",
+                  "by the daemon before: %s",
                   e->worktree, e->svc.name[0] ? " for service " : "", e->svc.name, (int)e->pid,
-                  e->svc.front, e->svc.idle_ms);
+                  e->svc.front, idle);
     }
     free(ad);
 }
