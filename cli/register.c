@@ -187,17 +187,32 @@ static const char *str(json_t *e, const char *key)
     return s ? s : "";
 }
 
-/* Whether x's server may answer its /__whoami soon: something listens on
- * its port. Only a loopback or wildcard listener is looked for (sock_diag,
- * microseconds); a server on another --host is waited for. */
-static int may_answer(json_t *x)
+/* Whether the daemon asked x's server and nothing answered (whoami
+ * "silent"): not listening, on whatever host. */
+static int silent(json_t *x)
+{
+    return json_is_true(json_object_get(json_object_get(x, "whoami"), "silent"));
+}
+
+/* Whether nothing listens on x's port, as this command can see itself:
+ * for a loopback or wildcard address only (sock_diag, microseconds). */
+static int local_unheard(json_t *x)
 {
     static const char *const local[] = {"127.0.0.1:", "localhost:", "[::1]:", "0.0.0.0:", "[::]:"};
     const char *backend = str(x, "backend");
     for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
         if (strncmp(backend, local[i], strlen(local[i])) == 0)
-            return cli_port_listened((int)json_integer_value(json_object_get(x, "port")));
-    return 1;
+            return !cli_port_listened((int)json_integer_value(json_object_get(x, "port")));
+    return 0;
+}
+
+/* Whether x's server may answer its /__whoami soon: something listens on
+ * its port, as far as this command sees (local_unheard), and the daemon's
+ * first ask did not find it silent (which is how a server on another
+ * --host is known not to listen: no 3 s wait for no verdict). */
+static int may_answer(json_t *x)
+{
+    return !local_unheard(x) && !silent(x);
 }
 
 /* Say e registered and, with wait, the daemon's verdict on its server,
@@ -237,11 +252,14 @@ static int say_registered(json_t *e, int wait)
                 "until this is fixed; the entry stays (wtproxy ls): %s\n",
                 head, cli_verdict(x), status, reason, str(json_object_get(x, "whoami"), "detail"));
         rc = 1;
-    } else if (k == CLI_VERDICT_UNDECIDED && !may_answer(x)) {
+    } else if (k == CLI_VERDICT_UNDECIDED && local_unheard(x)) {
         fprintf(stderr,
                 "%s; not answering on port %lld yet: the daemon checks its /__whoami when it "
                 "does (see: wtproxy ls)\n",
                 head, json_integer_value(json_object_get(x, "port")));
+    } else if (k == CLI_VERDICT_UNDECIDED && silent(x)) {
+        fprintf(stderr, "%s; no verdict yet: %s (see: wtproxy ls)\n", head,
+                str(json_object_get(x, "whoami"), "detail"));
     } else {
         fprintf(stderr, "%s; %s\n", head, words);
     }

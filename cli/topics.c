@@ -121,6 +121,27 @@ static void python_how(FILE *f, const char *dir)
             dir);
 }
 
+/* Run from a build folder: the packages of the checkout meson set it up
+ * from, by their real paths, so that the commands shown can be pasted. */
+static void whoami_checkout(FILE *f)
+{
+    static const char src[] = WTP_SOURCE_DIR;
+    int py = exists(src, "/whoami/python", "wtproxy_whoami/__init__.py");
+    int js = exists(src, "/whoami/node", "package.json");
+    const char *missing = " (missing: the checkout this wtproxy was built from moved; build it "
+                          "again there)";
+    fprintf(f,
+            "Where the packages are: this wtproxy runs from a build folder of the checkout\n"
+            "%s, not installed:\n"
+            "  Python  %s/whoami/python/wtproxy_whoami%s\n"
+            "          a python3 imports it with PYTHONPATH=%s/whoami/python\n"
+            "  Node    %s/whoami/node%s\n"
+            "          in an app: npm link wtproxy-whoami, or a symlink\n"
+            "          node_modules/wtproxy-whoami to it\n"
+            "`meson install` or the Debian package installs both (below).\n\n",
+            src, src, py ? "" : missing, src, src, js ? "" : missing);
+}
+
 /* Where the middleware a dev server loads is, for this wtproxy: the
  * folders its install put them in (what a refusal's "wtproxy help whoami"
  * is asked for), or, run from a build folder, the checkout's. */
@@ -128,11 +149,7 @@ static void whoami_where(FILE *f)
 {
     char root[4096], py_dir[4200];
     if (install_root(root, sizeof root) < 0) {
-        fputs("Where the packages are: this wtproxy runs from a build folder, not installed.\n"
-              "In its checkout the Python package is whoami/python\n"
-              "(PYTHONPATH=CHECKOUT/whoami/python) and the Node package whoami/node;\n"
-              "`meson install` or the Debian package installs both (below).\n\n",
-              f);
+        whoami_checkout(f);
         return;
     }
     snprintf(py_dir, sizeof py_dir, "%s%s", root, WTP_PYTHON_DIR);

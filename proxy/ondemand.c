@@ -40,12 +40,21 @@ void ondemand_log_path(const struct ondemand *a, const char *worktree, const cha
              service[0] ? "." : "", service);
 }
 
-/* A slot for (worktree, service), filled from f; NULL when all are used. */
-static struct started *slot(struct ondemand *a, const char *worktree, const struct wtfile *f, int i)
+int ondemand_running(struct ondemand *a, struct started *e)
+{
+    struct reg_backend *b =
+        e->pid > 0 && e->adopted ? ondemand_registered(a, e->worktree, e->svc.front) : NULL;
+    if (e->pid > 0 && e->adopted && (!b || b->pid != e->pid))
+        e->pid = 0; /* no SIGCHLD for it: its registration's end is its end */
+    return e->pid > 0;
+}
+
+struct started *ondemand_slot(struct ondemand *a, const char *worktree, const struct wtfile *f,
+                              int i)
 {
     struct started *e = ondemand_find(a, worktree, f->svc[i].front);
     for (int k = 0; !e && k < a->n; k++)
-        if (a->list[k].pid == 0 && !a->list[k].waiting) /* a server that exited */
+        if (!ondemand_running(a, &a->list[k]) && !a->list[k].waiting) /* one that exited */
             e = &a->list[k];
     if (!e && a->n == ONDEMAND_MAX)
         return NULL;
@@ -60,6 +69,8 @@ static struct started *slot(struct ondemand *a, const char *worktree, const stru
     }
     ondemand_log_path(a, worktree, e->svc.name, e->log, sizeof e->log);
     e->failed[0] = '\0';
+    e->adopted = 0; /* what it starts is its own child, seen by waitpid */
+    e->adopted_ms = 0;
     return e;
 }
 
@@ -92,9 +103,10 @@ static int arm(struct ondemand *a, const char *worktree, const struct wtfile *f,
                size_t errlen)
 {
     struct started *e = ondemand_find(a, worktree, f->svc[i].front);
-    if ((e && (e->pid > 0 || e->waiting)) || ondemand_registered(a, worktree, f->svc[i].front))
+    if ((e && (ondemand_running(a, e) || e->waiting)) ||
+        ondemand_registered(a, worktree, f->svc[i].front))
         return 0;
-    if (!(e = slot(a, worktree, f, i))) {
+    if (!(e = ondemand_slot(a, worktree, f, i))) {
         snprintf(err, errlen,
                  "cannot start %s's server: the daemon runs %d servers it started "
                  "already; stop some (kill the pids wtproxy ls shows, or set idle_stop)",
@@ -227,7 +239,7 @@ unsigned long long ondemand_now_ms(struct ondemand *a)
 void ondemand_connected(struct ondemand *a, const char *worktree, int front)
 {
     struct started *e = ondemand_find(a, worktree, front);
-    if ((e && (e->pid > 0 || e->waiting)) || ondemand_registered(a, worktree, front))
+    if ((e && (ondemand_running(a, e) || e->waiting)) || ondemand_registered(a, worktree, front))
         return;
     ondemand_reader_submit(a->reader, worktree, front);
 }
@@ -251,7 +263,7 @@ static int needs_met_by(struct ondemand *a, struct started *e, int late)
         struct started *ds = ondemand_find(a, e->worktree, d->front);
         if (b && b->state == REG_READY)
             continue;
-        if (!b && (!ds || (ds->pid == 0 && !ds->waiting)))
+        if (!b && (!ds || (!ondemand_running(a, ds) && !ds->waiting)))
             snprintf(e->failed, sizeof e->failed,
                      "service `%s` of %s was not started: `%s`, "
                      "which it is started after, exited before it was ready; its output: %s",
@@ -326,7 +338,9 @@ static void reap(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Stop what has served no request for its idle_stop: SIGTERM to the group,
- * which `wtproxy run` passes on before it unregisters and exits. */
+ * which `wtproxy run` passes on before it unregisters and exits. An
+ * adopted server's idle time counts from its adoption: the requests the
+ * dead daemon saw are not known. */
 static void sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct ondemand *a = arg;
@@ -335,13 +349,18 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
     (void)what;
     for (int i = 0; i < a->n; i++) {
         struct started *e = &a->list[i];
-        struct reg_backend *b =
-            e->pid > 0 && e->svc.idle_ms ? ondemand_registered(a, e->worktree, e->svc.front) : NULL;
-        long long last =
-            b ? (b->last_request_ms > b->registered_ms ? b->last_request_ms : b->registered_ms) : 0;
+        struct reg_backend *b = ondemand_running(a, e) && e->svc.idle_ms
+                                    ? ondemand_registered(a, e->worktree, e->svc.front)
+                                    : NULL;
+        long long last = b ? b->registered_ms : 0;
+        if (b && b->last_request_ms > last)
+            last = b->last_request_ms;
+        if (b && e->adopted_ms > last)
+            last = e->adopted_ms;
         if (b && !b->active && now - last >= (long long)e->svc.idle_ms) {
-            proxy_log("stopping %s's server%s%s: idle for %llu ms (idle_stop)", e->worktree,
-                      e->svc.name[0] ? " for service " : "", e->svc.name, e->svc.idle_ms);
+            proxy_log("stopping %s's server%s%s: idle for %llu ms (idle_stop)%s", e->worktree,
+                      e->svc.name[0] ? " for service " : "", e->svc.name, e->svc.idle_ms,
+                      e->adopted ? "; it was adopted from the daemon that started it" : "");
             kill(-e->pid, SIGTERM);
         }
     }

@@ -24,6 +24,12 @@ struct ondemand *ondemand_new(struct proxy_server *s, const char *control_path,
                               const char *log_dir);
 void ondemand_free(struct ondemand *a);
 
+/* Adopt the servers a dead daemon started from a .wtproxy, loaded from
+ * the state file: each whose worktree's .wtproxy (read off the loop)
+ * still declares it on its front is stopped at idle_stop as one this
+ * daemon started, its idle time counted from now (ondemand_adopt.c). */
+void ondemand_adopt(struct ondemand *a);
+
 /* Start worktree's server for service ("" the unnamed one of a file
  * without sections; NULL: the one whose front port is front), after the
  * services it needs (each started unless running, and ready before the

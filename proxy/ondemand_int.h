@@ -28,7 +28,10 @@ struct started {
     struct sibling sib[WTFILE_MAX_SERVICES]; /* the file's services, in its order */
     int nsib;
     pid_t pid;   /* of its `wtproxy run`, leader of its own process group; 0 not running */
-    int status;  /* its wait status once it ended (pid 0), for what a refusal says */
+    int adopted; /* pid is a wrapper a daemon before this one started (ondemand_adopt.c): not
+                  * our child, so its end is seen in the registry, not by waitpid */
+    long long adopted_ms; /* when it was adopted: its idle time counts from then */
+    int status;           /* its wait status once it ended (pid 0), for what a refusal says */
     int waiting; /* for those it is started after to be ready, or for the load; then launched */
     unsigned load_pct; /* while it waits for the load: the load per CPU last seen (hundredths) */
     unsigned long long since_ms; /* when it began waiting */
@@ -54,6 +57,13 @@ struct ondemand {
  * registration, NULL none. */
 struct started *ondemand_find(struct ondemand *a, const char *worktree, int front);
 struct reg_backend *ondemand_registered(struct ondemand *a, const char *worktree, int front);
+
+/* ondemand.c: whether e's wrapper runs (an adopted one's pid is cleared
+ * here once its registration went); a slot for service i of f in
+ * worktree, filled from f, NULL when all ONDEMAND_MAX are used. */
+int ondemand_running(struct ondemand *a, struct started *e);
+struct started *ondemand_slot(struct ondemand *a, const char *worktree, const struct wtfile *f,
+                              int i);
 
 /* ondemand_launch.c: fork e's `wtproxy run`. Returns 0, or -1 with
  * e->failed saying why (also in the daemon's output). */

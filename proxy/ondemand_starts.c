@@ -11,7 +11,9 @@ int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *l
     struct started *e = ondemand_find(a, worktree, front);
     if (e)
         snprintf(log, loglen, "%s", e->log);
-    return e && e->pid == 0 && !e->waiting;
+    /* An adopted server's end is not ours to describe: its status went to
+     * whoever reaps it. */
+    return e && !e->adopted && !ondemand_running(a, e) && !e->waiting;
 }
 
 void ondemand_named(struct ondemand *a, const char *worktree, int front, char *out, size_t len)
@@ -42,7 +44,7 @@ int ondemand_exit_note(struct ondemand *a, const char *worktree, int front, char
 const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)
 {
     struct started *e = ondemand_find(a, worktree, front);
-    return e && e->pid == 0 && !e->waiting && e->failed[0] ? e->failed : NULL;
+    return e && !ondemand_running(a, e) && !e->waiting && e->failed[0] ? e->failed : NULL;
 }
 
 const char *ondemand_state(struct ondemand *a, const char *worktree, int front, unsigned *load_pct)
@@ -53,7 +55,7 @@ const char *ondemand_state(struct ondemand *a, const char *worktree, int front, 
         return "stopped";
     return e->waiting && e->load_pct ? "waiting-load"
            : e->waiting              ? "waiting"
-           : e->pid > 0              ? "launched"
+           : ondemand_running(a, e)  ? "launched"
            : e->failed[0]            ? "failed"
                                      : "stopped";
 }

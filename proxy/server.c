@@ -252,6 +252,8 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
     snprintf(dir, sizeof dir, "%.*s/servers", slash ? (int)(slash - state) : 1,
              slash ? state : ".");
     s->ondemand = ondemand_new(s, control, dir);
+    if (s->ondemand)
+        ondemand_adopt(s->ondemand);
     proxy_ops_install(s);
     if (apply_gate(s) < 0) {
         snprintf(err, errlen, "cannot start the /__whoami gate: out of memory");

@@ -62,6 +62,7 @@ void proxy_backend_show(struct reg_backend *b)
     snprintf(w->disk_hash, sizeof w->disk_hash, "%s", st->disk_hash);
     w->checked_ms = st->checked_ms;
     w->refused = st->refused;
+    w->silent = st->silent;
     w->seq = st->seq;
 }
 

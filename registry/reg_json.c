@@ -3,7 +3,8 @@
  *   {"machine", "front", "worktree", "backend" (HOST:PORT), "port", "uid",
  *    "pid", "pid_start", "command", "registered_ms", "started_ms",
  *    "expires_ms", "state" ("starting", "ready", "dead"), "requests",
- *    and "whoami" {...} once the gate has checked it (PROTOCOL.md)}
+ *    "daemon_started" when true, and "whoami" {...} once the gate has
+ *    checked it (PROTOCOL.md)}
  * Every field is required on the way in and checked against its range;
  * the address is resolved again from "backend". Also the refusal every
  * control op answers with (reg_fail). */
@@ -72,13 +73,18 @@ static json_t *utf8_string(const char *s)
 }
 
 /* The gate's view of b: {"state", "detail", "checkout", "hash",
- * "disk_hash", "checked_ms", "refused"}. */
+ * "disk_hash", "checked_ms", "refused"[, "silent": true]}. */
 static json_t *whoami_to_json(const struct reg_whoami *w)
 {
-    return json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I}", "state", w->state, "detail",
-                     utf8_string(w->detail), "checkout", utf8_string(w->checkout), "hash", w->hash,
-                     "disk_hash", w->disk_hash, "checked_ms", (json_int_t)w->checked_ms, "refused",
-                     (json_int_t)w->refused);
+    json_t *o = json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I}", "state", w->state, "detail",
+                          utf8_string(w->detail), "checkout", utf8_string(w->checkout), "hash",
+                          w->hash, "disk_hash", w->disk_hash, "checked_ms",
+                          (json_int_t)w->checked_ms, "refused", (json_int_t)w->refused);
+    if (o && w->silent && json_object_set_new(o, "silent", json_true()) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 json_t *reg_backend_to_json(const struct reg_backend *b)
@@ -96,7 +102,9 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
                   (json_int_t)b->registered_ms, "started_ms", (json_int_t)b->started_ms,
                   "expires_ms", (json_int_t)b->expires_ms, "state", state_names[b->state],
                   "requests", (json_int_t)b->requests);
-    if (o && b->restart_on_stale && json_object_set_new(o, "restart_on_stale", json_true()) < 0) {
+    if (o &&
+        ((b->restart_on_stale && json_object_set_new(o, "restart_on_stale", json_true()) < 0) ||
+         (b->daemon_started && json_object_set_new(o, "daemon_started", json_true()) < 0))) {
         json_decref(o);
         return NULL;
     }
@@ -273,6 +281,7 @@ struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
     b->requests = (unsigned long)num[F_REQUESTS];
     b->state = (enum reg_state)parse_state(str[S_STATE]);
     b->restart_on_stale = json_is_true(json_object_get(o, "restart_on_stale")); /* optional */
+    b->daemon_started = json_is_true(json_object_get(o, "daemon_started"));     /* optional */
     if (reg_backend_read_labels(b, o, err, errlen) < 0) {
         reg_backend_unref(b);
         return NULL;

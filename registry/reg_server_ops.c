@@ -143,6 +143,9 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     b->expires_ms = ttl ? b->registered_ms + ttl : 0;
     b->state = ready ? REG_READY : REG_STARTING;
     b->restart_on_stale = restart && pid > 0; /* only a wrapper can restart it */
+    /* The daemon forks nothing but the wrappers of its on-demand starts;
+     * a hand-run `wtproxy run` or `register` is never its child. */
+    b->daemon_started = pid > 0 && host_pid_parent((pid_t)pid) == getpid();
     reg_table_put(rs->table, b, &holder);
     reg_backend_unref(b);
     reg_server_unreserve(rs, b->port);

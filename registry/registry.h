@@ -46,6 +46,9 @@ struct reg_backend {
     long long expires_ms;          /* TTL deadline, 0 none */
     enum reg_state state;
     int restart_on_stale; /* its `wtproxy run` wrapper restarts it on SIGUSR1 */
+    int daemon_started;   /* its pid's parent was the daemon when it registered: a wrapper the
+                           * daemon started from a `.wtproxy` (a daemon after it adopts its
+                           * idle stop) */
     int restored; /* loaded from the state file: registered with an earlier daemon (memory only) */
     unsigned long requests;    /* requests relayed to it */
     long long last_request_ms; /* when the last one began or ended (daemon memory only) */
@@ -67,6 +70,7 @@ struct reg_backend {
         long long checked_ms;    /* when its /__whoami was last read */
         unsigned long refused;   /* requests the gate refused */
         unsigned long seq;       /* the gate's status this copy is of */
+        int silent;              /* unchecked: nothing answered when asked (not listening) */
     } whoami;
 };
 

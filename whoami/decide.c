@@ -32,6 +32,7 @@ static void show(struct whoami_status *st, const struct whoami_memory *m, const 
     snprintf(st->hash, sizeof st->hash, "%s", m->ans ? m->ans->hash : "");
     snprintf(st->disk_hash, sizeof st->disk_hash, "%s", disk_hash ? disk_hash : "");
     st->checked_ms = m->asked_ms;
+    st->silent = 0;
     st->seq++;
 }
 

@@ -144,6 +144,7 @@ static void show_unchecked(struct whoami_server *s, const char *why)
     snprintf(st->detail, sizeof st->detail, "%s", why);
     st->checkout[0] = st->hash[0] = st->disk_hash[0] = '\0';
     st->checked_ms = 0;
+    st->silent = 0;
     st->seq++;
 }
 
@@ -153,8 +154,25 @@ static void show_unchecked(struct whoami_server *s, const char *why)
 static void probe_unanswered(struct whoami_server *s)
 {
     char why[sizeof s->st.detail];
-    whoami_refusal_silent(&s->t, s->problem[0] ? s->problem : "no answer", why, sizeof why);
+    whoami_refusal_silent(&s->t, s->problem[0] ? s->problem : "no answer", 0, why, sizeof why);
     show_unchecked(s, why);
+    s->st.silent = 1;
+}
+
+/* An unchecked server's ask found nothing listening: said now, once (the
+ * asks every WHOAMI_POLL_MS that follow change nothing shown), so that
+ * `wtproxy register` tells at once what it would otherwise wait
+ * reload_grace for, whatever host the server is on. */
+static void show_silent(struct whoami_server *s, const struct whoami_fetch_reply *r)
+{
+    char why[sizeof s->st.detail];
+    if (r->result != WF_UNREACHABLE || s->st.silent || strcmp(s->st.state, "unchecked") != 0)
+        return;
+    whoami_refusal_silent(&s->t, s->problem[0] ? s->problem : "no answer", 1, why, sizeof why);
+    show_unchecked(s, why);
+    s->st.silent = 1;
+    if (s->watch)
+        s->watch(s->watch_arg);
 }
 
 static void settle(struct whoami_server *s);
@@ -165,6 +183,7 @@ static void fetched(void *arg, const struct whoami_fetch_reply *r)
     struct whoami_server *s = arg;
     s->fetch = NULL;
     keep(s, r);
+    show_silent(s, r);
     settle(s);
 }
 

@@ -88,6 +88,9 @@ struct whoami_status {
     long long checked_ms;    /* when its /__whoami was last read */
     unsigned long refused;   /* requests the gate refused */
     unsigned long seq;
+    int silent; /* "unchecked", and nothing answered its /__whoami when asked (not listening,
+                 * or closed without a byte): said at once, so that a command waiting for a
+                 * verdict need not wait for reload_grace to learn it */
 };
 
 struct whoami_gate;

@@ -82,23 +82,29 @@ void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_
              ans->checkout, drop, hint);
 }
 
-void whoami_refusal_silent(const struct whoami_target *t, const char *problem, char *out,
+void whoami_refusal_silent(const struct whoami_target *t, const char *problem, int yet, char *out,
                            size_t outlen)
 {
-    char drop[PATH_MAX + 64], front[24];
+    char drop[PATH_MAX + 64], front[24], fix[2 * PATH_MAX + 128];
     drop_hint(t, drop, sizeof drop);
     front_flag(t, front, sizeof front);
     if (t->by_run) /* its wrapper started it: its output says why it is silent */
+        snprintf(fix, sizeof fix, "its output says why: cd %s && wtproxy logs%s", t->checkout,
+                 front);
+    else
+        snprintf(fix, sizeof fix,
+                 "start the server for %s on port %d, or end this registration: %s", t->checkout,
+                 t->port, drop);
+    if (yet)
         snprintf(out, outlen,
-                 "nothing answered GET /__whoami on %s within reload_grace (%s): its output "
-                 "says why: cd %s && wtproxy logs%s. wtproxy asks again at the next request to it",
-                 t->name, problem, t->checkout, front);
+                 "nothing answers on %s yet (%s): wtproxy keeps asking its /__whoami every 100 "
+                 "ms for reload_grace, then at the next request to it; %s",
+                 t->name, problem, fix);
     else
         snprintf(out, outlen,
-                 "nothing answered GET /__whoami on %s within reload_grace (%s): start the "
-                 "server for %s on port %d, or end this registration: %s. wtproxy asks again at "
-                 "the next request to it",
-                 t->name, problem, t->checkout, t->port, drop);
+                 "nothing answered GET /__whoami on %s within reload_grace (%s): %s. wtproxy asks "
+                 "again at the next request to it",
+                 t->name, problem, fix);
 }
 
 size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_ms, char *out,

@@ -26,9 +26,10 @@ void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, 
                             size_t outlen);
 
 /* Not a refusal: t, asked with no request waiting (whoami_gate_probe),
- * answered nothing within reload_grace; problem says what the exchange
- * found (connection refused, mostly). */
-void whoami_refusal_silent(const struct whoami_target *t, const char *problem, char *out,
+ * answered nothing within reload_grace (yet 0), or nothing to its first
+ * ask, asked again meanwhile (yet 1); problem says what the exchange found
+ * (connection refused, mostly). */
+void whoami_refusal_silent(const struct whoami_target *t, const char *problem, int yet, char *out,
                            size_t outlen);
 
 /* The checkout t must serve cannot be fingerprinted. */

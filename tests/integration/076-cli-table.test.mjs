@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { wtproxyBin } from './lib/wtproxy.mjs';
+import { wtproxyBin, repoRoot } from './lib/wtproxy.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { removeAfter } from './lib/cleanup.mjs';
 
@@ -79,4 +79,26 @@ test('an unknown command exits 2 and lists the commands', async (t) => {
     assert.match(r.stderr, /unknown command "frobnicate"/);
     for (const n of names) assert.match(r.stderr, new RegExp(`\\n  ${n} +\\S`), `${args.join(' ')}: lacks ${n}`);
   }
+});
+
+// `wtproxy help whoami` from a build folder (as this test runs it) names
+// the checkout it was built from by its real path, not a CHECKOUT
+// placeholder, so its PYTHONPATH can be pasted: Debian's python3 then
+// imports the middleware.
+test('help whoami from a build folder names the real checkout, and its PYTHONPATH imports the middleware', async (t) => {
+  const run = sandbox(t);
+  const r = await run('help', 'whoami');
+  clean(r);
+  assert.equal(r.code, 0, r.stderr);
+  assert.doesNotMatch(r.stdout, /CHECKOUT/);
+  const root = fs.realpathSync(repoRoot);
+  assert.match(r.stdout, new RegExp(`runs from a build folder of the checkout\n${root}, not installed`));
+  assert.match(r.stdout, new RegExp(`Node    ${root}/whoami/node\n`));
+  assert.doesNotMatch(r.stdout, /missing:/);
+  const dir = /PYTHONPATH=(\S+)/.exec(r.stdout)[1];
+  assert.equal(dir, `${root}/whoami/python`);
+  const imported = await runToExit('/usr/bin/python3', ['-c', 'import wtproxy_whoami; print(wtproxy_whoami.__file__)'],
+    { ms: 10000, cwd: os.tmpdir(), env: { PYTHONPATH: dir } });
+  assert.equal(imported.code, 0, imported.stderr);
+  assert.equal(imported.stdout.trim(), `${dir}/wtproxy_whoami/__init__.py`);
 });

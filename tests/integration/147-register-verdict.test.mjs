@@ -9,7 +9,9 @@
 // `wtproxy register` itself waits for that verdict and says it: exit 0 and
 // "verified", exit 1 naming the other checkout or the missing middleware
 // and the fix (the entry stays), exit 0 at once for a port nothing listens
-// on yet; --no-wait returns at once, as register did before.
+// on yet (on another --host too: the daemon's first ask says so, and
+// register says what it found); --no-wait returns at once, as register did
+// before.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -103,7 +105,7 @@ test('register: verified, mismatch and no-whoami in ls before any request; again
 });
 
 test('wtproxy register says the verdict: verified, another checkout, no /__whoami, not answering yet', async (t) => {
-  const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd', 'e', 'f']);
+  const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
   const px = await startDaemon(t, tmp);
   const own = await serving(t, tmp, tmp.wt.a);
   const other = await serving(t, tmp, tmp.wt.b); // b's code, registered for c
@@ -135,6 +137,21 @@ test('wtproxy register says the verdict: verified, another checkout, no /__whoam
   t.diagnostic(`nothing listening: register returned in ${took} ms`);
   assert.match(f.stderr, new RegExp(`registered ${tmp.wt.f} on front :${px.port} -> 127\\.0\\.0\\.1:${port}; not answering on port ${port} yet: the daemon checks its /__whoami when it does`));
   assert.ok(took < 3000, `took ${took} ms`);
+
+  // On another --host (127.0.0.2: loopback still, so nothing leaves the
+  // machine), whose listeners register does not look for itself: the
+  // daemon's first ask finds nothing there, and register says so at once,
+  // with the fix, instead of waiting its 3 s for no verdict.
+  const hostPort = await closedPort();
+  start = Date.now();
+  const g = await register(tmp, px, tmp.wt.g, hostPort, idle.pid, 0, ['--host', '127.0.0.2']);
+  const hostTook = Date.now() - start;
+  t.diagnostic(`nothing listening on 127.0.0.2: register returned in ${hostTook} ms`);
+  assert.match(g.stderr, new RegExp(`registered ${tmp.wt.g} on front :${px.port} -> 127\\.0\\.0\\.2:${hostPort}; no verdict yet: nothing answers on 127\\.0\\.0\\.2:${hostPort} yet \\(Connection refused\\): wtproxy keeps asking its /__whoami every 100 ms for reload_grace, then at the next request to it; start the server for ${tmp.wt.g} on port ${hostPort}, or end this registration: kill ${idle.pid} \\(see: wtproxy ls\\)\n`));
+  assert.ok(hostTook < 2000, `took ${hostTook} ms`);
+  const entry = (await lsJson(tmp)).find((x) => x.worktree === tmp.wt.g);
+  assert.equal(entry.whoami.state, 'unchecked');
+  assert.equal(entry.whoami.silent, true);
 
   // --no-wait: the old instant line, whatever the server serves.
   const e = await register(tmp, px, tmp.wt.e, other.port, other.pid, 0, ['--no-wait']);

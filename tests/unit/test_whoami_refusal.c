@@ -142,19 +142,25 @@ static void invalid(void)
 static void silent(void)
 {
     struct whoami_target t = target(3186, 1, "node server.mjs 23833");
-    whoami_refusal_silent(&t, "Connection refused", out, sizeof out);
+    whoami_refusal_silent(&t, "Connection refused", 0, out, sizeof out);
     says("on 127.0.0.1:23833 within reload_grace (Connection refused)", "silent, wtproxy run",
          __LINE__);
     says("cd " WT " && wtproxy logs --front 18000", "silent, wtproxy run", __LINE__);
     t = target(4242, 0, "node server.mjs 23833");
-    whoami_refusal_silent(&t, "Connection refused", out, sizeof out);
+    whoami_refusal_silent(&t, "Connection refused", 0, out, sizeof out);
     says("start the server for " WT " on port 23833, or end this registration: kill 4242",
          "silent, registered with a pid", __LINE__);
     t = target(0, 0, "");
-    whoami_refusal_silent(&t, "Connection refused", out, sizeof out);
+    whoami_refusal_silent(&t, "Connection refused", 0, out, sizeof out);
     says("end this registration: cd " WT " && wtproxy unregister --front 18000",
          "silent, registered with a TTL", __LINE__);
     never_says("kill 0", "silent, registered with a TTL", __LINE__);
+    /* Said at the first ask already: asked again, the fix the same. */
+    whoami_refusal_silent(&t, "Connection refused", 1, out, sizeof out);
+    says("nothing answers on 127.0.0.1:23833 yet (Connection refused)", "silent yet", __LINE__);
+    says("keeps asking its /__whoami every 100 ms for reload_grace", "silent yet", __LINE__);
+    says("end this registration: cd " WT " && wtproxy unregister --front 18000", "silent yet",
+         __LINE__);
 }
 
 int main(void)
