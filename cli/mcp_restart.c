@@ -132,9 +132,11 @@ static json_t *await_ready(const char *wt, json_t *asked)
 
 /* The servers of wt in asked (restarted for args) once ready, with the
  * daemon's verdict on each as `wtproxy restart` waits for it and says it
- * (verdict.c: "said", that command's line). Returns them, or the failure
- * of one that exited or is not ready in time. */
-static json_t *restarted(const char *wt, json_t *args, json_t *asked)
+ * (verdict.c: "said", that command's line); the lines of those the gate
+ * refuses (stale, another checkout...) into refusals, "" when none.
+ * Returns them, or the failure of one that exited or is not ready in
+ * time. */
+static json_t *restarted(const char *wt, json_t *args, json_t *asked, char *refusals, size_t rlen)
 {
     struct cli_server_args a = {.service = json_string_value(json_object_get(args, "service")),
                                 .front = (int)json_integer_value(json_object_get(args, "front"))};
@@ -150,9 +152,14 @@ static json_t *restarted(const char *wt, json_t *args, json_t *asked)
     }
     json_t *list = json_array_size(now) ? json_incref(now) : mcp_entries(wt, &fail);
     json_t *back = list ? look(wt, asked, list, 0, &late) : fail;
+    size_t n = 0;
+    refusals[0] = '\0';
     json_array_foreach(json_object_get(back, "error") ? NULL : asked, i, e) {
         char line[PATH_MAX + 1400];
-        cli_verdict_restarted(e, list, line, sizeof line);
+        if (cli_verdict_restarted(e, list, line, sizeof line) == CLI_VERDICT_REFUSED) {
+            int w = snprintf(refusals + n, rlen - n, "%s%s", n ? "\n" : "", line);
+            n = w > 0 && (size_t)w < rlen - n ? n + (size_t)w : n;
+        }
         json_object_set_new(json_array_get(back, i), "said", cli_json_text(line, strlen(line)));
     }
     json_decref(now);
@@ -280,6 +287,19 @@ static json_t *nothing_to_restart(const char *wt, json_t *refusal, json_t *args)
     return fail;
 }
 
+/* out (consumed), a restart whose servers are up but refused by the gate
+ * (lines: each one's sentence, with its fix): a failure, as `wtproxy
+ * restart` exits 1 for it, since every request to them gets an error
+ * status and the agent's tests would fail on it; it carries what out
+ * says. */
+static json_t *refused(json_t *out, const char *lines)
+{
+    json_t *fail = mcp_fail("refused", "%s", lines);
+    json_object_update_missing(fail, out);
+    json_decref(out);
+    return fail;
+}
+
 json_t *mcp_tool_restart(struct mcp *m, json_t *args)
 {
     static const char *const keys[] = {"service", "front", NULL};
@@ -298,7 +318,9 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
         json_decref(stopped);
         return none ? nothing_to_restart(wt, fail, args) : fail;
     }
-    json_t *back = restarted(wt, args, json_object_get(out, "restarted"));
+    char refusals[4 * (PATH_MAX + 1400)];
+    json_t *back =
+        restarted(wt, args, json_object_get(out, "restarted"), refusals, sizeof refusals);
     json_t *started = json_object_get(back, "error") ? NULL : start_declared(wt, stopped);
     json_decref(stopped);
     json_t *failed = json_object_get(back, "error")      ? back
@@ -314,5 +336,5 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
     json_object_set_new(out, "started", started);
     json_object_set_new(out, "worktree", cli_json_text(wt, strlen(wt)));
     json_object_set_new(out, "ready", json_true());
-    return out;
+    return refusals[0] ? refused(out, refusals) : out;
 }

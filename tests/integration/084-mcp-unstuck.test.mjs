@@ -8,7 +8,9 @@
 // - its server is stale after an edit (409): restart returns once the new
 //   server is ready and verified by the daemon, not with the old server's
 //   "stale: restart it" verdict, and says it as `wtproxy restart` does;
-//   a restart into a crash is an error carrying the crash's lines;
+//   a restart into a crash is an error carrying the crash's lines, and one
+//   whose new server the gate refuses (no /__whoami) is an error `refused`
+//   with the sentence `wtproxy restart` prints;
 // - a worktree whose .wtproxy declares its server: restart starts it when
 //   none runs, and a start into a crash is an error with the crash's lines;
 // - no daemon: the command the message gives starts one and returns;
@@ -124,6 +126,24 @@ test('restart returns once the server is ready, and a restart into a crash says 
   assert.ok(crash.structuredContent.lines.includes('SyntaxError: invalid syntax'));
   assert.notEqual((await exited).code, 0);
   assert.equal((await b.end()).code, 0, b.stderr());
+});
+
+test('a restart whose server comes back refused by the gate is a failure saying why', async (t) => {
+  // A server without /__whoami: up and ready, but every request to it
+  // gets a 502, so an agent's tests would fail: `wtproxy restart` exits 1.
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  await startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, env: env(tmp), serverArgs: ['--no-whoami'] }).ready;
+  const mcp = await session(t, tmp, tmp.wt.a);
+  const r = await call(mcp, 'restart');
+  assert.equal(r.isError, true, JSON.stringify(r.structuredContent));
+  const s = r.structuredContent;
+  assert.equal(s.error, 'refused');
+  assert.match(r.content[0].text, new RegExp(`^${tmp.wt.a}'s server on front ${px.port} restarted and ready, but no-whoami: `));
+  assert.equal(r.content[0].text, s.restarted[0].said, 'the sentence is what wtproxy restart prints');
+  assert.equal(s.restarted[0].state, 'ready', 'what was restarted is still listed');
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 502, 'and the gate does refuse it');
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
 
 test('two agents in one worktree: one cannot release the other\'s lease', async (t) => {
