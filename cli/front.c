@@ -23,7 +23,10 @@
  *                     gives no front: no number is guessed out of a file
  *                     the daemon refuses. Each command says the parser's
  *                     error (file, line, fix); doctor's server check is
- *                     a problem with it.
+ *                     a problem with it. Run, register and unregister
+ *                     take the daemon's one port; a daemon on several
+ *                     (likely the app's fronts) makes any one a guess:
+ *                     refused as above, with each --front printed.
  *
  * When the file gives none: the one port the daemon listens on, else 8000.
  * A front the daemon does not listen on is warned about by run. Also
@@ -163,12 +166,15 @@ int cli_server_front(const char *dir, const char *service, struct cli_server_cmd
     }
     json_t *ping = cli_ping(start_daemon);
     int got = cli_daemon_port(ping);
+    if (w.err[0] && !got && json_array_size(json_object_get(ping, "listen")) > 1) {
+        cli_wtproxy_refuse_unparsed(&w, c, json_object_get(ping, "listen"));
+        got = -1; /* the daemon's fronts are the app's: 8000 is a guess among them */
+    } else if (w.err[0]) {
+        warn_refused_file(&w, got ? got : WTP_DEFAULT_FRONT_PORT);
+    }
     json_decref(ping);
-    got = got ? got : WTP_DEFAULT_FRONT_PORT;
-    if (w.err[0])
-        warn_refused_file(&w, got);
     cli_wtproxy_free(&w);
-    return got;
+    return got ? got : WTP_DEFAULT_FRONT_PORT;
 }
 
 int cli_listens_on(json_t *ping, int front)

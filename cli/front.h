@@ -53,8 +53,9 @@ struct cli_server_cmd {
  * command printed (exit 2: nothing is started). Without a file: the one
  * port the daemon listens on (started now when start_daemon and none
  * answers, as the command would start it); else 8000, with a warning when
- * the file does not parse. A front the daemon does not listen on is warned
- * about by run. */
+ * the file does not parse (refused, -1, when the daemon listens on
+ * several: 8000 would be a guess among them). A front the daemon does not
+ * listen on is warned about by run. */
 int cli_server_front(const char *dir, const char *service, struct cli_server_cmd *c,
                      int start_daemon);
 
@@ -63,6 +64,13 @@ int cli_server_front(const char *dir, const char *service, struct cli_server_cmd
  * front, or -1 (c is refused: each service with the command that names it,
  * printed). */
 int cli_wtproxy_pick(const struct cli_wtproxy *w, struct cli_server_cmd *c);
+
+/* c's refusal when w does not parse (w->err) and the daemon listens on
+ * several fronts (listen: its ping's list): which is this server's is a
+ * guess, 8000 perhaps another service's. Says the parser's error and the
+ * command with each --front the daemon listens on. */
+void cli_wtproxy_refuse_unparsed(const struct cli_wtproxy *w, const struct cli_server_cmd *c,
+                                 json_t *listen);
 
 /* ":5173 (web), :3001 (api)": w's services' fronts, for messages. */
 void cli_wtproxy_list(const struct cli_wtproxy *w, char *out, size_t len);

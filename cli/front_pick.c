@@ -20,6 +20,7 @@
 #include "front.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "wtfile.h"
@@ -128,21 +129,31 @@ static void sh_quote(const char *a, char *out, size_t len, size_t *used)
         *used += (size_t)snprintf(out + *used, len - *used, "'");
 }
 
+/* The command c again with flag (" --service web") after its name. */
+static void fix_with(const struct cli_server_cmd *c, const char *flag, char *out, size_t len)
+{
+    size_t used = (size_t)snprintf(out, len, "wtproxy %s%s", c->name, flag);
+    for (int i = 0; i < c->argc; i++)
+        sh_quote(c->argv[i], out, len, &used);
+}
+
 /* The command c again, saying it is s: `wtproxy run --service web ARGS`
  * (unregister, which has no --service: --front N). */
 static void fix_for(const struct cli_server_cmd *c, const struct wtfile_service *s, char *out,
                     size_t len)
 {
-    size_t used = (size_t)snprintf(out, len, "wtproxy %s", c->name);
     char flag[64];
     if (c->cmdv || strcmp(c->name, "register") == 0)
         snprintf(flag, sizeof flag, " --service %s", s->name);
     else
         snprintf(flag, sizeof flag, " --front %d", s->front);
-    if (used < len)
-        used += (size_t)snprintf(out + used, len - used, "%s", flag);
-    for (int i = 0; i < c->argc; i++)
-        sh_quote(c->argv[i], out, len, &used);
+    fix_with(c, flag, out, len);
+}
+
+/* What c would have done: "started", "registered", "unregistered". */
+static const char *undone(const struct cli_server_cmd *c)
+{
+    return c->cmdv ? "started" : strcmp(c->name, "register") == 0 ? "registered" : "unregistered";
 }
 
 /* Refuse c: why (the services its command is the start of, or none), each
@@ -161,7 +172,7 @@ static void refuse(const struct wtfile *f, const struct cli_server_cmd *c, const
                 "wtproxy %s: %s declares services on several fronts and %s: which front this "
                 "server serves is unknown, and on another service's front it would get that "
                 "service's requests. Nothing was %s. Say which server it is:\n",
-                c->name, f->path, why, c->cmdv ? "started" : "registered");
+                c->name, f->path, why, undone(c));
     else
         fprintf(stderr,
                 "wtproxy %s: %s declares services on several fronts, so which front's entry to "
@@ -198,4 +209,38 @@ int cli_wtproxy_pick(const struct cli_wtproxy *w, struct cli_server_cmd *c)
     fprintf(stderr, "wtproxy: this is service %s of %s (its start command): front %d\n", hit->name,
             f->path, hit->front);
     return hit->front;
+}
+
+void cli_wtproxy_refuse_unparsed(const struct cli_wtproxy *w, const struct cli_server_cmd *c,
+                                 json_t *listen)
+{
+    char fix[8192], flag[32], list[256] = "";
+    int ports[WTFILE_MAX_SERVICES], n = 0, server = c->cmdv || strcmp(c->name, "register") == 0;
+    size_t i, used = 0;
+    json_t *a;
+    json_array_foreach(listen, i, a) {
+        const char *addr = json_string_value(a), *colon = addr ? strrchr(addr, ':') : NULL;
+        int port = colon ? atoi(colon + 1) : 0, seen = 0;
+        for (int k = 0; k < n; k++)
+            seen |= ports[k] == port;
+        if (port > 0 && !seen && n < WTFILE_MAX_SERVICES && used < sizeof list) {
+            ports[n++] = port;
+            used +=
+                (size_t)snprintf(list + used, sizeof list - used, "%s:%d", n > 1 ? ", " : "", port);
+        }
+    }
+    fprintf(stderr,
+            "wtproxy %s: the daemon refuses the .wtproxy, so it gives %s no front, and the daemon "
+            "listens on several (%s): %s. Nothing was %s. Correct the file (wtproxy doctor checks "
+            "it): %s\nor say which front:\n",
+            c->name, server ? "this server" : "its entry", list,
+            server ? "which one this server serves is unknown, and on another service's front it "
+                     "would get that service's requests"
+                   : "which front's entry to remove is unknown",
+            undone(c), w->err);
+    for (int k = 0; k < n; k++) {
+        snprintf(flag, sizeof flag, " --front %d", ports[k]);
+        fix_with(c, flag, fix, sizeof fix);
+        fprintf(stderr, "    %s\n", fix);
+    }
 }

@@ -12,7 +12,8 @@
 // - a worktree without its own file: its main checkout's, the same way;
 // - a .wtproxy the daemon refuses (a typo): no command takes a front out
 //   of it; each says the parser's error (file and line) and uses the
-//   daemon's port.
+//   daemon's port; when the daemon listens on several, run, register and
+//   unregister are refused instead (any one would be a guess).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -161,6 +162,29 @@ test('a .wtproxy the daemon refuses gives no front: why, doctor, MCP why and reg
   assert.equal(reg.code, 0, reg.stderr);
   assert.ok(reg.stderr.includes(`wtproxy: warning: the daemon refuses the .wtproxy, so it gives this server no front: it registers on front ${px.port}; correct the file (wtproxy doctor checks it): ${file}:3: `), reg.stderr);
   assert.match(reg.stderr, new RegExp(`registered ${tmp.wt.a} on front :${px.port} -> `));
+  sanitizerClean(assert, px.stderr());
+});
+
+test('a .wtproxy the daemon refuses, with a daemon on several fronts: run, register and unregister are refused, not put on a guessed front', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--listen', '127.0.0.1:0', '--listen', '127.0.0.1:0'], { listeners: 2 });
+  const [one, two] = px.ports;
+  const file = path.join(tmp.wt.a, '.wtproxy');
+  fs.writeFileSync(file, `[service web]\nstart = true\nfront = ${one}\n\n[service api]\nstart = true\nfront = ${two}\nidle_stopp = 10m\n`);
+  const pids = path.join(tmp.root, 'pids');
+  const cmd = [process.execPath, wtServer, '{port}', '--pids', pids];
+  const run = await cli(tmp, ['run', '--', ...cmd], { cwd: tmp.wt.a });
+  assert.equal(run.code, 2, run.stderr);
+  assert.match(run.stderr, new RegExp(`^wtproxy run: the daemon refuses the \\.wtproxy, so it gives this server no front, and the daemon listens on several \\(:${one}, :${two}\\): .* Nothing was started\\. Correct the file \\(wtproxy doctor checks it\\): ${file}:8: `), run.stderr);
+  for (const front of [one, two]) assert.ok(run.stderr.includes(`\n    wtproxy run --front ${front} -- ${cmd.join(' ')}\n`), run.stderr);
+  assert.ok(!fs.existsSync(pids), 'no server started');
+  const reg = await cli(tmp, ['register', '--port', '5000', '--ttl', '1m'], { cwd: tmp.wt.a });
+  assert.equal(reg.code, 2, reg.stderr);
+  assert.ok(reg.stderr.includes(`\n    wtproxy register --front ${two} --port 5000 --ttl 1m\n`), reg.stderr);
+  assert.deepEqual(await lsJson(tmp), [], 'nothing registered');
+  const un = await cli(tmp, ['unregister'], { cwd: tmp.wt.a });
+  assert.equal(un.code, 2, un.stderr);
+  assert.match(un.stderr, /which front's entry to remove is unknown\. Nothing was unregistered\./);
   sanitizerClean(assert, px.stderr());
 });
 
