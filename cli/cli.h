@@ -340,16 +340,6 @@ int cli_main_checkout(const struct host_worktree *wt, char *out, size_t len);
  * ping is NULL. */
 int cli_daemon_port(json_t *ping);
 
-/* The front a server of dir registers on without --front (run, register,
- * unregister): the one the worktree's .wtproxy gives it (service's, or
- * its one service's), as the daemon starts that server and the app's tests
- * call it there; else the one port the daemon listens on (started now when
- * start_daemon and none answers, as the command would start it); else
- * 8000, with a warning when the file does not parse or its services are on
- * several fronts. A front the daemon does not listen on is warned about by
- * run. */
-int cli_daemon_front(const char *dir, const char *service, int start_daemon);
-
 /* The daemon's ping reply (started first when start_daemon and none
  * answers), or NULL when none answers. */
 json_t *cli_ping(int start_daemon);

@@ -13,14 +13,20 @@
  *                     server of the first, and names the others with their
  *                     `wtproxy doctor --front N`; the MCP servers tool
  *                     lists each; init takes the one its Playwright
- *                     config's baseURL names, else the first; run,
- *                     register and unregister cannot tell which server
- *                     they are, and warn: --service NAME or --front N.
+ *                     config's baseURL names, else the first; run takes
+ *                     the one whose start its CMD is (front_pick.c), and
+ *                     refuses any other (exit 2, before anything starts),
+ *                     as register and unregister do, each service's
+ *                     command printed: a guess would put a front end on
+ *                     its API's front, to get the API's requests.
  *   a file that does not parse
  *                     gives no front: no number is guessed out of a file
  *                     the daemon refuses. Each command says the parser's
  *                     error (file, line, fix); doctor's server check is
- *                     a problem with it.
+ *                     a problem with it. Run, register and unregister
+ *                     take the daemon's one port; a daemon on several
+ *                     (likely the app's fronts) makes any one a guess:
+ *                     refused as above, with each --front printed.
  *
  * When the file gives none: the one port the daemon listens on, else 8000.
  * A front the daemon does not listen on is warned about by run. Also
@@ -135,44 +141,40 @@ json_t *cli_ping(int start_daemon)
     return ping;
 }
 
-/* Why the .wtproxy gives a server of a run/register/unregister none
- * (front < 0: its services are on several), warned, with the front it
- * gets instead. */
-static void warn_no_front(const struct cli_wtproxy *w, int front, int got)
+/* A .wtproxy the daemon refuses gives a server of run/register/unregister
+ * no front: warned, with the front it gets instead. */
+static void warn_refused_file(const struct cli_wtproxy *w, int got)
 {
-    char list[512];
-    if (w->err[0]) {
-        fprintf(stderr,
-                "wtproxy: warning: the daemon refuses the .wtproxy, so it gives this server no "
-                "front: it registers on front %d; correct the file (wtproxy doctor checks it): "
-                "%s\n",
-                got, w->err);
-    } else if (front < 0) {
-        cli_wtproxy_list(w, list, sizeof list);
-        fprintf(stderr,
-                "wtproxy: warning: %s declares services on several fronts (%s), so it gives this "
-                "server none: it registers on front %d; say which server it is: --service NAME "
-                "(or --front N)\n",
-                w->file->path, list, got);
-    }
+    fprintf(stderr,
+            "wtproxy: warning: the daemon refuses the .wtproxy, so it gives this server no "
+            "front: it registers on front %d; correct the file (wtproxy doctor checks it): %s\n",
+            got, w->err);
 }
 
-int cli_daemon_front(const char *dir, const char *service, int start_daemon)
+int cli_server_front(const char *dir, const char *service, struct cli_server_cmd *c,
+                     int start_daemon)
 {
     struct cli_wtproxy w;
     cli_wtproxy_read(dir, &w);
     int front = cli_wtproxy_service_front(&w, service);
-    if (front > 0) {
+    c->service[0] = '\0';
+    if (front < 0) /* several fronts: which one is this server? */
+        front = cli_wtproxy_pick(&w, c);
+    if (front != 0) {
         cli_wtproxy_free(&w);
         return front;
     }
     json_t *ping = cli_ping(start_daemon);
     int got = cli_daemon_port(ping);
+    if (w.err[0] && !got && json_array_size(json_object_get(ping, "listen")) > 1) {
+        cli_wtproxy_refuse_unparsed(&w, c, json_object_get(ping, "listen"));
+        got = -1; /* the daemon's fronts are the app's: 8000 is a guess among them */
+    } else if (w.err[0]) {
+        warn_refused_file(&w, got ? got : WTP_DEFAULT_FRONT_PORT);
+    }
     json_decref(ping);
-    got = got ? got : WTP_DEFAULT_FRONT_PORT;
-    warn_no_front(&w, front, got);
     cli_wtproxy_free(&w);
-    return got;
+    return got ? got : WTP_DEFAULT_FRONT_PORT;
 }
 
 int cli_listens_on(json_t *ping, int front)

@@ -45,15 +45,18 @@ static const struct command commands[] = {
     {"run", "run this worktree's dev server and route to it: run -- CMD {port}", cli_usage_run,
      NULL, cli_run_main,
      "CMD's status (128+N when signal N ended it)\n" NO_DAEMON
-     ", or CMD could not be started\n" USAGE_ERR},
+     ", or CMD could not be started\n" USAGE_ERR
+     ", or the .wtproxy's services are on several fronts and CMD is none's start"},
     {"register", "route to a dev server started some other way", cli_usage_register, NULL,
      cli_register_main,
      "0 registered: verified, trusted, not checked, or not answering yet\n" NO_DAEMON
-     ", or the /__whoami gate refuses the registered server (it stays registered)\n" USAGE_ERR},
+     ", or the /__whoami gate refuses the registered server (it stays registered)\n" USAGE_ERR
+     ", or the .wtproxy's services are on several fronts and none is named"},
     {"unregister", "stop routing to this worktree's dev server", cli_usage_unregister, NULL,
      cli_unregister_main,
      "0 unregistered\n"
-     "1 nothing was registered, or the daemon refused or cannot be reached\n" USAGE_ERR},
+     "1 nothing was registered, or the daemon refused or cannot be reached\n" USAGE_ERR
+     ", or the .wtproxy's services are on several fronts and none is named"},
     {"ls", "list the registered dev servers", cli_usage_ls, NULL, cli_ls_main,
      "0 listed\n" NO_DAEMON "\n" USAGE_ERR},
     {"logs", "print (or follow, -f) the log of this worktree's dev server", cli_usage_logs, NULL,

@@ -4,6 +4,7 @@
  * (or, for register, the /__whoami gate refuses the server it registered),
  * 2 bad usage. */
 #include "cli.h"
+#include "front.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -134,10 +135,12 @@ static int usage_error(const char *cmd, const char *msg)
 struct register_args {
     const char *port, *pid, *front, *ttl, *worktree, *host, *service;
     int no_autostart, no_wait;
+    int argc; /* the arguments as given, for a refusal to repeat */
+    char **argv;
 };
 
 /* Turn parsed flags into the register request. Returns it, or NULL with
- * err (bad usage). */
+ * err (bad usage), "" when the refusal is said already. */
 static json_t *register_request(const struct register_args *a, char *err, size_t errlen)
 {
     int port, front = WTP_DEFAULT_FRONT_PORT;
@@ -167,8 +170,12 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
         return NULL;
     if (pid)
         host_pid_cmdline((pid_t)pid, cmd, sizeof cmd);
-    if (!a->front)
-        front = cli_daemon_front(wt, a->service, cli_daemon_start_allowed(a->no_autostart));
+    struct cli_server_cmd self = {"register", a->argc, a->argv, 0, NULL, ""};
+    if (!a->front && (front = cli_server_front(wt, a->service, &self,
+                                               cli_daemon_start_allowed(a->no_autostart))) < 0) {
+        err[0] = '\0'; /* said, with each service's command */
+        return NULL;
+    }
     json_t *req = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I, s:s, s:b}", "op", "register", "front",
                             front, "worktree", wt, "port", port, "pid", (json_int_t)pid, "ttl_ms",
                             (json_int_t)ttl, "command", cmd, "ready", 1);
@@ -270,7 +277,7 @@ static int say_registered(json_t *e, int wait)
 
 int cli_register_main(int argc, char **argv)
 {
-    struct register_args a = {0};
+    struct register_args a = {.argc = argc - 1, .argv = argv + 1};
     const struct cli_opt opts[] = {
         {"port", &a.port, NULL},         {"pid", &a.pid, NULL},
         {"front", &a.front, NULL},       {"ttl", &a.ttl, NULL},
@@ -285,7 +292,7 @@ int cli_register_main(int argc, char **argv)
         return usage_error("register", err);
     json_t *req = register_request(&a, err, sizeof err), *reply = NULL;
     if (!req)
-        return usage_error("register", err);
+        return err[0] ? usage_error("register", err) : 2;
     r = cli_call(req, cli_daemon_start_allowed(a.no_autostart), &reply, err, sizeof err);
     json_decref(req);
     if (r < 0) {
@@ -313,8 +320,9 @@ int cli_unregister_main(int argc, char **argv)
     if (r < 0 || (frontv && cli_port("front", frontv, &front, err, sizeof err) < 0) ||
         cli_worktree(worktree, wt, sizeof wt, err, sizeof err) < 0)
         return usage_error("unregister", err);
-    if (!frontv)
-        front = cli_daemon_front(wt, NULL, 0);
+    struct cli_server_cmd self = {"unregister", argc - 1, argv + 1, 0, NULL, ""};
+    if (!frontv && (front = cli_server_front(wt, NULL, &self, 0)) < 0)
+        return 2;
     json_t *req = json_pack("{s:s, s:i, s:s}", "op", "unregister", "front", front, "worktree", wt);
     json_t *reply = NULL;
     r = req ? cli_call(req, 0, &reply, err, sizeof err) : -1;

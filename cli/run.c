@@ -13,6 +13,7 @@
  * that outlived its daemon is reused or replaced by run_orphan.c. This
  * file is the supervision: ready, restart, stop, and main. */
 #include "run.h"
+#include "front.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -185,8 +186,14 @@ int cli_run_main(int argc, char **argv)
     sigaction(SIGUSR1, &usr1, NULL);
     /* A reader of our output that went must not kill the wrapper. */
     signal(SIGPIPE, SIG_IGN);
-    if (!frontv)
-        r.front = cli_daemon_front(r.worktree, r.service, cli_daemon_start_allowed(no_autostart));
+    /* Without --front: from the .wtproxy, which may refuse (several fronts,
+     * CMD none's start) before anything starts. */
+    struct cli_server_cmd self = {"run", argc - 1, argv + 1, argc - rest, argv + rest, ""};
+    if (!frontv && (r.front = cli_server_front(r.worktree, r.service, &self,
+                                               cli_daemon_start_allowed(no_autostart))) < 0)
+        return 2;
+    if (self.service[0])
+        r.service = self.service;
     cli_run_log_open(&r.log, r.worktree, r.front, r.service);
     rc = cli_run_claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
     if (rc == 0 && r.reused) {

@@ -21,8 +21,9 @@ const char cli_usage_run[] =
     "it is stopped and CMD runs in its place.\n"
     "\n"
     "  --front PORT      the proxy port it serves (default: the worktree's .wtproxy\n"
-    "                    front of --service, or of its one service (services on\n"
-    "                    several fronts need --service); else the one port the\n"
+    "                    front of --service, or of its one service; of services on\n"
+    "                    several fronts, of the one whose start CMD is, else run\n"
+    "                    refuses, exit 2, naming each; else the one port the\n"
     "                    daemon listens on; else 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _): shown\n"
@@ -53,8 +54,8 @@ const char cli_usage_register[] =
     "                    without --pid\n"
     "  --front PORT      the proxy port it serves (default: the worktree's .wtproxy\n"
     "                    front of --service, or of its one service (services on\n"
-    "                    several fronts need --service); else the one port the\n"
-    "                    daemon listens on; else 8000)\n"
+    "                    several fronts need --service: refused, exit 2, without);\n"
+    "                    else the one port the daemon listens on; else 8000)\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --host H          the server's address (default 127.0.0.1)\n"
     "  --service NAME    the `.wtproxy` service this server is (a-z, 0-9, -, _)\n"
@@ -69,7 +70,9 @@ const char cli_usage_unregister[] =
     "\n"
     "  --worktree DIR    default: the git worktree enclosing the current folder\n"
     "  --front PORT      default: the worktree's .wtproxy front (of its one\n"
-    "                    service), else the one port the daemon listens on, else 8000\n";
+    "                    service; of services on several fronts, refused, exit 2,\n"
+    "                    naming each), else the one port the daemon listens on, else\n"
+    "                    8000\n";
 
 const char cli_usage_ls[] =
     "usage: wtproxy ls [--json]\n"
