@@ -51,14 +51,16 @@ const UNSEEN_WARN_MS = 5000;
 const stampText = (n) =>
   `// wtproxy-whoami: next dev rewrites this file (withWtproxyWhoami): route.js serves this number once Turbopack took every earlier edit in\nexport default ${n};\n`;
 
-// The stamp files of the App Router folders of dir that have our route,
-// created where missing (in every phase: `next build` compiles route.js
+// The stamp files of the App Router folders of dir whose route imports
+// one, created where missing (in every phase: `next build` compiles route.js
 // too, and a fresh worktree has none, as it is gitignored).
 export function ensureStamps(dir) {
   const found = [];
   for (const appdir of ['app', 'src/app']) {
     const routeDir = path.join(dir, appdir, ROUTE_DIR);
-    if (!fs.existsSync(path.join(routeDir, 'route.js'))) continue;
+    let route = '';
+    try { route = fs.readFileSync(path.join(routeDir, 'route.js'), 'utf8'); } catch { continue; }
+    if (!route.includes(`./${STAMP}`)) continue;
     const file = path.join(routeDir, STAMP);
     if (!fs.existsSync(file)) {
       try { fs.writeFileSync(file, stampText(0)); } catch (e) { console.warn(`[wtproxy-whoami] cannot write ${file}: ${e.message}`); }
@@ -89,7 +91,7 @@ export class TurbopackFollower {
     this.lastRound = 0;
     this.warned = 0;
     if (this.stamps.length === 0) {
-      this.log(`no ${path.join(dir, 'app', ROUTE_DIR, 'route.js')} (nor under src/app): /__whoami cannot answer; wtproxy init --apply writes it`);
+      this.log(`no ${path.join(dir, 'app', ROUTE_DIR, 'route.js')} (nor under src/app) importing ./${STAMP}: /__whoami cannot answer under Turbopack; wtproxy init --apply in the app writes it`);
     }
     this.round();
   }
