@@ -1,21 +1,27 @@
 // next.mjs - the /__whoami contract (whoami/PROTOCOL.md) for `next dev`
-// (Next.js 13 and 14, webpack; the App Router), in two parts:
+// (Next.js 13 to 16, the App Router; webpack here, Turbopack in
+// next-turbopack.mjs), in two parts:
 //
 //   // next.config.mjs: follows what next dev compiled
 //   import { withWtproxyWhoami } from 'wtproxy-whoami/next';
 //   export default withWtproxyWhoami(nextConfig);   // options { root, include, exclude }
 //
 //   // app/%5F%5Fwhoami/route.js: answers GET /__whoami with it
+//   import stamp from './stamp.js';   // gitignored; Turbopack's proof
 //   export const dynamic = 'force-dynamic';
-//   export function GET() { return globalThis[Symbol.for('wtproxy-whoami.next')].response(); }
+//   export function GET() { return globalThis[Symbol.for('wtproxy-whoami.next')].response({ stamp }); }
 //
 // Next has no middleware chain to join, and does not route a folder named
 // __whoami (a private folder): %5F is its escape for a leading underscore.
-// The route file imports nothing, so Next's bundler never has to resolve
-// this package; the config part, loaded by Node itself in the process
-// that compiles and serves, leaves the answer on globalThis for it.
+// The route file imports only its stamp, so Next's bundler never has to
+// resolve this package; the config part, loaded by Node itself in the
+// process that compiles and serves, leaves the answer on globalThis for
+// it. With process.env.TURBOPACK (Next 16's plain `next dev`, Next 15's
+// `next dev --turbopack`) there are no webpack compilers to follow and
+// the answer is next-turbopack.mjs's; otherwise (Next 13-15's `next dev`,
+// Next 16's `next dev --webpack`) it is this file's:
 //
-// What the answer must mean. next dev compiles each route when it is
+// What the answer must mean under webpack. next dev compiles each route when it is
 // first asked for, from the disk as it is then, and recompiles a compiled
 // route after its watcher reports a change to one of the files it read.
 // Between the edit and the end of that recompile it serves the old code
