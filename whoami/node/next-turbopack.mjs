@@ -47,6 +47,8 @@ const ROUND_EVERY_MS = 50;
 // A stamp not served this long after it was written: said once in next
 // dev's log, as the route or the watcher is then not doing its part.
 const UNSEEN_WARN_MS = 5000;
+// A route.js without the stamp is said in the log at most this often.
+const OLD_ROUTE_LOG_MS = 10000;
 
 const stampText = (n) =>
   `// wtproxy-whoami: next dev rewrites this file (withWtproxyWhoami): route.js serves this number once Turbopack took every earlier edit in\nexport default ${n};\n`;
@@ -90,6 +92,7 @@ export class TurbopackFollower {
     this.running = false;
     this.lastRound = 0;
     this.warned = 0;
+    this.toldOld = 0;
     if (this.stamps.length === 0) {
       this.log(`no ${path.join(dir, 'app', ROUTE_DIR, 'route.js')} (nor under src/app) importing ./${STAMP}: /__whoami cannot answer under Turbopack; wtproxy init --apply in the app writes it`);
     }
@@ -102,7 +105,10 @@ export class TurbopackFollower {
   // (undefined from a route.js written for webpack only).
   response(got) {
     if (typeof got?.stamp !== 'number') {
-      return text(501, `wtproxy-whoami: ${ROUTE_DIR}/route.js is older than next dev with Turbopack needs (it imports no ./${STAMP}): run wtproxy init --apply in the app to update it, or run next dev --webpack\n`);
+      const why = `${ROUTE_DIR}/route.js is older than next dev with Turbopack needs (it imports no ./${STAMP}): run wtproxy init --apply in the app to update it, or run next dev --webpack`;
+      // in next dev's log too, where `wtproxy logs` shows its tail
+      if (Date.now() - this.toldOld >= OLD_ROUTE_LOG_MS) { this.toldOld = Date.now(); this.log(why); }
+      return text(501, `wtproxy-whoami: ${why}\n`);
     }
     if (this.pending && got.stamp >= this.pending.stamp) {
       ({ body: this.body, sigs: this.sigs } = this.pending);
