@@ -44,8 +44,9 @@ export const STAMP = 'stamp.js';
 // A round begins at an ask at most this often (wtproxy asks a stale
 // server every 100 ms, a verified one every 2 s).
 const ROUND_EVERY_MS = 50;
-// A stamp not served this long after it was written: said once in next
-// dev's log, as the route or the watcher is then not doing its part.
+// A stamp the route still does not serve when asked this long after it
+// was written: said once in next dev's log, as the watcher is then not
+// doing its part.
 const UNSEEN_WARN_MS = 5000;
 // A route.js without the stamp is said in the log at most this often.
 const OLD_ROUTE_LOG_MS = 10000;
@@ -113,6 +114,8 @@ export class TurbopackFollower {
     if (this.pending && got.stamp >= this.pending.stamp) {
       ({ body: this.body, sigs: this.sigs } = this.pending);
       this.pending = null;
+    } else if (this.pending && Date.now() - this.pending.at >= UNSEEN_WARN_MS && !this.warned++) {
+      this.log(`next dev (Turbopack) still serves an older ${this.stamps[0]} ${UNSEEN_WARN_MS / 1000} s after it was written, so /__whoami keeps the older fingerprint and wtproxy calls the server stale: restart next dev (or run it with wtproxy run --restart-on-stale)`);
     }
     if (!this.running && !this.pending && Date.now() - this.lastRound >= ROUND_EVERY_MS) this.round();
     if (!this.body) return text(503, 'wtproxy-whoami: next dev (Turbopack) has not compiled this route from the current disk yet\n', { 'Retry-After': '1' });
@@ -137,13 +140,7 @@ export class TurbopackFollower {
       this.log(`cannot write ${this.stamps.join(', ')}: ${e.message}; /__whoami keeps the last fingerprint`);
       return;
     }
-    this.pending = { stamp, body: answerFor(this.checkout, this.include, this.exclude, fp).body, sigs: fp.sigs };
-    setTimeout(() => this.unseen(stamp), UNSEEN_WARN_MS).unref();
-  }
-
-  unseen(stamp) {
-    if (this.pending?.stamp !== stamp || this.warned++) return;
-    this.log(`next dev (Turbopack) has not served ${this.stamps[0]} ${UNSEEN_WARN_MS / 1000} s after it was written, so /__whoami keeps the older fingerprint and wtproxy calls the server stale: restart next dev (or run it with wtproxy run --restart-on-stale)`);
+    this.pending = { stamp, at: Date.now(), body: answerFor(this.checkout, this.include, this.exclude, fp).body, sigs: fp.sigs };
   }
 
   configChanged() {
