@@ -68,6 +68,8 @@ const entryOf = async (tmp, wt) => (await lsJson(tmp)).find((e) => e.worktree ==
 const servingPid = async (wt, port) => JSON.parse((await curlFrom(wt, port, '/__whoami')).body).pid;
 
 test('a Next 16 app adopted by wtproxy init: Turbopack and webpack, its own page per worktree, verified, edits served fresh', async (t) => {
+  assert.ok(fs.existsSync(path.join(modules, 'next/package.json')),
+    `${modules} has no next: scripts/bootstrap installs it (cd tests/next16 && npm ci)`);
   const t0 = Date.now();
   const tmp = makeWorktrees(t, []);
   t.after(() => killUnder(tmp.root)); // next dev's processes, if any are left
