@@ -89,7 +89,7 @@ export class TurbopackFollower {
     this.worker = new FingerprintWorker();
     this.body = null; // the published answer
     this.sigs = null; // its files' signatures
-    this.pending = null; // { stamp, body, sigs }: a round waiting for its proof
+    this.pending = null; // { stamp, at, body, sigs }: a round waiting for its proof
     this.running = false;
     this.lastRound = 0;
     this.warned = 0;
@@ -124,11 +124,20 @@ export class TurbopackFollower {
 
   async round() {
     this.running = true;
+    try {
+      this.pending = await this.prove();
+    } finally {
+      this.running = false;
+      this.lastRound = Date.now();
+    }
+  }
+
+  // Fingerprint the disk, then write the next stamp: the pending answer,
+  // or null when nothing changed since the published one (or it failed).
+  async prove() {
     const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude });
-    this.running = false;
-    this.lastRound = Date.now();
-    if (fp.error) { this.log(`cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return; }
-    if (sameSigs(fp.sigs, this.sigs) || this.configChanged()) return;
+    if (fp.error) { this.log(`cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return null; }
+    if (sameSigs(fp.sigs, this.sigs) || this.configChanged()) return null;
     const stamp = ++this.written;
     try {
       for (const file of this.stamps) {
@@ -138,9 +147,9 @@ export class TurbopackFollower {
       }
     } catch (e) {
       this.log(`cannot write ${this.stamps.join(', ')}: ${e.message}; /__whoami keeps the last fingerprint`);
-      return;
+      return null;
     }
-    this.pending = { stamp, at: Date.now(), body: answerFor(this.checkout, this.include, this.exclude, fp).body, sigs: fp.sigs };
+    return { stamp, at: Date.now(), body: answerFor(this.checkout, this.include, this.exclude, fp).body, sigs: fp.sigs };
   }
 
   configChanged() {
