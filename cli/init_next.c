@@ -5,9 +5,13 @@
  * The route is `APP/%5F%5Fwhoami/route.js` in the App Router's folder
  * (`app`, else `src/app`): Next does not route a folder named `__whoami`
  * (a private folder) and documents %5F as the escape for a leading `_`.
- * It imports nothing, so Next's bundler never resolves our package; the
- * answer is left on globalThis by withWtproxyWhoami() in next.config,
- * which Node loads itself. A missing config becomes a new
+ * It imports only ./stamp.js beside it, which next dev rewrites under
+ * Turbopack (whoami/node/next-turbopack.mjs: the route serving a stamp
+ * proves Turbopack took every earlier edit in), gitignored by the
+ * .gitignore written with it; so Next's bundler never resolves our
+ * package, and the answer is left on globalThis by withWtproxyWhoami()
+ * in next.config, which Node loads itself. A route of ours from before
+ * the stamp is rewritten. A missing config becomes a new
  * next.config.mjs; a next.config.mjs whose `export default EXPR;` is one
  * line gets EXPR wrapped; any other config gets a note with the lines to
  * write by hand, as does an app without an App Router folder. */
