@@ -9,7 +9,7 @@
 
 #include "app.h"
 
-#define INIT_MAX_CHANGES 4
+#define INIT_MAX_CHANGES 6
 
 enum init_recipe { INIT_RECIPE_NONE, INIT_RECIPE_URL, INIT_RECIPE_PORT };
 

@@ -5,9 +5,13 @@
  * The route is `APP/%5F%5Fwhoami/route.js` in the App Router's folder
  * (`app`, else `src/app`): Next does not route a folder named `__whoami`
  * (a private folder) and documents %5F as the escape for a leading `_`.
- * It imports nothing, so Next's bundler never resolves our package; the
- * answer is left on globalThis by withWtproxyWhoami() in next.config,
- * which Node loads itself. A missing config becomes a new
+ * It imports only ./stamp.js beside it, which next dev rewrites under
+ * Turbopack (whoami/node/next-turbopack.mjs: the route serving a stamp
+ * proves Turbopack took every earlier edit in), gitignored by the
+ * .gitignore written with it; so Next's bundler never resolves our
+ * package, and the answer is left on globalThis by withWtproxyWhoami()
+ * in next.config, which Node loads itself. A route of ours from before
+ * the stamp is rewritten. A missing config becomes a new
  * next.config.mjs; a next.config.mjs whose `export default EXPR;` is one
  * line gets EXPR wrapped; any other config gets a note with the lines to
  * write by hand, as does an app without an App Router folder. */
@@ -26,17 +30,25 @@
 
 static const char route_text[] =
     "// wtproxy: answers GET /__whoami with this checkout and the code `next dev` compiled "
-    "(the answer comes from withWtproxyWhoami in next.config), so wtproxy relays only to this "
-    "worktree's up-to-date server. %5F%5Fwhoami is Next's spelling of the URL /__whoami (a "
-    "folder named __whoami is private, not routed) - do not rename or remove\n"
+    "(the answer comes from withWtproxyWhoami in next.config; under Turbopack, once this route "
+    "serves the ./stamp.js it rewrites), so wtproxy relays only to this worktree's up-to-date "
+    "server. %5F%5Fwhoami is Next's spelling of the URL /__whoami (a folder named __whoami is "
+    "private, not routed) - do not rename or remove\n"
+    "import stamp from './stamp.js';\n"
+    "\n"
     "export const dynamic = 'force-dynamic';\n"
     "export function GET() {\n"
     "  const whoami = globalThis[Symbol.for('wtproxy-whoami.next')];\n"
-    "  if (whoami) return whoami.response();\n"
+    "  if (whoami) return whoami.response({ stamp });\n"
     "  return new Response('wtproxy-whoami: next.config does not wrap its config in "
-    "withWtproxyWhoami() from wtproxy-whoami/next, or this is not next dev with webpack "
-    "(wtproxy help whoami)\\n', { status: 501 });\n"
+    "withWtproxyWhoami() from wtproxy-whoami/next, or this is not next dev: wtproxy init --apply "
+    "in the app wraps it (wtproxy help whoami)\\n', { status: 501 });\n"
     "}\n";
+
+/* stamp.js is next dev's to rewrite (whoami/node/next-turbopack.mjs), never
+ * a change to commit */
+static const char ignore_text[] = "# wtproxy: next dev rewrites stamp.js (withWtproxyWhoami)\n"
+                                  "stamp.js\n";
 
 static const char why_config[] =
     "// wtproxy: withWtproxyWhoami follows what `next dev` compiled, for the /__whoami route; "
@@ -69,20 +81,34 @@ static char *read_rel(struct init_plan *p, const char *rel)
     return text;
 }
 
-static int plan_route(struct init_plan *p, const char *appdir)
+/* dir/rel written as text: a new file, or one of ours (holding marker)
+ * brought up to date; another's is left alone with a note. */
+static int plan_ours(struct init_plan *p, const char *rel, const char *marker, const char *text)
 {
-    char rel[PATH_MAX];
-    snprintf(rel, sizeof rel, "%s/%s/route.js", appdir, ROUTE_DIR);
     char *now = read_rel(p, rel);
-    if (now || errno != ENOENT) {
-        if (now && !strstr(now, "wtproxy-whoami.next"))
+    if (!now && errno != ENOENT)
+        return 0;
+    if (now && (strcmp(now, text) == 0 || !strstr(now, marker))) {
+        if (strcmp(now, text) != 0)
             init_note(p, "%s: already there with other content; left as it is", rel);
         free(now);
         return 0;
     }
     struct init_text t = {0};
-    init_puts(&t, route_text);
-    return t.oom ? -1 : init_add_change(p, rel, NULL, &t);
+    init_puts(&t, text);
+    return t.oom ? (free(now), -1) : init_add_change(p, rel, now, &t);
+}
+
+/* The route, and the .gitignore beside it; a route.js from before
+ * Turbopack's support (no stamp) is rewritten. */
+static int plan_route(struct init_plan *p, const char *appdir)
+{
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/%s/route.js", appdir, ROUTE_DIR);
+    if (plan_ours(p, rel, "wtproxy-whoami.next", route_text) < 0)
+        return -1;
+    snprintf(rel, sizeof rel, "%s/%s/.gitignore", appdir, ROUTE_DIR);
+    return plan_ours(p, rel, "stamp.js", ignore_text);
 }
 
 /* The line `export default EXPR;` of text (EXPR on that line), or NULL. */

@@ -266,8 +266,9 @@ void conn_wait_timeout(struct proxy_client *c)
         conn_forward(c);
     } else if (waited >= c->srv->cfg.start_timeout_ms) {
         snprintf(d, sizeof d,
-                 "%s (pid %d) did not listen on port %d within start_timeout "
-                 "(%u ms); its output: wtproxy logs %s --front %d",
+                 "%s (pid %d) was not ready on port %d within start_timeout (%u ms): "
+                 "it did not listen, or its ready path (ready = in the .wtproxy, --health) "
+                 "did not answer 2xx or 3xx; its output: wtproxy logs %s --front %d",
                  b->worktree, (int)b->pid, b->port, c->srv->cfg.start_timeout_ms, b->worktree,
                  b->front);
         conn_fail(c, PE_BACKEND_NOT_READY, d);

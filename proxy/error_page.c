@@ -68,7 +68,7 @@ static const struct error_kind kinds[] = {
                        "{port}>"},
     [PE_BACKEND_NOT_READY] =
         {503, "Service Unavailable", "backend-not-ready",
-         "The dev server of this worktree did not start listening in time.",
+         "The dev server of this worktree did not become ready in time.",
          "Read the dev server's output for why it does not start: wtproxy logs{front} (in its "
          "worktree); or raise start_timeout in the daemon's config file and send it SIGHUP."},
     [PE_BACKEND_EXITED] =

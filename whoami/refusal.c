@@ -206,8 +206,9 @@ static const char *middleware_hint(const struct whoami_target *t)
     const char *cmd = t->command ? t->command : "";
     if (runs_one_of(cmd, next)) /* before node: `node node_modules/.bin/next dev` */
         return "add Next's /__whoami: wtproxy init --apply in the app writes "
-               "app/%5F%5Fwhoami/route.js and wraps next.config.mjs in withWtproxyWhoami() from "
-               "'wtproxy-whoami/next' (wtproxy help whoami)";
+               "app/%5F%5Fwhoami/route.js (or updates one from before Turbopack's support, "
+               "which answers 501 under next dev's Turbopack) and wraps next.config.mjs in "
+               "withWtproxyWhoami() from 'wtproxy-whoami/next' (wtproxy help whoami)";
     if (runs_one_of(cmd, vite))
         return "add the Vite plugin: in vite.config.js, import { wtproxyWhoami } from "
                "'wtproxy-whoami/vite' and list wtproxyWhoami() in plugins (wtproxy help whoami)";

@@ -97,9 +97,23 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   const nextDir = app(t, { 'package.json': pkg({ next: '14' }, { dev: 'next dev' }), 'src/app/page.js': '',
     'next.config.js': 'module.exports = { reactStrictMode: true };\n' });
   const nextPlan = JSON.parse((await init(nextDir, [nextDir, '--json'])).stdout);
-  assert.deepEqual(nextPlan.changes.map((x) => [x.path, x.kind]), [['.wtproxy', 'new'], ['src/app/%5F%5Fwhoami/route.js', 'new']]);
+  assert.deepEqual(nextPlan.changes.map((x) => [x.path, x.kind]),
+    [['.wtproxy', 'new'], ['src/app/%5F%5Fwhoami/route.js', 'new'], ['src/app/%5F%5Fwhoami/.gitignore', 'new']]);
   assert.match(nextPlan.changes[0].diff, /^\+ready = \/__whoami$/m);
   assert.match(nextPlan.changes[1].diff, /^\+export const dynamic = 'force-dynamic';$/m);
+  assert.match(nextPlan.changes[1].diff, /^\+import stamp from '\.\/stamp\.js';$/m);
+  assert.match(nextPlan.changes[2].diff, /^\+stamp\.js$/m);
+  // A route init wrote before Turbopack's support (no stamp) is brought
+  // up to date: under Turbopack it answers 501 until then.
+  const oldRoute = "// wtproxy: answers GET /__whoami\nexport const dynamic = 'force-dynamic';\nexport function GET() {\n" +
+    "  const whoami = globalThis[Symbol.for('wtproxy-whoami.next')];\n  if (whoami) return whoami.response();\n}\n";
+  fs.mkdirSync(path.join(nextDir, 'src/app/%5F%5Fwhoami'));
+  fs.writeFileSync(path.join(nextDir, 'src/app/%5F%5Fwhoami/route.js'), oldRoute);
+  const upgrade = JSON.parse((await init(nextDir, [nextDir, '--json'])).stdout);
+  const routeChange = upgrade.changes.find((x) => x.path === 'src/app/%5F%5Fwhoami/route.js');
+  assert.equal(routeChange?.kind, 'edit', JSON.stringify(upgrade.changes));
+  assert.match(routeChange.diff, /^-  if \(whoami\) return whoami\.response\(\);$/m);
+  assert.match(routeChange.diff, /^\+  if \(whoami\) return whoami\.response\(\{ stamp \}\);$/m);
   assert.ok(nextPlan.notes.some((n) => /^next\.config\.js: not an ES module init can edit; wrap its config by hand: `import \{ withWtproxyWhoami \} from 'wtproxy-whoami\/next'`/.test(n)),
     nextPlan.notes.join('\n'));
 

@@ -141,7 +141,7 @@ test('a service that exits before it listens: called exited, by its name and sta
   assert.equal(r.status, 503, r.body);
   assert.equal(r.headers['x-wtproxy-error'], 'backend-not-ready');
   assert.match(r.body, /: The dev server of this worktree exited before it listened/);
-  assert.doesNotMatch(r.body, /did not start listening in time/);
+  assert.doesNotMatch(r.body, /did not become ready in time/);
   assert.ok(r.body.includes(`service \`api\` that ${tmp.wt.a}/.wtproxy declares exited with status 3 before it listened`), r.body);
   assert.ok(r.body.includes(`wtproxy logs ${tmp.wt.a} --service api`), r.body);
   sanitizerClean(assert, px.stderr());

@@ -92,7 +92,9 @@ static void no_whoami(void)
         {"/usr/bin/node /w/app/node_modules/vite/bin/vite.js --port 23833", "wtproxyWhoami()",
          "app.use"},
         {"/bin/sh -c node_modules/.bin/next dev --hostname 127.0.0.1 --port 23833",
-         "app/%5F%5Fwhoami/route.js and wraps next.config.mjs in withWtproxyWhoami()", "app.use"},
+         "updates one from before Turbopack's support, which answers 501 under next dev's "
+         "Turbopack) and wraps next.config.mjs in withWtproxyWhoami()",
+         "app.use"},
         {"node /w/app/node_modules/.bin/next dev --port 23833", "'wtproxy-whoami/next'", "Django"},
         {"next-server (v14.2.35)", "wtproxy init --apply", "Vite"},
         {"npm run dev -- --port 23833", "for a Vite dev server, the Vite plugin", "Django"},

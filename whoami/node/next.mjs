@@ -1,21 +1,27 @@
 // next.mjs - the /__whoami contract (whoami/PROTOCOL.md) for `next dev`
-// (Next.js 13 and 14, webpack; the App Router), in two parts:
+// (Next.js 13 to 16, the App Router; webpack here, Turbopack in
+// next-turbopack.mjs), in two parts:
 //
 //   // next.config.mjs: follows what next dev compiled
 //   import { withWtproxyWhoami } from 'wtproxy-whoami/next';
 //   export default withWtproxyWhoami(nextConfig);   // options { root, include, exclude }
 //
 //   // app/%5F%5Fwhoami/route.js: answers GET /__whoami with it
+//   import stamp from './stamp.js';   // gitignored; Turbopack's proof
 //   export const dynamic = 'force-dynamic';
-//   export function GET() { return globalThis[Symbol.for('wtproxy-whoami.next')].response(); }
+//   export function GET() { return globalThis[Symbol.for('wtproxy-whoami.next')].response({ stamp }); }
 //
 // Next has no middleware chain to join, and does not route a folder named
 // __whoami (a private folder): %5F is its escape for a leading underscore.
-// The route file imports nothing, so Next's bundler never has to resolve
-// this package; the config part, loaded by Node itself in the process
-// that compiles and serves, leaves the answer on globalThis for it.
+// The route file imports only its stamp, so Next's bundler never has to
+// resolve this package; the config part, loaded by Node itself in the
+// process that compiles and serves, leaves the answer on globalThis for
+// it. With process.env.TURBOPACK (Next 16's plain `next dev`, Next 15's
+// `next dev --turbopack`) there are no webpack compilers to follow and
+// the answer is next-turbopack.mjs's; otherwise (Next 13-15's `next dev`,
+// Next 16's `next dev --webpack`) it is this file's:
 //
-// What the answer must mean. next dev compiles each route when it is
+// What the answer must mean under webpack. next dev compiles each route when it is
 // first asked for, from the disk as it is then, and recompiles a compiled
 // route after its watcher reports a change to one of the files it read.
 // Between the edit and the end of that recompile it serves the old code
@@ -47,6 +53,7 @@ import path from 'node:path';
 import { checkPatterns, globMatch } from './fingerprint.mjs';
 import { DEFAULT_EXCLUDE, resolveCheckout, answerFor } from './index.mjs';
 import { FingerprintWorker, signature } from './vite-fp.mjs';
+import { ROUTE_DIR, STAMP, TurbopackFollower, ensureStamps } from './next-turbopack.mjs';
 
 export const KEY = Symbol.for('wtproxy-whoami.next');
 export const NEXT_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'css', 'scss', 'sass',
@@ -54,6 +61,8 @@ export const NEXT_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', '
 // index.mjs's, plus Next's build folder and what test runners write.
 export const NEXT_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.next/**', '**/out/**', '**/coverage/**',
   '**/test-results/**', '**/playwright-report/**'];
+// The route's stamp (next-turbopack.mjs): next dev's own writes, not code.
+const STAMP_EXCLUDE = `**/${ROUTE_DIR}/${STAMP}`;
 // The watcher's reports of one burst (an editor saving several files, a
 // `git checkout`) in one round; next dev's own aggregateTimeout is 5 ms.
 export const DEBOUNCE_MS = 20;
@@ -75,9 +84,7 @@ const ctimeNs = (sig) => (sig ? BigInt(sig.split(':')[4]) : 0n);
 // One next dev process's fingerprint, following its compilers.
 class Follower {
   constructor(dir, options) {
-    this.checkout = resolveCheckout(options.root, dir);
-    this.include = options.include ?? NEXT_EXTENSIONS.map((e) => `**/*.${e}`);
-    this.exclude = options.exclude ?? [...NEXT_EXCLUDE];
+    Object.assign(this, patterns(dir, options));
     this.inc = checkPatterns(this.include, 'include');
     this.exc = checkPatterns(this.exclude, 'exclude');
     this.compilers = new Map(); // name -> { busy, begun (ms), deps: Set of absolute paths }
@@ -90,7 +97,6 @@ class Follower {
     this.lastRun = 0;
     this.warned = new Set();
     this.worker = new FingerprintWorker();
-    this.configSigs = configSignatures(dir);
   }
 
   log(msg) { console.warn(`[wtproxy-whoami] ${msg}`); }
@@ -199,6 +205,18 @@ class Follower {
   }
 }
 
+// What both followers fingerprint: the checkout, the patterns, and the
+// next.config.* files as they were at start.
+function patterns(dir, options) {
+  const exclude = options.exclude ?? [...NEXT_EXCLUDE];
+  return {
+    checkout: resolveCheckout(options.root, dir),
+    include: options.include ?? NEXT_EXTENSIONS.map((e) => `**/*.${e}`),
+    exclude: exclude.includes(STAMP_EXCLUDE) ? exclude : [...exclude, STAMP_EXCLUDE],
+    configSigs: configSignatures(dir),
+  };
+}
+
 // The next.config.* files of dir and their signatures at start.
 function configSignatures(dir) {
   const sigs = new Map();
@@ -218,9 +236,14 @@ class WtproxyWhoamiPlugin {
 // The Next config, with the plugin on next dev's compilers. nextConfig: an
 // object or a function (phase, ctx) as next.config exports.
 export function withWtproxyWhoami(nextConfig = {}, options = {}) {
+  ensureStamps(process.cwd()); // route.js imports it, in next build too
   return async (phase, ctx) => {
     const config = typeof nextConfig === 'function' ? await nextConfig(phase, ctx) : nextConfig;
     if (phase !== DEV_PHASE || process.env.NODE_ENV === 'production') return config;
+    if (process.env.TURBOPACK) {
+      globalThis[KEY] ??= new TurbopackFollower(process.cwd(), patterns(process.cwd(), options));
+      return config;
+    }
     return {
       ...config,
       webpack(webpackConfig, wctx) {
