@@ -392,8 +392,9 @@ int cli_wait_load(unsigned max_pct, long long timeout_ms, char *err, size_t errl
 /* --- the subcommands (the table in main.c names each with its help) --- */
 
 /* The status GET path answers on 127.0.0.1:port, or -1 when it does not
- * answer in time (run_ready.c). */
-int cli_http_status(int port, const char *path);
+ * answer in time; for a 4xx or 5xx, the first line of its body into said
+ * ("" when none; run_ready.c). */
+int cli_http_status(int port, const char *path, char *said, size_t saidlen);
 
 /* Whether something listens on port and is self's descendant; d (may be
  * NULL) is a sock_diag handle, poll_no the caller's poll count

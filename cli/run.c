@@ -70,7 +70,8 @@ static int is_ready(const struct cli_run *r, pid_t self, int *said, struct host_
 {
     if (!cli_cmd_listens(r->port, self, d, poll_no))
         return 0;
-    int status = r->health ? cli_http_status(r->port, r->health) : 200;
+    char body[200] = "";
+    int status = r->health ? cli_http_status(r->port, r->health, body, sizeof body) : 200;
     if (status >= 200 && status < 400)
         return 1;
     char got[32] = "nothing in time";
@@ -78,9 +79,10 @@ static int is_ready(const struct cli_run *r, pid_t self, int *said, struct host_
         snprintf(got, sizeof got, "%d", status);
     if (*said != status)
         fprintf(stderr,
-                "wtproxy: %s listens on 127.0.0.1:%d; GET %s answered %s, waiting for 2xx or "
-                "3xx (--health)\n",
-                cli_run_folder(r->worktree), r->port, r->health, got);
+                "wtproxy: %s listens on 127.0.0.1:%d; GET %s answered %s%s%s%s, waiting for 2xx "
+                "or 3xx (--health)\n",
+                cli_run_folder(r->worktree), r->port, r->health, got, body[0] ? " (\"" : "", body,
+                body[0] ? "\")" : "");
     *said = status;
     return 0;
 }

@@ -30,16 +30,60 @@ static int wait_fd(int fd, short events)
     return r > 0 ? 0 : -1;
 }
 
-int cli_http_status(int port, const char *path)
+/* The first line of the body of answer (a head and what came of its
+ * body), printable, into out ("" when none came): a health path that
+ * refuses usually says why (a whoami route's 501 names its fix), and the
+ * wrapper's line is what a user reads. A chunked body's first line is its
+ * size: skipped. */
+static void body_line(const char *answer, char *out, size_t len)
+{
+    const char *b = strstr(answer, "\r\n\r\n");
+    out[0] = '\0';
+    if (!b)
+        return;
+    b += 4;
+    size_t hex = strspn(b, "0123456789abcdefABCDEF");
+    if (hex && strncmp(b + hex, "\r\n", 2) == 0 && strcasestr(answer, "chunked"))
+        b += hex + 2;
+    size_t n = strcspn(b, "\r\n"), i;
+    n = n < len - 1 ? n : len - 1;
+    for (i = 0; i < n; i++)
+        out[i] = b[i] >= 0x20 && b[i] < 0x7f ? b[i] : '?';
+    out[n] = '\0';
+}
+
+/* Read more of fd's answer into buf, which holds got bytes: up to its
+ * status line (want_body 0), or up to two lines of its body (a chunked
+ * one's size, then its text); stops sooner at its end (the request said
+ * Connection: close), or the buffer's. Returns the bytes buf holds. */
+static size_t read_answer(int fd, char *buf, size_t size, size_t got, int want_body)
+{
+    for (;;) {
+        buf[got] = '\0';
+        const char *b = strstr(buf, "\r\n\r\n");
+        const char *nl = b ? strchr(b + 4, '\n') : NULL; /* a chunk's size, or the line */
+        if (got >= 12 && (!want_body || (nl && strchr(nl + 1, '\n'))))
+            break;
+        ssize_t r =
+            got < size - 1 && wait_fd(fd, POLLIN) == 0 ? recv(fd, buf + got, size - 1 - got, 0) : 0;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
+int cli_http_status(int port, const char *path, char *said, size_t saidlen)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    char req[512], head[64];
+    char req[512], answer[2048];
     int status = -1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int n = snprintf(req, sizeof req,
                      "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                      "Connection: close\r\nUser-Agent: wtproxy-run-ready\r\n\r\n",
                      path, port);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    said[0] = '\0';
     if (fd < 0 || n < 0 || (size_t)n >= sizeof req)
         goto done;
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 &&
@@ -50,17 +94,15 @@ int cli_http_status(int port, const char *path)
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 || soerr ||
         send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
         goto done;
-    size_t got = 0;
-    while (got < 12 && wait_fd(fd, POLLIN) == 0) { /* "HTTP/1.1 200" */
-        ssize_t r = recv(fd, head + got, sizeof head - 1 - got, 0);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    head[got] = '\0';
+    size_t got = read_answer(fd, answer, sizeof answer, 0, 0); /* "HTTP/1.1 200" */
     int code;
-    if (got >= 12 && sscanf(head, "HTTP/1.%*1[01] %3d", &code) == 1 && code >= 100)
-        status = code;
+    if (got < 12 || sscanf(answer, "HTTP/1.%*1[01] %3d", &code) != 1 || code < 100)
+        goto done;
+    status = code;
+    if (code >= 400) { /* not ready: what it says of it, for the line that says so */
+        read_answer(fd, answer, sizeof answer, got, 1);
+        body_line(answer, said, saidlen);
+    }
 done:
     if (fd >= 0)
         close(fd);

@@ -1,7 +1,9 @@
 // 112: `wtproxy run` registers its server as starting and marks it ready
 // only once the server (here a grandchild, as with Django's autoreloader)
 // listens on its port; a request sent meanwhile waits for it instead of
-// failing. With --health, a path that answers nothing is said as such.
+// failing. With --health, a path that answers nothing is said as such,
+// and one that answers an error is said with its body's first line (a
+// whoami route's 501 says what to fix: the user reads it there).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree, waitFor } from './lib/registry.mjs';
@@ -32,5 +34,15 @@ test('--health whose path answers nothing in time: said so, and not ready', asyn
   const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, runArgs: ['--health', '/slow?ms=60000'] });
   await waitFor(() => /answered nothing/.test(run.stderr()), 15000, `the wait said:\n${run.stderr()}`);
   assert.match(run.stderr(), /; GET \/slow\?ms=60000 answered nothing in time, waiting for 2xx or 3xx \(--health\)\n/);
+  assert.doesNotMatch(run.stderr(), /is ready/);
+});
+
+test('--health whose path answers an error: said with what its body says', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const say = 'wtproxy-whoami: next.config does not wrap its config in withWtproxyWhoami()';
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, runArgs: ['--health', `/status?code=501&say=${encodeURIComponent(say)}`] });
+  await waitFor(() => /answered 501/.test(run.stderr()), 15000, `the wait said:\n${run.stderr()}`);
+  assert.ok(run.stderr().includes(` answered 501 ("${say}"), waiting for 2xx or 3xx (--health)\n`), run.stderr());
   assert.doesNotMatch(run.stderr(), /is ready/);
 });

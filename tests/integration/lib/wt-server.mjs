@@ -56,6 +56,13 @@ if (args.includes('--reloader')) {
       else setInterval(() => {}, 1 << 30); // the process lives on, listening or not
       return;
     }
+    if (req.url.startsWith('/status?')) { // answers ?code=N with the text ?say=, chunked
+      const q = new URL(req.url, 'http://x').searchParams;
+      res.writeHead(Number(q.get('code')), { 'Content-Type': 'text/plain' });
+      res.write(`${q.get('say')}\nmore\n`);
+      res.end();
+      return;
+    }
     const slow = /^\/slow\?ms=(\d+)/.exec(req.url); // answers after ms: a long request
     if (slow) {
       setTimeout(() => { res.writeHead(200, { 'Content-Length': 4 }); res.end('done'); }, Number(slow[1]));
