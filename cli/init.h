@@ -20,7 +20,8 @@ struct init_change {
 };
 
 struct init_plan {
-    const char *dir; /* the checkout */
+    const char *dir;    /* the checkout */
+    char top[PATH_MAX]; /* the top folder of dir's worktree when dir is below it; "" else */
     struct cli_app app;
     enum init_recipe recipe;
     int front;     /* the .wtproxy's front port */
