@@ -115,10 +115,10 @@ static int say_verdicts(const struct cli_server_args *a, json_t *asked)
     return rc;
 }
 
-/* Stop the servers the daemon started whose .wtproxy start was edited
- * since: restarted, each would run its old command again, and say it was
- * restarted. Stopped, they are declared services that do not run, which
- * the restart below starts from the file. Returns 0, or 1 having said why. */
+/* Stop the servers the daemon started from an older .wtproxy (another
+ * start line, another service name): restarted, each would run its old
+ * command again, and say it was restarted. Stopped, they are declared services that do not run,
+ * which the restart below starts from the file. Returns 0, or 1 having said why. */
 static int stop_changed(const struct cli_server_args *a)
 {
     char err[PATH_MAX + 256];
@@ -128,9 +128,8 @@ static int stop_changed(const struct cli_server_args *a)
     json_array_foreach(changed, i, e) {
         struct cli_server_args one = *a;
         one.service = NULL, one.front = (int)json_integer_value(json_object_get(e, "front"));
-        printf("wtproxy: %s's server on front %d runs `%s`, not the .wtproxy's start now (`%s`): "
-               "stopping it, to start it from the file\n",
-               a->worktree, one.front, str(e, "command"), str(e, "start"));
+        printf("wtproxy: %s's server on front %d %s: stopping it, to start it from the file\n",
+               a->worktree, one.front, str(e, "why"));
         fflush(stdout);
         json_t *req = cli_server_request("stop", &one);
         if (!req || cli_call(req, 0, &reply, err, sizeof err) < 0) {

@@ -101,11 +101,19 @@ json_t *cli_declared_changed(const struct cli_server_args *a)
     size_t i;
     json_array_foreach(svcs, i, svc) {
         json_t *front = json_object_get(svc, "front");
-        if ((e = started_on(regs, front)) &&
-            runs_other(str(e, "command"), str(svc, "start"),
+        char why[3 * 1024];
+        if (!(e = started_on(regs, front)))
+            continue;
+        if (runs_other(str(e, "command"), str(svc, "start"),
                        json_integer_value(json_object_get(e, "port"))))
-            json_array_append_new(out, json_pack("{s:O, s:s, s:s}", "front", front, "command",
-                                                 str(e, "command"), "start", str(svc, "start")));
+            snprintf(why, sizeof why, "runs `%s`, not the .wtproxy's start now (`%s`)",
+                     str(e, "command"), str(svc, "start"));
+        else if (strcmp(str(e, "service"), str(svc, "name")) != 0) /* sections added since */
+            snprintf(why, sizeof why, "runs as service `%s`, which the .wtproxy now names `%s`",
+                     str(e, "service")[0] ? str(e, "service") : "-", str(svc, "name"));
+        else
+            continue;
+        json_array_append_new(out, json_pack("{s:O, s:s}", "front", front, "why", why));
     }
     json_decref(svcs);
     json_decref(regs);

@@ -93,7 +93,8 @@ test('a .wtproxy that does not parse: 503 bad-wtproxy-file naming its line, and 
 // A team tuning its .wtproxy (a root folder for Vite, a flag) edits the
 // start line and runs `wtproxy restart`: the restart re-ran the server's
 // own old command and said "restarted and ready", so the edit never took.
-// Now restart stops a server the daemon started whose start line changed,
+// Now restart stops a server the daemon started whose start line changed
+// (or that runs under another service name than the file now declares),
 // says so, and starts it from the file.
 test('restart after the .wtproxy start line was edited: the server runs the new line', async (t) => {
   const tmp0 = makeWorktrees(t, []);
@@ -117,4 +118,13 @@ test('restart after the .wtproxy start line was edited: the server runs the new 
   const twice = await cli(tmp0, ['restart'], { cwd: tmp.wt.a, ms: 60000 });
   assert.equal(twice.code, 0, twice.stderr);
   assert.doesNotMatch(twice.stdout, /not the \.wtproxy's start now/, 'unchanged: a plain restart');
+
+  // The file gets sections (an api added next to it): the running server,
+  // unnamed, is the file's `web` now; restart --service web reaches it.
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `[service web]\nstart = ${process.execPath} ${wtServer} ` +
+    `{port} --pids ${pids}\nfront = ${px.port}\nidle_stop = 0\n`);
+  const named = await cli(tmp0, ['restart', '--service', 'web'], { cwd: tmp.wt.a, ms: 60000 });
+  assert.equal(named.code, 0, named.stderr);
+  assert.match(named.stdout, /runs as service `-`, which the \.wtproxy now names `web`: stopping it, to start it from the file/);
+  assert.deepEqual((await lsJson(tmp0)).map((e) => e.service), ['web']);
 });
