@@ -256,7 +256,8 @@ test('unknown layouts are refused; a different .wtproxy and an unparsable settin
   assert.match(r.stderr, /--recipe is url or port/);
 });
 
-// A team's app as it was: Vite at the top (its root web/), Django in api/,
+// A team's app as it was: Vite at the top (scripts.dev `vite web`: its
+// root is web/), Django in api/,
 // a Playwright config with a baseURL and no webServer. Every command init
 // prints works as pasted; no note tells them to edit a webServer they do
 // not have; no .wtproxy is written where the daemon never reads one; and
@@ -277,6 +278,8 @@ test('an app in two folders, a Playwright config without webServer: what init pr
   let r = await init(dir, [], { cwd: dir });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^Playwright: playwright\.config\.js, recipe "port"$/m, 'no webServer: nothing to run through wtproxy run');
+  assert.match(r.stdout, /^\+start = node_modules\/\.bin\/vite web --host 127\.0\.0\.1 --port \{port\} --strictPort$/m,
+    'vite serves the root scripts.dev gives it, whose vite.config.js the team edits');
   assert.doesNotMatch(r.stdout, /webServer\.command is not a plain string|reuseExistingServer/, r.stdout);
   assert.match(r.stdout, /^run `wtproxy init --apply` to write these changes$/m, 'no DIR given: none in the command');
 
