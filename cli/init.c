@@ -231,9 +231,8 @@ static int checkout(const struct init_opts *o, char *out, size_t len)
 }
 
 /* The settings name PostgreSQL: the dev-database edits are on by default.
- * base gets the last quoted literal on the line of the last 'NAME' key
- * ('NAME': 'shop', or os.environ.get('DB', 'shop')), "" when none: the
- * base of the dev database claimed_databases names after it. */
+ * base: the last quoted word on the last 'NAME' line ('shop' of 'NAME':
+ * os.environ.get('DB', 'shop')), the dev database's base; "" none. */
 static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
 {
     char path[PATH_MAX], err[256];
@@ -309,6 +308,7 @@ static int choose(const struct init_opts *o, struct init_plan *p)
         init_note(p, "this is a linked worktree: the .wtproxy serves it now; commit it and "
                      "merge it into the main branch, so that every worktree made from there "
                      "has it (the daemon starts a worktree's servers from its own .wtproxy)");
+    init_plan_sub(p);
     if (p->app.kind != CLI_APP_DJANGO)
         return 0;
     char base[64];
@@ -353,8 +353,8 @@ static int show(const struct init_plan *p, json_t *j)
     return 0;
 }
 
-/* The command that applies this plan, as it was asked for: pasted
- * without the DIR or the options given, `--apply` makes another plan. */
+/* The command that applies this plan: without the DIR or options given,
+ * `--apply` makes another plan. */
 static void print_apply(const struct init_opts *o, const char *dir)
 {
     printf("run `wtproxy init%s%s%s%s%s%s%s --apply` to write these changes\n", o->dir ? " " : "",
@@ -410,7 +410,9 @@ int cli_init_main(int argc, char **argv)
         return r;
     struct init_plan p = {.dir = dir};
     if (cli_app_detect(dir, &p.app, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.\n", err);
+        char apps[2048];
+        fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.%s%s\n", err,
+                init_sub_apps(dir, apps, sizeof apps) ? " But " : "", apps);
         cli_app_free(&p.app);
         return 2;
     }

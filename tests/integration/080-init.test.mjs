@@ -282,8 +282,15 @@ test('an app in two folders, a Playwright config without webServer: what init pr
     'vite serves the root scripts.dev gives it, whose vite.config.js the team edits');
   assert.doesNotMatch(r.stdout, /webServer\.command is not a plain string|reuseExistingServer/, r.stdout);
   assert.match(r.stdout, /^run `wtproxy init --apply` to write these changes$/m, 'no DIR given: none in the command');
-
   const api = path.join(dir, 'api');
+  assert.ok(r.stdout.includes(`\nnote: api/ holds a django app (wtproxy init ${api}): a server of its own`),
+    `the API the top folder does not show: ${r.stdout}`);
+  const noTop = app(t, { 'api/manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'api_project.settings')\n",
+    'api/api_project/settings.py': settings });
+  const refused = await init(noTop, [noTop]);
+  assert.equal(refused.code, 2);
+  assert.ok(refused.stderr.includes(`Nothing was changed. But api/ holds a django app (wtproxy init ${path.join(noTop, 'api')})`), refused.stderr);
+
   r = await init(dir, ['api'], { cwd: dir });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, new RegExp(`^note: no \\.wtproxy written in ${api}: the daemon reads a worktree's \\.wtproxy at its top folder only; add this server to ${dir}/\\.wtproxy as a section .*start = cd api && `, 'm'));
