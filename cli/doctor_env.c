@@ -269,9 +269,17 @@ static int has_row(PGresult *res, const char *name)
     return 0;
 }
 
+/* Whether worktree is one of this worktree's repository (an unrelated
+ * app on the same database server may use the same base). */
+static int same_repo(struct doc_ctx *c, const char *worktree)
+{
+    static struct host_worktree w; /* PATH_MAX thrice: not on the stack */
+    return host_worktree_of(worktree, &w, NULL, 0) == 0 && strcmp(w.common, c->wt.common) == 0;
+}
+
 /* A dev database base (`wtproxy db claim --dev BASE`) another worktree of
- * this machine has and this one has not, into base, with the name this
- * one's would have into want; 0 when there is none. A worktree made after
+ * this repository on this machine has and this one has not, into base,
+ * with the name this one's would have into want; 0 when there is none. A worktree made after
  * the others has none until it claims one, and a dev server whose settings
  * name it (claimed_databases, which wtproxy init adds) stops at start with
  * only "database ... does not exist" in its log. */
@@ -290,6 +298,7 @@ static int missing_dev(struct doc_ctx *c, PGconn *conn, char *base, size_t blen,
         struct reg_db_owner o;
         if (reg_db_parse_stamp(PQgetvalue(res, i, 1), &o) < 0 || o.kind != REG_DB_DEV ||
             strcmp(o.machine, machine) != 0 || strcmp(o.worktree, c->wt.root) == 0 ||
+            !same_repo(c, o.worktree) ||
             reg_db_derive("", machine, o.worktree, suffix, sizeof suffix, err, sizeof err) < 0)
             continue;
         size_t n = strlen(name), k = strlen(suffix);
@@ -335,7 +344,8 @@ static void headroom(struct doc_ctx *c, PGconn *conn, const char *where, struct 
         size_t n = strlen(r->detail);
         r->status = DOC_PROBLEM;
         snprintf(r->detail + n, sizeof r->detail - n,
-                 "; no dev database %s here, which other worktrees have (%s_...): a dev server "
+                 "; no dev database %s here, which other worktrees of this repository have "
+                 "(%s_...): a dev server "
                  "whose settings use claimed_databases stops at start with \"database %s does "
                  "not exist\"; claim it, then migrate it (Django: manage.py migrate)",
                  want, base, want);
