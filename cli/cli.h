@@ -192,6 +192,12 @@ json_t *cli_declared_stopped(const struct cli_server_args *a);
  * or not when stopped_only is 0 (a new JSON array, as above). */
 json_t *cli_declared_selected(const struct cli_server_args *a, int stopped_only);
 
+/* The declared services a selects that the daemon started from an older
+ * .wtproxy: they run another command than its start says now, or under
+ * another service name. A new JSON array of {front, why}. A restart
+ * re-runs a server's own command, under its own name. */
+json_t *cli_declared_changed(const struct cli_server_args *a);
+
 /* Start each of stopped through the daemon (op start), wait up to wait_ms
  * until each is ready, and say what happened (the log's last lines of one
  * that exited). Returns the exit status. */

@@ -34,8 +34,9 @@ static const char probe[] =
     "                        else sysconfig.get_paths()[\"purelib\"]))\n";
 
 /* The start command up to the end of its interpreter, when that is a
- * Python (a first word after VAR=value settings and `env` named python*),
- * into out; -1 when it is not. */
+ * Python (a first word after `cd DIR &&`, VAR=value settings and `env`
+ * named python*), into out; -1 when it is not. A `cd` is kept: an app in
+ * a subfolder (`cd api && python3 manage.py ...`) imports from there. */
 static int python_prefix(const char *start, char *out, size_t len)
 {
     const char *p = start;
@@ -44,6 +45,15 @@ static int python_prefix(const char *start, char *out, size_t len)
         size_t n = strcspn(p, " \t");
         if (n == 0)
             return -1;
+        if (n == 2 && strncmp(p, "cd", 2) == 0) {
+            p += n + strspn(p + n, " \t");
+            p += strcspn(p, " \t");
+            p += strspn(p, " \t");
+            if (strncmp(p, "&& ", 3) != 0)
+                return -1;
+            p += 2;
+            continue;
+        }
         const char *eq = memchr(p, '=', n);
         int setting = eq && eq > p && !memchr(p, '/', (size_t)(eq - p));
         if (setting || (n == 3 && strncmp(p, "env", 3) == 0)) {

@@ -230,14 +230,30 @@ static int checkout(const struct init_opts *o, char *out, size_t len)
     return 0;
 }
 
-/* The settings name PostgreSQL: the dev-database edits are on by default. */
-static int uses_postgresql(const struct init_plan *p)
+/* The settings name PostgreSQL: the dev-database edits are on by default.
+ * base: the last quoted word on the last 'NAME' line ('shop' of 'NAME':
+ * os.environ.get('DB', 'shop')), the dev database's base; "" none. */
+static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
 {
     char path[PATH_MAX], err[256];
     char *text = cli_join(path, sizeof path, p->dir, p->app.settings) < 0
                      ? NULL
                      : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     int pg = text && (strstr(text, "db.backends.postgresql") || strstr(text, "backends.postgis"));
+    const char *q = NULL;
+    for (const char *n = pg ? text : NULL; n && (n = strstr(n, "'NAME':")); n++)
+        q = n; /* the last: a DATABASES set again below the default one */
+    const char *end = q ? q + strcspn(q, "\n") : NULL;
+    base[0] = '\0';
+    while (q && (q = strchr(q, '\'')) && q < end) {
+        const char *close = strchr(q + 1, '\'');
+        if (!close || close >= end)
+            break;
+        snprintf(base, len, "%.*s", (int)(close - q - 1), q + 1);
+        q = close + 1;
+    }
+    if (strspn(base, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(base))
+        base[0] = '\0'; /* not a database name wtproxy db takes ('db.sqlite3') */
     free(text);
     return pg != 0;
 }
@@ -279,18 +295,24 @@ static int choose(const struct init_opts *o, struct init_plan *p)
                                  : WTP_DEFAULT_FRONT_PORT;
     p->recipe = !p->app.pw.file[0] ? INIT_RECIPE_NONE
                 : o->recipe ? (strcmp(o->recipe, "url") == 0 ? INIT_RECIPE_URL : INIT_RECIPE_PORT)
+                : !p->app.pw.web_server  ? INIT_RECIPE_PORT /* no command to run through run */
                 : p->app.pw.nservers > 1 ? INIT_RECIPE_PORT /* one `wtproxy run` runs one */
                 : p->app.pw.has_port && !p->app.pw.has_url ? INIT_RECIPE_PORT
                                                            : INIT_RECIPE_URL;
     struct host_worktree w;
-    if (host_worktree_of(p->dir, &w, NULL, 0) == 0 && strcmp(w.gitdir, w.common) != 0 &&
-        strcmp(w.root, p->dir) == 0)
+    int in_wt = host_worktree_of(p->dir, &w, NULL, 0) == 0;
+    size_t n = strlen(w.root);
+    if (in_wt && strncmp(w.root, p->dir, n) == 0 && p->dir[n] == '/')
+        snprintf(p->top, sizeof p->top, "%s", w.root);
+    if (in_wt && strcmp(w.gitdir, w.common) != 0 && strcmp(w.root, p->dir) == 0)
         init_note(p, "this is a linked worktree: the .wtproxy serves it now; commit it and "
                      "merge it into the main branch, so that every worktree made from there "
                      "has it (the daemon starts a worktree's servers from its own .wtproxy)");
+    init_plan_sub(p);
     if (p->app.kind != CLI_APP_DJANGO)
         return 0;
-    int pg = uses_postgresql(p);
+    char base[64];
+    int pg = uses_postgresql(p, base, sizeof base);
     p->databases = o->databases || (pg && !o->no_databases);
     init_note(p, "databases: %s: %s", p->databases ? "on" : "off",
               o->databases      ? "asked by --databases"
@@ -298,6 +320,12 @@ static int choose(const struct init_opts *o, struct init_plan *p)
               : pg ? "the settings use PostgreSQL, so each worktree's tests claim their own "
                      "database (--no-databases leaves DATABASES and TEST_RUNNER alone)"
                    : "the settings name no PostgreSQL ENGINE (--databases adds the claims)");
+    if (p->databases) /* else its server's first start says only "does not exist" */
+        init_note(p,
+                  "databases: the dev server then runs on this worktree's own database "
+                  "(%s_<machine>_<worktree>), which each worktree makes once, before its server "
+                  "starts: wtproxy db claim --dev %s (--from %s copies its data), then migrate it",
+                  base[0] ? base : "NAME", base[0] ? base : "NAME", base[0] ? base : "NAME");
     return 0;
 }
 
@@ -325,7 +353,19 @@ static int show(const struct init_plan *p, json_t *j)
     return 0;
 }
 
-static void print_text(const struct init_plan *p, json_t *j, int apply)
+/* The command that applies this plan: without the DIR or options given,
+ * `--apply` makes another plan. */
+static void print_apply(const struct init_opts *o, const char *dir)
+{
+    printf("run `wtproxy init%s%s%s%s%s%s%s --apply` to write these changes\n", o->dir ? " " : "",
+           o->dir ? dir : "", o->recipe ? " --recipe " : "", o->recipe ? o->recipe : "",
+           o->front ? " --front " : "", o->front ? o->front : "",
+           o->databases      ? " --databases"
+           : o->no_databases ? " --no-databases"
+                             : "");
+}
+
+static void print_text(const struct init_opts *o, const struct init_plan *p, json_t *j)
 {
     size_t i;
     json_t *v;
@@ -343,8 +383,8 @@ static void print_text(const struct init_plan *p, json_t *j, int apply)
         printf("note: %s\n", json_string_value(v));
     if (p->n == 0)
         printf("nothing to change\n");
-    else if (!apply)
-        printf("run `wtproxy init --apply` to write these changes\n");
+    else if (!o->apply)
+        print_apply(o, p->dir);
 }
 
 static int apply_all(const struct init_plan *p, int quiet)
@@ -370,7 +410,9 @@ int cli_init_main(int argc, char **argv)
         return r;
     struct init_plan p = {.dir = dir};
     if (cli_app_detect(dir, &p.app, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.\n", err);
+        char apps[2048];
+        fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.%s%s\n", err,
+                init_sub_apps(dir, apps, sizeof apps) ? " But " : "", apps);
         cli_app_free(&p.app);
         return 2;
     }
@@ -384,7 +426,7 @@ int cli_init_main(int argc, char **argv)
         return r ? r : 1;
     }
     if (!o.json)
-        print_text(&p, j, o.apply);
+        print_text(&o, &p, j);
     r = o.apply ? apply_all(&p, o.json) : 0;
     if (o.json) {
         json_object_set_new(j, "dir", json_string(dir));

@@ -20,7 +20,8 @@ struct init_change {
 };
 
 struct init_plan {
-    const char *dir; /* the checkout */
+    const char *dir;    /* the checkout */
+    char top[PATH_MAX]; /* the top folder of dir's worktree when dir is below it; "" else */
     struct cli_app app;
     enum init_recipe recipe;
     int front;     /* the .wtproxy's front port */
@@ -57,6 +58,13 @@ int init_plan_python(struct init_plan *p);
 /* init_next.c: a Next.js app's /__whoami route and next.config wrap, or
  * notes saying what to write by hand. Returns 0, or -1 out of memory. */
 int init_plan_next(struct init_plan *p);
+
+/* init_sub.c: the apps dir's direct subfolders hold, said into out as
+ * "api/ holds a django app (wtproxy init DIR/api)"; returns how many. */
+int init_sub_apps(const char *dir, char *out, size_t len);
+
+/* init_sub.c: a note naming them, when p's folder is its worktree's top. */
+void init_plan_sub(struct init_plan *p);
 
 /* Append a note (printf-style). */
 void init_note(struct init_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

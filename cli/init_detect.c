@@ -168,6 +168,37 @@ static const char *node_script(json_t *pkg)
     return NULL;
 }
 
+/* The root folder scripts.dev (else scripts.start) gives vite (`vite
+ * web`, `vite dev web --open`) into out: a relative path of plain
+ * characters that is a folder of dir; "" when none, and vite serves dir.
+ * Left out, the server would serve dir, and not read ROOT/vite.config.js,
+ * where the team adds the /__whoami plugin. */
+static void vite_root(const char *dir, json_t *pkg, char *out, size_t len)
+{
+    static const char *const subs[] = {"serve ", "dev "};
+    static const char plain[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-";
+    json_t *scripts = json_object_get(pkg, "scripts");
+    const char *s = json_string_value(json_object_get(scripts, "dev"));
+    char path[PATH_MAX];
+    struct stat st;
+    out[0] = '\0';
+    if (!s && !(s = json_string_value(json_object_get(scripts, "start"))))
+        return;
+    if (strncmp(s, "vite ", 5) != 0)
+        return;
+    s += 5 + strspn(s + 5, " ");
+    for (size_t i = 0; i < 2; i++)
+        if (strncmp(s, subs[i], strlen(subs[i])) == 0)
+            s += strlen(subs[i]) + strspn(s + strlen(subs[i]), " ");
+    size_t n = strcspn(s, " ");
+    if (n == 0 || n >= len || s[0] == '-' || s[0] == '/' || strspn(s, plain) < n ||
+        snprintf(path, sizeof path, "%s/%.*s", dir, (int)n, s) >= (int)sizeof path ||
+        stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return;
+    snprintf(out, len, "%.*s", (int)n, s);
+}
+
 static int detect_node(const char *dir, struct cli_app *app, char *err, size_t errlen)
 {
     char *text = read_in(dir, "package.json", err, errlen);
@@ -182,9 +213,12 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
         snprintf(app->start, sizeof app->start,
                  "node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}");
     } else if (pkg && has_dep(pkg, "vite")) {
+        char root[256];
+        vite_root(dir, pkg, root, sizeof root);
         app->kind = CLI_APP_VITE;
         snprintf(app->start, sizeof app->start,
-                 "node_modules/.bin/vite --host 127.0.0.1 --port {port} --strictPort");
+                 "node_modules/.bin/vite %s%s--host 127.0.0.1 --port {port} --strictPort", root,
+                 root[0] ? " " : "");
     } else if (script) {
         app->kind = has_dep(pkg, "express") ? CLI_APP_EXPRESS : CLI_APP_NODE;
         /* The script's own command: wtproxy run gives it the port as $PORT. */

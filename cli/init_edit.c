@@ -173,6 +173,15 @@ static int plan_wtproxy_file(struct init_plan *p)
 {
     struct init_text t = {0};
     char path[PATH_MAX], err[PATH_MAX + 64], line[1200];
+    if (p->top[0]) { /* a .wtproxy here would never be read */
+        init_note(p,
+                  "no .wtproxy written in %s: the daemon reads a worktree's .wtproxy at its top "
+                  "folder only; add this server to %s/.wtproxy as a section (wtproxy help "
+                  "wtproxy-file, \"Several services\"): [service NAME], start = cd %s && %s, "
+                  "front = %d",
+                  p->dir, p->top, p->dir + strlen(p->top) + 1, p->app.start, p->front);
+        return 0;
+    }
     init_puts(&t, why_file);
     if (p->app.pw.nservers > 1) {
         services_text(p, &t);
@@ -355,7 +364,7 @@ static int plan_playwright(struct init_plan *p)
                   "%s: recipe \"port\": left as it is; the .wtproxy starts this worktree's "
                   "server on its first request%s",
                   pw->file,
-                  pw->reuse
+                  pw->reuse || !pw->web_server
                       ? ""
                       : " (set webServer.reuseExistingServer: true, or Playwright stops on the "
                         "taken port)");
@@ -374,10 +383,12 @@ static int plan_playwright(struct init_plan *p)
     if (!pw->web_server || !edit_command(p, pw->text, &t)) {
         free(t.s);
         init_note(p,
-                  "%s: webServer.command is not a plain string to edit safely; set it by "
-                  "hand to '%s', with url: 'http://localhost:%d/' and "
+                  "%s: %s; set it by hand to '%s', with url: 'http://localhost:%d/' and "
                   "reuseExistingServer: true",
-                  pw->file, run, p->front);
+                  pw->file,
+                  pw->web_server ? "webServer.command is not a plain string to edit safely"
+                                 : "it has no webServer to run through wtproxy run",
+                  run, p->front);
         return t.oom ? -1 : 0;
     }
     char *old = strdup(pw->text);

@@ -207,6 +207,15 @@ void conn_wait(struct proxy_client *c, unsigned ms)
     conn_arm_timer(c, ms);
 }
 
+/* The refusal for a start given up: one a service it is started after
+ * failed says so, so that its fix does not send the reader to this
+ * service's log. */
+static enum proxy_error not_started(struct proxy_client *c, const char *wt, int front)
+{
+    return ondemand_failed_after(c->srv->ondemand, wt, front) ? PE_AFTER_NOT_READY
+                                                              : PE_BACKEND_NOT_READY;
+}
+
 /* Polling for the registration of a server the daemon started. */
 static void await_started(struct proxy_client *c)
 {
@@ -219,12 +228,12 @@ static void await_started(struct proxy_client *c)
         c->awaiting_start = 0;
         conn_wait(c, 0); /* on as any starting backend */
     } else if ((failed = ondemand_failed(c->srv->ondemand, wt, front))) {
-        conn_fail(c, PE_BACKEND_NOT_READY, failed);
+        conn_fail(c, not_started(c, wt, front), failed);
     } else if (ondemand_exit_note(c->srv->ondemand, wt, front, d, sizeof d)) {
         conn_fail(c, PE_BACKEND_EXITED, d);
     } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms &&
                (failed = ondemand_give_up(c->srv->ondemand, wt, front))) {
-        conn_fail(c, PE_BACKEND_NOT_READY, failed);
+        conn_fail(c, not_started(c, wt, front), failed);
     } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms) {
         ondemand_exited(c->srv->ondemand, wt, front, log, sizeof log);
         ondemand_named(c->srv->ondemand, wt, front, what, sizeof what);

@@ -76,6 +76,13 @@ static const struct error_kind kinds[] = {
          "The dev server of this worktree exited before it listened; no request reached it.",
          "Read why in its output: wtproxy logs{front} (in its worktree); once that is fixed, "
          "send the request again: it starts the server its .wtproxy declares again."},
+    [PE_AFTER_NOT_READY] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "A service this dev server is started after (its .wtproxy's `after`) did not become "
+         "ready, so wtproxy did not start this one; no request reached either.",
+         "Read why that service did not start: the wtproxy logs command above (in its "
+         "worktree); once that is fixed, send the request again: it starts the services the "
+         ".wtproxy declares again."},
     [PE_BAD_WTPROXY_FILE] =
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "

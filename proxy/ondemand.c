@@ -69,6 +69,7 @@ struct started *ondemand_slot(struct ondemand *a, const char *worktree, const st
     }
     ondemand_log_path(a, worktree, e->svc.name, e->log, sizeof e->log);
     e->failed[0] = '\0';
+    e->failed_after = 0;
     e->adopted = 0; /* what it starts is its own child, seen by waitpid */
     e->adopted_ms = 0;
     return e;
@@ -263,17 +264,23 @@ static int needs_met_by(struct ondemand *a, struct started *e, int late)
         struct started *ds = ondemand_find(a, e->worktree, d->front);
         if (b && b->state == REG_READY)
             continue;
+        /* Its log, and the command that prints it: the fix of the page
+         * (wtproxy logs on the request's front) would print this
+         * service's log, which says nothing of why. */
         if (!b && (!ds || (!ondemand_running(a, ds) && !ds->waiting)))
             snprintf(e->failed, sizeof e->failed,
-                     "service `%s` of %s was not started: `%s`, "
-                     "which it is started after, exited before it was ready; its output: %s",
-                     e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)");
+                     "service `%s` of %s was not started: `%s`, which it is started after, "
+                     "exited before it was ready; its output: %s (wtproxy logs %s --front %d)",
+                     e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)", e->worktree,
+                     d->front);
         else if (late)
             snprintf(e->failed, sizeof e->failed,
-                     "service `%s` of %s was not started: `%s`, "
-                     "which it is started after, was not ready within start_timeout; its "
-                     "output: %s",
-                     e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)");
+                     "service `%s` of %s was not started: `%s`, which it is started after, "
+                     "was not ready within start_timeout; its output: %s (wtproxy logs %s --front "
+                     "%d)",
+                     e->svc.name, e->worktree, d->name, ds ? ds->log : "(none)", e->worktree,
+                     d->front);
+        e->failed_after = e->failed[0] != '\0';
         return e->failed[0] ? -1 : 0;
     }
     return load_ok(a, e, late);

@@ -116,6 +116,10 @@ void ondemand_log_path(const struct ondemand *a, const char *worktree, const cha
  * start_timeout, or fork failed), naming the log to read; NULL when not so. */
 const char *ondemand_failed(struct ondemand *a, const char *worktree, int front);
 
+/* Whether that why is a service it is started after, whose log (not this
+ * one's) the refusal must send its reader to. */
+int ondemand_failed_after(struct ondemand *a, const char *worktree, int front);
+
 /* A request's start_timeout ended while worktree's start on front still
  * waits for what it needs (the load, a service it comes after): give the
  * start up now and return why (as ondemand_failed then), else NULL. */

@@ -36,7 +36,8 @@ struct started {
     unsigned load_pct; /* while it waits for the load: the load per CPU last seen (hundredths) */
     unsigned long long since_ms; /* when it began waiting */
     char log[PATH_MAX + 64];
-    char failed[2 * PATH_MAX + 256]; /* why it was not started; "" */
+    char failed[3 * PATH_MAX + 512]; /* why it was not started (two paths, a log); "" */
+    int failed_after; /* failed because a service it is started after was not ready */
 };
 
 struct ondemand {

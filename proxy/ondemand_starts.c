@@ -47,6 +47,12 @@ const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)
     return e && !ondemand_running(a, e) && !e->waiting && e->failed[0] ? e->failed : NULL;
 }
 
+int ondemand_failed_after(struct ondemand *a, const char *worktree, int front)
+{
+    struct started *e = ondemand_find(a, worktree, front);
+    return e && e->failed_after;
+}
+
 const char *ondemand_state(struct ondemand *a, const char *worktree, int front, unsigned *load_pct)
 {
     struct started *e = ondemand_find(a, worktree, front);

@@ -138,7 +138,7 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   assert.match(r.stdout, /^-    command: 'npm run dev',\n\+    \/\/ wtproxy: .*do not simplify\n\+    command: 'wtproxy run --front 5173 -- node_modules\/\.bin\/vite --host 127\.0\.0\.1 --port \{port\} --strictPort',$/m,
     'the url recipe registers on the front its url names, not on the default 8000');
   assert.match(r.stdout, /^\+front = 5173$/m);
-  assert.match(r.stdout, /^run `wtproxy init --apply` to write these changes$/m);
+  assert.ok(r.stdout.includes(`\nrun \`wtproxy init ${dir} --apply\` to write these changes\n`), 'the DIR given, in the command to paste');
   assert.deepEqual(snapshot(dir), before);
   r = await init(dir, [dir, '--apply']);
   assert.equal(r.code, 0, r.stderr);
@@ -254,6 +254,57 @@ test('unknown layouts are refused; a different .wtproxy and an unparsable settin
   r = await init(dj, [dj, '--recipe', 'nope']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--recipe is url or port/);
+});
+
+// A team's app as it was: Vite at the top (scripts.dev `vite web`: its
+// root is web/), Django in api/,
+// a Playwright config with a baseURL and no webServer. Every command init
+// prints works as pasted; no note tells them to edit a webServer they do
+// not have; no .wtproxy is written where the daemon never reads one; and
+// the dev database the settings will name is one `wtproxy db claim` away.
+test('an app in two folders, a Playwright config without webServer: what init prints, pasted', async (t) => {
+  const settings = "MIDDLEWARE = [\n    'django.middleware.common.CommonMiddleware',\n]\n" +
+    "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': BASE_DIR / 'db.sqlite3'}}\n" +
+    "DATABASES = {\n    'default': {\n        'ENGINE': 'django.db.backends.postgresql',\n" +
+    "        'NAME': os.environ.get('APP_DB_NAME', 'shop'),\n    }\n}\n";
+  const dir = app(t, {
+    'package.json': JSON.stringify({ name: 'shop', scripts: { dev: 'vite web' }, devDependencies: { vite: '7' } }),
+    'playwright.config.js': "export default { use: { baseURL: 'http://localhost:23804' } };\n",
+    'web/index.html': '<h1>Shop</h1>\n',
+    'api/manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'api_project.settings')\n",
+    'api/api_project/settings.py': settings,
+  });
+  git(dir, 'init', '-q', '-b', 'main');
+  let r = await init(dir, [], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^Playwright: playwright\.config\.js, recipe "port"$/m, 'no webServer: nothing to run through wtproxy run');
+  assert.match(r.stdout, /^\+start = node_modules\/\.bin\/vite web --host 127\.0\.0\.1 --port \{port\} --strictPort$/m,
+    'vite serves the root scripts.dev gives it, whose vite.config.js the team edits');
+  assert.doesNotMatch(r.stdout, /webServer\.command is not a plain string|reuseExistingServer/, r.stdout);
+  assert.match(r.stdout, /^run `wtproxy init --apply` to write these changes$/m, 'no DIR given: none in the command');
+  const api = path.join(dir, 'api');
+  assert.ok(r.stdout.includes(`\nnote: api/ holds a django app (wtproxy init ${api}): a server of its own`),
+    `the API the top folder does not show: ${r.stdout}`);
+  const noTop = app(t, { 'api/manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'api_project.settings')\n",
+    'api/api_project/settings.py': settings });
+  const refused = await init(noTop, [noTop]);
+  assert.equal(refused.code, 2);
+  assert.ok(refused.stderr.includes(`Nothing was changed. But api/ holds a django app (wtproxy init ${path.join(noTop, 'api')})`), refused.stderr);
+
+  r = await init(dir, ['api'], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^note: no \\.wtproxy written in ${api}: the daemon reads a worktree's \\.wtproxy at its top folder only; add this server to ${dir}/\\.wtproxy as a section .*start = cd api && `, 'm'));
+  assert.match(r.stdout, /^note: databases: the dev server then runs on this worktree's own database \(shop_<machine>_<worktree>\), .*: wtproxy db claim --dev shop /m);
+  const line = /^run `(wtproxy init [^`]*)` to write these changes$/m.exec(r.stdout);
+  assert.ok(line, r.stdout);
+  assert.equal(line[1], `wtproxy init ${api} --apply`, 'the DIR given, so that pasted it applies this plan');
+  const before = snapshot(dir);
+  r = await init(dir, line[1].split(' ').slice(2), { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  const after = snapshot(dir);
+  assert.deepEqual(Object.keys(after).sort(), Object.keys(before).sort(), 'no .wtproxy in api/ nor at the top');
+  assert.ok(after['api/api_project/settings.py'].includes(MIDDLEWARE), 'the settings of api/ were edited');
+  assert.equal(after['package.json'], before['package.json']);
 });
 
 test('Django whose Playwright config names its interpreter and a port other than 8000: both kept', async (t) => {

@@ -167,6 +167,15 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
   assert.equal(m.status, 'ok', m.detail);
   assert.equal(m.detail, `PYTHONPATH=${pythonPath} /usr/bin/python3 imports wtproxy_whoami from ${pythonPath}/wtproxy_whoami`);
+  // An API in a subfolder, as wtproxy init's note writes its start: asked there.
+  fs.mkdirSync(path.join(tmp.wt.a, 'api'));
+  start('cd api && ');
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'problem', `cd api && ... runs a python: ${m.detail}`);
+  assert.match(m.detail, /^cd api && \/usr\/bin\/python3 cannot import wtproxy_whoami/);
+  start(`cd api && PYTHONPATH=${pythonPath} `);
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfront = ${front}\n`);
   assert.equal((await doctor(tmp, tmp.wt.a, front, env)).byName.middleware.status, 'skipped');
 });

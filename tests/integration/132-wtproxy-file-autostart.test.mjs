@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor, declaring, cli, curlFrom } from './lib/registry.mjs';
 
 
@@ -87,4 +88,43 @@ test('a .wtproxy that does not parse: 503 bad-wtproxy-file naming its line, and 
   assert.ok(r.indexOf('.wtproxy:2:') < r.indexOf('Fix:'), 'the line the fix says is above is above it');
   assert.doesNotMatch(r, /start_timeout/, r);
   assert.deepEqual(await lsJson(tmp0), [], 'nothing was started');
+});
+
+// A team tuning its .wtproxy (a root folder for Vite, a flag) edits the
+// start line and runs `wtproxy restart`: the restart re-ran the server's
+// own old command and said "restarted and ready", so the edit never took.
+// Now restart stops a server the daemon started whose start line changed
+// (or that runs under another service name than the file now declares),
+// says so, and starts it from the file.
+test('restart after the .wtproxy start line was edited: the server runs the new line', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`, 'idle_stop = 0'], ['a']);
+  const first = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(first.status, 200, first.body);
+  const pids = path.join(tmp.root, 'pids');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `start = ${process.execPath} ${wtServer} {port} --pids ${pids}\nfront = ${px.port}\nidle_stop = 0\n`);
+  const r = await cli(tmp0, ['restart'], { cwd: tmp.wt.a, ms: 60000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /server on front \d+ runs `\/bin\/sh -c .*wt-server\.mjs \d+`, not the \.wtproxy's start now \(`.*--pids .*`\): stopping it, to start it from the file/);
+  const entries = await lsJson(tmp0);
+  assert.equal(entries.length, 1, JSON.stringify(entries));
+  assert.match(entries[0].command, / --pids /, 'the new start line runs');
+  const again = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(again.status, 200, again.body);
+  assert.deepEqual(fs.readFileSync(pids, 'utf8').trim().split('\n').map(Number), [JSON.parse(again.body).pid],
+    'served by the server of the new line');
+  const twice = await cli(tmp0, ['restart'], { cwd: tmp.wt.a, ms: 60000 });
+  assert.equal(twice.code, 0, twice.stderr);
+  assert.doesNotMatch(twice.stdout, /not the \.wtproxy's start now/, 'unchanged: a plain restart');
+
+  // The file gets sections (an api added next to it): the running server,
+  // unnamed, is the file's `web` now; restart --service web reaches it.
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `[service web]\nstart = ${process.execPath} ${wtServer} ` +
+    `{port} --pids ${pids}\nfront = ${px.port}\nidle_stop = 0\n`);
+  const named = await cli(tmp0, ['restart', '--service', 'web'], { cwd: tmp.wt.a, ms: 60000 });
+  assert.equal(named.code, 0, named.stderr);
+  assert.match(named.stdout, /runs as service `-`, which the \.wtproxy now names `web`: stopping it, to start it from the file/);
+  assert.deepEqual((await lsJson(tmp0)).map((e) => e.service), ['web']);
 });

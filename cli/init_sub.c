@@ -1,0 +1,67 @@
+/* init_sub.c - the apps in a checkout's direct subfolders (api/manage.py,
+ * web/package.json with vite), for `wtproxy init`: an app of two servers
+ * in two folders is told of the one its top folder does not show, and of
+ * the command that adopts it, where it was told of one server only, or
+ * that its layout is unknown. */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+#include "cli.h"
+#include "init.h"
+
+#define INIT_SUB_MAX 4 /* subfolder apps named; a monorepo has more, and a guide */
+
+/* Whether a subfolder is one an app could be in: not hidden, no
+ * dependencies, no virtualenv, no cache. */
+static int candidate(const struct dirent *d)
+{
+    static const char *const skip[] = {"node_modules", "venv", "__pycache__", "dist", "build"};
+    if (d->d_name[0] == '.' || d->d_type != DT_DIR)
+        return 0;
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+        if (strcmp(d->d_name, skip[i]) == 0)
+            return 0;
+    return 1;
+}
+
+int init_sub_apps(const char *dir, char *out, size_t len)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    out[0] = '\0';
+    while (d && n < INIT_SUB_MAX && (e = readdir(d))) {
+        char sub[PATH_MAX], err[512];
+        struct cli_app app;
+        /* manage.py or package.json only: a main.py in app/ is the top
+         * folder's own FastAPI module as often as an app of its own. */
+        if (!candidate(e) ||
+            snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub ||
+            (!cli_is_file(sub, "manage.py", 0) && !cli_is_file(sub, "package.json", 0)))
+            continue;
+        int found = cli_app_detect(sub, &app, err, sizeof err) == 0;
+        size_t used = strlen(out);
+        if (found && used + 1 < len)
+            snprintf(out + used, len - used, "%s%s/ holds a %s app (wtproxy init %s)",
+                     n ? "; " : "", e->d_name, cli_app_name(app.kind), sub);
+        n += found;
+        cli_app_free(&app);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+void init_plan_sub(struct init_plan *p)
+{
+    char apps[2048];
+    if (!p->top[0] && init_sub_apps(p->dir, apps, sizeof apps) > 0)
+        init_note(p,
+                  "%s: a server of its own: adopt it with that command, then declare every "
+                  "server in this folder's .wtproxy, one [service NAME] section each, with "
+                  "`start = cd FOLDER && ...` (wtproxy help wtproxy-file, \"Several services\")",
+                  apps);
+}
