@@ -101,14 +101,32 @@ static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
     return pg != 0;
 }
 
+/* For a DIR below its worktree's top (an API in api/): the front of the
+ * top .wtproxy's service started there (`start = cd api && ...`), else 0:
+ * its other services are other servers (the front end's), and this one
+ * on their front would be refused. */
+static int subfolder_front(struct init_plan *p, const struct wtfile *f)
+{
+    char cd[PATH_MAX + 8];
+    snprintf(cd, sizeof cd, "cd %s &&", p->dir + strlen(p->top) + 1);
+    for (int i = 0; i < f->n; i++)
+        if (strncmp(f->svc[i].start, cd, strlen(cd)) == 0)
+            return f->svc[i].front;
+    init_note(p, "%s declares no service started by `%s ...`: its fronts are other servers'",
+              f->path, cd);
+    return 0;
+}
+
 /* The front an existing .wtproxy gives the app (the rule: cli/front.c):
- * its one service's; of several, the one the Playwright config's baseURL
- * names, else the first; none from a file the daemon refuses (noted). */
+ * for a DIR below the top, its own service's; else its one service's; of several, the one the
+ * Playwright config's baseURL names, else the first; none from a file the daemon refuses (noted).
+ */
 static int existing_front(struct init_plan *p)
 {
     struct cli_wtproxy w;
     cli_wtproxy_read(p->dir, &w);
-    int front = cli_wtproxy_service_front(&w, NULL);
+    int front =
+        p->top[0] && w.file ? subfolder_front(p, w.file) : cli_wtproxy_service_front(&w, NULL);
     if (front < 0) {
         char list[512];
         cli_wtproxy_list(&w, list, sizeof list);
@@ -130,12 +148,6 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     long front = 0;
     if (o->front && cli_number(o->front, 1, 65535, &front) < 0)
         return usage_error("--front is a port (1-65535)");
-    int file_front = existing_front(p);
-    /* An existing .wtproxy's front first: it is the project's choice. */
-    p->front = front             ? (int)front
-               : file_front      ? file_front
-               : p->app.pw.front ? p->app.pw.front
-                                 : WTP_DEFAULT_FRONT_PORT;
     p->recipe = !p->app.pw.file[0] ? INIT_RECIPE_NONE
                 : o->recipe ? (strcmp(o->recipe, "url") == 0 ? INIT_RECIPE_URL : INIT_RECIPE_PORT)
                 : !p->app.pw.web_server  ? INIT_RECIPE_PORT /* no command to run through run */
@@ -147,10 +159,16 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     size_t n = strlen(w.root);
     if (in_wt && strncmp(w.root, p->dir, n) == 0 && p->dir[n] == '/')
         snprintf(p->top, sizeof p->top, "%s", w.root);
-    if (in_wt && strcmp(w.gitdir, w.common) != 0 && strcmp(w.root, p->dir) == 0)
-        init_note(p, "this is a linked worktree: the .wtproxy serves it now; commit it and "
-                     "merge it into the main branch, so that every worktree made from there "
-                     "has it (the daemon starts a worktree's servers from its own .wtproxy)");
+    int file_front = existing_front(p);
+    /* An existing .wtproxy's front first: it is the project's choice; an
+     * API's in a subfolder next, as its front end calls it. */
+    int sibling =
+        front || file_front || p->app.pw.front || !p->top[0] ? 0 : init_vite_sibling_front(p);
+    p->front = front             ? (int)front
+               : file_front      ? file_front
+               : p->app.pw.front ? p->app.pw.front
+               : sibling         ? sibling
+                                 : WTP_DEFAULT_FRONT_PORT;
     init_plan_sub(p);
     if (p->app.kind != CLI_APP_DJANGO)
         return 0;
@@ -170,6 +188,48 @@ static int choose(const struct init_opts *o, struct init_plan *p)
                   "starts: wtproxy db claim --dev %s (--from %s copies its data), then migrate it",
                   base[0] ? base : "NAME", base[0] ? base : "NAME", base[0] ? base : "NAME");
     return 0;
+}
+
+/* The .wtproxy this worktree will have: the plan's new one, else the
+ * one there; malloc'd, NULL when none. */
+static char *planned_wtproxy(const struct init_plan *p)
+{
+    char path[PATH_MAX], err[PATH_MAX + 64];
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->ch[i].path, ".wtproxy") == 0)
+            return strdup(p->ch[i].new);
+    return cli_join(path, sizeof path, p->dir, ".wtproxy") < 0
+               ? NULL
+               : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+}
+
+/* In a linked worktree: worktrees made later get the .wtproxy from the
+ * main branch only, so say to merge it there, unless the main checkout
+ * has the same file already (a worktree adopted after main was). */
+static void note_linked(struct init_plan *p)
+{
+    struct host_worktree w;
+    char main_root[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 64];
+    if (host_worktree_of(p->dir, &w, NULL, 0) < 0 || strcmp(w.gitdir, w.common) == 0 ||
+        strcmp(w.root, p->dir) != 0)
+        return;
+    char *here = planned_wtproxy(p);
+    char *in_main = cli_main_checkout(&w, main_root, sizeof main_root) < 0 ||
+                            cli_join(path, sizeof path, main_root, ".wtproxy") < 0
+                        ? NULL
+                        : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    if (here && in_main && strcmp(here, in_main) == 0)
+        init_note(p,
+                  "this is a linked worktree, and the main checkout (%s) has the same "
+                  ".wtproxy already: worktrees made from its branch have it too, nothing "
+                  "to merge",
+                  main_root);
+    else
+        init_note(p, "this is a linked worktree: the .wtproxy serves it now; commit it and "
+                     "merge it into the main branch, so that every worktree made from there "
+                     "has it (the daemon starts a worktree's servers from its own .wtproxy)");
+    free(here);
+    free(in_main);
 }
 
 static const char *recipe_name(enum init_recipe r)
@@ -260,8 +320,11 @@ int cli_init_main(int argc, char **argv)
         return 2;
     }
     json_t *j = json_object();
-    if (!j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 || init_plan_make(&p) < 0 ||
-        show(&p, j) < 0) {
+    int failed =
+        !j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 || init_plan_make(&p) < 0;
+    if (!failed)
+        note_linked(&p); /* from the plan's .wtproxy */
+    if (failed || show(&p, j) < 0) {
         if (!r)
             fprintf(stderr, "wtproxy init: out of memory or diff failed; nothing changed\n");
         init_plan_free(&p);

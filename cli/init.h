@@ -66,6 +66,19 @@ int init_sub_apps(const char *dir, char *out, size_t len);
 /* init_sub.c: a note naming them, when p's folder is its worktree's top. */
 void init_plan_sub(struct init_plan *p);
 
+/* init_vite.c: whether the Vite config of the app's root lists the
+ * /__whoami plugin (a note says so). */
+int init_vite_has_whoami(struct init_plan *p);
+
+/* init_vite.c: the one localhost port the `proxy: {...}` block of a Vite
+ * config's text sends to: 0 none, -1 several or one built in code. */
+int init_vite_proxy_port(const char *text);
+
+/* init_vite.c: for a DIR below its worktree's top (p->top set), the port
+ * the Vite configs of the top folder and its other subfolders proxy to
+ * (a note says which and why), else 0. */
+int init_vite_sibling_front(struct init_plan *p);
+
 /* init_write.c: the unified diff of c (`diff -u`, labelled a/PATH and
  * b/PATH, or /dev/null for a new file), malloc'd; NULL with err. */
 char *init_diff(const struct init_change *c, char *err, size_t errlen);
