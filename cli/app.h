@@ -50,8 +50,13 @@ struct cli_app {
     char settings[PATH_MAX]; /* Django: the settings file, relative to the checkout */
     char module[PATH_MAX];   /* FastAPI, Starlette, Flask: the file that assigns `app` */
     char start[1024];        /* the dev server's command, with {port} or reading $PORT */
+    char vite_root[256];     /* Vite: the root folder its command serves, "" the checkout */
     struct cli_playwright pw;
 };
+
+/* The port of a literal http://localhost:N or http://127.0.0.1:N URL
+ * (a path may follow), 0 when url is not one. */
+int cli_url_port(const char *url);
 
 /* Read dir's Playwright config into pw (pw->file "" when none). */
 void cli_playwright_read(const char *dir, struct cli_playwright *pw);

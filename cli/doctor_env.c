@@ -1,6 +1,6 @@
 /* doctor_env.c - `wtproxy doctor`'s checks of what surrounds the server:
  * the inotify limits the fingerprint watcher needs, the Playwright
- * config's recipe, this worktree's leases and test databases with the
+ * config's recipe, this worktree's leases and claimed databases with the
  * database server's connection headroom, and the load. */
 #include <dirent.h>
 #include <ftw.h>
@@ -235,27 +235,25 @@ static long pg_long(PGresult *res, int col)
     return s && cli_number(s, 0, 1L << 40, &v) == 0 ? v : -1;
 }
 
-/* The test databases stamped by wtproxy db claim ('wtproxy:<machine>:
- * <worktree>|<hash>', registry/CLAIMS.md): this worktree's, and the
- * others' with their owners, into mine and others. */
+/* The databases stamped by wtproxy db claim ('wtproxy:<machine>:
+ * <worktree>|<field>', registry/CLAIMS.md), each with its kind (a dev
+ * database is no test database): this worktree's into mine, the others'
+ * with their owners into others. */
 static void stamped(struct doc_ctx *c, PGconn *conn, char *mine, char *others, size_t len)
 {
     PGresult *res = PQexec(conn, "SELECT datname, shobj_description(oid, 'pg_database') "
                                  "FROM pg_database WHERE shobj_description(oid, 'pg_database') "
                                  "LIKE 'wtproxy:%' ORDER BY 1");
     for (int i = 0; PQresultStatus(res) == PGRES_TUPLES_OK && i < PQntuples(res); i++) {
-        const char *name = PQgetvalue(res, i, 0), *stamp = PQgetvalue(res, i, 1);
-        const char *wt = strchr(stamp + 8, ':');
-        size_t wlen = wt ? strcspn(wt + 1, "|") : 0;
-        int is_mine = c->have_wt && wt && strlen(c->wt.root) == wlen &&
-                      strncmp(wt + 1, c->wt.root, wlen) == 0;
+        static struct reg_db_owner o; /* PATH_MAX and more: not on the stack */
+        if (reg_db_parse_stamp(PQgetvalue(res, i, 1), &o) < 0)
+            continue;
+        int is_mine = c->have_wt && strcmp(o.worktree, c->wt.root) == 0;
         char *buf = is_mine ? mine : others;
         size_t n = strlen(buf);
-        if (is_mine)
-            snprintf(buf + n, len - n, "%s%s", n ? ", " : "", name);
-        else
-            snprintf(buf + n, len - n, "%s%s (%.*s)", n ? ", " : "", name, (int)wlen,
-                     wt ? wt + 1 : "?");
+        int wlen = is_mine ? 0 : (int)strlen(o.worktree); /* %.*s: gcc would warn of a cut %s */
+        snprintf(buf + n, len - n, "%s%s (%s%s%.*s)", n ? ", " : "", PQgetvalue(res, i, 0),
+                 reg_db_kind_name(o.kind), is_mine ? "" : ", ", wlen, o.worktree);
     }
     PQclear(res);
 }
@@ -330,7 +328,7 @@ static void headroom(struct doc_ctx *c, PGconn *conn, const char *where, struct 
     long left = max - reserved - used;
     doc_set(r, left < DOC_PG_FREE_MIN ? DOC_PROBLEM : DOC_OK,
             "%s: %ld of max_connections %ld in use (%ld reserved), %ld left%s; this worktree's "
-            "test databases: %s; others': %s",
+            "databases: %s; others': %s",
             where, used, max, reserved, left,
             left < DOC_PG_FREE_MIN ? ": a test run with parallel workers will be refused" : "",
             mine[0] ? mine : "none", others[0] ? others : "none");

@@ -1,28 +1,17 @@
 /* init.c - `wtproxy init [DIR] [--apply] [--recipe url|port] ...`: adopt
- * wtproxy in an app's checkout. Detects the app (init_detect.c), plans
- * the edits (init_edit.c), prints them as a unified diff (Debian's
- * `diff -u`, from diffutils, which every Debian system has: fewer lines
- * than a diff of our own) and, with --apply, writes exactly those. A file
- * is written only if it still holds what the plan was made from, and a
- * new file only if none appeared meanwhile: nothing of the user's is lost. */
+ * wtproxy in an app's checkout. Detects the app (init_detect.c), chooses
+ * its front port, recipe and database edits, plans the edits
+ * (init_edit.c), prints them as a unified diff and, with --apply, writes
+ * exactly those (init_write.c). */
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "host.h"
 #include "front.h"
 #include "init.h"
 #include "wtfile.h"
-
-#define INIT_DIFF_MAX (4 * 1024 * 1024) /* the diff we show; the files are capped at 1 MiB */
-
-extern char **environ;
 
 struct init_opts {
     const char *dir, *recipe, *front;
@@ -33,152 +22,6 @@ static int usage_error(const char *msg)
 {
     fprintf(stderr, "wtproxy init: %s (see wtproxy init --help)\n", msg);
     return 2;
-}
-
-/* Write text to a new temp file; its path in path. -1 with err. */
-static int temp_with(const char *text, char *path, size_t len, char *err, size_t errlen)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, len, "%s/wtproxy-init-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemp(path);
-    size_t n = strlen(text);
-    if (fd < 0 || write(fd, text, n) != (ssize_t)n) {
-        snprintf(err, errlen, "cannot write a temp file for diff in %s: %s",
-                 tmp && *tmp ? tmp : "/tmp", strerror(errno));
-        if (fd >= 0)
-            close(fd), unlink(path);
-        return -1;
-    }
-    close(fd);
-    return 0;
-}
-
-/* Read fd to its end into a malloc'd string: at most max bytes kept, the
- * rest read and dropped (so the writer never dies of SIGPIPE). */
-static char *slurp(int fd, size_t max)
-{
-    size_t len = 0, cap = 4096;
-    char *s = malloc(cap), scratch[4096];
-    while (s) {
-        if (len + 1 == cap && cap <= max) {
-            char *s2 = realloc(s, cap * 2);
-            if (!s2)
-                break;
-            s = s2, cap *= 2;
-        }
-        int full = len + 1 == cap;
-        ssize_t r = full ? read(fd, scratch, sizeof scratch) : read(fd, s + len, cap - len - 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (!full)
-            len += (size_t)r;
-    }
-    if (s)
-        s[len] = '\0';
-    return s;
-}
-
-/* The unified diff of c (`diff -u`, labelled a/PATH and b/PATH, or
- * /dev/null for a new file), malloc'd; NULL with err. */
-static char *diff_of(const struct init_change *c, char *err, size_t errlen)
-{
-    char a[PATH_MAX], b[PATH_MAX], la[PATH_MAX + 4], lb[PATH_MAX + 4];
-    char *out = NULL;
-    int pipefd[2] = {-1, -1};
-    if (temp_with(c->old ? c->old : "", a, sizeof a, err, errlen) < 0)
-        return NULL;
-    if (temp_with(c->new, b, sizeof b, err, errlen) < 0)
-        goto out_a;
-    snprintf(la, sizeof la, "%s%s", c->old ? "a/" : "", c->old ? c->path : "/dev/null");
-    snprintf(lb, sizeof lb, "b/%s", c->path);
-    char *argv[] = {"diff", "-u", "--label", la, "--label", lb, a, b, NULL};
-    posix_spawn_file_actions_t fa;
-    pid_t pid;
-    int status = 0;
-    if (pipe2(pipefd, O_CLOEXEC) < 0 || posix_spawn_file_actions_init(&fa) != 0) {
-        snprintf(err, errlen, "cannot run diff: %s", strerror(errno));
-        goto out;
-    }
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-    int r = posix_spawnp(&pid, "diff", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(pipefd[1]);
-    if (r != 0) {
-        snprintf(err, errlen, "cannot run diff (apt-get install diffutils): %s", strerror(r));
-        goto out;
-    }
-    out = slurp(pipefd[0], INIT_DIFF_MAX);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
-        snprintf(err, errlen, "diff failed (status %d)",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-        free(out);
-        out = NULL;
-    }
-out:
-    if (pipefd[0] >= 0)
-        close(pipefd[0]);
-    unlink(b);
-out_a:
-    unlink(a);
-    return out;
-}
-
-/* The folder a new file goes in (Next's route folder), when it is not
- * there yet; its own parent must be. */
-static int make_parent(const char *path)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
-        return 0;
-    *slash = '\0';
-    return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : -1;
-}
-
-/* Write c into dir: a new file only where none is (O_EXCL), an edited
- * one only if it still holds c->old, through a temp file and rename, with
- * its mode kept. Returns 0, or -1 with err. */
-static int apply_one(const char *dir, const struct init_change *c, char *err, size_t errlen)
-{
-    char path[PATH_MAX], tmp[PATH_MAX + 16], e2[256];
-    struct stat st = {.st_mode = 0644};
-    if (cli_join(path, sizeof path, dir, c->path) < 0) {
-        snprintf(err, errlen, "%s: the path is too long", c->path);
-        return -1;
-    }
-    if (c->old) {
-        char *now = cli_read_text(path, CLI_INIT_FILE_MAX, e2, sizeof e2);
-        int same = now && strcmp(now, c->old) == 0;
-        free(now);
-        if (!same || stat(path, &st) < 0) {
-            snprintf(err, errlen,
-                     "%s changed while wtproxy init ran; left alone: run "
-                     "wtproxy init again",
-                     c->path);
-            return -1;
-        }
-    }
-    if (!c->old && make_parent(path) < 0) {
-        snprintf(err, errlen, "cannot make the folder of %s: %s", c->path, strerror(errno));
-        return -1;
-    }
-    snprintf(tmp, sizeof tmp, "%s.wtproxy-new", path);
-    int fd = open(c->old ? tmp : path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 07777);
-    size_t n = strlen(c->new);
-    if (fd < 0 || write(fd, c->new, n) != (ssize_t)n || fsync(fd) < 0 || close(fd) < 0 ||
-        (c->old && rename(tmp, path) < 0)) {
-        snprintf(err, errlen, "cannot write %s: %s%s", c->path, strerror(errno),
-                 errno == EEXIST && !c->old ? " (it appeared meanwhile; left alone)" : "");
-        if (c->old)
-            unlink(tmp);
-        return -1;
-    }
-    return 0;
 }
 
 static int parse(int argc, char **argv, struct init_opts *o)
@@ -258,14 +101,32 @@ static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
     return pg != 0;
 }
 
+/* For a DIR below its worktree's top (an API in api/): the front of the
+ * top .wtproxy's service started there (`start = cd api && ...`), else 0:
+ * its other services are other servers (the front end's), and this one
+ * on their front would be refused. */
+static int subfolder_front(struct init_plan *p, const struct wtfile *f)
+{
+    char cd[PATH_MAX + 8];
+    snprintf(cd, sizeof cd, "cd %s &&", p->dir + strlen(p->top) + 1);
+    for (int i = 0; i < f->n; i++)
+        if (strncmp(f->svc[i].start, cd, strlen(cd)) == 0)
+            return f->svc[i].front;
+    init_note(p, "%s declares no service started by `%s ...`: its fronts are other servers'",
+              f->path, cd);
+    return 0;
+}
+
 /* The front an existing .wtproxy gives the app (the rule: cli/front.c):
- * its one service's; of several, the one the Playwright config's baseURL
- * names, else the first; none from a file the daemon refuses (noted). */
+ * for a DIR below the top, its own service's; else its one service's; of several, the one the
+ * Playwright config's baseURL names, else the first; none from a file the daemon refuses (noted).
+ */
 static int existing_front(struct init_plan *p)
 {
     struct cli_wtproxy w;
     cli_wtproxy_read(p->dir, &w);
-    int front = cli_wtproxy_service_front(&w, NULL);
+    int front =
+        p->top[0] && w.file ? subfolder_front(p, w.file) : cli_wtproxy_service_front(&w, NULL);
     if (front < 0) {
         char list[512];
         cli_wtproxy_list(&w, list, sizeof list);
@@ -287,12 +148,6 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     long front = 0;
     if (o->front && cli_number(o->front, 1, 65535, &front) < 0)
         return usage_error("--front is a port (1-65535)");
-    int file_front = existing_front(p);
-    /* An existing .wtproxy's front first: it is the project's choice. */
-    p->front = front             ? (int)front
-               : file_front      ? file_front
-               : p->app.pw.front ? p->app.pw.front
-                                 : WTP_DEFAULT_FRONT_PORT;
     p->recipe = !p->app.pw.file[0] ? INIT_RECIPE_NONE
                 : o->recipe ? (strcmp(o->recipe, "url") == 0 ? INIT_RECIPE_URL : INIT_RECIPE_PORT)
                 : !p->app.pw.web_server  ? INIT_RECIPE_PORT /* no command to run through run */
@@ -304,10 +159,16 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     size_t n = strlen(w.root);
     if (in_wt && strncmp(w.root, p->dir, n) == 0 && p->dir[n] == '/')
         snprintf(p->top, sizeof p->top, "%s", w.root);
-    if (in_wt && strcmp(w.gitdir, w.common) != 0 && strcmp(w.root, p->dir) == 0)
-        init_note(p, "this is a linked worktree: the .wtproxy serves it now; commit it and "
-                     "merge it into the main branch, so that every worktree made from there "
-                     "has it (the daemon starts a worktree's servers from its own .wtproxy)");
+    int file_front = existing_front(p);
+    /* An existing .wtproxy's front first: it is the project's choice; an
+     * API's in a subfolder next, as its front end calls it. */
+    int sibling =
+        front || file_front || p->app.pw.front || !p->top[0] ? 0 : init_vite_sibling_front(p);
+    p->front = front             ? (int)front
+               : file_front      ? file_front
+               : p->app.pw.front ? p->app.pw.front
+               : sibling         ? sibling
+                                 : WTP_DEFAULT_FRONT_PORT;
     init_plan_sub(p);
     if (p->app.kind != CLI_APP_DJANGO)
         return 0;
@@ -329,6 +190,48 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     return 0;
 }
 
+/* The .wtproxy this worktree will have: the plan's new one, else the
+ * one there; malloc'd, NULL when none. */
+static char *planned_wtproxy(const struct init_plan *p)
+{
+    char path[PATH_MAX], err[PATH_MAX + 64];
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->ch[i].path, ".wtproxy") == 0)
+            return strdup(p->ch[i].new);
+    return cli_join(path, sizeof path, p->dir, ".wtproxy") < 0
+               ? NULL
+               : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+}
+
+/* In a linked worktree: worktrees made later get the .wtproxy from the
+ * main branch only, so say to merge it there, unless the main checkout
+ * has the same file already (a worktree adopted after main was). */
+static void note_linked(struct init_plan *p)
+{
+    struct host_worktree w;
+    char main_root[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 64];
+    if (host_worktree_of(p->dir, &w, NULL, 0) < 0 || strcmp(w.gitdir, w.common) == 0 ||
+        strcmp(w.root, p->dir) != 0)
+        return;
+    char *here = planned_wtproxy(p);
+    char *in_main = cli_main_checkout(&w, main_root, sizeof main_root) < 0 ||
+                            cli_join(path, sizeof path, main_root, ".wtproxy") < 0
+                        ? NULL
+                        : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    if (here && in_main && strcmp(here, in_main) == 0)
+        init_note(p,
+                  "this is a linked worktree, and the main checkout (%s) has the same "
+                  ".wtproxy already: worktrees made from its branch have it too, nothing "
+                  "to merge",
+                  main_root);
+    else
+        init_note(p, "this is a linked worktree: the .wtproxy serves it now; commit it and "
+                     "merge it into the main branch, so that every worktree made from there "
+                     "has it (the daemon starts a worktree's servers from its own .wtproxy)");
+    free(here);
+    free(in_main);
+}
+
 static const char *recipe_name(enum init_recipe r)
 {
     return r == INIT_RECIPE_URL ? "url" : r == INIT_RECIPE_PORT ? "port" : NULL;
@@ -341,7 +244,7 @@ static int show(const struct init_plan *p, json_t *j)
     json_t *changes = json_array();
     json_object_set_new(j, "changes", changes);
     for (size_t i = 0; i < p->n; i++) {
-        char *d = diff_of(&p->ch[i], err, sizeof err);
+        char *d = init_diff(&p->ch[i], err, sizeof err);
         if (!d) {
             fprintf(stderr, "wtproxy init: %s\n", err);
             return -1;
@@ -391,7 +294,7 @@ static int apply_all(const struct init_plan *p, int quiet)
 {
     char err[PATH_MAX + 256];
     for (size_t i = 0; i < p->n; i++) {
-        if (apply_one(p->dir, &p->ch[i], err, sizeof err) < 0) {
+        if (init_write(p->dir, &p->ch[i], err, sizeof err) < 0) {
             fprintf(stderr, "wtproxy init: %s\n", err);
             return 1;
         }
@@ -417,8 +320,11 @@ int cli_init_main(int argc, char **argv)
         return 2;
     }
     json_t *j = json_object();
-    if (!j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 || init_plan_make(&p) < 0 ||
-        show(&p, j) < 0) {
+    int failed =
+        !j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 || init_plan_make(&p) < 0;
+    if (!failed)
+        note_linked(&p); /* from the plan's .wtproxy */
+    if (failed || show(&p, j) < 0) {
         if (!r)
             fprintf(stderr, "wtproxy init: out of memory or diff failed; nothing changed\n");
         init_plan_free(&p);

@@ -1,6 +1,6 @@
 /* init.h - `wtproxy init`'s plan: the files it would create or edit and
- * the notes it prints (init_edit.c makes it, init.c shows and applies it).
- * Internal to cli/. */
+ * the notes it prints (init_edit.c makes it, init.c shows it, init_write.c
+ * writes it). Internal to cli/. */
 #ifndef WTP_CLI_INIT_H
 #define WTP_CLI_INIT_H
 
@@ -65,6 +65,28 @@ int init_sub_apps(const char *dir, char *out, size_t len);
 
 /* init_sub.c: a note naming them, when p's folder is its worktree's top. */
 void init_plan_sub(struct init_plan *p);
+
+/* init_vite.c: whether the Vite config of the app's root lists the
+ * /__whoami plugin (a note says so). */
+int init_vite_has_whoami(struct init_plan *p);
+
+/* init_vite.c: the one localhost port the `proxy: {...}` block of a Vite
+ * config's text sends to: 0 none, -1 several or one built in code. */
+int init_vite_proxy_port(const char *text);
+
+/* init_vite.c: for a DIR below its worktree's top (p->top set), the port
+ * the Vite configs of the top folder and its other subfolders proxy to
+ * (a note says which and why), else 0. */
+int init_vite_sibling_front(struct init_plan *p);
+
+/* init_write.c: the unified diff of c (`diff -u`, labelled a/PATH and
+ * b/PATH, or /dev/null for a new file), malloc'd; NULL with err. */
+char *init_diff(const struct init_change *c, char *err, size_t errlen);
+
+/* init_write.c: write c into dir: a new file only where none is, an
+ * edited one only if it still holds c->old, its mode kept. Returns 0, or
+ * -1 with err. */
+int init_write(const char *dir, const struct init_change *c, char *err, size_t errlen);
 
 /* Append a note (printf-style). */
 void init_note(struct init_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

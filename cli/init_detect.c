@@ -213,12 +213,11 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
         snprintf(app->start, sizeof app->start,
                  "node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}");
     } else if (pkg && has_dep(pkg, "vite")) {
-        char root[256];
-        vite_root(dir, pkg, root, sizeof root);
+        vite_root(dir, pkg, app->vite_root, sizeof app->vite_root);
         app->kind = CLI_APP_VITE;
         snprintf(app->start, sizeof app->start,
-                 "node_modules/.bin/vite %s%s--host 127.0.0.1 --port {port} --strictPort", root,
-                 root[0] ? " " : "");
+                 "node_modules/.bin/vite %s%s--host 127.0.0.1 --port {port} --strictPort",
+                 app->vite_root, app->vite_root[0] ? " " : "");
     } else if (script) {
         app->kind = has_dep(pkg, "express") ? CLI_APP_EXPRESS : CLI_APP_NODE;
         /* The script's own command: wtproxy run gives it the port as $PORT. */
@@ -258,14 +257,8 @@ static const char *block_end(const char *p)
     return NULL;
 }
 
-/* The port of a literal http://localhost:N or http://127.0.0.1:N URL that
- * follows key ("baseURL:", "url:") in [from, to), 0 when none. */
-static int literal_port(const char *from, const char *to, const char *key)
+int cli_url_port(const char *url)
 {
-    const char *p = strstr(from, key);
-    char url[512];
-    if (!p || p >= to || !cli_quoted(p + strlen(key), url, sizeof url))
-        return 0;
     const char *hosts[] = {"http://localhost:", "http://127.0.0.1:"};
     for (size_t i = 0; i < 2; i++) {
         long port;
@@ -281,6 +274,15 @@ static int literal_port(const char *from, const char *to, const char *key)
             return (int)port;
     }
     return 0;
+}
+
+/* The port of a literal http://localhost:N or http://127.0.0.1:N URL that
+ * follows key ("baseURL:", "url:") in [from, to), 0 when none. */
+static int literal_port(const char *from, const char *to, const char *key)
+{
+    const char *p = strstr(from, key);
+    char url[512];
+    return p && p < to && cli_quoted(p + strlen(key), url, sizeof url) ? cli_url_port(url) : 0;
 }
 
 /* Whether [from, to) holds needle. */

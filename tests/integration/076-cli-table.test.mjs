@@ -102,3 +102,20 @@ test('help whoami from a build folder names the real checkout, and its PYTHONPAT
   assert.equal(imported.code, 0, imported.stderr);
   assert.equal(imported.stdout.trim(), `${dir}/wtproxy_whoami/__init__.py`);
 });
+
+// The guides tell how to stop a server the daemon started from a
+// .wtproxy with the command that does it (its wrapper stops the whole
+// process group and unregisters it), not with a kill of a pid to look up.
+test('help wtproxy-file and help playwright stop a server with wtproxy stop, not a kill', async (t) => {
+  const run = sandbox(t);
+  for (const topic of ['wtproxy-file', 'playwright']) {
+    const r = await run('help', topic);
+    clean(r);
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stdout, /kill\s+its\s+PID|kill\s+the\s+pid/i, `help ${topic}`);
+  }
+  const file = await run('help', 'wtproxy-file');
+  assert.match(file.stdout, /to stop them now, run\n# `wtproxy stop` in the worktree \(`--service NAME` for one of several\)/);
+  const pw = await run('help', 'playwright');
+  assert.match(pw.stdout, /`idle_stop = 0` keeps it until you stop it\n\(`wtproxy stop` in its worktree\)/);
+});

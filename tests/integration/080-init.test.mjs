@@ -307,6 +307,49 @@ test('an app in two folders, a Playwright config without webServer: what init pr
   assert.equal(after['package.json'], before['package.json']);
 });
 
+// A team's app as adopted on main: Vite at the top (root web/, whose
+// vite.config.js lists the /__whoami plugin and proxies /api to the API's
+// front), Django in api/, three worktrees. init must not ask for the
+// plugin that is there, must propose the front the front end calls the
+// API on, and in a linked worktree must not ask to merge a .wtproxy the
+// main checkout has already.
+test('an adopted two-folder app: the Vite plugin already there, the API front from the proxy, a linked worktree with main\'s .wtproxy', async (t) => {
+  const dir = app(t, {
+    'package.json': JSON.stringify({ name: 'shop', scripts: { dev: 'vite web' }, devDependencies: { vite: '7' } }),
+    'playwright.config.js': "export default { use: { baseURL: 'http://localhost:23804' } };\n",
+    'web/index.html': '<h1>Shop</h1>\n',
+    'web/vite.config.js': "import { wtproxyWhoami } from 'wtproxy-whoami/vite';\n\nexport default {\n" +
+      "  plugins: [wtproxyWhoami()],\n  server: { proxy: { '/api': 'http://localhost:23805' } },\n};\n",
+    'api/manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'api_project.settings')\n",
+    'api/api_project/settings.py': "MIDDLEWARE = [\n    'django.middleware.common.CommonMiddleware',\n]\n",
+  });
+  git(dir, 'init', '-q', '-b', 'main');
+  let r = await init(dir, ['--apply'], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  assert.doesNotMatch(r.stdout, /add the \/__whoami middleware by hand/, 'the plugin is in web/vite.config.js');
+  assert.match(r.stdout, /^note: Vite: web\/vite\.config\.js lists the \/__whoami plugin already \(wtproxyWhoami\)$/m);
+
+  r = await init(dir, ['api'], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^wtproxy init: .*\/api: django app .*, front port 23805$/m, 'the port web/ proxies /api to');
+  assert.match(r.stdout, /^note: front 23805: web\/vite\.config\.js's dev-server proxy sends to http:\/\/localhost:23805, /m);
+  assert.match(r.stdout, /front = 23805$/m, 'the section to add names it');
+
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'adopt wtproxy');
+  const wt = path.join(dir, '..', `${path.basename(dir)}-wt-b`);
+  removeAfter(t, wt);
+  git(dir, 'worktree', 'add', '-q', wt, '-b', 'b');
+  r = await init(wt, [], { cwd: wt });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^note: this is a linked worktree, and the main checkout \\(${dir}\\) has the same \\.wtproxy already: worktrees made from its branch have it too, nothing to merge$`, 'm'));
+  assert.doesNotMatch(r.stdout, /merge it into the main branch/, 'main has it: nothing to merge');
+  fs.appendFileSync(path.join(wt, '.wtproxy'), 'idle_stop = 10m\n');
+  r = await init(wt, [], { cwd: wt });
+  assert.match(r.stdout, /^note: this is a linked worktree: the \.wtproxy serves it now; commit it and merge it into the main branch/m,
+    'a .wtproxy that differs from main\'s is still to be merged');
+});
+
 test('Django whose Playwright config names its interpreter and a port other than 8000: both kept', async (t) => {
   // As `django-admin startproject` and a hand-written config leave them:
   // the python3 on PATH may lack Django (pyenv), so the config names
@@ -411,7 +454,7 @@ test('a shop adopted by `wtproxy init --apply` alone: one e2e round in three wor
   r = await init(shop.wt.a, ['--no-databases'], { cwd: path.join(shop.wt.a, 'store') });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, new RegExp(`^wtproxy init: ${shop.wt.a}: django app .*front port ${px.port}$`, 'm'), 'the front port of the committed .wtproxy');
-  assert.match(r.stdout, /^note: this is a linked worktree: the \.wtproxy serves it now; commit it and merge it into the main branch/m);
+  assert.match(r.stdout, /^note: this is a linked worktree, and the main checkout \(.*\/repo\) has the same \.wtproxy already: .*nothing to merge$/m);
   const env = agentEnv(pg, px.port, { WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' });
   await setupDatabases(t, shop, pg, 'own', { bin: wtproxyBin, env });
 

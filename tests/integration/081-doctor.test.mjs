@@ -411,7 +411,7 @@ test('databases: headroom and stamped test databases on the server PG* names', a
   let d = await doctor(tmp, tmp.wt.a, front, roomy.env);
   assert.equal(d.byName.databases.status, 'ok', d.byName.databases.detail);
   assert.match(d.byName.databases.detail, new RegExp(`host 127\\.0\\.0\\.1, port ${roomy.port}\\): \\d+ of max_connections 100 in use \\(3 reserved\\), \\d+ left`));
-  assert.match(d.byName.databases.detail, new RegExp(`this worktree's test databases: test_shop_a; others': test_shop_b \\(${tmp.wt.b}\\)$`));
+  assert.match(d.byName.databases.detail, new RegExp(`this worktree's databases: test_shop_a \\(test\\); others': test_shop_b \\(test, ${tmp.wt.b}\\)$`));
 
   d = await doctor(tmp, tmp.wt.a, front, tight.env);
   assert.equal(d.byName.databases.status, 'problem', d.byName.databases.detail);

@@ -36,6 +36,8 @@ test('a worktree without the dev database its siblings have: doctor names the cl
 
   const ok = await databasesCheck(tmp, tmp.wt.a, env);
   assert.equal(ok.status, 'ok', `a has its own: ${ok.detail}`);
+  assert.match(ok.detail, /this worktree's databases: shop_\w+_wt_a \(dev\); /, 'a dev database, not a test database');
+  assert.doesNotMatch(ok.detail, /test databases/, ok.detail);
 
   const d = await databasesCheck(tmp, tmp.wt.b, env);
   assert.equal(d.status, 'problem', `b has none: ${d.detail}`);

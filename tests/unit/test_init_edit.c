@@ -4,12 +4,14 @@
  * string) and which it leaves to a person (an expression, a template), the
  * end of a config block with quotes in its comments, the literal ports it
  * reads, which `app = ...(` lines make a FastAPI, Starlette or Flask app,
- * where the whoami wrap goes in its module, and what asks for --reload. */
+ * where the whoami wrap goes in its module, what asks for --reload, and
+ * which Vite proxy targets give an API's front (init_vite.c). */
 #include "../../cli/args.c"
 #include "../../cli/init_detect.c"
 #include "../../cli/init_edit.c"
 #include "../../cli/init_next.c"
 #include "../../cli/init_python.c"
+#include "../../cli/init_vite.c"
 
 #include "tap.h"
 
@@ -190,12 +192,38 @@ static void test_literal_port(void)
     is_int(literal_port(far, far + strlen(far), "baseURL:"), 0, "no port past 65535");
 }
 
+static void test_vite_proxy_port(void)
+{
+    is_int(init_vite_proxy_port("export default { server: { proxy: { '/api': "
+                                "'http://localhost:23805' } } };\n"),
+           23805, "a path proxied to a literal localhost URL");
+    is_int(init_vite_proxy_port("proxy: {\n  '/api': { target: \"http://127.0.0.1:8001/v1\", "
+                                "changeOrigin: true },\n  '/ws': 'http://localhost:8001',\n}"),
+           8001, "as a target:, twice the same port");
+    is_int(init_vite_proxy_port("proxy: { '/api': 'http://localhost:8001', "
+                                "'/auth': 'http://localhost:8002' }"),
+           -1, "two ports: which is this server's is not for init to guess");
+    is_int(init_vite_proxy_port("proxy: { '/api': "
+                                "`http://localhost:${process.env.WTPROXY_FRONT_API}` }"),
+           -1, "a URL built in code: said, not guessed");
+    is_int(init_vite_proxy_port("proxy: {\n  // was 'http://localhost:9999'\n  '/api': "
+                                "'http://localhost:8001' }"),
+           8001, "a comment's URL is prose");
+    is_int(init_vite_proxy_port("proxy: { '/api': 'https://api.example.com' }"), 0,
+           "a remote target: no port of this machine");
+    is_int(init_vite_proxy_port("proxy: apiProxy, plugins: [x({ a: 'http://localhost:1' })]"), 0,
+           "a proxy that is not a literal block: nothing read past it");
+    is_int(init_vite_proxy_port("proxy: { '/api': 'http://localhost:8001'"), -1,
+           "an unclosed block");
+}
+
 int main(void)
 {
     test_middleware_spot();
     test_edit_command();
     test_block_end();
     test_literal_port();
+    test_vite_proxy_port();
     test_run_front();
     test_config_python();
     test_framework_of();

@@ -1,0 +1,136 @@
+/* init_vite.c - a Vite front end's config (vite.config.*), for `wtproxy
+ * init`: whether it lists the /__whoami plugin already, so that init does
+ * not ask for it again, and the one localhost port its dev server's
+ * `proxy` sends to, which is the front of the API in a sibling folder
+ * (`wtproxy init api` beside web/): every worktree's front end calls its
+ * API there. Text inspection, as init_detect.c: only a plain string
+ * literal is read; a URL built in code is said, never guessed. */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "init.h"
+
+static const char *const config_names[] = {"vite.config.js",  "vite.config.mjs", "vite.config.ts",
+                                           "vite.config.mts", "vite.config.cjs", "vite.config.cts"};
+
+/* The text of the Vite config in dir/sub (sub "": dir itself), its path
+ * relative to dir into name; NULL when there is none. */
+static char *config_in(const char *dir, const char *sub, char *name, size_t len)
+{
+    char path[PATH_MAX], err[PATH_MAX + 64];
+    for (size_t i = 0; i < sizeof config_names / sizeof config_names[0]; i++) {
+        char *text = NULL;
+        snprintf(name, len, "%s%s%s", sub, sub[0] ? "/" : "", config_names[i]);
+        if (cli_join(path, sizeof path, dir, name) == 0 &&
+            (text = cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err)))
+            return text;
+    }
+    return NULL;
+}
+
+int init_vite_has_whoami(struct init_plan *p)
+{
+    char name[PATH_MAX];
+    char *text = config_in(p->dir, p->app.vite_root, name, sizeof name);
+    int has = text && (strstr(text, "wtproxyWhoami") || strstr(text, "wtproxy-whoami/vite"));
+    free(text);
+    if (has)
+        init_note(p, "Vite: %s lists the /__whoami plugin already (wtproxyWhoami)", name);
+    return has;
+}
+
+/* The port one string literal of a proxy block sends to: 0 when it is
+ * no localhost URL ('/api', a remote host), -1 when it is a template
+ * that builds one (another port per worktree: not a literal to propose). */
+static int literal_target(const char *open, const char *close)
+{
+    char lit[512];
+    snprintf(lit, sizeof lit, "%.*s", (int)(close - open - 1), open + 1);
+    if (*open == '`' && strncmp(lit, "http", 4) == 0 && strstr(lit, "${"))
+        return -1;
+    return cli_url_port(lit);
+}
+
+/* The one localhost port the string literals of text's `proxy: {...}`
+ * block name (`'/api': 'http://localhost:23805'`, or as its `target:`),
+ * comments skipped: 0 when none, -1 when they name several or build one. */
+int init_vite_proxy_port(const char *text)
+{
+    const char *p = strstr(text, "proxy:");
+    int depth = 0, port = 0;
+    if (!p || *(p += 6 + strspn(p + 6, " \t\r\n")) != '{')
+        return 0;
+    for (; *p; p++) {
+        if (p[0] == '/' && (p[1] == '/' || p[1] == '*')) {
+            const char *q = p[1] == '/' ? strchr(p, '\n') : strstr(p + 2, "*/");
+            if (!q)
+                return -1;
+            p = q + (p[1] == '*');
+        } else if (*p == '\'' || *p == '"' || *p == '`') {
+            const char *q = strchr(p + 1, *p);
+            int one = q ? literal_target(p, q) : -1;
+            if (one < 0 || (one && port && one != port))
+                return -1;
+            port = one ? one : port;
+            p = q;
+        } else if (*p == '{') {
+            depth++;
+        } else if (*p == '}' && --depth == 0) {
+            return port;
+        }
+    }
+    return -1; /* the block does not close */
+}
+
+/* Fold the proxy port of dir/sub's Vite config into *port (0: none yet;
+ * -1: several, or one built in code), its name into from when it has one. */
+static void fold(const char *dir, const char *sub, int *port, char *from, size_t len)
+{
+    char name[PATH_MAX];
+    char *text = config_in(dir, sub, name, sizeof name);
+    int one = text ? init_vite_proxy_port(text) : 0;
+    free(text);
+    if (one == 0)
+        return;
+    snprintf(from, len, "%s", name);
+    *port = one < 0 || (*port && one != *port) ? -1 : one;
+}
+
+/* Whether sub is the first folder of own ("api" of "api" or "api/x"). */
+static int is_own(const char *own, const char *sub)
+{
+    size_t n = strlen(sub);
+    return strncmp(own, sub, n) == 0 && (own[n] == '\0' || own[n] == '/');
+}
+
+int init_vite_sibling_front(struct init_plan *p)
+{
+    char from[PATH_MAX] = "";
+    const char *own = p->dir + strlen(p->top) + 1; /* "api" of TOP/api */
+    int port = 0;
+    fold(p->top, "", &port, from, sizeof from);
+    DIR *d = port >= 0 ? opendir(p->top) : NULL;
+    struct dirent *e;
+    while (d && port >= 0 && (e = readdir(d)))
+        if (e->d_name[0] != '.' && e->d_type == DT_DIR && strcmp(e->d_name, "node_modules") != 0 &&
+            !is_own(own, e->d_name))
+            fold(p->top, e->d_name, &port, from, sizeof from);
+    if (d)
+        closedir(d);
+    if (port > 0)
+        init_note(p,
+                  "front %d: %s's dev-server proxy sends to http://localhost:%d, the front "
+                  "every worktree's front end calls this server on (--front N takes another)",
+                  port, from, port);
+    else if (port < 0)
+        init_note(p,
+                  "%s: its dev-server proxy names no one literal http://localhost:PORT (several, "
+                  "or one built in code), so the front is not taken from it; give the port the "
+                  "front end calls this server on: --front N",
+                  from);
+    return port > 0 ? port : 0;
+}
