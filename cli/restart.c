@@ -115,39 +115,13 @@ static int say_verdicts(const struct cli_server_args *a, json_t *asked)
     return rc;
 }
 
-/* Stop the servers the daemon started from an older .wtproxy (another
- * start line, another service name): restarted, each would run its old
- * command again, and say it was restarted. Stopped, they are declared services that do not run,
- * which the restart below starts from the file. Returns 0, or 1 having said why. */
-static int stop_changed(const struct cli_server_args *a)
+/* cli_stop_changed's say: each stop said as it begins, for a person
+ * watching the terminal. */
+static void say_stopping(void *ctx, int front, const char *line)
 {
-    char err[PATH_MAX + 256];
-    json_t *changed = cli_declared_changed(a), *e, *reply;
-    size_t i;
-    int r = 0;
-    json_array_foreach(changed, i, e) {
-        struct cli_server_args one = *a;
-        one.service = NULL, one.front = (int)json_integer_value(json_object_get(e, "front"));
-        printf("wtproxy: %s's server on front %d %s: stopping it, to start it from the file\n",
-               a->worktree, one.front, str(e, "why"));
-        fflush(stdout);
-        json_t *req = cli_server_request("stop", &one);
-        if (!req || cli_call(req, 0, &reply, err, sizeof err) < 0) {
-            fprintf(stderr, "wtproxy restart: %s\n", req ? err : "out of memory");
-            json_decref(req);
-            r = 1;
-            break;
-        }
-        json_decref(req);
-        r = json_is_true(json_object_get(reply, "ok"))
-                ? await(&one, json_object_get(reply, "stopped"), 0, STOP_WAIT_MS)
-                : cli_report(reply);
-        json_decref(reply);
-        if (r)
-            break;
-    }
-    json_decref(changed);
-    return r;
+    (void)ctx, (void)front;
+    printf("wtproxy: %s\n", line);
+    fflush(stdout);
 }
 
 /* A restart with no daemon to answer it, in a worktree whose own
@@ -178,8 +152,10 @@ static int act(int argc, char **argv, const char *op, const char *key)
     int restart = strcmp(op, "restart") == 0;
     if (restart)
         daemon_for_declared(&a);
-    if (restart && (r = stop_changed(&a)) != 0)
-        return r;
+    if (restart && cli_stop_changed(&a, say_stopping, NULL, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy restart: %s\n", err);
+        return 1;
+    }
     /* Read first: a service the restart below finds dead is not "not running". */
     json_t *stopped = restart ? cli_declared_stopped(&a) : json_array();
     json_t *reply, *e, *req = cli_server_request(op, &a);
