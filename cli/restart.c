@@ -49,6 +49,38 @@ static void report_dead(json_t *e, const char *why)
             json_integer_value(json_object_get(e, "front")));
 }
 
+/* e, a restarted server, is not ready yet: say at once what the restart
+ * waits for and how long at most, on stderr. A server that never listens
+ * keeps the command silent for wait_ms otherwise, which a person or an
+ * agent at a terminal takes for a hang. */
+static void say_waiting(json_t *e, long wait_ms)
+{
+    long long front = json_integer_value(json_object_get(e, "front"));
+    fprintf(stderr,
+            "wtproxy restart: waiting for %s's server on front %lld to listen (up to %ld s; "
+            "its log: wtproxy logs %s --front %lld)\n",
+            str(e, "worktree"), front, wait_ms / 1000, str(e, "worktree"), front);
+    fflush(stderr);
+}
+
+/* The wait of asked ran out (wait_ms): say so of each of late. */
+static void say_late(json_t *late, int restart, long wait_ms)
+{
+    json_t *e;
+    size_t i;
+    json_array_foreach(late, i, e)
+        if (restart) {
+            char why[80];
+            snprintf(why, sizeof why, "it did not listen within %ld s", wait_ms / 1000);
+            report_dead(e, why);
+        } else
+            fprintf(stderr,
+                    "wtproxy stop: %s's server on front %lld is still registered after %ld s; "
+                    "see wtproxy ls\n",
+                    str(e, "worktree"), json_integer_value(json_object_get(e, "front")),
+                    wait_ms / 1000);
+}
+
 /* Poll until every entry of asked is ready again (restart) or gone
  * (stop), or wait_ms pass. Returns the exit status, having said what
  * happened. */
@@ -57,13 +89,14 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
     struct timespec tick = {0, POLL_MS * 1000000L};
     char err[PATH_MAX + 256];
     for (long waited = 0;; waited += POLL_MS) {
-        json_t *now = cli_servers_matching(a, err, sizeof err), *e;
-        size_t i, pending = 0;
+        json_t *now = cli_servers_matching(a, err, sizeof err), *e, *late;
+        size_t i;
         int rc = 0;
         if (!now) {
             fprintf(stderr, "wtproxy: %s\n", err);
             return 1;
         }
+        late = json_array();
         json_array_foreach(asked, i, e) {
             json_t *x = cli_entry_on_front(now, e);
             if (restart && (!x || json_integer_value(json_object_get(x, "pid")) !=
@@ -71,26 +104,21 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
                 report_dead(e, "it exited (its wrapper unregistered it)");
                 rc = 1;
             } else if (restart ? strcmp(str(x, "state"), "ready") != 0 : x != NULL) {
-                pending++;
+                json_array_append(late, e);
             }
         }
         json_decref(now);
+        size_t pending = json_array_size(late);
+        if (!rc && pending && waited >= wait_ms) {
+            say_late(late, restart, wait_ms);
+            rc = 1;
+        } else if (!rc && pending && restart && waited == 0) {
+            json_array_foreach(late, i, e)
+                say_waiting(e, wait_ms);
+        }
+        json_decref(late);
         if (rc || !pending)
             return rc;
-        if (waited >= wait_ms) {
-            json_array_foreach(asked, i, e)
-                if (restart) {
-                    char why[80];
-                    snprintf(why, sizeof why, "it did not listen within %ld s", wait_ms / 1000);
-                    report_dead(e, why);
-                } else
-                    fprintf(stderr,
-                            "wtproxy stop: %s's server on front %lld is still registered "
-                            "after %ld s; see wtproxy ls\n",
-                            str(e, "worktree"), json_integer_value(json_object_get(e, "front")),
-                            wait_ms / 1000);
-            return 1;
-        }
         nanosleep(&tick, NULL);
     }
 }
