@@ -13,6 +13,8 @@
 //   with the sentence `wtproxy restart` prints;
 // - a worktree whose .wtproxy declares its server: restart starts it when
 //   none runs, and a start into a crash is an error with the crash's lines;
+//   one whose start line was edited is stopped and started from the file,
+//   saying so as `wtproxy restart` does;
 // - no daemon: the command the message gives starts one and returns;
 // - two agents in one worktree: one's release does not end the other's
 //   lease (the store frees any lease of the worktree).

@@ -5,7 +5,8 @@
 // server's tree, its registration, and a response still streaming from it;
 // a server not started by wtproxy run, a worktree with nothing registered
 // and a server that will not come back are refused or reported with what
-// to do (and the log's last lines).
+// to do (and the log's last lines); a restart of one that never listens
+// says at once what it waits for.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
