@@ -192,12 +192,6 @@ json_t *cli_declared_stopped(const struct cli_server_args *a);
  * or not when stopped_only is 0 (a new JSON array, as above). */
 json_t *cli_declared_selected(const struct cli_server_args *a, int stopped_only);
 
-/* The declared services a selects that the daemon started from an older
- * .wtproxy: they run another command than its start says now, or under
- * another service name. A new JSON array of {front, why}. A restart
- * re-runs a server's own command, under its own name. */
-json_t *cli_declared_changed(const struct cli_server_args *a);
-
 /* Start each of stopped through the daemon (op start), wait up to wait_ms
  * until each is ready, and say what happened (the log's last lines of one
  * that exited). Returns the exit status. */
@@ -206,6 +200,26 @@ int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wa
 /* The entry of list (one worktree's servers, as listed) on e's front, or
  * NULL: a worktree has one server a front (restart.c). */
 json_t *cli_entry_on_front(json_t *list, json_t *e);
+
+/* --- restart_changed.c: a server started from an older .wtproxy --- */
+
+/* The declared services a selects that the daemon started from an older
+ * .wtproxy: they run another command than its start says now, or under
+ * another service name. A new JSON array of {front, why}. A restart
+ * re-runs a server's own command, under its own name. */
+json_t *cli_declared_changed(const struct cli_server_args *a);
+
+/* Stop each server cli_declared_changed(a) names, one after the other,
+ * each waited for (through cli_pause) until its wrapper has unregistered
+ * it, so that what follows starts it from the file. Before each stop, say
+ * gets (with ctx) its front and the sentence that says so: "WT's server on
+ * front F runs `OLD`, not the .wtproxy's start now (`NEW`): stopping it,
+ * to start it from the file". Returns 0, or -1 with err: no daemon, the
+ * daemon's refusal, one still registered after the wrapper's grace, or the
+ * wait cancelled. */
+int cli_stop_changed(const struct cli_server_args *a,
+                     void (*say)(void *ctx, int front, const char *line), void *ctx, char *err,
+                     size_t errlen);
 
 /* --- pause.c: the sleep between a wait's polls --- */
 

@@ -1,8 +1,10 @@
 /* mcp_restart.c - `wtproxy mcp`'s restart tool, as `wtproxy restart` does
- * it (cli/restart.c, cli/restart_declared.c): the daemon's op restart for
- * the servers that run, its op start for the services the worktree's
- * .wtproxy declares that do not (one that died was unregistered by its
- * wrapper), then a wait until each is ready, so that the agent's next
+ * it (cli/restart.c, cli/restart_changed.c, cli/restart_declared.c): a
+ * server the daemon started from an older .wtproxy (its start line edited
+ * since) stopped first, the daemon's op restart for the servers that run,
+ * its op start for the services the worktree's .wtproxy declares that do
+ * not (one that died was unregistered by its wrapper, one stopped just
+ * now), then a wait until each is ready, so that the agent's next
  * step (its tests) meets the new server, not the old one or a 503, and
  * for the daemon's verdict on it, as that command waits and says it
  * (verdict.c). Each wait sleeps through cli_pause: a client's
@@ -99,6 +101,15 @@ static json_t *look(const char *wt, json_t *asked, json_t *now, int ready, json_
     return *late ? NULL : back;
 }
 
+/* The CLI's selection for the servers of wt that args (service, front)
+ * select, into a. */
+static void server_args(const char *wt, json_t *args, struct cli_server_args *a)
+{
+    *a = (struct cli_server_args){.service = json_string_value(json_object_get(args, "service")),
+                                  .front = (int)json_integer_value(json_object_get(args, "front"))};
+    snprintf(a->worktree, sizeof a->worktree, "%s", wt);
+}
+
 /* The failure of a wait the client cancelled: never sent (mcp_rpc.c
  * drops the call's answer); what the daemon was asked goes on. */
 static json_t *cancelled(void)
@@ -138,13 +149,12 @@ static json_t *await_ready(const char *wt, json_t *asked)
  * time. */
 static json_t *restarted(const char *wt, json_t *args, json_t *asked, char *refusals, size_t rlen)
 {
-    struct cli_server_args a = {.service = json_string_value(json_object_get(args, "service")),
-                                .front = (int)json_integer_value(json_object_get(args, "front"))};
+    struct cli_server_args a;
     json_t *late, *e, *fail = await_ready(wt, asked);
     size_t i;
     if (fail)
         return fail;
-    snprintf(a.worktree, sizeof a.worktree, "%s", wt);
+    server_args(wt, args, &a);
     json_t *now = cli_await_verdicts(&a, asked, CLI_VERDICT_WAIT_MS, NULL);
     if (cli_pause(0) < 0) {
         json_decref(now);
@@ -171,10 +181,49 @@ static json_t *restarted(const char *wt, json_t *args, json_t *asked, char *refu
  * run now (cli_declared_stopped: empty when none or no file). */
 static json_t *declared_stopped(const char *wt, json_t *args)
 {
-    struct cli_server_args a = {.service = json_string_value(json_object_get(args, "service")),
-                                .front = (int)json_integer_value(json_object_get(args, "front"))};
-    snprintf(a.worktree, sizeof a.worktree, "%s", wt);
+    struct cli_server_args a;
+    server_args(wt, args, &a);
     return cli_declared_stopped(&a);
+}
+
+/* cli_stop_changed's say: each sentence kept in ctx (an object) by its
+ * front, for the started entry that server becomes. */
+static void keep_said(void *ctx, int front, const char *line)
+{
+    char key[24];
+    snprintf(key, sizeof key, "%d", front);
+    json_object_set_new(ctx, key, cli_json_text(line, strlen(line)));
+}
+
+/* Stop the servers of wt that args select and that the daemon started
+ * from an older .wtproxy (an edited start line, sections added since), as
+ * `wtproxy restart` does (restart_changed.c): restarted, each would run its
+ * old command again. Their sentences go into said, by front; the
+ * declared services they now are are started below. Returns NULL, or the
+ * failure. */
+static json_t *stop_changed(const char *wt, json_t *args, json_t *said)
+{
+    struct cli_server_args a;
+    char err[PATH_MAX + 4096];
+    server_args(wt, args, &a);
+    if (cli_stop_changed(&a, keep_said, said, err, sizeof err) == 0)
+        return NULL;
+    return cli_pause(0) < 0 ? cancelled()
+                            : mcp_fail("not-stopped", "%s; then call restart again", err);
+}
+
+/* Each of started (the services op's entries, started from the file) that
+ * stop_changed stopped gets its sentence as "said". */
+static void add_said(json_t *started, json_t *said)
+{
+    json_t *svc;
+    size_t i;
+    json_array_foreach(started, i, svc) {
+        char key[24];
+        snprintf(key, sizeof key, "%lld", json_integer_value(json_object_get(svc, "front")));
+        if (json_object_get(said, key))
+            json_object_set(svc, "said", json_object_get(said, key));
+    }
 }
 
 /* The entry of the services op's list now named name, or NULL. */
@@ -307,6 +356,11 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
     json_t *fail = mcp_scope(m, args, 1, wt, sizeof wt);
     if (fail || (fail = mcp_daemon_up(m))) /* up before it reads what the .wtproxy declares */
         return fail;
+    json_t *said = json_object();
+    if ((fail = stop_changed(wt, args, said))) {
+        json_decref(said);
+        return fail;
+    }
     /* Read first: a service the restart below finds dead is not "not running". */
     json_t *stopped = declared_stopped(wt, args);
     json_t *out = mcp_op("restart", wt, args, keys, &fail);
@@ -316,6 +370,7 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
         out = json_pack("{s:[]}", "restarted");
     } else if (!out) {
         json_decref(stopped);
+        json_decref(said);
         return none ? nothing_to_restart(wt, fail, args) : fail;
     }
     char refusals[4 * (PATH_MAX + 1400)];
@@ -323,6 +378,8 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
         restarted(wt, args, json_object_get(out, "restarted"), refusals, sizeof refusals);
     json_t *started = json_object_get(back, "error") ? NULL : start_declared(wt, stopped);
     json_decref(stopped);
+    add_said(started, said);
+    json_decref(said);
     json_t *failed = json_object_get(back, "error")      ? back
                      : json_object_get(started, "error") ? started
                                                          : NULL;

@@ -95,7 +95,8 @@ static const struct tool tools[] = {
     {"restart",
      "Restart this worktree's dev server",
      "Restart this worktree's dev server (all of them, or one service or front port) and "
-     "start those its .wtproxy declares that do not run; it returns once each is ready (30 s "
+     "start those its .wtproxy declares that do not run, or run an older start line than the "
+     "file's now (stopped, then started from the file); it returns once each is ready (30 s "
      "at most), or fails with the last log lines of one that exited. The fix for a stale "
      "server (409). Starts the daemon when none runs. Another worktree's server is refused.",
      0,

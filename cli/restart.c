@@ -49,6 +49,38 @@ static void report_dead(json_t *e, const char *why)
             json_integer_value(json_object_get(e, "front")));
 }
 
+/* e, a restarted server, is not ready yet: say at once what the restart
+ * waits for and how long at most, on stderr. A server that never listens
+ * keeps the command silent for wait_ms otherwise, which a person or an
+ * agent at a terminal takes for a hang. */
+static void say_waiting(json_t *e, long wait_ms)
+{
+    long long front = json_integer_value(json_object_get(e, "front"));
+    fprintf(stderr,
+            "wtproxy restart: waiting for %s's server on front %lld to listen (up to %ld s; "
+            "its log: wtproxy logs %s --front %lld)\n",
+            str(e, "worktree"), front, wait_ms / 1000, str(e, "worktree"), front);
+    fflush(stderr);
+}
+
+/* The wait of asked ran out (wait_ms): say so of each of late. */
+static void say_late(json_t *late, int restart, long wait_ms)
+{
+    json_t *e;
+    size_t i;
+    json_array_foreach(late, i, e)
+        if (restart) {
+            char why[80];
+            snprintf(why, sizeof why, "it did not listen within %ld s", wait_ms / 1000);
+            report_dead(e, why);
+        } else
+            fprintf(stderr,
+                    "wtproxy stop: %s's server on front %lld is still registered after %ld s; "
+                    "see wtproxy ls\n",
+                    str(e, "worktree"), json_integer_value(json_object_get(e, "front")),
+                    wait_ms / 1000);
+}
+
 /* Poll until every entry of asked is ready again (restart) or gone
  * (stop), or wait_ms pass. Returns the exit status, having said what
  * happened. */
@@ -57,13 +89,14 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
     struct timespec tick = {0, POLL_MS * 1000000L};
     char err[PATH_MAX + 256];
     for (long waited = 0;; waited += POLL_MS) {
-        json_t *now = cli_servers_matching(a, err, sizeof err), *e;
-        size_t i, pending = 0;
+        json_t *now = cli_servers_matching(a, err, sizeof err), *e, *late;
+        size_t i;
         int rc = 0;
         if (!now) {
             fprintf(stderr, "wtproxy: %s\n", err);
             return 1;
         }
+        late = json_array();
         json_array_foreach(asked, i, e) {
             json_t *x = cli_entry_on_front(now, e);
             if (restart && (!x || json_integer_value(json_object_get(x, "pid")) !=
@@ -71,26 +104,21 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
                 report_dead(e, "it exited (its wrapper unregistered it)");
                 rc = 1;
             } else if (restart ? strcmp(str(x, "state"), "ready") != 0 : x != NULL) {
-                pending++;
+                json_array_append(late, e);
             }
         }
         json_decref(now);
+        size_t pending = json_array_size(late);
+        if (!rc && pending && waited >= wait_ms) {
+            say_late(late, restart, wait_ms);
+            rc = 1;
+        } else if (!rc && pending && restart && waited == 0) {
+            json_array_foreach(late, i, e)
+                say_waiting(e, wait_ms);
+        }
+        json_decref(late);
         if (rc || !pending)
             return rc;
-        if (waited >= wait_ms) {
-            json_array_foreach(asked, i, e)
-                if (restart) {
-                    char why[80];
-                    snprintf(why, sizeof why, "it did not listen within %ld s", wait_ms / 1000);
-                    report_dead(e, why);
-                } else
-                    fprintf(stderr,
-                            "wtproxy stop: %s's server on front %lld is still registered "
-                            "after %ld s; see wtproxy ls\n",
-                            str(e, "worktree"), json_integer_value(json_object_get(e, "front")),
-                            wait_ms / 1000);
-            return 1;
-        }
         nanosleep(&tick, NULL);
     }
 }
@@ -115,39 +143,13 @@ static int say_verdicts(const struct cli_server_args *a, json_t *asked)
     return rc;
 }
 
-/* Stop the servers the daemon started from an older .wtproxy (another
- * start line, another service name): restarted, each would run its old
- * command again, and say it was restarted. Stopped, they are declared services that do not run,
- * which the restart below starts from the file. Returns 0, or 1 having said why. */
-static int stop_changed(const struct cli_server_args *a)
+/* cli_stop_changed's say: each stop said as it begins, for a person
+ * watching the terminal. */
+static void say_stopping(void *ctx, int front, const char *line)
 {
-    char err[PATH_MAX + 256];
-    json_t *changed = cli_declared_changed(a), *e, *reply;
-    size_t i;
-    int r = 0;
-    json_array_foreach(changed, i, e) {
-        struct cli_server_args one = *a;
-        one.service = NULL, one.front = (int)json_integer_value(json_object_get(e, "front"));
-        printf("wtproxy: %s's server on front %d %s: stopping it, to start it from the file\n",
-               a->worktree, one.front, str(e, "why"));
-        fflush(stdout);
-        json_t *req = cli_server_request("stop", &one);
-        if (!req || cli_call(req, 0, &reply, err, sizeof err) < 0) {
-            fprintf(stderr, "wtproxy restart: %s\n", req ? err : "out of memory");
-            json_decref(req);
-            r = 1;
-            break;
-        }
-        json_decref(req);
-        r = json_is_true(json_object_get(reply, "ok"))
-                ? await(&one, json_object_get(reply, "stopped"), 0, STOP_WAIT_MS)
-                : cli_report(reply);
-        json_decref(reply);
-        if (r)
-            break;
-    }
-    json_decref(changed);
-    return r;
+    (void)ctx, (void)front;
+    printf("wtproxy: %s\n", line);
+    fflush(stdout);
 }
 
 /* A restart with no daemon to answer it, in a worktree whose own
@@ -178,8 +180,10 @@ static int act(int argc, char **argv, const char *op, const char *key)
     int restart = strcmp(op, "restart") == 0;
     if (restart)
         daemon_for_declared(&a);
-    if (restart && (r = stop_changed(&a)) != 0)
-        return r;
+    if (restart && cli_stop_changed(&a, say_stopping, NULL, err, sizeof err) < 0) {
+        fprintf(stderr, "wtproxy restart: %s\n", err);
+        return 1;
+    }
     /* Read first: a service the restart below finds dead is not "not running". */
     json_t *stopped = restart ? cli_declared_stopped(&a) : json_array();
     json_t *reply, *e, *req = cli_server_request(op, &a);

@@ -59,67 +59,6 @@ json_t *cli_declared_stopped(const struct cli_server_args *a)
     return cli_declared_selected(a, 1);
 }
 
-/* Whether running, a server's command as registered (argv joined by
- * spaces, cut to the field), is not the `/bin/sh -c START` the daemon
- * would launch from start now, on the same port. */
-static int runs_other(const char *running, const char *start, long long port)
-{
-    char want[4096], num[24];
-    size_t n = (size_t)snprintf(want, sizeof want, "/bin/sh -c ");
-    snprintf(num, sizeof num, "%lld", port);
-    for (const char *p = start; *p && n + strlen(num) + 1 < sizeof want;) {
-        int mark = strncmp(p, "{port}", 6) == 0;
-        n += (size_t)snprintf(want + n, sizeof want - n, "%.*s", mark ? (int)strlen(num) : 1,
-                              mark ? num : p);
-        p += mark ? 6 : 1;
-    }
-    size_t have = strlen(running);
-    return have >= sizeof(((struct reg_backend *)0)->command) - 1
-               ? strncmp(running, want, have) != 0
-               : strcmp(running, want) != 0;
-}
-
-/* The server of regs the daemon started on front, or NULL. */
-static json_t *started_on(json_t *regs, json_t *front)
-{
-    json_t *e;
-    size_t i;
-    json_array_foreach(regs, i, e)
-        if (json_integer_value(json_object_get(e, "front")) == json_integer_value(front) &&
-            json_is_true(json_object_get(e, "daemon_started")))
-            return e;
-    return NULL;
-}
-
-json_t *cli_declared_changed(const struct cli_server_args *a)
-{
-    char err[PATH_MAX + 256];
-    struct cli_server_args any = *a;
-    any.service = NULL, any.front = 0; /* a service renamed since runs under its old name */
-    json_t *svcs = cli_declared_selected(a, 0), *regs = cli_servers_matching(&any, err, sizeof err);
-    json_t *out = json_array(), *svc, *e;
-    size_t i;
-    json_array_foreach(svcs, i, svc) {
-        json_t *front = json_object_get(svc, "front");
-        char why[3 * 1024];
-        if (!(e = started_on(regs, front)))
-            continue;
-        if (runs_other(str(e, "command"), str(svc, "start"),
-                       json_integer_value(json_object_get(e, "port"))))
-            snprintf(why, sizeof why, "runs `%s`, not the .wtproxy's start now (`%s`)",
-                     str(e, "command"), str(svc, "start"));
-        else if (strcmp(str(e, "service"), str(svc, "name")) != 0) /* sections added since */
-            snprintf(why, sizeof why, "runs as service `%s`, which the .wtproxy now names `%s`",
-                     str(e, "service")[0] ? str(e, "service") : "-", str(svc, "name"));
-        else
-            continue;
-        json_array_append_new(out, json_pack("{s:O, s:s}", "front", front, "why", why));
-    }
-    json_decref(svcs);
-    json_decref(regs);
-    return out;
-}
-
 /* svc (an entry of an earlier list) in the daemon's list now, or NULL. */
 static json_t *now_of(json_t *now, json_t *svc)
 {

@@ -13,6 +13,8 @@
 //   with the sentence `wtproxy restart` prints;
 // - a worktree whose .wtproxy declares its server: restart starts it when
 //   none runs, and a start into a crash is an error with the crash's lines;
+//   one whose start line was edited is stopped and started from the file,
+//   saying so as `wtproxy restart` does;
 // - no daemon: the command the message gives starts one and returns;
 // - two agents in one worktree: one's release does not end the other's
 //   lease (the store frees any lease of the worktree).
@@ -198,6 +200,37 @@ test('restart starts the server the .wtproxy declares when none runs, and says w
   fs.rmSync(path.join(tmp.wt.a, 'broken'));
   const fixed = await call(mcp, 'restart');
   assert.equal(fixed.structuredContent.started[0].state, 'ready', fixed.content[0].text);
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+});
+
+// An agent tuning its .wtproxy edits the start line and calls restart:
+// the tool re-ran the server's old command and said "restarted and
+// ready", so the edit never took. Now it stops that server and starts it
+// from the file, saying so in `said` as `wtproxy restart` does.
+test('restart after the .wtproxy start line was edited: the new server runs the new line', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--whoami', 'off']); // SERVER has no /__whoami
+  const file = path.join(tmp.wt.a, '.wtproxy');
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), SERVER);
+  fs.writeFileSync(file, `start = ${process.execPath} server.mjs {port}\nfront = ${px.port}\nidle_stop = 0\n`);
+  const mcp = await session(t, tmp, tmp.wt.a);
+  const first = await call(mcp, 'restart');
+  assert.equal(first.structuredContent.started[0].state, 'ready', first.content[0].text);
+  fs.writeFileSync(file, `start = ${process.execPath} server.mjs {port} --edited\nfront = ${px.port}\nidle_stop = 0\n`);
+  const r = await call(mcp, 'restart');
+  assert.notEqual(r.isError, true, r.content[0].text);
+  assert.deepEqual(r.structuredContent.restarted, [], r.content[0].text);
+  const [s] = r.structuredContent.started;
+  assert.equal(s.state, 'ready', r.content[0].text);
+  assert.match(s.said, new RegExp(`^${tmp.wt.a}'s server on front ${px.port} runs \`/bin/sh -c .*server\\.mjs \\d+\`, not the \\.wtproxy's start now \\(\`.*server\\.mjs \\{port\\} --edited\`\\): stopping it, to start it from the file$`));
+  const servers = (await call(mcp, 'servers')).structuredContent.servers;
+  assert.equal(servers.length, 1, JSON.stringify(servers));
+  assert.match(servers[0].command, / --edited$/, 'the edited start line runs');
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).body, 'ok');
+  const twice = await call(mcp, 'restart'); // unchanged since: a plain restart
+  assert.notEqual(twice.isError, true, twice.content[0].text);
+  assert.equal(twice.structuredContent.restarted.length, 1, twice.content[0].text);
+  assert.deepEqual(twice.structuredContent.started, []);
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
 

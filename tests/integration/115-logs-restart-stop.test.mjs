@@ -5,13 +5,14 @@
 // server's tree, its registration, and a response still streaming from it;
 // a server not started by wtproxy run, a worktree with nothing registered
 // and a server that will not come back are refused or reported with what
-// to do (and the log's last lines).
+// to do (and the log's last lines); a restart of one that never listens
+// says at once what it waits for.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, cli, cliEnv, lsJson, getWorktree, waitFor, pidAlive, sleeper } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, cli, cliEnv, lsJson, getWorktree, waitFor, pidAlive, sleeper } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { runServer, ready } from './lib/ctl.mjs';
 
@@ -138,4 +139,33 @@ test('stop: the tree ends, the entry goes, a streaming response ends cleanly', a
   assert.equal(pidAlive(serverPid), false, 'the server still runs');
   const { code, signal } = await run.exited;
   assert.ok(code !== null || signal, 'the wrapper exited');
+});
+
+// A server stuck starting (it never listens): `restart --front N` waited
+// up to 60 s saying nothing, and a person or an agent at a terminal took
+// it for a hang. It says at once what it waits for, how long at most and
+// where the log is; when it gives up, the log's last lines.
+test('restart of a server that never listens: says at once what it waits for, then the log', async (t) => {
+  const tmp = makeWorktrees(t, ['e']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  startRun(t, tmp, { cwd: tmp.wt.e, front: px.port, serverArgs: ['--delay', '600000'] });
+  const [e] = await waitFor(async () => { const l = await lsJson(tmp); return l.length && l; }, 10000, 'registered');
+  assert.equal(e.state, 'starting');
+  const started = Date.now();
+  const p = spawn(wtproxyBin, ['restart', '--front', String(px.port)],
+    { cwd: tmp.wt.e, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp) } });
+  t.after(() => { if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL'); });
+  let stderr = '', stdout = '';
+  p.stderr.on('data', (d) => { stderr += d; });
+  p.stdout.on('data', (d) => { stdout += d; });
+  const exited = new Promise((res) => p.on('exit', (code) => res(code)));
+  await waitFor(() => /waiting for/.test(stderr), 5000, 'restart to say what it waits for');
+  assert.match(stderr, new RegExp(`^wtproxy restart: waiting for ${tmp.wt.e}'s server on front ${px.port} to listen \\(up to 60 s; its log: wtproxy logs ${tmp.wt.e} --front ${px.port}\\)\\n$`), stderr);
+  assert.ok(Date.now() - started < 5000);
+  const code = await Promise.race([exited, new Promise((res) => setTimeout(() => res('still running'), 90000))]);
+  assert.equal(code, 1, stdout + stderr);
+  assert.match(stderr, /did not come back: it did not listen within 60 s/, stderr);
+  assert.ok(stderr.includes(`its log, ${e.log}, ends with:`), stderr);
+  assert.match(stderr, /the daemon asked to restart .*: restarting it/, stderr);
+  assert.match(stderr, new RegExp(`read it all: wtproxy logs ${tmp.wt.e} --front ${px.port}\\n$`), stderr);
 });
