@@ -44,8 +44,6 @@ static const struct {
     {"Failed running '", "node --watch"},
 };
 
-#define MARKER_MAX 64 /* bytes: longer than every marker */
-
 void cli_run_fail_init(struct cli_run_fail *f)
 {
     *f = (struct cli_run_fail){.marker = -1};
@@ -75,12 +73,15 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
         return;
     pthread_mutex_lock(&f->lock);
     keep(f, buf, n);
-    size_t from = f->len > n + MARKER_MAX ? f->len - n - MARKER_MAX : 0;
-    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++)
-        if (memmem(f->tail + from, f->len - from, markers[i].text, strlen(markers[i].text))) {
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++) {
+        /* Only a marker that ends in these bytes: one seen before is not
+         * seen again when the reloader prints next ("Restarting ..."). */
+        size_t m = strlen(markers[i].text), from = f->len - n > m - 1 ? f->len - n - (m - 1) : 0;
+        if (memmem(f->tail + from, f->len - from, markers[i].text, m)) {
             f->marker = (int)i;
             f->marker_seq = f->seq + 1;
         }
+    }
     f->seq++;
     f->last_ms = host_mono_ms();
     pthread_mutex_unlock(&f->lock);

@@ -9,14 +9,15 @@
 // the traceback's last line and the fix; `wtproxy ls` and `why` say failed;
 // once the file is fixed, the reloader starts the server again and the next
 // request is served by the same wrapper. Both for a server the daemon
-// starts from a `.wtproxy` and for `wtproxy run` in the foreground.
+// starts from a `.wtproxy` and for `wtproxy run` in the foreground; and
+// for `node --watch`, which waits the same way for a script that threw.
 // (An error in settings.py itself is not this case: manage.py exits at once,
 // and the daemon already says so as an exit.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, declaring, lsJson, cli, curlFrom, startRun, waitFor } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, declaring, lsJson, cli, curlFrom, startRun, waitFor, wtServer } from './lib/registry.mjs';
 import { python, pythonPath, writeDjangoProject } from './lib/whoami.mjs';
 
 const brokenUrls = `from django.urls import path
@@ -108,4 +109,32 @@ test('`wtproxy run` in the foreground says its Django failed at start; requests 
   const ok = await servedAfterFix(tmp.wt.b, px.port);
   assert.equal(ok.body, 'hello v1');
   assert.match(run.stderr(), /wt-b is ready on 127\.0\.0\.1:\d+/);
+});
+
+// node --watch waits the same way for a script that threw.
+test('`wtproxy run -- node --watch` whose script throws at start: the 503 at once, served once fixed', async (t) => {
+  const tmp = makeWorktrees(t, ['c']);
+  const px = await startDaemon(t, tmp);
+  const script = path.join(tmp.wt.c, 'server.js');
+  fs.writeFileSync(script, "throw new Error('boom: DATABASE_URL is not set');\n");
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.c, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '--watch', 'server.js', '{port}'],
+  });
+  await waitFor(() => /failed at start and lives on without listening \(node --watch waits/.test(run.stderr()),
+    15000, 'the wrapper says the start failed');
+  const r = await curlFrom(tmp.wt.c, px.port, '/', { timeout: 20000 });
+  t.diagnostic(`the 503 came after ${r.ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
+  assert.match(r.body, /Error: boom: DATABASE_URL is not set/);
+  assert.match(r.body, /fix it and save: node --watch restarts it/);
+  await new Promise((res) => setTimeout(res, 500));
+  fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`); // it answers /__whoami too
+  const ok = await waitFor(async () => {
+    const a = await curlFrom(tmp.wt.c, px.port, '/', { timeout: 20000 });
+    return a.status === 200 ? a : new Error(`${a.status}: ${a.body}`);
+  }, 20000, 'served after the fix');
+  assert.equal(ok.worktree, tmp.wt.c, 'served by the fixed script');
+  assert.match(run.stderr(), /wt-c's server is starting again after its failed start/);
 });
