@@ -73,6 +73,7 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
         return;
     pthread_mutex_lock(&f->lock);
     keep(f, buf, n);
+    n = n < f->len ? n : f->len; /* what of buf the tail holds */
     for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++) {
         /* Only a marker that ends in these bytes: one seen before is not
          * seen again when the reloader prints next ("Restarting ..."). */
