@@ -128,6 +128,21 @@ int cli_stop_tree(pid_t root, unsigned grace_ms, int *status);
 #define CLI_RUN_LOG_ROTATED_TAIL " bytes rotated before this file) ---"
 #define CLI_RUN_LOG_ROTATED CLI_RUN_LOG_ROTATED_HEAD "%s.1 (%lld" CLI_RUN_LOG_ROTATED_TAIL "\n"
 
+/* A start that failed while the server lives on, as its output shows it
+ * (run_fail.c): written by the relay thread under lock, read by the
+ * wrapper's supervision. */
+struct cli_run_fail {
+    pthread_mutex_t lock;
+    char tail[20480]; /* the output's last bytes: a relay read and what came before */
+    size_t len;
+    unsigned long long seq;        /* reads of output so far */
+    unsigned long long marker_seq; /* the read (seq, from 1) of the last marker */
+    unsigned long long since;      /* reads before this start: earlier markers are not its */
+    int marker;                    /* which marker, -1 none */
+    long long last_ms;             /* when output last came (monotonic) */
+    unsigned long long told;       /* the supervision's: seq when the daemon was told, 0 not */
+};
+
 struct cli_run_log {
     int out[2], err[2];  /* CMD's stdout and stderr pipes, -1 when not relayed */
     int fd;              /* the log file, -1 none */
@@ -138,6 +153,7 @@ struct cli_run_log {
     char *buf;       /* the relay's */
     atomic_int done; /* the relay saw both pipes end */
     int relaying;
+    struct cli_run_fail fail; /* what the relay saw of a failed start */
 };
 
 /* Give the server a log (l->path): the wrapper's stdout when it is a file

@@ -52,6 +52,10 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
         snprintf(cell[COL_PID], PATH_MAX, "%lld", (long long)pid);
     else
         snprintf(cell[COL_PID], PATH_MAX, "-");
+    /* Starting, but its start failed and it waits for a change: said, for
+     * a "starting" that never ends sends the reader nowhere. */
+    if (json_object_get(e, "start_failed"))
+        state = "failed";
     snprintf(cell[COL_STATE], PATH_MAX, "%s", state ? state : "?");
     /* The gate's last verdict ("-" before its first request) */
     const char *who = json_string_value(json_object_get(json_object_get(e, "whoami"), "state"));

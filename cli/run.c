@@ -10,7 +10,8 @@
  * daemon's gate finds it stale, or `wtproxy restart`); SIGTERM stops its
  * whole process tree (`wtproxy stop`). CMD's output also goes to a log
  * (run_log.c); the daemon's entry is run_reg.c's; a server on the key
- * that outlived its daemon is reused or replaced by run_orphan.c. This
+ * that outlived its daemon is reused or replaced by run_orphan.c; a start
+ * that failed while CMD lives on is read from its output by run_fail.c. This
  * file is the supervision: ready, restart, stop, and main. */
 #include "run.h"
 #include "front.h"
@@ -47,7 +48,7 @@ static void ask_stop(int sig)
 
 /* Stop CMD and start it again on the same port: the daemon holds requests
  * while the entry is starting. Returns the new pid, or -1. */
-static pid_t restart(const struct cli_run *r, pid_t pid)
+static pid_t restart(struct cli_run *r, pid_t pid)
 {
     char line[PATH_MAX + 128];
     snprintf(line, sizeof line,
@@ -58,6 +59,7 @@ static pid_t restart(const struct cli_run *r, pid_t pid)
     cli_run_log_note(&r->log, line);
     cli_run_tell_restarting(r);
     cli_stop_tree(pid, WTP_RESTART_STOP_MS, NULL);
+    cli_run_fail_restart(&r->log.fail);
     return stop_asked ? 0 : cli_run_start_cmd(r, ask_stop);
 }
 
@@ -89,7 +91,7 @@ static int is_ready(const struct cli_run *r, pid_t self, int *said, struct host_
 
 /* Wait for CMD, marking it ready when it is (is_ready), restarting it when
  * the daemon asks. Returns its exit status, 128+N when signal N killed it. */
-static int watch(const struct cli_run *r, pid_t pid, struct host_diag *d)
+static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
 {
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
     pid_t self = getpid();
@@ -125,6 +127,8 @@ static int watch(const struct cli_run *r, pid_t pid, struct host_diag *d)
              * entry as starting, and holds requests until it is told. */
             untold = cli_run_mark_ready(r, 1) < 0;
         } else {
+            if (!ready)
+                cli_run_fail_poll(r); /* a failed start it lives on after */
             nanosleep(&tick, NULL);
         }
     }
@@ -133,7 +137,7 @@ static int watch(const struct cli_run *r, pid_t pid, struct host_diag *d)
 
 /* watch, with a sock_diag socket for its polls (without one, each poll
  * reads the socket tables in full). */
-static int supervise(const struct cli_run *r, pid_t pid)
+static int supervise(struct cli_run *r, pid_t pid)
 {
     char why[256];
     struct host_diag *d = host_diag_open(why, sizeof why);

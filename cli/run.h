@@ -69,6 +69,27 @@ void cli_run_tell_restarting(const struct cli_run *r);
  * entry anyway once it sees this wrapper's pid gone. */
 void cli_run_release(const struct cli_run *r);
 
+/* Tell the daemon CMD's start failed and it lives on (run_fail.c), with
+ * its last lines and what restarts it; one that cannot be told gets a
+ * warning. */
+void cli_run_tell_start_failed(const struct cli_run *r, const char *lines, const char *reloader);
+
+/* --- run_fail.c --- */
+
+/* Before the relay starts. */
+void cli_run_fail_init(struct cli_run_fail *f);
+
+/* The relay read buf's n bytes of CMD's output. */
+void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n);
+
+/* The wrapper starts CMD again: what it printed before is not this start's. */
+void cli_run_fail_restart(struct cli_run_fail *f);
+
+/* While CMD is not ready, every poll: a failed start that its output
+ * shows is said and told to the daemon once; output after it withdraws it
+ * (the `restarting` op). */
+void cli_run_fail_poll(struct cli_run *r);
+
 /* --- run_orphan.c --- */
 
 /* What the register's conflict holder is to this run (cli_run_orphan). */

@@ -15,7 +15,7 @@
  * grow it behind the cap's back: that is why an on-demand start's server
  * is relayed too. The thread blocks every signal: they stay the main
  * thread's, whose waitpid they must interrupt. */
-#include "cli.h"
+#include "run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,6 +91,8 @@ static void *relay(void *arg)
             put(&l->fd, buf, n > 0 ? (size_t)n : 0);
             if (n > 0 && l->fd >= 0)
                 counted(l, buf, (size_t)n);
+            if (n > 0)
+                cli_run_fail_saw(&l->fail, buf, (size_t)n);
         }
     }
     l->done = 1;
@@ -175,6 +177,7 @@ int cli_run_log_open(struct cli_run_log *l, const char *worktree, int front, con
     char err[PATH_MAX + 128];
     *l = (struct cli_run_log){
         .out = {-1, -1}, .err = {-1, -1}, .fd = -1, .to = {STDOUT_FILENO, STDERR_FILENO}};
+    cli_run_fail_init(&l->fail);
     int is_file = stdout_is_file(l);
     int failed = !is_file && open_file(l, worktree, front, service, err, sizeof err) < 0;
     if (!failed && !is_file) {

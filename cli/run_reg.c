@@ -1,7 +1,7 @@
 /* run_reg.c - the daemon's entry of a `wtproxy run` wrapper: a port
  * reserved, the wrapper registered under it (its own pid, so that the
  * daemon drops the entry when the wrapper dies, however it dies), marked
- * ready, restarting, and unregistered. Apart from run.c because it is the
+ * ready, restarting, failed at start, and unregistered. Apart from run.c because it is the
  * wrapper's whole conversation with the control socket. */
 #include "run.h"
 
@@ -174,6 +174,19 @@ void cli_run_tell_restarting(const struct cli_run *r)
     json_t *reply;
     if (ask_entry(r, "restarting", &reply, err, sizeof err) < 0)
         fprintf(stderr, "wtproxy: warning: could not tell the daemon: %s\n", err);
+    json_decref(reply);
+}
+
+void cli_run_tell_start_failed(const struct cli_run *r, const char *lines, const char *reloader)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    int rc = ask(json_pack("{s:s, s:i, s:s, s:s, s:s}", "op", "start-failed", "front", r->front,
+                           "worktree", r->worktree, "lines", lines, "reloader", reloader),
+                 0, &reply, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "wtproxy: warning: could not tell the daemon: %s\n",
+                rc < 0 ? err : json_string_value(json_object_get(reply, "message")));
     json_decref(reply);
 }
 

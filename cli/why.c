@@ -147,6 +147,12 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
         snprintf(msg, sizeof msg, "%s", NOT_PLACED);
     else if (!b)
         served = no_backend(pl->worktree, front, msg, sizeof msg);
+    else if (b->state == REG_STARTING && b->start_failed[0])
+        snprintf(msg, sizeof msg,
+                 "backend: %s (pid %d, failed at start: it lives on without listening; fix it "
+                 "and save: %s restarts it) on front :%d; its last lines:\n%s",
+                 b->name, (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader", front,
+                 b->start_failed);
     else
         served =
             snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,

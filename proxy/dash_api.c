@@ -30,6 +30,15 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
         snprintf(reason, len, "%s", b->whoami.detail[0] ? b->whoami.detail : w);
         return w[0] == 's' ? "stale" : "refused";
     }
+    if (b->state == REG_STARTING && b->start_failed[0]) {
+        const char *last = strrchr(b->start_failed, '\n'); /* the error itself */
+        snprintf(reason, len,
+                 "failed at start; pid %d lives on without listening, waiting for a change to "
+                 "its files: fix it and save (%s restarts it); its last line: %.900s",
+                 (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader",
+                 last ? last + 1 : b->start_failed);
+        return "failed";
+    }
     if (b->state == REG_STARTING) {
         snprintf(reason, len, "registered; waiting for pid %d to listen on port %d", (int)b->pid,
                  b->port);

@@ -244,6 +244,21 @@ static void await_started(struct proxy_client *c)
     }
 }
 
+/* b's wrapper saw its start fail while it lives on (an autoreloader that
+ * waits for a change to its files): said at once with its last lines, not
+ * after start_timeout, which a test runner's own timeout ends first. */
+static void start_failed(struct proxy_client *c, const struct reg_backend *b)
+{
+    char d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512];
+    snprintf(d, sizeof d,
+             "%s (pid %d) failed at start and lives on without listening on port %d; its last "
+             "lines:\n%s\nfix it and save: %s restarts it; all its output: wtproxy logs %s "
+             "--front %d",
+             b->worktree, (int)b->pid, b->port, b->start_failed,
+             b->reloader[0] ? b->reloader : "its autoreloader", b->worktree, b->front);
+    conn_fail(c, PE_START_FAILED, d);
+}
+
 void conn_wait_timeout(struct proxy_client *c)
 {
     if (c->file_ticket) {
@@ -273,6 +288,8 @@ void conn_wait_timeout(struct proxy_client *c)
         conn_fail(c, PE_NO_BACKEND, d);
     } else if (b->state == REG_READY || c->refused_since_ms) {
         conn_forward(c);
+    } else if (b->state == REG_STARTING && b->start_failed[0]) {
+        start_failed(c, b);
     } else if (waited >= c->srv->cfg.start_timeout_ms) {
         snprintf(d, sizeof d,
                  "%s (pid %d) was not ready on port %d within start_timeout (%u ms): "

@@ -83,6 +83,13 @@ static const struct error_kind kinds[] = {
          "Read why that service did not start: the wtproxy logs command above (in its "
          "worktree); once that is fixed, send the request again: it starts the services the "
          ".wtproxy declares again."},
+    [PE_START_FAILED] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree failed at start and waits for a change to its files "
+         "(its autoreloader lives on, it does not listen); no request reached it.",
+         "Fix the error its last lines above name and save the file: its autoreloader starts "
+         "it again, and the next request is served. All its output: wtproxy logs{front} (in "
+         "its worktree)."},
     [PE_BAD_WTPROXY_FILE] =
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "
@@ -220,7 +227,7 @@ static void body_html(struct evbuffer *b, const struct error_kind *k, const char
                         k->status, k->title, k->status, k->title);
     add_html_escaped(b, k->message);
     if (detail) {
-        evbuffer_add_printf(b, "</p>\n<p><code>");
+        evbuffer_add_printf(b, "</p>\n<p><code style=\"white-space: pre-wrap\">");
         add_html_escaped(b, detail);
         evbuffer_add_printf(b, "</code>");
     }

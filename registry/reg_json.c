@@ -115,6 +115,13 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
         json_decref(o);
         return NULL;
     }
+    if (o && b->start_failed[0] &&
+        json_object_set_new(o, "start_failed",
+                            json_pack("{s:o, s:o}", "lines", utf8_string(b->start_failed),
+                                      "reloader", utf8_string(b->reloader))) < 0) {
+        json_decref(o);
+        return NULL;
+    }
     /* Only once checked. The store file carries it as last written, and
      * a daemon loading the file ignores it: it asks the server again. */
     if (o && b->whoami.state[0] &&

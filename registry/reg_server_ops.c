@@ -1,6 +1,6 @@
 /* reg_server_ops.c - what each control op of the registry does
  * (PROTOCOL.md): ping, list, register, claim/release/leases, reserve,
- * ready, restarting, unregister; the rest goes to the layer above. */
+ * ready, restarting, start-failed, unregister; the rest goes to the layer above. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -171,6 +171,32 @@ static json_t *op_list(struct reg_server *rs, struct reg_peer *peer)
     return reg_server_unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entries", arr));
 }
 
+/* start-failed: b's wrapper saw its server's start fail in its output
+ * while the server lives on (an autoreloader waiting for a change), so
+ * requests waiting for it are refused at once with its last lines rather
+ * than at start_timeout. Only while it starts: a server that listens
+ * serves, whatever it printed. Memory only: a daemon restarted meanwhile
+ * waits for the server as for any starting one. */
+static json_t *op_start_failed(struct reg_server *rs, struct reg_backend *b, json_t *req)
+{
+    const char *lines = NULL, *reloader = "";
+    if (json_unpack(req, "{s:s, s?s}", "lines", &lines, "reloader", &reloader) < 0 || !lines[0])
+        return reg_fail("bad-request", "start-failed needs \"lines\": the server's last output");
+    if (b->state == REG_STARTING) {
+        size_t n = strlen(lines), max = sizeof b->start_failed - 1;
+        /* The end of its output is what names the error: keep that, from
+         * a character's first byte on. */
+        const char *from = lines + (n > max ? n - max : 0);
+        while (((unsigned char)*from & 0xc0) == 0x80)
+            from++;
+        snprintf(b->start_failed, sizeof b->start_failed, "%s", from);
+        snprintf(b->reloader, sizeof b->reloader, "%s", reloader);
+        fprintf(stderr, "wtproxy: %s on front :%d failed at start (pid %d lives on, %s)\n",
+                b->worktree, b->front, (int)b->pid, reloader[0] ? reloader : "waiting");
+    }
+    return ok_entry(rs, b);
+}
+
 /* The reply to req, or NULL when it comes later (through peer). */
 json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, json_t *req)
 {
@@ -212,6 +238,7 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
         if (strcmp(op, "unregister") != 0) {
             /* restarting: requests wait for it again, as for a new server */
             b->state = strcmp(op, "ready") == 0 ? REG_READY : REG_STARTING;
+            b->start_failed[0] = '\0'; /* listening, or starting afresh */
             if (rs->on_state)
                 rs->on_state(rs->on_state_arg, b);
             reg_server_save(rs);
@@ -220,6 +247,11 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
         json_t *r = ok_entry(rs, b); /* before drop: it frees b */
         reg_server_drop(rs, b, "unregistered");
         return r;
+    }
+    if (strcmp(op, "start-failed") == 0) {
+        if ((err = find_owned(rs, uid, req, &b)))
+            return err;
+        return op_start_failed(rs, b, req);
     }
     json_t *r = rs->ext ? rs->ext(rs->ext_arg, uid, op, req, peer) : NULL;
     if (r == reg_server_later())

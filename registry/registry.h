@@ -23,6 +23,9 @@ enum reg_state {
  * so that it fits an environment variable (WTPROXY_FRONT_<NAME>), a file
  * name and a URL without quoting. */
 #define REG_SERVICE_MAX 33
+/* The last lines of a server whose start failed while it lives on: the
+ * traceback's end, which names the file and line to fix. */
+#define REG_START_FAILED_MAX 2048
 
 struct reg_backend {
     /* The key. */
@@ -46,9 +49,15 @@ struct reg_backend {
     long long expires_ms;          /* TTL deadline, 0 none */
     enum reg_state state;
     int restart_on_stale; /* its `wtproxy run` wrapper restarts it on SIGUSR1 */
-    int daemon_started;   /* its pid's parent was the daemon when it registered: a wrapper the
-                           * daemon started from a `.wtproxy` (a daemon after it adopts its
-                           * idle stop) */
+    /* Its start failed and it lives on, waiting for a change to its files
+     * (an autoreloader whose server thread died): the last lines it printed
+     * and what restarts it, told by its wrapper (the `start-failed` op);
+     * "" none. Cleared by `ready` and `restarting`. Daemon memory only. */
+    char start_failed[REG_START_FAILED_MAX];
+    char reloader[64];
+    int daemon_started; /* its pid's parent was the daemon when it registered: a wrapper the
+                         * daemon started from a `.wtproxy` (a daemon after it adopts its
+                         * idle stop) */
     int restored; /* loaded from the state file: registered with an earlier daemon (memory only) */
     unsigned long requests;    /* requests relayed to it */
     long long last_request_ms; /* when the last one began or ended (daemon memory only) */

@@ -1,0 +1,157 @@
+/* run_fail.c - a server whose start failed while it lives on, read from
+ * its output by the `wtproxy run` wrapper, the one that sees every line.
+ *
+ * Django's runserver, when its server thread dies at start (an error in
+ * urls.py, in a model, in an app's ready()), prints the traceback and its
+ * autoreloader waits for a change to a file: the process lives, nothing
+ * listens. node --watch does the same for a script that throws. Only the
+ * output says so; without it the daemon holds each request for the whole
+ * start_timeout, past a test runner's own timeout.
+ *
+ * What was measured (Django 3.2, Node 20, Vite 8): an error in Django's
+ * settings, and a vite.config.js that throws, end the process at once
+ * (the daemon says so as an exit). A healthy Django prints "Watching for
+ * file changes with StatReloader", "Performing system checks...", and
+ * warnings before it listens, never the markers below, which only the
+ * reloaders print once the server died. So: a marker since this start,
+ * then QUIET_MS without output (the traceback is written in full), is a
+ * failed start; output after it (the reloader saw a change: "X changed,
+ * reloading.", "Restarting 'server.js'") is a new start.
+ *
+ * The relay thread feeds it (cli_run_fail_saw: a mutex held for a
+ * memmove, no allocation); the supervising thread reads it while its
+ * server is not ready (cli_run_fail_poll) and tells the daemon: the
+ * `start-failed` op with the last lines, then `restarting` when new
+ * output withdraws it. */
+#include "run.h"
+
+#include <stdio.h>
+#include <time.h>
+
+#include "host.h"
+#include "registry.h"
+
+#define QUIET_MS 300  /* a traceback's lines come in one burst */
+#define TELL_LINES 16 /* the end of a traceback: the error, its file and line */
+
+/* What a reloader prints when its server died and it waits for a change. */
+static const struct {
+    const char *text, *reloader;
+} markers[] = {
+    /* runserver's server thread raised; the autoreloader lives on */
+    {"Exception in thread django-main-thread:", "Django's autoreloader"},
+    /* the script threw; node waits for a change to it */
+    {"Failed running '", "node --watch"},
+};
+
+void cli_run_fail_init(struct cli_run_fail *f)
+{
+    *f = (struct cli_run_fail){.marker = -1};
+    pthread_mutex_init(&f->lock, NULL);
+}
+
+/* Append buf to the tail, whose size holds a whole relay read and the
+ * bytes before it, where a marker split across two reads begins. */
+static void keep(struct cli_run_fail *f, const char *buf, size_t n)
+{
+    if (n >= sizeof f->tail) {
+        buf += n - sizeof f->tail;
+        n = sizeof f->tail;
+    }
+    if (f->len + n > sizeof f->tail) {
+        size_t drop = f->len + n - sizeof f->tail;
+        memmove(f->tail, f->tail + drop, f->len - drop);
+        f->len -= drop;
+    }
+    memcpy(f->tail + f->len, buf, n);
+    f->len += n;
+}
+
+void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
+{
+    if (n == 0)
+        return;
+    pthread_mutex_lock(&f->lock);
+    keep(f, buf, n);
+    n = n < f->len ? n : f->len; /* what of buf the tail holds */
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++) {
+        /* Only a marker that ends in these bytes: one seen before is not
+         * seen again when the reloader prints next ("Restarting ..."). */
+        size_t m = strlen(markers[i].text), from = f->len - n > m - 1 ? f->len - n - (m - 1) : 0;
+        if (memmem(f->tail + from, f->len - from, markers[i].text, m)) {
+            f->marker = (int)i;
+            f->marker_seq = f->seq + 1;
+        }
+    }
+    f->seq++;
+    f->last_ms = host_mono_ms();
+    pthread_mutex_unlock(&f->lock);
+}
+
+void cli_run_fail_restart(struct cli_run_fail *f)
+{
+    pthread_mutex_lock(&f->lock);
+    f->since = f->seq;
+    pthread_mutex_unlock(&f->lock);
+    f->told = 0;
+}
+
+/* The tail's last TELL_LINES lines, at most len - 1 bytes, without the
+ * final line break. The lock is held. */
+static void last_lines(const struct cli_run_fail *f, char *out, size_t len)
+{
+    size_t end = f->len, at = end, lines = 0;
+    while (end > 0 && (f->tail[end - 1] == '\n' || f->tail[end - 1] == '\r'))
+        end--;
+    at = end;
+    while (at > 0 && end - at < len - 1) {
+        if (f->tail[at - 1] == '\n' && ++lines == TELL_LINES)
+            break;
+        at--;
+    }
+    snprintf(out, len, "%.*s", (int)(end - at), f->tail + at);
+}
+
+/* Say it where the user reads (the terminal, or the log). */
+static void say(struct cli_run *r, const char *line)
+{
+    fprintf(stderr, "%s\n", line);
+    cli_run_log_note(&r->log, line);
+}
+
+void cli_run_fail_poll(struct cli_run *r)
+{
+    struct cli_run_fail *f = &r->log.fail;
+    char lines[REG_START_FAILED_MAX], line[PATH_MAX + 256];
+    const char *reloader = NULL;
+    pthread_mutex_lock(&f->lock);
+    unsigned long long seq = f->seq;
+    if (!f->told && f->marker >= 0 && f->marker_seq > f->since &&
+        host_mono_ms() - f->last_ms >= QUIET_MS) {
+        last_lines(f, lines, sizeof lines);
+        reloader = markers[f->marker].reloader;
+    }
+    pthread_mutex_unlock(&f->lock);
+    if (reloader) {
+        f->told = seq;
+        snprintf(line, sizeof line,
+                 "wtproxy: %s's server failed at start and lives on without listening (%s "
+                 "waits for a change to its files): fix the error above and save; meanwhile "
+                 "requests through wtproxy get a 503 with its last lines",
+                 cli_run_folder(r->worktree), reloader);
+        say(r, line);
+        cli_run_tell_start_failed(r, lines, reloader);
+    } else if (f->told && seq != f->told) {
+        /* It printed again: its reloader saw a change and starts it anew. */
+        pthread_mutex_lock(&f->lock);
+        f->since = f->told;
+        pthread_mutex_unlock(&f->lock);
+        f->told = 0;
+        snprintf(line, sizeof line,
+                 "wtproxy: %s's server is starting again after its failed start: waiting for "
+                 "it to listen",
+                 cli_run_folder(r->worktree));
+        say(r, line);
+        cli_run_tell_restarting(r);
+    }
+}

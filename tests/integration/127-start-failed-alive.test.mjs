@@ -1,0 +1,140 @@
+// 127: a dev server whose start failed but whose process lives on. Django's
+// runserver, when its server thread dies at start (here a syntax error in
+// urls.py), prints the traceback and its autoreloader waits for a file to
+// change: alive, never listening. wtproxy held each request for the whole
+// start_timeout (60 s) before its 503, so Playwright's own 30 s timeout
+// fired first and the agent never read why. Now the `wtproxy run` wrapper
+// reads the reloader's "Exception in thread django-main-thread:" in its
+// output and tells the daemon: a request gets its 503 within seconds, with
+// the traceback's last line and the fix; `wtproxy ls` and `why` say failed;
+// once the file is fixed, the reloader starts the server again and the next
+// request is served by the same wrapper. Both for a server the daemon
+// starts from a `.wtproxy` and for `wtproxy run` in the foreground; and
+// for `node --watch`, which waits the same way for a script that threw.
+// (An error in settings.py itself is not this case: manage.py exits at once,
+// and the daemon already says so as an exit.)
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeWorktrees, startDaemon, declaring, lsJson, cli, curlFrom, startRun, waitFor, wtServer } from './lib/registry.mjs';
+import { python, pythonPath, writeDjangoProject } from './lib/whoami.mjs';
+
+const brokenUrls = `from django.urls import path
+from app import views
+urlpatterns = [path('hello/', views.hello)
+`; // '[' never closed: a SyntaxError when the system checks import it
+const goodUrls = `from django.urls import path
+from app import views
+urlpatterns = [path('hello/', views.hello)]
+`;
+const env = { PYTHONPATH: pythonPath };
+const FAST_MS = 10000; // it took start_timeout (60 s); now the traceback's burst and a poll
+
+function brokenApp(dir) {
+  writeDjangoProject(dir);
+  fs.writeFileSync(path.join(dir, 'site_cfg/urls.py'), brokenUrls);
+}
+
+// The 503 a request waiting for the failed server gets, at once.
+function assertFailedAtStart(t, r, front) {
+  t.diagnostic(`the 503 came after ${r.ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
+  assert.match(r.body, /failed at start and waits for a change to its files/);
+  assert.match(r.body, /SyntaxError: '\[' was never closed/, 'the traceback\'s last line');
+  assert.match(r.body, /fix it and save: Django's autoreloader restarts it/);
+  assert.match(r.body, new RegExp(`wtproxy logs \\S+ --front ${front}`));
+}
+
+// The fixed file is served once the reloader saw it. Its StatReloader
+// looks every second and takes a file it first sees (urls.py joins its
+// watched files when the import fails) as it is then: a fix written before
+// that look is never seen as a change, so the fix waits past it, as a
+// person's edit does.
+async function servedAfterFix(dir, front) {
+  await new Promise((r) => setTimeout(r, 1500));
+  fs.writeFileSync(path.join(dir, 'site_cfg/urls.py'), goodUrls);
+  return waitFor(async () => {
+    const r = await curlFrom(dir, front, '/hello/', { timeout: 20000 });
+    return r.status === 200 ? r : new Error(`${r.status}: ${r.body}`);
+  }, 20000, 'served after the fix');
+}
+
+test('a .wtproxy Django whose urls.py does not compile: 503 with its traceback at once, served once fixed', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0, [], { env });
+  const tmp = declaring(t, [`start = ${python} manage.py runserver 127.0.0.1:{port}`, `front = ${px.port}`,
+    'idle_stop = 0'], ['a']);
+  brokenApp(tmp.wt.a);
+  const r = await curlFrom(tmp.wt.a, px.port, '/hello/', { timeout: 20000 });
+  assertFailedAtStart(t, r, px.port);
+
+  const [e] = await lsJson(tmp0);
+  assert.equal(e.state, 'starting');
+  assert.match(e.start_failed.lines, /SyntaxError/);
+  assert.equal(e.start_failed.reloader, "Django's autoreloader");
+  const ls = await cli(tmp0, ['ls']);
+  assert.match(ls.stdout, new RegExp(`${tmp.wt.a}\\s+a\\s+${px.port}\\s+\\d+\\s+${e.pid}\\s+failed\\s`), ls.stdout);
+  const why = await cli(tmp0, ['why', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.match(why.stdout, /failed at start: it lives on without listening; fix it and save: Django's autoreloader restarts it/, why.stdout);
+  assert.match(why.stdout, /SyntaxError/, why.stdout);
+  const again = await curlFrom(tmp.wt.a, px.port, '/hello/', { timeout: 20000 });
+  assertFailedAtStart(t, again, px.port);
+
+  const ok = await servedAfterFix(tmp.wt.a, px.port);
+  assert.equal(ok.body, 'hello v1');
+  const [after] = await lsJson(tmp0);
+  assert.equal(after.pid, e.pid, 'the same wrapper serves: the reloader restarted its server');
+  assert.equal(after.state, 'ready');
+  assert.equal(after.start_failed, undefined);
+  const log = fs.readFileSync(after.log, 'utf8');
+  assert.match(log, /server failed at start and lives on without listening \(Django's autoreloader waits/);
+  assert.match(log, /server is starting again after its failed start/);
+});
+
+test('`wtproxy run` in the foreground says its Django failed at start; requests get the 503 at once', async (t) => {
+  const tmp = makeWorktrees(t, ['b']);
+  const px = await startDaemon(t, tmp, [], { env });
+  brokenApp(tmp.wt.b);
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.b, front: px.port, env, detached: true, stopSignal: 'SIGKILL',
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'],
+  });
+  await waitFor(() => /failed at start and lives on without listening/.test(run.stderr()), 15000,
+    'the wrapper says the start failed');
+  assert.match(run.stderr(), /SyntaxError: '\[' was never closed[\s\S]*wtproxy: wt-b's server failed at start and lives on without listening \(Django's autoreloader waits for a change to its files\): fix the error above and save/);
+  const r = await curlFrom(tmp.wt.b, px.port, '/hello/', { timeout: 20000 });
+  assertFailedAtStart(t, r, px.port);
+  const ok = await servedAfterFix(tmp.wt.b, px.port);
+  assert.equal(ok.body, 'hello v1');
+  assert.match(run.stderr(), /wt-b is ready on 127\.0\.0\.1:\d+/);
+});
+
+// node --watch waits the same way for a script that threw.
+test('`wtproxy run -- node --watch` whose script throws at start: the 503 at once, served once fixed', async (t) => {
+  const tmp = makeWorktrees(t, ['c']);
+  const px = await startDaemon(t, tmp);
+  const script = path.join(tmp.wt.c, 'server.js');
+  fs.writeFileSync(script, "throw new Error('boom: DATABASE_URL is not set');\n");
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.c, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '--watch', 'server.js', '{port}'],
+  });
+  await waitFor(() => /failed at start and lives on without listening \(node --watch waits/.test(run.stderr()),
+    15000, 'the wrapper says the start failed');
+  const r = await curlFrom(tmp.wt.c, px.port, '/', { timeout: 20000 });
+  t.diagnostic(`the 503 came after ${r.ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
+  assert.match(r.body, /Error: boom: DATABASE_URL is not set/);
+  assert.match(r.body, /fix it and save: node --watch restarts it/);
+  await new Promise((res) => setTimeout(res, 500));
+  fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`); // it answers /__whoami too
+  const ok = await waitFor(async () => {
+    const a = await curlFrom(tmp.wt.c, px.port, '/', { timeout: 20000 });
+    return a.status === 200 ? a : new Error(`${a.status}: ${a.body}`);
+  }, 20000, 'served after the fix');
+  assert.equal(ok.worktree, tmp.wt.c, 'served by the fixed script');
+  assert.match(run.stderr(), /wt-c's server is starting again after its failed start/);
+});
