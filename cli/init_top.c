@@ -123,11 +123,14 @@ static int in_the_way(struct init_plan *p, const struct wtfile *f, const char *n
                   "%s has a [service %s] already, started by `%s`: this server is not added; "
                   "rename that section, or add one by hand: start = %s %s, front = %d",
                   f->path, name, s->start, cd, p->app.start, p->front);
-    else if (o)
+    int free_front = p->front;
+    for (int i = 0; i < f->n; i++) /* one above them all: no service has it */
+        free_front = f->svc[i].front >= free_front ? f->svc[i].front + 1 : free_front;
+    if (!s && o)
         init_note(p,
                   "%s: service %s serves front %d already, and a front routes to one service: "
-                  "give this server its own front: wtproxy init %s --front N",
-                  f->path, o->name[0] ? o->name : "(unnamed)", p->front, p->dir);
+                  "give this server its own front: wtproxy init %s --front %d",
+                  f->path, o->name[0] ? o->name : "(unnamed)", p->front, p->dir, free_front);
     return s || o;
 }
 
