@@ -327,8 +327,8 @@ int cli_init_main(int argc, char **argv)
         return 2;
     }
     json_t *j = json_object();
-    int failed =
-        !j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 || init_plan_make(&p) < 0;
+    int failed = !j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 ||
+                 (p.top[0] && init_plan_top(&p) < 0) || init_plan_make(&p) < 0;
     if (!failed)
         note_linked(&p); /* from the plan's .wtproxy */
     if (failed || show(&p, j) < 0) {

@@ -173,8 +173,8 @@ static int plan_wtproxy_file(struct init_plan *p)
 {
     struct init_text t = {0};
     char path[PATH_MAX], err[PATH_MAX + 64], line[1200];
-    if (p->top[0]) /* a .wtproxy here would never be read: the top one's */
-        return init_plan_top(p);
+    if (p->top[0]) /* a .wtproxy here would never be read: init_top.c edits the top one */
+        return 0;
     init_puts(&t, why_file);
     if (p->app.pw.nservers > 1) {
         services_text(p, &t);
