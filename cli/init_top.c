@@ -225,9 +225,9 @@ int init_plan_top(struct init_plan *p)
     struct wtfile *f = text ? malloc(sizeof *f) : NULL;
     if (!text || !f || wtfile_read(p->top, f, err, sizeof err) != 0) {
         init_note(p,
-                  "%s/.wtproxy: left as it is: %s; fix it, then run wtproxy init %s again to "
-                  "add this server's section",
-                  p->top, text && !f ? "out of memory" : err, p->dir);
+                  "the top .wtproxy is left as it is: %s; fix that, then run wtproxy init %s "
+                  "again to add this server's section",
+                  text && !f ? "out of memory" : err, p->dir);
         free(f);
         free(text);
         return 0;

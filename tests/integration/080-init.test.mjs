@@ -427,6 +427,42 @@ test('top Vite then `init api`: the top .wtproxy becomes two sections, each fron
   assert.deepEqual(services, [['api', api], ['web', web]]);
 });
 
+// The top .wtproxy as a subfolder's init finds it otherwise: with
+// sections already, the new one is appended; a section of its name, or a
+// service on its front, or a file the daemon refuses, is said, with what
+// to do, and nothing is changed.
+test('init of a subfolder: a top .wtproxy with sections gets one more; a name or front in the way, or a refused file, is said and left', async (t) => {
+  const sections = '[service web]\nstart = node server.mjs\nfront = 23810\n';
+  const dir = app(t, {
+    '.wtproxy': sections,
+    'api/manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'api_project.settings')\n",
+    'api/api_project/settings.py': "MIDDLEWARE = [\n    'django.middleware.common.CommonMiddleware',\n]\n",
+  });
+  git(dir, 'init', '-q', '-b', 'main');
+  const api = path.join(dir, 'api');
+  let r = await init(dir, ['api', '--front', '23811', '--apply'], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8'),
+    `${sections}\n[service api]\nstart = cd api && python3 manage.py runserver 127.0.0.1:{port}\nfront = 23811\n`);
+
+  const cases = [
+    { file: '[service api]\nstart = node other.mjs\nfront = 23812\n',
+      note: `note: ${dir}/.wtproxy has a [service api] already, started by \`node other.mjs\`: this server is not added; rename that section, or add one by hand: start = cd api && ` },
+    { file: sections,
+      args: ['--front', '23810'],
+      note: `note: ${dir}/.wtproxy: service web serves front 23810 already, and a front routes to one service: give this server its own front: wtproxy init ${api} --front 23811` },
+    { file: 'start = node server.mjs\nfront = 23810\nport = 1\n',
+      note: `note: the top .wtproxy is left as it is: ${dir}/.wtproxy:3: bad or unknown \`port\`` },
+  ];
+  for (const c of cases) {
+    fs.writeFileSync(path.join(dir, '.wtproxy'), c.file);
+    r = await init(dir, ['api', ...(c.args || [])], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(r.stdout.includes(c.note), r.stdout);
+    assert.doesNotMatch(r.stdout, /^--- a\/\.\.\/\.wtproxy/m, 'no edit of the top file');
+  }
+});
+
 test('Django whose Playwright config names its interpreter and a port other than 8000: both kept', async (t) => {
   // As `django-admin startproject` and a hand-written config leave them:
   // the python3 on PATH may lack Django (pyenv), so the config names
