@@ -190,15 +190,20 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     return 0;
 }
 
-/* The .wtproxy this worktree will have: the plan's new one, else the
- * one there; malloc'd, NULL when none. */
+/* The .wtproxy this worktree will have (the top folder's, for a DIR
+ * below it): the plan's new one, else the one there; malloc'd, NULL when
+ * none. */
 static char *planned_wtproxy(const struct init_plan *p)
 {
-    char path[PATH_MAX], err[PATH_MAX + 64];
+    char path[PATH_MAX], rel[PATH_MAX], err[PATH_MAX + 64];
+    if (p->top[0])
+        init_top_path(p, rel, sizeof rel);
+    else
+        snprintf(rel, sizeof rel, ".wtproxy");
     for (size_t i = 0; i < p->n; i++)
-        if (strcmp(p->ch[i].path, ".wtproxy") == 0)
+        if (strcmp(p->ch[i].path, rel) == 0)
             return strdup(p->ch[i].new);
-    return cli_join(path, sizeof path, p->dir, ".wtproxy") < 0
+    return cli_join(path, sizeof path, p->dir, rel) < 0
                ? NULL
                : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
 }
@@ -211,9 +216,11 @@ static void note_linked(struct init_plan *p)
     struct host_worktree w;
     char main_root[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 64];
     if (host_worktree_of(p->dir, &w, NULL, 0) < 0 || strcmp(w.gitdir, w.common) == 0 ||
-        strcmp(w.root, p->dir) != 0)
+        strcmp(w.root, p->top[0] ? p->top : p->dir) != 0)
         return;
     char *here = planned_wtproxy(p);
+    if (!here)
+        return; /* nothing to merge */
     char *in_main = cli_main_checkout(&w, main_root, sizeof main_root) < 0 ||
                             cli_join(path, sizeof path, main_root, ".wtproxy") < 0
                         ? NULL
@@ -320,8 +327,8 @@ int cli_init_main(int argc, char **argv)
         return 2;
     }
     json_t *j = json_object();
-    int failed =
-        !j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 || init_plan_make(&p) < 0;
+    int failed = !j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 ||
+                 (p.top[0] && init_plan_top(&p) < 0) || init_plan_make(&p) < 0;
     if (!failed)
         note_linked(&p); /* from the plan's .wtproxy */
     if (failed || show(&p, j) < 0) {

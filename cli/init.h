@@ -66,6 +66,15 @@ int init_sub_apps(const char *dir, char *out, size_t len);
 /* init_sub.c: a note naming them, when p's folder is its worktree's top. */
 void init_plan_sub(struct init_plan *p);
 
+/* init_top.c: for a DIR below its worktree's top (p->top set), the edit
+ * of the top folder's .wtproxy that declares it as a [service NAME]
+ * (`start = cd DIR && ...`), a file of one unnamed service made into
+ * sections; or a note saying why not. 0, or -1 out of memory. */
+int init_plan_top(struct init_plan *p);
+
+/* init_top.c: the top .wtproxy's path relative to p->dir ("../.wtproxy"). */
+void init_top_path(const struct init_plan *p, char *out, size_t len);
+
 /* init_vite.c: whether the Vite config of the app's root lists the
  * /__whoami plugin (a note says so). */
 int init_vite_has_whoami(struct init_plan *p);

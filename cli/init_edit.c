@@ -173,15 +173,8 @@ static int plan_wtproxy_file(struct init_plan *p)
 {
     struct init_text t = {0};
     char path[PATH_MAX], err[PATH_MAX + 64], line[1200];
-    if (p->top[0]) { /* a .wtproxy here would never be read */
-        init_note(p,
-                  "no .wtproxy written in %s: the daemon reads a worktree's .wtproxy at its top "
-                  "folder only; add this server to %s/.wtproxy as a section (wtproxy help "
-                  "wtproxy-file, \"Several services\"): [service NAME], start = cd %s && %s, "
-                  "front = %d",
-                  p->dir, p->top, p->dir + strlen(p->top) + 1, p->app.start, p->front);
+    if (p->top[0]) /* a .wtproxy here would never be read: init_top.c edits the top one */
         return 0;
-    }
     init_puts(&t, why_file);
     if (p->app.pw.nservers > 1) {
         services_text(p, &t);

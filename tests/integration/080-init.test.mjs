@@ -17,7 +17,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
-import { git, startDaemon, cli, lsJson, sanitizerClean, get } from './lib/registry.mjs';
+import { git, startDaemon, cli, lsJson, sanitizerClean, get, curlFrom } from './lib/registry.mjs';
+import { python, pythonPath } from './lib/whoami.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { nodeModules } from './lib/playwright.mjs';
 import { repoRoot } from './lib/wtproxy.mjs';
@@ -348,6 +349,118 @@ test('an adopted two-folder app: the Vite plugin already there, the API front fr
   r = await init(wt, [], { cwd: wt });
   assert.match(r.stdout, /^note: this is a linked worktree: the \.wtproxy serves it now; commit it and merge it into the main branch/m,
     'a .wtproxy that differs from main\'s is still to be merged');
+});
+
+// The walk's order, with real servers: init at the top (Vite) writes a
+// .wtproxy of one unnamed service, then `init api` (Django). A section
+// pasted under that service makes the daemon refuse the whole file (keys
+// outside sections in a file with sections), so init shows the whole new
+// top file as one diff: that service made [service web], its keys kept,
+// and [service api] added; --apply, pasted as printed, writes it, and a
+// second run leaves it alone. Then doctor says it is fine, and the
+// daemon starts each server on a request from the worktree on its front:
+// Vite's page on one, Django on the other, and Vite's /api proxy reaches
+// this worktree's Django through the API's front.
+test('top Vite then `init api`: the top .wtproxy becomes two sections, each front starting its own server', async (t) => {
+  const [web, api] = [await freePort(), await freePort()];
+  const dir = app(t, {
+    'package.json': JSON.stringify({ name: 'shop', scripts: { dev: 'vite web' }, devDependencies: { vite: '8' } }),
+    'web/index.html': '<h1>Shop front</h1>\n',
+    'web/vite.config.js': `export default { server: { proxy: { '/api': 'http://localhost:${api}' } } };\n`,
+    'api/manage.py': "import os, sys\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'api_project.settings')\n" +
+      'from django.core.management import execute_from_command_line\nexecute_from_command_line(sys.argv)\n',
+    'api/api_project/__init__.py': '',
+    'api/api_project/settings.py': "SECRET_KEY = 'test-only'\nDEBUG = True\nALLOWED_HOSTS = ['*']\nINSTALLED_APPS = []\n" +
+      "MIDDLEWARE = [\n    'django.middleware.common.CommonMiddleware',\n]\nROOT_URLCONF = 'api_project.urls'\nDATABASES = {}\n",
+    'api/api_project/urls.py': 'import os\nfrom django.http import JsonResponse\nfrom django.urls import path\n' +
+      "urlpatterns = [path('api/health', lambda request: JsonResponse({'server': 'django', 'cwd': os.getcwd()}))]\n",
+  });
+  fs.symlinkSync(nodeModules, path.join(dir, 'node_modules'));
+  fs.mkdirSync(path.join(dir, 'api/.venv/bin'), { recursive: true });
+  fs.symlinkSync(python, path.join(dir, 'api/.venv/bin/python')); // Debian's, with Django
+  git(dir, 'init', '-q', '-b', 'main');
+  let r = await init(dir, ['--front', String(web), '--apply'], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  const top = fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8');
+  assert.doesNotMatch(top, /^\[service/m, 'one server: no section');
+
+  r = await init(dir, ['api'], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  const start = '.venv/bin/python manage.py runserver 127.0.0.1:{port}';
+  const want = top.replace(/^start = /m, '[service web]\nstart = ') +
+    `\n[service api]\nstart = cd api && ${start}\nfront = ${api}\n`;
+  const diff = /^--- a\/\.\.\/\.wtproxy\n\+\+\+ b\/\.\.\/\.wtproxy\n(?:[-+ @].*\n)*/m.exec(r.stdout);
+  assert.ok(diff, `one diff of the top .wtproxy: ${r.stdout}`);
+  assert.match(diff[0], /^\+\[service web\]\n start = node_modules\/\.bin\/vite web /m, 'named for what it runs, its keys kept');
+  assert.doesNotMatch(diff[0], /^\+after/m, 'each starts on a request on its own front: no after');
+  assert.match(r.stdout, /^note: .*\/\.wtproxy declared one server without a section: it becomes \[service web\]/m);
+  assert.ok(r.stdout.includes(`wtproxy serve --listen ${web} --listen ${api}`), r.stdout);
+  const line = /^run `(wtproxy init [^`]*)` to write these changes$/m.exec(r.stdout);
+  assert.ok(line, r.stdout);
+  r = await init(dir, line[1].split(' ').slice(2), { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8'), want, 'the file the diff showed');
+  assert.ok(!fs.existsSync(path.join(dir, 'api/.wtproxy')), 'none where the daemon never reads it');
+  r = await init(dir, ['api'], { cwd: dir });
+  assert.match(r.stdout, /^nothing to change$/m, 'a second run');
+  assert.ok(r.stdout.includes(`note: ${dir}/.wtproxy declares this server already ([service api], front ${api}): nothing to add`), r.stdout);
+
+  const tmp = { root: dir, control: path.join(dir, 'ctl.sock'), state: path.join(dir, 'reg.json') };
+  t.after(() => killUnder(dir)); // the servers the daemon started, if still up
+  await startDaemon(t, tmp, ['--listen', `127.0.0.1:${web}`, '--listen', `127.0.0.1:${api}`, '--whoami', 'off'],
+    { listeners: 2, env: { PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' } });
+  r = await cli(tmp, ['doctor', '--json'], { cwd: dir });
+  const checks = Object.fromEntries(JSON.parse(r.stdout).checks.map((c) => [c.name, c]));
+  assert.equal(checks.daemon.status, 'ok', JSON.stringify(checks.daemon));
+  assert.equal(checks.server.status, 'ok', JSON.stringify(checks.server));
+  const page = await curlFrom(dir, web, '/');
+  assert.equal(page.status, 200, page.body);
+  assert.match(page.body, /Shop front/, 'Vite serves web/ on its front');
+  const django = { server: 'django', cwd: path.join(dir, 'api') };
+  const health = await curlFrom(dir, api, '/api/health');
+  assert.equal(health.status, 200, health.body);
+  assert.deepEqual(JSON.parse(health.body), django, 'Django, started in api/, on its front');
+  const proxied = await curlFrom(dir, web, '/api/health');
+  assert.deepEqual(JSON.parse(proxied.body), django, 'Vite\'s /api proxy reaches this worktree\'s Django');
+  const ls = await lsJson(tmp);
+  const services = (Array.isArray(ls) ? ls : ls.entries).map((e) => [e.service, e.front]).sort();
+  assert.deepEqual(services, [['api', api], ['web', web]]);
+});
+
+// The top .wtproxy as a subfolder's init finds it otherwise: with
+// sections already, the new one is appended; a section of its name, or a
+// service on its front, or a file the daemon refuses, is said, with what
+// to do, and nothing is changed.
+test('init of a subfolder: a top .wtproxy with sections gets one more; a name or front in the way, or a refused file, is said and left', async (t) => {
+  const sections = '[service web]\nstart = node server.mjs\nfront = 23810\n';
+  const dir = app(t, {
+    '.wtproxy': sections,
+    'api/manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'api_project.settings')\n",
+    'api/api_project/settings.py': "MIDDLEWARE = [\n    'django.middleware.common.CommonMiddleware',\n]\n",
+  });
+  git(dir, 'init', '-q', '-b', 'main');
+  const api = path.join(dir, 'api');
+  let r = await init(dir, ['api', '--front', '23811', '--apply'], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8'),
+    `${sections}\n[service api]\nstart = cd api && python3 manage.py runserver 127.0.0.1:{port}\nfront = 23811\n`);
+
+  const cases = [
+    { file: '[service api]\nstart = node other.mjs\nfront = 23812\n',
+      note: `note: ${dir}/.wtproxy has a [service api] already, started by \`node other.mjs\`: this server is not added; rename that section, or add one by hand: start = cd api && ` },
+    { file: sections,
+      args: ['--front', '23810'],
+      note: `note: ${dir}/.wtproxy: service web serves front 23810 already, and a front routes to one service: give this server its own front: wtproxy init ${api} --front 23811` },
+    { file: 'start = node server.mjs\nfront = 23810\nport = 1\n',
+      note: `note: the top .wtproxy is left as it is: ${dir}/.wtproxy:3: bad or unknown \`port\`` },
+  ];
+  for (const c of cases) {
+    fs.writeFileSync(path.join(dir, '.wtproxy'), c.file);
+    r = await init(dir, ['api', ...(c.args || [])], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(r.stdout.includes(c.note), r.stdout);
+    assert.doesNotMatch(r.stdout, /^--- a\/\.\.\/\.wtproxy/m, 'no edit of the top file');
+  }
 });
 
 test('Django whose Playwright config names its interpreter and a port other than 8000: both kept', async (t) => {
