@@ -138,3 +138,44 @@ test('`wtproxy run -- node --watch` whose script throws at start: the 503 at onc
   assert.equal(ok.worktree, tmp.wt.c, 'served by the fixed script');
   assert.match(run.stderr(), /wt-c's server is starting again after its failed start/);
 });
+
+// The agent's usual case: the server was ready and serving, then an edit
+// broke it. Django's autoreloader restarts its server, which fails the same
+// way and lives on without listening. Requests were retried for
+// reload_grace (10 s), then got a 502 backend-unreachable without the
+// traceback; now the wrapper tells the daemon as for a failed start.
+test('a ready `wtproxy run` Django whose urls.py an edit breaks: the 503 with its traceback within seconds, served once fixed', async (t) => {
+  const tmp = makeWorktrees(t, ['d']);
+  const px = await startDaemon(t, tmp, [], { env });
+  writeDjangoProject(tmp.wt.d);
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.d, front: px.port, env, detached: true, stopSignal: 'SIGKILL',
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'],
+  });
+  await run.ready;
+  const first = await curlFrom(tmp.wt.d, px.port, '/hello/', { timeout: 20000 });
+  assert.equal(first.status, 200, first.body);
+  const [ready] = await lsJson(tmp);
+
+  const savedAt = Date.now();
+  fs.writeFileSync(path.join(tmp.wt.d, 'site_cfg/urls.py'), brokenUrls);
+  const r = await curlFrom(tmp.wt.d, px.port, '/hello/', { timeout: 30000 });
+  const ms = Date.now() - savedAt;
+  t.diagnostic(`from the broken save to the refusal: ${ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
+  assert.match(r.body, /SyntaxError: '\[' was never closed/, 'the traceback\'s last line');
+  assert.match(r.body, /fix it and save: Django's autoreloader restarts it/);
+  assert.match(r.body, new RegExp(`wtproxy logs \\S+ --front ${px.port}`));
+  const ls = await cli(tmp, ['ls']);
+  assert.match(ls.stdout, new RegExp(`${tmp.wt.d}\\s+\\S+\\s+${px.port}\\s+\\d+\\s+${ready.pid}\\s+failed\\s`), ls.stdout);
+  assert.match(run.stderr(), /SyntaxError[\s\S]*wtproxy: wt-d's server failed after a change to its files and lives on without listening \(Django's autoreloader waits/);
+
+  const ok = await servedAfterFix(tmp.wt.d, px.port);
+  assert.equal(ok.body, 'hello v1');
+  const [after] = await lsJson(tmp);
+  assert.equal(after.pid, ready.pid, 'the same wrapper serves: the reloader restarted its server');
+  assert.equal(after.state, 'ready');
+  assert.equal(after.start_failed, undefined);
+  assert.equal(after.whoami.state, 'verified', 'its /__whoami asked again, as after any reload');
+});
