@@ -169,6 +169,12 @@ test('a ready `wtproxy run` Django whose urls.py an edit breaks: the 503 with it
   assert.match(r.body, new RegExp(`wtproxy logs \\S+ --front ${px.port}`));
   const ls = await cli(tmp, ['ls']);
   assert.match(ls.stdout, new RegExp(`${tmp.wt.d}\\s+\\S+\\s+${px.port}\\s+\\d+\\s+${ready.pid}\\s+failed\\s`), ls.stdout);
+  const why = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.d });
+  assert.match(why.stdout, /failed at start: it lives on without listening; fix it and save: Django's autoreloader restarts it/, why.stdout);
+  const again = await curlFrom(tmp.wt.d, px.port, '/hello/', { timeout: 30000 });
+  assert.equal(again.status, 503, again.body);
+  assert.ok(again.ms < 2000, `the next request waited ${again.ms} ms for its 503`);
+  assert.match(again.body, /SyntaxError: '\[' was never closed/);
   assert.match(run.stderr(), /SyntaxError[\s\S]*wtproxy: wt-d's server failed after a change to its files and lives on without listening \(Django's autoreloader waits/);
 
   const ok = await servedAfterFix(tmp.wt.d, px.port);
