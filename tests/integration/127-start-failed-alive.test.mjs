@@ -185,3 +185,37 @@ test('a ready `wtproxy run` Django whose urls.py an edit breaks: the 503 with it
   assert.equal(after.start_failed, undefined);
   assert.equal(after.whoami.state, 'verified', 'its /__whoami asked again, as after any reload');
 });
+
+// node --watch restarts a ready script on a change ("Restarting 'server.js'"),
+// and waits the same way when the new one throws.
+test('a ready `wtproxy run -- node --watch` whose script an edit makes throw: the 503 within seconds, served once fixed', async (t) => {
+  const tmp = makeWorktrees(t, ['e']);
+  const px = await startDaemon(t, tmp);
+  const script = path.join(tmp.wt.e, 'server.js');
+  fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`);
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.e, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '--watch', 'server.js', '{port}'],
+  });
+  await run.ready;
+  assert.equal((await curlFrom(tmp.wt.e, px.port, '/', { timeout: 20000 })).status, 200);
+  const savedAt = Date.now();
+  fs.writeFileSync(script, "throw new Error('boom: an edit broke it');\n");
+  // The old script serves until node saw the change: asked once it failed.
+  await waitFor(() => /Failed running '/.test(run.stderr()), 15000, 'node says it failed');
+  const r = await curlFrom(tmp.wt.e, px.port, '/', { timeout: 30000 });
+  const ms = Date.now() - savedAt;
+  t.diagnostic(`from the broken save to the refusal: ${ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
+  assert.match(r.body, /Error: boom: an edit broke it/);
+  assert.match(r.body, /fix it and save: node --watch restarts it/);
+  await new Promise((res) => setTimeout(res, 500));
+  fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`);
+  const ok = await waitFor(async () => {
+    const a = await curlFrom(tmp.wt.e, px.port, '/', { timeout: 20000 });
+    return a.status === 200 ? a : new Error(`${a.status}: ${a.body}`);
+  }, 20000, 'served after the fix');
+  assert.equal(ok.worktree, tmp.wt.e, 'served by the fixed script');
+  assert.match(run.stderr(), /wt-e's server failed after a change to its files[\s\S]*wt-e's server is starting again after its failed start/);
+});
