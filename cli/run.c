@@ -127,8 +127,9 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
              * entry as starting, and holds requests until it is told. */
             untold = cli_run_mark_ready(r, 1) < 0;
         } else {
-            if (!ready)
-                cli_run_fail_poll(r); /* a failed start it lives on after */
+            /* a failed start it lives on after, or a ready one an edit broke */
+            if (cli_run_fail_poll(r, ready))
+                ready = untold = 0; /* it says ready again once it listens */
             nanosleep(&tick, NULL);
         }
     }

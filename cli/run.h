@@ -85,10 +85,11 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n);
 /* The wrapper starts CMD again: what it printed before is not this start's. */
 void cli_run_fail_restart(struct cli_run_fail *f);
 
-/* While CMD is not ready, every poll: a failed start that its output
- * shows is said and told to the daemon once; output after it withdraws it
- * (the `restarting` op). */
-void cli_run_fail_poll(struct cli_run *r);
+/* Every poll: a failed start that its output shows is said and told to
+ * the daemon once; output after it withdraws it (the `restarting` op).
+ * While CMD is ready (ready 1), only once nothing listens on its port, as
+ * a restart that failed: returns 1 then, and CMD is starting again. */
+int cli_run_fail_poll(struct cli_run *r, int ready);
 
 /* --- run_orphan.c --- */
 

@@ -18,11 +18,17 @@
  * failed start; output after it (the reloader saw a change: "X changed,
  * reloading.", "Restarting 'server.js'") is a new start.
  *
+ * The same markers after the server was ready are an edit that broke it:
+ * the reloader restarted its server, which failed the same way (measured:
+ * Django prints "X changed, reloading.", the traceback, and waits). Told
+ * likewise once nothing listens on its port, so that requests get its
+ * traceback at once rather than a 502 after reload_grace.
+ *
  * The relay thread feeds it (cli_run_fail_saw: a mutex held for a
- * memmove, no allocation); the supervising thread reads it while its
- * server is not ready (cli_run_fail_poll) and tells the daemon: the
- * `start-failed` op with the last lines, then `restarting` when new
- * output withdraws it. */
+ * memmove, no allocation); the supervising thread reads it at each poll
+ * (cli_run_fail_poll) and tells the daemon: the `start-failed` op with the
+ * last lines (after `restarting` for a ready server), then `restarting`
+ * when new output withdraws it. */
 #include "run.h"
 
 #include <stdio.h>
@@ -119,20 +125,53 @@ static void say(struct cli_run *r, const char *line)
     cli_run_log_note(&r->log, line);
 }
 
-void cli_run_fail_poll(struct cli_run *r)
+/* A marker while r's server was ready: its reloader restarted it after a
+ * change and the new one failed. Told only once nothing listens on its
+ * port (a server that listens serves, whatever it printed): as a restart
+ * (the entry starting, its verdict dropped), then as a failed start.
+ * Returns 1 when told. */
+static int failed_when_ready(struct cli_run *r, const char *lines, const char *reloader)
+{
+    char line[PATH_MAX + 256];
+    if (cli_port_listened(r->port))
+        return 0;
+    snprintf(line, sizeof line,
+             "wtproxy: %s's server failed after a change to its files and lives on without "
+             "listening (%s waits for a change to its files): fix the error above and save; "
+             "meanwhile requests through wtproxy get a 503 with its last lines",
+             cli_run_folder(r->worktree), reloader);
+    say(r, line);
+    cli_run_tell_restarting(r);
+    cli_run_tell_start_failed(r, lines, reloader);
+    return 1;
+}
+
+int cli_run_fail_poll(struct cli_run *r, int ready)
 {
     struct cli_run_fail *f = &r->log.fail;
     char lines[REG_START_FAILED_MAX], line[PATH_MAX + 256];
     const char *reloader = NULL;
     pthread_mutex_lock(&f->lock);
     unsigned long long seq = f->seq;
+    if (ready && f->told) { /* it listened after its failed start, silently */
+        f->since = f->told;
+        f->told = 0;
+    }
     if (!f->told && f->marker >= 0 && f->marker_seq > f->since &&
         host_mono_ms() - f->last_ms >= QUIET_MS) {
         last_lines(f, lines, sizeof lines);
         reloader = markers[f->marker].reloader;
     }
     pthread_mutex_unlock(&f->lock);
-    if (reloader) {
+    if (reloader && ready) {
+        if (failed_when_ready(r, lines, reloader)) {
+            f->told = seq;
+            return 1;
+        }
+        pthread_mutex_lock(&f->lock);
+        f->since = seq; /* it listens: that marker is not a failure */
+        pthread_mutex_unlock(&f->lock);
+    } else if (reloader) {
         f->told = seq;
         snprintf(line, sizeof line,
                  "wtproxy: %s's server failed at start and lives on without listening (%s "
@@ -154,4 +193,5 @@ void cli_run_fail_poll(struct cli_run *r)
         say(r, line);
         cli_run_tell_restarting(r);
     }
+    return 0;
 }

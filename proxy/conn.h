@@ -131,6 +131,8 @@ void conn_identify_at_accept(struct proxy_client *c);
 void conn_wait_timeout(struct proxy_client *c);      /* CS_WAIT's timer */
 void conn_forward(struct proxy_client *c);           /* the gate, then upstream_start */
 void conn_wait(struct proxy_client *c, unsigned ms); /* into CS_WAIT, looked at again in ms */
+/* b's wrapper told its start failed: the requests waiting for it are refused. */
+void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b);
 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);

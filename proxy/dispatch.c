@@ -286,10 +286,10 @@ void conn_wait_timeout(struct proxy_client *c)
         snprintf(d, sizeof d, "the dev server of %s ended before it served this request",
                  b->worktree);
         conn_fail(c, PE_NO_BACKEND, d);
+    } else if (b->state == REG_STARTING && b->start_failed[0]) {
+        start_failed(c, b); /* before a reload_grace retry: its server will not listen */
     } else if (b->state == REG_READY || c->refused_since_ms) {
         conn_forward(c);
-    } else if (b->state == REG_STARTING && b->start_failed[0]) {
-        start_failed(c, b);
     } else if (waited >= c->srv->cfg.start_timeout_ms) {
         snprintf(d, sizeof d,
                  "%s (pid %d) was not ready on port %d within start_timeout (%u ms): "
@@ -300,5 +300,22 @@ void conn_wait_timeout(struct proxy_client *c)
         conn_fail(c, PE_BACKEND_NOT_READY, d);
     } else {
         conn_wait(c, WTP_WAIT_POLL_MS);
+    }
+}
+
+/* b's start failed while its process lives on, which its wrapper told
+ * after b was ready (an edit broke the server and its autoreloader waits
+ * for the next): the requests that met the server gone are waiting for it
+ * in the gate (its /__whoami unanswered) or retrying its port, each for
+ * reload_grace. Each is looked at again now, and gets the failure's 503. */
+void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b)
+{
+    struct proxy_client *c;
+    TAILQ_FOREACH(c, &s->clients, link) {
+        if (c->backend != b || (c->state != CS_VERIFY && c->state != CS_WAIT) || c->awaiting_start)
+            continue;
+        whoami_gate_cancel(s->gate, c->gate_ticket);
+        c->gate_ticket = NULL;
+        conn_wait(c, 0); /* conn_wait_timeout refuses it, from the loop */
     }
 }

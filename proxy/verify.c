@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "server.h"
+#include "conn.h"
 
 static void status_changed(void *arg)
 {
@@ -67,7 +67,8 @@ void proxy_backend_show(struct reg_backend *b)
 }
 
 /* reg_server_on_state: a restart drops the old process's verdict; a
- * server ready (new, or back from a restart) is asked at once. */
+ * failed start refuses the requests waiting for it; a server ready (new,
+ * or back from a restart) is asked at once. */
 static void on_state(void *arg, struct reg_backend *b)
 {
     struct proxy_server *s = arg;
@@ -78,6 +79,8 @@ static void on_state(void *arg, struct reg_backend *b)
                                              "one's /__whoami once it is ready");
             proxy_backend_show(b);
         }
+        if (b->start_failed[0]) /* it will not listen until a file changes */
+            conn_backend_failed(s, b);
         return;
     }
     if (b->state != REG_READY || !proxy_backend_gate(s, b))

@@ -47,7 +47,7 @@ struct reg_server {
     char unsaved[640];       /* why the last save failed; "" once one succeeds */
     reg_server_ext ext;      /* the ops of the layer above, or NULL */
     void *ext_arg;
-    reg_server_on_state on_state; /* the layer above, told of ready and restarting */
+    reg_server_on_state on_state; /* the layer above, told of ready, restarting, start-failed */
     void *on_state_arg;
 };
 

@@ -193,6 +193,10 @@ static json_t *op_start_failed(struct reg_server *rs, struct reg_backend *b, jso
         snprintf(b->reloader, sizeof b->reloader, "%s", reloader);
         fprintf(stderr, "wtproxy: %s on front :%d failed at start (pid %d lives on, %s)\n",
                 b->worktree, b->front, (int)b->pid, reloader[0] ? reloader : "waiting");
+        /* Requests already waiting for it (a ready server an edit broke:
+         * in the gate, or retrying its port for reload_grace) are told now. */
+        if (rs->on_state)
+            rs->on_state(rs->on_state_arg, b);
     }
     return ok_entry(rs, b);
 }

@@ -138,3 +138,84 @@ test('`wtproxy run -- node --watch` whose script throws at start: the 503 at onc
   assert.equal(ok.worktree, tmp.wt.c, 'served by the fixed script');
   assert.match(run.stderr(), /wt-c's server is starting again after its failed start/);
 });
+
+// The agent's usual case: the server was ready and serving, then an edit
+// broke it. Django's autoreloader restarts its server, which fails the same
+// way and lives on without listening. Requests were retried for
+// reload_grace (10 s), then got a 502 backend-unreachable without the
+// traceback; now the wrapper tells the daemon as for a failed start.
+test('a ready `wtproxy run` Django whose urls.py an edit breaks: the 503 with its traceback within seconds, served once fixed', async (t) => {
+  const tmp = makeWorktrees(t, ['d']);
+  const px = await startDaemon(t, tmp, [], { env });
+  writeDjangoProject(tmp.wt.d);
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.d, front: px.port, env, detached: true, stopSignal: 'SIGKILL',
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'],
+  });
+  await run.ready;
+  const first = await curlFrom(tmp.wt.d, px.port, '/hello/', { timeout: 20000 });
+  assert.equal(first.status, 200, first.body);
+  const [ready] = await lsJson(tmp);
+
+  const savedAt = Date.now();
+  fs.writeFileSync(path.join(tmp.wt.d, 'site_cfg/urls.py'), brokenUrls);
+  const r = await curlFrom(tmp.wt.d, px.port, '/hello/', { timeout: 30000 });
+  const ms = Date.now() - savedAt;
+  t.diagnostic(`from the broken save to the refusal: ${ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
+  assert.match(r.body, /SyntaxError: '\[' was never closed/, 'the traceback\'s last line');
+  assert.match(r.body, /fix it and save: Django's autoreloader restarts it/);
+  assert.match(r.body, new RegExp(`wtproxy logs \\S+ --front ${px.port}`));
+  const ls = await cli(tmp, ['ls']);
+  assert.match(ls.stdout, new RegExp(`${tmp.wt.d}\\s+\\S+\\s+${px.port}\\s+\\d+\\s+${ready.pid}\\s+failed\\s`), ls.stdout);
+  const why = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.d });
+  assert.match(why.stdout, /failed at start: it lives on without listening; fix it and save: Django's autoreloader restarts it/, why.stdout);
+  const again = await curlFrom(tmp.wt.d, px.port, '/hello/', { timeout: 30000 });
+  assert.equal(again.status, 503, again.body);
+  assert.ok(again.ms < 2000, `the next request waited ${again.ms} ms for its 503`);
+  assert.match(again.body, /SyntaxError: '\[' was never closed/);
+  assert.match(run.stderr(), /SyntaxError[\s\S]*wtproxy: wt-d's server failed after a change to its files and lives on without listening \(Django's autoreloader waits/);
+
+  const ok = await servedAfterFix(tmp.wt.d, px.port);
+  assert.equal(ok.body, 'hello v1');
+  const [after] = await lsJson(tmp);
+  assert.equal(after.pid, ready.pid, 'the same wrapper serves: the reloader restarted its server');
+  assert.equal(after.state, 'ready');
+  assert.equal(after.start_failed, undefined);
+  assert.equal(after.whoami.state, 'verified', 'its /__whoami asked again, as after any reload');
+});
+
+// node --watch restarts a ready script on a change ("Restarting 'server.js'"),
+// and waits the same way when the new one throws.
+test('a ready `wtproxy run -- node --watch` whose script an edit makes throw: the 503 within seconds, served once fixed', async (t) => {
+  const tmp = makeWorktrees(t, ['e']);
+  const px = await startDaemon(t, tmp);
+  const script = path.join(tmp.wt.e, 'server.js');
+  fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`);
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.e, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '--watch', 'server.js', '{port}'],
+  });
+  await run.ready;
+  assert.equal((await curlFrom(tmp.wt.e, px.port, '/', { timeout: 20000 })).status, 200);
+  const savedAt = Date.now();
+  fs.writeFileSync(script, "throw new Error('boom: an edit broke it');\n");
+  // The old script serves until node saw the change: asked once it failed.
+  await waitFor(() => /Failed running '/.test(run.stderr()), 15000, 'node says it failed');
+  const r = await curlFrom(tmp.wt.e, px.port, '/', { timeout: 30000 });
+  const ms = Date.now() - savedAt;
+  t.diagnostic(`from the broken save to the refusal: ${ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
+  assert.match(r.body, /Error: boom: an edit broke it/);
+  assert.match(r.body, /fix it and save: node --watch restarts it/);
+  await new Promise((res) => setTimeout(res, 500));
+  fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`);
+  const ok = await waitFor(async () => {
+    const a = await curlFrom(tmp.wt.e, px.port, '/', { timeout: 20000 });
+    return a.status === 200 ? a : new Error(`${a.status}: ${a.body}`);
+  }, 20000, 'served after the fix');
+  assert.equal(ok.worktree, tmp.wt.e, 'served by the fixed script');
+  assert.match(run.stderr(), /wt-e's server failed after a change to its files[\s\S]*wt-e's server is starting again after its failed start/);
+});
