@@ -167,11 +167,13 @@ static void say_taken(struct doc_ctx *c, PGresult *res, int row, const char *bas
     r->status = DOC_PROBLEM;
     snprintf(r->detail + n, sizeof r->detail - n,
              "; dev database %s, the name this worktree's settings derive (claimed_databases: "
-             "base %s, this folder's name), is owned by another checkout's worktree %.600s: "
-             "a dev server here runs on its data, and `db claim` here is refused. A --dev-name "
-             "claim does not help: claimed_databases derives the name from the folder name; "
-             "give this worktree a folder name of its own",
-             name, base, o->worktree);
+             "base %s and this folder's name), is owned by another checkout's worktree %.600s: "
+             "a dev server here whose settings use claimed_databases runs on its data, and "
+             "`wtproxy db claim --dev %s` here is refused. A --dev-name claim does not help "
+             "(claimed_databases derives the name from the folder name): give this worktree a "
+             "folder name of its own, claim its dev database, then migrate it (Django: "
+             "manage.py migrate) and restart its dev server",
+             name, base, o->worktree, base);
     int is_main = cli_main_checkout(&c->wt, main, sizeof main) == 0 && !strcmp(main, c->wt.root);
     if (free_folder(c, res, base, to, sizeof to) < 0 || strlen(to) > 280) {
         snprintf(r->fix, sizeof r->fix, "%s %.900s <a folder name of its own>",
