@@ -32,7 +32,7 @@ static void root_commits(const char *dir, char *out, size_t len)
 {
     char *argv[] = {"git", "-C", (char *)dir, "rev-list", "--max-parents=0", "HEAD", NULL};
     posix_spawn_file_actions_t fa;
-    int fd[2], status;
+    int fd[2], status = -1;
     pid_t pid;
     size_t n = 0;
     out[0] = '\0';
