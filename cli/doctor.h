@@ -63,6 +63,11 @@ void doc_leases(struct doc_ctx *c, struct doc_result *r);
 void doc_databases(struct doc_ctx *c, struct doc_result *r);
 void doc_load(struct doc_ctx *c, struct doc_result *r);
 
+/* doctor_devdb.c: adds to r (the databases check) when the dev database
+ * this worktree's settings derive is missing or another checkout's. */
+struct pg_conn;
+void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result *r);
+
 /* Set r to status with a printf-style detail. */
 void doc_set(struct doc_result *r, enum doc_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

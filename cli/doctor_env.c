@@ -1,7 +1,8 @@
 /* doctor_env.c - `wtproxy doctor`'s checks of what surrounds the server:
  * the inotify limits the fingerprint watcher needs, the Playwright
  * config's recipe, this worktree's leases and claimed databases with the
- * database server's connection headroom, and the load. */
+ * database server's connection headroom (its dev database: doctor_devdb.c),
+ * and the load. */
 #include <dirent.h>
 #include <ftw.h>
 #include <libpq-fe.h>
@@ -258,58 +259,6 @@ static void stamped(struct doc_ctx *c, PGconn *conn, char *mine, char *others, s
     PQclear(res);
 }
 
-/* Whether res (datname in column 0) holds name. */
-static int has_row(PGresult *res, const char *name)
-{
-    for (int i = 0; i < PQntuples(res); i++)
-        if (strcmp(PQgetvalue(res, i, 0), name) == 0)
-            return 1;
-    return 0;
-}
-
-/* Whether worktree is one of this worktree's repository (an unrelated
- * app on the same database server may use the same base). */
-static int same_repo(struct doc_ctx *c, const char *worktree)
-{
-    static struct host_worktree w; /* PATH_MAX thrice: not on the stack */
-    return host_worktree_of(worktree, &w, NULL, 0) == 0 && strcmp(w.common, c->wt.common) == 0;
-}
-
-/* A dev database base (`wtproxy db claim --dev BASE`) another worktree of
- * this repository on this machine has and this one has not, into base,
- * with the name this one's would have into want; 0 when there is none. A worktree made after
- * the others has none until it claims one, and a dev server whose settings
- * name it (claimed_databases, which wtproxy init adds) stops at start with
- * only "database ... does not exist" in its log. */
-static int missing_dev(struct doc_ctx *c, PGconn *conn, char *base, size_t blen, char *want,
-                       size_t wlen)
-{
-    const char *machine = reg_machine_id();
-    char suffix[REG_DB_NAME_MAX + 2], err[256];
-    int found = 0;
-    PGresult *res = PQexec(conn, "SELECT datname, shobj_description(oid, 'pg_database') "
-                                 "FROM pg_database ORDER BY 1");
-    for (int i = 0; c->have_wt && machine && PQresultStatus(res) == PGRES_TUPLES_OK &&
-                    i < PQntuples(res) && !found;
-         i++) {
-        const char *name = PQgetvalue(res, i, 0);
-        struct reg_db_owner o;
-        if (reg_db_parse_stamp(PQgetvalue(res, i, 1), &o) < 0 || o.kind != REG_DB_DEV ||
-            strcmp(o.machine, machine) != 0 || strcmp(o.worktree, c->wt.root) == 0 ||
-            !same_repo(c, o.worktree) ||
-            reg_db_derive("", machine, o.worktree, suffix, sizeof suffix, err, sizeof err) < 0)
-            continue;
-        size_t n = strlen(name), k = strlen(suffix);
-        if (n <= k || strcmp(name + n - k, suffix) != 0 || n - k >= blen)
-            continue; /* an exact --dev-name: no base to derive ours from */
-        snprintf(base, blen, "%.*s", (int)(n - k), name);
-        found = reg_db_derive(base, machine, c->wt.root, want, wlen, err, sizeof err) == 0 &&
-                !has_row(res, want);
-    }
-    PQclear(res);
-    return found;
-}
-
 /* max_connections against what is in use, and the stamped databases. */
 static void headroom(struct doc_ctx *c, PGconn *conn, const char *where, struct doc_result *r)
 {
@@ -337,18 +286,8 @@ static void headroom(struct doc_ctx *c, PGconn *conn, const char *where, struct 
                  "psql -c 'ALTER SYSTEM SET max_connections = %ld' and "
                  "restart PostgreSQL (or stop idle dev servers: wtproxy ls)",
                  max * 2);
-    char base[REG_DB_NAME_MAX + 1], want[REG_DB_NAME_MAX * 2];
-    if (left >= DOC_PG_FREE_MIN && missing_dev(c, conn, base, sizeof base, want, sizeof want)) {
-        size_t n = strlen(r->detail);
-        r->status = DOC_PROBLEM;
-        snprintf(r->detail + n, sizeof r->detail - n,
-                 "; no dev database %s here, which other worktrees of this repository have "
-                 "(%s_...): a dev server "
-                 "whose settings use claimed_databases stops at start with \"database %s does "
-                 "not exist\"; claim it, then migrate it (Django: manage.py migrate)",
-                 want, base, want);
-        snprintf(r->fix, sizeof r->fix, "wtproxy db claim --dev %s", base);
-    }
+    if (left >= DOC_PG_FREE_MIN)
+        doc_dev_database(c, conn, r);
 }
 
 /* $name when set and not empty, else NULL. */

@@ -1,0 +1,214 @@
+/* doctor_devdb.c - doctor's look at the dev database this worktree's
+ * settings would use (claimed_databases derives it as `wtproxy db names`
+ * does, without asking the server): missing, or another checkout's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "reg_db.h"
+#include "registry.h"
+
+extern char **environ;
+
+/* Whether res (datname in column 0) holds name. */
+static int has_row(PGresult *res, const char *name)
+{
+    for (int i = 0; i < PQntuples(res); i++)
+        if (strcmp(PQgetvalue(res, i, 0), name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The root commits of dir's repository into out ("" when git cannot
+ * say): two clones of one repository share them, unrelated apps do not. */
+static void root_commits(const char *dir, char *out, size_t len)
+{
+    char *argv[] = {"git", "-C", (char *)dir, "rev-list", "--max-parents=0", "HEAD", NULL};
+    posix_spawn_file_actions_t fa;
+    int fd[2], status = -1;
+    pid_t pid;
+    size_t n = 0;
+    out[0] = '\0';
+    if (pipe2(fd, O_CLOEXEC) < 0)
+        return;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    int r = posix_spawnp(&pid, "git", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[1]);
+    for (ssize_t got = 1; r == 0 && got > 0 && n + 1 < len; n += (size_t)got)
+        while ((got = read(fd[0], out + n, len - 1 - n)) < 0 && errno == EINTR) {
+        }
+    out[n] = '\0';
+    close(fd[0]);
+    while (r == 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (r != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        out[0] = '\0';
+}
+
+/* Whether worktree is a checkout of this worktree's repository: one of its
+ * worktrees, or a clone (an unrelated app on the same database server may
+ * use another base with the same folder names). */
+static int same_repo(struct doc_ctx *c, const char *worktree, int clones_too)
+{
+    static struct host_worktree w; /* PATH_MAX thrice: not on the stack */
+    static char mine[1024], theirs[1024];
+    if (host_worktree_of(worktree, &w, NULL, 0) != 0)
+        return 0;
+    if (strcmp(w.common, c->wt.common) == 0)
+        return 1;
+    if (!clones_too)
+        return 0;
+    root_commits(c->wt.root, mine, sizeof mine);
+    root_commits(worktree, theirs, sizeof theirs);
+    return mine[0] && strcmp(mine, theirs) == 0;
+}
+
+/* A dev database base (`wtproxy db claim --dev BASE`) another worktree of
+ * this repository on this machine has and this one has not, into base,
+ * with the name this one's would have into want; 0 when there is none. A
+ * worktree made after the others has none until it claims one, and a dev
+ * server whose settings name it (claimed_databases, which wtproxy init
+ * adds) stops at start with only "database ... does not exist" in its log. */
+static int missing_dev(struct doc_ctx *c, PGresult *res, char *base, size_t blen, char *want,
+                       size_t wlen)
+{
+    const char *machine = reg_machine_id();
+    char suffix[REG_DB_NAME_MAX + 2], err[256];
+    int found = 0;
+    for (int i = 0; i < PQntuples(res) && !found; i++) {
+        const char *name = PQgetvalue(res, i, 0);
+        struct reg_db_owner o;
+        if (reg_db_parse_stamp(PQgetvalue(res, i, 1), &o) < 0 || o.kind != REG_DB_DEV ||
+            strcmp(o.machine, machine) != 0 || strcmp(o.worktree, c->wt.root) == 0 ||
+            !same_repo(c, o.worktree, 0) ||
+            reg_db_derive("", machine, o.worktree, suffix, sizeof suffix, err, sizeof err) < 0)
+            continue;
+        size_t n = strlen(name), k = strlen(suffix);
+        if (n <= k || strcmp(name + n - k, suffix) != 0 || n - k >= blen)
+            continue; /* an exact --dev-name: no base to derive ours from */
+        snprintf(base, blen, "%.*s", (int)(n - k), name);
+        found = reg_db_derive(base, machine, c->wt.root, want, wlen, err, sizeof err) == 0 &&
+                !has_row(res, want);
+    }
+    return found;
+}
+
+/* The row of a dev database named as this worktree's would be (some base,
+ * this machine, this folder name) that another checkout of this
+ * repository owns, into base and owner; -1 when none. Two checkouts whose
+ * worktrees share a folder name (shop/wt-a and shop2/wt-a) derive one
+ * name: `db claim` refuses the second, but claimed_databases, which never
+ * asks the server, points its dev server at the first's data. */
+static int taken_dev(struct doc_ctx *c, PGresult *res, char *base, size_t blen,
+                     struct reg_db_owner *owner)
+{
+    const char *machine = reg_machine_id();
+    char suffix[REG_DB_NAME_MAX + 2], err[256];
+    if (reg_db_derive("", machine, c->wt.root, suffix, sizeof suffix, err, sizeof err) < 0)
+        return -1;
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *name = PQgetvalue(res, i, 0);
+        size_t n = strlen(name), k = strlen(suffix);
+        if (n <= k || n - k >= blen || strcmp(name + n - k, suffix) != 0 ||
+            reg_db_parse_stamp(PQgetvalue(res, i, 1), owner) < 0 || owner->kind != REG_DB_DEV ||
+            strcmp(owner->machine, machine) != 0 || strcmp(owner->worktree, c->wt.root) == 0 ||
+            !same_repo(c, owner->worktree, 1))
+            continue;
+        snprintf(base, blen, "%.*s", (int)(n - k), name);
+        return i;
+    }
+    return -1;
+}
+
+/* A folder next to this worktree, named after its checkout, whose dev
+ * database name (base, this machine) is free, into out; -1 when none of
+ * ten is. The name comes from the folder only (registry/CLAIMS.md), so
+ * the folder is what must change for claimed_databases to follow. */
+static int free_folder(struct doc_ctx *c, PGresult *res, const char *base, char *out, size_t len)
+{
+    char main[PATH_MAX], dir[PATH_MAX], want[REG_DB_NAME_MAX * 2], err[256];
+    int is_main = cli_main_checkout(&c->wt, main, sizeof main) == 0 && !strcmp(main, c->wt.root);
+    snprintf(dir, sizeof dir, "%s", c->wt.root);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return -1;
+    *slash = '\0';
+    const char *name = slash + 1, *tag = strrchr(is_main ? dir : main, '/');
+    tag = tag ? tag + 1 : "x";
+    /* the unique part must fall inside the slug's first 20 bytes */
+    int keep = REG_DB_WORKTREE_SLUG - 4 - (int)strnlen(tag, 8);
+    for (int i = 1; i < 10; i++) {
+        struct stat st;
+        int n = snprintf(out, len, "%s/%.*s-%.8s%.0d", dir, keep, name, tag, i > 1 ? i : 0);
+        if (n > 0 && (size_t)n < len && !strchr(out, '\'') && stat(out, &st) < 0 &&
+            reg_db_derive(base, reg_machine_id(), out, want, sizeof want, err, sizeof err) == 0 &&
+            !has_row(res, want))
+            return 0;
+    }
+    return -1;
+}
+
+static void say_taken(struct doc_ctx *c, PGresult *res, int row, const char *base,
+                      const struct reg_db_owner *o, struct doc_result *r)
+{
+    const char *name = PQgetvalue(res, row, 0);
+    char to[PATH_MAX], main[PATH_MAX];
+    size_t n = strlen(r->detail);
+    r->status = DOC_PROBLEM;
+    snprintf(r->detail + n, sizeof r->detail - n,
+             "; dev database %s, the name this worktree's settings derive (claimed_databases: "
+             "base %s and this folder's name), is owned by another checkout's worktree %.600s: "
+             "a dev server here whose settings use claimed_databases runs on its data, and "
+             "`wtproxy db claim --dev %s` here is refused. A --dev-name claim does not help "
+             "(claimed_databases derives the name from the folder name): give this worktree a "
+             "folder name of its own, claim its dev database, then migrate it (Django: "
+             "manage.py migrate) and restart its dev server",
+             name, base, o->worktree, base);
+    int is_main = cli_main_checkout(&c->wt, main, sizeof main) == 0 && !strcmp(main, c->wt.root);
+    if (free_folder(c, res, base, to, sizeof to) < 0 || strlen(to) > 280) {
+        snprintf(r->fix, sizeof r->fix, "%s %.900s <a folder name of its own>",
+                 is_main ? "mv" : "git worktree move", c->wt.root);
+        return;
+    }
+    snprintf(r->fix, sizeof r->fix,
+             "%s '%.280s' '%.280s' && cd '%.280s' && %swtproxy db claim --dev %s",
+             is_main ? "mv" : "git worktree move", c->wt.root, to, to,
+             is_main ? "git worktree repair && " : "", base);
+}
+
+void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result *r)
+{
+    char base[REG_DB_NAME_MAX + 1], want[REG_DB_NAME_MAX * 2];
+    static struct reg_db_owner owner; /* PATH_MAX and more: not on the stack */
+    if (!c->have_wt || !reg_machine_id())
+        return;
+    PGresult *res = PQexec(conn, "SELECT datname, shobj_description(oid, 'pg_database') "
+                                 "FROM pg_database ORDER BY 1");
+    int row =
+        PQresultStatus(res) == PGRES_TUPLES_OK ? taken_dev(c, res, base, sizeof base, &owner) : -1;
+    if (row >= 0) {
+        say_taken(c, res, row, base, &owner, r);
+    } else if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+               missing_dev(c, res, base, sizeof base, want, sizeof want)) {
+        size_t n = strlen(r->detail);
+        r->status = DOC_PROBLEM;
+        snprintf(r->detail + n, sizeof r->detail - n,
+                 "; no dev database %s here, which other worktrees of this repository have "
+                 "(%s_...): a dev server "
+                 "whose settings use claimed_databases stops at start with \"database %s does "
+                 "not exist\"; claim it, then migrate it (Django: manage.py migrate)",
+                 want, base, want);
+        snprintf(r->fix, sizeof r->fix, "wtproxy db claim --dev %s", base);
+    }
+    PQclear(res);
+}
