@@ -101,8 +101,11 @@ test('a dev database named like this worktree\'s but another checkout\'s: doctor
   const pg = await startPostgres(t);
   const env = { ...pg.env, WTPROXY_DB_SERVER: '' };
   // Another app (another repository) whose worktree is also wt-a, with its own base: not ours.
+  // makeWorktrees' root commits are alike (empty, "init", the same author):
+  // made in the same second, two repositories share one. Its branch's root
+  // (what doctor reads in the owner's worktree) made its own.
   const blog = makeWorktrees(t, ['a']);
-  git(blog.repo, 'commit', '-q', '--amend', '--allow-empty', '-m', 'blog');
+  git(blog.wt.a, 'commit', '-q', '--amend', '--allow-empty', '-m', 'blog');
   const claimBlog = await cli(blog, ['db', 'claim', '--dev', 'blog'], { cwd: blog.wt.a, env, ms: 30000 });
   assert.equal(claimBlog.code, 0, claimBlog.stderr);
   const unrelated = await databasesCheck(second, second.wt.a, env);
