@@ -98,7 +98,7 @@ class Follower {
     Object.assign(this, patterns(dir, options));
     this.inc = checkPatterns(this.include, 'include');
     this.exc = checkPatterns(this.exclude, 'exclude');
-    this.compilers = new Map(); // name -> { busy, begun (ms), deps: Set of absolute paths }
+    this.compilers = new Map(); // name -> { busy, begun (ms), deps: Set of absolute paths, own: the app's }
     this.gen = 0; // compiles begun so far
     this.answer = null; // the published answer, null before the first
     this.body = null; // its bytes
