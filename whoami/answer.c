@@ -168,6 +168,29 @@ static int parse_fingerprint(json_t *fp, struct whoami_answer *out, char *err, s
     return 0;
 }
 
+/* The optional taking_in (PROTOCOL.md, section 1): absent, or an object
+ * whose since is an RFC 3339 UTC time no earlier than started_at (a
+ * process cannot have seen a change before it began). */
+static int parse_taking_in(json_t *root, struct whoami_answer *out, char *err, size_t errlen)
+{
+    json_t *ti = json_object_get(root, "taking_in");
+    if (!ti)
+        return 0;
+    if (!json_is_object(ti))
+        return bad(err, errlen, "taking_in is not an object");
+    const char *since = get_str(json_object_get(ti, "since"), "taking_in.since",
+                                sizeof out->started_at - 1, err, errlen);
+    if (!since)
+        return -1;
+    if (parse_time(since, &out->taking_in_ms) < 0)
+        return bad(err, errlen,
+                   "taking_in.since is not an RFC 3339 UTC time "
+                   "(\"2026-12-02T08:00:00Z\")");
+    if (out->taking_in_ms < out->started_ms)
+        return bad(err, errlen, "taking_in.since is before started_at");
+    return 0;
+}
+
 static int parse_top(json_t *root, struct whoami_answer *out, char *err, size_t errlen)
 {
     long long version = 0, pid = 0;
@@ -194,6 +217,8 @@ static int parse_top(json_t *root, struct whoami_answer *out, char *err, size_t 
     memcpy(out->checkout, checkout, strlen(checkout) + 1);
     memcpy(out->started_at, at, strlen(at) + 1);
     out->pid = (pid_t)pid;
+    if (parse_taking_in(root, out, err, errlen) < 0)
+        return -1;
     return parse_fingerprint(json_object_get(root, "fingerprint"), out, err, errlen);
 }
 

@@ -42,6 +42,21 @@ static int restarting(const struct whoami_case *c)
     return m->restart_ms && c->now_ms - m->restart_ms < c->cfg->start_timeout_ms;
 }
 
+/* Whether a stale-looking server is still given time because its answer
+ * says it is taking a change in (taking_in, PROTOCOL.md): a compile on a
+ * loaded machine can outlast stale_grace, and a restart would start it
+ * over. It is given start_timeout, what a restart would be given to come
+ * back with the new code, so waiting is never worse than restarting; counted
+ * both from when the server began (its word: a taking-in older than that
+ * is stuck, judged at once as without it) and from when the request began
+ * to wait (ours: a server that keeps moving its since cannot hold a
+ * request longer). */
+static int taking_in(const struct whoami_case *c)
+{
+    long long began = c->mem->ans->taking_in_ms, bound = c->cfg->start_timeout_ms;
+    return began && c->now_ms - began < bound && c->now_ms - c->since_ms < bound;
+}
+
 /* The answer agrees on the checkout: compare its fingerprint with the
  * disk's, giving a stale server its grace. */
 static int decide_code(const struct whoami_case *c, struct whoami_status *st,
@@ -73,7 +88,7 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
      * edits in by itself (runserver, uvicorn --reload, Vite, next dev)
      * answers with the new code within it, and a restart would throw away
      * what it compiled (next dev: 4-6 s an edit instead of 0.3-0.6 s). */
-    if (restarting(c) || c->now_ms - c->since_ms < c->cfg->stale_grace_ms)
+    if (restarting(c) || c->now_ms - c->since_ms < c->cfg->stale_grace_ms || taking_in(c))
         return WA_RETRY;
     if (t->restart_on_stale && t->pid > 0 && !m->restart_ms && !m->restart_failed)
         return WA_RESTART; /* once per staleness */

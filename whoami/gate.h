@@ -10,7 +10,8 @@
  * thread. A verified server's request passes with no round trip: one read
  * of inotify's queue and a string compare. A stale one is re-asked every
  * WHOAMI_POLL_MS for stale_grace (an autoreloading server comes back with
- * the new code), or restarted when it was started with --restart-on-stale;
+ * the new code), longer while its answer says taking_in (up to
+ * start_timeout), or restarted when it was started with --restart-on-stale;
  * then refused. The decision itself is decide.h's, a pure function. */
 #ifndef WTP_WHOAMI_GATE_H
 #define WTP_WHOAMI_GATE_H

@@ -132,10 +132,23 @@ size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_
     return n;
 }
 
+/* Appended to what changed: the server said it was taking the change in
+ * (taking_in), and the gate waited for that as long as it does. */
+static void took_too_long(const struct whoami_answer *ans, char *changed, size_t len)
+{
+    char age[32];
+    size_t used = strlen(changed);
+    host_age(host_wall_ms() - ans->taking_in_ms, age, sizeof age);
+    snprintf(changed + used, len - used,
+             "; it said it was taking the change in (taking_in in its /__whoami, since %s ago) "
+             "but did not report the new code within start_timeout",
+             age);
+}
+
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
                           const struct whoami_fp *disk, int restarted, char *out, size_t outlen)
 {
-    char since[32], files[1024], hint[PATH_MAX + 1200], changed[1100], front[24];
+    char since[32], files[1024], hint[PATH_MAX + 1200], changed[1300], front[24];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     restart_hint(t, hint, sizeof hint);
     front_flag(t, front, sizeof front);
@@ -148,6 +161,8 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
                  "the code on disk differs from the code it loaded "
                  "(%s on disk, %s loaded)",
                  disk->hash, ans->hash);
+    if (ans->taking_in_ms) /* past start_timeout: decide.c's taking_in() */
+        took_too_long(ans, changed, sizeof changed);
     if (restarted)
         snprintf(out, outlen,
                  "wtproxy restarted your server for %s (pid %d), and it still "

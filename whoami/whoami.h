@@ -95,6 +95,9 @@ struct whoami_answer {
     struct whoami_patterns patterns; /* owned by the answer */
     size_t files;
     char hash[WHOAMI_HASH_SIZE];
+    /* taking_in.since in unix ms: the server has seen a change on disk and
+     * is taking it in now (its fingerprint is about to move); 0: it is not */
+    long long taking_in_ms;
 };
 
 /* Parse body (len bytes, not NUL-terminated) into out. Every field is

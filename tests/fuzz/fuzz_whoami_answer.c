@@ -1,8 +1,9 @@
 /* fuzz_whoami_answer.c - a backend's /__whoami answer, parsed by
  * whoami_answer_parse (whoami/whoami.h) exactly as the gate gets it: the
  * input is the response body. Checked: a refusal has a reason; an answer
- * that parses holds a hash of the promised form, NUL-terminated strings
- * and as many patterns as it says, and frees cleanly (LeakSanitizer). */
+ * that parses holds a hash of the promised form, NUL-terminated strings,
+ * a taking_in no earlier than its start and as many patterns as it says,
+ * and frees cleanly (LeakSanitizer). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!memchr(a.checkout, '\0', sizeof a.checkout) ||
         !memchr(a.started_at, '\0', sizeof a.started_at))
         violated("a string without its NUL");
+    if (a.taking_in_ms && a.taking_in_ms < a.started_ms)
+        violated("an accepted taking_in.since before started_at");
     for (size_t i = 0; i < a.patterns.n_include; i++)
         if (!a.patterns.include[i])
             violated("fewer include patterns than counted");

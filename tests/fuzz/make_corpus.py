@@ -127,6 +127,8 @@ def whoami():
     write('fuzz_whoami_answer', 'design', json.dumps(answer).encode())
     bad = dict(answer, fingerprint=dict(answer['fingerprint'], hash='sha256:xyz'))
     write('fuzz_whoami_answer', 'bad-hash', json.dumps(bad).encode())
+    taking = dict(answer, taking_in={'since': '2026-12-02T08:00:03.120Z'})
+    write('fuzz_whoami_answer', 'taking-in', json.dumps(taking).encode())
     write('fuzz_whoami_answer', 'not-json', b'<html>Not Found</html>')
 
 

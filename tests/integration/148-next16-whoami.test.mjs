@@ -18,36 +18,28 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
-import { repoRoot } from './lib/wtproxy.mjs';
 import { git, makeWorktrees, startDaemon, cli, waitFor, sanitizerClean } from './lib/registry.mjs';
-import { page, appFiles, writeApp, runNext, ownPages, verifiedAsDisk, editsServedFresh } from './lib/next-app.mjs';
+import {
+  page, next16Files, next16Modules, linkNext16, writeApp, runNext, ownPages, verifiedAsDisk, editsServedFresh,
+} from './lib/next-app.mjs';
 import { killUnder } from '../e2e/lib/shop.mjs';
 
-const modules = path.join(repoRoot, 'tests/next16/node_modules');
 const EDITS = 8;
-const files = appFiles({ next: '^16.5.0', react: '^19.3.1', 'react-dom': '^19.3.1' }, ['AGENTS.md']);
-
-// The app's node_modules as `npm install` and `npm link wtproxy-whoami`
-// leave it: a folder of its own (Turbopack compiles nothing from outside
-// the app, so no symlink to tests/next16), hard links to the suite's.
-function linkModules(dir) {
-  execFileSync('cp', ['-al', modules, path.join(dir, 'node_modules')]);
-  fs.symlinkSync(path.join(repoRoot, 'whoami/node'), path.join(dir, 'node_modules/wtproxy-whoami'));
-}
+const files = next16Files();
 
 test('a Next 16 app adopted by wtproxy init: Turbopack and webpack, its own page per worktree, verified, edits served fresh', async (t) => {
-  assert.ok(fs.existsSync(path.join(modules, 'next/package.json')),
-    `${modules} has no next: scripts/bootstrap installs it (cd tests/next16 && npm ci)`);
+  assert.ok(fs.existsSync(path.join(next16Modules, 'next/package.json')),
+    `${next16Modules} has no next: scripts/bootstrap installs it (cd tests/next16 && npm ci)`);
   const t0 = Date.now();
   const tmp = makeWorktrees(t, []);
   t.after(() => killUnder(tmp.root)); // next dev's processes, if any are left
   writeApp(tmp.repo, files);
-  // A grace longer than a recompile on a loaded machine: past it the daemon
-  // restarts wt-a's server (a .wtproxy's), and step 4 checks that next dev
-  // took every edit in by itself. (CI once saw a recompile take longer than
-  // 2 s with two test suites on its 2 CPUs.)
-  const px = await startDaemon(t, tmp, ['--stale-grace', '10s'], { env: { NEXT_TELEMETRY_DISABLED: '1' } });
+  // The default stale_grace (3 s), though a recompile on a loaded machine
+  // can take longer (CI once saw more than 2 s with two test suites on its 2
+  // CPUs): while next dev takes an edit in, its /__whoami says taking_in and
+  // the daemon waits, so step 4 sees the same servers take every edit in
+  // (wt-a's, a .wtproxy's, would otherwise be restarted; wt-b's refused).
+  const px = await startDaemon(t, tmp, [], { env: { NEXT_TELEMETRY_DISABLED: '1' } });
 
   // 1. init in the main checkout, committed; the worktrees branch from it.
   let r = await cli(tmp, ['init', '--apply', '--front', String(px.port)], { cwd: tmp.repo });
@@ -65,7 +57,7 @@ test('a Next 16 app adopted by wtproxy init: Turbopack and webpack, its own page
   for (const n of ['a', 'b']) {
     tmp.wt[n] = path.join(tmp.root, `wt-${n}`);
     git(tmp.repo, 'worktree', 'add', '-q', tmp.wt[n], '-b', n);
-    linkModules(tmp.wt[n]);
+    linkNext16(tmp.wt[n]);
     fs.writeFileSync(path.join(tmp.wt[n], 'app/page.js'), page(`Shop ${n}`));
     git(tmp.wt[n], 'commit', '-q', '-am', `Shop ${n}`);
   }

@@ -2,8 +2,10 @@
 // whose /__whoami is fixed at its start like the middleware's): a verified
 // server serves; an edit makes it stale (held for stale_grace, then 409
 // naming the files); --restart-on-stale restarts it and answers from the
-// new process; an edit outside the declared patterns changes nothing; the
-// inotify-less stat scan sees edits too.
+// new process; one whose /__whoami says taking_in for ever is held past
+// stale_grace only until start_timeout, then refused saying so; an edit
+// outside the declared patterns changes nothing; the inotify-less stat
+// scan sees edits too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -89,6 +91,34 @@ test('--restart-on-stale: the request is held, the server restarted, the answer 
   const [e] = (await lsJson(tmp)).filter((x) => x.worktree === tmp.wt.a);
   assert.equal(e.whoami.state, 'verified');
   assert.equal(e.restart_on_stale, true);
+});
+
+test('a server that says taking_in and never takes the change in: held past stale_grace for start_timeout, then 409 saying so', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '400ms', '--start-timeout', '3s']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n');
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, serverArgs: ['--taking-in'] });
+  const own = await (await fetch(`http://127.0.0.1:${await run.ready}/__whoami`)).json();
+  const since = Date.parse(own.taking_in.since);
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200, 'taking_in never stops the disk\'s fingerprint passing');
+  await new Promise((r) => setTimeout(r, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(2)\n');
+  // Held past stale_grace, until its taking_in is start_timeout old.
+  let t0 = Date.now();
+  let r = await getWorktree(px.port, tmp.wt.a);
+  const held = Date.now() - t0;
+  refusedAs(r, 'stale-code');
+  assert.ok(held >= 400 && Date.now() - since >= 2950,
+    `refused only once its taking_in was start_timeout (3 s) old: ${Date.now() - since} ms (held ${held} ms)`);
+  assert.match(r.body, /it said it was taking the change in \(taking_in in its \/__whoami, since \d+s ago\) but did not report the new code within start_timeout/);
+  assert.match(r.body, /Restart it: cd .*wt-a && wtproxy restart/);
+  // Its taking_in is older than start_timeout now: stale_grace alone.
+  t0 = Date.now();
+  r = await getWorktree(px.port, tmp.wt.a);
+  refusedAs(r, 'stale-code');
+  assert.ok(Date.now() - t0 < 1000, `a taking_in already start_timeout old holds no request longer than stale_grace, was ${Date.now() - t0} ms`);
+  assert.doesNotMatch(run.stderr(), /restarting/);
+  sanitizerClean(assert, px.stderr());
 });
 
 test('an edit outside the declared patterns (an e2e .ts test) does not make it stale', async (t) => {

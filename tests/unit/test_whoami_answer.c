@@ -75,6 +75,58 @@ static void test_valid(void)
     free(body);
 }
 
+/* The valid answer with "taking_in": value added. */
+static char *with_taking_in(const char *value)
+{
+    char *base = answer_with(NULL, NULL);
+    size_t cap = strlen(base) + strlen(value) + 32;
+    char *s = malloc(cap);
+    snprintf(s, cap, "{\"taking_in\": %s, %s", value, base + 1);
+    free(base);
+    return s;
+}
+
+/* taking_in (PROTOCOL.md, section 1): optional; when present an object
+ * whose since is a time no earlier than started_at. */
+static void test_taking_in(void)
+{
+    char err[512] = "";
+    struct whoami_answer a;
+    char *body = answer_with(NULL, NULL);
+    is_int(whoami_answer_parse(body, strlen(body), &a, err, sizeof err), 0, "no taking_in: %s",
+           err);
+    is_int(a.taking_in_ms, 0, "  is not taking anything in");
+    whoami_answer_free(&a);
+    free(body);
+    body = with_taking_in("{\"since\": \"2026-12-02T08:00:01.5Z\", \"later\": [1]}");
+    is_int(whoami_answer_parse(body, strlen(body), &a, err, sizeof err), 0,
+           "taking_in with a since (and an unknown member): %s", err);
+    is_int(a.taking_in_ms, 1796198401500LL, "  since in unix ms");
+    whoami_answer_free(&a);
+    free(body);
+    const struct {
+        const char *value, *want;
+    } cases[] = {
+        {"true", "taking_in is not an object"},
+        {"null", "taking_in is not an object"},
+        {"\"2026-12-02T08:00:01Z\"", "taking_in is not an object"},
+        {"{}", "taking_in.since is missing or not a string"},
+        {"{\"since\": 1796198401}", "taking_in.since is missing or not a string"},
+        {"{\"since\": \"\"}", "taking_in.since is empty"},
+        {"{\"since\": \"2026-12-02T08:00:01+01:00\"}", "taking_in.since is not an RFC 3339"},
+        {"{\"since\": \"2026-12-02T07:59:59.999Z\"}", "taking_in.since is before started_at"},
+        {"{\"since\": \"2026-12-02T08:00:01Z\", \"since\": \"2026-12-02T08:00:02Z\"}",
+         "duplicate object key"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        body = with_taking_in(cases[i].value);
+        ok(whoami_answer_parse(body, strlen(body), &a, err, sizeof err) == -1,
+           "taking_in = %s is refused", cases[i].value);
+        has_str(err, cases[i].want, "  and the error names it");
+        free(body);
+    }
+}
+
 static char *repeat(const char *pre, char c, size_t n, const char *post)
 {
     size_t a = strlen(pre), b = strlen(post);
@@ -244,6 +296,7 @@ int main(void)
     test_valid();
     test_bad_fields();
     test_bad_documents();
+    test_taking_in();
     test_never_crashes();
     return done_testing();
 }

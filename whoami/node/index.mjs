@@ -23,6 +23,8 @@ export const DEFAULT_EXCLUDE = ['**/.git/**', '**/node_modules/**', '**/.venv/**
   '**/__pycache__/**', '**/dist/**', '**/e2e/**', '**/*.spec.*', '**/*.test.*'];
 const ANSWER_MAX = 65536;
 const CHECKOUT_MAX = 4095;
+// What withTakingIn adds to an answer, at most.
+const TAKING_IN_ROOM = 64;
 
 // The realpath of the nearest ancestor of start (itself included) holding
 // .git (a folder, or a linked worktree's .git file), else of start.
@@ -58,8 +60,19 @@ export function answerFor(checkout, include, exclude, fp) {
     fingerprint: { algorithm: ALGORITHM, include: [...include], exclude: [...exclude], files: fp.files, hash: fp.hash },
   };
   const body = Buffer.from(JSON.stringify(answer));
-  if (body.length > ANSWER_MAX) throw new Error(`the /__whoami answer would be ${body.length} bytes, more than ${ANSWER_MAX}: declare fewer or shorter patterns`);
+  if (body.length + TAKING_IN_ROOM > ANSWER_MAX) throw new Error(`the /__whoami answer would be ${body.length} bytes, more than ${ANSWER_MAX - TAKING_IN_ROOM}: declare fewer or shorter patterns`);
   return { answer, body };
+}
+
+// The body of answer (answerFor's), saying "taking_in" (PROTOCOL.md,
+// section 1) when sinceMs is set: this process has seen a change on disk
+// since then and is taking it in now, so its fingerprint (still the code it
+// serves) is about to move. body as it is otherwise.
+export function withTakingIn(answer, body, sinceMs) {
+  if (!sinceMs) return body;
+  // never before started_at, which the answer's rounding may put a ms later
+  const since = Math.max(sinceMs, Date.parse(answer.started_at));
+  return Buffer.from(JSON.stringify({ ...answer, taking_in: { since: rfc3339(since) } }));
 }
 
 // The answer for this process: { answer, body (Buffer) }.

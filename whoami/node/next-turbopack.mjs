@@ -29,21 +29,28 @@
 // (same stat signatures) writes nothing: no recompile while idle.
 //
 // Until a round is proven, /__whoami answers the last proven fingerprint
-// (503 before the first): wtproxy holds the request (stale_grace) and
-// asks again, about 100 ms later; that ask finds the route recompiled.
+// (503 before the first) with taking_in (PROTOCOL.md, section 1): this
+// process knows the disk changed and that Turbopack is taking it in, so
+// wtproxy holds the request and asks again, about 100 ms later, however
+// long the recompile takes on a loaded machine (up to its start_timeout),
+// rather than restarting next dev at stale_grace and throwing the compile
+// away. An ask that finds no round pending waits (ASK_WAIT_MS at most) for
+// a round begun after it arrived: its answer then says taking_in whenever
+// the disk changed before the ask, whatever stale_grace is.
 // stamp.js is not part of the fingerprint (NEXT_EXCLUDE), and is
 // gitignored by the .gitignore `wtproxy init` writes beside route.js.
 // An edit of next.config.* is never published: next dev restarts for it.
 import fs from 'node:fs';
 import path from 'node:path';
-import { answerFor } from './index.mjs';
+import { answerFor, withTakingIn } from './index.mjs';
 import { FingerprintWorker, signature } from './vite-fp.mjs';
 
 export const ROUTE_DIR = '%5F%5Fwhoami';
 export const STAMP = 'stamp.js';
-// A round begins at an ask at most this often (wtproxy asks a stale
-// server every 100 ms, a verified one every 2 s).
-const ROUND_EVERY_MS = 50;
+// How long an ask waits for its round (a fingerprint in the worker
+// thread: milliseconds, 80-130 ms for 2,000 files) before it answers what
+// it has: well within wtproxy's whoami_timeout (2 s).
+const ASK_WAIT_MS = 1000;
 // A stamp the route still does not serve when asked this long after it
 // was written: said once in next dev's log, as the watcher is then not
 // doing its part.
@@ -89,52 +96,75 @@ export class TurbopackFollower {
     this.worker = new FingerprintWorker();
     this.body = null; // the published answer
     this.sigs = null; // its files' signatures
-    this.pending = null; // { stamp, at, body, sigs }: a round waiting for its proof
-    this.running = false;
-    this.lastRound = 0;
+    this.pending = null; // { stamp, at, since, answer, body, sigs }: a round waiting for its proof
+    this.running = null; // the round under way (a promise)
+    this.queued = null; // the next round, for the asks that came during this one
     this.warned = 0;
     this.toldOld = 0;
     if (this.stamps.length === 0) {
       this.log(`no ${path.join(dir, 'app', ROUTE_DIR, 'route.js')} (nor under src/app) importing ./${STAMP}: /__whoami cannot answer under Turbopack; wtproxy init --apply in the app writes it`);
     }
-    this.round();
+    this.nextRound();
   }
 
   log(msg) { console.warn(`[wtproxy-whoami] ${msg}`); }
 
   // A /__whoami request; stamp is the number the route was compiled with
-  // (undefined from a route.js written for webpack only).
-  response(got) {
+  // (undefined from a route.js written for webpack only). A promise.
+  async response(got) {
     if (typeof got?.stamp !== 'number') {
       const why = `${ROUTE_DIR}/route.js is older than next dev with Turbopack needs (it imports no ./${STAMP}): run wtproxy init --apply in the app to update it, or run next dev --webpack`;
       // in next dev's log too, where `wtproxy logs` shows its tail
       if (Date.now() - this.toldOld >= OLD_ROUTE_LOG_MS) { this.toldOld = Date.now(); this.log(why); }
       return text(501, `wtproxy-whoami: ${why}\n`);
     }
-    if (this.pending && got.stamp >= this.pending.stamp) {
-      ({ body: this.body, sigs: this.sigs } = this.pending);
+    this.proven(got.stamp);
+    if (!this.pending) {
+      let timer;
+      await Promise.race([this.nextRound(), new Promise((res) => { timer = setTimeout(res, ASK_WAIT_MS); })]);
+      clearTimeout(timer);
+    }
+    if (!this.body) return text(503, 'wtproxy-whoami: next dev (Turbopack) has not compiled this route from the current disk yet\n', { 'Retry-After': '1' });
+    return new Response(withTakingIn(this.answer, this.body, this.pending?.since), { status: 200, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' } });
+  }
+
+  // The route serves stamp: a pending round written at or before it is
+  // proven, and its fingerprint published.
+  proven(stamp) {
+    if (this.pending && stamp >= this.pending.stamp) {
+      ({ answer: this.answer, body: this.body, sigs: this.sigs } = this.pending);
       this.pending = null;
     } else if (this.pending && Date.now() - this.pending.at >= UNSEEN_WARN_MS && !this.warned++) {
-      this.log(`next dev (Turbopack) still serves an older ${this.stamps[0]} ${UNSEEN_WARN_MS / 1000} s after it was written, so /__whoami keeps the older fingerprint and wtproxy calls the server stale: restart next dev (or run it with wtproxy run --restart-on-stale)`);
+      this.log(`next dev (Turbopack) still serves an older ${this.stamps[0]} ${UNSEEN_WARN_MS / 1000} s after it was written, so /__whoami keeps the older fingerprint (saying it is taking the change in) and wtproxy calls the server stale once its start_timeout has passed: if it stays so, restart next dev (or run it with wtproxy run --restart-on-stale)`);
     }
-    if (!this.running && !this.pending && Date.now() - this.lastRound >= ROUND_EVERY_MS) this.round();
-    if (!this.body) return text(503, 'wtproxy-whoami: next dev (Turbopack) has not compiled this route from the current disk yet\n', { 'Retry-After': '1' });
-    return new Response(this.body, { status: 200, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' } });
+  }
+
+  // A round begun after now: the one queued behind the round under way,
+  // or a new one. Asks that come meanwhile share it.
+  nextRound() {
+    if (!this.queued) {
+      this.queued = (this.running ?? Promise.resolve()).then(() => {
+        this.queued = null;
+        this.running = this.round().finally(() => { this.running = null; });
+        return this.running;
+      });
+    }
+    return this.queued;
   }
 
   async round() {
-    this.running = true;
+    if (this.pending) return; // proven first; the next ask starts the next
     try {
       this.pending = await this.prove();
-    } finally {
-      this.running = false;
-      this.lastRound = Date.now();
+    } catch (e) {
+      this.log(`cannot answer for ${this.checkout}: ${e.message}; /__whoami keeps the last fingerprint`);
     }
   }
 
   // Fingerprint the disk, then write the next stamp: the pending answer,
   // or null when nothing changed since the published one (or it failed).
   async prove() {
+    const since = Date.now();
     const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude });
     if (fp.error) { this.log(`cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return null; }
     if (sameSigs(fp.sigs, this.sigs) || this.configChanged()) return null;
@@ -149,7 +179,7 @@ export class TurbopackFollower {
       this.log(`cannot write ${this.stamps.join(', ')}: ${e.message}; /__whoami keeps the last fingerprint`);
       return null;
     }
-    return { stamp, at: Date.now(), body: answerFor(this.checkout, this.include, this.exclude, fp).body, sigs: fp.sigs };
+    return { stamp, at: Date.now(), since, ...answerFor(this.checkout, this.include, this.exclude, fp), sigs: fp.sigs };
   }
 
   configChanged() {

@@ -43,7 +43,15 @@
 // next dev restarts for it, and the new process answers for the new config.
 //
 // Until a new fingerprint is published, wtproxy sees the older one, holds
-// the request (stale_grace) and asks again: waiting, never wrong. Asking
+// the request (stale_grace) and asks again: waiting, never wrong. From the
+// watcher's report (a compiler's invalid) until the round after that
+// compile publishes, the answer also says taking_in (PROTOCOL.md, section
+// 1): wtproxy then waits past stale_grace (up to its start_timeout) for a
+// recompile that a loaded machine makes slow, instead of restarting next
+// dev and throwing the compile away. A file a compile read and that was
+// written during it keeps it so for REPORT_WAIT_MS more, as the watcher's
+// report of it is on its way; a write the watcher never reports (its mtime
+// kept) is not taken in, and says nothing of the kind. Asking
 // starts a round when none ran for ASK_RECHECK_MS, which takes in files
 // no compile read. The fingerprint is computed in a worker thread
 // (vite-fp.mjs). With NODE_ENV=production, in `next build` and in `next
@@ -51,7 +59,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { checkPatterns, globMatch } from './fingerprint.mjs';
-import { DEFAULT_EXCLUDE, resolveCheckout, answerFor } from './index.mjs';
+import { DEFAULT_EXCLUDE, resolveCheckout, answerFor, withTakingIn } from './index.mjs';
 import { FingerprintWorker, signature } from './vite-fp.mjs';
 import { ROUTE_DIR, STAMP, TurbopackFollower, ensureStamps } from './next-turbopack.mjs';
 
@@ -77,6 +85,9 @@ const CLOCK_TICK_NS = 10_000_000n;
 // that it did not report within this time came before the compile read
 // the file.
 export const SETTLE_MS = 200;
+// How long the answer still says taking_in after a round found a file a
+// compile read written during that compile: its watcher's report is due.
+export const REPORT_WAIT_MS = 2000;
 const DEV_PHASE = 'phase-development-server';
 
 const ctimeNs = (sig) => (sig ? BigInt(sig.split(':')[4]) : 0n);
@@ -87,10 +98,14 @@ class Follower {
     Object.assign(this, patterns(dir, options));
     this.inc = checkPatterns(this.include, 'include');
     this.exc = checkPatterns(this.exclude, 'exclude');
-    this.compilers = new Map(); // name -> { busy, begun (ms), deps: Set of absolute paths }
+    this.compilers = new Map(); // name -> { busy, begun (ms), deps: Set of absolute paths, own: the app's }
     this.gen = 0; // compiles begun so far
-    this.body = null; // the published answer, null before the first
+    this.answer = null; // the published answer, null before the first
+    this.body = null; // its bytes
     this.published = 0; // answers published so far
+    this.takingSince = 0; // since when a change is being taken in (takingIn), 0 none
+    this.afterDone = false; // a compile ended and its round has not ended yet
+    this.reportBy = 0; // a file written during a compile: its report is due by then
     this.timer = null;
     this.running = false;
     this.again = false;
@@ -104,17 +119,48 @@ class Follower {
   // The webpack plugin's part: the watch compiles of compiler `name`
   // (client, nodejs, edge), which replaces an older one of that name.
   follow(name, compiler) {
-    const c = { busy: false, begun: 0, doneAt: 0, deps: new Set() };
+    const c = { busy: false, begun: 0, doneAt: 0, deps: new Set(), own: [] };
     this.compilers.set(name, c);
-    compiler.hooks.invalid.tap('wtproxy-whoami', () => { c.busy = true; this.gen++; });
-    compiler.hooks.watchRun.tap('wtproxy-whoami', () => { c.busy = true; c.begun = Date.now(); this.gen++; });
+    const begin = () => { c.busy = true; this.gen++; this.takingSince ||= Date.now(); };
+    compiler.hooks.invalid.tap('wtproxy-whoami', begin);
+    compiler.hooks.watchRun.tap('wtproxy-whoami', () => { begin(); c.begun = Date.now(); });
     compiler.hooks.done.tap('wtproxy-whoami', (stats) => {
       c.busy = false;
       c.doneAt = Date.now();
       c.deps = new Set(stats.compilation.fileDependencies);
+      c.own = [...c.deps].filter((full) => this.selected(full)); // the app's files, not its packages'
+      this.afterDone = true;
       this.schedule(DEBOUNCE_MS);
     });
-    compiler.hooks.failed.tap('wtproxy-whoami', () => { c.busy = false; this.schedule(DEBOUNCE_MS); });
+    compiler.hooks.failed.tap('wtproxy-whoami', () => { c.busy = false; this.afterDone = true; this.schedule(DEBOUNCE_MS); });
+  }
+
+  // Since when next dev has been taking a change in, 0 when it is not: a
+  // compile runs, or one ended and its round has not published, or a file
+  // it read changed during it and the watcher's report is due.
+  takingIn() {
+    if (!this.busy() && !this.afterDone && Date.now() >= this.reportBy) this.unreportedWrite();
+    if (this.busy() || this.afterDone || Date.now() < this.reportBy) return this.takingSince;
+    this.takingSince = 0; // ended without a new fingerprint: the next change starts anew
+    return 0;
+  }
+
+  // A file of the app a compile read, written since that compile began:
+  // an edit the watcher has yet to report (it does within milliseconds,
+  // which an ask sent right after the save can beat), so taken in from
+  // its write, for REPORT_WAIT_MS at most. Stats the app's own files
+  // only, not its packages': an lstat each, about a microsecond.
+  unreportedWrite() {
+    for (const c of this.compilers.values()) {
+      for (const full of c.own) {
+        const written = ctimeNs(signature(full));
+        if (written <= BigInt(c.begun) * 1_000_000n + CLOCK_TICK_NS) continue;
+        const ms = Number(written / 1_000_000n);
+        this.takingSince ||= Math.min(ms, Date.now());
+        this.reportBy = ms + REPORT_WAIT_MS;
+        return;
+      }
+    }
   }
 
   schedule(ms) {
@@ -131,7 +177,7 @@ class Follower {
       return new Response('wtproxy-whoami: next dev has not finished its first compile yet\n',
         { status: 503, headers: { 'Content-Type': 'text/plain', 'Cache-Control': 'no-store', 'Retry-After': '1' } });
     }
-    return new Response(this.body, { status: 200, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' } });
+    return new Response(withTakingIn(this.answer, this.body, this.takingIn()), { status: 200, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' } });
   }
 
   busy() { return [...this.compilers.values()].some((c) => c.busy); }
@@ -146,13 +192,25 @@ class Follower {
     this.running = false;
     this.lastRun = Date.now();
     if (this.again) { this.again = false; this.schedule(DEBOUNCE_MS); }
-    if (fp.error) { this.log(`cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return; }
+    if (fp.error) { this.afterDone = false; this.log(`cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return; }
     if (gen !== this.gen || this.busy()) return; // a compile began meanwhile: its done starts a round
     const unread = this.unread(fp.sigs);
     if (unread?.settle) { this.schedule(unread.settle); return; }
-    if (unread) { this.warn(unread); return; }
-    this.body = answerFor(this.checkout, this.include, this.exclude, fp).body;
+    if (unread) { this.unreported(unread); return; }
+    ({ answer: this.answer, body: this.body } = answerFor(this.checkout, this.include, this.exclude, fp));
     this.published++;
+    this.takingSince = 0;
+    this.afterDone = false;
+    this.reportBy = 0;
+  }
+
+  // A round found a file a compile read written after that compile began
+  // (unread's): while next dev was taking a change in, the watcher's report
+  // of this one is due; then it is said in the log.
+  unreported(unread) {
+    if (this.afterDone && !unread.config) this.reportBy = Date.now() + REPORT_WAIT_MS;
+    this.afterDone = false;
+    this.warn(unread);
   }
 
   // The first selected file some compile read that was written (or

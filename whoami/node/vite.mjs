@@ -27,7 +27,10 @@
 // also started by a /__whoami request when none ran for ASK_RECHECK_MS,
 // which covers files no watcher sees (outside Vite's root) and edits made
 // while Vite started. Until then wtproxy sees an older hash and holds the
-// request (stale_grace): waiting, never wrong.
+// request (stale_grace): waiting, never wrong. From a watcher event until
+// the round it started publishes, the answer says taking_in (PROTOCOL.md,
+// section 1), so that a slow round on a loaded machine is waited for past
+// stale_grace rather than taken for a server that missed the edit.
 //
 // Recomputing runs in a worker thread (vite-fp.mjs): on a 2,000-file tree
 // it takes 80-130 ms here, which Vite's event loop never waits for.
@@ -36,7 +39,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { globMatch, checkPatterns, PATTERN_MAX } from './fingerprint.mjs';
-import { DEFAULT_EXCLUDE, resolveCheckout, answerFor, serveWhoami } from './index.mjs';
+import { DEFAULT_EXCLUDE, resolveCheckout, answerFor, serveWhoami, withTakingIn } from './index.mjs';
 import { FingerprintWorker, fingerprintWithStats, signature } from './vite-fp.mjs';
 
 // What Vite transforms and keeps, under its root.
@@ -92,6 +95,7 @@ class Follower {
     this.again = false;
     this.lastRun = Date.now();
     this.closed = false;
+    this.takingSince = 0; // the first watcher event not published yet, 0 none
     // Vite restarts itself (a new plugin, a new fingerprint) when these
     // change; this one then must not claim them while the old config runs.
     const { configFile, configFileDependencies = [] } = server.config;
@@ -106,9 +110,14 @@ class Follower {
 
   publish(fp, initial = false) {
     if (initial) for (const [rel, sig] of fp.sigs) this.seen.set(rel, sig);
-    this.body = answerFor(this.checkout, this.include, this.exclude, fp).body;
+    ({ answer: this.answer, body: this.body } = answerFor(this.checkout, this.include, this.exclude, fp));
     this.repaired.clear();
+    this.takingSince = 0;
   }
+
+  // What /__whoami answers now: the published answer, saying taking_in
+  // while a watcher event's round has not published.
+  current() { return withTakingIn(this.answer, this.body, this.takingSince); }
 
   // The path relative to the checkout, '/'-separated, or null outside it.
   // Vite's root (and so its watcher's paths) need not be a realpath.
@@ -144,6 +153,7 @@ class Follower {
       return;
     }
     this.gen++;
+    this.takingSince ||= Date.now();
     this.schedule(DEBOUNCE_MS);
   }
 
@@ -169,7 +179,7 @@ class Follower {
     this.lastRun = Date.now();
     if (this.closed) return;
     if (this.again) { this.again = false; this.schedule(DEBOUNCE_MS); }
-    if (fp.error) { this.log('warn', `cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return; }
+    if (fp.error) { this.takingSince = 0; this.log('warn', `cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return; }
     if (gen !== this.gen) return; // an event came in meanwhile: its own round follows
     const unseen = this.unseen(fp.sigs);
     if (!unseen.length) { this.publish(fp); return; }
@@ -196,6 +206,7 @@ class Follower {
   report(unseen) {
     const fresh = unseen.filter(([rel, sig]) => this.repaired.get(rel) !== sig);
     if (!fresh.length) {
+      this.takingSince = 0; // nothing it will take in
       const what = `${path.join(this.checkout, unseen[0][0])}${unseen.length > 1 ? ` and ${unseen.length - 1} more` : ''}`;
       this.log('warn', `${what} changed but this Vite server took no notice; /__whoami keeps the older fingerprint, so wtproxy calls the server stale: restart vite (or run it with wtproxy run --restart-on-stale)`);
       return;
@@ -230,7 +241,7 @@ export function wtproxyWhoami(options = {}) {
       const f = new Follower(server, checkout, include, exclude);
       server.httpServer?.once('close', () => f.close());
       server.middlewares.use((req, res, next) => {
-        if (!serveWhoami(req, res, f.body)) return next();
+        if (!serveWhoami(req, res, f.current())) return next();
         return f.asked();
       });
     },

@@ -6,13 +6,26 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { wtproxyBin } from './wtproxy.mjs';
+import { spawn, execFileSync } from 'node:child_process';
+import { wtproxyBin, repoRoot } from './wtproxy.mjs';
 import { git, cliEnv, lsJson, waitFor, curlFrom } from './registry.mjs';
 import { diskFingerprint, patternArgs } from './whoami.mjs';
 
 export const page = (heading) => `export default function Home() {\n  return <h1>${heading}</h1>;\n}\n`;
 export const headingOf = (body) => (/<h1>([^<]*)<\/h1>/.exec(body) || [])[1];
+
+// Next 16's packages, installed by scripts/bootstrap (cd tests/next16 && npm ci).
+export const next16Modules = path.join(repoRoot, 'tests/next16/node_modules');
+export const next16Files = (ignore = []) =>
+  appFiles({ next: '^16.5.0', react: '^19.3.1', 'react-dom': '^19.3.1' }, ['AGENTS.md', ...ignore]);
+
+// A Next 16 app's node_modules as `npm install` and `npm link wtproxy-whoami`
+// leave it: a folder of its own (Turbopack compiles nothing from outside
+// the app, so no symlink to tests/next16), hard links to the suite's.
+export function linkNext16(dir) {
+  execFileSync('cp', ['-al', next16Modules, path.join(dir, 'node_modules')]);
+  fs.symlinkSync(path.join(repoRoot, 'whoami/node'), path.join(dir, 'node_modules/wtproxy-whoami'));
+}
 
 // The app's files: package.json with deps, and what to .gitignore.
 export function appFiles(deps, ignore = []) {

@@ -17,7 +17,9 @@
 // $WTPROXY_WORKTREE (or --checkout DIR, else the current folder), with the fingerprint that
 // `wtproxy fingerprint --json` gave when this process started: what a dev
 // server with the middleware does. --no-whoami answers it 404, as a server
-// without the middleware.
+// without the middleware. --taking-in adds "taking_in" since its start to
+// every answer: a server that says it is taking a change in, and never
+// does (a compile stuck for good).
 import http from 'node:http';
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
@@ -28,7 +30,10 @@ import { serveWhoami, whoamiAnswer } from '../fixtures/playwright-app/whoami.mjs
 function whoamiAt(argv) {
   if (argv.includes('--no-whoami')) return Promise.resolve(null);
   const at = argv.indexOf('--checkout');
-  return whoamiAnswer(at >= 0 ? argv[at + 1] : process.env.WTPROXY_WORKTREE || process.cwd());
+  const answer = whoamiAnswer(at >= 0 ? argv[at + 1] : process.env.WTPROXY_WORKTREE || process.cwd());
+  if (!argv.includes('--taking-in')) return answer;
+  const since = new Date().toISOString(); // to the ms; started_at is to the second
+  return answer.then((text) => JSON.stringify({ ...JSON.parse(text), taking_in: { since } }));
 }
 
 const args = process.argv.slice(2);
