@@ -49,6 +49,9 @@ test('wtproxy --help lists every command of the table with its summary', async (
   clean(r);
   assert.equal(r.code, 0, r.stderr);
   for (const n of names) assert.match(r.stdout, new RegExp(`\\n  ${n} +\\S`), `--help lacks ${n}`);
+  // One column of summaries: "fingerprint the code fingerprint" read as one phrase.
+  const columns = names.map((n) => new RegExp(`\\n  ${n}( +)\\S`).exec(r.stdout)[1].length + n.length);
+  assert.equal(new Set(columns).size, 1, `the summaries start at columns ${columns}`);
   const same = await run('help');
   assert.equal(same.code, 0, same.stderr);
   assert.equal(same.stdout, r.stdout, 'wtproxy help and wtproxy --help differ');
