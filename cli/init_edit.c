@@ -12,6 +12,7 @@
  * a fixed port, or drop the middleware the gate needs. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +54,13 @@ void init_note(struct init_plan *p, const char *fmt, ...)
 
 void init_put(struct init_text *t, const char *s, size_t n)
 {
-    if (t->oom)
+    /* a length near SIZE_MAX (one gone negative) would wrap the doubled sum
+     * below: out of memory, never a memcpy of it. gcc's LTO saw that path
+     * and warned at every meson install */
+    if (t->oom || n > SIZE_MAX / 4 - t->len) {
+        t->oom = 1;
         return;
+    }
     if (t->len + n + 1 > t->cap) {
         size_t cap = (t->len + n + 1) * 2;
         char *s2 = realloc(t->s, cap);

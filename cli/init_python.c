@@ -11,7 +11,8 @@
  * The whoami edit wraps the finished app at the end of that module, so
  * that the fingerprint is taken at import, when the server loads the code
  * (conf/WHOAMI.md says why not add_middleware), and before a closing `if
- * __name__ == '__main__':` block, which may serve the app. Like
+ * __name__ == '__main__':` block, which may serve the app; only under
+ * `wtproxy run` (the guard below says why). Like
  * init_edit.c this is text inspection: a module whose top level it cannot
  * see the end of gets a note with the lines to add by hand. */
 #include <stdio.h>
@@ -31,14 +32,22 @@ static const struct framework {
     const char *import; /* whoami's middleware, imported (one line, no newline) */
     const char *wrap;   /* ... and wrapped around the app (one line) */
     const char *marker; /* the text that shows the wrap is there */
+    const char *why;    /* a comment on the wrap's arguments (lines), or "" */
 } frameworks[] = {
     {CLI_APP_FASTAPI, "FastAPI", "uvicorn", "from wtproxy_whoami.asgi import WhoamiASGIMiddleware",
-     "app = WhoamiASGIMiddleware(app)", "WhoamiASGIMiddleware"},
+     "app = WhoamiASGIMiddleware(app)", "WhoamiASGIMiddleware", ""},
     {CLI_APP_STARLETTE, "Starlette", "uvicorn",
      "from wtproxy_whoami.asgi import WhoamiASGIMiddleware", "app = WhoamiASGIMiddleware(app)",
-     "WhoamiASGIMiddleware"},
+     "WhoamiASGIMiddleware", ""},
+    /* flask run without --debug (init's start has none) renders each
+     * template once and keeps it: an edited template must make the server
+     * stale, or wtproxy would call verified a server serving the old one */
     {CLI_APP_FLASK, "Flask", "flask", "from wtproxy_whoami.wsgi import WhoamiWSGIMiddleware",
-     "app.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app)", "WhoamiWSGIMiddleware"},
+     "app.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app, include=[\"**/*.py\", "
+     "\"**/templates/**\"])",
+     "WhoamiWSGIMiddleware",
+     "    # templates too: flask run keeps a template it rendered, so an edited one must make "
+     "this server stale\n"},
 };
 #define NFRAMEWORKS (sizeof frameworks / sizeof frameworks[0])
 
@@ -46,6 +55,15 @@ static const char why_wrap[] =
     "# wtproxy: answers /__whoami so wtproxy routes only to a server of this checkout's "
     "current code; wraps the finished app here, at import - do not remove or move into "
     "add_middleware\n";
+
+/* Only under wtproxy run, which sets WTPROXY_PORT: the app's tests, its CI
+ * and production import the app with no wtproxy_whoami installed, and a
+ * development server without wtproxy needs no /__whoami. */
+static const char guard[] =
+    "import os  # noqa: E402\n"
+    "\n"
+    "if os.environ.get(\"WTPROXY_PORT\"):  # set by wtproxy run; tests, CI and production skip "
+    "this\n";
 
 /* Files whose lines may run the dev server: the project's own scripts. */
 static const char *const script_files[] = {"Makefile", "Procfile", "justfile", "package.json"};
@@ -247,8 +265,12 @@ static int plan_wrap(struct init_plan *p, const struct framework *f)
     if (at > 0 && (at < 2 || text[at - 2] != '\n' || text[at - 1] != '\n'))
         init_puts(&t, "\n"); /* a blank line before, unless there is one */
     init_puts(&t, why_wrap);
+    init_puts(&t, guard);
+    init_puts(&t, "    ");
     init_puts(&t, f->import);
-    init_puts(&t, "  # noqa: E402\n"); /* an import below the code: flake8 would flag it */
+    init_puts(&t, "\n");
+    init_puts(&t, f->why);
+    init_puts(&t, "    ");
     init_puts(&t, f->wrap);
     init_puts(&t, "\n");
     if (text[at]) {

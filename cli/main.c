@@ -112,10 +112,16 @@ static const struct command *find(const char *name)
     return NULL;
 }
 
+/* The commands and their summaries, the summaries in one column past the
+ * longest name. */
 static void list(FILE *f)
 {
+    int width = 0;
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        if ((int)strlen(commands[i].name) > width)
+            width = (int)strlen(commands[i].name);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-*s %s\n", width, commands[i].name, commands[i].summary);
 }
 
 static void usage(FILE *f)

@@ -46,15 +46,27 @@ static void ask_stop(int sig)
     stop_asked = 1;
 }
 
+/* CMD as its author wrote it, for people: the START of the daemon's
+ * `/bin/sh -c START` (a .wtproxy's server), else CMD ARGS. "/bin/sh" alone
+ * would name no server anyone started. */
+static const char *cmd_shown(const struct cli_run *r)
+{
+    const char *base = strrchr(r->argv[0], '/') ? strrchr(r->argv[0], '/') + 1 : r->argv[0];
+    if (strcmp(base, "sh") == 0 && r->argv[1] && strcmp(r->argv[1], "-c") == 0 && r->argv[2] &&
+        !r->argv[3])
+        return r->argv[2];
+    return r->command;
+}
+
 /* Stop CMD and start it again on the same port: the daemon holds requests
  * while the entry is starting. Returns the new pid, or -1. */
 static pid_t restart(struct cli_run *r, pid_t pid)
 {
-    char line[PATH_MAX + 128];
+    char line[PATH_MAX + 1536];
     snprintf(line, sizeof line,
-             "wtproxy: the daemon asked to restart %s's server %s (its code "
+             "wtproxy: the daemon asked to restart %s's server, %s (its code "
              "changed and it did not reload it, or wtproxy restart): restarting it",
-             cli_run_folder(r->worktree), r->argv[0]);
+             cli_run_folder(r->worktree), cmd_shown(r));
     fprintf(stderr, "%s\n", line);
     cli_run_log_note(&r->log, line);
     cli_run_tell_restarting(r);

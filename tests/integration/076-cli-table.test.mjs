@@ -3,6 +3,8 @@
 // naming its usage and its exit statuses; `wtproxy --help` lists every
 // command; an unknown command exits 2 listing them. The commands walked come
 // from `wtproxy help --list`, so a command added to the table is walked too.
+// A guide that points at another guide names the `wtproxy help` command
+// that prints it, not only a file of the repository.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -47,6 +49,9 @@ test('wtproxy --help lists every command of the table with its summary', async (
   clean(r);
   assert.equal(r.code, 0, r.stderr);
   for (const n of names) assert.match(r.stdout, new RegExp(`\\n  ${n} +\\S`), `--help lacks ${n}`);
+  // One column of summaries: "fingerprint the code fingerprint" read as one phrase.
+  const columns = names.map((n) => new RegExp(`\\n  ${n}( +)\\S`).exec(r.stdout)[1].length + n.length);
+  assert.equal(new Set(columns).size, 1, `the summaries start at columns ${columns}`);
   const same = await run('help');
   assert.equal(same.code, 0, same.stderr);
   assert.equal(same.stdout, r.stdout, 'wtproxy help and wtproxy --help differ');
@@ -118,4 +123,39 @@ test('help wtproxy-file and help playwright stop a server with wtproxy stop, not
   assert.match(file.stdout, /to stop them now, run\n# `wtproxy stop` in the worktree \(`--service NAME` for one of several\)/);
   const pw = await run('help', 'playwright');
   assert.match(pw.stdout, /`idle_stop = 0` keeps it until you stop it\n\(`wtproxy stop` in its worktree\)/);
+});
+
+// The guides and their documents, as cli/meson.build builds them in.
+function guideFiles() {
+  const build = fs.readFileSync(path.join(repoRoot, 'cli/meson.build'), 'utf8');
+  const table = /help_topics = \{\n([^}]*)\}/.exec(build)[1];
+  return Object.fromEntries([...table.matchAll(/^\s+'([a-z-]+)': '([^']+)',$/gm)].map((m) => [m[1], m[2]]));
+}
+
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+// An installed wtproxy has no checkout: a guide read in a terminal that
+// sends its reader to another guide by a link or a repository path alone
+// ("[INIT.md](INIT.md)", "whoami/PROTOCOL.md") leads nowhere. Beside each
+// such mention stands the command that prints that guide.
+test('a guide that points at another guide names the wtproxy help command that prints it', async (t) => {
+  const run = sandbox(t);
+  const files = guideFiles();
+  assert.ok(Object.keys(files).length > 10, JSON.stringify(files));
+  const missing = [];
+  for (const [topic, file] of Object.entries(files)) {
+    const r = await run('help', topic);
+    clean(r);
+    assert.equal(r.code, 0, r.stderr);
+    for (const [name, other] of Object.entries(files)) {
+      if (name === topic) continue;
+      const link = `\\]\\(${escape(path.relative(path.dirname(file), other))}(#[^)]*)?\\)`;
+      const bare = `(?<![\\w/.-])${escape(other)}(?![\\w/-])`;
+      for (const m of r.stdout.matchAll(new RegExp(`${link}|${bare}`, 'g'))) {
+        const near = r.stdout.slice(Math.max(0, m.index - 160), m.index + m[0].length + 160);
+        if (!near.includes(`wtproxy help ${name}`)) missing.push(`wtproxy help ${topic}: ${m[0]} without \`wtproxy help ${name}\``);
+      }
+    }
+  }
+  assert.deepEqual(missing, []);
 });

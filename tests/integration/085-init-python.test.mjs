@@ -3,8 +3,11 @@
 // worktree: it finds the app module (`app = FastAPI(` in main.py, `app =
 // Flask(` in app.py), prints the diff (a .wtproxy whose start runs the
 // project's .venv/bin/python, the whoami wrap at the module's end, before
-// Flask's `if __name__` block) and changes nothing; --apply writes exactly
-// that diff; a second run has nothing to change. Then the real thing: a
+// Flask's `if __name__` block, only under `wtproxy run`, Flask's with its
+// templates in the fingerprint) and changes nothing; --apply writes exactly
+// that diff; a second run has nothing to change; the module still imports
+// where wtproxy_whoami is not installed (the app's tests in CI, production).
+// Then the real thing: a
 // request from the worktree through the daemon starts the server from the
 // .wtproxy, and /__whoami through the daemon names the worktree with the
 // fingerprint `wtproxy fingerprint` computes. Runs Debian's python3-fastapi,
@@ -14,8 +17,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { git, makeWorktrees, startDaemon, cli, lsJson, sanitizerClean, curlFrom } from './lib/registry.mjs';
-import { python, pythonPath, diskFingerprint } from './lib/whoami.mjs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { git, makeWorktrees, startDaemon, cli, lsJson, sanitizerClean, curlFrom, waitFor } from './lib/registry.mjs';
+import { python, pythonPath, diskFingerprint, patternArgs } from './lib/whoami.mjs';
 import { killUnder } from '../e2e/lib/shop.mjs';
 
 const fastapiMain = `from fastapi import FastAPI
@@ -42,14 +46,21 @@ if __name__ == '__main__':
 `;
 
 const WHY = '# wtproxy: answers /__whoami so wtproxy routes only to a server of this checkout\'s current code; wraps the finished app here, at import - do not remove or move into add_middleware';
+// Only under wtproxy run: the app's tests, CI and production import nothing of wtproxy.
+const GUARD = 'import os  # noqa: E402\n\nif os.environ.get("WTPROXY_PORT"):  # set by wtproxy run; tests, CI and production skip this';
+const ASGI = `${WHY}\n${GUARD}\n    from wtproxy_whoami.asgi import WhoamiASGIMiddleware\n    app = WhoamiASGIMiddleware(app)\n`;
+// Flask's with its templates: flask run keeps each one it rendered.
+const WSGI = `${WHY}\n${GUARD}\n    from wtproxy_whoami.wsgi import WhoamiWSGIMiddleware\n` +
+  '    # templates too: flask run keeps a template it rendered, so an edited one must make this server stale\n' +
+  '    app.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app, include=["**/*.py", "**/templates/**"])\n';
 
 const cases = {
   fastapi: {
     files: { 'main.py': fastapiMain },
     module: 'main.py',
     start: '.venv/bin/python -m uvicorn main:app --host 127.0.0.1 --port {port}',
-    added: `\n${WHY}\nfrom wtproxy_whoami.asgi import WhoamiASGIMiddleware  # noqa: E402\napp = WhoamiASGIMiddleware(app)\n`,
-    applied: (text) => `${text}\n${WHY}\nfrom wtproxy_whoami.asgi import WhoamiASGIMiddleware  # noqa: E402\napp = WhoamiASGIMiddleware(app)\n`,
+    added: `\n${ASGI}`,
+    applied: (text) => `${text}\n${ASGI}`,
     reload: /^note: start runs without --reload, as none of Makefile, Procfile, justfile, package\.json or the Playwright config runs uvicorn with it/m,
   },
   flask: {
@@ -57,11 +68,23 @@ const cases = {
     files: { 'app.py': flaskApp, Makefile: 'dev:\n\tflask --app app run --debug\n' },
     module: 'app.py',
     start: '.venv/bin/python -m flask --app app run --host 127.0.0.1 --port {port} --reload',
-    added: `${WHY}\nfrom wtproxy_whoami.wsgi import WhoamiWSGIMiddleware  # noqa: E402\napp.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app)\n\n`,
-    applied: (text) => text.replace("\nif __name__", `\n${WHY}\nfrom wtproxy_whoami.wsgi import WhoamiWSGIMiddleware  # noqa: E402\napp.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app)\n\nif __name__`),
+    added: `${WSGI}\n`,
+    applied: (text) => text.replace("\nif __name__", `\n${WSGI}\nif __name__`),
     reload: /^note: start reloads on edits \(--reload\): Makefile runs flask with reloads$/m,
   },
 };
+
+// The module imported by python in wt as where wtproxy_whoami is not
+// installed: {code, stderr}.
+function importWithout(wt, module) {
+  const code = `import sys; sys.modules['wtproxy_whoami'] = None; import ${module.replace(/\.py$/, '').replace('/', '.')}`;
+  try {
+    execFileSync(python, ['-c', code], { cwd: wt, env: { PATH: process.env.PATH, PYTHONDONTWRITEBYTECODE: '1' }, stdio: 'pipe' });
+    return { code: 0, stderr: '' };
+  } catch (e) {
+    return { code: e.status, stderr: String(e.stderr) };
+  }
+}
 
 // A repo whose main branch holds the app, and its linked worktree wt-a
 // with a .venv/bin/python (Debian's, which has the framework; the
@@ -69,7 +92,10 @@ const cases = {
 function appWorktree(t, files) {
   const tmp = makeWorktrees(t, []);
   t.after(() => killUnder(tmp.root)); // the server the daemon started, if still up
-  for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(tmp.repo, name), text);
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(tmp.repo, name)), { recursive: true });
+    fs.writeFileSync(path.join(tmp.repo, name), text);
+  }
   fs.writeFileSync(path.join(tmp.repo, '.gitignore'), '__pycache__/\n.venv/\n');
   git(tmp.repo, 'add', '-A');
   git(tmp.repo, 'commit', '-q', '-m', 'the app');
@@ -136,6 +162,8 @@ for (const [kind, c] of Object.entries(cases)) {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^nothing to change$/m);
     assert.deepEqual(snapshot(wt), applied, 'a second --apply changes nothing');
+    assert.deepEqual(importWithout(wt, c.module), { code: 0, stderr: '' },
+      'the app imports where wtproxy_whoami is not installed: its tests in CI, production');
 
     // The first request from the worktree starts its server from the
     // .wtproxy; /__whoami, through the daemon, answers for this checkout
@@ -148,7 +176,8 @@ for (const [kind, c] of Object.entries(cases)) {
     assert.equal(who.status, 200, who.body);
     const answer = JSON.parse(who.body);
     assert.equal(answer.checkout, wt);
-    assert.deepEqual(answer.fingerprint, await diskFingerprint(wt), 'the fingerprint `wtproxy fingerprint` computes');
+    assert.deepEqual(answer.fingerprint, await diskFingerprint(wt, patternArgs(answer.fingerprint.include, answer.fingerprint.exclude)),
+      'the fingerprint `wtproxy fingerprint` computes with the declared patterns');
     const cmdline = fs.readFileSync(`/proc/${answer.pid}/cmdline`, 'utf8').split('\0');
     assert.deepEqual(cmdline.slice(1, 3), ['-m', kind === 'flask' ? 'flask' : 'uvicorn'], 'the pid is the server\'s');
     const [entry] = await lsJson(tmp);
@@ -157,6 +186,27 @@ for (const [kind, c] of Object.entries(cases)) {
     sanitizerClean(assert, px.stderr());
   });
 }
+
+test('flask: a template edited after the server rendered it is served new, never the old one verified', async (t) => {
+  const tmp = appWorktree(t, {
+    'app.py': "from flask import Flask, render_template\napp = Flask(__name__)\n\n\n@app.route('/page')\ndef page():\n    return render_template('page.html')\n",
+    'templates/page.html': '<title>one</title>\n',
+  });
+  const wt = tmp.wt.a;
+  const px = await startDaemon(t, tmp, [], { env: { PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' } });
+  const r = await cli(tmp, ['init', '--apply', '--front', String(px.port)], { cwd: wt });
+  assert.equal(r.code, 0, r.stderr);
+  const page = async () => (await curlFrom(wt, px.port, '/page')).body;
+  assert.equal(await page(), '<title>one</title>', px.stderr());
+  // Flask without --debug keeps the template it rendered: only a restart
+  // serves the edit, and wtproxy must see that the server is stale.
+  fs.writeFileSync(path.join(wt, 'templates/page.html'), '<title>two</title>\n');
+  await waitFor(async () => (await sleep(200), await page()) === '<title>two</title>', 20000,
+    'the edited template served (it stayed "one", its server verified as the code on disk)');
+  const [entry] = await lsJson(tmp);
+  assert.equal(entry.whoami?.state, 'verified', JSON.stringify(entry.whoami));
+  sanitizerClean(assert, px.stderr());
+});
 
 test('init refuses a Python app it cannot find, naming the rule; a module it cannot edit safely gets a note', async (t) => {
   const tmp = makeWorktrees(t, []);

@@ -14,7 +14,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { makeWorktrees, startDaemon, startRun, cli, cliEnv, lsJson, getWorktree, waitFor, pidAlive, sleeper } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
-import { runServer, ready } from './lib/ctl.mjs';
+import { runServer, ready, ctlServer } from './lib/ctl.mjs';
 
 test('logs: the output is relayed and logged; -n; -f follows', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -64,6 +64,22 @@ test('restart: a new server behind the same wrapper, ready again', async (t) => 
   assert.equal(pidAlive(first.pid), false, 'the old server still runs');
   // The restart is in the log too.
   assert.match((await cli(tmp, ['logs', tmp.wt.a])).stdout, /wtproxy: the daemon asked to restart .*: restarting it/);
+});
+
+test('restart of a server run as the daemon runs a .wtproxy start (/bin/sh -c START): its log names START, not /bin/sh', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  const start = `${process.execPath} ${ctlServer} {port}`;
+  const proc = spawn(wtproxyBin, ['run', '--front', String(px.port), '--', '/bin/sh', '-c', start],
+    { cwd: tmp.wt.a, stdio: 'ignore', env: { ...process.env, ...cliEnv(tmp) } });
+  t.after(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
+  const e = await ready(tmp, tmp.wt.a);
+  const r = await cli(tmp, ['restart'], { cwd: tmp.wt.a, ms: 30000 });
+  assert.equal(r.code, 0, r.stderr);
+  const logs = (await cli(tmp, ['logs', tmp.wt.a])).stdout;
+  const line = logs.split('\n').find((l) => l.includes('the daemon asked to restart'));
+  assert.equal(line, `wtproxy: the daemon asked to restart wt-a's server, ${start.replace('{port}', e.port)} ` +
+    '(its code changed and it did not reload it, or wtproxy restart): restarting it', logs);
 });
 
 test('refusals: not started by wtproxy run, nothing registered, a bad service', async (t) => {
