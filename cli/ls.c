@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "front.h"
 #include "host.h"
 #include "registry.h"
 
@@ -105,13 +107,31 @@ static void print_row(char cell[NCOL][PATH_MAX], const int width[NCOL], int mach
     printf("%s\n", cell[NCOL - 1]);
 }
 
+/* Nothing runs. In a worktree whose .wtproxy declares servers, the daemon
+ * starts them itself at their first request: say that, and how to start
+ * them now, rather than send the reader to write a `wtproxy run` line. */
+static void print_none(void)
+{
+    struct cli_wtproxy w = {0};
+    char cwd[PATH_MAX], fronts[512];
+    if (getcwd(cwd, sizeof cwd) && cli_wtproxy_read(cwd, &w) == 0 && w.from == 1 && w.file) {
+        cli_wtproxy_list(&w, fronts, sizeof fronts);
+        printf("no dev server is registered; this worktree's .wtproxy declares %s: the daemon "
+               "starts each at its first request there, or now with: wtproxy restart\n",
+               fronts);
+    } else {
+        printf("no dev server is registered; start one in a worktree with: "
+               "wtproxy run -- CMD ARGS... {port}\n");
+    }
+    cli_wtproxy_free(&w);
+}
+
 /* Print entries as a table, columns as wide as their widest cell. */
 static int print_table(json_t *entries)
 {
     size_t n = json_array_size(entries);
     if (n == 0) {
-        printf("no dev server is registered; start one in a worktree with: "
-               "wtproxy run -- CMD ARGS... {port}\n");
+        print_none();
         return 0;
     }
     char(*cells)[NCOL][PATH_MAX] = calloc(n + 1, sizeof *cells);

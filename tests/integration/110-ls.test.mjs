@@ -5,6 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeWorktrees, startDaemon, startRun, cli, lsJson, getWorktree, sleeper } from './lib/registry.mjs';
 import { closedPort } from './lib/backends.mjs';
+import fs from 'node:fs';
+import path from 'node:path';
 
 test('ls: a table with branches; --json: the entries', async (t) => {
   const tmp = makeWorktrees(t, ['feature-x']);
@@ -37,4 +39,23 @@ test('ls: a table with branches; --json: the entries', async (t) => {
   assert.equal(e.front, px.port);
   assert.equal(e.requests, 1);
   assert.match(e.command, /wt-server\.mjs \d+/);
+});
+
+// Nothing registered, in a worktree whose .wtproxy declares a server: ls
+// says the daemon starts it at its first request and how to start it now,
+// not "start one with wtproxy run" (a reader would add a second server).
+test('ls with nothing registered: what this worktree\'s .wtproxy starts, and how', async (t) => {
+  const tmp = makeWorktrees(t, ['feature-x']);
+  const px = await startDaemon(t, tmp);
+  const plain = await cli(tmp, ['ls'], { cwd: tmp.wt['feature-x'] });
+  assert.equal(plain.code, 0, plain.stderr);
+  assert.match(plain.stdout, /^no dev server is registered; start one in a worktree with: wtproxy run -- CMD/);
+
+  fs.writeFileSync(path.join(tmp.wt['feature-x'], '.wtproxy'),
+    `[service web]\nstart = node server.mjs {port}\nfront = ${px.port}\n`);
+  const declared = await cli(tmp, ['ls'], { cwd: tmp.wt['feature-x'] });
+  assert.equal(declared.code, 0, declared.stderr);
+  assert.match(declared.stdout, new RegExp(`this worktree's \\.wtproxy declares :${px.port} \\(web\\): ` +
+    'the daemon starts each at its first request there, or now with: wtproxy restart'));
+  assert.doesNotMatch(declared.stdout, /wtproxy run --/);
 });
