@@ -209,8 +209,10 @@ json_t *cli_declared_stopped(const struct cli_server_args *a);
 json_t *cli_declared_selected(const struct cli_server_args *a, int stopped_only);
 
 /* Start each of stopped through the daemon (op start), wait up to wait_ms
- * until each is ready, and say what happened (the log's last lines of one
- * that exited). Returns the exit status. */
+ * until each is ready, saying what each waits for meanwhile (on stderr),
+ * and say what happened: the time each took to be ready, or the log's
+ * last lines of one that exited. Marks the entries of stopped. Returns
+ * the exit status. */
 int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wait_ms);
 
 /* The entry of list (one worktree's servers, as listed) on e's front, or
