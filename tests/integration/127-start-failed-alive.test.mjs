@@ -315,3 +315,31 @@ test('a failed start fixed while no daemon runs: the wrapper tells the next daem
   assert.ok(pidAlive(run.pid));
   assert.match(px2.stderr(), /restored/);
 });
+
+// Playwright's webServer runs its `wtproxy run` again when nothing answered
+// on its front (its daemon died). Meeting the failed server that outlived
+// that daemon, the run waited 15 s for a verdict that never comes; now it
+// stops it at once and starts its own, whose traceback its runner reads.
+test('a second `wtproxy run` meeting the failed server that outlived its daemon replaces it at once', async (t) => {
+  const { tmp, px, run, wt } = await failedUnderRun(t, 'h');
+  await killDaemon(px);
+  await nextDaemon(t, tmp, px.port);
+  const startedAt = Date.now();
+  const second = startRun(t, tmp, {
+    cwd: wt, front: px.port, env, detached: true, stopSignal: 'SIGKILL',
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'],
+  });
+  await waitFor(() => /stopping it to run this one/.test(second.stderr()), 20000, 'the second run says what it does');
+  const ms = Date.now() - startedAt;
+  t.diagnostic(`the second run decided after ${ms} ms`);
+  assert.ok(ms < 7000, `it decided after ${ms} ms, not at once (it waited 15 s)`);
+  assert.match(second.stderr(), new RegExp(`wt-h's server on front :${px.port} \\(pid ${run.pid}, [^\\n]*\\) outlived the daemon it was registered with, and it failed at start and waits for a change to its files \\(its last line: [^\\n]*SyntaxError[^\\n]*\\); stopping it to run this one`), second.stderr());
+  await run.exited;
+  await waitFor(() => /wt-h's server failed at start and lives on without listening/.test(second.stderr()), 15000,
+    `the second run's own server fails the same way:\n${second.stderr()}`);
+  assert.match(second.stderr(), /stopping it to run this one[\s\S]*SyntaxError: '\[' was never closed[\s\S]*failed at start and lives on/,
+    'the traceback is in its runner\'s output');
+  const r = await curlFrom(wt, px.port, '/hello/', { timeout: 20000 });
+  assertFailedAtStart(t, r, px.port);
+  assert.deepEqual((await lsJson(tmp)).map((e) => e.pid), [second.pid]);
+});
