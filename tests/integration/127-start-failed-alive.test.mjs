@@ -6,7 +6,7 @@
 // fired first and the agent never read why. Now the `wtproxy run` wrapper
 // reads the reloader's "Exception in thread django-main-thread:" in its
 // output and tells the daemon: a request gets its 503 within seconds, with
-// the traceback's last line and the fix; `wtproxy ls` and `why` say failed;
+// the traceback's last line and the fix; `wtproxy ls`, `why` and the dashboard say failed;
 // once the file is fixed, the reloader starts the server again and the next
 // request is served by the same wrapper. Both for a server the daemon
 // starts from a `.wtproxy` and for `wtproxy run` in the foreground; and
@@ -23,7 +23,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, declaring, lsJson, cli, curlFrom, startRun, waitFor, wtServer, pidAlive } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, declaring, lsJson, cli, curlFrom, startRun, waitFor, wtServer, pidAlive, get } from './lib/registry.mjs';
 import { python, pythonPath, writeDjangoProject } from './lib/whoami.mjs';
 
 const brokenUrls = `from django.urls import path
@@ -59,6 +59,13 @@ function assertEditBroke(body, folder, front) {
   assert.match(body, /fix the error and save: Django's autoreloader restarts it/);
   assert.match(body, new RegExp(`wtproxy logs \\S+ --front ${front}`));
   assert.doesNotMatch(body, /failed at start/);
+}
+
+// The dashboard's rows (/__wtproxy/api/backends).
+async function dashboard(front) {
+  const r = await get(front, {}, '/__wtproxy/api/backends');
+  assert.equal(r.status, 200, r.body);
+  return JSON.parse(r.body);
 }
 
 // The fixed file is served once the reloader saw it. Its StatReloader
@@ -189,6 +196,9 @@ test('a ready `wtproxy run` Django whose urls.py an edit breaks: the 503 with it
   assert.doesNotMatch(why.stdout, /failed at start/, why.stdout);
   const [failed] = await lsJson(tmp);
   assert.equal(failed.start_failed.when, 'edit');
+  const [dash] = await dashboard(px.port);
+  assert.equal(dash.status, 'failed');
+  assert.match(dash.status_reason, /^an edit broke it: its reloader restarted it and the new server failed; pid \d+ lives on without listening.*its last line: SyntaxError/);
   const again = await curlFrom(tmp.wt.d, px.port, '/hello/', { timeout: 30000 });
   assert.equal(again.status, 503, again.body);
   assert.ok(again.ms < 2000, `the next request waited ${again.ms} ms for its 503`);
@@ -283,6 +293,9 @@ test('a failed start outlives its daemon: the next daemon answers its 503 at onc
   assert.deepEqual([e.state, e.start_failed?.when, e.start_failed?.reloader], ['starting', 'start', "Django's autoreloader"]);
   const ls = await cli(tmp, ['ls']);
   assert.match(ls.stdout, new RegExp(`${wt}\\s+\\S+\\s+${px.port}\\s+\\d+\\s+${run.pid}\\s+failed\\s`), ls.stdout);
+  const [dash] = await dashboard(px.port);
+  assert.equal(dash.status, 'failed');
+  assert.match(dash.status_reason, /^failed at start; pid \d+ lives on without listening.*its last line: SyntaxError/);
 
   const ok = await servedAfterFix(wt, px.port);
   assert.equal(ok.body, 'hello v1');
