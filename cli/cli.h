@@ -208,6 +208,13 @@ json_t *cli_declared_stopped(const struct cli_server_args *a);
  * or not when stopped_only is 0 (a new JSON array, as above). */
 json_t *cli_declared_selected(const struct cli_server_args *a, int stopped_only);
 
+/* Whether x (an entry, or a service of the services op) carries its
+ * wrapper's word that its server failed and lives on, waiting for a
+ * change to its files ("start_failed"): then out says so, and what to do,
+ * in a clause (its log's last lines name the error). No wait makes such a
+ * server ready. */
+int cli_failed_words(json_t *x, char *out, size_t len);
+
 /* Start each of stopped through the daemon (op start), wait up to wait_ms
  * until each is ready, saying what each waits for meanwhile (on stderr),
  * and say what happened: the time each took to be ready, or the log's

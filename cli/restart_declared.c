@@ -82,6 +82,20 @@ static void label(json_t *svc, char *out, size_t len, char *flag, size_t flaglen
     snprintf(flag, flaglen, "%s%s", name[0] ? " --service " : "", name);
 }
 
+int cli_failed_words(json_t *x, char *out, size_t len)
+{
+    json_t *failed = json_object_get(x, "start_failed");
+    const char *reloader = str(failed, "reloader");
+    if (!failed)
+        return 0;
+    snprintf(out, len,
+             "%s and lives on without listening, waiting for a change to its files: fix the error "
+             "its log's last lines name and save (%s restarts it)",
+             strcmp(str(failed, "when"), "edit") == 0 ? "an edit broke it" : "it failed at start",
+             reloader[0] ? reloader : "its autoreloader");
+    return 1;
+}
+
 /* svc did not come up (why): say so with its log's last lines. */
 static void report_down(const struct cli_server_args *a, json_t *svc, const char *why)
 {
@@ -141,10 +155,11 @@ static void waits_for(json_t *x, char *out, size_t len)
     }
 }
 
-/* svc is not ready yet: say what the restart waits for, at once and when
- * that changes, as it does for a restarted server (restart.c), so that a
- * start that takes long is never a silent command. */
-static void say_waiting(const struct cli_server_args *a, json_t *svc, json_t *x, long wait_ms)
+/* svc is not ready yet: say what the restart waits for, and for how long
+ * at most (left_ms), at once and when that changes, as it does for a
+ * restarted server (restart.c), so that a start that takes long is never
+ * a silent command. */
+static void say_waiting(const struct cli_server_args *a, json_t *svc, json_t *x, long left_ms)
 {
     char what[REG_SERVICE_MAX + 16], flag[REG_SERVICE_MAX + 16], waits[512];
     waits_for(x, waits, sizeof waits);
@@ -156,14 +171,15 @@ static void say_waiting(const struct cli_server_args *a, json_t *svc, json_t *x,
             "wtproxy restart: waiting for %s of %s (front %lld) %s (up to %ld s; its log: "
             "wtproxy logs %s%s)\n",
             what, a->worktree, json_integer_value(json_object_get(svc, "front")), waits,
-            wait_ms / 1000, a->worktree, flag);
+            left_ms / 1000, a->worktree, flag);
     fflush(stderr);
     json_object_set_new(svc, "said", json_string(waits));
 }
 
 /* Poll the services op until every one of started is ready (its
- * "took_ms" set, from since_ms), one ended (its start exited or failed),
- * or wait_ms pass. */
+ * "took_ms" set, from since_ms), one ended (its start exited or failed,
+ * or its server failed and waits for a change to its files), or wait_ms
+ * pass. */
 static int await_up(const struct cli_server_args *a, json_t *started, long wait_ms,
                     long long since_ms)
 {
@@ -180,14 +196,18 @@ static int await_up(const struct cli_server_args *a, json_t *started, long wait_
                     json_object_set_new(svc, "took_ms", json_integer(host_mono_ms() - since_ms));
                 continue;
             }
+            char failed[512];
             if (!x || strcmp(state, "stopped") == 0 || strcmp(state, "failed") == 0) {
                 report_down(a, svc, "it exited before it was ready");
+                rc = 1;
+            } else if (cli_failed_words(x, failed, sizeof failed)) {
+                report_down(a, svc, failed); /* no wait makes it ready */
                 rc = 1;
             } else if (waited >= wait_ms) {
                 report_down(a, svc, "it was not ready in time");
                 rc = 1;
             } else {
-                say_waiting(a, svc, x, wait_ms);
+                say_waiting(a, svc, x, wait_ms - waited);
                 pending++;
             }
         }

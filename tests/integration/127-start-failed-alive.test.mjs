@@ -23,7 +23,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, declaring, lsJson, cli, curlFrom, startRun, waitFor, wtServer, pidAlive, get } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, declaring, lsJson, cli, cliEnv, curlFrom, startRun, waitFor, wtServer, pidAlive, get } from './lib/registry.mjs';
+import { startMcp, initialize } from './lib/mcp.mjs';
 import { python, pythonPath, writeDjangoProject } from './lib/whoami.mjs';
 
 const brokenUrls = `from django.urls import path
@@ -51,6 +52,16 @@ function assertFailedAtStart(t, r, front) {
   assert.match(r.body, /SyntaxError: '\[' was never closed/, 'the traceback\'s last line');
   assert.match(r.body, /fix it and save: Django's autoreloader restarts it/);
   assert.match(r.body, new RegExp(`wtproxy logs \\S+ --front ${front}`));
+}
+
+// A `wtproxy restart` whose server failed at start and lives on: exit 1
+// within seconds, saying so, with its log's end.
+function assertRestartFailed(t, r, ms, what) {
+  t.diagnostic(`restart exited after ${ms} ms`);
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  assert.ok(ms < 30000, `restart said it after ${ms} ms, not at once`);
+  assert.match(r.stderr, new RegExp(`${what}: it failed at start and lives on without listening, waiting for a change to its files: fix the error its log's last lines name and save \\(Django's autoreloader restarts it\\)`), r.stderr);
+  assert.match(r.stderr, /SyntaxError: '\[' was never closed[\s\S]*read it all: wtproxy logs/, r.stderr);
 }
 
 // The 503 of a ready server an edit broke: said as that, not a failed start.
@@ -88,6 +99,13 @@ test('a .wtproxy Django whose urls.py does not compile: 503 with its traceback a
   const tmp = declaring(t, [`start = ${python} manage.py runserver 127.0.0.1:{port}`, `front = ${px.port}`,
     'idle_stop = 0'], ['a']);
   brokenApp(tmp.wt.a);
+  // `wtproxy restart` starts it from the .wtproxy and says at once that it
+  // failed, with the traceback's end (it waited its whole 60 s).
+  const restart = ['restart', '--front', String(px.port)];
+  let at = Date.now();
+  const started = await cli(tmp0, restart, { cwd: tmp.wt.a, ms: 70000 });
+  assertRestartFailed(t, started, Date.now() - at, 'did not come up');
+  assert.match(started.stdout, /the server of \S+ does not run; starting it from its \.wtproxy/);
   const r = await curlFrom(tmp.wt.a, px.port, '/hello/', { timeout: 20000 });
   assertFailedAtStart(t, r, px.port);
 
@@ -102,6 +120,10 @@ test('a .wtproxy Django whose urls.py does not compile: 503 with its traceback a
   assert.match(why.stdout, /failed at start: it lives on without listening; fix it and save: Django's autoreloader restarts it/, why.stdout);
   assert.match(why.stdout, /SyntaxError/, why.stdout);
   assert.doesNotMatch(why.stdout, /an edit broke/, why.stdout);
+  // Restarted, it fails the same way: said as soon.
+  at = Date.now();
+  const restarted = await cli(tmp0, restart, { cwd: tmp.wt.a, ms: 70000 });
+  assertRestartFailed(t, restarted, Date.now() - at, 'did not come back');
   const again = await curlFrom(tmp.wt.a, px.port, '/hello/', { timeout: 20000 });
   assertFailedAtStart(t, again, px.port);
 
@@ -355,4 +377,31 @@ test('a second `wtproxy run` meeting the failed server that outlived its daemon 
   const r = await curlFrom(wt, px.port, '/hello/', { timeout: 20000 });
   assertFailedAtStart(t, r, px.port);
   assert.deepEqual((await lsJson(tmp)).map((e) => e.pid), [second.pid]);
+});
+
+// An agent's `restart` tool (wtproxy mcp) waited its whole 30 s for a
+// server that failed and waits for a change, then said "not ready". Now it
+// says at once that it failed, with its last lines, and that an edit, not
+// a restart, is what helps: for the server it starts from the .wtproxy and
+// for the one it restarts.
+test('the MCP restart tool says at once that the server failed and lives on, and to fix and save', async (t) => {
+  const tmp = makeWorktrees(t, ['m']);
+  const px = await startDaemon(t, tmp, ['--whoami', 'off']);
+  fs.writeFileSync(path.join(tmp.wt.m, 'server.js'), "throw new Error('boom: DATABASE_URL is not set');\n");
+  fs.writeFileSync(path.join(tmp.wt.m, '.wtproxy'),
+    `start = ${process.execPath} --watch server.js {port}\nfront = ${px.port}\nidle_stop = 0\n`);
+  const mcp = startMcp(t, { cwd: tmp.wt.m, env: cliEnv(tmp, { XDG_STATE_HOME: path.join(tmp.root, 'state') }) });
+  await initialize(mcp);
+  for (const [id, what] of [[1, 'was started'], [2, 'was restarted']]) {
+    const at = Date.now();
+    const r = await mcp.call(id, 'restart');
+    const ms = Date.now() - at;
+    t.diagnostic(`restart (${what}) answered after ${ms} ms`);
+    assert.equal(r.isError, true, r.content[0].text);
+    assert.equal(r.structuredContent.error, 'failed', r.content[0].text);
+    assert.ok(ms < 20000, `it answered after ${ms} ms, not at once (it waited 30 s)`);
+    assert.match(r.content[0].text, new RegExp(`${what} but it failed at start and lives on without listening, waiting for a change to its files: fix the error its log's last lines name and save \\(node --watch restarts it\\)`));
+    assert.match(r.content[0].text, /boom: DATABASE_URL is not set[\s\S]*\nFix the error its last lines name and save the file: its reloader starts it again; then check with servers$/);
+  }
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
