@@ -217,8 +217,10 @@ int cli_failed_words(json_t *x, char *out, size_t len);
 
 /* Start each of stopped through the daemon (op start), wait up to wait_ms
  * until each is ready, saying what each waits for meanwhile (on stderr),
- * and say what happened: the time each took to be ready, or the log's
- * last lines of one that exited. Marks the entries of stopped. Returns
+ * and say what happened: the time each took to be ready and the daemon's
+ * /__whoami verdict on it (status 1 when refused, as for a restarted
+ * server), or the log's last lines of one that exited. Marks the entries
+ * of stopped. Returns
  * the exit status. */
 int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wait_ms);
 

@@ -218,6 +218,34 @@ static int await_up(const struct cli_server_args *a, json_t *started, long wait_
     }
 }
 
+/* Each of started, ready: its line, with the time it took and the
+ * daemon's /__whoami verdict on it (asked once it is ready), as restart
+ * says a restarted server's (verdict.c): a refused one on stderr. Returns
+ * 1 when one is refused, else 0. */
+static int say_started(const struct cli_server_args *a, json_t *started)
+{
+    json_t *now = cli_await_verdicts(a, started, CLI_VERDICT_WAIT_MS, NULL), *svc;
+    size_t i;
+    int rc = 0;
+    json_array_foreach(started, i, svc) {
+        char words[1280];
+        enum cli_verdict_kind k = cli_verdict_words(cli_entry_on_front(now, svc),
+                                                    CLI_VERDICT_WAIT_MS, words, sizeof words);
+        rc |= k == CLI_VERDICT_REFUSED;
+        fprintf(k == CLI_VERDICT_REFUSED ? stderr : stdout,
+                "wtproxy: %s's %s%s on front %lld started and ready in %.1f s%s%s\n", a->worktree,
+                str(svc, "name")[0] ? "service " : "server", str(svc, "name"),
+                json_integer_value(json_object_get(svc, "front")),
+                json_integer_value(json_object_get(svc, "took_ms")) / 1000.0,
+                k == CLI_VERDICT_OFF         ? ""
+                : k == CLI_VERDICT_UNDECIDED ? "; "
+                                             : ", ",
+                k == CLI_VERDICT_OFF ? "" : words);
+    }
+    json_decref(now);
+    return rc;
+}
+
 int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wait_ms)
 {
     json_t *svc;
@@ -233,11 +261,5 @@ int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wa
             return 1;
     }
     int rc = await_up(a, stopped, wait_ms, since);
-    json_array_foreach(stopped, i, svc)
-        if (rc == 0)
-            printf("wtproxy: %s's %s%s on front %lld started and ready in %.1f s\n", a->worktree,
-                   str(svc, "name")[0] ? "service " : "server", str(svc, "name"),
-                   json_integer_value(json_object_get(svc, "front")),
-                   json_integer_value(json_object_get(svc, "took_ms")) / 1000.0);
-    return rc;
+    return rc ? rc : say_started(a, stopped);
 }
