@@ -208,9 +208,20 @@ json_t *cli_declared_stopped(const struct cli_server_args *a);
  * or not when stopped_only is 0 (a new JSON array, as above). */
 json_t *cli_declared_selected(const struct cli_server_args *a, int stopped_only);
 
+/* Whether x (an entry, or a service of the services op) carries its
+ * wrapper's word that its server failed and lives on, waiting for a
+ * change to its files ("start_failed"): then out says so, and what to do,
+ * in a clause (its log's last lines name the error). No wait makes such a
+ * server ready. */
+int cli_failed_words(json_t *x, char *out, size_t len);
+
 /* Start each of stopped through the daemon (op start), wait up to wait_ms
- * until each is ready, and say what happened (the log's last lines of one
- * that exited). Returns the exit status. */
+ * until each is ready, saying what each waits for meanwhile (on stderr),
+ * and say what happened: the time each took to be ready and the daemon's
+ * /__whoami verdict on it (status 1 when refused, as for a restarted
+ * server), or the log's last lines of one that exited. Marks the entries
+ * of stopped. Returns
+ * the exit status. */
 int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wait_ms);
 
 /* The entry of list (one worktree's servers, as listed) on e's front, or

@@ -386,15 +386,6 @@ struct reg_table *cli_table(char *err, size_t errlen)
             continue; /* another machine's: never routed here */
         struct reg_backend *b = reg_backend_from_json(e, why, sizeof why);
         struct reg_backend *holder;
-        /* Daemon memory, which the state file's loader leaves out: `why`
-         * says it. */
-        json_t *failed = json_object_get(e, "start_failed");
-        const char *lines = json_string_value(json_object_get(failed, "lines"));
-        const char *reloader = json_string_value(json_object_get(failed, "reloader"));
-        if (b && lines) {
-            snprintf(b->start_failed, sizeof b->start_failed, "%s", lines);
-            snprintf(b->reloader, sizeof b->reloader, "%s", reloader ? reloader : "");
-        }
         if (b)
             reg_table_put(t, b, &holder);
         reg_backend_unref(b);

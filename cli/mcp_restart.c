@@ -58,22 +58,31 @@ static json_t *down(const char *code, const char *what, const char *why, const c
     return fail;
 }
 
-/* The failure of e, a restarted server of wt that is not back (why). An
- * exited wrapper is gone: a new `wtproxy run`, or for a server the
- * .wtproxy declares a restart, starts it again. */
-static json_t *entry_down(const char *wt, json_t *e, const char *why, int exited)
+/* What to do about a server that failed and waits for a change to its
+ * files (code "failed"): no restart helps, an edit does. */
+#define FIX_AND_SAVE                                                                               \
+    "Fix the error its last lines name and save the file: its reloader starts it again; then "     \
+    "check with servers"
+
+/* The failure (code: exited, failed, not-ready) of e, a restarted server
+ * of wt that is not back (why). An exited wrapper is gone: a new `wtproxy
+ * run`, or for a server the .wtproxy declares a restart, starts it again. */
+static json_t *entry_down(const char *wt, json_t *e, const char *why, const char *code)
 {
     char what[PATH_MAX + 1024], next[PATH_MAX + 256], then[PATH_MAX + 128];
     int front = (int)json_integer_value(json_object_get(e, "front"));
     const char *service = json_string_value(json_object_get(e, "service"));
     snprintf(what, sizeof what, "%s's server on front :%d (%s) was restarted", wt, front,
              str(e, "command"));
-    if (exited) {
+    if (strcmp(code, "exited") == 0) {
         mcp_start_hint(wt, service, front, then, sizeof then);
         snprintf(next, sizeof next, "Fix what it says, then start it again: %s", then);
     } else
-        snprintf(next, sizeof next, "Read more of it with logs, or check again with servers");
-    return down(exited ? "exited" : "not-ready", what, why, str(e, "log"),
+        snprintf(next, sizeof next, "%s",
+                 strcmp(code, "failed") == 0
+                     ? FIX_AND_SAVE
+                     : "Read more of it with logs, or check again with servers");
+    return down(code, what, why, str(e, "log"),
                 (uid_t)json_integer_value(json_object_get(e, "uid")), next);
 }
 
@@ -90,7 +99,12 @@ static json_t *look(const char *wt, json_t *asked, json_t *now, int ready, json_
         if (!x || json_integer_value(json_object_get(x, "pid")) !=
                       json_integer_value(json_object_get(e, "pid"))) {
             json_decref(back);
-            return entry_down(wt, e, "it exited (its wrapper unregistered it)", 1);
+            return entry_down(wt, e, "it exited (its wrapper unregistered it)", "exited");
+        }
+        char failed[512];
+        if (ready && cli_failed_words(x, failed, sizeof failed)) { /* no wait makes it ready */
+            json_decref(back);
+            return entry_down(wt, e, failed, "failed");
         }
         if (ready && strcmp(str(x, "state"), "ready") != 0)
             *late = e;
@@ -134,7 +148,7 @@ static json_t *await_ready(const char *wt, json_t *asked)
         if (waited >= MCP_RESTART_WAIT_MS) {
             char why[64];
             snprintf(why, sizeof why, "it is not ready after %d s", MCP_RESTART_WAIT_MS / 1000);
-            return entry_down(wt, late, why, 0);
+            return entry_down(wt, late, why, "not-ready");
         }
         if (cli_pause(MCP_RESTART_POLL_MS) < 0)
             return cancelled();
@@ -237,18 +251,22 @@ static json_t *service_named(json_t *now, const char *name)
     return NULL;
 }
 
-/* The failure of svc, a service of wt started from its .wtproxy, that is
- * not up (why); restart starts it again once it is fixed. */
-static json_t *service_down(const char *wt, json_t *svc, const char *why, int exited)
+/* The failure (code, as entry_down's) of svc, a service of wt started
+ * from its .wtproxy, that is not up (why); restart starts it again once
+ * it is fixed. */
+static json_t *service_down(const char *wt, json_t *svc, const char *why, const char *code)
 {
     char what[PATH_MAX + 1024], name[128] = "the server";
     if (str(svc, "name")[0])
         snprintf(name, sizeof name, "service %s", str(svc, "name"));
     snprintf(what, sizeof what, "%s of %s's .wtproxy (front :%d, %s) was started", name, wt,
              (int)json_integer_value(json_object_get(svc, "front")), str(svc, "start"));
-    return down(exited ? "exited" : "not-ready", what, why, str(svc, "log"), getuid(),
-                exited ? "Fix what it says, then restart again: restart starts it"
-                       : "Read more of it with logs, or check again with servers");
+    return down(code, what, why, str(svc, "log"), getuid(),
+                strcmp(code, "exited") == 0   ? "Fix what it says, then restart again: restart "
+                                                "starts it"
+                : strcmp(code, "failed") == 0 ? FIX_AND_SAVE
+                                              : "Read more of it with logs, or check again with "
+                                                "servers");
 }
 
 /* One look at the services of wt in started, as the services op lists
@@ -261,15 +279,18 @@ static json_t *look_services(const char *wt, json_t *started, int waited_out)
     json_t *now = json_object_get(reply, "services"), *up = json_array(), *out = NULL;
     size_t i;
     int pending = 0;
+    char failed[512];
     json_array_foreach(reply ? started : NULL, i, svc) {
         json_t *x = service_named(now, str(svc, "name"));
         const char *state = x ? str(x, "state") : "stopped";
         if (strcmp(state, "ready") == 0)
             json_array_append(up, x);
         else if (strcmp(state, "stopped") == 0 || strcmp(state, "failed") == 0)
-            out = service_down(wt, svc, "it exited before it was ready", 1);
+            out = service_down(wt, svc, "it exited before it was ready", "exited");
+        else if (cli_failed_words(x, failed, sizeof failed))
+            out = service_down(wt, svc, failed, "failed");
         else if (waited_out)
-            out = service_down(wt, svc, "it was not ready in time", 0);
+            out = service_down(wt, svc, "it was not ready in time", "not-ready");
         else
             pending = 1;
         if (out)

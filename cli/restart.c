@@ -82,7 +82,8 @@ static void say_late(json_t *late, int restart, long wait_ms)
 }
 
 /* Poll until every entry of asked is ready again (restart) or gone
- * (stop), or wait_ms pass. Returns the exit status, having said what
+ * (stop), one restarted failed and waits for a change to its files, or
+ * wait_ms pass. Returns the exit status, having said what
  * happened. */
 static int await(const struct cli_server_args *a, json_t *asked, int restart, long wait_ms)
 {
@@ -99,9 +100,13 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
         late = json_array();
         json_array_foreach(asked, i, e) {
             json_t *x = cli_entry_on_front(now, e);
+            char failed[512];
             if (restart && (!x || json_integer_value(json_object_get(x, "pid")) !=
                                       json_integer_value(json_object_get(e, "pid")))) {
                 report_dead(e, "it exited (its wrapper unregistered it)");
+                rc = 1;
+            } else if (restart && cli_failed_words(x, failed, sizeof failed)) {
+                report_dead(e, failed); /* no wait makes it ready: said now, not at wait_ms */
                 rc = 1;
             } else if (restart ? strcmp(str(x, "state"), "ready") != 0 : x != NULL) {
                 json_array_append(late, e);

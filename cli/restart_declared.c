@@ -2,8 +2,10 @@
  * worktree's .wtproxy declares that do not run now (one that died was
  * unregistered by its wrapper, so the restart op cannot reach it) are
  * started by the daemon's start op, and waited for as the restarted ones
- * are. Without it, the restart a 502 of a dead service names answers
- * "no server matches", and a plain restart restarts only the live ones. */
+ * are (what each waits for said while it waits, the time each took said
+ * once it is ready). Without it, the restart a 502 of a dead service names
+ * answers "no server matches", and a plain restart restarts only the live
+ * ones. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -80,6 +82,20 @@ static void label(json_t *svc, char *out, size_t len, char *flag, size_t flaglen
     snprintf(flag, flaglen, "%s%s", name[0] ? " --service " : "", name);
 }
 
+int cli_failed_words(json_t *x, char *out, size_t len)
+{
+    json_t *failed = json_object_get(x, "start_failed");
+    const char *reloader = str(failed, "reloader");
+    if (!failed)
+        return 0;
+    snprintf(out, len,
+             "%s and lives on without listening, waiting for a change to its files: fix the error "
+             "its log's last lines name and save (%s restarts it)",
+             strcmp(str(failed, "when"), "edit") == 0 ? "an edit broke it" : "it failed at start",
+             reloader[0] ? reloader : "its autoreloader");
+    return 1;
+}
+
 /* svc did not come up (why): say so with its log's last lines. */
 static void report_down(const struct cli_server_args *a, json_t *svc, const char *why)
 {
@@ -112,9 +128,60 @@ static int start_one(const struct cli_server_args *a, json_t *svc)
     return rc;
 }
 
-/* Poll the services op until every one of started is ready, one ended
- * (its start exited or failed), or wait_ms pass. */
-static int await_up(const struct cli_server_args *a, json_t *started, long wait_ms)
+/* What svc's start waits for, by its state in the daemon's list now (x):
+ * "to listen", or why it has not started yet. */
+static void waits_for(json_t *x, char *out, size_t len)
+{
+    const char *state = str(x, "state");
+    json_t *after = json_object_get(x, "after"), *name;
+    size_t i, used = 0;
+    if (strcmp(state, "waiting") == 0) {
+        used = (size_t)snprintf(out, len, "to start: it is started after service");
+        json_array_foreach(after, i, name)
+            if (used < len)
+                used += (size_t)snprintf(out + used, len - used, "%s %s", i ? "," : "",
+                                         json_string_value(name) ? json_string_value(name) : "?");
+        if (used < len)
+            snprintf(out + used, len - used, ", not ready yet");
+    } else if (strcmp(state, "waiting-load") == 0) {
+        snprintf(out, len,
+                 "to start: the machine's load per CPU (%.2f) is above start_max_load, and the "
+                 "daemon starts it once the load falls",
+                 json_number_value(json_object_get(x, "load")));
+    } else if (json_is_string(json_object_get(x, "ready"))) {
+        snprintf(out, len, "to listen and GET %s to answer 2xx or 3xx", str(x, "ready"));
+    } else {
+        snprintf(out, len, "to listen");
+    }
+}
+
+/* svc is not ready yet: say what the restart waits for, and for how long
+ * at most (left_ms), at once and when that changes, as it does for a
+ * restarted server (restart.c), so that a start that takes long is never
+ * a silent command. */
+static void say_waiting(const struct cli_server_args *a, json_t *svc, json_t *x, long left_ms)
+{
+    char what[REG_SERVICE_MAX + 16], flag[REG_SERVICE_MAX + 16], waits[512];
+    waits_for(x, waits, sizeof waits);
+    const char *said = str(svc, "said");
+    if (strcmp(said, waits) == 0)
+        return;
+    label(svc, what, sizeof what, flag, sizeof flag);
+    fprintf(stderr,
+            "wtproxy restart: waiting for %s of %s (front %lld) %s (up to %ld s; its log: "
+            "wtproxy logs %s%s)\n",
+            what, a->worktree, json_integer_value(json_object_get(svc, "front")), waits,
+            left_ms / 1000, a->worktree, flag);
+    fflush(stderr);
+    json_object_set_new(svc, "said", json_string(waits));
+}
+
+/* Poll the services op until every one of started is ready (its
+ * "took_ms" set, from since_ms), one ended (its start exited or failed,
+ * or its server failed and waits for a change to its files), or wait_ms
+ * pass. */
+static int await_up(const struct cli_server_args *a, json_t *started, long wait_ms,
+                    long long since_ms)
 {
     struct timespec tick = {0, POLL_MS * 1000000L};
     for (long waited = 0;; waited += POLL_MS) {
@@ -124,15 +191,23 @@ static int await_up(const struct cli_server_args *a, json_t *started, long wait_
         json_array_foreach(started, i, svc) {
             json_t *x = now_of(now, svc);
             const char *state = x ? str(x, "state") : "gone";
-            if (strcmp(state, "ready") == 0)
+            if (strcmp(state, "ready") == 0) {
+                if (!json_object_get(svc, "took_ms"))
+                    json_object_set_new(svc, "took_ms", json_integer(host_mono_ms() - since_ms));
                 continue;
+            }
+            char failed[512];
             if (!x || strcmp(state, "stopped") == 0 || strcmp(state, "failed") == 0) {
                 report_down(a, svc, "it exited before it was ready");
+                rc = 1;
+            } else if (cli_failed_words(x, failed, sizeof failed)) {
+                report_down(a, svc, failed); /* no wait makes it ready */
                 rc = 1;
             } else if (waited >= wait_ms) {
                 report_down(a, svc, "it was not ready in time");
                 rc = 1;
             } else {
+                say_waiting(a, svc, x, wait_ms - waited);
                 pending++;
             }
         }
@@ -143,11 +218,40 @@ static int await_up(const struct cli_server_args *a, json_t *started, long wait_
     }
 }
 
+/* Each of started, ready: its line, with the time it took and the
+ * daemon's /__whoami verdict on it (asked once it is ready), as restart
+ * says a restarted server's (verdict.c): a refused one on stderr. Returns
+ * 1 when one is refused, else 0. */
+static int say_started(const struct cli_server_args *a, json_t *started)
+{
+    json_t *now = cli_await_verdicts(a, started, CLI_VERDICT_WAIT_MS, NULL), *svc;
+    size_t i;
+    int rc = 0;
+    json_array_foreach(started, i, svc) {
+        char words[1280];
+        enum cli_verdict_kind k = cli_verdict_words(cli_entry_on_front(now, svc),
+                                                    CLI_VERDICT_WAIT_MS, words, sizeof words);
+        rc |= k == CLI_VERDICT_REFUSED;
+        fprintf(k == CLI_VERDICT_REFUSED ? stderr : stdout,
+                "wtproxy: %s's %s%s on front %lld started and ready in %.1f s%s%s\n", a->worktree,
+                str(svc, "name")[0] ? "service " : "server", str(svc, "name"),
+                json_integer_value(json_object_get(svc, "front")),
+                json_integer_value(json_object_get(svc, "took_ms")) / 1000.0,
+                k == CLI_VERDICT_OFF         ? ""
+                : k == CLI_VERDICT_UNDECIDED ? "; "
+                                             : ", ",
+                k == CLI_VERDICT_OFF ? "" : words);
+    }
+    json_decref(now);
+    return rc;
+}
+
 int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wait_ms)
 {
     json_t *svc;
     size_t i;
     char what[REG_SERVICE_MAX + 16], flag[REG_SERVICE_MAX + 16];
+    long long since = host_mono_ms();
     json_array_foreach(stopped, i, svc) {
         label(svc, what, sizeof what, flag, sizeof flag);
         printf("wtproxy: %s of %s does not run; starting it from its .wtproxy\n", what,
@@ -156,11 +260,6 @@ int cli_start_declared(const struct cli_server_args *a, json_t *stopped, long wa
         if (start_one(a, svc) != 0)
             return 1;
     }
-    int rc = await_up(a, stopped, wait_ms);
-    json_array_foreach(stopped, i, svc)
-        if (rc == 0)
-            printf("wtproxy: %s's %s%s on front %lld started and ready\n", a->worktree,
-                   str(svc, "name")[0] ? "service " : "server", str(svc, "name"),
-                   json_integer_value(json_object_get(svc, "front")));
-    return rc;
+    int rc = await_up(a, stopped, wait_ms, since);
+    return rc ? rc : say_started(a, stopped);
 }

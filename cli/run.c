@@ -107,7 +107,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
 {
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
     pid_t self = getpid();
-    int status, ready = 0, said = 0, untold = 0;
+    int status, ready = 0, said = 0;
     unsigned polls = 0, retry = WTP_RUN_READY_RETRY_MS / WTP_CLIENT_POLL_MS;
     for (;;) {
         if (stop_asked) {
@@ -120,7 +120,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
                 return 1;
             if (pid == 0)
                 return 128 + SIGTERM; /* stopped while restarting */
-            ready = untold = 0;
+            ready = 0;
         }
         /* Polled, never a blocking wait: a signal that lands between the
          * looks above and the wait would otherwise wait for CMD's end. */
@@ -133,15 +133,16 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
         }
         if (!ready && is_ready(r, self, &said, d, ++polls)) {
             ready = 1;
-            untold = cli_run_mark_ready(r, 0) < 0;
-        } else if (untold && ++polls % retry == 0) {
+            cli_run_mark_ready(r, 0);
+        } else if (r->untold && ++polls % retry == 0) {
             /* The daemon died meanwhile: the one started next reloads the
-             * entry as starting, and holds requests until it is told. */
-            untold = cli_run_mark_ready(r, 1) < 0;
+             * entry as its state file had it (starting, failed or ready),
+             * and must hear what changed since. */
+            cli_run_retell(r);
         } else {
             /* a failed start it lives on after, or a ready one an edit broke */
             if (cli_run_fail_poll(r, ready))
-                ready = untold = 0; /* it says ready again once it listens */
+                ready = 0; /* it says ready again once it listens */
             nanosleep(&tick, NULL);
         }
     }

@@ -11,6 +11,17 @@
 #include <sys/types.h>
 
 #include "cli.h"
+#include "registry.h"
+
+/* What the daemon is yet to hear of CMD: a tell it could not be reached
+ * for (it died; the one started next loaded the entry as its state file
+ * had it), told again until a daemon answers (cli_run_retell). */
+enum cli_run_untold {
+    CLI_RUN_TOLD,
+    CLI_RUN_UNTOLD_READY,
+    CLI_RUN_UNTOLD_RESTARTING,
+    CLI_RUN_UNTOLD_FAILED,
+};
 
 struct cli_run {
     int front, port;
@@ -25,6 +36,11 @@ struct cli_run {
      * its wrapper's pid and start time; 0 when CMD runs. */
     pid_t reused;
     unsigned long long reused_start;
+    enum cli_run_untold untold;
+    /* Its failure as last told (cli_run_tell_failed), for a retell. */
+    char failed_lines[REG_START_FAILED_MAX];
+    const char *failed_reloader;
+    int failed_edit; /* an edit broke it after it was ready */
 };
 
 /* The worktree's folder name, as people (and Host routing) call it. */
@@ -55,24 +71,29 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv);
 
 /* Tell the daemon CMD is ready; the first time (again 0) say so. A
  * daemon that cannot be reached leaves the entry starting: the first
- * time warns, and the caller asks again (a daemon started after a crash
- * has reloaded the entry as starting). Returns 0 when the daemon
- * answered (a refusal is warned of), -1 when it could not be asked. */
-int cli_run_mark_ready(const struct cli_run *r, int again);
+ * time warns, and r->untold has the caller ask again (a daemon started
+ * after a crash has reloaded the entry as starting). */
+void cli_run_mark_ready(struct cli_run *r, int again);
 
 /* Tell the daemon CMD is restarting, so that it holds requests meanwhile;
- * one that cannot be told gets a warning. */
-void cli_run_tell_restarting(const struct cli_run *r);
+ * one that cannot be told gets a warning, and r->untold has it told again. */
+void cli_run_tell_restarting(struct cli_run *r);
+
+/* Tell the daemon CMD failed and lives on (run_fail.c), with its last
+ * lines and what restarts it: at its start, or (edit 1) after it was
+ * ready, an edit having broken it, told as a restart first (the entry
+ * starting, its verdict dropped). One that cannot be told gets a
+ * warning, and r->untold has it told again. */
+void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloader, int edit);
+
+/* Tell a daemon what r->untold says it has not heard, silently while
+ * none answers; says so once one does. */
+void cli_run_retell(struct cli_run *r);
 
 /* Remove the entry. not-found is fine: the daemon dropped it already (its
  * worktree went away). Anything else is a warning; the daemon drops the
  * entry anyway once it sees this wrapper's pid gone. */
 void cli_run_release(const struct cli_run *r);
-
-/* Tell the daemon CMD's start failed and it lives on (run_fail.c), with
- * its last lines and what restarts it; one that cannot be told gets a
- * warning. */
-void cli_run_tell_start_failed(const struct cli_run *r, const char *lines, const char *reloader);
 
 /* --- run_fail.c --- */
 

@@ -27,8 +27,9 @@
  * The relay thread feeds it (cli_run_fail_saw: a mutex held for a
  * memmove, no allocation); the supervising thread reads it at each poll
  * (cli_run_fail_poll) and tells the daemon: the `start-failed` op with the
- * last lines (after `restarting` for a ready server), then `restarting`
- * when new output withdraws it. */
+ * last lines and which case it is ("when": "start" or "edit", after
+ * `restarting` for a ready server), then `restarting` when new output
+ * withdraws it. */
 #include "run.h"
 
 #include <stdio.h>
@@ -136,13 +137,12 @@ static int failed_when_ready(struct cli_run *r, const char *lines, const char *r
     if (cli_port_listened(r->port))
         return 0;
     snprintf(line, sizeof line,
-             "wtproxy: %s's server failed after a change to its files and lives on without "
-             "listening (%s waits for a change to its files): fix the error above and save; "
-             "meanwhile requests through wtproxy get a 503 with its last lines",
+             "wtproxy: an edit broke %s's server: %s restarted it after a change to its files "
+             "and the new one failed; it lives on without listening: fix the error above and "
+             "save; meanwhile requests through wtproxy get a 503 with its last lines",
              cli_run_folder(r->worktree), reloader);
     say(r, line);
-    cli_run_tell_restarting(r);
-    cli_run_tell_start_failed(r, lines, reloader);
+    cli_run_tell_failed(r, lines, reloader, 1);
     return 1;
 }
 
@@ -179,7 +179,7 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
                  "requests through wtproxy get a 503 with its last lines",
                  cli_run_folder(r->worktree), reloader);
         say(r, line);
-        cli_run_tell_start_failed(r, lines, reloader);
+        cli_run_tell_failed(r, lines, reloader, 0);
     } else if (f->told && seq != f->told) {
         /* It printed again: its reloader saw a change and starts it anew. */
         pthread_mutex_lock(&f->lock);
@@ -187,9 +187,9 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
         pthread_mutex_unlock(&f->lock);
         f->told = 0;
         snprintf(line, sizeof line,
-                 "wtproxy: %s's server is starting again after its failed start: waiting for "
-                 "it to listen",
-                 cli_run_folder(r->worktree));
+                 "wtproxy: %s's server is starting again after %s: waiting for it to listen",
+                 cli_run_folder(r->worktree),
+                 r->failed_edit ? "the edit that broke it" : "its failed start");
         say(r, line);
         cli_run_tell_restarting(r);
     }

@@ -16,10 +16,11 @@
  *    that exits before its URL answers fails the test run). A signal ends
  *    this command only: the server is not this command's to stop, as
  *    Playwright leaves a reused server running;
- *  - refused (stale, another checkout's, no /__whoami...) or no verdict in
- *    time: stops it through its wrapper (the stop op) and runs CMD in its
- *    place. One registered with `wtproxy register` cannot be stopped so:
- *    the conflict is reported, naming it. */
+ *  - refused (stale, another checkout's, no /__whoami...), failed (its
+ *    start, or an edit, broke it: it waits for a change to its files) or
+ *    no verdict in time: stops it through its wrapper (the stop op) and
+ *    runs CMD in its place, whose output (a traceback) is this run's. One registered with `wtproxy
+ * register` cannot be stopped so: the conflict is reported, naming it. */
 #include "run.h"
 
 #include <signal.h>
@@ -86,10 +87,13 @@ static int same_process(json_t *e, json_t *holder)
 }
 
 /* Whether e has its verdict: ready, and its /__whoami asked ("" is a
- * daemon with whoami = off, which asks nothing). */
+ * daemon with whoami = off, which asks nothing); or failed, waiting for a
+ * change to its files (its entry's start_failed, kept by the daemon that
+ * died), which no wait makes ready. */
 static int decided(json_t *e)
 {
-    return strcmp(str(e, "state"), "ready") == 0 && strcmp(cli_verdict(e), "unchecked") != 0;
+    return (strcmp(str(e, "state"), "ready") == 0 && strcmp(cli_verdict(e), "unchecked") != 0) ||
+           json_object_get(e, "start_failed");
 }
 
 /* The holder's entry once decided, or as it is after ORPHAN_VERDICT_MS;
@@ -123,6 +127,15 @@ static const char *refused(json_t *e, char *why, size_t len)
 {
     const char *detail = str(json_object_get(e, "whoami"), "detail");
     char words[1400];
+    json_t *failed = json_object_get(e, "start_failed");
+    const char *lines = str(failed, "lines"), *last = strrchr(lines, '\n');
+    if (failed) { /* started again, its output is this run's, where its runner reads it */
+        snprintf(why, len, "%s and waits for a change to its files (its last line: %.600s)",
+                 strcmp(str(failed, "when"), "edit") == 0 ? "an edit broke it"
+                                                          : "it failed at start",
+                 last ? last + 1 : lines);
+        return why;
+    }
     if (strcmp(str(e, "state"), "ready") != 0) {
         snprintf(why, len, "it was not ready within %d s", ORPHAN_VERDICT_MS / 1000);
         return why;

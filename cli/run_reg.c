@@ -1,8 +1,9 @@
 /* run_reg.c - the daemon's entry of a `wtproxy run` wrapper: a port
  * reserved, the wrapper registered under it (its own pid, so that the
  * daemon drops the entry when the wrapper dies, however it dies), marked
- * ready, restarting, failed at start, and unregistered. Apart from run.c because it is the
- * wrapper's whole conversation with the control socket. */
+ * ready, restarting, failed (at start, or after an edit broke it), and unregistered; what a
+ * dead daemon could not hear told again to the next one. Apart from run.c because it is
+ * the wrapper's whole conversation with the control socket. */
 #include "run.h"
 
 #include <stdio.h>
@@ -147,7 +148,7 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
     return rc;
 }
 
-int cli_run_mark_ready(const struct cli_run *r, int again)
+void cli_run_mark_ready(struct cli_run *r, int again)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
@@ -165,29 +166,90 @@ int cli_run_mark_ready(const struct cli_run *r, int again)
     if (!again)
         fprintf(stderr, "wtproxy: %s is ready on 127.0.0.1:%d (front :%d)\n",
                 cli_run_folder(r->worktree), r->port, r->front);
-    return rc < 0 ? -1 : 0;
+    r->untold = rc < 0 ? CLI_RUN_UNTOLD_READY : CLI_RUN_TOLD;
 }
 
-void cli_run_tell_restarting(const struct cli_run *r)
+/* A first tell's outcome (ask's rc, reply, err), when not ok: said. One
+ * no daemon answered is told again (the caller sets r->untold). */
+static void say_untold(int rc, json_t *reply, const char *err)
 {
-    char err[PATH_MAX + 256];
-    json_t *reply;
-    if (ask_entry(r, "restarting", &reply, err, sizeof err) < 0)
-        fprintf(stderr, "wtproxy: warning: could not tell the daemon: %s\n", err);
-    json_decref(reply);
-}
-
-void cli_run_tell_start_failed(const struct cli_run *r, const char *lines, const char *reloader)
-{
-    char err[PATH_MAX + 256];
-    json_t *reply;
-    int rc = ask(json_pack("{s:s, s:i, s:s, s:s, s:s}", "op", "start-failed", "front", r->front,
-                           "worktree", r->worktree, "lines", lines, "reloader", reloader),
-                 0, &reply, err, sizeof err);
-    if (rc != 0)
+    if (rc < 0)
+        fprintf(stderr,
+                "wtproxy: warning: could not tell the daemon: %s; telling it again every "
+                "%d s\n",
+                err, WTP_RUN_READY_RETRY_MS / 1000);
+    else if (rc > 0)
         fprintf(stderr, "wtproxy: warning: could not tell the daemon: %s\n",
-                rc < 0 ? err : json_string_value(json_object_get(reply, "message")));
+                json_string_value(json_object_get(reply, "message")));
+}
+
+void cli_run_tell_restarting(struct cli_run *r)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    int rc = ask_entry(r, "restarting", &reply, err, sizeof err);
+    say_untold(rc, reply, err);
     json_decref(reply);
+    r->untold = rc < 0 ? CLI_RUN_UNTOLD_RESTARTING : CLI_RUN_TOLD;
+}
+
+/* The start-failed op of r's failure as last told. Returns as ask does. */
+static int send_failed(const struct cli_run *r, json_t **reply, char *err, size_t errlen)
+{
+    return ask(json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "op", "start-failed", "front", r->front,
+                         "worktree", r->worktree, "lines", r->failed_lines, "reloader",
+                         r->failed_reloader, "when", r->failed_edit ? "edit" : "start"),
+               0, reply, err, errlen);
+}
+
+void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloader, int edit)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    snprintf(r->failed_lines, sizeof r->failed_lines, "%s", lines);
+    r->failed_reloader = reloader;
+    r->failed_edit = edit;
+    if (edit) { /* its entry is ready: starting first, its verdict the old process's */
+        cli_run_tell_restarting(r);
+        if (r->untold != CLI_RUN_TOLD) {
+            r->untold = CLI_RUN_UNTOLD_FAILED;
+            return;
+        }
+    }
+    int rc = send_failed(r, &reply, err, sizeof err);
+    say_untold(rc, reply, err);
+    json_decref(reply);
+    r->untold = rc < 0 ? CLI_RUN_UNTOLD_FAILED : CLI_RUN_TOLD;
+}
+
+void cli_run_retell(struct cli_run *r)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply = NULL;
+    if (r->untold == CLI_RUN_UNTOLD_READY) {
+        cli_run_mark_ready(r, 1);
+        return;
+    }
+    if (r->untold == CLI_RUN_TOLD)
+        return;
+    /* A failure as a restart first, too: the next daemon may have loaded
+     * the entry ready, and a ready entry is not marked failed. */
+    int rc = ask_entry(r, "restarting", &reply, err, sizeof err);
+    if (rc == 0 && r->untold == CLI_RUN_UNTOLD_FAILED) {
+        json_decref(reply);
+        rc = send_failed(r, &reply, err, sizeof err);
+    }
+    if (rc > 0)
+        say_untold(rc, reply, err);
+    else if (rc == 0)
+        fprintf(stderr, "wtproxy: the daemon answers again: told it that %s's server %s\n",
+                cli_run_folder(r->worktree),
+                r->untold == CLI_RUN_UNTOLD_RESTARTING ? "is starting again"
+                : r->failed_edit                       ? "failed after an edit broke it"
+                                                       : "failed at start");
+    json_decref(reply);
+    if (rc >= 0)
+        r->untold = CLI_RUN_TOLD;
 }
 
 void cli_run_release(const struct cli_run *r)

@@ -149,10 +149,13 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
         served = no_backend(pl->worktree, front, msg, sizeof msg);
     else if (b->state == REG_STARTING && b->start_failed[0])
         snprintf(msg, sizeof msg,
-                 "backend: %s (pid %d, failed at start: it lives on without listening; fix it "
-                 "and save: %s restarts it) on front :%d; its last lines:\n%s",
-                 b->name, (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader", front,
-                 b->start_failed);
+                 "backend: %s (pid %d, %s: it lives on without listening; fix it and save: %s "
+                 "restarts it) on front :%d; its last lines:\n%s",
+                 b->name, (int)b->pid,
+                 b->start_failed_edit ? "an edit broke it: its reloader restarted it and the new "
+                                        "server failed"
+                                      : "failed at start",
+                 b->reloader[0] ? b->reloader : "its autoreloader", front, b->start_failed);
     else
         served =
             snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,

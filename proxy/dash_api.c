@@ -33,8 +33,11 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
     if (b->state == REG_STARTING && b->start_failed[0]) {
         const char *last = strrchr(b->start_failed, '\n'); /* the error itself */
         snprintf(reason, len,
-                 "failed at start; pid %d lives on without listening, waiting for a change to "
-                 "its files: fix it and save (%s restarts it); its last line: %.900s",
+                 "%s; pid %d lives on without listening, waiting for a change to its files: fix "
+                 "it and save (%s restarts it); its last line: %.900s",
+                 b->start_failed_edit ? "an edit broke it: its reloader restarted it and the new "
+                                        "server failed"
+                                      : "failed at start",
                  (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader",
                  last ? last + 1 : b->start_failed);
         return "failed";

@@ -244,19 +244,31 @@ static void await_started(struct proxy_client *c)
     }
 }
 
-/* b's wrapper saw its start fail while it lives on (an autoreloader that
+/* b's wrapper saw its server fail while it lives on (an autoreloader that
  * waits for a change to its files): said at once with its last lines, not
- * after start_timeout, which a test runner's own timeout ends first. */
+ * after start_timeout, which a test runner's own timeout ends first; and
+ * said as what it is, a failed start or an edit that broke a server that
+ * served, which is where its reader looks for the cause. */
 static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 {
     char d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512];
-    snprintf(d, sizeof d,
-             "%s (pid %d) failed at start and lives on without listening on port %d; its last "
-             "lines:\n%s\nfix it and save: %s restarts it; all its output: wtproxy logs %s "
-             "--front %d",
-             b->worktree, (int)b->pid, b->port, b->start_failed,
-             b->reloader[0] ? b->reloader : "its autoreloader", b->worktree, b->front);
-    conn_fail(c, PE_START_FAILED, d);
+    const char *reloader = b->reloader[0] ? b->reloader : "its autoreloader";
+    if (b->start_failed_edit)
+        snprintf(d, sizeof d,
+                 "an edit broke %s's server (pid %d): %s restarted it after a change to its "
+                 "files and the new one failed; it lives on without listening on port %d; its "
+                 "last lines:\n%s\nfix the error and save: %s restarts it; all its output: "
+                 "wtproxy logs %s --front %d",
+                 b->worktree, (int)b->pid, reloader, b->port, b->start_failed, reloader,
+                 b->worktree, b->front);
+    else
+        snprintf(d, sizeof d,
+                 "%s (pid %d) failed at start and lives on without listening on port %d; its "
+                 "last lines:\n%s\nfix it and save: %s restarts it; all its output: wtproxy "
+                 "logs %s --front %d",
+                 b->worktree, (int)b->pid, b->port, b->start_failed, reloader, b->worktree,
+                 b->front);
+    conn_fail(c, b->start_failed_edit ? PE_EDIT_FAILED : PE_START_FAILED, d);
 }
 
 void conn_wait_timeout(struct proxy_client *c)

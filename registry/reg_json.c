@@ -3,7 +3,8 @@
  *   {"machine", "front", "worktree", "backend" (HOST:PORT), "port", "uid",
  *    "pid", "pid_start", "command", "registered_ms", "started_ms",
  *    "expires_ms", "state" ("starting", "ready", "dead"), "requests",
- *    "daemon_started" when true, and "whoami" {...} once the gate has
+ *    "daemon_started" when true, "start_failed" {"lines", "reloader",
+ *    "when"} while its start failed, and "whoami" {...} once the gate has
  *    checked it (PROTOCOL.md)}
  * Every field is required on the way in and checked against its range;
  * the address is resolved again from "backend". Also the refusal every
@@ -117,8 +118,9 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
     }
     if (o && b->start_failed[0] &&
         json_object_set_new(o, "start_failed",
-                            json_pack("{s:o, s:o}", "lines", utf8_string(b->start_failed),
-                                      "reloader", utf8_string(b->reloader))) < 0) {
+                            json_pack("{s:o, s:o, s:s}", "lines", utf8_string(b->start_failed),
+                                      "reloader", utf8_string(b->reloader), "when",
+                                      b->start_failed_edit ? "edit" : "start")) < 0) {
         json_decref(o);
         return NULL;
     }
@@ -257,6 +259,46 @@ int reg_backend_read_labels(struct reg_backend *b, json_t *o, char *err, size_t 
     return 0;
 }
 
+int reg_backend_read_failed(struct reg_backend *b, json_t *o, char *err, size_t errlen)
+{
+    const char *lines = NULL, *reloader = "", *when = "start";
+    if (json_unpack(o, "{s:s, s?s, s?s}", "lines", &lines, "reloader", &reloader, "when", &when) <
+            0 ||
+        !lines[0] || strlen(reloader) >= sizeof b->reloader ||
+        (strcmp(when, "start") != 0 && strcmp(when, "edit") != 0)) {
+        snprintf(err, errlen,
+                 "give \"lines\" (the server's last output, not empty), and optionally "
+                 "\"reloader\" (what restarts it, under %zu bytes) and \"when\" (\"start\" or "
+                 "\"edit\")",
+                 sizeof b->reloader);
+        return -1;
+    }
+    /* The end of its output is what names the error: keep that, from a
+     * character's first byte on. */
+    size_t n = strlen(lines), max = sizeof b->start_failed - 1;
+    const char *from = lines + (n > max ? n - max : 0);
+    while (((unsigned char)*from & 0xc0) == 0x80)
+        from++;
+    snprintf(b->start_failed, sizeof b->start_failed, "%s", from);
+    snprintf(b->reloader, sizeof b->reloader, "%s", reloader);
+    b->start_failed_edit = strcmp(when, "edit") == 0;
+    return 0;
+}
+
+/* An entry's "start_failed", when it has one. Only a starting entry's: a
+ * ready one listens, whatever its server printed. */
+static int read_failed(struct reg_backend *b, json_t *o, char *err, size_t errlen)
+{
+    json_t *failed = json_object_get(o, "start_failed");
+    if (!failed || b->state != REG_STARTING)
+        return 0;
+    char why[256];
+    if (reg_backend_read_failed(b, failed, why, sizeof why) == 0)
+        return 0;
+    snprintf(err, errlen, "\"start_failed\": %s", why);
+    return -1;
+}
+
 struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
 {
     long long num[N_INT_FIELDS];
@@ -289,7 +331,7 @@ struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
     b->state = (enum reg_state)parse_state(str[S_STATE]);
     b->restart_on_stale = json_is_true(json_object_get(o, "restart_on_stale")); /* optional */
     b->daemon_started = json_is_true(json_object_get(o, "daemon_started"));     /* optional */
-    if (reg_backend_read_labels(b, o, err, errlen) < 0) {
+    if (reg_backend_read_labels(b, o, err, errlen) < 0 || read_failed(b, o, err, errlen) < 0) {
         reg_backend_unref(b);
         return NULL;
     }

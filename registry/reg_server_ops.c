@@ -171,33 +171,31 @@ static json_t *op_list(struct reg_server *rs, struct reg_peer *peer)
     return reg_server_unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entries", arr));
 }
 
-/* start-failed: b's wrapper saw its server's start fail in its output
- * while the server lives on (an autoreloader waiting for a change), so
+/* start-failed: b's wrapper saw its server fail in its output while the
+ * server lives on (an autoreloader waiting for a change): at its start,
+ * or after it was ready, an edit having broken it ("when": "edit"). The
  * requests waiting for it are refused at once with its last lines rather
  * than at start_timeout. Only while it starts: a server that listens
- * serves, whatever it printed. Memory only: a daemon restarted meanwhile
- * waits for the server as for any starting one. */
+ * serves, whatever it printed. Saved with the entry, so that a daemon
+ * started after this one died knows it too. */
 static json_t *op_start_failed(struct reg_server *rs, struct reg_backend *b, json_t *req)
 {
-    const char *lines = NULL, *reloader = "";
-    if (json_unpack(req, "{s:s, s?s}", "lines", &lines, "reloader", &reloader) < 0 || !lines[0])
-        return reg_fail("bad-request", "start-failed needs \"lines\": the server's last output");
-    if (b->state == REG_STARTING) {
-        size_t n = strlen(lines), max = sizeof b->start_failed - 1;
-        /* The end of its output is what names the error: keep that, from
-         * a character's first byte on. */
-        const char *from = lines + (n > max ? n - max : 0);
-        while (((unsigned char)*from & 0xc0) == 0x80)
-            from++;
-        snprintf(b->start_failed, sizeof b->start_failed, "%s", from);
-        snprintf(b->reloader, sizeof b->reloader, "%s", reloader);
-        fprintf(stderr, "wtproxy: %s on front :%d failed at start (pid %d lives on, %s)\n",
-                b->worktree, b->front, (int)b->pid, reloader[0] ? reloader : "waiting");
-        /* Requests already waiting for it (a ready server an edit broke:
-         * in the gate, or retrying its port for reload_grace) are told now. */
-        if (rs->on_state)
-            rs->on_state(rs->on_state_arg, b);
+    char err[256];
+    if (reg_backend_read_failed(b, req, err, sizeof err) < 0)
+        return reg_fail("bad-request", "start-failed: %s", err);
+    if (b->state != REG_STARTING) {
+        b->start_failed[0] = '\0'; /* a ready entry has none: it is left as it was */
+        return ok_entry(rs, b);
     }
+    fprintf(stderr, "wtproxy: %s on front :%d failed %s (pid %d lives on, %s)\n", b->worktree,
+            b->front,
+            b->start_failed_edit ? "after an edit, as its reloader restarted it" : "at start",
+            (int)b->pid, b->reloader[0] ? b->reloader : "waiting");
+    /* Requests already waiting for it (a ready server an edit broke: in
+     * the gate, or retrying its port for reload_grace) are told now. */
+    if (rs->on_state)
+        rs->on_state(rs->on_state_arg, b);
+    reg_server_save(rs);
     return ok_entry(rs, b);
 }
 

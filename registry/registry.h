@@ -52,9 +52,14 @@ struct reg_backend {
     /* Its start failed and it lives on, waiting for a change to its files
      * (an autoreloader whose server thread died): the last lines it printed
      * and what restarts it, told by its wrapper (the `start-failed` op);
-     * "" none. Cleared by `ready` and `restarting`. Daemon memory only. */
+     * "" none. start_failed_edit: it failed after it was ready (an edit
+     * broke it: its reloader's new server failed), not at its first start.
+     * Cleared by `ready` and `restarting`. Kept in the state file with the
+     * entry, which a new daemon loads only while its pid runs with the
+     * same start time. */
     char start_failed[REG_START_FAILED_MAX];
     char reloader[64];
+    int start_failed_edit;
     int daemon_started; /* its pid's parent was the daemon when it registered: a wrapper the
                          * daemon started from a `.wtproxy` (a daemon after it adopts its
                          * idle stop) */
@@ -168,6 +173,12 @@ struct json_t *reg_fail(const char *code, const char *fmt, ...)
  * register request): absent means "" or unknown. Returns 0, or -1 with
  * err naming the bad field. */
 int reg_backend_read_labels(struct reg_backend *b, struct json_t *o, char *err, size_t errlen);
+
+/* Set b's failed start from o (a `start-failed` request, or an entry's
+ * "start_failed"): "lines" (required, not empty; its end kept when longer
+ * than b holds), "reloader" and "when" ("start", the default, or "edit").
+ * Returns 0, or -1 with err naming the bad field. */
+int reg_backend_read_failed(struct reg_backend *b, struct json_t *o, char *err, size_t errlen);
 
 /* Write the table to path atomically: a temporary file in the same folder,
  * mode 0600, fsync, rename, fsync of the folder. On failure (full or

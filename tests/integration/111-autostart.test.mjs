@@ -71,8 +71,14 @@ test('restart with no daemon, in a worktree whose .wtproxy declares a server: st
   assert.equal(r.code, 0, r.stderr + r.stdout);
   assert.match(r.stderr, /wtproxy: started the daemon \(pid \d+\); log: /);
   // A .wtproxy without sections: its one server has no name to print.
+  // It says what it waits for meanwhile, and the time the start took, as a
+  // restarted server's lines do: a long start is never a silent command.
+  // So does its /__whoami verdict, as a restarted server's line does.
+  const took = /^wtproxy: (\S+)'s server on front 8000 started and ready in (\d+\.\d) s, /m.exec(r.stdout);
   assert.equal(r.stdout, `wtproxy: the server of ${tmp.wt.a} does not run; starting it from its .wtproxy\n` +
-    `wtproxy: ${tmp.wt.a}'s server on front 8000 started and ready\n`);
+    `wtproxy: ${tmp.wt.a}'s server on front 8000 started and ready in ${took?.[2]} s, verified: serves the code on disk\n`);
+  assert.ok(Number(took[2]) > 0 && Number(took[2]) < 30, r.stdout);
+  assert.match(r.stderr, new RegExp(`^wtproxy restart: waiting for the server of ${tmp.wt.a} \\(front 8000\\) to listen \\(up to 60 s; its log: wtproxy logs ${tmp.wt.a}\\)$`, 'm'), r.stderr);
   const entries = await lsJson(tmp);
   assert.deepEqual(entries.map((e) => [e.worktree, e.state]), [[tmp.wt.a, 'ready']]);
   // A server the daemon started outlives it: stop it here, by its worktree.

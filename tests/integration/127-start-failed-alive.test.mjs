@@ -6,18 +6,25 @@
 // fired first and the agent never read why. Now the `wtproxy run` wrapper
 // reads the reloader's "Exception in thread django-main-thread:" in its
 // output and tells the daemon: a request gets its 503 within seconds, with
-// the traceback's last line and the fix; `wtproxy ls` and `why` say failed;
+// the traceback's last line and the fix; `wtproxy ls`, `why` and the dashboard say failed;
 // once the file is fixed, the reloader starts the server again and the next
 // request is served by the same wrapper. Both for a server the daemon
 // starts from a `.wtproxy` and for `wtproxy run` in the foreground; and
 // for `node --watch`, which waits the same way for a script that threw.
+// A failure outlives its daemon: the next daemon (after a kill -9) answers
+// its 503 at once too, from the state file, and a change the wrapper could
+// not tell a dead daemon (the fix, the server listening) is told to the
+// next one. A ready server an edit broke is said to be that, never "failed
+// at start": its reader looks for the cause in the edit, not the start
+// command.
 // (An error in settings.py itself is not this case: manage.py exits at once,
 // and the daemon already says so as an exit.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, declaring, lsJson, cli, curlFrom, startRun, waitFor, wtServer } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, declaring, lsJson, cli, cliEnv, curlFrom, startRun, waitFor, wtServer, pidAlive, get } from './lib/registry.mjs';
+import { startMcp, initialize } from './lib/mcp.mjs';
 import { python, pythonPath, writeDjangoProject } from './lib/whoami.mjs';
 
 const brokenUrls = `from django.urls import path
@@ -47,6 +54,31 @@ function assertFailedAtStart(t, r, front) {
   assert.match(r.body, new RegExp(`wtproxy logs \\S+ --front ${front}`));
 }
 
+// A `wtproxy restart` whose server failed at start and lives on: exit 1
+// within seconds, saying so, with its log's end.
+function assertRestartFailed(t, r, ms, what) {
+  t.diagnostic(`restart exited after ${ms} ms`);
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  assert.ok(ms < 30000, `restart said it after ${ms} ms, not at once`);
+  assert.match(r.stderr, new RegExp(`${what}: it failed at start and lives on without listening, waiting for a change to its files: fix the error its log's last lines name and save \\(Django's autoreloader restarts it\\)`), r.stderr);
+  assert.match(r.stderr, /SyntaxError: '\[' was never closed[\s\S]*read it all: wtproxy logs/, r.stderr);
+}
+
+// The 503 of a ready server an edit broke: said as that, not a failed start.
+function assertEditBroke(body, folder, front) {
+  assert.match(body, new RegExp(`an edit broke \\S+/${folder}'s server \\(pid \\d+\\): Django's autoreloader restarted it after a change to its files and the new one failed`));
+  assert.match(body, /fix the error and save: Django's autoreloader restarts it/);
+  assert.match(body, new RegExp(`wtproxy logs \\S+ --front ${front}`));
+  assert.doesNotMatch(body, /failed at start/);
+}
+
+// The dashboard's rows (/__wtproxy/api/backends).
+async function dashboard(front) {
+  const r = await get(front, {}, '/__wtproxy/api/backends');
+  assert.equal(r.status, 200, r.body);
+  return JSON.parse(r.body);
+}
+
 // The fixed file is served once the reloader saw it. Its StatReloader
 // looks every second and takes a file it first sees (urls.py joins its
 // watched files when the import fails) as it is then: a fix written before
@@ -67,6 +99,13 @@ test('a .wtproxy Django whose urls.py does not compile: 503 with its traceback a
   const tmp = declaring(t, [`start = ${python} manage.py runserver 127.0.0.1:{port}`, `front = ${px.port}`,
     'idle_stop = 0'], ['a']);
   brokenApp(tmp.wt.a);
+  // `wtproxy restart` starts it from the .wtproxy and says at once that it
+  // failed, with the traceback's end (it waited its whole 60 s).
+  const restart = ['restart', '--front', String(px.port)];
+  let at = Date.now();
+  const started = await cli(tmp0, restart, { cwd: tmp.wt.a, ms: 70000 });
+  assertRestartFailed(t, started, Date.now() - at, 'did not come up');
+  assert.match(started.stdout, /the server of \S+ does not run; starting it from its \.wtproxy/);
   const r = await curlFrom(tmp.wt.a, px.port, '/hello/', { timeout: 20000 });
   assertFailedAtStart(t, r, px.port);
 
@@ -74,11 +113,17 @@ test('a .wtproxy Django whose urls.py does not compile: 503 with its traceback a
   assert.equal(e.state, 'starting');
   assert.match(e.start_failed.lines, /SyntaxError/);
   assert.equal(e.start_failed.reloader, "Django's autoreloader");
+  assert.equal(e.start_failed.when, 'start');
   const ls = await cli(tmp0, ['ls']);
   assert.match(ls.stdout, new RegExp(`${tmp.wt.a}\\s+a\\s+${px.port}\\s+\\d+\\s+${e.pid}\\s+failed\\s`), ls.stdout);
   const why = await cli(tmp0, ['why', '--front', String(px.port)], { cwd: tmp.wt.a });
   assert.match(why.stdout, /failed at start: it lives on without listening; fix it and save: Django's autoreloader restarts it/, why.stdout);
   assert.match(why.stdout, /SyntaxError/, why.stdout);
+  assert.doesNotMatch(why.stdout, /an edit broke/, why.stdout);
+  // Restarted, it fails the same way: said as soon.
+  at = Date.now();
+  const restarted = await cli(tmp0, restart, { cwd: tmp.wt.a, ms: 70000 });
+  assertRestartFailed(t, restarted, Date.now() - at, 'did not come back');
   const again = await curlFrom(tmp.wt.a, px.port, '/hello/', { timeout: 20000 });
   assertFailedAtStart(t, again, px.port);
 
@@ -165,17 +210,24 @@ test('a ready `wtproxy run` Django whose urls.py an edit breaks: the 503 with it
   assert.equal(r.status, 503, r.body);
   assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
   assert.match(r.body, /SyntaxError: '\[' was never closed/, 'the traceback\'s last line');
-  assert.match(r.body, /fix it and save: Django's autoreloader restarts it/);
-  assert.match(r.body, new RegExp(`wtproxy logs \\S+ --front ${px.port}`));
+  assertEditBroke(r.body, 'wt-d', px.port);
   const ls = await cli(tmp, ['ls']);
   assert.match(ls.stdout, new RegExp(`${tmp.wt.d}\\s+\\S+\\s+${px.port}\\s+\\d+\\s+${ready.pid}\\s+failed\\s`), ls.stdout);
   const why = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.d });
-  assert.match(why.stdout, /failed at start: it lives on without listening; fix it and save: Django's autoreloader restarts it/, why.stdout);
+  assert.match(why.stdout, /an edit broke it: its reloader restarted it and the new server failed: it lives on without listening; fix it and save: Django's autoreloader restarts it/, why.stdout);
+  assert.doesNotMatch(why.stdout, /failed at start/, why.stdout);
+  const [failed] = await lsJson(tmp);
+  assert.equal(failed.start_failed.when, 'edit');
+  const [dash] = await dashboard(px.port);
+  assert.equal(dash.status, 'failed');
+  assert.match(dash.status_reason, /^an edit broke it: its reloader restarted it and the new server failed; pid \d+ lives on without listening.*its last line: SyntaxError/);
   const again = await curlFrom(tmp.wt.d, px.port, '/hello/', { timeout: 30000 });
   assert.equal(again.status, 503, again.body);
   assert.ok(again.ms < 2000, `the next request waited ${again.ms} ms for its 503`);
   assert.match(again.body, /SyntaxError: '\[' was never closed/);
-  assert.match(run.stderr(), /SyntaxError[\s\S]*wtproxy: wt-d's server failed after a change to its files and lives on without listening \(Django's autoreloader waits/);
+  assert.match(again.body, /An edit broke the dev server of this worktree/);
+  assert.match(run.stderr(), /SyntaxError[\s\S]*wtproxy: an edit broke wt-d's server: Django's autoreloader restarted it after a change to its files and the new one failed; it lives on without listening: fix the error above and save/);
+  assert.doesNotMatch(run.stderr(), /failed at start/);
 
   const ok = await servedAfterFix(tmp.wt.d, px.port);
   assert.equal(ok.body, 'hello v1');
@@ -209,7 +261,8 @@ test('a ready `wtproxy run -- node --watch` whose script an edit makes throw: th
   assert.equal(r.status, 503, r.body);
   assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
   assert.match(r.body, /Error: boom: an edit broke it/);
-  assert.match(r.body, /fix it and save: node --watch restarts it/);
+  assert.match(r.body, /fix the error and save: node --watch restarts it/);
+  assert.match(r.body, /an edit broke \S+\/wt-e's server \(pid \d+\): node --watch restarted it/);
   await new Promise((res) => setTimeout(res, 500));
   fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`);
   const ok = await waitFor(async () => {
@@ -217,5 +270,138 @@ test('a ready `wtproxy run -- node --watch` whose script an edit makes throw: th
     return a.status === 200 ? a : new Error(`${a.status}: ${a.body}`);
   }, 20000, 'served after the fix');
   assert.equal(ok.worktree, tmp.wt.e, 'served by the fixed script');
-  assert.match(run.stderr(), /wt-e's server failed after a change to its files[\s\S]*wt-e's server is starting again after its failed start/);
+  assert.match(run.stderr(), /an edit broke wt-e's server: node --watch restarted it[\s\S]*wt-e's server is starting again after the edit that broke it/);
+});
+
+// A daemon killed -9 while a `wtproxy run` Django it serves has failed at
+// start, and a new daemon on the same state file and front. That daemon
+// answered as for any starting server: each request held for start_timeout
+// (60 s), and `ls` said starting. The failure is kept with the entry.
+async function failedUnderRun(t, name) {
+  const tmp = makeWorktrees(t, [name]);
+  const px = await startDaemon(t, tmp, [], { env });
+  brokenApp(tmp.wt[name]);
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt[name], front: px.port, env, detached: true, stopSignal: 'SIGKILL',
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'],
+  });
+  // The wrapper's start-failed is answered once it is in the state file.
+  await waitFor(() => {
+    const entries = JSON.parse(fs.readFileSync(tmp.state, 'utf8')).entries;
+    return entries.length === 1 && entries[0].start_failed?.when === 'start';
+  }, 15000, 'the failure saved with the entry');
+  return { tmp, px, run, wt: tmp.wt[name] };
+}
+
+// kill -9 d and wait until it is gone (its listening socket with it).
+async function killDaemon(d) {
+  d.proc.kill('SIGKILL');
+  await d.exited;
+}
+
+// A daemon on the same control socket, state file and front as the dead one.
+const nextDaemon = (t, tmp, front) => startDaemon(t, tmp, ['--listen', `127.0.0.1:${front}`], { env });
+
+test('a failed start outlives its daemon: the next daemon answers its 503 at once, and serves it once fixed', async (t) => {
+  const { tmp, px, run, wt } = await failedUnderRun(t, 'f');
+  await killDaemon(px);
+  const px2 = await nextDaemon(t, tmp, px.port);
+  assert.match(px2.stderr(), new RegExp(`restored ${wt} on front :${px.port}`));
+
+  const r = await curlFrom(wt, px.port, '/hello/', { timeout: 70000 });
+  assertFailedAtStart(t, r, px.port);
+  const [e] = await lsJson(tmp);
+  assert.equal(e.pid, run.pid);
+  assert.deepEqual([e.state, e.start_failed?.when, e.start_failed?.reloader], ['starting', 'start', "Django's autoreloader"]);
+  const ls = await cli(tmp, ['ls']);
+  assert.match(ls.stdout, new RegExp(`${wt}\\s+\\S+\\s+${px.port}\\s+\\d+\\s+${run.pid}\\s+failed\\s`), ls.stdout);
+  const [dash] = await dashboard(px.port);
+  assert.equal(dash.status, 'failed');
+  assert.match(dash.status_reason, /^failed at start; pid \d+ lives on without listening.*its last line: SyntaxError/);
+
+  const ok = await servedAfterFix(wt, px.port);
+  assert.equal(ok.body, 'hello v1');
+  const [after] = await lsJson(tmp);
+  assert.deepEqual([after.pid, after.state, after.start_failed], [run.pid, 'ready', undefined]);
+  assert.match(run.stderr(), /wt-f's server is starting again after its failed start/);
+});
+
+// The fix lands while no daemon runs: the wrapper cannot say that its
+// server starts again, nor that it listens. The state file still says it
+// failed; the next daemon must not keep saying so once the wrapper tells
+// it, within a second, and the request is served.
+test('a failed start fixed while no daemon runs: the wrapper tells the next daemon, which serves it', async (t) => {
+  const { tmp, px, run, wt } = await failedUnderRun(t, 'g');
+  await killDaemon(px);
+  await new Promise((r) => setTimeout(r, 1500)); // the reloader's first look at urls.py, as above
+  fs.writeFileSync(path.join(wt, 'site_cfg/urls.py'), goodUrls);
+  await waitFor(() => /could not mark \S+ ready: .*asking again every 1 s/.test(run.stderr()), 20000,
+    `the server listens with no daemon to tell:\n${run.stderr()}`);
+  assert.match(run.stderr(), /wt-g's server is starting again after its failed start[\s\S]*warning: could not tell the daemon: [^\n]*; telling it again every 1 s/);
+
+  const px2 = await nextDaemon(t, tmp, px.port);
+  await waitFor(() => /the daemon answers again: wt-g is marked ready/.test(run.stderr()), 5000,
+    `the wrapper told the next daemon:\n${run.stderr()}`);
+  const r = await curlFrom(wt, px.port, '/hello/', { timeout: 20000 });
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.body, 'hello v1');
+  const [e] = await lsJson(tmp);
+  assert.deepEqual([e.pid, e.state, e.start_failed], [run.pid, 'ready', undefined]);
+  assert.ok(pidAlive(run.pid));
+  assert.match(px2.stderr(), /restored/);
+});
+
+// Playwright's webServer runs its `wtproxy run` again when nothing answered
+// on its front (its daemon died). Meeting the failed server that outlived
+// that daemon, the run waited 15 s for a verdict that never comes; now it
+// stops it at once and starts its own, whose traceback its runner reads.
+test('a second `wtproxy run` meeting the failed server that outlived its daemon replaces it at once', async (t) => {
+  const { tmp, px, run, wt } = await failedUnderRun(t, 'h');
+  await killDaemon(px);
+  await nextDaemon(t, tmp, px.port);
+  const startedAt = Date.now();
+  const second = startRun(t, tmp, {
+    cwd: wt, front: px.port, env, detached: true, stopSignal: 'SIGKILL',
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'],
+  });
+  await waitFor(() => /stopping it to run this one/.test(second.stderr()), 20000, 'the second run says what it does');
+  const ms = Date.now() - startedAt;
+  t.diagnostic(`the second run decided after ${ms} ms`);
+  assert.ok(ms < 7000, `it decided after ${ms} ms, not at once (it waited 15 s)`);
+  assert.match(second.stderr(), new RegExp(`wt-h's server on front :${px.port} \\(pid ${run.pid}, [^\\n]*\\) outlived the daemon it was registered with, and it failed at start and waits for a change to its files \\(its last line: [^\\n]*SyntaxError[^\\n]*\\); stopping it to run this one`), second.stderr());
+  await run.exited;
+  await waitFor(() => /wt-h's server failed at start and lives on without listening/.test(second.stderr()), 15000,
+    `the second run's own server fails the same way:\n${second.stderr()}`);
+  assert.match(second.stderr(), /stopping it to run this one[\s\S]*SyntaxError: '\[' was never closed[\s\S]*failed at start and lives on/,
+    'the traceback is in its runner\'s output');
+  const r = await curlFrom(wt, px.port, '/hello/', { timeout: 20000 });
+  assertFailedAtStart(t, r, px.port);
+  assert.deepEqual((await lsJson(tmp)).map((e) => e.pid), [second.pid]);
+});
+
+// An agent's `restart` tool (wtproxy mcp) waited its whole 30 s for a
+// server that failed and waits for a change, then said "not ready". Now it
+// says at once that it failed, with its last lines, and that an edit, not
+// a restart, is what helps: for the server it starts from the .wtproxy and
+// for the one it restarts.
+test('the MCP restart tool says at once that the server failed and lives on, and to fix and save', async (t) => {
+  const tmp = makeWorktrees(t, ['m']);
+  const px = await startDaemon(t, tmp, ['--whoami', 'off']);
+  fs.writeFileSync(path.join(tmp.wt.m, 'server.js'), "throw new Error('boom: DATABASE_URL is not set');\n");
+  fs.writeFileSync(path.join(tmp.wt.m, '.wtproxy'),
+    `start = ${process.execPath} --watch server.js {port}\nfront = ${px.port}\nidle_stop = 0\n`);
+  const mcp = startMcp(t, { cwd: tmp.wt.m, env: cliEnv(tmp, { XDG_STATE_HOME: path.join(tmp.root, 'state') }) });
+  await initialize(mcp);
+  for (const [id, what] of [[1, 'was started'], [2, 'was restarted']]) {
+    const at = Date.now();
+    const r = await mcp.call(id, 'restart');
+    const ms = Date.now() - at;
+    t.diagnostic(`restart (${what}) answered after ${ms} ms`);
+    assert.equal(r.isError, true, r.content[0].text);
+    assert.equal(r.structuredContent.error, 'failed', r.content[0].text);
+    assert.ok(ms < 20000, `it answered after ${ms} ms, not at once (it waited 30 s)`);
+    assert.match(r.content[0].text, new RegExp(`${what} but it failed at start and lives on without listening, waiting for a change to its files: fix the error its log's last lines name and save \\(node --watch restarts it\\)`));
+    assert.match(r.content[0].text, /boom: DATABASE_URL is not set[\s\S]*\nFix the error its last lines name and save the file: its reloader starts it again; then check with servers$/);
+  }
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });

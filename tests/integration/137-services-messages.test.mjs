@@ -109,7 +109,8 @@ test('a service that died: the 502 names its logs and a restart that starts it a
   fs.rmSync(path.join(wt, 'dropped'));
   const ok = await paste(tmp, r.body, 'backend-unreachable');
   assert.equal(ok.code, 0, `${ok.stdout}${ok.stderr}`);
-  assert.match(ok.stdout, /service api on front \d+ started and ready/);
+  assert.match(ok.stdout, /service api on front \d+ started and ready in \d+\.\d s, verified: serves the code on disk\n/);
+  assert.match(ok.stderr, /wtproxy restart: waiting for service api of \S+ \(front \d+\) to (listen|start)[^\n]*its log: wtproxy logs \S+ --service api\)/);
   assert.equal((await ask(px, wt)).status, 200);
   sanitizerClean(assert, px.stderr());
 });

@@ -1,8 +1,9 @@
 /* test_reg_store.c - registry/reg_json.c and registry/reg_store.c: every
- * entry field through JSON and back, the checks on stored entries, a save
- * and load round trip with a 0600 file, corrupt files moved aside (cut in
- * half, not JSON, empty, wrong shape), a bad entry skipped among good
- * ones, and a failed save that leaves the old file as it was. */
+ * entry field through JSON and back, a failed start kept with its entry,
+ * the checks on stored entries, a save and load round trip with a 0600
+ * file, corrupt files moved aside (cut in half, not JSON, empty, wrong
+ * shape), a bad entry skipped among good ones, and a failed save that
+ * leaves the old file as it was. */
 #include "../../registry/reg_backend.c"
 #include "../../registry/reg_json.c"
 #include "../../registry/reg_live.c"
@@ -113,6 +114,54 @@ static void test_json_round_trip(void)
     is_str(json_string_value(json_object_get(o, "command")), "echo caf?",
            "a command that is not UTF-8 is still written, the bad byte as '?'");
     json_decref(o);
+    reg_backend_unref(b);
+}
+
+/* A failed start (or an edit that broke a ready server) goes into the
+ * entry and comes back from it, for a starting entry only; a bad one is
+ * refused naming the field. */
+static void test_start_failed(void)
+{
+    struct reg_backend *b = mk(8000, "/home/dev/shop/wt-b", 41234, REG_STARTING), *back;
+    char err[512] = "", big[REG_START_FAILED_MAX + 100];
+    json_t *o, *req;
+
+    req = json_pack("{s:s, s:s, s:s}", "lines", "Traceback\nSyntaxError: '[' was never closed",
+                    "reloader", "Django's autoreloader", "when", "edit");
+    is_int(reg_backend_read_failed(b, req, err, sizeof err), 0, "a start-failed request is read");
+    ok(b->start_failed_edit && strcmp(b->reloader, "Django's autoreloader") == 0,
+       "  its case (edit) and reloader");
+    json_decref(req);
+    o = reg_backend_to_json(b);
+    is_str(json_string_value(json_object_get(json_object_get(o, "start_failed"), "when")), "edit",
+           "the entry says when");
+    back = reg_backend_from_json(o, err, sizeof err);
+    ok(back && strcmp(back->start_failed, b->start_failed) == 0 && back->start_failed_edit &&
+           strcmp(back->reloader, b->reloader) == 0,
+       "  and a loaded entry has it back: the next daemon knows it failed");
+    reg_backend_unref(back);
+    json_object_set_new(o, "state", json_string("ready"));
+    back = reg_backend_from_json(o, err, sizeof err);
+    ok(back && !back->start_failed[0], "a ready entry's start_failed is not loaded: it listens");
+    reg_backend_unref(back);
+    json_object_set_new(o, "state", json_string("starting"));
+    json_object_set_new(json_object_get(o, "start_failed"), "when", json_string("later"));
+    ok(!reg_backend_from_json(o, err, sizeof err), "a start_failed whose when is not start/edit");
+    has_str(err, "\"start_failed\"", "  is refused, naming the field");
+    json_decref(o);
+
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    memcpy(big + sizeof big - 6, "END\n!", 5);
+    req = json_pack("{s:s}", "lines", big);
+    is_int(reg_backend_read_failed(b, req, err, sizeof err), 0, "lines longer than it holds");
+    ok(strlen(b->start_failed) == REG_START_FAILED_MAX - 1 && strstr(b->start_failed, "END") &&
+           !b->start_failed_edit && !b->reloader[0],
+       "  keep their end (the error), \"when\" start by default");
+    json_decref(req);
+    req = json_pack("{s:s}", "lines", "");
+    is_int(reg_backend_read_failed(b, req, err, sizeof err), -1, "empty lines are refused");
+    json_decref(req);
     reg_backend_unref(b);
 }
 
@@ -457,6 +506,7 @@ int main(void)
         return 1;
     }
     test_json_round_trip();
+    test_start_failed();
     test_utf8_repair();
     test_json_checks();
     test_save_load();
