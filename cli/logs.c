@@ -4,6 +4,7 @@
  * logs, restart and stop share: their arguments and the registrations
  * they select. */
 #include "cli.h"
+#include "servers.h"
 
 #include <ctype.h>
 #include <dirent.h>

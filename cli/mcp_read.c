@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "servers.h"
 #include "front.h"
 #include "host.h"
 #include "registry.h"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "servers.h"
 
 static const char *str(json_t *o, const char *key)
 {

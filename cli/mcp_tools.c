@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "servers.h"
 #include "host.h"
 
 #define MAX_ARGS 5

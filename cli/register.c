@@ -4,6 +4,7 @@
  * (or, for register, the /__whoami gate refuses the server it registered),
  * 2 bad usage. */
 #include "cli.h"
+#include "servers.h"
 #include "front.h"
 
 #include <errno.h>

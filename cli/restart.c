@@ -5,6 +5,7 @@
  * ones gone. A server that does not come back is named with its log's
  * last lines, the reason it did not. */
 #include "cli.h"
+#include "servers.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,6 +7,7 @@
  * do it through here; the stop's wait sleeps through cli_pause, so that
  * an MCP client's cancellation ends it (mcp_wait.c). */
 #include "cli.h"
+#include "servers.h"
 
 #include <stdio.h>
 #include <string.h>

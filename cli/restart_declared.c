@@ -7,6 +7,7 @@
  * answers "no server matches", and a plain restart restarts only the live
  * ones. */
 #include "cli.h"
+#include "servers.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -19,9 +19,11 @@
  *  - refused (stale, another checkout's, no /__whoami...), failed (its
  *    start, or an edit, broke it: it waits for a change to its files) or
  *    no verdict in time: stops it through its wrapper (the stop op) and
- *    runs CMD in its place, whose output (a traceback) is this run's. One registered with `wtproxy
- * register` cannot be stopped so: the conflict is reported, naming it. */
+ *    runs CMD in its place, whose output (a traceback) is this run's.
+ * One registered with `wtproxy register` cannot be stopped so: the
+ * conflict is reported, naming it. */
 #include "run.h"
+#include "servers.h"
 
 #include <signal.h>
 #include <stdarg.h>

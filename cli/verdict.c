@@ -6,6 +6,7 @@
  * serving another checkout, or with no /__whoami, from its tests' first
  * 421 or 502. */
 #include "cli.h"
+#include "servers.h"
 
 #include <stdio.h>
 #include <string.h>
