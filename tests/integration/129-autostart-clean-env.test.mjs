@@ -11,13 +11,16 @@
 // (its `node` is the machine's, not wt-b's), and HOME. The daemon's own
 // environment has only the allowed names, and its log says it was started
 // clean, by whom, and which names it dropped, never their values. wt-b's
-// own server, the run's CMD, keeps that run's environment.
+// own server, the run's CMD, keeps that run's environment. Every command
+// that starts the daemon does it so: `wtproxy mcp`'s restart tool and
+// `wtproxy claim` too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { makeWorktrees, startRun, autostartEnv, curlFrom, lsJson, sanitizerClean, pidAlive } from './lib/registry.mjs';
+import { makeWorktrees, startRun, autostartEnv, curlFrom, lsJson, sanitizerClean, pidAlive, cli, control } from './lib/registry.mjs';
+import { startMcp, initialize } from './lib/mcp.mjs';
 import { freePort } from './lib/whoami.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 
@@ -28,6 +31,12 @@ const envServer = path.join(here, 'fixtures', 'env-server.mjs');
 const allowed = [/^(HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|TZ|TMPDIR|PATH)$/, /^LC_/, /^XDG_\w+_(HOME|DIRS)$/,
   /^XDG_RUNTIME_DIR$/, /^(http|https|no|all)_proxy$/i, /^(SSL_CERT_FILE|SSL_CERT_DIR|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE)$/,
   /^WTPROXY_(CONTROL|CONFIG|REGISTRY|REGISTRY_OPTIONAL|MACHINE|LOG_MAX_BYTES|BIN)$/, /^[A-Z]*SAN_OPTIONS$/];
+
+// The names in the environment of pid that the list does not allow.
+function disallowed(pid) {
+  return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean)
+    .map((kv) => kv.slice(0, kv.indexOf('='))).filter((n) => !allowed.some((re) => re.test(n)));
+}
 
 // The process group of pid (field 5 of /proc/PID/stat).
 function pgid(pid) {
@@ -85,10 +94,10 @@ test('an autostarted daemon gives no server the starting command\'s environment'
   assert.equal(aenv.HOME, process.env.HOME);
 
   // The daemon itself: only allowed names.
-  const names = fs.readFileSync(`/proc/${daemon}/environ`, 'utf8').split('\0').filter(Boolean)
-    .map((kv) => kv.slice(0, kv.indexOf('=')));
-  assert.deepEqual(names.filter((n) => !allowed.some((re) => re.test(n))), [], names.join(' '));
-  assert.ok(names.includes('HOME') && names.includes('PATH'), names.join(' '));
+  assert.deepEqual(disallowed(daemon), []);
+  const names = fs.readFileSync(`/proc/${daemon}/environ`, 'utf8');
+  assert.match(names, /(^|\0)HOME=/);
+  assert.match(names, /(^|\0)PATH=/);
 
   // Its log: started clean, by whom, the dropped names, never their values.
   const log = fs.readFileSync(m[2], 'utf8');
@@ -105,3 +114,26 @@ test('an autostarted daemon gives no server the starting command\'s environment'
   assert.ok(pidAlive(daemon));
   assert.equal((await lsJson(tmp)).length, 2);
 });
+
+for (const starter of ['mcp', 'claim']) {
+  test(`\`wtproxy ${starter}\` starts the daemon with the clean environment too`, async (t) => {
+    const tmp = makeWorktrees(t, ['b']);
+    const env = { ...autostartEnv(t, tmp), FOO: 'foo-of-wt-b', VIRTUAL_ENV: path.join(tmp.wt.b, '.venv') };
+    if (starter === 'mcp') {
+      const mcp = startMcp(t, { cwd: tmp.wt.b, env: { ...env, WTPROXY_CONTROL: tmp.control } });
+      await initialize(mcp);
+      const r = await mcp.call(1, 'restart'); // nothing to restart; the daemon now runs
+      assert.match(r.content[0].text, /so this call started one \(pid \d+/, r.content[0].text);
+      await mcp.end();
+    } else {
+      const r = await cli(tmp, ['claim', 'emu', '--', 'true'], { cwd: tmp.wt.b, env });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /started the daemon \(pid \d+\)/);
+    }
+    const daemon = (await control(tmp.control, { op: 'ping' })).pid;
+    assert.deepEqual(disallowed(daemon), []);
+    const log = fs.readFileSync(path.join(tmp.root, 'state', 'wtproxy', 'daemon.log'), 'utf8');
+    assert.match(log, new RegExp(`^wtproxy: autostarted by \`wtproxy ${starter}\` \\(pid \\d+, cwd ${tmp.wt.b}\\) with a clean environment, not that command's: dropped .*\\bFOO\\b`, 'm'));
+    assert.doesNotMatch(log, /foo-of-wt-b/);
+  });
+}
