@@ -60,12 +60,12 @@ static const struct kept kept[] = {
 /* clang-format on */
 
 /* The entry of kept whose pattern the name of var ("NAME=value") matches,
- * or NULL. */
+ * or NULL (also for a string without '=', which execve allows). */
 static const struct kept *kept_entry(const char *var)
 {
     char name[256];
     size_t n = strcspn(var, "=");
-    if (n >= sizeof name)
+    if (n >= sizeof name || var[n] != '=')
         return NULL;
     memcpy(name, var, n);
     name[n] = '\0';
