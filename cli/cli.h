@@ -54,6 +54,23 @@ int cli_daemon_start_allowed(int no_autostart_flag);
 #define CLI_NO_DAEMON_START "; start one, in the background: "
 int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen);
 
+/* --- daemon_env.c: the environment of a daemon the CLI starts --- */
+
+/* What a started daemon gets: env, an environ-style array (pointers into
+ * environ, and own's strings), and line, the one line its log starts with
+ * (who started it, what was dropped by name). */
+struct cli_daemon_env {
+    char **env;
+    char **own;
+    char line[2 * PATH_MAX + 2048];
+};
+
+/* Fill d from this process's environment, by the allow-list in
+ * daemon_env.c. Returns 0, or -1 with err; free d with cli_daemon_env_free
+ * either way. */
+int cli_daemon_env(struct cli_daemon_env *d, char *err, size_t errlen);
+void cli_daemon_env_free(struct cli_daemon_env *d);
+
 /* Whether one of a ping reply's listen addresses is on port front: 1 yes,
  * 0 no, -1 when it names none (not open yet). */
 int cli_listens_on(json_t *ping, int front);

@@ -224,8 +224,11 @@ static void show_log_tail(const char *log, off_t offset)
 /* In the forked child: become the daemon, detached from our session (a
  * kill of the caller's process group must not reach it) and from our
  * stdio (a test harness waiting for our pipes to close must not wait for
- * it). Never returns. */
-static void exec_daemon(const char *exe, const char *control, int logfd)
+ * it), with d's clean environment (daemon_env.c), its log starting with
+ * d's line. Everything was built before fork: `wtproxy run` has threads,
+ * so the child only makes system calls. Never returns. */
+static void exec_daemon(const char *exe, const char *control, int logfd,
+                        const struct cli_daemon_env *d)
 {
     setsid();
     int null = open("/dev/null", O_RDONLY);
@@ -235,7 +238,9 @@ static void exec_daemon(const char *exe, const char *control, int logfd)
     char *argv[] = {"wtproxy", "serve", "--control", (char *)control, NULL};
     if (!control)
         argv[2] = NULL;
-    execv(exe, argv);
+    ssize_t said = write(2, d->line, strlen(d->line)); /* unwritable: so are its own lines */
+    (void)said;
+    execve(exe, argv, d->env);
     dprintf(2, "wtproxy: cannot run %s: %s\n", exe, strerror(errno));
     _exit(127);
 }
@@ -257,10 +262,14 @@ static int spawn_daemon(const char *path, const char *log, char *err, size_t err
     }
     exe[n] = '\0';
     const char *control = getenv("WTPROXY_CONTROL") ? path : NULL;
-    pid_t pid = fork();
+    struct cli_daemon_env d = {0};
+    pid_t pid = cli_daemon_env(&d, err, errlen) < 0 ? -2 : fork();
     if (pid == 0)
-        exec_daemon(exe, control, logfd);
+        exec_daemon(exe, control, logfd, &d);
+    cli_daemon_env_free(&d);
     close(logfd);
+    if (pid == -2)
+        return -1;
     if (pid < 0) {
         snprintf(err, errlen, "cannot start the daemon: fork: %s", strerror(errno));
         return -1;

@@ -34,7 +34,9 @@ const char cli_usage_run[] =
     "                    within stale_grace (or, while its /__whoami says taking_in,\n"
     "                    start_timeout), wtproxy restarts CMD (same port) and holds\n"
     "                    requests meanwhile\n"
-    "  --no-autostart    fail instead of starting a daemon when none answers\n"
+    "  --no-autostart    fail instead of starting a daemon when none answers (a\n"
+    "                    daemon run starts gets a clean environment, not run's:\n"
+    "                    wtproxy help playwright)\n"
     "\n"
     "example: wtproxy run -- python3 manage.py runserver 127.0.0.1:{port}\n";
 
