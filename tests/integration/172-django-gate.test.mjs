@@ -104,10 +104,12 @@ test('autoreloader on: an edit followed at once by a request gets the new code, 
   const held = [];
   for (const v of ['hello v2', 'hello v3', 'hello v4']) {
     // Django's reloader takes its first snapshot of mtimes about a second
-    // after each start: an edit before it is never seen, and that server
-    // really keeps the older code (the gate then rightly says stale-code,
-    // as CI once saw). An agent edits, tests, edits again: give it that.
-    if (held.length) await new Promise((r) => setTimeout(r, 1500));
+    // after each start, the first one included: an edit before it is never
+    // seen, and that server really keeps the older code (the gate then
+    // rightly says stale-code, as CI saw twice: once between edits, once
+    // for the first edit, 0.9 s after a start). An agent edits, tests,
+    // edits again: give it that.
+    await new Promise((r) => setTimeout(r, 1500));
     edit(tmp.wt.a, v);
     const t0 = Date.now();
     const r = await hello(px, tmp.wt.a);
