@@ -317,9 +317,11 @@ void conn_wait_timeout(struct proxy_client *c)
 
 /* b's start failed while its process lives on, which its wrapper told
  * after b was ready (an edit broke the server and its autoreloader waits
- * for the next): the requests that met the server gone are waiting for it
- * in the gate (its /__whoami unanswered) or retrying its port, each for
- * reload_grace. Each is looked at again now, and gets the failure's 503. */
+ * for the next), or b was dropped (its wrapper exited: a restart whose new
+ * process died at start): the requests that met the server gone are
+ * waiting for it in the gate (its /__whoami unanswered) or retrying its
+ * port, each for reload_grace or start_timeout. Each is looked at again
+ * now, and gets the failure's 503. */
 void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b)
 {
     struct proxy_client *c;

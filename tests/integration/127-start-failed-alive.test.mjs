@@ -405,3 +405,33 @@ test('the MCP restart tool says at once that the server failed and lives on, and
   }
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
+
+// A server the daemon starts from a .wtproxy that does not reload (`node
+// server.mjs`) is restarted by the daemon once an edit makes it stale.
+// When the edit broke it and the new process exits at start, the request
+// that asked for the restart waited in the gate for the whole
+// start_timeout (its registration was gone, the gate still asked the dead
+// port), then got a 502 "Connection refused" naming the dead pid:
+// Playwright's own 30 s timeout fired first, with nothing said. Now it gets
+// at once the 503 of a server that exited, naming its log.
+test('a stale .wtproxy server restarted into a crash: the 503 that names its log at once', async (t) => {
+  const tmp = makeWorktrees(t, ['r']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '200ms', '--start-timeout', '20s']);
+  const wt = tmp.wt.r;
+  fs.writeFileSync(path.join(wt, 'server.mjs'), "import fs from 'node:fs';\n" +
+    "if (fs.existsSync('broken')) { console.error('SyntaxError: Unexpected end of input'); process.exit(1); }\n" +
+    `import(${JSON.stringify(wtServer)});\n`);
+  fs.writeFileSync(path.join(wt, 'app.py'), 'print(1)\n');
+  fs.writeFileSync(path.join(wt, '.wtproxy'),
+    `start = ${process.execPath} server.mjs {port}\nfront = ${px.port}\nidle_stop = 0\n`);
+  assert.equal((await curlFrom(wt, px.port, '/')).status, 200, 'served, verified');
+  fs.writeFileSync(path.join(wt, 'broken'), '');
+  fs.writeFileSync(path.join(wt, 'app.py'), 'print(2)\n'); // stale: the daemon restarts it
+  const r = await curlFrom(wt, px.port, '/', { timeout: 30000 });
+  t.diagnostic(`answered ${r.status} after ${r.ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.ms < FAST_MS, `answered after ${r.ms} ms, not at once`);
+  assert.match(r.body, /exited with status 1 before it listened; its output: \S+\.log \(wtproxy logs /);
+  fs.rmSync(path.join(wt, 'broken'));
+  assert.equal((await curlFrom(wt, px.port, '/')).status, 200, 'started again by the next request, once fixed');
+});
