@@ -18,7 +18,8 @@
 // at start": its reader looks for the cause in the edit, not the start
 // command.
 // (An error in settings.py itself is not this case: manage.py exits at once,
-// and the daemon already says so as an exit.)
+// and the daemon already says so as an exit.) A stale .wtproxy server the
+// daemon restarts into such an exit is said at once too, with its log.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -434,4 +435,17 @@ test('a stale .wtproxy server restarted into a crash: the 503 that names its log
   assert.match(r.body, /exited with status 1 before it listened; its output: \S+\.log \(wtproxy logs /);
   fs.rmSync(path.join(wt, 'broken'));
   assert.equal((await curlFrom(wt, px.port, '/')).status, 200, 'started again by the next request, once fixed');
+
+  // The same server adopted by the next daemon after a kill -9: its end
+  // was "no dev server is registered ... wtproxy run -- <server command>",
+  // a fix for a server of one's own, not a .wtproxy's, and no log.
+  await killDaemon(px);
+  const px2 = await nextDaemon(t, tmp, px.port);
+  fs.writeFileSync(path.join(wt, 'broken'), '');
+  fs.writeFileSync(path.join(wt, 'app.py'), 'print(3)\n');
+  const a = await curlFrom(wt, px2.port, '/', { timeout: 30000 });
+  assert.equal(a.status, 503, a.body);
+  assert.ok(a.ms < FAST_MS, `answered after ${a.ms} ms, not at once`);
+  assert.match(a.body, /declares \(wrapper pid \d+\) exited before it served this request; its output: \S+\.log \(wtproxy logs /);
+  assert.match(a.body, /send the request again: it starts the server its \.wtproxy declares again/);
 });
