@@ -53,6 +53,11 @@ test('the instructions and servers name the worktree\'s real fronts, and the one
   assert.match(a.instructions, new RegExp(`^wtproxy routes http://localhost:${px.port}/ \\(service web\\) and http://localhost:${api}/ \\(service api\\) to the dev server `));
   assert.match(a.instructions, new RegExp(` The daemon does not listen on :${api}: requests there do not reach wtproxy; wtproxy doctor prints the fix\\. `));
   assert.doesNotMatch(a.instructions, /8000/);
+  // Who starts its servers, and where a failed test's reason is: an agent
+  // read neither, started its own server, and took "element not found"
+  // for its own bug.
+  assert.match(a.instructions, / Its \.wtproxy declares its dev server: the daemon starts it at the first request from this worktree, so start none yourself\. /);
+  assert.match(a.instructions, / When a test meets a refused connection, an empty page or an error from wtproxy \(header X-Wtproxy-Error\), call servers, then logs: they say why, and the fix\. /);
   const s = (await call(a.mcp, 'servers')).structuredContent;
   assert.deepEqual(s.fronts, [
     { front: px.port, url: `http://localhost:${px.port}/`, listening: true, service: 'web' },
@@ -63,7 +68,8 @@ test('the instructions and servers name the worktree\'s real fronts, and the one
   // No .wtproxy: the one port the daemon listens on, as the CLI picks it.
   const b = await session(t, tmp.wt.b, env);
   assert.match(b.instructions, new RegExp(`^wtproxy routes http://localhost:${px.port}/ to the dev server `));
-  assert.doesNotMatch(b.instructions, /No daemon|does not listen/);
+  assert.doesNotMatch(b.instructions, /No daemon|does not listen|Its \.wtproxy/);
+  assert.match(b.instructions, / call servers, then logs: /);
   assert.deepEqual((await call(b.mcp, 'servers')).structuredContent.fronts,
     [{ front: px.port, url: `http://localhost:${px.port}/`, listening: true }]);
   assert.equal((await b.mcp.end()).code, 0, b.mcp.stderr());
