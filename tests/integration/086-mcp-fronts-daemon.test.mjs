@@ -147,8 +147,12 @@ test('the daemon a tool starts, and the one its message starts, listen on the .w
   const state = path.join(tmp.root, 'state');
   const env = { WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '', WTPROXY_CONFIG: '', XDG_STATE_HOME: state };
   const { mcp } = await session(t, tmp.wt.a, env);
-  let pid = 0;
-  t.after(async () => {
+  let pid = 0, server = 0;
+  t.after(async () => { // the server restart started outlives a killed daemon: stopped first
+    if (server && pidAlive(server)) {
+      process.kill(server, 'SIGTERM'); // its wrapper stops the server's whole tree
+      await waitFor(() => !pidAlive(server), 10000, 'the server to stop').catch(() => {});
+    }
     if (!pid) pid = await control(tmp.control, { op: 'ping' }).then((p) => p.pid, () => 0);
     if (pid && pidAlive(pid)) process.kill(pid, 'SIGKILL');
   });
@@ -158,6 +162,7 @@ test('the daemon a tool starts, and the one its message starts, listen on the .w
 
   const r = await call(mcp, 'restart');
   assert.notEqual(r.isError, true, r.content[0].text);
+  server = (await call(mcp, 'servers')).structuredContent.servers[0]?.pid || 0; // its wrapper
   pid = (await control(tmp.control, { op: 'ping' })).pid;
   const got = await curlFrom(tmp.wt.a, front, '/');
   assert.equal(got.status, 200, `the tests' port answers: ${got.body}`);
