@@ -71,6 +71,18 @@ struct cli_daemon_env {
 int cli_daemon_env(struct cli_daemon_env *d, char *err, size_t errlen);
 void cli_daemon_env_free(struct cli_daemon_env *d);
 
+/* --- daemon_listen.c: where a daemon the CLI starts listens --- */
+
+/* The folder whose worktree's .wtproxy a started daemon takes its ports
+ * from: "." unless set (the MCP session's worktree). */
+void cli_daemon_listen_for(const char *dir);
+/* The fronts that .wtproxy declares, each once, into ports
+ * (WTFILE_MAX_SERVICES); 0 when it declares none or WTPROXY_CONFIG is set:
+ * the daemon's default and its config decide then. */
+int cli_daemon_listen(int *ports);
+/* The same as serve's flags, " --listen 8420 --listen 8421", else "". */
+void cli_daemon_listen_flags(char *out, size_t len);
+
 /* Whether one of a ping reply's listen addresses is on port front: 1 yes,
  * 0 no, -1 when it names none (not open yet). */
 int cli_listens_on(json_t *ping, int front);

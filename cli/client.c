@@ -22,6 +22,7 @@
 
 #include "host.h"
 #include "registry.h"
+#include "wtfile.h"
 
 #define NOBODY 1      /* exchange(): no daemon listens on the socket */
 #define LOG_TAIL 2048 /* bytes of the daemon's log shown when it failed */
@@ -221,23 +222,44 @@ static void show_log_tail(const char *log, off_t offset)
             buf[n - 1] == '\n' ? "" : "\n");
 }
 
+/* The daemon's command line into argv, its numbers into num: serve,
+ * --control when WTPROXY_CONTROL chose the socket, and a --listen for each
+ * front the worktree's .wtproxy declares (daemon_listen.c). */
+struct serve_argv {
+    char *argv[5 + 2 * WTFILE_MAX_SERVICES];
+    char num[WTFILE_MAX_SERVICES][8];
+};
+
+static void serve_argv(struct serve_argv *a, const char *control)
+{
+    int ports[WTFILE_MAX_SERVICES], n = cli_daemon_listen(ports), k = 0;
+    a->argv[k++] = "wtproxy";
+    a->argv[k++] = "serve";
+    if (control) {
+        a->argv[k++] = "--control";
+        a->argv[k++] = (char *)control;
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(a->num[i], sizeof a->num[i], "%d", ports[i]);
+        a->argv[k++] = "--listen";
+        a->argv[k++] = a->num[i];
+    }
+    a->argv[k] = NULL;
+}
+
 /* In the forked child: become the daemon, detached from our session (a
  * kill of the caller's process group must not reach it) and from our
  * stdio (a test harness waiting for our pipes to close must not wait for
  * it), with d's clean environment (daemon_env.c), its log starting with
  * d's line. Everything was built before fork: `wtproxy run` has threads,
  * so the child only makes system calls. Never returns. */
-static void exec_daemon(const char *exe, const char *control, int logfd,
-                        const struct cli_daemon_env *d)
+static void exec_daemon(const char *exe, char **argv, int logfd, const struct cli_daemon_env *d)
 {
     setsid();
     int null = open("/dev/null", O_RDONLY);
     if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
         _exit(127);
     close_range(3, ~0U, 0);
-    char *argv[] = {"wtproxy", "serve", "--control", (char *)control, NULL};
-    if (!control)
-        argv[2] = NULL;
     ssize_t said = write(2, d->line, strlen(d->line)); /* unwritable: so are its own lines */
     (void)said;
     execve(exe, argv, d->env);
@@ -261,11 +283,12 @@ static int spawn_daemon(const char *path, const char *log, char *err, size_t err
         return -1;
     }
     exe[n] = '\0';
-    const char *control = getenv("WTPROXY_CONTROL") ? path : NULL;
+    struct serve_argv a;
+    serve_argv(&a, getenv("WTPROXY_CONTROL") ? path : NULL);
     struct cli_daemon_env d = {0};
     pid_t pid = cli_daemon_env(&d, err, errlen) < 0 ? -2 : fork();
     if (pid == 0)
-        exec_daemon(exe, control, logfd, &d);
+        exec_daemon(exe, a.argv, logfd, &d);
     cli_daemon_env_free(&d);
     close(logfd);
     if (pid == -2)
@@ -333,17 +356,20 @@ static int daemon_start(const char *path, char *err, size_t errlen)
 /* The sentence for no daemon at path: where it looked, and a start that
  * returns at once (in an agent's shell a foreground `wtproxy serve` never
  * returns; setsid -f leaves it running when that shell ends), answering
- * where this process looked whatever WTPROXY_CONTROL the shell has, its
- * output in the log a started daemon writes. */
+ * where this process looked whatever WTPROXY_CONTROL the shell has, and
+ * listening where the daemon it would start listens, its output in the log
+ * a started daemon writes. */
 static void no_daemon(const char *path, char *err, size_t errlen)
 {
     char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
+    char listen[WTFILE_MAX_SERVICES * 16];
     if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
         snprintf(log, sizeof log, "%s/daemon.log", dir);
+    cli_daemon_listen_flags(listen, sizeof listen);
     snprintf(err, errlen,
              "no daemon answers on %s" CLI_NO_DAEMON_START "setsid -f wtproxy serve "
-             "--control %s >>%s 2>&1",
-             path, path, log);
+             "--control %s%s >>%s 2>&1",
+             path, path, listen, log);
 }
 
 int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen)

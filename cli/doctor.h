@@ -55,6 +55,9 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r);
 
 /* doctor_python.c: the .wtproxy's Python imports the middleware. */
 void doc_python(struct doc_ctx *c, struct doc_result *r);
+/* doctor_node.c: the .wtproxy's Node start finds the middleware; 0 when
+ * its start is no Node one (r untouched). */
+int doc_node(struct doc_ctx *c, struct doc_result *r);
 
 /* doctor_env.c: the machine and the app around it. */
 void doc_inotify(struct doc_ctx *c, struct doc_result *r);

@@ -155,8 +155,10 @@ void doc_python(struct doc_ctx *c, struct doc_result *r)
         doc_set(r, DOC_SKIP, "no .wtproxy start command here to check");
         return;
     }
+    if (doc_node(c, r))
+        return;
     if (python_prefix(c->start, python, sizeof python) < 0) {
-        doc_set(r, DOC_SKIP, "the .wtproxy's start runs no python");
+        doc_set(r, DOC_SKIP, "the .wtproxy's start runs neither python nor node");
         return;
     }
     int st = run_probe(c->wt.root, python, out, sizeof out);

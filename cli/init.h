@@ -78,6 +78,10 @@ void init_top_path(const struct init_plan *p, char *out, size_t len);
 /* init_vite.c: whether the Vite config of the app's root lists the
  * /__whoami plugin (a note says so). */
 int init_vite_has_whoami(struct init_plan *p);
+/* init_node.c: a `node FILE` server's notes: FILE imports the middleware
+ * already, else the lines to add (Express and node:http); and that each
+ * worktree needs node_modules/wtproxy-whoami. */
+void init_node_whoami(struct init_plan *p);
 
 /* init_vite.c: the one localhost port the `proxy: {...}` block of a Vite
  * config's text sends to: 0 none, -1 several or one built in code. */

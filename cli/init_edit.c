@@ -413,7 +413,9 @@ int init_plan_make(struct init_plan *p)
         return -1;
     if (init_plan_python(p) < 0 || init_plan_next(p) < 0)
         return -1;
-    if (is_node(p->app.kind) && !(p->app.kind == CLI_APP_VITE && init_vite_has_whoami(p)))
+    if (p->app.kind == CLI_APP_EXPRESS || p->app.kind == CLI_APP_NODE)
+        init_node_whoami(p);
+    else if (is_node(p->app.kind) && !(p->app.kind == CLI_APP_VITE && init_vite_has_whoami(p)))
         init_note(p, "Node: add the /__whoami middleware by hand (wtproxy help whoami): `import { "
                      "whoami } from 'wtproxy-whoami'` (Vite: `wtproxyWhoami` from "
                      "'wtproxy-whoami/vite'); without it wtproxy refuses the server");

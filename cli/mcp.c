@@ -188,6 +188,8 @@ int cli_mcp_main(int argc, char **argv)
         fprintf(stderr, "wtproxy mcp: %s (see wtproxy mcp --help)\n", err);
         return 2;
     }
+    if (m.worktree[0]) /* a daemon a tool starts listens on its fronts */
+        cli_daemon_listen_for(m.worktree);
     /* A client that closes its end must not kill us mid-write. */
     signal(SIGPIPE, SIG_IGN);
     return serve(&m);

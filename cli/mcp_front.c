@@ -129,6 +129,26 @@ static void say_daemon(json_t *ping, const struct front *f, int n, char *out, si
                                   "the fix.");
 }
 
+/* Who starts the worktree's servers, and where a failed test's reason
+ * is, into out at *used: an agent that reads neither starts its own
+ * server on a fixed port (which serves whichever worktree got it first),
+ * and reads a test's "ERR_CONNECTION_REFUSED" or "element not found"
+ * with no idea that wtproxy said why. */
+static void say_next(const struct mcp *m, char *out, size_t len, size_t *used)
+{
+    struct front f[MAX_FRONTS];
+    if (m->worktree[0] && declared(m->worktree, f, 0) > 0)
+        *used += (size_t)snprintf(out + *used, len - *used,
+                                  " Its .wtproxy declares its dev server: the daemon starts it "
+                                  "at the first request from this worktree, so start none "
+                                  "yourself.");
+    if (*used < len)
+        *used += (size_t)snprintf(out + *used, len - *used,
+                                  " When a test meets a refused connection, an empty page or an "
+                                  "error from wtproxy (header X-Wtproxy-Error), call servers, "
+                                  "then logs: they say why, and the fix.");
+}
+
 void mcp_instructions(const struct mcp *m, char *out, size_t len)
 {
     struct front f[MAX_FRONTS];
@@ -151,6 +171,8 @@ void mcp_instructions(const struct mcp *m, char *out, size_t len)
     if (used < len)
         say_daemon(ping, f, n, out, len, &used);
     json_decref(ping);
+    if (used < len)
+        say_next(m, out, len, &used);
     if (used < len)
         snprintf(out + used, len - used,
                  " These tools act on this session's worktree: servers (what runs, its state "

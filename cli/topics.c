@@ -97,6 +97,19 @@ int cli_whoami_python_dir(char *out, size_t len)
     return 0;
 }
 
+int cli_whoami_node_dir(char *out, size_t len)
+{
+    char root[4096];
+    if (install_root(root, sizeof root) < 0) {
+        if (!exists(WTP_SOURCE_DIR, "/whoami/node", "package.json"))
+            return -1;
+        snprintf(out, len, "%s/whoami/node", WTP_SOURCE_DIR);
+        return 0;
+    }
+    snprintf(out, len, "%s%s", root, WTP_NODE_DIR);
+    return 0;
+}
+
 /* What makes the Python package importable: nothing where the install put
  * it on Debian's python3's path; in a private prefix (meson said so at
  * setup), a link in the user site, which every dev server of this user

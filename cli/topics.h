@@ -23,4 +23,10 @@ int cli_topic_print(const char *name, FILE *f);
  * build folder. */
 int cli_whoami_python_dir(char *out, size_t len);
 
+/* The Node package folder wtproxy-whoami of this wtproxy (installed, or
+ * its checkout's whoami/node when it runs from a build folder), into out:
+ * what an app's node_modules/wtproxy-whoami links to; -1 when it has none
+ * (the checkout moved). */
+int cli_whoami_node_dir(char *out, size_t len);
+
 #endif

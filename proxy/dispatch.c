@@ -271,6 +271,30 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
     conn_fail(c, b->start_failed_edit ? PE_EDIT_FAILED : PE_START_FAILED, d);
 }
 
+/* b ended while the request waited for it (a restart whose new process
+ * exited at start, a server killed), and no start of this daemon says
+ * how: said with its log. One an earlier daemon started from the
+ * .wtproxy (adopted after a kill -9) is the .wtproxy's to start again,
+ * never "start your dev server with wtproxy run". */
+static void ended(struct proxy_client *c, const struct reg_backend *b)
+{
+    char d[4 * PATH_MAX + 256], log[2 * PATH_MAX + 64] = "";
+    if (b->log[0])
+        snprintf(log, sizeof log, "; its output: %s (wtproxy logs %s --front %d)", b->log,
+                 b->worktree, b->front);
+    if (b->daemon_started && b->log[0]) {
+        snprintf(d, sizeof d,
+                 "the server that %s/.wtproxy declares (wrapper pid %d) exited before it "
+                 "served this request%s",
+                 b->worktree, (int)b->pid, log);
+        conn_fail(c, PE_BACKEND_EXITED, d);
+        return;
+    }
+    snprintf(d, sizeof d, "the dev server of %s ended before it served this request%s", b->worktree,
+             log);
+    conn_fail(c, PE_NO_BACKEND, d);
+}
+
 void conn_wait_timeout(struct proxy_client *c)
 {
     if (c->file_ticket) {
@@ -295,9 +319,7 @@ void conn_wait_timeout(struct proxy_client *c)
          * reaped, says more than "ended". */
         conn_wait(c, WTP_WAIT_POLL_MS);
     } else if (b->state == REG_DEAD) {
-        snprintf(d, sizeof d, "the dev server of %s ended before it served this request",
-                 b->worktree);
-        conn_fail(c, PE_NO_BACKEND, d);
+        ended(c, b);
     } else if (b->state == REG_STARTING && b->start_failed[0]) {
         start_failed(c, b); /* before a reload_grace retry: its server will not listen */
     } else if (b->state == REG_READY || c->refused_since_ms) {
@@ -317,9 +339,11 @@ void conn_wait_timeout(struct proxy_client *c)
 
 /* b's start failed while its process lives on, which its wrapper told
  * after b was ready (an edit broke the server and its autoreloader waits
- * for the next): the requests that met the server gone are waiting for it
- * in the gate (its /__whoami unanswered) or retrying its port, each for
- * reload_grace. Each is looked at again now, and gets the failure's 503. */
+ * for the next), or b was dropped (its wrapper exited: a restart whose new
+ * process died at start): the requests that met the server gone are
+ * waiting for it in the gate (its /__whoami unanswered) or retrying its
+ * port, each for reload_grace or start_timeout. Each is looked at again
+ * now, and gets the failure's 503. */
 void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b)
 {
     struct proxy_client *c;

@@ -67,11 +67,17 @@ void proxy_backend_show(struct reg_backend *b)
 }
 
 /* reg_server_on_state: a restart drops the old process's verdict; a
- * failed start refuses the requests waiting for it; a server ready (new,
- * or back from a restart) is asked at once. */
+ * failed start, or a server gone, refuses the requests waiting for it (a
+ * restart whose new process exited left them asking its dead port for
+ * start_timeout, then a 502 naming that port); a server ready (new, or
+ * back from a restart) is asked at once. */
 static void on_state(void *arg, struct reg_backend *b)
 {
     struct proxy_server *s = arg;
+    if (b->state == REG_DEAD) {
+        conn_backend_failed(s, b);
+        return;
+    }
     if (b->state == REG_STARTING) {
         if (b->gate) {
             whoami_server_restarted(b->gate, "its server is restarting: what the gate found "

@@ -47,7 +47,8 @@ struct reg_server {
     char unsaved[640];       /* why the last save failed; "" once one succeeds */
     reg_server_ext ext;      /* the ops of the layer above, or NULL */
     void *ext_arg;
-    reg_server_on_state on_state; /* the layer above, told of ready, restarting, start-failed */
+    reg_server_on_state
+        on_state; /* the layer above, told of ready, restarting, start-failed, drop */
     void *on_state_arg;
 };
 

@@ -29,12 +29,16 @@ void reg_server_unwatch(struct reg_backend *b)
     b->watch = NULL;
 }
 
-/* Drop b from the table: marked dead first, for requests that hold it. */
+/* Drop b from the table: marked dead first, for requests that hold it,
+ * and the layer above told, so that those waiting for it are answered now
+ * rather than when their own wait for its port ends. */
 void reg_server_drop(struct reg_server *rs, struct reg_backend *b, const char *why)
 {
     fprintf(stderr, "wtproxy: dropped %s (front :%d, port %d): %s\n", b->worktree, b->front,
             b->port, why);
     b->state = REG_DEAD;
+    if (rs->on_state)
+        rs->on_state(rs->on_state_arg, b);
     reg_server_unwatch(b);
     reg_backend_unref(reg_table_take(rs->table, b->front, b->worktree));
     reg_server_save(rs);

@@ -304,7 +304,9 @@ struct json_t *reg_server_later(void);
  * What the layer above knew of the old process (the /__whoami gate's
  * verdict) is then not the new one's: it forgets it, and verifies the new
  * one once ready. A `start-failed` op runs it too (REG_STARTING with
- * b->start_failed set): the requests waiting for b are refused then. */
+ * b->start_failed set): the requests waiting for b are refused then; so
+ * does a drop (REG_DEAD: its process ended, it unregistered, it expired),
+ * before b leaves the table. */
 typedef void (*reg_server_on_state)(void *arg, struct reg_backend *b);
 void reg_server_set_on_state(struct reg_server *rs, reg_server_on_state fn, void *arg);
 /* The held reply (consumed) to peer's line: a peer gone meanwhile is

@@ -93,6 +93,20 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
     assert.deepEqual(snapshot(dir), c.files, 'without --apply nothing is written');
   }
 
+  // A node:http server that imports the middleware already is not asked
+  // for it again ("add it by hand" sent an agent to add it twice); one
+  // that does not is given the node:http lines, not only Express's
+  // app.use; both hear that each worktree needs node_modules/wtproxy-whoami.
+  const nodeNotes = async (src) => JSON.parse((await init(app(t, { 'package.json': pkg({}, { dev: 'node --enable-source-maps server.mjs' }),
+    'server.mjs': src }), ['.', '--json'])).stdout).notes;
+  const has = await nodeNotes("import http from 'node:http';\nimport { whoami } from 'wtproxy-whoami';\n");
+  assert.ok(has.includes('Node: server.mjs imports wtproxy-whoami already'), has.join('\n'));
+  assert.ok(!has.some((n) => /by hand/.test(n)), has.join('\n'));
+  const lacks = await nodeNotes("import http from 'node:http';\n");
+  assert.ok(lacks.some((n) => /by hand .*const mw = whoami\(\);.*http\.createServer\(\(req, res\) => mw\(req, res, \(\) => handler\(req, res\)\)\)` \(node:http\)/.test(n)), lacks.join('\n'));
+  for (const notes of [has, lacks])
+    assert.ok(notes.some((n) => /^Node: every worktree needs node_modules\/wtproxy-whoami .*wtproxy doctor, run in a worktree, prints the link/.test(n)), notes.join('\n'));
+
   // Next with an App Router: the route in src/app, a CommonJS next.config.js
   // left alone with the lines to write by hand, ready = /__whoami.
   const nextDir = app(t, { 'package.json': pkg({ next: '14' }, { dev: 'next dev' }), 'src/app/page.js': '',

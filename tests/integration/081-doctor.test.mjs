@@ -9,14 +9,15 @@
 // url's is a problem), and before `init` checks the port its baseURL names
 // (not 8000, not the daemon's), saying so; the leases, and the database server's connection
 // headroom, with a real PostgreSQL; it asks the .wtproxy's python whether
-// it imports the whoami middleware, before any server is started.
+// it imports the whoami middleware, before any server is started, and a
+// Node start's folder whether it resolves wtproxy-whoami.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { pythonPath } from './lib/whoami.mjs';
@@ -178,6 +179,36 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   assert.equal(m.status, 'ok', m.detail);
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfront = ${front}\n`);
   assert.equal((await doctor(tmp, tmp.wt.a, front, env)).byName.middleware.status, 'skipped');
+});
+
+// A Node app's node_modules is per worktree: a worktree made after the app
+// adopted wtproxy has no node_modules/wtproxy-whoami, and its server
+// stopped at its first import while the middleware check said "skipped".
+// Now it is a problem whose fix, pasted, links the package; Node's rule
+// (that folder or one above it) decides.
+test("middleware: a Node start whose folder does not resolve wtproxy-whoami: a problem, and the link that fixes it", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = node server.mjs\nfront = ${front}\n`);
+  let m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.match(m.detail, new RegExp(`^\`node server\.mjs\` cannot import wtproxy-whoami: no node_modules/wtproxy-whoami in ${tmp.wt.a} or a folder above it \\(node_modules is per worktree`));
+  const fixed = spawnSync('/bin/sh', ['-c', m.fix], { encoding: 'utf8' });
+  assert.equal(fixed.status, 0, `${m.fix}: ${fixed.stderr}`);
+  const imported = spawnSync(process.execPath, ['--input-type=module', '-e', "import { whoami } from 'wtproxy-whoami'; console.log(typeof whoami)"],
+    { cwd: tmp.wt.a, encoding: 'utf8' });
+  assert.equal(imported.stdout.trim(), 'function', `the linked package imports: ${imported.stderr}`);
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
+  assert.equal(m.detail, `\`node server.mjs\` finds wtproxy-whoami in ${tmp.wt.a}/node_modules/wtproxy-whoami`);
+  // An app in a subfolder is asked from there: the top's link is above it.
+  fs.mkdirSync(path.join(tmp.wt.a, 'web'));
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = cd web && node_modules/.bin/vite --port {port}\nfront = ${front}\n`);
+  assert.equal((await doctor(tmp, tmp.wt.a, front)).byName.middleware.status, 'ok');
+  fs.rmSync(path.join(tmp.wt.a, 'node_modules'), { recursive: true });
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.match(m.fix, new RegExp(`^mkdir -p ${tmp.wt.a}/web/node_modules && ln -sfn \\S+ ${tmp.wt.a}/web/node_modules/wtproxy-whoami$`));
 });
 
 test('the front port held by another process: doctor names it and how to free it', async (t) => {

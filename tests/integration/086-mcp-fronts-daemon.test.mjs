@@ -10,7 +10,8 @@
 //   claim` do, and say so; with WTPROXY_NO_AUTOSTART=1 they say no
 //   daemon runs, and how to start one, never "store failed"; a daemon
 //   they could not start is said with its log's last lines (a port
-//   another program holds);
+//   another program holds); the daemon they start, and the one their
+//   message's command starts, listen on the .wtproxy's front;
 // - a PostgreSQL lease store that is down is store-failed, naming it and
 //   the fix; a daemon that holds its socket but does not answer is
 //   daemon-failed, naming wtproxy doctor.
@@ -20,7 +21,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import {
-  makeWorktrees, startDaemon, cliEnv, control, waitFor, pidAlive,
+  makeWorktrees, startDaemon, cliEnv, control, waitFor, pidAlive, curlFrom, wtServer,
 } from './lib/registry.mjs';
 import { startMcp, initialize } from './lib/mcp.mjs';
 
@@ -52,6 +53,11 @@ test('the instructions and servers name the worktree\'s real fronts, and the one
   assert.match(a.instructions, new RegExp(`^wtproxy routes http://localhost:${px.port}/ \\(service web\\) and http://localhost:${api}/ \\(service api\\) to the dev server `));
   assert.match(a.instructions, new RegExp(` The daemon does not listen on :${api}: requests there do not reach wtproxy; wtproxy doctor prints the fix\\. `));
   assert.doesNotMatch(a.instructions, /8000/);
+  // Who starts its servers, and where a failed test's reason is: an agent
+  // read neither, started its own server, and took "element not found"
+  // for its own bug.
+  assert.match(a.instructions, / Its \.wtproxy declares its dev server: the daemon starts it at the first request from this worktree, so start none yourself\. /);
+  assert.match(a.instructions, / When a test meets a refused connection, an empty page or an error from wtproxy \(header X-Wtproxy-Error\), call servers, then logs: they say why, and the fix\. /);
   const s = (await call(a.mcp, 'servers')).structuredContent;
   assert.deepEqual(s.fronts, [
     { front: px.port, url: `http://localhost:${px.port}/`, listening: true, service: 'web' },
@@ -62,7 +68,8 @@ test('the instructions and servers name the worktree\'s real fronts, and the one
   // No .wtproxy: the one port the daemon listens on, as the CLI picks it.
   const b = await session(t, tmp.wt.b, env);
   assert.match(b.instructions, new RegExp(`^wtproxy routes http://localhost:${px.port}/ to the dev server `));
-  assert.doesNotMatch(b.instructions, /No daemon|does not listen/);
+  assert.doesNotMatch(b.instructions, /No daemon|does not listen|Its \.wtproxy/);
+  assert.match(b.instructions, / call servers, then logs: /);
   assert.deepEqual((await call(b.mcp, 'servers')).structuredContent.fronts,
     [{ front: px.port, url: `http://localhost:${px.port}/`, listening: true }]);
   assert.equal((await b.mcp.end()).code, 0, b.mcp.stderr());
@@ -122,6 +129,45 @@ test('read-only tools never start a daemon and name the tool that does; restart 
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
   process.kill(pid, 'SIGTERM');
   await waitFor(() => !pidAlive(pid), 10000, 'the started daemon to stop');
+});
+
+// The daemon a tool starts listened on 8000 whatever the .wtproxy said:
+// after a daemon died, an agent whose tests call the .wtproxy's front got
+// "restarted and ready, verified" from restart, then a refused connection
+// from its tests. It listens on the fronts the file declares now, and the
+// command a read-only tool gives starts it there too.
+test('the daemon a tool starts, and the one its message starts, listen on the .wtproxy\'s front', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const free = net.createServer();
+  await new Promise((r) => free.listen(0, '127.0.0.1', r));
+  const front = free.address().port;
+  await new Promise((r) => free.close(r));
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `start = ${process.execPath} ${wtServer} {port}\nfront = ${front}\nidle_stop = 0\n`);
+  const state = path.join(tmp.root, 'state');
+  const env = { WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '', WTPROXY_CONFIG: '', XDG_STATE_HOME: state };
+  const { mcp } = await session(t, tmp.wt.a, env);
+  let pid = 0, server = 0;
+  t.after(async () => { // the server restart started outlives a killed daemon: stopped first
+    if (server && pidAlive(server)) {
+      process.kill(server, 'SIGTERM'); // its wrapper stops the server's whole tree
+      await waitFor(() => !pidAlive(server), 10000, 'the server to stop').catch(() => {});
+    }
+    if (!pid) pid = await control(tmp.control, { op: 'ping' }).then((p) => p.pid, () => 0);
+    if (pid && pidAlive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  const s = await call(mcp, 'servers');
+  assert.equal(s.structuredContent.error, 'no-daemon');
+  assert.match(s.content[0].text, new RegExp(`in the background: setsid -f wtproxy serve --control ${tmp.control} --listen ${front} >>\\S+/daemon\\.log 2>&1; or call the restart tool`));
+
+  const r = await call(mcp, 'restart');
+  assert.notEqual(r.isError, true, r.content[0].text);
+  server = (await call(mcp, 'servers')).structuredContent.servers[0]?.pid || 0; // its wrapper
+  pid = (await control(tmp.control, { op: 'ping' })).pid;
+  const got = await curlFrom(tmp.wt.a, front, '/');
+  assert.equal(got.status, 200, `the tests' port answers: ${got.body}`);
+  assert.equal(got.worktree, tmp.wt.a);
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
 
 test('an acting tool that cannot start the daemon says why, from the daemon\'s log', async (t) => {

@@ -18,7 +18,8 @@
 // at start": its reader looks for the cause in the edit, not the start
 // command.
 // (An error in settings.py itself is not this case: manage.py exits at once,
-// and the daemon already says so as an exit.)
+// and the daemon already says so as an exit.) A stale .wtproxy server the
+// daemon restarts into such an exit is said at once too, with its log.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -404,4 +405,47 @@ test('the MCP restart tool says at once that the server failed and lives on, and
     assert.match(r.content[0].text, /boom: DATABASE_URL is not set[\s\S]*\nFix the error its last lines name and save the file: its reloader starts it again; then check with servers$/);
   }
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
+});
+
+// A server the daemon starts from a .wtproxy that does not reload (`node
+// server.mjs`) is restarted by the daemon once an edit makes it stale.
+// When the edit broke it and the new process exits at start, the request
+// that asked for the restart waited in the gate for the whole
+// start_timeout (its registration was gone, the gate still asked the dead
+// port), then got a 502 "Connection refused" naming the dead pid:
+// Playwright's own 30 s timeout fired first, with nothing said. Now it gets
+// at once the 503 of a server that exited, naming its log.
+test('a stale .wtproxy server restarted into a crash: the 503 that names its log at once', async (t) => {
+  const tmp = makeWorktrees(t, ['r']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '200ms', '--start-timeout', '20s']);
+  const wt = tmp.wt.r;
+  fs.writeFileSync(path.join(wt, 'server.mjs'), "import fs from 'node:fs';\n" +
+    "if (fs.existsSync('broken')) { console.error('SyntaxError: Unexpected end of input'); process.exit(1); }\n" +
+    `import(${JSON.stringify(wtServer)});\n`);
+  fs.writeFileSync(path.join(wt, 'app.py'), 'print(1)\n');
+  fs.writeFileSync(path.join(wt, '.wtproxy'),
+    `start = ${process.execPath} server.mjs {port}\nfront = ${px.port}\nidle_stop = 0\n`);
+  assert.equal((await curlFrom(wt, px.port, '/')).status, 200, 'served, verified');
+  fs.writeFileSync(path.join(wt, 'broken'), '');
+  fs.writeFileSync(path.join(wt, 'app.py'), 'print(2)\n'); // stale: the daemon restarts it
+  const r = await curlFrom(wt, px.port, '/', { timeout: 30000 });
+  t.diagnostic(`answered ${r.status} after ${r.ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.ms < FAST_MS, `answered after ${r.ms} ms, not at once`);
+  assert.match(r.body, /exited with status 1 before it listened; its output: \S+\.log \(wtproxy logs /);
+  fs.rmSync(path.join(wt, 'broken'));
+  assert.equal((await curlFrom(wt, px.port, '/')).status, 200, 'started again by the next request, once fixed');
+
+  // The same server adopted by the next daemon after a kill -9: its end
+  // was "no dev server is registered ... wtproxy run -- <server command>",
+  // a fix for a server of one's own, not a .wtproxy's, and no log.
+  await killDaemon(px);
+  const px2 = await nextDaemon(t, tmp, px.port);
+  fs.writeFileSync(path.join(wt, 'broken'), '');
+  fs.writeFileSync(path.join(wt, 'app.py'), 'print(3)\n');
+  const a = await curlFrom(wt, px2.port, '/', { timeout: 30000 });
+  assert.equal(a.status, 503, a.body);
+  assert.ok(a.ms < FAST_MS, `answered after ${a.ms} ms, not at once`);
+  assert.match(a.body, /declares \(wrapper pid \d+\) exited before it served this request; its output: \S+\.log \(wtproxy logs /);
+  assert.match(a.body, /send the request again: it starts the server its \.wtproxy declares again/);
 });

@@ -10,6 +10,7 @@
 #include "../../cli/init_detect.c"
 #include "../../cli/init_edit.c"
 #include "../../cli/init_next.c"
+#include "../../cli/init_node.c"
 #include "../../cli/init_python.c"
 #include "../../cli/init_vite.c"
 

@@ -3,7 +3,8 @@
 //
 //   import { whoami } from '/path/to/wtproxy/whoami/node/index.mjs';
 //   app.use(whoami());                      // Express or Connect, first
-//   http.createServer((req, res) => whoami()(req, res, () => handler(req, res)))
+//   const mw = whoami();                    // node:http: once, at start
+//   http.createServer((req, res) => mw(req, res, () => handler(req, res)))
 //
 // The fingerprint is computed once, when whoami() is called at start: it
 // must describe the code this process loaded, so that a later edit makes

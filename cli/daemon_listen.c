@@ -1,0 +1,55 @@
+/* daemon_listen.c - where a daemon the CLI starts listens: on each front
+ * the .wtproxy of the worktree it is started for declares (its own, else
+ * its main checkout's), so that the port that worktree's tests call is
+ * the daemon's at once. It listened on 8000 whatever the file said: after
+ * a daemon died, an agent whose tests call :8420 restarted its server with
+ * the MCP tool, read "restarted and ready, verified", and its tests still
+ * met a refused connection. The daemon's own default (8000) and
+ * WTPROXY_CONFIG's listen lines decide when no front is declared, and
+ * whenever WTPROXY_CONFIG names a config: its author chose the ports. */
+#include "cli.h"
+#include "front.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "wtfile.h"
+
+/* The folder whose worktree a started daemon is for: the current one,
+ * else the MCP session's worktree (--worktree). */
+static char listen_dir[PATH_MAX] = ".";
+
+void cli_daemon_listen_for(const char *dir)
+{
+    snprintf(listen_dir, sizeof listen_dir, "%s", dir);
+}
+
+int cli_daemon_listen(int *ports)
+{
+    const char *config = getenv("WTPROXY_CONFIG");
+    if (config && *config)
+        return 0;
+    struct cli_wtproxy w = {0};
+    int n = 0;
+    cli_wtproxy_read(listen_dir, &w); /* one that does not parse declares nothing */
+    for (int i = 0; w.file && i < w.file->n; i++) {
+        int seen = 0;
+        for (int j = 0; j < n; j++)
+            seen |= ports[j] == w.file->svc[i].front;
+        if (!seen)
+            ports[n++] = w.file->svc[i].front;
+    }
+    cli_wtproxy_free(&w);
+    return n;
+}
+
+void cli_daemon_listen_flags(char *out, size_t len)
+{
+    int ports[WTFILE_MAX_SERVICES];
+    int n = cli_daemon_listen(ports);
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(out + used, len - used, " --listen %d", ports[i]);
+}

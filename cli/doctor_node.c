@@ -1,0 +1,104 @@
+/* doctor_node.c - `wtproxy doctor`'s `middleware` check for a Node app:
+ * does the folder the .wtproxy's start runs in resolve wtproxy-whoami?
+ * node_modules is per worktree and never committed, so a worktree made
+ * after the app adopted wtproxy has none: its server stops at its first
+ * import ("Cannot find package 'wtproxy-whoami'"), the test that started
+ * it meets a 503, and every other check was ok. Node resolves a bare
+ * name in the node_modules of the importing file's folder and of each
+ * folder above it; so does this check, from the start's folder (its `cd
+ * DIR`), without running node. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "doctor.h"
+#include "topics.h"
+
+/* Whether the start's command, after `cd DIR &&`, VAR=value settings and
+ * `env`, is a Node one (node, npm, npx, pnpm, yarn, a node_modules/.bin
+ * tool); its folder relative to the worktree into cd ("" for the top). */
+static int node_start(const char *start, char *cd, size_t cdlen)
+{
+    static const char *const tools[] = {"node", "npm", "npx", "pnpm", "yarn"};
+    const char *p = start;
+    cd[0] = '\0';
+    for (;;) {
+        p += strspn(p, " \t");
+        size_t n = strcspn(p, " \t");
+        if (n == 0)
+            return 0;
+        if (n == 2 && strncmp(p, "cd", 2) == 0) {
+            p += n + strspn(p + n, " \t");
+            size_t d = strcspn(p, " \t");
+            snprintf(cd, cdlen, "%.*s", (int)d, p);
+            p += d + strspn(p + d, " \t");
+            if (strncmp(p, "&& ", 3) != 0)
+                return 0;
+            p += 2;
+            continue;
+        }
+        const char *eq = memchr(p, '=', n);
+        if ((eq && eq > p && !memchr(p, '/', (size_t)(eq - p))) ||
+            (n == 3 && strncmp(p, "env", 3) == 0)) {
+            p += n;
+            continue;
+        }
+        const char *base = p + n;
+        while (base > p && base[-1] != '/')
+            base--;
+        size_t blen = (size_t)(p + n - base);
+        for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
+            if (blen == strlen(tools[i]) && strncmp(base, tools[i], blen) == 0)
+                return 1;
+        return memmem(p, n, "node_modules/.bin/", 18) != NULL;
+    }
+}
+
+/* The node_modules/wtproxy-whoami Node finds from dir (absolute), into
+ * found; -1 when no folder from dir up holds one. */
+static int resolve(const char *dir, char *found, size_t len)
+{
+    char d[2 * PATH_MAX];
+    struct stat st;
+    snprintf(d, sizeof d, "%s", dir);
+    for (;;) {
+        snprintf(found, len, "%s/node_modules/wtproxy-whoami/package.json", d);
+        if (stat(found, &st) == 0) {
+            found[strlen(found) - strlen("/package.json")] = '\0';
+            return 0;
+        }
+        char *slash = strrchr(d, '/');
+        if (!slash || slash == d)
+            return -1;
+        *slash = '\0';
+    }
+}
+
+int doc_node(struct doc_ctx *c, struct doc_result *r)
+{
+    char cd[PATH_MAX], dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], pkg[PATH_MAX];
+    if (!node_start(c->start, cd, sizeof cd))
+        return 0;
+    if (cd[0] == '/')
+        snprintf(dir, sizeof dir, "%s", cd);
+    else
+        snprintf(dir, sizeof dir, "%s%s%s", c->wt.root, cd[0] ? "/" : "", cd);
+    if (resolve(dir, found, sizeof found) == 0) {
+        doc_set(r, DOC_OK, "`%s` finds wtproxy-whoami in %s", c->start, found);
+        return 1;
+    }
+    doc_set(r, DOC_PROBLEM,
+            "`%s` cannot import wtproxy-whoami: no node_modules/wtproxy-whoami in %s or a folder "
+            "above it (node_modules is per worktree: a new worktree has none); the server the "
+            ".wtproxy starts would stop at its first import (\"Cannot find package "
+            "'wtproxy-whoami'\")",
+            c->start, dir);
+    int n = cli_whoami_node_dir(pkg, sizeof pkg) < 0
+                ? -1
+                : snprintf(r->fix, sizeof r->fix,
+                           "mkdir -p %s/node_modules && ln -sfn %s %s/node_modules/wtproxy-whoami",
+                           dir, pkg, dir);
+    if (n < 0 || (size_t)n >= sizeof r->fix) /* a cut path would link the wrong folder */
+        snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
+    return 1;
+}
