@@ -76,8 +76,12 @@ void cli_daemon_env_free(struct cli_daemon_env *d);
 /* The folder whose worktree's .wtproxy a started daemon takes its ports
  * from: "." unless set (the MCP session's worktree). */
 void cli_daemon_listen_for(const char *dir);
-/* The fronts that .wtproxy declares, each once, into ports
- * (WTFILE_MAX_SERVICES); 0 when it declares none or WTPROXY_CONFIG is set:
+/* A front the starting command was given (`run --front`, `register
+ * --front`): the started daemon listens on it too, where its server's
+ * callers will call. */
+void cli_daemon_listen_also(int front);
+/* The fronts that .wtproxy declares and the one given, each once, into ports
+ * (WTFILE_MAX_SERVICES + 1); 0 when it declares none or WTPROXY_CONFIG is set:
  * the daemon's default and its config decide then. */
 int cli_daemon_listen(int *ports);
 /* The same as serve's flags, " --listen 8420 --listen 8421", else "". */

@@ -226,13 +226,13 @@ static void show_log_tail(const char *log, off_t offset)
  * --control when WTPROXY_CONTROL chose the socket, and a --listen for each
  * front the worktree's .wtproxy declares (daemon_listen.c). */
 struct serve_argv {
-    char *argv[5 + 2 * WTFILE_MAX_SERVICES];
-    char num[WTFILE_MAX_SERVICES][8];
+    char *argv[5 + 2 * (WTFILE_MAX_SERVICES + 1)];
+    char num[WTFILE_MAX_SERVICES + 1][8];
 };
 
 static void serve_argv(struct serve_argv *a, const char *control)
 {
-    int ports[WTFILE_MAX_SERVICES], n = cli_daemon_listen(ports), k = 0;
+    int ports[WTFILE_MAX_SERVICES + 1], n = cli_daemon_listen(ports), k = 0;
     a->argv[k++] = "wtproxy";
     a->argv[k++] = "serve";
     if (control) {
@@ -362,7 +362,7 @@ static int daemon_start(const char *path, char *err, size_t errlen)
 static void no_daemon(const char *path, char *err, size_t errlen)
 {
     char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
-    char listen[WTFILE_MAX_SERVICES * 16];
+    char listen[(WTFILE_MAX_SERVICES + 1) * 16];
     if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
         snprintf(log, sizeof log, "%s/daemon.log", dir);
     cli_daemon_listen_flags(listen, sizeof listen);

@@ -20,9 +20,27 @@
  * else the MCP session's worktree (--worktree). */
 static char listen_dir[PATH_MAX] = ".";
 
+/* A front the starting command was given (--front), 0 none. */
+static int given_front;
+
 void cli_daemon_listen_for(const char *dir)
 {
     snprintf(listen_dir, sizeof listen_dir, "%s", dir);
+}
+
+void cli_daemon_listen_also(int front)
+{
+    given_front = front;
+}
+
+/* Add port to ports[0, n) unless there. Returns the new count. */
+static int add_port(int *ports, int n, int port)
+{
+    for (int j = 0; j < n; j++)
+        if (ports[j] == port)
+            return n;
+    ports[n] = port;
+    return n + 1;
 }
 
 int cli_daemon_listen(int *ports)
@@ -33,20 +51,15 @@ int cli_daemon_listen(int *ports)
     struct cli_wtproxy w = {0};
     int n = 0;
     cli_wtproxy_read(listen_dir, &w); /* one that does not parse declares nothing */
-    for (int i = 0; w.file && i < w.file->n; i++) {
-        int seen = 0;
-        for (int j = 0; j < n; j++)
-            seen |= ports[j] == w.file->svc[i].front;
-        if (!seen)
-            ports[n++] = w.file->svc[i].front;
-    }
+    for (int i = 0; w.file && i < w.file->n; i++)
+        n = add_port(ports, n, w.file->svc[i].front);
     cli_wtproxy_free(&w);
-    return n;
+    return given_front ? add_port(ports, n, given_front) : n;
 }
 
 void cli_daemon_listen_flags(char *out, size_t len)
 {
-    int ports[WTFILE_MAX_SERVICES];
+    int ports[WTFILE_MAX_SERVICES + 1];
     int n = cli_daemon_listen(ports);
     size_t used = 0;
     out[0] = '\0';

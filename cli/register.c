@@ -162,6 +162,8 @@ static json_t *register_request(const struct register_args *a, char *err, size_t
         (a->front && cli_port("front", a->front, &front, err, errlen) < 0) ||
         (a->ttl && cli_duration("ttl", a->ttl, &ttl, err, errlen) < 0))
         return NULL;
+    if (a->front)
+        cli_daemon_listen_also(front); /* a daemon started for it listens there */
     if (a->pid && cli_number(a->pid, 1, 0x7fffffff, &pid) < 0) {
         snprintf(err, errlen, "--pid \"%s\" is not a process id", a->pid);
         return NULL;

@@ -214,6 +214,8 @@ int cli_run_main(int argc, char **argv)
         return 2;
     if (self.service[0])
         r.service = self.service;
+    if (frontv)
+        cli_daemon_listen_also(r.front); /* its callers call there */
     cli_run_log_open(&r.log, r.worktree, r.front, r.service);
     rc = cli_run_claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
     if (rc == 0 && r.reused) {

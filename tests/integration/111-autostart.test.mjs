@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, cli, lsJson, pidAlive, sanitizerClean, waitFor, autostartEnv, wtServer } from './lib/registry.mjs';
+import net from 'node:net';
+import { makeWorktrees, cli, lsJson, pidAlive, sanitizerClean, waitFor, autostartEnv, wtServer, startRun, curlFrom, control } from './lib/registry.mjs';
 
 test('register with no daemon starts one, says so, and registers', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -85,4 +86,25 @@ test('restart with no daemon, in a worktree whose .wtproxy declares a server: st
   const stop = await cli(tmp, ['stop'], { cwd: tmp.wt.a, env, ms: 30000 });
   assert.equal(stop.code, 0, stop.stderr);
   await waitFor(() => !pidAlive(entries[0].pid), 10000, 'the server to end');
+});
+
+// Without a config, the daemon a command starts listens where that command
+// says its server's callers call: `run --front F` in an app with no
+// .wtproxy got a daemon on 8000 and a warning that it did not listen on F.
+test('run --front F with no daemon and no config: the daemon it starts listens on F', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const env = autostartEnv(t, tmp, { WTPROXY_CONFIG: '' });
+  const free = net.createServer();
+  await new Promise((r) => free.listen(0, '127.0.0.1', r));
+  const front = free.address().port;
+  await new Promise((r) => free.close(r));
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front, env });
+  await run.ready;
+  assert.doesNotMatch(run.stderr(), /does not listen|listens on .*not on port/, run.stderr());
+  const got = await curlFrom(tmp.wt.a, front, '/');
+  assert.equal(got.status, 200, `the --front answers: ${got.body}\n${run.stderr()}`);
+  assert.equal(got.worktree, tmp.wt.a);
+  const ping = await control(tmp.control, { op: 'ping' });
+  assert.deepEqual(ping.listen.map((a) => a.replace(/^.*:/, '')).filter((p) => p !== String(front)), [],
+    `it listens on ${front} only, not also 8000: ${JSON.stringify(ping.listen)}`);
 });
