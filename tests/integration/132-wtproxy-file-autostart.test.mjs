@@ -3,7 +3,9 @@
 // waits and is served by that worktree's own server; each worktree gets
 // its own; an idle one stops after idle_stop; a start command that fails
 // gets a 503 backend-not-ready pointing at its log, which `wtproxy logs`
-// shows (as it shows a crashed `wtproxy run` server's).
+// shows (as it shows a crashed `wtproxy run` server's); a server that
+// exits (declared or hand-run) is quoted in the next request's 503: its
+// last lines and exit status, as its wrapper told the daemon.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -61,6 +63,43 @@ test('a `wtproxy run` server that dies at start: `wtproxy logs` shows its last l
   const none = await cli(tmp, ['logs', '--front', '1'], { cwd: tmp.wt.a });
   assert.equal(none.code, 1);
   assert.match(none.stderr, /no server of .*wt-a is registered/);
+});
+
+// A Node server that throws at import: it exits at once, status 1.
+const THROWS = "throw new Error('boom: missing config FOO');\n";
+
+test('a declared server that exits at start: the 503 quotes its last lines and status, in text, JSON and HTML', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} server.mjs {port}`, `front = ${px.port}`], ['a']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), THROWS);
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  // Its error itself, not only where its log is (it was the log's path alone).
+  assert.match(r.body, /exited with status 1 before it listened/);
+  assert.match(r.body, /its last lines:\n[^]*Error: boom: missing config FOO/);
+  assert.match(r.body, /fix the error they name, then send the request again: the daemon starts the server its \.wtproxy declares again/);
+  const json = await curlFrom(tmp.wt.a, px.port, '/', { headers: ['Accept: application/json'] });
+  assert.equal(json.status, 503, json.body);
+  assert.match(JSON.parse(json.body).detail, /exited with status 1 before it listened[^]*boom: missing config FOO/);
+  const html = await curlFrom(tmp.wt.a, px.port, '/', { headers: ['Accept: text/html'] });
+  assert.match(html.body, /<code[^>]*>[^<]*Error: boom: missing config FOO/);
+});
+
+test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes its last lines, status and the rerun', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), THROWS);
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', process.execPath, 'server.mjs', '{port}'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 1, run.stderr);
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  // It was "no dev server" and `wtproxy run`, nothing of why the last one ended.
+  assert.match(r.body, /its server \(\S+ server\.mjs \d+\) exited with status 1 \d+s ago; its last lines:\n[^]*Error: boom: missing config FOO/);
+  assert.match(r.body, new RegExp(`fix the error they name, then start it again from its worktree: cd ${tmp.wt.a} && wtproxy run --front ${px.port} -- `));
+  // Another worktree's request is told nothing of it.
+  const other = await curlFrom(tmp.root, px.port);
+  assert.doesNotMatch(other.body, /boom/);
 });
 
 test('idle_stop never cuts a request in flight', async (t) => {
