@@ -100,6 +100,15 @@ test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes
   // Another worktree's request is told nothing of it.
   const other = await curlFrom(tmp.root, px.port);
   assert.doesNotMatch(other.body, /boom/);
+  // A server registered on the key since is not quoted with its
+  // predecessor's words, nor is the request after it left.
+  const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', '9', '--ttl', '10m'], { cwd: tmp.wt.a });
+  assert.ok(reg.code === 0 || reg.code === 1, reg.stderr); /* registered; nothing listens on :9 */
+  const unreg = await cli(tmp, ['unregister', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.equal(unreg.code, 0, unreg.stderr);
+  const after = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(after.status, 503, after.body);
+  assert.doesNotMatch(after.body, /boom/);
 });
 
 test('idle_stop never cuts a request in flight', async (t) => {
