@@ -36,7 +36,7 @@ int conn_last_words(struct proxy_server *s, int front, const char *worktree, int
     how_ended(w, how, sizeof how);
     host_age(host_wall_ms() - w->ended_ms, age, sizeof age);
     if (with_status)
-        snprintf(status, sizeof status, "; its server (%s) %s %s ago", w->command, how, age);
+        snprintf(status, sizeof status, ". Its server, %s, %s %s ago", w->command, how, age);
     if (w->daemon_started)
         snprintf(d + used, len - used,
                  "%s; its last lines:\n%s\nfix the error they name, then send the request "

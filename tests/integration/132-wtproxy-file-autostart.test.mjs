@@ -95,7 +95,7 @@ test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes
   const r = await curlFrom(tmp.wt.a, px.port);
   assert.equal(r.status, 503, r.body);
   // It was "no dev server" and `wtproxy run`, nothing of why the last one ended.
-  assert.match(r.body, /its server \(\S+ server\.mjs \d+\) exited with status 1 \d+s ago; its last lines:\n[^]*Error: boom: missing config FOO/);
+  assert.match(r.body, /Its server, \S+ server\.mjs \d+, exited with status 1 \d+s ago; its last lines:\n[^]*Error: boom: missing config FOO/);
   assert.match(r.body, new RegExp(`fix the error they name, then start it again from its worktree: cd ${tmp.wt.a} && wtproxy run --front ${px.port} -- `));
   // Another worktree's request is told nothing of it.
   const other = await curlFrom(tmp.root, px.port);
