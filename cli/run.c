@@ -126,7 +126,8 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
          * looks above and the wait would otherwise wait for CMD's end. */
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid) {
-            r->exited = 1; /* by itself: its last words go to the daemon */
+            /* by itself, not interrupted: its last words go to the daemon */
+            r->exited = !cli_run_cmd_interrupted();
             r->exit_status = status;
             break;
         }

@@ -64,6 +64,10 @@ void cli_run_free_argv(struct cli_run *r);
  * Returns its pid, or -1. */
 pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int));
 
+/* Whether the wrapper got SIGINT or SIGHUP (Ctrl-C, a closed terminal),
+ * which CMD got too: its end was asked for, not a failure to tell. */
+int cli_run_cmd_interrupted(void);
+
 /* --- run_reg.c --- */
 
 /* Reserve a port and register the wrapper under it, CMD's argv built in

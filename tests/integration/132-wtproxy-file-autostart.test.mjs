@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor, declaring, cli, curlFrom } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, wtServer, lsJson, waitFor, declaring, cli, curlFrom } from './lib/registry.mjs';
 
 
 test('the first request from a worktree starts its declared server and is served by it', async (t) => {
@@ -109,6 +109,18 @@ test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes
   const after = await curlFrom(tmp.wt.a, px.port);
   assert.equal(after.status, 503, after.body);
   assert.doesNotMatch(after.body, /boom/);
+});
+
+test('a hand-run server stopped with Ctrl-C (SIGINT) is not quoted: its end was asked for', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  await run.ready;
+  run.proc.kill('SIGINT'); // forwarded to its server, which ends
+  await run.exited;
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  assert.doesNotMatch(r.body, /Its server|last lines/);
 });
 
 test('idle_stop never cuts a request in flight', async (t) => {
