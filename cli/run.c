@@ -125,8 +125,12 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
         /* Polled, never a blocking wait: a signal that lands between the
          * looks above and the wait would otherwise wait for CMD's end. */
         pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
+        if (w == pid) {
+            /* by itself, not interrupted: its last words go to the daemon */
+            r->exited = !cli_run_cmd_interrupted();
+            r->exit_status = status;
             break;
+        }
         if (w < 0 && errno != EINTR) {
             fprintf(stderr, "wtproxy: waitpid: %s\n", strerror(errno));
             return 1;
@@ -220,12 +224,17 @@ int cli_run_main(int argc, char **argv)
     rc = cli_run_claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
     if (rc == 0 && r.reused) {
         rc = cli_run_follow(&r); /* its server, not ours: no release */
+        cli_run_log_close(&r.log);
     } else if (rc == 0) {
         pid_t pid = cli_run_start_cmd(&r, ask_stop);
         rc = pid < 0 ? 1 : supervise(&r, pid);
+        /* Closed first: CMD's last output drained into the tail, which
+         * the release tells the daemon when CMD exited by itself. */
+        cli_run_log_close(&r.log);
         cli_run_release(&r);
+    } else {
+        cli_run_log_close(&r.log);
     }
-    cli_run_log_close(&r.log);
     cli_run_free_argv(&r);
     return rc;
 }

@@ -41,6 +41,8 @@ struct cli_run {
     char failed_lines[REG_START_FAILED_MAX];
     const char *failed_reloader;
     int failed_edit; /* an edit broke it after it was ready */
+    int exited;      /* CMD ended by itself (not stopped): exit_status is its wait status */
+    int exit_status;
 };
 
 /* The worktree's folder name, as people (and Host routing) call it. */
@@ -61,6 +63,10 @@ void cli_run_free_argv(struct cli_run *r);
  * stay blocked across the fork so none is lost or forwarded to no one.
  * Returns its pid, or -1. */
 pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int));
+
+/* Whether the wrapper got SIGINT or SIGHUP (Ctrl-C, a closed terminal),
+ * which CMD got too: its end was asked for, not a failure to tell. */
+int cli_run_cmd_interrupted(void);
 
 /* --- run_reg.c --- */
 
@@ -90,10 +96,12 @@ void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloa
  * none answers; says so once one does. */
 void cli_run_retell(struct cli_run *r);
 
-/* Remove the entry. not-found is fine: the daemon dropped it already (its
- * worktree went away). Anything else is a warning; the daemon drops the
- * entry anyway once it sees this wrapper's pid gone. */
-void cli_run_release(const struct cli_run *r);
+/* Remove the entry; when CMD exited by itself (r->exited), with its last
+ * lines and exit status, which the next request's 503 quotes. not-found
+ * is fine: the daemon dropped it already (its worktree went away).
+ * Anything else is a warning; the daemon drops the entry anyway once it
+ * sees this wrapper's pid gone. */
+void cli_run_release(struct cli_run *r);
 
 /* --- run_fail.c --- */
 
@@ -111,6 +119,10 @@ void cli_run_fail_restart(struct cli_run_fail *f);
  * While CMD is ready (ready 1), only once nothing listens on its port, as
  * a restart that failed: returns 1 then, and CMD is starting again. */
 int cli_run_fail_poll(struct cli_run *r, int ready);
+
+/* CMD's output's last lines (those a failed start is told with), once
+ * the relay is done. */
+void cli_run_fail_last(struct cli_run_fail *f, char *out, size_t len);
 
 /* --- run_orphan.c --- */
 

@@ -21,11 +21,19 @@ static volatile pid_t child_pid;
  * on_term). A signal the terminal sent (Ctrl-C, si_code SI_KERNEL) went to
  * the whole foreground group, CMD included: forwarding it would deliver it
  * twice. */
+static volatile sig_atomic_t interrupted;
+
 static void forward(int sig, siginfo_t *si, void *ctx)
 {
     (void)ctx;
+    interrupted = 1;
     if (si->si_code != SI_KERNEL && child_pid > 0)
         kill(child_pid, sig);
+}
+
+int cli_run_cmd_interrupted(void)
+{
+    return interrupted;
 }
 
 /* s with every "{port}" replaced by port, malloc'd; NULL when out of memory. */

@@ -119,6 +119,13 @@ static void last_lines(const struct cli_run_fail *f, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)(end - at), f->tail + at);
 }
 
+void cli_run_fail_last(struct cli_run_fail *f, char *out, size_t len)
+{
+    pthread_mutex_lock(&f->lock);
+    last_lines(f, out, len);
+    pthread_mutex_unlock(&f->lock);
+}
+
 /* Say it where the user reads (the terminal, or the log). */
 static void say(struct cli_run *r, const char *line)
 {

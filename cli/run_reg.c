@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -252,11 +253,28 @@ void cli_run_retell(struct cli_run *r)
         r->untold = CLI_RUN_TOLD;
 }
 
-void cli_run_release(const struct cli_run *r)
+/* The unregister op; with "exit" when CMD exited by itself: its last
+ * lines and its status or signal (PROTOCOL.md). NULL when out of memory. */
+static json_t *unregister_request(struct cli_run *r)
+{
+    json_t *req = json_pack("{s:s, s:i, s:s}", "op", "unregister", "front", r->front, "worktree",
+                            r->worktree);
+    char lines[REG_START_FAILED_MAX];
+    if (!req || !r->exited)
+        return req;
+    cli_run_fail_last(&r->log.fail, lines, sizeof lines);
+    int st = r->exit_status, sig = WIFSIGNALED(st);
+    json_object_set_new(req, "exit",
+                        json_pack("{s:s, s:i}", "lines", lines, sig ? "signal" : "status",
+                                  sig ? WTERMSIG(st) : WEXITSTATUS(st)));
+    return req;
+}
+
+void cli_run_release(struct cli_run *r)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
-    int rc = ask_entry(r, "unregister", &reply, err, sizeof err);
+    int rc = ask(unregister_request(r), 0, &reply, err, sizeof err);
     const char *code = rc > 0 ? json_string_value(json_object_get(reply, "error")) : NULL;
     if (rc < 0)
         fprintf(stderr, "wtproxy: warning: could not unregister %s: %s\n", r->worktree, err);

@@ -134,6 +134,14 @@ void conn_wait(struct proxy_client *c, unsigned ms); /* into CS_WAIT, looked at 
 /* b's wrapper told its start failed: the requests waiting for it are refused. */
 void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b);
 
+/* last_words.c: append to the refusal d (len bytes in all) what the
+ * server of (front, worktree) that exited lately said last, as its
+ * wrapper told it: its exit status (with_status 1), its last lines and
+ * the one command that fixes it. Returns 1 when it appended, 0 when no
+ * such words are kept (a wrapper killed with SIGKILL tells none). */
+int conn_last_words(struct proxy_server *s, int front, const char *worktree, int with_status,
+                    char *d, size_t len);
+
 /* upstream.c */
 void upstream_start(struct proxy_client *c);
 void upstream_feed_response(struct proxy_client *c);

@@ -63,12 +63,15 @@ static const char *request_worktree(struct proxy_client *c)
  * none, then why the worktree's .wtproxy starts none (note, or ""). */
 static void no_backend(struct proxy_client *c, const char *note)
 {
-    char d[3072];
-    route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, d, sizeof d);
+    char d[3072 + REG_START_FAILED_MAX + 2 * PATH_MAX];
+    route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, d, 3072);
     if (note[0]) {
         size_t used = strnlen(d, sizeof d);
         snprintf(d + used, sizeof d - used, ". %s", note);
     }
+    /* Its server exited lately: why, in its own words. */
+    if (c->route_error == PE_NO_BACKEND && request_worktree(c))
+        conn_last_words(c->srv, c->listener->port, request_worktree(c), 1, d, sizeof d);
     conn_fail(c, c->route_error, d);
 }
 
@@ -221,7 +224,7 @@ static void await_started(struct proxy_client *c)
 {
     const char *wt = request_worktree(c);
     int front = c->listener->port;
-    char log[PATH_MAX + 64] = "", d[3 * PATH_MAX + 256], what[PATH_MAX + 128];
+    char log[PATH_MAX + 64] = "", d[4 * PATH_MAX + REG_START_FAILED_MAX], what[PATH_MAX + 128];
     const char *failed;
     c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
     if (c->backend) {
@@ -230,6 +233,7 @@ static void await_started(struct proxy_client *c)
     } else if ((failed = ondemand_failed(c->srv->ondemand, wt, front))) {
         conn_fail(c, not_started(c, wt, front), failed);
     } else if (ondemand_exit_note(c->srv->ondemand, wt, front, d, sizeof d)) {
+        conn_last_words(c->srv, front, wt, 0, d, sizeof d);
         conn_fail(c, PE_BACKEND_EXITED, d);
     } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms &&
                (failed = ondemand_give_up(c->srv->ondemand, wt, front))) {
@@ -278,7 +282,7 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
  * never "start your dev server with wtproxy run". */
 static void ended(struct proxy_client *c, const struct reg_backend *b)
 {
-    char d[4 * PATH_MAX + 256], log[2 * PATH_MAX + 64] = "";
+    char d[5 * PATH_MAX + REG_START_FAILED_MAX], log[2 * PATH_MAX + 64] = "";
     if (b->log[0])
         snprintf(log, sizeof log, "; its output: %s (wtproxy logs %s --front %d)", b->log,
                  b->worktree, b->front);
@@ -287,11 +291,13 @@ static void ended(struct proxy_client *c, const struct reg_backend *b)
                  "the server that %s/.wtproxy declares (wrapper pid %d) exited before it "
                  "served this request%s",
                  b->worktree, (int)b->pid, log);
+        conn_last_words(c->srv, b->front, b->worktree, 1, d, sizeof d);
         conn_fail(c, PE_BACKEND_EXITED, d);
         return;
     }
     snprintf(d, sizeof d, "the dev server of %s ended before it served this request%s", b->worktree,
              log);
+    conn_last_words(c->srv, b->front, b->worktree, 1, d, sizeof d);
     conn_fail(c, PE_NO_BACKEND, d);
 }
 
@@ -307,10 +313,11 @@ void conn_wait_timeout(struct proxy_client *c)
     }
     struct reg_backend *b = c->backend;
     unsigned long long waited = proxy_now_ms(c->srv) - c->wait_since_ms;
-    char d[3 * PATH_MAX + 256];
+    char d[4 * PATH_MAX + REG_START_FAILED_MAX];
     unsigned load;
     if (b->state == REG_DEAD && c->srv->ondemand &&
         ondemand_exit_note(c->srv->ondemand, b->worktree, b->front, d, sizeof d)) {
+        conn_last_words(c->srv, b->front, b->worktree, 0, d, sizeof d);
         conn_fail(c, PE_BACKEND_EXITED, d);
     } else if (b->state == REG_DEAD && c->srv->ondemand && waited < c->srv->cfg.start_timeout_ms &&
                strcmp(ondemand_state(c->srv->ondemand, b->worktree, b->front, &load), "launched") ==

@@ -220,13 +220,21 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
  * '\0', the list by an empty one: one block, so the worker owns it alone. */
 void *route_known_snap(void *arg)
 {
-    struct reg_table *t = table_of(arg);
+    struct proxy_server *s = arg;
+    struct reg_table *t = table_of(s);
+    const struct reg_last_words *w;
     size_t len = 1, at = 0, n = t ? reg_table_count(t) : 0;
     for (size_t i = 0; i < n; i++)
         len += strnlen(reg_table_at(t, i)->worktree, PATH_MAX) + 1;
+    /* A worktree whose server exited lately is known too: the request
+     * that comes next is placed there, and its 503 says why it ended. */
+    for (size_t i = 0; (w = reg_server_last_words_at(s->reg, i)); i++)
+        len += strnlen(w->worktree, PATH_MAX) + 1;
     char *v = malloc(len);
     for (size_t i = 0; v && i < n; i++)
         at += (size_t)snprintf(v + at, len - at, "%s", reg_table_at(t, i)->worktree) + 1;
+    for (size_t i = 0; v && (w = reg_server_last_words_at(s->reg, i)); i++)
+        at += (size_t)snprintf(v + at, len - at, "%s", w->worktree) + 1;
     if (v)
         v[at] = '\0';
     return v;

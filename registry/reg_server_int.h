@@ -50,6 +50,9 @@ struct reg_server {
     reg_server_on_state
         on_state; /* the layer above, told of ready, restarting, start-failed, drop */
     void *on_state_arg;
+    /* servers that exited, what they said last (reg_last_words.c) */
+    struct reg_last_words last_words[REG_LAST_WORDS_KEPT];
+    size_t nlast_words;
 };
 
 struct watch {
@@ -62,6 +65,15 @@ struct watch {
 /* reg_server.c: hand the table to the writer thread and the PostgreSQL
  * mirror; the control line being handled waits for it (line_saved). */
 void reg_server_save(struct reg_server *rs);
+
+/* reg_last_words.c: keep what b's wrapper said of its server's end, the
+ * `unregister` op's optional "exit" (PROTOCOL.md). Returns 0 (none given,
+ * or kept) or -1 with err (a malformed "exit": the op is refused). */
+int reg_last_words_keep(struct reg_server *rs, const struct reg_backend *b, json_t *req, char *err,
+                        size_t errlen);
+/* A server registers on (front, worktree): what its predecessor said is
+ * not its own. */
+void reg_last_words_forget(struct reg_server *rs, int front, const char *worktree);
 
 /* reg_server_live.c */
 void reg_server_unwatch(struct reg_backend *b);

@@ -147,6 +147,7 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
      * a hand-run `wtproxy run` or `register` is never its child. */
     b->daemon_started = pid > 0 && host_pid_parent((pid_t)pid) == getpid();
     reg_table_put(rs->table, b, &holder);
+    reg_last_words_forget(rs, b->front, b->worktree);
     reg_backend_unref(b);
     reg_server_unreserve(rs, b->port);
     reg_server_watch(rs, b);
@@ -246,6 +247,9 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
             reg_server_save(rs);
             return ok_entry(rs, b);
         }
+        char why[256];
+        if (reg_last_words_keep(rs, b, req, why, sizeof why) < 0)
+            return reg_fail("bad-request", "unregister: %s", why);
         json_t *r = ok_entry(rs, b); /* before drop: it frees b */
         reg_server_drop(rs, b, "unregistered");
         return r;

@@ -298,6 +298,36 @@ typedef struct json_t *(*reg_server_ext)(void *arg, uid_t uid, const char *op, s
 void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg);
 struct json_t *reg_server_later(void);
 
+/* What a `wtproxy run` server that exited said last (reg_last_words.c):
+ * its wrapper sends its last output lines and exit status with the
+ * `unregister` op, and a request for that (front, worktree) that finds no
+ * server gets them in its 503 rather than only its log's path. Kept for
+ * REG_LAST_WORDS_MS, REG_LAST_WORDS_KEPT at most (the oldest goes), and
+ * forgotten when a server registers on the key again. */
+#define REG_LAST_WORDS_KEPT 16
+#define REG_LAST_WORDS_MS (10 * 60 * 1000)
+
+struct reg_last_words {
+    int front;
+    char worktree[PATH_MAX];
+    char command[1024];               /* the server's command, for people */
+    char lines[REG_START_FAILED_MAX]; /* its output's last lines */
+    int status;                       /* its exit status, or -1 when a signal ended it */
+    int signal;                       /* that signal */
+    int daemon_started;               /* the daemon started it from the .wtproxy */
+    long long ended_ms;               /* wall clock */
+};
+
+/* The last words kept for (front, worktree), or NULL when none is, or
+ * they are older than REG_LAST_WORDS_MS. */
+const struct reg_last_words *reg_server_last_words(struct reg_server *rs, int front,
+                                                   const char *worktree);
+
+/* The i-th last words kept, fresh or not (from 0), or NULL past the last:
+ * their worktrees are known to the caller's identification as a registered
+ * one is, so that the request right after an exit is placed there. */
+const struct reg_last_words *reg_server_last_words_at(struct reg_server *rs, size_t i);
+
 /* fn(arg, b) runs on the loop after a `ready` or `restarting` op set b's
  * state, or a `register` op made b ready at once: its server listens now
  * (REG_READY), or a new process is about to replace it (REG_STARTING).

@@ -3,13 +3,15 @@
 // waits and is served by that worktree's own server; each worktree gets
 // its own; an idle one stops after idle_stop; a start command that fails
 // gets a 503 backend-not-ready pointing at its log, which `wtproxy logs`
-// shows (as it shows a crashed `wtproxy run` server's).
+// shows (as it shows a crashed `wtproxy run` server's); a server that
+// exits (declared or hand-run) is quoted in the next request's 503: its
+// last lines and exit status, as its wrapper told the daemon.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, wtServer, lsJson, waitFor, declaring, cli, curlFrom } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, wtServer, lsJson, waitFor, declaring, cli, curlFrom } from './lib/registry.mjs';
 
 
 test('the first request from a worktree starts its declared server and is served by it', async (t) => {
@@ -61,6 +63,64 @@ test('a `wtproxy run` server that dies at start: `wtproxy logs` shows its last l
   const none = await cli(tmp, ['logs', '--front', '1'], { cwd: tmp.wt.a });
   assert.equal(none.code, 1);
   assert.match(none.stderr, /no server of .*wt-a is registered/);
+});
+
+// A Node server that throws at import: it exits at once, status 1.
+const THROWS = "throw new Error('boom: missing config FOO');\n";
+
+test('a declared server that exits at start: the 503 quotes its last lines and status, in text, JSON and HTML', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} server.mjs {port}`, `front = ${px.port}`], ['a']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), THROWS);
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  // Its error itself, not only where its log is (it was the log's path alone).
+  assert.match(r.body, /exited with status 1 before it listened/);
+  assert.match(r.body, /its last lines:\n[^]*Error: boom: missing config FOO/);
+  assert.match(r.body, /fix the error they name, then send the request again: the daemon starts the server its \.wtproxy declares again/);
+  const json = await curlFrom(tmp.wt.a, px.port, '/', { headers: ['Accept: application/json'] });
+  assert.equal(json.status, 503, json.body);
+  assert.match(JSON.parse(json.body).detail, /exited with status 1 before it listened[^]*boom: missing config FOO/);
+  const html = await curlFrom(tmp.wt.a, px.port, '/', { headers: ['Accept: text/html'] });
+  assert.match(html.body, /<code[^>]*>[^<]*Error: boom: missing config FOO/);
+});
+
+test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes its last lines, status and the rerun', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), THROWS);
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', process.execPath, 'server.mjs', '{port}'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 1, run.stderr);
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  // It was "no dev server" and `wtproxy run`, nothing of why the last one ended.
+  assert.match(r.body, /Its server, \S+ server\.mjs \d+, exited with status 1 \d+s ago; its last lines:\n[^]*Error: boom: missing config FOO/);
+  assert.match(r.body, new RegExp(`fix the error they name, then start it again from its worktree: cd ${tmp.wt.a} && wtproxy run --front ${px.port} -- `));
+  // Another worktree's request is told nothing of it.
+  const other = await curlFrom(tmp.root, px.port);
+  assert.doesNotMatch(other.body, /boom/);
+  // A server registered on the key since is not quoted with its
+  // predecessor's words, nor is the request after it left.
+  const reg = await cli(tmp, ['register', '--front', String(px.port), '--port', '9', '--ttl', '10m'], { cwd: tmp.wt.a });
+  assert.ok(reg.code === 0 || reg.code === 1, reg.stderr); /* registered; nothing listens on :9 */
+  const unreg = await cli(tmp, ['unregister', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.equal(unreg.code, 0, unreg.stderr);
+  const after = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(after.status, 503, after.body);
+  assert.doesNotMatch(after.body, /boom/);
+});
+
+test('a hand-run server stopped with Ctrl-C (SIGINT) is not quoted: its end was asked for', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  await run.ready;
+  run.proc.kill('SIGINT'); // forwarded to its server, which ends
+  await run.exited;
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  assert.doesNotMatch(r.body, /Its server|last lines/);
 });
 
 test('idle_stop never cuts a request in flight', async (t) => {
