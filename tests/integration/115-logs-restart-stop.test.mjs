@@ -72,10 +72,23 @@ test('restart of a server run as the daemon runs a .wtproxy start (/bin/sh -c ST
   const start = `${process.execPath} ${ctlServer} {port}`;
   const proc = spawn(wtproxyBin, ['run', '--front', String(px.port), '--', '/bin/sh', '-c', start],
     { cwd: tmp.wt.a, stdio: 'ignore', env: { ...process.env, ...cliEnv(tmp) } });
-  t.after(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
+  // SIGTERM: the wrapper stops its server's whole tree (a SIGKILL of the
+  // wrapper left the server running after the test)
+  t.after(async () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    const gone = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGTERM');
+    const stopped = await Promise.race([gone.then(() => true), new Promise((r) => setTimeout(r, 10000, false))]);
+    if (!stopped) proc.kill('SIGKILL');
+  });
   const e = await ready(tmp, tmp.wt.a);
   const r = await cli(tmp, ['restart'], { cwd: tmp.wt.a, ms: 30000 });
   assert.equal(r.code, 0, r.stderr);
+  const server = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body).pid;
+  t.after(async () => {
+    await waitFor(() => !pidAlive(server), 5000, 'the server to end').catch(() => {});
+    assert.equal(pidAlive(server), false, `the test left its server (pid ${server}) running`);
+  });
   const logs = (await cli(tmp, ['logs', tmp.wt.a])).stdout;
   const line = logs.split('\n').find((l) => l.includes('the daemon asked to restart'));
   assert.equal(line, `wtproxy: the daemon asked to restart wt-a's server, ${start.replace('{port}', e.port)} ` +
