@@ -191,6 +191,19 @@ static int parse_taking_in(json_t *root, struct whoami_answer *out, char *err, s
     return 0;
 }
 
+/* The optional reloads (PROTOCOL.md, section 1.2): absent, or a boolean;
+ * only false changes anything. */
+static int parse_reloads(json_t *root, struct whoami_answer *out, char *err, size_t errlen)
+{
+    json_t *r = json_object_get(root, "reloads");
+    if (!r)
+        return 0;
+    if (!json_is_boolean(r))
+        return bad(err, errlen, "reloads is not true or false");
+    out->no_reloader = json_is_false(r);
+    return 0;
+}
+
 static int parse_top(json_t *root, struct whoami_answer *out, char *err, size_t errlen)
 {
     long long version = 0, pid = 0;
@@ -217,7 +230,7 @@ static int parse_top(json_t *root, struct whoami_answer *out, char *err, size_t 
     memcpy(out->checkout, checkout, strlen(checkout) + 1);
     memcpy(out->started_at, at, strlen(at) + 1);
     out->pid = (pid_t)pid;
-    if (parse_taking_in(root, out, err, errlen) < 0)
+    if (parse_taking_in(root, out, err, errlen) < 0 || parse_reloads(root, out, err, errlen) < 0)
         return -1;
     return parse_fingerprint(json_object_get(root, "fingerprint"), out, err, errlen);
 }

@@ -57,6 +57,18 @@ static int taking_in(const struct whoami_case *c)
     return began && c->now_ms - began < bound && c->now_ms - c->since_ms < bound;
 }
 
+/* The grace first, even with restart-on-stale: a server that takes edits
+ * in by itself (runserver, uvicorn --reload, Vite, next dev) answers with
+ * the new code within it, and a restart would throw away what it compiled
+ * (next dev: 4-6 s an edit instead of 0.3-0.6 s). None for a server whose
+ * answer says nothing reloads it ("reloads": false: flask run without
+ * --debug, a plain node server.mjs): waiting could not help, and cost
+ * stale_grace per edit. */
+static int in_grace(const struct whoami_case *c)
+{
+    return !c->mem->ans->no_reloader && c->now_ms - c->since_ms < c->cfg->stale_grace_ms;
+}
+
 /* The answer agrees on the checkout: compare its fingerprint with the
  * disk's, giving a stale server its grace. */
 static int decide_code(const struct whoami_case *c, struct whoami_status *st,
@@ -84,11 +96,7 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
      * reloaded since. Only a fresh answer can say it is stale. */
     if (m->asked_ms < c->disk->changed_ms || m->asked_ms < c->since_ms)
         return WA_FETCH;
-    /* The grace first, even with restart-on-stale: a server that takes
-     * edits in by itself (runserver, uvicorn --reload, Vite, next dev)
-     * answers with the new code within it, and a restart would throw away
-     * what it compiled (next dev: 4-6 s an edit instead of 0.3-0.6 s). */
-    if (restarting(c) || c->now_ms - c->since_ms < c->cfg->stale_grace_ms || taking_in(c))
+    if (restarting(c) || in_grace(c) || taking_in(c))
         return WA_RETRY;
     if (t->restart_on_stale && t->pid > 0 && !m->restart_ms && !m->restart_failed)
         return WA_RESTART; /* once per staleness */

@@ -163,6 +163,10 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
                  disk->hash, ans->hash);
     if (ans->taking_in_ms) /* past start_timeout: decide.c's taking_in() */
         took_too_long(ans, changed, sizeof changed);
+    else if (ans->no_reloader)
+        snprintf(changed + strlen(changed), sizeof changed - strlen(changed),
+                 "; nothing reloads it (its /__whoami says \"reloads\": false), so it "
+                 "will not catch up by itself");
     if (restarted)
         snprintf(out, outlen,
                  "wtproxy restarted your server for %s (pid %d), and it still "

@@ -98,6 +98,10 @@ struct whoami_answer {
     /* taking_in.since in unix ms: the server has seen a change on disk and
      * is taking it in now (its fingerprint is about to move); 0: it is not */
     long long taking_in_ms;
+    /* "reloads": false: nothing takes a change in for this process, in it
+     * or above it (PROTOCOL.md, section 1.2), so a fingerprint that differs
+     * from the disk's will not catch up and stale_grace would only delay */
+    int no_reloader;
 };
 
 /* Parse body (len bytes, not NUL-terminated) into out. Every field is

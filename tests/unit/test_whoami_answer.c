@@ -127,6 +127,45 @@ static void test_taking_in(void)
     }
 }
 
+/* The valid answer with "reloads": value added. */
+static char *with_reloads(const char *value)
+{
+    char *base = answer_with(NULL, NULL);
+    size_t cap = strlen(base) + strlen(value) + 32;
+    char *s = malloc(cap);
+    snprintf(s, cap, "{\"reloads\": %s, %s", value, base + 1);
+    free(base);
+    return s;
+}
+
+/* reloads (PROTOCOL.md, section 1.2): optional; a boolean when present,
+ * and only false says nothing takes a change in for the server. */
+static void test_reloads(void)
+{
+    char err[512] = "";
+    struct whoami_answer a;
+    const struct {
+        const char *value;
+        int no_reloader;
+    } good[] = {{NULL, 0}, {"true", 0}, {"false", 1}};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char *body = good[i].value ? with_reloads(good[i].value) : answer_with(NULL, NULL);
+        is_int(whoami_answer_parse(body, strlen(body), &a, err, sizeof err), 0,
+               "reloads = %s is accepted: %s", good[i].value ? good[i].value : "(absent)", err);
+        is_int(a.no_reloader, good[i].no_reloader, "  nothing reloads it: %d", good[i].no_reloader);
+        whoami_answer_free(&a);
+        free(body);
+    }
+    const char *bad[] = {"\"false\"", "0", "null", "{}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *body = with_reloads(bad[i]);
+        ok(whoami_answer_parse(body, strlen(body), &a, err, sizeof err) == -1,
+           "reloads = %s is refused", bad[i]);
+        has_str(err, "reloads is not true or false", "  and the error names it");
+        free(body);
+    }
+}
+
 static char *repeat(const char *pre, char c, size_t n, const char *post)
 {
     size_t a = strlen(pre), b = strlen(post);
@@ -297,6 +336,7 @@ int main(void)
     test_bad_fields();
     test_bad_documents();
     test_taking_in();
+    test_reloads();
     test_never_crashes();
     return done_testing();
 }
