@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ALGORITHM, compute } from './fingerprint.mjs';
+import { nothingReloads } from './reloads.mjs';
 
 export { compute, globMatch, FingerprintError } from './fingerprint.mjs';
 
@@ -76,10 +77,15 @@ export function withTakingIn(answer, body, sinceMs) {
   return Buffer.from(JSON.stringify({ ...answer, taking_in: { since: rfc3339(since) } }));
 }
 
-// The answer for this process: { answer, body (Buffer) }.
+// The answer for this process: { answer, body (Buffer) }. Its fingerprint
+// is computed once, so it says "reloads": false when no watcher above it
+// can start a process that catches up (reloads.mjs).
 export function whoamiAnswer({ root, include = DEFAULT_INCLUDE, exclude = DEFAULT_EXCLUDE } = {}) {
   const checkout = resolveCheckout(root);
-  return answerFor(checkout, include, exclude, compute(checkout, include, exclude));
+  const made = answerFor(checkout, include, exclude, compute(checkout, include, exclude));
+  if (!nothingReloads()) return made;
+  const answer = { ...made.answer, reloads: false };
+  return { answer, body: Buffer.from(JSON.stringify(answer)) };
 }
 
 // Answer req with body if it asks for /__whoami; false if it does not.

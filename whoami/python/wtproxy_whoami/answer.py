@@ -14,6 +14,7 @@ import os
 import time
 
 from . import fingerprint as fp
+from .reloads import nothing_reloads
 
 PATH = '/__whoami'
 ANSWER_MAX = 65536
@@ -79,6 +80,8 @@ class Whoami:
             'fingerprint': {'algorithm': fp.ALGORITHM, 'include': include, 'exclude': exclude,
                             'files': result.files, 'hash': result.hash},
         }
+        if nothing_reloads(os.getpid()):
+            self.answer['reloads'] = False
         self.body = json.dumps(self.answer).encode()
         if len(self.body) > ANSWER_MAX:
             raise ValueError(f'the /__whoami answer would be {len(self.body)} bytes, more '
