@@ -2,8 +2,8 @@
  * whoami_answer_parse (whoami/whoami.h) exactly as the gate gets it: the
  * input is the response body. Checked: a refusal has a reason; an answer
  * that parses holds a hash of the promised form, NUL-terminated strings,
- * a taking_in no earlier than its start and as many patterns as it says,
- * and frees cleanly (LeakSanitizer). */
+ * a taking_in no earlier than its start, a reloads of false or not, as
+ * many patterns as it says, and frees cleanly (LeakSanitizer). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         violated("a string without its NUL");
     if (a.taking_in_ms && a.taking_in_ms < a.started_ms)
         violated("an accepted taking_in.since before started_at");
+    if (a.no_reloader != 0 && a.no_reloader != 1)
+        violated("reloads neither said false nor not");
     for (size_t i = 0; i < a.patterns.n_include; i++)
         if (!a.patterns.include[i])
             violated("fewer include patterns than counted");

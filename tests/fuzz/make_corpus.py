@@ -129,6 +129,7 @@ def whoami():
     write('fuzz_whoami_answer', 'bad-hash', json.dumps(bad).encode())
     taking = dict(answer, taking_in={'since': '2026-12-02T08:00:03.120Z'})
     write('fuzz_whoami_answer', 'taking-in', json.dumps(taking).encode())
+    write('fuzz_whoami_answer', 'reloads-false', json.dumps(dict(answer, reloads=False)).encode())
     write('fuzz_whoami_answer', 'not-json', b'<html>Not Found</html>')
 
 
