@@ -44,11 +44,11 @@ static void add_services(json_t *out, const char *wt)
 json_t *mcp_tool_servers(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX];
-    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt), *entries;
-    if (fail || !(entries = mcp_entries(wt, &fail)))
+    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt), *entries, *exited = NULL;
+    if (fail || !(entries = mcp_entries_exited(wt, &fail, &exited)))
         return fail;
-    json_t *out =
-        json_pack("{s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers", entries);
+    json_t *out = json_pack("{s:o, s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers",
+                            entries, "exited", exited ? exited : json_array());
     if (out) {
         json_object_set_new(out, "fronts", mcp_fronts(m, wt));
         add_services(out, wt);

@@ -76,6 +76,55 @@ int cli_run_build_argv(struct cli_run *r, int argc, char **argv)
     return r->argv ? 0 : -1;
 }
 
+/* Append word to out (len bytes, used so far *used), in single quotes
+ * unless every byte is one a shell takes as it is. */
+static void append_word(char *out, size_t len, size_t *used, const char *word)
+{
+    int plain = *word != '\0';
+    for (const char *p = word; *p; p++)
+        plain &= strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                        "_-+=.,/:@%{}",
+                        *p) != NULL;
+    size_t n = *used;
+    if (n && n + 1 < len)
+        out[n++] = ' ';
+    if (!plain && n + 1 < len)
+        out[n++] = '\'';
+    for (const char *p = word; *p && n + 4 < len; p++) {
+        if (*p == '\'' && !plain) { /* close, an escaped quote, open again */
+            memcpy(out + n, "'\\''", 4);
+            n += 4;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    if (!plain && n + 1 < len)
+        out[n++] = '\'';
+    out[n < len ? n : len - 1] = '\0';
+    *used = n < len ? n : len - 1;
+}
+
+void cli_run_build_rerun(struct cli_run *r, int argc, char **argv)
+{
+    char front[16];
+    size_t used = 0;
+    snprintf(front, sizeof front, "%d", r->front);
+    const char *head[] = {"wtproxy", "run", "--front", front};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+        append_word(r->rerun, sizeof r->rerun, &used, head[i]);
+    const char *flags[][2] = {{"--service", r->service}, {"--health", r->health}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i][1]) {
+            append_word(r->rerun, sizeof r->rerun, &used, flags[i][0]);
+            append_word(r->rerun, sizeof r->rerun, &used, flags[i][1]);
+        }
+    if (r->restart_on_stale)
+        append_word(r->rerun, sizeof r->rerun, &used, "--restart-on-stale");
+    append_word(r->rerun, sizeof r->rerun, &used, "--");
+    for (int i = 0; i < argc; i++)
+        append_word(r->rerun, sizeof r->rerun, &used, argv[i]);
+}
+
 void cli_run_free_argv(struct cli_run *r)
 {
     for (size_t i = 0; r->argv && r->argv[i]; i++)

@@ -37,6 +37,18 @@ json_t *cli_server_request(const char *op, const struct cli_server_args *a);
  * entries), or NULL with err when no daemon answers. */
 json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t errlen);
 
+/* --- ls_exited.c: the servers that exited lately --- */
+
+/* x (one of the `list` op's "exited") in words: the worktree and front,
+ * how and when its server ended, its last lines, where the whole log is
+ * and the command that starts it again. */
+void cli_exited_words(json_t *x, char *out, size_t len);
+
+/* The "exited" of a `list` reply (of worktree; NULL: all) whose key has
+ * no live entry in the reply, each with "said" (cli_exited_words): a new
+ * JSON array, empty from a daemon that keeps none. */
+json_t *cli_exited_of(json_t *reply, const char *worktree);
+
 /* --- restart_declared.c: what restart starts rather than restarts --- */
 
 /* The services a's worktree's .wtproxy declares that a selects and that do

@@ -78,7 +78,7 @@ const char cli_usage_unregister[] =
     "                    8000\n";
 
 const char cli_usage_ls[] =
-    "usage: wtproxy ls [--json]\n"
+    "usage: wtproxy ls [--json | --exited]\n"
     "\n"
     "List the registered dev servers: worktree, branch, front port, backend\n"
     "port, pid, state, what the /__whoami gate last found (verified, trusted,\n"
@@ -87,9 +87,14 @@ const char cli_usage_ls[] =
     "nothing answered it; - with whoami = off), age and requests served.\n"
     "With a PostgreSQL registry, every machine's, with a MACHINE column (only\n"
     "this machine's route here). A SERVICE column when some server is a\n"
-    "named `.wtproxy` service (wtproxy run --service).\n"
+    "named `.wtproxy` service (wtproxy run --service). Under the table, each\n"
+    "of your servers started by wtproxy run that exited by itself in the last\n"
+    "10 minutes and has not been started again: when, its exit status, its\n"
+    "last 5 lines, and the commands that show its whole log and start it again.\n"
     "\n"
-    "  --json    the entries as the daemon has them (wtproxy help control-protocol)\n";
+    "  --json    the entries as the daemon has them (wtproxy help control-protocol)\n"
+    "  --exited  the servers that exited lately, as JSON: the list op's \"exited\",\n"
+    "            each with \"said\", the sentence ls prints\n";
 
 const char cli_usage_dashboard[] =
     "usage: wtproxy dashboard [--no-autostart]\n"
