@@ -131,8 +131,15 @@ enum cli_verdict_kind {
  * wait_ms is how long it was waited for. Returns its kind. */
 enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size_t outlen);
 
+/* Each of asked (the restart op's "restarted") stamped with when it was
+ * asked; then, the first time the wait sees e ready, the time its
+ * restart took ("took_ms"), which its line says. */
+void cli_restart_asked(json_t *asked);
+void cli_restart_seen_ready(json_t *e);
+
 /* The line restart says of e, a server it restarted that is ready, into
- * out: "WT's server on front F restarted and ready, verified: ..." (or
+ * out: "WT's server on front F restarted and ready in 1.2 s, verified:
+ * ..." (the time when cli_restart_seen_ready saw it, else none; or
  * "but stale: ...", "; its /__whoami gave no verdict ..."), with its
  * verdict in now (cli_await_verdicts' list, CLI_VERDICT_WAIT_MS). Returns
  * the verdict's kind. */
