@@ -138,8 +138,7 @@ static json_t *exited_json(struct proxy_server *s, json_t *x, json_t *cache)
 {
     const char *wt = json_string_value(json_object_get(x, "worktree"));
     json_t *status = json_object_get(x, "status");
-    char branch[PATH_MAX], age[32], reason[PATH_MAX + 1400];
-    host_age(host_wall_ms() - json_integer_value(json_object_get(x, "ended_ms")), age, sizeof age);
+    char branch[PATH_MAX], reason[PATH_MAX + 1400];
     const char *rerun = json_string_value(json_object_get(x, "rerun"));
     char again[PATH_MAX + 1100];
     if (json_is_true(json_object_get(x, "daemon_started")))
@@ -150,11 +149,12 @@ static json_t *exited_json(struct proxy_server *s, json_t *x, json_t *cache)
     else
         snprintf(again, sizeof again, "cd %s && %s", wt,
                  rerun ? rerun : "wtproxy run -- <its command with {port}>");
+    /* No age: the JSON is sent again whenever it changes (the page shows
+     * ended_ms's age itself). */
     snprintf(reason, sizeof reason,
-             "its server %s %lld %s ago; fix the error its last lines name, then start it again: "
-             "%s",
+             "its server %s %lld; fix the error its last lines name, then start it again: %s",
              status ? "exited with status" : "was killed by signal",
-             json_integer_value(status ? status : json_object_get(x, "signal")), age, again);
+             json_integer_value(status ? status : json_object_get(x, "signal")), again);
     host_worktree_branch(wt, branch, sizeof branch);
     const char *slash = strrchr(wt, '/');
     json_t *o = json_deep_copy(x);

@@ -4,7 +4,9 @@
 // lines and the command that starts it again (they said "no dev server is
 // registered", and the agent guessed why). Once a server registers on the
 // key again, the old lines are gone from all three. A `.wtproxy` server
-// that exited is started again by `wtproxy restart`, which ls names.
+// that exited is started again by `wtproxy restart`, which ls names. The
+// dashboard page turns a server's row that crashed into "exited" (never
+// "gone") with its last lines, shown as text however hostile.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -13,6 +15,7 @@ import {
   makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, get, wtServer,
 } from './lib/registry.mjs';
 import { startMcp, initialize } from './lib/mcp.mjs';
+import { launchBrowser, openDashboard, waitRows, screenshot } from './lib/dashboard.mjs';
 
 // A Node server that throws at import, with a line no other test prints.
 const THROWS = "throw new Error('lastls-128: LASTLS_SECRET_FILE is not set');\n";
@@ -82,7 +85,7 @@ test('a hand-run server that threw at import: ls, the MCP servers tool and the d
   assert.ok(row, JSON.stringify(rows));
   assert.equal(row.exited, true);
   assert.equal(row.status, 'exited');
-  assert.equal(row.status_reason.startsWith('its server exited with status 1 '), true, row.status_reason);
+  assert.equal(row.status_reason.startsWith('its server exited with status 1; '), true, row.status_reason);
   assert.match(row.lines, DISTINCT);
 
   // Fixed, and registered there again: the old lines are said nowhere.
@@ -119,4 +122,40 @@ test('a .wtproxy server that exited at start: ls names wtproxy restart, which st
   assert.doesNotMatch(after.stdout, /lastls-128/, after.stdout);
   const stop = await cli(tmp0, ['stop', tmp.wt.a], { cwd: tmp.wt.a, ms: 15000 });
   assert.equal(stop.code, 0, stop.stderr);
+});
+
+// Serves until asked for /die, then prints an error carrying markup and
+// exits with status 2, as a server that crashes on a request does.
+const DIES = [
+  "import http from 'node:http';",
+  "http.createServer((q, s) => { if (q.url !== '/die') { s.statusCode = 404; return s.end(); }",
+  "  console.error('Error: lastls-128 <img src=x onerror=alert(6)> crashed'); process.exit(2); })",
+  "  .listen(Number(process.argv[2]), '127.0.0.1');",
+].join('\n');
+
+test('the dashboard page shows a server that crashed as exited, its last lines as text', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']); // its /__whoami is a 404
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), DIES);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command: [process.execPath, 'server.mjs', '{port}'] });
+  const port = await run.ready;
+  const browser = await launchBrowser(t);
+  const { page, seen } = await openDashboard(browser, px.port);
+  const key = `${px.port} ${tmp.wt.a}`;
+  await waitRows(page, (rows) => rows.some((r) => r.key === key && r.status === 'ready'), 5000, 'the ready row');
+  await get(port, {}, '/die').catch(() => {}); // straight to the server: it exits
+  assert.equal((await run.exited).code, 2);
+  await waitRows(page, (rows) => rows.some((r) => r.key === key && r.status === 'exited'), 3000, 'the row exited');
+  const rows = await page.$$eval('#backends tbody tr', (rs) => rs.map((r) => r.dataset.status));
+  assert.deepEqual(rows, ['exited'], 'one row, exited, not also gone');
+  const pre = await page.$eval('#backends tbody tr .last-lines', (e) => e.textContent);
+  assert.match(pre, /Error: lastls-128 <img src=x onerror=alert\(6\)> crashed/);
+  const state = await page.$eval('#backends tbody tr', (e) => e.textContent);
+  assert.match(state, /exited \d+s ago/);
+  assert.match(state, /its server exited with status 2; fix the error its last lines name, then start it again: cd \S+ && wtproxy run --front \d+ -- /);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('img').length), 0, 'the markup is text');
+  await page.waitForTimeout(300); // an injected handler would have fired by now
+  assert.deepEqual(seen.dialogs, []);
+  assert.deepEqual(seen.errors, []);
+  t.diagnostic(`screenshot: ${await screenshot(page, '128-dashboard-exited.png')}`);
 });
