@@ -1,6 +1,6 @@
 // 128: a server that exited by itself is said where an agent looks
-// without sending a request: `wtproxy ls` (and `ls --exited`), the MCP
-// servers tool and the dashboard's API show its exit status, its last
+// without sending a request: `wtproxy ls` (and `ls --exited`), `wtproxy
+// why`, the MCP servers tool and the dashboard's API show its exit status, its last
 // lines and the command that starts it again (they said "no dev server is
 // registered", and the agent guessed why). Once a server registers on the
 // key again, the old lines are gone from all three. A `.wtproxy` server
@@ -56,6 +56,12 @@ test('a hand-run server that threw at import: ls, the MCP servers tool and the d
   const logs = await cli(tmp, ['logs', tmp.wt.a, '--front', String(px.port)], { cwd: tmp.root });
   assert.match(logs.stdout, DISTINCT, logs.stderr);
 
+  // `wtproxy why` says it where it said "backend: none".
+  const why = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.equal(why.code, 1, why.stderr);
+  assert.match(why.stdout, new RegExp(`backend: none on front :${px.port}; requests get 503\\. ${tmp.wt.a} \\(front ${px.port}\\): its server exited \\d+s ago with status 1 `));
+  assert.match(why.stdout, DISTINCT);
+
   // As JSON, for scripts; `ls --json` stays the registrations' array.
   const exited = JSON.parse((await cli(tmp, ['ls', '--exited'])).stdout);
   assert.equal(exited.length, 1, JSON.stringify(exited));
@@ -97,6 +103,8 @@ test('a hand-run server that threw at import: ls, the MCP servers tool and the d
   assert.match(after.stdout, new RegExp(`${tmp.wt.a}\\s+a\\s+${px.port}`));
   assert.deepEqual(JSON.parse((await cli(tmp, ['ls', '--exited'])).stdout), []);
   assert.deepEqual((await mcpServers(t, tmp, tmp.wt.a)).structuredContent.exited, []);
+  const whyAfter = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.doesNotMatch(whyAfter.stdout, /lastls-128/, whyAfter.stdout);
   assert.ok((await apiBackends(px.port)).every((r) => !r.exited), 'no exited row');
 });
 
