@@ -95,6 +95,9 @@ int cli_listens_on(json_t *ping, int front);
  * reason about them (wtproxy why, wtproxy db). NULL with err when no
  * daemon answers (none is started). */
 struct reg_table *cli_table(char *err, size_t errlen);
+/* The same, and into *exited (a new array; exited may be NULL) the
+ * servers that exited lately, as `wtproxy ls` says them (cli_exited_of). */
+struct reg_table *cli_table_exited(char *err, size_t errlen, json_t **exited);
 
 /* --- args.c: flags, shared by the subcommands --- */
 
@@ -297,19 +300,22 @@ struct reg_table;
 
 /* Where a request from process pid (folder NULL), or from a process whose
  * cwd is folder, would be routed on front, and why, given the daemon's
- * registrations t: {"pid", "process", "chain", "decided_by"} or
- * {"folder"}, then "placed", "worktree", "how", "front", "backend" (the
- * entry, or null), "explanation" (the sentence, with the fix) and "ok"
- * (placed with a backend). NULL with err when there is no such process or
- * folder. `wtproxy why` prints it; `wtproxy mcp`'s why tool returns it. */
-json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, char *err,
-                     size_t errlen);
+ * registrations t and the servers that exited lately (cli_table_exited's;
+ * NULL none): {"pid", "process", "chain", "decided_by"} or {"folder"},
+ * then "placed", "worktree", "how", "front", "backend" (the entry, or
+ * null), "exited" (with no backend, the one of its worktree on front that
+ * exited lately, as ls says it, or absent), "explanation" (the sentence,
+ * with the fix) and "ok" (placed with a backend). NULL with err when
+ * there is no such process or folder. `wtproxy why` prints it; `wtproxy
+ * mcp`'s why tool returns it. */
+json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, json_t *exited,
+                     char *err, size_t errlen);
 
 /* The same on each of the n fronts: fronts[0]'s decision, and with
  * several, "fronts": [{"front", "ok", "explanation"}] for each and "ok"
  * whether every one serves the requests. */
 json_t *cli_why_fronts_json(pid_t pid, const char *folder, const int *fronts, int n,
-                            struct reg_table *t, char *err, size_t errlen);
+                            struct reg_table *t, json_t *exited, char *err, size_t errlen);
 
 /* s[0, n) as a JSON string (a new reference): bytes that are not UTF-8
  * (a path, a command line, a log may hold any) become '?'. NULL when out

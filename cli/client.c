@@ -22,6 +22,7 @@
 
 #include "host.h"
 #include "registry.h"
+#include "servers.h"
 #include "wtfile.h"
 
 #define NOBODY 1      /* exchange(): no daemon listens on the socket */
@@ -406,6 +407,11 @@ int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t er
 
 struct reg_table *cli_table(char *err, size_t errlen)
 {
+    return cli_table_exited(err, errlen, NULL);
+}
+
+struct reg_table *cli_table_exited(char *err, size_t errlen, json_t **exited)
+{
     json_t *req = json_pack("{s:s}", "op", "list"), *reply = NULL;
     int r = req ? cli_call(req, 0, &reply, err, errlen) : -1;
     json_decref(req);
@@ -427,6 +433,8 @@ struct reg_table *cli_table(char *err, size_t errlen)
     }
     if (!t)
         snprintf(err, errlen, "the daemon's answer to list has no entries");
+    else if (exited)
+        *exited = cli_exited_of(reply, NULL);
     json_decref(reply);
     return t;
 }

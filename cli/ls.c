@@ -1,6 +1,7 @@
-/* ls.c - `wtproxy ls [--json]`: what the daemon routes to, as a table
- * for people (with each worktree's branch, host_worktree_branch) or as the
- * daemon's JSON. */
+/* ls.c - `wtproxy ls [--json | --exited]`: what the daemon routes to, as
+ * a table for people (with each worktree's branch, host_worktree_branch)
+ * or as the daemon's JSON, and under it the servers that exited lately
+ * with their last lines (ls_exited.c). */
 #include "cli.h"
 
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "front.h"
+#include "servers.h"
 #include "host.h"
 #include "registry.h"
 
@@ -109,12 +111,15 @@ static void print_row(char cell[NCOL][PATH_MAX], const int width[NCOL], int mach
 
 /* Nothing runs. In a worktree whose .wtproxy declares servers, the daemon
  * starts them itself at their first request: say that, and how to start
- * them now, rather than send the reader to write a `wtproxy run` line. */
-static void print_none(void)
+ * them now, rather than send the reader to write a `wtproxy run` line.
+ * When servers exited lately, what they said follows (print_exited). */
+static void print_none(int exited)
 {
     struct cli_wtproxy w = {0};
     char cwd[PATH_MAX], fronts[512];
-    if (getcwd(cwd, sizeof cwd) && cli_wtproxy_read(cwd, &w) == 0 && w.from == 1 && w.file) {
+    if (exited)
+        printf("no dev server is registered\n");
+    else if (getcwd(cwd, sizeof cwd) && cli_wtproxy_read(cwd, &w) == 0 && w.from == 1 && w.file) {
         cli_wtproxy_list(&w, fronts, sizeof fronts);
         printf("no dev server is registered; this worktree's .wtproxy declares %s: the daemon "
                "starts each at its first request there, or now with: wtproxy restart\n",
@@ -127,11 +132,11 @@ static void print_none(void)
 }
 
 /* Print entries as a table, columns as wide as their widest cell. */
-static int print_table(json_t *entries)
+static int print_table(json_t *entries, int exited)
 {
     size_t n = json_array_size(entries);
     if (n == 0) {
-        print_none();
+        print_none(exited);
         return 0;
     }
     char(*cells)[NCOL][PATH_MAX] = calloc(n + 1, sizeof *cells);
@@ -154,6 +159,16 @@ static int print_table(json_t *entries)
         print_row(cells[i], width, machines, services);
     free(cells);
     return 0;
+}
+
+/* Under the table: each server that exited lately (cli_exited_of), how
+ * and when, its last lines and the command that starts it again. */
+static void print_exited(json_t *gone)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(gone, i, x)
+        printf("\n%s\n", json_string_value(json_object_get(x, "said")));
 }
 
 /* Under the table: the on-demand starts that wait (op `starts`), for the
@@ -191,8 +206,9 @@ static void print_waiting(void)
 
 int cli_ls_main(int argc, char **argv)
 {
-    int json = 0;
-    const struct cli_opt opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
+    int json = 0, exited = 0;
+    const struct cli_opt opts[] = {
+        {"json", NULL, &json}, {"exited", NULL, &exited}, {NULL, NULL, NULL}};
     char err[PATH_MAX + 256];
     int r = cli_parse(argc, argv, opts, NULL, err, sizeof err);
     if (r > 0)
@@ -211,15 +227,21 @@ int cli_ls_main(int argc, char **argv)
     json_t *entries = json_object_get(reply, "entries");
     if (!json_is_true(json_object_get(reply, "ok")) || !json_is_array(entries)) {
         r = cli_report(reply);
-    } else if (json) {
-        char *text = json_dumps(entries, JSON_INDENT(2));
+    } else if (json || exited) {
+        /* --json stays the entries' array that scripts read */
+        json_t *gone = exited ? cli_exited_of(reply, NULL) : NULL;
+        char *text = json_dumps(exited ? gone : entries, JSON_INDENT(2));
         r = text ? 0 : 1;
         if (text)
             printf("%s\n", text);
         free(text);
+        json_decref(gone);
     } else {
-        r = print_table(entries);
+        json_t *gone = cli_exited_of(reply, NULL);
+        r = print_table(entries, json_array_size(gone) > 0);
+        print_exited(gone);
         print_waiting();
+        json_decref(gone);
     }
     json_decref(reply);
     return r;

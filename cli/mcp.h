@@ -162,6 +162,9 @@ json_t *mcp_op_tool(struct mcp *m, json_t *args, int acting, const char *op,
 /* This machine's registrations of worktree (a new array), or NULL with
  * *fail set. */
 json_t *mcp_entries(const char *worktree, json_t **fail);
+/* The same, and into *exited (a new array) the servers of worktree that
+ * exited lately, as `wtproxy ls` says them (cli_exited_of). */
+json_t *mcp_entries_exited(const char *worktree, json_t **fail, json_t **exited);
 
 /* mcp_front.c: the instructions initialize gives, into out: the URLs of
  * the session's worktree's fronts (as the CLI picks them, every one),

@@ -44,11 +44,11 @@ static void add_services(json_t *out, const char *wt)
 json_t *mcp_tool_servers(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX];
-    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt), *entries;
-    if (fail || !(entries = mcp_entries(wt, &fail)))
+    json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt), *entries, *exited = NULL;
+    if (fail || !(entries = mcp_entries_exited(wt, &fail, &exited)))
         return fail;
-    json_t *out =
-        json_pack("{s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers", entries);
+    json_t *out = json_pack("{s:o, s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers",
+                            entries, "exited", exited ? exited : json_array());
     if (out) {
         json_object_set_new(out, "fronts", mcp_fronts(m, wt));
         add_services(out, wt);
@@ -63,7 +63,7 @@ json_t *mcp_tool_servers(struct mcp *m, json_t *args)
  * 8000, nor an app's API left out. A .wtproxy the daemon refuses gives
  * none: its error is in "wtproxy_file_error". */
 static json_t *why_on(const struct mcp *m, pid_t pid, const char *folder, int front, json_t *ping,
-                      struct reg_table *t, char *err, size_t errlen)
+                      struct reg_table *t, json_t *exited, char *err, size_t errlen)
 {
     struct cli_wtproxy w = {0};
     int fronts[WTFILE_MAX_SERVICES], n = 1;
@@ -72,7 +72,7 @@ static json_t *why_on(const struct mcp *m, pid_t pid, const char *folder, int fr
         cli_wtproxy_read(folder ? folder : m->worktree[0] ? m->worktree : ".", &w);
         n = cli_wtproxy_fronts(&w, ping, fronts);
     }
-    json_t *o = cli_why_fronts_json(pid, folder, fronts, n, t, err, errlen);
+    json_t *o = cli_why_fronts_json(pid, folder, fronts, n, t, exited, err, errlen);
     if (o && w.err[0])
         json_object_set_new(o, "wtproxy_file_error", json_string(w.err));
     cli_wtproxy_free(&w);
@@ -86,15 +86,17 @@ json_t *mcp_tool_why(struct mcp *m, json_t *args)
     char err[PATH_MAX + 256];
     if (pid && folder)
         return mcp_fail("bad-arguments", "give pid or folder, not both");
-    json_t *fail = NULL, *ping = mcp_ask(json_pack("{s:s}", "op", "ping"), &fail);
-    struct reg_table *t = ping ? cli_table(err, sizeof err) : NULL;
+    json_t *fail = NULL, *ping = mcp_ask(json_pack("{s:s}", "op", "ping"), &fail), *exited = NULL;
+    struct reg_table *t = ping ? cli_table_exited(err, sizeof err, &exited) : NULL;
     if (!t) {
         json_decref(ping);
         return fail ? fail : mcp_fail("daemon-failed", "%s", err);
     }
-    json_t *o = why_on(m, pid ? (pid_t)json_integer_value(pid) : getpid(), folder,
-                       front ? (int)json_integer_value(front) : 0, ping, t, err, sizeof err);
+    json_t *o =
+        why_on(m, pid ? (pid_t)json_integer_value(pid) : getpid(), folder,
+               front ? (int)json_integer_value(front) : 0, ping, t, exited, err, sizeof err);
     json_decref(ping);
+    json_decref(exited);
     reg_table_free(t);
     return o ? o : mcp_fail("not-found", "%s", err);
 }

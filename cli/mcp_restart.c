@@ -109,6 +109,8 @@ static json_t *look(const char *wt, json_t *asked, json_t *now, int ready, json_
         }
         if (ready && strcmp(str(x, "state"), "ready") != 0)
             *late = e;
+        else if (ready)
+            cli_restart_seen_ready(e);
         json_array_append(back, x);
     }
     if (*late)
@@ -396,6 +398,7 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
         return none ? nothing_to_restart(wt, fail, args) : fail;
     }
     char refusals[4 * (PATH_MAX + 1400)];
+    cli_restart_asked(json_object_get(out, "restarted"));
     json_t *back =
         restarted(wt, args, json_object_get(out, "restarted"), refusals, sizeof refusals);
     json_t *started = json_object_get(back, "error") ? NULL : start_declared(wt, stopped);

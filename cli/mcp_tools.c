@@ -53,8 +53,10 @@ static const struct tool tools[] = {
      "This worktree's dev servers",
      "List the dev servers registered for this worktree (every front port), each with its "
      "state, the /__whoami gate's verdict, service, backend port, pid, command and log path; "
-     "the services its .wtproxy declares, running or not, when the daemon knows them; and its "
-     "fronts: the URLs it is reached on, and whether the daemon listens there.",
+     "the services its .wtproxy declares, running or not, when the daemon knows them; its "
+     "fronts: the URLs it is reached on, and whether the daemon listens there; and each of its "
+     "servers that exited by itself in the last 10 minutes (exited): its exit status, last "
+     "lines, and in said the commands that show its whole log and start it again.",
      1,
      mcp_tool_servers,
      {ARG_WORKTREE(READ_WT)}},
@@ -301,6 +303,11 @@ json_t *mcp_scope(struct mcp *m, json_t *args, int acting, char *out, size_t out
 
 json_t *mcp_entries(const char *worktree, json_t **fail)
 {
+    return mcp_entries_exited(worktree, fail, NULL);
+}
+
+json_t *mcp_entries_exited(const char *worktree, json_t **fail, json_t **exited)
+{
     json_t *reply = mcp_ask(json_pack("{s:s}", "op", "list"), fail), *e;
     json_t *all = json_object_get(reply, "entries"), *mine = reply ? json_array() : NULL;
     size_t i;
@@ -318,6 +325,8 @@ json_t *mcp_entries(const char *worktree, json_t **fail)
         json_decref(mine);
         mine = NULL;
     }
+    if (mine && exited)
+        *exited = cli_exited_of(reply, worktree);
     json_decref(reply);
     return mine;
 }

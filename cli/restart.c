@@ -111,6 +111,8 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
                 rc = 1;
             } else if (restart ? strcmp(str(x, "state"), "ready") != 0 : x != NULL) {
                 json_array_append(late, e);
+            } else if (restart) {
+                cli_restart_seen_ready(e);
             }
         }
         json_decref(now);
@@ -211,6 +213,7 @@ static int act(int argc, char **argv, const char *op, const char *key)
         return r;
     }
     json_t *asked = json_object_get(reply, key);
+    cli_restart_asked(asked);
     r = await(&a, asked, restart, restart ? RESTART_WAIT_MS : STOP_WAIT_MS);
     size_t i;
     int refused = 0; /* a restarted server is up, but stale or refused: said, and status 1 */

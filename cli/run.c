@@ -221,6 +221,7 @@ int cli_run_main(int argc, char **argv)
     if (frontv)
         cli_daemon_listen_also(r.front); /* its callers call there */
     cli_run_log_open(&r.log, r.worktree, r.front, r.service);
+    cli_run_build_rerun(&r, argc - rest, argv + rest);
     rc = cli_run_claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
     if (rc == 0 && r.reused) {
         rc = cli_run_follow(&r); /* its server, not ours: no release */

@@ -76,6 +76,62 @@ int cli_run_build_argv(struct cli_run *r, int argc, char **argv)
     return r->argv ? 0 : -1;
 }
 
+/* Append word to out (len bytes, used so far *used), in single quotes
+ * unless every byte is one a shell takes as it is (no ',': "{a,b}" is a
+ * brace expansion; "{port}" is not). Returns 0, or -1 when it did not fit. */
+static int append_word(char *out, size_t len, size_t *used, const char *word)
+{
+    int plain = *word != '\0';
+    for (const char *p = word; *p; p++)
+        plain &= strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                        "_-+=./:@%{}",
+                        *p) != NULL;
+    size_t n = *used;
+    if (n + 8 > len) /* no room for a space, two quotes and a byte */
+        return -1;
+    if (n)
+        out[n++] = ' ';
+    if (!plain)
+        out[n++] = '\'';
+    for (const char *p = word; *p && n + 6 < len; p++) {
+        if (*p == '\'' && !plain) { /* close, an escaped quote, open again */
+            memcpy(out + n, "'\\''", 4);
+            n += 4;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    if (!plain)
+        out[n++] = '\'';
+    out[n] = '\0';
+    *used = n;
+    return n + 6 < len ? 0 : -1;
+}
+
+void cli_run_build_rerun(struct cli_run *r, int argc, char **argv)
+{
+    char front[16];
+    size_t used = 0;
+    int bad = 0;
+    snprintf(front, sizeof front, "%d", r->front);
+    const char *head[] = {"wtproxy", "run", "--front", front};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+        bad |= append_word(r->rerun, sizeof r->rerun, &used, head[i]);
+    const char *flags[][2] = {{"--service", r->service}, {"--health", r->health}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i][1]) {
+            bad |= append_word(r->rerun, sizeof r->rerun, &used, flags[i][0]);
+            bad |= append_word(r->rerun, sizeof r->rerun, &used, flags[i][1]);
+        }
+    if (r->restart_on_stale)
+        bad |= append_word(r->rerun, sizeof r->rerun, &used, "--restart-on-stale");
+    bad |= append_word(r->rerun, sizeof r->rerun, &used, "--");
+    for (int i = 0; i < argc && !bad; i++)
+        bad |= append_word(r->rerun, sizeof r->rerun, &used, argv[i]);
+    if (bad) /* cut short, it would start something else: messages say none */
+        r->rerun[0] = '\0';
+}
+
 void cli_run_free_argv(struct cli_run *r)
 {
     for (size_t i = 0; r->argv && r->argv[i]; i++)

@@ -265,8 +265,9 @@ static json_t *unregister_request(struct cli_run *r)
     cli_run_fail_last(&r->log.fail, lines, sizeof lines);
     int st = r->exit_status, sig = WIFSIGNALED(st);
     json_object_set_new(req, "exit",
-                        json_pack("{s:s, s:i}", "lines", lines, sig ? "signal" : "status",
-                                  sig ? WTERMSIG(st) : WEXITSTATUS(st)));
+                        json_pack("{s:o, s:i, s:o}", "lines", cli_json_text(lines, strlen(lines)),
+                                  sig ? "signal" : "status", sig ? WTERMSIG(st) : WEXITSTATUS(st),
+                                  "rerun", cli_json_text(r->rerun, strlen(r->rerun))));
     return req;
 }
 

@@ -37,6 +37,18 @@ json_t *cli_server_request(const char *op, const struct cli_server_args *a);
  * entries), or NULL with err when no daemon answers. */
 json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t errlen);
 
+/* --- ls_exited.c: the servers that exited lately --- */
+
+/* x (one of the `list` op's "exited") in words: the worktree and front,
+ * how and when its server ended, its last lines, where the whole log is
+ * and the command that starts it again. */
+void cli_exited_words(json_t *x, char *out, size_t len);
+
+/* The "exited" of a `list` reply (of worktree; NULL: all) whose key has
+ * no live entry in the reply, each with "said" (cli_exited_words): a new
+ * JSON array, empty from a daemon that keeps none. */
+json_t *cli_exited_of(json_t *reply, const char *worktree);
+
 /* --- restart_declared.c: what restart starts rather than restarts --- */
 
 /* The services a's worktree's .wtproxy declares that a selects and that do
@@ -119,8 +131,15 @@ enum cli_verdict_kind {
  * wait_ms is how long it was waited for. Returns its kind. */
 enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size_t outlen);
 
+/* Each of asked (the restart op's "restarted") stamped with when it was
+ * asked; then, the first time the wait sees e ready, the time its
+ * restart took ("took_ms"), which its line says. */
+void cli_restart_asked(json_t *asked);
+void cli_restart_seen_ready(json_t *e);
+
 /* The line restart says of e, a server it restarted that is ready, into
- * out: "WT's server on front F restarted and ready, verified: ..." (or
+ * out: "WT's server on front F restarted and ready in 1.2 s, verified:
+ * ..." (the time when cli_restart_seen_ready saw it, else none; or
  * "but stale: ...", "; its /__whoami gave no verdict ..."), with its
  * verdict in now (cli_await_verdicts' list, CLI_VERDICT_WAIT_MS). Returns
  * the verdict's kind. */

@@ -78,7 +78,7 @@ const char cli_usage_unregister[] =
     "                    8000\n";
 
 const char cli_usage_ls[] =
-    "usage: wtproxy ls [--json]\n"
+    "usage: wtproxy ls [--json | --exited]\n"
     "\n"
     "List the registered dev servers: worktree, branch, front port, backend\n"
     "port, pid, state, what the /__whoami gate last found (verified, trusted,\n"
@@ -87,9 +87,14 @@ const char cli_usage_ls[] =
     "nothing answered it; - with whoami = off), age and requests served.\n"
     "With a PostgreSQL registry, every machine's, with a MACHINE column (only\n"
     "this machine's route here). A SERVICE column when some server is a\n"
-    "named `.wtproxy` service (wtproxy run --service).\n"
+    "named `.wtproxy` service (wtproxy run --service). Under the table, each\n"
+    "of your servers started by wtproxy run that exited by itself in the last\n"
+    "10 minutes and has not been started again: when, its exit status, its\n"
+    "last 5 lines, and the commands that show its whole log and start it again.\n"
     "\n"
-    "  --json    the entries as the daemon has them (wtproxy help control-protocol)\n";
+    "  --json    the entries as the daemon has them (wtproxy help control-protocol)\n"
+    "  --exited  the servers that exited lately, as JSON: the list op's \"exited\",\n"
+    "            each with \"said\", the sentence ls prints\n";
 
 const char cli_usage_dashboard[] =
     "usage: wtproxy dashboard [--no-autostart]\n"
@@ -104,7 +109,8 @@ const char cli_usage_why[] =
     "usage: wtproxy why [--pid PID] [--front PORT]\n\n"
     "Explain which worktree the requests of process PID (default: this command,\n"
     "placed as a curl run here would be) are routed to, and why: the processes walked,\n"
-    "the one that decided (WTPROXY_WORKTREE in its environment, or its cwd), the backend.\n\n"
+    "the one that decided (WTPROXY_WORKTREE in its environment, or its cwd), the backend;\n"
+    "with none, the one that exited there lately (as wtproxy ls says it).\n\n"
     "  --front PORT     the front port (default: each front the worktree's .wtproxy\n"
     "                   declares, else the one port the daemon listens on, else 8000)\n"
     "Exit 0 when its requests are served on each: a registered server, or one the\n"
@@ -317,8 +323,9 @@ const char cli_usage_restart[] =
     "that does not come back is named, with the last lines of its log (at once\n"
     "for one that failed and waits for a change to its files). Once\n"
     "ready, the daemon asks each restarted server's /__whoami, and restart\n"
-    "prints its verdict: \"ready, verified\", or \"ready, but stale\" naming the\n"
-    "files that changed while it started (status 1: restart it again). With no\n"
+    "prints the time it took and its verdict: \"ready in 1.2 s, verified\", or\n"
+    "\"ready in 1.2 s, but stale\" naming the files that changed while it\n"
+    "started (status 1: restart it again). With no\n"
     "daemon running and a .wtproxy in the worktree, it starts the daemon first\n"
     "(as run does; not with WTPROXY_NO_AUTOSTART=1), then what the file declares.\n"
     "\n"

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "error_page.h"
+#include "host.h"
 
 #define VERDICT_POLL_MS 100
 
@@ -64,14 +65,32 @@ enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size
     return CLI_VERDICT_REFUSED;
 }
 
+void cli_restart_asked(json_t *asked)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(asked, i, e)
+        json_object_set_new(e, "asked_mono_ms", json_integer(host_mono_ms()));
+}
+
+void cli_restart_seen_ready(json_t *e)
+{
+    json_t *asked = json_object_get(e, "asked_mono_ms");
+    if (asked && !json_object_get(e, "took_ms"))
+        json_object_set_new(e, "took_ms", json_integer(host_mono_ms() - json_integer_value(asked)));
+}
+
 enum cli_verdict_kind cli_verdict_restarted(json_t *e, json_t *now, char *out, size_t len)
 {
-    char words[1280];
+    char words[1280], took[32] = "";
     const char *wt = json_string_value(json_object_get(e, "worktree"));
     enum cli_verdict_kind k =
         cli_verdict_words(cli_entry_on_front(now, e), CLI_VERDICT_WAIT_MS, words, sizeof words);
-    snprintf(out, len, "%s's server on front %lld restarted and ready%s%s", wt ? wt : "?",
-             json_integer_value(json_object_get(e, "front")),
+    if (json_object_get(e, "took_ms")) /* as a started one's line says it */
+        snprintf(took, sizeof took, " in %.1f s",
+                 json_integer_value(json_object_get(e, "took_ms")) / 1000.0);
+    snprintf(out, len, "%s's server on front %lld restarted and ready%s%s%s", wt ? wt : "?",
+             json_integer_value(json_object_get(e, "front")), took,
              k == CLI_VERDICT_OFF         ? ""
              : k == CLI_VERDICT_UNDECIDED ? "; "
                                           : ", ",

@@ -17,6 +17,7 @@
 #include "registry.h"
 #include "host.h"
 #include "ondemand.h"
+#include "servers.h"
 #include "wtfile.h"
 
 #define NOT_PLACED                                                                                 \
@@ -25,18 +26,47 @@
     "backend, or get 503. Place it: run it from its worktree, set "                                \
     "WTPROXY_WORKTREE=/path/to/worktree, or send X-Wtproxy-Worktree."
 
-/* The daemon's rule (route_known_repo), on the daemon's table as listed. */
+/* What the daemon listed: its registrations, and the servers that exited
+ * lately, whose worktrees it knows too (route_known_snap). */
+struct listed {
+    struct reg_table *t;
+    json_t *exited;
+};
+
+/* Whether folder is a worktree of the repository whose common dir is common. */
+static int same_repo(const char *folder, const char *common)
+{
+    struct host_worktree w;
+    return host_worktree_of(folder, &w, NULL, 0) == 0 && strcmp(w.common, common) == 0;
+}
+
+/* The daemon's rule (route_known_repo), on what it listed. */
 static int known(const char *worktree, const char *common_dir, void *arg)
 {
-    struct reg_table *t = arg;
-    struct host_worktree w;
+    const struct listed *l = arg;
+    size_t i;
+    json_t *x;
     if (ondemand_declared(worktree, common_dir))
         return 1;
-    for (size_t i = 0; i < reg_table_count(t); i++)
-        if (host_worktree_of(reg_table_at(t, i)->worktree, &w, NULL, 0) == 0 &&
-            strcmp(w.common, common_dir) == 0)
+    for (i = 0; i < reg_table_count(l->t); i++)
+        if (same_repo(reg_table_at(l->t, i)->worktree, common_dir))
+            return 1;
+    json_array_foreach(l->exited, i, x)
+        if (same_repo(json_string_value(json_object_get(x, "worktree")), common_dir))
             return 1;
     return 0;
+}
+
+/* The one of exited on (front, worktree), or NULL. */
+static json_t *exited_on(json_t *exited, int front, const char *worktree)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(exited, i, x)
+        if (json_integer_value(json_object_get(x, "front")) == front &&
+            strcmp(json_string_value(json_object_get(x, "worktree")), worktree) == 0)
+            return x;
+    return NULL;
 }
 
 static int parse_int(const char *flag, const char *v, long min, long max, long *out)
@@ -129,11 +159,12 @@ static int no_backend(const char *worktree, int front, char *msg, size_t len)
  * Returns 1 when its requests on front are served (a backend, or one its
  * .wtproxy starts), else 0. */
 static int verdict(json_t *o, const struct caller_place *pl, int placed, int front,
-                   struct reg_table *t)
+                   const struct listed *l)
 {
-    char msg[PATH_MAX + 256];
+    char msg[3 * PATH_MAX + REG_START_FAILED_MAX];
     int served = 0;
-    struct reg_backend *b = placed ? reg_table_get(t, front, pl->worktree) : NULL;
+    struct reg_backend *b = placed ? reg_table_get(l->t, front, pl->worktree) : NULL;
+    json_t *gone = placed && !b ? exited_on(l->exited, front, pl->worktree) : NULL;
     json_object_set_new(o, "placed", json_boolean(placed));
     json_object_set_new(o, "worktree",
                         placed ? cli_json_text(pl->worktree, strlen(pl->worktree)) : json_null());
@@ -143,8 +174,13 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
                             : json_null());
     json_object_set_new(o, "front", json_integer(front));
     json_object_set_new(o, "backend", b ? reg_backend_to_json(b) : json_null());
+    if (gone)
+        json_object_set(o, "exited", gone);
     if (!placed)
         snprintf(msg, sizeof msg, "%s", NOT_PLACED);
+    else if (!b && gone) /* why it has none: what its last server said */
+        snprintf(msg, sizeof msg, "backend: none on front :%d; requests get 503. %s", front,
+                 json_string_value(json_object_get(gone, "said")));
     else if (!b)
         served = no_backend(pl->worktree, front, msg, sizeof msg);
     else if (b->state == REG_STARTING && b->start_failed[0])
@@ -167,9 +203,10 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
     return served;
 }
 
-json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, char *err,
-                     size_t errlen)
+json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table *t, json_t *exited,
+                     char *err, size_t errlen)
 {
+    struct listed l = {t, exited};
     struct caller_place pl;
     struct stat st;
     char path[64];
@@ -180,7 +217,7 @@ json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table 
             snprintf(err, errlen, "%s is not a folder; give a worktree's folder", folder);
             return NULL;
         }
-        placed = caller_place_dir(folder, known, t, &pl) == 0;
+        placed = caller_place_dir(folder, known, &l, &pl) == 0;
         o = json_pack("{s:o}", "folder", cli_json_text(folder, strlen(folder)));
     } else {
         snprintf(path, sizeof path, "/proc/%d", (int)pid);
@@ -191,13 +228,13 @@ json_t *cli_why_json(pid_t pid, const char *folder, int front, struct reg_table 
                      (int)pid);
             return NULL;
         }
-        placed = caller_place(pid, st.st_uid, known, t, &pl) == 0;
+        placed = caller_place(pid, st.st_uid, known, &l, &pl) == 0;
         o = json_pack("{s:i, s:o, s:o, s:i}", "pid", (int)pid, "process",
                       cli_json_text(pl.comm, strlen(pl.comm)), "chain", chain_json(&pl),
                       "decided_by", (int)pl.decided_by);
     }
     if (o)
-        json_object_set_new(o, "ok", json_boolean(verdict(o, &pl, placed, front, t)));
+        json_object_set_new(o, "ok", json_boolean(verdict(o, &pl, placed, front, &l)));
     else
         snprintf(err, errlen, "out of memory");
     return o;
@@ -225,15 +262,16 @@ static void print_why(json_t *o)
 }
 
 json_t *cli_why_fronts_json(pid_t pid, const char *folder, const int *fronts, int n,
-                            struct reg_table *t, char *err, size_t errlen)
+                            struct reg_table *t, json_t *exited, char *err, size_t errlen)
 {
-    json_t *o = cli_why_json(pid, folder, fronts[0], t, err, errlen);
+    json_t *o = cli_why_json(pid, folder, fronts[0], t, exited, err, errlen);
     if (!o || n < 2)
         return o;
     json_t *all = json_array();
     int ok = 1;
     for (int i = 0; all && i < n; i++) {
-        json_t *f = i ? cli_why_json(pid, folder, fronts[i], t, err, errlen) : json_incref(o);
+        json_t *f =
+            i ? cli_why_json(pid, folder, fronts[i], t, exited, err, errlen) : json_incref(o);
         if (!f) { /* the process exited meanwhile: err says so */
             json_decref(all);
             json_decref(o);
@@ -252,10 +290,10 @@ json_t *cli_why_fronts_json(pid_t pid, const char *folder, const int *fronts, in
 
 /* Explain pid's requests on each of fronts: the walk, then a line for
  * each other front. 0 when every front serves them, else 1. */
-static int explain(pid_t pid, const int *fronts, int n, struct reg_table *t)
+static int explain(pid_t pid, const int *fronts, int n, struct reg_table *t, json_t *exited)
 {
     char err[PATH_MAX + 256];
-    json_t *o = cli_why_fronts_json(pid, NULL, fronts, n, t, err, sizeof err), *f;
+    json_t *o = cli_why_fronts_json(pid, NULL, fronts, n, t, exited, err, sizeof err), *f;
     if (!o) {
         fprintf(stderr, "wtproxy why: %s\n", err);
         return 1;
@@ -308,7 +346,8 @@ int cli_why_main(int argc, char **argv)
             return 2;
     }
     char err[PATH_MAX + 256];
-    struct reg_table *t = cli_table(err, sizeof err);
+    json_t *exited = NULL;
+    struct reg_table *t = cli_table_exited(err, sizeof err, &exited);
     if (!t) {
         fprintf(stderr, "wtproxy why: %s\n", err);
         return 1;
@@ -318,7 +357,8 @@ int cli_why_main(int argc, char **argv)
         fronts[0] = (int)front;
     else
         n = fronts_here(fronts);
-    int r = explain((pid_t)pid, fronts, n, t);
+    int r = explain((pid_t)pid, fronts, n, t, exited);
     reg_table_free(t);
+    json_decref(exited);
     return r;
 }

@@ -1,7 +1,8 @@
 /* dash_api.c - the dashboard's JSON (DASHBOARD.md): each registration as
  * `wtproxy ls --json` has it (reg_backend_to_json), plus what a person
  * wants to see next to it: the folder name, the branch, one status word
- * with its reason, the last request and the last refusal. */
+ * with its reason, the last request and the last refusal; then the starts
+ * that wait and the servers that exited lately. */
 #include "dash.h"
 
 #include <jansson.h>
@@ -129,6 +130,43 @@ static json_t *pending_json(struct proxy_server *s, json_t *p, json_t *cache)
     return o;
 }
 
+/* A server that exited lately (reg_server_exited's x) as a row of the
+ * backends: "exited": true, its exit, last lines and how to start it
+ * again, where the row of its registration was ("gone" told nothing of
+ * why). Every user's: the page lists every registration too. */
+static json_t *exited_json(struct proxy_server *s, json_t *x, json_t *cache)
+{
+    const char *wt = json_string_value(json_object_get(x, "worktree"));
+    json_t *status = json_object_get(x, "status");
+    char branch[PATH_MAX], reason[PATH_MAX + 1400];
+    const char *rerun = json_string_value(json_object_get(x, "rerun"));
+    char again[PATH_MAX + 1100];
+    if (json_is_true(json_object_get(x, "daemon_started")))
+        snprintf(again, sizeof again,
+                 "Start here, wtproxy restart %s, or a request there (the daemon starts the "
+                 "server its .wtproxy declares)",
+                 wt);
+    else
+        snprintf(again, sizeof again, "cd %s && %s", wt,
+                 rerun ? rerun : "wtproxy run -- <its command with {port}>");
+    /* No age: the JSON is sent again whenever it changes (the page shows
+     * ended_ms's age itself). */
+    snprintf(reason, sizeof reason,
+             "its server %s %lld; fix the error its last lines name, then start it again: %s",
+             status ? "exited with status" : "was killed by signal",
+             json_integer_value(status ? status : json_object_get(x, "signal")), again);
+    host_worktree_branch(wt, branch, sizeof branch);
+    const char *slash = strrchr(wt, '/');
+    json_t *o = json_deep_copy(x);
+    json_object_set_new(o, "exited", json_true());
+    json_object_set_new(o, "name", json_string(slash ? slash + 1 : wt));
+    json_object_set_new(o, "branch", json_string(branch));
+    json_object_set_new(o, "status", json_string("exited"));
+    json_object_set_new(o, "status_reason", json_string(reason));
+    json_object_set_new(o, "declared", declared_of(s, cache, wt));
+    return o;
+}
+
 json_t *dash_api_backends(struct proxy_server *s)
 {
     json_t *arr = json_array(), *cache = json_object(), *p;
@@ -144,6 +182,11 @@ json_t *dash_api_backends(struct proxy_server *s)
         if (arr && cache)
             json_array_append_new(arr, pending_json(s, p, cache));
     json_decref(pending);
+    json_t *exited = s->reg ? reg_server_exited(s->reg, 0) : NULL, *x;
+    json_array_foreach(exited, i, x)
+        if (arr && cache)
+            json_array_append_new(arr, exited_json(s, x, cache));
+    json_decref(exited);
     json_decref(cache);
     return arr;
 }

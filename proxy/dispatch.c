@@ -252,26 +252,18 @@ static void await_started(struct proxy_client *c)
  * waits for a change to its files): said at once with its last lines, not
  * after start_timeout, which a test runner's own timeout ends first; and
  * said as what it is, a failed start or an edit that broke a server that
- * served, which is where its reader looks for the cause. */
+ * served, which is where its reader looks for the cause. The page's
+ * headline says which of the two (error_page.c) and its fix what to do,
+ * so the detail says only whose server it is and its last lines: each
+ * thing once. */
 static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 {
     char d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512];
-    const char *reloader = b->reloader[0] ? b->reloader : "its autoreloader";
-    if (b->start_failed_edit)
-        snprintf(d, sizeof d,
-                 "an edit broke %s's server (pid %d): %s restarted it after a change to its "
-                 "files and the new one failed; it lives on without listening on port %d; its "
-                 "last lines:\n%s\nfix the error and save: %s restarts it; all its output: "
-                 "wtproxy logs %s --front %d",
-                 b->worktree, (int)b->pid, reloader, b->port, b->start_failed, reloader,
-                 b->worktree, b->front);
-    else
-        snprintf(d, sizeof d,
-                 "%s (pid %d) failed at start and lives on without listening on port %d; its "
-                 "last lines:\n%s\nfix it and save: %s restarts it; all its output: wtproxy "
-                 "logs %s --front %d",
-                 b->worktree, (int)b->pid, b->port, b->start_failed, reloader, b->worktree,
-                 b->front);
+    snprintf(d, sizeof d,
+             "%s's server (pid %d, under %s) does not listen on port %d; its last "
+             "lines:\n%s",
+             b->worktree, (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader", b->port,
+             b->start_failed);
     conn_fail(c, b->start_failed_edit ? PE_EDIT_FAILED : PE_START_FAILED, d);
 }
 

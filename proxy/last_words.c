@@ -42,6 +42,11 @@ int conn_last_words(struct proxy_server *s, int front, const char *worktree, int
                  "%s; its last lines:\n%s\nfix the error they name, then send the request "
                  "again: the daemon starts the server its .wtproxy declares again",
                  status, w->lines[0] ? w->lines : "(it printed nothing)");
+    else if (w->rerun[0]) /* its own `wtproxy run` line, as its wrapper told it */
+        snprintf(d + used, len - used,
+                 "%s; its last lines:\n%s\nfix the error they name, then start it again from "
+                 "its worktree: cd %s && %s (or run again the test whose webServer starts it)",
+                 status, w->lines[0] ? w->lines : "(it printed nothing)", w->worktree, w->rerun);
     else
         snprintf(d + used, len - used,
                  "%s; its last lines:\n%s\nfix the error they name, then start it again from "

@@ -8,7 +8,8 @@
  *    checked it (PROTOCOL.md)}
  * Every field is required on the way in and checked against its range;
  * the address is resolved again from "backend". Also the refusal every
- * control op answers with (reg_fail). */
+ * control op answers with (reg_fail), and what a server that exited said
+ * last (reg_last_words_to_json: the `list` op's "exited"). */
 #include "registry.h"
 
 #include <jansson.h>
@@ -131,6 +132,26 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
         json_decref(o);
         return NULL;
     }
+    return o;
+}
+
+json_t *reg_last_words_to_json(const struct reg_last_words *w)
+{
+    json_t *o = json_pack("{s:i, s:o, s:I, s:o, s:o, s:b, s:I}", "front", w->front, "worktree",
+                          utf8_string(w->worktree), "uid", (json_int_t)w->uid, "command",
+                          utf8_string(w->command), "lines", utf8_string(w->lines), "daemon_started",
+                          w->daemon_started, "ended_ms", (json_int_t)w->ended_ms);
+    const char *opt[][2] = {{"service", w->service}, {"log", w->log}, {"rerun", w->rerun}};
+    if (o && json_object_set_new(o, w->status >= 0 ? "status" : "signal",
+                                 json_integer(w->status >= 0 ? w->status : w->signal)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    for (size_t i = 0; o && i < sizeof opt / sizeof opt[0]; i++)
+        if (opt[i][1][0] && json_object_set_new(o, opt[i][0], utf8_string(opt[i][1])) < 0) {
+            json_decref(o);
+            return NULL;
+        }
     return o;
 }
 

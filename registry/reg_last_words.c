@@ -8,10 +8,13 @@
  * the 503 of the next request for that worktree, land where it reads (a
  * test runner's error snapshot). The wrapper holds them already; the
  * daemon never reads a log for them on its loop. Few are kept and not for
- * long: they explain the request that comes right after the exit. */
+ * long: they explain the request that comes right after the exit, and the
+ * `wtproxy ls` (the `list` op's "exited") an agent runs instead. */
 #include "reg_server_int.h"
 
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "host.h"
@@ -58,25 +61,29 @@ int reg_last_words_keep(struct reg_server *rs, const struct reg_backend *b, json
     if (!exit)
         return 0;
     json_t *lines = json_object_get(exit, "lines"), *status = json_object_get(exit, "status"),
-           *sig = json_object_get(exit, "signal");
-    if (!json_is_string(lines) || (!status == !sig) ||
+           *sig = json_object_get(exit, "signal"), *rerun = json_object_get(exit, "rerun");
+    if (!json_is_string(lines) || (!status == !sig) || (rerun && !json_is_string(rerun)) ||
         (status && (!json_is_integer(status) || json_integer_value(status) < 0 ||
                     json_integer_value(status) > 255)) ||
         (sig &&
          (!json_is_integer(sig) || json_integer_value(sig) < 1 || json_integer_value(sig) > 64))) {
         snprintf(err, errlen,
                  "\"exit\" is an object: \"lines\" (the server's last output) and either "
-                 "\"status\" (0-255) or \"signal\" (1-64)");
+                 "\"status\" (0-255) or \"signal\" (1-64), and \"rerun\" (a string) or none");
         return -1;
     }
     struct reg_last_words *w = slot(rs, b->front, b->worktree);
     *w = (struct reg_last_words){.front = b->front,
+                                 .uid = b->uid,
                                  .status = status ? (int)json_integer_value(status) : -1,
                                  .signal = sig ? (int)json_integer_value(sig) : 0,
                                  .daemon_started = b->daemon_started,
                                  .ended_ms = host_wall_ms()};
     snprintf(w->worktree, sizeof w->worktree, "%s", b->worktree);
     snprintf(w->command, sizeof w->command, "%s", b->command);
+    snprintf(w->service, sizeof w->service, "%s", b->service);
+    snprintf(w->log, sizeof w->log, "%s", b->log);
+    snprintf(w->rerun, sizeof w->rerun, "%s", rerun ? json_string_value(rerun) : "");
     snprintf(w->lines, sizeof w->lines, "%s", tail_of(json_string_value(lines), sizeof w->lines));
     return 0;
 }
@@ -98,4 +105,27 @@ const struct reg_last_words *reg_server_last_words(struct reg_server *rs, int fr
 const struct reg_last_words *reg_server_last_words_at(struct reg_server *rs, size_t i)
 {
     return rs && i < rs->nlast_words ? &rs->last_words[i] : NULL;
+}
+
+static int older_first(const void *a, const void *b)
+{
+    long long x = (*(const struct reg_last_words *const *)a)->ended_ms;
+    long long y = (*(const struct reg_last_words *const *)b)->ended_ms;
+    return (x > y) - (x < y);
+}
+
+json_t *reg_server_exited(struct reg_server *rs, uid_t uid)
+{
+    const struct reg_last_words *fresh[REG_LAST_WORDS_KEPT];
+    size_t n = 0;
+    for (size_t i = 0; rs && i < rs->nlast_words; i++) {
+        const struct reg_last_words *w = &rs->last_words[i];
+        if ((uid == 0 || uid == w->uid) && reg_server_last_words(rs, w->front, w->worktree) == w)
+            fresh[n++] = w;
+    }
+    qsort(fresh, n, sizeof fresh[0], older_first);
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++)
+        json_array_append_new(arr, reg_last_words_to_json(fresh[i]));
+    return arr;
 }

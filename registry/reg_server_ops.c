@@ -161,15 +161,18 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     return ok_entry(rs, b);
 }
 
-static json_t *op_list(struct reg_server *rs, struct reg_peer *peer)
+/* The entries, and the servers of uid that exited lately ("exited": what
+ * they said last, for `ls` to say where a worktree's server went). */
+static json_t *op_list(struct reg_server *rs, struct reg_peer *peer, uid_t uid)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < reg_table_count(rs->table); i++)
         json_array_append_new(arr, reg_backend_to_json(reg_table_at(rs->table, i)));
+    json_t *r = json_pack("{s:b, s:o}", "ok", 1, "exited", reg_server_exited(rs, uid));
     if (rs->pg.pgw) /* the other machines' entries, from the store */
-        return reg_pgops_list(&rs->pg, peer, arr,
-                              reg_server_unsaved_warning(rs, json_pack("{s:b}", "ok", 1)));
-    return reg_server_unsaved_warning(rs, json_pack("{s:b, s:o}", "ok", 1, "entries", arr));
+        return reg_pgops_list(&rs->pg, peer, arr, reg_server_unsaved_warning(rs, r));
+    json_object_set_new(r, "entries", arr);
+    return reg_server_unsaved_warning(rs, r);
 }
 
 /* start-failed: b's wrapper saw its server fail in its output while the
@@ -214,7 +217,7 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
                                                        "machine", reg_machine_id(), "listen",
                                                        rs->listen ? rs->listen : json_null()));
     if (strcmp(op, "list") == 0)
-        return op_list(rs, peer);
+        return op_list(rs, peer, uid);
     if (strcmp(op, "register") == 0)
         return op_register(rs, uid, req);
     if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0) {

@@ -310,7 +310,11 @@ struct json_t *reg_server_later(void);
 struct reg_last_words {
     int front;
     char worktree[PATH_MAX];
+    uid_t uid;                        /* its entry's owner: only they (or root) list it */
     char command[1024];               /* the server's command, for people */
+    char service[REG_SERVICE_MAX];    /* its `.wtproxy` service; "" unnamed */
+    char log[PATH_MAX];               /* the file its output went to; "" unknown */
+    char rerun[1024];                 /* the `wtproxy run` line that started it; "" unknown */
     char lines[REG_START_FAILED_MAX]; /* its output's last lines */
     int status;                       /* its exit status, or -1 when a signal ended it */
     int signal;                       /* that signal */
@@ -322,6 +326,16 @@ struct reg_last_words {
  * they are older than REG_LAST_WORDS_MS. */
 const struct reg_last_words *reg_server_last_words(struct reg_server *rs, int front,
                                                    const char *worktree);
+
+/* The last words kept and fresh, of uid's servers (root: everyone's), as
+ * the `list` op's "exited" (PROTOCOL.md): [{"front", "worktree", "uid",
+ * "command", "service"?, "log"?, "rerun"?, "lines", "status" or "signal",
+ * "daemon_started", "ended_ms"}], oldest first. `wtproxy ls`, the MCP
+ * servers tool and the dashboard say them where the worktree has no
+ * server: "no dev server" alone sent the reader guessing why. */
+struct json_t *reg_server_exited(struct reg_server *rs, uid_t uid);
+/* One of them (reg_json.c); NULL when out of memory. */
+struct json_t *reg_last_words_to_json(const struct reg_last_words *w);
 
 /* The i-th last words kept, fresh or not (from 0), or NULL past the last:
  * their worktrees are known to the caller's identification as a registered

@@ -75,7 +75,7 @@ test('wtproxy restart prints the new verdict: verified', async (t) => {
   const { tmp } = await staleServer(t);
   const r = await cli(tmp, ['restart'], { cwd: tmp.wt.a, ms: 30000 });
   assert.equal(r.code, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, /restarted and ready, verified: serves the code on disk/, r.stdout);
+  assert.match(r.stdout, /restarted and ready in \d+\.\d s, verified: serves the code on disk/, r.stdout);
   const [e] = await lsJson(tmp);
   assert.equal(e.whoami.state, 'verified', 'ls agrees at once');
 });
@@ -92,7 +92,7 @@ test('a restart that brings up stale code (an edit while it started) says so, na
   fs.writeFileSync(app, 'print(3)\n');
   const r = await restart;
   assert.equal(r.code, 1, r.stdout + r.stderr);
-  assert.match(r.stderr, /restarted and ready, but stale: .*the code changed since \(1 file: app\.py\)/, r.stderr);
+  assert.match(r.stderr, /restarted and ready in \d+\.\d s, but stale: .*the code changed since \(1 file: app\.py\)/, r.stderr);
   const [e] = await lsJson(tmp);
   assert.equal(e.whoami.state, 'stale', JSON.stringify(e.whoami));
 });

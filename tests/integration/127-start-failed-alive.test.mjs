@@ -51,8 +51,11 @@ function assertFailedAtStart(t, r, front) {
   assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
   assert.match(r.body, /failed at start and waits for a change to its files/);
   assert.match(r.body, /SyntaxError: '\[' was never closed/, 'the traceback\'s last line');
-  assert.match(r.body, /fix it and save: Django's autoreloader restarts it/);
-  assert.match(r.body, new RegExp(`wtproxy logs \\S+ --front ${front}`));
+  assert.match(r.body, /'s server \(pid \d+, under Django's autoreloader\) does not listen on port \d+; its last lines:/);
+  assert.match(r.body, new RegExp(`Fix: Fix the error its last lines above name and save the file: .* wtproxy logs --front ${front} \\(in its worktree\\)`));
+  // Each thing once: the log's command is not said twice (it was in the
+  // detail and in the fix, each with a fix of its own).
+  assert.equal(r.body.match(/wtproxy logs/g).length, 1, r.body);
 }
 
 // A `wtproxy restart` whose server failed at start and lives on: exit 1
@@ -67,9 +70,10 @@ function assertRestartFailed(t, r, ms, what) {
 
 // The 503 of a ready server an edit broke: said as that, not a failed start.
 function assertEditBroke(body, folder, front) {
-  assert.match(body, new RegExp(`an edit broke \\S+/${folder}'s server \\(pid \\d+\\): Django's autoreloader restarted it after a change to its files and the new one failed`));
-  assert.match(body, /fix the error and save: Django's autoreloader restarts it/);
-  assert.match(body, new RegExp(`wtproxy logs \\S+ --front ${front}`));
+  assert.match(body, /An edit broke the dev server of this worktree: it was serving, its autoreloader restarted it after a change to its files, and the new server failed/);
+  assert.match(body, new RegExp(`\\S+/${folder}'s server \\(pid \\d+, under Django's autoreloader\\) does not listen on port \\d+; its last lines:`));
+  assert.match(body, new RegExp(`wtproxy logs --front ${front} \\(in its worktree\\)`));
+  assert.equal(body.match(/wtproxy logs/g).length, 1, body);
   assert.doesNotMatch(body, /failed at start/);
 }
 
@@ -174,7 +178,7 @@ test('`wtproxy run -- node --watch` whose script throws at start: the 503 at onc
   assert.equal(r.status, 503, r.body);
   assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
   assert.match(r.body, /Error: boom: DATABASE_URL is not set/);
-  assert.match(r.body, /fix it and save: node --watch restarts it/);
+  assert.match(r.body, /'s server \(pid \d+, under node --watch\) does not listen on port \d+/);
   await new Promise((res) => setTimeout(res, 500));
   fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`); // it answers /__whoami too
   const ok = await waitFor(async () => {
@@ -262,8 +266,8 @@ test('a ready `wtproxy run -- node --watch` whose script an edit makes throw: th
   assert.equal(r.status, 503, r.body);
   assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
   assert.match(r.body, /Error: boom: an edit broke it/);
-  assert.match(r.body, /fix the error and save: node --watch restarts it/);
-  assert.match(r.body, /an edit broke \S+\/wt-e's server \(pid \d+\): node --watch restarted it/);
+  assert.match(r.body, /An edit broke the dev server of this worktree/);
+  assert.match(r.body, /\S+\/wt-e's server \(pid \d+, under node --watch\) does not listen on port \d+/);
   await new Promise((res) => setTimeout(res, 500));
   fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`);
   const ok = await waitFor(async () => {

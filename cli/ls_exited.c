@@ -1,0 +1,170 @@
+/* ls_exited.c - the servers that exited lately, as `wtproxy ls` and the
+ * MCP servers tool say them: the daemon keeps what each one's `wtproxy
+ * run` wrapper told it when the server exited by itself (its last lines,
+ * its exit status, the command that started it: the `list` op's
+ * "exited", registry/PROTOCOL.md). A worktree whose server crashed showed
+ * "no dev server is registered", and its agent started guessing why; its
+ * error was in the daemon all along. */
+#include "servers.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "host.h"
+#include "registry.h"
+
+/* The lines of a crash worth quoting where a list is read: the error is
+ * at the end; `wtproxy logs` has the rest. */
+#define EXITED_LINES 5
+
+/* Whether the line [p, end) names an error: not indented (a stack
+ * frame is), and says error, exception, fatal, panic or traceback. */
+static int error_line(const char *p, const char *end)
+{
+    static const char *const words[] = {"error", "exception", "fatal", "panic", "traceback"};
+    if (p == end || *p == ' ' || *p == '\t')
+        return 0;
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
+        for (const char *q = p; q + strlen(words[w]) <= end; q++)
+            if (strncasecmp(q, words[w], strlen(words[w])) == 0)
+                return 1;
+    return 0;
+}
+
+/* Where the quote of s[0, n) ends: after the last line that names an
+ * error (Node prints its stack and its version after it; Python ends
+ * with it), else at n. *after counts the lines left out behind it. */
+static size_t quote_end(const char *s, size_t n, int *after)
+{
+    *after = 0;
+    for (size_t end = n; end > 0;) {
+        size_t start = end;
+        while (start > 0 && s[start - 1] != '\n')
+            start--;
+        if (error_line(s + start, s + end))
+            return end;
+        ++*after;
+        end = start ? start - 1 : 0;
+    }
+    *after = 0;
+    return n;
+}
+
+/* The EXITED_LINES lines of s that end with the error they name (else its
+ * last ones) into out, each after "  | ", so that a server's output never
+ * reads as wtproxy's own words; a note counts the lines after them. */
+static void quote_tail(const char *s, char *out, size_t len)
+{
+    size_t n = strlen(s), used = 0;
+    int after;
+    while (n && s[n - 1] == '\n')
+        n--;
+    if (n == 0) {
+        snprintf(out, len, "  | (it printed nothing)");
+        return;
+    }
+    n = quote_end(s, n, &after);
+    const char *from = s + n;
+    for (int k = 0; from > s; from--)
+        if (from[-1] == '\n' && ++k == EXITED_LINES)
+            break;
+    out[0] = '\0';
+    for (const char *p = from; p < s + n && used + 1 < len;) {
+        const char *nl = memchr(p, '\n', (size_t)(s + n - p));
+        size_t w = nl ? (size_t)(nl - p) : (size_t)(s + n - p);
+        int k = snprintf(out + used, len - used, "%s  | %.*s", used ? "\n" : "", (int)w, p);
+        if (k < 0 || (size_t)k >= len - used)
+            return;
+        used += (size_t)k;
+        p += w + 1;
+    }
+    if (after)
+        snprintf(out + used, len - used, "\n  (and %d line%s after them)", after,
+                 after == 1 ? "" : "s");
+}
+
+/* "--service api" when x names a service, else "--front 8000": what
+ * selects its server for logs and restart. */
+static void selector(json_t *x, char *out, size_t len)
+{
+    const char *svc = json_string_value(json_object_get(x, "service"));
+    if (svc && *svc)
+        snprintf(out, len, "--service %s", svc);
+    else
+        snprintf(out, len, "--front %lld", json_integer_value(json_object_get(x, "front")));
+}
+
+/* The command that starts x's server again: the daemon starts a
+ * .wtproxy's own (restart starts a declared service that does not run);
+ * a hand-run one is started again by its own `wtproxy run` line. */
+static void start_again(json_t *x, const char *wt, const char *sel, char *out, size_t len)
+{
+    const char *rerun = json_string_value(json_object_get(x, "rerun"));
+    if (json_is_true(json_object_get(x, "daemon_started")))
+        snprintf(out, len,
+                 "wtproxy restart %s %s (or send a request there: the daemon starts the server "
+                 "its .wtproxy declares)",
+                 wt, sel);
+    else if (rerun && *rerun)
+        snprintf(out, len, "cd %s && %s", wt, rerun);
+    else
+        snprintf(out, len, "cd %s && wtproxy run --front %lld -- <its command with {port}>", wt,
+                 json_integer_value(json_object_get(x, "front")));
+}
+
+void cli_exited_words(json_t *x, char *out, size_t len)
+{
+    const char *wt = json_string_value(json_object_get(x, "worktree"));
+    const char *lines = json_string_value(json_object_get(x, "lines"));
+    const char *cmd = json_string_value(json_object_get(x, "command"));
+    json_t *status = json_object_get(x, "status");
+    char age[32], how[64], sel[REG_SERVICE_MAX + 16], quoted[REG_START_FAILED_MAX + 256];
+    char again[PATH_MAX + 1200];
+    wt = wt ? wt : "?";
+    host_age(host_wall_ms() - json_integer_value(json_object_get(x, "ended_ms")), age, sizeof age);
+    if (status)
+        snprintf(how, sizeof how, "exited %s ago with status %lld", age,
+                 json_integer_value(status));
+    else
+        snprintf(how, sizeof how, "was killed by signal %lld %s ago",
+                 json_integer_value(json_object_get(x, "signal")), age);
+    selector(x, sel, sizeof sel);
+    quote_tail(lines ? lines : "", quoted, sizeof quoted);
+    start_again(x, wt, sel, again, sizeof again);
+    snprintf(out, len,
+             "%s (front %lld): its server %s (%s); its last lines:\n%s\n"
+             "the whole log: wtproxy logs %s %s; fix the error they name, then start it again: %s",
+             wt, json_integer_value(json_object_get(x, "front")), how, cmd ? cmd : "?", quoted, wt,
+             sel, again);
+}
+
+/* Whether entries hold a live entry of this machine on x's key. */
+static int has_entry(json_t *entries, json_t *x)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e)
+        if (!json_is_true(json_object_get(e, "remote")) &&
+            json_equal(json_object_get(e, "front"), json_object_get(x, "front")) &&
+            json_equal(json_object_get(e, "worktree"), json_object_get(x, "worktree")))
+            return 1;
+    return 0;
+}
+
+json_t *cli_exited_of(json_t *reply, const char *worktree)
+{
+    json_t *out = json_array(), *x, *entries = json_object_get(reply, "entries");
+    char said[3 * PATH_MAX + REG_START_FAILED_MAX];
+    size_t i;
+    json_array_foreach(json_object_get(reply, "exited"), i, x) {
+        const char *wt = json_string_value(json_object_get(x, "worktree"));
+        if (!out || !wt || (worktree && strcmp(wt, worktree) != 0) || has_entry(entries, x))
+            continue;
+        json_t *c = json_deep_copy(x);
+        cli_exited_words(x, said, sizeof said);
+        json_object_set_new(c, "said", cli_json_text(said, strlen(said)));
+        json_array_append_new(out, c);
+    }
+    return out;
+}

@@ -1,0 +1,169 @@
+// 128: a server that exited by itself is said where an agent looks
+// without sending a request: `wtproxy ls` (and `ls --exited`), `wtproxy
+// why`, the MCP servers tool and the dashboard's API show its exit status, its last
+// lines and the command that starts it again (they said "no dev server is
+// registered", and the agent guessed why). Once a server registers on the
+// key again, the old lines are gone from all three. A `.wtproxy` server
+// that exited is started again by `wtproxy restart`, which ls names. The
+// dashboard page turns a server's row that crashed into "exited" (never
+// "gone") with its last lines, shown as text however hostile.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, get, wtServer,
+} from './lib/registry.mjs';
+import { startMcp, initialize } from './lib/mcp.mjs';
+import { launchBrowser, openDashboard, waitRows, screenshot } from './lib/dashboard.mjs';
+
+// A Node server that throws at import, with a line no other test prints.
+const THROWS = "throw new Error('lastls-128: LASTLS_SECRET_FILE is not set');\n";
+const DISTINCT = /Error: lastls-128: LASTLS_SECRET_FILE is not set/;
+
+async function mcpServers(t, tmp, cwd) {
+  const mcp = startMcp(t, { cwd, env: cliEnv(tmp) });
+  await initialize(mcp);
+  const r = await mcp.call(1, 'servers');
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+  return r;
+}
+
+async function apiBackends(port) {
+  const r = await get(port, {}, '/__wtproxy/api/backends');
+  assert.equal(r.status, 200, r.body);
+  return JSON.parse(r.body);
+}
+
+test('a hand-run server that threw at import: ls, the MCP servers tool and the dashboard say it, until one registers again', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), THROWS);
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', process.execPath, 'server.mjs', '{port}'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 1, run.stderr);
+
+  // No request was sent: ls alone says what happened and what to do.
+  const ls = await cli(tmp, ['ls'], { cwd: tmp.wt.a });
+  assert.equal(ls.code, 0, ls.stderr);
+  assert.match(ls.stdout, /^no dev server is registered\n/);
+  assert.match(ls.stdout, new RegExp(`${tmp.wt.a} \\(front ${px.port}\\): its server exited \\d+s ago with status 1 \\(\\S+ server\\.mjs \\d+\\); its last lines:\\n`));
+  assert.match(ls.stdout, /\n {2}\| Error: lastls-128: LASTLS_SECRET_FILE is not set\n/);
+  assert.ok(ls.stdout.includes(`the whole log: wtproxy logs ${tmp.wt.a} --front ${px.port}; `), ls.stdout);
+  assert.ok(ls.stdout.includes(`then start it again: cd ${tmp.wt.a} && wtproxy run --front ${px.port} -- ${process.execPath} server.mjs {port}\n`), ls.stdout);
+  const quoted = ls.stdout.split('\n').filter((l) => l.startsWith('  | '));
+  assert.ok(quoted.length >= 1 && quoted.length <= 5, `at most 5 lines quoted:\n${ls.stdout}`);
+  // The commands it gives work as printed.
+  const logs = await cli(tmp, ['logs', tmp.wt.a, '--front', String(px.port)], { cwd: tmp.root });
+  assert.match(logs.stdout, DISTINCT, logs.stderr);
+
+  // `wtproxy why` says it where it said "backend: none".
+  const why = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.equal(why.code, 1, why.stderr);
+  assert.match(why.stdout, new RegExp(`backend: none on front :${px.port}; requests get 503\\. ${tmp.wt.a} \\(front ${px.port}\\): its server exited \\d+s ago with status 1 `));
+  assert.match(why.stdout, DISTINCT);
+
+  // As JSON, for scripts; `ls --json` stays the registrations' array.
+  const exited = JSON.parse((await cli(tmp, ['ls', '--exited'])).stdout);
+  assert.equal(exited.length, 1, JSON.stringify(exited));
+  assert.equal(exited[0].worktree, tmp.wt.a);
+  assert.equal(exited[0].front, px.port);
+  assert.equal(exited[0].status, 1);
+  assert.match(exited[0].lines, DISTINCT);
+  assert.equal(exited[0].rerun, `wtproxy run --front ${px.port} -- ${process.execPath} server.mjs {port}`);
+  assert.deepEqual(JSON.parse((await cli(tmp, ['ls', '--json'])).stdout), []);
+
+  // The MCP servers tool: in its structured content and its text.
+  const s = await mcpServers(t, tmp, tmp.wt.a);
+  assert.notEqual(s.isError, true, s.content[0].text);
+  assert.deepEqual(s.structuredContent.servers, []);
+  assert.equal(s.structuredContent.exited.length, 1);
+  assert.equal(s.structuredContent.exited[0].status, 1);
+  assert.match(s.structuredContent.exited[0].lines, DISTINCT);
+  assert.match(s.structuredContent.exited[0].said, /exited \d+s ago with status 1 [^]*then start it again: cd /);
+  assert.match(s.content[0].text, /lastls-128: LASTLS_SECRET_FILE is not set/);
+  // Another worktree's session is told nothing of it.
+  const other = await mcpServers(t, tmp, tmp.wt.b);
+  assert.deepEqual(other.structuredContent.exited, []);
+
+  // The dashboard's API: a row "exited" with the lines.
+  const rows = await apiBackends(px.port);
+  const row = rows.find((r) => r.worktree === tmp.wt.a);
+  assert.ok(row, JSON.stringify(rows));
+  assert.equal(row.exited, true);
+  assert.equal(row.status, 'exited');
+  assert.equal(row.status_reason.startsWith('its server exited with status 1; '), true, row.status_reason);
+  assert.match(row.lines, DISTINCT);
+
+  // Fixed, and registered there again: the old lines are said nowhere.
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), `await import(${JSON.stringify(wtServer)});\n`);
+  const fixed = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command: [process.execPath, 'server.mjs', '{port}'], stopSignal: 'SIGTERM' });
+  await fixed.ready;
+  const after = await cli(tmp, ['ls'], { cwd: tmp.wt.a });
+  assert.doesNotMatch(after.stdout, /lastls-128|exited/, after.stdout);
+  assert.match(after.stdout, new RegExp(`${tmp.wt.a}\\s+a\\s+${px.port}`));
+  assert.deepEqual(JSON.parse((await cli(tmp, ['ls', '--exited'])).stdout), []);
+  assert.deepEqual((await mcpServers(t, tmp, tmp.wt.a)).structuredContent.exited, []);
+  const whyAfter = await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.doesNotMatch(whyAfter.stdout, /lastls-128/, whyAfter.stdout);
+  assert.ok((await apiBackends(px.port)).every((r) => !r.exited), 'no exited row');
+});
+
+test('a .wtproxy server that exited at start: ls names wtproxy restart, which starts it again', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} server.mjs {port}`, `front = ${px.port}`], ['a']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), THROWS);
+  // `wtproxy restart` starts the declared server, which throws.
+  const start = await cli(tmp0, ['restart'], { cwd: tmp.wt.a, ms: 30000 });
+  assert.notEqual(start.code, 0, start.stderr);
+  const ls = await cli(tmp0, ['ls'], { cwd: tmp.wt.a });
+  assert.match(ls.stdout, new RegExp(`${tmp.wt.a} \\(front ${px.port}\\): its server exited \\d+s ago with status 1 `));
+  assert.match(ls.stdout, /\n {2}\| Error: lastls-128: LASTLS_SECRET_FILE is not set\n/);
+  assert.ok(ls.stdout.includes(`then start it again: wtproxy restart ${tmp.wt.a} --front ${px.port} (or send a request there`), ls.stdout);
+  const row = (await apiBackends(px.port)).find((r) => r.exited);
+  assert.equal(row?.daemon_started, true, JSON.stringify(row));
+  // Fixed: the command ls gave starts it, and the lines are gone.
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), `await import(${JSON.stringify(wtServer)});\n`);
+  const again = await cli(tmp0, ['restart', tmp.wt.a, '--front', String(px.port)], { cwd: tmp.wt.a, ms: 30000 });
+  assert.equal(again.code, 0, again.stderr);
+  const after = await cli(tmp0, ['ls'], { cwd: tmp.wt.a });
+  assert.doesNotMatch(after.stdout, /lastls-128/, after.stdout);
+  const stop = await cli(tmp0, ['stop', tmp.wt.a], { cwd: tmp.wt.a, ms: 15000 });
+  assert.equal(stop.code, 0, stop.stderr);
+});
+
+// Serves until asked for /die, then prints an error carrying markup and
+// exits with status 2, as a server that crashes on a request does.
+const DIES = [
+  "import http from 'node:http';",
+  "http.createServer((q, s) => { if (q.url !== '/die') { s.statusCode = 404; return s.end(); }",
+  "  console.error('Error: lastls-128 <img src=x onerror=alert(6)> crashed'); process.exit(2); })",
+  "  .listen(Number(process.argv[2]), '127.0.0.1');",
+].join('\n');
+
+test('the dashboard page shows a server that crashed as exited, its last lines as text', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']); // its /__whoami is a 404
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), DIES);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command: [process.execPath, 'server.mjs', '{port}'] });
+  const port = await run.ready;
+  const browser = await launchBrowser(t);
+  const { page, seen } = await openDashboard(browser, px.port);
+  const key = `${px.port} ${tmp.wt.a}`;
+  await waitRows(page, (rows) => rows.some((r) => r.key === key && r.status === 'ready'), 5000, 'the ready row');
+  await get(port, {}, '/die').catch(() => {}); // straight to the server: it exits
+  assert.equal((await run.exited).code, 2);
+  await waitRows(page, (rows) => rows.some((r) => r.key === key && r.status === 'exited'), 3000, 'the row exited');
+  const rows = await page.$$eval('#backends tbody tr', (rs) => rs.map((r) => r.dataset.status));
+  assert.deepEqual(rows, ['exited'], 'one row, exited, not also gone');
+  const pre = await page.$eval('#backends tbody tr .last-lines', (e) => e.textContent);
+  assert.match(pre, /Error: lastls-128 <img src=x onerror=alert\(6\)> crashed/);
+  const state = await page.$eval('#backends tbody tr', (e) => e.textContent);
+  assert.match(state, /exited \d+s ago/);
+  assert.match(state, /its server exited with status 2; fix the error its last lines name, then start it again: cd \S+ && wtproxy run --front \d+ -- /);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('img').length), 0, 'the markup is text');
+  await page.waitForTimeout(300); // an injected handler would have fired by now
+  assert.deepEqual(seen.dialogs, []);
+  assert.deepEqual(seen.errors, []);
+  t.diagnostic(`screenshot: ${await screenshot(page, '128-dashboard-exited.png')}`);
+});
