@@ -84,7 +84,7 @@ static int ask(struct whoami_trees *ts, const char *root, unsigned long *ticket,
 static void check_mode(int use_inotify)
 {
     const char *mode = use_inotify ? "inotify" : "stat scans";
-    struct whoami_trees *ts = whoami_trees_new(base, use_inotify, ready, NULL);
+    struct whoami_trees *ts = whoami_trees_new(base, use_inotify, ready, NULL, NULL);
     const struct whoami_fp *fp = NULL;
     unsigned long ticket = 0;
     char want[WHOAMI_HASH_SIZE] = "";
@@ -170,7 +170,7 @@ static double mono_ms(void)
 static void check_overflow(void)
 {
     char root[600], rel[64], want[WHOAMI_HASH_SIZE] = "";
-    struct whoami_trees *ts = whoami_trees_new(base, 1, ready, NULL);
+    struct whoami_trees *ts = whoami_trees_new(base, 1, ready, NULL, NULL);
     const struct whoami_fp *fp = NULL;
     unsigned long ticket = 0;
     int pendings;
