@@ -117,7 +117,7 @@ static void ask_later(struct whoami_server *s)
     long long ms = n >= 3 ? EDIT_ASK_MAX_MS : EDIT_ASK_MS << n;
     long long grace_left = s->edit_ms + s->g->cfg.stale_grace_ms - whoami_gate_now(s->g);
     if (grace_left > 0 && grace_left < ms)
-        ms = grace_left;
+        ms = grace_left > EDIT_ASK_MS ? grace_left : EDIT_ASK_MS;
     whoami_recheck_soon(s, (unsigned)ms, 1);
 }
 
