@@ -10,7 +10,11 @@
 // 2. runserver --noreload, started with --restart-on-stale: stale (since
 //    when the disk changed, with the fix) within seconds, and NOT
 //    restarted by that: the same pid until a request comes, which then
-//    restarts it and gets the new code, as before.
+//    restarts it and gets the new code, as before;
+// 3. a stand-in whose /__whoami says taking_in (as Vite and next dev do
+//    while they compile an edit): "taking-in" with no request, the
+//    dashboard "checking", then stale once start_timeout has passed,
+//    never restarted by the daemon.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -208,5 +212,38 @@ test('--noreload: stale (since when) within seconds, no request sent, not restar
   assert.equal(r.body, 'hello v2');
   assert.match(run.stderr(), /restarting it/);
   assert.notEqual(serverPid(run.pid, false), pid);
+  sanitizerClean(assert, px.stderr());
+});
+
+test('a server that says taking_in: taking-in with no request, then stale past start_timeout, never restarted', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '400ms', '--start-timeout', '6s']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n');
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, runArgs: ['--restart-on-stale'], serverArgs: ['--taking-in'] });
+  await run.ready;
+  await waitFor(async () => (await entry(tmp))?.whoami?.state === 'verified', 10000,
+    'verified by the daemon itself once ready');
+  const pid = children(run.pid)[0];
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(2)\n');
+  const edited = Date.now();
+  const w = await waitFor(async () => {
+    const e = await entry(tmp);
+    return e.whoami.state === 'taking-in' && e.whoami;
+  }, 3000, 'ls says taking-in with no request sent');
+  t.diagnostic(`taking-in ${Date.now() - edited} ms after the edit`);
+  assert.match(w.detail, /^taking in an edit: its \/__whoami says taking_in since \d\d:\d\d:\d\d/);
+  const shown = await everywhere(t, tmp, px);
+  assert.match(shown.table, /ready\s+taking-in\s/, shown.table);
+  assert.equal(shown.mcp.state, 'taking-in');
+  assert.equal(shown.dash.status, 'checking');
+  assert.match(shown.dash.status_reason, /taking in an edit/);
+  const stale = await waitFor(async () => {
+    const e = await entry(tmp);
+    return e.whoami.state === 'stale' && e.whoami;
+  }, 12000, 'stale once its taking_in is start_timeout old');
+  assert.match(stale.detail, /did not report the new code within start_timeout/);
+  assert.equal(stale.refused, 0);
+  assert.equal(children(run.pid)[0], pid, 'the same server process');
+  assert.doesNotMatch(run.stderr(), /restarting/);
   sanitizerClean(assert, px.stderr());
 });
