@@ -100,7 +100,8 @@ static void report_conflict(json_t *holder)
     json_t *who = json_object_get(holder, "whoami");
     const char *state = json_string_value(json_object_get(who, "state"));
     const char *detail = json_string_value(json_object_get(who, "detail"));
-    if (state && strcmp(state, "verified") != 0 && strcmp(state, "trusted") != 0)
+    if (state && strcmp(state, "verified") != 0 && strcmp(state, "trusted") != 0 &&
+        !cli_verdict_pending(holder))
         fprintf(stderr, "wtproxy: the /__whoami gate refuses that server (%s): %s\n", state,
                 detail && *detail ? detail : "see wtproxy ls");
     if (pid > 0)

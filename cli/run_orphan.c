@@ -94,7 +94,7 @@ static int same_process(json_t *e, json_t *holder)
  * died), which no wait makes ready. */
 static int decided(json_t *e)
 {
-    return (strcmp(str(e, "state"), "ready") == 0 && strcmp(cli_verdict(e), "unchecked") != 0) ||
+    return (strcmp(str(e, "state"), "ready") == 0 && !cli_verdict_pending(e)) ||
            json_object_get(e, "start_failed");
 }
 

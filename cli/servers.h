@@ -111,6 +111,11 @@ int cli_stop_changed(const struct cli_server_args *a,
  * off, or x NULL). */
 const char *cli_verdict(json_t *x);
 
+/* Whether x's verdict is still to come: "unchecked" (a new or restarted
+ * server, not asked yet), "changed" or "taking-in" (its code changed on
+ * disk and the daemon asks it again). 1 or 0. */
+int cli_verdict_pending(json_t *x);
+
 /* Poll a's servers until the entry of each of asked (on its front) has a
  * verdict, is not "unchecked", or may_answer (NULL: always) says it will
  * not have one soon, for wait_ms at most (less when cli_pause says the

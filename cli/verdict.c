@@ -1,7 +1,8 @@
 /* verdict.c - the daemon's /__whoami verdict on servers a command just
  * made ready (restart) or added (register), waited for and put into the
  * command's own line. The daemon asks such a server itself
- * (proxy/verify.c) and its entry says "unchecked" until it has an answer:
+ * (proxy/verify.c) and its entry says "unchecked" until it has an answer
+ * ("changed" or "taking-in" while an edit made meanwhile is asked about):
  * a command that returned before then left an agent to learn of a server
  * serving another checkout, or with no /__whoami, from its tests' first
  * 421 or 502. */
@@ -22,6 +23,12 @@ const char *cli_verdict(json_t *x)
     return s ? s : "";
 }
 
+int cli_verdict_pending(json_t *x)
+{
+    const char *v = cli_verdict(x);
+    return strcmp(v, "unchecked") == 0 || strcmp(v, "changed") == 0 || strcmp(v, "taking-in") == 0;
+}
+
 json_t *cli_await_verdicts(const struct cli_server_args *a, json_t *asked, long wait_ms,
                            int (*may_answer)(json_t *x))
 {
@@ -37,7 +44,7 @@ json_t *cli_await_verdicts(const struct cli_server_args *a, json_t *asked, long 
         pending = 0;
         json_array_foreach(asked, i, e) {
             json_t *x = cli_entry_on_front(now, e);
-            pending += strcmp(cli_verdict(x), "unchecked") == 0 && (!may_answer || may_answer(x));
+            pending += cli_verdict_pending(x) && (!may_answer || may_answer(x));
         }
     }
     return now;
@@ -55,6 +62,11 @@ enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size
     if (strcmp(v, "unchecked") == 0) {
         snprintf(out, outlen, "its /__whoami gave no verdict within %ld s (see: wtproxy ls)",
                  (wait_ms + 999) / 1000);
+        return CLI_VERDICT_UNDECIDED;
+    }
+    if (cli_verdict_pending(x)) { /* an edit is being taken in, or asked about */
+        snprintf(out, outlen, "its /__whoami gave no verdict within %ld s: %s",
+                 (wait_ms + 999) / 1000, detail);
         return CLI_VERDICT_UNDECIDED;
     }
     if (strcmp(v, "verified") == 0 || strcmp(v, "trusted") == 0) {

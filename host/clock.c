@@ -35,3 +35,11 @@ void host_age(long long ms, char *buf, size_t len)
     else
         snprintf(buf, len, "%lldd", s / 86400);
 }
+
+void host_time_of_day(long long wall_ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(wall_ms / 1000);
+    struct tm tm;
+    if (!localtime_r(&t, &tm) || strftime(buf, len, "%H:%M:%S", &tm) == 0)
+        snprintf(buf, len, "?");
+}

@@ -281,6 +281,10 @@ long long host_wall_ms(void);
  * refusal and the AGE column of `wtproxy ls` read alike. */
 void host_age(long long ms, char *buf, size_t len);
 
+/* A moment (unix ms) as the local time of day, "HH:MM:SS": when something
+ * happened today, as a status says it ("code changed on disk at ..."). */
+void host_time_of_day(long long wall_ms, char *buf, size_t len);
+
 /* Milliseconds on CLOCK_MONOTONIC: for durations and deadlines, which a
  * wall-clock step must not stretch or cut. */
 long long host_mono_ms(void);

@@ -18,7 +18,9 @@
 
 /* The state a person reads: the registry's (starting, ready, dead) with
  * the whoami gate's verdict over it (stale, or refused for another
- * checkout, no /__whoami or a bad answer); reason says why. */
+ * checkout, no /__whoami or a bad answer; checking while the daemon asks
+ * it again after an edit, never ready-and-verified meanwhile); reason
+ * says why. */
 static const char *status_of(const struct reg_backend *b, char *reason, size_t len)
 {
     const char *w = b->whoami.state;
@@ -47,6 +49,10 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
         snprintf(reason, len, "registered; waiting for pid %d to listen on port %d", (int)b->pid,
                  b->port);
         return "starting";
+    }
+    if (strcmp(w, "changed") == 0 || strcmp(w, "taking-in") == 0) {
+        snprintf(reason, len, "listening on port %d; %s", b->port, b->whoami.detail);
+        return "checking";
     }
     if (strcmp(w, "verified") == 0)
         snprintf(reason, len,

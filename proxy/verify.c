@@ -8,7 +8,9 @@
  * once, and a server ready (registered so, its wrapper's ready, or so in
  * the state file a daemon starts with) makes the gate ask its /__whoami
  * (one exchange on the loop, the fingerprint on its worker) as for a
- * request, refusing nothing: ls soon says the true verdict. */
+ * request, refusing nothing: ls soon says the true verdict. After an edit
+ * the gate itself asks the servers whose code changed on disk again
+ * (whoami/recheck.c); the same watch copies what it finds. */
 #include "verify.h"
 
 #include <stdio.h>

@@ -76,7 +76,8 @@ struct reg_backend {
     /* What the gate last found, copied here by proxy/ for ls and the
      * dashboard; daemon memory only. state "" means never checked. */
     struct reg_whoami {
-        char state[16];    /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid" */
+        char state[16];    /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid",
+                            * "unchecked", "changed", "taking-in": the gate's words */
         char detail[1024]; /* the reason, a sentence for people */
         char checkout[PATH_MAX]; /* the checkout the server said it serves */
         char hash[72];           /* its fingerprint, "sha256:<hex>" */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host.h"
 #include "refusal.h"
 
 static const char *const reasons[] = {
@@ -34,6 +35,23 @@ static void show(struct whoami_status *st, const struct whoami_memory *m, const 
     st->checked_ms = m->asked_ms;
     st->silent = 0;
     st->seq++;
+}
+
+/* Stale, said with since when (the disk's last change, when known) ahead
+ * of the refusal's sentence: an agent reading ls learns how long its
+ * server has served older code. */
+static void show_stale(struct whoami_status *st, const struct whoami_memory *m,
+                       long long changed_ms, const char *refusal, const char *disk_hash)
+{
+    char at[16], detail[sizeof st->detail];
+    if (changed_ms) {
+        host_time_of_day(changed_ms, at, sizeof at);
+        snprintf(detail, sizeof detail, "stale since %s, when the code on disk changed: %s", at,
+                 refusal);
+    } else {
+        snprintf(detail, sizeof detail, "%s", refusal);
+    }
+    show(st, m, "stale", detail, disk_hash);
 }
 
 static int restarting(const struct whoami_case *c)
@@ -98,10 +116,10 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
         return WA_FETCH;
     if (restarting(c) || in_grace(c) || taking_in(c))
         return WA_RETRY;
-    if (t->restart_on_stale && t->pid > 0 && !m->restart_ms && !m->restart_failed)
+    if (t->restart_on_stale && t->pid > 0 && !m->restart_ms && !m->restart_failed && !c->no_restart)
         return WA_RESTART; /* once per staleness */
     whoami_refusal_stale(t, m->ans, disk, m->restart_ms != 0, detail, detlen);
-    show(st, m, "stale", detail, disk->hash);
+    show_stale(st, m, c->disk->changed_ms, detail, disk->hash);
     return WHOAMI_STALE;
 }
 

@@ -53,6 +53,9 @@ struct whoami_case {
     const struct whoami_disk *disk; /* NULL until WA_DISK is answered */
     long long since_ms;             /* when the request began to wait */
     long long now_ms;
+    /* Asked with no request, after an edit (gate.h, whoami_recheck): a
+     * stale server is shown so, never restarted (requests decide that) */
+    int no_restart;
 };
 
 /* Returns an enum whoami_verdict (detail filled for a refusal, st updated

@@ -30,6 +30,10 @@ static void server_stop(struct whoami_server *s)
     if (s->poll)
         event_free(s->poll);
     s->poll = NULL;
+    whoami_recheck_stop(s);
+    if (s->recheck)
+        event_free(s->recheck);
+    s->recheck = NULL;
 }
 
 static void server_free(struct whoami_server *s)
@@ -62,7 +66,10 @@ struct whoami_server *whoami_server_new(struct whoami_gate *g)
     struct whoami_server *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    if (!(s->poll = evtimer_new(g->base, poll_cb, s))) {
+    if (!(s->poll = evtimer_new(g->base, poll_cb, s)) ||
+        !(s->recheck = evtimer_new(g->base, whoami_recheck_cb, s))) {
+        if (s->poll)
+            event_free(s->poll);
         free(s);
         return NULL;
     }
@@ -98,7 +105,7 @@ static void refused(struct whoami_server *s)
 
 static void fetched(void *arg, const struct whoami_fetch_reply *r);
 
-static void start_fetch(struct whoami_server *s)
+void whoami_gate_ask(struct whoami_server *s)
 {
     if (s->fetch)
         return;
@@ -151,7 +158,7 @@ static void show_unchecked(struct whoami_server *s, const char *why)
 /* A probe's server answered nothing within reload_grace: it stays
  * unchecked, saying so, and is not asked again until a request comes (a
  * registration whose server never starts is not polled for ever). */
-static void probe_unanswered(struct whoami_server *s)
+void whoami_gate_unanswered(struct whoami_server *s)
 {
     char why[sizeof s->st.detail];
     whoami_refusal_silent(&s->t, s->problem[0] ? s->problem : "no answer", 0, why, sizeof why);
@@ -201,7 +208,7 @@ static void settle(struct whoami_server *s)
     unsigned long seq = s->st.seq;
     for (w = TAILQ_FIRST(&s->waiters); w; w = next) {
         next = TAILQ_NEXT(w, link);
-        int d = whoami_gate_judge(s, w->since_ms, &w->disk_ticket, detail, sizeof detail);
+        int d = whoami_gate_judge(s, w->since_ms, 0, &w->disk_ticket, detail, sizeof detail);
         if (d == G_DISK) {
             s->disk_wait = 1;
             continue;
@@ -215,19 +222,27 @@ static void settle(struct whoami_server *s)
         if (d != WHOAMI_PASS && w->cb)
             refused(s);
         else if (d == WHOAMI_UNREACHABLE)
-            probe_unanswered(s);
+            whoami_gate_unanswered(s);
         if (w->cb)
             w->cb(w->arg, (enum whoami_verdict)d, detail);
         free(w);
     }
-    if (!s->released && s->st.seq != seq && s->watch)
-        s->watch(s->watch_arg);
+    if (!s->released)
+        whoami_gate_told(s, seq);
     /* After the loop: a fetch that fails at once settles again, here. */
     if (!s->released && ask)
-        start_fetch(s);
+        whoami_gate_ask(s);
     else if (!s->released && again)
         ask_soon(s, WHOAMI_POLL_MS);
+    if (!s->released && s->edit_ms) /* an answer, or the disk's fingerprint */
+        whoami_recheck_soon(s, 0, 0);
     unbusy(s->g);
+}
+
+void whoami_gate_told(struct whoami_server *s, unsigned long seq)
+{
+    if (s->st.seq != seq && s->watch)
+        s->watch(s->watch_arg);
 }
 
 /* A fingerprint is ready: the servers whose waiters wait for one decide. */
@@ -248,7 +263,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (!TAILQ_EMPTY(&s->waiters) || s->refresh)
-        start_fetch(s);
+        whoami_gate_ask(s);
     s->refresh = 0;
 }
 
@@ -276,7 +291,7 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
     s->t = *t;
     /* Decided on what is known, even while an answer is on its way: a
      * verified server's requests never wait for the background re-ask. */
-    int d = whoami_gate_judge(s, since, &disk_ticket, detail, detlen);
+    int d = whoami_gate_judge(s, since, 0, &disk_ticket, detail, detlen);
     if (d == WA_FETCH && s->fetch)
         d = WA_RETRY; /* the answer on its way will do */
     if (d == WHOAMI_PASS && since - s->asked_ms >= WHOAMI_REVERIFY_MS && !s->fetch) {
@@ -330,6 +345,7 @@ void whoami_server_restarted(struct whoami_server *s, const char *why)
     if (s->have_ans)
         whoami_answer_free(&s->ans);
     s->have = s->have_ans = 0;
+    whoami_recheck_stop(s); /* verify.c probes the new process once ready */
     show_unchecked(s, why);
 }
 
@@ -365,7 +381,8 @@ struct whoami_gate *whoami_gate_new(struct event_base *base, const struct whoami
     LIST_INIT(&g->servers);
     char err[256];
     g->diag = host_diag_open(err, sizeof err);
-    if (!(g->trees = whoami_trees_new(base, cfg->use_inotify, disk_ready, g))) {
+    if (!(g->trees =
+              whoami_trees_new(base, cfg->use_inotify, disk_ready, whoami_recheck_changed, g))) {
         host_diag_close(g->diag);
         free(g);
         return NULL;

@@ -12,7 +12,10 @@
  * WHOAMI_POLL_MS for stale_grace (an autoreloading server comes back with
  * the new code), longer while its answer says taking_in (up to
  * start_timeout), or restarted when it was started with --restart-on-stale;
- * then refused. The decision itself is decide.h's, a pure function. */
+ * then refused. The decision itself is decide.h's, a pure function.
+ * When a watched tree's fingerprint moves, its servers shown as serving
+ * the older code say "changed" at once and are asked again with no
+ * request (recheck.c), so that what people read follows the disk. */
 #ifndef WTP_WHOAMI_GATE_H
 #define WTP_WHOAMI_GATE_H
 
@@ -80,7 +83,9 @@ struct whoami_target {
  * so the caller copies it only then. */
 struct whoami_status {
     /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid";
-     * "unchecked": its server is new and not asked yet */
+     * "unchecked": its server is new and not asked yet; "changed": the
+     * code on disk changed since it was verified and it is asked again
+     * (recheck.c), "taking-in" while its answer says taking_in */
     char state[16];
     char detail[1024];       /* the reason, a sentence for people */
     char checkout[PATH_MAX]; /* the checkout the server said it serves */

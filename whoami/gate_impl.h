@@ -34,15 +34,22 @@ struct whoami_server {
     char problem[256];             /* why res is not a usable answer */
     struct whoami_answer ans;
     int have_ans;
-    long long asked_ms;       /* when the exchange behind res began */
-    long long restart_ms;     /* when we asked its wrapper to restart it, 0 not */
-    unsigned long listener;   /* inode of the socket listening when asked; 0 unknown */
-    long long listener_ms;    /* when it was last compared with the one there now */
-    int refresh;              /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
-    int answered;             /* it has given a usable answer before */
-    int disk_wait;            /* a waiter waits for the disk's fingerprint */
-    int released;             /* its caller let go while the gate was busy */
-    void (*watch)(void *arg); /* told when st changed later (whoami_server_watch) */
+    long long asked_ms;     /* when the exchange behind res began */
+    long long restart_ms;   /* when we asked its wrapper to restart it, 0 not */
+    unsigned long listener; /* inode of the socket listening when asked; 0 unknown */
+    long long listener_ms;  /* when it was last compared with the one there now */
+    int refresh;            /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
+    int answered;           /* it has given a usable answer before */
+    int disk_wait;          /* a waiter waits for the disk's fingerprint */
+    int released;           /* its caller let go while the gate was busy */
+    /* Re-asked after an edit, with no request (recheck.c): since when
+     * (the disk's change; 0 none under way), its timer, asks so far. */
+    long long edit_ms;
+    struct event *recheck;
+    int edit_ask;              /* the timer asks /__whoami; else it decides */
+    unsigned edit_asks;        /* asks since edit_ms: the next waits longer */
+    unsigned long edit_ticket; /* tree.h: the fingerprint it may use */
+    void (*watch)(void *arg);  /* told when st changed later (whoami_server_watch) */
     void *watch_arg;
     TAILQ_HEAD(, waiter) waiters;
     LIST_ENTRY(whoami_server) link;
@@ -66,8 +73,37 @@ unsigned long whoami_gate_listener(struct whoami_server *s);
 /* The verdict for a request of s waiting since since: decide.c's, with
  * the facts it asks for looked up (the listener, a restart sent, the
  * disk). Returns an enum whoami_verdict, WA_FETCH, WA_RETRY or G_DISK
- * (*disk_ticket then says which fingerprint will do, tree.h). */
-int whoami_gate_judge(struct whoami_server *s, long long since, unsigned long *disk_ticket,
-                      char *detail, size_t detlen);
+ * (*disk_ticket then says which fingerprint will do, tree.h). no_restart:
+ * the recheck's, with no request (decide.h). */
+int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
+                      unsigned long *disk_ticket, char *detail, size_t detlen);
+
+/* (gate.c) Ask s's /__whoami now, unless an exchange is under way; its
+ * answer settles s's waiters and its recheck. */
+void whoami_gate_ask(struct whoami_server *s);
+
+/* (gate.c) s's server answered nothing within reload_grace: "unchecked",
+ * saying so, until a request asks again. */
+void whoami_gate_unanswered(struct whoami_server *s);
+
+/* (gate.c) Tell s's watcher when its status moved past seq. */
+void whoami_gate_told(struct whoami_server *s, unsigned long seq);
+
+/* --- recheck.c: a server asked again after an edit, with no request --- */
+
+/* The trees' changed (tree.h), arg the gate: each server shown as
+ * serving root's code under p (verified, or already rechecking, or stale)
+ * is shown "changed" at once and asked again. */
+void whoami_recheck_changed(void *arg, const char *root, const struct whoami_patterns *p,
+                            const char *hash, long long changed_ms);
+
+/* The recheck timer's callback (s->recheck). */
+void whoami_recheck_cb(evutil_socket_t fd, short what, void *arg);
+
+/* s's recheck decides again in ms (ask 0), or asks its /__whoami then. */
+void whoami_recheck_soon(struct whoami_server *s, unsigned ms, int ask);
+
+/* No recheck under way for s any more (its server restarted, or went). */
+void whoami_recheck_stop(struct whoami_server *s);
 
 #endif

@@ -111,3 +111,20 @@ int whoami_patterns_prune(const struct whoami_patterns *p, const char *dir)
     }
     return 0;
 }
+
+static int same_list(char **a, size_t na, char **b, size_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    return 1;
+}
+
+/* Compared in place, not through a built key: tree.c runs it per request. */
+int whoami_patterns_same(const struct whoami_patterns *a, const struct whoami_patterns *b)
+{
+    return same_list(a->include, a->n_include, b->include, b->n_include) &&
+           same_list(a->exclude, a->n_exclude, b->exclude, b->n_exclude);
+}

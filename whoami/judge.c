@@ -48,8 +48,8 @@ static int ask_restart(struct whoami_server *s, long long now)
     return 1;
 }
 
-int whoami_gate_judge(struct whoami_server *s, long long since, unsigned long *disk_ticket,
-                      char *detail, size_t detlen)
+int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
+                      unsigned long *disk_ticket, char *detail, size_t detlen)
 {
     struct whoami_gate *g = s->g;
     struct whoami_memory m = {s->have,
@@ -64,7 +64,7 @@ int whoami_gate_judge(struct whoami_server *s, long long since, unsigned long *d
                               0,
                               0};
     struct whoami_disk disk = {NULL, 0, NULL};
-    struct whoami_case c = {&g->cfg, &s->t, &m, NULL, since, whoami_gate_now(g)};
+    struct whoami_case c = {&g->cfg, &s->t, &m, NULL, since, whoami_gate_now(g), no_restart};
     const struct whoami_patterns *pat = NULL;
     char err[512];
     for (;;) {

@@ -19,23 +19,6 @@
 
 #include "tree_impl.h"
 
-static int same_list(char **a, size_t na, char **b, size_t nb)
-{
-    if (na != nb)
-        return 0;
-    for (size_t i = 0; i < na; i++)
-        if (strcmp(a[i], b[i]) != 0)
-            return 0;
-    return 1;
-}
-
-/* Compared in place, not through a built key: this runs per request. */
-static int same_patterns(const struct whoami_patterns *a, const struct whoami_patterns *b)
-{
-    return same_list(a->include, a->n_include, b->include, b->n_include) &&
-           same_list(a->exclude, a->n_exclude, b->exclude, b->n_exclude);
-}
-
 static char **copy_strings(char **v, size_t n)
 {
     char **c = calloc(n ? n : 1, sizeof *c);
@@ -59,6 +42,8 @@ static void free_strings(char **v, size_t n)
 
 static void tree_free(struct tree *t)
 {
+    if (t->settle)
+        event_free(t->settle);
     whoami_watch_drop(t);
     free(t->watch);
     free_strings(t->pat.include, t->pat.n_include);
@@ -68,6 +53,8 @@ static void tree_free(struct tree *t)
         whoami_fp_free(&t->job.out);
     free(t);
 }
+
+static void settle_cb(evutil_socket_t fd, short what, void *arg);
 
 static struct tree *tree_new(struct whoami_trees *ts, const char *root,
                              const struct whoami_patterns *p)
@@ -81,7 +68,8 @@ static struct tree *tree_new(struct whoami_trees *ts, const char *root,
     t->pat.n_include = p->n_include;
     t->pat.n_exclude = p->n_exclude;
     if (!(t->pat.include = copy_strings(p->include, p->n_include)) ||
-        !(t->pat.exclude = copy_strings(p->exclude, p->n_exclude))) {
+        !(t->pat.exclude = copy_strings(p->exclude, p->n_exclude)) ||
+        !(t->settle = evtimer_new(ts->base, settle_cb, t))) {
         tree_free(t);
         return NULL;
     }
@@ -108,7 +96,7 @@ static struct tree *tree_find(struct whoami_trees *ts, const char *root,
     size_t lru = 0;
     for (size_t i = 0; i < ts->n; i++) {
         struct tree *t = ts->tree[i];
-        if (strcmp(t->root, root) == 0 && same_patterns(&t->pat, p)) {
+        if (strcmp(t->root, root) == 0 && whoami_patterns_same(&t->pat, p)) {
             t->used_ms = now_ms;
             return t;
         }
@@ -177,6 +165,37 @@ static void keep_result(struct tree *t)
     t->fp_num = t->run_num;
 }
 
+/* Tell a new hash once the tree is quiet: a result an event already
+ * outdated is followed by another computation, which tells. The first
+ * result is no change. */
+static void tell_change(struct whoami_trees *ts, struct tree *t)
+{
+    if (t->failed || t->dirty || strcmp(t->told, t->fp.hash) == 0)
+        return;
+    int first = t->told[0] == '\0';
+    snprintf(t->told, sizeof t->told, "%s", t->fp.hash);
+    if (!first && ts->changed)
+        ts->changed(ts->arg, t->root, &t->pat, t->fp.hash, t->changed_ms);
+}
+
+void whoami_tree_settle(struct tree *t)
+{
+    struct timeval tv = {0, WHOAMI_SETTLE_MS * 1000};
+    if (!evtimer_pending(t->settle, NULL))
+        evtimer_add(t->settle, &tv);
+}
+
+/* No question had t computed since its first unseen event: compute it
+ * now. One under way: job_done finds t dirty and settles it again. */
+static void settle_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tree *t = arg;
+    (void)fd;
+    (void)what;
+    if (t->dirty && !t->computing && !t->evicted && t->ifd >= 0)
+        start(t->ts, t);
+}
+
 /* On the loop: a job is back. Events that came meanwhile are read; a
  * question still waiting for a later computation gets it started. */
 static void job_done(void *arg, struct whoami_fp_job *j)
@@ -197,6 +216,7 @@ static void job_done(void *arg, struct whoami_fp_job *j)
         whoami_watch_set(ts, t);
     keep_result(t);
     whoami_watch_drain(ts, t); /* an overflow read here starts the re-walk */
+    tell_change(ts, t);
     if (t->rewatch && !t->computing)
         rewatch_now(ts, t);
     if (t->wanted > t->fp_num && !t->computing)
@@ -255,7 +275,8 @@ enum whoami_tree_result whoami_tree_get(struct whoami_trees *ts, const char *roo
 }
 
 struct whoami_trees *whoami_trees_new(struct event_base *base, int use_inotify,
-                                      whoami_trees_cb ready, void *arg)
+                                      whoami_trees_cb ready, whoami_trees_changed_cb changed,
+                                      void *arg)
 {
     struct whoami_trees *ts = calloc(1, sizeof *ts);
     if (!ts)
@@ -263,6 +284,7 @@ struct whoami_trees *whoami_trees_new(struct event_base *base, int use_inotify,
     ts->base = base;
     ts->use_inotify = use_inotify;
     ts->ready = ready;
+    ts->changed = changed;
     ts->arg = arg;
     if (!(ts->worker = whoami_fp_worker_new(base, job_done, ts))) {
         free(ts);

@@ -17,14 +17,30 @@
 struct event_base;
 struct whoami_trees;
 
+/* A watched tree written to is fingerprinted again by itself, without a
+ * question, once no event came for this long (a save is a burst of
+ * events; a burst that never pauses gets one computation per period), so
+ * that whoever shows a server as serving the disk's code learns at once
+ * that the disk moved on (changed, below). Scanned trees are not. */
+#define WHOAMI_SETTLE_MS 250
+
 /* A computation finished: questions that got WT_PENDING may ask again. */
 typedef void (*whoami_trees_cb)(void *arg);
 
-/* use_inotify 0 forces stat scans (config whoami_watch = stat). ready runs
- * on base's loop. NULL with errno when out of memory or the worker thread
- * cannot start. */
+/* The fingerprint of root under p is now hash, no longer the one last
+ * told: the disk changed at changed_ms (when the computation that saw it
+ * began). Told once the tree is quiet (no event pending since), whether
+ * a question or the tree itself (WHOAMI_SETTLE_MS) had it computed. */
+typedef void (*whoami_trees_changed_cb)(void *arg, const char *root,
+                                        const struct whoami_patterns *p, const char *hash,
+                                        long long changed_ms);
+
+/* use_inotify 0 forces stat scans (config whoami_watch = stat). ready and
+ * changed (NULL: not told) run on base's loop. NULL with errno when out of
+ * memory or the worker thread cannot start. */
 struct whoami_trees *whoami_trees_new(struct event_base *base, int use_inotify,
-                                      whoami_trees_cb ready, void *arg);
+                                      whoami_trees_cb ready, whoami_trees_changed_cb changed,
+                                      void *arg);
 void whoami_trees_free(struct whoami_trees *ts); /* waits for a computation under way */
 
 enum whoami_tree_result {

@@ -39,7 +39,9 @@ struct tree {
     int evicted;           /* dropped while computing: freed when back */
     struct whoami_fp_job job;
     long long changed_ms, used_ms;
-    int ifd; /* inotify, -1 when scanning */
+    char told[WHOAMI_HASH_SIZE]; /* the hash last told (changed), "" none yet */
+    struct event *settle;        /* a computation of its own, once quiet (WHOAMI_SETTLE_MS) */
+    int ifd;                     /* inotify, -1 when scanning */
     struct event *ev;
     struct watch *watch;
     size_t nwatch, capwatch;
@@ -56,6 +58,7 @@ struct whoami_trees {
     struct whoami_fp_worker *worker;
     struct tree *evicted; /* computing when dropped */
     whoami_trees_cb ready;
+    whoami_trees_changed_cb changed;
     void *arg;
 };
 
@@ -85,8 +88,14 @@ void whoami_watch_first(struct whoami_fp_job *j);
 void whoami_watch_set(struct whoami_trees *ts, struct tree *t);
 
 /* Read what inotify queued for t, marking it dirty for a change its
- * patterns select. Called from the loop and before every answer, so that
- * a write made before a request was sent is always seen. */
+ * patterns select (and, dirty, computed again once quiet:
+ * whoami_tree_settle). Called from the loop and before every answer, so
+ * that a write made before a request was sent is always seen. */
 void whoami_watch_drain(struct whoami_trees *ts, struct tree *t);
+
+/* (tree.c) t is dirty: computed again by itself WHOAMI_SETTLE_MS after
+ * the first event no computation has seen, unless a question has it
+ * computed first. */
+void whoami_tree_settle(struct tree *t);
 
 #endif

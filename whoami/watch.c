@@ -161,7 +161,7 @@ void whoami_watch_drain(struct whoami_trees *ts, struct tree *t)
     while (t->ifd >= 0 && !t->setting_up) {
         ssize_t n = read(t->ifd, buf, sizeof buf);
         if (n <= 0)
-            return;
+            break;
         /* An overflow ends the loop: the rest is of the dropped watches. */
         for (char *p = buf; t->ifd >= 0 && !t->setting_up && p < buf + n;) {
             const struct inotify_event *e = (const struct inotify_event *)p;
@@ -169,6 +169,8 @@ void whoami_watch_drain(struct whoami_trees *ts, struct tree *t)
             handle_event(ts, t, e);
         }
     }
+    if (t->dirty && t->ifd >= 0)
+        whoami_tree_settle(t);
 }
 
 static void readable_cb(evutil_socket_t fd, short what, void *arg)

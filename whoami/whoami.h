@@ -45,6 +45,9 @@ int whoami_patterns_select(const struct whoami_patterns *p, const char *path);
  * below it (PROTOCOL.md, "Pruning"). */
 int whoami_patterns_prune(const struct whoami_patterns *p, const char *dir);
 
+/* Whether a and b are the same lists, in the same order. 1 or 0. */
+int whoami_patterns_same(const struct whoami_patterns *a, const struct whoami_patterns *b);
+
 /* The patterns of a server that declares none of its own (defaults.c). */
 const struct whoami_patterns *whoami_default_patterns(void);
 

@@ -161,6 +161,10 @@ static struct whoami_file disk_files[] = {
     {.path = "app/new.py", .type = 'f', .mtime_ns = (T - 1000) * 1000000},
 };
 
+/* 1: decided as the recheck after an edit decides, with no request
+ * (whoami/recheck.c): a stale server is never restarted. */
+static int no_restart;
+
 /* Run the decision for r as gate.c does; returns its final outcome, with
  * the patterns it fingerprinted the disk under in *used. */
 static int run(const struct row *r, struct whoami_status *st, enum expect_patterns *used,
@@ -206,7 +210,7 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
     struct whoami_fp fp = {H_DISK, r->disk == DISK_NEWER_FILE ? 2 : 1, disk_files, 0};
     struct whoami_disk disk = {r->disk == DISK_UNREADABLE ? NULL : &fp,
                                r->changed ? T + r->changed : 0, "No such file or directory"};
-    struct whoami_case wc = {&c, &t, &m, NULL, T + r->since, T + r->now};
+    struct whoami_case wc = {&c, &t, &m, NULL, T + r->since, T + r->now, no_restart};
     for (int i = 0; i < 8; i++) {
         int d = whoami_decide(&wc, st, &pat, detail, detlen);
         if (d == WA_LISTENER) {
@@ -264,11 +268,32 @@ static void check_hot_path(void)
            __FILE__, __LINE__, "the verified status names the answer's checkout, hashes and time");
 }
 
+/* The recheck after an edit (no request) of a restart-on-stale server
+ * past stale_grace: shown stale, saying since when the disk changed, and
+ * not restarted: restarts stay the requests'. */
+static void check_no_restart(void)
+{
+    struct whoami_status st = {0};
+    enum expect_patterns used;
+    char detail[4096], at[16];
+    no_restart = 1;
+    int d = run(&rows[10], &st, &used, detail, sizeof detail);
+    no_restart = 0;
+    host_time_of_day(T - 1000, at, sizeof at);
+    tap_is_int(d, WHOAMI_STALE, __FILE__, __LINE__, "no request: a stale server is not restarted");
+    tap_ok(strcmp(st.state, "stale") == 0 && strncmp(st.detail, "stale since ", 12) == 0 &&
+               strstr(st.detail, at) && strstr(st.detail, "Restart it"),
+           __FILE__, __LINE__, "its status says stale since the disk's change, and the fix");
+    if (strncmp(st.detail, "stale since ", 12) != 0)
+        printf("#   detail: %s\n", st.detail);
+}
+
 int main(void)
 {
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         check_row(&rows[i]);
     check_hot_path();
+    check_no_restart();
     tap_ok(strcmp(whoami_verdict_reason(WHOAMI_STALE), "stale-code") == 0 &&
                strcmp(whoami_verdict_reason(WHOAMI_MISMATCH), "checkout-mismatch") == 0,
            __FILE__, __LINE__, "verdicts name their X-Wtproxy-Refused reason");

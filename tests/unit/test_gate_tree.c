@@ -5,7 +5,9 @@
  * computation has it computed again), with inotify and with stat scans;
  * and when inotify's queue overflows (events lost), the question that
  * reads it does not walk the tree on the loop: the worker sets the
- * watches again, and a change whose event was lost is in the answer. */
+ * watches again, and a change whose event was lost is in the answer; and
+ * a watched tree written to with no question is computed again by itself
+ * once quiet, its new hash told once (whoami/recheck.c's cue). */
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -84,7 +86,7 @@ static int ask(struct whoami_trees *ts, const char *root, unsigned long *ticket,
 static void check_mode(int use_inotify)
 {
     const char *mode = use_inotify ? "inotify" : "stat scans";
-    struct whoami_trees *ts = whoami_trees_new(base, use_inotify, ready, NULL);
+    struct whoami_trees *ts = whoami_trees_new(base, use_inotify, ready, NULL, NULL);
     const struct whoami_fp *fp = NULL;
     unsigned long ticket = 0;
     char want[WHOAMI_HASH_SIZE] = "";
@@ -170,7 +172,7 @@ static double mono_ms(void)
 static void check_overflow(void)
 {
     char root[600], rel[64], want[WHOAMI_HASH_SIZE] = "";
-    struct whoami_trees *ts = whoami_trees_new(base, 1, ready, NULL);
+    struct whoami_trees *ts = whoami_trees_new(base, 1, ready, NULL, NULL);
     const struct whoami_fp *fp = NULL;
     unsigned long ticket = 0;
     int pendings;
@@ -226,6 +228,72 @@ static void check_overflow(void)
     whoami_trees_free(ts);
 }
 
+static int changed_calls;
+static char changed_hash[WHOAMI_HASH_SIZE];
+
+static void changed(void *arg, const char *root, const struct whoami_patterns *p, const char *hash,
+                    long long changed_ms)
+{
+    (void)arg;
+    (void)root;
+    (void)p;
+    (void)changed_ms;
+    changed_calls++;
+    snprintf(changed_hash, sizeof changed_hash, "%s", hash);
+}
+
+/* Run the loop for ms, or until changed_calls reaches want. */
+static void loop_until(int want, double ms)
+{
+    double end = mono_ms() + ms;
+    struct timeval tick = {0, 20000};
+    while (changed_calls < want && mono_ms() < end) {
+        event_base_loopexit(base, &tick);
+        event_base_dispatch(base);
+    }
+}
+
+/* A watched tree written to, with no question, is computed again by
+ * itself once quiet and tells its new hash once: a burst of writes is one
+ * computation, a write that leaves the hash as it was tells nothing. */
+static void check_settle(void)
+{
+    char root[600], want[WHOAMI_HASH_SIZE] = "";
+    struct whoami_trees *ts = whoami_trees_new(base, 1, ready, changed, NULL);
+    const struct whoami_fp *fp = NULL;
+    unsigned long ticket = 0;
+    int pendings;
+    snprintf(root, sizeof root, "%s/settle", dir);
+    mkdir(root, 0755);
+    write_under(root, "a.py", "a = 1\n");
+    ask(ts, root, &ticket, &fp, &pendings);
+
+    double t0 = mono_ms();
+    write_under(root, "a.py", "a = 2\n");
+    hash_of(root, want);
+    loop_until(1, 3000);
+    double took = mono_ms() - t0;
+    ok(changed_calls == 1 && strcmp(changed_hash, want) == 0,
+       "settle: a write with no question is told as the new hash");
+    ok(took >= WHOAMI_SETTLE_MS - 50 && took < 2000, "settle: once quiet (%.0f ms)", took);
+
+    for (int i = 3; i < 8; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "a = %d\n", i);
+        write_under(root, "a.py", text);
+        event_base_loop(base, EVLOOP_NONBLOCK);
+    }
+    hash_of(root, want);
+    loop_until(3, 1500);
+    ok(changed_calls == 2 && strcmp(changed_hash, want) == 0,
+       "settle: a burst of writes is told once, as its last hash");
+
+    write_under(root, "a.py", "a = 7\n"); /* the same bytes again */
+    loop_until(3, 800);
+    ok(changed_calls == 2, "settle: a write that leaves the hash tells nothing");
+    whoami_trees_free(ts);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir) || !(base = event_base_new()))
@@ -233,6 +301,7 @@ int main(void)
     check_mode(1);
     check_mode(0);
     check_overflow();
+    check_settle();
     event_base_free(base);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
