@@ -89,6 +89,13 @@ int cli_failed_words(json_t *x, char *out, size_t len)
     const char *reloader = str(failed, "reloader");
     if (!failed)
         return 0;
+    if (strcmp(str(failed, "when"), "port") == 0) {
+        snprintf(out, len,
+                 "it listens on another port than the one wtproxy gave it: its command ignores "
+                 "{port} (its log's last lines say which port); put {port} where it takes its "
+                 "port, then run this again");
+        return 1;
+    }
     snprintf(out, len,
              "%s and lives on without listening, waiting for a change to its files: fix the error "
              "its log's last lines name and save (%s restarts it)",

@@ -72,6 +72,7 @@ static pid_t restart(struct cli_run *r, pid_t pid)
     cli_run_tell_restarting(r);
     cli_stop_tree(pid, WTP_RESTART_STOP_MS, NULL);
     cli_run_fail_restart(&r->log.fail);
+    cli_run_port_restart(&r->wrong_port);
     return stop_asked ? 0 : cli_run_start_cmd(r, ask_stop);
 }
 
@@ -147,6 +148,8 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             /* a failed start it lives on after, or a ready one an edit broke */
             if (cli_run_fail_poll(r, ready))
                 ready = 0; /* it says ready again once it listens */
+            else if (!ready)
+                cli_run_port_poll(r); /* one that listens on another port */
             nanosleep(&tick, NULL);
         }
     }

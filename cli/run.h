@@ -23,6 +23,13 @@ enum cli_run_untold {
     CLI_RUN_UNTOLD_FAILED,
 };
 
+/* A server listening on another port than its own (run_port.c). */
+struct cli_run_port {
+    long long since_ms; /* when it was first seen listening elsewhere; 0 not */
+    long long next_ms;  /* the next look */
+    int told;           /* told to the daemon since its (re)start */
+};
+
 struct cli_run {
     int front, port;
     int restart_on_stale;
@@ -41,8 +48,9 @@ struct cli_run {
     /* Its failure as last told (cli_run_tell_failed), for a retell. */
     char failed_lines[REG_START_FAILED_MAX];
     const char *failed_reloader;
-    int failed_edit; /* an edit broke it after it was ready */
-    int exited;      /* CMD ended by itself (not stopped): exit_status is its wait status */
+    enum reg_failed_when failed_when;
+    struct cli_run_port wrong_port;
+    int exited; /* CMD ended by itself (not stopped): exit_status is its wait status */
     int exit_status;
 };
 
@@ -91,12 +99,14 @@ void cli_run_mark_ready(struct cli_run *r, int again);
  * one that cannot be told gets a warning, and r->untold has it told again. */
 void cli_run_tell_restarting(struct cli_run *r);
 
-/* Tell the daemon CMD failed and lives on (run_fail.c), with its last
- * lines and what restarts it: at its start, or (edit 1) after it was
- * ready, an edit having broken it, told as a restart first (the entry
- * starting, its verdict dropped). One that cannot be told gets a
- * warning, and r->untold has it told again. */
-void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloader, int edit);
+/* Tell the daemon CMD failed and lives on (run_fail.c, run_port.c), with
+ * its last lines and what restarts it: at its start, on another port than
+ * its own, or (REG_FAILED_EDIT) after it was ready, an edit having broken
+ * it, told as a restart first (the entry starting, its verdict dropped).
+ * One that cannot be told gets a warning, and r->untold has it told
+ * again. */
+void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloader,
+                         enum reg_failed_when when);
 
 /* Tell a daemon what r->untold says it has not heard, silently while
  * none answers; says so once one does. */
@@ -149,5 +159,16 @@ enum cli_run_holder cli_run_orphan(struct cli_run *r, json_t *holder);
  * command must not end while its server serves); a signal ends only this
  * command. Returns the exit status, 0. */
 int cli_run_follow(const struct cli_run *r);
+
+/* --- run_port.c --- */
+
+/* While CMD is not ready: whether its process tree listens on another
+ * port, for long enough, and not on its own; then said, and told to the
+ * daemon as a failed start ("when": "port"), once per start. Returns 1
+ * when it told. */
+int cli_run_port_poll(struct cli_run *r);
+
+/* Forget what was seen: CMD starts again. */
+void cli_run_port_restart(struct cli_run_port *p);
 
 #endif

@@ -149,7 +149,7 @@ static int failed_when_ready(struct cli_run *r, const char *lines, const char *r
              "save; meanwhile requests through wtproxy get a 503 with its last lines",
              cli_run_folder(r->worktree), reloader);
     say(r, line);
-    cli_run_tell_failed(r, lines, reloader, 1);
+    cli_run_tell_failed(r, lines, reloader, REG_FAILED_EDIT);
     return 1;
 }
 
@@ -186,7 +186,7 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
                  "requests through wtproxy get a 503 with its last lines",
                  cli_run_folder(r->worktree), reloader);
         say(r, line);
-        cli_run_tell_failed(r, lines, reloader, 0);
+        cli_run_tell_failed(r, lines, reloader, REG_FAILED_START);
     } else if (f->told && seq != f->told) {
         /* It printed again: its reloader saw a change and starts it anew. */
         pthread_mutex_lock(&f->lock);
@@ -196,7 +196,7 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
         snprintf(line, sizeof line,
                  "wtproxy: %s's server is starting again after %s: waiting for it to listen",
                  cli_run_folder(r->worktree),
-                 r->failed_edit ? "the edit that broke it" : "its failed start");
+                 r->failed_when == REG_FAILED_EDIT ? "the edit that broke it" : "its failed start");
         say(r, line);
         cli_run_tell_restarting(r);
     }

@@ -199,18 +199,20 @@ static int send_failed(const struct cli_run *r, json_t **reply, char *err, size_
 {
     return ask(json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "op", "start-failed", "front", r->front,
                          "worktree", r->worktree, "lines", r->failed_lines, "reloader",
-                         r->failed_reloader, "when", r->failed_edit ? "edit" : "start"),
+                         r->failed_reloader, "when", reg_failed_when_name(r->failed_when)),
                0, reply, err, errlen);
 }
 
-void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloader, int edit)
+void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloader,
+                         enum reg_failed_when when)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
     snprintf(r->failed_lines, sizeof r->failed_lines, "%s", lines);
     r->failed_reloader = reloader;
-    r->failed_edit = edit;
-    if (edit) { /* its entry is ready: starting first, its verdict the old process's */
+    r->failed_when = when;
+    if (when ==
+        REG_FAILED_EDIT) { /* its entry is ready: starting first, its verdict the old process's */
         cli_run_tell_restarting(r);
         if (r->untold != CLI_RUN_TOLD) {
             r->untold = CLI_RUN_UNTOLD_FAILED;
@@ -246,7 +248,8 @@ void cli_run_retell(struct cli_run *r)
         fprintf(stderr, "wtproxy: the daemon answers again: told it that %s's server %s\n",
                 cli_run_folder(r->worktree),
                 r->untold == CLI_RUN_UNTOLD_RESTARTING ? "is starting again"
-                : r->failed_edit                       ? "failed after an edit broke it"
+                : r->failed_when == REG_FAILED_EDIT    ? "failed after an edit broke it"
+                : r->failed_when == REG_FAILED_PORT    ? "listens on another port than its own"
                                                        : "failed at start");
     json_decref(reply);
     if (rc >= 0)

@@ -183,14 +183,22 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
                  json_string_value(json_object_get(gone, "said")));
     else if (!b)
         served = no_backend(pl->worktree, front, msg, sizeof msg);
+    else if (b->state == REG_STARTING && b->start_failed[0] &&
+             b->start_failed_when == REG_FAILED_PORT)
+        snprintf(msg, sizeof msg,
+                 "backend: %s (pid %d, it listens on another port than %d, the one wtproxy "
+                 "gave it: its command ignores {port}; put {port} where it takes its port, then "
+                 "wtproxy restart) on front :%d; what its wrapper saw:\n%s",
+                 b->name, (int)b->pid, b->port, front, b->start_failed);
     else if (b->state == REG_STARTING && b->start_failed[0])
         snprintf(msg, sizeof msg,
                  "backend: %s (pid %d, %s: it lives on without listening; fix it and save: %s "
                  "restarts it) on front :%d; its last lines:\n%s",
                  b->name, (int)b->pid,
-                 b->start_failed_edit ? "an edit broke it: its reloader restarted it and the new "
-                                        "server failed"
-                                      : "failed at start",
+                 b->start_failed_when == REG_FAILED_EDIT
+                     ? "an edit broke it: its reloader restarted it and the new "
+                       "server failed"
+                     : "failed at start",
                  b->reloader[0] ? b->reloader : "its autoreloader", front, b->start_failed);
     else
         served =

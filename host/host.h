@@ -141,6 +141,17 @@ struct host_port_owner {
     char cwd[4096];    /* "" when unreadable */
 };
 
+/* A TCP listening socket of this network namespace. */
+struct host_listener {
+    int port;
+    unsigned long inode;
+};
+
+/* Up to max of the TCP listeners (any address, IPv4 then IPv6), from
+ * /proc/net/tcp{,6}, read only up to the end of their listeners. Returns
+ * how many. */
+size_t host_tcp_listeners(struct host_listener *out, size_t max);
+
 /* Find the process holding a TCP listener on port (any address, IPv4 or
  * IPv6) from /proc/net/tcp{,6} and host_socket_holder. Returns 1 when a
  * listening socket was found (owner->pid may still be 0), 0 when none.

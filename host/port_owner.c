@@ -25,16 +25,11 @@
 #define TCP_SYN_RECV 0x03
 #define TCP_FIELDS 10 /* up to and including inode */
 
-struct inodes {
-    unsigned long v[MAX_INODES];
-    int n;
-};
-
 /* Parse one /proc/net/tcp{,6} line, splitting it in place. Returns 1 and
- * *inode for a listening socket on port; -1 for a line past the listening
- * sockets; 0 for anything else (the header, another port, a malformed
- * line). */
-static int parse_tcp_line(char *line, int port, unsigned long *inode)
+ * *inode for a listening socket on port (any port when *port is 0: then
+ * *port is set to its port); -1 for a line past the listening sockets; 0
+ * for anything else (the header, another port, a malformed line). */
+static int parse_tcp_line(char *line, int *port, unsigned long *inode)
 {
     char *field[TCP_FIELDS], *save, *tok, *colon, *end;
     unsigned long lport, state;
@@ -51,46 +46,63 @@ static int parse_tcp_line(char *line, int port, unsigned long *inode)
     if (state != TCP_LISTEN)
         return state == TCP_SYN_RECV ? 0 : -1;
     lport = strtoul(colon + 1, &end, 16);
-    if (end == colon + 1 || *end != '\0' || lport != (unsigned long)port)
+    if (end == colon + 1 || *end != '\0' || (*port && lport != (unsigned long)*port))
         return 0;
     errno = 0;
     *inode = strtoul(field[9], &end, 10);
-    return *end == '\0' && errno == 0 && *inode != 0;
+    if (*end != '\0' || errno != 0 || *inode == 0)
+        return 0;
+    *port = (int)lport;
+    return 1;
 }
 
-/* Add the inodes of sockets listening on port listed in proc_dir/name. A
- * missing file (no IPv6) adds nothing. */
-static void collect_inodes(const char *name, int port, struct inodes *in)
+/* Add to out (which holds *n of max) the sockets listening on port (any
+ * port when 0) listed in proc_dir/name. A missing file (no IPv6) adds
+ * nothing. */
+static void collect(const char *name, int port, struct host_listener *out, size_t *n, size_t max)
 {
     char path[256], line[512]; /* lines are about 150 bytes */
     unsigned long inode;
     FILE *f;
-    int rc;
+    int rc, got;
 
     snprintf(path, sizeof path, "%s/%s", host_proc_dir, name);
     if (!(f = fopen(path, "r")))
         return;
-    while (in->n < MAX_INODES && fgets(line, sizeof line, f)) {
-        if ((rc = parse_tcp_line(line, port, &inode)) < 0)
+    while (*n < max && fgets(line, sizeof line, f)) {
+        got = port;
+        if ((rc = parse_tcp_line(line, &got, &inode)) < 0)
             break;
         if (rc > 0)
-            in->v[in->n++] = inode;
+            out[(*n)++] = (struct host_listener){got, inode};
     }
     fclose(f);
 }
 
+size_t host_tcp_listeners(struct host_listener *out, size_t max)
+{
+    size_t n = 0;
+    collect("net/tcp", 0, out, &n, max);
+    collect("net/tcp6", 0, out, &n, max);
+    return n;
+}
+
 int host_port_owner_find(int port, struct host_port_owner *owner)
 {
-    struct inodes in = {.n = 0};
+    struct host_listener in[MAX_INODES];
+    unsigned long inodes[MAX_INODES];
+    size_t n = 0;
 
     memset(owner, 0, sizeof *owner);
-    collect_inodes("net/tcp", port, &in);
-    collect_inodes("net/tcp6", port, &in);
-    if (in.n == 0)
+    collect("net/tcp", port, in, &n, MAX_INODES);
+    collect("net/tcp6", port, in, &n, MAX_INODES);
+    if (n == 0)
         return 0;
+    for (size_t i = 0; i < n; i++)
+        inodes[i] = in[i].inode;
     /* The lowest pid holding the socket: a forking server's parent, the
      * one to kill, rather than one of the children sharing its socket. */
-    owner->pid = host_socket_holder(in.v, (size_t)in.n, HOST_ANY_UID);
+    owner->pid = host_socket_holder(inodes, n, HOST_ANY_UID);
     if (owner->pid) {
         host_pid_cmdline(owner->pid, owner->cmdline, sizeof owner->cmdline);
         host_pid_cwd(owner->pid, owner->cwd, sizeof owner->cwd);

@@ -33,14 +33,24 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
         snprintf(reason, len, "%s", b->whoami.detail[0] ? b->whoami.detail : w);
         return w[0] == 's' ? "stale" : "refused";
     }
+    if (b->state == REG_STARTING && b->start_failed[0] && b->start_failed_when == REG_FAILED_PORT) {
+        const char *nl = strchr(b->start_failed, '\n'); /* the wrapper's line: which port */
+        snprintf(reason, len,
+                 "pid %d listens on another port than %d, the one wtproxy gave it: its start "
+                 "ignores {port}; put {port} where its command takes its port, then restart it; "
+                 "%.*s",
+                 (int)b->pid, b->port, nl ? (int)(nl - b->start_failed) : 900, b->start_failed);
+        return "failed";
+    }
     if (b->state == REG_STARTING && b->start_failed[0]) {
         const char *last = strrchr(b->start_failed, '\n'); /* the error itself */
         snprintf(reason, len,
                  "%s; pid %d lives on without listening, waiting for a change to its files: fix "
                  "it and save (%s restarts it); its last line: %.900s",
-                 b->start_failed_edit ? "an edit broke it: its reloader restarted it and the new "
-                                        "server failed"
-                                      : "failed at start",
+                 b->start_failed_when == REG_FAILED_EDIT
+                     ? "an edit broke it: its reloader restarted it and the new "
+                       "server failed"
+                     : "failed at start",
                  (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader",
                  last ? last + 1 : b->start_failed);
         return "failed";

@@ -249,22 +249,28 @@ static void await_started(struct proxy_client *c)
 }
 
 /* b's wrapper saw its server fail while it lives on (an autoreloader that
- * waits for a change to its files): said at once with its last lines, not
+ * waits for a change to its files, or a server listening on another port
+ * than the one it was given): said at once with its last lines, not
  * after start_timeout, which a test runner's own timeout ends first; and
- * said as what it is, a failed start or an edit that broke a server that
- * served, which is where its reader looks for the cause. The page's
- * headline says which of the two (error_page.c) and its fix what to do,
- * so the detail says only whose server it is and its last lines: each
- * thing once. */
+ * said as what it is, a failed start, an edit that broke a server that
+ * served, or a start line that ignores {port}, which is where its reader
+ * looks for the cause. The page's headline says which (error_page.c) and
+ * its fix what to do, so the detail says only whose server it is and its
+ * last lines: each thing once. */
 static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 {
-    char d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512];
-    snprintf(d, sizeof d,
-             "%s's server (pid %d, under %s) does not listen on port %d; its last "
-             "lines:\n%s",
-             b->worktree, (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader", b->port,
-             b->start_failed);
-    conn_fail(c, b->start_failed_edit ? PE_EDIT_FAILED : PE_START_FAILED, d);
+    char d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512], under[96] = "";
+    if (b->start_failed_when != REG_FAILED_PORT)
+        snprintf(under, sizeof under, ", under %s",
+                 b->reloader[0] ? b->reloader : "its autoreloader");
+    snprintf(d, sizeof d, "%s's server (pid %d%s) does not listen on port %d; its last lines:\n%s",
+             b->worktree, (int)b->pid, under, b->port, b->start_failed);
+    static const enum proxy_error kind[] = {
+        [REG_FAILED_START] = PE_START_FAILED,
+        [REG_FAILED_EDIT] = PE_EDIT_FAILED,
+        [REG_FAILED_PORT] = PE_WRONG_PORT,
+    };
+    conn_fail(c, kind[b->start_failed_when], d);
 }
 
 /* b ended while the request waited for it (a restart whose new process

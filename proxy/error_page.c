@@ -98,6 +98,15 @@ static const struct error_kind kinds[] = {
          "Fix the error its last lines above name and save the file: its autoreloader starts it "
          "again, and the next request is served. All its output: wtproxy logs{front} (in its "
          "worktree)."},
+    [PE_WRONG_PORT] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree started, but it listens on another port than the one "
+         "wtproxy gave it (which one is said below): its start command ignores {port} and "
+         "$PORT; no request reached it.",
+         "Put {port} where its command takes its port (the .wtproxy's `start`, or the command "
+         "after `wtproxy run --`): vite --port {port} --strictPort, flask run --port {port}, "
+         "manage.py runserver 127.0.0.1:{port}, next dev -p {port}; then start it again: "
+         "wtproxy restart{front} (in its worktree)."},
     [PE_BAD_WTPROXY_FILE] =
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "

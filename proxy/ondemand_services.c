@@ -38,8 +38,9 @@ static json_t *service_json(struct proxy_server *s, const char *worktree, const 
                   (b && b->state != REG_DEAD) || strcmp(state, "launched") == 0, "state", state);
     if (o && b && b->state == REG_STARTING && b->start_failed[0]) /* it waits for a change */
         json_object_set_new(o, "start_failed",
-                            json_pack("{s:s, s:s}", "when", b->start_failed_edit ? "edit" : "start",
-                                      "reloader", b->reloader));
+                            json_pack("{s:s, s:s}", "when",
+                                      reg_failed_when_name(b->start_failed_when), "reloader",
+                                      b->reloader));
     if (o && load) /* waiting-load: the load per CPU it waits on */
         json_object_set_new(o, "load", json_real(load / 100.0));
     if (o && s->ondemand) { /* what `wtproxy logs` shows of a server that died at start */

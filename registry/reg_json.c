@@ -121,7 +121,7 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
         json_object_set_new(o, "start_failed",
                             json_pack("{s:o, s:o, s:s}", "lines", utf8_string(b->start_failed),
                                       "reloader", utf8_string(b->reloader), "when",
-                                      b->start_failed_edit ? "edit" : "start")) < 0) {
+                                      reg_failed_when_name(b->start_failed_when))) < 0) {
         json_decref(o);
         return NULL;
     }
@@ -280,17 +280,30 @@ int reg_backend_read_labels(struct reg_backend *b, json_t *o, char *err, size_t 
     return 0;
 }
 
+const char *reg_failed_when_name(enum reg_failed_when w)
+{
+    return w == REG_FAILED_EDIT ? "edit" : w == REG_FAILED_PORT ? "port" : "start";
+}
+
+/* when as a reg_failed_when; -1 for none of their names. */
+static int failed_when(const char *when)
+{
+    for (int w = REG_FAILED_START; w <= REG_FAILED_PORT; w++)
+        if (strcmp(when, reg_failed_when_name(w)) == 0)
+            return w;
+    return -1;
+}
+
 int reg_backend_read_failed(struct reg_backend *b, json_t *o, char *err, size_t errlen)
 {
     const char *lines = NULL, *reloader = "", *when = "start";
     if (json_unpack(o, "{s:s, s?s, s?s}", "lines", &lines, "reloader", &reloader, "when", &when) <
             0 ||
-        !lines[0] || strlen(reloader) >= sizeof b->reloader ||
-        (strcmp(when, "start") != 0 && strcmp(when, "edit") != 0)) {
+        !lines[0] || strlen(reloader) >= sizeof b->reloader || failed_when(when) < 0) {
         snprintf(err, errlen,
                  "give \"lines\" (the server's last output, not empty), and optionally "
-                 "\"reloader\" (what restarts it, under %zu bytes) and \"when\" (\"start\" or "
-                 "\"edit\")",
+                 "\"reloader\" (what restarts it, under %zu bytes) and \"when\" (\"start\", "
+                 "\"edit\" or \"port\")",
                  sizeof b->reloader);
         return -1;
     }
@@ -302,7 +315,7 @@ int reg_backend_read_failed(struct reg_backend *b, json_t *o, char *err, size_t 
         from++;
     snprintf(b->start_failed, sizeof b->start_failed, "%s", from);
     snprintf(b->reloader, sizeof b->reloader, "%s", reloader);
-    b->start_failed_edit = strcmp(when, "edit") == 0;
+    b->start_failed_when = (enum reg_failed_when)failed_when(when);
     return 0;
 }
 

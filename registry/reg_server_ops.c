@@ -191,10 +191,14 @@ static json_t *op_start_failed(struct reg_server *rs, struct reg_backend *b, jso
         b->start_failed[0] = '\0'; /* a ready entry has none: it is left as it was */
         return ok_entry(rs, b);
     }
+    static const char *const how[] = {
+        [REG_FAILED_START] = "at start",
+        [REG_FAILED_EDIT] = "after an edit, as its reloader restarted it",
+        [REG_FAILED_PORT] = "to listen on its port: it listens on another",
+    };
     fprintf(stderr, "wtproxy: %s on front :%d failed %s (pid %d lives on, %s)\n", b->worktree,
-            b->front,
-            b->start_failed_edit ? "after an edit, as its reloader restarted it" : "at start",
-            (int)b->pid, b->reloader[0] ? b->reloader : "waiting");
+            b->front, how[b->start_failed_when], (int)b->pid,
+            b->reloader[0] ? b->reloader : "waiting");
     /* Requests already waiting for it (a ready server an edit broke: in
      * the gate, or retrying its port for reload_grace) are told now. */
     if (rs->on_state)

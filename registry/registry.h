@@ -27,6 +27,14 @@ enum reg_state {
  * traceback's end, which names the file and line to fix. */
 #define REG_START_FAILED_MAX 2048
 
+/* How a server's start failed while it lives on (the `start-failed` op's
+ * "when"). */
+enum reg_failed_when {
+    REG_FAILED_START, /* "start": its reloader waits for a change to its files */
+    REG_FAILED_EDIT,  /* "edit": it served; an edit broke it, and its reloader waits */
+    REG_FAILED_PORT,  /* "port": it listens, but not on the port it was given */
+};
+
 struct reg_backend {
     /* The key. */
     char machine[128];       /* this machine's id (/etc/machine-id, else hostname) */
@@ -52,14 +60,15 @@ struct reg_backend {
     /* Its start failed and it lives on, waiting for a change to its files
      * (an autoreloader whose server thread died): the last lines it printed
      * and what restarts it, told by its wrapper (the `start-failed` op);
-     * "" none. start_failed_edit: it failed after it was ready (an edit
-     * broke it: its reloader's new server failed), not at its first start.
-     * Cleared by `ready` and `restarting`. Kept in the state file with the
+     * "" none. start_failed_when: at its first start, after it was ready
+     * (an edit broke it: its reloader's new server failed), or it listens
+     * on another port than the one it was given (its start ignores
+     * {port}). Cleared by `ready` and `restarting`. Kept in the state file with the
      * entry, which a new daemon loads only while its pid runs with the
      * same start time. */
     char start_failed[REG_START_FAILED_MAX];
     char reloader[64];
-    int start_failed_edit;
+    enum reg_failed_when start_failed_when;
     int daemon_started; /* its pid's parent was the daemon when it registered: a wrapper the
                          * daemon started from a `.wtproxy` (a daemon after it adopts its
                          * idle stop) */
@@ -180,6 +189,8 @@ int reg_backend_read_labels(struct reg_backend *b, struct json_t *o, char *err, 
  * than b holds), "reloader" and "when" ("start", the default, or "edit").
  * Returns 0, or -1 with err naming the bad field. */
 int reg_backend_read_failed(struct reg_backend *b, struct json_t *o, char *err, size_t errlen);
+/* "start", "edit" or "port". */
+const char *reg_failed_when_name(enum reg_failed_when w);
 
 /* Write the table to path atomically: a temporary file in the same folder,
  * mode 0600, fsync, rename, fsync of the folder. On failure (full or

@@ -49,20 +49,27 @@ static void test_parse_tcp_line(void)
          0, 0},
         {"   0: 0100007F:1F40 00000000:0000 0A", 8000, 0, 0},
         {"", 8000, 0, 0},
+        /* port 0: any port's listener, its port told back */
+        {"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
+         "       0 41276 1 0000000000000000 100 0 0 10 0",
+         0, 1, 41276},
     };
     char line[512];
     unsigned long inode;
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int port = cases[i].port;
         snprintf(line, sizeof line, "%s\n", cases[i].line);
         inode = 0;
-        is_int(parse_tcp_line(line, cases[i].port, &inode), cases[i].want,
-               "tcp line %zu, port %d: %s", i, cases[i].port,
+        is_int(parse_tcp_line(line, &port, &inode), cases[i].want, "tcp line %zu, port %d: %s", i,
+               cases[i].port,
                cases[i].want > 0 ? "listening"
                : cases[i].want   ? "past the listeners"
                                  : "skipped");
-        if (cases[i].want > 0)
+        if (cases[i].want > 0) {
             is_int((long long)inode, (long long)cases[i].inode, "  inode");
+            is_int(port, 8000, "  its port");
+        }
     }
 }
 
@@ -202,6 +209,13 @@ static void test_fake_proc(void)
 
     is_int(host_port_owner_find(8003, &o), 0,
            "fake: reading stops at the first line past the listeners");
+    struct host_listener l[8];
+    size_t n = host_tcp_listeners(l, 8);
+    is_int((long long)n, 4, "fake: 4 listeners, the tcp6 one after tcp's 3 before the end");
+    ok(n == 4 && l[0].port == 8000 && l[0].inode == 700 && l[1].port == 8001 && l[2].port == 8004 &&
+           l[2].inode == 705 && l[3].port == 8002 && l[3].inode == 702,
+       "  each with its port and inode, in the files' order");
+    is_int((long long)host_tcp_listeners(l, 2), 2, "  at most as many as asked for");
     proxy_port_taken(NULL, 65535, msg, sizeof msg);
     has_str(msg, "port 65535 is already", "no address: none named");
     has_str(msg, "--listen 65534", "  and the port below 65535 is suggested");

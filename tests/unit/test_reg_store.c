@@ -129,15 +129,15 @@ static void test_start_failed(void)
     req = json_pack("{s:s, s:s, s:s}", "lines", "Traceback\nSyntaxError: '[' was never closed",
                     "reloader", "Django's autoreloader", "when", "edit");
     is_int(reg_backend_read_failed(b, req, err, sizeof err), 0, "a start-failed request is read");
-    ok(b->start_failed_edit && strcmp(b->reloader, "Django's autoreloader") == 0,
+    ok(b->start_failed_when == REG_FAILED_EDIT && strcmp(b->reloader, "Django's autoreloader") == 0,
        "  its case (edit) and reloader");
     json_decref(req);
     o = reg_backend_to_json(b);
     is_str(json_string_value(json_object_get(json_object_get(o, "start_failed"), "when")), "edit",
            "the entry says when");
     back = reg_backend_from_json(o, err, sizeof err);
-    ok(back && strcmp(back->start_failed, b->start_failed) == 0 && back->start_failed_edit &&
-           strcmp(back->reloader, b->reloader) == 0,
+    ok(back && strcmp(back->start_failed, b->start_failed) == 0 &&
+           back->start_failed_when == REG_FAILED_EDIT && strcmp(back->reloader, b->reloader) == 0,
        "  and a loaded entry has it back: the next daemon knows it failed");
     reg_backend_unref(back);
     json_object_set_new(o, "state", json_string("ready"));
@@ -146,7 +146,8 @@ static void test_start_failed(void)
     reg_backend_unref(back);
     json_object_set_new(o, "state", json_string("starting"));
     json_object_set_new(json_object_get(o, "start_failed"), "when", json_string("later"));
-    ok(!reg_backend_from_json(o, err, sizeof err), "a start_failed whose when is not start/edit");
+    ok(!reg_backend_from_json(o, err, sizeof err),
+       "a start_failed whose when is not start/edit/port");
     has_str(err, "\"start_failed\"", "  is refused, naming the field");
     json_decref(o);
 
@@ -156,9 +157,17 @@ static void test_start_failed(void)
     req = json_pack("{s:s}", "lines", big);
     is_int(reg_backend_read_failed(b, req, err, sizeof err), 0, "lines longer than it holds");
     ok(strlen(b->start_failed) == REG_START_FAILED_MAX - 1 && strstr(b->start_failed, "END") &&
-           !b->start_failed_edit && !b->reloader[0],
+           b->start_failed_when == REG_FAILED_START && !b->reloader[0],
        "  keep their end (the error), \"when\" start by default");
     json_decref(req);
+    req = json_pack("{s:s, s:s}", "lines", "listens on port 5173, not on 41234", "when", "port");
+    is_int(reg_backend_read_failed(b, req, err, sizeof err), 0, "a server on another port");
+    ok(b->start_failed_when == REG_FAILED_PORT, "  is read as such (\"when\": \"port\")");
+    json_decref(req);
+    o = reg_backend_to_json(b);
+    is_str(json_string_value(json_object_get(json_object_get(o, "start_failed"), "when")), "port",
+           "  and saved as such");
+    json_decref(o);
     req = json_pack("{s:s}", "lines", "");
     is_int(reg_backend_read_failed(b, req, err, sizeof err), -1, "empty lines are refused");
     json_decref(req);
