@@ -322,7 +322,7 @@ int cli_init_main(int argc, char **argv)
     if (cli_app_detect(dir, &p.app, err, sizeof err) < 0) {
         char apps[2048];
         fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.%s%s\n", err,
-                init_sub_apps(dir, apps, sizeof apps) ? " But " : "", apps);
+                init_sub_apps(dir, NULL, apps, sizeof apps) ? " But " : "", apps);
         cli_app_free(&p.app);
         return 2;
     }

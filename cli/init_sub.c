@@ -27,7 +27,7 @@ static int candidate(const struct dirent *d)
     return 1;
 }
 
-int init_sub_apps(const char *dir, char *out, size_t len)
+int init_sub_apps(const char *dir, const char *skip, char *out, size_t len)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -38,7 +38,7 @@ int init_sub_apps(const char *dir, char *out, size_t len)
         struct cli_app app;
         /* manage.py or package.json only: a main.py in app/ is the top
          * folder's own FastAPI module as often as an app of its own. */
-        if (!candidate(e) ||
+        if (!candidate(e) || (skip && strcmp(e->d_name, skip) == 0) ||
             snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub ||
             (!cli_is_file(sub, "manage.py", 0) && !cli_is_file(sub, "package.json", 0)))
             continue;
@@ -58,7 +58,7 @@ int init_sub_apps(const char *dir, char *out, size_t len)
 void init_plan_sub(struct init_plan *p)
 {
     char apps[2048];
-    if (!p->top[0] && init_sub_apps(p->dir, apps, sizeof apps) > 0)
+    if (!p->top[0] && init_sub_apps(p->dir, NULL, apps, sizeof apps) > 0)
         init_note(p,
                   "%s: a server of its own: adopt it with that command, then declare every "
                   "server in this folder's .wtproxy, one [service NAME] section each, with "
