@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ondemand.h"
+#include "reg_db.h"
 #include "conn.h"
 #include "gate.h"
 #include "route.h"
@@ -248,6 +249,32 @@ static void await_started(struct proxy_client *c)
     }
 }
 
+/* Whether b's failed start says its database does not exist (psycopg's
+ * and node-postgres' `database "X" does not exist`), X being the name
+ * `wtproxy db claim --dev BASE` gives b's worktree on this machine: BASE
+ * into base. A new worktree of an app whose settings use
+ * claimed_databases has none until then, and no file edit helps. */
+static int missing_dev_db(const struct reg_backend *b, char *db, size_t dblen, char *base,
+                          size_t baselen)
+{
+    static const char pre[] = "database \"", post[] = "\" does not exist";
+    const char *at = strstr(b->start_failed, pre), *end;
+    char tail[REG_DB_NAME_MAX + 1], err[PATH_MAX + 128];
+    if (!at || !(end = strchr(at + sizeof pre - 1, '"')) ||
+        strncmp(end, post, sizeof post - 1) != 0)
+        return 0;
+    at += sizeof pre - 1;
+    if (end - at > REG_DB_NAME_MAX) /* not a name wtproxy gives */
+        return 0;
+    snprintf(db, dblen, "%.*s", (int)(end - at), at);
+    size_t n = strlen(db), k;
+    if (reg_db_derive("", reg_machine_id(), b->worktree, tail, sizeof tail, err, sizeof err) < 0 ||
+        (k = strlen(tail)) >= n || strcmp(db + n - k, tail) != 0)
+        return 0;
+    snprintf(base, baselen, "%.*s", (int)(n - k), db);
+    return 1;
+}
+
 /* b's wrapper saw its server fail while it lives on (an autoreloader that
  * waits for a change to its files): said at once with its last lines, not
  * after start_timeout, which a test runner's own timeout ends first; and
@@ -255,8 +282,10 @@ static void await_started(struct proxy_client *c)
  * served, which is where its reader looks for the cause. */
 static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 {
-    char d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512];
+    char d[REG_START_FAILED_MAX + 3 * PATH_MAX + 512];
     const char *reloader = b->reloader[0] ? b->reloader : "its autoreloader";
+    char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1];
+    int nodb = !b->start_failed_edit && missing_dev_db(b, db, sizeof db, base, sizeof base);
     if (b->start_failed_edit)
         snprintf(d, sizeof d,
                  "an edit broke %s's server (pid %d): %s restarted it after a change to its "
@@ -265,6 +294,14 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
                  "wtproxy logs %s --front %d",
                  b->worktree, (int)b->pid, reloader, b->port, b->start_failed, reloader,
                  b->worktree, b->front);
+    else if (nodb)
+        snprintf(d, sizeof d,
+                 "%s (pid %d) failed at start and lives on without listening on port %d; its "
+                 "last lines:\n%s\nits database %s is this worktree's dev database, which "
+                 "does not exist yet: cd %s && wtproxy db claim --dev %s, then migrate it "
+                 "(Django: manage.py migrate), then wtproxy restart --front %d",
+                 b->worktree, (int)b->pid, b->port, b->start_failed, db, b->worktree, base,
+                 b->front);
     else
         snprintf(d, sizeof d,
                  "%s (pid %d) failed at start and lives on without listening on port %d; its "
@@ -272,7 +309,11 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
                  "logs %s --front %d",
                  b->worktree, (int)b->pid, b->port, b->start_failed, reloader, b->worktree,
                  b->front);
-    conn_fail(c, b->start_failed_edit ? PE_EDIT_FAILED : PE_START_FAILED, d);
+    conn_fail(c,
+              b->start_failed_edit ? PE_EDIT_FAILED
+              : nodb               ? PE_START_NO_DB
+                                   : PE_START_FAILED,
+              d);
 }
 
 /* b ended while the request waited for it (a restart whose new process
