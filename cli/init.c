@@ -321,6 +321,15 @@ int cli_init_main(int argc, char **argv)
     struct init_plan p = {.dir = dir};
     if (cli_app_detect(dir, &p.app, err, sizeof err) < 0) {
         char apps[2048];
+        /* An app of servers in subfolders only, adopted: init at the top
+         * again (the guide's check) is content, not "unknown layout". */
+        if (init_sub_declared(dir, apps, sizeof apps)) {
+            printf("wtproxy init: %s: no app at the top; its .wtproxy declares %s: nothing to "
+                   "change (wtproxy init FOLDER checks each; wtproxy doctor the setup)\n",
+                   dir, apps);
+            cli_app_free(&p.app);
+            return 0;
+        }
         fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.%s%s\n", err,
                 init_sub_apps(dir, NULL, apps, sizeof apps) ? " But " : "", apps);
         cli_app_free(&p.app);

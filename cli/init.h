@@ -67,6 +67,11 @@ int init_plan_next(struct init_plan *p);
  * DIR/api)"; returns how many. */
 int init_sub_apps(const char *dir, const char *skip, char *out, size_t len);
 
+/* init_sub.c: whether dir's .wtproxy declares a service started in each
+ * of its subfolders' apps (`cd api && ...`), and there is one at least:
+ * said into out as "web/ as [service web] on front 8000, ...". */
+int init_sub_declared(const char *dir, char *out, size_t len);
+
 /* init_sub.c: a note naming them, when p's folder is its worktree's top. */
 void init_plan_sub(struct init_plan *p);
 

@@ -8,7 +8,9 @@
 // Now the first of them creates the top .wtproxy with its [service NAME],
 // naming the other folder's command, and the second adds its section: two
 // pasted commands, a file the daemon's reader takes (doctor names both
-// services), and a third run changes nothing. A top folder with an app of
+// services), and a third run changes nothing; `wtproxy init` at the top
+// again, the guide's check, says nothing is to change (it said "unknown
+// app layout", exit 2). A top folder with an app of
 // its own still gets the note (080): its own init writes the file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -65,6 +67,9 @@ test('web/ and api/ without a top app: init of each writes the top .wtproxy, one
   assert.match(r.stdout, new RegExp(`^note: ${dir}/\\.wtproxy: new, the one file the daemon reads .*: this server is its \\[service web\\]; each other server its own, the same way: api/ holds a django app`, 'm'));
   const api = named(r.stdout, 'api');
   assert.ok(!fs.existsSync(path.join(dir, 'web', '.wtproxy')), 'none in web/, which the daemon never reads');
+  r = await wtproxy(dir, ['init']);
+  assert.equal(r.code, 2, 'api/ is not declared yet');
+  assert.equal(named(r.stderr, 'api'), api);
 
   r = await wtproxy(dir, ['init', api, '--apply']);
   assert.equal(r.code, 0, r.stderr);
@@ -77,7 +82,12 @@ test('web/ and api/ without a top app: init of each writes the top .wtproxy, one
   assert.match(doc.stdout, /front 8000 is the \.wtproxy's first service's; to check its others: api on :8001/, doc.stdout);
   assert.doesNotMatch(doc.stdout, /wtproxy-file|does not parse/, doc.stdout);
 
-  // Again: nothing to add.
+  // Again: nothing to add, at the top (the guide's check) and in each.
+  r = await wtproxy(dir, ['init']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^wtproxy init: ${dir}: no app at the top; its \\.wtproxy declares .*: nothing to change \\(wtproxy init FOLDER checks each; wtproxy doctor the setup\\)\n$`), r.stdout);
+  assert.ok(r.stdout.includes('web/ as [service web] on front 8000') &&
+    r.stdout.includes('api/ as [service api] on front 8001'), r.stdout);
   for (const d of [web, api]) {
     r = await wtproxy(dir, ['init', d]);
     assert.equal(r.code, 0, r.stderr);
