@@ -73,23 +73,19 @@ static int checkout(const struct init_opts *o, char *out, size_t len)
     return 0;
 }
 
-/* The settings name PostgreSQL: the dev-database edits are on by default.
- * base: the last quoted word on the last 'NAME' line ('shop' of 'NAME':
- * os.environ.get('DB', 'shop')), the dev database's base; "" none. */
-static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
+int init_settings_db(const char *path, char *base, size_t len, int *claimed)
 {
-    char path[PATH_MAX], err[256];
-    char *text = cli_join(path, sizeof path, p->dir, p->app.settings) < 0
-                     ? NULL
-                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    char err[256];
+    char *text = cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     int pg = text && (strstr(text, "db.backends.postgresql") || strstr(text, "backends.postgis"));
     const char *q = NULL;
-    for (const char *n = pg ? text : NULL; n && (n = strstr(n, "'NAME':")); n++)
-        q = n; /* the last: a DATABASES set again below the default one */
+    for (const char *n = pg ? text : NULL; n && (n = strstr(n, "NAME")); n++)
+        if (n > text && (n[-1] == '\'' || n[-1] == '"') && n[4] == n[-1] && n[5] == ':')
+            q = n; /* the last: a DATABASES set again below the default one */
     const char *end = q ? q + strcspn(q, "\n") : NULL;
     base[0] = '\0';
-    while (q && (q = strchr(q, '\'')) && q < end) {
-        const char *close = strchr(q + 1, '\'');
+    for (q = q ? q + 5 : NULL; q && (q = strpbrk(q, "'\"")) && q < end;) {
+        const char *close = strchr(q + 1, *q);
         if (!close || close >= end)
             break;
         snprintf(base, len, "%.*s", (int)(close - q - 1), q + 1);
@@ -97,8 +93,19 @@ static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
     }
     if (strspn(base, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(base))
         base[0] = '\0'; /* not a database name wtproxy db takes ('db.sqlite3') */
+    if (claimed)
+        *claimed = pg && strstr(text, "claimed_databases(") != NULL;
     free(text);
     return pg != 0;
+}
+
+/* The settings name PostgreSQL: the dev-database edits are on by default. */
+static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
+{
+    char path[PATH_MAX];
+    if (cli_join(path, sizeof path, p->dir, p->app.settings) < 0)
+        return base[0] = '\0', 0;
+    return init_settings_db(path, base, len, NULL);
 }
 
 /* For a DIR below its worktree's top (an API in api/): the front of the

@@ -34,6 +34,12 @@ struct init_plan {
 /* init_edit.c: the comment a .wtproxy init writes begins with. */
 extern const char init_why_file[];
 
+/* init.c: whether the Django settings file path names PostgreSQL; base:
+ * the last quoted word on its last 'NAME' (or "NAME") line ('shop' of
+ * 'NAME': os.environ.get('DB', 'shop')), the dev database's base, "" none;
+ * with claimed, whether it wraps DATABASES in claimed_databases. */
+int init_settings_db(const char *path, char *base, size_t len, int *claimed);
+
 /* Fill p->ch and p->notes from p->app, p->recipe, p->front and
  * p->databases. Returns 0, or -1 out of memory. */
 int init_plan_make(struct init_plan *p);

@@ -17,7 +17,11 @@
 // own: claimed_databases follows the folder, never a --dev-name), pasted,
 // makes doctor content and claimed_databases use the new database.
 //
-// And the request the new worktree's tests send meanwhile: its 503 said
+// An app's first worktree has no sibling's dev database to go by: doctor
+// said ok there too, while its settings' claimed_databases named one that
+// did not exist. Now it reads that from the settings (at the top or in a
+// direct subfolder, api/). And the request the new worktree's tests send
+// meanwhile: its 503 said
 // "fix it and save: Django's autoreloader restarts it", but no file needs
 // a change and a save starts it on the same missing database. Now the 503
 // names the database as this worktree's dev database, with the claim, the
@@ -150,7 +154,7 @@ test('a dev database named like this worktree\'s but another checkout\'s: doctor
   assert.ok(after.detail.includes(`this worktree's databases: ${own} (dev)`), `the settings use the claimed one: ${after.detail}`);
 });
 
-test('a new worktree\'s Django stops at start on its missing dev database: the 503 says claim, migrate, restart', async (t) => {
+test('a first worktree\'s Django on its missing dev database: doctor names it from the settings; the 503 says claim, migrate, restart', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const pg = await startPostgres(t);
   writeProject(tmp.wt.a, {
@@ -177,6 +181,11 @@ urlpatterns = [path("", lambda r: HttpResponse(f"items {Item.objects.count()}"))
   });
   const px = await startDaemon(t, tmp, [], { env: { WTPROXY_MACHINE: 'm1' } });
   const env = { ...dbTestEnv(pg, tmp), WTPROXY_DB_SERVER: '', PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' };
+  // The app's first worktree: no sibling's database to go by, its settings are.
+  const d = await databasesCheck(tmp, tmp.wt.a, env);
+  assert.equal(d.status, 'problem', `a's settings name a database that does not exist: ${d.detail}`);
+  assert.ok(d.detail.includes(`no dev database shop_m1_wt_a, which ${tmp.wt.a}/proj/settings.py names (claimed_databases, base shop)`), d.detail);
+  assert.equal(d.fix, 'wtproxy db claim --dev shop');
   startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, env, stopSignal: 'SIGTERM',
     command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'] });
 
