@@ -249,32 +249,6 @@ static void await_started(struct proxy_client *c)
     }
 }
 
-/* Whether b's failed start says its database does not exist (psycopg's
- * and node-postgres' `database "X" does not exist`), X being the name
- * `wtproxy db claim --dev BASE` gives b's worktree on this machine: BASE
- * into base. A new worktree of an app whose settings use
- * claimed_databases has none until then, and no file edit helps. */
-static int missing_dev_db(const struct reg_backend *b, char *db, size_t dblen, char *base,
-                          size_t baselen)
-{
-    static const char pre[] = "database \"", post[] = "\" does not exist";
-    const char *at = strstr(b->start_failed, pre), *end;
-    char tail[REG_DB_NAME_MAX + 1], err[PATH_MAX + 128];
-    if (!at || !(end = strchr(at + sizeof pre - 1, '"')) ||
-        strncmp(end, post, sizeof post - 1) != 0)
-        return 0;
-    at += sizeof pre - 1;
-    if (end - at > REG_DB_NAME_MAX) /* not a name wtproxy gives */
-        return 0;
-    snprintf(db, dblen, "%.*s", (int)(end - at), at);
-    size_t n = strlen(db), k;
-    if (reg_db_derive("", reg_machine_id(), b->worktree, tail, sizeof tail, err, sizeof err) < 0 ||
-        (k = strlen(tail)) >= n || strcmp(db + n - k, tail) != 0)
-        return 0;
-    snprintf(base, baselen, "%.*s", (int)(n - k), db);
-    return 1;
-}
-
 /* b's wrapper saw its server fail while it lives on (an autoreloader that
  * waits for a change to its files): said at once with its last lines, not
  * after start_timeout, which a test runner's own timeout ends first; and
@@ -285,7 +259,9 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
     char d[REG_START_FAILED_MAX + 3 * PATH_MAX + 512];
     const char *reloader = b->reloader[0] ? b->reloader : "its autoreloader";
     char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1];
-    int nodb = !b->start_failed_edit && missing_dev_db(b, db, sizeof db, base, sizeof base);
+    int nodb =
+        !b->start_failed_edit && reg_db_missing_dev(b->start_failed, reg_machine_id(), b->worktree,
+                                                    db, sizeof db, base, sizeof base);
     if (b->start_failed_edit)
         snprintf(d, sizeof d,
                  "an edit broke %s's server (pid %d): %s restarted it after a change to its "

@@ -25,7 +25,8 @@
 // "fix it and save: Django's autoreloader restarts it", but no file needs
 // a change and a save starts it on the same missing database. Now the 503
 // names the database as this worktree's dev database, with the claim, the
-// migrate and `wtproxy restart`; done as said, the next request is served.
+// migrate and `wtproxy restart` (and so does a `wtproxy restart` run
+// before the claim); done as said, the next request is served.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -200,6 +201,11 @@ urlpatterns = [path("", lambda r: HttpResponse(f"items {Item.objects.count()}"))
   assert.ok(m, r.body);
   assert.doesNotMatch(r.body, /save the file|fix it and save/, 'no file needs a change');
   assert.match(r.body, /Fix: Claim and migrate that database as the line above says/);
+
+  // A restart first (a reflex) fails the same way, and says the same fix.
+  const early = await cli(tmp, m[2].split(' ').slice(1), { cwd: tmp.wt.a, env, ms: 60000 });
+  assert.equal(early.code, 1, early.stdout + early.stderr);
+  assert.ok(early.stderr.includes(`its dev database shop_m1_wt_a does not exist (no file needs a change): claim it (cd ${tmp.wt.a} && wtproxy db claim --dev shop), migrate it`), early.stderr);
 
   // Done as said: the claim, the migrate, the restart.
   const claim = await cli(tmp, m[1].split(' ').slice(1), { cwd: tmp.wt.a, env, ms: 30000 });
