@@ -119,7 +119,9 @@ static int subfolder_front(struct init_plan *p, const struct wtfile *f)
     for (int i = 0; i < f->n; i++)
         if (strncmp(f->svc[i].start, cd, strlen(cd)) == 0)
             return f->svc[i].front;
-    init_note(p, "%s declares no service started by `%s ...`: its fronts are other servers'",
+    init_note(p,
+              "%s declares no service started by `%s ...` yet, so this server's front is none "
+              "of that file's (theirs are other servers')",
               f->path, cd);
     return 0;
 }
