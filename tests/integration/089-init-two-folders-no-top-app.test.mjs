@@ -74,6 +74,9 @@ test('web/ and api/ without a top app: init of each writes the top .wtproxy, one
   r = await wtproxy(dir, ['init', api, '--apply']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^wrote \.\.\/\.wtproxy$/m, r.stdout);
+  // Where its front does not come from, said as no problem (it read as one).
+  assert.match(r.stdout, /declares no service started by `cd api && \.\.\.` yet, so this server's front is none of that file's/, r.stdout);
+  assert.doesNotMatch(r.stdout, /its fronts are other servers/, r.stdout);
   const file = fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8');
   assert.match(file, /^# wtproxy: .* - do not simplify\n\n\[service web\]\nstart = cd web && node_modules\/\.bin\/vite --host 127\.0\.0\.1 --port \{port\} --strictPort\nfront = 8000\n\n\[service api\]\nstart = cd api && .*manage\.py runserver 127\.0\.0\.1:\{port\}\nfront = 8001\n$/, file);
 
