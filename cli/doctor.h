@@ -58,6 +58,12 @@ void doc_python(struct doc_ctx *c, struct doc_result *r);
 /* doctor_node.c: the .wtproxy's Node start finds the middleware; 0 when
  * its start is no Node one (r untouched). */
 int doc_node(struct doc_ctx *c, struct doc_result *r);
+/* doctor_node.c: the fix of a Node or Vite server without /__whoami into
+ * fix, which init --apply does not write (it only notes them): the Vite
+ * plugin in its config, or the Node middleware, then restart (the command
+ * that restarts it); only restart when the config lists the plugin (the
+ * server predates it). 0 when the .wtproxy's start is no Node one. */
+int doc_node_whoami_fix(const struct doc_ctx *c, const char *restart, char *fix, size_t len);
 
 /* doctor_env.c: the machine and the app around it. */
 void doc_inotify(struct doc_ctx *c, struct doc_result *r);

@@ -320,7 +320,8 @@ static void on_fetch(void *arg, const struct whoami_fetch_reply *rep)
     f->status = rep->status;
     snprintf(f->error, sizeof f->error, "%s", rep->error ? rep->error : "");
     if (rep->result == WF_OK && (f->body = malloc(rep->len + 1))) {
-        memcpy(f->body, rep->body, rep->len);
+        if (rep->len) /* an empty body may come as NULL (Vite's bare 404) */
+            memcpy(f->body, rep->body, rep->len);
         f->len = rep->len;
     }
 }
@@ -434,7 +435,10 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
                 "GET http://%s/__whoami answered %d%s%s: the whoami middleware "
                 "is missing or broken",
                 backend, f.status, f.status == 200 ? ", " : "", f.status == 200 ? err : "");
-        snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
+        char restart[256];
+        entry_fix(c, 1, restart, sizeof restart);
+        if (!doc_node_whoami_fix(c, restart, r->fix, sizeof r->fix))
+            snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
     } else {
         judge(c, &a, r);
         whoami_answer_free(&a);

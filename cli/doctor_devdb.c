@@ -1,6 +1,7 @@
 /* doctor_devdb.c - doctor's look at the dev database this worktree's
  * settings would use (claimed_databases derives it as `wtproxy db names`
  * does, without asking the server): missing, or another checkout's. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "init.h"
 #include "reg_db.h"
 #include "registry.h"
 
@@ -158,6 +160,47 @@ static int free_folder(struct doc_ctx *c, PGresult *res, const char *base, char 
     return -1;
 }
 
+/* The base of the dev database the Django settings of dir use through
+ * claimed_databases, into base; 0 when dir holds no such app. */
+static int claimed_base(const char *dir, char *base, size_t len, char *settings, size_t slen)
+{
+    struct cli_app app;
+    char err[512], path[PATH_MAX];
+    int claimed = 0;
+    if (!cli_is_file(dir, "manage.py", 0) || cli_app_detect(dir, &app, err, sizeof err) < 0)
+        return 0;
+    if (app.kind == CLI_APP_DJANGO && cli_join(path, sizeof path, dir, app.settings) == 0)
+        init_settings_db(path, base, len, &claimed);
+    if (claimed)
+        snprintf(settings, slen, "%s", path);
+    cli_app_free(&app);
+    return claimed && base[0];
+}
+
+/* The dev database this worktree's own settings derive (a Django app at
+ * its top or in a direct subfolder, api/, whose settings use
+ * claimed_databases), when the server has none: the first worktree of an
+ * app has no sibling's to go by (missing_dev), and its dev server stopped
+ * at start while doctor said ok. Its base into base, its name into want,
+ * its settings file into settings; 0 when there is none or it exists. */
+static int missing_own(struct doc_ctx *c, PGresult *res, char *base, size_t blen, char *want,
+                       size_t wlen, char *settings, size_t slen)
+{
+    char err[256], sub[PATH_MAX];
+    int found = claimed_base(c->wt.root, base, blen, settings, slen);
+    DIR *d = found ? NULL : opendir(c->wt.root);
+    struct dirent *e;
+    while (d && !found && (e = readdir(d)))
+        found = e->d_name[0] != '.' && e->d_type == DT_DIR &&
+                cli_join(sub, sizeof sub, c->wt.root, e->d_name) == 0 &&
+                claimed_base(sub, base, blen, settings, slen);
+    if (d)
+        closedir(d);
+    return found &&
+           reg_db_derive(base, reg_machine_id(), c->wt.root, want, wlen, err, sizeof err) == 0 &&
+           !has_row(res, want);
+}
+
 static void say_taken(struct doc_ctx *c, PGresult *res, int row, const char *base,
                       const struct reg_db_owner *o, struct doc_result *r)
 {
@@ -190,6 +233,7 @@ void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result
 {
     char base[REG_DB_NAME_MAX + 1], want[REG_DB_NAME_MAX * 2];
     static struct reg_db_owner owner; /* PATH_MAX and more: not on the stack */
+    static char path[PATH_MAX];
     if (!c->have_wt || !reg_machine_id())
         return;
     PGresult *res = PQexec(conn, "SELECT datname, shobj_description(oid, 'pg_database') "
@@ -208,6 +252,16 @@ void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result
                  "whose settings use claimed_databases stops at start with \"database %s does "
                  "not exist\"; claim it, then migrate it (Django: manage.py migrate)",
                  want, base, want);
+        snprintf(r->fix, sizeof r->fix, "wtproxy db claim --dev %s", base);
+    } else if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+               missing_own(c, res, base, sizeof base, want, sizeof want, path, sizeof path)) {
+        size_t n = strlen(r->detail);
+        r->status = DOC_PROBLEM;
+        snprintf(r->detail + n, sizeof r->detail - n,
+                 "; no dev database %s, which %.600s names (claimed_databases, base %s): the "
+                 "dev server stops at start with \"database %s does not exist\"; claim it, "
+                 "then migrate it (Django: manage.py migrate)",
+                 want, path, base, want);
         snprintf(r->fix, sizeof r->fix, "wtproxy db claim --dev %s", base);
     }
     PQclear(res);

@@ -8,6 +8,7 @@
  * folder above it; so does this check, from the start's folder (its `cd
  * DIR`), without running node. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -54,6 +55,51 @@ static int node_start(const char *start, char *cd, size_t cdlen)
     }
 }
 
+/* The folder the start runs in (absolute) into dir; 0 when it is no Node start. */
+static int start_dir(const struct doc_ctx *c, char *dir, size_t len)
+{
+    char cd[PATH_MAX];
+    if (!node_start(c->start, cd, sizeof cd))
+        return 0;
+    if (cd[0] == '/')
+        snprintf(dir, len, "%s", cd);
+    else
+        snprintf(dir, len, "%s%s%s", c->wt.root, cd[0] ? "/" : "", cd);
+    return 1;
+}
+
+int doc_node_whoami_fix(const struct doc_ctx *c, const char *restart, char *fix, size_t len)
+{
+    static const char *const configs[] = {"vite.config.js", "vite.config.mjs", "vite.config.ts",
+                                          "vite.config.mts", "vite.config.cjs"};
+    char dir[2 * PATH_MAX], path[2 * PATH_MAX + 32], err[256];
+    const char *config = NULL;
+    int has = 0;
+    if (!start_dir(c, dir, sizeof dir))
+        return 0;
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0] && !config; i++) {
+        char *text = cli_join(path, sizeof path, dir, configs[i]) < 0
+                         ? NULL
+                         : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+        config = text ? configs[i] : NULL;
+        has = text && strstr(text, "wtproxyWhoami(") != NULL;
+        free(text);
+    }
+    if (has) /* it started before the plugin was added */
+        snprintf(fix, len, "%s", restart);
+    else if (config || strstr(c->start, "vite"))
+        snprintf(fix, len,
+                 "in %.900s/%s: import { wtproxyWhoami } from 'wtproxy-whoami/vite' and list "
+                 "wtproxyWhoami() in plugins; then %s",
+                 dir, config ? config : "vite.config.js", restart);
+    else
+        snprintf(fix, len,
+                 "in the server's module: import { whoami } from 'wtproxy-whoami' and "
+                 "app.use(whoami()) first (node:http: wtproxy help whoami); then %s",
+                 restart);
+    return 1;
+}
+
 /* The node_modules/wtproxy-whoami Node finds from dir (absolute), into
  * found; -1 when no folder from dir up holds one. */
 static int resolve(const char *dir, char *found, size_t len)
@@ -76,13 +122,9 @@ static int resolve(const char *dir, char *found, size_t len)
 
 int doc_node(struct doc_ctx *c, struct doc_result *r)
 {
-    char cd[PATH_MAX], dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], pkg[PATH_MAX];
-    if (!node_start(c->start, cd, sizeof cd))
+    char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], pkg[PATH_MAX];
+    if (!start_dir(c, dir, sizeof dir))
         return 0;
-    if (cd[0] == '/')
-        snprintf(dir, sizeof dir, "%s", cd);
-    else
-        snprintf(dir, sizeof dir, "%s%s%s", c->wt.root, cd[0] ? "/" : "", cd);
     if (resolve(dir, found, sizeof found) == 0) {
         doc_set(r, DOC_OK, "`%s` finds wtproxy-whoami in %s", c->start, found);
         return 1;

@@ -73,23 +73,19 @@ static int checkout(const struct init_opts *o, char *out, size_t len)
     return 0;
 }
 
-/* The settings name PostgreSQL: the dev-database edits are on by default.
- * base: the last quoted word on the last 'NAME' line ('shop' of 'NAME':
- * os.environ.get('DB', 'shop')), the dev database's base; "" none. */
-static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
+int init_settings_db(const char *path, char *base, size_t len, int *claimed)
 {
-    char path[PATH_MAX], err[256];
-    char *text = cli_join(path, sizeof path, p->dir, p->app.settings) < 0
-                     ? NULL
-                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    char err[256];
+    char *text = cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     int pg = text && (strstr(text, "db.backends.postgresql") || strstr(text, "backends.postgis"));
     const char *q = NULL;
-    for (const char *n = pg ? text : NULL; n && (n = strstr(n, "'NAME':")); n++)
-        q = n; /* the last: a DATABASES set again below the default one */
+    for (const char *n = pg ? text : NULL; n && (n = strstr(n, "NAME")); n++)
+        if (n > text && (n[-1] == '\'' || n[-1] == '"') && n[4] == n[-1] && n[5] == ':')
+            q = n; /* the last: a DATABASES set again below the default one */
     const char *end = q ? q + strcspn(q, "\n") : NULL;
     base[0] = '\0';
-    while (q && (q = strchr(q, '\'')) && q < end) {
-        const char *close = strchr(q + 1, '\'');
+    for (q = q ? q + 5 : NULL; q && (q = strpbrk(q, "'\"")) && q < end;) {
+        const char *close = strchr(q + 1, *q);
         if (!close || close >= end)
             break;
         snprintf(base, len, "%.*s", (int)(close - q - 1), q + 1);
@@ -97,8 +93,19 @@ static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
     }
     if (strspn(base, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(base))
         base[0] = '\0'; /* not a database name wtproxy db takes ('db.sqlite3') */
+    if (claimed)
+        *claimed = pg && strstr(text, "claimed_databases(") != NULL;
     free(text);
     return pg != 0;
+}
+
+/* The settings name PostgreSQL: the dev-database edits are on by default. */
+static int uses_postgresql(const struct init_plan *p, char *base, size_t len)
+{
+    char path[PATH_MAX];
+    if (cli_join(path, sizeof path, p->dir, p->app.settings) < 0)
+        return base[0] = '\0', 0;
+    return init_settings_db(path, base, len, NULL);
 }
 
 /* For a DIR below its worktree's top (an API in api/): the front of the
@@ -112,7 +119,9 @@ static int subfolder_front(struct init_plan *p, const struct wtfile *f)
     for (int i = 0; i < f->n; i++)
         if (strncmp(f->svc[i].start, cd, strlen(cd)) == 0)
             return f->svc[i].front;
-    init_note(p, "%s declares no service started by `%s ...`: its fronts are other servers'",
+    init_note(p,
+              "%s declares no service started by `%s ...` yet, so this server's front is none "
+              "of that file's (theirs are other servers')",
               f->path, cd);
     return 0;
 }
@@ -321,8 +330,17 @@ int cli_init_main(int argc, char **argv)
     struct init_plan p = {.dir = dir};
     if (cli_app_detect(dir, &p.app, err, sizeof err) < 0) {
         char apps[2048];
+        /* An app of servers in subfolders only, adopted: init at the top
+         * again (the guide's check) is content, not "unknown layout". */
+        if (init_sub_declared(dir, apps, sizeof apps)) {
+            printf("wtproxy init: %s: no app at the top; its .wtproxy declares %s: nothing to "
+                   "change (wtproxy init FOLDER checks each; wtproxy doctor the setup)\n",
+                   dir, apps);
+            cli_app_free(&p.app);
+            return 0;
+        }
         fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.%s%s\n", err,
-                init_sub_apps(dir, apps, sizeof apps) ? " But " : "", apps);
+                init_sub_apps(dir, NULL, apps, sizeof apps) ? " But " : "", apps);
         cli_app_free(&p.app);
         return 2;
     }

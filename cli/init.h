@@ -31,6 +31,15 @@ struct init_plan {
     json_t *notes; /* strings: what was left alone and why, what to do by hand */
 };
 
+/* init_edit.c: the comment a .wtproxy init writes begins with. */
+extern const char init_why_file[];
+
+/* init.c: whether the Django settings file path names PostgreSQL; base:
+ * the last quoted word on its last 'NAME' (or "NAME") line ('shop' of
+ * 'NAME': os.environ.get('DB', 'shop')), the dev database's base, "" none;
+ * with claimed, whether it wraps DATABASES in claimed_databases. */
+int init_settings_db(const char *path, char *base, size_t len, int *claimed);
+
 /* Fill p->ch and p->notes from p->app, p->recipe, p->front and
  * p->databases. Returns 0, or -1 out of memory. */
 int init_plan_make(struct init_plan *p);
@@ -59,9 +68,15 @@ int init_plan_python(struct init_plan *p);
  * notes saying what to write by hand. Returns 0, or -1 out of memory. */
 int init_plan_next(struct init_plan *p);
 
-/* init_sub.c: the apps dir's direct subfolders hold, said into out as
- * "api/ holds a django app (wtproxy init DIR/api)"; returns how many. */
-int init_sub_apps(const char *dir, char *out, size_t len);
+/* init_sub.c: the apps dir's direct subfolders (but skip, when not NULL)
+ * hold, said into out as "api/ holds a django app (wtproxy init
+ * DIR/api)"; returns how many. */
+int init_sub_apps(const char *dir, const char *skip, char *out, size_t len);
+
+/* init_sub.c: whether dir's .wtproxy declares a service started in each
+ * of its subfolders' apps (`cd api && ...`), and there is one at least:
+ * said into out as "web/ as [service web] on front 8000, ...". */
+int init_sub_declared(const char *dir, char *out, size_t len);
 
 /* init_sub.c: a note naming them, when p's folder is its worktree's top. */
 void init_plan_sub(struct init_plan *p);
@@ -69,7 +84,8 @@ void init_plan_sub(struct init_plan *p);
 /* init_top.c: for a DIR below its worktree's top (p->top set), the edit
  * of the top folder's .wtproxy that declares it as a [service NAME]
  * (`start = cd DIR && ...`), a file of one unnamed service made into
- * sections; or a note saying why not. 0, or -1 out of memory. */
+ * sections, a new file when there is none; or a note saying why not. 0,
+ * or -1 out of memory. */
 int init_plan_top(struct init_plan *p);
 
 /* init_top.c: the top .wtproxy's path relative to p->dir ("../.wtproxy"). */

@@ -24,7 +24,7 @@
 #define CLAIMED_CALL "claimed_databases(DATABASES)"
 #define SERVICE_NAME_MAX 33 /* 1-32 characters and the NUL, as the daemon reads them */
 
-static const char why_file[] =
+const char init_why_file[] =
     "# wtproxy: the daemon starts THIS worktree's dev server on a port it picks ({port}); a "
     "fixed port would serve another worktree's code under parallel worktrees - do not "
     "simplify\n";
@@ -181,7 +181,7 @@ static int plan_wtproxy_file(struct init_plan *p)
     char path[PATH_MAX], err[PATH_MAX + 64], line[1200];
     if (p->top[0]) /* a .wtproxy here would never be read: init_top.c edits the top one */
         return 0;
-    init_puts(&t, why_file);
+    init_puts(&t, init_why_file);
     if (p->app.pw.nservers > 1) {
         services_text(p, &t);
     } else {

@@ -6,11 +6,13 @@
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
 #include "cli.h"
 #include "init.h"
+#include "wtfile.h"
 
 #define INIT_SUB_MAX 4 /* subfolder apps named; a monorepo has more, and a guide */
 
@@ -27,7 +29,7 @@ static int candidate(const struct dirent *d)
     return 1;
 }
 
-int init_sub_apps(const char *dir, char *out, size_t len)
+int init_sub_apps(const char *dir, const char *skip, char *out, size_t len)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -38,7 +40,7 @@ int init_sub_apps(const char *dir, char *out, size_t len)
         struct cli_app app;
         /* manage.py or package.json only: a main.py in app/ is the top
          * folder's own FastAPI module as often as an app of its own. */
-        if (!candidate(e) ||
+        if (!candidate(e) || (skip && strcmp(e->d_name, skip) == 0) ||
             snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub ||
             (!cli_is_file(sub, "manage.py", 0) && !cli_is_file(sub, "package.json", 0)))
             continue;
@@ -55,10 +57,52 @@ int init_sub_apps(const char *dir, char *out, size_t len)
     return n;
 }
 
+/* The service of f started in folder sub (`cd SUB && ...`), NULL none. */
+static const struct wtfile_service *started_in(const struct wtfile *f, const char *sub)
+{
+    size_t n = strlen(sub);
+    for (int i = 0; i < f->n; i++)
+        if (strncmp(f->svc[i].start, "cd ", 3) == 0 && strncmp(f->svc[i].start + 3, sub, n) == 0 &&
+            strncmp(f->svc[i].start + 3 + n, " &&", 3) == 0)
+            return &f->svc[i];
+    return NULL;
+}
+
+int init_sub_declared(const char *dir, char *out, size_t len)
+{
+    DIR *d = opendir(dir);
+    struct wtfile *f = d ? malloc(sizeof *f) : NULL;
+    struct dirent *e;
+    char err[1024];
+    int n = 0, all = f && wtfile_read(dir, f, err, sizeof err) == 0;
+    out[0] = '\0';
+    while (all && (e = readdir(d))) {
+        char sub[PATH_MAX];
+        struct cli_app app;
+        if (!candidate(e) ||
+            snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub ||
+            (!cli_is_file(sub, "manage.py", 0) && !cli_is_file(sub, "package.json", 0)))
+            continue;
+        int found = cli_app_detect(sub, &app, err, sizeof err) == 0;
+        cli_app_free(&app);
+        const struct wtfile_service *s = found ? started_in(f, e->d_name) : NULL;
+        size_t used = strlen(out);
+        if (s && used + 1 < len)
+            snprintf(out + used, len - used, "%s%s/ as [service %s] on front %d", n ? ", " : "",
+                     e->d_name, s->name, s->front);
+        n += s != NULL;
+        all = !found || s;
+    }
+    if (d)
+        closedir(d);
+    free(f);
+    return all && n > 0;
+}
+
 void init_plan_sub(struct init_plan *p)
 {
     char apps[2048];
-    if (!p->top[0] && init_sub_apps(p->dir, apps, sizeof apps) > 0)
+    if (!p->top[0] && init_sub_apps(p->dir, NULL, apps, sizeof apps) > 0)
         init_note(p,
                   "%s: a server of its own: adopt it with that command, then declare every "
                   "server in this folder's .wtproxy, one [service NAME] section each, with "

@@ -5,7 +5,9 @@
  * service (init at the top ran first) cannot just get a section below
  * it: the daemon refuses keys outside sections in a file with sections.
  * So that service becomes a named section too, its keys and comments
- * kept, and the whole new file is shown as one diff. No `after`: each
+ * kept, and the whole new file is shown as one diff. A top folder with no
+ * .wtproxy and no app of its own gets a new file, this server's section
+ * its first. No `after`: each
  * service starts on the first request on its own front, and a front
  * end's proxy to the API's front is such a request. */
 #include <errno.h>
@@ -149,7 +151,8 @@ static void note_listen(struct init_plan *p, const struct wtfile *f)
               listen);
 }
 
-/* text with "[service NAME]" above the unnamed service's first key, and
+/* text with "[service NAME]" above the unnamed service's first key (f: the
+ * file text holds, NULL when unnamed is), and
  * this server's section at the end, into t. */
 static void new_text(const struct init_plan *p, const struct wtfile *f, const char *text,
                      const char *unnamed, const char *name, struct init_text *t)
@@ -207,19 +210,57 @@ static int plan_edit(struct init_plan *p, const struct wtfile *f, char *text)
     return init_add_change(p, rel, text, &t);
 }
 
+/* Whether the top folder holds an app of its own, whose `wtproxy init`
+ * writes the top .wtproxy (a file made here first would be left alone
+ * by it, as one already there). */
+static int top_is_app(const struct init_plan *p)
+{
+    struct cli_app app;
+    char err[1024];
+    int is = cli_app_detect(p->top, &app, err, sizeof err) == 0;
+    cli_app_free(&app);
+    return is;
+}
+
+/* No top .wtproxy yet: an app whose top folder runs no server of its own
+ * (a front end in web/, an API in api/, and only their tests at the top).
+ * A new file, this server its first section; `wtproxy init` of the other
+ * folder then adds its own. Only a note said what to write by hand: the
+ * app's first adopter wrote the file, and its format, from that. */
+static int plan_new(struct init_plan *p)
+{
+    char name[REG_SERVICE_MAX], rel[PATH_MAX], apps[2048];
+    struct init_text t = {0};
+    new_name(p, name, sizeof name);
+    new_text(p, NULL, init_why_file, NULL, name, &t);
+    int others =
+        !strchr(folder_of(p), '/') && init_sub_apps(p->top, folder_of(p), apps, sizeof apps) > 0;
+    init_note(p,
+              "%s/.wtproxy: new, the one file the daemon reads (at the worktree's top folder): "
+              "this server is its [service %s]%s%s",
+              p->top, name, others ? "; each other server its own, the same way: " : "",
+              others ? apps : "");
+    init_top_path(p, rel, sizeof rel);
+    return init_add_change(p, rel, NULL, &t);
+}
+
 int init_plan_top(struct init_plan *p)
 {
     char path[PATH_MAX], err[PATH_MAX + 1200];
     char *text = cli_join(path, sizeof path, p->top, ".wtproxy") < 0
                      ? NULL
                      : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
-    if (!text && errno == ENOENT) {
+    int none = !text && errno == ENOENT;
+    if (none && !top_is_app(p))
+        return plan_new(p);
+    if (none) {
         init_note(p,
                   "no .wtproxy written in %s: the daemon reads a worktree's .wtproxy at its top "
                   "folder only; add this server to %s/.wtproxy as a section (wtproxy help "
                   "wtproxy-file, \"Several services\"): [service NAME], start = cd %s && %s, "
-                  "front = %d",
-                  p->dir, p->top, folder_of(p), p->app.start, p->front);
+                  "front = %d; or adopt the top folder's app first (wtproxy init %s --apply), "
+                  "then run this again",
+                  p->dir, p->top, folder_of(p), p->app.start, p->front, p->top);
         return 0;
     }
     struct wtfile *f = text ? malloc(sizeof *f) : NULL;

@@ -79,10 +79,12 @@ static json_t *entry_down(const char *wt, json_t *e, const char *why, const char
         mcp_start_hint(wt, service, front, then, sizeof then);
         snprintf(next, sizeof next, "Fix what it says, then start it again: %s", then);
     } else
-        snprintf(next, sizeof next, "%s",
-                 strcmp(code, "failed") == 0
-                     ? FIX_AND_SAVE
-                     : "Read more of it with logs, or check again with servers");
+        snprintf(
+            next, sizeof next, "%s",
+            strcmp(code, "failed") != 0 ? "Read more of it with logs, or check again with servers"
+            : strstr(why, "wtproxy db claim")
+                ? "Claim and migrate its database as said (in a shell), then call restart again"
+                : FIX_AND_SAVE);
     return down(code, what, why, str(e, "log"),
                 (uid_t)json_integer_value(json_object_get(e, "uid")), next);
 }

@@ -7,6 +7,7 @@
  * answers "no server matches", and a plain restart restarts only the live
  * ones. */
 #include "cli.h"
+#include "reg_db.h"
 #include "servers.h"
 
 #include <stdio.h>
@@ -87,6 +88,7 @@ int cli_failed_words(json_t *x, char *out, size_t len)
 {
     json_t *failed = json_object_get(x, "start_failed");
     const char *reloader = str(failed, "reloader");
+    char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1];
     if (!failed)
         return 0;
     if (strcmp(str(failed, "when"), "port") == 0) {
@@ -96,6 +98,15 @@ int cli_failed_words(json_t *x, char *out, size_t len)
                  "port, then run this again");
         return 1;
     }
+    if (strcmp(str(failed, "when"), "edit") != 0 &&
+        reg_db_missing_dev(str(failed, "lines"), reg_machine_id(), str(x, "worktree"), db,
+                           sizeof db, base, sizeof base))
+        return snprintf(out, len,
+                        "it failed at start and lives on without listening: its dev database %s "
+                        "does not exist (no file needs a change): claim it (cd %s && wtproxy db "
+                        "claim --dev %s), migrate it (Django: manage.py migrate), then restart it",
+                        db, str(x, "worktree"), base),
+               1;
     snprintf(out, len,
              "%s and lives on without listening, waiting for a change to its files: fix the error "
              "its log's last lines name and save (%s restarts it)",

@@ -12,13 +12,15 @@
  * (run_log.c); the daemon's entry is run_reg.c's; a server on the key
  * that outlived its daemon is reused or replaced by run_orphan.c; a start
  * that failed while CMD lives on is read from its output by run_fail.c. This
- * file is the supervision: ready, restart, stop, and main. */
+ * file is the supervision: ready, restart, stop (also once its worktree
+ * was removed), and main. */
 #include "run.h"
 #include "front.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +78,40 @@ static pid_t restart(struct cli_run *r, pid_t pid)
     return stop_asked ? 0 : cli_run_start_cmd(r, ask_stop);
 }
 
+/* How often the wrapper looks whether its worktree was removed. */
+#define RUN_GONE_LOOK_MS 1000
+
+/* Whether the worktree was removed: its .git entry is certainly gone (an
+ * EACCES or EIO says nothing). Not the folder: `git worktree remove`
+ * deletes .git, but a server still writing into the tree (Vite's .vite
+ * cache) can keep the folder, and the remove fails "Directory not empty"
+ * for as long as the server runs. */
+static int worktree_gone(const char *worktree)
+{
+    char git[PATH_MAX + 8];
+    struct stat st;
+    snprintf(git, sizeof git, "%s/.git", worktree);
+    return lstat(git, &st) < 0 && (errno == ENOENT || errno == ENOTDIR);
+}
+
+/* Stop CMD's tree because its worktree went: no request can be routed to
+ * it any more, and left running it held its port, its memory and its
+ * database connections for ever (the daemon drops the entry, so idle_stop
+ * never came). Returns the exit status, as for `wtproxy stop`. */
+static int stop_gone(struct cli_run *r, pid_t pid)
+{
+    char line[PATH_MAX + 1536];
+    int status;
+    snprintf(line, sizeof line,
+             "wtproxy: %s was removed (its .git is gone: git worktree remove): stopping its "
+             "server, %s",
+             r->worktree, cmd_shown(r));
+    fprintf(stderr, "%s\n", line);
+    cli_run_log_note(&r->log, line);
+    cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 /* Whether CMD is ready: it listens, and with --health its path answers 2xx
  * or 3xx (a 4xx is a path that is not there yet or is misspelled: not
  * ready; the start then times out naming this log). Says once what it
@@ -103,18 +139,21 @@ static int is_ready(const struct cli_run *r, pid_t self, int *said, struct host_
 }
 
 /* Wait for CMD, marking it ready when it is (is_ready), restarting it when
- * the daemon asks. Returns its exit status, 128+N when signal N killed it. */
+ * the daemon asks, stopping it when its worktree was removed. Returns its exit status, 128+N when
+ * signal N killed it. */
 static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
 {
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
     pid_t self = getpid();
     int status, ready = 0, said = 0;
-    unsigned polls = 0, retry = WTP_RUN_READY_RETRY_MS / WTP_CLIENT_POLL_MS;
+    unsigned polls = 0, retry = WTP_RUN_READY_RETRY_MS / WTP_CLIENT_POLL_MS, looks = 0;
     for (;;) {
         if (stop_asked) {
             cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         }
+        if (++looks % (RUN_GONE_LOOK_MS / WTP_CLIENT_POLL_MS) == 0 && worktree_gone(r->worktree))
+            return stop_gone(r, pid);
         if (restart_asked) {
             restart_asked = 0;
             if ((pid = restart(r, pid)) < 0)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ondemand.h"
+#include "reg_db.h"
 #include "conn.h"
 #include "gate.h"
 #include "route.h"
@@ -259,18 +260,32 @@ static void await_started(struct proxy_client *c)
  * last lines: each thing once. */
 static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 {
-    char d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512], under[96] = "";
-    if (b->start_failed_when != REG_FAILED_PORT)
-        snprintf(under, sizeof under, ", under %s",
-                 b->reloader[0] ? b->reloader : "its autoreloader");
-    snprintf(d, sizeof d, "%s's server (pid %d%s) does not listen on port %d; its last lines:\n%s",
-             b->worktree, (int)b->pid, under, b->port, b->start_failed);
-    static const enum proxy_error kind[] = {
+    char d[REG_START_FAILED_MAX + 3 * PATH_MAX + 512], under[96] = "", nodb[3 * PATH_MAX] = "";
+    char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1];
+    static const enum proxy_error kinds[] = {
         [REG_FAILED_START] = PE_START_FAILED,
         [REG_FAILED_EDIT] = PE_EDIT_FAILED,
         [REG_FAILED_PORT] = PE_WRONG_PORT,
     };
-    conn_fail(c, kind[b->start_failed_when], d);
+    enum proxy_error kind = kinds[b->start_failed_when];
+    if (b->start_failed_when != REG_FAILED_PORT)
+        snprintf(under, sizeof under, ", under %s",
+                 b->reloader[0] ? b->reloader : "its autoreloader");
+    /* A new worktree's dev database not claimed yet: no edit helps. */
+    if (kind == PE_START_FAILED &&
+        reg_db_missing_dev(b->start_failed, reg_machine_id(), b->worktree, db, sizeof db, base,
+                           sizeof base)) {
+        kind = PE_START_NO_DB;
+        snprintf(nodb, sizeof nodb,
+                 "\nits database %s is this worktree's dev database, which does not exist yet: "
+                 "cd %s && wtproxy db claim --dev %s, then migrate it (Django: manage.py "
+                 "migrate), then wtproxy restart --front %d",
+                 db, b->worktree, base, b->front);
+    }
+    snprintf(d, sizeof d,
+             "%s's server (pid %d%s) does not listen on port %d; its last lines:\n%s%s",
+             b->worktree, (int)b->pid, under, b->port, b->start_failed, nodb);
+    conn_fail(c, kind, d);
 }
 
 /* b ended while the request waited for it (a restart whose new process

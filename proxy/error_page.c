@@ -107,6 +107,13 @@ static const struct error_kind kinds[] = {
          "after `wtproxy run --`): vite --port {port} --strictPort, flask run --port {port}, "
          "manage.py runserver 127.0.0.1:{port}, next dev -p {port}; then start it again: "
          "wtproxy restart{front} (in its worktree)."},
+    [PE_START_NO_DB] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree failed at start: the database it runs on, this "
+         "worktree's own dev database, does not exist (its autoreloader lives on, it does not "
+         "listen); no request reached it.",
+         "Claim and migrate that database as the line above says, in its worktree; then start "
+         "the server again: wtproxy restart{front}. No file of the app needs a change."},
     [PE_BAD_WTPROXY_FILE] =
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "

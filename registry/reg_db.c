@@ -145,6 +145,27 @@ int reg_db_derive(const char *base, const char *machine, const char *worktree, c
     return 0;
 }
 
+int reg_db_missing_dev(const char *lines, const char *machine, const char *worktree, char *db,
+                       size_t dblen, char *base, size_t baselen)
+{
+    static const char pre[] = "database \"", post[] = "\" does not exist";
+    const char *at = strstr(lines, pre), *end;
+    char tail[REG_DB_NAME_MAX + 1], err[PATH_MAX + 128];
+    if (!at || !(end = strchr(at + sizeof pre - 1, '"')) ||
+        strncmp(end, post, sizeof post - 1) != 0)
+        return 0;
+    at += sizeof pre - 1;
+    if (end - at > REG_DB_NAME_MAX) /* not a name wtproxy gives */
+        return 0;
+    snprintf(db, dblen, "%.*s", (int)(end - at), at);
+    size_t n = strlen(db), k;
+    if (reg_db_derive("", machine, worktree, tail, sizeof tail, err, sizeof err) < 0 ||
+        (k = strlen(tail)) >= n || strcmp(db + n - k, tail) != 0)
+        return 0;
+    snprintf(base, baselen, "%.*s", (int)(n - k), db);
+    return 1;
+}
+
 int reg_db_name(const char *base, const char *machine, const char *worktree, char *out,
                 size_t outlen, char *err, size_t errlen)
 {

@@ -40,6 +40,15 @@ void reg_db_slug(const char *s, size_t max, char *out, size_t outlen);
 int reg_db_derive(const char *base, const char *machine, const char *worktree, char *out,
                   size_t outlen, char *err, size_t errlen);
 
+/* Whether a failed start's last lines say its database does not exist
+ * (psycopg's and node-postgres' `database "X" does not exist`), X being
+ * the dev database `wtproxy db claim --dev BASE` names for worktree on
+ * machine (reg_machine_id: this one): X into db, BASE into base. A new worktree of an app whose
+ * settings use claimed_databases has none until then, and no edit of a
+ * file helps: what the daemon's 503 and `wtproxy restart` then say. */
+int reg_db_missing_dev(const char *lines, const char *machine, const char *worktree, char *db,
+                       size_t dblen, char *base, size_t baselen);
+
 /* The test database name for base on machine in worktree (its realpath),
  * checked against the rules. Returns 0, or -1 with err saying which rule
  * the name breaks and why the rule exists. */

@@ -18,8 +18,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
-import { makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
-import { wtproxyBin } from './lib/wtproxy.mjs';
+import { makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, sanitizerClean, pidAlive, waitFor, curlFrom, lsJson } from './lib/registry.mjs';
+import { wtproxyBin, repoRoot } from './lib/wtproxy.mjs';
 import { pythonPath } from './lib/whoami.mjs';
 import { startPostgres } from './lib/pg.mjs';
 
@@ -209,6 +209,42 @@ test("middleware: a Node start whose folder does not resolve wtproxy-whoami: a p
   m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
   assert.equal(m.status, 'problem', m.detail);
   assert.match(m.fix, new RegExp(`^mkdir -p ${tmp.wt.a}/web/node_modules && ln -sfn \\S+ ${tmp.wt.a}/web/node_modules/wtproxy-whoami$`));
+});
+
+// Seen in an adoption walk: a Vite front end without the /__whoami plugin
+// (wtproxy init only notes it, for Vite and Node servers) got doctor's fix
+// `wtproxy init --apply`, which writes nothing for it. Now the fix names
+// the plugin's two lines in the start folder's Vite config, then the
+// restart; done as said, doctor is content.
+test('whoami: a Vite server without the plugin: the fix names its config, not init --apply', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const web = path.join(tmp.wt.a, 'web');
+  fs.mkdirSync(path.join(web, 'node_modules'), { recursive: true });
+  fs.symlinkSync(path.join(repoRoot, 'whoami/node'), path.join(web, 'node_modules/wtproxy-whoami'));
+  fs.writeFileSync(path.join(web, 'index.html'), '<h1>shop</h1>\n');
+  const config = "export default { clearScreen: false, server: { proxy: { '/api': 'http://localhost:8001' } } };\n";
+  fs.writeFileSync(path.join(web, 'vite.config.mjs'), config);
+  const vite = path.join(repoRoot, 'tests/node_modules/vite/bin/vite.js');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `start = cd web && ${process.execPath} ${vite} --port {port} --strictPort --host 127.0.0.1\nfront = ${px.port}\n`);
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 502, r.body);
+  const wrapper = (await lsJson(tmp))[0].pid; // the daemon's wrapper: its group is Vite's
+  t.after(() => { try { process.kill(-wrapper, 'SIGTERM'); } catch { /* gone */ } });
+  let w = (await doctor(tmp, tmp.wt.a, px.port)).byName.whoami;
+  assert.equal(w.status, 'problem', w.detail);
+  const fix = `in ${web}/vite.config.mjs: import { wtproxyWhoami } from 'wtproxy-whoami/vite' and list wtproxyWhoami() in plugins; then wtproxy restart --front ${px.port}`;
+  assert.equal(w.fix, fix);
+
+  fs.writeFileSync(path.join(web, 'vite.config.mjs'), "import { wtproxyWhoami } from 'wtproxy-whoami/vite';\n" +
+    config.replace('clearScreen: false,', 'clearScreen: false, plugins: [wtproxyWhoami()],'));
+  const restart = await cli(tmp, fix.split('; then ')[1].split(' ').slice(1), { cwd: tmp.wt.a, ms: 60000 });
+  assert.equal(restart.code, 0, restart.stdout + restart.stderr);
+  w = (await doctor(tmp, tmp.wt.a, px.port)).byName.whoami;
+  assert.equal(w.status, 'ok', w.detail);
+  assert.equal((await curlFrom(tmp.wt.a, px.port)).status, 200);
+  sanitizerClean(assert, px.stderr());
 });
 
 test('the front port held by another process: doctor names it and how to free it', async (t) => {

@@ -16,17 +16,29 @@
 // Now doctor names the owner's path, and its fix (a folder name of its
 // own: claimed_databases follows the folder, never a --dev-name), pasted,
 // makes doctor content and claimed_databases use the new database.
+//
+// An app's first worktree has no sibling's dev database to go by: doctor
+// said ok there too, while its settings' claimed_databases named one that
+// did not exist. Now it reads that from the settings (at the top or in a
+// direct subfolder, api/). And the request the new worktree's tests send
+// meanwhile: its 503 said
+// "fix it and save: Django's autoreloader restarts it", but no file needs
+// a change and a save starts it on the same missing database. Now the 503
+// names the database as this worktree's dev database, with the claim, the
+// migrate and `wtproxy restart` (and so does a `wtproxy restart` run
+// before the claim); done as said, the next request is served.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { makeWorktrees, cli, git, sanitizerClean } from './lib/registry.mjs';
+import { makeWorktrees, cli, git, sanitizerClean, startDaemon, startRun, curlFrom, waitFor } from './lib/registry.mjs';
+import { itemAppFiles, writeProject, dbTestEnv } from './lib/django-item-app.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
-import { pythonPath } from './lib/whoami.mjs';
+import { python, pythonPath } from './lib/whoami.mjs';
 import { removeAfter } from './lib/cleanup.mjs';
 
 async function databasesCheck(tmp, cwd, env) {
@@ -141,4 +153,69 @@ test('a dev database named like this worktree\'s but another checkout\'s: doctor
   const own = await settingsName(moved, env);
   assert.notEqual(own, taken);
   assert.ok(after.detail.includes(`this worktree's databases: ${own} (dev)`), `the settings use the claimed one: ${after.detail}`);
+});
+
+test('a first worktree\'s Django on its missing dev database: doctor names it from the settings; the 503 says claim, migrate, restart', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const pg = await startPostgres(t);
+  writeProject(tmp.wt.a, {
+    ...itemAppFiles,
+    'proj/settings.py': `import os
+from wtproxy_whoami.django_db import claimed_databases
+SECRET_KEY = "x"
+DEBUG = True
+ALLOWED_HOSTS = ["*"]
+INSTALLED_APPS = ["shop"]
+MIDDLEWARE = ["wtproxy_whoami.django.WhoamiMiddleware"]
+ROOT_URLCONF = "proj.urls"
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+DATABASES = claimed_databases({"default": {
+    "ENGINE": "django.db.backends.postgresql", "NAME": "shop",
+    "HOST": os.environ["PGHOST"], "PORT": os.environ["PGPORT"], "USER": os.environ["PGUSER"],
+}})
+`,
+    'proj/urls.py': `from django.http import HttpResponse
+from django.urls import path
+from shop.models import Item
+urlpatterns = [path("", lambda r: HttpResponse(f"items {Item.objects.count()}"))]
+`,
+  });
+  const px = await startDaemon(t, tmp, [], { env: { WTPROXY_MACHINE: 'm1' } });
+  const env = { ...dbTestEnv(pg, tmp), WTPROXY_DB_SERVER: '', PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' };
+  // The app's first worktree: no sibling's database to go by, its settings are.
+  const d = await databasesCheck(tmp, tmp.wt.a, env);
+  assert.equal(d.status, 'problem', `a's settings name a database that does not exist: ${d.detail}`);
+  assert.ok(d.detail.includes(`no dev database shop_m1_wt_a, which ${tmp.wt.a}/proj/settings.py names (claimed_databases, base shop)`), d.detail);
+  assert.equal(d.fix, 'wtproxy db claim --dev shop');
+  startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, env, stopSignal: 'SIGTERM',
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'] });
+
+  const r = await waitFor(async () => {
+    const x = await curlFrom(tmp.wt.a, px.port);
+    return x.status === 503 && /failed at start/.test(x.body) ? x : null;
+  }, 20000, 'the failed start said');
+  const db = /database "(shop_m1_wt_a)" does not exist/.exec(r.body);
+  assert.ok(db, r.body);
+  const said = new RegExp(`its database shop_m1_wt_a is this worktree's dev database, which does not exist yet: cd ${tmp.wt.a} && (wtproxy db claim --dev shop), then migrate it \\(Django: manage\\.py migrate\\), then (wtproxy restart --front ${px.port})`);
+  const m = said.exec(r.body);
+  assert.ok(m, r.body);
+  assert.doesNotMatch(r.body, /save the file|fix it and save/, 'no file needs a change');
+  assert.match(r.body, /Fix: Claim and migrate that database as the line above says/);
+
+  // A restart first (a reflex) fails the same way, and says the same fix.
+  const early = await cli(tmp, m[2].split(' ').slice(1), { cwd: tmp.wt.a, env, ms: 60000 });
+  assert.equal(early.code, 1, early.stdout + early.stderr);
+  assert.ok(early.stderr.includes(`its dev database shop_m1_wt_a does not exist (no file needs a change): claim it (cd ${tmp.wt.a} && wtproxy db claim --dev shop), migrate it`), early.stderr);
+
+  // Done as said: the claim, the migrate, the restart.
+  const claim = await cli(tmp, m[1].split(' ').slice(1), { cwd: tmp.wt.a, env, ms: 30000 });
+  assert.equal(claim.code, 0, claim.stderr);
+  const migrate = await runToExit(python, ['manage.py', 'migrate'], { cwd: tmp.wt.a, env: { ...process.env, ...env }, ms: 30000 });
+  assert.equal(migrate.code, 0, migrate.stderr);
+  const restart = await cli(tmp, m[2].split(' ').slice(1), { cwd: tmp.wt.a, env, ms: 60000 });
+  assert.equal(restart.code, 0, restart.stdout + restart.stderr);
+  const ok = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(ok.status, 200, ok.body);
+  assert.equal(ok.body, 'items 0');
+  sanitizerClean(assert, px.stderr());
 });

@@ -48,7 +48,12 @@ test('the dashboard lists leases live, as text, as wtproxy leases --json has the
   await page.waitForSelector('#leases-empty:not([hidden])', { timeout: 2000 });
   assert.match(await page.textContent('#leases-empty'), /wtproxy claim RESOURCE --ttl 10m/);
   assert.match(await page.textContent('#lease-count'), /0 held · embedded store/);
-  assert.match(await page.textContent('#h-leases + .panel + .note'), /wtproxy db claim .*--print-env/s);
+  // The databases `db claim` makes are listed by `wtproxy db ls`, which the
+  // note named as `db claim ... --print-env` (one worktree's names only);
+  // the footer names the guide, not a file of the repository.
+  assert.match(await page.textContent('#h-leases + .panel + .note'), /wtproxy db claim.*wtproxy db ls\s+lists\s+them/s);
+  assert.match(await page.textContent('footer'), /wtproxy help dashboard-api/);
+  assert.doesNotMatch(await page.textContent('footer'), /\.md\b/);
   await page.evaluate(() => { window.__sameDocument = true; });
 
   // A claim appears within a second, with its purpose and its holder.

@@ -168,6 +168,27 @@ static void test_kinds(void)
        "a copy's stamp parses");
 }
 
+/* A failed start's lines naming the dev database `db claim --dev BASE`
+ * gives this worktree: its base; any other database: none. */
+static void test_missing_dev(void)
+{
+    char db[64], base[64];
+    const char *lines = "django.db.utils.OperationalError: connection to server failed: FATAL:  "
+                        "database \"notes_3d1219c7_wt_a\" does not exist\n";
+    ok(reg_db_missing_dev(lines, "3D1219C7C4C5", "/x/wt-a", db, sizeof db, base, sizeof base) == 1,
+       "a missing dev database of this worktree");
+    is_str(db, "notes_3d1219c7_wt_a", "  its name");
+    is_str(base, "notes", "  its base, for db claim --dev");
+    ok(reg_db_missing_dev(lines, "3d1219c7", "/x/wt-b", db, sizeof db, base, sizeof base) == 0,
+       "another worktree's name: not this one's to claim");
+    ok(reg_db_missing_dev("FATAL:  database \"shop\" does not exist", "m1", "/x/wt-a", db,
+                          sizeof db, base, sizeof base) == 0,
+       "a fixed name: not a claimed one");
+    ok(reg_db_missing_dev("database \"notes_m1_wt_a\" is being accessed", "m1", "/x/wt-a", db,
+                          sizeof db, base, sizeof base) == 0,
+       "another error about it");
+}
+
 int main(void)
 {
     test_slug();
@@ -176,5 +197,6 @@ int main(void)
     test_hash_dir();
     test_mask();
     test_kinds();
+    test_missing_dev();
     return done_testing();
 }

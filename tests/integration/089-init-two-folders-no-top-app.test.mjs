@@ -1,0 +1,100 @@
+// 089: `wtproxy init` of an app whose top folder runs no server of its
+// own: a Vite front end in web/, a Django API in api/, and only the
+// Playwright tests at the top. Seen in an adoption walk: `wtproxy init`
+// at the top refused (exit 2) naming `wtproxy init web` and `wtproxy init
+// api`; each of those then wrote nothing for the one file the daemon reads
+// (the top .wtproxy) but printed a note, "add this server ... as a
+// section", so the first adopter wrote the file by hand from two notes.
+// Now the first of them creates the top .wtproxy with its [service NAME],
+// naming the other folder's command, and the second adds its section: two
+// pasted commands, a file the daemon's reader takes (doctor names both
+// services), and a third run changes nothing; `wtproxy init` at the top
+// again, the guide's check, says nothing is to change (it said "unknown
+// app layout", exit 2). A top folder with an app of
+// its own still gets the note (080): its own init writes the file.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { git, cli, sanitizerClean } from './lib/registry.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
+
+const settings = "import os\nMIDDLEWARE = [\n    'django.middleware.common.CommonMiddleware',\n]\n" +
+  "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': 'db.sqlite3'}}\n";
+
+function app(t) {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-init-')));
+  removeAfter(t, dir);
+  const files = {
+    'package.json': JSON.stringify({ name: 'notes', devDependencies: { '@playwright/test': '1' } }),
+    'playwright.config.js': "module.exports = { use: { baseURL: 'http://localhost:8000' } };\n",
+    'web/package.json': JSON.stringify({ name: 'web', scripts: { dev: 'vite' }, devDependencies: { vite: '7' } }),
+    'web/vite.config.js': "export default { server: { proxy: { '/api': 'http://localhost:8001' } } };\n",
+    'api/manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'notesapi.settings')\n",
+    'api/notesapi/settings.py': settings,
+  };
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), text);
+  }
+  git(dir, 'init', '-q', '-b', 'main');
+  return dir;
+}
+
+async function wtproxy(dir, args) {
+  const r = await cli({ root: dir, control: path.join(dir, 'no-daemon.sock') }, args, { cwd: dir });
+  sanitizerClean(assert, r.stderr);
+  return r;
+}
+
+// The command a message names for folder, pasted.
+function named(text, folder) {
+  const m = new RegExp(`\\(wtproxy init (\\S*/${folder})\\)`).exec(text);
+  assert.ok(m, `no wtproxy init .../${folder} in:\n${text}`);
+  return m[1];
+}
+
+test('web/ and api/ without a top app: init of each writes the top .wtproxy, one section each', async (t) => {
+  const dir = app(t);
+  const top = await wtproxy(dir, ['init']);
+  assert.equal(top.code, 2, top.stderr);
+  const web = named(top.stderr, 'web');
+
+  let r = await wtproxy(dir, ['init', web, '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^wrote \.\.\/\.wtproxy$/m, r.stdout);
+  assert.match(r.stdout, new RegExp(`^note: ${dir}/\\.wtproxy: new, the one file the daemon reads .*: this server is its \\[service web\\]; each other server its own, the same way: api/ holds a django app`, 'm'));
+  const api = named(r.stdout, 'api');
+  assert.ok(!fs.existsSync(path.join(dir, 'web', '.wtproxy')), 'none in web/, which the daemon never reads');
+  r = await wtproxy(dir, ['init']);
+  assert.equal(r.code, 2, 'api/ is not declared yet');
+  assert.equal(named(r.stderr, 'api'), api);
+
+  r = await wtproxy(dir, ['init', api, '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^wrote \.\.\/\.wtproxy$/m, r.stdout);
+  // Where its front does not come from, said as no problem (it read as one).
+  assert.match(r.stdout, /declares no service started by `cd api && \.\.\.` yet, so this server's front is none of that file's/, r.stdout);
+  assert.doesNotMatch(r.stdout, /its fronts are other servers/, r.stdout);
+  const file = fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8');
+  assert.match(file, /^# wtproxy: .* - do not simplify\n\n\[service web\]\nstart = cd web && node_modules\/\.bin\/vite --host 127\.0\.0\.1 --port \{port\} --strictPort\nfront = 8000\n\n\[service api\]\nstart = cd api && .*manage\.py runserver 127\.0\.0\.1:\{port\}\nfront = 8001\n$/, file);
+
+  // The daemon's reader takes it: doctor names both services and fronts.
+  const doc = await wtproxy(dir, ['doctor']);
+  assert.match(doc.stdout, /front 8000 is the \.wtproxy's first service's; to check its others: api on :8001/, doc.stdout);
+  assert.doesNotMatch(doc.stdout, /wtproxy-file|does not parse/, doc.stdout);
+
+  // Again: nothing to add, at the top (the guide's check) and in each.
+  r = await wtproxy(dir, ['init']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^wtproxy init: ${dir}: no app at the top; its \\.wtproxy declares .*: nothing to change \\(wtproxy init FOLDER checks each; wtproxy doctor the setup\\)\n$`), r.stdout);
+  assert.ok(r.stdout.includes('web/ as [service web] on front 8000') &&
+    r.stdout.includes('api/ as [service api] on front 8001'), r.stdout);
+  for (const d of [web, api]) {
+    r = await wtproxy(dir, ['init', d]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /declares this server already \(\[service (web|api)\]/, r.stdout);
+  }
+  assert.equal(fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8'), file);
+});
