@@ -260,7 +260,7 @@ static void await_started(struct proxy_client *c)
  * last lines: each thing once. */
 static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 {
-    char d[REG_START_FAILED_MAX + 3 * PATH_MAX + 512], under[96] = "", nodb[3 * PATH_MAX] = "";
+    char d[REG_START_FAILED_MAX + 3 * PATH_MAX + 1024], under[96] = "", nodb[2 * PATH_MAX] = "";
     char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1];
     static const enum proxy_error kinds[] = {
         [REG_FAILED_START] = PE_START_FAILED,
