@@ -214,7 +214,10 @@ static int act(int argc, char **argv, const char *op, const char *key)
     }
     json_t *asked = json_object_get(reply, key);
     cli_restart_asked(asked);
-    r = await(&a, asked, restart, restart ? RESTART_WAIT_MS : STOP_WAIT_MS);
+    /* As long as the daemon gives a start (its start_timeout), when it says. */
+    json_int_t timeout = json_integer_value(json_object_get(reply, "start_timeout_ms"));
+    long wait_ms = !restart ? STOP_WAIT_MS : timeout > 0 ? (long)timeout : RESTART_WAIT_MS;
+    r = await(&a, asked, restart, wait_ms);
     size_t i;
     int refused = 0; /* a restarted server is up, but stale or refused: said, and status 1 */
     if (r == 0 && restart)

@@ -211,7 +211,10 @@ static json_t *signal_op(struct proxy_server *s, uid_t uid, json_t *req, const c
                   (int)found[i]->pid, (unsigned)uid);
         json_array_append_new(list, reg_backend_to_json(found[i]));
     }
-    return json_pack("{s:b, s:o}", "ok", 1, key, list);
+    /* how long a restarted server is waited for: `wtproxy restart` waits as long */
+    return sig == SIGUSR1 ? json_pack("{s:b, s:o, s:I}", "ok", 1, key, list, "start_timeout_ms",
+                                      (json_int_t)s->cfg.start_timeout_ms)
+                          : json_pack("{s:b, s:o}", "ok", 1, key, list);
 }
 
 json_t *proxy_op_restart(struct proxy_server *s, uid_t uid, json_t *req)

@@ -176,7 +176,8 @@ test('stop: the tree ends, the entry goes, a streaming response ends cleanly', a
 // where the log is; when it gives up, the log's last lines.
 test('restart of a server that never listens: says at once what it waits for, then the log', async (t) => {
   const tmp = makeWorktrees(t, ['e']);
-  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  // restart waits as long as the daemon gives a start: its start_timeout
+  const px = await startDaemon(t, tmp, ['--trust-registry', '--start-timeout', '4s']);
   startRun(t, tmp, { cwd: tmp.wt.e, front: px.port, serverArgs: ['--delay', '600000'] });
   const [e] = await waitFor(async () => { const l = await lsJson(tmp); return l.length && l; }, 10000, 'registered');
   assert.equal(e.state, 'starting');
@@ -189,11 +190,11 @@ test('restart of a server that never listens: says at once what it waits for, th
   p.stdout.on('data', (d) => { stdout += d; });
   const exited = new Promise((res) => p.on('exit', (code) => res(code)));
   await waitFor(() => /waiting for/.test(stderr), 5000, 'restart to say what it waits for');
-  assert.match(stderr, new RegExp(`^wtproxy restart: waiting for ${tmp.wt.e}'s server on front ${px.port} to listen \\(up to 60 s; its log: wtproxy logs ${tmp.wt.e} --front ${px.port}\\)\\n$`), stderr);
+  assert.match(stderr, new RegExp(`^wtproxy restart: waiting for ${tmp.wt.e}'s server on front ${px.port} to listen \\(up to 4 s; its log: wtproxy logs ${tmp.wt.e} --front ${px.port}\\)\\n$`), stderr);
   assert.ok(Date.now() - started < 5000);
-  const code = await Promise.race([exited, new Promise((res) => setTimeout(() => res('still running'), 90000))]);
+  const code = await Promise.race([exited, new Promise((res) => setTimeout(() => res('still running'), 30000))]);
   assert.equal(code, 1, stdout + stderr);
-  assert.match(stderr, /did not come back: it did not listen within 60 s/, stderr);
+  assert.match(stderr, /did not come back: it did not listen within 4 s/, stderr);
   assert.ok(stderr.includes(`its log, ${e.log}, ends with:`), stderr);
   assert.match(stderr, /the daemon asked to restart .*: restarting it/, stderr);
   assert.match(stderr, new RegExp(`read it all: wtproxy logs ${tmp.wt.e} --front ${px.port}\\n$`), stderr);
