@@ -117,6 +117,18 @@ static json_t *backend_json(struct proxy_server *s, const struct reg_backend *b,
     return o;
 }
 
+/* A row that is no registration (a start that waits, a server that
+ * exited) named as registrations are: worktree's folder, branch, status. */
+static void label_row(json_t *o, const char *wt, const char *status)
+{
+    char branch[PATH_MAX];
+    const char *slash = strrchr(wt, '/');
+    host_worktree_branch(wt, branch, sizeof branch);
+    json_object_set_new(o, "name", json_string(slash ? slash + 1 : wt));
+    json_object_set_new(o, "branch", json_string(branch));
+    json_object_set_new(o, "status", json_string(status));
+}
+
 /* A start that waits (ondemand_pending's p) as a row of the backends:
  * "pending": true, its state and why, so that the page shows what waits
  * (for the services it needs, or for the machine's load) and the load. */
@@ -125,7 +137,7 @@ static json_t *pending_json(struct proxy_server *s, json_t *p, json_t *cache)
     const char *wt = json_string_value(json_object_get(p, "worktree"));
     const char *state = json_string_value(json_object_get(p, "state"));
     json_t *load = json_object_get(p, "load");
-    char branch[PATH_MAX], reason[256];
+    char reason[256];
     unsigned max = s->cfg.start_max_load_pct;
     if (load)
         snprintf(reason, sizeof reason,
@@ -134,13 +146,9 @@ static json_t *pending_json(struct proxy_server *s, json_t *p, json_t *cache)
                  json_number_value(load), max / 100, max % 100);
     else
         snprintf(reason, sizeof reason, "waits to start: for the services it is started after");
-    host_worktree_branch(wt, branch, sizeof branch);
-    const char *slash = strrchr(wt, '/');
     json_t *o = json_deep_copy(p);
     json_object_set_new(o, "pending", json_true());
-    json_object_set_new(o, "name", json_string(slash ? slash + 1 : wt));
-    json_object_set_new(o, "branch", json_string(branch));
-    json_object_set_new(o, "status", json_string(state));
+    label_row(o, wt, state);
     json_object_set_new(o, "status_reason", json_string(reason));
     json_object_set_new(o, "declared", declared_of(s, cache, wt));
     return o;
@@ -154,7 +162,7 @@ static json_t *exited_json(struct proxy_server *s, json_t *x, json_t *cache)
 {
     const char *wt = json_string_value(json_object_get(x, "worktree"));
     json_t *status = json_object_get(x, "status");
-    char branch[PATH_MAX], reason[PATH_MAX + 1400];
+    char reason[PATH_MAX + 1400];
     const char *rerun = json_string_value(json_object_get(x, "rerun"));
     char again[PATH_MAX + 1100];
     if (json_is_true(json_object_get(x, "daemon_started")))
@@ -171,13 +179,9 @@ static json_t *exited_json(struct proxy_server *s, json_t *x, json_t *cache)
              "its server %s %lld; fix the error its last lines name, then start it again: %s",
              status ? "exited with status" : "was killed by signal",
              json_integer_value(status ? status : json_object_get(x, "signal")), again);
-    host_worktree_branch(wt, branch, sizeof branch);
-    const char *slash = strrchr(wt, '/');
     json_t *o = json_deep_copy(x);
     json_object_set_new(o, "exited", json_true());
-    json_object_set_new(o, "name", json_string(slash ? slash + 1 : wt));
-    json_object_set_new(o, "branch", json_string(branch));
-    json_object_set_new(o, "status", json_string("exited"));
+    label_row(o, wt, "exited");
     json_object_set_new(o, "status_reason", json_string(reason));
     json_object_set_new(o, "declared", declared_of(s, cache, wt));
     return o;

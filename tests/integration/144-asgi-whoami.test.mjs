@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { httpGet } from './lib/backends.mjs';
-import { git, makeWorktrees, startDaemon, startRun, cli, get, sanitizerClean } from './lib/registry.mjs';
+import { commitWorktree, makeWorktrees, startDaemon, startRun, cli, get, sanitizerClean } from './lib/registry.mjs';
 import { python, pythonPath, diskFingerprint, tempDir } from './lib/whoami.mjs';
 import { runToExit } from './lib/conformance.mjs';
 
@@ -52,12 +52,7 @@ function fastapiWorktree(t, install) {
   fs.writeFileSync(path.join(tmp.repo, 'app.py'), appPy(install));
   fs.writeFileSync(path.join(tmp.repo, 'shop/__init__.py'), '');
   fs.writeFileSync(path.join(tmp.repo, 'shop/greeting.py'), 'GREETING = "hello v1"\n');
-  fs.writeFileSync(path.join(tmp.repo, '.gitignore'), '__pycache__/\n');
-  git(tmp.repo, 'add', '-A');
-  git(tmp.repo, 'commit', '-q', '-m', 'shop');
-  tmp.wt.a = path.join(tmp.root, 'wt-a');
-  git(tmp.repo, 'worktree', 'add', '-q', tmp.wt.a, '-b', 'a');
-  return tmp;
+  return commitWorktree(tmp);
 }
 
 // `wtproxy run --front FRONT -- python3 -m uvicorn app:app --host

@@ -20,7 +20,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  git, makeWorktrees, startDaemon, startRun, cli, cliEnv, get, waitFor, control, sanitizerClean,
+  commitWorktree, makeWorktrees, startDaemon, startRun, cli, cliEnv, get, waitFor, control, sanitizerClean,
 } from './lib/registry.mjs';
 import { request } from './lib/ctl.mjs';
 import { startMcp, initialize } from './lib/mcp.mjs';
@@ -33,12 +33,7 @@ const CLOCK = /\d\d:\d\d:\d\d/;
 function djangoWorktree(t) {
   const tmp = makeWorktrees(t, []);
   writeDjangoProject(tmp.repo);
-  fs.writeFileSync(path.join(tmp.repo, '.gitignore'), '__pycache__/\n');
-  git(tmp.repo, 'add', '-A');
-  git(tmp.repo, 'commit', '-q', '-m', 'shop');
-  tmp.wt.a = path.join(tmp.root, 'wt-a');
-  git(tmp.repo, 'worktree', 'add', '-q', tmp.wt.a, '-b', 'a');
-  return tmp;
+  return commitWorktree(tmp);
 }
 
 // `wtproxy run [runArgs] -- python3 manage.py runserver [--noreload]

@@ -75,13 +75,13 @@ static void test_valid(void)
     free(body);
 }
 
-/* The valid answer with "taking_in": value added. */
-static char *with_taking_in(const char *value)
+/* The valid answer with the top-level "key": value added. */
+static char *with_top(const char *key, const char *value)
 {
     char *base = answer_with(NULL, NULL);
-    size_t cap = strlen(base) + strlen(value) + 32;
+    size_t cap = strlen(base) + strlen(key) + strlen(value) + 32;
     char *s = malloc(cap);
-    snprintf(s, cap, "{\"taking_in\": %s, %s", value, base + 1);
+    snprintf(s, cap, "{\"%s\": %s, %s", key, value, base + 1);
     free(base);
     return s;
 }
@@ -98,7 +98,7 @@ static void test_taking_in(void)
     is_int(a.taking_in_ms, 0, "  is not taking anything in");
     whoami_answer_free(&a);
     free(body);
-    body = with_taking_in("{\"since\": \"2026-12-02T08:00:01.5Z\", \"later\": [1]}");
+    body = with_top("taking_in", "{\"since\": \"2026-12-02T08:00:01.5Z\", \"later\": [1]}");
     is_int(whoami_answer_parse(body, strlen(body), &a, err, sizeof err), 0,
            "taking_in with a since (and an unknown member): %s", err);
     is_int(a.taking_in_ms, 1796198401500LL, "  since in unix ms");
@@ -119,23 +119,12 @@ static void test_taking_in(void)
          "duplicate object key"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        body = with_taking_in(cases[i].value);
+        body = with_top("taking_in", cases[i].value);
         ok(whoami_answer_parse(body, strlen(body), &a, err, sizeof err) == -1,
            "taking_in = %s is refused", cases[i].value);
         has_str(err, cases[i].want, "  and the error names it");
         free(body);
     }
-}
-
-/* The valid answer with "reloads": value added. */
-static char *with_reloads(const char *value)
-{
-    char *base = answer_with(NULL, NULL);
-    size_t cap = strlen(base) + strlen(value) + 32;
-    char *s = malloc(cap);
-    snprintf(s, cap, "{\"reloads\": %s, %s", value, base + 1);
-    free(base);
-    return s;
 }
 
 /* reloads (PROTOCOL.md, section 1.2): optional; a boolean when present,
@@ -149,7 +138,7 @@ static void test_reloads(void)
         int no_reloader;
     } good[] = {{NULL, 0}, {"true", 0}, {"false", 1}};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
-        char *body = good[i].value ? with_reloads(good[i].value) : answer_with(NULL, NULL);
+        char *body = good[i].value ? with_top("reloads", good[i].value) : answer_with(NULL, NULL);
         is_int(whoami_answer_parse(body, strlen(body), &a, err, sizeof err), 0,
                "reloads = %s is accepted: %s", good[i].value ? good[i].value : "(absent)", err);
         is_int(a.no_reloader, good[i].no_reloader, "  nothing reloads it: %d", good[i].no_reloader);
@@ -158,7 +147,7 @@ static void test_reloads(void)
     }
     const char *bad[] = {"\"false\"", "0", "null", "{}"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char *body = with_reloads(bad[i]);
+        char *body = with_top("reloads", bad[i]);
         ok(whoami_answer_parse(body, strlen(body), &a, err, sizeof err) == -1,
            "reloads = %s is refused", bad[i]);
         has_str(err, "reloads is not true or false", "  and the error names it");

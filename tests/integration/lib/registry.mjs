@@ -61,6 +61,17 @@ export function declaring(t, lines, names) {
   return tmp;
 }
 
+// Commit what tmp.repo holds (its __pycache__ ignored) and add its
+// worktree wt-NAME on branch NAME as tmp.wt[NAME]. Returns tmp.
+export function commitWorktree(tmp, name = 'a') {
+  fs.writeFileSync(path.join(tmp.repo, '.gitignore'), '__pycache__/\n');
+  git(tmp.repo, 'add', '-A');
+  git(tmp.repo, 'commit', '-q', '-m', 'app');
+  tmp.wt[name] = path.join(tmp.root, `wt-${name}`);
+  git(tmp.repo, 'worktree', 'add', '-q', tmp.wt[name], '-b', name);
+  return tmp;
+}
+
 // `wtproxy serve --control <tmp>/control.sock --state <tmp>/registry.json
 // --listen 127.0.0.1:0 ARGS...`; see startProxy. The front port of the
 // entries it routes is the port it listens on (px.port).
