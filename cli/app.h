@@ -23,8 +23,8 @@ enum cli_app_kind {
 
 /* The /__whoami plugin as one entry of a Vite config's plugins, as init
  * adds it and doctor's fix names it (init_vite_plugin.c says why so). */
-#define CLI_VITE_WHOAMI_ENTRY                                                                     \
-    "process.env.WTPROXY_PORT ? import(String('wtproxy-whoami/vite')).then((m) => "               \
+#define CLI_VITE_WHOAMI_ENTRY                                                                      \
+    "process.env.WTPROXY_PORT ? import(String('wtproxy-whoami/vite')).then((m) => "                \
     "m.wtproxyWhoami()) : null"
 
 /* A Playwright config, as far as its literal text tells. */

@@ -262,7 +262,8 @@ static int linked(const struct init_plan *p)
     char rel[PATH_MAX];
     snprintf(rel, sizeof rel, "%s%snode_modules/wtproxy-whoami/package.json", p->app.vite_root,
              p->app.vite_root[0] ? "/" : "");
-    return cli_is_file(p->dir, rel, 0) || cli_is_file(p->dir, "node_modules/wtproxy-whoami/package.json", 0);
+    return cli_is_file(p->dir, rel, 0) ||
+           cli_is_file(p->dir, "node_modules/wtproxy-whoami/package.json", 0);
 }
 
 int init_plan_vite(struct init_plan *p)
@@ -285,11 +286,12 @@ int init_plan_vite(struct init_plan *p)
                  p->app.vite_root[0] ? "/" : "");
         add_key(empty_config, empty_config + 15, &t);
     } else if (edit_config(text, &t, &why) < 0) {
-        init_note(p,
-                  "%s: %s, so init leaves it alone; add to its plugins by hand, as one entry: `" ENTRY
-                  "` (loaded under wtproxy run only: vite build and CI need no wtproxy-whoami; "
-                  "wtproxy help whoami); without it wtproxy refuses the server",
-                  name, why);
+        init_note(
+            p,
+            "%s: %s, so init leaves it alone; add to its plugins by hand, as one entry: `" ENTRY
+            "` (loaded under wtproxy run only: vite build and CI need no wtproxy-whoami; "
+            "wtproxy help whoami); without it wtproxy refuses the server",
+            name, why);
         free(t.s);
         free(text);
         return t.oom ? -1 : 0;
