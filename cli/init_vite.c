@@ -5,6 +5,7 @@
  * (`wtproxy init api` beside web/): every worktree's front end calls its
  * API there. Text inspection, as init_detect.c: only a plain string
  * literal is read; a URL built in code is said, never guessed. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -51,6 +52,8 @@ int init_vite_proxy_port(const char *text)
 {
     const char *p = strstr(text, "proxy:");
     int depth = 0, port = 0;
+    while (p && p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '$'))
+        p = strstr(p + 6, "proxy:"); /* not the word: the plugin's "// wtproxy: ..." comment */
     if (!p || *(p += 6 + strspn(p + 6, " \t\r\n")) != '{')
         return 0;
     for (; *p; p++) {

@@ -3,12 +3,14 @@
  * needs no edit by hand.
  *
  * The entry added to `plugins` loads the plugin only under `wtproxy run`
- * (which sets WTPROXY_PORT) and names it through String(): Vite bundles
- * its config before running it and resolves every literal import, a
- * dynamic one too, and tsc checks a vite.config.ts; either would fail
- * wherever wtproxy-whoami is not installed (`vite build`, the app's CI,
- * production). A promise in `plugins` is awaited by Vite, so the entry
- * needs no top-level await and works in every config form, CommonJS too.
+ * (which sets WTPROXY_PORT): a static import fails `vite build`, the
+ * app's CI and production wherever wtproxy-whoami is not installed. And
+ * it names it through String(): Vite bundles its config before running
+ * it and resolves every literal import in it, a dynamic one too (Vite 8
+ * warns "Could not resolve" at every build without the package), and
+ * tsc fails on a module it cannot find in a vite.config.ts. A promise in
+ * `plugins` is awaited by Vite, so the entry needs no top-level await and
+ * works in every config form, CommonJS too.
  *
  * Text inspection, as the rest of init: the one `export default` (or
  * `module.exports =`) of an object literal, bare or in defineConfig(),

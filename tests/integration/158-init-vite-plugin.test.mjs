@@ -6,7 +6,8 @@
 //    app's own plugin in `defineConfig({ plugins: [banner()] })`): the
 //    diff shown, then written by --apply, the app's plugin kept;
 //    `vite build` succeeds where wtproxy-whoami does not resolve and
-//    WTPROXY_PORT is unset (CI, production); once the package is linked,
+//    WTPROXY_PORT is unset (CI, production), without a warning about it
+//    (a literal import('wtproxy-whoami/vite') gets one at every build); once the package is linked,
 //    the server the daemon starts from the .wtproxy answers /__whoami,
 //    is verified, and serves the app through the proxy; doctor finds the
 //    plugin; a second init proposes nothing;
@@ -113,6 +114,7 @@ test('a Vite + React app adopted by init --apply alone: vite build without wtpro
   assert.notEqual(resolves.status, 0, 'wtproxy-whoami must not resolve here');
   const build = spawnSync(process.execPath, [viteBin, 'build', '--logLevel', 'warn'], { cwd: dir, env: plainEnv(), encoding: 'utf8', timeout: 30000 });
   assert.equal(build.status, 0, `vite build: ${build.stdout}${build.stderr}`);
+  assert.doesNotMatch(build.stdout + build.stderr, /wtproxy-whoami/, 'not even a warning: String() keeps it from the config bundle');
   assert.match(fs.readFileSync(path.join(dir, 'dist/index.html'), 'utf8'), /<footer>shop banner<\/footer>/, 'the app\'s plugin ran');
   const js = fs.readdirSync(path.join(dir, 'dist/assets')).filter((f) => f.endsWith('.js'));
   assert.ok(js.some((f) => fs.readFileSync(path.join(dir, 'dist/assets', f), 'utf8').includes('Shop front')), 'React app bundled');

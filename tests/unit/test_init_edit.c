@@ -196,6 +196,12 @@ static void test_literal_port(void)
     is_int(literal_port(far, far + strlen(far), "baseURL:"), 0, "no port past 65535");
 }
 
+#define W(ind)                                                                                     \
+    ind "// wtproxy: answers /__whoami so wtproxy routes only to this worktree's "                 \
+        "up-to-date server; loaded under wtproxy run only, and named through String() so that "    \
+        "vite build, tsc and CI never resolve wtproxy-whoami - do not remove or make it a static " \
+        "import\n" ind CLI_VITE_WHOAMI_ENTRY ",\n"
+
 static void test_vite_proxy_port(void)
 {
     is_int(init_vite_proxy_port("export default { server: { proxy: { '/api': "
@@ -219,6 +225,10 @@ static void test_vite_proxy_port(void)
            "a proxy that is not a literal block: nothing read past it");
     is_int(init_vite_proxy_port("proxy: { '/api': 'http://localhost:8001'"), -1,
            "an unclosed block");
+    is_int(init_vite_proxy_port("export default {\n  plugins: [\n" W(
+               "    ") "  ],\n  server: { "
+                       "proxy: { '/api': 'http://localhost:8001' } },\n};\n"),
+           8001, "after init added the plugin: its comment's \"wtproxy:\" is no proxy block");
 }
 
 /* The Vite config text with the plugin's entry (W: its two lines at
@@ -235,12 +245,6 @@ static char *vite_edit(const char *text)
     }
     return t.s;
 }
-
-#define W(ind)                                                                                     \
-    ind "// wtproxy: answers /__whoami so wtproxy routes only to this worktree's "                 \
-        "up-to-date server; loaded under wtproxy run only, and named through String() so that "    \
-        "vite build, tsc and CI never resolve wtproxy-whoami - do not remove or make it a static " \
-        "import\n" ind CLI_VITE_WHOAMI_ENTRY ",\n"
 
 static void test_vite_plugin(void)
 {
