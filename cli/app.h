@@ -21,6 +21,12 @@ enum cli_app_kind {
     CLI_APP_FLASK      /* WSGI, served by `flask run` */
 };
 
+/* The /__whoami plugin as one entry of a Vite config's plugins, as init
+ * adds it and doctor's fix names it (init_vite_plugin.c says why so). */
+#define CLI_VITE_WHOAMI_ENTRY                                                                      \
+    "process.env.WTPROXY_PORT ? import(String('wtproxy-whoami/vite')).then((m) => "                \
+    "m.wtproxyWhoami()) : null"
+
 /* A Playwright config, as far as its literal text tells. */
 #define CLI_PW_MAX_SERVERS 8 /* webServer entries read; more are not adopted */
 

@@ -70,8 +70,8 @@ static int start_dir(const struct doc_ctx *c, char *dir, size_t len)
 
 int doc_node_whoami_fix(const struct doc_ctx *c, const char *restart, char *fix, size_t len)
 {
-    static const char *const configs[] = {"vite.config.js", "vite.config.mjs", "vite.config.ts",
-                                          "vite.config.mts", "vite.config.cjs"};
+    static const char *const configs[] = {"vite.config.js",  "vite.config.mjs", "vite.config.ts",
+                                          "vite.config.mts", "vite.config.cjs", "vite.config.cts"};
     char dir[2 * PATH_MAX], path[2 * PATH_MAX + 32], err[256];
     const char *config = NULL;
     int has = 0;
@@ -89,8 +89,8 @@ int doc_node_whoami_fix(const struct doc_ctx *c, const char *restart, char *fix,
         snprintf(fix, len, "%s", restart);
     else if (config || strstr(c->start, "vite"))
         snprintf(fix, len,
-                 "in %.900s/%s: import { wtproxyWhoami } from 'wtproxy-whoami/vite' and list "
-                 "wtproxyWhoami() in plugins; then %s",
+                 "in %.700s/%s, add to plugins (loaded under wtproxy run only, so vite build "
+                 "and CI need no wtproxy-whoami): " CLI_VITE_WHOAMI_ENTRY "; then %s",
                  dir, config ? config : "vite.config.js", restart);
     else
         snprintf(fix, len,

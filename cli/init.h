@@ -91,9 +91,17 @@ int init_plan_top(struct init_plan *p);
 /* init_top.c: the top .wtproxy's path relative to p->dir ("../.wtproxy"). */
 void init_top_path(const struct init_plan *p, char *out, size_t len);
 
-/* init_vite.c: whether the Vite config of the app's root lists the
- * /__whoami plugin (a note says so). */
-int init_vite_has_whoami(struct init_plan *p);
+/* init_vite.c: the text of the Vite config Vite reads in dir/sub (sub
+ * "": dir itself; .js, .mjs, .ts, .mts, .cjs, .cts in that order), its
+ * path relative to dir into name; NULL with errno ENOENT when there is
+ * none, another errno when it cannot be read. */
+char *init_vite_config(const char *dir, const char *sub, char *name, size_t len);
+
+/* init_vite_plugin.c: the /__whoami plugin added to a Vite app's config
+ * (a new vite.config.mjs when it has none), loaded under wtproxy run
+ * only; a note when it lists the plugin already, or has a shape init
+ * cannot edit safely (the line to paste). 0, or -1 out of memory. */
+int init_plan_vite(struct init_plan *p);
 /* init_node.c: a `node FILE` server's notes: FILE imports the middleware
  * already, else the lines to add (Express and node:http); and that each
  * worktree needs node_modules/wtproxy-whoami. */

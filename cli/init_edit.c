@@ -1,7 +1,8 @@
 /* init_edit.c - the edits `wtproxy init` makes to an app, as new file
  * texts: the .wtproxy file, the whoami middleware line and the dev-database
  * lines of Django settings (FastAPI's, Starlette's and Flask's whoami
- * wrap: init_python.c), and the Playwright webServer command of recipe
+ * wrap: init_python.c; a Vite config's plugin: init_vite_plugin.c;
+ * Next's: init_next.c), and the Playwright webServer command of recipe
  * "url". Each edit is made only where the file has the literal form we
  * can edit safely; elsewhere a note says what to do by hand. An edit
  * already made is recognised by its distinctive text, so a second run
@@ -398,11 +399,6 @@ static int plan_playwright(struct init_plan *p)
     return init_add_change(p, pw->file, old, &t);
 }
 
-static int is_node(enum cli_app_kind k)
-{
-    return k == CLI_APP_VITE || k == CLI_APP_EXPRESS || k == CLI_APP_NODE;
-}
-
 int init_plan_make(struct init_plan *p)
 {
     if (!p->notes && !(p->notes = json_array()))
@@ -415,10 +411,8 @@ int init_plan_make(struct init_plan *p)
         return -1;
     if (p->app.kind == CLI_APP_EXPRESS || p->app.kind == CLI_APP_NODE)
         init_node_whoami(p);
-    else if (is_node(p->app.kind) && !(p->app.kind == CLI_APP_VITE && init_vite_has_whoami(p)))
-        init_note(p, "Node: add the /__whoami middleware by hand (wtproxy help whoami): `import { "
-                     "whoami } from 'wtproxy-whoami'` (Vite: `wtproxyWhoami` from "
-                     "'wtproxy-whoami/vite'); without it wtproxy refuses the server");
+    else if (p->app.kind == CLI_APP_VITE && init_plan_vite(p) < 0)
+        return -1;
     if (p->app.kind == CLI_APP_EXPRESS || p->app.kind == CLI_APP_NODE)
         init_note(p, "`%s` must listen on $PORT (wtproxy run sets it) on 127.0.0.1", p->app.start);
     if (p->app.pw.file[0] && p->recipe != INIT_RECIPE_NONE && plan_playwright(p) < 0)

@@ -1,11 +1,13 @@
 /* init_vite.c - a Vite front end's config (vite.config.*), for `wtproxy
- * init`: whether it lists the /__whoami plugin already, so that init does
- * not ask for it again, and the one localhost port its dev server's
+ * init`: which one Vite reads (init_vite_plugin.c adds the /__whoami
+ * plugin to it), and the one localhost port its dev server's
  * `proxy` sends to, which is the front of the API in a sibling folder
  * (`wtproxy init api` beside web/): every worktree's front end calls its
  * API there. Text inspection, as init_detect.c: only a plain string
  * literal is read; a URL built in code is said, never guessed. */
+#include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,30 +19,18 @@
 static const char *const config_names[] = {"vite.config.js",  "vite.config.mjs", "vite.config.ts",
                                            "vite.config.mts", "vite.config.cjs", "vite.config.cts"};
 
-/* The text of the Vite config in dir/sub (sub "": dir itself), its path
- * relative to dir into name; NULL when there is none. */
-static char *config_in(const char *dir, const char *sub, char *name, size_t len)
+char *init_vite_config(const char *dir, const char *sub, char *name, size_t len)
 {
     char path[PATH_MAX], err[PATH_MAX + 64];
     for (size_t i = 0; i < sizeof config_names / sizeof config_names[0]; i++) {
         char *text = NULL;
         snprintf(name, len, "%s%s%s", sub, sub[0] ? "/" : "", config_names[i]);
-        if (cli_join(path, sizeof path, dir, name) == 0 &&
-            (text = cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err)))
-            return text;
+        if (cli_join(path, sizeof path, dir, name) < 0)
+            return errno = ENAMETOOLONG, NULL;
+        if ((text = cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err)) || errno != ENOENT)
+            return text; /* one Vite would read, or fail to */
     }
-    return NULL;
-}
-
-int init_vite_has_whoami(struct init_plan *p)
-{
-    char name[PATH_MAX];
-    char *text = config_in(p->dir, p->app.vite_root, name, sizeof name);
-    int has = text && (strstr(text, "wtproxyWhoami") || strstr(text, "wtproxy-whoami/vite"));
-    free(text);
-    if (has)
-        init_note(p, "Vite: %s lists the /__whoami plugin already (wtproxyWhoami)", name);
-    return has;
+    return errno = ENOENT, NULL;
 }
 
 /* The port one string literal of a proxy block sends to: 0 when it is
@@ -62,6 +52,8 @@ int init_vite_proxy_port(const char *text)
 {
     const char *p = strstr(text, "proxy:");
     int depth = 0, port = 0;
+    while (p && p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '$'))
+        p = strstr(p + 6, "proxy:"); /* not the word: the plugin's "// wtproxy: ..." comment */
     if (!p || *(p += 6 + strspn(p + 6, " \t\r\n")) != '{')
         return 0;
     for (; *p; p++) {
@@ -91,7 +83,7 @@ int init_vite_proxy_port(const char *text)
 static void fold(const char *dir, const char *sub, int *port, char *from, size_t len)
 {
     char name[PATH_MAX];
-    char *text = config_in(dir, sub, name, sizeof name);
+    char *text = init_vite_config(dir, sub, name, sizeof name);
     int one = text ? init_vite_proxy_port(text) : 0;
     free(text);
     if (one == 0)

@@ -229,15 +229,17 @@ static const char *middleware_hint(const struct whoami_target *t)
                "which answers 501 under next dev's Turbopack) and wraps next.config.mjs in "
                "withWtproxyWhoami() from 'wtproxy-whoami/next' (wtproxy help whoami)";
     if (runs_one_of(cmd, vite))
-        return "add the Vite plugin: in vite.config.js, import { wtproxyWhoami } from "
-               "'wtproxy-whoami/vite' and list wtproxyWhoami() in plugins (wtproxy help whoami)";
+        return "add the Vite plugin: wtproxy init --apply in the app adds wtproxyWhoami() from "
+               "'wtproxy-whoami/vite' to vite.config.*'s plugins, loaded under wtproxy run only "
+               "(wtproxy help whoami)";
     if (runs_one_of(cmd, node))
         return "add the Node middleware first: import { whoami } from 'wtproxy-whoami'; "
                "app.use(whoami()) (Express, Connect or node:http; wtproxy help whoami)";
     if (runs_one_of(cmd, runner))
         return "add the Node middleware first (import { whoami } from 'wtproxy-whoami'; "
-               "app.use(whoami())) or, for a Vite dev server, the Vite plugin (wtproxyWhoami() "
-               "from 'wtproxy-whoami/vite' in vite.config.js's plugins; wtproxy help whoami)";
+               "app.use(whoami())) or, for a Vite dev server, the Vite plugin (wtproxy init "
+               "--apply in the app adds wtproxyWhoami() from 'wtproxy-whoami/vite' to "
+               "vite.config.*'s plugins; wtproxy help whoami)";
     if (runs_one_of(cmd, django))
         return "add 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
                "wtproxy_whoami " PY_WHERE;

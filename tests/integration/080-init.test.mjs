@@ -67,11 +67,24 @@ function snapshot(dir) {
   return out;
 }
 
+// The app's node_modules: the suite's packages (its Vite), and
+// wtproxy-whoami linked, which init's Vite plugin entry loads under
+// wtproxy run. A folder of its own: Vite writes its caches there.
+function linkModules(dir) {
+  const nm = path.join(dir, 'node_modules');
+  fs.mkdirSync(nm);
+  for (const e of fs.readdirSync(nodeModules))
+    if (!e.startsWith('.') || e === '.bin') fs.symlinkSync(path.join(nodeModules, e), path.join(nm, e));
+  fs.symlinkSync(path.join(repoRoot, 'whoami/node'), path.join(nm, 'wtproxy-whoami'));
+}
+
 const pkg = (deps, scripts = {}) => JSON.stringify({ name: 'x', scripts, dependencies: deps });
 
 test('Node apps: vite, next, express, a plain node server; the url recipe edits webServer.command', async (t) => {
   const cases = [
-    { kind: 'vite', files: { 'package.json': pkg({ vite: '5' }, { dev: 'vite' }) }, start: 'node_modules/.bin/vite --host 127.0.0.1 --port {port} --strictPort' },
+    // No vite.config.*: a new one with the /__whoami plugin (158 runs it).
+    { kind: 'vite', files: { 'package.json': pkg({ vite: '5' }, { dev: 'vite' }) }, start: 'node_modules/.bin/vite --host 127.0.0.1 --port {port} --strictPort',
+      changes: [['.wtproxy', 'new'], ['vite.config.mjs', 'new']], note: /^vite\.config\.mjs loads 'wtproxy-whoami\/vite' under wtproxy run: link the package/ },
     // No app/ folder (the Pages Router only): no route to write, a note.
     { kind: 'next', files: { 'package.json': pkg({ next: '14', react: '18' }, { dev: 'next dev' }) }, start: 'node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}',
       note: /^Next: no app\/ nor src\/app\/ folder: the \/__whoami route is an App Router route handler/ },
@@ -87,7 +100,7 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
     assert.equal(plan.start, c.start);
     assert.equal(plan.front, 8000, 'no baseURL: the default front port');
     assert.equal(plan.playwright, null);
-    assert.deepEqual(plan.changes.map((x) => [x.path, x.kind]), [['.wtproxy', 'new']]);
+    assert.deepEqual(plan.changes.map((x) => [x.path, x.kind]), c.changes || [['.wtproxy', 'new']]);
     assert.match(plan.changes[0].diff, new RegExp(`^\\+start = ${c.start.replace(/[.{}]/g, '\\$&')}$`, 'm'));
     assert.ok(plan.notes.some((n) => (c.note || /add the \/__whoami middleware by hand/).test(n)), plan.notes.join('\n'));
     assert.deepEqual(snapshot(dir), c.files, 'without --apply nothing is written');
@@ -157,9 +170,9 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   assert.deepEqual(snapshot(dir), before);
   r = await init(dir, [dir, '--apply']);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /^wrote \.wtproxy\nwrote playwright\.config\.ts$/m);
+  assert.match(r.stdout, /^wrote \.wtproxy\nwrote vite\.config\.mjs\nwrote playwright\.config\.ts$/m);
   const after = snapshot(dir);
-  assert.deepEqual(Object.keys(after).sort(), ['.wtproxy', 'package.json', 'playwright.config.ts']);
+  assert.deepEqual(Object.keys(after).sort(), ['.wtproxy', 'package.json', 'playwright.config.ts', 'vite.config.mjs']);
   assert.equal(after['package.json'], before['package.json'], '--apply writes nothing else');
   assert.equal(after['playwright.config.ts'].replace(/ *\/\/ wtproxy: .*\n/, '').replace(/'wtproxy run --front 5173 -- [^']*'/, "'npm run dev'"), config,
     'the config changed in that line only');
@@ -175,7 +188,7 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   const plan = JSON.parse(r.stdout);
   assert.equal(plan.recipe, 'port');
   assert.equal(plan.front, 8000);
-  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy']);
+  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy', 'vite.config.mjs']);
   assert.ok(plan.notes.some((n) => /recipe "port": left as it is/.test(n)));
 });
 
@@ -209,7 +222,7 @@ test('a webServer array (a Vite front end and its node API): one service each, a
   assert.equal(r.code, 0, r.stderr);
   const plan = JSON.parse(r.stdout);
   assert.equal(plan.recipe, 'port', 'one `wtproxy run` runs one server: the services start both');
-  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy'], 'the Playwright config is left as it is');
+  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy', 'vite.config.mjs'], 'the Playwright config is left as it is');
   assert.match(plan.changes[0].diff, new RegExp(`^\\+\\[service api\\]\\n\\+start = node api\\.mjs\\n\\+front = ${api}\\n\\+ready = /api/health\\n`, 'm'));
   assert.match(plan.changes[0].diff, new RegExp(`^\\+\\[service web\\]\\n\\+start = node_modules/\\.bin/vite .*\\n\\+front = ${web}\\n\\+after = api$`, 'm'));
   assert.ok(plan.notes.includes(`playwright.config.js starts 2 servers: each is a service of the .wtproxy, and the daemon must own every front: wtproxy serve --listen ${web} --listen ${api}`), plan.notes.join('\n'));
@@ -220,7 +233,7 @@ test('a webServer array (a Vite front end and its node API): one service each, a
   // The adopted app, as the note says to serve it: the web front's /api
   // goes through Vite's proxy to the API front, and reaches this
   // checkout's API, which the daemon started first.
-  fs.symlinkSync(nodeModules, path.join(dir, 'node_modules'));
+  linkModules(dir);
   git(dir, 'init', '-q', '-b', 'main');
   const tmp = { root: dir, control: path.join(dir, 'ctl.sock'), state: path.join(dir, 'reg.json') };
   const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${web}`, '--listen', `127.0.0.1:${api}`, '--whoami', 'off'], { listeners: 2 });
@@ -389,7 +402,7 @@ test('top Vite then `init api`: the top .wtproxy becomes two sections, each fron
     'api/api_project/urls.py': 'import os\nfrom django.http import JsonResponse\nfrom django.urls import path\n' +
       "urlpatterns = [path('api/health', lambda request: JsonResponse({'server': 'django', 'cwd': os.getcwd()}))]\n",
   });
-  fs.symlinkSync(nodeModules, path.join(dir, 'node_modules'));
+  linkModules(dir);
   fs.mkdirSync(path.join(dir, 'api/.venv/bin'), { recursive: true });
   fs.symlinkSync(python, path.join(dir, 'api/.venv/bin/python')); // Debian's, with Django
   git(dir, 'init', '-q', '-b', 'main');

@@ -212,10 +212,11 @@ test("middleware: a Node start whose folder does not resolve wtproxy-whoami: a p
 });
 
 // Seen in an adoption walk: a Vite front end without the /__whoami plugin
-// (wtproxy init only notes it, for Vite and Node servers) got doctor's fix
-// `wtproxy init --apply`, which writes nothing for it. Now the fix names
-// the plugin's two lines in the start folder's Vite config, then the
-// restart; done as said, doctor is content.
+// (wtproxy init only noted it then, for Vite and Node servers) got doctor's fix
+// `wtproxy init --apply`, which wrote nothing for it then. Now the fix
+// names the plugin's entry (as init adds it: loaded under wtproxy run
+// only) for the start folder's Vite config, then the restart; done as
+// said, doctor is content.
 test('whoami: a Vite server without the plugin: the fix names its config, not init --apply', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp);
@@ -234,11 +235,11 @@ test('whoami: a Vite server without the plugin: the fix names its config, not in
   t.after(() => { try { process.kill(-wrapper, 'SIGTERM'); } catch { /* gone */ } });
   let w = (await doctor(tmp, tmp.wt.a, px.port)).byName.whoami;
   assert.equal(w.status, 'problem', w.detail);
-  const fix = `in ${web}/vite.config.mjs: import { wtproxyWhoami } from 'wtproxy-whoami/vite' and list wtproxyWhoami() in plugins; then wtproxy restart --front ${px.port}`;
+  const entry = "process.env.WTPROXY_PORT ? import(String('wtproxy-whoami/vite')).then((m) => m.wtproxyWhoami()) : null";
+  const fix = `in ${web}/vite.config.mjs, add to plugins (loaded under wtproxy run only, so vite build and CI need no wtproxy-whoami): ${entry}; then wtproxy restart --front ${px.port}`;
   assert.equal(w.fix, fix);
 
-  fs.writeFileSync(path.join(web, 'vite.config.mjs'), "import { wtproxyWhoami } from 'wtproxy-whoami/vite';\n" +
-    config.replace('clearScreen: false,', 'clearScreen: false, plugins: [wtproxyWhoami()],'));
+  fs.writeFileSync(path.join(web, 'vite.config.mjs'), config.replace('clearScreen: false,', `clearScreen: false, plugins: [${entry}],`));
   const restart = await cli(tmp, fix.split('; then ')[1].split(' ').slice(1), { cwd: tmp.wt.a, ms: 60000 });
   assert.equal(restart.code, 0, restart.stdout + restart.stderr);
   w = (await doctor(tmp, tmp.wt.a, px.port)).byName.whoami;

@@ -5,7 +5,9 @@
  * end of a config block with quotes in its comments, the literal ports it
  * reads, which `app = ...(` lines make a FastAPI, Starlette or Flask app,
  * where the whoami wrap goes in its module, what asks for --reload, and
- * which Vite proxy targets give an API's front (init_vite.c). */
+ * which Vite proxy targets give an API's front (init_vite.c), and where
+ * the /__whoami plugin's entry goes in a Vite config (init_vite_plugin.c;
+ * test 158 loads each form in Vite). */
 #include "../../cli/args.c"
 #include "../../cli/init_detect.c"
 #include "../../cli/init_edit.c"
@@ -13,6 +15,7 @@
 #include "../../cli/init_node.c"
 #include "../../cli/init_python.c"
 #include "../../cli/init_vite.c"
+#include "../../cli/init_vite_plugin.c"
 
 #include "tap.h"
 
@@ -193,6 +196,12 @@ static void test_literal_port(void)
     is_int(literal_port(far, far + strlen(far), "baseURL:"), 0, "no port past 65535");
 }
 
+#define W(ind)                                                                                     \
+    ind "// wtproxy: answers /__whoami so wtproxy routes only to this worktree's "                 \
+        "up-to-date server; loaded under wtproxy run only, and named through String() so that "    \
+        "vite build, tsc and CI never resolve wtproxy-whoami - do not remove or make it a static " \
+        "import\n" ind CLI_VITE_WHOAMI_ENTRY ",\n"
+
 static void test_vite_proxy_port(void)
 {
     is_int(init_vite_proxy_port("export default { server: { proxy: { '/api': "
@@ -216,6 +225,72 @@ static void test_vite_proxy_port(void)
            "a proxy that is not a literal block: nothing read past it");
     is_int(init_vite_proxy_port("proxy: { '/api': 'http://localhost:8001'"), -1,
            "an unclosed block");
+    is_int(init_vite_proxy_port("export default {\n  plugins: [\n" W(
+               "    ") "  ],\n  server: { "
+                       "proxy: { '/api': 'http://localhost:8001' } },\n};\n"),
+           8001, "after init added the plugin: its comment's \"wtproxy:\" is no proxy block");
+}
+
+/* The Vite config text with the plugin's entry (W: its two lines at
+ * that indent), or why it is left alone. */
+static char *vite_edit(const char *text)
+{
+    static char why_buf[256];
+    struct init_text t = {0};
+    const char *why = NULL;
+    if (edit_config(text, &t, &why) < 0) {
+        free(t.s);
+        snprintf(why_buf, sizeof why_buf, "why: %s", why);
+        return strdup(why_buf);
+    }
+    return t.s;
+}
+
+static void test_vite_plugin(void)
+{
+    static const struct {
+        const char *in, *out, *what;
+    } cases[] = {
+        {"export default defineConfig({\n  plugins: [react()],\n})\n",
+         "export default defineConfig({\n  plugins: [\n    react(),\n" W("    ") "  ],\n})\n",
+         "a one-line array: one entry a line"},
+        {"export default {\n  plugins: [\n    react(), // ours: ] }\n  ],\n};\n",
+         "export default {\n  plugins: [\n    react(), // ours: ] }\n" W("    ") "  ],\n};\n",
+         "a multi-line array: last, a comment with brackets kept"},
+        {"export default {\n  plugins: [\n    a(),\n    b({ x: '}' })\n  ],\n}\n",
+         "export default {\n  plugins: [\n    a(),\n    b({ x: '}' }),\n" W("    ") "  ],\n}\n",
+         "a comma after the last entry"},
+        {"export default { plugins: [] };\n", "export default { plugins: [\n" W("  ") "] };\n",
+         "an empty array"},
+        {"export default { server: { port: 5173 } };\n",
+         "export default {\n  plugins: [\n" W("    ") "  ],\n  server: { port: 5173 } };\n",
+         "a one-line object without plugins"},
+        {"module.exports = {\n\troot: /[}\\]]/.source,\n};\n",
+         "module.exports = {\n\tplugins: [\n" W("\t\t") "\t],\n\troot: /[}\\]]/.source,\n};\n",
+         "CommonJS, tabs, a regex with brackets"},
+        {"export default {};\n", "export default {\n  plugins: [\n" W("    ") "  ],\n};\n",
+         "an empty object"},
+        {"export default defineConfig(({ mode }) => ({ plugins: [] }));\n",
+         "why: it exports no object literal (a function, a variable)", "a config function"},
+        {"const c = { plugins: [] };\nexport default c;\n",
+         "why: it exports no object literal (a function, a variable)", "a variable"},
+        {"export default { plugins: mine() };\n", "why: its `plugins` is not a literal array",
+         "plugins built in code"},
+        {"export default { ...base, server: {} };\n",
+         "why: it has no `plugins` key but a spread (`...`) that may set one", "a spread"},
+        {"export default { build: { rollupOptions: { plugins: [] } } };\n",
+         "export default {\n  plugins: [\n" W(
+             "    ") "  ],\n  build: { rollupOptions: { plugins: [] "
+                     "} } };\n",
+         "a nested plugins key is not Vite's"},
+        {"export default { a: 'unclosed };\n",
+         "why: its exported object does not close as init reads it", "a string that never ends"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = vite_edit(cases[i].in);
+        is_str(got, cases[i].out, "vite config: %s", cases[i].what);
+        free(got);
+    }
 }
 
 int main(void)
@@ -230,5 +305,6 @@ int main(void)
     test_framework_of();
     test_wrap_spot();
     test_runs_with_reload();
+    test_vite_plugin();
     return done_testing();
 }
