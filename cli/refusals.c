@@ -1,5 +1,5 @@
-/* refusals.c - `wtproxy refusals [WORKTREE] [--all] [--since D] [--limit N]
- * [--json]`: what the daemon refused lately that concerns a worktree (the
+/* refusals.c - `wtproxy refusals [WORKTREE | --worktree DIR | --all]
+ * [--since D] [--limit N] [--json]`: what the daemon refused lately that concerns a worktree (the
  * `refusals` op: the dashboard's records), each with its time, request,
  * status, reason and the sentence its caller got, which ends with the fix.
  * A test whose page swallowed a failed fetch fails on an unrelated
@@ -28,22 +28,24 @@ struct refusals_args {
 /* Flags, then WORKTREE and more flags, into a. 0, 1 help, -1 with err. */
 static int parse(int argc, char **argv, struct refusals_args *a, char *err, size_t errlen)
 {
-    const struct cli_opt opts[] = {{"all", NULL, &a->all},
-                                   {"json", NULL, &a->json},
-                                   {"since", &a->since, NULL},
-                                   {"limit", &a->limit, NULL},
+    const struct cli_opt opts[] = {{"all", NULL, &a->all},      {"json", NULL, &a->json},
+                                   {"since", &a->since, NULL},  {"limit", &a->limit, NULL},
+                                   {"worktree", &a->dir, NULL}, /* as cli_worktree's advice says */
                                    {NULL, NULL, NULL}};
+    const char *named = NULL;
     int rest = argc, r = cli_parse(argc, argv, opts, &rest, err, errlen);
     if (r == 0 && rest < argc) {
-        a->dir = argv[rest];
+        named = argv[rest];
         r = cli_parse(argc - rest, argv + rest, opts, NULL, err, errlen);
     }
     if (r != 0)
         return r;
-    if (a->all && a->dir) {
-        snprintf(err, errlen, "give WORKTREE or --all, not both");
+    if (!!a->all + !!a->dir + !!named > 1) {
+        snprintf(err, errlen, "give one of WORKTREE, --worktree DIR and --all");
         return -1;
     }
+    if (named)
+        a->dir = named;
     if (a->since && cli_duration("since", a->since, &a->since_ms, err, errlen) < 0)
         return -1;
     a->max = a->since ? WTP_REFUSAL_LOG_SIZE : DEFAULT_LIMIT;

@@ -97,7 +97,7 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
     assert.match(r.detail, /ITEMS_DB is not set/);
   }
   assert.ok(block.includes(mine[0].detail.split('\n')[0]), `the reporter's sentence is the daemon's:\n${block}`);
-  const text = await cli(tmp, ['refusals', '--since', '5m'], { cwd: tmp.wt });
+  const text = await cli(tmp, ['refusals', tmp.wt, '--since', '5m'], { cwd: tmp.root });
   assert.equal(text.code, 0, text.stderr);
   assert.match(text.stdout, new RegExp(`\\d\\d:\\d\\d:\\d\\d \\(\\d+s ago\\)  GET /api -> 503 ${mine[0].reason} on :${apiFront}`));
   assert.match(text.stdout, /\n {2}Error: ITEMS_DB is not set/);
