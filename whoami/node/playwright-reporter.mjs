@@ -27,8 +27,7 @@ function refusalsBetween(dir, from, to) {
     const out = execFileSync(process.env.WTPROXY_BIN || 'wtproxy',
       ['refusals', '--json', '--since', since], {
         cwd: dir, encoding: 'utf8', timeout: ASK_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'ignore'],
-        env: { ...process.env, WTPROXY_NO_AUTOSTART: '1' },
-      });
+      }); // a look: `wtproxy refusals` never starts a daemon
     return JSON.parse(out).filter((r) => r.time_ms >= from && r.time_ms <= to);
   } catch {
     return [];
@@ -37,7 +36,7 @@ function refusalsBetween(dir, from, to) {
 
 // The refusals as lines: one per request, status and reason (a page that
 // polls is refused many times alike), with a count and its newest sentence.
-export function describe(refusals, title) {
+function describe(refusals, title) {
   const groups = new Map();
   for (const r of refusals) {
     const key = `${r.request} -> ${r.status} ${r.reason}`;
