@@ -375,6 +375,7 @@ int cli_doctor_main(int argc, char **argv);      /* doctor.c */
 int cli_mcp_main(int argc, char **argv);         /* mcp.c */
 int cli_logs_main(int argc, char **argv);        /* logs.c */
 int cli_restart_main(int argc, char **argv);     /* restart.c */
+int cli_refusals_main(int argc, char **argv);    /* refusals.c */
 int cli_stop_main(int argc, char **argv);        /* restart.c */
 
 #endif

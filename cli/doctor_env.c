@@ -145,6 +145,19 @@ static void both_recipes(struct doc_ctx *c, const struct cli_playwright *pw, str
              pw->run_cmd[0] ? pw->run_cmd : "<webServer's command>");
 }
 
+/* A config without wtproxy's reporter: a test whose page swallowed a
+ * refused fetch fails on an unrelated assertion, and only the reporter
+ * puts what wtproxy refused under the failure. Said, not a problem: the
+ * config works without it. */
+static void reporter_note(const struct cli_playwright *pw, struct doc_result *r)
+{
+    size_t used = strlen(r->detail);
+    if (r->status == DOC_OK && !strstr(pw->text ? pw->text : "", "wtproxy-whoami/playwright"))
+        snprintf(r->detail + used, sizeof r->detail - used,
+                 "; to see under a failed test what wtproxy refused during it, add "
+                 "['wtproxy-whoami/playwright'] to its reporter list (wtproxy help playwright)");
+}
+
 void doc_playwright(struct doc_ctx *c, struct doc_result *r)
 {
     struct cli_playwright pw;
@@ -189,6 +202,7 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                          : "parallel worktrees collide on the fixed port");
         snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
     }
+    reporter_note(&pw, r);
     free(pw.text);
 }
 

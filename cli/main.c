@@ -64,6 +64,9 @@ static const struct command commands[] = {
      "0 printed (with -f: interrupted)\n"
      "1 nothing registered, no log, or no daemon answers\n"
      "2 bad usage, or several servers match (choose with --service or --front)"},
+    {"refusals", "what wtproxy refused lately of this worktree's requests, with each fix",
+     cli_usage_refusals, NULL, cli_refusals_main,
+     "0 printed (none, too)\n" NO_DAEMON "\n" USAGE_ERR},
     {"restart", "restart this worktree's dev servers and wait until they are ready",
      cli_usage_restart, NULL, cli_restart_main,
      "0 restarted and ready (verified, when the daemon checks /__whoami)\n"

@@ -316,6 +316,27 @@ const char cli_usage_logs[] =
     "  -n N, --lines N   the last N lines (default 50)\n"
     "  -f, --follow      then print what it appends, until interrupted (as tail -F)\n";
 
+const char cli_usage_refusals[] =
+    "usage: wtproxy refusals [WORKTREE | --all] [--since D] [--limit N] [--json]\n"
+    "\n"
+    "Print what wtproxy answered itself instead of a worktree's dev server, lately:\n"
+    "no server, a stale or another checkout's one, a server that failed at start,\n"
+    "a malformed request... Each with its time, the request, the status and\n"
+    "reason, the process that sent it, and the sentence its caller got, which ends\n"
+    "with the command that fixes it. A page that swallows a failed fetch fails its\n"
+    "test on an unrelated assertion: this says what happened to the fetch. The\n"
+    "daemon keeps its last 200 refusals while it runs (the dashboard's list).\n"
+    "Playwright prints them under each failed test with the reporter\n"
+    "wtproxy-whoami/playwright (wtproxy help playwright).\n"
+    "\n"
+    "  WORKTREE, --worktree DIR\n"
+    "               default: the git worktree enclosing the current folder; the\n"
+    "               requests its processes sent, for its servers, or naming it\n"
+    "  --all        every worktree's\n"
+    "  --since D    only those of the last D (30s, 5m, 2h)\n"
+    "  --limit N    the newest N (default 20; with --since, all of them)\n"
+    "  --json       the daemon's records, oldest first (wtproxy help dashboard-api)\n";
+
 const char cli_usage_restart[] =
     "usage: wtproxy restart [WORKTREE] [--service NAME] [--front PORT]\n"
     "\n"

@@ -18,6 +18,7 @@ extern const char cli_usage_init[];
 extern const char cli_usage_doctor[];
 extern const char cli_usage_mcp[];
 extern const char cli_usage_logs[];
+extern const char cli_usage_refusals[];
 extern const char cli_usage_restart[];
 extern const char cli_usage_stop[];
 

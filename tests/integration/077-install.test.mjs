@@ -154,8 +154,9 @@ function complete(typed, cwd = tmp) {
 }
 
 test('bash completes commands and each command\'s flags from the table', () => {
-  assert.deepEqual(complete(['re']), ['register', 'release', 'restart']);
+  assert.deepEqual(complete(['re']), ['refusals', 'register', 'release', 'restart']);
   assert.deepEqual(complete(['run', '--re']), ['--restart-on-stale']);
+  assert.deepEqual(complete(['refusals', '--a']), ['--all']);
   assert.deepEqual(complete(['db', '']).filter((w) => !w.startsWith('-')), ['claim', 'copy', 'ls', 'names', 'release', 'template']);
   assert.deepEqual(complete(['help', 'unr']), ['unregister']);
   assert.deepEqual(complete(['help', 'wtproxy-f']), ['wtproxy-file'], 'the guides');

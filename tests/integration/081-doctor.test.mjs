@@ -384,6 +384,12 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
   assert.match(d.byName.playwright.detail, /recipe port with a \.wtproxy/);
+  // ok, and without wtproxy's reporter: said, with the line that adds it
+  assert.match(d.byName.playwright.detail, /; to see under a failed test what wtproxy refused during it, add \['wtproxy-whoami\/playwright'\] to its reporter list \(wtproxy help playwright\)$/);
+  fs.appendFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), "export const reporter = [['list'], ['wtproxy-whoami/playwright']];\n");
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+  assert.doesNotMatch(d.byName.playwright.detail, /reporter/);
 
   // Recipe url whose `wtproxy run` lacks the --front of its url's port: it
   // would register on 8000 while Playwright waits on the url's port.

@@ -1,5 +1,5 @@
 // playwright.mjs - helpers for the tests that run real Playwright in
-// Debian's Chromium (130, 131): the runs, and finding what they left.
+// Debian's Chromium (130, 131, 157): the runs, and finding what they left.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,0 +1,120 @@
+// 157: a Playwright test that fails on an unrelated assertion because its
+// page swallowed a fetch wtproxy refused shows, in its own output, what
+// wtproxy refused during it (the reporter wtproxy-whoami/playwright,
+// conf/PLAYWRIGHT.md), and `wtproxy refusals` says the same.
+// A worktree of a small app (fixtures/playwright-refused): a front end on
+// one front whose page fetches /api, proxied to the API's front as Vite
+// does, and an API whose `wtproxy run` died at start. Real Playwright
+// (tests/node_modules), Debian's Chromium, a real daemon on two fronts.
+// The failed test's output names the request, the 503 and the API's last
+// words with the command that starts it again; the passing test, whose
+// fetch is refused alike, gets nothing; with no daemon the reporter prints
+// nothing and the run fails only as the test did.
+// WTPROXY_TEST_VERBOSE=1 prints the runs' output as diagnostics.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startDaemon, startRun, cli, git, sanitizerClean } from './lib/registry.mjs';
+import { playwright, processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
+import { wtproxyBin, repoRoot } from './lib/wtproxy.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const fixture = path.join(here, 'fixtures', 'playwright-refused');
+
+// repo/ (the app on main) and its linked worktree wt-a, whose node_modules
+// holds tests/node_modules' packages and wtproxy-whoami (whoami/node), as
+// an app that linked it has them. Realpaths.
+function appWorktree(t) {
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-pwref-')));
+  removeAfter(t, root);
+  const repo = path.join(root, 'repo');
+  fs.cpSync(fixture, repo, { recursive: true });
+  fs.writeFileSync(path.join(repo, '.gitignore'), 'node_modules\ntest-results/\n');
+  git(repo, 'init', '-q', '-b', 'main');
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', 'app');
+  const wt = path.join(root, 'wt-a');
+  git(repo, 'worktree', 'add', '-q', wt, '-b', 'a');
+  const nm = path.join(wt, 'node_modules');
+  fs.mkdirSync(nm);
+  for (const name of fs.readdirSync(nodeModules)) fs.symlinkSync(path.join(nodeModules, name), path.join(nm, name));
+  fs.symlinkSync(path.join(repoRoot, 'whoami', 'node'), path.join(nm, 'wtproxy-whoami'));
+  return { root, wt, control: path.join(root, 'control.sock'), state: path.join(root, 'registry.json') };
+}
+
+test('a failed Playwright test prints what wtproxy refused during it; wtproxy refusals says the same', {
+  timeout: 60000,
+}, async (t) => {
+  assert.ok(fs.existsSync(chromium), `${chromium} is missing: apt-get install chromium (scripts/bootstrap)`);
+  assert.ok(fs.existsSync(path.join(nodeModules, '@playwright', 'test')), '@playwright/test is missing: cd tests && npm ci');
+  const tmp = appWorktree(t);
+  t.after(() => { for (const pid of processesUnder(tmp.root)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } } });
+  const px = await startDaemon(t, tmp, ['--listen', '127.0.0.1:0', '--listen', '127.0.0.1:0'], { listeners: 2 });
+  const [webFront, apiFront] = px.ports;
+
+  // The API dies at start; its wrapper tells the daemon its last words.
+  const api = startRun(t, tmp, { cwd: tmp.wt, front: apiFront, command: [process.execPath, 'api.mjs', '{port}'] });
+  assert.notEqual((await api.exited).code, 0, api.stderr());
+  const web = startRun(t, tmp, {
+    cwd: tmp.wt, front: webFront, stopSignal: 'SIGTERM',
+    env: { API_FRONT: String(apiFront), WTPROXY_WHOAMI: path.join(repoRoot, 'whoami/node/index.mjs') },
+    command: [process.execPath, 'web.mjs', '{port}'],
+  });
+  await web.ready;
+
+  const env = { APP_FRONT: String(webFront), WTPROXY_BIN: wtproxyBin, WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' };
+  const run = await playwright(t, tmp.wt, { env, label: '157' });
+  if (process.env.WTPROXY_TEST_VERBOSE) t.diagnostic(run.out);
+  const out = run.out;
+  assert.equal(run.code, 1, `one test fails:\n${out}\n--- daemon ---\n${px.stderr()}`);
+  assert.match(out, /1 failed/, out);
+  assert.match(out, /1 passed/, out);
+  assert.match(out, /Expected: "v2"/, `it fails on the unrelated assertion:\n${out}`);
+  const told = [...out.matchAll(/wtproxy refused (\d+) requests? of this worktree during the test "([^"]+)":/g)];
+  assert.equal(told.length, 1, `said once, for the failed test only:\n${out}`);
+  assert.equal(told[0][2], 'shows the API version');
+  assert.equal(told[0][1], '1', `its own window: not the passing test's refusal:\n${out}`);
+  const block = out.slice(told[0].index);
+  assert.match(block, /\n {4}GET \/api -> 503 [a-z-]+: /, `the request, status and reason:\n${block}`);
+  assert.match(block, /Error: ITEMS_DB is not set/, `the API's last words:\n${block}`);
+  assert.match(block, new RegExp(`cd ${tmp.wt} && wtproxy run --front ${apiFront} -- `), `the fix:\n${block}`);
+  // right after the failed test's line, before the run's summary
+  assert.ok(told[0].index < out.indexOf('1 failed'), `under the failure:\n${out}`);
+
+  // wtproxy refusals, in the worktree: the same refusal, and its JSON
+  const json = await cli(tmp, ['refusals', '--json'], { cwd: tmp.wt });
+  assert.equal(json.code, 0, json.stderr);
+  const recs = JSON.parse(json.stdout);
+  const mine = recs.filter((r) => r.request === 'GET /api');
+  assert.ok(mine.length >= 1, json.stdout);
+  for (const r of mine) {
+    assert.equal(r.status, 503);
+    assert.equal(r.caller_worktree, tmp.wt);
+    assert.match(r.detail, /ITEMS_DB is not set/);
+  }
+  assert.ok(block.includes(mine[0].detail.split('\n')[0]), `the reporter's sentence is the daemon's:\n${block}`);
+  const text = await cli(tmp, ['refusals', tmp.wt, '--since', '5m'], { cwd: tmp.root });
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, new RegExp(`\\d\\d:\\d\\d:\\d\\d \\(\\d+s ago\\)  GET /api -> 503 ${mine[0].reason} on :${apiFront}`));
+  assert.match(text.stdout, /\n {2}Error: ITEMS_DB is not set/);
+  assert.match(text.stdout, new RegExp(`wtproxy run --front ${apiFront} -- `));
+  // another worktree's view: nothing of wt-a's, said so; --all has it
+  const none = await cli(tmp, ['refusals'], { cwd: path.join(tmp.root, 'repo') });
+  assert.equal(none.code, 0, none.stderr);
+  assert.match(none.stdout, /^wtproxy refused no request of .*\/repo \(/);
+  const all = await cli(tmp, ['refusals', '--all', '--json'], { cwd: tmp.root });
+  assert.ok(JSON.parse(all.stdout).some((r) => r.request === 'GET /api'), all.stdout);
+
+  // No daemon to ask: the reporter prints nothing, and the run fails only as its test does.
+  const alone = await playwright(t, tmp.wt, {
+    args: ['--grep', 'API version'], env: { ...env, WTPROXY_CONTROL: path.join(tmp.root, 'none.sock') }, label: '157',
+  });
+  assert.equal(alone.code, 1, alone.out);
+  assert.match(alone.out, /1 failed/, alone.out);
+  assert.doesNotMatch(alone.out, /wtproxy refused|Error in reporter|wtproxy-whoami/, alone.out);
+  sanitizerClean(assert, px.stderr());
+});

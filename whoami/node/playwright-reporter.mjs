@@ -1,0 +1,92 @@
+// playwright-reporter.mjs - a Playwright reporter that prints, under each
+// test that failed, what wtproxy refused of this worktree's requests while
+// it ran: a page that swallows a failed fetch fails on an unrelated
+// assertion ("expected 'v2', got ''"), and the reason (a stale server, one
+// that crashed at start, none at all) is otherwise only in `wtproxy
+// refusals`, the dashboard or the logs. In playwright.config:
+//
+//   reporter: [['list'], ['wtproxy-whoami/playwright']],
+//
+// It asks `wtproxy refusals --json` (the binary $WTPROXY_BIN, else
+// `wtproxy` on PATH) rather than the control socket itself: the CLI finds
+// the socket, and the worktree of the config's folder, by the daemon's own
+// rules (a linked, nested or moved worktree, a submodule), which a copy
+// here would drift from. It runs only for a failed test, for a few ms. No
+// daemon, no binary, no refusal: it prints nothing, and it never fails a
+// run.
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+
+const ASK_TIMEOUT_MS = 3000;
+
+// The refusals of the worktree of dir between from and to (unix ms), oldest
+// first; [] when they cannot be had.
+function refusalsBetween(dir, from, to) {
+  const since = `${Math.max(1, Date.now() - from + 1000)}ms`; // the CLI's clock runs on meanwhile
+  try {
+    const out = execFileSync(process.env.WTPROXY_BIN || 'wtproxy',
+      ['refusals', '--json', '--since', since], {
+        cwd: dir, encoding: 'utf8', timeout: ASK_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'ignore'],
+      }); // a look: `wtproxy refusals` never starts a daemon
+    return JSON.parse(out).filter((r) => r.time_ms >= from && r.time_ms <= to);
+  } catch {
+    return [];
+  }
+}
+
+// The refusals as lines: one per request, status and reason (a page that
+// polls is refused many times alike), with a count and its newest sentence.
+function describe(refusals, title) {
+  const groups = new Map();
+  for (const r of refusals) {
+    const key = `${r.request} -> ${r.status} ${r.reason}`;
+    const g = groups.get(key) || { key, count: 0 };
+    g.count += 1;
+    g.detail = r.detail;
+    groups.set(key, g);
+  }
+  const n = refusals.length;
+  const lines = [`  wtproxy refused ${n} request${n === 1 ? '' : 's'} of this worktree during the test "${title}":`];
+  for (const g of groups.values()) {
+    const [first, ...rest] = String(g.detail).split('\n');
+    lines.push(`    ${g.key}${g.count > 1 ? ` (${g.count} times)` : ''}: ${first}`);
+    for (const l of rest) lines.push(`      ${l}`);
+  }
+  lines.push('  (all of them: wtproxy refusals)');
+  return `${lines.join('\n')}\n`;
+}
+
+export default class WtproxyReporter {
+  constructor() {
+    this.dir = process.cwd();
+    this.held = [];
+  }
+
+  onBegin(config) {
+    if (config.configFile) this.dir = path.dirname(config.configFile);
+  }
+
+  // Right after the list reporter's line for the test. On a terminal, that
+  // reporter rewrites earlier lines in place, which lines of ours would
+  // shift: there they wait for the end of the run.
+  onTestEnd(test, result) {
+    if (result.status === 'passed' || result.status === 'skipped' ||
+        result.status === test.expectedStatus) return;
+    const from = result.startTime.getTime();
+    const found = refusalsBetween(this.dir, from, from + result.duration);
+    if (!found.length) return;
+    const text = describe(found, test.title);
+    if (process.stdout.isTTY) this.held.push(text);
+    else process.stdout.write(text);
+  }
+
+  onEnd() {
+    for (const text of this.held) process.stdout.write(text);
+  }
+
+  // Not a progress display: with this reporter alone, Playwright still
+  // prints its own.
+  printsToStdio() {
+    return false;
+  }
+}
