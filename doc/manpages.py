@@ -58,7 +58,20 @@ def body(text):
         elif len(lines) == 1 and re.fullmatch(r'[a-z ]+:', lines[0]):
             out += ['# ' + lines[0][:-1].upper(), '']
         else:
-            out += [escape_prose(ln) for ln in lines] + ['']
+            out += [escape_prose(ln) for ln in joined_dots(lines)] + ['']
+    return out
+
+
+def joined_dots(lines):
+    """A prose line that starts with '.' (".wtproxy already there") joined
+    to the one before it: scdoc drops a leading dot, and man reflows the
+    paragraph anyway."""
+    out = []
+    for ln in lines:
+        if out and ln.startswith('.'):
+            out[-1] += ' ' + ln
+        else:
+            out.append(ln)
     return out
 
 
