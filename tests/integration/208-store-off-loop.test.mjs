@@ -110,9 +110,11 @@ test('the daemon stops while lease ops wait for a stopped store: each is answere
   signalAll(stopped, 'SIGSTOP');
   try {
     const first = control(tmp.control, { op: 'claim', id: 'one', worktree: tmp.wt.a, pid: 0, ttl_ms: 60000 });
-    await new Promise((res) => setTimeout(res, 100)); // runs, waiting for the server
+    // runs, waiting for the server (100 ms was once too short in a loaded
+    // CI run: both ops were still queued when the daemon stopped)
+    await new Promise((res) => setTimeout(res, 600));
     const second = control(tmp.control, { op: 'claim', id: 'two', worktree: tmp.wt.a, pid: 0, ttl_ms: 60000 });
-    await new Promise((res) => setTimeout(res, 100)); // queued behind it
+    await new Promise((res) => setTimeout(res, 200)); // queued behind it
     const exited = px.stop('SIGTERM');
     const [a, b] = await Promise.all([first, second]);
     assert.equal(a.error, 'registry-down', JSON.stringify(a));
