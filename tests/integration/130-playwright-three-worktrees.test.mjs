@@ -18,13 +18,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon, lsJson, waitFor, get, sanitizerClean, git } from './lib/registry.mjs';
-import { playwright, processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
+import { playwright, processesUnder, nodeModules, chromium, fixtureRepo } from './lib/playwright.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
-import { removeAfter } from './lib/cleanup.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixture = path.join(here, 'fixtures', 'playwright-app');
@@ -33,14 +31,7 @@ const fixture = path.join(here, 'fixtures', 'playwright-app');
 // to tests/node_modules, so its config and spec import @playwright/test
 // as an app's own would. All paths are realpaths.
 function appWorktrees(t, names) {
-  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-pw-')));
-  removeAfter(t, root);
-  const repo = path.join(root, 'repo');
-  fs.cpSync(fixture, repo, { recursive: true });
-  fs.writeFileSync(path.join(repo, '.gitignore'), 'node_modules\ntest-results/\n');
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'add', '-A');
-  git(repo, 'commit', '-q', '-m', 'app');
+  const { root, repo } = fixtureRepo(t, fixture, 'wtproxy-pw-');
   const wt = {};
   for (const n of names) {
     wt[n] = path.join(root, `wt-${n}`);

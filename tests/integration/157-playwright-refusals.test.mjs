@@ -14,13 +14,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon, startRun, cli, git, sanitizerClean } from './lib/registry.mjs';
-import { playwright, processesUnder, nodeModules, chromium } from './lib/playwright.mjs';
+import { playwright, processesUnder, nodeModules, chromium, fixtureRepo } from './lib/playwright.mjs';
 import { wtproxyBin, repoRoot } from './lib/wtproxy.mjs';
-import { removeAfter } from './lib/cleanup.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixture = path.join(here, 'fixtures', 'playwright-refused');
@@ -29,14 +27,7 @@ const fixture = path.join(here, 'fixtures', 'playwright-refused');
 // holds tests/node_modules' packages and wtproxy-whoami (whoami/node), as
 // an app that linked it has them. Realpaths.
 function appWorktree(t) {
-  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-pwref-')));
-  removeAfter(t, root);
-  const repo = path.join(root, 'repo');
-  fs.cpSync(fixture, repo, { recursive: true });
-  fs.writeFileSync(path.join(repo, '.gitignore'), 'node_modules\ntest-results/\n');
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'add', '-A');
-  git(repo, 'commit', '-q', '-m', 'app');
+  const { root, repo } = fixtureRepo(t, fixture, 'wtproxy-pwref-');
   const wt = path.join(root, 'wt-a');
   git(repo, 'worktree', 'add', '-q', wt, '-b', 'a');
   const nm = path.join(wt, 'node_modules');

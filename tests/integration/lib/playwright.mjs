@@ -2,13 +2,31 @@
 // Debian's Chromium (130, 131, 157): the runs, and finding what they left.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { git } from './registry.mjs';
+import { removeAfter } from './cleanup.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const nodeModules = path.resolve(here, '..', '..', 'node_modules');
 export const chromium = '/usr/bin/chromium';
 export const RUN_MS = 40000; // one `playwright test` run, at most
+
+// A temp folder (realpath, removed after t) whose repo/ holds fixture
+// committed on main, node_modules and test-results ignored. Returns
+// { root, repo }: the caller adds the worktrees it needs.
+export function fixtureRepo(t, fixture, prefix) {
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+  removeAfter(t, root);
+  const repo = path.join(root, 'repo');
+  fs.cpSync(fixture, repo, { recursive: true });
+  fs.writeFileSync(path.join(repo, '.gitignore'), 'node_modules\ntest-results/\n');
+  git(repo, 'init', '-q', '-b', 'main');
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', 'app');
+  return { root, repo };
+}
 
 // Every process whose cwd is under dir (the servers and browsers a run may
 // leave behind if it is cut short): their pids.
