@@ -140,26 +140,12 @@ static int decide_trusted(const struct whoami_case *c, struct whoami_status *st,
              disk->hash);
         return WHOAMI_PASS;
     }
-    /* Restarted as a stale server with an answer is: its new process
-     * starts after the change (its registration's start moves with the
-     * restart: reg_server_ops.c), and is trusted again. */
-    if (disk && t->restart_on_stale && t->pid > 0 && !c->mem->restart_ms &&
-        !c->mem->restart_failed && !c->no_restart)
-        return WA_RESTART;
     if (!disk)
         whoami_refusal_unreadable(t, c->disk->err, detail, detlen);
     else
         whoami_refusal_trusted_stale(t, detail, detlen);
     show(st, c->mem, "stale", detail, disk ? disk->hash : NULL);
     return WHOAMI_STALE;
-}
-
-/* Its answer is a whole one without /__whoami, and the registry is
- * trusted for such servers. */
-static int trusted_404(const struct whoami_case *c)
-{
-    const struct whoami_memory *m = c->mem;
-    return c->cfg->trust_registry && m->result == WF_OK && m->status != 200 && !m->ans;
 }
 
 /* A server that has answered before and now answers nothing, not in time,
@@ -187,7 +173,7 @@ static int decide_answer(const struct whoami_case *c, int fresh, struct whoami_s
             return WA_FETCH;
     }
     if (m->result == WF_OK && m->status != 200 && !m->ans) {
-        if (trusted_404(c))
+        if (c->cfg->trust_registry)
             return decide_trusted(c, st, patterns, detail, detlen);
         whoami_refusal_no_whoami(t, m->status, detail, detlen);
         show(st, m, "no-whoami", detail, NULL);
@@ -218,9 +204,8 @@ int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
     if (!fresh && m->ans && m->listener_moved)
         return WA_FETCH; /* a server swapped behind the port has not answered yet */
     /* A server we asked to restart answers nothing, or not in time, for a
-     * while: only its fresh answer counts (a trusted one's: its 404),
-     * within start_timeout. */
-    if (restarting(c) && !(fresh && (m->ans || trusted_404(c))))
+     * while: only its fresh answer counts, within start_timeout. */
+    if (restarting(c) && !(fresh && m->ans))
         return fresh ? WA_RETRY : WA_FETCH;
     if (silent(m)) {
         if (!fresh)
