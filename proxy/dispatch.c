@@ -160,10 +160,17 @@ static void gate_verdict(struct proxy_client *c, int v, const char *detail)
         [WHOAMI_UNREACHABLE] = PE_BACKEND_UNREACHABLE,
     };
     proxy_backend_show(c->backend);
-    if (v == WHOAMI_PASS)
+    if (v == WHOAMI_PASS && c->backend->state == REG_STARTING) {
+        /* Passed on the old process's answer while its restart began (a
+         * trusted server's 404 names no process): the request waits for
+         * the new one, within start_timeout, as any starting server's. */
+        c->refused_since_ms = 0;
+        conn_wait(c, WTP_WAIT_POLL_MS);
+    } else if (v == WHOAMI_PASS) {
         upstream_start(c);
-    else
+    } else {
         conn_fail(c, refusal[v], detail);
+    }
 }
 
 static void gate_answered(void *arg, enum whoami_verdict v, const char *detail)

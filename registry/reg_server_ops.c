@@ -246,8 +246,12 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
         if ((err = find_owned(rs, uid, req, &b)))
             return err;
         if (strcmp(op, "unregister") != 0) {
-            /* restarting: requests wait for it again, as for a new server */
+            /* restarting: requests wait for it again, as for a new server,
+             * one started now (what a trusted server's files are judged
+             * against, and what ls and the dashboard count its age from) */
             b->state = strcmp(op, "ready") == 0 ? REG_READY : REG_STARTING;
+            if (b->state == REG_STARTING)
+                b->started_ms = host_wall_ms();
             b->start_failed[0] = '\0'; /* listening, or starting afresh */
             if (rs->on_state)
                 rs->on_state(rs->on_state_arg, b);

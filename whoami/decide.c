@@ -140,12 +140,31 @@ static int decide_trusted(const struct whoami_case *c, struct whoami_status *st,
              disk->hash);
         return WHOAMI_PASS;
     }
+    /* Restarted as a server with an answer is: its new process is judged
+     * by its registration's start, which moves with `restarting`. */
+    if (disk && t->restart_on_stale && t->pid > 0 && !c->mem->restart_ms &&
+        !c->mem->restart_failed && !c->no_restart)
+        return WA_RESTART;
     if (!disk)
         whoami_refusal_unreadable(t, c->disk->err, detail, detlen);
     else
         whoami_refusal_trusted_stale(t, detail, detlen);
     show(st, c->mem, "stale", detail, disk ? disk->hash : NULL);
     return WHOAMI_STALE;
+}
+
+/* A whole answer without /__whoami from a server trusted for it, given
+ * by the process a restart we asked started: its registration's start
+ * moved since we asked (the wrapper's `restarting` moves it; compared as
+ * values, not with our clock: the event loop's cached time runs apart
+ * from the registry's by a millisecond or two). Until then a 404 is the
+ * old process's, still judged by the old start, and a request that saw
+ * it was once refused as stale while its server restarted. */
+static int trusted_restarted_404(const struct whoami_case *c)
+{
+    const struct whoami_memory *m = c->mem;
+    return c->cfg->trust_registry && m->result == WF_OK && m->status != 200 && !m->ans &&
+           c->target->started_ms != m->restart_start_ms;
 }
 
 /* A server that has answered before and now answers nothing, not in time,
@@ -204,8 +223,9 @@ int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
     if (!fresh && m->ans && m->listener_moved)
         return WA_FETCH; /* a server swapped behind the port has not answered yet */
     /* A server we asked to restart answers nothing, or not in time, for a
-     * while: only its fresh answer counts, within start_timeout. */
-    if (restarting(c) && !(fresh && m->ans))
+     * while: only its new process's fresh answer counts, within
+     * start_timeout. */
+    if (restarting(c) && !(fresh && (m->ans || trusted_restarted_404(c))))
         return fresh ? WA_RETRY : WA_FETCH;
     if (silent(m)) {
         if (!fresh)

@@ -32,6 +32,7 @@ struct whoami_memory {
     long long asked_ms;              /* when that exchange began */
     int answered;                    /* the server gave a usable answer before */
     long long restart_ms;            /* when its restart was sent; 0 not */
+    long long restart_start_ms;      /* its registration's start then */
     /* Facts gate.c looks up when asked to (WA_LISTENER, WA_RESTART). */
     int listener_checked; /* listener_moved holds */
     int listener_moved;   /* another socket listens now than the one asked */

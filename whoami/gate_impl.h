@@ -34,14 +34,15 @@ struct whoami_server {
     char problem[256];             /* why res is not a usable answer */
     struct whoami_answer ans;
     int have_ans;
-    long long asked_ms;     /* when the exchange behind res began */
-    long long restart_ms;   /* when we asked its wrapper to restart it, 0 not */
-    unsigned long listener; /* inode of the socket listening when asked; 0 unknown */
-    long long listener_ms;  /* when it was last compared with the one there now */
-    int refresh;            /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
-    int answered;           /* it has given a usable answer before */
-    int disk_wait;          /* a waiter waits for the disk's fingerprint */
-    int released;           /* its caller let go while the gate was busy */
+    long long asked_ms;         /* when the exchange behind res began */
+    long long restart_ms;       /* when we asked its wrapper to restart it, 0 not */
+    long long restart_start_ms; /* its registration's start_ms then */
+    unsigned long listener;     /* inode of the socket listening when asked; 0 unknown */
+    long long listener_ms;      /* when it was last compared with the one there now */
+    int refresh;                /* a background re-ask is due (WHOAMI_REVERIFY_MS) */
+    int answered;               /* it has given a usable answer before */
+    int disk_wait;              /* a waiter waits for the disk's fingerprint */
+    int released;               /* its caller let go while the gate was busy */
     /* Re-asked after an edit, with no request (recheck.c): since when
      * (the disk's change; 0 none under way), its timer, asks so far. */
     long long edit_ms;

@@ -138,6 +138,29 @@ test('no /__whoami: refused with the line to add; --trust-registry serves until 
   assert.match(stale.body, /views\.py/);
 });
 
+test('--trust-registry with --restart-on-stale: each edit restarts the server, and every request meets the new one', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry', '--stale-grace', '100ms']);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, serverArgs: ['--no-whoami'], runArgs: ['--restart-on-stale'], stopSignal: 'SIGTERM' });
+  await run.ready;
+  let pid = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body).pid;
+  for (const edit of [1, 2]) {
+    await new Promise((res) => setTimeout(res, 20));
+    fs.writeFileSync(path.join(tmp.wt.a, 'views.py'), `x = ${edit}\n`);
+    // Trusted from its registration: a file newer than the server restarts
+    // it. Requests that meet the old process's 404 during the restart wait
+    // for the new one (they were refused as stale, restart-on-stale named
+    // as the fix, when its restart was never sent or not yet registered).
+    const rs = await Promise.all([0, 1, 2, 3, 4].map(() => getWorktree(px.port, tmp.wt.a)));
+    for (const r of rs) assert.equal(r.status, 200, `edit ${edit}: ${r.status} ${r.body}`);
+    const pids = new Set(rs.map((r) => JSON.parse(r.body).pid));
+    assert.equal(pids.size, 1, `edit ${edit}: one server answered all: ${[...pids]}`);
+    assert.ok(!pids.has(pid), `edit ${edit}: a new server process answered, not pid ${pid}`);
+    [pid] = pids;
+  }
+  assert.equal(run.stderr().match(/restarting it/g).length, 2, run.stderr());
+});
+
 test('unusable answers are refused with the reason; other backends keep being served', async (t) => {
   const tmp = makeWorktrees(t, ['good', 'garbage', 'types', 'large', 'hang', 'algo']);
   const px = await startDaemon(t, tmp, ['--whoami-timeout', '300ms']);

@@ -114,6 +114,12 @@ static const struct row rows[] = {
     {"404, trust_registry, a file newer than the server: 409 stale-code", 1, WF_OK, 404, NO_ANS,
      NULL, 100, 0, 200, 0, 0, 0, 0, 0, 1, DISK_NEWER_FILE, 0, WHOAMI_STALE, "stale",
      "started before these changed: app/new.py", P_DEFAULT, 0, 0},
+    {"404, trust_registry, restart-on-stale, a file newer than the server: send the restart", 1,
+     WF_OK, 404, NO_ANS, NULL, 100, 0, 200, 0, 0, 1, 0, 0, 1, DISK_NEWER_FILE, 0, WA_RESTART, "",
+     NULL, P_ANY, 0, 0},
+    {"404, trust_registry, restart sent, its start not moved yet (the old process's 404): wait",
+     1, WF_OK, 404, NO_ANS, NULL, 900, 0, 1000, 0, 500, 1, 0, 0, 1, DISK_NEWER_FILE, 0, WA_RETRY,
+     "", NULL, P_ANY, 0, 0},
     {"the checkout cannot be fingerprinted: whoami-invalid", OK200(ANS_HERE, H_DISK), 100, 0,
      200, 1, 0, 0, 0, 0, 0, DISK_UNREADABLE, 0, WHOAMI_INVALID, "invalid",
      "cannot fingerprint the code of /w/app", P_ANSWER, 0, 0},
@@ -165,6 +171,10 @@ static struct whoami_file disk_files[] = {
  * (whoami/recheck.c): a stale server is never restarted. */
 static int no_restart;
 
+/* Its registration's start, relative to T, when not a minute ago: moved
+ * by a restart. */
+static long long started;
+
 /* Run the decision for r as gate.c does; returns its final outcome, with
  * the patterns it fingerprinted the disk under in *used. */
 static int run(const struct row *r, struct whoami_status *st, enum expect_patterns *used,
@@ -182,7 +192,7 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               7,
                               r->restart_on_stale,
                               "python3 manage.py runserver {port}",
-                              T - 60000,
+                              started ? T + started : T - 60000,
                               T - 60000,
                               0,
                               0,
@@ -204,6 +214,7 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               T + r->asked,
                               r->answered,
                               r->restart ? T + r->restart : 0,
+                              r->restart ? T - 60000 : 0,
                               0,
                               0,
                               0};
@@ -288,12 +299,32 @@ static void check_no_restart(void)
         printf("#   detail: %s\n", st.detail);
 }
 
+/* A trusted server restarted because a file changed: once its
+ * registration's start moved past the restart, its new process's 404 is
+ * trusted again, by that start (the file is older than it). */
+static void check_trusted_restarted(void)
+{
+    struct whoami_status st = {0};
+    enum expect_patterns used;
+    char detail[4096];
+    const struct row r = {"",   1, WF_OK, 404,  NO_ANS, NULL, 900, 0,
+                          1000, 0, 500,   1,    0,      0,    1,   DISK_NEWER_FILE,
+                          0,    0, "",    NULL, P_ANY,  0,    0};
+    started = 600;
+    int d = run(&r, &st, &used, detail, sizeof detail);
+    started = 0;
+    tap_is_int(d, WHOAMI_PASS, __FILE__, __LINE__,
+               "trusted, restart sent, its start moved after it: the new 404 passes");
+    tap_ok(strcmp(st.state, "trusted") == 0, __FILE__, __LINE__, "shown trusted again");
+}
+
 int main(void)
 {
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         check_row(&rows[i]);
     check_hot_path();
     check_no_restart();
+    check_trusted_restarted();
     tap_ok(strcmp(whoami_verdict_reason(WHOAMI_STALE), "stale-code") == 0 &&
                strcmp(whoami_verdict_reason(WHOAMI_MISMATCH), "checkout-mismatch") == 0,
            __FILE__, __LINE__, "verdicts name their X-Wtproxy-Refused reason");
