@@ -124,8 +124,11 @@ static size_t list_registered(struct reg_table *t, int front, const char *only, 
 }
 
 /* " Its server on front :8000 (pid 42) gets no request here: ..." appended
- * to buf's text for each of worktree's servers on another front: a server
- * started without the --front of this port is the likely mistake; for a
+ * to buf's text for each of worktree's servers on another front. Only one
+ * on the default front is likely a mistake: `wtproxy run` without --front
+ * put it there. One on any other front was registered for it on purpose
+ * (a Vite server on :5173 beside an API on :3000), so it is named as a
+ * fact, and the caller's 503 ends with the command for this front. For a
  * .wtproxy service, the one meant for this front is not declared or did
  * not start, which the file's note says. Returns the bytes appended;
  * *services counts the services among them. */
@@ -143,11 +146,15 @@ static size_t other_fronts(struct reg_table *t, const char *worktree, int front,
                                    " Its service `%s` runs on front :%d (pid %d); none of its "
                                    "services is registered on :%d.",
                                    b->service, b->front, (int)b->pid, front);
-        else
+        else if (b->front == WTP_DEFAULT_FRONT_PORT)
             at += (size_t)snprintf(buf + at, len - at,
                                    " Its server on front :%d (pid %d) gets no request sent to "
                                    ":%d: was it started without --front %d?",
                                    b->front, (int)b->pid, front, front);
+        else
+            at += (size_t)snprintf(buf + at, len - at,
+                                   " Its server on front :%d (pid %d) serves that front only.",
+                                   b->front, (int)b->pid);
     }
     return (at < len ? at : len - 1) - start;
 }

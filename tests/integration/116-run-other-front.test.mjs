@@ -79,3 +79,19 @@ test('wtproxy run on a front the daemon does not listen on: warned, and the 503 
   assert.equal((await curlFrom(tmp.wt.a, px.port)).status, 200);
   sanitizerClean(assert, px.stderr());
 });
+
+test('a server rightly on its own front is named as a fact, not guessed to lack --front', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--listen', '127.0.0.1:0', '--listen', '127.0.0.1:0'], { listeners: 2 });
+  const [web, api] = px.ports;
+  // Like a Vite server on :5173 registered with --front 5173, while the
+  // request went to the API's port.
+  const vite = startRun(t, tmp, { cwd: tmp.wt.a, front: web });
+  await vite.ready;
+  const r = await curlFrom(tmp.wt.a, api);
+  assert.equal(r.status, 503, r.body);
+  assert.doesNotMatch(r.body, /was it started without --front/, r.body);
+  assert.match(r.body, new RegExp(`which has no dev server on front :${api}\\. Its server on front :${web} \\(pid ${vite.pid}\\) serves that front only\\.`));
+  assert.match(r.body, new RegExp(`Start yours from its worktree: wtproxy run --front ${api} -- <server command with \\{port\\}>`));
+  sanitizerClean(assert, px.stderr());
+});
