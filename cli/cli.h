@@ -133,6 +133,13 @@ int cli_duration(const char *flag, const char *v, long long *ms, char *err, size
  * message in err that suggests --worktree. */
 int cli_worktree(const char *dir, char *out, size_t outlen, char *err, size_t errlen);
 
+/* The worktree a command about a worktree's servers or refusals (logs,
+ * restart, stop, refusals) means by dir: the one holding it, its top
+ * folder or any folder inside (app/, where an agent cd'ed), as the daemon
+ * places a caller whose cwd is there; NULL: the cwd's, as cli_worktree.
+ * Returns 0, or -1 with err saying dir is in no worktree. */
+int cli_worktree_holding(const char *dir, char *out, size_t outlen, char *err, size_t errlen);
+
 /* The worktree a server is registered for (run, register): the worktree
  * of dir, or of the cwd, by the same rule the daemon places callers with
  * (host_worktree_of), so that nothing is registered where no caller can

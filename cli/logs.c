@@ -44,7 +44,7 @@ int cli_server_args(int argc, char **argv, struct cli_server_args *a, const stru
         return -1;
     if (a->service && !reg_service_name_ok(a->service, err, errlen))
         return -1;
-    return cli_worktree(a->dir, a->worktree, sizeof a->worktree, err, errlen);
+    return cli_worktree_holding(a->dir, a->worktree, sizeof a->worktree, err, errlen);
 }
 
 json_t *cli_server_request(const char *op, const struct cli_server_args *a)

@@ -54,7 +54,7 @@ static int parse(int argc, char **argv, struct refusals_args *a, char *err, size
                  WTP_REFUSAL_LOG_SIZE);
         return -1;
     }
-    return a->all ? 0 : cli_worktree(a->dir, a->worktree, sizeof a->worktree, err, errlen);
+    return a->all ? 0 : cli_worktree_holding(a->dir, a->worktree, sizeof a->worktree, err, errlen);
 }
 
 /* The op's records (a new reference), or NULL after saying why on

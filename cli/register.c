@@ -47,6 +47,21 @@ int cli_worktree(const char *dir, char *out, size_t outlen, char *err, size_t er
     return 0;
 }
 
+int cli_worktree_holding(const char *dir, char *out, size_t outlen, char *err, size_t errlen)
+{
+    struct host_worktree w;
+    if (!dir)
+        return cli_worktree(NULL, out, outlen, err, errlen);
+    if (host_worktree_of(dir, &w, err, errlen) < 0)
+        return -1;
+    if (strlen(w.root) >= outlen) {
+        snprintf(err, errlen, "worktree path too long: %s", w.root);
+        return -1;
+    }
+    memcpy(out, w.root, strlen(w.root) + 1);
+    return 0;
+}
+
 int cli_serve_worktree(const char *dir, char *out, size_t outlen, char *err, size_t errlen)
 {
     struct host_worktree w;

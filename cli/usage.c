@@ -310,7 +310,7 @@ const char cli_usage_logs[] =
     "started: the last lines are read across it, and -f follows on into the new file\n"
     "(when it rotated more than twice in 200 ms, -f says how many bytes it missed).\n"
     "\n"
-    "  WORKTREE          default: the git worktree enclosing the current folder\n"
+    "  WORKTREE          a worktree, or any folder in it (default: the current folder)\n"
     "  --service NAME    the server of that service, when the worktree has several\n"
     "  --front PORT      the server of that front port, when the worktree has several\n"
     "  -n N, --lines N   the last N lines (default 50)\n"
@@ -330,8 +330,8 @@ const char cli_usage_refusals[] =
     "wtproxy-whoami/playwright (wtproxy help playwright).\n"
     "\n"
     "  WORKTREE, --worktree DIR\n"
-    "               default: the git worktree enclosing the current folder; the\n"
-    "               requests its processes sent, for its servers, or naming it\n"
+    "               a worktree, or any folder in it (default: the current folder):\n"
+    "               the requests its processes sent, for its servers, or naming it\n"
     "  --all        every worktree's\n"
     "  --since D    only those of the last D (30s, 5m, 2h)\n"
     "  --limit N    the newest N (default 20; with --since, all of them)\n"
@@ -359,7 +359,7 @@ const char cli_usage_restart[] =
     "daemon running and a .wtproxy in the worktree, it starts the daemon first\n"
     "(as run does; not with WTPROXY_NO_AUTOSTART=1), then what the file declares.\n"
     "\n"
-    "  WORKTREE          default: the git worktree enclosing the current folder\n"
+    "  WORKTREE          a worktree, or any folder in it (default: the current folder)\n"
     "  --service NAME    only that service's server\n"
     "  --front PORT      only the server of that front port\n";
 
@@ -370,6 +370,6 @@ const char cli_usage_stop[] =
     "wtproxy run wrapper stops the server's whole process tree (SIGTERM, SIGKILL\n"
     "after 5 s) and unregisters it. Waits until they are gone.\n"
     "\n"
-    "  WORKTREE          default: the git worktree enclosing the current folder\n"
+    "  WORKTREE          a worktree, or any folder in it (default: the current folder)\n"
     "  --service NAME    only that service's server\n"
     "  --front PORT      only the server of that front port\n";

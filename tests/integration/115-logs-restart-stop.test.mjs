@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import fs from 'node:fs';
 import path from 'node:path';
 import { makeWorktrees, startDaemon, startRun, cli, cliEnv, lsJson, getWorktree, waitFor, pidAlive, sleeper } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
@@ -44,6 +45,27 @@ test('logs: the output is relayed and logged; -n; -f follows', async (t) => {
 
   const usage = await cli(tmp, ['logs', '--front', 'x'], { cwd: tmp.wt.a });
   assert.equal(usage.code, 2);
+});
+
+test('logs and refusals given a subfolder mean its worktree; a folder in none is said to be', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  runServer(t, tmp, tmp.wt.a, px.port);
+  await ready(tmp, tmp.wt.a);
+  // An agent cd'ed into app/ of wt-a, frontend/ of wt-b.
+  fs.mkdirSync(path.join(tmp.wt.a, 'app'));
+  fs.mkdirSync(path.join(tmp.wt.b, 'frontend'));
+  await waitFor(async () => /ctl-server \d+ starting/.test((await cli(tmp, ['logs', 'app'], { cwd: tmp.wt.a })).stdout), 5000,
+    'logs app shows wt-a\'s server log');
+  assert.equal((await getWorktree(px.port, tmp.wt.b)).status, 503);
+  const refused = await cli(tmp, ['refusals', path.join(tmp.wt.b, 'frontend')]);
+  assert.equal(refused.code, 0, refused.stderr);
+  assert.match(refused.stdout, /GET \/ -> 503 no-backend on :\d+/, refused.stdout);
+  for (const cmd of ['logs', 'refusals']) {
+    const nowhere = await cli(tmp, [cmd, tmp.root]);
+    assert.equal(nowhere.code, 2, nowhere.stdout);
+    assert.match(nowhere.stderr, new RegExp(`wtproxy ${cmd}: ${tmp.root} is not inside a git worktree`), nowhere.stderr);
+  }
 });
 
 test('restart: a new server behind the same wrapper, ready again', async (t) => {
