@@ -73,7 +73,13 @@ enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size
         snprintf(out, outlen, "%s: %s", v, detail);
         return CLI_VERDICT_PASS;
     }
-    snprintf(out, outlen, "but %s: %s", v, detail);
+    /* A stale server's detail begins with the verdict itself ("stale since
+     * 12:00:01, when ..."): said once, not "but stale: stale since". */
+    size_t n = strlen(v);
+    if (strncmp(detail, v, n) == 0 && detail[n] == ' ')
+        snprintf(out, outlen, "but %s", detail);
+    else
+        snprintf(out, outlen, "but %s: %s", v, detail);
     return CLI_VERDICT_REFUSED;
 }
 
