@@ -24,10 +24,11 @@
  *                                          the dashboard's start button (the
  *                                          worktree's realpath too)
  *
- * Re-adding a tree's inotify watches after the kernel's queue overflowed
- * is the fingerprint worker's too (whoami/tree.c); placing a caller not
- * seen yet (its /proc files, its worktree's .git) the identification
- * worker's. */
+ * Re-adding a tree's inotify watches after the kernel's queue overflowed,
+ * and closing those of a tree whose last server is gone (a close waits for
+ * an SRCU grace period), are the fingerprint worker's too (whoami/tree.c);
+ * placing a caller not seen yet (its /proc files, its worktree's .git) the
+ * identification worker's. */
 #include "server.h"
 
 #include <malloc.h>

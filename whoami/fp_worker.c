@@ -29,7 +29,10 @@ static void run_job(struct host_job *hj, void *ctx)
     (void)ctx;
     if (j->before)
         j->before(j);
-    j->rc = whoami_fp_compute(j->root, j->patterns, j->prev, &j->out, j->err, sizeof j->err);
+    if (j->root)
+        j->rc = whoami_fp_compute(j->root, j->patterns, j->prev, &j->out, j->err, sizeof j->err);
+    else
+        j->rc = -1; /* before alone: no out */
     j->finished = 1;
 }
 

@@ -13,8 +13,9 @@
 
 struct event_base;
 
-/* One fingerprint to compute. The loop fills the inputs and leaves them
- * alone (and alive) until the job comes back. */
+/* One fingerprint to compute (root NULL: before alone runs, rc -1). The
+ * loop fills the inputs and leaves them alone (and alive) until the job
+ * comes back. */
 struct whoami_fp_job {
     const char *root;
     const struct whoami_patterns *patterns;

@@ -79,11 +79,26 @@ struct whoami_server *whoami_server_new(struct whoami_gate *g)
     return s;
 }
 
+/* s's server is gone: its checkout's trees go too unless another server
+ * is checked against it. Now, while s->t's strings are still its
+ * caller's: a server released during a callback is freed later. */
+static void forget_checkout(struct whoami_server *s)
+{
+    struct whoami_server *o;
+    if (!s->g || !s->t.checkout)
+        return;
+    LIST_FOREACH(o, &s->g->servers, link)
+        if (o != s && !o->released && o->t.checkout && strcmp(o->t.checkout, s->t.checkout) == 0)
+            return;
+    whoami_trees_forget(s->g->trees, s->t.checkout);
+}
+
 void whoami_server_release(void *server)
 {
     struct whoami_server *s = server;
     if (!s)
         return;
+    forget_checkout(s);
     if (s->g && s->g->busy)
         s->released = 1;
     else

@@ -109,8 +109,9 @@ void whoami_gate_free(struct whoami_gate *g);
 void whoami_gate_configure(struct whoami_gate *g, const struct whoami_gate_config *cfg);
 
 /* The gate's memory of one server, kept by the caller with whatever
- * describes the server (a registration) and released with it. NULL when
- * out of memory. */
+ * describes the server (a registration) and released with it (the last
+ * server of a checkout takes its fingerprint and inotify watches along).
+ * NULL when out of memory. */
 struct whoami_server *whoami_server_new(struct whoami_gate *g);
 void whoami_server_release(void *server); /* void *: a release hook's shape */
 const struct whoami_status *whoami_server_status(const struct whoami_server *s);

@@ -77,16 +77,39 @@ static struct tree *tree_new(struct whoami_trees *ts, const char *root,
     return t;
 }
 
-/* A tree evicted while the worker has it goes when its job is back. */
-static void drop_tree(struct whoami_trees *ts, struct tree *t)
+/* On the loop: t, dropped and not with the worker, is freed, or first its
+ * inotify instance closed by the worker (the close of one with watches
+ * waits for the kernel's SRCU grace period: 10-40 ms, too long for the
+ * loop), which hands t back to job_done. */
+static void retire(struct whoami_trees *ts, struct tree *t)
 {
-    if (!t->computing) {
-        tree_free(t);
+    if (t->ifd >= 0) {
+        t->computing = 1;
+        memset(&t->job, 0, sizeof t->job);
+        t->job.before = whoami_watch_close;
+        t->job.owner = t;
+        whoami_fp_worker_submit(ts->worker, &t->job);
         return;
     }
+    struct tree **p = &ts->evicted;
+    while (*p != t)
+        p = &(*p)->next_evicted;
+    *p = t->next_evicted;
+    tree_free(t);
+}
+
+/* t goes (evicted, or its checkout served no more): its events are read
+ * and its settle timer run no more from now on, and it is freed once the
+ * worker is done with it (its job under way back, its watches closed). */
+static void drop_tree(struct whoami_trees *ts, struct tree *t)
+{
     t->evicted = 1;
     t->next_evicted = ts->evicted;
     ts->evicted = t;
+    evtimer_del(t->settle);
+    whoami_watch_unhook(t);
+    if (!t->computing)
+        retire(ts, t);
 }
 
 /* The tree for (root, p), made (evicting the least used) when missing. */
@@ -202,16 +225,16 @@ static void job_done(void *arg, struct whoami_fp_job *j)
 {
     struct whoami_trees *ts = arg;
     struct tree *t = j->owner;
+    t->computing = 0;
     if (t->evicted) {
-        struct tree **p = &ts->evicted;
-        while (*p != t)
-            p = &(*p)->next_evicted;
-        *p = t->next_evicted;
-        tree_free(t);
-        ts->ready(ts->arg); /* its questions ask again, of a new tree */
+        int computed = j->root != NULL; /* else its watches were closed */
+        if (j->rc == 0)
+            whoami_fp_free(&j->out);
+        retire(ts, t);
+        if (computed)
+            ts->ready(ts->arg); /* its questions ask again, of a new tree */
         return;
     }
-    t->computing = 0;
     if (t->setting_up)
         whoami_watch_set(ts, t);
     keep_result(t);
@@ -291,6 +314,19 @@ struct whoami_trees *whoami_trees_new(struct event_base *base, int use_inotify,
         return NULL;
     }
     return ts;
+}
+
+void whoami_trees_forget(struct whoami_trees *ts, const char *root)
+{
+    for (size_t i = 0; i < ts->n;) {
+        struct tree *t = ts->tree[i];
+        if (strcmp(t->root, root) != 0) {
+            i++;
+            continue;
+        }
+        ts->tree[i] = ts->tree[--ts->n];
+        drop_tree(ts, t);
+    }
 }
 
 void whoami_trees_free(struct whoami_trees *ts)

@@ -43,6 +43,14 @@ struct whoami_trees *whoami_trees_new(struct event_base *base, int use_inotify,
                                       void *arg);
 void whoami_trees_free(struct whoami_trees *ts); /* waits for a computation under way */
 
+/* No server is checked against root any more: its trees go, whatever
+ * their patterns, so that a worktree nobody serves (its server stopped,
+ * the worktree removed) holds no inotify watch and is fingerprinted no
+ * more after its edits. Their watches are closed on the worker, and one
+ * being computed goes once back. A later question makes root's tree
+ * again. */
+void whoami_trees_forget(struct whoami_trees *ts, const char *root);
+
 enum whoami_tree_result {
     WT_READY,   /* *fp and *changed_ms hold, valid until the next call */
     WT_PENDING, /* being computed: ask again after ready runs */

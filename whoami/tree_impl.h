@@ -36,7 +36,7 @@ struct tree {
     int setting_up;        /* the worker sets the watches: events wait */
     int setup_failed;      /* set by the worker: out of watches */
     int rewatch;           /* the queue overflowed while computing */
-    int evicted;           /* dropped while computing: freed when back */
+    int evicted;           /* dropped: freed once the worker is done with it */
     struct whoami_fp_job job;
     long long changed_ms, used_ms;
     char told[WHOAMI_HASH_SIZE]; /* the hash last told (changed), "" none yet */
@@ -56,7 +56,7 @@ struct whoami_trees {
     size_t n;
     unsigned long seq; /* computations started */
     struct whoami_fp_worker *worker;
-    struct tree *evicted; /* computing when dropped */
+    struct tree *evicted; /* dropped, still the worker's */
     whoami_trees_cb ready;
     whoami_trees_changed_cb changed;
     void *arg;
@@ -64,6 +64,13 @@ struct whoami_trees {
 
 /* Close t's watches and its inotify instance (ifd -1: t scans). */
 void whoami_watch_drop(struct tree *t);
+
+/* On the loop: t's events are read no more (its instance stays open). */
+void whoami_watch_unhook(struct tree *t);
+
+/* A job's before, on the worker, for a dropped tree unhooked first: its
+ * inotify instance closed, with its watches (ifd -1). */
+void whoami_watch_close(struct whoami_fp_job *j);
 
 /* A new inotify instance for t, its folders to be watched by the worker
  * before t's next computation (setting_up; whoami_watch_first). Returns

@@ -16,11 +16,23 @@ void whoami_watch_drop(struct tree *t)
     for (size_t i = 0; i < t->nwatch; i++)
         free(t->watch[i].rel);
     t->nwatch = 0;
+    whoami_watch_unhook(t);
+    if (t->ifd >= 0)
+        close(t->ifd);
+    t->ifd = -1;
+}
+
+void whoami_watch_unhook(struct tree *t)
+{
     if (t->ev)
         event_free(t->ev);
     t->ev = NULL;
-    if (t->ifd >= 0)
-        close(t->ifd);
+}
+
+void whoami_watch_close(struct whoami_fp_job *j)
+{
+    struct tree *t = j->owner;
+    close(t->ifd);
     t->ifd = -1;
 }
 

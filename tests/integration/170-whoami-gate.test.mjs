@@ -161,3 +161,51 @@ test('another worktree keeps being served while one is stale', async (t) => {
   refusedAs(await stale, 'stale-code');
   await waitFor(async () => (await lsJson(tmp)).length === 2, 2000, 'both entries live');
 });
+
+// The inotify watches pid holds: the `inotify wd:` lines of its inotify fds
+// (the gate has one per watched worktree, a watch per folder).
+function inotifyWatches(pid) {
+  let n = 0;
+  for (const f of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/fd/${f}`) !== 'anon_inode:inotify') continue;
+      n += (fs.readFileSync(`/proc/${pid}/fdinfo/${f}`, 'utf8').match(/^inotify wd:/gm) || []).length;
+    } catch { /* closed meanwhile */ }
+  }
+  return n;
+}
+
+test('a worktree whose server is gone is watched no more; a new server there is gated as before', async (t) => {
+  const { tmp, px } = await setup(t);
+  const pid = px.proc.pid;
+  await runIn(t, tmp, px, 'b');
+  assert.equal((await getWorktree(px.port, tmp.wt.b)).status, 200);
+  const onlyB = await waitFor(() => inotifyWatches(pid), 2000, 'wt-b watched once verified');
+  fs.mkdirSync(path.join(tmp.wt.a, 'pkg'));
+  fs.writeFileSync(path.join(tmp.wt.a, 'pkg', 'app.py'), 'print(1)\n');
+  const run = await runIn(t, tmp, px, 'a');
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  const both = inotifyWatches(pid);
+  assert.ok(both > onlyB, `wt-a's folders watched too: ${both} watches, ${onlyB} before`);
+
+  run.proc.kill('SIGTERM'); // the wrapper stops its server and unregisters
+  await run.exited;
+  await waitFor(() => inotifyWatches(pid) === onlyB, 3000,
+    `wt-a watched no more once its server is gone (${onlyB} watches, wt-b's, stay)`);
+  fs.writeFileSync(path.join(tmp.wt.a, 'pkg', 'app.py'), 'print(2)\n'); // nobody to tell
+  await new Promise((r) => setTimeout(r, 400));
+  assert.equal(inotifyWatches(pid), onlyB, 'an edit in a worktree nobody serves watches nothing');
+  assert.equal((await getWorktree(px.port, tmp.wt.b)).status, 200, 'wt-b still served');
+
+  // A new server for wt-a: watched again, and an edit after it started is caught.
+  await runIn(t, tmp, px, 'a');
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  assert.equal(inotifyWatches(pid), both, 'wt-a watched again');
+  await new Promise((r) => setTimeout(r, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'pkg', 'app.py'), 'print(3)\n');
+  const r = await getWorktree(px.port, tmp.wt.a);
+  refusedAs(r, 'stale-code');
+  assert.match(r.body, /1 file: pkg\/app\.py/);
+  await px.stop();
+  sanitizerClean(assert, px.stderr());
+});
