@@ -107,6 +107,11 @@ int init_plan_vite(struct init_plan *p);
  * worktree needs node_modules/wtproxy-whoami. */
 void init_node_whoami(struct init_plan *p);
 
+/* init_node.c: the same note for the webServer entry run as [service
+ * name] by start (`npm run api`: its script's `node FILE`), or, for a
+ * command of another kind, that it must answer /__whoami. */
+void init_service_whoami(struct init_plan *p, const char *name, const char *start);
+
 /* init_vite.c: the one localhost port the `proxy: {...}` block of a Vite
  * config's text sends to: 0 none, -1 several or one built in code. */
 int init_vite_proxy_port(const char *text);

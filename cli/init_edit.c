@@ -160,6 +160,7 @@ static void services_text(struct init_plan *p, struct init_text *t)
                   "service %s: `%s` must listen on $PORT (wtproxy sets it) on 127.0.0.1, "
                   "not on %d: the daemon owns that port",
                   names[n], sv->command, sv->port);
+        init_service_whoami(p, names[n], sv->command);
         size_t u = strlen(after), l = strlen(listen);
         snprintf(after + u, sizeof after - u, "%s%s", u ? ", " : "", names[n]);
         snprintf(listen + l, sizeof listen - l, " --listen %d", sv->port);

@@ -1,8 +1,12 @@
 /* init_node.c - a plain Node or Express server (`node FILE` in
- * scripts.dev or scripts.start), for `wtproxy init`: whether FILE imports
- * the /__whoami middleware already, so that init does not ask for it
- * again, and, when it does not, the lines for node:http as well as for
- * Express. Text inspection, as init_vite.c. */
+ * scripts.dev or scripts.start, or a webServer entry of the Playwright
+ * config that runs one), for `wtproxy init`: whether FILE imports the
+ * /__whoami middleware already, so that init does not ask for it again,
+ * and, when it does not, the lines for node:http as well as for Express.
+ * Without them the server is refused (502 no-whoami) at its first request,
+ * and a Playwright readiness check with it. Text inspection, as
+ * init_vite.c. */
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,23 +34,87 @@ static int entry_file(const char *start, char *file, size_t len)
     }
 }
 
-void init_node_whoami(struct init_plan *p)
+/* The next word of *p (spaces skipped), into out; 0 when there is none. */
+static size_t word(const char **p, char *out, size_t len)
 {
-    char file[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 64];
-    char *text = NULL;
-    if (entry_file(p->app.start, file, sizeof file) == 0 &&
-        cli_join(path, sizeof path, p->dir, file) == 0)
-        text = cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    *p += strspn(*p, " \t");
+    size_t n = strcspn(*p, " \t");
+    snprintf(out, len, "%.*s", (int)n, *p);
+    *p += n;
+    return n;
+}
+
+/* What a package manager's line runs: scripts.X of dir's package.json for
+ * `npm run X`, `npm start`, `yarn [run] X`, `pnpm [run] X`, into out;
+ * the line itself for any other. A team's webServer entry is most often
+ * `npm run api`, whose server is the script's `node FILE`. */
+static void script_command(const char *dir, const char *line, char *out, size_t len)
+{
+    char tool[16], name[128], path[PATH_MAX], err[PATH_MAX + 64];
+    const char *p = line;
+    snprintf(out, len, "%s", line);
+    if (!word(&p, tool, sizeof tool) || !word(&p, name, sizeof name))
+        return;
+    int npm = strcmp(tool, "npm") == 0, other = !strcmp(tool, "yarn") || !strcmp(tool, "pnpm");
+    if (!npm && !other)
+        return;
+    if (!strcmp(name, "run") || !strcmp(name, "run-script"))
+        word(&p, name, sizeof name);
+    else if (npm && strcmp(name, "start") != 0)
+        return; /* npm install, npm exec...: no script */
+    char *text = cli_join(path, sizeof path, dir, "package.json") < 0
+                     ? NULL
+                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    json_t *pkg = text ? json_loads(text, 0, NULL) : NULL;
+    const char *s = json_string_value(json_object_get(json_object_get(pkg, "scripts"), name));
+    if (s)
+        snprintf(out, len, "%s", s);
+    json_decref(pkg);
+    free(text);
+}
+
+/* The middleware note for the server who names ("Node: " for the app,
+ * "service api: " for a webServer entry), started by start in p->dir. */
+static void whoami_note(struct init_plan *p, const char *who, const char *start)
+{
+    char run[1024], file[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 64], runs[1200] = "";
+    script_command(p->dir, start, run, sizeof run);
+    if (entry_file(run, file, sizeof file) < 0) {
+        init_note(p,
+                  "%s`%s` must answer GET /__whoami (the middleware of its kind: wtproxy help "
+                  "whoami); until it does, wtproxy refuses its requests (502 no-whoami)",
+                  who, start);
+        return;
+    }
+    char *text = cli_join(path, sizeof path, p->dir, file) < 0
+                     ? NULL
+                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     int has = text && strstr(text, "wtproxy-whoami");
     free(text);
+    if (strcmp(run, start) != 0)
+        snprintf(runs, sizeof runs, "`%s` runs `%s`: ", start, run);
     if (has)
-        init_note(p, "Node: %s imports wtproxy-whoami already", file);
+        init_note(p, "%s%s%s imports wtproxy-whoami already", who, runs, file);
     else
-        init_note(p, "Node: add the /__whoami middleware by hand (wtproxy help whoami), once at "
-                     "start: `import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, "
-                     "then `app.use(mw)` first (Express, Connect) or `http.createServer((req, "
-                     "res) => mw(req, res, () => handler(req, res)))` (node:http); without it "
-                     "wtproxy refuses the server");
+        init_note(p,
+                  "%s%sadd the /__whoami middleware by hand to %s (wtproxy help whoami), once "
+                  "at start: `import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, "
+                  "then `app.use(mw)` first (Express, Connect) or `http.createServer((req, "
+                  "res) => mw(req, res, () => handler(req, res)))` (node:http); without it "
+                  "wtproxy refuses the server (502 no-whoami)",
+                  who, runs, file);
+}
+
+void init_node_whoami(struct init_plan *p)
+{
+    whoami_note(p, "Node: ", p->app.start);
     init_note(p, "Node: every worktree needs node_modules/wtproxy-whoami (node_modules is not "
                  "committed); wtproxy doctor, run in a worktree, prints the link that adds it");
+}
+
+void init_service_whoami(struct init_plan *p, const char *name, const char *start)
+{
+    char who[160];
+    snprintf(who, sizeof who, "service %s: ", name);
+    whoami_note(p, who, start);
 }

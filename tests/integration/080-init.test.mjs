@@ -226,6 +226,23 @@ test('a webServer array (a Vite front end and its node API): one service each, a
   assert.match(plan.changes[0].diff, new RegExp(`^\\+\\[service api\\]\\n\\+start = node api\\.mjs\\n\\+front = ${api}\\n\\+ready = /api/health\\n`, 'm'));
   assert.match(plan.changes[0].diff, new RegExp(`^\\+\\[service web\\]\\n\\+start = node_modules/\\.bin/vite .*\\n\\+front = ${web}\\n\\+after = api$`, 'm'));
   assert.ok(plan.notes.includes(`playwright.config.js starts 2 servers: each is a service of the .wtproxy, and the daemon must own every front: wtproxy serve --listen ${web} --listen ${api}`), plan.notes.join('\n'));
+  // The API answers no /__whoami: said, with the lines, or every request
+  // to it (Playwright's readiness check first) is refused 502 no-whoami.
+  assert.match(plan.notes.join('\n'), /^service api: add the \/__whoami middleware by hand to api\.mjs \(wtproxy help whoami\), once at start: .*\(node:http\); without it wtproxy refuses the server \(502 no-whoami\)$/m);
+  // `npm run api` is its script's `node FILE`, one that has the middleware
+  // already; a server of another kind is told to answer /__whoami.
+  const other = await freePort();
+  const npmDir = app(t, {
+    'package.json': pkg({ vite: '*' }, { dev: 'vite', api: 'node api/server.mjs' }),
+    'playwright.config.js': config.replace("command: 'node api.mjs'", "command: 'npm run api'")
+      .replace('  ],', `    { command: 'python3 -m http.server', url: 'http://localhost:${other}/static' },\n  ],`),
+    'api/server.mjs': "import { whoami } from 'wtproxy-whoami';\n",
+  });
+  r = await init(npmDir, [npmDir, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const notes = JSON.parse(r.stdout).notes;
+  assert.ok(notes.includes('service api: `npm run api` runs `node api/server.mjs`: api/server.mjs imports wtproxy-whoami already'), notes.join('\n'));
+  assert.ok(notes.includes('service static: `python3 -m http.server` must answer GET /__whoami (the middleware of its kind: wtproxy help whoami); until it does, wtproxy refuses its requests (502 no-whoami)'), notes.join('\n'));
   r = await init(dir, [dir, '--apply']);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(fs.readFileSync(path.join(dir, 'playwright.config.js'), 'utf8'), config);
