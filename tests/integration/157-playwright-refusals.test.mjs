@@ -8,8 +8,11 @@
 // (tests/node_modules), Debian's Chromium, a real daemon on two fronts.
 // The failed test's output names the request, the 503 and the API's last
 // words with the command that starts it again; the passing test, whose
-// fetch is refused alike, gets nothing; with no daemon the reporter prints
-// nothing and the run fails only as the test did.
+// fetch is refused alike, gets nothing. A run whose webServer url wtproxy
+// refuses (Playwright then runs the command, which fails with EADDRINUSE
+// on the front wtproxy holds) gets the refusal under that error; with no
+// daemon the reporter prints nothing and the run fails only as the test
+// did.
 // WTPROXY_TEST_VERBOSE=1 prints the runs' output as diagnostics.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -99,6 +102,21 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   assert.match(none.stdout, /^wtproxy refused no request of .*\/repo \(/);
   const all = await cli(tmp, ['refusals', '--all', '--json'], { cwd: tmp.root });
   assert.ok(JSON.parse(all.stdout).some((r) => r.request === 'GET /api'), all.stdout);
+
+  // A webServer whose url wtproxy refuses: Playwright runs its command,
+  // which fails with EADDRINUSE on the front wtproxy holds and says no
+  // more; the reporter says, under that, what wtproxy refused and its fix.
+  const setup = await playwright(t, tmp.wt, {
+    args: ['--config', 'playwright.webserver.config.mjs'], env: { ...env, API_FRONT: String(apiFront) }, label: '157',
+  });
+  assert.equal(setup.code, 1, setup.out);
+  assert.match(setup.out, /EADDRINUSE/, `the command met the front wtproxy holds:\n${setup.out}`);
+  const before = /wtproxy refused (\d+) requests? of this worktree before its tests ran:\n {2}\(Playwright takes a refused webServer url for a server not up and runs its command, which then fails, as with EADDRINUSE on a port wtproxy holds: fix what the refusal says\)\n/.exec(setup.out);
+  assert.ok(before, `said after the webServer error:\n${setup.out}`);
+  const said = setup.out.slice(before.index);
+  assert.match(said, /\n {4}GET \/api -> 503 [a-z-]+( \(\d+ times\))?: /, said);
+  assert.match(said, /Error: ITEMS_DB is not set/, `the API's last words:\n${said}`);
+  assert.match(said, new RegExp(`cd ${tmp.wt} && wtproxy run --front ${apiFront} -- `), `the fix:\n${said}`);
 
   // No daemon to ask: the reporter prints nothing, and the run fails only as its test does.
   const alone = await playwright(t, tmp.wt, {

@@ -11,9 +11,13 @@
 // `wtproxy` on PATH) rather than the control socket itself: the CLI finds
 // the socket, and the worktree of the config's folder, by the daemon's own
 // rules (a linked, nested or moved worktree, a submodule), which a copy
-// here would drift from. It runs only for a failed test, for a few ms. No
-// daemon, no binary, no refusal: it prints nothing, and it never fails a
-// run.
+// here would drift from. It runs only for a failed test, for a few ms, and
+// once at the end of a run that failed before its tests (a webServer that
+// could not start): a webServer url wtproxy refused (a server without
+// /__whoami, one that died at start) is one Playwright takes for no server
+// at all, and runs its command, whose only error is then EADDRINUSE on the
+// port wtproxy holds; the refusal says what is wrong. No daemon, no
+// binary, no refusal: it prints nothing, and it never fails a run.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 
@@ -36,7 +40,7 @@ function refusalsBetween(dir, from, to) {
 
 // The refusals as lines: one per request, status and reason (a page that
 // polls is refused many times alike), with a count and its newest sentence.
-function describe(refusals, title) {
+function describe(refusals, when, why = '') {
   const groups = new Map();
   for (const r of refusals) {
     const key = `${r.request} -> ${r.status} ${r.reason}`;
@@ -46,7 +50,8 @@ function describe(refusals, title) {
     groups.set(key, g);
   }
   const n = refusals.length;
-  const lines = [`  wtproxy refused ${n} request${n === 1 ? '' : 's'} of this worktree during the test "${title}":`];
+  const lines = [`  wtproxy refused ${n} request${n === 1 ? '' : 's'} of this worktree ${when}:`];
+  if (why) lines.push(`  (${why})`);
   for (const g of groups.values()) {
     const [first, ...rest] = String(g.detail).split('\n');
     lines.push(`    ${g.key}${g.count > 1 ? ` (${g.count} times)` : ''}: ${first}`);
@@ -60,10 +65,22 @@ export default class WtproxyReporter {
   constructor() {
     this.dir = process.cwd();
     this.held = [];
+    this.started = Date.now(); // before Playwright starts the webServers
+    this.firstTest = 0;
+    this.setupError = '';
   }
 
   onBegin(config) {
     if (config.configFile) this.dir = path.dirname(config.configFile);
+  }
+
+  onTestBegin(test, result) {
+    if (!this.firstTest) this.firstTest = result.startTime.getTime();
+  }
+
+  // An error outside any test: a webServer or globalSetup that failed.
+  onError(error) {
+    if (!this.setupError) this.setupError = String(error?.message || error);
   }
 
   // Right after the list reporter's line for the test. On a terminal, that
@@ -75,13 +92,26 @@ export default class WtproxyReporter {
     const from = result.startTime.getTime();
     const found = refusalsBetween(this.dir, from, from + result.duration);
     if (!found.length) return;
-    const text = describe(found, test.title);
+    const text = describe(found, `during the test "${test.title}"`);
     if (process.stdout.isTTY) this.held.push(text);
     else process.stdout.write(text);
   }
 
   onEnd() {
     for (const text of this.held) process.stdout.write(text);
+    if (this.setupError) this.printSetupRefusals();
+  }
+
+  // What wtproxy refused before the first test (or, with none, until now)
+  // of a run whose preparation failed.
+  printSetupRefusals() {
+    const found = refusalsBetween(this.dir, this.started, this.firstTest || Date.now());
+    if (!found.length) return;
+    const why = /webServer/.test(this.setupError)
+      ? 'Playwright takes a refused webServer url for a server not up and runs its command, ' +
+        'which then fails, as with EADDRINUSE on a port wtproxy holds: fix what the refusal says'
+      : '';
+    process.stdout.write(describe(found, 'before its tests ran', why));
   }
 
   // Not a progress display: with this reporter alone, Playwright still
