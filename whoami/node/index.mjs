@@ -18,11 +18,18 @@ import { nothingReloads } from './reloads.mjs';
 export { compute, globMatch, FingerprintError } from './fingerprint.mjs';
 
 export const PATH = '/__whoami';
-export const DEFAULT_INCLUDE = ['**/*.js', '**/*.mjs', '**/*.cjs', '**/*.jsx', '**/*.ts', '**/*.tsx'];
-// The Python defaults, plus what a Node project builds or tests (an e2e
-// test edit must not make the server stale).
+// JSON too: a server that reads its data or config at start (a
+// messages.json, a config.json, an `import ... with { type: 'json' }`)
+// serves the old contents after an edit, and was called verified.
+export const DEFAULT_INCLUDE = ['**/*.js', '**/*.mjs', '**/*.cjs', '**/*.jsx', '**/*.ts', '**/*.mts', '**/*.cts',
+  '**/*.tsx', '**/*.json'];
+// The Python defaults, plus what a Node project builds or tests, the JSON
+// its test runners write among it (Playwright's test-results/.last-run.json
+// on every run): an e2e test edit or a test run must not make the server
+// stale.
 export const DEFAULT_EXCLUDE = ['**/.git/**', '**/node_modules/**', '**/.venv/**', '**/venv/**',
-  '**/__pycache__/**', '**/dist/**', '**/e2e/**', '**/*.spec.*', '**/*.test.*'];
+  '**/__pycache__/**', '**/dist/**', '**/e2e/**', '**/*.spec.*', '**/*.test.*', '**/coverage/**',
+  '**/test-results/**', '**/playwright-report/**', '**/.nyc_output/**'];
 const ANSWER_MAX = 65536;
 const CHECKOUT_MAX = 4095;
 // What withTakingIn adds to an answer, at most.

@@ -67,8 +67,7 @@ export const KEY = Symbol.for('wtproxy-whoami.next');
 export const NEXT_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'css', 'scss', 'sass',
   'json', 'md', 'mdx'];
 // index.mjs's, plus Next's build folder and what test runners write.
-export const NEXT_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.next/**', '**/out/**', '**/coverage/**',
-  '**/test-results/**', '**/playwright-report/**'];
+export const NEXT_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.next/**', '**/out/**'];
 // The route's stamp (next-turbopack.mjs): next dev's own writes, not code.
 const STAMP_EXCLUDE = `**/${ROUTE_DIR}/${STAMP}`;
 // The watcher's reports of one burst (an editor saving several files, a

@@ -47,8 +47,7 @@ export const VITE_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', '
   'css', 'scss', 'sass', 'less', 'styl', 'stylus', 'pcss', 'postcss', 'html', 'json'];
 // index.mjs's, plus what test runners write inside a Vite project.
 // (Vite's own cache, .vite/, is added as it is configured.)
-export const VITE_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.vite/**', '**/coverage/**', '**/test-results/**',
-  '**/playwright-report/**'];
+export const VITE_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.vite/**'];
 // A burst (a `git checkout`, an editor saving several files) is one round
 // once the watcher has been quiet this long; also chokidar's own throttle
 // of repeated 'change' events.
