@@ -64,8 +64,11 @@ static void row_cells(json_t *e, char cell[NCOL][PATH_MAX], long long now)
     /* The gate's last verdict ("-" before its first request) */
     const char *who = json_string_value(json_object_get(json_object_get(e, "whoami"), "state"));
     snprintf(cell[COL_WHOAMI], PATH_MAX, "%s", who ? who : "-");
-    host_age(now - json_integer_value(json_object_get(e, "registered_ms")), cell[COL_AGE],
-             PATH_MAX);
+    /* since its server started: a restart is a new server */
+    json_int_t started = json_integer_value(json_object_get(e, "started_ms"));
+    if (!started)
+        started = json_integer_value(json_object_get(e, "registered_ms"));
+    host_age(now - started, cell[COL_AGE], PATH_MAX);
     snprintf(cell[COL_REQUESTS], PATH_MAX, "%lld",
              (long long)json_integer_value(json_object_get(e, "requests")));
 }

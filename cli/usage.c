@@ -91,7 +91,7 @@ const char cli_usage_ls[] =
     "nothing answered it; changed, then taking-in, verified or stale, as the\n"
     "daemon asks a verified server again by itself after its code changed on\n"
     "disk: no request needed, see wtproxy help whoami; - with whoami = off),\n"
-    "age and requests served.\n"
+    "age (since its server last started) and requests served.\n"
     "With a PostgreSQL registry, every machine's, with a MACHINE column (only\n"
     "this machine's route here). A SERVICE column when some server is a\n"
     "named `.wtproxy` service (wtproxy run --service). Under the table, each\n"

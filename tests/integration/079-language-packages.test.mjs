@@ -152,8 +152,10 @@ test('npm pack: installed offline into a clean folder, both exports and the bin 
     });
   `);
   const out = JSON.parse(run(process.execPath, ['check.mjs'], { cwd: app }));
+  // server.mjs, check.mjs, and the JSON npm wrote (package.json and its
+  // lock: a dependency changed is code changed); node_modules is not code
   assert.deepEqual(out, { resolved: `file://${app}/node_modules/wtproxy-whoami/vite.mjs`, plugin: 'wtproxy-whoami',
-    checkout: app, files: 2, other: 'app' });
+    checkout: app, files: 4, other: 'app' });
   assert.equal(run(path.join(app, 'node_modules/.bin/wtproxy-whoami'), ['fingerprint', app, '--json']),
     run(wtproxyBin, ['fingerprint', app, '--json']));
 });

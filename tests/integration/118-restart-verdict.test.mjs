@@ -48,7 +48,9 @@ async function fingerprinted(pid) {
 
 test('a restart drops the old verdict at once, and ls says verified without a request', async (t) => {
   const { tmp, px } = await staleServer(t);
-  const relayed = (await lsJson(tmp))[0].requests;
+  const [before] = await lsJson(tmp);
+  const relayed = before.requests;
+  const asked = Date.now();
   // The restart op's own reply already shows the old verdict dropped.
   const op = await control(tmp.control, { op: 'restart', worktree: tmp.wt.a });
   assert.equal(op.ok, true, JSON.stringify(op));
@@ -62,6 +64,10 @@ test('a restart drops the old verdict at once, and ls says verified without a re
   const [e] = await lsJson(tmp);
   assert.equal(e.state, 'ready');
   assert.equal(e.requests, relayed, 'a request reached the server: the verdict was not the daemon\'s own');
+  // Its start moved with the restart (ls's AGE and the dashboard's count
+  // from it); its registration did not.
+  assert.equal(e.registered_ms, before.registered_ms);
+  assert.ok(e.started_ms >= asked - 5, `started_ms ${e.started_ms} moved to the restart at ${asked}`);
   const ls = await cli(tmp, ['ls']);
   assert.match(ls.stdout, /ready\s+verified\s/, ls.stdout);
   const dash = JSON.parse((await request(px.port, 'GET', '/__wtproxy/api/backends', { Host: `127.0.0.1:${px.port}` })).body);

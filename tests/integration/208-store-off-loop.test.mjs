@@ -10,7 +10,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { makeWorktrees, startDaemon, startRun, cli, control, get, getWorktree, sanitizerClean } from './lib/registry.mjs';
+import { execFileSync } from 'node:child_process';
+import { makeWorktrees, startDaemon, startRun, cli, control, get, getWorktree, sanitizerClean, waitFor } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
 
 const REQUESTS = 20;
@@ -20,6 +21,13 @@ const FAST_MS = 500;
 function serverPids(pg) {
   const kids = fs.readFileSync(`/proc/${pg.pid}/task/${pg.pid}/children`, 'utf8').trim();
   return [pg.pid, ...kids.split(/\s+/).filter(Boolean).map(Number)];
+}
+
+// Bytes sent to the server's port that no stopped process has read: the
+// daemon's queries (and connection starts) waiting in its sockets.
+function unread(port) {
+  const out = execFileSync('ss', ['-Htn', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' });
+  return out.split('\n').filter(Boolean).reduce((n, l) => n + Number(l.trim().split(/\s+/)[0]), 0);
 }
 
 function signalAll(pids, sig) {
@@ -109,12 +117,14 @@ test('the daemon stops while lease ops wait for a stopped store: each is answere
   const stopped = serverPids(pg);
   signalAll(stopped, 'SIGSTOP');
   try {
+    const before = unread(pg.port);
     const first = control(tmp.control, { op: 'claim', id: 'one', worktree: tmp.wt.a, pid: 0, ttl_ms: 60000 });
-    // runs, waiting for the server (100 ms was once too short in a loaded
-    // CI run: both ops were still queued when the daemon stopped)
-    await new Promise((res) => setTimeout(res, 600));
+    // runs, waiting for the server: its query is at the stopped server
+    // (a fixed 100, then 600 ms wait was too short on a loaded machine:
+    // both ops were still queued when the daemon stopped)
+    await waitFor(() => unread(pg.port) > before, 10000, 'the first claim\'s query at the stopped server');
     const second = control(tmp.control, { op: 'claim', id: 'two', worktree: tmp.wt.a, pid: 0, ttl_ms: 60000 });
-    await new Promise((res) => setTimeout(res, 200)); // queued behind it
+    await new Promise((res) => setTimeout(res, 300)); // queued behind it
     const exited = px.stop('SIGTERM');
     const [a, b] = await Promise.all([first, second]);
     assert.equal(a.error, 'registry-down', JSON.stringify(a));
