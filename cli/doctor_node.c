@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "doctor.h"
-#include "topics.h"
+#include "packages.h"
 
 /* Whether the start's command, after `cd DIR &&`, VAR=value settings and
  * `env`, is a Node one (node, npm, npx, pnpm, yarn, a node_modules/.bin
@@ -122,7 +122,7 @@ static int resolve(const char *dir, char *found, size_t len)
 
 int doc_node(struct doc_ctx *c, struct doc_result *r)
 {
-    char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], pkg[PATH_MAX];
+    char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64];
     if (!start_dir(c, dir, sizeof dir))
         return 0;
     if (resolve(dir, found, sizeof found) == 0) {
@@ -135,12 +135,7 @@ int doc_node(struct doc_ctx *c, struct doc_result *r)
             ".wtproxy starts would stop at its first import (\"Cannot find package "
             "'wtproxy-whoami'\")",
             c->start, dir);
-    int n = cli_whoami_node_dir(pkg, sizeof pkg) < 0
-                ? -1
-                : snprintf(r->fix, sizeof r->fix,
-                           "mkdir -p %s/node_modules && ln -sfn %s %s/node_modules/wtproxy-whoami",
-                           dir, pkg, dir);
-    if (n < 0 || (size_t)n >= sizeof r->fix) /* a cut path would link the wrong folder */
+    if (whoami_node_link(dir, r->fix, sizeof r->fix) < 0)
         snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
     return 1;
 }

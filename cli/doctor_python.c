@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
-#include "topics.h"
+#include "packages.h"
 
 #define DOC_PY_TIMEOUT_MS 5000 /* the interpreter's start and one import */
 
@@ -126,7 +126,7 @@ static int run_probe(const char *dir, const char *prefix, char *out, size_t len)
 static void missing(const char *python, const char *site, struct doc_result *r)
 {
     char dir[4096];
-    if (cli_whoami_python_dir(dir, sizeof dir) < 0) {
+    if (whoami_python_dir(dir, sizeof dir) < 0) {
         doc_set(r, DOC_PROBLEM,
                 "%s cannot import wtproxy_whoami: the server the .wtproxy starts would stop "
                 "at its first import",

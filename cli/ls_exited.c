@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "host.h"
+#include "packages.h"
 #include "registry.h"
 
 /* The lines of a crash worth quoting where a list is read: the error is
@@ -120,7 +121,7 @@ void cli_exited_words(json_t *x, char *out, size_t len)
     const char *cmd = json_string_value(json_object_get(x, "command"));
     json_t *status = json_object_get(x, "status");
     char age[32], how[64], sel[REG_SERVICE_MAX + 16], quoted[REG_START_FAILED_MAX + 256];
-    char again[PATH_MAX + 1200];
+    char again[PATH_MAX + 1200], fix[4 * PATH_MAX];
     wt = wt ? wt : "?";
     host_age(host_wall_ms() - json_integer_value(json_object_get(x, "ended_ms")), age, sizeof age);
     if (status)
@@ -132,11 +133,13 @@ void cli_exited_words(json_t *x, char *out, size_t len)
     selector(x, sel, sizeof sel);
     quote_tail(lines ? lines : "", quoted, sizeof quoted);
     start_again(x, wt, sel, again, sizeof again);
+    if (!whoami_missing_package(lines ? lines : "", wt, fix, sizeof fix))
+        snprintf(fix, sizeof fix, "fix the error they name");
     snprintf(out, len,
              "%s (front %lld): its server %s (%s); its last lines:\n%s\n"
-             "the whole log: wtproxy logs %s %s; fix the error they name, then start it again: %s",
+             "the whole log: wtproxy logs %s %s; %s, then start it again: %s",
              wt, json_integer_value(json_object_get(x, "front")), how, cmd ? cmd : "?", quoted, wt,
-             sel, again);
+             sel, fix, again);
 }
 
 /* Whether entries hold a live entry of this machine on x's key. */

@@ -104,7 +104,7 @@ static json_t *look(const char *wt, json_t *asked, json_t *now, int ready, json_
             json_decref(back);
             return entry_down(wt, e, "it exited (its wrapper unregistered it)", "exited");
         }
-        char failed[512];
+        char failed[4 * PATH_MAX];
         if (ready && cli_failed_words(x, failed, sizeof failed)) { /* no wait makes it ready */
             json_decref(back);
             return entry_down(wt, e, failed, "failed");
@@ -284,7 +284,7 @@ static json_t *look_services(const char *wt, json_t *started, int waited_out)
     json_t *now = json_object_get(reply, "services"), *up = json_array(), *out = NULL;
     size_t i;
     int pending = 0;
-    char failed[512];
+    char failed[4 * PATH_MAX];
     json_array_foreach(reply ? started : NULL, i, svc) {
         json_t *x = service_named(now, str(svc, "name"));
         const char *state = x ? str(x, "state") : "stopped";

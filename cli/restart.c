@@ -101,7 +101,7 @@ static int await(const struct cli_server_args *a, json_t *asked, int restart, lo
         late = json_array();
         json_array_foreach(asked, i, e) {
             json_t *x = cli_entry_on_front(now, e);
-            char failed[512];
+            char failed[4 * PATH_MAX];
             if (restart && (!x || json_integer_value(json_object_get(x, "pid")) !=
                                       json_integer_value(json_object_get(e, "pid")))) {
                 report_dead(e, "it exited (its wrapper unregistered it)");

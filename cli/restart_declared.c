@@ -7,6 +7,7 @@
  * answers "no server matches", and a plain restart restarts only the live
  * ones. */
 #include "cli.h"
+#include "packages.h"
 #include "reg_db.h"
 #include "servers.h"
 
@@ -88,7 +89,7 @@ int cli_failed_words(json_t *x, char *out, size_t len)
 {
     json_t *failed = json_object_get(x, "start_failed");
     const char *reloader = str(failed, "reloader");
-    char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1];
+    char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1], pkg[4 * PATH_MAX];
     if (!failed)
         return 0;
     if (strcmp(str(failed, "when"), "port") == 0) {
@@ -106,6 +107,10 @@ int cli_failed_words(json_t *x, char *out, size_t len)
                         "does not exist (no file needs a change): claim it (cd %s && wtproxy db "
                         "claim --dev %s), migrate it (Django: manage.py migrate), then restart it",
                         db, str(x, "worktree"), base),
+               1;
+    if (whoami_missing_package(str(failed, "lines"), str(x, "worktree"), pkg, sizeof pkg))
+        return snprintf(out, len, "it failed and lives on without listening: %s; then restart it",
+                        pkg),
                1;
     snprintf(out, len,
              "%s and lives on without listening, waiting for a change to its files: fix the error "
@@ -215,7 +220,7 @@ static int await_up(const struct cli_server_args *a, json_t *started, long wait_
                     json_object_set_new(svc, "took_ms", json_integer(host_mono_ms() - since_ms));
                 continue;
             }
-            char failed[512];
+            char failed[4 * PATH_MAX];
             if (!x || strcmp(state, "stopped") == 0 || strcmp(state, "failed") == 0) {
                 report_down(a, svc, "it exited before it was ready");
                 rc = 1;

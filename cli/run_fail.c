@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "host.h"
+#include "packages.h"
 #include "registry.h"
 
 #define QUIET_MS 300  /* a traceback's lines come in one burst */
@@ -156,7 +157,7 @@ static int failed_when_ready(struct cli_run *r, const char *lines, const char *r
 int cli_run_fail_poll(struct cli_run *r, int ready)
 {
     struct cli_run_fail *f = &r->log.fail;
-    char lines[REG_START_FAILED_MAX], line[PATH_MAX + 256];
+    char lines[REG_START_FAILED_MAX], fix[4 * PATH_MAX], line[sizeof fix + PATH_MAX + 256];
     const char *reloader = NULL;
     pthread_mutex_lock(&f->lock);
     unsigned long long seq = f->seq;
@@ -185,6 +186,11 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
                  "waits for a change to its files): fix the error above and save; meanwhile "
                  "requests through wtproxy get a 503 with its last lines",
                  cli_run_folder(r->worktree), reloader);
+        if (whoami_missing_package(lines, r->worktree, fix, sizeof fix))
+            snprintf(line, sizeof line,
+                     "wtproxy: %s's server failed at start and lives on without listening: %s; "
+                     "then wtproxy restart --front %d",
+                     cli_run_folder(r->worktree), fix, r->front);
         say(r, line);
         cli_run_tell_failed(r, lines, reloader, REG_FAILED_START);
     } else if (f->told && seq != f->told) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "packages.h"
 
 /* Send req (consumed; NULL means json_pack ran out of memory) without
  * starting a daemon unless asked. Returns 0 when the daemon said ok, 1 when it
@@ -274,10 +275,23 @@ static json_t *unregister_request(struct cli_run *r)
     return req;
 }
 
+/* CMD exited for want of the /__whoami middleware package (a new
+ * worktree has no node_modules): said under its error, with the link that
+ * fixes it, before an agent runs npm install, which fetches another. */
+static void say_missing_package(struct cli_run *r)
+{
+    char lines[REG_START_FAILED_MAX], fix[4 * PATH_MAX];
+    cli_run_fail_last(&r->log.fail, lines, sizeof lines);
+    if (whoami_missing_package(lines, r->worktree, fix, sizeof fix))
+        fprintf(stderr, "wtproxy: %s's server exited: %s\n", cli_run_folder(r->worktree), fix);
+}
+
 void cli_run_release(struct cli_run *r)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
+    if (r->exited)
+        say_missing_package(r);
     int rc = ask(unregister_request(r), 0, &reply, err, sizeof err);
     const char *code = rc > 0 ? json_string_value(json_object_get(reply, "error")) : NULL;
     if (rc < 0)

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "packages.h"
 #include "topics.h"
 #include "topics_text.h"
 #include "wtp_paths.h"
@@ -62,52 +62,12 @@ void cli_topics_list(FILE *f, int with_summaries)
             fprintf(f, "%s\n", topics[i].name);
 }
 
-/* What was put before the install prefix when this binary was installed
- * (a DESTDIR: a package's staging folder), into root; "" when it runs
- * where it was installed. -1 when it runs from a build folder. */
-static int install_root(char *root, size_t len)
-{
-    static const char installed[] = WTP_BINDIR "/wtproxy";
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n < 0)
-        return -1;
-    exe[n] = '\0';
-    size_t tail = strlen(installed);
-    if ((size_t)n < tail || strcmp(exe + n - tail, installed) != 0)
-        return -1;
-    snprintf(root, len, "%.*s", (int)((size_t)n - tail), exe);
-    return 0;
-}
-
 static int exists(const char *root, const char *dir, const char *file)
 {
     char path[8192];
     struct stat st;
     snprintf(path, sizeof path, "%s%s/%s", root, dir, file);
     return stat(path, &st) == 0;
-}
-
-int cli_whoami_python_dir(char *out, size_t len)
-{
-    char root[4096];
-    if (install_root(root, sizeof root) < 0)
-        return -1;
-    snprintf(out, len, "%s%s", root, WTP_PYTHON_DIR);
-    return 0;
-}
-
-int cli_whoami_node_dir(char *out, size_t len)
-{
-    char root[4096];
-    if (install_root(root, sizeof root) < 0) {
-        if (!exists(WTP_SOURCE_DIR, "/whoami/node", "package.json"))
-            return -1;
-        snprintf(out, len, "%s/whoami/node", WTP_SOURCE_DIR);
-        return 0;
-    }
-    snprintf(out, len, "%s%s", root, WTP_NODE_DIR);
-    return 0;
 }
 
 /* What makes the Python package importable: nothing where the install put
@@ -161,7 +121,7 @@ static void whoami_checkout(FILE *f)
 static void whoami_where(FILE *f)
 {
     char root[4096], py_dir[4200];
-    if (install_root(root, sizeof root) < 0) {
+    if (whoami_install_root(root, sizeof root) < 0) {
         whoami_checkout(f);
         return;
     }

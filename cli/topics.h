@@ -18,15 +18,4 @@ void cli_topics_list(FILE *f, int with_summaries);
  * wtproxy installed the middleware packages); -1 when there is none. */
 int cli_topic_print(const char *name, FILE *f);
 
-/* The folder this installed wtproxy put the Python package wtproxy_whoami
- * in (its parent: what goes on a path), into out; -1 when it runs from a
- * build folder. */
-int cli_whoami_python_dir(char *out, size_t len);
-
-/* The Node package folder wtproxy-whoami of this wtproxy (installed, or
- * its checkout's whoami/node when it runs from a build folder), into out:
- * what an app's node_modules/wtproxy-whoami links to; -1 when it has none
- * (the checkout moved). */
-int cli_whoami_node_dir(char *out, size_t len);
-
 #endif

@@ -17,6 +17,7 @@
 #include "registry.h"
 #include "host.h"
 #include "ondemand.h"
+#include "packages.h"
 #include "servers.h"
 #include "wtfile.h"
 
@@ -161,7 +162,7 @@ static int no_backend(const char *worktree, int front, char *msg, size_t len)
 static int verdict(json_t *o, const struct caller_place *pl, int placed, int front,
                    const struct listed *l)
 {
-    char msg[3 * PATH_MAX + REG_START_FAILED_MAX];
+    char msg[8 * PATH_MAX + REG_START_FAILED_MAX], fix[4 * PATH_MAX];
     int served = 0;
     struct reg_backend *b = placed ? reg_table_get(l->t, front, pl->worktree) : NULL;
     json_t *gone = placed && !b ? exited_on(l->exited, front, pl->worktree) : NULL;
@@ -190,6 +191,12 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
                  "gave it: its command ignores {port}; put {port} where it takes its port, then "
                  "wtproxy restart) on front :%d; what its wrapper saw:\n%s",
                  b->name, (int)b->pid, b->port, front, b->start_failed);
+    else if (b->state == REG_STARTING && b->start_failed[0] &&
+             whoami_missing_package(b->start_failed, b->worktree, fix, sizeof fix))
+        snprintf(msg, sizeof msg,
+                 "backend: %s (pid %d, failed: it lives on without listening; %s; then wtproxy "
+                 "restart) on front :%d; its last lines:\n%s",
+                 b->name, (int)b->pid, fix, front, b->start_failed);
     else if (b->state == REG_STARTING && b->start_failed[0])
         snprintf(msg, sizeof msg,
                  "backend: %s (pid %d, %s: it lives on without listening; fix it and save: %s "

@@ -11,6 +11,7 @@
 #include "reg_db.h"
 #include "conn.h"
 #include "gate.h"
+#include "packages.h"
 #include "route.h"
 #include "verify.h"
 
@@ -267,7 +268,8 @@ static void await_started(struct proxy_client *c)
  * last lines: each thing once. */
 static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 {
-    char d[REG_START_FAILED_MAX + 3 * PATH_MAX + 1024], under[96] = "", nodb[2 * PATH_MAX] = "";
+    char fix[4 * PATH_MAX] = "", under[96] = "";
+    char d[REG_START_FAILED_MAX + sizeof fix + PATH_MAX + 256];
     char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1];
     static const enum proxy_error kinds[] = {
         [REG_FAILED_START] = PE_START_FAILED,
@@ -283,15 +285,22 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
         reg_db_missing_dev(b->start_failed, reg_machine_id(), b->worktree, db, sizeof db, base,
                            sizeof base)) {
         kind = PE_START_NO_DB;
-        snprintf(nodb, sizeof nodb,
+        snprintf(fix, sizeof fix,
                  "\nits database %s is this worktree's dev database, which does not exist yet: "
                  "cd %s && wtproxy db claim --dev %s, then migrate it (Django: manage.py "
                  "migrate), then wtproxy restart --front %d",
                  db, b->worktree, base, b->front);
     }
+    /* A new worktree without node_modules: no edit helps either, and
+     * the package its error names is in no registry as wtproxy's. */
+    if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB &&
+        whoami_missing_package(b->start_failed, b->worktree, fix + 1, sizeof fix - 1)) {
+        kind = PE_START_NO_WHOAMI;
+        fix[0] = '\n';
+    }
     snprintf(d, sizeof d,
              "%s's server (pid %d%s) does not listen on port %d; its last lines:\n%s%s",
-             b->worktree, (int)b->pid, under, b->port, b->start_failed, nodb);
+             b->worktree, (int)b->pid, under, b->port, b->start_failed, fix);
     conn_fail(c, kind, d);
 }
 

@@ -114,6 +114,14 @@ static const struct error_kind kinds[] = {
          "listen); no request reached it.",
          "Claim and migrate that database as the line above says, in its worktree; then start "
          "the server again: wtproxy restart{front}. No file of the app needs a change."},
+    [PE_START_NO_WHOAMI] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree failed: it imports wtproxy's /__whoami middleware "
+         "package, which this worktree (or its python) lacks; it does not listen; no request "
+         "reached it.",
+         "Link the package with the command above, in its worktree (no file of the app needs a "
+         "change, and no registry has wtproxy's package); then start the server again: wtproxy "
+         "restart{front}."},
     [PE_BAD_WTPROXY_FILE] =
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "packages.h"
 #include "server.h"
 
 /* How w's server ended: "exited with status 1", "was killed by signal 9". */
@@ -29,29 +30,34 @@ int conn_last_words(struct proxy_server *s, int front, const char *worktree, int
     const struct reg_last_words *w = reg_server_last_words(s->reg, front, worktree);
     if (!w)
         return 0;
-    char how[64], age[32], status[PATH_MAX + 1200] = "";
+    char how[64], age[32], status[PATH_MAX + 1200] = "", fix[4 * PATH_MAX];
     size_t used = strnlen(d, len);
     if (used + 1 >= len)
         return 0;
     how_ended(w, how, sizeof how);
+    /* A new worktree without node_modules: the fix is a link, not an edit. */
+    if (!whoami_missing_package(w->lines, w->worktree, fix, sizeof fix))
+        snprintf(fix, sizeof fix, "fix the error they name");
     host_age(host_wall_ms() - w->ended_ms, age, sizeof age);
     if (with_status)
         snprintf(status, sizeof status, ". Its server, %s, %s %s ago", w->command, how, age);
     if (w->daemon_started)
         snprintf(d + used, len - used,
-                 "%s; its last lines:\n%s\nfix the error they name, then send the request "
+                 "%s; its last lines:\n%s\n%s, then send the request "
                  "again: the daemon starts the server its .wtproxy declares again",
-                 status, w->lines[0] ? w->lines : "(it printed nothing)");
+                 status, w->lines[0] ? w->lines : "(it printed nothing)", fix);
     else if (w->rerun[0]) /* its own `wtproxy run` line, as its wrapper told it */
         snprintf(d + used, len - used,
-                 "%s; its last lines:\n%s\nfix the error they name, then start it again from "
+                 "%s; its last lines:\n%s\n%s, then start it again from "
                  "its worktree: cd %s && %s (or run again the test whose webServer starts it)",
-                 status, w->lines[0] ? w->lines : "(it printed nothing)", w->worktree, w->rerun);
+                 status, w->lines[0] ? w->lines : "(it printed nothing)", fix, w->worktree,
+                 w->rerun);
     else
         snprintf(d + used, len - used,
-                 "%s; its last lines:\n%s\nfix the error they name, then start it again from "
+                 "%s; its last lines:\n%s\n%s, then start it again from "
                  "its worktree: cd %s && wtproxy run --front %d -- <its command with {port}> "
                  "(or run again the test whose webServer starts it)",
-                 status, w->lines[0] ? w->lines : "(it printed nothing)", w->worktree, w->front);
+                 status, w->lines[0] ? w->lines : "(it printed nothing)", fix, w->worktree,
+                 w->front);
     return 1;
 }

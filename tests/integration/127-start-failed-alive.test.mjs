@@ -20,6 +20,10 @@
 // (An error in settings.py itself is not this case: manage.py exits at once,
 // and the daemon already says so as an exit.) A stale .wtproxy server the
 // daemon restarts into such an exit is said at once too, with its log.
+// A new worktree has no node_modules, so a server importing wtproxy-whoami
+// stops at its import (its python likewise without wtproxy_whoami): the
+// 503, `ls`, `why` and the wrapper say the package is missing and the link
+// to this wtproxy's that `wtproxy doctor` prints, never `npm install`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -27,6 +31,8 @@ import path from 'node:path';
 import { makeWorktrees, startDaemon, declaring, lsJson, cli, cliEnv, curlFrom, startRun, waitFor, wtServer, pidAlive, get } from './lib/registry.mjs';
 import { startMcp, initialize } from './lib/mcp.mjs';
 import { python, pythonPath, writeDjangoProject } from './lib/whoami.mjs';
+import { repoRoot } from './lib/wtproxy.mjs';
+import { runToExit } from './lib/conformance.mjs';
 
 const brokenUrls = `from django.urls import path
 from app import views
@@ -452,4 +458,71 @@ test('a stale .wtproxy server restarted into a crash: the 503 that names its log
   assert.ok(a.ms < FAST_MS, `answered after ${a.ms} ms, not at once`);
   assert.match(a.body, /declares \(wrapper pid \d+\) exited before it served this request; its output: \S+\.log \(wtproxy logs /);
   assert.match(a.body, /send the request again: it starts the server its \.wtproxy declares again/);
+});
+
+// node_modules is never committed: a worktree made after its app adopted
+// wtproxy has no node_modules/wtproxy-whoami, and its server stops at its
+// import. The 503 said to fix the error its lines name, and an agent ran
+// `npm install wtproxy-whoami`: another package, or none. Now each place
+// says the package is missing and the link to this wtproxy's package
+// (`wtproxy doctor`'s), which, run as printed, makes the server start.
+test('a worktree without node_modules/wtproxy-whoami, or a python without wtproxy_whoami: the 503 names the missing package and its link', async (t) => {
+  const tmp = makeWorktrees(t, ['n']);
+  const wt = tmp.wt.n;
+  const px = await startDaemon(t, tmp);
+  const front = String(px.port);
+  fs.writeFileSync(path.join(wt, 'server.mjs'), `import 'wtproxy-whoami';\nawait import(${JSON.stringify(wtServer)});\n`);
+  const link = `mkdir -p ${wt}/node_modules && ln -sfn ${repoRoot}/whoami/node ${wt}/node_modules/wtproxy-whoami`;
+  const says = (text) => {
+    assert.match(text, /this worktree lacks the wtproxy-whoami package its server imports/, text);
+    assert.ok(text.includes(link), `the link command is named:\n${text}`);
+    assert.doesNotMatch(text, /npm install wtproxy-whoami/, text);
+  };
+
+  // `node server.mjs` exits at its import.
+  const run = await cli(tmp, ['run', '--front', front, '--', process.execPath, 'server.mjs', '{port}'], { cwd: wt });
+  assert.equal(run.code, 1, run.stderr);
+  const r = await curlFrom(wt, px.port, '/', { timeout: 20000 });
+  assert.equal(r.status, 503, r.body);
+  says(r.body);
+  assert.match(run.stderr, /Cannot find package 'wtproxy-whoami' imported from/);
+  assert.match(run.stderr, /wtproxy: wt-n's server exited: this worktree lacks/);
+  says(run.stderr);
+  says((await cli(tmp, ['ls'], { cwd: wt })).stdout);
+
+  // `node --watch` lives on after it: the 503 at once, its own kind.
+  const watch = startRun(t, tmp, {
+    cwd: wt, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '--watch', 'server.mjs', '{port}'],
+  });
+  await waitFor(() => /failed at start and lives on without listening: this worktree lacks/.test(watch.stderr()),
+    15000, 'the wrapper says the package is missing');
+  says(watch.stderr());
+  const w = await curlFrom(wt, px.port, '/', { timeout: 20000 });
+  assert.equal(w.status, 503, w.body);
+  assert.ok(w.ms < FAST_MS, `the 503 came after ${w.ms} ms, not at once`);
+  assert.match(w.body, /it imports wtproxy's \/__whoami middleware package, which this worktree \(or its python\) lacks/);
+  assert.match(w.body, new RegExp(`then start the server again: wtproxy restart --front ${front}`));
+  says(w.body);
+  says((await cli(tmp, ['why', '--front', front], { cwd: wt })).stdout);
+
+  // The link as printed, then the restart the page names: served.
+  const sh = await runToExit('/bin/sh', ['-c', link], { cwd: wt });
+  assert.equal(sh.code, 0, sh.stderr);
+  await cli(tmp, ['restart', '--front', front], { cwd: wt, ms: 20000 });
+  const ok = await curlFrom(wt, px.port, '/', { timeout: 20000 });
+  assert.equal(ok.status, 200, ok.body);
+  assert.equal((await cli(tmp, ['stop', '--front', front], { cwd: wt, ms: 20000 })).code, 0);
+  await watch.exited;
+
+  // Python: what makes this wtproxy's wtproxy_whoami importable.
+  fs.writeFileSync(path.join(wt, 'server.py'), 'import wtproxy_whoami\n');
+  const py = await cli(tmp, ['run', '--front', front, '--', python, 'server.py', '{port}'],
+    { cwd: wt, env: { PYTHONPATH: '' } });
+  assert.equal(py.code, 1, py.stderr);
+  const p = await curlFrom(wt, px.port, '/', { timeout: 20000 });
+  assert.equal(p.status, 503, p.body);
+  assert.match(p.body, /the python that runs this worktree's server lacks the wtproxy_whoami package it imports/);
+  assert.ok(p.body.includes(`PYTHONPATH=${pythonPath} before the command that starts it`), p.body);
+  assert.doesNotMatch(p.body, /pip install wtproxy/);
 });

@@ -1,0 +1,43 @@
+/* packages.h - the /__whoami middleware packages a dev server loads
+ * (wtproxy-whoami for Node, wtproxy_whoami for Python): where this
+ * wtproxy has them, and a server's output that says it could not import
+ * them. Here, below both, because `wtproxy doctor` and `wtproxy help
+ * whoami` (cli/) and the daemon's 503 (proxy/) must name the same folder
+ * and the same command. */
+#ifndef WTP_WHOAMI_PACKAGES_H
+#define WTP_WHOAMI_PACKAGES_H
+
+#include <stddef.h>
+
+/* What was put before the install prefix when this binary was installed
+ * (a DESTDIR: a package's staging folder), into root; "" when it runs
+ * where it was installed. -1 when it runs from a build folder. */
+int whoami_install_root(char *root, size_t len);
+
+/* The folder this installed wtproxy put the Python package wtproxy_whoami
+ * in (its parent: what goes on a path), into out; -1 when it runs from a
+ * build folder. */
+int whoami_python_dir(char *out, size_t len);
+
+/* The Node package folder wtproxy-whoami of this wtproxy (installed, or
+ * its checkout's whoami/node when it runs from a build folder), into out:
+ * what an app's node_modules/wtproxy-whoami links to; -1 when it has none
+ * (the checkout moved). */
+int whoami_node_dir(char *out, size_t len);
+
+/* The command that links this wtproxy's wtproxy-whoami into dir's
+ * node_modules (`wtproxy doctor`'s fix), into out; -1 when there is no
+ * package to link or the command does not fit (a cut path would link the
+ * wrong folder). */
+int whoami_node_link(const char *dir, char *out, size_t len);
+
+/* Whether lines, a dev server's last output lines, say it could not
+ * import the middleware package because it is not there (Node's "Cannot
+ * find package 'wtproxy-whoami'", Python's "No module named
+ * 'wtproxy_whoami'"): then out gets a sentence saying so and the one
+ * command that makes it importable, never a registry's install (neither
+ * npm's nor PyPI's wtproxy-whoami is wtproxy's). worktree is the folder
+ * linked into when the lines name no importing file. Returns 1 or 0. */
+int whoami_missing_package(const char *lines, const char *worktree, char *out, size_t len);
+
+#endif
