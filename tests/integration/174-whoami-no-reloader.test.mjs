@@ -68,7 +68,7 @@ test('runserver --noreload says reloads: false and is restarted at the first req
 });
 
 test('a plain node server behind sh -c is refused at once, saying nothing reloads it, and served after the restart it names', async (t) => {
-  const tmp = makeWorktrees(t, ['a']);
+  const tmp = makeWorktrees(t, ['a', 'b']);
   const px = await startDaemon(t, tmp, GRACE);
   const file = path.join(tmp.wt.a, 'server.mjs');
   fs.writeFileSync(file, nodeServer('node v1'));
@@ -78,6 +78,15 @@ test('a plain node server behind sh -c is refused at once, saying nothing reload
   });
   const port = await run.ready;
   assert.equal((await whoamiOf(port)).reloads, false, 'sh -c passes the answer through');
+  // A shell that loops makes a new server when the old one ends (one
+  // that exits on a change: a watcher's loop): nothing is said.
+  fs.writeFileSync(path.join(tmp.wt.b, 'server.mjs'), nodeServer('node b'));
+  const loop = startRun(t, tmp, {
+    cwd: tmp.wt.b, front: px.port, stopSignal: 'SIGTERM',
+    command: ['sh', '-c', `while :; do ${process.execPath} server.mjs {port}; done`],
+  });
+  const looped = await whoamiOf(await loop.ready);
+  assert.equal('reloads' in looped, false, `a loop in its shell: ${JSON.stringify(looped)}`);
   assert.equal((await getWorktree(px.port, tmp.wt.a)).body, 'node v1');
   await edit(file, nodeServer('node v2'));
   const r = await getWorktree(px.port, tmp.wt.a);

@@ -8,7 +8,9 @@
 // a shell, env, or a package manager running a script, nothing will: the
 // answer says "reloads": false and wtproxy restarts (or refuses) at once
 // instead of waiting stale_grace. Anything else, or no `wtproxy run` above
-// (a server started by hand), is unknown: nothing is said.
+// (a server started by hand), is unknown: nothing is said. So is a shell
+// that runs a loop or a file watcher (`while inotifywait ...; do ...;
+// done`, `ls *.js | entr -r node ...`): it makes a new server on a change.
 import fs from 'node:fs';
 
 // What may stand between `wtproxy run` and the server without reloading
@@ -16,6 +18,13 @@ import fs from 'node:fs';
 const PASS_THROUGH = new Set(['sh', 'bash', 'dash', 'zsh', 'env', 'npm', 'npx', 'yarn', 'pnpm']);
 const WRAPPER = 'wtproxy';
 const MAX_DEPTH = 8;
+// What in a shell's command line may start a new server after an edit.
+const RELOADING_SHELL = /\b(while|until|inotifywait|entr|watchexec|fswatch|nodemon|watchmedo)\b/;
+
+// Whether pid, a shell, runs something that may replace the server.
+function shellMayReload(pid) {
+  return RELOADING_SHELL.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').replaceAll('\0', ' '));
+}
 
 // [comm, ppid] of pid from /proc/PID/stat; comm may hold spaces and
 // parentheses, so it is what lies between the first '(' and the last ')'.
@@ -34,7 +43,7 @@ export function nothingReloads() {
     for (let i = 0; i < MAX_DEPTH && parent > 1; i++) {
       const [comm, grand] = commAndParent(parent);
       if (comm === WRAPPER) return true;
-      if (!PASS_THROUGH.has(comm.split(' ')[0])) return false;
+      if (!PASS_THROUGH.has(comm.split(' ')[0]) || shellMayReload(parent)) return false;
       parent = grand;
     }
   } catch { /* no /proc, or a process gone meanwhile: unknown */ }

@@ -9,14 +9,19 @@ process between this one and the `wtproxy run` that started it is a shell,
 env, or a package manager running a script, nothing will: the answer says
 "reloads": false and wtproxy restarts (or refuses) at once instead of
 waiting stale_grace. Anything else, or no `wtproxy run` above, is unknown:
-nothing is said.
+nothing is said. So is a shell that runs a loop or a file watcher
+(`while inotifywait ...; do ...; done`, `ls *.py | entr -r python ...`): it
+makes a new server on a change.
 """
+import re
 
 # What may stand between `wtproxy run` and the server without reloading it:
 # /proc/PID/comm, or its first word (npm names itself "npm run dev").
 PASS_THROUGH = {'sh', 'bash', 'dash', 'zsh', 'env', 'npm', 'npx', 'yarn', 'pnpm'}
 WRAPPER = 'wtproxy'
 MAX_DEPTH = 8
+# What in a shell's command line may start a new server after an edit.
+RELOADING_SHELL = re.compile(rb'\b(while|until|inotifywait|entr|watchexec|fswatch|nodemon|watchmedo)\b')
 
 
 def _comm_and_parent(pid):
@@ -27,6 +32,12 @@ def _comm_and_parent(pid):
     comm = stat[stat.index(b'(') + 1:stat.rindex(b')')].decode(errors='replace')
     ppid = int(stat[stat.rindex(b')') + 2:].split()[1])
     return comm, ppid
+
+
+def _shell_may_reload(pid):
+    """Whether pid, a shell, runs something that may replace the server."""
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+        return RELOADING_SHELL.search(f.read().replace(b'\0', b' ')) is not None
 
 
 def nothing_reloads(pid):
@@ -40,7 +51,7 @@ def nothing_reloads(pid):
             comm, grand = _comm_and_parent(parent)
             if comm == WRAPPER:
                 return True
-            if comm.split(' ', 1)[0] not in PASS_THROUGH:
+            if comm.split(' ', 1)[0] not in PASS_THROUGH or _shell_may_reload(parent):
                 return False
             parent = grand
     except (OSError, ValueError, IndexError):
