@@ -62,12 +62,13 @@ function project(t) {
   fs.writeFileSync(path.join(repo, 'src/logic.ts'), 'export const v = 1;\n');
   fs.writeFileSync(path.join(repo, 'e2e/app.spec.ts'), 'test("x", () => {});\n');
   fs.writeFileSync(path.join(repo, 'src/messages.json'), '{"hello": "v1"}\n');
+  fs.writeFileSync(path.join(repo, '.env'), 'GREETING=v1\n');
   return repo;
 }
 
 const nodeArgs = ['--include', '**/*.js', '--include', '**/*.mjs', '--include', '**/*.cjs', '--include', '**/*.jsx',
   '--include', '**/*.ts', '--include', '**/*.mts', '--include', '**/*.cts', '--include', '**/*.tsx',
-  '--include', '**/*.json', '--exclude', '**/.git/**', '--exclude', '**/node_modules/**',
+  '--include', '**/*.json', '--include', '**/.env', '--include', '**/.env.*', '--exclude', '**/.git/**', '--exclude', '**/node_modules/**',
   '--exclude', '**/.venv/**', '--exclude', '**/venv/**', '--exclude', '**/__pycache__/**', '--exclude', '**/dist/**',
   '--exclude', '**/e2e/**', '--exclude', '**/*.spec.*', '--exclude', '**/*.test.*', '--exclude', '**/coverage/**',
   '--exclude', '**/test-results/**', '--exclude', '**/playwright-report/**', '--exclude', '**/.nyc_output/**'];
@@ -85,7 +86,7 @@ test('node middleware: /__whoami for the checkout; other paths reach the app; th
   assert.match(who.started_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   const disk = await diskFingerprint(repo, nodeArgs);
   assert.deepEqual(who.fingerprint, disk, 'the same as wtproxy fingerprint with the declared patterns');
-  assert.equal(disk.files, 3, 'server.mjs, logic.ts and the messages.json it may read; the e2e spec is not code the server loads');
+  assert.equal(disk.files, 4, 'server.mjs, logic.ts, and the messages.json and .env it may read; the e2e spec is not code the server loads');
 
   const other = await httpGet(s.port, '/__whoami/x?y');
   assert.equal(other.headers['x-app'], 'yes');
@@ -101,8 +102,11 @@ test('node middleware: /__whoami for the checkout; other paths reach the app; th
   fs.writeFileSync(path.join(repo, 'src/messages.json'), '{"hello": "v2"}\n');
   const data = await diskFingerprint(repo, nodeArgs);
   assert.notEqual(data.hash, disk.hash, 'an edit of the data the server read at start makes it stale');
+  fs.writeFileSync(path.join(repo, '.env'), 'GREETING=v2\n');
+  const env = await diskFingerprint(repo, nodeArgs);
+  assert.notEqual(env.hash, data.hash, 'so does an edit of its .env');
   fs.writeFileSync(path.join(repo, 'src/logic.ts'), 'export const v = 2;\n');
-  assert.notEqual((await diskFingerprint(repo, nodeArgs)).hash, data.hash);
+  assert.notEqual((await diskFingerprint(repo, nodeArgs)).hash, env.hash);
   assert.equal(JSON.parse((await httpGet(s.port, '/__whoami')).body).fingerprint.hash, disk.hash);
 });
 

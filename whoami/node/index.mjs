@@ -18,11 +18,11 @@ import { nothingReloads } from './reloads.mjs';
 export { compute, globMatch, FingerprintError } from './fingerprint.mjs';
 
 export const PATH = '/__whoami';
-// JSON too: a server that reads its data or config at start (a
-// messages.json, a config.json, an `import ... with { type: 'json' }`)
+// JSON and .env files too: a server that reads its data or config at start
+// (a messages.json, an `import ... with { type: 'json' }`, dotenv's .env)
 // serves the old contents after an edit, and was called verified.
 export const DEFAULT_INCLUDE = ['**/*.js', '**/*.mjs', '**/*.cjs', '**/*.jsx', '**/*.ts', '**/*.mts', '**/*.cts',
-  '**/*.tsx', '**/*.json'];
+  '**/*.tsx', '**/*.json', '**/.env', '**/.env.*'];
 // The Python defaults, plus what a Node project builds or tests, the JSON
 // its test runners write among it (Playwright's test-results/.last-run.json
 // on every run): an e2e test edit or a test run must not make the server
