@@ -115,9 +115,11 @@ static void report_conflict(json_t *holder)
     json_t *who = json_object_get(holder, "whoami");
     const char *state = json_string_value(json_object_get(who, "state"));
     const char *detail = json_string_value(json_object_get(who, "detail"));
+    char named[64];
+    cli_verdict_named(holder, named, sizeof named);
     if (state && strcmp(state, "verified") != 0 && strcmp(state, "trusted") != 0 &&
         !cli_verdict_pending(holder))
-        fprintf(stderr, "wtproxy: the /__whoami gate refuses that server (%s): %s\n", state,
+        fprintf(stderr, "wtproxy: the /__whoami gate refuses that server%s: %s\n", named,
                 detail && *detail ? detail : "see wtproxy ls");
     if (pid > 0)
         fprintf(stderr, "wtproxy: stop it first, then run this again: kill %lld\n", (long long)pid);
@@ -273,10 +275,12 @@ static int say_registered(json_t *e, int wait)
                 head);
         rc = 1;
     } else if (k == CLI_VERDICT_REFUSED) {
+        char named[64];
+        cli_verdict_named(x, named, sizeof named);
         fprintf(stderr,
-                "%s, but the /__whoami gate refuses it (%s): each request to it gets HTTP %d %s "
+                "%s, but the /__whoami gate refuses it%s: each request to it gets HTTP %d %s "
                 "until this is fixed; the entry stays (wtproxy ls): %s\n",
-                head, cli_verdict(x), status, reason, str(json_object_get(x, "whoami"), "detail"));
+                head, named, status, reason, str(json_object_get(x, "whoami"), "detail"));
         rc = 1;
     } else if (k == CLI_VERDICT_UNDECIDED && local_unheard(x)) {
         fprintf(stderr,

@@ -136,6 +136,11 @@ enum cli_verdict_kind {
  * wait_ms is how long it was waited for. Returns its kind. */
 enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size_t outlen);
 
+/* " (V)" for a refusal's line ("the /__whoami gate refuses it (mismatch)"),
+ * V x's verdict, into out; "" when the detail said after it begins with V
+ * ("stale since 12:00:01, when ..."), which then says it once. */
+void cli_verdict_named(json_t *x, char *out, size_t outlen);
+
 /* Each of asked (the restart op's "restarted") stamped with when it was
  * asked; then, the first time the wait sees e ready, the time its
  * restart took ("took_ms"), which its line says. */

@@ -50,6 +50,23 @@ json_t *cli_await_verdicts(const struct cli_server_args *a, json_t *asked, long 
     return now;
 }
 
+/* Whether detail begins with the verdict v ("stale since 12:00:01, when
+ * ..."): a line that says the detail says v once, not "stale: stale since". */
+static int detail_says(const char *v, const char *detail)
+{
+    size_t n = strlen(v);
+    return n && strncmp(detail, v, n) == 0 && detail[n] == ' ';
+}
+
+void cli_verdict_named(json_t *x, char *out, size_t outlen)
+{
+    const char *v = cli_verdict(x);
+    const char *detail = json_string_value(json_object_get(json_object_get(x, "whoami"), "detail"));
+    snprintf(out, outlen, " (%s)", v);
+    if (detail_says(v, detail ? detail : ""))
+        out[0] = '\0';
+}
+
 enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size_t outlen)
 {
     const char *v = cli_verdict(x);
@@ -73,10 +90,7 @@ enum cli_verdict_kind cli_verdict_words(json_t *x, long wait_ms, char *out, size
         snprintf(out, outlen, "%s: %s", v, detail);
         return CLI_VERDICT_PASS;
     }
-    /* A stale server's detail begins with the verdict itself ("stale since
-     * 12:00:01, when ..."): said once, not "but stale: stale since". */
-    size_t n = strlen(v);
-    if (strncmp(detail, v, n) == 0 && detail[n] == ' ')
+    if (detail_says(v, detail))
         snprintf(out, outlen, "but %s", detail);
     else
         snprintf(out, outlen, "but %s: %s", v, detail);

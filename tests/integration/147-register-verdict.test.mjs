@@ -11,10 +11,13 @@
 // and the fix (the entry stays), exit 0 at once for a port nothing listens
 // on yet (on another --host too: the daemon's first ask says so, and
 // register says what it found); --no-wait returns at once, as register did
-// before.
+// before. A server serving older code is said stale once ("refuses it: ...
+// stale since 12:00:01"), by register and by the conflict run meets.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { makeWorktrees, startDaemon, cli, get, lsJson, waitFor, wtServer, sleeper } from './lib/registry.mjs';
 import { closedPort } from './lib/backends.mjs';
@@ -195,4 +198,23 @@ test('--trust-registry: a server without /__whoami is trusted at once; whoami = 
   const [x] = await lsJson(tmp);
   assert.equal(x.whoami, undefined, JSON.stringify(x));
   assert.equal(off.port > 0, true);
+});
+
+test('register of a server that serves older code: stale said once, by register and by the conflict a second server meets', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '100ms']);
+  const front2 = px.port < 65535 ? px.port + 1 : px.port - 1;
+  const first = await serving(t, tmp, tmp.wt.a);
+  const second = await serving(t, tmp, tmp.wt.a);
+  await register(tmp, px, tmp.wt.a, first.port, first.pid);
+  // an edit both servers started before: the daemon, watching the tree
+  // since the first registration, knows since when their code is older
+  fs.writeFileSync(path.join(tmp.wt.a, 'views.py'), 'x = 1\n');
+  await verdict(tmp, tmp.wt.a, 'stale', 5000);
+  const r = await register(tmp, px, tmp.wt.a, second.port, second.pid, 1, ['--front', String(front2)]);
+  assert.match(r.stderr, new RegExp(`-> 127\\.0\\.0\\.1:${second.port}, but the /__whoami gate refuses it: each request to it gets HTTP 409 stale-code until this is fixed; the entry stays \\(wtproxy ls\\): stale since \\d\\d:\\d\\d:\\d\\d, when the code on disk changed: .*\\(1 file: views\\.py\\)`));
+  assert.doesNotMatch(r.stderr, /\(stale\): stale since/);
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', 'true'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 1);
+  assert.match(run.stderr, /^wtproxy: the \/__whoami gate refuses that server: stale since \d\d:\d\d:\d\d, when the code on disk changed: /m);
 });
