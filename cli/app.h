@@ -27,6 +27,19 @@ enum cli_app_kind {
     "process.env.WTPROXY_PORT ? import(String('wtproxy-whoami/vite')).then((m) => "                \
     "m.wtproxyWhoami()) : null"
 
+/* The /__whoami middleware's lines for a Node server, Express's and
+ * node:http's (which has no app.use), as init's note and doctor say them. */
+#define CLI_NODE_WHOAMI_LINES                                                                      \
+    "`import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, then `app.use(mw)` first "   \
+    "(Express, Connect) or `http.createServer((req, res) => mw(req, res, () => handler(req, "      \
+    "res)))` (node:http)"
+
+/* init_node.c: the FILE of the `node FILE` that start runs in dir, itself
+ * or as the package script it names (`npm run dev`: scripts.dev of dir's
+ * package.json), into file. Returns 1 when FILE imports wtproxy-whoami, 0
+ * when it does not, -1 when start runs no `node FILE` or FILE is unreadable. */
+int cli_node_entry_imports(const char *dir, const char *start, char *file, size_t len);
+
 /* A Playwright config, as far as its literal text tells. */
 #define CLI_PW_MAX_SERVERS 8 /* webServer entries read; more are not adopted */
 

@@ -6,7 +6,10 @@
  * it meets a 503, and every other check was ok. Node resolves a bare
  * name in the node_modules of the importing file's folder and of each
  * folder above it; so does this check, from the start's folder (its `cd
- * DIR`), without running node. */
+ * DIR`), without running node. A server whose `node FILE` (itself or its
+ * package script's, as init reads it) does not import the package yet
+ * would start, and be refused for its missing /__whoami: said so, with
+ * the lines to add. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +20,9 @@
 
 /* Whether the start's command, after `cd DIR &&`, VAR=value settings and
  * `env`, is a Node one (node, npm, npx, pnpm, yarn, a node_modules/.bin
- * tool); its folder relative to the worktree into cd ("" for the top). */
-static int node_start(const char *start, char *cd, size_t cdlen)
+ * tool); its folder relative to the worktree into cd ("" for the top), and
+ * where that command begins in start into *cmd. */
+static int node_start(const char *start, char *cd, size_t cdlen, const char **cmd)
 {
     static const char *const tools[] = {"node", "npm", "npx", "pnpm", "yarn"};
     const char *p = start;
@@ -44,6 +48,7 @@ static int node_start(const char *start, char *cd, size_t cdlen)
             p += n;
             continue;
         }
+        *cmd = p;
         const char *base = p + n;
         while (base > p && base[-1] != '/')
             base--;
@@ -55,11 +60,12 @@ static int node_start(const char *start, char *cd, size_t cdlen)
     }
 }
 
-/* The folder the start runs in (absolute) into dir; 0 when it is no Node start. */
-static int start_dir(const struct doc_ctx *c, char *dir, size_t len)
+/* The folder the start runs in (absolute) into dir, and its command after
+ * the folder and settings into *cmd; 0 when it is no Node start. */
+static int start_dir(const struct doc_ctx *c, char *dir, size_t len, const char **cmd)
 {
     char cd[PATH_MAX];
-    if (!node_start(c->start, cd, sizeof cd))
+    if (!node_start(c->start, cd, sizeof cd, cmd))
         return 0;
     if (cd[0] == '/')
         snprintf(dir, len, "%s", cd);
@@ -73,9 +79,9 @@ int doc_node_whoami_fix(const struct doc_ctx *c, const char *restart, char *fix,
     static const char *const configs[] = {"vite.config.js",  "vite.config.mjs", "vite.config.ts",
                                           "vite.config.mts", "vite.config.cjs", "vite.config.cts"};
     char dir[2 * PATH_MAX], path[2 * PATH_MAX + 32], err[256];
-    const char *config = NULL;
+    const char *config = NULL, *cmd;
     int has = 0;
-    if (!start_dir(c, dir, sizeof dir))
+    if (!start_dir(c, dir, sizeof dir, &cmd))
         return 0;
     for (size_t i = 0; i < sizeof configs / sizeof configs[0] && !config; i++) {
         char *text = cli_join(path, sizeof path, dir, configs[i]) < 0
@@ -122,14 +128,27 @@ static int resolve(const char *dir, char *found, size_t len)
 
 int doc_node(struct doc_ctx *c, struct doc_result *r)
 {
-    char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64];
-    if (!start_dir(c, dir, sizeof dir))
+    char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], file[PATH_MAX];
+    const char *cmd;
+    if (!start_dir(c, dir, sizeof dir, &cmd))
         return 0;
     if (resolve(dir, found, sizeof found) == 0) {
         doc_set(r, DOC_OK, "`%s` finds wtproxy-whoami in %s", c->start, found);
         return 1;
     }
-    doc_set(r, DOC_PROBLEM,
+    /* A server that does not import it yet starts without it, and is
+     * refused for its missing /__whoami: that, with the lines, is the news;
+     * the link is the fix still, as the lines import it. */
+    if (cli_node_entry_imports(dir, cmd, file, sizeof file) == 0)
+        doc_set(r, DOC_PROBLEM,
+                "`%s` runs %s, which has no /__whoami middleware yet: wtproxy refuses its "
+                "requests (502 no-whoami). Add to %s, once at start: " CLI_NODE_WHOAMI_LINES
+                "; and link wtproxy-whoami, which no node_modules in %s or a folder above it "
+                "holds (node_modules is per worktree)",
+                c->start, file, file, dir);
+    else
+        doc_set(
+            r, DOC_PROBLEM,
             "`%s` cannot import wtproxy-whoami: no node_modules/wtproxy-whoami in %s or a folder "
             "above it (node_modules is per worktree: a new worktree has none); the server the "
             ".wtproxy starts would stop at its first import (\"Cannot find package "

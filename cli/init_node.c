@@ -73,11 +73,31 @@ static void script_command(const char *dir, const char *line, char *out, size_t 
     free(text);
 }
 
+/* Whether file (relative to dir) names wtproxy-whoami: 1 or 0; -1 when it
+ * cannot be read. */
+static int imports_whoami(const char *dir, const char *file)
+{
+    char path[PATH_MAX], err[PATH_MAX + 64];
+    char *text = cli_join(path, sizeof path, dir, file) < 0
+                     ? NULL
+                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    int has = text ? strstr(text, "wtproxy-whoami") != NULL : -1;
+    free(text);
+    return has;
+}
+
+int cli_node_entry_imports(const char *dir, const char *start, char *file, size_t len)
+{
+    char run[1024];
+    script_command(dir, start, run, sizeof run);
+    return entry_file(run, file, len) < 0 ? -1 : imports_whoami(dir, file);
+}
+
 /* The middleware note for the server who names ("Node: " for the app,
  * "service api: " for a webServer entry), started by start in p->dir. */
 static void whoami_note(struct init_plan *p, const char *who, const char *start)
 {
-    char run[1024], file[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 64], runs[1200] = "";
+    char run[1024], file[PATH_MAX], runs[1200] = "";
     script_command(p->dir, start, run, sizeof run);
     if (entry_file(run, file, sizeof file) < 0) {
         init_note(p,
@@ -86,11 +106,7 @@ static void whoami_note(struct init_plan *p, const char *who, const char *start)
                   who, start);
         return;
     }
-    char *text = cli_join(path, sizeof path, p->dir, file) < 0
-                     ? NULL
-                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
-    int has = text && strstr(text, "wtproxy-whoami");
-    free(text);
+    int has = imports_whoami(p->dir, file) == 1;
     if (strcmp(run, start) != 0)
         snprintf(runs, sizeof runs, "`%s` runs `%s`: ", start, run);
     if (has)
@@ -98,10 +114,8 @@ static void whoami_note(struct init_plan *p, const char *who, const char *start)
     else
         init_note(p,
                   "%s%sadd the /__whoami middleware by hand to %s (wtproxy help whoami), once "
-                  "at start: `import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, "
-                  "then `app.use(mw)` first (Express, Connect) or `http.createServer((req, "
-                  "res) => mw(req, res, () => handler(req, res)))` (node:http); without it "
-                  "wtproxy refuses the server (502 no-whoami)",
+                  "at start: " CLI_NODE_WHOAMI_LINES "; without it wtproxy refuses the server "
+                  "(502 no-whoami)",
                   who, runs, file);
 }
 

@@ -10,7 +10,9 @@
 // (not 8000, not the daemon's), saying so; the leases, and the database server's connection
 // headroom, with a real PostgreSQL; it asks the .wtproxy's python whether
 // it imports the whoami middleware, before any server is started, and a
-// Node start's folder whether it resolves wtproxy-whoami.
+// Node start's folder whether it resolves wtproxy-whoami (and, when not,
+// whether its `node FILE` imports it at all: one that does not has no
+// /__whoami yet, and gets the lines to add).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
@@ -193,6 +195,19 @@ test("middleware: a Node start whose folder does not resolve wtproxy-whoami: a p
   let m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
   assert.equal(m.status, 'problem', m.detail);
   assert.match(m.detail, new RegExp(`^\`node server\.mjs\` cannot import wtproxy-whoami: no node_modules/wtproxy-whoami in ${tmp.wt.a} or a folder above it \\(node_modules is per worktree`));
+  // A server that does not import it (no middleware yet) would not stop
+  // at an import: it has no /__whoami, and gets the lines to add.
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), "import http from 'node:http';\nhttp.createServer((q, s) => s.end('ok')).listen(8080);\n");
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.ok(m.detail.startsWith("`node server.mjs` runs server.mjs, which has no /__whoami middleware yet: wtproxy refuses its requests (502 no-whoami). " +
+    "Add to server.mjs, once at start: `import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, then `app.use(mw)` first (Express, Connect) " +
+    'or `http.createServer((req, res) => mw(req, res, () => handler(req, res)))` (node:http)'), m.detail);
+  assert.doesNotMatch(m.detail, /first import/);
+  // once it imports it, the missing package stops it at that import
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), "import { whoami } from 'wtproxy-whoami';\n");
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.match(m.detail, /cannot import wtproxy-whoami: .*would stop at its first import/);
   const fixed = spawnSync('/bin/sh', ['-c', m.fix], { encoding: 'utf8' });
   assert.equal(fixed.status, 0, `${m.fix}: ${fixed.stderr}`);
   const imported = spawnSync(process.execPath, ['--input-type=module', '-e', "import { whoami } from 'wtproxy-whoami'; console.log(typeof whoami)"],
