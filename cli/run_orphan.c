@@ -128,7 +128,7 @@ static int first_sentence(const char *s)
 static const char *refused(json_t *e, char *why, size_t len)
 {
     const char *detail = str(json_object_get(e, "whoami"), "detail");
-    char words[1400];
+    char words[1400], named[64];
     json_t *failed = json_object_get(e, "start_failed");
     const char *lines = str(failed, "lines"), *last = strrchr(lines, '\n');
     if (failed) { /* started again, its output is this run's, where its runner reads it */
@@ -150,8 +150,9 @@ static const char *refused(json_t *e, char *why, size_t len)
         snprintf(why, len, "%s", words);
         break;
     case CLI_VERDICT_REFUSED:
-        snprintf(why, len, "the /__whoami gate refuses it (%s): %.*s", cli_verdict(e),
-                 first_sentence(detail), detail);
+        cli_verdict_named(e, named, sizeof named);
+        snprintf(why, len, "the /__whoami gate refuses it%s: %.*s", named, first_sentence(detail),
+                 detail);
         break;
     }
     return why;
