@@ -3,7 +3,9 @@
  * fingerprint`'s, and the gate's for a server trusted without /__whoami. */
 #include "whoami.h"
 
-static char *default_include[] = {"**/*.py"};
+/* .env files too: Django, flask run and pydantic-settings read them once at
+ * start and no reloader watches them: an edit leaves the settings old. */
+static char *default_include[] = {"**/*.py", "**/.env", "**/.env.*"};
 static char *default_exclude[] = {"**/.git/**", "**/node_modules/**", "**/.venv/**", "**/venv/**",
                                   "**/__pycache__/**"};
 

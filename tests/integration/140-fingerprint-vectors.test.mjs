@@ -71,3 +71,21 @@ test('both CLIs refuse a missing folder and bad arguments the same way', async (
     assert.equal(ok.stdout, 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 (0 files)\n');
   }
 });
+
+test('the three CLIs\' default patterns agree: .py files and .env files (settings read at start)', async (t) => {
+  const dir = tempDir(t);
+  for (const [rel, body] of [['app.py', 'x = 1\n'], ['.env', 'DEBUG=1\n'], ['cfg/.env.local', 'A=2\n'], ['README.md', '#\n']]) {
+    fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    fs.writeFileSync(path.join(dir, rel), body);
+  }
+  const out = {};
+  for (const impl of ['c', 'py', 'node']) {
+    const r = await fingerprintCli(impl, [dir, '--json']);
+    assert.equal(r.code, 0, `${impl}: ${r.stderr}`);
+    out[impl] = r.stdout;
+  }
+  assert.deepEqual(JSON.parse(out.c).include, ['**/*.py', '**/.env', '**/.env.*']);
+  assert.equal(JSON.parse(out.c).files, 3, 'app.py, .env, cfg/.env.local; not README.md');
+  assert.equal(out.py, out.c, 'the Python CLI: the same defaults, the same bytes');
+  assert.equal(out.node, out.c, 'the Node CLI: the same defaults, the same bytes');
+});

@@ -7,7 +7,10 @@
 //    --restart-on-stale it succeeds and shows the new behaviour; with the
 //    autoreloader on, an edit followed at once by a request gets the new
 //    behaviour, never a refusal and never the old one;
-// 3. an edit outside the declared patterns (an e2e .ts test) is not stale.
+// 3. an edit outside the declared patterns (an e2e .ts test) is not stale;
+// 4. settings read from .env at start (django-environ, python-dotenv): an
+//    edit of .env, which Django's reloader does not watch, makes the server
+//    stale; with --restart-on-stale the request gets the new setting.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -131,4 +134,23 @@ test('an edit outside the declared patterns (e2e/*.spec.ts) does not make the se
   const r = await hello(px, tmp.wt.a);
   assert.equal(r.body, 'hello v1');
   assert.ok(Date.now() - t0 < 1000, 'answered without waiting');
+});
+
+test('an edit of the .env its settings read at start makes the server stale: restarted, the new setting served', async (t) => {
+  const tmp = djangoWorktrees(t, ['a']);
+  const wt = tmp.wt.a;
+  // As django-environ or python-dotenv do, once, when settings load.
+  fs.appendFileSync(path.join(wt, 'site_cfg/settings.py'),
+    "GREETING = dict(l.split('=', 1) for l in (BASE_DIR / '.env').read_text().splitlines())['GREETING']\n");
+  fs.writeFileSync(path.join(wt, 'app/views.py'), 'from django.conf import settings\nfrom django.http import HttpResponse\n' +
+    'def hello(request):\n    return HttpResponse(settings.GREETING)\n');
+  fs.writeFileSync(path.join(wt, '.env'), 'GREETING=hello from .env v1\n');
+  const px = await startDaemon(t, tmp, ['--stale-grace', '500ms']);
+  const run = await runDjango(t, tmp, wt, px.port, { runArgs: ['--restart-on-stale'] });
+  assert.equal((await hello(px, wt)).body, 'hello from .env v1');
+  fs.writeFileSync(path.join(wt, '.env'), 'GREETING=hello from .env v2\n');
+  const r = await hello(px, wt);
+  assert.equal(r.status, 200, `${r.status}: ${r.body}\n${run.output()}`);
+  assert.equal(r.body, 'hello from .env v2', 'the settings of the edited .env, not the ones loaded at start');
+  assert.match(run.output(), /restarting it/);
 });

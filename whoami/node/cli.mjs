@@ -9,7 +9,7 @@ import { compute, FingerprintError, ALGORITHM, MAX_PATTERNS, PATTERN_MAX } from 
 
 // As npm installs it (package.json's bin); in a checkout, node whoami/node/cli.mjs.
 const PROG = 'wtproxy-whoami fingerprint';
-const DEFAULT_INCLUDE = ['**/*.py'];
+const DEFAULT_INCLUDE = ['**/*.py', '**/.env', '**/.env.*'];
 const DEFAULT_EXCLUDE = ['**/.git/**', '**/node_modules/**', '**/.venv/**', '**/venv/**', '**/__pycache__/**'];
 const SHORT = { '"': '\\"', '\\': '\\\\', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 

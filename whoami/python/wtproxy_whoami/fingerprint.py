@@ -15,7 +15,10 @@ import stat
 from functools import lru_cache
 
 ALGORITHM = 'wtproxy-fp-v1'
-DEFAULT_INCLUDE = ('**/*.py',)
+# .env files too: Django (django-environ, python-dotenv), flask run and
+# pydantic-settings read them once at start, and no reloader watches them,
+# so a server serves the old settings after an edit of .env.
+DEFAULT_INCLUDE = ('**/*.py', '**/.env', '**/.env.*')
 DEFAULT_EXCLUDE = ('**/.git/**', '**/node_modules/**', '**/.venv/**', '**/venv/**',
                    '**/__pycache__/**')
 MAX_PATTERNS = 64
