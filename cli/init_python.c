@@ -40,14 +40,15 @@ static const struct framework {
      "from wtproxy_whoami.asgi import WhoamiASGIMiddleware", "app = WhoamiASGIMiddleware(app)",
      "WhoamiASGIMiddleware", ""},
     /* flask run without --debug (init's start has none) renders each
-     * template once and keeps it: an edited template must make the server
-     * stale, or wtproxy would call verified a server serving the old one */
+     * template once and keeps it, and loads .env and .flaskenv once at
+     * start: an edit of either must make the server stale, or wtproxy would
+     * call verified a server serving the old one */
     {CLI_APP_FLASK, "Flask", "flask", "from wtproxy_whoami.wsgi import WhoamiWSGIMiddleware",
-     "app.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app, include=[\"**/*.py\", "
-     "\"**/templates/**\"])",
+     "app.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app, include=[\"**/*.py\", \"**/.env\", "
+     "\"**/.env.*\", \"**/.flaskenv\", \"**/templates/**\"])",
      "WhoamiWSGIMiddleware",
-     "    # templates too: flask run keeps a template it rendered, so an edited one must make "
-     "this server stale\n"},
+     "    # templates and .env files too: flask run keeps a template it rendered and the .env, "
+     ".flaskenv it loaded, so an edited one must make this server stale\n"},
 };
 #define NFRAMEWORKS (sizeof frameworks / sizeof frameworks[0])
 

@@ -49,10 +49,11 @@ const WHY = '# wtproxy: answers /__whoami so wtproxy routes only to a server of 
 // Only under wtproxy run: the app's tests, CI and production import nothing of wtproxy.
 const GUARD = 'import os  # noqa: E402\n\nif os.environ.get("WTPROXY_PORT"):  # set by wtproxy run; tests, CI and production skip this';
 const ASGI = `${WHY}\n${GUARD}\n    from wtproxy_whoami.asgi import WhoamiASGIMiddleware\n    app = WhoamiASGIMiddleware(app)\n`;
-// Flask's with its templates: flask run keeps each one it rendered.
+// Flask's with its templates and .env files: flask run keeps each template
+// it rendered and the .env, .flaskenv it loaded at start.
 const WSGI = `${WHY}\n${GUARD}\n    from wtproxy_whoami.wsgi import WhoamiWSGIMiddleware\n` +
-  '    # templates too: flask run keeps a template it rendered, so an edited one must make this server stale\n' +
-  '    app.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app, include=["**/*.py", "**/templates/**"])\n';
+  '    # templates and .env files too: flask run keeps a template it rendered and the .env, .flaskenv it loaded, so an edited one must make this server stale\n' +
+  '    app.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app, include=["**/*.py", "**/.env", "**/.env.*", "**/.flaskenv", "**/templates/**"])\n';
 
 const cases = {
   fastapi: {
@@ -187,10 +188,14 @@ for (const [kind, c] of Object.entries(cases)) {
   });
 }
 
-test('flask: a template edited after the server rendered it is served new, never the old one verified', async (t) => {
+test('flask: a template or .env edited after the server read it is served new, never the old one verified', async (t) => {
   const tmp = appWorktree(t, {
-    'app.py': "from flask import Flask, render_template\napp = Flask(__name__)\n\n\n@app.route('/page')\ndef page():\n    return render_template('page.html')\n",
+    // GREETING from .env, read once at start, as flask run's python-dotenv does
+    'app.py': "from flask import Flask, render_template\napp = Flask(__name__)\n" +
+      "GREETING = open('.env').read().split('=', 1)[1].strip()\n\n\n@app.route('/page')\ndef page():\n" +
+      "    return render_template('page.html')\n\n\n@app.route('/greeting')\ndef greeting():\n    return GREETING\n",
     'templates/page.html': '<title>one</title>\n',
+    '.env': 'GREETING=one\n',
   });
   const wt = tmp.wt.a;
   const px = await startDaemon(t, tmp, [], { env: { PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' } });
@@ -203,6 +208,11 @@ test('flask: a template edited after the server rendered it is served new, never
   fs.writeFileSync(path.join(wt, 'templates/page.html'), '<title>two</title>\n');
   await waitFor(async () => (await sleep(200), await page()) === '<title>two</title>', 20000,
     'the edited template served (it stayed "one", its server verified as the code on disk)');
+  const greeting = async () => (await curlFrom(wt, px.port, '/greeting')).body;
+  assert.equal(await greeting(), 'one');
+  fs.writeFileSync(path.join(wt, '.env'), 'GREETING=two\n');
+  await waitFor(async () => (await sleep(200), await greeting()) === 'two', 20000,
+    'the edited .env\'s setting served (it stayed "one", its server verified as the code on disk)');
   const [entry] = await lsJson(tmp);
   assert.equal(entry.whoami?.state, 'verified', JSON.stringify(entry.whoami));
   sanitizerClean(assert, px.stderr());
