@@ -42,6 +42,14 @@ test('dev and test in one claim: distinct keys; dev kept across a migrations cha
   assert.equal(stampOf('shop_m1_wt_a'), `wtproxy:m1:${tmp.wt.a}|dev`);
   pg.psql('CREATE TABLE marker (x int)', { db: 'shop_m1_wt_a' });
   pg.psql('CREATE TABLE marker (x int)', { db: 'test_shop_m1_wt_a' });
+  // The same text is not written again: .env.wt is code to a dev
+  // server's fingerprint (.env.*), and a trusted one's is judged by times.
+  const envFile = path.join(tmp.wt.a, '.env.wt');
+  const written = fs.statSync(envFile).mtimeMs;
+  await new Promise((res) => setTimeout(res, 20));
+  r = await db('a', 'm1', ['claim', '--dev', 'shop', '--base', 'test_shop', '--migrations-hash', 'h1', '--write-env', '.env.wt']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(fs.statSync(envFile).mtimeMs, written, '.env.wt not rewritten with the text it holds');
 
   r = await db('a', 'm1', ['claim', '--dev', 'shop', '--base', 'test_shop', '--migrations-hash', 'h2']);
   assert.equal(r.code, 0, r.stderr);
