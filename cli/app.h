@@ -57,6 +57,7 @@ struct cli_playwright {
     int run_front;      /* the front its `wtproxy run` registers on (--front, else 8000) */
     char run_cmd[1024]; /* the server command its `wtproxy run ... --` runs; "" unknown */
     int nservers;       /* entries of a webServer array (each `{...}` with a command), else 0 */
+    int of_top;         /* the top folder's entry for a subfolder's server: never edited */
     struct cli_pw_server {
         char command[512]; /* its literal command, "" when not a plain string */
         int port;          /* the port of its literal url (or port:), 0 when none */
@@ -79,6 +80,19 @@ int cli_url_port(const char *url);
 
 /* Read dir's Playwright config into pw (pw->file "" when none). */
 void cli_playwright_read(const char *dir, struct cli_playwright *pw);
+
+/* Fill pw's fields from pw->text (owned, set). */
+void cli_playwright_parse(struct cli_playwright *pw);
+
+/* For dir below its worktree's top folder (api/, web/), with no Playwright
+ * config of its own: the top's webServer entry that starts dir's server
+ * (`cwd: 'api'` or `cd api && ...`), as a config of that one entry, with
+ * pw->of_top set (init_pw_top.c); pw untouched when there is none. */
+void cli_playwright_of_top(const char *dir, struct cli_playwright *pw);
+
+/* The end of the {...} block opening at or after p (strings and comments
+ * skipped), or NULL when it does not close. */
+const char *cli_block_end(const char *p);
 
 /* Detect the app in dir: Django (manage.py and the settings module it
  * names), else Node (package.json: next, vite, or a `node FILE` script),

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "front.h"
 #include "reg_db.h"
 #include "reg_pg.h"
 #include "registry.h"
@@ -145,6 +146,22 @@ static void both_recipes(struct doc_ctx *c, const struct cli_playwright *pw, str
              pw->run_cmd[0] ? pw->run_cmd : "<webServer's command>");
 }
 
+/* Whether the .wtproxy of root declares a service on port, its fronts
+ * into list (":15174 (web), :18001 (api)"); 1 when it cannot tell (no
+ * file the daemon takes), so that only a known miss is said. A baseURL on
+ * no front is never the daemon's: the tests reach whatever listens there,
+ * and with reuseExistingServer every worktree's run reuses the first
+ * one's server, testing its code. */
+static int declares_front(const char *root, int port, char *list, size_t len)
+{
+    struct cli_wtproxy w;
+    cli_wtproxy_read(root, &w);
+    int yes = !w.file || wtfile_by_front(w.file, port);
+    cli_wtproxy_list(&w, list, len);
+    cli_wtproxy_free(&w);
+    return yes;
+}
+
 /* A config without wtproxy's reporter: a test whose page swallowed a
  * refused fetch fails on an unrelated assertion, and only the reporter
  * puts what wtproxy refused under the failure. Said, not a problem: the
@@ -161,6 +178,7 @@ static void reporter_note(const struct cli_playwright *pw, struct doc_result *r)
 void doc_playwright(struct doc_ctx *c, struct doc_result *r)
 {
     struct cli_playwright pw;
+    char fronts[512];
     if (!c->have_wt) {
         doc_set(r, DOC_SKIP, "not in a worktree");
         return;
@@ -182,6 +200,17 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 f, pw.run_front, pw.url_port);
         snprintf(r->fix, sizeof r->fix, "in webServer.command write: wtproxy run --front %d -- ...",
                  pw.url_port);
+    } else if (c->has_file && !pw.uses_run && pw.front &&
+               !declares_front(c->wt.root, pw.front, fronts, sizeof fronts)) {
+        doc_set(r, DOC_PROBLEM,
+                "%s: its tests go to port %d (%s), which the .wtproxy declares no service on "
+                "(its fronts: %s): the daemon never sees them, so every worktree's run reuses "
+                "(or collides with) the one server there, another worktree's code",
+                f, pw.front, pw.base_port ? "baseURL" : "webServer.url", fronts);
+        snprintf(r->fix, sizeof r->fix,
+                 "front = %d in the .wtproxy's service for that server, then restart the daemon "
+                 "so that it listens there (this doctor's daemon check prints the command)",
+                 pw.front);
     } else if (pw.uses_run && pw.has_url && c->start[0] && pw.run_front == c->front)
         both_recipes(c, &pw, r);
     else if (pw.uses_run && pw.has_url)

@@ -158,6 +158,7 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     if (o->front && cli_number(o->front, 1, 65535, &front) < 0)
         return usage_error("--front is a port (1-65535)");
     p->recipe = !p->app.pw.file[0] ? INIT_RECIPE_NONE
+                : p->app.pw.of_top ? INIT_RECIPE_PORT /* the top's, its other servers' too */
                 : o->recipe ? (strcmp(o->recipe, "url") == 0 ? INIT_RECIPE_URL : INIT_RECIPE_PORT)
                 : !p->app.pw.web_server  ? INIT_RECIPE_PORT /* no command to run through run */
                 : p->app.pw.nservers > 1 ? INIT_RECIPE_PORT /* one `wtproxy run` runs one */

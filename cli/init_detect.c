@@ -234,7 +234,7 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
 
 /* The end of the {...} block opening at or after p (strings skipped), or
  * NULL when it does not close. */
-static const char *block_end(const char *p)
+const char *cli_block_end(const char *p)
 {
     int depth = 0;
     for (p = strchr(p, '{'); p && *p; p++) {
@@ -357,7 +357,7 @@ static void read_servers(const char *ws, struct cli_playwright *pw)
         return;
     for (p++; pw->nservers < CLI_PW_MAX_SERVERS;) {
         p += strspn(p, " \t\r\n,");
-        const char *end = *p == '{' ? block_end(p) : NULL;
+        const char *end = *p == '{' ? cli_block_end(p) : NULL;
         if (!end)
             return;
         struct cli_pw_server *s = &pw->server[pw->nservers++];
@@ -383,11 +383,15 @@ void cli_playwright_read(const char *dir, struct cli_playwright *pw)
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !pw->text; i++)
         if ((pw->text = read_in(dir, names[i], err, sizeof err)))
             snprintf(pw->file, sizeof pw->file, "%s", names[i]);
-    if (!pw->text)
-        return;
+    if (pw->text)
+        cli_playwright_parse(pw);
+}
+
+void cli_playwright_parse(struct cli_playwright *pw)
+{
     pw->front = pw->base_port = literal_port(pw->text, pw->text + strlen(pw->text), "baseURL:");
     const char *ws = strstr(pw->text, "webServer:");
-    const char *end = ws ? block_end(ws) : NULL;
+    const char *end = ws ? cli_block_end(ws) : NULL;
     if (!end)
         return;
     pw->web_server = 1;
@@ -411,6 +415,8 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
     memset(app, 0, sizeof *app);
     char node_err[512] = "";
     cli_playwright_read(dir, &app->pw); /* first: it may name the interpreter */
+    if (!app->pw.text)
+        cli_playwright_of_top(dir, &app->pw);
     if (cli_is_file(dir, "manage.py", 0))
         return detect_django(dir, app, err, errlen);
     /* A Python app may keep a package.json for its e2e tests only. */

@@ -1,5 +1,5 @@
 /* init_sub.c - the apps in a checkout's direct subfolders (api/manage.py,
- * web/package.json with vite), for `wtproxy init`: an app of two servers
+ * api/main.py with FastAPI, web/package.json with vite), for `wtproxy init`: an app of two servers
  * in two folders is told of the one its top folder does not show, and of
  * the command that adopts it, where it was told of one server only, or
  * that its layout is unknown. */
@@ -15,6 +15,17 @@
 #include "wtfile.h"
 
 #define INIT_SUB_MAX 4 /* subfolder apps named; a monorepo has more, and a guide */
+
+/* Whether folder sub (named name) has a file an app of its own starts
+ * from: manage.py, package.json, or a Python module (api/main.py with its
+ * FastAPI app); not app/, whose main.py is the top folder's own module as
+ * often as an app of its own. */
+static int app_files(const char *sub, const char *name)
+{
+    return cli_is_file(sub, "manage.py", 0) || cli_is_file(sub, "package.json", 0) ||
+           (strcmp(name, "app") != 0 &&
+            (cli_is_file(sub, "main.py", 0) || cli_is_file(sub, "app.py", 0)));
+}
 
 /* Whether a subfolder is one an app could be in: not hidden, no
  * dependencies, no virtualenv, no cache. */
@@ -38,11 +49,9 @@ int init_sub_apps(const char *dir, const char *skip, char *out, size_t len)
     while (d && n < INIT_SUB_MAX && (e = readdir(d))) {
         char sub[PATH_MAX], err[512];
         struct cli_app app;
-        /* manage.py or package.json only: a main.py in app/ is the top
-         * folder's own FastAPI module as often as an app of its own. */
         if (!candidate(e) || (skip && strcmp(e->d_name, skip) == 0) ||
             snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub ||
-            (!cli_is_file(sub, "manage.py", 0) && !cli_is_file(sub, "package.json", 0)))
+            !app_files(sub, e->d_name))
             continue;
         int found = cli_app_detect(sub, &app, err, sizeof err) == 0;
         size_t used = strlen(out);
@@ -81,7 +90,7 @@ int init_sub_declared(const char *dir, char *out, size_t len)
         struct cli_app app;
         if (!candidate(e) ||
             snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub ||
-            (!cli_is_file(sub, "manage.py", 0) && !cli_is_file(sub, "package.json", 0)))
+            !app_files(sub, e->d_name))
             continue;
         int found = cli_app_detect(sub, &app, err, sizeof err) == 0;
         cli_app_free(&app);

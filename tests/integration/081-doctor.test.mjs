@@ -387,10 +387,10 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   assert.match(run.stderr(), /restart/, 'the same wrapper restarted its server');
 
   // A Playwright config that reuses whatever holds a fixed port, without
-  // wtproxy: a problem; with a .wtproxy (recipe port): ok.
+  // wtproxy: a problem; with a .wtproxy (recipe port) on its port: ok.
   fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'),
-    "export default { use: { baseURL: 'http://localhost:3000' },\n" +
-    "  webServer: { command: 'npm start', port: 3000, reuseExistingServer: true } };\n");
+    `export default { use: { baseURL: 'http://localhost:${px.port}' },\n` +
+    `  webServer: { command: 'npm start', port: ${px.port}, reuseExistingServer: true } };\n`);
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.playwright.status, 'problem');
   assert.match(d.byName.playwright.detail, /reuseExistingServer with a fixed port reuses whatever server holds it/);

@@ -98,3 +98,55 @@ test('web/ and api/ without a top app: init of each writes the top .wtproxy, one
   }
   assert.equal(fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8'), file);
 });
+
+// Seen in a second walk: a FastAPI API in api/ (main.py, no manage.py nor
+// package.json), Vite in web/, and at the top a Playwright config whose
+// webServer array starts each in its folder (cwd:) and whose baseURL is
+// Vite's port. `wtproxy init` at the top named web/ only; `init api`
+// wrote `python3` (the config names /usr/bin/python3: the python3 on PATH
+// may lack FastAPI) without the config's --reload; `init web` wrote front
+// 8000 where the tests go to 15174, so every worktree's run reused the
+// first one's Vite (its proxy: that worktree's API) and tested its code,
+// while doctor said the playwright setup was ok.
+test('api/ FastAPI and web/ Vite started by the top Playwright config: each init takes its webServer entry', async (t) => {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-init-')));
+  removeAfter(t, dir);
+  const config = "export default {\n  use: { baseURL: 'http://127.0.0.1:15174' },\n  webServer: [\n" +
+    "    { command: '/usr/bin/python3 -m uvicorn main:app --port 18001 --reload', cwd: 'api', url: 'http://127.0.0.1:18001/api/hello', reuseExistingServer: true },\n" +
+    "    { command: 'node_modules/.bin/vite', cwd: 'web', url: 'http://127.0.0.1:15174/', reuseExistingServer: true },\n  ],\n};\n";
+  const files = {
+    'package.json': JSON.stringify({ name: 'e2e', devDependencies: { '@playwright/test': '1' } }),
+    'playwright.config.js': config,
+    'api/main.py': "from fastapi import FastAPI\n\napp = FastAPI()\n",
+    'web/package.json': JSON.stringify({ name: 'web', scripts: { dev: 'vite' }, devDependencies: { vite: '7' } }),
+    'web/vite.config.js': "export default { server: { port: 15174, proxy: { '/api': 'http://127.0.0.1:18001' } } };\n",
+  };
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), text);
+  }
+  git(dir, 'init', '-q', '-b', 'main');
+
+  const top = await wtproxy(dir, ['init']);
+  assert.equal(top.code, 2, top.stderr);
+  assert.match(top.stderr, /api\/ holds a fastapi app/, top.stderr);
+  let r = await wtproxy(dir, ['init', named(top.stderr, 'api'), '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^note: start reloads on edits \(--reload\): \.\.\/playwright\.config\.js runs uvicorn with reloads$/m, r.stdout);
+  r = await wtproxy(dir, ['init', named(top.stderr, 'web'), '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^wtproxy init: \S+\/web: vite app, front port 15174$/m, r.stdout);
+  assert.match(r.stdout, /wtproxy serve --listen 18001 --listen 15174/, r.stdout);
+  const file = fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8');
+  assert.match(file, /^\[service api\]\nstart = cd api && \/usr\/bin\/python3 -m uvicorn main:app --host 127\.0\.0\.1 --port \{port\} --reload\nfront = 18001\n/m, file);
+  assert.match(file, /^\[service web\]\nstart = cd web && .*\nfront = 15174\n/m, file);
+  assert.equal(fs.readFileSync(path.join(dir, 'playwright.config.js'), 'utf8'), config, 'the top config is left as it is: recipe port');
+
+  // A .wtproxy on another front than the tests' baseURL: doctor says so.
+  let doc = await wtproxy(dir, ['doctor']);
+  assert.match(doc.stdout, /^ok +playwright /m, doc.stdout);
+  fs.writeFileSync(path.join(dir, '.wtproxy'), file.replace('front = 15174', 'front = 8000'));
+  doc = await wtproxy(dir, ['doctor']);
+  assert.match(doc.stdout, /^problem +playwright +playwright\.config\.js: its tests go to port 15174 \(baseURL\), which the \.wtproxy declares no service on \(its fronts: :18001 \(api\), :8000 \(web\)\)/m, doc.stdout);
+  assert.match(doc.stdout, /fix: front = 15174 in the \.wtproxy's service for that server/, doc.stdout);
+});

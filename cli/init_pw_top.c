@@ -1,0 +1,87 @@
+/* init_pw_top.c - the top folder's Playwright config, seen from an app in
+ * a subfolder. An app of two servers (a FastAPI API in api/, Vite in
+ * web/) keeps its Playwright config at the top, its webServer array
+ * starting each server in its folder. `wtproxy init api` read only api/'s
+ * config, found none, and so wrote `python3` where the config names
+ * /usr/bin/python3 (the python3 on PATH may lack FastAPI), no --reload
+ * where the config reloads (each edit then served stale), and front 8000
+ * for web/ where the baseURL says 15174: a .wtproxy whose servers the
+ * tests never reach, or whose start fails. Here the entry that starts the
+ * folder's server stands for its config. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "cli.h"
+#include "host.h"
+
+/* Whether the literal after key in [from, to) names folder rel ("api",
+ * "./api", "api/"). */
+static int names_folder(const char *from, const char *to, const char *key, const char *rel)
+{
+    const char *k = strstr(from, key);
+    char v[PATH_MAX];
+    if (!k || k >= to || !cli_quoted(k + strlen(key), v, sizeof v))
+        return 0;
+    const char *p = strncmp(v, "./", 2) == 0 ? v + 2 : v;
+    size_t n = strlen(p), r = strlen(rel);
+    return n >= r && strncmp(p, rel, r) == 0 && (n == r || (n == r + 1 && p[r] == '/'));
+}
+
+/* Whether the webServer entry [from, to) starts its server in folder rel:
+ * `cwd: 'rel'`, or a command `cd rel && ...`. */
+static int starts_in(const char *from, const char *to, const char *rel)
+{
+    char cd[PATH_MAX + 8];
+    snprintf(cd, sizeof cd, "cd %s &&", rel);
+    const char *c = strstr(from, "command:");
+    char cmd[1024];
+    return names_folder(from, to, "cwd:", rel) ||
+           (c && c < to && cli_quoted(c + 8, cmd, sizeof cmd) && strncmp(cmd, cd, strlen(cd)) == 0);
+}
+
+/* The entry of text's webServer array that starts rel's server, as the
+ * text of a config of that one entry (owned), NULL when none. */
+static char *entry_of(const char *text, const char *rel)
+{
+    const char *ws = strstr(text, "webServer:"), *p = ws ? ws + 10 : NULL;
+    p = p ? p + strspn(p, " \t\r\n") : NULL;
+    if (!p || *p != '[')
+        return NULL;
+    for (p++;;) {
+        p += strspn(p, " \t\r\n,");
+        const char *end = *p == '{' ? cli_block_end(p) : NULL;
+        if (!end)
+            return NULL;
+        if (starts_in(p, end, rel)) {
+            char *one = NULL;
+            return asprintf(&one, "webServer: [%.*s]\n", (int)(end - p), p) < 0 ? NULL : one;
+        }
+        p = end;
+    }
+}
+
+void cli_playwright_of_top(const char *dir, struct cli_playwright *pw)
+{
+    struct host_worktree w;
+    char real[PATH_MAX];
+    if (!realpath(dir, real) || host_worktree_of(real, &w, NULL, 0) < 0)
+        return;
+    size_t n = strlen(w.root);
+    const char *rel = real + n + 1;
+    if (strncmp(real, w.root, n) != 0 || real[n] != '/' || strchr(rel, '/'))
+        return; /* the top itself, or deeper than its direct subfolders */
+    struct cli_playwright top;
+    cli_playwright_read(w.root, &top);
+    char *one = top.text ? entry_of(top.text, rel) : NULL;
+    if (one) {
+        memset(pw, 0, sizeof *pw);
+        pw->text = one;
+        snprintf(pw->file, sizeof pw->file, "../%.28s", top.file); /* the longest: 21 */
+        cli_playwright_parse(pw);
+        pw->of_top = 1;
+    }
+    free(top.text);
+}
