@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "doctor.h"
 #include "fetch.h"
@@ -61,6 +62,31 @@ static void port_name(const struct doc_ctx *c, int port, char *out, size_t outle
         snprintf(out, outlen, "port %d", port);
 }
 
+/* How a shell names this binary, into out: "wtproxy" when the first
+ * wtproxy on PATH is this very file (the installed case), else its
+ * absolute path: run from a build folder, a bare `wtproxy` is not found,
+ * or starts another install's daemon. */
+static void self_program(char *out, size_t len)
+{
+    char self[PATH_MAX], cand[PATH_MAX], real[PATH_MAX];
+    const char *path = getenv("PATH");
+    snprintf(out, len, "wtproxy");
+    if (!realpath("/proc/self/exe", self))
+        return;
+    for (const char *p = path ? path : ""; *p; p += *p == ':') {
+        size_t n = strcspn(p, ":");
+        int fits =
+            n > 0 && (size_t)snprintf(cand, sizeof cand, "%.*s/wtproxy", (int)n, p) < sizeof cand;
+        p += n;
+        if (fits && access(cand, X_OK) == 0) {
+            if (realpath(cand, real) && strcmp(real, self) == 0)
+                return;
+            break;
+        }
+    }
+    snprintf(out, len, "%s", self);
+}
+
 /* The `wtproxy serve` that owns ports and every port the running daemon
  * (ping, NULL for none) owns already, so that a restart drops no one's
  * front. Bare ports: 127.0.0.1 and ::1, as a server on `localhost` may
@@ -85,7 +111,9 @@ static void serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t o
     char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
     if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
         snprintf(log, sizeof log, "%s/daemon.log", dir);
-    size_t used = (size_t)snprintf(out, outlen, "setsid -f wtproxy serve");
+    char prog[PATH_MAX];
+    self_program(prog, sizeof prog);
+    size_t used = (size_t)snprintf(out, outlen, "setsid -f %s serve", prog);
     for (int k = 0; k < m && used < outlen && !(m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT); k++)
         used += (size_t)snprintf(out + used, outlen - used, " --listen %d", all[k]);
     if (used + strlen(log) + 12 > outlen) /* a cut path would be another file */

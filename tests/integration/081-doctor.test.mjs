@@ -25,6 +25,10 @@ import { wtproxyBin, repoRoot } from './lib/wtproxy.mjs';
 import { pythonPath } from './lib/whoami.mjs';
 import { startPostgres } from './lib/pg.mjs';
 
+// The daemon fix's program: this binary's own path, as `wtproxy` on PATH
+// (none, in most tests) is not this build's.
+const SELF = fs.realpathSync(wtproxyBin);
+const SELF_RE = SELF.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const NAMES = ['daemon', 'worktree', 'server', 'middleware', 'whoami', 'inotify', 'playwright', 'leases',
   'databases', 'load'];
 // No PostgreSQL named: libpq's variables empty (doctor reads an empty one as unset).
@@ -64,10 +68,13 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   const c = d.byName;
   assert.equal(c.daemon.status, 'problem');
   assert.match(c.daemon.detail, /no wtproxy daemon answers/);
-  assert.match(c.daemon.fix, new RegExp(`^setsid -f wtproxy serve --listen ${front} >>\\S+/daemon\\.log 2>&1$`),
-    'a bare port (127.0.0.1 and ::1 both), in the background');
+  assert.match(c.daemon.fix, new RegExp(`^setsid -f ${SELF_RE} serve --listen ${front} >>\\S+/daemon\\.log 2>&1$`),
+    'a bare port (127.0.0.1 and ::1 both), in the background; no wtproxy on PATH: this binary by its path');
   assert.equal(c.worktree.status, 'ok');
   assert.ok(c.worktree.detail.startsWith(`${tmp.wt.a} (branch a)`), c.worktree.detail);
+  const onPath = await doctor(tmp, tmp.wt.a, front, { PATH: `${path.dirname(wtproxyBin)}:/nonexistent` });
+  assert.match(onPath.byName.daemon.fix, new RegExp(`^setsid -f wtproxy serve --listen ${front} `),
+    'the wtproxy on PATH is this binary: named as typed');
   assert.equal(c.server.status, 'problem', 'no .wtproxy and no server');
   assert.equal(c.server.fix, 'wtproxy init --apply');
   assert.equal(c.whoami.status, 'skipped');
@@ -269,10 +276,14 @@ test('the front port held by another process: doctor names it and how to free it
   await new Promise((r) => holder.listen(0, '127.0.0.1', r));
   t.after(() => holder.close());
   const front = holder.address().port;
-  const d = await doctor(tmp, tmp.wt.a, front);
+  // Another wtproxy first on PATH (an older install): the fix names this one.
+  const other = path.join(tmp.root, 'other-bin');
+  fs.mkdirSync(other);
+  fs.writeFileSync(path.join(other, 'wtproxy'), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+  const d = await doctor(tmp, tmp.wt.a, front, { PATH: `${other}:${path.dirname(wtproxyBin)}:${process.env.PATH}` });
   assert.equal(d.byName.daemon.status, 'problem');
   assert.match(d.byName.daemon.detail, new RegExp(`port ${front} on 127\\.0\\.0\\.1 is already in use by pid ${process.pid} \\(`));
-  assert.match(d.byName.daemon.fix, new RegExp(`^kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; setsid -f wtproxy serve --listen ${front} >>\\S+ 2>&1$`));
+  assert.match(d.byName.daemon.fix, new RegExp(`^kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; setsid -f ${SELF_RE} serve --listen ${front} >>\\S+ 2>&1$`));
 });
 
 // Before `wtproxy init`: no .wtproxy, but the Playwright config's baseURL
@@ -295,7 +306,7 @@ test('no .wtproxy yet: doctor checks the port the Playwright config\'s baseURL n
   let c = d.byName.daemon;
   assert.equal(c.status, 'problem', c.detail);
   assert.match(c.detail, new RegExp(`^no wtproxy daemon answers for ${from} \\(.*\\), and port ${base} on 127\\.0\\.0\\.1 is already in use by pid ${process.pid} `));
-  assert.match(c.fix, new RegExp(`^kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; setsid -f wtproxy serve --listen ${base} `));
+  assert.match(c.fix, new RegExp(`^kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; setsid -f ${SELF_RE} serve --listen ${base} `));
 
   // A daemon on another port: the tests' requests do not reach it.
   holder.close();
@@ -305,7 +316,7 @@ test('no .wtproxy yet: doctor checks the port the Playwright config\'s baseURL n
   assert.equal(d.report.front, base);
   assert.equal(c.status, 'problem', c.detail);
   assert.match(c.detail, new RegExp(`^the daemon \\(pid ${px.proc.pid}\\) listens on .*127\\.0\\.0\\.1:${px.port}.*, not on ${from}: requests to that port do not reach it`));
-  assert.match(c.fix, new RegExp(`^kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; setsid -f wtproxy serve --listen ${px.port} --listen ${base} `));
+  assert.match(c.fix, new RegExp(`^kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; setsid -f ${SELF_RE} serve --listen ${px.port} --listen ${base} `));
 
   // A daemon on the tests' port: ok, and the detail says which port and why.
   await px.stop();
@@ -337,7 +348,7 @@ test('two services: the daemon owns the web front, a stray holds the API front: 
   assert.match(c.detail, new RegExp(`not on port ${api} \\(service api's front in the \\.wtproxy\\)`));
   assert.match(c.detail, new RegExp(`port ${api} on 127\\.0\\.0\\.1 is already in use by pid ${old.pid} `));
   const wait = (pid) => `kill ${pid} && tail --pid=${pid} -f /dev/null; `;
-  assert.equal(c.fix, `${wait(px.proc.pid)}${wait(old.pid)}setsid -f wtproxy serve --listen ${web} --listen ${api} >>${tmp.root}/state/wtproxy/daemon.log 2>&1`);
+  assert.equal(c.fix, `${wait(px.proc.pid)}${wait(old.pid)}setsid -f ${SELF} serve --listen ${web} --listen ${api} >>${tmp.root}/state/wtproxy/daemon.log 2>&1`);
 
   // Pasted as printed: it returns once the new daemon runs, in the background.
   const env = { ...process.env, ...cliEnv(tmp), PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}`,
