@@ -121,8 +121,8 @@ static int run_probe(const char *dir, const char *prefix, char *out, size_t len)
 }
 
 /* The problem of a Python that lacks the package, with the link that fixes
- * it for every server this user starts, or, from a build folder, the guide
- * that says where the checkout's package is. */
+ * it for every server this user starts, or, from a build folder, the
+ * PYTHONPATH that puts the checkout's package on its path. */
 static void missing(const char *python, const char *site, struct doc_result *r)
 {
     char dir[4096];
@@ -131,7 +131,8 @@ static void missing(const char *python, const char *site, struct doc_result *r)
                 "%s cannot import wtproxy_whoami: the server the .wtproxy starts would stop "
                 "at its first import",
                 python);
-        snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
+        if (whoami_python_fix(r->fix, sizeof r->fix) < 0)
+            snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
         return;
     }
     doc_set(r, DOC_PROBLEM,

@@ -105,27 +105,28 @@ static int importer_dir(const char *at, char *dir, size_t len)
     return 0;
 }
 
-/* How the python of a server that lacks wtproxy_whoami finds this
- * wtproxy's, as `wtproxy help whoami` says it for this install. */
-static void python_fix(char *out, size_t len)
+int whoami_python_fix(char *out, size_t len)
 {
     char dir[PKG_PATH_MAX];
+    int n;
     if (whoami_python_dir(dir, sizeof dir) < 0)
-        snprintf(out, len,
-                 "put this wtproxy's checkout on its path: PYTHONPATH=%s/whoami/python before "
-                 "the command that starts it (wtproxy run, or the .wtproxy's start line)",
-                 WTP_SOURCE_DIR);
+        n = snprintf(out, len,
+                     "put this wtproxy's checkout on its path: PYTHONPATH=%s/whoami/python before "
+                     "the command that starts it (wtproxy run, or the .wtproxy's start line)",
+                     WTP_SOURCE_DIR);
     else if (WTP_PYTHON_SEARCHED)
-        snprintf(out, len,
-                 "Debian's /usr/bin/python3 imports it from %s with no setting; another python3 "
-                 "(a virtualenv's) needs PYTHONPATH=%s before the command that starts it",
-                 dir, dir);
+        n = snprintf(out, len,
+                     "Debian's /usr/bin/python3 imports it from %s with no setting; another "
+                     "python3 (a virtualenv's) needs PYTHONPATH=%s before the command that "
+                     "starts it",
+                     dir, dir);
     else
-        snprintf(out, len,
-                 "link it into your user site, once: d=$(/usr/bin/python3 -m site --user-site) "
-                 "&& mkdir -p \"$d\" && ln -sfn %s/wtproxy_whoami \"$d\"/ (a virtualenv's "
-                 "python: wtproxy doctor, in the worktree, names its folder)",
-                 dir);
+        n = snprintf(out, len,
+                     "link it into your user site, once: d=$(/usr/bin/python3 -m site "
+                     "--user-site) && mkdir -p \"$d\" && ln -sfn %s/wtproxy_whoami \"$d\"/ (a "
+                     "virtualenv's python: wtproxy doctor, in the worktree, names its folder)",
+                     dir);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
 int whoami_missing_package(const char *lines, const char *worktree, char *out, size_t len)
@@ -147,7 +148,7 @@ int whoami_missing_package(const char *lines, const char *worktree, char *out, s
     }
     if (!strstr(lines, "No module named 'wtproxy_whoami'"))
         return 0;
-    python_fix(fix, sizeof fix);
+    whoami_python_fix(fix, sizeof fix);
     snprintf(out, len,
              "the python that runs this worktree's server lacks the wtproxy_whoami package it "
              "imports (it comes with wtproxy, not from PyPI: pip install would fetch another "

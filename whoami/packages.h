@@ -31,6 +31,13 @@ int whoami_node_dir(char *out, size_t len);
  * wrong folder). */
 int whoami_node_link(const char *dir, char *out, size_t len);
 
+/* How the python of a dev server that lacks wtproxy_whoami gets this
+ * wtproxy's, for this install, into out: from a build folder the
+ * checkout's whoami/python on PYTHONPATH, installed where Debian's python3
+ * looks the PYTHONPATH a virtualenv needs, else the link into the user
+ * site. -1 when it does not fit (a cut path would name the wrong folder). */
+int whoami_python_fix(char *out, size_t len);
+
 /* Whether lines, a dev server's last output lines, say it could not
  * import the middleware package because it is not there (Node's "Cannot
  * find package 'wtproxy-whoami'", Python's "No module named
