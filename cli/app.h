@@ -27,13 +27,6 @@ enum cli_app_kind {
     "process.env.WTPROXY_PORT ? import(String('wtproxy-whoami/vite')).then((m) => "                \
     "m.wtproxyWhoami()) : null"
 
-/* The /__whoami middleware's lines for a Node server, Express's and
- * node:http's (which has no app.use), as init's note and doctor say them. */
-#define CLI_NODE_WHOAMI_LINES                                                                      \
-    "`import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, then `app.use(mw)` first "   \
-    "(Express, Connect) or `http.createServer((req, res) => mw(req, res, () => handler(req, "      \
-    "res)))` (node:http)"
-
 /* init_node.c: the FILE of the `node FILE` that start runs in dir, itself
  * or as the package script it names (`npm run dev`: scripts.dev of dir's
  * package.json), into file. Returns 1 when FILE imports wtproxy-whoami, 0

@@ -14,6 +14,7 @@
 
 #include "app.h"
 #include "init.h"
+#include "packages.h"
 
 /* FILE of `node [FLAGS] FILE ...`, into file; -1 when start is not so. */
 static int entry_file(const char *start, char *file, size_t len)
@@ -114,7 +115,7 @@ static void whoami_note(struct init_plan *p, const char *who, const char *start)
     else
         init_note(p,
                   "%s%sadd the /__whoami middleware by hand to %s (wtproxy help whoami), once "
-                  "at start: " CLI_NODE_WHOAMI_LINES "; without it wtproxy refuses the server "
+                  "at start: " WHOAMI_NODE_LINES "; without it wtproxy refuses the server "
                   "(502 no-whoami)",
                   who, runs, file);
 }

@@ -45,6 +45,14 @@ int whoami_python_fix(char *out, size_t len);
  * command that makes it importable, never a registry's install (neither
  * npm's nor PyPI's wtproxy-whoami is wtproxy's). worktree is the folder
  * linked into when the lines name no importing file. Returns 1 or 0. */
+/* The middleware's lines for a Node server, Express's and node:http's
+ * (which has no app.use), as init's note, doctor's fix and the 502
+ * no-whoami say them. */
+#define WHOAMI_NODE_LINES                                                                          \
+    "`import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, then `app.use(mw)` first "   \
+    "(Express, Connect) or `http.createServer((req, res) => mw(req, res, () => handler(req, "      \
+    "res)))` (node:http)"
+
 int whoami_missing_package(const char *lines, const char *worktree, char *out, size_t len);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "packages.h"
 
 /* " --front N" when the registration's front is known: a `wtproxy run` or
  * `restart` without it acts on the default front, not this one. */
@@ -209,13 +210,6 @@ static int runs_one_of(const char *command, const char *const *words)
     "importable by that python3 (wtproxy help whoami says where it is; wtproxy doctor, run in "    \
     "the worktree, checks it and prints the command that makes it so)"
 
-/* The Node middleware's lines, as wtproxy init's note gives them: a plain
- * node:http server has no app.use, so it gets its own line. */
-#define NODE_MW                                                                                    \
-    "import { whoami } from 'wtproxy-whoami'; const mw = whoami(); then app.use(mw) first "        \
-    "(Express, Connect) or http.createServer((req, res) => mw(req, res, () => handler(req, "       \
-    "res))) (node:http)"
-
 /* The middleware line for the server t's command starts (wtproxy help whoami):
  * a Next, a Vite, a Node or a Python server's; both when the command does
  * not say. */
@@ -240,9 +234,10 @@ static const char *middleware_hint(const struct whoami_target *t)
                "'wtproxy-whoami/vite' to vite.config.*'s plugins, loaded under wtproxy run only "
                "(wtproxy help whoami)";
     if (runs_one_of(cmd, node))
-        return "add the Node middleware first: " NODE_MW " (wtproxy help whoami)";
+        return "add the Node middleware first: " WHOAMI_NODE_LINES " (wtproxy help whoami)";
     if (runs_one_of(cmd, runner))
-        return "add the Node middleware first (" NODE_MW ") or, for a Vite dev server, the "
+        return "add the Node middleware first (" WHOAMI_NODE_LINES
+               ") or, for a Vite dev server, the "
                "Vite plugin (wtproxy init --apply in the app adds wtproxyWhoami() from "
                "'wtproxy-whoami/vite' to vite.config.*'s plugins; wtproxy help whoami)";
     if (runs_one_of(cmd, django))

@@ -42,7 +42,7 @@ test('a Node service without /__whoami: the Node middleware, and first the resta
   const r = await ask(px, tmp.wt.a);
   assert.equal(r.status, 502, r.body);
   assert.equal(r.headers['x-wtproxy-refused'], 'no-whoami');
-  assert.match(r.body, /app\.use\(mw\) first \(Express, Connect\) or http\.createServer\(/, 'the Node middleware');
+  assert.match(r.body, /`app\.use\(mw\)` first \(Express, Connect\) or `http\.createServer\(/, 'the Node middleware');
   assert.doesNotMatch(r.body, /Django|PYTHONPATH/, 'no Django hint for a Node server');
   const restart = `cd ${tmp.wt.a} && wtproxy restart --service api --front ${px.port}`;
   assert.ok(r.body.indexOf(restart) >= 0 && r.body.indexOf(restart) < r.body.indexOf('app.use'),

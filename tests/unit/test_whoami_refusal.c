@@ -88,8 +88,8 @@ static void no_whoami(void)
         const char *command, *want, *never;
     } kinds[] = {
         {"/bin/sh -c node api/server.mjs",
-         "app.use(mw) first (Express, Connect) or http.createServer((req, res) => mw(req, res, "
-         "() => handler(req, res))) (node:http)",
+         "`app.use(mw)` first (Express, Connect) or `http.createServer((req, res) => mw(req, res, "
+         "() => handler(req, res)))` (node:http)",
          "Django"},
         {"/bin/sh -c node_modules/.bin/vite --port 23833", "wtproxy-whoami/vite", "Django"},
         {"/usr/bin/node /w/app/node_modules/vite/bin/vite.js --port 23833", "wtproxyWhoami()",
@@ -101,7 +101,7 @@ static void no_whoami(void)
         {"node /w/app/node_modules/.bin/next dev --port 23833", "'wtproxy-whoami/next'", "Django"},
         {"next-server (v14.2.35)", "wtproxy init --apply", "Vite"},
         {"npm run dev -- --port 23833", "for a Vite dev server, the Vite plugin", "Django"},
-        {"npm run dev -- --port 23833", "const mw = whoami(); then app.use(mw)", "Django"},
+        {"npm run dev -- --port 23833", "const mw = whoami();`, then `app.use(mw)", "Django"},
         {"/usr/bin/python3 manage.py runserver 127.0.0.1:23833", "WhoamiMiddleware' first",
          "app.use"},
         {".venv/bin/gunicorn app:application -b 127.0.0.1:23833", "WhoamiWSGIMiddleware",
