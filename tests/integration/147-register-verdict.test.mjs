@@ -129,7 +129,7 @@ test('wtproxy register says the verdict: verified, another checkout, no /__whoam
 
   const d = await register(tmp, px, tmp.wt.d, bare.port, bare.pid, 1);
   assert.match(d.stderr, /each request to it gets HTTP 502 no-whoami/);
-  assert.match(d.stderr, /answers GET \/__whoami with HTTP 404.*add the Node middleware first: import \{ whoami \} from 'wtproxy-whoami'/);
+  assert.match(d.stderr, /answers GET \/__whoami with HTTP 404.*add the Node middleware first: `import \{ whoami \} from 'wtproxy-whoami'/);
 
   // Registered before its server starts: said at once, and not a failure.
   const idle = sleeper(t);
