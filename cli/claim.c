@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -21,13 +22,38 @@
 #include "registry.h"
 
 static volatile pid_t child_pid;
+/* A signal that came before CMD started: CMD is then never started. */
+static volatile sig_atomic_t early_sig;
 
 static void forward(int sig, siginfo_t *si, void *ctx)
 {
     (void)ctx;
+    if (child_pid <= 0)
+        early_sig = sig;
     /* A terminal's Ctrl-C reached CMD's group already (SI_KERNEL). */
-    if (si->si_code != SI_KERNEL && child_pid > 0)
+    else if (si->si_code != SI_KERNEL)
         kill(child_pid, sig);
+}
+
+/* Caught from before the claim is asked for, not from CMD's start: a
+ * signal in between once killed the claim with its lease still held
+ * (until someone noticed the dead pid) and CMD's status lost. */
+static void catch_signals(void)
+{
+    struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+/* The pause between a --wait's polls: a signal cancels the wait. */
+static int claim_pause(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (!early_sig && nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+    return early_sig ? -1 : 0;
 }
 
 int cli_lease_holder(struct reg_lease *c, const char *id, const char *wt, const char *purpose,
@@ -46,20 +72,22 @@ int cli_lease_holder(struct reg_lease *c, const char *id, const char *wt, const 
     return 0;
 }
 
-/* Run argv with SIGINT/SIGTERM/SIGHUP forwarded; its status. */
+/* Run argv with SIGINT/SIGTERM/SIGHUP forwarded (catch_signals); its
+ * status, or 128+N without running it when signal N came first. */
 static int run_cmd(char **argv, const char *id)
 {
-    struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
     sigset_t block, old;
-    sigemptyset(&sa.sa_mask);
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGHUP);
     sigprocmask(SIG_BLOCK, &block, &old);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    if (early_sig) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        fprintf(stderr, "wtproxy: %s came before %s started: not run; releasing %s\n",
+                strsignal(early_sig), argv[0], id);
+        return 128 + early_sig;
+    }
     pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
         struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -259,10 +287,14 @@ int cli_claim_main(int argc, char **argv)
         fprintf(stderr, "wtproxy: cannot claim %s: %s\n", id, err);
         return 1;
     }
+    if (cmd < argc) {
+        catch_signals();
+        cli_pause_set(claim_pause);
+    }
     r = claim_waiting(pg, &c, ttl, held_wait, argc, argv, id);
     cli_lease_close(pg);
     if (r <= 0)
-        return 1;
+        return early_sig ? 128 + early_sig : 1;
     if (cmd >= argc)
         return 0;
     r = run_cmd(argv + cmd, c.id);

@@ -104,6 +104,30 @@ test('-- CMD: released on exit (status passed on) and on SIGTERM; a killed holde
   assert.ok(!pidAlive(k.pid));
 });
 
+// The window between the daemon granting a claim and CMD's start: a
+// signal there once killed the CLI by default, its lease left to a dead
+// pid and its status lost. The daemon is stopped (SIGSTOP) so that the
+// signal lands while the CLI waits for the grant (poll(2): x86_64's
+// syscall 7 in /proc/PID/syscall); the grant comes after it.
+test('-- CMD: a SIGTERM while the claim is asked for: CMD never runs, the lease is released, exit 143', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const marker = path.join(tmp.root, 'ran');
+  process.kill(px.proc.pid, 'SIGSTOP');
+  t.after(() => { try { process.kill(px.proc.pid, 'SIGCONT'); } catch { /* gone */ } });
+  const c = startCli(t, tmp, ['claim', 'slot', '--', 'touch', marker], { cwd: tmp.wt.a });
+  await waitFor(() => {
+    try { return fs.readFileSync(`/proc/${c.pid}/syscall`, 'utf8').split(' ')[0] === '7'; } catch { return false; }
+  }, 5000, 'the CLI waiting for the stopped daemon');
+  c.proc.kill('SIGTERM');
+  process.kill(px.proc.pid, 'SIGCONT');
+  const done = await c.exited;
+  assert.equal(done.code, 143, `${done.signal}: ${c.stderr()}`);
+  assert.match(c.stderr(), /^wtproxy: Terminated came before touch started: not run; releasing slot$/m);
+  assert.ok(!fs.existsSync(marker), 'CMD did not run');
+  assert.deepEqual(await leases(tmp), []);
+});
+
 test('claim --wait: waits while a live holder runs and claims when it ends; gives up after D naming it', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b']);
   await startDaemon(t, tmp);
@@ -119,6 +143,13 @@ test('claim --wait: waits while a live holder runs and claims when it ends; give
   assert.match(r.stderr, new RegExp(`^wtproxy: waiting up to 1s for slot: slot is held by this machine .*pid ${k.pid}, for "e2e run".*released when pid ${k.pid} ends: wait for that$`, 'm'));
   assert.match(r.stderr, new RegExp(`^wtproxy: did not claim slot within 1s: slot is held by .*pid ${k.pid}`, 'm'));
   assert.equal(r.stderr.trim().split('\n').length, 2, r.stderr);
+
+  // A signal ends a wait with a command like any wait: nothing claimed.
+  const q = startCli(t, tmp, ['claim', 'slot', '--wait', '30s', '--', 'true'], { cwd: tmp.wt.b });
+  await waitFor(() => /waiting up to 30s for slot/.test(q.stderr()), 5000, 'the waiter to wait');
+  q.proc.kill('SIGTERM');
+  assert.equal((await q.exited).code, 143, q.stderr());
+  assert.match(q.stderr(), /^wtproxy: cannot claim slot: the wait for slot was cancelled; it was not claimed$/m);
 
   // A waiter with a command runs it once the holder's command ends.
   const w = startCli(t, tmp, ['claim', 'slot', '--wait', '30s', '--', 'sh', '-c', 'echo "got $WTPROXY_LEASE"'], { cwd: tmp.wt.b });
