@@ -153,12 +153,25 @@ int cli_serve_worktree(const char *dir, char *out, size_t outlen, char *err, siz
  * its pid, command, age and worktree). Returns the exit status, 1. */
 int cli_report(json_t *reply);
 
-/* --- tree_stop.c --- */
+/* --- tree_stop.c: the wrapper's process tree --- */
 
-/* SIGTERM root and all its descendants, SIGKILL what still runs after
- * grace_ms, and reap root, its wait status into *status when status is
- * not NULL (0 when another waitpid reaped it). Returns 0, -1 out of
- * memory. */
+/* Make the calling wrapper its tree's subreaper: orphans of CMD's tree
+ * become its children, for cli_stop_tree to stop and reap. */
+void cli_tree_adopt(void);
+
+/* The caller's descendants in its session into tree, breadth first.
+ * Returns how many. */
+size_t cli_tree_descendants(pid_t self, pid_t *tree, size_t max);
+
+/* Reap every child that ended (adopted orphans too); cmd's wait status
+ * into *status. Returns cmd when it ended, 0 when it runs, -1 when the
+ * caller has no child left (errno ECHILD). */
+pid_t cli_tree_reap(pid_t cmd, int *status);
+
+/* SIGTERM every descendant of the caller (root, CMD, among them), and any
+ * started meanwhile; SIGKILL what still runs after grace_ms; reap them
+ * all, root's wait status into *status when status is not NULL (0 when
+ * another waitpid reaped it). Returns 0, -1 out of memory. */
 int cli_stop_tree(pid_t root, unsigned grace_ms, int *status);
 
 /* --- run_log.c: the log of a `wtproxy run` server --- */

@@ -163,15 +163,16 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             ready = 0;
         }
         /* Polled, never a blocking wait: a signal that lands between the
-         * looks above and the wait would otherwise wait for CMD's end. */
-        pid_t w = waitpid(pid, &status, WNOHANG);
+         * looks above and the wait would otherwise wait for CMD's end.
+         * Orphans the wrapper adopted are reaped here too. */
+        pid_t w = cli_tree_reap(pid, &status);
         if (w == pid) {
             /* by itself, not interrupted: its last words go to the daemon */
             r->exited = !cli_run_cmd_interrupted();
             r->exit_status = status;
             break;
         }
-        if (w < 0 && errno != EINTR) {
+        if (w < 0) {
             fprintf(stderr, "wtproxy: waitpid: %s\n", strerror(errno));
             return 1;
         }
@@ -269,6 +270,7 @@ int cli_run_main(int argc, char **argv)
         rc = cli_run_follow(&r); /* its server, not ours: no release */
         cli_run_log_close(&r.log);
     } else if (rc == 0) {
+        cli_tree_adopt();
         pid_t pid = cli_run_start_cmd(&r, ask_stop);
         rc = pid < 0 ? 1 : supervise(&r, pid);
         /* Closed first: CMD's last output drained into the tail, which

@@ -7,7 +7,7 @@
  *
  * While CMD is not ready, every LOOK_MS, the wrapper looks at the TCP
  * listeners of the machine and keeps those its own process tree holds
- * (the tree through /proc/PID/task/TID/children: the tree's few fd tables
+ * (cli_tree_descendants, through /proc/PID/task/TID/children: the tree's few fd tables
  * are read, never every process's). One on another port for SURE_MS, with
  * nothing on its own, is told to the daemon as a failed start ("when":
  * "port", the `start-failed` op) with that port, so that its requests get a
@@ -18,7 +18,6 @@
  * loop: a few /proc reads a second are its to make. */
 #include "run.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -29,40 +28,6 @@
 #define SURE_MS 3000      /* listening elsewhere this long, and not on its port: told */
 #define MAX_TREE 256      /* processes of one dev server */
 #define MAX_LISTENERS 512 /* listening sockets on the machine, read at a look */
-
-/* Append the children of every thread of pid to tree (which holds *n of
- * max): /proc/PID/task/TID/children, a kernel list of pids. */
-static void add_children(pid_t pid, pid_t *tree, size_t *n, size_t max)
-{
-    char path[96];
-    snprintf(path, sizeof path, "%s/%d/task", host_proc_dir, (int)pid);
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d && *n < max && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char file[sizeof path + 280];
-        snprintf(file, sizeof file, "%s/%s/children", path, e->d_name);
-        FILE *f = fopen(file, "r");
-        int child;
-        while (f && *n < max && fscanf(f, "%d", &child) == 1)
-            tree[(*n)++] = (pid_t)child;
-        if (f)
-            fclose(f);
-    }
-    if (d)
-        closedir(d);
-}
-
-/* The wrapper's descendants into tree, breadth first. Returns how many. */
-static size_t descendants(pid_t self, pid_t *tree, size_t max)
-{
-    size_t n = 0;
-    add_children(self, tree, &n, max);
-    for (size_t i = 0; i < n; i++)
-        add_children(tree[i], tree, &n, max);
-    return n;
-}
 
 /* A port other than own that a process of the wrapper's tree listens on
  * (its pid in *holder), 0 when none. */
@@ -79,7 +44,7 @@ static int listening_elsewhere(pid_t self, int own, pid_t *holder)
             inodes[n] = l[i].inode;
             ports[n++] = l[i].port;
         }
-    if (n == 0 || (nt = descendants(self, tree, MAX_TREE)) == 0)
+    if (n == 0 || (nt = cli_tree_descendants(self, tree, MAX_TREE)) == 0)
         return 0;
     struct host_scope scope = {.only = tree, .nonly = nt};
     if (host_socket_holders(inodes, n, getuid(), &scope, pids, fds) == 0)

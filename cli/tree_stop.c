@@ -1,93 +1,155 @@
-/* tree_stop.c - stop a server and everything it started, for `wtproxy run
- * --restart-on-stale`. Django's autoreloader serves from a child of the
- * process we started: stopping only our child would leave that one
- * holding the port, so every descendant is signalled, by pid and start
- * time (a pid reused meanwhile is never hit). */
+/* tree_stop.c - the `wtproxy run` wrapper's process tree: CMD and
+ * everything it started, stopped whole for a restart, a stop, or a
+ * removed worktree.
+ *
+ * The wrapper is the tree's subreaper (cli_tree_adopt): a process whose
+ * parent exits is reparented to the wrapper, not to init. Vite under
+ * `sh -c` is one when the shell dies first; a helper a script put in the
+ * background is one from the start. Before, such an orphan was no
+ * descendant of CMD: a stop missed it (it ran on, holding its port), or,
+ * dead, it was init's zombie to reap, and an init that reaps late (this
+ * project's CI machines' did not within seconds) left a pid that
+ * kill(pid, 0) still finds: Vite 8's project lock then refused the
+ * restarted Vite ("Found another Vite dev process"). Now the tree is every
+ * descendant of the wrapper in its session (cli_tree_descendants), looked
+ * at again at each poll (a process forked while the stop runs is
+ * signalled too), and the wrapper reaps every one of them before it
+ * starts CMD again. Signals go by pid and
+ * start time, so a pid reused meanwhile is never hit. */
 #include "cli.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "registry.h"
 #include "host.h"
+#include "registry.h"
 
-#define MAX_TREE 256 /* descendants of one dev server */
-#define MAX_ANCESTRY 64
+#define MAX_TREE 256 /* processes of one dev server */
 
 struct proc_id {
     pid_t pid;
     unsigned long long start;
 };
 
-static int descends_from(pid_t p, pid_t root)
+void cli_tree_adopt(void)
 {
-    for (int hops = 0; p > 1 && hops < MAX_ANCESTRY; hops++)
-        if ((p = host_pid_parent(p)) == root)
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+/* Append to tree (which holds *n of max) the children of every thread of
+ * pid (/proc/PID/task/TID/children, a kernel list of pids) that are in
+ * session sid. */
+static void add_children(pid_t pid, pid_t sid, pid_t *tree, size_t *n, size_t max)
+{
+    char path[96];
+    snprintf(path, sizeof path, "%s/%d/task", host_proc_dir, (int)pid);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && *n < max && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char file[sizeof path + 280];
+        snprintf(file, sizeof file, "%s/%s/children", path, e->d_name);
+        FILE *f = fopen(file, "r");
+        int child;
+        while (f && *n < max && fscanf(f, "%d", &child) == 1)
+            if (getsid((pid_t)child) == sid)
+                tree[(*n)++] = (pid_t)child;
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* A descendant that made itself a session leader is a daemon, and not
+ * the server's to stop or to be told apart by: the wtproxy daemon the
+ * wrapper autostarted (its child, listening on the fronts), a
+ * PostgreSQL that `pg_ctl start` in a start line left behind. */
+size_t cli_tree_descendants(pid_t self, pid_t *tree, size_t max)
+{
+    size_t n = 0;
+    pid_t sid = getsid(0);
+    add_children(self, sid, tree, &n, max);
+    for (size_t i = 0; i < n; i++)
+        add_children(tree[i], sid, tree, &n, max);
+    return n;
+}
+
+pid_t cli_tree_reap(pid_t cmd, int *status)
+{
+    pid_t w, got = 0;
+    int st;
+    while ((w = waitpid(-1, &st, WNOHANG)) != 0) {
+        if (w < 0)
+            return got || errno == EINTR ? got : -1;
+        if (w == cmd) {
+            *status = st;
+            got = cmd;
+        }
+    }
+    return got;
+}
+
+static int was_told(const struct proc_id *told, size_t n, struct proc_id p)
+{
+    for (size_t i = 0; i < n; i++)
+        if (told[i].pid == p.pid && told[i].start == p.start)
             return 1;
     return 0;
 }
 
-/* root and its descendants, now. */
-static size_t tree_of(pid_t root, struct proc_id *out, size_t max)
+/* Send sig to each running descendant of the wrapper not told already
+ * (all of them again when *ntold is 0). Returns how many run. */
+static size_t signal_new(struct proc_id *told, size_t *ntold, int sig)
 {
-    size_t n = 0;
-    out[n++] = (struct proc_id){root, host_pid_start(root)};
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while (d && n < max && (e = readdir(d))) {
-        pid_t p = (pid_t)host_proc_pid(e->d_name);
-        if (p > 0 && p != root && descends_from(p, root))
-            out[n++] = (struct proc_id){p, host_pid_start(p)};
-    }
-    if (d)
-        closedir(d);
-    return n;
-}
-
-/* Signal those of tree still running; returns how many. */
-static size_t signal_tree(const struct proc_id *tree, size_t n, int sig)
-{
-    size_t alive = 0;
+    pid_t tree[MAX_TREE];
+    size_t n = cli_tree_descendants(getpid(), tree, MAX_TREE), running = 0;
     for (size_t i = 0; i < n; i++) {
-        if (tree[i].start && host_pid_start(tree[i].pid) == tree[i].start) {
-            alive++;
-            if (sig)
-                kill(tree[i].pid, sig);
+        struct proc_id p = {tree[i], host_pid_start(tree[i])};
+        if (!p.start)
+            continue; /* a zombie: dead, reaped below */
+        running++;
+        if (!was_told(told, *ntold, p) && *ntold < MAX_TREE) {
+            told[(*ntold)++] = p;
+            kill(p.pid, sig);
         }
     }
-    return alive;
+    return running;
 }
 
 int cli_stop_tree(pid_t root, unsigned grace_ms, int *wstatus)
 {
-    struct proc_id *tree = calloc(MAX_TREE, sizeof *tree);
-    if (!tree)
+    struct proc_id *told = calloc(MAX_TREE, sizeof *told);
+    if (!told)
         return -1;
-    size_t n = tree_of(root, tree, MAX_TREE);
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
-    int status = 0, reaped = 0;
-    signal_tree(tree, n, SIGTERM);
+    size_t ntold = 0;
+    int status = 0, reaped = 0, sig = SIGTERM;
     for (unsigned waited = 0;; waited += WTP_CLIENT_POLL_MS) {
-        if (!reaped && waitpid(root, &status, WNOHANG) == root) {
+        if (waited >= grace_ms && sig == SIGTERM) { /* asked nicely; now for good */
+            sig = SIGKILL;
+            ntold = 0;
+        }
+        size_t running = signal_new(told, &ntold, sig);
+        if (cli_tree_reap(root, &status) == root)
             reaped = 1;
-            tree[0].start = 0; /* reaped: its pid may be anyone's now */
-        }
-        if (signal_tree(tree, n, 0) == 0)
+        if (running == 0)
             break;
-        if (waited >= grace_ms) { /* asked nicely; now for good */
-            signal_tree(tree, n, SIGKILL);
-            grace_ms = ~0u;
-        }
         nanosleep(&tick, NULL);
     }
-    if (!reaped && waitpid(root, &status, 0) != root)
-        status = 0;
+    /* Every one is dead now, and every zombie among them the wrapper's. */
+    if (cli_tree_reap(root, &status) == root)
+        reaped = 1;
     if (wstatus)
-        *wstatus = status;
-    free(tree);
+        *wstatus = reaped ? status : 0;
+    free(told);
     return 0;
 }

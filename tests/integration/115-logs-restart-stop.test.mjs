@@ -6,7 +6,8 @@
 // a server not started by wtproxy run, a worktree with nothing registered
 // and a server that will not come back are refused or reported with what
 // to do (and the log's last lines); a restart of one that never listens
-// says at once what it waits for.
+// says at once what it waits for; restart and stop reach the processes
+// the command left in the background.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -115,6 +116,38 @@ test('restart of a server run as the daemon runs a .wtproxy start (/bin/sh -c ST
   const line = logs.split('\n').find((l) => l.includes('the daemon asked to restart'));
   assert.equal(line, `wtproxy: the daemon asked to restart wt-a's server, ${start.replace('{port}', e.port)} ` +
     '(its code changed and it did not reload it, or wtproxy restart): restarting it', logs);
+});
+
+// What a server's command left behind is its tree's too. A helper a shell
+// put in the background, or Vite under `sh -c` once the shell died first,
+// is an orphan: the wrapper adopts it (a subreaper), so a restart and a
+// stop reach it, and reaps it before anything starts again. Before, such
+// an orphan ran on after both, or, dead, waited as init's zombie, and Vite
+// 8's project lock took that zombie for a running Vite and refused the
+// restarted one ("Found another Vite dev process").
+test('restart and stop reach a process the command left in the background, gone and reaped before the new start', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  const pidFile = path.join(tmp.root, 'helper.pid');
+  const start = `(sleep 1000 & echo $! >>${pidFile}); exec ${process.execPath} ${ctlServer} {port}`;
+  const proc = spawn(wtproxyBin, ['run', '--front', String(px.port), '--', '/bin/sh', '-c', start],
+    { cwd: tmp.wt.a, stdio: 'ignore', env: { ...process.env, ...cliEnv(tmp) } });
+  const helpers = () => (fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split('\n').map(Number) : []);
+  t.after(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    for (const pid of helpers()) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  });
+  await ready(tmp, tmp.wt.a);
+  const [first] = helpers();
+  assert.ok(pidAlive(first), 'the helper runs');
+  let r = await cli(tmp, ['restart'], { cwd: tmp.wt.a, ms: 30000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(!fs.existsSync(`/proc/${first}`), `the old helper (pid ${first}) is ${pidAlive(first) ? 'still running' : 'an unreaped zombie'}`);
+  const [, second] = helpers();
+  assert.ok(pidAlive(second), 'the new start has its own helper');
+  r = await cli(tmp, ['stop'], { cwd: tmp.wt.a, ms: 30000 });
+  assert.equal(r.code, 0, r.stderr);
+  await waitFor(() => !pidAlive(second), 5000, `the helper (pid ${second}) to end with the stop`);
 });
 
 test('refusals: not started by wtproxy run, nothing registered, a bad service', async (t) => {
