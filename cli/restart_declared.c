@@ -18,6 +18,7 @@
 #include "registry.h"
 
 #define POLL_MS 100
+#define SETTLE_MS 3000 /* a wrapper between its unregistration and its exit */
 
 static const char *str(json_t *o, const char *key)
 {
@@ -59,8 +60,29 @@ json_t *cli_declared_selected(const struct cli_server_args *a, int stopped_only)
     return out;
 }
 
+/* Whether a service a selects is "launched": a wrapper the daemon started
+ * and no registration, for a moment only: one starting this instant, or
+ * one whose wrapper unregistered it and is exiting. */
+static int launching(const struct cli_server_args *a)
+{
+    json_t *all = declared(a), *svc;
+    size_t i;
+    int n = 0;
+    json_array_foreach(all, i, svc)
+        n += selected(a, svc) && strcmp(str(svc, "state"), "launched") == 0;
+    json_decref(all);
+    return n > 0;
+}
+
+/* Read once no selected service is "launched" (up to SETTLE_MS): a
+ * service that died a moment ago counted as running while its wrapper
+ * exited, and the restart op, finding nothing registered, answered "no
+ * server matches" rather than starting it. */
 json_t *cli_declared_stopped(const struct cli_server_args *a)
 {
+    for (long waited = 0; waited < SETTLE_MS && launching(a); waited += POLL_MS)
+        if (cli_pause(POLL_MS) < 0)
+            break;
     return cli_declared_selected(a, 1);
 }
 

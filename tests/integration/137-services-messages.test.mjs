@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, wtServer, cli, lsJson, get, waitFor, sanitizerClean, curlFrom } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, wtServer, cli, lsJson, get, waitFor, sanitizerClean, curlFrom, control } from './lib/registry.mjs';
 import { freePort } from './lib/whoami.mjs';
 
 const node = process.execPath;
@@ -94,12 +94,20 @@ test('a service that died: the 502 names its logs and a restart that starts it a
   assert.equal(r.headers['x-wtproxy-error'], 'backend-unreachable');
   assert.ok(r.body.includes(`wtproxy logs ${wt} --service api`), `why it stopped answering:\n${r.body}`);
   assert.ok(r.body.includes(`cd ${wt} && wtproxy restart --service api --front ${px.port}`), r.body);
-  // ...then it exits, and its wrapper unregisters it
+  // ...then it exits, and its wrapper unregisters it. Pasted between the
+  // unregistration and the wrapper's own exit (held here with SIGSTOP, then
+  // let go), the restart once answered "no server matches": the daemon
+  // still counted the service as launched.
+  process.kill(entry.pid, 'SIGSTOP');
   process.kill(server.pid, 'SIGKILL');
-  await waitFor(async () => (await lsJson(tmp)).length === 0, 10000, 'the dead API unregistered');
+  const off = await control(tmp.control, { op: 'unregister', front: px.port, worktree: wt, service: 'api' });
+  assert.equal(off.ok, true, JSON.stringify(off));
+  assert.deepEqual(await lsJson(tmp), []);
+  const pasted = paste(tmp, r.body, 'backend-unreachable');
+  setTimeout(() => process.kill(entry.pid, 'SIGCONT'), 1000);
 
   // pasted while the database is still gone: the log says why
-  const failed = await paste(tmp, r.body, 'backend-unreachable');
+  const failed = await pasted;
   assert.equal(failed.code, 1, `${failed.stdout}${failed.stderr}`);
   assert.match(failed.stderr, /service api of .* did not come up: it exited before it was ready/);
   assert.match(failed.stderr, /no database: shop_a was dropped/);
