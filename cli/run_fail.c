@@ -104,8 +104,21 @@ void cli_run_fail_restart(struct cli_run_fail *f)
     f->told = 0;
 }
 
-/* The tail's last TELL_LINES lines, at most len - 1 bytes, without the
- * final line break. The lock is held. */
+/* Whether the line at s (n bytes to the tail's end) is a JavaScript stack
+ * frame, "    at f (file:1:2)". Node prints its error above ten of them,
+ * and counted they pushed it out of the last lines: a missing
+ * require('wtproxy-whoami') was then told as a plain exit, without the
+ * link that fixes it. */
+static int is_frame(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    return i > 0 && n - i >= 3 && memcmp(s + i, "at ", 3) == 0;
+}
+
+/* The tail's last TELL_LINES lines, stack frames not counted, at most
+ * len - 1 bytes, without the final line break. The lock is held. */
 static void last_lines(const struct cli_run_fail *f, char *out, size_t len)
 {
     size_t end = f->len, at = end, lines = 0;
@@ -113,7 +126,7 @@ static void last_lines(const struct cli_run_fail *f, char *out, size_t len)
         end--;
     at = end;
     while (at > 0 && end - at < len - 1) {
-        if (f->tail[at - 1] == '\n' && ++lines == TELL_LINES)
+        if (f->tail[at - 1] == '\n' && !is_frame(f->tail + at, end - at) && ++lines == TELL_LINES)
             break;
         at--;
     }

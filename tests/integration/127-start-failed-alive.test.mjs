@@ -489,6 +489,12 @@ test('a worktree without node_modules/wtproxy-whoami, or a python without wtprox
   assert.match(run.stderr, /wtproxy: wt-n's server exited: this worktree lacks/);
   says(run.stderr);
   says((await cli(tmp, ['ls'], { cwd: wt })).stdout);
+  // require() too, whose error Node prints above ten stack frames.
+  fs.writeFileSync(path.join(wt, 'server.cjs'), "require('wtproxy-whoami');\n");
+  const req = await cli(tmp, ['run', '--front', front, '--', process.execPath, 'server.cjs', '{port}'], { cwd: wt });
+  assert.equal(req.code, 1, req.stderr);
+  assert.match(req.stderr, /Error: Cannot find module 'wtproxy-whoami'\nRequire stack:/);
+  says(req.stderr);
 
   // `node --watch` lives on after it: the 503 at once, its own kind.
   const watch = startRun(t, tmp, {
