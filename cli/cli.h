@@ -159,8 +159,8 @@ int cli_report(json_t *reply);
  * become its children, for cli_stop_tree to stop and reap. */
 void cli_tree_adopt(void);
 
-/* The caller's descendants in its session into tree, breadth first.
- * Returns how many. */
+/* The caller's descendants into tree, breadth first, but for its
+ * children in another session and theirs. Returns how many. */
 size_t cli_tree_descendants(pid_t self, pid_t *tree, size_t max);
 
 /* Reap every child that ended (adopted orphans too); cmd's wait status

@@ -7,14 +7,14 @@
  * `sh -c` is one when the shell dies first; a helper a script put in the
  * background is one from the start. Before, such an orphan was no
  * descendant of CMD: a stop missed it (it ran on, holding its port), or,
- * dead, it was init's zombie to reap, and an init that reaps late (this
- * project's CI machines' did not within seconds) left a pid that
- * kill(pid, 0) still finds: Vite 8's project lock then refused the
+ * dead, it was init's zombie to reap. An init that reaps late (the one on
+ * this project's CI machines did not within seconds) left a pid that
+ * kill(pid, 0) still finds, and Vite 8's project lock then refused the
  * restarted Vite ("Found another Vite dev process"). Now the tree is every
- * descendant of the wrapper in its session (cli_tree_descendants), looked
- * at again at each poll (a process forked while the stop runs is
- * signalled too), and the wrapper reaps every one of them before it
- * starts CMD again. Signals go by pid and
+ * descendant of the wrapper (cli_tree_descendants says which of its own
+ * children are not the server's), looked at again at each poll (a process
+ * forked while the stop runs is signalled too), and the wrapper reaps
+ * every one of them before it starts CMD again. Signals go by pid and
  * start time, so a pid reused meanwhile is never hit. */
 #include "cli.h"
 
@@ -44,8 +44,8 @@ void cli_tree_adopt(void)
 }
 
 /* Append to tree (which holds *n of max) the children of every thread of
- * pid (/proc/PID/task/TID/children, a kernel list of pids) that are in
- * session sid. */
+ * pid (/proc/PID/task/TID/children, a kernel list of pids); when sid is
+ * not 0, only those in session sid. */
 static void add_children(pid_t pid, pid_t sid, pid_t *tree, size_t *n, size_t max)
 {
     char path[96];
@@ -60,7 +60,7 @@ static void add_children(pid_t pid, pid_t sid, pid_t *tree, size_t *n, size_t ma
         FILE *f = fopen(file, "r");
         int child;
         while (f && *n < max && fscanf(f, "%d", &child) == 1)
-            if (getsid((pid_t)child) == sid)
+            if (!sid || getsid((pid_t)child) == sid)
                 tree[(*n)++] = (pid_t)child;
         if (f)
             fclose(f);
@@ -69,17 +69,18 @@ static void add_children(pid_t pid, pid_t sid, pid_t *tree, size_t *n, size_t ma
         closedir(d);
 }
 
-/* A descendant that made itself a session leader is a daemon, and not
- * the server's to stop or to be told apart by: the wtproxy daemon the
- * wrapper autostarted (its child, listening on the fronts), a
- * PostgreSQL that `pg_ctl start` in a start line left behind. */
+/* Of the wrapper's own children, those in another session are daemons,
+ * not the server's to stop or to be told apart by: the wtproxy daemon the
+ * wrapper autostarted (listening on the fronts), a PostgreSQL that
+ * `pg_ctl start` in a start line left behind (adopted once its parent
+ * exited). Below CMD every descendant counts, as it always did, a
+ * detached child of a running dev server included. */
 size_t cli_tree_descendants(pid_t self, pid_t *tree, size_t max)
 {
     size_t n = 0;
-    pid_t sid = getsid(0);
-    add_children(self, sid, tree, &n, max);
+    add_children(self, getsid(0), tree, &n, max);
     for (size_t i = 0; i < n; i++)
-        add_children(tree[i], sid, tree, &n, max);
+        add_children(tree[i], 0, tree, &n, max);
     return n;
 }
 

@@ -129,7 +129,10 @@ test('restart and stop reach a process the command left in the background, gone 
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp, ['--trust-registry']);
   const pidFile = path.join(tmp.root, 'helper.pid');
-  const start = `(sleep 1000 & echo $! >>${pidFile}); exec ${process.execPath} ${ctlServer} {port}`;
+  // An orphan from the start, and a child of the server in a session of
+  // its own (setsid, as a detached spawn makes), both stopped with it.
+  const start = `(sleep 1000 & echo $! >>${pidFile}); setsid sleep 1000 & echo $! >>${pidFile}; ` +
+    `exec ${process.execPath} ${ctlServer} {port}`;
   const proc = spawn(wtproxyBin, ['run', '--front', String(px.port), '--', '/bin/sh', '-c', start],
     { cwd: tmp.wt.a, stdio: 'ignore', env: { ...process.env, ...cliEnv(tmp) } });
   const helpers = () => (fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split('\n').map(Number) : []);
@@ -138,16 +141,18 @@ test('restart and stop reach a process the command left in the background, gone 
     for (const pid of helpers()) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
   });
   await ready(tmp, tmp.wt.a);
-  const [first] = helpers();
-  assert.ok(pidAlive(first), 'the helper runs');
+  const first = helpers();
+  assert.equal(first.length, 2);
+  assert.ok(first.every(pidAlive), 'the helpers run');
   let r = await cli(tmp, ['restart'], { cwd: tmp.wt.a, ms: 30000 });
   assert.equal(r.code, 0, r.stderr);
-  assert.ok(!fs.existsSync(`/proc/${first}`), `the old helper (pid ${first}) is ${pidAlive(first) ? 'still running' : 'an unreaped zombie'}`);
-  const [, second] = helpers();
-  assert.ok(pidAlive(second), 'the new start has its own helper');
+  for (const pid of first)
+    assert.ok(!fs.existsSync(`/proc/${pid}`), `the old helper (pid ${pid}) is ${pidAlive(pid) ? 'still running' : 'an unreaped zombie'}`);
+  const second = helpers().slice(2);
+  assert.ok(second.length === 2 && second.every(pidAlive), 'the new start has its own helpers');
   r = await cli(tmp, ['stop'], { cwd: tmp.wt.a, ms: 30000 });
   assert.equal(r.code, 0, r.stderr);
-  await waitFor(() => !pidAlive(second), 5000, `the helper (pid ${second}) to end with the stop`);
+  await waitFor(() => !second.some(pidAlive), 5000, `the helpers (pids ${second}) to end with the stop`);
 });
 
 test('refusals: not started by wtproxy run, nothing registered, a bad service', async (t) => {
