@@ -170,6 +170,10 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             /* by itself, not interrupted: its last words go to the daemon */
             r->exited = !cli_run_cmd_interrupted();
             r->exit_status = status;
+            /* What it left behind ends with it (a helper it put in the
+             * background, a server whose npm died): unregistered, it ran
+             * on, holding its port against the next start. */
+            cli_stop_tree(pid, WTP_RESTART_STOP_MS, NULL);
             break;
         }
         if (w < 0) {

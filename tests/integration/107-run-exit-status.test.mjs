@@ -1,10 +1,13 @@
 // 107: `wtproxy run` exits with its command's status: the code it exited
 // with, or 128+N when signal N killed it; a command that cannot be run is
 // 127, named with the fix. SIGTERM to the wrapper is forwarded to the command. Each time the
-// entry is removed when the command ends.
+// entry is removed when the command ends, and what it left in the
+// background ends with it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeWorktrees, startDaemon, startRun, cli, lsJson, sanitizerClean } from './lib/registry.mjs';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeWorktrees, startDaemon, startRun, cli, lsJson, sanitizerClean, pidAlive } from './lib/registry.mjs';
 
 test('exit status of run equals its command\'s', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -27,6 +30,19 @@ test('exit status of run equals its command\'s', async (t) => {
         'a command that cannot be run is named, with the fix');
     }
   }
+});
+
+test('what the command left in the background ends with it, reaped before run exits', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const pidFile = path.join(tmp.root, 'helper.pid');
+  const r = await cli(tmp, ['run', '--front', String(px.port), '--', 'sh', '-c',
+    `(sleep 1000 >/dev/null 2>&1 & echo $! >${pidFile}); exit 3`], { cwd: tmp.wt.a });
+  const helper = Number(fs.readFileSync(pidFile, 'utf8'));
+  t.after(() => { try { process.kill(helper, 'SIGKILL'); } catch { /* gone */ } });
+  assert.equal(r.code, 3, r.stderr);
+  assert.ok(!fs.existsSync(`/proc/${helper}`), `the helper (pid ${helper}) ${pidAlive(helper) ? 'still runs' : 'is an unreaped zombie'}`);
+  assert.deepEqual(await lsJson(tmp), []);
 });
 
 test('the command sees its port in ARGS and the environment', async (t) => {
