@@ -155,6 +155,8 @@ int cli_report(json_t *reply);
 
 /* --- tree_stop.c: the wrapper's process tree --- */
 
+#define CLI_TREE_MAX 256 /* processes of one dev server */
+
 /* Make the calling wrapper its tree's subreaper: orphans of CMD's tree
  * become its children, for cli_stop_tree to stop and reap. */
 void cli_tree_adopt(void);

@@ -26,7 +26,6 @@
 
 #define LOOK_MS 1000      /* how often a server that is not ready is looked at */
 #define SURE_MS 3000      /* listening elsewhere this long, and not on its port: told */
-#define MAX_TREE 256      /* processes of one dev server */
 #define MAX_LISTENERS 512 /* listening sockets on the machine, read at a look */
 
 /* A port other than own that a process of the wrapper's tree listens on
@@ -36,7 +35,7 @@ static int listening_elsewhere(pid_t self, int own, pid_t *holder)
     static struct host_listener l[MAX_LISTENERS];
     unsigned long inodes[MAX_LISTENERS];
     int ports[MAX_LISTENERS];
-    pid_t tree[MAX_TREE], pids[MAX_LISTENERS] = {0};
+    pid_t tree[CLI_TREE_MAX], pids[MAX_LISTENERS] = {0};
     int fds[MAX_LISTENERS];
     size_t nl = host_tcp_listeners(l, MAX_LISTENERS), n = 0, nt;
     for (size_t i = 0; i < nl; i++)
@@ -44,7 +43,7 @@ static int listening_elsewhere(pid_t self, int own, pid_t *holder)
             inodes[n] = l[i].inode;
             ports[n++] = l[i].port;
         }
-    if (n == 0 || (nt = cli_tree_descendants(self, tree, MAX_TREE)) == 0)
+    if (n == 0 || (nt = cli_tree_descendants(self, tree, CLI_TREE_MAX)) == 0)
         return 0;
     struct host_scope scope = {.only = tree, .nonly = nt};
     if (host_socket_holders(inodes, n, getuid(), &scope, pids, fds) == 0)

@@ -31,8 +31,6 @@
 #include "host.h"
 #include "registry.h"
 
-#define MAX_TREE 256 /* processes of one dev server */
-
 struct proc_id {
     pid_t pid;
     unsigned long long start;
@@ -111,14 +109,14 @@ static int was_told(const struct proc_id *told, size_t n, struct proc_id p)
  * (all of them again when *ntold is 0). Returns how many run. */
 static size_t signal_new(struct proc_id *told, size_t *ntold, int sig)
 {
-    pid_t tree[MAX_TREE];
-    size_t n = cli_tree_descendants(getpid(), tree, MAX_TREE), running = 0;
+    pid_t tree[CLI_TREE_MAX];
+    size_t n = cli_tree_descendants(getpid(), tree, CLI_TREE_MAX), running = 0;
     for (size_t i = 0; i < n; i++) {
         struct proc_id p = {tree[i], host_pid_start(tree[i])};
         if (!p.start)
             continue; /* a zombie: dead, reaped below */
         running++;
-        if (!was_told(told, *ntold, p) && *ntold < MAX_TREE) {
+        if (!was_told(told, *ntold, p) && *ntold < CLI_TREE_MAX) {
             told[(*ntold)++] = p;
             kill(p.pid, sig);
         }
@@ -128,7 +126,7 @@ static size_t signal_new(struct proc_id *told, size_t *ntold, int sig)
 
 int cli_stop_tree(pid_t root, unsigned grace_ms, int *wstatus)
 {
-    struct proc_id *told = calloc(MAX_TREE, sizeof *told);
+    struct proc_id *told = calloc(CLI_TREE_MAX, sizeof *told);
     if (!told)
         return -1;
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
