@@ -23,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { git } from '../../integration/lib/registry.mjs';
+import { removeQuietly } from '../../integration/lib/cleanup.mjs';
 import { playwright, processesUnder, nodeModules } from '../../integration/lib/playwright.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -69,8 +70,11 @@ export function lifetime() {
 // every process still running in it, go in t.after.
 export function makeShop(t, { adopt } = {}) {
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-shop-')));
-  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
-  t.after(() => killUnder(root));
+  // One hook, killing first: node:test runs after() hooks in the order
+  // they were added and skips the rest once one throws. Removing first
+  // once met a server still writing there (ENOTEMPTY), and the skipped
+  // stops left test 161's file waiting for its 600 s timeout.
+  t.after(() => { killUnder(root); removeQuietly(t, root); });
   const repo = path.join(root, 'repo');
   fs.cpSync(path.join(e2eDir, 'app'), repo, { recursive: true, filter: (p) => !/__pycache__|node_modules|test-results/.test(p) });
   if (adopt) unadopt(repo);

@@ -10,7 +10,10 @@ export function removeQuietly(t, dir) {
   try {
     fs.rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   } catch (e) {
-    t.diagnostic(`left ${dir}: ${e.message}`);
+    // a node:test context says it in the test's report; a script's
+    // cleanup list (tests/e2e/lib/shop.mjs's lifetime) on stderr
+    const say = t.diagnostic ? (m) => t.diagnostic(m) : (m) => console.error(m);
+    say(`left ${dir}: ${e.message}`);
   }
 }
 
