@@ -10,7 +10,7 @@ function flush() {
         for (i = 1; i <= n && shown < max; i++) { print buf[i]; shown++ }
     name = ""; n = 0
 }
-function keep(line) { if (n < 16) buf[++n] = line }
+function keep(line) { if (n < 24) buf[++n] = line }
 /^ *not ok [0-9]+ - / {
     flush()
     if ($0 ~ / # (TODO|SKIP)/) next
