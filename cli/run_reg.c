@@ -276,13 +276,16 @@ static json_t *unregister_request(struct cli_run *r)
 }
 
 /* CMD exited for want of the /__whoami middleware package (a new
- * worktree has no node_modules): said under its error, with the link that
- * fixes it, before an agent runs npm install, which fetches another. */
-static void say_missing_package(struct cli_run *r)
+ * worktree has no node_modules), or because another Vite holds its
+ * project: said under its error, with the one command that fixes it,
+ * before an agent runs npm install (which fetches another package) or
+ * adds --bypass-lock. */
+static void say_exit_fix(struct cli_run *r)
 {
     char lines[REG_START_FAILED_MAX], fix[4 * PATH_MAX];
     cli_run_fail_last(&r->log.fail, lines, sizeof lines);
-    if (whoami_missing_package(lines, r->worktree, fix, sizeof fix))
+    if (whoami_missing_package(lines, r->worktree, fix, sizeof fix) ||
+        host_dev_lock_holder(lines, fix, sizeof fix))
         fprintf(stderr, "wtproxy: %s's server exited: %s\n", cli_run_folder(r->worktree), fix);
 }
 
@@ -291,7 +294,7 @@ void cli_run_release(struct cli_run *r)
     char err[PATH_MAX + 256];
     json_t *reply;
     if (r->exited)
-        say_missing_package(r);
+        say_exit_fix(r);
     int rc = ask(unregister_request(r), 0, &reply, err, sizeof err);
     const char *code = rc > 0 ? json_string_value(json_object_get(reply, "error")) : NULL;
     if (rc < 0)

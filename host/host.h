@@ -158,6 +158,15 @@ size_t host_tcp_listeners(struct host_listener *out, size_t max);
  * Slow like host_socket_holder. */
 int host_port_owner_find(int port, struct host_port_owner *owner);
 
+/* --- a dev server's project lock (dev_lock.c) --- */
+
+/* Whether lines, a dev server's last output lines, say it did not start
+ * because another dev server of its project holds the project's lock
+ * (Vite 8's "Found another Vite dev process for this project at URL (PID
+ * N)"): then out gets which process that is and the one command that
+ * frees the project, "... stop it: kill N". Returns 1 or 0. */
+int host_dev_lock_holder(const char *lines, char *out, size_t len);
+
 /* --- the worktree of a folder (worktree.c) --- */
 
 /* The one definition of "the worktree of a folder", used by the command

@@ -35,8 +35,10 @@ int conn_last_words(struct proxy_server *s, int front, const char *worktree, int
     if (used + 1 >= len)
         return 0;
     how_ended(w, how, sizeof how);
-    /* A new worktree without node_modules: the fix is a link, not an edit. */
-    if (!whoami_missing_package(w->lines, w->worktree, fix, sizeof fix))
+    /* A new worktree without node_modules: the fix is a link, not an edit;
+     * a Vite the user runs holds the project: the fix is its kill. */
+    if (!whoami_missing_package(w->lines, w->worktree, fix, sizeof fix) &&
+        !host_dev_lock_holder(w->lines, fix, sizeof fix))
         snprintf(fix, sizeof fix, "fix the error they name");
     host_age(host_wall_ms() - w->ended_ms, age, sizeof age);
     if (with_status)
