@@ -14,7 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VITE_LOCK "Found another Vite dev process for this project"
+/* Vite's words: "Found another Vite dev process for this project", or
+ * "preview" for `vite preview`; their command into cmd. NULL when absent,
+ * else where the words end. */
+static const char *vite_lock(const char *lines, char *cmd, size_t len)
+{
+    static const char head[] = "Found another Vite ", tail[] = " process for this project";
+    for (const char *p = lines; p && (p = strstr(p, head)); p += sizeof head - 1) {
+        const char *word = p + sizeof head - 1, *end = strchr(word, ' ');
+        if (end && end - word < 16 && (size_t)(end - word) < len &&
+            strncmp(end, tail, sizeof tail - 1) == 0) {
+            snprintf(cmd, len, "%.*s", (int)(end - word), word);
+            return end + sizeof tail - 1;
+        }
+    }
+    return NULL;
+}
 
 /* The URL after " at " up to " (PID", into url ("" when Vite named none). */
 static void lock_url(const char *from, const char *pid_at, char *url, size_t len)
@@ -26,11 +41,11 @@ static void lock_url(const char *from, const char *pid_at, char *url, size_t len
 
 int host_dev_lock_holder(const char *lines, char *out, size_t len)
 {
-    const char *said = lines ? strstr(lines, VITE_LOCK) : NULL;
-    if (!said)
+    char cmd[16];
+    const char *after = vite_lock(lines, cmd, sizeof cmd);
+    if (!after)
         return 0;
-    const char *after = said + strlen(VITE_LOCK), *eol = strchr(after, '\n');
-    const char *pid_at = strstr(after, " (PID ");
+    const char *eol = strchr(after, '\n'), *pid_at = strstr(after, " (PID ");
     if (!pid_at || (eol && pid_at > eol))
         return 0;
     char *end;
@@ -42,8 +57,8 @@ int host_dev_lock_holder(const char *lines, char *out, size_t len)
     if (url[0])
         snprintf(at, sizeof at, ", at %s", url);
     snprintf(out, len,
-             "another Vite dev server of this project already runs (pid %ld%s), and Vite starts "
+             "another Vite %s server of this project already runs (pid %ld%s), and Vite starts "
              "one per project: stop it: kill %ld",
-             pid, at, pid);
+             cmd, pid, at, pid);
     return 1;
 }

@@ -36,6 +36,14 @@ int main(void)
          "another Vite dev server of this project already runs (pid 17), and Vite starts one "
          "per project: stop it: kill 17",
          "Vite 8 without a URL", __LINE__);
+    held("Error: Found another Vite preview process for this project at http://localhost:4173/ "
+         "(PID 99).\n",
+         "another Vite preview server of this project already runs (pid 99, at "
+         "http://localhost:4173/), and Vite starts one per project: stop it: kill 99",
+         "vite preview", __LINE__);
+    not_held("Found another Vite dev server\nError: Found another Vite process for this project "
+             "(PID 5).",
+             "not Vite's sentence", __LINE__);
     not_held("Error: Found another Vite dev process for this project at http://localhost:5173/",
              "cut before its pid", __LINE__);
     not_held("Error: Found another Vite dev process for this project at x\n(PID 5)",
