@@ -1,11 +1,12 @@
 /* doctor_python.c - `wtproxy doctor`'s `middleware` check: can the Python
- * that the .wtproxy's start runs import wtproxy_whoami? An install into a
- * private prefix puts the package where Debian's python3 does not look,
- * and then every server the daemon starts dies at its first import while
- * the request that started it waits out start_timeout, with every other
- * check ok. So ask that interpreter, as the daemon would run it (through
- * /bin/sh, in the worktree, its inline VAR=value settings kept), before
- * any server is started. */
+ * that the .wtproxy's start runs (python3 itself, or the one a console
+ * script such as uvicorn names in its first line) import wtproxy_whoami?
+ * An install into a private prefix puts the package where Debian's
+ * python3 does not look, and then every server the daemon starts dies at
+ * its first import while the request that started it waits out
+ * start_timeout, with every other check ok. So ask that interpreter, as
+ * the daemon would run it (through /bin/sh, in the worktree, its inline
+ * VAR=value settings kept), before any server is started. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -33,13 +34,59 @@ static const char probe[] =
     "    print(\"missing \" + (site.getusersitepackages() if site.ENABLE_USER_SITE\n"
     "                        else sysconfig.get_paths()[\"purelib\"]))\n";
 
+/* The Python a console script runs (uvicorn, gunicorn, flask, a
+ * virtualenv's bin/...): the interpreter its first line names
+ * ("#!/w/.venv/bin/python3", "#! /usr/bin/python3", "#!/usr/bin/env
+ * python3"), into out; -1 when prog (n bytes) is no Python script. prog
+ * is a path, relative to dir, or a name looked up on PATH, as /bin/sh
+ * finds it. */
+static int script_python(const char *dir, const char *prog, size_t n, char *out, size_t len)
+{
+    char path[4096], line[512];
+    const char *paths = memchr(prog, '/', n) ? "" : getenv("PATH");
+    FILE *f = NULL;
+    for (const char *d = paths; !f && d;) {
+        size_t dn = strcspn(d, ":");
+        int w = memchr(prog, '/', n)
+                    ? snprintf(path, sizeof path, "%s%s%.*s", prog[0] == '/' ? "" : dir,
+                               prog[0] == '/' ? "" : "/", (int)n, prog)
+                    : snprintf(path, sizeof path, "%.*s/%.*s", (int)dn, d, (int)n, prog);
+        if (w > 0 && (size_t)w < sizeof path && access(path, X_OK) == 0)
+            f = fopen(path, "r");
+        d = d[dn] == ':' ? d + dn + 1 : NULL;
+    }
+    int got = f && fgets(line, sizeof line, f) && strncmp(line, "#!", 2) == 0;
+    if (f)
+        fclose(f);
+    if (!got)
+        return -1;
+    char *word = line + 2 + strspn(line + 2, " \t"), *rest;
+    word[strcspn(word, " \t\r\n")] = '\0';
+    rest = word + strlen(word) + 1;
+    const char *base = strrchr(word, '/') ? strrchr(word, '/') + 1 : word;
+    if (strcmp(base, "env") == 0 && rest < line + sizeof line) { /* #!/usr/bin/env python3 */
+        word = rest + strspn(rest, " \t");
+        word[strcspn(word, " \t\r\n")] = '\0';
+        base = word;
+    }
+    if (strncmp(base, "python", 6) != 0 || strlen(word) >= len)
+        return -1;
+    snprintf(out, len, "%s", word);
+    return 0;
+}
+
 /* The start command up to the end of its interpreter, when that is a
  * Python (a first word after `cd DIR &&`, VAR=value settings and `env`
- * named python*), into out; -1 when it is not. A `cd` is kept: an app in
- * a subfolder (`cd api && python3 manage.py ...`) imports from there. */
-static int python_prefix(const char *start, char *out, size_t len)
+ * named python*, or a Python console script: uvicorn, gunicorn...), into
+ * out, and what to call it in messages into label (the same, or
+ * "uvicorn (a /usr/bin/python3 script)"); -1 when it is not. A `cd` is
+ * kept: an app in a subfolder (`cd api && python3 manage.py ...`) imports
+ * from there, and its scripts are found from there. */
+static int python_prefix(const char *root, const char *start, char *out, char *label, size_t len)
 {
     const char *p = start;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", root);
     for (;;) {
         p += strspn(p, " \t");
         size_t n = strcspn(p, " \t");
@@ -47,7 +94,12 @@ static int python_prefix(const char *start, char *out, size_t len)
             return -1;
         if (n == 2 && strncmp(p, "cd", 2) == 0) {
             p += n + strspn(p + n, " \t");
-            p += strcspn(p, " \t");
+            size_t dn = strcspn(p, " \t");
+            int w = p[0] == '/' ? snprintf(dir, sizeof dir, "%.*s", (int)dn, p)
+                                : snprintf(dir, sizeof dir, "%s/%.*s", root, (int)dn, p);
+            if (w < 0 || (size_t)w >= sizeof dir)
+                return -1;
+            p += dn;
             p += strspn(p, " \t");
             if (strncmp(p, "&& ", 3) != 0)
                 return -1;
@@ -63,10 +115,19 @@ static int python_prefix(const char *start, char *out, size_t len)
         const char *base = p + n;
         while (base > p && base[-1] != '/')
             base--;
-        if (strncmp(base, "python", 6) != 0 || (size_t)(p + n - start) >= len)
+        if ((size_t)(p + n - start) >= len)
             return -1;
-        snprintf(out, len, "%.*s", (int)(p + n - start), start);
-        return 0;
+        if (strncmp(base, "python", 6) == 0) {
+            snprintf(out, len, "%.*s", (int)(p + n - start), start);
+            memcpy(label, out, strlen(out) + 1);
+            return 0;
+        }
+        char python[1024];
+        if (script_python(dir, p, n, python, sizeof python) < 0)
+            return -1;
+        int o = snprintf(out, len, "%.*s%s", (int)(p - start), start, python);
+        int l = snprintf(label, len, "%.*s (a %s script)", (int)(p + n - start), start, python);
+        return o > 0 && (size_t)o < len && l > 0 && (size_t)l < len ? 0 : -1;
     }
 }
 
@@ -151,28 +212,29 @@ static void missing(const char *python, const char *site, struct doc_result *r)
 
 void doc_python(struct doc_ctx *c, struct doc_result *r)
 {
-    char python[2048], out[4096];
+    char python[2048], label[2048], out[4096];
     if (!c->have_wt || !c->has_file || !c->start[0]) {
         doc_set(r, DOC_SKIP, "no .wtproxy start command here to check");
         return;
     }
     if (doc_node(c, r))
         return;
-    if (python_prefix(c->start, python, sizeof python) < 0) {
-        doc_set(r, DOC_SKIP, "the .wtproxy's start runs neither python nor node");
+    if (python_prefix(c->wt.root, c->start, python, label, sizeof python) < 0) {
+        doc_set(r, DOC_SKIP,
+                "the .wtproxy's start runs neither python (nor a Python script) nor node");
         return;
     }
     int st = run_probe(c->wt.root, python, out, sizeof out);
     if (strncmp(out, "ok ", 3) == 0)
-        doc_set(r, DOC_OK, "%s imports wtproxy_whoami from %s", python, out + 3);
+        doc_set(r, DOC_OK, "%s imports wtproxy_whoami from %s", label, out + 3);
     else if (strncmp(out, "missing ", 8) == 0)
-        missing(python, out + 8, r);
+        missing(label, out + 8, r);
     else {
         if (st < 0)
-            doc_set(r, DOC_PROBLEM, "%s did not answer within %d ms", python, DOC_PY_TIMEOUT_MS);
+            doc_set(r, DOC_PROBLEM, "%s did not answer within %d ms", label, DOC_PY_TIMEOUT_MS);
         else
             doc_set(r, DOC_PROBLEM,
-                    "%s does not run in %s (exit status %d): the .wtproxy's start names it", python,
+                    "%s does not run in %s (exit status %d): the .wtproxy's start names it", label,
                     c->wt.root, st);
         snprintf(r->fix, sizeof r->fix, "wtproxy help wtproxy-file");
     }

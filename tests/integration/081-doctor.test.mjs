@@ -189,6 +189,36 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   assert.equal(m.status, 'ok', m.detail);
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfront = ${front}\n`);
   assert.equal((await doctor(tmp, tmp.wt.a, front, env)).byName.middleware.status, 'skipped');
+
+  // A Python console script (uvicorn, gunicorn, flask: a virtualenv's
+  // bin/ or a name on PATH) runs the python its first line names: that one
+  // is asked. It was "skipped", and a FastAPI under uvicorn stopped at its
+  // first import with every check ok.
+  fs.mkdirSync(path.join(tmp.wt.a, 'api', '.venv', 'bin'), { recursive: true });
+  fs.writeFileSync(path.join(tmp.wt.a, 'api', '.venv', 'bin', 'uvicorn'), '#!/usr/bin/python3\nraise SystemExit(0)\n', { mode: 0o755 });
+  const scripted = (pre) => fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `start = cd api && ${pre}.venv/bin/uvicorn main:app --port {port}\nfront = ${front}\n`);
+  scripted('');
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.match(m.detail, /^cd api && \.venv\/bin\/uvicorn \(a \/usr\/bin\/python3 script\) cannot import wtproxy_whoami: the server the \.wtproxy starts would stop at its first import/);
+  assert.ok(m.fix.includes(`PYTHONPATH=${pythonPath} before the command that starts it`), m.fix);
+  scripted(`PYTHONPATH=${pythonPath} `);
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
+  assert.equal(m.detail, `cd api && PYTHONPATH=${pythonPath} .venv/bin/uvicorn (a /usr/bin/python3 script) imports wtproxy_whoami from ${pythonPath}/wtproxy_whoami`);
+  // found on PATH, through env
+  const bin = path.join(tmp.root, 'bin');
+  fs.mkdirSync(bin);
+  fs.writeFileSync(path.join(bin, 'gunicorn'), '#!/usr/bin/env python3\n', { mode: 0o755 });
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = gunicorn -b 127.0.0.1:{port} app:app\nfront = ${front}\n`);
+  m = (await doctor(tmp, tmp.wt.a, front, { ...env, PATH: `${bin}:${process.env.PATH}` })).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.match(m.detail, /^gunicorn \(a python3 script\) cannot import wtproxy_whoami/);
+  // a shell script is no Python's
+  fs.writeFileSync(path.join(bin, 'gunicorn'), '#!/bin/sh\nexec true\n', { mode: 0o755 });
+  m = (await doctor(tmp, tmp.wt.a, front, { ...env, PATH: `${bin}:${process.env.PATH}` })).byName.middleware;
+  assert.equal(m.status, 'skipped', m.detail);
 });
 
 // A Node app's node_modules is per worktree: a worktree made after the app
