@@ -60,11 +60,12 @@ static int script_python(const char *dir, const char *prog, size_t n, char *out,
         fclose(f);
     if (!got)
         return -1;
-    char *word = line + 2 + strspn(line + 2, " \t"), *rest;
-    word[strcspn(word, " \t\r\n")] = '\0';
-    rest = word + strlen(word) + 1;
+    char *word = line + 2 + strspn(line + 2, " \t");
+    size_t wn = strcspn(word, " \t\r\n");
+    char *rest = word + wn + (word[wn] != '\0'); /* what follows, within the line */
+    word[wn] = '\0';
     const char *base = strrchr(word, '/') ? strrchr(word, '/') + 1 : word;
-    if (strcmp(base, "env") == 0 && rest < line + sizeof line) { /* #!/usr/bin/env python3 */
+    if (strcmp(base, "env") == 0) { /* #!/usr/bin/env python3 */
         word = rest + strspn(rest, " \t");
         word[strcspn(word, " \t\r\n")] = '\0';
         base = word;

@@ -215,10 +215,12 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   m = (await doctor(tmp, tmp.wt.a, front, { ...env, PATH: `${bin}:${process.env.PATH}` })).byName.middleware;
   assert.equal(m.status, 'problem', m.detail);
   assert.match(m.detail, /^gunicorn \(a python3 script\) cannot import wtproxy_whoami/);
-  // a shell script is no Python's
-  fs.writeFileSync(path.join(bin, 'gunicorn'), '#!/bin/sh\nexec true\n', { mode: 0o755 });
-  m = (await doctor(tmp, tmp.wt.a, front, { ...env, PATH: `${bin}:${process.env.PATH}` })).byName.middleware;
-  assert.equal(m.status, 'skipped', m.detail);
+  // a shell script is no Python's, nor a first line of env alone
+  for (const first of ['#!/bin/sh\nexec true\n', '#!/usr/bin/env\n', '#!/usr/bin/env']) {
+    fs.writeFileSync(path.join(bin, 'gunicorn'), first, { mode: 0o755 });
+    m = (await doctor(tmp, tmp.wt.a, front, { ...env, PATH: `${bin}:${process.env.PATH}` })).byName.middleware;
+    assert.equal(m.status, 'skipped', `${JSON.stringify(first)}: ${m.detail}`);
+  }
 });
 
 // A Node app's node_modules is per worktree: a worktree made after the app
