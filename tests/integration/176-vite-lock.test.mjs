@@ -27,7 +27,9 @@ async function handRunVite(t, web) {
   let out = '';
   proc.stdout.on('data', (d) => { out += d; });
   proc.stderr.on('data', (d) => { out += d; });
-  await waitFor(() => /Local:/.test(out) || (proc.exitCode !== null && new Error(out)), 30000, 'the hand-run Vite');
+  // Under CI=true Vite colours its banner ("\x1b[1mLocal\x1b[22m:"): read without the colours.
+  const plain = () => out.replace(/\x1b\[[0-9;]*m/g, '');
+  await waitFor(() => /Local:/.test(plain()) || (proc.exitCode !== null && new Error(out)), 30000, 'the hand-run Vite');
   return proc;
 }
 
