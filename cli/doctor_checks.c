@@ -69,22 +69,26 @@ static void port_name(const struct doc_ctx *c, int port, char *out, size_t outle
 static void self_program(char *out, size_t len)
 {
     char self[PATH_MAX], cand[PATH_MAX], real[PATH_MAX];
-    const char *path = getenv("PATH");
     snprintf(out, len, "wtproxy");
     if (!realpath("/proc/self/exe", self))
         return;
-    for (const char *p = path ? path : ""; *p; p += *p == ':') {
-        size_t n = strcspn(p, ":");
-        int fits =
-            n > 0 && (size_t)snprintf(cand, sizeof cand, "%.*s/wtproxy", (int)n, p) < sizeof cand;
-        p += n;
-        if (fits && access(cand, X_OK) == 0) {
-            if (realpath(cand, real) && strcmp(real, self) == 0)
-                return;
-            break;
-        }
-    }
+    if (doc_which("wtproxy", 7, cand, sizeof cand) == 0 && realpath(cand, real) &&
+        strcmp(real, self) == 0)
+        return;
     snprintf(out, len, "%s", self);
+}
+
+int doc_which(const char *name, size_t n, char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : ""; *p; p += *p == ':') {
+        size_t dn = strcspn(p, ":");
+        int w = dn > 0 ? snprintf(out, len, "%.*s/%.*s", (int)dn, p, (int)n, name) : -1;
+        p += dn;
+        if (w > 0 && (size_t)w < len && access(out, X_OK) == 0)
+            return 0;
+    }
+    return -1;
 }
 
 /* The `wtproxy serve` that owns ports and every port the running daemon

@@ -43,18 +43,11 @@ static const char probe[] =
 static int script_python(const char *dir, const char *prog, size_t n, char *out, size_t len)
 {
     char path[4096], line[512];
-    const char *paths = memchr(prog, '/', n) ? "" : getenv("PATH");
-    FILE *f = NULL;
-    for (const char *d = paths; !f && d;) {
-        size_t dn = strcspn(d, ":");
-        int w = memchr(prog, '/', n)
-                    ? snprintf(path, sizeof path, "%s%s%.*s", prog[0] == '/' ? "" : dir,
-                               prog[0] == '/' ? "" : "/", (int)n, prog)
-                    : snprintf(path, sizeof path, "%.*s/%.*s", (int)dn, d, (int)n, prog);
-        if (w > 0 && (size_t)w < sizeof path && access(path, X_OK) == 0)
-            f = fopen(path, "r");
-        d = d[dn] == ':' ? d + dn + 1 : NULL;
-    }
+    int w = !memchr(prog, '/', n) ? doc_which(prog, n, path, sizeof path)
+            : prog[0] == '/'      ? snprintf(path, sizeof path, "%.*s", (int)n, prog)
+                                  : snprintf(path, sizeof path, "%s/%.*s", dir, (int)n, prog);
+    FILE *f =
+        w >= 0 && (size_t)w < sizeof path && access(path, X_OK) == 0 ? fopen(path, "r") : NULL;
     int got = f && fgets(line, sizeof line, f) && strncmp(line, "#!", 2) == 0;
     if (f)
         fclose(f);
