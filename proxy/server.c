@@ -49,6 +49,7 @@
 #include "listener.h"
 #include "log_flood.h"
 #include "route.h"
+#include "signals.h"
 #include "verify.h"
 
 unsigned long long proxy_now_ms(struct proxy_server *s)
@@ -95,13 +96,13 @@ static int apply_gate(struct proxy_server *s)
     return 0;
 }
 
-static void reload(struct proxy_server *s)
+static void reload(struct proxy_server *s, const char *from)
 {
     struct proxy_config cfg;
     struct reg_backend *backend;
     char err[512];
     if (load_config(s, &cfg, &backend, err, sizeof err) != 0) {
-        proxy_log("reload failed, keeping the running configuration: %s", err);
+        proxy_log("reload on %s failed, keeping the running configuration: %s", from, err);
         return;
     }
     if (cfg.nlisten != s->cfg.nlisten || memcmp(cfg.listen, s->cfg.listen, sizeof cfg.listen))
@@ -121,7 +122,8 @@ static void reload(struct proxy_server *s)
     apply_gate(s);
     reg_backend_unref(s->backend);
     s->backend = backend;
-    proxy_log("reloaded configuration%s%s", cfg.config_path[0] ? " from " : "", cfg.config_path);
+    proxy_log("reloaded configuration%s%s, on %s", cfg.config_path[0] ? " from " : "",
+              cfg.config_path, from);
 }
 
 void proxy_server_client_gone(struct proxy_server *s, struct proxy_client *c)
@@ -149,13 +151,13 @@ static void stop_deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 /* Stop accepting; idle connections close now, busy ones after their
  * response; whatever is left at shutdown_timeout is cut. */
-static void begin_stop(struct proxy_server *s)
+static void begin_stop(struct proxy_server *s, const char *why)
 {
     if (s->stopping)
         return;
     s->stopping = 1;
     listener_close_all(s);
-    proxy_log("stopping: %u connection(s) to finish", s->nclients);
+    proxy_log("stopping on %s: %u connection(s) to finish", why, s->nclients);
     struct proxy_client *c, *next;
     for (c = TAILQ_FIRST(&s->clients); c; c = next) {
         next = TAILQ_NEXT(c, link);
@@ -172,13 +174,12 @@ static void begin_stop(struct proxy_server *s)
         evtimer_add(s->stop_timer, &tv);
 }
 
-static void signal_cb(evutil_socket_t sig, short what, void *arg)
+static void on_signal(int sig, const char *from, void *arg)
 {
-    (void)what;
     if (sig == SIGHUP)
-        reload(arg);
+        reload(arg, from);
     else
-        begin_stop(arg);
+        begin_stop(arg, from);
 }
 
 /* A dev machine's default soft limit (1024) caps connections far below
@@ -205,12 +206,6 @@ static void tune_malloc(void)
      * functions libevent used until now, so nothing allocated before
      * changes hands. */
     event_set_mem_functions(malloc, realloc, free);
-}
-
-static int add_signal(struct proxy_server *s, struct event **ev, int sig)
-{
-    *ev = evsignal_new(s->base, sig, signal_cb, s);
-    return *ev && evsignal_add(*ev, NULL) == 0 ? 0 : -1;
 }
 
 /* A control socket from systemd must be where the CLI looks for it (the
@@ -292,10 +287,9 @@ static void server_free(struct proxy_server *s)
     proxy_client_free_spares();
     reg_backend_unref(s->backend);
     log_flood_free(s->flood);
-    struct event *evs[] = {s->sigterm, s->sigint, s->sighup, s->stop_timer};
-    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
-        if (evs[i])
-            event_free(evs[i]);
+    proxy_signals_free(s->signals);
+    if (s->stop_timer)
+        event_free(s->stop_timer);
     if (s->base)
         event_base_free(s->base);
 }
@@ -362,8 +356,7 @@ int proxy_serve(int argc, char **argv)
     int status = 1;
     if (!s->base || !s->pool) {
         fprintf(stderr, "wtproxy: cannot start: out of memory\n");
-    } else if (add_signal(s, &s->sigterm, SIGTERM) || add_signal(s, &s->sigint, SIGINT) ||
-               add_signal(s, &s->sighup, SIGHUP)) {
+    } else if (!(s->signals = proxy_signals_new(s->base, on_signal, s))) {
         /* Before the listeners: a signal sent as soon as "listening on"
          * appears must already find its handler. */
         fprintf(stderr, "wtproxy: cannot install signal handlers\n");

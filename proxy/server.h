@@ -12,6 +12,7 @@
 
 struct proxy_client;
 struct proxy_handler;
+struct proxy_signals;
 
 struct proxy_listener {
     struct proxy_server *srv;
@@ -50,7 +51,8 @@ struct proxy_server {
     unsigned nclients;
     TAILQ_HEAD(, proxy_client) clients;
     int stopping;
-    struct event *sigterm, *sigint, *sighup, *stop_timer;
+    struct proxy_signals *signals; /* SIGTERM, SIGINT, SIGHUP and their senders */
+    struct event *stop_timer;
 };
 
 /* `wtproxy serve ARGS`: returns the process exit status (0 after a clean

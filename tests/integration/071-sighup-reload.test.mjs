@@ -41,6 +41,8 @@ test('SIGHUP switches the backend from the config file', async (t) => {
   fs.writeFileSync(conf, `# test config, reloaded\nbackend = 127.0.0.1:${b.port}\n`);
   proxy.proc.kill('SIGHUP');
   assert.ok(await waitFor(() => /reloaded/.test(proxy.stderr())), `no "reloaded" on stderr:\n${proxy.stderr()}`);
+  // It says who asked: this test's node process, by pid and command.
+  assert.match(proxy.stderr(), new RegExp(`reloaded configuration from \\S+, on SIGHUP from pid ${process.pid} \\(\\S*node\\b.*\\), uid ${process.getuid()}\n`));
   assert.ok(proxy.proc.exitCode === null && proxy.proc.signalCode === null, `daemon gone after SIGHUP (${proxy.proc.exitCode ?? proxy.proc.signalCode})`);
 
   const r2 = await exchange(proxy.port, 'GET /two HTTP/1.1\r\nHost: x\r\n\r\n');

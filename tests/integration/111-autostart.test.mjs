@@ -35,6 +35,8 @@ test('register with no daemon starts one, says so, and registers', async (t) => 
   assert.doesNotMatch(again.stderr, /started the daemon/);
   process.kill(pid, 'SIGTERM');
   await waitFor(() => !pidAlive(pid), 5000, 'daemon stopped');
+  // Its log says who stopped it: a stray kill is found by its sender.
+  assert.match(fs.readFileSync(m[2], 'utf8'), new RegExp(`stopping on SIGTERM from pid ${process.pid} \\(\\S*node\\b.*\\), uid ${process.getuid()}: 0 connection\\(s\\) to finish\n`));
 });
 
 test('concurrent runs with no daemon start exactly one', async (t) => {
@@ -47,7 +49,9 @@ test('concurrent runs with no daemon start exactly one', async (t) => {
   // the daemon's log (the only place a daemon that died says why), then
   // every run's words.
   const log = path.join(tmp.root, 'state', 'wtproxy', 'daemon.log');
-  const said = (first = '') => `${first}\n--- ${log}:\n` +
+  // A daemon stopped midway names its sender in its log: that line first.
+  const stopped = () => (fs.existsSync(log) && /^wtproxy: stopping on .*$/m.exec(fs.readFileSync(log, 'utf8'))?.[0]) || '';
+  const said = (first = '') => `${stopped()}\n${first}\n--- ${log}:\n` +
     `${fs.existsSync(log) ? fs.readFileSync(log, 'utf8').slice(-2000) : '(none)'}\n` +
     rs.map((r) => `--- a run, exit ${r.code ?? r.signal}:\n${r.stderr}`).join('\n');
   for (const r of rs) assert.equal(r.code, 7, said(r.stderr));
