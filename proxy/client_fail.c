@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conn.h"
@@ -111,20 +112,34 @@ static void log_refusal(struct proxy_client *c, enum proxy_error e, const char *
 
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
 {
+    conn_fail_fix(c, e, detail, NULL);
+}
+
+void conn_fail_fix(struct proxy_client *c, enum proxy_error e, const char *detail, const char *fix)
+{
     char whose[5 * PATH_MAX + 1024]; /* detail, and the worktree named thrice */
     detail = with_whose(c, e, detail, whose, sizeof whose);
-    log_refusal(c, e, detail);
+    /* A fix of its own is part of what was said: the daemon's log,
+     * `wtproxy refusals` and the Playwright reporter quote it too. */
+    size_t n = fix && detail ? strlen(detail) + strlen(fix) + 2 : 0;
+    char *said = n ? malloc(n) : NULL;
+    if (said)
+        snprintf(said, n, "%s\n%s", detail, fix);
+    const char *told = said ? said : detail;
+    log_refusal(c, e, told);
     if (c->resp_started) {
         /* Part of a response went out: an error page now would be taken
          * for its rest. Closing short is the only honest signal left. */
+        free(said);
         conn_close(c);
         return;
     }
     upstream_release(c);
-    record_refusal(c, error_page_status(e), error_page_reason(e), detail);
+    record_refusal(c, error_page_status(e), error_page_reason(e), told);
+    free(said);
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;
-    error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail,
+    error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail, fix,
                      c->listener->port, !keep, c->is_head);
     c->resp_started = 1;
     if (keep)

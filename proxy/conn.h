@@ -102,6 +102,8 @@ void conn_set_client_callbacks(struct proxy_client *c);
 void conn_close(struct proxy_client *c);
 void conn_close_after_flush(struct proxy_client *c);
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail);
+/* conn_fail with the page's Fix line given (NULL: e's own). */
+void conn_fail_fix(struct proxy_client *c, enum proxy_error e, const char *detail, const char *fix);
 void conn_arm_timer(struct proxy_client *c, unsigned ms);
 void conn_stop_timer(struct proxy_client *c);
 void conn_request_done(struct proxy_client *c, unsigned long long now);
@@ -140,7 +142,8 @@ void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b);
  * the one command that fixes it. Returns 1 when it appended, 0 when no
  * such words are kept (a wrapper killed with SIGKILL tells none). */
 int conn_last_words(struct proxy_server *s, int front, const char *worktree, int with_status,
-                    char *d, size_t len);
+                    char *d, size_t len, char *fix, size_t fixlen);
+#define CONN_FIX_MAX (6 * PATH_MAX) /* a fix conn_last_words writes */
 
 /* upstream.c */
 void upstream_start(struct proxy_client *c);

@@ -61,6 +61,17 @@ static const char *request_worktree(struct proxy_client *c)
     return c->who && c->who->placed && !c->route_name[0] ? c->who->worktree : NULL;
 }
 
+/* Fail c as kind with detail d, to which its server's last words are
+ * added (their exit status too when with_status), whose fix is then the
+ * page's Fix line: the one that names this server's cure and its start. */
+static void last_words_fail(struct proxy_client *c, enum proxy_error kind, int front,
+                            const char *worktree, int with_status, char *d, size_t len)
+{
+    char fix[CONN_FIX_MAX];
+    int told = conn_last_words(c->srv, front, worktree, with_status, d, len, fix, sizeof fix);
+    conn_fail_fix(c, kind, d, told ? fix : NULL);
+}
+
 /* No server for the request, and none to start: say why routing found
  * none, then why the worktree's .wtproxy starts none (note, or ""). */
 static void no_backend(struct proxy_client *c, const char *note)
@@ -73,8 +84,9 @@ static void no_backend(struct proxy_client *c, const char *note)
     }
     /* Its server exited lately: why, in its own words. */
     if (c->route_error == PE_NO_BACKEND && request_worktree(c))
-        conn_last_words(c->srv, c->listener->port, request_worktree(c), 1, d, sizeof d);
-    conn_fail(c, c->route_error, d);
+        last_words_fail(c, PE_NO_BACKEND, c->listener->port, request_worktree(c), 1, d, sizeof d);
+    else
+        conn_fail(c, c->route_error, d);
 }
 
 /* The request's worktree's .wtproxy, read by a worker: it declared a
@@ -242,8 +254,7 @@ static void await_started(struct proxy_client *c)
     } else if ((failed = ondemand_failed(c->srv->ondemand, wt, front))) {
         conn_fail(c, not_started(c, wt, front), failed);
     } else if (ondemand_exit_note(c->srv->ondemand, wt, front, d, sizeof d)) {
-        conn_last_words(c->srv, front, wt, 0, d, sizeof d);
-        conn_fail(c, PE_BACKEND_EXITED, d);
+        last_words_fail(c, PE_BACKEND_EXITED, front, wt, 0, d, sizeof d);
     } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms &&
                (failed = ondemand_give_up(c->srv->ondemand, wt, front))) {
         conn_fail(c, not_started(c, wt, front), failed);
@@ -320,14 +331,12 @@ static void ended(struct proxy_client *c, const struct reg_backend *b)
                  "the server that %s/.wtproxy declares (wrapper pid %d) exited before it "
                  "served this request%s",
                  b->worktree, (int)b->pid, log);
-        conn_last_words(c->srv, b->front, b->worktree, 1, d, sizeof d);
-        conn_fail(c, PE_BACKEND_EXITED, d);
+        last_words_fail(c, PE_BACKEND_EXITED, b->front, b->worktree, 1, d, sizeof d);
         return;
     }
     snprintf(d, sizeof d, "the dev server of %s ended before it served this request%s", b->worktree,
              log);
-    conn_last_words(c->srv, b->front, b->worktree, 1, d, sizeof d);
-    conn_fail(c, PE_NO_BACKEND, d);
+    last_words_fail(c, PE_NO_BACKEND, b->front, b->worktree, 1, d, sizeof d);
 }
 
 void conn_wait_timeout(struct proxy_client *c)
@@ -346,8 +355,7 @@ void conn_wait_timeout(struct proxy_client *c)
     unsigned load;
     if (b->state == REG_DEAD && c->srv->ondemand &&
         ondemand_exit_note(c->srv->ondemand, b->worktree, b->front, d, sizeof d)) {
-        conn_last_words(c->srv, b->front, b->worktree, 0, d, sizeof d);
-        conn_fail(c, PE_BACKEND_EXITED, d);
+        last_words_fail(c, PE_BACKEND_EXITED, b->front, b->worktree, 0, d, sizeof d);
     } else if (b->state == REG_DEAD && c->srv->ondemand && waited < c->srv->cfg.start_timeout_ms &&
                strcmp(ondemand_state(c->srv->ondemand, b->worktree, b->front, &load), "launched") ==
                    0) {

@@ -296,16 +296,17 @@ static void body_text(struct evbuffer *b, const struct error_kind *k, const char
 }
 
 void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
-                      const char *detail, int front, int close, int head)
+                      const char *detail, const char *given_fix, int front, int close, int head)
 {
-    char fix[1024];
+    char own[1024];
     static const char *const types[] = {"text/plain", "text/html", "application/json"};
     const struct error_kind *k = &kinds[e];
     enum format f = format_for(accept);
     struct evbuffer *body = evbuffer_new();
     if (!body)
         return;
-    fix_for(k, front, fix, sizeof fix);
+    fix_for(k, front, own, sizeof own);
+    const char *fix = given_fix ? given_fix : own;
     if (f == FMT_HTML)
         body_html(body, k, detail, fix);
     else if (f == FMT_JSON)

@@ -48,7 +48,8 @@ const char *error_page_reason(enum proxy_error e);
 
 /* Append a complete response for e to out. accept is the request's Accept
  * value (NULL when unknown); detail is the specific cause (e.g. "connect to
- * 127.0.0.1:8001: Connection refused"), NULL for none; front is the port the
+ * 127.0.0.1:8001: Connection refused"), NULL for none; fix is the Fix line
+ * when the caller knows a better one than e's (NULL: e's); front is the port the
  * request came to: a fix that names a `wtproxy` command names it with
  * --front when it is not the default one (pasted without it, the command
  * acts on another front); close adds
@@ -56,6 +57,6 @@ const char *error_page_reason(enum proxy_error e);
  * RFC 9110 §9.3.2 requires: a kept-alive client would read it as the
  * start of its next response. */
 void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
-                      const char *detail, int front, int close, int head);
+                      const char *detail, const char *fix, int front, int close, int head);
 
 #endif

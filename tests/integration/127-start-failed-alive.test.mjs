@@ -459,7 +459,7 @@ test('a stale .wtproxy server restarted into a crash: the 503 that names its log
   assert.equal(a.status, 503, a.body);
   assert.ok(a.ms < FAST_MS, `answered after ${a.ms} ms, not at once`);
   assert.match(a.body, /declares \(wrapper pid \d+\) exited before it served this request; its output: \S+\.log \(wtproxy logs /);
-  assert.match(a.body, /send the request again: it starts the server its \.wtproxy declares again/);
+  assert.match(a.body, /\nFix: Fix the error its last lines above name, then send the request again: the daemon starts the server its \.wtproxy declares again\n$/);
 });
 
 // node_modules is never committed: a worktree made after its app adopted
@@ -476,7 +476,7 @@ test('a worktree without node_modules/wtproxy-whoami, or a python without wtprox
   fs.writeFileSync(path.join(wt, 'server.mjs'), `import 'wtproxy-whoami';\nawait import(${JSON.stringify(wtServer)});\n`);
   const link = `mkdir -p ${wt}/node_modules && ln -sfn ${repoRoot}/whoami/node ${wt}/node_modules/wtproxy-whoami`;
   const says = (text) => {
-    assert.match(text, /this worktree lacks the wtproxy-whoami package its server imports/, text);
+    assert.match(text, /[Tt]his worktree lacks the wtproxy-whoami package its server imports/, text);
     assert.ok(text.includes(link), `the link command is named:\n${text}`);
     assert.doesNotMatch(text, /npm install wtproxy-whoami/, text);
   };
@@ -487,6 +487,7 @@ test('a worktree without node_modules/wtproxy-whoami, or a python without wtprox
   const r = await curlFrom(wt, px.port, '/', { timeout: 20000 });
   assert.equal(r.status, 503, r.body);
   says(r.body);
+  assert.match(r.body, /\nFix: This worktree lacks the wtproxy-whoami package/, 'the link is the page\'s fix');
   assert.match(run.stderr, /Cannot find package 'wtproxy-whoami' imported from/);
   assert.match(run.stderr, /wtproxy: wt-n's server exited: this worktree lacks/);
   says(run.stderr);
@@ -530,7 +531,7 @@ test('a worktree without node_modules/wtproxy-whoami, or a python without wtprox
   assert.equal(py.code, 1, py.stderr);
   const p = await curlFrom(wt, px.port, '/', { timeout: 20000 });
   assert.equal(p.status, 503, p.body);
-  assert.match(p.body, /the python that runs this worktree's server lacks the wtproxy_whoami package it imports/);
+  assert.match(p.body, /\nFix: The python that runs this worktree's server lacks the wtproxy_whoami package it imports/);
   assert.ok(p.body.includes(`PYTHONPATH=${pythonPath} before the command that starts it`), p.body);
   assert.doesNotMatch(p.body, /pip install wtproxy/);
 });

@@ -40,9 +40,12 @@ test('a declared server that fails to start: 503 backend-not-ready naming its lo
   const log = /its output: (\S+\.log)/.exec(r.body);
   assert.ok(log, `the 503 names the log:\n${r.body}`);
   assert.match(fs.readFileSync(log[1], 'utf8'), /boom: missing settings/);
-  // The fix the 503 names, `wtproxy logs` in the worktree, shows that log
-  // although no server of wt-a is registered any more.
-  assert.match(r.body, /^Fix: .*wtproxy logs --front \d+ \(in its worktree\)/m);
+  // Its lines are the page's, and so is the fix (it said "Read why in its
+  // output: wtproxy logs"); the command the detail names beside the log,
+  // `wtproxy logs` in the worktree, shows that log although no server of
+  // wt-a is registered any more.
+  assert.match(r.body, /its last lines:\nboom: missing settings\nFix: Fix the error its last lines above name, then send the request again/);
+  assert.match(r.body, new RegExp(`its output: \\S+\\.log \\(wtproxy logs ${tmp.wt.a}\\)`));
   const logs = await cli(tmp0, ['logs'], { cwd: tmp.wt.a });
   assert.equal(logs.code, 0, logs.stderr);
   assert.match(logs.stdout, /boom: missing settings/);
@@ -78,10 +81,14 @@ test('a declared server that exits at start: the 503 quotes its last lines and s
   // Its error itself, not only where its log is (it was the log's path alone).
   assert.match(r.body, /exited with status 1 before it listened/);
   assert.match(r.body, /its last lines:\n[^]*Error: boom: missing config FOO/);
-  assert.match(r.body, /fix the error they name, then send the request again: the daemon starts the server its \.wtproxy declares again/);
+  // The fix once, as the page's Fix line (it followed the lines, and a
+  // generic "read why in its output" Fix came under it).
+  assert.match(r.body, /Error: boom: missing config FOO\n[^]*\nFix: Fix the error its last lines above name, then send the request again: the daemon starts the server its \.wtproxy declares again\n$/);
+  assert.equal(r.body.match(/Fix:|fix the error/gi).length, 2, r.body);
   const json = await curlFrom(tmp.wt.a, px.port, '/', { headers: ['Accept: application/json'] });
   assert.equal(json.status, 503, json.body);
   assert.match(JSON.parse(json.body).detail, /exited with status 1 before it listened[^]*boom: missing config FOO/);
+  assert.match(JSON.parse(json.body).fix, /^Fix the error its last lines above name, then send the request again/);
   const html = await curlFrom(tmp.wt.a, px.port, '/', { headers: ['Accept: text/html'] });
   assert.match(html.body, /<code[^>]*>[^<]*Error: boom: missing config FOO/);
 });
@@ -96,7 +103,10 @@ test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes
   assert.equal(r.status, 503, r.body);
   // It was "no dev server" and `wtproxy run`, nothing of why the last one ended.
   assert.match(r.body, /Its server, \S+ server\.mjs \d+, exited with status 1 \d+s ago; its last lines:\n[^]*Error: boom: missing config FOO/);
-  assert.match(r.body, new RegExp(`fix the error they name, then start it again from its worktree: cd ${tmp.wt.a} && wtproxy run --front ${px.port} -- `));
+  assert.match(r.body, new RegExp(`\nFix: Fix the error its last lines above name, then start it again from its worktree: cd ${tmp.wt.a} && wtproxy run --front ${px.port} -- `));
+  // `wtproxy refusals` (and so the Playwright reporter) quotes the fix too.
+  const said = await cli(tmp, ['refusals', '--json'], { cwd: tmp.wt.a });
+  assert.match(JSON.parse(said.stdout).at(-1).detail, new RegExp(`boom: missing config FOO[^]*\nFix the error its last lines above name, then start it again from its worktree: cd ${tmp.wt.a} && `), said.stdout);
   // Another worktree's request is told nothing of it.
   const other = await curlFrom(tmp.root, px.port);
   assert.doesNotMatch(other.body, /boom/);

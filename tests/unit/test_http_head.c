@@ -191,7 +191,7 @@ static char *page_for(const char *accept, const char *detail, int head)
 {
     static char buf[4096];
     struct evbuffer *b = evbuffer_new();
-    error_page_write(b, PE_BACKEND_UNREACHABLE, accept, detail, 8000, 1, head);
+    error_page_write(b, PE_BACKEND_UNREACHABLE, accept, detail, NULL, 8000, 1, head);
     size_t n = evbuffer_get_length(b);
     evbuffer_remove(b, buf, n < sizeof buf ? n : sizeof buf - 1);
     buf[n < sizeof buf ? n : sizeof buf - 1] = '\0';
