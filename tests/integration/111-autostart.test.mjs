@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
 import { makeWorktrees, cli, lsJson, pidAlive, sanitizerClean, waitFor, autostartEnv, wtServer, startRun, curlFrom, control } from './lib/registry.mjs';
+import { wtproxyBin } from './lib/wtproxy.mjs';
 
 test('register with no daemon starts one, says so, and registers', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -39,24 +40,46 @@ test('register with no daemon starts one, says so, and registers', async (t) => 
   assert.match(fs.readFileSync(m[2], 'utf8'), new RegExp(`stopping on SIGTERM from pid ${process.pid} \\(\\S*node\\b.*\\), uid ${process.getuid()}: 0 connection\\(s\\) to finish\n`));
 });
 
-test('concurrent runs with no daemon start exactly one', async (t) => {
+// Six `wtproxy run` at once in fresh worktrees, no daemon: their results,
+// the pids they say they started, the daemon's log, and then `ls`.
+async function sixRuns(t) {
   const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd', 'e', 'f']);
   const env = autostartEnv(t, tmp);
   const rs = await Promise.all(Object.values(tmp.wt).map((cwd) =>
     cli(tmp, ['run', '--', 'sh', '-c', 'exit 7'], { cwd, env })));
   const started = rs.flatMap((r) => [...r.stderr.matchAll(/started the daemon \(pid (\d+)\)/g)].map((m) => Number(m[1])));
-  // It failed once in CI, unread: on failure, the run in question first,
-  // the daemon's log (the only place a daemon that died says why), then
-  // every run's words.
   const log = path.join(tmp.root, 'state', 'wtproxy', 'daemon.log');
-  // A daemon stopped midway names its sender in its log: that line first.
-  const stopped = () => (fs.existsSync(log) && /^wtproxy: stopping on .*$/m.exec(fs.readFileSync(log, 'utf8'))?.[0]) || '';
-  const said = (first = '') => `${stopped()}\n${first}\n--- ${log}:\n` +
-    `${fs.existsSync(log) ? fs.readFileSync(log, 'utf8').slice(-2000) : '(none)'}\n` +
+  const ls = await cli(tmp, ['ls', '--json']);
+  return { rs, started, log, ls, text: () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '') };
+}
+
+// The daemon's "stopping on SIGTERM from pid N (CMD)" line when a process
+// that is no wtproxy stopped it (CMD known, not the wtproxy under test):
+// a kill from outside the case, not its result.
+function stoppedFromOutside(logText) {
+  const m = /^wtproxy: stopping on SIG\w+ from pid \d+ \((.*)\), uid \d+:.*$/m.exec(logText);
+  return m && m[1] !== 'exited already' && !m[1].startsWith(wtproxyBin) ? m[0] : '';
+}
+
+test('concurrent runs with no daemon start exactly one', async (t) => {
+  let round = await sixRuns(t);
+  // In CI the daemon twice stopped midway on a signal whose sender its log
+  // could not name then. A sender from outside the case gets it run once
+  // more, said; a wtproxy, or one that left no trace, fails it.
+  const outside = stoppedFromOutside(round.text());
+  if (outside) {
+    t.diagnostic(`the daemon was stopped from outside this case (${outside}); it runs once more`);
+    round = await sixRuns(t);
+  }
+  const { rs, started, log, ls, text } = round;
+  // On failure: the daemon's stop line first (it names its sender), the
+  // run in question, the daemon's log (the only place a daemon that died
+  // says why), then every run's words.
+  const said = (first = '') => `${/^wtproxy: stopping on .*$/m.exec(text())?.[0] ?? ''}\n${first}\n--- ${log}:\n` +
+    `${text().slice(-2000) || '(none)'}\n` +
     rs.map((r) => `--- a run, exit ${r.code ?? r.signal}:\n${r.stderr}`).join('\n');
   for (const r of rs) assert.equal(r.code, 7, said(r.stderr));
   assert.equal(started.length, 1, said());
-  const ls = await cli(tmp, ['ls', '--json']);
   assert.equal(ls.code, 0, said(ls.stderr));
   assert.deepEqual(JSON.parse(ls.stdout), [], said());
 });
