@@ -54,11 +54,12 @@ async function sixRuns(t) {
 }
 
 // The daemon's "stopping on SIGTERM from pid N (CMD)" line when a process
-// that is no wtproxy stopped it (CMD known, not the wtproxy under test):
-// a kill from outside the case, not its result.
+// that is neither a wtproxy nor this file stopped it (CMD known): a kill
+// from outside the case, not its result.
 function stoppedFromOutside(logText) {
-  const m = /^wtproxy: stopping on SIG\w+ from pid \d+ \((.*)\), uid \d+:.*$/m.exec(logText);
-  return m && m[1] !== 'exited already' && !m[1].startsWith(wtproxyBin) ? m[0] : '';
+  const m = /^wtproxy: stopping on SIG\w+ from pid (\d+) \((.*)\), uid \d+:.*$/m.exec(logText);
+  return m && Number(m[1]) !== process.pid && m[2] !== 'exited already' &&
+    !m[2].startsWith(wtproxyBin) ? m[0] : '';
 }
 
 test('concurrent runs with no daemon start exactly one', async (t) => {
