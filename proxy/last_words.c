@@ -34,8 +34,13 @@ static void how_ended(const struct reg_last_words *w, char *out, size_t len)
 static void last_fix(const struct reg_last_words *w, char *fix, size_t len)
 {
     char cure[4 * PATH_MAX];
-    if (!whoami_missing_package(w->lines, w->worktree, cure, sizeof cure) &&
-        !host_dev_lock_holder(w->lines, cure, sizeof cure))
+    if (!w->lines[0]) /* nothing to read here: its log may say more */
+        snprintf(cure, sizeof cure,
+                 "find in its log why it exited: wtproxy logs --front %d, in its worktree; fix "
+                 "that",
+                 w->front);
+    else if (!whoami_missing_package(w->lines, w->worktree, cure, sizeof cure) &&
+             !host_dev_lock_holder(w->lines, cure, sizeof cure))
         snprintf(cure, sizeof cure, "fix the error its last lines above name");
     cure[0] = (char)toupper((unsigned char)cure[0]);
     if (w->daemon_started)

@@ -93,6 +93,16 @@ test('a declared server that exits at start: the 503 quotes its last lines and s
   assert.match(html.body, /<code[^>]*>[^<]*Error: boom: missing config FOO/);
 });
 
+test('a declared server that exits saying nothing: the 503\'s fix sends to its log, not to lines it has not', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, ['start = exit 4', `front = ${px.port}`], ['a']);
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, /its last lines:\n\(it printed nothing\)\nFix: Find in its log why it exited: wtproxy logs --front \d+, in its worktree; fix that, then send the request again/);
+  assert.doesNotMatch(r.body, /error its last lines above name/);
+});
+
 test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes its last lines, status and the rerun', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp);
