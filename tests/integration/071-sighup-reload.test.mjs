@@ -41,8 +41,9 @@ test('SIGHUP switches the backend from the config file', async (t) => {
   fs.writeFileSync(conf, `# test config, reloaded\nbackend = 127.0.0.1:${b.port}\n`);
   proxy.proc.kill('SIGHUP');
   assert.ok(await waitFor(() => /reloaded/.test(proxy.stderr())), `no "reloaded" on stderr:\n${proxy.stderr()}`);
-  // It says who asked: this test's node process, by pid and command.
-  assert.match(proxy.stderr(), new RegExp(`reloaded configuration from \\S+, on SIGHUP from pid ${process.pid} \\(\\S*node\\b.*\\), uid ${process.getuid()}\n`));
+  // It says who asked: this test's node process, by pid and command, and
+  // its parent (node's test runner).
+  assert.match(proxy.stderr(), new RegExp(`reloaded configuration from \\S+, on SIGHUP from pid ${process.pid} \\(\\S*node\\b.*\\), uid ${process.getuid()}, whose parent is pid ${process.ppid} \\(\\S*node\\b.*\\)\n`));
   assert.ok(proxy.proc.exitCode === null && proxy.proc.signalCode === null, `daemon gone after SIGHUP (${proxy.proc.exitCode ?? proxy.proc.signalCode})`);
 
   const r2 = await exchange(proxy.port, 'GET /two HTTP/1.1\r\nHost: x\r\n\r\n');

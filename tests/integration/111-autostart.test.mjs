@@ -37,7 +37,7 @@ test('register with no daemon starts one, says so, and registers', async (t) => 
   process.kill(pid, 'SIGTERM');
   await waitFor(() => !pidAlive(pid), 5000, 'daemon stopped');
   // Its log says who stopped it: a stray kill is found by its sender.
-  assert.match(fs.readFileSync(m[2], 'utf8'), new RegExp(`stopping on SIGTERM from pid ${process.pid} \\(\\S*node\\b.*\\), uid ${process.getuid()}: 0 connection\\(s\\) to finish\n`));
+  assert.match(fs.readFileSync(m[2], 'utf8'), new RegExp(`stopping on SIGTERM from pid ${process.pid} \\(\\S*node\\b.*\\), uid ${process.getuid()}, whose parent is pid ${process.ppid} \\(\\S*node\\b.*\\): 0 connection\\(s\\) to finish\n`));
 });
 
 // Six `wtproxy run` at once in fresh worktrees, no daemon: their results,
@@ -57,7 +57,7 @@ async function sixRuns(t) {
 // that is neither a wtproxy nor this file stopped it (CMD known): a kill
 // from outside the case, not its result.
 function stoppedFromOutside(logText) {
-  const m = /^wtproxy: stopping on SIG\w+ from pid (\d+) \((.*)\), uid \d+:.*$/m.exec(logText);
+  const m = /^wtproxy: stopping on SIG\w+ from pid (\d+) \((.*?)\), uid \d+(?:, whose parent is pid \d+ \(.*\))?: \d+ connection.*$/m.exec(logText);
   return m && Number(m[1]) !== process.pid && m[2] !== 'exited already' &&
     !m[2].startsWith(wtproxyBin) ? m[0] : '';
 }
