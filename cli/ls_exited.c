@@ -133,8 +133,10 @@ void cli_exited_words(json_t *x, char *out, size_t len)
     selector(x, sel, sizeof sel);
     quote_tail(lines ? lines : "", quoted, sizeof quoted);
     start_again(x, wt, sel, again, sizeof again);
-    if (!whoami_missing_package(lines ? lines : "", wt, fix, sizeof fix) &&
-        !host_dev_lock_holder(lines, fix, sizeof fix))
+    if (!lines || !lines[strspn(lines, "\n")]) /* nothing quoted: the log may say more */
+        snprintf(fix, sizeof fix, "find in it why it exited and fix that");
+    else if (!whoami_missing_package(lines, wt, fix, sizeof fix) &&
+             !host_dev_lock_holder(lines, fix, sizeof fix))
         snprintf(fix, sizeof fix, "fix the error they name");
     snprintf(out, len,
              "%s (front %lld): its server %s (%s); its last lines:\n%s\n"

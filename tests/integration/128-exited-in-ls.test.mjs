@@ -108,6 +108,16 @@ test('a hand-run server that threw at import: ls, the MCP servers tool and the d
   assert.ok((await apiBackends(px.port)).every((r) => !r.exited), 'no exited row');
 });
 
+test('a hand-run server that exited saying nothing: ls sends to its whole log, not to an error it did not print', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', 'sh', '-c', 'exit 4'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 4, run.stderr);
+  const ls = await cli(tmp, ['ls'], { cwd: tmp.wt.a });
+  assert.match(ls.stdout, /its last lines:\n {2}\| \(it printed nothing\)\nthe whole log: wtproxy logs \S+ --front \d+; find in it why it exited and fix that, then start it again: cd /, ls.stdout);
+  assert.doesNotMatch(ls.stdout, /fix the error they name/, ls.stdout);
+});
+
 test('a .wtproxy server that exited at start: ls names wtproxy restart, which starts it again', async (t) => {
   const tmp0 = makeWorktrees(t, []);
   const px = await startDaemon(t, tmp0);
