@@ -62,7 +62,8 @@ test('no service for this front: not "started without --front?", and the Fix nam
   const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${web}`, '--listen', `127.0.0.1:${api}`],
     { listeners: 2 });
   declare(tmp.wt.a, `[service web]\nstart = ${node} ${wtServer} {port}\nfront = ${web}\nidle_stop = 0\n`);
-  assert.equal((await curlFrom(tmp.wt.a, web)).status, 200, 'web started from the .wtproxy');
+  const first = await curlFrom(tmp.wt.a, web);
+  assert.equal(first.status, 200, `web started from the .wtproxy:\n${first.body}\n${px.stderr()}`);
   const r = await curlFrom(tmp.wt.a, api);
   assert.equal(r.status, 503, r.body);
   assert.doesNotMatch(r.body, /was it started without --front/, r.body);
