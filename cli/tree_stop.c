@@ -42,10 +42,15 @@ void cli_tree_adopt(void)
 }
 
 /* Append to tree (which holds *n of max) the children of every thread of
- * pid (/proc/PID/task/TID/children, a kernel list of pids); when sid is
- * not 0, only those in session sid. */
-static void add_children(pid_t pid, pid_t sid, pid_t *tree, size_t *n, size_t max)
+ * pid (/proc/PID/task/TID/children, a kernel list of pids); when
+ * own_session, only those in the caller's session. Session 0 is a session
+ * like any other: in a container (a pid namespace whose session leader is
+ * outside it) every process's is 0, and when 0 meant "any session" there,
+ * a wrapper stopped the daemon it had autostarted (in a session of its
+ * own) along with its server. */
+static void add_children(pid_t pid, int own_session, pid_t *tree, size_t *n, size_t max)
 {
+    pid_t sid = getsid(0);
     char path[96];
     snprintf(path, sizeof path, "%s/%d/task", host_proc_dir, (int)pid);
     DIR *d = opendir(path);
@@ -58,7 +63,7 @@ static void add_children(pid_t pid, pid_t sid, pid_t *tree, size_t *n, size_t ma
         FILE *f = fopen(file, "r");
         int child;
         while (f && *n < max && fscanf(f, "%d", &child) == 1)
-            if (!sid || getsid((pid_t)child) == sid)
+            if (!own_session || getsid((pid_t)child) == sid)
                 tree[(*n)++] = (pid_t)child;
         if (f)
             fclose(f);
@@ -76,7 +81,7 @@ static void add_children(pid_t pid, pid_t sid, pid_t *tree, size_t *n, size_t ma
 size_t cli_tree_descendants(pid_t self, pid_t *tree, size_t max)
 {
     size_t n = 0;
-    add_children(self, getsid(0), tree, &n, max);
+    add_children(self, 1, tree, &n, max);
     for (size_t i = 0; i < n; i++)
         add_children(tree[i], 0, tree, &n, max);
     return n;

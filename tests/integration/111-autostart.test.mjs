@@ -9,8 +9,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
-import { makeWorktrees, cli, lsJson, pidAlive, sanitizerClean, waitFor, autostartEnv, wtServer, startRun, curlFrom, control } from './lib/registry.mjs';
+import { makeWorktrees, cli, cliEnv, lsJson, pidAlive, sanitizerClean, waitFor, autostartEnv, wtServer, startRun, curlFrom, control } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
+import { runToExit } from './lib/conformance.mjs';
 
 test('register with no daemon starts one, says so, and registers', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -40,49 +41,63 @@ test('register with no daemon starts one, says so, and registers', async (t) => 
   assert.match(fs.readFileSync(m[2], 'utf8'), new RegExp(`stopping on SIGTERM from pid ${process.pid} \\(\\S*node\\b.*\\), uid ${process.getuid()}, whose parent is pid ${process.ppid} \\(\\S*node\\b.*\\): 0 connection\\(s\\) to finish\n`));
 });
 
-// Six `wtproxy run` at once in fresh worktrees, no daemon: their results,
-// the pids they say they started, the daemon's log, and then `ls`.
-async function sixRuns(t) {
+test('concurrent runs with no daemon start exactly one', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd', 'e', 'f']);
   const env = autostartEnv(t, tmp);
   const rs = await Promise.all(Object.values(tmp.wt).map((cwd) =>
     cli(tmp, ['run', '--', 'sh', '-c', 'exit 7'], { cwd, env })));
   const started = rs.flatMap((r) => [...r.stderr.matchAll(/started the daemon \(pid (\d+)\)/g)].map((m) => Number(m[1])));
-  const log = path.join(tmp.root, 'state', 'wtproxy', 'daemon.log');
-  const ls = await cli(tmp, ['ls', '--json']);
-  return { rs, started, log, ls, text: () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '') };
-}
-
-// The daemon's "stopping on SIGTERM from pid N (CMD)" line when a process
-// that is neither a wtproxy nor this file stopped it (CMD known): a kill
-// from outside the case, not its result.
-function stoppedFromOutside(logText) {
-  const m = /^wtproxy: stopping on SIG\w+ from pid (\d+) \((.*?)\), uid \d+(?:, whose parent is pid \d+ \(.*\))?: \d+ connection.*$/m.exec(logText);
-  return m && Number(m[1]) !== process.pid && m[2] !== 'exited already' &&
-    !m[2].startsWith(wtproxyBin) ? m[0] : '';
-}
-
-test('concurrent runs with no daemon start exactly one', async (t) => {
-  let round = await sixRuns(t);
-  // In CI the daemon twice stopped midway on a signal whose sender its log
-  // could not name then. A sender from outside the case gets it run once
-  // more, said; a wtproxy, or one that left no trace, fails it.
-  const outside = stoppedFromOutside(round.text());
-  if (outside) {
-    t.diagnostic(`the daemon was stopped from outside this case (${outside}); it runs once more`);
-    round = await sixRuns(t);
-  }
-  const { rs, started, log, ls, text } = round;
   // On failure: the daemon's stop line first (it names its sender), the
   // run in question, the daemon's log (the only place a daemon that died
   // says why), then every run's words.
+  const log = path.join(tmp.root, 'state', 'wtproxy', 'daemon.log');
+  const text = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '');
   const said = (first = '') => `${/^wtproxy: stopping on .*$/m.exec(text())?.[0] ?? ''}\n${first}\n--- ${log}:\n` +
     `${text().slice(-2000) || '(none)'}\n` +
     rs.map((r) => `--- a run, exit ${r.code ?? r.signal}:\n${r.stderr}`).join('\n');
   for (const r of rs) assert.equal(r.code, 7, said(r.stderr));
   assert.equal(started.length, 1, said());
+  const ls = await cli(tmp, ['ls', '--json']);
   assert.equal(ls.code, 0, said(ls.stderr));
   assert.deepEqual(JSON.parse(ls.stdout), [], said());
+});
+
+// In a container every process's session is 0 (its session leader is
+// outside the pid namespace). The wrapper stops what its command left
+// behind, sparing its own children in another session (the daemon it
+// autostarted); session 0 was taken for "any session" there, and the
+// wrapper that started the daemon stopped it when its command exited:
+// the other runs could not unregister (CI twice, its runner in session 0).
+// Here in a new pid namespace, as root (unshare); each run's exit code and
+// words, then `ls`, from inside (the namespace's processes end with it).
+test('in a container (session 0), the run that autostarted the daemon leaves it running when its command exits', async (t) => {
+  const probe = await runToExit('unshare', ['--pid', '--fork', '--mount-proc', 'true']);
+  if (probe.code !== 0) {
+    t.skip(`no pid namespace here (unshare: ${probe.stderr.trim()})`);
+    return;
+  }
+  const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd', 'e', 'f']);
+  const env = autostartEnv(t, tmp);
+  const script = [
+    'ps -o sid= -p $$ > sid',
+    ...Object.entries(tmp.wt).map(([k, wt]) =>
+      `(cd ${wt} && "$WTP" run -- sh -c 'exit 7' 2>"$OUT/${k}.err"; echo $? > "$OUT/${k}.code") &`),
+    'wait',
+    '"$WTP" ls --json > ls.json 2> ls.err; echo $? > ls.code',
+  ].join('\n');
+  const r = await runToExit('unshare', ['--pid', '--fork', '--mount-proc', 'sh', '-c', script],
+    { cwd: tmp.root, env: { ...cliEnv(tmp, env), WTP: wtproxyBin, OUT: tmp.root }, ms: 30000 });
+  assert.equal(r.code, 0, r.stderr);
+  const read = (f) => fs.readFileSync(path.join(tmp.root, f), 'utf8');
+  assert.equal(read('sid').trim(), '0', 'the runs are in session 0');
+  const log = path.join(tmp.root, 'state', 'wtproxy', 'daemon.log');
+  const said = () => `${fs.existsSync(log) ? fs.readFileSync(log, 'utf8').slice(-2000) : '(no log)'}\n` +
+    Object.keys(tmp.wt).map((k) => `--- ${k}: exit ${read(`${k}.code`).trim()}\n${read(`${k}.err`)}`).join('\n');
+  assert.doesNotMatch(said(), /stopping on|could not unregister/, said());
+  for (const k of Object.keys(tmp.wt)) assert.equal(read(`${k}.code`).trim(), '7', said());
+  assert.equal(Object.keys(tmp.wt).filter((k) => /started the daemon/.test(read(`${k}.err`))).length, 1, said());
+  assert.equal(read('ls.code').trim(), '0', read('ls.err'));
+  assert.deepEqual(JSON.parse(read('ls.json')), [], said());
 });
 
 test('a daemon that cannot start: its log is shown, exit 1', async (t) => {
