@@ -138,9 +138,10 @@ void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b);
 
 /* last_words.c: append to the refusal d (len bytes in all) what the
  * server of (front, worktree) that exited lately said last, as its
- * wrapper told it: its exit status (with_status 1), its last lines and
- * the one command that fixes it. Returns 1 when it appended, 0 when no
- * such words are kept (a wrapper killed with SIGKILL tells none). */
+ * wrapper told it: its exit status (with_status 1) and its last lines;
+ * and write into fix the one command that fixes it, the page's Fix line.
+ * Returns 1 when it did, 0 when no such words are kept (a wrapper killed
+ * with SIGKILL tells none). */
 int conn_last_words(struct proxy_server *s, int front, const char *worktree, int with_status,
                     char *d, size_t len, char *fix, size_t fixlen);
 #define CONN_FIX_MAX (6 * PATH_MAX) /* a fix conn_last_words writes */
