@@ -78,6 +78,15 @@ static pid_t restart(struct cli_run *r, pid_t pid)
     return stop_asked ? 0 : cli_run_start_cmd(r, ask_stop);
 }
 
+/* CMD's port was taken before it bound it and r moved to another
+ * (run_taken.c): stop what is left of CMD and start it there. Returns the
+ * new pid, 0 when a stop was asked meanwhile, or -1. */
+static pid_t start_moved(struct cli_run *r, pid_t pid)
+{
+    cli_stop_tree(pid, WTP_RESTART_STOP_MS, NULL);
+    return stop_asked ? 0 : cli_run_start_cmd(r, ask_stop);
+}
+
 /* How often the wrapper looks whether its worktree was removed. */
 #define RUN_GONE_LOOK_MS 1000
 
@@ -167,13 +176,18 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
          * Orphans the wrapper adopted are reaped here too. */
         pid_t w = cli_tree_reap(pid, &status);
         if (w == pid) {
-            /* by itself, not interrupted: its last words go to the daemon */
-            r->exited = !cli_run_cmd_interrupted();
-            r->exit_status = status;
             /* What it left behind ends with it (a helper it put in the
              * background, a server whose npm died): unregistered, it ran
              * on, holding its port against the next start. */
             cli_stop_tree(pid, WTP_RESTART_STOP_MS, NULL);
+            if (!ready && !stop_asked && !cli_run_cmd_interrupted() && cli_run_taken(r, 1)) {
+                if ((pid = start_moved(r, pid)) <= 0)
+                    return pid < 0 ? 1 : 128 + SIGTERM;
+                continue;
+            }
+            /* by itself, not interrupted: its last words go to the daemon */
+            r->exited = !cli_run_cmd_interrupted();
+            r->exit_status = status;
             break;
         }
         if (w < 0) {
@@ -182,6 +196,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
         }
         if (!ready && is_ready(r, self, &said, d, ++polls)) {
             ready = 1;
+            r->moves = 0;
             cli_run_mark_ready(r, 0);
         } else if (r->untold && ++polls % retry == 0) {
             /* The daemon died meanwhile: the one started next reloads the
@@ -192,8 +207,8 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             /* a failed start it lives on after, or a ready one an edit broke */
             if (cli_run_fail_poll(r, ready))
                 ready = 0; /* it says ready again once it listens */
-            else if (!ready)
-                cli_run_port_poll(r); /* one that listens on another port */
+            else if (!ready && cli_run_port_poll(r) == 2 && (pid = start_moved(r, pid)) <= 0)
+                return pid < 0 ? 1 : 128 + SIGTERM; /* it went elsewhere, its port taken */
             nanosleep(&tick, NULL);
         }
     }

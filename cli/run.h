@@ -37,6 +37,8 @@ struct cli_run {
     const char *health;  /* --health /PATH: what must answer 2xx/3xx, or NULL */
     char worktree[PATH_MAX];
     char **argv;        /* CMD ARGS with {port} substituted, NULL-terminated */
+    char **args;        /* CMD ARGS as given ({port} in them), nargs of them */
+    int nargs;
     char command[1024]; /* argv joined, for people */
     char rerun[1024];   /* this `wtproxy run` line, {port} as given: what starts it again */
     struct cli_run_log log;
@@ -50,6 +52,7 @@ struct cli_run {
     const char *failed_reloader;
     enum reg_failed_when failed_when;
     struct cli_run_port wrong_port;
+    int moves;  /* starts on another port since it was last ready (run_taken.c) */
     int exited; /* CMD ended by itself (not stopped): exit_status is its wait status */
     int exit_status;
 };
@@ -140,6 +143,21 @@ int cli_run_fail_poll(struct cli_run *r, int ready);
  * the relay is done. */
 void cli_run_fail_last(struct cli_run_fail *f, char *out, size_t len);
 
+/* Reserve another port and move the daemon's entry there, starting:
+ * r->port, r->argv and r->command become the new port's (run_taken.c).
+ * Returns 0, or -1 with err (the daemon did not answer, or has no port
+ * left). */
+int cli_run_move(struct cli_run *r, char *err, size_t errlen);
+
+/* --- run_taken.c --- */
+
+/* CMD, not ready, exited (exited 1) or listens elsewhere only: when
+ * another process listens on its port, which was taken between the
+ * daemon's reservation and CMD's bind, say so and move r to another port
+ * (cli_run_move), a few times at most between two readies. Returns 1 when
+ * CMD is to start again, on r->port; 0 otherwise, said nothing. */
+int cli_run_taken(struct cli_run *r, int exited);
+
 /* --- run_orphan.c --- */
 
 /* What the register's conflict holder is to this run (cli_run_orphan). */
@@ -165,7 +183,8 @@ int cli_run_follow(const struct cli_run *r);
 /* While CMD is not ready: whether its process tree listens on another
  * port, for long enough, and not on its own; then said, and told to the
  * daemon as a failed start ("when": "port"), once per start. Returns 1
- * when it told. */
+ * when it told; 2 when another process had taken its port and r moved
+ * (cli_run_taken): CMD is to start again, on r->port. */
 int cli_run_port_poll(struct cli_run *r);
 
 /* Forget what was seen: CMD starts again. */

@@ -63,6 +63,8 @@ static char *substitute(const char *s, int port)
 
 int cli_run_build_argv(struct cli_run *r, int argc, char **argv)
 {
+    r->args = argv; /* as given: built again for another port (run_taken.c) */
+    r->nargs = argc;
     r->argv = calloc((size_t)argc + 1, sizeof *r->argv);
     size_t used = 0;
     for (int i = 0; r->argv && i < argc; i++) {
@@ -137,6 +139,7 @@ void cli_run_free_argv(struct cli_run *r)
     for (size_t i = 0; r->argv && r->argv[i]; i++)
         free(r->argv[i]);
     free(r->argv);
+    r->argv = NULL;
 }
 
 /* In the forked child: become CMD. Never returns. */

@@ -14,7 +14,8 @@
  * 503 with the fix at once. SURE_MS spares a server that opens another
  * port first (a debugger's, an HMR socket) and its own a moment later;
  * one that listens on its own port after all is marked ready, which
- * clears the failure. The wrapper is a command line, not the daemon's
+ * clears the failure. One that went elsewhere because another program
+ * took its port first is started again on another (run_taken.c). The wrapper is a command line, not the daemon's
  * loop: a few /proc reads a second are its to make. */
 #include "run.h"
 
@@ -97,8 +98,12 @@ int cli_run_port_poll(struct cli_run *r)
     }
     if (!p->since_ms)
         p->since_ms = now;
-    if (now - p->since_ms < SURE_MS || cli_port_listened(r->port))
+    if (now - p->since_ms < SURE_MS)
         return 0;
+    /* its own port held: by its tree (answering --health), or by another
+     * program that took it before CMD could (Vite then moves on) */
+    if (cli_port_listened(r->port))
+        return cli_run_taken(r, 0) ? 2 : 0;
     p->told = 1;
     tell(r, other, holder);
     return 1;

@@ -150,6 +150,41 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
     return rc;
 }
 
+/* r->port, r->argv and r->command for port. Returns 0 or -1 (no memory). */
+static int build_argv_for(struct cli_run *r, int port)
+{
+    r->port = port;
+    cli_run_free_argv(r);
+    return cli_run_build_argv(r, r->nargs, r->args);
+}
+
+int cli_run_move(struct cli_run *r, char *err, size_t errlen)
+{
+    json_t *reply;
+    int old = r->port;
+    int rc = ask(json_pack("{s:s, s:i}", "op", "reserve", "front", r->front), 0, &reply, err,
+                 errlen);
+    int port = rc == 0 ? (int)json_integer_value(json_object_get(reply, "port")) : 0;
+    if (rc > 0)
+        snprintf(err, errlen, "%s", json_string_value(json_object_get(reply, "message")));
+    json_decref(reply);
+    if (rc != 0)
+        return -1;
+    if (port <= 0 || port > 65535 || build_argv_for(r, port) < 0) {
+        snprintf(err, errlen, "the daemon reserved no usable port, or out of memory");
+        return -1;
+    }
+    rc = ask(json_pack("{s:s, s:i, s:s, s:i, s:s}", "op", "restarting", "front", r->front,
+                       "worktree", r->worktree, "port", port, "command", r->command),
+             0, &reply, err, errlen);
+    if (rc > 0)
+        snprintf(err, errlen, "%s", json_string_value(json_object_get(reply, "message")));
+    json_decref(reply);
+    if (rc != 0 && build_argv_for(r, old) < 0) /* CMD may live on, on its own port */
+        return -1;
+    return rc == 0 ? 0 : -1;
+}
+
 void cli_run_mark_ready(struct cli_run *r, int again)
 {
     char err[PATH_MAX + 256];

@@ -1,8 +1,10 @@
 /* reg_backend.c - the backend model: parse, resolve once, count, refcount. */
 #include "registry.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,19 @@ struct reg_backend *reg_backend_new(const char *hostport, char *err, size_t errl
     b->start_load_pct = -1;
     freeaddrinfo(res);
     return b;
+}
+
+void reg_backend_set_port(struct reg_backend *b, int port)
+{
+    char host[256];
+    int old;
+    if (reg_split_hostport(b->name, host, sizeof host, &old) == 0)
+        snprintf(b->name, sizeof b->name, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    if (b->addr.ss_family == AF_INET)
+        ((struct sockaddr_in *)&b->addr)->sin_port = htons((uint16_t)port);
+    else if (b->addr.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&b->addr)->sin6_port = htons((uint16_t)port);
+    b->port = port;
 }
 
 struct reg_backend *reg_backend_ref(struct reg_backend *b)

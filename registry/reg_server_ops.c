@@ -182,6 +182,31 @@ static json_t *op_list(struct reg_server *rs, struct reg_peer *peer, uid_t uid)
  * than at start_timeout. Only while it starts: a server that listens
  * serves, whatever it printed. Saved with the entry, so that a daemon
  * started after this one died knows it too. */
+/* restarting with "port" (and its "command"): the wrapper starts its
+ * server again on a port it reserved since, the one it had having been
+ * taken by another program before the server bound it (cli/run_taken.c).
+ * The entry moves, so that the requests waiting for it go there. NULL, or
+ * the refusal. */
+static json_t *move_entry(struct reg_server *rs, struct reg_backend *b, json_t *req)
+{
+    json_int_t port = 0;
+    const char *command = NULL;
+    if (json_unpack(req, "{s?I, s?s}", "port", &port, "command", &command) < 0 || port < 0 ||
+        port > 65535)
+        return reg_fail("bad-request", "restarting: \"port\" is a port (1-65535), \"command\" "
+                                       "the command line that listens there");
+    if (port == 0 || port == b->port)
+        return NULL;
+    fprintf(stderr, "wtproxy: %s (front :%d) moves from port %d to %d: its server starts again "
+                    "there, its port having been taken\n",
+            b->worktree, b->front, b->port, (int)port);
+    reg_server_unreserve(rs, (int)port);
+    reg_backend_set_port(b, (int)port);
+    if (command)
+        snprintf(b->command, sizeof b->command, "%s", command);
+    return NULL;
+}
+
 static json_t *op_start_failed(struct reg_server *rs, struct reg_backend *b, json_t *req)
 {
     char err[256];
@@ -244,6 +269,8 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
     if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
         strcmp(op, "unregister") == 0) {
         if ((err = find_owned(rs, uid, req, &b)))
+            return err;
+        if (strcmp(op, "restarting") == 0 && (err = move_entry(rs, b, req)))
             return err;
         if (strcmp(op, "unregister") != 0) {
             /* restarting: requests wait for it again, as for a new server,

@@ -106,6 +106,11 @@ struct reg_backend *reg_backend_new(const char *hostport, char *err, size_t errl
 
 struct reg_backend *reg_backend_ref(struct reg_backend *b);
 
+/* Move b to port on the same host: its name, address and port. For a
+ * server started again on another port than the one it was registered
+ * with (its own was taken before it bound it). */
+void reg_backend_set_port(struct reg_backend *b, int port);
+
 /* Whether name is a valid service name (REG_SERVICE_MAX); if not, err
  * says why, naming it. */
 int reg_service_name_ok(const char *name, char *err, size_t errlen);
