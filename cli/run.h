@@ -36,8 +36,8 @@ struct cli_run {
     const char *service; /* --service, or NULL */
     const char *health;  /* --health /PATH: what must answer 2xx/3xx, or NULL */
     char worktree[PATH_MAX];
-    char **argv;        /* CMD ARGS with {port} substituted, NULL-terminated */
-    char **args;        /* CMD ARGS as given ({port} in them), nargs of them */
+    char **argv; /* CMD ARGS with {port} substituted, NULL-terminated */
+    char **args; /* CMD ARGS as given ({port} in them), nargs of them */
     int nargs;
     char command[1024]; /* argv joined, for people */
     char rerun[1024];   /* this `wtproxy run` line, {port} as given: what starts it again */

@@ -162,8 +162,8 @@ int cli_run_move(struct cli_run *r, char *err, size_t errlen)
 {
     json_t *reply;
     int old = r->port;
-    int rc = ask(json_pack("{s:s, s:i}", "op", "reserve", "front", r->front), 0, &reply, err,
-                 errlen);
+    int rc =
+        ask(json_pack("{s:s, s:i}", "op", "reserve", "front", r->front), 0, &reply, err, errlen);
     int port = rc == 0 ? (int)json_integer_value(json_object_get(reply, "port")) : 0;
     if (rc > 0)
         snprintf(err, errlen, "%s", json_string_value(json_object_get(reply, "message")));

@@ -40,8 +40,7 @@ static void say(struct cli_run *r, int old, const struct host_port_owner *o)
 {
     char line[PATH_MAX + 1024], who[600] = "a process this user cannot see";
     if (o->pid > 0)
-        snprintf(who, sizeof who, "pid %d (%.500s)", (int)o->pid,
-                 o->cmdline[0] ? o->cmdline : "?");
+        snprintf(who, sizeof who, "pid %d (%.500s)", (int)o->pid, o->cmdline[0] ? o->cmdline : "?");
     snprintf(line, sizeof line,
              "wtproxy: port %d, which wtproxy gave %s's server, was taken by %s before the "
              "server bound it: starting it again on port %d",

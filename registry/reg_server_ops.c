@@ -197,8 +197,9 @@ static json_t *move_entry(struct reg_server *rs, struct reg_backend *b, json_t *
                                        "the command line that listens there");
     if (port == 0 || port == b->port)
         return NULL;
-    fprintf(stderr, "wtproxy: %s (front :%d) moves from port %d to %d: its server starts again "
-                    "there, its port having been taken\n",
+    fprintf(stderr,
+            "wtproxy: %s (front :%d) moves from port %d to %d: its server starts again "
+            "there, its port having been taken\n",
             b->worktree, b->front, b->port, (int)port);
     reg_server_unreserve(rs, (int)port);
     reg_backend_set_port(b, (int)port);
