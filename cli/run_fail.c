@@ -14,9 +14,9 @@
  * file changes with StatReloader", "Performing system checks...", and
  * warnings before it listens, never the markers below, which only the
  * reloaders print once the server died. So: a marker since this start,
- * then QUIET_MS without output (the traceback is written in full), is a
- * failed start; output after it (the reloader saw a change: "X changed,
- * reloading.", "Restarting 'server.js'") is a new start.
+ * then QUIET_MS without output (the traceback is written in full; longer
+ * while it stops at a frame), is a failed start; output after it (the reloader saw a change: "X
+ * changed, reloading.", "Restarting 'server.js'") is a new start.
  *
  * The same markers after the server was ready are an edit that broke it:
  * the reloader restarted its server, which failed the same way (measured:
@@ -39,8 +39,9 @@
 #include "packages.h"
 #include "registry.h"
 
-#define QUIET_MS 300  /* a traceback's lines come in one burst */
-#define TELL_LINES 16 /* the end of a traceback: the error, its file and line */
+#define QUIET_MS 300      /* a traceback's lines come in one burst */
+#define QUIET_MAX_MS 5000 /* ... unless it stops at a frame: then this long at most */
+#define TELL_LINES 16     /* the end of a traceback: the error, its file and line */
 
 /* What a reloader prints when its server died and it waits for a change. */
 static const struct {
@@ -117,6 +118,25 @@ static int is_frame(const char *s, size_t n)
     return i > 0 && n - i >= 3 && memcmp(s + i, "at ", 3) == 0;
 }
 
+/* Whether the output so far ends inside a traceback: its last line is
+ * indented (a frame, "  File ...", or its code) or is Python's
+ * "Traceback (most recent call last):". A traceback ends with an
+ * unindented line, the error. Measured in CI: under load Django paused
+ * over QUIET_MS between two frames; the failure was told without its
+ * error line, and the rest of the traceback then read as a new start.
+ * The lock is held. */
+static int mid_traceback(const struct cli_run_fail *f)
+{
+    size_t end = f->len, at;
+    while (end > 0 && (f->tail[end - 1] == '\n' || f->tail[end - 1] == '\r'))
+        end--;
+    for (at = end; at > 0 && f->tail[at - 1] != '\n'; at--)
+        ;
+    static const char head[] = "Traceback (most recent call last):";
+    return end > at && (f->tail[at] == ' ' || f->tail[at] == '\t' ||
+                        (end - at == sizeof head - 1 && memcmp(f->tail + at, head, end - at) == 0));
+}
+
 /* The tail's last TELL_LINES lines, stack frames not counted, at most
  * len - 1 bytes, without the final line break. The lock is held. */
 static void last_lines(const struct cli_run_fail *f, char *out, size_t len)
@@ -178,8 +198,9 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
         f->since = f->told;
         f->told = 0;
     }
-    if (!f->told && f->marker >= 0 && f->marker_seq > f->since &&
-        host_mono_ms() - f->last_ms >= QUIET_MS) {
+    long long quiet = host_mono_ms() - f->last_ms;
+    if (!f->told && f->marker >= 0 && f->marker_seq > f->since && quiet >= QUIET_MS &&
+        (quiet >= QUIET_MAX_MS || !mid_traceback(f))) {
         last_lines(f, lines, sizeof lines);
         reloader = markers[f->marker].reloader;
     }

@@ -189,6 +189,11 @@ void cli_run_mark_ready(struct cli_run *r, int again)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
+    /* First: once told, the daemon serves it, and a reader of its log
+     * (tests, agents) must find the line there by the first response. */
+    if (!again)
+        fprintf(stderr, "wtproxy: %s is ready on 127.0.0.1:%d (front :%d)\n",
+                cli_run_folder(r->worktree), r->port, r->front);
     int rc = ask_entry(r, "ready", &reply, err, sizeof err);
     if (rc < 0 && !again)
         fprintf(stderr, "wtproxy: warning: could not mark %s ready: %s; asking again every %d s\n",
@@ -200,9 +205,6 @@ void cli_run_mark_ready(struct cli_run *r, int again)
         fprintf(stderr, "wtproxy: the daemon answers again: %s is marked ready\n",
                 cli_run_folder(r->worktree));
     json_decref(reply);
-    if (!again)
-        fprintf(stderr, "wtproxy: %s is ready on 127.0.0.1:%d (front :%d)\n",
-                cli_run_folder(r->worktree), r->port, r->front);
     r->untold = rc < 0 ? CLI_RUN_UNTOLD_READY : CLI_RUN_TOLD;
 }
 

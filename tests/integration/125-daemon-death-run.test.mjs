@@ -148,8 +148,9 @@ test('a stale server that outlived its daemon: the next run stops it and serves 
 test('a server still starting when its daemon died: its wrapper tells the next daemon, and it is reused', async (t) => {
   const { tmp, front, env, first, daemon } = await setup(t, { serverArgs: ['--delay', '3000'], ready: false });
   await killDaemon(tmp, daemon);
-  await first.ready; // it listens with no daemon to tell
-  assert.match(first.stderr(), /could not mark \S+ ready: .*asking again every 1 s/);
+  await first.ready; // it listens with no daemon to tell (said first, then the tell)
+  await waitFor(() => /could not mark \S+ ready: .*asking again every 1 s/.test(first.stderr()), 5000,
+    `the wrapper says the daemon did not hear it:\n${first.stderr()}`);
 
   const second = startRun(t, tmp, { cwd: tmp.wt.a, front, env, detached: true });
   await reuses(tmp, second);

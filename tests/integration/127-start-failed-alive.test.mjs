@@ -197,6 +197,36 @@ test('`wtproxy run -- node --watch` whose script throws at start: the 503 at onc
   assert.match(run.stderr(), /wt-c's server is starting again after its failed start/);
 });
 
+// Under load Django's traceback can pause between two frames for longer
+// than the 300 ms of quiet that ends it (seen in CI: the 503 quoted a
+// traceback cut at a frame, and the rest of it read as a new start). This
+// server prints Django's lines in two bursts 1 s apart, the first ending
+// at a frame, and lives on without listening, as its autoreloader does.
+test('a Django traceback that pauses at a frame: told once it ends, with its error line, never as a new start', async (t) => {
+  const tmp = makeWorktrees(t, ['s']);
+  const px = await startDaemon(t, tmp);
+  const first = ['Watching for file changes with StatReloader', 'Performing system checks...', '',
+    'Exception in thread django-main-thread:', 'Traceback (most recent call last):',
+    '  File "/usr/lib/python3.11/threading.py", line 1038, in _bootstrap_inner', '    self.run()'];
+  const rest = ['  File "/src/shop/urls.py", line 3', "    path('hello/', hello", '        ^',
+    "SyntaxError: '(' was never closed"];
+  const script = `console.error(${JSON.stringify(first.join('\n'))});
+setTimeout(() => console.error(${JSON.stringify(rest.join('\n'))}), 1000);
+setInterval(() => {}, 1000);`;
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.s, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '-e', script, '{port}'],
+  });
+  await waitFor(async () => (await lsJson(tmp)).length === 1, 10000, 'the run registered');
+  const r = await curlFrom(tmp.wt.s, px.port, '/', { timeout: 20000 });
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
+  assert.match(r.body, /line 3\n.*path\('hello\/', hello\n.*\^\nSyntaxError: '\(' was never closed/, 'the traceback whole, its error line last');
+  await new Promise((res) => setTimeout(res, 800));
+  assert.equal((run.stderr().match(/failed at start and lives on/g) || []).length, 1, run.stderr());
+  assert.doesNotMatch(run.stderr(), /is starting again after its failed start/);
+});
+
 // The agent's usual case: the server was ready and serving, then an edit
 // broke it. Django's autoreloader restarts its server, which fails the same
 // way and lives on without listening. Requests were retried for
