@@ -15,8 +15,9 @@
  * port first (a debugger's, an HMR socket) and its own a moment later;
  * one that listens on its own port after all is marked ready, which
  * clears the failure. One that went elsewhere because another program
- * took its port first is started again on another (run_taken.c). The wrapper is a command line, not
- * the daemon's loop: a few /proc reads a second are its to make. */
+ * took its port first is started again on another (run_taken.c). The
+ * wrapper is a command line, not the daemon's loop: a few /proc reads a
+ * second are its to make. */
 #include "run.h"
 
 #include <stdio.h>
