@@ -15,8 +15,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import {
-  makeWorktrees, startDaemon, startRun, getWorktree, lsJson, waitFor, pidAlive,
+  makeWorktrees, startDaemon, startRun, getWorktree, lsJson, waitFor, pidAlive, curlFrom,
 } from './lib/registry.mjs';
+import { python, pythonPath, writeDjangoProject } from './lib/whoami.mjs';
 
 // A node:http server given {port}, a file it appends "PID PORT" to at each
 // start, and a file it waits for before it binds (so that the test can
@@ -102,4 +103,31 @@ test('a server that fails on a port other than its own is not moved: it exits wi
   assert.match(run.stderr(), /EADDRINUSE/);
   assert.doesNotMatch(run.stderr(), /was taken by/);
   assert.doesNotMatch(px.stderr(), /moves from port/);
+});
+
+// The case CI saw, with Django's runserver and its autoreloader as people
+// run it. Its settings take a second to import, so that the test takes
+// the port (read from ls, where the entry is before the server starts)
+// before Django binds it.
+test("Django's runserver whose port was taken: 'That port is already in use', then started again on another and served", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const env = { PYTHONPATH: pythonPath };
+  const px = await startDaemon(t, tmp, [], { env });
+  writeDjangoProject(tmp.wt.a);
+  fs.appendFileSync(path.join(tmp.wt.a, 'site_cfg/settings.py'), 'import time\ntime.sleep(1)\n');
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.a, front: px.port, env, detached: true, stopSignal: 'SIGTERM', readyMs: 40000,
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'],
+  });
+  const taken = await waitFor(async () => (await lsJson(tmp))[0]?.port, 10000, 'the run registered');
+  const taker = net.createServer((s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\ntaker'));
+  await new Promise((res, rej) => taker.once('error', rej).listen(taken, '127.0.0.1', res));
+  t.after(() => taker.close());
+  const port = await run.ready;
+  assert.notEqual(port, taken);
+  assert.match(run.stderr(), /Error: That port is already in use\./);
+  assert.match(run.stderr(), new RegExp(`port ${taken}, which wtproxy gave wt-a's server, was taken by pid ${process.pid} \\([^)]*\\) before the server bound it: starting it again on port ${port}`));
+  const r = await curlFrom(tmp.wt.a, px.port, '/hello/');
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.body, 'hello v1');
 });
