@@ -13,6 +13,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import {
   makeWorktrees, startDaemon, startRun, getWorktree, lsJson, waitFor, pidAlive, curlFrom,
@@ -37,8 +38,9 @@ const bind = () => fs.existsSync(go) ? srv.listen(Number(port), '127.0.0.1', () 
 bind();`;
 
 // Start `wtproxy run` of that server in worktree a; once it started, take
-// its port (a listener answering "taker"), then let it bind.
-async function raceForPort(t, onBusy) {
+// its port (take: a listener answering "taker" by default), then let it
+// bind.
+async function raceForPort(t, onBusy, take = listenOn) {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp, ['--trust-registry']);
   const starts = path.join(tmp.root, 'starts.txt');
@@ -49,21 +51,34 @@ async function raceForPort(t, onBusy) {
   });
   const first = await waitFor(() => fs.existsSync(starts) && fs.readFileSync(starts, 'utf8').split(/\s+/), 10000, 'the server started');
   const taken = Number(first[1]);
-  const taker = net.createServer((s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\ntaker'));
-  await new Promise((res, rej) => taker.once('error', rej).listen(taken, '127.0.0.1', res));
-  t.after(() => taker.close());
+  await take(t, taken);
   const request = getWorktree(px.port, tmp.wt.a); // waits for the server, meanwhile
   fs.writeFileSync(go, '');
   return { tmp, px, run, starts, taken, firstPid: Number(first[0]), request };
 }
 
-// What every case of a taken port shows: the run says who took it and
-// where the server went; the request reached the server; ls and the
-// daemon's log have the new port.
-async function assertMoved(t, { tmp, px, run, starts, taken, request }) {
+// Listen on port in this process, answering "taker".
+async function listenOn(t, port) {
+  const taker = net.createServer((s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\ntaker'));
+  await new Promise((res, rej) => taker.once('error', rej).listen(port, '127.0.0.1', res));
+  t.after(() => taker.close());
+}
+
+// Hold port with a socket bound and never listening (what a connection
+// holds its local port with), in a Python process stopped at the end.
+async function bindOnly(t, port) {
+  const holder = spawn(python, ['-c', 'import socket, sys, time\ns = socket.socket()\ns.bind(("127.0.0.1", int(sys.argv[1])))\nprint("bound", flush=True)\ntime.sleep(120)', String(port)]);
+  t.after(() => holder.kill('SIGKILL'));
+  await new Promise((res, rej) => { holder.stdout.once('data', res); holder.once('exit', rej); });
+}
+
+// What every case of a taken port shows: the run says who took it (who, a
+// pattern) and where the server went; the request reached the server; ls
+// and the daemon's log have the new port.
+async function assertMoved(t, { tmp, px, run, starts, taken, request }, who = `pid ${process.pid} \\([^)]*\\)`) {
   const port = await run.ready;
   assert.notEqual(port, taken);
-  assert.match(run.stderr(), new RegExp(`port ${taken}, which wtproxy gave wt-a's server, was taken by pid ${process.pid} \\([^)]*\\) before the server bound it: starting it again on port ${port}`));
+  assert.match(run.stderr(), new RegExp(`port ${taken}, which wtproxy gave wt-a's server, was taken by ${who} before the server bound it: starting it again on port ${port}`));
   const r = await request;
   assert.equal(r.status, 200, `${r.status} ${r.body}`);
   const [pid2, port2] = fs.readFileSync(starts, 'utf8').trim().split('\n').at(-1).split(' ').map(Number);
@@ -88,6 +103,11 @@ test('a server that moves on to a port of its own (Vite without --strictPort) is
   assert.match(race.run.stderr(), /moved on to \d+/);
   assert.doesNotMatch(race.run.stderr(), /its command ignores \{port\}/);
   await waitFor(() => !pidAlive(race.firstPid), 5000, 'the first server stopped');
+});
+
+test('a port held by a socket that does not listen (a connection\'s local port): the server is started again on another, said so', async (t) => {
+  const race = await raceForPort(t, 'exit', bindOnly);
+  await assertMoved(t, race, `a socket that does not listen \\(another program's connection\\? ss -tanp 'sport = :${race.taken}' names it\\)`);
 });
 
 test('a server that fails on a port other than its own is not moved: it exits with its status', async (t) => {
