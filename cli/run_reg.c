@@ -179,6 +179,16 @@ int cli_run_move(struct cli_run *r, char *err, size_t errlen)
              0, &reply, err, errlen);
     if (rc > 0)
         snprintf(err, errlen, "%s", json_string_value(json_object_get(reply, "message")));
+    /* A daemon older than the move keeps the entry where it was: CMD
+     * there would get another program's requests. */
+    json_t *moved = json_object_get(json_object_get(reply, "entry"), "port");
+    if (rc == 0 && json_integer_value(moved) != port) {
+        snprintf(err, errlen,
+                 "the daemon did not move its entry to port %d (a wtproxy older than this "
+                 "command: restart it)",
+                 port);
+        rc = -1;
+    }
     json_decref(reply);
     if (rc != 0 && build_argv_for(r, old) < 0) /* CMD may live on, on its own port */
         return -1;
