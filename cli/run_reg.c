@@ -59,6 +59,18 @@ static json_t *register_request(const struct cli_run *r)
     return req;
 }
 
+/* Append " --listen port" to out (used bytes of len) unless it is there. */
+static void add_listen(char *out, size_t len, size_t *used, int port)
+{
+    char flag[24];
+    int n = snprintf(flag, sizeof flag, " --listen %d", port);
+    for (const char *at = out; (at = strstr(at, flag)) != NULL; at += n)
+        if (at[n] == '\0' || at[n] == ' ')
+            return;
+    if (*used < len)
+        *used += (size_t)snprintf(out + *used, len - *used, "%s", flag);
+}
+
 /* " --listen P" for each port of a ping's listen list, then front: the
  * `wtproxy serve` arguments that drop none of the daemon's fronts. */
 static void serve_args(json_t *listen, int front, char *out, size_t len)
@@ -68,13 +80,10 @@ static void serve_args(json_t *listen, int front, char *out, size_t len)
     out[0] = '\0';
     json_array_foreach(listen, i, a) {
         const char *addr = json_string_value(a), *colon = addr ? strrchr(addr, ':') : NULL;
-        char flag[24];
-        snprintf(flag, sizeof flag, " --listen %d", colon ? atoi(colon + 1) : 0);
-        if (colon && !strstr(out, flag) && used < len)
-            used += (size_t)snprintf(out + used, len - used, "%s", flag);
+        if (colon)
+            add_listen(out, len, &used, atoi(colon + 1));
     }
-    if (used < len)
-        snprintf(out + used, len - used, " --listen %d", front);
+    add_listen(out, len, &used, front);
 }
 
 /* A front port the daemon does not listen on takes the registration but
@@ -150,6 +159,22 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
     return rc;
 }
 
+/* The command that restarts the daemon on the ports it listens on and
+ * front, into out: the daemon's pid and listen list from a ping. */
+static void restart_daemon_cmd(int front, char *out, size_t len)
+{
+    char err[256], serve[512];
+    json_t *reply = NULL;
+    snprintf(out, len, "wtproxy serve --listen %d", front);
+    if (ask(json_pack("{s:s}", "op", "ping"), 0, &reply, err, sizeof err) == 0) {
+        long pid = (long)json_integer_value(json_object_get(reply, "pid"));
+        serve_args(json_object_get(reply, "listen"), front, serve, sizeof serve);
+        snprintf(out, len, "kill %ld && tail --pid=%ld -f /dev/null; wtproxy serve%s", pid, pid,
+                 serve);
+    }
+    json_decref(reply);
+}
+
 /* r->port, r->argv and r->command for port. Returns 0 or -1 (no memory). */
 static int build_argv_for(struct cli_run *r, int port)
 {
@@ -183,10 +208,12 @@ int cli_run_move(struct cli_run *r, char *err, size_t errlen)
      * there would get another program's requests. */
     json_t *moved = json_object_get(json_object_get(reply, "entry"), "port");
     if (rc == 0 && json_integer_value(moved) != port) {
+        char again[1024];
+        restart_daemon_cmd(r->front, again, sizeof again);
         snprintf(err, errlen,
-                 "the daemon did not move its entry to port %d (a wtproxy older than this "
-                 "command: restart it)",
-                 port);
+                 "the daemon, older than this wtproxy, kept its entry on port %d: restart it "
+                 "(%s), then run again: %s",
+                 old, again, r->rerun[0] ? r->rerun : "this wtproxy run");
         rc = -1;
     }
     json_decref(reply);

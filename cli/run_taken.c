@@ -89,7 +89,7 @@ int cli_run_taken(struct cli_run *r, int exited)
     if (cli_run_move(r, err, sizeof err) < 0) {
         fprintf(stderr,
                 "wtproxy: port %d, which wtproxy gave %s's server, was taken by another "
-                "process, and no other port could be had: %s\n",
+                "process, and the server could not be started again on another port: %s\n",
                 old, cli_run_folder(r->worktree), err);
         return 0;
     }
