@@ -372,10 +372,12 @@ int cli_wait_load(unsigned max_pct, long long timeout_ms, char *err, size_t errl
 int cli_http_status(int port, const char *path, char *said, size_t saidlen);
 
 /* Whether something listens on port and is self's descendant; d (may be
- * NULL) is a sock_diag handle, poll_no the caller's poll count
- * (run_ready.c). */
+ * NULL) is a sock_diag handle, poll_no the caller's poll count; *inode
+ * (may be NULL) the listening socket's, 0 when found by a full read of the
+ * socket tables (run_ready.c). */
 struct host_diag;
-int cli_cmd_listens(int port, pid_t self, struct host_diag *d, unsigned poll_no);
+int cli_cmd_listens(int port, pid_t self, struct host_diag *d, unsigned poll_no,
+                    unsigned long *inode);
 
 /* Whether something listens on port on 127.0.0.1, 0.0.0.0, ::1 or ::
  * (sock_diag; 1 when the kernel offers none: not known) (run_ready.c). */

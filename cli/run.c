@@ -121,14 +121,33 @@ static int stop_gone(struct cli_run *r, pid_t pid)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Whether CMD is ready: it listens, and with --health its path answers 2xx
- * or 3xx (a 4xx is a path that is not there yet or is misspelled: not
- * ready; the start then times out naming this log). Says once what it
- * waits for. */
+/* The socket CMD was last seen listening on, and since when. */
+struct listener {
+    unsigned long inode;
+    long long since_ms;
+};
+
+/* How long CMD must listen on one socket to be called ready: Vite 8 first
+ * listens on 0.0.0.0 and :: and closes at once, to see whether the port
+ * is free, then listens for real. Seen on its probe, CMD was called
+ * ready, and a request in between was refused (CI, test 145). A probe
+ * lives a few milliseconds; this is two polls and more. */
+#define RUN_STABLE_MS 100
+
+/* Whether CMD is ready: it listens, on the same socket for RUN_STABLE_MS
+ * (*l), and with --health its path answers 2xx or 3xx (a 4xx is a path
+ * that is not there yet or is misspelled: not ready; the start then times
+ * out naming this log). Says once what it waits for. */
 static int is_ready(const struct cli_run *r, pid_t self, int *said, struct host_diag *d,
-                    unsigned poll_no)
+                    unsigned poll_no, struct listener *l)
 {
-    if (!cli_cmd_listens(r->port, self, d, poll_no))
+    unsigned long inode;
+    long long now = host_mono_ms();
+    int listens = cli_cmd_listens(r->port, self, d, poll_no, &inode);
+    if (!listens || inode != l->inode)
+        *l = (struct listener){listens ? inode : 0, now};
+    /* inode 0: found by a full read of the socket tables, seen seldom */
+    if (!listens || (inode && now - l->since_ms < RUN_STABLE_MS))
         return 0;
     char body[200] = "";
     int status = r->health ? cli_http_status(r->port, r->health, body, sizeof body) : 200;
@@ -155,6 +174,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
     struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
     pid_t self = getpid();
     int status, ready = 0, said = 0;
+    struct listener listener = {0, 0};
     unsigned polls = 0, retry = WTP_RUN_READY_RETRY_MS / WTP_CLIENT_POLL_MS, looks = 0;
     for (;;) {
         if (stop_asked) {
@@ -194,7 +214,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             fprintf(stderr, "wtproxy: waitpid: %s\n", strerror(errno));
             return 1;
         }
-        if (!ready && is_ready(r, self, &said, d, ++polls)) {
+        if (!ready && is_ready(r, self, &said, d, ++polls, &listener)) {
             ready = 1;
             r->moves = 0;
             cli_run_mark_ready(r, 0);

@@ -144,11 +144,14 @@ int cli_port_listened(int port)
  * the listener is found by sock_diag and its holder looked for only once
  * it is there; the socket tables are read in full only every
  * FULL_LOOK_EVERY polls, for a listener on another address. */
-int cli_cmd_listens(int port, pid_t self, struct host_diag *d, unsigned poll_no)
+int cli_cmd_listens(int port, pid_t self, struct host_diag *d, unsigned poll_no,
+                    unsigned long *inode_out)
 {
     struct host_port_owner owner;
     unsigned long inode = d ? listener_seen(d, port) : 0;
     pid_t p = inode ? host_socket_holder(&inode, 1, HOST_ANY_UID) : 0;
+    if (inode_out)
+        *inode_out = inode;
     if (!inode && (!d || poll_no % FULL_LOOK_EVERY == 0))
         p = host_port_owner_find(port, &owner) ? owner.pid : 0;
     if (p <= 0)

@@ -57,7 +57,7 @@ static int taken(const struct cli_run *r, int exited, struct host_port_owner *o)
         *o = (struct host_port_owner){.pid = -1};
         return exited && unbindable(r->port);
     }
-    return exited || !cli_cmd_listens(r->port, getpid(), NULL, 0);
+    return exited || !cli_cmd_listens(r->port, getpid(), NULL, 0, NULL);
 }
 
 /* Say it where the user reads: who took which port, and where CMD goes. */

@@ -6,6 +6,8 @@
 // whoami route's 501 says what to fix: the user reads it there).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree, waitFor } from './lib/registry.mjs';
 
 test('starting until the server listens, then ready; a request meanwhile waits', async (t) => {
@@ -45,4 +47,32 @@ test('--health whose path answers an error: said with what its body says', async
   await waitFor(() => /answered 501/.test(run.stderr()), 15000, `the wait said:\n${run.stderr()}`);
   assert.ok(run.stderr().includes(` answered 501 ("${say}"), waiting for 2xx or 3xx (--health)\n`), run.stderr());
   assert.doesNotMatch(run.stderr(), /is ready/);
+});
+
+// Vite 8 first listens on 0.0.0.0 and :: and closes at once, to see
+// whether its port is free, then listens for real. The wrapper called it
+// ready on such a probe, and a request in between was refused (CI, test
+// 145). This server probes like that, 40 times, each probe 20 ms (Vite's
+// last a few) and 20 ms apart, then listens and writes down when: the
+// wrapper says ready only after that.
+test('a server that probes its port (listens, closes) before listening: ready only once it listens for good', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  const good = path.join(tmp.root, 'listening-since');
+  const script = `const net = require('node:net'), http = require('node:http'), fs = require('node:fs');
+const port = Number(process.argv[1]);
+let probes = 40;
+const probe = () => {
+  if (probes-- === 0) return http.createServer((q, s) => { if (q.url === '/__whoami') s.statusCode = 404; s.end('real'); })
+    .listen(port, '127.0.0.1', () => fs.writeFileSync(${JSON.stringify(good)}, String(Date.now())));
+  const p = net.createServer().listen(port, '0.0.0.0', () => setTimeout(() => p.close(() => setTimeout(probe, 20)), 20));
+};
+probe();`;
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command: [process.execPath, '-e', script, '{port}'] });
+  await run.ready;
+  const readyAt = Date.now();
+  const since = await waitFor(() => fs.existsSync(good) && Number(fs.readFileSync(good, 'utf8')), 10000, 'it listens for good');
+  assert.ok(readyAt >= since, `said ready ${since - readyAt} ms before it listened for good:\n${run.stderr()}`);
+  const r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.body, 'real');
 });
