@@ -43,6 +43,7 @@ struct cli_playwright {
     int has_url;        /* ... with url: (recipe "url") */
     int has_port;       /* ... with port: (recipe "port") */
     int uses_run;       /* ... whose command runs `wtproxy run` */
+    int run_by_name;    /* ... as `wtproxy` bare, found on PATH (not a path, not ${var}) */
     int reuse;          /* ... with reuseExistingServer not literally false */
     int front;          /* the port of a literal baseURL (else webServer.url), 0 when none */
     int base_port;      /* the port of a literal baseURL, 0 when none */

@@ -53,10 +53,6 @@ void doc_worktree(struct doc_ctx *c, struct doc_result *r);
 void doc_server(struct doc_ctx *c, struct doc_result *r);
 void doc_whoami(struct doc_ctx *c, struct doc_result *r);
 
-/* doctor_checks.c: the first executable named name (n bytes) in PATH's
- * folders, as a shell finds it, into out; -1 when there is none. */
-int doc_which(const char *name, size_t n, char *out, size_t len);
-
 /* doctor_python.c: the .wtproxy's Python imports the middleware. */
 void doc_python(struct doc_ctx *c, struct doc_result *r);
 /* doctor_node.c: the .wtproxy's Node start finds the middleware; 0 when

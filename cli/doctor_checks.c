@@ -13,6 +13,7 @@
 
 #include "doctor.h"
 #include "fetch.h"
+#include "host.h"
 #include "port_taken.h"
 #include "registry.h"
 #include "whoami.h"
@@ -62,35 +63,6 @@ static void port_name(const struct doc_ctx *c, int port, char *out, size_t outle
         snprintf(out, outlen, "port %d", port);
 }
 
-/* How a shell names this binary, into out: "wtproxy" when the first
- * wtproxy on PATH is this very file (the installed case), else its
- * absolute path: run from a build folder, a bare `wtproxy` is not found,
- * or starts another install's daemon. */
-static void self_program(char *out, size_t len)
-{
-    char self[PATH_MAX], cand[PATH_MAX], real[PATH_MAX];
-    snprintf(out, len, "wtproxy");
-    if (!realpath("/proc/self/exe", self))
-        return;
-    if (doc_which("wtproxy", 7, cand, sizeof cand) == 0 && realpath(cand, real) &&
-        strcmp(real, self) == 0)
-        return;
-    snprintf(out, len, "%s", self);
-}
-
-int doc_which(const char *name, size_t n, char *out, size_t len)
-{
-    const char *path = getenv("PATH");
-    for (const char *p = path ? path : ""; *p; p += *p == ':') {
-        size_t dn = strcspn(p, ":");
-        int w = dn > 0 ? snprintf(out, len, "%.*s/%.*s", (int)dn, p, (int)n, name) : -1;
-        p += dn;
-        if (w > 0 && (size_t)w < len && access(out, X_OK) == 0)
-            return 0;
-    }
-    return -1;
-}
-
 /* The `wtproxy serve` that owns ports and every port the running daemon
  * (ping, NULL for none) owns already, so that a restart drops no one's
  * front. Bare ports: 127.0.0.1 and ::1, as a server on `localhost` may
@@ -116,7 +88,7 @@ static void serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t o
     if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
         snprintf(log, sizeof log, "%s/daemon.log", dir);
     char prog[PATH_MAX];
-    self_program(prog, sizeof prog);
+    host_self_program(prog, sizeof prog, NULL, 0);
     size_t used = (size_t)snprintf(out, outlen, "setsid -f %s serve", prog);
     for (int k = 0; k < m && used < outlen && !(m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT); k++)
         used += (size_t)snprintf(out + used, outlen - used, " --listen %d", all[k]);

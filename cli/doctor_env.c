@@ -166,6 +166,25 @@ static int declares_front(const char *root, int port, char *list, size_t len)
  * refused fetch fails on an unrelated assertion, and only the reporter
  * puts what wtproxy refused under the failure. Said, not a problem: the
  * config works without it. */
+/* Recipe url, whose webServer.command runs `wtproxy run` by that name in
+ * Playwright's shell: from a build folder (the README's first command) it
+ * finds none there, or another install (other). prog: this binary. */
+static void not_found(const char *f, const char *prog, const char *other, struct doc_result *r)
+{
+    if (other[0])
+        doc_set(r, DOC_PROBLEM,
+                "%s: webServer.command runs `wtproxy run`, and Playwright's shell runs %s, "
+                "the first wtproxy on PATH, not this one",
+                f, other);
+    else
+        doc_set(r, DOC_PROBLEM,
+                "%s: webServer.command runs `wtproxy run`, and no wtproxy is on PATH: "
+                "Playwright's shell will not find it",
+                f);
+    snprintf(r->fix, sizeof r->fix, "export PATH=%.*s:$PATH (or install this one: README)",
+             (int)(strrchr(prog, '/') - prog), prog);
+}
+
 static void reporter_note(const struct cli_playwright *pw, struct doc_result *r)
 {
     size_t used = strlen(r->detail);
@@ -178,7 +197,7 @@ static void reporter_note(const struct cli_playwright *pw, struct doc_result *r)
 void doc_playwright(struct doc_ctx *c, struct doc_result *r)
 {
     struct cli_playwright pw;
-    char fronts[512];
+    char fronts[512], prog[PATH_MAX], other[PATH_MAX];
     if (!c->have_wt) {
         doc_set(r, DOC_SKIP, "not in a worktree");
         return;
@@ -211,7 +230,10 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                  "front = %d in the .wtproxy's service for that server, then restart the daemon "
                  "so that it listens there (this doctor's daemon check prints the command)",
                  pw.front);
-    } else if (pw.uses_run && pw.has_url && c->start[0] && pw.run_front == c->front)
+    } else if (pw.run_by_name && pw.has_url &&
+               host_self_program(prog, sizeof prog, other, sizeof other) == 1)
+        not_found(f, prog, other, r);
+    else if (pw.uses_run && pw.has_url && c->start[0] && pw.run_front == c->front)
         both_recipes(c, &pw, r);
     else if (pw.uses_run && pw.has_url)
         doc_set(r, DOC_OK, "%s: recipe url, webServer.command runs `wtproxy run`%s", f,

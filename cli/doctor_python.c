@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "host.h"
 #include "packages.h"
 
 #define DOC_PY_TIMEOUT_MS 5000 /* the interpreter's start and one import */
@@ -43,7 +44,7 @@ static const char probe[] =
 static int script_python(const char *dir, const char *prog, size_t n, char *out, size_t len)
 {
     char path[4096], line[512];
-    int w = !memchr(prog, '/', n) ? doc_which(prog, n, path, sizeof path)
+    int w = !memchr(prog, '/', n) ? host_which(prog, n, path, sizeof path)
             : prog[0] == '/'      ? snprintf(path, sizeof path, "%.*s", (int)n, prog)
                                   : snprintf(path, sizeof path, "%s/%.*s", dir, (int)n, prog);
     FILE *f =

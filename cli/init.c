@@ -249,6 +249,32 @@ static void note_linked(struct init_plan *p)
     free(in_main);
 }
 
+/* The files init writes (or the config has) run `wtproxy run` by that
+ * name, as Playwright's shell finds it: from a build folder (the README's
+ * first command) it finds none, or another install. */
+static void note_program(struct init_plan *p)
+{
+    char prog[PATH_MAX], other[PATH_MAX], dir[PATH_MAX];
+    int runs = p->app.pw.run_by_name;
+    for (size_t i = 0; i < p->n; i++)
+        runs |= p->ch[i].new &&strstr(p->ch[i].new, "wtproxy run") != NULL;
+    if (!runs || host_self_program(prog, sizeof prog, other, sizeof other) != 1)
+        return;
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(prog, '/') - prog), prog);
+    if (other[0])
+        init_note(p,
+                  "`wtproxy run` in the Playwright config runs %s, the first wtproxy on PATH, "
+                  "not this one (%s): put this one first (export PATH=%s:$PATH) or install it "
+                  "over that one (README)",
+                  other, prog, dir);
+    else
+        init_note(p,
+                  "no wtproxy is on PATH, so Playwright's shell will not find the config's "
+                  "`wtproxy run`: put this one there (export PATH=%s:$PATH) or install it "
+                  "(README)",
+                  dir);
+}
+
 static const char *recipe_name(enum init_recipe r)
 {
     return r == INIT_RECIPE_URL ? "url" : r == INIT_RECIPE_PORT ? "port" : NULL;
@@ -348,8 +374,10 @@ int cli_init_main(int argc, char **argv)
     json_t *j = json_object();
     int failed = !j || !(p.notes = json_array()) || (r = choose(&o, &p)) != 0 ||
                  (p.top[0] && init_plan_top(&p) < 0) || init_plan_make(&p) < 0;
-    if (!failed)
+    if (!failed) {
         note_linked(&p); /* from the plan's .wtproxy */
+        note_program(&p);
+    }
     if (failed || show(&p, j) < 0) {
         if (!r)
             fprintf(stderr, "wtproxy init: out of memory or diff failed; nothing changed\n");

@@ -292,6 +292,15 @@ static int within(const char *from, const char *to, const char *needle)
     return p && p < to;
 }
 
+/* Whether the `wtproxy run` in [from, to) names wtproxy bare, for the
+ * shell to find on PATH: the word begins a string or follows a blank (not
+ * /usr/local/bin/wtproxy, not ${wtproxy}). */
+static int run_by_name(const char *from, const char *to)
+{
+    const char *run = strstr(from, "wtproxy run");
+    return run && run < to && run > from && strchr("'\"` \t(", run[-1]);
+}
+
 /* The front port `wtproxy run` in [from, to) registers on: its --front
  * (--front N or --front=N, before the `--` that ends its flags), else the
  * default, 8000. */
@@ -405,6 +414,7 @@ void cli_playwright_parse(struct cli_playwright *pw)
     if (!pw->front)
         pw->front = pw->url_port;
     if (pw->uses_run) {
+        pw->run_by_name = run_by_name(ws, end);
         pw->run_front = run_front(ws, end);
         served_command(ws, end, pw->run_cmd, sizeof pw->run_cmd);
     }

@@ -309,6 +309,19 @@ void host_time_of_day(long long wall_ms, char *buf, size_t len);
  * wall-clock step must not stretch or cut. */
 long long host_mono_ms(void);
 
+/* --- how a shell names this binary (self.c) --- */
+
+/* The first executable named name (n bytes) in PATH's folders, as a shell
+ * finds it, into out; -1 when there is none. */
+int host_which(const char *name, size_t n, char *out, size_t len);
+
+/* This binary as a command a shell runs, into out: "wtproxy" when the
+ * first wtproxy on PATH is this very file (an install; returns 0), else its
+ * absolute path (returns 1), with the other wtproxy PATH finds, if any,
+ * into other (NULL: not wanted). -1 with "wtproxy" when /proc/self/exe
+ * is unreadable. */
+int host_self_program(char *out, size_t len, char *other, size_t otherlen);
+
 /* --- a log file with a size cap (log_file.c) --- */
 
 /* A log passes this many bytes: it becomes PATH.1 (one old generation) and

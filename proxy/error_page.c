@@ -4,6 +4,7 @@
 #include "proxy_limits.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +210,32 @@ static void fix_for(const struct error_kind *k, int front, char *out, size_t len
     }
 }
 
+/* Which binary the fixes' `wtproxy` commands mean, when a shell would not
+ * find it by that name ("" when it would): set at start. */
+static char program_line[2 * PATH_MAX + 96];
+
+void error_page_set_program(const char *prog, const char *other)
+{
+    if (other && other[0])
+        snprintf(program_line, sizeof program_line,
+                 "`wtproxy` above is %s (the wtproxy on this daemon's PATH, %s, is another one)",
+                 prog, other);
+    else
+        snprintf(program_line, sizeof program_line,
+                 "`wtproxy` above is %s (no wtproxy is on this daemon's PATH)", prog);
+}
+
+/* The program line, when s names a wtproxy command ("wtproxy " not as the
+ * end of ".wtproxy"); NULL otherwise. */
+static const char *program_for(const char *s)
+{
+    for (const char *p = s && program_line[0] ? strstr(s, "wtproxy ") : NULL; p;
+         p = strstr(p + 1, "wtproxy "))
+        if (p == s || p[-1] != '.')
+            return program_line;
+    return NULL;
+}
+
 enum format { FMT_TEXT, FMT_HTML, FMT_JSON };
 
 /* The first of HTML or JSON that Accept names wins; q-values are not
@@ -250,7 +277,7 @@ static void add_html_escaped(struct evbuffer *out, const char *s)
 }
 
 static void body_html(struct evbuffer *b, const struct error_kind *k, const char *detail,
-                      const char *fix)
+                      const char *fix, const char *prog)
 {
     evbuffer_add_printf(b,
                         "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
@@ -265,17 +292,25 @@ static void body_html(struct evbuffer *b, const struct error_kind *k, const char
     }
     evbuffer_add_printf(b, "</p>\n<p><strong>Fix:</strong> ");
     add_html_escaped(b, fix);
-    evbuffer_add_printf(b, "</p>\n<p><small>X-Wtproxy-Error: %s</small></p>\n</body></html>\n",
+    evbuffer_add_printf(b, "</p>\n");
+    if (prog) {
+        evbuffer_add_printf(b, "<p>");
+        add_html_escaped(b, prog);
+        evbuffer_add_printf(b, "</p>\n");
+    }
+    evbuffer_add_printf(b, "<p><small>X-Wtproxy-Error: %s</small></p>\n</body></html>\n",
                         k->reason);
 }
 
 static void body_json(struct evbuffer *b, const struct error_kind *k, const char *detail,
-                      const char *fix)
+                      const char *fix, const char *prog)
 {
     json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "error", k->reason, "status", k->status,
                           "message", k->message, "fix", fix);
     if (o && detail)
         json_object_set_new(o, "detail", json_string(detail));
+    if (o && prog)
+        json_object_set_new(o, "program", json_string(prog));
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (s) {
         evbuffer_add_printf(b, "%s\n", s);
@@ -287,12 +322,14 @@ static void body_json(struct evbuffer *b, const struct error_kind *k, const char
 }
 
 static void body_text(struct evbuffer *b, const struct error_kind *k, const char *detail,
-                      const char *fix)
+                      const char *fix, const char *prog)
 {
     evbuffer_add_printf(b, "wtproxy: %d %s: %s\n", k->status, k->title, k->message);
     if (detail)
         evbuffer_add_printf(b, "  %s\n", detail);
     evbuffer_add_printf(b, "Fix: %s\n", fix);
+    if (prog)
+        evbuffer_add_printf(b, "  %s\n", prog);
 }
 
 void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
@@ -307,12 +344,13 @@ void error_page_write(struct evbuffer *out, enum proxy_error e, const char *acce
         return;
     fix_for(k, front, own, sizeof own);
     const char *fix = given_fix ? given_fix : own;
+    const char *prog = program_for(fix) ? program_line : program_for(detail);
     if (f == FMT_HTML)
-        body_html(body, k, detail, fix);
+        body_html(body, k, detail, fix, prog);
     else if (f == FMT_JSON)
-        body_json(body, k, detail, fix);
+        body_json(body, k, detail, fix, prog);
     else
-        body_text(body, k, detail, fix);
+        body_text(body, k, detail, fix, prog);
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", k->status, k->title);
     if (e >= PE_CHECKOUT_MISMATCH) /* the gate's: a refusal, not an error */
         evbuffer_add_printf(out, "X-Wtproxy-Refused: %s\r\n", k->reason);

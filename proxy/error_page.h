@@ -43,6 +43,13 @@ enum proxy_error {
     PE_WHOAMI_INVALID,
 };
 
+/* The binary the fixes' `wtproxy` commands mean, when a shell does not
+ * find it by that name (run from a build folder: the README's first
+ * command): prog its path, other the wtproxy PATH finds instead ("" for
+ * none). A page whose fix or detail names a wtproxy command then says so
+ * under its fix. Called once at start, before any request. */
+void error_page_set_program(const char *prog, const char *other);
+
 int error_page_status(enum proxy_error e);
 const char *error_page_reason(enum proxy_error e);
 

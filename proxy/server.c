@@ -42,6 +42,8 @@
 #include "client.h"
 #include "conn.h"
 #include "dash.h"
+#include "error_page.h"
+#include "host.h"
 #include "ondemand.h"
 #include "ops.h"
 #include "identify.h"
@@ -319,6 +321,25 @@ static struct event_base *new_base(void)
     return base;
 }
 
+/* The fixes the daemon writes name `wtproxy` commands; from a build
+ * folder (the README's first command) a shell runs another wtproxy by
+ * that name, or none: the pages say which binary they mean. */
+static void name_program(void)
+{
+    char prog[PATH_MAX], other[PATH_MAX];
+    if (host_self_program(prog, sizeof prog, other, sizeof other) != 1)
+        return;
+    error_page_set_program(prog, other);
+    if (other[0])
+        proxy_log("`wtproxy` in the fixes this daemon writes means %s, not %s (the first on its "
+                  "PATH): its error pages say so",
+                  prog, other);
+    else
+        proxy_log("`wtproxy` in the fixes this daemon writes means %s (no wtproxy on its PATH): "
+                  "its error pages say so; installed (README), they need not",
+                  prog);
+}
+
 int proxy_serve(int argc, char **argv)
 {
     static struct proxy_server srv;
@@ -369,6 +390,7 @@ int proxy_serve(int argc, char **argv)
         fprintf(stderr, "wtproxy: %s\n", err);
     } else {
         dash_listening(s);
+        name_program(); /* before the loop serves a request */
         if (!s->backend)
             proxy_log("no default backend: requests that name no registered worktree get 503");
         event_base_dispatch(s->base);

@@ -450,17 +450,20 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
   assert.doesNotMatch(d.byName.playwright.detail, /reporter/);
 
+  // Recipe url, with this wtproxy first on PATH, as installed (test 178:
+  // without it, Playwright's shell would not find `wtproxy run`).
+  const installed = { PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` };
   // Recipe url whose `wtproxy run` lacks the --front of its url's port: it
   // would register on 8000 while Playwright waits on the url's port.
   const urlRecipe = (cmd) => "export default { use: { baseURL: 'http://localhost:3000' },\n" +
     `  webServer: { command: '${cmd}', url: 'http://localhost:3000/', reuseExistingServer: true } };\n`;
   fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), urlRecipe('wtproxy run -- npm start'));
-  d = await doctor(tmp, tmp.wt.a, px.port);
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
   assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
   assert.match(d.byName.playwright.detail, /`wtproxy run` registers its server on front 8000, but webServer\.url is on port 3000/);
   assert.equal(d.byName.playwright.fix, 'in webServer.command write: wtproxy run --front 3000 -- ...');
   fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), urlRecipe('wtproxy run --front 3000 -- npm start'));
-  d = await doctor(tmp, tmp.wt.a, px.port);
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
 
   // Recipe url and a .wtproxy on the same front: the daemon starts the
@@ -471,7 +474,7 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'),
     sameFront(`wtproxy run --front ${px.port} -- DJANGO_SETTINGS_MODULE=app.test_settings  python3 manage.py runserver {port}`));
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = python3 manage.py runserver {port}\nfront = ${px.port}\n`);
-  d = await doctor(tmp, tmp.wt.a, px.port);
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
   assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
   assert.equal(d.byName.playwright.detail, 'playwright.config.mjs: webServer.command runs ' +
     '`DJANGO_SETTINGS_MODULE=app.test_settings  python3 manage.py runserver {port}` through wtproxy run, but the .wtproxy ' +
@@ -481,7 +484,7 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
     'make them one command: start = DJANGO_SETTINGS_MODULE=app.test_settings  python3 manage.py runserver {port} in .wtproxy');
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
     `start = DJANGO_SETTINGS_MODULE=app.test_settings python3 manage.py runserver {port}\nfront = ${px.port}\n`);
-  d = await doctor(tmp, tmp.wt.a, px.port);
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
   assert.match(d.byName.playwright.detail, /recipe url, and the \.wtproxy declares the same command on front \d+: the daemon starts it at Playwright's readiness check/);
   fs.rmSync(path.join(tmp.wt.a, 'playwright.config.mjs'));

@@ -56,7 +56,8 @@ const versionOf = (body) => (/VERSION = "([^"]*)"/.exec(body) || [])[1];
 async function stopped(proc, exited, vitePid) {
   if (proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGTERM');
   await exited; // `wtproxy run` stops Vite and unregisters on the way out
-  if (vitePid && pidAlive(vitePid)) process.kill(vitePid, 'SIGKILL');
+  // (Vite may exit between the look and the kill: ESRCH is its being gone)
+  if (vitePid && pidAlive(vitePid)) try { process.kill(vitePid, 'SIGKILL'); } catch (e) { if (e.code !== 'ESRCH') throw e; }
 }
 
 // `wtproxy run --front FRONT -- node vite.js --port {port} --strictPort

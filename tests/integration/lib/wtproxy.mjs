@@ -90,7 +90,9 @@ export async function startProxy(t, args = [], opts = {}) {
   const cmd = underValgrind ? ['valgrind', ...valgrindArgs, ...argv] : [...(opts.prefix || []), ...argv];
   const proc = spawn(cmd[0], cmd.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...(opts.env || {}) },
+    // This binary first on PATH, as installed: the pages' fixes name it
+    // `wtproxy` bare (test 178 runs it from its build folder, opts.env.PATH).
+    env: { ...process.env, PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}`, ...(opts.env || {}) },
     ...(opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {}), // run as another user
   });
   let err = '';
