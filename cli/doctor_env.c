@@ -162,10 +162,6 @@ static int declares_front(const char *root, int port, char *list, size_t len)
     return yes;
 }
 
-/* A config without wtproxy's reporter: a test whose page swallowed a
- * refused fetch fails on an unrelated assertion, and only the reporter
- * puts what wtproxy refused under the failure. Said, not a problem: the
- * config works without it. */
 /* Recipe url, whose webServer.command runs `wtproxy run` by that name in
  * Playwright's shell: from a build folder (the README's first command) it
  * finds none there, or another install (other). prog: this binary. */
@@ -185,6 +181,10 @@ static void not_found(const char *f, const char *prog, const char *other, struct
              (int)(strrchr(prog, '/') - prog), prog);
 }
 
+/* A config without wtproxy's reporter: a test whose page swallowed a
+ * refused fetch fails on an unrelated assertion, and only the reporter
+ * puts what wtproxy refused under the failure. Said, not a problem: the
+ * config works without it. */
 static void reporter_note(const struct cli_playwright *pw, struct doc_result *r)
 {
     size_t used = strlen(r->detail);

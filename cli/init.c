@@ -256,8 +256,10 @@ static void note_program(struct init_plan *p)
 {
     char prog[PATH_MAX], other[PATH_MAX], dir[PATH_MAX];
     int runs = p->app.pw.run_by_name;
-    for (size_t i = 0; i < p->n; i++)
-        runs |= p->ch[i].new &&strstr(p->ch[i].new, "wtproxy run") != NULL;
+    for (size_t i = 0; i < p->n; i++) {
+        const char *after = p->ch[i].new;
+        runs |= after && strstr(after, "wtproxy run") != NULL;
+    }
     if (!runs || host_self_program(prog, sizeof prog, other, sizeof other) != 1)
         return;
     snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(prog, '/') - prog), prog);

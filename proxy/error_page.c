@@ -212,10 +212,11 @@ static void fix_for(const struct error_kind *k, int front, char *out, size_t len
 
 /* Which binary the fixes' `wtproxy` commands mean, when a shell would not
  * find it by that name ("" when it would): set at start. */
-static char program_line[2 * PATH_MAX + 96];
+static char program_line[2 * PATH_MAX + 96], program_path[PATH_MAX];
 
 void error_page_set_program(const char *prog, const char *other)
 {
+    snprintf(program_path, sizeof program_path, "%s", prog);
     if (other && other[0])
         snprintf(program_line, sizeof program_line,
                  "`wtproxy` above is %s (the wtproxy on this daemon's PATH, %s, is another one)",
@@ -309,8 +310,8 @@ static void body_json(struct evbuffer *b, const struct error_kind *k, const char
                           "message", k->message, "fix", fix);
     if (o && detail)
         json_object_set_new(o, "detail", json_string(detail));
-    if (o && prog)
-        json_object_set_new(o, "program", json_string(prog));
+    if (o && prog) /* the binary itself: a client runs it */
+        json_object_set_new(o, "program", json_string(program_path));
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (s) {
         evbuffer_add_printf(b, "%s\n", s);
