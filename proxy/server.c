@@ -330,14 +330,12 @@ static void name_program(void)
     if (host_self_program(prog, sizeof prog, other, sizeof other) != 1)
         return;
     error_page_set_program(prog, other);
+    char why[PATH_MAX + 64] = "no wtproxy is on its PATH";
     if (other[0])
-        proxy_log("`wtproxy` in the fixes this daemon writes means %s, not %s (the first on its "
-                  "PATH): its error pages say so",
-                  prog, other);
-    else
-        proxy_log("`wtproxy` in the fixes this daemon writes means %s (no wtproxy on its PATH): "
-                  "its error pages say so; installed (README), they need not",
-                  prog);
+        snprintf(why, sizeof why, "the first wtproxy on its PATH is another one, %s", other);
+    proxy_log("`wtproxy` in the fixes this daemon writes means %s, and %s: its error pages say "
+              "so; to run them as written: export PATH=%.*s:$PATH (or install it: README)",
+              prog, why, (int)(strrchr(prog, '/') - prog), prog);
 }
 
 int proxy_serve(int argc, char **argv)

@@ -42,12 +42,14 @@ test('a daemon run from its build folder says which binary its fixes mean; insta
   assert.match(off.text, /^Fix: .*wtproxy run/m, off.text);
   assert.ok(off.text.includes(`\`wtproxy\` above is ${SELF} (no wtproxy is on this daemon's PATH)`), off.text);
   assert.equal(off.json.program, SELF);
-  assert.match(off.log, new RegExp(`\`wtproxy\` in the fixes this daemon writes means ${SELF.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  assert.ok(off.log.includes(`\`wtproxy\` in the fixes this daemon writes means ${SELF}, and no wtproxy is on its PATH: ` +
+    `its error pages say so; to run them as written: export PATH=${BIN_DIR}:$PATH (or install it: README)`), off.log);
   // The path named runs: it is this very binary.
   assert.equal(fs.realpathSync(off.text.match(/above is (\S+)/)[1]), SELF);
 
   const other = otherInstall(tmp);
   const shadowed = await noBackendPage(t, tmp, `${other}:${ON_PATH}`);
+  assert.ok(shadowed.log.includes(`means ${SELF}, and the first wtproxy on its PATH is another one, ${other}/wtproxy: `), shadowed.log);
   assert.ok(shadowed.text.includes(`\`wtproxy\` above is ${SELF} (the wtproxy on this daemon's PATH, ${other}/wtproxy, is another one)`), shadowed.text);
 
   const on = await noBackendPage(t, tmp, ON_PATH);
