@@ -12,7 +12,7 @@
 // refuses (Playwright then runs the command, which fails with EADDRINUSE
 // on the front wtproxy holds) gets the refusal under that error; with no
 // daemon the reporter prints nothing and the run fails only as the test
-// did.
+// did; with no wtproxy binary to ask, it says so once.
 // WTPROXY_TEST_VERBOSE=1 prints the runs' output as diagnostics.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,5 +125,14 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   assert.equal(alone.code, 1, alone.out);
   assert.match(alone.out, /1 failed/, alone.out);
   assert.doesNotMatch(alone.out, /wtproxy refused|Error in reporter|wtproxy-whoami/, alone.out);
+
+  // No wtproxy to ask (none on PATH, no WTPROXY_BIN: run from its build
+  // folder): said once, under the first failure, never as "nothing refused".
+  const PATH = process.env.PATH.split(':').filter((d) => !fs.existsSync(path.join(d, 'wtproxy'))).join(':');
+  const noBin = await playwright(t, tmp.wt, { env: { ...env, WTPROXY_BIN: '', PATH }, label: '157' });
+  assert.equal(noBin.code, 1, noBin.out);
+  const noneSaid = noBin.out.match(/\(wtproxy-whoami\/playwright cannot say what wtproxy refused: no wtproxy runs here; put wtproxy on PATH or set WTPROXY_BIN=\/path\/to\/wtproxy\)/g);
+  assert.equal(noneSaid?.length, 1, noBin.out);
+  assert.doesNotMatch(noBin.out, /wtproxy refused \d|Error in reporter/, noBin.out);
   sanitizerClean(assert, px.stderr());
 });

@@ -17,25 +17,32 @@
 // /__whoami, one that died at start) is one Playwright takes for no server
 // at all, and runs its command, whose only error is then EADDRINUSE on the
 // port wtproxy holds; the refusal says what is wrong. No daemon, no
-// binary, no refusal: it prints nothing, and it never fails a run.
+// refusal: it prints nothing, and it never fails a run. No binary to ask
+// (none on PATH: run from its build folder) is said once, under the first
+// failure, so that its silence is not read as "nothing was refused".
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 
 const ASK_TIMEOUT_MS = 3000;
+const bin = () => process.env.WTPROXY_BIN || 'wtproxy';
 
 // The refusals of the worktree of dir between from and to (unix ms), oldest
-// first; [] when they cannot be had.
+// first; [] when they cannot be had; null when there is no binary to ask.
 function refusalsBetween(dir, from, to) {
   const since = `${Math.max(1, Date.now() - from + 1000)}ms`; // the CLI's clock runs on meanwhile
   try {
-    const out = execFileSync(process.env.WTPROXY_BIN || 'wtproxy',
-      ['refusals', '--json', '--since', since], {
-        cwd: dir, encoding: 'utf8', timeout: ASK_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'ignore'],
-      }); // a look: `wtproxy refusals` never starts a daemon
+    const out = execFileSync(bin(), ['refusals', '--json', '--since', since], {
+      cwd: dir, encoding: 'utf8', timeout: ASK_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'ignore'],
+    }); // a look: `wtproxy refusals` never starts a daemon
     return JSON.parse(out).filter((r) => r.time_ms >= from && r.time_ms <= to);
-  } catch {
-    return [];
+  } catch (e) {
+    return e.code === 'ENOENT' ? null : [];
   }
+}
+
+function noBinary() {
+  return `  (wtproxy-whoami/playwright cannot say what wtproxy refused: no ${bin()} runs here; ` +
+    'put wtproxy on PATH or set WTPROXY_BIN=/path/to/wtproxy)\n';
 }
 
 // The refusals as lines: one per request, status and reason (a page that
@@ -68,6 +75,7 @@ export default class WtproxyReporter {
     this.started = Date.now(); // before Playwright starts the webServers
     this.firstTest = 0;
     this.setupError = '';
+    this.saidNoBinary = false;
   }
 
   onBegin(config) {
@@ -91,8 +99,10 @@ export default class WtproxyReporter {
         result.status === test.expectedStatus) return;
     const from = result.startTime.getTime();
     const found = refusalsBetween(this.dir, from, from + result.duration);
-    if (!found.length) return;
-    const text = describe(found, `during the test "${test.title}"`);
+    if (found === null && this.saidNoBinary) return;
+    this.saidNoBinary ||= found === null;
+    if (found && !found.length) return;
+    const text = found ? describe(found, `during the test "${test.title}"`) : noBinary();
     if (process.stdout.isTTY) this.held.push(text);
     else process.stdout.write(text);
   }
@@ -106,7 +116,8 @@ export default class WtproxyReporter {
   // of a run whose preparation failed.
   printSetupRefusals() {
     const found = refusalsBetween(this.dir, this.started, this.firstTest || Date.now());
-    if (!found.length) return;
+    if (found === null && !this.saidNoBinary) process.stdout.write(noBinary());
+    if (!found?.length) return;
     const why = /webServer/.test(this.setupError)
       ? 'Playwright takes a refused webServer url for a server not up and runs its command, ' +
         'which then fails, as with EADDRINUSE on a port wtproxy holds: fix what the refusal says'
