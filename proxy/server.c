@@ -323,11 +323,16 @@ static struct event_base *new_base(void)
 
 /* The fixes the daemon writes name `wtproxy` commands; from a build
  * folder (the README's first command) a shell runs another wtproxy by
- * that name, or none: the pages say which binary they mean. */
+ * that name, or none: the pages say which binary they mean. An installed
+ * one (in a bin folder) is not named: the systemd user manager's PATH
+ * lacks ~/.local/bin, which the shells of its users have. */
 static void name_program(void)
 {
     char prog[PATH_MAX], other[PATH_MAX];
     if (host_self_program(prog, sizeof prog, other, sizeof other) != 1)
+        return;
+    const char *slash = strrchr(prog, '/');
+    if (slash - prog >= 4 && strncmp(slash - 4, "/bin", 4) == 0 && !other[0])
         return;
     error_page_set_program(prog, other);
     char why[PATH_MAX + 64] = "no wtproxy is on its PATH";

@@ -27,8 +27,8 @@ function otherInstall(tmp) {
   return dir;
 }
 
-async function noBackendPage(t, tmp, PATH) {
-  const px = await startDaemon(t, tmp, [], { env: { PATH } });
+async function noBackendPage(t, tmp, PATH, bin) {
+  const px = await startDaemon(t, tmp, [], { env: { PATH }, ...(bin ? { bin } : {}) });
   const text = await curlFrom(tmp.wt.a, px.port, '/');
   const json = await curlFrom(tmp.wt.a, px.port, '/', { headers: ['Accept: application/json'] });
   assert.equal(text.status, 503, text.body);
@@ -51,6 +51,16 @@ test('a daemon run from its build folder says which binary its fixes mean; insta
   const shadowed = await noBackendPage(t, tmp, `${other}:${ON_PATH}`);
   assert.ok(shadowed.log.includes(`means ${SELF}, and the first wtproxy on its PATH is another one, ${other}/wtproxy: `), shadowed.log);
   assert.ok(shadowed.text.includes(`\`wtproxy\` above is ${SELF} (the wtproxy on this daemon's PATH, ${other}/wtproxy, is another one)`), shadowed.text);
+
+  // Installed (in a bin folder) but not on the daemon's PATH, as a systemd
+  // user unit runs ~/.local/bin/wtproxy: not named (its users' shells have it).
+  const bin = path.join(tmp.root, 'prefix', 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  fs.copyFileSync(SELF, path.join(bin, 'wtproxy'));
+  fs.chmodSync(path.join(bin, 'wtproxy'), 0o755);
+  const installed = await noBackendPage(t, tmp, SYSTEM_PATH, path.join(bin, 'wtproxy'));
+  assert.doesNotMatch(installed.text, /above is/, installed.text);
+  assert.doesNotMatch(installed.log, /in the fixes this daemon writes/);
 
   const on = await noBackendPage(t, tmp, ON_PATH);
   assert.match(on.text, /^Fix: .*wtproxy run/m, on.text);

@@ -76,7 +76,8 @@ function stopGroups(pids) {
 
 // Start `wtproxy serve ARGS...` (default: --listen 127.0.0.1:0). Resolves
 // once every listener is up, with { port, ports, proc, stderr(), stop() }.
-// opts.prefix: a command that execs the daemon (['prlimit', '--nofile=64:64']).
+// opts.prefix: a command that execs the daemon (['prlimit', '--nofile=64:64']);
+// opts.bin: another wtproxy binary than this build's.
 // `t` is the node:test context; its after() hook stops the daemon.
 export async function startProxy(t, args = [], opts = {}) {
   const listen = args.includes('--listen') ? [] : ['--listen', '127.0.0.1:0'];
@@ -86,7 +87,7 @@ export async function startProxy(t, args = [], opts = {}) {
   fs.mkdirSync(own, { mode: 0o700 });
   const registry = args.includes('--control') ? [] :
     ['--control', path.join(own, 'control.sock'), '--state', path.join(own, 'registry.json')];
-  const argv = [wtproxyBin, 'serve', ...listen, ...registry, ...args];
+  const argv = [opts.bin || wtproxyBin, 'serve', ...listen, ...registry, ...args];
   const cmd = underValgrind ? ['valgrind', ...valgrindArgs, ...argv] : [...(opts.prefix || []), ...argv];
   const proc = spawn(cmd[0], cmd.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
