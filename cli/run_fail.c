@@ -119,12 +119,16 @@ static int is_frame(const char *s, size_t n)
 }
 
 /* Whether the output so far ends inside a traceback: its last line is
- * indented (a frame, "  File ...", or its code) or is Python's
- * "Traceback (most recent call last):". A traceback ends with an
- * unindented line, the error. Measured in CI: under load Django paused
- * over QUIET_MS between two frames; the failure was told without its
- * error line, and the rest of the traceback then read as a new start.
- * The lock is held. */
+ * indented (a frame, "  File ...", or its code) or announces more, an
+ * unindented line ending in a colon ("Traceback (most recent call
+ * last):", "Exception in thread django-main-thread:", a chained
+ * exception's "During handling of the above exception, another exception
+ * occurred:"). A traceback ends with an unindented line, the error.
+ * Measured in CI: under load Django paused over QUIET_MS between two
+ * frames, and after threading's "Exception in thread" line (it flushes
+ * it, then reads each frame's source file); the failure was told without
+ * its error line, and the rest of the traceback then read as a new start.
+ * An error line that ends in a colon waits QUIET_MAX_MS. The lock is held. */
 static int mid_traceback(const struct cli_run_fail *f)
 {
     size_t end = f->len, at;
@@ -132,9 +136,7 @@ static int mid_traceback(const struct cli_run_fail *f)
         end--;
     for (at = end; at > 0 && f->tail[at - 1] != '\n'; at--)
         ;
-    static const char head[] = "Traceback (most recent call last):";
-    return end > at && (f->tail[at] == ' ' || f->tail[at] == '\t' ||
-                        (end - at == sizeof head - 1 && memcmp(f->tail + at, head, end - at) == 0));
+    return end > at && (f->tail[at] == ' ' || f->tail[at] == '\t' || f->tail[end - 1] == ':');
 }
 
 /* The tail's last TELL_LINES lines, stack frames not counted, at most

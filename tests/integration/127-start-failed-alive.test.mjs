@@ -201,30 +201,51 @@ test('`wtproxy run -- node --watch` whose script throws at start: the 503 at onc
 // than the 300 ms of quiet that ends it (seen in CI: the 503 quoted a
 // traceback cut at a frame, and the rest of it read as a new start). This
 // server prints Django's lines in two bursts 1 s apart, the first ending
-// at a frame, and lives on without listening, as its autoreloader does.
-test('a Django traceback that pauses at a frame: told once it ends, with its error line, never as a new start', async (t) => {
-  const tmp = makeWorktrees(t, ['s']);
+// where first ends, and lives on without listening, as its autoreloader does.
+async function pausedTraceback(t, name, first, rest) {
+  const tmp = makeWorktrees(t, [name]);
   const px = await startDaemon(t, tmp);
-  const first = ['Watching for file changes with StatReloader', 'Performing system checks...', '',
-    'Exception in thread django-main-thread:', 'Traceback (most recent call last):',
-    '  File "/usr/lib/python3.11/threading.py", line 1038, in _bootstrap_inner', '    self.run()'];
-  const rest = ['  File "/src/shop/urls.py", line 3', "    path('hello/', hello", '        ^',
-    "SyntaxError: '(' was never closed"];
   const script = `console.error(${JSON.stringify(first.join('\n'))});
 setTimeout(() => console.error(${JSON.stringify(rest.join('\n'))}), 1000);
 setInterval(() => {}, 1000);`;
   const run = startRun(t, tmp, {
-    cwd: tmp.wt.s, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    cwd: tmp.wt[name], front: px.port, detached: true, stopSignal: 'SIGKILL',
     command: [process.execPath, '-e', script, '{port}'],
   });
   await waitFor(async () => (await lsJson(tmp)).length === 1, 10000, 'the run registered');
-  const r = await curlFrom(tmp.wt.s, px.port, '/', { timeout: 20000 });
+  const r = await curlFrom(tmp.wt[name], px.port, '/', { timeout: 20000 });
   assert.equal(r.status, 503, r.body);
   assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
   assert.match(r.body, /line 3\n.*path\('hello\/', hello\n.*\^\nSyntaxError: '\(' was never closed/, 'the traceback whole, its error line last');
   await new Promise((res) => setTimeout(res, 800));
   assert.equal((run.stderr().match(/failed at start and lives on/g) || []).length, 1, run.stderr());
   assert.doesNotMatch(run.stderr(), /is starting again after its failed start/);
+}
+
+const djangoStart = ['Watching for file changes with StatReloader', 'Performing system checks...', ''];
+const threadHead = ['Exception in thread django-main-thread:', 'Traceback (most recent call last):',
+  '  File "/usr/lib/python3.11/threading.py", line 1038, in _bootstrap_inner', '    self.run()'];
+const urlsError = ['  File "/src/shop/urls.py", line 3', "    path('hello/', hello", '        ^',
+  "SyntaxError: '(' was never closed"];
+
+test('a Django traceback that pauses at a frame: told once it ends, with its error line, never as a new start', async (t) => {
+  await pausedTraceback(t, 's', [...djangoStart, ...threadHead], urlsError);
+});
+
+// Python's threading.excepthook flushes its "Exception in thread NAME:"
+// line, then formats the traceback, reading each frame's source file: a
+// pause there (seen in CI, test 127's daemon-restart case: the failure
+// told at the header, the traceback read as a new start, its entry
+// "starting" for a moment) ends at an unindented line that announces
+// more (a colon ends it), as does a chained exception's "During handling
+// of the above exception, another exception occurred:".
+test('a Django traceback that pauses after a header line (ending in a colon): told once, whole', async (t) => {
+  await pausedTraceback(t, 'h', [...djangoStart, 'Exception in thread django-main-thread:'], [...threadHead.slice(1), ...urlsError]);
+});
+
+test('a chained traceback that pauses at "During handling of the above exception": told once, whole', async (t) => {
+  await pausedTraceback(t, 'k', [...djangoStart, ...threadHead, 'KeyError: \'ROOT_URLCONF\'', '',
+    'During handling of the above exception, another exception occurred:'], ['', ...threadHead.slice(1), ...urlsError]);
 });
 
 // The agent's usual case: the server was ready and serving, then an edit
