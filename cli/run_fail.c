@@ -124,10 +124,11 @@ static int is_frame(const char *s, size_t n)
  * last):", "Exception in thread django-main-thread:", a chained
  * exception's "During handling of the above exception, another exception
  * occurred:"). A traceback ends with an unindented line, the error.
- * Measured in CI: under load Django paused over QUIET_MS between two
- * frames, and after threading's "Exception in thread" line (it flushes
- * it, then reads each frame's source file); the failure was told without
- * its error line, and the rest of the traceback then read as a new start.
+ * Seen in CI: under load Django paused over QUIET_MS between two frames,
+ * and (by the likeliest reading of a failure of test 127) after
+ * threading's "Exception in thread" line, which it flushes before it
+ * reads each frame's source file; the failure was told without its error
+ * line, and the rest of the traceback then read as a new start.
  * An error line that ends in a colon waits QUIET_MAX_MS. The lock is held. */
 static int mid_traceback(const struct cli_run_fail *f)
 {
