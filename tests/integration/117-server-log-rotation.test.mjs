@@ -28,11 +28,13 @@ test('a wtproxy run log rotates; logs -n reads across it, -f follows it', { time
   runServer(t, tmp, tmp.wt.a, px.port);
   const { log } = await ready(tmp, tmp.wt.a);
   const old = `${log}.1`;
-  const follow = spawn(wtproxyBin, ['logs', '-f', '-n', '0'], { cwd: tmp.wt.a, env: { ...process.env, ...cliEnv(tmp) } });
+  // -n 1: the log's last line now (the server's start), printed once -f has
+  // its place at the end; a request before that would be missed.
+  const follow = spawn(wtproxyBin, ['logs', '-f', '-n', '1'], { cwd: tmp.wt.a, env: { ...process.env, ...cliEnv(tmp) } });
   t.after(() => follow.kill('SIGKILL'));
   let followed = '';
   follow.stdout.on('data', (d) => { followed += d; });
-  await new Promise((r) => setTimeout(r, 500));
+  await waitFor(() => followed.length > 0, 10000, 'logs -f printed the last line before following');
 
   let sent = 0;
   const send = async () => { assert.equal((await getWorktree(px.port, tmp.wt.a, `/${++sent}-${pad}`)).status, 200); };
