@@ -71,7 +71,8 @@ const nodeArgs = ['--include', '**/*.js', '--include', '**/*.mjs', '--include', 
   '--include', '**/*.json', '--include', '**/.env', '--include', '**/.env.*', '--exclude', '**/.git/**', '--exclude', '**/node_modules/**',
   '--exclude', '**/.venv/**', '--exclude', '**/venv/**', '--exclude', '**/__pycache__/**', '--exclude', '**/dist/**',
   '--exclude', '**/e2e/**', '--exclude', '**/*.spec.*', '--exclude', '**/*.test.*', '--exclude', '**/coverage/**',
-  '--exclude', '**/test-results/**', '--exclude', '**/playwright-report/**', '--exclude', '**/.nyc_output/**'];
+  '--exclude', '**/test-results/**', '--exclude', '**/playwright-report/**', '--exclude', '**/.nyc_output/**',
+  '--exclude', '**/.next/**', '--exclude', '**/%5F%5Fwhoami/stamp.js'];
 
 test('node middleware: /__whoami for the checkout; other paths reach the app; the hash of the code at start', async (t) => {
   const repo = project(t);
@@ -108,6 +109,22 @@ test('node middleware: /__whoami for the checkout; other paths reach the app; th
   fs.writeFileSync(path.join(repo, 'src/logic.ts'), 'export const v = 2;\n');
   assert.notEqual((await diskFingerprint(repo, nodeArgs)).hash, env.hash);
   assert.equal(JSON.parse((await httpGet(s.port, '/__whoami')).body).fingerprint.hash, disk.hash);
+});
+
+test('node middleware: a Next.js app beside the server compiling leaves its fingerprint alone', async (t) => {
+  // An API and a Next.js front end in one checkout: next dev writes its
+  // build output (.next) and its /__whoami route's stamp at each compile.
+  // Neither is the API's code: counted, every page compile made the API
+  // stale, and `wtproxy restart` of both servers exited 1 every time.
+  const repo = project(t);
+  const s = await startNode(t, path.join(repo, 'src'));
+  const who = JSON.parse((await httpGet(s.port, '/__whoami')).body).fingerprint;
+  fs.mkdirSync(path.join(repo, 'web/.next/dev/server'), { recursive: true });
+  fs.writeFileSync(path.join(repo, 'web/.next/dev/server/page.js'), 'compiled();\n');
+  fs.mkdirSync(path.join(repo, 'web/app/%5F%5Fwhoami'), { recursive: true });
+  fs.writeFileSync(path.join(repo, 'web/app/%5F%5Fwhoami/stamp.js'), 'export default "1";\n');
+  const disk = await diskFingerprint(repo, patternArgs(who.include, who.exclude));
+  assert.equal(disk.hash, who.hash, 'next dev\'s output is not the code this server loaded');
 });
 
 test('node middleware: NODE_ENV=production passes /__whoami to the app', async (t) => {

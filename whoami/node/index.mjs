@@ -26,10 +26,13 @@ export const DEFAULT_INCLUDE = ['**/*.js', '**/*.mjs', '**/*.cjs', '**/*.jsx', '
 // The Python defaults, plus what a Node project builds or tests, the JSON
 // its test runners write among it (Playwright's test-results/.last-run.json
 // on every run): an e2e test edit or a test run must not make the server
-// stale.
+// stale. Nor must a Next.js app of the same checkout (an API beside its
+// front end): next dev writes .next and its /__whoami route's stamp
+// (next-turbopack.mjs) at each compile.
 export const DEFAULT_EXCLUDE = ['**/.git/**', '**/node_modules/**', '**/.venv/**', '**/venv/**',
   '**/__pycache__/**', '**/dist/**', '**/e2e/**', '**/*.spec.*', '**/*.test.*', '**/coverage/**',
-  '**/test-results/**', '**/playwright-report/**', '**/.nyc_output/**'];
+  '**/test-results/**', '**/playwright-report/**', '**/.nyc_output/**', '**/.next/**',
+  '**/%5F%5Fwhoami/stamp.js'];
 const ANSWER_MAX = 65536;
 const CHECKOUT_MAX = 4095;
 // What withTakingIn adds to an answer, at most.

@@ -66,8 +66,9 @@ import { ROUTE_DIR, STAMP, TurbopackFollower, ensureStamps } from './next-turbop
 export const KEY = Symbol.for('wtproxy-whoami.next');
 export const NEXT_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'css', 'scss', 'sass',
   'json', 'md', 'mdx'];
-// index.mjs's, plus Next's build folder and what test runners write.
-export const NEXT_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.next/**', '**/out/**'];
+// index.mjs's (Next's build folder and the stamp among them), plus its
+// static export.
+export const NEXT_EXCLUDE = [...DEFAULT_EXCLUDE, '**/out/**'];
 // The route's stamp (next-turbopack.mjs): next dev's own writes, not code.
 const STAMP_EXCLUDE = `**/${ROUTE_DIR}/${STAMP}`;
 // The watcher's reports of one burst (an editor saving several files, a
