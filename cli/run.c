@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,19 +89,6 @@ static pid_t start_moved(struct cli_run *r, pid_t pid)
 /* How often the wrapper looks whether its worktree was removed. */
 #define RUN_GONE_LOOK_MS 1000
 
-/* Whether the worktree was removed: its .git entry is certainly gone (an
- * EACCES or EIO says nothing). Not the folder: `git worktree remove`
- * deletes .git, but a server still writing into the tree (Vite's .vite
- * cache) can keep the folder, and the remove fails "Directory not empty"
- * for as long as the server runs. */
-static int worktree_gone(const char *worktree)
-{
-    char git[PATH_MAX + 8];
-    struct stat st;
-    snprintf(git, sizeof git, "%s/.git", worktree);
-    return lstat(git, &st) < 0 && (errno == ENOENT || errno == ENOTDIR);
-}
-
 /* Stop CMD's tree because its worktree went: no request can be routed to
  * it any more, and left running it held its port, its memory and its
  * database connections for ever (the daemon drops the entry, so idle_stop
@@ -112,8 +98,8 @@ static int stop_gone(struct cli_run *r, pid_t pid)
     char line[PATH_MAX + 1536];
     int status;
     snprintf(line, sizeof line,
-             "wtproxy: %s was removed (its .git is gone: git worktree remove): stopping its "
-             "server, %s",
+             "wtproxy: %s was removed (its .git or its gitdir is gone: git worktree remove): "
+             "stopping its server, %s",
              r->worktree, cmd_shown(r));
     fprintf(stderr, "%s\n", line);
     cli_run_log_note(&r->log, line);
@@ -181,7 +167,8 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         }
-        if (++looks % (RUN_GONE_LOOK_MS / WTP_CLIENT_POLL_MS) == 0 && worktree_gone(r->worktree))
+        if (++looks % (RUN_GONE_LOOK_MS / WTP_CLIENT_POLL_MS) == 0 &&
+            host_worktree_removed(r->worktree))
             return stop_gone(r, pid);
         if (restart_asked) {
             restart_asked = 0;

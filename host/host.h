@@ -230,6 +230,14 @@ int host_worktree_of(const char *dir, struct host_worktree *out, char *err, size
  * when dir is in no worktree or its HEAD is unreadable. */
 void host_worktree_branch(const char *dir, char *out, size_t outlen);
 
+/* Whether the worktree whose top folder is root was removed, as far as is
+ * certain: its .git is gone, or it is a .git file whose gitdir is gone.
+ * The second is what a `git worktree remove` leaves that failed "Directory
+ * not empty" (a dev server writing into the tree): git stops at the first
+ * entry it cannot delete, .git may come after it, and it deletes the
+ * gitdir anyway. An EACCES or EIO says nothing: 0. */
+int host_worktree_removed(const char *root);
+
 /* --- sockets (diag.c) --- */
 
 struct host_diag; /* an open NETLINK_SOCK_DIAG socket; one per thread */

@@ -206,6 +206,23 @@ static int from_gitfile(const char *root, const char *gitfile, struct host_workt
     return 0;
 }
 
+int host_worktree_removed(const char *root)
+{
+    static const char prefix[] = "gitdir: ";
+    char git[PATH_MAX + sizeof "/.git"], line[PATH_MAX + sizeof prefix], gitdir[PATH_MAX];
+    struct stat st;
+
+    if (join(root, ".git", git, sizeof git) < 0)
+        return 0;
+    if (lstat(git, &st) < 0)
+        return errno == ENOENT || errno == ENOTDIR;
+    if (!S_ISREG(st.st_mode) || read_line(git, line, sizeof line) < 0 ||
+        strncmp(line, prefix, sizeof prefix - 1) != 0 ||
+        join(root, line + sizeof prefix - 1, gitdir, sizeof gitdir) < 0)
+        return 0;
+    return stat(gitdir, &st) < 0 && (errno == ENOENT || errno == ENOTDIR);
+}
+
 /* The .git entry at dir/.git (dir canonical): fill w. Returns as
  * from_gitfile. A .git symlink counts as its target. */
 static int worktree_at(const char *dir, struct host_worktree *w, char *err, size_t errlen)

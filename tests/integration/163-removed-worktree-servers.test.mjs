@@ -8,9 +8,12 @@
 // ("Directory not empty"), leaving a folder without .git whose servers the
 // daemon kept listing as verified. Now each wrapper stops its server within
 // about a second of its worktree's .git going, and says why: a worktree
-// removed whole (b), one whose folder outlived its .git (c), and a server
-// run by hand with `wtproxy run` (d). A worktree that stays (a) keeps its
-// server.
+// removed whole (b), one whose folder outlived its .git (c), a server run
+// by hand with `wtproxy run` (d), and one whose .git file outlived the
+// gitdir it names (e: seen with next dev writing .next while git removed
+// the folder: git stops at the first entry it cannot delete, and deletes
+// the gitdir anyway; its servers ran on, listed with branch "-"). A
+// worktree that stays (a) keeps its server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -32,17 +35,17 @@ test('a removed worktree\'s servers stop, the daemon\'s and a hand-run one; the 
   const px = await startDaemon(t, tmp0);
   const port = px.port;
   const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${port}`],
-    ['a', 'b', 'c', 'd']);
+    ['a', 'b', 'c', 'd', 'e']);
 
   // d's server is run by hand (no .wtproxy start: --front names it).
   const hand = startRun(t, tmp0, { cwd: tmp.wt.d, front: port, detached: true });
   await hand.ready;
   const pids = {};
-  for (const n of ['a', 'b', 'c']) pids[n] = (await served(tmp.wt[n], port)).pid;
+  for (const n of ['a', 'b', 'c', 'e']) pids[n] = (await served(tmp.wt[n], port)).pid;
   const entries = await lsJson(tmp0);
   const wrapper = (n) => entries.find((e) => e.worktree === tmp.wt[n]).pid;
   const logOf = (n) => entries.find((e) => e.worktree === tmp.wt[n]).log;
-  const wrappers = { a: wrapper('a'), b: wrapper('b'), c: wrapper('c') };
+  const wrappers = { a: wrapper('a'), b: wrapper('b'), c: wrapper('c'), e: wrapper('e') };
   t.after(() => {
     for (const w of Object.values(wrappers)) {
       if (pidAlive(w)) try { process.kill(-w, 'SIGKILL'); } catch { /* gone */ }
@@ -55,17 +58,20 @@ test('a removed worktree\'s servers stop, the daemon\'s and a hand-run one; the 
   fs.rmSync(path.join(tmp.wt.c, '.git'));
   git(tmp.repo, 'worktree', 'prune');
   git(tmp.repo, 'worktree', 'remove', '--force', tmp.wt.d);
+  const gitdirOfE = fs.readFileSync(path.join(tmp.wt.e, '.git'), 'utf8').replace(/^gitdir: /, '').trim();
+  fs.rmSync(path.resolve(tmp.wt.e, gitdirOfE), { recursive: true });
   const removed = Date.now();
 
   await waitFor(() => !pidAlive(pids.b) && !pidAlive(wrappers.b) && !pidAlive(pids.c) &&
-    !pidAlive(wrappers.c) && hand.proc.exitCode !== null, 8000,
+    !pidAlive(wrappers.c) && !pidAlive(pids.e) && !pidAlive(wrappers.e) && hand.proc.exitCode !== null, 8000,
   `the removed worktrees' servers stopped; the daemon's log:\n${px.stderr()}\nd's wrapper:\n${hand.stderr()}`);
   const took = Date.now() - removed;
   assert.ok(took < 5000, `stopped ${took} ms after the removal`);
 
-  const said = /was removed \(its \.git is gone: git worktree remove\): stopping its server/;
+  const said = /was removed \(its \.git or its gitdir is gone: git worktree remove\): stopping its server/;
   assert.match(hand.stderr(), said);
   assert.match(fs.readFileSync(logOf('c'), 'utf8'), said, 'c\'s server log says why it stopped');
+  assert.match(fs.readFileSync(logOf('e'), 'utf8'), said, 'e\'s server log says why it stopped');
   await waitFor(async () => (await lsJson(tmp0)).map((e) => e.worktree).join() === tmp.wt.a, 5000,
     'wtproxy ls lists a alone');
 
