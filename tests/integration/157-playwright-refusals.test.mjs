@@ -12,7 +12,9 @@
 // refuses (Playwright then runs the command, which fails with EADDRINUSE
 // on the front wtproxy holds) gets the refusal under that error; with no
 // daemon the reporter prints nothing and the run fails only as the test
-// did; with no wtproxy binary to ask, it says so once.
+// did; with no wtproxy binary to ask, it says so once. A test that fails
+// at once on its refused request is told it too, though Playwright's
+// duration (which leaves out the browser's launch) ends before it.
 // WTPROXY_TEST_VERBOSE=1 prints the runs' output as diagnostics.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -61,7 +63,7 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   await web.ready;
 
   const env = { APP_FRONT: String(webFront), WTPROXY_BIN: wtproxyBin, WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' };
-  const run = await playwright(t, tmp.wt, { env, label: '157' });
+  const run = await playwright(t, tmp.wt, { args: ['--grep-invert', 'API answers'], env, label: '157' });
   if (process.env.WTPROXY_TEST_VERBOSE) t.diagnostic(run.out);
   const out = run.out;
   assert.equal(run.code, 1, `one test fails:\n${out}\n--- daemon ---\n${px.stderr()}`);
@@ -117,6 +119,13 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   assert.match(said, /\n {4}GET \/api -> 503 [a-z-]+( \(\d+ times\))?: /, said);
   assert.match(said, /Error: ITEMS_DB is not set/, `the API's last words:\n${said}`);
   assert.match(said, new RegExp(`cd ${tmp.wt} && wtproxy run --front ${apiFront} -- `), `the fix:\n${said}`);
+
+  // A test that fails on the refused request at once, its worker's first:
+  // the refusal comes after startTime + duration (the browser's launch is
+  // not in the duration) and is its own all the same.
+  const fast = await playwright(t, tmp.wt, { args: ['--grep', 'API answers'], env, label: '157' });
+  assert.equal(fast.code, 1, fast.out);
+  assert.match(fast.out, /wtproxy refused 1 request of this worktree during the test "the API answers":\n {4}GET \/api -> 503 /, fast.out);
 
   // No daemon to ask: the reporter prints nothing, and the run fails only as its test does.
   const alone = await playwright(t, tmp.wt, {

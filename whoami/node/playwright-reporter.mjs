@@ -97,8 +97,12 @@ export default class WtproxyReporter {
   onTestEnd(test, result) {
     if (result.status === 'passed' || result.status === 'skipped' ||
         result.status === test.expectedStatus) return;
-    const from = result.startTime.getTime();
-    const found = refusalsBetween(this.dir, from, from + result.duration);
+    // Until now, not startTime + duration: the duration leaves out the
+    // worker fixtures' time (the browser's launch, for a worker's first
+    // test), so it ends before a request that failed the test at once was
+    // refused. A failed test's worker is replaced, so its next test starts
+    // in a new worker, later.
+    const found = refusalsBetween(this.dir, result.startTime.getTime(), Date.now());
     if (found === null && this.saidNoBinary) return;
     this.saidNoBinary ||= found === null;
     if (found && !found.length) return;
