@@ -66,21 +66,43 @@ static void drop_hint(const struct whoami_target *t, char *out, size_t outlen)
         snprintf(out, outlen, "cd %s && wtproxy unregister%s", t->checkout, front);
 }
 
+/* How to start the worktree's own server in place of another checkout's:
+ * a `.wtproxy` service from its file, whose `start` has the folder and
+ * interpreter right (the registered command ran in the other checkout's
+ * folder, maybe a subfolder, which `cd` to this one's top would miss). */
+static void own_server_hint(const struct whoami_target *t, char *out, size_t outlen)
+{
+    if (t->service && t->service[0])
+        snprintf(out, outlen,
+                 "cd %s && wtproxy restart --service %s (it starts the one its .wtproxy "
+                 "declares)",
+                 t->checkout, t->service);
+    else
+        restart_hint(t, out, outlen);
+}
+
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
                              char *out, size_t outlen)
 {
     char since[32], hint[PATH_MAX + 1200];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     char drop[PATH_MAX + 64];
-    restart_hint(t, hint, sizeof hint);
+    own_server_hint(t, hint, sizeof hint);
     drop_hint(t, drop, sizeof drop);
+    /* Registered with that server's own pid: its exit ends the entry too,
+     * and the same kill said twice reads as two steps. */
+    int one_kill = !t->by_run && t->pid > 0 && t->pid == ans->pid;
+    char dropping[PATH_MAX + 128] = "";
+    if (!one_kill)
+        snprintf(dropping, sizeof dropping, "; drop your worktree's registration of that port: %s",
+                 drop);
     snprintf(out, outlen,
              "port %d is served by %s, not by %s: the server there (pid %d, started %s ago) "
              "belongs to another checkout, so its answers would not be your code's. Stop it: "
-             "kill %d (unless %s still needs it); drop your worktree's registration of that "
-             "port: %s; then start your own server: %s",
+             "kill %d (unless %s still needs it%s)%s; then start your own server: %s",
              t->port, ans->checkout, t->checkout, (int)ans->pid, since, (int)ans->pid,
-             ans->checkout, drop, hint);
+             ans->checkout, one_kill ? "; its exit ends your worktree's registration of it" : "",
+             dropping, hint);
 }
 
 void whoami_refusal_silent(const struct whoami_target *t, const char *problem, int yet, char *out,

@@ -78,6 +78,19 @@ static void mismatch(void)
     whoami_refusal_mismatch(&t, &ans, out, sizeof out);
     says("drop your worktree's registration of that port: cd " WT " && wtproxy stop --front 18000",
          "mismatch, wtproxy run", __LINE__);
+
+    /* `wtproxy register --pid` of the other checkout's server, as a
+     * `.wtproxy` service: one kill ends both; its start is the file's,
+     * not the other server's command run from this worktree's top. */
+    t = target(5150, 0, "/usr/bin/python3 manage.py runserver 127.0.0.1:23833");
+    t.service = "backend";
+    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    says("Stop it: kill 5150 (unless " OTHER " still needs it; its exit ends your worktree's "
+         "registration of it); then start your own server: cd " WT
+         " && wtproxy restart --service backend",
+         "mismatch, registered service", __LINE__);
+    never_says("registration of that port: kill 5150", "mismatch, registered service", __LINE__);
+    never_says("manage.py runserver", "mismatch, registered service", __LINE__);
 }
 
 /* no-whoami: the restart first (a middleware added since the server
