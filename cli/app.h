@@ -84,6 +84,14 @@ void cli_playwright_parse(struct cli_playwright *pw);
  * pw->of_top set (init_pw_top.c); pw untouched when there is none. */
 void cli_playwright_of_top(const char *dir, struct cli_playwright *pw);
 
+/* init_sub.c: the commands that adopt the apps of dir's direct
+ * subfolders, for a dir that holds none of its own (api/, web/), into
+ * out: "wtproxy init api --apply && wtproxy init web --apply", each folder
+ * named as the current folder's shell finds it (its name when that is
+ * dir, else its path); and, when kinds is not NULL, what each holds
+ * ("api/ holds an express app; web/ holds a next app"). Returns how many. */
+int cli_sub_adopt(const char *dir, char *out, size_t len, char *kinds, size_t klen);
+
 /* The end of the {...} block opening at or after p (strings and comments
  * skipped), or NULL when it does not close. */
 const char *cli_block_end(const char *p);

@@ -88,6 +88,26 @@ static void check_file(struct doc_ctx *c, const struct cli_wtproxy *w)
         snprintf(c->start, sizeof c->start, "%s", s->start);
 }
 
+void doc_init_fix(const struct doc_ctx *c, char *out, size_t len)
+{
+    char here[PATH_MAX], err[1024];
+    int at_top = realpath(".", here) && strcmp(here, c->wt.root) == 0;
+    size_t sub = strncmp(c->start, "cd ", 3) == 0 ? strcspn(c->start + 3, " /") : 0;
+    struct cli_app app;
+    if (sub && strncmp(c->start + 3 + sub, " &&", 3) == 0) {
+        snprintf(out, len, "wtproxy init %s%s%.*s --apply", at_top ? "" : c->wt.root,
+                 at_top ? "" : "/", (int)sub, c->start + 3);
+        return;
+    }
+    int top_app = !c->have_wt;
+    if (c->have_wt) {
+        top_app = cli_app_detect(c->wt.root, &app, err, sizeof err) == 0;
+        cli_app_free(&app);
+    }
+    if (top_app || cli_sub_adopt(c->wt.root, out, len, NULL, 0) == 0)
+        snprintf(out, len, "wtproxy init --apply");
+}
+
 /* The front port the checks judge, into c->front, and where it came from
  * into c->front_from (the output says it): --front (flag); else the
  * .wtproxy's (declared); else the port the Playwright config's baseURL

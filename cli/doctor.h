@@ -77,6 +77,12 @@ void doc_load(struct doc_ctx *c, struct doc_result *r);
 struct pg_conn;
 void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result *r);
 
+/* doctor.c: the command that adopts wtproxy here, into out: `wtproxy init
+ * --apply`, or, where that finds no app, the init of the subfolder c's
+ * start runs in (`cd api && ...`), else of each subfolder's app (a top
+ * folder of api/ and web/ only: init there refuses, naming those). */
+void doc_init_fix(const struct doc_ctx *c, char *out, size_t len);
+
 /* Set r to status with a printf-style detail. */
 void doc_set(struct doc_result *r, enum doc_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

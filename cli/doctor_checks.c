@@ -283,7 +283,7 @@ static void server_state(struct doc_ctx *c, struct doc_result *r)
             "no .wtproxy and no registered server%s: requests from here get "
             "503 no-backend",
             c->ping ? "" : " known (no daemon to ask)");
-    snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
+    doc_init_fix(c, r->fix, sizeof r->fix);
 }
 
 /* The server on c->front; without --front, when the .wtproxy declares
@@ -442,7 +442,7 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
         char restart[256];
         entry_fix(c, 1, restart, sizeof restart);
         if (!doc_node_whoami_fix(c, restart, r->fix, sizeof r->fix))
-            snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
+            doc_init_fix(c, r->fix, sizeof r->fix);
     } else {
         judge(c, &a, r);
         whoami_answer_free(&a);

@@ -251,7 +251,13 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 pw.reuse ? "reuseExistingServer with a fixed port reuses whatever server holds "
                            "it, maybe another worktree's"
                          : "parallel worktrees collide on the fixed port");
-        snprintf(r->fix, sizeof r->fix, "wtproxy init --apply");
+        if (c->has_file && !pw.uses_run) /* init's recipe port leaves the config: its note */
+            snprintf(r->fix, sizeof r->fix,
+                     "reuseExistingServer: true in %s's webServer: its tests then reuse the "
+                     ".wtproxy's server, the daemon's on that port",
+                     f);
+        else
+            doc_init_fix(c, r->fix, sizeof r->fix);
     }
     reporter_note(&pw, r);
     free(pw.text);

@@ -170,13 +170,17 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     if (in_wt && strncmp(w.root, p->dir, n) == 0 && p->dir[n] == '/')
         snprintf(p->top, sizeof p->top, "%s", w.root);
     int file_front = existing_front(p);
-    /* An existing .wtproxy's front first: it is the project's choice; an
-     * API's in a subfolder next, as its front end calls it. */
-    int sibling =
-        front || file_front || p->app.pw.front || !p->top[0] ? 0 : init_vite_sibling_front(p);
+    /* An existing .wtproxy's front first: it is the project's choice; then
+     * the Playwright config's (in a subfolder: the top config's entry that
+     * starts it, else its baseURL for the one front end); an API's in a
+     * subfolder next, as its front end calls it. */
+    int chosen = front || file_front || p->app.pw.front || !p->top[0];
+    int base_url = chosen || p->app.pw.file[0] ? 0 : init_top_base_front(p);
+    int sibling = chosen || base_url ? 0 : init_vite_sibling_front(p);
     p->front = front             ? (int)front
                : file_front      ? file_front
                : p->app.pw.front ? p->app.pw.front
+               : base_url        ? base_url
                : sibling         ? sibling
                                  : WTP_DEFAULT_FRONT_PORT;
     init_plan_sub(p);
@@ -368,8 +372,15 @@ int cli_init_main(int argc, char **argv)
             cli_app_free(&p.app);
             return 0;
         }
-        fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.%s%s\n", err,
-                init_sub_apps(dir, NULL, apps, sizeof apps) ? " But " : "", apps);
+        char adopt[2048];
+        if (cli_sub_adopt(dir, adopt, sizeof adopt, apps, sizeof apps) > 0)
+            fprintf(stderr,
+                    "wtproxy init: %s: run %s (%s): its servers are in its subfolders, each "
+                    "adopted by its own init, which adds it to the top .wtproxy as a [service "
+                    "NAME]. Nothing was changed: the top folder holds no app of its own (%s)\n",
+                    dir, adopt, apps, err);
+        else
+            fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.\n", err);
         cli_app_free(&p.app);
         return 2;
     }

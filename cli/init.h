@@ -69,9 +69,21 @@ int init_plan_python(struct init_plan *p);
 int init_plan_next(struct init_plan *p);
 
 /* init_sub.c: the apps dir's direct subfolders (but skip, when not NULL)
- * hold, said into out as "api/ holds a django app (wtproxy init
- * DIR/api)"; returns how many. */
+ * hold, in name order, said into out as "api/ holds a django app (wtproxy
+ * init DIR/api)"; returns how many. */
 int init_sub_apps(const char *dir, const char *skip, char *out, size_t len);
+
+/* init_sub.c: whether the top folder's Playwright baseURL port, which no
+ * webServer entry of that config serves for another subfolder's app, is
+ * that of the app of kind in top/name: the only subfolder app, or the only
+ * front end (Next, Vite), the server a test's browser goes to. */
+int init_sub_base_is(const char *top, const char *name, enum cli_app_kind kind, int port);
+
+/* init_pw_top.c: for a DIR below its worktree's top (p->top set) that no
+ * webServer entry of the top's Playwright config starts: that config's
+ * baseURL port when the top is no app itself and init_sub_base_is (a
+ * note says which line), else 0. */
+int init_top_base_front(struct init_plan *p);
 
 /* init_sub.c: whether dir's .wtproxy declares a service started in each
  * of its subfolders' apps (`cd api && ...`), and there is one at least:
@@ -87,6 +99,11 @@ void init_plan_sub(struct init_plan *p);
  * sections, a new file when there is none; or a note saying why not. 0,
  * or -1 out of memory. */
 int init_plan_top(struct init_plan *p);
+
+/* init_top.c: whether p->top holds an app of its own, whose `wtproxy
+ * init` writes the top .wtproxy (a file made here first would be left
+ * alone by it, as one already there), and whose the top config's baseURL is. */
+int init_top_is_app(const struct init_plan *p);
 
 /* init_top.c: the top .wtproxy's path relative to p->dir ("../.wtproxy"). */
 void init_top_path(const struct init_plan *p, char *out, size_t len);

@@ -7,7 +7,11 @@
  * where the config reloads (each edit then served stale), and front 8000
  * for web/ where the baseURL says 15174: a .wtproxy whose servers the
  * tests never reach, or whose start fails. Here the entry that starts the
- * folder's server stands for its config. */
+ * folder's server stands for its config; a webServer of one object is
+ * that one entry (a Next.js web/ beside an Express api/, its tests
+ * starting only the front end). A config whose webServer starts no
+ * subfolder's server still names the front its tests browse: its baseURL,
+ * the front of the one front end among the subfolders. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include "app.h"
 #include "cli.h"
 #include "host.h"
+#include "init.h"
 
 /* Whether the literal after key in [from, to) names folder rel ("api",
  * "./api", "api/"). */
@@ -42,15 +47,17 @@ static int starts_in(const char *from, const char *to, const char *rel)
            (c && c < to && cli_quoted(c + 8, cmd, sizeof cmd) && strncmp(cmd, cd, strlen(cd)) == 0);
 }
 
-/* The entry of text's webServer array that starts rel's server, as the
- * text of a config of that one entry (owned), NULL when none. */
+/* The entry of text's webServer that starts rel's server, as the text of
+ * a config of that one entry (owned), NULL when none. A webServer of one
+ * server is often an object, not an array: it is read as the one entry. */
 static char *entry_of(const char *text, const char *rel)
 {
     const char *ws = strstr(text, "webServer:"), *p = ws ? ws + 10 : NULL;
     p = p ? p + strspn(p, " \t\r\n") : NULL;
-    if (!p || *p != '[')
+    int array = p && *p == '[';
+    if (!p || (!array && *p != '{'))
         return NULL;
-    for (p++;;) {
+    for (p += array;;) {
         p += strspn(p, " \t\r\n,");
         const char *end = *p == '{' ? cli_block_end(p) : NULL;
         if (!end)
@@ -59,6 +66,8 @@ static char *entry_of(const char *text, const char *rel)
             char *one = NULL;
             return asprintf(&one, "webServer: [%.*s]\n", (int)(end - p), p) < 0 ? NULL : one;
         }
+        if (!array)
+            return NULL;
         p = end;
     }
 }
@@ -84,4 +93,31 @@ void cli_playwright_of_top(const char *dir, struct cli_playwright *pw)
         pw->of_top = 1;
     }
     free(top.text);
+}
+
+int init_top_base_front(struct init_plan *p)
+{
+    const char *rel = p->dir + strlen(p->top) + 1;
+    struct cli_playwright top;
+    if (strchr(rel, '/') || init_top_is_app(p)) /* the top's own app is what it browses */
+        return 0;
+    cli_playwright_read(p->top, &top);
+    int port = top.base_port && init_sub_base_is(p->top, rel, p->app.kind, top.base_port)
+                   ? top.base_port
+                   : 0;
+    if (port) {
+        const char *key = strstr(top.text, "baseURL:");
+        char url[512] = "";
+        int line = 1;
+        for (const char *c = top.text; c < key; c++)
+            line += *c == '\n';
+        cli_quoted(key + 8, url, sizeof url);
+        init_note(p,
+                  "front %d: the baseURL of ../%s (line %d: '%s'), where its tests go: no "
+                  "webServer entry there starts %s/'s server, and no other subfolder holds a "
+                  "front end (Next, Vite) (--front N takes another)",
+                  port, top.file, line, url, rel);
+    }
+    free(top.text);
+    return port;
 }

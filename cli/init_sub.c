@@ -1,8 +1,11 @@
 /* init_sub.c - the apps in a checkout's direct subfolders (api/manage.py,
- * api/main.py with FastAPI, web/package.json with vite), for `wtproxy init`: an app of two servers
- * in two folders is told of the one its top folder does not show, and of
- * the command that adopts it, where it was told of one server only, or
- * that its layout is unknown. */
+ * api/main.py with FastAPI, web/package.json with vite), for `wtproxy
+ * init`: an app of two servers in two folders is told of the one its top
+ * folder does not show, and of the command that adopts it, where it was
+ * told of one server only, or that its layout is unknown; init at such a
+ * top, and doctor's fixes there, name each one's init to run (`wtproxy
+ * init --apply` there finds no app); and which of them the top Playwright
+ * config's baseURL is the front of. */
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
@@ -40,30 +43,114 @@ static int candidate(const struct dirent *d)
     return 1;
 }
 
-int init_sub_apps(const char *dir, const char *skip, char *out, size_t len)
+/* One walk over dir's subfolder apps (but skip), in name order, at most
+ * INIT_SUB_MAX; each calls fn with the folder's name, its path and its
+ * app. Returns how many apps it found. Sorted: the commands a message
+ * names are run in its order, and say the same on every filesystem. */
+static int each_sub_app(const char *dir, const char *skip,
+                        void (*fn)(void *arg, const char *name, const char *sub,
+                                   const struct cli_app *app),
+                        void *arg)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    out[0] = '\0';
-    while (d && n < INIT_SUB_MAX && (e = readdir(d))) {
+    struct dirent **list = NULL;
+    int n = 0, count = scandir(dir, &list, candidate, alphasort);
+    for (int i = 0; i < count; i++) {
         char sub[PATH_MAX], err[512];
         struct cli_app app;
-        if (!candidate(e) || (skip && strcmp(e->d_name, skip) == 0) ||
-            snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub ||
-            !app_files(sub, e->d_name))
-            continue;
-        int found = cli_app_detect(sub, &app, err, sizeof err) == 0;
-        size_t used = strlen(out);
-        if (found && used + 1 < len)
-            snprintf(out + used, len - used, "%s%s/ holds a %s app (wtproxy init %s)",
-                     n ? "; " : "", e->d_name, cli_app_name(app.kind), sub);
-        n += found;
-        cli_app_free(&app);
+        const char *name = list[i]->d_name;
+        if (n < INIT_SUB_MAX && (!skip || strcmp(name, skip) != 0) &&
+            snprintf(sub, sizeof sub, "%s/%s", dir, name) < (int)sizeof sub &&
+            app_files(sub, name) && cli_app_detect(sub, &app, err, sizeof err) == 0) {
+            fn(arg, name, sub, &app);
+            n++;
+            cli_app_free(&app);
+        }
+        free(list[i]);
     }
-    if (d)
-        closedir(d);
+    free(list);
     return n;
+}
+
+struct said {
+    char *out, *kinds; /* kinds: "api/ holds an express app; ...", when not NULL */
+    size_t len, klen;
+    int at_dir; /* the current folder is dir: its apps named by their folder */
+};
+
+/* Append "api/ holds an express app" to the list in out, with the command
+ * that adopts it when cmd. */
+static void say_app(char *out, size_t len, const char *name, const char *sub,
+                    const struct cli_app *app, int cmd)
+{
+    const char *kind = cli_app_name(app->kind);
+    size_t used = strlen(out);
+    if (used + 1 < len)
+        snprintf(out + used, len - used, "%s%s/ holds %s %s app%s%s%s", used ? "; " : "", name,
+                 strchr("aeiou", kind[0]) ? "an" : "a", kind, cmd ? " (wtproxy init " : "",
+                 cmd ? sub : "", cmd ? ")" : "");
+}
+
+static void say_init(void *arg, const char *name, const char *sub, const struct cli_app *app)
+{
+    struct said *s = arg;
+    say_app(s->out, s->len, name, sub, app, 1);
+}
+
+int init_sub_apps(const char *dir, const char *skip, char *out, size_t len)
+{
+    struct said s = {.out = out, .len = len};
+    out[0] = '\0';
+    return each_sub_app(dir, skip, say_init, &s);
+}
+
+static void say_adopt(void *arg, const char *name, const char *sub, const struct cli_app *app)
+{
+    struct said *s = arg;
+    size_t used = strlen(s->out);
+    if (used + 1 < s->len)
+        snprintf(s->out + used, s->len - used, "%swtproxy init %s --apply", used ? " && " : "",
+                 s->at_dir ? name : sub);
+    if (s->kinds)
+        say_app(s->kinds, s->klen, name, sub, app, 0);
+}
+
+int cli_sub_adopt(const char *dir, char *out, size_t len, char *kinds, size_t klen)
+{
+    char here[PATH_MAX], real[PATH_MAX];
+    struct said s = {out, kinds, len, klen, 0};
+    s.at_dir = realpath(".", here) && realpath(dir, real) && strcmp(here, real) == 0;
+    out[0] = '\0';
+    if (kinds)
+        kinds[0] = '\0';
+    return each_sub_app(dir, NULL, say_adopt, &s);
+}
+
+/* What the other subfolder apps tell of the top's baseURL port. */
+struct base_of {
+    int port;
+    int others, other_fronts; /* apps, and front ends (Next, Vite), beside this one */
+    int taken;                /* one's webServer entry serves that port */
+};
+
+static int front_end(enum cli_app_kind k)
+{
+    return k == CLI_APP_NEXT || k == CLI_APP_VITE;
+}
+
+static void count_base(void *arg, const char *name, const char *sub, const struct cli_app *app)
+{
+    struct base_of *b = arg;
+    (void)name, (void)sub;
+    b->others++;
+    b->other_fronts += front_end(app->kind);
+    b->taken |= app->pw.of_top && app->pw.front == b->port;
+}
+
+int init_sub_base_is(const char *top, const char *name, enum cli_app_kind kind, int port)
+{
+    struct base_of b = {.port = port};
+    each_sub_app(top, name, count_base, &b);
+    return !b.taken && (b.others == 0 || (front_end(kind) && b.other_fronts == 0));
 }
 
 /* The service of f started in folder sub (`cd SUB && ...`), NULL none. */

@@ -210,10 +210,7 @@ static int plan_edit(struct init_plan *p, const struct wtfile *f, char *text)
     return init_add_change(p, rel, text, &t);
 }
 
-/* Whether the top folder holds an app of its own, whose `wtproxy init`
- * writes the top .wtproxy (a file made here first would be left alone
- * by it, as one already there). */
-static int top_is_app(const struct init_plan *p)
+int init_top_is_app(const struct init_plan *p)
 {
     struct cli_app app;
     char err[1024];
@@ -251,7 +248,7 @@ int init_plan_top(struct init_plan *p)
                      ? NULL
                      : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     int none = !text && errno == ENOENT;
-    if (none && !top_is_app(p))
+    if (none && !init_top_is_app(p))
         return plan_new(p);
     if (none) {
         init_note(p,

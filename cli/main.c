@@ -98,7 +98,7 @@ static const struct command commands[] = {
      cli_init_main,
      "0 printed, applied, or nothing to change\n"
      "1 a file could not be written (nothing else was)\n"
-     "2 bad usage, or an app layout it does not know"},
+     "2 bad usage, or an app layout it does not know (subfolder apps only: it names their inits)"},
     {"doctor", "check this worktree's setup: ok or problem, with the fix", cli_usage_doctor, NULL,
      cli_doctor_main, "0 every check ok\n1 a check found a problem\n" USAGE_ERR},
     {"mcp", "the agent interface: an MCP server on stdio (tools for agents)", cli_usage_mcp, NULL,

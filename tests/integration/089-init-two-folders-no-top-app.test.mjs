@@ -48,28 +48,29 @@ async function wtproxy(dir, args) {
   return r;
 }
 
-// The command a message names for folder, pasted.
-function named(text, folder) {
-  const m = new RegExp(`\\(wtproxy init (\\S*/${folder})\\)`).exec(text);
+// The folder of the command a message names for folder, pasted in dir:
+// "(wtproxy init DIR/web)", or "wtproxy init web --apply", what to run.
+function named(dir, text, folder) {
+  const m = new RegExp(`\\(wtproxy init (\\S*/${folder})\\)|wtproxy init (\\S*\\b${folder}) --apply`).exec(text);
   assert.ok(m, `no wtproxy init .../${folder} in:\n${text}`);
-  return m[1];
+  return path.resolve(dir, m[1] || m[2]);
 }
 
 test('web/ and api/ without a top app: init of each writes the top .wtproxy, one section each', async (t) => {
   const dir = app(t);
   const top = await wtproxy(dir, ['init']);
   assert.equal(top.code, 2, top.stderr);
-  const web = named(top.stderr, 'web');
+  const web = named(dir, top.stderr, 'web');
 
   let r = await wtproxy(dir, ['init', web, '--apply']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^wrote \.\.\/\.wtproxy$/m, r.stdout);
   assert.match(r.stdout, new RegExp(`^note: ${dir}/\\.wtproxy: new, the one file the daemon reads .*: this server is its \\[service web\\]; each other server its own, the same way: api/ holds a django app`, 'm'));
-  const api = named(r.stdout, 'api');
+  const api = named(dir, r.stdout, 'api');
   assert.ok(!fs.existsSync(path.join(dir, 'web', '.wtproxy')), 'none in web/, which the daemon never reads');
   r = await wtproxy(dir, ['init']);
   assert.equal(r.code, 2, 'api/ is not declared yet');
-  assert.equal(named(r.stderr, 'api'), api);
+  assert.equal(named(dir, r.stderr, 'api'), api);
 
   r = await wtproxy(dir, ['init', api, '--apply']);
   assert.equal(r.code, 0, r.stderr);
@@ -130,10 +131,10 @@ test('api/ FastAPI and web/ Vite started by the top Playwright config: each init
   const top = await wtproxy(dir, ['init']);
   assert.equal(top.code, 2, top.stderr);
   assert.match(top.stderr, /api\/ holds a fastapi app/, top.stderr);
-  let r = await wtproxy(dir, ['init', named(top.stderr, 'api'), '--apply']);
+  let r = await wtproxy(dir, ['init', named(dir, top.stderr, 'api'), '--apply']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^note: start reloads on edits \(--reload\): \.\.\/playwright\.config\.js runs uvicorn with reloads$/m, r.stdout);
-  r = await wtproxy(dir, ['init', named(top.stderr, 'web'), '--apply']);
+  r = await wtproxy(dir, ['init', named(dir, top.stderr, 'web'), '--apply']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^wtproxy init: \S+\/web: vite app, front port 15174$/m, r.stdout);
   assert.match(r.stdout, /wtproxy serve --listen 18001 --listen 15174/, r.stdout);
@@ -149,4 +150,75 @@ test('api/ FastAPI and web/ Vite started by the top Playwright config: each init
   doc = await wtproxy(dir, ['doctor']);
   assert.match(doc.stdout, /^problem +playwright +playwright\.config\.js: its tests go to port 15174 \(baseURL\), which the \.wtproxy declares no service on \(its fronts: :18001 \(api\), :8000 \(web\)\)/m, doc.stdout);
   assert.match(doc.stdout, /fix: front = 15174 in the \.wtproxy's service for that server/, doc.stdout);
+});
+
+// Seen in a third walk: an Express API in api/, Next.js 16 in web/, and at
+// the top one Playwright config that starts only the front end, its
+// webServer a single object (not an array), baseURL the same port 8100.
+// `wtproxy init web` read the top config's webServer only as an array and
+// so wrote front 8000, a server the tests never reach; a config with no
+// webServer entry for web/ fell back to 8000 too, though its baseURL names
+// the one front end. At the top, doctor's fix for the missing .wtproxy and
+// for the Playwright recipe was `wtproxy init --apply`, which there exits 2
+// ("unknown app layout ... a express app"); init's message now leads with
+// the commands to run, and doctor names those.
+test('api/ Express and web/ Next beside a top Playwright config whose webServer is one object: web gets its port; doctor and init at the top name the inits that work', async (t) => {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-init-')));
+  removeAfter(t, dir);
+  const files = {
+    'package.json': JSON.stringify({ name: 'e2e', devDependencies: { '@playwright/test': '1' } }),
+    'api/package.json': JSON.stringify({ name: 'api', scripts: { dev: 'node server.js' }, dependencies: { express: '5' } }),
+    'api/server.js': "const express = require('express');\nexpress().listen(process.env.PORT);\n",
+    'web/package.json': JSON.stringify({ name: 'web', scripts: { dev: 'next dev' }, dependencies: { next: '16', react: '19' } }),
+  };
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), text);
+  }
+  git(dir, 'init', '-q', '-b', 'main');
+  const base = "  use: { baseURL: 'http://localhost:8100' },\n";
+  const configs = [
+    ['playwright.config.js', `module.exports = {\n${base}  webServer: { command: 'cd web && npm run dev -- --port 8100', url: 'http://localhost:8100' },\n};\n`],
+    ['playwright.config.js', `module.exports = {\n${base}  webServer: { command: 'npx next dev --port 8100', cwd: 'web', url: 'http://localhost:8100' },\n};\n`],
+    ['playwright.config.ts', `import { defineConfig } from '@playwright/test';\n\nexport default defineConfig({\n${base}  webServer: {\n    command: 'npx next dev --port 8100',\n    cwd: 'web',\n    url: 'http://localhost:8100',\n  },\n});\n`],
+  ];
+  for (const [name, text] of configs) {
+    fs.writeFileSync(path.join(dir, name), text);
+    const r = await wtproxy(dir, ['init', 'web']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^wtproxy init: \S+\/web: next app, front port 8100$/m, `${name}:\n${text}\n${r.stdout}`);
+    assert.match(r.stdout, new RegExp(`^Playwright: \\.\\./${name.replaceAll('.', '\\.')}, recipe "port"$`, 'm'), r.stdout);
+    fs.rmSync(path.join(dir, name));
+  }
+  // No webServer entry for web/: the baseURL's port, the line said.
+  fs.writeFileSync(path.join(dir, 'playwright.config.js'), `module.exports = {\n${base}};\n`);
+  let r = await wtproxy(dir, ['init', 'web']);
+  assert.match(r.stdout, /^wtproxy init: \S+\/web: next app, front port 8100$/m, r.stdout);
+  assert.match(r.stdout, /^note: front 8100: the baseURL of \.\.\/playwright\.config\.js \(line 2: 'http:\/\/localhost:8100'\), where its tests go/m, r.stdout);
+  r = await wtproxy(dir, ['init', 'api']);
+  assert.match(r.stdout, /^wtproxy init: \S+\/api: express app, front port 8000$/m, 'the API is not what the tests browse');
+  fs.writeFileSync(path.join(dir, 'playwright.config.js'), configs[0][1]);
+
+  // At the top: what to run first, "an express".
+  const adopt = 'wtproxy init api --apply && wtproxy init web --apply';
+  r = await wtproxy(dir, ['init', '--apply']);
+  assert.equal(r.code, 2, r.stderr);
+  assert.ok(r.stderr.startsWith(`wtproxy init: ${dir}: run ${adopt} (api/ holds an express app; web/ holds a next app): `), r.stderr);
+  assert.doesNotMatch(r.stderr, /unknown app layout/, r.stderr);
+  const json = async () => Object.fromEntries(JSON.parse((await wtproxy(dir, ['doctor', '--json'])).stdout).checks.map((c) => [c.name, c]));
+  let doc = await json();
+  assert.equal(doc.server.fix, adopt, doc.server.detail);
+  assert.equal(doc.playwright.fix, adopt, doc.playwright.detail);
+
+  // The fix, pasted: each works, and doctor's next fix is the config's.
+  for (const cmd of adopt.split(' && ')) {
+    r = await wtproxy(dir, cmd.split(' ').slice(1));
+    assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
+  }
+  const file = fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8');
+  assert.match(file, /^\[service api\]\nstart = cd api && node server\.js\nfront = 8000\n/m, file);
+  assert.match(file, /^\[service web\]\nstart = cd web && .*next dev .*\nfront = 8100\n/m, file);
+  doc = await json();
+  assert.equal(doc.server.status, 'ok', doc.server.detail);
+  assert.match(doc.playwright.fix, /^reuseExistingServer: true in playwright\.config\.js's webServer/, doc.playwright.fix);
 });
