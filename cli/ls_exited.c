@@ -52,8 +52,8 @@ static size_t quote_end(const char *s, size_t n, int *after)
     return n;
 }
 
-/* The EXITED_LINES lines of s that end with the error they name (else its
- * last ones) into out, each after "  | ", so that a server's output never
+/* The EXITED_LINES lines of s (not white space only) that end with the
+ * error they name (else its last ones) into out, each after "  | ", so that a server's output never
  * reads as wtproxy's own words; a note counts the lines after them. */
 static void quote_tail(const char *s, char *out, size_t len)
 {
@@ -61,10 +61,6 @@ static void quote_tail(const char *s, char *out, size_t len)
     int after;
     while (n && s[n - 1] == '\n')
         n--;
-    if (n == 0) {
-        snprintf(out, len, "  | (it printed nothing)");
-        return;
-    }
     n = quote_end(s, n, &after);
     const char *from = s + n;
     for (int k = 0; from > s; from--)
@@ -114,35 +110,50 @@ static void start_again(json_t *x, const char *wt, const char *sel, char *out, s
                  json_integer_value(json_object_get(x, "front")));
 }
 
+/* What fixes a server that ended with lines into fix, and what joins it
+ * to how it starts again (returned): nothing to fix when someone killed
+ * it, else the cure its lines show (a missing package, a Vite holding the
+ * project), else the error they name; with no lines, its whole log. */
+static const char *exit_fix(const char *lines, const char *wt, int killed, char *fix, size_t len)
+{
+    if (killed) {
+        snprintf(fix, len, HOST_EXIT_KILLED);
+        return ";";
+    }
+    if (host_printed_nothing(lines))
+        snprintf(fix, len, "find in it why it exited and fix that");
+    else if (!whoami_missing_package(lines, wt, fix, len) && !host_dev_lock_holder(lines, fix, len))
+        snprintf(fix, len, "fix the error they name");
+    return ", then";
+}
+
 void cli_exited_words(json_t *x, char *out, size_t len)
 {
     const char *wt = json_string_value(json_object_get(x, "worktree"));
     const char *lines = json_string_value(json_object_get(x, "lines"));
     const char *cmd = json_string_value(json_object_get(x, "command"));
     json_t *status = json_object_get(x, "status");
-    char age[32], how[64], sel[REG_SERVICE_MAX + 16], quoted[REG_START_FAILED_MAX + 256];
+    char age[32], how[256], sel[REG_SERVICE_MAX + 16], said[REG_START_FAILED_MAX + 256];
     char again[PATH_MAX + 1200], fix[4 * PATH_MAX];
     wt = wt ? wt : "?";
     host_age(host_wall_ms() - json_integer_value(json_object_get(x, "ended_ms")), age, sizeof age);
-    if (status)
-        snprintf(how, sizeof how, "exited %s ago with status %lld", age,
-                 json_integer_value(status));
-    else
-        snprintf(how, sizeof how, "was killed by signal %lld %s ago",
-                 json_integer_value(json_object_get(x, "signal")), age);
+    int killed = host_exit_words(status ? (int)json_integer_value(status) : -1,
+                                 (int)json_integer_value(json_object_get(x, "signal")), cmd, age,
+                                 how, sizeof how);
     selector(x, sel, sizeof sel);
-    quote_tail(lines ? lines : "", quoted, sizeof quoted);
     start_again(x, wt, sel, again, sizeof again);
-    if (!lines || !lines[strspn(lines, "\n")]) /* nothing quoted: the log may say more */
-        snprintf(fix, sizeof fix, "find in it why it exited and fix that");
-    else if (!whoami_missing_package(lines, wt, fix, sizeof fix) &&
-             !host_dev_lock_holder(lines, fix, sizeof fix))
-        snprintf(fix, sizeof fix, "fix the error they name");
+    if (host_printed_nothing(lines)) {
+        snprintf(said, sizeof said, HOST_EXIT_SILENT);
+    } else {
+        size_t n = (size_t)snprintf(said, sizeof said, "its last lines:\n");
+        quote_tail(lines, said + n, sizeof said - n);
+    }
+    const char *then = exit_fix(lines, wt, killed, fix, sizeof fix);
     snprintf(out, len,
-             "%s (front %lld): its server %s (%s); its last lines:\n%s\n"
-             "the whole log: wtproxy logs %s %s; %s, then start it again: %s",
-             wt, json_integer_value(json_object_get(x, "front")), how, cmd ? cmd : "?", quoted, wt,
-             sel, fix, again);
+             "%s (front %lld): its server %s (%s); %s\n"
+             "the whole log: wtproxy logs %s %s; %s%s start it again: %s",
+             wt, json_integer_value(json_object_get(x, "front")), how, cmd ? cmd : "?", said, wt,
+             sel, fix, then, again);
 }
 
 /* Whether entries hold a live entry of this machine on x's key. */

@@ -167,6 +167,29 @@ int host_port_owner_find(int port, struct host_port_owner *owner);
  * frees the project, "... stop it: kill N". Returns 1 or 0. */
 int host_dev_lock_holder(const char *lines, char *out, size_t len);
 
+/* --- how a server's end is said (exit_words.c) --- */
+
+/* The words of a server's end into out: status >= 0 is its exit status,
+ * else signal ended it; ago ("3s", or NULL) follows the verb. "exited 3s
+ * ago with status 1", "was killed by signal 9 (SIGKILL)", "exited with
+ * status 137: 128+9, a child killed by signal 9 (SIGKILL), as a shell
+ * reports it"; a status 256-N of a Python command (its command says
+ * python, manage.py or django) as sys.exit(-N) of its child, Django's
+ * autoreloader's way. Returns 1 when it reads as a kill by someone (a
+ * signal other than a crash's: SIGSEGV, SIGABRT... are the program's own
+ * error), else 0: then its last lines name no error, and the fix is to
+ * start it again (HOST_EXIT_KILLED). */
+int host_exit_words(int status, int signal, const char *command, const char *ago, char *out,
+                    size_t len);
+
+/* What a killed server's fix says before how to start it again. */
+#define HOST_EXIT_KILLED "something killed it (not wtproxy: wtproxy says so when it stops a server)"
+/* Said in place of "its last lines:" when there are none. */
+#define HOST_EXIT_SILENT "it printed nothing before it exited"
+
+/* Whether lines, a server's last output, are empty or only white space. */
+int host_printed_nothing(const char *lines);
+
 /* --- the worktree of a folder (worktree.c) --- */
 
 /* The one definition of "the worktree of a folder", used by the command

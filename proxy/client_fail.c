@@ -100,6 +100,14 @@ static const char *with_whose(struct proxy_client *c, enum proxy_error e, const 
     return whose;
 }
 
+/* A detail with whose server it is (with_whose): the detail, and the
+ * worktree named thrice. With the fix under it, the longest refusal: its
+ * line in the daemon's log is whole (a traceback's last line names the
+ * error). */
+#define WHOSE_MAX (5 * PATH_MAX + 1024)
+_Static_assert(WHOSE_MAX + CONN_FIX_MAX + 512 <= WTP_LOG_LINE_MAX,
+               "the longest refusal fits a line of the daemon's log");
+
 /* The refusal's line in the daemon's log, collapsed with the others of
  * its answer (conn_log). */
 static void log_refusal(struct proxy_client *c, enum proxy_error e, const char *detail)
@@ -117,7 +125,7 @@ void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
 
 void conn_fail_fix(struct proxy_client *c, enum proxy_error e, const char *detail, const char *fix)
 {
-    char whose[5 * PATH_MAX + 1024]; /* detail, and the worktree named thrice */
+    char whose[WHOSE_MAX];
     detail = with_whose(c, e, detail, whose, sizeof whose);
     /* A fix of its own is part of what was said: the daemon's log,
      * `wtproxy refusals` and the Playwright reporter quote it too. */

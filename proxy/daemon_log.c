@@ -14,6 +14,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -41,14 +43,48 @@ static void rotated(int r, const char *err)
         host_log_wrote(&daemon_log, (size_t)n, 1, NULL, 0);
 }
 
-void proxy_log(const char *fmt, ...)
+/* n, or less, so that s[0, n) does not end inside a UTF-8 character:
+ * a cut line stays text for whoever reads it as UTF-8. */
+static size_t whole_chars(const char *s, size_t n)
 {
-    char line[1024], err[PATH_MAX * 2 + 64];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    int n = fprintf(stderr, "wtproxy: %s\n", line);
+    size_t i = n;
+    while (i > 0 && n - i < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--;
+    unsigned char lead = i > 0 ? (unsigned char)s[i - 1] : 0;
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+    return need > n - (i - 1) ? i - 1 : n;
+}
+
+void proxy_vlog(const char *fmt, va_list ap)
+{
+    char small[1024], *line = small, *big = NULL, err[PATH_MAX * 2 + 64];
+    size_t size = sizeof small;
+    va_list again;
+    va_copy(again, ap);
+    int len = vsnprintf(small, sizeof small, fmt, ap);
+    /* Most lines fit; a refusal quoting a traceback does not, and its
+     * last line is the one that names the error. Out of memory: what fit. */
+    if (len >= (int)sizeof small) {
+        size_t want = (size_t)len < WTP_LOG_LINE_MAX ? (size_t)len + 1 : WTP_LOG_LINE_MAX;
+        if ((big = malloc(want)) != NULL) {
+            vsnprintf(big, want, fmt, again);
+            line = big;
+            size = want;
+        }
+    }
+    va_end(again);
+    size_t kept = len < 0 ? 0 : (size_t)len < size ? (size_t)len : whole_chars(line, size - 1);
+    int n = fprintf(stderr, "wtproxy: %.*s%s\n", (int)kept, line,
+                    len > 0 && kept < (size_t)len ? " (cut)" : "");
+    free(big);
     if (n > 0 && daemon_log.fd >= 0)
         rotated(host_log_wrote(&daemon_log, (size_t)n, 1, err, sizeof err), err);
+}
+
+void proxy_log(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    proxy_vlog(fmt, ap);
+    va_end(ap);
 }

@@ -162,7 +162,7 @@ static json_t *exited_json(struct proxy_server *s, json_t *x, json_t *cache)
 {
     const char *wt = json_string_value(json_object_get(x, "worktree"));
     json_t *status = json_object_get(x, "status");
-    char reason[PATH_MAX + 1400];
+    char reason[PATH_MAX + 1600];
     const char *rerun = json_string_value(json_object_get(x, "rerun"));
     char again[PATH_MAX + 1100];
     if (json_is_true(json_object_get(x, "daemon_started")))
@@ -175,10 +175,17 @@ static json_t *exited_json(struct proxy_server *s, json_t *x, json_t *cache)
                  rerun ? rerun : "wtproxy run -- <its command with {port}>");
     /* No age: the JSON is sent again whenever it changes (the page shows
      * ended_ms's age itself). */
-    snprintf(reason, sizeof reason,
-             "its server %s %lld; fix the error its last lines name, then start it again: %s",
-             status ? "exited with status" : "was killed by signal",
-             json_integer_value(status ? status : json_object_get(x, "signal")), again);
+    char how[256];
+    int killed =
+        host_exit_words(status ? (int)json_integer_value(status) : -1,
+                        (int)json_integer_value(json_object_get(x, "signal")),
+                        json_string_value(json_object_get(x, "command")), NULL, how, sizeof how);
+    snprintf(reason, sizeof reason, "its server %s; %s start it again: %s", how,
+             killed ? HOST_EXIT_KILLED ";"
+             : host_printed_nothing(json_string_value(json_object_get(x, "lines")))
+                 ? "find in its log why it exited and fix that, then"
+                 : "fix the error its last lines name, then",
+             again);
     json_t *o = json_deep_copy(x);
     json_object_set_new(o, "exited", json_true());
     label_row(o, wt, "exited");

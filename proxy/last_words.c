@@ -18,23 +18,17 @@
 #include "packages.h"
 #include "server.h"
 
-/* How w's server ended: "exited with status 1", "was killed by signal 9". */
-static void how_ended(const struct reg_last_words *w, char *out, size_t len)
-{
-    if (w->status >= 0)
-        snprintf(out, len, "exited with status %d", w->status);
-    else
-        snprintf(out, len, "was killed by signal %d", w->signal);
-}
-
-/* The one command that fixes it, for the page's Fix line: what its lines
- * show when wtproxy knows the cure (a missing package's link, a Vite
- * holding the project), else to fix what they name; then how it starts
- * again. */
-static void last_fix(const struct reg_last_words *w, char *fix, size_t len)
+/* The one command that fixes it, for the page's Fix line: nothing to fix
+ * when someone killed it (killed), else what its lines show when wtproxy
+ * knows the cure (a missing package's link, a Vite holding the project),
+ * else to fix what they name; then how it starts again. */
+static void last_fix(const struct reg_last_words *w, int killed, char *fix, size_t len)
 {
     char cure[4 * PATH_MAX];
-    if (!w->lines[0]) /* nothing to read here: its log may say more */
+    const char *then = killed ? ";" : ", then";
+    if (killed)
+        snprintf(cure, sizeof cure, "%s", HOST_EXIT_KILLED);
+    else if (host_printed_nothing(w->lines)) /* nothing to read here: its log may say more */
         snprintf(cure, sizeof cure,
                  "find in its log why it exited: wtproxy logs --front %d, in its worktree; fix "
                  "that",
@@ -45,19 +39,19 @@ static void last_fix(const struct reg_last_words *w, char *fix, size_t len)
     cure[0] = (char)toupper((unsigned char)cure[0]);
     if (w->daemon_started)
         snprintf(fix, len,
-                 "%s, then send the request again: the daemon starts the server its .wtproxy "
+                 "%s%s send the request again: the daemon starts the server its .wtproxy "
                  "declares again",
-                 cure);
+                 cure, then);
     else if (w->rerun[0]) /* its own `wtproxy run` line, as its wrapper told it */
         snprintf(fix, len,
-                 "%s, then start it again from its worktree: cd %s && %s (or run again the test "
+                 "%s%s start it again from its worktree: cd %s && %s (or run again the test "
                  "whose webServer starts it)",
-                 cure, w->worktree, w->rerun);
+                 cure, then, w->worktree, w->rerun);
     else
         snprintf(fix, len,
-                 "%s, then start it again from its worktree: cd %s && wtproxy run --front %d -- "
+                 "%s%s start it again from its worktree: cd %s && wtproxy run --front %d -- "
                  "<its command with {port}> (or run again the test whose webServer starts it)",
-                 cure, w->worktree, w->front);
+                 cure, then, w->worktree, w->front);
 }
 
 int conn_last_words(struct proxy_server *s, int front, const char *worktree, int with_status,
@@ -66,16 +60,18 @@ int conn_last_words(struct proxy_server *s, int front, const char *worktree, int
     const struct reg_last_words *w = reg_server_last_words(s->reg, front, worktree);
     if (!w)
         return 0;
-    char how[64], age[32], status[PATH_MAX + 1200] = "";
+    char how[256], age[32], status[PATH_MAX + 1200] = "";
     size_t used = strnlen(d, len);
     if (used + 1 >= len)
         return 0;
-    how_ended(w, how, sizeof how);
     host_age(host_wall_ms() - w->ended_ms, age, sizeof age);
+    int killed = host_exit_words(w->status, w->signal, w->command, age, how, sizeof how);
     if (with_status)
-        snprintf(status, sizeof status, ". Its server, %s, %s %s ago", w->command, how, age);
-    snprintf(d + used, len - used, "%s; its last lines:\n%s", status,
-             w->lines[0] ? w->lines : "(it printed nothing)");
-    last_fix(w, fix, fixlen);
+        snprintf(status, sizeof status, ". Its server, %s, %s", w->command, how);
+    if (host_printed_nothing(w->lines))
+        snprintf(d + used, len - used, "%s; " HOST_EXIT_SILENT, status);
+    else
+        snprintf(d + used, len - used, "%s; its last lines:\n%s", status, w->lines);
+    last_fix(w, killed, fix, fixlen);
     return 1;
 }

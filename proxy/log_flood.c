@@ -141,18 +141,10 @@ static struct kind *slot_of(struct log_flood *f, const char *kind, unsigned long
     return free_slot;
 }
 
-/* fmt's line, with proxy_log. */
-static void write_line(const char *fmt, va_list ap)
-{
-    char line[1024];
-    vsnprintf(line, sizeof line, fmt, ap);
-    proxy_log("%s", line);
-}
-
 void log_flood_vline(struct log_flood *f, const char *kind, const char *fmt, va_list ap)
 {
     if (!f) {
-        write_line(fmt, ap);
+        proxy_vlog(fmt, ap);
         return;
     }
     long long now = host_mono_ms();
@@ -173,7 +165,7 @@ void log_flood_vline(struct log_flood *f, const char *kind, const char *fmt, va_
         k->hash = h;
         k->since = now;
         k->more = 0;
-        write_line(fmt, ap);
+        proxy_vlog(fmt, ap);
     }
     if (!evtimer_pending(f->timer, NULL))
         arm(f, now);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <sys/wait.h>
 
+#include "host.h"
 #include "ondemand_int.h"
 
 int ondemand_exited(struct ondemand *a, const char *worktree, int front, char *log, size_t loglen)
@@ -27,17 +28,16 @@ void ondemand_named(struct ondemand *a, const char *worktree, int front, char *o
 
 int ondemand_exit_note(struct ondemand *a, const char *worktree, int front, char *out, size_t len)
 {
-    char log[PATH_MAX + 64], what[PATH_MAX + 128], how[48] = "";
+    char log[PATH_MAX + 64], what[PATH_MAX + 128], how[256] = "exited";
     if (!ondemand_exited(a, worktree, front, log, sizeof log))
         return 0;
     struct started *e = ondemand_find(a, worktree, front);
-    if (WIFEXITED(e->status))
-        snprintf(how, sizeof how, " with status %d", WEXITSTATUS(e->status));
-    else if (WIFSIGNALED(e->status))
-        snprintf(how, sizeof how, " (killed by signal %d)", WTERMSIG(e->status));
+    if (WIFEXITED(e->status) || WIFSIGNALED(e->status)) /* its wrapper's: 128+N for a signal */
+        host_exit_words(WIFEXITED(e->status) ? WEXITSTATUS(e->status) : -1, WTERMSIG(e->status),
+                        e->svc.start, NULL, how, sizeof how);
     ondemand_named(a, worktree, front, what, sizeof what);
-    snprintf(out, len, "%s exited%s before it listened; its output: %s (wtproxy logs %s%s%s)", what,
-             how, log, worktree, e->svc.name[0] ? " --service " : "", e->svc.name);
+    snprintf(out, len, "%s %s before it listened; its output: %s (wtproxy logs %s%s%s)", what, how,
+             log, worktree, e->svc.name[0] ? " --service " : "", e->svc.name);
     return 1;
 }
 

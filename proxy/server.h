@@ -3,6 +3,7 @@
 #define WTP_SERVER_H
 
 #include <event2/event.h>
+#include <stdarg.h>
 #include <sys/queue.h>
 
 #include "pool.h"
@@ -63,8 +64,16 @@ int proxy_serve(int argc, char **argv);
  * exits when it was the last). */
 void proxy_server_client_gone(struct proxy_server *s, struct proxy_client *c);
 
+/* The longest line of the daemon's log: a refusal's, its detail with
+ * whose server it is (client_fail.c's whose, 5 * PATH_MAX + 1024 at most)
+ * and its fix (CONN_FIX_MAX), a traceback's lines among them. A longer
+ * line is cut where a UTF-8 character begins and ends with " (cut)". */
+#define WTP_LOG_LINE_MAX (64 * 1024)
+
 /* One line on stderr, "wtproxy: " first (daemon_log.c); the loop's only. */
 void proxy_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* proxy_log with the arguments as a va_list (log_flood.c's). */
+void proxy_vlog(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Cap the daemon's log when stderr is a regular file (daemon_log.c):
  * past host_log_max_bytes() it becomes FILE.1 and a new FILE starts. */

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, get, wtServer,
+  makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, get, wtServer, curlFrom, waitFor,
 } from './lib/registry.mjs';
 import { startMcp, initialize } from './lib/mcp.mjs';
 import { launchBrowser, openDashboard, waitRows, screenshot } from './lib/dashboard.mjs';
@@ -114,7 +114,7 @@ test('a hand-run server that exited saying nothing: ls sends to its whole log, n
   const run = await cli(tmp, ['run', '--front', String(px.port), '--', 'sh', '-c', 'exit 4'], { cwd: tmp.wt.a });
   assert.equal(run.code, 4, run.stderr);
   const ls = await cli(tmp, ['ls'], { cwd: tmp.wt.a });
-  assert.match(ls.stdout, /its last lines:\n {2}\| \(it printed nothing\)\nthe whole log: wtproxy logs \S+ --front \d+; find in it why it exited and fix that, then start it again: cd /, ls.stdout);
+  assert.match(ls.stdout, /; it printed nothing before it exited\nthe whole log: wtproxy logs \S+ --front \d+; find in it why it exited and fix that, then start it again: cd /, ls.stdout);
   assert.doesNotMatch(ls.stdout, /fix the error they name/, ls.stdout);
 });
 
@@ -140,6 +140,57 @@ test('a .wtproxy server that exited at start: ls names wtproxy restart, which st
   assert.doesNotMatch(after.stdout, /lastls-128/, after.stdout);
   const stop = await cli(tmp0, ['stop', tmp.wt.a], { cwd: tmp.wt.a, ms: 15000 });
   assert.equal(stop.code, 0, stop.stderr);
+});
+
+// Kills the server whose pid wt-server wrote to pids with SIGKILL, as a
+// user's kill -9 does, and waits for its wrapper to exit.
+async function killServer(run, pids) {
+  const port = await run.ready;
+  void port;
+  const pid = Number(fs.readFileSync(pids, 'utf8').trim().split('\n')[0]);
+  process.kill(pid, 'SIGKILL');
+  return run.exited;
+}
+
+test('a server killed by SIGKILL, under sh -c or not: said as killed, never as an error to fix', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp);
+  // a: `sh -c '...'` that does not exec its server (a command follows), as
+  // npm's and next's shells do: the shell exits 137 when node is killed.
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), `console.log('killed-128: listening');\nawait import(${JSON.stringify(wtServer)});\n`);
+  const pidsA = path.join(tmp.root, 'pids-a');
+  const a = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command: ['/bin/sh', '-c', `'${process.execPath}' server.mjs {port} --pids '${pidsA}' && :`] });
+  assert.equal((await killServer(a, pidsA)).code, 137, a.stderr());
+  // b: the wrapper's own child, killed; it printed nothing.
+  const pidsB = path.join(tmp.root, 'pids-b');
+  const b = startRun(t, tmp, { cwd: tmp.wt.b, front: px.port, command: [process.execPath, wtServer, '{port}', '--pids', pidsB] });
+  await killServer(b, pidsB);
+  await waitFor(async () => JSON.parse((await cli(tmp, ['ls', '--exited'])).stdout).length === 2, 3000, 'both exits told');
+
+  // ls lists both, each in its own paragraph.
+  const ls = (await cli(tmp, ['ls'], { cwd: tmp.wt.a })).stdout;
+  const lsA = ls.split('\n\n').find((p) => p.startsWith(`${tmp.wt.a} `)) || ls;
+  const lsB = ls.split('\n\n').find((p) => p.startsWith(`${tmp.wt.b} `)) || ls;
+  assert.match(lsA, /its server exited \d+s ago with status 137: 128\+9, a child killed by signal 9 \(SIGKILL\), as a shell reports it \(\/bin\/sh -c /, lsA);
+  assert.match(lsA, /\n {2}\| killed-128: listening\n[^]*; something killed it \(not wtproxy: wtproxy says so when it stops a server\); start it again: cd \S+ && wtproxy run --front \d+ -- \/bin\/sh -c /, lsA);
+  assert.doesNotMatch(lsA, /fix the error they name/, lsA);
+  assert.match(lsB, /its server was killed \d+s ago by signal 9 \(SIGKILL\) \(/, lsB);
+  assert.match(lsB, /; it printed nothing before it exited\nthe whole log: wtproxy logs \S+ --front \d+; something killed it \(not wtproxy/, lsB);
+  assert.doesNotMatch(lsB, /its last lines|find in it why it exited/, lsB);
+
+  // The next request's 503 says the same.
+  const rA = await curlFrom(tmp.wt.a, px.port, '/');
+  assert.equal(rA.status, 503, rA.body);
+  assert.match(rA.body, /exited \d+s ago with status 137: 128\+9, a child killed by signal 9 \(SIGKILL\), as a shell reports it; its last lines:\nkilled-128: listening\n/, rA.body);
+  assert.match(rA.body, /Fix: Something killed it \(not wtproxy: wtproxy says so when it stops a server\); start it again from its worktree: cd /, rA.body);
+  const rB = await curlFrom(tmp.wt.b, px.port, '/');
+  assert.match(rB.body, /was killed \d+s ago by signal 9 \(SIGKILL\); it printed nothing before it exited\n/, rB.body);
+  assert.match(rB.body, /Fix: Something killed it \(not wtproxy/, rB.body);
+
+  // The dashboard's row.
+  const rows = await apiBackends(px.port);
+  const rowA = rows.find((r) => r.worktree === tmp.wt.a);
+  assert.match(rowA.status_reason, /^its server exited with status 137: 128\+9, a child killed by signal 9 \(SIGKILL\), as a shell reports it; something killed it \(not wtproxy/, rowA.status_reason);
 });
 
 // Serves until asked for /die, then prints an error carrying markup and

@@ -99,7 +99,7 @@ test('a declared server that exits saying nothing: the 503\'s fix sends to its l
   const tmp = declaring(t, ['start = exit 4', `front = ${px.port}`], ['a']);
   const r = await curlFrom(tmp.wt.a, px.port);
   assert.equal(r.status, 503, r.body);
-  assert.match(r.body, /its last lines:\n\(it printed nothing\)\nFix: Find in its log why it exited: wtproxy logs --front \d+, in its worktree; fix that, then send the request again/);
+  assert.match(r.body, /; it printed nothing before it exited\nFix: Find in its log why it exited: wtproxy logs --front \d+, in its worktree; fix that, then send the request again/);
   assert.doesNotMatch(r.body, /error its last lines above name/);
 });
 
@@ -112,7 +112,7 @@ test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes
   const r = await curlFrom(tmp.wt.a, px.port);
   assert.equal(r.status, 503, r.body);
   // It was "no dev server" and `wtproxy run`, nothing of why the last one ended.
-  assert.match(r.body, /Its server, \S+ server\.mjs \d+, exited with status 1 \d+s ago; its last lines:\n[^]*Error: boom: missing config FOO/);
+  assert.match(r.body, /Its server, \S+ server\.mjs \d+, exited \d+s ago with status 1; its last lines:\n[^]*Error: boom: missing config FOO/);
   assert.match(r.body, new RegExp(`\nFix: Fix the error its last lines above name, then start it again from its worktree: cd ${tmp.wt.a} && wtproxy run --front ${px.port} -- `));
   // `wtproxy refusals` (and so the Playwright reporter) quotes the fix too.
   const said = await cli(tmp, ['refusals', '--json'], { cwd: tmp.wt.a });

@@ -5,12 +5,16 @@
 // ("... and 9,999 more like it in the last 10 s (KIND)"), not 10,000
 // lines. Another kind of refusal meanwhile (a request naming a worktree)
 // is written at once, not swallowed by the first kind's count; the
-// dashboard's refusal log still has the details.
+// dashboard's refusal log still has the details. A refusal quoting a
+// traceback is written whole, its last line (the error) and fix included:
+// the log cut every line at 1023 bytes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startProxy } from './lib/wtproxy.mjs';
-import { makeWorktrees, waitFor } from './lib/registry.mjs';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeWorktrees, waitFor, startDaemon, cli, curlFrom } from './lib/registry.mjs';
 
 const N = 10000;
 
@@ -79,4 +83,30 @@ test('10,000 refused requests: one line, then a summary with the count', { timeo
   }).on('error', reject));
   assert.equal(api.status, 200, api.body);
   assert.match(api.body, /\/poll\/\d+/);
+});
+
+// A server that prints a Python traceback over 1,000 bytes (non-ASCII
+// paths in it) and exits, as Django's does on a syntax error.
+const TRACEBACK = [
+  "const frames = Array.from({ length: 7 }, (_, i) => `  File \"/srv/app/módulo_${i}/views.py\", line ${10 + i}, in handler_${i}\\n    return render(request, \"página_${i}.html\", context_with_a_long_name_${i})`);",
+  "console.error(['Traceback (most recent call last):', ...frames, '  File \"/srv/app/urls.py\", line 3', \"    path('x', views.x, name='x'\", '                              ^', 'SyntaxError: invalid syntax'].join('\\n'));",
+  'process.exit(1);',
+].join('\n');
+
+test('a refusal quoting a long traceback: its line in the log is whole, the error and the fix in it', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), TRACEBACK);
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', process.execPath, 'server.mjs', '{port}'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 1, run.stderr);
+  const r = await curlFrom(tmp.wt.a, px.port, '/long');
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, /\nSyntaxError: invalid syntax\n/, r.body);
+  await waitFor(() => px.stderr().includes('wtproxy: 503 no-backend: GET /long'), 2000, 'the refusal logged');
+  const log = px.stderr();
+  const from = log.indexOf('wtproxy: 503 no-backend: GET /long');
+  const next = log.indexOf('\nwtproxy: ', from);
+  const line = log.slice(from, next < 0 ? undefined : next + 1);
+  assert.ok(line.indexOf('SyntaxError') > 1024, `the error is past 1023 bytes: ${line.indexOf('SyntaxError')}`);
+  assert.match(line, /página_6\.html[^]*\nSyntaxError: invalid syntax\nFix the error its last lines above name, then start it again from its worktree: cd /, line);
 });
