@@ -39,8 +39,9 @@ struct cli_run {
     char **argv; /* CMD ARGS with {port} substituted, NULL-terminated */
     char **args; /* CMD ARGS as given ({port} in them), nargs of them */
     int nargs;
-    char command[1024]; /* argv joined, for people */
-    char rerun[1024];   /* this `wtproxy run` line, {port} as given: what starts it again */
+    char command[1024];       /* argv joined, for people */
+    char shell_command[1024]; /* CMD ARGS as given, each word quoted for a shell; "" too long */
+    char rerun[1024];         /* this `wtproxy run` line, {port} as given: what starts it again */
     struct cli_run_log log;
     /* A server that outlived its daemon, reused instead of CMD (run_orphan.c):
      * its wrapper's pid and start time; 0 when CMD runs. */
@@ -71,9 +72,10 @@ int cli_run_build_argv(struct cli_run *r, int argc, char **argv);
 
 void cli_run_free_argv(struct cli_run *r);
 
-/* Fill r->rerun: `wtproxy run` with r's front and flags, then CMD ARGS
- * (argc, argv) as given, each quoted for a POSIX shell where it needs it,
- * so that a message may print it as the command that starts it again. */
+/* Fill r->shell_command with CMD ARGS (argc, argv) as given, each quoted
+ * for a POSIX shell where it needs it, and r->rerun: `wtproxy run` with r's
+ * front and flags, then that, so that a message may print it as the
+ * command that starts it again. */
 void cli_run_build_rerun(struct cli_run *r, int argc, char **argv);
 
 /* Start CMD with SIGINT/SIGHUP forwarded to it, SIGTERM to on_term. Signals

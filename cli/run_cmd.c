@@ -115,6 +115,11 @@ void cli_run_build_rerun(struct cli_run *r, int argc, char **argv)
     char front[16];
     size_t used = 0;
     int bad = 0;
+    for (int i = 0; i < argc && !bad; i++)
+        bad |= append_word(r->shell_command, sizeof r->shell_command, &used, argv[i]);
+    if (bad) /* cut short, it would start something else: messages say none */
+        r->shell_command[0] = '\0';
+    used = 0;
     snprintf(front, sizeof front, "%d", r->front);
     const char *head[] = {"wtproxy", "run", "--front", front};
     for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
@@ -128,10 +133,10 @@ void cli_run_build_rerun(struct cli_run *r, int argc, char **argv)
     if (r->restart_on_stale)
         bad |= append_word(r->rerun, sizeof r->rerun, &used, "--restart-on-stale");
     bad |= append_word(r->rerun, sizeof r->rerun, &used, "--");
-    for (int i = 0; i < argc && !bad; i++)
-        bad |= append_word(r->rerun, sizeof r->rerun, &used, argv[i]);
-    if (bad) /* cut short, it would start something else: messages say none */
+    if (bad || used + 1 + strlen(r->shell_command) >= sizeof r->rerun)
         r->rerun[0] = '\0';
+    else
+        snprintf(r->rerun + used, sizeof r->rerun - used, " %s", r->shell_command);
 }
 
 void cli_run_free_argv(struct cli_run *r)

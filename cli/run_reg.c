@@ -56,6 +56,8 @@ static json_t *register_request(const struct cli_run *r)
         json_object_set_new(req, "start_load", json_real(load / 100.0));
     if (req && r->log.path[0])
         json_object_set_new(req, "log", json_string(r->log.path));
+    if (req && r->shell_command[0]) /* what the daemon's messages paste after `wtproxy run --` */
+        json_object_set_new(req, "shell_command", json_string(r->shell_command));
     return req;
 }
 

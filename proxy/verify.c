@@ -48,6 +48,7 @@ struct whoami_target proxy_backend_target(const struct reg_backend *b)
         b->front,
         b->log[0] != '\0', /* only `wtproxy run` registers a log */
         b->service,
+        b->shell_command,
     };
 }
 

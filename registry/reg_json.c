@@ -112,6 +112,8 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
     }
     if (o && ((b->service[0] && json_object_set_new(o, "service", utf8_string(b->service)) < 0) ||
               (b->log[0] && json_object_set_new(o, "log", utf8_string(b->log)) < 0) ||
+              (b->shell_command[0] &&
+               json_object_set_new(o, "shell_command", utf8_string(b->shell_command)) < 0) ||
               (b->start_load_pct >= 0 &&
                json_object_set_new(o, "start_load", json_real(b->start_load_pct / 100.0)) < 0))) {
         json_decref(o);
@@ -269,6 +271,13 @@ int reg_backend_read_labels(struct reg_backend *b, json_t *o, char *err, size_t 
                  sizeof b->log);
         return -1;
     }
+    json_t *sh = json_object_get(o, "shell_command");
+    if (sh && (!json_is_string(sh) || json_string_length(sh) >= sizeof b->shell_command ||
+               strlen(json_string_value(sh)) != json_string_length(sh))) {
+        snprintf(err, errlen, "\"shell_command\" is not a string shorter than %zu bytes",
+                 sizeof b->shell_command);
+        return -1;
+    }
     json_t *ld = json_object_get(o, "start_load");
     if (ld && (!json_is_number(ld) || json_number_value(ld) < 0 || json_number_value(ld) > 1e6)) {
         snprintf(err, errlen, "\"start_load\" is not a load per CPU (a number >= 0)");
@@ -276,6 +285,7 @@ int reg_backend_read_labels(struct reg_backend *b, json_t *o, char *err, size_t 
     }
     snprintf(b->service, sizeof b->service, "%s", sv ? json_string_value(sv) : "");
     snprintf(b->log, sizeof b->log, "%s", lg ? json_string_value(lg) : "");
+    snprintf(b->shell_command, sizeof b->shell_command, "%s", sh ? json_string_value(sh) : "");
     b->start_load_pct = ld ? (int)(json_number_value(ld) * 100 + 0.5) : -1;
     return 0;
 }

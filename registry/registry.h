@@ -45,10 +45,15 @@ struct reg_backend {
     char name[320];               /* "HOST:PORT" of the dev server */
     struct sockaddr_storage addr; /* name, resolved at creation */
     socklen_t addrlen;
-    int port;                      /* the dev server's port */
-    pid_t pid;                     /* the server's pid; 0 for a manual entry with a TTL */
-    unsigned long long pid_start;  /* the pid's start time (clock ticks): a reused pid differs */
-    char command[1024];            /* what runs there, for people */
+    int port;                     /* the dev server's port */
+    pid_t pid;                    /* the server's pid; 0 for a manual entry with a TTL */
+    unsigned long long pid_start; /* the pid's start time (clock ticks): a reused pid differs */
+    char command[1024];           /* what runs there, for people */
+    /* The same as its `wtproxy run` wrapper was given it: each word quoted
+     * for a POSIX shell, {port} as given; "" unknown (another registrant).
+     * What a message pastes after `wtproxy run ... --`: the words of
+     * command (joined by spaces) cannot be told apart again. */
+    char shell_command[1024];
     char service[REG_SERVICE_MAX]; /* the `.wtproxy` service it serves; "" unnamed */
     char log[PATH_MAX];            /* the file its output goes to; "" unknown */
     int start_load_pct;            /* the load per CPU when it started (hundredths); -1 unknown */
@@ -183,9 +188,9 @@ struct reg_backend *reg_backend_from_json(struct json_t *o, char *err, size_t er
 struct json_t *reg_fail(const char *code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Set b's optional labels, "service", "log" and "start_load" (the load
- * per CPU when its server started, a number), from o (an entry or a
- * register request): absent means "" or unknown. Returns 0, or -1 with
+/* Set b's optional labels, "service", "log", "shell_command" and
+ * "start_load" (the load per CPU when its server started, a number), from
+ * o (an entry or a register request): absent means "" or unknown. Returns 0, or -1 with
  * err naming the bad field. */
 int reg_backend_read_labels(struct reg_backend *b, struct json_t *o, char *err, size_t errlen);
 

@@ -118,7 +118,10 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
         return WA_RETRY;
     if (t->restart_on_stale && t->pid > 0 && !m->restart_ms && !m->restart_failed && !c->no_restart)
         return WA_RESTART; /* once per staleness */
-    whoami_refusal_stale(t, m->ans, disk, m->restart_ms != 0, detail, detlen);
+    /* Its wrapper could not be asked (gone): no request will restart it. */
+    struct whoami_target told = *t;
+    told.restart_on_stale &= !m->restart_failed;
+    whoami_refusal_stale(&told, m->ans, disk, m->restart_ms != 0, detail, detlen);
     show_stale(st, m, c->disk->changed_ms, detail, disk->hash);
     return WHOAMI_STALE;
 }

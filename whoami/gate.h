@@ -74,8 +74,9 @@ struct whoami_target {
     long long started_ms;         /* when it started, 0 unknown */
     long long registered_ms;      /* when it was registered */
     int front;                    /* the front port it is registered on, 0 unknown */
-    int by_run;          /* a `wtproxy run` wrapper: `wtproxy restart` and `stop` reach it */
-    const char *service; /* its `.wtproxy` service ("" none), for the restart hint */
+    int by_run;                /* a `wtproxy run` wrapper: `wtproxy restart` and `stop` reach it */
+    const char *service;       /* its `.wtproxy` service ("" none), for the restart hint */
+    const char *shell_command; /* command's words quoted for a shell ("" unknown), for the hint */
 };
 
 /* What the gate last found about one server, for ls and the dashboard.

@@ -38,17 +38,54 @@ static void with_port_placeholder(const struct whoami_target *t, char *out, size
     }
 }
 
-/* How to start the worktree's server again, from what registered it. */
+/* How to start the worktree's server again once it is stopped. A
+ * `.wtproxy` service from its file, whose `start` has the folder and
+ * interpreter right (a hand-made `wtproxy run` would replace the daemon's
+ * server, and the registered command may have run in another checkout's
+ * folder, which `cd` to this one's top would miss). Else `wtproxy run`
+ * with the words its wrapper quoted: what it was given, each word whole
+ * (spaces, quotes, $, the && of `sh -c 'cd api && node server.js'`), with
+ * {port} as given; quoting the registered command again cannot be right,
+ * its words joined by spaces no longer say where each ends. Without them
+ * (a `wtproxy register`, whose command is its registrant's own text), that
+ * text with its port put back as {port}. */
 static void restart_hint(const struct whoami_target *t, char *out, size_t outlen)
 {
     char front[24], cmd[1200];
+    if (t->service && t->service[0]) {
+        snprintf(out, outlen,
+                 "cd %s && wtproxy restart --service %s (it starts the one its .wtproxy "
+                 "declares)",
+                 t->checkout, t->service);
+        return;
+    }
     front_flag(t, front, sizeof front);
-    if (t->command[0])
+    if (t->shell_command && t->shell_command[0])
+        snprintf(cmd, sizeof cmd, "%s", t->shell_command);
+    else if (t->command[0])
         with_port_placeholder(t, cmd, sizeof cmd);
     else
         snprintf(cmd, sizeof cmd, "<server command with {port}>");
     snprintf(out, outlen, "cd %s && wtproxy run%s --restart-on-stale -- %s", t->checkout, front,
              cmd);
+}
+
+/* How to restart t now, so that it loads the code on disk: through its
+ * wrapper when it has one (the daemon's, for a `.wtproxy` service), else
+ * stopped and started again. */
+static void reload_hint(const struct whoami_target *t, char *out, size_t outlen)
+{
+    char front[24], run[PATH_MAX + 1300];
+    front_flag(t, front, sizeof front);
+    if (t->by_run && t->service && t->service[0])
+        snprintf(out, outlen, "cd %s && wtproxy restart --service %s%s", t->checkout, t->service,
+                 front);
+    else if (t->by_run)
+        snprintf(out, outlen, "cd %s && wtproxy restart%s", t->checkout, front);
+    else {
+        restart_hint(t, run, sizeof run);
+        snprintf(out, outlen, "stop pid %d, then %s", (int)t->pid, run);
+    }
 }
 
 /* How to end this worktree's registration of t: its wrapper stops it; a
@@ -66,28 +103,13 @@ static void drop_hint(const struct whoami_target *t, char *out, size_t outlen)
         snprintf(out, outlen, "cd %s && wtproxy unregister%s", t->checkout, front);
 }
 
-/* How to start the worktree's own server in place of another checkout's:
- * a `.wtproxy` service from its file, whose `start` has the folder and
- * interpreter right (the registered command ran in the other checkout's
- * folder, maybe a subfolder, which `cd` to this one's top would miss). */
-static void own_server_hint(const struct whoami_target *t, char *out, size_t outlen)
-{
-    if (t->service && t->service[0])
-        snprintf(out, outlen,
-                 "cd %s && wtproxy restart --service %s (it starts the one its .wtproxy "
-                 "declares)",
-                 t->checkout, t->service);
-    else
-        restart_hint(t, out, outlen);
-}
-
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
                              char *out, size_t outlen)
 {
     char since[32], hint[PATH_MAX + 1200];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     char drop[PATH_MAX + 64];
-    own_server_hint(t, hint, sizeof hint);
+    restart_hint(t, hint, sizeof hint);
     drop_hint(t, drop, sizeof drop);
     /* Registered with that server's own pid: its exit ends the entry too,
      * and the same kill said twice reads as two steps. */
@@ -171,9 +193,10 @@ static void took_too_long(const struct whoami_answer *ans, char *changed, size_t
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
                           const struct whoami_fp *disk, int restarted, char *out, size_t outlen)
 {
-    char since[32], files[1024], hint[PATH_MAX + 1200], changed[1300], front[24];
+    char since[32], files[1024], now[PATH_MAX + 1400], run[PATH_MAX + 1300], changed[1300];
+    char front[24], offer[2 * PATH_MAX + 1400] = "";
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
-    restart_hint(t, hint, sizeof hint);
+    reload_hint(t, now, sizeof now);
     front_flag(t, front, sizeof front);
     size_t n = whoami_refusal_newer_files(disk, ans->started_ms, files, sizeof files);
     if (n)
@@ -186,28 +209,43 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
                  disk->hash, ans->hash);
     if (ans->taking_in_ms) /* past start_timeout: decide.c's taking_in() */
         took_too_long(ans, changed, sizeof changed);
-    else if (ans->no_reloader)
+    else if (ans->no_reloader && !t->restart_on_stale)
         snprintf(changed + strlen(changed), sizeof changed - strlen(changed),
                  "; nothing reloads it (its /__whoami says \"reloads\": false), so it "
                  "will not catch up by itself");
+    /* Restarted at each edit from then on: run again with the flag. Not a
+     * service's, which its .wtproxy starts: one run by hand would replace
+     * the daemon's. */
+    if (t->by_run && !t->restart_on_stale && !(t->service && t->service[0])) {
+        restart_hint(t, run, sizeof run);
+        snprintf(offer, sizeof offer,
+                 " (or, restarted at each edit from then on: wtproxy stop%s, then %s)", front, run);
+    }
     if (restarted)
         snprintf(out, outlen,
                  "wtproxy restarted your server for %s (pid %d), and it still "
                  "reports older code than the disk's: %s. Look at its output for why it "
                  "did not come back with the new code; to restart it by hand: %s",
-                 ans->checkout, (int)ans->pid, changed, hint);
+                 ans->checkout, (int)ans->pid, changed, now);
+    else if (t->restart_on_stale)
+        snprintf(out, outlen,
+                 "this is your own server for %s (pid %d), started %s ago; %s. wtproxy "
+                 "restarts it at the next request to it (it runs with --restart-on-stale), or "
+                 "now: %s",
+                 ans->checkout, (int)ans->pid, since, changed, now);
     else if (t->by_run)
         snprintf(out, outlen,
                  "this is your own server for %s (pid %d), started %s ago; %s. "
-                 "Restart it: cd %s && wtproxy restart%s (or, restarted at each edit from "
-                 "then on: wtproxy stop%s, then %s)",
-                 ans->checkout, (int)ans->pid, since, changed, t->checkout, front, front, hint);
-    else
+                 "Restart it: %s%s",
+                 ans->checkout, (int)ans->pid, since, changed, now, offer);
+    else {
+        restart_hint(t, run, sizeof run);
         snprintf(out, outlen,
                  "this is your own server for %s (pid %d), started %s ago; %s. "
                  "Restart it: stop pid %d, then %s",
                  ans->checkout, (int)ans->pid, since, changed,
-                 t->pid > 0 ? (int)t->pid : (int)ans->pid, hint);
+                 t->pid > 0 ? (int)t->pid : (int)ans->pid, run);
+    }
 }
 
 /* Whether the command as run names one of words as a whole word (after a
@@ -277,26 +315,9 @@ static const char *middleware_hint(const struct whoami_target *t)
            "'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE; wtproxy help whoami)";
 }
 
-/* How to restart t so that it loads a middleware added since it started:
- * through its wrapper when it has one, else stopped and run again. */
-static void reload_hint(const struct whoami_target *t, char *out, size_t outlen)
-{
-    char front[24], run[PATH_MAX + 1200];
-    front_flag(t, front, sizeof front);
-    if (t->by_run && t->service && t->service[0])
-        snprintf(out, outlen, "cd %s && wtproxy restart --service %s%s", t->checkout, t->service,
-                 front);
-    else if (t->by_run)
-        snprintf(out, outlen, "cd %s && wtproxy restart%s", t->checkout, front);
-    else {
-        restart_hint(t, run, sizeof run);
-        snprintf(out, outlen, "stop pid %d, then %s", (int)t->pid, run);
-    }
-}
-
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen)
 {
-    char restart[PATH_MAX + 1300];
+    char restart[PATH_MAX + 1400];
     reload_hint(t, restart, sizeof restart);
     snprintf(out, outlen,
              "%s (the server of %s, pid %d%s%s) answers GET /__whoami with HTTP %d, so "
@@ -338,11 +359,11 @@ void whoami_refusal_unreadable(const struct whoami_target *t, const char *error,
 
 void whoami_refusal_trusted_stale(const struct whoami_target *t, char *out, size_t outlen)
 {
-    char files[1024], hint[PATH_MAX + 1200];
+    char files[1024], hint[PATH_MAX + 1400];
     snprintf(files, sizeof files, "%s", out);
-    restart_hint(t, hint, sizeof hint);
+    reload_hint(t, hint, sizeof hint);
     snprintf(out, outlen,
              "the server of %s (pid %d, no /__whoami, trusted from its "
-             "registration) started before these changed: %s. Restart it: stop pid %d, then %s",
-             t->checkout, (int)t->pid, files, (int)t->pid, hint);
+             "registration) started before these changed: %s. Restart it: %s",
+             t->checkout, (int)t->pid, files, hint);
 }

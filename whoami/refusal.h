@@ -14,7 +14,8 @@
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
                              char *out, size_t outlen);
 
-/* t loaded older code than disk; restarted: wtproxy already restarted it. */
+/* t loaded older code than disk; restarted: wtproxy already restarted it.
+ * One with t->restart_on_stale is said to be restarted at the next request. */
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
                           const struct whoami_fp *disk, int restarted, char *out, size_t outlen);
 

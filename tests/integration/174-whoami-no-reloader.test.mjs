@@ -4,7 +4,10 @@
 // it shows as a request that is not answered): runserver --noreload is
 // restarted at once and serves the edit; a plain `node server.mjs` behind
 // `sh -c` (no --restart-on-stale) is refused 409 at once, saying nothing
-// reloads it, and served after the `wtproxy restart` it names. Under a
+// reloads it, and served after the `wtproxy restart` it names; the
+// `wtproxy run` it offers is the same `sh -c` script, quoted. Started by
+// the daemon from a .wtproxy (so with --restart-on-stale), `ls` says the
+// next request restarts it, or `wtproxy restart --service` now. Under a
 // reloader (Django's autoreloader, node --watch) the middleware says
 // nothing, and the reloaded process serves the edit within the grace.
 import { test } from 'node:test';
@@ -12,8 +15,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import http from 'node:http';
+import { execFileSync } from 'node:child_process';
 import {
-  makeWorktrees, startDaemon, startRun, getWorktree, cli, waitFor, sanitizerClean,
+  makeWorktrees, declaring, startDaemon, startRun, getWorktree, cli, curlFrom, lsJson, waitFor, sanitizerClean,
 } from './lib/registry.mjs';
 import { python, pythonPath, writeDjangoProject } from './lib/whoami.mjs';
 import { repoRoot } from './lib/wtproxy.mjs';
@@ -67,14 +71,23 @@ test('runserver --noreload says reloads: false and is restarted at the first req
   sanitizerClean(assert, px.stderr());
 });
 
+// The words a shell makes of the `cd WT && wtproxy run ...` a message
+// offers, `wtproxy` a function that prints its arguments.
+function wordsOfRun(line) {
+  const out = execFileSync('/bin/sh', ['-c', `wtproxy() { printf '%s\\n' "$@"; }; ${line}`],
+    { encoding: 'utf8', timeout: 5000 });
+  return out.trimEnd().split('\n');
+}
+
 test('a plain node server behind sh -c is refused at once, saying nothing reloads it, and served after the restart it names', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b']);
   const px = await startDaemon(t, tmp, GRACE);
-  const file = path.join(tmp.wt.a, 'server.mjs');
+  const file = path.join(tmp.wt.a, 'api', 'server.mjs');
+  fs.mkdirSync(path.dirname(file));
   fs.writeFileSync(file, nodeServer('node v1'));
+  const script = `cd api && ${process.execPath} server.mjs {port}`;
   const run = startRun(t, tmp, {
-    cwd: tmp.wt.a, front: px.port, stopSignal: 'SIGTERM',
-    command: ['sh', '-c', `${process.execPath} server.mjs {port}`],
+    cwd: tmp.wt.a, front: px.port, stopSignal: 'SIGTERM', command: ['sh', '-c', script],
   });
   const port = await run.ready;
   assert.equal((await whoamiOf(port)).reloads, false, 'sh -c passes the answer through');
@@ -94,10 +107,39 @@ test('a plain node server behind sh -c is refused at once, saying nothing reload
   assert.equal(r.headers['x-wtproxy-refused'], 'stale-code');
   assert.match(r.body, /nothing reloads it \(its \/__whoami says \\?"reloads\\?": false\)/);
   assert.match(r.body, /wtproxy restart/);
+  // The run it offers, pasted, is one `wtproxy run` of the same sh -c
+  // script: not split at its && (which ran node outside wtproxy).
+  const offer = r.body.match(/then (cd \S+ && wtproxy run --front \d+ --restart-on-stale -- .*?)\)/);
+  assert.ok(offer, r.body);
+  assert.deepEqual(wordsOfRun(offer[1]),
+    ['run', '--front', String(px.port), '--restart-on-stale', '--', 'sh', '-c', script]);
   const restarted = await cli(tmp, ['restart', '--front', String(px.port)], { cwd: tmp.wt.a, ms: 30000 });
   assert.equal(restarted.code, 0, restarted.stderr);
   const after = await getWorktree(px.port, tmp.wt.a);
   assert.equal(after.body, 'node v2', `${after.status} ${after.body}`);
+  sanitizerClean(assert, px.stderr());
+});
+
+test('a .wtproxy service behind sh -c, stale: ls says the next request restarts it, or wtproxy restart --service now', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0, GRACE);
+  const tmp = declaring(t, ['[service api]', `start = cd api && ${process.execPath} server.mjs {port}`,
+    `front = ${px.port}`, 'idle_stop = 0'], ['a']);
+  const file = path.join(tmp.wt.a, 'api', 'server.mjs');
+  fs.mkdirSync(path.dirname(file));
+  fs.writeFileSync(file, nodeServer('api v1'));
+  const first = await curlFrom(tmp.wt.a, px.port, '/', { timeout: 20000 });
+  assert.equal(first.body, 'api v1', `${first.status} ${first.body}`);
+  await edit(file, nodeServer('api v2'));
+  const e = await waitFor(async () => {
+    const [x] = await lsJson(tmp0);
+    return x?.whoami?.state === 'stale' && x;
+  }, 10000, 'ls says stale with no request sent');
+  // The daemon's server runs with --restart-on-stale: a hand-made
+  // `wtproxy run` would replace it, and "nothing reloads it" is untrue.
+  assert.match(e.whoami.detail, new RegExp('wtproxy restarts it at the next request to it \\(it runs ' +
+    `with --restart-on-stale\\), or now: cd ${tmp.wt.a} && wtproxy restart --service api --front ${px.port}$`));
+  assert.doesNotMatch(e.whoami.detail, /wtproxy run|nothing reloads it/);
   sanitizerClean(assert, px.stderr());
 });
 

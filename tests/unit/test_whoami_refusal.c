@@ -38,6 +38,59 @@ static void never_says(const char *bad, const char *what, int line)
         printf("#   got: %s\n", out);
 }
 
+/* A stale server's fix as a shell takes it: the words its wrapper quoted
+ * (the registered command joined them by spaces, so a shell split `sh -c`'s
+ * script at its &&, running `node server.js` outside wtproxy); one that
+ * runs with --restart-on-stale is restarted at the next request; a
+ * `.wtproxy` service is started again from its file, never by a hand-made
+ * `wtproxy run` in place of the daemon's. */
+static void stale_shapes(struct whoami_answer *ans, const struct whoami_fp *disk)
+{
+    struct whoami_target t = target(3186, 1, "/bin/sh -c cd api && node server.js");
+    t.shell_command = "/bin/sh -c 'cd api && node server.js'";
+    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    says("(or, restarted at each edit from then on: wtproxy stop --front 18000, then cd " WT
+         " && wtproxy run --front 18000 --restart-on-stale -- /bin/sh -c 'cd api && node "
+         "server.js')",
+         "stale, sh -c", __LINE__);
+
+    ans->no_reloader = 1;
+    t.restart_on_stale = 1;
+    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    says("wtproxy restarts it at the next request to it (it runs with --restart-on-stale), or "
+         "now: cd " WT " && wtproxy restart --front 18000",
+         "stale, --restart-on-stale", __LINE__);
+    never_says("nothing reloads it", "stale, --restart-on-stale", __LINE__);
+    never_says("wtproxy run", "stale, --restart-on-stale", __LINE__);
+
+    t.service = "api"; /* the daemon's, from a .wtproxy */
+    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    says("(it runs with --restart-on-stale), or now: cd " WT
+         " && wtproxy restart --service api --front 18000",
+         "stale, .wtproxy service", __LINE__);
+    never_says("wtproxy run", "stale, .wtproxy service", __LINE__);
+    whoami_refusal_stale(&t, ans, disk, 1, out, sizeof out);
+    says("to restart it by hand: cd " WT " && wtproxy restart --service api --front 18000",
+         "stale after its restart, .wtproxy service", __LINE__);
+    never_says("wtproxy run", "stale after its restart, .wtproxy service", __LINE__);
+    t.restart_on_stale = 0; /* wtproxy run --service api, by hand */
+    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    says("Restart it: cd " WT " && wtproxy restart --service api --front 18000", "stale, service",
+         __LINE__);
+    never_says("wtproxy run", "stale, service", __LINE__);
+    snprintf(out, sizeof out, "server.js");
+    whoami_refusal_trusted_stale(&t, out, sizeof out);
+    says("Restart it: cd " WT " && wtproxy restart --service api --front 18000",
+         "trusted stale, service", __LINE__);
+    t = target(4242, 0, "node server.mjs 23833"); /* wtproxy register --service backend */
+    t.service = "backend";
+    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    says("Restart it: stop pid 4242, then cd " WT " && wtproxy restart --service backend",
+         "stale, registered service", __LINE__);
+    never_says("wtproxy run", "stale, registered service", __LINE__);
+    ans->no_reloader = 0;
+}
+
 static void stale(void)
 {
     struct whoami_answer ans = {.pid = 3188};
@@ -59,6 +112,7 @@ static void stale(void)
          " && wtproxy run --front 18000 --restart-on-stale -- node server.mjs {port} "
          "--max 238330",
          "stale, registered with a pid", __LINE__);
+    stale_shapes(&ans, &disk);
 }
 
 static void mismatch(void)
