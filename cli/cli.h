@@ -176,6 +176,11 @@ pid_t cli_tree_reap(pid_t cmd, int *status);
  * another waitpid reaped it). Returns 0, -1 out of memory. */
 int cli_stop_tree(pid_t root, unsigned grace_ms, int *status);
 
+/* The same for a tree whose wrapper died (run_keeper.c): root, if it still
+ * has start time start, and every descendant, SIGKILL after grace_ms;
+ * nothing reaped (they are init's). Returns 0, -1 out of memory. */
+int cli_stop_orphaned_tree(pid_t root, unsigned long long start, unsigned grace_ms);
+
 /* --- run_log.c: the log of a `wtproxy run` server --- */
 
 /* The first line run_log.c writes into a log it rotated to: where the

@@ -4,7 +4,8 @@
  *
  * The wrapper's own pid is what gets registered: the daemon drops the
  * entry when the wrapper dies, however it dies. CMD stays in the wrapper's
- * process group and gets SIGTERM when the wrapper alone dies (run_cmd.c).
+ * process group, and its tree is stopped by the wrapper's keeper when the
+ * wrapper alone dies (run_keeper.c).
  * The wrapper never execs itself away, so the cleanup below always runs
  * when it can. SIGUSR1 restarts CMD (the
  * daemon's gate finds it stale, or `wtproxy restart`); SIGTERM stops its
@@ -247,7 +248,7 @@ int cli_run_main(int argc, char **argv)
 {
     const char *frontv = NULL, *worktree = NULL;
     int no_autostart = 0, rest = argc;
-    struct cli_run r = {.front = WTP_DEFAULT_FRONT_PORT};
+    struct cli_run r = {.front = WTP_DEFAULT_FRONT_PORT, .keeper = -1};
     const struct cli_opt opts[] = {{"front", &frontv, NULL},
                                    {"worktree", &worktree, NULL},
                                    {"restart-on-stale", NULL, &r.restart_on_stale},
@@ -288,7 +289,8 @@ int cli_run_main(int argc, char **argv)
     if (self.service[0])
         r.service = self.service;
     if (frontv)
-        cli_daemon_listen_also(r.front); /* its callers call there */
+        cli_daemon_listen_also(r.front);         /* its callers call there */
+    r.keeper = cli_run_keeper_start(r.worktree); /* before the log's thread */
     cli_run_log_open(&r.log, r.worktree, r.front, r.service);
     cli_run_build_rerun(&r, argc - rest, argv + rest);
     rc = cli_run_claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);

@@ -56,6 +56,7 @@ struct cli_run {
     int moves;  /* starts on another port since it was last ready (run_taken.c) */
     int exited; /* CMD ended by itself (not stopped): exit_status is its wait status */
     int exit_status;
+    int keeper; /* the pipe to run_keeper.c's process, -1 none */
 };
 
 /* The worktree's folder name, as people (and Host routing) call it. */
@@ -64,6 +65,16 @@ static inline const char *cli_run_folder(const char *path)
     const char *slash = strrchr(path, '/');
     return slash && slash[1] ? slash + 1 : path;
 }
+
+/* --- run_keeper.c --- */
+
+/* Fork the keeper, which stops the tree of the last CMD told when the
+ * wrapper dies without doing it. Call before any thread starts. Returns
+ * the pipe to tell it by, or -1 (none: CMD gets PR_SET_PDEATHSIG). */
+int cli_run_keeper_start(const char *worktree);
+
+/* Tell the keeper (-1: none) that CMD, just forked, is cmd. */
+void cli_run_keeper_tell(int keeper, pid_t cmd);
 
 /* --- run_cmd.c --- */
 

@@ -1,8 +1,8 @@
 /* run_cmd.c - CMD's process for `wtproxy run`: its argv with {port}
  * substituted, the fork and exec, and the signals around them. CMD stays in
  * the wrapper's process group (a kill of the group, which is how
- * Playwright stops its webServer, takes CMD down too) and gets SIGTERM
- * through PR_SET_PDEATHSIG when the wrapper alone dies. Apart from run.c's
+ * Playwright stops its webServer, takes CMD down too); when the wrapper
+ * alone dies, its keeper (run_keeper.c) stops CMD's tree. Apart from run.c's
  * supervision because what happens between fork and exec has rules of its
  * own (only async-signal-safe calls, the parent's signal mask). */
 #include "run.h"
@@ -158,9 +158,11 @@ static void exec_cmd(const struct cli_run *r, pid_t wrapper, const sigset_t *mas
     sigaction(SIGUSR1, &dfl, NULL);
     cli_run_log_child(&r->log);
     sigprocmask(SIG_SETMASK, mask, NULL);
-    /* Told of the wrapper's death; and if it died before the line above
-     * took effect, nobody would tell us: stop now. */
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != wrapper)
+    /* Without a keeper, told of the wrapper's death (CMD alone); and if it
+     * died before the line above took effect, nobody would tell us: stop
+     * now. With one, CMD's tree must still be whole when the keeper stops
+     * it: a shell killed first would leave its server to init. */
+    if ((r->keeper < 0 && prctl(PR_SET_PDEATHSIG, SIGTERM) < 0) || getppid() != wrapper)
         _exit(1);
     char port[16];
     snprintf(port, sizeof port, "%d", r->port);
@@ -199,6 +201,8 @@ pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int))
     if (pid < 0)
         fprintf(stderr, "wtproxy: cannot start %s: fork: %s\n", r->argv[0], strerror(errno));
     child_pid = pid;
+    if (pid > 0)
+        cli_run_keeper_tell(r->keeper, pid);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return pid;
 }

@@ -157,3 +157,70 @@ int cli_stop_tree(pid_t root, unsigned grace_ms, int *wstatus)
     free(told);
     return 0;
 }
+
+/* The tree a dead wrapper left: the wrapper is gone, so nothing adopts
+ * what a process of the tree leaves behind when it dies, and nothing here
+ * reaps. Every process once seen in it (by pid and start time) is looked
+ * below again at each poll, so that a child whose parent died first (now
+ * init's) is still stopped. */
+struct orphaned {
+    struct proc_id seen[CLI_TREE_MAX];
+    int sent[CLI_TREE_MAX]; /* the signal it was sent last, 0 none */
+    size_t n;
+};
+
+static void see(struct orphaned *o, pid_t pid)
+{
+    struct proc_id p = {pid, host_pid_start(pid)};
+    if (p.start && o->n < CLI_TREE_MAX && !was_told(o->seen, o->n, p)) {
+        o->sent[o->n] = 0;
+        o->seen[o->n++] = p;
+    }
+}
+
+static int runs(struct proc_id p)
+{
+    return host_pid_start(p.pid) == p.start;
+}
+
+/* Add what runs below each process seen that still runs (a pid reused
+ * meanwhile is another's: not looked below); signal each one running
+ * that sig was not sent to. Returns how many run. */
+static size_t signal_orphaned(struct orphaned *o, int sig)
+{
+    pid_t tree[CLI_TREE_MAX];
+    size_t n = 0, running = 0;
+    for (size_t i = 0; i < o->n; i++)
+        if (runs(o->seen[i]))
+            add_children(o->seen[i].pid, 0, tree, &n, CLI_TREE_MAX);
+    for (size_t i = 0; i < n; i++)
+        add_children(tree[i], 0, tree, &n, CLI_TREE_MAX);
+    for (size_t i = 0; i < n; i++)
+        see(o, tree[i]);
+    for (size_t i = 0; i < o->n; i++) {
+        if (!runs(o->seen[i]))
+            continue; /* dead, a zombie, or its pid reused */
+        running++;
+        if (o->sent[i] != sig && kill(o->seen[i].pid, sig) == 0)
+            o->sent[i] = sig;
+    }
+    return running;
+}
+
+int cli_stop_orphaned_tree(pid_t root, unsigned long long start, unsigned grace_ms)
+{
+    struct orphaned *o = calloc(1, sizeof *o);
+    if (!o)
+        return -1;
+    struct timespec tick = {0, WTP_CLIENT_POLL_MS * 1000000L};
+    o->seen[0] = (struct proc_id){root, start};
+    o->n = 1;
+    for (unsigned waited = 0; waited < grace_ms + WTP_RESTART_STOP_MS;
+         waited += WTP_CLIENT_POLL_MS) {
+        if (signal_orphaned(o, waited < grace_ms ? SIGTERM : SIGKILL) == 0)
+            break;
+        nanosleep(&tick, NULL);
+    }
+    free(o);
+    return 0;
+}

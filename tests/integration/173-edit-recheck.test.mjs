@@ -58,10 +58,17 @@ const children = (pid) => {
     return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
   } catch { return []; }
 };
+const session = (pid) => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+  } catch { return -1; }
+};
 // The process that serves: the wrapper's child (--noreload), or that
-// child's child (the autoreloader's parent restarts it at each edit).
+// child's child (the autoreloader's parent restarts it at each edit). Not
+// the wrapper's keeper, its child in a session of its own.
 const serverPid = (wrapper, reload) => {
-  const [child] = children(wrapper);
+  const [child] = children(wrapper).filter((c) => session(c) === session(wrapper));
   return reload ? children(child)[0] : child;
 };
 
