@@ -115,6 +115,10 @@ test('a new worktree without its dependencies: the 503 and ls name the install, 
   // pnpm's lockfile: pnpm's install
   fs.renameSync(path.join(web, 'package-lock.json'), path.join(web, 'pnpm-lock.yaml'));
   assert.match((await curlFrom(tmp.wt.a, px.port)).body, new RegExp(`Fix: This worktree has no node_modules in \\S+ \\(a new worktree starts without them\\); install them, by its lockfile: cd \\S+/frontend && pnpm install, then`));
+  // run by hand in that folder, `wtproxy run` says it under the error
+  const run = await cli(tmp0, ['run', '--front', String(px.port), '--', '/bin/sh', '-c', 'node_modules/.bin/vite --port {port}'], { cwd: web });
+  assert.equal(run.code, 127, run.stderr);
+  assert.ok(run.stderr.includes(`wtproxy: wt-a's server exited: this worktree has no node_modules in ${web} (a new worktree starts without them); install them, by its lockfile: cd ${web} && pnpm install\n`), run.stderr);
 });
 
 test('a Python server whose python lacks the framework: the 503 names that python', async (t) => {
