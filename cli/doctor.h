@@ -58,6 +58,10 @@ void doc_python(struct doc_ctx *c, struct doc_result *r);
 /* doctor_node.c: the .wtproxy's Node start finds the middleware; 0 when
  * its start is no Node one (r untouched). */
 int doc_node(struct doc_ctx *c, struct doc_result *r);
+/* doctor_node.c: the node_modules/wtproxy-whoami Node finds from dir
+ * (absolute) as it resolves a bare name, into found; -1 when no folder from
+ * dir up holds one. */
+int doc_node_resolve(const char *dir, char *found, size_t len);
 /* doctor_node.c: the fix of a Node or Vite server without /__whoami into
  * fix, which init --apply does not write (it only notes them): the Vite
  * plugin in its config, or the Node middleware, then restart (the command

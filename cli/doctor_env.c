@@ -14,6 +14,7 @@
 
 #include "doctor.h"
 #include "front.h"
+#include "packages.h"
 #include "reg_db.h"
 #include "reg_pg.h"
 #include "registry.h"
@@ -194,6 +195,31 @@ static void reporter_note(const struct cli_playwright *pw, struct doc_result *r)
                  "['wtproxy-whoami/playwright'] to its reporter list (wtproxy help playwright)");
 }
 
+/* A config that names wtproxy's reporter, in a folder from which Node
+ * does not resolve it: the run fails at once ("Cannot find module
+ * 'wtproxy-whoami/playwright'"). The app's folder has the package linked
+ * (the middleware check's fix), but a top folder's config is resolved from
+ * the top, and a new worktree has neither. */
+static void reporter_resolves(const struct doc_ctx *c, const struct cli_playwright *pw,
+                              struct doc_result *r)
+{
+    char found[2 * PATH_MAX + 64], link[3 * PATH_MAX];
+    if (r->status == DOC_PROBLEM ||
+        !strstr(pw->text ? pw->text : "", "wtproxy-whoami/playwright") ||
+        doc_node_resolve(c->wt.root, found, sizeof found) == 0)
+        return;
+    doc_set(r, DOC_PROBLEM,
+            "%s names the reporter 'wtproxy-whoami/playwright', which Node does not find from "
+            "%s: no node_modules/wtproxy-whoami there or in a folder above it (node_modules is "
+            "per worktree, and an app folder's link serves that folder only); the test run "
+            "would stop at once (\"Cannot find module 'wtproxy-whoami/playwright'\")",
+            pw->file, c->wt.root);
+    if (whoami_node_link(c->wt.root, link, sizeof link) < 0 || strlen(link) >= sizeof r->fix)
+        snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
+    else
+        memcpy(r->fix, link, strlen(link) + 1);
+}
+
 void doc_playwright(struct doc_ctx *c, struct doc_result *r)
 {
     struct cli_playwright pw;
@@ -259,6 +285,7 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
         else
             doc_init_fix(c, r->fix, sizeof r->fix);
     }
+    reporter_resolves(c, &pw, r);
     reporter_note(&pw, r);
     free(pw.text);
 }

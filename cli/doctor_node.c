@@ -9,13 +9,16 @@
  * DIR`), without running node. A server whose `node FILE` (itself or its
  * package script's, as init reads it) does not import the package yet
  * would start, and be refused for its missing /__whoami: said so, with
- * the lines to add. */
+ * the lines to add. Before all that, the app's own dependencies: a
+ * package.json whose node_modules no install made stops the server
+ * whatever its middleware (host/app_deps.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "doctor.h"
+#include "host.h"
 #include "packages.h"
 
 /* Whether the start's command, after `cd DIR &&`, VAR=value settings and
@@ -106,9 +109,7 @@ int doc_node_whoami_fix(const struct doc_ctx *c, const char *restart, char *fix,
     return 1;
 }
 
-/* The node_modules/wtproxy-whoami Node finds from dir (absolute), into
- * found; -1 when no folder from dir up holds one. */
-static int resolve(const char *dir, char *found, size_t len)
+int doc_node_resolve(const char *dir, char *found, size_t len)
 {
     char d[2 * PATH_MAX];
     struct stat st;
@@ -126,13 +127,65 @@ static int resolve(const char *dir, char *found, size_t len)
     }
 }
 
+/* The dev server cmd runs itself (`vite`, `node_modules/.bin/next`) into
+ * prog; "" for a package manager's script or node, whose program is in
+ * package.json. */
+static void start_program(const char *cmd, char *prog, size_t len)
+{
+    static const char *const managers[] = {"node", "npm", "npx", "pnpm", "yarn"};
+    size_t n = strcspn(cmd, " \t");
+    const char *base = cmd + n;
+    while (base > cmd && base[-1] != '/')
+        base--;
+    size_t blen = (size_t)(cmd + n - base);
+    prog[0] = '\0';
+    for (size_t i = 0; i < sizeof managers / sizeof managers[0]; i++)
+        if (blen == strlen(managers[i]) && strncmp(base, managers[i], blen) == 0)
+            return;
+    if (base == cmd || memmem(cmd, n, "node_modules/.bin/", 18))
+        snprintf(prog, len, "%.*s", (int)blen, base);
+}
+
+/* The app's own dependencies not installed in dir (a new worktree has no
+ * node_modules; one holding only the wtproxy-whoami link this check once
+ * asked for is none either): the server cannot start whatever the
+ * middleware. The fix installs them, then links wtproxy-whoami, since an
+ * install (npm ci) empties node_modules, the link with it. */
+static int deps_missing(const struct doc_ctx *c, const char *dir, const char *cmd,
+                        struct doc_result *r)
+{
+    char prog[128], what[2 * PATH_MAX + 512], link[3 * PATH_MAX], found[2 * PATH_MAX + 64];
+    start_program(cmd, prog, sizeof prog);
+    if (!host_node_deps_missing(dir, prog, NULL, what, sizeof what))
+        return 0;
+    what[strcspn(what, ";")] = '\0';
+    doc_set(r, DOC_PROBLEM,
+            "`%s` cannot start: %s, so the server the .wtproxy starts would exit at once. "
+            "Install them first, then link wtproxy-whoami: an install empties node_modules, "
+            "and a link made before goes with it",
+            c->start, what);
+    char fix[8 * PATH_MAX];
+    int linked_above =
+        doc_node_resolve(dir, found, sizeof found) == 0 && strncmp(found, dir, strlen(dir)) != 0;
+    int n = linked_above || whoami_node_link(dir, link, sizeof link) < 0
+                ? snprintf(fix, sizeof fix, "cd %s && %s", dir, host_node_install(dir))
+                : snprintf(fix, sizeof fix, "cd %s && %s && %s", dir, host_node_install(dir), link);
+    if (n < 0 || (size_t)n >= sizeof r->fix) /* a cut path would install elsewhere */
+        snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
+    else
+        memcpy(r->fix, fix, (size_t)n + 1);
+    return 1;
+}
+
 int doc_node(struct doc_ctx *c, struct doc_result *r)
 {
     char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], file[PATH_MAX];
     const char *cmd;
     if (!start_dir(c, dir, sizeof dir, &cmd))
         return 0;
-    if (resolve(dir, found, sizeof found) == 0) {
+    if (deps_missing(c, dir, cmd, r))
+        return 1;
+    if (doc_node_resolve(dir, found, sizeof found) == 0) {
         doc_set(r, DOC_OK, "`%s` finds wtproxy-whoami in %s", c->start, found);
         return 1;
     }

@@ -6,13 +6,16 @@
  * its first import while the request that started it waits out
  * start_timeout, with every other check ok. So ask that interpreter, as
  * the daemon would run it (through /bin/sh, in the worktree, its inline
- * VAR=value settings kept), before any server is started. */
+ * VAR=value settings kept), before any server is started; and, once it
+ * does, whether it imports the framework its start runs (manage.py:
+ * Django), which a new worktree's python may lack as well. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,13 +129,13 @@ static int python_prefix(const char *root, const char *start, char *out, char *l
     }
 }
 
-/* Run `PREFIX -c probe` through /bin/sh in dir; its first line of output
+/* Run `PREFIX -c CODE` through /bin/sh in dir; its first line of output
  * into out ("" when it printed none). Killed, its group too, after
  * DOC_PY_TIMEOUT_MS. Returns the exit status, or -1 when it timed out. */
-static int run_probe(const char *dir, const char *prefix, char *out, size_t len)
+static int run_probe(const char *dir, const char *prefix, const char *code, char *out, size_t len)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s -c '%s' 2>/dev/null", prefix, probe);
+    snprintf(cmd, sizeof cmd, "%s -c '%s' 2>/dev/null", prefix, code);
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0)
         return -1;
@@ -205,6 +208,62 @@ static void missing(const char *python, const char *site, struct doc_result *r)
         memcpy(r->fix, cmd, (size_t)n + 1);
 }
 
+/* Prints the interpreter's path when it imports Django, else "lacks PATH".
+ * A server started by a python without its app's dependencies (a
+ * virtualenv a new worktree has not, a python3 on PATH that is not
+ * Debian's, which alone imports python3-django) stops at its first
+ * import while the middleware check was ok. */
+static const char django_probe[] = "import sys\n"
+                                   "try:\n"
+                                   "    import django\n"
+                                   "    print(sys.executable)\n"
+                                   "except ImportError:\n"
+                                   "    print(\"lacks \" + sys.executable)\n";
+
+/* The framework a start line runs (manage.py: Django) is not importable
+ * by its python: r says which python lacks it, and the fix installs the
+ * app's requirements for it, or names /usr/bin/python3 when that one
+ * imports it (when the app lists no requirements). 0 when no framework
+ * is named or it imports. */
+static int framework_missing(const struct doc_ctx *c, const char *python, const char *label,
+                             struct doc_result *r)
+{
+    char out[4096], sys_py[4096], dir[2 * PATH_MAX], req[2 * PATH_MAX + 32], fix[3 * PATH_MAX];
+    struct stat st;
+    if (!strstr(c->start, "manage.py") ||
+        run_probe(c->wt.root, python, django_probe, out, sizeof out) != 0 ||
+        strncmp(out, "lacks ", 6) != 0)
+        return 0;
+    const char *exe = out + 6;
+    host_command_dir(c->start, c->wt.root, dir, sizeof dir);
+    snprintf(req, sizeof req, "%s/requirements.txt", dir);
+    int debian =
+        strcmp(exe, "/usr/bin/python3") != 0 &&
+        run_probe(c->wt.root, "/usr/bin/python3", django_probe, sys_py, sizeof sys_py) == 0 &&
+        strncmp(sys_py, "lacks ", 6) != 0 && sys_py[0];
+    doc_set(r, DOC_PROBLEM,
+            "%s (the python %s) cannot import django: the app's Python dependencies are not "
+            "installed for it, and the server the .wtproxy starts would stop at its first "
+            "import (\"No module named 'django'\")%s",
+            label, exe,
+            debian ? "; /usr/bin/python3 imports it (on Debian, the python3-django package is "
+                     "importable from /usr/bin/python3 only)"
+                   : "");
+    int n;
+    if (stat(req, &st) == 0)
+        n = snprintf(fix, sizeof fix, "cd %s && %s -m pip install -r requirements.txt", dir, exe);
+    else if (debian)
+        n = snprintf(fix, sizeof fix,
+                     "in the .wtproxy's start line, run /usr/bin/python3 in place of %s", exe);
+    else
+        n = snprintf(fix, sizeof fix, "%s -m pip install django", exe);
+    if (n < 0 || (size_t)n >= sizeof r->fix)
+        snprintf(r->fix, sizeof r->fix, "wtproxy help wtproxy-file");
+    else
+        memcpy(r->fix, fix, (size_t)n + 1);
+    return 1;
+}
+
 void doc_python(struct doc_ctx *c, struct doc_result *r)
 {
     char python[2048], label[2048], out[4096];
@@ -219,7 +278,9 @@ void doc_python(struct doc_ctx *c, struct doc_result *r)
                 "the .wtproxy's start runs neither python (nor a Python script) nor node");
         return;
     }
-    int st = run_probe(c->wt.root, python, out, sizeof out);
+    int st = run_probe(c->wt.root, python, probe, out, sizeof out);
+    if (strncmp(out, "ok ", 3) == 0 && framework_missing(c, python, label, r))
+        return;
     if (strncmp(out, "ok ", 3) == 0)
         doc_set(r, DOC_OK, "%s imports wtproxy_whoami from %s", label, out + 3);
     else if (strncmp(out, "missing ", 8) == 0)

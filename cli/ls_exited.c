@@ -112,9 +112,11 @@ static void start_again(json_t *x, const char *wt, const char *sel, char *out, s
 
 /* What fixes a server that ended with lines into fix, and what joins it
  * to how it starts again (returned): nothing to fix when someone killed
- * it, else the cure its lines show (a missing package, a Vite holding the
+ * it, else the cure its lines show (a missing package, the app's
+ * dependencies not installed where cmd runs, a Vite holding the
  * project), else the error they name; with no lines, its whole log. */
-static const char *exit_fix(const char *lines, const char *wt, int killed, char *fix, size_t len)
+static const char *exit_fix(const char *lines, const char *wt, const char *cmd, int killed,
+                            char *fix, size_t len)
 {
     if (killed) {
         snprintf(fix, len, HOST_EXIT_KILLED);
@@ -122,7 +124,8 @@ static const char *exit_fix(const char *lines, const char *wt, int killed, char 
     }
     if (host_printed_nothing(lines))
         snprintf(fix, len, "find in it why it exited and fix that");
-    else if (!whoami_missing_package(lines, wt, fix, len) && !host_dev_lock_holder(lines, fix, len))
+    else if (!whoami_missing_package(lines, wt, fix, len) &&
+             !host_deps_missing(lines, cmd, wt, fix, len) && !host_dev_lock_holder(lines, fix, len))
         snprintf(fix, len, "fix the error they name");
     return ", then";
 }
@@ -148,7 +151,7 @@ void cli_exited_words(json_t *x, char *out, size_t len)
         size_t n = (size_t)snprintf(said, sizeof said, "its last lines:\n");
         quote_tail(lines, said + n, sizeof said - n);
     }
-    const char *then = exit_fix(lines, wt, killed, fix, sizeof fix);
+    const char *then = exit_fix(lines, wt, cmd, killed, fix, sizeof fix);
     snprintf(out, len,
              "%s (front %lld): its server %s (%s); %s\n"
              "the whole log: wtproxy logs %s %s; %s%s start it again: %s",

@@ -352,15 +352,19 @@ static json_t *unregister_request(struct cli_run *r)
 }
 
 /* CMD exited for want of the /__whoami middleware package (a new
- * worktree has no node_modules), or because another Vite holds its
+ * worktree has no node_modules) or of its app's own dependencies (not
+ * installed there either), or because another Vite holds its
  * project: said under its error, with the one command that fixes it,
  * before an agent runs npm install (which fetches another package) or
  * adds --bypass-lock. */
 static void say_exit_fix(struct cli_run *r)
 {
-    char lines[REG_START_FAILED_MAX], fix[4 * PATH_MAX];
+    char lines[REG_START_FAILED_MAX], fix[4 * PATH_MAX], cwd[PATH_MAX];
     cli_run_fail_last(&r->log.fail, lines, sizeof lines);
+    if (!getcwd(cwd, sizeof cwd)) /* CMD's folder, which its `cd DIR` starts from */
+        snprintf(cwd, sizeof cwd, "%s", r->worktree);
     if (whoami_missing_package(lines, r->worktree, fix, sizeof fix) ||
+        host_deps_missing(lines, r->command, cwd, fix, sizeof fix) ||
         host_dev_lock_holder(lines, fix, sizeof fix))
         fprintf(stderr, "wtproxy: %s's server exited: %s\n", cli_run_folder(r->worktree), fix);
 }

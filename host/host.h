@@ -167,6 +167,36 @@ int host_port_owner_find(int port, struct host_port_owner *owner);
  * frees the project, "... stop it: kill N". Returns 1 or 0. */
 int host_dev_lock_holder(const char *lines, char *out, size_t len);
 
+/* --- an app's dependencies not installed where its server runs (app_deps.c) --- */
+
+/* The folder a server's command runs in, into dir: the DIR of its leading
+ * `cd DIR &&` (after `sh -c`, `env` and VAR=value settings), under
+ * worktree unless absolute; else worktree. */
+void host_command_dir(const char *command, const char *worktree, char *dir, size_t len);
+
+/* The command that installs dir's Node dependencies, by the lockfile
+ * there: "npm ci", "pnpm install", "yarn install", "bun install", else
+ * "npm install". */
+const char *host_node_install(const char *dir);
+
+/* Whether dir holds a package.json whose dependencies are not installed:
+ * no node_modules, one no installer made (only a link in it), or one
+ * without node_modules/.bin/program or node_modules/package (either may
+ * be NULL). Then out gets what is missing and the install, by the
+ * lockfile there: "cd DIR && npm ci" (pnpm, yarn, bun). Returns 1 or 0. */
+int host_node_deps_missing(const char *dir, const char *program, const char *package, char *out,
+                           size_t len);
+
+/* Whether lines, a dev server's last output lines, say a program or module
+ * of its app's own dependencies is missing ("sh: 1: vite: not found",
+ * "Cannot find module 'next'", "No module named 'django'") where command
+ * runs (host_command_dir in worktree) has them not installed: then out
+ * gets that and the one command that installs them (for Python: which
+ * python ran it, and its install). wtproxy-whoami's and wtproxy_whoami's
+ * are not the app's (whoami_missing_package). Returns 1 or 0. */
+int host_deps_missing(const char *lines, const char *command, const char *worktree, char *out,
+                      size_t len);
+
 /* --- how a server's end is said (exit_words.c) --- */
 
 /* The words of a server's end into out: status >= 0 is its exit status,

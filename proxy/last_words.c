@@ -20,7 +20,8 @@
 
 /* The one command that fixes it, for the page's Fix line: nothing to fix
  * when someone killed it (killed), else what its lines show when wtproxy
- * knows the cure (a missing package's link, a Vite holding the project),
+ * knows the cure (a missing package's link, the app's dependencies not
+ * installed where it runs, a Vite holding the project),
  * else to fix what they name; then how it starts again. */
 static void last_fix(const struct reg_last_words *w, int killed, char *fix, size_t len)
 {
@@ -34,6 +35,7 @@ static void last_fix(const struct reg_last_words *w, int killed, char *fix, size
                  "that",
                  w->front);
     else if (!whoami_missing_package(w->lines, w->worktree, cure, sizeof cure) &&
+             !host_deps_missing(w->lines, w->command, w->worktree, cure, sizeof cure) &&
              !host_dev_lock_holder(w->lines, cure, sizeof cure))
         snprintf(cure, sizeof cure, "fix the error its last lines above name");
     cure[0] = (char)toupper((unsigned char)cure[0]);

@@ -223,6 +223,35 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   }
 });
 
+// A new worktree's virtualenv (or a python3 on PATH that is not Debian's)
+// imports the middleware but not the app's framework: the server stopped
+// at "No module named 'django'" with every check ok. Now the python that
+// lacks it is named, with the install of the app's requirements for it
+// (or, with none, Debian's /usr/bin/python3 when that one imports it).
+test("middleware: the .wtproxy's python imports wtproxy_whoami but not Django: named, with its install", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  const venv = path.join(tmp.wt.a, '.venv');
+  const made = spawnSync('/usr/bin/python3', ['-m', 'venv', '--without-pip', venv], { encoding: 'utf8' });
+  assert.equal(made.status, 0, made.stderr);
+  const env = { PYTHONPATH: '', HOME: tmp.root };
+  const start = (py) => fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `start = PYTHONPATH=${pythonPath} ${py} manage.py runserver 127.0.0.1:{port}\nfront = ${front}\n`);
+  start('.venv/bin/python3');
+  let m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.ok(m.detail.startsWith(`PYTHONPATH=${pythonPath} .venv/bin/python3 (the python ${venv}/bin/python3) cannot import django: the app's Python dependencies are not installed for it`), m.detail);
+  const debian = spawnSync('/usr/bin/python3', ['-c', 'import django']).status === 0;
+  assert.equal(m.fix, debian ? `in the .wtproxy's start line, run /usr/bin/python3 in place of ${venv}/bin/python3` : `${venv}/bin/python3 -m pip install django`);
+  fs.writeFileSync(path.join(tmp.wt.a, 'requirements.txt'), 'django\n');
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.fix, `cd ${tmp.wt.a} && ${venv}/bin/python3 -m pip install -r requirements.txt`);
+  if (!debian) return;
+  start('/usr/bin/python3');
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
+});
+
 // A Node app's node_modules is per worktree: a worktree made after the app
 // adopted wtproxy has no node_modules/wtproxy-whoami, and its server
 // stopped at its first import while the middleware check said "skipped".
@@ -264,6 +293,41 @@ test("middleware: a Node start whose folder does not resolve wtproxy-whoami: a p
   m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
   assert.equal(m.status, 'problem', m.detail);
   assert.match(m.fix, new RegExp(`^mkdir -p ${tmp.wt.a}/web/node_modules && ln -sfn \\S+ ${tmp.wt.a}/web/node_modules/wtproxy-whoami$`));
+});
+
+// A new worktree has no node_modules. Doctor's link made one holding only
+// wtproxy-whoami, and then said ok while the Vite the start line runs was
+// not there (and a later npm install deleted the link). Now a package.json
+// whose dependencies no install made is the problem, and its fix installs
+// first, by the lockfile, then links.
+test('middleware: a start folder whose package.json has its dependencies not installed: install, then link', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  const web = path.join(tmp.wt.a, 'frontend');
+  fs.mkdirSync(web);
+  fs.writeFileSync(path.join(web, 'package.json'), '{"devDependencies":{"vite":"^7"}}\n');
+  fs.writeFileSync(path.join(web, 'package-lock.json'), '{}\n');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = cd frontend && node_modules/.bin/vite --port {port} --strictPort\nfront = ${front}\n`);
+  let m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.ok(m.detail.startsWith(`\`cd frontend && node_modules/.bin/vite --port {port} --strictPort\` cannot start: this worktree has no node_modules in ${web} (a new worktree starts without them), so the server the .wtproxy starts would exit at once. Install them first, then link wtproxy-whoami`), m.detail);
+  const link = new RegExp(`^cd ${web} && npm ci && mkdir -p ${web}/node_modules && ln -sfn \\S+ ${web}/node_modules/wtproxy-whoami$`);
+  assert.match(m.fix, link);
+  // the link alone (the old fix) does not make it ok
+  spawnSync('/bin/sh', ['-c', m.fix.split(' && ').slice(2).join(' && ')]);
+  assert.ok(fs.existsSync(path.join(web, 'node_modules', 'wtproxy-whoami', 'package.json')));
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.match(m.detail, /frontend\/node_modules holds no installed dependencies \(only what was linked there\)/);
+  assert.match(m.fix, link);
+  // installed (as npm leaves it), without the Vite the start runs: still a problem
+  fs.writeFileSync(path.join(web, 'node_modules', '.package-lock.json'), '{}\n');
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.match(m.detail, /frontend\/node_modules has no \.bin\/vite: its dependencies are not all installed/);
+  fs.mkdirSync(path.join(web, 'node_modules', '.bin'));
+  fs.writeFileSync(path.join(web, 'node_modules', '.bin', 'vite'), '');
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
 });
 
 // Seen in an adoption walk: a Vite front end without the /__whoami plugin
@@ -445,7 +509,17 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   assert.match(d.byName.playwright.detail, /recipe port with a \.wtproxy/);
   // ok, and without wtproxy's reporter: said, with the line that adds it
   assert.match(d.byName.playwright.detail, /; to see under a failed test what wtproxy refused during it, add \['wtproxy-whoami\/playwright'\] to its reporter list \(wtproxy help playwright\)$/);
+  // Named, the reporter must resolve from the config's folder (a run
+  // failed "Cannot find module 'wtproxy-whoami/playwright'" while doctor,
+  // which checked only the app folder's link, was content): a problem, and
+  // its fix, pasted, makes it ok.
   fs.appendFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), "export const reporter = [['list'], ['wtproxy-whoami/playwright']];\n");
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  assert.ok(d.byName.playwright.detail.startsWith(`playwright.config.mjs names the reporter 'wtproxy-whoami/playwright', which Node does not find from ${tmp.wt.a}: no node_modules/wtproxy-whoami there or in a folder above it`), d.byName.playwright.detail);
+  assert.match(d.byName.playwright.fix, new RegExp(`^mkdir -p ${tmp.wt.a}/node_modules && ln -sfn \\S+ ${tmp.wt.a}/node_modules/wtproxy-whoami$`));
+  const linked = spawnSync('/bin/sh', ['-c', d.byName.playwright.fix], { encoding: 'utf8' });
+  assert.equal(linked.status, 0, linked.stderr);
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
   assert.doesNotMatch(d.byName.playwright.detail, /reporter/);

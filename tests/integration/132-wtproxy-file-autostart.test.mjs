@@ -93,6 +93,44 @@ test('a declared server that exits at start: the 503 quotes its last lines and s
   assert.match(html.body, /<code[^>]*>[^<]*Error: boom: missing config FOO/);
 });
 
+// A new worktree has no node_modules (never committed): its Vite is "not
+// found" (status 127). The 503, and ls, said only "fix the error its last
+// lines above name"; now they name the install in the start's `cd` folder,
+// by its lockfile. Likewise a Python server whose python lacks a module.
+test('a new worktree without its dependencies: the 503 and ls name the install, by the lockfile, in the start\'s folder', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, ['[service frontend]', 'start = cd frontend && node_modules/.bin/vite --port {port} --strictPort', `front = ${px.port}`], ['a']);
+  const web = path.join(tmp.wt.a, 'frontend');
+  fs.mkdirSync(web);
+  fs.writeFileSync(path.join(web, 'package.json'), '{"scripts":{"dev":"vite"},"devDependencies":{"vite":"^7"}}\n');
+  fs.writeFileSync(path.join(web, 'package-lock.json'), '{}\n');
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, /exited with status 127[^]*node_modules\/\.bin\/vite: not found/);
+  const cure = `this worktree has no node_modules in ${web} (a new worktree starts without them); install them, by its lockfile: cd ${web} && npm ci`;
+  assert.ok(r.body.includes(`\nFix: T${cure.slice(1)}, then send the request again`), r.body);
+  const ls = await cli(tmp0, ['ls'], { cwd: tmp.wt.a });
+  assert.ok(ls.stdout.includes(`${cure}, then start it again: wtproxy restart ${tmp.wt.a} --service frontend`), ls.stdout);
+  // pnpm's lockfile: pnpm's install
+  fs.renameSync(path.join(web, 'package-lock.json'), path.join(web, 'pnpm-lock.yaml'));
+  assert.match((await curlFrom(tmp.wt.a, px.port)).body, new RegExp(`Fix: This worktree has no node_modules in \\S+ \\(a new worktree starts without them\\); install them, by its lockfile: cd \\S+/frontend && pnpm install, then`));
+  // run by hand in that folder, `wtproxy run` says it under the error
+  const run = await cli(tmp0, ['run', '--front', String(px.port), '--', '/bin/sh', '-c', 'node_modules/.bin/vite --port {port}'], { cwd: web });
+  assert.equal(run.code, 127, run.stderr);
+  assert.ok(run.stderr.includes(`wtproxy: wt-a's server exited: this worktree has no node_modules in ${web} (a new worktree starts without them); install them, by its lockfile: cd ${web} && pnpm install\n`), run.stderr);
+});
+
+test('a Python server whose python lacks the framework: the 503 names that python', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, ['start = python3 manage.py runserver {port}', `front = ${px.port}`], ['a']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'manage.py'), 'import wtp_framework_132\n');
+  const py = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(py.status, 503, py.body);
+  assert.match(py.body, /Fix: \/\S*python3, the python that ran this server, has no module wtp_framework_132: the app's Python dependencies are not installed for it/);
+});
+
 test('a declared server that exits saying nothing: the 503\'s fix sends to its log, not to lines it has not', async (t) => {
   const tmp0 = makeWorktrees(t, []);
   const px = await startDaemon(t, tmp0);
