@@ -7,9 +7,14 @@
  * or "No module named 'django'". Told only "fix the error its last lines
  * name", an agent went looking for a bug; the fix is the install, in the
  * folder the server runs in (its start line's `cd DIR`), by the lockfile
- * there. Only stat(2)s here: the daemon's loop calls it for a 503. */
+ * there; only for what the app declares (its package.json, its
+ * requirements), never for its own modules: a misspelt import is its
+ * code's error, which no install fixes. The daemon's loop calls it for a
+ * 503: stat(2)s, and a read of those small files once the last lines
+ * named a missing module. */
 #include "host.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +28,11 @@ static int exists(const char *dir, const char *name)
     struct stat st;
     int n = snprintf(path, sizeof path, "%s/%s", dir, name);
     return n > 0 && (size_t)n < sizeof path && stat(path, &st) == 0;
+}
+
+static int word_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '-' || c == '_';
 }
 
 /* The word at *p (blanks skipped) into w, *p moved past it; 0 at the end. */
@@ -71,6 +81,21 @@ const char *host_node_install(const char *dir)
     return "npm install";
 }
 
+/* The start of dir/name into text (NUL-terminated); 0 when unreadable.
+ * Read only when a server's last lines already named a missing module. */
+static int read_small(const char *dir, const char *name, char *text, size_t len)
+{
+    char path[2 * PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(text, 1, len - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return 1;
+}
+
 /* Whether dir's node_modules was made by an installer: it writes its
  * record there (npm, pnpm, yarn), and any app with a dev server has a
  * .bin. A node_modules holding only the wtproxy-whoami link doctor
@@ -96,6 +121,16 @@ static int lacks(const char *dir, const char *under, const char *name)
     return !exists(dir, need);
 }
 
+/* Whether dir's package.json names package (as "package"): one it
+ * declares is an install away; one it does not is a misspelt import or a
+ * dependency never added, which no install brings. */
+static int declares_package(const char *dir, const char *package)
+{
+    char text[65536], quoted[DEPS_NAME_MAX + 4];
+    snprintf(quoted, sizeof quoted, "\"%s\"", package);
+    return read_small(dir, "package.json", text, sizeof text) && strstr(text, quoted);
+}
+
 int host_node_deps_missing(const char *dir, const char *program, const char *package, char *out,
                            size_t len)
 {
@@ -114,7 +149,7 @@ int host_node_deps_missing(const char *dir, const char *program, const char *pac
         snprintf(what, sizeof what,
                  "%s/node_modules has no .bin/%s: its dependencies are not all installed", dir,
                  program);
-    else if (lacks(dir, "node_modules/", package))
+    else if (lacks(dir, "node_modules/", package) && declares_package(dir, package))
         snprintf(what, sizeof what,
                  "%s/node_modules has no %s: its dependencies are not all installed", dir, package);
     else
@@ -191,10 +226,62 @@ static int command_python(const char *command, const char *dir, char *out, size_
     return 0;
 }
 
+/* Whether text names mod as a word, in any case, '-' and '_' alike
+ * (Django, django-environ's "django" is not; rest_framework's package is
+ * djangorestframework, which this misses: then nothing is claimed). */
+static int names_module(const char *text, const char *mod)
+{
+    size_t n = strlen(mod);
+    for (const char *p = text; *p; p++) {
+        size_t i = 0;
+        while (i < n && p[i] &&
+               (tolower((unsigned char)p[i]) == tolower((unsigned char)mod[i]) ||
+                (strchr("-_", p[i]) && strchr("-_", mod[i]))))
+            i++;
+        if (i == n && (p == text || !word_char(p[-1])) && !word_char(p[n]))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the files of dir that declare Python dependencies name mod: 1
+ * yes, 0 no, -1 when dir has none of them. */
+static int declares_module(const char *dir, const char *mod)
+{
+    static const char *const files[] = {"requirements.txt", "requirements-dev.txt",
+                                        "pyproject.toml",   "Pipfile",
+                                        "setup.cfg",        "setup.py"};
+    char text[65536];
+    int any = -1;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (read_small(dir, files[i], text, sizeof text)) {
+            if (names_module(text, mod))
+                return 1;
+            any = 0;
+        }
+    return any;
+}
+
+/* Whether mod is a dependency to install, as far as the app says: not
+ * one of its own folders or files (a broken import of its own code), and
+ * named by its requirements where it has some (else a misspelt import). */
+static int python_dependency(const char *mod, const char *dir, const char *worktree)
+{
+    char file[DEPS_NAME_MAX + 8];
+    snprintf(file, sizeof file, "%s.py", mod);
+    if (exists(dir, mod) || exists(dir, file) || exists(worktree, mod) || exists(worktree, file))
+        return 0;
+    int said = declares_module(dir, mod);
+    if (said < 0 && strcmp(dir, worktree) != 0)
+        said = declares_module(worktree, mod);
+    return said != 0;
+}
+
 /* A Python server's missing module (not wtproxy_whoami, which
- * whoami/packages.c answers): which python lacks it, and its install. */
-static int python_missing(const char *lines, const char *command, const char *dir, char *out,
-                          size_t len)
+ * whoami/packages.c answers), one the app depends on: which python lacks
+ * it, and its install. */
+static int python_missing(const char *lines, const char *command, const char *dir,
+                          const char *worktree, char *out, size_t len)
 {
     static const char says[] = "No module named '";
     const char *p = strstr(lines, says);
@@ -206,6 +293,8 @@ static int python_missing(const char *lines, const char *command, const char *di
     if (n == 0 || n >= sizeof mod || strncmp(p, "wtproxy_whoami", n) == 0)
         return 0;
     snprintf(mod, sizeof mod, "%.*s", (int)n, p);
+    if (!python_dependency(mod, dir, worktree))
+        return 0;
     if (!command_python(command, dir, py, sizeof py))
         snprintf(py, sizeof py, "python3");
     if (exists(dir, "requirements.txt"))
@@ -229,7 +318,7 @@ int host_deps_missing(const char *lines, const char *command, const char *worktr
     if (!lines || !worktree || !worktree[0])
         return 0;
     host_command_dir(command, worktree, dir, sizeof dir);
-    if (python_missing(lines, command ? command : "", dir, out, len))
+    if (python_missing(lines, command ? command : "", dir, worktree, out, len))
         return 1;
     if (!shell_missing(lines, prog, sizeof prog) &&
         !quoted_after(lines, "Cannot find module '", pkg, sizeof pkg) &&

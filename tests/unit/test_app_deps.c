@@ -5,8 +5,9 @@
  * that folder's package.json has them not installed (no node_modules, one
  * holding only a link, one without the program or the package); Python's
  * "No module named" as the python that lacks it; the middleware's own
- * package, a folder with everything installed, and other errors left to
- * the other readers. */
+ * package, a folder with everything installed, a package or module the
+ * app does not declare (a misspelt import, its own code) and other errors
+ * left to the other readers. */
 #include "../../host/app_deps.c"
 #include "tap.h"
 
@@ -55,7 +56,7 @@ int main(void)
     const char *sh = "/bin/sh -c cd web && npm run dev -- --port 18011";
     silent("sh: 1: vite: not found", sh, __LINE__); /* no web/package.json */
     put("web", NULL);
-    put("web/package.json", "{}");
+    put("web/package.json", "{\"devDependencies\": {\"@vitejs/plugin-react\": \"^4\"}}");
     says("\n> vite --port 18011\n\nsh: 1: vite: not found\n", sh,
          "this worktree has no node_modules in %s/web (a new worktree starts without them); "
          "install them, by its lockfile: cd %s/web && npm install",
@@ -78,6 +79,9 @@ int main(void)
          "%s/web/node_modules has no @vitejs/plugin-react: its dependencies are not all "
          "installed; install them, by its lockfile: cd %s/web && npm ci",
          __LINE__);
+    /* not in its package.json: a misspelt import, or never added */
+    silent("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'left-pad' imported from /x/a.js", sh,
+           __LINE__);
     put("web/node_modules/.bin/vite", "");
     put("web/node_modules/next", NULL);
     silent("sh: 1: vite: not found", sh, __LINE__); /* installed: another cause */
@@ -99,6 +103,21 @@ int main(void)
          "/usr/bin/python3 imports Django from the python3-django package)",
          __LINE__);
     silent("ModuleNotFoundError: No module named 'wtproxy_whoami'", "python3 manage.py", __LINE__);
+    /* the app's own module, broken by an edit: its code's error */
+    put("shop", NULL);
+    silent("ModuleNotFoundError: No module named 'shop.views_new'", "python3 manage.py", __LINE__);
+    put("helpers.py", "");
+    silent("ModuleNotFoundError: No module named 'helpers'", "python3 manage.py", __LINE__);
+    /* requirements that do not name it: a misspelt import */
+    put("requirements.txt", "Django>=4.2\ndjango-environ==0.11\nrequests==2.31\n");
+    silent("ModuleNotFoundError: No module named 'reqeusts'", "python3 manage.py", __LINE__);
+    silent("ModuleNotFoundError: No module named 'environ'", "python3 manage.py", __LINE__);
+    says("ModuleNotFoundError: No module named 'requests'", "/usr/bin/python3 manage.py runserver",
+         "/usr/bin/python3, the python that ran this server, has no module requests: the app's "
+         "Python dependencies are not installed for it; install them (cd %s && /usr/bin/python3 "
+         "-m pip install -r requirements.txt), or start it with a python that has them (on "
+         "Debian, /usr/bin/python3 imports Django from the python3-django package)",
+         __LINE__);
     char dir[PATH_MAX];
     host_command_dir("/bin/sh -c cd /abs/web && vite", wt, dir, sizeof dir);
     tap_ok(strcmp(dir, "/abs/web") == 0, __FILE__, __LINE__, "an absolute cd: %s", dir);
