@@ -34,6 +34,7 @@
 
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "host.h"
 #include "packages.h"
@@ -163,6 +164,16 @@ void cli_run_fail_last(struct cli_run_fail *f, char *out, size_t len)
     pthread_mutex_unlock(&f->lock);
 }
 
+/* Whether the app's own dependencies are missing where CMD runs (its
+ * folder: a `wtproxy run` from backend/ runs manage.py there). */
+static int deps_missing(const struct cli_run *r, const char *lines, char *fix, size_t len)
+{
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, "%s", r->worktree);
+    return host_deps_missing(lines, r->command, cwd, fix, len);
+}
+
 /* Say it where the user reads (the terminal, or the log). */
 static void say(struct cli_run *r, const char *line)
 {
@@ -223,7 +234,8 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
                  "waits for a change to its files): fix the error above and save; meanwhile "
                  "requests through wtproxy get a 503 with its last lines",
                  cli_run_folder(r->worktree), reloader);
-        if (whoami_missing_package(lines, r->worktree, fix, sizeof fix))
+        if (whoami_missing_package(lines, r->worktree, fix, sizeof fix) ||
+            deps_missing(r, lines, fix, sizeof fix))
             snprintf(line, sizeof line,
                      "wtproxy: %s's server failed at start and lives on without listening: %s; "
                      "then wtproxy restart --front %d",

@@ -192,7 +192,8 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
                  "wtproxy restart) on front :%d; what its wrapper saw:\n%s",
                  b->name, (int)b->pid, b->port, front, b->start_failed);
     else if (b->state == REG_STARTING && b->start_failed[0] &&
-             whoami_missing_package(b->start_failed, b->worktree, fix, sizeof fix))
+             (whoami_missing_package(b->start_failed, b->worktree, fix, sizeof fix) ||
+              host_deps_missing(b->start_failed, b->command, b->worktree, fix, sizeof fix)))
         snprintf(msg, sizeof msg,
                  "backend: %s (pid %d, failed: it lives on without listening; %s; then wtproxy "
                  "restart) on front :%d; its last lines:\n%s",

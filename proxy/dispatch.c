@@ -11,6 +11,7 @@
 #include "reg_db.h"
 #include "conn.h"
 #include "gate.h"
+#include "host.h"
 #include "packages.h"
 #include "route.h"
 #include "verify.h"
@@ -303,10 +304,16 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
                  db, b->worktree, base, b->front);
     }
     /* A new worktree without node_modules: no edit helps either, and
-     * the package its error names is in no registry as wtproxy's. */
+     * the package its error names is in no registry as wtproxy's. Nor
+     * for a package of the app's own that is not installed there. */
     if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB &&
         whoami_missing_package(b->start_failed, b->worktree, fix + 1, sizeof fix - 1)) {
         kind = PE_START_NO_WHOAMI;
+        fix[0] = '\n';
+    } else if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB &&
+               host_deps_missing(b->start_failed, b->command, b->worktree, fix + 1,
+                                 sizeof fix - 1)) {
+        kind = PE_START_NO_DEPS;
         fix[0] = '\n';
     }
     snprintf(d, sizeof d,

@@ -123,6 +123,14 @@ static const struct error_kind kinds[] = {
          "Link the package with the command above, in its worktree (no file of the app needs a "
          "change, and no registry has wtproxy's package); then start the server again: wtproxy "
          "restart{front}."},
+    [PE_START_NO_DEPS] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree failed: a package the app declares is not installed "
+         "where it runs (a new worktree starts without them; a branch may have added one); "
+         "its autoreloader lives on, it does not listen; no request reached it.",
+         "Install them with the command above, in its worktree (no file of the app needs a "
+         "change; saving one does not help: the autoreloader waits for the app's files); then "
+         "start the server again: wtproxy restart{front}."},
     [PE_BAD_WTPROXY_FILE] =
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "

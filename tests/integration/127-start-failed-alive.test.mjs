@@ -24,6 +24,8 @@
 // stops at its import (its python likewise without wtproxy_whoami): the
 // 503, `ls`, `why` and the wrapper say the package is missing and the link
 // to this wtproxy's that `wtproxy doctor` prints, never `npm install`.
+// A package the app's requirements.txt declares and its python lacks (a
+// new worktree's, or a branch that added one): the install, not an edit.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -585,4 +587,31 @@ test('a worktree without node_modules/wtproxy-whoami, or a python without wtprox
   assert.match(p.body, /\nFix: The python that runs this worktree's server lacks the wtproxy_whoami package it imports/);
   assert.ok(p.body.includes(`PYTHONPATH=${pythonPath} before the command that starts it`), p.body);
   assert.doesNotMatch(p.body, /pip install wtproxy/);
+});
+
+test('a Django importing a package its requirements.txt declares, not installed: the 503 names the install, not an edit', async (t) => {
+  const tmp = makeWorktrees(t, ['d']);
+  const wt = tmp.wt.d;
+  const px = await startDaemon(t, tmp, [], { env });
+  writeDjangoProject(wt);
+  fs.writeFileSync(path.join(wt, 'requirements.txt'), 'Django>=3.2\nwtp-absent-dep==1.0\n');
+  const views = path.join(wt, 'app/views.py');
+  fs.writeFileSync(views, `import wtp_absent_dep\n${fs.readFileSync(views, 'utf8')}`);
+  const run = startRun(t, tmp, {
+    cwd: wt, front: px.port, env, detached: true, stopSignal: 'SIGKILL',
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'],
+  });
+  const install = `cd ${wt} && ${python} -m pip install -r requirements.txt`;
+  await waitFor(() => /failed at start and lives on without listening: .* has no module wtp_absent_dep/.test(run.stderr()),
+    15000, 'the wrapper says the package is not installed');
+  assert.ok(run.stderr().includes(install), run.stderr());
+  const r = await curlFrom(wt, px.port, '/hello/', { timeout: 20000 });
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
+  assert.match(r.body, /a package the app declares is not installed where it runs/);
+  assert.ok(r.body.includes(install), r.body);
+  assert.match(r.body, /\nFix: Install them with the command above/);
+  assert.doesNotMatch(r.body, /Fix the error its last lines above name/);
+  const why = await cli(tmp, ['why', '--front', String(px.port)], { cwd: wt });
+  assert.ok(why.stdout.includes(install), why.stdout);
 });
