@@ -19,9 +19,12 @@
 #include "run.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -46,6 +49,25 @@ static void keep_only(int in)
             close(fd);
 }
 
+/* Named for what it is in ps and top: a second `wtproxy run --front ...`
+ * line per server reads as a duplicate, one to kill. The command line is
+ * the memory the kernel reads /proc/self/cmdline from, from argv[0] on:
+ * rewritten in place, the rest zeroed. */
+static void rename_self(pid_t wrapper, const char *worktree)
+{
+    char name[PATH_MAX + 96], buf[8192];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t len = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+    if (fd >= 0)
+        close(fd);
+    snprintf(name, sizeof name, "wtproxy-keeper of wtproxy run %d (%s)", (int)wrapper, worktree);
+    prctl(PR_SET_NAME, "wtproxy-keeper");
+    if (len <= 1)
+        return;
+    memset(program_invocation_name, 0, (size_t)len);
+    snprintf(program_invocation_name, (size_t)len, "%s", name);
+}
+
 /* The keeper's life: the last CMD told, until EOF. Never returns. */
 static void keep(int in, pid_t wrapper, const char *worktree)
 {
@@ -54,6 +76,7 @@ static void keep(int in, pid_t wrapper, const char *worktree)
     setsid();
     signal(SIGPIPE, SIG_IGN);
     keep_only(in);
+    rename_self(wrapper, worktree);
     while ((got = read(in, &m, sizeof m)) != 0) {
         if (got == (ssize_t)sizeof m)
             last = m;

@@ -61,6 +61,10 @@ test('SIGKILL to the wrapper of a shell: the server below the shell stops too, i
   const port = await run.ready;
   const [server] = readPids(pids);
   t.after(() => { try { process.kill(server, 'SIGKILL'); } catch { /* gone */ } });
+  // The keeper says what it is in ps, not a second `wtproxy run` line.
+  const cmdlines = fs.readFileSync(`/proc/${run.pid}/task/${run.pid}/children`, 'utf8').trim().split(/\s+/)
+    .map((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0+$/, ''));
+  assert.ok(cmdlines.includes(`wtproxy-keeper of wtproxy run ${run.pid} (${tmp.wt.a})`), cmdlines.join('\n'));
   run.proc.kill('SIGKILL');
   await waitFor(() => !pidAlive(server), 3000, `the server (pid ${server}) below the shell stops when its wrapper is killed`);
   await waitFor(async () => (await lsJson(tmp)).length === 0, 1000, 'entry dropped');
