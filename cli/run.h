@@ -137,6 +137,11 @@ void cli_run_release(struct cli_run *r);
 
 /* --- run_fail.c --- */
 
+/* The install CMD's last lines call for, into fix: this wtproxy's
+ * /__whoami package linked where the app lacks it, or the app's own
+ * dependencies, declared and not installed in CMD's folder. 0: neither. */
+int cli_run_install_fix(const struct cli_run *r, const char *lines, char *fix, size_t len);
+
 /* Before the relay starts. */
 void cli_run_fail_init(struct cli_run_fail *f);
 

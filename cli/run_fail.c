@@ -164,12 +164,12 @@ void cli_run_fail_last(struct cli_run_fail *f, char *out, size_t len)
     pthread_mutex_unlock(&f->lock);
 }
 
-/* Whether the app's own dependencies are missing where CMD runs (its
- * folder: a `wtproxy run` from backend/ runs manage.py there). */
-static int deps_missing(const struct cli_run *r, const char *lines, char *fix, size_t len)
+int cli_run_install_fix(const struct cli_run *r, const char *lines, char *fix, size_t len)
 {
     char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd))
+    if (whoami_missing_package(lines, r->worktree, fix, len))
+        return 1;
+    if (!getcwd(cwd, sizeof cwd)) /* CMD's folder, which its `cd DIR` starts from */
         snprintf(cwd, sizeof cwd, "%s", r->worktree);
     return host_deps_missing(lines, r->command, cwd, fix, len);
 }
@@ -234,8 +234,7 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
                  "waits for a change to its files): fix the error above and save; meanwhile "
                  "requests through wtproxy get a 503 with its last lines",
                  cli_run_folder(r->worktree), reloader);
-        if (whoami_missing_package(lines, r->worktree, fix, sizeof fix) ||
-            deps_missing(r, lines, fix, sizeof fix))
+        if (cli_run_install_fix(r, lines, fix, sizeof fix))
             snprintf(line, sizeof line,
                      "wtproxy: %s's server failed at start and lives on without listening: %s; "
                      "then wtproxy restart --front %d",

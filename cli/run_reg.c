@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "host.h"
-#include "packages.h"
 
 /* Send req (consumed; NULL means json_pack ran out of memory) without
  * starting a daemon unless asked. Returns 0 when the daemon said ok, 1 when it
@@ -359,12 +358,9 @@ static json_t *unregister_request(struct cli_run *r)
  * adds --bypass-lock. */
 static void say_exit_fix(struct cli_run *r)
 {
-    char lines[REG_START_FAILED_MAX], fix[4 * PATH_MAX], cwd[PATH_MAX];
+    char lines[REG_START_FAILED_MAX], fix[4 * PATH_MAX];
     cli_run_fail_last(&r->log.fail, lines, sizeof lines);
-    if (!getcwd(cwd, sizeof cwd)) /* CMD's folder, which its `cd DIR` starts from */
-        snprintf(cwd, sizeof cwd, "%s", r->worktree);
-    if (whoami_missing_package(lines, r->worktree, fix, sizeof fix) ||
-        host_deps_missing(lines, r->command, cwd, fix, sizeof fix) ||
+    if (cli_run_install_fix(r, lines, fix, sizeof fix) ||
         host_dev_lock_holder(lines, fix, sizeof fix))
         fprintf(stderr, "wtproxy: %s's server exited: %s\n", cli_run_folder(r->worktree), fix);
 }
