@@ -154,9 +154,10 @@ static void start_program(const char *cmd, char *prog, size_t len)
 static int deps_missing(const struct doc_ctx *c, const char *dir, const char *cmd,
                         struct doc_result *r)
 {
-    char prog[128], what[2 * PATH_MAX + 512], link[3 * PATH_MAX], found[2 * PATH_MAX + 64];
+    char prog[128], what[3 * PATH_MAX + 512], link[3 * PATH_MAX], found[2 * PATH_MAX + 64];
+    char root[2 * PATH_MAX];
     start_program(cmd, prog, sizeof prog);
-    if (!host_node_deps_missing(dir, prog, NULL, what, sizeof what))
+    if (!host_node_deps_missing(dir, c->wt.root, prog, NULL, what, sizeof what))
         return 0;
     what[strcspn(what, ";")] = '\0';
     doc_set(r, DOC_PROBLEM,
@@ -167,9 +168,11 @@ static int deps_missing(const struct doc_ctx *c, const char *dir, const char *cm
     char fix[8 * PATH_MAX];
     int linked_above =
         doc_node_resolve(dir, found, sizeof found) == 0 && strncmp(found, dir, strlen(dir)) != 0;
-    int n = linked_above || whoami_node_link(dir, link, sizeof link) < 0
-                ? snprintf(fix, sizeof fix, "cd %s && %s", dir, host_node_install(dir))
-                : snprintf(fix, sizeof fix, "cd %s && %s && %s", dir, host_node_install(dir), link);
+    host_node_install_root(dir, c->wt.root, root, sizeof root);
+    int n =
+        linked_above || whoami_node_link(dir, link, sizeof link) < 0
+            ? snprintf(fix, sizeof fix, "cd %s && %s", root, host_node_install(root))
+            : snprintf(fix, sizeof fix, "cd %s && %s && %s", root, host_node_install(root), link);
     if (n < 0 || (size_t)n >= sizeof r->fix) /* a cut path would install elsewhere */
         snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
     else

@@ -68,16 +68,17 @@ void host_command_dir(const char *command, const char *worktree, char *dir, size
         snprintf(dir, len, "%s", worktree);
 }
 
+static const char *const lockfiles[] = {"pnpm-lock.yaml",    "yarn.lock",
+                                        "bun.lock",          "bun.lockb",
+                                        "package-lock.json", "npm-shrinkwrap.json"};
+
 const char *host_node_install(const char *dir)
 {
-    if (exists(dir, "pnpm-lock.yaml"))
-        return "pnpm install";
-    if (exists(dir, "yarn.lock"))
-        return "yarn install";
-    if (exists(dir, "bun.lock") || exists(dir, "bun.lockb"))
-        return "bun install";
-    if (exists(dir, "package-lock.json") || exists(dir, "npm-shrinkwrap.json"))
-        return "npm ci";
+    static const char *const installs[] = {"pnpm install", "yarn install", "bun install",
+                                           "bun install",  "npm ci",       "npm ci"};
+    for (size_t i = 0; i < sizeof lockfiles / sizeof lockfiles[0]; i++)
+        if (exists(dir, lockfiles[i]))
+            return installs[i];
     return "npm install";
 }
 
@@ -96,29 +97,89 @@ static int read_small(const char *dir, const char *name, char *text, size_t len)
     return 1;
 }
 
-/* Whether dir's node_modules was made by an installer: it writes its
- * record there (npm, pnpm, yarn), and any app with a dev server has a
- * .bin. A node_modules holding only the wtproxy-whoami link doctor
- * suggests is none. */
-static int installed(const char *dir)
+static int has_lockfile(const char *dir)
+{
+    for (size_t i = 0; i < sizeof lockfiles / sizeof lockfiles[0]; i++)
+        if (exists(dir, lockfiles[i]))
+            return 1;
+    return 0;
+}
+
+/* Whether dir is a workspace's root (npm, yarn, bun: "workspaces" in its
+ * package.json; pnpm: its pnpm-workspace.yaml). A repository's top
+ * package.json that is not one (its linters) installs none of an app's. */
+static int workspace_root(const char *dir)
+{
+    char text[65536];
+    return exists(dir, "pnpm-workspace.yaml") ||
+           (read_small(dir, "package.json", text, sizeof text) && strstr(text, "\"workspaces\""));
+}
+
+/* Cuts dir to its parent, not above top; 0 when it is top already or
+ * not under it. */
+static int up_to(char *dir, const char *top)
+{
+    size_t n = strlen(top);
+    char *slash = strrchr(dir, '/');
+    if (strncmp(dir, top, n) != 0 || dir[n] != '/' || !slash || slash < dir + n)
+        return 0;
+    *slash = '\0';
+    return 1;
+}
+
+void host_node_install_root(const char *dir, const char *top, char *root, size_t len)
+{
+    char d[2 * PATH_MAX];
+    snprintf(d, sizeof d, "%s", dir);
+    if (!has_lockfile(d))
+        while (up_to(d, top))
+            if (workspace_root(d)) {
+                snprintf(root, len, "%s", d);
+                return;
+            }
+    snprintf(root, len, "%s", dir);
+}
+
+/* Whether dir/name exists in dir or a folder above it up to root, as
+ * Node looks for node_modules: a workspace's installs are hoisted to its
+ * root. The nearest such folder into at (when not NULL). */
+static int exists_up(const char *dir, const char *root, const char *name, char *at, size_t len)
+{
+    char d[2 * PATH_MAX];
+    snprintf(d, sizeof d, "%s", dir);
+    do
+        if (exists(d, name)) {
+            if (at)
+                snprintf(at, len, "%s", d);
+            return 1;
+        }
+    while (up_to(d, root));
+    return 0;
+}
+
+/* Whether a node_modules from dir up to root was made by an installer: it
+ * writes its record there (npm, pnpm, yarn), and any app with a dev
+ * server has a .bin. A node_modules holding only the wtproxy-whoami link
+ * doctor suggests is none. */
+static int installed(const char *dir, const char *root)
 {
     static const char *const marks[] = {
         "node_modules/.bin", "node_modules/.package-lock.json", "node_modules/.modules.yaml",
         "node_modules/.yarn-state.yml", "node_modules/.yarn-integrity"};
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
-        if (exists(dir, marks[i]))
+        if (exists_up(dir, root, marks[i], NULL, 0))
             return 1;
     return 0;
 }
 
-/* Whether name is given and dir has no under/name. */
-static int lacks(const char *dir, const char *under, const char *name)
+/* Whether name is given and no folder from dir up to root has under/name. */
+static int lacks(const char *dir, const char *root, const char *under, const char *name)
 {
     char need[DEPS_NAME_MAX + 32];
     if (!name || !name[0])
         return 0;
     snprintf(need, sizeof need, "%s%s", under, name);
-    return !exists(dir, need);
+    return !exists_up(dir, root, need, NULL, 0);
 }
 
 /* Whether dir's package.json names package (as "package"): one it
@@ -131,31 +192,33 @@ static int declares_package(const char *dir, const char *package)
     return read_small(dir, "package.json", text, sizeof text) && strstr(text, quoted);
 }
 
-int host_node_deps_missing(const char *dir, const char *program, const char *package, char *out,
-                           size_t len)
+int host_node_deps_missing(const char *dir, const char *top, const char *program,
+                           const char *package, char *out, size_t len)
 {
-    char what[PATH_MAX + DEPS_NAME_MAX + 96];
+    char what[3 * PATH_MAX + DEPS_NAME_MAX + 96], root[2 * PATH_MAX], nm[2 * PATH_MAX];
     if (!exists(dir, "package.json"))
         return 0;
-    if (!exists(dir, "node_modules"))
+    host_node_install_root(dir, top, root, sizeof root);
+    int has_nm = exists_up(dir, root, "node_modules", nm, sizeof nm);
+    if (!has_nm)
         snprintf(what, sizeof what,
                  "this worktree has no node_modules in %s (a new worktree starts without them)",
-                 dir);
-    else if (!installed(dir))
+                 root);
+    else if (!installed(dir, root))
         snprintf(what, sizeof what,
                  "%s/node_modules holds no installed dependencies (only what was linked there)",
-                 dir);
-    else if (lacks(dir, "node_modules/.bin/", program))
+                 nm);
+    else if (lacks(dir, root, "node_modules/.bin/", program))
         snprintf(what, sizeof what,
-                 "%s/node_modules has no .bin/%s: its dependencies are not all installed", dir,
+                 "%s/node_modules has no .bin/%s: its dependencies are not all installed", nm,
                  program);
-    else if (lacks(dir, "node_modules/", package) && declares_package(dir, package))
+    else if (lacks(dir, root, "node_modules/", package) && declares_package(dir, package))
         snprintf(what, sizeof what,
-                 "%s/node_modules has no %s: its dependencies are not all installed", dir, package);
+                 "%s/node_modules has no %s: its dependencies are not all installed", nm, package);
     else
         return 0;
-    snprintf(out, len, "%s; install them, by its lockfile: cd %s && %s", what, dir,
-             host_node_install(dir));
+    snprintf(out, len, "%s; install them, by its lockfile: cd %s && %s", what, root,
+             host_node_install(root));
     return 1;
 }
 
@@ -326,5 +389,5 @@ int host_deps_missing(const char *lines, const char *command, const char *worktr
         return 0;
     if (strcmp(pkg, "wtproxy-whoami") == 0)
         return 0;
-    return host_node_deps_missing(dir, prog, pkg, out, len);
+    return host_node_deps_missing(dir, worktree, prog, pkg, out, len);
 }

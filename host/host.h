@@ -179,13 +179,20 @@ void host_command_dir(const char *command, const char *worktree, char *dir, size
  * "npm install". */
 const char *host_node_install(const char *dir);
 
+/* The folder whose install brings dir's Node dependencies, into root:
+ * dir when it holds a lockfile; else the nearest folder above it, up to
+ * top, that is a workspace's root (an npm, yarn, bun or pnpm workspace
+ * hoists its members' installs there, under one lockfile); else dir. */
+void host_node_install_root(const char *dir, const char *top, char *root, size_t len);
+
 /* Whether dir holds a package.json whose dependencies are not installed:
- * no node_modules, one no installer made (only a link in it), or one
- * without node_modules/.bin/program or node_modules/package (either may
- * be NULL). Then out gets what is missing and the install, by the
- * lockfile there: "cd DIR && npm ci" (pnpm, yarn, bun). Returns 1 or 0. */
-int host_node_deps_missing(const char *dir, const char *program, const char *package, char *out,
-                           size_t len);
+ * no node_modules in dir or above it up to its install root
+ * (host_node_install_root, within top), one no installer made (only a
+ * link in it), or none with .bin/program or the package (either may be
+ * NULL). Then out gets what is missing and the install, by the lockfile
+ * there: "cd ROOT && npm ci" (pnpm, yarn, bun). Returns 1 or 0. */
+int host_node_deps_missing(const char *dir, const char *top, const char *program,
+                           const char *package, char *out, size_t len);
 
 /* Whether lines, a dev server's last output lines, say a program or module
  * of its app's own dependencies is missing ("sh: 1: vite: not found",

@@ -330,6 +330,32 @@ test('middleware: a start folder whose package.json has its dependencies not ins
   assert.equal(m.status, 'ok', m.detail);
 });
 
+// An npm workspace: one lockfile at the repository's top, the members'
+// installs hoisted into the top's node_modules, none in apps/web. Doctor
+// named `cd apps/web && npm install` for a new worktree, and once
+// installed at the top still said apps/web had no node_modules.
+test('middleware: a workspace member: the install runs at the workspace root, and hoisted installs count', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  const web = path.join(tmp.wt.a, 'apps', 'web');
+  fs.mkdirSync(web, { recursive: true });
+  fs.writeFileSync(path.join(tmp.wt.a, 'package.json'), '{"private":true,"workspaces":["apps/*"]}\n');
+  fs.writeFileSync(path.join(tmp.wt.a, 'package-lock.json'), '{}\n');
+  fs.writeFileSync(path.join(web, 'package.json'), '{"scripts":{"dev":"vite"},"devDependencies":{"vite":"^7"}}\n');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = cd apps/web && npm run dev -- --port {port} --strictPort\nfront = ${front}\n`);
+  let m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.match(m.detail, new RegExp(`cannot start: this worktree has no node_modules in ${tmp.wt.a} \\(a new worktree`));
+  assert.match(m.fix, new RegExp(`^cd ${tmp.wt.a} && npm ci && mkdir -p ${web}/node_modules && ln -sfn \\S+ ${web}/node_modules/wtproxy-whoami$`));
+  // installed as npm does for a workspace: everything in the top's node_modules
+  fs.mkdirSync(path.join(tmp.wt.a, 'node_modules', '.bin'), { recursive: true });
+  fs.writeFileSync(path.join(tmp.wt.a, 'node_modules', '.package-lock.json'), '{}\n');
+  fs.symlinkSync(path.join(repoRoot, 'whoami/node'), path.join(tmp.wt.a, 'node_modules/wtproxy-whoami'));
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.doesNotMatch(m.detail, /cannot start/, m.detail);
+  assert.doesNotMatch(m.fix || '', /npm (ci|install)/, m.fix);
+});
+
 // Seen in an adoption walk: a Vite front end without the /__whoami plugin
 // (wtproxy init only noted it then, for Vite and Node servers) got doctor's fix
 // `wtproxy init --apply`, which wrote nothing for it then. Now the fix

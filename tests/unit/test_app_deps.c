@@ -48,6 +48,36 @@ static void silent(const char *lines, const char *command, int line)
         printf("#   got: %s\n", out);
 }
 
+/* An npm workspace: one lockfile at its root, its members' installs
+ * hoisted into the root's node_modules, none in the member's folder. */
+static void workspaces(void)
+{
+    const char *sh = "/bin/sh -c cd apps/web && npm run dev";
+    put("ws", NULL);
+    snprintf(wt + strlen(wt), sizeof wt - strlen(wt), "/ws");
+    put("package.json", "{\"workspaces\": [\"apps/*\"]}");
+    put("package-lock.json", "{}");
+    put("apps", NULL);
+    put("apps/web", NULL);
+    put("apps/web/package.json", "{\"devDependencies\": {\"vite\": \"^5\"}}");
+    says("sh: 1: vite: not found", sh,
+         "this worktree has no node_modules in %s (a new worktree starts without them); install "
+         "them, by its lockfile: cd %s && npm ci",
+         __LINE__);
+    put("node_modules", NULL);
+    put("node_modules/.bin", NULL);
+    put("node_modules/.package-lock.json", "{}");
+    says("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'vite' imported from /x/a.js", sh,
+         "%s/node_modules has no vite: its dependencies are not all installed; install them, by "
+         "its lockfile: cd %s && npm ci",
+         __LINE__);
+    put("node_modules/vite", NULL);
+    put("node_modules/.bin/vite", "");
+    silent("sh: 1: vite: not found", sh, __LINE__); /* hoisted: installed */
+    silent("Error: Cannot find package 'vite' imported from /x/a.js", sh, __LINE__);
+    wt[strlen(wt) - 3] = '\0';
+}
+
 int main(void)
 {
     snprintf(wt, sizeof wt, "/tmp/wtp-app-deps-XXXXXX");
@@ -118,6 +148,7 @@ int main(void)
          "-m pip install -r requirements.txt), or start it with a python that has them (on "
          "Debian, /usr/bin/python3 imports Django from the python3-django package)",
          __LINE__);
+    workspaces();
     char dir[PATH_MAX];
     host_command_dir("/bin/sh -c cd /abs/web && vite", wt, dir, sizeof dir);
     tap_ok(strcmp(dir, "/abs/web") == 0, __FILE__, __LINE__, "an absolute cd: %s", dir);
