@@ -33,6 +33,11 @@ enum cli_app_kind {
  * when it does not, -1 when start runs no `node FILE` or FILE is unreadable. */
 int cli_node_entry_imports(const char *dir, const char *start, char *file, size_t len);
 
+/* init_node.c: whether file (relative to dir) is a CommonJS module, where
+ * an `import` line is a SyntaxError: a .cjs; a .js that calls require and
+ * has no import or export line, its package.json not "type": "module". */
+int cli_node_entry_commonjs(const char *dir, const char *file);
+
 /* A Playwright config, as far as its literal text tells. */
 #define CLI_PW_MAX_SERVERS 8 /* webServer entries read; more are not adopted */
 

@@ -198,10 +198,12 @@ int doc_node(struct doc_ctx *c, struct doc_result *r)
     if (cli_node_entry_imports(dir, cmd, file, sizeof file) == 0)
         doc_set(r, DOC_PROBLEM,
                 "`%s` runs %s, which has no /__whoami middleware yet: wtproxy refuses its "
-                "requests (502 no-whoami). Add to %s, once at start: " WHOAMI_NODE_LINES
-                "; and link wtproxy-whoami, which no node_modules in %s or a folder above it "
-                "holds (node_modules is per worktree)",
-                c->start, file, file, dir);
+                "requests (502 no-whoami). Add to %s, once at start: %s; and link "
+                "wtproxy-whoami, which no node_modules in %s or a folder above it holds "
+                "(node_modules is per worktree)",
+                c->start, file, file,
+                cli_node_entry_commonjs(dir, file) ? WHOAMI_NODE_LINES_CJS : WHOAMI_NODE_LINES,
+                dir);
     else
         doc_set(
             r, DOC_PROBLEM,

@@ -87,6 +87,48 @@ static int imports_whoami(const char *dir, const char *file)
     return has;
 }
 
+/* Whether dir's package.json says "type": "module". */
+static int package_is_module(const char *dir)
+{
+    char path[PATH_MAX], err[PATH_MAX + 64];
+    char *text = cli_join(path, sizeof path, dir, "package.json") < 0
+                     ? NULL
+                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    json_t *pkg = text ? json_loads(text, 0, NULL) : NULL;
+    const char *type = json_string_value(json_object_get(pkg, "type"));
+    int module = type && strcmp(type, "module") == 0;
+    json_decref(pkg);
+    free(text);
+    return module;
+}
+
+/* Whether text has a line that starts with `import ` or `export `. */
+static int has_esm_line(const char *text)
+{
+    for (const char *l = text; l; l = strchr(l, '\n')) {
+        l += *l == '\n';
+        if (strncmp(l, "import ", 7) == 0 || strncmp(l, "export ", 7) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int cli_node_entry_commonjs(const char *dir, const char *file)
+{
+    size_t n = strlen(file);
+    if (n > 4 && strcmp(file + n - 4, ".cjs") == 0)
+        return 1;
+    if (n <= 3 || strcmp(file + n - 3, ".js") != 0 || package_is_module(dir))
+        return 0;
+    char path[PATH_MAX], err[PATH_MAX + 64];
+    char *text = cli_join(path, sizeof path, dir, file) < 0
+                     ? NULL
+                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+    int cjs = text && strstr(text, "require(") && !has_esm_line(text);
+    free(text);
+    return cjs;
+}
+
 int cli_node_entry_imports(const char *dir, const char *start, char *file, size_t len)
 {
     char run[1024];
@@ -115,9 +157,10 @@ static void whoami_note(struct init_plan *p, const char *who, const char *start)
     else
         init_note(p,
                   "%s%sadd the /__whoami middleware by hand to %s (wtproxy help whoami), once "
-                  "at start: " WHOAMI_NODE_LINES "; without it wtproxy refuses the server "
-                  "(502 no-whoami)",
-                  who, runs, file);
+                  "at start: %s; without it wtproxy refuses the server (502 no-whoami)",
+                  who, runs, file,
+                  cli_node_entry_commonjs(p->dir, file) ? WHOAMI_NODE_LINES_CJS
+                                                        : WHOAMI_NODE_LINES);
 }
 
 void init_node_whoami(struct init_plan *p)

@@ -38,6 +38,20 @@ int whoami_node_link(const char *dir, char *out, size_t len);
  * site. -1 when it does not fit (a cut path would name the wrong folder). */
 int whoami_python_fix(char *out, size_t len);
 
+/* The middleware's lines for a Node server, Express's and node:http's
+ * (which has no app.use), as init's note, doctor's fix and the 502
+ * no-whoami say them: an ES module's import, or a CommonJS file's
+ * require (where an import line is a SyntaxError; require loads the
+ * package's ES module from Node 20.19 on). */
+#define WHOAMI_NODE_THEN                                                                           \
+    "then `app.use(mw)` first (Express, Connect) or `http.createServer((req, res) => mw(req, "     \
+    "res, () => handler(req, res)))` (node:http)"
+#define WHOAMI_NODE_LINES                                                                          \
+    "`import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, " WHOAMI_NODE_THEN
+#define WHOAMI_NODE_LINES_CJS                                                                      \
+    "`const { whoami } = require('wtproxy-whoami'); const mw = whoami();` (a CommonJS file; "      \
+    "Node 20.19 or later), " WHOAMI_NODE_THEN
+
 /* Whether lines, a dev server's last output lines, say it could not
  * import the middleware package because it is not there (Node's "Cannot
  * find package 'wtproxy-whoami'", Python's "No module named
@@ -45,14 +59,6 @@ int whoami_python_fix(char *out, size_t len);
  * command that makes it importable, never a registry's install (neither
  * npm's nor PyPI's wtproxy-whoami is wtproxy's). worktree is the folder
  * linked into when the lines name no importing file. Returns 1 or 0. */
-/* The middleware's lines for a Node server, Express's and node:http's
- * (which has no app.use), as init's note, doctor's fix and the 502
- * no-whoami say them. */
-#define WHOAMI_NODE_LINES                                                                          \
-    "`import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, then `app.use(mw)` first "   \
-    "(Express, Connect) or `http.createServer((req, res) => mw(req, res, () => handler(req, "      \
-    "res)))` (node:http)"
-
 int whoami_missing_package(const char *lines, const char *worktree, char *out, size_t len);
 
 #endif

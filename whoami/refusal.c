@@ -294,7 +294,9 @@ static const char *middleware_hint(const struct whoami_target *t)
                "'wtproxy-whoami/vite' to vite.config.*'s plugins, loaded under wtproxy run only "
                "(wtproxy help whoami)";
     if (runs_one_of(cmd, node))
-        return "add the Node middleware first: " WHOAMI_NODE_LINES " (wtproxy help whoami)";
+        return "add the Node middleware first: " WHOAMI_NODE_LINES
+               " (in a CommonJS file: `const { whoami } = require('wtproxy-whoami')`, Node 20.19 "
+               "or later; wtproxy help whoami)";
     if (runs_one_of(cmd, runner))
         return "add the Node middleware first (" WHOAMI_NODE_LINES
                ") or, for a Vite dev server, the "

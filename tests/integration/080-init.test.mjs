@@ -117,6 +117,16 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   assert.ok(!has.some((n) => /by hand/.test(n)), has.join('\n'));
   const lacks = await nodeNotes("import http from 'node:http';\n");
   assert.ok(lacks.some((n) => /by hand .*const mw = whoami\(\);.*http\.createServer\(\(req, res\) => mw\(req, res, \(\) => handler\(req, res\)\)\)` \(node:http\)/.test(n)), lacks.join('\n'));
+  // A CommonJS server (require, no import line): the import line was a
+  // SyntaxError there; it gets require's line. A .js in a "type": "module"
+  // package keeps the import.
+  const cjsNotes = async (pkgExtra, src) => JSON.parse((await init(app(t, { 'package.json': JSON.stringify({ ...pkgExtra, scripts: { start: 'node server.js' }, dependencies: { express: '4' } }),
+    'server.js': src }), ['.', '--json'])).stdout).notes;
+  const cjs = await cjsNotes({}, "const express = require('express');\nconst app = express();\n");
+  assert.ok(cjs.some((n) => n.includes("by hand to server.js (wtproxy help whoami), once at start: `const { whoami } = require('wtproxy-whoami'); const mw = whoami();` (a CommonJS file; Node 20.19 or later), then `app.use(mw)` first")), cjs.join('\n'));
+  assert.ok(!cjs.some((n) => n.includes('import { whoami }')), cjs.join('\n'));
+  const esm = await cjsNotes({ type: 'module' }, "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n");
+  assert.ok(esm.some((n) => n.includes("once at start: `import { whoami } from 'wtproxy-whoami';")), esm.join('\n'));
   for (const notes of [has, lacks])
     assert.ok(notes.some((n) => /^Node: every worktree needs node_modules\/wtproxy-whoami .*wtproxy doctor, run in a worktree, prints the link/.test(n)), notes.join('\n'));
 
