@@ -222,6 +222,13 @@ test('the dashboard page shows a server that crashed as exited, its last lines a
   const state = await page.$eval('#backends tbody tr', (e) => e.textContent);
   assert.match(state, /exited \d+s ago/);
   assert.match(state, /its server exited with status 2; fix the error its last lines name, then start it again: cd \S+ && wtproxy run --front \d+ -- /);
+  // A request now: its 503 lists the last lines, then the fix, a line
+  // each; the refusals table showed them run together into one paragraph.
+  const refused = await curlFrom(tmp.wt.a, px.port, '/');
+  assert.equal(refused.status, 503, refused.body);
+  await page.waitForSelector('#refusals tbody tr .detail', { timeout: 3000 });
+  const detail = await page.$eval('#refusals tbody tr .detail', (e) => e.innerText);
+  assert.match(detail, /its last lines:\nError: lastls-128 <img src=x onerror=alert\(6\)> crashed\nFix the error its last lines above name/, detail);
   assert.equal(await page.evaluate(() => document.querySelectorAll('img').length), 0, 'the markup is text');
   await page.waitForTimeout(300); // an injected handler would have fired by now
   assert.deepEqual(seen.dialogs, []);
