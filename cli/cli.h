@@ -84,6 +84,14 @@ void cli_daemon_listen_also(int front);
  * (WTFILE_MAX_SERVICES + 1); 0 when it declares none or WTPROXY_CONFIG is set:
  * the daemon's default and its config decide then. */
 int cli_daemon_listen(int *ports);
+/* The `wtproxy serve` that owns ports and every port the running daemon
+ * (ping, NULL for none) owns, into out, so that a restart drops no one's
+ * front. Bare ports: 127.0.0.1 and ::1, as a server on `localhost` may
+ * hold ::1 alone and take the browser's requests from wtproxy. Started in
+ * the background into the log a daemon the CLI starts writes (as the CLI's
+ * own "no daemon answers" says): pasted in an agent's shell, a foreground
+ * `wtproxy serve` never returns. */
+void cli_serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outlen);
 /* The same as serve's flags, " --listen 8420 --listen 8421", else "". */
 void cli_daemon_listen_flags(char *out, size_t len);
 
@@ -406,5 +414,6 @@ int cli_logs_main(int argc, char **argv);        /* logs.c */
 int cli_restart_main(int argc, char **argv);     /* restart.c */
 int cli_refusals_main(int argc, char **argv);    /* refusals.c */
 int cli_stop_main(int argc, char **argv);        /* restart.c */
+int cli_daemon_stop(void);                       /* daemon_stop.c: stop --daemon */
 
 #endif

@@ -13,7 +13,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "host.h"
+#include "registry.h"
 #include "wtfile.h"
 
 /* The folder whose worktree a started daemon is for: the current one,
@@ -65,4 +68,40 @@ void cli_daemon_listen_flags(char *out, size_t len)
     out[0] = '\0';
     for (int i = 0; i < n && used < len; i++)
         used += (size_t)snprintf(out + used, len - used, " --listen %d", ports[i]);
+}
+
+static int has_port(const int *ports, int n, int port)
+{
+    for (int i = 0; i < n; i++)
+        if (ports[i] == port)
+            return 1;
+    return 0;
+}
+
+void cli_serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outlen)
+{
+    int all[48 + WTFILE_MAX_SERVICES + 1], m = 0;
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(ping, "listen"), i, a) {
+        const char *s = json_string_value(a), *colon = s ? strrchr(s, ':') : NULL;
+        int p = colon ? atoi(colon + 1) : 0;
+        if (p > 0 && m < 48 && !has_port(all, m, p))
+            all[m++] = p;
+    }
+    for (int k = 0; k < n; k++)
+        if (!has_port(all, m, ports[k]))
+            all[m++] = ports[k];
+    char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
+    if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
+        snprintf(log, sizeof log, "%s/daemon.log", dir);
+    char prog[PATH_MAX];
+    host_self_program(prog, sizeof prog, NULL, 0);
+    size_t used = (size_t)snprintf(out, outlen, "setsid -f %s serve", prog);
+    for (int k = 0; k < m && used < outlen && !(m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT); k++)
+        used += (size_t)snprintf(out + used, outlen - used, " --listen %d", all[k]);
+    if (used + strlen(log) + 12 > outlen) /* a cut path would be another file */
+        snprintf(log, sizeof log, "/dev/null");
+    if (used < outlen)
+        snprintf(out + used, outlen - used, " >>%s 2>&1", log);
 }

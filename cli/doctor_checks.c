@@ -63,41 +63,6 @@ static void port_name(const struct doc_ctx *c, int port, char *out, size_t outle
         snprintf(out, outlen, "port %d", port);
 }
 
-/* The `wtproxy serve` that owns ports and every port the running daemon
- * (ping, NULL for none) owns already, so that a restart drops no one's
- * front. Bare ports: 127.0.0.1 and ::1, as a server on `localhost` may
- * hold ::1 alone and take the browser's requests from wtproxy. Started in
- * the background into the log a daemon the CLI starts writes (as the CLI's
- * own "no daemon answers" says): pasted in an agent's shell, a foreground
- * `wtproxy serve` never returns. */
-static void serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outlen)
-{
-    int all[48 + WTFILE_MAX_SERVICES + 1], m = 0;
-    size_t i;
-    json_t *a;
-    json_array_foreach(json_object_get(ping, "listen"), i, a) {
-        const char *s = json_string_value(a), *colon = s ? strrchr(s, ':') : NULL;
-        int p = colon ? atoi(colon + 1) : 0;
-        if (p > 0 && m < 48 && !has_port(all, m, p))
-            all[m++] = p;
-    }
-    for (int k = 0; k < n; k++)
-        if (!has_port(all, m, ports[k]))
-            all[m++] = ports[k];
-    char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
-    if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
-        snprintf(log, sizeof log, "%s/daemon.log", dir);
-    char prog[PATH_MAX];
-    host_self_program(prog, sizeof prog, NULL, 0);
-    size_t used = (size_t)snprintf(out, outlen, "setsid -f %s serve", prog);
-    for (int k = 0; k < m && used < outlen && !(m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT); k++)
-        used += (size_t)snprintf(out + used, outlen - used, " --listen %d", all[k]);
-    if (used + strlen(log) + 12 > outlen) /* a cut path would be another file */
-        snprintf(log, sizeof log, "/dev/null");
-    if (used < outlen)
-        snprintf(out + used, outlen - used, " >>%s 2>&1", log);
-}
-
 /* For each port in ports another process listens on: "kill PID; " into
  * kills (each pid once) and the daemon's own sentence for a taken port
  * into said. Returns -1 when a holder's pid is unknown (another user's),
@@ -163,7 +128,7 @@ static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *por
             nm == 1 ? "that port do not reach it" : "those ports do not reach it",
             held > 0 ? ", and " : "", held > 0 ? said : "");
     free(listen);
-    serve_cmd(c->ping, ports, n, serve, sizeof serve);
+    cli_serve_cmd(c->ping, ports, n, serve, sizeof serve);
     if (c->file_err[0]) /* its fronts unreadable: the ports are a guess, not a reason */
         snprintf(r->fix, sizeof r->fix,
                  "correct the .wtproxy first (see the server check), then run "
@@ -185,7 +150,7 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
     char kills[384], said[1200], serve[512], name[128];
     int unknown = 0,
         held = port_holders(ports, n, kills, sizeof kills, said, sizeof said, &unknown);
-    serve_cmd(NULL, ports, n, serve, sizeof serve);
+    cli_serve_cmd(NULL, ports, n, serve, sizeof serve);
     port_name(c, c->front, name, sizeof name);
     if (held < 0) {
         doc_set(r, DOC_PROBLEM,

@@ -73,8 +73,9 @@ static const struct command commands[] = {
      "1 refused (not wtproxy run's, not yours, none), a server did not come back, one "
      "came back stale or refused by /__whoami, no daemon\n" USAGE_ERR},
     {"stop", "stop this worktree's dev servers", cli_usage_stop, NULL, cli_stop_main,
-     "0 stopped\n"
-     "1 refused (not wtproxy run's, not yours, none), still running, or no daemon\n" USAGE_ERR},
+     "0 stopped (--daemon: also when none ran)\n"
+     "1 refused (not wtproxy run's, not yours, none), still running, or no daemon; --daemon: "
+     "still running, or under systemd\n" USAGE_ERR},
     {"dashboard", "print the URL of the live dashboard (/__wtproxy/)", cli_usage_dashboard, NULL,
      cli_dashboard_main, "0 printed\n" NO_DAEMON ", or did not say where it listens\n" USAGE_ERR},
     {"why", "explain where a process's requests are routed, and why", cli_usage_why, NULL,

@@ -242,5 +242,13 @@ int cli_restart_main(int argc, char **argv)
 
 int cli_stop_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--daemon") == 0) {
+            if (argc == 2)
+                return cli_daemon_stop();
+            fprintf(stderr, "wtproxy stop: --daemon stops the daemon alone: it takes no "
+                            "worktree, --service or --front (see wtproxy stop --help)\n");
+            return 2;
+        }
     return act(argc, argv, "stop", "stopped");
 }

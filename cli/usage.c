@@ -378,6 +378,7 @@ const char cli_usage_restart[] =
 
 const char cli_usage_stop[] =
     "usage: wtproxy stop [WORKTREE] [--service NAME] [--front PORT]\n"
+    "       wtproxy stop --daemon\n"
     "\n"
     "Stop a worktree's servers (every one, or that service's or front's): their\n"
     "wtproxy run wrapper stops the server's whole process tree (SIGTERM, SIGKILL\n"
@@ -385,4 +386,10 @@ const char cli_usage_stop[] =
     "\n"
     "  WORKTREE          a worktree, or any folder in it (default: the current folder)\n"
     "  --service NAME    only that service's server\n"
-    "  --front PORT      only the server of that front port\n";
+    "  --front PORT      only the server of that front port\n"
+    "  --daemon          stop the daemon instead (for an upgrade or an uninstall): SIGTERM,\n"
+    "                    which gives in-flight requests its shutdown_timeout, and waits\n"
+    "                    until it is gone. The dev servers run on, registered: a daemon\n"
+    "                    started again on the same ports (the command is said) routes to\n"
+    "                    them again.\n"
+    "                    A daemon systemd runs is left to its units (wtproxy help systemd).\n";

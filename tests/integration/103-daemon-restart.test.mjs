@@ -4,7 +4,7 @@
 // routed again, without any wrapper re-registering.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree, cli } from './lib/registry.mjs';
 
 test('kill -9 of the daemon, restart with the same state: all 3 routed again', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b', 'c']);
@@ -42,4 +42,31 @@ test('a server run with --service keeps its label across a daemon kill -9 (ls --
   const after = await lsJson(tmp);
   assert.equal(after.length, 1, JSON.stringify(after));
   assert.equal(after[0].service, 'api', JSON.stringify(after));
+});
+
+// An upgrade or an uninstall needs the daemon gone: it took `kill PID` with
+// the pid doctor prints, and a wait nobody wrote. `wtproxy stop --daemon`
+// stops it and waits; the server runs on, and the command it prints
+// starts a daemon on the same port that routes to it again.
+test('wtproxy stop --daemon: the daemon is gone when it returns; its server runs on and is routed to again', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  await run.ready;
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+
+  const r = await cli(tmp, ['stop', '--daemon']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^wtproxy: stopped the daemon \\(pid ${px.proc.pid}\\)\n`));
+  assert.match(r.stdout, new RegExp(`the 1 dev server it routed to runs on, registered; a daemon started again on the same ports routes to it: setsid -f \\S+ serve --listen ${px.port} >>\\S+ 2>&1\n$`));
+  assert.notEqual(px.proc.exitCode, null, 'the daemon had exited when stop returned');
+  assert.equal(run.proc.exitCode, null, 'the server runs on');
+
+  const again = await cli(tmp, ['stop', '--daemon']);
+  assert.equal(again.code, 0);
+  assert.match(again.stdout, /^wtproxy: no daemon answers on \S+: none to stop\n$/);
+  assert.equal((await cli(tmp, ['stop', '--daemon', '--front', String(px.port)])).code, 2);
+
+  const next = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${px.port}`]);
+  assert.equal((await getWorktree(next.port, tmp.wt.a)).status, 200);
 });
