@@ -8,6 +8,10 @@
  * output says so; without it the daemon holds each request for the whole
  * start_timeout, past a test runner's own timeout.
  *
+ * uvicorn --reload (0.17) too: its reloader binds the port and spawns the
+ * server process, which dies of an app that fails to import or to start
+ * while the reloader waits for a change; the port never listened.
+ *
  * What was measured (Django 3.2, Node 20, Vite 8): an error in Django's
  * settings, and a vite.config.js that throws, end the process at once
  * (the daemon says so as an exit). A healthy Django prints "Watching for
@@ -52,6 +56,11 @@ static const struct {
     {"Exception in thread django-main-thread:", "Django's autoreloader"},
     /* the script threw; node waits for a change to it */
     {"Failed running '", "node --watch"},
+    /* uvicorn --reload: importing the app raised in the server process its
+     * reloader spawned (multiprocessing prints this above the traceback) */
+    {"Process SpawnProcess-", "uvicorn's reloader"},
+    /* ... or the app's startup (lifespan) did: that process exits */
+    {"Application startup failed. Exiting.", "uvicorn's reloader"},
 };
 
 void cli_run_fail_init(struct cli_run_fail *f)

@@ -1,15 +1,17 @@
 // 142: wtproxy_whoami.wsgi.WhoamiWSGIMiddleware around a plain WSGI app on
 // wsgiref.simple_server: /__whoami answers like the Django middleware
 // (checkout found from the working folder, pid, the fingerprint taken at
-// start), every other path reaches the app untouched, and the arguments
-// root, include and exclude are honoured.
+// start), every other path reaches the app untouched, the arguments
+// root, include and exclude are honoured, and a module run from stale
+// bytecode is never reported as the code on disk.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { httpGet } from './lib/backends.mjs';
 import { git } from './lib/registry.mjs';
-import { tempDir, startPython, freePort, diskFingerprint } from './lib/whoami.mjs';
+import { python, tempDir, startPython, freePort, diskFingerprint } from './lib/whoami.mjs';
 
 const serverPy = (wrapArgs) => `import sys
 from wsgiref.simple_server import make_server, WSGIRequestHandler
@@ -88,4 +90,56 @@ test('WSGI: root, include and exclude arguments', async (t) => {
   assert.equal(who.fingerprint.files, 2, 'notes.txt and src/server.py');
   const disk = await diskFingerprint(repo, ['--include', '**/*.txt', '--include', '**/*.py', '--exclude', 'src/pkg/**']);
   assert.equal(who.fingerprint.hash, disk.hash);
+});
+
+// Python runs a .pyc whose header matches its source's size and mtime in
+// whole seconds: an edit of the same size saved within the second the
+// version before it was compiled (a reloader compiles within a second of
+// an edit) runs the old code. Its fingerprint, taken from the files, said
+// the new one, and the gate served the old code as current.
+test('WSGI: a module run from stale bytecode is never vouched for, and its .pyc goes', async (t) => {
+  const repo = project(t);
+  const src = path.join(repo, 'src');
+  const logic = path.join(src, 'pkg/logic.py');
+  fs.writeFileSync(path.join(src, 'value_server.py'), `import sys
+from wsgiref.simple_server import make_server, WSGIRequestHandler
+from wtproxy_whoami.wsgi import WhoamiWSGIMiddleware
+from pkg.logic import VALUE
+
+def app(environ, start_response):
+    start_response('200 OK', [('Content-Type', 'text/plain')])
+    return [str(VALUE).encode()]
+
+class Quiet(WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+make_server('127.0.0.1', int(sys.argv[1]), WhoamiWSGIMiddleware(app), handler_class=Quiet).serve_forever()
+`);
+  // Bytecode written, to a folder of the test's rather than beside the
+  // sources of wtproxy_whoami, which the servers import too.
+  const writes = { PYTHONDONTWRITEBYTECODE: '', PYTHONPYCACHEPREFIX: path.join(repo, '..', 'pycache') };
+  const second = 1700000000; // VALUE = 1 saved at .1, compiled at .2, VALUE = 2 saved at .5
+  fs.utimesSync(logic, second, second + 0.1);
+  const compiled = spawnSync(python, ['-c', 'import pkg.logic; print(pkg.logic.__cached__)'],
+    { cwd: src, env: { ...process.env, ...writes } });
+  assert.equal(compiled.status, 0, compiled.stderr.toString());
+  const pyc = compiled.stdout.toString().trim();
+  fs.utimesSync(pyc, second, second + 0.2);
+  fs.writeFileSync(logic, 'VALUE = 2\n');
+  fs.utimesSync(logic, second, second + 0.5);
+
+  const stalePort = await freePort();
+  const stale = await startPython(t, ['value_server.py', String(stalePort)], { cwd: src, port: stalePort, env: writes });
+  assert.equal((await httpGet(stale.port, '/')).body.toString(), '1', 'Python ran the old bytecode');
+  const disk = await diskFingerprint(repo);
+  assert.notEqual(JSON.parse((await httpGet(stale.port, '/__whoami')).body).fingerprint.hash, disk.hash,
+    'the fingerprint of a server running VALUE = 1 must not be that of the disk, VALUE = 2');
+  assert.ok(!fs.existsSync(pyc), 'the stale .pyc is removed, so that a restart compiles the source');
+  await stale.stop();
+
+  const freshPort = await freePort();
+  const fresh = await startPython(t, ['value_server.py', String(freshPort)], { cwd: src, port: freshPort, env: writes });
+  assert.equal((await httpGet(fresh.port, '/')).body.toString(), '2');
+  assert.equal(JSON.parse((await httpGet(fresh.port, '/__whoami')).body).fingerprint.hash, disk.hash);
 });

@@ -5,7 +5,9 @@
 // requests and a WebSocket (uvicorn's wsproto) route through the daemon;
 // after a .py edit the daemon refuses the server as stale, and `wtproxy
 // restart` makes it fresh; under `uvicorn --reload` an edit followed at
-// once by a request is served by the new code, never refused. And, in plain Python without a server, every
+// once by a request is served by the new code, never refused; an app that
+// fails to import under uvicorn --reload, whose reloader lives on, is said
+// at once with its error, not after start_timeout. And, in plain Python without a server, every
 // scope but an http request to /__whoami (another path, a websocket to
 // /__whoami, the lifespan) reaches the app as it came.
 import { test } from 'node:test';
@@ -14,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { httpGet } from './lib/backends.mjs';
-import { commitWorktree, makeWorktrees, startDaemon, startRun, cli, get, sanitizerClean } from './lib/registry.mjs';
+import { commitWorktree, makeWorktrees, startDaemon, startRun, cli, get, sanitizerClean, waitFor } from './lib/registry.mjs';
 import { python, pythonPath, diskFingerprint, tempDir } from './lib/whoami.mjs';
 import { runToExit } from './lib/conformance.mjs';
 
@@ -218,4 +220,33 @@ test('ASGI: lifespan, another path and a websocket reach the app untouched', asy
   assert.equal(answer.checkout, dir);
   assert.deepEqual(answer.fingerprint.include, ['**/*.txt']);
   assert.equal(answer.fingerprint.hash, (await diskFingerprint(dir, ['--include', '**/*.txt'])).hash);
+});
+
+// uvicorn --reload binds the port in its reloader and imports the app in a
+// process it spawns; an app that raises at import (an edit that does not
+// compile) kills that process and
+// the reloader waits for a change. The request waited start_timeout (60 s,
+// past Playwright's 30 s test timeout) for a 503 that said only "did not
+// listen"; the error was in the log alone.
+test('uvicorn --reload whose app fails at import: a 503 at once with its error; served once fixed', async (t) => {
+  const tmp = fastapiWorktree(t, 'wrap');
+  const wt = tmp.wt.a;
+  fs.writeFileSync(path.join(wt, 'shop/greeting.py'), 'GREETING = ("hello v1"\n'); // '(' never closed
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, {
+    cwd: wt, front: px.port, stopSignal: 'SIGTERM', env: pythonEnv,
+    command: [python, '-m', 'uvicorn', 'app:app', '--reload', '--host', '127.0.0.1', '--port', '{port}'],
+  });
+  await waitFor(() => /Started reloader process/.test(run.stderr()), 15000, `uvicorn's reloader:\n${run.stderr()}`);
+  const started = Date.now();
+  const failed = await hello(px, wt); // get gives up after 10 s
+  t.diagnostic(`the 503 came after ${Date.now() - started} ms`);
+  assert.equal(failed.status, 503, failed.body);
+  assert.match(failed.body, /failed at start/);
+  assert.match(failed.body, /SyntaxError: '\(' was never closed/, 'the error line');
+  assert.match(failed.body, /under uvicorn's reloader/);
+
+  fs.writeFileSync(path.join(wt, 'shop/greeting.py'), 'GREETING = "hello v1"\n');
+  await waitFor(async () => (await hello(px, wt)).greeting === 'hello v1', 20000,
+    `served once fixed:\n${run.stderr()}`);
 });

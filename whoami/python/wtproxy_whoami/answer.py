@@ -14,6 +14,7 @@ import os
 import time
 
 from . import fingerprint as fp
+from .bytecode import stale_sources
 from .reloads import nothing_reloads
 
 PATH = '/__whoami'
@@ -58,6 +59,16 @@ def rfc3339(t):
     return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(ms // 1000)) + '.%03dZ' % (ms % 1000)
 
 
+def _as_loaded(result, checkout):
+    """result with each file this process ran from stale bytecode as
+    unknown (bytecode.py): the disk's fingerprint never matches it."""
+    stale = stale_sources(checkout)
+    if not stale:
+        return result
+    return fp.Fingerprint([(b'u', path, fp.EMPTY_DIGEST) if path in stale else (kind, path, digest)
+                           for kind, path, digest in result.records])
+
+
 class Whoami:
     """The answer for this process: .answer (a dict) and .body (JSON bytes).
     Raises ValueError for bad configuration, fp.FingerprintError when the
@@ -70,7 +81,7 @@ class Whoami:
         if len(os.fsencode(self.checkout)) > CHECKOUT_MAX:
             raise ValueError(f'the checkout path {self.checkout} is longer than '
                              f'{CHECKOUT_MAX} bytes')
-        result = fp.compute(self.checkout, include, exclude)
+        result = _as_loaded(fp.compute(self.checkout, include, exclude), self.checkout)
         self.fingerprint = result
         self.answer = {
             'wtproxy_whoami': 1,
