@@ -180,13 +180,42 @@ static int deps_missing(const struct doc_ctx *c, const char *dir, const char *cm
     return 1;
 }
 
+/* A start naming its tool by a path from its folder where no install put
+ * it (`cd apps/web && node_modules/.bin/vite` in an npm workspace, which
+ * hoists its members' tools into the root's node_modules): /bin/sh exits
+ * 127, "not found", however installed the app is. */
+static int tool_misplaced(const struct doc_ctx *c, const char *dir, const char *cmd,
+                          struct doc_result *r)
+{
+    char tool[PATH_MAX], want[PATH_MAX], path[3 * PATH_MAX];
+    struct stat st;
+    size_t n = strcspn(cmd, " \t");
+    if (n >= sizeof tool || cmd[0] == '/' || !memmem(cmd, n, "node_modules/.bin/", 18))
+        return 0;
+    snprintf(tool, sizeof tool, "%.*s", (int)n, cmd);
+    snprintf(path, sizeof path, "%s/%s", dir, tool);
+    if (stat(path, &st) == 0)
+        return 0;
+    host_node_bin(dir, c->wt.root, strrchr(tool, '/') + 1, want, sizeof want);
+    snprintf(path, sizeof path, "%s/%s", dir, want);
+    if (strcmp(want, tool) == 0 || stat(path, &st) < 0)
+        return 0; /* installed nowhere: not this check's */
+    doc_set(r, DOC_PROBLEM,
+            "`%s` cannot start: there is no %s in %s, so /bin/sh would exit 127 (\"not "
+            "found\"): its workspace's install put the tool in the root's node_modules, %s "
+            "from there",
+            c->start, tool, dir, want);
+    snprintf(r->fix, sizeof r->fix, "in the .wtproxy's start, write %.400s for %.400s", want, tool);
+    return 1;
+}
+
 int doc_node(struct doc_ctx *c, struct doc_result *r)
 {
     char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], file[PATH_MAX];
     const char *cmd;
     if (!start_dir(c, dir, sizeof dir, &cmd))
         return 0;
-    if (deps_missing(c, dir, cmd, r))
+    if (deps_missing(c, dir, cmd, r) || tool_misplaced(c, dir, cmd, r))
         return 1;
     if (doc_node_resolve(dir, found, sizeof found) == 0) {
         doc_set(r, DOC_OK, "`%s` finds wtproxy-whoami in %s", c->start, found);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "host.h"
 
 char *cli_read_text(const char *path, size_t max, char *err, size_t errlen)
 {
@@ -199,8 +200,24 @@ static void vite_root(const char *dir, json_t *pkg, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)n, s);
 }
 
+/* The path from dir of the app's tool program, as the start line /bin/sh
+ * runs there names it (host_node_bin): in a member of an npm workspace,
+ * whose tools npm hoists to the root's node_modules, the root's
+ * (../../node_modules/.bin/vite from apps/web), which a plain
+ * node_modules/.bin/vite there is not: "not found", status 127. */
+static void tool_path(const char *dir, const char *program, char *out, size_t len)
+{
+    char real[PATH_MAX];
+    struct host_worktree w;
+    if (!realpath(dir, real) || host_worktree_of(real, &w, NULL, 0) < 0)
+        snprintf(out, len, "node_modules/.bin/%s", program);
+    else
+        host_node_bin(real, w.root, program, out, len);
+}
+
 static int detect_node(const char *dir, struct cli_app *app, char *err, size_t errlen)
 {
+    char tool[PATH_MAX];
     char *text = read_in(dir, "package.json", err, errlen);
     if (!text)
         return -1;
@@ -210,14 +227,16 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
     int r = 0;
     if (pkg && has_dep(pkg, "next")) {
         app->kind = CLI_APP_NEXT;
-        snprintf(app->start, sizeof app->start,
-                 "node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}");
+        tool_path(dir, "next", tool, sizeof tool);
+        snprintf(app->start, sizeof app->start, "%.900s dev --hostname 127.0.0.1 --port {port}",
+                 tool);
     } else if (pkg && has_dep(pkg, "vite")) {
         vite_root(dir, pkg, app->vite_root, sizeof app->vite_root);
         app->kind = CLI_APP_VITE;
+        tool_path(dir, "vite", tool, sizeof tool);
         snprintf(app->start, sizeof app->start,
-                 "node_modules/.bin/vite %s%s--host 127.0.0.1 --port {port} --strictPort",
-                 app->vite_root, app->vite_root[0] ? " " : "");
+                 "%.600s %s%s--host 127.0.0.1 --port {port} --strictPort", tool, app->vite_root,
+                 app->vite_root[0] ? " " : "");
     } else if (script) {
         app->kind = has_dep(pkg, "express") ? CLI_APP_EXPRESS : CLI_APP_NODE;
         /* The script's own command: wtproxy run gives it the port as $PORT. */

@@ -140,6 +140,21 @@ void host_node_install_root(const char *dir, const char *top, char *root, size_t
     snprintf(root, len, "%s", dir);
 }
 
+void host_node_bin(const char *dir, const char *top, const char *program, char *out, size_t len)
+{
+    char root[2 * PATH_MAX], own[DEPS_NAME_MAX + 32];
+    snprintf(own, sizeof own, "node_modules/.bin/%s", program);
+    host_node_install_root(dir, top, root, sizeof root);
+    size_t n = strlen(root);
+    out[0] = '\0';
+    if (!exists(dir, own) && strncmp(dir, root, n) == 0 && dir[n] == '/')
+        for (const char *p = dir + n; (p = strchr(p, '/')); p++) /* one ../ a folder */
+            if (strlen(out) + 3 < len)
+                strcat(out, "../");
+    if (strlen(out) + strlen(own) < len)
+        strcat(out, own);
+}
+
 /* Whether dir/name exists in dir or a folder above it up to root, as
  * Node looks for node_modules: a workspace's installs are hoisted to its
  * root. The nearest such folder into at (when not NULL). */

@@ -185,6 +185,13 @@ const char *host_node_install(const char *dir);
  * hoists its members' installs there, under one lockfile); else dir. */
 void host_node_install_root(const char *dir, const char *top, char *root, size_t len);
 
+/* The path, from dir, where an install puts program's .bin entry, as a
+ * start line run in dir must name it: node_modules/.bin/PROGRAM when dir
+ * has it there or is its own install root; else the workspace root's
+ * (host_node_install_root within top), ../../node_modules/.bin/PROGRAM
+ * from apps/web: npm hoists a member's tools there. Into out. */
+void host_node_bin(const char *dir, const char *top, const char *program, char *out, size_t len);
+
 /* Whether dir holds a package.json whose dependencies are not installed:
  * no node_modules in dir or above it up to its install root
  * (host_node_install_root, within top), one no installer made (only a

@@ -356,6 +356,38 @@ test('middleware: a workspace member: the install runs at the workspace root, an
   assert.doesNotMatch(m.fix || '', /npm (ci|install)/, m.fix);
 });
 
+// Seen adopting an npm workspaces monorepo: `wtproxy init apps/web` wrote
+// `start = cd apps/web && node_modules/.bin/vite ...`, where npm had put
+// Vite in the root's node_modules: the server exited 127 "not found" in
+// every worktree, and doctor, content with the hoisted install, said ok.
+// Now init names the root's tool from the member's folder, and doctor
+// flags a start that names one where no install put it, with the edit.
+test("a workspace member's tool is the root's: init writes its path, doctor flags node_modules/.bin/vite", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  const top = tmp.wt.a;
+  const web = path.join(top, 'apps', 'web');
+  fs.mkdirSync(web, { recursive: true });
+  fs.writeFileSync(path.join(top, 'package.json'), '{"private":true,"workspaces":["apps/*"]}\n');
+  fs.writeFileSync(path.join(top, 'package-lock.json'), '{}\n');
+  fs.writeFileSync(path.join(web, 'package.json'), '{"devDependencies":{"vite":"^7"}}\n');
+  const init = await cli(tmp, ['init', 'apps/web', '--front', String(front)], { cwd: top });
+  assert.match(init.stdout, /^\+start = cd apps\/web && \.\.\/\.\.\/node_modules\/\.bin\/vite --host 127\.0\.0\.1 --port \{port\} --strictPort$/m, init.stdout + init.stderr);
+  // installed as npm does for a workspace: Vite in the top's node_modules
+  fs.mkdirSync(path.join(top, 'node_modules', '.bin'), { recursive: true });
+  fs.writeFileSync(path.join(top, 'node_modules', '.package-lock.json'), '{}\n');
+  fs.writeFileSync(path.join(top, 'node_modules', '.bin', 'vite'), '');
+  fs.symlinkSync(path.join(repoRoot, 'whoami/node'), path.join(top, 'node_modules/wtproxy-whoami'));
+  fs.writeFileSync(path.join(top, '.wtproxy'), `start = cd apps/web && node_modules/.bin/vite --port {port} --strictPort\nfront = ${front}\n`);
+  let m = (await doctor(tmp, top, front)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.match(m.detail, /there is no node_modules\/\.bin\/vite in .*apps\/web, so \/bin\/sh would exit 127/);
+  assert.equal(m.fix, "in the .wtproxy's start, write ../../node_modules/.bin/vite for node_modules/.bin/vite");
+  fs.writeFileSync(path.join(top, '.wtproxy'), `start = cd apps/web && ../../node_modules/.bin/vite --port {port} --strictPort\nfront = ${front}\n`);
+  m = (await doctor(tmp, top, front)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
+});
+
 // Seen in an adoption walk: a Vite front end without the /__whoami plugin
 // (wtproxy init only noted it then, for Vite and Node servers) got doctor's fix
 // `wtproxy init --apply`, which wrote nothing for it then. Now the fix
