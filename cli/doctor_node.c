@@ -21,10 +21,10 @@
 #include "host.h"
 #include "packages.h"
 
-/* Whether the start's command, after `cd DIR &&`, VAR=value settings and
- * `env`, is a Node one (node, npm, npx, pnpm, yarn, a node_modules/.bin
- * tool); its folder relative to the worktree into cd ("" for the top), and
- * where that command begins in start into *cmd. */
+/* Whether the start's command, after `cd DIR &&`, `. FILE &&` (or
+ * `source`), VAR=value settings and `env`, is a Node one (node, npm, npx, pnpm, yarn, a
+ * node_modules/.bin tool); its folder relative to the worktree into cd ("" for the top), and where
+ * that command begins in start into *cmd. */
 static int node_start(const char *start, char *cd, size_t cdlen, const char **cmd)
 {
     static const char *const tools[] = {"node", "npm", "npx", "pnpm", "yarn"};
@@ -40,6 +40,16 @@ static int node_start(const char *start, char *cd, size_t cdlen, const char **cm
             size_t d = strcspn(p, " \t");
             snprintf(cd, cdlen, "%.*s", (int)d, p);
             p += d + strspn(p + d, " \t");
+            if (strncmp(p, "&& ", 3) != 0)
+                return 0;
+            p += 2;
+            continue;
+        }
+        if ((n == 1 && *p == '.') || (n == 6 && strncmp(p, "source", 6) == 0)) {
+            /* `. ../.env.wt &&`: the start loads its settings first */
+            p += n + strspn(p + n, " \t");
+            p += strcspn(p, " \t");
+            p += strspn(p, " \t");
             if (strncmp(p, "&& ", 3) != 0)
                 return 0;
             p += 2;

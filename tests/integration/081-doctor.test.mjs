@@ -285,6 +285,18 @@ test("middleware: a Node start whose folder does not resolve wtproxy-whoami: a p
   m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
   assert.equal(m.status, 'ok', m.detail);
   assert.equal(m.detail, `\`node server.mjs\` finds wtproxy-whoami in ${tmp.wt.a}/node_modules/wtproxy-whoami`);
+  // A start that loads its settings first (`. FILE &&`) is a Node start
+  // still: the check was "skipped" for it, and a new worktree's API
+  // without the package went unsaid.
+  fs.mkdirSync(path.join(tmp.wt.a, 'api'));
+  fs.writeFileSync(path.join(tmp.wt.a, 'api', 'server.mjs'), "import { whoami } from 'wtproxy-whoami';\n");
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = cd api && . ../.env.wt && PGHOST=127.0.0.1 node server.mjs\nfront = ${front}\n`);
+  assert.equal((await doctor(tmp, tmp.wt.a, front)).byName.middleware.status, 'ok');
+  fs.renameSync(path.join(tmp.wt.a, 'node_modules'), path.join(tmp.wt.a, 'node_modules.aside'));
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.match(m.detail, /cannot import wtproxy-whoami: no node_modules\/wtproxy-whoami in \S+\/api or a folder above it/);
+  fs.renameSync(path.join(tmp.wt.a, 'node_modules.aside'), path.join(tmp.wt.a, 'node_modules'));
   // An app in a subfolder is asked from there: the top's link is above it.
   fs.mkdirSync(path.join(tmp.wt.a, 'web'));
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = cd web && node_modules/.bin/vite --port {port}\nfront = ${front}\n`);
