@@ -77,12 +77,30 @@ static const char *node_missing(const char *lines)
     return NULL;
 }
 
+/* dir cut to the nearest folder at or above it that holds a package.json
+ * (apps/api for apps/api/src/server.mjs): the app's, where doctor links
+ * too and a link serves each of its files; dir itself when none does. */
+static void app_dir(char *dir)
+{
+    char path[PKG_PATH_MAX + 16];
+    struct stat st;
+    for (size_t n = strlen(dir); n > 1;) {
+        snprintf(path, sizeof path, "%.*s/package.json", (int)n, dir);
+        if (stat(path, &st) == 0) {
+            dir[n] = '\0';
+            return;
+        }
+        while (n > 0 && dir[--n] != '/') {
+        }
+    }
+}
+
 /* The folder whose node_modules the file that imported it (named after
  * at, the error: "imported from FILE" for import, the first of its
  * "Require stack" for require) resolves from, into dir: the part before
  * its first /node_modules/ (Vite bundles its config into
- * node_modules/.vite-temp), else the file's folder. -1 when no absolute
- * path is named. */
+ * node_modules/.vite-temp), else the file's app's folder (app_dir). -1
+ * when no absolute path is named. */
 static int importer_dir(const char *at, char *dir, size_t len)
 {
     static const char *const before[] = {"' imported from ", "Require stack:\n- "};
@@ -102,6 +120,8 @@ static int importer_dir(const char *at, char *dir, size_t len)
     if (n == 0 || n >= len)
         return -1;
     snprintf(dir, len, "%.*s", (int)n, p);
+    if (!nm)
+        app_dir(dir);
     return 0;
 }
 

@@ -7,6 +7,9 @@
 #include "../../whoami/packages.c"
 #include "tap.h"
 
+#include <stdlib.h>
+#include <sys/stat.h>
+
 static char out[16384];
 
 static void missing(const char *lines, const char *dir, const char *what, int line)
@@ -44,6 +47,22 @@ int main(void)
             "/w/app/api/src", "require of a subpath", __LINE__);
     missing("Error: Cannot find package 'wtproxy-whoami'\n", "/w/app",
             "no importer named: the worktree", __LINE__);
+    /* a real app: its package.json one folder above the importing file */
+    char app[64] = "/tmp/wtp-pkgs-XXXXXX", lines[512], sub[128];
+    if (mkdtemp(app)) {
+        snprintf(sub, sizeof sub, "%s/src", app);
+        mkdir(sub, 0755);
+        snprintf(sub, sizeof sub, "%s/package.json", app);
+        fclose(fopen(sub, "w"));
+        snprintf(lines, sizeof lines,
+                 "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'wtproxy-whoami' imported "
+                 "from %s/src/server.mjs\n",
+                 app);
+        missing(lines, app, "a file below its package.json: the app's folder", __LINE__);
+        snprintf(sub, sizeof sub, "rm -rf %s", app);
+        if (system(sub) != 0)
+            return 1;
+    }
     not_missing("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'wtproxy-whoami-extra' "
                 "imported from /w/app/server.mjs\n",
                 "another package", __LINE__);
