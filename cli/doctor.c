@@ -18,11 +18,17 @@ static const struct {
     const char *name;
     void (*run)(struct doc_ctx *c, struct doc_result *r);
 } checks[] = {
-    {"daemon", doc_daemon},         {"worktree", doc_worktree},
-    {"server", doc_server},         {"middleware", doc_python},
-    {"whoami", doc_whoami},         {"inotify", doc_inotify},
-    {"playwright", doc_playwright}, {"leases", doc_leases},
-    {"databases", doc_databases},   {"load", doc_load},
+    {"daemon", doc_daemon},
+    {"worktree", doc_worktree},
+    {"server", doc_server},
+    {"middleware", doc_python},
+    {"whoami", doc_whoami},
+    {"inotify", doc_inotify},
+    {"playwright", doc_playwright},
+    {"vite-proxy", doc_vite_proxy},
+    {"leases", doc_leases},
+    {"databases", doc_databases},
+    {"load", doc_load},
 };
 
 #define NCHECKS (sizeof checks / sizeof checks[0])

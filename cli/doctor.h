@@ -76,6 +76,10 @@ void doc_leases(struct doc_ctx *c, struct doc_result *r);
 void doc_databases(struct doc_ctx *c, struct doc_result *r);
 void doc_load(struct doc_ctx *c, struct doc_result *r);
 
+/* doctor_vite.c: the Vite config of each .wtproxy service's folder
+ * proxies only to fronts the .wtproxy declares. */
+void doc_vite_proxy(struct doc_ctx *c, struct doc_result *r);
+
 /* doctor_devdb.c: adds to r (the databases check) when the dev database
  * this worktree's settings derive is missing or another checkout's. */
 struct pg_conn;

@@ -184,6 +184,8 @@ static int choose(const struct init_opts *o, struct init_plan *p)
                : sibling         ? sibling
                                  : WTP_DEFAULT_FRONT_PORT;
     init_plan_sub(p);
+    if (p->app.kind == CLI_APP_VITE)
+        init_vite_proxy_note(p);
     if (p->app.kind != CLI_APP_DJANGO)
         return 0;
     char base[64];

@@ -68,8 +68,19 @@ int init_plan_python(struct init_plan *p);
  * notes saying what to write by hand. Returns 0, or -1 out of memory. */
 int init_plan_next(struct init_plan *p);
 
-/* init_sub.c: the apps dir's direct subfolders (but skip, when not NULL)
- * hold, in name order, said into out as "api/ holds a django app (wtproxy
+/* init_members.c: call fn for each folder of dir that may hold an app of
+ * its own, in name order: its workspace's members (package.json
+ * "workspaces", pnpm-workspace.yaml "packages") that run a dev server
+ * (scripts.dev or scripts.start), else its direct subfolders; name is its
+ * path from dir ("apps/api", "web"), path dir/name. Returns how many. */
+int init_members_each(const char *dir, void (*fn)(void *arg, const char *name, const char *path),
+                      void *arg);
+
+/* init_members.c: whether rel (a path from top) is one of those folders. */
+int init_member_is(const char *top, const char *rel);
+
+/* init_sub.c: the apps dir's direct subfolders or workspace members (but
+ * skip, when not NULL) hold, in name order, said into out as "api/ holds a django app (wtproxy
  * init DIR/api)"; returns how many. */
 int init_sub_apps(const char *dir, const char *skip, char *out, size_t len);
 
@@ -132,6 +143,19 @@ void init_service_whoami(struct init_plan *p, const char *name, const char *star
 /* init_vite.c: the one localhost port the `proxy: {...}` block of a Vite
  * config's text sends to: 0 none, -1 several or one built in code. */
 int init_vite_proxy_port(const char *text);
+
+/* init_vite.c: the localhost ports the string literals of a Vite config's
+ * `proxy: {...}` block send to (`'/api': 'http://localhost:3001'`, or as
+ * its `target:`; comments skipped), each once, into ports (at most max):
+ * how many, -1 when the block does not close; *built set when one URL is
+ * built in code (`${process.env.WTPROXY_FRONT_API}`), not a literal. */
+int init_vite_proxy_ports(const char *text, int *ports, int max, int *built);
+
+/* init_vite_proxy.c: a note for each localhost port the Vite config of p's
+ * folder proxies to that is neither p's front nor one the .wtproxy
+ * declares: under parallel worktrees it reaches whichever process holds
+ * that port, another worktree's API. */
+void init_vite_proxy_note(struct init_plan *p);
 
 /* init_vite.c: for a DIR below its worktree's top (p->top set), the port
  * the Vite configs of the top folder and its other subfolders proxy to

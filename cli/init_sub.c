@@ -1,4 +1,5 @@
-/* init_sub.c - the apps in a checkout's direct subfolders (api/manage.py,
+/* init_sub.c - the apps in a checkout's direct subfolders or workspace
+ * members (init_members.c: apps/api in a monorepo; api/manage.py,
  * api/main.py with FastAPI, web/package.json with vite), for `wtproxy
  * init`: an app of two servers in two folders is told of the one its top
  * folder does not show, and of the command that adopts it, where it was
@@ -6,7 +7,6 @@
  * top, and doctor's fixes there, name each one's init to run (`wtproxy
  * init --apply` there finds no app); and which of them the top Playwright
  * config's baseURL is the front of. */
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,45 +30,40 @@ static int app_files(const char *sub, const char *name)
             (cli_is_file(sub, "main.py", 0) || cli_is_file(sub, "app.py", 0)));
 }
 
-/* Whether a subfolder is one an app could be in: not hidden, no
- * dependencies, no virtualenv, no cache. */
-static int candidate(const struct dirent *d)
+struct walk {
+    const char *skip;
+    void (*fn)(void *arg, const char *name, const char *sub, const struct cli_app *app);
+    void *arg;
+    int n;
+};
+
+static void each_app(void *arg, const char *name, const char *sub)
 {
-    static const char *const skip[] = {"node_modules", "venv", "__pycache__", "dist", "build"};
-    if (d->d_name[0] == '.' || d->d_type != DT_DIR)
-        return 0;
-    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
-        if (strcmp(d->d_name, skip[i]) == 0)
-            return 0;
-    return 1;
+    struct walk *w = arg;
+    const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    char err[512];
+    struct cli_app app;
+    if (w->n < INIT_SUB_MAX && (!w->skip || strcmp(name, w->skip) != 0) && app_files(sub, base) &&
+        cli_app_detect(sub, &app, err, sizeof err) == 0) {
+        w->fn(w->arg, name, sub, &app);
+        w->n++;
+        cli_app_free(&app);
+    }
 }
 
-/* One walk over dir's subfolder apps (but skip), in name order, at most
- * INIT_SUB_MAX; each calls fn with the folder's name, its path and its
- * app. Returns how many apps it found. Sorted: the commands a message
- * names are run in its order, and say the same on every filesystem. */
+/* One walk over dir's apps in its subfolders or workspace members (but
+ * skip), in name order, at most INIT_SUB_MAX; each calls fn with the
+ * folder's name ("api", "apps/api"), its path and its app. Returns how
+ * many apps it found. Sorted: the commands a message names are run in its
+ * order, and say the same on every filesystem. */
 static int each_sub_app(const char *dir, const char *skip,
                         void (*fn)(void *arg, const char *name, const char *sub,
                                    const struct cli_app *app),
                         void *arg)
 {
-    struct dirent **list = NULL;
-    int n = 0, count = scandir(dir, &list, candidate, alphasort);
-    for (int i = 0; i < count; i++) {
-        char sub[PATH_MAX], err[512];
-        struct cli_app app;
-        const char *name = list[i]->d_name;
-        if (n < INIT_SUB_MAX && (!skip || strcmp(name, skip) != 0) &&
-            snprintf(sub, sizeof sub, "%s/%s", dir, name) < (int)sizeof sub &&
-            app_files(sub, name) && cli_app_detect(sub, &app, err, sizeof err) == 0) {
-            fn(arg, name, sub, &app);
-            n++;
-            cli_app_free(&app);
-        }
-        free(list[i]);
-    }
-    free(list);
-    return n;
+    struct walk w = {skip, fn, arg, 0};
+    init_members_each(dir, each_app, &w);
+    return w.n;
 }
 
 struct said {
@@ -164,35 +159,42 @@ static const struct wtfile_service *started_in(const struct wtfile *f, const cha
     return NULL;
 }
 
+struct declared {
+    const struct wtfile *f;
+    char *out;
+    size_t len;
+    int n, all;
+};
+
+static void declared_one(void *arg, const char *name, const char *sub)
+{
+    struct declared *d = arg;
+    const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    char err[1024];
+    struct cli_app app;
+    if (!d->all || !app_files(sub, base))
+        return;
+    int found = cli_app_detect(sub, &app, err, sizeof err) == 0;
+    cli_app_free(&app);
+    const struct wtfile_service *s = found ? started_in(d->f, name) : NULL;
+    size_t used = strlen(d->out);
+    if (s && used + 1 < d->len)
+        snprintf(d->out + used, d->len - used, "%s%s/ as [service %s] on front %d",
+                 d->n ? ", " : "", name, s->name, s->front);
+    d->n += s != NULL;
+    d->all = !found || s;
+}
+
 int init_sub_declared(const char *dir, char *out, size_t len)
 {
-    DIR *d = opendir(dir);
-    struct wtfile *f = d ? malloc(sizeof *f) : NULL;
-    struct dirent *e;
+    struct wtfile *f = malloc(sizeof *f);
     char err[1024];
-    int n = 0, all = f && wtfile_read(dir, f, err, sizeof err) == 0;
+    struct declared d = {f, out, len, 0, f && wtfile_read(dir, f, err, sizeof err) == 0};
     out[0] = '\0';
-    while (all && (e = readdir(d))) {
-        char sub[PATH_MAX];
-        struct cli_app app;
-        if (!candidate(e) ||
-            snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub ||
-            !app_files(sub, e->d_name))
-            continue;
-        int found = cli_app_detect(sub, &app, err, sizeof err) == 0;
-        cli_app_free(&app);
-        const struct wtfile_service *s = found ? started_in(f, e->d_name) : NULL;
-        size_t used = strlen(out);
-        if (s && used + 1 < len)
-            snprintf(out + used, len - used, "%s%s/ as [service %s] on front %d", n ? ", " : "",
-                     e->d_name, s->name, s->front);
-        n += s != NULL;
-        all = !found || s;
-    }
-    if (d)
-        closedir(d);
+    if (d.all)
+        init_members_each(dir, declared_one, &d);
     free(f);
-    return all && n > 0;
+    return d.all && d.n > 0;
 }
 
 void init_plan_sub(struct init_plan *p)

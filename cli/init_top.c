@@ -230,8 +230,8 @@ static int plan_new(struct init_plan *p)
     struct init_text t = {0};
     new_name(p, name, sizeof name);
     new_text(p, NULL, init_why_file, NULL, name, &t);
-    int others =
-        !strchr(folder_of(p), '/') && init_sub_apps(p->top, folder_of(p), apps, sizeof apps) > 0;
+    int others = (!strchr(folder_of(p), '/') || init_member_is(p->top, folder_of(p))) &&
+                 init_sub_apps(p->top, folder_of(p), apps, sizeof apps) > 0;
     init_note(p,
               "%s/.wtproxy: new, the one file the daemon reads (at the worktree's top folder): "
               "this server is its [service %s]%s%s",

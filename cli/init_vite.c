@@ -6,7 +6,6 @@
  * API there. Text inspection, as init_detect.c: only a plain string
  * literal is read; a URL built in code is said, never guessed. */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -45,13 +44,11 @@ static int literal_target(const char *open, const char *close)
     return cli_url_port(lit);
 }
 
-/* The one localhost port the string literals of text's `proxy: {...}`
- * block name (`'/api': 'http://localhost:23805'`, or as its `target:`),
- * comments skipped: 0 when none, -1 when they name several or build one. */
-int init_vite_proxy_port(const char *text)
+int init_vite_proxy_ports(const char *text, int *ports, int max, int *built)
 {
     const char *p = strstr(text, "proxy:");
-    int depth = 0, port = 0;
+    int depth = 0, n = 0;
+    *built = 0;
     while (p && p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '$'))
         p = strstr(p + 6, "proxy:"); /* not the word: the plugin's "// wtproxy: ..." comment */
     if (!p || *(p += 6 + strspn(p + 6, " \t\r\n")) != '{')
@@ -64,18 +61,28 @@ int init_vite_proxy_port(const char *text)
             p = q + (p[1] == '*');
         } else if (*p == '\'' || *p == '"' || *p == '`') {
             const char *q = strchr(p + 1, *p);
-            int one = q ? literal_target(p, q) : -1;
-            if (one < 0 || (one && port && one != port))
+            if (!q)
                 return -1;
-            port = one ? one : port;
+            int one = literal_target(p, q), seen = 0;
+            *built |= one < 0;
+            for (int i = 0; i < n; i++)
+                seen |= ports[i] == one;
+            if (one > 0 && !seen && n < max)
+                ports[n++] = one;
             p = q;
         } else if (*p == '{') {
             depth++;
         } else if (*p == '}' && --depth == 0) {
-            return port;
+            return n;
         }
     }
     return -1; /* the block does not close */
+}
+
+int init_vite_proxy_port(const char *text)
+{
+    int ports[2], built, n = init_vite_proxy_ports(text, ports, 2, &built);
+    return n < 0 || built || n > 1 ? -1 : n ? ports[0] : 0;
 }
 
 /* Fold the proxy port of dir/sub's Vite config into *port (0: none yet;
@@ -92,27 +99,31 @@ static void fold(const char *dir, const char *sub, int *port, char *from, size_t
     *port = one < 0 || (*port && one != *port) ? -1 : one;
 }
 
-/* Whether sub is the first folder of own ("api" of "api" or "api/x"). */
-static int is_own(const char *own, const char *sub)
+struct sibling {
+    const char *own; /* "api" of TOP/api, "apps/api" of TOP/apps/api */
+    const char *top;
+    int port;
+    char from[PATH_MAX];
+};
+
+static void fold_sibling(void *arg, const char *name, const char *path)
 {
-    size_t n = strlen(sub);
-    return strncmp(own, sub, n) == 0 && (own[n] == '\0' || own[n] == '/');
+    struct sibling *s = arg;
+    size_t n = strlen(name);
+    (void)path;
+    int own = strncmp(s->own, name, n) == 0 && (s->own[n] == '\0' || s->own[n] == '/');
+    if (s->port >= 0 && !own)
+        fold(s->top, name, &s->port, s->from, sizeof s->from);
 }
 
 int init_vite_sibling_front(struct init_plan *p)
 {
-    char from[PATH_MAX] = "";
-    const char *own = p->dir + strlen(p->top) + 1; /* "api" of TOP/api */
-    int port = 0;
-    fold(p->top, "", &port, from, sizeof from);
-    DIR *d = port >= 0 ? opendir(p->top) : NULL;
-    struct dirent *e;
-    while (d && port >= 0 && (e = readdir(d)))
-        if (e->d_name[0] != '.' && e->d_type == DT_DIR && strcmp(e->d_name, "node_modules") != 0 &&
-            !is_own(own, e->d_name))
-            fold(p->top, e->d_name, &port, from, sizeof from);
-    if (d)
-        closedir(d);
+    struct sibling s = {p->dir + strlen(p->top) + 1, p->top, 0, ""};
+    fold(p->top, "", &s.port, s.from, sizeof s.from);
+    if (s.port >= 0)
+        init_members_each(p->top, fold_sibling, &s);
+    int port = s.port;
+    const char *from = s.from;
     if (port > 0)
         init_note(p,
                   "front %d: %s's dev-server proxy sends to http://localhost:%d, the front "

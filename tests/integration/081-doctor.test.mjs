@@ -29,8 +29,8 @@ import { startPostgres } from './lib/pg.mjs';
 // (none, in most tests) is not this build's.
 const SELF = fs.realpathSync(wtproxyBin);
 const SELF_RE = SELF.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const NAMES = ['daemon', 'worktree', 'server', 'middleware', 'whoami', 'inotify', 'playwright', 'leases',
-  'databases', 'load'];
+const NAMES = ['daemon', 'worktree', 'server', 'middleware', 'whoami', 'inotify', 'playwright', 'vite-proxy',
+  'leases', 'databases', 'load'];
 // No PostgreSQL named: libpq's variables empty (doctor reads an empty one as unset).
 const NO_PG = { PGHOST: '', PGPORT: '', PGDATABASE: '', WTPROXY_DB_SERVER: '' };
 
@@ -398,6 +398,41 @@ test("a workspace member's tool is the root's: init writes its path, doctor flag
   fs.writeFileSync(path.join(top, '.wtproxy'), `start = cd apps/web && ../../node_modules/.bin/vite --port {port} --strictPort\nfront = ${front}\n`);
   m = (await doctor(tmp, top, front)).byName.middleware;
   assert.equal(m.status, 'ok', m.detail);
+});
+
+// Seen in an npm-workspaces monorepo: each worktree's Vite proxied /api to
+// a fixed http://localhost:3001 that no .wtproxy service had as its front.
+// Three worktrees' Playwright runs at once: wt-b's page got "hello from
+// main" (its Vite reached another worktree's API on 3001), wt-c's API
+// failed with EADDRINUSE, and doctor said ok. Now doctor names the config,
+// the port and what it reaches, and its fix, pasted, makes it content;
+// a proxy to a declared front is content too.
+test("vite-proxy: a Vite proxy to a fixed port no service owns: a problem naming the config; the fix pasted is ok", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const top = tmp.wt.a;
+  const [api, web, stray] = [await freePort(), await freePort(), await freePort()];
+  fs.mkdirSync(path.join(top, 'apps', 'web'), { recursive: true });
+  fs.writeFileSync(path.join(top, 'package.json'), '{"private":true,"workspaces":["apps/*"]}\n');
+  const config = path.join(top, 'apps', 'web', 'vite.config.js');
+  const text = `export default {\n  server: {\n    proxy: { '/api': 'http://localhost:${stray}' },\n  },\n};\n`;
+  fs.writeFileSync(config, text);
+  fs.writeFileSync(path.join(top, '.wtproxy'), `[service api]\nstart = cd apps/api && node src/server.js\nfront = ${api}\n\n` +
+    `[service web]\nstart = cd apps/web && ../../node_modules/.bin/vite --port {port} --strictPort\nfront = ${web}\n`);
+  let v = (await doctor(tmp, top, null)).byName['vite-proxy'];
+  assert.equal(v.status, 'problem', v.detail);
+  assert.ok(v.detail.startsWith(`apps/web/vite.config.js ([service web]): its dev-server proxy sends to http://localhost:${stray}, a port the .wtproxy declares no service on (its fronts: :${api} (api), :${web} (web)): `), v.detail);
+  assert.match(v.detail, new RegExp(`whichever process holds ${stray}, another worktree's API`), v.detail);
+  const m = /^in apps\/web\/vite\.config\.js, proxy to `(.*)` in place of (\S+): .*\(or give \[service api\] front = (\d+)\)$/.exec(v.fix);
+  assert.ok(m, v.fix);
+  assert.equal(m[1], `http://localhost:\${process.env.WTPROXY_FRONT_API || ${stray}}`);
+
+  fs.writeFileSync(config, text.replace(`'${m[2]}'`, '`' + m[1] + '`'));
+  v = (await doctor(tmp, top, null)).byName['vite-proxy'];
+  assert.equal(v.status, 'ok', v.detail);
+  // A literal proxy to the API's front: the daemon owns it.
+  fs.writeFileSync(config, text.replace(String(stray), String(api)));
+  v = (await doctor(tmp, top, null)).byName['vite-proxy'];
+  assert.equal(v.status, 'ok', v.detail);
 });
 
 // Seen in an adoption walk: a Vite front end without the /__whoami plugin

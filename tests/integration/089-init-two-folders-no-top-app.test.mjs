@@ -222,3 +222,65 @@ test('api/ Express and web/ Next beside a top Playwright config whose webServer 
   assert.equal(doc.server.status, 'ok', doc.server.detail);
   assert.match(doc.playwright.fix, /^reuseExistingServer: true in playwright\.config\.js's webServer/, doc.playwright.fix);
 });
+
+// Seen in an npm-workspaces monorepo (`"workspaces": ["apps/*"]`): an
+// Express API in apps/api, Vite in apps/web proxying /api to
+// http://localhost:3001, and at the top a Playwright config starting each
+// with `npm run dev -w apps/...`, baseURL 8100. `wtproxy init` at the top
+// said "unknown app layout" (exit 2) naming no member; each member's init
+// said front 8000, ignoring the config's entries. Now the top names the
+// members that run a dev server (not a library in packages/), each takes
+// its entry's port (the API the one Vite proxies to: the daemon owns it,
+// and routes each worktree's Vite to its own API), and init of the Vite
+// app alone says that its proxy's port is no service's front yet.
+test('an npm-workspaces monorepo: init at the top names apps/api and apps/web; each takes its webServer entry', async (t) => {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-init-')));
+  removeAfter(t, dir);
+  const files = {
+    'package.json': JSON.stringify({ name: 'shop', private: true, workspaces: ['apps/*', 'packages/*'], devDependencies: { '@playwright/test': '1' } }),
+    'playwright.config.js': "export default {\n  use: { baseURL: 'http://localhost:8100' },\n  webServer: [\n" +
+      "    { command: 'npm run dev -w apps/api', url: 'http://localhost:3001/api/health', reuseExistingServer: true },\n" +
+      "    { command: 'npm run dev --workspace=web -- --port 8100 --strictPort', url: 'http://localhost:8100/', reuseExistingServer: true },\n  ],\n};\n",
+    'apps/api/package.json': JSON.stringify({ name: 'api', scripts: { dev: 'node src/server.js' }, dependencies: { express: '4' } }),
+    'apps/api/src/server.js': "const express = require('express');\nexpress().listen(3001);\n",
+    'apps/web/package.json': JSON.stringify({ name: 'web', scripts: { dev: 'vite' }, devDependencies: { vite: '5' } }),
+    'apps/web/vite.config.js': "export default {\n  server: {\n    proxy: { '/api': 'http://localhost:3001' },\n  },\n};\n",
+    'packages/ui/package.json': JSON.stringify({ name: 'ui', scripts: { build: 'vite build' }, devDependencies: { vite: '5' } }),
+  };
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), text);
+  }
+  git(dir, 'init', '-q', '-b', 'main');
+
+  const adopt = 'wtproxy init apps/api --apply && wtproxy init apps/web --apply';
+  let r = await wtproxy(dir, ['init']);
+  assert.equal(r.code, 2, r.stderr);
+  assert.ok(r.stderr.startsWith(`wtproxy init: ${dir}: run ${adopt} (apps/api/ holds an express app; apps/web/ holds a vite app): `), r.stderr);
+  // Web first, alone: its proxy's port is no service's front yet.
+  r = await wtproxy(dir, ['init', 'apps/web']);
+  assert.match(r.stdout, /^wtproxy init: \S+\/apps\/web: vite app, front port 8100$/m, r.stdout);
+  assert.match(r.stdout, /^note: vite\.config\.js: its dev-server proxy sends to http:\/\/localhost:3001, which no \.wtproxy service has as its front: .*another worktree's API\); declare that API as a service on front 3001 \(wtproxy init apps\/api --front 3001 --apply, from the top folder\)/m, r.stdout);
+
+  for (const cmd of adopt.split(' && ')) {
+    r = await wtproxy(dir, cmd.split(' ').slice(1));
+    assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
+    assert.doesNotMatch(r.stdout, /its dev-server proxy sends to/, 'the API is declared on 3001 by then');
+  }
+  const file = fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8');
+  assert.match(file, /^\[service api\]\nstart = cd apps\/api && node src\/server\.js\nfront = 3001\n/m, file);
+  assert.match(file, /^\[service web\]\nstart = cd apps\/web && \S*vite --host 127\.0\.0\.1 --port \{port\} --strictPort\nfront = 8100\n/m, file);
+  r = await wtproxy(dir, ['init']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(r.stdout.includes('apps/api/ as [service api] on front 3001, apps/web/ as [service web] on front 8100: nothing to change'), r.stdout);
+  const doc = JSON.parse((await wtproxy(dir, ['doctor', '--json'])).stdout).checks.find((c) => c.name === 'vite-proxy');
+  assert.equal(doc?.status, 'ok', JSON.stringify(doc));
+
+  // pnpm's workspace file names the members the same way.
+  fs.rmSync(path.join(dir, '.wtproxy'));
+  fs.writeFileSync(path.join(dir, 'package.json'), files['package.json'].replace(/"workspaces":\[[^\]]*\],/, ''));
+  fs.writeFileSync(path.join(dir, 'pnpm-workspace.yaml'), "packages:\n  - 'apps/*'\n  - \"packages/*\" # libraries\n");
+  r = await wtproxy(dir, ['init']);
+  assert.equal(r.code, 2, r.stderr);
+  assert.ok(r.stderr.startsWith(`wtproxy init: ${dir}: run ${adopt} (`), r.stderr);
+});

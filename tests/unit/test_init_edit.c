@@ -11,6 +11,7 @@
 #include "../../cli/args.c"
 #include "../../cli/init_detect.c"
 #include "../../cli/init_edit.c"
+#include "../../cli/init_members.c"
 #include "../../cli/init_next.c"
 #include "../../cli/init_node.c"
 #include "../../cli/init_python.c"
@@ -236,6 +237,14 @@ static void test_vite_proxy_port(void)
                "    ") "  ],\n  server: { "
                        "proxy: { '/api': 'http://localhost:8001' } },\n};\n"),
            8001, "after init added the plugin: its comment's \"wtproxy:\" is no proxy block");
+    int ports[4], built;
+    is_int(
+        init_vite_proxy_ports("proxy: { '/api': 'http://localhost:3001', '/ws': "
+                              "`http://localhost:${process.env.WTPROXY_FRONT_WS}`, "
+                              "'/auth': 'http://127.0.0.1:3002', '/x': 'http://localhost:3001' }",
+                              ports, 4, &built),
+        2, "each literal port once, the built one left out: what doctor judges");
+    ok(ports[0] == 3001 && ports[1] == 3002 && built, "in order, and the built URL said");
 }
 
 /* The Vite config text with the plugin's entry (W: its two lines at
