@@ -163,6 +163,25 @@ static int declares_front(const char *root, int port, char *list, size_t len)
     return yes;
 }
 
+/* The first port Playwright's run calls that the .wtproxy declares no
+ * service on: the tests' own (baseURL, else webServer.url), *entry NULL;
+ * else a webServer entry's url (an API's readiness url on 3001 beside its
+ * service on 8101: Playwright runs the entry's command itself there),
+ * *entry its command. 0 when each is a front. */
+static int undeclared(const struct doc_ctx *c, const struct cli_playwright *pw, char *fronts,
+                      size_t len, const char **entry)
+{
+    *entry = NULL;
+    if (pw->front && !declares_front(c->wt.root, pw->front, fronts, len))
+        return pw->front;
+    for (int i = 0; i < pw->nservers; i++)
+        if (pw->server[i].port && !declares_front(c->wt.root, pw->server[i].port, fronts, len)) {
+            *entry = pw->server[i].command[0] ? pw->server[i].command : "...";
+            return pw->server[i].port;
+        }
+    return 0;
+}
+
 /* Recipe url, whose webServer.command runs `wtproxy run` by that name in
  * Playwright's shell: from a build folder (the README's first command) it
  * finds none there, or another install (other). prog: this binary. */
@@ -223,7 +242,9 @@ static void reporter_resolves(const struct doc_ctx *c, const struct cli_playwrig
 void doc_playwright(struct doc_ctx *c, struct doc_result *r)
 {
     struct cli_playwright pw;
+    const char *entry;
     char fronts[512], prog[PATH_MAX], other[PATH_MAX];
+    int port;
     if (!c->have_wt) {
         doc_set(r, DOC_SKIP, "not in a worktree");
         return;
@@ -245,17 +266,27 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 f, pw.run_front, pw.url_port);
         snprintf(r->fix, sizeof r->fix, "in webServer.command write: wtproxy run --front %d -- ...",
                  pw.url_port);
-    } else if (c->has_file && !pw.uses_run && pw.front &&
-               !declares_front(c->wt.root, pw.front, fronts, sizeof fronts)) {
-        doc_set(r, DOC_PROBLEM,
-                "%s: its tests go to port %d (%s), which the .wtproxy declares no service on "
-                "(its fronts: %s): the daemon never sees them, so every worktree's run reuses "
-                "(or collides with) the one server there, another worktree's code",
-                f, pw.front, pw.base_port ? "baseURL" : "webServer.url", fronts);
+    } else if (c->has_file && !pw.uses_run &&
+               (port = undeclared(c, &pw, fronts, sizeof fronts, &entry))) {
+        if (!entry)
+            doc_set(r, DOC_PROBLEM,
+                    "%s: its tests go to port %d (%s), which the .wtproxy declares no service "
+                    "on (its fronts: %s): the daemon never sees them, so every worktree's run "
+                    "reuses (or collides with) the one server there, another worktree's code",
+                    f, port, pw.base_port ? "baseURL" : "webServer.url", fronts);
+        else
+            doc_set(r, DOC_PROBLEM,
+                    "%s: its webServer entry `%.300s` waits for port %d, which the .wtproxy "
+                    "declares no service on (its fronts: %s): the daemon never sees it, so "
+                    "Playwright runs that command itself there, outside wtproxy, and every "
+                    "worktree's run reuses (or collides with) the one server there, another "
+                    "worktree's code",
+                    f, entry, port, fronts);
         snprintf(r->fix, sizeof r->fix,
-                 "front = %d in the .wtproxy's service for that server, then restart the daemon "
-                 "so that it listens there (this doctor's daemon check prints the command)",
-                 pw.front);
+                 "front = %d in the .wtproxy's service for that server (or that url on its "
+                 "service's front), then restart the daemon so that it listens there (this "
+                 "doctor's daemon check prints the command)",
+                 port);
     } else if (pw.run_by_name && pw.has_url &&
                host_self_program(prog, sizeof prog, other, sizeof other) == 1)
         not_found(f, prog, other, r);

@@ -433,6 +433,20 @@ test("vite-proxy: a Vite proxy to a fixed port no service owns: a problem naming
   fs.writeFileSync(config, text.replace(String(stray), String(api)));
   v = (await doctor(tmp, top, null)).byName['vite-proxy'];
   assert.equal(v.status, 'ok', v.detail);
+
+  // Playwright's webServer entry for the API waits on a port no service
+  // has (3001 beside its service's front): Playwright runs the API itself
+  // there, outside wtproxy, while the tests' baseURL is the web's front.
+  fs.writeFileSync(path.join(top, 'playwright.config.mjs'), `export default {\n  use: { baseURL: 'http://localhost:${web}' },\n` +
+    `  webServer: [\n    { command: 'npm run dev -w apps/api', url: 'http://localhost:${stray}/api/health', reuseExistingServer: true },\n` +
+    `    { command: 'npm run dev -w apps/web', url: 'http://localhost:${web}', reuseExistingServer: true },\n  ],\n};\n`);
+  let p = (await doctor(tmp, top, null)).byName.playwright;
+  assert.equal(p.status, 'problem', p.detail);
+  assert.ok(p.detail.startsWith(`playwright.config.mjs: its webServer entry \`npm run dev -w apps/api\` waits for port ${stray}, which the .wtproxy declares no service on (its fronts: :${api} (api), :${web} (web)): `), p.detail);
+  assert.match(p.fix, new RegExp(`^front = ${stray} in the \\.wtproxy's service for that server \\(or that url on its service's front\\)`));
+  fs.writeFileSync(path.join(top, 'playwright.config.mjs'), fs.readFileSync(path.join(top, 'playwright.config.mjs'), 'utf8').replace(String(stray), String(api)));
+  p = (await doctor(tmp, top, null)).byName.playwright;
+  assert.equal(p.status, 'ok', p.detail);
 });
 
 // Seen in an adoption walk: a Vite front end without the /__whoami plugin
