@@ -47,7 +47,7 @@ function appWorktree(t) {
 }
 
 test('a failed Playwright test prints what wtproxy refused during it; wtproxy refusals says the same', {
-  timeout: 60000,
+  timeout: 90000, // eight Playwright runs; a loaded machine doubles their time
 }, async (t) => {
   assert.ok(fs.existsSync(chromium), `${chromium} is missing: apt-get install chromium (scripts/bootstrap)`);
   assert.ok(fs.existsSync(path.join(nodeModules, '@playwright', 'test')), '@playwright/test is missing: cd tests && npm ci');
