@@ -10,15 +10,19 @@
 // words with the command that starts it again; the passing test, whose
 // fetch is refused alike, gets nothing. A run whose webServer url wtproxy
 // refuses (Playwright then runs the command, which fails with EADDRINUSE
-// on the front wtproxy holds) gets the refusal under that error; with no
-// daemon the reporter prints nothing and the run fails only as the test
-// did; with no wtproxy binary to ask, it says so once. A test that fails
-// at once on its refused request is told it too, though Playwright's
-// duration (which leaves out the browser's launch) ends before it.
+// on the front wtproxy holds) gets the refusal under that error. A test
+// that fails at once on its refused request is told it too, though
+// Playwright's duration (which leaves out the browser's launch) ends
+// before it. With two workers the header says the window holds the other
+// worker's refusals too. With no daemon, while another server holds the
+// baseURL's port, it says once that no daemon answered and the command
+// that tells why (under the failure, else after a run that passed); with
+// no wtproxy binary to ask, it says so once.
 // WTPROXY_TEST_VERBOSE=1 prints the runs' output as diagnostics.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon, startRun, cli, git, sanitizerClean } from './lib/registry.mjs';
@@ -43,7 +47,7 @@ function appWorktree(t) {
 }
 
 test('a failed Playwright test prints what wtproxy refused during it; wtproxy refusals says the same', {
-  timeout: 60000,
+  timeout: 90000, // eight Playwright runs; a loaded machine doubles their time
 }, async (t) => {
   assert.ok(fs.existsSync(chromium), `${chromium} is missing: apt-get install chromium (scripts/bootstrap)`);
   assert.ok(fs.existsSync(path.join(nodeModules, '@playwright', 'test')), '@playwright/test is missing: cd tests && npm ci');
@@ -63,7 +67,7 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   await web.ready;
 
   const env = { APP_FRONT: String(webFront), WTPROXY_BIN: wtproxyBin, WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' };
-  const run = await playwright(t, tmp.wt, { args: ['--grep-invert', 'API answers'], env, label: '157' });
+  const run = await playwright(t, tmp.wt, { args: ['items.spec'], env, label: '157' });
   if (process.env.WTPROXY_TEST_VERBOSE) t.diagnostic(run.out);
   const out = run.out;
   assert.equal(run.code, 1, `one test fails:\n${out}\n--- daemon ---\n${px.stderr()}`);
@@ -127,18 +131,58 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   assert.equal(fast.code, 1, fast.out);
   assert.match(fast.out, /wtproxy refused 1 request of this worktree during the test "the API answers":\n {4}GET \/api -> 503 /, fast.out);
 
-  // No daemon to ask: the reporter prints nothing, and the run fails only as its test does.
-  const alone = await playwright(t, tmp.wt, {
-    args: ['--grep', 'API version'], env: { ...env, WTPROXY_CONTROL: path.join(tmp.root, 'none.sock') }, label: '157',
+  // Several workers: a test's window holds the other workers' refusals
+  // (both tests' requests are refused here), and its header says so.
+  const two = await playwright(t, tmp.wt, {
+    args: ['--grep', 'API version|API is up', '--workers', '2', '--fully-parallel'], env, label: '157',
   });
+  assert.equal(two.code, 1, two.out);
+  assert.match(two.out, /Running 2 tests using 2 workers/, two.out);
+  const both = [...two.out.matchAll(/wtproxy refused \d+ requests? of this worktree (.*):\n/g)].map((m) => m[1]);
+  assert.deepEqual(both.sort(), ['while the test "shows the API version" ran (its own and other workers\' alike)',
+    'while the test "the API is up" ran (its own and other workers\' alike)'], two.out);
+
+  // No daemon answers (stopped, or never started) while another server,
+  // another worktree's or a stale one, holds the baseURL's port: the tests
+  // pass or fail on its code, and the reporter says so once, under the
+  // first failure, else at the end of the run.
+  const other = http.createServer((req, res) => {
+    const api = req.url.startsWith('/api');
+    res.writeHead(200, { 'Content-Type': api ? 'text/plain' : 'text/html; charset=utf-8' });
+    res.end(api ? 'v1' : '<!doctype html><title>items</title><h1>items</h1><p>API version: <span id="v">v1</span></p>');
+  });
+  await new Promise((resolve) => other.listen(0, '127.0.0.1', resolve));
+  t.after(() => { other.closeAllConnections(); other.close(); });
+  const noDaemon = { ...env, APP_FRONT: String(other.address().port), WTPROXY_CONTROL: path.join(tmp.root, 'none.sock') };
+  const noDaemonLine = new RegExp('\\(wtproxy-whoami/playwright: no wtproxy daemon answered during this run, so the ' +
+    "tests' requests went to whatever listens on their port, not through wtproxy: another worktree's server, " +
+    `a stale one, or none; ${wtproxyBin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} doctor names what holds the port and the command that starts the daemon\\)\\n`, 'g');
+  const alone = await playwright(t, tmp.wt, { args: ['--grep', 'API version'], env: noDaemon, label: '157' });
   assert.equal(alone.code, 1, alone.out);
-  assert.match(alone.out, /1 failed/, alone.out);
-  assert.doesNotMatch(alone.out, /wtproxy refused|Error in reporter|wtproxy-whoami/, alone.out);
+  assert.match(alone.out, /Received: "v1"/, `the other server's code answered:\n${alone.out}`);
+  const once = [...alone.out.matchAll(noDaemonLine)];
+  assert.equal(once.length, 1, `said once:\n${alone.out}`);
+  assert.ok(once[0].index < alone.out.indexOf('1 failed'), `under the failure:\n${alone.out}`);
+  assert.doesNotMatch(alone.out, /wtproxy refused|Error in reporter/, alone.out);
+  const passed = await playwright(t, tmp.wt, { args: ['--grep', 'API is up'], env: noDaemon, label: '157' });
+  assert.equal(passed.code, 0, passed.out);
+  const atEnd = [...passed.out.matchAll(noDaemonLine)];
+  assert.equal(atEnd.length, 1, `said at the end of a run that passed:\n${passed.out}`);
+  assert.ok(atEnd[0].index > passed.out.indexOf('1 passed'), passed.out);
+  // and at the end of a run that failed before its tests (its webServer's
+  // command met a port held, as a dead daemon's webServer times out)
+  const unset = await playwright(t, tmp.wt, {
+    args: ['--config', 'playwright.webserver.config.mjs'], env: { ...noDaemon, API_FRONT: String(apiFront) }, label: '157',
+  });
+  assert.equal(unset.code, 1, unset.out);
+  const afterSetup = [...unset.out.matchAll(noDaemonLine)];
+  assert.equal(afterSetup.length, 1, `said after the webServer error:\n${unset.out}`);
+  assert.ok(afterSetup[0].index > unset.out.indexOf('config.webServer'), unset.out);
 
   // No wtproxy to ask (none on PATH, no WTPROXY_BIN: run from its build
   // folder): said once, under the first failure, never as "nothing refused".
   const PATH = process.env.PATH.split(':').filter((d) => !fs.existsSync(path.join(d, 'wtproxy'))).join(':');
-  const noBin = await playwright(t, tmp.wt, { env: { ...env, WTPROXY_BIN: '', PATH }, label: '157' });
+  const noBin = await playwright(t, tmp.wt, { args: ['--grep', 'API version|API is up'], env: { ...env, WTPROXY_BIN: '', PATH }, label: '157' });
   assert.equal(noBin.code, 1, noBin.out);
   const noneSaid = noBin.out.match(/\(wtproxy-whoami\/playwright cannot say what wtproxy refused: no wtproxy runs here; put wtproxy on PATH or set WTPROXY_BIN=\/path\/to\/wtproxy\)/g);
   assert.equal(noneSaid?.length, 1, noBin.out);

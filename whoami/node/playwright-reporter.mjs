@@ -16,33 +16,51 @@
 // could not start): a webServer url wtproxy refused (a server without
 // /__whoami, one that died at start) is one Playwright takes for no server
 // at all, and runs its command, whose only error is then EADDRINUSE on the
-// port wtproxy holds; the refusal says what is wrong. No daemon, no
-// refusal: it prints nothing, and it never fails a run. No binary to ask
-// (none on PATH: run from its build folder) is said once, under the first
-// failure, so that its silence is not read as "nothing was refused".
+// port wtproxy holds; the refusal says what is wrong. It never fails a run.
+// No daemon to answer is said once, under the first failure, else at the
+// end of the run (asked once then): the tests' requests then went to
+// whatever listens on the port, another worktree's server or a stale one,
+// and passed or failed on its code with no word of wtproxy. No binary to
+// ask (none on PATH: run from its build folder) is said once, under the
+// first failure, so that its silence is not read as "nothing was refused";
+// a CI without wtproxy that keeps the config gets nothing more.
+// With several workers a test's window holds the other workers' refusals
+// too, and its header says so.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 
 const ASK_TIMEOUT_MS = 3000;
 const bin = () => process.env.WTPROXY_BIN || 'wtproxy';
 
-// The refusals of the worktree of dir between from and to (unix ms), oldest
-// first; [] when they cannot be had; null when there is no binary to ask.
-function refusalsBetween(dir, from, to) {
+// What wtproxy refused of the worktree of dir between from and to (unix
+// ms), oldest first: { refusals }; { noBinary } when there is no binary to
+// ask, { noDaemon } when no daemon answers; {} on any other failure.
+function ask(dir, from, to) {
   const since = `${Math.max(1, Date.now() - from + 1000)}ms`; // the CLI's clock runs on meanwhile
   try {
     const out = execFileSync(bin(), ['refusals', '--json', '--since', since], {
-      cwd: dir, encoding: 'utf8', timeout: ASK_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'ignore'],
+      cwd: dir, encoding: 'utf8', timeout: ASK_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'pipe'],
     }); // a look: `wtproxy refusals` never starts a daemon
-    return JSON.parse(out).filter((r) => r.time_ms >= from && r.time_ms <= to);
+    return { refusals: JSON.parse(out).filter((r) => r.time_ms >= from && r.time_ms <= to) };
   } catch (e) {
-    return e.code === 'ENOENT' ? null : [];
+    if (e.code === 'ENOENT') return { noBinary: true };
+    // its exit status 1 is also a daemon that refused: the sentence (cli/client.c's
+    // no_daemon) tells them apart
+    if (e.status === 1 && /^wtproxy: no daemon answers on /m.test(String(e.stderr))) return { noDaemon: true };
+    return {};
   }
 }
 
 function noBinary() {
   return `  (wtproxy-whoami/playwright cannot say what wtproxy refused: no ${bin()} runs here; ` +
     'put wtproxy on PATH or set WTPROXY_BIN=/path/to/wtproxy)\n';
+}
+
+function noDaemon() {
+  return '  (wtproxy-whoami/playwright: no wtproxy daemon answered during this run, so the tests\' ' +
+    'requests went to whatever listens on their port, not through wtproxy: another worktree\'s ' +
+    `server, a stale one, or none; ${bin()} doctor names what holds the port and the command ` +
+    'that starts the daemon)\n';
 }
 
 // The refusals as lines: one per request, status and reason (a page that
@@ -71,15 +89,18 @@ function describe(refusals, when, why = '') {
 export default class WtproxyReporter {
   constructor() {
     this.dir = process.cwd();
+    this.workers = 1;
     this.held = [];
     this.started = Date.now(); // before Playwright starts the webServers
     this.firstTest = 0;
     this.setupError = '';
-    this.saidNoBinary = false;
+    this.asked = false;
+    this.said = new Set(); // the notes said: once a run each
   }
 
   onBegin(config) {
     if (config.configFile) this.dir = path.dirname(config.configFile);
+    this.workers = config.workers;
   }
 
   onTestBegin(test, result) {
@@ -102,31 +123,55 @@ export default class WtproxyReporter {
     // test), so it ends before a request that failed the test at once was
     // refused. A failed test's worker is replaced, so its next test starts
     // in a new worker, later.
-    const found = refusalsBetween(this.dir, result.startTime.getTime(), Date.now());
-    if (found === null && this.saidNoBinary) return;
-    this.saidNoBinary ||= found === null;
-    if (found && !found.length) return;
-    const text = found ? describe(found, `during the test "${test.title}"`) : noBinary();
+    const text = this.textOf(this.ask(result.startTime.getTime(), Date.now()), this.during(test));
+    if (!text) return;
     if (process.stdout.isTTY) this.held.push(text);
     else process.stdout.write(text);
+  }
+
+  // A window is a time: with other workers, their tests' refusals are in it.
+  during(test) {
+    return this.workers > 1
+      ? `while the test "${test.title}" ran (its own and other workers' alike)`
+      : `during the test "${test.title}"`;
+  }
+
+  ask(from, to) {
+    this.asked = true;
+    return ask(this.dir, from, to);
+  }
+
+  // The text for an answer: its refusals, a note not said yet, or ''.
+  textOf(got, when, why) {
+    if (got.refusals) return got.refusals.length ? describe(got.refusals, when, why) : '';
+    const note = got.noBinary ? noBinary : got.noDaemon ? noDaemon : null;
+    if (!note || this.said.has(note)) return '';
+    this.said.add(note);
+    return note();
   }
 
   onEnd() {
     for (const text of this.held) process.stdout.write(text);
     if (this.setupError) this.printSetupRefusals();
+    else if (!this.asked) this.printNoDaemon();
   }
 
   // What wtproxy refused before the first test (or, with none, until now)
   // of a run whose preparation failed.
   printSetupRefusals() {
-    const found = refusalsBetween(this.dir, this.started, this.firstTest || Date.now());
-    if (found === null && !this.saidNoBinary) process.stdout.write(noBinary());
-    if (!found?.length) return;
     const why = /webServer/.test(this.setupError)
       ? 'Playwright takes a refused webServer url for a server not up and runs its command, ' +
         'which then fails, as with EADDRINUSE on a port wtproxy holds: fix what the refusal says'
       : '';
-    process.stdout.write(describe(found, 'before its tests ran', why));
+    const got = this.ask(this.started, this.firstTest || Date.now());
+    process.stdout.write(this.textOf(got, 'before its tests ran', why));
+  }
+
+  // A run that failed no test asked nothing: whether a daemon answers, a
+  // few ms. No binary stays unsaid there, as in a CI without wtproxy.
+  printNoDaemon() {
+    const got = this.ask(Date.now(), Date.now());
+    if (got.noDaemon) process.stdout.write(this.textOf(got));
   }
 
   // Not a progress display: with this reporter alone, Playwright still
