@@ -212,6 +212,8 @@ struct cli_run_fail {
     int marker;                    /* which marker, -1 none */
     long long last_ms;             /* when output last came (monotonic) */
     unsigned long long told;       /* the supervision's: seq when the daemon was told, 0 not */
+    int held; /* the supervision's: told while its port listened (a reloader holds its dead
+               * server's socket), which makes it ready again only after new output */
 };
 
 struct cli_run_log {
@@ -383,6 +385,12 @@ int cli_wait_load(unsigned max_pct, long long timeout_ms, char *err, size_t errl
  * answer in time; for a 4xx or 5xx, the first line of its body into said
  * ("" when none; run_ready.c). */
 int cli_http_status(int port, const char *path, char *said, size_t saidlen);
+
+/* Whether an HTTP server answers on 127.0.0.1:port within a second (any
+ * status to GET /__whoami). A port that listens may have nobody behind
+ * it: uvicorn --reload's reloader holds the socket its dead server
+ * accepted on, and connections queue unanswered (run_ready.c). */
+int cli_port_answers(int port);
 
 /* Whether something listens on port and is self's descendant; d (may be
  * NULL) is a sock_diag handle, poll_no the caller's poll count; *inode

@@ -52,10 +52,8 @@ static size_t quote_end(const char *s, size_t n, int *after)
     return n;
 }
 
-/* The EXITED_LINES lines of s (not white space only) that end with the
- * error they name (else its last ones) into out, each after "  | ", so that a server's output never
- * reads as wtproxy's own words; a note counts the lines after them. */
-static void quote_tail(const char *s, char *out, size_t len)
+/* EXITED_LINES lines of them. */
+void cli_quote_tail(const char *s, char *out, size_t len)
 {
     size_t n = strlen(s), used = 0;
     int after;
@@ -149,7 +147,7 @@ void cli_exited_words(json_t *x, char *out, size_t len)
         snprintf(said, sizeof said, HOST_EXIT_SILENT);
     } else {
         size_t n = (size_t)snprintf(said, sizeof said, "its last lines:\n");
-        quote_tail(lines, said + n, sizeof said - n);
+        cli_quote_tail(lines, said + n, sizeof said - n);
     }
     const char *then = exit_fix(lines, wt, cmd, killed, fix, sizeof fix);
     snprintf(out, len,

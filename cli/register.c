@@ -91,6 +91,32 @@ int cli_serve_worktree(const char *dir, char *out, size_t outlen, char *err, siz
     return 0;
 }
 
+/* x's "state" ("" when none). */
+static const char *state_of(json_t *x)
+{
+    const char *s = json_string_value(json_object_get(x, "state"));
+    return s ? s : "";
+}
+
+/* When the holder's server failed and lives on without listening (its
+ * entry's start_failed: a failed start, an edit that broke it), say so,
+ * with its last lines and their fix: it serves nothing, and killing it
+ * only brings back the same error from the next start (a .wtproxy's, a
+ * test runner's). Returns 1 when said. */
+static int report_failed(json_t *holder, json_int_t front)
+{
+    char words[2 * PATH_MAX], quote[REG_START_FAILED_MAX + 256];
+    if (!cli_failed_words(holder, words, sizeof words))
+        return 0;
+    const char *lines =
+        json_string_value(json_object_get(json_object_get(holder, "start_failed"), "lines"));
+    cli_quote_tail(lines ? lines : "", quote, sizeof quote);
+    fprintf(stderr, "wtproxy: that server serves nothing: %s; its last lines:\n%s\n", words, quote);
+    fprintf(stderr, "wtproxy: all its output: wtproxy logs --front %lld (in its worktree)\n",
+            (long long)front);
+    return 1;
+}
+
 /* Print the conflict: who holds the key, and how to free it. */
 static void report_conflict(json_t *holder)
 {
@@ -121,6 +147,13 @@ static void report_conflict(json_t *holder)
         !cli_verdict_pending(holder))
         fprintf(stderr, "wtproxy: the /__whoami gate refuses that server%s: %s\n", named,
                 detail && *detail ? detail : "see wtproxy ls");
+    if (report_failed(holder, front))
+        return;
+    if (pid > 0 && strcmp(state_of(holder), "starting") == 0)
+        fprintf(stderr,
+                "wtproxy: that server is still starting (it does not listen yet); its output: "
+                "wtproxy logs --front %lld (in its worktree)\n",
+                (long long)front);
     if (pid > 0)
         fprintf(stderr, "wtproxy: stop it first, then run this again: kill %lld\n", (long long)pid);
     else

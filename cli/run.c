@@ -202,7 +202,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             fprintf(stderr, "wtproxy: waitpid: %s\n", strerror(errno));
             return 1;
         }
-        if (!ready && is_ready(r, self, &said, d, ++polls, &listener)) {
+        if (!ready && !cli_run_fail_held(r) && is_ready(r, self, &said, d, ++polls, &listener)) {
             ready = 1;
             r->moves = 0;
             cli_run_mark_ready(r, 0);

@@ -153,9 +153,15 @@ void cli_run_fail_restart(struct cli_run_fail *f);
 
 /* Every poll: a failed start that its output shows is said and told to
  * the daemon once; output after it withdraws it (the `restarting` op).
- * While CMD is ready (ready 1), only once nothing listens on its port, as
- * a restart that failed: returns 1 then, and CMD is starting again. */
+ * While CMD is ready (ready 1), only once nothing answers on its port
+ * (none listens, or one listens that none accepts for), as a restart that
+ * failed: returns 1 then, and CMD is starting again. */
 int cli_run_fail_poll(struct cli_run *r, int ready);
+
+/* Whether its port's listener does not say it is ready: the failure was
+ * told while that port listened, held by a reloader whose server died
+ * (uvicorn --reload), and no output since says a new server starts. */
+int cli_run_fail_held(const struct cli_run *r);
 
 /* CMD's output's last lines (those a failed start is told with), once
  * the relay is done. */

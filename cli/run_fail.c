@@ -24,9 +24,10 @@
  *
  * The same markers after the server was ready are an edit that broke it:
  * the reloader restarted its server, which failed the same way (measured:
- * Django prints "X changed, reloading.", the traceback, and waits). Told
- * likewise once nothing listens on its port, so that requests get its
- * traceback at once rather than a 502 after reload_grace.
+ * Django prints "X changed, reloading.", the traceback, and waits; uvicorn
+ * "StatReload detected file change", "Process SpawnProcess-N:", the
+ * traceback). Told likewise once nothing serves on its port, so that
+ * requests get its traceback at once rather than a 502 after reload_grace.
  *
  * The relay thread feeds it (cli_run_fail_saw: a mutex held for a
  * memmove, no allocation); the supervising thread reads it at each poll
@@ -113,6 +114,7 @@ void cli_run_fail_restart(struct cli_run_fail *f)
     f->since = f->seq;
     pthread_mutex_unlock(&f->lock);
     f->told = 0;
+    f->held = 0;
 }
 
 /* Whether the line at s (n bytes to the tail's end) is a JavaScript stack
@@ -191,15 +193,22 @@ static void say(struct cli_run *r, const char *line)
 }
 
 /* A marker while r's server was ready: its reloader restarted it after a
- * change and the new one failed. Told only once nothing listens on its
- * port (a server that listens serves, whatever it printed): as a restart
+ * change and the new one failed. Told only once nothing serves on its
+ * port (a server that answers serves, whatever it printed): as a restart
  * (the entry starting, its verdict dropped), then as a failed start.
+ * A port that listens is asked (one GET, a second at most, once per
+ * marker): uvicorn's reloader holds the socket its dead server accepted
+ * on, so the port listens while connections queue unanswered (measured,
+ * uvicorn 0.17: the reloader the socket's one holder, its server child
+ * a zombie); the daemon's requests waited reload_grace for a 502.
  * Returns 1 when told. */
 static int failed_when_ready(struct cli_run *r, const char *lines, const char *reloader)
 {
     char line[PATH_MAX + 256];
-    if (cli_port_listened(r->port))
+    int listens = cli_port_listened(r->port);
+    if (listens && cli_port_answers(r->port))
         return 0;
+    r->log.fail.held = listens;
     snprintf(line, sizeof line,
              "wtproxy: an edit broke %s's server: %s restarted it after a change to its files "
              "and the new one failed; it lives on without listening: fix the error above and "
@@ -208,6 +217,11 @@ static int failed_when_ready(struct cli_run *r, const char *lines, const char *r
     say(r, line);
     cli_run_tell_failed(r, lines, reloader, REG_FAILED_EDIT);
     return 1;
+}
+
+int cli_run_fail_held(const struct cli_run *r)
+{
+    return r->log.fail.held;
 }
 
 int cli_run_fail_poll(struct cli_run *r, int ready)
@@ -256,6 +270,7 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
         f->since = f->told;
         pthread_mutex_unlock(&f->lock);
         f->told = 0;
+        f->held = 0;
         snprintf(line, sizeof line,
                  "wtproxy: %s's server is starting again after %s: waiting for it to listen",
                  cli_run_folder(r->worktree),

@@ -19,14 +19,17 @@
 #define MAX_ANCESTRY 64     /* ppid hops from a listener up to the wrapper */
 #define FULL_LOOK_EVERY 100 /* polls: a listener on another address is seen within ~5 s */
 #define READY_ASK_MS 2000   /* a server slower than this to answer is not ready yet */
+#define ANSWER_ASK_MS 1000  /* a listening port silent this long: nobody accepts */
 
-/* Wait up to READY_ASK_MS for fd to be ready for events. */
-static int wait_fd(int fd, short events)
+/* Wait until deadline (host_mono_ms) for fd to be ready for events. */
+static int wait_fd(int fd, short events, long long deadline)
 {
     struct pollfd p = {fd, events, 0};
     int r;
-    while ((r = poll(&p, 1, READY_ASK_MS)) < 0 && errno == EINTR)
-        ;
+    do {
+        long long left = deadline - host_mono_ms();
+        r = left > 0 ? poll(&p, 1, (int)left) : 0;
+    } while (r < 0 && errno == EINTR);
     return r > 0 ? 0 : -1;
 }
 
@@ -56,7 +59,8 @@ static void body_line(const char *answer, char *out, size_t len)
  * status line (want_body 0), or up to two lines of its body (a chunked
  * one's size, then its text); stops sooner at its end (the request said
  * Connection: close), or the buffer's. Returns the bytes buf holds. */
-static size_t read_answer(int fd, char *buf, size_t size, size_t got, int want_body)
+static size_t read_answer(int fd, char *buf, size_t size, size_t got, int want_body,
+                          long long deadline)
 {
     for (;;) {
         buf[got] = '\0';
@@ -64,8 +68,9 @@ static size_t read_answer(int fd, char *buf, size_t size, size_t got, int want_b
         const char *nl = b ? strchr(b + 4, '\n') : NULL; /* a chunk's size, or the line */
         if (got >= 12 && (!want_body || (nl && strchr(nl + 1, '\n'))))
             break;
-        ssize_t r =
-            got < size - 1 && wait_fd(fd, POLLIN) == 0 ? recv(fd, buf + got, size - 1 - got, 0) : 0;
+        ssize_t r = got < size - 1 && wait_fd(fd, POLLIN, deadline) == 0
+                        ? recv(fd, buf + got, size - 1 - got, 0)
+                        : 0;
         if (r <= 0)
             break;
         got += (size_t)r;
@@ -73,8 +78,11 @@ static size_t read_answer(int fd, char *buf, size_t size, size_t got, int want_b
     return got;
 }
 
-int cli_http_status(int port, const char *path, char *said, size_t saidlen)
+/* The status GET path answers on 127.0.0.1:port within ms, -1 when none;
+ * for a 4xx or 5xx, the first line of its body into said. */
+static int ask(int port, const char *path, int ms, char *said, size_t saidlen)
 {
+    long long deadline = host_mono_ms() + ms;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     char req[512], answer[2048];
     int status = -1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -87,26 +95,37 @@ int cli_http_status(int port, const char *path, char *said, size_t saidlen)
     if (fd < 0 || n < 0 || (size_t)n >= sizeof req)
         goto done;
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 &&
-        (errno != EINPROGRESS || wait_fd(fd, POLLOUT) < 0))
+        (errno != EINPROGRESS || wait_fd(fd, POLLOUT, deadline) < 0))
         goto done;
     int soerr = 0;
     socklen_t len = sizeof soerr;
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 || soerr ||
         send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
         goto done;
-    size_t got = read_answer(fd, answer, sizeof answer, 0, 0); /* "HTTP/1.1 200" */
+    size_t got = read_answer(fd, answer, sizeof answer, 0, 0, deadline); /* "HTTP/1.1 200" */
     int code;
     if (got < 12 || sscanf(answer, "HTTP/1.%*1[01] %3d", &code) != 1 || code < 100)
         goto done;
     status = code;
     if (code >= 400) { /* not ready: what it says of it, for the line that says so */
-        read_answer(fd, answer, sizeof answer, got, 1);
+        read_answer(fd, answer, sizeof answer, got, 1, deadline);
         body_line(answer, said, saidlen);
     }
 done:
     if (fd >= 0)
         close(fd);
     return status;
+}
+
+int cli_http_status(int port, const char *path, char *said, size_t saidlen)
+{
+    return ask(port, path, READY_ASK_MS, said, saidlen);
+}
+
+int cli_port_answers(int port)
+{
+    char said[64];
+    return ask(port, "/__whoami", ANSWER_ASK_MS, said, sizeof said) >= 0;
 }
 
 /* The inode of a listener on port bound to an address dev servers use

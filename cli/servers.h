@@ -39,6 +39,11 @@ json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t 
 
 /* --- ls_exited.c: the servers that exited lately --- */
 
+/* The last lines of a server's output s that end with the error they name
+ * (else its last ones) into out, each after "  | ", so that they never read
+ * as wtproxy's own words; a note counts the lines after them. */
+void cli_quote_tail(const char *s, char *out, size_t len);
+
 /* x (one of the `list` op's "exited") in words: the worktree and front,
  * how and when its server ended, its last lines, where the whole log is
  * and the command that starts it again. */

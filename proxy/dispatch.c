@@ -338,7 +338,10 @@ static void ended(struct proxy_client *c, const struct reg_backend *b)
                  "the server that %s/.wtproxy declares (wrapper pid %d) exited before it "
                  "served this request%s",
                  b->worktree, (int)b->pid, log);
-        last_words_fail(c, PE_BACKEND_EXITED, b->front, b->worktree, 1, d, sizeof d);
+        /* One that served (its restart after an edit, or an edit, broke
+         * it) did not exit "before it listened". */
+        last_words_fail(c, b->been_ready ? PE_BACKEND_ENDED : PE_BACKEND_EXITED, b->front,
+                        b->worktree, 1, d, sizeof d);
         return;
     }
     snprintf(d, sizeof d, "the dev server of %s ended before it served this request%s", b->worktree,

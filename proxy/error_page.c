@@ -77,6 +77,12 @@ static const struct error_kind kinds[] = {
          "The dev server of this worktree exited before it listened; no request reached it.",
          "Read why in its output: wtproxy logs{front} (in its worktree); once that is fixed, "
          "send the request again: it starts the server its .wtproxy declares again."},
+    [PE_BACKEND_ENDED] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree served, then exited (an edit may have broken it, or "
+         "the restart after one: its output says why); this request did not reach it.",
+         "Read why in its output: wtproxy logs{front} (in its worktree); once that is fixed, "
+         "send the request again: it starts the server its .wtproxy declares again."},
     [PE_AFTER_NOT_READY] =
         {503, "Service Unavailable", "backend-not-ready",
          "A service this dev server is started after (its .wtproxy's `after`) did not become "

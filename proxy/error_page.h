@@ -22,6 +22,7 @@ enum proxy_error {
     PE_OTHER_USER,
     PE_BACKEND_NOT_READY,
     PE_BACKEND_EXITED,  /* backend-not-ready too, but it exited: said in its headline */
+    PE_BACKEND_ENDED,   /* backend-not-ready too: it served, then exited (an edit broke it) */
     PE_AFTER_NOT_READY, /* backend-not-ready too: a service it is started after was not ready */
     PE_START_FAILED,    /* backend-not-ready too: its start failed and it waits for a change */
     PE_EDIT_FAILED,     /* backend-not-ready too: ready, then an edit broke it; it waits */

@@ -373,6 +373,7 @@ struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
     b->expires_ms = num[F_EXPIRES];
     b->requests = (unsigned long)num[F_REQUESTS];
     b->state = (enum reg_state)parse_state(str[S_STATE]);
+    b->been_ready = b->state == REG_READY;
     b->restart_on_stale = json_is_true(json_object_get(o, "restart_on_stale")); /* optional */
     b->daemon_started = json_is_true(json_object_get(o, "daemon_started"));     /* optional */
     if (reg_backend_read_labels(b, o, err, errlen) < 0 || read_failed(b, o, err, errlen) < 0) {

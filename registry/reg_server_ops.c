@@ -142,6 +142,7 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     b->registered_ms = b->started_ms = host_wall_ms();
     b->expires_ms = ttl ? b->registered_ms + ttl : 0;
     b->state = ready ? REG_READY : REG_STARTING;
+    b->been_ready = ready;
     b->restart_on_stale = restart && pid > 0; /* only a wrapper can restart it */
     /* The daemon forks nothing but the wrappers of its on-demand starts;
      * a hand-run `wtproxy run` or `register` is never its child. */
@@ -278,6 +279,7 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
              * one started now (what a trusted server's files are judged
              * against, and what ls and the dashboard count its age from) */
             b->state = strcmp(op, "ready") == 0 ? REG_READY : REG_STARTING;
+            b->been_ready |= b->state == REG_READY;
             if (b->state == REG_STARTING)
                 b->started_ms = host_wall_ms();
             b->start_failed[0] = '\0'; /* listening, or starting afresh */

@@ -78,6 +78,9 @@ struct reg_backend {
                          * daemon started from a `.wtproxy` (a daemon after it adopts its
                          * idle stop) */
     int restored; /* loaded from the state file: registered with an earlier daemon (memory only) */
+    /* It was ready once since it registered (a loaded "ready" was): its
+     * server listened, so a later exit is not one "before it listened". */
+    int been_ready;
     unsigned long requests;    /* requests relayed to it */
     long long last_request_ms; /* when the last one began or ended (daemon memory only) */
     int active;                /* requests and tunnels in flight to it now */

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, startRun, cli, lsJson, sanitizerClean, git } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, cli, lsJson, sanitizerClean, git, waitFor } from './lib/registry.mjs';
 
 test('a second run in the same worktree: exit 1 naming the holder, CMD never started', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -29,6 +29,31 @@ test('a second run in the same worktree: exit 1 naming the holder, CMD never sta
   assert.equal(entries.length, 1);
   assert.equal(entries[0].pid, first.pid);
   assert.equal(first.proc.exitCode, null);
+});
+
+// A holder whose start failed and lives on (node --watch waits for a
+// change to the script that threw): a Playwright webServer's `wtproxy run`
+// said "already served ... stop it first: kill PID", but it serves
+// nothing, and the next start would fail the same way. Now the conflict
+// says that it failed, its error, and the fix: the error, not a kill.
+test('a second run while the holder failed at start: its error and fix, not a kill', async (t) => {
+  const tmp = makeWorktrees(t, ['f']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.f, 'server.js'), "throw new Error('boom: DATABASE_URL is not set');\n");
+  const first = startRun(t, tmp, {
+    cwd: tmp.wt.f, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '--watch', 'server.js', '{port}'],
+  });
+  await waitFor(() => /failed at start and lives on without listening/.test(first.stderr()), 15000,
+    'the wrapper says the start failed');
+  await waitFor(async () => (await lsJson(tmp))[0]?.start_failed, 5000, 'the daemon knows');
+  const r = await cli(tmp, ['run', '--front', String(px.port), '--', 'true'], { cwd: tmp.wt.f });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /is already served on front/);
+  assert.match(r.stderr, /that server serves nothing: it failed at start and lives on without listening, waiting for a change to its files: fix the error its log's last lines name and save \(node --watch restarts it\); its last lines:\n/);
+  assert.match(r.stderr, /\n {2}\| Error: boom: DATABASE_URL is not set\n/, 'its error, quoted');
+  assert.match(r.stderr, new RegExp(`all its output: wtproxy logs --front ${px.port} \\(in its worktree\\)\n$`));
+  assert.doesNotMatch(r.stderr, /kill/, 'no kill: the next start would fail the same way');
 });
 
 test('register over a live manual entry: conflict naming unregister; a dead one is replaced', async (t) => {

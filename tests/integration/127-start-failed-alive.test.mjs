@@ -512,6 +512,9 @@ test('a stale .wtproxy server restarted into a crash: the 503 that names its log
   assert.equal(a.status, 503, a.body);
   assert.ok(a.ms < FAST_MS, `answered after ${a.ms} ms, not at once`);
   assert.match(a.body, /declares \(wrapper pid \d+\) exited before it served this request; its output: \S+\.log \(wtproxy logs /);
+  // It served before the edit: its headline said "exited before it listened".
+  assert.match(a.body, /: The dev server of this worktree served, then exited \(an edit may have broken it, or the restart after one/);
+  assert.doesNotMatch(a.body, /before it listened/);
   assert.match(a.body, /\nFix: Fix the error its last lines above name, then send the request again: the daemon starts the server its \.wtproxy declares again\n$/);
 });
 

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { httpGet } from './lib/backends.mjs';
-import { commitWorktree, makeWorktrees, startDaemon, startRun, cli, get, sanitizerClean, waitFor } from './lib/registry.mjs';
+import { commitWorktree, makeWorktrees, startDaemon, startRun, cli, get, lsJson, sanitizerClean, waitFor } from './lib/registry.mjs';
 import { python, pythonPath, diskFingerprint, tempDir } from './lib/whoami.mjs';
 import { runToExit } from './lib/conformance.mjs';
 
@@ -248,5 +248,58 @@ test('uvicorn --reload whose app fails at import: a 503 at once with its error; 
 
   fs.writeFileSync(path.join(wt, 'shop/greeting.py'), 'GREETING = "hello v1"\n');
   await waitFor(async () => (await hello(px, wt)).greeting === 'hello v1', 20000,
+    `served once fixed:\n${run.stderr()}`);
+});
+
+// The agent's usual case under uvicorn --reload: the app served, then an
+// edit broke it. The reloader's new server process dies at the import,
+// but the reloader holds the listening socket, so the port still listens
+// and connections queue with nobody to accept them: requests waited
+// reload_grace (10 s) for a 502 "could not connect ... wtproxy restart"
+// (a restart loads the same broken file), without the SyntaxError. Now
+// the wrapper sees that nothing answers behind the listening port and
+// says it as Django's edit-break: the 503 with the error within seconds.
+test('uvicorn --reload that served, then an edit breaks it: the 503 with the SyntaxError within seconds; served once fixed', async (t) => {
+  const tmp = fastapiWorktree(t, 'wrap');
+  const wt = tmp.wt.a;
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, {
+    cwd: wt, front: px.port, stopSignal: 'SIGTERM', env: pythonEnv,
+    command: [python, '-m', 'uvicorn', 'app:app', '--reload', '--host', '127.0.0.1', '--port', '{port}'],
+  });
+  await run.ready;
+  await waitFor(async () => (await hello(px, wt)).greeting === 'hello v1', 15000, `served:\n${run.stderr()}`);
+  // uvicorn's StatReload takes its baseline of mtimes 0.25 s after its
+  // start: an edit before that is not seen (the comment above).
+  await new Promise((res) => setTimeout(res, 500));
+
+  const savedAt = Date.now();
+  fs.writeFileSync(path.join(wt, 'shop/greeting.py'), 'GREETING = ("hello v2"\n'); // '(' never closed
+  await waitFor(() => /Process SpawnProcess-/.test(run.stderr()), 15000, `uvicorn saw the edit:\n${run.stderr()}`);
+  const failed = await hello(px, wt);
+  const ms = Date.now() - savedAt;
+  t.diagnostic(`from the broken save to the refusal: ${ms} ms`);
+  assert.equal(failed.status, 503, failed.body);
+  assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
+  assert.match(failed.body, /SyntaxError: '\(' was never closed/, 'the error line');
+  assert.match(failed.body, /An edit broke the dev server of this worktree/);
+  assert.match(failed.body, /under uvicorn's reloader/);
+  assert.match(failed.body, /Fix the error its last lines above name and save the file/);
+  assert.doesNotMatch(failed.body, /wtproxy restart|failed at start/);
+  const [entry] = await lsJson(tmp);
+  assert.equal(entry.start_failed.when, 'edit');
+  assert.match(run.stderr(), /wtproxy: an edit broke wt-a's server: uvicorn's reloader restarted it/);
+  // The reloader's socket still listens: never taken for a server ready
+  // again (the wrapper polls every 50 ms).
+  await new Promise((res) => setTimeout(res, 300));
+  const askedAt = Date.now();
+  const again = await hello(px, wt);
+  const againMs = Date.now() - askedAt;
+  assert.equal(again.status, 503, again.body);
+  assert.ok(againMs < 2000, `the next request waited ${againMs} ms for its 503`);
+  assert.equal((await lsJson(tmp))[0].start_failed?.when, 'edit');
+
+  fs.writeFileSync(path.join(wt, 'shop/greeting.py'), 'GREETING = "hello v2"\n');
+  await waitFor(async () => (await hello(px, wt)).greeting === 'hello v2', 20000,
     `served once fixed:\n${run.stderr()}`);
 });
