@@ -26,6 +26,14 @@
  * is configured (the embedded store), -1 with err (an unreadable file). */
 int reg_pg_configured(char *out, size_t outlen, char *err, size_t errlen);
 
+/* Whether the URIs or conninfos a and b (either may be masked) name the
+ * same database: host, port, database and user alike. */
+int reg_pg_same_server(const char *a, const char *b);
+
+/* The host and port uri connects to (libpq's defaults: PGHOST, PGPORT,
+ * else localhost and 5432), for a pg_isready the user can run. */
+void reg_pg_where(const char *uri, char *host, size_t hlen, char *port, size_t plen);
+
 /* Whether WTPROXY_REGISTRY_OPTIONAL=1: an unreachable registry falls back
  * to the embedded store instead of failing. */
 int reg_pg_optional(void);

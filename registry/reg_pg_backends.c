@@ -95,6 +95,17 @@ static void went_down(struct reg_mirror *m, const char *why)
     snprintf(m->down, sizeof m->down, "%s", why);
 }
 
+/* Said once, when a lost registry is reached again: the daemon's log
+ * warned at each change it could not mirror, and never said it was over. */
+static void answers_again(struct reg_mirror *m)
+{
+    fprintf(stderr,
+            "wtproxy: registry: PostgreSQL %s answers again (reconnected): claims are taken "
+            "again, and this machine's dev servers are mirrored to it from the next change of "
+            "their registrations\n",
+            m->masked);
+}
+
 /* Reconnect when the server went away (a restart, a query that ran out
  * of time). A job queued before the store was last found unreachable gets
  * that answer without trying again. Returns 0 or -1 (m->error says why). */
@@ -107,8 +118,10 @@ static int connected(struct reg_mirror *m)
     if (PQstatus(m->pg) == CONNECTION_OK)
         return 0;
     PQreset(m->pg);
-    if (PQstatus(m->pg) == CONNECTION_OK)
+    if (PQstatus(m->pg) == CONNECTION_OK) {
+        answers_again(m);
         return 0;
+    }
     snprintf(m->error, sizeof m->error,
              "the registry at host %s port %s (%s) cannot be "
              "reached: %s",
