@@ -132,9 +132,11 @@ int reg_mirror_online(const struct reg_mirror *m);
 
 /* On the PostgreSQL thread, around each job: the job was queued at
  * queued_ms (monotonic); at its end, the store's last failure ("" none)
- * is copied to error, for the loop to pass to reg_mirror_show. */
+ * is copied to error, for the loop to pass to reg_mirror_show. The end
+ * returns 1 when the job reconnected to a store that had gone away: what
+ * was not mirrored meanwhile is to be mirrored now. */
 void reg_mirror_job_begin(struct reg_mirror *m, long long queued_ms);
-void reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen);
+int reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen);
 
 /* On the loop: the failure a job ended with, for reg_mirror_status. */
 void reg_mirror_show(struct reg_mirror *m, const char *error);
@@ -183,6 +185,10 @@ void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done 
 /* The job's callback will not run (its answer is freed); the job may be
  * running, or over and on its way back. */
 void reg_pgw_cancel(void *job);
+
+/* fn(arg) runs on the loop after a job reconnected to the store (the
+ * registry answers again): the registry mirrors the table again. */
+void reg_pgw_on_reconnect(struct reg_pgw *w, void (*fn)(void *arg), void *arg);
 
 /* --- reg_server_pg.c: the control ops that wait for the thread --- */
 

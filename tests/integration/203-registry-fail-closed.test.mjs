@@ -133,6 +133,11 @@ test('a registry connection lost and found again: the daemon says once that it a
   const again = new RegExp(`registry: PostgreSQL postgresql://postgres@127\\.0\\.0\\.1:${pg.port}/postgres answers again`, 'g');
   for (let i = 0; i < 100 && !again.test(px.stderr()); i++) await new Promise((res) => setTimeout(res, 50));
   assert.equal(px.stderr().match(again)?.length, 1, px.stderr());
+  // And mirrors again what it missed meanwhile: other machines see the registration.
+  let p;
+  for (let i = 0; i < 100 && !(p = await ping(tmp.control)).registry_ok; i++) await new Promise((res) => setTimeout(res, 50));
+  assert.equal(p.registry_ok, true, JSON.stringify(p));
+  assert.equal(pg.psql("SELECT entry->>'backend' FROM wtproxy.backends"), '127.0.0.1:5999');
 });
 
 test('the daemon on another store than this shell: doctor says so; a changed registry on SIGHUP is named', async (t) => {
