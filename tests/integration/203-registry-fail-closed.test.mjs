@@ -113,6 +113,11 @@ test('server killed mid-run: the next claim is refused naming the host; the daem
   assert.equal(p.registry_ok, false);
   assert.match(p.registry_error, new RegExp(`port ${pg.port}`));
   assert.match(px.stderr(), /WARNING: other machines do not see this machine's dev servers/);
+  // ls says so too, under its table.
+  r = await cli(tmp, ['ls'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /5999/);
+  assert.match(r.stderr, new RegExp(`WARNING: the registry does not answer \\(.*port ${pg.port}.*\\): other machines' servers are not listed.*routing goes on.*pg_isready -h 127\\.0\\.0\\.1 -p ${pg.port}`));
   // doctor's fix is to make the registry answer, not to run `wtproxy leases` again.
   r = await cli(tmp, ['doctor', '--json'], { cwd: tmp.wt.a, env, ms: 30000 });
   const leases = JSON.parse(r.stdout).checks.find((c) => c.name === 'leases');
