@@ -81,8 +81,8 @@ void cli_daemon_listen_for(const char *dir);
  * callers will call. */
 void cli_daemon_listen_also(int front);
 /* The fronts that .wtproxy declares and the one given, each once, into ports
- * (WTFILE_MAX_SERVICES + 1); 0 when it declares none or WTPROXY_CONFIG is set:
- * the daemon's default and its config decide then. */
+ * (WTFILE_MAX_SERVICES + 1); 0 when it declares none or WTPROXY_CONFIG names
+ * a config with listen lines: the daemon's default or that config decide. */
 int cli_daemon_listen(int *ports);
 /* The `wtproxy serve` that owns ports and every port the running daemon
  * (ping, NULL for none) owns, into out, so that a restart drops no one's

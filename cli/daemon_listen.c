@@ -6,7 +6,9 @@
  * the MCP tool, read "restarted and ready, verified", and its tests still
  * met a refused connection. The daemon's own default (8000) and
  * WTPROXY_CONFIG's listen lines decide when no front is declared, and
- * whenever WTPROXY_CONFIG names a config: its author chose the ports. */
+ * whenever WTPROXY_CONFIG names a config with listen lines: its author
+ * chose the ports. One without (a config for the registry) left `ls`'s
+ * start on 8000 alone, while doctor's served the worktree's fronts. */
 #include "cli.h"
 #include "front.h"
 
@@ -46,10 +48,26 @@ static int add_port(int *ports, int n, int port)
     return n + 1;
 }
 
+/* Whether the config file at path has a `listen` line (unreadable: as if
+ * it had, the daemon's own error then says why). */
+static int config_listens(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    int found = !f;
+    while (!found && fgets(line, sizeof line, f)) {
+        const char *p = line + strspn(line, " \t");
+        found = strncmp(p, "listen", 6) == 0 && p[6 + strspn(p + 6, " \t")] == '=';
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
 int cli_daemon_listen(int *ports)
 {
     const char *config = getenv("WTPROXY_CONFIG");
-    if (config && *config)
+    if (config && *config && config_listens(config))
         return 0;
     struct cli_wtproxy w = {0};
     int n = 0;
@@ -97,7 +115,12 @@ void cli_serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outl
         snprintf(log, sizeof log, "%s/daemon.log", dir);
     char prog[PATH_MAX];
     host_self_program(prog, sizeof prog, NULL, 0);
-    size_t used = (size_t)snprintf(out, outlen, "setsid -f %s serve", prog);
+    /* Named, not inherited: a daemon started without WTPROXY_CONFIG runs
+     * on another store than this shell's commands (doctor's daemon check). */
+    const char *config = getenv("WTPROXY_CONFIG");
+    size_t used = (size_t)snprintf(out, outlen, "setsid -f %s serve%s%s", prog,
+                                   config && config[0] ? " --config " : "",
+                                   config && config[0] ? config : "");
     for (int k = 0; k < m && used < outlen && !(m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT); k++)
         used += (size_t)snprintf(out + used, outlen - used, " --listen %d", all[k]);
     if (used + strlen(log) + 12 > outlen) /* a cut path would be another file */

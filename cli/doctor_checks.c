@@ -15,6 +15,7 @@
 #include "fetch.h"
 #include "host.h"
 #include "port_taken.h"
+#include "reg_pg.h"
 #include "registry.h"
 #include "whoami.h"
 
@@ -139,10 +140,61 @@ static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *por
         snprintf(r->fix, sizeof r->fix, KILL_WAIT "%s%s", pid, pid, held > 0 ? kills : "", serve);
 }
 
+/* The daemon's store in words, from its ping: "the embedded store", or
+ * "the PostgreSQL registry URI" (masked). */
+static void daemon_store(json_t *ping, char *out, size_t len)
+{
+    const char *store = json_string_value(json_object_get(ping, "store"));
+    const char *reg = json_string_value(json_object_get(ping, "registry"));
+    if (store && strcmp(store, "postgresql") == 0)
+        snprintf(out, len, "the PostgreSQL registry %s", reg ? reg : "?");
+    else if (reg)
+        snprintf(out, len, "the embedded store (its registry %s did not answer at its start)", reg);
+    else
+        snprintf(out, len, "the embedded store");
+}
+
+/* The store this shell's commands use (cli/lease_client.c: WTPROXY_REGISTRY,
+ * else WTPROXY_CONFIG's `registry =`) against the daemon's. A daemon
+ * autostarted from a shell without WTPROXY_CONFIG runs on the embedded
+ * store while claims here go to PostgreSQL, and doctor said ok. With no
+ * registry here the CLI's leases are the daemon's, whatever its store.
+ * Returns 1 (r set) when they differ. */
+static int store_differs(struct doc_ctx *c, struct doc_result *r, const int *ports, int n)
+{
+    char uri[REG_PG_URI_MAX], err[512], mine[REG_PG_URI_MAX + 64], theirs[REG_PG_URI_MAX + 128];
+    if (reg_pg_configured(uri, sizeof uri, err, sizeof err) <= 0)
+        return 0;
+    const char *store = json_string_value(json_object_get(c->ping, "store"));
+    const char *reg = json_string_value(json_object_get(c->ping, "registry"));
+    if (store && strcmp(store, "postgresql") == 0 && reg && reg_pg_same_server(uri, reg))
+        return 0;
+    const char *env = getenv("WTPROXY_REGISTRY"), *conf = getenv("WTPROXY_CONFIG");
+    char from[PATH_MAX + 64], prog[256], serve[700];
+    if (env && env[0])
+        snprintf(from, sizeof from, "WTPROXY_REGISTRY");
+    else
+        snprintf(from, sizeof from, "`registry =` in %s (WTPROXY_CONFIG)", conf);
+    reg_pg_mask(uri, mine, sizeof mine);
+    daemon_store(c->ping, theirs, sizeof theirs);
+    doc_set(r, DOC_PROBLEM,
+            "the daemon (pid %lld) runs on %s, but commands in this shell use the PostgreSQL "
+            "registry %s (%s): leases claimed here are not the ones the daemon and its dashboard "
+            "see, the servers it registers are not in this registry, so other machines do not "
+            "see this one's servers",
+            json_integer_value(json_object_get(c->ping, "pid")), theirs, mine, from);
+    host_self_program(prog, sizeof prog, NULL, 0);
+    cli_serve_cmd(c->ping, ports, n, serve, sizeof serve);
+    snprintf(r->fix, sizeof r->fix, "%.256s stop --daemon && %.700s", prog, serve);
+    return 1;
+}
+
 void doc_daemon(struct doc_ctx *c, struct doc_result *r)
 {
     int ports[WTFILE_MAX_SERVICES + 1];
     int n = wanted_ports(c, ports);
+    if (c->ping && store_differs(c, r, ports, n))
+        return;
     if (c->ping) {
         daemon_ports(c, r, ports, n);
         return;

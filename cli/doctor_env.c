@@ -321,6 +321,24 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
     free(pw.text);
 }
 
+/* The fix of an unreadable lease store: with a PostgreSQL registry, that
+ * server made to answer (rerunning `wtproxy leases` fixed nothing); the
+ * daemon routes on from its own copy meanwhile. */
+static void leases_fix(struct doc_result *r)
+{
+    char uri[REG_PG_URI_MAX], err[512], host[256], port[32];
+    if (reg_pg_configured(uri, sizeof uri, err, sizeof err) <= 0) {
+        snprintf(r->fix, sizeof r->fix, "wtproxy leases");
+        return;
+    }
+    reg_pg_where(uri, host, sizeof host, port, sizeof port);
+    snprintf(r->fix, sizeof r->fix,
+             "the registry at %s:%s does not answer: start it, and check that it answers: "
+             "pg_isready -h %s -p %s (meanwhile routing goes on from the daemon's own copy; "
+             "claims are refused until it answers)",
+             host, port, host, port);
+}
+
 void doc_leases(struct doc_ctx *c, struct doc_result *r)
 {
     void *pg = NULL;
@@ -333,7 +351,7 @@ void doc_leases(struct doc_ctx *c, struct doc_result *r)
     }
     if (!opened || !(all = cli_lease_list(pg, err, sizeof err))) {
         doc_set(r, DOC_PROBLEM, "the lease store cannot be read: %s", err);
-        snprintf(r->fix, sizeof r->fix, "wtproxy leases");
+        leases_fix(r);
         cli_lease_close(pg);
         return;
     }

@@ -12,6 +12,7 @@
 #include "front.h"
 #include "servers.h"
 #include "host.h"
+#include "reg_pg.h"
 #include "registry.h"
 
 /* a machine-id's first characters are enough to tell them apart */
@@ -207,6 +208,30 @@ static void print_waiting(void)
     json_decref(reply);
 }
 
+/* Under the table, on stderr: the daemon's PostgreSQL registry does not
+ * answer (its ping's registry_error). The table then lacks the other
+ * machines' servers, and they do not see this one's; ls said nothing. */
+static void warn_registry(void)
+{
+    json_t *req = json_pack("{s:s}", "op", "ping"), *reply = NULL;
+    char err[256], host[256], port[32];
+    if (req && cli_call(req, 0, &reply, err, sizeof err) == 0) {
+        const char *reg = json_string_value(json_object_get(reply, "registry"));
+        const char *why = json_string_value(json_object_get(reply, "registry_error"));
+        if (reg && why && json_is_false(json_object_get(reply, "registry_ok"))) {
+            reg_pg_where(reg, host, sizeof host, port, sizeof port);
+            fprintf(stderr,
+                    "wtproxy: WARNING: the registry does not answer (%s): other machines' "
+                    "servers are not listed, nor do they see this machine's; routing goes on "
+                    "from the daemon's own copy. Start it; check that it answers: pg_isready -h "
+                    "%s -p %s\n",
+                    why, host, port);
+        }
+    }
+    json_decref(req);
+    json_decref(reply);
+}
+
 int cli_ls_main(int argc, char **argv)
 {
     int json = 0, exited = 0;
@@ -244,6 +269,7 @@ int cli_ls_main(int argc, char **argv)
         r = print_table(entries, json_array_size(gone) > 0);
         print_exited(gone);
         print_waiting();
+        warn_registry();
         json_decref(gone);
     }
     json_decref(reply);

@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <libpq-events.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,37 @@ int reg_pg_configured(char *out, size_t outlen, char *err, size_t errlen)
     if (conf && conf[0])
         return config_value(conf, out, outlen, err, errlen);
     return 0;
+}
+
+/* The value of key in a parsed conninfo, "" when not given. */
+static const char *opt(const PQconninfoOption *o, const char *key)
+{
+    for (; o && o->keyword; o++)
+        if (strcmp(o->keyword, key) == 0)
+            return o->val ? o->val : "";
+    return "";
+}
+
+int reg_pg_same_server(const char *a, const char *b)
+{
+    static const char *const keys[] = {"host", "hostaddr", "port", "dbname", "user"};
+    PQconninfoOption *pa = PQconninfoParse(a, NULL), *pb = PQconninfoParse(b, NULL);
+    int same = pa && pb ? 1 : strcmp(a, b) == 0;
+    for (size_t i = 0; pa && pb && i < sizeof keys / sizeof keys[0]; i++)
+        same &= strcmp(opt(pa, keys[i]), opt(pb, keys[i])) == 0;
+    PQconninfoFree(pa);
+    PQconninfoFree(pb);
+    return same;
+}
+
+void reg_pg_where(const char *uri, char *host, size_t hlen, char *port, size_t plen)
+{
+    PQconninfoOption *o = PQconninfoParse(uri, NULL);
+    const char *h = opt(o, "host"), *p = opt(o, "port"), *eh = getenv("PGHOST"),
+               *ep = getenv("PGPORT");
+    snprintf(host, hlen, "%s", h[0] ? h : eh && eh[0] ? eh : "localhost");
+    snprintf(port, plen, "%s", p[0] ? p : ep && ep[0] ? ep : "5432");
+    PQconninfoFree(o);
 }
 
 /* Length of the value starting at p in a conninfo or URI query: quoted
@@ -260,6 +292,61 @@ late:
     return NULL;
 }
 
+/* A connection to an app's database server (wtproxy db), told from the
+ * registry's by libpq's instance data of this do-nothing event procedure:
+ * a failed query must name the server it failed on. A database server
+ * stopped under a test run was called "the registry", whose port was
+ * another, and no fix was said. */
+static int db_server_proc(PGEventId id, void *info, void *pass)
+{
+    (void)id;
+    (void)info;
+    (void)pass;
+    return 1;
+}
+
+static char db_server_tag;
+
+static void mark_db_server(PGconn *c)
+{
+    if (PQregisterEventProc(c, db_server_proc, "wtproxy-db-server", NULL))
+        PQsetInstanceData(c, db_server_proc, &db_server_tag);
+}
+
+static int is_db_server(const PGconn *c)
+{
+    return PQinstanceData(c, db_server_proc) == &db_server_tag;
+}
+
+/* A failed query's sentence on c (msg: libpq's, one line; code: its
+ * SQLSTATE or NULL): which server, what it said, and what to do. */
+static void query_failed(PGconn *c, int late, const char *msg, const char *code, char *err,
+                         size_t errlen)
+{
+    const char *h = PQhost(c), *p = PQport(c);
+    char said[640];
+    if (late)
+        snprintf(said, sizeof said,
+                 "did not answer within %d ms (the server is stopped, overloaded or cut off)",
+                 query_timeout_ms);
+    else
+        snprintf(said, sizeof said, "failed a query: %s%s%s%s", msg, code ? " (SQLSTATE " : "",
+                 code ? code : "", code ? ")" : "");
+    if (is_db_server(c))
+        snprintf(err, errlen,
+                 "the database server at host %s port %s (the app's, which wtproxy db uses: "
+                 "--server, else WTPROXY_DB_SERVER, else PG*; not the registry) %s; if it "
+                 "stopped, start it; check that it answers: pg_isready -h %s -p %s",
+                 h, p, said, h, p);
+    else if (late)
+        snprintf(err, errlen,
+                 "the registry at host %s port %s %s; make it answer (psql), or fix "
+                 "WTPROXY_REGISTRY / `registry =`",
+                 h, p, said);
+    else
+        snprintf(err, errlen, "the registry at host %s port %s %s", h, p, said);
+}
+
 PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *params, char *err,
                       size_t errlen)
 {
@@ -273,15 +360,7 @@ PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *para
     snprintf(last_state, sizeof last_state, "%s", code ? code : "");
     char msg[512];
     one_line(PQerrorMessage(c), msg, sizeof msg);
-    if (late)
-        snprintf(err, errlen,
-                 "the registry at host %s port %s did not answer within %d ms (the "
-                 "server is stopped, overloaded or cut off); make it answer (psql), or fix "
-                 "WTPROXY_REGISTRY / `registry =`",
-                 PQhost(c), PQport(c), query_timeout_ms);
-    else
-        snprintf(err, errlen, "the registry at host %s port %s failed a query: %s%s%s%s", PQhost(c),
-                 PQport(c), msg, code ? " (SQLSTATE " : "", code ? code : "", code ? ")" : "");
+    query_failed(c, late, msg, code, err, errlen);
     snprintf(last_error, sizeof last_error, "%s", err);
     PQclear(r);
     return NULL;
@@ -360,6 +439,8 @@ PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
         PQfinish(c);
         return NULL;
     }
+    if (strcmp(what, "the registry") != 0)
+        mark_db_server(c);
     PQclear(reg_pg_exec(c, "SET client_min_messages = warning", 0, NULL, msg, sizeof msg));
     return c;
 }

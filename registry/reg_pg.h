@@ -26,6 +26,14 @@
  * is configured (the embedded store), -1 with err (an unreadable file). */
 int reg_pg_configured(char *out, size_t outlen, char *err, size_t errlen);
 
+/* Whether the URIs or conninfos a and b (either may be masked) name the
+ * same database: host, port, database and user alike. */
+int reg_pg_same_server(const char *a, const char *b);
+
+/* The host and port uri connects to (libpq's defaults: PGHOST, PGPORT,
+ * else localhost and 5432), for a pg_isready the user can run. */
+void reg_pg_where(const char *uri, char *host, size_t hlen, char *port, size_t plen);
+
 /* Whether WTPROXY_REGISTRY_OPTIONAL=1: an unreachable registry falls back
  * to the embedded store instead of failing. */
 int reg_pg_optional(void);
@@ -124,9 +132,11 @@ int reg_mirror_online(const struct reg_mirror *m);
 
 /* On the PostgreSQL thread, around each job: the job was queued at
  * queued_ms (monotonic); at its end, the store's last failure ("" none)
- * is copied to error, for the loop to pass to reg_mirror_show. */
+ * is copied to error, for the loop to pass to reg_mirror_show. The end
+ * returns 1 when the job reconnected to a store that had gone away: what
+ * was not mirrored meanwhile is to be mirrored now. */
 void reg_mirror_job_begin(struct reg_mirror *m, long long queued_ms);
-void reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen);
+int reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen);
 
 /* On the loop: the failure a job ended with, for reg_mirror_status. */
 void reg_mirror_show(struct reg_mirror *m, const char *error);
@@ -175,6 +185,10 @@ void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done 
 /* The job's callback will not run (its answer is freed); the job may be
  * running, or over and on its way back. */
 void reg_pgw_cancel(void *job);
+
+/* fn(arg) runs on the loop after a job reconnected to the store (the
+ * registry answers again): the registry mirrors the table again. */
+void reg_pgw_on_reconnect(struct reg_pgw *w, void (*fn)(void *arg), void *arg);
 
 /* --- reg_server_pg.c: the control ops that wait for the thread --- */
 

@@ -31,6 +31,7 @@ struct reg_mirror {
     long long down_ms;                 /* when a job last found the store unreachable, 0 never */
     char down[REG_PG_URI_MAX + 1024];  /* why */
     char shown[REG_PG_URI_MAX + 1024]; /* error, as the loop last heard it (ping) */
+    int reconnected;                   /* the running job reconnected (the thread's) */
 };
 
 struct reg_mirror *reg_mirror_open(const char *uri, char *err, size_t errlen)
@@ -95,6 +96,17 @@ static void went_down(struct reg_mirror *m, const char *why)
     snprintf(m->down, sizeof m->down, "%s", why);
 }
 
+/* Said once, when a lost registry is reached again: the daemon's log
+ * warned at each change it could not mirror, and never said it was over. */
+static void answers_again(struct reg_mirror *m)
+{
+    fprintf(stderr,
+            "wtproxy: registry: PostgreSQL %s answers again (reconnected): claims are taken, "
+            "and this machine's dev servers mirrored to it, again\n",
+            m->masked);
+    m->reconnected = 1;
+}
+
 /* Reconnect when the server went away (a restart, a query that ran out
  * of time). A job queued before the store was last found unreachable gets
  * that answer without trying again. Returns 0 or -1 (m->error says why). */
@@ -107,8 +119,10 @@ static int connected(struct reg_mirror *m)
     if (PQstatus(m->pg) == CONNECTION_OK)
         return 0;
     PQreset(m->pg);
-    if (PQstatus(m->pg) == CONNECTION_OK)
+    if (PQstatus(m->pg) == CONNECTION_OK) {
+        answers_again(m);
         return 0;
+    }
     snprintf(m->error, sizeof m->error,
              "the registry at host %s port %s (%s) cannot be "
              "reached: %s",
@@ -124,11 +138,14 @@ void reg_mirror_job_begin(struct reg_mirror *m, long long queued_ms)
     m->queued_ms = queued_ms;
 }
 
-void reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen)
+int reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen)
 {
+    int reconnected = m->reconnected;
+    m->reconnected = 0;
     if (PQstatus(m->pg) != CONNECTION_OK && m->down_ms <= m->queued_ms)
         went_down(m, reg_pg_last_error()[0] ? reg_pg_last_error() : m->error);
     snprintf(error, errlen, "%s", m->error);
+    return reconnected;
 }
 
 void reg_mirror_sync(struct reg_mirror *m, json_t *entries)

@@ -17,6 +17,7 @@ struct job {
     void *arg;
     long long queued_ms;
     int cancelled;                     /* set and read on the loop only */
+    int reconnected;                   /* the job found the store again */
     char error[REG_PG_URI_MAX + 1024]; /* the store's failure after the job, "" none */
 };
 
@@ -24,6 +25,8 @@ struct reg_pgw {
     struct reg_mirror *m;
     struct host_worker *worker;
     struct event *answers;
+    void (*on_reconnect)(void *arg);
+    void *arg;
 };
 
 static void job_free(struct job *j)
@@ -41,16 +44,18 @@ static void run_job(struct host_job *hj, void *ctx)
     reg_pg_set_query_timeout(REG_PG_QUERY_TIMEOUT_MS);
     reg_mirror_job_begin(w->m, j->queued_ms);
     j->answer = j->fn(w->m, j->in);
-    reg_mirror_job_end(w->m, j->error, sizeof j->error);
+    j->reconnected = reg_mirror_job_end(w->m, j->error, sizeof j->error);
 }
 
 /* On the loop: each job's callback, in order (answer NULL: never run),
- * unless it was cancelled. */
-static void answer_all(struct reg_pgw *w, struct host_job_list *jobs, int ran)
+ * unless it was cancelled. Returns whether one reconnected. */
+static int answer_all(struct reg_pgw *w, struct host_job_list *jobs, int ran)
 {
+    int reconnected = 0;
     while (!STAILQ_EMPTY(jobs)) {
         struct job *j = (struct job *)STAILQ_FIRST(jobs);
         STAILQ_REMOVE_HEAD(jobs, link);
+        reconnected |= j->reconnected;
         if (ran)
             reg_mirror_show(w->m, j->error);
         if (!j->cancelled && j->done) {
@@ -59,6 +64,7 @@ static void answer_all(struct reg_pgw *w, struct host_job_list *jobs, int ran)
         }
         job_free(j);
     }
+    return reconnected;
 }
 
 static void answers_cb(evutil_socket_t fd, short what, void *arg)
@@ -68,7 +74,8 @@ static void answers_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     host_worker_finished(w->worker, &done);
-    answer_all(w, &done, 1);
+    if (answer_all(w, &done, 1) && w->on_reconnect)
+        w->on_reconnect(w->arg);
 }
 
 struct reg_pgw *reg_pgw_new(struct event_base *base, struct reg_mirror *m, char *err, size_t errlen)
@@ -117,6 +124,12 @@ void *reg_pgw_submit(struct reg_pgw *w, reg_pgw_fn fn, json_t *in, reg_pgw_done 
     *j = (struct job){.fn = fn, .in = in, .done = done, .arg = arg, .queued_ms = host_mono_ms()};
     host_worker_submit(w->worker, &j->hj);
     return j;
+}
+
+void reg_pgw_on_reconnect(struct reg_pgw *w, void (*fn)(void *arg), void *arg)
+{
+    w->on_reconnect = fn;
+    w->arg = arg;
 }
 
 void reg_pgw_cancel(void *job)

@@ -60,6 +60,14 @@ void reg_server_save(struct reg_server *rs)
     reg_pgops_mirror(&rs->pg, rs->table);
 }
 
+/* The registry answers again: this machine's rows, which missed the
+ * changes made while it was down, are written again. */
+static void mirror_again(void *arg)
+{
+    struct reg_server *rs = arg;
+    reg_pgops_mirror(&rs->pg, rs->table);
+}
+
 void reg_server_set_ext(struct reg_server *rs, reg_server_ext fn, void *arg)
 {
     rs->ext = fn;
@@ -266,6 +274,8 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
         return NULL;
     }
     load_state(rs);
+    if (rs->pg.pgw)
+        reg_pgw_on_reconnect(rs->pg.pgw, mirror_again, rs);
     reg_pgops_mirror(&rs->pg, rs->table); /* this machine's rows from before are stale */
     if (!(rs->leases = reg_lease_store_beside(base, rs->state_path, err, errlen))) {
         reg_server_free(rs);

@@ -160,3 +160,14 @@ test('run --front F with no daemon and no config: the daemon it starts listens o
   assert.deepEqual(ping.listen.map((a) => a.replace(/^.*:/, '')).filter((p) => p !== String(front)), [],
     `it listens on ${front} only, not also 8000: ${JSON.stringify(ping.listen)}`);
 });
+
+test("ls with no daemon and a config without listen lines: the start it prints serves the .wtproxy's fronts", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const conf = path.join(tmp.root, 'registry-only.conf');
+  fs.writeFileSync(conf, '# a config for the registry only: no listen lines\nregistry =\n');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `[service web]\nfront = 8101\nstart = true {port}\n\n[service api]\nfront = 8100\nstart = true {port}\n`);
+  const r = await cli(tmp, ['ls'], { cwd: tmp.wt.a, env: { WTPROXY_CONFIG: conf } });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`start one, in the background: setsid -f wtproxy serve --control ${tmp.control} --listen 8101 --listen 8100 >>`));
+});

@@ -113,6 +113,59 @@ test('server killed mid-run: the next claim is refused naming the host; the daem
   assert.equal(p.registry_ok, false);
   assert.match(p.registry_error, new RegExp(`port ${pg.port}`));
   assert.match(px.stderr(), /WARNING: other machines do not see this machine's dev servers/);
+  // ls says so too, under its table.
+  r = await cli(tmp, ['ls'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /5999/);
+  assert.match(r.stderr, new RegExp(`WARNING: the registry does not answer \\(.*port ${pg.port}.*\\): other machines' servers are not listed.*routing goes on.*pg_isready -h 127\\.0\\.0\\.1 -p ${pg.port}`));
+  // doctor's fix is to make the registry answer, not to run `wtproxy leases` again.
+  r = await cli(tmp, ['doctor', '--json'], { cwd: tmp.wt.a, env, ms: 30000 });
+  const leases = JSON.parse(r.stdout).checks.find((c) => c.name === 'leases');
+  assert.equal(leases.status, 'problem', JSON.stringify(leases));
+  assert.match(leases.fix, new RegExp(`registry at 127\\.0\\.0\\.1:${pg.port} does not answer: start it.*pg_isready -h 127\\.0\\.0\\.1 -p ${pg.port}.*routing goes on`));
+});
+
+test('a registry connection lost and found again: the daemon says once that it answers again', async (t) => {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--registry', pg.uri('postgres')]);
+  pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'wtproxy'");
+  // The register's mirror meets the cut connection; the ls after it reconnects.
+  for (const args of [['register', '--port', '5999', '--ttl', '1m'], ['ls'], ['ls']]) {
+    const r = await cli(tmp, args, { cwd: tmp.wt.a });
+    assert.equal(r.code, 0, r.stderr);
+  }
+  const again = new RegExp(`registry: PostgreSQL postgresql://postgres@127\\.0\\.0\\.1:${pg.port}/postgres answers again`, 'g');
+  for (let i = 0; i < 100 && !again.test(px.stderr()); i++) await new Promise((res) => setTimeout(res, 50));
+  assert.equal(px.stderr().match(again)?.length, 1, px.stderr());
+  // And mirrors again what it missed meanwhile: other machines see the registration.
+  let p;
+  for (let i = 0; i < 100 && !(p = await ping(tmp.control)).registry_ok; i++) await new Promise((res) => setTimeout(res, 50));
+  assert.equal(p.registry_ok, true, JSON.stringify(p));
+  assert.equal(pg.psql("SELECT entry->>'backend' FROM wtproxy.backends"), '127.0.0.1:5999');
+});
+
+test('the daemon on another store than this shell: doctor says so; a changed registry on SIGHUP is named', async (t) => {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, ['a']);
+  const fs = await import('node:fs');
+  const shellConf = `${tmp.root}/shell.conf`, daemonConf = `${tmp.root}/daemon.conf`;
+  fs.writeFileSync(shellConf, `registry = ${pg.uri('postgres')}\n`);
+  fs.writeFileSync(daemonConf, '# no registry: the embedded store\n');
+  const px = await startDaemon(t, tmp, ['--config', daemonConf]);
+  const r = await cli(tmp, ['doctor', '--json'], { cwd: tmp.wt.a, env: { WTPROXY_CONFIG: shellConf }, ms: 30000 });
+  const daemon = JSON.parse(r.stdout).checks.find((c) => c.name === 'daemon');
+  assert.equal(daemon.status, 'problem', JSON.stringify(daemon));
+  assert.match(daemon.detail, new RegExp(`runs on the embedded store, but commands in this shell use the PostgreSQL registry postgresql://postgres@127\\.0\\.0\\.1:${pg.port}/postgres \\(\`registry =\` in ${shellConf}`));
+  assert.match(daemon.detail, /other machines do not see this one's servers/);
+  assert.match(daemon.fix, new RegExp(`stop --daemon && setsid -f \\S+ serve --config ${shellConf}`));
+  // The daemon's config gets the registry: SIGHUP keeps the store, and says how to switch.
+  fs.writeFileSync(daemonConf, `registry = ${pg.uri('postgres')}\n`);
+  px.proc.kill('SIGHUP');
+  for (let i = 0; i < 100 && !/reloaded/.test(px.stderr()); i++) await new Promise((res) => setTimeout(res, 50));
+  assert.match(px.stderr(), new RegExp(`registry changed in ${daemonConf}: takes effect only when the daemon restarts: \\S+ stop --daemon, then setsid -f \\S+ serve .*--config ${daemonConf}`));
+  assert.equal((await ping(tmp.control)).store, 'embedded');
+  sanitizerClean(assert, px.stderr());
 });
 
 test('WTPROXY_REGISTRY_OPTIONAL=1: the daemon runs on the embedded store, loudly; the claim falls back', async (t) => {

@@ -121,6 +121,17 @@ test('a template in use is refused naming its session; another worktree\'s copy 
   assert.match(r.stderr, /suffix "W-1": it must match/);
 });
 
+test('a query the database server fails is blamed on the database server, never on the registry', async (t) => {
+  const { pg, db, template } = await setup(t, ['a']);
+  assert.equal((await template('a')).code, 0);
+  pg.psql('CREATE ROLE nocreate LOGIN');
+  const res = await db('a', ['copy', '--base', 'test_app', '--server', pg.uri('postgres').replace('postgres@', 'nocreate@'), 'y1']);
+  sanitizerClean(assert, res.stderr);
+  assert.equal(res.code, 1, res.stderr);
+  assert.match(res.stderr, new RegExp(`the database server at host 127\\.0\\.0\\.1 port ${pg.port} \\(the app's.*not the registry\\) failed a query: .*permission denied.*; if it stopped, start it; check that it answers: pg_isready -h 127\\.0\\.0\\.1 -p ${pg.port}`));
+  assert.doesNotMatch(res.stderr, /the registry at/);
+});
+
 test('a worktree deleted while its copies exist: release --abandoned drops exactly those; ls shows them', async (t) => {
   const { tmp, db, dbs, template } = await setup(t, ['a', 'c']);
   for (const wt of ['a', 'c']) {

@@ -28,9 +28,10 @@ void reg_mirror_job_begin(struct reg_mirror *m, long long queued_ms)
     (void)queued_ms;
 }
 
-void reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen)
+int reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen)
 {
     snprintf(error, errlen, "%s", m->error);
+    return 0;
 }
 
 void reg_mirror_show(struct reg_mirror *m, const char *error)
