@@ -60,6 +60,11 @@ struct proxy_server {
  * stop, 1 when it cannot start, 2 for bad arguments). */
 int proxy_serve(int argc, char **argv);
 
+/* reload_keys.c: the keys of cfg, just read by a reload, that apply only
+ * at the daemon's start, each one changed named in the log with the
+ * restart that applies it, and set back to s's running value. */
+void proxy_keep_start_only(struct proxy_server *s, struct proxy_config *cfg);
+
 /* A client connection ended; the server forgets it (and, while stopping,
  * exits when it was the last). */
 void proxy_server_client_gone(struct proxy_server *s, struct proxy_client *c);

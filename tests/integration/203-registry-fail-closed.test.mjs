@@ -163,7 +163,7 @@ test('the daemon on another store than this shell: doctor says so; a changed reg
   fs.writeFileSync(daemonConf, `registry = ${pg.uri('postgres')}\n`);
   px.proc.kill('SIGHUP');
   for (let i = 0; i < 100 && !/reloaded/.test(px.stderr()); i++) await new Promise((res) => setTimeout(res, 50));
-  assert.match(px.stderr(), new RegExp(`registry changed in ${daemonConf}: takes effect only when the daemon restarts: \\S+ stop --daemon, then setsid -f \\S+ serve .*--config ${daemonConf}`));
+  assert.match(px.stderr(), new RegExp(`registry changed in ${daemonConf}: takes effect only when the daemon restarts: \\S+ stop --daemon && setsid -f \\S+ serve .*--config ${daemonConf}`));
   assert.equal((await ping(tmp.control)).store, 'embedded');
   sanitizerClean(assert, px.stderr());
 });
