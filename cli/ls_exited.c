@@ -52,12 +52,13 @@ static size_t quote_end(const char *s, size_t n, int *after)
     return n;
 }
 
-/* EXITED_LINES lines of them. */
+/* EXITED_LINES lines of them. The white space s ends with is left out:
+ * quoted, blank lines read as a heading over nothing. */
 void cli_quote_tail(const char *s, char *out, size_t len)
 {
     size_t n = strlen(s), used = 0;
     int after;
-    while (n && s[n - 1] == '\n')
+    while (n && strchr(" \t\r\n", s[n - 1]))
         n--;
     n = quote_end(s, n, &after);
     const char *from = s + n;
@@ -128,6 +129,18 @@ static const char *exit_fix(const char *lines, const char *wt, const char *cmd, 
     return ", then";
 }
 
+/* x's worktree was removed (git worktree remove) since its server
+ * exited: `restart` and `logs` fail there ("No such file or directory"),
+ * and nothing is left to start; said so, with no command that fails. */
+static void removed_words(json_t *x, const char *wt, const char *how, const char *cmd, char *out,
+                          size_t len)
+{
+    snprintf(out, len,
+             "%s (front %lld): its server %s (%s), and its worktree was removed since (git "
+             "worktree remove): nothing to start again there",
+             wt, json_integer_value(json_object_get(x, "front")), how, cmd ? cmd : "?");
+}
+
 void cli_exited_words(json_t *x, char *out, size_t len)
 {
     const char *wt = json_string_value(json_object_get(x, "worktree"));
@@ -141,6 +154,10 @@ void cli_exited_words(json_t *x, char *out, size_t len)
     int killed = host_exit_words(status ? (int)json_integer_value(status) : -1,
                                  (int)json_integer_value(json_object_get(x, "signal")), cmd, age,
                                  how, sizeof how);
+    if (host_worktree_removed(wt)) {
+        removed_words(x, wt, how, cmd, out, len);
+        return;
+    }
     selector(x, sel, sizeof sel);
     start_again(x, wt, sel, again, sizeof again);
     if (host_printed_nothing(lines)) {

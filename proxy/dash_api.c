@@ -180,12 +180,19 @@ static json_t *exited_json(struct proxy_server *s, json_t *x, json_t *cache)
         host_exit_words(status ? (int)json_integer_value(status) : -1,
                         (int)json_integer_value(json_object_get(x, "signal")),
                         json_string_value(json_object_get(x, "command")), NULL, how, sizeof how);
-    snprintf(reason, sizeof reason, "its server %s; %s start it again: %s", how,
-             killed ? HOST_EXIT_KILLED ";"
-             : host_printed_nothing(json_string_value(json_object_get(x, "lines")))
-                 ? "find in its log why it exited and fix that, then"
-                 : "fix the error its last lines name, then",
-             again);
+    /* A removed worktree has nothing to restart: `restart` fails there. */
+    if (wt && host_worktree_removed(wt))
+        snprintf(reason, sizeof reason,
+                 "its server %s, and its worktree was removed since (git worktree remove): "
+                 "nothing to start again there",
+                 how);
+    else
+        snprintf(reason, sizeof reason, "its server %s; %s start it again: %s", how,
+                 killed ? HOST_EXIT_KILLED ";"
+                 : host_printed_nothing(json_string_value(json_object_get(x, "lines")))
+                     ? "find in its log why it exited and fix that, then"
+                     : "fix the error its last lines name, then",
+                 again);
     json_t *o = json_deep_copy(x);
     json_object_set_new(o, "exited", json_true());
     label_row(o, wt, "exited");

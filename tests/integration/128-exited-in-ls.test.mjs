@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, get, wtServer, curlFrom, waitFor,
+  makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, get, wtServer, curlFrom, waitFor, git,
 } from './lib/registry.mjs';
 import { startMcp, initialize } from './lib/mcp.mjs';
 import { launchBrowser, openDashboard, waitRows, screenshot } from './lib/dashboard.mjs';
@@ -234,4 +234,24 @@ test('the dashboard page shows a server that crashed as exited, its last lines a
   assert.deepEqual(seen.dialogs, []);
   assert.deepEqual(seen.errors, []);
   t.diagnostic(`screenshot: ${await screenshot(page, '128-dashboard-exited.png')}`);
+});
+
+test('a server whose output ended blank, then its worktree removed: ls quotes its words, then offers no restart', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const script = "printf 'lastls-128 blank tail\\n  \\n\\n \\t\\n   \\n\\n  \\n'; exit 3";
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', 'sh', '-c', script], { cwd: tmp.wt.a });
+  assert.equal(run.code, 3, run.stderr);
+  // Its blank lines are not quoted: "its last lines:" never heads nothing.
+  const ls = await cli(tmp, ['ls'], { cwd: tmp.root });
+  assert.match(ls.stdout, /; its last lines:\n {2}\| lastls-128 blank tail\nthe whole log: /, ls.stdout);
+
+  // Removed, its worktree has nothing to restart: ls and the dashboard
+  // say so, and name no command that would fail.
+  git(tmp.repo, 'worktree', 'remove', '--force', tmp.wt.a);
+  const gone = await cli(tmp, ['ls'], { cwd: tmp.root });
+  assert.match(gone.stdout, new RegExp(`${tmp.wt.a} \\(front ${px.port}\\): its server exited \\d+s ago with status 3 \\(sh -c .*\\), and its worktree was removed since \\(git worktree remove\\): nothing to start again there\\n`), gone.stdout);
+  assert.doesNotMatch(gone.stdout, /start it again|wtproxy logs|wtproxy restart/, gone.stdout);
+  const row = (await apiBackends(px.port)).find((r) => r.exited);
+  assert.match(row.status_reason, /its worktree was removed since \(git worktree remove\): nothing to start again there$/, JSON.stringify(row));
 });
