@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #define DEPS_NAME_MAX 128 /* a program's or a package's name */
@@ -340,10 +341,33 @@ static int declares_module(const char *dir, const char *mod)
     return any;
 }
 
+/* Whether command itself runs the framework mod: `manage.py` or
+ * `django-admin` is Django, `-m uvicorn`, `uvicorn app:app`, `flask run`,
+ * `gunicorn`... name theirs as a word (a program's base name, or a
+ * module after -m). */
+static int command_runs(const char *command, const char *mod)
+{
+    char w[256];
+    const char *p = command;
+    while (next_word(&p, w, sizeof w)) {
+        const char *base = strrchr(w, '/') ? strrchr(w, '/') + 1 : w;
+        if (strcmp(mod, "django") == 0 &&
+            (strcmp(base, "manage.py") == 0 || strcmp(base, "django-admin") == 0))
+            return 1;
+        if (strcasecmp(base, mod) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether mod is a dependency to install, as far as the app says: not
  * one of its own folders or files (a broken import of its own code), and
- * named by its requirements where it has some (else a misspelt import). */
-static int python_dependency(const char *mod, const char *dir, const char *worktree)
+ * named by its requirements where it has some (else a misspelt import).
+ * With no requirements, only the framework the start command runs is
+ * surely one: any other module may be a misspelt import of the code
+ * (`import no_such_module` in a FastAPI app was told as an install). */
+static int python_dependency(const char *mod, const char *command, const char *dir,
+                             const char *worktree)
 {
     char file[DEPS_NAME_MAX + 8];
     snprintf(file, sizeof file, "%s.py", mod);
@@ -352,7 +376,7 @@ static int python_dependency(const char *mod, const char *dir, const char *workt
     int said = declares_module(dir, mod);
     if (said < 0 && strcmp(dir, worktree) != 0)
         said = declares_module(worktree, mod);
-    return said != 0;
+    return said > 0 || (said < 0 && command_runs(command, mod));
 }
 
 /* A Python server's missing module (not wtproxy_whoami, which
@@ -371,7 +395,7 @@ static int python_missing(const char *lines, const char *command, const char *di
     if (n == 0 || n >= sizeof mod || strncmp(p, "wtproxy_whoami", n) == 0)
         return 0;
     snprintf(mod, sizeof mod, "%.*s", (int)n, p);
-    if (!python_dependency(mod, dir, worktree))
+    if (!python_dependency(mod, command, dir, worktree))
         return 0;
     if (!command_python(command, dir, py, sizeof py))
         snprintf(py, sizeof py, "python3");
@@ -380,12 +404,15 @@ static int python_missing(const char *lines, const char *command, const char *di
                  dir, py);
     else
         snprintf(install, sizeof install, "%s -m pip install <the package of %s>", py, mod);
+    /* Debian packages Django for /usr/bin/python3; other names are not sure */
+    const char *debian = strcmp(mod, "django") == 0 ? " (on Debian, /usr/bin/python3 imports "
+                                                      "Django from the python3-django package)"
+                                                    : "";
     snprintf(out, len,
              "%s, the python that ran this server, has no module %s: the app's Python "
              "dependencies are not installed for it; install them (%s), or start it with a "
-             "python that has them (on Debian, /usr/bin/python3 imports Django from the "
-             "python3-django package)",
-             py, mod, install);
+             "python that has them%s",
+             py, mod, install, debian);
     return 1;
 }
 

@@ -121,14 +121,22 @@ test('a new worktree without its dependencies: the 503 and ls name the install, 
   assert.ok(run.stderr.includes(`wtproxy: wt-a's server exited: this worktree has no node_modules in ${web} (a new worktree starts without them); install them, by its lockfile: cd ${web} && pnpm install\n`), run.stderr);
 });
 
-test('a Python server whose python lacks the framework: the 503 names that python', async (t) => {
+test('a Python server whose python lacks a package its requirements name: the 503 names that python; one no file names is the code\'s error', async (t) => {
   const tmp0 = makeWorktrees(t, []);
   const px = await startDaemon(t, tmp0);
   const tmp = declaring(t, ['start = python3 manage.py runserver {port}', `front = ${px.port}`], ['a']);
   fs.writeFileSync(path.join(tmp.wt.a, 'manage.py'), 'import wtp_framework_132\n');
+  // No requirements, and not the framework its start runs (Django): a
+  // misspelt import, which no install fixes.
+  const typo = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(typo.status, 503, typo.body);
+  assert.match(typo.body, /\nFix: Fix the error its last lines above name, then/);
+  assert.doesNotMatch(typo.body, /has no module|pip install|python3-django/, typo.body);
+  fs.writeFileSync(path.join(tmp.wt.a, 'requirements.txt'), 'wtp-framework-132==1.0\n');
   const py = await curlFrom(tmp.wt.a, px.port);
   assert.equal(py.status, 503, py.body);
   assert.match(py.body, /Fix: \/\S*python3, the python that ran this server, has no module wtp_framework_132: the app's Python dependencies are not installed for it/);
+  assert.doesNotMatch(py.body, /python3-django/, 'the Debian hint is Django\'s alone');
 });
 
 test('a declared server that exits saying nothing: the 503\'s fix sends to its log, not to lines it has not', async (t) => {

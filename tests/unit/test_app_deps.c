@@ -4,7 +4,8 @@
  * told as the install in the start's `cd` folder, by its lockfile, when
  * that folder's package.json has them not installed (no node_modules, one
  * holding only a link, one without the program or the package); Python's
- * "No module named" as the python that lacks it; the middleware's own
+ * "No module named" as the python that lacks it (with no requirements,
+ * only for the framework the start command runs); the middleware's own
  * package, a folder with everything installed, a package or module the
  * app does not declare (a misspelt import, its own code) and other errors
  * left to the other readers. */
@@ -133,6 +134,22 @@ int main(void)
          "/usr/bin/python3 imports Django from the python3-django package)",
          __LINE__);
     silent("ModuleNotFoundError: No module named 'wtproxy_whoami'", "python3 manage.py", __LINE__);
+    /* no requirements: only the framework the start runs is an install;
+     * any other module may be the code's misspelt import */
+    silent("ModuleNotFoundError: No module named 'no_such_module'",
+           "/usr/bin/python3 -m uvicorn main:app --port 8001", __LINE__);
+    silent("ModuleNotFoundError: No module named 'django'", "uvicorn main:app --reload", __LINE__);
+    says("ModuleNotFoundError: No module named 'uvicorn'",
+         "/usr/bin/python3 -m uvicorn main:app --port 8001",
+         "/usr/bin/python3, the python that ran this server, has no module uvicorn: the app's "
+         "Python dependencies are not installed for it; install them (/usr/bin/python3 -m pip "
+         "install <the package of uvicorn>), or start it with a python that has them",
+         __LINE__);
+    says("ModuleNotFoundError: No module named 'flask'", "/bin/sh -c cd . && flask run -p 8002",
+         "python3, the python that ran this server, has no module flask: the app's Python "
+         "dependencies are not installed for it; install them (python3 -m pip install <the "
+         "package of flask>), or start it with a python that has them",
+         __LINE__);
     /* the app's own module, broken by an edit: its code's error */
     put("shop", NULL);
     silent("ModuleNotFoundError: No module named 'shop.views_new'", "python3 manage.py", __LINE__);
@@ -145,8 +162,7 @@ int main(void)
     says("ModuleNotFoundError: No module named 'requests'", "/usr/bin/python3 manage.py runserver",
          "/usr/bin/python3, the python that ran this server, has no module requests: the app's "
          "Python dependencies are not installed for it; install them (cd %s && /usr/bin/python3 "
-         "-m pip install -r requirements.txt), or start it with a python that has them (on "
-         "Debian, /usr/bin/python3 imports Django from the python3-django package)",
+         "-m pip install -r requirements.txt), or start it with a python that has them",
          __LINE__);
     workspaces();
     char dir[PATH_MAX];
