@@ -13,6 +13,7 @@
 
 #include "host.h"
 #include "packages.h"
+#include "reg_db.h"
 #include "registry.h"
 
 /* The lines of a crash worth quoting where a list is read: the error is
@@ -124,7 +125,8 @@ static const char *exit_fix(const char *lines, const char *wt, const char *cmd, 
     if (host_printed_nothing(lines))
         snprintf(fix, len, "find in it why it exited and fix that");
     else if (!whoami_missing_package(lines, wt, fix, len) &&
-             !host_deps_missing(lines, cmd, wt, fix, len) && !host_dev_lock_holder(lines, fix, len))
+             !host_deps_missing(lines, cmd, wt, fix, len) && !reg_db_refused(lines, fix, len) &&
+             !host_dev_lock_holder(lines, fix, len))
         snprintf(fix, len, "fix the error they name");
     return ", then";
 }

@@ -84,6 +84,8 @@ static json_t *entry_down(const char *wt, json_t *e, const char *why, const char
             strcmp(code, "failed") != 0 ? "Read more of it with logs, or check again with servers"
             : strstr(why, "wtproxy db claim")
                 ? "Claim and migrate its database as said (in a shell), then call restart again"
+            : strstr(why, "pg_isready")
+                ? "Start its database server as said (in a shell), then call restart again"
                 : FIX_AND_SAVE);
     return down(code, what, why, str(e, "log"),
                 (uid_t)json_integer_value(json_object_get(e, "uid")), next);

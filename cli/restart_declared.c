@@ -134,6 +134,13 @@ int cli_failed_words(json_t *x, char *out, size_t len)
         return snprintf(out, len, "it failed and lives on without listening: %s; then restart it",
                         pkg),
                1;
+    if (strcmp(str(failed, "when"), "edit") != 0 &&
+        reg_db_refused(str(failed, "lines"), pkg, sizeof pkg))
+        return snprintf(out, len,
+                        "it failed at start and lives on without listening (no file needs a "
+                        "change): %s, then restart it",
+                        pkg),
+               1;
     snprintf(out, len,
              "%s and lives on without listening, waiting for a change to its files: fix the error "
              "its log's last lines name and save (%s restarts it)",

@@ -137,9 +137,10 @@ void cli_run_release(struct cli_run *r);
 
 /* --- run_fail.c --- */
 
-/* The install CMD's last lines call for, into fix: this wtproxy's
- * /__whoami package linked where the app lacks it, or the app's own
- * dependencies, declared and not installed in CMD's folder. 0: neither. */
+/* The fix outside the app's files CMD's last lines call for, into fix:
+ * this wtproxy's /__whoami package linked where the app lacks it, the
+ * app's own dependencies, declared and not installed in CMD's folder, or
+ * its PostgreSQL server started (reg_db_refused). 0: none of them. */
 int cli_run_install_fix(const struct cli_run *r, const char *lines, char *fix, size_t len);
 
 /* Before the relay starts. */

@@ -43,6 +43,7 @@
 
 #include "host.h"
 #include "packages.h"
+#include "reg_db.h"
 #include "registry.h"
 
 #define QUIET_MS 300      /* a traceback's lines come in one burst */
@@ -182,7 +183,7 @@ int cli_run_install_fix(const struct cli_run *r, const char *lines, char *fix, s
         return 1;
     if (!getcwd(cwd, sizeof cwd)) /* CMD's folder, which its `cd DIR` starts from */
         snprintf(cwd, sizeof cwd, "%s", r->worktree);
-    return host_deps_missing(lines, r->command, cwd, fix, len);
+    return host_deps_missing(lines, r->command, cwd, fix, len) || reg_db_refused(lines, fix, len);
 }
 
 /* Say it where the user reads (the terminal, or the log). */

@@ -14,6 +14,7 @@
 #include "caller.h"
 #include "cli.h"
 #include "front.h"
+#include "reg_db.h"
 #include "registry.h"
 #include "host.h"
 #include "ondemand.h"
@@ -193,7 +194,8 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
                  b->name, (int)b->pid, b->port, front, b->start_failed);
     else if (b->state == REG_STARTING && b->start_failed[0] &&
              (whoami_missing_package(b->start_failed, b->worktree, fix, sizeof fix) ||
-              host_deps_missing(b->start_failed, b->command, b->worktree, fix, sizeof fix)))
+              host_deps_missing(b->start_failed, b->command, b->worktree, fix, sizeof fix) ||
+              reg_db_refused(b->start_failed, fix, sizeof fix)))
         snprintf(msg, sizeof msg,
                  "backend: %s (pid %d, failed: it lives on without listening; %s; then wtproxy "
                  "restart) on front :%d; its last lines:\n%s",

@@ -282,7 +282,7 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 {
     char fix[4 * PATH_MAX] = "", under[96] = "";
     char d[REG_START_FAILED_MAX + sizeof fix + PATH_MAX + 256];
-    char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1];
+    char db[REG_DB_NAME_MAX + 1], base[REG_DB_NAME_MAX + 1], down[600];
     static const enum proxy_error kinds[] = {
         [REG_FAILED_START] = PE_START_FAILED,
         [REG_FAILED_EDIT] = PE_EDIT_FAILED,
@@ -302,15 +302,19 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
                  "cd %s && wtproxy db claim --dev %s, then migrate it (Django: manage.py "
                  "migrate), then wtproxy restart --front %d",
                  db, b->worktree, base, b->front);
+    } else if (kind == PE_START_FAILED && reg_db_refused(b->start_failed, down, sizeof down)) {
+        /* Its PostgreSQL is down: no edit helps, its start does. */
+        kind = PE_START_DB_DOWN;
+        snprintf(fix, sizeof fix, "\n%s, then wtproxy restart --front %d", down, b->front);
     }
     /* A new worktree without node_modules: no edit helps either, and
      * the package its error names is in no registry as wtproxy's. Nor
      * for a package of the app's own that is not installed there. */
-    if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB &&
+    if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB && kind != PE_START_DB_DOWN &&
         whoami_missing_package(b->start_failed, b->worktree, fix + 1, sizeof fix - 1)) {
         kind = PE_START_NO_WHOAMI;
         fix[0] = '\n';
-    } else if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB &&
+    } else if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB && kind != PE_START_DB_DOWN &&
                host_deps_missing(b->start_failed, b->command, b->worktree, fix + 1,
                                  sizeof fix - 1)) {
         kind = PE_START_NO_DEPS;

@@ -121,6 +121,13 @@ static const struct error_kind kinds[] = {
          "listen); no request reached it.",
          "Claim and migrate that database as the line above says, in its worktree; then start "
          "the server again: wtproxy restart{front}. No file of the app needs a change."},
+    [PE_START_DB_DOWN] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree failed at start: the PostgreSQL server it runs on "
+         "refused its connection (it is not running, or not on that port); its autoreloader "
+         "lives on, it does not listen; no request reached it.",
+         "Start that database server as the line above says; then start the dev server again: "
+         "wtproxy restart{front}. No file of the app needs a change."},
     [PE_START_NO_WHOAMI] =
         {503, "Service Unavailable", "backend-not-ready",
          "The dev server of this worktree failed: it imports wtproxy's /__whoami middleware "

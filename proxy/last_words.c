@@ -16,6 +16,7 @@
 
 #include "host.h"
 #include "packages.h"
+#include "reg_db.h"
 #include "server.h"
 
 /* The one command that fixes it, for the page's Fix line: nothing to fix
@@ -36,6 +37,7 @@ static void last_fix(const struct reg_last_words *w, int killed, char *fix, size
                  w->front);
     else if (!whoami_missing_package(w->lines, w->worktree, cure, sizeof cure) &&
              !host_deps_missing(w->lines, w->command, w->worktree, cure, sizeof cure) &&
+             !reg_db_refused(w->lines, cure, sizeof cure) &&
              !host_dev_lock_holder(w->lines, cure, sizeof cure))
         snprintf(cure, sizeof cure, "fix the error its last lines above name");
     cure[0] = (char)toupper((unsigned char)cure[0]);

@@ -166,6 +166,79 @@ int reg_db_missing_dev(const char *lines, const char *machine, const char *workt
     return 1;
 }
 
+/* The text after the first "key" of [from, to) up to one of stop, into
+ * out; 0 when absent or empty. */
+static int after(const char *from, const char *to, const char *key, const char *stop, char *out,
+                 size_t len)
+{
+    const char *p = from;
+    size_t k = strlen(key);
+    while (p + k <= to && strncmp(p, key, k) != 0)
+        p++;
+    if (p + k > to)
+        return 0;
+    p += k;
+    size_t n = strcspn(p, stop);
+    if (n == 0 || n >= len || p + n > to)
+        return 0;
+    snprintf(out, len, "%.*s", (int)n, p);
+    return 1;
+}
+
+/* libpq's refusal: its host and port, from the line that says it (new
+ * libpq) or the lines after it (libpq before 14: "Is the server running
+ * on host "H" and accepting\n\tTCP/IP connections on port P?"). */
+static int libpq_refused(const char *lines, char *host, size_t hlen, char *port, size_t plen)
+{
+    const char *r = strstr(lines, "Connection refused");
+    if (!r)
+        return 0;
+    const char *line = r;
+    while (line > lines && line[-1] != '\n')
+        line--;
+    if (after(line, r, "connection to server at \"", "\"", host, hlen) &&
+        after(line, r, "\", port ", " ", port, plen))
+        return 1;
+    const char *end = r + strnlen(r, 300); /* its "Is the server running" lines */
+    return after(r, end, "on host \"", "\"", host, hlen) &&
+           after(r, end, "on port ", "?\n", port, plen);
+}
+
+/* node-postgres' refusal: "ECONNREFUSED H:P", and pg in its stack (or
+ * PostgreSQL's port: a pool's error may print no stack). */
+static int node_pg_refused(const char *lines, char *host, size_t hlen, char *port, size_t plen)
+{
+    const char *r = strstr(lines, "ECONNREFUSED ");
+    char hp[256];
+    if (!r || !after(r, r + strlen(r), "ECONNREFUSED ", " \t\r\n'\",", hp, sizeof hp))
+        return 0;
+    char *colon = strrchr(hp, ':');
+    if (!colon || !colon[1])
+        return 0;
+    *colon = '\0';
+    snprintf(host, hlen, "%s", hp[0] == '[' ? hp + 1 : hp);
+    if (host[0] && host[strlen(host) - 1] == ']')
+        host[strlen(host) - 1] = '\0';
+    snprintf(port, plen, "%s", colon + 1);
+    return strcmp(port, "5432") == 0 || strstr(lines, "node_modules/pg") ||
+           strstr(lines, "postgres");
+}
+
+int reg_db_refused(const char *lines, char *out, size_t len)
+{
+    char host[256], port[16];
+    if (!lines || (!libpq_refused(lines, host, sizeof host, port, sizeof port) &&
+                   !node_pg_refused(lines, host, sizeof host, port, sizeof port)))
+        return 0;
+    if (port[strspn(port, "0123456789")] != '\0')
+        return 0;
+    snprintf(out, len,
+             "its database server at %s:%s does not answer: start it (pg_isready -h %s -p %s "
+             "says when it answers)",
+             host, port, host, port);
+    return 1;
+}
+
 int reg_db_name(const char *base, const char *machine, const char *worktree, char *out,
                 size_t outlen, char *err, size_t errlen)
 {

@@ -49,6 +49,17 @@ int reg_db_derive(const char *base, const char *machine, const char *worktree, c
 int reg_db_missing_dev(const char *lines, const char *machine, const char *worktree, char *db,
                        size_t dblen, char *base, size_t baselen);
 
+/* Whether a failed start's last lines say its PostgreSQL server refused
+ * the connection: libpq's (psycopg, Django) `connection to server at
+ * "H", port P failed: Connection refused`, or older `could not connect to
+ * server: Connection refused ... on host "H" ... on port P`, or
+ * node-postgres' `ECONNREFUSED H:P` (with pg in its stack, or port
+ * 5432). Writes "its database server at H:P does not answer: start it
+ * (pg_isready ...)" into out, which the caller ends with its restart. A server down is no
+ * error of the app's files: "fix the error and save" sent an agent to
+ * edit code. */
+int reg_db_refused(const char *lines, char *out, size_t len);
+
 /* The test database name for base on machine in worktree (its realpath),
  * checked against the rules. Returns 0, or -1 with err saying which rule
  * the name breaks and why the rule exists. */

@@ -38,7 +38,7 @@ import { itemAppFiles, writeProject, dbTestEnv } from './lib/django-item-app.mjs
 import { startPostgres } from './lib/pg.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
-import { python, pythonPath } from './lib/whoami.mjs';
+import { python, pythonPath, freePort } from './lib/whoami.mjs';
 import { removeAfter } from './lib/cleanup.mjs';
 
 async function databasesCheck(tmp, cwd, env) {
@@ -217,5 +217,47 @@ urlpatterns = [path("", lambda r: HttpResponse(f"items {Item.objects.count()}"))
   const ok = await curlFrom(tmp.wt.a, px.port);
   assert.equal(ok.status, 200, ok.body);
   assert.equal(ok.body, 'items 0');
+  sanitizerClean(assert, px.stderr());
+});
+
+// Its PostgreSQL stopped (pg_ctl stop) before the server's start: the 503
+// said "fix it and save", and `wtproxy restart` "fix the error its log's
+// last lines name and save", where no file needs a change. Now both name
+// the database server that refused and how to see it answer.
+test('a Django whose PostgreSQL is down at its start: the 503 and restart say start it, not edit', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  // Its server stopped: nothing listens on its port.
+  const pg = { port: await freePort() };
+  pg.env = { PGHOST: '127.0.0.1', PGPORT: String(pg.port), PGUSER: 'postgres' };
+  writeProject(tmp.wt.a, {
+    ...itemAppFiles,
+    'proj/settings.py': `import os
+SECRET_KEY = "x"
+DEBUG = True
+ALLOWED_HOSTS = ["*"]
+INSTALLED_APPS = ["shop"]
+ROOT_URLCONF = "proj.urls"
+DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "postgres",
+    "HOST": os.environ["PGHOST"], "PORT": os.environ["PGPORT"], "USER": os.environ["PGUSER"]}}
+`,
+    'proj/urls.py': 'urlpatterns = []\n',
+  });
+  const px = await startDaemon(t, tmp, [], { env: { WTPROXY_MACHINE: 'm1' } });
+  const env = { ...dbTestEnv(pg, tmp), PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' };
+  startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, env, stopSignal: 'SIGTERM',
+    command: [python, 'manage.py', 'runserver', '127.0.0.1:{port}'] });
+  const r = await waitFor(async () => {
+    const x = await curlFrom(tmp.wt.a, px.port);
+    return x.status === 503 && /failed at start/.test(x.body) ? x : null;
+  }, 20000, 'the failed start said');
+  assert.match(r.body, /Connection refused/);
+  const down = `its database server at 127.0.0.1:${pg.port} does not answer: start it (pg_isready -h 127.0.0.1 -p ${pg.port} says when it answers)`;
+  assert.ok(r.body.includes(`${down}, then wtproxy restart --front ${px.port}`), r.body);
+  assert.match(r.body, /Fix: Start that database server as the line above says/);
+  assert.doesNotMatch(r.body, /and save|fix it and save/, 'no file needs a change');
+  const restart = await cli(tmp, ['restart', '--front', String(px.port)], { cwd: tmp.wt.a, env, ms: 60000 });
+  assert.equal(restart.code, 1, restart.stdout + restart.stderr);
+  assert.ok(restart.stderr.includes(`${down}, then restart it`), restart.stderr);
+  assert.doesNotMatch(restart.stderr, /and save/, restart.stderr);
   sanitizerClean(assert, px.stderr());
 });

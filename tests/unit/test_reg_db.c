@@ -189,6 +189,46 @@ static void test_missing_dev(void)
        "another error about it");
 }
 
+/* A failed start's lines saying its PostgreSQL refused the connection
+ * (psycopg2 and Django, libpq before 14, node-postgres): its host and
+ * port, with pg_isready; a refusal of another server: none. */
+static void test_refused(void)
+{
+    char fix[512];
+    const char *want = "its database server at 127.0.0.1:5499 does not answer: start it "
+                       "(pg_isready -h 127.0.0.1 -p 5499 says when it answers)";
+    ok(reg_db_refused("psycopg2.OperationalError: connection to server at \"127.0.0.1\", port "
+                      "5499 failed: Connection refused\n\tIs the server running on that host and "
+                      "accepting TCP/IP connections?\n",
+                      fix, sizeof fix) == 1,
+       "psycopg2's refusal");
+    is_str(fix, want, "  its host, port and pg_isready");
+    ok(reg_db_refused("django.db.utils.OperationalError: connection to server at \"127.0.0.1\", "
+                      "port 5499 failed: Connection refused\n",
+                      fix, sizeof fix) == 1 &&
+           strcmp(fix, want) == 0,
+       "Django's: %s", fix);
+    ok(reg_db_refused("django.db.utils.OperationalError: could not connect to server: Connection "
+                      "refused\n\tIs the server running on host \"127.0.0.1\" and accepting\n"
+                      "\tTCP/IP connections on port 5499?\n",
+                      fix, sizeof fix) == 1 &&
+           strcmp(fix, want) == 0,
+       "libpq before 14: %s", fix);
+    ok(reg_db_refused("Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap."
+                      "afterConnect [as oncomplete] (node:net:1555:16)\n",
+                      fix, sizeof fix) == 1 &&
+           strstr(fix, "at 127.0.0.1:5432 does not answer") &&
+           strstr(fix, "pg_isready -h 127.0.0.1 -p 5432"),
+       "node-postgres: %s", fix);
+    ok(reg_db_refused("Error: connect ECONNREFUSED 127.0.0.1:6379\n    at TCPConnectWrap.\n", fix,
+                      sizeof fix) == 0,
+       "another server's refusal (Redis): not PostgreSQL");
+    ok(reg_db_refused("redis.exceptions.ConnectionError: Error 111 connecting to localhost:6379. "
+                      "Connection refused.\n",
+                      fix, sizeof fix) == 0,
+       "Python's Redis: not PostgreSQL");
+}
+
 int main(void)
 {
     test_slug();
@@ -198,5 +238,6 @@ int main(void)
     test_mask();
     test_kinds();
     test_missing_dev();
+    test_refused();
     return done_testing();
 }
