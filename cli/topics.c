@@ -35,6 +35,7 @@ static const struct topic topics[] = {
     {"relay", "what the relay forwards, drops and refuses; the daemon's log", topic_relay},
     {"control-protocol", "the control socket's JSON lines, op by op", topic_control_protocol},
     {"dashboard-api", "the dashboard's JSON API and event stream", topic_dashboard_api},
+    {"claims", "leases and test databases: the rules of wtproxy claim and db claim", topic_claims},
 };
 /* clang-format on */
 
@@ -139,6 +140,37 @@ static void whoami_where(FILE *f)
             root, WTP_NODE_DIR, js ? "" : missing);
 }
 
+/* The files of the doc folder a guide tells you to copy or run, by their
+ * path there (the guide's text can only say PREFIX): an installed wtproxy
+ * has no checkout, and "conf/vitest-db-setup.mjs" was found nowhere. */
+static const struct {
+    const char *topic, *file;
+} copied[] = {
+    {"playwright", "conf/playwright.config.example.js"},
+    {"django-tests", "conf/run-django-tests.sh"},
+    {"node-db-tests", "conf/vitest-db-setup.mjs"},
+};
+
+/* Above such a guide: where its files are, installed or, run from a build
+ * folder, in the checkout. */
+static void files_where(FILE *f, const char *name)
+{
+    char root[4096];
+    int installed = whoami_install_root(root, sizeof root) == 0;
+    for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) {
+        if (strcmp(copied[i].topic, name) != 0)
+            continue;
+        if (installed)
+            fprintf(f, "The file this guide names, as this wtproxy installed it:\n  %s%s/%s\n\n",
+                    root, WTP_DOC_DIR, copied[i].file);
+        else
+            fprintf(f,
+                    "The file this guide names: this wtproxy runs from a build folder of the "
+                    "checkout\n%s, not installed:\n  %s/%s\n\n",
+                    WTP_SOURCE_DIR, WTP_SOURCE_DIR, copied[i].file);
+    }
+}
+
 int cli_topic_print(const char *name, FILE *f)
 {
     const struct topic *t = find(name);
@@ -146,6 +178,7 @@ int cli_topic_print(const char *name, FILE *f)
         return -1;
     if (strcmp(t->name, "whoami") == 0)
         whoami_where(f);
+    files_where(f, t->name);
     fputs(t->text, f);
     return 0;
 }

@@ -13,6 +13,13 @@ comments left out). In them:
 - no path of the repository (conf/WHOAMI.md, whoami/python...): an
   installed wtproxy has no checkout; name a guide (cli/topics.c) instead.
   cli/topics.c itself may name the checkout's paths: it says it is one.
+The guides `wtproxy help TOPIC` prints are read by the same people: the
+ones of conf/ (cli/meson.build's table) and the claims rules name no path
+of the repository either, but a guide or a path of an install
+(PREFIX/share/doc/wtproxy/conf/vitest-db-setup.mjs: the path's / before
+the folder tells it apart). The contracts (the relay, the control
+protocol, the dashboard API, the /__whoami protocol) still name the
+source files they describe.
 """
 import ast
 import os
@@ -27,6 +34,15 @@ REPO_PATH = re.compile(r'(?<![\w/.-])(?:conf|cli|proxy|registry|whoami|host|test
 C_LITERAL = re.compile(r'"((?:\\.|[^"\\\n])*)"')
 C_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 ABOUT_THE_CHECKOUT = {'cli/topics.c'}
+TOPIC_DOC = re.compile(r"^\s*'[a-z-]+': '([^']+)',", re.M)
+CONTRACTS = {'proxy/RELAY.md', 'registry/PROTOCOL.md', 'proxy/DASHBOARD.md', 'whoami/PROTOCOL.md'}
+
+
+def guides(root):
+    """The documents cli/meson.build builds in as guides, less the
+    contracts."""
+    with open(os.path.join(root, 'cli/meson.build'), encoding='utf-8') as f:
+        return [d for d in TOPIC_DOC.findall(f.read()) if d not in CONTRACTS]
 
 
 def c_strings(text):
@@ -104,12 +120,25 @@ def main():
                 problems.append(f'{rel}: "{path}" is a file of the repository, which an '
                                 f'installed wtproxy does not have: name a guide instead '
                                 f'(wtproxy help TOPIC; wtproxy help --topics lists them), in: {s[:160]}')
-    print('1..2')
+    in_guides = []
+    docs = guides(root)
+    for rel in docs:
+        with open(os.path.join(root, rel), encoding='utf-8') as f:
+            for n, line in enumerate(f, 1):
+                for path in REPO_PATH.findall(line):
+                    in_guides.append(f'{rel}:{n}: "{path}" is a file of the repository, which an '
+                                     f'installed wtproxy does not have: name a guide (wtproxy '
+                                     f'help TOPIC) or its installed path '
+                                     f'(PREFIX/share/doc/wtproxy/{path}), in: {line.strip()[:160]}')
+    print('1..3')
     print(f'{"not ok" if not known else "ok"} 1 - {wtproxy} names its commands and guides')
     print(f'{"not ok" if problems else "ok"} 2 - {checked} strings name no missing guide and no repository file')
     for p in problems:
         print(f'# {p}')
-    return 1 if problems or not known else 0
+    print(f'{"not ok" if in_guides or not docs else "ok"} 3 - {len(docs)} guides name no repository file')
+    for p in in_guides:
+        print(f'# {p}')
+    return 1 if problems or in_guides or not known or not docs else 0
 
 
 if __name__ == '__main__':

@@ -159,3 +159,23 @@ test('a guide that points at another guide names the wtproxy help command that p
   }
   assert.deepEqual(missing, []);
 });
+
+// A guide that tells you to copy or run one of wtproxy's files said
+// "`conf/vitest-db-setup.mjs` ... copy it into the app": a path of the
+// repository, which an installed wtproxy has not. Each such guide now
+// starts with the file's path on this machine (here, run from a build
+// folder, the checkout's; installed, the doc folder's: test 077), a file
+// that is there.
+test('a guide that names a file to copy prints where that file is', async (t) => {
+  const run = sandbox(t);
+  for (const [topic, file] of [['node-db-tests', 'vitest-db-setup.mjs'],
+    ['django-tests', 'run-django-tests.sh'], ['playwright', 'playwright.config.example.js']]) {
+    const r = await run('help', topic);
+    clean(r);
+    assert.equal(r.code, 0, r.stderr);
+    const at = new RegExp(`^The file this guide names[^\\n]*\\n(?:[^\\n]*\\n)?  (/\\S+/${escape(file)})\\n`).exec(r.stdout);
+    assert.ok(at, `wtproxy help ${topic} does not start with where ${file} is:\n${r.stdout.slice(0, 400)}`);
+    assert.ok(fs.existsSync(at[1]), `${at[1]} is not there`);
+    assert.doesNotMatch(r.stdout, /(?<![\w/.-])(conf|registry|tests)\/[\w.-]/, `wtproxy help ${topic} names a file of the repository`);
+  }
+});

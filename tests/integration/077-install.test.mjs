@@ -205,6 +205,11 @@ test('every guide the installed binary prints is a document installed to the doc
     const same = Object.keys(docs).filter((p) => docs[p].length > 0 && text.endsWith(docs[p]));
     assert.equal(same.length, 1, `wtproxy help ${t} is not one installed document: ${same}`);
   }
+  // A guide that says to copy a file names where it was installed.
+  const setup = path.join(doc, 'conf/vitest-db-setup.mjs');
+  assert.ok(run(bin, ['help', 'node-db-tests']).startsWith(
+    `The file this guide names, as this wtproxy installed it:\n  ${setup}\n\n`));
+  assert.ok(fs.existsSync(setup), setup);
 });
 
 // A .wtproxy with a typo: doctor, with the daemon's parser, names the
