@@ -19,7 +19,8 @@ int db_usage_error(const char *msg)
 }
 
 /* This worktree's backend port from the daemon (front 8000 first), 0 when
- * none or no daemon answers: the env file then says WT_BACKEND_PORT=. */
+ * none or no daemon answers: the env then has no WT_BACKEND_PORT (an empty
+ * one read as a port that is there, and said nothing of why). */
 static int backend_port(const char *worktree)
 {
     char err[256];
@@ -68,16 +69,14 @@ int db_give_text(const struct db_args *a, const char *text)
 static int give_env(const struct db_args *a, const char *test, const char *dev,
                     const char *worktree, int ask_port)
 {
-    char text[1024], port[16] = "";
+    char text[1024], port[48] = "";
     int p = ask_port ? backend_port(worktree) : 0, n;
     if (p)
-        snprintf(port, sizeof port, "%d", p);
+        snprintf(port, sizeof port, "WT_BACKEND_PORT=%d\n", p);
     if (!dev)
-        n = snprintf(text, sizeof text, "WT_DB=%s\nWT_TEST_DB=%s\nWT_BACKEND_PORT=%s\n", test, test,
-                     port);
+        n = snprintf(text, sizeof text, "WT_DB=%s\nWT_TEST_DB=%s\n%s", test, test, port);
     else
-        n = snprintf(text, sizeof text,
-                     "WTPROXY_DEV_DB=%s\n%s%s%sWT_DB=%s\n%s%s%sWT_BACKEND_PORT=%s\n", dev,
+        n = snprintf(text, sizeof text, "WTPROXY_DEV_DB=%s\n%s%s%sWT_DB=%s\n%s%s%s%s", dev,
                      test ? "WTPROXY_TEST_DB=" : "", test ? test : "", test ? "\n" : "", dev,
                      test ? "WT_TEST_DB=" : "", test ? test : "", test ? "\n" : "", port);
     /* names are checked to PostgreSQL's 63 bytes before this: never reached */

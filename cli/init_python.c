@@ -60,9 +60,8 @@ static const char why_wrap[] =
 /* Only under wtproxy run, which sets WTPROXY_PORT: the app's tests, its CI
  * and production import the app with no wtproxy_whoami installed, and a
  * development server without wtproxy needs no /__whoami. */
+static const char guard_import[] = "import os  # noqa: E402\n\n";
 static const char guard[] =
-    "import os  # noqa: E402\n"
-    "\n"
     "if os.environ.get(\"WTPROXY_PORT\"):  # set by wtproxy run; tests, CI and production skip "
     "this\n";
 
@@ -73,6 +72,30 @@ static const char *next_line(const char *l)
 {
     const char *nl = strchr(l, '\n');
     return nl ? nl + 1 : NULL;
+}
+
+/* Whether text's top level imports os as os (`import os`, `import os.path`,
+ * `import sys, os`): then the guard uses it, and a second `import os`
+ * is one a linter and a reader would flag. */
+static int imports_os(const char *text)
+{
+    for (const char *l = text; l && *l; l = next_line(l)) {
+        if (strncmp(l, "import ", 7) != 0)
+            continue;
+        size_t len = strcspn(l, "#\n");
+        for (const char *p = l + 7; p < l + len;) {
+            p += strspn(p, " \t");
+            size_t n = strcspn(p, ",#\n");
+            if (p + n > l + len)
+                n = (size_t)(l + len - p);
+            size_t name = strcspn(p, " \t.,#\n");
+            const char *as = memmem(p, n, " as ", 4);
+            if (name == 2 && strncmp(p, "os", 2) == 0 && !as)
+                return 1;
+            p += n + (p[n] == ',');
+        }
+    }
+    return 0;
 }
 
 /* The framework whose class a top-level line `app = CLASS(` (or `app =
@@ -266,6 +289,8 @@ static int plan_wrap(struct init_plan *p, const struct framework *f)
     if (at > 0 && (at < 2 || text[at - 2] != '\n' || text[at - 1] != '\n'))
         init_puts(&t, "\n"); /* a blank line before, unless there is one */
     init_puts(&t, why_wrap);
+    if (!imports_os(text))
+        init_puts(&t, guard_import);
     init_puts(&t, guard);
     init_puts(&t, "    ");
     init_puts(&t, f->import);

@@ -252,3 +252,18 @@ test('a FastAPI app with a package.json for its e2e tests only: the Playwright c
   assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy', 'main.py', 'playwright.config.ts']);
   assert.match(plan.changes[2].diff, /^\+    command: 'wtproxy run -- \/usr\/bin\/python3 -m uvicorn main:app --host 127\.0\.0\.1 --port \{port\} --reload',$/m);
 });
+
+// An app.py that imports os at its top gained a second `import os  #
+// noqa: E402` above the guard: the wrap now uses the module's own.
+test('init on a module that imports os already adds no second import os', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  const text = "import os\nfrom flask import Flask\n\napp = Flask(__name__)\napp.secret_key = os.environ.get('KEY', 'x')\n";
+  fs.writeFileSync(path.join(tmp.repo, 'app.py'), text);
+  const r = await cli(tmp, ['init', '--apply'], { cwd: tmp.repo });
+  assert.equal(r.code, 0, r.stderr);
+  const after = fs.readFileSync(path.join(tmp.repo, 'app.py'), 'utf8');
+  assert.ok(after.startsWith(text), after);
+  assert.equal(after.match(/^import os\b/gm).length, 1, after);
+  assert.ok(after.includes(`${WHY}\nif os.environ.get("WTPROXY_PORT"):`), after);
+  assert.deepEqual(importWithout(tmp.repo, 'app.py'), { code: 0, stderr: '' }, 'it still imports');
+});

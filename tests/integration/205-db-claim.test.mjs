@@ -31,8 +31,9 @@ test('two machines, two worktrees: distinct names, stamped; --write-env gives th
   sanitizerClean(assert, r.stderr);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /database test_shop_m1_wt_a created/);
+  // No server registered: no WT_BACKEND_PORT, never an empty one.
   assert.equal(fs.readFileSync(path.join(tmp.wt.a, '.env.wt'), 'utf8'),
-    'WT_DB=test_shop_m1_wt_a\nWT_TEST_DB=test_shop_m1_wt_a\nWT_BACKEND_PORT=\n');
+    'WT_DB=test_shop_m1_wt_a\nWT_TEST_DB=test_shop_m1_wt_a\n');
   assert.equal(fs.statSync(path.join(tmp.wt.a, '.env.wt')).mode & 0o777, 0o600);
   r = await db('b', 'm2', ['claim', '--base', 'test_shop', '--print-env']);
   assert.equal(r.code, 0, r.stderr);

@@ -38,7 +38,7 @@ test('dev and test in one claim: distinct keys; dev kept across a migrations cha
   assert.match(r.stderr, /test database test_shop_m1_wt_a created/);
   assert.equal(fs.readFileSync(path.join(tmp.wt.a, '.env.wt'), 'utf8'),
     'WTPROXY_DEV_DB=shop_m1_wt_a\nWTPROXY_TEST_DB=test_shop_m1_wt_a\nWT_DB=shop_m1_wt_a\n' +
-    'WT_TEST_DB=test_shop_m1_wt_a\nWT_BACKEND_PORT=\n');
+    'WT_TEST_DB=test_shop_m1_wt_a\n');
   assert.equal(stampOf('shop_m1_wt_a'), `wtproxy:m1:${tmp.wt.a}|dev`);
   pg.psql('CREATE TABLE marker (x int)', { db: 'shop_m1_wt_a' });
   pg.psql('CREATE TABLE marker (x int)', { db: 'test_shop_m1_wt_a' });
