@@ -138,7 +138,7 @@ static const struct error_kind kinds[] = {
          "restart{front}."},
     [PE_START_NO_DEPS] =
         {503, "Service Unavailable", "backend-not-ready",
-         "The dev server of this worktree failed: a package the app declares is not installed "
+         "The dev server of this worktree failed: a package the app needs is not installed "
          "where it runs (a new worktree starts without them; a branch may have added one); "
          "its autoreloader lives on, it does not listen; no request reached it.",
          "Install them with the command above, in its worktree (no file of the app needs a "

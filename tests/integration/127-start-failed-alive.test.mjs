@@ -611,7 +611,7 @@ test('a Django importing a package its requirements.txt declares, not installed:
   const r = await curlFrom(wt, px.port, '/hello/', { timeout: 20000 });
   assert.equal(r.status, 503, r.body);
   assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
-  assert.match(r.body, /a package the app declares is not installed where it runs/);
+  assert.match(r.body, /a package the app needs is not installed where it runs/);
   assert.ok(r.body.includes(install), r.body);
   assert.match(r.body, /\nFix: Install them with the command above/);
   assert.doesNotMatch(r.body, /Fix the error its last lines above name/);
