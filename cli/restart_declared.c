@@ -7,6 +7,7 @@
  * answers "no server matches", and a plain restart restarts only the live
  * ones. */
 #include "cli.h"
+#include "host.h"
 #include "packages.h"
 #include "reg_db.h"
 #include "servers.h"
@@ -132,6 +133,14 @@ int cli_failed_words(json_t *x, char *out, size_t len)
                1;
     if (whoami_missing_package(str(failed, "lines"), str(x, "worktree"), pkg, sizeof pkg))
         return snprintf(out, len, "it failed and lives on without listening: %s; then restart it",
+                        pkg),
+               1;
+    if (strcmp(str(failed, "when"), "edit") != 0 &&
+        host_deps_missing(str(failed, "lines"), str(x, "command"), str(x, "worktree"), pkg,
+                          sizeof pkg))
+        return snprintf(out, len,
+                        "it failed at start and lives on without listening (no file needs a "
+                        "change): %s; then restart it",
                         pkg),
                1;
     if (strcmp(str(failed, "when"), "edit") != 0 &&

@@ -617,4 +617,9 @@ test('a Django importing a package its requirements.txt declares, not installed:
   assert.doesNotMatch(r.body, /Fix the error its last lines above name/);
   const why = await cli(tmp, ['why', '--front', String(px.port)], { cwd: wt });
   assert.ok(why.stdout.includes(install), why.stdout);
+  // restart, which an agent runs next, names the install too, not an edit
+  const again = await cli(tmp, ['restart', '--front', String(px.port)], { cwd: wt, ms: 30000 });
+  assert.equal(again.code, 1, again.stderr);
+  assert.ok(`${again.stdout}${again.stderr}`.includes(install), `${again.stdout}${again.stderr}`);
+  assert.doesNotMatch(`${again.stdout}${again.stderr}`, /fix the error its log's last lines name and save/);
 });
