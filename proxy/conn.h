@@ -133,6 +133,10 @@ void conn_identify_at_accept(struct proxy_client *c);
 void conn_wait_timeout(struct proxy_client *c);      /* CS_WAIT's timer */
 void conn_forward(struct proxy_client *c);           /* the gate, then upstream_start */
 void conn_wait(struct proxy_client *c, unsigned ms); /* into CS_WAIT, looked at again in ms */
+/* Whether a request waits for b: parked while it starts or reloads, or
+ * in the /__whoami gate; not yet counted in b->active, which only its
+ * exchange with b is. Walks the clients: for a stop's rare decision. */
+int conn_backend_awaited(struct proxy_server *s, const struct reg_backend *b);
 /* b's wrapper told its start failed: the requests waiting for it are refused. */
 void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b);
 

@@ -395,6 +395,15 @@ void conn_wait_timeout(struct proxy_client *c)
     }
 }
 
+int conn_backend_awaited(struct proxy_server *s, const struct reg_backend *b)
+{
+    struct proxy_client *c;
+    TAILQ_FOREACH(c, &s->clients, link)
+        if (c->backend == b && (c->state == CS_WAIT || c->state == CS_VERIFY))
+            return 1;
+    return 0;
+}
+
 /* b's start failed while its process lives on, which its wrapper told
  * after b was ready (an edit broke the server and its autoreloader waits
  * for the next), or b was dropped (its wrapper exited: a restart whose new

@@ -14,6 +14,7 @@
 
 #include "host.h"
 #include "log_flood.h"
+#include "conn.h"
 #include "ondemand_int.h"
 #include "ondemand_reader.h"
 
@@ -347,7 +348,10 @@ static void reap(evutil_socket_t fd, short what, void *arg)
 /* Stop what has served no request for its idle_stop: SIGTERM to the group,
  * which `wtproxy run` passes on before it unregisters and exits. An
  * adopted server's idle time counts from its adoption: the requests the
- * dead daemon saw are not known. */
+ * dead daemon saw are not known. A server still starting is not idle, nor
+ * one a request waits for (parked for its start, or in the gate): under
+ * load a start slower than idle_stop was stopped under the request that
+ * had started it, which got "exited with status 143 before it listened". */
 static void sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct ondemand *a = arg;
@@ -364,7 +368,8 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
             last = b->last_request_ms;
         if (b && e->adopted_ms > last)
             last = e->adopted_ms;
-        if (b && !b->active && now - last >= (long long)e->svc.idle_ms) {
+        if (b && b->state == REG_READY && !b->active && now - last >= (long long)e->svc.idle_ms &&
+            !conn_backend_awaited(a->srv, b)) {
             proxy_log("stopping %s's server%s%s: idle for %llu ms (idle_stop)%s", e->worktree,
                       e->svc.name[0] ? " for service " : "", e->svc.name, e->svc.idle_ms,
                       e->adopted ? "; it was adopted from the daemon that started it" : "");

@@ -199,6 +199,18 @@ test('idle_stop never cuts a request in flight', async (t) => {
   await waitFor(async () => (await lsJson(tmp0)).length === 0, 6000, 'then idle_stop ends the server');
 });
 
+// Seen under load in a full run: the server a request had started took
+// longer than idle_stop to listen, and the sweep stopped it under the
+// waiting request ("exited with status 143 ... before it listened").
+test('idle_stop never stops a server still starting for a waiting request', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port} --delay 2500`, `front = ${px.port}`, 'idle_stop = 1s'], ['a']);
+  const r = await curlFrom(tmp.wt.a, px.port, '/');
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.worktree, tmp.wt.a);
+});
+
 test('a .wtproxy that does not parse: 503 bad-wtproxy-file naming its line, and a fix about the file', async (t) => {
   const tmp0 = makeWorktrees(t, []);
   const px = await startDaemon(t, tmp0);
