@@ -53,7 +53,7 @@ struct cli_playwright {
     int front;          /* the port of a literal baseURL (else webServer.url), 0 when none */
     int base_port;      /* the port of a literal baseURL, 0 when none */
     int url_port;       /* the port of a literal webServer.url, 0 when none */
-    int run_front;      /* the front its `wtproxy run` registers on (--front, else 8000) */
+    int run_front;      /* its `wtproxy run`'s --front, 0 without (the .wtproxy's then) */
     char run_cmd[1024]; /* the server command its `wtproxy run ... --` runs; "" unknown */
     int nservers;       /* entries of a webServer array (each `{...}` with a command), else 0 */
     int of_top;         /* the top folder's entry for a subfolder's server: never edited */

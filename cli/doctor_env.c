@@ -239,6 +239,22 @@ static void reporter_resolves(const struct doc_ctx *c, const struct cli_playwrig
         memcpy(r->fix, link, strlen(link) + 1);
 }
 
+/* The front the config's `wtproxy run` registers on, as run picks it: its
+ * --front; else the .wtproxy's one service's, or of several the one whose
+ * start it runs (0 when none is: run refuses, naming each); else the
+ * daemon's one port; else 8000. */
+static int run_front(const struct doc_ctx *c, const struct cli_playwright *pw)
+{
+    if (pw->run_front)
+        return pw->run_front;
+    if (c->nfronts == 1)
+        return c->fronts[0];
+    if (c->nfronts > 1)
+        return c->start[0] && strcmp(c->start, pw->run_cmd) == 0 ? c->front : 0;
+    int daemon = cli_daemon_port(c->ping);
+    return daemon ? daemon : WTP_DEFAULT_FRONT_PORT;
+}
+
 void doc_playwright(struct doc_ctx *c, struct doc_result *r)
 {
     struct cli_playwright pw;
@@ -251,6 +267,7 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
     }
     cli_playwright_read(c->wt.root, &pw);
     const char *f = pw.file;
+    int front = run_front(c, &pw);
     if (!f[0])
         doc_set(r, DOC_SKIP, "no playwright.config.{ts,js,mjs,cjs} here");
     else if (!pw.web_server)
@@ -258,12 +275,12 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 "%s has no webServer: start the server with wtproxy run or the "
                 ".wtproxy",
                 f);
-    else if (pw.uses_run && pw.has_url && pw.url_port && pw.url_port != pw.run_front) {
+    else if (pw.uses_run && pw.has_url && pw.url_port && front && pw.url_port != front) {
         doc_set(r, DOC_PROBLEM,
                 "%s: webServer.command's `wtproxy run` registers its server on front %d, "
                 "but webServer.url is on port %d: Playwright waits there for a server "
                 "that is never routed to",
-                f, pw.run_front, pw.url_port);
+                f, front, pw.url_port);
         snprintf(r->fix, sizeof r->fix, "in webServer.command write: wtproxy run --front %d -- ...",
                  pw.url_port);
     } else if (c->has_file && !pw.uses_run &&
@@ -290,7 +307,7 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
     } else if (pw.run_by_name && pw.has_url &&
                host_self_program(prog, sizeof prog, other, sizeof other) == 1)
         not_found(f, prog, other, r);
-    else if (pw.uses_run && pw.has_url && c->start[0] && pw.run_front == c->front)
+    else if (pw.uses_run && pw.has_url && c->start[0] && front == c->front)
         both_recipes(c, &pw, r);
     else if (pw.uses_run && pw.has_url)
         doc_set(r, DOC_OK, "%s: recipe url, webServer.command runs `wtproxy run`%s", f,

@@ -320,9 +320,9 @@ static int run_by_name(const char *from, const char *to)
     return run && run < to && run > from && strchr("'\"` \t(", run[-1]);
 }
 
-/* The front port `wtproxy run` in [from, to) registers on: its --front
- * (--front N or --front=N, before the `--` that ends its flags), else the
- * default, 8000. */
+/* The --front of `wtproxy run` in [from, to) (--front N or --front=N,
+ * before the `--` that ends its flags), else 0: run then takes the
+ * .wtproxy's front, as doctor works out. */
 static int run_front(const char *from, const char *to)
 {
     const char *run = strstr(from, "wtproxy run");
@@ -333,13 +333,13 @@ static int run_front(const char *from, const char *to)
     char digits[8] = "";
     long port;
     if (!f || f >= to || (dashes && f > dashes))
-        return WTP_DEFAULT_FRONT_PORT;
+        return 0;
     f += 7 + strspn(f + 7, " =");
     size_t n = strspn(f, "0123456789");
     if (n == 0 || n >= sizeof digits)
-        return WTP_DEFAULT_FRONT_PORT;
+        return 0;
     memcpy(digits, f, n);
-    return cli_number(digits, 1, 65535, &port) == 0 ? (int)port : WTP_DEFAULT_FRONT_PORT;
+    return cli_number(digits, 1, 65535, &port) == 0 ? (int)port : 0;
 }
 
 /* The server command of a `wtproxy run [flags] -- CMD` in [from, to),

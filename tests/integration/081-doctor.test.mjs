@@ -647,14 +647,21 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   // without it, Playwright's shell would not find `wtproxy run`).
   const installed = { PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` };
   // Recipe url whose `wtproxy run` lacks the --front of its url's port: it
-  // would register on 8000 while Playwright waits on the url's port.
+  // registers on the .wtproxy's front while Playwright waits on the url's port.
   const urlRecipe = (cmd) => "export default { use: { baseURL: 'http://localhost:3000' },\n" +
     `  webServer: { command: '${cmd}', url: 'http://localhost:3000/', reuseExistingServer: true } };\n`;
   fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), urlRecipe('wtproxy run -- npm start'));
   d = await doctor(tmp, tmp.wt.a, px.port, installed);
   assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
-  assert.match(d.byName.playwright.detail, /`wtproxy run` registers its server on front 8000, but webServer\.url is on port 3000/);
+  assert.match(d.byName.playwright.detail, new RegExp(`\`wtproxy run\` registers its server on front ${px.port}, but webServer\\.url is on port 3000`));
   assert.equal(d.byName.playwright.fix, 'in webServer.command write: wtproxy run --front 3000 -- ...');
+  // Without --front, run takes the .wtproxy's front (wtproxy run --help):
+  // on the url's port that is fine, not "registers on 8000".
+  const ownFront = "export default { use: { baseURL: 'http://localhost:" + px.port + "' },\n" +
+    `  webServer: { command: 'wtproxy run -- npm start', url: 'http://localhost:${px.port}/', reuseExistingServer: true } };\n`;
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), ownFront);
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
+  assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
   fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), urlRecipe('wtproxy run --front 3000 -- npm start'));
   d = await doctor(tmp, tmp.wt.a, px.port, installed);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);

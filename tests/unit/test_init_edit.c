@@ -95,14 +95,14 @@ static void test_edit_command(void)
     free(s);
 }
 
-/* The front a config's `wtproxy run` registers on, as doctor reads it. */
+/* The --front of a config's `wtproxy run`, as doctor reads it (0: none). */
 static void test_run_front(void)
 {
     const char *cases[][2] = {
-        {"command: 'wtproxy run -- x {port}'", "8000"},
+        {"command: 'wtproxy run -- x {port}'", "0"},
         {"command: 'wtproxy run --front 3000 -- x {port}'", "3000"},
         {"command: 'wtproxy run --front=3001 --service web -- x'", "3001"},
-        {"command: 'wtproxy run -- x --front 9 {port}'", "8000"}, /* CMD's own flag */
+        {"command: 'wtproxy run -- x --front 9 {port}'", "0"}, /* CMD's own flag */
         {"command: `${wtproxy} run --front 4000 -- x`", "4000"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
