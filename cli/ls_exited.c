@@ -55,13 +55,14 @@ static size_t quote_end(const char *s, size_t n, int *after)
 
 /* EXITED_LINES lines of them. The white space s ends with is left out:
  * quoted, blank lines read as a heading over nothing. */
-void cli_quote_tail(const char *s, char *out, size_t len)
+void cli_quote_tail(const char *s, int to_error, char *out, size_t len)
 {
     size_t n = strlen(s), used = 0;
-    int after;
+    int after = 0;
     while (n && strchr(" \t\r\n", s[n - 1]))
         n--;
-    n = quote_end(s, n, &after);
+    if (to_error)
+        n = quote_end(s, n, &after);
     const char *from = s + n;
     for (int k = 0; from > s; from--)
         if (from[-1] == '\n' && ++k == EXITED_LINES)
@@ -166,7 +167,10 @@ void cli_exited_words(json_t *x, char *out, size_t len)
         snprintf(said, sizeof said, HOST_EXIT_SILENT);
     } else {
         size_t n = (size_t)snprintf(said, sizeof said, "its last lines:\n");
-        cli_quote_tail(lines, said + n, sizeof said - n);
+        /* A killed server's last error line, if any, is an old one it
+         * lived past (an edit's traceback, fixed since): quoted as the
+         * end, it sent its reader to fix code that is fine. */
+        cli_quote_tail(lines, !killed, said + n, sizeof said - n);
     }
     const char *then = exit_fix(lines, wt, cmd, killed, fix, sizeof fix);
     snprintf(out, len,

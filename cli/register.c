@@ -110,7 +110,7 @@ static int report_failed(json_t *holder, json_int_t front)
         return 0;
     const char *lines =
         json_string_value(json_object_get(json_object_get(holder, "start_failed"), "lines"));
-    cli_quote_tail(lines ? lines : "", quote, sizeof quote);
+    cli_quote_tail(lines ? lines : "", 1, quote, sizeof quote);
     fprintf(stderr, "wtproxy: that server serves nothing: %s; its last lines:\n%s\n", words, quote);
     fprintf(stderr, "wtproxy: all its output: wtproxy logs --front %lld (in its worktree)\n",
             (long long)front);

@@ -39,10 +39,12 @@ json_t *cli_servers_matching(const struct cli_server_args *a, char *err, size_t 
 
 /* --- ls_exited.c: the servers that exited lately --- */
 
-/* The last lines of a server's output s that end with the error they name
- * (else its last ones) into out, each after "  | ", so that they never read
- * as wtproxy's own words; a note counts the lines after them. */
-void cli_quote_tail(const char *s, char *out, size_t len);
+/* The last lines of a server's output s into out, each after "  | ", so
+ * that they never read as wtproxy's own words. With to_error they end with
+ * the error they name (else they are its last ones) and a note counts the
+ * lines after them; without it (a server someone killed: no error of its
+ * output ended it) they are its last ones. */
+void cli_quote_tail(const char *s, int to_error, char *out, size_t len);
 
 /* x (one of the `list` op's "exited") in words: the worktree and front,
  * how and when its server ended, its last lines, where the whole log is

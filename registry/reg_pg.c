@@ -399,23 +399,47 @@ int reg_pg_connect_timed_out(const char *msg)
     return msg && strstr(msg, "timeout expired") != NULL;
 }
 
-/* One connect attempt with our defaults; NULL only when out of memory. */
-static PGconn *dial_once(const char *uri)
+/* Whether neither uri nor PGDATABASE names a database: libpq would then
+ * connect to the one named as the user, which a role made for an app
+ * (PGUSER=shop) seldom has; "database shop does not exist" stopped the
+ * claim that a doctor connected to postgres found fine. */
+static int names_no_database(const char *uri)
 {
-    /* Ours first: with expand_dbname, what the URI says overrides them. */
-    const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-    const char *const vals[] = {REG_PG_CONNECT_TIMEOUT, "wtproxy", uri, NULL};
+    const char *env = getenv("PGDATABASE");
+    if (env && *env)
+        return 0;
+    PQconninfoOption *opts = PQconninfoParse(uri, NULL);
+    int none = 1;
+    for (PQconninfoOption *o = opts; o && o->keyword; o++)
+        if (strcmp(o->keyword, "dbname") == 0 && o->val && *o->val)
+            none = 0;
+    PQconninfoFree(opts);
+    return opts != NULL && none;
+}
+
+/* One connect attempt with our defaults; NULL only when out of memory.
+ * maintenance: to postgres when nothing names a database (createdb's
+ * rule), as the app's database server is only asked to create and drop. */
+static PGconn *dial_once(const char *uri, int maintenance)
+{
+    /* Ours first: with expand_dbname, what the URI says overrides them;
+     * the second dbname, not expanded, overrides a URI that names none. */
+    const char *keys[] = {"connect_timeout", "application_name", "dbname", "dbname", NULL};
+    const char *const vals[] = {REG_PG_CONNECT_TIMEOUT, "wtproxy", uri, "postgres", NULL};
+    if (!maintenance || !names_no_database(uri))
+        keys[3] = NULL;
     return PQconnectdbParams(keys, vals, 1);
 }
 
 PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
 {
     char masked[REG_PG_URI_MAX + 64], msg[512];
-    PGconn *c = dial_once(uri);
+    int maintenance = strcmp(what, "the registry") != 0;
+    PGconn *c = dial_once(uri, maintenance);
     int retried = 0;
     if (c && PQstatus(c) != CONNECTION_OK && reg_pg_connect_timed_out(PQerrorMessage(c))) {
         PQfinish(c);
-        c = dial_once(uri);
+        c = dial_once(uri, maintenance);
         retried = 1;
     }
     reg_pg_mask(uri, masked, sizeof masked);
@@ -439,7 +463,7 @@ PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
         PQfinish(c);
         return NULL;
     }
-    if (strcmp(what, "the registry") != 0)
+    if (maintenance)
         mark_db_server(c);
     PQclear(reg_pg_exec(c, "SET client_min_messages = warning", 0, NULL, msg, sizeof msg));
     return c;

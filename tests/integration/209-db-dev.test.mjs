@@ -95,6 +95,21 @@ test('--from copies the source; a source in use is refused naming who holds it',
   assert.equal(pg.psql("SELECT coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = 'shop'"), '', 'the source is not stamped');
 });
 
+test('PG* naming a role but no database: the claim connects to postgres, as doctor does, not to a database named as the role', async (t) => {
+  const { pg, tmp, dbs } = await setup(t);
+  // The app's role, as Django's settings name it (USER "shop"), and no
+  // database "shop": libpq's default database is the role's name.
+  pg.psql('CREATE ROLE shop LOGIN SUPERUSER');
+  const r = await cli(tmp, ['db', 'claim', '--dev', 'shop'], {
+    cwd: tmp.wt.a, ms: 60000,
+    env: { PGHOST: pg.host, PGPORT: String(pg.port), PGUSER: 'shop', PGDATABASE: undefined, WTPROXY_DB_SERVER: undefined, WTPROXY_MACHINE: 'm1' },
+  });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /dev database shop_m1_wt_a created/);
+  assert.equal(dbs('shop%'), 'shop_m1_wt_a');
+});
+
 test('dev name guards; a test claim never takes a dev database', async (t) => {
   const { db, dbs } = await setup(t);
   const cases = [
