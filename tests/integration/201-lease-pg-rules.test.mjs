@@ -51,11 +51,14 @@ test('refused claim names machine, worktree, purpose, age and the release comman
 
 test('a TTL expires: the next claimer wins', async (t) => {
   const { run, holderOf, tmp } = await setup(t);
-  let r = await run('a', ['claim', 'slot', '--ttl', '1s']);
+  // 3 s: under load (CI beside other jobs) one ASan CLI took over 1 s,
+  // and b's first claim came after a 1 s lease had expired.
+  let r = await run('a', ['claim', 'slot', '--ttl', '3s']);
+  const claimed = Date.now();
   assert.equal(r.code, 0, r.stderr);
   r = await run('b', ['claim', 'slot', '--ttl', '1m']);
-  assert.equal(r.code, 1, 'still held');
-  await new Promise((res) => setTimeout(res, 1300));
+  assert.equal(r.code, 1, `still held (${Date.now() - claimed} ms after the claim)`);
+  await new Promise((res) => setTimeout(res, Math.max(0, claimed + 3300 - Date.now())));
   r = await run('b', ['claim', 'slot', '--ttl', '1m']);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(holderOf('slot'), tmp.wt.b);
