@@ -307,7 +307,8 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
     } else if (pw.run_by_name && pw.has_url &&
                host_self_program(prog, sizeof prog, other, sizeof other) == 1)
         not_found(f, prog, other, r);
-    else if (pw.uses_run && pw.has_url && c->start[0] && front == c->front)
+    else if (pw.uses_run && pw.has_url && c->start[0] && front == c->front &&
+             (pw.run_front || pw.run_cmd[0])) /* a front inferred, a command unread: unknown */
         both_recipes(c, &pw, r);
     else if (pw.uses_run && pw.has_url)
         doc_set(r, DOC_OK, "%s: recipe url, webServer.command runs `wtproxy run`%s", f,
