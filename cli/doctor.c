@@ -110,8 +110,20 @@ void doc_init_fix(const struct doc_ctx *c, char *out, size_t len)
         top_app = cli_app_detect(c->wt.root, &app, err, sizeof err) == 0;
         cli_app_free(&app);
     }
-    if (top_app || cli_sub_adopt(c->wt.root, out, len, NULL, 0) == 0)
+    if (top_app)
         snprintf(out, len, "wtproxy init --apply");
+    else if (cli_sub_adopt(c->wt.root, out, len, NULL, 0) > 0)
+        return;
+    else if (c->has_file) /* an app init refuses: the guides, never over its .wtproxy */
+        snprintf(out, len,
+                 "make the server answer /__whoami as wtproxy help whoami-protocol says "
+                 "(wtproxy init knows no app here)");
+    else
+        snprintf(out, len,
+                 "wtproxy help wtproxy-file > %s%s.wtproxy, then edit its start, and make the "
+                 "server answer /__whoami as wtproxy help whoami-protocol says (wtproxy init "
+                 "knows no app here)",
+                 at_top ? "" : c->wt.root, at_top ? "" : "/");
 }
 
 /* The front port the checks judge, into c->front, and where it came from

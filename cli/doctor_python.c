@@ -275,7 +275,8 @@ void doc_python(struct doc_ctx *c, struct doc_result *r)
         return;
     if (python_prefix(c->wt.root, c->start, python, label, sizeof python) < 0) {
         doc_set(r, DOC_SKIP,
-                "the .wtproxy's start runs neither python (nor a Python script) nor node");
+                "the .wtproxy's start runs neither python (nor a Python script) nor node: its "
+                "server answers /__whoami by itself (wtproxy help whoami-protocol)");
         return;
     }
     int st = run_probe(c->wt.root, python, probe, out, sizeof out);

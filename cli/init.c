@@ -382,7 +382,12 @@ int cli_init_main(int argc, char **argv)
                     "NAME]. Nothing was changed: the top folder holds no app of its own (%s)\n",
                     dir, adopt, apps, err);
         else
-            fprintf(stderr, "wtproxy init: unknown app layout: %s. Nothing was changed.\n", err);
+            fprintf(stderr,
+                    "wtproxy init: unknown app layout: %s. Nothing was changed. Write the "
+                    ".wtproxy by hand (wtproxy help wtproxy-file > %s/.wtproxy, then edit its "
+                    "start) and have the server answer /__whoami (wtproxy help "
+                    "whoami-protocol)\n",
+                    err, dir);
         cli_app_free(&p.app);
         return 2;
     }

@@ -76,7 +76,8 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   assert.match(onPath.byName.daemon.fix, new RegExp(`^setsid -f wtproxy serve --listen ${front} `),
     'the wtproxy on PATH is this binary: named as typed');
   assert.equal(c.server.status, 'problem', 'no .wtproxy and no server');
-  assert.equal(c.server.fix, 'wtproxy init --apply');
+  assert.equal(c.server.fix, 'wtproxy help wtproxy-file > .wtproxy, then edit its start, and make the server answer /__whoami as wtproxy help whoami-protocol says (wtproxy init knows no app here)',
+    'an app init knows not (it refuses it): the guides, not init --apply');
   assert.equal(c.whoami.status, 'skipped');
   assert.equal(c.inotify.status, 'ok');
   assert.match(c.inotify.detail, /folders here .* x 2 worktrees = \d+ watches, within max_user_watches \d+/);
@@ -92,9 +93,12 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   // places this worktree's callers by it, test 136).
   const ok = "no server runs now; the .wtproxy makes the daemon start one on this worktree's first request";
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfront = ${front}\n`);
-  let s = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName.server;
+  const own = (await doctor(tmp, tmp.wt.a, front, { PATH: '/nonexistent' })).byName;
+  let s = own.server;
   assert.equal(s.status, 'ok');
   assert.equal(s.detail, ok);
+  assert.equal(own.middleware.status, 'skipped');
+  assert.equal(own.middleware.detail, "the .wtproxy's start runs neither python (nor a Python script) nor node: its server answers /__whoami by itself (wtproxy help whoami-protocol)");
   // On the main checkout only (this branch predates it): a problem, as the
   // daemon's 503 says, and the fix doctor gives, pasted, makes it ok.
   fs.renameSync(path.join(tmp.wt.a, '.wtproxy'), path.join(tmp.repo, '.wtproxy'));
@@ -125,7 +129,7 @@ test('no daemon, no git on PATH, no PostgreSQL: every other check still runs', a
   assert.equal(r.code, 1);
   const lines = r.stdout.trimEnd().split('\n');
   for (const n of NAMES) assert.ok(lines.some((l) => new RegExp(`^(ok|problem|skipped) +${n} `).test(l)), `a line for ${n}:\n${r.stdout}`);
-  assert.match(r.stdout, /^problem +server .*\n +fix: wtproxy init --apply$/m);
+  assert.match(r.stdout, /^problem +server .*\n +fix: wtproxy help wtproxy-file > \.wtproxy, then edit its start, .*whoami-protocol/m);
 });
 
 // No daemon: the fix starts one in the background, so that pasted in an
@@ -621,7 +625,8 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.playwright.status, 'problem');
   assert.match(d.byName.playwright.detail, /reuseExistingServer with a fixed port reuses whatever server holds it/);
-  assert.equal(d.byName.playwright.fix, 'wtproxy init --apply');
+  assert.equal(d.byName.playwright.fix, 'wtproxy help wtproxy-file > .wtproxy, then edit its start, and make the server answer /__whoami as wtproxy help whoami-protocol says (wtproxy init knows no app here)',
+    'no app init knows: the guides, not the init --apply it refuses');
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = npm start\nfront = ${px.port}\n`);
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);

@@ -10,8 +10,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { httpGet } from './lib/backends.mjs';
-import { git } from './lib/registry.mjs';
-import { python, tempDir, startPython, freePort, diskFingerprint } from './lib/whoami.mjs';
+import { git, waitFor } from './lib/registry.mjs';
+import { python, pythonPath, tempDir, startPython, freePort, diskFingerprint } from './lib/whoami.mjs';
 
 const serverPy = (wrapArgs) => `import sys
 from wsgiref.simple_server import make_server, WSGIRequestHandler
@@ -142,4 +142,56 @@ make_server('127.0.0.1', int(sys.argv[1]), WhoamiWSGIMiddleware(app), handler_cl
   const fresh = await startPython(t, ['value_server.py', String(freshPort)], { cwd: src, port: freshPort, env: writes });
   assert.equal((await httpGet(fresh.port, '/')).body.toString(), '2');
   assert.equal(JSON.parse((await httpGet(fresh.port, '/__whoami')).body).fingerprint.hash, disk.hash);
+});
+
+// The middleware fingerprints when it is built, after the app imported its
+// modules: a module edited in between was hashed as its new contents while
+// the old ones ran, and the server was called current. A file modified
+// after the process started is reported unknown instead.
+test('WSGI: a module edited between its import and the fingerprint is never vouched for', async (t) => {
+  const repo = project(t);
+  const src = path.join(repo, 'src');
+  const logic = path.join(src, 'pkg/logic.py');
+  fs.writeFileSync(path.join(src, 'slow_server.py'), `import os, sys, time
+from wsgiref.simple_server import make_server, WSGIRequestHandler
+from wtproxy_whoami.wsgi import WhoamiWSGIMiddleware
+from pkg.logic import VALUE
+
+open('loaded', 'w').close()
+while not os.path.exists('go'):
+    time.sleep(0.01)
+
+def app(environ, start_response):
+    start_response('200 OK', [('Content-Type', 'text/plain')])
+    return [str(VALUE).encode()]
+
+class Quiet(WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+make_server('127.0.0.1', int(sys.argv[1]), WhoamiWSGIMiddleware(app), handler_class=Quiet).serve_forever()
+`);
+  const racePort = await freePort();
+  const starting = startPython(t, ['slow_server.py', String(racePort)], { cwd: src, port: racePort });
+  await waitFor(() => fs.existsSync(path.join(src, 'loaded')), 10000, 'slow_server.py imported pkg.logic');
+  fs.writeFileSync(logic, 'VALUE = 2\n');
+  fs.writeFileSync(path.join(src, 'go'), '');
+  const race = await starting;
+  assert.equal((await httpGet(race.port, '/')).body.toString(), '1', 'the server runs VALUE = 1');
+  const who = JSON.parse((await httpGet(race.port, '/__whoami')).body).fingerprint;
+  const disk = await diskFingerprint(repo);
+  assert.notEqual(who.hash, disk.hash, 'a server running VALUE = 1 is not vouched for as the disk, VALUE = 2');
+  const asUnknown = spawnSync(python, ['-c', `from wtproxy_whoami import fingerprint as fp
+r = fp.compute('.').records
+print(fp.Fingerprint([(b'u', p, fp.EMPTY_DIGEST) if p == b'src/pkg/logic.py' else (k, p, d) for k, p, d in r]).hash)`],
+  { cwd: repo, env: { ...process.env, PYTHONPATH: pythonPath } });
+  assert.equal(who.hash, asUnknown.stdout.toString().trim(), 'only logic.py is unknown; the rest as on disk');
+  await race.stop();
+
+  fs.rmSync(path.join(src, 'loaded'));
+  const freshPort = await freePort();
+  const fresh = await startPython(t, ['slow_server.py', String(freshPort)], { cwd: src, port: freshPort });
+  assert.equal((await httpGet(fresh.port, '/')).body.toString(), '2');
+  assert.equal(JSON.parse((await httpGet(fresh.port, '/__whoami')).body).fingerprint.hash, disk.hash,
+    'the restart loads and fingerprints it right');
 });

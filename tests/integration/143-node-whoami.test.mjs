@@ -7,11 +7,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { httpGet } from './lib/backends.mjs';
 import { git, waitFor } from './lib/registry.mjs';
 import { repoRoot } from './lib/wtproxy.mjs';
+import { compute } from '../../whoami/node/fingerprint.mjs';
 import { loadVectors, tempDir, buildTree, patternArgs, fingerprintCli, isRoot, diskFingerprint } from './lib/whoami.mjs';
 
 for (const v of loadVectors()) {
@@ -43,8 +45,8 @@ const server = http.createServer((req, res) => mw(req, res, () => {
 server.listen(0, '127.0.0.1', () => console.log('port ' + server.address().port));
 `;
 
-async function startNode(t, cwd, env = {}) {
-  const proc = spawn(process.execPath, ['server.mjs'], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+async function startNode(t, cwd, env = {}, script = 'server.mjs') {
+  const proc = spawn(process.execPath, [script], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let out = '';
   proc.stdout.on('data', (d) => { out += d; });
   proc.stderr.on('data', (d) => { out += d; });
@@ -132,4 +134,46 @@ test('node middleware: NODE_ENV=production passes /__whoami to the app', async (
   const s = await startNode(t, path.join(repo, 'src'), { NODE_ENV: 'production' });
   const r = await httpGet(s.port, '/__whoami');
   assert.equal(r.body.toString(), 'app saw GET /__whoami');
+});
+
+// whoami() fingerprints when it is called, after the app imported its
+// modules: a module edited in between was hashed as its new contents while
+// the old ones ran, and the server was called current. A file modified
+// after the process started is reported unknown instead.
+test('node middleware: a module edited between its import and whoami() is never vouched for', async (t) => {
+  const repo = project(t);
+  const src = path.join(repo, 'src');
+  fs.writeFileSync(path.join(src, 'lib.mjs'), 'export const v = 1;\n');
+  fs.writeFileSync(path.join(src, 'race.mjs'), `import fs from 'node:fs';
+import http from 'node:http';
+import { whoami } from ${JSON.stringify(path.join(repoRoot, 'whoami/node/index.mjs'))};
+import { v } from './lib.mjs';
+fs.writeFileSync('loaded', '');
+while (!fs.existsSync('go')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+const mw = whoami();
+const server = http.createServer((req, res) => mw(req, res, () => res.end(String(v))));
+server.listen(0, '127.0.0.1', () => console.log('port ' + server.address().port));
+`);
+  const starting = startNode(t, src, {}, 'race.mjs');
+  await waitFor(() => fs.existsSync(path.join(src, 'loaded')), 10000, 'race.mjs imported lib.mjs');
+  fs.writeFileSync(path.join(src, 'lib.mjs'), 'export const v = 2;\n');
+  fs.writeFileSync(path.join(src, 'go'), '');
+  const race = await starting;
+  assert.equal((await httpGet(race.port, '/')).body.toString(), '1', 'the server runs v = 1');
+  const who = JSON.parse((await httpGet(race.port, '/__whoami')).body).fingerprint;
+  const disk = await diskFingerprint(repo, nodeArgs);
+  assert.notEqual(who.hash, disk.hash, 'a server running v = 1 is not vouched for as the disk, v = 2');
+  const h = crypto.createHash('sha256');
+  for (const r of compute(repo, who.include, who.exclude).records) {
+    const unknown = r.path.toString() === 'src/lib.mjs';
+    h.update(Buffer.concat([Buffer.from(unknown ? 'u' : r.type), r.path, Buffer.from([0]),
+      Buffer.from((unknown ? crypto.createHash('sha256').digest('hex') : r.digest) + '\n')]));
+  }
+  assert.equal(who.hash, `sha256:${h.digest('hex')}`, 'only lib.mjs is unknown; the rest as on disk');
+  race.proc.kill('SIGKILL');
+
+  const fresh = await startNode(t, src, {}, 'race.mjs');
+  assert.equal((await httpGet(fresh.port, '/')).body.toString(), '2');
+  assert.equal(JSON.parse((await httpGet(fresh.port, '/__whoami')).body).fingerprint.hash, disk.hash,
+    'the restart loads and fingerprints it right');
 });

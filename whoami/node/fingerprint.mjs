@@ -107,7 +107,7 @@ function digestLink(full) {
   }
 }
 
-function walk(root, rel, inc, exc, records) {
+function walk(root, rel, inc, exc, newerThan, records) {
   let names;
   try {
     names = fs.readdirSync(join(root, rel), { encoding: 'buffer' });
@@ -125,11 +125,11 @@ function walk(root, rel, inc, exc, records) {
     }
     if (st.isDirectory()) {
       if (!exc.some((p) => p.length >= 3 && p.subarray(-3).equals(Buffer.from('/**')) && globMatch(p.subarray(0, -3), path))) {
-        walk(root, path, inc, exc, records);
+        walk(root, path, inc, exc, newerThan, records);
       }
     } else if ((st.isFile() || st.isSymbolicLink()) && inc.some((p) => globMatch(p, path)) &&
         !exc.some((p) => globMatch(p, path))) {
-      const got = st.isSymbolicLink() ? digestLink(full) : digestFile(full);
+      const got = st.mtimeMs > newerThan ? ['u', EMPTY] : st.isSymbolicLink() ? digestLink(full) : digestFile(full);
       if (!got) continue;
       if (records.length === MAX_FILES) throw new FingerprintError(`cannot fingerprint: more than ${MAX_FILES} files are selected (narrow the include patterns or add excludes)`);
       records.push({ type: got[0], path, digest: got[1] });
@@ -139,8 +139,10 @@ function walk(root, rel, inc, exc, records) {
 
 // The fingerprint of the tree at root under include and exclude (arrays
 // of strings): { files, hash, records: [{type, path (Buffer), digest}] }.
-// Throws FingerprintError when root is not a folder or resources run out.
-export function compute(root, include, exclude) {
+// A file modified after newerThan (ms since the epoch) is recorded unknown
+// (index.mjs says why). Throws FingerprintError when root is not a folder
+// or resources run out.
+export function compute(root, include, exclude, newerThan = Infinity) {
   const inc = checkPatterns(include, 'include');
   const exc = checkPatterns(exclude, 'exclude');
   const rootBuf = Buffer.isBuffer(root) ? root : Buffer.from(root);
@@ -150,7 +152,7 @@ export function compute(root, include, exclude) {
   }
   if (!st.isDirectory()) throw new FingerprintError(`cannot fingerprint ${root}: Not a directory (give the checkout's folder)`);
   const records = [];
-  walk(rootBuf, Buffer.alloc(0), inc, exc, records);
+  walk(rootBuf, Buffer.alloc(0), inc, exc, newerThan, records);
   records.sort((a, b) => Buffer.compare(a.path, b.path));
   const h = crypto.createHash('sha256');
   for (const r of records) h.update(Buffer.concat([Buffer.from(r.type), r.path, Buffer.from([0]), Buffer.from(r.digest + '\n')]));

@@ -10,6 +10,15 @@
 // must describe the code this process loaded, so that a later edit makes
 // wtproxy's fresh fingerprint of the disk differ from it. With
 // NODE_ENV=production, whoami() returns a middleware that only calls next().
+//
+// The app's modules were imported before whoami() runs: a file edited
+// between its import and the fingerprint would be hashed as its new
+// contents while the old ones run, and the server called current. So a
+// file modified after this process started (performance.timeOrigin, taken
+// before any module loads) is recorded unknown, which no disk matches:
+// the gate calls the server stale, and the restart loads and fingerprints
+// it right. A file edited after the start but before its import is
+// reported unknown too: a needless restart, never a wrong verdict.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ALGORITHM, compute } from './fingerprint.mjs';
@@ -92,7 +101,8 @@ export function withTakingIn(answer, body, sinceMs) {
 // can start a process that catches up (reloads.mjs).
 export function whoamiAnswer({ root, include = DEFAULT_INCLUDE, exclude = DEFAULT_EXCLUDE } = {}) {
   const checkout = resolveCheckout(root);
-  const made = answerFor(checkout, include, exclude, compute(checkout, include, exclude));
+  const fp = compute(checkout, include, exclude, performance.timeOrigin);
+  const made = answerFor(checkout, include, exclude, fp);
   if (!nothingReloads()) return made;
   const answer = { ...made.answer, reloads: false };
   return { answer, body: Buffer.from(JSON.stringify(answer)) };

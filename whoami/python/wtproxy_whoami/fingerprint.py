@@ -143,7 +143,7 @@ def _digest_link(dfd, name):
         return b'u', EMPTY_DIGEST
 
 
-def _walk(dfd, prefix, include, exclude, records):
+def _walk(dfd, prefix, include, exclude, newer_than_ns, records):
     try:
         names = os.listdir(dfd)
     except OSError as e:
@@ -173,13 +173,17 @@ def _walk(dfd, prefix, include, exclude, records):
                                            'ulimit -n)') from e
                 continue
             try:
-                _walk(cfd, path, include, exclude, records)
+                _walk(cfd, path, include, exclude, newer_than_ns, records)
             finally:
                 os.close(cfd)
         elif (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) and \
                 selected(include, exclude, path):
-            got = _digest_link(dfd, bname) if stat.S_ISLNK(st.st_mode) else \
-                _digest_file(dfd, bname)
+            if newer_than_ns is not None and st.st_mtime_ns > newer_than_ns:
+                got = b'u', EMPTY_DIGEST
+            elif stat.S_ISLNK(st.st_mode):
+                got = _digest_link(dfd, bname)
+            else:
+                got = _digest_file(dfd, bname)
             if got is None:
                 continue
             if len(records) == MAX_FILES:
@@ -188,10 +192,12 @@ def _walk(dfd, prefix, include, exclude, records):
             records.append((got[0], path, got[1]))
 
 
-def compute(root, include=DEFAULT_INCLUDE, exclude=DEFAULT_EXCLUDE):
+def compute(root, include=DEFAULT_INCLUDE, exclude=DEFAULT_EXCLUDE, newer_than_ns=None):
     """The Fingerprint of the tree at root (str or bytes) under the include
-    and exclude patterns (lists of str). FingerprintError when root is not a
-    folder or resources run out; ValueError for bad patterns."""
+    and exclude patterns (lists of str); a file modified after
+    newer_than_ns (ns since the epoch) is recorded unknown (answer.py says
+    why). FingerprintError when root is not a folder or resources run out;
+    ValueError for bad patterns."""
     inc = check_patterns(include, 'include')
     exc = check_patterns(exclude, 'exclude')
     try:
@@ -201,7 +207,7 @@ def compute(root, include=DEFAULT_INCLUDE, exclude=DEFAULT_EXCLUDE):
                                "(give the checkout's folder)") from e
     records = []
     try:
-        _walk(fd, b'', inc, exc, records)
+        _walk(fd, b'', inc, exc, newer_than_ns, records)
     finally:
         os.close(fd)
     records.sort(key=lambda r: r[1])
