@@ -60,6 +60,36 @@ static int restarting(const struct whoami_case *c)
     return m->restart_ms && c->now_ms - m->restart_ms < c->cfg->start_timeout_ms;
 }
 
+/* The process our restart started has answered: its registration's start
+ * moved since we asked (compared as values, as trusted_restarted_404
+ * does) and the answer was asked after. Waiting longer for it could not
+ * change what it serves: it loaded its code once. */
+static int restarted(const struct whoami_case *c)
+{
+    const struct whoami_memory *m = c->mem;
+    return c->target->started_ms != m->restart_start_ms && m->asked_ms >= m->restart_ms;
+}
+
+/* Whether a stale server may be restarted: twice per staleness at most,
+ * never in a loop. The disk changing after the last restart was sent (an
+ * edit landing while the new process started, or after a refusal) is a
+ * new staleness. A restarted process back with older code is given one
+ * more restart from the same files, because it can help: an edit that
+ * keeps a .py's size, saved within the second the process before
+ * compiled it, leaves a .pyc the next one takes for the new source; that
+ * one reports it unknown and removes it (python/wtproxy_whoami/
+ * bytecode.py), and the one after compiles the source. A third would
+ * start from what the second did. */
+static int may_restart(const struct whoami_case *c)
+{
+    const struct whoami_memory *m = c->mem;
+    long long changed = c->disk->changed_ms;
+    if (!c->target->restart_on_stale || c->target->pid <= 0 || m->restart_failed || c->no_restart)
+        return 0;
+    return !m->restart_ms || changed > m->restart_ms ||
+           (changed > m->prior_restart_ms && restarted(c));
+}
+
 /* Whether a stale-looking server is still given time because its answer
  * says it is taking a change in (taking_in, PROTOCOL.md): a compile on a
  * loaded machine can outlast stale_grace, and a restart would start it
@@ -114,10 +144,10 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
      * reloaded since. Only a fresh answer can say it is stale. */
     if (m->asked_ms < c->disk->changed_ms || m->asked_ms < c->since_ms)
         return WA_FETCH;
-    if (restarting(c) || in_grace(c) || taking_in(c))
+    if ((restarting(c) && !restarted(c)) || in_grace(c) || taking_in(c))
         return WA_RETRY;
-    if (t->restart_on_stale && t->pid > 0 && !m->restart_ms && !m->restart_failed && !c->no_restart)
-        return WA_RESTART; /* once per staleness */
+    if (may_restart(c))
+        return WA_RESTART;
     /* Its wrapper could not be asked (gone): no request will restart it. */
     struct whoami_target told = *t;
     told.restart_on_stale &= !m->restart_failed;
@@ -145,8 +175,7 @@ static int decide_trusted(const struct whoami_case *c, struct whoami_status *st,
     }
     /* Restarted as a server with an answer is: its new process is judged
      * by its registration's start, which moves with `restarting`. */
-    if (disk && t->restart_on_stale && t->pid > 0 && !c->mem->restart_ms &&
-        !c->mem->restart_failed && !c->no_restart)
+    if (disk && may_restart(c))
         return WA_RESTART;
     if (!disk)
         whoami_refusal_unreadable(t, c->disk->err, detail, detlen);

@@ -33,6 +33,7 @@ struct whoami_memory {
     int answered;                    /* the server gave a usable answer before */
     long long restart_ms;            /* when its restart was sent; 0 not */
     long long restart_start_ms;      /* its registration's start then */
+    long long prior_restart_ms;      /* when the restart before it was sent; 0 none */
     /* Facts gate.c looks up when asked to (WA_LISTENER, WA_RESTART). */
     int listener_checked; /* listener_moved holds */
     int listener_moved;   /* another socket listens now than the one asked */

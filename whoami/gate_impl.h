@@ -37,6 +37,7 @@ struct whoami_server {
     long long asked_ms;         /* when the exchange behind res began */
     long long restart_ms;       /* when we asked its wrapper to restart it, 0 not */
     long long restart_start_ms; /* its registration's start_ms then */
+    long long prior_restart_ms; /* when the restart before it was sent, 0 none */
     unsigned long listener;     /* inode of the socket listening when asked; 0 unknown */
     long long listener_ms;      /* when it was last compared with the one there now */
     int refresh;                /* a background re-ask is due (WHOAMI_REVERIFY_MS) */

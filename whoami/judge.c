@@ -44,6 +44,7 @@ static int ask_restart(struct whoami_server *s, long long now)
 {
     if (host_pid_start(s->t.pid) != s->t.pid_start || kill(s->t.pid, SIGUSR1) < 0)
         return 0;
+    s->prior_restart_ms = s->restart_ms;
     s->restart_ms = now;
     s->restart_start_ms = s->t.started_ms;
     return 1;
@@ -62,6 +63,7 @@ int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
                               s->answered,
                               s->restart_ms,
                               s->restart_start_ms,
+                              s->prior_restart_ms,
                               0,
                               0,
                               0};

@@ -2,10 +2,12 @@
 // whose /__whoami is fixed at its start like the middleware's): a verified
 // server serves; an edit makes it stale (held for stale_grace, then 409
 // naming the files); --restart-on-stale restarts it and answers from the
-// new process; one whose /__whoami says taking_in for ever is held past
-// stale_grace only until start_timeout, then refused saying so; an edit
-// outside the declared patterns changes nothing; the inotify-less stat
-// scan sees edits too.
+// new process (again when an edit lands while it starts; one that comes
+// back stale gets one more restart, then a 409 at once, and is restarted
+// after the next edit); one whose /__whoami says taking_in for ever is
+// held past stale_grace only until start_timeout, then refused saying so;
+// an edit outside the declared patterns changes nothing; the
+// inotify-less stat scan sees edits too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -91,6 +93,64 @@ test('--restart-on-stale: the request is held, the server restarted, the answer 
   const [e] = (await lsJson(tmp)).filter((x) => x.worktree === tmp.wt.a);
   assert.equal(e.whoami.state, 'verified');
   assert.equal(e.restart_on_stale, true);
+});
+
+test('--restart-on-stale: an edit landing while the restarted server starts restarts it again, the request held', async (t) => {
+  const { tmp, px } = await setup(t, ['--start-timeout', '15s']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n');
+  const pids = path.join(tmp.root, 'pids');
+  // Each process fingerprints at its start and listens 1.2 s later: an edit
+  // in between is one it never loaded, as a Go server's second save
+  // landing while `go run` rebuilds.
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, runArgs: ['--restart-on-stale'],
+    serverArgs: ['--delay', '1200', '--pids', pids] });
+  await run.ready;
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  await new Promise((r) => setTimeout(r, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(2)\n');
+  const t0 = Date.now();
+  const held = getWorktree(px.port, tmp.wt.a);
+  await waitFor(() => fs.readFileSync(pids, 'utf8').trim().split('\n').length === 2, 10000);
+  await new Promise((r) => setTimeout(r, 600)); // it has fingerprinted, not yet listening
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(3)\n');
+  const r = await held;
+  assert.equal(r.status, 200, r.body);
+  const started = fs.readFileSync(pids, 'utf8').trim().split('\n').map(Number);
+  assert.equal(started.length, 3, 'restarted twice');
+  assert.equal(JSON.parse(r.body).pid, started[2], 'answered by the third process');
+  assert.ok(Date.now() - t0 < 10000, `well before start_timeout (15 s): ${Date.now() - t0} ms`);
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+});
+
+test('--restart-on-stale: restarted and still stale: one more restart, then 409 at once; a later edit restarts it again', async (t) => {
+  const { tmp, px } = await setup(t, ['--start-timeout', '15s']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n');
+  const stale = path.join(tmp.root, 'stale');
+  const pids = path.join(tmp.root, 'pids');
+  const started = () => fs.readFileSync(pids, 'utf8').trim().split('\n').map(Number);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, runArgs: ['--restart-on-stale'],
+    serverArgs: ['--stale-while', stale, '--pids', pids] });
+  await run.ready;
+  const first = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body);
+  // Its next process comes back with older code than the disk's.
+  fs.writeFileSync(stale, '');
+  await new Promise((r) => setTimeout(r, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(2)\n');
+  const t0 = Date.now();
+  let r = await getWorktree(px.port, tmp.wt.a);
+  refusedAs(r, 'stale-code');
+  assert.match(r.body, /wtproxy restarted your server for .*wt-a .*and it still reports older code/);
+  assert.ok(Date.now() - t0 < 8000, `refused once it answered, not at start_timeout (15 s): ${Date.now() - t0} ms`);
+  assert.equal(started().length, 3, 'restarted twice (one more for stale bytecode), not in a loop');
+  assert.match(run.stderr(), /restarting it/);
+  // The next edit is a new staleness: restarted, and served.
+  fs.rmSync(stale);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(3)\n');
+  r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(JSON.parse(r.body).pid, started()[3], 'answered by the process the edit restarted');
+  assert.notEqual(started()[3], first.pid);
+  sanitizerClean(assert, px.stderr());
 });
 
 test('a server that says taking_in and never takes the change in: held past stale_grace for start_timeout, then 409 saying so', async (t) => {

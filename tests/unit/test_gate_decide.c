@@ -175,6 +175,9 @@ static int no_restart;
  * by a restart. */
 static long long started;
 
+/* When the restart before the row's was sent, relative to T; 0 none. */
+static long long prior;
+
 /* Run the decision for r as gate.c does; returns its final outcome, with
  * the patterns it fingerprinted the disk under in *used. */
 static int run(const struct row *r, struct whoami_status *st, enum expect_patterns *used,
@@ -216,6 +219,7 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               r->answered,
                               r->restart ? T + r->restart : 0,
                               r->restart ? T - 60000 : 0,
+                              prior ? T + prior : 0,
                               0,
                               0,
                               0};
@@ -320,6 +324,55 @@ static void check_trusted_restarted(void)
     tap_ok(strcmp(st.state, "trusted") == 0, __FILE__, __LINE__, "shown trusted again");
 }
 
+/* A server our restart started that answers older code (an edit landed
+ * while it started: its fingerprint predates the disk's): restarted again
+ * at once when the disk changed after the restart was sent, else refused
+ * at once, not held for start_timeout. */
+static void check_restarted_stale(void)
+{
+    struct whoami_status st = {0};
+    enum expect_patterns used;
+    char detail[4096];
+    /* waiting since -2000 (past stale_grace), restart sent at +500, its
+     * start moved to +600, asked at +900 */
+    struct row r = {"",    OK200(ANS_HERE, H_OLD),
+                    900,   -2000,
+                    1000,  1,
+                    500,   1,
+                    0,     0,
+                    0,     DISK_OK,
+                    700,   0,
+                    "",    NULL,
+                    P_ANY, 0,
+                    0};
+    started = 600;
+    int d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WA_RESTART, __FILE__, __LINE__,
+               "restarted, stale, the disk changed after the restart: restart it again");
+    r.changed = 400;
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WA_RESTART, __FILE__, __LINE__,
+               "restarted, stale, the disk unchanged since the restart: one more restart");
+    prior = 450; /* both restarts after the change at +400 */
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WHOAMI_STALE, __FILE__, __LINE__,
+               "restarted twice since the disk changed, still stale: 409 at once");
+    tap_ok(strstr(detail, "wtproxy restarted your server") != NULL, __FILE__, __LINE__,
+           "the refusal says it was restarted");
+    r.asked = 450;
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WA_RETRY, __FILE__, __LINE__,
+               "an answer asked before the restart was sent is the old process's: wait");
+    started = 0;
+    prior = 0;
+    /* refused after its restart (past start_timeout), then an edit */
+    r = rows[12];
+    r.changed = 5800;
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WA_RESTART, __FILE__, __LINE__,
+               "refused after a restart, then an edit: a new staleness, restarted");
+}
+
 int main(void)
 {
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
@@ -327,6 +380,7 @@ int main(void)
     check_hot_path();
     check_no_restart();
     check_trusted_restarted();
+    check_restarted_stale();
     tap_ok(strcmp(whoami_verdict_reason(WHOAMI_STALE), "stale-code") == 0 &&
                strcmp(whoami_verdict_reason(WHOAMI_MISMATCH), "checkout-mismatch") == 0,
            __FILE__, __LINE__, "verdicts name their X-Wtproxy-Refused reason");

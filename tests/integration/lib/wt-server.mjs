@@ -1,7 +1,7 @@
 // wt-server.mjs - a worktree's stand-in dev server for the registry tests
 // (100-149), started by `wtproxy run -- node wt-server.mjs {port} ...`.
 //
-//   node wt-server.mjs PORT [--reloader] [--pids FILE] [--delay MS]
+//   node wt-server.mjs PORT [--reloader] [--pids FILE] [--delay MS] [--stale-while FILE]
 //
 // Answers every request with JSON {worktree, port, pid}: worktree from
 // $WTPROXY_WORKTREE, so a test sees which worktree's server a request
@@ -19,7 +19,9 @@
 // server with the middleware does. --no-whoami answers it 404, as a server
 // without the middleware. --taking-in adds "taking_in" since its start to
 // every answer: a server that says it is taking a change in, and never
-// does (a compile stuck for good).
+// does (a compile stuck for good). --stale-while FILE: a process started
+// while FILE exists answers a hash no disk has, as one that loaded older
+// code than its files (Python's stale bytecode) does.
 import http from 'node:http';
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
@@ -30,7 +32,15 @@ import { serveWhoami, whoamiAnswer } from '../fixtures/playwright-app/whoami.mjs
 function whoamiAt(argv) {
   if (argv.includes('--no-whoami')) return Promise.resolve(null);
   const at = argv.indexOf('--checkout');
-  const answer = whoamiAnswer(at >= 0 ? argv[at + 1] : process.env.WTPROXY_WORKTREE || process.cwd());
+  let answer = whoamiAnswer(at >= 0 ? argv[at + 1] : process.env.WTPROXY_WORKTREE || process.cwd());
+  const staleAt = argv.indexOf('--stale-while');
+  if (staleAt >= 0 && fs.existsSync(argv[staleAt + 1])) {
+    answer = answer.then((text) => {
+      const a = JSON.parse(text);
+      const h = a.fingerprint.hash;
+      return JSON.stringify({ ...a, fingerprint: { ...a.fingerprint, hash: h.slice(0, -1) + (h.endsWith('0') ? '1' : '0') } });
+    });
+  }
   if (!argv.includes('--taking-in')) return answer;
   const since = new Date().toISOString(); // to the ms; started_at is to the second
   return answer.then((text) => JSON.stringify({ ...JSON.parse(text), taking_in: { since } }));
