@@ -26,6 +26,7 @@
 #define WTP_CLIENT_TIMEOUT_MS 10000          /* one request and its reply */
 #define CLI_LOAD_TIMEOUT_MS (10 * 60 * 1000) /* claim --max-load waits this long at most */
 #define WTP_DAEMON_START_WAIT_MS 5000        /* for a started daemon to answer ping */
+#define WTP_DAEMON_STOP_WAIT_MS 10000        /* for a stopping daemon to exit */
 #define WTP_CLIENT_POLL_MS 50                /* daemon start and readiness checks */
 #define WTP_RESTART_STOP_MS 5000             /* a stale server's SIGTERM, before SIGKILL */
 #define WTP_RUN_READY_RETRY_MS 1000          /* a `ready` no daemon answered, asked again */

@@ -26,6 +26,7 @@
 #include "wtfile.h"
 
 #define NOBODY 1      /* exchange(): no daemon listens on the socket */
+#define CLOSED 2      /* exchange(): the daemon closed the connection without a reply */
 #define LOG_TAIL 2048 /* bytes of the daemon's log shown when it failed */
 
 static void sleep_ms(int ms)
@@ -109,12 +110,13 @@ static int send_all(int fd, const char *buf, size_t len, long long deadline)
 }
 
 /* Read one line (up to WTP_CLIENT_REPLY_MAX) before the deadline into a
- * malloc'd, NUL-terminated *line without its '\n'. Returns 0, or -1 with
- * err. */
+ * malloc'd, NUL-terminated *line without its '\n'. Returns 0, CLOSED with
+ * err when the daemon closed the connection first, or -1 with err. */
 static int recv_line(int fd, long long deadline, char **line, char *err, size_t errlen)
 {
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
+    int rc = -1;
     while (buf) {
         if (wait_fd(fd, POLLIN, deadline) < 0) {
             snprintf(err, errlen, "the daemon did not answer within %d s: %s",
@@ -127,6 +129,7 @@ static int recv_line(int fd, long long deadline, char **line, char *err, size_t 
         if (n <= 0) {
             snprintf(err, errlen, "the daemon closed the connection without a reply%s%s",
                      n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+            rc = CLOSED;
             break;
         }
         char *nl = memchr(buf + len, '\n', (size_t)n);
@@ -149,12 +152,22 @@ static int recv_line(int fd, long long deadline, char **line, char *err, size_t 
     if (!buf)
         snprintf(err, errlen, "out of memory");
     free(buf);
-    return -1;
+    return rc;
+}
+
+/* The pid of the process that listens at fd's other end, 0 when unknown. */
+static pid_t peer_pid(int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
 }
 
 /* One request/reply on path. Returns 0 with *reply, NOBODY when no daemon
- * listens, or -1 with err. */
-static int exchange(const char *path, const char *req, json_t **reply, char *err, size_t errlen)
+ * listens, CLOSED with err and the daemon's pid in *closer (0 unknown) when
+ * it closed the connection without a reply, or -1 with err. */
+static int exchange(const char *path, const char *req, json_t **reply, pid_t *closer, char *err,
+                    size_t errlen)
 {
     int fd, rc = dial(path, &fd, err, errlen);
     if (rc != 0)
@@ -164,13 +177,14 @@ static int exchange(const char *path, const char *req, json_t **reply, char *err
     rc = -1;
     if (send_all(fd, req, strlen(req), deadline) < 0)
         snprintf(err, errlen, "cannot send to the daemon on %s: %s", path, strerror(errno));
-    else if (recv_line(fd, deadline, &line, err, errlen) == 0)
-        rc = 0;
+    else
+        rc = recv_line(fd, deadline, &line, err, errlen);
+    *closer = rc == CLOSED ? peer_pid(fd) : 0;
     close(fd);
-    if (rc < 0) { /* a daemon that is stuck or crashing: doctor says which, and its log */
+    if (rc != 0) { /* a daemon that is stuck or crashing: doctor says which, and its log */
         size_t n = strlen(err);
         snprintf(err + n, errlen - n, "; see what it does: wtproxy doctor");
-        return -1;
+        return rc;
     }
     json_error_t jerr;
     *reply = json_loads(line, 0, &jerr);
@@ -192,7 +206,8 @@ static int pings(const char *path, long long *pid)
 {
     char err[256];
     json_t *reply = NULL;
-    if (exchange(path, "{\"op\":\"ping\"}\n", &reply, err, sizeof err) != 0)
+    pid_t closer;
+    if (exchange(path, "{\"op\":\"ping\"}\n", &reply, &closer, err, sizeof err) != 0)
         return 0;
     int ok = json_is_true(json_object_get(reply, "ok"));
     *pid = json_integer_value(json_object_get(reply, "pid"));
@@ -373,6 +388,48 @@ static void no_daemon(const char *path, char *err, size_t errlen)
              path, path, listen, log);
 }
 
+/* After a daemon (pid, 0 unknown) closed the connection without a reply:
+ * a daemon that stops (wtproxy stop --daemon, SIGTERM) drops the callers it
+ * has not answered. Wait for it to be gone (its pid, else its socket),
+ * so that the caller starts the next one as when none answers, on ports
+ * the stopping one no longer holds. Returns NOBODY once it is gone, 0 when
+ * a daemon answers ping after all (ask again), -1 when neither happened in
+ * WTP_DAEMON_STOP_WAIT_MS. */
+static int await_stopped(const char *path, pid_t pid)
+{
+    long long deadline = host_mono_ms() + WTP_DAEMON_STOP_WAIT_MS, answered;
+    char err[256];
+    int fd;
+    while (host_mono_ms() < deadline) {
+        if (pid > 0 && host_pid_start(pid) == 0)
+            return NOBODY;
+        int listens = dial(path, &fd, err, sizeof err);
+        if (listens == 0)
+            close(fd);
+        else if (listens == NOBODY && pid <= 0)
+            return NOBODY;
+        if (listens == 0 && pings(path, &answered))
+            return 0;
+        sleep_ms(WTP_CLIENT_POLL_MS);
+    }
+    return -1;
+}
+
+/* exchange(), with a daemon that closed the connection without a reply
+ * taken for one that stops: once it is gone, NOBODY; when one answers
+ * after all, asked again. Returns 0 with *reply, NOBODY, or -1 with err. */
+static int ask(const char *path, const char *req, json_t **reply, char *err, size_t errlen)
+{
+    pid_t closer;
+    int rc = exchange(path, req, reply, &closer, err, errlen);
+    if (rc == CLOSED) {
+        rc = await_stopped(path, closer);
+        if (rc == 0)
+            rc = exchange(path, req, reply, &closer, err, errlen);
+    }
+    return rc == CLOSED ? -1 : rc;
+}
+
 int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen)
 {
     char path[PATH_MAX];
@@ -387,11 +444,11 @@ int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t er
         return -1;
     }
     memcpy(line + len, "\n", 2);
-    int rc = exchange(path, line, reply, err, errlen);
+    int rc = ask(path, line, reply, err, errlen);
     if (rc == NOBODY && start_daemon) {
         rc = daemon_start(path, err, errlen);
         if (rc == 0)
-            rc = exchange(path, line, reply, err, errlen);
+            rc = ask(path, line, reply, err, errlen);
     }
     if (rc == NOBODY) {
         no_daemon(path, err, errlen);

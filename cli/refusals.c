@@ -1,7 +1,7 @@
 /* refusals.c - `wtproxy refusals [WORKTREE | --worktree DIR | --all]
  * [--since D] [--limit N] [--json]`: what the daemon refused lately that concerns a worktree (the
  * `refusals` op: the dashboard's records), each with its time, request,
- * status, reason and the sentence its caller got, which ends with the fix.
+ * status, reason, the sentence its caller got and the page's fix.
  * A test whose page swallowed a failed fetch fails on an unrelated
  * assertion; this says what wtproxy answered instead, where the test's
  * reader looks. The Playwright reporter of the Node package reads --json. */
@@ -104,8 +104,19 @@ static const char *str(json_t *o, const char *key)
     return s ? s : "";
 }
 
+/* The page's Fix line under a record, its lines after the first indented
+ * under it. */
+static void print_fix(const char *fix)
+{
+    for (const char *line = fix, *nl; *line; line = nl + (*nl != '\0')) {
+        nl = line + strcspn(line, "\n");
+        printf("  %s%.*s\n", line == fix ? "Fix: " : "  ", (int)(nl - line), line);
+    }
+}
+
 /* One record: its time and age, request, status and reason, who sent it,
- * then the sentence the caller got, each of its lines indented. */
+ * then the sentence the caller got, each of its lines indented, and the
+ * page's fix. */
 static void print_one(json_t *r, int all, long long now)
 {
     long long ms = json_integer_value(json_object_get(r, "time_ms"));
@@ -127,6 +138,7 @@ static void print_one(json_t *r, int all, long long now)
         nl = line + strcspn(line, "\n");
         printf("  %.*s\n", (int)(nl - line), line);
     }
+    print_fix(str(r, "fix"));
 }
 
 /* Nothing to show: said so, with what was looked at. */

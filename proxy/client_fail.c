@@ -24,19 +24,21 @@ static int gateway_error(enum proxy_error e)
            e == PE_WHOAMI_INVALID || e == PE_OUT_OF_FDS;
 }
 
-/* Keep c's refusal (status, reason, the detail the caller was told) in
- * the refusal log, with the caller, the named worktree and the backend. */
-static void record_refusal(struct proxy_client *c, int status, const char *reason,
-                           const char *detail)
+/* Keep c's refusal (status, reason, the detail and the fix the caller was
+ * told) in the refusal log, with the caller, the named worktree and the
+ * backend. */
+static void record_refusal(struct proxy_client *c, enum proxy_error e, const char *detail,
+                           const char *fix)
 {
     if (!c->srv->refusals)
         return;
     const struct identify_kept *p = c->who;
     const char *space = strchr(c->path, ' ');
     struct refusal_info r = {
-        .status = status,
-        .reason = reason,
+        .status = error_page_status(e),
+        .reason = error_page_reason(e),
         .detail = detail,
+        .fix = fix,
         .request = c->path,
         .peer = c->ip,
         .front = c->listener->port,
@@ -128,8 +130,8 @@ void conn_fail_fix(struct proxy_client *c, enum proxy_error e, const char *detai
 {
     char whose[WHOSE_MAX];
     detail = with_whose(c, e, detail, whose, sizeof whose);
-    /* A fix of its own is part of what was said: the daemon's log,
-     * `wtproxy refusals` and the Playwright reporter quote it too. */
+    /* A fix of its own is part of what was said: the daemon's log quotes
+     * it too. */
     size_t n = fix && detail ? strlen(detail) + strlen(fix) + 2 : 0;
     char *said = n ? malloc(n) : NULL;
     if (said)
@@ -143,9 +145,13 @@ void conn_fail_fix(struct proxy_client *c, enum proxy_error e, const char *detai
         conn_close(c);
         return;
     }
-    upstream_release(c);
-    record_refusal(c, error_page_status(e), error_page_reason(e), told);
     free(said);
+    upstream_release(c);
+    /* The page's fix, e's own when c has none of its own: the record
+     * says what the page said. */
+    char own[ERROR_PAGE_FIX_MAX];
+    error_page_fix(e, c->listener->port, own, sizeof own);
+    record_refusal(c, e, detail, fix ? fix : own);
     int keep = gateway_error(e) && c->req_done && c->keepalive && !c->stopping &&
                !c->srv->stopping && !c->client_eof;
     error_page_write(stream_output(c->bev), e, c->accept[0] ? c->accept : NULL, detail, fix,

@@ -231,6 +231,11 @@ static void fix_for(const struct error_kind *k, int front, char *out, size_t len
     }
 }
 
+void error_page_fix(enum proxy_error e, int front, char *out, size_t len)
+{
+    fix_for(&kinds[e], front, out, len);
+}
+
 /* Which binary the fixes' `wtproxy` commands mean, when a shell would not
  * find it by that name ("" when it would): set at start. */
 static char program_line[2 * PATH_MAX + 96], program_path[PATH_MAX];
@@ -357,7 +362,7 @@ static void body_text(struct evbuffer *b, const struct error_kind *k, const char
 void error_page_write(struct evbuffer *out, enum proxy_error e, const char *accept,
                       const char *detail, const char *given_fix, int front, int close, int head)
 {
-    char own[1024];
+    char own[ERROR_PAGE_FIX_MAX];
     static const char *const types[] = {"text/plain", "text/html", "application/json"};
     const struct error_kind *k = &kinds[e];
     enum format f = format_for(accept);

@@ -54,6 +54,11 @@ enum proxy_error {
 void error_page_set_program(const char *prog, const char *other);
 
 int error_page_status(enum proxy_error e);
+#define ERROR_PAGE_FIX_MAX 1024 /* an own Fix line, its --front written in */
+
+/* e's own Fix line for a request to front (its commands with --front when
+ * that is not the default front), into out. */
+void error_page_fix(enum proxy_error e, int front, char *out, size_t len);
 const char *error_page_reason(enum proxy_error e);
 
 /* Append a complete response for e to out. accept is the request's Accept

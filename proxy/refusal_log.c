@@ -10,6 +10,7 @@
 enum {
     RS_REASON,
     RS_DETAIL,
+    RS_FIX,
     RS_REQUEST,
     RS_PEER,
     RS_CALLER_PROCESS,
@@ -21,8 +22,8 @@ enum {
 };
 
 static const char *const string_keys[RS_COUNT] = {
-    "reason",          "detail", "request",          "peer",    "caller_process",
-    "caller_worktree", "named",  "backend_worktree", "backend",
+    "reason",         "detail",          "fix",   "request",          "peer",
+    "caller_process", "caller_worktree", "named", "backend_worktree", "backend",
 };
 
 struct refusal_entry {
@@ -72,9 +73,9 @@ unsigned long long refusal_log_seq(const struct refusal_log *log)
 
 void refusal_log_add(struct refusal_log *log, const struct refusal_info *r, long long time_ms)
 {
-    const char *in[RS_COUNT] = {r->reason, r->detail,           r->request,
-                                r->peer,   r->caller_process,   r->caller_worktree,
-                                r->named,  r->backend_worktree, r->backend};
+    const char *in[RS_COUNT] = {
+        r->reason,         r->detail,          r->fix,   r->request,          r->peer,
+        r->caller_process, r->caller_worktree, r->named, r->backend_worktree, r->backend};
     struct refusal_entry *e = &log->ring[log->seq % WTP_REFUSAL_LOG_SIZE];
     entry_clear(e);
     e->seq = ++log->seq;

@@ -24,6 +24,7 @@ struct refusal_info {
     int status;                   /* the HTTP status answered */
     const char *reason;           /* the X-Wtproxy-Refused / X-Wtproxy-Error reason: "no-backend" */
     const char *detail;           /* the sentence the caller was given */
+    const char *fix;              /* the page's Fix line: the command that cures it */
     const char *request;          /* "GET /path" (no query) */
     const char *peer;             /* the client's address */
     int front;                    /* the front port it came to */

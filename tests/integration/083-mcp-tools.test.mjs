@@ -111,6 +111,9 @@ test('servers, why, refusals and logs show an agent its worktree', async (t) => 
   assert.ok(mine.refusals.some((r) => r.reason === 'no-backend' && r.named === tmp.wt.a && r.status === 503),
     JSON.stringify(mine));
   assert.ok(!mine.refusals.some((r) => r.named === tmp.wt.b), 'wt-b\'s refusal is not wt-a\'s');
+  // each with the fix its page gave: the error's own when nothing better is known
+  const noBackend = mine.refusals.find((r) => r.reason === 'no-backend' && r.named === tmp.wt.a);
+  assert.match(noBackend.fix, /^Start your dev server through wtproxy, from its worktree: wtproxy run( --front \d+)? -- <server command with \{port\}>/, JSON.stringify(noBackend));
   const theirs = (await call(mcp, 'refusals', { worktree: tmp.wt.b, limit: 1 })).structuredContent;
   assert.equal(theirs.refusals.length, 1);
   assert.equal(theirs.refusals[0].named, tmp.wt.b);

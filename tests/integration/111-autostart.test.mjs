@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
+import { spawn } from 'node:child_process';
 import { makeWorktrees, cli, cliEnv, lsJson, pidAlive, sanitizerClean, waitFor, autostartEnv, wtServer, startRun, curlFrom, control } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { runToExit } from './lib/conformance.mjs';
@@ -170,4 +171,37 @@ test("ls with no daemon and a config without listen lines: the start it prints s
   const r = await cli(tmp, ['ls'], { cwd: tmp.wt.a, env: { WTPROXY_CONFIG: conf } });
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, new RegExp(`start one, in the background: setsid -f wtproxy serve --control ${tmp.control} --listen 8101 --listen 8100 >>`));
+});
+
+// `wtproxy stop --daemon` and, at once, `wtproxy run` (a Playwright
+// webServer started as an upgrade stops the daemon): the stopping daemon
+// closes the run's connection unanswered (it resets the connections it
+// did not accept yet). The run waits for it to be gone and starts the next
+// one, as with none; it used to fail with "the daemon closed the
+// connection without a reply". The real race is rare here (one run in
+// twenty), so a stand-in for the stopping daemon, a process that resets
+// every connection on the control socket for 300 ms and exits, makes the
+// case certain; the race itself is run too.
+test('a run while the daemon stops: it waits for it to exit, then starts one', { timeout: 30000 }, async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const env = { ...cliEnv(tmp, autostartEnv(t, tmp)), W: wtproxyBin, B: tmp.wt.b };
+  const stopping = spawn(process.execPath, ['-e', `
+    const net = require('node:net');
+    const srv = net.createServer((c) => c.on('data', () => c.resetAndDestroy()));
+    srv.listen(process.argv[1], () => { console.log('listening'); setTimeout(() => srv.close(() => process.exit(0)), 300); });
+  `, tmp.control], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => stopping.kill('SIGKILL'));
+  await new Promise((resolve) => stopping.stdout.once('data', resolve));
+  const run = await cli(tmp, ['run', '--', 'sh', '-c', 'exit 7'], { cwd: tmp.wt.a, env });
+  assert.equal(run.code, 7, run.stderr);
+  assert.notEqual(stopping.exitCode, null, 'the run went on only once the stopping one had exited');
+  assert.match(run.stderr, /started the daemon \(pid \d+\)/, run.stderr);
+
+  const script = 'for i in 1 2 3 4; do ' +
+    '(cd "$B" && "$W" register --port 5000 --ttl 10m) >/dev/null 2>&1 || { echo "try $i: no daemon started" >&2; exit 90; }; ' +
+    '("$W" stop --daemon >/dev/null 2>&1 &); ' +
+    '"$W" run -- sh -c "exit 7"; c=$?; [ $c = 7 ] || { echo "try $i: the run exited $c" >&2; exit 1; }; done';
+  const r = await runToExit('sh', ['-c', script], { cwd: tmp.wt.a, env, ms: 25000 });
+  assert.equal(r.code, 0, r.stderr);
+  sanitizerClean(assert, r.stderr);
 });

@@ -230,7 +230,7 @@ test('the dashboard page shows a server that crashed as exited, its last lines a
   assert.equal(refused.status, 503, refused.body);
   await page.waitForSelector('#refusals tbody tr .detail', { timeout: 3000 });
   const detail = await page.$eval('#refusals tbody tr .detail', (e) => e.innerText);
-  assert.match(detail, /its last lines:\nError: lastls-128 <img src=x onerror=alert\(6\)> crashed\nFix the error its last lines above name/, detail);
+  assert.match(detail, /its last lines:\nError: lastls-128 <img src=x onerror=alert\(6\)> crashed\nFix: Fix the error its last lines above name/, detail);
   assert.equal(await page.evaluate(() => document.querySelectorAll('img').length), 0, 'the markup is text');
   await page.waitForTimeout(300); // an injected handler would have fired by now
   assert.deepEqual(seen.dialogs, []);

@@ -162,7 +162,9 @@ test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes
   assert.match(r.body, new RegExp(`\nFix: Fix the error its last lines above name, then start it again from its worktree: cd ${tmp.wt.a} && wtproxy run --front ${px.port} -- `));
   // `wtproxy refusals` (and so the Playwright reporter) quotes the fix too.
   const said = await cli(tmp, ['refusals', '--json'], { cwd: tmp.wt.a });
-  assert.match(JSON.parse(said.stdout).at(-1).detail, new RegExp(`boom: missing config FOO[^]*\nFix the error its last lines above name, then start it again from its worktree: cd ${tmp.wt.a} && `), said.stdout);
+  const last = JSON.parse(said.stdout).at(-1);
+  assert.match(last.detail, /boom: missing config FOO/, said.stdout);
+  assert.match(last.fix, new RegExp(`^Fix the error its last lines above name, then start it again from its worktree: cd ${tmp.wt.a} && `), said.stdout);
   // Another worktree's request is told nothing of it.
   const other = await curlFrom(tmp.root, px.port);
   assert.doesNotMatch(other.body, /boom/);

@@ -49,6 +49,7 @@ test('api/backends matches wtproxy ls --json; api/refusals; wtproxy dashboard', 
   assert.equal(last.named, tmp.wt.c);
   assert.equal(last.front, px.port);
   assert.match(last.detail, /no dev server is registered for worktree/);
+  assert.match(last.fix, new RegExp(`^Start your dev server through wtproxy, from its worktree: wtproxy run --front ${px.port} -- `), 'the fix its page gave');
 
   const dash = await cli(tmp, ['dashboard']);
   assert.equal(dash.code, 0, dash.stderr);

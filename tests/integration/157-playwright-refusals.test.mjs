@@ -17,7 +17,10 @@
 // worker's refusals too. With no daemon, while another server holds the
 // baseURL's port, it says once that no daemon answered and the command
 // that tells why (under the failure, else after a run that passed); with
-// no wtproxy binary to ask, it says so once.
+// no wtproxy binary to ask, it says so once; in a worktree with a
+// .wtproxy (it adopted wtproxy) that run fails, unless $CI is set.
+// Refusals alike (two requests, one dead server) are one entry, whose
+// fix, the page's, is said once under it, as `wtproxy refusals` says it.
 // WTPROXY_TEST_VERBOSE=1 prints the runs' output as diagnostics.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -81,7 +84,7 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   const block = out.slice(told[0].index);
   assert.match(block, /\n {4}GET \/api -> 503 [a-z-]+: /, `the request, status and reason:\n${block}`);
   assert.match(block, /Error: ITEMS_DB is not set/, `the API's last words:\n${block}`);
-  assert.match(block, new RegExp(`cd ${tmp.wt} && wtproxy run --front ${apiFront} -- `), `the fix:\n${block}`);
+  assert.match(block, new RegExp(`\n {6}Fix: .*cd ${tmp.wt} && wtproxy run --front ${apiFront} -- `), `the fix:\n${block}`);
   // right after the failed test's line, before the run's summary
   assert.ok(told[0].index < out.indexOf('1 failed'), `under the failure:\n${out}`);
 
@@ -95,13 +98,14 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
     assert.equal(r.status, 503);
     assert.equal(r.caller_worktree, tmp.wt);
     assert.match(r.detail, /ITEMS_DB is not set/);
+    assert.match(r.fix, new RegExp(`cd ${tmp.wt} && wtproxy run --front ${apiFront} -- `), 'the page\'s fix, in its own field');
   }
   assert.ok(block.includes(mine[0].detail.split('\n')[0]), `the reporter's sentence is the daemon's:\n${block}`);
   const text = await cli(tmp, ['refusals', tmp.wt, '--since', '5m'], { cwd: tmp.root });
   assert.equal(text.code, 0, text.stderr);
   assert.match(text.stdout, new RegExp(`\\d\\d:\\d\\d:\\d\\d \\(\\d+s ago\\)  GET /api -> 503 ${mine[0].reason} on :${apiFront}`));
   assert.match(text.stdout, /\n {2}Error: ITEMS_DB is not set/);
-  assert.match(text.stdout, new RegExp(`wtproxy run --front ${apiFront} -- `));
+  assert.match(text.stdout, new RegExp(`\n {2}Fix: .*cd ${tmp.wt} && wtproxy run --front ${apiFront} -- `));
   // another worktree's view: nothing of wt-a's, said so; --all has it
   const none = await cli(tmp, ['refusals'], { cwd: path.join(tmp.root, 'repo') });
   assert.equal(none.code, 0, none.stderr);
@@ -120,7 +124,7 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   const before = /wtproxy refused (\d+) requests? of this worktree before its tests ran:\n {2}\(Playwright takes a refused webServer url for a server not up and runs its command, which then fails, as with EADDRINUSE on a port wtproxy holds: fix what the refusal says\)\n/.exec(setup.out);
   assert.ok(before, `said after the webServer error:\n${setup.out}`);
   const said = setup.out.slice(before.index);
-  assert.match(said, /\n {4}GET \/api -> 503 [a-z-]+( \(\d+ times\))?: /, said);
+  assert.match(said, /\n {4}GET \/api( \(\d+ times\))? -> 503 [a-z-]+: /, said);
   assert.match(said, /Error: ITEMS_DB is not set/, `the API's last words:\n${said}`);
   assert.match(said, new RegExp(`cd ${tmp.wt} && wtproxy run --front ${apiFront} -- `), `the fix:\n${said}`);
 
@@ -129,7 +133,11 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   // not in the duration) and is its own all the same.
   const fast = await playwright(t, tmp.wt, { args: ['--grep', 'API answers'], env, label: '157' });
   assert.equal(fast.code, 1, fast.out);
-  assert.match(fast.out, /wtproxy refused 1 request of this worktree during the test "the API answers":\n {4}GET \/api -> 503 /, fast.out);
+  // Its two requests, refused alike: one entry naming both, the API's last
+  // words and the fix said once.
+  assert.match(fast.out, /wtproxy refused 2 requests of this worktree during the test "the API answers":\n {4}GET \/api\/favicon\.ico, GET \/api -> 503 /, fast.out);
+  assert.equal(fast.out.match(/Error: ITEMS_DB is not set/g)?.length, 1, `the sentence once:\n${fast.out}`);
+  assert.equal(fast.out.match(/\n {6}Fix: .*cd /g)?.length, 1, `the fix once:\n${fast.out}`);
 
   // Several workers: a test's window holds the other workers' refusals
   // (both tests' requests are refused here), and its header says so.
@@ -154,28 +162,42 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   await new Promise((resolve) => other.listen(0, '127.0.0.1', resolve));
   t.after(() => { other.closeAllConnections(); other.close(); });
   const noDaemon = { ...env, APP_FRONT: String(other.address().port), WTPROXY_CONTROL: path.join(tmp.root, 'none.sock') };
-  const noDaemonLine = new RegExp('\\(wtproxy-whoami/playwright: no wtproxy daemon answered during this run, so the ' +
+  const noDaemonLine = (when, fails = '') => new RegExp(`\\(wtproxy-whoami/playwright: no wtproxy daemon answered when asked ${when}, so the ` +
     "tests' requests went to whatever listens on their port, not through wtproxy: another worktree's server, " +
-    `a stale one, or none; ${wtproxyBin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} doctor names what holds the port and the command that starts the daemon\\)\\n`, 'g');
+    `a stale one, or none; ${wtproxyBin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} doctor names what holds the port and the command that starts the daemon${fails}\\)\\n`, 'g');
+  const atTheEnd = 'at the end of this run';
+  const runFails = "; this run fails: its verdict is on whatever code answered, not this worktree's \\(which has a \\.wtproxy\\); start the daemon and run again";
   const alone = await playwright(t, tmp.wt, { args: ['--grep', 'API version'], env: noDaemon, label: '157' });
   assert.equal(alone.code, 1, alone.out);
   assert.match(alone.out, /Received: "v1"/, `the other server's code answered:\n${alone.out}`);
-  const once = [...alone.out.matchAll(noDaemonLine)];
+  const once = [...alone.out.matchAll(noDaemonLine('after the test "shows the API version" failed'))];
   assert.equal(once.length, 1, `said once:\n${alone.out}`);
   assert.ok(once[0].index < alone.out.indexOf('1 failed'), `under the failure:\n${alone.out}`);
   assert.doesNotMatch(alone.out, /wtproxy refused|Error in reporter/, alone.out);
   const passed = await playwright(t, tmp.wt, { args: ['--grep', 'API is up'], env: noDaemon, label: '157' });
   assert.equal(passed.code, 0, passed.out);
-  const atEnd = [...passed.out.matchAll(noDaemonLine)];
+  const atEnd = [...passed.out.matchAll(noDaemonLine(atTheEnd))];
   assert.equal(atEnd.length, 1, `said at the end of a run that passed:\n${passed.out}`);
   assert.ok(atEnd[0].index > passed.out.indexOf('1 passed'), passed.out);
+  // In a worktree that adopted wtproxy (a .wtproxy), the same run fails:
+  // it passed on another server's code; in a CI ($CI) it passes as above.
+  const wtfile = path.join(tmp.wt, '.wtproxy');
+  fs.writeFileSync(wtfile, 'start = node api.mjs {port}\n');
+  const inCi = await playwright(t, tmp.wt, { args: ['--grep', 'API is up'], env: { ...noDaemon, CI: '1' }, label: '157' });
+  assert.equal(inCi.code, 0, inCi.out);
+  assert.equal([...inCi.out.matchAll(noDaemonLine(atTheEnd))].length, 1, inCi.out);
+  const adopted = await playwright(t, tmp.wt, { args: ['--grep', 'API is up'], env: noDaemon, label: '157' });
+  fs.rmSync(wtfile);
+  assert.equal(adopted.code, 1, `a run on another server's code fails:\n${adopted.out}`);
+  assert.match(adopted.out, /1 passed/, adopted.out);
+  assert.equal([...adopted.out.matchAll(noDaemonLine(atTheEnd, runFails))].length, 1, `it says why:\n${adopted.out}`);
   // and at the end of a run that failed before its tests (its webServer's
   // command met a port held, as a dead daemon's webServer times out)
   const unset = await playwright(t, tmp.wt, {
     args: ['--config', 'playwright.webserver.config.mjs'], env: { ...noDaemon, API_FRONT: String(apiFront) }, label: '157',
   });
   assert.equal(unset.code, 1, unset.out);
-  const afterSetup = [...unset.out.matchAll(noDaemonLine)];
+  const afterSetup = [...unset.out.matchAll(noDaemonLine(atTheEnd))];
   assert.equal(afterSetup.length, 1, `said after the webServer error:\n${unset.out}`);
   assert.ok(afterSetup[0].index > unset.out.indexOf('config.webServer'), unset.out);
 

@@ -16,17 +16,24 @@
 // could not start): a webServer url wtproxy refused (a server without
 // /__whoami, one that died at start) is one Playwright takes for no server
 // at all, and runs its command, whose only error is then EADDRINUSE on the
-// port wtproxy holds; the refusal says what is wrong. It never fails a run.
+// port wtproxy holds; the refusal says what is wrong. Refusals alike (the
+// same reason and sentence: GET / and GET /favicon.ico of a dead server)
+// are one entry naming each request, with the page's fix under it.
 // No daemon to answer is said once, under the first failure, else at the
 // end of the run (asked once then): the tests' requests then went to
 // whatever listens on the port, another worktree's server or a stale one,
-// and passed or failed on its code with no word of wtproxy. No binary to
+// and passed or failed on its code with no word of wtproxy. In a worktree
+// that adopted wtproxy (a .wtproxy between the config's folder and the
+// worktree's top) that fails the run, unless $CI is set (a CI runs its
+// own server on the port): its verdict is not on this worktree's code.
+// Otherwise it never fails a run. No binary to
 // ask (none on PATH: run from its build folder) is said once, under the
 // first failure, so that its silence is not read as "nothing was refused";
 // a CI without wtproxy that keeps the config gets nothing more.
 // With several workers a test's window holds the other workers' refusals
 // too, and its header says so.
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 
 const ASK_TIMEOUT_MS = 3000;
@@ -56,31 +63,52 @@ function noBinary() {
     'put wtproxy on PATH or set WTPROXY_BIN=/path/to/wtproxy)\n';
 }
 
-function noDaemon() {
-  return '  (wtproxy-whoami/playwright: no wtproxy daemon answered during this run, so the tests\' ' +
-    'requests went to whatever listens on their port, not through wtproxy: another worktree\'s ' +
-    `server, a stale one, or none; ${bin()} doctor names what holds the port and the command ` +
-    'that starts the daemon)\n';
+// Whether dir's worktree adopted wtproxy: a .wtproxy in dir or a folder
+// above it, up to the worktree's top (the first with a .git, a file in a
+// linked worktree).
+function adopted(dir) {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    if (fs.existsSync(path.join(d, '.wtproxy'))) return true;
+    if (fs.existsSync(path.join(d, '.git')) || path.dirname(d) === d) return false;
+  }
 }
 
-// The refusals as lines: one per request, status and reason (a page that
-// polls is refused many times alike), with a count and its newest sentence.
+// when: when the daemon was asked ("at the end of this run"); fails: the
+// run fails for it.
+function noDaemon(when, fails) {
+  const why = fails
+    ? '; this run fails: its verdict is on whatever code answered, not this worktree\'s (which ' +
+      'has a .wtproxy); start the daemon and run again'
+    : '';
+  return `  (wtproxy-whoami/playwright: no wtproxy daemon answered when asked ${when}, so the tests' ` +
+    'requests went to whatever listens on their port, not through wtproxy: another worktree\'s ' +
+    `server, a stale one, or none; ${bin()} doctor names what holds the port and the command ` +
+    `that starts the daemon${why})\n`;
+}
+
+// The refusals as lines: one entry per status, reason and sentence (a
+// page that polls is refused many times alike, and its favicon with it),
+// naming each request with a count, then the sentence and the page's fix.
 function describe(refusals, when, why = '') {
   const groups = new Map();
   for (const r of refusals) {
-    const key = `${r.request} -> ${r.status} ${r.reason}`;
-    const g = groups.get(key) || { key, count: 0 };
-    g.count += 1;
-    g.detail = r.detail;
+    const key = `${r.status} ${r.reason}\n${r.detail}`;
+    const g = groups.get(key) || { what: `${r.status} ${r.reason}`, detail: r.detail, requests: new Map() };
+    g.requests.set(r.request, (g.requests.get(r.request) || 0) + 1);
+    g.fix = r.fix;
     groups.set(key, g);
   }
   const n = refusals.length;
   const lines = [`  wtproxy refused ${n} request${n === 1 ? '' : 's'} of this worktree ${when}:`];
   if (why) lines.push(`  (${why})`);
   for (const g of groups.values()) {
-    const [first, ...rest] = String(g.detail).split('\n');
-    lines.push(`    ${g.key}${g.count > 1 ? ` (${g.count} times)` : ''}: ${first}`);
+    const requests = [...g.requests].map(([req, count]) => `${req}${count > 1 ? ` (${count} times)` : ''}`);
+    const [first, ...rest] = String(g.detail ?? '').split('\n');
+    lines.push(`    ${requests.join(', ')} -> ${g.what}: ${first}`);
     for (const l of rest) lines.push(`      ${l}`);
+    const [fix, ...more] = String(g.fix ?? '').split('\n');
+    if (fix) lines.push(`      Fix: ${fix}`);
+    for (const l of more) lines.push(`        ${l}`);
   }
   lines.push('  (all of them: wtproxy refusals)');
   return `${lines.join('\n')}\n`;
@@ -96,6 +124,7 @@ export default class WtproxyReporter {
     this.setupError = '';
     this.asked = false;
     this.said = new Set(); // the notes said: once a run each
+    this.fails = false; // no daemon answered, in a worktree that adopted wtproxy, not in a CI
   }
 
   onBegin(config) {
@@ -123,7 +152,8 @@ export default class WtproxyReporter {
     // test), so it ends before a request that failed the test at once was
     // refused. A failed test's worker is replaced, so its next test starts
     // in a new worker, later.
-    const text = this.textOf(this.ask(result.startTime.getTime(), Date.now()), this.during(test));
+    const got = this.ask(result.startTime.getTime(), Date.now());
+    const text = this.textOf(got, this.during(test), '', `after the test "${test.title}" failed`);
     if (!text) return;
     if (process.stdout.isTTY) this.held.push(text);
     else process.stdout.write(text);
@@ -142,18 +172,21 @@ export default class WtproxyReporter {
   }
 
   // The text for an answer: its refusals, a note not said yet, or ''.
-  textOf(got, when, why) {
+  // asked: when the daemon was asked, for the no-daemon note.
+  textOf(got, when, why, asked = 'at the end of this run') {
     if (got.refusals) return got.refusals.length ? describe(got.refusals, when, why) : '';
     const note = got.noBinary ? noBinary : got.noDaemon ? noDaemon : null;
     if (!note || this.said.has(note)) return '';
     this.said.add(note);
-    return note();
+    if (got.noDaemon) this.fails = !process.env.CI && adopted(this.dir);
+    return note(asked, this.fails);
   }
 
-  onEnd() {
+  onEnd(result) {
     for (const text of this.held) process.stdout.write(text);
     if (this.setupError) this.printSetupRefusals();
     else if (!this.asked) this.printNoDaemon();
+    if (this.fails && result?.status === 'passed') return { status: 'failed' };
   }
 
   // What wtproxy refused before the first test (or, with none, until now)
