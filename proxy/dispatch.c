@@ -210,7 +210,7 @@ void conn_forward(struct proxy_client *c)
         conn_fail(c, PE_WHOAMI_INVALID, detail);
         return;
     }
-    struct whoami_target t = proxy_backend_target(b);
+    struct whoami_target t = proxy_backend_target(c->srv, b);
     int v =
         whoami_gate_check(b->gate, &t, gate_answered, c, &c->gate_ticket, detail, sizeof detail);
     if (v >= 0) {

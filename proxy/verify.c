@@ -16,6 +16,8 @@
 #include <stdio.h>
 
 #include "conn.h"
+#include "ondemand.h"
+#include "ondemand_cache.h"
 
 static void status_changed(void *arg)
 {
@@ -31,7 +33,15 @@ struct whoami_server *proxy_backend_gate(struct proxy_server *s, struct reg_back
     return b->gate;
 }
 
-struct whoami_target proxy_backend_target(const struct reg_backend *b)
+/* Whether b's worktree's .wtproxy declares a server on b's front. */
+static int declared(struct proxy_server *s, const struct reg_backend *b)
+{
+    const struct ondemand_cached *e =
+        s->ondemand ? ondemand_cached(s->ondemand, b->worktree) : NULL;
+    return e && e->rc == 0 && wtfile_by_front(&e->f, b->front) != NULL;
+}
+
+struct whoami_target proxy_backend_target(struct proxy_server *s, const struct reg_backend *b)
 {
     return (struct whoami_target){
         (const struct sockaddr *)&b->addr,
@@ -49,6 +59,7 @@ struct whoami_target proxy_backend_target(const struct reg_backend *b)
         b->log[0] != '\0', /* only `wtproxy run` registers a log */
         b->service,
         b->shell_command,
+        declared(s, b),
     };
 }
 
@@ -94,7 +105,7 @@ static void on_state(void *arg, struct reg_backend *b)
     }
     if (b->state != REG_READY || !proxy_backend_gate(s, b))
         return;
-    struct whoami_target t = proxy_backend_target(b);
+    struct whoami_target t = proxy_backend_target(s, b);
     whoami_gate_probe(b->gate, &t);
     proxy_backend_show(b);
 }
