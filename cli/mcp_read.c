@@ -258,6 +258,11 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args)
     if (!fail && (entries = mcp_entries(wt, &fail)))
         e = pick(entries, wt, service, front, &fail);
     const char *code = json_string_value(json_object_get(fail, "error"));
+    if (code && strcmp(code, "not-found") == 0 && (out = mcp_unknown_selection(wt, args, "logs"))) {
+        json_decref(fail);
+        json_decref(entries);
+        return out;
+    }
     if (code && strcmp(code, "not-found") == 0 && (out = mcp_gone_log(wt, service, front, want))) {
         json_decref(fail);
         json_decref(entries);
