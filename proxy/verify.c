@@ -94,9 +94,16 @@ static void on_state(void *arg, struct reg_backend *b)
     }
     if (b->state == REG_STARTING) {
         if (b->gate) {
-            whoami_server_restarted(b->gate, "its server is restarting: what the gate found "
-                                             "was the old process's; wtproxy asks the new "
-                                             "one's /__whoami once it is ready");
+            char failed[160];
+            snprintf(failed, sizeof failed,
+                     "its server failed and does not listen: its last lines say why (wtproxy "
+                     "logs --front %d); wtproxy asks its /__whoami once it is ready",
+                     b->front);
+            whoami_server_restarted(b->gate, b->start_failed[0]
+                                                 ? failed
+                                                 : "its server is restarting: what the gate found "
+                                                   "was the old process's; wtproxy asks the new "
+                                                   "one's /__whoami once it is ready");
             proxy_backend_show(b);
         }
         if (b->start_failed[0]) /* it will not listen until a file changes */
