@@ -14,6 +14,7 @@
 #include "verify.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "conn.h"
 #include "ondemand.h"
@@ -36,6 +37,11 @@ struct whoami_server *proxy_backend_gate(struct proxy_server *s, struct reg_back
 /* Whether b's worktree's .wtproxy declares a server on b's front. */
 static int declared(struct proxy_server *s, const struct reg_backend *b)
 {
+    /* Only a refusal's fix reads it: a verified server's requests keep
+     * their one string compare (the next check of a refused one has it). */
+    const char *was = b->gate ? whoami_server_status(b->gate)->state : "";
+    if (b->service[0] || strcmp(was, "verified") == 0 || strcmp(was, "trusted") == 0)
+        return 0;
     const struct ondemand_cached *e =
         s->ondemand ? ondemand_cached(s->ondemand, b->worktree) : NULL;
     return e && e->rc == 0 && wtfile_by_front(&e->f, b->front) != NULL;
