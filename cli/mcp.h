@@ -187,6 +187,11 @@ json_t *mcp_log_tail(const char *path, uid_t owner, size_t want);
  * once, and that crash is what an agent asks about. */
 json_t *mcp_gone_log(const char *wt, const char *service, json_t *front, size_t want);
 
+/* mcp_select.c: the failure (not-found) of a tool called with a front or
+ * service (args) that names nothing of wt, neither a server that runs nor
+ * one its .wtproxy declares, saying what there is; NULL otherwise. */
+json_t *mcp_unknown_selection(const char *wt, json_t *args, const char *tool);
+
 /* Into out: how an agent starts wt's server (of that service and front,
  * each may be NULL or 0) again: the restart tool when wt's .wtproxy
  * declares it (restart starts a declared server that does not run), else

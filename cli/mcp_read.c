@@ -41,12 +41,34 @@ static void add_services(json_t *out, const char *wt)
     json_decref(fail);
 }
 
+/* A server whose start failed and that lives on without listening is
+ * "starting" in the registry (its wrapper waits for it to listen): shown
+ * as failed, as `wtproxy ls` does, with what to do ("failed"), and its
+ * verdict's "its server is restarting" left out. Else an agent waits for a
+ * server that will not come up by itself. */
+static void said_failed(json_t *entries)
+{
+    json_t *e;
+    size_t i;
+    json_array_foreach(entries, i, e) {
+        char words[4 * PATH_MAX];
+        if (!json_object_get(e, "start_failed") || !cli_failed_words(e, words, sizeof words))
+            continue;
+        json_object_set_new(e, "state", json_string("failed"));
+        json_object_set_new(e, "failed", cli_json_text(words, strlen(words)));
+        json_t *who = json_object_get(e, "whoami");
+        if (json_is_object(who))
+            json_object_set_new(who, "detail", cli_json_text(words, strlen(words)));
+    }
+}
+
 json_t *mcp_tool_servers(struct mcp *m, json_t *args)
 {
     char wt[PATH_MAX];
     json_t *fail = mcp_scope(m, args, 0, wt, sizeof wt), *entries, *exited = NULL;
     if (fail || !(entries = mcp_entries_exited(wt, &fail, &exited)))
         return fail;
+    said_failed(entries);
     json_t *out = json_pack("{s:o, s:o, s:o}", "worktree", cli_json_text(wt, strlen(wt)), "servers",
                             entries, "exited", exited ? exited : json_array());
     if (out) {
@@ -258,6 +280,11 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args)
     if (!fail && (entries = mcp_entries(wt, &fail)))
         e = pick(entries, wt, service, front, &fail);
     const char *code = json_string_value(json_object_get(fail, "error"));
+    if (code && strcmp(code, "not-found") == 0 && (out = mcp_unknown_selection(wt, args, "logs"))) {
+        json_decref(fail);
+        json_decref(entries);
+        return out;
+    }
     if (code && strcmp(code, "not-found") == 0 && (out = mcp_gone_log(wt, service, front, want))) {
         json_decref(fail);
         json_decref(entries);

@@ -382,7 +382,8 @@ json_t *mcp_tool_restart(struct mcp *m, json_t *args)
     static const char *const keys[] = {"service", "front", NULL};
     char wt[PATH_MAX];
     json_t *fail = mcp_scope(m, args, 1, wt, sizeof wt);
-    if (fail || (fail = mcp_daemon_up(m))) /* up before it reads what the .wtproxy declares */
+    if (fail || (fail = mcp_daemon_up(m)) || /* up before it reads what the .wtproxy declares */
+        (fail = mcp_unknown_selection(wt, args, "restart")))
         return fail;
     json_t *said = json_object();
     if ((fail = stop_changed(wt, args, said))) {

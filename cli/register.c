@@ -128,7 +128,14 @@ static void report_conflict(json_t *holder)
     char age[32], by[1200];
     host_age(host_wall_ms() - reg, age, sizeof age);
     wt = wt ? wt : "?";
-    if (pid > 0)
+    /* Only `wtproxy run` registers a log: its pid is the wrapper's, which
+     * `wtproxy stop` ends with its server (a kill of the wrapper only
+     * leaves its server running until it notices). */
+    int by_run = json_string_length(json_object_get(holder, "log")) > 0;
+    if (pid > 0 && by_run)
+        snprintf(by, sizeof by, "by the wtproxy run wrapper pid %lld of its server (%s)",
+                 (long long)pid, cmd && *cmd ? cmd : "?");
+    else if (pid > 0)
         snprintf(by, sizeof by, "by pid %lld (%s)", (long long)pid, cmd && *cmd ? cmd : "?");
     else
         snprintf(by, sizeof by, "by a registration with --ttl (no process)");
@@ -154,7 +161,11 @@ static void report_conflict(json_t *holder)
                 "wtproxy: that server is still starting (it does not listen yet); its output: "
                 "wtproxy logs --front %lld (in its worktree)\n",
                 (long long)front);
-    if (pid > 0)
+    if (pid > 0 && by_run)
+        fprintf(stderr,
+                "wtproxy: stop it first, then run this again: cd %s && wtproxy stop --front %lld\n",
+                wt, (long long)front);
+    else if (pid > 0)
         fprintf(stderr, "wtproxy: stop it first, then run this again: kill %lld\n", (long long)pid);
     else
         fprintf(stderr,

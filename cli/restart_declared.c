@@ -122,6 +122,14 @@ int cli_failed_words(json_t *x, char *out, size_t len)
                  "port, then run this again");
         return 1;
     }
+    if (reg_failed_fixed(str(failed, "lines"), str(x, "worktree"),
+                         json_integer_value(json_object_get(failed, "told_ms")), pkg, sizeof pkg))
+        return snprintf(out, len,
+                        "it failed and lives on without listening; its files changed since it "
+                        "failed (%s), yet its reloader did not start it again: wtproxy restart "
+                        "--front %lld",
+                        pkg, (long long)json_integer_value(json_object_get(x, "front"))),
+               1;
     if (strcmp(str(failed, "when"), "edit") != 0 &&
         reg_db_missing_dev(str(failed, "lines"), reg_machine_id(), str(x, "worktree"), db,
                            sizeof db, base, sizeof base))

@@ -193,6 +193,13 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
                  "wtproxy restart) on front :%d; what its wrapper saw:\n%s",
                  b->name, (int)b->pid, b->port, front, b->start_failed);
     else if (b->state == REG_STARTING && b->start_failed[0] &&
+             reg_failed_fixed(b->start_failed, b->worktree, b->start_failed_ms, fix, sizeof fix))
+        snprintf(msg, sizeof msg,
+                 "backend: %s (pid %d, failed: it lives on without listening; its files changed "
+                 "since it failed (%s), yet its reloader did not start it again: wtproxy restart "
+                 "--front %d) on front :%d; its last lines before:\n%s",
+                 b->name, (int)b->pid, fix, b->front, front, b->start_failed);
+    else if (b->state == REG_STARTING && b->start_failed[0] &&
              (whoami_missing_package(b->start_failed, b->worktree, fix, sizeof fix) ||
               host_deps_missing(b->start_failed, b->command, b->worktree, fix, sizeof fix) ||
               reg_db_refused(b->start_failed, fix, sizeof fix)))

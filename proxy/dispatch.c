@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ondemand.h"
+#include "ops.h"
 #include "reg_db.h"
 #include "conn.h"
 #include "gate.h"
@@ -210,7 +211,7 @@ void conn_forward(struct proxy_client *c)
         conn_fail(c, PE_WHOAMI_INVALID, detail);
         return;
     }
-    struct whoami_target t = proxy_backend_target(b);
+    struct whoami_target t = proxy_backend_target(c->srv, b);
     int v =
         whoami_gate_check(b->gate, &t, gate_answered, c, &c->gate_ticket, detail, sizeof detail);
     if (v >= 0) {
@@ -326,6 +327,33 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
     conn_fail(c, kind, d);
 }
 
+/* b failed and waits for a change to its files, and a file its last lines
+ * name changed since, longer ago than its reloader takes to see it: its
+ * reloader never will (it took its first look after the save). Restarted
+ * when its wrapper restarts it on stale code (--restart-on-stale), the
+ * request waiting for it; else refused saying so, with the restart.
+ * Returns 1 when c is answered or waits. */
+static int fixed_unseen(struct proxy_client *c, struct reg_backend *b)
+{
+    char file[PATH_MAX], d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512];
+    if (b->start_failed_when == REG_FAILED_PORT ||
+        !reg_failed_fixed(b->start_failed, b->worktree, b->start_failed_ms, file, sizeof file))
+        return 0;
+    if (b->restart_on_stale &&
+        proxy_restart_wrapper(c->srv, b, "its files changed since it failed") == 0) {
+        conn_wait(c, WTP_WAIT_POLL_MS);
+        return 1;
+    }
+    snprintf(d, sizeof d,
+             "%s's server (pid %d, under %s) does not listen on port %d: its files changed since "
+             "it failed (%s), yet its reloader did not start it again: wtproxy restart --front "
+             "%d; its last lines before:\n%s",
+             b->worktree, (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader", b->port,
+             file, b->front, b->start_failed);
+    conn_fail(c, PE_FIXED_UNSEEN, d);
+    return 1;
+}
+
 /* b ended while the request waited for it (a restart whose new process
  * exited at start, a server killed), and no start of this daemon says
  * how: said with its log. One an earlier daemon started from the
@@ -378,6 +406,8 @@ void conn_wait_timeout(struct proxy_client *c)
         conn_wait(c, WTP_WAIT_POLL_MS);
     } else if (b->state == REG_DEAD) {
         ended(c, b);
+    } else if (b->state == REG_STARTING && b->start_failed[0] && fixed_unseen(c, b)) {
+        return;
     } else if (b->state == REG_STARTING && b->start_failed[0]) {
         start_failed(c, b); /* before a reload_grace retry: its server will not listen */
     } else if (b->state == REG_READY || c->refused_since_ms) {

@@ -105,6 +105,13 @@ static const struct error_kind kinds[] = {
          "Fix the error its last lines above name and save the file: its autoreloader starts it "
          "again, and the next request is served. All its output: wtproxy logs{front} (in its "
          "worktree)."},
+    [PE_FIXED_UNSEEN] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree failed and waits for a change to its files; they "
+         "changed since it failed, yet its reloader did not start it again (one that took its "
+         "first look at them after the save never does); no request reached it.",
+         "Restart it: wtproxy restart{front} (in its worktree). All its output: wtproxy "
+         "logs{front}."},
     [PE_WRONG_PORT] =
         {503, "Service Unavailable", "backend-not-ready",
          "The dev server of this worktree started, but it listens on another port than the one "

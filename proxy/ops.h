@@ -50,6 +50,11 @@ json_t *proxy_op_starts(struct proxy_server *s, uid_t uid, json_t *req);
  * or has no wrapper (not-restartable); none selected: not-found. */
 json_t *proxy_op_restart(struct proxy_server *s, uid_t uid, json_t *req);
 
+/* Restart b through its wrapper as the restart op does (marked
+ * restarting, SIGUSR1), in the name of b's owner; 0, or -1 when its pid
+ * is not its wrapper's any more. */
+int proxy_restart_wrapper(struct proxy_server *s, struct reg_backend *b, const char *why);
+
 /* {"op":"stop",...same selectors}: SIGTERM to each wrapper (it stops its
  * server's whole process tree, then unregisters); {"ok":true,"stopped":[...]}. */
 json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req);

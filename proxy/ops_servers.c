@@ -191,6 +191,18 @@ static void mark_restarting(struct proxy_server *s, uid_t uid, const struct reg_
     json_decref(req);
 }
 
+int proxy_restart_wrapper(struct proxy_server *s, struct reg_backend *b, const char *why)
+{
+    if (b->pid <= 0 || (b->pid_start && host_pid_start(b->pid) != b->pid_start))
+        return -1;
+    mark_restarting(s, b->uid, b);
+    if (kill(b->pid, SIGUSR1) < 0)
+        return -1;
+    proxy_log("restarting %s's server on front %d (wrapper pid %d): %s", b->worktree, b->front,
+              (int)b->pid, why);
+    return 0;
+}
+
 /* restart and stop: signal every selected wrapper, answer the entries. */
 static json_t *signal_op(struct proxy_server *s, uid_t uid, json_t *req, const char *op, int sig,
                          const char *key)

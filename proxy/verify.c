@@ -14,8 +14,11 @@
 #include "verify.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "conn.h"
+#include "ondemand.h"
+#include "ondemand_cache.h"
 
 static void status_changed(void *arg)
 {
@@ -31,7 +34,20 @@ struct whoami_server *proxy_backend_gate(struct proxy_server *s, struct reg_back
     return b->gate;
 }
 
-struct whoami_target proxy_backend_target(const struct reg_backend *b)
+/* Whether b's worktree's .wtproxy declares a server on b's front. */
+static int declared(struct proxy_server *s, const struct reg_backend *b)
+{
+    /* Only a refusal's fix reads it: a verified server's requests keep
+     * their one string compare (the next check of a refused one has it). */
+    const char *was = b->gate ? whoami_server_status(b->gate)->state : "";
+    if (b->service[0] || strcmp(was, "verified") == 0 || strcmp(was, "trusted") == 0)
+        return 0;
+    const struct ondemand_cached *e =
+        s->ondemand ? ondemand_cached(s->ondemand, b->worktree) : NULL;
+    return e && e->rc == 0 && wtfile_by_front(&e->f, b->front) != NULL;
+}
+
+struct whoami_target proxy_backend_target(struct proxy_server *s, const struct reg_backend *b)
 {
     return (struct whoami_target){
         (const struct sockaddr *)&b->addr,
@@ -49,6 +65,7 @@ struct whoami_target proxy_backend_target(const struct reg_backend *b)
         b->log[0] != '\0', /* only `wtproxy run` registers a log */
         b->service,
         b->shell_command,
+        declared(s, b),
     };
 }
 
@@ -83,9 +100,16 @@ static void on_state(void *arg, struct reg_backend *b)
     }
     if (b->state == REG_STARTING) {
         if (b->gate) {
-            whoami_server_restarted(b->gate, "its server is restarting: what the gate found "
-                                             "was the old process's; wtproxy asks the new "
-                                             "one's /__whoami once it is ready");
+            char failed[160];
+            snprintf(failed, sizeof failed,
+                     "its server failed and does not listen: its last lines say why (wtproxy "
+                     "logs --front %d); wtproxy asks its /__whoami once it is ready",
+                     b->front);
+            whoami_server_restarted(b->gate, b->start_failed[0]
+                                                 ? failed
+                                                 : "its server is restarting: what the gate found "
+                                                   "was the old process's; wtproxy asks the new "
+                                                   "one's /__whoami once it is ready");
             proxy_backend_show(b);
         }
         if (b->start_failed[0]) /* it will not listen until a file changes */
@@ -94,7 +118,7 @@ static void on_state(void *arg, struct reg_backend *b)
     }
     if (b->state != REG_READY || !proxy_backend_gate(s, b))
         return;
-    struct whoami_target t = proxy_backend_target(b);
+    struct whoami_target t = proxy_backend_target(s, b);
     whoami_gate_probe(b->gate, &t);
     proxy_backend_show(b);
 }

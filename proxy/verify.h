@@ -16,8 +16,10 @@ struct proxy_server;
 struct whoami_server *proxy_backend_gate(struct proxy_server *s, struct reg_backend *b);
 
 /* b as the gate sees it. Its strings stay with b, which outlives its gate
- * handle (released with it). */
-struct whoami_target proxy_backend_target(const struct reg_backend *b);
+ * handle (released with it). Whether its worktree's .wtproxy declares a
+ * server on its front is as the daemon last read the file (never read on
+ * the loop: ondemand_cache.h). */
+struct whoami_target proxy_backend_target(struct proxy_server *s, const struct reg_backend *b);
 
 /* Copy the gate's status of b's server into b (reg_whoami) when it
  * changed: a verified server's requests copy nothing. */

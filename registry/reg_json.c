@@ -12,6 +12,8 @@
  * last (reg_last_words_to_json: the `list` op's "exited"). */
 #include "registry.h"
 
+#include "host.h"
+
 #include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -121,9 +123,10 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
     }
     if (o && b->start_failed[0] &&
         json_object_set_new(o, "start_failed",
-                            json_pack("{s:o, s:o, s:s}", "lines", utf8_string(b->start_failed),
+                            json_pack("{s:o, s:o, s:s, s:I}", "lines", utf8_string(b->start_failed),
                                       "reloader", utf8_string(b->reloader), "when",
-                                      reg_failed_when_name(b->start_failed_when))) < 0) {
+                                      reg_failed_when_name(b->start_failed_when), "told_ms",
+                                      (json_int_t)b->start_failed_ms)) < 0) {
         json_decref(o);
         return NULL;
     }
@@ -326,6 +329,8 @@ int reg_backend_read_failed(struct reg_backend *b, json_t *o, char *err, size_t 
     snprintf(b->start_failed, sizeof b->start_failed, "%s", from);
     snprintf(b->reloader, sizeof b->reloader, "%s", reloader);
     b->start_failed_when = (enum reg_failed_when)failed_when(when);
+    json_t *told = json_object_get(o, "told_ms"); /* an entry's; a wrapper's is now */
+    b->start_failed_ms = json_is_integer(told) ? json_integer_value(told) : host_wall_ms();
     return 0;
 }
 

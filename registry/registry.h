@@ -72,6 +72,7 @@ struct reg_backend {
      * entry, which a new daemon loads only while its pid runs with the
      * same start time. */
     char start_failed[REG_START_FAILED_MAX];
+    long long start_failed_ms; /* when its wrapper told it (wall clock): "told_ms" */
     char reloader[64];
     enum reg_failed_when start_failed_when;
     int daemon_started; /* its pid's parent was the daemon when it registered: a wrapper the
@@ -204,6 +205,15 @@ int reg_backend_read_labels(struct reg_backend *b, struct json_t *o, char *err, 
 int reg_backend_read_failed(struct reg_backend *b, struct json_t *o, char *err, size_t errlen);
 /* "start", "edit" or "port". */
 const char *reg_failed_when_name(enum reg_failed_when w);
+
+/* Whether a file that lines (a failed server's last output, told at
+ * told_ms) names under worktree changed after that, and longer than
+ * REG_RELOADER_GRACE_MS ago: its reloader would have started it again by
+ * then (one whose first look at the files came after the save never
+ * does: Django's). That file's path into file. (reg_failed_fixed.c) */
+#define REG_RELOADER_GRACE_MS 2000
+int reg_failed_fixed(const char *lines, const char *worktree, long long told_ms, char *file,
+                     size_t filelen);
 
 /* Write the table to path atomically: a temporary file in the same folder,
  * mode 0600, fsync, rename, fsync of the folder. On failure (full or

@@ -77,6 +77,7 @@ struct whoami_target {
     int by_run;                /* a `wtproxy run` wrapper: `wtproxy restart` and `stop` reach it */
     const char *service;       /* its `.wtproxy` service ("" none), for the restart hint */
     const char *shell_command; /* command's words quoted for a shell ("" unknown), for the hint */
+    int declared; /* its worktree's .wtproxy declares a server on front: `wtproxy restart` */
 };
 
 /* What the gate last found about one server, for ls and the dashboard.

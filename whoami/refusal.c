@@ -38,18 +38,56 @@ static void with_port_placeholder(const struct whoami_target *t, char *out, size
     }
 }
 
+/* Whether path is dir or inside it. */
+static int inside(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return n && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Whether cmd runs code from outside checkout: a word that is a path in
+ * other (the checkout that answered on the port, NULL none), or a `cd`
+ * out of checkout (to an absolute path elsewhere, or up with ..). Pasted
+ * in checkout, such a command serves the other's code again, and the gate
+ * would verify it: it answers /__whoami for the folder it runs in. */
+static int runs_elsewhere(const char *cmd, const char *checkout, const char *other)
+{
+    static const char *const seps = " \t\n'\";&|()=";
+    char word[PATH_MAX];
+    int after_cd = 0;
+    for (const char *p = cmd; *p;) {
+        size_t n = strcspn(p, seps);
+        if (n && n < sizeof word) {
+            memcpy(word, p, n), word[n] = '\0';
+            if ((other && other[0] && word[0] == '/' && inside(word, other)) ||
+                (after_cd &&
+                 (word[0] == '/' ? !inside(word, checkout) : strncmp(word, "..", 2) == 0)))
+                return 1;
+            after_cd = strcmp(word, "cd") == 0;
+        }
+        p += n ? n : 1;
+    }
+    return 0;
+}
+
 /* How to start the worktree's server again once it is stopped. A
  * `.wtproxy` service from its file, whose `start` has the folder and
  * interpreter right (a hand-made `wtproxy run` would replace the daemon's
  * server, and the registered command may have run in another checkout's
- * folder, which `cd` to this one's top would miss). Else `wtproxy run`
- * with the words its wrapper quoted: what it was given, each word whole
- * (spaces, quotes, $, the && of `sh -c 'cd api && node server.js'`), with
- * {port} as given; quoting the registered command again cannot be right,
- * its words joined by spaces no longer say where each ends. Without them
- * (a `wtproxy register`, whose command is its registrant's own text), that
- * text with its port put back as {port}. */
-static void restart_hint(const struct whoami_target *t, char *out, size_t outlen)
+ * folder, which `cd` to this one's top would miss); so too when the file
+ * declares a server on t's front, which `wtproxy restart` starts. Else
+ * `wtproxy run` with the words its wrapper quoted: what it was given, each
+ * word whole (spaces, quotes, $, the && of `sh -c 'cd api && node
+ * server.js'`), with {port} as given; quoting the registered command again
+ * cannot be right, its words joined by spaces no longer say where each
+ * ends. Without them (a `wtproxy register`, whose command is its
+ * registrant's own text), that text with its port put back as {port}.
+ * Never a command of another checkout's process (other_s: t was
+ * registered with the pid of the server that answers for another
+ * checkout) nor one that runs another checkout's code (runs_elsewhere):
+ * run here, it would be verified and serve that checkout's code. */
+static void restart_hint(const struct whoami_target *t, const char *other, int other_s, char *out,
+                         size_t outlen)
 {
     char front[24], cmd[1200];
     if (t->service && t->service[0]) {
@@ -60,11 +98,20 @@ static void restart_hint(const struct whoami_target *t, char *out, size_t outlen
         return;
     }
     front_flag(t, front, sizeof front);
+    if (t->declared) {
+        snprintf(out, outlen,
+                 "cd %s && wtproxy restart%s (it starts the server its .wtproxy declares on "
+                 "that front)",
+                 t->checkout, front);
+        return;
+    }
     if (t->shell_command && t->shell_command[0])
         snprintf(cmd, sizeof cmd, "%s", t->shell_command);
     else if (t->command[0])
         with_port_placeholder(t, cmd, sizeof cmd);
     else
+        cmd[0] = '\0';
+    if (!cmd[0] || other_s || runs_elsewhere(cmd, t->checkout, other))
         snprintf(cmd, sizeof cmd, "<server command with {port}>");
     snprintf(out, outlen, "cd %s && wtproxy run%s --restart-on-stale -- %s", t->checkout, front,
              cmd);
@@ -83,7 +130,7 @@ static void reload_hint(const struct whoami_target *t, char *out, size_t outlen)
     else if (t->by_run)
         snprintf(out, outlen, "cd %s && wtproxy restart%s", t->checkout, front);
     else {
-        restart_hint(t, run, sizeof run);
+        restart_hint(t, NULL, 0, run, sizeof run);
         snprintf(out, outlen, "stop pid %d, then %s", (int)t->pid, run);
     }
 }
@@ -109,11 +156,12 @@ void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_
     char since[32], hint[PATH_MAX + 1200];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     char drop[PATH_MAX + 64];
-    restart_hint(t, hint, sizeof hint);
-    drop_hint(t, drop, sizeof drop);
     /* Registered with that server's own pid: its exit ends the entry too,
-     * and the same kill said twice reads as two steps. */
+     * and the same kill said twice reads as two steps; its command is that
+     * other checkout's. */
     int one_kill = !t->by_run && t->pid > 0 && t->pid == ans->pid;
+    restart_hint(t, ans->checkout, one_kill, hint, sizeof hint);
+    drop_hint(t, drop, sizeof drop);
     char dropping[PATH_MAX + 128] = "";
     if (!one_kill)
         snprintf(dropping, sizeof dropping, "; drop your worktree's registration of that port: %s",
@@ -217,7 +265,7 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
      * service's, which its .wtproxy starts: one run by hand would replace
      * the daemon's. */
     if (t->by_run && !t->restart_on_stale && !(t->service && t->service[0])) {
-        restart_hint(t, run, sizeof run);
+        restart_hint(t, NULL, 0, run, sizeof run);
         snprintf(offer, sizeof offer,
                  " (or, restarted at each edit from then on: wtproxy stop%s, then %s)", front, run);
     }
@@ -239,7 +287,7 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
                  "Restart it: %s%s",
                  ans->checkout, (int)ans->pid, since, changed, now, offer);
     else {
-        restart_hint(t, run, sizeof run);
+        restart_hint(t, NULL, 0, run, sizeof run);
         snprintf(out, outlen,
                  "this is your own server for %s (pid %d), started %s ago; %s. "
                  "Restart it: stop pid %d, then %s",

@@ -219,6 +219,16 @@ test('restart restarts the session worktree\'s own server', async (t) => {
   const unknown = await call(mcp, 'restart', { service: 'nope' });
   assert.equal(unknown.isError, true);
   assert.equal(unknown.structuredContent.error, 'not-found');
+  // A wrong front is said to be one, with the front its server runs on:
+  // not "its last server exited" about a server that runs.
+  const other = px.port < 65535 ? px.port + 1 : px.port - 1;
+  for (const tool of ['restart', 'logs']) {
+    const wrong = await call(mcp, tool, { front: other });
+    assert.equal(wrong.isError, true, JSON.stringify(wrong));
+    assert.equal(wrong.structuredContent.error, 'not-found');
+    assert.ok(wrong.content[0].text.includes(`nothing on front ${other} in ${tmp.wt.a}; its server runs on front ${px.port}: call ${tool} without front (or front ${px.port})`), wrong.content[0].text);
+    assert.doesNotMatch(wrong.content[0].text, /exited/);
+  }
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
 
@@ -237,6 +247,13 @@ test('servers lists the services the worktree\'s .wtproxy declares, running or n
   assert.equal(s.file, path.join(tmp.wt.a, '.wtproxy'));
   assert.deepEqual(s.services.map((x) => [x.name, x.front, x.running]),
     [['api', px.port, false], ['web', px.port < 65535 ? px.port + 1 : px.port - 1, false]]);
+  // a service it does not declare is said to be none, with those it does
+  for (const tool of ['restart', 'logs']) {
+    const r = await call(mcp, tool, { service: 'nope' });
+    assert.equal(r.structuredContent.error, 'not-found');
+    assert.ok(r.content[0].text.startsWith(`no service nope in ${tmp.wt.a}: its .wtproxy declares none and none runs; its services: service api (front ${px.port}, declared), service web`), r.content[0].text);
+    assert.match(r.content[0].text, new RegExp(`call ${tool} with one of them$`));
+  }
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
 

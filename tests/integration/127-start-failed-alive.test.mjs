@@ -472,6 +472,60 @@ test('the MCP restart tool says at once that the server failed and lives on, and
   assert.equal((await mcp.end()).code, 0, mcp.stderr());
 });
 
+// Django's autoreloader takes its first look at the files after its
+// server thread failed: a fix saved before that (right after `restart`
+// said the failure) is never seen, and the server stays down. The 503 kept
+// asking for that edit, and the MCP servers tool said "starting" (its
+// server is restarting: wait). Now the 503 says the files changed since and
+// to restart it, servers says failed, and a server run with
+// --restart-on-stale is restarted by the daemon. This one prints Django's
+// traceback naming its urls.py while that file says broken, and never looks
+// again; with it fixed, it serves.
+test('a failed server whose fix its reloader never saw: the 503 says restart, servers says failed; --restart-on-stale restarts it', async (t) => {
+  const tmp = makeWorktrees(t, ['f', 'g']);
+  const px = await startDaemon(t, tmp);
+  const start = (wt, runArgs = []) => {
+    const urls = path.join(wt, 'urls.py');
+    fs.writeFileSync(urls, brokenUrls);
+    const traceback = [...djangoStart, ...threadHead, `  File "${urls}", line 3`, "    path('hello/', hello", '        ^',
+      "SyntaxError: '(' was never closed"].join('\n');
+    const script = `const fs = require('node:fs');
+if (fs.readFileSync(${JSON.stringify(urls)}, 'utf8').includes('hello)]')) import(${JSON.stringify(wtServer)});
+else { console.error(${JSON.stringify(traceback)}); setInterval(() => {}, 1000); }`;
+    fs.writeFileSync(path.join(wt, 'server.js'), script);
+    const run = startRun(t, tmp, {
+      cwd: wt, front: px.port, detached: true, stopSignal: 'SIGKILL', runArgs,
+      command: [process.execPath, 'server.js', '{port}'],
+    });
+    return { urls, run };
+  };
+  const f = start(tmp.wt.f);
+  const g = start(tmp.wt.g, ['--restart-on-stale']);
+  for (const { run } of [f, g])
+    await waitFor(() => /failed at start and lives on/.test(run.stderr()), 10000, 'the wrapper says the start failed');
+  const r = await curlFrom(tmp.wt.f, px.port, '/', { timeout: 20000 });
+  assert.match(r.body, /failed at start and waits for a change to its files/);
+  fs.writeFileSync(f.urls, goodUrls);
+  fs.writeFileSync(g.urls, goodUrls);
+  const told = await waitFor(async () => {
+    const a = await curlFrom(tmp.wt.f, px.port, '/', { timeout: 20000 });
+    return /did not start it again/.test(a.body) ? a : new Error(`${a.status}: ${a.body}`);
+  }, 8000, 'the 503 says its reloader did not start it again');
+  assert.equal(told.status, 503);
+  assert.ok(told.body.includes(`its files changed since it failed (${f.urls}), yet its reloader did not start it again: wtproxy restart --front ${px.port}`), told.body);
+  const mcp = startMcp(t, { cwd: tmp.wt.f, env: cliEnv(tmp) });
+  await initialize(mcp);
+  const [e] = (await mcp.call(1, 'servers')).structuredContent.servers;
+  assert.equal(e.state, 'failed', JSON.stringify(e));
+  assert.match(e.failed, /its files changed since it failed .*: wtproxy restart --front/);
+  assert.doesNotMatch(JSON.stringify(e), /its server is restarting/);
+  assert.equal((await mcp.end()).code, 0, mcp.stderr());
+  // --restart-on-stale: the daemon restarts it, and the request is served
+  const ok = await curlFrom(tmp.wt.g, px.port, '/', { timeout: 20000 });
+  assert.equal(ok.status, 200, ok.body);
+  assert.equal(ok.worktree, tmp.wt.g);
+});
+
 // A server the daemon starts from a .wtproxy that does not reload (`node
 // server.mjs`) is restarted by the daemon once an edit makes it stale.
 // When the edit broke it and the new process exits at start, the request

@@ -111,6 +111,28 @@ test('recycled port: another checkout\'s server on wt-a\'s port is refused, nami
   assert.match(run.stderr, new RegExp(`the /__whoami gate refuses that server \\(mismatch\\): port ${stray.port} is served by ${tmp.wt.old}`));
 });
 
+test('recycled port registered with its pid: the fix never runs the other checkout\'s command', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'old']);
+  const px = await startDaemon(t, tmp);
+  // wt-old's prebuilt server started by hand, registered from wt-a with its pid
+  const stray = await handServer(t, tmp.wt.old);
+  const reg = await cli(tmp, ['register', '--no-wait', '--front', String(px.port), '--port', String(stray.port),
+    '--pid', String(stray.proc.pid)], { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  let r = await getWorktree(px.port, tmp.wt.a);
+  refusedAs(r, 'checkout-mismatch');
+  // that command, run in wt-a, would be verified while serving wt-old's code
+  assert.ok(!r.body.includes(wtServer), r.body);
+  assert.ok(r.body.includes(`then start your own server: cd ${tmp.wt.a} && wtproxy run --front ${px.port} --restart-on-stale -- <server command with {port}>`), r.body);
+  // wt-a's .wtproxy declares the server of that front: restart starts it
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ${process.execPath} ${wtServer} {port}\nfront = ${px.port}\n`);
+  await waitFor(async () => {
+    r = await getWorktree(px.port, tmp.wt.a);
+    return r.body.includes(`then start your own server: cd ${tmp.wt.a} && wtproxy restart --front ${px.port}`);
+  }, 5000, "the declared restart");
+  refusedAs(r, 'checkout-mismatch');
+});
+
 test('no /__whoami: refused with the line to add; --trust-registry serves until a file changes', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp);

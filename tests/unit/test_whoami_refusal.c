@@ -145,6 +145,34 @@ static void mismatch(void)
          "mismatch, registered service", __LINE__);
     never_says("registration of that port: kill 5150", "mismatch, registered service", __LINE__);
     never_says("manage.py runserver", "mismatch, registered service", __LINE__);
+
+    /* `wtproxy register --pid` of another checkout's prebuilt binary: its
+     * command line is that checkout's, and run here it would be verified
+     * while serving that code. This worktree's .wtproxy declares the
+     * server of that front: `wtproxy restart` starts it. */
+    t = target(5150, 0, "/tmp/xe/goshop-b");
+    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    says("then start your own server: cd " WT " && wtproxy run --front 18000 --restart-on-stale "
+         "-- <server command with {port}>",
+         "mismatch, another checkout's pid", __LINE__);
+    never_says("goshop-b", "mismatch, another checkout's pid", __LINE__);
+    t.declared = 1;
+    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    says("then start your own server: cd " WT " && wtproxy restart --front 18000",
+         "mismatch, declared front", __LINE__);
+    never_says("wtproxy run", "mismatch, declared front", __LINE__);
+
+    /* A wrapper of this worktree whose command runs the other's code */
+    t = target(3186, 1, "");
+    t.shell_command = "sh -c 'cd " OTHER "/api && exec node server.mjs {port}'";
+    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    says("-- <server command with {port}>", "mismatch, cd to the other checkout", __LINE__);
+    t.shell_command = OTHER "/bin/server --port {port}";
+    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    says("-- <server command with {port}>", "mismatch, the other checkout's binary", __LINE__);
+    t.shell_command = "sh -c 'cd api && exec node server.mjs {port}'";
+    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    says("-- sh -c 'cd api && exec node server.mjs {port}'", "mismatch, its own command", __LINE__);
 }
 
 /* no-whoami: the restart first (a middleware added since the server
