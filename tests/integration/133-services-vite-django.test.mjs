@@ -298,7 +298,11 @@ test('wtproxy run --health /PATH: ready once the path answers 2xx, not when it l
   const tmp = makeWorktrees(t, ['a', 'b']);
   const px = await startDaemon(t, tmp);
   const r = runLate(t, tmp, tmp.wt.a, px.port, ['--health', '/health']);
-  await waitFor(() => r.readyAt(), 15000, `ready:\n${r.out()}`);
+  // The server's line is relayed by the wrapper's log thread, which may
+  // print it after the wrapper's own "is ready" (seen under load in CI):
+  // both are waited for; a ready said before /health answered would have
+  // no healthy-at line to wait for, nothing asking /health after it.
+  await waitFor(() => r.readyAt() && /healthy-at/.test(r.out()), 15000, `ready:\n${r.out()}`);
   const healthy = Number((/healthy-at (\d+)/.exec(r.out()) || [])[1]);
   assert.ok(healthy > 0 && r.readyAt() >= healthy, `called ready only after /health answered 200:\n${r.out()}`);
   assert.match(r.out(), /GET \/health answered 404, waiting for 2xx or 3xx \(--health\)/);
