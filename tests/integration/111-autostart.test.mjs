@@ -181,10 +181,12 @@ test("ls with no daemon and a config without listen lines: the start it prints s
 // connection without a reply". The real race is rare here (one run in
 // twenty), so a stand-in for the stopping daemon, a process that resets
 // every connection on the control socket for 300 ms and exits, makes the
-// case certain; the race itself is run too.
+// case certain. The race itself is not run: a stop that lands after the
+// run started the next daemon stops that one, as asked, and the run
+// then fails by design (seen once in a session-0 CI run).
 test('a run while the daemon stops: it waits for it to exit, then starts one', { timeout: 30000 }, async (t) => {
-  const tmp = makeWorktrees(t, ['a', 'b']);
-  const env = { ...cliEnv(tmp, autostartEnv(t, tmp)), W: wtproxyBin, B: tmp.wt.b };
+  const tmp = makeWorktrees(t, ['a']);
+  const env = cliEnv(tmp, autostartEnv(t, tmp));
   const stopping = spawn(process.execPath, ['-e', `
     const net = require('node:net');
     const srv = net.createServer((c) => c.on('data', () => c.resetAndDestroy()));
@@ -196,12 +198,4 @@ test('a run while the daemon stops: it waits for it to exit, then starts one', {
   assert.equal(run.code, 7, run.stderr);
   assert.notEqual(stopping.exitCode, null, 'the run went on only once the stopping one had exited');
   assert.match(run.stderr, /started the daemon \(pid \d+\)/, run.stderr);
-
-  const script = 'for i in 1 2 3 4; do ' +
-    '(cd "$B" && "$W" register --port 5000 --ttl 10m) >/dev/null 2>&1 || { echo "try $i: no daemon started" >&2; exit 90; }; ' +
-    '("$W" stop --daemon >/dev/null 2>&1 &); ' +
-    '"$W" run -- sh -c "exit 7"; c=$?; [ $c = 7 ] || { echo "try $i: the run exited $c" >&2; exit 1; }; done';
-  const r = await runToExit('sh', ['-c', script], { cwd: tmp.wt.a, env, ms: 25000 });
-  assert.equal(r.code, 0, r.stderr);
-  sanitizerClean(assert, r.stderr);
 });
