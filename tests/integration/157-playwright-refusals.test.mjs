@@ -19,7 +19,8 @@
 // that tells why (under the failure, else after a run that passed); with
 // no wtproxy binary to ask, it says so once; in a worktree with a
 // .wtproxy (it adopted wtproxy) that run fails, unless $CI is set.
-// Refusals alike (two requests, one dead server) are one entry, whose
+// Refusals alike (two requests a second apart, one dead server: its age
+// in the sentence moved on between them) are one entry, whose
 // fix, the page's, is said once under it, as `wtproxy refusals` says it.
 // WTPROXY_TEST_VERBOSE=1 prints the runs' output as diagnostics.
 import { test } from 'node:test';

@@ -89,10 +89,13 @@ function noDaemon(when, fails) {
 // The refusals as lines: one entry per status, reason and sentence (a
 // page that polls is refused many times alike, and its favicon with it),
 // naming each request with a count, then the sentence and the page's fix.
+// Sentences alike but for an age ("exited 3s ago", then "4s ago": the
+// clock moved between two requests) are alike; the first one is printed.
+const AGE = /\b\d+[smhd] ago\b/g;
 function describe(refusals, when, why = '') {
   const groups = new Map();
   for (const r of refusals) {
-    const key = `${r.status} ${r.reason}\n${r.detail}`;
+    const key = `${r.status} ${r.reason}\n${String(r.detail ?? '').replace(AGE, 'ago')}`;
     const g = groups.get(key) || { what: `${r.status} ${r.reason}`, detail: r.detail, requests: new Map() };
     g.requests.set(r.request, (g.requests.get(r.request) || 0) + 1);
     g.fix = r.fix;
