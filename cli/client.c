@@ -398,8 +398,15 @@ static void no_daemon(const char *path, char *err, size_t errlen)
 static int await_stopped(const char *path, pid_t pid)
 {
     long long deadline = host_mono_ms() + WTP_DAEMON_STOP_WAIT_MS, answered;
-    char err[256];
+    char err[256], who[32] = "";
     int fd;
+    /* said at once: the wait can take seconds, and a silent command looks hung */
+    if (pid > 0)
+        snprintf(who, sizeof who, " (pid %d)", (int)pid);
+    fprintf(stderr,
+            "wtproxy: the daemon%s closed the connection without a reply: it is stopping; "
+            "waiting for it to exit (at most %d s)\n",
+            who, WTP_DAEMON_STOP_WAIT_MS / 1000);
     while (host_mono_ms() < deadline) {
         if (pid > 0 && host_pid_start(pid) == 0)
             return NOBODY;

@@ -197,5 +197,6 @@ test('a run while the daemon stops: it waits for it to exit, then starts one', {
   const run = await cli(tmp, ['run', '--', 'sh', '-c', 'exit 7'], { cwd: tmp.wt.a, env });
   assert.equal(run.code, 7, run.stderr);
   assert.notEqual(stopping.exitCode, null, 'the run went on only once the stopping one had exited');
-  assert.match(run.stderr, /started the daemon \(pid \d+\)/, run.stderr);
+  assert.match(run.stderr, /wtproxy: the daemon \(pid \d+\) closed the connection without a reply: it is stopping; waiting for it to exit \(at most 10 s\)\n(.*\n)*.*started the daemon \(pid \d+\)/,
+    `it says why it waits, then that it started one:\n${run.stderr}`);
 });
