@@ -131,9 +131,14 @@ static void print_one(json_t *r, int all, long long now)
            (long long)json_integer_value(json_object_get(r, "front")));
     json_int_t pid = json_integer_value(json_object_get(r, "caller_pid"));
     const char *wt = str(r, "caller_worktree");
+    json_t *worker = json_object_get(r, "test_worker");
+    char of_worker[48] = "";
+    if (json_is_integer(worker))
+        snprintf(of_worker, sizeof of_worker, ", Playwright worker %lld",
+                 (long long)json_integer_value(worker));
     if (pid > 0)
-        printf("  from pid %lld (%.*s)%s%s\n", (long long)pid, PROCESS_SHOWN,
-               str(r, "caller_process"), all && *wt ? " in " : "", all ? wt : "");
+        printf("  from pid %lld (%.*s)%s%s%s\n", (long long)pid, PROCESS_SHOWN,
+               str(r, "caller_process"), of_worker, all && *wt ? " in " : "", all ? wt : "");
     for (const char *line = str(r, "detail"), *nl; *line; line = nl + (*nl != '\0')) {
         nl = line + strcspn(line, "\n");
         printf("  %.*s\n", (int)(nl - line), line);

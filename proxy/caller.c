@@ -6,9 +6,15 @@
 #include "host.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ENV_NAME "WTPROXY_WORKTREE"
+/* Set by Playwright in each worker process, inherited by the browser it
+ * launches: which worker's test a refused request belongs to, for the
+ * reporter (whoami/node/playwright-reporter.mjs). */
+#define WORKER_ENV "TEST_WORKER_INDEX"
+#define WORKER_DEPTH 4 /* the socket's process (a browser's network service) to its worker */
 
 /* The worktree of dir into place. Returns 0, or -1 when dir is in none. */
 static int place_in(const char *dir, struct caller_place *place)
@@ -44,6 +50,23 @@ static int decides(pid_t pid, caller_known_fn known, void *arg, struct caller_pl
     return 0;
 }
 
+/* The TEST_WORKER_INDEX of pid or of its nearest ancestor of uid that
+ * has one, WORKER_DEPTH up at most; -1 when none has. */
+static int test_worker(pid_t pid, uid_t uid)
+{
+    char value[16];
+    uid_t owner;
+    for (int depth = 0; pid > 1 && depth < WORKER_DEPTH; depth++) {
+        if (host_pid_uid(pid, &owner) < 0 || owner != uid)
+            break;
+        if (host_pid_env(pid, WORKER_ENV, value, sizeof value) == 0 && value[0] >= '0' &&
+            value[0] <= '9')
+            return atoi(value);
+        pid = host_pid_parent(pid);
+    }
+    return -1;
+}
+
 int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg, struct caller_place *place)
 {
     uid_t owner;
@@ -51,6 +74,7 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg, struct 
 
     memset(place, 0, sizeof *place);
     place->pid = pid;
+    place->test_worker = test_worker(pid, uid);
     host_pid_cmdline(pid, place->comm, sizeof place->comm);
     host_pid_cwd(pid, place->cwd, sizeof place->cwd);
     for (int depth = 0; p > 1 && depth < CALLER_MAX_DEPTH; depth++) {
@@ -69,6 +93,7 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg, struct 
 int caller_place_dir(const char *dir, caller_known_fn known, void *arg, struct caller_place *place)
 {
     memset(place, 0, sizeof *place);
+    place->test_worker = -1;
     snprintf(place->cwd, sizeof place->cwd, "%s", dir);
     if (place_in(dir, place) == 0 && known(place->worktree, place->common_dir, arg)) {
         snprintf(place->how, sizeof place->how, "cwd");

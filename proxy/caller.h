@@ -34,6 +34,7 @@ struct caller_place {
     int depth;                 /* 0 = the socket's process itself */
     char comm[64];             /* the socket process's command line, for messages */
     char cwd[PATH_MAX];        /* its cwd, for messages */
+    int test_worker;           /* its Playwright worker's TEST_WORKER_INDEX, -1 none */
 };
 
 /* Walk from pid up the ppid chain, stopping at pid 1, at a process of
@@ -43,7 +44,8 @@ struct caller_place {
  * repository known() rejects (say ~/notes) does not stop the walk. The
  * environment of a process we may not read (Chromium's network service
  * rewrites its own) is skipped, its cwd still counts. Returns 0 when
- * placed, -1 when not (place->pid, comm, cwd still filled for messages). */
+ * placed, -1 when not (place->pid, comm, cwd, test_worker still filled
+ * for messages). */
 int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
                  struct caller_place *place);
 

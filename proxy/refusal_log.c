@@ -29,7 +29,7 @@ static const char *const string_keys[RS_COUNT] = {
 struct refusal_entry {
     unsigned long long seq; /* 0: the slot is empty */
     long long time_ms;
-    int status, front;
+    int status, front, test_worker;
     pid_t caller_pid;
     char *s[RS_COUNT];
 };
@@ -83,6 +83,7 @@ void refusal_log_add(struct refusal_log *log, const struct refusal_info *r, long
     e->status = r->status;
     e->front = r->front;
     e->caller_pid = r->caller_pid;
+    e->test_worker = r->test_worker;
     for (int i = 0; i < RS_COUNT; i++)
         e->s[i] = strdup(in[i] ? in[i] : "");
     for (size_t i = 0; i < WTP_REFUSAL_LOG_SUBSCRIBERS; i++)
@@ -133,6 +134,9 @@ static json_t *entry_json(const struct refusal_entry *e)
                           "caller_pid", (json_int_t)e->caller_pid);
     for (int i = 0; o && i < RS_COUNT; i++)
         json_object_set_new(o, string_keys[i], text(e->s[i]));
+    if (o)
+        json_object_set_new(o, "test_worker",
+                            e->test_worker >= 0 ? json_integer(e->test_worker) : json_null());
     return o;
 }
 

@@ -29,6 +29,7 @@ struct refusal_info {
     const char *peer;             /* the client's address */
     int front;                    /* the front port it came to */
     pid_t caller_pid;             /* the process holding the socket, 0 unknown */
+    int test_worker;              /* its Playwright worker (TEST_WORKER_INDEX), -1 none */
     const char *caller_process;   /* its command line */
     const char *caller_worktree;  /* where it was placed, "" not placed */
     const char *named;            /* the worktree the request named itself */

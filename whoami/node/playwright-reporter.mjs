@@ -31,7 +31,11 @@
 // first failure, so that its silence is not read as "nothing was refused";
 // a CI without wtproxy that keeps the config gets nothing more.
 // With several workers a test's window holds the other workers' refusals
-// too, and its header says so.
+// too: the daemon tells each refusal's worker (its caller's
+// TEST_WORKER_INDEX, which a worker's browser inherits), and a test gets
+// its own worker's only; those of a caller in no worker (a globalSetup, a
+// daemon before this field) stay, and then its header says the window is
+// shared.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -156,15 +160,17 @@ export default class WtproxyReporter {
     // refused. A failed test's worker is replaced, so its next test starts
     // in a new worker, later.
     const got = this.ask(result.startTime.getTime(), Date.now());
-    const text = this.textOf(got, this.during(test), '', `after the test "${test.title}" failed`);
+    if (got.refusals) got.refusals = got.refusals.filter((r) => r.test_worker == null || r.test_worker === result.workerIndex);
+    const text = this.textOf(got, this.during(test, got.refusals), '', `after the test "${test.title}" failed`);
     if (!text) return;
     if (process.stdout.isTTY) this.held.push(text);
     else process.stdout.write(text);
   }
 
-  // A window is a time: with other workers, their tests' refusals are in it.
-  during(test) {
-    return this.workers > 1
+  // A window is a time: with other workers, their tests' refusals are in
+  // it, save those the daemon knew the worker of.
+  during(test, refusals = []) {
+    return this.workers > 1 && refusals.some((r) => r.test_worker == null)
       ? `while the test "${test.title}" ran (its own and other workers' alike)`
       : `during the test "${test.title}"`;
   }
