@@ -397,6 +397,12 @@ int host_which(const char *name, size_t n, char *out, size_t len);
  * is unreadable. */
 int host_self_program(char *out, size_t len, char *other, size_t otherlen);
 
+/* --- a uid as people read it (user_name.c) --- */
+
+/* "uid 1000 (alice)" into out, "uid 1000" when the uid has no name. Asks
+ * NSS, which may take the network: never on an event loop. */
+void host_uid_words(uid_t uid, char *out, size_t len);
+
 /* --- a log file with a size cap (log_file.c) --- */
 
 /* A log passes this many bytes: it becomes PATH.1 (one old generation) and

@@ -84,9 +84,12 @@ static void no_backend(struct proxy_client *c, const char *note)
         size_t used = strnlen(d, sizeof d);
         snprintf(d + used, sizeof d - used, ". %s", note);
     }
+    char fix[CONN_FIX_MAX];
     /* Its server exited lately: why, in its own words. */
     if (c->route_error == PE_NO_BACKEND && request_worktree(c))
         last_words_fail(c, PE_NO_BACKEND, c->listener->port, request_worktree(c), 1, d, sizeof d);
+    else if (route_fix(c->srv, c->listener->port, c->route_error, c->who, fix, sizeof fix))
+        conn_fail_fix(c, c->route_error, d, fix);
     else
         conn_fail(c, c->route_error, d);
 }
@@ -105,6 +108,8 @@ static void declared_read(void *arg, int rc, const char *what)
         conn_fail(c, PE_BAD_WTPROXY_FILE, what);
     } else if (rc == ONDEMAND_START_FAILED) {
         conn_fail(c, PE_BACKEND_NOT_READY, what);
+    } else if (rc == ONDEMAND_NOT_OURS) {
+        conn_fail(c, PE_OTHER_USER, what);
     } else {
         no_backend(c, what);
     }

@@ -64,9 +64,11 @@ static const struct error_kind kinds[] = {
          "The worktree name in this request matches several registered worktrees.",
          "Name the worktree by its full path: X-Wtproxy-Worktree: /path/to/worktree"},
     [PE_OTHER_USER] = {403, "Forbidden", "other-user",
-                       "The dev server registered for your worktree belongs to another user.",
-                       "Start your own dev server: wtproxy run{front} -- <server command with "
-                       "{port}>"},
+                       "This request is another user's than the dev server or the daemon it "
+                       "would reach: wtproxy never serves one user's requests with another "
+                       "user's code, nor starts another user's server.",
+                       "Start your own dev server, as yourself: wtproxy run{front} -- <server "
+                       "command with {port}>"},
     [PE_BACKEND_NOT_READY] =
         {503, "Service Unavailable", "backend-not-ready",
          "The dev server of this worktree did not become ready in time.",

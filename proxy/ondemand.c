@@ -138,10 +138,27 @@ static void report(struct ondemand *a, const char *err)
     snprintf(a->last_err, sizeof a->last_err, "%s", err);
 }
 
+int ondemand_not_ours(struct ondemand *a, const char *worktree, const struct wtfile *f, char *err,
+                      size_t errlen)
+{
+    if (f->owner == geteuid())
+        return 0;
+    snprintf(err, errlen,
+             "%s belongs to uid %u, and this daemon runs as %s: it starts servers only from its "
+             "own user's .wtproxy files, as their commands run as the daemon's user; the file's "
+             "owner starts it, with their own wtproxy daemon: cd %s && wtproxy restart",
+             f->path, (unsigned)f->owner, a->srv->user, worktree);
+    return 1;
+}
+
 static int ensure(struct ondemand *a, const char *worktree, const struct wtfile *f,
                   const struct wtfile_service *s, char *err, size_t errlen)
 {
     int order[WTFILE_MAX_SERVICES];
+    if (ondemand_not_ours(a, worktree, f, err, errlen)) {
+        report(a, err);
+        return -1;
+    }
     int n = wtfile_start_order(f, (int)(s - f->svc), order);
     for (int k = 0; k < n; k++)
         if (arm(a, worktree, f, order[k], err, errlen) < 0)
@@ -220,7 +237,10 @@ void ondemand_file_answer(struct ondemand *a, const char *worktree, int front, i
     const struct wtfile_service *s = rc == 0 ? wtfile_by_front(f, front) : NULL;
     if (rc == 0)
         ondemand_check_fronts(a, worktree, f);
-    if (s)
+    if (s && ondemand_not_ours(a, worktree, f, msg, sizeof msg)) {
+        report(a, msg);
+        cb(arg, ONDEMAND_NOT_OURS, msg);
+    } else if (s)
         cb(arg, ensure(a, worktree, f, s, msg, sizeof msg) == 0 ? 0 : ONDEMAND_START_FAILED, msg);
     else if (rc == 0)
         cb(arg, ONDEMAND_NONE, other_fronts(f, front, msg, sizeof msg));

@@ -38,6 +38,14 @@ void ondemand_adopt(struct ondemand *a);
  * needs, or running: wait for its registration), or -1: err is "" when
  * the worktree has no .wtproxy or declares nothing on front, else says
  * what is wrong (the file's line and the fix, or an unknown service). */
+/* Whether f is another user's than the daemon's: its start line would run
+ * as the daemon's user (as root, for a daemon run as root), so a request
+ * naming that worktree, a caller placed in it or a start op would run that
+ * user's code as this one. Nothing is started from such a file; err says
+ * so, and how its owner starts it. Returns 1, or 0 when f is ours. */
+int ondemand_not_ours(struct ondemand *a, const char *worktree, const struct wtfile *f, char *err,
+                      size_t errlen);
+
 int ondemand_ensure_file(struct ondemand *a, const char *worktree, int rc, const struct wtfile *f,
                          const char *ferr, const char *service, int front, char *err,
                          size_t errlen);
@@ -67,6 +75,7 @@ void *ondemand_read_later(struct ondemand *a, const char *worktree, unsigned tim
 #define ONDEMAND_NONE 1            /* no server declared on front: err says why, or "" */
 #define ONDEMAND_BAD_FILE (-1)     /* the worktree's .wtproxy is refused: its line and fix */
 #define ONDEMAND_START_FAILED (-2) /* declared, but cannot start now (too many, fork) */
+#define ONDEMAND_NOT_OURS (-3)     /* the .wtproxy is another user's: never started by us */
 typedef void (*ondemand_ensured_cb)(void *arg, int rc, const char *err);
 
 /* ondemand_ensure_front for a request, its file read by a worker (a slow

@@ -303,6 +303,8 @@ static json_t *start_with_file(struct proxy_server *s, uid_t uid, const char *wo
         front = svc->front;
     if ((r = not_ours(uid)) || (r = running_reply(s, worktree, front)))
         return r;
+    if (rc == 0 && s->ondemand && ondemand_not_ours(s->ondemand, worktree, f, err, sizeof err))
+        return reg_fail("not-permitted", "%s", err);
     int ok = s->ondemand ? ondemand_ensure_file(s->ondemand, worktree, rc, f, ferr, service, front,
                                                 err, sizeof err)
                          : -1;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define ROUTE_MAX_CANDIDATES 8
 
@@ -79,6 +80,15 @@ static struct reg_backend *by_hint(struct reg_table *t, int front, const char *h
     return reg_backend_ref(b);
 }
 
+/* A caller of another user than the daemon's, which it could not place: a
+ * daemon not run as root reads no other user's /proc. Its requests are
+ * not this user's: the default backend, or a guess, would give its tests
+ * a verdict on this user's code. */
+static int other_users_caller(const struct identify_kept *who)
+{
+    return who && !who->placed && who->uid != (uid_t)-1 && who->uid != geteuid() && geteuid() != 0;
+}
+
 struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hint,
                                const struct identify_kept *who, enum proxy_error *e)
 {
@@ -97,6 +107,10 @@ struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hi
             return NULL;
         }
         return reg_backend_ref(b);
+    }
+    if (other_users_caller(who)) {
+        *e = PE_OTHER_USER;
+        return NULL;
     }
     if (s->backend)
         return reg_backend_ref(s->backend);
@@ -170,6 +184,19 @@ static void run_hint(int front, char *buf, size_t len)
         snprintf(buf, len, "wtproxy run --front %d -- <server command with {port}>", front);
 }
 
+int route_fix(struct proxy_server *s, int front, enum proxy_error e,
+              const struct identify_kept *who, char *fix, size_t len)
+{
+    if (e != PE_OTHER_USER || !other_users_caller(who))
+        return 0;
+    snprintf(fix, len,
+             "This port is %s's: ask that user to stop their daemon (as them: wtproxy stop "
+             "--daemon), then start yours; or serve yours on a port of your own, with your "
+             "tests' base URL on it: wtproxy serve --listen %d",
+             s->user, front + 1);
+    return 1;
+}
+
 void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *hint,
                    const struct identify_kept *who, char *buf, size_t len)
 {
@@ -177,6 +204,15 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
     int services = 0;
     char run[96];
     run_hint(front, run, sizeof run);
+    if (e == PE_OTHER_USER && other_users_caller(who)) {
+        snprintf(buf, len,
+                 "your process runs as uid %u, and this wtproxy daemon on :%d as %s: a daemon "
+                 "cannot see another user's processes, so it cannot tell your worktree, and "
+                 "it never answers another user's requests with its own user's servers. "
+                 "wtproxy runs one daemon per user, and this one holds :%d",
+                 (unsigned)who->uid, front, s->user, front);
+        return;
+    }
     if (e == PE_OTHER_USER) {
         snprintf(buf, len,
                  "the dev server registered for your worktree on front :%d belongs to "

@@ -20,11 +20,20 @@ int route_needs_caller(struct proxy_server *s, const char *hint);
 
 /* The backend for a request on front port `front`: the worktree it names
  * (hint), else the caller's worktree (who placed: never another worktree's
- * server, never the default), else the default backend. Returns a new
+ * server, never the default), else the default backend, but never for a
+ * caller of another user than the daemon's, which it could not place
+ * (PE_OTHER_USER): wtproxy runs a daemon per user. Returns a new
  * reference, or NULL with *e (PE_NO_BACKEND, PE_AMBIGUOUS_WORKTREE,
  * PE_OTHER_USER). who may be NULL (not identified). */
 struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hint,
                                const struct identify_kept *who, enum proxy_error *e);
+
+/* A routing refusal's own Fix line into fix: for a caller of another user
+ * than the daemon's (whose own fix would start a server here, on a port
+ * this daemon holds), how the two users share the port. Returns 1, or 0
+ * when the page's own fix is right. */
+int route_fix(struct proxy_server *s, int front, enum proxy_error e,
+              const struct identify_kept *who, char *fix, size_t len);
 
 /* The detail of a routing refusal: the caller as found, what is registered
  * on front (the candidates, for an ambiguous name), how to start a server. */

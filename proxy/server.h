@@ -54,6 +54,7 @@ struct proxy_server {
     int stopping;
     struct proxy_signals *signals; /* SIGTERM, SIGINT, SIGHUP and their senders */
     struct event *stop_timer;
+    char user[96]; /* "uid 1000 (alice)": whose daemon this is, for pages; read once at start */
 };
 
 /* `wtproxy serve ARGS`: returns the process exit status (0 after a clean

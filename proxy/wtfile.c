@@ -280,6 +280,7 @@ int wtfile_read(const char *dir, struct wtfile *f, char *err, size_t errlen)
     struct stat st;
     f->n = 0;
     f->key = (struct wtfile_key){0};
+    f->owner = (uid_t)-1;
     snprintf(f->path, sizeof f->path, "%s/.wtproxy", dir);
     int fd = open(f->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT)
@@ -293,6 +294,7 @@ int wtfile_read(const char *dir, struct wtfile *f, char *err, size_t errlen)
         return -1;
     }
     key_of(&st, &f->key);
+    f->owner = st.st_uid;
     char *text = malloc((size_t)st.st_size + 1);
     ssize_t got = text ? read(fd, text, (size_t)st.st_size) : -1;
     close(fd);

@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "registry.h"
 
@@ -38,6 +39,7 @@ struct wtfile_key {
 struct wtfile {
     char path[PATH_MAX + 16];
     struct wtfile_key key; /* of the file read, by fstat of what was read */
+    uid_t owner;           /* its owner: the daemon starts only its own user's (ondemand.c) */
     int n;
     struct wtfile_service svc[WTFILE_MAX_SERVICES];
 };

@@ -1,13 +1,19 @@
 // 106: a registration belongs to the uid that made it. Another uid
 // (nobody, through setpriv) sharing the daemon's control socket can
 // neither remove it (not-permitted) nor replace it (conflict naming the
-// holder); the entry is unchanged afterwards. Needs root (CI runs as root).
+// holder); the entry is unchanged afterwards. A daemon answers no caller
+// of another user with its own user's servers, and starts no other
+// user's .wtproxy. Needs root (CI runs as root).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { wtproxyBin } from './lib/wtproxy.mjs';
+import { wtproxyBin, startProxy } from './lib/wtproxy.mjs';
 import { runToExit } from './lib/conformance.mjs';
+import { httpBackend, httpGet } from './lib/backends.mjs';
+import { removeAfter } from './lib/cleanup.mjs';
 import { makeWorktrees, startDaemon, cli, lsJson, sleeper, cliEnv, sanitizerClean } from './lib/registry.mjs';
 
 const canSwitch = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
@@ -48,4 +54,61 @@ test('another uid can neither remove nor replace a registration', { skip: !canSw
   assert.equal(after[0].pid, server.pid);
   assert.equal(after[0].port, 5000);
   assert.equal(after[0].uid, 0);
+});
+
+// A daemon of one user cannot see another user's processes, so it cannot
+// place their callers: such a caller is refused, saying whose daemon holds
+// the port and how two users share it, never answered by this user's
+// default backend (a shared dev box: bob's suite passed on alice's code)
+// nor told to send X-Wtproxy-Worktree.
+test('a caller of another user than the daemon\'s gets neither its default backend nor a guess',
+  { skip: !canSwitch && 'needs root and setpriv' }, async (t) => {
+    const tmp = makeWorktrees(t, ['a'], { mode: 0o755 });
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-nobody-'));
+    removeAfter(t, home);
+    fs.chownSync(home, 65534, 65534);
+    const env = { HOME: home, XDG_RUNTIME_DIR: home, XDG_STATE_HOME: path.join(home, 'state') };
+    const control = path.join(home, 'control.sock');
+    const theirs = await httpBackend(t);
+    const px = await startProxy(t, ['--whoami', 'off', '--backend', `127.0.0.1:${theirs.port}`, '--control', control,
+      '--state', path.join(home, 'registry.json')], { uid: 65534, gid: 65534, env });
+    // nobody's own server, registered: callers are looked for
+    const reg = await runToExit('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', wtproxyBin,
+      'register', '--port', String(theirs.port), '--ttl', '1h', '--front', String(px.port), '--worktree', tmp.wt.a],
+    { cwd: tmp.wt.a, env: { ...env, WTPROXY_CONTROL: control, WTPROXY_NO_AUTOSTART: '1' } });
+    assert.equal(reg.code, 0, reg.stderr);
+    const before = theirs.requests.length;
+    // this test runs as root: another user than the daemon's
+    const r = await httpGet(px.port, '/api/greeting', { agent: false });
+    const body = r.body.toString();
+    assert.equal(r.status, 403, body);
+    assert.equal(r.headers['x-wtproxy-error'], 'other-user');
+    assert.equal(theirs.requests.length, before, 'nothing reached the daemon user\'s server');
+    assert.match(body, new RegExp(`your process runs as uid 0, and this wtproxy daemon on :${px.port} as uid 65534 \\(nobody\\)`), body);
+    assert.match(body, /Fix: This port is uid 65534 \(nobody\)'s: ask that user to stop their daemon \(as them: wtproxy stop --daemon\)/, body);
+    assert.doesNotMatch(body, /send X-Wtproxy-Worktree/, body);
+  });
+
+// A .wtproxy of another user than the daemon's is never started by it: its
+// start line would run as the daemon's user (root, here), the same as that
+// user running their code as this one. Not by a request naming its
+// worktree, nor by `wtproxy restart`.
+test('the daemon never starts another user\'s .wtproxy', { skip: !canSwitch && 'needs root and setpriv' }, async (t) => {
+  const tmp = makeWorktrees(t, ['a'], { mode: 0o755 });
+  const ran = path.join(tmp.root, 'ran-as');
+  const px = await startDaemon(t, tmp);
+  const file = path.join(tmp.wt.a, '.wtproxy');
+  fs.writeFileSync(file, `start = id -u > ${ran}; sleep 30 # {port}\nfront = ${px.port}\n`);
+  fs.chownSync(file, 65534, 65534);
+  const r = await httpGet(px.port, '/', { agent: false, headers: { 'X-Wtproxy-Worktree': tmp.wt.a } });
+  const body = r.body.toString();
+  assert.equal(r.status, 403, body);
+  assert.equal(r.headers['x-wtproxy-error'], 'other-user');
+  assert.match(body, new RegExp(`${file} belongs to uid 65534, and this daemon runs as uid 0 \\(root\\): it starts servers only from its own user's \\.wtproxy files`), body);
+  const restart = await cli(tmp, ['restart'], { cwd: tmp.wt.a });
+  assert.notEqual(restart.code, 0, restart.stdout);
+  assert.match(restart.stderr, /belongs to uid 65534, and this daemon runs as uid 0/, restart.stderr);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  assert.equal(fs.existsSync(ran), false, `nothing ran: ${fs.existsSync(ran) ? fs.readFileSync(ran, 'utf8') : ''}`);
+  assert.deepEqual(await lsJson(tmp), []);
 });
