@@ -73,6 +73,22 @@ test('a name owned by another machine or worktree is refused naming the owner; -
   assert.equal(stampOf('test_shop_m2_wt_b'), `wtproxy:m1:${tmp.wt.a}|`);
 });
 
+// On a machine several users share, each with a role of their own: taking
+// another role's database is refused by the server, and said as that, not
+// as a server to start (it answered).
+test('--force on another role\'s database: the server\'s refusal, said as a permission', async (t) => {
+  const { pg, db, stampOf, tmp } = await setup(t);
+  assert.equal((await db('b', 'm2', ['claim', '--base', 'test_shop'])).code, 0);
+  pg.psql('CREATE ROLE wtp_bob LOGIN CREATEDB');
+  const r = await db('a', 'm1', ['claim', '--name', 'test_shop_m2_wt_b', '--force'],
+    { WTPROXY_DB_SERVER: pg.uri('postgres').replace('postgres@', 'wtp_bob@') });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /\(SQLSTATE 42501\): the role wtp_bob may not do this to a database another role owns/, r.stderr);
+  assert.doesNotMatch(r.stderr, /start it|pg_isready/, r.stderr);
+  assert.equal(stampOf('test_shop_m2_wt_b'), `wtproxy:m2:${tmp.wt.b}|`, 'untouched');
+});
+
 test('a database not made by wtproxy is never taken without --force', async (t) => {
   const { pg, db } = await setup(t);
   pg.psql('CREATE DATABASE test_shop_m1_wt_a');
