@@ -397,6 +397,16 @@ int host_which(const char *name, size_t n, char *out, size_t len);
  * is unreadable. */
 int host_self_program(char *out, size_t len, char *other, size_t otherlen);
 
+/* --- a uid's user name (user.c) --- */
+
+/* The passwd file ("/etc/passwd"); unit tests point it at a fake one. */
+extern const char *host_passwd_file;
+
+/* The name of uid's entry in the passwd file into buf. Returns 0, or -1
+ * when it has none (a user only NSS knows: LDAP, sssd) or cannot be read.
+ * One read of a small local file, never an NSS lookup: the loop may ask. */
+int host_user_name(uid_t uid, char *buf, size_t len);
+
 /* --- a log file with a size cap (log_file.c) --- */
 
 /* A log passes this many bytes: it becomes PATH.1 (one old generation) and
