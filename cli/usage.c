@@ -115,7 +115,8 @@ const char cli_usage_dashboard[] =
     "\n"
     "Print the URL of the dashboard (/__wtproxy/ on every front port): the\n"
     "registered dev servers, their state and what wtproxy refused lately,\n"
-    "live. Open it in a browser on this machine.\n"
+    "live. Open it in a browser on this machine, as your user: it answers\n"
+    "its daemon's user and root only (another user gets 403).\n"
     "\n"
     "  --no-autostart    fail instead of starting a daemon when none answers\n";
 

@@ -397,11 +397,19 @@ int host_which(const char *name, size_t n, char *out, size_t len);
  * is unreadable. */
 int host_self_program(char *out, size_t len, char *other, size_t otherlen);
 
-/* --- a uid as people read it (user_name.c) --- */
+/* --- a uid's user name (user.c) --- */
 
-/* "uid 1000 (alice)" into out, "uid 1000" when the uid has no name. Asks
- * NSS, which may take the network: never on an event loop. */
-void host_uid_words(uid_t uid, char *out, size_t len);
+/* The passwd file ("/etc/passwd"); unit tests point it at a fake one. */
+extern const char *host_passwd_file;
+
+/* The name of uid's entry in the passwd file into buf. Returns 0, or -1
+ * when it has none (a user only NSS knows: LDAP, sssd) or cannot be read.
+ * One read of a small local file, never an NSS lookup: the loop may ask. */
+int host_user_name(uid_t uid, char *buf, size_t len);
+
+/* "alice (uid 1000)" into buf, "uid 1000" when host_user_name knows no
+ * name: whose a daemon, a file or a port is, in messages. */
+void host_uid_words(uid_t uid, char *buf, size_t len);
 
 /* --- a log file with a size cap (log_file.c) --- */
 

@@ -1,7 +1,7 @@
 /* dash.c - the dashboard's requests (see dash.h, DASHBOARD.md): which
- * requests are its, who may ask (loopback peers, loopback Host names), and
- * the answers: the page compiled from dash/index.html, the JSON API and
- * the event stream. */
+ * requests are its, who may ask (loopback peers, loopback Host names, the
+ * daemon's own user and root), and the answers: the page compiled from
+ * dash/index.html, the JSON API and the event stream. */
 #include "dash.h"
 
 #include <arpa/inet.h>
@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "dash_page.h"
 #include "handler.h"
+#include "host.h"
 #include "refusal_log.h"
 
 /* Every answer: never cached, never framed by another page, never sniffed
@@ -31,6 +33,15 @@ static const char security_headers[] =
 
 static const struct proxy_handler dash_handler;
 
+/* One daemon per process: the loop's sock_diag socket, for the uid of a
+ * client (NULL: none could be opened, diag_err says why, and every uid is
+ * unknown), and the daemon's own user, "alice (uid 1000)", as the refusal
+ * of another names it. */
+static struct host_diag *diag;
+static char diag_err[256];
+static uid_t daemon_uid;
+static char daemon_user[96];
+
 /* What c->handler_note says about the request being read: the Host's
  * verdict in its low bits, an action's first failed check (dash.h) above. */
 enum { DASH_LOCAL = 1, DASH_FOREIGN_HOST };
@@ -40,6 +51,10 @@ enum { DASH_LOCAL = 1, DASH_FOREIGN_HOST };
 int dash_start(struct proxy_server *s)
 {
     s->handler = &dash_handler;
+    daemon_uid = geteuid();
+    host_uid_words(daemon_uid, daemon_user, sizeof daemon_user);
+    if (!diag && !(diag = host_diag_open(diag_err, sizeof diag_err)))
+        proxy_log("the dashboard answers no one (it cannot tell a client's user): %s", diag_err);
     if (dash_actions_init() < 0)
         proxy_log("the dashboard's actions are off: no random secret (RAND_bytes failed)");
     s->refusals = refusal_log_new();
@@ -64,6 +79,20 @@ void dash_stop(struct proxy_server *s)
     refusal_log_free(s->refusals);
     s->refusals = NULL;
     dash_actions_end();
+    host_diag_close(diag);
+    diag = NULL;
+}
+
+int dash_client_uid(const struct proxy_client *c, uid_t *uid)
+{
+    struct sockaddr_storage local, peer;
+    socklen_t llen = sizeof local, plen = sizeof peer;
+    unsigned long inode;
+    int fd = stream_fd(c->bev);
+    if (!diag || getsockname(fd, (struct sockaddr *)&local, &llen) < 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
+        return -1;
+    return host_diag_socket(diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode, uid);
 }
 
 /* Whether the Host's name part is one only this machine resolves to us:
@@ -163,9 +192,80 @@ static const char *sub_path(const struct proxy_client *c)
     return sp ? sp + 1 + sizeof WTP_DASH_PREFIX - 1 : "";
 }
 
+/* The 403 of a client who is not the daemon's user: JSON under /api/
+ * (what a script reads, shaped as an action's refusal), else text (the
+ * page, the event and log streams). uid is -1 when unknown. */
+static void forbid_user(struct proxy_client *c, long long uid, const char *caller, const char *msg)
+{
+    conn_log(c, "dashboard refused: not the daemon's user",
+             "dashboard request %s from %s refused: its process runs as %s, not as the "
+             "daemon's user, %s",
+             c->path, c->ip, caller, daemon_user);
+    if (strncmp(sub_path(c), "/api/", 5) != 0) {
+        char text[800];
+        snprintf(text, sizeof text, "wtproxy: %s\n", msg);
+        dash_respond(c, "403 Forbidden", "text/plain; charset=utf-8", NULL, text, strlen(text));
+        return;
+    }
+    json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:I, s:o}", "ok", 0, "error", "forbidden", "check",
+                          "user", "message", msg, "daemon_uid", (json_int_t)daemon_uid, "uid",
+                          uid < 0 ? json_null() : json_integer(uid));
+    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (body)
+        dash_respond(c, "403 Forbidden", "application/json; charset=utf-8", NULL, body,
+                     strlen(body));
+    else
+        respond_text(c, "500 Internal Server Error", NULL, "wtproxy: out of memory\n");
+    free(body);
+}
+
+/* Whether c was refused (403) for not being the daemon's user nor root.
+ * The dashboard shows this user's servers' worktrees, commands and pids,
+ * their logs (0600 files on disk), the refusals and the actions' token,
+ * and any other user's process on the machine can reach the port. A
+ * client whose uid cannot be found (sock_diag found no socket: the
+ * connection is closing, or the daemon has no sock_diag socket) is
+ * refused too: failing open would show it all to whoever makes the
+ * lookup fail, while the daemon's user only has to load it again. */
+static int user_refused(struct proxy_client *c)
+{
+    uid_t uid;
+    char caller[96], msg[640];
+    if (!diag) {
+        snprintf(msg, sizeof msg,
+                 "this is the wtproxy dashboard of %s, shown to that user and root only, and "
+                 "this daemon cannot check whose process sent a request (%s), so it shows it "
+                 "to no one; as that user, wtproxy ls and wtproxy refusals show the same",
+                 daemon_user, diag_err);
+        forbid_user(c, -1, "a user that could not be checked", msg);
+        return 1;
+    }
+    if (dash_client_uid(c, &uid) < 0) {
+        snprintf(msg, sizeof msg,
+                 "this is the wtproxy dashboard of %s, shown to that user and root only, and "
+                 "the user of the process that sent this request could not be checked (the "
+                 "kernel's sock_diag found no socket for this connection: it may be closing); "
+                 "load it again as that user: the URL wtproxy dashboard prints",
+                 daemon_user);
+        forbid_user(c, -1, "a user that could not be checked", msg);
+        return 1;
+    }
+    if (uid == 0 || uid == daemon_uid)
+        return 0;
+    host_uid_words(uid, caller, sizeof caller);
+    snprintf(msg, sizeof msg,
+             "this is the wtproxy dashboard of %s, and your process runs as %s: a daemon shows "
+             "its servers, their logs and its refusals to its own user and root only. Yours is "
+             "on your own daemon: run wtproxy dashboard as yourself; it prints its URL",
+             daemon_user, caller);
+    forbid_user(c, uid, caller, msg);
+    return 1;
+}
+
 /* The dashboard refusing a request is not a routing refusal: it goes to the
  * log as a line, not into the refusal log the dashboard shows. Actions
- * (POST) are judged by dash_action_serve. */
+ * (POST) are judged by dash_action_serve once their user passed. */
 static int refused(struct proxy_client *c, int action)
 {
     int get = strncmp(c->path, "GET ", 4) == 0 || c->is_head;
@@ -178,6 +278,8 @@ static int refused(struct proxy_client *c, int action)
                      "wtproxy: the dashboard answers only requests addressed to localhost, "
                      "127.0.0.1 or [::1] (another Host is how a web page reaches it through DNS "
                      "rebinding); open the URL that wtproxy dashboard prints\n");
+    else if (user_refused(c))
+        return 1;
     else if (!get && !action)
         respond_text(c, "405 Method Not Allowed", "Allow: GET, HEAD\r\n",
                      "wtproxy: only GET and HEAD are answered here; the dashboard's actions "

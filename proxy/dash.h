@@ -2,13 +2,17 @@
  * /__wtproxy/ are answered by the daemon itself, on every front port,
  * before routing and before the caller is looked for: the page, its JSON
  * API, its live event stream, log tails and the actions (POST, behind the
- * checks of dash_actions.c). Loopback peers only.
+ * checks of dash_actions.c). Loopback peers only, and of those only the
+ * processes of the daemon's own user or root: another user of the
+ * machine gets a 403 saying whose dashboard this is.
  *
  * The connection knows the dashboard only as a handler (handler.h):
  * dash_start() installs it. An event stream, and a leases request waiting
  * for the PostgreSQL thread, keep their connection in CS_HANDLER. */
 #ifndef WTP_DASH_H
 #define WTP_DASH_H
+
+#include <sys/types.h>
 
 #include "http_msg.h"
 
@@ -30,9 +34,11 @@ struct proxy_server;
 struct proxy_client;
 struct dash;
 
-/* Set up the refusal log, the event streams and the actions' secret, and
- * install the dashboard's handler: before the listeners open, since a
- * request may arrive at once. Returns 0, or -1 (out of memory). */
+/* Set up the refusal log, the event streams, the actions' secret and the
+ * sock_diag socket that tells a client's user (without one the dashboard
+ * refuses everyone, said in the log), and install the dashboard's
+ * handler: before the listeners open, since a request may arrive at once.
+ * Returns 0, or -1 (out of memory). */
 int dash_start(struct proxy_server *s);
 
 /* Tell the registry the listen addresses (the ping reply's "listen", for
@@ -44,6 +50,11 @@ void dash_listening(struct proxy_server *s);
 void dash_stop(struct proxy_server *s);
 
 /* --- dash.c --- */
+
+/* The uid of the process that holds c's client socket (one sock_diag
+ * query, about 4 µs: fine on the loop). Returns 0, or -1 when unknown
+ * (no such socket: the connection is closing; no sock_diag socket). */
+int dash_client_uid(const struct proxy_client *c, uid_t *uid);
 
 /* The 503 for a stream that cannot start (too many open, out of memory). */
 void dash_events_refuse(struct proxy_client *c);
@@ -77,7 +88,7 @@ enum {
  * will pass then. */
 int dash_actions_init(void);
 
-/* Forget the secret and close what dash_actions_init opened. */
+/* Forget the secret. */
 void dash_actions_end(void);
 
 /* The action at sub ("/api/stop"), or -1 when sub is none. */

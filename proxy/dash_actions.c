@@ -19,12 +19,12 @@
  * The checks are made on the head (on_head), while its fields exist; the
  * body, at most WTP_DASH_ACTION_BODY_MAX bytes, is read after. The op
  * then runs as the user whose process holds the client's socket
- * (sock_diag, as caller identification asks it), so that one user's
- * browser acts on that user's servers only. */
+ * (dash_client_uid: sock_diag, as caller identification asks it): the
+ * daemon's own user or root, the only ones the dashboard answers
+ * (dash.c); the ops themselves refuse any other uid's servers too. */
 #include "dash.h"
 
 #include <jansson.h>
-#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -34,15 +34,12 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "host.h"
 #include "ops.h"
 
 #define TOKEN_BYTES 32
 
-/* One daemon per process: its secret, hex; "" until dash_actions_init;
- * and the loop's sock_diag socket, for the uid of a client. */
+/* One daemon per process: its secret, hex; "" until dash_actions_init. */
 static char token[TOKEN_BYTES * 2 + 1];
-static struct host_diag *diag;
 
 struct action {
     const char *path;                                              /* after /__wtproxy */
@@ -87,33 +84,12 @@ int dash_actions_init(void)
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(token + 2 * i, 3, "%02x", raw[i]);
     OPENSSL_cleanse(raw, sizeof raw);
-    char err[256];
-    if (!diag && !(diag = host_diag_open(err, sizeof err))) {
-        proxy_log("the dashboard's actions are off: %s", err);
-        token[0] = '\0';
-        return -1;
-    }
     return 0;
 }
 
 void dash_actions_end(void)
 {
-    host_diag_close(diag);
-    diag = NULL;
     OPENSSL_cleanse(token, sizeof token);
-}
-
-/* The uid of the process that holds c's client socket; -1 unknown. */
-static int client_uid(const struct proxy_client *c, uid_t *uid)
-{
-    struct sockaddr_storage local, peer;
-    socklen_t llen = sizeof local, plen = sizeof peer;
-    unsigned long inode;
-    int fd = stream_fd(c->bev);
-    if (!diag || getsockname(fd, (struct sockaddr *)&local, &llen) < 0 ||
-        getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
-        return -1;
-    return host_diag_socket(diag, (struct sockaddr *)&peer, (struct sockaddr *)&local, &inode, uid);
 }
 
 int dash_action_index(const char *sub)
@@ -252,7 +228,7 @@ static void act(struct proxy_client *c, int which, size_t len)
     }
     const char *wt = json_string_value(json_object_get(req, "worktree"));
     uid_t uid;
-    if (client_uid(c, &uid) < 0) {
+    if (dash_client_uid(c, &uid) < 0) {
         json_decref(req);
         respond_json(c, "403 Forbidden",
                      reg_fail("forbidden",

@@ -190,9 +190,9 @@ int route_fix(struct proxy_server *s, int front, enum proxy_error e,
     if (e != PE_OTHER_USER || !other_users_caller(who))
         return 0;
     snprintf(fix, len,
-             "This port is %s's: ask that user to stop their daemon (as them: wtproxy stop "
-             "--daemon), then start yours; or serve yours on a port of your own, with your "
-             "tests' base URL on it: wtproxy serve --listen %d",
+             "This port is held by the daemon of %s: ask that user to stop it (as them: "
+             "wtproxy stop --daemon), then start yours; or serve yours on a port of your own, "
+             "with your tests' base URL on it: wtproxy serve --listen %d",
              s->user, front + 1);
     return 1;
 }

@@ -376,7 +376,7 @@ int proxy_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
     tune_malloc();
-    host_uid_words(geteuid(), s->user, sizeof s->user); /* NSS may be slow: never on the loop */
+    host_uid_words(geteuid(), s->user, sizeof s->user);
     s->base = new_base();
     s->pool = s->base ? proxy_pool_new(s->base) : NULL;
     s->flood = s->base ? log_flood_new(s->base) : NULL; /* NULL: every line written */

@@ -84,8 +84,8 @@ test('a caller of another user than the daemon\'s gets neither its default backe
     assert.equal(r.status, 403, body);
     assert.equal(r.headers['x-wtproxy-error'], 'other-user');
     assert.equal(theirs.requests.length, before, 'nothing reached the daemon user\'s server');
-    assert.match(body, new RegExp(`your process runs as uid 0, and this wtproxy daemon on :${px.port} as uid 65534 \\(nobody\\)`), body);
-    assert.match(body, /Fix: This port is uid 65534 \(nobody\)'s: ask that user to stop their daemon \(as them: wtproxy stop --daemon\)/, body);
+    assert.match(body, new RegExp(`your process runs as uid 0, and this wtproxy daemon on :${px.port} as nobody \\(uid 65534\\)`), body);
+    assert.match(body, /Fix: This port is held by the daemon of nobody \(uid 65534\): ask that user to stop it \(as them: wtproxy stop --daemon\)/, body);
     assert.doesNotMatch(body, /send X-Wtproxy-Worktree/, body);
   });
 
@@ -104,10 +104,10 @@ test('the daemon never starts another user\'s .wtproxy', { skip: !canSwitch && '
   const body = r.body.toString();
   assert.equal(r.status, 403, body);
   assert.equal(r.headers['x-wtproxy-error'], 'other-user');
-  assert.match(body, new RegExp(`${file} belongs to uid 65534, and this daemon runs as uid 0 \\(root\\): it starts servers only from its own user's \\.wtproxy files`), body);
+  assert.match(body, new RegExp(`${file} belongs to uid 65534, and this daemon runs as root \\(uid 0\\): it starts servers only from its own user's \\.wtproxy files`), body);
   const restart = await cli(tmp, ['restart'], { cwd: tmp.wt.a });
   assert.notEqual(restart.code, 0, restart.stdout);
-  assert.match(restart.stderr, /belongs to uid 65534, and this daemon runs as uid 0/, restart.stderr);
+  assert.match(restart.stderr, /belongs to uid 65534, and this daemon runs as root \(uid 0\)/, restart.stderr);
   await new Promise((resolve) => setTimeout(resolve, 1000));
   assert.equal(fs.existsSync(ran), false, `nothing ran: ${fs.existsSync(ran) ? fs.readFileSync(ran, 'utf8') : ''}`);
   assert.deepEqual(await lsJson(tmp), []);
