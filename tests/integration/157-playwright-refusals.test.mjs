@@ -237,3 +237,33 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   assert.doesNotMatch(noBin.out, /wtproxy refused \d|Error in reporter/, noBin.out);
   sanitizerClean(assert, px.stderr());
 });
+
+// `playwright test -c ../wt-a/playwright.config.mjs` run from the main
+// checkout: wtproxy places a caller by its folder, so wt-a's tests went to
+// the main checkout (which has no server here: 503, the test failed; with
+// one, they would pass or fail on its code). The reporter moves the run to
+// the config's folder before its workers start, and says so.
+test('a run started in another worktree than its config\'s tests the config\'s worktree', {
+  timeout: 60000,
+}, async (t) => {
+  const tmp = appWorktree(t);
+  t.after(() => { for (const pid of processesUnder(tmp.root)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } } });
+  const px = await startDaemon(t, tmp, ['--listen', '127.0.0.1:0']);
+  const web = startRun(t, tmp, {
+    cwd: tmp.wt, front: px.port, stopSignal: 'SIGTERM',
+    env: { API_FRONT: '1', WTPROXY_WHOAMI: path.join(repoRoot, 'whoami/node/index.mjs') },
+    command: [process.execPath, 'web.mjs', '{port}'],
+  });
+  await web.ready;
+  const main = path.join(tmp.root, 'repo');
+  fs.symlinkSync(path.join(tmp.wt, 'node_modules'), path.join(main, 'node_modules'));
+  const env = { APP_FRONT: String(px.port), WTPROXY_BIN: wtproxyBin, WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' };
+  const run = await playwright(t, main, {
+    args: ['-c', path.join(tmp.wt, 'playwright.config.mjs'), '--grep', 'shows the title'], env, label: '157',
+  });
+  assert.equal(run.code, 0, `wt-a's test, on wt-a's server:\n${run.out}`);
+  assert.match(run.out, /1 passed/, run.out);
+  assert.ok(run.out.includes(`(wtproxy-whoami/playwright: this run's config is in the worktree ${tmp.wt}, but Playwright was started in ${main}, ` +
+    `another worktree: its tests run from the config's folder, ${tmp.wt}, so that their requests go to ${tmp.wt}'s servers`), run.out);
+});
+

@@ -30,6 +30,8 @@
 // ask (none on PATH: run from its build folder) is said once, under the
 // first failure, so that its silence is not read as "nothing was refused";
 // a CI without wtproxy that keeps the config gets nothing more.
+// A run started in another worktree than its config's moves to the
+// config's folder before its workers start, and says so.
 // With several workers a test's window holds the other workers' refusals
 // too: the daemon tells each refusal's worker (its caller's
 // TEST_WORKER_INDEX, which a worker's browser inherits), and a test gets
@@ -75,6 +77,37 @@ function adopted(dir) {
     if (fs.existsSync(path.join(d, '.wtproxy'))) return true;
     if (fs.existsSync(path.join(d, '.git')) || path.dirname(d) === d) return false;
   }
+}
+
+// The top of dir's worktree (the first folder up with a .git), '' none.
+function worktreeTop(dir) {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    if (fs.existsSync(path.join(d, '.git'))) return d;
+    if (path.dirname(d) === d) return '';
+  }
+}
+
+// A run started in another worktree than its config's (`playwright test -c
+// ../wt-b/playwright.config.js` from wt-a): wtproxy places a caller by its
+// folder, so wt-b's tests would run against wt-a's server and pass or fail
+// on its code. The run moves to the config's folder before its workers are
+// forked: they and the browsers they launch inherit it, and wtproxy places
+// them in the config's worktree. (Not WTPROXY_WORKTREE: Chromium's network
+// service, which opens the sockets, rewrites its environment, and the
+// daemon reads its folder.) A caller's own WTPROXY_WORKTREE stays. Returns
+// the note to print, '' when there is nothing to say.
+function moveToConfigWorktree(dir) {
+  const config = worktreeTop(dir), from = process.cwd(), here = worktreeTop(from);
+  if (process.env.WTPROXY_WORKTREE || !config || config === here) return '';
+  try {
+    process.chdir(dir);
+  } catch {
+    return '';
+  }
+  return `  (wtproxy-whoami/playwright: this run's config is in the worktree ${config}, but ` +
+    `Playwright was started in ${from}${here ? ', another worktree' : ''}: its tests run from the ` +
+    `config's folder, ${dir}, so that their requests go to ${config}'s servers, not to those of ` +
+    `the folder it was started in)\n`;
 }
 
 // when: when the daemon was asked ("at the end of this run"); fails: the
@@ -137,6 +170,7 @@ export default class WtproxyReporter {
   onBegin(config) {
     if (config.configFile) this.dir = path.dirname(config.configFile);
     this.workers = config.workers;
+    process.stdout.write(moveToConfigWorktree(this.dir));
   }
 
   onTestBegin(test, result) {
