@@ -50,9 +50,7 @@ static int decides(pid_t pid, caller_known_fn known, void *arg, struct caller_pl
     return 0;
 }
 
-/* The TEST_WORKER_INDEX of pid or of its nearest ancestor of uid that
- * has one, WORKER_DEPTH up at most; -1 when none has. */
-static int test_worker(pid_t pid, uid_t uid)
+int caller_test_worker(pid_t pid, uid_t uid)
 {
     char value[16];
     uid_t owner;
@@ -74,7 +72,6 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg, struct 
 
     memset(place, 0, sizeof *place);
     place->pid = pid;
-    place->test_worker = test_worker(pid, uid);
     host_pid_cmdline(pid, place->comm, sizeof place->comm);
     host_pid_cwd(pid, place->cwd, sizeof place->cwd);
     for (int depth = 0; p > 1 && depth < CALLER_MAX_DEPTH; depth++) {
@@ -93,7 +90,6 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg, struct 
 int caller_place_dir(const char *dir, caller_known_fn known, void *arg, struct caller_place *place)
 {
     memset(place, 0, sizeof *place);
-    place->test_worker = -1;
     snprintf(place->cwd, sizeof place->cwd, "%s", dir);
     if (place_in(dir, place) == 0 && known(place->worktree, place->common_dir, arg)) {
         snprintf(place->how, sizeof place->how, "cwd");

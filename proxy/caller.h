@@ -34,7 +34,6 @@ struct caller_place {
     int depth;                 /* 0 = the socket's process itself */
     char comm[64];             /* the socket process's command line, for messages */
     char cwd[PATH_MAX];        /* its cwd, for messages */
-    int test_worker;           /* its Playwright worker's TEST_WORKER_INDEX, -1 none */
 };
 
 /* Walk from pid up the ppid chain, stopping at pid 1, at a process of
@@ -44,10 +43,16 @@ struct caller_place {
  * repository known() rejects (say ~/notes) does not stop the walk. The
  * environment of a process we may not read (Chromium's network service
  * rewrites its own) is skipped, its cwd still counts. Returns 0 when
- * placed, -1 when not (place->pid, comm, cwd, test_worker still filled
- * for messages). */
+ * placed, -1 when not (place->pid, comm, cwd still filled for messages). */
 int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
                  struct caller_place *place);
+
+/* The Playwright worker pid belongs to: the TEST_WORKER_INDEX of pid or
+ * of its nearest ancestor of uid that has one (a worker's browser inherits
+ * it), a few up at most; -1 when none has. Asked for a refusal only (its
+ * record names the worker, for the Playwright reporter), never for a
+ * request served: a few /proc reads, while the socket's process lives. */
+int caller_test_worker(pid_t pid, uid_t uid);
 
 /* How a process whose cwd is dir (and without WTPROXY_WORKTREE) would be
  * placed, by the same rule as one step of caller_place's walk: dir inside

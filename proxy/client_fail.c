@@ -43,7 +43,7 @@ static void record_refusal(struct proxy_client *c, enum proxy_error e, const cha
         .peer = c->ip,
         .front = c->listener->port,
         .caller_pid = p ? p->pid : 0,
-        .test_worker = p ? p->test_worker : -1,
+        .test_worker = p && p->pid > 0 ? caller_test_worker(p->pid, p->uid) : -1,
         .caller_process = p ? p->comm : NULL,
         .caller_worktree = p && c->who->placed ? p->worktree : NULL,
         /* The name is only meaningful once the head was read in full. */

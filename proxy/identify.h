@@ -32,7 +32,6 @@ struct identify_kept {
     int fd;    /* as in identify_result */
     pid_t pid; /* place.pid */
     pid_t decided_by;
-    int test_worker; /* place.test_worker */
     char how[8];
     const char *worktree; /* "" when not placed; these point into text */
     const char *comm;

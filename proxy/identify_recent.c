@@ -142,7 +142,6 @@ struct identify_kept *identify_keep(const struct identify_result *r)
     k->fd = r->fd;
     k->pid = p->pid;
     k->decided_by = p->decided_by;
-    k->test_worker = r->place.pid > 0 ? p->test_worker : -1;
     memcpy(k->how, p->how, sizeof k->how);
     k->worktree = memcpy(k->text, p->worktree, lw);
     k->comm = memcpy(k->text + lw, p->comm, lc);
