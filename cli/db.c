@@ -148,6 +148,13 @@ int db_hash(const struct db_args *a, char *hash, size_t len)
 }
 
 /* Claim one database. Returns 0, or 1 (printed why). */
+/* A reclaimed database was a removed worktree's, also when a new one now
+ * stands at its path (an orchestrator's reused slot): said, since the
+ * task that had it and its rows are not this one's. */
+#define RECLAIMED_WHY                                                                              \
+    " (the worktree that claimed it was removed, even if one was added again at its path "         \
+    "since: made fresh, none of its rows carried over)"
+
 static int claim_one(const struct db_args *a, struct reg_db_claim *c, const char *wt)
 {
     char err[PATH_MAX * 2 + 4096];
@@ -163,9 +170,10 @@ static int claim_one(const struct db_args *a, struct reg_db_claim *c, const char
         fprintf(stderr, "wtproxy: %s%s\n", r > 0 ? "" : "cannot claim the database: ", err);
         return 1;
     }
-    fprintf(stderr, "wtproxy: %s database %s %s%s%s for %s\n", reg_db_kind_name(c->kind), c->name,
+    fprintf(stderr, "wtproxy: %s database %s %s%s%s for %s%s\n", reg_db_kind_name(c->kind), c->name,
             done, c->from && strcmp(done, "kept") ? " from " : "",
-            c->from && strcmp(done, "kept") ? c->from : "", wt);
+            c->from && strcmp(done, "kept") ? c->from : "", wt,
+            strcmp(done, "reclaimed") == 0 ? RECLAIMED_WHY : "");
     return 0;
 }
 

@@ -401,7 +401,7 @@ static long pg_long(PGresult *res, int col)
     return s && cli_number(s, 0, 1L << 40, &v) == 0 ? v : -1;
 }
 
-/* The databases stamped by wtproxy db claim ('wtproxy:<machine>:
+/* The databases stamped by wtproxy db claim ('wtproxy:<machine>:<id>:
  * <worktree>|<field>', registry/CLAIMS.md), each with its kind (a dev
  * database is no test database): this worktree's into mine, the others'
  * with their owners into others. */

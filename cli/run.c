@@ -90,18 +90,32 @@ static pid_t start_moved(struct cli_run *r, pid_t pid)
 /* How often the wrapper looks whether its worktree was removed. */
 #define RUN_GONE_LOOK_MS 1000
 
-/* Stop CMD's tree because its worktree went: no request can be routed to
- * it any more, and left running it held its port, its memory and its
- * database connections for ever (the daemon drops the entry, so idle_stop
- * never came). Returns the exit status, as for `wtproxy stop`. */
-static int stop_gone(struct cli_run *r, pid_t pid)
+/* Why r's worktree is gone, or NULL while it stands. A removal and an
+ * add at the same path within one look leave a .git there: only the
+ * folder held since the start tells that CMD's is not the one at the path
+ * (host_worktree_replaced). */
+static const char *gone_why(const struct cli_run *r)
+{
+    if (host_worktree_removed(r->worktree))
+        return "was removed (its .git or its gitdir is gone: git worktree remove)";
+    if (host_worktree_replaced(r->pin, r->worktree))
+        return "was removed, and the folder at its path now is another (git worktree remove, "
+               "then add at the same path): its server runs in the deleted folder and serves no "
+               "one; the next request or wtproxy run starts one in the new folder";
+    return NULL;
+}
+
+/* Stop CMD's tree because its worktree went (why: gone_why's): no request
+ * can be routed to it any more, and left running it held its port, its
+ * memory and its database connections for ever (the daemon drops the
+ * entry, so idle_stop never came). Returns the exit status, as for
+ * `wtproxy stop`. */
+static int stop_gone(struct cli_run *r, pid_t pid, const char *why)
 {
     char line[PATH_MAX + 1536];
     int status;
-    snprintf(line, sizeof line,
-             "wtproxy: %s was removed (its .git or its gitdir is gone: git worktree remove): "
-             "stopping its server, %s",
-             r->worktree, cmd_shown(r));
+    snprintf(line, sizeof line, "wtproxy: %s %s: stopping its server, %s", r->worktree, why,
+             cmd_shown(r));
     fprintf(stderr, "%s\n", line);
     cli_run_log_note(&r->log, line);
     cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
@@ -168,9 +182,10 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         }
-        if (++looks % (RUN_GONE_LOOK_MS / WTP_CLIENT_POLL_MS) == 0 &&
-            host_worktree_removed(r->worktree))
-            return stop_gone(r, pid);
+        const char *gone =
+            ++looks % (RUN_GONE_LOOK_MS / WTP_CLIENT_POLL_MS) == 0 ? gone_why(r) : NULL;
+        if (gone)
+            return stop_gone(r, pid, gone);
         if (restart_asked) {
             restart_asked = 0;
             if ((pid = restart(r, pid)) < 0)
@@ -248,7 +263,7 @@ int cli_run_main(int argc, char **argv)
 {
     const char *frontv = NULL, *worktree = NULL;
     int no_autostart = 0, rest = argc;
-    struct cli_run r = {.front = WTP_DEFAULT_FRONT_PORT, .keeper = -1};
+    struct cli_run r = {.front = WTP_DEFAULT_FRONT_PORT, .keeper = -1, .pin = -1};
     const struct cli_opt opts[] = {{"front", &frontv, NULL},
                                    {"worktree", &worktree, NULL},
                                    {"restart-on-stale", NULL, &r.restart_on_stale},
@@ -299,8 +314,11 @@ int cli_run_main(int argc, char **argv)
         cli_run_log_close(&r.log);
     } else if (rc == 0) {
         cli_tree_adopt();
+        r.pin = host_worktree_pin(r.worktree); /* after the keeper's fork: it holds none */
         pid_t pid = cli_run_start_cmd(&r, ask_stop);
         rc = pid < 0 ? 1 : supervise(&r, pid);
+        if (r.pin >= 0)
+            close(r.pin);
         /* Closed first: CMD's last output drained into the tail, which
          * the release tells the daemon when CMD exited by itself. */
         cli_run_log_close(&r.log);

@@ -57,6 +57,7 @@ struct cli_run {
     int exited; /* CMD ended by itself (not stopped): exit_status is its wait status */
     int exit_status;
     int keeper; /* the pipe to run_keeper.c's process, -1 none */
+    int pin;    /* the worktree's folder held open (host_worktree_pin), -1 none */
 };
 
 /* The worktree's folder name, as people (and Host routing) call it. */

@@ -305,6 +305,31 @@ void host_worktree_branch(const char *dir, char *out, size_t outlen);
  * gitdir anyway. An EACCES or EIO says nothing: 0. */
 int host_worktree_removed(const char *root);
 
+/* --- which folder stands at a worktree's path (worktree_id.c) --- */
+
+/* An fd held on the folder root (O_PATH), or -1: while it is open the
+ * folder's inode stays allocated, even deleted, so that no new folder at
+ * the same path can get its number. */
+int host_worktree_pin(const char *root);
+
+/* Whether the folder pinned as pin was deleted, or another folder now
+ * stands at root (`git worktree remove` and `add` at one path within the
+ * second a .git check polls: that check sees a .git and calls it there).
+ * An EACCES or EIO says nothing: 0. */
+int host_worktree_replaced(int pin, const char *root);
+
+/* The identity of the folder root, for a record no process keeps open (a
+ * database's stamp): "<inode>.<birth seconds>.<nanoseconds>". A new folder
+ * at the same path may get the inode number again at once (ext4), never
+ * also its birth time. Returns 0, or -1 with "" in out when the file
+ * system keeps no birth time or root is unreadable: unknown. */
+int host_worktree_identity(const char *root, char *out, size_t outlen);
+
+/* Whether pid's cwd is the folder root deleted ("ROOT (deleted)"): a
+ * server whose worktree was removed and added again at its path runs on
+ * in the old folder, which the path no longer leads to. */
+int host_pid_in_deleted(pid_t pid, const char *root);
+
 /* --- sockets (diag.c) --- */
 
 struct host_diag; /* an open NETLINK_SOCK_DIAG socket; one per thread */

@@ -247,10 +247,24 @@ int reg_db_name(const char *base, const char *machine, const char *worktree, cha
     return reg_db_check_name(out, err, errlen);
 }
 
-void reg_db_stamp(const char *machine, const char *worktree, const char *hash, char *out,
-                  size_t outlen)
+void reg_db_stamp(const char *machine, const char *worktree, const char *id, const char *hash,
+                  char *out, size_t outlen)
 {
-    snprintf(out, outlen, REG_DB_STAMP_PREFIX "%s:%s|%s", machine, worktree, hash);
+    snprintf(out, outlen, REG_DB_STAMP_PREFIX "%s:%s%s%s|%s", machine, id, id[0] ? ":" : "",
+             worktree, hash);
+}
+
+/* The identity field at s (up to its ':') into o->id, when s holds one: a
+ * worktree is an absolute path, so one starts with '/'. Returns where
+ * the worktree starts. */
+static const char *parse_id(const char *s, const char *bar, struct reg_db_owner *o)
+{
+    const char *colon = strchr(s, ':');
+    if (s[0] == '/' || !colon || colon > bar || colon[1] != '/' ||
+        (size_t)(colon - s) >= sizeof o->id)
+        return s;
+    memcpy(o->id, s, (size_t)(colon - s));
+    return colon + 1;
 }
 
 int reg_db_parse_stamp(const char *comment, struct reg_db_owner *o)
@@ -260,11 +274,13 @@ int reg_db_parse_stamp(const char *comment, struct reg_db_owner *o)
     if (!comment || strncmp(comment, REG_DB_STAMP_PREFIX, pre) != 0)
         return -1;
     const char *m = comment + pre, *colon = strchr(m, ':'), *bar = strrchr(m, '|');
-    if (!colon || !bar || bar < colon || (size_t)(colon - m) >= sizeof o->machine ||
-        (size_t)(bar - colon - 1) >= sizeof o->worktree || strlen(bar + 1) >= sizeof o->hash)
+    if (!colon || !bar || bar < colon || (size_t)(colon - m) >= sizeof o->machine)
+        return -1;
+    const char *wt = parse_id(colon + 1, bar, o);
+    if ((size_t)(bar - wt) >= sizeof o->worktree || strlen(bar + 1) >= sizeof o->hash)
         return -1;
     memcpy(o->machine, m, (size_t)(colon - m));
-    memcpy(o->worktree, colon + 1, (size_t)(bar - colon - 1));
+    memcpy(o->worktree, wt, (size_t)(bar - wt));
     snprintf(o->hash, sizeof o->hash, "%s", bar + 1);
     o->kind = reg_db_kind_of(o->hash);
     return 0;

@@ -82,12 +82,17 @@ int reg_db_check_template_name(const char *name, char *err, size_t errlen);
 int reg_db_check_suffix(const char *suffix, char *err, size_t errlen);
 
 /* The owner stamp, COMMENT ON DATABASE:
- * "wtproxy:<machine>:<worktree>|<migrations hash>". */
-void reg_db_stamp(const char *machine, const char *worktree, const char *hash, char *out,
-                  size_t outlen);
+ * "wtproxy:<machine>:<id>:<worktree>|<migrations hash>", id the worktree
+ * folder's identity (host_worktree_identity: never a '/' or ':'), so that
+ * a worktree removed and added again at its path is told from the one
+ * that claimed; "wtproxy:<machine>:<worktree>|..." without one (unknown,
+ * or a stamp of before). */
+void reg_db_stamp(const char *machine, const char *worktree, const char *id, const char *hash,
+                  char *out, size_t outlen);
 
 struct reg_db_owner {
     char machine[128];
+    char id[64]; /* the worktree folder's identity when stamped; "" unknown */
     char worktree[PATH_MAX];
     char hash[REG_DB_HASH_MAX];
     enum reg_db_kind kind;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "host.h"
 #include "reg_db_pg.h"
 #include "reg_pg.h"
 
@@ -118,11 +119,24 @@ int reg_db_create(PGconn *c, const char *name, const char *from, const char *sta
     return reg_db_utility(c, "COMMENT ON DATABASE %s IS %s", name, stamp, err, errlen);
 }
 
-/* Whether a worktree folder of this machine is gone for sure. */
-static int folder_gone(const char *path)
+void reg_db_our_stamp(const char *machine, const char *worktree, const char *hash, char *out,
+                      size_t outlen)
+{
+    char id[64];
+    host_worktree_identity(worktree, id, sizeof id);
+    reg_db_stamp(machine, worktree, id, hash, out, outlen);
+}
+
+int reg_db_owner_gone(const struct reg_db_owner *o, const char *machine)
 {
     struct stat st;
-    return stat(path, &st) < 0 && (errno == ENOENT || errno == ENOTDIR);
+    char id[64];
+    if (strcmp(o->machine, machine) != 0)
+        return 0;
+    if (stat(o->worktree, &st) < 0)
+        return errno == ENOENT || errno == ENOTDIR;
+    return o->id[0] && host_worktree_identity(o->worktree, id, sizeof id) == 0 &&
+           strcmp(id, o->id) != 0;
 }
 
 /* What to do with our own database of this worktree. */
@@ -157,10 +171,12 @@ static const char *decide(const struct reg_db_claim *c, const char *now, char *e
         return c->force ? "taken over" : NULL;
     }
     int same_machine = strcmp(o.machine, c->machine) == 0;
+    /* before its own: a worktree removed and added again at its path is a
+     * new task, which must not get the old one's rows unasked */
+    if (reg_db_owner_gone(&o, c->machine))
+        return "reclaimed";
     if (same_machine && strcmp(o.worktree, c->worktree) == 0)
         return decide_own(c, &o, err, errlen);
-    if (same_machine && folder_gone(o.worktree))
-        return "reclaimed";
     snprintf(err, errlen,
              "database %s belongs to worktree %s on %s%s; refused. Free it "
              "there: cd %s && wtproxy db release; or take it: --force",
@@ -180,7 +196,24 @@ static void new_stamp(const struct reg_db_claim *c, char *out, size_t len)
         snprintf(pending, sizeof pending, REG_DB_PENDING_MARK "%s", hash + mark);
         hash = pending;
     }
-    reg_db_stamp(c->machine, c->worktree, hash, out, len);
+    reg_db_our_stamp(c->machine, c->worktree, hash, out, len);
+}
+
+/* A kept database whose stamp has no identity of its worktree's folder (a
+ * stamp of before, or of a file system that told none then): stamped with
+ * it now, its hash unchanged, so that a later removal and re-add at its
+ * path is seen. Returns 0, or -1 with err. */
+static int add_identity(PGconn *pg, const struct reg_db_claim *c, const char *now, char *err,
+                        size_t errlen)
+{
+    struct reg_db_owner o;
+    char stamp[STAMP_MAX];
+    if (reg_db_parse_stamp(now, &o) < 0 || o.id[0])
+        return 0;
+    reg_db_our_stamp(c->machine, c->worktree, o.hash, stamp, sizeof stamp);
+    if (strcmp(stamp, now) == 0)
+        return 0;
+    return reg_db_utility(pg, "COMMENT ON DATABASE %s IS %s", c->name, stamp, err, errlen);
 }
 
 /* The claim, with the lock held. */
@@ -199,7 +232,7 @@ static int claim_locked(PGconn *pg, const struct reg_db_claim *c, const char **d
     if (!(*done = decide(c, now, err, errlen)))
         return 1;
     if (strcmp(*done, "kept") == 0)
-        return 0;
+        return add_identity(pg, c, now, err, errlen);
     if (reg_db_utility(pg, "DROP DATABASE IF EXISTS %s WITH (FORCE)", c->name, NULL, err, errlen) <
         0)
         return -1;
@@ -267,7 +300,7 @@ static int of_worktree(const struct reg_db_owner *o, const void *arg)
 
 static int of_gone_worktree(const struct reg_db_owner *o, const void *arg)
 {
-    return strcmp(o->machine, (const char *)arg) == 0 && folder_gone(o->worktree);
+    return reg_db_owner_gone(o, (const char *)arg);
 }
 
 int reg_db_release_on_server(const char *server, const char *name, const char *machine,
@@ -289,7 +322,7 @@ int reg_db_restamp(const char *server, const char *name, const char *machine, co
     PGconn *pg = reg_pg_dial(server, "the database server", err, errlen);
     if (!pg)
         return -1;
-    reg_db_stamp(machine, worktree, hash, stamp, sizeof stamp);
+    reg_db_our_stamp(machine, worktree, hash, stamp, sizeof stamp);
     int rc = reg_db_lock(pg, name, err, errlen);
     if (rc == 0)
         rc = reg_db_utility(pg, "COMMENT ON DATABASE %s IS %s", name, stamp, err, errlen);

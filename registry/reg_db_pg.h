@@ -10,6 +10,19 @@
 #define REG_DB_STAMP_MAX (PATH_MAX + 256)
 
 /* The stamp of name into comment (may be ""). Returns 1 exists, 0 not, -1. */
+struct reg_db_owner;
+
+/* Our stamp of worktree (reg_db_stamp), with its folder's identity
+ * (host_worktree_identity) when the file system tells one. */
+void reg_db_our_stamp(const char *machine, const char *worktree, const char *hash, char *out,
+                      size_t outlen);
+
+/* Whether o's worktree, of this machine, is gone for sure: its folder is,
+ * or the folder at its path is another than the one that stamped (removed
+ * and added again at its path, as slot paths are reused). Another
+ * machine's is never gone: its folders are not ours to look at. */
+int reg_db_owner_gone(const struct reg_db_owner *o, const char *machine);
+
 int reg_db_stamp_of(PGconn *c, const char *name, char *comment, size_t len, char *err,
                     size_t errlen);
 

@@ -46,6 +46,15 @@ static int worktree_alive(const struct reg_backend *b, char *why, size_t whylen)
     if (b->worktree[0] == '\0')
         return 1;
     if (stat(b->worktree, &st) == 0) {
+        /* Removed and added again at its path: the folder is there, but
+         * b's process runs in the old one, deleted. */
+        if (S_ISDIR(st.st_mode) && b->pid > 0 && host_pid_in_deleted(b->pid, b->worktree)) {
+            snprintf(why, whylen,
+                     "worktree %s was removed, and the folder at its path now is another (git "
+                     "worktree remove, then add): pid %ld runs in the deleted one",
+                     b->worktree, (long)b->pid);
+            return 0;
+        }
         if (S_ISDIR(st.st_mode))
             return 1;
         snprintf(why, whylen, "worktree %s is no longer a folder", b->worktree);

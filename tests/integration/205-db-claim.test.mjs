@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { makeWorktrees, startDaemon, cli, sanitizerClean } from './lib/registry.mjs';
-import { startPostgres } from './lib/pg.mjs';
+import { startPostgres, dbStamp } from './lib/pg.mjs';
 
 async function setup(t, names = ['a', 'b']) {
   const pg = await startPostgres(t);
@@ -41,8 +41,8 @@ test('two machines, two worktrees: distinct names, stamped; --write-env gives th
   r = await db('a', 'm2', ['claim', '--base', 'test_shop']);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(dbs(), 'test_shop_m1_wt_a,test_shop_m2_wt_a,test_shop_m2_wt_b');
-  assert.equal(stampOf('test_shop_m1_wt_a'), `wtproxy:m1:${tmp.wt.a}|`);
-  assert.equal(stampOf('test_shop_m2_wt_b'), `wtproxy:m2:${tmp.wt.b}|`);
+  assert.equal(stampOf('test_shop_m1_wt_a'), dbStamp('m1', tmp.wt.a, ''));
+  assert.equal(stampOf('test_shop_m2_wt_b'), dbStamp('m2', tmp.wt.b, ''));
 });
 
 test('WT_BACKEND_PORT is the worktree\'s registered backend port', async (t) => {
@@ -66,11 +66,11 @@ test('a name owned by another machine or worktree is refused naming the owner; -
   r = await db('a', 'm2', ['claim', '--name', 'test_shop_m2_wt_b']);
   assert.equal(r.code, 1, 'another worktree of the same machine, folder still there');
   assert.match(r.stderr, new RegExp(`belongs to worktree ${tmp.wt.b} on this machine`));
-  assert.equal(stampOf('test_shop_m2_wt_b'), `wtproxy:m2:${tmp.wt.b}|`, 'untouched');
+  assert.equal(stampOf('test_shop_m2_wt_b'), dbStamp('m2', tmp.wt.b, ''), 'untouched');
   r = await db('a', 'm1', ['claim', '--name', 'test_shop_m2_wt_b', '--force']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /taken over/);
-  assert.equal(stampOf('test_shop_m2_wt_b'), `wtproxy:m1:${tmp.wt.a}|`);
+  assert.equal(stampOf('test_shop_m2_wt_b'), dbStamp('m1', tmp.wt.a, ''));
 });
 
 // On a machine several users share, each with a role of their own: taking
@@ -136,11 +136,11 @@ test('an abandoned worktree\'s database (same machine, folder gone) is reclaimed
   r = await db(other.wt.c, 'm1', ['claim', '--base', 'test_shop']);
   assert.equal(r.code, 1, 'the first wt-c still exists');
   const first = stampOf('test_shop_m1_wt_c');
-  fs.rmSync(first.slice('wtproxy:m1:'.length, -1), { recursive: true, force: true });
+  fs.rmSync(first.replace(/^wtproxy:m1:(?:[\d.]+:)?/, '').replace(/\|.*$/, ''), { recursive: true, force: true });
   r = await db(other.wt.c, 'm1', ['claim', '--base', 'test_shop']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /reclaimed/);
-  assert.equal(stampOf('test_shop_m1_wt_c'), `wtproxy:m1:${other.wt.c}|`);
+  assert.equal(stampOf('test_shop_m1_wt_c'), dbStamp('m1', other.wt.c, ''));
   r = await db(other.wt.c, 'm2', ['claim', '--name', 'test_shop_m1_wt_c']);
   assert.equal(r.code, 1, 'another machine\'s folder is not ours to judge');
 });
@@ -172,8 +172,8 @@ test('concurrent creators: one database, ours; a concurrent other machine is ref
   assert.equal(created.length, 1, runs.map((r) => r.stderr).join('\n'));
   assert.equal(dbs(), 'test_race');
   const owner = stampOf('test_race');
-  const winnerM1 = owner === `wtproxy:m1:${tmp.wt.a}|`;
-  assert.ok(winnerM1 || owner === `wtproxy:m2:${tmp.wt.b}|`, owner);
+  const winnerM1 = owner === dbStamp('m1', tmp.wt.a, '');
+  assert.ok(winnerM1 || owner === dbStamp('m2', tmp.wt.b, ''), owner);
   assert.deepEqual(runs.map((r) => r.code), winnerM1 ? [0, 0, 0, 0, 0, 0, 1] : [1, 1, 1, 1, 1, 1, 0]);
 });
 

@@ -4,7 +4,8 @@
 // dropped only by --reset or release; --from copies a source, and a source
 // in use is refused naming the session that holds it; the name guards;
 // one kind's name is never claimed as another's; an abandoned worktree's dev
-// database is reclaimed; 16 racers for one dev
+// database is reclaimed, also when a new worktree stands at its path
+// (removed and added again: fresh, saying why); 16 racers for one dev
 // database (two machines): exactly one creates, the others reuse it or are
 // refused naming the owner; a server short of free connections refuses,
 // naming who holds them and how to raise the limit.
@@ -12,8 +13,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
-import { startPostgres } from './lib/pg.mjs';
+import { makeWorktrees, cli, sanitizerClean, git } from './lib/registry.mjs';
+import { startPostgres, dbStamp } from './lib/pg.mjs';
 import { hold } from './lib/pg-sessions.mjs';
 
 async function setup(t, names = ['a', 'b'], settings = {}) {
@@ -39,7 +40,7 @@ test('dev and test in one claim: distinct keys; dev kept across a migrations cha
   assert.equal(fs.readFileSync(path.join(tmp.wt.a, '.env.wt'), 'utf8'),
     'WTPROXY_DEV_DB=shop_m1_wt_a\nWTPROXY_TEST_DB=test_shop_m1_wt_a\nWT_DB=shop_m1_wt_a\n' +
     'WT_TEST_DB=test_shop_m1_wt_a\n');
-  assert.equal(stampOf('shop_m1_wt_a'), `wtproxy:m1:${tmp.wt.a}|dev`);
+  assert.equal(stampOf('shop_m1_wt_a'), dbStamp('m1', tmp.wt.a, 'dev'));
   pg.psql('CREATE TABLE marker (x int)', { db: 'shop_m1_wt_a' });
   pg.psql('CREATE TABLE marker (x int)', { db: 'test_shop_m1_wt_a' });
   // The same text is not written again: .env.wt is code to a dev
@@ -145,12 +146,46 @@ test('an abandoned worktree\'s dev database (same machine, folder gone) is recla
   assert.equal(r.code, 1, 'the first wt-c still exists');
   assert.match(r.stderr, /belongs to worktree .*wt-c on this machine; refused/);
   assert.equal(hasMarker('shop_m1_wt_c'), 't', 'untouched');
-  fs.rmSync(stampOf('shop_m1_wt_c').slice('wtproxy:m1:'.length, -'|dev'.length), { recursive: true, force: true });
+  fs.rmSync(stampOf('shop_m1_wt_c').replace(/^wtproxy:m1:(?:[\d.]+:)?/, '').replace(/\|dev$/, ''), { recursive: true, force: true });
   r = await odb(['claim', '--dev', 'shop', '--from', 'shop']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /dev database shop_m1_wt_c reclaimed from shop/);
   assert.equal(hasMarker('shop_m1_wt_c'), 'f');
-  assert.equal(stampOf('shop_m1_wt_c'), `wtproxy:m1:${other.wt.c}|dev`);
+  assert.equal(stampOf('shop_m1_wt_c'), dbStamp('m1', other.wt.c, 'dev'));
+});
+
+// An orchestrator that reuses slot paths (wt/t1, wt/t2 ...) removes a
+// task's worktree and adds the next task's at the same path: the next
+// claim got "kept" and the old task's rows, while a folder of the same name
+// elsewhere got a fresh one. The stamp now holds the folder's identity.
+test('a worktree removed and added again at its path: its dev database is reclaimed fresh, saying why', async (t) => {
+  const { pg, tmp, db, stampOf, hasMarker, dbs } = await setup(t, ['a']);
+  let r = await db('a', 'm1', ['claim', '--dev', 'shop', '--write-env', '.env.wt']);
+  assert.equal(r.code, 0, r.stderr);
+  pg.psql('CREATE TABLE marker (x int)', { db: 'shop_m1_wt_a' });
+  r = await db('a', 'm1', ['claim', '--dev', 'shop']);
+  assert.match(r.stderr, /dev database shop_m1_wt_a kept for /, 'the same worktree keeps its data');
+  assert.equal(hasMarker('shop_m1_wt_a'), 't');
+
+  git(tmp.repo, 'worktree', 'remove', '--force', tmp.wt.a);
+  git(tmp.repo, 'branch', '-D', 'a');
+  git(tmp.repo, 'worktree', 'add', '-q', '-b', 'a', tmp.wt.a);
+  r = await cli(tmp, ['db', 'ls'], { cwd: tmp.repo, env: { WTPROXY_DB_SERVER: pg.uri('postgres'), WTPROXY_MACHINE: 'm1' } });
+  assert.match(r.stdout, /shop_m1_wt_a +dev .*\(gone: wtproxy db release --abandoned\)/, r.stdout);
+  r = await db('a', 'm1', ['claim', '--dev', 'shop', '--write-env', '.env.wt']);
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stderr, `wtproxy: dev database shop_m1_wt_a reclaimed for ${tmp.wt.a} (the worktree that ` +
+    'claimed it was removed, even if one was added again at its path since: made fresh, none of its rows carried over)\n');
+  assert.equal(hasMarker('shop_m1_wt_a'), 'f', 'none of the old task\'s rows');
+  assert.equal(stampOf('shop_m1_wt_a'), dbStamp('m1', tmp.wt.a, 'dev'));
+  assert.equal(dbs('shop%'), 'shop_m1_wt_a');
+
+  // A stamp of before (no identity) is kept, then given one.
+  pg.psql(`COMMENT ON DATABASE shop_m1_wt_a IS 'wtproxy:m1:${tmp.wt.a}|dev'`);
+  r = await db('a', 'm1', ['claim', '--dev', 'shop']);
+  assert.match(r.stderr, /dev database shop_m1_wt_a kept for /);
+  assert.equal(stampOf('shop_m1_wt_a'), dbStamp('m1', tmp.wt.a, 'dev'));
 });
 
 test('16 racers for one dev database on two machines: one creates, the rest reuse it or are refused naming the owner', async (t) => {
@@ -161,8 +196,8 @@ test('16 racers for one dev database on two machines: one creates, the rest reus
   const created = runs.filter((r) => /created/.test(r.stderr));
   assert.equal(created.length, 1, runs.map((r) => r.stderr).join('\n'));
   const owner = stampOf('shop_race');
-  const winner = owner === `wtproxy:m1:${tmp.wt.a}|dev` ? 0 : 1;
-  assert.equal(owner, winner ? `wtproxy:m2:${tmp.wt.b}|dev` : `wtproxy:m1:${tmp.wt.a}|dev`);
+  const winner = owner === dbStamp('m1', tmp.wt.a, 'dev') ? 0 : 1;
+  assert.equal(owner, winner ? dbStamp('m2', tmp.wt.b, 'dev') : dbStamp('m1', tmp.wt.a, 'dev'));
   runs.forEach((r, i) => {
     if (i % 2 === winner) {
       assert.equal(r.code, 0, r.stderr);

@@ -58,12 +58,19 @@ static void test_stamp(void)
 {
     char s[PATH_MAX + 256];
     struct reg_db_owner o;
-    reg_db_stamp("m1", "/x/wt:a", "sha256:ab", s, sizeof s);
+    reg_db_stamp("m1", "/x/wt:a", "", "sha256:ab", s, sizeof s);
     is_str(s, "wtproxy:m1:/x/wt:a|sha256:ab", "the stamp");
     ok(reg_db_parse_stamp(s, &o) == 0, "  parses back");
     is_str(o.machine, "m1", "  machine");
+    is_str(o.id, "", "  no identity");
     is_str(o.worktree, "/x/wt:a", "  worktree (with a ':')");
     is_str(o.hash, "sha256:ab", "  hash");
+    reg_db_stamp("m1", "/x/wt:a", "1234.1796609848.280759743", "dev", s, sizeof s);
+    is_str(s, "wtproxy:m1:1234.1796609848.280759743:/x/wt:a|dev", "the stamp with an identity");
+    ok(reg_db_parse_stamp(s, &o) == 0, "  parses back");
+    is_str(o.id, "1234.1796609848.280759743", "  identity");
+    is_str(o.worktree, "/x/wt:a", "  worktree");
+    is_str(o.hash, "dev", "  hash");
     ok(reg_db_parse_stamp("wtproxy:m1:/x|", &o) == 0 && o.hash[0] == '\0', "an empty hash");
     ok(reg_db_parse_stamp("made by hand", &o) < 0, "a comment not ours");
     ok(reg_db_parse_stamp("wtproxy:m1", &o) < 0, "a cut stamp");

@@ -2,10 +2,12 @@
  * hostile process names (a fake /proc too), the start time of this process
  * and of an exited child, and reg_backend_alive for each way an entry
  * dies: the pid exited, the pid was reused, the TTL passed, the worktree
- * was removed. Plus the machine id. */
+ * was removed, its path taken by a new folder while its process runs in
+ * the old one (host/worktree_id.c). Plus the machine id. */
 #include "../../registry/reg_backend.c"
 #include "../../host/proc.c"
 #include "../../registry/reg_live.c"
+#include "../../host/worktree_id.c"
 
 #include <sys/wait.h>
 #include <time.h>
@@ -164,6 +166,54 @@ static void test_alive(void)
     is_int(reg_backend_alive(&b, now, why, sizeof why), 1, "no worktree (the default backend)");
 }
 
+/* A worktree removed and added again at its path while its server runs
+ * in it: the path has a folder again, but not the server's; the wrapper's
+ * pin and the daemon's look at the server's cwd both tell. */
+static void test_replaced(void)
+{
+    char wt[] = "/tmp/wtp-re-XXXXXX", why[512], id[64], id2[64];
+    int ready[2], done[2];
+
+    if (!mkdtemp(wt) || pipe(ready) < 0 || pipe(done) < 0)
+        return;
+    int pin = host_worktree_pin(wt);
+    ok(pin >= 0, "the worktree's folder pinned");
+    is_int(host_worktree_replaced(pin, wt), 0, "  not replaced while it stands");
+    int have_id = host_worktree_identity(wt, id, sizeof id) == 0;
+    pid_t child = fork();
+    if (child == 0) {
+        char c;
+        if (chdir(wt) < 0)
+            _exit(1);
+        (void)!write(ready[1], "r", 1);
+        (void)!read(done[0], &c, 1); /* until the parent is done */
+        _exit(0);
+    }
+    char c;
+    (void)!read(ready[0], &c, 1);
+    struct reg_backend b = {.front = 8000, .pid = child, .pid_start = host_pid_start(child)};
+    snprintf(b.worktree, sizeof b.worktree, "%s", wt);
+    is_int(reg_backend_alive(&b, now_ms(), why, sizeof why), 1, "a server in its worktree: alive");
+    rmdir(wt);
+    mkdir(wt, 0700); /* at once: ext4 gives the freed inode number again */
+    is_int(host_worktree_replaced(pin, wt), 1, "the pinned folder removed, a new one at its path");
+    is_int(host_pid_in_deleted(child, wt), 1, "  the server runs in the deleted one");
+    is_int(reg_backend_alive(&b, now_ms(), why, sizeof why), 0, "  its entry is dead");
+    has_str(why, "the folder at its path now is another", "  why");
+    if (have_id) {
+        host_worktree_identity(wt, id2, sizeof id2);
+        ok(strcmp(id, id2) != 0, "  the new folder's identity differs (%s, %s)", id, id2);
+    }
+    (void)!write(done[1], "x", 1);
+    waitpid(child, NULL, 0);
+    close(pin);
+    for (int i = 0; i < 2; i++) {
+        close(ready[i]);
+        close(done[i]);
+    }
+    rmdir(wt);
+}
+
 static void test_machine_id(void)
 {
     char dir[] = "/tmp/wtp-mid-XXXXXX", path[128], line[64], want[128];
@@ -202,6 +252,7 @@ int main(void)
     test_fake_proc();
     test_pid_start();
     test_alive();
+    test_replaced();
     test_machine_id();
     return done_testing();
 }

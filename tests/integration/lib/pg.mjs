@@ -104,3 +104,13 @@ export async function startPostgres(t, { settings = {} } = {}) {
     }
   }
 }
+
+// The stamp `wtproxy db claim` gives a database of worktree wt on machine
+// (registry/CLAIMS.md, "Owner"): with the identity of wt's folder, its
+// inode and birth time, as host_worktree_identity writes it.
+export function dbStamp(machine, wt, field) {
+  const st = fs.statSync(wt, { bigint: true });
+  const ns = st.birthtimeNs;
+  const id = `${st.ino}.${ns / 1000000000n}.${String(ns % 1000000000n).padStart(9, '0')}`;
+  return `wtproxy:${machine}:${id}:${wt}|${field}`;
+}
