@@ -253,6 +253,13 @@ void reg_db_stamp(const char *machine, const char *worktree, const char *hash, c
     snprintf(out, outlen, REG_DB_STAMP_PREFIX "%s:%s|%s", machine, worktree, hash);
 }
 
+int reg_db_owner_gone(const struct reg_db_owner *o, const char *machine)
+{
+    struct stat st;
+    return strcmp(o->machine, machine) == 0 && stat(o->worktree, &st) < 0 &&
+           (errno == ENOENT || errno == ENOTDIR);
+}
+
 int reg_db_parse_stamp(const char *comment, struct reg_db_owner *o)
 {
     size_t pre = strlen(REG_DB_STAMP_PREFIX);

@@ -91,14 +91,6 @@ int reg_db_copy_on_server(const struct reg_db_copy *c, char *err, size_t errlen)
     return rc;
 }
 
-/* Whether a same-machine worktree folder is gone. */
-static int gone(const struct reg_db_owner *o, const char *machine)
-{
-    struct stat st;
-    return strcmp(o->machine, machine) == 0 && stat(o->worktree, &st) < 0 &&
-           (errno == ENOENT || errno == ENOTDIR);
-}
-
 /* One listed database, as text or into the JSON array. */
 static void list_one(const char *name, const struct reg_db_owner *o, int is_gone, json_t *arr,
                      FILE *out)
@@ -131,7 +123,7 @@ int reg_db_list(const char *server, const char *machine, int json, FILE *out, ch
         struct reg_db_owner o;
         if (reg_db_parse_stamp(PQgetvalue(r, i, 1), &o) < 0)
             continue;
-        list_one(PQgetvalue(r, i, 0), &o, gone(&o, machine), arr, out);
+        list_one(PQgetvalue(r, i, 0), &o, reg_db_owner_gone(&o, machine), arr, out);
         count++;
     }
     if (arr && count >= 0) {

@@ -118,13 +118,6 @@ int reg_db_create(PGconn *c, const char *name, const char *from, const char *sta
     return reg_db_utility(c, "COMMENT ON DATABASE %s IS %s", name, stamp, err, errlen);
 }
 
-/* Whether a worktree folder of this machine is gone for sure. */
-static int folder_gone(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) < 0 && (errno == ENOENT || errno == ENOTDIR);
-}
-
 /* What to do with our own database of this worktree. */
 static const char *decide_own(const struct reg_db_claim *c, const struct reg_db_owner *o, char *err,
                               size_t errlen)
@@ -159,7 +152,7 @@ static const char *decide(const struct reg_db_claim *c, const char *now, char *e
     int same_machine = strcmp(o.machine, c->machine) == 0;
     if (same_machine && strcmp(o.worktree, c->worktree) == 0)
         return decide_own(c, &o, err, errlen);
-    if (same_machine && folder_gone(o.worktree))
+    if (reg_db_owner_gone(&o, c->machine))
         return "reclaimed";
     snprintf(err, errlen,
              "database %s belongs to worktree %s on %s%s; refused. Free it "
@@ -267,7 +260,7 @@ static int of_worktree(const struct reg_db_owner *o, const void *arg)
 
 static int of_gone_worktree(const struct reg_db_owner *o, const void *arg)
 {
-    return strcmp(o->machine, (const char *)arg) == 0 && folder_gone(o->worktree);
+    return reg_db_owner_gone(o, (const char *)arg);
 }
 
 int reg_db_release_on_server(const char *server, const char *name, const char *machine,
