@@ -209,6 +209,8 @@ struct cli_run_fail {
     size_t len;
     unsigned long long seq;        /* reads of output so far */
     unsigned long long marker_seq; /* the read (seq, from 1) of the last marker */
+    long long marker_ms;           /* when the first marker since this start came (monotonic) */
+    unsigned long long again_seq;  /* the read of its reloader's last "starting anew" line */
     unsigned long long since;      /* reads before this start: earlier markers are not its */
     int marker;                    /* which marker, -1 none */
     long long last_ms;             /* when output last came (monotonic) */

@@ -404,9 +404,11 @@ static long pg_long(PGresult *res, int col)
 /* The databases stamped by wtproxy db claim ('wtproxy:<machine>:<id>:
  * <worktree>|<field>', registry/CLAIMS.md), each with its kind (a dev
  * database is no test database): this worktree's into mine, the others'
- * with their owners into others. */
-static void stamped(struct doc_ctx *c, PGconn *conn, char *mine, char *others, size_t len)
+ * with their owners into others, those of a worktree gone from this
+ * machine said so, as `db ls` does. Returns how many are. */
+static int stamped(struct doc_ctx *c, PGconn *conn, char *mine, char *others, size_t len)
 {
+    int n_gone = 0;
     PGresult *res = PQexec(conn, "SELECT datname, shobj_description(oid, 'pg_database') "
                                  "FROM pg_database WHERE shobj_description(oid, 'pg_database') "
                                  "LIKE 'wtproxy:%' ORDER BY 1");
@@ -418,10 +420,14 @@ static void stamped(struct doc_ctx *c, PGconn *conn, char *mine, char *others, s
         char *buf = is_mine ? mine : others;
         size_t n = strlen(buf);
         int wlen = is_mine ? 0 : (int)strlen(o.worktree); /* %.*s: gcc would warn of a cut %s */
-        snprintf(buf + n, len - n, "%s%s (%s%s%.*s)", n ? ", " : "", PQgetvalue(res, i, 0),
-                 reg_db_kind_name(o.kind), is_mine ? "" : ", ", wlen, o.worktree);
+        int is_gone = !is_mine && reg_db_owner_gone(&o, reg_machine_id());
+        n_gone += is_gone;
+        snprintf(buf + n, len - n, "%s%s (%s%s%.*s%s)", n ? ", " : "", PQgetvalue(res, i, 0),
+                 reg_db_kind_name(o.kind), is_mine ? "" : ", ", wlen, o.worktree,
+                 is_gone ? ", gone" : "");
     }
     PQclear(res);
+    return n_gone;
 }
 
 /* max_connections against what is in use, and the stamped databases. */
@@ -437,15 +443,20 @@ static void headroom(struct doc_ctx *c, PGconn *conn, const char *where, struct 
         snprintf(r->fix, sizeof r->fix, "psql -c 'SHOW max_connections'");
         return;
     }
-    char mine[1024] = "", others[1024] = "";
-    stamped(c, conn, mine, others, sizeof mine);
+    char mine[1024] = "", others[1024] = "", gone[160] = "";
+    int n_gone = stamped(c, conn, mine, others, sizeof mine);
     long left = max - reserved - used;
+    if (n_gone) /* not this worktree's problem: a note, with what frees them */
+        snprintf(gone, sizeof gone,
+                 "; note: %d of them %s of worktrees gone from this machine (wtproxy db release "
+                 "--abandoned drops them)",
+                 n_gone, n_gone == 1 ? "is" : "are");
     doc_set(r, left < DOC_PG_FREE_MIN ? DOC_PROBLEM : DOC_OK,
             "%s: %ld of max_connections %ld in use (%ld reserved), %ld left%s; this worktree's "
-            "databases: %s; others': %s",
+            "databases: %s; others': %s%s",
             where, used, max, reserved, left,
             left < DOC_PG_FREE_MIN ? ": a test run with parallel workers will be refused" : "",
-            mine[0] ? mine : "none", others[0] ? others : "none");
+            mine[0] ? mine : "none", others[0] ? others : "none", gone);
     if (left < DOC_PG_FREE_MIN)
         snprintf(r->fix, sizeof r->fix,
                  "psql -c 'ALTER SYSTEM SET max_connections = %ld' and "

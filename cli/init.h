@@ -64,6 +64,13 @@ int init_add_change(struct init_plan *p, const char *path, char *old, struct ini
  * Returns 0, or -1 out of memory. */
 int init_plan_python(struct init_plan *p);
 
+/* (init_flask.c) The flags the first `flask ... run` command of text gives
+ * flask that init's start keeps: group's before `run` (" --debug", its
+ * --env-file), run's after it; not --app (init's), --host and --port
+ * (wtproxy's), --reload (init's choice). Returns 1 when text has such a
+ * command, 0 (both "") when not. */
+int cli_flask_flags(const char *text, char *group, size_t glen, char *run, size_t rlen);
+
 /* init_next.c: a Next.js app's /__whoami route and next.config wrap, or
  * notes saying what to write by hand. Returns 0, or -1 out of memory. */
 int init_plan_next(struct init_plan *p);

@@ -39,7 +39,8 @@ static const struct framework {
     {CLI_APP_STARLETTE, "Starlette", "uvicorn",
      "from wtproxy_whoami.asgi import WhoamiASGIMiddleware", "app = WhoamiASGIMiddleware(app)",
      "WhoamiASGIMiddleware", ""},
-    /* flask run without --debug (init's start has none) renders each
+    /* flask run without --debug (init's start has none unless the
+     * project's flask line has it: init_flask.c) renders each
      * template once and keeps it, and loads .env and .flaskenv once at
      * start: an edit of either must make the server stale, or wtproxy would
      * call verified a server serving the old one */
@@ -171,6 +172,24 @@ static const char *reload_source(const char *dir, const struct cli_app *app,
     return NULL;
 }
 
+/* The project's script (or Playwright config) whose first `flask ... run`
+ * gives flask the flags start keeps (cli_flask_flags), NULL when none
+ * runs flask. */
+static const char *flask_source(const char *dir, const struct cli_app *app, char *group,
+                                size_t glen, char *run, size_t rlen)
+{
+    if (app->pw.text && cli_flask_flags(app->pw.text, group, glen, run, rlen))
+        return app->pw.file;
+    for (size_t i = 0; i < sizeof script_files / sizeof script_files[0]; i++) {
+        char *text = read_py(dir, script_files[i]);
+        int yes = text && cli_flask_flags(text, group, glen, run, rlen);
+        free(text);
+        if (yes)
+            return script_files[i];
+    }
+    return NULL;
+}
+
 /* The interpreter, named by its path, that the Playwright config's
  * webServer.command (or the command after its `wtproxy run ... --`) runs
  * with the arguments runs (" manage.py runserver", " -m uvicorn"):
@@ -223,10 +242,12 @@ int cli_pyapp_detect(const char *dir, struct cli_app *app)
         snprintf(app->module, sizeof app->module, "%s", modules[i][0]);
         const char *reload = reload_source(dir, app, f) ? " --reload" : "";
         if (f->kind == CLI_APP_FLASK) {
+            char group[128], run[128];
             cli_python_of(dir, &app->pw, " -m flask", py, sizeof py);
+            flask_source(dir, app, group, sizeof group, run, sizeof run);
             snprintf(app->start, sizeof app->start,
-                     "%s -m flask --app %s run --host 127.0.0.1 --port {port}%s", py, modules[i][1],
-                     reload);
+                     "%s -m flask --app %s%s run --host 127.0.0.1 --port {port}%s%s", py,
+                     modules[i][1], group, run, reload);
         } else {
             cli_python_of(dir, &app->pw, " -m uvicorn", py, sizeof py);
             snprintf(app->start, sizeof app->start,
@@ -318,6 +339,15 @@ static void python_notes(struct init_plan *p, const char *framework, const struc
                   framework);
     if (!f)
         return;
+    char group[128], run[128];
+    const char *flask = f->kind == CLI_APP_FLASK
+                            ? flask_source(p->dir, &p->app, group, sizeof group, run, sizeof run)
+                            : NULL;
+    if (flask && (group[0] || run[0]))
+        init_note(p,
+                  "start keeps the flags %s gives flask:%s%s (not its --host and --port: "
+                  "wtproxy gives each server its own)",
+                  flask, group, run);
     const char *source = reload_source(p->dir, &p->app, f);
     if (source)
         init_note(p, "start reloads on edits (--reload): %s runs %s with reloads", source,

@@ -29,6 +29,15 @@
  * traceback). Told likewise once nothing serves on its port, so that
  * requests get its traceback at once rather than a 502 after reload_grace.
  *
+ * flask run --reload is the other way round (measured, Flask 2.2 and 3.1):
+ * an app that fails to import at start ends the process (its reloader's
+ * parent imports it first), but after an edit the new server process
+ * prints the traceback and serves on, answering every request, /__whoami
+ * too, with a 500 of that error; the gate said "the whoami middleware is
+ * missing". Its marker is told though the port answers, and only its
+ * reloader's "Restarting with" withdraws it: each refused request it
+ * answered meanwhile prints a line and that traceback again.
+ *
  * The relay thread feeds it (cli_run_fail_saw: a mutex held for a
  * memmove, no allocation); the supervising thread reads it at each poll
  * (cli_run_fail_poll) and tells the daemon: the `start-failed` op with the
@@ -53,16 +62,24 @@
 /* What a reloader prints when its server died and it waits for a change. */
 static const struct {
     const char *text, *reloader;
+    /* the line its reloader prints when it starts a new server; NULL: any
+     * output after the failure is the reloader's */
+    const char *again;
+    int answers; /* its failed server answers every request with the error */
 } markers[] = {
     /* runserver's server thread raised; the autoreloader lives on */
-    {"Exception in thread django-main-thread:", "Django's autoreloader"},
+    {"Exception in thread django-main-thread:", "Django's autoreloader", NULL, 0},
     /* the script threw; node waits for a change to it */
-    {"Failed running '", "node --watch"},
+    {"Failed running '", "node --watch", NULL, 0},
     /* uvicorn --reload: importing the app raised in the server process its
      * reloader spawned (multiprocessing prints this above the traceback) */
-    {"Process SpawnProcess-", "uvicorn's reloader"},
+    {"Process SpawnProcess-", "uvicorn's reloader", NULL, 0},
     /* ... or the app's startup (lifespan) did: that process exits */
-    {"Application startup failed. Exiting.", "uvicorn's reloader"},
+    {"Application startup failed. Exiting.", "uvicorn's reloader", NULL, 0},
+    /* flask run's server process failed to import the app (the frame
+     * above load_app, Flask 2.2's "app = " and 3.x's "app: WSGIApplication
+     * = ") and answers each request with that error */
+    {", in run_command\n    app", "flask run's reloader", " * Restarting with ", 1},
 };
 
 void cli_run_fail_init(struct cli_run_fail *f)
@@ -100,9 +117,17 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
          * seen again when the reloader prints next ("Restarting ..."). */
         size_t m = strlen(markers[i].text), from = f->len - n > m - 1 ? f->len - n - (m - 1) : 0;
         if (memmem(f->tail + from, f->len - from, markers[i].text, m)) {
+            if (f->marker_seq <= f->since) /* the first since this start */
+                f->marker_ms = host_mono_ms();
             f->marker = (int)i;
             f->marker_seq = f->seq + 1;
         }
+    }
+    const char *again = f->marker >= 0 ? markers[f->marker].again : NULL;
+    if (again) {
+        size_t m = strlen(again), from = f->len - n > m - 1 ? f->len - n - (m - 1) : 0;
+        if (memmem(f->tail + from, f->len - from, again, m))
+            f->again_seq = f->seq + 1;
     }
     f->seq++;
     f->last_ms = host_mono_ms();
@@ -193,30 +218,33 @@ static void say(struct cli_run *r, const char *line)
     cli_run_log_note(&r->log, line);
 }
 
-/* A marker while r's server was ready: its reloader restarted it after a
+/* Marker m while r's server was ready: its reloader restarted it after a
  * change and the new one failed. Told only once nothing serves on its
- * port (a server that answers serves, whatever it printed): as a restart
- * (the entry starting, its verdict dropped), then as a failed start.
+ * port (a server that answers serves, whatever it printed), unless m's
+ * server answers with its error: as a restart (the entry starting, its
+ * verdict dropped), then as a failed start.
  * A port that listens is asked (one GET, a second at most, once per
  * marker): uvicorn's reloader holds the socket its dead server accepted
  * on, so the port listens while connections queue unanswered (measured,
  * uvicorn 0.17: the reloader the socket's one holder, its server child
  * a zombie); the daemon's requests waited reload_grace for a 502.
  * Returns 1 when told. */
-static int failed_when_ready(struct cli_run *r, const char *lines, const char *reloader)
+static int failed_when_ready(struct cli_run *r, const char *lines, int m)
 {
     char line[PATH_MAX + 256];
     int listens = cli_port_listened(r->port);
-    if (listens && cli_port_answers(r->port))
+    if (listens && !markers[m].answers && cli_port_answers(r->port))
         return 0;
     r->log.fail.held = listens;
     snprintf(line, sizeof line,
              "wtproxy: an edit broke %s's server: %s restarted it after a change to its files "
-             "and the new one failed; it lives on without listening: fix the error above and "
-             "save; meanwhile requests through wtproxy get a 503 with its last lines",
-             cli_run_folder(r->worktree), reloader);
+             "and the new one failed; %s: fix the error above and save; meanwhile requests "
+             "through wtproxy get a 503 with its last lines",
+             cli_run_folder(r->worktree), markers[m].reloader,
+             markers[m].answers ? "it answers every request with that error"
+                                : "it lives on without listening");
     say(r, line);
-    cli_run_tell_failed(r, lines, reloader, REG_FAILED_EDIT);
+    cli_run_tell_failed(r, lines, markers[m].reloader, REG_FAILED_EDIT);
     return 1;
 }
 
@@ -225,26 +253,53 @@ int cli_run_fail_held(const struct cli_run *r)
     return r->log.fail.held;
 }
 
+/* Whether the traceback of f's marker is written whole: QUIET_MS without
+ * output, and its last line not a frame's (QUIET_MAX_MS at most). A
+ * server that answers with its error is asked meanwhile (the gate's
+ * /__whoami, every 100 ms), each request printing its line and the
+ * traceback again, so its output is never quiet: QUIET_MS after the
+ * marker's first sight, at a moment between two tracebacks. The lock is
+ * held. */
+static int settled(const struct cli_run_fail *f)
+{
+    long long now = host_mono_ms(), quiet = now - f->last_ms;
+    if (markers[f->marker].answers)
+        return now - f->marker_ms >= QUIET_MS && !mid_traceback(f);
+    return quiet >= QUIET_MS && (quiet >= QUIET_MAX_MS || !mid_traceback(f));
+}
+
+/* Whether r's failure told at f->told is withdrawn: its reloader starts a
+ * new server (its line, or any output after the failure). The lock is
+ * held. */
+static int started_anew(const struct cli_run_fail *f, unsigned long long seq)
+{
+    const char *again = f->marker >= 0 ? markers[f->marker].again : NULL;
+    return f->told && (again ? f->again_seq > f->told : seq != f->told);
+}
+
 int cli_run_fail_poll(struct cli_run *r, int ready)
 {
     struct cli_run_fail *f = &r->log.fail;
     char lines[REG_START_FAILED_MAX], fix[4 * PATH_MAX], line[sizeof fix + PATH_MAX + 256];
     const char *reloader = NULL;
+    int m = -1, anew;
     pthread_mutex_lock(&f->lock);
     unsigned long long seq = f->seq;
     if (ready && f->told) { /* it listened after its failed start, silently */
         f->since = f->told;
         f->told = 0;
     }
-    long long quiet = host_mono_ms() - f->last_ms;
-    if (!f->told && f->marker >= 0 && f->marker_seq > f->since && quiet >= QUIET_MS &&
-        (quiet >= QUIET_MAX_MS || !mid_traceback(f))) {
+    if (!f->told && f->marker >= 0 && f->marker_seq > f->since && settled(f)) {
         last_lines(f, lines, sizeof lines);
-        reloader = markers[f->marker].reloader;
+        m = f->marker;
+        reloader = markers[m].reloader;
     }
+    anew = started_anew(f, seq);
     pthread_mutex_unlock(&f->lock);
-    if (reloader && ready) {
-        if (failed_when_ready(r, lines, reloader)) {
+    /* flask run's server fails so only after an edit (its start exits),
+     * and listens meanwhile, ready or not */
+    if (reloader && (ready || markers[m].answers)) {
+        if (failed_when_ready(r, lines, m)) {
             f->told = seq;
             return 1;
         }
@@ -265,10 +320,12 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
                      cli_run_folder(r->worktree), fix, r->front);
         say(r, line);
         cli_run_tell_failed(r, lines, reloader, REG_FAILED_START);
-    } else if (f->told && seq != f->told) {
-        /* It printed again: its reloader saw a change and starts it anew. */
+    } else if (anew) {
+        /* Its reloader saw a change and starts it anew: what its failed
+         * server printed before (a refused request's traceback) is not
+         * the new one's. */
         pthread_mutex_lock(&f->lock);
-        f->since = f->told;
+        f->since = f->marker >= 0 && markers[f->marker].again ? f->again_seq - 1 : f->told;
         pthread_mutex_unlock(&f->lock);
         f->told = 0;
         f->held = 0;

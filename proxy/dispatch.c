@@ -326,8 +326,7 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
         kind = PE_START_NO_DEPS;
         fix[0] = '\n';
     }
-    snprintf(d, sizeof d,
-             "%s's server (pid %d%s) does not listen on port %d; its last lines:\n%s%s",
+    snprintf(d, sizeof d, "%s's server (pid %d%s) does not serve on port %d; its last lines:\n%s%s",
              b->worktree, (int)b->pid, under, b->port, b->start_failed, fix);
     conn_fail(c, kind, d);
 }
@@ -350,7 +349,7 @@ static int fixed_unseen(struct proxy_client *c, struct reg_backend *b)
         return 1;
     }
     snprintf(d, sizeof d,
-             "%s's server (pid %d, under %s) does not listen on port %d: its files changed since "
+             "%s's server (pid %d, under %s) does not serve on port %d: its files changed since "
              "it failed (%s), yet its reloader did not start it again: wtproxy restart --front "
              "%d; its last lines before:\n%s",
              b->worktree, (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader", b->port,

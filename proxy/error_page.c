@@ -102,8 +102,9 @@ static const struct error_kind kinds[] = {
     [PE_EDIT_FAILED] =
         {503, "Service Unavailable", "backend-not-ready",
          "An edit broke the dev server of this worktree: it was serving, its autoreloader "
-         "restarted it after a change to its files, and the new server failed; it waits for the "
-         "next change (it does not listen); no request reached it.",
+         "restarted it after a change to its files, and the new server failed; it serves no "
+         "request until the next change (it does not listen, or answers each with its error); "
+         "no request reached it.",
          "Fix the error its last lines above name and save the file: its autoreloader starts it "
          "again, and the next request is served. All its output: wtproxy logs{front} (in its "
          "worktree)."},

@@ -1,6 +1,7 @@
 /* reg_db.c - the pure part of `wtproxy db`: slugs, names and their guards,
  * the owner stamp and the kind it tells, the migrations hash. */
 #include "reg_db.h"
+#include "host.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -265,6 +266,18 @@ static const char *parse_id(const char *s, const char *bar, struct reg_db_owner 
         return s;
     memcpy(o->id, s, (size_t)(colon - s));
     return colon + 1;
+}
+
+int reg_db_owner_gone(const struct reg_db_owner *o, const char *machine)
+{
+    struct stat st;
+    char id[64];
+    if (strcmp(o->machine, machine) != 0)
+        return 0;
+    if (stat(o->worktree, &st) < 0)
+        return errno == ENOENT || errno == ENOTDIR;
+    return o->id[0] && host_worktree_identity(o->worktree, id, sizeof id) == 0 &&
+           strcmp(id, o->id) != 0;
 }
 
 int reg_db_parse_stamp(const char *comment, struct reg_db_owner *o)

@@ -107,6 +107,14 @@ const char *reg_db_kind_name(enum reg_db_kind k);
 /* Parse a stamp. Returns 0, or -1 when comment is not one of ours. */
 int reg_db_parse_stamp(const char *comment, struct reg_db_owner *o);
 
+/* Whether o's worktree, of this machine, is gone for sure: its folder is,
+ * or the folder at its path is another than the one that stamped (removed
+ * and added again at its path, as slot paths are reused). Another
+ * machine's is never gone: its folders are not ours to look at. Its
+ * database is abandoned (wtproxy db release --abandoned drops it; a claim
+ * reclaims it fresh; `db ls` and doctor say so). */
+int reg_db_owner_gone(const struct reg_db_owner *o, const char *machine);
+
 /* SHA-256 of the files under dir (relative path, NUL, content, NUL; in
  * byte order of path; __pycache__ folders and *.pyc skipped) as
  * "sha256:<hex>". Returns 0, or -1 with err. */

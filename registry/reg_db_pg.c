@@ -127,18 +127,6 @@ void reg_db_our_stamp(const char *machine, const char *worktree, const char *has
     reg_db_stamp(machine, worktree, id, hash, out, outlen);
 }
 
-int reg_db_owner_gone(const struct reg_db_owner *o, const char *machine)
-{
-    struct stat st;
-    char id[64];
-    if (strcmp(o->machine, machine) != 0)
-        return 0;
-    if (stat(o->worktree, &st) < 0)
-        return errno == ENOENT || errno == ENOTDIR;
-    return o->id[0] && host_worktree_identity(o->worktree, id, sizeof id) == 0 &&
-           strcmp(id, o->id) != 0;
-}
-
 /* What to do with our own database of this worktree. */
 static const char *decide_own(const struct reg_db_claim *c, const struct reg_db_owner *o, char *err,
                               size_t errlen)

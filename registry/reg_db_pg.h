@@ -17,12 +17,6 @@ struct reg_db_owner;
 void reg_db_our_stamp(const char *machine, const char *worktree, const char *hash, char *out,
                       size_t outlen);
 
-/* Whether o's worktree, of this machine, is gone for sure: its folder is,
- * or the folder at its path is another than the one that stamped (removed
- * and added again at its path, as slot paths are reused). Another
- * machine's is never gone: its folders are not ours to look at. */
-int reg_db_owner_gone(const struct reg_db_owner *o, const char *machine);
-
 int reg_db_stamp_of(PGconn *c, const char *name, char *comment, size_t len, char *err,
                     size_t errlen);
 

@@ -210,6 +210,18 @@ static int silent(const struct whoami_memory *m)
            ((m->result == WF_TIMEOUT || m->result == WF_CUT) && m->answered);
 }
 
+/* A server that has answered before and now answers /__whoami with an
+ * error status, without an answer: an autoreloader's new server that
+ * failed to load the app and answers every request with that error
+ * (flask run's, after an edit broke app.py). Its wrapper reads the
+ * traceback and tells the daemon within a second (a 503 with it): waited
+ * for like a silent one, never refused as a server without the
+ * middleware, which it has. */
+static int failing(const struct whoami_memory *m)
+{
+    return m->result == WF_OK && m->status >= 500 && !m->ans && m->answered;
+}
+
 /* What its answer says: no /__whoami, unusable, another checkout, or on
  * to the code. */
 static int decide_answer(const struct whoami_case *c, int fresh, struct whoami_status *st,
@@ -268,5 +280,7 @@ int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
                  c->target->checkout, m->problem);
         return WHOAMI_UNREACHABLE;
     }
+    if (failing(m) && (restarting(c) || c->now_ms - c->since_ms < c->cfg->reload_grace_ms))
+        return fresh ? WA_RETRY : WA_FETCH;
     return decide_answer(c, fresh, st, patterns, detail, detlen);
 }

@@ -754,6 +754,22 @@ test('databases: headroom and stamped test databases on the server PG* names', a
   assert.match(d.byName.databases.detail, new RegExp(`host 127\\.0\\.0\\.1, port ${roomy.port}\\): \\d+ of max_connections 100 in use \\(3 reserved\\), \\d+ left`));
   assert.match(d.byName.databases.detail, new RegExp(`this worktree's databases: test_shop_a \\(test\\); others': test_shop_b \\(test, ${tmp.wt.b}\\)$`));
 
+  // A database whose worktree is gone from this machine: `db ls` says
+  // "(gone: wtproxy db release --abandoned)", doctor said it ok like any
+  // other. Another machine's worktree is not looked for here.
+  const goneWt = path.join(tmp.root, 'wt-removed');
+  roomy.psql('CREATE DATABASE test_shop_gone');
+  roomy.psql(`COMMENT ON DATABASE test_shop_gone IS 'wtproxy:m1:${goneWt}|h1'`);
+  roomy.psql('CREATE DATABASE test_shop_far');
+  roomy.psql(`COMMENT ON DATABASE test_shop_far IS 'wtproxy:m2:${goneWt}|h1'`);
+  d = await doctor(tmp, tmp.wt.a, front, { ...roomy.env, WTPROXY_MACHINE: 'm1' });
+  assert.equal(d.byName.databases.status, 'ok', 'not this worktree\'s problem');
+  assert.ok(d.byName.databases.detail.endsWith(`others': test_shop_b (test, ${tmp.wt.b}), test_shop_far (test, ${goneWt}), ` +
+    `test_shop_gone (test, ${goneWt}, gone); note: 1 of them is of worktrees gone from this machine ` +
+    '(wtproxy db release --abandoned drops them)'), d.byName.databases.detail);
+  roomy.psql('DROP DATABASE test_shop_gone');
+  roomy.psql('DROP DATABASE test_shop_far');
+
   d = await doctor(tmp, tmp.wt.a, front, tight.env);
   assert.equal(d.byName.databases.status, 'problem', d.byName.databases.detail);
   assert.match(d.byName.databases.detail, /of max_connections 12 in use .* left: a test run with parallel workers will be refused/);

@@ -68,7 +68,10 @@ const cases = {
     // The project's own script runs flask with its reloader (--debug).
     files: { 'app.py': flaskApp, Makefile: 'dev:\n\tflask --app app run --debug\n' },
     module: 'app.py',
-    start: '.venv/bin/python -m flask --app app run --host 127.0.0.1 --port {port} --reload',
+    // Its --debug (debug mode: error pages, templates reloaded) is kept:
+    // init dropped it without a word.
+    start: '.venv/bin/python -m flask --app app --debug run --host 127.0.0.1 --port {port} --reload',
+    kept: /^note: start keeps the flags Makefile gives flask: --debug \(not its --host and --port: wtproxy gives each server its own\)$/m,
     added: `${WSGI}\n`,
     applied: (text) => text.replace("\nif __name__", `\n${WSGI}\nif __name__`),
     reload: /^note: start reloads on edits \(--reload\): Makefile runs flask with reloads$/m,
@@ -144,6 +147,8 @@ for (const [kind, c] of Object.entries(cases)) {
     r = await init([]);
     assert.match(r.stdout, new RegExp(`^wtproxy init: ${wt}: ${kind} app \\(module ${c.module.replace('.', '\\.')}\\), front port ${px.port}$`, 'm'));
     assert.match(r.stdout, c.reload);
+    if (c.kept) assert.match(r.stdout, c.kept);
+    else assert.doesNotMatch(r.stdout, /start keeps the flags/);
     assert.match(r.stdout, /^note: this is a linked worktree: the \.wtproxy serves it now; commit it/m);
     assert.doesNotMatch(r.stdout, /runs python3 from the daemon's PATH/, 'the project\'s .venv/bin/python');
 
@@ -184,6 +189,7 @@ for (const [kind, c] of Object.entries(cases)) {
     const [entry] = await lsJson(tmp);
     assert.equal(entry.worktree, wt);
     assert.equal(entry.whoami?.state, 'verified', JSON.stringify(entry.whoami));
+    if (kind === 'flask') assert.match(fs.readFileSync(entry.log, 'utf8'), /Debug mode: on/, 'served in debug mode, as its Makefile runs it');
     sanitizerClean(assert, px.stderr());
   });
 }

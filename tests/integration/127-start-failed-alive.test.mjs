@@ -59,7 +59,7 @@ function assertFailedAtStart(t, r, front) {
   assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
   assert.match(r.body, /failed at start and waits for a change to its files/);
   assert.match(r.body, /SyntaxError: '\[' was never closed/, 'the traceback\'s last line');
-  assert.match(r.body, /'s server \(pid \d+, under Django's autoreloader\) does not listen on port \d+; its last lines:/);
+  assert.match(r.body, /'s server \(pid \d+, under Django's autoreloader\) does not serve on port \d+; its last lines:/);
   assert.match(r.body, new RegExp(`Fix: Fix the error its last lines above name and save the file: .* wtproxy logs --front ${front} \\(in its worktree\\)`));
   // Each thing once: the log's command is not said twice (it was in the
   // detail and in the fix, each with a fix of its own).
@@ -79,7 +79,7 @@ function assertRestartFailed(t, r, ms, what) {
 // The 503 of a ready server an edit broke: said as that, not a failed start.
 function assertEditBroke(body, folder, front) {
   assert.match(body, /An edit broke the dev server of this worktree: it was serving, its autoreloader restarted it after a change to its files, and the new server failed/);
-  assert.match(body, new RegExp(`\\S+/${folder}'s server \\(pid \\d+, under Django's autoreloader\\) does not listen on port \\d+; its last lines:`));
+  assert.match(body, new RegExp(`\\S+/${folder}'s server \\(pid \\d+, under Django's autoreloader\\) does not serve on port \\d+; its last lines:`));
   assert.match(body, new RegExp(`wtproxy logs --front ${front} \\(in its worktree\\)`));
   assert.equal(body.match(/wtproxy logs/g).length, 1, body);
   assert.doesNotMatch(body, /failed at start/);
@@ -188,7 +188,7 @@ test('`wtproxy run -- node --watch` whose script throws at start: the 503 at onc
   assert.equal(r.status, 503, r.body);
   assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
   assert.match(r.body, /Error: boom: DATABASE_URL is not set/);
-  assert.match(r.body, /'s server \(pid \d+, under node --watch\) does not listen on port \d+/);
+  assert.match(r.body, /'s server \(pid \d+, under node --watch\) does not serve on port \d+/);
   await new Promise((res) => setTimeout(res, 500));
   fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`); // it answers /__whoami too
   const ok = await waitFor(async () => {
@@ -328,7 +328,7 @@ test('a ready `wtproxy run -- node --watch` whose script an edit makes throw: th
   assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
   assert.match(r.body, /Error: boom: an edit broke it/);
   assert.match(r.body, /An edit broke the dev server of this worktree/);
-  assert.match(r.body, /\S+\/wt-e's server \(pid \d+, under node --watch\) does not listen on port \d+/);
+  assert.match(r.body, /\S+\/wt-e's server \(pid \d+, under node --watch\) does not serve on port \d+/);
   await new Promise((res) => setTimeout(res, 500));
   fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`);
   const ok = await waitFor(async () => {
@@ -676,4 +676,77 @@ test('a Django importing a package its requirements.txt declares, not installed:
   assert.equal(again.code, 1, again.stderr);
   assert.ok(`${again.stdout}${again.stderr}`.includes(install), `${again.stdout}${again.stderr}`);
   assert.doesNotMatch(`${again.stdout}${again.stderr}`, /fix the error its log's last lines name and save/);
+});
+
+// flask run --reload, as `wtproxy init` writes its start, is the other
+// way round: its server process, restarted by its reloader after an edit
+// that broke the app, prints the traceback and serves on, answering every
+// request, /__whoami too, with a 500 of that error. The 502 said "answers
+// GET /__whoami with HTTP 500 ... If you added the whoami middleware after
+// it started, restart it ... Otherwise wrap the WSGI app": a middleware to
+// add, while the SyntaxError and its line were only in the server's log.
+// Now the wrapper reads Flask's traceback and tells the daemon as for
+// Django: the 503 with its traceback's end at once, served once fixed.
+const flaskApp = (body) => `from flask import Flask
+from wtproxy_whoami.wsgi import WhoamiWSGIMiddleware
+
+app = Flask(__name__)
+
+
+@app.route('/hello')
+def hello():
+    return ${body}
+
+
+app.wsgi_app = WhoamiWSGIMiddleware(app.wsgi_app)
+`;
+
+test('a flask run --reload whose app.py an edit breaks: the 503 with its SyntaxError at once, served once fixed', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0, [], { env: { ...env, PYTHONDONTWRITEBYTECODE: '1' } });
+  const tmp = declaring(t, [`start = ${python} -m flask --app app run --host 127.0.0.1 --port {port} --reload`,
+    `front = ${px.port}`, 'idle_stop = 0'], ['fl']);
+  const wt = tmp.wt.fl;
+  const app = path.join(wt, 'app.py');
+  fs.writeFileSync(app, flaskApp("'hello v1'"));
+  const first = await curlFrom(wt, px.port, '/hello', { timeout: 30000 });
+  assert.equal(first.status, 200, first.body);
+  assert.equal(first.body, 'hello v1');
+  const [ready] = await lsJson(tmp0);
+
+  const savedAt = Date.now();
+  fs.writeFileSync(app, flaskApp("'hello v2'") + 'def broken(:\n');
+  const r = await curlFrom(wt, px.port, '/hello', { timeout: 30000 });
+  const ms = Date.now() - savedAt;
+  t.diagnostic(`from the broken save to the refusal: ${ms} ms`);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(ms < 7000, `the refusal came ${ms} ms after the save, not within seconds`);
+  assert.match(r.body, /An edit broke the dev server of this worktree/);
+  assert.ok(r.body.includes(`File "${app}", line 13\n    def broken(:\n`), r.body);
+  assert.match(r.body, /\nSyntaxError: invalid syntax\n/, 'the traceback\'s last line');
+  assert.match(r.body, new RegExp(`${wt}'s server \\(pid \\d+, under flask run's reloader\\) does not serve on port \\d+; its last lines:`));
+  assert.doesNotMatch(r.body, /whoami middleware|WSGI/);
+  const [failed] = await lsJson(tmp0);
+  assert.equal(failed.pid, ready.pid);
+  assert.equal(failed.start_failed.when, 'edit');
+  assert.equal(failed.start_failed.reloader, "flask run's reloader");
+  const again = await curlFrom(wt, px.port, '/hello', { timeout: 30000 });
+  assert.equal(again.status, 503, again.body);
+  assert.ok(again.ms < 2000, `the next request waited ${again.ms} ms for its 503`);
+  assert.match(fs.readFileSync(failed.log, 'utf8'), /SyntaxError: invalid syntax\n[\s\S]*wtproxy: an edit broke wt-fl's server: flask run's reloader restarted it after a change to its files and the new one failed; it answers every request with that error: fix the error above and save/);
+
+  // Fixed: its reloader starts a new server, which the same wrapper
+  // serves (the reloader's first look at app.py came before the fix).
+  await new Promise((res) => setTimeout(res, 1500));
+  fs.writeFileSync(app, flaskApp("'hello v3'"));
+  const ok = await waitFor(async () => {
+    const a = await curlFrom(wt, px.port, '/hello', { timeout: 20000 });
+    return a.status === 200 ? a : new Error(`${a.status}: ${a.body}`);
+  }, 20000, 'served after the fix');
+  assert.equal(ok.body, 'hello v3');
+  const [after] = await lsJson(tmp0);
+  assert.equal(after.pid, ready.pid, 'the same wrapper serves: the reloader restarted its server');
+  assert.equal(after.state, 'ready');
+  assert.equal(after.start_failed, undefined);
+  assert.match(fs.readFileSync(after.log, 'utf8'), /wt-fl's server is starting again after the edit that broke it/);
 });

@@ -11,6 +11,7 @@
 #include "../../cli/args.c"
 #include "../../cli/init_detect.c"
 #include "../../cli/init_edit.c"
+#include "../../cli/init_flask.c"
 #include "../../cli/init_members.c"
 #include "../../cli/init_next.c"
 #include "../../cli/init_node.c"
@@ -155,6 +156,31 @@ static void test_framework_of(void)
         const struct framework *f = framework_of(cases[i][0]);
         is_str(f ? f->ctor : "(none)", cases[i][1] ? cases[i][1] : "(none)", "%s", cases[i][2]);
     }
+}
+
+/* The flags of the project's flask run line that init's start keeps. */
+static void test_flask_flags(void)
+{
+    static const char *const cases[][4] = {
+        {"flask --app app run --debug --port 8430", " --debug", "",
+         "run's --debug, moved before run"},
+        {"  command: 'flask --app app --debug run -p 8430 --with-threads',", " --debug",
+         " --with-threads", "a Playwright command: cut at its quote"},
+        {"dev:\n\tpython -m flask -A shop -e .env.dev run --host 0.0.0.0 --port=8000 --cert adhoc "
+         "--reload && echo",
+         " -e .env.dev", " --cert adhoc", "values kept with their flag"},
+        {"pip install flask\nflask routes\nflask run --extra-files a.cfg", "",
+         " --extra-files a.cfg", "not a flask run line, then one"},
+    };
+    char group[128], run[128];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ok(cli_flask_flags(cases[i][0], group, sizeof group, run, sizeof run) == 1, "%s: found",
+           cases[i][3]);
+        is_str(group, cases[i][1], "%s: before run", cases[i][3]);
+        is_str(run, cases[i][2], "%s: after run", cases[i][3]);
+    }
+    ok(cli_flask_flags("flask shell\n", group, sizeof group, run, sizeof run) == 0 && !group[0],
+       "no flask run: none");
 }
 
 static void test_wrap_spot(void)
@@ -319,6 +345,7 @@ int main(void)
     test_run_front();
     test_config_python();
     test_framework_of();
+    test_flask_flags();
     test_wrap_spot();
     test_runs_with_reload();
     test_vite_plugin();
