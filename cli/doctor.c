@@ -148,10 +148,11 @@ static void pick_front(struct doc_ctx *c, int flag, int declared)
     else if (declared)
         snprintf(c->front_from, sizeof c->front_from, "%s",
                  c->has_file ? "the .wtproxy" : "the main checkout's .wtproxy");
-    else if (pw.front)
+    else if (pw.front) {
         snprintf(c->front_from, sizeof c->front_from, "%s %s", pw.file,
                  pw.base_port ? "baseURL" : "webServer.url");
-    else
+        c->front_in_tests = 1;
+    } else
         snprintf(c->front_from, sizeof c->front_from, "%s",
                  daemon ? "the one the daemon listens on" : "the default");
     free(pw.text);

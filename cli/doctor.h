@@ -30,6 +30,7 @@ struct doc_result {
 struct doc_ctx {
     int front;           /* the front port checked */
     char front_from[64]; /* where front came from: "--front", "playwright.config.ts baseURL"... */
+    int front_in_tests;  /* front_from is the Playwright config: the tests name that port */
     int front_given;     /* by --front; else the .wtproxy's first (cli/front.c) */
     int have_wt;         /* the cwd is in a worktree */
     struct host_worktree wt;

@@ -14,6 +14,7 @@
 #include "doctor.h"
 #include "fetch.h"
 #include "host.h"
+#include "port_stranger.h"
 #include "port_taken.h"
 #include "reg_pg.h"
 #include "registry.h"
@@ -66,8 +67,9 @@ static void port_name(const struct doc_ctx *c, int port, char *out, size_t outle
 
 /* For each port in ports another process listens on: "kill PID; " into
  * kills (each pid once) and the daemon's own sentence for a taken port
- * into said. Returns -1 when a holder's pid is unknown (another user's),
- * with its port in *unknown; else how many holders. */
+ * into said. Returns -1 when a holder's pid is unknown (another user's:
+ * unseen_holder says whose), with its port in *unknown; else how many
+ * holders. */
 static int port_holders(const int *ports, int n, char *kills, size_t klen, char *said, size_t slen,
                         int *unknown)
 {
@@ -100,6 +102,40 @@ static int port_holders(const int *ports, int n, char *kills, size_t klen, char 
     return found;
 }
 
+/* The problem and the fix for a port whose holder this user cannot see
+ * (port_holders' unknown). Another user's socket is named with its user
+ * and, when it answers as one, as their wtproxy daemon, which only they
+ * can stop: the fix is their stop, or a port of this user's own, which
+ * the tests must then name too. stop is what frees this user's daemon
+ * before that serve ("" when none runs). With ss alone, as before, for a
+ * socket of this user's that /proc does not show (another PID namespace). */
+static void unseen_holder(const struct doc_ctx *c, int port, const int *ports, int n,
+                          const char *stop, char *said, size_t slen, char *fix, size_t flen)
+{
+    struct host_port_owner o;
+    struct proxy_port_stranger s;
+    char who[160], serve[512], cmd[700], tests[200];
+    int mine[WTFILE_MAX_SERVICES + 1], other = port < 65535 ? port + 1 : port - 1;
+    if (!host_port_owner_find(port, &o) || !proxy_port_stranger("127.0.0.1", port, &o, &s)) {
+        snprintf(said, slen, "port %d is held by a process this user cannot see", port);
+        snprintf(fix, flen, "ss -ltnp 'sport = :%d'", port);
+        return;
+    }
+    proxy_port_stranger_who(&s, who, sizeof who);
+    snprintf(said, slen, "port %d is held by %s%s", port, who,
+             s.daemon_pid ? ", which serves that user's worktrees only" : "");
+    for (int k = 0; k < n; k++)
+        mine[k] = ports[k] == port ? other : ports[k];
+    cli_serve_cmd(c->ping, mine, n, serve, sizeof serve);
+    snprintf(cmd, sizeof cmd, "%s%s", stop, serve);
+    if (port == c->front && c->front_in_tests)
+        snprintf(tests, sizeof tests, "change %s to port %d", c->front_from, other);
+    else
+        snprintf(tests, sizeof tests,
+                 "point your app's tests at port %d (their baseURL or port setting)", other);
+    proxy_port_stranger_fix(&s, port, cmd, tests, fix, flen);
+}
+
 /* The daemon answers: does it own every port this worktree needs? */
 static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *ports, int n)
 {
@@ -121,22 +157,25 @@ static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *por
         free(listen);
         return;
     }
-    char kills[384], said[1200], serve[512];
+    char kills[384], said[1200], serve[512], stop[300], prog[256];
     int unknown = 0,
         held = port_holders(missing, nm, kills, sizeof kills, said, sizeof said, &unknown);
+    if (held < 0) { /* its fix yields to the .wtproxy's below */
+        host_self_program(prog, sizeof prog, NULL, 0);
+        snprintf(stop, sizeof stop, "%.256s stop --daemon && ", prog);
+        unseen_holder(c, unknown, ports, n, stop, said, sizeof said, r->fix, sizeof r->fix);
+    }
     doc_set(r, DOC_PROBLEM, "the daemon (pid %ld) listens on %s, not on %s: requests to %s%s%s",
             pid, listen ? listen : "?", names,
             nm == 1 ? "that port do not reach it" : "those ports do not reach it",
-            held > 0 ? ", and " : "", held > 0 ? said : "");
+            held != 0 ? ", and " : "", held != 0 ? said : "");
     free(listen);
     cli_serve_cmd(c->ping, ports, n, serve, sizeof serve);
     if (c->file_err[0]) /* its fronts unreadable: the ports are a guess, not a reason */
         snprintf(r->fix, sizeof r->fix,
                  "correct the .wtproxy first (see the server check), then run "
                  "wtproxy doctor again");
-    else if (held < 0)
-        snprintf(r->fix, sizeof r->fix, "ss -ltnp 'sport = :%d'", unknown);
-    else
+    else if (held >= 0)
         snprintf(r->fix, sizeof r->fix, KILL_WAIT "%s%s", pid, pid, held > 0 ? kills : "", serve);
 }
 
@@ -205,11 +244,9 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
     cli_serve_cmd(NULL, ports, n, serve, sizeof serve);
     port_name(c, c->front, name, sizeof name);
     if (held < 0) {
-        doc_set(r, DOC_PROBLEM,
-                "no wtproxy daemon answers for %s (%s), and port %d is held by a "
-                "process of another user",
-                name, c->daemon_err, unknown);
-        snprintf(r->fix, sizeof r->fix, "ss -ltnp 'sport = :%d'", unknown);
+        unseen_holder(c, unknown, ports, n, "", said, sizeof said, r->fix, sizeof r->fix);
+        doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers for %s (%s), and %s", name,
+                c->daemon_err, said);
     } else if (held > 0) {
         doc_set(r, DOC_PROBLEM, "no wtproxy daemon answers for %s (%s), and %s", name,
                 c->daemon_err, said);

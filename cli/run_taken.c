@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "port_stranger.h"
 
 #define MOVES_MAX 3 /* starts on another port between two readies */
 
@@ -64,7 +65,10 @@ static int taken(const struct cli_run *r, int exited, struct host_port_owner *o)
 static void say(struct cli_run *r, int old, const struct host_port_owner *o)
 {
     char line[PATH_MAX + 1024], who[600] = "a process this user cannot see";
-    if (o->pid < 0)
+    struct proxy_port_stranger s;
+    if (o->pid == 0 && proxy_port_stranger("127.0.0.1", old, o, &s))
+        proxy_port_stranger_who(&s, who, sizeof who); /* another user's: whose */
+    else if (o->pid < 0)
         snprintf(who, sizeof who,
                  "a socket that does not listen (another program's connection? ss -tanp "
                  "'sport = :%d' names it)",

@@ -137,6 +137,7 @@ size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
 
 struct host_port_owner {
     pid_t pid;         /* 0 when the socket was found but no process (another uid's, or gone) */
+    uid_t uid;         /* the socket's owner, known even when its process is not */
     char cmdline[512]; /* as host_pid_cmdline, "" when unreadable */
     char cwd[4096];    /* "" when unreadable */
 };
@@ -145,6 +146,7 @@ struct host_port_owner {
 struct host_listener {
     int port;
     unsigned long inode;
+    uid_t uid; /* its owner */
 };
 
 /* Up to max of the TCP listeners (any address, IPv4 then IPv6), from

@@ -10,9 +10,11 @@
  * a busy host is 100k lines that take seconds to read; so reading stops at
  * the first line past the listeners.
  *
- * The process holding the socket is found by host_socket_holder
- * (proc_fd.c); another user's fd directory is unreadable, so a socket can
- * be found with no process. */
+ * uid is the socket's owner, which the kernel shows for every socket
+ * (sock_diag's idiag_uid, `ss -e`'s uid:N): the process holding the
+ * socket is found by host_socket_holder (proc_fd.c), and another user's fd
+ * directory is unreadable, so a socket can be found with no process, yet
+ * whose it is is known. */
 #include "host.h"
 
 #include <errno.h>
@@ -26,13 +28,14 @@
 #define TCP_FIELDS 10 /* up to and including inode */
 
 /* Parse one /proc/net/tcp{,6} line, splitting it in place. Returns 1 and
- * *inode for a listening socket on port (any port when *port is 0: then
- * *port is set to its port); -1 for a line past the listening sockets; 0
- * for anything else (the header, another port, a malformed line). */
-static int parse_tcp_line(char *line, int *port, unsigned long *inode)
+ * *inode and *uid for a listening socket on port (any port when *port is
+ * 0: then *port is set to its port); -1 for a line past the listening
+ * sockets; 0 for anything else (the header, another port, a malformed
+ * line). */
+static int parse_tcp_line(char *line, int *port, unsigned long *inode, uid_t *uid)
 {
     char *field[TCP_FIELDS], *save, *tok, *colon, *end;
-    unsigned long lport, state;
+    unsigned long lport, state, owner;
     int n = 0;
 
     for (tok = strtok_r(line, " \t\n", &save); tok && n < TCP_FIELDS;
@@ -52,6 +55,10 @@ static int parse_tcp_line(char *line, int *port, unsigned long *inode)
     *inode = strtoul(field[9], &end, 10);
     if (*end != '\0' || errno != 0 || *inode == 0)
         return 0;
+    owner = strtoul(field[7], &end, 10);
+    if (end == field[7] || *end != '\0' || errno != 0)
+        return 0;
+    *uid = (uid_t)owner;
     *port = (int)lport;
     return 1;
 }
@@ -63,6 +70,7 @@ static void collect(const char *name, int port, struct host_listener *out, size_
 {
     char path[256], line[512]; /* lines are about 150 bytes */
     unsigned long inode;
+    uid_t uid;
     FILE *f;
     int rc, got;
 
@@ -71,10 +79,10 @@ static void collect(const char *name, int port, struct host_listener *out, size_
         return;
     while (*n < max && fgets(line, sizeof line, f)) {
         got = port;
-        if ((rc = parse_tcp_line(line, &got, &inode)) < 0)
+        if ((rc = parse_tcp_line(line, &got, &inode, &uid)) < 0)
             break;
         if (rc > 0)
-            out[(*n)++] = (struct host_listener){got, inode};
+            out[(*n)++] = (struct host_listener){got, inode, uid};
     }
     fclose(f);
 }
@@ -98,6 +106,7 @@ int host_port_owner_find(int port, struct host_port_owner *owner)
     collect("net/tcp6", port, in, &n, MAX_INODES);
     if (n == 0)
         return 0;
+    owner->uid = in[0].uid;
     for (size_t i = 0; i < n; i++)
         inodes[i] = in[i].inode;
     /* The lowest pid holding the socket: a forking server's parent, the

@@ -5,27 +5,40 @@
 #include <stdio.h>
 
 #include "host.h"
+#include "port_stranger.h"
+
+/* What the app's tests must change when the daemon serves another port:
+ * the port they name is the one taken. */
+#define TESTS_FOLLOW "point your app's tests at it (their baseURL or port setting)"
 
 void proxy_port_taken(const char *addr, int port, char *buf, size_t len)
 {
     struct host_port_owner o;
-    char on[96] = "";
-    int other = port < 65535 ? port + 1 : port - 1;
+    struct proxy_port_stranger s;
+    char on[96] = "", who[160], serve[64], fix[512];
+    int other = port < 65535 ? port + 1 : port - 1, found = host_port_owner_find(port, &o);
 
     if (addr && addr[0])
         snprintf(on, sizeof on, " on %s", addr);
     /* cmdline and cwd are cut short so that the hints after them fit in a
      * 1 KiB message, however long the holder's arguments. */
-    if (host_port_owner_find(port, &o) && o.pid > 0)
+    if (found && o.pid > 0) {
         snprintf(buf, len,
                  "port %d%s is already in use by pid %ld%s%.200s%s%s%.500s; "
                  "stop it with `kill %ld`, or serve another port: wtproxy serve --listen %d",
                  port, on, (long)o.pid, o.cmdline[0] ? " (" : "", o.cmdline,
                  o.cmdline[0] ? ")" : "", o.cwd[0] ? ", cwd " : "", o.cwd, (long)o.pid, other);
-    else
+    } else if (found && proxy_port_stranger(addr, port, &o, &s)) {
+        proxy_port_stranger_who(&s, who, sizeof who);
+        snprintf(serve, sizeof serve, "wtproxy serve --listen %d", other);
+        proxy_port_stranger_fix(&s, port, serve, TESTS_FOLLOW, fix, sizeof fix);
+        snprintf(buf, len, "port %d%s is already in use by %s%s; %s", port, on, who,
+                 s.daemon_pid ? ", which serves that user's worktrees only" : "", fix);
+    } else {
         snprintf(buf, len,
                  "port %d%s is already in use by a process this user cannot see; find it with "
                  "`ss -ltnp 'sport = :%d'` (as root to see every process), or serve another "
                  "port: wtproxy serve --listen %d",
                  port, on, port, other);
+    }
 }

@@ -8,7 +8,10 @@
 /* Write the user-facing sentence for a taken port into buf, e.g.
  * "port 8000 on 127.0.0.1 is already in use by pid 4242 (python3 manage.py
  * runserver 8000), cwd /home/dev/shop/wt-a; stop it with `kill 4242`, or
- * serve another port: wtproxy serve --listen 8001". addr may be NULL. */
+ * serve another port: wtproxy serve --listen 8001". Another user's socket
+ * is named with its user and, when it answers as one, as their wtproxy
+ * daemon (port_stranger.h): then it blocks up to WTP_STRANGER_PROBE_MS,
+ * so never call it on the daemon's loop. addr may be NULL. */
 void proxy_port_taken(const char *addr, int port, char *buf, size_t len);
 
 #endif

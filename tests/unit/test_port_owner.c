@@ -2,17 +2,24 @@
  * and the sentence of proxy/port_taken.c: the /proc/net/tcp line parser
  * and cmdline cleaning, a fake /proc tree (a known holder, a socket with no
  * visible holder, a forking server), and the real /proc with this test's
- * own listening socket. Includes the .c files to reach their statics. */
+ * own listening socket; another user's socket in words
+ * (proxy/port_stranger.c) and its question to a socket, "are you a
+ * wtproxy daemon?", asked of real listeners. Includes the .c files to
+ * reach their statics. */
+#include "../../host/clock.c"
 #include "../../host/port_owner.c"
 #include "../../host/proc.c"
 #include "../../host/proc_fd.c"
+#include "../../proxy/port_stranger.c"
 #include "../../proxy/port_taken.c"
 
 #include <arpa/inet.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "tap.h"
 
@@ -56,19 +63,21 @@ static void test_parse_tcp_line(void)
     };
     char line[512];
     unsigned long inode;
+    uid_t uid;
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int port = cases[i].port;
         snprintf(line, sizeof line, "%s\n", cases[i].line);
         inode = 0;
-        is_int(parse_tcp_line(line, &port, &inode), cases[i].want, "tcp line %zu, port %d: %s", i,
-               cases[i].port,
+        is_int(parse_tcp_line(line, &port, &inode, &uid), cases[i].want,
+               "tcp line %zu, port %d: %s", i, cases[i].port,
                cases[i].want > 0 ? "listening"
                : cases[i].want   ? "past the listeners"
                                  : "skipped");
         if (cases[i].want > 0) {
             is_int((long long)inode, (long long)cases[i].inode, "  inode");
             is_int(port, 8000, "  its port");
+            is_int((long long)uid, 1000, "  its owner's uid");
         }
     }
 }
@@ -142,12 +151,12 @@ static void test_fake_proc(void)
     snprintf(tcp, sizeof tcp,
              "%s   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 "
              "1000 0 700 1\n   1: 0100007F:1F41 00000000:0000 0A 00000000:00000000 00:00000000 "
-             "00000000 0 0 701 1\n   4: 0100007F:1F44 00000000:0000 0A 00000000:00000000 "
+             "00000000 %ld 0 701 1\n   4: 0100007F:1F44 00000000:0000 0A 00000000:00000000 "
              "00:00000000 00000000 1000 0 705 1\n"
              "   2: 0100007F:1F40 0100007F:D2F0 01 00000000:00000000 "
              "00:00000000 00000000 1000 0 703 1\n   3: 0100007F:1F43 00000000:0000 0A "
              "00000000:00000000 00:00000000 00000000 1000 0 704 1\n",
-             tcp_head);
+             tcp_head, (long)geteuid());
     put(dir, "net/tcp", tcp, strlen(tcp));
     snprintf(tcp, sizeof tcp,
              "%s   0: 00000000000000000000000001000000:1F42 00000000000000000000000000000000:0000 "
@@ -184,12 +193,13 @@ static void test_fake_proc(void)
 
     is_int(host_port_owner_find(8001, &o), 1, "fake: port 8001 has a listener");
     is_int(o.pid, 0, "  but no process we can see");
+    is_int((long long)o.uid, (long long)geteuid(), "  though it is this user's");
     proxy_port_taken("127.0.0.1", 8001, msg, sizeof msg);
     is_str(msg,
            "port 8001 on 127.0.0.1 is already in use by a process this user cannot see; "
            "find it with `ss -ltnp 'sport = :8001'` (as root to see every process), or "
            "serve another port: wtproxy serve --listen 8002",
-           "  described as unseen");
+           "  described as unseen (another pid namespace: its uid is no news)");
 
     is_int(host_port_owner_find(8002, &o), 1, "fake: port 8002 from tcp6");
     is_int(o.pid, 21, "  held by pid 21 (\"self\" is not a pid)");
@@ -291,11 +301,90 @@ static void test_real_proc(void)
     close(fd6);
 }
 
+/* Another user's socket in words: its user, or its uid alone, and a
+ * wtproxy daemon named as one with its user's own stop. */
+static void test_stranger_words(void)
+{
+    struct proxy_port_stranger daemon = {1001, "alice", 4242}, process = {1001, "alice", 0},
+                               nameless = {65533, "", 0};
+    char buf[1024];
+
+    proxy_port_stranger_who(&daemon, buf, sizeof buf);
+    is_str(buf, "user alice's wtproxy daemon (uid 1001, pid 4242)", "a daemon: whose, and its pid");
+    proxy_port_stranger_fix(&daemon, 8420, "SERVE", "TESTS", buf, sizeof buf);
+    is_str(buf, "as alice: wtproxy stop --daemon; or serve a port of your own: SERVE, and TESTS",
+           "  stopped by its user, or a port of one's own");
+    proxy_port_stranger_who(&process, buf, sizeof buf);
+    is_str(buf, "a process of user alice (uid 1001)", "a process: whose");
+    proxy_port_stranger_fix(&process, 8420, "SERVE", "TESTS", buf, sizeof buf);
+    is_str(buf,
+           "ask alice to stop it (root sees which: sudo ss -ltnp 'sport = :8420'); or serve a "
+           "port of your own: SERVE, and TESTS",
+           "  its user asked, root's look named");
+    proxy_port_stranger_who(&nameless, buf, sizeof buf);
+    is_str(buf, "a process of uid 65533", "a uid with no passwd entry: the uid alone");
+    nameless.daemon_pid = 7;
+    proxy_port_stranger_who(&nameless, buf, sizeof buf);
+    is_str(buf, "the wtproxy daemon of uid 65533 (pid 7)", "  and as a daemon");
+}
+
+/* A listener on 127.0.0.1 whose one connection a child answers with
+ * reply (NULL: never answers, holding it open). Returns the child's pid
+ * and the port in *port, or -1. */
+static pid_t answering(const char *reply, int *port)
+{
+    int fd = loopback_socket(AF_INET, 1, port), c;
+    char req[1024];
+    pid_t pid;
+
+    if (fd < 0 || (pid = fork()) < 0)
+        return -1;
+    if (pid == 0) {
+        if ((c = accept(fd, NULL, NULL)) >= 0 && read(c, req, sizeof req) > 0 && reply) {
+            if (write(c, reply, strlen(reply)) < 0)
+                _exit(1);
+            close(c);
+        }
+        if (!reply)
+            pause();
+        _exit(0);
+    }
+    close(fd);
+    return pid;
+}
+
+/* The question "are you a wtproxy daemon?" asked of real sockets. */
+static void test_probe(void)
+{
+    int port, status;
+    long long t0;
+    pid_t child = answering("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"
+                            "{\"version\": \"1.0\", \"pid\": 4242, \"fronts\": [8420]}",
+                            &port);
+
+    if (!ok(child > 0, "a listener answering as a daemon"))
+        return;
+    is_int(probe_daemon("127.0.0.1", port), 4242, "  is a daemon, with the pid it says");
+    waitpid(child, &status, 0);
+    child = answering("HTTP/1.1 404 Not Found\r\n\r\n{\"pid\": 1}", &port);
+    is_int(probe_daemon(NULL, port), 0, "a 404 is no daemon");
+    waitpid(child, &status, 0);
+    child = answering(NULL, &port);
+    t0 = host_mono_ms();
+    is_int(probe_daemon("127.0.0.1", port), 0, "one that never answers is no daemon");
+    ok(host_mono_ms() - t0 < WTP_STRANGER_PROBE_MS + 400, "  said within the probe's bound");
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    is_int(probe_daemon("127.0.0.1", port), 0, "nothing listening: no daemon");
+}
+
 int main(void)
 {
     test_parse_tcp_line();
     test_clean_cmdline();
     test_fake_proc();
     test_real_proc();
+    test_stranger_words();
+    test_probe();
     return done_testing();
 }
