@@ -207,9 +207,12 @@ static void forbid_user(struct proxy_client *c, long long uid, const char *calle
         dash_respond(c, "403 Forbidden", "text/plain; charset=utf-8", NULL, text, strlen(text));
         return;
     }
-    json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:I, s:o}", "ok", 0, "error", "forbidden", "check",
-                          "user", "message", msg, "daemon_uid", (json_int_t)daemon_uid, "uid",
-                          uid < 0 ? json_null() : json_integer(uid));
+    /* daemon_pid: another user's `wtproxy serve` meeting this port names
+     * this daemon by it (proxy/port_stranger.c); ps shows it to all anyway. */
+    json_t *j =
+        json_pack("{s:b, s:s, s:s, s:s, s:I, s:I, s:o}", "ok", 0, "error", "forbidden", "check",
+                  "user", "message", msg, "daemon_uid", (json_int_t)daemon_uid, "daemon_pid",
+                  (json_int_t)getpid(), "uid", uid < 0 ? json_null() : json_integer(uid));
     char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (body)

@@ -1,11 +1,11 @@
 /* port_stranger.c - see port_stranger.h. Whose a socket is comes from the
  * kernel (the uid in /proc/net/tcp, host_port_owner_find); whether it is a
  * wtproxy daemon, from asking it as its dashboard would be asked: GET
- * /__wtproxy/api/daemon, which every daemon answers to any loopback
- * caller with its version and pid (proxy/DASHBOARD.md). A program that
- * answers that path with that JSON is a wtproxy daemon, or one that wants
- * to be taken for one; nothing cheaper is as honest, and the daemon's
- * control socket is its user's alone. */
+ * /__wtproxy/api/daemon, which a daemon answers with its version and pid,
+ * to another user with its 403 naming its uid and pid (proxy/DASHBOARD.md).
+ * A program that answers that path with that JSON is a wtproxy daemon, or
+ * one that wants to be taken for one; nothing cheaper is as honest, and the
+ * daemon's control socket is its user's alone. */
 #include "port_stranger.h"
 
 #include <errno.h>
@@ -106,10 +106,12 @@ static long probe_daemon(const char *addr, int port)
     if (fd < 0)
         return 0;
     if (probe_exchange(fd, port, buf, sizeof buf, deadline) > 0 &&
-        strncmp(buf, "HTTP/1.1 200 ", 13) == 0 && (body = strstr(buf, "\r\n\r\n")) &&
-        (j = json_loads(body + 4, 0, NULL))) {
-        if (json_is_string(json_object_get(j, "version")))
+        (body = strstr(buf, "\r\n\r\n")) && (j = json_loads(body + 4, 0, NULL))) {
+        const char *check = json_string_value(json_object_get(j, "check"));
+        if (strncmp(buf, "HTTP/1.1 200 ", 13) == 0 && json_is_string(json_object_get(j, "version")))
             pid = (long)json_integer_value(json_object_get(j, "pid"));
+        else if (strncmp(buf, "HTTP/1.1 403 ", 13) == 0 && check && strcmp(check, "user") == 0)
+            pid = (long)json_integer_value(json_object_get(j, "daemon_pid"));
         json_decref(j);
     }
     close(fd);
