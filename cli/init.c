@@ -73,6 +73,19 @@ static int checkout(const struct init_opts *o, char *out, size_t len)
     return 0;
 }
 
+/* Whether the string literal that closes at close is the NAME's whole
+ * value, or a getenv's default: what follows it ends the value (',', '}',
+ * ')', a comment, the line's end), so "shop_" + getpass.getuser() or
+ * "shop_%s" % user, a name computed at run time, is not one. */
+static int whole_value(const char *open, const char *close, const char *end)
+{
+    const char *after = close + 1;
+    after += strspn(after, " \t\r");
+    if (((open[-1] >= 'a' && open[-1] <= 'z') || (open[-1] >= 'A' && open[-1] <= 'Z')))
+        return 0; /* f"shop_{user}", b'', r'' */
+    return after >= end || *after == ',' || *after == '}' || *after == ')' || *after == '#';
+}
+
 int init_settings_db(const char *path, char *base, size_t len, int *claimed)
 {
     char err[256];
@@ -88,7 +101,10 @@ int init_settings_db(const char *path, char *base, size_t len, int *claimed)
         const char *close = strchr(q + 1, *q);
         if (!close || close >= end)
             break;
-        snprintf(base, len, "%.*s", (int)(close - q - 1), q + 1);
+        if (whole_value(q, close, end))
+            snprintf(base, len, "%.*s", (int)(close - q - 1), q + 1);
+        else
+            base[0] = '\0'; /* a part of a computed name: no base to guess */
         q = close + 1;
     }
     if (strspn(base, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(base))

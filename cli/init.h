@@ -36,7 +36,8 @@ extern const char init_why_file[];
 
 /* init.c: whether the Django settings file path names PostgreSQL; base:
  * the last quoted word on its last 'NAME' (or "NAME") line ('shop' of
- * 'NAME': os.environ.get('DB', 'shop')), the dev database's base, "" none;
+ * 'NAME': os.environ.get('DB', 'shop')), the dev database's base, "" none
+ * or computed ("shop_" + getpass.getuser(): a guess would be wrong);
  * with claimed, whether it wraps DATABASES in claimed_databases. */
 int init_settings_db(const char *path, char *base, size_t len, int *claimed);
 

@@ -362,6 +362,27 @@ test('an app in two folders, a Playwright config without webServer: what init pr
   assert.equal(after['package.json'], before['package.json']);
 });
 
+// A database NAME computed at run time (a shared machine: one name per
+// user): init guesses no base from its pieces, whose claim would make a
+// database the settings never name ('shop_' of "shop_" + getpass.getuser()).
+test('a computed database NAME: no base guessed from a piece of it', async (t) => {
+  const settings = (name) => "MIDDLEWARE = [\n    'django.middleware.common.CommonMiddleware',\n]\n" +
+    "DATABASES = {\n    'default': {\n        'ENGINE': 'django.db.backends.postgresql',\n" +
+    `        'NAME': ${name},\n    }\n}\n`;
+  for (const name of ['os.environ.get("SHOP_DB", "shop_" + getpass.getuser())', '"shop_%s" % getpass.getuser()', 'f"shop_{USER}"']) {
+    const dir = app(t, { 'manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'shop.settings')\n",
+      'shop/settings.py': settings(name) });
+    const r = await init(dir, [dir]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^note: databases: .*wtproxy db claim --dev NAME /m, `${name}:\n${r.stdout}`);
+    assert.doesNotMatch(r.stdout, /--dev shop/, r.stdout);
+  }
+  const plain = app(t, { 'manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'shop.settings')\n",
+    'shop/settings.py': settings("os.getenv('SHOP_DB', 'shop')") });
+  const r = await init(plain, [plain]);
+  assert.match(r.stdout, /^note: databases: .*wtproxy db claim --dev shop /m, 'a getenv\'s literal default is the base');
+});
+
 // A team's app as adopted on main: Vite at the top (root web/, whose
 // vite.config.js lists the /__whoami plugin and proxies /api to the API's
 // front), Django in api/, three worktrees. init must not ask for the
