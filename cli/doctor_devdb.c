@@ -165,7 +165,8 @@ static void say_foreign(struct doc_ctx *c, PGresult *res, const struct doc_dbenv
 
 /* A dev database base (`wtproxy db claim --dev BASE`) another worktree of
  * this repository on this machine has and this one has not, into base,
- * with the name this one's would have into want; 0 when there is none. A
+ * with the name this one's would have into want: the row of that
+ * worktree's database, its stamp in o; -1 when there is none. A
  * worktree made after the others has none until it claims one, and a dev
  * server whose settings name it (claimed_databases, which wtproxy init
  * adds) stops at start with only "database ... does not exist" in its log. */
