@@ -86,6 +86,20 @@ void doc_vite_proxy(struct doc_ctx *c, struct doc_result *r);
 struct pg_conn;
 void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result *r);
 
+/* doctor_dbenv.c: an env file `wtproxy db claim --write-env FILE` wrote,
+ * found by the database names it holds (WTPROXY_DEV_DB, WT_TEST_DB) among
+ * the `.env*` files of a worktree's top or of a direct subfolder (an app
+ * in api/ claims there). */
+#define DOC_DBENV_MAX 4096 /* bytes of such a file read; a claim writes a few lines */
+struct doc_dbenv {
+    char rel[PATH_MAX]; /* its path relative to the worktree: .env.wt, api/.env.wt */
+    char dev[64];       /* the dev database it names (WTPROXY_DEV_DB), "" none */
+    char test[64];      /* the test database (WT_TEST_DB), "" none */
+};
+/* The first one in root whose dev database is dev (NULL: any) into e;
+ * -1 when there is none. */
+int doc_dbenv_find(const char *root, const char *dev, struct doc_dbenv *e);
+
 /* doctor.c: the command that adopts wtproxy here, into out: `wtproxy init
  * --apply`, or, where that finds no app, the init of the subfolder c's
  * start runs in (`cd api && ...`), else of each subfolder's app (a top

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "doctor.h"
 #include "init.h"
 #include "reg_db.h"
@@ -75,34 +76,116 @@ static int same_repo(struct doc_ctx *c, const char *worktree, int clones_too)
     return mine[0] && strcmp(mine, theirs) == 0;
 }
 
+/* The base a claim derived name from for its stamp's machine and
+ * worktree (`--dev BASE`, `--base BASE`) into base; "" when an exact
+ * --dev-name or --name made it. */
+static void base_of(const char *name, const struct reg_db_owner *o, char *base, size_t len)
+{
+    char suffix[REG_DB_NAME_MAX + 2], err[256];
+    size_t n = strlen(name), k;
+    base[0] = '\0';
+    if (reg_db_derive("", o->machine, o->worktree, suffix, sizeof suffix, err, sizeof err) < 0)
+        return;
+    k = strlen(suffix);
+    if (n > k && n - k < len && strcmp(name + n - k, suffix) == 0)
+        snprintf(base, len, "%.*s", (int)(n - k), name);
+}
+
+/* The row of res named name, its stamp parsed into o; -1 when the server
+ * has none, or no stamp on it. */
+static int stamped_row(PGresult *res, const char *name, struct reg_db_owner *o)
+{
+    for (int i = 0; i < PQntuples(res); i++)
+        if (strcmp(PQgetvalue(res, i, 0), name) == 0)
+            return reg_db_parse_stamp(PQgetvalue(res, i, 1), o) < 0 ? -1 : i;
+    return -1;
+}
+
+/* The claim that gives this worktree databases of its own for those env
+ * file e names and writes their names to it, into fix: the flags their
+ * bases were claimed with (as their stamps derive them), then
+ * `--write-env` e's file. Pasting a bare `db claim --dev BASE` left the
+ * file the app reads missing, or naming another worktree's databases. */
+static void claim_fix(struct doc_ctx *c, PGresult *res, const struct doc_dbenv *e, char *fix,
+                      size_t len)
+{
+    static struct reg_db_owner o; /* PATH_MAX and more: not on the stack */
+    char dev[REG_DB_NAME_MAX + 1] = "", test[REG_DB_NAME_MAX + 1] = "", cwd[PATH_MAX];
+    if (e->dev[0] && stamped_row(res, e->dev, &o) >= 0)
+        base_of(e->dev, &o, dev, sizeof dev);
+    if (e->test[0] && stamped_row(res, e->test, &o) >= 0)
+        base_of(e->test, &o, test, sizeof test);
+    /* --write-env is relative to the claim's folder */
+    int here = getcwd(cwd, sizeof cwd) && strcmp(cwd, c->wt.root) == 0;
+    snprintf(fix, len, "%s%.400s%swtproxy db claim%s%s%s%s --write-env %.300s", here ? "" : "cd '",
+             here ? "" : c->wt.root, here ? "" : "' && ",
+             e->dev[0] ? (dev[0] ? " --dev " : " --dev-name <a name of its own>") : "", dev,
+             e->test[0] ? (test[0] ? " --base " : " --name <a test name of its own>") : "", test,
+             e->rel);
+}
+
+/* A database this worktree's env file e names that is stamped for
+ * another worktree (or machine), its name into name and owner into o; 0
+ * when there is none. An env file copied from another worktree (agents
+ * seed a new one so), or a worktree moved (`git worktree move`) with it,
+ * points this one's dev server and tests at that worktree's data. */
+static int foreign_env(struct doc_ctx *c, PGresult *res, const struct doc_dbenv *e,
+                       const char **name, struct reg_db_owner *o)
+{
+    const char *names[] = {e->dev, e->test};
+    for (int i = 0; i < 2; i++) {
+        if (!names[i][0] || stamped_row(res, names[i], o) < 0)
+            continue;
+        *name = names[i];
+        if (strcmp(o->machine, reg_machine_id()) != 0 || strcmp(o->worktree, c->wt.root) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void say_foreign(struct doc_ctx *c, PGresult *res, const struct doc_dbenv *e,
+                        const char *name, const struct reg_db_owner *o, struct doc_result *r)
+{
+    int other_machine = strcmp(o->machine, reg_machine_id()) != 0;
+    int gone = !other_machine && access(o->worktree, F_OK) < 0;
+    size_t n = strlen(r->detail);
+    r->status = DOC_PROBLEM;
+    snprintf(r->detail + n, sizeof r->detail - n,
+             "; %s, which wtproxy db claim --write-env wrote, names %s database %s, which is "
+             "stamped for worktree %.600s%s%s: a dev server or test run here that reads %s "
+             "works on that worktree's data (%s); claim this worktree's own, which rewrites "
+             "%s, then restart its dev server (wtproxy restart)",
+             e->rel, reg_db_kind_name(o->kind), name, o->worktree,
+             other_machine ? " of another machine, " : "", other_machine ? o->machine : "", e->rel,
+             gone ? "that worktree is gone: this one was moved, or the file copied from it"
+                  : "the file was copied from there",
+             e->rel);
+    claim_fix(c, res, e, r->fix, sizeof r->fix);
+}
+
 /* A dev database base (`wtproxy db claim --dev BASE`) another worktree of
  * this repository on this machine has and this one has not, into base,
- * with the name this one's would have into want; 0 when there is none. A
+ * with the name this one's would have into want: the row of that
+ * worktree's database, its stamp in o; -1 when there is none. A
  * worktree made after the others has none until it claims one, and a dev
  * server whose settings name it (claimed_databases, which wtproxy init
  * adds) stops at start with only "database ... does not exist" in its log. */
 static int missing_dev(struct doc_ctx *c, PGresult *res, char *base, size_t blen, char *want,
-                       size_t wlen)
+                       size_t wlen, struct reg_db_owner *o)
 {
     const char *machine = reg_machine_id();
-    char suffix[REG_DB_NAME_MAX + 2], err[256];
-    int found = 0;
-    for (int i = 0; i < PQntuples(res) && !found; i++) {
-        const char *name = PQgetvalue(res, i, 0);
-        struct reg_db_owner o;
-        if (reg_db_parse_stamp(PQgetvalue(res, i, 1), &o) < 0 || o.kind != REG_DB_DEV ||
-            strcmp(o.machine, machine) != 0 || strcmp(o.worktree, c->wt.root) == 0 ||
-            !same_repo(c, o.worktree, 0) ||
-            reg_db_derive("", machine, o.worktree, suffix, sizeof suffix, err, sizeof err) < 0)
+    char err[256];
+    for (int i = 0; i < PQntuples(res); i++) {
+        if (reg_db_parse_stamp(PQgetvalue(res, i, 1), o) < 0 || o->kind != REG_DB_DEV ||
+            strcmp(o->machine, machine) != 0 || strcmp(o->worktree, c->wt.root) == 0 ||
+            !same_repo(c, o->worktree, 0))
             continue;
-        size_t n = strlen(name), k = strlen(suffix);
-        if (n <= k || strcmp(name + n - k, suffix) != 0 || n - k >= blen)
-            continue; /* an exact --dev-name: no base to derive ours from */
-        snprintf(base, blen, "%.*s", (int)(n - k), name);
-        found = reg_db_derive(base, machine, c->wt.root, want, wlen, err, sizeof err) == 0 &&
-                !has_row(res, want);
+        base_of(PQgetvalue(res, i, 0), o, base, blen);
+        if (base[0] && reg_db_derive(base, machine, c->wt.root, want, wlen, err, sizeof err) == 0 &&
+            !has_row(res, want))
+            return i; /* (an exact --dev-name has no base to derive ours from) */
     }
-    return found;
+    return -1;
 }
 
 /* The row of a dev database named as this worktree's would be (some base,
@@ -229,6 +312,36 @@ static void say_taken(struct doc_ctx *c, PGresult *res, int row, const char *bas
              is_main ? "git worktree repair && " : "", base);
 }
 
+/* No dev database here that a sibling (owner o, its database sibling)
+ * has. The fix repeats its claim's flags and the file the app reads them
+ * from, when the sibling has that file. */
+static void say_missing(struct doc_ctx *c, PGresult *res, const char *sibling,
+                        const struct reg_db_owner *o, const char *base, const char *want,
+                        struct doc_result *r)
+{
+    static struct doc_dbenv env;
+    size_t n = strlen(r->detail);
+    int has_env = doc_dbenv_find(o->worktree, sibling, &env) == 0;
+    r->status = DOC_PROBLEM;
+    if (!has_env) {
+        snprintf(r->detail + n, sizeof r->detail - n,
+                 "; no dev database %s here, which other worktrees of this repository have "
+                 "(%s_...): a dev server whose settings use claimed_databases stops at start "
+                 "with \"database %s does not exist\"; claim it, then migrate it (Django: "
+                 "manage.py migrate)",
+                 want, base, want);
+        snprintf(r->fix, sizeof r->fix, "wtproxy db claim --dev %s", base);
+        return;
+    }
+    snprintf(r->detail + n, sizeof r->detail - n,
+             "; no dev database %s here, which other worktrees of this repository have "
+             "(%s_...), and whose name their dev servers read from %s (wtproxy db claim "
+             "--write-env %s in %.600s): claim it and write %s here too, then migrate it "
+             "(Django: manage.py migrate)",
+             want, base, env.rel, env.rel, o->worktree, env.rel);
+    claim_fix(c, res, &env, r->fix, sizeof r->fix);
+}
+
 void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result *r)
 {
     char base[REG_DB_NAME_MAX + 1], want[REG_DB_NAME_MAX * 2];
@@ -238,23 +351,19 @@ void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result
         return;
     PGresult *res = PQexec(conn, "SELECT datname, shobj_description(oid, 'pg_database') "
                                  "FROM pg_database ORDER BY 1");
-    int row =
-        PQresultStatus(res) == PGRES_TUPLES_OK ? taken_dev(c, res, base, sizeof base, &owner) : -1;
+    static struct doc_dbenv env;
+    const char *foreign = NULL;
+    int ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+    int row = ok ? taken_dev(c, res, base, sizeof base, &owner) : -1;
     if (row >= 0) {
         say_taken(c, res, row, base, &owner, r);
-    } else if (PQresultStatus(res) == PGRES_TUPLES_OK &&
-               missing_dev(c, res, base, sizeof base, want, sizeof want)) {
-        size_t n = strlen(r->detail);
-        r->status = DOC_PROBLEM;
-        snprintf(r->detail + n, sizeof r->detail - n,
-                 "; no dev database %s here, which other worktrees of this repository have "
-                 "(%s_...): a dev server "
-                 "whose settings use claimed_databases stops at start with \"database %s does "
-                 "not exist\"; claim it, then migrate it (Django: manage.py migrate)",
-                 want, base, want);
-        snprintf(r->fix, sizeof r->fix, "wtproxy db claim --dev %s", base);
-    } else if (PQresultStatus(res) == PGRES_TUPLES_OK &&
-               missing_own(c, res, base, sizeof base, want, sizeof want, path, sizeof path)) {
+    } else if (ok && doc_dbenv_find(c->wt.root, NULL, &env) == 0 &&
+               foreign_env(c, res, &env, &foreign, &owner)) {
+        say_foreign(c, res, &env, foreign, &owner, r);
+    } else if (ok &&
+               (row = missing_dev(c, res, base, sizeof base, want, sizeof want, &owner)) >= 0) {
+        say_missing(c, res, PQgetvalue(res, row, 0), &owner, base, want, r);
+    } else if (ok && missing_own(c, res, base, sizeof base, want, sizeof want, path, sizeof path)) {
         size_t n = strlen(r->detail);
         r->status = DOC_PROBLEM;
         snprintf(r->detail + n, sizeof r->detail - n,

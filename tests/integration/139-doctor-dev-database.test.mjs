@@ -27,6 +27,16 @@
 // names the database as this worktree's dev database, with the claim, the
 // migrate and `wtproxy restart` (and so does a `wtproxy restart` run
 // before the claim); done as said, the next request is served.
+//
+// An app reading its database names from .env.wt, the file `wtproxy db
+// claim --dev shop --base test_shop --write-env .env.wt` writes (a
+// SvelteKit server, found by a user): doctor's fix in a new worktree was
+// the bare `wtproxy db claim --dev shop`, which pasted left .env.wt
+// missing; now it repeats the siblings' claim with its --write-env. And a
+// .env.wt copied from another worktree, or carried by `git worktree move`,
+// names databases stamped for that worktree: doctor said ok while the
+// server here worked on the other's data; now it names the file, the
+// database and its owner, with the claim that rewrites it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -260,4 +270,62 @@ DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "pos
   assert.ok(restart.stderr.includes(`${down}, then restart it`), restart.stderr);
   assert.doesNotMatch(restart.stderr, /and save/, restart.stderr);
   sanitizerClean(assert, px.stderr());
+});
+
+// The keys of an env file db claim wrote.
+const envOf = (file) => Object.fromEntries(fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => l.split('=')));
+
+async function pasted(tmp, fix, cwd, env) {
+  const [cmd, ...args] = fix.split(' ');
+  assert.equal(cmd, 'wtproxy', fix);
+  const r = await cli(tmp, args, { cwd, env, ms: 30000 });
+  assert.equal(r.code, 0, r.stderr);
+}
+
+test('an app reading .env.wt: doctor\'s claim writes it; a .env.wt naming another worktree\'s databases is named', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd']);
+  const pg = await startPostgres(t);
+  const env = { ...pg.env, WTPROXY_DB_SERVER: '', WTPROXY_MACHINE: 'm1' };
+  const claim = ['db', 'claim', '--dev', 'shop', '--base', 'test_shop', '--write-env', '.env.wt'];
+  const claimA = await cli(tmp, claim, { cwd: tmp.wt.a, env, ms: 30000 });
+  assert.equal(claimA.code, 0, claimA.stderr);
+  assert.equal(envOf(path.join(tmp.wt.a, '.env.wt')).WTPROXY_DEV_DB, 'shop_m1_wt_a');
+
+  // b, a new worktree: the fix makes its databases and its .env.wt
+  const missing = await databasesCheck(tmp, tmp.wt.b, env);
+  assert.equal(missing.status, 'problem', missing.detail);
+  assert.ok(missing.detail.includes('no dev database shop_m1_wt_b here'), missing.detail);
+  assert.ok(missing.detail.includes(`read from .env.wt (wtproxy db claim --write-env .env.wt in ${tmp.wt.a})`), missing.detail);
+  assert.equal(missing.fix, 'wtproxy db claim --dev shop --base test_shop --write-env .env.wt');
+  await pasted(tmp, missing.fix, tmp.wt.b, env);
+  const b = envOf(path.join(tmp.wt.b, '.env.wt'));
+  assert.equal(b.WTPROXY_DEV_DB, 'shop_m1_wt_b');
+  assert.equal(b.WT_TEST_DB, 'test_shop_m1_wt_b');
+  assert.equal((await databasesCheck(tmp, tmp.wt.b, env)).status, 'ok');
+
+  // c has its own databases, but a's .env.wt copied in (an agent seeding a worktree)
+  const claimC = await cli(tmp, claim, { cwd: tmp.wt.c, env, ms: 30000 });
+  assert.equal(claimC.code, 0, claimC.stderr);
+  fs.copyFileSync(path.join(tmp.wt.a, '.env.wt'), path.join(tmp.wt.c, '.env.wt'));
+  const copied = await databasesCheck(tmp, tmp.wt.c, env);
+  assert.equal(copied.status, 'problem', `c's server works on a's data: ${copied.detail}`);
+  assert.ok(copied.detail.includes(`.env.wt, which wtproxy db claim --write-env wrote, names dev database shop_m1_wt_a, which is stamped for worktree ${tmp.wt.a}: a dev server or test run here that reads .env.wt works on that worktree's data (the file was copied from there)`), copied.detail);
+  assert.equal(copied.fix, 'wtproxy db claim --dev shop --base test_shop --write-env .env.wt');
+  await pasted(tmp, copied.fix, tmp.wt.c, env);
+  assert.equal(envOf(path.join(tmp.wt.c, '.env.wt')).WTPROXY_DEV_DB, 'shop_m1_wt_c');
+  assert.equal((await databasesCheck(tmp, tmp.wt.c, env)).status, 'ok');
+
+  // d moved with its .env.wt: its databases are stamped for the old path
+  const claimD = await cli(tmp, claim, { cwd: tmp.wt.d, env, ms: 30000 });
+  assert.equal(claimD.code, 0, claimD.stderr);
+  const moved = path.join(tmp.root, 'wt-d2');
+  git(tmp.repo, 'worktree', 'move', tmp.wt.d, moved);
+  const after = await databasesCheck(tmp, moved, env);
+  assert.equal(after.status, 'problem', after.detail);
+  assert.ok(after.detail.includes(`names dev database shop_m1_wt_d, which is stamped for worktree ${tmp.wt.d}: `), after.detail);
+  assert.ok(after.detail.includes('(that worktree is gone: this one was moved, or the file copied from it)'), after.detail);
+  assert.equal(after.fix, 'wtproxy db claim --dev shop --base test_shop --write-env .env.wt');
+  await pasted(tmp, after.fix, moved, env);
+  assert.equal(envOf(path.join(moved, '.env.wt')).WTPROXY_DEV_DB, 'shop_m1_wt_d2');
+  assert.equal((await databasesCheck(tmp, moved, env)).status, 'ok');
 });

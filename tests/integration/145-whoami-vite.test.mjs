@@ -12,7 +12,12 @@
 //    declared file outside Vite's root (which its watcher does not see) is
 //    taken in when wtproxy asks, within the grace;
 // 5. with NODE_ENV=production the plugin serves nothing, and `vite build`
-//    runs without it.
+//    runs without it;
+// 6. a .env file read once at start (.env.wt, which `wtproxy db claim
+//    --write-env` writes) rewritten after Vite started: stale (409, ls),
+//    never verified on the old settings; --restart-on-stale restarts it
+//    onto the new ones; a .env Vite restarts itself for is current again
+//    after that restart.
 import { test as nodeTest } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -63,8 +68,8 @@ async function stopped(proc, exited, vitePid) {
 // `wtproxy run --front FRONT -- node vite.js --port {port} --strictPort
 // --host 127.0.0.1` in dir; resolves once ready with { port, pid (Vite's),
 // output() }.
-async function runVite(t, tmp, dir, front) {
-  const args = ['run', '--front', String(front), '--', process.execPath, viteBin,
+async function runVite(t, tmp, dir, front, runArgs = []) {
+  const args = ['run', '--front', String(front), ...runArgs, '--', process.execPath, viteBin,
     '--port', '{port}', '--strictPort', '--host', '127.0.0.1'];
   const proc = spawn(wtproxyBin, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp) } });
   let out = '';
@@ -88,6 +93,36 @@ async function setup(t, { sub = '', options = '' } = {}) {
   const px = await startDaemon(t, tmp);
   const vite = await runVite(t, tmp, path.join(tmp.wt.a, sub), px.port);
   return { tmp, px, vite, wt: tmp.wt.a };
+}
+
+// A project whose server reads .env and .env.wt once, at start (as a
+// SvelteKit module reading its database name does), and serves them at
+// /settings.
+function writeSettingsProject(dir) {
+  writeProject(dir);
+  fs.writeFileSync(path.join(dir, '.env'), 'VITE_LABEL=first\n');
+  fs.writeFileSync(path.join(dir, '.env.wt'), 'WT_DB=shop_one\n');
+  fs.writeFileSync(path.join(dir, 'vite.config.mjs'), `import fs from 'node:fs';
+import { wtproxyWhoami } from ${JSON.stringify(plugin)};
+const settings = { name: 'settings', configureServer(server) {
+  const read = ['.env', '.env.wt'].map((f) => fs.readFileSync(f, 'utf8')).join('');
+  server.middlewares.use('/settings', (req, res) => res.end(read));
+} };
+export default { plugins: [wtproxyWhoami(), settings], clearScreen: false,
+  server: { strictPort: true, host: '127.0.0.1' } };
+`);
+}
+
+async function setupSettings(t, runArgs = []) {
+  const tmp = makeWorktrees(t, ['a']);
+  writeSettingsProject(tmp.wt.a);
+  const px = await startDaemon(t, tmp);
+  const vite = await runVite(t, tmp, tmp.wt.a, px.port, runArgs);
+  const settings = () => get(px.port, { 'X-Wtproxy-Worktree': tmp.wt.a }, '/settings');
+  const first = await settings();
+  assert.equal(first.status, 200, first.body);
+  assert.match(first.body, /WT_DB=shop_one/);
+  return { tmp, px, vite, wt: tmp.wt.a, settings };
 }
 
 const mainJs = (px, wt) => get(px.port, { 'X-Wtproxy-Worktree': wt }, '/src/main.js');
@@ -221,4 +256,43 @@ test('NODE_ENV=production: the plugin serves no /__whoami; vite build runs witho
   const bundle = fs.readdirSync(path.join(wt, 'dist/assets')).map((f) => fs.readFileSync(path.join(wt, 'dist/assets', f), 'utf8')).join('');
   assert.match(bundle, /v0/);
   assert.doesNotMatch(bundle + build.stdout + build.stderr, /whoami/i);
+});
+
+test('.env.wt rewritten after Vite started: stale, a 409 naming it, never verified on the old settings', async (t) => {
+  const { tmp, wt, vite, settings } = await setupSettings(t);
+  assert.equal((await entry(tmp, wt)).whoami.state, 'verified');
+  fs.writeFileSync(path.join(wt, '.env.wt'), 'WT_DB=shop_two\n'); // wtproxy db claim --write-env .env.wt
+  const r = await settings();
+  assert.equal(r.status, 409, `the server still reads WT_DB=shop_one: ${r.status} ${r.body}`);
+  assert.equal(r.headers['x-wtproxy-refused'], 'stale-code');
+  assert.match(r.body, /\.env\.wt/);
+  const e = await entry(tmp, wt);
+  assert.equal(e.whoami.state, 'stale', JSON.stringify(e.whoami));
+  assert.match(e.whoami.detail, /\.env\.wt/);
+  await waitFor(() => /\.env\.wt changed after this Vite server started/.test(vite.output()), 5000, `the plugin's warning in\n${vite.output()}`);
+});
+
+test('.env.wt rewritten under --restart-on-stale: the next request is served by a restarted Vite with the new settings', async (t) => {
+  const { tmp, wt, vite, settings } = await setupSettings(t, ['--restart-on-stale']);
+  fs.writeFileSync(path.join(wt, '.env.wt'), 'WT_DB=shop_two\n');
+  const r = await settings();
+  assert.equal(r.status, 200, r.body);
+  assert.match(r.body, /WT_DB=shop_two/, 'not the settings read before the rewrite');
+  const e = await entry(tmp, wt);
+  assert.equal(e.whoami.state, 'verified', JSON.stringify(e.whoami));
+  assert.notEqual(e.pid, vite.pid, 'a new Vite');
+});
+
+test('.env edited: Vite restarts its server itself, and the new one is verified with the new settings', async (t) => {
+  const { tmp, wt, vite, settings } = await setupSettings(t);
+  fs.writeFileSync(path.join(wt, '.env'), 'VITE_LABEL=second\n');
+  await waitFor(() => /\.env changed, restarting server/.test(vite.output()), 10000, `Vite's restart in\n${vite.output()}`);
+  const r = await waitFor(async () => {
+    const got = await settings();
+    return got.status === 200 && /VITE_LABEL=second/.test(got.body) && got;
+  }, 10000, 'the restarted server\'s settings');
+  assert.match(r.body, /WT_DB=shop_one/);
+  const e = await entry(tmp, wt);
+  assert.equal(e.whoami.state, 'verified', JSON.stringify(e.whoami));
+  assert.equal(JSON.parse((await httpGet(vite.port, '/__whoami')).body).pid, vite.pid, 'the same process: Vite restarted its server in it');
 });

@@ -107,7 +107,9 @@ function digestLink(full) {
   }
 }
 
-function walk(root, rel, inc, exc, newerThan, records) {
+// late: { ms, only }: a file modified after ms is recorded unknown, of
+// the files matching a pattern of only (Buffers) when only is given.
+function walk(root, rel, inc, exc, late, records) {
   let names;
   try {
     names = fs.readdirSync(join(root, rel), { encoding: 'buffer' });
@@ -125,11 +127,12 @@ function walk(root, rel, inc, exc, newerThan, records) {
     }
     if (st.isDirectory()) {
       if (!exc.some((p) => p.length >= 3 && p.subarray(-3).equals(Buffer.from('/**')) && globMatch(p.subarray(0, -3), path))) {
-        walk(root, path, inc, exc, newerThan, records);
+        walk(root, path, inc, exc, late, records);
       }
     } else if ((st.isFile() || st.isSymbolicLink()) && inc.some((p) => globMatch(p, path)) &&
         !exc.some((p) => globMatch(p, path))) {
-      const got = st.mtimeMs > newerThan ? ['u', EMPTY] : st.isSymbolicLink() ? digestLink(full) : digestFile(full);
+      const isLate = st.mtimeMs > late.ms && (!late.only || late.only.some((p) => globMatch(p, path)));
+      const got = isLate ? ['u', EMPTY] : st.isSymbolicLink() ? digestLink(full) : digestFile(full);
       if (!got) continue;
       if (records.length === MAX_FILES) throw new FingerprintError(`cannot fingerprint: more than ${MAX_FILES} files are selected (narrow the include patterns or add excludes)`);
       records.push({ type: got[0], path, digest: got[1] });
@@ -140,11 +143,13 @@ function walk(root, rel, inc, exc, newerThan, records) {
 // The fingerprint of the tree at root under include and exclude (arrays
 // of strings): { files, hash, records: [{type, path (Buffer), digest}] }.
 // A file modified after newerThan (ms since the epoch) is recorded unknown
-// (index.mjs says why). Throws FingerprintError when root is not a folder
-// or resources run out.
-export function compute(root, include, exclude, newerThan = Infinity) {
+// (index.mjs says why); with newerOnly (patterns), only a file matching
+// one of them (the files a server reads once at start, vite.mjs). Throws
+// FingerprintError when root is not a folder or resources run out.
+export function compute(root, include, exclude, newerThan = Infinity, newerOnly = null) {
   const inc = checkPatterns(include, 'include');
   const exc = checkPatterns(exclude, 'exclude');
+  const late = { ms: newerThan, only: newerOnly && checkPatterns(newerOnly, 'newerOnly') };
   const rootBuf = Buffer.isBuffer(root) ? root : Buffer.from(root);
   let st;
   try { st = fs.statSync(rootBuf); } catch (e) {
@@ -152,7 +157,7 @@ export function compute(root, include, exclude, newerThan = Infinity) {
   }
   if (!st.isDirectory()) throw new FingerprintError(`cannot fingerprint ${root}: Not a directory (give the checkout's folder)`);
   const records = [];
-  walk(rootBuf, Buffer.alloc(0), inc, exc, newerThan, records);
+  walk(rootBuf, Buffer.alloc(0), inc, exc, late, records);
   records.sort((a, b) => Buffer.compare(a.path, b.path));
   const h = crypto.createHash('sha256');
   for (const r of records) h.update(Buffer.concat([Buffer.from(r.type), r.path, Buffer.from([0]), Buffer.from(r.digest + '\n')]));

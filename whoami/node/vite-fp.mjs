@@ -5,7 +5,7 @@
 // (about 50 ms for 2,000 files) then never stalls Vite's event loop.
 import fs from 'node:fs';
 import { isMainThread, parentPort, workerData, Worker } from 'node:worker_threads';
-import { compute } from './fingerprint.mjs';
+import { compute, globMatch } from './fingerprint.mjs';
 
 // What changes when a file is written, renamed over or replaced: ctime
 // (set by the kernel, not by `touch -d`) and size catch every write but
@@ -20,16 +20,21 @@ export function signature(full) {
   }
 }
 
-// { files, hash, sigs: [[relative path (UTF-8 string), signature]] }.
-export function fingerprintWithStats(root, include, exclude) {
-  const fp = compute(root, include, exclude);
+// { files, hash, sigs: [[relative path (UTF-8 string), signature]], late }.
+// atStart { since, patterns }: the files the server reads once, at start
+// (patterns), modified after since (ms) are recorded unknown, and listed
+// in late (relative paths).
+export function fingerprintWithStats(root, include, exclude, atStart = null) {
+  const fp = compute(root, include, exclude, atStart ? atStart.since : Infinity, atStart ? atStart.patterns : null);
   const prefix = Buffer.from(`${root}/`);
   const sigs = fp.records.map((r) => [r.path.toString(), signature(Buffer.concat([prefix, r.path]))]);
-  return { files: fp.files, hash: fp.hash, sigs };
+  const pats = (atStart ? atStart.patterns : []).map((p) => Buffer.from(p));
+  const late = fp.records.filter((r) => r.type === 'u' && pats.some((p) => globMatch(p, r.path))).map((r) => r.path.toString());
+  return { files: fp.files, hash: fp.hash, sigs, late };
 }
 
 // This file as a worker thread, one job at a time: compute({ root,
-// include, exclude }) resolves to fingerprintWithStats's result or
+// include, exclude, atStart }) resolves to fingerprintWithStats's result or
 // { error }. A worker is never what keeps the dev server's process alive;
 // where none can run, the job runs on the calling thread.
 export class FingerprintWorker {
@@ -43,7 +48,7 @@ export class FingerprintWorker {
     try {
       if (!this.worker) this.start();
     } catch {
-      try { return Promise.resolve(fingerprintWithStats(job.root, job.include, job.exclude)); } catch (e) { return Promise.resolve({ error: e.message }); }
+      try { return Promise.resolve(fingerprintWithStats(job.root, job.include, job.exclude, job.atStart)); } catch (e) { return Promise.resolve({ error: e.message }); }
     }
     return new Promise((resolve) => { this.pending = resolve; this.worker.postMessage(job); });
   }
@@ -65,9 +70,9 @@ export class FingerprintWorker {
 }
 
 if (!isMainThread && workerData?.wtproxyWhoami) {
-  parentPort.on('message', ({ root, include, exclude }) => {
+  parentPort.on('message', ({ root, include, exclude, atStart }) => {
     try {
-      parentPort.postMessage(fingerprintWithStats(root, include, exclude));
+      parentPort.postMessage(fingerprintWithStats(root, include, exclude, atStart));
     } catch (e) {
       parentPort.postMessage({ error: e.message });
     }

@@ -32,6 +32,18 @@
 // section 1), so that a slow round on a loaded machine is waited for past
 // stale_grace rather than taken for a server that missed the edit.
 //
+// A .env file is different: Vite, and the server code it runs (a
+// SvelteKit module reading .env.wt, the file `wtproxy db claim
+// --write-env` writes), read it once, at start; nothing takes an edit in
+// but a restart (Vite restarts itself for .env, .env.local, .env.[mode]
+// and .env.[mode].local, never for another, .env.wt among them). So a
+// .env file modified after this server's config was loaded is recorded
+// unknown, as index.mjs records a file modified after its process
+// started: no disk matches it, and wtproxy calls the server stale (409,
+// or a restart under --restart-on-stale) rather than verified on the old
+// settings. A server Vite restarted loads its config again, and its
+// .env files are current from then on.
+//
 // Recomputing runs in a worker thread (vite-fp.mjs): on a 2,000-file tree
 // it takes 80-130 ms here, which Vite's event loop never waits for.
 // `vite build` never loads it (apply: 'serve'); with NODE_ENV=production
@@ -45,6 +57,8 @@ import { FingerprintWorker, fingerprintWithStats, signature } from './vite-fp.mj
 // What Vite transforms and keeps, under its root.
 export const VITE_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'vue', 'svelte', 'astro',
   'css', 'scss', 'sass', 'less', 'styl', 'stylus', 'pcss', 'postcss', 'html', 'json'];
+// What Vite and the code it runs read once, at start.
+export const READ_AT_START = ['**/.env', '**/.env.*'];
 // index.mjs's, plus what test runners write inside a Vite project.
 // (Vite's own cache, .vite/, is added as it is configured.)
 export const VITE_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.vite/**'];
@@ -55,16 +69,35 @@ export const DEBOUNCE_MS = 50;
 // A /__whoami request starts a round if none ran for this long.
 export const ASK_RECHECK_MS = 500;
 
-// The default include: VITE_EXTENSIONS under Vite's root, relative to the
-// checkout (everywhere when that root is the checkout, or cannot be
-// written as a literal pattern prefix).
+// The default include: VITE_EXTENSIONS and READ_AT_START under Vite's
+// root, relative to the checkout (everywhere when that root is the
+// checkout, or cannot be written as a literal pattern prefix).
 export function viteInclude(checkout, viteRoot) {
   let rel = path.relative(checkout, viteRoot).split(path.sep).join('/');
   if (rel.startsWith('..') || path.isAbsolute(rel) || /[*?]/.test(rel)) rel = '';
-  return VITE_EXTENSIONS.map((e) => {
-    const p = `${rel ? `${rel}/` : ''}**/*.${e}`;
-    return Buffer.byteLength(p) <= PATTERN_MAX ? p : `**/*.${e}`;
+  return [...VITE_EXTENSIONS.map((e) => `**/*.${e}`), ...READ_AT_START].map((all) => {
+    const p = `${rel ? `${rel}/` : ''}${all}`;
+    return Buffer.byteLength(p) <= PATTERN_MAX ? p : all;
   });
+}
+
+// The .env files Vite restarts its server for (its getEnvFilesForMode),
+// absolute; none when it loads none (envDir: false, or Vite 5's envFile).
+function viteEnvFiles(config) {
+  if (!config.envDir || config.inlineConfig?.envFile === false) return [];
+  return ['.env', '.env.local', `.env.${config.mode}`, `.env.${config.mode}.local`].map((f) => path.resolve(config.envDir, f));
+}
+
+// When the config of the server about to start began loading, in ms: the
+// process's start for its first (a vite.config.js may read .env files at
+// its top), the call for a server Vite restarted in the same process
+// (before it reads the .env files again). Kept on globalThis, since Vite
+// may bundle this module into each load of its config.
+const LOADS = Symbol.for('wtproxy-whoami.vite.loads');
+function configLoadedAt() {
+  const first = !globalThis[LOADS];
+  globalThis[LOADS] = (globalThis[LOADS] || 0) + 1;
+  return first ? performance.timeOrigin : Date.now();
 }
 
 // The default exclude: VITE_EXCLUDE, and Vite's cacheDir (which its
@@ -81,8 +114,10 @@ const outside = (rel) => rel === '' || rel === '..' || rel.startsWith(`..${path.
 
 // One Vite dev server's fingerprint, following its watcher.
 class Follower {
-  constructor(server, checkout, include, exclude) {
+  constructor(server, checkout, include, exclude, loadedAt) {
     Object.assign(this, { server, checkout, include, exclude });
+    this.atStart = { since: loadedAt, patterns: READ_AT_START };
+    this.late = new Set(); // .env files told stale already
     this.inc = checkPatterns(include, 'include');
     this.exc = checkPatterns(exclude, 'exclude');
     this.viteRoot = server.config.root;
@@ -98,8 +133,9 @@ class Follower {
     // Vite restarts itself (a new plugin, a new fingerprint) when these
     // change; this one then must not claim them while the old config runs.
     const { configFile, configFileDependencies = [] } = server.config;
-    this.configFiles = new Set([configFile, ...configFileDependencies].filter(Boolean).map((f) => path.resolve(f)));
-    this.publish(fingerprintWithStats(checkout, include, exclude), true);
+    this.configFiles = new Set([configFile, ...configFileDependencies, ...viteEnvFiles(server.config)]
+      .filter(Boolean).map((f) => path.resolve(f)));
+    this.publish(fingerprintWithStats(checkout, include, exclude, this.atStart), true);
     this.worker = new FingerprintWorker();
     this.onWatch = (event, file) => this.watched(event, file);
     server.watcher.on('all', this.onWatch);
@@ -112,6 +148,9 @@ class Follower {
     ({ answer: this.answer, body: this.body } = answerFor(this.checkout, this.include, this.exclude, fp));
     this.repaired.clear();
     this.takingSince = 0;
+    const late = fp.late.filter((rel) => !this.late.has(rel));
+    for (const rel of late) this.late.add(rel);
+    if (late.length) this.log('warn', `${late.map((rel) => path.join(this.checkout, rel)).join(', ')} changed after this Vite server started, which read ${late.length > 1 ? 'them' : 'it'} at start only: /__whoami says so, and wtproxy calls the server stale until it restarts: wtproxy restart (or run it with wtproxy run --restart-on-stale)`);
   }
 
   // What /__whoami answers now: the published answer, saying taking_in
@@ -173,7 +212,7 @@ class Follower {
     if (this.running) { this.again = true; return; }
     this.running = true;
     const gen = this.gen;
-    const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude });
+    const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude, atStart: this.atStart });
     this.running = false;
     this.lastRun = Date.now();
     if (this.closed) return;
@@ -229,6 +268,7 @@ class Follower {
 // The plugin. options: { root, include, exclude } as whoami()'s; root
 // defaults to WTPROXY_WHOAMI_ROOT, else the checkout holding Vite's root.
 export function wtproxyWhoami(options = {}) {
+  const loadedAt = configLoadedAt();
   return {
     name: 'wtproxy-whoami',
     apply: 'serve',
@@ -237,7 +277,7 @@ export function wtproxyWhoami(options = {}) {
       const checkout = resolveCheckout(options.root, server.config.root);
       const include = options.include ?? viteInclude(checkout, server.config.root);
       const exclude = options.exclude ?? viteExclude(checkout, server.config.cacheDir);
-      const f = new Follower(server, checkout, include, exclude);
+      const f = new Follower(server, checkout, include, exclude, loadedAt);
       server.httpServer?.once('close', () => f.close());
       server.middlewares.use((req, res, next) => {
         if (!serveWhoami(req, res, f.current())) return next();
