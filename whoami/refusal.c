@@ -150,11 +150,52 @@ static void drop_hint(const struct whoami_target *t, char *out, size_t outlen)
         snprintf(out, outlen, "cd %s && wtproxy unregister%s", t->checkout, front);
 }
 
+/* t's port is another worktree's registered server (t->other_front):
+ * that server is in use, and a kill would end the other worktree's tests
+ * mid-run. The mistake is this worktree's registration: dropped, then its
+ * own server started, chained with && where one command does both. */
+static void mismatch_owned(const struct whoami_target *t, const struct whoami_answer *ans,
+                           const char *since, char *out, size_t outlen)
+{
+    char front[24], drop[64], fix[PATH_MAX + 1400], run[PATH_MAX + 1300];
+    front_flag(t, front, sizeof front);
+    snprintf(drop, sizeof drop, "wtproxy %s%s", t->by_run ? "stop" : "unregister", front);
+    if (t->service && t->service[0])
+        snprintf(fix, sizeof fix,
+                 "cd %s && %s && wtproxy restart --service %s (it starts the one its .wtproxy "
+                 "declares)",
+                 t->checkout, drop, t->service);
+    else if (t->declared)
+        snprintf(fix, sizeof fix,
+                 "cd %s && %s && wtproxy restart%s (it starts the server its .wtproxy declares "
+                 "on that front)",
+                 t->checkout, drop, front);
+    else {
+        restart_hint(t, ans->checkout, t->pid == ans->pid || t->pid == t->other_pid, run,
+                     sizeof run);
+        snprintf(fix, sizeof fix, "cd %s && %s, then start your own server: %s", t->checkout, drop,
+                 run);
+    }
+    char reg[48] = "";
+    if (t->other_pid > 0)
+        snprintf(reg, sizeof reg, ", pid %d", (int)t->other_pid);
+    snprintf(out, outlen,
+             "port %d is served by %s, not by %s: the server there (pid %d, started %s ago) is "
+             "%s's registered server (front :%d%s), in use: leave it running. Your worktree's "
+             "registration names that port by mistake: drop it and start your own: %s",
+             t->port, ans->checkout, t->checkout, (int)ans->pid, since, ans->checkout,
+             t->other_front, reg, fix);
+}
+
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
                              char *out, size_t outlen)
 {
     char since[32], hint[PATH_MAX + 1200];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
+    if (t->other_front > 0) {
+        mismatch_owned(t, ans, since, out, outlen);
+        return;
+    }
     char drop[PATH_MAX + 64];
     /* Registered with that server's own pid: its exit ends the entry too,
      * and the same kill said twice reads as two steps; its command is that

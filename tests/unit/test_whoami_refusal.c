@@ -115,6 +115,33 @@ static void stale(void)
     stale_shapes(&ans, &disk);
 }
 
+/* The port is another worktree's registered server, in use by its tests:
+ * never told to be killed; this worktree's registration is dropped and
+ * its own server started, one pasteable line where one command does it. */
+static void mismatch_owned_port(const struct whoami_answer *ans)
+{
+    struct whoami_target t = target(0, 0, ""); /* wtproxy register --port, a TTL */
+    t.other_front = 18000;
+    t.other_pid = 5150;
+    t.declared = 1;
+    whoami_refusal_mismatch(&t, ans, out, sizeof out);
+    says("is " OTHER "'s registered server (front :18000, pid 5150), in use: leave it running",
+         "mismatch, another worktree's registered port", __LINE__);
+    says("drop it and start your own: cd " WT " && wtproxy unregister --front 18000 && wtproxy "
+         "restart --front 18000",
+         "mismatch, another worktree's registered port", __LINE__);
+    never_says("kill", "mismatch, another worktree's registered port", __LINE__);
+
+    t = target(5150, 0, "node server.mjs 23833"); /* register --pid of that server */
+    t.other_front = 18000;
+    t.other_pid = 5150;
+    whoami_refusal_mismatch(&t, ans, out, sizeof out);
+    says("cd " WT " && wtproxy unregister --front 18000, then start your own server: cd " WT
+         " && wtproxy run --front 18000 --restart-on-stale -- <server command with {port}>",
+         "mismatch, another worktree's registered pid", __LINE__);
+    never_says("kill", "mismatch, another worktree's registered pid", __LINE__);
+}
+
 static void mismatch(void)
 {
     struct whoami_answer ans = {.pid = 5150};
@@ -173,6 +200,7 @@ static void mismatch(void)
     t.shell_command = "sh -c 'cd api && exec node server.mjs {port}'";
     whoami_refusal_mismatch(&t, &ans, out, sizeof out);
     says("-- sh -c 'cd api && exec node server.mjs {port}'", "mismatch, its own command", __LINE__);
+    mismatch_owned_port(&ans);
 }
 
 /* no-whoami: the restart first (a middleware added since the server
