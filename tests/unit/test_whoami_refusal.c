@@ -203,6 +203,29 @@ static void mismatch(void)
     mismatch_owned_port(&ans);
 }
 
+/* A Vite server started by hand and registered: the plugin init writes
+ * loads under wtproxy run only, so the fix is how it is started (through
+ * wtproxy, or with WTPROXY_PORT), never --trust-registry, which turns the
+ * gate off. */
+static void no_whoami_vite_by_hand_fix(void)
+{
+    struct whoami_target t = target(4242, 0, "npm run dev -- --port 23833 --strictPort");
+    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    says("loads only under wtproxy run, which sets WTPROXY_PORT, and this server was started "
+         "without it. Start it through wtproxy: stop pid 4242, then cd " WT
+         " && wtproxy run --front 18000 --restart-on-stale -- npm run dev -- --port {port} "
+         "--strictPort; or, started by hand, with WTPROXY_PORT=23833 in its environment",
+         "no-whoami, Vite by hand", __LINE__);
+    says("A Node server needs the middleware first", "no-whoami, npm by hand", __LINE__);
+    never_says("trust-registry", "no-whoami, Vite by hand", __LINE__);
+    t = target(4242, 0, "node /w/app/node_modules/.bin/vite dev --port 23833");
+    t.declared = 1;
+    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    says("Start it through wtproxy: stop pid 4242, then cd " WT " && wtproxy restart --front 18000",
+         "no-whoami, Vite by hand, declared", __LINE__);
+    never_says("Node server", "no-whoami, Vite by hand, declared", __LINE__);
+}
+
 /* no-whoami: the restart first (a middleware added since the server
  * started is loaded by it), then the middleware of the server's kind. */
 static void no_whoami(void)
@@ -249,6 +272,7 @@ static void no_whoami(void)
     says("restart it: stop pid 4242, then cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- node server.mjs {port}",
          "no-whoami, registered with a pid", __LINE__);
+    no_whoami_vite_by_hand_fix();
 }
 
 /* whoami-invalid: a next dev server's slow first answer is its compile */
