@@ -254,19 +254,17 @@ static int names_port(const char *cmd, int port)
 
 /* The webServer command of pw that binds front itself, not through
  * `wtproxy run` (a config from before adoption, a .wtproxy copied in
- * since): NULL none. Whenever a daemon holds the front, Playwright's run
- * of it fails ("Port 8410 is already in use"); with none, it takes the
- * front for every worktree. */
+ * since): NULL none. Playwright runs it whenever the daemon's answer to
+ * its readiness check is not a success (a refusal: "Port 8410 is already
+ * in use"), and with no daemon it takes the front for every worktree.
+ * One object's only, the command `wtproxy init --apply` writes; a
+ * webServer array's entries are a top folder's subfolder apps, which init
+ * leaves as they are (reused from the daemon's port). */
 static const char *binds_front(const struct cli_playwright *pw, int front)
 {
-    if (pw->uses_run || front <= 0)
+    if (pw->uses_run || front <= 0 || !pw->command[0] || !names_port(pw->command, front))
         return NULL;
-    if (pw->command[0] && names_port(pw->command, front))
-        return pw->command;
-    for (int i = 0; i < pw->nservers; i++)
-        if (names_port(pw->server[i].command, front))
-            return pw->server[i].command;
-    return NULL;
+    return pw->command;
 }
 
 /* The front the config's `wtproxy run` registers on, as run picks it: its
