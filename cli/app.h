@@ -55,6 +55,7 @@ struct cli_playwright {
     int url_port;       /* the port of a literal webServer.url, 0 when none */
     int run_front;      /* its `wtproxy run`'s --front, 0 without (the .wtproxy's then) */
     char run_cmd[1024]; /* the server command its `wtproxy run ... --` runs; "" unknown */
+    char command[512];  /* a one-object webServer's literal command, "" when not a plain string */
     int nservers;       /* entries of a webServer array (each `{...}` with a command), else 0 */
     int of_top;         /* the top folder's entry for a subfolder's server: never edited */
     struct cli_pw_server {

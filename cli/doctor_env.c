@@ -3,6 +3,7 @@
  * config's recipe, this worktree's leases and claimed databases with the
  * database server's connection headroom (its dev database: doctor_devdb.c),
  * and the load. */
+#include <ctype.h>
 #include <dirent.h>
 #include <ftw.h>
 #include <libpq-fe.h>
@@ -239,6 +240,33 @@ static void reporter_resolves(const struct doc_ctx *c, const struct cli_playwrig
         memcpy(r->fix, link, strlen(link) + 1);
 }
 
+/* Whether cmd names port as a whole number: `npm run dev -- --port 8410
+ * --strictPort` binds the front port itself. */
+static int names_port(const char *cmd, int port)
+{
+    char n[8];
+    size_t len = (size_t)snprintf(n, sizeof n, "%d", port);
+    for (const char *p = strstr(cmd, n); p; p = strstr(p + 1, n))
+        if ((p == cmd || !isdigit((unsigned char)p[-1])) && !isdigit((unsigned char)p[len]))
+            return 1;
+    return 0;
+}
+
+/* The webServer command of pw that binds front itself, not through
+ * `wtproxy run` (a config from before adoption, a .wtproxy copied in
+ * since): NULL none. Playwright runs it whenever the daemon's answer to
+ * its readiness check is not a success (a refusal: "Port 8410 is already
+ * in use"), and with no daemon it takes the front for every worktree.
+ * One object's only, the command `wtproxy init --apply` writes; a
+ * webServer array's entries are a top folder's subfolder apps, which init
+ * leaves as they are (reused from the daemon's port). */
+static const char *binds_front(const struct cli_playwright *pw, int front)
+{
+    if (pw->uses_run || front <= 0 || !pw->command[0] || !names_port(pw->command, front))
+        return NULL;
+    return pw->command;
+}
+
 /* The front the config's `wtproxy run` registers on, as run picks it: its
  * --front; else the .wtproxy's one service's, or of several the one whose
  * start it runs (0 when none is: run refuses, naming each); else the
@@ -315,7 +343,17 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 pw.reuse ? ""
                          : " (reuseExistingServer is off: a second run in this "
                            "worktree is refused while the first runs)");
-    else if (c->has_file && pw.reuse)
+    else if (c->has_file && (entry = binds_front(&pw, c->front))) {
+        doc_set(r, DOC_PROBLEM,
+                "%s: webServer.command `%.300s` binds port %d itself, the front port wtproxy "
+                "listens on: whenever a daemon holds it, Playwright's run of it fails (\"Port "
+                "%d is already in use\"), and with no daemon it takes the front port for every "
+                "worktree",
+                f, entry, c->front, c->front);
+        snprintf(r->fix, sizeof r->fix,
+                 "in webServer.command write: wtproxy run --front %d -- %.900s", c->front,
+                 c->start[0] ? c->start : "<server command with {port}>");
+    } else if (c->has_file && pw.reuse)
         doc_set(r, DOC_OK,
                 "%s: recipe %s with a .wtproxy: the first request starts this "
                 "worktree's own server, which is then reused",

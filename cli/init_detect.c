@@ -424,6 +424,9 @@ void cli_playwright_parse(struct cli_playwright *pw)
         return;
     pw->web_server = 1;
     read_servers(ws, pw);
+    const char *cmd = strstr(ws, "command:");
+    if (!pw->nservers && cmd && cmd < end)
+        cli_quoted(cmd + 8, pw->command, sizeof pw->command);
     pw->has_url = within(ws, end, "url:");
     pw->has_port = within(ws, end, "port:");
     pw->uses_run = within(ws, end, "wtproxy run") || within(ws, end, "wtproxy} run");

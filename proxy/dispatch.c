@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ondemand.h"
+#include "ondemand_reader.h"
 #include "ops.h"
 #include "reg_db.h"
 #include "conn.h"
@@ -65,13 +66,21 @@ static const char *request_worktree(struct proxy_client *c)
 
 /* Fail c as kind with detail d, to which its server's last words are
  * added (their exit status too when with_status), whose fix is then the
- * page's Fix line: the one that names this server's cure and its start. */
-static void last_words_fail(struct proxy_client *c, enum proxy_error kind, int front,
-                            const char *worktree, int with_status, char *d, size_t len)
+ * page's Fix line: the one that names this server's cure and its start;
+ * else other (NULL: the page's own). */
+static void last_words_or(struct proxy_client *c, enum proxy_error kind, int front,
+                          const char *worktree, int with_status, char *d, size_t len,
+                          const char *other)
 {
     char fix[CONN_FIX_MAX];
     int told = conn_last_words(c->srv, front, worktree, with_status, d, len, fix, sizeof fix);
-    conn_fail_fix(c, kind, d, told ? fix : NULL);
+    conn_fail_fix(c, kind, d, told ? fix : other);
+}
+
+static void last_words_fail(struct proxy_client *c, enum proxy_error kind, int front,
+                            const char *worktree, int with_status, char *d, size_t len)
+{
+    last_words_or(c, kind, front, worktree, with_status, d, len, NULL);
 }
 
 /* No server for the request, and none to start: say why routing found
@@ -79,15 +88,14 @@ static void last_words_fail(struct proxy_client *c, enum proxy_error kind, int f
 static void no_backend(struct proxy_client *c, const char *note)
 {
     char d[3072 + REG_START_FAILED_MAX + 2 * PATH_MAX];
-    route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, d, 3072);
-    if (note[0]) {
-        size_t used = strnlen(d, sizeof d);
-        snprintf(d + used, sizeof d - used, ". %s", note);
-    }
+    route_explain(c->srv, c->listener->port, c->route_error, c->route_name, c->who, note, d,
+                  3072 + 2 * PATH_MAX);
     char fix[CONN_FIX_MAX];
-    /* Its server exited lately: why, in its own words. */
+    /* Its server exited lately: why, in its own words; else the note's
+     * command (the main checkout's .wtproxy brought here). */
     if (c->route_error == PE_NO_BACKEND && request_worktree(c))
-        last_words_fail(c, PE_NO_BACKEND, c->listener->port, request_worktree(c), 1, d, sizeof d);
+        last_words_or(c, PE_NO_BACKEND, c->listener->port, request_worktree(c), 1, d, sizeof d,
+                      ondemand_note_fix(note, fix, sizeof fix) ? fix : NULL);
     else if (route_fix(c->srv, c->listener->port, c->route_error, c->who, fix, sizeof fix))
         conn_fail_fix(c, c->route_error, d, fix);
     else

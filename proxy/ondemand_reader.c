@@ -59,6 +59,21 @@ struct ondemand_reader {
     struct ondemand_cache *cache;
 };
 
+#define BRING_HERE "Bring it here: "
+#define OR_MERGE " (or merge the branch that added it)"
+
+int ondemand_note_fix(const char *note, char *fix, size_t len)
+{
+    const char *from = strstr(note, BRING_HERE), *to = from ? strstr(from, OR_MERGE) : NULL;
+    if (!to)
+        return 0;
+    from += strlen(BRING_HERE);
+    snprintf(fix, len,
+             "%.*s (the daemon then starts the server it declares at the next request)" OR_MERGE,
+             (int)(to - from), from);
+    return 1;
+}
+
 /* On the worker thread: a worktree without a .wtproxy in a repository
  * whose main checkout has one. Its callers are placed (route_known_repo),
  * yet it starts nothing: the daemon reads each worktree's own file, and
@@ -78,8 +93,8 @@ static void note_main_file(const char *real, char *note, size_t len)
         return;
     snprintf(text, sizeof text,
              "%.500s (branch %s) has no .wtproxy, and the daemon starts a worktree's "
-             "servers only from its own: %.500s is in the main checkout only. Bring it here: "
-             "cp %.500s %.500s/ (or merge the branch that added it).",
+             "servers only from its own: %.500s is in the main checkout only. " BRING_HERE
+             "cp %.500s %.500s/" OR_MERGE ".",
              real, w.branch[0] ? w.branch : "?", path, path, real);
     size_t cut = strnlen(text, len - 1); /* a long path is cut; the 503 says the rest */
     memcpy(note, text, cut);

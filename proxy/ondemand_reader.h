@@ -45,6 +45,12 @@ void *ondemand_reader_file(struct ondemand_reader *r, const char *worktree, unsi
 /* The read's answer is not wanted any more: cb is not called. */
 void ondemand_reader_cancel(void *ticket);
 
+/* The command a read's note ends with (a worktree without a .wtproxy in a
+ * repository whose main checkout has one: the `cp` that brings it), into
+ * fix; 0 when note has none. The 503's Fix line is that command, not the
+ * generic `wtproxy run` with no command to run. */
+int ondemand_note_fix(const char *note, char *fix, size_t len);
+
 /* What the worker last read of worktree's .wtproxy, NULL when it has not
  * yet; a look is queued when that is older than ONDEMAND_CACHE_FRESH_MS
  * at now_ms. Never touches the file. */

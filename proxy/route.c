@@ -184,9 +184,24 @@ static void run_hint(int front, char *buf, size_t len)
         snprintf(buf, len, "wtproxy run --front %d -- <server command with {port}>", front);
 }
 
+/* The length of who's cwd without the kernel's " (deleted)": its folder
+ * was removed while it ran in it (git worktree remove); 0 when not so. */
+static size_t removed_cwd(const struct identify_kept *who)
+{
+    static const char mark[] = " (deleted)";
+    size_t n = who && who->cwd ? strlen(who->cwd) : 0, m = sizeof mark - 1;
+    return n > m && strcmp(who->cwd + n - m, mark) == 0 ? n - m : 0;
+}
+
 int route_fix(struct proxy_server *s, int front, enum proxy_error e,
               const struct identify_kept *who, char *fix, size_t len)
 {
+    if (e == PE_NO_BACKEND && who && !who->placed && removed_cwd(who)) {
+        snprintf(fix, len,
+                 "Run it from a worktree that exists: cd /path/to/worktree (wtproxy ls lists "
+                 "the registered ones; git worktree list all of them), then run it again");
+        return 1;
+    }
     if (e != PE_OTHER_USER || !other_users_caller(who))
         return 0;
     snprintf(fix, len,
@@ -198,7 +213,7 @@ int route_fix(struct proxy_server *s, int front, enum proxy_error e,
 }
 
 void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *hint,
-                   const struct identify_kept *who, char *buf, size_t len)
+                   const struct identify_kept *who, const char *note, char *buf, size_t len)
 {
     size_t used;
     int services = 0;
@@ -236,7 +251,14 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
                                 "which has no dev server on front :%d.",
                                 who->worktree, (int)who->decided_by, who->how, front);
         used += other_fronts(table_of(s), who->worktree, front, buf, len, &services);
-    } else if (who && who->pid)
+    } else if (who && who->pid && removed_cwd(who))
+        used = (size_t)snprintf(buf, len,
+                                "the calling process (pid %d: %s) runs in %.*s, which was "
+                                "removed (git worktree remove, or deleted) after it started "
+                                "there: its worktree is gone, and wtproxy sends it to no "
+                                "other worktree's server.",
+                                (int)who->pid, who->comm, (int)removed_cwd(who), who->cwd);
+    else if (who && who->pid)
         used = (size_t)snprintf(buf, len,
                                 "the calling process (pid %d: %s, cwd %s) is in no "
                                 "worktree wtproxy knows; run it from a worktree, set "
@@ -250,7 +272,11 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
     if (used < len)
         used += list_registered(table_of(s), front, e == PE_AMBIGUOUS_WORKTREE ? hint : NULL,
                                 buf + used, len - used);
-    if (used < len && services)
+    if (used < len && note && note[0])
+        snprintf(buf + used, len - used, ". %s", note);
+    else if (used < len && removed_cwd(who))
+        snprintf(buf + used, len - used, ". Run it again from one of them");
+    else if (used < len && services)
         snprintf(buf + used, len - used,
                  ". Declare the one for :%d in the worktree's .wtproxy (a [service NAME] with "
                  "front = %d), or start it from its worktree: %s",

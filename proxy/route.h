@@ -30,15 +30,18 @@ struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hi
 
 /* A routing refusal's own Fix line into fix: for a caller of another user
  * than the daemon's (whose own fix would start a server here, on a port
- * this daemon holds), how the two users share the port. Returns 1, or 0
- * when the page's own fix is right. */
+ * this daemon holds), how the two users share the port; for a caller in a
+ * removed folder (a worktree removed under it), to run it from one that
+ * exists, never a default backend, which would serve it another
+ * worktree's code. Returns 1, or 0 when the page's own fix is right. */
 int route_fix(struct proxy_server *s, int front, enum proxy_error e,
               const struct identify_kept *who, char *fix, size_t len);
 
 /* The detail of a routing refusal: the caller as found, what is registered
- * on front (the candidates, for an ambiguous name), how to start a server. */
+ * on front (the candidates, for an ambiguous name), how to start a server;
+ * or note (not ""), why the worktree's .wtproxy starts none, in its place. */
 void route_explain(struct proxy_server *s, int front, enum proxy_error e, const char *hint,
-                   const struct identify_kept *who, char *buf, size_t len);
+                   const struct identify_kept *who, const char *note, char *buf, size_t len);
 
 /* For the identification walk on its worker (struct identify_known):
  * route_known_snap, on the loop, copies the registered worktrees of the

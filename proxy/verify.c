@@ -47,8 +47,28 @@ static int declared(struct proxy_server *s, const struct reg_backend *b)
     return e && e->rc == 0 && wtfile_by_front(&e->f, b->front) != NULL;
 }
 
+/* Another worktree's live registration of b's port, NULL none: b was
+ * registered with that server's port by mistake (`wtproxy register
+ * --port` of a port another worktree's tests use). Looked for as
+ * declared() is, for a refusal's fix only. */
+static const struct reg_backend *port_owner(struct proxy_server *s, const struct reg_backend *b)
+{
+    const char *was = b->gate ? whoami_server_status(b->gate)->state : "";
+    struct reg_table *t = s->reg ? reg_server_table(s->reg) : NULL;
+    if (!t || strcmp(was, "verified") == 0 || strcmp(was, "trusted") == 0)
+        return NULL;
+    for (size_t i = 0; i < reg_table_count(t); i++) {
+        const struct reg_backend *o = reg_table_at(t, i);
+        if (o != b && o->port == b->port && o->state != REG_DEAD &&
+            strcmp(o->worktree, b->worktree) != 0)
+            return o;
+    }
+    return NULL;
+}
+
 struct whoami_target proxy_backend_target(struct proxy_server *s, const struct reg_backend *b)
 {
+    const struct reg_backend *owner = port_owner(s, b);
     return (struct whoami_target){
         (const struct sockaddr *)&b->addr,
         b->addrlen,
@@ -66,6 +86,8 @@ struct whoami_target proxy_backend_target(struct proxy_server *s, const struct r
         b->service,
         b->shell_command,
         declared(s, b),
+        owner ? owner->front : 0,
+        owner ? owner->pid : 0,
     };
 }
 

@@ -78,6 +78,10 @@ struct whoami_target {
     const char *service;       /* its `.wtproxy` service ("" none), for the restart hint */
     const char *shell_command; /* command's words quoted for a shell ("" unknown), for the hint */
     int declared; /* its worktree's .wtproxy declares a server on front: `wtproxy restart` */
+    /* Another worktree's live registration of the same port (front 0:
+     * none): a server in use there, which a refusal never says to kill. */
+    int other_front;
+    pid_t other_pid;
 };
 
 /* What the gate last found about one server, for ls and the dashboard.

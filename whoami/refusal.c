@@ -150,11 +150,52 @@ static void drop_hint(const struct whoami_target *t, char *out, size_t outlen)
         snprintf(out, outlen, "cd %s && wtproxy unregister%s", t->checkout, front);
 }
 
+/* t's port is another worktree's registered server (t->other_front):
+ * that server is in use, and a kill would end the other worktree's tests
+ * mid-run. The mistake is this worktree's registration: dropped, then its
+ * own server started, chained with && where one command does both. */
+static void mismatch_owned(const struct whoami_target *t, const struct whoami_answer *ans,
+                           const char *since, char *out, size_t outlen)
+{
+    char front[24], drop[64], fix[PATH_MAX + 1400], run[PATH_MAX + 1300];
+    front_flag(t, front, sizeof front);
+    snprintf(drop, sizeof drop, "wtproxy %s%s", t->by_run ? "stop" : "unregister", front);
+    if (t->service && t->service[0])
+        snprintf(fix, sizeof fix,
+                 "cd %s && %s && wtproxy restart --service %s (it starts the one its .wtproxy "
+                 "declares)",
+                 t->checkout, drop, t->service);
+    else if (t->declared)
+        snprintf(fix, sizeof fix,
+                 "cd %s && %s && wtproxy restart%s (it starts the server its .wtproxy declares "
+                 "on that front)",
+                 t->checkout, drop, front);
+    else {
+        restart_hint(t, ans->checkout, t->pid == ans->pid || t->pid == t->other_pid, run,
+                     sizeof run);
+        snprintf(fix, sizeof fix, "cd %s && %s, then start your own server: %s", t->checkout, drop,
+                 run);
+    }
+    char reg[48] = "";
+    if (t->other_pid > 0)
+        snprintf(reg, sizeof reg, ", pid %d", (int)t->other_pid);
+    snprintf(out, outlen,
+             "port %d is served by %s, not by %s: the server there (pid %d, started %s ago) is "
+             "%s's registered server (front :%d%s), in use: leave it running. Your worktree's "
+             "registration names that port by mistake: drop it and start your own: %s",
+             t->port, ans->checkout, t->checkout, (int)ans->pid, since, ans->checkout,
+             t->other_front, reg, fix);
+}
+
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
                              char *out, size_t outlen)
 {
     char since[32], hint[PATH_MAX + 1200];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
+    if (t->other_front > 0) {
+        mismatch_owned(t, ans, since, out, outlen);
+        return;
+    }
     char drop[PATH_MAX + 64];
     /* Registered with that server's own pid: its exit ends the entry too,
      * and the same kill said twice reads as two steps; its command is that
@@ -318,16 +359,17 @@ static int runs_one_of(const char *command, const char *const *words)
     "importable by that python3 (wtproxy help whoami says where it is; wtproxy doctor, run in "    \
     "the worktree, checks it and prints the command that makes it so)"
 
+static const char *const vite[] = {"vite", NULL};
+/* a package script may run Vite or a Node server: both lines */
+static const char *const runner[] = {"npm", "npx", "pnpm", "yarn", "bun", NULL};
+
 /* The middleware line for the server t's command starts (wtproxy help whoami):
  * a Next, a Vite, a Node or a Python server's; both when the command does
  * not say. */
 static const char *middleware_hint(const struct whoami_target *t)
 {
     static const char *const next[] = {"next", "next-server", NULL};
-    static const char *const vite[] = {"vite", NULL};
     static const char *const node[] = {"node", "tsx", NULL};
-    /* a package script may run Vite or a Node server: both lines */
-    static const char *const runner[] = {"npm", "npx", "pnpm", "yarn", "bun", NULL};
     static const char *const django[] = {"manage", "django-admin", NULL};
     static const char *const asgi[] = {"uvicorn", "hypercorn", "fastapi", NULL};
     static const char *const python[] = {"python", "gunicorn", "uwsgi", "waitress-serve", NULL};
@@ -365,9 +407,41 @@ static const char *middleware_hint(const struct whoami_target *t)
            "'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE; wtproxy help whoami)";
 }
 
+/* A Vite server (or a package script's) started by hand: wtproxy's Vite
+ * plugin, as `wtproxy init --apply` writes it into vite.config.*, loads
+ * only when WTPROXY_PORT is set, which `wtproxy run` does. An app adopted
+ * by init has the plugin and still answers 404 so: told to add it, a user
+ * found it there and had no fix left but --trust-registry, which turns
+ * the gate off. The fix is how the server is started. */
+static void no_whoami_vite_by_hand(const struct whoami_target *t, int status, char *out,
+                                   size_t outlen)
+{
+    char restart[PATH_MAX + 1400];
+    reload_hint(t, restart, sizeof restart);
+    snprintf(out, outlen,
+             "%s (the server of %s, pid %d%s%s) answers GET /__whoami with HTTP %d, so wtproxy "
+             "cannot tell which checkout and which code it serves. If it is a Vite dev server: "
+             "wtproxy's Vite plugin (wtproxyWhoami() from 'wtproxy-whoami/vite' in "
+             "vite.config.*, as wtproxy init --apply adds it) loads only under wtproxy run, which "
+             "sets WTPROXY_PORT, and this server was started without it. Start it through "
+             "wtproxy: %s; or, started by hand, with WTPROXY_PORT=%d in its environment, then "
+             "wtproxy register again. A vite.config.* without the plugin: wtproxy init --apply in "
+             "the app adds it%s (wtproxy help whoami)",
+             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid,
+             t->command[0] ? ": " : "", t->command, status, restart, t->port,
+             runs_one_of(t->command, vite) ? ""
+                                           : ". A Node server needs the middleware "
+                                             "first: " WHOAMI_NODE_LINES);
+}
+
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen)
 {
     char restart[PATH_MAX + 1400];
+    if (!t->by_run && t->command &&
+        (runs_one_of(t->command, vite) || runs_one_of(t->command, runner))) {
+        no_whoami_vite_by_hand(t, status, out, outlen);
+        return;
+    }
     reload_hint(t, restart, sizeof restart);
     snprintf(out, outlen,
              "%s (the server of %s, pid %d%s%s) answers GET /__whoami with HTTP %d, so "

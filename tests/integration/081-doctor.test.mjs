@@ -651,6 +651,22 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   // Recipe url, with this wtproxy first on PATH, as installed (test 178:
   // without it, Playwright's shell would not find `wtproxy run`).
   const installed = { PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` };
+  // A webServer.command that binds the front port itself (a SvelteKit
+  // user's config from before adoption, its branch given main's .wtproxy
+  // since): doctor said ok, and Playwright's run of it failed "Port ...
+  // is already in use" while the daemon held the port. A problem, whose
+  // fix, written into the config, is ok.
+  const bindsFront = (cmd) => "export default { use: { baseURL: 'http://localhost:" + px.port + "' },\n" +
+    `  webServer: { command: '${cmd}', url: 'http://localhost:${px.port}', reuseExistingServer: true } };\n`;
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), bindsFront(`npm run dev -- --port ${px.port} --strictPort`));
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
+  assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  assert.ok(d.byName.playwright.detail.startsWith(`playwright.config.mjs: webServer.command \`npm run dev -- --port ${px.port} --strictPort\` binds port ${px.port} itself, the front port wtproxy listens on: whenever a daemon holds it, Playwright's run of it fails ("Port ${px.port} is already in use")`), d.byName.playwright.detail);
+  assert.equal(d.byName.playwright.fix, `in webServer.command write: wtproxy run --front ${px.port} -- npm start`);
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), bindsFront(d.byName.playwright.fix.replace('in webServer.command write: ', '')));
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
+  assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+
   // Recipe url whose `wtproxy run` lacks the --front of its url's port: it
   // registers on the .wtproxy's front while Playwright waits on the url's port.
   const urlRecipe = (cmd) => "export default { use: { baseURL: 'http://localhost:3000' },\n" +

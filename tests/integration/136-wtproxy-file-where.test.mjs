@@ -51,11 +51,35 @@ test('a worktree whose branch predates main\'s .wtproxy: the 503 names the file 
   assert.ok(r.body.includes(`${tmp.wt.old} (branch old) has no .wtproxy, and the daemon starts a worktree's servers only from its own: ${main} is in the main checkout only.`), r.body);
   const fix = /Bring it here: (cp \S+ \S+)/.exec(r.body);
   assert.ok(fix, `the 503 gives the command:\n${r.body}`);
+  // The Fix line is that command too, not `wtproxy run --front N --` with no
+  // command (a SvelteKit user pasted it: "give the command to run after --").
+  assert.ok(r.body.includes(`\nFix: ${fix[1]} (the daemon then starts the server it declares at the next request)`), r.body);
+  assert.ok(!r.body.includes('<server command with {port}>'), r.body);
   execSync(fix[1], { cwd: tmp.wt.old }); // what an agent pastes
 
   const after = await curlFrom(tmp.wt.old, px.port);
   assert.equal(after.status, 200, after.body);
   assert.equal(after.worktree, tmp.wt.old);
+});
+
+// A caller whose folder, its worktree, was removed under it: said so, as
+// `wtproxy ls` says it of a server, never "in no worktree wtproxy knows"
+// with a default backend (--backend) as the fix, which would serve it
+// another worktree's code.
+test('a caller in a removed worktree: the 503 says it was removed, and the fix is a worktree that exists', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'gone']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.repo, '.wtproxy'), `${startLine}\nfront = ${px.port}\nidle_stop = 30s\n`);
+  git(tmp.repo, 'add', '.wtproxy');
+  git(tmp.repo, 'commit', '-q', '-m', 'declare the dev server');
+  const body = execSync(`git -C ${tmp.repo} worktree remove --force ${tmp.wt.gone} && curl -sS http://127.0.0.1:${px.port}/`,
+    { cwd: tmp.wt.gone, shell: '/bin/sh', encoding: 'utf8' });
+  assert.match(body, /^wtproxy: 503 /, body);
+  assert.ok(body.includes(`runs in ${tmp.wt.gone}, which was removed (git worktree remove, or deleted) after it started there`), body);
+  assert.ok(!body.includes('no worktree wtproxy knows'), body);
+  assert.ok(!body.includes('--backend'), `no default backend offered:\n${body}`);
+  assert.match(body, /\nFix: Run it from a worktree that exists: cd \/path\/to\/worktree/);
+  assert.equal((await lsJson(tmp)).length, 0, 'nothing was started');
 });
 
 test('a .wtproxy that declares servers on other fronts only: the 503 says which', async (t) => {

@@ -161,6 +161,33 @@ test('wtproxy register says the verdict: verified, another checkout, no /__whoam
   assert.equal(e.stderr.trim(), `wtproxy: registered ${tmp.wt.e} on front :${px.port} -> 127.0.0.1:${other.port}`);
 });
 
+// A SvelteKit app adopted by `wtproxy init --apply` has the Vite plugin,
+// which loads only under `wtproxy run` (WTPROXY_PORT set); its server
+// started by hand and registered answers 404. Told to add the plugin it
+// already had, or to turn the gate off with --trust-registry, its user
+// had no fix: the fix is how the server is started.
+test('register of a Vite server started by hand: its plugin loads under wtproxy run only, said with the start that fixes it', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const bin = path.join(tmp.wt.a, 'node_modules', '.bin');
+  fs.mkdirSync(bin, { recursive: true });
+  fs.symlinkSync(wtServer, path.join(bin, 'vite'));
+  const port = await closedPort();
+  const p = spawn(process.execPath, [path.join(bin, 'vite'), String(port), '--no-whoami'], {
+    cwd: tmp.wt.a, stdio: 'ignore', env: { ...process.env, WTPROXY_WORKTREE: tmp.wt.a },
+  });
+  t.after(() => { if (p.exitCode === null) p.kill('SIGKILL'); });
+  await waitFor(() => listening(port), 10000, `vite stand-in on ${port}`);
+
+  const r = await register(tmp, px, tmp.wt.a, port, p.pid, 1);
+  assert.match(r.stderr, /each request to it gets HTTP 502 no-whoami/);
+  assert.ok(r.stderr.includes("wtproxy's Vite plugin (wtproxyWhoami() from 'wtproxy-whoami/vite' in vite.config.*, as wtproxy init --apply adds it) loads only under wtproxy run, which sets WTPROXY_PORT, and this server was started without it."), r.stderr);
+  assert.ok(r.stderr.includes(`or, started by hand, with WTPROXY_PORT=${port} in its environment, then wtproxy register again`), r.stderr);
+  assert.ok(!r.stderr.includes('--trust-registry'), `never the gate turned off as a fix:\n${r.stderr}`);
+  const fix = `Start it through wtproxy: stop pid ${p.pid}, then cd ${tmp.wt.a} && wtproxy run --front ${px.port} --restart-on-stale -- ${process.execPath} ${path.join(bin, 'vite')} {port} --no-whoami;`;
+  assert.ok(r.stderr.includes(fix), r.stderr);
+});
+
 test('register before the server listens: unchecked, verified once it listens; never listening: unchecked, saying why', async (t) => {
   const tmp = makeWorktrees(t, ['late', 'never']);
   const px = await startDaemon(t, tmp, ['--reload-grace', '5s']);

@@ -133,6 +133,41 @@ test('recycled port registered with its pid: the fix never runs the other checko
   refusedAs(r, 'checkout-mismatch');
 });
 
+// A SvelteKit user registered wt-b's port from wt-c by mistake and was
+// told "Stop it: kill <wt-b's server>": wt-b's tests were using it.
+test('another worktree\'s registered port: the fix drops this registration and starts its own, never kills that server', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp);
+  const b = startRun(t, tmp, { cwd: tmp.wt.b, front: px.port });
+  const bPort = await b.ready;
+  const [bEntry] = await lsJson(tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ${process.execPath} ${wtServer} {port}\nfront = ${px.port}\n`);
+  const reg = await cli(tmp, ['register', '--no-wait', '--front', String(px.port), '--port', String(bPort),
+    '--ttl', '2m'], { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  let r;
+  await waitFor(async () => {
+    r = await getWorktree(px.port, tmp.wt.a);
+    return r.body.includes('&& wtproxy restart');
+  }, 5000, 'the declared start in the refusal');
+  refusedAs(r, 'checkout-mismatch');
+  assert.ok(r.body.includes(`is ${tmp.wt.b}'s registered server (front :${px.port}, pid ${bEntry.pid}), in use: leave it running`), r.body);
+  assert.ok(!/\bkill\b/.test(r.body), `never says to kill wt-b's server:\n${r.body}`);
+  const fix = `cd ${tmp.wt.a} && wtproxy unregister --front ${px.port} && wtproxy restart --front ${px.port}`;
+  assert.ok(r.body.includes(`drop it and start your own: ${fix}`), r.body);
+  // pasted (each wtproxy command as the agent's shell runs it, in wt-a)
+  for (const args of [['unregister', '--front', String(px.port)], ['restart', '--front', String(px.port)]]) {
+    const step = await cli(tmp, args, { cwd: tmp.wt.a, ms: 20000 });
+    assert.equal(step.code, 0, `${args.join(' ')}: ${step.stderr}`);
+  }
+  r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(JSON.parse(r.body).worktree, tmp.wt.a);
+  r = await getWorktree(px.port, tmp.wt.b);
+  assert.equal(r.status, 200, `wt-b's server still serves wt-b: ${r.body}`);
+  assert.equal(b.proc.exitCode, null);
+});
+
 test('no /__whoami: refused with the line to add; --trust-registry serves until a file changes', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp);

@@ -209,6 +209,8 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               0,
                               "",
                               "",
+                              0,
+                              0,
                               0};
     struct whoami_answer ans = {.pid = 4242, .started_ms = T - 60000, .files = 2};
     snprintf(ans.checkout, sizeof ans.checkout, "%s", r->ans == ANS_OTHER ? OTHER : WT);

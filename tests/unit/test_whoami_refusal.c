@@ -115,6 +115,33 @@ static void stale(void)
     stale_shapes(&ans, &disk);
 }
 
+/* The port is another worktree's registered server, in use by its tests:
+ * never told to be killed; this worktree's registration is dropped and
+ * its own server started, one pasteable line where one command does it. */
+static void mismatch_owned_port(const struct whoami_answer *ans)
+{
+    struct whoami_target t = target(0, 0, ""); /* wtproxy register --port, a TTL */
+    t.other_front = 18000;
+    t.other_pid = 5150;
+    t.declared = 1;
+    whoami_refusal_mismatch(&t, ans, out, sizeof out);
+    says("is " OTHER "'s registered server (front :18000, pid 5150), in use: leave it running",
+         "mismatch, another worktree's registered port", __LINE__);
+    says("drop it and start your own: cd " WT " && wtproxy unregister --front 18000 && wtproxy "
+         "restart --front 18000",
+         "mismatch, another worktree's registered port", __LINE__);
+    never_says("kill", "mismatch, another worktree's registered port", __LINE__);
+
+    t = target(5150, 0, "node server.mjs 23833"); /* register --pid of that server */
+    t.other_front = 18000;
+    t.other_pid = 5150;
+    whoami_refusal_mismatch(&t, ans, out, sizeof out);
+    says("cd " WT " && wtproxy unregister --front 18000, then start your own server: cd " WT
+         " && wtproxy run --front 18000 --restart-on-stale -- <server command with {port}>",
+         "mismatch, another worktree's registered pid", __LINE__);
+    never_says("kill", "mismatch, another worktree's registered pid", __LINE__);
+}
+
 static void mismatch(void)
 {
     struct whoami_answer ans = {.pid = 5150};
@@ -173,6 +200,30 @@ static void mismatch(void)
     t.shell_command = "sh -c 'cd api && exec node server.mjs {port}'";
     whoami_refusal_mismatch(&t, &ans, out, sizeof out);
     says("-- sh -c 'cd api && exec node server.mjs {port}'", "mismatch, its own command", __LINE__);
+    mismatch_owned_port(&ans);
+}
+
+/* A Vite server started by hand and registered: the plugin init writes
+ * loads under wtproxy run only, so the fix is how it is started (through
+ * wtproxy, or with WTPROXY_PORT), never --trust-registry, which turns the
+ * gate off. */
+static void no_whoami_vite_by_hand_fix(void)
+{
+    struct whoami_target t = target(4242, 0, "npm run dev -- --port 23833 --strictPort");
+    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    says("loads only under wtproxy run, which sets WTPROXY_PORT, and this server was started "
+         "without it. Start it through wtproxy: stop pid 4242, then cd " WT
+         " && wtproxy run --front 18000 --restart-on-stale -- npm run dev -- --port {port} "
+         "--strictPort; or, started by hand, with WTPROXY_PORT=23833 in its environment",
+         "no-whoami, Vite by hand", __LINE__);
+    says("A Node server needs the middleware first", "no-whoami, npm by hand", __LINE__);
+    never_says("trust-registry", "no-whoami, Vite by hand", __LINE__);
+    t = target(4242, 0, "node /w/app/node_modules/.bin/vite dev --port 23833");
+    t.declared = 1;
+    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    says("Start it through wtproxy: stop pid 4242, then cd " WT " && wtproxy restart --front 18000",
+         "no-whoami, Vite by hand, declared", __LINE__);
+    never_says("Node server", "no-whoami, Vite by hand, declared", __LINE__);
 }
 
 /* no-whoami: the restart first (a middleware added since the server
@@ -221,6 +272,7 @@ static void no_whoami(void)
     says("restart it: stop pid 4242, then cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- node server.mjs {port}",
          "no-whoami, registered with a pid", __LINE__);
+    no_whoami_vite_by_hand_fix();
 }
 
 /* whoami-invalid: a next dev server's slow first answer is its compile */
