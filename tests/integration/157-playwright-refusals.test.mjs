@@ -29,6 +29,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDaemon, startRun, cli, git, sanitizerClean } from './lib/registry.mjs';
@@ -265,5 +266,30 @@ test('a run started in another worktree than its config\'s tests the config\'s w
   assert.match(run.out, /1 passed/, run.out);
   assert.ok(run.out.includes(`(wtproxy-whoami/playwright: this run's config is in the worktree ${tmp.wt}, but Playwright was started in ${main}, ` +
     `another worktree: its tests run from the config's folder, ${tmp.wt}, so that their requests go to ${tmp.wt}'s servers`), run.out);
+});
+
+// A worktree removed while its tests run (git worktree remove): asking
+// wtproxy from its folder fails as a missing binary does; the reporter
+// says the folder is gone, never "no wtproxy runs here".
+test('a run whose folder was removed under it is told so, not "no wtproxy"', async (t) => {
+  const { default: Reporter } = await import(path.join(repoRoot, 'whoami/node/playwright-reporter.mjs'));
+  const gone = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-gone-'));
+  const reporter = new Reporter();
+  reporter.onBegin({ configFile: path.join(gone, 'playwright.config.mjs'), workers: 1 });
+  fs.rmSync(gone, { recursive: true });
+  const saved = { bin: process.env.WTPROXY_BIN, write: process.stdout.write };
+  process.env.WTPROXY_BIN = wtproxyBin;
+  let out = '';
+  process.stdout.write = (s) => { out += s; return true; };
+  try {
+    reporter.onTestEnd({ title: 'lists items', expectedStatus: 'passed' },
+      { status: 'failed', startTime: new Date(Date.now() - 1000), workerIndex: 0 });
+  } finally {
+    process.stdout.write = saved.write;
+    if (saved.bin === undefined) delete process.env.WTPROXY_BIN; else process.env.WTPROXY_BIN = saved.bin;
+  }
+  assert.ok(out.includes(`(wtproxy-whoami/playwright cannot say what wtproxy refused: this run's folder ${gone} no longer exists, ` +
+    'its worktree removed during the run (git worktree remove)'), out);
+  assert.doesNotMatch(out, /no .* runs here/, out);
 });
 

@@ -47,7 +47,9 @@ const bin = () => process.env.WTPROXY_BIN || 'wtproxy';
 
 // What wtproxy refused of the worktree of dir between from and to (unix
 // ms), oldest first: { refusals }; { noBinary } when there is no binary to
-// ask, { noDaemon } when no daemon answers; {} on any other failure.
+// ask, { noFolder } when dir is gone (its worktree removed during the run:
+// the ask fails as a missing binary does), { noDaemon } when no daemon
+// answers; {} on any other failure.
 function ask(dir, from, to) {
   const since = `${Math.max(1, Date.now() - from + 1000)}ms`; // the CLI's clock runs on meanwhile
   try {
@@ -56,12 +58,18 @@ function ask(dir, from, to) {
     }); // a look: `wtproxy refusals` never starts a daemon
     return { refusals: JSON.parse(out).filter((r) => r.time_ms >= from && r.time_ms <= to) };
   } catch (e) {
-    if (e.code === 'ENOENT') return { noBinary: true };
+    if (e.code === 'ENOENT') return fs.existsSync(dir) ? { noBinary: true } : { noFolder: true };
     // its exit status 1 is also a daemon that refused: the sentence (cli/client.c's
     // no_daemon) tells them apart
     if (e.status === 1 && /^wtproxy: no daemon answers on /m.test(String(e.stderr))) return { noDaemon: true };
     return {};
   }
+}
+
+function noFolder(asked, fails, dir) {
+  return `  (wtproxy-whoami/playwright cannot say what wtproxy refused: this run's folder ${dir} ` +
+    'no longer exists, its worktree removed during the run (git worktree remove): its tests\' ' +
+    'requests found none of its servers; wtproxy refusals --all lists what was refused)\n';
 }
 
 function noBinary() {
@@ -218,11 +226,11 @@ export default class WtproxyReporter {
   // asked: when the daemon was asked, for the no-daemon note.
   textOf(got, when, why, asked = 'at the end of this run') {
     if (got.refusals) return got.refusals.length ? describe(got.refusals, when, why) : '';
-    const note = got.noBinary ? noBinary : got.noDaemon ? noDaemon : null;
+    const note = got.noBinary ? noBinary : got.noDaemon ? noDaemon : got.noFolder ? noFolder : null;
     if (!note || this.said.has(note)) return '';
     this.said.add(note);
     if (got.noDaemon) this.fails = !process.env.CI && adopted(this.dir);
-    return note(asked, this.fails);
+    return note(asked, this.fails, this.dir);
   }
 
   onEnd(result) {
