@@ -250,6 +250,11 @@ void cli_run_log_note(const struct cli_run_log *l, const char *line);
  * close the log. */
 void cli_run_log_close(struct cli_run_log *l);
 
+/* Delete the closed log and its .1: its worktree was removed, and a new
+ * one at its path must not begin with its lines; no command can name a
+ * worktree that is gone to read them. */
+void cli_run_log_remove(const struct cli_run_log *l);
+
 /* --- pause.c: the sleep between a wait's polls --- */
 
 /* Sleep ms, or as `wtproxy mcp` set it (cli_pause_set): read its stdin
@@ -422,6 +427,7 @@ int cli_init_main(int argc, char **argv);        /* init.c */
 int cli_doctor_main(int argc, char **argv);      /* doctor.c */
 int cli_mcp_main(int argc, char **argv);         /* mcp.c */
 int cli_logs_main(int argc, char **argv);        /* logs.c */
+int cli_logs_prune(void);                        /* logs_prune.c: logs --prune */
 int cli_restart_main(int argc, char **argv);     /* restart.c */
 int cli_refusals_main(int argc, char **argv);    /* refusals.c */
 int cli_stop_main(int argc, char **argv);        /* restart.c */

@@ -268,33 +268,30 @@ static const char *or_dash(json_t *s)
     return json_is_string(s) ? json_string_value(s) : "-";
 }
 
-/* Whether file (a name in servers/) is a log of a's worktree folder name:
- * a .wtproxy start's "<name>[.<service>].log" (proxy/ondemand.c) or a
- * `wtproxy run`'s "<name>-<front>[-<service>].log" (run_log.c), with a's
- * service and front when given. */
-static int log_of(const char *file, const char *name, const struct cli_server_args *a)
+/* Whether file (a name in servers/) is a log of a's worktree (its name
+ * begins with prefix, reg_log_prefix's), with a's service and front when
+ * given: "<prefix><front>[-<service>].log", as reg_log_name makes it. */
+static int log_of(const char *file, const char *prefix, const struct cli_server_args *a)
 {
     char want[PATH_MAX];
-    size_t n = strlen(name);
-    if (strncmp(file, name, n) != 0)
-        return 0;
-    file += n;
-    snprintf(want, sizeof want, "%s%s.log", a->service ? "." : "", a->service ? a->service : "");
-    if (strcmp(file, want) == 0)
-        return 1;
-    if (*file++ != '-' || !isdigit((unsigned char)*file))
+    size_t n = strlen(prefix);
+    if (strncmp(file, prefix, n) != 0 || !isdigit((unsigned char)file[n]))
         return 0;
     char *end;
-    long front = strtol(file, &end, 10);
+    long front = strtol(file + n, &end, 10);
     snprintf(want, sizeof want, "%s%s.log", a->service ? "-" : "", a->service ? a->service : "");
     return (!a->front || front == a->front) && strcmp(end, want) == 0;
 }
 
-/* path := p when p is a file written after *newest. */
-static void consider(const char *p, char *path, size_t len, time_t *newest)
+/* path := p when p is a file of a's worktree written after *newest; not
+ * one written before the worktree came to be: an earlier worktree's at
+ * its path (reg_log_predates). */
+static void consider(const struct cli_server_args *a, const char *p, char *path, size_t len,
+                     time_t *newest)
 {
     struct stat st;
-    if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= *newest) {
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= *newest &&
+        !reg_log_predates(p, a->worktree)) {
         *newest = st.st_mtime;
         snprintf(path, len, "%s", p);
     }
@@ -313,7 +310,7 @@ static void services_logs(const struct cli_server_args *a, char *path, size_t le
             const char *log = json_string_value(json_object_get(svc, "log"));
             if (log && (!a->service || (name && strcmp(name, a->service) == 0)) &&
                 (!a->front || json_integer_value(json_object_get(svc, "front")) == a->front))
-                consider(log, path, len, newest);
+                consider(a, log, path, len, newest);
         }
     json_decref(req);
     json_decref(reply);
@@ -321,11 +318,9 @@ static void services_logs(const struct cli_server_args *a, char *path, size_t le
 
 int cli_last_log(const struct cli_server_args *a, char *path, size_t len)
 {
-    char state[PATH_MAX - 256], dir[PATH_MAX - 128], err[PATH_MAX + 256], name[65];
-    const char *base = strrchr(a->worktree, '/');
+    char state[PATH_MAX - 256], dir[PATH_MAX - 128], err[PATH_MAX + 256], prefix[NAME_MAX + 1];
     time_t newest = 0;
-    base = base && base[1] ? base + 1 : a->worktree;
-    snprintf(name, sizeof name, "%.64s", base); /* as run_log.c names it */
+    reg_log_prefix(a->worktree, prefix, sizeof prefix);
     services_logs(a, path, len, &newest);
     if (reg_state_dir(state, sizeof state, err, sizeof err) < 0)
         return newest ? 0 : -1;
@@ -334,9 +329,9 @@ int cli_last_log(const struct cli_server_args *a, char *path, size_t len)
     struct dirent *e;
     while (d && (e = readdir(d))) {
         char p[PATH_MAX];
-        if (log_of(e->d_name, name, a) &&
+        if (log_of(e->d_name, prefix, a) &&
             (size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p)
-            consider(p, path, len, &newest);
+            consider(a, p, path, len, &newest);
     }
     if (d)
         closedir(d);
@@ -397,6 +392,8 @@ int cli_logs_main(int argc, char **argv)
     int follow_on = 0;
     long lines = DEFAULT_LINES;
     char err[PATH_MAX + 256], path[PATH_MAX];
+    if (argc == 2 && strcmp(argv[1], "--prune") == 0) /* of every worktree: none to find */
+        return cli_logs_prune();
     /* -n N and -f, as tail has them */
     for (int i = 1; i < argc; i++)
         argv[i] = strcmp(argv[i], "-n") == 0   ? "--lines"

@@ -4,9 +4,13 @@
  * CMD's stdout and stderr go to two pipes that a thread of the wrapper
  * relays to the log and to the wrapper's own stdout and stderr (a
  * terminal, Playwright's webServer). The log is the wrapper's stdout when
- * that is a regular file already (an on-demand start writes to
- * servers/<name>.log; the relay then copies nothing to it twice), else
- * servers/<folder>-<front>[-<service>].log, appended to.
+ * that is a regular file already (an on-demand start's: the daemon opened
+ * it; the relay then copies nothing to it twice), else the file of the
+ * same name the daemon would give it (reg_log_name: the worktree's folder
+ * name and a hash of its path) under the state folder's servers/, appended
+ * to. Each run begins with a line naming the worktree, and a log last
+ * written before the worktree came to be (a path reused) is emptied first:
+ * it is an earlier worktree's.
  *
  * The relay is the log's one writer of CMD's output, so it caps the log
  * (host/log_file.c): past the cap the file becomes .1 and a new one starts,
@@ -120,23 +124,21 @@ static int stdout_is_file(struct cli_run_log *l)
     return 1;
 }
 
-/* Open servers/<folder>-<front>[-<service>].log for appending. */
+/* Open servers/<reg_log_name> for appending. */
 static int open_file(struct cli_run_log *l, const char *worktree, int front, const char *service,
                      char *err, size_t errlen)
 {
-    char dir[PATH_MAX - 128];
-    if (reg_state_dir(dir, sizeof dir, err, errlen) < 0)
+    char dir[PATH_MAX - NAME_MAX - 2], name[NAME_MAX + 1];
+    if (reg_state_dir(dir, sizeof dir - 8, err, errlen) < 0)
         return -1;
-    const char *name = strrchr(worktree, '/');
-    name = name && name[1] ? name + 1 : worktree;
     size_t len = strlen(dir);
     snprintf(dir + len, sizeof dir - len, "/servers");
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         return -1;
     }
-    snprintf(l->path, sizeof l->path, "%s/%.64s-%d%s%s.log", dir, name, front, service ? "-" : "",
-             service ? service : "");
+    reg_log_name(worktree, front, service, name, sizeof name);
+    snprintf(l->path, sizeof l->path, "%s/%s", dir, name);
     l->fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (l->fd < 0) {
         snprintf(err, errlen, "cannot open %s: %s", l->path, strerror(errno));
@@ -144,6 +146,24 @@ static int open_file(struct cli_run_log *l, const char *worktree, int front, con
         return -1;
     }
     return 0;
+}
+
+/* Begin this run in the log: emptied first when it is an earlier
+ * worktree's at this path (reg_log_predates), or its lines would be the
+ * first a new worktree's `wtproxy logs` shows; then the line naming the
+ * worktree and the run's start. */
+static void begin(struct cli_run_log *l, const char *worktree, int front, const char *service)
+{
+    char stamp[64], old[PATH_MAX + 8];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (reg_log_predates(l->path, worktree) && ftruncate(l->fd, 0) == 0) {
+        snprintf(old, sizeof old, "%s.1", l->path);
+        unlink(old);
+    }
+    strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
+    dprintf(l->fd, REG_LOG_HEAD "%s (front %d%s%s), %s ---\n", worktree, front,
+            service ? ", service " : "", service ? service : "", stamp);
 }
 
 /* Start the relay thread with every signal blocked in it. Its buffer is
@@ -180,12 +200,8 @@ int cli_run_log_open(struct cli_run_log *l, const char *worktree, int front, con
     cli_run_fail_init(&l->fail);
     int is_file = stdout_is_file(l);
     int failed = !is_file && open_file(l, worktree, front, service, err, sizeof err) < 0;
-    if (!failed && !is_file) {
-        char stamp[64];
-        time_t now = time(NULL);
-        strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime(&now));
-        dprintf(l->fd, "--- wtproxy run, %s ---\n", stamp);
-    }
+    if (!failed)
+        begin(l, worktree, front, service);
     int also[] = {STDOUT_FILENO, STDERR_FILENO};
     /* Before the relay, which owns the cap from then on. A FIFO or a
      * deleted file is not capped. */
@@ -244,4 +260,14 @@ void cli_run_log_close(struct cli_run_log *l)
         free(l->buf); /* else the detached thread still reads into it */
     l->buf = NULL;
     l->relaying = 0;
+}
+
+void cli_run_log_remove(const struct cli_run_log *l)
+{
+    char old[PATH_MAX + 8];
+    if (!l->path[0])
+        return;
+    snprintf(old, sizeof old, "%s.1", l->path);
+    unlink(l->path);
+    unlink(old);
 }

@@ -323,20 +323,30 @@ const char cli_usage_mcp[] =
 
 const char cli_usage_logs[] =
     "usage: wtproxy logs [WORKTREE] [--service NAME] [--front PORT] [-n N] [-f]\n"
+    "       wtproxy logs --prune\n"
     "\n"
     "Print the last lines of the log of a worktree's server: what its command\n"
     "printed (wtproxy run and on-demand servers keep one under the state\n"
-    "folder's servers/; ls --json names it as \"log\"). Once no server of the\n"
-    "worktree is registered (it exited, or died at start), its last log. A log\n"
-    "past 16 MiB ($WTPROXY_LOG_MAX_BYTES) is renamed to LOG.1 and a new one\n"
-    "started: the last lines are read across it, and -f follows on into the new file\n"
-    "(when it rotated more than twice in 200 ms, -f says how many bytes it missed).\n"
+    "folder's servers/, FOLDER-HASH-FRONT[-SERVICE].log, HASH of the worktree's\n"
+    "path: its own, however many worktrees share its folder name; ls --json\n"
+    "names it as \"log\"). Each run of the server begins with a line naming the\n"
+    "worktree and when it started. Once no server of the worktree is registered\n"
+    "(it exited, or died at start), its last log; never one written before the\n"
+    "worktree was made (a removed worktree's at the same path, which the next\n"
+    "start empties). A log past 16 MiB ($WTPROXY_LOG_MAX_BYTES) is renamed to\n"
+    "LOG.1 and a new one started: the last lines are read across it, and -f\n"
+    "follows on into the new file (when it rotated more than twice in 200 ms, -f\n"
+    "says how many bytes it missed).\n"
     "\n"
     "  WORKTREE          a worktree, or any folder in it (default: the current folder)\n"
     "  --service NAME    the server of that service, when the worktree has several\n"
     "  --front PORT      the server of that front port, when the worktree has several\n"
     "  -n N, --lines N   the last N lines (default 50)\n"
-    "  -f, --follow      then print what it appends, until interrupted (as tail -F)\n";
+    "  -f, --follow      then print what it appends, until interrupted (as tail -F)\n"
+    "  --prune           remove the logs of every worktree that no longer exists (a\n"
+    "                    server stopped because its worktree was removed takes its\n"
+    "                    log with it; this removes the rest) and those of an older\n"
+    "                    wtproxy, named by the folder only; never a running server's\n";
 
 const char cli_usage_refusals[] =
     "usage: wtproxy refusals [WORKTREE | --all] [--since D] [--limit N] [--json]\n"

@@ -16,6 +16,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* --- processes (proc.c) --- */
 
@@ -306,6 +307,14 @@ void host_worktree_branch(const char *dir, char *out, size_t outlen);
  * entry it cannot delete, .git may come after it, and it deletes the
  * gitdir anyway. An EACCES or EIO says nothing: 0. */
 int host_worktree_removed(const char *root);
+
+/* When the worktree whose top folder is root came to be, as far as the
+ * filesystem says: its folder's birth time (statx), else, for a linked
+ * worktree, the time `git worktree add` wrote its .git file (git rewrites
+ * it only on a repair). Returns 0 with *at, or -1 when neither is known (a
+ * main checkout on a filesystem without birth times). What was written at
+ * root's path before then was an earlier worktree's (a path reused). */
+int host_worktree_born(const char *root, struct timespec *at);
 
 /* --- which folder stands at a worktree's path (worktree_id.c) --- */
 

@@ -33,12 +33,12 @@ struct reg_backend *ondemand_registered(struct ondemand *a, const char *worktree
     return b && b->state != REG_DEAD ? b : NULL;
 }
 
-void ondemand_log_path(const struct ondemand *a, const char *worktree, const char *service,
-                       char *out, size_t len)
+void ondemand_log_path(const struct ondemand *a, const char *worktree, int front,
+                       const char *service, char *out, size_t len)
 {
-    const char *name = strrchr(worktree, '/');
-    snprintf(out, len, "%s/%s%s%s.log", a->log_dir, name ? name + 1 : worktree,
-             service[0] ? "." : "", service);
+    char name[NAME_MAX + 1];
+    reg_log_name(worktree, front, service, name, sizeof name);
+    snprintf(out, len, "%s/%s", a->log_dir, name);
 }
 
 int ondemand_running(struct ondemand *a, struct started *e)
@@ -68,7 +68,7 @@ struct started *ondemand_slot(struct ondemand *a, const char *worktree, const st
         snprintf(e->sib[k].name, sizeof e->sib[k].name, "%s", f->svc[k].name);
         e->sib[k].front = f->svc[k].front;
     }
-    ondemand_log_path(a, worktree, e->svc.name, e->log, sizeof e->log);
+    ondemand_log_path(a, worktree, e->svc.front, e->svc.name, e->log, sizeof e->log);
     e->failed[0] = '\0';
     e->failed_after = 0;
     e->adopted = 0; /* what it starts is its own child, seen by waitpid */

@@ -114,11 +114,11 @@ void ondemand_named(struct ondemand *a, const char *worktree, int front, char *o
  * is; else 0. */
 int ondemand_exit_note(struct ondemand *a, const char *worktree, int front, char *out, size_t len);
 
-/* The log a server of worktree's .wtproxy (service "" for a file without
- * sections) writes to, started or not: servers/<folder>[.<service>].log
- * in the daemon's log folder. */
-void ondemand_log_path(const struct ondemand *a, const char *worktree, const char *service,
-                       char *out, size_t len);
+/* The log a server of worktree's .wtproxy on front (service "" for a file
+ * without sections) writes to, started or not: reg_log_name's, in the
+ * daemon's log folder, the one `wtproxy run` of that server writes too. */
+void ondemand_log_path(const struct ondemand *a, const char *worktree, int front,
+                       const char *service, char *out, size_t len);
 
 /* Why the server for (worktree, front) was not started although asked
  * for (a service it is started after exited or was not ready within

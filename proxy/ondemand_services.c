@@ -45,7 +45,7 @@ static json_t *service_json(struct proxy_server *s, const char *worktree, const 
         json_object_set_new(o, "load", json_real(load / 100.0));
     if (o && s->ondemand) { /* what `wtproxy logs` shows of a server that died at start */
         char log[PATH_MAX + 128];
-        ondemand_log_path(s->ondemand, worktree, svc->name, log, sizeof log);
+        ondemand_log_path(s->ondemand, worktree, svc->front, svc->name, log, sizeof log);
         json_object_set_new(o, "log", json_string(log));
     }
     return o;

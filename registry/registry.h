@@ -283,6 +283,37 @@ int reg_control_path(char *out, size_t outlen, char *err, size_t errlen);
  * created 0700 when missing. */
 int reg_state_dir(char *out, size_t outlen, char *err, size_t errlen);
 
+/* --- a server's log (reg_server_log.c) --- */
+
+/* Where each run of a server begins in its log: REG_LOG_HEAD "WORKTREE
+ * (front F[, service S]), WHEN ---", and again after a rotation's line. */
+#define REG_LOG_HEAD "--- wtproxy run of "
+
+/* "<folder>-<hash>-": how every log name of worktree (canonical) begins;
+ * the hash is of its whole path, so that two worktrees with one folder
+ * name have their own. */
+void reg_log_prefix(const char *worktree, char *out, size_t len);
+
+/* "<folder>-<hash>-<front>[-<service>].log": the file name, in the state
+ * folder's servers/, of the log of worktree's server on front (service
+ * NULL or ""), whoever starts it, the daemon or `wtproxy run`. */
+void reg_log_name(const char *worktree, int front, const char *service, char *out, size_t len);
+
+/* The worktree the log at path names in its first line (or, rotated once,
+ * its .1's), into out. Returns 0, or -1 when it names none (no
+ * such file, or one an older wtproxy wrote, which had no such line). */
+int reg_log_whose(const char *path, char *out, size_t len);
+
+/* Whether file (a name in servers/) has reg_log_name's shape: a log whose
+ * worktree its first line no longer says (rotated twice) is still this
+ * wtproxy's, not an older one's. */
+int reg_log_named(const char *file);
+
+/* Whether the file at path was last written before worktree came to be
+ * (host_worktree_born): an earlier worktree's at the same path, which the
+ * new one must not be shown. 0 when either time is unknown. */
+int reg_log_predates(const char *path, const char *worktree);
+
 /* --- the daemon's side (reg_server.c) --- */
 
 struct event_base;

@@ -70,10 +70,14 @@ function appRepo(root, name, wtproxy, wtNames) {
 const killAll = (pids) => { for (const pid of pids) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } } };
 
 // Where the daemon writes the output of a server it started:
-// <state dir>/servers/<worktree folder name>.log, the state dir being the
-// folder of the state file (--state; $XDG_STATE_HOME/wtproxy by default).
+// <state dir>/servers/<worktree folder name>-<hash of its path>-<front>.log,
+// the state dir being the folder of the state file (--state;
+// $XDG_STATE_HOME/wtproxy by default).
 function serverLog(tmp, worktree) {
-  const file = path.join(path.dirname(tmp.state), 'servers', `${path.basename(worktree)}.log`);
+  const dir = path.join(path.dirname(tmp.state), 'servers');
+  const name = new RegExp(`^${path.basename(worktree)}-[0-9a-f]{8}-\\d+\\.log$`);
+  const names = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => name.test(f)) : [];
+  const file = names.length === 1 ? path.join(dir, names[0]) : path.join(dir, `${path.basename(worktree)}-HASH-FRONT.log`);
   const found = fs.existsSync(file) ? file : null;
   return { found, candidates: [file], text: found ? fs.readFileSync(found, 'utf8') : '' };
 }
@@ -137,7 +141,7 @@ test('port recipe: three parallel Playwright runs, no config change; the daemon 
     // its wrapper and server run in the worktree (a started process's cwd)
     assert.ok(fs.readlinkSync(`/proc/${e.pid}/cwd`) === e.worktree, `pid ${e.pid} runs in ${e.worktree}`);
     const log = serverLog(tmp, e.worktree);
-    assert.ok(log.found, `the server's output goes to <state dir>/servers/${path.basename(e.worktree)}.log (looked at ${log.candidates.join(', ')})`);
+    assert.ok(log.found, `the server's output goes to <state dir>/servers/${path.basename(e.worktree)}-HASH-FRONT.log (looked at ${log.candidates.join(', ')})`);
   }
   // a request from each worktree now goes straight to its running server
   const pids = new Set();
@@ -179,7 +183,7 @@ test('port recipe: a server the daemon started stops after idle_stop without req
   const procs = processesUnder(w);
   assert.ok(procs.includes(entry.pid) && procs.includes(first.pid), `wrapper ${entry.pid} and server ${first.pid} run in ${w}: ${procs}`);
   const log = serverLog(tmp, w);
-  assert.ok(log.found, `the server's output goes to <state dir>/servers/wt-idle.log (looked at ${log.candidates.join(', ')})`);
+  assert.ok(log.found, `the server's output goes to <state dir>/servers/wt-idle-HASH-FRONT.log (looked at ${log.candidates.join(', ')})`);
   // the wrapper's own lines go there too
   assert.match(log.text, /wtproxy: wt-idle is ready on 127\.0\.0\.1:\d+/, log.text);
 
