@@ -308,14 +308,6 @@ void host_worktree_branch(const char *dir, char *out, size_t outlen);
  * gitdir anyway. An EACCES or EIO says nothing: 0. */
 int host_worktree_removed(const char *root);
 
-/* When the worktree whose top folder is root came to be, as far as the
- * filesystem says: its folder's birth time (statx), else, for a linked
- * worktree, the time `git worktree add` wrote its .git file (git rewrites
- * it only on a repair). Returns 0 with *at, or -1 when neither is known (a
- * main checkout on a filesystem without birth times). What was written at
- * root's path before then was an earlier worktree's (a path reused). */
-int host_worktree_born(const char *root, struct timespec *at);
-
 /* --- which folder stands at a worktree's path (worktree_id.c) --- */
 
 /* An fd held on the folder root (O_PATH), or -1: while it is open the
@@ -335,6 +327,14 @@ int host_worktree_replaced(int pin, const char *root);
  * also its birth time. Returns 0, or -1 with "" in out when the file
  * system keeps no birth time or root is unreadable: unknown. */
 int host_worktree_identity(const char *root, char *out, size_t outlen);
+
+/* When the worktree whose top folder is root came to be, as far as the
+ * filesystem says: its folder's birth time (statx), else, for a linked
+ * worktree, the time `git worktree add` wrote its .git file (git rewrites
+ * it only on a repair). Returns 0 with *at, or -1 when neither is known (a
+ * main checkout on a filesystem without birth times). What was written at
+ * root's path before then was an earlier worktree's (a path reused). */
+int host_worktree_born(const char *root, struct timespec *at);
 
 /* Whether pid's cwd is the folder root deleted ("ROOT (deleted)"): a
  * server whose worktree was removed and added again at its path runs on

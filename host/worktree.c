@@ -223,22 +223,6 @@ int host_worktree_removed(const char *root)
     return stat(gitdir, &st) < 0 && (errno == ENOENT || errno == ENOTDIR);
 }
 
-int host_worktree_born(const char *root, struct timespec *at)
-{
-    char git[PATH_MAX + sizeof "/.git"];
-    struct statx sx;
-    struct stat st;
-
-    if (statx(AT_FDCWD, root, 0, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME)) {
-        *at = (struct timespec){sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec};
-        return 0;
-    }
-    if (join(root, ".git", git, sizeof git) < 0 || lstat(git, &st) < 0 || !S_ISREG(st.st_mode))
-        return -1;
-    *at = st.st_mtim;
-    return 0;
-}
-
 /* The .git entry at dir/.git (dir canonical): fill w. Returns as
  * from_gitfile. A .git symlink counts as its target. */
 static int worktree_at(const char *dir, struct host_worktree *w, char *err, size_t errlen)

@@ -9,7 +9,9 @@
  * (host_worktree_pin), which keeps the old inode allocated, so its number
  * cannot be taken again and a deleted folder reads st_nlink 0; a record
  * that outlives every process (a database's stamp) keeps the inode number
- * with the folder's birth time, which a new folder never shares. */
+ * with the folder's birth time, which a new folder never shares; what was
+ * written at the path before that birth (a server's log) was the old
+ * one's. */
 #include "host.h"
 
 #include <errno.h>
@@ -46,6 +48,23 @@ int host_worktree_identity(const char *root, char *out, size_t outlen)
         return -1; /* an inode number alone is taken again at once: no identity */
     snprintf(out, outlen, "%llu.%lld.%09u", (unsigned long long)sx.stx_ino,
              (long long)sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec);
+    return 0;
+}
+
+int host_worktree_born(const char *root, struct timespec *at)
+{
+    char git[PATH_MAX + sizeof "/.git"];
+    struct statx sx;
+    struct stat st;
+
+    if (statx(AT_FDCWD, root, 0, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME)) {
+        *at = (struct timespec){sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec};
+        return 0;
+    }
+    if (snprintf(git, sizeof git, "%s/.git", root) >= (int)sizeof git || lstat(git, &st) < 0 ||
+        !S_ISREG(st.st_mode))
+        return -1;
+    *at = st.st_mtim;
     return 0;
 }
 
