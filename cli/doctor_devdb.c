@@ -147,7 +147,7 @@ static void say_foreign(struct doc_ctx *c, PGresult *res, const struct doc_dbenv
                         const char *name, const struct reg_db_owner *o, struct doc_result *r)
 {
     int other_machine = strcmp(o->machine, reg_machine_id()) != 0;
-    int gone = !other_machine && access(o->worktree, F_OK) < 0;
+    int gone = reg_db_owner_gone(o, reg_machine_id());
     size_t n = strlen(r->detail);
     r->status = DOC_PROBLEM;
     snprintf(r->detail + n, sizeof r->detail - n,
