@@ -107,8 +107,20 @@ function digestLink(full) {
   }
 }
 
-// late: { ms, only }: a file modified after ms is recorded unknown, of
-// the files matching a pattern of only (Buffers) when only is given.
+// [type, digest] of the file at path (full), or null when it vanished:
+// unknown when late says the server runs on other contents (walk's).
+function judged(st, path, full, late) {
+  const loaded = late.loaded?.get(path.toString());
+  const isLate = loaded === undefined && st.mtimeMs > late.ms && (!late.only || late.only.some((p) => globMatch(p, path)));
+  if (isLate) return ['u', EMPTY];
+  const got = st.isSymbolicLink() ? digestLink(full) : digestFile(full);
+  return got && loaded !== undefined && got[1] !== loaded ? ['u', EMPTY] : got;
+}
+
+// late: { ms, only, loaded }: a file modified after ms is recorded
+// unknown, of the files matching a pattern of only (Buffers) when only is
+// given; a file loaded names (Map of paths to the digest of the contents
+// the server loaded, null for none) is judged by its contents instead.
 function walk(root, rel, inc, exc, late, records) {
   let names;
   try {
@@ -131,8 +143,7 @@ function walk(root, rel, inc, exc, late, records) {
       }
     } else if ((st.isFile() || st.isSymbolicLink()) && inc.some((p) => globMatch(p, path)) &&
         !exc.some((p) => globMatch(p, path))) {
-      const isLate = st.mtimeMs > late.ms && (!late.only || late.only.some((p) => globMatch(p, path)));
-      const got = isLate ? ['u', EMPTY] : st.isSymbolicLink() ? digestLink(full) : digestFile(full);
+      const got = judged(st, path, full, late);
       if (!got) continue;
       if (records.length === MAX_FILES) throw new FingerprintError(`cannot fingerprint: more than ${MAX_FILES} files are selected (narrow the include patterns or add excludes)`);
       records.push({ type: got[0], path, digest: got[1] });
@@ -142,14 +153,18 @@ function walk(root, rel, inc, exc, late, records) {
 
 // The fingerprint of the tree at root under include and exclude (arrays
 // of strings): { files, hash, records: [{type, path (Buffer), digest}] }.
-// A file modified after newerThan (ms since the epoch) is recorded unknown
-// (index.mjs says why); with newerOnly (patterns), only a file matching
-// one of them (the files a server reads once at start, vite.mjs). Throws
-// FingerprintError when root is not a folder or resources run out.
-export function compute(root, include, exclude, newerThan = Infinity, newerOnly = null) {
+// atStart { since, patterns, loaded }, all optional: a file modified after
+// since (ms since the epoch) is recorded unknown (index.mjs says why);
+// with patterns, only a file matching one of them (the files a server
+// reads once at start, vite.mjs); a file loaded (a Map of paths to the
+// SHA-256, hex, of the contents the server loaded, null when it loaded
+// none) is recorded unknown when its contents differ, whatever its time
+// (the .env files next dev loads again, next.mjs). Throws FingerprintError
+// when root is not a folder or resources run out.
+export function compute(root, include, exclude, atStart = {}) {
   const inc = checkPatterns(include, 'include');
   const exc = checkPatterns(exclude, 'exclude');
-  const late = { ms: newerThan, only: newerOnly && checkPatterns(newerOnly, 'newerOnly') };
+  const late = { ms: atStart.since ?? Infinity, only: atStart.patterns && checkPatterns(atStart.patterns, 'atStart.patterns'), loaded: atStart.loaded };
   const rootBuf = Buffer.isBuffer(root) ? root : Buffer.from(root);
   let st;
   try { st = fs.statSync(rootBuf); } catch (e) {

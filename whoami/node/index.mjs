@@ -27,11 +27,16 @@ import { nothingReloads } from './reloads.mjs';
 export { compute, globMatch, FingerprintError } from './fingerprint.mjs';
 
 export const PATH = '/__whoami';
+// The .env files: read once, at start, by a server (dotenv), by Vite and
+// by next dev, and by the code they run (a module reading .env.wt, the
+// file `wtproxy db claim --write-env` writes); vite.mjs and next.mjs say
+// which ones their dev server loads again.
+export const READ_AT_START = ['**/.env', '**/.env.*'];
 // JSON and .env files too: a server that reads its data or config at start
 // (a messages.json, an `import ... with { type: 'json' }`, dotenv's .env)
 // serves the old contents after an edit, and was called verified.
 export const DEFAULT_INCLUDE = ['**/*.js', '**/*.mjs', '**/*.cjs', '**/*.jsx', '**/*.ts', '**/*.mts', '**/*.cts',
-  '**/*.tsx', '**/*.json', '**/.env', '**/.env.*'];
+  '**/*.tsx', '**/*.json', ...READ_AT_START];
 // The Python defaults, plus what a Node project builds or tests, the JSON
 // its test runners write among it (Playwright's test-results/.last-run.json
 // on every run): an e2e test edit or a test run must not make the server
@@ -101,7 +106,7 @@ export function withTakingIn(answer, body, sinceMs) {
 // can start a process that catches up (reloads.mjs).
 export function whoamiAnswer({ root, include = DEFAULT_INCLUDE, exclude = DEFAULT_EXCLUDE } = {}) {
   const checkout = resolveCheckout(root);
-  const fp = compute(checkout, include, exclude, performance.timeOrigin);
+  const fp = compute(checkout, include, exclude, { since: performance.timeOrigin });
   const made = answerFor(checkout, include, exclude, fp);
   if (!nothingReloads()) return made;
   const answer = { ...made.answer, reloads: false };

@@ -43,7 +43,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { answerFor, withTakingIn } from './index.mjs';
-import { FingerprintWorker, signature } from './vite-fp.mjs';
+import { FingerprintWorker, signature, lateWarning } from './vite-fp.mjs';
 
 export const ROUTE_DIR = '%5F%5Fwhoami';
 export const STAMP = 'stamp.js';
@@ -85,22 +85,26 @@ function readStamp(file) {
 }
 
 const sameSigs = (a, b) => a && b && a.length === b.length && a.every(([rel, sig], i) => rel === b[i][0] && sig === b[i][1]);
+// The same files and hash: a .env file next dev loaded again has the
+// signature it had when it was recorded unknown, and another hash now.
+const sameFp = (fp, published) => published && fp.hash === published.hash && sameSigs(fp.sigs, published.sigs);
 
 export class TurbopackFollower {
   // dir: the app (next dev's cwd); fp: { checkout, include, exclude,
-  // configSigs } as next.mjs's Follower has them.
+  // configSigs, atStart } as next.mjs's Follower has them.
   constructor(dir, fp) {
     Object.assign(this, fp);
     this.stamps = ensureStamps(dir);
     this.written = Math.max(0, ...this.stamps.map(readStamp));
     this.worker = new FingerprintWorker();
     this.body = null; // the published answer
-    this.sigs = null; // its files' signatures
-    this.pending = null; // { stamp, at, since, answer, body, sigs }: a round waiting for its proof
+    this.published = null; // its fingerprint: { hash, sigs }
+    this.pending = null; // { stamp, at, since, answer, body, fp }: a round waiting for its proof
     this.running = null; // the round under way (a promise)
     this.queued = null; // the next round, for the asks that came during this one
     this.warned = 0;
     this.toldOld = 0;
+    this.late = new Set(); // .env files told stale already
     if (this.stamps.length === 0) {
       this.log(`no ${path.join(dir, 'app', ROUTE_DIR, 'route.js')} (nor under src/app) importing ./${STAMP}: /__whoami cannot answer under Turbopack; wtproxy init --apply in the app writes it`);
     }
@@ -132,7 +136,7 @@ export class TurbopackFollower {
   // proven, and its fingerprint published.
   proven(stamp) {
     if (this.pending && stamp >= this.pending.stamp) {
-      ({ answer: this.answer, body: this.body, sigs: this.sigs } = this.pending);
+      ({ answer: this.answer, body: this.body, fp: this.published } = this.pending);
       this.pending = null;
     } else if (this.pending && Date.now() - this.pending.at >= UNSEEN_WARN_MS && !this.warned++) {
       this.log(`next dev (Turbopack) still serves an older ${this.stamps[0]} ${UNSEEN_WARN_MS / 1000} s after it was written, so /__whoami keeps the older fingerprint (saying it is taking the change in) and wtproxy calls the server stale once its start_timeout has passed: if it stays so, restart next dev (or run it with wtproxy run --restart-on-stale)`);
@@ -165,9 +169,11 @@ export class TurbopackFollower {
   // or null when nothing changed since the published one (or it failed).
   async prove() {
     const since = Date.now();
-    const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude });
+    const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude, atStart: this.atStart() });
     if (fp.error) { this.log(`cannot fingerprint ${this.checkout}: ${fp.error}; /__whoami keeps the last fingerprint`); return null; }
-    if (sameSigs(fp.sigs, this.sigs) || this.configChanged()) return null;
+    if (sameFp(fp, this.published) || this.configChanged()) return null;
+    const late = lateWarning(this.checkout, fp.late, this.late, 'this next dev');
+    if (late) this.log(late);
     const stamp = ++this.written;
     try {
       for (const file of this.stamps) {
@@ -179,7 +185,7 @@ export class TurbopackFollower {
       this.log(`cannot write ${this.stamps.join(', ')}: ${e.message}; /__whoami keeps the last fingerprint`);
       return null;
     }
-    return { stamp, at: Date.now(), since, ...answerFor(this.checkout, this.include, this.exclude, fp), sigs: fp.sigs };
+    return { stamp, at: Date.now(), since, ...answerFor(this.checkout, this.include, this.exclude, fp), fp };
   }
 
   configChanged() {

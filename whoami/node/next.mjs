@@ -42,6 +42,17 @@
 // compile it from there. An edit of next.config.* is never published:
 // next dev restarts for it, and the new process answers for the new config.
 //
+// A .env file is read at start, by next dev and by the code it runs (a
+// module reading .env.wt, the file `wtproxy db claim --write-env`
+// writes), and next dev loads four of them again when its watcher reports
+// an edit (NEXT_ENV_FILES, "Reload env: .env" in its log), never another.
+// So, as in vite.mjs, another .env file modified after this process
+// started is recorded unknown, which no disk matches: wtproxy calls the
+// server stale (409, or a restart under --restart-on-stale) rather than
+// verified on the old settings. One of next dev's four is recorded
+// unknown only while its contents are not the ones next dev loaded last
+// (@next/env's): after the reload it is current, never stale for ever.
+//
 // Until a new fingerprint is published, wtproxy sees the older one, holds
 // the request (stale_grace) and asks again: waiting, never wrong. From the
 // watcher's report (a compiler's invalid) until the round after that
@@ -56,11 +67,13 @@
 // no compile read. The fingerprint is computed in a worker thread
 // (vite-fp.mjs). With NODE_ENV=production, in `next build` and in `next
 // start`, withWtproxyWhoami adds nothing (and /__whoami answers 501).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { checkPatterns, globMatch } from './fingerprint.mjs';
-import { DEFAULT_EXCLUDE, resolveCheckout, answerFor, withTakingIn } from './index.mjs';
-import { FingerprintWorker, signature } from './vite-fp.mjs';
+import { DEFAULT_EXCLUDE, READ_AT_START, resolveCheckout, answerFor, withTakingIn } from './index.mjs';
+import { FingerprintWorker, signature, underRoot, lateWarning } from './vite-fp.mjs';
 import { ROUTE_DIR, STAMP, TurbopackFollower, ensureStamps } from './next-turbopack.mjs';
 
 export const KEY = Symbol.for('wtproxy-whoami.next');
@@ -89,6 +102,13 @@ export const SETTLE_MS = 200;
 // compile read written during that compile: its watcher's report is due.
 export const REPORT_WAIT_MS = 2000;
 const DEV_PHASE = 'phase-development-server';
+// The .env files next dev loads (@next/env, in development) and loads again
+// when its watcher reports one changed: process.env is updated and the
+// server's modules evaluated again (measured with next 16.5, Turbopack and
+// webpack: the first request after an edit of .env, .env.local or
+// .env.development got the new value, read in a handler or at a module's
+// top). Any other .env file is read at start only.
+export const NEXT_ENV_FILES = ['.env.development.local', '.env.local', '.env.development', '.env'];
 
 const ctimeNs = (sig) => (sig ? BigInt(sig.split(':')[4]) : 0n);
 
@@ -111,6 +131,7 @@ class Follower {
     this.again = false;
     this.lastRun = 0;
     this.warned = new Set();
+    this.late = new Set(); // .env files told stale already
     this.worker = new FingerprintWorker();
   }
 
@@ -188,7 +209,7 @@ class Follower {
     if (this.busy()) return; // its done schedules the next round
     this.running = true;
     const gen = this.gen;
-    const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude });
+    const fp = await this.worker.compute({ root: this.checkout, include: this.include, exclude: this.exclude, atStart: this.atStart() });
     this.running = false;
     this.lastRun = Date.now();
     if (this.again) { this.again = false; this.schedule(DEBOUNCE_MS); }
@@ -198,6 +219,8 @@ class Follower {
     if (unread?.settle) { this.schedule(unread.settle); return; }
     if (unread) { this.unreported(unread); return; }
     ({ answer: this.answer, body: this.body } = answerFor(this.checkout, this.include, this.exclude, fp));
+    const late = lateWarning(this.checkout, fp.late, this.late, 'this next dev');
+    if (late) this.log(late);
     this.published++;
     this.takingSince = 0;
     this.afterDone = false;
@@ -263,16 +286,48 @@ class Follower {
   }
 }
 
-// What both followers fingerprint: the checkout, the patterns, and the
-// next.config.* files as they were at start.
+// What both followers fingerprint: the checkout, the patterns (the .env
+// files under the app's folder), the next.config.* files as they were at
+// start, and atStart(), the .env files' rule (vite-fp.mjs's) for a round.
 function patterns(dir, options) {
   const exclude = options.exclude ?? [...NEXT_EXCLUDE];
+  const checkout = resolveCheckout(options.root, dir);
+  const app = fs.realpathSync(dir);
+  const envs = underRoot(checkout, app, READ_AT_START);
   return {
-    checkout: resolveCheckout(options.root, dir),
-    include: options.include ?? NEXT_EXTENSIONS.map((e) => `**/*.${e}`),
+    checkout,
+    include: options.include ?? [...NEXT_EXTENSIONS.map((e) => `**/*.${e}`), ...envs],
     exclude: exclude.includes(STAMP_EXCLUDE) ? exclude : [...exclude, STAMP_EXCLUDE],
     configSigs: configSignatures(dir),
+    atStart: () => ({ since: performance.timeOrigin, patterns: envs, loaded: nextEnvLoaded(app, checkout) }),
   };
+}
+
+// NEXT_ENV_FILES of app as next dev loaded them last, for the
+// fingerprint's atStart.loaded: a Map of their paths (relative to
+// checkout) to the SHA-256 of the file on disk when next dev loaded its
+// contents, null when it did not (it loaded other contents, or none).
+// null when this process's @next/env has loaded nothing: the start rule
+// then holds for them too.
+function nextEnvLoaded(app, checkout) {
+  let env;
+  try {
+    env = createRequire(createRequire(path.join(app, 'package.json')).resolve('next/package.json'))('@next/env');
+  } catch {
+    return null;
+  }
+  if (!env.initialEnv) return null; // loadEnvConfig below would load them
+  const texts = new Map(env.loadEnvConfig(app, true).loadedEnvFiles.map((f) => [f.path, f.contents]));
+  const loaded = new Map();
+  for (const name of NEXT_ENV_FILES) {
+    const full = path.join(app, name);
+    let disk = null;
+    try { disk = fs.readFileSync(full); } catch { /* none: not recorded */ }
+    // @next/env read it as UTF-8: compared as text, hashed as bytes
+    const same = disk && texts.has(name) && disk.toString('utf8') === texts.get(name);
+    loaded.set(path.relative(checkout, full).split(path.sep).join('/'), same ? crypto.createHash('sha256').update(disk).digest('hex') : null);
+  }
+  return loaded;
 }
 
 // The next.config.* files of dir and their signatures at start.

@@ -1,11 +1,13 @@
-// vite-fp.mjs - the fingerprint the Vite plugin (vite.mjs) publishes, with
-// each selected file's stat signature taken AFTER its content was read, so
-// the plugin can tell whether a file changed since the last watcher event
-// it saw for it. Loaded as a worker thread too: a recompute on a big tree
-// (about 50 ms for 2,000 files) then never stalls Vite's event loop.
+// vite-fp.mjs - the fingerprint the Vite plugin (vite.mjs) and the Next.js
+// wrapper (next.mjs) publish, with each selected file's stat signature
+// taken AFTER its content was read, so the plugin can tell whether a file
+// changed since the last watcher event it saw for it. Loaded as a worker
+// thread too: a recompute on a big tree (about 50 ms for 2,000 files) then
+// never stalls the dev server's event loop.
 import fs from 'node:fs';
+import path from 'node:path';
 import { isMainThread, parentPort, workerData, Worker } from 'node:worker_threads';
-import { compute, globMatch } from './fingerprint.mjs';
+import { compute, globMatch, PATTERN_MAX } from './fingerprint.mjs';
 
 // What changes when a file is written, renamed over or replaced: ctime
 // (set by the kernel, not by `touch -d`) and size catch every write but
@@ -21,16 +23,43 @@ export function signature(full) {
 }
 
 // { files, hash, sigs: [[relative path (UTF-8 string), signature]], late }.
-// atStart { since, patterns }: the files the server reads once, at start
-// (patterns), modified after since (ms) are recorded unknown, and listed
-// in late (relative paths).
+// atStart { since, patterns, loaded } (compute's): the files the server
+// reads once, at start (patterns), modified after since (ms) are recorded
+// unknown, and listed in late (relative paths); a file of loaded is
+// recorded unknown while its contents are not the ones the server loaded,
+// and is not listed: the server loads it again.
 export function fingerprintWithStats(root, include, exclude, atStart = null) {
-  const fp = compute(root, include, exclude, atStart ? atStart.since : Infinity, atStart ? atStart.patterns : null);
+  const fp = compute(root, include, exclude, atStart ?? {});
   const prefix = Buffer.from(`${root}/`);
   const sigs = fp.records.map((r) => [r.path.toString(), signature(Buffer.concat([prefix, r.path]))]);
-  const pats = (atStart ? atStart.patterns : []).map((p) => Buffer.from(p));
-  const late = fp.records.filter((r) => r.type === 'u' && pats.some((p) => globMatch(p, r.path))).map((r) => r.path.toString());
+  const pats = (atStart?.patterns ?? []).map((p) => Buffer.from(p));
+  const late = fp.records.filter((r) => r.type === 'u' && pats.some((p) => globMatch(p, r.path)))
+    .map((r) => r.path.toString()).filter((rel) => !atStart.loaded?.has(rel));
   return { files: fp.files, hash: fp.hash, sigs, late };
+}
+
+// patterns ("**/*.js") under the folder root, relative to the checkout
+// ("web/**/*.js"); as they are when root is the checkout, is outside it,
+// or cannot be written as a literal pattern prefix.
+export function underRoot(checkout, root, patterns) {
+  let rel = path.relative(checkout, root).split(path.sep).join('/');
+  if (rel.startsWith('..') || path.isAbsolute(rel) || /[*?]/.test(rel)) rel = '';
+  return patterns.map((all) => {
+    const p = `${rel ? `${rel}/` : ''}${all}`;
+    return Buffer.byteLength(p) <= PATTERN_MAX ? p : all;
+  });
+}
+
+// The warning for the files of late (fingerprintWithStats's) not in told
+// (a Set, which takes them): they changed after server (its name in the
+// log: "this Vite server") started, which reads them at start only; '' when
+// there are none.
+export function lateWarning(checkout, late, told, server) {
+  const fresh = late.filter((rel) => !told.has(rel));
+  for (const rel of fresh) told.add(rel);
+  if (!fresh.length) return '';
+  const them = fresh.length > 1 ? 'them' : 'it';
+  return `${fresh.map((rel) => path.join(checkout, rel)).join(', ')} changed after ${server} started, which read ${them} at start only: /__whoami says so, and wtproxy calls the server stale until it restarts: wtproxy restart (or run it with wtproxy run --restart-on-stale)`;
 }
 
 // This file as a worker thread, one job at a time: compute({ root,

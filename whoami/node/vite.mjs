@@ -51,14 +51,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { globMatch, checkPatterns, PATTERN_MAX } from './fingerprint.mjs';
-import { DEFAULT_EXCLUDE, resolveCheckout, answerFor, serveWhoami, withTakingIn } from './index.mjs';
-import { FingerprintWorker, fingerprintWithStats, signature } from './vite-fp.mjs';
+import { DEFAULT_EXCLUDE, READ_AT_START, resolveCheckout, answerFor, serveWhoami, withTakingIn } from './index.mjs';
+import { FingerprintWorker, fingerprintWithStats, signature, underRoot, lateWarning } from './vite-fp.mjs';
 
 // What Vite transforms and keeps, under its root.
 export const VITE_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'vue', 'svelte', 'astro',
   'css', 'scss', 'sass', 'less', 'styl', 'stylus', 'pcss', 'postcss', 'html', 'json'];
-// What Vite and the code it runs read once, at start.
-export const READ_AT_START = ['**/.env', '**/.env.*'];
 // index.mjs's, plus what test runners write inside a Vite project.
 // (Vite's own cache, .vite/, is added as it is configured.)
 export const VITE_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.vite/**'];
@@ -73,12 +71,7 @@ export const ASK_RECHECK_MS = 500;
 // root, relative to the checkout (everywhere when that root is the
 // checkout, or cannot be written as a literal pattern prefix).
 export function viteInclude(checkout, viteRoot) {
-  let rel = path.relative(checkout, viteRoot).split(path.sep).join('/');
-  if (rel.startsWith('..') || path.isAbsolute(rel) || /[*?]/.test(rel)) rel = '';
-  return [...VITE_EXTENSIONS.map((e) => `**/*.${e}`), ...READ_AT_START].map((all) => {
-    const p = `${rel ? `${rel}/` : ''}${all}`;
-    return Buffer.byteLength(p) <= PATTERN_MAX ? p : all;
-  });
+  return underRoot(checkout, viteRoot, [...VITE_EXTENSIONS.map((e) => `**/*.${e}`), ...READ_AT_START]);
 }
 
 // The .env files Vite restarts its server for (its getEnvFilesForMode),
@@ -148,9 +141,8 @@ class Follower {
     ({ answer: this.answer, body: this.body } = answerFor(this.checkout, this.include, this.exclude, fp));
     this.repaired.clear();
     this.takingSince = 0;
-    const late = fp.late.filter((rel) => !this.late.has(rel));
-    for (const rel of late) this.late.add(rel);
-    if (late.length) this.log('warn', `${late.map((rel) => path.join(this.checkout, rel)).join(', ')} changed after this Vite server started, which read ${late.length > 1 ? 'them' : 'it'} at start only: /__whoami says so, and wtproxy calls the server stale until it restarts: wtproxy restart (or run it with wtproxy run --restart-on-stale)`);
+    const late = lateWarning(this.checkout, fp.late, this.late, 'this Vite server');
+    if (late) this.log('warn', late);
   }
 
   // What /__whoami answers now: the published answer, saying taking_in

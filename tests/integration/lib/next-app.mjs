@@ -48,12 +48,12 @@ export function writeApp(repo, files) {
   git(repo, 'commit', '-q', '-m', 'the app');
 }
 
-// `wtproxy run --front FRONT --health /__whoami -- next dev EXTRA...` in
-// dir (ready once the route is compiled, as the .wtproxy's ready =
-// /__whoami makes the daemon's); resolves once ready with
+// `wtproxy run --front FRONT --health /__whoami RUNARGS... -- next dev
+// EXTRA...` in dir (ready once the route is compiled, as the .wtproxy's
+// ready = /__whoami makes the daemon's); resolves once ready with
 // { output(), stop() }.
-export async function runNext(t, tmp, dir, front, extra = []) {
-  const args = ['run', '--front', String(front), '--health', '/__whoami', '--', 'node_modules/.bin/next', 'dev', ...extra,
+export async function runNext(t, tmp, dir, front, extra = [], runArgs = []) {
+  const args = ['run', '--front', String(front), '--health', '/__whoami', ...runArgs, '--', 'node_modules/.bin/next', 'dev', ...extra,
     '--hostname', '127.0.0.1', '--port', '{port}'];
   const proc = spawn(wtproxyBin, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp), NEXT_TELEMETRY_DISABLED: '1' } });
   let out = '';
