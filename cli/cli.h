@@ -250,11 +250,6 @@ void cli_run_log_note(const struct cli_run_log *l, const char *line);
  * close the log. */
 void cli_run_log_close(struct cli_run_log *l);
 
-/* Delete the closed log and its .1: its worktree was removed, and a new
- * one at its path must not begin with its lines; no command can name a
- * worktree that is gone to read them. */
-void cli_run_log_remove(const struct cli_run_log *l);
-
 /* --- pause.c: the sleep between a wait's polls --- */
 
 /* Sleep ms, or as `wtproxy mcp` set it (cli_pause_set): read its stdin

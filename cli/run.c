@@ -117,8 +117,7 @@ static int stop_gone(struct cli_run *r, pid_t pid, const char *why)
     snprintf(line, sizeof line, "wtproxy: %s %s: stopping its server, %s", r->worktree, why,
              cmd_shown(r));
     fprintf(stderr, "%s\n", line);
-    cli_run_log_note(&r->log, line);
-    r->gone = 1;
+    cli_run_log_note(&r->log, line); /* its log says why: `wtproxy logs --prune` removes it later */
     cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -323,8 +322,6 @@ int cli_run_main(int argc, char **argv)
         /* Closed first: CMD's last output drained into the tail, which
          * the release tells the daemon when CMD exited by itself. */
         cli_run_log_close(&r.log);
-        if (r.gone)
-            cli_run_log_remove(&r.log);
         cli_run_release(&r);
     } else {
         cli_run_log_close(&r.log);

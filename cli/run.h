@@ -56,7 +56,6 @@ struct cli_run {
     int moves;  /* starts on another port since it was last ready (run_taken.c) */
     int exited; /* CMD ended by itself (not stopped): exit_status is its wait status */
     int exit_status;
-    int gone;   /* stopped because its worktree was removed: its log goes too */
     int keeper; /* the pipe to run_keeper.c's process, -1 none */
     int pin;    /* the worktree's folder held open (host_worktree_pin), -1 none */
 };

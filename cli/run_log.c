@@ -261,13 +261,3 @@ void cli_run_log_close(struct cli_run_log *l)
     l->buf = NULL;
     l->relaying = 0;
 }
-
-void cli_run_log_remove(const struct cli_run_log *l)
-{
-    char old[PATH_MAX + 8];
-    if (!l->path[0])
-        return;
-    snprintf(old, sizeof old, "%s.1", l->path);
-    unlink(l->path);
-    unlink(old);
-}

@@ -344,9 +344,9 @@ const char cli_usage_logs[] =
     "  -n N, --lines N   the last N lines (default 50)\n"
     "  -f, --follow      then print what it appends, until interrupted (as tail -F)\n"
     "  --prune           remove the logs of every worktree that no longer exists (a\n"
-    "                    server stopped because its worktree was removed takes its\n"
-    "                    log with it; this removes the rest) and those of an older\n"
-    "                    wtproxy, named by the folder only; never a running server's\n";
+    "                    server stopped because its worktree was removed says so at\n"
+    "                    its log's end) and those of an older wtproxy, named by the\n"
+    "                    folder only; never a running server's\n";
 
 const char cli_usage_refusals[] =
     "usage: wtproxy refusals [WORKTREE | --all] [--since D] [--limit N] [--json]\n"

@@ -334,19 +334,24 @@ static void query_failed(PGconn *c, int late, const char *msg, const char *code,
                  code ? code : "", code ? ")" : "");
     /* A server that answered with a SQLSTATE runs: "start it" would send the
      * reader after a server that is up. Not allowed (42501: another role's
-     * database, another user's on a shared machine) says whose role asked. */
+     * database, another user's on a shared machine, or a right such as
+     * CREATEDB the role lacks) says which role asked. */
     int answered = !late && code && strncmp(code, "08", 2) != 0 && strncmp(code, "57P", 3) != 0;
     if (is_db_server(c) && answered && strcmp(code, "42501") == 0)
         snprintf(err, errlen,
                  "the database server at host %s port %s (the app's, which wtproxy db uses: "
-                 "--server, else WTPROXY_DB_SERVER, else PG*) %s: the role %s may not do this "
-                 "to a database another role owns (on a machine several users share, another "
-                 "user's); leave it to its owner, or connect as a role that may: PGUSER=ROLE",
-                 h, p, said, PQuser(c));
+                 "--server, else WTPROXY_DB_SERVER, else PG*; not the registry) %s: the role %s "
+                 "lacks the "
+                 "privilege for it; a database another role owns (on a machine several users "
+                 "share, another user's) is that role's to change; else grant %s what it lacks "
+                 "(as a superuser: ALTER ROLE %s CREATEDB, to create databases), or connect as "
+                 "a role that has it: PGUSER=ROLE",
+                 h, p, said, PQuser(c), PQuser(c), PQuser(c));
     else if (is_db_server(c) && answered)
         snprintf(err, errlen,
                  "the database server at host %s port %s (the app's, which wtproxy db uses: "
-                 "--server, else WTPROXY_DB_SERVER, else PG*) %s: it runs and refused this; "
+                 "--server, else WTPROXY_DB_SERVER, else PG*; not the registry) %s: it runs and "
+                 "refused this; "
                  "fix what it says",
                  h, p, said);
     else if (is_db_server(c))

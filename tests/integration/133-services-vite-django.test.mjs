@@ -266,7 +266,7 @@ test('a service whose `after` dies before it is ready: 503 naming that one\'s lo
   assert.match(r.body, /service `web` of .* was not started: `api`, which it is started after, exited before it was ready/);
   const log = /its output: (\S+\.log)/.exec(r.body);
   assert.ok(log, r.body);
-  assert.equal(path.basename(log[1]), 'wt-a.api.log');
+  assert.match(path.basename(log[1]), /^wt-a-[0-9a-f]{8}-9003-api\.log$/, 'api\'s log: the worktree\'s name, its path\'s hash, front and service');
   assert.match(fs.readFileSync(log[1], 'utf8'), /boom: no database/);
   assert.deepEqual(await lsJson(tmp), [], 'web was never started');
   sanitizerClean(assert, px.stderr());

@@ -137,7 +137,10 @@ test('a .wtproxy front the daemon does not listen on: said once in its log, with
   const said = new RegExp(`\\.wtproxy declares service \`api\` on front :${api}, which this daemon \\(pid ${px.proc.pid}\\) ` +
     `does not listen on: .* kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; wtproxy serve --listen ${px.port} --listen ${api} \\(or one listen = line`, 'g');
   assert.equal([...px.stderr().matchAll(said)].length, 1, `said once:\n${px.stderr()}`);
-  const log = fs.readFileSync(path.join(path.dirname(tmp.state), 'servers', 'wt-a.api.log'), 'utf8');
+  const servers = path.join(path.dirname(tmp.state), 'servers');
+  const apiLog = fs.readdirSync(servers).find((f) => /^wt-a-[0-9a-f]{8}-\d+-api\.log$/.test(f));
+  assert.ok(apiLog, fs.readdirSync(servers).join(', '));
+  const log = fs.readFileSync(path.join(servers, apiLog), 'utf8');
   assert.doesNotMatch(log, /wtproxy run --front/, `no run fix for a server the daemon started:\n${log}`);
   assert.match(log, new RegExp(`started this server from ${tmp.wt.a}/\\.wtproxy on front ${api}.*wtproxy serve --listen ${px.port} --listen ${api}`));
   sanitizerClean(assert, px.stderr());

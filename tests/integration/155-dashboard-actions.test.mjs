@@ -147,7 +147,7 @@ test('with every proof: restart, stop and start act; the log tail is text', asyn
   git(tmp0.wt.a, 'commit', '-q', '-m', 'declare');
   const start = await request(px.port, 'POST', '/__wtproxy/api/start', good, JSON.stringify({ worktree: tmp0.wt.a, front: px.port }));
   assert.equal(start.status, 200, start.body);
-  assert.match(JSON.parse(start.body).log, /wt-a\.log$/);
+  assert.match(JSON.parse(start.body).log, /\/wt-a-[0-9a-f]{8}-\d+\.log$/);
   assert.equal(JSON.parse(start.body).running, false);
   const started = await ready(tmp0, tmp0.wt.a);
   const twice = await request(px.port, 'POST', '/__wtproxy/api/start', good, JSON.stringify({ worktree: tmp0.wt.a, front: px.port }));
