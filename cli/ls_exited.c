@@ -9,7 +9,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "host.h"
 #include "packages.h"
@@ -19,20 +18,6 @@
 /* The lines of a crash worth quoting where a list is read: the error is
  * at the end; `wtproxy logs` has the rest. */
 #define EXITED_LINES 5
-
-/* Whether the line [p, end) names an error: not indented (a stack
- * frame is), and says error, exception, fatal, panic or traceback. */
-static int error_line(const char *p, const char *end)
-{
-    static const char *const words[] = {"error", "exception", "fatal", "panic", "traceback"};
-    if (p == end || *p == ' ' || *p == '\t')
-        return 0;
-    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
-        for (const char *q = p; q + strlen(words[w]) <= end; q++)
-            if (strncasecmp(q, words[w], strlen(words[w])) == 0)
-                return 1;
-    return 0;
-}
 
 /* Where the quote of s[0, n) ends: after the last line that names an
  * error (Node prints its stack and its version after it; Python ends
@@ -44,7 +29,7 @@ static size_t quote_end(const char *s, size_t n, int *after)
         size_t start = end;
         while (start > 0 && s[start - 1] != '\n')
             start--;
-        if (error_line(s + start, s + end))
+        if (host_names_error(s + start, s + end))
             return end;
         ++*after;
         end = start ? start - 1 : 0;

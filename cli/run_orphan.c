@@ -130,12 +130,13 @@ static const char *refused(json_t *e, char *why, size_t len)
     const char *detail = str(json_object_get(e, "whoami"), "detail");
     char words[1400], named[64];
     json_t *failed = json_object_get(e, "start_failed");
-    const char *lines = str(failed, "lines"), *last = strrchr(lines, '\n');
+    size_t n;
+    const char *error = host_error_line(str(failed, "lines"), &n);
     if (failed) { /* started again, its output is this run's, where its runner reads it */
-        snprintf(why, len, "%s and waits for a change to its files (its last line: %.600s)",
+        snprintf(why, len, "%s and waits for a change to its files (its error: %.*s)",
                  strcmp(str(failed, "when"), "edit") == 0 ? "an edit broke it"
                                                           : "it failed at start",
-                 last ? last + 1 : lines);
+                 (int)(n < 600 ? n : 600), error);
         return why;
     }
     if (strcmp(str(e, "state"), "ready") != 0) {

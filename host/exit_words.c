@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* Signals a program raises on itself when it crashes: its error is its
  * own (the fix is in its code), not someone's kill. */
@@ -83,4 +84,43 @@ int host_exit_words(int status, int signal, const char *command, const char *ago
 int host_printed_nothing(const char *lines)
 {
     return !lines || !lines[strspn(lines, " \t\r\n")];
+}
+
+int host_names_error(const char *p, const char *end)
+{
+    static const char *const words[] = {"error", "exception", "fatal", "panic", "traceback"};
+    if (p == end || *p == ' ' || *p == '\t')
+        return 0;
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
+        for (const char *q = p; q + strlen(words[w]) <= end; q++)
+            if (strncasecmp(q, words[w], strlen(words[w])) == 0)
+                return 1;
+    return 0;
+}
+
+/* Not simply the last line: a server's stdout and stderr reach its
+ * wrapper through two pipes, and what it wrote to one just before its
+ * traceback on the other can be read after it (seen in CI: Django's
+ * "Performing system checks..." quoted as a failed start's last line). */
+const char *host_error_line(const char *lines, size_t *n)
+{
+    const char *error = NULL, *last = lines, *end = lines + strlen(lines);
+    size_t error_n = 0, last_n = 0;
+    for (const char *p = lines; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        eol = eol ? eol : end;
+        size_t w = (size_t)(eol - p);
+        while (w && strchr(" \t\r", p[w - 1]))
+            w--;
+        if (host_names_error(p, p + w)) {
+            error = p;
+            error_n = w;
+        } else if (w) {
+            last = p;
+            last_n = w;
+        }
+        p = eol + 1;
+    }
+    *n = error ? error_n : last_n;
+    return error ? error : last;
 }

@@ -231,6 +231,14 @@ int host_exit_words(int status, int signal, const char *command, const char *ago
 
 /* What a killed server's fix says before how to start it again. */
 #define HOST_EXIT_KILLED "something killed it (not wtproxy: wtproxy says so when it stops a server)"
+/* Whether the line [p, end) names an error: not indented (a stack frame
+ * is), and says error, exception, fatal, panic or traceback. */
+int host_names_error(const char *p, const char *end);
+
+/* The line of a server's last lines to quote alone: the last one naming
+ * an error, else the last one not blank; its length in *n. */
+const char *host_error_line(const char *lines, size_t *n);
+
 /* Said in place of "its last lines:" when there are none. */
 #define HOST_EXIT_SILENT "it printed nothing before it exited"
 

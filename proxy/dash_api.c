@@ -43,16 +43,17 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
         return "failed";
     }
     if (b->state == REG_STARTING && b->start_failed[0]) {
-        const char *last = strrchr(b->start_failed, '\n'); /* the error itself */
+        size_t n;
+        const char *error = host_error_line(b->start_failed, &n);
         snprintf(reason, len,
                  "%s; pid %d lives on without listening, waiting for a change to its files: fix "
-                 "it and save (%s restarts it); its last line: %.900s",
+                 "it and save (%s restarts it); its error: %.*s",
                  b->start_failed_when == REG_FAILED_EDIT
                      ? "an edit broke it: its reloader restarted it and the new "
                        "server failed"
                      : "failed at start",
                  (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader",
-                 last ? last + 1 : b->start_failed);
+                 (int)(n < 900 ? n : 900), error);
         return "failed";
     }
     if (b->state == REG_STARTING) {

@@ -250,6 +250,29 @@ test('a chained traceback that pauses at "During handling of the above exception
     'During handling of the above exception, another exception occurred:'], ['', ...threadHead.slice(1), ...urlsError]);
 });
 
+// A server's stdout and stderr reach its wrapper through two pipes, and
+// which of two writes a moment apart is read first is the scheduler's:
+// Django's "Performing system checks..." (stdout) came after the
+// traceback (stderr) in a CI run, and the dashboard quoted it as the
+// failure's "last line". The line quoted alone is the error line.
+test('a failed start whose stdout line is read after its traceback: the dashboard quotes its error line', async (t) => {
+  const tmp = makeWorktrees(t, ['o']);
+  const px = await startDaemon(t, tmp);
+  const script = `console.error(${JSON.stringify([...threadHead, ...urlsError].join('\n'))});
+setTimeout(() => console.log('Performing system checks...\\n'), 50);
+setInterval(() => {}, 1000);`;
+  startRun(t, tmp, {
+    cwd: tmp.wt.o, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '-e', script, '{port}'],
+  });
+  await waitFor(async () => (await lsJson(tmp))[0]?.start_failed, 10000, 'the failure told');
+  const [e] = await lsJson(tmp);
+  assert.match(e.start_failed.lines, /SyntaxError[^]*\nPerforming system checks\.\.\.$/, 'the stdout line read last');
+  const [dash] = await dashboard(px.port);
+  assert.equal(dash.status, 'failed');
+  assert.match(dash.status_reason, /its error: SyntaxError: '\(' was never closed$/, dash.status_reason);
+});
+
 // The agent's usual case: the server was ready and serving, then an edit
 // broke it. Django's autoreloader restarts its server, which fails the same
 // way and lives on without listening. Requests were retried for
@@ -286,7 +309,7 @@ test('a ready `wtproxy run` Django whose urls.py an edit breaks: the 503 with it
   assert.equal(failed.start_failed.when, 'edit');
   const [dash] = await dashboard(px.port);
   assert.equal(dash.status, 'failed');
-  assert.match(dash.status_reason, /^an edit broke it: its reloader restarted it and the new server failed; pid \d+ lives on without listening.*its last line: SyntaxError/);
+  assert.match(dash.status_reason, /^an edit broke it: its reloader restarted it and the new server failed; pid \d+ lives on without listening.*its error: SyntaxError/);
   const again = await curlFrom(tmp.wt.d, px.port, '/hello/', { timeout: 30000 });
   assert.equal(again.status, 503, again.body);
   assert.ok(again.ms < 2000, `the next request waited ${again.ms} ms for its 503`);
@@ -383,7 +406,7 @@ test('a failed start outlives its daemon: the next daemon answers its 503 at onc
   assert.match(ls.stdout, new RegExp(`${wt}\\s+\\S+\\s+${px.port}\\s+\\d+\\s+${run.pid}\\s+failed\\s`), ls.stdout);
   const [dash] = await dashboard(px.port);
   assert.equal(dash.status, 'failed');
-  assert.match(dash.status_reason, /^failed at start; pid \d+ lives on without listening.*its last line: SyntaxError/);
+  assert.match(dash.status_reason, /^failed at start; pid \d+ lives on without listening.*its error: SyntaxError/);
 
   const ok = await servedAfterFix(wt, px.port);
   assert.equal(ok.body, 'hello v1');
@@ -434,7 +457,7 @@ test('a second `wtproxy run` meeting the failed server that outlived its daemon 
   const ms = Date.now() - startedAt;
   t.diagnostic(`the second run decided after ${ms} ms`);
   assert.ok(ms < 7000, `it decided after ${ms} ms, not at once (it waited 15 s)`);
-  assert.match(second.stderr(), new RegExp(`wt-h's server on front :${px.port} \\(pid ${run.pid}, [^\\n]*\\) outlived the daemon it was registered with, and it failed at start and waits for a change to its files \\(its last line: [^\\n]*SyntaxError[^\\n]*\\); stopping it to run this one`), second.stderr());
+  assert.match(second.stderr(), new RegExp(`wt-h's server on front :${px.port} \\(pid ${run.pid}, [^\\n]*\\) outlived the daemon it was registered with, and it failed at start and waits for a change to its files \\(its error: SyntaxError[^\\n]*\\); stopping it to run this one`), second.stderr());
   await run.exited;
   await waitFor(() => /wt-h's server failed at start and lives on without listening/.test(second.stderr()), 15000,
     `the second run's own server fails the same way:\n${second.stderr()}`);

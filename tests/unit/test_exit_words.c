@@ -1,11 +1,20 @@
 /* test_exit_words.c - how a server's end is said (host/exit_words.c): a
  * shell's 128+N as the signal that killed its child, Python's 256-N only
  * for a Python command, a signal the wrapper saw by its name; a crash's
- * signal never read as someone's kill, and a plain status left plain. */
+ * signal never read as someone's kill, and a plain status left plain;
+ * the one line of a server's last lines quoted alone is its error. */
 #include "../../host/exit_words.c"
 #include "tap.h"
 
 static char out[512];
+
+static void quoted(const char *lines, const char *want, int line)
+{
+    size_t n = 0;
+    const char *got = host_error_line(lines, &n);
+    snprintf(out, sizeof out, "%.*s", (int)n, got);
+    tap_is_str(out, want, __FILE__, line, "quoted alone: %s", want);
+}
 
 static void said(int status, int sig, const char *command, const char *ago, const char *want,
                  int killed, int line)
@@ -51,5 +60,15 @@ int main(void)
     tap_ok(host_printed_nothing(NULL), __FILE__, __LINE__, "no lines: nothing printed");
     tap_ok(host_printed_nothing(" \r\n\n"), __FILE__, __LINE__, "white space: nothing printed");
     tap_ok(!host_printed_nothing("\nKilled\n"), __FILE__, __LINE__, "a line: printed");
+
+    /* stdout read after the traceback on stderr, as two pipes may */
+    quoted("Traceback (most recent call last):\n  File \"urls.py\", line 3\n"
+           "SyntaxError: '[' was never closed\nPerforming system checks...\n\n",
+           "SyntaxError: '[' was never closed", __LINE__);
+    quoted("/srv/app.js:3\n  throw new Error('boom')\n  ^\n\nError: boom\n    at main "
+           "(/srv/app.js:3:9)\n\nNode.js v20.19.2\n",
+           "Error: boom", __LINE__);
+    quoted("listening soon\r\nstill nothing  \n\n", "still nothing", __LINE__);
+    quoted("", "", __LINE__);
     return done_testing();
 }
