@@ -120,6 +120,18 @@ int reg_db_owner_gone(const struct reg_db_owner *o, const char *machine);
  * "sha256:<hex>". Returns 0, or -1 with err. */
 int reg_db_hash_dir(const char *dir, char *out, size_t outlen, char *err, size_t errlen);
 
+/* --- reg_db_alike.c --- */
+
+/* Whether worktrees a and b, two paths, derive one name: their folders'
+ * slugs, cut to REG_DB_WORKTREE_SLUG, are equal; that slug into slug. */
+int reg_db_alike(const char *a, const char *b, char *slug, size_t len);
+
+/* A path beside worktree, not there yet, whose folder's name derives
+ * another name than other's: worktree's folder name cut to leave room for
+ * what tells it from other ("fix-the-login-r-loop", "wt-a-shop2"), into
+ * out. Returns 0, or -1 when none is found. */
+int reg_db_own_folder(const char *worktree, const char *other, char *out, size_t len);
+
 /* --- reg_db_pg.c --- */
 
 struct reg_db_claim {

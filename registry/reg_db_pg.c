@@ -146,6 +146,42 @@ static const char *decide_own(const struct reg_db_claim *c, const struct reg_db_
     return c->hash[0] && strcmp(c->hash, o->hash) != 0 ? "recreated" : "kept";
 }
 
+/* Whether o, another worktree of this machine still there, has the
+ * database c->name because both folder names derive it: then err says
+ * so, and that freeing it there or --force takes it from under that
+ * worktree's tests; the fix is a folder name of this worktree's own.
+ * (Checked after reg_db_owner_gone: a folder that is gone frees it.) */
+static int alike(const struct reg_db_claim *c, const struct reg_db_owner *o, char *err,
+                 size_t errlen)
+{
+    char slug[REG_DB_WORKTREE_SLUG + 1], to[PATH_MAX], cmd[3 * PATH_MAX];
+    struct host_worktree *wt = malloc(sizeof *wt); /* PATH_MAX thrice */
+    size_t n = strlen(c->name), k;
+    if (!wt || !reg_db_alike(c->worktree, o->worktree, slug, sizeof slug) ||
+        (k = strlen(slug)) >= n || c->name[n - k - 1] != '_' || strcmp(c->name + n - k, slug)) {
+        free(wt);
+        return 0;
+    }
+    int is_main =
+        host_worktree_of(c->worktree, wt, NULL, 0) == 0 && strcmp(wt->gitdir, wt->common) == 0;
+    free(wt);
+    if (reg_db_own_folder(c->worktree, o->worktree, to, sizeof to) < 0)
+        snprintf(to, sizeof to, "<a folder name of its own>");
+    snprintf(cmd, sizeof cmd,
+             is_main ? "mv '%s' '%s' && cd '%s' && git worktree repair"
+                     : "git worktree move '%s' '%s' && cd '%s'",
+             c->worktree, to, to);
+    snprintf(err, errlen,
+             "database %s is worktree %s's, which is still there: its folder name and this "
+             "one's give one database name, ending in %s (a folder's name lowercased, other "
+             "characters '_', cut to %d bytes). "
+             "Refused: releasing it there, or --force, would drop it from under that "
+             "worktree's tests. Give this worktree a folder name of its own, then claim again "
+             "there: %s",
+             c->name, o->worktree, slug, REG_DB_WORKTREE_SLUG, cmd);
+    return 1;
+}
+
 /* Decide what to do with an existing database stamped now. Returns the
  * action ("kept", "recreated", ...) or NULL with err (refused). */
 static const char *decide(const struct reg_db_claim *c, const char *now, char *err, size_t errlen)
@@ -165,6 +201,8 @@ static const char *decide(const struct reg_db_claim *c, const char *now, char *e
         return "reclaimed";
     if (same_machine && strcmp(o.worktree, c->worktree) == 0)
         return decide_own(c, &o, err, errlen);
+    if (same_machine && alike(c, &o, err, errlen))
+        return c->force ? "taken over" : NULL;
     snprintf(err, errlen,
              "database %s belongs to worktree %s on %s%s; refused. Free it "
              "there: cd %s && wtproxy db release; or take it: --force",

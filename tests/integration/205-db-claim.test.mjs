@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { makeWorktrees, startDaemon, cli, sanitizerClean } from './lib/registry.mjs';
 import { startPostgres, dbStamp } from './lib/pg.mjs';
 
@@ -71,6 +72,39 @@ test('a name owned by another machine or worktree is refused naming the owner; -
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /taken over/);
   assert.equal(stampOf('test_shop_m2_wt_b'), dbStamp('m1', tmp.wt.a, ''));
+});
+
+// A name keeps 20 bytes of the worktree's folder name, so an
+// orchestrator's "wt-fix-the-login-redirect-bug" and "...-loop" (or two
+// clones' "wt-a") derive one name. The second's claim said "free it there
+// ... or take it: --force", and either drops the first's database from
+// under its tests. Now the refusal says why the names meet, and the fix is
+// a folder name of its own, whose pasted command works.
+test('two live worktrees whose folder names derive one name: refused with a folder of its own, never --force', async (t) => {
+  const { tmp, db, stampOf } = await setup(t, ['fix-the-login-redirect-bug', 'fix-the-login-redirect-loop']);
+  const [first, second] = [tmp.wt['fix-the-login-redirect-bug'], tmp.wt['fix-the-login-redirect-loop']];
+  assert.equal((await db(first, 'm1', ['claim', '--base', 'test_shop'])).code, 0);
+  const name = 'test_shop_m1_wt_fix_the_login_red';
+  let r = await db(second, 'm1', ['claim', '--base', 'test_shop']);
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`database ${name} is worktree ${first}'s, which is still there: its folder name and this one's give one database name, ending in wt_fix_the_login_red .*cut to 20 bytes\\)\\. Refused: releasing it there, or --force, would drop it from under that worktree's tests\\.`), r.stderr);
+  assert.doesNotMatch(r.stderr, /take it: --force|Free it there/, r.stderr);
+  const fix = r.stderr.match(/claim again there: (git worktree move .*)$/m);
+  assert.ok(fix, r.stderr);
+  assert.equal(fix[1], `git worktree move '${second}' '${tmp.root}/wt-fix-the-loop' && cd '${tmp.root}/wt-fix-the-loop'`);
+  execFileSync('sh', ['-c', fix[1]], { cwd: tmp.repo });
+  r = await db(`${tmp.root}/wt-fix-the-loop`, 'm1', ['claim', '--base', 'test_shop', '--print-env']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^WT_TEST_DB=test_shop_m1_wt_fix_the_loop$/m);
+  assert.equal(stampOf(name), dbStamp('m1', first, ''), 'the first worktree\'s, untouched');
+
+  // A clone's main checkout of the same folder name: mv, then git's repair.
+  const clone = path.join(tmp.root, 'other', 'wt-fix-the-login-redirect-bug');
+  execFileSync('git', ['clone', '-q', tmp.repo, clone]);
+  r = await db(clone, 'm1', ['claim', '--base', 'test_shop']);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`claim again there: mv '${clone}' '${tmp.root}/other/wt-fix-the-other' && cd '${tmp.root}/other/wt-fix-the-other' && git worktree repair$`, 'm'), r.stderr);
 });
 
 // On a machine several users share, each with a role of their own: taking
