@@ -94,8 +94,17 @@ static pid_t start_moved(struct cli_run *r, pid_t pid)
  * add at the same path within one look leave a .git there: only the
  * folder held since the start tells that CMD's is not the one at the path
  * (host_worktree_replaced). */
-static const char *gone_why(const struct cli_run *r)
+static const char *gone_why(const struct cli_run *r, char *buf, size_t len)
 {
+    char to[PATH_MAX];
+    if (host_worktree_moved(r->pin, r->worktree, to, sizeof to)) {
+        snprintf(buf, len,
+                 "was moved to %s (git worktree move, or a folder above it renamed): its "
+                 "server was started and registered at the old path; the next request from %s, "
+                 "or `wtproxy run` there, starts one",
+                 to, to);
+        return buf;
+    }
     if (host_worktree_removed(r->worktree))
         return "was removed (its .git or its gitdir is gone: git worktree remove)";
     if (host_worktree_replaced(r->pin, r->worktree))
@@ -112,7 +121,7 @@ static const char *gone_why(const struct cli_run *r)
  * `wtproxy stop`. */
 static int stop_gone(struct cli_run *r, pid_t pid, const char *why)
 {
-    char line[PATH_MAX + 1536];
+    char line[4 * PATH_MAX + 1536]; /* why holds two paths */
     int status;
     snprintf(line, sizeof line, "wtproxy: %s %s: stopping its server, %s", r->worktree, why,
              cmd_shown(r));
@@ -176,14 +185,16 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
     pid_t self = getpid();
     int status, ready = 0, said = 0;
     struct listener listener = {0, 0};
+    char why[2 * PATH_MAX + 256];
     unsigned polls = 0, retry = WTP_RUN_READY_RETRY_MS / WTP_CLIENT_POLL_MS, looks = 0;
     for (;;) {
         if (stop_asked) {
             cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         }
-        const char *gone =
-            ++looks % (RUN_GONE_LOOK_MS / WTP_CLIENT_POLL_MS) == 0 ? gone_why(r) : NULL;
+        const char *gone = ++looks % (RUN_GONE_LOOK_MS / WTP_CLIENT_POLL_MS) == 0
+                               ? gone_why(r, why, sizeof why)
+                               : NULL;
         if (gone)
             return stop_gone(r, pid, gone);
         if (restart_asked) {

@@ -329,6 +329,11 @@ int host_worktree_pin(const char *root);
  * An EACCES or EIO says nothing: 0. */
 int host_worktree_replaced(int pin, const char *root);
 
+/* Whether the folder pinned as pin, still there, now has another path
+ * than root (`git worktree move`, a parent folder renamed): its path into
+ * to. The kernel follows the folder, not the path. */
+int host_worktree_moved(int pin, const char *root, char *to, size_t len);
+
 /* The identity of the folder root, for a record no process keeps open (a
  * database's stamp): "<inode>.<birth seconds>.<nanoseconds>". A new folder
  * at the same path may get the inode number again at once (ext4), never

@@ -39,6 +39,21 @@ int host_worktree_replaced(int pin, const char *root)
     return now.st_dev != held.st_dev || now.st_ino != held.st_ino;
 }
 
+int host_worktree_moved(int pin, const char *root, char *to, size_t len)
+{
+    char link[32];
+    struct stat held;
+    ssize_t n;
+
+    if (pin < 0 || fstat(pin, &held) < 0 || held.st_nlink == 0 || len < 2)
+        return 0;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", pin);
+    if ((n = readlink(link, to, len - 1)) <= 0 || (size_t)n >= len - 1)
+        return 0;
+    to[n] = '\0';
+    return to[0] == '/' && strcmp(to, root) != 0;
+}
+
 int host_worktree_identity(const char *root, char *out, size_t outlen)
 {
     struct statx sx;

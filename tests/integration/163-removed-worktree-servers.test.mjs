@@ -80,3 +80,22 @@ test('a removed worktree\'s servers stop, the daemon\'s and a hand-run one; the 
   assert.equal((await served(tmp.wt.a, port)).pid, pids.a);
   sanitizerClean(assert, px.stderr());
 });
+
+// `git worktree move` under a running server: its .git is gone from the
+// old path, and the wrapper said "was removed", so its reader looked for
+// who removed it. The folder it holds says where it went: now "was moved
+// to NEW", and the next request from NEW starts a server there.
+test('a worktree moved under its server: said as moved, with where, and served from there', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`], ['f']);
+  const run = startRun(t, tmp0, { cwd: tmp.wt.f, front: px.port, detached: true });
+  await run.ready;
+  assert.equal((await served(tmp.wt.f, px.port)).worktree, tmp.wt.f);
+  const to = path.join(tmp.root, 'wt-f-moved');
+  git(tmp.repo, 'worktree', 'move', tmp.wt.f, to);
+  await waitFor(() => run.proc.exitCode !== null, 8000, `the wrapper stopped:\n${run.stderr()}`);
+  assert.match(run.stderr(), new RegExp(`${tmp.wt.f} was moved to ${to} \\(git worktree move, or a folder above it renamed\\): its server was started and registered at the old path; the next request from ${to}, or \`wtproxy run\` there, starts one: stopping its server`), run.stderr());
+  assert.doesNotMatch(run.stderr(), /was removed/);
+  assert.equal((await served(to, px.port)).worktree, to, 'served from the new path');
+});
