@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "port_stranger.h"
+#include "proxy_limits.h"
 #include "registry.h"
 #include "servers.h"
 #include "wtfile.h"
@@ -369,6 +371,46 @@ static int daemon_start(const char *path, char *err, size_t errlen)
     return rc;
 }
 
+/* When a port a daemon started here would listen on is held by another
+ * user's socket (a shared box: alice's daemon on the team's 8000), the
+ * sentence for no daemon at path says so, with its way out: the start it
+ * gives otherwise would fail on that port. Asks the port's holder (up to
+ * WTP_STRANGER_PROBE_MS): only once no daemon answered. Returns 1 when
+ * said. */
+static int held_by_another(const char *path, const char *log, char *err, size_t errlen)
+{
+    int ports[WTFILE_MAX_SERVICES + 1], n = cli_daemon_listen(ports);
+    const char *config = getenv("WTPROXY_CONFIG");
+    struct host_port_owner o;
+    struct proxy_port_stranger s;
+    if (n == 0 && !(config && *config))
+        ports[n++] = WTP_DEFAULT_FRONT_PORT; /* what a daemon with no config listens on */
+    for (int i = 0; i < n; i++) {
+        int p = ports[i], other = p < 65535 ? p + 1 : p - 1;
+        char who[160], serve[PATH_MAX * 2 + 256], tests[128], fix[PATH_MAX * 2 + 768];
+        if (!host_port_owner_find(p, &o) || !proxy_port_stranger("127.0.0.1", p, &o, &s))
+            continue;
+        size_t used = (size_t)snprintf(serve, sizeof serve, "setsid -f wtproxy serve --control %s",
+                                       path);
+        for (int k = 0; k < n && used < sizeof serve; k++)
+            used += (size_t)snprintf(serve + used, sizeof serve - used, " --listen %d",
+                                     k == i ? other : ports[k]);
+        if (used < sizeof serve)
+            snprintf(serve + used, sizeof serve - used, " >>%s 2>&1", log);
+        snprintf(tests, sizeof tests,
+                 "point your app's tests at port %d (their baseURL or port setting)", other);
+        proxy_port_stranger_who(&s, who, sizeof who);
+        proxy_port_stranger_fix(&s, p, serve, tests, fix, sizeof fix);
+        snprintf(err, errlen,
+                 "no daemon answers on %s, and port %d, where one of yours would listen, is "
+                 "held by %s%s: %s",
+                 path, p, who, s.daemon_pid ? ", which serves that user's worktrees only" : "",
+                 fix);
+        return 1;
+    }
+    return 0;
+}
+
 /* The sentence for no daemon at path: where it looked, and a start that
  * returns at once (in an agent's shell a foreground `wtproxy serve` never
  * returns; setsid -f leaves it running when that shell ends), answering
@@ -381,6 +423,8 @@ static void no_daemon(const char *path, char *err, size_t errlen)
     char listen[(WTFILE_MAX_SERVICES + 1) * 16];
     if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
         snprintf(log, sizeof log, "%s/daemon.log", dir);
+    if (held_by_another(path, log, err, errlen))
+        return;
     cli_daemon_listen_flags(listen, sizeof listen);
     snprintf(err, errlen,
              "no daemon answers on %s" CLI_NO_DAEMON_START "setsid -f wtproxy serve "

@@ -109,6 +109,19 @@ test("another user's wtproxy daemon on the port: bob's daemon start and doctor n
   assert.match(d.fix, new RegExp(`^as ${re(aliceName)}: wtproxy stop --daemon; or serve a port of your own: `
     + `setsid -f ${SELF_RE} serve --listen ${P + 1} >>\\S+ 2>&1, and point your app's tests at port ${P + 1} `), d.fix);
 
+  // A command that starts no daemon (ls, why, refusals) gave the start
+  // that fails on alice's port: now it names her daemon and the way out.
+  const wtfile = path.join(bob, '.wtproxy');
+  fs.writeFileSync(wtfile, `start = ${process.execPath} server.js {port}\nfront = ${P}\n`);
+  fs.chownSync(wtfile, BOB, BOB);
+  const ls = await asBob(bob, ['ls']);
+  assert.equal(ls.code, 1, ls.stderr);
+  assert.match(ls.stderr, new RegExp(`no daemon answers on ${re(path.join(bob, 'control.sock'))}, and port ${P}, `
+    + `where one of yours would listen, is held by ${whose}: as ${re(aliceName)}: wtproxy stop --daemon; `
+    + `or serve a port of your own: setsid -f wtproxy serve --control ${re(path.join(bob, 'control.sock'))} `
+    + `--listen ${P + 1} >>\\S+ 2>&1, and point your app's tests at port ${P + 1} `), ls.stderr);
+  fs.rmSync(wtfile);
+
   // doctor with bob's daemon running elsewhere: his is stopped before his own port is served.
   const bobs = await startProxy(t, ['--control', path.join(bob, 'control.sock'), '--state', path.join(bob, 'registry.json')],
     { uid: BOB, gid: BOB, env: bobEnv(bob) });
