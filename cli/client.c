@@ -390,8 +390,8 @@ static int held_by_another(const char *path, const char *log, char *err, size_t 
         char who[160], serve[PATH_MAX * 2 + 256], tests[128], fix[PATH_MAX * 2 + 768];
         if (!host_port_owner_find(p, &o) || !proxy_port_stranger("127.0.0.1", p, &o, &s))
             continue;
-        size_t used = (size_t)snprintf(serve, sizeof serve, "setsid -f wtproxy serve --control %s",
-                                       path);
+        size_t used =
+            (size_t)snprintf(serve, sizeof serve, "setsid -f wtproxy serve --control %s", path);
         for (int k = 0; k < n && used < sizeof serve; k++)
             used += (size_t)snprintf(serve + used, sizeof serve - used, " --listen %d",
                                      k == i ? other : ports[k]);
