@@ -32,37 +32,41 @@ int reg_db_alike(const char *a, const char *b, char *slug, size_t len)
     return sa[0] && strcmp(a, b) != 0 && strcmp(sa, sb) == 0;
 }
 
-/* The slug of what tells worktree from other: the end of its folder name
- * past the part they share, else (one folder name in two places) the
- * nearest folder above it whose name differs from other's there. */
-static void telling_part(const char *worktree, const char *other, char *out, size_t len)
+/* The slug of what tells the name a[0, alen) from b[0, blen): a's slug
+ * past the start both slugs share, else (a's is where b's starts) a's
+ * whole slug; cut to TAIL_MAX. "" when the two slugs are equal. */
+static void tail_of(const char *a, size_t alen, const char *b, size_t blen, char *out, size_t len)
 {
-    char mine[FULL_SLUG], theirs[FULL_SLUG];
-    reg_db_slug(folder_of(worktree), sizeof mine - 1, mine, sizeof mine);
-    reg_db_slug(folder_of(other), sizeof theirs - 1, theirs, sizeof theirs);
+    char part[FULL_SLUG], mine[FULL_SLUG], theirs[FULL_SLUG];
     size_t k = 0;
+    snprintf(part, sizeof part, "%.*s", (int)alen, a);
+    reg_db_slug(part, sizeof mine - 1, mine, sizeof mine);
+    snprintf(part, sizeof part, "%.*s", (int)blen, b);
+    reg_db_slug(part, sizeof theirs - 1, theirs, sizeof theirs);
+    out[0] = '\0';
+    if (strcmp(mine, theirs) == 0)
+        return;
     while (mine[k] && mine[k] == theirs[k])
         k++;
-    out[0] = '\0';
-    if (mine[k]) {
-        reg_db_slug(mine + k, TAIL_MAX, out, len);
-        return;
-    }
+    reg_db_slug(mine[k] ? mine + k : mine, TAIL_MAX, out, len);
+}
+
+/* What tells worktree from other: the end of its folder's name past the
+ * part they share, else (one folder name in two places: two clones, two
+ * users) that of the nearest folder above whose name differs there. */
+static void telling_part(const char *worktree, const char *other, char *out, size_t len)
+{
     const char *a = worktree + strlen(worktree), *b = other + strlen(other);
-    while (a > worktree && b > other) {
+    out[0] = '\0';
+    while (!out[0] && a > worktree && b > other) {
         const char *ea = a, *eb = b;
         while (a > worktree && a[-1] != '/')
             a--;
         while (b > other && b[-1] != '/')
             b--;
-        if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a)) != 0) {
-            char part[FULL_SLUG];
-            snprintf(part, sizeof part, "%.*s", (int)(ea - a), a);
-            reg_db_slug(part, TAIL_MAX, out, len);
-            return;
-        }
-        a = a > worktree ? a - 1 : a; /* past the '/' */
-        b = b > other ? b - 1 : b;
+        tail_of(a, (size_t)(ea - a), b, (size_t)(eb - b), out, len);
+        a -= a > worktree; /* past the '/' */
+        b -= b > other;
     }
 }
 

@@ -144,7 +144,7 @@ test('an abandoned worktree\'s dev database (same machine, folder gone) is recla
     env: { WTPROXY_DB_SERVER: pg.uri('postgres'), WTPROXY_MACHINE: 'm1' } });
   r = await odb(['claim', '--dev', 'shop', '--from', 'shop']);
   assert.equal(r.code, 1, 'the first wt-c still exists');
-  assert.match(r.stderr, /belongs to worktree .*wt-c on this machine; refused/);
+  assert.match(r.stderr, new RegExp(`database shop_m1_wt_c is worktree \\S+/wt-c's, which is still there: its folder name and this one's give one database name.* Refused: releasing it there, or --force, would drop it from under that worktree's tests\\. Give this worktree a folder name of its own, then claim again there: git worktree move '${other.wt.c}' '${other.root}/wt-c-[a-z0-9]+'`));
   assert.equal(hasMarker('shop_m1_wt_c'), 't', 'untouched');
   fs.rmSync(stampOf('shop_m1_wt_c').replace(/^wtproxy:m1:(?:[\d.]+:)?/, '').replace(/\|dev$/, ''), { recursive: true, force: true });
   r = await odb(['claim', '--dev', 'shop', '--from', 'shop']);
