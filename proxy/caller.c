@@ -28,10 +28,24 @@ static int place_in(const char *dir, struct caller_place *place)
     return 0;
 }
 
+/* Whether the cwd dir (readlink of /proc/PID/cwd) is a folder removed
+ * since the process went there: the kernel marks it " (deleted)". */
+static int removed(const char *dir)
+{
+    static const char mark[] = " (deleted)";
+    size_t n = strlen(dir), m = sizeof mark - 1;
+    return n > m && strcmp(dir + n - m, mark) == 0;
+}
+
 /* Whether pid decides: its WTPROXY_WORKTREE naming a worktree (an explicit
  * override: any repository; an absolute path, for relative to what?),
  * else its cwd in a worktree of a repository known() accepts. Fills
- * place's worktree, common_dir and how. */
+ * place's worktree, common_dir and how. Returns 1 when it decides, 0
+ * when not, -1 when its cwd was removed: its worktree is gone (git
+ * worktree remove under a running test), and its parent's folder says
+ * nothing of this process's code. Walking on, a removed worktree's tests
+ * were served by the main checkout's server, where their coordinator's
+ * shell ran, and a test that must fail passed. */
 static int decides(pid_t pid, caller_known_fn known, void *arg, struct caller_place *place)
 {
     char dir[PATH_MAX];
@@ -41,13 +55,13 @@ static int decides(pid_t pid, caller_known_fn known, void *arg, struct caller_pl
         snprintf(place->how, sizeof place->how, "env");
         return 1;
     }
-    if (host_pid_cwd(pid, dir, sizeof dir) == 0 && place_in(dir, place) == 0 &&
-        known(place->worktree, place->common_dir, arg)) {
+    int has_cwd = host_pid_cwd(pid, dir, sizeof dir) == 0;
+    if (has_cwd && place_in(dir, place) == 0 && known(place->worktree, place->common_dir, arg)) {
         snprintf(place->how, sizeof place->how, "cwd");
         return 1;
     }
     place->worktree[0] = place->common_dir[0] = '\0';
-    return 0;
+    return has_cwd && removed(dir) ? -1 : 0;
 }
 
 int caller_test_worker(pid_t pid, uid_t uid)
@@ -77,11 +91,14 @@ int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg, struct 
     for (int depth = 0; p > 1 && depth < CALLER_MAX_DEPTH; depth++) {
         if (host_pid_uid(p, &owner) < 0 || owner != uid)
             break;
-        if (decides(p, known, arg, place)) {
+        int d = decides(p, known, arg, place);
+        if (d > 0) {
             place->decided_by = p;
             place->depth = depth;
             return 0;
         }
+        if (d < 0) /* unplaced: the refusal says the folder was removed (route.c) */
+            break;
         p = host_pid_parent(p);
     }
     return -1;

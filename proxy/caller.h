@@ -42,7 +42,9 @@ struct caller_place {
  * is inside a worktree of a known repository, decides. A cwd in a
  * repository known() rejects (say ~/notes) does not stop the walk. The
  * environment of a process we may not read (Chromium's network service
- * rewrites its own) is skipped, its cwd still counts. Returns 0 when
+ * rewrites its own) is skipped, its cwd still counts. A process whose
+ * cwd was removed (" (deleted)") and that has no WTPROXY_WORKTREE stops
+ * the walk: its worktree is gone. Returns 0 when
  * placed, -1 when not (place->pid, comm, cwd still filled for messages). */
 int caller_place(pid_t pid, uid_t uid, caller_known_fn known, void *arg,
                  struct caller_place *place);

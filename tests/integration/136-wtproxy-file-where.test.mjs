@@ -82,6 +82,27 @@ test('a caller in a removed worktree: the 503 says it was removed, and the fix i
   assert.equal((await lsJson(tmp)).length, 0, 'nothing was started');
 });
 
+// The same from a coordinator's shell in the main checkout, which starts
+// the worktree's run there (`cd wt && npx playwright test`) and removes the
+// worktree while it runs: the walk up from the caller skipped its removed
+// folder and reached that shell, and the main checkout's server answered a
+// removed branch's tests (a test that must fail passed). A removed folder
+// now stops the walk.
+test('a caller in a removed worktree whose parent runs in the main checkout: refused, never the main checkout\'s server', async (t) => {
+  const tmp = makeWorktrees(t, ['gone2']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.repo, '.wtproxy'), `${startLine}\nfront = ${px.port}\nidle_stop = 30s\n`);
+  git(tmp.repo, 'add', '.wtproxy');
+  git(tmp.repo, 'commit', '-q', '-m', 'declare the dev server');
+  const main = await curlFrom(tmp.repo, px.port);
+  assert.equal(main.status, 200, main.body);
+  const inner = `cd ${tmp.wt.gone2} && git -C ${tmp.repo} worktree remove --force ${tmp.wt.gone2} && curl -sS http://127.0.0.1:${px.port}/`;
+  const body = execSync(`sh -c '${inner}'; true`, { cwd: tmp.repo, shell: '/bin/sh', encoding: 'utf8' });
+  assert.match(body, /^wtproxy: 503 /, body);
+  assert.ok(body.includes(`runs in ${tmp.wt.gone2}, which was removed (git worktree remove, or deleted) after it started there`), body);
+  assert.match(body, /\nFix: Run it from a worktree that exists: cd \/path\/to\/worktree/);
+});
+
 test('a .wtproxy that declares servers on other fronts only: the 503 says which', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp);
