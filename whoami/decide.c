@@ -120,12 +120,13 @@ static int in_grace(const struct whoami_case *c)
 /* The answer agrees on the checkout: compare its fingerprint with the
  * disk's, giving a stale server its grace. */
 static int decide_code(const struct whoami_case *c, struct whoami_status *st,
-                       const struct whoami_patterns **patterns, char *detail, size_t detlen)
+                       struct whoami_disk_want *want, char *detail, size_t detlen)
 {
     const struct whoami_memory *m = c->mem;
     const struct whoami_target *t = c->target;
     if (!c->disk) {
-        *patterns = &m->ans->patterns;
+        want->root = m->ans->checkout;
+        want->patterns = &m->ans->patterns;
         return WA_DISK;
     }
     const struct whoami_fp *disk = c->disk->fp;
@@ -159,12 +160,13 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
 /* No /__whoami and --trust-registry: the caller's word says which checkout
  * it serves, and a fingerprinted file newer than the server is stale. */
 static int decide_trusted(const struct whoami_case *c, struct whoami_status *st,
-                          const struct whoami_patterns **patterns, char *detail, size_t detlen)
+                          struct whoami_disk_want *want, char *detail, size_t detlen)
 {
     const struct whoami_target *t = c->target;
     long long started = t->started_ms ? t->started_ms : t->registered_ms;
     if (!c->disk) {
-        *patterns = whoami_default_patterns();
+        want->root = t->checkout;
+        want->patterns = whoami_default_patterns();
         return WA_DISK;
     }
     const struct whoami_fp *disk = c->disk->fp;
@@ -222,22 +224,55 @@ static int failing(const struct whoami_memory *m)
     return m->result == WF_OK && m->status >= 500 && !m->ans && m->answered;
 }
 
+int whoami_inside(const char *folder, const char *worktree)
+{
+    size_t n = strlen(worktree);
+    return n && strncmp(folder, worktree, n) == 0 && folder[n] == '/' && folder[n + 1];
+}
+
+/* Whether the answer's checkout is the server's worktree: its top folder,
+ * or a folder inside it whose own worktree (the nearest .git, as the
+ * disk's fingerprint found it) is that one. A Go module in api/, built
+ * and run there, fingerprints its own folder (wtproxy help
+ * whoami-protocol); refused, it was told to kill and restart the same
+ * server for ever. A worktree nested inside (repo/.worktrees/wt-b in the
+ * main checkout) is another checkout. 1 yes, 0 no, -1 the disk must say
+ * first (WA_DISK: its lstats are the worker's). A folder in no worktree
+ * that cannot be fingerprinted (removed) is let through to say so. */
+static int checkout_agrees(const struct whoami_case *c)
+{
+    const char *ans = c->mem->ans->checkout, *wt = c->target->checkout;
+    if (strcmp(ans, wt) == 0)
+        return 1;
+    if (!whoami_inside(ans, wt))
+        return 0;
+    if (!c->disk)
+        return -1;
+    return strcmp(c->disk->worktree, wt) == 0 || (!c->disk->worktree[0] && !c->disk->fp);
+}
+
+/* The other worktree a refused answer's checkout inside the server's
+ * worktree is in, for the refusal; NULL when it is not inside. */
+static const char *nested_worktree(const struct whoami_case *c)
+{
+    return c->disk && c->disk->worktree[0] ? c->disk->worktree : NULL;
+}
+
 /* What its answer says: no /__whoami, unusable, another checkout, or on
  * to the code. */
 static int decide_answer(const struct whoami_case *c, int fresh, struct whoami_status *st,
-                         const struct whoami_patterns **patterns, char *detail, size_t detlen)
+                         struct whoami_disk_want *want, char *detail, size_t detlen)
 {
     const struct whoami_memory *m = c->mem;
     const struct whoami_target *t = c->target;
+    int agrees = m->ans ? checkout_agrees(c) : 0;
     /* A verified answer is trusted until the disk changes; any other is
      * asked again for each request that finds it older than itself. */
-    if (!m->ans || strcmp(m->ans->checkout, t->checkout) != 0) {
-        if (!fresh && c->now_ms - m->asked_ms >= WHOAMI_RECHECK_MS)
-            return WA_FETCH;
-    }
+    if (!agrees && !fresh && c->now_ms - m->asked_ms >= WHOAMI_RECHECK_MS)
+        return WA_FETCH;
     if (m->result == WF_OK && m->status != 200 && !m->ans) {
         if (c->cfg->trust_registry)
-            return decide_trusted(c, st, patterns, detail, detlen);
+            return decide_trusted(c, st, want, detail, detlen);
         whoami_refusal_no_whoami(t, m->status, detail, detlen);
         show(st, m, "no-whoami", detail, NULL);
         return WHOAMI_NO_WHOAMI;
@@ -247,16 +282,21 @@ static int decide_answer(const struct whoami_case *c, int fresh, struct whoami_s
         show(st, m, "invalid", detail, NULL);
         return WHOAMI_INVALID;
     }
-    if (strcmp(m->ans->checkout, t->checkout) != 0) {
-        whoami_refusal_mismatch(t, m->ans, detail, detlen);
+    if (agrees < 0) {
+        want->root = m->ans->checkout;
+        want->patterns = &m->ans->patterns;
+        return WA_DISK;
+    }
+    if (!agrees) {
+        whoami_refusal_mismatch(t, m->ans, nested_worktree(c), detail, detlen);
         show(st, m, "mismatch", detail, NULL);
         return WHOAMI_MISMATCH;
     }
-    return decide_code(c, st, patterns, detail, detlen);
+    return decide_code(c, st, want, detail, detlen);
 }
 
 int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
-                  const struct whoami_patterns **patterns, char *detail, size_t detlen)
+                  struct whoami_disk_want *want, char *detail, size_t detlen)
 {
     const struct whoami_memory *m = c->mem;
     int fresh = m->have && m->asked_ms >= c->since_ms;
@@ -282,5 +322,5 @@ int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
     }
     if (failing(m) && (restarting(c) || c->now_ms - c->since_ms < c->cfg->reload_grace_ms))
         return fresh ? WA_RETRY : WA_FETCH;
-    return decide_answer(c, fresh, st, patterns, detail, detlen);
+    return decide_answer(c, fresh, st, want, detail, detlen);
 }

@@ -19,7 +19,16 @@ enum whoami_action {
     WA_RETRY,       /* wait; ask again in WHOAMI_POLL_MS */
     WA_LISTENER,    /* compare the socket listening now with the one asked, then decide again */
     WA_RESTART,     /* send the restart (SIGUSR1), then wait; if it cannot be sent, decide again */
-    WA_DISK,        /* fingerprint the checkout under *patterns, then decide again */
+    WA_DISK,        /* fingerprint want->root under want->patterns, then decide again */
+};
+
+/* The disk's fingerprint WA_DISK asks for: the checkout the server's
+ * answer names (its worktree's top folder, or a folder inside it) under
+ * its patterns, or, trusted without an answer, the worktree under the
+ * default patterns. */
+struct whoami_disk_want {
+    const char *root;
+    const struct whoami_patterns *patterns;
 };
 
 /* The gate's memory of one server. */
@@ -45,6 +54,7 @@ struct whoami_disk {
     const struct whoami_fp *fp; /* NULL: it cannot be computed (err says why) */
     long long changed_ms;       /* when its hash last changed, 0 never seen to */
     const char *err;
+    const char *worktree; /* the top folder of the root's worktree, "" in none */
 };
 
 /* One request's case. */
@@ -60,10 +70,14 @@ struct whoami_case {
     int no_restart;
 };
 
+/* Whether folder is strictly inside worktree (both canonical): the
+ * checkout an answer may name besides worktree itself (decide.c). */
+int whoami_inside(const char *folder, const char *worktree);
+
 /* Returns an enum whoami_verdict (detail filled for a refusal, st updated
- * with what it found) or an enum whoami_action (*patterns set for
- * WA_DISK). Writes nothing but st, *patterns and detail. */
+ * with what it found) or an enum whoami_action (*want set for WA_DISK).
+ * Writes nothing but st, *want and detail. */
 int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
-                  const struct whoami_patterns **patterns, char *detail, size_t detlen);
+                  struct whoami_disk_want *want, char *detail, size_t detlen);
 
 #endif

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* How much nicer than the loop the worker runs: on a busy machine a
@@ -22,6 +23,16 @@ struct whoami_fp_worker {
 
 #define JOB_OF(hj) ((struct whoami_fp_job *)((char *)(hj)-offsetof(struct whoami_fp_job, hj)))
 
+/* The top folder of root's worktree into out, "" when root is in none. */
+static void worktree_of(const char *root, char *out, size_t len)
+{
+    struct host_worktree wt;
+    if (host_worktree_of(root, &wt, NULL, 0) == 0)
+        snprintf(out, len, "%s", wt.root);
+    else
+        out[0] = '\0';
+}
+
 /* On the worker. */
 static void run_job(struct host_job *hj, void *ctx)
 {
@@ -29,10 +40,12 @@ static void run_job(struct host_job *hj, void *ctx)
     (void)ctx;
     if (j->before)
         j->before(j);
-    if (j->root)
+    if (j->root) {
         j->rc = whoami_fp_compute(j->root, j->patterns, j->prev, &j->out, j->err, sizeof j->err);
-    else
+        worktree_of(j->root, j->worktree, sizeof j->worktree);
+    } else {
         j->rc = -1; /* before alone: no out */
+    }
     j->finished = 1;
 }
 

@@ -26,6 +26,11 @@ struct whoami_fp_job {
     int rc;
     struct whoami_fp out;
     char err[256];
+    /* The top folder of root's worktree (host_worktree_of), "" when it is
+     * in none: whether a folder inside a worktree is that worktree's or a
+     * nested one's, which the gate asks of a server that fingerprints a
+     * subfolder (decide.c). A few lstats, so the worker's too. */
+    char worktree[PATH_MAX];
     int finished;       /* the worker is done with it */
     struct host_job hj; /* the worker's link */
 };

@@ -79,18 +79,46 @@ struct whoami_server *whoami_server_new(struct whoami_gate *g)
     return s;
 }
 
-/* s's server is gone: its checkout's trees go too unless another server
- * is checked against it. Now, while s->t's strings are still its
- * caller's: a server released during a callback is freed later. */
-static void forget_checkout(struct whoami_server *s)
+/* The folder inside s's worktree its answer names (decide.c fingerprints
+ * it: a Go module in api/), NULL when it names another. */
+static const char *answer_inside(const struct whoami_server *s)
+{
+    return s->have_ans && s->t.checkout && whoami_inside(s->ans.checkout, s->t.checkout)
+               ? s->ans.checkout
+               : NULL;
+}
+
+/* Whether o is checked against root's trees: its worktree's, or those of
+ * the folder inside it its answer names. */
+static int checked_at(const struct whoami_server *o, const char *root)
+{
+    const char *inside = answer_inside(o);
+    return (o->t.checkout && strcmp(o->t.checkout, root) == 0) ||
+           (inside && strcmp(inside, root) == 0);
+}
+
+/* root's trees go unless a server other than s is checked against them. */
+static void forget_root(struct whoami_server *s, const char *root)
 {
     struct whoami_server *o;
+    LIST_FOREACH(o, &s->g->servers, link)
+        if (o != s && !o->released && checked_at(o, root))
+            return;
+    whoami_trees_forget(s->g->trees, root);
+}
+
+/* s's server is gone: its checkout's trees go too unless another server
+ * is checked against them, and so do those of the folder inside it its
+ * answer named. Now, while s->t's strings are still its caller's: a
+ * server released during a callback is freed later. */
+static void forget_checkout(struct whoami_server *s)
+{
     if (!s->g || !s->t.checkout)
         return;
-    LIST_FOREACH(o, &s->g->servers, link)
-        if (o != s && !o->released && o->t.checkout && strcmp(o->t.checkout, s->t.checkout) == 0)
-            return;
-    whoami_trees_forget(s->g->trees, s->t.checkout);
+    const char *inside = answer_inside(s);
+    forget_root(s, s->t.checkout);
+    if (inside)
+        forget_root(s, inside);
 }
 
 void whoami_server_release(void *server)

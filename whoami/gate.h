@@ -5,10 +5,12 @@
  * The gate knows no registry: its caller describes each server as a plain
  * whoami_target and keeps, per server, the gate's handle (whoami_server),
  * whose status it copies wherever people read it (ls, the dashboard).
- * Per server the gate keeps its last /__whoami answer; per (worktree,
+ * Per server the gate keeps its last /__whoami answer; per (checkout,
  * patterns) the fingerprint of the disk (tree.h), computed on a worker
- * thread. A verified server's request passes with no round trip: one read
- * of inotify's queue and a string compare. A stale one is re-asked every
+ * thread: the checkout its answer names, the worktree's top or a folder
+ * of the worktree's own inside it (decide.c). A verified server's request
+ * passes with no round trip: one read of inotify's queue and a string
+ * compare. A stale one is re-asked every
  * WHOAMI_POLL_MS for stale_grace (an autoreloading server comes back with
  * the new code), longer while its answer says taking_in (up to
  * start_timeout), or restarted when it was started with --restart-on-stale;

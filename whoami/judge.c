@@ -67,12 +67,12 @@ int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
                               0,
                               0,
                               0};
-    struct whoami_disk disk = {NULL, 0, NULL};
+    struct whoami_disk disk = {NULL, 0, NULL, ""};
     struct whoami_case c = {&g->cfg, &s->t, &m, NULL, since, whoami_gate_now(g), no_restart};
-    const struct whoami_patterns *pat = NULL;
+    struct whoami_disk_want want = {NULL, NULL};
     char err[512];
     for (;;) {
-        int d = whoami_decide(&c, &s->st, &pat, detail, detlen);
+        int d = whoami_decide(&c, &s->st, &want, detail, detlen);
         if (d == WA_LISTENER) {
             m.listener_checked = 1;
             m.listener_moved = listener_moved(s, c.now_ms);
@@ -81,8 +81,8 @@ int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
                 return WA_RETRY;
             m.restart_failed = 1;
         } else if (d == WA_DISK) {
-            int r = whoami_tree_get(g->trees, s->t.checkout, pat, c.now_ms, disk_ticket, &disk.fp,
-                                    &disk.changed_ms, err, sizeof err);
+            int r = whoami_tree_get(g->trees, want.root, want.patterns, c.now_ms, disk_ticket,
+                                    &disk.fp, &disk.changed_ms, &disk.worktree, err, sizeof err);
             if (r == WT_PENDING)
                 return G_DISK;
             disk.err = err;

@@ -188,9 +188,9 @@ static void mismatch_owned(const struct whoami_target *t, const struct whoami_an
 }
 
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
-                             char *out, size_t outlen)
+                             const char *nested, char *out, size_t outlen)
 {
-    char since[32], hint[PATH_MAX + 1200];
+    char since[32], hint[PATH_MAX + 1200], whose[PATH_MAX + 64] = "";
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     if (t->other_front > 0) {
         mismatch_owned(t, ans, since, out, outlen);
@@ -207,11 +207,18 @@ void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_
     if (!one_kill)
         snprintf(dropping, sizeof dropping, "; drop your worktree's registration of that port: %s",
                  drop);
+    /* A folder inside the worktree is served when it is the worktree's own
+     * (decide.c): one that is not is said whose it is, or its reader
+     * takes it for the worktree's. */
+    if (nested && strcmp(nested, ans->checkout) == 0)
+        snprintf(whose, sizeof whose, " (a worktree of its own, nested inside yours)");
+    else if (nested)
+        snprintf(whose, sizeof whose, " (in the worktree %s, nested inside yours)", nested);
     snprintf(out, outlen,
              "port %d is served by %s, not by %s: the server there (pid %d, started %s ago) "
-             "belongs to another checkout, so its answers would not be your code's. Stop it: "
+             "belongs to another checkout%s, so its answers would not be your code's. Stop it: "
              "kill %d (unless %s still needs it%s)%s; then start your own server: %s",
-             t->port, ans->checkout, t->checkout, (int)ans->pid, since, (int)ans->pid,
+             t->port, ans->checkout, t->checkout, (int)ans->pid, since, whose, (int)ans->pid,
              ans->checkout, one_kill ? "; its exit ends your worktree's registration of it" : "",
              dropping, hint);
 }

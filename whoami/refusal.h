@@ -10,9 +10,11 @@
 
 #define WHOAMI_NAMED_FILES 3 /* changed files a stale refusal names */
 
-/* t's port answers for ans->checkout, not for t->checkout. */
+/* t's port answers for ans->checkout, not for t->checkout; nested: the
+ * other worktree, inside t->checkout, that ans->checkout is in (NULL: not
+ * inside). */
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
-                             char *out, size_t outlen);
+                             const char *nested, char *out, size_t outlen);
 
 /* t loaded older code than disk; restarted: wtproxy already restarted it.
  * One with t->restart_on_stale is said to be restarted at the next request. */

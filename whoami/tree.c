@@ -176,6 +176,7 @@ static void keep_result(struct tree *t)
 {
     struct whoami_fp_job *j = &t->job;
     t->failed = j->rc < 0;
+    snprintf(t->worktree, sizeof t->worktree, "%s", j->worktree);
     if (t->failed) {
         snprintf(t->err, sizeof t->err, "%s", j->err);
     } else {
@@ -267,7 +268,8 @@ static int usable(const struct tree *t, unsigned long ticket)
 enum whoami_tree_result whoami_tree_get(struct whoami_trees *ts, const char *root,
                                         const struct whoami_patterns *p, long long now_ms,
                                         unsigned long *ticket, const struct whoami_fp **fp,
-                                        long long *changed_ms, char *err, size_t errlen)
+                                        long long *changed_ms, const char **worktree, char *err,
+                                        size_t errlen)
 {
     struct tree *t = tree_find(ts, root, p, now_ms);
     if (!t) {
@@ -288,6 +290,7 @@ enum whoami_tree_result whoami_tree_get(struct whoami_trees *ts, const char *roo
             start(ts, t);
         return WT_PENDING;
     }
+    *worktree = t->worktree;
     if (t->failed) {
         snprintf(err, errlen, "%s", t->err);
         return WT_ERROR;

@@ -1,4 +1,4 @@
-/* tree.h - the fingerprint of the code on disk, per (worktree, patterns),
+/* tree.h - the fingerprint of the code on disk, per (root, patterns),
  * computed on a worker thread (fp_worker.h) and kept current by inotify: a
  * write marks it dirty, and the next question has it recomputed (re-reading
  * only the files whose stat changed). Where inotify is unavailable or its
@@ -61,11 +61,14 @@ enum whoami_tree_result {
  * before the first call with this *ticket (0 before it; the call fills it)
  * is seen, since pending inotify events are read first and a result
  * computed before them is not used. *changed_ms is when its hash last
- * changed (0: never seen to change). */
+ * changed (0: never seen to change). *worktree (WT_READY and WT_ERROR) is
+ * the top folder of root's worktree, "" when it is in none, as that
+ * computation found it. */
 enum whoami_tree_result whoami_tree_get(struct whoami_trees *ts, const char *root,
                                         const struct whoami_patterns *p, long long now_ms,
                                         unsigned long *ticket, const struct whoami_fp **fp,
-                                        long long *changed_ms, char *err, size_t errlen);
+                                        long long *changed_ms, const char **worktree, char *err,
+                                        size_t errlen);
 
 /* Whether ts watches with inotify (0: stat scans), for ls and the log. */
 int whoami_trees_inotify(const struct whoami_trees *ts);

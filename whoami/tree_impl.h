@@ -27,6 +27,8 @@ struct tree {
     int have_fp;
     int failed; /* the last result is err, not fp */
     char err[256];
+    /* root's worktree, as the last result found it (fp_worker.h) */
+    char worktree[PATH_MAX];
     unsigned long fp_num;  /* the computation the last result came from */
     int dirty;             /* an event came since the last computation began */
     int computing;         /* job is with the worker */

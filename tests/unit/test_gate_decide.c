@@ -13,6 +13,8 @@
 #define T 1000000000000LL /* now, roughly: the unix ms of a day in 2001 */
 #define WT "/w/app"
 #define OTHER "/w/other"
+#define SUB WT "/api"             /* a folder of WT: a Go module's, fingerprinted alone */
+#define NESTED WT "/.worktrees/b" /* a worktree of its own inside WT */
 #define H_DISK "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 #define H_OLD "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 
@@ -22,7 +24,7 @@ static const struct whoami_gate_config cfg = {
     .timeout_ms = 1000, .stale_grace_ms = 2000, .reload_grace_ms = 3000,
     .start_timeout_ms = 5000, .trust_registry = 0, .use_inotify = 1};
 
-enum ans { NO_ANS, ANS_HERE, ANS_OTHER };
+enum ans { NO_ANS, ANS_HERE, ANS_OTHER, ANS_SUB, ANS_NESTED };
 enum disk { DISK_OK, DISK_NEWER_FILE, DISK_UNREADABLE };
 enum expect_patterns { P_ANY, P_ANSWER, P_DEFAULT };
 
@@ -166,6 +168,21 @@ static const struct row rows[] = {
     {"nothing reloads it, the disk's fingerprint: pass", OK200(ANS_HERE, H_DISK), 5, 0, 10, 1, 0,
      0, 0, 0, 0, DISK_OK, -1000, WHOAMI_PASS, "verified", "serves the code on disk", P_ANSWER, 0,
      1},
+    /* a folder of the worktree, as its own checkout (a Go module in api/) */
+    {"a folder of the worktree, its fingerprint the disk's: pass", OK200(ANS_SUB, H_DISK), 5, 0,
+     10, 1, 0, 0, 0, 0, 0, DISK_OK, -5000, WHOAMI_PASS, "verified", "serves the code on disk",
+     P_ANSWER, 0, 0},
+    {"a folder of the worktree, an older verified answer: pass, not asked again",
+     OK200(ANS_SUB, H_DISK), -1500, 0, 0, 1, 0, 0, 0, 0, 0, DISK_OK, -5000, WHOAMI_PASS,
+     "verified", NULL, P_ANSWER, 0, 0},
+    {"a folder of the worktree, stale past stale_grace: 409 stale-code", OK200(ANS_SUB, H_OLD),
+     2400, 0, 2500, 1, 0, 0, 0, 0, 0, DISK_OK, -1000, WHOAMI_STALE, "stale",
+     "your own server for " SUB, P_ANSWER, 0, 0},
+    {"a worktree nested inside: 421 checkout-mismatch saying so", OK200(ANS_NESTED, H_DISK), 5,
+     0, 10, 1, 0, 0, 0, 0, 0, DISK_OK, 0, WHOAMI_MISMATCH, "mismatch",
+     "(a worktree of its own, nested inside yours)", P_ANSWER, 0, 0},
+    {"a worktree nested inside, asked over a second ago: ask again", OK200(ANS_NESTED, H_DISK),
+     -1500, 0, 0, 1, 0, 0, 0, 0, 0, DISK_OK, 0, WA_FETCH, "", NULL, P_ANY, 0, 0},
 };
 /* clang-format on */
 
@@ -186,12 +203,26 @@ static long long started;
 /* When the restart before the row's was sent, relative to T; 0 none. */
 static long long prior;
 
+/* The folder the last run fingerprinted, "" none. */
+static char used_root[PATH_MAX];
+
+/* The checkout an answer names, and the worktree the disk finds it in. */
+static const char *checkout_of(enum ans a)
+{
+    return a == ANS_OTHER ? OTHER : a == ANS_SUB ? SUB : a == ANS_NESTED ? NESTED : WT;
+}
+
+static const char *worktree_of(enum ans a)
+{
+    return a == ANS_OTHER ? OTHER : a == ANS_NESTED ? NESTED : WT;
+}
+
 /* Run the decision for r as gate.c does; returns its final outcome, with
  * the patterns it fingerprinted the disk under in *used. */
 static int run(const struct row *r, struct whoami_status *st, enum expect_patterns *used,
                char *detail, size_t detlen)
 {
-    const struct whoami_patterns *pat = NULL;
+    struct whoami_disk_want want = {NULL, NULL};
     struct whoami_gate_config c = cfg;
     c.trust_registry = r->trust;
     struct whoami_target t = {NULL,
@@ -213,7 +244,7 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               0,
                               0};
     struct whoami_answer ans = {.pid = 4242, .started_ms = T - 60000, .files = 2};
-    snprintf(ans.checkout, sizeof ans.checkout, "%s", r->ans == ANS_OTHER ? OTHER : WT);
+    snprintf(ans.checkout, sizeof ans.checkout, "%s", checkout_of(r->ans));
     snprintf(ans.hash, sizeof ans.hash, "%s", r->ans_hash ? r->ans_hash : H_DISK);
     ans.patterns = (struct whoami_patterns){answer_include, 1, NULL, 0};
     ans.taking_in_ms = r->taking_in ? T + r->taking_in : 0;
@@ -236,10 +267,11 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               0};
     struct whoami_fp fp = {H_DISK, r->disk == DISK_NEWER_FILE ? 2 : 1, disk_files, 0};
     struct whoami_disk disk = {r->disk == DISK_UNREADABLE ? NULL : &fp,
-                               r->changed ? T + r->changed : 0, "No such file or directory"};
+                               r->changed ? T + r->changed : 0, "No such file or directory",
+                               worktree_of(r->ans)};
     struct whoami_case wc = {&c, &t, &m, NULL, T + r->since, T + r->now, no_restart};
     for (int i = 0; i < 8; i++) {
-        int d = whoami_decide(&wc, st, &pat, detail, detlen);
+        int d = whoami_decide(&wc, st, &want, detail, detlen);
         if (d == WA_LISTENER) {
             m.listener_checked = 1;
             m.listener_moved = r->listener_moved;
@@ -247,9 +279,10 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
             m.restart_failed = 1;
         } else if (d == WA_DISK) {
             wc.disk = &disk;
-            *used = pat == &ans.patterns               ? P_ANSWER
-                    : pat == whoami_default_patterns() ? P_DEFAULT
-                                                       : P_ANY;
+            snprintf(used_root, sizeof used_root, "%s", want.root);
+            *used = want.patterns == &ans.patterns               ? P_ANSWER
+                    : want.patterns == whoami_default_patterns() ? P_DEFAULT
+                                                                 : P_ANY;
         } else {
             return d;
         }
@@ -262,6 +295,7 @@ static void check_row(const struct row *r)
     struct whoami_status st = {0};
     enum expect_patterns used = P_ANY;
     char detail[4096] = "";
+    used_root[0] = '\0';
     int d = run(r, &st, &used, detail, sizeof detail);
     if (d == WHOAMI_PASS) /* a pass has no refusal: its reason is the status's */
         snprintf(detail, sizeof detail, "%s", st.detail);
@@ -276,6 +310,10 @@ static void check_row(const struct row *r)
     if (r->want_patterns != P_ANY)
         tap_ok(used == r->want_patterns, __FILE__, __LINE__, "%s: the disk under the %s patterns",
                r->name, r->want_patterns == P_ANSWER ? "answer's" : "default");
+    /* the answer's folder is the one fingerprinted, the worktree's without one */
+    if (r->want_patterns != P_ANY)
+        tap_ok(strcmp(used_root, r->want_patterns == P_ANSWER ? checkout_of(r->ans) : WT) == 0,
+               __FILE__, __LINE__, "%s: the disk of %s", r->name, used_root);
 }
 
 /* A verified server's requests copy nothing: its status changes once per

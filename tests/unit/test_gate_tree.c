@@ -63,6 +63,9 @@ static void disk_hash(char *out)
     hash_of(dir, out);
 }
 
+/* The worktree the last ask's answer found its root in. */
+static const char *asked_worktree;
+
 /* Ask until the answer is not pending, running the loop between (at most
  * 10 s). Returns the result; *pendings counts the pending answers. */
 static int ask(struct whoami_trees *ts, const char *root, unsigned long *ticket,
@@ -73,7 +76,8 @@ static int ask(struct whoami_trees *ts, const char *root, unsigned long *ticket,
     time_t end = time(NULL) + 10;
     *pendings = 0;
     for (;;) {
-        int r = whoami_tree_get(ts, root, &py, 1, ticket, fp, &changed, err, sizeof err);
+        int r = whoami_tree_get(ts, root, &py, 1, ticket, fp, &changed, &asked_worktree, err,
+                                sizeof err);
         if (r != WT_PENDING || time(NULL) > end)
             return r;
         ++*pendings;
@@ -105,7 +109,8 @@ static void check_mode(int use_inotify)
     write_file("a.py", "a = 22\n");
     disk_hash(want);
     ticket = 0;
-    r = whoami_tree_get(ts, dir, &py, 2, &ticket, &fp, &(long long){0}, (char[64]){0}, 64);
+    r = whoami_tree_get(ts, dir, &py, 2, &ticket, &fp, &(long long){0}, &(const char *){0},
+                        (char[64]){0}, 64);
     tap_ok(r == WT_PENDING, __FILE__, __LINE__, "%s: a question after a write waits", mode);
     write_file("b.py", "b = 333\n");
     char want2[WHOAMI_HASH_SIZE];
@@ -204,7 +209,8 @@ static void check_overflow(void)
 
     ticket = 0;
     double t0 = mono_ms();
-    r = whoami_tree_get(ts, root, &py, 3, &ticket, &fp, &(long long){0}, (char[64]){0}, 64);
+    r = whoami_tree_get(ts, root, &py, 3, &ticket, &fp, &(long long){0}, &(const char *){0},
+                        (char[64]){0}, 64);
     double took = mono_ms() - t0;
     printf("# the question that read the overflow: %.1f ms on the loop\n", took);
     ok(r == WT_PENDING, "overflow: the question after it waits (the last hash is not trusted)");
@@ -221,7 +227,8 @@ static void check_overflow(void)
     write_under(root, "d7/x.py", "x = 7\n");
     hash_of(root, want);
     ticket = 0;
-    r = whoami_tree_get(ts, root, &py, 4, &ticket, &fp, &(long long){0}, (char[64]){0}, 64);
+    r = whoami_tree_get(ts, root, &py, 4, &ticket, &fp, &(long long){0}, &(const char *){0},
+                        (char[64]){0}, 64);
     ok(r == WT_PENDING, "overflow: a write after it is caught by the new watches");
     r = ask(ts, root, &ticket, &fp, &pendings);
     ok(r == WT_READY && strcmp(fp->hash, want) == 0, "overflow: and is in the answer");
@@ -294,6 +301,54 @@ static void check_settle(void)
     whoami_trees_free(ts);
 }
 
+/* A git main checkout at root: a .git folder with HEAD. */
+static void make_checkout(const char *root)
+{
+    char git[PATH_MAX + 8];
+    snprintf(git, sizeof git, "%s/.git", root);
+    mkdir(root, 0755);
+    mkdir(git, 0755);
+    write_under(git, "HEAD", "ref: refs/heads/main\n");
+}
+
+/* Each answer says the worktree its root is in, found on the worker: a
+ * folder of a checkout is that checkout's, one in a checkout nested
+ * inside it the nested one's (the gate serves the first and refuses the
+ * second, decide.c), a folder in none "". */
+static void check_worktree(void)
+{
+    char top[PATH_MAX], repo[PATH_MAX + 8], api[PATH_MAX + 16], nested[PATH_MAX + 32],
+        nested_api[PATH_MAX + 40];
+    const struct whoami_fp *fp;
+    unsigned long ticket = 0;
+    int pendings;
+    struct whoami_trees *ts = whoami_trees_new(base, 1, ready, NULL, NULL);
+    if (!realpath(dir, top))
+        snprintf(top, sizeof top, "%s", dir);
+    snprintf(repo, sizeof repo, "%s/repo", top);
+    make_checkout(repo);
+    snprintf(api, sizeof api, "%s/api", repo);
+    mkdir(api, 0755);
+    snprintf(nested, sizeof nested, "%s/.worktrees", repo);
+    mkdir(nested, 0755);
+    snprintf(nested, sizeof nested, "%s/.worktrees/b", repo);
+    make_checkout(nested);
+    snprintf(nested_api, sizeof nested_api, "%s/api", nested);
+    mkdir(nested_api, 0755);
+    int r = ask(ts, api, &ticket, &fp, &pendings);
+    tap_ok(r == WT_READY && strcmp(asked_worktree, repo) == 0, __FILE__, __LINE__,
+           "a folder of a checkout: that checkout's (%s)", asked_worktree);
+    ticket = 0;
+    r = ask(ts, nested_api, &ticket, &fp, &pendings);
+    tap_ok(r == WT_READY && strcmp(asked_worktree, nested) == 0, __FILE__, __LINE__,
+           "a folder of a checkout nested inside another: the nested one's (%s)", asked_worktree);
+    ticket = 0;
+    r = ask(ts, dir, &ticket, &fp, &pendings);
+    tap_ok(r == WT_READY && asked_worktree[0] == '\0', __FILE__, __LINE__,
+           "a folder in no checkout: none (%s)", asked_worktree);
+    whoami_trees_free(ts);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir) || !(base = event_base_new()))
@@ -302,6 +357,7 @@ int main(void)
     check_mode(0);
     check_overflow();
     check_settle();
+    check_worktree();
     event_base_free(base);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

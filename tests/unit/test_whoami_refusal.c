@@ -124,7 +124,7 @@ static void mismatch_owned_port(const struct whoami_answer *ans)
     t.other_front = 18000;
     t.other_pid = 5150;
     t.declared = 1;
-    whoami_refusal_mismatch(&t, ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, ans, NULL, out, sizeof out);
     says("is " OTHER "'s registered server (front :18000, pid 5150), in use: leave it running",
          "mismatch, another worktree's registered port", __LINE__);
     says("drop it and start your own: cd " WT " && wtproxy unregister --front 18000 && wtproxy "
@@ -135,7 +135,7 @@ static void mismatch_owned_port(const struct whoami_answer *ans)
     t = target(5150, 0, "node server.mjs 23833"); /* register --pid of that server */
     t.other_front = 18000;
     t.other_pid = 5150;
-    whoami_refusal_mismatch(&t, ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, ans, NULL, out, sizeof out);
     says("cd " WT " && wtproxy unregister --front 18000, then start your own server: cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- <server command with {port}>",
          "mismatch, another worktree's registered pid", __LINE__);
@@ -147,7 +147,7 @@ static void mismatch(void)
     struct whoami_answer ans = {.pid = 5150};
     snprintf(ans.checkout, sizeof ans.checkout, "%s", OTHER);
     struct whoami_target t = target(0, 0, "");
-    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
     says("kill 5150 (unless " OTHER " still needs it)", "mismatch, TTL registration", __LINE__);
     says("cd " WT " && wtproxy unregister --front 18000", "mismatch, TTL registration", __LINE__);
     says("then start your own server: cd " WT " && wtproxy run --front 18000 --restart-on-stale "
@@ -156,7 +156,7 @@ static void mismatch(void)
     never_says("kill 0", "mismatch, TTL registration", __LINE__);
 
     t = target(3186, 1, "sh -c 'cd ../other && exec node server.mjs 23833'");
-    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
     says("drop your worktree's registration of that port: cd " WT " && wtproxy stop --front 18000",
          "mismatch, wtproxy run", __LINE__);
 
@@ -165,7 +165,7 @@ static void mismatch(void)
      * not the other server's command run from this worktree's top. */
     t = target(5150, 0, "/usr/bin/python3 manage.py runserver 127.0.0.1:23833");
     t.service = "backend";
-    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
     says("Stop it: kill 5150 (unless " OTHER " still needs it; its exit ends your worktree's "
          "registration of it); then start your own server: cd " WT
          " && wtproxy restart --service backend",
@@ -178,13 +178,13 @@ static void mismatch(void)
      * while serving that code. This worktree's .wtproxy declares the
      * server of that front: `wtproxy restart` starts it. */
     t = target(5150, 0, "/tmp/xe/goshop-b");
-    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
     says("then start your own server: cd " WT " && wtproxy run --front 18000 --restart-on-stale "
          "-- <server command with {port}>",
          "mismatch, another checkout's pid", __LINE__);
     never_says("goshop-b", "mismatch, another checkout's pid", __LINE__);
     t.declared = 1;
-    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
     says("then start your own server: cd " WT " && wtproxy restart --front 18000",
          "mismatch, declared front", __LINE__);
     never_says("wtproxy run", "mismatch, declared front", __LINE__);
@@ -192,14 +192,28 @@ static void mismatch(void)
     /* A wrapper of this worktree whose command runs the other's code */
     t = target(3186, 1, "");
     t.shell_command = "sh -c 'cd " OTHER "/api && exec node server.mjs {port}'";
-    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
     says("-- <server command with {port}>", "mismatch, cd to the other checkout", __LINE__);
     t.shell_command = OTHER "/bin/server --port {port}";
-    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
     says("-- <server command with {port}>", "mismatch, the other checkout's binary", __LINE__);
     t.shell_command = "sh -c 'cd api && exec node server.mjs {port}'";
-    whoami_refusal_mismatch(&t, &ans, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
     says("-- sh -c 'cd api && exec node server.mjs {port}'", "mismatch, its own command", __LINE__);
+
+    /* A worktree nested inside this one (repo/.worktrees/wt-b in the main
+     * checkout): inside, it reads as this worktree's unless said */
+    snprintf(ans.checkout, sizeof ans.checkout, "%s", WT "/.worktrees/b");
+    whoami_refusal_mismatch(&t, &ans, WT "/.worktrees/b", out, sizeof out);
+    says("port 23833 is served by " WT "/.worktrees/b, not by " WT ": the server there",
+         "mismatch, a nested worktree", __LINE__);
+    says("belongs to another checkout (a worktree of its own, nested inside yours), so",
+         "mismatch, a nested worktree", __LINE__);
+    snprintf(ans.checkout, sizeof ans.checkout, "%s", WT "/.worktrees/b/api");
+    whoami_refusal_mismatch(&t, &ans, WT "/.worktrees/b", out, sizeof out);
+    says("belongs to another checkout (in the worktree " WT "/.worktrees/b, nested inside yours)",
+         "mismatch, a folder of a nested worktree", __LINE__);
+    snprintf(ans.checkout, sizeof ans.checkout, "%s", OTHER);
     mismatch_owned_port(&ans);
 }
 
