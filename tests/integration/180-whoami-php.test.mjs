@@ -1,19 +1,22 @@
 // 180: PHP's built-in server (`php -S`) behind the gate. It answers with
 // `Connection: close` and no Content-Length: the body ends at the close
 // (RFC 9112 6.3), which the gate's client called "closed the connection in
-// the middle of its answer". A router.php answering `wtproxy help whoami`'s
-// PHP recipe (fingerprint before `exec php -S`, `"reloads": false`) is
-// verified and served, and an edit restarts it at the next request; a
-// server with no whoami (its index.php answers 404) is refused no-whoami,
-// and one whose router does not compile (PHP answers an empty 200)
-// whoami-invalid, never backend-unreachable. Skipped without /usr/bin/php
-// (scripts/bootstrap installs php-cli).
+// the middle of its answer". A router.php answering without it is verified
+// and served; a server with no whoami (its index.php answers 404) is
+// refused no-whoami, and one whose router does not compile (PHP answers an
+// empty 200) whoami-invalid saying the answer is empty, never
+// backend-unreachable. The recipe `wtproxy help whoami` gives PHP, taken
+// from the help's text into a .wtproxy: verified, served, and restarted at
+// the first request after an edit ("reloads": false), with stale_grace
+// at 60 s. Skipped without /usr/bin/php (scripts/bootstrap installs php-cli).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, startRun, getWorktree, lsJson } from './lib/registry.mjs';
+import {
+  makeWorktrees, startDaemon, startRun, getWorktree, lsJson, cli, curlFrom,
+} from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 
 const php = '/usr/bin/php';
@@ -35,8 +38,8 @@ function direct(port, urlPath) {
   });
 }
 
-// The recipe of `wtproxy help whoami` (PHP): the fingerprint taken before
-// php starts, answered by router.php with "reloads": false.
+// The fingerprint taken before php starts, answered by router.php without
+// Content-Length.
 const devServer = `#!/bin/sh
 mkdir -p .wtproxy-run && ${wtproxyBin} fingerprint . --json --include '**/*.php' > .wtproxy-run/fp.json || exit 1
 exec ${php} -S 127.0.0.1:"$1" -t public router.php
@@ -64,15 +67,13 @@ function writePhpApp(dir, files) {
   }
 }
 
-test('php -S answering /__whoami without Content-Length: verified, served, restarted at once after an edit', { skip: noPhp }, async (t) => {
+test('php -S answering /__whoami without Content-Length: verified and served', { skip: noPhp }, async (t) => {
   const tmp = makeWorktrees(t, ['a']);
-  // stale_grace 60 s: an edit waited for instead of restarted at once
-  // would show as a request not answered in time
-  const px = await startDaemon(t, tmp, ['--stale-grace', '60s']);
+  const px = await startDaemon(t, tmp);
   const wt = tmp.wt.a;
   writePhpApp(wt, { 'bin/dev-server': devServer, 'router.php': router, 'public/index.php': page('Hello') });
   const run = startRun(t, tmp, {
-    cwd: wt, front: px.port, runArgs: ['--restart-on-stale'], stopSignal: 'SIGTERM',
+    cwd: wt, front: px.port, stopSignal: 'SIGTERM',
     command: ['/bin/sh', 'bin/dev-server', '{port}'],
   });
   const port = await run.ready;
@@ -89,12 +90,6 @@ test('php -S answering /__whoami without Content-Length: verified, served, resta
   assert.equal(e.whoami.state, 'verified', JSON.stringify(e.whoami));
   assert.equal(run.stderr().includes('in the middle of its answer'), false, run.stderr());
 
-  // a later mtime than the fingerprint's, then the edit
-  await new Promise((res) => setTimeout(res, 1100));
-  fs.writeFileSync(path.join(wt, 'public/index.php'), page('Howdy'));
-  r = await getWorktree(px.port, wt);
-  assert.equal(r.status, 200, r.body);
-  assert.equal(JSON.parse(r.body).greeting, 'Howdy');
 });
 
 test('php -S without /__whoami (a 404 that ends at the close): no-whoami, not whoami-invalid', { skip: noPhp }, async (t) => {
@@ -131,4 +126,44 @@ test('php -S whose router does not compile (an empty 200 that ends at the close)
   assert.equal(r.status, 502);
   assert.match(r.body, /answered GET \/__whoami with something wtproxy cannot use: the answer is empty \(a 200 with no body/);
   assert.doesNotMatch(r.body, /in the middle of its answer|could not connect|stopped answering/);
+});
+
+// The PHP section of `wtproxy help whoami`: its .wtproxy start line and
+// its router.php, as a user copies them.
+async function phpRecipe(tmp) {
+  const help = await cli(tmp, ['help', 'whoami']);
+  assert.equal(help.code, 0, help.stderr);
+  const at = help.stdout.indexOf('## PHP (`php -S`)');
+  assert.ok(at >= 0, `wtproxy help whoami has no PHP section:\n${help.stdout.slice(0, 400)}`);
+  const section = help.stdout.slice(at, help.stdout.indexOf('\n## ', at + 1));
+  assert.match(section, /OPcache/);
+  const start = /^start = .*$/m.exec(section)?.[0];
+  const routerPhp = /```php\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(start && routerPhp, `no start line or router.php in:\n${section}`);
+  return { start, routerPhp };
+}
+
+test('wtproxy help whoami\'s PHP recipe, in a .wtproxy: verified, served, restarted at the first request after an edit', { skip: noPhp }, async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  // stale_grace 60 s: an edit waited for instead of restarted at once
+  // would show as a request not answered in time
+  const px = await startDaemon(t, tmp, ['--stale-grace', '60s']);
+  const wt = tmp.wt.a;
+  const { start, routerPhp } = await phpRecipe(tmp);
+  writePhpApp(wt, {
+    '.wtproxy': `${start}\nfront = ${px.port}\n`, 'router.php': routerPhp, 'public/index.php': page('Hello'),
+  });
+  let r = await curlFrom(wt, px.port, '/', { timeout: 20000 });
+  assert.equal(r.status, 200, r.body);
+  assert.deepEqual(JSON.parse(r.body), { greeting: 'Hello', checkout: wt });
+  const [e] = await lsJson(tmp);
+  assert.equal(e.whoami.state, 'verified', JSON.stringify(e.whoami));
+
+  // a later mtime than the fingerprint's, then the edit
+  await new Promise((res) => setTimeout(res, 1100));
+  fs.writeFileSync(path.join(wt, 'public/index.php'), page('Howdy'));
+  r = await curlFrom(wt, px.port, '/', { timeout: 20000 });
+  assert.equal(r.status, 200, r.body);
+  assert.equal(JSON.parse(r.body).greeting, 'Howdy');
+  assert.ok(r.ms < 15000, `restarted at once, not after stale_grace: ${r.ms} ms`);
 });
