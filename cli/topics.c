@@ -24,7 +24,7 @@ struct topic {
 static const struct topic topics[] = {
     {"wtproxy-file", "the .wtproxy file: how a worktree's dev servers are started", topic_wtproxy_file},
     {"config", "the daemon's config file (--config): every key, explained", topic_config},
-    {"whoami", "the /__whoami middleware (Django, WSGI, ASGI, Node, Vite, Next.js)", topic_whoami},
+    {"whoami", "the /__whoami middleware (Django, WSGI, ASGI, Node, Vite, Next.js; PHP)", topic_whoami},
     {"whoami-protocol", "the /__whoami answer and fingerprint, for any other server", topic_whoami_protocol},
     {"playwright", "Playwright and e2e tests through wtproxy; logs, idle stop", topic_playwright},
     {"django-tests", "Django and pytest-django with this worktree's own databases", topic_django_tests},

@@ -241,6 +241,12 @@ int whoami_answer_parse(const char *body, size_t len, struct whoami_answer *out,
     memset(out, 0, sizeof *out);
     if (len > WHOAMI_ANSWER_MAX)
         return bad(err, errlen, "the answer is %zu bytes, more than %d", len, WHOAMI_ANSWER_MAX);
+    /* jansson's words for no bytes are "wrong arguments (line -1, column -1)";
+     * php -S answers so when the router does not compile */
+    if (len == 0)
+        return bad(err, errlen,
+                   "the answer is empty (a 200 with no body, as php -S sends when the script "
+                   "failed: the server's log says why)");
     json_error_t jerr;
     /* JSON_ALLOW_NUL: a "\u0000" in a string is then refused by get_str,
      * with the field's name, rather than by the parser without it. */

@@ -87,9 +87,15 @@ static void read_response(struct whoami_fetch *f)
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) {
-        /* The end of the stream ends a response without framing; anything
-         * else short of a whole message is a cut or a server that reloads. */
-        if (n == 0 && f->received && llhttp_finish(&f->parser) == HPE_OK && f->complete)
+        /* The end of the stream ends a response without framing (PHP's
+         * php -S: no Content-Length, Connection: close; RFC 9112 6.3), and
+         * llhttp_finish then completes it through on_complete, whose pause
+         * it returns: complete says so. A Content-Length or chunked answer
+         * short of its end is not completed: a cut, or a server that
+         * reloads. */
+        if (n == 0 && f->received)
+            llhttp_finish(&f->parser);
+        if (n == 0 && f->complete)
             finish(f, WF_OK, NULL);
         else if (!f->received)
             finish(f, WF_UNREACHABLE,

@@ -256,7 +256,7 @@ static void test_bad_documents(void)
     const struct {
         const char *body, *want;
     } cases[] = {
-        {"", "the answer is not JSON"},
+        {"", "the answer is empty"},
         {"not json", "the answer is not JSON"},
         {"[]", "the answer is not a JSON object"},
         {"42", "the answer is not"},
