@@ -22,6 +22,7 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, sanitizerClean, pidAlive, waitFor, curlFrom, lsJson } from './lib/registry.mjs';
 import { wtproxyBin, repoRoot } from './lib/wtproxy.mjs';
+import { runToExit } from './lib/conformance.mjs';
 import { pythonPath } from './lib/whoami.mjs';
 import { startPostgres } from './lib/pg.mjs';
 
@@ -166,6 +167,35 @@ test("no daemon: doctor's fix, pasted, returns at once and the daemon it starts 
 // inline settings, before any server is started: without the package on
 // its path, a server would die at its first import; from a build folder
 // the fix puts the checkout's package on PYTHONPATH.
+// A daemon started with no port named (a start printed outside any
+// worktree) listens on the default 8000 alone. doctor in a worktree whose
+// .wtproxy says 8430 kept 8000 in its fix (`serve --listen 8000 --listen
+// 8430`), a port no registration's callers call. In a network namespace of
+// its own (as root), so that 8000 is the test's.
+test("a daemon on the default port alone: doctor's fix serves the .wtproxy's front, without 8000", async (t) => {
+  const probe = await runToExit('unshare', ['--net', 'true']);
+  if (probe.code !== 0) {
+    t.skip(`no network namespace here (unshare: ${probe.stderr.trim()})`);
+    return;
+  }
+  const tmp = makeWorktrees(t, ['a']);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), 'start = ./dev {port}\nfront = 8430\n');
+  const script = [
+    'ip link set lo up',
+    '"$WTP" serve --control "$WTPROXY_CONTROL" >"$OUT/serve.log" 2>&1 & d=$!',
+    'i=0; until "$WTP" ls >/dev/null 2>&1 || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done',
+    `cd ${tmp.wt.a} && "$WTP" doctor --json >"$OUT/doctor.json" 2>"$OUT/doctor.err"`,
+    'kill $d; wait $d',
+  ].join('\n');
+  const env = { ...cliEnv(tmp, { ...NO_PG, XDG_STATE_HOME: path.join(tmp.root, 'state') }), WTP: wtproxyBin, OUT: tmp.root };
+  const r = await runToExit('unshare', ['--net', 'sh', '-c', script], { cwd: tmp.root, env, ms: 30000 });
+  const read = (f) => fs.readFileSync(path.join(tmp.root, f), 'utf8');
+  assert.equal(r.code, 0, `${r.stderr}\n${read('serve.log')}`);
+  const daemon = JSON.parse(read('doctor.json')).checks.find((c) => c.name === 'daemon');
+  assert.match(daemon.detail, /listens on \["127\.0\.0\.1:8000".*not on port 8430/, daemon.detail);
+  assert.match(daemon.fix, /serve --listen 8430 >>\S+ 2>&1$/, daemon.fix);
+});
+
 test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem before any server starts", async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const front = await freePort();
