@@ -536,6 +536,50 @@ test('the front port held by another process: doctor names it and how to free it
   assert.match(d.byName.daemon.fix, new RegExp(`^kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; setsid -f ${SELF_RE} serve --listen ${front} >>\\S+ 2>&1$`));
 });
 
+// `PHP_CLI_SERVER_WORKERS=2 php -S` on the front: the master forks two
+// workers that share its listening socket. doctor's fix killed the master
+// alone; the workers, reparented to init, kept the port, the pasted daemon
+// failed on it, and each round of doctor named the next worker. The fix
+// kills every holder and waits for each; pasted, the daemon owns the front.
+test('a php -S with forked workers on the front: doctor kills every holder, and its fix pasted frees the port', { timeout: 60000 }, async (t) => {
+  if (spawnSync('php', ['-v']).status !== 0) {
+    t.skip('no php here');
+    return;
+  }
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  fs.mkdirSync(path.join(tmp.root, 'public'));
+  fs.writeFileSync(path.join(tmp.root, 'public', 'index.php'), '<?php echo "main";\n');
+  const php = spawn('php', ['-S', `127.0.0.1:${front}`, '-t', 'public'], {
+    cwd: tmp.root, detached: true, stdio: 'ignore', env: { ...process.env, PHP_CLI_SERVER_WORKERS: '2' },
+  });
+  t.after(() => { try { process.kill(-php.pid, 'SIGKILL'); } catch { /* gone */ } });
+  const children = () => {
+    try { return fs.readFileSync(`/proc/${php.pid}/task/${php.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number); } catch { return []; }
+  };
+  await waitFor(async () => children().length === 2 && (await curlFrom(tmp.root, front, '/')).status === 200, 10000, 'php -S and its 2 workers');
+  const pids = [php.pid, ...children()].sort((a, b) => a - b).join(' ');
+  const state = { XDG_STATE_HOME: path.join(tmp.root, 'state') };
+  const check = (await doctor(tmp, tmp.wt.a, front, state)).byName.daemon;
+  assert.match(check.detail, new RegExp(`in use by pid ${php.pid} \\(php -S .*, and by 2 more processes sharing its socket; stop them all with \`kill ${pids}\``), check.detail);
+  assert.match(check.fix, new RegExp(`^kill ${pids} && for p in ${pids}; do tail --pid=\\$p -f /dev/null; done; setsid -f ${SELF_RE} serve --listen ${front} >>\\S+ 2>&1$`), check.fix);
+
+  const env = { ...process.env, ...cliEnv(tmp), ...state };
+  const sh = spawn('/bin/sh', ['-c', check.fix], { cwd: tmp.wt.a, env, stdio: 'ignore', detached: true });
+  t.after(() => { try { process.kill(-sh.pid, 'SIGKILL'); } catch { /* gone */ } });
+  const code = await new Promise((resolve) => {
+    const timer = setTimeout(() => resolve('no exit within 10 s'), 10000);
+    sh.on('exit', (c) => { clearTimeout(timer); resolve(c); });
+  });
+  assert.equal(code, 0, `${check.fix}: did not return`);
+  let c;
+  await waitFor(async () => (c = (await doctor(tmp, tmp.wt.a, front, state)).byName.daemon).status === 'ok', 10000,
+    'the daemon the fix started, on the front the workers held');
+  const daemon = Number(/wtproxy daemon pid (\d+)/.exec(c.detail)[1]);
+  t.after(() => { try { process.kill(daemon, 'SIGKILL'); } catch { /* gone */ } });
+  for (const pid of pids.split(' ')) assert.ok(!pidAlive(Number(pid)), `php pid ${pid} is gone`);
+});
+
 // Before `wtproxy init`: no .wtproxy, but the Playwright config's baseURL
 // names the port the tests will use. doctor judges that port, not 8000 or
 // the daemon's, and says where it came from.
