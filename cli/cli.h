@@ -81,20 +81,32 @@ void cli_daemon_listen_for(const char *dir);
  * --front`): the started daemon listens on it too, where its server's
  * callers will call. */
 void cli_daemon_listen_also(int front);
-/* The fronts that .wtproxy declares and the one given, each once, into ports
- * (WTFILE_MAX_SERVICES + 1); 0 when it declares none or WTPROXY_CONFIG names
- * a config with listen lines: the daemon's default or that config decide. */
+/* The fronts that .wtproxy declares, the one given and those of the state
+ * file's live registrations (the ones the daemon adopts), each once, into
+ * ports (WTFILE_MAX_SERVICES + 1); 0 when there are none or WTPROXY_CONFIG
+ * names a config with listen lines: the daemon's default or that config
+ * decide. */
 int cli_daemon_listen(int *ports);
-/* The `wtproxy serve` that owns ports and every port the running daemon
- * (ping, NULL for none) owns, into out, so that a restart drops no one's
- * front. Bare ports: 127.0.0.1 and ::1, as a server on `localhost` may
- * hold ::1 alone and take the browser's requests from wtproxy. Started in
- * the background into the log a daemon the CLI starts writes (as the CLI's
- * own "no daemon answers" says): pasted in an agent's shell, a foreground
- * `wtproxy serve` never returns. */
+/* The `wtproxy serve` that owns ports, the fronts of the registrations it
+ * adopts (cli_state_fronts) and every port the running daemon (ping, NULL
+ * for none) owns, into out, so that a restart drops no one's front; its
+ * default port only when it is one of those, nothing else is named, or
+ * WTPROXY_CONFIG's listen lines chose it. Bare ports: 127.0.0.1 and ::1,
+ * as a server on `localhost` may hold ::1 alone and take the browser's
+ * requests from wtproxy. Started in the background into the log a daemon
+ * the CLI starts writes (as the CLI's own "no daemon answers" says):
+ * pasted in an agent's shell, a foreground `wtproxy serve` never
+ * returns. */
 void cli_serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outlen);
 /* The same as serve's flags, " --listen 8420 --listen 8421", else "". */
 void cli_daemon_listen_flags(char *out, size_t len);
+
+/* --- state_fronts.c: the fronts a started daemon's adopted servers need --- */
+
+/* Add to ports[0, n) the front of each registration in the state file a
+ * daemon started from this shell reads whose server still runs, each once,
+ * up to max ports in all. Returns the new count (n when there is no file). */
+int cli_state_fronts(int *ports, int n, int max);
 
 /* Whether one of a ping reply's listen addresses is on port front: 1 yes,
  * 0 no, -1 when it names none (not open yet). */

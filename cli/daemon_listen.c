@@ -8,7 +8,11 @@
  * WTPROXY_CONFIG's listen lines decide when no front is declared, and
  * whenever WTPROXY_CONFIG names a config with listen lines: its author
  * chose the ports. One without (a config for the registry) left `ls`'s
- * start on 8000 alone, while doctor's served the worktree's fronts. */
+ * start on 8000 alone, while doctor's served the worktree's fronts.
+ * The fronts of the registrations the started daemon adopts are added
+ * (state_fronts.c), so that a start from outside any worktree serves the
+ * servers it routes to; the default port then only when nothing names
+ * another. */
 #include "cli.h"
 #include "front.h"
 
@@ -75,7 +79,9 @@ int cli_daemon_listen(int *ports)
     for (int i = 0; w.file && i < w.file->n; i++)
         n = add_port(ports, n, w.file->svc[i].front);
     cli_wtproxy_free(&w);
-    return given_front ? add_port(ports, n, given_front) : n;
+    if (given_front)
+        n = add_port(ports, n, given_front);
+    return cli_state_fronts(ports, n, WTP_MAX_LISTEN);
 }
 
 void cli_daemon_listen_flags(char *out, size_t len)
@@ -96,20 +102,37 @@ static int has_port(const int *ports, int n, int port)
     return 0;
 }
 
+/* Whether the running daemon's port p (from its ping) is its default
+ * alone, no one's front: the daemon was started with no port named (by a
+ * start from outside any worktree), while want, the ports asked and the
+ * adopted servers' fronts, names others and no config chose the ports.
+ * Kept, it made doctor's fix `serve --listen 8000 --listen 8430`: a port
+ * that no registration's callers call, which another daemon may need. */
+static int default_unwanted(int p, const int *want, int nw)
+{
+    const char *config = getenv("WTPROXY_CONFIG");
+    return p == WTP_DEFAULT_FRONT_PORT && nw > 0 && !has_port(want, nw, p) &&
+           !(config && *config && config_listens(config));
+}
+
 void cli_serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outlen)
 {
-    int all[48 + WTFILE_MAX_SERVICES + 1], m = 0;
+    int want[WTFILE_MAX_SERVICES + 1 + WTP_MAX_LISTEN], nw = 0;
+    for (int k = 0; k < n && k <= WTFILE_MAX_SERVICES; k++)
+        nw = add_port(want, nw, ports[k]);
+    nw = cli_state_fronts(want, nw, (int)(sizeof want / sizeof want[0]));
+    int all[48 + WTFILE_MAX_SERVICES + 1 + WTP_MAX_LISTEN], m = 0;
     size_t i;
     json_t *a;
     json_array_foreach(json_object_get(ping, "listen"), i, a) {
         const char *s = json_string_value(a), *colon = s ? strrchr(s, ':') : NULL;
         int p = colon ? atoi(colon + 1) : 0;
-        if (p > 0 && m < 48 && !has_port(all, m, p))
+        if (p > 0 && m < 48 && !has_port(all, m, p) && !default_unwanted(p, want, nw))
             all[m++] = p;
     }
-    for (int k = 0; k < n; k++)
-        if (!has_port(all, m, ports[k]))
-            all[m++] = ports[k];
+    for (int k = 0; k < nw; k++)
+        if (!has_port(all, m, want[k]))
+            all[m++] = want[k];
     char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
     if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
         snprintf(log, sizeof log, "%s/daemon.log", dir);

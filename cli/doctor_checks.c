@@ -65,9 +65,9 @@ static void port_name(const struct doc_ctx *c, int port, char *out, size_t outle
         snprintf(out, outlen, "port %d", port);
 }
 
-/* For each port in ports another process listens on: "kill PID; " into
- * kills (each pid once) and the daemon's own sentence for a taken port
- * into said. Returns -1 when a holder's pid is unknown (another user's:
+/* For each port in ports another process listens on: "kill PID && tail
+ * ...; " into kills (each holder once, every process sharing its socket) and the daemon's own
+ * sentence for a taken port into said. Returns -1 when a holder's pid is unknown (another user's:
  * unseen_holder says whose), with its port in *unknown; else how many
  * holders. */
 static int port_holders(const int *ports, int n, char *kills, size_t klen, char *said, size_t slen,
@@ -94,9 +94,11 @@ static int port_holders(const int *ports, int n, char *kills, size_t klen, char 
         for (int j = 0; j < np; j++)
             seen |= pids[j] == (long)o.pid;
         if (!seen && np < 64) {
+            char kill[HOST_PORT_HOLDERS_MAX * 24 + 64];
             pids[np++] = (long)o.pid;
-            ku += (size_t)snprintf(kills + ku, ku < klen ? klen - ku : 0, KILL_WAIT, (long)o.pid,
-                                   (long)o.pid);
+            proxy_port_kill(&o, 1, kill, sizeof kill); /* each holder: PHP's workers too */
+            if (ku + strlen(kill) + 3 <= klen) /* whole or not at all: a cut pid is another */
+                ku += (size_t)snprintf(kills + ku, klen - ku, "%s; ", kill);
         }
     }
     return found;

@@ -103,6 +103,13 @@ pid_t host_young_holder(unsigned long inode, struct host_guess *g, int *fd);
  * process's fd table: 2 ms to 200 ms, never on the daemon's loop. */
 pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid);
 
+/* Every process holding one of the n socket inodes, up to max, into pids
+ * in ascending order: a forking server's parent and each child sharing its
+ * listening socket (PHP_CLI_SERVER_WORKERS, a Node cluster), which all
+ * hold the port until the last exits. Returns how many. As slow as
+ * host_socket_holder, whose lowest pid is pids[0]. */
+size_t host_socket_pids(const unsigned long *inodes, size_t n, pid_t *pids, size_t max);
+
 /* The pid the kernel handed out last (/proc/loadavg's last field), 0 when
  * unknown: the processes started since an earlier reading are the pids
  * after it, up to this one, counting on past pid_max from 1. */
@@ -136,8 +143,12 @@ size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
 
 /* --- the process listening on a port (port_owner.c) --- */
 
+#define HOST_PORT_HOLDERS_MAX 16 /* processes sharing one listening socket that are named */
+
 struct host_port_owner {
-    pid_t pid;         /* 0 when the socket was found but no process (another uid's, or gone) */
+    pid_t pid; /* 0 when the socket was found but no process (another uid's, or gone) */
+    pid_t holders[HOST_PORT_HOLDERS_MAX]; /* every process holding it, pid first, ascending */
+    int nholders;                         /* 0 with pid 0; more than 1 for a forking server */
     uid_t uid;         /* the socket's owner, known even when its process is not */
     char cmdline[512]; /* as host_pid_cmdline, "" when unreadable */
     char cwd[4096];    /* "" when unreadable */
@@ -156,9 +167,9 @@ struct host_listener {
 size_t host_tcp_listeners(struct host_listener *out, size_t max);
 
 /* Find the process holding a TCP listener on port (any address, IPv4 or
- * IPv6) from /proc/net/tcp{,6} and host_socket_holder. Returns 1 when a
- * listening socket was found (owner->pid may still be 0), 0 when none.
- * Slow like host_socket_holder. */
+ * IPv6) from /proc/net/tcp{,6} and host_socket_pids: owner->pid the lowest
+ * of owner->holders. Returns 1 when a listening socket was found
+ * (owner->pid may still be 0), 0 when none. Slow like host_socket_holder. */
 int host_port_owner_find(int port, struct host_port_owner *owner);
 
 /* --- a dev server's project lock (dev_lock.c) --- */

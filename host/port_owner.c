@@ -109,9 +109,11 @@ int host_port_owner_find(int port, struct host_port_owner *owner)
     owner->uid = in[0].uid;
     for (size_t i = 0; i < n; i++)
         inodes[i] = in[i].inode;
-    /* The lowest pid holding the socket: a forking server's parent, the
-     * one to kill, rather than one of the children sharing its socket. */
-    owner->pid = host_socket_holder(inodes, n, HOST_ANY_UID);
+    /* Named by its lowest pid, a forking server's parent; yet its
+     * children share the socket and hold the port after the parent is
+     * killed (PHP's workers, reparented to init): a fix kills them all. */
+    owner->nholders = (int)host_socket_pids(inodes, n, owner->holders, HOST_PORT_HOLDERS_MAX);
+    owner->pid = owner->nholders ? owner->holders[0] : 0;
     if (owner->pid) {
         host_pid_cmdline(owner->pid, owner->cmdline, sizeof owner->cmdline);
         host_pid_cwd(owner->pid, owner->cwd, sizeof owner->cwd);

@@ -152,6 +152,33 @@ pid_t host_socket_holder(const unsigned long *inodes, size_t n, uid_t uid)
     return found;
 }
 
+size_t host_socket_pids(const unsigned long *inodes, size_t n, pid_t *pids, size_t max)
+{
+    const struct inode_set s = {inodes, n};
+    char path[64];
+    struct dirent *e;
+    size_t found = 0;
+    long pid;
+    DIR *d;
+
+    if (n == 0 || !(d = opendir(host_proc_dir)))
+        return 0;
+    while (found < max && (e = readdir(d))) {
+        if ((pid = host_proc_pid(e->d_name)) == 0)
+            continue;
+        snprintf(path, sizeof path, "%ld/fd", pid);
+        if (fd_dir_find(dirfd(d), path, &s) < 0)
+            continue;
+        /* kept in ascending order: a fake tree in a test lists in any order */
+        size_t at = found++;
+        for (; at > 0 && pids[at - 1] > (pid_t)pid; at--)
+            pids[at] = pids[at - 1];
+        pids[at] = (pid_t)pid;
+    }
+    closedir(d);
+    return found;
+}
+
 /* A batch lookup: the inodes sorted (by index, for bsearch) and what was
  * found for each. */
 struct holders {

@@ -11,6 +11,28 @@
  * the port they name is the one taken. */
 #define TESTS_FOLLOW "point your app's tests at it (their baseURL or port setting)"
 
+/* " 16190 16192 16193" into buf: o's holders, or its pid alone. */
+static void holder_pids(const struct host_port_owner *o, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < (o->nholders ? o->nholders : 1) && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, " %ld",
+                                 (long)(o->nholders ? o->holders[i] : o->pid));
+}
+
+void proxy_port_kill(const struct host_port_owner *o, int wait, char *buf, size_t len)
+{
+    char pids[HOST_PORT_HOLDERS_MAX * 12];
+    holder_pids(o, pids, sizeof pids);
+    if (!wait)
+        snprintf(buf, len, "kill%s", pids);
+    else if (o->nholders > 1)
+        snprintf(buf, len, "kill%s && for p in%s; do tail --pid=$p -f /dev/null; done", pids, pids);
+    else
+        snprintf(buf, len, "kill %ld && tail --pid=%ld -f /dev/null", (long)o->pid, (long)o->pid);
+}
+
 void proxy_port_taken(const char *addr, int port, char *buf, size_t len)
 {
     struct host_port_owner o;
@@ -23,11 +45,17 @@ void proxy_port_taken(const char *addr, int port, char *buf, size_t len)
     /* cmdline and cwd are cut short so that the hints after them fit in a
      * 1 KiB message, however long the holder's arguments. */
     if (found && o.pid > 0) {
+        char kill[HOST_PORT_HOLDERS_MAX * 12 + 8], more[96] = "";
+        proxy_port_kill(&o, 0, kill, sizeof kill);
+        if (o.nholders > 1) /* its forked workers: they hold the port after it dies */
+            snprintf(more, sizeof more, ", and by %d more process%s sharing its socket",
+                     o.nholders - 1, o.nholders > 2 ? "es" : "");
         snprintf(buf, len,
-                 "port %d%s is already in use by pid %ld%s%.200s%s%s%.500s; "
-                 "stop it with `kill %ld`, or serve another port: wtproxy serve --listen %d",
+                 "port %d%s is already in use by pid %ld%s%.200s%s%s%.400s%s; "
+                 "stop %s with `%s`, or serve another port: wtproxy serve --listen %d",
                  port, on, (long)o.pid, o.cmdline[0] ? " (" : "", o.cmdline,
-                 o.cmdline[0] ? ")" : "", o.cwd[0] ? ", cwd " : "", o.cwd, (long)o.pid, other);
+                 o.cmdline[0] ? ")" : "", o.cwd[0] ? ", cwd " : "", o.cwd, more,
+                 o.nholders > 1 ? "them all" : "it", kill, other);
     } else if (found && proxy_port_stranger(addr, port, &o, &s)) {
         proxy_port_stranger_who(&s, who, sizeof who);
         snprintf(serve, sizeof serve, "wtproxy serve --listen %d", other);

@@ -14,4 +14,14 @@
  * so never call it on the daemon's loop. addr may be NULL. */
 void proxy_port_taken(const char *addr, int port, char *buf, size_t len);
 
+struct host_port_owner;
+
+/* The kill that frees o's port into buf: "kill PID", or for a forking
+ * server every process sharing the socket, "kill 16190 16192 16193": its
+ * children hold the port after the parent alone is killed. With wait, the
+ * wait for each to exit follows, so that a serve pasted after it binds:
+ * "kill P && tail --pid=P -f /dev/null", and for several
+ * "kill P Q && for p in P Q; do tail --pid=$p -f /dev/null; done". */
+void proxy_port_kill(const struct host_port_owner *o, int wait, char *buf, size_t len);
+
 #endif

@@ -22,6 +22,7 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { makeWorktrees, declaring, startDaemon, startRun, cli, cliEnv, sanitizerClean, pidAlive, waitFor, curlFrom, lsJson } from './lib/registry.mjs';
 import { wtproxyBin, repoRoot } from './lib/wtproxy.mjs';
+import { runToExit } from './lib/conformance.mjs';
 import { pythonPath } from './lib/whoami.mjs';
 import { startPostgres } from './lib/pg.mjs';
 
@@ -166,6 +167,35 @@ test("no daemon: doctor's fix, pasted, returns at once and the daemon it starts 
 // inline settings, before any server is started: without the package on
 // its path, a server would die at its first import; from a build folder
 // the fix puts the checkout's package on PYTHONPATH.
+// A daemon started with no port named (a start printed outside any
+// worktree) listens on the default 8000 alone. doctor in a worktree whose
+// .wtproxy says 8430 kept 8000 in its fix (`serve --listen 8000 --listen
+// 8430`), a port no registration's callers call. In a network namespace of
+// its own (as root), so that 8000 is the test's.
+test("a daemon on the default port alone: doctor's fix serves the .wtproxy's front, without 8000", async (t) => {
+  const probe = await runToExit('unshare', ['--net', 'true']);
+  if (probe.code !== 0) {
+    t.skip(`no network namespace here (unshare: ${probe.stderr.trim()})`);
+    return;
+  }
+  const tmp = makeWorktrees(t, ['a']);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), 'start = ./dev {port}\nfront = 8430\n');
+  const script = [
+    'ip link set lo up',
+    '"$WTP" serve --control "$WTPROXY_CONTROL" >"$OUT/serve.log" 2>&1 & d=$!',
+    'i=0; until "$WTP" ls >/dev/null 2>&1 || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done',
+    `cd ${tmp.wt.a} && "$WTP" doctor --json >"$OUT/doctor.json" 2>"$OUT/doctor.err"`,
+    'kill $d; wait $d',
+  ].join('\n');
+  const env = { ...cliEnv(tmp, { ...NO_PG, XDG_STATE_HOME: path.join(tmp.root, 'state') }), WTP: wtproxyBin, OUT: tmp.root };
+  const r = await runToExit('unshare', ['--net', 'sh', '-c', script], { cwd: tmp.root, env, ms: 30000 });
+  const read = (f) => fs.readFileSync(path.join(tmp.root, f), 'utf8');
+  assert.equal(r.code, 0, `${r.stderr}\n${read('serve.log')}`);
+  const daemon = JSON.parse(read('doctor.json')).checks.find((c) => c.name === 'daemon');
+  assert.match(daemon.detail, /listens on \["127\.0\.0\.1:8000".*not on port 8430/, daemon.detail);
+  assert.match(daemon.fix, /serve --listen 8430 >>\S+ 2>&1$/, daemon.fix);
+});
+
 test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem before any server starts", async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const front = await freePort();
@@ -504,6 +534,50 @@ test('the front port held by another process: doctor names it and how to free it
   assert.equal(d.byName.daemon.status, 'problem');
   assert.match(d.byName.daemon.detail, new RegExp(`port ${front} on 127\\.0\\.0\\.1 is already in use by pid ${process.pid} \\(`));
   assert.match(d.byName.daemon.fix, new RegExp(`^kill ${process.pid} && tail --pid=${process.pid} -f /dev/null; setsid -f ${SELF_RE} serve --listen ${front} >>\\S+ 2>&1$`));
+});
+
+// `PHP_CLI_SERVER_WORKERS=2 php -S` on the front: the master forks two
+// workers that share its listening socket. doctor's fix killed the master
+// alone; the workers, reparented to init, kept the port, the pasted daemon
+// failed on it, and each round of doctor named the next worker. The fix
+// kills every holder and waits for each; pasted, the daemon owns the front.
+test('a php -S with forked workers on the front: doctor kills every holder, and its fix pasted frees the port', { timeout: 60000 }, async (t) => {
+  if (spawnSync('php', ['-v']).status !== 0) {
+    t.skip('no php here');
+    return;
+  }
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  fs.mkdirSync(path.join(tmp.root, 'public'));
+  fs.writeFileSync(path.join(tmp.root, 'public', 'index.php'), '<?php echo "main";\n');
+  const php = spawn('php', ['-S', `127.0.0.1:${front}`, '-t', 'public'], {
+    cwd: tmp.root, detached: true, stdio: 'ignore', env: { ...process.env, PHP_CLI_SERVER_WORKERS: '2' },
+  });
+  t.after(() => { try { process.kill(-php.pid, 'SIGKILL'); } catch { /* gone */ } });
+  const children = () => {
+    try { return fs.readFileSync(`/proc/${php.pid}/task/${php.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number); } catch { return []; }
+  };
+  await waitFor(async () => children().length === 2 && (await curlFrom(tmp.root, front, '/')).status === 200, 10000, 'php -S and its 2 workers');
+  const pids = [php.pid, ...children()].sort((a, b) => a - b).join(' ');
+  const state = { XDG_STATE_HOME: path.join(tmp.root, 'state') };
+  const check = (await doctor(tmp, tmp.wt.a, front, state)).byName.daemon;
+  assert.match(check.detail, new RegExp(`in use by pid ${php.pid} \\(php -S .*, and by 2 more processes sharing its socket; stop them all with \`kill ${pids}\``), check.detail);
+  assert.match(check.fix, new RegExp(`^kill ${pids} && for p in ${pids}; do tail --pid=\\$p -f /dev/null; done; setsid -f ${SELF_RE} serve --listen ${front} >>\\S+ 2>&1$`), check.fix);
+
+  const env = { ...process.env, ...cliEnv(tmp), ...state };
+  const sh = spawn('/bin/sh', ['-c', check.fix], { cwd: tmp.wt.a, env, stdio: 'ignore', detached: true });
+  t.after(() => { try { process.kill(-sh.pid, 'SIGKILL'); } catch { /* gone */ } });
+  const code = await new Promise((resolve) => {
+    const timer = setTimeout(() => resolve('no exit within 10 s'), 10000);
+    sh.on('exit', (c) => { clearTimeout(timer); resolve(c); });
+  });
+  assert.equal(code, 0, `${check.fix}: did not return`);
+  let c;
+  await waitFor(async () => (c = (await doctor(tmp, tmp.wt.a, front, state)).byName.daemon).status === 'ok', 10000,
+    'the daemon the fix started, on the front the workers held');
+  const daemon = Number(/wtproxy daemon pid (\d+)/.exec(c.detail)[1]);
+  t.after(() => { try { process.kill(daemon, 'SIGKILL'); } catch { /* gone */ } });
+  for (const pid of pids.split(' ')) assert.ok(!pidAlive(Number(pid)), `php pid ${pid} is gone`);
 });
 
 // Before `wtproxy init`: no .wtproxy, but the Playwright config's baseURL

@@ -173,6 +173,40 @@ test("ls with no daemon and a config without listen lines: the start it prints s
   assert.match(r.stderr, new RegExp(`start one, in the background: setsid -f wtproxy serve --control ${tmp.control} --listen 8101 --listen 8100 >>`));
 });
 
+// A daemon that died left registrations on front P in the state file. The
+// start a command prints from a folder outside any worktree listened on
+// 8000 alone: the next daemon adopted the servers, and P, where their
+// callers call, answered nothing. It names P, and pasted, serves it.
+test('ls outside any worktree after the daemon died: the start it prints listens on the fronts of the registrations it adopts', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const env = autostartEnv(t, tmp, { WTPROXY_CONFIG: '' });
+  const free = net.createServer();
+  await new Promise((r) => free.listen(0, '127.0.0.1', r));
+  const front = free.address().port;
+  await new Promise((r) => free.close(r));
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front, env });
+  await run.ready;
+  const first = await control(tmp.control, { op: 'ping' });
+  process.kill(first.pid, 'SIGKILL');
+  await waitFor(() => !pidAlive(first.pid), 5000, 'the daemon to die');
+
+  const r = await cli(tmp, ['ls'], { cwd: tmp.root, env: { ...env, WTPROXY_NO_AUTOSTART: '1' } });
+  assert.equal(r.code, 1, r.stderr);
+  const m = /start one, in the background: (setsid -f wtproxy serve .*)$/m.exec(r.stderr);
+  assert.ok(m, r.stderr);
+  assert.match(m[1], new RegExp(`^setsid -f wtproxy serve --control ${tmp.control} --listen ${front} >>\\S+ 2>&1$`));
+
+  const pasted = await runToExit('/bin/sh', ['-c', m[1]], {
+    cwd: tmp.root,
+    env: { ...cliEnv(tmp, env), PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` },
+  });
+  assert.equal(pasted.code, 0, pasted.stderr);
+  await waitFor(async () => (await control(tmp.control, { op: 'ping' }).catch(() => null)) !== null, 5000, 'the pasted daemon to answer');
+  const got = await curlFrom(tmp.wt.a, front, '/');
+  assert.equal(got.status, 200, `the adopted server's front answers: ${got.body}`);
+  assert.equal(got.worktree, tmp.wt.a);
+});
+
 // `wtproxy stop --daemon` and, at once, `wtproxy run` (a Playwright
 // webServer started as an upgrade stops the daemon): the stopping daemon
 // closes the run's connection unanswered (it resets the connections it

@@ -182,14 +182,19 @@ static void test_fake_proc(void)
 
     is_int(host_port_owner_find(8000, &o), 1, "fake: port 8000 has a listener");
     is_int(o.pid, 17, "  held by pid 17, the parent of 18");
+    ok(o.nholders == 2 && o.holders[0] == 17 && o.holders[1] == 18,
+       "  and by 18, which shares its socket: both hold the port");
     is_str(o.cmdline, "python3 -m http.server 8000", "  its cmdline");
     is_str(o.cwd, "/home/dev/wt-a", "  its cwd");
     proxy_port_taken("127.0.0.1", 8000, msg, sizeof msg);
     is_str(msg,
            "port 8000 on 127.0.0.1 is already in use by pid 17 (python3 -m http.server "
-           "8000), cwd /home/dev/wt-a; stop it with `kill 17`, or serve another port: "
-           "wtproxy serve --listen 8001",
-           "  described as in RELAY.md");
+           "8000), cwd /home/dev/wt-a, and by 1 more process sharing its socket; stop them all "
+           "with `kill 17 18`, or serve another port: wtproxy serve --listen 8001",
+           "  described as in RELAY.md, every holder in its kill (PHP's workers outlive 17)");
+    proxy_port_kill(&o, 1, msg, sizeof msg);
+    is_str(msg, "kill 17 18 && for p in 17 18; do tail --pid=$p -f /dev/null; done",
+           "  the kill that waits, as doctor prints it, waits for each");
 
     is_int(host_port_owner_find(8001, &o), 1, "fake: port 8001 has a listener");
     is_int(o.pid, 0, "  but no process we can see");
@@ -203,6 +208,9 @@ static void test_fake_proc(void)
 
     is_int(host_port_owner_find(8002, &o), 1, "fake: port 8002 from tcp6");
     is_int(o.pid, 21, "  held by pid 21 (\"self\" is not a pid)");
+    is_int(o.nholders, 1, "  alone");
+    proxy_port_kill(&o, 1, msg, sizeof msg);
+    is_str(msg, "kill 21 && tail --pid=21 -f /dev/null", "  its kill that waits: one tail");
     ok(o.cmdline[0] == '\0' && o.cwd[0] == '\0', "  whose cmdline and cwd are unreadable");
     proxy_port_taken("::1", 8002, msg, sizeof msg);
     is_str(msg,
