@@ -185,6 +185,13 @@ static void start_base(const char *start, const char *root, char *base, size_t l
         snprintf(base, len, "%s", root);
 }
 
+int doc_start_fingerprints(const char *root, const char *start)
+{
+    char base[2 * PATH_MAX];
+    start_base(start, root, base, sizeof base);
+    return strstr(start, "wtproxy fingerprint") || find_in_scripts(start, base, root, NULL, "");
+}
+
 /* The fingerprint line of w's services' starts, else of the Playwright
  * config's webServer commands: 1 with l filled. */
 static int find_line(const char *root, const struct cli_wtproxy *w, struct ge_line *l)

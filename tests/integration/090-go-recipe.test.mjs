@@ -6,7 +6,10 @@
 // Now doctor's go-embed check reads the module's //go:embed lines and
 // names each embedded file the fingerprint leaves out, with the start
 // that includes it; with that start the template's edit restarts the
-// server, which serves the new page. Real go (stdlib only), its caches
+// server, which serves the new page. And doctor's playwright check, when
+// webServer runs `go run` and the .wtproxy the fingerprinting recipe,
+// makes webServer run the .wtproxy's start, never the reverse (which
+// drops the fingerprint: a 409 loop). Real go (stdlib only), its caches
 // under the test's folder.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -144,4 +147,49 @@ test('go-embed: an embedded template the fingerprint leaves out is named; the fi
   assert.match(await page(wt, px.port), /Hi again/, 'the edited template served, by a new server');
   const after = await entry();
   assert.ok(after.started_ms > before.started_ms, 'the server was restarted for the edit');
+});
+
+test('playwright: webServer runs `go run`, the .wtproxy the fingerprinting recipe: the fix makes webServer run the recipe', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const front = px.port;
+  const tmp = goApp(t, front, recipe(" --include 'templates/**'"));
+  const wt = tmp.wt.a;
+  const config = path.join(wt, 'playwright.config.mjs');
+  const write = (command) => fs.writeFileSync(config,
+    `export default { use: { baseURL: 'http://localhost:${front}' },\n` +
+    `  webServer: { command: ${command}, url: 'http://localhost:${front}', reuseExistingServer: true } };\n`);
+  write(`'wtproxy run --front ${front} -- go run . -port {port}'`);
+  let p = (await doctor(tmp0, wt)).playwright;
+  assert.equal(p.status, 'problem', p.detail);
+  assert.match(p.detail, /webServer\.command runs `go run \. -port \{port\}` through wtproxy run, but the \.wtproxy declares `mkdir -p/);
+  assert.doesNotMatch(p.fix, /start = go run/, 'never: the recipe replaced by go run (no fingerprint, a 409 loop)');
+  const cmd = `wtproxy run --front ${front} -- sh -c "${recipe(" --include 'templates/**'")}"`;
+  assert.equal(p.fix, "make them one command, the .wtproxy's (it fingerprints the code before the build, " +
+    `webServer's does not): in playwright.config.mjs write command: \`${cmd}\``);
+
+  // Pasted as it is printed (a template string): the same command, ok.
+  write(p.fix.match(/write command: (`.*`)$/)[1]);
+  p = (await doctor(tmp0, wt)).playwright;
+  assert.equal(p.status, 'ok', p.detail);
+  assert.match(p.detail, /the \.wtproxy declares the same command/);
+
+  // The start in a script: webServer is told to run the script.
+  fs.mkdirSync(path.join(wt, 'scripts'));
+  fs.writeFileSync(path.join(wt, 'scripts', 'dev-server.sh'), `#!/bin/sh\n${recipe().replace('{port}', '$1')}\n`, { mode: 0o755 });
+  fs.writeFileSync(path.join(wt, '.wtproxy'), `start = scripts/dev-server.sh {port}\nfront = ${front}\n`);
+  write(`'wtproxy run --front ${front} -- go run . -port {port}'`);
+  p = (await doctor(tmp0, wt)).playwright;
+  assert.equal(p.status, 'problem', p.detail);
+  assert.match(p.fix, new RegExp(`write command: \`wtproxy run --front ${front} -- scripts/dev-server\\.sh \\{port\\}\`$`));
+  // A start with both quotes, which no JavaScript string holds without a
+  // backslash: into a script both run.
+  fs.writeFileSync(path.join(wt, '.wtproxy'), `start = ${recipe()} -greeting "it's me"\nfront = ${front}\n`);
+  p = (await doctor(tmp0, wt)).playwright;
+  assert.match(p.fix, new RegExp(`move its start into a script and run it from both: start = \\./dev-server\\.sh \\{port\\} in \\.wtproxy, and in playwright\\.config\\.mjs command: 'wtproxy run --front ${front} -- \\./dev-server\\.sh \\{port\\}'$`));
+  // A start that only differs (no fingerprint, not holding webServer's):
+  // webServer's command goes to the .wtproxy, as before.
+  fs.writeFileSync(path.join(wt, '.wtproxy'), `start = .wtproxy-run/app -port {port}\nfront = ${front}\n`);
+  p = (await doctor(tmp0, wt)).playwright;
+  assert.equal(p.fix, 'make them one command: start = go run . -port {port} in .wtproxy');
 });
