@@ -15,7 +15,18 @@
  * settings as often as the registry's, and direnv sets them per worktree;
  * the registry's URI (WTPROXY_REGISTRY, `registry =`) names its host, user
  * and database itself, and libpq finds its password in ~/.pgpass (HOME is
- * kept). WTPROXY_DB_SERVER, an app's database server, likewise. */
+ * kept). WTPROXY_DB_SERVER, an app's database server, likewise.
+ *
+ * Go's build configuration is kept: GOFLAGS (build tags), the module
+ * sources (GOPROXY, GOPRIVATE, GONOPROXY, GONOSUMDB, GOSUMDB, GOINSECURE),
+ * the toolchain (GOTOOLCHAIN, GOROOT) and its caches (GOPATH, GOMODCACHE,
+ * GOCACHE). They are the user's, not a worktree's, as the proxy
+ * variables are: `go env -w` writes the same settings into the user's go
+ * env file, which the daemon reads anyway (HOME, XDG_CONFIG_HOME). Dropped,
+ * a .wtproxy's `go build` builds with other tags and module sources than
+ * the developer's shell, which no fingerprint sees. Their paths inside the
+ * starting command's worktree go, as PATH's do; GOWORK, one checkout's
+ * go.work, is not kept. */
 #include "cli.h"
 
 #include <fnmatch.h>
@@ -49,6 +60,10 @@ static const struct kept kept[] = {
     {"REQUESTS_CA_BUNDLE", 0}, {"CURL_CA_BUNDLE", 0},
     /* the user's tools (nvm's, pyenv's, ~/.local/bin), not a worktree's */
     {"PATH", 1},
+    /* Go's build configuration (the header says why) */
+    {"GOFLAGS", 0}, {"GOPROXY", 0}, {"GOPRIVATE", 0}, {"GONOPROXY", 0}, {"GONOSUMDB", 0},
+    {"GOSUMDB", 0}, {"GOINSECURE", 0}, {"GOTOOLCHAIN", 0},
+    {"GOROOT", 1}, {"GOPATH", 1}, {"GOMODCACHE", 1}, {"GOCACHE", 1},
     /* the daemon's own settings (its getenv calls), and which wtproxy the
      * middleware's helpers run (a worktree's own build of it dropped) */
     {"WTPROXY_CONTROL", 0}, {"WTPROXY_CONFIG", 0}, {"WTPROXY_REGISTRY", 0},
@@ -161,7 +176,7 @@ static void describe(struct cli_daemon_env *d, const char *cwd, const char *root
         snprintf(more, sizeof more, " and %d more", over);
     if (ndropped)
         snprintf(entries, sizeof entries,
-                 "; %d entries of PATH (or WTPROXY_BIN) inside %s or relative", ndropped,
+                 "; %d entries of PATH (or WTPROXY_BIN, GOPATH...) inside %s or relative", ndropped,
                  root[0] ? root : "no worktree");
     snprintf(d->line, sizeof d->line,
              "wtproxy: autostarted by `%s` (pid %ld, cwd %s) with a clean environment, not "

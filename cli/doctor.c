@@ -14,6 +14,7 @@
 #include "doctor.h"
 #include "wtfile.h"
 
+/* clang-format off */
 static const struct {
     const char *name;
     void (*run)(struct doc_ctx *c, struct doc_result *r);
@@ -23,6 +24,7 @@ static const struct {
     {"server", doc_server},
     {"middleware", doc_python},
     {"whoami", doc_whoami},
+    {"go-embed", doc_go_embed},
     {"inotify", doc_inotify},
     {"playwright", doc_playwright},
     {"vite-proxy", doc_vite_proxy},
@@ -30,6 +32,7 @@ static const struct {
     {"databases", doc_databases},
     {"load", doc_load},
 };
+/* clang-format on */
 
 #define NCHECKS (sizeof checks / sizeof checks[0])
 

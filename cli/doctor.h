@@ -77,6 +77,14 @@ void doc_leases(struct doc_ctx *c, struct doc_result *r);
 void doc_databases(struct doc_ctx *c, struct doc_result *r);
 void doc_load(struct doc_ctx *c, struct doc_result *r);
 
+/* doctor_goembed.c: a Go server built by the whoami-protocol recipe
+ * fingerprints every file its //go:embed lines embed. */
+void doc_go_embed(struct doc_ctx *c, struct doc_result *r);
+/* doctor_goembed.c: whether start (a .wtproxy's, run in the worktree root)
+ * runs `wtproxy fingerprint`, in its line or in a script of the worktree
+ * it runs by its path. */
+int doc_start_fingerprints(const char *root, const char *start);
+
 /* doctor_vite.c: the Vite config of each .wtproxy service's folder
  * proxies only to fronts the .wtproxy declares. */
 void doc_vite_proxy(struct doc_ctx *c, struct doc_result *r);

@@ -118,18 +118,54 @@ static void squeeze(const char *s, char *out, size_t len)
     out[n] = '\0';
 }
 
+/* The .wtproxy's start as a `wtproxy run` CMD, into out: as it is when
+ * it is plain words, which run execs as given; else `sh -c "START"`, as
+ * the daemon runs it (`&&`, a redirection, a `VAR=value` prefix), or with
+ * single quotes when START has what double quotes expand. run takes
+ * either as that service's command (cli/front_pick.c). No backslash: a
+ * JavaScript string, where webServer.command is, would eat it. */
+static void start_as_cmd(const char *start, char *out, size_t len)
+{
+    static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                                "_@%+:,./{} -=";
+    if (strspn(start, plain) == strlen(start) && !memchr(start, '=', strcspn(start, " ")))
+        snprintf(out, len, "%s", start);
+    else if (!strpbrk(start, "\"$`\\!"))
+        snprintf(out, len, "sh -c \"%s\"", start);
+    else if (!strchr(start, '\''))
+        snprintf(out, len, "sh -c '%s'", start);
+    else
+        out[0] = '\0'; /* both quotes needed: a script of its own says it better */
+}
+
+/* Whether the .wtproxy's start is the richer of the two, which the other
+ * must become: it fingerprints (whoami-protocol's recipe for a compiled
+ * server: `go run` in its place has no /__whoami, or answers an old
+ * fp.json and loops on 409), or it holds webServer's command whole (a
+ * `cd`, variables, a build before it). */
+static int start_richer(const struct doc_ctx *c, const char *run_cmd)
+{
+    char a[1024], b[2048];
+    squeeze(run_cmd, a, sizeof a);
+    squeeze(c->start, b, sizeof b);
+    return doc_start_fingerprints(c->wt.root, c->start) || (a[0] && strstr(b, a));
+}
+
 /* Recipe url and a .wtproxy on the same front: Playwright's readiness
  * check is a request from this worktree, so the daemon starts the
  * .wtproxy's server and webServer.command runs only when no daemon
  * answers. The same command either way is fine; two commands mean the
  * tests run against the one nobody reading the config expects (other
- * settings, another database). */
+ * settings, another database). The fix makes the poorer one the richer:
+ * webServer's the .wtproxy's start when that fingerprints or holds it. */
 static void both_recipes(struct doc_ctx *c, const struct cli_playwright *pw, struct doc_result *r)
 {
-    char a[1024], b[1024];
+    char a[1024], b[1024], as_cmd[sizeof c->start + 16], quoted[1024];
     squeeze(pw->run_cmd, a, sizeof a);
     squeeze(c->start, b, sizeof b);
-    if (strcmp(a, b) == 0) {
+    start_as_cmd(c->start, as_cmd, sizeof as_cmd);
+    squeeze(as_cmd, quoted, sizeof quoted);
+    if (strcmp(a, b) == 0 || (quoted[0] && strcmp(a, quoted) == 0)) {
         doc_set(r, DOC_OK,
                 "%s: recipe url, and the .wtproxy declares the same command on front %d: "
                 "the daemon starts it at Playwright's readiness check; webServer.command "
@@ -144,8 +180,23 @@ static void both_recipes(struct doc_ctx *c, const struct cli_playwright *pw, str
             "answers, so the tests run against the .wtproxy's command",
             pw->file, pw->run_cmd[0] ? pw->run_cmd : "(a command doctor cannot read)", c->start,
             c->front);
-    snprintf(r->fix, sizeof r->fix, "make them one command: start = %.900s in .wtproxy",
-             pw->run_cmd[0] ? pw->run_cmd : "<webServer's command>");
+    const char *why = doc_start_fingerprints(c->wt.root, c->start)
+                          ? "it fingerprints the code before the build, webServer's does not"
+                          : "it runs webServer's and more";
+    if (!pw->run_cmd[0] || !start_richer(c, pw->run_cmd))
+        snprintf(r->fix, sizeof r->fix, "make them one command: start = %.900s in .wtproxy",
+                 pw->run_cmd[0] ? pw->run_cmd : "<webServer's command>");
+    else if (as_cmd[0])
+        snprintf(r->fix, sizeof r->fix,
+                 "make them one command, the .wtproxy's (%s): in %s write command: "
+                 "`wtproxy run --front %d -- %.700s`",
+                 why, pw->file, c->front, as_cmd);
+    else
+        snprintf(r->fix, sizeof r->fix,
+                 "make them one command, the .wtproxy's (%s): move its start into a script and "
+                 "run it from both: start = ./dev-server.sh {port} in .wtproxy, and in %s "
+                 "command: 'wtproxy run --front %d -- ./dev-server.sh {port}'",
+                 why, pw->file, c->front);
 }
 
 /* Whether the .wtproxy of root declares a service on port, its fronts

@@ -30,7 +30,7 @@ import { startPostgres } from './lib/pg.mjs';
 // (none, in most tests) is not this build's.
 const SELF = fs.realpathSync(wtproxyBin);
 const SELF_RE = SELF.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const NAMES = ['daemon', 'worktree', 'server', 'middleware', 'whoami', 'inotify', 'playwright', 'vite-proxy',
+const NAMES = ['daemon', 'worktree', 'server', 'middleware', 'whoami', 'go-embed', 'inotify', 'playwright', 'vite-proxy',
   'leases', 'databases', 'load'];
 // No PostgreSQL named: libpq's variables empty (doctor reads an empty one as unset).
 const NO_PG = { PGHOST: '', PGPORT: '', PGDATABASE: '', WTPROXY_DB_SERVER: '' };

@@ -107,7 +107,7 @@ test('an autostarted daemon gives no server the starting command\'s environment'
   for (const name of ['FOO', 'VIRTUAL_ENV', 'PLAYWRIGHT_TEST', 'npm_config_local_prefix', 'PGDATABASE']) {
     assert.match(line, new RegExp(`\\b${name}\\b`));
   }
-  assert.match(line, new RegExp(`2 entries of PATH \\(or WTPROXY_BIN\\) inside ${wtb}`));
+  assert.match(line, new RegExp(`2 entries of PATH \\(or WTPROXY_BIN, GOPATH...\\) inside ${wtb}`));
   assert.doesNotMatch(log, /foo-of-wt-b|shop_b/);
   assert.match(line, /wtproxy help wtproxy-file/);
   sanitizerClean(assert, log);

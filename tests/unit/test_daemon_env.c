@@ -11,10 +11,26 @@
 
 static void test_names(void)
 {
-    const char *kept_ones[] = {
-        "HOME=/h",       "LC_ALL=C",   "XDG_CACHE_HOME=/c", "XDG_DATA_DIRS=/d",
-        "https_proxy=x", "NO_PROXY=y", "WTPROXY_CONFIG=/f", "UBSAN_OPTIONS=halt_on_error=1",
-        "PATH=/bin"};
+    const char *kept_ones[] = {"HOME=/h",
+                               "LC_ALL=C",
+                               "XDG_CACHE_HOME=/c",
+                               "XDG_DATA_DIRS=/d",
+                               "https_proxy=x",
+                               "NO_PROXY=y",
+                               "WTPROXY_CONFIG=/f",
+                               "UBSAN_OPTIONS=halt_on_error=1",
+                               "PATH=/bin",
+                               "GOFLAGS=-tags=devtag",
+                               "GOPROXY=https://goproxy.corp.example",
+                               "GOPRIVATE=corp.example",
+                               "GONOPROXY=x",
+                               "GONOSUMDB=x",
+                               "GOSUMDB=off",
+                               "GOINSECURE=x",
+                               "GOTOOLCHAIN=local",
+                               "GOROOT=/usr/lib/go",
+                               "GOMODCACHE=/m",
+                               "GOCACHE=/c"};
     for (size_t i = 0; i < sizeof kept_ones / sizeof kept_ones[0]; i++)
         ok(kept_entry(kept_ones[i]) != NULL, "%s is kept", kept_ones[i]);
     const char *dropped[] = {"FOO=b",
@@ -27,9 +43,15 @@ static void test_names(void)
                              "XDG_SESSION_ID=3",
                              "NODE_OPTIONS=-r x",
                              "PATHX=/bin",
+                             "GOWORK=/w/go.work",
+                             "GOOS=windows",
+                             "CGO_ENABLED=0",
                              "HOME"};
     for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++)
         ok(kept_entry(dropped[i]) == NULL, "%s is dropped", dropped[i]);
+    const char *paths[] = {"GOPATH=/g", "GOMODCACHE=/m", "GOCACHE=/c", "GOROOT=/r"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        ok(kept_entry(paths[i])->paths, "%s is a path: one inside the worktree goes", paths[i]);
 }
 
 static void test_paths(void)
@@ -55,6 +77,9 @@ static void test_paths(void)
     n = 0;
     snprintf(var, sizeof var, "WTPROXY_BIN=%s/build/wtproxy", root);
     ok(filter_paths(var, root, &n) == NULL && n == 1, "a variable with no entry left is dropped");
+    n = 0;
+    snprintf(var, sizeof var, "GOPATH=%s/go", root);
+    ok(filter_paths(var, root, &n) == NULL && n == 1, "a GOPATH inside the worktree is dropped");
     n = 0;
     out = filter_paths("PATH=/usr/bin:node_modules/.bin", "", &n);
     is_str(out, "PATH=/usr/bin", "in no worktree: only relative entries go");
