@@ -38,13 +38,17 @@ static char *ruby_inc[] = {RUBY_SOURCES, ENV_FILES};
 static char *ruby_exc[] = {RUN_WRITES, RUBY_BUILT};
 
 /* The Node middleware's defaults (whoami/node/index.mjs DEFAULT_INCLUDE,
- * DEFAULT_EXCLUDE): JSON too, read at start by import or require. */
+ * DEFAULT_EXCLUDE): JSON too, read at start by import or require. And
+ * the folders dev servers write generated .js, .ts and .json into as they
+ * run (Vite's cache, SvelteKit's, Nuxt's, Astro's): trusted, such a
+ * server would be stale at once, restarted in a loop. */
 #define NODE_SOURCES                                                                               \
     "**/*.js", "**/*.mjs", "**/*.cjs", "**/*.jsx", "**/*.ts", "**/*.mts", "**/*.cts", "**/*.tsx",  \
         "**/*.json"
 #define NODE_BUILT                                                                                 \
     "**/dist/**", "**/e2e/**", "**/*.spec.*", "**/*.test.*", "**/.nyc_output/**", "**/.next/**",   \
-        "**/%5F%5Fwhoami/stamp.js"
+        "**/%5F%5Fwhoami/stamp.js", "**/.vite/**", "**/.svelte-kit/**", "**/.nuxt/**",             \
+        "**/.output/**", "**/.astro/**", "**/.turbo/**", "**/.cache/**"
 static char *node_inc[] = {NODE_SOURCES, ENV_FILES};
 static char *node_exc[] = {RUN_WRITES, NODE_BUILT};
 

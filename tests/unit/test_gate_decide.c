@@ -359,6 +359,7 @@ static void check_trusted_kinds(void)
          "api/testdata/golden.go"},
         {"/usr/bin/node server.mjs {port}", "lib/messages.json", "test-results/.last-run.json"},
         {"npx vite --port {port}", "src/app.ts", "e2e/home.spec.ts"},
+        {"npx vite --port {port}", "src/routes/+page.ts", ".svelte-kit/generated/root.js"},
         {"python3 manage.py runserver {port}", "shop/views.py", "node_modules/x/setup.py"},
         {"cargo run -- --port {port}", "src/main.rs", "target/debug/build/x/out.rs"},
         {"./bin/server -port {port}", "cmd/server/main.go", "playwright-report/data.json"},
