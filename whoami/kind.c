@@ -62,6 +62,10 @@ static char *any_inc[] = {GO_SOURCES,   RUST_SOURCES, RUBY_SOURCES,
 static char *any_exc[] = {RUN_WRITES,  GO_BUILT,    "**/target/**",
                           "**/tmp/**", "**/log/**", NODE_BUILT};
 
+#define ANY_WATCHED                                                                                \
+    "the sources of Go, Rust, Ruby, Node and Python servers (listed by wtproxy help config, "      \
+    "trust_registry)"
+
 /* Without a middleware, the guide that says how to answer /__whoami; its
  * Go recipe fingerprints the sources before the build, which any server
  * built before it runs can follow. */
@@ -76,27 +80,32 @@ static char *any_exc[] = {RUN_WRITES,  GO_BUILT,    "**/target/**",
 static const struct whoami_kind go = {
     "a Go server",
     {go_inc, N(go_inc), go_exc, N(go_exc)},
+    NULL,
     "the files it embeds (//go:embed) or reads at start, such as templates",
     0,
     GUIDE_GO};
 static const struct whoami_kind rust = {
     "a Rust server",
     {rust_inc, N(rust_inc), rust_exc, N(rust_exc)},
+    NULL,
     "the files it includes (include_str!, include_bytes!) or reads at start",
     0,
     GUIDE_BUILT};
 static const struct whoami_kind ruby = {"a Ruby server",
                                         {ruby_inc, N(ruby_inc), ruby_exc, N(ruby_exc)},
+                                        NULL,
                                         "templates and other files it reads at start",
                                         0,
                                         GUIDE_BUILT};
 static const struct whoami_kind node = {"a Node server",
                                         {node_inc, N(node_inc), node_exc, N(node_exc)},
+                                        NULL,
                                         "templates and other files it reads at start",
                                         1,
                                         ""};
 static const struct whoami_kind python = {"a Python server",
                                           {py_inc, N(py_inc), py_exc, N(py_exc)},
+                                          NULL,
                                           "templates and other files it reads at start",
                                           1,
                                           ""};
@@ -105,11 +114,13 @@ static const struct whoami_kind python = {"a Python server",
 static const struct whoami_kind other = {
     "a server of another language",
     {any_inc, N(any_inc), any_exc, N(any_exc)},
+    ANY_WATCHED,
     "the sources of its own language and what it reads at start",
     0,
     GUIDE_BUILT};
 static const struct whoami_kind unknown = {"a server of an unknown kind",
                                            {any_inc, N(any_inc), any_exc, N(any_exc)},
+                                           ANY_WATCHED,
                                            "what it reads at start",
                                            1,
                                            ""};
@@ -154,6 +165,10 @@ void whoami_kind_watched(const struct whoami_kind *k, char *out, size_t outlen)
 {
     size_t used = 0;
     out[0] = '\0';
+    if (k->watched) {
+        snprintf(out, outlen, "%s", k->watched);
+        return;
+    }
     for (size_t i = 0; i < k->patterns.n_include && used < outlen; i++)
         used += (size_t)snprintf(out + used, outlen - used, "%s%s", i ? ", " : "",
                                  k->patterns.include[i]);

@@ -15,9 +15,10 @@ struct whoami_kind {
      * a run writes (build output, test results): stale mid-run, a server
      * would be restarted under the tests. */
     struct whoami_patterns patterns;
-    const char *unseen; /* what it may load that the patterns cannot name */
-    int middleware;     /* a wtproxy middleware answers /__whoami for it */
-    const char *guide;  /* without one: how to give it a /__whoami ("" with one) */
+    const char *watched; /* the patterns said in words, NULL: listed */
+    const char *unseen;  /* what it may load that the patterns cannot name */
+    int middleware;      /* a wtproxy middleware answers /__whoami for it */
+    const char *guide;   /* without one: how to give it a /__whoami ("" with one) */
 };
 
 /* The kind command starts ("" or NULL: unknown): the first kind whose
@@ -31,7 +32,8 @@ const struct whoami_kind *whoami_kind_of(const char *command);
  * "python3"). */
 int whoami_runs_one_of(const char *command, const char *const *words);
 
-/* The kind's include patterns, comma-separated, for people. */
+/* What is watched for k, for people: its include patterns, comma-separated,
+ * or in words where the list is every kind's. */
 void whoami_kind_watched(const struct whoami_kind *k, char *out, size_t outlen);
 
 #endif

@@ -271,6 +271,11 @@ static void no_whoami(void)
          "wtproxy help whoami-protocol says what it answers", "Django"},
         {"php -S 127.0.0.1:23833", "wtproxy help whoami-protocol", "app.use"},
         {"node api/server.mjs", "calls a Node server stale once one of its files is newer", NULL},
+        {"./serve 23833",
+         "calls a server of an unknown kind stale once one of its files is newer than it, "
+         "watching the sources of Go, Rust, Ruby, Node and Python servers (listed by wtproxy help "
+         "config, trust_registry)",
+         "**/*.rs"},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         struct whoami_target t = target(3186, 1, kinds[i].command);
