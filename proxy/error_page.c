@@ -205,9 +205,10 @@ static const struct error_kind kinds[] = {
         {502, "Bad Gateway", "no-whoami",
          "The dev server does not answer GET /__whoami, so wtproxy cannot tell which "
          "checkout and which code it serves.",
-         "Restart the server if it started before its whoami middleware was added; else add "
-         "it (wtproxy help whoami) and restart it (the commands are above); or run wtproxy serve "
-         "--trust-registry."},
+         "Restart the server if it started before its /__whoami was added; else give it one "
+         "(above: a middleware of wtproxy help whoami, or, for a Go or other server no "
+         "middleware covers, wtproxy help whoami-protocol) and restart it; or run wtproxy serve "
+         "--trust-registry (above: what it watches for this server)."},
     [PE_WHOAMI_INVALID] =
         {502, "Bad Gateway", "whoami-invalid",
          "The dev server's answer to GET /__whoami is not one wtproxy can use.",

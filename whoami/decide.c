@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "kind.h"
 #include "refusal.h"
 
 static const char *const reasons[] = {
@@ -157,22 +158,36 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
     return WHOAMI_STALE;
 }
 
+/* Trusted, said with what is watched for it: a reader of ls learns that
+ * an edit to another file (a template a Go binary embeds) goes unseen. */
+static void show_trusted(struct whoami_status *st, const struct whoami_memory *m,
+                         const struct whoami_kind *k, const char *disk_hash)
+{
+    char watched[512], detail[sizeof st->detail];
+    whoami_kind_watched(k, watched, sizeof watched);
+    snprintf(detail, sizeof detail,
+             "no /__whoami; trusted: no file changed since it started (watched for %s: %s; not %s)",
+             k->name, watched, k->unseen);
+    show(st, m, "trusted", detail, disk_hash);
+}
+
 /* No /__whoami and --trust-registry: the caller's word says which checkout
- * it serves, and a fingerprinted file newer than the server is stale. */
+ * it serves, and a file it is built from (by its command's kind) newer
+ * than the server is stale. */
 static int decide_trusted(const struct whoami_case *c, struct whoami_status *st,
                           struct whoami_disk_want *want, char *detail, size_t detlen)
 {
     const struct whoami_target *t = c->target;
+    const struct whoami_kind *kind = whoami_kind_of(t->command);
     long long started = t->started_ms ? t->started_ms : t->registered_ms;
     if (!c->disk) {
         want->root = t->checkout;
-        want->patterns = whoami_default_patterns();
+        want->patterns = &kind->patterns;
         return WA_DISK;
     }
     const struct whoami_fp *disk = c->disk->fp;
     if (disk && whoami_refusal_newer_files(disk, started, detail, detlen) == 0) {
-        show(st, c->mem, "trusted", "no /__whoami; trusted: no file changed since it started",
-             disk->hash);
+        show_trusted(st, c->mem, kind, disk->hash);
         return WHOAMI_PASS;
     }
     /* Restarted as a server with an answer is: its new process is judged

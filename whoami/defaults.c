@@ -1,6 +1,7 @@
 /* defaults.c - the patterns a server declares when nobody chose others:
- * the Python middleware's (wtproxy_whoami/fingerprint.py), `wtproxy
- * fingerprint`'s, and the gate's for a server trusted without /__whoami. */
+ * the Python middleware's (wtproxy_whoami/fingerprint.py) and `wtproxy
+ * fingerprint`'s. A server trusted without /__whoami is watched by its
+ * command's kind instead (kind.c). */
 #include "whoami.h"
 
 /* .env files too: Django, flask run and pydantic-settings read them once at

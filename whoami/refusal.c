@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "kind.h"
 #include "packages.h"
 
 /* " --front N" when the registration's front is known: a `wtproxy run` or
@@ -344,20 +345,6 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
     }
 }
 
-/* Whether the command as run names one of words as a whole word (after a
- * space or a slash: "/usr/bin/node" and "node_modules/.bin/vite" count). */
-static int runs_one_of(const char *command, const char *const *words)
-{
-    for (; *words; words++)
-        for (const char *p = strstr(command, *words); p; p = strstr(p + 1, *words)) {
-            char after = p[strlen(*words)];
-            if ((p == command || p[-1] == ' ' || p[-1] == '/') &&
-                (after == '\0' || after == ' ' || after == '.' || after == '3'))
-                return 1;
-        }
-    return 0;
-}
-
 /* Where a Python server finds wtproxy_whoami: where an install put it is
  * on Debian's python3's path only outside a private prefix, and another
  * python3 (a virtualenv) never looks there; `wtproxy doctor` asks the
@@ -381,37 +368,57 @@ static const char *middleware_hint(const struct whoami_target *t)
     static const char *const asgi[] = {"uvicorn", "hypercorn", "fastapi", NULL};
     static const char *const python[] = {"python", "gunicorn", "uwsgi", "waitress-serve", NULL};
     const char *cmd = t->command ? t->command : "";
-    if (runs_one_of(cmd, next)) /* before node: `node node_modules/.bin/next dev` */
+    const struct whoami_kind *kind = whoami_kind_of(cmd);
+    if (!kind->middleware) /* go, cargo, ruby...: no middleware line can help */
+        return kind->guide;
+    if (whoami_runs_one_of(cmd, next)) /* before node: `node node_modules/.bin/next dev` */
         return "add Next's /__whoami: wtproxy init --apply in the app writes "
                "app/%5F%5Fwhoami/route.js (or updates one from before Turbopack's support, "
                "which answers 501 under next dev's Turbopack) and wraps next.config.mjs in "
                "withWtproxyWhoami() from 'wtproxy-whoami/next' (wtproxy help whoami)";
-    if (runs_one_of(cmd, vite))
+    if (whoami_runs_one_of(cmd, vite))
         return "add the Vite plugin: wtproxy init --apply in the app adds wtproxyWhoami() from "
                "'wtproxy-whoami/vite' to vite.config.*'s plugins, loaded under wtproxy run only "
                "(wtproxy help whoami)";
-    if (runs_one_of(cmd, node))
+    if (whoami_runs_one_of(cmd, node))
         return "add the Node middleware first: " WHOAMI_NODE_LINES
                " (in a CommonJS file: `const { whoami } = require('wtproxy-whoami')`, Node 20.19 "
                "or later; wtproxy help whoami)";
-    if (runs_one_of(cmd, runner))
+    if (whoami_runs_one_of(cmd, runner))
         return "add the Node middleware first (" WHOAMI_NODE_LINES
                ") or, for a Vite dev server, the "
                "Vite plugin (wtproxy init --apply in the app adds wtproxyWhoami() from "
                "'wtproxy-whoami/vite' to vite.config.*'s plugins; wtproxy help whoami)";
-    if (runs_one_of(cmd, django))
+    if (whoami_runs_one_of(cmd, django))
         return "add 'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE, with "
                "wtproxy_whoami " PY_WHERE;
-    if (runs_one_of(cmd, asgi))
+    if (whoami_runs_one_of(cmd, asgi))
         return "wrap the ASGI app at the end of the module it loads: app = "
                "WhoamiASGIMiddleware(app), from wtproxy_whoami.asgi, with "
                "wtproxy_whoami " PY_WHERE;
-    if (runs_one_of(cmd, python))
+    if (whoami_runs_one_of(cmd, python))
         return "wrap the WSGI app: WhoamiWSGIMiddleware from wtproxy_whoami.wsgi, with "
                "wtproxy_whoami " PY_WHERE;
     return "add the whoami middleware (Node: app.use(whoami()) from 'wtproxy-whoami'; "
            "Vite: its plugin wtproxyWhoami() from 'wtproxy-whoami/vite'; Django: "
-           "'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE; wtproxy help whoami)";
+           "'wtproxy_whoami.django.WhoamiMiddleware' first in MIDDLEWARE; wtproxy help whoami), "
+           "or, for a server no middleware covers (Go, Rust, a compiled binary), its own "
+           "/__whoami (wtproxy help whoami-protocol)";
+}
+
+/* What --trust-registry would watch for t's server, appended to the offer
+ * of it: trusted, a server is stale only once one of these files is newer
+ * than it, so a user choosing it must know what goes unseen (a Go
+ * server's templates were, and so were all its .go files before). */
+static void trust_offer(const struct whoami_target *t, char *out, size_t outlen)
+{
+    const struct whoami_kind *kind = whoami_kind_of(t->command);
+    char watched[512];
+    whoami_kind_watched(kind, watched, sizeof watched);
+    snprintf(out, outlen,
+             "or start wtproxy with --trust-registry to trust the registration instead: it then "
+             "calls %s stale once one of its files is newer than it, watching %s; not %s",
+             kind->name, watched, kind->unseen);
 }
 
 /* A Vite server (or a package script's) started by hand: wtproxy's Vite
@@ -436,28 +443,30 @@ static void no_whoami_vite_by_hand(const struct whoami_target *t, int status, ch
              "the app adds it%s (wtproxy help whoami)",
              t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid,
              t->command[0] ? ": " : "", t->command, status, restart, t->port,
-             runs_one_of(t->command, vite) ? ""
-                                           : ". A Node server needs the middleware "
-                                             "first: " WHOAMI_NODE_LINES);
+             whoami_runs_one_of(t->command, vite) ? ""
+                                                  : ". A Node server needs the middleware "
+                                                    "first: " WHOAMI_NODE_LINES);
 }
 
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen)
 {
     char restart[PATH_MAX + 1400];
     if (!t->by_run && t->command &&
-        (runs_one_of(t->command, vite) || runs_one_of(t->command, runner))) {
+        (whoami_runs_one_of(t->command, vite) || whoami_runs_one_of(t->command, runner))) {
         no_whoami_vite_by_hand(t, status, out, outlen);
         return;
     }
+    char trust[1024];
     reload_hint(t, restart, sizeof restart);
+    trust_offer(t, trust, sizeof trust);
     snprintf(out, outlen,
              "%s (the server of %s, pid %d%s%s) answers GET /__whoami with HTTP %d, so "
-             "wtproxy cannot tell which checkout and which code it serves. If you added the "
-             "whoami middleware after it started, restart it: %s. Otherwise %s, then restart "
-             "it; or start wtproxy with --trust-registry to trust the registration instead",
+             "wtproxy cannot tell which checkout and which code it serves. If you added %s "
+             "after it started, restart it: %s. Otherwise %s, then restart it; %s",
              t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid,
-             t->command && t->command[0] ? ": " : "", t->command ? t->command : "", status, restart,
-             middleware_hint(t));
+             t->command && t->command[0] ? ": " : "", t->command ? t->command : "", status,
+             whoami_kind_of(t->command)->middleware ? "the whoami middleware" : "its /__whoami",
+             restart, middleware_hint(t), trust);
 }
 
 void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,
@@ -466,7 +475,7 @@ void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, 
     static const char *const next[] = {"next", "next-server", NULL};
     /* next dev compiles the route at its first ask: a slow answer is
      * likely that, not a broken /__whoami */
-    int compiling = t->command && runs_one_of(t->command, next);
+    int compiling = t->command && whoami_runs_one_of(t->command, next);
     snprintf(out, outlen,
              "%s (the server of %s, pid %d) answered GET /__whoami with something wtproxy "
              "cannot use: %s. %s",

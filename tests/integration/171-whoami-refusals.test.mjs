@@ -192,10 +192,13 @@ test('no /__whoami: refused with the line to add; --trust-registry serves until 
   await run2.ready;
   assert.equal((await getWorktree(px2.port, tmp2.wt.a)).status, 200);
   await new Promise((res) => setTimeout(res, 20));
+  // a Node server: watched as one (a .py file is none of its code)
   fs.writeFileSync(path.join(tmp2.wt.a, 'views.py'), 'x = 1\n');
+  assert.equal((await getWorktree(px2.port, tmp2.wt.a)).status, 200);
+  fs.writeFileSync(path.join(tmp2.wt.a, 'routes.js'), 'export const x = 1;\n');
   const stale = await getWorktree(px2.port, tmp2.wt.a);
   refusedAs(stale, 'stale-code');
-  assert.match(stale.body, /views\.py/);
+  assert.match(stale.body, /routes\.js/);
 });
 
 test('--trust-registry with --restart-on-stale: each edit restarts the server, and every request meets the new one', async (t) => {
@@ -206,7 +209,7 @@ test('--trust-registry with --restart-on-stale: each edit restarts the server, a
   let pid = JSON.parse((await getWorktree(px.port, tmp.wt.a)).body).pid;
   for (const edit of [1, 2]) {
     await new Promise((res) => setTimeout(res, 20));
-    fs.writeFileSync(path.join(tmp.wt.a, 'views.py'), `x = ${edit}\n`);
+    fs.writeFileSync(path.join(tmp.wt.a, 'routes.js'), `export const x = ${edit};\n`);
     // Trusted from its registration: a file newer than the server restarts
     // it. Requests that meet the old process's 404 during the restart wait
     // for the new one (they were refused as stale, restart-on-stale named
@@ -219,6 +222,83 @@ test('--trust-registry with --restart-on-stale: each edit restarts the server, a
     [pid] = pids;
   }
   assert.equal(run.stderr().match(/restarting it/g).length, 2, run.stderr());
+});
+
+// A Go todo app's server (stdlib only), run by `go run` in worktree a of
+// tmp: no /__whoami (404), its greeting in greeting.go. Go's caches and
+// temporary folders under tmp, so that nothing outlives the test.
+function goApp(tmp) {
+  const wt = tmp.wt.a;
+  fs.writeFileSync(path.join(wt, 'go.mod'), 'module example.com/todo\n\ngo 1.19\n');
+  fs.writeFileSync(path.join(wt, 'main.go'), `package main
+
+import (
+	"flag"
+	"fmt"
+	"net/http"
+)
+
+func main() {
+	port := flag.Int("port", 0, "port")
+	flag.Parse()
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/__whoami" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, greeting())
+	})
+	panic(http.ListenAndServe(fmt.Sprintf("127.0.0.1:%d", *port), nil))
+}
+`);
+  fs.writeFileSync(path.join(wt, 'greeting.go'), 'package main\n\nfunc greeting() string { return "Howdy from the feature branch" }\n');
+  const env = { GOCACHE: path.join(tmp.root, 'go-cache'), GOPATH: path.join(tmp.root, 'go-path'), GOTMPDIR: path.join(tmp.root, 'go-tmp'), GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local' };
+  fs.mkdirSync(env.GOTMPDIR);
+  return { env, command: ['go', 'run', '.', '-port', '{port}'] };
+}
+
+test('a `go run` server without /__whoami: the page names the Go recipe, not the middlewares, and what --trust-registry would watch', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const app = goApp(tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, env: app.env, command: app.command, readyMs: 60000, stopSignal: 'SIGTERM' });
+  await run.ready;
+  const r = await getWorktree(px.port, tmp.wt.a);
+  refusedAs(r, 'no-whoami');
+  assert.ok(r.body.includes('If you added its /__whoami after it started, restart it: ' +
+    `cd ${tmp.wt.a} && wtproxy restart --front ${px.port}. Otherwise give it a /__whoami of its own: ` +
+    'wtproxy help whoami-protocol, section 1, has the recipe for Go'), r.body);
+  assert.doesNotMatch(r.body, /wtproxy-whoami|WhoamiMiddleware|whoami middleware/);
+  assert.ok(r.body.includes('or start wtproxy with --trust-registry to trust the registration instead: it then ' +
+    'calls a Go server stale once one of its files is newer than it, watching **/*.go, **/go.mod, **/go.sum, ' +
+    '**/go.work; not the files it embeds (//go:embed) or reads at start, such as templates'), r.body);
+});
+
+test('--trust-registry, a `go run` server: an edit to its .go file makes it stale, and under --restart-on-stale the next request meets the new code', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry', '--stale-grace', '100ms', '--start-timeout', '60s']);
+  const app = goApp(tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, env: app.env, command: app.command, runArgs: ['--restart-on-stale'], readyMs: 60000, stopSignal: 'SIGTERM' });
+  await run.ready;
+  let r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.body, 'Howdy from the feature branch');
+  const [entry] = await lsJson(tmp);
+  assert.equal(entry.whoami.state, 'trusted', JSON.stringify(entry));
+  assert.match(entry.whoami.detail, /watched for a Go server: \*\*\/\*\.go, \*\*\/go\.mod, \*\*\/go\.sum/);
+  await new Promise((res) => setTimeout(res, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'greeting.go'), 'package main\n\nfunc greeting() string { return "Hello from the todo app" }\n');
+  r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.body, 'Hello from the todo app', `the edited greeting.go, not the old binary's (state: ${JSON.stringify((await lsJson(tmp))[0].whoami)})`);
+  assert.match(run.stderr(), /restarting it/);
+  // its tests' own output in the worktree never makes it stale mid-run
+  fs.mkdirSync(path.join(tmp.wt.a, 'test-results'));
+  fs.writeFileSync(path.join(tmp.wt.a, 'test-results', '.last-run.json'), '{"status":"passed"}\n');
+  fs.writeFileSync(path.join(tmp.wt.a, 'greeting_test.go'), 'package main\n');
+  r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(run.stderr().match(/restarting it/g).length, 1, run.stderr());
 });
 
 test('unusable answers are refused with the reason; other backends keep being served', async (t) => {

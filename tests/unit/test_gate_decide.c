@@ -6,7 +6,8 @@
  * from the row. */
 #include "../../host/clock.c"
 #include "../../whoami/decide.c"
-#include "../../whoami/defaults.c"
+#include "../../whoami/glob.c"
+#include "../../whoami/kind.c"
 #include "../../whoami/refusal.c"
 #include "tap.h"
 
@@ -26,7 +27,7 @@ static const struct whoami_gate_config cfg = {
 
 enum ans { NO_ANS, ANS_HERE, ANS_OTHER, ANS_SUB, ANS_NESTED };
 enum disk { DISK_OK, DISK_NEWER_FILE, DISK_UNREADABLE };
-enum expect_patterns { P_ANY, P_ANSWER, P_DEFAULT };
+enum expect_patterns { P_ANY, P_ANSWER, P_KIND };
 
 struct row {
     const char *name;
@@ -120,10 +121,10 @@ static const struct row rows[] = {
      0, 0, DISK_OK, 0, WHOAMI_INVALID, "invalid", "fingerprint.hash is bad", P_ANY, 0, 0},
     {"404, trust_registry, nothing changed since it started: pass", 1, WF_OK, 404, NO_ANS, NULL,
      100, 0, 200, 0, 0, 0, 0, 0, 1, DISK_OK, 0, WHOAMI_PASS, "trusted", "no /__whoami",
-     P_DEFAULT, 0, 0},
+     P_KIND, 0, 0},
     {"404, trust_registry, a file newer than the server: 409 stale-code", 1, WF_OK, 404, NO_ANS,
      NULL, 100, 0, 200, 0, 0, 0, 0, 0, 1, DISK_NEWER_FILE, 0, WHOAMI_STALE, "stale",
-     "started before these changed: app/new.py", P_DEFAULT, 0, 0},
+     "started before these changed: app/new.py", P_KIND, 0, 0},
     {"404, trust_registry, restart-on-stale, a file newer than the server: send the restart", 1,
      WF_OK, 404, NO_ANS, NULL, 100, 0, 200, 0, 0, 1, 0, 0, 1, DISK_NEWER_FILE, 0, WA_RESTART, "",
      NULL, P_ANY, 0, 0},
@@ -217,6 +218,12 @@ static const char *worktree_of(enum ans a)
     return a == ANS_OTHER ? OTHER : a == ANS_NESTED ? NESTED : WT;
 }
 
+/* The server's command, when not a Django runserver's. */
+static const char *command;
+
+/* The patterns the disk was fingerprinted under, the last time asked. */
+static const struct whoami_patterns *used_patterns;
+
 /* Run the decision for r as gate.c does; returns its final outcome, with
  * the patterns it fingerprinted the disk under in *used. */
 static int run(const struct row *r, struct whoami_status *st, enum expect_patterns *used,
@@ -233,7 +240,7 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               4242,
                               7,
                               r->restart_on_stale,
-                              "python3 manage.py runserver {port}",
+                              command ? command : "python3 manage.py runserver {port}",
                               started ? T + started : T - 60000,
                               T - 60000,
                               0,
@@ -280,9 +287,10 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
         } else if (d == WA_DISK) {
             wc.disk = &disk;
             snprintf(used_root, sizeof used_root, "%s", want.root);
-            *used = want.patterns == &ans.patterns               ? P_ANSWER
-                    : want.patterns == whoami_default_patterns() ? P_DEFAULT
-                                                                 : P_ANY;
+            used_patterns = want.patterns;
+            *used = want.patterns == &ans.patterns                          ? P_ANSWER
+                    : want.patterns == &whoami_kind_of(t.command)->patterns ? P_KIND
+                                                                            : P_ANY;
         } else {
             return d;
         }
@@ -309,7 +317,7 @@ static void check_row(const struct row *r)
         printf("#   detail: %s\n", detail);
     if (r->want_patterns != P_ANY)
         tap_ok(used == r->want_patterns, __FILE__, __LINE__, "%s: the disk under the %s patterns",
-               r->name, r->want_patterns == P_ANSWER ? "answer's" : "default");
+               r->name, r->want_patterns == P_ANSWER ? "answer's" : "command's kind's");
     /* the answer's folder is the one fingerprinted, the worktree's without one */
     if (r->want_patterns != P_ANY)
         tap_ok(strcmp(used_root, r->want_patterns == P_ANSWER ? checkout_of(r->ans) : WT) == 0,
@@ -373,6 +381,60 @@ static void check_trusted_restarted(void)
     tap_ok(strcmp(st.state, "trusted") == 0, __FILE__, __LINE__, "shown trusted again");
 }
 
+/* --trust-registry watches what the server's command says it is built
+ * from: a `go run` server's .go files, where the Python defaults left an
+ * edited Go server trusted while its tests ran on the old binary; never
+ * what a run writes into the worktree (a stale server mid-run is
+ * restarted under the tests). */
+static void check_trusted_kinds(void)
+{
+    static const struct {
+        const char *command, *watched, *unwatched;
+    } cases[] = {
+        {"go run . -port {port}", "greeting.go", "greeting_test.go"},
+        {"go run . -port {port}", "go.mod", ".wtproxy-run/fp.json"},
+        {"sh -c cd api && go build -o app . && exec ./app", "api/handlers/todo.go",
+         "api/testdata/golden.go"},
+        {"/usr/bin/node server.mjs {port}", "lib/messages.json", "test-results/.last-run.json"},
+        {"npx vite --port {port}", "src/app.ts", "e2e/home.spec.ts"},
+        {"npx vite --port {port}", "src/routes/+page.ts", ".svelte-kit/generated/root.js"},
+        {"python3 manage.py runserver {port}", "shop/views.py", "node_modules/x/setup.py"},
+        {"cargo run -- --port {port}", "src/main.rs", "target/debug/build/x/out.rs"},
+        {"./bin/server -port {port}", "cmd/server/main.go", "playwright-report/data.json"},
+        {"./bin/server -port {port}", "app/views.py", ".wtproxy-run/fp.json"},
+    };
+    const struct row trusted = {"", 1, WF_OK, 404,     NO_ANS, NULL, 100, 0,    200,   0, 0, 0,
+                                0,  0, 1,     DISK_OK, 0,      0,    "",  NULL, P_ANY, 0, 0};
+    struct whoami_status st = {0};
+    enum expect_patterns used;
+    char detail[4096];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        command = cases[i].command;
+        used_patterns = NULL;
+        run(&trusted, &st, &used, detail, sizeof detail);
+        tap_ok(used_patterns && whoami_patterns_select(used_patterns, cases[i].watched) &&
+                   !whoami_patterns_select(used_patterns, cases[i].unwatched),
+               __FILE__, __LINE__, "trusted `%s`: %s watched, %s not", cases[i].command,
+               cases[i].watched, cases[i].unwatched);
+    }
+    command = "go run . -port {port}";
+    run(&trusted, &st, &used, detail, sizeof detail);
+    tap_ok(strstr(st.detail, "watched for a Go server: **/*.go, **/go.mod") &&
+               strstr(st.detail, "not the files it embeds (//go:embed)"),
+           __FILE__, __LINE__, "a trusted Go server's status says what is watched, and what not");
+    if (!strstr(st.detail, "watched for a Go server"))
+        printf("#   detail: %s\n", st.detail);
+    struct row edited = trusted;
+    edited.disk = DISK_NEWER_FILE;
+    disk_files[1].path = "greeting.go";
+    int d = run(&edited, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WHOAMI_STALE, __FILE__, __LINE__, "a trusted Go server, greeting.go edited: 409");
+    tap_ok(strstr(detail, "started before these changed: greeting.go") != NULL, __FILE__, __LINE__,
+           "the refusal names the .go file");
+    disk_files[1].path = "app/new.py";
+    command = NULL;
+}
+
 /* A server our restart started that answers older code (an edit landed
  * while it started: its fingerprint predates the disk's): restarted again
  * at once when the disk changed after the restart was sent, else refused
@@ -429,6 +491,7 @@ int main(void)
     check_hot_path();
     check_no_restart();
     check_trusted_restarted();
+    check_trusted_kinds();
     check_restarted_stale();
     tap_ok(strcmp(whoami_verdict_reason(WHOAMI_STALE), "stale-code") == 0 &&
                strcmp(whoami_verdict_reason(WHOAMI_MISMATCH), "checkout-mismatch") == 0,

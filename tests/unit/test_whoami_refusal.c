@@ -7,6 +7,7 @@
  * /__whoami is told the middleware of its own kind, after the restart; one
  * that never answered the daemon's own ask, how to start or drop it. */
 #include "../../host/clock.c"
+#include "../../whoami/kind.c"
 #include "../../whoami/refusal.c"
 #include "tap.h"
 
@@ -268,6 +269,27 @@ static void no_whoami(void)
          "app.use"},
         {"python3 -m uvicorn app:app --port 23833", "WhoamiASGIMiddleware(app)", "WSGI"},
         {"./serve 23833", "Node: app.use(whoami())", NULL},
+        {"./serve 23833",
+         "(Go, Rust, a compiled binary), its own /__whoami (wtproxy help "
+         "whoami-protocol)",
+         NULL},
+        /* no middleware covers these: the protocol guide, and what
+         * --trust-registry would watch for them */
+        {"go run . -port 23833", "wtproxy help whoami-protocol, section 1, has the recipe for Go",
+         "wtproxy-whoami"},
+        {"go run . -port 23833",
+         "calls a Go server stale once one of its files is newer than it, watching **/*.go, "
+         "**/go.mod, **/go.sum, **/go.work; not the files it embeds (//go:embed)",
+         "middleware"},
+        {"/bin/sh -c cargo run -- --port 23833",
+         "wtproxy help whoami-protocol says what it answers", "Django"},
+        {"php -S 127.0.0.1:23833", "wtproxy help whoami-protocol", "app.use"},
+        {"node api/server.mjs", "calls a Node server stale once one of its files is newer", NULL},
+        {"./serve 23833",
+         "calls a server of an unknown kind stale once one of its files is newer than it, "
+         "watching the sources of Go, Rust, Ruby, Node and Python servers (listed by wtproxy help "
+         "config, trust_registry)",
+         "**/*.rs"},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         struct whoami_target t = target(3186, 1, kinds[i].command);
