@@ -232,6 +232,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             ready = 1;
             r->moves = 0;
             cli_run_mark_ready(r, 0);
+            cli_run_died_take(r, d);
         } else if (r->untold && ++polls % retry == 0) {
             /* The daemon died meanwhile: the one started next reloads the
              * entry as its state file had it (starting, failed or ready),
@@ -239,7 +240,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             cli_run_retell(r);
         } else {
             /* a failed start it lives on after, or a ready one an edit broke */
-            if (cli_run_fail_poll(r, ready))
+            if (cli_run_fail_poll(r, ready) || (ready && cli_run_died_poll(r, d)))
                 ready = 0; /* it says ready again once it listens */
             else if (!ready && cli_run_port_poll(r) == 2 && (pid = start_moved(r, pid)) <= 0)
                 return pid < 0 ? 1 : 128 + SIGTERM; /* it went elsewhere, its port taken */

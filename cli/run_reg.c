@@ -287,8 +287,8 @@ void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloa
     snprintf(r->failed_lines, sizeof r->failed_lines, "%s", lines);
     r->failed_reloader = reloader;
     r->failed_when = when;
-    if (when ==
-        REG_FAILED_EDIT) { /* its entry is ready: starting first, its verdict the old process's */
+    /* its entry is ready: starting first, its verdict the old process's */
+    if (when == REG_FAILED_EDIT || when == REG_FAILED_DIED) {
         cli_run_tell_restarting(r);
         if (r->untold != CLI_RUN_TOLD) {
             r->untold = CLI_RUN_UNTOLD_FAILED;
@@ -326,6 +326,7 @@ void cli_run_retell(struct cli_run *r)
                 r->untold == CLI_RUN_UNTOLD_RESTARTING ? "is starting again"
                 : r->failed_when == REG_FAILED_EDIT    ? "failed after an edit broke it"
                 : r->failed_when == REG_FAILED_PORT    ? "listens on another port than its own"
+                : r->failed_when == REG_FAILED_DIED    ? "died under its reloader"
                                                        : "failed at start");
     json_decref(reply);
     if (rc >= 0)

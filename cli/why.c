@@ -193,6 +193,13 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
                  "wtproxy restart) on front :%d; what its wrapper saw:\n%s",
                  b->name, (int)b->pid, b->port, front, b->start_failed);
     else if (b->state == REG_STARTING && b->start_failed[0] &&
+             b->start_failed_when == REG_FAILED_DIED)
+        snprintf(msg, sizeof msg,
+                 "backend: %s (pid %d, failed: the process that served died and its reloader "
+                 "holds the port, answering nothing; restart it: wtproxy restart --front %d) on "
+                 "front :%d; what its wrapper saw:\n%s",
+                 b->name, (int)b->pid, b->front, front, b->start_failed);
+    else if (b->state == REG_STARTING && b->start_failed[0] &&
              reg_failed_fixed(b->start_failed, b->worktree, b->start_failed_ms, fix, sizeof fix))
         snprintf(msg, sizeof msg,
                  "backend: %s (pid %d, failed: it lives on without listening; its files changed "
@@ -210,13 +217,15 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
     else if (b->state == REG_STARTING && b->start_failed[0])
         snprintf(msg, sizeof msg,
                  "backend: %s (pid %d, %s: it lives on without listening; fix it and save: %s "
-                 "restarts it) on front :%d; its last lines:\n%s",
+                 "restarts it; a fix in a file it does not watch, an .env or a config, needs "
+                 "wtproxy restart --front %d) on front :%d; its last lines:\n%s",
                  b->name, (int)b->pid,
                  b->start_failed_when == REG_FAILED_EDIT
                      ? "an edit broke it: its reloader restarted it and the new "
                        "server failed"
                      : "failed at start",
-                 b->reloader[0] ? b->reloader : "its autoreloader", front, b->start_failed);
+                 b->reloader[0] ? b->reloader : "its autoreloader", b->front, front,
+                 b->start_failed);
     else
         served =
             snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,

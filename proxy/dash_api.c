@@ -42,6 +42,12 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
                  (int)b->pid, b->port, nl ? (int)(nl - b->start_failed) : 900, b->start_failed);
         return "failed";
     }
+    if (b->state == REG_STARTING && b->start_failed[0] && b->start_failed_when == REG_FAILED_DIED) {
+        const char *nl = strchr(b->start_failed, '\n'); /* the wrapper's line: which died, how */
+        snprintf(reason, len, "%.*s; restart it: wtproxy restart --front %d",
+                 nl ? (int)(nl - b->start_failed) : 900, b->start_failed, b->front);
+        return "failed";
+    }
     if (b->state == REG_STARTING && b->start_failed[0]) {
         size_t n;
         const char *error = host_error_line(b->start_failed, &n);

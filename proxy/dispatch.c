@@ -301,6 +301,7 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
         [REG_FAILED_START] = PE_START_FAILED,
         [REG_FAILED_EDIT] = PE_EDIT_FAILED,
         [REG_FAILED_PORT] = PE_WRONG_PORT,
+        [REG_FAILED_DIED] = PE_SERVER_DIED,
     };
     enum proxy_error kind = kinds[b->start_failed_when];
     if (b->start_failed_when != REG_FAILED_PORT)
@@ -324,11 +325,13 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
     /* A new worktree without node_modules: no edit helps either, and
      * the package its error names is in no registry as wtproxy's. Nor
      * for a package of the app's own that is not installed there. */
-    if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB && kind != PE_START_DB_DOWN &&
+    if (kind != PE_WRONG_PORT && kind != PE_SERVER_DIED && kind != PE_START_NO_DB &&
+        kind != PE_START_DB_DOWN &&
         whoami_missing_package(b->start_failed, b->worktree, fix + 1, sizeof fix - 1)) {
         kind = PE_START_NO_WHOAMI;
         fix[0] = '\n';
-    } else if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB && kind != PE_START_DB_DOWN &&
+    } else if (kind != PE_WRONG_PORT && kind != PE_SERVER_DIED && kind != PE_START_NO_DB &&
+               kind != PE_START_DB_DOWN &&
                host_deps_missing(b->start_failed, b->command, b->worktree, fix + 1,
                                  sizeof fix - 1)) {
         kind = PE_START_NO_DEPS;
@@ -348,7 +351,7 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 static int fixed_unseen(struct proxy_client *c, struct reg_backend *b)
 {
     char file[PATH_MAX], d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512];
-    if (b->start_failed_when == REG_FAILED_PORT ||
+    if (b->start_failed_when == REG_FAILED_PORT || b->start_failed_when == REG_FAILED_DIED ||
         !reg_failed_fixed(b->start_failed, b->worktree, b->start_failed_ms, file, sizeof file))
         return 0;
     if (b->restart_on_stale &&
@@ -452,11 +455,21 @@ int conn_backend_awaited(struct proxy_server *s, const struct reg_backend *b)
  * process died at start): the requests that met the server gone are
  * waiting for it in the gate (its /__whoami unanswered) or retrying its
  * port, each for reload_grace or start_timeout. Each is looked at again
- * now, and gets the failure's 503. */
+ * now, and gets the failure's 503. A server whose serving process died
+ * under a reloader that holds its port ("died") never answers the
+ * requests relayed to it since either: nobody accepted them, and each
+ * waited response_timeout (120 s) for its head; those get the 503 now. */
 void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b)
 {
-    struct proxy_client *c;
-    TAILQ_FOREACH(c, &s->clients, link) {
+    struct proxy_client *c, *next;
+    for (c = TAILQ_FIRST(&s->clients); c; c = next) {
+        next = TAILQ_NEXT(c, link); /* a refusal may close c */
+        if (c->backend == b && c->state == CS_FORWARD && c->req_done && !c->resp_bytes &&
+            b->state == REG_STARTING && b->start_failed[0] &&
+            b->start_failed_when == REG_FAILED_DIED) {
+            start_failed(c, b);
+            continue;
+        }
         if (c->backend != b || (c->state != CS_VERIFY && c->state != CS_WAIT) || c->awaiting_start)
             continue;
         whoami_gate_cancel(s->gate, c->gate_ticket);

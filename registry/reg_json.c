@@ -295,13 +295,16 @@ int reg_backend_read_labels(struct reg_backend *b, json_t *o, char *err, size_t 
 
 const char *reg_failed_when_name(enum reg_failed_when w)
 {
-    return w == REG_FAILED_EDIT ? "edit" : w == REG_FAILED_PORT ? "port" : "start";
+    return w == REG_FAILED_EDIT   ? "edit"
+           : w == REG_FAILED_PORT ? "port"
+           : w == REG_FAILED_DIED ? "died"
+                                  : "start";
 }
 
 /* when as a reg_failed_when; -1 for none of their names. */
 static int failed_when(const char *when)
 {
-    for (int w = REG_FAILED_START; w <= REG_FAILED_PORT; w++)
+    for (int w = REG_FAILED_START; w <= REG_FAILED_DIED; w++)
         if (strcmp(when, reg_failed_when_name(w)) == 0)
             return w;
     return -1;
@@ -316,7 +319,7 @@ int reg_backend_read_failed(struct reg_backend *b, json_t *o, char *err, size_t 
         snprintf(err, errlen,
                  "give \"lines\" (the server's last output, not empty), and optionally "
                  "\"reloader\" (what restarts it, under %zu bytes) and \"when\" (\"start\", "
-                 "\"edit\" or \"port\")",
+                 "\"edit\", \"port\" or \"died\")",
                  sizeof b->reloader);
         return -1;
     }

@@ -222,6 +222,7 @@ static json_t *op_start_failed(struct reg_server *rs, struct reg_backend *b, jso
         [REG_FAILED_START] = "at start",
         [REG_FAILED_EDIT] = "after an edit, as its reloader restarted it",
         [REG_FAILED_PORT] = "to listen on its port: it listens on another",
+        [REG_FAILED_DIED] = "as its serving process died: nothing answers on its port",
     };
     fprintf(stderr, "wtproxy: %s on front :%d failed %s (pid %d lives on, %s)\n", b->worktree,
             b->front, how[b->start_failed_when], (int)b->pid,

@@ -33,6 +33,8 @@ enum reg_failed_when {
     REG_FAILED_START, /* "start": its reloader waits for a change to its files */
     REG_FAILED_EDIT,  /* "edit": it served; an edit broke it, and its reloader waits */
     REG_FAILED_PORT,  /* "port": it listens, but not on the port it was given */
+    REG_FAILED_DIED,  /* "died": it served; the process serving died, and its reloader holds
+                       * the port with nobody accepting (uvicorn --reload's worker killed) */
 };
 
 struct reg_backend {
