@@ -126,6 +126,11 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv);
  * after a crash has reloaded the entry as starting). */
 void cli_run_mark_ready(struct cli_run *r, int again);
 
+/* Tell the daemon what CMD's --health path answered, other than 2xx or
+ * 3xx, while CMD listens (the `not-ready` op): a start that times out
+ * says it, not "did not listen, or". Unanswered, nothing is said. */
+void cli_run_tell_not_ready(const struct cli_run *r, const char *said);
+
 /* Tell the daemon CMD is restarting, so that it holds requests meanwhile;
  * one that cannot be told gets a warning, and r->untold has it told again. */
 void cli_run_tell_restarting(struct cli_run *r);

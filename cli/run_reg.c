@@ -260,6 +260,16 @@ static void say_untold(int rc, json_t *reply, const char *err)
                 json_string_value(json_object_get(reply, "message")));
 }
 
+void cli_run_tell_not_ready(const struct cli_run *r, const char *said)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    ask(json_pack("{s:s, s:i, s:s, s:s}", "op", "not-ready", "front", r->front, "worktree",
+                  r->worktree, "said", said),
+        0, &reply, err, sizeof err); /* a note: a daemon that did not hear it says less */
+    json_decref(reply);
+}
+
 void cli_run_tell_restarting(struct cli_run *r)
 {
     char err[PATH_MAX + 256];

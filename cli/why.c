@@ -163,7 +163,7 @@ static int no_backend(const char *worktree, int front, char *msg, size_t len)
 static int verdict(json_t *o, const struct caller_place *pl, int placed, int front,
                    const struct listed *l)
 {
-    char msg[8 * PATH_MAX + REG_START_FAILED_MAX], fix[4 * PATH_MAX];
+    char msg[8 * PATH_MAX + REG_START_FAILED_MAX], fix[4 * PATH_MAX], age[32];
     int served = 0;
     struct reg_backend *b = placed ? reg_table_get(l->t, front, pl->worktree) : NULL;
     json_t *gone = placed && !b ? exited_on(l->exited, front, pl->worktree) : NULL;
@@ -226,6 +226,12 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
                      : "failed at start",
                  b->reloader[0] ? b->reloader : "its autoreloader", b->front, front,
                  b->start_failed);
+    else if (b->state == REG_STARTING && b->not_ready[0])
+        snprintf(msg, sizeof msg,
+                 "backend: %s (pid %d, starting: it listens on port %d, but its ready path did not "
+                 "answer 2xx or 3xx: %s, each time for the last %s) on front :%d",
+                 b->name, (int)b->pid, b->port, b->not_ready,
+                 (host_age(host_wall_ms() - b->not_ready_ms, age, sizeof age), age), front);
     else
         served =
             snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,

@@ -62,6 +62,15 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
                  (int)(n < 900 ? n : 900), error);
         return "failed";
     }
+    if (b->state == REG_STARTING && b->not_ready[0]) {
+        char since[32];
+        host_age(host_wall_ms() - b->not_ready_ms, since, sizeof since);
+        snprintf(reason, len,
+                 "pid %d listens on port %d, but its ready path did not answer 2xx or 3xx: %s, "
+                 "each time for the last %s",
+                 (int)b->pid, b->port, b->not_ready, since);
+        return "starting";
+    }
     if (b->state == REG_STARTING) {
         snprintf(reason, len, "registered; waiting for pid %d to listen on port %d", (int)b->pid,
                  b->port);

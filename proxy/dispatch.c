@@ -396,6 +396,30 @@ static void ended(struct proxy_client *c, const struct reg_backend *b)
     last_words_fail(c, PE_NO_BACKEND, b->front, b->worktree, 1, d, sizeof d);
 }
 
+/* Why b was not ready within start_timeout, into d: it listens and its
+ * ready path answered otherwise each time since (its wrapper's `not-ready`
+ * note), or it did not listen. Said as which, for "it did not listen, or
+ * its ready path did not answer" sent its reader to both. */
+static void not_ready(struct proxy_client *c, const struct reg_backend *b, char *d, size_t len)
+{
+    char since[32];
+    if (b->not_ready[0]) {
+        host_age(host_wall_ms() - b->not_ready_ms, since, sizeof since);
+        snprintf(d, len,
+                 "%s (pid %d) was not ready on port %d within start_timeout (%u ms): it listens, "
+                 "but its ready path (ready = in the .wtproxy, --health) did not answer 2xx or "
+                 "3xx: %s, each time for the last %s; its output: wtproxy logs %s --front %d",
+                 b->worktree, (int)b->pid, b->port, c->srv->cfg.start_timeout_ms, b->not_ready,
+                 since, b->worktree, b->front);
+        return;
+    }
+    snprintf(d, len,
+             "%s (pid %d) was not ready on port %d within start_timeout (%u ms): it did not listen "
+             "there; its output: wtproxy logs %s --front %d",
+             b->worktree, (int)b->pid, b->port, c->srv->cfg.start_timeout_ms, b->worktree,
+             b->front);
+}
+
 void conn_wait_timeout(struct proxy_client *c)
 {
     if (c->file_ticket) {
@@ -428,12 +452,7 @@ void conn_wait_timeout(struct proxy_client *c)
     } else if (b->state == REG_READY || c->refused_since_ms) {
         conn_forward(c);
     } else if (waited >= c->srv->cfg.start_timeout_ms) {
-        snprintf(d, sizeof d,
-                 "%s (pid %d) was not ready on port %d within start_timeout (%u ms): "
-                 "it did not listen, or its ready path (ready = in the .wtproxy, --health) "
-                 "did not answer 2xx or 3xx; its output: wtproxy logs %s --front %d",
-                 b->worktree, (int)b->pid, b->port, c->srv->cfg.start_timeout_ms, b->worktree,
-                 b->front);
+        not_ready(c, b, d, sizeof d);
         conn_fail(c, PE_BACKEND_NOT_READY, d);
     } else {
         conn_wait(c, WTP_WAIT_POLL_MS);
