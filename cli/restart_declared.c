@@ -122,6 +122,12 @@ int cli_failed_words(json_t *x, char *out, size_t len)
                  "port, then run this again");
         return 1;
     }
+    if (strcmp(str(failed, "when"), "died") == 0)
+        return snprintf(out, len,
+                        "the process that served died and its reloader holds the port, "
+                        "answering nothing: wtproxy restart --front %lld",
+                        (long long)json_integer_value(json_object_get(x, "front"))),
+               1;
     if (reg_failed_fixed(str(failed, "lines"), str(x, "worktree"),
                          json_integer_value(json_object_get(failed, "told_ms")), pkg, sizeof pkg))
         return snprintf(out, len,

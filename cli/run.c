@@ -163,15 +163,17 @@ static int is_ready(const struct cli_run *r, pid_t self, int *said, struct host_
     int status = r->health ? cli_http_status(r->port, r->health, body, sizeof body) : 200;
     if (status >= 200 && status < 400)
         return 1;
-    char got[32] = "nothing in time";
+    char got[32] = "nothing in time", answer[320];
     if (status >= 0)
         snprintf(got, sizeof got, "%d", status);
-    if (*said != status)
+    if (*said != status) {
+        snprintf(answer, sizeof answer, "GET %s answered %s%s%s%s", r->health, got,
+                 body[0] ? " (\"" : "", body, body[0] ? "\")" : "");
         fprintf(stderr,
-                "wtproxy: %s listens on 127.0.0.1:%d; GET %s answered %s%s%s%s, waiting for 2xx "
-                "or 3xx (--health)\n",
-                cli_run_folder(r->worktree), r->port, r->health, got, body[0] ? " (\"" : "", body,
-                body[0] ? "\")" : "");
+                "wtproxy: %s listens on 127.0.0.1:%d; %s, waiting for 2xx or 3xx (--health)\n",
+                cli_run_folder(r->worktree), r->port, answer);
+        cli_run_tell_not_ready(r, answer); /* a start that times out says so */
+    }
     *said = status;
     return 0;
 }
@@ -204,6 +206,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             if (pid == 0)
                 return 128 + SIGTERM; /* stopped while restarting */
             ready = 0;
+            said = 0; /* the new one's --health answers are told anew */
         }
         /* Polled, never a blocking wait: a signal that lands between the
          * looks above and the wait would otherwise wait for CMD's end.
@@ -232,6 +235,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             ready = 1;
             r->moves = 0;
             cli_run_mark_ready(r, 0);
+            cli_run_died_take(r, d);
         } else if (r->untold && ++polls % retry == 0) {
             /* The daemon died meanwhile: the one started next reloads the
              * entry as its state file had it (starting, failed or ready),
@@ -239,7 +243,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             cli_run_retell(r);
         } else {
             /* a failed start it lives on after, or a ready one an edit broke */
-            if (cli_run_fail_poll(r, ready))
+            if (cli_run_fail_poll(r, ready) || (ready && cli_run_died_poll(r, d)))
                 ready = 0; /* it says ready again once it listens */
             else if (!ready && cli_run_port_poll(r) == 2 && (pid = start_moved(r, pid)) <= 0)
                 return pid < 0 ? 1 : 128 + SIGTERM; /* it went elsewhere, its port taken */

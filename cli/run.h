@@ -23,6 +23,19 @@ enum cli_run_untold {
     CLI_RUN_UNTOLD_FAILED,
 };
 
+/* The processes of CMD's tree that held its listening socket when it was
+ * last seen serving (run_died.c). */
+#define CLI_RUN_HOLDERS_MAX 16
+struct cli_run_holders {
+    size_t n;
+    pid_t pid[CLI_RUN_HOLDERS_MAX];
+    unsigned long long start[CLI_RUN_HOLDERS_MAX];
+    long long next_ms; /* the next look */
+    long long dead_ms; /* since when one is seen dead, the port listening; 0 none */
+    size_t ntree;      /* the tree then: a process new since is a new server starting */
+    pid_t tree[CLI_TREE_MAX];
+};
+
 /* A server listening on another port than its own (run_port.c). */
 struct cli_run_port {
     long long since_ms; /* when it was first seen listening elsewhere; 0 not */
@@ -53,6 +66,7 @@ struct cli_run {
     const char *failed_reloader;
     enum reg_failed_when failed_when;
     struct cli_run_port wrong_port;
+    struct cli_run_holders holders;
     int moves;  /* starts on another port since it was last ready (run_taken.c) */
     int exited; /* CMD ended by itself (not stopped): exit_status is its wait status */
     int exit_status;
@@ -112,6 +126,11 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv);
  * after a crash has reloaded the entry as starting). */
 void cli_run_mark_ready(struct cli_run *r, int again);
 
+/* Tell the daemon what CMD's --health path answered, other than 2xx or
+ * 3xx, while CMD listens (the `not-ready` op): a start that times out
+ * says it, not "did not listen, or". Unanswered, nothing is said. */
+void cli_run_tell_not_ready(const struct cli_run *r, const char *said);
+
 /* Tell the daemon CMD is restarting, so that it holds requests meanwhile;
  * one that cannot be told gets a warning, and r->untold has it told again. */
 void cli_run_tell_restarting(struct cli_run *r);
@@ -165,6 +184,12 @@ int cli_run_fail_poll(struct cli_run *r, int ready);
  * (uvicorn --reload), and no output since says a new server starts. */
 int cli_run_fail_held(const struct cli_run *r);
 
+/* A failure told by another part (run_died.c) while the port listens:
+ * held like failed_when_ready's, so that the listener is not taken for a
+ * ready server, and withdrawn as it is, by output after it (its reloader
+ * saw a change and starts a new server) or a restart. */
+void cli_run_fail_hold(struct cli_run *r);
+
 /* CMD's output's last lines (those a failed start is told with), once
  * the relay is done. */
 void cli_run_fail_last(struct cli_run_fail *f, char *out, size_t len);
@@ -203,6 +228,18 @@ enum cli_run_holder cli_run_orphan(struct cli_run *r, json_t *holder);
  * command must not end while its server serves); a signal ends only this
  * command. Returns the exit status, 0. */
 int cli_run_follow(const struct cli_run *r);
+
+/* --- run_died.c --- */
+
+/* CMD was just marked ready: take the processes of its tree that hold its
+ * listening socket (d: a sock_diag handle, may be NULL). */
+void cli_run_died_take(struct cli_run *r, struct host_diag *d);
+
+/* While CMD is ready, every few polls: when a process that held its
+ * listening socket died and the port still listens (a reloader holds it)
+ * with nobody answering there, say so and tell the daemon ("when":
+ * "died"). Returns 1 when told: CMD is not ready any more. */
+int cli_run_died_poll(struct cli_run *r, struct host_diag *d);
 
 /* --- run_port.c --- */
 

@@ -248,6 +248,15 @@ static int failed_when_ready(struct cli_run *r, const char *lines, int m)
     return 1;
 }
 
+void cli_run_fail_hold(struct cli_run *r)
+{
+    struct cli_run_fail *f = &r->log.fail;
+    pthread_mutex_lock(&f->lock);
+    f->told = f->seq;
+    pthread_mutex_unlock(&f->lock);
+    f->held = 1;
+}
+
 int cli_run_fail_held(const struct cli_run *r)
 {
     return r->log.fail.held;
@@ -310,9 +319,10 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
         f->told = seq;
         snprintf(line, sizeof line,
                  "wtproxy: %s's server failed at start and lives on without listening (%s "
-                 "waits for a change to its files): fix the error above and save; meanwhile "
-                 "requests through wtproxy get a 503 with its last lines",
-                 cli_run_folder(r->worktree), reloader);
+                 "waits for a change to its files): fix the error above and save (a fix in a file "
+                 "it does not watch, an .env or a config, needs wtproxy restart --front %d); "
+                 "meanwhile requests through wtproxy get a 503 with its last lines",
+                 cli_run_folder(r->worktree), reloader, r->front);
         if (cli_run_install_fix(r, lines, fix, sizeof fix))
             snprintf(line, sizeof line,
                      "wtproxy: %s's server failed at start and lives on without listening: %s; "
@@ -332,7 +342,9 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
         snprintf(line, sizeof line,
                  "wtproxy: %s's server is starting again after %s: waiting for it to listen",
                  cli_run_folder(r->worktree),
-                 r->failed_when == REG_FAILED_EDIT ? "the edit that broke it" : "its failed start");
+                 r->failed_when == REG_FAILED_EDIT   ? "the edit that broke it"
+                 : r->failed_when == REG_FAILED_DIED ? "its server process died"
+                                                     : "its failed start");
         say(r, line);
         cli_run_tell_restarting(r);
     }

@@ -260,6 +260,16 @@ static void say_untold(int rc, json_t *reply, const char *err)
                 json_string_value(json_object_get(reply, "message")));
 }
 
+void cli_run_tell_not_ready(const struct cli_run *r, const char *said)
+{
+    char err[PATH_MAX + 256];
+    json_t *reply;
+    ask(json_pack("{s:s, s:i, s:s, s:s}", "op", "not-ready", "front", r->front, "worktree",
+                  r->worktree, "said", said),
+        0, &reply, err, sizeof err); /* a note: a daemon that did not hear it says less */
+    json_decref(reply);
+}
+
 void cli_run_tell_restarting(struct cli_run *r)
 {
     char err[PATH_MAX + 256];
@@ -287,8 +297,8 @@ void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloa
     snprintf(r->failed_lines, sizeof r->failed_lines, "%s", lines);
     r->failed_reloader = reloader;
     r->failed_when = when;
-    if (when ==
-        REG_FAILED_EDIT) { /* its entry is ready: starting first, its verdict the old process's */
+    /* its entry is ready: starting first, its verdict the old process's */
+    if (when == REG_FAILED_EDIT || when == REG_FAILED_DIED) {
         cli_run_tell_restarting(r);
         if (r->untold != CLI_RUN_TOLD) {
             r->untold = CLI_RUN_UNTOLD_FAILED;
@@ -326,6 +336,7 @@ void cli_run_retell(struct cli_run *r)
                 r->untold == CLI_RUN_UNTOLD_RESTARTING ? "is starting again"
                 : r->failed_when == REG_FAILED_EDIT    ? "failed after an edit broke it"
                 : r->failed_when == REG_FAILED_PORT    ? "listens on another port than its own"
+                : r->failed_when == REG_FAILED_DIED    ? "died under its reloader"
                                                        : "failed at start");
     json_decref(reply);
     if (rc >= 0)

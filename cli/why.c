@@ -163,7 +163,7 @@ static int no_backend(const char *worktree, int front, char *msg, size_t len)
 static int verdict(json_t *o, const struct caller_place *pl, int placed, int front,
                    const struct listed *l)
 {
-    char msg[8 * PATH_MAX + REG_START_FAILED_MAX], fix[4 * PATH_MAX];
+    char msg[8 * PATH_MAX + REG_START_FAILED_MAX], fix[4 * PATH_MAX], age[32];
     int served = 0;
     struct reg_backend *b = placed ? reg_table_get(l->t, front, pl->worktree) : NULL;
     json_t *gone = placed && !b ? exited_on(l->exited, front, pl->worktree) : NULL;
@@ -193,6 +193,13 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
                  "wtproxy restart) on front :%d; what its wrapper saw:\n%s",
                  b->name, (int)b->pid, b->port, front, b->start_failed);
     else if (b->state == REG_STARTING && b->start_failed[0] &&
+             b->start_failed_when == REG_FAILED_DIED)
+        snprintf(msg, sizeof msg,
+                 "backend: %s (pid %d, failed: the process that served died and its reloader "
+                 "holds the port, answering nothing; restart it: wtproxy restart --front %d) on "
+                 "front :%d; what its wrapper saw:\n%s",
+                 b->name, (int)b->pid, b->front, front, b->start_failed);
+    else if (b->state == REG_STARTING && b->start_failed[0] &&
              reg_failed_fixed(b->start_failed, b->worktree, b->start_failed_ms, fix, sizeof fix))
         snprintf(msg, sizeof msg,
                  "backend: %s (pid %d, failed: it lives on without listening; its files changed "
@@ -210,13 +217,21 @@ static int verdict(json_t *o, const struct caller_place *pl, int placed, int fro
     else if (b->state == REG_STARTING && b->start_failed[0])
         snprintf(msg, sizeof msg,
                  "backend: %s (pid %d, %s: it lives on without listening; fix it and save: %s "
-                 "restarts it) on front :%d; its last lines:\n%s",
+                 "restarts it; a fix in a file it does not watch, an .env or a config, needs "
+                 "wtproxy restart --front %d) on front :%d; its last lines:\n%s",
                  b->name, (int)b->pid,
                  b->start_failed_when == REG_FAILED_EDIT
                      ? "an edit broke it: its reloader restarted it and the new "
                        "server failed"
                      : "failed at start",
-                 b->reloader[0] ? b->reloader : "its autoreloader", front, b->start_failed);
+                 b->reloader[0] ? b->reloader : "its autoreloader", b->front, front,
+                 b->start_failed);
+    else if (b->state == REG_STARTING && b->not_ready[0])
+        snprintf(msg, sizeof msg,
+                 "backend: %s (pid %d, starting: it listens on port %d, but its ready path did not "
+                 "answer 2xx or 3xx: %s, each time for the last %s) on front :%d",
+                 b->name, (int)b->pid, b->port, b->not_ready,
+                 (host_age(host_wall_ms() - b->not_ready_ms, age, sizeof age), age), front);
     else
         served =
             snprintf(msg, sizeof msg, "backend: %s (pid %d, %s) on front :%d", b->name, (int)b->pid,

@@ -27,6 +27,13 @@ extern const char *host_proc_dir;
  * 0 when it does not run or is a zombie. (pid, start) names one process. */
 unsigned long long host_pid_start(pid_t pid);
 
+/* The wait status (waitpid(2)'s) of pid while it is a zombie, its
+ * parent yet to reap it (field 52 of /proc/PID/stat); -1 when pid is no
+ * zombie or the kernel does not say. Only its parent can wait for it: a
+ * process of a dev server killed under its reloader, which never reaps
+ * it, is said with this. */
+int host_zombie_status(pid_t pid);
+
 /* The parent of pid (field 4 of /proc/PID/stat), 0 when unknown. */
 pid_t host_pid_parent(pid_t pid);
 

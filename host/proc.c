@@ -81,6 +81,24 @@ static unsigned long long parse_stat_starttime(const char *line)
     return start;
 }
 
+#define STAT_EXIT_CODE 52 /* field number in /proc/PID/stat (Linux 3.5 on) */
+
+int host_zombie_status(pid_t pid)
+{
+    char path[64], line[1024], *end;
+    const char *p;
+    snprintf(path, sizeof path, "%s/%ld/stat", host_proc_dir, (long)pid);
+    if (pid <= 0 || host_read_small_file(path, line, sizeof line) <= 0 ||
+        !(p = strrchr(line, ')')) || p[1] != ' ' || p[2] != 'Z')
+        return -1;
+    for (int field = 2; p && field < STAT_EXIT_CODE; field++)
+        p = strchr(p + 1, ' ');
+    if (!p || p[1] < '0' || p[1] > '9')
+        return -1;
+    long status = strtol(p + 1, &end, 10);
+    return *end == '\n' || *end == ' ' || *end == '\0' ? (int)status : -1;
+}
+
 long host_proc_pid(const char *name)
 {
     char *end;

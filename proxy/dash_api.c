@@ -42,6 +42,12 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
                  (int)b->pid, b->port, nl ? (int)(nl - b->start_failed) : 900, b->start_failed);
         return "failed";
     }
+    if (b->state == REG_STARTING && b->start_failed[0] && b->start_failed_when == REG_FAILED_DIED) {
+        const char *nl = strchr(b->start_failed, '\n'); /* the wrapper's line: which died, how */
+        snprintf(reason, len, "%.*s; restart it: wtproxy restart --front %d",
+                 nl ? (int)(nl - b->start_failed) : 900, b->start_failed, b->front);
+        return "failed";
+    }
     if (b->state == REG_STARTING && b->start_failed[0]) {
         size_t n;
         const char *error = host_error_line(b->start_failed, &n);
@@ -55,6 +61,15 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
                  (int)b->pid, b->reloader[0] ? b->reloader : "its autoreloader",
                  (int)(n < 900 ? n : 900), error);
         return "failed";
+    }
+    if (b->state == REG_STARTING && b->not_ready[0]) {
+        char since[32];
+        host_age(host_wall_ms() - b->not_ready_ms, since, sizeof since);
+        snprintf(reason, len,
+                 "pid %d listens on port %d, but its ready path did not answer 2xx or 3xx: %s, "
+                 "each time for the last %s",
+                 (int)b->pid, b->port, b->not_ready, since);
+        return "starting";
     }
     if (b->state == REG_STARTING) {
         snprintf(reason, len, "registered; waiting for pid %d to listen on port %d", (int)b->pid,

@@ -301,6 +301,7 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
         [REG_FAILED_START] = PE_START_FAILED,
         [REG_FAILED_EDIT] = PE_EDIT_FAILED,
         [REG_FAILED_PORT] = PE_WRONG_PORT,
+        [REG_FAILED_DIED] = PE_SERVER_DIED,
     };
     enum proxy_error kind = kinds[b->start_failed_when];
     if (b->start_failed_when != REG_FAILED_PORT)
@@ -324,11 +325,13 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
     /* A new worktree without node_modules: no edit helps either, and
      * the package its error names is in no registry as wtproxy's. Nor
      * for a package of the app's own that is not installed there. */
-    if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB && kind != PE_START_DB_DOWN &&
+    if (kind != PE_WRONG_PORT && kind != PE_SERVER_DIED && kind != PE_START_NO_DB &&
+        kind != PE_START_DB_DOWN &&
         whoami_missing_package(b->start_failed, b->worktree, fix + 1, sizeof fix - 1)) {
         kind = PE_START_NO_WHOAMI;
         fix[0] = '\n';
-    } else if (kind != PE_WRONG_PORT && kind != PE_START_NO_DB && kind != PE_START_DB_DOWN &&
+    } else if (kind != PE_WRONG_PORT && kind != PE_SERVER_DIED && kind != PE_START_NO_DB &&
+               kind != PE_START_DB_DOWN &&
                host_deps_missing(b->start_failed, b->command, b->worktree, fix + 1,
                                  sizeof fix - 1)) {
         kind = PE_START_NO_DEPS;
@@ -348,7 +351,7 @@ static void start_failed(struct proxy_client *c, const struct reg_backend *b)
 static int fixed_unseen(struct proxy_client *c, struct reg_backend *b)
 {
     char file[PATH_MAX], d[REG_START_FAILED_MAX + 2 * PATH_MAX + 512];
-    if (b->start_failed_when == REG_FAILED_PORT ||
+    if (b->start_failed_when == REG_FAILED_PORT || b->start_failed_when == REG_FAILED_DIED ||
         !reg_failed_fixed(b->start_failed, b->worktree, b->start_failed_ms, file, sizeof file))
         return 0;
     if (b->restart_on_stale &&
@@ -393,6 +396,30 @@ static void ended(struct proxy_client *c, const struct reg_backend *b)
     last_words_fail(c, PE_NO_BACKEND, b->front, b->worktree, 1, d, sizeof d);
 }
 
+/* Why b was not ready within start_timeout, into d: it listens and its
+ * ready path answered otherwise each time since (its wrapper's `not-ready`
+ * note), or it did not listen. Said as which, for "it did not listen, or
+ * its ready path did not answer" sent its reader to both. */
+static void not_ready(struct proxy_client *c, const struct reg_backend *b, char *d, size_t len)
+{
+    char since[32];
+    if (b->not_ready[0]) {
+        host_age(host_wall_ms() - b->not_ready_ms, since, sizeof since);
+        snprintf(d, len,
+                 "%s (pid %d) was not ready on port %d within start_timeout (%u ms): it listens, "
+                 "but its ready path (ready = in the .wtproxy, --health) did not answer 2xx or "
+                 "3xx: %s, each time for the last %s; its output: wtproxy logs %s --front %d",
+                 b->worktree, (int)b->pid, b->port, c->srv->cfg.start_timeout_ms, b->not_ready,
+                 since, b->worktree, b->front);
+        return;
+    }
+    snprintf(d, len,
+             "%s (pid %d) was not ready on port %d within start_timeout (%u ms): it did not listen "
+             "there; its output: wtproxy logs %s --front %d",
+             b->worktree, (int)b->pid, b->port, c->srv->cfg.start_timeout_ms, b->worktree,
+             b->front);
+}
+
 void conn_wait_timeout(struct proxy_client *c)
 {
     if (c->file_ticket) {
@@ -425,12 +452,7 @@ void conn_wait_timeout(struct proxy_client *c)
     } else if (b->state == REG_READY || c->refused_since_ms) {
         conn_forward(c);
     } else if (waited >= c->srv->cfg.start_timeout_ms) {
-        snprintf(d, sizeof d,
-                 "%s (pid %d) was not ready on port %d within start_timeout (%u ms): "
-                 "it did not listen, or its ready path (ready = in the .wtproxy, --health) "
-                 "did not answer 2xx or 3xx; its output: wtproxy logs %s --front %d",
-                 b->worktree, (int)b->pid, b->port, c->srv->cfg.start_timeout_ms, b->worktree,
-                 b->front);
+        not_ready(c, b, d, sizeof d);
         conn_fail(c, PE_BACKEND_NOT_READY, d);
     } else {
         conn_wait(c, WTP_WAIT_POLL_MS);
@@ -452,11 +474,21 @@ int conn_backend_awaited(struct proxy_server *s, const struct reg_backend *b)
  * process died at start): the requests that met the server gone are
  * waiting for it in the gate (its /__whoami unanswered) or retrying its
  * port, each for reload_grace or start_timeout. Each is looked at again
- * now, and gets the failure's 503. */
+ * now, and gets the failure's 503. A server whose serving process died
+ * under a reloader that holds its port ("died") never answers the
+ * requests relayed to it since either: nobody accepted them, and each
+ * waited response_timeout (120 s) for its head; those get the 503 now. */
 void conn_backend_failed(struct proxy_server *s, const struct reg_backend *b)
 {
-    struct proxy_client *c;
-    TAILQ_FOREACH(c, &s->clients, link) {
+    struct proxy_client *c, *next;
+    for (c = TAILQ_FIRST(&s->clients); c; c = next) {
+        next = TAILQ_NEXT(c, link); /* a refusal may close c */
+        if (c->backend == b && c->state == CS_FORWARD && c->req_done && !c->resp_bytes &&
+            b->state == REG_STARTING && b->start_failed[0] &&
+            b->start_failed_when == REG_FAILED_DIED) {
+            start_failed(c, b);
+            continue;
+        }
         if (c->backend != b || (c->state != CS_VERIFY && c->state != CS_WAIT) || c->awaiting_start)
             continue;
         whoami_gate_cancel(s->gate, c->gate_ticket);

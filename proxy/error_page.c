@@ -97,8 +97,10 @@ static const struct error_kind kinds[] = {
          "The dev server of this worktree failed at start and waits for a change to its files "
          "(its autoreloader lives on, it does not listen); no request reached it.",
          "Fix the error its last lines above name and save the file: its autoreloader starts "
-         "it again, and the next request is served. All its output: wtproxy logs{front} (in "
-         "its worktree)."},
+         "it again, and the next request is served. A fix outside the files it watches "
+         "(uvicorn --reload watches *.py only: an .env file, a config read at start) starts "
+         "nothing: then wtproxy restart{front} (in its worktree). All its output: wtproxy "
+         "logs{front} (in its worktree)."},
     [PE_EDIT_FAILED] =
         {503, "Service Unavailable", "backend-not-ready",
          "An edit broke the dev server of this worktree: it was serving, its autoreloader "
@@ -124,6 +126,14 @@ static const struct error_kind kinds[] = {
          "after `wtproxy run --`): vite --port {port} --strictPort, flask run --port {port}, "
          "manage.py runserver 127.0.0.1:{port}, next dev -p {port}; then start it again: "
          "wtproxy restart{front} (in its worktree)."},
+    [PE_SERVER_DIED] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree served, then the process that served died (how is "
+         "said below: killed, or crashed) while its autoreloader lives on holding its port: "
+         "connections wait there and nobody answers them; no request reached it.",
+         "Restart it, its reloader and all: wtproxy restart{front} (in its worktree). Its "
+         "reloader starts a new one only after a change to a file it watches. All its output: "
+         "wtproxy logs{front}."},
     [PE_START_NO_DB] =
         {503, "Service Unavailable", "backend-not-ready",
          "The dev server of this worktree failed at start: the database it runs on, this "

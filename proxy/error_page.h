@@ -27,6 +27,8 @@ enum proxy_error {
     PE_START_FAILED,    /* backend-not-ready too: its start failed and it waits for a change */
     PE_EDIT_FAILED,     /* backend-not-ready too: ready, then an edit broke it; it waits */
     PE_WRONG_PORT,      /* backend-not-ready too: it listens, on another port than its own */
+    PE_SERVER_DIED,     /* backend-not-ready too: it served; its serving process died under a
+                         * reloader that holds the port, and nobody accepts there */
     PE_FIXED_UNSEEN,    /* backend-not-ready too: failed, files changed since, not restarted */
     PE_START_NO_DB,     /* backend-not-ready too: failed at start, its dev database missing */
     PE_START_DB_DOWN,   /* backend-not-ready too: failed at start, its PostgreSQL does not answer */

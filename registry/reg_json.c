@@ -130,6 +130,13 @@ json_t *reg_backend_to_json(const struct reg_backend *b)
         json_decref(o);
         return NULL;
     }
+    if (o && b->not_ready[0] && b->state == REG_STARTING &&
+        json_object_set_new(o, "not_ready",
+                            json_pack("{s:o, s:I}", "said", utf8_string(b->not_ready), "since_ms",
+                                      (json_int_t)b->not_ready_ms)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
     /* Only once checked. The store file carries it as last written, and
      * a daemon loading the file ignores it: it asks the server again. */
     if (o && b->whoami.state[0] &&
@@ -295,13 +302,16 @@ int reg_backend_read_labels(struct reg_backend *b, json_t *o, char *err, size_t 
 
 const char *reg_failed_when_name(enum reg_failed_when w)
 {
-    return w == REG_FAILED_EDIT ? "edit" : w == REG_FAILED_PORT ? "port" : "start";
+    return w == REG_FAILED_EDIT   ? "edit"
+           : w == REG_FAILED_PORT ? "port"
+           : w == REG_FAILED_DIED ? "died"
+                                  : "start";
 }
 
 /* when as a reg_failed_when; -1 for none of their names. */
 static int failed_when(const char *when)
 {
-    for (int w = REG_FAILED_START; w <= REG_FAILED_PORT; w++)
+    for (int w = REG_FAILED_START; w <= REG_FAILED_DIED; w++)
         if (strcmp(when, reg_failed_when_name(w)) == 0)
             return w;
     return -1;
@@ -316,7 +326,7 @@ int reg_backend_read_failed(struct reg_backend *b, json_t *o, char *err, size_t 
         snprintf(err, errlen,
                  "give \"lines\" (the server's last output, not empty), and optionally "
                  "\"reloader\" (what restarts it, under %zu bytes) and \"when\" (\"start\", "
-                 "\"edit\" or \"port\")",
+                 "\"edit\", \"port\" or \"died\")",
                  sizeof b->reloader);
         return -1;
     }
@@ -346,6 +356,17 @@ static int read_failed(struct reg_backend *b, json_t *o, char *err, size_t errle
         return 0;
     snprintf(err, errlen, "\"start_failed\": %s", why);
     return -1;
+}
+
+/* An entry's "not_ready", when it has one (optional: `why` reads it). */
+static void read_not_ready(struct reg_backend *b, json_t *o)
+{
+    json_t *n = json_object_get(o, "not_ready");
+    const char *said = json_string_value(json_object_get(n, "said"));
+    if (!said || b->state != REG_STARTING)
+        return;
+    snprintf(b->not_ready, sizeof b->not_ready, "%s", said);
+    b->not_ready_ms = json_integer_value(json_object_get(n, "since_ms"));
 }
 
 struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
@@ -385,6 +406,7 @@ struct reg_backend *reg_backend_from_json(json_t *o, char *err, size_t errlen)
         reg_backend_unref(b);
         return NULL;
     }
+    read_not_ready(b, o);
     return b;
 }
 

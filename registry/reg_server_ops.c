@@ -222,6 +222,7 @@ static json_t *op_start_failed(struct reg_server *rs, struct reg_backend *b, jso
         [REG_FAILED_START] = "at start",
         [REG_FAILED_EDIT] = "after an edit, as its reloader restarted it",
         [REG_FAILED_PORT] = "to listen on its port: it listens on another",
+        [REG_FAILED_DIED] = "as its serving process died: nothing answers on its port",
     };
     fprintf(stderr, "wtproxy: %s on front :%d failed %s (pid %d lives on, %s)\n", b->worktree,
             b->front, how[b->start_failed_when], (int)b->pid,
@@ -231,6 +232,24 @@ static json_t *op_start_failed(struct reg_server *rs, struct reg_backend *b, jso
     if (rs->on_state)
         rs->on_state(rs->on_state_arg, b);
     reg_server_save(rs);
+    return ok_entry(rs, b);
+}
+
+/* Its wrapper's ready path question got something else than 2xx or 3xx
+ * ("said"): kept while it is starting, with since when it answers so,
+ * for the 503 of a start that times out, why and the dashboard. */
+static json_t *op_not_ready(struct reg_server *rs, struct reg_backend *b, json_t *req)
+{
+    const char *said = json_string_value(json_object_get(req, "said"));
+    if (!said || !said[0] || strlen(said) >= sizeof b->not_ready)
+        return reg_fail("bad-request",
+                        "not-ready: give \"said\", what the ready path answered "
+                        "(under %zu bytes)",
+                        sizeof b->not_ready);
+    if (b->state == REG_STARTING && strcmp(b->not_ready, said) != 0) {
+        snprintf(b->not_ready, sizeof b->not_ready, "%s", said);
+        b->not_ready_ms = host_wall_ms();
+    }
     return ok_entry(rs, b);
 }
 
@@ -283,6 +302,7 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
             if (b->state == REG_STARTING)
                 b->started_ms = host_wall_ms();
             b->start_failed[0] = '\0'; /* listening, or starting afresh */
+            b->not_ready[0] = '\0';
             if (rs->on_state)
                 rs->on_state(rs->on_state_arg, b);
             reg_server_save(rs);
@@ -299,6 +319,11 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
         if ((err = find_owned(rs, uid, req, &b)))
             return err;
         return op_start_failed(rs, b, req);
+    }
+    if (strcmp(op, "not-ready") == 0) {
+        if ((err = find_owned(rs, uid, req, &b)))
+            return err;
+        return op_not_ready(rs, b, req);
     }
     json_t *r = rs->ext ? rs->ext(rs->ext_arg, uid, op, req, peer) : NULL;
     if (r == reg_server_later())

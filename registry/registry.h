@@ -33,6 +33,8 @@ enum reg_failed_when {
     REG_FAILED_START, /* "start": its reloader waits for a change to its files */
     REG_FAILED_EDIT,  /* "edit": it served; an edit broke it, and its reloader waits */
     REG_FAILED_PORT,  /* "port": it listens, but not on the port it was given */
+    REG_FAILED_DIED,  /* "died": it served; the process serving died, and its reloader holds
+                       * the port with nobody accepting (uvicorn --reload's worker killed) */
 };
 
 struct reg_backend {
@@ -75,6 +77,14 @@ struct reg_backend {
     long long start_failed_ms; /* when its wrapper told it (wall clock): "told_ms" */
     char reloader[64];
     enum reg_failed_when start_failed_when;
+    /* It listens, but its ready path (`ready =`, `--health`) did not
+     * answer 2xx or 3xx: what its wrapper's last question got ("GET
+     * /admin/stats answered 500 (\"...\")", the `not-ready` op) and since
+     * when that answer (wall clock), so that a start that times out says
+     * which of its two waits it was; "" none. Cleared by `ready` and
+     * `restarting`; not kept in the state file. */
+    char not_ready[320];
+    long long not_ready_ms;
     int daemon_started; /* its pid's parent was the daemon when it registered: a wrapper the
                          * daemon started from a `.wtproxy` (a daemon after it adopts its
                          * idle stop) */

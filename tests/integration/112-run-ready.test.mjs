@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree, waitFor } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, cli, lsJson, getWorktree, waitFor } from './lib/registry.mjs';
 
 test('starting until the server listens, then ready; a request meanwhile waits', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -47,6 +47,33 @@ test('--health whose path answers an error: said with what its body says', async
   await waitFor(() => /answered 501/.test(run.stderr()), 15000, `the wait said:\n${run.stderr()}`);
   assert.ok(run.stderr().includes(` answered 501 ("${say}"), waiting for 2xx or 3xx (--health)\n`), run.stderr());
   assert.doesNotMatch(run.stderr(), /is ready/);
+});
+
+// A start that timed out said "it did not listen, or its ready path did
+// not answer 2xx or 3xx" after start_timeout: its reader looked for both
+// (found by a FastAPI user whose ready path answered 500 before its
+// tables existed). The wrapper tells the daemon what its --health path
+// answered; the 503, `why` and `ls --json` say which wait it was.
+test('a start that times out says which: its ready path answered 500 each time, or it did not listen', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const px = await startDaemon(t, tmp, ['--start-timeout', '3s']);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, runArgs: ['--health', '/status?code=500&say=no%20such%20table'] });
+  await waitFor(() => /answered 500/.test(run.stderr()), 15000, `the wait said:\n${run.stderr()}`);
+  const r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, /it listens, but its ready path \(ready = in the \.wtproxy, --health\) did not answer 2xx or 3xx: GET \/status\?code=500&say=no%20such%20table answered 500 \("no such table"\), each time for the last \d+s/);
+  assert.doesNotMatch(r.body, /it did not listen/);
+  const [e] = await lsJson(tmp);
+  assert.match(e.not_ready?.said ?? '', /answered 500/, JSON.stringify(e));
+  const why = await cli(tmp, ['why'], { cwd: tmp.wt.a });
+  assert.match(why.stdout, /starting: it listens on port \d+, but its ready path did not answer 2xx or 3xx: GET \S+ answered 500/, why.stdout);
+
+  startRun(t, tmp, { cwd: tmp.wt.b, front: px.port, serverArgs: ['--delay', '60000'] });
+  await waitFor(async () => (await lsJson(tmp)).length === 2, 5000, 'b registered');
+  const silent = await getWorktree(px.port, tmp.wt.b);
+  assert.equal(silent.status, 503, silent.body);
+  assert.match(silent.body, /was not ready on port \d+ within start_timeout \(3000 ms\): it did not listen there/);
+  assert.doesNotMatch(silent.body, /ready path/);
 });
 
 // Vite 8 first listens on 0.0.0.0 and :: and closes at once, to see

@@ -303,3 +303,104 @@ test('uvicorn --reload that served, then an edit breaks it: the 503 with the Syn
   await waitFor(async () => (await hello(px, wt)).greeting === 'hello v2', 20000,
     `served once fixed:\n${run.stderr()}`);
 });
+
+// uvicorn --reload's server process killed (kill -9, an OOM kill): its
+// reloader holds the listening socket and never reaps nor replaces it, so
+// connections queue unanswered. Each request waited response_timeout
+// (120 s) for a 504 that called the request stuck, and `ls` said ready
+// and verified (found by a FastAPI user). Now the wrapper sees the
+// process that held its socket die, asks the port, and tells the daemon:
+// the request gets a 503 within seconds naming the kill and the restart
+// of the whole tree, `ls` says failed, and `wtproxy restart` serves again.
+test('uvicorn --reload whose server process is killed: a 503 naming the kill and wtproxy restart within seconds; restart serves again', async (t) => {
+  const tmp = fastapiWorktree(t, 'wrap');
+  const wt = tmp.wt.a;
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, {
+    cwd: wt, front: px.port, stopSignal: 'SIGTERM', env: pythonEnv,
+    command: [python, '-m', 'uvicorn', 'app:app', '--reload', '--host', '127.0.0.1', '--port', '{port}'],
+  });
+  const port = await run.ready;
+  await waitFor(async () => (await hello(px, wt)).greeting === 'hello v1', 15000, `served:\n${run.stderr()}`);
+  const worker = JSON.parse((await httpGet(port, '/__whoami')).body).pid;
+  assert.ok(fs.readFileSync(`/proc/${worker}/cmdline`, 'utf8').includes('multiprocessing'),
+    'the pid that answers is the reloader\'s spawned server process');
+
+  process.kill(worker, 'SIGKILL');
+  const killedAt = Date.now();
+  // One request at once (relayed before the wrapper knows), then more:
+  // each bounded, so that main's hang fails here rather than in 120 s.
+  const first = await get(px.port, { 'X-Wtproxy-Worktree': wt }, '/hello').catch((e) => e);
+  const firstMs = Date.now() - killedAt;
+  t.diagnostic(`the first request after the kill was answered after ${firstMs} ms`);
+  assert.ok(!(first instanceof Error), `the first request after the kill: ${first.message}\n${run.stderr()}`);
+  assert.equal(first.status, 503, first.body);
+  assert.ok(firstMs < 8000, `the 503 came ${firstMs} ms after the kill, not within seconds`);
+  assert.match(first.body, /the process that served died/);
+  assert.match(first.body, /was killed by signal 9 \(SIGKILL\)/);
+  assert.match(first.body, new RegExp(`wtproxy restart --front ${px.port}`));
+  assert.doesNotMatch(first.body, /Find the request stuck|save the file/);
+  const askedAt = Date.now();
+  const next = await hello(px, wt);
+  assert.equal(next.status, 503, next.body);
+  assert.ok(Date.now() - askedAt < 2000, 'the next request got its 503 at once');
+  const [entry] = await lsJson(tmp);
+  assert.equal(entry.start_failed?.when, 'died');
+  assert.notEqual(entry.whoami?.state, 'verified');
+  const ls = await cli(tmp, ['ls'], { cwd: wt });
+  assert.match(ls.stdout, / failed /, ls.stdout);
+  assert.match(run.stderr(), /wt-a's server process \(pid \d+\) was killed by signal 9 \(SIGKILL\), while its parent/);
+
+  const restart = await cli(tmp, ['restart', '--front', String(px.port)], { cwd: wt, ms: 30000 });
+  assert.equal(restart.code, 0, restart.stdout + restart.stderr + run.stderr());
+  await waitFor(async () => (await hello(px, wt)).greeting === 'hello v1', 15000,
+    `served after wtproxy restart:\n${run.stderr()}`);
+  sanitizerClean(assert, px.stderr());
+});
+
+// A failed start whose fix is outside the files uvicorn --reload watches
+// (*.py only): its startup raised for a missing .env.wt, and restoring the
+// file restarted nothing, while the 503 said "save the file: its
+// autoreloader starts it again" (found by a FastAPI user). The 503 now
+// says that such a fix needs wtproxy restart, which serves it.
+test('uvicorn --reload failed at start over a missing .env file: the 503 says a fix outside its watched files needs wtproxy restart', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  fs.writeFileSync(path.join(tmp.repo, 'app.py'), `import os
+from fastapi import FastAPI
+from wtproxy_whoami.asgi import WhoamiASGIMiddleware
+
+app = FastAPI()
+
+@app.on_event('startup')
+def settings():
+    if not os.path.exists('.env.wt'):
+        raise RuntimeError('DATABASE_URL is not set')
+
+@app.get('/hello')
+def hello():
+    return {'greeting': 'hello v1'}
+
+app = WhoamiASGIMiddleware(app)
+`);
+  commitWorktree(tmp);
+  const wt = tmp.wt.a;
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, {
+    cwd: wt, front: px.port, stopSignal: 'SIGTERM', env: pythonEnv,
+    command: [python, '-m', 'uvicorn', 'app:app', '--reload', '--host', '127.0.0.1', '--port', '{port}'],
+  });
+  await waitFor(() => /Application startup failed/.test(run.stderr()), 15000, `its startup failed:\n${run.stderr()}`);
+  fs.writeFileSync(path.join(wt, '.env.wt'), 'DATABASE_URL=postgres:///x\n');
+  await new Promise((res) => setTimeout(res, 1500)); // past a reloader's look
+  const failed = await hello(px, wt);
+  assert.equal(failed.status, 503, failed.body);
+  assert.match(failed.body, /DATABASE_URL is not set/);
+  assert.match(failed.body, new RegExp(`A fix outside the files it watches \\(uvicorn --reload watches \\*\\.py only: an \\.env file, a config read at start\\) starts nothing: then wtproxy restart --front ${px.port}`));
+  assert.match(run.stderr(), new RegExp(`a fix in a file it does not watch, an \\.env or a config, needs wtproxy restart --front ${px.port}`));
+
+  const restart = await cli(tmp, ['restart', '--front', String(px.port)], { cwd: wt, ms: 30000 });
+  assert.equal(restart.code, 0, restart.stdout + restart.stderr + run.stderr());
+  await waitFor(async () => (await hello(px, wt)).greeting === 'hello v1', 15000,
+    `served after wtproxy restart:\n${run.stderr()}`);
+  sanitizerClean(assert, px.stderr());
+});
