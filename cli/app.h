@@ -71,6 +71,8 @@ struct cli_app {
     char module[PATH_MAX];   /* FastAPI, Starlette, Flask: the file that assigns `app` */
     char start[1024];        /* the dev server's command, with {port} or reading $PORT */
     char vite_root[256];     /* Vite: the root folder its command serves, "" the checkout */
+    int at_top; /* a subfolder's app whose start runs from the worktree's top (admin.main:app,
+                 * init_py_top.c), not `cd DIR && ...` */
     struct cli_playwright pw;
 };
 
@@ -116,9 +118,42 @@ void cli_app_free(struct cli_app *app);
 /* The interpreter a Python dev server of dir is started with: the one
  * pw's webServer.command names by path before runs (" manage.py
  * runserver", " -m uvicorn"), else .venv/bin/python, else
- * venv/bin/python, else python3 (the daemon's PATH). Into out. */
+ * venv/bin/python, else, in a subfolder, the top's (cli_pytop_python),
+ * else python3 (the daemon's PATH). Into out. */
 void cli_python_of(const char *dir, const struct cli_playwright *pw, const char *runs, char *out,
                    size_t outlen);
+
+/* --- init_py_top.c: a Python app in a subfolder, seen from its top --- */
+
+/* Whether dir is a direct subfolder or workspace member of its worktree's
+ * top: then 1, the top into root and dir's path from it into rel. */
+int cli_pytop(const char *dir, char *root, size_t rlen, char *rel, size_t rellen);
+
+/* For such a dir: whether its app module's text imports the top's
+ * packages (`from app.db import engine`, app/ at the top) and none of
+ * dir's own modules by a bare name: then 1, and dir as a module path from
+ * the top into out ("admin"): its server runs from the top, where `cd
+ * admin` makes that import fail. */
+int cli_pytop_module(const char *dir, const char *text, char *out, size_t len);
+
+/* For such a dir: the interpreter the top's .wtproxy services run by path
+ * before runs (" -m uvicorn"), else the one its Playwright config names,
+ * else its virtualenv's, as a path from dir ("../.venv/bin/python",
+ * "/usr/bin/python3") into out. -1 when none. */
+int cli_pytop_python(const char *dir, const char *runs, char *out, size_t len);
+
+/* The interpreter py, a path from dir, as a path from its worktree's top
+ * (in place): "../.venv/bin/python" becomes ".venv/bin/python". */
+void cli_pytop_rebase(const char *dir, char *py, size_t len);
+
+/* For such a dir: whether a service of the top's .wtproxy runs server
+ * ("uvicorn", "flask") with reloads; then 1 and which into source
+ * ("../.wtproxy's [service api]"). */
+int cli_pytop_reload(const char *dir, const char *server, char *source, size_t len);
+
+/* Whether a .wtproxy's start runs the server of subfolder rel: `cd rel &&
+ * ...`, or its module from the top (`admin.main:app`, `--app admin.main`). */
+int cli_start_in(const char *start, const char *rel);
 
 /* What cli_pyapp_detect looks for, as the refusal names it. */
 #define CLI_PYAPP_LOOKED_FOR                                                                       \

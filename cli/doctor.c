@@ -97,15 +97,34 @@ static void check_file(struct doc_ctx *c, const struct cli_wtproxy *w)
         snprintf(c->start, sizeof c->start, "%s", s->start);
 }
 
+/* The subfolder whose app c's start serves, into out: "api" of `cd api &&
+ * ...`, "admin" of `... -m uvicorn admin.main:app` (a subfolder app's
+ * module served from the top, as init writes it; not app/, the top's own
+ * package). 0 when none. */
+static int start_folder(const struct doc_ctx *c, char *out, size_t len)
+{
+    char path[2 * PATH_MAX], err[1024];
+    struct cli_app app;
+    size_t n = strncmp(c->start, "cd ", 3) == 0 ? strcspn(c->start + 3, " /") : 0;
+    if (n && strncmp(c->start + 3 + n, " &&", 3) == 0)
+        return snprintf(out, len, "%.*s", (int)n, c->start + 3), 1;
+    if (doc_py_served_module(c->start, out, len, NULL) < 0 || !strchr(out, '.'))
+        return 0;
+    out[strcspn(out, ".")] = '\0';
+    snprintf(path, sizeof path, "%s/%s", c->wt.root, out);
+    int is = strcmp(out, "app") != 0 && cli_app_detect(path, &app, err, sizeof err) == 0;
+    cli_app_free(&app);
+    return is;
+}
+
 void doc_init_fix(const struct doc_ctx *c, char *out, size_t len)
 {
-    char here[PATH_MAX], err[1024];
+    char here[PATH_MAX], err[1024], sub[256];
     int at_top = realpath(".", here) && strcmp(here, c->wt.root) == 0;
-    size_t sub = strncmp(c->start, "cd ", 3) == 0 ? strcspn(c->start + 3, " /") : 0;
     struct cli_app app;
-    if (sub && strncmp(c->start + 3 + sub, " &&", 3) == 0) {
-        snprintf(out, len, "wtproxy init %s%s%.*s --apply", at_top ? "" : c->wt.root,
-                 at_top ? "" : "/", (int)sub, c->start + 3);
+    if (start_folder(c, sub, sizeof sub)) {
+        snprintf(out, len, "wtproxy init %s%s%s --apply", at_top ? "" : c->wt.root,
+                 at_top ? "" : "/", sub);
         return;
     }
     int top_app = !c->have_wt;

@@ -54,8 +54,26 @@ void doc_worktree(struct doc_ctx *c, struct doc_result *r);
 void doc_server(struct doc_ctx *c, struct doc_result *r);
 void doc_whoami(struct doc_ctx *c, struct doc_result *r);
 
-/* doctor_python.c: the .wtproxy's Python imports the middleware. */
+/* doctor_python.c: the .wtproxy's Python imports the middleware, the
+ * framework its start runs, and (doctor_pyapp.c) the app module it serves. */
 void doc_python(struct doc_ctx *c, struct doc_result *r);
+/* doctor_python.c: run `PREFIX -c CODE` through /bin/sh in dir; its first
+ * line of output into out ("" when it printed none). Killed, its group
+ * too, after DOC_PY_TIMEOUT_MS. Returns the exit status, or -1 when it
+ * timed out. CODE holds no single quote. */
+int doc_py_probe(const char *dir, const char *prefix, const char *code, char *out, size_t len);
+/* doctor_pyapp.c: the module a start serves into out, and where its name
+ * begins in start into *at (at may be NULL): "admin.main" of `... -m
+ * uvicorn admin.main:app ...` (uvicorn's first argument with a colon),
+ * "app" of `flask --app app run`. -1 for another server, a module uvicorn
+ * finds in --app-dir, or a path (--app src/app.py). */
+int doc_py_served_module(const char *start, char *out, size_t len, const char **at);
+/* doctor_pyapp.c: the app module a uvicorn or flask start serves does not
+ * import with python (the start up to its interpreter, its `cd` kept;
+ * label: what to call it): r says what it lacks, and the fix. 0 when it
+ * imports, or the start serves none such. */
+int doc_pyapp_missing(const struct doc_ctx *c, const char *python, const char *label,
+                      struct doc_result *r);
 /* doctor_node.c: the .wtproxy's Node start finds the middleware; 0 when
  * its start is no Node one (r untouched). */
 int doc_node(struct doc_ctx *c, struct doc_result *r);

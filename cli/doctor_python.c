@@ -129,10 +129,7 @@ static int python_prefix(const char *root, const char *start, char *out, char *l
     }
 }
 
-/* Run `PREFIX -c CODE` through /bin/sh in dir; its first line of output
- * into out ("" when it printed none). Killed, its group too, after
- * DOC_PY_TIMEOUT_MS. Returns the exit status, or -1 when it timed out. */
-static int run_probe(const char *dir, const char *prefix, const char *code, char *out, size_t len)
+int doc_py_probe(const char *dir, const char *prefix, const char *code, char *out, size_t len)
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s -c '%s' 2>/dev/null", prefix, code);
@@ -208,47 +205,65 @@ static void missing(const char *python, const char *site, struct doc_result *r)
         memcpy(r->fix, cmd, (size_t)n + 1);
 }
 
-/* Prints the interpreter's path when it imports Django, else "lacks PATH".
- * A server started by a python without its app's dependencies (a
- * virtualenv a new worktree has not, a python3 on PATH that is not
- * Debian's, which alone imports python3-django) stops at its first
- * import while the middleware check was ok. */
-static const char django_probe[] = "import sys\n"
-                                   "try:\n"
-                                   "    import django\n"
-                                   "    print(sys.executable)\n"
-                                   "except ImportError:\n"
-                                   "    print(\"lacks \" + sys.executable)\n";
+/* Prints the interpreter's path when it imports the framework (%s), else
+ * "lacks PATH". A server started by a python without its app's
+ * dependencies (a virtualenv a new worktree has not, a python3 on PATH
+ * that is not Debian's, which alone imports python3-django, or a pyenv
+ * build without uvicorn) stops at its first import while the middleware
+ * check was ok. */
+static const char framework_probe[] = "import sys\n"
+                                      "try:\n"
+                                      "    import %s\n"
+                                      "    print(sys.executable)\n"
+                                      "except ImportError:\n"
+                                      "    print(\"lacks \" + sys.executable)\n";
 
-/* The framework a start line runs (manage.py: Django) is not importable
- * by its python: r says which python lacks it, and the fix installs the
- * app's requirements for it, or names /usr/bin/python3 when that one
- * imports it (when the app lists no requirements). 0 when no framework
- * is named or it imports. */
+/* The framework a start line runs: Django for manage.py, the server
+ * program for uvicorn and flask; NULL none of them. */
+static const char *framework_of(const char *start)
+{
+    return strstr(start, "manage.py") ? "django"
+           : strstr(start, "uvicorn") ? "uvicorn"
+           : strstr(start, "flask")   ? "flask"
+                                      : NULL;
+}
+
+/* Run framework_probe for fw with python in dir; 0 with its line in out. */
+static int probe_framework(const char *dir, const char *python, const char *fw, char *out,
+                           size_t len)
+{
+    char code[sizeof framework_probe + 16];
+    snprintf(code, sizeof code, framework_probe, fw);
+    return doc_py_probe(dir, python, code, out, len);
+}
+
+/* The framework a start line runs (manage.py: Django; uvicorn, flask) is
+ * not importable by its python: r says which python lacks it, and the fix
+ * installs the app's requirements for it, or names /usr/bin/python3 when
+ * that one imports it (when the app lists no requirements). 0 when no
+ * framework is named or it imports. */
 static int framework_missing(const struct doc_ctx *c, const char *python, const char *label,
                              struct doc_result *r)
 {
     char out[4096], sys_py[4096], dir[2 * PATH_MAX], req[2 * PATH_MAX + 32], fix[3 * PATH_MAX];
+    const char *fw = framework_of(c->start);
     struct stat st;
-    if (!strstr(c->start, "manage.py") ||
-        run_probe(c->wt.root, python, django_probe, out, sizeof out) != 0 ||
+    if (!fw || probe_framework(c->wt.root, python, fw, out, sizeof out) != 0 ||
         strncmp(out, "lacks ", 6) != 0)
         return 0;
     const char *exe = out + 6;
     host_command_dir(c->start, c->wt.root, dir, sizeof dir);
     snprintf(req, sizeof req, "%s/requirements.txt", dir);
-    int debian =
-        strcmp(exe, "/usr/bin/python3") != 0 &&
-        run_probe(c->wt.root, "/usr/bin/python3", django_probe, sys_py, sizeof sys_py) == 0 &&
-        strncmp(sys_py, "lacks ", 6) != 0 && sys_py[0];
+    int debian = strcmp(exe, "/usr/bin/python3") != 0 &&
+                 probe_framework(c->wt.root, "/usr/bin/python3", fw, sys_py, sizeof sys_py) == 0 &&
+                 strncmp(sys_py, "lacks ", 6) != 0 && sys_py[0];
     doc_set(r, DOC_PROBLEM,
-            "%s (the python %s) cannot import django: the app's Python dependencies are not "
+            "%s (the python %s) cannot import %s: the app's Python dependencies are not "
             "installed for it, and the server the .wtproxy starts would stop at its first "
-            "import (\"No module named 'django'\")%s",
-            label, exe,
-            debian ? "; /usr/bin/python3 imports it (on Debian, the python3-django package is "
-                     "importable from /usr/bin/python3 only)"
-                   : "");
+            "import (\"No module named '%s'\")%s%s%s",
+            label, exe, fw, fw,
+            debian ? "; /usr/bin/python3 imports it (on Debian, the python3-" : "",
+            debian ? fw : "", debian ? " package is importable from /usr/bin/python3 only)" : "");
     int n;
     if (stat(req, &st) == 0)
         n = snprintf(fix, sizeof fix, "cd %s && %s -m pip install -r requirements.txt", dir, exe);
@@ -256,7 +271,7 @@ static int framework_missing(const struct doc_ctx *c, const char *python, const 
         n = snprintf(fix, sizeof fix,
                      "in the .wtproxy's start line, run /usr/bin/python3 in place of %s", exe);
     else
-        n = snprintf(fix, sizeof fix, "%s -m pip install django", exe);
+        n = snprintf(fix, sizeof fix, "%s -m pip install %s", exe, fw);
     if (n < 0 || (size_t)n >= sizeof r->fix)
         snprintf(r->fix, sizeof r->fix, "wtproxy help wtproxy-file");
     else
@@ -279,8 +294,9 @@ void doc_python(struct doc_ctx *c, struct doc_result *r)
                 "server answers /__whoami by itself (wtproxy help whoami-protocol)");
         return;
     }
-    int st = run_probe(c->wt.root, python, probe, out, sizeof out);
-    if (strncmp(out, "ok ", 3) == 0 && framework_missing(c, python, label, r))
+    int st = doc_py_probe(c->wt.root, python, probe, out, sizeof out);
+    if (strncmp(out, "ok ", 3) == 0 &&
+        (framework_missing(c, python, label, r) || doc_pyapp_missing(c, python, label, r)))
         return;
     if (strncmp(out, "ok ", 3) == 0)
         doc_set(r, DOC_OK, "%s imports wtproxy_whoami from %s", label, out + 3);

@@ -133,7 +133,7 @@ static int subfolder_front(struct init_plan *p, const struct wtfile *f)
     char cd[PATH_MAX + 8];
     snprintf(cd, sizeof cd, "cd %s &&", p->dir + strlen(p->top) + 1);
     for (int i = 0; i < f->n; i++)
-        if (strncmp(f->svc[i].start, cd, strlen(cd)) == 0)
+        if (cli_start_in(f->svc[i].start, p->dir + strlen(p->top) + 1))
             return f->svc[i].front;
     init_note(p,
               "%s declares no service started by `%s ...` yet, so this server's front is none "
@@ -193,11 +193,13 @@ static int choose(const struct init_opts *o, struct init_plan *p)
     int chosen = front || file_front || p->app.pw.front || !p->top[0];
     int base_url = chosen || p->app.pw.file[0] ? 0 : init_top_base_front(p);
     int sibling = chosen || base_url ? 0 : init_vite_sibling_front(p);
+    int above = chosen || base_url || sibling ? 0 : init_top_free_front(p);
     p->front = front             ? (int)front
                : file_front      ? file_front
                : p->app.pw.front ? p->app.pw.front
                : base_url        ? base_url
                : sibling         ? sibling
+               : above           ? above
                                  : WTP_DEFAULT_FRONT_PORT;
     init_plan_sub(p);
     if (p->app.kind == CLI_APP_VITE)

@@ -124,6 +124,12 @@ int init_plan_top(struct init_plan *p);
  * alone by it, as one already there), and whose the top config's baseURL is. */
 int init_top_is_app(const struct init_plan *p);
 
+/* init_top.c: for a DIR below its worktree's top (p->top set), the front
+ * one above every front the top .wtproxy declares (a note says so), else
+ * 0: the default 8000 is a front of none of them, but often another
+ * server's (the first service's own default, another user's). */
+int init_top_free_front(struct init_plan *p);
+
 /* init_top.c: the top .wtproxy's path relative to p->dir ("../.wtproxy"). */
 void init_top_path(const struct init_plan *p, char *out, size_t len);
 

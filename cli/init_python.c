@@ -156,20 +156,33 @@ static int runs_with_reload(const char *text, const char *server)
 }
 
 /* The project's script (or Playwright config) that runs the server with
- * reloads, NULL when none does: start reloads only if the project does. */
-static const char *reload_source(const char *dir, const struct cli_app *app,
-                                 const struct framework *f)
+ * reloads, into source: 0 when none does (start reloads only if the
+ * project does). In a subfolder, the top's too: a sibling service, its
+ * config and scripts ("../Makefile"). */
+static int reload_source(const char *dir, const struct cli_playwright *pw,
+                         const struct framework *f, char *source, size_t len)
 {
-    if (app->pw.text && runs_with_reload(app->pw.text, f->server))
-        return app->pw.file;
+    char root[PATH_MAX], rel[PATH_MAX], name[64];
+    if (pw->text && runs_with_reload(pw->text, f->server))
+        return snprintf(source, len, "%s", pw->file), 1;
     for (size_t i = 0; i < sizeof script_files / sizeof script_files[0]; i++) {
         char *text = read_py(dir, script_files[i]);
         int yes = text && runs_with_reload(text, f->server);
         free(text);
         if (yes)
-            return script_files[i];
+            return snprintf(source, len, "%s", script_files[i]), 1;
     }
-    return NULL;
+    if (!cli_pytop(dir, root, sizeof root, rel, sizeof rel))
+        return 0;
+    if (cli_pytop_reload(dir, f->server, source, len))
+        return 1;
+    struct cli_playwright top;
+    cli_playwright_read(root, &top);
+    int yes = reload_source(root, &top, f, name, sizeof name);
+    free(top.text);
+    if (yes)
+        snprintf(source, len, "%s/%s", root, name);
+    return yes;
 }
 
 /* The project's script (or Playwright config) whose first `flask ... run`
@@ -224,35 +237,42 @@ void cli_python_of(const char *dir, const struct cli_playwright *pw, const char 
 {
     if (config_python(pw, runs, out, outlen) == 0)
         return;
-    snprintf(out, outlen, "%s",
-             cli_is_file(dir, ".venv/bin/python", 1)  ? ".venv/bin/python"
-             : cli_is_file(dir, "venv/bin/python", 1) ? "venv/bin/python"
-                                                      : "python3");
+    if (cli_is_file(dir, ".venv/bin/python", 1) || cli_is_file(dir, "venv/bin/python", 1))
+        snprintf(out, outlen, "%s",
+                 cli_is_file(dir, ".venv/bin/python", 1) ? ".venv/bin/python" : "venv/bin/python");
+    else if (cli_pytop_python(dir, runs, out, outlen) < 0)
+        snprintf(out, outlen, "python3");
 }
 
 int cli_pyapp_detect(const char *dir, struct cli_app *app)
 {
     for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++) {
-        char *text = read_py(dir, modules[i][0]), py[512];
+        char *text = read_py(dir, modules[i][0]), py[512], source[PATH_MAX + 64], pkg[256];
         const struct framework *f = text ? framework_of(text) : NULL;
+        app->at_top = f && cli_pytop_module(dir, text, pkg, sizeof pkg);
         free(text);
         if (!f)
             continue;
+        char module[272]; /* as the server imports it from where start runs */
+        snprintf(module, sizeof module, "%s%s%s", app->at_top ? pkg : "", app->at_top ? "." : "",
+                 modules[i][1]);
         app->kind = f->kind;
         snprintf(app->module, sizeof app->module, "%s", modules[i][0]);
-        const char *reload = reload_source(dir, app, f) ? " --reload" : "";
+        const char *reload =
+            reload_source(dir, &app->pw, f, source, sizeof source) ? " --reload" : "";
+        cli_python_of(dir, &app->pw, f->kind == CLI_APP_FLASK ? " -m flask" : " -m uvicorn", py,
+                      sizeof py);
+        if (app->at_top)
+            cli_pytop_rebase(dir, py, sizeof py);
         if (f->kind == CLI_APP_FLASK) {
             char group[128], run[128];
-            cli_python_of(dir, &app->pw, " -m flask", py, sizeof py);
             flask_source(dir, app, group, sizeof group, run, sizeof run);
             snprintf(app->start, sizeof app->start,
-                     "%s -m flask --app %s%s run --host 127.0.0.1 --port {port}%s%s", py,
-                     modules[i][1], group, run, reload);
+                     "%.400s -m flask --app %s%s run --host 127.0.0.1 --port {port}%s%s", py,
+                     module, group, run, reload);
         } else {
-            cli_python_of(dir, &app->pw, " -m uvicorn", py, sizeof py);
             snprintf(app->start, sizeof app->start,
-                     "%s -m uvicorn %s:app --host 127.0.0.1 --port {port}%s", py, modules[i][1],
-                     reload);
+                     "%s -m uvicorn %s:app --host 127.0.0.1 --port {port}%s", py, module, reload);
         }
         return 0;
     }
@@ -339,6 +359,18 @@ static void python_notes(struct init_plan *p, const char *framework, const struc
                   framework);
     if (!f)
         return;
+    if (p->app.at_top) {
+        const char *rel = p->dir + strlen(p->top) + 1;
+        char module[PATH_MAX * 2];
+        snprintf(module, sizeof module, "%s.%.*s", rel, (int)(strlen(p->app.module) - 3),
+                 p->app.module);
+        for (char *c = module; *c; c++)
+            *c = *c == '/' ? '.' : *c;
+        init_note(p,
+                  "start runs from the worktree's top folder as the module %s, not `cd %s && "
+                  "...`: %s imports the top's packages, which Python finds only from there",
+                  module, rel, p->app.module);
+    }
     char group[128], run[128];
     const char *flask = f->kind == CLI_APP_FLASK
                             ? flask_source(p->dir, &p->app, group, sizeof group, run, sizeof run)
@@ -348,8 +380,8 @@ static void python_notes(struct init_plan *p, const char *framework, const struc
                   "start keeps the flags %s gives flask:%s%s (not its --host and --port: "
                   "wtproxy gives each server its own)",
                   flask, group, run);
-    const char *source = reload_source(p->dir, &p->app, f);
-    if (source)
+    char source[PATH_MAX + 64];
+    if (reload_source(p->dir, &p->app.pw, f, source, sizeof source))
         init_note(p, "start reloads on edits (--reload): %s runs %s with reloads", source,
                   f->server);
     else

@@ -148,13 +148,12 @@ int init_sub_base_is(const char *top, const char *name, enum cli_app_kind kind, 
     return !b.taken && (b.others == 0 || (front_end(kind) && b.other_fronts == 0));
 }
 
-/* The service of f started in folder sub (`cd SUB && ...`), NULL none. */
+/* The service of f started in folder sub (`cd SUB && ...`, or its
+ * module run from the top: cli_start_in), NULL none. */
 static const struct wtfile_service *started_in(const struct wtfile *f, const char *sub)
 {
-    size_t n = strlen(sub);
     for (int i = 0; i < f->n; i++)
-        if (strncmp(f->svc[i].start, "cd ", 3) == 0 && strncmp(f->svc[i].start + 3, sub, n) == 0 &&
-            strncmp(f->svc[i].start + 3 + n, " &&", 3) == 0)
+        if (cli_start_in(f->svc[i].start, sub))
             return &f->svc[i];
     return NULL;
 }

@@ -26,6 +26,16 @@ static const char *folder_of(const struct init_plan *p)
     return p->dir + strlen(p->top) + 1;
 }
 
+/* This server's start line in the top .wtproxy: `cd DIR && START`, or
+ * START itself for a module served from the top (init_py_top.c). */
+static void start_line(const struct init_plan *p, char *out, size_t len)
+{
+    if (p->app.at_top)
+        snprintf(out, len, "%s", p->app.start);
+    else
+        snprintf(out, len, "cd %s && %s", folder_of(p), p->app.start);
+}
+
 void init_top_path(const struct init_plan *p, char *out, size_t len)
 {
     size_t used = 0;
@@ -106,16 +116,16 @@ static int parses(const char *text, char *err, size_t errlen)
 }
 
 /* The section already there for this server (one started by `cd DIR
- * &&`), or one in its way, of its name or on its front: said, and 1; 0
- * when none. */
+ * &&`, or running its module from the top), or one in its way, of its
+ * name or on its front: said, and 1; 0 when none. */
 static int in_the_way(struct init_plan *p, const struct wtfile *f, const char *name)
 {
     const struct wtfile_service *s = wtfile_by_name(f, name);
     const struct wtfile_service *o = wtfile_by_front(f, p->front);
-    char cd[PATH_MAX + 8];
-    snprintf(cd, sizeof cd, "cd %s &&", folder_of(p));
+    char start[PATH_MAX + 1100];
+    start_line(p, start, sizeof start);
     for (int i = 0; i < f->n; i++)
-        if (strncmp(f->svc[i].start, cd, strlen(cd)) == 0) {
+        if (cli_start_in(f->svc[i].start, folder_of(p))) {
             init_note(p, "%s declares this server already ([service %s], front %d): nothing to add",
                       f->path, f->svc[i].name, f->svc[i].front);
             return 1;
@@ -123,8 +133,8 @@ static int in_the_way(struct init_plan *p, const struct wtfile *f, const char *n
     if (s)
         init_note(p,
                   "%s has a [service %s] already, started by `%s`: this server is not added; "
-                  "rename that section, or add one by hand: start = %s %s, front = %d",
-                  f->path, name, s->start, cd, p->app.start, p->front);
+                  "rename that section, or add one by hand: start = %s, front = %d",
+                  f->path, name, s->start, start, p->front);
     int free_front = p->front;
     for (int i = 0; i < f->n; i++) /* one above them all: no service has it */
         free_front = f->svc[i].front >= free_front ? f->svc[i].front + 1 : free_front;
@@ -170,9 +180,9 @@ static void new_text(const struct init_plan *p, const struct wtfile *f, const ch
     init_puts(t, at);
     if (t->len && t->s[t->len - 1] != '\n')
         init_puts(t, "\n");
-    char sec[PATH_MAX + 2400];
-    snprintf(sec, sizeof sec, "\n[service %s]\nstart = cd %s && %s\nfront = %d\n%s", name,
-             folder_of(p), p->app.start, p->front,
+    char sec[PATH_MAX + 2400], start[PATH_MAX + 1100];
+    start_line(p, start, sizeof start);
+    snprintf(sec, sizeof sec, "\n[service %s]\nstart = %s\nfront = %d\n%s", name, start, p->front,
              p->app.kind == CLI_APP_NEXT ? "ready = /__whoami\n" : "");
     init_puts(t, sec);
 }
@@ -210,6 +220,29 @@ static int plan_edit(struct init_plan *p, const struct wtfile *f, char *text)
     return init_add_change(p, rel, text, &t);
 }
 
+int init_top_free_front(struct init_plan *p)
+{
+    char err[PATH_MAX + 1200], list[WTFILE_MAX_SERVICES * 32] = "";
+    struct wtfile *f = malloc(sizeof *f);
+    int front = 0;
+    size_t used = 0;
+    if (f && wtfile_read(p->top, f, err, sizeof err) == 0)
+        for (int i = 0; i < f->n; i++) {
+            front = f->svc[i].front >= front ? f->svc[i].front + 1 : front;
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d%s%s%s", i ? ", " : "",
+                                     f->svc[i].front, f->svc[i].name[0] ? " (" : "", f->svc[i].name,
+                                     f->svc[i].name[0] ? ")" : "");
+        }
+    if (front > 0 && front <= 65535)
+        init_note(p,
+                  "front %d: the one above the fronts %s declares (%s), as a front routes to "
+                  "one service; the default, %d, is often another server's (--front N takes "
+                  "another)",
+                  front, f->path, list, WTP_DEFAULT_FRONT_PORT);
+    free(f);
+    return front <= 65535 ? front : 0;
+}
+
 int init_top_is_app(const struct init_plan *p)
 {
     struct cli_app app;
@@ -243,21 +276,22 @@ static int plan_new(struct init_plan *p)
 
 int init_plan_top(struct init_plan *p)
 {
-    char path[PATH_MAX], err[PATH_MAX + 1200];
+    char path[PATH_MAX], err[PATH_MAX + 1200], start[PATH_MAX + 1100];
     char *text = cli_join(path, sizeof path, p->top, ".wtproxy") < 0
                      ? NULL
                      : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
     int none = !text && errno == ENOENT;
+    start_line(p, start, sizeof start);
     if (none && !init_top_is_app(p))
         return plan_new(p);
     if (none) {
         init_note(p,
                   "no .wtproxy written in %s: the daemon reads a worktree's .wtproxy at its top "
                   "folder only; add this server to %s/.wtproxy as a section (wtproxy help "
-                  "wtproxy-file, \"Several services\"): [service NAME], start = cd %s && %s, "
+                  "wtproxy-file, \"Several services\"): [service NAME], start = %s, "
                   "front = %d; or adopt the top folder's app first (wtproxy init %s --apply), "
                   "then run this again",
-                  p->dir, p->top, folder_of(p), p->app.start, p->front, p->top);
+                  p->dir, p->top, start, p->front, p->top);
         return 0;
     }
     struct wtfile *f = text ? malloc(sizeof *f) : NULL;

@@ -247,6 +247,12 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   fs.writeFileSync(path.join(bin, 'gunicorn'), '#!/usr/bin/env python3\n', { mode: 0o755 });
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = gunicorn -b 127.0.0.1:{port} app:app\nfront = ${front}\n`);
   m = (await doctor(tmp, tmp.wt.a, front, { ...env, PATH: `${bin}:${process.env.PATH}` })).byName.middleware;
+  // The app module it serves is asked for too, in its folder: there is none.
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.equal(m.detail, `cd api && PYTHONPATH=${pythonPath} .venv/bin/uvicorn (a /usr/bin/python3 script) imports wtproxy_whoami, but not main, the app module its start serves: in ${tmp.wt.a}/api, \`import main\` fails with ModuleNotFoundError: No module named 'main': the server the .wtproxy starts would stop at its start`);
+  assert.equal(m.fix, `see the whole error: cd ${tmp.wt.a}/api && /usr/bin/python3 -c "import main"; then correct the .wtproxy's start line, or the module's import`);
+  fs.writeFileSync(path.join(tmp.wt.a, 'api', 'main.py'), 'app = None\n');
   assert.equal(m.status, 'problem', m.detail);
   assert.match(m.detail, /^gunicorn \(a python3 script\) cannot import wtproxy_whoami/);
   // a shell script is no Python's, nor a first line of env alone

@@ -28,6 +28,36 @@ void cli_playwright_of_top(const char *dir, struct cli_playwright *pw)
     (void)pw;
 }
 
+/* So does a subfolder's Python app seen from the top: test 091 covers it. */
+int cli_pytop(const char *dir, char *root, size_t rlen, char *rel, size_t rellen)
+{
+    (void)dir, (void)root, (void)rlen, (void)rel, (void)rellen;
+    return 0;
+}
+
+int cli_pytop_module(const char *dir, const char *text, char *out, size_t len)
+{
+    (void)dir, (void)text, (void)out, (void)len;
+    return 0;
+}
+
+int cli_pytop_python(const char *dir, const char *runs, char *out, size_t len)
+{
+    (void)dir, (void)runs, (void)out, (void)len;
+    return -1;
+}
+
+void cli_pytop_rebase(const char *dir, char *py, size_t len)
+{
+    (void)dir, (void)py, (void)len;
+}
+
+int cli_pytop_reload(const char *dir, const char *server, char *source, size_t len)
+{
+    (void)dir, (void)server, (void)source, (void)len;
+    return 0;
+}
+
 static void test_middleware_spot(void)
 {
     char indent[64];
