@@ -22,6 +22,7 @@
 
 #include "host.h"
 #include "port_stranger.h"
+#include "port_taken.h"
 #include "proxy_limits.h"
 #include "registry.h"
 #include "servers.h"
@@ -386,7 +387,7 @@ static int held_by_another(const char *path, const char *log, char *err, size_t 
     if (n == 0 && !(config && *config))
         ports[n++] = WTP_DEFAULT_FRONT_PORT; /* what a daemon with no config listens on */
     for (int i = 0; i < n; i++) {
-        int p = ports[i], other = p < 65535 ? p + 1 : p - 1;
+        int p = ports[i], other = proxy_port_other(p, ports, n);
         char who[160], serve[PATH_MAX * 2 + 256], tests[128], fix[PATH_MAX * 2 + 768];
         if (!host_port_owner_find(p, &o) || !proxy_port_stranger("127.0.0.1", p, &o, &s))
             continue;

@@ -67,11 +67,12 @@ static void port_name(const struct doc_ctx *c, int port, char *out, size_t outle
 
 /* For each port in ports another process listens on: "kill PID && tail
  * ...; " into kills (each holder once, every process sharing its socket) and the daemon's own
- * sentence for a taken port into said. Returns -1 when a holder's pid is unknown (another user's:
+ * sentence for a taken port into said, whose other port is none of serving (ns ports: the
+ * fronts this worktree needs). Returns -1 when a holder's pid is unknown (another user's:
  * unseen_holder says whose), with its port in *unknown; else how many
  * holders. */
-static int port_holders(const int *ports, int n, char *kills, size_t klen, char *said, size_t slen,
-                        int *unknown)
+static int port_holders(const int *ports, int n, const int *serving, int ns, char *kills,
+                        size_t klen, char *said, size_t slen, int *unknown)
 {
     long pids[64];
     int np = 0, found = 0;
@@ -86,7 +87,7 @@ static int port_holders(const int *ports, int n, char *kills, size_t klen, char 
             return -1;
         }
         char taken[1024];
-        proxy_port_taken("127.0.0.1", ports[k], taken, sizeof taken);
+        proxy_port_taken("127.0.0.1", ports[k], serving, ns, taken, sizeof taken);
         su += (size_t)snprintf(said + su, su < slen ? slen - su : 0, "%s%s", found ? "; " : "",
                                taken);
         found++;
@@ -117,7 +118,7 @@ static void unseen_holder(const struct doc_ctx *c, int port, const int *ports, i
     struct host_port_owner o;
     struct proxy_port_stranger s;
     char who[160], serve[512], cmd[700], tests[200];
-    int mine[WTFILE_MAX_SERVICES + 1], other = port < 65535 ? port + 1 : port - 1;
+    int mine[WTFILE_MAX_SERVICES + 1], other = proxy_port_other(port, ports, n);
     if (!host_port_owner_find(port, &o) || !proxy_port_stranger("127.0.0.1", port, &o, &s)) {
         snprintf(said, slen, "port %d is held by a process this user cannot see", port);
         snprintf(fix, flen, "ss -ltnp 'sport = :%d'", port);
@@ -160,8 +161,8 @@ static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *por
         return;
     }
     char kills[384], said[1200], serve[512], stop[300], prog[256];
-    int unknown = 0,
-        held = port_holders(missing, nm, kills, sizeof kills, said, sizeof said, &unknown);
+    int unknown = 0, held = port_holders(missing, nm, ports, n, kills, sizeof kills, said,
+                                         sizeof said, &unknown);
     if (held < 0) { /* its fix yields to the .wtproxy's below */
         host_self_program(prog, sizeof prog, NULL, 0);
         snprintf(stop, sizeof stop, "%.256s stop --daemon && ", prog);
@@ -230,10 +231,32 @@ static int store_differs(struct doc_ctx *c, struct doc_result *r, const int *por
     return 1;
 }
 
+/* Outside a worktree, without --front: no .wtproxy and no tests name a
+ * port, so the front checked is only the default. Demanding it proposed
+ * killing the daemon every worktree uses and serving 8000 besides, for a
+ * folder with no app: the worktree check alone says what is wrong here. */
+static void daemon_no_front(struct doc_ctx *c, struct doc_result *r)
+{
+    if (!c->ping) {
+        doc_set(r, DOC_SKIP, "not in a worktree: no front port here to check a daemon for");
+        return;
+    }
+    char *listen = json_dumps(json_object_get(c->ping, "listen"), JSON_COMPACT);
+    doc_set(r, DOC_OK,
+            "wtproxy daemon pid %lld listens on %s; not in a worktree, so no front port here to "
+            "check it for",
+            json_integer_value(json_object_get(c->ping, "pid")), listen ? listen : "?");
+    free(listen);
+}
+
 void doc_daemon(struct doc_ctx *c, struct doc_result *r)
 {
     int ports[WTFILE_MAX_SERVICES + 1];
     int n = wanted_ports(c, ports);
+    if (!c->have_wt && !c->front_given) {
+        daemon_no_front(c, r);
+        return;
+    }
     if (c->ping && store_differs(c, r, ports, n))
         return;
     if (c->ping) {
@@ -242,7 +265,7 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
     }
     char kills[384], said[1200], serve[512], name[128];
     int unknown = 0,
-        held = port_holders(ports, n, kills, sizeof kills, said, sizeof said, &unknown);
+        held = port_holders(ports, n, ports, n, kills, sizeof kills, said, sizeof said, &unknown);
     cli_serve_cmd(NULL, ports, n, serve, sizeof serve);
     port_name(c, c->front, name, sizeof name);
     if (held < 0) {

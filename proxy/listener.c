@@ -206,6 +206,18 @@ static int add_listener(struct proxy_server *s, int fd, const struct sockaddr_st
     return bound;
 }
 
+/* The sentence for host:port in use, whose other port is none of the
+ * ports this daemon is to serve besides: `serve --listen 8440 --listen
+ * 8441` with 8440 taken offered 8441, the other front it serves already. */
+static void taken(const struct proxy_server *s, const char *host, int port, char *err,
+                  size_t errlen)
+{
+    int ports[WTP_MAX_LISTEN];
+    for (int i = 0; i < s->cfg.nlisten; i++)
+        ports[i] = s->cfg.listen[i].port;
+    proxy_port_taken(host, port, ports, s->cfg.nlisten, err, errlen);
+}
+
 /* Bind one address. Returns the port bound, -1 on error (err filled), or
  * -2 when the address family is not available here (no IPv6). */
 static int open_one(struct proxy_server *s, const char *host, int port, char *err, size_t errlen)
@@ -238,7 +250,7 @@ static int open_one(struct proxy_server *s, const char *host, int port, char *er
         if (v6 && (e == EADDRNOTAVAIL || e == EAFNOSUPPORT))
             return -2;
         if (e == EADDRINUSE)
-            proxy_port_taken(host, port, err, errlen);
+            taken(s, host, port, err, errlen);
         else
             snprintf(err, errlen,
                      "cannot listen on %s port %d: %s; serve an address of this "

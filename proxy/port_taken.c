@@ -33,12 +33,31 @@ void proxy_port_kill(const struct host_port_owner *o, int wait, char *buf, size_
         snprintf(buf, len, "kill %ld && tail --pid=%ld -f /dev/null", (long)o->pid, (long)o->pid);
 }
 
-void proxy_port_taken(const char *addr, int port, char *buf, size_t len)
+/* How far proxy_port_other looks: a free port is rarely more than a few
+ * away on a dev machine. */
+#define OTHER_PORT_TRIES 100
+
+int proxy_port_other(int port, const int *serving, int n)
+{
+    int step = port < 65535 ? 1 : -1;
+    struct host_port_owner o;
+    for (int p = port + step, tries = 0; p > 0 && p <= 65535 && tries < OTHER_PORT_TRIES;
+         p += step, tries++) {
+        int used = 0;
+        for (int i = 0; i < n && !used; i++)
+            used = serving[i] == p;
+        if (!used && !host_port_owner_find(p, &o))
+            return p;
+    }
+    return port + step; /* all held: the next one, as before */
+}
+
+void proxy_port_taken(const char *addr, int port, const int *serving, int n, char *buf, size_t len)
 {
     struct host_port_owner o;
     struct proxy_port_stranger s;
     char on[96] = "", who[160], serve[64], fix[512];
-    int other = port < 65535 ? port + 1 : port - 1, found = host_port_owner_find(port, &o);
+    int other = proxy_port_other(port, serving, n), found = host_port_owner_find(port, &o);
 
     if (addr && addr[0])
         snprintf(on, sizeof on, " on %s", addr);

@@ -5,14 +5,23 @@
 
 #include <stddef.h>
 
+/* The port to serve in place of port, taken: the first one above it
+ * (below it from 65535) that is none of the n ports of serving (the
+ * other ports the daemon serves, the fronts a .wtproxy declares: a hint
+ * naming one of them drops that service's front too, or takes it) and
+ * that no process listens on. */
+int proxy_port_other(int port, const int *serving, int n);
+
 /* Write the user-facing sentence for a taken port into buf, e.g.
  * "port 8000 on 127.0.0.1 is already in use by pid 4242 (python3 manage.py
  * runserver 8000), cwd /home/dev/shop/wt-a; stop it with `kill 4242`, or
- * serve another port: wtproxy serve --listen 8001". Another user's socket
- * is named with its user and, when it answers as one, as their wtproxy
- * daemon (port_stranger.h): then it blocks up to WTP_STRANGER_PROBE_MS,
- * so never call it on the daemon's loop. addr may be NULL. */
-void proxy_port_taken(const char *addr, int port, char *buf, size_t len);
+ * serve another port: wtproxy serve --listen 8001", that port
+ * proxy_port_other's with serving (n ports, may be 0). Another user's
+ * socket is named with its user and, when it answers as one, as their
+ * wtproxy daemon (port_stranger.h): then it blocks up to
+ * WTP_STRANGER_PROBE_MS, so never call it on the daemon's loop. addr may
+ * be NULL. */
+void proxy_port_taken(const char *addr, int port, const int *serving, int n, char *buf, size_t len);
 
 struct host_port_owner;
 

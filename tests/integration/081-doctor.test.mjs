@@ -42,6 +42,14 @@ function freePort() {
   });
 }
 
+function portFree(port) {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
 // `wtproxy doctor --json --front FRONT` in cwd (no --front when front is
 // null): { code, report, byName, ms }.
 async function doctor(tmp, cwd, front, env = {}) {
@@ -238,6 +246,12 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   assert.match(m.detail, /^cd api && \.venv\/bin\/uvicorn \(a \/usr\/bin\/python3 script\) cannot import wtproxy_whoami: the server the \.wtproxy starts would stop at its first import/);
   assert.ok(m.fix.includes(`PYTHONPATH=${pythonPath} before the command that starts it`), m.fix);
   scripted(`PYTHONPATH=${pythonPath} `);
+  // The app module it serves is asked for too, in its folder: there is none.
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.equal(m.detail, `cd api && PYTHONPATH=${pythonPath} .venv/bin/uvicorn (a /usr/bin/python3 script) imports wtproxy_whoami, but not main, the app module its start serves: in ${tmp.wt.a}/api, \`import main\` fails with ModuleNotFoundError: No module named 'main': the server the .wtproxy starts would stop at its start`);
+  assert.equal(m.fix, `see the whole error: cd ${tmp.wt.a}/api && /usr/bin/python3 -c "import main"; then correct the .wtproxy's start line, or the module's import`);
+  fs.writeFileSync(path.join(tmp.wt.a, 'api', 'main.py'), 'app = None\n');
   m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
   assert.equal(m.status, 'ok', m.detail);
   assert.equal(m.detail, `cd api && PYTHONPATH=${pythonPath} .venv/bin/uvicorn (a /usr/bin/python3 script) imports wtproxy_whoami from ${pythonPath}/wtproxy_whoami`);
@@ -247,12 +261,6 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   fs.writeFileSync(path.join(bin, 'gunicorn'), '#!/usr/bin/env python3\n', { mode: 0o755 });
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = gunicorn -b 127.0.0.1:{port} app:app\nfront = ${front}\n`);
   m = (await doctor(tmp, tmp.wt.a, front, { ...env, PATH: `${bin}:${process.env.PATH}` })).byName.middleware;
-  // The app module it serves is asked for too, in its folder: there is none.
-  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
-  assert.equal(m.status, 'problem', m.detail);
-  assert.equal(m.detail, `cd api && PYTHONPATH=${pythonPath} .venv/bin/uvicorn (a /usr/bin/python3 script) imports wtproxy_whoami, but not main, the app module its start serves: in ${tmp.wt.a}/api, \`import main\` fails with ModuleNotFoundError: No module named 'main': the server the .wtproxy starts would stop at its start`);
-  assert.equal(m.fix, `see the whole error: cd ${tmp.wt.a}/api && /usr/bin/python3 -c "import main"; then correct the .wtproxy's start line, or the module's import`);
-  fs.writeFileSync(path.join(tmp.wt.a, 'api', 'main.py'), 'app = None\n');
   assert.equal(m.status, 'problem', m.detail);
   assert.match(m.detail, /^gunicorn \(a python3 script\) cannot import wtproxy_whoami/);
   // a shell script is no Python's, nor a first line of env alone
@@ -634,6 +642,59 @@ async function stray(t, port) {
   await new Promise((r) => p.stdout.once('data', r));
   return p;
 }
+
+// Outside any worktree (a folder left of a removed one), no .wtproxy and no
+// tests name a port: the front checked was the default, and the daemon
+// check proposed killing the daemon every worktree uses and serving 8000
+// besides. Now it demands no port there; the worktree check alone is the
+// problem.
+test('outside a worktree, without --front: the daemon check demands no port; only the worktree is a problem', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  const [p1, p2] = [await freePort(), await freePort()];
+  let d = await doctor(tmp, tmp.root, null);
+  assert.equal(d.byName.daemon.status, 'skipped', d.byName.daemon.detail);
+  assert.equal(d.byName.daemon.detail, 'not in a worktree: no front port here to check a daemon for');
+  const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${p1}`, '--listen', `127.0.0.1:${p2}`], { listeners: 2 });
+  d = await doctor(tmp, tmp.root, null);
+  const c = d.byName.daemon;
+  assert.equal(c.status, 'ok', `${c.detail}\nfix: ${c.fix}`);
+  assert.match(c.detail, new RegExp(`^wtproxy daemon pid ${px.proc.pid} listens on .*127\\.0\\.0\\.1:${p1}.*127\\.0\\.0\\.1:${p2}.*; not in a worktree, so no front port here to check it for$`));
+  assert.equal(d.byName.worktree.status, 'problem');
+  assert.deepEqual(d.report.checks.filter((x) => x.status === 'problem' && x.name !== 'load').map((x) => x.name), ['worktree'],
+    'the worktree alone (load depends on the machine)');
+  assert.ok(pidAlive(px.proc.pid));
+});
+
+// No daemon, and a hand-started server holds the front (uvicorn on 8440):
+// the sentence offered "or serve another port: wtproxy serve --listen
+// 8441", the .wtproxy's other service's front. Now a port none of the
+// fronts is, in doctor's words and in serve's own.
+test('no daemon, the front held by a hand-started server: the other port offered is none of the .wtproxy\'s fronts', async (t) => {
+  let front;
+  do front = await freePort(); while (front >= 65535 || !(await portFree(front + 1)));
+  const tmp = declaring(t, ['[service api]', 'start = ./api {port}', `front = ${front}`, '',
+    '[service admin]', 'start = ./admin {port}', `front = ${front + 1}`], ['a']);
+  const held = await stray(t, front);
+  const offered = (text) => {
+    const m = /or serve another port: wtproxy serve --listen (\d+)/.exec(text);
+    assert.ok(m, text);
+    return Number(m[1]);
+  };
+  const d = await doctor(tmp, tmp.wt.a, null);
+  const c = d.byName.daemon;
+  assert.equal(c.status, 'problem', c.detail);
+  assert.match(c.detail, new RegExp(`port ${front} on 127\\.0\\.0\\.1 is already in use by pid ${held.pid} `));
+  const other = offered(c.detail);
+  assert.ok(other > front + 1, `${other}: not ${front}, nor admin's ${front + 1}`);
+  assert.match(c.fix, new RegExp(`^kill ${held.pid} && tail --pid=${held.pid} -f /dev/null; setsid -f ${SELF_RE} serve --listen ${front} --listen ${front + 1} `),
+    'the fix itself keeps both fronts');
+
+  const r = await runToExit(wtproxyBin, ['serve', '--control', path.join(tmp.root, 'serve.sock'), '--state', path.join(tmp.root, 'serve.json'),
+    '--listen', `127.0.0.1:${front + 1}`, '--listen', `127.0.0.1:${front}`], { ms: 10000 });
+  assert.equal(r.code, 1, r.stderr);
+  sanitizerClean(assert, r.stderr);
+  assert.ok(offered(r.stderr) > front + 1, `serve offers neither port it was to serve: ${r.stderr}`);
+});
 
 test('two services: the daemon owns the web front, a stray holds the API front: doctor names it, and its fix works as printed', async (t) => {
   const [web, api] = [await freePort(), await freePort()];

@@ -186,12 +186,13 @@ static void test_fake_proc(void)
        "  and by 18, which shares its socket: both hold the port");
     is_str(o.cmdline, "python3 -m http.server 8000", "  its cmdline");
     is_str(o.cwd, "/home/dev/wt-a", "  its cwd");
-    proxy_port_taken("127.0.0.1", 8000, msg, sizeof msg);
+    proxy_port_taken("127.0.0.1", 8000, NULL, 0, msg, sizeof msg);
     is_str(msg,
            "port 8000 on 127.0.0.1 is already in use by pid 17 (python3 -m http.server "
            "8000), cwd /home/dev/wt-a, and by 1 more process sharing its socket; stop them all "
-           "with `kill 17 18`, or serve another port: wtproxy serve --listen 8001",
-           "  described as in RELAY.md, every holder in its kill (PHP's workers outlive 17)");
+           "with `kill 17 18`, or serve another port: wtproxy serve --listen 8003",
+           "  described as in RELAY.md, every holder in its kill (PHP's workers outlive 17), the "
+           "port offered the first free one (8001, 8002 held)");
     proxy_port_kill(&o, 1, msg, sizeof msg);
     is_str(msg, "kill 17 18 && for p in 17 18; do tail --pid=$p -f /dev/null; done",
            "  the kill that waits, as doctor prints it, waits for each");
@@ -199,11 +200,11 @@ static void test_fake_proc(void)
     is_int(host_port_owner_find(8001, &o), 1, "fake: port 8001 has a listener");
     is_int(o.pid, 0, "  but no process we can see");
     is_int((long long)o.uid, (long long)geteuid(), "  though it is this user's");
-    proxy_port_taken("127.0.0.1", 8001, msg, sizeof msg);
+    proxy_port_taken("127.0.0.1", 8001, NULL, 0, msg, sizeof msg);
     is_str(msg,
            "port 8001 on 127.0.0.1 is already in use by a process this user cannot see; "
            "find it with `ss -ltnp 'sport = :8001'` (as root to see every process), or "
-           "serve another port: wtproxy serve --listen 8002",
+           "serve another port: wtproxy serve --listen 8003",
            "  described as unseen (another pid namespace: its uid is no news)");
 
     is_int(host_port_owner_find(8002, &o), 1, "fake: port 8002 from tcp6");
@@ -212,16 +213,19 @@ static void test_fake_proc(void)
     proxy_port_kill(&o, 1, msg, sizeof msg);
     is_str(msg, "kill 21 && tail --pid=21 -f /dev/null", "  its kill that waits: one tail");
     ok(o.cmdline[0] == '\0' && o.cwd[0] == '\0', "  whose cmdline and cwd are unreadable");
-    proxy_port_taken("::1", 8002, msg, sizeof msg);
+    proxy_port_taken("::1", 8002, NULL, 0, msg, sizeof msg);
     is_str(msg,
            "port 8002 on ::1 is already in use by pid 21; stop it with `kill 21`, or serve "
            "another port: wtproxy serve --listen 8003",
            "  described without them");
+    proxy_port_taken("::1", 8002, (int[]){8002, 8003, 8005}, 3, msg, sizeof msg);
+    has_str(msg, "serve another port: wtproxy serve --listen 8006",
+            "  never a port it serves besides (another front of its .wtproxy), nor a held one");
 
     is_int(host_port_owner_find(8004, &o), 1, "fake: port 8004 has a listener");
     ok(strlen(o.cmdline) == sizeof o.cmdline - 1 && strstr(o.cmdline, "aaa..."),
        "  whose long cmdline fills the field, marked cut");
-    proxy_port_taken("127.0.0.1", 8004, msg, 1024);
+    proxy_port_taken("127.0.0.1", 8004, NULL, 0, msg, 1024);
     has_str(msg, "; stop it with `kill 30`, or serve another port: wtproxy serve --listen 8005",
             "  and the hints still fit in 1 KiB");
 
@@ -234,7 +238,7 @@ static void test_fake_proc(void)
            l[2].inode == 705 && l[3].port == 8002 && l[3].inode == 702,
        "  each with its port and inode, in the files' order");
     is_int((long long)host_tcp_listeners(l, 2), 2, "  at most as many as asked for");
-    proxy_port_taken(NULL, 65535, msg, sizeof msg);
+    proxy_port_taken(NULL, 65535, NULL, 0, msg, sizeof msg);
     has_str(msg, "port 65535 is already", "no address: none named");
     has_str(msg, "--listen 65534", "  and the port below 65535 is suggested");
 
@@ -288,7 +292,7 @@ static void test_real_proc(void)
     is_int(o.pid, getpid(), "  held by this process");
     is_str(o.cwd, cwd, "  with our cwd");
     has_str(o.cmdline, "test_port_owner", "  and our cmdline");
-    proxy_port_taken("127.0.0.1", port, msg, sizeof msg);
+    proxy_port_taken("127.0.0.1", port, NULL, 0, msg, sizeof msg);
     snprintf(want, sizeof want, "in use by pid %ld (", (long)getpid());
     has_str(msg, want, "  described with our pid");
     is_int(host_port_owner_find(bound_port, &o), 0,
