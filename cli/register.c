@@ -117,6 +117,47 @@ static int report_failed(json_t *holder, json_int_t front)
     return 1;
 }
 
+/* The holder is the server its .wtproxy declares, started by the daemon
+ * for a request of this worktree (a test runner's readiness check is
+ * one), ready and serving its current code: stopping it only has the next
+ * request start it again (a PHP user pasted the stop four times). A test
+ * runner runs its own command when its url did not answer 2xx, 3xx or
+ * 400-403 (Playwright's webServer): most often the app's own error, which
+ * GET / through the front shows. Returns 1 when said. */
+static int report_declared_ready(json_t *holder, long long front)
+{
+    const char *state =
+        json_string_value(json_object_get(json_object_get(holder, "whoami"), "state"));
+    char said[256], body[320] = "";
+    if (!json_is_true(json_object_get(holder, "daemon_started")) ||
+        strcmp(state_of(holder), "ready") != 0 || !state ||
+        (strcmp(state, "verified") != 0 && strcmp(state, "trusted") != 0))
+        return 0;
+    fprintf(stderr,
+            "wtproxy: that server is the one its .wtproxy declares, which the daemon started for "
+            "a request of this worktree; it is ready and serves its current code (%s), so "
+            "stopping it only has the next request start it again\n",
+            state);
+    int status = cli_http_status((int)front, "/", said, sizeof said);
+    if (said[0])
+        snprintf(body, sizeof body, " (\"%s\")", said);
+    if (status >= 404)
+        fprintf(stderr,
+                "wtproxy: GET / through :%lld answers %d%s: a test runner that runs this command "
+                "when its url did not answer 2xx, 3xx or 400-403 (Playwright's webServer) met the "
+                "app's own error; fix it (its output: wtproxy logs --front %lld, in its "
+                "worktree), and the runner uses this server\n",
+                front, status, body, front);
+    else
+        fprintf(stderr,
+                "wtproxy: a test runner that runs this command when its url did not answer 2xx, "
+                "3xx or 400-403 (Playwright's webServer) met another answer there than GET / "
+                "(%d): ask its url through :%lld with curl -i, and see its output: wtproxy logs "
+                "--front %lld (in its worktree)\n",
+                status, front, front);
+    return 1;
+}
+
 /* Print the conflict: who holds the key, and how to free it. */
 static void report_conflict(json_t *holder)
 {
@@ -154,7 +195,7 @@ static void report_conflict(json_t *holder)
         !cli_verdict_pending(holder))
         fprintf(stderr, "wtproxy: the /__whoami gate refuses that server%s: %s\n", named,
                 detail && *detail ? detail : "see wtproxy ls");
-    if (report_failed(holder, front))
+    if (report_failed(holder, front) || report_declared_ready(holder, front))
         return;
     if (pid > 0 && strcmp(state_of(holder), "starting") == 0)
         fprintf(stderr,

@@ -135,6 +135,14 @@ void cli_run_tell_not_ready(const struct cli_run *r, const char *said);
  * one that cannot be told gets a warning, and r->untold has it told again. */
 void cli_run_tell_restarting(struct cli_run *r);
 
+/* Say line (a "wtproxy: " sentence of the wrapper's own about CMD's
+ * failure) where the user reads, then tell the daemon (below) with it
+ * first, whole, and CMD's last lines after it as far as they fit: the
+ * reader of the 503 gets ours before the server's (run_port.c,
+ * run_died.c). */
+void cli_run_tell_said(struct cli_run *r, const char *line, const char *reloader,
+                       enum reg_failed_when when);
+
 /* Tell the daemon CMD failed and lives on (run_fail.c, run_port.c), with
  * its last lines and what restarts it: at its start, on another port than
  * its own, or (REG_FAILED_EDIT) after it was ready, an edit having broken

@@ -97,7 +97,7 @@ static int tree_grew(const struct cli_run_holders *then, const struct cli_run_ho
  * holder lives on with the port. */
 static void tell(struct cli_run *r, pid_t dead, const char *how, pid_t holder)
 {
-    char cmd[160], line[PATH_MAX + 1024], lines[REG_START_FAILED_MAX], tail[REG_START_FAILED_MAX];
+    char cmd[160], line[PATH_MAX + 1024];
     host_pid_cmdline(holder, cmd, sizeof cmd);
     snprintf(line, sizeof line,
              "wtproxy: %s's server process (pid %d) %s, while its parent (pid %d: %s) lives on "
@@ -105,14 +105,7 @@ static void tell(struct cli_run *r, pid_t dead, const char *how, pid_t holder)
              "restart --front %d (its reloader starts a new server only after a change to a file "
              "it watches); meanwhile requests through wtproxy get a 503 saying so",
              cli_run_folder(r->worktree), (int)dead, how, (int)holder, cmd, r->port, r->front);
-    fprintf(stderr, "%s\n", line);
-    cli_run_log_note(&r->log, line);
-    cli_run_fail_last(&r->log.fail, tail, sizeof tail);
-    /* ours first, whole; the server's lines after it as far as they fit */
-    int used = snprintf(lines, sizeof lines, "%.1200s\n", line + strlen("wtproxy: "));
-    snprintf(lines + used, sizeof lines - (size_t)used, "%.*s",
-             (int)(sizeof lines - (size_t)used - 1), tail);
-    cli_run_tell_failed(r, lines, "its reloader", REG_FAILED_DIED);
+    cli_run_tell_said(r, line, "its reloader", REG_FAILED_DIED);
     cli_run_fail_hold(r);
 }
 

@@ -67,21 +67,14 @@ void cli_run_port_restart(struct cli_run_port *p)
  * last lines after ours. */
 static void tell(struct cli_run *r, int other, pid_t holder)
 {
-    char line[PATH_MAX + 1024], cmd[512], lines[REG_START_FAILED_MAX], tail[REG_START_FAILED_MAX];
+    char line[PATH_MAX + 1024], cmd[512];
     host_pid_cmdline(holder, cmd, sizeof cmd);
     snprintf(line, sizeof line,
              "wtproxy: %s's server listens on port %d (pid %d: %s), not on %d, the port wtproxy "
              "gave it: its command ignores {port} and $PORT; put {port} where it takes its port "
              "(wtproxy help wtproxy-file), then start it again",
              cli_run_folder(r->worktree), other, (int)holder, cmd, r->port);
-    fprintf(stderr, "%s\n", line);
-    cli_run_log_note(&r->log, line);
-    cli_run_fail_last(&r->log.fail, tail, sizeof tail);
-    /* ours first, whole; the server's lines after it as far as they fit */
-    int used = snprintf(lines, sizeof lines, "%.1024s\n", line + strlen("wtproxy: "));
-    snprintf(lines + used, sizeof lines - (size_t)used, "%.*s",
-             (int)(sizeof lines - (size_t)used - 1), tail);
-    cli_run_tell_failed(r, lines, "", REG_FAILED_PORT);
+    cli_run_tell_said(r, line, "", REG_FAILED_PORT);
 }
 
 int cli_run_port_poll(struct cli_run *r)

@@ -289,6 +289,19 @@ static int send_failed(const struct cli_run *r, json_t **reply, char *err, size_
                0, reply, err, errlen);
 }
 
+void cli_run_tell_said(struct cli_run *r, const char *line, const char *reloader,
+                       enum reg_failed_when when)
+{
+    char lines[REG_START_FAILED_MAX], tail[REG_START_FAILED_MAX];
+    fprintf(stderr, "%s\n", line);
+    cli_run_log_note(&r->log, line);
+    cli_run_fail_last(&r->log.fail, tail, sizeof tail);
+    int used = snprintf(lines, sizeof lines, "%.1200s\n", line + strlen("wtproxy: "));
+    snprintf(lines + used, sizeof lines - (size_t)used, "%.*s",
+             (int)(sizeof lines - (size_t)used - 1), tail);
+    cli_run_tell_failed(r, lines, reloader, when);
+}
+
 void cli_run_tell_failed(struct cli_run *r, const char *lines, const char *reloader,
                          enum reg_failed_when when)
 {

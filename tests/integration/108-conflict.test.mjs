@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, startRun, cli, lsJson, sanitizerClean, git, waitFor } from './lib/registry.mjs';
+import { makeWorktrees, declaring, startDaemon, startRun, cli, lsJson, curlFrom, wtServer, sanitizerClean, git, waitFor } from './lib/registry.mjs';
 
 test('a second run in the same worktree: exit 1 naming the holder, CMD never started', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
@@ -91,4 +91,26 @@ test('a conflict in a worktree with a long path still ends with the whole comman
   const b = await cli(tmp, ['register', '--port', '5001', '--ttl', '1h', '--front', front], { cwd: deep });
   assert.equal(b.code, 1, b.stderr);
   assert.ok(b.stderr.trimEnd().endsWith(`wtproxy unregister --worktree ${deep} --front ${front}`), b.stderr);
+});
+
+// Playwright's webServer runs its command when its url answers otherwise
+// than 2xx, 3xx or 400-403: with a .wtproxy declaring the same server, the
+// readiness check had the daemon start it, its app answered 500, and the
+// command's `wtproxy run` said "stop it first": pasted, the next request
+// started it again, for ever (a PHP user, four times), the 500 never
+// named. A ready, verified declared server is said as such, with what
+// GET / answers and where its output is.
+test('a second run meeting the declared server the daemon started, ready: says so and the app\'s own error, never "stop it first"', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port} --fail-root 500`, `front = ${px.port}`], ['a']);
+  const first = await curlFrom(tmp.wt.a, px.port, '/');
+  assert.equal(first.status, 500, first.body);
+  await waitFor(async () => (await lsJson(tmp0))[0]?.whoami?.state === 'verified', 10000, 'verified');
+  const r = await cli(tmp0, ['run', '--front', String(px.port), '--', process.execPath, wtServer, '{port}'], { cwd: tmp.wt.a });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /that server is the one its \.wtproxy declares, which the daemon started for a request of this worktree; it is ready and serves its current code \(verified\), so stopping it only has the next request start it again/, r.stderr);
+  assert.ok(r.stderr.includes(`GET / through :${px.port} answers 500 ("PHP Parse error: unexpected \"}\""): a test runner that runs this command when its url did not answer 2xx, 3xx or 400-403 (Playwright's webServer) met the app's own error; fix it (its output: wtproxy logs --front ${px.port}, in its worktree)`), r.stderr);
+  assert.doesNotMatch(r.stderr, /stop it first/, r.stderr);
 });

@@ -19,7 +19,8 @@
 // server with the middleware does. --no-whoami answers it 404, as a server
 // without the middleware. --taking-in adds "taking_in" since its start to
 // every answer: a server that says it is taking a change in, and never
-// does (a compile stuck for good). --stale-while FILE: a process started
+// does (a compile stuck for good). --fail-root N answers / with status
+// N and an error line, the app's own. --stale-while FILE: a process started
 // while FILE exists answers a hash no disk has, as one that loaded older
 // code than its files (Python's stale bytecode) does.
 import http from 'node:http';
@@ -59,6 +60,7 @@ if (args.includes('--reloader')) {
   for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(s, () => { child.kill(s); });
 } else {
   const whoami = whoamiAt(args);
+  const failRoot = args.includes('--fail-root') ? Number(args[args.indexOf('--fail-root') + 1]) : 0;
   const server = http.createServer((req, res) => {
     if (serveWhoami(req, res, whoami)) return;
     if (req.url.startsWith('/__reload')) {
@@ -76,6 +78,12 @@ if (args.includes('--reloader')) {
       res.writeHead(Number(q.get('code')), { 'Content-Type': 'text/plain' });
       res.write(`${q.get('say')}\nmore\n`);
       res.end();
+      return;
+    }
+    if (req.url === '/' && failRoot) { // --fail-root N: the app's own error at /
+      const text = 'PHP Parse error: unexpected "}"\nx\n';
+      res.writeHead(failRoot, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(text) });
+      res.end(text);
       return;
     }
     const slow = /^\/slow\?ms=(\d+)/.exec(req.url); // answers after ms: a long request
