@@ -415,7 +415,7 @@ static void fix(const struct ge_walk *g, const struct wtfile *f, struct doc_resu
                  s->start, adds, s->start + l->insert_at);
     } else {
         snprintf(r->fix, sizeof r->fix,
-                 "add%s to the wtproxy fingerprint line of %.300s, then: wtproxy restart", adds,
+                 "add%.600s to the wtproxy fingerprint line of %.300s, then: wtproxy restart", adds,
                  l->where);
     }
 }
