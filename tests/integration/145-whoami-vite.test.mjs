@@ -296,3 +296,29 @@ test('.env edited: Vite restarts its server itself, and the new one is verified 
   assert.equal(e.whoami.state, 'verified', JSON.stringify(e.whoami));
   assert.equal(JSON.parse((await httpGet(vite.port, '/__whoami')).body).pid, vite.pid, 'the same process: Vite restarted its server in it');
 });
+
+// Nuxt runs the plugin in its Vite, but builds its server routes
+// (server/) with Nitro, apart from Vite's watcher: /__whoami moved to an
+// edited server/api file's fingerprint about half a second before Nitro
+// served it, and the old route answered 200, verified. Under Nuxt (its
+// Vite plugins are named nuxt:...), server/ is read at start, as .env
+// files are: edited, the server is stale. Elsewhere server/ is Vite's.
+test('under Nuxt, a server/ route edited after the start: stale, never verified on the old route', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const wt = tmp.wt.a;
+  writeProject(wt);
+  fs.mkdirSync(path.join(wt, 'server/api'), { recursive: true });
+  fs.writeFileSync(path.join(wt, 'server/api/notes.ts'), "export default () => ({ flavor: 'one' });\n");
+  fs.writeFileSync(path.join(wt, 'vite.config.mjs'), `import { wtproxyWhoami } from ${JSON.stringify(plugin)};
+export default { plugins: [{ name: 'nuxt:fake-for-test' }, wtproxyWhoami()], clearScreen: false,
+  server: { strictPort: true, host: '127.0.0.1' } };
+`);
+  const px = await startDaemon(t, tmp);
+  await runVite(t, tmp, wt, px.port);
+  assert.equal((await mainJs(px, wt)).status, 200);
+  assert.equal((await entry(tmp, wt)).whoami.state, 'verified');
+  fs.writeFileSync(path.join(wt, 'server/api/notes.ts'), "export default () => ({ flavor: 'two' });\n");
+  const r = await mainJs(px, wt);
+  assert.equal(r.status, 409, `Nitro may still serve the old route: ${r.status} ${r.body}`);
+  assert.match(r.body, /server\/api\/notes\.ts/);
+});

@@ -105,11 +105,24 @@ export function viteExclude(checkout, cacheDir) {
 
 const outside = (rel) => rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
 
+// Nuxt runs this plugin in its Vite, but its server routes (server/) are
+// built by Nitro, apart from Vite's watcher and later than it: a Nuxt user
+// saw /__whoami move to an edited server/api file's fingerprint while
+// Nitro still served the old build, for about half a second, verified. No
+// event here says when Nitro has taken an edit in, so server/ is read at
+// start, as .env files are: edited, the server is stale until it restarts
+// (a 409, or the restart --restart-on-stale sends). [] outside Nuxt (its
+// Vite plugins are named "nuxt:...").
+function nitroRoutes(config, checkout) {
+  if (!config.plugins?.some((p) => typeof p?.name === 'string' && p.name.startsWith('nuxt:'))) return [];
+  return underRoot(checkout, config.root, ['server/**']);
+}
+
 // One Vite dev server's fingerprint, following its watcher.
 class Follower {
   constructor(server, checkout, include, exclude, loadedAt) {
     Object.assign(this, { server, checkout, include, exclude });
-    this.atStart = { since: loadedAt, patterns: READ_AT_START };
+    this.atStart = { since: loadedAt, patterns: [...READ_AT_START, ...nitroRoutes(server.config, checkout)] };
     this.late = new Set(); // .env files told stale already
     this.inc = checkPatterns(include, 'include');
     this.exc = checkPatterns(exclude, 'exclude');
