@@ -4,7 +4,9 @@
  * Django's runserver, when its server thread dies at start (an error in
  * urls.py, in a model, in an app's ready()), prints the traceback and its
  * autoreloader waits for a change to a file: the process lives, nothing
- * listens. node --watch does the same for a script that throws. Only the
+ * listens. node --watch does the same for a script that throws, and tsc
+ * --watch (nest start --watch) for a compile that failed: it starts
+ * nothing and waits for a change. Only the
  * output says so; without it the daemon holds each request for the whole
  * start_timeout, past a test runner's own timeout.
  *
@@ -76,6 +78,11 @@ static const struct {
     {"Process SpawnProcess-", "uvicorn's reloader", NULL, 0},
     /* ... or the app's startup (lifespan) did: that process exits */
     {"Application startup failed. Exiting.", "uvicorn's reloader", NULL, 0},
+    /* tsc --watch (nest start --watch, tsc -w && node): the compile
+     * failed, nothing runs, the watcher waits for a change; "Found 0
+     * errors." is a compile that passed (tsc_passed) */
+    {"error. Watching for file changes.", "tsc --watch", NULL, 0},
+    {"errors. Watching for file changes.", "tsc --watch", NULL, 0},
     /* flask run's server process failed to import the app (the frame
      * above load_app, Flask 2.2's "app = " and 3.x's "app: WSGIApplication
      * = ") and answers each request with that error */
@@ -105,6 +112,15 @@ static void keep(struct cli_run_fail *f, const char *buf, size_t n)
     f->len += n;
 }
 
+/* Whether the marker at at is tsc's "Found 0 errors. Watching for file
+ * changes.": a compile that passed, after which the server starts. */
+static int tsc_passed(const struct cli_run_fail *f, const char *at)
+{
+    static const char zero[] = "Found 0 ";
+    size_t k = sizeof zero - 1;
+    return (size_t)(at - f->tail) >= k && memcmp(at - k, zero, k) == 0;
+}
+
 void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
 {
     if (n == 0)
@@ -116,7 +132,8 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
         /* Only a marker that ends in these bytes: one seen before is not
          * seen again when the reloader prints next ("Restarting ..."). */
         size_t m = strlen(markers[i].text), from = f->len - n > m - 1 ? f->len - n - (m - 1) : 0;
-        if (memmem(f->tail + from, f->len - from, markers[i].text, m)) {
+        const char *at = memmem(f->tail + from, f->len - from, markers[i].text, m);
+        if (at && !tsc_passed(f, at)) {
             if (f->marker_seq <= f->since) /* the first since this start */
                 f->marker_ms = host_mono_ms();
             f->marker = (int)i;

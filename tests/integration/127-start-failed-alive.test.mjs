@@ -273,6 +273,39 @@ setInterval(() => {}, 1000);`;
   assert.match(dash.status_reason, /its error: SyntaxError: '\(' was never closed$/, dash.status_reason);
 });
 
+// tsc --watch (nest start --watch) whose compile failed starts nothing and
+// waits for a change: a NestJS user's request waited 63 s for a 502
+// "Connection refused" that never named the error. "Found 1 error.
+// Watching for file changes." is its marker; "Found 0 errors." is a
+// compile that passed, after which the server starts.
+test('tsc --watch whose compile failed: the 503 at once with its error; "Found 0 errors" is no failure', async (t) => {
+  const tmp = makeWorktrees(t, ['ts', 'ok']);
+  const px = await startDaemon(t, tmp);
+  const lines = ['[5:45:00 AM] Starting compilation in watch mode...', '',
+    "src/label.ts:2:14 - error TS2322: Type 'string' is not assignable to type 'number'.", '',
+    '2 export const LABEL: number = "Notes v1";', '               ~~~~~', '',
+    '[5:45:03 AM] Found 1 error. Watching for file changes.'];
+  startRun(t, tmp, {
+    cwd: tmp.wt.ts, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '-e', `console.log(${JSON.stringify(lines.join('\n'))}); setInterval(() => {}, 1000);`, '{port}'],
+  });
+  await waitFor(async () => (await lsJson(tmp)).some((e) => e.worktree === tmp.wt.ts), 10000, 'the run registered');
+  const r = await curlFrom(tmp.wt.ts, px.port, '/', { timeout: 20000 });
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
+  assert.match(r.body, /error TS2322/);
+  assert.match(r.body, /under tsc --watch\) does not serve on port \d+; its last lines:/);
+
+  const ok = startRun(t, tmp, {
+    cwd: tmp.wt.ok, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: ['sh', '-c', `echo '[5:45:03 AM] Found 0 errors. Watching for file changes.'; exec ${process.execPath} ${wtServer} "$1"`, 'sh', '{port}'],
+  });
+  await ok.ready;
+  const served = await curlFrom(tmp.wt.ok, px.port, '/', { timeout: 20000 });
+  assert.equal(served.status, 200, served.body);
+  assert.doesNotMatch(ok.stderr(), /failed at start/);
+});
+
 // The agent's usual case: the server was ready and serving, then an edit
 // broke it. Django's autoreloader restarts its server, which fails the same
 // way and lives on without listening. Requests were retried for
