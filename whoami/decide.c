@@ -216,28 +216,15 @@ static int trusted_restarted_404(const struct whoami_case *c)
            c->target->started_ms != m->restart_start_ms;
 }
 
-/* Whether the server started within start_timeout: a dev server may
- * listen seconds before it answers anything (Nuxt's nuxi dev builds its
- * Nitro server for 2 to 7 s first). Its first /__whoami timing out was
- * refused as invalid ("Fix the server's /__whoami"), and a test runner's
- * start failed on a server that was only building. */
-static int young(const struct whoami_case *c)
-{
-    long long started = c->target->started_ms ? c->target->started_ms : c->target->registered_ms;
-    return started && c->now_ms - started < c->cfg->start_timeout_ms;
-}
-
 /* A server that has answered before and now answers nothing, not in time,
  * or only half (an autoreloader kills the old process while it answers,
  * and on a busy machine binds its port well before it serves) is most
- * likely starting again: waited for like one that does not listen. So is
- * a young one that has not answered yet; any other that never answered
- * is refused at once (whoami-invalid, below). */
-static int silent(const struct whoami_case *c)
+ * likely starting again: waited for like one that does not listen. One
+ * that never answered is refused at once (whoami-invalid, below). */
+static int silent(const struct whoami_memory *m)
 {
-    const struct whoami_memory *m = c->mem;
     return m->result == WF_UNREACHABLE ||
-           ((m->result == WF_TIMEOUT || m->result == WF_CUT) && (m->answered || young(c)));
+           ((m->result == WF_TIMEOUT || m->result == WF_CUT) && m->answered);
 }
 
 /* A server that has answered before and now answers /__whoami with an
@@ -339,7 +326,7 @@ int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
      * start_timeout. */
     if (restarting(c) && !(fresh && (m->ans || trusted_restarted_404(c))))
         return fresh ? WA_RETRY : WA_FETCH;
-    if (silent(c)) {
+    if (silent(m)) {
         if (!fresh)
             return WA_FETCH;
         if (restarting(c) || c->now_ms - c->since_ms < c->cfg->reload_grace_ms)

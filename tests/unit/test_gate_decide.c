@@ -381,29 +381,6 @@ static void check_trusted_restarted(void)
     tap_ok(strcmp(st.state, "trusted") == 0, __FILE__, __LINE__, "shown trusted again");
 }
 
-/* A server started a moment ago whose first /__whoami timed out (nuxi
- * dev builds its Nitro server for seconds after it listens) is waited
- * for, as a silent one is, never refused at once as invalid; past
- * reload_grace, unreachable. */
-static void check_young_timeout(void)
-{
-    struct whoami_status st = {0};
-    enum expect_patterns used;
-    char detail[4096];
-    const struct row wait = {"", 1, WF_TIMEOUT, 0,       NO_ANS, NULL, 100, 0,    200,   0, 0, 0,
-                             0,  0, 0,          DISK_OK, 0,      0,    "",  NULL, P_ANY, 0, 0};
-    const struct row late = {"", 1, WF_TIMEOUT, 0,       NO_ANS, NULL, 3100, 0,    3200,  0, 0, 0,
-                             0,  0, 0,          DISK_OK, 0,      0,    "",   NULL, P_ANY, 0, 0};
-    started = -1000;
-    int d = run(&wait, &st, &used, detail, sizeof detail);
-    tap_is_int(d, WA_RETRY, __FILE__, __LINE__,
-               "started 1 s ago, its first /__whoami timed out: waited for");
-    d = run(&late, &st, &used, detail, sizeof detail);
-    started = 0;
-    tap_is_int(d, WHOAMI_UNREACHABLE, __FILE__, __LINE__,
-               "started 4 s ago, still no answer past reload_grace: unreachable, not invalid");
-}
-
 /* --trust-registry watches what the server's command says it is built
  * from: a `go run` server's .go files, where the Python defaults left an
  * edited Go server trusted while its tests ran on the old binary; never
@@ -514,7 +491,6 @@ int main(void)
     check_hot_path();
     check_no_restart();
     check_trusted_restarted();
-    check_young_timeout();
     check_trusted_kinds();
     check_restarted_stale();
     tap_ok(strcmp(whoami_verdict_reason(WHOAMI_STALE), "stale-code") == 0 &&

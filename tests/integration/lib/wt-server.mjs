@@ -20,9 +20,7 @@
 // without the middleware. --taking-in adds "taking_in" since its start to
 // every answer: a server that says it is taking a change in, and never
 // does (a compile stuck for good). --fail-root N answers / with status
-// N and an error line, the app's own. --whoami-after MS answers
-// /__whoami only MS after its start (a dev server still building its
-// server, as nuxi dev does). --stale-while FILE: a process started
+// N and an error line, the app's own. --stale-while FILE: a process started
 // while FILE exists answers a hash no disk has, as one that loaded older
 // code than its files (Python's stale bytecode) does.
 import http from 'node:http';
@@ -62,15 +60,8 @@ if (args.includes('--reloader')) {
   for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(s, () => { child.kill(s); });
 } else {
   const whoami = whoamiAt(args);
-  const startedAt = Date.now();
-  const whoamiAfter = args.includes('--whoami-after') ? Number(args[args.indexOf('--whoami-after') + 1]) : 0;
   const failRoot = args.includes('--fail-root') ? Number(args[args.indexOf('--fail-root') + 1]) : 0;
   const server = http.createServer((req, res) => {
-    const late = startedAt + whoamiAfter - Date.now();
-    if (req.url.startsWith('/__whoami') && late > 0) { // --whoami-after MS: building until then
-      setTimeout(() => serveWhoami(req, res, whoami), late);
-      return;
-    }
     if (serveWhoami(req, res, whoami)) return;
     if (req.url.startsWith('/__reload')) {
       // An autoreloader's gap: stop listening while this process lives,
