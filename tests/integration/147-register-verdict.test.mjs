@@ -20,7 +20,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { makeWorktrees, startDaemon, cli, get, lsJson, waitFor, wtServer, sleeper } from './lib/registry.mjs';
-import { closedPort } from './lib/backends.mjs';
+import { closedPort, httpGet } from './lib/backends.mjs';
 
 // lib/wt-server.mjs started by hand (not by `wtproxy run`), answering
 // /__whoami for checkout (or 404 with --no-whoami), stopped after t.
@@ -62,6 +62,11 @@ async function serving(t, tmp, checkout, args = []) {
   const port = await closedPort();
   const p = server(t, port, checkout, args);
   await waitFor(() => listening(port), 10000, `wt-server on ${port}`);
+  // Its fingerprint is taken at start by a `wtproxy fingerprint` child,
+  // which a loaded machine may finish after the test's next edit (seen in
+  // CI: a server started before an edit answered the edited code): its
+  // /__whoami answers once it is taken.
+  await httpGet(port, '/__whoami');
   return { port, pid: p.pid };
 }
 
