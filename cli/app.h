@@ -18,7 +18,8 @@ enum cli_app_kind {
     CLI_APP_NODE,
     CLI_APP_FASTAPI,   /* ASGI, served by uvicorn */
     CLI_APP_STARLETTE, /* ASGI, served by uvicorn */
-    CLI_APP_FLASK      /* WSGI, served by `flask run` */
+    CLI_APP_FLASK,     /* WSGI, served by `flask run` */
+    CLI_APP_NEST       /* NestJS, served by `nest start --watch` (init_nest.c) */
 };
 
 /* The /__whoami plugin as one entry of a Vite config's plugins, as init
@@ -37,6 +38,20 @@ int cli_node_entry_imports(const char *dir, const char *start, char *file, size_
  * an `import` line is a SyntaxError: a .cjs; a .js that calls require and
  * has no import or export line, its package.json not "type": "module". */
 int cli_node_entry_commonjs(const char *dir, const char *file);
+
+/* init_nest.c: a NestJS app's entry module relative to dir (nest-cli.json's
+ * sourceRoot/entryFile.ts, src/main.ts by default) into out; -1 for a
+ * monorepo's projects, whose apps init does not choose between. */
+int cli_nest_entry(const char *dir, char *out, size_t len);
+
+/* init_nest.c: whether dir holds a NestJS app (its package.json names
+ * @nestjs/core) whose entry module, its path into file, does not mount
+ * wtproxy-whoami. */
+int cli_nest_lacks_whoami(const char *dir, char *file, size_t len);
+
+/* init_nest.c: the line that mounts the /__whoami middleware on the Nest
+ * application named app, as init writes it and doctor's fix says it. */
+void cli_nest_use_line(const char *app, char *out, size_t len);
 
 /* A Playwright config, as far as its literal text tells. */
 #define CLI_PW_MAX_SERVERS 8 /* webServer entries read; more are not adopted */

@@ -219,6 +219,26 @@ static int tool_misplaced(const struct doc_ctx *c, const char *dir, const char *
     return 1;
 }
 
+/* A NestJS app whose entry module does not mount the middleware: its
+ * server starts, finds the package, and is refused (502 no-whoami) at its
+ * first request, every other check ok. */
+static int nest_lacks_whoami(const struct doc_ctx *c, const char *dir, struct doc_result *r)
+{
+    char file[PATH_MAX], line[256];
+    if (!cli_nest_lacks_whoami(dir, file, sizeof file))
+        return 0;
+    cli_nest_use_line("app", line, sizeof line);
+    doc_set(r, DOC_PROBLEM,
+            "`%s` serves a NestJS app whose %s has no /__whoami middleware: wtproxy refuses its "
+            "requests (502 no-whoami)",
+            c->start, file);
+    snprintf(r->fix, sizeof r->fix,
+             "wtproxy init --apply (it adds it), or in %.500s, right after `const app = await "
+             "NestFactory.create(...)`: %s",
+             file, line);
+    return 1;
+}
+
 int doc_node(struct doc_ctx *c, struct doc_result *r)
 {
     char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], file[PATH_MAX];
@@ -226,6 +246,8 @@ int doc_node(struct doc_ctx *c, struct doc_result *r)
     if (!start_dir(c, dir, sizeof dir, &cmd))
         return 0;
     if (deps_missing(c, dir, cmd, r) || tool_misplaced(c, dir, cmd, r))
+        return 1;
+    if (doc_node_resolve(dir, found, sizeof found) == 0 && nest_lacks_whoami(c, dir, r))
         return 1;
     if (doc_node_resolve(dir, found, sizeof found) == 0) {
         doc_set(r, DOC_OK, "`%s` finds wtproxy-whoami in %s", c->start, found);

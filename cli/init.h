@@ -76,6 +76,11 @@ int cli_flask_flags(const char *text, char *group, size_t glen, char *run, size_
  * notes saying what to write by hand. Returns 0, or -1 out of memory. */
 int init_plan_next(struct init_plan *p);
 
+/* init_nest.c: a NestJS app's /__whoami middleware in its entry module
+ * (and its listen given $PORT), or a note saying what to write by hand.
+ * Returns 0, or -1 out of memory. */
+int init_plan_nest(struct init_plan *p);
+
 /* init_members.c: call fn for each folder of dir that may hold an app of
  * its own, in name order: its workspace's members (package.json
  * "workspaces", pnpm-workspace.yaml "packages") that run a dev server

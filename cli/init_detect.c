@@ -1,8 +1,8 @@
 /* init_detect.c - what an app checkout is, for `wtproxy init` (which edits
  * it) and `wtproxy doctor` (which judges it): Django (manage.py and the
- * settings module it names), Node (package.json with next, vite, express
- * or a plain `node` script), FastAPI, Starlette and Flask (init_python.c),
- * and the Playwright config's webServer recipe.
+ * settings module it names), Node (package.json with next, @nestjs/core,
+ * vite, express or a plain `node` script), FastAPI, Starlette and Flask
+ * (init_python.c), and the Playwright config's webServer recipe.
  *
  * This is text inspection, not parsing: it only recognises the literal
  * forms a project usually has (`os.environ.setdefault(
@@ -230,6 +230,14 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
         tool_path(dir, "next", tool, sizeof tool);
         snprintf(app->start, sizeof app->start, "%.900s dev --hostname 127.0.0.1 --port {port}",
                  tool);
+    } else if (pkg && has_dep(pkg, "@nestjs/core")) {
+        /* before vite and express: a Nest app may depend on either */
+        app->kind = CLI_APP_NEST;
+        tool_path(dir, "nest", tool, sizeof tool);
+        /* --preserveWatchOutput: tsc would clear the screen at each
+         * compile, escapes that the server's log and wtproxy's quotes of it
+         * would carry */
+        snprintf(app->start, sizeof app->start, "%.900s start --watch --preserveWatchOutput", tool);
     } else if (pkg && has_dep(pkg, "vite")) {
         vite_root(dir, pkg, app->vite_root, sizeof app->vite_root);
         app->kind = CLI_APP_VITE;
@@ -243,7 +251,7 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
         snprintf(app->start, sizeof app->start, "%s", script);
     } else {
         snprintf(err, errlen,
-                 "package.json has none of the dependencies next, vite, nor a "
+                 "package.json has none of the dependencies next, @nestjs/core, vite, nor a "
                  "`node FILE` command in scripts.dev or scripts.start");
         r = -1;
     }
@@ -461,16 +469,16 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
         snprintf(err, errlen, "%s; nor %s", node_err, CLI_PYAPP_LOOKED_FOR);
     else
         snprintf(err, errlen,
-                 "%s holds neither manage.py (Django), package.json (Node: next, vite, "
-                 "express or a `node` script in scripts.dev/start), nor %s",
+                 "%s holds neither manage.py (Django), package.json (Node: next, @nestjs/core, "
+                 "vite, express or a `node` script in scripts.dev/start), nor %s",
                  dir, CLI_PYAPP_LOOKED_FOR);
     return -1;
 }
 
 const char *cli_app_name(enum cli_app_kind k)
 {
-    static const char *const names[] = {"unknown", "django",  "next",      "vite", "express",
-                                        "node",    "fastapi", "starlette", "flask"};
+    static const char *const names[] = {"unknown", "django",  "next",      "vite",  "express",
+                                        "node",    "fastapi", "starlette", "flask", "nest"};
     return names[k];
 }
 

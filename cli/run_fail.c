@@ -6,7 +6,8 @@
  * autoreloader waits for a change to a file: the process lives, nothing
  * listens. node --watch does the same for a script that throws, and tsc
  * --watch (nest start --watch) for a compile that failed: it starts
- * nothing and waits for a change. Only the
+ * nothing and waits for a change; nest start --watch, tsx watch and
+ * nodemon for a server process that died of an uncaught error. Only the
  * output says so; without it the daemon holds each request for the whole
  * start_timeout, past a test runner's own timeout.
  *
@@ -83,6 +84,13 @@ static const struct {
      * errors." is a compile that passed (tsc_passed) */
     {"error. Watching for file changes.", "tsc --watch", NULL, 0},
     {"errors. Watching for file changes.", "tsc --watch", NULL, 0},
+    /* Node's last words on an uncaught error ("Node.js v20.20.2" under
+     * the stack): the server process died at start, and the watcher that
+     * started it (nest start --watch, tsx watch, nodemon) lives on, waiting
+     * for a change; measured with Nest 10: an onModuleInit that throws
+     * (a database down) left `nest start --watch` up and nothing listening,
+     * each request held for start_timeout, then a 503 without the error */
+    {"\nNode.js v", "its Node watcher", NULL, 0},
     /* flask run's server process failed to import the app (the frame
      * above load_app, Flask 2.2's "app = " and 3.x's "app: WSGIApplication
      * = ") and answers each request with that error */

@@ -13,6 +13,7 @@
 #include "../../cli/init_edit.c"
 #include "../../cli/init_flask.c"
 #include "../../cli/init_members.c"
+#include "../../cli/init_nest.c"
 #include "../../cli/init_next.c"
 #include "../../cli/init_node.c"
 #include "../../cli/init_python.c"
