@@ -322,3 +322,37 @@ export default { plugins: [{ name: 'nuxt:fake-for-test' }, wtproxyWhoami()], cle
   assert.equal(r.status, 409, `Nitro may still serve the old route: ${r.status} ${r.body}`);
   assert.match(r.body, /server\/api\/notes\.ts/);
 });
+
+// React Router evaluates its route config (app/routes.ts) on a change and,
+// when that fails, logs it and serves the routes it had: a routes.ts that
+// no longer parsed, without the /notes route, kept serving /notes and the
+// tests passed, verified. Astro keeps its old config when an edited
+// astro.config.* fails to load. Under each (known by its Vite plugins'
+// names, as Nuxt is), those files are read at start: edited, stale. Seen
+// with react-router 7.18 and Astro 5 by hand (a 409 where each served 200
+// verified); here the frameworks' plugin names in a plain Vite.
+for (const [framework, plugin0, file] of [
+  ['React Router', 'react-router', 'app/routes.ts'],
+  ['Astro', 'astro:fake-for-test', 'astro.config.mjs'],
+]) {
+  test(`under ${framework}, ${file} edited after the start: stale, never verified on what it kept`, async (t) => {
+    const tmp = makeWorktrees(t, ['a']);
+    const wt = tmp.wt.a;
+    writeProject(wt);
+    fs.mkdirSync(path.join(wt, 'app'), { recursive: true });
+    fs.writeFileSync(path.join(wt, file), "export default [];\n");
+    fs.writeFileSync(path.join(wt, 'vite.config.mjs'), `import { wtproxyWhoami } from ${JSON.stringify(plugin)};
+export default { plugins: [{ name: ${JSON.stringify(plugin0)} }, wtproxyWhoami()], clearScreen: false,
+  server: { strictPort: true, host: '127.0.0.1' } };
+`);
+    const px = await startDaemon(t, tmp);
+    await runVite(t, tmp, wt, px.port);
+    assert.equal((await mainJs(px, wt)).status, 200);
+    assert.equal((await entry(tmp, wt)).whoami.state, 'verified');
+    fs.writeFileSync(path.join(wt, file), 'export default [ )( ];\n');
+    const r = await mainJs(px, wt);
+    assert.equal(r.status, 409, `${framework} may still serve what it had: ${r.status} ${r.body}`);
+    assert.match(r.body, new RegExp(file.replace('.', '\\.')));
+    sanitizerClean(assert, px.stderr());
+  });
+}

@@ -105,24 +105,45 @@ export function viteExclude(checkout, cacheDir) {
 
 const outside = (rel) => rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
 
-// Nuxt runs this plugin in its Vite, but its server routes (server/) are
-// built by Nitro, apart from Vite's watcher and later than it: a Nuxt user
-// saw /__whoami move to an edited server/api file's fingerprint while
-// Nitro still served the old build, for about half a second, verified. No
-// event here says when Nitro has taken an edit in, so server/ is read at
-// start, as .env files are: edited, the server is stale until it restarts
-// (a 409, or the restart --restart-on-stale sends). [] outside Nuxt (its
-// Vite plugins are named "nuxt:...").
-function nitroRoutes(config, checkout) {
-  if (!config.plugins?.some((p) => typeof p?.name === 'string' && p.name.startsWith('nuxt:'))) return [];
-  return underRoot(checkout, config.root, ['server/**']);
+// Files a framework on Vite takes in apart from Vite's watcher, keeping
+// what it had when the new one fails, are read at start, as .env files
+// are: edited, the server is stale (a 409, or the restart
+// --restart-on-stale sends) until a new server loads them. Seen verified
+// on old code, each by a user of the framework:
+// - Nuxt builds its server routes (server/) with Nitro, later than Vite:
+//   /__whoami moved to an edited server/api file's fingerprint about half
+//   a second before Nitro served it.
+// - React Router evaluates its route config (app/routes.ts) and
+//   react-router.config.ts on a change, and when that fails (a syntax
+//   error, no default export) logs it and serves the routes it had: a
+//   routes.ts without the /notes route kept serving /notes, and the
+//   tests passed.
+// - Astro restarts its server for an edited astro.config.*, and when the
+//   new config fails keeps the old one ("Continuing with previous valid
+//   configuration"); a restart that works makes a new server, this
+//   plugin with it, which reads the config as current.
+// Each is known by its Vite plugins' names; [] for plain Vite.
+const FRAMEWORK_AT_START = [
+  { is: (n) => n.startsWith('nuxt:'), files: ['server/**'] },
+  { is: (n) => n === 'react-router', files: [...atStartModules('app/routes'), ...atStartModules('react-router.config')] },
+  { is: (n) => n.startsWith('astro:'), files: atStartModules('astro.config') },
+];
+
+function atStartModules(base) {
+  return ['ts', 'mts', 'cts', 'js', 'mjs', 'cjs', 'tsx', 'jsx'].map((e) => `${base}.${e}`);
+}
+
+function frameworkAtStart(config, checkout) {
+  const names = (config.plugins ?? []).map((p) => (typeof p?.name === 'string' ? p.name : ''));
+  const files = FRAMEWORK_AT_START.filter((f) => names.some(f.is)).flatMap((f) => f.files);
+  return files.length ? underRoot(checkout, config.root, files) : [];
 }
 
 // One Vite dev server's fingerprint, following its watcher.
 class Follower {
   constructor(server, checkout, include, exclude, loadedAt) {
     Object.assign(this, { server, checkout, include, exclude });
-    this.atStart = { since: loadedAt, patterns: [...READ_AT_START, ...nitroRoutes(server.config, checkout)] };
+    this.atStart = { since: loadedAt, patterns: [...READ_AT_START, ...frameworkAtStart(server.config, checkout)] };
     this.late = new Set(); // .env files told stale already
     this.inc = checkPatterns(include, 'include');
     this.exc = checkPatterns(exclude, 'exclude');
