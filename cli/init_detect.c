@@ -238,6 +238,15 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
          * compile, escapes that the server's log and wtproxy's quotes of it
          * would carry */
         snprintf(app->start, sizeof app->start, "%.900s start --watch --preserveWatchOutput", tool);
+    } else if (pkg && has_dep(pkg, "vite") && has_dep(pkg, "@react-router/dev")) {
+        /* React Router's framework mode: its Vite plugin in vite.config, but
+         * `react-router dev` is the app's dev command (it takes Vite's
+         * flags); a plain vite there served the app, under a command its
+         * scripts and docs never name */
+        app->kind = CLI_APP_VITE;
+        tool_path(dir, "react-router", tool, sizeof tool);
+        snprintf(app->start, sizeof app->start,
+                 "%.600s dev --host 127.0.0.1 --port {port} --strictPort", tool);
     } else if (pkg && has_dep(pkg, "vite")) {
         vite_root(dir, pkg, app->vite_root, sizeof app->vite_root);
         app->kind = CLI_APP_VITE;

@@ -85,6 +85,11 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
     // No vite.config.*: a new one with the /__whoami plugin (158 runs it).
     { kind: 'vite', files: { 'package.json': pkg({ vite: '5' }, { dev: 'vite' }) }, start: 'node_modules/.bin/vite --host 127.0.0.1 --port {port} --strictPort',
       changes: [['.wtproxy', 'new'], ['vite.config.mjs', 'new']], note: /^vite\.config\.mjs loads 'wtproxy-whoami\/vite' under wtproxy run: link the package/ },
+    // React Router's framework mode: its own dev command, with Vite's
+    // flags (init wrote a plain vite, which its scripts never name).
+    { kind: 'vite', files: { 'package.json': pkg({ vite: '6', 'react-router': '7', '@react-router/dev': '7' }, { dev: 'react-router dev' }) },
+      start: 'node_modules/.bin/react-router dev --host 127.0.0.1 --port {port} --strictPort',
+      changes: [['.wtproxy', 'new'], ['vite.config.mjs', 'new']], note: /^vite\.config\.mjs loads 'wtproxy-whoami\/vite' under wtproxy run: link the package/ },
     // No app/ folder (the Pages Router only): no route to write, a note.
     { kind: 'next', files: { 'package.json': pkg({ next: '14', react: '18' }, { dev: 'next dev' }) }, start: 'node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}',
       note: /^Next: no app\/ nor src\/app\/ folder: the \/__whoami route is an App Router route handler/ },
