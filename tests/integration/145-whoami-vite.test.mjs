@@ -356,3 +356,24 @@ export default { plugins: [{ name: ${JSON.stringify(plugin0)} }, wtproxyWhoami()
     sanitizerClean(assert, px.stderr());
   });
 }
+
+// A data file the server code reads itself at load (fs.readFileSync at a
+// module's top) is no import of Vite's: an Astro user's edited JSON was
+// served old while wtproxy said verified. Named in readAtStart, an edit
+// makes the server stale; a file left out is Vite's, as before.
+test('readAtStart: a data file the server reads at load, edited after the start: stale, a 409 naming it', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const wt = tmp.wt.a;
+  writeProject(wt, "{ readAtStart: ['data/**'] }");
+  fs.mkdirSync(path.join(wt, 'data'), { recursive: true });
+  fs.writeFileSync(path.join(wt, 'data/menu.yaml'), 'flavor: plain\n');
+  const px = await startDaemon(t, tmp);
+  await runVite(t, tmp, wt, px.port);
+  assert.equal((await mainJs(px, wt)).status, 200);
+  assert.equal((await entry(tmp, wt)).whoami.state, 'verified');
+  fs.writeFileSync(path.join(wt, 'data/menu.yaml'), 'flavor: spicy\n');
+  const r = await mainJs(px, wt);
+  assert.equal(r.status, 409, `the server may still hold the old data: ${r.status} ${r.body}`);
+  assert.match(r.body, /data\/menu\.yaml/);
+  sanitizerClean(assert, px.stderr());
+});

@@ -141,9 +141,9 @@ function frameworkAtStart(config, checkout) {
 
 // One Vite dev server's fingerprint, following its watcher.
 class Follower {
-  constructor(server, checkout, include, exclude, loadedAt) {
+  constructor(server, checkout, include, exclude, loadedAt, readAtStart = []) {
     Object.assign(this, { server, checkout, include, exclude });
-    this.atStart = { since: loadedAt, patterns: [...READ_AT_START, ...frameworkAtStart(server.config, checkout)] };
+    this.atStart = { since: loadedAt, patterns: [...READ_AT_START, ...frameworkAtStart(server.config, checkout), ...readAtStart] };
     this.late = new Set(); // .env files told stale already
     this.inc = checkPatterns(include, 'include');
     this.exc = checkPatterns(exclude, 'exclude');
@@ -293,6 +293,12 @@ class Follower {
 
 // The plugin. options: { root, include, exclude } as whoami()'s; root
 // defaults to WTPROXY_WHOAMI_ROOT, else the checkout holding Vite's root.
+// readAtStart: patterns (relative to the checkout, as include's) of files
+// the app's server code reads itself when it loads (fs.readFileSync of a
+// JSON or YAML file at a module's top), which no watcher event makes it
+// read again: an Astro user's edited data file was served old, verified.
+// They are fingerprinted, and edited after the start they make the
+// server stale, as .env files do.
 export function wtproxyWhoami(options = {}) {
   const loadedAt = configLoadedAt();
   return {
@@ -301,9 +307,10 @@ export function wtproxyWhoami(options = {}) {
     configureServer(server) {
       if (process.env.NODE_ENV === 'production') return;
       const checkout = resolveCheckout(options.root, server.config.root);
-      const include = options.include ?? viteInclude(checkout, server.config.root);
+      const readAtStart = options.readAtStart ?? [];
+      const include = [...(options.include ?? viteInclude(checkout, server.config.root)), ...readAtStart];
       const exclude = options.exclude ?? viteExclude(checkout, server.config.cacheDir);
-      const f = new Follower(server, checkout, include, exclude, loadedAt);
+      const f = new Follower(server, checkout, include, exclude, loadedAt, readAtStart);
       server.httpServer?.once('close', () => f.close());
       server.middlewares.use((req, res, next) => {
         if (!serveWhoami(req, res, f.current())) return next();
