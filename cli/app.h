@@ -34,6 +34,11 @@ enum cli_app_kind {
  * when it does not, -1 when start runs no `node FILE` or FILE is unreadable. */
 int cli_node_entry_imports(const char *dir, const char *start, char *file, size_t len);
 
+/* init_node.c: what a package manager's line runs: scripts.X of dir's
+ * package.json for `npm run X`, `npm start`, `yarn [run] X`, `pnpm [run]
+ * X`, into out; the line itself for any other. */
+void cli_script_command(const char *dir, const char *line, char *out, size_t len);
+
 /* init_node.c: whether file (relative to dir) is a CommonJS module, where
  * an `import` line is a SyntaxError: a .cjs; a .js that calls require and
  * has no import or export line, its package.json not "type": "module". */

@@ -90,6 +90,7 @@ static void check_file(struct doc_ctx *c, const struct cli_wtproxy *w)
     for (int i = 0; w->file && i < w->file->n; i++) {
         c->fronts[i] = w->file->svc[i].front;
         snprintf(c->front_svc[i], sizeof c->front_svc[i], "%s", w->file->svc[i].name);
+        snprintf(c->front_start[i], sizeof c->front_start[i], "%s", w->file->svc[i].start);
     }
     c->nfronts = w->file ? w->file->n : 0;
     const struct wtfile_service *s = w->file ? wtfile_by_front(w->file, c->front) : NULL;

@@ -42,6 +42,7 @@ struct doc_ctx {
     int nfronts;         /* the front ports that .wtproxy declares, one per service */
     int fronts[WTFILE_MAX_SERVICES];
     char front_svc[WTFILE_MAX_SERVICES][REG_SERVICE_MAX]; /* each one's service, "" unnamed */
+    char front_start[WTFILE_MAX_SERVICES][2048];          /* and its start command */
     json_t *ping; /* the daemon's ping reply; NULL: no daemon */
     char daemon_err[512];
     json_t *entry; /* this worktree's entry on front (borrowed from entries) */

@@ -318,6 +318,48 @@ static const char *binds_front(const struct cli_playwright *pw, int front)
     return pw->command;
 }
 
+/* The entry of a webServer array that binds one of the .wtproxy's fronts
+ * itself, its command or the package script it runs (`npm run dev:web`,
+ * whose script is `vite --port 8490 --strictPort`) naming that port, not
+ * through `wtproxy run`: its index, the front into *front and what it
+ * runs into run; -1 none. Seen with a Vite front end and its API: with
+ * the daemon stopped, each worktree's run started both on the fronts,
+ * the first to bind won, and a worktree's tests passed on another's API. */
+static int entry_binding_front(const struct doc_ctx *c, const struct cli_playwright *pw, int *front,
+                               char *run, size_t len)
+{
+    for (int i = 0; i < pw->nservers; i++) {
+        const char *cmd = pw->server[i].command;
+        if (!cmd[0] || strstr(cmd, "wtproxy run"))
+            continue;
+        cli_script_command(c->wt.root, cmd, run, len);
+        for (int k = 0; k < c->nfronts; k++)
+            if (names_port(run, c->fronts[k])) {
+                *front = k;
+                return i;
+            }
+    }
+    return -1;
+}
+
+static void say_entry_binds(const struct doc_ctx *c, const struct cli_playwright *pw, int i, int k,
+                            const char *run, struct doc_result *r)
+{
+    const char *cmd = pw->server[i].command;
+    int same = strcmp(run, cmd) == 0;
+    doc_set(r, DOC_PROBLEM,
+            "%s: its webServer entry `%.300s`%s%.300s%s binds port %d itself, a front port "
+            "wtproxy listens on: whenever a daemon holds it, Playwright's run of it fails "
+            "(\"Port %d is already in use\"), and with no daemon every worktree's run starts "
+            "its own there, the first to bind wins, and the others' tests run on that "
+            "worktree's code",
+            pw->file, cmd, same ? "" : " runs `", same ? "" : run, same ? "" : "`, which",
+            c->fronts[k], c->fronts[k]);
+    snprintf(r->fix, sizeof r->fix,
+             "in that entry write command: 'wtproxy run --front %d -- %.900s'", c->fronts[k],
+             c->front_start[k]);
+}
+
 /* The front the config's `wtproxy run` registers on, as run picks it: its
  * --front; else the .wtproxy's one service's, or of several the one whose
  * start it runs (0 when none is: run refuses, naming each); else the
@@ -338,8 +380,8 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
 {
     struct cli_playwright pw;
     const char *entry;
-    char fronts[512], prog[PATH_MAX], other[PATH_MAX];
-    int port;
+    char fronts[512], prog[PATH_MAX], other[PATH_MAX], run[1024];
+    int port, i, k;
     if (!c->have_wt) {
         doc_set(r, DOC_SKIP, "not in a worktree");
         return;
@@ -354,6 +396,8 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 "%s has no webServer: start the server with wtproxy run or the "
                 ".wtproxy",
                 f);
+    else if (c->has_file && (i = entry_binding_front(c, &pw, &k, run, sizeof run)) >= 0)
+        say_entry_binds(c, &pw, i, k, run, r);
     else if (pw.uses_run && pw.has_url && pw.url_port && front && pw.url_port != front) {
         doc_set(r, DOC_PROBLEM,
                 "%s: webServer.command's `wtproxy run` registers its server on front %d, "

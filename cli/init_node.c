@@ -45,11 +45,9 @@ static size_t word(const char **p, char *out, size_t len)
     return n;
 }
 
-/* What a package manager's line runs: scripts.X of dir's package.json for
- * `npm run X`, `npm start`, `yarn [run] X`, `pnpm [run] X`, into out;
- * the line itself for any other. A team's webServer entry is most often
- * `npm run api`, whose server is the script's `node FILE`. */
-static void script_command(const char *dir, const char *line, char *out, size_t len)
+/* A team's webServer entry is most often `npm run api`, whose server is
+ * the script's `node FILE` (app.h). */
+void cli_script_command(const char *dir, const char *line, char *out, size_t len)
 {
     char tool[16], name[128], path[PATH_MAX], err[PATH_MAX + 64];
     const char *p = line;
@@ -132,7 +130,7 @@ int cli_node_entry_commonjs(const char *dir, const char *file)
 int cli_node_entry_imports(const char *dir, const char *start, char *file, size_t len)
 {
     char run[1024];
-    script_command(dir, start, run, sizeof run);
+    cli_script_command(dir, start, run, sizeof run);
     return entry_file(run, file, len) < 0 ? -1 : imports_whoami(dir, file);
 }
 
@@ -141,7 +139,7 @@ int cli_node_entry_imports(const char *dir, const char *start, char *file, size_
 static void whoami_note(struct init_plan *p, const char *who, const char *start)
 {
     char run[1024], file[PATH_MAX], runs[1200] = "";
-    script_command(p->dir, start, run, sizeof run);
+    cli_script_command(p->dir, start, run, sizeof run);
     if (entry_file(run, file, sizeof file) < 0) {
         init_note(p,
                   "%s`%s` must answer GET /__whoami (the middleware of its kind: wtproxy help "

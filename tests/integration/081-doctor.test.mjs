@@ -730,6 +730,34 @@ test('two services: the daemon owns the web front, a stray holds the API front: 
   assert.match(d.byName.daemon.detail, new RegExp(`127\\.0\\.0\\.1:${api}"`));
 });
 
+// A Vite front end and its API, each a webServer entry running a package
+// script (`npm run dev:web`, whose script is `vite --port WEB
+// --strictPort`): doctor called it ok, the script's port unseen; with the
+// daemon stopped every worktree's run started both on the fronts, the
+// first to bind won, and a worktree's tests passed on another's API.
+test('playwright: a webServer array entry whose package script binds a front itself: a problem, and its fix is ok', async (t) => {
+  const [web, api] = [await freePort(), await freePort()];
+  const tmp = declaring(t, ['[service api]', 'start = node api.mjs', `front = ${api}`, '',
+    '[service web]', `start = node_modules/.bin/vite --host 127.0.0.1 --port {port} --strictPort`, `front = ${web}`, 'after = api'], ['a']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'package.json'), JSON.stringify({ name: 'duo', private: true,
+    scripts: { 'dev:web': `vite --port ${web} --strictPort`, 'dev:api': 'node api.mjs' } }));
+  const config = (webCmd) => `export default { use: { baseURL: 'http://localhost:${web}' },\n  webServer: [\n` +
+    `    { command: 'npm run dev:api', url: 'http://localhost:${api}/api/health', reuseExistingServer: true },\n` +
+    `    { command: '${webCmd}', url: 'http://localhost:${web}/', reuseExistingServer: true },\n  ],\n};\n`;
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), config('npm run dev:web'));
+  const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${web}`, '--listen', `127.0.0.1:${api}`], { listeners: 2 });
+  let d = await doctor(tmp, tmp.wt.a, web);
+  assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  assert.ok(d.byName.playwright.detail.startsWith(`playwright.config.mjs: its webServer entry \`npm run dev:web\` runs \`vite --port ${web} --strictPort\`, which binds port ${web} itself, a front port wtproxy listens on`), d.byName.playwright.detail);
+  assert.match(d.byName.playwright.detail, /with no daemon every worktree's run starts its own there, the first to bind wins/);
+  const fix = `wtproxy run --front ${web} -- node_modules/.bin/vite --host 127.0.0.1 --port {port} --strictPort`;
+  assert.equal(d.byName.playwright.fix, `in that entry write command: '${fix}'`);
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), config(fix));
+  d = await doctor(tmp, tmp.wt.a, web);
+  assert.notEqual(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  sanitizerClean(assert, px.stderr());
+});
+
 test('a verified server is ok; an edit on disk makes it stale; the recipe and the leases', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp);
