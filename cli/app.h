@@ -19,7 +19,8 @@ enum cli_app_kind {
     CLI_APP_FASTAPI,   /* ASGI, served by uvicorn */
     CLI_APP_STARLETTE, /* ASGI, served by uvicorn */
     CLI_APP_FLASK,     /* WSGI, served by `flask run` */
-    CLI_APP_NEST       /* NestJS, served by `nest start --watch` (init_nest.c) */
+    CLI_APP_NEST,      /* NestJS, served by `nest start --watch` (init_nest.c) */
+    CLI_APP_ASTRO      /* Astro, served by `astro dev` (init_astro.c) */
 };
 
 /* The /__whoami plugin as one entry of a Vite config's plugins, as init
@@ -43,6 +44,9 @@ void cli_script_command(const char *dir, const char *line, char *out, size_t len
  * an `import` line is a SyntaxError: a .cjs; a .js that calls require and
  * has no import or export line, its package.json not "type": "module". */
 int cli_node_entry_commonjs(const char *dir, const char *file);
+
+/* init_astro.c: the astro.config.* of dir into name; -1 when it has none. */
+int cli_astro_config(const char *dir, char *name, size_t len);
 
 /* init_nest.c: a NestJS app's entry module relative to dir (nest-cli.json's
  * sourceRoot/entryFile.ts, src/main.ts by default) into out; -1 for a

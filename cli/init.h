@@ -81,6 +81,16 @@ int init_plan_next(struct init_plan *p);
  * Returns 0, or -1 out of memory. */
 int init_plan_nest(struct init_plan *p);
 
+/* init_astro.c: an Astro app's /__whoami plugin in astro.config.*'s
+ * vite.plugins, or a note with the entry to write by hand. Returns 0, or
+ * -1 out of memory. */
+int init_plan_astro(struct init_plan *p);
+
+/* init_vite_plugin.c: an Astro config's text with the plugin entry in
+ * its `vite: { plugins: [...] }` (the key added where absent), into t; -1
+ * with why when its shape is not one to edit safely. */
+int init_astro_config_edit(const char *text, struct init_text *t, const char **why);
+
 /* init_members.c: call fn for each folder of dir that may hold an app of
  * its own, in name order: its workspace's members (package.json
  * "workspaces", pnpm-workspace.yaml "packages") that run a dev server

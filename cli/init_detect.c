@@ -238,6 +238,11 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
          * compile, escapes that the server's log and wtproxy's quotes of it
          * would carry */
         snprintf(app->start, sizeof app->start, "%.900s start --watch --preserveWatchOutput", tool);
+    } else if (pkg && has_dep(pkg, "astro")) {
+        /* before vite: its Vite settings are astro.config's (init_astro.c) */
+        app->kind = CLI_APP_ASTRO;
+        tool_path(dir, "astro", tool, sizeof tool);
+        snprintf(app->start, sizeof app->start, "%.900s dev --host 127.0.0.1 --port {port}", tool);
     } else if (pkg && has_dep(pkg, "vite") && has_dep(pkg, "@react-router/dev")) {
         /* React Router's framework mode: its Vite plugin in vite.config, but
          * `react-router dev` is the app's dev command (it takes Vite's
@@ -486,8 +491,8 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
 
 const char *cli_app_name(enum cli_app_kind k)
 {
-    static const char *const names[] = {"unknown", "django",  "next",      "vite",  "express",
-                                        "node",    "fastapi", "starlette", "flask", "nest"};
+    static const char *const names[] = {"unknown", "django",    "next",  "vite", "express", "node",
+                                        "fastapi", "starlette", "flask", "nest", "astro"};
     return names[k];
 }
 

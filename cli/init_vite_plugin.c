@@ -73,16 +73,17 @@ static const char *js_skip(const char *p, char prev)
 
 /* What a walk of one bracketed span found. */
 struct js_span {
-    const char *close;   /* the matching bracket */
-    const char *last;    /* the last significant character inside; open when none */
-    const char *plugins; /* an object's key `plugins` at its top, if any */
-    int spread;          /* an object's `...` at its top */
+    const char *close; /* the matching bracket */
+    const char *last;  /* the last significant character inside; open when none */
+    const char *key;   /* an object's key (js_walk's want) at its top, if any */
+    int spread;        /* an object's `...` at its top */
 };
 
 /* Walk from open ('{' or '[') to its matching bracket. -1 when it does
  * not close. */
-static int js_walk(const char *open, struct js_span *s)
+static int js_walk(const char *open, const char *want, struct js_span *s)
 {
+    size_t wlen = strlen(want);
     int depth = 0;
     char prev = '(';
     memset(s, 0, sizeof *s);
@@ -106,8 +107,8 @@ static int js_walk(const char *open, struct js_span *s)
             if (depth == 1 && *open == '{' && strncmp(p, "...", 3) == 0)
                 s->spread = 1;
             if (depth == 1 && *open == '{' && (prev == '{' || prev == ',') &&
-                strncmp(p, "plugins", 7) == 0 && !is_ident(p[7]))
-                s->plugins = p;
+                strncmp(p, want, wlen) == 0 && !is_ident(p[wlen]))
+                s->key = p;
             prev = is_ident(*p) ? 'a' : *p;
         }
         if (depth == 1 && p > open && !comment)
@@ -166,8 +167,9 @@ static const char *exported_object(const char *text, const char **why)
     return hit;
 }
 
-/* No `plugins` key: one, first in the object at obj. */
-static void add_key(const char *text, const char *obj, struct init_text *t)
+/* No `plugins` key: one, first in the object at obj; within a new `outer:
+ * { ... }` key when outer is not NULL (Astro's `vite`). */
+static void add_key(const char *text, const char *obj, const char *outer, struct init_text *t)
 {
     char base[128], ind[132], ind2[136];
     indent_of(text, obj, base, sizeof base);
@@ -182,11 +184,26 @@ static void add_key(const char *text, const char *obj, struct init_text *t)
     init_put(t, text, (size_t)(at - text));
     if (!next)
         init_puts(t, "\n");
-    init_puts(t, ind);
-    init_puts(t, "plugins: [\n");
-    put_entry(t, ind2);
-    init_puts(t, ind);
-    init_puts(t, "],\n");
+    if (outer) {
+        char ind3[140];
+        deeper(ind2, ind3, sizeof ind3);
+        init_puts(t, ind);
+        init_puts(t, outer);
+        init_puts(t, ": {\n");
+        init_puts(t, ind2);
+        init_puts(t, "plugins: [\n");
+        put_entry(t, ind3);
+        init_puts(t, ind2);
+        init_puts(t, "],\n");
+        init_puts(t, ind);
+        init_puts(t, "},\n");
+    } else {
+        init_puts(t, ind);
+        init_puts(t, "plugins: [\n");
+        put_entry(t, ind2);
+        init_puts(t, ind);
+        init_puts(t, "],\n");
+    }
     if (!next) { /* `{ server: ... }` on one line: the rest on a line of its own */
         const char *rest = obj + 1 + strspn(obj + 1, " \t");
         init_puts(t, *rest == '}' ? base : ind);
@@ -233,29 +250,60 @@ static void add_entry(const char *text, const char *open, const struct js_span *
     init_puts(t, own_line ? bol : close);
 }
 
-/* The config text with the entry, into t; -1 with why when its shape is
- * not one to edit safely. */
-static int edit_config(const char *text, struct init_text *t, const char **why)
+/* The value of the key at key (`plugins: [`: its '['). */
+static const char *key_value(const char *key, size_t klen)
 {
-    struct js_span o, a;
-    const char *obj = exported_object(text, why), *v;
-    if (!obj)
-        return -1;
-    if (js_walk(obj, &o) < 0)
-        return *why = "its exported object does not close as init reads it", -1;
-    if (!o.plugins && o.spread)
-        return *why = "it has no `plugins` key but a spread (`...`) that may set one", -1;
-    if (!o.plugins) {
-        add_key(text, obj, t);
-        return 0;
-    }
-    v = o.plugins + 7 + strspn(o.plugins + 7, " \t");
+    const char *v = key + klen + strspn(key + klen, " \t");
     if (*v == ':')
         v += 1 + strspn(v + 1, " \t\r\n");
-    if (*v != '[' || js_walk(v, &a) < 0)
+    return v;
+}
+
+/* text with the entry in the plugins of the object literal at obj (a
+ * Vite config's), into t; -1 with why when its shape is not one to edit
+ * safely. */
+static int edit_object(const char *text, const char *obj, struct init_text *t, const char **why)
+{
+    struct js_span o, a;
+    if (js_walk(obj, "plugins", &o) < 0)
+        return *why = "its exported object does not close as init reads it", -1;
+    if (!o.key && o.spread)
+        return *why = "it has no `plugins` key but a spread (`...`) that may set one", -1;
+    if (!o.key) {
+        add_key(text, obj, NULL, t);
+        return 0;
+    }
+    const char *v = key_value(o.key, 7);
+    if (*v != '[' || js_walk(v, "plugins", &a) < 0)
         return *why = "its `plugins` is not a literal array", -1;
     add_entry(text, v, &a, t);
     return 0;
+}
+
+static int edit_config(const char *text, struct init_text *t, const char **why)
+{
+    const char *obj = exported_object(text, why);
+    return obj ? edit_object(text, obj, t, why) : -1;
+}
+
+int init_astro_config_edit(const char *text, struct init_text *t, const char **why)
+{
+    struct js_span o;
+    const char *obj = exported_object(text, why);
+    if (!obj)
+        return -1;
+    if (js_walk(obj, "vite", &o) < 0)
+        return *why = "its exported object does not close as init reads it", -1;
+    if (!o.key && o.spread)
+        return *why = "it has no `vite` key but a spread (`...`) that may set one", -1;
+    if (!o.key) {
+        add_key(text, obj, "vite", t);
+        return 0;
+    }
+    const char *v = key_value(o.key, 4);
+    if (*v != '{')
+        return *why = "its `vite` is not an object literal", -1;
+    return edit_object(text, v, t, why);
 }
 
 /* Whether node_modules/wtproxy-whoami is in the app's folder or Vite's root. */
@@ -286,7 +334,7 @@ int init_plan_vite(struct init_plan *p)
     if (!text) { /* a new config: the plugins array alone */
         snprintf(name, sizeof name, "%s%svite.config.mjs", p->app.vite_root,
                  p->app.vite_root[0] ? "/" : "");
-        add_key(empty_config, empty_config + 15, &t);
+        add_key(empty_config, empty_config + 15, NULL, &t);
     } else if (edit_config(text, &t, &why) < 0) {
         init_note(
             p,

@@ -90,6 +90,14 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
     { kind: 'vite', files: { 'package.json': pkg({ vite: '6', 'react-router': '7', '@react-router/dev': '7' }, { dev: 'react-router dev' }) },
       start: 'node_modules/.bin/react-router dev --host 127.0.0.1 --port {port} --strictPort',
       changes: [['.wtproxy', 'new'], ['vite.config.mjs', 'new']], note: /^vite\.config\.mjs loads 'wtproxy-whoami\/vite' under wtproxy run: link the package/ },
+    // Astro: no vite.config; its Vite plugins are astro.config's vite.plugins
+    // (init refused the app: "unknown app layout").
+    { kind: 'astro', files: { 'package.json': pkg({ astro: '5', '@astrojs/node': '9' }, { dev: 'astro dev' }),
+      'astro.config.mjs': "import { defineConfig } from 'astro/config';\nimport node from '@astrojs/node';\n\nexport default defineConfig({\n  output: 'server',\n  adapter: node({ mode: 'standalone' }),\n});\n" },
+      start: 'node_modules/.bin/astro dev --host 127.0.0.1 --port {port}',
+      changes: [['.wtproxy', 'new'], ['astro.config.mjs', 'edit']],
+      diff: /\n export default defineConfig\(\{\n\+  vite: \{\n\+    plugins: \[\n\+      \/\/ wtproxy: .*\n\+      process\.env\.WTPROXY_PORT \? import\(String\('wtproxy-whoami\/vite'\)\)\.then\(\(m\) => m\.wtproxyWhoami\(\)\) : null,\n\+    \],\n\+  \},\n   output: 'server',/,
+      note: /^astro\.config\.mjs loads 'wtproxy-whoami\/vite' under wtproxy run: link the package/ },
     // No app/ folder (the Pages Router only): no route to write, a note.
     { kind: 'next', files: { 'package.json': pkg({ next: '14', react: '18' }, { dev: 'next dev' }) }, start: 'node_modules/.bin/next dev --hostname 127.0.0.1 --port {port}',
       note: /^Next: no app\/ nor src\/app\/ folder: the \/__whoami route is an App Router route handler/ },
@@ -108,6 +116,7 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
     assert.deepEqual(plan.changes.map((x) => [x.path, x.kind]), c.changes || [['.wtproxy', 'new']]);
     assert.match(plan.changes[0].diff, new RegExp(`^\\+start = ${c.start.replace(/[.{}]/g, '\\$&')}$`, 'm'));
     assert.ok(plan.notes.some((n) => (c.note || /add the \/__whoami middleware by hand/).test(n)), plan.notes.join('\n'));
+    if (c.diff) assert.match(plan.changes[1].diff, c.diff);
     assert.deepEqual(snapshot(dir), c.files, 'without --apply nothing is written');
   }
 

@@ -9,6 +9,7 @@
  * the /__whoami plugin's entry goes in a Vite config (init_vite_plugin.c;
  * test 158 loads each form in Vite). */
 #include "../../cli/args.c"
+#include "../../cli/init_astro.c"
 #include "../../cli/init_detect.c"
 #include "../../cli/init_edit.c"
 #include "../../cli/init_flask.c"
@@ -366,6 +367,50 @@ static void test_vite_plugin(void)
     }
 }
 
+/* An Astro config's text with the entry in vite.plugins, or why not. */
+static char *astro_edit(const char *text)
+{
+    static char why_buf[256];
+    struct init_text t = {0};
+    const char *why = NULL;
+    if (init_astro_config_edit(text, &t, &why) < 0) {
+        free(t.s);
+        snprintf(why_buf, sizeof why_buf, "why: %s", why);
+        return strdup(why_buf);
+    }
+    return t.s;
+}
+
+static void test_astro_plugin(void)
+{
+    static const struct {
+        const char *in, *out, *what;
+    } cases[] = {
+        {"export default defineConfig({\n  output: 'server',\n});\n",
+         "export default defineConfig({\n  vite: {\n    plugins: [\n" W(
+             "      ") "    ],\n  },\n"
+                       "  output: 'server',\n});\n",
+         "no vite key: one, with plugins"},
+        {"export default defineConfig({\n  vite: {\n    server: { port: 1 },\n  },\n});\n",
+         "export default defineConfig({\n  vite: {\n    plugins: [\n" W(
+             "      ") "    ],\n"
+                       "    server: { port: 1 },\n  },\n});\n",
+         "a vite key without plugins"},
+        {"export default defineConfig({\n  vite: {\n    plugins: [tailwind()],\n  },\n});\n",
+         "export default defineConfig({\n  vite: {\n    plugins: [\n      tailwind(),\n" W(
+             "      ") "    ],\n  },\n});\n",
+         "vite.plugins: the entry last"},
+        {"export default defineConfig({\n  integrations: [{ vite: 1 }],\n  vite: "
+         "viteConfig,\n});\n",
+         "why: its `vite` is not an object literal", "vite built in code"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = astro_edit(cases[i].in);
+        is_str(got, cases[i].out, "astro config: %s", cases[i].what);
+        free(got);
+    }
+}
+
 int main(void)
 {
     test_middleware_spot();
@@ -380,5 +425,6 @@ int main(void)
     test_wrap_spot();
     test_runs_with_reload();
     test_vite_plugin();
+    test_astro_plugin();
     return done_testing();
 }
