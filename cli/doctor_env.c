@@ -118,6 +118,17 @@ static void squeeze(const char *s, char *out, size_t len)
     out[n] = '\0';
 }
 
+/* start past a leading `exec`: the daemon's shell replaces itself with
+ * the command after it, so `exec CMD` is CMD; and `wtproxy run -- exec
+ * CMD` fails, exec being the shell's and no program on PATH. */
+static const char *past_exec(const char *start)
+{
+    start += strspn(start, " \t");
+    if (strncmp(start, "exec", 4) == 0 && (start[4] == ' ' || start[4] == '\t'))
+        start += 4 + strspn(start + 4, " \t");
+    return start;
+}
+
 /* The .wtproxy's start as a `wtproxy run` CMD, into out: as it is when
  * it is plain words, which run execs as given; else `sh -c "START"`, as
  * the daemon runs it (`&&`, a redirection, a `VAR=value` prefix), or with
@@ -162,8 +173,8 @@ static void both_recipes(struct doc_ctx *c, const struct cli_playwright *pw, str
 {
     char a[1024], b[1024], as_cmd[sizeof c->start + 16], quoted[1024];
     squeeze(pw->run_cmd, a, sizeof a);
-    squeeze(c->start, b, sizeof b);
-    start_as_cmd(c->start, as_cmd, sizeof as_cmd);
+    squeeze(past_exec(c->start), b, sizeof b);
+    start_as_cmd(past_exec(c->start), as_cmd, sizeof as_cmd);
     squeeze(as_cmd, quoted, sizeof quoted);
     if (strcmp(a, b) == 0 || (quoted[0] && strcmp(a, quoted) == 0)) {
         doc_set(r, DOC_OK,
@@ -447,7 +458,7 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 f, entry, c->front, c->front);
         snprintf(r->fix, sizeof r->fix,
                  "in webServer.command write: wtproxy run --front %d -- %.900s", c->front,
-                 c->start[0] ? c->start : "<server command with {port}>");
+                 c->start[0] ? past_exec(c->start) : "<server command with {port}>");
     } else if (c->has_file && pw.reuse)
         doc_set(r, DOC_OK,
                 "%s: recipe %s with a .wtproxy: the first request starts this "

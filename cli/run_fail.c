@@ -203,20 +203,76 @@ static int mid_traceback(const struct cli_run_fail *f)
     return end > at && (f->tail[at] == ' ' || f->tail[at] == '\t' || f->tail[end - 1] == ':');
 }
 
-/* The tail's last TELL_LINES lines, stack frames not counted, at most
- * len - 1 bytes, without the final line break. The lock is held. */
+/* Whether the line at s (n bytes to the tail's end) is a Ruby backtrace
+ * frame, "\tfrom FILE:LINE:in `m'". Ruby prints its error first and
+ * every frame after it, 60 and more for a Rails boot: the last lines held
+ * only frames, never the error ("config/routes.rb:6: syntax error,
+ * unexpected `end' (SyntaxError)"). */
+static int is_ruby_frame(const char *s, size_t n)
+{
+    const char *eol = memchr(s, '\n', n);
+    size_t i = 0;
+    n = eol ? (size_t)(eol - s) : n;
+    while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    /* ":in ": not the code line of a Python frame, "    from app import views" */
+    return i > 0 && n - i >= 5 && memcmp(s + i, "from ", 5) == 0 && memmem(s + i, n - i, ":in ", 4);
+}
+
+/* The run consecutive Ruby frames that end at out[*n], the second of
+ * them at out[second]: those after the first become one line saying how
+ * many they were, when that line is the shorter. */
+static void cut_ruby_run(char *out, size_t *n, size_t run, size_t second)
+{
+    char note[64];
+    if (run < 2)
+        return;
+    size_t k = (size_t)snprintf(note, sizeof note, "\t... %zu more frames\n", run - 1);
+    if (*n - second > k) {
+        memcpy(out + second, note, k);
+        *n = second + k;
+    }
+}
+
+/* The tail into out (as large), each run of Ruby frames cut to its first
+ * and a count of the rest, so that the error above them stays among the
+ * last lines. Never longer than the tail. Returns its length. The lock
+ * is held. */
+static size_t cut_ruby_frames(const struct cli_run_fail *f, char *out)
+{
+    size_t n = 0, run = 0, second = 0;
+    for (size_t p = 0, e; p < f->len; p = e) {
+        const char *nl = memchr(f->tail + p, '\n', f->len - p);
+        e = nl ? (size_t)(nl - f->tail) + 1 : f->len;
+        if (!is_ruby_frame(f->tail + p, e - p)) {
+            cut_ruby_run(out, &n, run, second);
+            run = 0;
+        } else if (++run == 2) {
+            second = n;
+        }
+        memcpy(out + n, f->tail + p, e - p);
+        n += e - p;
+    }
+    cut_ruby_run(out, &n, run, second);
+    return n;
+}
+
+/* The tail's last TELL_LINES lines, stack frames not counted and Ruby's
+ * cut, at most len - 1 bytes, without the final line break. The lock is
+ * held. */
 static void last_lines(const struct cli_run_fail *f, char *out, size_t len)
 {
-    size_t end = f->len, at = end, lines = 0;
-    while (end > 0 && (f->tail[end - 1] == '\n' || f->tail[end - 1] == '\r'))
+    char tail[sizeof f->tail];
+    size_t end = cut_ruby_frames(f, tail), at, lines = 0;
+    while (end > 0 && (tail[end - 1] == '\n' || tail[end - 1] == '\r'))
         end--;
     at = end;
     while (at > 0 && end - at < len - 1) {
-        if (f->tail[at - 1] == '\n' && !is_frame(f->tail + at, end - at) && ++lines == TELL_LINES)
+        if (tail[at - 1] == '\n' && !is_frame(tail + at, end - at) && ++lines == TELL_LINES)
             break;
         at--;
     }
-    snprintf(out, len, "%.*s", (int)(end - at), f->tail + at);
+    snprintf(out, len, "%.*s", (int)(end - at), tail + at);
 }
 
 void cli_run_fail_last(struct cli_run_fail *f, char *out, size_t len)

@@ -33,8 +33,14 @@ static char *rust_inc[] = {RUST_SOURCES};
 static char *rust_exc[] = {RUN_WRITES, RUST_BUILT};
 
 #define RUBY_SOURCES "**/*.rb", "**/*.ru", "**/Gemfile.lock"
+/* Rails reloads its templates itself, but late: its file watcher lags,
+ * so the first request after an edit got the old page while the server
+ * was trusted. And the .yml files under config/ (database.yml...) it
+ * reads at start. */
+#define RUBY_READ                                                                                  \
+    "**/*.erb", "**/*.haml", "**/*.slim", "**/*.builder", "**/*.jbuilder", "**/config/**/*.yml"
 #define RUBY_BUILT "**/spec/**", "**/test/**", "**/tmp/**", "**/log/**", "**/vendor/**"
-static char *ruby_inc[] = {RUBY_SOURCES, ENV_FILES};
+static char *ruby_inc[] = {RUBY_SOURCES, RUBY_READ, ENV_FILES};
 static char *ruby_exc[] = {RUN_WRITES, RUBY_BUILT};
 
 /* The Node middleware's defaults (whoami/node/index.mjs DEFAULT_INCLUDE,
@@ -57,7 +63,7 @@ static char *node_exc[] = {RUN_WRITES, NODE_BUILT};
 static char *py_inc[] = {PY_SOURCES, ENV_FILES};
 static char *py_exc[] = {RUN_WRITES};
 
-static char *any_inc[] = {GO_SOURCES,   RUST_SOURCES, RUBY_SOURCES,
+static char *any_inc[] = {GO_SOURCES,   RUST_SOURCES, RUBY_SOURCES, RUBY_READ,
                           NODE_SOURCES, PY_SOURCES,   ENV_FILES};
 static char *any_exc[] = {RUN_WRITES,  GO_BUILT,    "**/target/**",
                           "**/tmp/**", "**/log/**", NODE_BUILT};
@@ -94,7 +100,8 @@ static const struct whoami_kind rust = {
 static const struct whoami_kind ruby = {"a Ruby server",
                                         {ruby_inc, N(ruby_inc), ruby_exc, N(ruby_exc)},
                                         NULL,
-                                        "templates and other files it reads at start",
+                                        "its assets (app/assets, app/javascript) and other files "
+                                        "it reads",
                                         0,
                                         GUIDE_BUILT};
 static const struct whoami_kind node = {"a Node server",

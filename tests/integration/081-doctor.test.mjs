@@ -877,6 +877,21 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   d = await doctor(tmp, tmp.wt.a, px.port, installed);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
   assert.match(d.byName.playwright.detail, /recipe url, and the \.wtproxy declares the same command on front \d+: the daemon starts it at Playwright's readiness check/);
+  // A start that begins with `exec` (the daemon's shell replaces itself):
+  // the same command as webServer's without it, never a `wtproxy run --
+  // exec ...` to write, which fails ("cannot run exec", exit 127).
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), sameFront(`wtproxy run --front ${px.port} -- bin/wt-server {port}`));
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = exec bin/wt-server {port}\nfront = ${px.port}\n`);
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
+  assert.equal(d.byName.playwright.status, 'ok', `${d.byName.playwright.detail}; fix: ${d.byName.playwright.fix}`);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = exec bin/wt-server {port} --log-level debug\nfront = ${px.port}\n`);
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
+  assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  assert.equal(d.byName.playwright.fix, "make them one command, the .wtproxy's (it runs webServer's and more): " +
+    `in playwright.config.mjs write command: \`wtproxy run --front ${px.port} -- bin/wt-server {port} --log-level debug\``);
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), sameFront(d.byName.playwright.fix.split('`')[1]));
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
+  assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
   fs.rmSync(path.join(tmp.wt.a, 'playwright.config.mjs'));
   fs.rmSync(path.join(tmp.wt.a, '.wtproxy'));
 

@@ -142,6 +142,34 @@ test('a .wtproxy server that exited at start: ls names wtproxy restart, which st
   assert.equal(stop.code, 0, stop.stderr);
 });
 
+// A Ruby server whose boot raised, as Rails' does on a syntax error in
+// config/routes.rb: Ruby prints the error first, then a `from` frame for
+// each of its 82 calls, and the last lines held only frames, never the error.
+const RUBY_BOOT = [
+  'def boot(depth) = depth.zero? ? eval("end end", binding, "config/routes.rb", 6) : boot(depth - 1)',
+  "$stdout.puts 'lastls-128: booting'",
+  'boot(80)',
+].join('\n');
+const RUBY_ERROR = /\S*boot\.rb:1:in [^\n]*: config\/routes\.rb:6: syntax error[^\n]*\(SyntaxError\)\n/;
+
+test('a Ruby server whose boot raised: its 503, ls and why quote the error above its `from` frames', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, 'boot.rb'), RUBY_BOOT);
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', 'ruby', 'boot.rb', '{port}'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 1, run.stderr);
+  const ls = (await cli(tmp, ['ls'], { cwd: tmp.wt.a })).stdout;
+  assert.match(ls, new RegExp(`\\n {2}\\| ${RUBY_ERROR.source}`), ls);
+  assert.match(ls, /\n {2}\(and 4 lines after them\)\n/, ls);
+  const why = (await cli(tmp, ['why', '--front', String(px.port)], { cwd: tmp.wt.a })).stdout;
+  assert.match(why, RUBY_ERROR, why);
+  // The 503: the error, the first frame, and the count of the others.
+  const r = await curlFrom(tmp.wt.a, px.port, '/');
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, RUBY_ERROR, r.body);
+  assert.match(r.body, /\n\tfrom \S*boot\.rb:1:in [^\n]*\n\t\.\.\. 81 more frames\n/, r.body);
+});
+
 // Kills the server whose pid wt-server wrote to pids with SIGKILL, as a
 // user's kill -9 does, and waits for its wrapper to exit.
 async function killServer(run, pids) {

@@ -301,6 +301,68 @@ test('--trust-registry, a `go run` server: an edit to its .go file makes it stal
   assert.equal(run.stderr().match(/restarting it/g).length, 1, run.stderr());
 });
 
+// A Ruby server in worktree a of tmp, a few lines of plain Ruby (no
+// Rails in CI): no /__whoami (404), its page the template and database.yml
+// it reads at start, as a Rails server reads database.yml (and serves an
+// edited template late: its file watcher lags).
+function rubyApp(tmp) {
+  const wt = tmp.wt.a;
+  fs.mkdirSync(path.join(wt, 'app/views/items'), { recursive: true });
+  fs.mkdirSync(path.join(wt, 'config'));
+  fs.writeFileSync(path.join(wt, 'app/views/items/index.html.erb'), '<h1>Items</h1>\n');
+  fs.writeFileSync(path.join(wt, 'config/database.yml'), 'development:\n  database: app_dev\n');
+  fs.writeFileSync(path.join(wt, 'server.rb'), `require 'socket'
+page = File.read('app/views/items/index.html.erb') + File.read('config/database.yml')
+server = TCPServer.new('127.0.0.1', Integer(ARGV[0]))
+loop do
+  c = server.accept
+  begin
+    found = c.gets.to_s.split[1] != '/__whoami'
+    while (l = c.gets) && l != "\\r\\n"; end
+    body = found ? page : 'no /__whoami'
+    c.write "HTTP/1.1 #{found ? '200 OK' : '404 Not Found'}\\r\\nContent-Length: #{body.bytesize}\\r\\nConnection: close\\r\\n\\r\\n#{body}"
+  rescue SystemCallError
+  ensure
+    c.close
+  end
+end
+`);
+  return ['ruby', 'server.rb', '{port}'];
+}
+
+test('--trust-registry, a Ruby server: an edited template or config/*.yml makes it stale, and ls says both are watched', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry', '--stale-grace', '100ms']);
+  const command = rubyApp(tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command, runArgs: ['--restart-on-stale'], stopSignal: 'SIGTERM' });
+  await run.ready;
+  let r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.body, '<h1>Items</h1>\ndevelopment:\n  database: app_dev\n');
+  const [entry] = await lsJson(tmp);
+  assert.equal(entry.whoami.state, 'trusted', JSON.stringify(entry));
+  assert.ok(entry.whoami.detail.includes('watched for a Ruby server: **/*.rb, **/*.ru, **/Gemfile.lock, **/*.erb, ' +
+    '**/*.haml, **/*.slim, **/*.builder, **/*.jbuilder, **/config/**/*.yml, **/.env, **/.env.*; ' +
+    'not its assets (app/assets, app/javascript) and other files it reads'), entry.whoami.detail);
+  await new Promise((res) => setTimeout(res, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'app/views/items/index.html.erb'), '<h1>Items t1</h1>\n');
+  r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.match(r.body, /^<h1>Items t1<\/h1>/, `the edited template, not the old one (state: ${JSON.stringify((await lsJson(tmp))[0].whoami)})`);
+  await new Promise((res) => setTimeout(res, 20));
+  fs.writeFileSync(path.join(tmp.wt.a, 'config/database.yml'), 'development:\n  database: app_dev_wt_a\n');
+  r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.match(r.body, /database: app_dev_wt_a\n$/, 'the edited database.yml, read at start');
+  assert.equal(run.stderr().match(/restarting it/g).length, 2, run.stderr());
+  // what the server writes as it runs never makes it stale
+  fs.mkdirSync(path.join(tmp.wt.a, 'log'));
+  fs.writeFileSync(path.join(tmp.wt.a, 'log/development.log'), 'Started GET "/"\n');
+  r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(run.stderr().match(/restarting it/g).length, 2, run.stderr());
+});
+
 test('unusable answers are refused with the reason; other backends keep being served', async (t) => {
   const tmp = makeWorktrees(t, ['good', 'garbage', 'types', 'large', 'hang', 'algo']);
   const px = await startDaemon(t, tmp, ['--whoami-timeout', '300ms']);

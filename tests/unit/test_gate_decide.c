@@ -400,6 +400,10 @@ static void check_trusted_kinds(void)
         {"npx vite --port {port}", "src/routes/+page.ts", ".svelte-kit/generated/root.js"},
         {"python3 manage.py runserver {port}", "shop/views.py", "node_modules/x/setup.py"},
         {"cargo run -- --port {port}", "src/main.rs", "target/debug/build/x/out.rs"},
+        {"bin/rails server -p {port}", "app/views/items/index.html.erb", "tmp/cache/x.erb"},
+        {"bundle exec puma -p {port}", "app/views/items/show.json.jbuilder", "log/development.log"},
+        {"ruby server.rb {port}", "config/database.yml", "spec/fixtures/items.yml"},
+        {"ruby server.rb {port}", "config/locales/en.yml", "vendor/bundle/x/config/a.yml"},
         {"./bin/server -port {port}", "cmd/server/main.go", "playwright-report/data.json"},
         {"./bin/server -port {port}", "app/views.py", ".wtproxy-run/fp.json"},
     };
