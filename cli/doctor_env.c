@@ -368,7 +368,7 @@ static void say_entry_binds(const struct doc_ctx *c, const struct cli_playwright
             c->fronts[k], c->fronts[k]);
     snprintf(r->fix, sizeof r->fix,
              "in that entry write command: 'wtproxy run --front %d -- %.900s'", c->fronts[k],
-             c->front_start[k]);
+             past_exec(c->front_start[k]));
 }
 
 /* The front the config's `wtproxy run` registers on, as run picks it: its
