@@ -98,6 +98,12 @@ int cli_daemon_listen(int *ports);
  * pasted in an agent's shell, a foreground `wtproxy serve` never
  * returns. */
 void cli_serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outlen);
+
+/* daemon_flags.c: the arguments the daemon ping answered for was started
+ * with after `serve`, but where it listens (and its --config with
+ * drop_config), each a word for /bin/sh with a space before it, into out;
+ * "" when there are none or its cmdline cannot be read (another user's). */
+void cli_daemon_flags(json_t *ping, int drop_config, char *out, size_t len);
 /* The same as serve's flags, " --listen 8420 --listen 8421", else "". */
 void cli_daemon_listen_flags(char *out, size_t len);
 

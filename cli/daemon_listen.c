@@ -141,9 +141,11 @@ void cli_serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outl
     /* Named, not inherited: a daemon started without WTPROXY_CONFIG runs
      * on another store than this shell's commands (doctor's daemon check). */
     const char *config = getenv("WTPROXY_CONFIG");
-    size_t used = (size_t)snprintf(out, outlen, "setsid -f %s serve%s%s", prog,
+    char flags[2048];
+    cli_daemon_flags(ping, config && config[0], flags, sizeof flags);
+    size_t used = (size_t)snprintf(out, outlen, "setsid -f %s serve%s%s%s", prog,
                                    config && config[0] ? " --config " : "",
-                                   config && config[0] ? config : "");
+                                   config && config[0] ? config : "", flags);
     for (int k = 0; k < m && used < outlen && !(m == 1 && all[0] == WTP_DEFAULT_FRONT_PORT); k++)
         used += (size_t)snprintf(out + used, outlen - used, " --listen %d", all[k]);
     if (used + strlen(log) + 12 > outlen) /* a cut path would be another file */

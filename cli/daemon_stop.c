@@ -69,14 +69,12 @@ static size_t servers_registered(void)
     return n;
 }
 
-/* What runs on, and the command that starts a daemon again where this
- * one listened: started by another command, a daemon listens where that
- * command's worktree declares (8000 by default), and a server registered
- * on another front would wait for its callers unheard. */
-static void say_after(size_t servers, json_t *ping)
+/* What runs on, and serve, the command that starts a daemon again where
+ * this one listened, with its flags: started by another command, a daemon
+ * listens where that command's worktree declares (8000 by default), and a
+ * server registered on another front would wait for its callers unheard. */
+static void say_after(size_t servers, const char *serve)
 {
-    char serve[2 * PATH_MAX + 512];
-    cli_serve_cmd(ping, NULL, 0, serve, sizeof serve);
     if (servers)
         printf("wtproxy: the %zu dev server%s it routed to run%s on, registered; a daemon "
                "started again on the same ports routes to %s: %s\n",
@@ -131,12 +129,14 @@ int cli_daemon_stop(void)
     }
     long pid = (long)json_integer_value(json_object_get(ping, "pid"));
     size_t servers = servers_registered();
+    char serve[2 * PATH_MAX + 2560];
+    cli_serve_cmd(ping, NULL, 0, serve, sizeof serve); /* its flags read while it runs */
     if (pid <= 1)
         fprintf(stderr, "wtproxy stop --daemon: the daemon did not say its pid; stop it "
                         "yourself: wtproxy doctor names it\n");
     int stopped = pid > 1 && stop_pid(pid) == 0;
     if (stopped)
-        say_after(servers, ping);
+        say_after(servers, serve);
     r = stopped ? 0 : 1;
     json_decref(ping);
     return r;

@@ -353,6 +353,23 @@ static int entry_binding_front(const struct doc_ctx *c, const struct cli_playwri
     return -1;
 }
 
+/* cmd with each whole-number port in it written {port}, into out. */
+static void with_port(const char *cmd, int port, char *out, size_t len)
+{
+    char n[8];
+    size_t k = (size_t)snprintf(n, sizeof n, "%d", port), used = 0;
+    for (const char *p = cmd; *p && used + 7 < len;) {
+        if ((p == cmd || !isdigit((unsigned char)p[-1])) && strncmp(p, n, k) == 0 &&
+            !isdigit((unsigned char)p[k])) {
+            used += (size_t)snprintf(out + used, len - used, "{port}");
+            p += k;
+        } else {
+            out[used++] = *p++;
+        }
+    }
+    out[used] = '\0';
+}
+
 static void say_entry_binds(const struct doc_ctx *c, const struct cli_playwright *pw, int i, int k,
                             const char *run, struct doc_result *r)
 {
@@ -366,9 +383,17 @@ static void say_entry_binds(const struct doc_ctx *c, const struct cli_playwright
             "worktree's code",
             pw->file, cmd, same ? "" : " runs `", same ? "" : run, same ? "" : "`, which",
             c->fronts[k], c->fronts[k]);
+    char cmdline[1024];
+    /* Its own command with {port}: it runs where the entry's cwd says,
+     * which the .wtproxy's start (from the worktree's top) may not; a
+     * script's port, fixed in package.json, takes the service's start. */
+    if (same)
+        with_port(cmd, c->fronts[k], cmdline, sizeof cmdline);
+    else
+        start_as_cmd(past_exec(c->front_start[k]), cmdline, sizeof cmdline);
     snprintf(r->fix, sizeof r->fix,
              "in that entry write command: 'wtproxy run --front %d -- %.900s'", c->fronts[k],
-             past_exec(c->front_start[k]));
+             cmdline[0] ? cmdline : "<server command with {port}>");
 }
 
 /* The front the config's `wtproxy run` registers on, as run picks it: its
@@ -407,8 +432,6 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 "%s has no webServer: start the server with wtproxy run or the "
                 ".wtproxy",
                 f);
-    else if (c->has_file && (i = entry_binding_front(c, &pw, &k, run, sizeof run)) >= 0)
-        say_entry_binds(c, &pw, i, k, run, r);
     else if (pw.uses_run && pw.has_url && pw.url_port && front && pw.url_port != front) {
         doc_set(r, DOC_PROBLEM,
                 "%s: webServer.command's `wtproxy run` registers its server on front %d, "
@@ -438,6 +461,8 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                  "service's front), then restart the daemon so that it listens there (this "
                  "doctor's daemon check prints the command)",
                  port);
+    } else if (c->has_file && (i = entry_binding_front(c, &pw, &k, run, sizeof run)) >= 0) {
+        say_entry_binds(c, &pw, i, k, run, r);
     } else if (pw.run_by_name && pw.has_url &&
                host_self_program(prog, sizeof prog, other, sizeof other) == 1)
         not_found(f, prog, other, r);

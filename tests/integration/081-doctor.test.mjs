@@ -201,7 +201,7 @@ test("a daemon on the default port alone: doctor's fix serves the .wtproxy's fro
   assert.equal(r.code, 0, `${r.stderr}\n${read('serve.log')}`);
   const daemon = JSON.parse(read('doctor.json')).checks.find((c) => c.name === 'daemon');
   assert.match(daemon.detail, /listens on \["127\.0\.0\.1:8000".*not on port 8430/, daemon.detail);
-  assert.match(daemon.fix, /serve --listen 8430 >>\S+ 2>&1$/, daemon.fix);
+  assert.match(daemon.fix, /serve --control \S+ --listen 8430 >>\S+ 2>&1$/, daemon.fix);
 });
 
 test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem before any server starts", async (t) => {
@@ -624,7 +624,7 @@ test('no .wtproxy yet: doctor checks the port the Playwright config\'s baseURL n
   assert.equal(d.report.front, base);
   assert.equal(c.status, 'problem', c.detail);
   assert.match(c.detail, new RegExp(`^the daemon \\(pid ${px.proc.pid}\\) listens on .*127\\.0\\.0\\.1:${px.port}.*, not on ${from}: requests to that port do not reach it`));
-  assert.match(c.fix, new RegExp(`^kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; setsid -f ${SELF_RE} serve --listen ${px.port} --listen ${base} `));
+  assert.match(c.fix, new RegExp(`^kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; setsid -f ${SELF_RE} serve --control ${tmp.control} --state ${tmp.state} --listen ${px.port} --listen ${base} `));
 
   // A daemon on the tests' port: ok, and the detail says which port and why.
   await px.stop();
@@ -709,7 +709,7 @@ test('two services: the daemon owns the web front, a stray holds the API front: 
   assert.match(c.detail, new RegExp(`not on port ${api} \\(service api's front in the \\.wtproxy\\)`));
   assert.match(c.detail, new RegExp(`port ${api} on 127\\.0\\.0\\.1 is already in use by pid ${old.pid} `));
   const wait = (pid) => `kill ${pid} && tail --pid=${pid} -f /dev/null; `;
-  assert.equal(c.fix, `${wait(px.proc.pid)}${wait(old.pid)}setsid -f ${SELF} serve --listen ${web} --listen ${api} >>${tmp.root}/state/wtproxy/daemon.log 2>&1`);
+  assert.equal(c.fix, `${wait(px.proc.pid)}${wait(old.pid)}setsid -f ${SELF} serve --control ${tmp.control} --state ${tmp.state} --listen ${web} --listen ${api} >>${tmp.root}/state/wtproxy/daemon.log 2>&1`);
 
   // Pasted as printed: it returns once the new daemon runs, in the background.
   const env = { ...process.env, ...cliEnv(tmp), PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}`,

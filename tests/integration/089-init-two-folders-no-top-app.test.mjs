@@ -143,9 +143,13 @@ test('api/ FastAPI and web/ Vite started by the top Playwright config: each init
   assert.match(file, /^\[service web\]\nstart = cd web && .*\nfront = 15174\n/m, file);
   assert.equal(fs.readFileSync(path.join(dir, 'playwright.config.js'), 'utf8'), config, 'the top config is left as it is: recipe port');
 
-  // A .wtproxy on another front than the tests' baseURL: doctor says so.
+  // The API's entry binds its front itself (--port 18001): with no daemon,
+  // every worktree's run starts its own API there, and the first to bind
+  // serves the others' tests. Its fix keeps the entry's command and cwd.
   let doc = await wtproxy(dir, ['doctor']);
-  assert.match(doc.stdout, /^ok +playwright /m, doc.stdout);
+  assert.match(doc.stdout, /^problem +playwright +playwright\.config\.js: its webServer entry `\/usr\/bin\/python3 -m uvicorn main:app --port 18001 --reload` binds port 18001 itself, a front port wtproxy listens on/m, doc.stdout);
+  assert.match(doc.stdout, /fix: in that entry write command: 'wtproxy run --front 18001 -- \/usr\/bin\/python3 -m uvicorn main:app --port \{port\} --reload'$/m, doc.stdout);
+  // A .wtproxy on another front than the tests' baseURL: doctor says so.
   fs.writeFileSync(path.join(dir, '.wtproxy'), file.replace('front = 15174', 'front = 8000'));
   doc = await wtproxy(dir, ['doctor']);
   assert.match(doc.stdout, /^problem +playwright +playwright\.config\.js: its tests go to port 15174 \(baseURL\), which the \.wtproxy declares no service on \(its fronts: :18001 \(api\), :8000 \(web\)\)/m, doc.stdout);

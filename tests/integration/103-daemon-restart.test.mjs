@@ -4,7 +4,10 @@
 // routed again, without any wrapper re-registering.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree, cli } from './lib/registry.mjs';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+import { makeWorktrees, startDaemon, startRun, lsJson, getWorktree, cli, cliEnv, waitFor, control } from './lib/registry.mjs';
 
 test('kill -9 of the daemon, restart with the same state: all 3 routed again', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b', 'c']);
@@ -58,7 +61,7 @@ test('wtproxy stop --daemon: the daemon is gone when it returns; its server runs
   const r = await cli(tmp, ['stop', '--daemon']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, new RegExp(`^wtproxy: stopped the daemon \\(pid ${px.proc.pid}\\)\n`));
-  assert.match(r.stdout, new RegExp(`the 1 dev server it routed to runs on, registered; a daemon started again on the same ports routes to it: setsid -f \\S+ serve --listen ${px.port} >>\\S+ 2>&1\n$`));
+  assert.match(r.stdout, new RegExp(`the 1 dev server it routed to runs on, registered; a daemon started again on the same ports routes to it: setsid -f \\S+ serve --control ${tmp.control} --state ${tmp.state} --listen ${px.port} >>\\S+ 2>&1\n$`));
   assert.notEqual(px.proc.exitCode, null, 'the daemon had exited when stop returned');
   assert.equal(run.proc.exitCode, null, 'the server runs on');
 
@@ -69,4 +72,38 @@ test('wtproxy stop --daemon: the daemon is gone when it returns; its server runs
 
   const next = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${px.port}`]);
   assert.equal((await getWorktree(next.port, tmp.wt.a)).status, 200);
+});
+
+// A daemon started with --trust-registry serves a server without
+// /__whoami. Stopped, the command said to start it again was `serve
+// --listen N` alone: pasted (by a Rails user), the same server got 502
+// no-whoami. The command keeps the flags it ran with (its control socket
+// and state file too: on another state file it adopts no server), but
+// where it listens, which it writes as before.
+test('wtproxy stop --daemon: the command said to start it again keeps its flags (--trust-registry); pasted, it serves as before', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, serverArgs: ['--no-whoami'] });
+  await run.ready;
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200, 'trusted, without /__whoami');
+
+  const r = await cli(tmp, ['stop', '--daemon']);
+  assert.equal(r.code, 0, r.stderr);
+  const said = /routes to it: (setsid -f .*)\n$/.exec(r.stdout);
+  assert.ok(said, r.stdout);
+  assert.match(said[1], new RegExp(`^setsid -f \\S+ serve --control ${tmp.control} --state ${tmp.state} --trust-registry --listen ${px.port} >>\\S+ 2>&1$`));
+
+  // Pasted as said, in a shell of this user.
+  const env = { ...process.env, ...cliEnv(tmp), PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` };
+  const sh = spawnSync('/bin/sh', ['-c', said[1]], { cwd: tmp.wt.a, env, encoding: 'utf8', timeout: 20000 });
+  assert.equal(sh.status, 0, sh.stderr);
+  let ping;
+  await waitFor(async () => (ping = await control(tmp.control, { op: 'ping' }).catch(() => null)) !== null, 15000,
+    'the daemon started again, on this shell\'s control socket');
+  t.after(() => { try { process.kill(ping.pid, 'SIGKILL'); } catch { /* gone */ } });
+  assert.notEqual(ping.pid, px.proc.pid, 'a new daemon');
+  let got;
+  await waitFor(async () => (got = await getWorktree(px.port, tmp.wt.a)).status === 200, 15000,
+    'the server without /__whoami served again, trusted').catch((e) => { throw new Error(`${e.message}: ${got.status} ${got.body}`); });
+  assert.equal(run.proc.exitCode, null, 'the server ran on');
 });

@@ -130,7 +130,8 @@ test("another user's wtproxy daemon on the port: bob's daemon start and doctor n
   assert.match(d.detail, new RegExp(`^the daemon \\(pid ${bobs.proc.pid}\\) listens on .*, not on port ${P} \\(--front\\): `
     + `requests to that port do not reach it, and port ${P} is held by ${whose}$`), d.detail);
   assert.match(d.fix, new RegExp(`^as ${re(aliceName)}: wtproxy stop --daemon; or serve a port of your own: `
-    + `${SELF_RE} stop --daemon && setsid -f ${SELF_RE} serve --listen ${bobs.port} --listen ${P + 1} `), d.fix);
+    + `${SELF_RE} stop --daemon && setsid -f ${SELF_RE} serve --control ${re(path.join(bob, 'control.sock'))} `
+    + `--state ${re(path.join(bob, 'registry.json'))} --listen ${bobs.port} --listen ${P + 1} `), d.fix);
 });
 
 test("another user's program that is no wtproxy: named with its user, never called a daemon", { skip }, async (t) => {
