@@ -4,6 +4,7 @@
  * refused or failed, 2 bad usage. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,18 +36,84 @@ static int backend_port(const char *worktree)
     return port;
 }
 
-/* Whether path holds text already: then it is not written again. Its
- * .env.* name makes it code to a dev server's /__whoami fingerprint, and a
- * server trusted without /__whoami is judged by its files' times: a file
- * rewritten by each test run's claim made that server look stale each
- * time. */
-static int holds(const char *path, const char *text)
+/* The keys wtproxy db writes: each line of an env file that sets one, or
+ * a key of the text written now, is wtproxy's; every other line the app's.
+ * (WT_BACKEND_PORT, written while a daemon answered, is dropped when none
+ * does.) */
+static const char *const db_keys[] = {"WTPROXY_DEV_DB",  "WTPROXY_TEST_DB", "WT_DB",
+                                      "WT_TEST_DB",      "WT_BACKEND_PORT", "WTPROXY_TEMPLATE_DB",
+                                      "WTPROXY_COPY_DBS"};
+
+/* Whether text has a line that begins key (n bytes) and `=`. */
+static int sets(const char *text, const char *key, size_t n)
 {
-    char err[PATH_MAX + 64];
-    char *old = cli_read_text(path, strlen(text), err, sizeof err);
-    int same = old && strcmp(old, text) == 0;
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (strncmp(l, key, n) == 0 && l[n] == '=')
+            return 1;
+    return 0;
+}
+
+/* Whether the line at l (`KEY=...`, `export KEY=...`) sets a key of
+ * wtproxy db's, or of text. */
+static int db_line(const char *l, const char *text)
+{
+    l += strspn(l, " \t");
+    if (strncmp(l, "export ", 7) == 0)
+        l += 7 + strspn(l + 7, " \t");
+    size_t n = strspn(l, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+    if (!n || l[n] != '=')
+        return 0;
+    for (size_t i = 0; i < sizeof db_keys / sizeof db_keys[0]; i++)
+        if (strlen(db_keys[i]) == n && strncmp(l, db_keys[i], n) == 0)
+            return 1;
+    return sets(text, l, n);
+}
+
+/* The file's text once text is written: text, then the app's own lines
+ * of old, in their order. A Bun user's .env (which Bun loads itself) held
+ * DATABASE_URL=...${WTPROXY_DEV_DB} below the claim's lines, and the next
+ * claim wrote the file anew without it; the claim's lines go first, so
+ * that a line using one finds it set. NULL out of memory. */
+static char *merged(const char *old, const char *text)
+{
+    size_t n = strlen(text), cap = n + (old ? strlen(old) : 0) + 2;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    memcpy(out, text, n + 1);
+    for (const char *l = old; l && *l;) {
+        const char *eol = strchr(l, '\n');
+        size_t len = eol ? (size_t)(eol - l) : strlen(l);
+        if (!db_line(l, text)) {
+            memcpy(out + n, l, len);
+            n += len;
+            out[n++] = '\n';
+        }
+        l += len + (eol != NULL);
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* text written to path, the app's other lines there kept (merged). The
+ * same text is not written again: the file's .env.* name makes it code to
+ * a dev server's /__whoami fingerprint, and a server trusted without
+ * /__whoami is judged by its files' times: a file rewritten by each test
+ * run's claim made that server look stale each time. */
+static int write_env(const char *path, const char *text, char *err, size_t errlen)
+{
+    char *old = cli_read_text(path, 1 << 20, err, errlen);
+    if (!old && errno != ENOENT)
+        return -1; /* unreadable, or no text: left as it is, never replaced */
+    char *want = merged(old, text);
+    int r = 0;
+    if (!want)
+        r = (snprintf(err, errlen, "out of memory"), -1);
+    else if (!old || strcmp(old, want) != 0)
+        r = reg_store_replace_file(path, want, strlen(want), err, errlen);
     free(old);
-    return same;
+    free(want);
+    return r;
 }
 
 int db_give_text(const struct db_args *a, const char *text)
@@ -54,8 +121,7 @@ int db_give_text(const struct db_args *a, const char *text)
     char err[PATH_MAX + 256];
     if (a->print_env)
         fputs(text, stdout);
-    if (a->env_file && !holds(a->env_file, text) &&
-        reg_store_replace_file(a->env_file, text, strlen(text), err, sizeof err) < 0) {
+    if (a->env_file && write_env(a->env_file, text, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy: cannot write %s: %s\n", a->env_file, err);
         return 1;
     }

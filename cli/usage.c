@@ -231,7 +231,8 @@ const char cli_usage_db[] =
     "                           WT_TEST_DB, WT_BACKEND_PORT; template/copy:\n"
     "                           WTPROXY_TEMPLATE_DB, WTPROXY_COPY_DBS (space-\n"
     "                           separated)\n"
-    "  --write-env FILE         write them to FILE (e.g. .env.wt), mode 0600\n"
+    "  --write-env FILE         write them to FILE (e.g. .env.wt), mode 0600; its\n"
+    "                           other lines (the app's own) are kept after them\n"
     "  --abandoned              release: every worktree of this machine that is gone\n"
     "  --json                   ls: a JSON array\n"
     "  --worktree DIR           default: the git worktree enclosing the folder\n";

@@ -52,6 +52,17 @@ test('dev and test in one claim: distinct keys; dev kept across a migrations cha
   assert.equal(r.code, 0, r.stderr);
   assert.equal(fs.statSync(envFile).mtimeMs, written, '.env.wt not rewritten with the text it holds');
 
+  // The app's own lines in that file are kept (a Bun user's .env, which
+  // Bun loads itself, lost its DATABASE_URL to the next claim), the
+  // claim's lines first, so that a line using one finds it set.
+  fs.writeFileSync(envFile, fs.readFileSync(envFile, 'utf8').replace('WT_DB=', 'export WT_DB=old\nWT_DB=') +
+    'DATABASE_URL=postgres://127.0.0.1/${WTPROXY_DEV_DB}\n# a comment\nSECRET=s3\n');
+  r = await db('a', 'm1', ['claim', '--dev', 'shop', '--base', 'test_shop', '--migrations-hash', 'h1', '--write-env', '.env.wt']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(fs.readFileSync(envFile, 'utf8'),
+    'WTPROXY_DEV_DB=shop_m1_wt_a\nWTPROXY_TEST_DB=test_shop_m1_wt_a\nWT_DB=shop_m1_wt_a\nWT_TEST_DB=test_shop_m1_wt_a\n' +
+    'DATABASE_URL=postgres://127.0.0.1/${WTPROXY_DEV_DB}\n# a comment\nSECRET=s3\n');
+
   r = await db('a', 'm1', ['claim', '--dev', 'shop', '--base', 'test_shop', '--migrations-hash', 'h2']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /dev database shop_m1_wt_a kept/);
