@@ -235,6 +235,7 @@ struct cli_run_fail {
     unsigned long long told;       /* the supervision's: seq when the daemon was told, 0 not */
     int held; /* the supervision's: told while its port listened (a reloader holds its dead
                * server's socket), which makes it ready again only after new output */
+    int bun;  /* the server runs under Bun (cli_run_fail_bun): its markers count too */
 };
 
 struct cli_run_log {

@@ -322,6 +322,8 @@ int cli_run_main(int argc, char **argv)
         cli_daemon_listen_also(r.front);         /* its callers call there */
     r.keeper = cli_run_keeper_start(r.worktree); /* before the log's thread */
     cli_run_log_open(&r.log, r.worktree, r.front, r.service);
+    for (int i = rest; i < argc && !r.log.fail.bun; i++) /* `bun --hot`, sh -c "... bun ..." */
+        r.log.fail.bun = cli_run_fail_bun(argv[i]);
     cli_run_build_rerun(&r, argc - rest, argv + rest);
     rc = cli_run_claim(&r, cli_daemon_start_allowed(no_autostart), argc - rest, argv + rest);
     if (rc == 0 && r.reused) {

@@ -174,6 +174,10 @@ int cli_run_install_fix(const struct cli_run *r, const char *lines, char *fix, s
 /* Before the relay starts. */
 void cli_run_fail_init(struct cli_run_fail *f);
 
+/* Whether the command line cmd runs Bun (a word bun or bunx, or a path
+ * ending in /bun): Bun's own failed-start marker then counts. */
+int cli_run_fail_bun(const char *cmd);
+
 /* The relay read buf's n bytes of CMD's output. */
 void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n);
 

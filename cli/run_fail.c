@@ -69,33 +69,54 @@ static const struct {
      * output after the failure is the reloader's */
     const char *again;
     int answers; /* its failed server answers every request with the error */
+    int bun;     /* Bun's only: a line other servers print as they serve on */
 } markers[] = {
     /* runserver's server thread raised; the autoreloader lives on */
-    {"Exception in thread django-main-thread:", "Django's autoreloader", NULL, 0},
+    {"Exception in thread django-main-thread:", "Django's autoreloader", NULL, 0, 0},
     /* the script threw; node waits for a change to it */
-    {"Failed running '", "node --watch", NULL, 0},
+    {"Failed running '", "node --watch", NULL, 0, 0},
     /* uvicorn --reload: importing the app raised in the server process its
      * reloader spawned (multiprocessing prints this above the traceback) */
-    {"Process SpawnProcess-", "uvicorn's reloader", NULL, 0},
+    {"Process SpawnProcess-", "uvicorn's reloader", NULL, 0, 0},
     /* ... or the app's startup (lifespan) did: that process exits */
-    {"Application startup failed. Exiting.", "uvicorn's reloader", NULL, 0},
+    {"Application startup failed. Exiting.", "uvicorn's reloader", NULL, 0, 0},
     /* tsc --watch (nest start --watch, tsc -w && node): the compile
      * failed, nothing runs, the watcher waits for a change; "Found 0
      * errors." is a compile that passed (tsc_passed) */
-    {"error. Watching for file changes.", "tsc --watch", NULL, 0},
-    {"errors. Watching for file changes.", "tsc --watch", NULL, 0},
+    {"error. Watching for file changes.", "tsc --watch", NULL, 0, 0},
+    {"errors. Watching for file changes.", "tsc --watch", NULL, 0, 0},
     /* Node's last words on an uncaught error ("Node.js v20.20.2" under
      * the stack): the server process died at start, and the watcher that
      * started it (nest start --watch, tsx watch, nodemon) lives on, waiting
      * for a change; measured with Nest 10: an onModuleInit that throws
      * (a database down) left `nest start --watch` up and nothing listening,
      * each request held for start_timeout, then a 503 without the error */
-    {"\nNode.js v", "its Node watcher", NULL, 0},
+    {"\nNode.js v", "its Node watcher", NULL, 0, 0},
     /* flask run's server process failed to import the app (the frame
      * above load_app, Flask 2.2's "app = " and 3.x's "app: WSGIApplication
      * = ") and answers each request with that error */
-    {", in run_command\n    app", "flask run's reloader", " * Restarting with ", 1},
+    {", in run_command\n    app", "flask run's reloader", " * Restarting with ", 1, 0},
+    /* bun --hot and bun --watch: a module that fails to parse or throws at
+     * load prints Bun's "error: Unexpected ;" above "at FILE:LINE:COL",
+     * and Bun waits for a change with nothing listening (measured, Bun
+     * 1.3: each request held for start_timeout, then a 502 that did not
+     * say the error); lowercase "error: " begins lines of other tools that
+     * serve on, so it counts under Bun only */
+    {"\nerror: ", "Bun's watcher", NULL, 0, 1},
 };
+
+/* Whether cmd runs bun (a word bun or bunx, or one ending in /bun). */
+int cli_run_fail_bun(const char *cmd)
+{
+    static const char *const words[] = {"bun", "bunx"};
+    for (size_t w = 0; w < 2; w++)
+        for (const char *p = strstr(cmd, words[w]); p; p = strstr(p + 1, words[w])) {
+            char after = p[strlen(words[w])];
+            if ((p == cmd || strchr(" \t/'\"", p[-1])) && strchr(" \t'\"", after))
+                return 1;
+        }
+    return 0;
+}
 
 void cli_run_fail_init(struct cli_run_fail *f)
 {
@@ -137,6 +158,8 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
     keep(f, buf, n);
     n = n < f->len ? n : f->len; /* what of buf the tail holds */
     for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++) {
+        if (markers[i].bun && !f->bun)
+            continue;
         /* Only a marker that ends in these bytes: one seen before is not
          * seen again when the reloader prints next ("Restarting ..."). */
         size_t m = strlen(markers[i].text), from = f->len - n > m - 1 ? f->len - n - (m - 1) : 0;
