@@ -320,6 +320,16 @@ test('unknown layouts are refused; a different .wtproxy and an unparsable settin
   r = await init(dj, [dj, '--databases']);
   assert.match(r.stdout, /^\+TEST_RUNNER = "wtproxy_whoami\.django_db\.ClaimingTestRunner"\n\+# wtproxy: .*\n\+from wtproxy_whoami\.django_db import claimed_databases  # noqa: E402\n\+DATABASES = claimed_databases\(DATABASES\)$/m);
   assert.match(r.stdout, /^note: databases: on: asked by --databases$/m);
+  // Settings that wrap DATABASES already, as `wtproxy help django-tests`
+  // shows (claimed_databases({...}) at the assignment): not wrapped again.
+  const claimedFiles = { ...files, 'site_cfg/settings.py': "MIDDLEWARE = ['a.B', 'c.D']\n" +
+    'from wtproxy_whoami.django_db import claimed_databases\n' +
+    "DATABASES = claimed_databases({'default': {'ENGINE': 'django.db.backends.postgresql', 'NAME': 'shop'}})\n" };
+  const claimedDir = app(t, claimedFiles);
+  r = await init(claimedDir, [claimedDir]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^\+TEST_RUNNER = /m, 'the runner it lacks is added');
+  assert.doesNotMatch(r.stdout, /^\+DATABASES = claimed_databases\(DATABASES\)$/m, r.stdout);
   r = await init(dj, [dj, '--recipe', 'nope']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--recipe is url or port/);
