@@ -70,8 +70,9 @@ int conn_last_words(struct proxy_server *s, int front, const char *worktree, int
         return 0;
     host_age(host_wall_ms() - w->ended_ms, age, sizeof age);
     int killed = host_exit_words(w->status, w->signal, w->command, age, how, sizeof how);
-    if (with_status)
-        snprintf(status, sizeof status, ". Its server, %s, %s", w->command, how);
+    if (with_status) /* after a sentence that ends already (ondemand.c's "there."), no "..": */
+        snprintf(status, sizeof status, "%s Its server, %s, %s",
+                 used && d[used - 1] == '.' ? "" : ".", w->command, how);
     if (host_printed_nothing(w->lines))
         snprintf(d + used, len - used, "%s; " HOST_EXIT_SILENT, status);
     else

@@ -160,6 +160,12 @@ test('a hand-run `wtproxy run` server that exits: the next request\'s 503 quotes
   // It was "no dev server" and `wtproxy run`, nothing of why the last one ended.
   assert.match(r.body, /Its server, \S+ server\.mjs \d+, exited \d+s ago with status 1; its last lines:\n[^]*Error: boom: missing config FOO/);
   assert.match(r.body, new RegExp(`\nFix: Fix the error its last lines above name, then start it again from its worktree: cd ${tmp.wt.a} && wtproxy run --front ${px.port} -- `));
+  // With a .wtproxy that declares another front, its sentence ends before
+  // the last words begin: one period, not "there.. Its server".
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), 'start = ./web {port}\nfront = 65001\n');
+  const undeclared = await curlFrom(tmp.wt.a, px.port);
+  assert.ok(undeclared.body.includes(`front = ${px.port} there. Its server, `), undeclared.body);
+  assert.doesNotMatch(undeclared.body, /\.\. Its server/);
   // `wtproxy refusals` (and so the Playwright reporter) quotes the fix too.
   const said = await cli(tmp, ['refusals', '--json'], { cwd: tmp.wt.a });
   const last = JSON.parse(said.stdout).at(-1);
