@@ -280,13 +280,39 @@ static size_t cut_ruby_frames(const struct cli_run_fail *f, char *out)
     return n;
 }
 
+/* buf (n bytes) without terminal escapes: colours, cursor moves, screen
+ * clears (ESC [ ... final byte), titles and links (ESC ] ... BEL or ESC
+ * \\), other two-byte ones. Nest's log and tsc's reached the 503 pages,
+ * ls and the MCP tools as raw "[32m[Nest] 12522  - [39m". Returns the
+ * new length. */
+static size_t strip_escapes(char *buf, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        if (buf[i] != '\x1b' || i + 1 >= n) {
+            buf[o++] = buf[i++];
+        } else if (buf[i + 1] == '[') {
+            for (i += 2; i < n && !(buf[i] >= 0x40 && buf[i] <= 0x7e); i++)
+                ;
+            i += i < n;
+        } else if (buf[i + 1] == ']') {
+            for (i += 2; i < n && buf[i] != '\a' && !(buf[i] == '\x1b' && i + 1 < n); i++)
+                ;
+            i += i < n ? (buf[i] == '\a' ? 1 : 2) : 0;
+        } else {
+            i += 2;
+        }
+    }
+    return o;
+}
+
 /* The tail's last TELL_LINES lines, stack frames not counted and Ruby's
- * cut, at most len - 1 bytes, without the final line break. The lock is
- * held. */
+ * cut, terminal escapes out, at most len - 1 bytes, without the final
+ * line break. The lock is held. */
 static void last_lines(const struct cli_run_fail *f, char *out, size_t len)
 {
     char tail[sizeof f->tail];
-    size_t end = cut_ruby_frames(f, tail), at, lines = 0;
+    size_t end = strip_escapes(tail, cut_ruby_frames(f, tail)), at, lines = 0;
     while (end > 0 && (tail[end - 1] == '\n' || tail[end - 1] == '\r'))
         end--;
     at = end;

@@ -118,6 +118,25 @@ test('a hand-run server that exited saying nothing: ls sends to its whole log, n
   assert.doesNotMatch(ls.stdout, /fix the error they name/, ls.stdout);
 });
 
+// Nest's log, quoted by a 503, ls and the MCP tools, read as raw
+// "[32m[Nest] 12522  - [39m": its terminal escapes are left out.
+test('a server whose last lines are coloured: ls quotes them without terminal escapes', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, 'colour.mjs'), "process.stdout.write('\\x1b[2J\\x1b[3J\\x1b[H');\n" +
+    "console.error('\\x1b[32m[Nest] 12522  - \\x1b[39m\\x1b[31mERROR\\x1b[39m colour-128: config missing');\n" +
+    "console.error('\\x1b]8;;https://example.com\\x07a link\\x1b]8;;\\x07 after it');\nprocess.exit(3);\n");
+  const run = await cli(tmp, ['run', '--front', String(px.port), '--', process.execPath, 'colour.mjs'], { cwd: tmp.wt.a });
+  assert.equal(run.code, 3, run.stderr);
+  const ls = await cli(tmp, ['ls'], { cwd: tmp.wt.a });
+  assert.ok(ls.stdout.includes('[Nest] 12522  - ERROR colour-128: config missing'), ls.stdout);
+  assert.doesNotMatch(ls.stdout, /\x1b/, JSON.stringify(ls.stdout));
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.body.includes('ERROR colour-128: config missing\na link after it'), r.body);
+  assert.doesNotMatch(r.body, /\x1b/, JSON.stringify(r.body));
+});
+
 test('a .wtproxy server that exited at start: ls names wtproxy restart, which starts it again', async (t) => {
   const tmp0 = makeWorktrees(t, []);
   const px = await startDaemon(t, tmp0);
