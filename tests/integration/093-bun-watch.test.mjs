@@ -64,3 +64,27 @@ test('a Node server printing "error: ..." at start is served, not told failed', 
   assert.equal(r.status, 200, `${r.body}\n${run.stderr()}`);
   assert.doesNotMatch(run.stderr(), /failed at start/);
 });
+
+// The Node middleware says "reloads": false when nothing above the server
+// can replace it, and wtproxy then restarts at once rather than wait.
+// Under bun --hot, Bun reloads the modules in its own process: a Bun
+// user's every edit was restarted as "nothing reloads it". Asked of the
+// middleware itself, in a server run by wtproxy run.
+test('the Node middleware under Bun: bun --hot reloads, plain bun does not', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const wt = tmp.wt.a;
+  const reloads = path.join(repoRoot, 'whoami/node/reloads.mjs');
+  fs.writeFileSync(path.join(wt, 'ask.ts'), `import { nothingReloads } from ${JSON.stringify(reloads)};\n` +
+    "Bun.serve({ port: Number(process.env.PORT), hostname: '127.0.0.1', fetch(req) {\n" +
+    "  if (new URL(req.url).pathname === '/__whoami') return new Response('none', { status: 404 });\n" +
+    '  return new Response(String(nothingReloads()));\n} });\n');
+  const px = await startDaemon(t, tmp, ['--trust-registry']);
+  for (const [args, want] of [[['--hot'], 'false'], [[], 'true']]) {
+    const run = startRun(t, tmp, { cwd: wt, front: px.port, command: [bun, ...args, 'ask.ts'] });
+    await run.ready;
+    const r = await curlFrom(wt, px.port, '/');
+    assert.equal(r.body, want, `bun ${args.join(' ')}: nothingReloads() ${r.body}`);
+    run.proc.kill('SIGTERM');
+    await run.exited;
+  }
+});

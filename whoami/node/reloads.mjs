@@ -35,9 +35,13 @@ function commAndParent(pid) {
 }
 
 // True when nothing above this process can replace it (see above); false
-// when something may, or when /proc cannot tell.
+// when something may, or when /proc cannot tell. Bun's --hot reloads the
+// modules in this process, the middleware's with them (Bun says it in
+// execArgv, as Node and Bun say --watch): a Bun user's every edit was
+// restarted at once, as "nothing reloads it", while Bun served the new
+// code already.
 export function nothingReloads() {
-  if (process.execArgv.some((a) => a.startsWith('--watch'))) return false;
+  if (process.execArgv.some((a) => a.startsWith('--watch') || a === '--hot')) return false;
   try {
     let parent = process.ppid;
     for (let i = 0; i < MAX_DEPTH && parent > 1; i++) {
