@@ -35,6 +35,10 @@ enum cli_app_kind {
  * when it does not, -1 when start runs no `node FILE` or FILE is unreadable. */
 int cli_node_entry_imports(const char *dir, const char *start, char *file, size_t len);
 
+/* init_detect.c: the JSON of dir/name (package.json, nest-cli.json), NULL
+ * when it is absent, unreadable or no JSON. json_decref it. */
+json_t *cli_json_in(const char *dir, const char *name);
+
 /* init_node.c: what a package manager's line runs: scripts.X of dir's
  * package.json for `npm run X`, `npm start`, `yarn [run] X`, `pnpm [run]
  * X`, into out; the line itself for any other. */

@@ -77,6 +77,15 @@ static char *read_in(const char *dir, const char *name, char *err, size_t errlen
     return cli_read_text(path, CLI_INIT_FILE_MAX, err, errlen);
 }
 
+json_t *cli_json_in(const char *dir, const char *name)
+{
+    char err[PATH_MAX + 64];
+    char *text = read_in(dir, name, err, sizeof err);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return j;
+}
+
 int cli_is_file(const char *dir, const char *name, int want_exec)
 {
     char path[PATH_MAX];

@@ -29,17 +29,12 @@
 
 int cli_nest_entry(const char *dir, char *out, size_t len)
 {
-    char path[PATH_MAX], err[PATH_MAX + 64];
-    char *text = cli_join(path, sizeof path, dir, "nest-cli.json") < 0
-                     ? NULL
-                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
-    json_t *cfg = text ? json_loads(text, 0, NULL) : NULL;
+    json_t *cfg = cli_json_in(dir, "nest-cli.json");
     const char *root = json_string_value(json_object_get(cfg, "sourceRoot"));
     const char *entry = json_string_value(json_object_get(cfg, "entryFile"));
     int mono = json_object_get(cfg, "projects") != NULL;
     int n = snprintf(out, len, "%s/%s.ts", root ? root : "src", entry ? entry : "main");
     json_decref(cfg);
-    free(text);
     return mono || n < 0 || (size_t)n >= len ? -1 : 0;
 }
 

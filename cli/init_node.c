@@ -49,7 +49,7 @@ static size_t word(const char **p, char *out, size_t len)
  * the script's `node FILE` (app.h). */
 void cli_script_command(const char *dir, const char *line, char *out, size_t len)
 {
-    char tool[16], name[128], path[PATH_MAX], err[PATH_MAX + 64];
+    char tool[16], name[128];
     const char *p = line;
     snprintf(out, len, "%s", line);
     if (!word(&p, tool, sizeof tool) || !word(&p, name, sizeof name))
@@ -61,15 +61,11 @@ void cli_script_command(const char *dir, const char *line, char *out, size_t len
         word(&p, name, sizeof name);
     else if (npm && strcmp(name, "start") != 0)
         return; /* npm install, npm exec...: no script */
-    char *text = cli_join(path, sizeof path, dir, "package.json") < 0
-                     ? NULL
-                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
-    json_t *pkg = text ? json_loads(text, 0, NULL) : NULL;
+    json_t *pkg = cli_json_in(dir, "package.json");
     const char *s = json_string_value(json_object_get(json_object_get(pkg, "scripts"), name));
     if (s)
         snprintf(out, len, "%s", s);
     json_decref(pkg);
-    free(text);
 }
 
 /* Whether file (relative to dir) names wtproxy-whoami: 1 or 0; -1 when it
@@ -88,15 +84,10 @@ static int imports_whoami(const char *dir, const char *file)
 /* Whether dir's package.json says "type": "module". */
 static int package_is_module(const char *dir)
 {
-    char path[PATH_MAX], err[PATH_MAX + 64];
-    char *text = cli_join(path, sizeof path, dir, "package.json") < 0
-                     ? NULL
-                     : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
-    json_t *pkg = text ? json_loads(text, 0, NULL) : NULL;
+    json_t *pkg = cli_json_in(dir, "package.json");
     const char *type = json_string_value(json_object_get(pkg, "type"));
     int module = type && strcmp(type, "module") == 0;
     json_decref(pkg);
-    free(text);
     return module;
 }
 
