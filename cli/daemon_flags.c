@@ -46,9 +46,14 @@ static void put_word(char *out, size_t len, size_t *used, const char *arg)
     if (*used >= len)
         return;
     *used += (size_t)snprintf(out + *used, len - *used, " %s", quote ? "'" : "");
-    for (const char *p = arg; *p && *used < len; p++)
-        *used +=
-            (size_t)snprintf(out + *used, len - *used, *p == '\'' && quote ? "'\\''" : "%c", *p);
+    for (const char *p = arg; *p && *used < len; p++) {
+        if (*p == '\'' && quote) /* ' ends the quote, \' is one, ' opens it again */
+            *used += (size_t)snprintf(out + *used, len - *used, "'\\''");
+        else {
+            out[(*used)++] = *p; /* kept terminated; a full out is cleared (used == len) */
+            out[*used < len ? *used : len - 1] = '\0';
+        }
+    }
     if (quote && *used < len)
         *used += (size_t)snprintf(out + *used, len - *used, "'");
 }
