@@ -37,10 +37,16 @@ struct whoami_server *proxy_backend_gate(struct proxy_server *s, struct reg_back
 /* Whether b's worktree's .wtproxy declares a server on b's front. */
 static int declared(struct proxy_server *s, const struct reg_backend *b)
 {
+    if (b->service[0])
+        return 0;
+    /* The daemon started it from that file: known without a lookup, and
+     * so on the first refusal of a server verified until then. */
+    if (b->daemon_started)
+        return 1;
     /* Only a refusal's fix reads it: a verified server's requests keep
      * their one string compare (the next check of a refused one has it). */
     const char *was = b->gate ? whoami_server_status(b->gate)->state : "";
-    if (b->service[0] || strcmp(was, "verified") == 0 || strcmp(was, "trusted") == 0)
+    if (strcmp(was, "verified") == 0 || strcmp(was, "trusted") == 0)
         return 0;
     const struct ondemand_cached *e =
         s->ondemand ? ondemand_cached(s->ondemand, b->worktree) : NULL;

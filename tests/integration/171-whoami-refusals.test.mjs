@@ -13,6 +13,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import {
   makeWorktrees, startDaemon, startRun, cli, get, getWorktree, lsJson, sanitizerClean, wtServer, waitFor,
+  declaring, curlFrom,
 } from './lib/registry.mjs';
 import { httpGet } from './lib/backends.mjs';
 import { whoamiAnswer } from './fixtures/playwright-app/whoami.mjs';
@@ -23,9 +24,9 @@ function refusedAs(r, reason) {
 }
 
 // A wt-server started by hand (not through wtproxy run) in cwd on a port it
-// picks; resolves { proc, port } once it listens.
-async function handServer(t, cwd, extra = []) {
-  const port = await new Promise((res) => {
+// picks (or on at); resolves { proc, port } once it listens.
+async function handServer(t, cwd, extra = [], at = 0) {
+  const port = at || await new Promise((res) => {
     const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
   });
   const proc = spawn(process.execPath, [wtServer, String(port), ...extra], {
@@ -131,6 +132,36 @@ test('recycled port registered with its pid: the fix never runs the other checko
     return r.body.includes(`then start your own server: cd ${tmp.wt.a} && wtproxy restart --front ${px.port}`);
   }, 5000, "the declared restart");
   refusedAs(r, 'checkout-mismatch');
+});
+
+// A NestJS user's server, started by the daemon from the .wtproxy, stopped
+// listening under its live watcher, and another worktree's build took its
+// port: the first 421 ended with a foreground `wtproxy run ... -- sh -c
+// '<the start>'`, which never returns in an agent's shell, where
+// `wtproxy restart` starts the declared server and returns.
+test('a daemon-started server\'s port taken by another checkout: the fix restarts the declared server, never a foreground run', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`], ['a', 'b']);
+  const first = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(first.worktree, tmp.wt.a, first.body);
+  const [e] = await lsJson(tmp0);
+  await waitFor(async () => (await lsJson(tmp0))[0].whoami.state === 'verified', 5000, 'verified');
+  assert.equal((await get(e.port, {}, '/__reload')).status, 200); // alive, no longer listening
+  await handServer(t, tmp.wt.b, [], e.port);
+  const r = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(r.status, 421, r.body);
+  assert.ok(r.body.includes(`then start your own server: cd ${tmp.wt.a} && wtproxy restart --front ${px.port} (it starts the server its .wtproxy declares on that front)`), r.body);
+  assert.ok(!r.body.includes('wtproxy run'), r.body);
+  // pasted as the page says, step by step: wt-a is served by its own again
+  const kill = /Stop it: kill (\d+)/.exec(r.body);
+  process.kill(Number(kill[1]), 'SIGKILL');
+  for (const cmd of [['stop', '--front', String(px.port)], ['restart', '--front', String(px.port)]]) {
+    const c = await cli(tmp0, cmd, { cwd: tmp.wt.a });
+    assert.equal(c.code, 0, `${cmd.join(' ')}: ${c.stderr}`);
+  }
+  const again = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(again.worktree, tmp.wt.a, again.body);
 });
 
 // A SvelteKit user registered wt-b's port from wt-c by mistake and was
