@@ -19,6 +19,7 @@
 
 #include "doctor.h"
 #include "host.h"
+#include "init.h"
 #include "packages.h"
 
 /* Whether the start's command, after `cd DIR &&`, `. FILE &&` (or
@@ -91,16 +92,19 @@ int doc_node_whoami_fix(const struct doc_ctx *c, const char *restart, char *fix,
 {
     static const char *const configs[] = {"vite.config.js",  "vite.config.mjs", "vite.config.ts",
                                           "vite.config.mts", "vite.config.cjs", "vite.config.cts"};
-    char dir[2 * PATH_MAX], path[2 * PATH_MAX + 32], err[256];
+    char dir[2 * PATH_MAX], path[2 * PATH_MAX + 32], err[256], named[PATH_MAX];
     const char *config = NULL, *cmd;
-    int has = 0;
+    int has = 0, flag = init_vite_config_flag(c->start, named, sizeof named);
     if (!start_dir(c, dir, sizeof dir, &cmd))
         return 0;
     for (size_t i = 0; i < sizeof configs / sizeof configs[0] && !config; i++) {
-        char *text = cli_join(path, sizeof path, dir, configs[i]) < 0
+        const char *try = flag ? named : configs[i]; /* its --config, else Vite's lookup */
+        char *text = cli_join(path, sizeof path, dir, try) < 0
                          ? NULL
                          : cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
-        config = text ? configs[i] : NULL;
+        config = text || flag ?
+        try : NULL
+            ;
         has = text && strstr(text, "wtproxyWhoami(") != NULL;
         free(text);
     }

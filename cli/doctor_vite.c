@@ -72,7 +72,7 @@ static int stray_proxy(const char *root, const struct wtfile *f, int *svc, char 
         char dir[PATH_MAX], name[PATH_MAX];
         int ports[PORTS_MAX], built;
         start_folder(f->svc[i].start, dir, sizeof dir);
-        char *text = init_vite_config(root, dir, name, sizeof name);
+        char *text = init_vite_config_of(root, dir, dir, f->svc[i].start, name, sizeof name);
         int n = text ? init_vite_proxy_ports(text, ports, PORTS_MAX, &built) : 0;
         free(text);
         *seen += text != NULL;

@@ -154,6 +154,17 @@ void init_top_path(const struct init_plan *p, char *out, size_t len);
  * none, another errno when it cannot be read. */
 char *init_vite_config(const char *dir, const char *sub, char *name, size_t len);
 
+/* init_vite.c: the config file the vite command in cmd names (`--config
+ * F`, `--config=F`, `-c F`) into out; 0 when it names none (or cmd runs
+ * no vite), 1 when it does. */
+int init_vite_config_flag(const char *cmd, char *out, size_t len);
+
+/* init_vite.c: the Vite config a server started by cmd in dir/cwd reads:
+ * the file its --config names (relative to that folder: its name
+ * cwd/F), else init_vite_config(dir, sub). */
+char *init_vite_config_of(const char *dir, const char *sub, const char *cwd, const char *cmd,
+                          char *name, size_t len);
+
 /* init_vite_plugin.c: the /__whoami plugin added to a Vite app's config
  * (a new vite.config.mjs when it has none), loaded under wtproxy run
  * only; a note when it lists the plugin already, or has a shape init

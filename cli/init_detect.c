@@ -19,6 +19,7 @@
 
 #include "app.h"
 #include "host.h"
+#include "init.h"
 
 char *cli_read_text(const char *path, size_t max, char *err, size_t errlen)
 {
@@ -178,35 +179,66 @@ static const char *node_script(json_t *pkg)
     return NULL;
 }
 
-/* The root folder scripts.dev (else scripts.start) gives vite (`vite
- * web`, `vite dev web --open`) into out: a relative path of plain
- * characters that is a folder of dir; "" when none, and vite serves dir.
- * Left out, the server would serve dir, and not read ROOT/vite.config.js,
- * where the team adds the /__whoami plugin. */
-static void vite_root(const char *dir, json_t *pkg, char *out, size_t len)
+/* A relative path's characters that need no quoting in a start line. */
+static const char plain_chars[] =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-";
+
+/* The script that runs the app's Vite: scripts.dev, else scripts.start,
+ * else the first that starts with `vite ` ("dev:web" of a repository
+ * whose dev runs its API and its front end at once); NULL none. */
+static const char *vite_script(json_t *pkg)
+{
+    json_t *scripts = json_object_get(pkg, "scripts"), *v;
+    const char *s = json_string_value(json_object_get(scripts, "dev")), *k;
+    if (!s)
+        s = json_string_value(json_object_get(scripts, "start"));
+    if (s && strncmp(s, "vite ", 5) == 0)
+        return s;
+    json_object_foreach(scripts, k, v) {
+        s = json_string_value(v);
+        if (s && strncmp(s, "vite ", 5) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+/* The root folder script gives vite (`vite web`, `vite dev web --open`)
+ * into out: a relative path of plain characters that is a folder of dir;
+ * "" when none, and vite serves dir. Left out, the server would serve
+ * dir, and not read ROOT/vite.config.js, where the team adds the
+ * /__whoami plugin. */
+static void vite_root(const char *dir, const char *s, char *out, size_t len)
 {
     static const char *const subs[] = {"serve ", "dev "};
-    static const char plain[] =
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-";
-    json_t *scripts = json_object_get(pkg, "scripts");
-    const char *s = json_string_value(json_object_get(scripts, "dev"));
     char path[PATH_MAX];
     struct stat st;
     out[0] = '\0';
-    if (!s && !(s = json_string_value(json_object_get(scripts, "start"))))
-        return;
-    if (strncmp(s, "vite ", 5) != 0)
+    if (!s)
         return;
     s += 5 + strspn(s + 5, " ");
     for (size_t i = 0; i < 2; i++)
         if (strncmp(s, subs[i], strlen(subs[i])) == 0)
             s += strlen(subs[i]) + strspn(s + strlen(subs[i]), " ");
     size_t n = strcspn(s, " ");
-    if (n == 0 || n >= len || s[0] == '-' || s[0] == '/' || strspn(s, plain) < n ||
+    if (n == 0 || n >= len || s[0] == '-' || s[0] == '/' || strspn(s, plain_chars) < n ||
         snprintf(path, sizeof path, "%s/%.*s", dir, (int)n, s) >= (int)sizeof path ||
         stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
         return;
     snprintf(out, len, "%.*s", (int)n, s);
+}
+
+/* `--config F ` when script's vite names a config file F of dir, which
+ * the start keeps: a config elsewhere than Vite's root (web/vite.config.ts
+ * of a repository whose package.json is at the top) is read only so, and
+ * a start without it served the top folder, 404 at /, without the app's
+ * plugins or proxy. "" else. */
+static void vite_config(const char *dir, const char *script, char *out, size_t len)
+{
+    char f[256];
+    out[0] = '\0';
+    if (script && init_vite_config_flag(script, f, sizeof f) && f[strspn(f, plain_chars)] == '\0' &&
+        cli_is_file(dir, f, 0))
+        snprintf(out, len, "--config %s ", f);
 }
 
 /* The path from dir of the app's tool program, as the start line /bin/sh
@@ -262,12 +294,15 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
         snprintf(app->start, sizeof app->start,
                  "%.600s dev --host 127.0.0.1 --port {port} --strictPort", tool);
     } else if (pkg && has_dep(pkg, "vite")) {
-        vite_root(dir, pkg, app->vite_root, sizeof app->vite_root);
+        char config[300];
+        const char *script = vite_script(pkg);
+        vite_root(dir, script, app->vite_root, sizeof app->vite_root);
+        vite_config(dir, script, config, sizeof config);
         app->kind = CLI_APP_VITE;
         tool_path(dir, "vite", tool, sizeof tool);
         snprintf(app->start, sizeof app->start,
-                 "%.600s %s%s--host 127.0.0.1 --port {port} --strictPort", tool, app->vite_root,
-                 app->vite_root[0] ? " " : "");
+                 "%.600s %s%s%s--host 127.0.0.1 --port {port} --strictPort", tool, app->vite_root,
+                 app->vite_root[0] ? " " : "", config);
     } else if (script) {
         app->kind = has_dep(pkg, "express") ? CLI_APP_EXPRESS : CLI_APP_NODE;
         /* The script's own command: wtproxy run gives it the port as $PORT. */

@@ -32,6 +32,65 @@ char *init_vite_config(const char *dir, const char *sub, char *name, size_t len)
     return errno = ENOENT, NULL;
 }
 
+/* Whether the word w (n bytes) runs Vite: vite, a path ending in /vite,
+ * or react-router (its dev command takes Vite's flags). */
+static int is_vite(const char *w, size_t n)
+{
+    const char *base = w + n;
+    while (base > w && base[-1] != '/')
+        base--;
+    size_t b = (size_t)(w + n - base);
+    return (b == 4 && strncmp(base, "vite", 4) == 0) ||
+           (b == 12 && strncmp(base, "react-router", 12) == 0);
+}
+
+int init_vite_config_flag(const char *cmd, char *out, size_t len)
+{
+    int in_vite = 0;
+    for (const char *p = cmd; *p;) {
+        p += strspn(p, " \t");
+        size_t n = strcspn(p, " \t");
+        if (n == 0)
+            break;
+        if ((n == 2 && strncmp(p, "&&", 2) == 0) || strchr(";|", *p))
+            in_vite = 0; /* the next command's flags are not vite's */
+        else if (!in_vite)
+            in_vite = is_vite(p, n);
+        else if ((n == 8 && strncmp(p, "--config", 8) == 0) ||
+                 (n == 2 && strncmp(p, "-c", 2) == 0)) {
+            const char *v = p + n + strspn(p + n, " \t");
+            size_t m = strcspn(v, " \t;&|");
+            if (m == 0 || m >= len || strchr("'\"$`", *v))
+                return 0;
+            snprintf(out, len, "%.*s", (int)m, v);
+            return 1;
+        } else if (n > 9 && strncmp(p, "--config=", 9) == 0 && n - 9 < len &&
+                   !strchr("'\"$`", p[9])) {
+            snprintf(out, len, "%.*s", (int)(n - 9), p + 9);
+            return 1;
+        }
+        p += n;
+    }
+    return 0;
+}
+
+char *init_vite_config_of(const char *dir, const char *sub, const char *cwd, const char *cmd,
+                          char *name, size_t len)
+{
+    char flag[PATH_MAX], path[PATH_MAX], err[PATH_MAX + 64];
+    if (!init_vite_config_flag(cmd, flag, sizeof flag))
+        return init_vite_config(dir, sub, name, len);
+    if (flag[0] == '/')
+        snprintf(name, len, "%s", flag);
+    else if (snprintf(name, len, "%s%s%s", cwd, cwd[0] ? "/" : "", flag) >= (int)len)
+        return errno = ENAMETOOLONG, NULL;
+    if (name[0] == '/')
+        snprintf(path, sizeof path, "%s", name);
+    else if (cli_join(path, sizeof path, dir, name) < 0)
+        return errno = ENAMETOOLONG, NULL;
+    return cli_read_text(path, CLI_INIT_FILE_MAX, err, sizeof err);
+}
+
 /* The port one string literal of a proxy block sends to: 0 when it is
  * no localhost URL ('/api', a remote host), -1 when it is a template
  * that builds one (another port per worktree: not a literal to propose). */

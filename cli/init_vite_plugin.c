@@ -321,7 +321,7 @@ int init_plan_vite(struct init_plan *p)
     char name[PATH_MAX];
     const char *why = NULL;
     struct init_text t = {0};
-    char *text = init_vite_config(p->dir, p->app.vite_root, name, sizeof name);
+    char *text = init_vite_config_of(p->dir, p->app.vite_root, "", p->app.start, name, sizeof name);
     if (!text && errno != ENOENT) {
         init_note(p, "%s: left alone: %s", name, strerror(errno));
         return 0;

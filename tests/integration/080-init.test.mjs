@@ -80,6 +80,45 @@ function linkModules(dir) {
 
 const pkg = (deps, scripts = {}) => JSON.stringify({ name: 'x', scripts, dependencies: deps });
 
+// A Vite + API repository whose package.json is at the top and whose Vite
+// config is web/vite.config.mjs, named by the script's --config: init wrote
+// a new vite.config.mjs at the top and a start without --config, a server
+// of the top folder (404 at /) without the app's plugins and proxy.
+test('a Vite config named by --config: init edits that one and keeps --config; the server serves the app, verified', async (t) => {
+  const config = "export default {\n  root: 'web',\n  server: { proxy: { '/api': 'http://localhost:3001' } },\n};\n";
+  const dir = app(t, {
+    'package.json': JSON.stringify({ name: 'duo', type: 'module', devDependencies: { vite: '5' },
+      scripts: { 'dev:api': 'node api/server.js', 'dev:web': 'vite --config web/vite.config.mjs --port 8490 --strictPort' } }),
+    'web/vite.config.mjs': config,
+    'web/index.html': '<h1>Duo web</h1>\n',
+  });
+  git(dir, 'init', '-q', '-b', 'main');
+  const front = await freePort();
+  let r = await init(dir, [dir, '--front', String(front), '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const plan = JSON.parse(r.stdout);
+  assert.equal(plan.start, 'node_modules/.bin/vite --config web/vite.config.mjs --host 127.0.0.1 --port {port} --strictPort');
+  assert.deepEqual(plan.changes.map((x) => [x.path, x.kind]), [['.wtproxy', 'new'], ['web/vite.config.mjs', 'edit']]);
+  r = await init(dir, [dir, '--front', String(front), '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(fs.readFileSync(path.join(dir, 'web/vite.config.mjs'), 'utf8'), /wtproxyWhoami\(\)/);
+  assert.ok(!fs.existsSync(path.join(dir, 'vite.config.mjs')), 'no second config at the top');
+  linkModules(dir);
+  const tmp = { root: dir, control: path.join(dir, 'ctl.sock'), state: path.join(dir, 'reg.json') };
+  t.after(() => killUnder(dir));
+  await startDaemon(t, tmp, ['--listen', `127.0.0.1:${front}`]);
+  const page = await curlFrom(dir, front, '/');
+  assert.equal(page.status, 200, page.body);
+  assert.match(page.body, /Duo web/, "Vite serves web/, as the app's own script does");
+  const [e] = await lsJson(tmp);
+  assert.equal(e.whoami.state, 'verified', JSON.stringify(e.whoami));
+  // doctor reads the same config: its fixed API port is named
+  r = await cli(tmp, ['doctor', '--json'], { cwd: dir });
+  const proxy = JSON.parse(r.stdout).checks.find((c) => c.name === 'vite-proxy');
+  assert.equal(proxy.status, 'problem', JSON.stringify(proxy));
+  assert.ok(proxy.detail.startsWith('web/vite.config.mjs: its dev-server proxy sends to http://localhost:3001'), proxy.detail);
+});
+
 test('Node apps: vite, next, express, a plain node server; the url recipe edits webServer.command', async (t) => {
   const cases = [
     // No vite.config.*: a new one with the /__whoami plugin (158 runs it).

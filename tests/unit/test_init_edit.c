@@ -411,6 +411,31 @@ static void test_astro_plugin(void)
     }
 }
 
+/* Which config file a vite command names: Vite's flags only, never the
+ * next command's, and nothing quoted or built. */
+static void test_vite_config_flag(void)
+{
+    static const struct {
+        const char *cmd, *want;
+    } cases[] = {
+        {"vite --config web/vite.config.ts --port 8490", "web/vite.config.ts"},
+        {"node_modules/.bin/vite -c web/v.mjs", "web/v.mjs"},
+        {"vite --config=web/vite.config.ts", "web/vite.config.ts"},
+        {"cd web && ../node_modules/.bin/vite build --config x.mjs", "x.mjs"},
+        {"react-router dev --config app/vite.config.ts", "app/vite.config.ts"},
+        {"vite --port 1 && tsc --config tsconfig.json", NULL},
+        {"tsc -c x.json && vite", NULL},
+        {"vite --config \"web/vite.config.ts\"", NULL},
+        {"vite --config $CONFIG", NULL},
+        {"vitest --config web/vitest.config.ts", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64] = "";
+        int r = init_vite_config_flag(cases[i].cmd, out, sizeof out);
+        is_str(r ? out : NULL, cases[i].want, "%s", cases[i].cmd);
+    }
+}
+
 int main(void)
 {
     test_middleware_spot();
@@ -418,6 +443,7 @@ int main(void)
     test_block_end();
     test_literal_port();
     test_vite_proxy_port();
+    test_vite_config_flag();
     test_run_front();
     test_config_python();
     test_framework_of();
