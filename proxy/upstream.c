@@ -8,6 +8,7 @@
 #include "conn.h"
 #include "gate.h"
 #include "http_head.h"
+#include "verify.h"
 #include "host.h"
 
 static void up_read_cb(struct stream *bev, void *arg);
@@ -316,10 +317,21 @@ static void up_write_cb(struct stream *bev, void *arg)
 }
 
 /* The server on the backend's port did not answer: whatever listens there
- * next must prove again which checkout and code it serves. */
-static void listener_lost(struct proxy_client *c)
+ * next must prove again which checkout and code it serves. A refused
+ * connection says so in ls and on the dashboard, which said "verified" of
+ * a Node server killed under its live watcher (nothing listened until the
+ * next edit). */
+static void listener_lost(struct proxy_client *c, int refused)
 {
-    whoami_gate_forget(c->backend->gate);
+    char why[256];
+    snprintf(why, sizeof why,
+             "its port %d refused the last request's connection while its process lives: it is "
+             "between two versions, or its server died under a reloader or watcher that lives "
+             "on; wtproxy asks its /__whoami again at the next request",
+             c->backend->port);
+    whoami_gate_forget(c->backend->gate, refused ? why : NULL);
+    if (refused && c->backend->gate)
+        proxy_backend_show(c->backend);
 }
 
 /* A backend whose server process lives but refuses connections is
@@ -355,7 +367,7 @@ static void up_closed(struct proxy_client *c, short what, int err)
         return;
     }
     if (!c->resp_bytes)
-        listener_lost(c);
+        listener_lost(c, 0);
     /* Accepted, then closed unanswered by a server whose process lives: it
      * is restarting (the listener closed with us in its queue). A request
      * without a body is sent again once it listens. */
@@ -390,7 +402,8 @@ static void up_event_cb(struct stream *bev, short what, void *arg)
         return;
     }
     if (c->state == CS_CONNECT)
-        listener_lost(c);
+        listener_lost(c, err == ECONNREFUSED && c->backend->pid > 0 &&
+                             host_pid_start(c->backend->pid) == c->backend->pid_start);
     if (c->state == CS_CONNECT && err == ECONNREFUSED && reloading(c))
         return;
     if (c->state == CS_CONNECT) {

@@ -398,10 +398,13 @@ void whoami_server_watch(struct whoami_server *s, void (*fn)(void *arg), void *a
     s->watch_arg = arg;
 }
 
-void whoami_gate_forget(struct whoami_server *s)
+void whoami_gate_forget(struct whoami_server *s, const char *why)
 {
-    if (s && !s->fetch)
-        s->have = 0;
+    if (!s || s->fetch)
+        return;
+    s->have = 0;
+    if (why)
+        show_unchecked(s, why);
 }
 
 void whoami_gate_cancel(struct whoami_gate *g, void *ticket)

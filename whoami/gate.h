@@ -137,8 +137,9 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
 void whoami_gate_cancel(struct whoami_gate *g, void *ticket);
 
 /* s's server did not answer a request (refused, or closed unanswered): its
- * answer no longer holds, and the next check asks again. */
-void whoami_gate_forget(struct whoami_server *s);
+ * answer no longer holds, and the next check asks again. With why, the
+ * status says "unchecked" and why. */
+void whoami_gate_forget(struct whoami_server *s, const char *why);
 
 /* Another process now serves s (its wrapper restarts it): its answer and
  * its verdict were the old process's. Both are forgotten, an exchange

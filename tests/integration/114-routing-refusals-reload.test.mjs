@@ -11,7 +11,7 @@
 //   naming its worktree, `wtproxy logs WT --front N` and `wtproxy restart`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeWorktrees, startDaemon, startRun, get, getWorktree, cli } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, get, getWorktree, cli, lsJson, waitFor } from './lib/registry.mjs';
 
 test('a folder name registered in two repos is refused with both candidates', async (t) => {
   const one = makeWorktrees(t, ['a']);
@@ -62,7 +62,8 @@ test('a live server that never listens again: 502 after reload_grace', async (t)
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp, ['--reload-grace', '500ms']);
   const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
-  await run.ready;
+  const port = await run.ready;
+  await waitFor(async () => (await lsJson(tmp))[0].whoami.state === 'verified', 5000, 'verified once ready');
   assert.equal((await getWorktree(px.port, 'wt-a', '/__reload')).status, 200);
   const started = Date.now();
   const r = await getWorktree(px.port, 'wt-a');
@@ -75,6 +76,10 @@ test('a live server that never listens again: 502 after reload_grace', async (t)
     `the 502 gives the command that shows its output:\n${r.body}`);
   assert.match(r.body, new RegExp(`^Fix: .*wtproxy logs --front ${px.port} .*wtproxy restart --front ${px.port}`, 'm'),
     'and the commands that fix it, on this front');
-  const ls = await cli(tmp, ['ls', '--json']);
-  assert.equal(JSON.parse(ls.stdout).length, 1, 'the registration stays: its process lives');
+  const ls = await lsJson(tmp);
+  assert.equal(ls.length, 1, 'the registration stays: its process lives');
+  // ls and the dashboard said "verified" of a server nobody answered for
+  // (a NestJS user's node killed under its live watcher)
+  assert.equal(ls[0].whoami.state, 'unchecked', JSON.stringify(ls[0].whoami));
+  assert.match(ls[0].whoami.detail, new RegExp(`:${port}\\b.*refused|refused.*:${port}\\b|port ${port} refused`), ls[0].whoami.detail);
 });
