@@ -19,6 +19,7 @@ is reported unknown too: a needless restart, never a wrong verdict.
 """
 import json
 import os
+import sys
 import time
 
 from . import fingerprint as fp
@@ -30,6 +31,12 @@ ANSWER_MAX = 65536
 CHECKOUT_MAX = 4095
 # Taken at import, the fallback when /proc cannot tell the process start.
 _IMPORTED_AT = time.time()
+# Left in the environment by a process that a reloader re-executes in
+# place, for the image it becomes: "PID NS", its pid and when (ns since the
+# epoch). /proc/self/stat's start time is the process's, which an exec
+# keeps: every file edited since looked newer than this image's import of
+# it, and the new image was stale for good (Tornado's autoreload).
+EXECED = 'WTPROXY_WHOAMI_EXECED'
 
 
 def find_checkout(start):
@@ -80,8 +87,32 @@ def edits_after_ns():
         tick = 1 / os.sysconf('SC_CLK_TCK')
         age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks * tick
     except (OSError, ValueError, IndexError, AttributeError):
+        return _reexecuted_at_ns()
+    started = int((time.time() - age + tick) * 1e9)
+    return max(started, _reexecuted_at_ns() or 0)
+
+
+def _reexecuted_at_ns():
+    """When this process image began (ns since the epoch), if a reloader
+    re-executed this same process in place; else None."""
+    mark = os.environ.get(EXECED, '').split()
+    try:
+        return int(mark[1]) if len(mark) == 2 and int(mark[0]) == os.getpid() else None
+    except ValueError:
         return None
-    return int((time.time() - age + tick) * 1e9)
+
+
+def _mark_reexec():
+    """A reload hook: what the next image of this process reads."""
+    os.environ[EXECED] = f'{os.getpid()} {time.time_ns()}'
+
+
+def _in_place_reloader():
+    """Tornado's autoreload module when it watches this process
+    (Application(autoreload=True) or debug=True), which re-executes the
+    process on a change; None else. Read from sys.modules: never imported."""
+    ar = sys.modules.get('tornado.autoreload')
+    return ar if ar is not None and getattr(ar, '_io_loops', None) else None
 
 
 def rfc3339(t):
@@ -129,9 +160,24 @@ class Whoami:
         if len(self.body) > ANSWER_MAX:
             raise ValueError(f'the /__whoami answer would be {len(self.body)} bytes, more '
                              f'than {ANSWER_MAX}: declare fewer or shorter patterns')
+        self._hooked = False
+        self._hook_reloader()
+
+    def _hook_reloader(self):
+        """An in-place reloader (started before or after this answer was
+        made: the route comes before Tornado's Application) is hooked,
+        and "reloads": false, said of the processes above only, dropped."""
+        ar = _in_place_reloader()
+        if ar is None or self._hooked:
+            return
+        ar.add_reload_hook(_mark_reexec)
+        self._hooked = True
+        if self.answer.pop('reloads', None) is False:
+            self.body = json.dumps(self.answer).encode()
 
     def respond(self, method):
         """(status line, headers, body) for a request to PATH."""
+        self._hook_reloader()
         if method not in ('GET', 'HEAD'):
             return '405 Method Not Allowed', [('Allow', 'GET, HEAD'),
                                               ('Content-Type', 'text/plain'),
