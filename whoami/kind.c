@@ -44,17 +44,20 @@ static char *ruby_inc[] = {RUBY_SOURCES, RUBY_READ, ENV_FILES};
 static char *ruby_exc[] = {RUN_WRITES, RUBY_BUILT};
 
 /* The Node middleware's defaults (whoami/node/index.mjs DEFAULT_INCLUDE,
- * DEFAULT_EXCLUDE): JSON too, read at start by import or require. And
+ * DEFAULT_EXCLUDE): JSON and HTML too, read at start by import, require or
+ * a readFileSync (ng serve's src/index.html, trusted, was served old). And
  * the folders dev servers write generated .js, .ts and .json into as they
- * run (Vite's cache, SvelteKit's, Nuxt's, Astro's): trusted, such a
- * server would be stale at once, restarted in a loop. */
+ * run (Vite's cache, SvelteKit's, Nuxt's, Astro's, Angular's): trusted,
+ * such a server would be stale at once, restarted in a loop (ng serve 19
+ * times in two minutes). And public/, sent as it is at each request. */
 #define NODE_SOURCES                                                                               \
     "**/*.js", "**/*.mjs", "**/*.cjs", "**/*.jsx", "**/*.ts", "**/*.mts", "**/*.cts", "**/*.tsx",  \
-        "**/*.json"
+        "**/*.json", "**/*.html"
 #define NODE_BUILT                                                                                 \
     "**/dist/**", "**/e2e/**", "**/*.spec.*", "**/*.test.*", "**/.nyc_output/**", "**/.next/**",   \
         "**/%5F%5Fwhoami/stamp.js", "**/.vite/**", "**/.svelte-kit/**", "**/.nuxt/**",             \
-        "**/.output/**", "**/.astro/**", "**/.turbo/**", "**/.cache/**"
+        "**/.output/**", "**/.astro/**", "**/.turbo/**", "**/.cache/**", "**/.angular/**",         \
+        "**/.parcel-cache/**", "**/public/**"
 static char *node_inc[] = {NODE_SOURCES, ENV_FILES};
 static char *node_exc[] = {RUN_WRITES, NODE_BUILT};
 

@@ -70,11 +70,12 @@ function project(t) {
 
 const nodeArgs = ['--include', '**/*.js', '--include', '**/*.mjs', '--include', '**/*.cjs', '--include', '**/*.jsx',
   '--include', '**/*.ts', '--include', '**/*.mts', '--include', '**/*.cts', '--include', '**/*.tsx',
-  '--include', '**/*.json', '--include', '**/.env', '--include', '**/.env.*', '--exclude', '**/.git/**', '--exclude', '**/node_modules/**',
+  '--include', '**/*.json', '--include', '**/*.html', '--include', '**/.env', '--include', '**/.env.*', '--exclude', '**/.git/**', '--exclude', '**/node_modules/**',
   '--exclude', '**/.venv/**', '--exclude', '**/venv/**', '--exclude', '**/__pycache__/**', '--exclude', '**/dist/**',
   '--exclude', '**/e2e/**', '--exclude', '**/*.spec.*', '--exclude', '**/*.test.*', '--exclude', '**/coverage/**',
   '--exclude', '**/test-results/**', '--exclude', '**/playwright-report/**', '--exclude', '**/.nyc_output/**',
-  '--exclude', '**/.next/**', '--exclude', '**/%5F%5Fwhoami/stamp.js'];
+  '--exclude', '**/.next/**', '--exclude', '**/%5F%5Fwhoami/stamp.js', ...['.angular', '.vite', '.svelte-kit', '.nuxt',
+    '.output', '.astro', '.turbo', '.cache', '.parcel-cache', 'public'].flatMap((d) => ['--exclude', `**/${d}/**`])];
 
 test('node middleware: /__whoami for the checkout; other paths reach the app; the hash of the code at start', async (t) => {
   const repo = project(t);
@@ -127,6 +128,27 @@ test('node middleware: a Next.js app beside the server compiling leaves its fing
   fs.writeFileSync(path.join(repo, 'web/app/%5F%5Fwhoami/stamp.js'), 'export default "1";\n');
   const disk = await diskFingerprint(repo, patternArgs(who.include, who.exclude));
   assert.equal(disk.hash, who.hash, 'next dev\'s output is not the code this server loaded');
+});
+
+// A Fastify user's server read src/page.html once at start and served it
+// on /: after an edit of the page, a test passed on the old one while the
+// server was verified. And ng serve beside an API writes .angular/cache at
+// each start: the API was stale at once and restarted in a loop; public/'s
+// files are sent as they are at each request.
+test('node middleware: a page it may read at start makes it stale; an Angular cache or public/ file does not', async (t) => {
+  const repo = project(t);
+  fs.writeFileSync(path.join(repo, 'src/page.html'), '<h1 id="greeting">hi</h1>\n');
+  const s = await startNode(t, path.join(repo, 'src'));
+  const who = JSON.parse((await httpGet(s.port, '/__whoami')).body).fingerprint;
+  const args = patternArgs(who.include, who.exclude);
+  assert.equal((await diskFingerprint(repo, args)).hash, who.hash);
+  fs.mkdirSync(path.join(repo, '.angular/cache/17.3.17/vite/deps_temp_1'), { recursive: true });
+  fs.writeFileSync(path.join(repo, '.angular/cache/17.3.17/vite/deps_temp_1/package.json'), '{"type": "module"}\n');
+  fs.mkdirSync(path.join(repo, 'public'));
+  fs.writeFileSync(path.join(repo, 'public/index.html'), '<p>static</p>\n');
+  assert.equal((await diskFingerprint(repo, args)).hash, who.hash, 'a cache ng serve writes, a static file: not code');
+  fs.writeFileSync(path.join(repo, 'src/page.html'), '<h1 id="title">hi</h1>\n');
+  assert.notEqual((await diskFingerprint(repo, args)).hash, who.hash, 'the edited page');
 });
 
 test('node middleware: NODE_ENV=production passes /__whoami to the app', async (t) => {

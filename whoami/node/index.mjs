@@ -32,21 +32,32 @@ export const PATH = '/__whoami';
 // file `wtproxy db claim --write-env` writes); vite.mjs and next.mjs say
 // which ones their dev server loads again.
 export const READ_AT_START = ['**/.env', '**/.env.*'];
-// JSON and .env files too: a server that reads its data or config at start
-// (a messages.json, an `import ... with { type: 'json' }`, dotenv's .env)
-// serves the old contents after an edit, and was called verified.
+// JSON, HTML and .env files too: a server that reads its data, its page or
+// its config at start (a messages.json, an `import ... with { type: 'json' }`,
+// a `readFileSync('page.html')` served on /, dotenv's .env) serves the old
+// contents after an edit, and was called verified (a Fastify user's test
+// passed on the old page).
 export const DEFAULT_INCLUDE = ['**/*.js', '**/*.mjs', '**/*.cjs', '**/*.jsx', '**/*.ts', '**/*.mts', '**/*.cts',
-  '**/*.tsx', '**/*.json', ...READ_AT_START];
+  '**/*.tsx', '**/*.json', '**/*.html', ...READ_AT_START];
 // The Python defaults, plus what a Node project builds or tests, the JSON
 // its test runners write among it (Playwright's test-results/.last-run.json
 // on every run): an e2e test edit or a test run must not make the server
 // stale. Nor must a Next.js app of the same checkout (an API beside its
 // front end): next dev writes .next and its /__whoami route's stamp
-// (next-turbopack.mjs) at each compile.
-export const DEFAULT_EXCLUDE = ['**/.git/**', '**/node_modules/**', '**/.venv/**', '**/venv/**',
+// (next-turbopack.mjs) at each compile. What every integration leaves
+// out (vite.mjs and next.mjs add their own).
+export const COMMON_EXCLUDE = ['**/.git/**', '**/node_modules/**', '**/.venv/**', '**/venv/**',
   '**/__pycache__/**', '**/dist/**', '**/e2e/**', '**/*.spec.*', '**/*.test.*', '**/coverage/**',
   '**/test-results/**', '**/playwright-report/**', '**/.nyc_output/**', '**/.next/**',
   '**/%5F%5Fwhoami/stamp.js'];
+// The middleware's: also what other front ends of the checkout write as
+// they run (ng serve's .angular/cache at each start made the API beside it
+// stale at once, restarted in a loop; Vite's, SvelteKit's, Nuxt's, Astro's,
+// Turborepo's and Parcel's caches), and the static files a server sends as
+// they are on disk at each request (public/).
+export const DEFAULT_EXCLUDE = [...COMMON_EXCLUDE, '**/.angular/**', '**/.vite/**', '**/.svelte-kit/**',
+  '**/.nuxt/**', '**/.output/**', '**/.astro/**', '**/.turbo/**', '**/.cache/**', '**/.parcel-cache/**',
+  '**/public/**'];
 const ANSWER_MAX = 65536;
 const CHECKOUT_MAX = 4095;
 // What withTakingIn adds to an answer, at most.

@@ -72,7 +72,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { checkPatterns, globMatch } from './fingerprint.mjs';
-import { DEFAULT_EXCLUDE, READ_AT_START, resolveCheckout, answerFor, withTakingIn } from './index.mjs';
+import { COMMON_EXCLUDE, READ_AT_START, resolveCheckout, answerFor, withTakingIn } from './index.mjs';
 import { FingerprintWorker, signature, underRoot, lateWarning } from './vite-fp.mjs';
 import { ROUTE_DIR, STAMP, TurbopackFollower, ensureStamps } from './next-turbopack.mjs';
 
@@ -81,7 +81,7 @@ export const NEXT_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', '
   'json', 'md', 'mdx'];
 // index.mjs's (Next's build folder and the stamp among them), plus its
 // static export.
-export const NEXT_EXCLUDE = [...DEFAULT_EXCLUDE, '**/out/**'];
+export const NEXT_EXCLUDE = [...COMMON_EXCLUDE, '**/out/**'];
 // The route's stamp (next-turbopack.mjs): next dev's own writes, not code.
 const STAMP_EXCLUDE = `**/${ROUTE_DIR}/${STAMP}`;
 // The watcher's reports of one burst (an editor saving several files, a

@@ -51,7 +51,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { globMatch, checkPatterns, PATTERN_MAX } from './fingerprint.mjs';
-import { DEFAULT_EXCLUDE, READ_AT_START, resolveCheckout, answerFor, serveWhoami, withTakingIn } from './index.mjs';
+import { COMMON_EXCLUDE, READ_AT_START, resolveCheckout, answerFor, serveWhoami, withTakingIn } from './index.mjs';
 import { FingerprintWorker, fingerprintWithStats, signature, underRoot, lateWarning } from './vite-fp.mjs';
 
 // What Vite transforms and keeps, under its root.
@@ -59,7 +59,7 @@ export const VITE_EXTENSIONS = ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', '
   'css', 'scss', 'sass', 'less', 'styl', 'stylus', 'pcss', 'postcss', 'html', 'json'];
 // index.mjs's, plus what test runners write inside a Vite project.
 // (Vite's own cache, .vite/, is added as it is configured.)
-export const VITE_EXCLUDE = [...DEFAULT_EXCLUDE, '**/.vite/**'];
+export const VITE_EXCLUDE = [...COMMON_EXCLUDE, '**/.vite/**'];
 // A burst (a `git checkout`, an editor saving several files) is one round
 // once the watcher has been quiet this long; also chokidar's own throttle
 // of repeated 'change' events.
