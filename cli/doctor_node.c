@@ -58,7 +58,7 @@ static int node_start(const char *start, char *cd, size_t cdlen, const char **cm
         }
         const char *eq = memchr(p, '=', n);
         if ((eq && eq > p && !memchr(p, '/', (size_t)(eq - p))) ||
-            (n == 3 && strncmp(p, "env", 3) == 0)) {
+            (n == 3 && strncmp(p, "env", 3) == 0) || (n == 4 && strncmp(p, "exec", 4) == 0)) {
             p += n;
             continue;
         }

@@ -106,7 +106,9 @@ static int python_prefix(const char *root, const char *start, char *out, char *l
         }
         const char *eq = memchr(p, '=', n);
         int setting = eq && eq > p && !memchr(p, '/', (size_t)(eq - p));
-        if (setting || (n == 3 && strncmp(p, "env", 3) == 0)) {
+        /* `exec CMD`: the shell replaces itself with CMD */
+        if (setting || (n == 3 && strncmp(p, "env", 3) == 0) ||
+            (n == 4 && strncmp(p, "exec", 4) == 0)) {
             p += n;
             continue;
         }

@@ -229,6 +229,14 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   start(`cd api && PYTHONPATH=${pythonPath} `);
   m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
   assert.equal(m.status, 'ok', m.detail);
+  // `exec` before it (the shell replaces itself with the server): the
+  // same server, checked ("skipped": it ran neither python nor node)
+  start('exec ');
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'problem', `exec /usr/bin/python3 runs a python: ${m.detail}`);
+  start(`PYTHONPATH=${pythonPath} exec `);
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfront = ${front}\n`);
   assert.equal((await doctor(tmp, tmp.wt.a, front, env)).byName.middleware.status, 'skipped');
 
@@ -308,8 +316,11 @@ test("middleware: the .wtproxy's python imports wtproxy_whoami but not Django: n
 test("middleware: a Node start whose folder does not resolve wtproxy-whoami: a problem, and the link that fixes it", async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const front = await freePort();
-  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = node server.mjs\nfront = ${front}\n`);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = exec node server.mjs\nfront = ${front}\n`);
   let m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
+  assert.equal(m.status, 'problem', `exec node runs node: ${m.detail}`);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = node server.mjs\nfront = ${front}\n`);
+  m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
   assert.equal(m.status, 'problem', m.detail);
   assert.match(m.detail, new RegExp(`^\`node server\.mjs\` cannot import wtproxy-whoami: no node_modules/wtproxy-whoami in ${tmp.wt.a} or a folder above it \\(node_modules is per worktree`));
   // A server that does not import it (no middleware yet) would not stop
