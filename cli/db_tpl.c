@@ -30,14 +30,48 @@ int db_template_name(const struct db_args *a, const char *wt, char *out, size_t 
     return reg_db_check_template_name(out, err, errlen);
 }
 
-/* Run argv with WTPROXY_TEMPLATE_DB and PGDATABASE naming the template.
- * Returns its exit status (128+N for signal N), or -1 (printed why). */
+/* url (postgres:// or postgresql://) with its database name db, into
+ * out; 0 when url is no such URL. */
+static int url_naming(const char *url, const char *db, char *out, size_t len)
+{
+    const char *rest = strncmp(url, "postgres://", 11) == 0     ? url + 11
+                       : strncmp(url, "postgresql://", 13) == 0 ? url + 13
+                                                                : NULL;
+    if (!rest)
+        return 0;
+    size_t host = strcspn(rest, "/?");
+    const char *query = strchr(rest + host, '?');
+    int n = snprintf(out, len, "%.*s/%s%s", (int)(rest - url + host), url, db, query ? query : "");
+    return n > 0 && (size_t)n < len;
+}
+
+/* The settings a shell that loaded the dev ones (`. .env.wt`, a claim's
+ * --write-env) passes on, and that an app's database config prefers to
+ * PGDATABASE: the migrate command migrated the dev database, and the
+ * template, left empty, was kept for good. Each one set names the
+ * template, a DATABASE_URL by its database. */
+static void name_template(const char *name)
+{
+    static const char *const keys[] = {"WTPROXY_DEV_DB", "WTPROXY_TEST_DB", "WT_DB", "WT_TEST_DB"};
+    char url[4096];
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (getenv(keys[i]))
+            setenv(keys[i], name, 1);
+    const char *was = getenv("DATABASE_URL");
+    if (was && url_naming(was, name, url, sizeof url))
+        setenv("DATABASE_URL", url, 1);
+}
+
+/* Run argv with WTPROXY_TEMPLATE_DB and PGDATABASE (and the settings
+ * name_template names) naming the template. Returns its exit status
+ * (128+N for signal N), or -1 (printed why). */
 static int migrate(char **argv, const char *name)
 {
     pid_t pid;
     int st;
     setenv("WTPROXY_TEMPLATE_DB", name, 1);
     setenv("PGDATABASE", name, 1);
+    name_template(name);
     int e = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
     if (e != 0) {
         fprintf(stderr, "wtproxy: cannot run %s: %s\n", argv[0], strerror(e));

@@ -103,6 +103,27 @@ test('a changed migration remigrates the template; a failed migrate leaves no us
   assert.equal((await db('a', ['copy', '--base', 'test_app', 'x2'])).code, 0);
 });
 
+// A Fastify user's shell had loaded the dev settings (`. .env.wt`, a claim's
+// --write-env): their knexfile prefers WTPROXY_DEV_DB to PGDATABASE, so the
+// migrate command migrated the dev database ("Already up to date"), and the
+// template stayed empty, kept for good. Each such name set, and a
+// DATABASE_URL's database, name the template for the migrate command.
+test('a shell that loaded the dev settings: the migrate command still migrates the template, never the dev database', async (t) => {
+  const { pg, tmp, db } = await setup(t, ['a']);
+  pg.psql('CREATE DATABASE dev_app');
+  fs.writeFileSync(path.join(tmp.wt.a, 'by-name.sh'), 'set -e\npsql -X -q -v ON_ERROR_STOP=1 -d "${WTPROXY_DEV_DB:-$PGDATABASE}" -f migrations/0001.sql\n');
+  fs.writeFileSync(path.join(tmp.wt.a, 'by-url.sh'), 'set -e\npsql -X -q -v ON_ERROR_STOP=1 "$DATABASE_URL" -f migrations/0001.sql\n');
+  const devEnv = { WTPROXY_DEV_DB: 'dev_app', WT_DB: 'dev_app', DATABASE_URL: `${pg.uri('dev_app')}?sslmode=disable` };
+  for (const [base, script] of [['test_one', 'by-name.sh'], ['test_two', 'by-url.sh']]) {
+    const r = await cli(tmp, ['db', 'template', '--base', base, '--migrations-dir', 'migrations', '--', '/bin/sh', script],
+      { cwd: tmp.wt.a, env: { ...pg.env, WTPROXY_MACHINE: 'm1', ...devEnv }, ms: 60000 });
+    sanitizerClean(assert, r.stderr);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(pg.psql('SELECT count(*) FROM item', { db: `${base}_m1_wt_a` }), '0', `${script}: the template has the table`);
+  }
+  assert.equal(pg.psql("SELECT count(*) FROM pg_tables WHERE tablename = 'item'", { db: 'dev_app' }), '0', 'the dev database untouched');
+});
+
 test('a template in use is refused naming its session; another worktree\'s copy name is refused', async (t) => {
   const { pg, db, template } = await setup(t);
   assert.equal((await template('a')).code, 0);
