@@ -15,13 +15,23 @@
 // migrations folder, default migrations), WTPROXY_DB_MIGRATE (the migrate
 // command, run by /bin/sh with PGDATABASE naming the template), and the
 // server as for every `wtproxy db` (WTPROXY_DB_SERVER, else PG*).
+//
+// Everything runs in Vitest's root, the worktree whose tests run: from
+// another folder (`vitest run --root ../wt-b` in app/), wt-b's tests got
+// app's template and copies, and its schema. One run at a time per root
+// and base: a second one (an agent's and its sub-agent's, `vitest` beside
+// `vitest run`) made the same copies afresh under the first one's tests;
+// it now stops, naming the run that holds them.
 import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 
-// Run `wtproxy db ARGS` and parse the KEY=VALUE lines it prints.
-export function wtproxyDb(args) {
+// Run `wtproxy db ARGS` in cwd and parse the KEY=VALUE lines it prints.
+export function wtproxyDb(args, cwd) {
   const out = execFileSync('wtproxy', ['db', ...args], {
-    encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], cwd,
   });
   const env = {};
   for (const line of out.split('\n')) {
@@ -31,20 +41,59 @@ export function wtproxyDb(args) {
   return env;
 }
 
-export default function setup({ provide } = {}) {
+// Whether pid runs.
+function alive(pid) {
+  try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; }
+}
+
+// This run's hold on root's copies of base: a file naming its pid, taken
+// over from a run that no longer runs. Returns its release.
+export function holdCopies(root, base) {
+  const key = crypto.createHash('sha256').update(`${root}\0${base}`).digest('hex').slice(0, 16);
+  const file = path.join(os.tmpdir(), `wtproxy-vitest-${key}.pid`);
+  for (;;) {
+    try {
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(file, { force: true });
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+    }
+    const other = Number(fs.readFileSync(file, 'utf8'));
+    if (other && other !== process.pid && alive(other)) {
+      throw new Error(`wtproxy: another Vitest run (pid ${other}) uses ${root}'s test databases ` +
+        `(${base}): copying them afresh would pull them from under its tests. Wait for it ` +
+        `(tail --pid=${other} -f /dev/null), then run again`);
+    }
+    fs.rmSync(file, { force: true }); // its run ended without its teardown
+  }
+}
+
+export default function setup({ provide, config } = {}) {
+  const root = config?.root || process.cwd();
   const base = process.env.WTPROXY_DB_BASE || 'test_app';
   const migrations = process.env.WTPROXY_DB_MIGRATIONS || 'migrations';
   const migrate = process.env.WTPROXY_DB_MIGRATE || 'npm run migrate';
   const workers = Number(process.env.VITEST_MAX_THREADS || os.availableParallelism());
-  const tpl = wtproxyDb(['template', '--base', base, '--migrations-dir', migrations,
-    '--print-env', '--', '/bin/sh', '-c', migrate]);
-  const suffixes = Array.from({ length: workers }, (_, i) => `w${i + 1}`);
-  const copies = wtproxyDb(['copy', '--base', base, '--print-env', ...suffixes])
-    .WTPROXY_COPY_DBS.split(' ');
+  const unhold = holdCopies(root, base);
+  let copies;
+  try {
+    const tpl = wtproxyDb(['template', '--base', base, '--migrations-dir', migrations,
+      '--print-env', '--', '/bin/sh', '-c', migrate], root);
+    const suffixes = Array.from({ length: workers }, (_, i) => `w${i + 1}`);
+    copies = wtproxyDb(['copy', '--base', base, '--print-env', ...suffixes], root)
+      .WTPROXY_COPY_DBS.split(' ');
+    process.env.WTPROXY_TEMPLATE_DB = tpl.WTPROXY_TEMPLATE_DB;
+  } catch (e) {
+    unhold();
+    throw e;
+  }
   if (provide) provide('wtproxyDbs', copies);
-  process.env.WTPROXY_TEMPLATE_DB = tpl.WTPROXY_TEMPLATE_DB;
   process.env.WTPROXY_COPY_DBS = copies.join(' ');
   return function teardown() {
-    for (const name of copies) wtproxyDb(['release', '--name', name]);
+    try {
+      for (const name of copies) wtproxyDb(['release', '--name', name], root);
+    } finally {
+      unhold();
+    }
   };
 }

@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
 import { makeWorktrees, cli, sanitizerClean } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { hold } from './lib/pg-sessions.mjs';
@@ -74,6 +75,49 @@ if (process.env.TEARDOWN === '1') teardown();`;
   assert.match(again.stderr, /dropped database test_app_m1_wt_a_w3 \(copy\)/);
   assert.equal(dbs('test_app%'), 'test_app_m1_wt_a,test_app_m1_wt_b,test_app_m1_wt_b_w1,test_app_m1_wt_b_w2,test_app_m1_wt_b_w3',
     'a\'s copies gone by exact name; its template and all of b\'s kept');
+});
+
+// A Fastify user ran `vitest run --root ../wt-b` from app/: wt-b's tests
+// got app's template and copies (app's schema). And two runs in one
+// worktree (3 s apart) made the same copies afresh under each other's
+// tests: one failed on "Connection ended unexpectedly", one passed on a
+// database swapped under it.
+test('the Node recipe runs in Vitest\'s root, and a second run of one root waits for none: it stops, naming the first', async (t) => {
+  const { tmp, env } = await setup(t);
+  const binDir = fs.mkdtempSync(path.join(tmp.root, 'bin-'));
+  fs.symlinkSync(wtproxyBin, path.join(binDir, 'wtproxy'));
+  const script = (root) => `const m = await import(${JSON.stringify(recipe)});
+let dbs; const teardown = m.default({ provide: (k, v) => { dbs = v; }, config: { root: ${JSON.stringify(root)} } });
+console.log('DBS=' + dbs.join(','));
+if (process.env.HOLD === '1') await new Promise((r) => setTimeout(r, 60000));
+teardown();`;
+  const runEnv = { ...env(), PATH: `${binDir}:${process.env.PATH}`, VITEST_MAX_THREADS: '2',
+    WTPROXY_DB_MIGRATE: 'sh migrate.sh', WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' };
+  const fromA = await runToExit(process.execPath, ['--input-type=module', '-e', script(tmp.wt.b)],
+    { cwd: tmp.wt.a, ms: 120000, env: runEnv });
+  assert.equal(fromA.code, 0, fromA.stderr);
+  assert.match(fromA.stdout, /^DBS=test_app_m1_wt_b_w1,test_app_m1_wt_b_w2$/m, 'wt-b\'s databases, from wt-b\'s migrations');
+  assert.ok(fs.existsSync(path.join(tmp.wt.b, 'migrated.count')) && !fs.existsSync(path.join(tmp.wt.a, 'migrated.count')));
+
+  const first = spawn(process.execPath, ['--input-type=module', '-e', script(tmp.wt.a)],
+    { cwd: tmp.wt.a, env: { ...process.env, ...runEnv, HOLD: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => { if (first.exitCode === null) first.kill('SIGKILL'); });
+  let out = '';
+  first.stdout.on('data', (d) => { out += d; });
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the first run never set up')), 60000);
+    first.stdout.on('data', () => { if (out.includes('DBS=')) { clearTimeout(timer); resolve(); } });
+  });
+  const second = await runToExit(process.execPath, ['--input-type=module', '-e', script(tmp.wt.a)],
+    { cwd: tmp.wt.a, ms: 60000, env: runEnv });
+  assert.notEqual(second.code, 0);
+  assert.match(second.stderr, new RegExp(`another Vitest run \\(pid ${first.pid}\\) uses ${tmp.wt.a}'s test databases \\(test_app\\)`));
+  assert.doesNotMatch(second.stderr, /copied afresh/, 'nothing made afresh under the first run');
+  first.kill('SIGKILL'); // ended without its teardown
+  await new Promise((r) => first.once('exit', r));
+  const third = await runToExit(process.execPath, ['--input-type=module', '-e', script(tmp.wt.a)],
+    { cwd: tmp.wt.a, ms: 120000, env: runEnv });
+  assert.equal(third.code, 0, third.stderr);
 });
 
 test('a changed migration remigrates the template; a failed migrate leaves no usable template', async (t) => {
