@@ -166,14 +166,16 @@ static int has_dep(json_t *pkg, const char *name)
            json_object_get(json_object_get(pkg, "devDependencies"), name);
 }
 
-/* scripts.dev, else scripts.start, when it runs `node FILE...`. */
+/* scripts.dev, else scripts.start, when it runs `node FILE...` or `tsx
+ * [watch] FILE...` (a TypeScript server's: init refused it). */
 static const char *node_script(json_t *pkg)
 {
     json_t *scripts = json_object_get(pkg, "scripts");
     const char *names[] = {"dev", "start"};
     for (size_t i = 0; i < 2; i++) {
         const char *s = json_string_value(json_object_get(scripts, names[i]));
-        if (s && strncmp(s, "node ", 5) == 0 && !strpbrk(s, "&|;`$<>"))
+        if (s && (strncmp(s, "node ", 5) == 0 || strncmp(s, "tsx ", 4) == 0) &&
+            !strpbrk(s, "&|;`$<>"))
             return s;
     }
     return NULL;
@@ -305,12 +307,18 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
                  app->vite_root[0] ? " " : "", config);
     } else if (script) {
         app->kind = has_dep(pkg, "express") ? CLI_APP_EXPRESS : CLI_APP_NODE;
-        /* The script's own command: wtproxy run gives it the port as $PORT. */
-        snprintf(app->start, sizeof app->start, "%s", script);
+        /* The script's own command: wtproxy run gives it the port as $PORT;
+         * tsx by its path, which the daemon's shell has not on its PATH */
+        if (strncmp(script, "tsx ", 4) == 0) {
+            tool_path(dir, "tsx", tool, sizeof tool);
+            snprintf(app->start, sizeof app->start, "%.600s%s", tool, script + 3);
+        } else {
+            snprintf(app->start, sizeof app->start, "%s", script);
+        }
     } else {
         snprintf(err, errlen,
                  "package.json has none of the dependencies next, @nestjs/core, vite, nor a "
-                 "`node FILE` command in scripts.dev or scripts.start");
+                 "`node FILE` or `tsx FILE` command in scripts.dev or scripts.start");
         r = -1;
     }
     json_decref(pkg);

@@ -1,5 +1,5 @@
-/* init_node.c - a plain Node or Express server (`node FILE` in
- * scripts.dev or scripts.start, or a webServer entry of the Playwright
+/* init_node.c - a plain Node, Express or Fastify server (`node FILE` or
+ * `tsx [watch] FILE` in scripts.dev or scripts.start, or a webServer entry of the Playwright
  * config that runs one), for `wtproxy init`: whether FILE imports the
  * /__whoami middleware already, so that init does not ask for it again,
  * and, when it does not, the lines for node:http as well as for Express.
@@ -16,18 +16,29 @@
 #include "init.h"
 #include "packages.h"
 
-/* FILE of `node [FLAGS] FILE ...`, into file; -1 when start is not so. */
+/* Whether the word w (n bytes) runs tsx: tsx, or a path ending in /tsx. */
+static int is_tsx(const char *w, size_t n)
+{
+    return (n == 3 && strncmp(w, "tsx", 3) == 0) || (n > 4 && strncmp(w + n - 4, "/tsx", 4) == 0);
+}
+
+/* FILE of `node [FLAGS] FILE ...` (or `tsx [watch] [FLAGS] FILE ...`), into
+ * file; -1 when start is not so. */
 static int entry_file(const char *start, char *file, size_t len)
 {
     const char *p = start + strspn(start, " \t");
-    if (strncmp(p, "node", 4) != 0 || (p[4] != ' ' && p[4] != '\t'))
+    size_t first = strcspn(p, " \t");
+    if (!(first == 4 && strncmp(p, "node", 4) == 0) && !is_tsx(p, first))
         return -1;
-    for (p += 4;;) {
+    int tsx = is_tsx(p, first);
+    for (p += first;;) {
         p += strspn(p, " \t");
         size_t n = strcspn(p, " \t");
         if (n == 0)
             return -1;
-        if (*p != '-') {
+        if (tsx && n == 5 && strncmp(p, "watch", 5) == 0) {
+            tsx = 0; /* its subcommand, once */
+        } else if (*p != '-') {
             snprintf(file, len, "%.*s", (int)n, p);
             return 0;
         }

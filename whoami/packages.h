@@ -45,7 +45,9 @@ int whoami_python_fix(char *out, size_t len);
  * package's ES module from Node 20.19 on). */
 #define WHOAMI_NODE_THEN                                                                           \
     "then `app.use(mw)` first (Express, Connect) or `http.createServer((req, res) => mw(req, "     \
-    "res, () => handler(req, res)))` (node:http)"
+    "res, () => handler(req, res)))` (node:http), or `Fastify({ serverFactory: (handler) => "      \
+    "http.createServer((req, res) => mw(req, res, () => handler(req, res))) })` (Fastify, "        \
+    "which has no app.use)"
 #define WHOAMI_NODE_LINES                                                                          \
     "`import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, " WHOAMI_NODE_THEN
 #define WHOAMI_NODE_LINES_CJS                                                                      \

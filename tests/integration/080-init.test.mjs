@@ -142,6 +142,12 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
       note: /^Next: no app\/ nor src\/app\/ folder: the \/__whoami route is an App Router route handler/ },
     { kind: 'express', files: { 'package.json': pkg({ express: '4' }, { start: 'node server.js' }), 'server.js': '' }, start: 'node server.js' },
     { kind: 'node', files: { 'package.json': pkg({}, { dev: 'node app.mjs --quiet' }), 'app.mjs': '' }, start: 'node app.mjs --quiet' },
+    // A TypeScript server under tsx (Fastify): init refused it; its
+    // middleware lines name Fastify's, which has no app.use.
+    { kind: 'node', files: { 'package.json': pkg({ fastify: '4', tsx: '4' }, { dev: 'tsx watch --clear-screen=false src/server.ts' }),
+      'src/server.ts': "import Fastify from 'fastify';\n" },
+    start: 'node_modules/.bin/tsx watch --clear-screen=false src/server.ts',
+    note: /^Node: add the \/__whoami middleware by hand to src\/server\.ts \(wtproxy help whoami\), once at start: .*`Fastify\(\{ serverFactory: /m },
   ];
   for (const c of cases) {
     const dir = app(t, c.files);
@@ -291,7 +297,7 @@ test('a webServer array (a Vite front end and its node API): one service each, a
   assert.ok(plan.notes.includes(`playwright.config.js starts 2 servers: each is a service of the .wtproxy, and the daemon must own every front: wtproxy serve --listen ${web} --listen ${api}`), plan.notes.join('\n'));
   // The API answers no /__whoami: said, with the lines, or every request
   // to it (Playwright's readiness check first) is refused 502 no-whoami.
-  assert.match(plan.notes.join('\n'), /^service api: add the \/__whoami middleware by hand to api\.mjs \(wtproxy help whoami\), once at start: .*\(node:http\); without it wtproxy refuses the server \(502 no-whoami\)$/m);
+  assert.match(plan.notes.join('\n'), /^service api: add the \/__whoami middleware by hand to api\.mjs \(wtproxy help whoami\), once at start: .*\(node:http\), or .*\(Fastify, which has no app\.use\); without it wtproxy refuses the server \(502 no-whoami\)$/m);
   // `npm run api` is its script's `node FILE`, one that has the middleware
   // already; a server of another kind is told to answer /__whoami.
   const other = await freePort();
@@ -333,7 +339,7 @@ test('unknown layouts are refused; a different .wtproxy and an unparsable settin
   const bare = app(t, { 'package.json': pkg({ react: '18' }, { start: 'react-scripts start' }) });
   r = await init(bare, [bare]);
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /package\.json has none of the dependencies next, @nestjs\/core, vite, nor a `node FILE` command in scripts\.dev or scripts\.start/);
+  assert.match(r.stderr, /package\.json has none of the dependencies next, @nestjs\/core, vite, nor a `node FILE` or `tsx FILE` command in scripts\.dev or scripts\.start/);
   const noSettings = app(t, { 'manage.py': 'import django\n' });
   r = await init(noSettings, [noSettings]);
   assert.equal(r.code, 2);
