@@ -399,12 +399,18 @@ int cli_init_main(int argc, char **argv)
                     "adopted by its own init, which adds it to the top .wtproxy as a [service "
                     "NAME]. Nothing was changed: the top folder holds no app of its own (%s)\n",
                     dir, adopt, apps, err);
+        else if (cli_is_file(dir, ".wtproxy", 0)) /* written by hand: never over it */
+            fprintf(stderr,
+                    "wtproxy init: unknown app layout: %s. Nothing was changed. Its .wtproxy, "
+                    "written by hand, stays as it is: wtproxy doctor checks it, and names what "
+                    "the server still needs (its /__whoami: wtproxy help whoami)\n",
+                    err);
         else
             fprintf(stderr,
                     "wtproxy init: unknown app layout: %s. Nothing was changed. Write the "
                     ".wtproxy by hand (wtproxy help wtproxy-file > %s/.wtproxy, then edit its "
-                    "start) and have the server answer /__whoami (wtproxy help "
-                    "whoami-protocol)\n",
+                    "start) and have the server answer /__whoami (wtproxy help whoami: the "
+                    "middlewares; wtproxy help whoami-protocol: any other server)\n",
                     err, dir);
         cli_app_free(&p.app);
         return 2;
