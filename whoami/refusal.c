@@ -456,17 +456,27 @@ void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *o
         no_whoami_vite_by_hand(t, status, out, outlen);
         return;
     }
-    char trust[1024];
+    char trust[1024], guard[256] = "";
     reload_hint(t, restart, sizeof restart);
     trust_offer(t, trust, sizeof trust);
+    /* A Tornado user's server, started by hand with the middleware under
+     * `if os.environ.get("WTPROXY_PORT")` (as init writes it), was told to
+     * wrap its app, which it did */
+    int middleware = whoami_kind_of(t->command)->middleware;
+    if (!t->by_run && middleware)
+        snprintf(guard, sizeof guard,
+                 " If its middleware is loaded under WTPROXY_PORT only (as wtproxy init writes "
+                 "it), a server started by hand needs WTPROXY_PORT=%d in its environment "
+                 "(wtproxy run sets it).",
+                 t->port);
     snprintf(out, outlen,
              "%s (the server of %s, pid %d%s%s) answers GET /__whoami with HTTP %d, so "
-             "wtproxy cannot tell which checkout and which code it serves. If you added %s "
+             "wtproxy cannot tell which checkout and which code it serves.%s If you added %s "
              "after it started, restart it: %s. Otherwise %s, then restart it; %s",
              t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid,
-             t->command && t->command[0] ? ": " : "", t->command ? t->command : "", status,
-             whoami_kind_of(t->command)->middleware ? "the whoami middleware" : "its /__whoami",
-             restart, middleware_hint(t), trust);
+             t->command && t->command[0] ? ": " : "", t->command ? t->command : "", status, guard,
+             middleware ? "the whoami middleware" : "its /__whoami", restart, middleware_hint(t),
+             trust);
 }
 
 void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,

@@ -216,6 +216,18 @@ test('no /__whoami: refused with the line to add; --trust-registry serves until 
   assert.doesNotMatch(r.body, /WhoamiMiddleware/);
   assert.ok(r.body.includes(`restart it: cd ${tmp.wt.a} && wtproxy restart --front ${px.port}.`), r.body);
   assert.match(r.body, /--trust-registry/);
+  assert.doesNotMatch(r.body, /WTPROXY_PORT=/, 'wtproxy run set it');
+  // Started by hand and registered: its middleware, under WTPROXY_PORT
+  // only as init writes it, is not loaded (a Tornado user was told to wrap
+  // an app that was wrapped)
+  const other = makeWorktrees(t, ['b']);
+  const own = await handServer(t, other.wt.b, ['--no-whoami']);
+  const reg = await cli(tmp, ['register', '--no-wait', '--front', String(px.port), '--port', String(own.port),
+    '--pid', String(own.proc.pid)], { cwd: other.wt.b });
+  assert.equal(reg.code, 0, reg.stderr);
+  const byHand = await getWorktree(px.port, other.wt.b);
+  refusedAs(byHand, 'no-whoami');
+  assert.ok(byHand.body.includes(`a server started by hand needs WTPROXY_PORT=${own.port} in its environment (wtproxy run sets it)`), byHand.body);
 
   const tmp2 = makeWorktrees(t, ['a']);
   const px2 = await startDaemon(t, tmp2, ['--trust-registry', '--stale-grace', '100ms']);
