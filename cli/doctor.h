@@ -107,6 +107,11 @@ int doc_start_fingerprints(const char *root, const char *start);
 /* doctor_vite.c: the Vite config of each .wtproxy service's folder
  * proxies only to fronts the .wtproxy declares. */
 void doc_vite_proxy(struct doc_ctx *c, struct doc_result *r);
+/* doctor_ng.c: the localhost ports the proxy config of an `ng serve` start
+ * run in dir sends to (at most max), its name (relative to dir) into
+ * name; 0 when start runs no ng or names no proxy config. */
+int doc_ng_proxy_ports(const char *dir, const char *start, int *ports, int max, char *name,
+                       size_t len);
 
 /* doctor_devdb.c: adds to r (the databases check) when the dev database
  * this worktree's settings derive is missing or another checkout's. */

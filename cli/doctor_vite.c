@@ -1,12 +1,13 @@
-/* doctor_vite.c - `wtproxy doctor`'s vite-proxy check: the Vite config of
- * each .wtproxy service's folder proxies only to ports the daemon owns for
- * this worktree. A front end whose `server.proxy` sends /api to a fixed
- * `http://localhost:3001` that no service has as its front reaches
- * whichever process holds 3001: under parallel worktrees another
- * worktree's API (a test of wt-b read "hello from main"), while the other
- * worktrees' APIs fail to start (EADDRINUSE). On a service's front, the
- * daemon routes each worktree's Vite to its own API. Read as text, as init
- * reads a Vite config (init_vite.c). */
+/* doctor_vite.c - `wtproxy doctor`'s vite-proxy check: the Vite config
+ * (or Angular's proxy config, doctor_ng.c) of each .wtproxy service's
+ * folder proxies only to ports the daemon owns for this worktree. A front
+ * end whose `server.proxy` sends /api to a fixed `http://localhost:3001`
+ * that no service has as its front reaches whichever process holds 3001:
+ * under parallel worktrees another worktree's API (a test of wt-b read
+ * "hello from main"), while the other worktrees' APIs fail to start
+ * (EADDRINUSE). On a service's front, the daemon routes each worktree's
+ * Vite to its own API. Read as text, as init reads a Vite config
+ * (init_vite.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,14 @@ static int stray_proxy(const char *root, const struct wtfile *f, int *svc, char 
         int n = text ? init_vite_proxy_ports(text, ports, PORTS_MAX, &built) : 0;
         free(text);
         *seen += text != NULL;
+        if (!text) { /* an Angular dev server's proxy config */
+            char at[2 * PATH_MAX], file[PATH_MAX];
+            snprintf(at, sizeof at, "%s%s%s", root, dir[0] ? "/" : "", dir);
+            n = doc_ng_proxy_ports(at, f->svc[i].start, ports, PORTS_MAX, file, sizeof file);
+            *seen += n > 0;
+            snprintf(name, sizeof name, "%.*s%s%.*s", (int)(sizeof name / 2), dir,
+                     dir[0] ? "/" : "", (int)(sizeof name / 2 - 2), file);
+        }
         for (int k = 0; k < n; k++)
             if (!wtfile_by_front(f, ports[k])) {
                 *svc = i;
@@ -116,9 +125,11 @@ void doc_vite_proxy(struct doc_ctx *c, struct doc_result *r)
         fix_for(w.file, svc, config, port, r->fix, sizeof r->fix);
     } else {
         doc_set(r, DOC_OK, "%s",
-                seen ? "the Vite configs of the .wtproxy's services proxy only to its fronts, "
-                       "which the daemon routes to this worktree's own servers"
-                     : "no Vite config in the folders of the .wtproxy's services");
+                seen ? "the dev-server proxy configs of the .wtproxy's services (Vite's, "
+                       "Angular's) proxy only to its fronts, which the daemon routes to this "
+                       "worktree's own servers"
+                     : "no Vite config nor Angular proxy config in the folders of the "
+                       ".wtproxy's services");
     }
     cli_wtproxy_free(&w);
 }

@@ -493,6 +493,27 @@ test("vite-proxy: a Vite proxy to a fixed port no service owns: a problem naming
   v = (await doctor(tmp, top, null)).byName['vite-proxy'];
   assert.equal(v.status, 'ok', v.detail);
 
+  // Angular's ng serve: its proxy config (angular.json's proxyConfig, or
+  // --proxy-config) to a port no service owns: an agent's tests ran on
+  // another worktree's API there, while doctor said "no Vite config".
+  const ng = path.join(top, 'apps', 'ng');
+  fs.mkdirSync(ng, { recursive: true });
+  fs.writeFileSync(path.join(ng, 'angular.json'), JSON.stringify({ projects: { shop: { architect: { serve: {
+    builder: '@angular-devkit/build-angular:dev-server', options: { proxyConfig: 'proxy.conf.json' } } } } } }));
+  fs.writeFileSync(path.join(ng, 'proxy.conf.json'), JSON.stringify({ '/api': { target: `http://localhost:${stray}`, secure: false } }));
+  fs.writeFileSync(path.join(top, '.wtproxy'), `[service api]\nstart = cd apps/api && node src/server.js\nfront = ${api}\n\n` +
+    `[service web]\nstart = cd apps/ng && ../../node_modules/.bin/ng serve --host 127.0.0.1 --port {port}\nfront = ${web}\n`);
+  v = (await doctor(tmp, top, null)).byName['vite-proxy'];
+  assert.equal(v.status, 'problem', v.detail);
+  assert.ok(v.detail.startsWith(`apps/ng/proxy.conf.json ([service web]): its dev-server proxy sends to http://localhost:${stray}, `), v.detail);
+  fs.writeFileSync(path.join(ng, 'other.json'), JSON.stringify({ '/api': { target: `http://localhost:${api}` } }));
+  fs.writeFileSync(path.join(top, '.wtproxy'), `[service api]\nstart = cd apps/api && node src/server.js\nfront = ${api}\n\n` +
+    `[service web]\nstart = cd apps/ng && npx ng serve --proxy-config other.json --port {port}\nfront = ${web}\n`);
+  v = (await doctor(tmp, top, null)).byName['vite-proxy'];
+  assert.equal(v.status, 'ok', `--proxy-config names the file, to the API's front: ${v.detail}`);
+  fs.writeFileSync(path.join(top, '.wtproxy'), `[service api]\nstart = cd apps/api && node src/server.js\nfront = ${api}\n\n` +
+    `[service web]\nstart = cd apps/web && ../../node_modules/.bin/vite --port {port} --strictPort\nfront = ${web}\n`);
+
   // Playwright's webServer entry for the API waits on a port no service
   // has (3001 beside its service's front): Playwright runs the API itself
   // there, outside wtproxy, while the tests' baseURL is the web's front.
