@@ -96,6 +96,12 @@ static const struct {
      * above load_app, Flask 2.2's "app = " and 3.x's "app: WSGIApplication
      * = ") and answers each request with that error */
     {", in run_command\n    app", "flask run's reloader", " * Restarting with ", 1, 0},
+    /* ng serve (Angular 17's esbuild dev server): a build that fails at
+     * its start leaves it up and not listening until a change to its
+     * files (an Angular user's requests were held 60 s for a 502, then a
+     * 503 "did not become ready", neither with the TS error); its
+     * errors follow the marker, "✘ [ERROR] TS2322: ..." */
+    {"Application bundle generation failed", "ng serve", NULL, 0, 0},
     /* bun --hot and bun --watch: a module that fails to parse or throws at
      * load prints Bun's "error: Unexpected ;" above "at FILE:LINE:COL",
      * and Bun waits for a change with nothing listening (measured, Bun

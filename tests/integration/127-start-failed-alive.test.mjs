@@ -306,6 +306,29 @@ test('tsc --watch whose compile failed: the 503 at once with its error; "Found 0
   assert.doesNotMatch(ok.stderr(), /failed at start/);
 });
 
+// ng serve (Angular 17) whose first build failed serves nothing and waits
+// for a change: an Angular user's requests were held 60 s each for a 502,
+// then a 503 "did not become ready in time" whose fixes (restart, raise
+// start_timeout) could not help; neither quoted the TypeScript error.
+test('ng serve whose build failed at start: the 503 at once with its TypeScript error', async (t) => {
+  const tmp = makeWorktrees(t, ['ng']);
+  const px = await startDaemon(t, tmp);
+  const lines = ['Application bundle generation failed. [1.883 seconds]', '',
+    "\u2718 [ERROR] TS2322: Type 'string' is not assignable to type 'number'. [plugin angular-compiler]", '',
+    '    src/app/app.component.ts:12:2:', "      12 \u2502   broken: number = 'oops';", '         \u2575   ~~~~~~', '',
+    'Watch mode enabled. Watching for file changes...'];
+  startRun(t, tmp, {
+    cwd: tmp.wt.ng, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '-e', `console.log(${JSON.stringify(lines.join('\n'))}); setInterval(() => {}, 1000);`, '{port}'],
+  });
+  await waitFor(async () => (await lsJson(tmp)).some((e) => e.worktree === tmp.wt.ng), 10000, 'the run registered');
+  const r = await curlFrom(tmp.wt.ng, px.port, '/', { timeout: 20000 });
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.ms < FAST_MS, `the 503 came after ${r.ms} ms, not at once`);
+  assert.match(r.body, /TS2322: Type 'string' is not assignable to type 'number'/);
+  assert.match(r.body, /under ng serve\) does not serve on port \d+; its last lines:/);
+});
+
 // The agent's usual case: the server was ready and serving, then an edit
 // broke it. Django's autoreloader restarts its server, which fails the same
 // way and lives on without listening. Requests were retried for
