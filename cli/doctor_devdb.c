@@ -113,14 +113,23 @@ static void claim_fix(struct doc_ctx *c, PGresult *res, const struct doc_dbenv *
     char dev[REG_DB_NAME_MAX + 1] = "", test[REG_DB_NAME_MAX + 1] = "", cwd[PATH_MAX];
     if (e->dev[0] && stamped_row(res, e->dev, &o) >= 0)
         base_of(e->dev, &o, dev, sizeof dev);
-    if (e->test[0] && stamped_row(res, e->test, &o) >= 0)
-        base_of(e->test, &o, test, sizeof test);
+    /* The sibling's test database made a template since (the Node test
+     * recipes' `db template --base` of the same base): a claim with
+     * --base here made a test database, which the recipe then refused
+     * ("is this worktree's test database, not a template one") */
+    int tested = e->test[0] != '\0';
+    if (tested && stamped_row(res, e->test, &o) >= 0) {
+        if (o.kind == REG_DB_TEST)
+            base_of(e->test, &o, test, sizeof test);
+        else
+            tested = 0;
+    }
     /* --write-env is relative to the claim's folder */
     int here = getcwd(cwd, sizeof cwd) && strcmp(cwd, c->wt.root) == 0;
     snprintf(fix, len, "%s%.400s%swtproxy db claim%s%s%s%s --write-env %.300s", here ? "" : "cd '",
              here ? "" : c->wt.root, here ? "" : "' && ",
              e->dev[0] ? (dev[0] ? " --dev " : " --dev-name <a name of its own>") : "", dev,
-             e->test[0] ? (test[0] ? " --base " : " --name <a test name of its own>") : "", test,
+             tested ? (test[0] ? " --base " : " --name <a test name of its own>") : "", test,
              e->rel);
 }
 

@@ -282,6 +282,29 @@ async function pasted(tmp, fix, cwd, env) {
   assert.equal(r.code, 0, r.stderr);
 }
 
+// The README's `db claim --dev notes --base test_notes`, then the Node
+// test recipe's `db template --base test_notes` (a template of the same
+// base): in a new worktree doctor proposed the sibling's claim with
+// --base test_notes, which made a test database there that the recipe
+// then refused ("is this worktree's test database, not a template one").
+test('a sibling whose test base became a template: doctor\'s claim leaves --base out, and the recipe works after it', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const pg = await startPostgres(t);
+  const env = { ...pg.env, WTPROXY_DB_SERVER: '', WTPROXY_MACHINE: 'm1' };
+  const run = async (wt, args) => {
+    const r = await cli(tmp, args, { cwd: tmp.wt[wt], env, ms: 30000 });
+    assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+  };
+  await run('a', ['db', 'claim', '--dev', 'notes', '--base', 'test_notes', '--write-env', '.env.wt']);
+  await run('a', ['db', 'release', '--name', 'test_notes_m1_wt_a']);
+  await run('a', ['db', 'template', '--base', 'test_notes', '--', 'true']);
+  const missing = await databasesCheck(tmp, tmp.wt.b, env);
+  assert.equal(missing.status, 'problem', missing.detail);
+  assert.equal(missing.fix, 'wtproxy db claim --dev notes --write-env .env.wt');
+  await pasted(tmp, missing.fix, tmp.wt.b, env);
+  await run('b', ['db', 'template', '--base', 'test_notes', '--', 'true']);
+});
+
 test('an app reading .env.wt: doctor\'s claim writes it; a .env.wt naming another worktree\'s databases is named', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b', 'c', 'd']);
   const pg = await startPostgres(t);
