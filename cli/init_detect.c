@@ -303,8 +303,8 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
         app->kind = CLI_APP_VITE;
         tool_path(dir, "vite", tool, sizeof tool);
         snprintf(app->start, sizeof app->start,
-                 "%.600s %s%s%s--host 127.0.0.1 --port {port} --strictPort", tool, app->vite_root,
-                 app->vite_root[0] ? " " : "", config);
+                 "%.400s %.200s%s%.300s--host 127.0.0.1 --port {port} --strictPort", tool,
+                 app->vite_root, app->vite_root[0] ? " " : "", config);
     } else if (script) {
         app->kind = has_dep(pkg, "express") ? CLI_APP_EXPRESS : CLI_APP_NODE;
         /* The script's own command: wtproxy run gives it the port as $PORT;
