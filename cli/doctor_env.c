@@ -290,12 +290,17 @@ static void reporter_resolves(const struct doc_ctx *c, const struct cli_playwrig
         !strstr(pw->text ? pw->text : "", "wtproxy-whoami/playwright") ||
         doc_node_resolve(c->wt.root, found, sizeof found) == 0)
         return;
+    /* init's entry resolves it first, and is none where it is not found */
+    int guarded = strstr(pw->text, ".resolve('wtproxy-whoami/playwright')") != NULL;
     doc_set(r, DOC_PROBLEM,
             "%s names the reporter 'wtproxy-whoami/playwright', which Node does not find from "
             "%s: no node_modules/wtproxy-whoami there or in a folder above it (node_modules is "
-            "per worktree, and an app folder's link serves that folder only); the test run "
-            "would stop at once (\"Cannot find module 'wtproxy-whoami/playwright'\")",
-            pw->file, c->wt.root);
+            "per worktree, and an app folder's link serves that folder only); %s",
+            pw->file, c->wt.root,
+            guarded ? "its entry is then none: a run that no daemon answered passes on whatever "
+                      "code answered, and a failed test says nothing of what wtproxy refused"
+                    : "the test run would stop at once (\"Cannot find module "
+                      "'wtproxy-whoami/playwright'\")");
     if (whoami_node_link(c->wt.root, link, sizeof link) < 0 || strlen(link) >= sizeof r->fix)
         snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
     else

@@ -148,6 +148,12 @@ int init_top_free_front(struct init_plan *p);
 /* init_top.c: the top .wtproxy's path relative to p->dir ("../.wtproxy"). */
 void init_top_path(const struct init_plan *p, char *out, size_t len);
 
+/* init_pw_reporter.c: text, the app's Playwright config, with wtproxy's
+ * reporter in its reporters (guarded: none where wtproxy-whoami is not
+ * linked), into t: 1 edited, 0 left (it names it already, or a note says
+ * what to add by hand). */
+int init_pw_reporter(struct init_plan *p, const char *text, struct init_text *t);
+
 /* init_vite.c: the text of the Vite config Vite reads in dir/sub (sub
  * "": dir itself; .js, .mjs, .ts, .mts, .cjs, .cts in that order), its
  * path relative to dir into name; NULL with errno ENOENT when there is

@@ -358,8 +358,9 @@ static int edit_command(struct init_plan *p, const char *text, struct init_text 
     return 1;
 }
 
-/* Recipe "url": webServer.command through `wtproxy run`. */
-static int plan_playwright(struct init_plan *p)
+/* Recipe "url": webServer.command through `wtproxy run`, into t: 1
+ * edited, 0 left as it is (said why), -1 out of memory. */
+static int command_edit(struct init_plan *p, struct init_text *t)
 {
     struct cli_playwright *pw = &p->app.pw;
     char run[1100];
@@ -384,9 +385,7 @@ static int plan_playwright(struct init_plan *p)
                   pw->file, pw->nservers);
         return 0;
     }
-    struct init_text t = {0};
-    if (!pw->web_server || !edit_command(p, pw->text, &t)) {
-        free(t.s);
+    if (!pw->web_server || !edit_command(p, pw->text, t)) {
         init_note(p,
                   "%s: %s; set it by hand to '%s', with url: 'http://localhost:%d/' and "
                   "reuseExistingServer: true",
@@ -394,14 +393,33 @@ static int plan_playwright(struct init_plan *p)
                   pw->web_server ? "webServer.command is not a plain string to edit safely"
                                  : "it has no webServer to run through wtproxy run",
                   run, p->front);
-        return t.oom ? -1 : 0;
+        return t->oom ? -1 : 0;
     }
-    char *old = strdup(pw->text);
-    if (!old) {
-        free(t.s);
+    return t->oom ? -1 : 1;
+}
+
+/* The Playwright config's edits, as one change: its webServer's command
+ * (command_edit) and wtproxy's reporter (init_pw_reporter.c). */
+static int plan_playwright(struct init_plan *p)
+{
+    struct cli_playwright *pw = &p->app.pw;
+    struct init_text cmd = {0}, rep = {0};
+    int edited = command_edit(p, &cmd);
+    int added = edited < 0 ? 0 : init_pw_reporter(p, edited ? cmd.s : pw->text, &rep);
+    struct init_text *t = added ? &rep : &cmd;
+    char *old = edited < 0 || (!edited && !added) ? NULL : strdup(pw->text);
+    if (added)
+        free(cmd.s);
+    else
+        free(rep.s);
+    if (edited < 0 || cmd.oom || rep.oom || ((edited || added) && !old)) {
+        free(old);
+        free(t->s);
         return -1;
     }
-    return init_add_change(p, pw->file, old, &t);
+    if (!edited && !added)
+        return 0;
+    return init_add_change(p, pw->file, old, t);
 }
 
 int init_plan_make(struct init_plan *p)

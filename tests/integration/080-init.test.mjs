@@ -17,10 +17,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
+import http from 'node:http';
 import { git, startDaemon, cli, lsJson, sanitizerClean, get, curlFrom } from './lib/registry.mjs';
 import { python, pythonPath } from './lib/whoami.mjs';
 import { startPostgres } from './lib/pg.mjs';
-import { nodeModules } from './lib/playwright.mjs';
+import { nodeModules, playwright } from './lib/playwright.mjs';
 import { repoRoot } from './lib/wtproxy.mjs';
 import { BRANCHES, NAMES, e2eDir, killUnder, agentEnv, runSuite, classify, setupDatabases } from '../e2e/lib/shop.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
@@ -243,8 +244,14 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   const after = snapshot(dir);
   assert.deepEqual(Object.keys(after).sort(), ['.wtproxy', 'package.json', 'playwright.config.ts', 'vite.config.mjs']);
   assert.equal(after['package.json'], before['package.json'], '--apply writes nothing else');
-  assert.equal(after['playwright.config.ts'].replace(/ *\/\/ wtproxy: .*\n/, '').replace(/'wtproxy run --front 5173 -- [^']*'/, "'npm run dev'"), config,
-    'the config changed in that line only');
+  // and wtproxy's reporter, guarded by the config's module system (a .ts
+  // config of a package without "type": "module": CommonJS)
+  const reporter = "  reporter: [[process.env.CI ? 'dot' : 'list'], ...(() => { try { require.resolve('wtproxy-whoami/playwright'); " +
+    "return [['wtproxy-whoami/playwright']]; } catch { return []; } })()],\n";
+  assert.ok(after['playwright.config.ts'].includes(reporter), after['playwright.config.ts']);
+  assert.equal(after['playwright.config.ts'].replace(/ *\/\/ wtproxy: .*\n/g, '').replace(reporter, '')
+    .replace(/'wtproxy run --front 5173 -- [^']*'/, "'npm run dev'"), config,
+    'the config changed in those lines only');
   r = await init(dir, [dir, '--apply']);
   assert.equal(r.code, 0);
   assert.match(r.stdout, /^nothing to change$/m);
@@ -257,7 +264,9 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
   const plan = JSON.parse(r.stdout);
   assert.equal(plan.recipe, 'port');
   assert.equal(plan.front, 8000);
-  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy', 'vite.config.mjs']);
+  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy', 'vite.config.mjs', 'playwright.config.mjs']);
+  assert.match(plan.changes[2].diff, /^\+export default \{ reporter: \[\[process\.env\.CI \? 'dot' : 'list'\], \.\.\.\(\(\) => \{ try \{ import\.meta\.resolve\('wtproxy-whoami\/playwright'\);/m,
+    'its reporter only, resolved as an ES module does');
   assert.ok(plan.notes.some((n) => /recipe "port": left as it is/.test(n)));
 });
 
@@ -291,7 +300,10 @@ test('a webServer array (a Vite front end and its node API): one service each, a
   assert.equal(r.code, 0, r.stderr);
   const plan = JSON.parse(r.stdout);
   assert.equal(plan.recipe, 'port', 'one `wtproxy run` runs one server: the services start both');
-  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy', 'vite.config.mjs'], 'the Playwright config is left as it is');
+  assert.deepEqual(plan.changes.map((x) => x.path), ['.wtproxy', 'vite.config.mjs', 'playwright.config.js'],
+    'the Playwright config gets the reporter only');
+  assert.match(plan.changes[2].diff, /^\+  reporter: \[\[process\.env\.CI \? 'dot' : 'list'\], \.\.\./m);
+  assert.equal(plan.changes[2].diff.split('\n').filter((l) => /^[-+](?![-+])/.test(l)).length, 2, `the comment and the reporter: ${plan.changes[2].diff}`);
   assert.match(plan.changes[0].diff, new RegExp(`^\\+\\[service api\\]\\n\\+start = node api\\.mjs\\n\\+front = ${api}\\n\\+ready = /api/health\\n`, 'm'));
   assert.match(plan.changes[0].diff, new RegExp(`^\\+\\[service web\\]\\n\\+start = node_modules/\\.bin/vite .*\\n\\+front = ${web}\\n\\+after = api$`, 'm'));
   assert.ok(plan.notes.includes(`playwright.config.js starts 2 servers: each is a service of the .wtproxy, and the daemon must own every front: wtproxy serve --listen ${web} --listen ${api}`), plan.notes.join('\n'));
@@ -314,7 +326,7 @@ test('a webServer array (a Vite front end and its node API): one service each, a
   assert.ok(notes.includes('service static: `python3 -m http.server` must answer GET /__whoami (the middleware of its kind: wtproxy help whoami); until it does, wtproxy refuses its requests (502 no-whoami)'), notes.join('\n'));
   r = await init(dir, [dir, '--apply']);
   assert.equal(r.code, 0, r.stderr);
-  assert.equal(fs.readFileSync(path.join(dir, 'playwright.config.js'), 'utf8'), config);
+  assert.equal(fs.readFileSync(path.join(dir, 'playwright.config.js'), 'utf8').replace(/^ *\/\/ wtproxy: .*\n *reporter: .*\n/m, ''), config);
 
   // The adopted app, as the note says to serve it: the web front's /api
   // goes through Vite's proxy to the API front, and reaches this
@@ -329,6 +341,41 @@ test('a webServer array (a Vite front end and its node API): one service each, a
   const ls = await lsJson(tmp);
   const services = (Array.isArray(ls) ? ls : ls.entries).map((e) => [e.service, e.front]).sort();
   assert.deepEqual(services, [['api', api], ['web', web]]);
+});
+
+// An Express user with the config init wrote: no daemon (stopped), and a
+// server started by hand on the front (another worktree's code) answered
+// Playwright's reuse check and its tests: `3 passed` on that code, exit 0.
+// init now adds wtproxy's reporter, which fails such a run; where
+// wtproxy-whoami is not linked (a CI), the config loads and runs as before.
+test('init\'s Playwright config: a run no daemon answered fails where wtproxy-whoami is linked, and runs as before where not', async (t) => {
+  const front = await freePort();
+  const dir = app(t, {
+    'package.json': pkg({ express: '4' }, { dev: 'node server.js' }),
+    'server.js': '',
+    'playwright.config.js': "const { defineConfig } = require('@playwright/test');\nmodule.exports = defineConfig({\n" +
+      `  testDir: 'e2e',\n  webServer: { command: 'node server.js', url: 'http://localhost:${front}', reuseExistingServer: true },\n});\n`,
+    'e2e/greet.spec.js': "const { test, expect } = require('@playwright/test');\n" +
+      `test('greets', async ({ request }) => { expect(await (await request.get('http://localhost:${front}/')).text()).toBe('v1'); });\n`,
+  });
+  git(dir, 'init', '-q', '-b', 'main');
+  const r = await init(dir, [dir, '--front', String(front), '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  linkModules(dir); // the suite's Playwright, and wtproxy-whoami linked
+  const nm = path.join(dir, 'node_modules');
+  // another worktree's server, started by hand on the front
+  const other = http.createServer((q, s) => s.end('v1'));
+  await new Promise((res) => other.listen(front, '127.0.0.1', res));
+  t.after(() => other.close());
+  const env = { WTPROXY_BIN: wtproxyBin, WTPROXY_CONTROL: path.join(dir, 'none.sock'), WTPROXY_NO_AUTOSTART: '1' };
+  const run = await playwright(t, dir, { env, label: '080' });
+  assert.notEqual(run.code, 0, `the run passed on whatever answered:\n${run.out}`);
+  assert.match(run.out, /1 passed/);
+  assert.match(run.out, /no wtproxy daemon answered .*this run fails: its verdict is on whatever code answered/);
+  fs.rmSync(path.join(nm, 'wtproxy-whoami'));
+  const ci = await playwright(t, dir, { env, label: '080' });
+  assert.equal(ci.code, 0, `without the package the config loads as before:\n${ci.out}`);
+  assert.doesNotMatch(ci.out, /wtproxy-whoami/);
 });
 
 test('unknown layouts are refused; a different .wtproxy and an unparsable settings file are left alone', async (t) => {
@@ -692,8 +739,8 @@ test('a shop adopted by `wtproxy init --apply` alone: one e2e round in three wor
   // own per worktree (.env.wt); the claims are issue 16's to prove.
   r = await init(repo, ['--front', String(px.port), '--no-databases', '--apply']);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /^wrote \.wtproxy\nwrote shop\/settings\.py$/m);
-  assert.equal(execFileSync('git', ['status', '--porcelain'], { cwd: repo, encoding: 'utf8' }), ' M shop/settings.py\n?? .wtproxy\n');
+  assert.match(r.stdout, /^wrote \.wtproxy\nwrote shop\/settings\.py\nwrote playwright\.config\.mjs$/m);
+  assert.equal(execFileSync('git', ['status', '--porcelain'], { cwd: repo, encoding: 'utf8' }), ' M playwright.config.mjs\n M shop/settings.py\n?? .wtproxy\n');
   const applied = snapshot(repo);
   r = await init(repo, ['--front', String(px.port), '--no-databases', '--apply']);
   assert.match(r.stdout, /^nothing to change$/m);
@@ -736,5 +783,11 @@ test('a shop adopted by `wtproxy init --apply` alone: one e2e round in three wor
   // And doctor agrees, from wt-a.
   const d = await cli(tmp, ['doctor', '--json'], { cwd: shop.wt.a, env: { PGHOST: '', PGPORT: '', PGDATABASE: '' } });
   const checks = Object.fromEntries(JSON.parse(d.stdout).checks.map((c) => [c.name, c]));
-  for (const n of ['daemon', 'worktree', 'server', 'whoami', 'playwright']) assert.equal(checks[n].status, 'ok', `${n}: ${checks[n].detail}`);
+  for (const n of ['daemon', 'worktree', 'server', 'whoami']) assert.equal(checks[n].status, 'ok', `${n}: ${checks[n].detail}`);
+  // The reporter init added is not linked in these worktrees (their
+  // node_modules is the suite's): the round above ran without it, as a CI
+  // does, and doctor names the link that turns it on.
+  assert.equal(checks.playwright.status, 'problem', checks.playwright.detail);
+  assert.match(checks.playwright.detail, /names the reporter 'wtproxy-whoami\/playwright', which Node does not find .*its entry is then none: a run that no daemon answered passes on whatever code answered/);
+  assert.match(checks.playwright.fix, /node_modules\/wtproxy-whoami/);
 });

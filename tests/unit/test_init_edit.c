@@ -17,6 +17,7 @@
 #include "../../cli/init_nest.c"
 #include "../../cli/init_next.c"
 #include "../../cli/init_node.c"
+#include "../../cli/init_pw_reporter.c"
 #include "../../cli/init_python.c"
 #include "../../cli/init_vite.c"
 #include "../../cli/init_vite_plugin.c"
@@ -436,6 +437,66 @@ static void test_vite_config_flag(void)
     }
 }
 
+/* wtproxy's reporter in a Playwright config's reporters: added beside
+ * the defaults, a name, or an array; guarded by the config's own module
+ * system; left to a note when built in code. */
+static void test_pw_reporter(void)
+{
+#define CJS_ENTRY                                                                                  \
+    "...(() => { try { require.resolve('wtproxy-whoami/playwright'); return "                      \
+    "[['wtproxy-whoami/playwright']]; } catch { return []; } })()"
+#define ESM_ENTRY                                                                                  \
+    "...(() => { try { import.meta.resolve('wtproxy-whoami/playwright'); return "                  \
+    "[['wtproxy-whoami/playwright']]; } catch { return []; } })()"
+    static const struct {
+        const char *file, *in, *out, *what;
+    } cases[] = {
+        {"playwright.config.mjs", "export default defineConfig({\n  reporter: 'html',\n});\n",
+         "export default defineConfig({\n  reporter: [['html'], " ESM_ENTRY "],\n});\n",
+         "one reporter by name, an ES module"},
+        {"playwright.config.cjs",
+         "module.exports = {\n  reporter: [['list'], ['json', { outputFile: 'r.json' }]],\n};\n",
+         "module.exports = {\n  reporter: [['list'], ['json', { outputFile: 'r.json' }], " CJS_ENTRY
+         "],\n};\n",
+         "an array, CommonJS"},
+        {"playwright.config.mjs", "export default {\n  reporter: [\n    ['list'],\n  ],\n};\n",
+         "export default {\n  reporter: [\n    ['list'], " ESM_ENTRY "\n  ],\n};\n",
+         "a multi-line array whose last entry has a comma"},
+        {"playwright.config.mjs", "export default { testDir: 'e2e' };\n",
+         "export default { reporter: [[process.env.CI ? 'dot' : 'list'], " ESM_ENTRY
+         "], testDir: 'e2e' };\n",
+         "none, a one-line object: the defaults and it"},
+        {"playwright.config.mjs",
+         "export default {\n  use: { reporter: 'x' },\n  testMatch: /.*\\.e2e\\.ts/,\n};\n", NULL,
+         "a nested key of that name is not the config's: added at the top"},
+        {"playwright.config.mjs",
+         "export default {\n  reporter: process.env.CI ? 'dot' : 'list',\n};\n", "",
+         "built in code: a note"},
+        {"playwright.config.mjs",
+         "export default {\n  reporter: [['wtproxy-whoami/playwright']],\n};\n", "",
+         "there already"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        static struct init_plan p;
+        struct init_text t = {0};
+        memset(&p, 0, sizeof p);
+        p.dir = "/nonexistent";
+        snprintf(p.app.pw.file, sizeof p.app.pw.file, "%s", cases[i].file);
+        p.notes = json_array();
+        int r = init_pw_reporter(&p, cases[i].in, &t);
+        if (cases[i].out && !cases[i].out[0])
+            is_int(r, 0, "%s: left as it is", cases[i].what);
+        else if (cases[i].out)
+            is_str(r == 1 ? t.s : NULL, cases[i].out, "%s", cases[i].what);
+        else
+            ok(r == 1 && strstr(t.s, "  reporter: [[process.env.CI ? 'dot' : 'list'], " ESM_ENTRY
+                                     "],\n  use: { reporter: 'x' }"),
+               "%s", cases[i].what);
+        free(t.s);
+        json_decref(p.notes);
+    }
+}
+
 int main(void)
 {
     test_middleware_spot();
@@ -444,6 +505,7 @@ int main(void)
     test_literal_port();
     test_vite_proxy_port();
     test_vite_config_flag();
+    test_pw_reporter();
     test_run_front();
     test_config_python();
     test_framework_of();
