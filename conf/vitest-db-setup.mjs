@@ -18,7 +18,8 @@
 //
 // Everything runs in Vitest's root, the worktree whose tests run: from
 // another folder (`vitest run --root ../wt-b` in app/), wt-b's tests got
-// app's template and copies, and its schema. One run at a time per root
+// app's template and copies, and its schema, and their HTTP requests
+// app's servers. One run at a time per root
 // and base: a second one (an agent's and its sub-agent's, `vitest` beside
 // `vitest run`) made the same copies afresh under the first one's tests;
 // it now stops, naming the run that holds them.
@@ -68,8 +69,32 @@ export function holdCopies(root, base) {
   }
 }
 
+// The top of dir's worktree (the first folder up with a .git), '' none.
+function worktreeTop(dir) {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    if (fs.existsSync(path.join(d, '.git'))) return d;
+    if (path.dirname(d) === d) return '';
+  }
+}
+
+// A run whose root is another worktree than the folder it was started in
+// (`vitest run --root ../wt-b` in app/): wtproxy places a caller by its
+// folder, so the tests' HTTP requests went to app's servers and a test of
+// wt-b passed on app's code. The run moves to its root before its test
+// workers start: they inherit it, as Playwright's reporter moves a run
+// to its config's folder.
+function moveToRoot(root) {
+  const to = worktreeTop(root), from = worktreeTop(process.cwd());
+  if (!to || to === from || process.env.WTPROXY_WORKTREE) return;
+  process.chdir(root);
+  console.error(`(wtproxy vitest-db-setup: this run's root is in the worktree ${to}, but it was ` +
+    `started in ${from || process.cwd()}: its tests run from ${root}, so that their requests go to ` +
+    `${to}'s servers and databases)`);
+}
+
 export default function setup({ provide, config } = {}) {
   const root = config?.root || process.cwd();
+  moveToRoot(root);
   const base = process.env.WTPROXY_DB_BASE || 'test_app';
   const migrations = process.env.WTPROXY_DB_MIGRATIONS || 'migrations';
   const migrate = process.env.WTPROXY_DB_MIGRATE || 'npm run migrate';

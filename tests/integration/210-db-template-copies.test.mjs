@@ -89,6 +89,7 @@ test('the Node recipe runs in Vitest\'s root, and a second run of one root waits
   const script = (root) => `const m = await import(${JSON.stringify(recipe)});
 let dbs; const teardown = m.default({ provide: (k, v) => { dbs = v; }, config: { root: ${JSON.stringify(root)} } });
 console.log('DBS=' + dbs.join(','));
+console.log('CWD=' + process.cwd());
 if (process.env.HOLD === '1') await new Promise((r) => setTimeout(r, 60000));
 teardown();`;
   const runEnv = { ...env(), PATH: `${binDir}:${process.env.PATH}`, VITEST_MAX_THREADS: '2',
@@ -97,6 +98,8 @@ teardown();`;
     { cwd: tmp.wt.a, ms: 120000, env: runEnv });
   assert.equal(fromA.code, 0, fromA.stderr);
   assert.match(fromA.stdout, /^DBS=test_app_m1_wt_b_w1,test_app_m1_wt_b_w2$/m, 'wt-b\'s databases, from wt-b\'s migrations');
+  assert.ok(fromA.stdout.includes(`\nCWD=${tmp.wt.b}\n`), `the run moved to its root, where wtproxy places its requests: ${fromA.stdout}`);
+  assert.match(fromA.stderr, /this run's root is in the worktree .*wt-b, but it was started in .*wt-a/);
   assert.ok(fs.existsSync(path.join(tmp.wt.b, 'migrated.count')) && !fs.existsSync(path.join(tmp.wt.a, 'migrated.count')));
 
   const first = spawn(process.execPath, ['--input-type=module', '-e', script(tmp.wt.a)],
