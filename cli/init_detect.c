@@ -166,16 +166,30 @@ static int has_dep(json_t *pkg, const char *name)
            json_object_get(json_object_get(pkg, "devDependencies"), name);
 }
 
-/* scripts.dev, else scripts.start, when it runs `node FILE...` or `tsx
- * [watch] FILE...` (a TypeScript server's: init refused it). */
+/* The program of a Node dev script that init takes as the start: node,
+ * tsx (a TypeScript server's: init refused it) and nodemon (an Express
+ * user's scripts.dev, passed over for scripts.start's plain node: the
+ * server no longer reloaded); NULL for another. */
+static const char *node_runner(const char *s)
+{
+    static const char *const runners[] = {"node", "tsx", "nodemon"};
+    for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++) {
+        size_t n = strlen(runners[i]);
+        if (strncmp(s, runners[i], n) == 0 && s[n] == ' ')
+            return runners[i];
+    }
+    return NULL;
+}
+
+/* scripts.dev, else scripts.start, when it runs `node FILE...`, `tsx
+ * [watch] FILE...` or `nodemon FILE...`. */
 static const char *node_script(json_t *pkg)
 {
     json_t *scripts = json_object_get(pkg, "scripts");
     const char *names[] = {"dev", "start"};
     for (size_t i = 0; i < 2; i++) {
         const char *s = json_string_value(json_object_get(scripts, names[i]));
-        if (s && (strncmp(s, "node ", 5) == 0 || strncmp(s, "tsx ", 4) == 0) &&
-            !strpbrk(s, "&|;`$<>"))
+        if (s && node_runner(s) && !strpbrk(s, "&|;`$<>"))
             return s;
     }
     return NULL;
@@ -309,16 +323,18 @@ static int detect_node(const char *dir, struct cli_app *app, char *err, size_t e
         app->kind = has_dep(pkg, "express") ? CLI_APP_EXPRESS : CLI_APP_NODE;
         /* The script's own command: wtproxy run gives it the port as $PORT;
          * tsx by its path, which the daemon's shell has not on its PATH */
-        if (strncmp(script, "tsx ", 4) == 0) {
-            tool_path(dir, "tsx", tool, sizeof tool);
-            snprintf(app->start, sizeof app->start, "%.600s%s", tool, script + 3);
+        const char *runner = node_runner(script);
+        if (strcmp(runner, "node") != 0) {
+            tool_path(dir, runner, tool, sizeof tool);
+            snprintf(app->start, sizeof app->start, "%.600s%s", tool, script + strlen(runner));
         } else {
             snprintf(app->start, sizeof app->start, "%s", script);
         }
     } else {
         snprintf(err, errlen,
                  "package.json has none of the dependencies next, @nestjs/core, vite, nor a "
-                 "`node FILE` or `tsx FILE` command in scripts.dev or scripts.start");
+                 "`node FILE`, `tsx FILE` or `nodemon FILE` command in scripts.dev or "
+                 "scripts.start");
         r = -1;
     }
     json_decref(pkg);

@@ -16,21 +16,23 @@
 #include "init.h"
 #include "packages.h"
 
-/* Whether the word w (n bytes) runs tsx: tsx, or a path ending in /tsx. */
-static int is_tsx(const char *w, size_t n)
+/* Whether the word w (n bytes) runs prog: prog, or a path ending in /prog. */
+static int runs(const char *w, size_t n, const char *prog)
 {
-    return (n == 3 && strncmp(w, "tsx", 3) == 0) || (n > 4 && strncmp(w + n - 4, "/tsx", 4) == 0);
+    size_t k = strlen(prog);
+    return (n == k && strncmp(w, prog, k) == 0) ||
+           (n > k && w[n - k - 1] == '/' && strncmp(w + n - k, prog, k) == 0);
 }
 
-/* FILE of `node [FLAGS] FILE ...` (or `tsx [watch] [FLAGS] FILE ...`), into
- * file; -1 when start is not so. */
+/* FILE of `node [FLAGS] FILE ...` (or `tsx [watch] [FLAGS] FILE ...`,
+ * `nodemon [FLAGS] FILE ...`), into file; -1 when start is not so. */
 static int entry_file(const char *start, char *file, size_t len)
 {
     const char *p = start + strspn(start, " \t");
     size_t first = strcspn(p, " \t");
-    if (!(first == 4 && strncmp(p, "node", 4) == 0) && !is_tsx(p, first))
+    if (!runs(p, first, "node") && !runs(p, first, "tsx") && !runs(p, first, "nodemon"))
         return -1;
-    int tsx = is_tsx(p, first);
+    int tsx = runs(p, first, "tsx");
     for (p += first;;) {
         p += strspn(p, " \t");
         size_t n = strcspn(p, " \t");

@@ -61,7 +61,7 @@ export function holdCopies(root, base) {
     }
     const other = Number(fs.readFileSync(file, 'utf8'));
     if (other && other !== process.pid && alive(other)) {
-      throw new Error(`wtproxy: another Vitest run (pid ${other}) uses ${root}'s test databases ` +
+      throw new Error(`wtproxy: another test run (pid ${other}) uses ${root}'s test databases ` +
         `(${base}): copying them afresh would pull them from under its tests. Wait for it ` +
         `(tail --pid=${other} -f /dev/null), then run again`);
     }

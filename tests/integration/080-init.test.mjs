@@ -149,6 +149,10 @@ test('Node apps: vite, next, express, a plain node server; the url recipe edits 
       'src/server.ts': "import Fastify from 'fastify';\n" },
     start: 'node_modules/.bin/tsx watch --clear-screen=false src/server.ts',
     note: /^Node: add the \/__whoami middleware by hand to src\/server\.ts \(wtproxy help whoami\), once at start: .*`Fastify\(\{ serverFactory: /m },
+    // nodemon in scripts.dev, a plain node in scripts.start: init took the
+    // start's, and the server no longer reloaded after an edit.
+    { kind: 'express', files: { 'package.json': pkg({ express: '4', nodemon: '3' }, { dev: 'nodemon server.js', start: 'node server.js' }), 'server.js': '' },
+      start: 'node_modules/.bin/nodemon server.js', note: /^Node: add the \/__whoami middleware by hand to server\.js \(wtproxy help whoami\)/m },
   ];
   for (const c of cases) {
     const dir = app(t, c.files);
@@ -386,7 +390,7 @@ test('unknown layouts are refused; a different .wtproxy and an unparsable settin
   const bare = app(t, { 'package.json': pkg({ react: '18' }, { start: 'react-scripts start' }) });
   r = await init(bare, [bare]);
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /package\.json has none of the dependencies next, @nestjs\/core, vite, nor a `node FILE` or `tsx FILE` command in scripts\.dev or scripts\.start/);
+  assert.match(r.stderr, /package\.json has none of the dependencies next, @nestjs\/core, vite, nor a `node FILE`, `tsx FILE` or `nodemon FILE` command in scripts\.dev or scripts\.start/);
   // A .wtproxy written by hand (a webpack user's, working): the refusal
   // told them to write one over it with `wtproxy help wtproxy-file >`.
   fs.writeFileSync(path.join(bare, '.wtproxy'), 'start = node_modules/.bin/webpack serve --port {port}\nfront = 8560\n');

@@ -114,7 +114,7 @@ teardown();`;
   const second = await runToExit(process.execPath, ['--input-type=module', '-e', script(tmp.wt.a)],
     { cwd: tmp.wt.a, ms: 60000, env: runEnv });
   assert.notEqual(second.code, 0);
-  assert.match(second.stderr, new RegExp(`another Vitest run \\(pid ${first.pid}\\) uses ${tmp.wt.a}'s test databases \\(test_app\\)`));
+  assert.match(second.stderr, new RegExp(`another test run \\(pid ${first.pid}\\) uses ${tmp.wt.a}'s test databases \\(test_app\\)`));
   assert.doesNotMatch(second.stderr, /copied afresh/, 'nothing made afresh under the first run');
   first.kill('SIGKILL'); // ended without its teardown
   await new Promise((r) => first.once('exit', r));
