@@ -80,6 +80,31 @@ static int script_python(const char *dir, const char *prog, size_t n, char *out,
  * "uvicorn (a /usr/bin/python3 script)"); -1 when it is not. A `cd` is
  * kept: an app in a subfolder (`cd api && python3 manage.py ...`) imports
  * from there, and its scripts are found from there. */
+/* The python a watcher's command runs, later in the start (`find app
+ * -name '*.py' | entr -rn /usr/bin/python3 app/server.py {port}`,
+ * watchexec, watchmedo): that word alone into out and label; -1 none. An
+ * aiohttp user's check said "runs neither python nor node" and skipped
+ * the import of wtproxy_whoami, which then stopped the server at start. */
+static int watched_python(const char *rest, char *out, char *label, size_t len)
+{
+    for (const char *p = rest;;) {
+        p += strspn(p, " \t|");
+        size_t n = strcspn(p, " \t|");
+        if (n == 0)
+            return -1;
+        const char *base = p + n;
+        while (base > p && base[-1] != '/')
+            base--;
+        if (strncmp(base, "python", 6) == 0 &&
+            strspn(base + 6, "0123456789.") == (size_t)(p + n - base - 6) && n < len) {
+            snprintf(out, len, "%.*s", (int)n, p);
+            memcpy(label, out, n + 1);
+            return 0;
+        }
+        p += n;
+    }
+}
+
 static int python_prefix(const char *root, const char *start, char *out, char *label, size_t len)
 {
     const char *p = start;
@@ -124,7 +149,7 @@ static int python_prefix(const char *root, const char *start, char *out, char *l
         }
         char python[1024];
         if (script_python(dir, p, n, python, sizeof python) < 0)
-            return -1;
+            return watched_python(p + n, out, label, len);
         int o = snprintf(out, len, "%.*s%s", (int)(p - start), start, python);
         int l = snprintf(label, len, "%.*s (a %s script)", (int)(p + n - start), start, python);
         return o > 0 && (size_t)o < len && l > 0 && (size_t)l < len ? 0 : -1;

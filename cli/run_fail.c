@@ -191,6 +191,10 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
 void cli_run_fail_restart(struct cli_run_fail *f)
 {
     pthread_mutex_lock(&f->lock);
+    /* The new process's lines only: an aiohttp user's server that exited
+     * later was quoted, and diagnosed, by a traceback of the run before
+     * its restart, fixed since */
+    f->len = 0;
     f->since = f->seq;
     pthread_mutex_unlock(&f->lock);
     f->told = 0;

@@ -237,6 +237,13 @@ test("middleware: the .wtproxy's python cannot import wtproxy_whoami: a problem 
   start(`PYTHONPATH=${pythonPath} exec `);
   m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
   assert.equal(m.status, 'ok', m.detail);
+  // under a watcher (an aiohttp user's entr): its python, checked
+  // ("skipped": it ran neither python nor node; the server then stopped at
+  // its import of wtproxy_whoami)
+  start("find . -name '*.py' | entr -rn ");
+  m = (await doctor(tmp, tmp.wt.a, front, env)).byName.middleware;
+  assert.equal(m.status, 'problem', `entr's python: ${m.detail}`);
+  assert.match(m.detail, /^\/usr\/bin\/python3 cannot import wtproxy_whoami/);
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./dev {port}\nfront = ${front}\n`);
   assert.equal((await doctor(tmp, tmp.wt.a, front, env)).byName.middleware.status, 'skipped');
 

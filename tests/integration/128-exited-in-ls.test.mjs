@@ -35,6 +35,32 @@ async function apiBackends(port) {
   return JSON.parse(r.body);
 }
 
+// An aiohttp user's server printed a ModuleNotFoundError, was fixed and
+// restarted (`wtproxy restart`), served, and later exited for another
+// reason (its watcher quit): ls quoted the first run's traceback, and the
+// wrapper named the missing package, whose link was there.
+test('a server restarted by its wrapper, which later exits: its last lines are its own run\'s, never the run before the restart', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--whoami', 'off']); // a server without /__whoami
+  const script = `const fs = require('fs'), http = require('http');
+if (!fs.existsSync('ran')) { fs.writeFileSync('ran', ''); console.error("ModuleNotFoundError: No module named 'wtproxy_whoami'"); }
+else console.log('second run');
+const s = http.createServer((q, r) => { if (q.url === '/quit') { console.error('entr: cannot open app/helpers.py: No such file or directory'); process.exit(1); } r.end('ok'); });
+s.listen(Number(process.argv[2]), '127.0.0.1');`;
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.cjs'), script);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command: [process.execPath, 'server.cjs', '{port}'] });
+  await run.ready;
+  const restart = await cli(tmp, ['restart', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.equal(restart.code, 0, restart.stderr);
+  const [e] = JSON.parse((await cli(tmp, ['ls', '--json'])).stdout);
+  await get(e.port, {}, '/quit').catch(() => {});
+  let exited;
+  await waitFor(async () => (exited = JSON.parse((await cli(tmp, ['ls', '--exited'])).stdout)).length === 1, 10000, 'the exit in ls');
+  assert.match(exited[0].lines, /entr: cannot open app\/helpers\.py/);
+  assert.doesNotMatch(exited[0].lines, /ModuleNotFoundError/, 'the run before the restart is not this one');
+  assert.doesNotMatch(run.stderr(), /lacks the wtproxy_whoami package/);
+});
+
 test('a hand-run server that threw at import: ls, the MCP servers tool and the dashboard say it, until one registers again', async (t) => {
   const tmp = makeWorktrees(t, ['a', 'b']);
   const px = await startDaemon(t, tmp);
