@@ -47,7 +47,8 @@ int whoami_python_fix(char *out, size_t len);
     "then `app.use(mw)` first (Express, Connect) or `http.createServer((req, res) => mw(req, "     \
     "res, () => handler(req, res)))` (node:http), or `Fastify({ serverFactory: (handler) => "      \
     "http.createServer((req, res) => mw(req, res, () => handler(req, res))) })` (Fastify, "        \
-    "which has no app.use)"
+    "which has no app.use; Hono on Node alike, through @hono/node-server's serve({ fetch, "        \
+    "createServer: (o, l) => http.createServer(o, ...) }))"
 #define WHOAMI_NODE_LINES                                                                          \
     "`import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, " WHOAMI_NODE_THEN
 #define WHOAMI_NODE_LINES_CJS                                                                      \

@@ -313,7 +313,7 @@ test('a webServer array (a Vite front end and its node API): one service each, a
   assert.ok(plan.notes.includes(`playwright.config.js starts 2 servers: each is a service of the .wtproxy, and the daemon must own every front: wtproxy serve --listen ${web} --listen ${api}`), plan.notes.join('\n'));
   // The API answers no /__whoami: said, with the lines, or every request
   // to it (Playwright's readiness check first) is refused 502 no-whoami.
-  assert.match(plan.notes.join('\n'), /^service api: add the \/__whoami middleware by hand to api\.mjs \(wtproxy help whoami\), once at start: .*\(node:http\), or .*\(Fastify, which has no app\.use\); without it wtproxy refuses the server \(502 no-whoami\)$/m);
+  assert.match(plan.notes.join('\n'), /^service api: add the \/__whoami middleware by hand to api\.mjs \(wtproxy help whoami\), once at start: .*\(node:http\), or .*\(Fastify, which has no app\.use; Hono on Node alike, .*\)\); without it wtproxy refuses the server \(502 no-whoami\)$/m);
   // `npm run api` is its script's `node FILE`, one that has the middleware
   // already; a server of another kind is told to answer /__whoami.
   const other = await freePort();
