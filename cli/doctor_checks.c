@@ -513,6 +513,17 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
     if (fetch_whoami(backend ? backend : "", &f) < 0) {
         doc_set(r, DOC_PROBLEM, "GET http://%s/__whoami: %s", backend, f.error);
         entry_fix(c, 1, r->fix, sizeof r->fix);
+    } else if (f.status != 200 && f.len > 22 && !memcmp(f.body, "wtproxy-whoami: off: ", 21)) {
+        /* the Node middleware, off (NODE_ENV=production): its line, and the
+         * server's start to fix, not the middleware */
+        const char *nl = memchr(f.body, '\n', f.len);
+        doc_set(r, DOC_PROBLEM,
+                "GET http://%s/__whoami answered %d, its middleware saying that it is off: %.*s",
+                backend, f.status, (int)((nl ? (size_t)(nl - f.body) : f.len) - 21), f.body + 21);
+        snprintf(r->fix, sizeof r->fix,
+                 "wtproxy stop --front %d, then start it again from a shell without "
+                 "NODE_ENV=production",
+                 c->front);
     } else if (f.status != 200 || whoami_answer_parse(f.body, f.len, &a, err, sizeof err) < 0) {
         doc_set(r, DOC_PROBLEM,
                 "GET http://%s/__whoami answered %d%s%s: the whoami middleware "

@@ -288,7 +288,7 @@ static int decide_answer(const struct whoami_case *c, int fresh, struct whoami_s
     if (m->result == WF_OK && m->status != 200 && !m->ans) {
         if (c->cfg->trust_registry)
             return decide_trusted(c, st, want, detail, detlen);
-        whoami_refusal_no_whoami(t, m->status, detail, detlen);
+        whoami_refusal_no_whoami(t, m->status, m->problem, detail, detlen);
         show(st, m, "no-whoami", detail, NULL);
         return WHOAMI_NO_WHOAMI;
     }

@@ -164,6 +164,10 @@ void whoami_gate_ask(struct whoami_server *s)
     }
 }
 
+/* How a middleware that is off begins its answer (whoami/node/index.mjs). */
+#define OFF "wtproxy-whoami: off: "
+#define OFF_LEN (sizeof OFF - 1)
+
 /* Keep the outcome: a usable answer parsed, or why there is none. */
 static void keep(struct whoami_server *s, const struct whoami_fetch_reply *r)
 {
@@ -177,6 +181,11 @@ static void keep(struct whoami_server *s, const struct whoami_fetch_reply *r)
     s->problem[0] = '\0';
     if (r->result != WF_OK) {
         snprintf(s->problem, sizeof s->problem, "%s", r->error);
+    } else if (r->status != 200 && r->len > OFF_LEN && !memcmp(r->body, OFF, OFF_LEN)) {
+        /* the Node middleware, off, says why: its first line */
+        const char *nl = memchr(r->body, '\n', r->len);
+        size_t n = nl ? (size_t)(nl - r->body) : r->len;
+        snprintf(s->problem, sizeof s->problem, "%.*s", (int)(n - OFF_LEN), r->body + OFF_LEN);
     } else if (r->status == 200) {
         char err[256];
         if (whoami_answer_parse(r->body, r->len, &s->ans, err, sizeof err) == 0)

@@ -448,9 +448,30 @@ static void no_whoami_vite_by_hand(const struct whoami_target *t, int status, ch
                                                     "first: " WHOAMI_NODE_LINES);
 }
 
-void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen)
+/* Its middleware answered that it is off, and why (said): the fix is
+ * the server's start, not the middleware. */
+static void no_whoami_off(const struct whoami_target *t, int status, const char *said, char *out,
+                          size_t outlen)
+{
+    char drop[PATH_MAX + 64], run[PATH_MAX + 1300];
+    drop_hint(t, drop, sizeof drop);
+    restart_hint(t, NULL, 0, run, sizeof run);
+    snprintf(out, outlen,
+             "%s (the server of %s, pid %d) answers GET /__whoami with HTTP %d, its middleware "
+             "saying that it is off: %s. Stop it: %s; then start it again from a shell without "
+             "that setting: %s",
+             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid, status,
+             said, drop, run);
+}
+
+void whoami_refusal_no_whoami(const struct whoami_target *t, int status, const char *said,
+                              char *out, size_t outlen)
 {
     char restart[PATH_MAX + 1400];
+    if (said && said[0]) {
+        no_whoami_off(t, status, said, out, outlen);
+        return;
+    }
     if (!t->by_run && t->command &&
         (whoami_runs_one_of(t->command, vite) || whoami_runs_one_of(t->command, runner))) {
         no_whoami_vite_by_hand(t, status, out, outlen);

@@ -22,7 +22,8 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
                           const struct whoami_fp *disk, int restarted, char *out, size_t outlen);
 
 /* t answered /__whoami with HTTP status (404 mostly). */
-void whoami_refusal_no_whoami(const struct whoami_target *t, int status, char *out, size_t outlen);
+void whoami_refusal_no_whoami(const struct whoami_target *t, int status, const char *said,
+                              char *out, size_t outlen);
 
 /* t's answer is unusable: problem says how. */
 void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,

@@ -11,7 +11,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { httpGet } from './lib/backends.mjs';
-import { git, waitFor } from './lib/registry.mjs';
+import { git, waitFor, makeWorktrees, startDaemon, startRun, getWorktree, cli } from './lib/registry.mjs';
 import { repoRoot } from './lib/wtproxy.mjs';
 import { compute } from '../../whoami/node/fingerprint.mjs';
 import { loadVectors, tempDir, buildTree, patternArgs, fingerprintCli, isRoot, diskFingerprint } from './lib/whoami.mjs';
@@ -156,6 +156,30 @@ test('node middleware: NODE_ENV=production passes /__whoami to the app', async (
   const s = await startNode(t, path.join(repo, 'src'), { NODE_ENV: 'production' });
   const r = await httpGet(s.port, '/__whoami');
   assert.equal(r.body.toString(), 'app saw GET /__whoami');
+});
+
+// An Express user started `wtproxy run` from a shell with
+// NODE_ENV=production: the middleware, off, answered nothing, and the 502,
+// doctor and `wtproxy restart` said it was missing; the restart they
+// proposed gave the same, in a loop. Off under wtproxy run, it says so,
+// and the refusal quotes it with the fix: the server's start.
+test('node middleware under wtproxy run with NODE_ENV=production: the refusal says the middleware is off and why', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  fs.writeFileSync(path.join(tmp.wt.a, 'server.mjs'), serverJs.replace("server.listen(0, '127.0.0.1'", "server.listen(Number(process.env.PORT), '127.0.0.1'"));
+  const px = await startDaemon(t, tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, env: { NODE_ENV: 'production' }, command: [process.execPath, 'server.mjs'] });
+  await run.ready;
+  const r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 502, r.body);
+  assert.equal(r.headers['x-wtproxy-refused'], 'no-whoami');
+  assert.match(r.body, /answers GET \/__whoami with HTTP 404, its middleware saying that it is off: this server runs with NODE_ENV=production/);
+  assert.ok(r.body.includes(`then start it again from a shell without that setting: cd ${tmp.wt.a} && wtproxy run --front ${px.port} --restart-on-stale -- `), r.body);
+  assert.doesNotMatch(r.body, /add the whoami middleware|app\.use\(mw\)/, 'it is there');
+  const d = await cli(tmp, ['doctor', '--json', '--front', String(px.port)], { cwd: tmp.wt.a });
+  const w = JSON.parse(d.stdout).checks.find((c) => c.name === 'whoami');
+  assert.equal(w.status, 'problem', JSON.stringify(w));
+  assert.match(w.detail, /its middleware saying that it is off: this server runs with NODE_ENV=production/);
+  assert.equal(w.fix, `wtproxy stop --front ${px.port}, then start it again from a shell without NODE_ENV=production`);
 });
 
 // whoami() fingerprints when it is called, after the app imported its

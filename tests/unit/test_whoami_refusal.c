@@ -225,7 +225,7 @@ static void mismatch(void)
 static void no_whoami_vite_by_hand_fix(void)
 {
     struct whoami_target t = target(4242, 0, "npm run dev -- --port 23833 --strictPort");
-    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    whoami_refusal_no_whoami(&t, 404, NULL, out, sizeof out);
     says("loads only under wtproxy run, which sets WTPROXY_PORT, and this server was started "
          "without it. Start it through wtproxy: stop pid 4242, then cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- npm run dev -- --port {port} "
@@ -235,7 +235,7 @@ static void no_whoami_vite_by_hand_fix(void)
     never_says("trust-registry", "no-whoami, Vite by hand", __LINE__);
     t = target(4242, 0, "node /w/app/node_modules/.bin/vite dev --port 23833");
     t.declared = 1;
-    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    whoami_refusal_no_whoami(&t, 404, NULL, out, sizeof out);
     says("Start it through wtproxy: stop pid 4242, then cd " WT " && wtproxy restart --front 18000",
          "no-whoami, Vite by hand, declared", __LINE__);
     never_says("Node server", "no-whoami, Vite by hand, declared", __LINE__);
@@ -293,18 +293,18 @@ static void no_whoami(void)
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         struct whoami_target t = target(3186, 1, kinds[i].command);
-        whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+        whoami_refusal_no_whoami(&t, 404, NULL, out, sizeof out);
         says(kinds[i].want, kinds[i].command, __LINE__);
         if (kinds[i].never)
             never_says(kinds[i].never, kinds[i].command, __LINE__);
     }
     struct whoami_target t = target(3186, 1, "/bin/sh -c node api/server.mjs");
     t.service = "api";
-    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    whoami_refusal_no_whoami(&t, 404, NULL, out, sizeof out);
     says("restart it: cd " WT " && wtproxy restart --service api --front 18000. Otherwise add",
          "no-whoami, a .wtproxy service", __LINE__);
     t = target(4242, 0, "node server.mjs 23833");
-    whoami_refusal_no_whoami(&t, 404, out, sizeof out);
+    whoami_refusal_no_whoami(&t, 404, NULL, out, sizeof out);
     says("restart it: stop pid 4242, then cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- node server.mjs {port}",
          "no-whoami, registered with a pid", __LINE__);

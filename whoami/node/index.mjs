@@ -137,8 +137,24 @@ export function serveWhoami(req, res, body) {
   return true;
 }
 
+// What the middleware answers /__whoami with when it is off under wtproxy
+// run (NODE_ENV=production in the shell that started it): an Express
+// user was told for each request, by the 502, doctor and `wtproxy
+// restart`, that the middleware was missing, and restarted in a loop.
+// wtproxy quotes the line that begins so.
+const OFF = 'wtproxy-whoami: off: this server runs with NODE_ENV=production, where the ' +
+  'middleware serves nothing (and Express caches its views, which wtproxy cannot follow); ' +
+  'start it from a shell without NODE_ENV=production\n';
+
 export function whoami(options = {}) {
-  if (process.env.NODE_ENV === 'production') return (req, res, next) => next();
+  if (process.env.NODE_ENV === 'production') {
+    if (!process.env.WTPROXY_PORT) return (req, res, next) => next();
+    return (req, res, next) => {
+      if ((req.url || '').split('?')[0] !== PATH) return next();
+      res.writeHead(404, { 'Content-Type': 'text/plain', 'Content-Length': String(Buffer.byteLength(OFF)) });
+      return res.end(OFF);
+    };
+  }
   const { body } = whoamiAnswer(options);
   return function wtproxyWhoami(req, res, next) {
     return serveWhoami(req, res, body) || next();
