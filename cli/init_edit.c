@@ -405,7 +405,8 @@ static int plan_playwright(struct init_plan *p)
     struct cli_playwright *pw = &p->app.pw;
     struct init_text cmd = {0}, rep = {0};
     int edited = command_edit(p, &cmd);
-    int added = edited < 0 ? 0 : init_pw_reporter(p, edited ? cmd.s : pw->text, &rep);
+    /* the top folder's config, of which pw holds one entry: its own init's */
+    int added = edited < 0 || pw->of_top ? 0 : init_pw_reporter(p, edited ? cmd.s : pw->text, &rep);
     struct init_text *t = added ? &rep : &cmd;
     char *old = edited < 0 || (!edited && !added) ? NULL : strdup(pw->text);
     if (added)

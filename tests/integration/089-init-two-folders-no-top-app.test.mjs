@@ -137,6 +137,7 @@ test('api/ FastAPI and web/ Vite started by the top Playwright config: each init
   r = await wtproxy(dir, ['init', named(dir, top.stderr, 'web'), '--apply']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^wtproxy init: \S+\/web: vite app, front port 15174$/m, r.stdout);
+  assert.doesNotMatch(r.stdout, /reporter/, 'the top config is the top\'s to edit: no reporter, nor a note of one');
   assert.match(r.stdout, /wtproxy serve --listen 18001 --listen 15174/, r.stdout);
   const file = fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8');
   assert.match(file, /^\[service api\]\nstart = cd api && \/usr\/bin\/python3 -m uvicorn main:app --host 127\.0\.0\.1 --port \{port\} --reload\nfront = 18001\n/m, file);
