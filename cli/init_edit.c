@@ -398,11 +398,33 @@ static int command_edit(struct init_plan *p, struct init_text *t)
     return t->oom ? -1 : 1;
 }
 
+/* A front given (--front) that the config's tests do not go to: its
+ * baseURL or webServer.url names another port, outside wtproxy (an
+ * Express user's tests kept going to 3000, and doctor's fix then put the
+ * command back on 3000). Said, with the lines to write. */
+static void front_note(struct init_plan *p)
+{
+    const struct cli_playwright *pw = &p->app.pw;
+    int other = pw->base_port && pw->base_port != p->front ? pw->base_port
+                : pw->url_port && pw->url_port != p->front ? pw->url_port
+                                                           : 0;
+    if (other && !pw->of_top)
+        init_note(p,
+                  "%s: its %s names port %d, not the front %d: the tests would go to %d, "
+                  "outside wtproxy; write http://localhost:%d there%s",
+                  pw->file, pw->base_port == other ? "baseURL" : "webServer.url", other, p->front,
+                  other, p->front,
+                  pw->base_port && pw->url_port && pw->base_port != pw->url_port
+                      ? ""
+                      : (pw->base_port && pw->url_port ? " (baseURL and webServer.url)" : ""));
+}
+
 /* The Playwright config's edits, as one change: its webServer's command
  * (command_edit) and wtproxy's reporter (init_pw_reporter.c). */
 static int plan_playwright(struct init_plan *p)
 {
     struct cli_playwright *pw = &p->app.pw;
+    front_note(p);
     struct init_text cmd = {0}, rep = {0};
     int edited = command_edit(p, &cmd);
     /* the top folder's config, of which pw holds one entry: its own init's */

@@ -347,6 +347,24 @@ test('a webServer array (a Vite front end and its node API): one service each, a
   assert.deepEqual(services, [['api', api], ['web', web]]);
 });
 
+// An Express user ran `wtproxy init --front 8600 --apply` on a config
+// whose baseURL and webServer.url name 3000: the command ran on 8600 and
+// the tests kept going to 3000, outside wtproxy; doctor's fix then put the
+// command back on 3000. init says so, with the line to write.
+test('init --front on a config whose tests go to another port: a note names the lines to write', async (t) => {
+  const dir = app(t, {
+    'package.json': pkg({ express: '4' }, { start: 'node server.js' }), 'server.js': '',
+    'playwright.config.js': "module.exports = {\n  use: { baseURL: 'http://localhost:3000' },\n" +
+      "  webServer: { command: 'node server.js', url: 'http://localhost:3000', reuseExistingServer: true },\n};\n",
+  });
+  const r = await init(dir, [dir, '--front', '8600', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const notes = JSON.parse(r.stdout).notes;
+  assert.ok(notes.includes('playwright.config.js: its baseURL names port 3000, not the front 8600: the tests would go to 3000, outside wtproxy; write http://localhost:8600 there (baseURL and webServer.url)'), notes.join('\n'));
+  const same = await init(dir, [dir, '--json']);
+  assert.ok(!JSON.parse(same.stdout).notes.some((n) => /not the front/.test(n)), "no --front: the config's port is the front");
+});
+
 // An Express user with the config init wrote: no daemon (stopped), and a
 // server started by hand on the front (another worktree's code) answered
 // Playwright's reuse check and its tests: `3 passed` on that code, exit 0.
