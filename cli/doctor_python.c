@@ -73,13 +73,6 @@ static int script_python(const char *dir, const char *prog, size_t n, char *out,
     return 0;
 }
 
-/* The start command up to the end of its interpreter, when that is a
- * Python (a first word after `cd DIR &&`, VAR=value settings and `env`
- * named python*, or a Python console script: uvicorn, gunicorn...), into
- * out, and what to call it in messages into label (the same, or
- * "uvicorn (a /usr/bin/python3 script)"); -1 when it is not. A `cd` is
- * kept: an app in a subfolder (`cd api && python3 manage.py ...`) imports
- * from there, and its scripts are found from there. */
 /* The python a watcher's command runs, later in the start (`find app
  * -name '*.py' | entr -rn /usr/bin/python3 app/server.py {port}`,
  * watchexec, watchmedo): that word alone into out and label; -1 none. An
@@ -105,6 +98,14 @@ static int watched_python(const char *rest, char *out, char *label, size_t len)
     }
 }
 
+/* The start command up to the end of its interpreter, when that is a
+ * Python (a first word after `cd DIR &&`, VAR=value settings, `env` and
+ * `exec` named python*, or a Python console script: uvicorn, gunicorn...),
+ * into out, and what to call it in messages into label (the same, or
+ * "uvicorn (a /usr/bin/python3 script)"); else the python a watcher later
+ * in it runs (watched_python); -1 when none. A `cd` is
+ * kept: an app in a subfolder (`cd api && python3 manage.py ...`) imports
+ * from there, and its scripts are found from there. */
 static int python_prefix(const char *root, const char *start, char *out, char *label, size_t len)
 {
     const char *p = start;
