@@ -802,6 +802,9 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   const px = await startDaemon(t, tmp);
   const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
   const backend = await run.ready;
+  // the wrapper says "is ready" just before it tells the daemon (seen once
+  // in CI: doctor read "starting")
+  await waitFor(async () => (await lsJson(tmp))[0]?.state === 'ready', 5000, 'marked ready');
   let d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.daemon.status, 'ok');
   assert.match(d.byName.daemon.detail, new RegExp(`listens on .*127\\.0\\.0\\.1:${px.port}`));
