@@ -42,7 +42,8 @@ int whoami_python_fix(char *out, size_t len);
  * (which has no app.use), as init's note, doctor's fix and the 502
  * no-whoami say them: an ES module's import, or a CommonJS file's
  * require (where an import line is a SyntaxError; require loads the
- * package's ES module from Node 20.19 on). */
+ * package's ES module from Node 20.19 on, Jest's require never: there it
+ * runs under `wtproxy run` only, where WTPROXY_PORT is set). */
 #define WHOAMI_NODE_THEN                                                                           \
     "then `app.use(mw)` first (Express, Connect) or `http.createServer((req, res) => mw(req, "     \
     "res, () => handler(req, res)))` (node:http), or `Fastify({ serverFactory: (handler) => "      \
@@ -51,9 +52,14 @@ int whoami_python_fix(char *out, size_t len);
     "createServer: (o, l) => http.createServer(o, ...) }))"
 #define WHOAMI_NODE_LINES                                                                          \
     "`import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, " WHOAMI_NODE_THEN
+#define WHOAMI_NODE_REQUIRE_LINE                                                                   \
+    "`const mw = process.env.WTPROXY_PORT ? require('wtproxy-whoami').whoami() : (req, res, "      \
+    "next) => next();`"
 #define WHOAMI_NODE_LINES_CJS                                                                      \
-    "`const { whoami } = require('wtproxy-whoami'); const mw = whoami();` (a CommonJS file; "      \
-    "Node 20.19 or later), " WHOAMI_NODE_THEN
+    WHOAMI_NODE_REQUIRE_LINE                                                                       \
+    " (a CommonJS file, Node 20.19 or later; required under wtproxy "                              \
+    "run only, so that Jest, whose require cannot load an ES module, and CI need no "              \
+    "wtproxy-whoami), " WHOAMI_NODE_THEN
 
 /* Whether lines, a dev server's last output lines, say it could not
  * import the middleware package because it is not there (Node's "Cannot

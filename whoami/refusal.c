@@ -382,8 +382,8 @@ static const char *middleware_hint(const struct whoami_target *t)
                "(wtproxy help whoami)";
     if (whoami_runs_one_of(cmd, node))
         return "add the Node middleware first: " WHOAMI_NODE_LINES
-               " (in a CommonJS file: `const { whoami } = require('wtproxy-whoami')`, Node 20.19 "
-               "or later; wtproxy help whoami)";
+               " (in a CommonJS file: " WHOAMI_NODE_REQUIRE_LINE ", Node 20.19 or later; wtproxy "
+               "help whoami)";
     if (whoami_runs_one_of(cmd, runner))
         return "add the Node middleware first (" WHOAMI_NODE_LINES
                ") or, for a Vite dev server, the "

@@ -212,7 +212,7 @@ test('no /__whoami: refused with the line to add; --trust-registry serves until 
   // node:http server (which has no app.use), and first the restart of its wrapper
   assert.ok(r.body.includes("`import { whoami } from 'wtproxy-whoami'; const mw = whoami();`, then `app.use(mw)` first (Express, Connect) " +
     'or `http.createServer((req, res) => mw(req, res, () => handler(req, res)))` (node:http)'), r.body);
-  assert.ok(r.body.includes("(in a CommonJS file: `const { whoami } = require('wtproxy-whoami')`, Node 20.19 or later; wtproxy help whoami)"), r.body);
+  assert.ok(r.body.includes("(in a CommonJS file: `const mw = process.env.WTPROXY_PORT ? require('wtproxy-whoami').whoami() : (req, res, next) => next();`, Node 20.19 or later; wtproxy help whoami)"), r.body);
   assert.doesNotMatch(r.body, /WhoamiMiddleware/);
   assert.ok(r.body.includes(`restart it: cd ${tmp.wt.a} && wtproxy restart --front ${px.port}.`), r.body);
   assert.match(r.body, /--trust-registry/);
