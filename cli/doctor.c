@@ -118,7 +118,7 @@ static int start_folder(const struct doc_ctx *c, char *out, size_t len)
     return is;
 }
 
-void doc_init_fix(const struct doc_ctx *c, char *out, size_t len)
+int doc_init_fix(const struct doc_ctx *c, char *out, size_t len)
 {
     char here[PATH_MAX], err[1024], sub[256];
     int at_top = realpath(".", here) && strcmp(here, c->wt.root) == 0;
@@ -126,7 +126,7 @@ void doc_init_fix(const struct doc_ctx *c, char *out, size_t len)
     if (start_folder(c, sub, sizeof sub)) {
         snprintf(out, len, "wtproxy init %s%s%s --apply", at_top ? "" : c->wt.root,
                  at_top ? "" : "/", sub);
-        return;
+        return 1;
     }
     int top_app = !c->have_wt;
     if (c->have_wt) {
@@ -134,10 +134,10 @@ void doc_init_fix(const struct doc_ctx *c, char *out, size_t len)
         cli_app_free(&app);
     }
     if (top_app)
-        snprintf(out, len, "wtproxy init --apply");
-    else if (cli_sub_adopt(c->wt.root, out, len, NULL, 0) > 0)
-        return;
-    else if (c->has_file) /* an app init refuses: the guides, never over its .wtproxy */
+        return snprintf(out, len, "wtproxy init --apply"), 1;
+    if (cli_sub_adopt(c->wt.root, out, len, NULL, 0) > 0)
+        return 1;
+    if (c->has_file) /* an app init refuses: the guides, never over its .wtproxy */
         snprintf(out, len,
                  "make the server answer /__whoami as wtproxy help whoami-protocol says "
                  "(wtproxy init knows no app here)");
@@ -147,6 +147,7 @@ void doc_init_fix(const struct doc_ctx *c, char *out, size_t len)
                  "server answer /__whoami as wtproxy help whoami-protocol says (wtproxy init "
                  "knows no app here)",
                  at_top ? "" : c->wt.root, at_top ? "" : "/");
+    return 0;
 }
 
 /* The front port the checks judge, into c->front, and where it came from

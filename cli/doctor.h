@@ -135,8 +135,9 @@ int doc_dbenv_find(const char *root, const char *dev, struct doc_dbenv *e);
 /* doctor.c: the command that adopts wtproxy here, into out: `wtproxy init
  * --apply`, or, where that finds no app, the init of the subfolder c's
  * start runs in (`cd api && ...`), else of each subfolder's app (a top
- * folder of api/ and web/ only: init there refuses, naming those). */
-void doc_init_fix(const struct doc_ctx *c, char *out, size_t len);
+ * folder of api/ and web/ only: init there refuses, naming those).
+ * Returns 1 for an init, 0 where init knows no app (the guides). */
+int doc_init_fix(const struct doc_ctx *c, char *out, size_t len);
 
 /* Set r to status with a printf-style detail. */
 void doc_set(struct doc_result *r, enum doc_status status, const char *fmt, ...)

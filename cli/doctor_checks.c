@@ -461,6 +461,22 @@ static void entry_fix(struct doc_ctx *c, int restart, char *out, size_t len)
                  c->front, c->front);
 }
 
+/* The fix for a server without /__whoami that no Node check knows: init's
+ * addition; where init knows no app, the protocol's, or, when its code has
+ * it already (added after the server started: a Sinatra user's config.ru
+ * got its `use` back), the restart, where the addition was all doctor
+ * said. */
+static void not_answering_fix(const struct doc_ctx *c, const char *restart, char *out, size_t len)
+{
+    char add[640];
+    if (doc_init_fix(c, add, sizeof add)) /* init says when there is nothing to add */
+        snprintf(out, len, "%s", add);
+    else
+        snprintf(out, len,
+                 "%s; or, if its code answers /__whoami already (added after it started): %s", add,
+                 restart);
+}
+
 /* Compare a parsed answer with this checkout and its code on disk. */
 static void judge(struct doc_ctx *c, const struct whoami_answer *a, struct doc_result *r)
 {
@@ -532,7 +548,7 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
         char restart[256];
         entry_fix(c, 1, restart, sizeof restart);
         if (!doc_node_whoami_fix(c, restart, r->fix, sizeof r->fix))
-            doc_init_fix(c, r->fix, sizeof r->fix);
+            not_answering_fix(c, restart, r->fix, sizeof r->fix);
     } else {
         judge(c, &a, r);
         whoami_answer_free(&a);

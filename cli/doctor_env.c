@@ -486,9 +486,17 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 "%d is already in use\"), and with no daemon it takes the front port for every "
                 "worktree",
                 f, entry, c->front, c->front);
+        char as_cmd[sizeof c->start + 16] = "";
+        if (c->start[0]) /* quoted when it is a shell line: cut at its &&, run wrapped mkdir */
+            start_as_cmd(past_exec(c->start), as_cmd, sizeof as_cmd);
+        int both = strchr(as_cmd, '\'') && strchr(as_cmd, '"'); /* in no '' or "" string */
         snprintf(r->fix, sizeof r->fix,
-                 "in webServer.command write: wtproxy run --front %d -- %.900s", c->front,
-                 c->start[0] ? past_exec(c->start) : "<server command with {port}>");
+                 "in webServer.command write%s: wtproxy run --front %d -- %.850s",
+                 both ? ", between backquotes" : "", c->front,
+                 as_cmd[0]     ? as_cmd
+                 : c->start[0] ? "sh ./start.sh (a script holding the .wtproxy's start, which "
+                                 "needs both quotes)"
+                               : "<server command with {port}>");
     } else if (c->has_file && pw.reuse)
         doc_set(r, DOC_OK,
                 "%s: recipe %s with a .wtproxy: the first request starts this "

@@ -877,6 +877,23 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), bindsFront(d.byName.playwright.fix.replace('in webServer.command write: ', '')));
   d = await doctor(tmp, tmp.wt.a, px.port, installed);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+  // A .wtproxy start that is a shell line (a Sinatra user's: a fingerprint
+  // written first, then exec the server): the fix gave it bare, and pasted,
+  // Playwright's shell cut it at its &&: wtproxy run wrapped `mkdir` alone,
+  // which exited 0, and the server ran outside wtproxy on a literal {port}.
+  // Quoted, as the daemon runs a start; pasted, ok.
+  const shellStart = "mkdir -p .run && echo '{}' > .run/fp.json && exec npm start";
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ${shellStart}\nfront = ${px.port}\n`);
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), bindsFront(`npm run dev -- --port ${px.port}`));
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
+  assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  assert.equal(d.byName.playwright.fix, `in webServer.command write, between backquotes: wtproxy run --front ${px.port} -- sh -c "mkdir -p .run && echo '{}' > .run/fp.json && exec npm start"`);
+  const pasted = d.byName.playwright.fix.replace('in webServer.command write, between backquotes: ', '');
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), "export default { use: { baseURL: 'http://localhost:" + px.port + "' },\n" +
+    `  webServer: { command: \`${pasted}\`, url: 'http://localhost:${px.port}', reuseExistingServer: true } };\n`);
+  d = await doctor(tmp, tmp.wt.a, px.port, installed);
+  assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = npm start\nfront = ${px.port}\n`);
 
   // Recipe url whose `wtproxy run` lacks the --front of its url's port: it
   // registers on the .wtproxy's front while Playwright waits on the url's port.
@@ -1022,4 +1039,37 @@ test('databases: headroom and stamped test databases on the server PG* names', a
   assert.equal(d.byName.databases.status, 'problem');
   assert.match(d.byName.databases.detail, /cannot be reached: .*Connection refused/);
   assert.ok(d.ms < 20000, `bounded: ${d.ms} ms`);
+});
+
+// A server of a stack init does not know, its /__whoami added after it
+// started (a Sinatra user's config.ru got its `use` back): doctor's only
+// fix was "make the server answer /__whoami", which its code did; the
+// restart it needed was on the 502 page alone. It says both now, and the
+// restart, pasted, makes the check ok.
+test('whoami: a server init knows nothing of, without /__whoami: the fix adds it, or restarts a server whose code has it', async (t) => {
+  const tmp = declaring(t, [], ['a']);
+  const px = await startDaemon(t, tmp);
+  // ./serve: a server doctor reads no stack from (not node, not python)
+  const serve = path.join(tmp.wt.a, 'serve');
+  const declare = (flag) => fs.writeFileSync(serve, `#!/bin/sh\nexec ${process.execPath} ` +
+    `${path.join(repoRoot, 'tests/integration/lib/wt-server.mjs')} "$@"${flag}\n`, { mode: 0o755 });
+  declare(' --no-whoami');
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./serve {port}\nfront = ${px.port}\n`);
+  assert.equal((await curlFrom(tmp.wt.a, px.port)).status, 502);
+  await waitFor(async () => (await lsJson(tmp))[0]?.state === 'ready', 10000, 'the server ready');
+  const wrapper = (await lsJson(tmp))[0].pid;
+  t.after(() => { try { process.kill(-wrapper, 'SIGKILL'); } catch { /* gone */ } });
+  let d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.whoami.status, 'problem', d.byName.whoami.detail);
+  assert.match(d.byName.whoami.detail, /answered 404: the whoami middleware is missing or broken/);
+  assert.equal(d.byName.whoami.fix, 'make the server answer /__whoami as wtproxy help whoami-protocol says ' +
+    `(wtproxy init knows no app here); or, if its code answers /__whoami already (added after it started): wtproxy restart --front ${px.port}`);
+  declare('');
+  const restarted = await cli(tmp, d.byName.whoami.fix.split(': ').pop().split(' ').slice(1), { cwd: tmp.wt.a });
+  assert.equal(restarted.code, 0, restarted.stderr);
+  await waitFor(async () => (await lsJson(tmp))[0]?.state === 'ready', 10000, 'restarted');
+  assert.equal((await lsJson(tmp))[0].pid, wrapper, 'the same wrapper restarted its server');
+  d = await doctor(tmp, tmp.wt.a, px.port);
+  assert.equal(d.byName.whoami.status, 'ok', d.byName.whoami.detail);
+  sanitizerClean(assert, px.stderr());
 });
