@@ -12,7 +12,7 @@
 #include "packages.h"
 #include "topics.h"
 #include "topics_text.h"
-#include "wtp_paths.h"
+#include "wtp_install_paths.h"
 
 struct topic {
     const char *name;

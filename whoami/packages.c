@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "wtp_paths.h"
+#include "wtp_install_paths.h"
 
 #define PKG_PATH_MAX (4096 + 256) /* an install root and the prefix's folder after it */
 
