@@ -64,7 +64,10 @@ const src = path.join(tmp, 'src');
 function upgradedSource() {
   const head = run('git', ['-C', repoRoot, 'rev-parse', 'HEAD']).trim();
   run('git', ['clone', '-q', '--shared', '--no-checkout', repoRoot, src]);
-  run('git', ['-C', src, 'checkout', '-q', OLDER]);
+  // a shallow clone lacks the older version: then the folder is this one's
+  const older = spawnSync('git', ['-C', src, 'cat-file', '-e', `${OLDER}^{commit}`]).status === 0;
+  if (!older) console.log(`# ${OLDER} is not in this clone (shallow?): a new build folder, not an upgraded one`);
+  run('git', ['-C', src, 'checkout', '-q', older ? OLDER : head]);
   run('meson', ['setup', build, src, '--prefix=/usr/local', '-Dbuildtype=plain',
     '-Db_sanitize=none', '-Dwerror=true'], { ms: 120000 });
   run('git', ['-C', src, 'checkout', '-q', '--detach', head]);
