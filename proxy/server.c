@@ -13,6 +13,9 @@
  *                                          process holding a socket
  *   fingerprints    whoami/fp_worker.c     hashing a worktree's files, the
  *                                          first time and after changes
+ *   socket holders  whoami/holders.c       the /proc scan for every process
+ *                                          holding a refused server's socket,
+ *                                          which its kill names
  *   PostgreSQL      registry/reg_pg_worker.c  every libpq call: the mirror,
  *                                          leases, other machines' entries
  *   state file      registry/reg_store_worker.c  its write and fsyncs on a

@@ -150,10 +150,12 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
         return WA_RETRY;
     if (may_restart(c))
         return WA_RESTART;
+    if (!m->holders_checked)
+        return WA_HOLDERS;
     /* Its wrapper could not be asked (gone): no request will restart it. */
     struct whoami_target told = *t;
     told.restart_on_stale &= !m->restart_failed;
-    whoami_refusal_stale(&told, m->ans, disk, m->restart_ms != 0, detail, detlen);
+    whoami_refusal_stale(&told, m->ans, disk, m->restart_ms != 0, &m->holders, detail, detlen);
     show_stale(st, m, c->disk->changed_ms, detail, disk->hash);
     return WHOAMI_STALE;
 }
@@ -302,8 +304,10 @@ static int decide_answer(const struct whoami_case *c, int fresh, struct whoami_s
         want->patterns = &m->ans->patterns;
         return WA_DISK;
     }
+    if (!agrees && !m->holders_checked)
+        return WA_HOLDERS;
     if (!agrees) {
-        whoami_refusal_mismatch(t, m->ans, nested_worktree(c), detail, detlen);
+        whoami_refusal_mismatch(t, m->ans, nested_worktree(c), &m->holders, detail, detlen);
         show(st, m, "mismatch", detail, NULL);
         return WHOAMI_MISMATCH;
     }

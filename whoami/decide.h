@@ -11,6 +11,7 @@
 
 #include "fetch.h"
 #include "gate.h"
+#include "refusal.h"
 #include "whoami.h"
 
 /* What whoami_decide returns besides an enum whoami_verdict. */
@@ -20,6 +21,8 @@ enum whoami_action {
     WA_LISTENER,    /* compare the socket listening now with the one asked, then decide again */
     WA_RESTART,     /* send the restart (SIGUSR1), then wait; if it cannot be sent, decide again */
     WA_DISK,        /* fingerprint want->root under want->patterns, then decide again */
+    WA_HOLDERS,     /* find the processes holding the socket the answer came from, then decide
+                     * again: a refusal names them all in the kill that stops the server */
 };
 
 /* The disk's fingerprint WA_DISK asks for: the checkout the server's
@@ -43,10 +46,12 @@ struct whoami_memory {
     long long restart_ms;            /* when its restart was sent; 0 not */
     long long restart_start_ms;      /* its registration's start then */
     long long prior_restart_ms;      /* when the restart before it was sent; 0 none */
-    /* Facts gate.c looks up when asked to (WA_LISTENER, WA_RESTART). */
+    /* Facts gate.c looks up when asked to (WA_LISTENER, WA_RESTART, WA_HOLDERS). */
     int listener_checked; /* listener_moved holds */
     int listener_moved;   /* another socket listens now than the one asked */
     int restart_failed;   /* the restart cannot be sent */
+    int holders_checked;  /* holders holds (n 0: none found, or they cannot be) */
+    struct whoami_holders holders;
 };
 
 /* The fingerprint of the checkout on disk, once WA_DISK asked for it. */

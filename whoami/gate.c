@@ -39,6 +39,7 @@ static void server_stop(struct whoami_server *s)
 static void server_free(struct whoami_server *s)
 {
     server_stop(s);
+    whoami_holders_drop(s);
     if (s->g)
         LIST_REMOVE(s, link);
     if (s->have_ans)
@@ -265,6 +266,8 @@ static void settle(struct whoami_server *s)
             s->disk_wait = 1;
             continue;
         }
+        if (d == G_HOLDERS) /* holders.c settles s once they are found */
+            continue;
         if (d == WA_FETCH || d == WA_RETRY) {
             ask |= d == WA_FETCH;
             again = 1;
@@ -289,6 +292,11 @@ static void settle(struct whoami_server *s)
     if (!s->released && s->edit_ms) /* an answer, or the disk's fingerprint */
         whoami_recheck_soon(s, 0, 0);
     unbusy(s->g);
+}
+
+void whoami_gate_settle(struct whoami_server *s)
+{
+    settle(s);
 }
 
 void whoami_gate_told(struct whoami_server *s, unsigned long seq)
@@ -350,7 +358,7 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
         s->refresh = 1; /* in the background: this request goes on */
         ask_soon(s, 0);
     }
-    if (d != WA_FETCH && d != WA_RETRY && d != G_DISK) {
+    if (d != WA_FETCH && d != WA_RETRY && d != G_DISK && d != G_HOLDERS) {
         if (d != WHOAMI_PASS && cb)
             refused(s);
         return d;
@@ -367,8 +375,8 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
     w->arg = arg;
     TAILQ_INSERT_TAIL(&s->waiters, w, link);
     if (d == G_DISK)
-        s->disk_wait = 1; /* disk_ready settles it */
-    else if (!s->fetch)
+        s->disk_wait = 1;                 /* disk_ready settles it */
+    else if (d != G_HOLDERS && !s->fetch) /* holders.c settles it */
         ask_soon(s, d == WA_FETCH ? 0 : WHOAMI_POLL_MS);
     *ticket = w;
     return -1;
@@ -436,9 +444,11 @@ struct whoami_gate *whoami_gate_new(struct event_base *base, const struct whoami
     LIST_INIT(&g->servers);
     char err[256];
     g->diag = host_diag_open(err, sizeof err);
+    g->holders = whoami_holders_worker_new(g);
     if (!(g->trees =
               whoami_trees_new(base, cfg->use_inotify, disk_ready, whoami_recheck_changed, g))) {
         host_diag_close(g->diag);
+        whoami_holders_worker_free(g->holders);
         free(g);
         return NULL;
     }
@@ -454,6 +464,7 @@ void whoami_gate_free(struct whoami_gate *g)
 {
     if (!g)
         return;
+    whoami_holders_worker_free(g->holders); /* first: its jobs name servers freed below */
     /* Their callers still hold them: inert from now on, freed on release. */
     while (!LIST_EMPTY(&g->servers)) {
         struct whoami_server *s = LIST_FIRST(&g->servers);

@@ -9,10 +9,12 @@
 #include "decide.h"
 #include "fetch.h"
 #include "gate.h"
+#include "host.h"
 #include "whoami.h"
 
-/* Besides decide.h's: the disk's fingerprint is being computed. */
-enum { G_DISK = 200 };
+/* Besides decide.h's: the disk's fingerprint is being computed; the
+ * processes holding the server's socket are being looked up (holders.c). */
+enum { G_DISK = 200, G_HOLDERS };
 
 struct waiter {
     struct whoami_server *s;
@@ -51,7 +53,15 @@ struct whoami_server {
     int edit_ask;              /* the timer asks /__whoami; else it decides */
     unsigned edit_asks;        /* asks since edit_ms: the next waits longer */
     unsigned long edit_ticket; /* tree.h: the fingerprint it may use */
-    void (*watch)(void *arg);  /* told when st changed later (whoami_server_watch) */
+    /* The processes holding the socket its answer came from, as found
+     * for that listener's inode and the pid that answered (holders.c);
+     * a lookup under way is holders_job. */
+    unsigned long holders_of;
+    pid_t holders_for;
+    pid_t holders[HOST_PORT_HOLDERS_MAX];
+    size_t nholders;
+    struct whoami_holders_job *holders_job;
+    void (*watch)(void *arg); /* told when st changed later (whoami_server_watch) */
     void *watch_arg;
     TAILQ_HEAD(, waiter) waiters;
     LIST_ENTRY(whoami_server) link;
@@ -62,7 +72,8 @@ struct whoami_gate {
     struct whoami_gate_config cfg;
     struct whoami_trees *trees;
     struct host_diag *diag; /* NULL without sock_diag: swaps are found by re-asking */
-    int busy;               /* running waiters' callbacks: released servers wait */
+    struct whoami_holders_worker *holders; /* NULL: refusals name the pid that answered */
+    int busy;                              /* running waiters' callbacks: released servers wait */
     LIST_HEAD(, whoami_server) servers;
 };
 
@@ -90,6 +101,31 @@ void whoami_gate_unanswered(struct whoami_server *s);
 
 /* (gate.c) Tell s's watcher when its status moved past seq. */
 void whoami_gate_told(struct whoami_server *s, unsigned long seq);
+
+/* (gate.c) Decide again for s's waiters, and its recheck: a fact they
+ * waited for is known. */
+void whoami_gate_settle(struct whoami_server *s);
+
+/* --- holders.c: the processes holding a server's socket, on a worker --- */
+
+struct whoami_holders_worker;
+
+/* The thread, its finished jobs handed to whoami_gate_settle on g's loop.
+ * NULL when it cannot start. */
+struct whoami_holders_worker *whoami_holders_worker_new(struct whoami_gate *g);
+
+/* Stop the thread; the servers whose lookups were under way find none. */
+void whoami_holders_worker_free(struct whoami_holders_worker *w);
+
+/* The processes holding the socket s's answer came from (s->listener),
+ * into out: 1 when known (n 0: none found), -1 when they cannot be
+ * looked up (no worker, no listener known, out of memory: out->n 0), 0
+ * while a /proc scan finds them (milliseconds, never on the loop): s is
+ * settled once they are found. */
+int whoami_holders_get(struct whoami_server *s, struct whoami_holders *out);
+
+/* s goes: a lookup under way for it is let go. */
+void whoami_holders_drop(struct whoami_server *s);
 
 /* --- recheck.c: a server asked again after an edit, with no request --- */
 

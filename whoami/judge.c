@@ -1,7 +1,8 @@
 /* judge.c - the gate's decision for one request: decide.c's pure
  * function, asked again with each fact it names looked up here: the
  * socket listening now (sock_diag), a restart sent (SIGUSR1), the disk's
- * fingerprint (tree.c). */
+ * fingerprint (tree.c), the processes holding the server's socket
+ * (holders.c). */
 #include <signal.h>
 #include <sys/time.h>
 
@@ -66,7 +67,9 @@ int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
                               s->prior_restart_ms,
                               0,
                               0,
-                              0};
+                              0,
+                              0,
+                              {NULL, 0}};
     struct whoami_disk disk = {NULL, 0, NULL, ""};
     struct whoami_case c = {&g->cfg, &s->t, &m, NULL, since, whoami_gate_now(g), no_restart};
     struct whoami_disk_want want = {NULL, NULL};
@@ -80,6 +83,10 @@ int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
             if (ask_restart(s, c.now_ms))
                 return WA_RETRY;
             m.restart_failed = 1;
+        } else if (d == WA_HOLDERS) {
+            if (whoami_holders_get(s, &m.holders) == 0)
+                return G_HOLDERS;
+            m.holders_checked = 1;
         } else if (d == WA_DISK) {
             int r = whoami_tree_get(g->trees, want.root, want.patterns, c.now_ms, disk_ticket,
                                     &disk.fp, &disk.changed_ms, &disk.worktree, err, sizeof err);

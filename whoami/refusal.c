@@ -71,6 +71,59 @@ static int runs_elsewhere(const char *cmd, const char *checkout, const char *oth
     return 0;
 }
 
+/* " 24690 24701 ...": the pids of a whoami_holders, written out. */
+#define HOLDERS_WORDS (HOST_PORT_HOLDERS_MAX * 12)
+
+/* Whether pid is one of h's. */
+static int holds(const struct whoami_holders *h, pid_t pid)
+{
+    for (size_t i = 0; h && pid > 0 && i < h->n; i++)
+        if (h->pid[i] == pid)
+            return 1;
+    return 0;
+}
+
+/* Whether the process that answered shares its listening socket with
+ * others (h): a prefork server's worker. Its kill alone stops nothing:
+ * gunicorn's master forks another, morbo's manager holds the port with
+ * nobody answering. */
+static int shared(const struct whoami_holders *h, pid_t answered)
+{
+    return h && h->n > 1 && holds(h, answered);
+}
+
+/* " 24690 24701 24702" into out: every process holding the socket the
+ * answer came from when shared, else the one that answered. */
+static void server_pids(const struct whoami_holders *h, pid_t answered, char *out, size_t outlen)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    if (!shared(h, answered)) {
+        snprintf(out, outlen, " %d", (int)answered);
+        return;
+    }
+    for (size_t i = 0; i < h->n && used < outlen; i++)
+        used += (size_t)snprintf(out + used, outlen - used, " %d", (int)h->pid[i]);
+}
+
+/* "; it shares its listening socket with pids 24690 24702, which hold the
+ * port after it exits" when shared, else "": why the kill names them. */
+static void sharing_words(const struct whoami_holders *h, pid_t answered, char *out, size_t outlen)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    if (!shared(h, answered))
+        return;
+    used = (size_t)snprintf(out, outlen, "; it shares its listening socket with pid%s",
+                            h->n > 2 ? "s" : "");
+    for (size_t i = 0; i < h->n && used < outlen; i++)
+        if (h->pid[i] != answered)
+            used += (size_t)snprintf(out + used, outlen - used, " %d", (int)h->pid[i]);
+    if (used < outlen)
+        snprintf(out + used, outlen - used, ", which hold%s the port after it exits",
+                 h->n > 2 ? "" : "s");
+}
+
 /* How to start the worktree's server again once it is stopped. A
  * `.wtproxy` service from its file, whose `start` has the folder and
  * interpreter right (a hand-made `wtproxy run` would replace the daemon's
@@ -156,7 +209,8 @@ static void drop_hint(const struct whoami_target *t, char *out, size_t outlen)
  * mid-run. The mistake is this worktree's registration: dropped, then its
  * own server started, chained with && where one command does both. */
 static void mismatch_owned(const struct whoami_target *t, const struct whoami_answer *ans,
-                           const char *since, char *out, size_t outlen)
+                           const struct whoami_holders *h, const char *since, char *out,
+                           size_t outlen)
 {
     char front[24], drop[64], fix[PATH_MAX + 1400], run[PATH_MAX + 1300];
     front_flag(t, front, sizeof front);
@@ -172,8 +226,10 @@ static void mismatch_owned(const struct whoami_target *t, const struct whoami_an
                  "on that front)",
                  t->checkout, drop, front);
     else {
-        restart_hint(t, ans->checkout, t->pid == ans->pid || t->pid == t->other_pid, run,
-                     sizeof run);
+        restart_hint(t, ans->checkout,
+                     t->pid == ans->pid || t->pid == t->other_pid ||
+                         (shared(h, ans->pid) && holds(h, t->pid)),
+                     run, sizeof run);
         snprintf(fix, sizeof fix, "cd %s && %s, then start your own server: %s", t->checkout, drop,
                  run);
     }
@@ -189,21 +245,27 @@ static void mismatch_owned(const struct whoami_target *t, const struct whoami_an
 }
 
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
-                             const char *nested, char *out, size_t outlen)
+                             const char *nested, const struct whoami_holders *h, char *out,
+                             size_t outlen)
 {
     char since[32], hint[PATH_MAX + 1200], whose[PATH_MAX + 64] = "";
+    char pids[HOLDERS_WORDS], sharing[HOLDERS_WORDS + 96];
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     if (t->other_front > 0) {
-        mismatch_owned(t, ans, since, out, outlen);
+        mismatch_owned(t, ans, h, since, out, outlen);
         return;
     }
     char drop[PATH_MAX + 64];
-    /* Registered with that server's own pid: its exit ends the entry too,
-     * and the same kill said twice reads as two steps; its command is that
-     * other checkout's. */
-    int one_kill = !t->by_run && t->pid > 0 && t->pid == ans->pid;
+    /* Registered with that server's own pid (the one that answered, or
+     * another holding its socket, a prefork master): its exit ends the
+     * entry too, and the same kill said twice reads as two steps; its
+     * command is that other checkout's. */
+    int one_kill = !t->by_run && t->pid > 0 &&
+                   (t->pid == ans->pid || (shared(h, ans->pid) && holds(h, t->pid)));
     restart_hint(t, ans->checkout, one_kill, hint, sizeof hint);
     drop_hint(t, drop, sizeof drop);
+    server_pids(h, ans->pid, pids, sizeof pids);
+    sharing_words(h, ans->pid, sharing, sizeof sharing);
     char dropping[PATH_MAX + 128] = "";
     if (!one_kill)
         snprintf(dropping, sizeof dropping, "; drop your worktree's registration of that port: %s",
@@ -216,10 +278,10 @@ void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_
     else if (nested)
         snprintf(whose, sizeof whose, " (in the worktree %s, nested inside yours)", nested);
     snprintf(out, outlen,
-             "port %d is served by %s, not by %s: the server there (pid %d, started %s ago) "
+             "port %d is served by %s, not by %s: the server there (pid %d, started %s ago%s) "
              "belongs to another checkout%s, so its answers would not be your code's. Stop it: "
-             "kill %d (unless %s still needs it%s)%s; then start your own server: %s",
-             t->port, ans->checkout, t->checkout, (int)ans->pid, since, whose, (int)ans->pid,
+             "kill%s (unless %s still needs it%s)%s; then start your own server: %s",
+             t->port, ans->checkout, t->checkout, (int)ans->pid, since, sharing, whose, pids,
              ans->checkout, one_kill ? "; its exit ends your worktree's registration of it" : "",
              dropping, hint);
 }
@@ -288,12 +350,15 @@ static void took_too_long(const struct whoami_answer *ans, char *changed, size_t
 }
 
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
-                          const struct whoami_fp *disk, int restarted, char *out, size_t outlen)
+                          const struct whoami_fp *disk, int restarted,
+                          const struct whoami_holders *h, char *out, size_t outlen)
 {
     char since[32], files[1024], now[PATH_MAX + 1400], run[PATH_MAX + 1300], changed[1300];
+    char sharing[HOLDERS_WORDS + 96];
     char front[24], offer[2 * PATH_MAX + 1400] = "";
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
     reload_hint(t, now, sizeof now);
+    sharing_words(h, ans->pid, sharing, sizeof sharing);
     front_flag(t, front, sizeof front);
     size_t n = whoami_refusal_newer_files(disk, ans->started_ms, files, sizeof files);
     if (n)
@@ -320,28 +385,37 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
     }
     if (restarted)
         snprintf(out, outlen,
-                 "wtproxy restarted your server for %s (pid %d), and it still "
+                 "wtproxy restarted your server for %s (pid %d%s), and it still "
                  "reports older code than the disk's: %s. Look at its output for why it "
                  "did not come back with the new code; to restart it by hand: %s",
-                 ans->checkout, (int)ans->pid, changed, now);
+                 ans->checkout, (int)ans->pid, sharing, changed, now);
     else if (t->restart_on_stale)
         snprintf(out, outlen,
-                 "this is your own server for %s (pid %d), started %s ago; %s. wtproxy "
+                 "this is your own server for %s (pid %d%s), started %s ago; %s. wtproxy "
                  "restarts it at the next request to it (it runs with --restart-on-stale), or "
                  "now: %s",
-                 ans->checkout, (int)ans->pid, since, changed, now);
+                 ans->checkout, (int)ans->pid, sharing, since, changed, now);
     else if (t->by_run)
         snprintf(out, outlen,
-                 "this is your own server for %s (pid %d), started %s ago; %s. "
+                 "this is your own server for %s (pid %d%s), started %s ago; %s. "
                  "Restart it: %s%s",
-                 ans->checkout, (int)ans->pid, since, changed, now, offer);
+                 ans->checkout, (int)ans->pid, sharing, since, changed, now, offer);
     else {
+        /* By hand: every process holding its socket, unless it was registered
+         * with a pid outside them (a script that started it), whose end the
+         * registration waits for. */
+        char stop[HOLDERS_WORDS + 32], pids[HOLDERS_WORDS];
+        if (shared(h, ans->pid) && (t->pid <= 0 || holds(h, t->pid))) {
+            server_pids(h, ans->pid, pids, sizeof pids);
+            snprintf(stop, sizeof stop, "kill%s", pids);
+        } else {
+            snprintf(stop, sizeof stop, "stop pid %d", t->pid > 0 ? (int)t->pid : (int)ans->pid);
+        }
         restart_hint(t, NULL, 0, run, sizeof run);
         snprintf(out, outlen,
-                 "this is your own server for %s (pid %d), started %s ago; %s. "
-                 "Restart it: stop pid %d, then %s",
-                 ans->checkout, (int)ans->pid, since, changed,
-                 t->pid > 0 ? (int)t->pid : (int)ans->pid, run);
+                 "this is your own server for %s (pid %d%s), started %s ago; %s. "
+                 "Restart it: %s, then %s",
+                 ans->checkout, (int)ans->pid, sharing, since, changed, stop, run);
     }
 }
 

@@ -10,16 +10,29 @@
 
 #define WHOAMI_NAMED_FILES 3 /* changed files a stale refusal names */
 
+/* The processes holding the socket a server's answer came from, as
+ * gate.c found them (holders.c, on a worker): a prefork server's master
+ * and the workers it forked (gunicorn, morbo, uvicorn --workers), whose
+ * /__whoami answers from a worker. n 0: not known. */
+struct whoami_holders {
+    const pid_t *pid; /* ascending */
+    size_t n;
+};
+
 /* t's port answers for ans->checkout, not for t->checkout; nested: the
  * other worktree, inside t->checkout, that ans->checkout is in (NULL: not
- * inside). */
+ * inside); h: the processes holding its socket (NULL: not known), all
+ * named in the kill that stops it. */
 void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_answer *ans,
-                             const char *nested, char *out, size_t outlen);
+                             const char *nested, const struct whoami_holders *h, char *out,
+                             size_t outlen);
 
 /* t loaded older code than disk; restarted: wtproxy already restarted it.
- * One with t->restart_on_stale is said to be restarted at the next request. */
+ * One with t->restart_on_stale is said to be restarted at the next request.
+ * h as for whoami_refusal_mismatch. */
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
-                          const struct whoami_fp *disk, int restarted, char *out, size_t outlen);
+                          const struct whoami_fp *disk, int restarted,
+                          const struct whoami_holders *h, char *out, size_t outlen);
 
 /* t answered /__whoami with HTTP status (404 mostly). */
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, const char *said,

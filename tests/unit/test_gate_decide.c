@@ -271,7 +271,9 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               prior ? T + prior : 0,
                               0,
                               0,
-                              0};
+                              0,
+                              0,
+                              {NULL, 0}};
     struct whoami_fp fp = {H_DISK, r->disk == DISK_NEWER_FILE ? 2 : 1, disk_files, 0};
     struct whoami_disk disk = {r->disk == DISK_UNREADABLE ? NULL : &fp,
                                r->changed ? T + r->changed : 0, "No such file or directory",
@@ -284,6 +286,8 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
             m.listener_moved = r->listener_moved;
         } else if (d == WA_RESTART && r->restart_fails) {
             m.restart_failed = 1;
+        } else if (d == WA_HOLDERS) {
+            m.holders_checked = 1; /* none found: the refusals name the pid that answered */
         } else if (d == WA_DISK) {
             wc.disk = &disk;
             snprintf(used_root, sizeof used_root, "%s", want.root);

@@ -49,7 +49,7 @@ static void stale_shapes(struct whoami_answer *ans, const struct whoami_fp *disk
 {
     struct whoami_target t = target(3186, 1, "/bin/sh -c cd api && node server.js");
     t.shell_command = "/bin/sh -c 'cd api && node server.js'";
-    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
     says("(or, restarted at each edit from then on: wtproxy stop --front 18000, then cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- /bin/sh -c 'cd api && node "
          "server.js')",
@@ -57,7 +57,7 @@ static void stale_shapes(struct whoami_answer *ans, const struct whoami_fp *disk
 
     ans->no_reloader = 1;
     t.restart_on_stale = 1;
-    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
     says("wtproxy restarts it at the next request to it (it runs with --restart-on-stale), or "
          "now: cd " WT " && wtproxy restart --front 18000",
          "stale, --restart-on-stale", __LINE__);
@@ -65,17 +65,17 @@ static void stale_shapes(struct whoami_answer *ans, const struct whoami_fp *disk
     never_says("wtproxy run", "stale, --restart-on-stale", __LINE__);
 
     t.service = "api"; /* the daemon's, from a .wtproxy */
-    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
     says("(it runs with --restart-on-stale), or now: cd " WT
          " && wtproxy restart --service api --front 18000",
          "stale, .wtproxy service", __LINE__);
     never_says("wtproxy run", "stale, .wtproxy service", __LINE__);
-    whoami_refusal_stale(&t, ans, disk, 1, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 1, NULL, out, sizeof out);
     says("to restart it by hand: cd " WT " && wtproxy restart --service api --front 18000",
          "stale after its restart, .wtproxy service", __LINE__);
     never_says("wtproxy run", "stale after its restart, .wtproxy service", __LINE__);
     t.restart_on_stale = 0; /* wtproxy run --service api, by hand */
-    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
     says("Restart it: cd " WT " && wtproxy restart --service api --front 18000", "stale, service",
          __LINE__);
     never_says("wtproxy run", "stale, service", __LINE__);
@@ -85,11 +85,34 @@ static void stale_shapes(struct whoami_answer *ans, const struct whoami_fp *disk
          "trusted stale, service", __LINE__);
     t = target(4242, 0, "node server.mjs 23833"); /* wtproxy register --service backend */
     t.service = "backend";
-    whoami_refusal_stale(&t, ans, disk, 0, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
     says("Restart it: stop pid 4242, then cd " WT " && wtproxy restart --service backend",
          "stale, registered service", __LINE__);
     never_says("wtproxy run", "stale, registered service", __LINE__);
     ans->no_reloader = 0;
+}
+
+/* The stale page of a prefork server: a worker answered; one started by
+ * hand is stopped by every process holding its socket. */
+static void stale_prefork(struct whoami_answer *ans, const struct whoami_fp *disk)
+{
+    static const pid_t pids[] = {3180, 3188};
+    struct whoami_holders h = {pids, 2};
+    struct whoami_target t = target(3180, 0, "/usr/bin/gunicorn --workers 1 app:application");
+    whoami_refusal_stale(&t, ans, disk, 0, &h, out, sizeof out);
+    says("this is your own server for " WT " (pid 3188; it shares its listening socket with pid "
+         "3180, which holds the port after it exits), started ",
+         "stale, prefork by hand", __LINE__);
+    says("Restart it: kill 3180 3188, then cd " WT, "stale, prefork by hand", __LINE__);
+    never_says("stop pid", "stale, prefork by hand", __LINE__);
+
+    t = target(3186, 1, "/usr/bin/gunicorn --workers 1 app:application");
+    whoami_refusal_stale(&t, ans, disk, 0, &h, out, sizeof out);
+    says("(pid 3188; it shares its listening socket with pid 3180, which holds the port after it "
+         "exits)",
+         "stale, prefork under wtproxy run", __LINE__);
+    says("Restart it: cd " WT " && wtproxy restart --front 18000",
+         "stale, prefork under wtproxy run", __LINE__);
 }
 
 static void stale(void)
@@ -100,7 +123,7 @@ static void stale(void)
     snprintf(ans.hash, sizeof ans.hash, "sha256:old");
     struct whoami_target t =
         target(3186, 1, "/usr/bin/python3 manage.py runserver --noreload 127.0.0.1:23833");
-    whoami_refusal_stale(&t, &ans, &disk, 0, out, sizeof out);
+    whoami_refusal_stale(&t, &ans, &disk, 0, NULL, out, sizeof out);
     says("Restart it: cd " WT " && wtproxy restart --front 18000", "stale, wtproxy run", __LINE__);
     says("wtproxy run --front 18000 --restart-on-stale -- /usr/bin/python3 manage.py runserver "
          "--noreload 127.0.0.1:{port}",
@@ -108,12 +131,13 @@ static void stale(void)
     never_says(":23833", "stale, wtproxy run", __LINE__);
 
     t = target(4242, 0, "node server.mjs 23833 --max 238330");
-    whoami_refusal_stale(&t, &ans, &disk, 0, out, sizeof out);
+    whoami_refusal_stale(&t, &ans, &disk, 0, NULL, out, sizeof out);
     says("Restart it: stop pid 4242, then cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- node server.mjs {port} "
          "--max 238330",
          "stale, registered with a pid", __LINE__);
     stale_shapes(&ans, &disk);
+    stale_prefork(&ans, &disk);
 }
 
 /* The port is another worktree's registered server, in use by its tests:
@@ -125,7 +149,7 @@ static void mismatch_owned_port(const struct whoami_answer *ans)
     t.other_front = 18000;
     t.other_pid = 5150;
     t.declared = 1;
-    whoami_refusal_mismatch(&t, ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, ans, NULL, NULL, out, sizeof out);
     says("is " OTHER "'s registered server (front :18000, pid 5150), in use: leave it running",
          "mismatch, another worktree's registered port", __LINE__);
     says("drop it and start your own: cd " WT " && wtproxy unregister --front 18000 && wtproxy "
@@ -136,11 +160,48 @@ static void mismatch_owned_port(const struct whoami_answer *ans)
     t = target(5150, 0, "node server.mjs 23833"); /* register --pid of that server */
     t.other_front = 18000;
     t.other_pid = 5150;
-    whoami_refusal_mismatch(&t, ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, ans, NULL, NULL, out, sizeof out);
     says("cd " WT " && wtproxy unregister --front 18000, then start your own server: cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- <server command with {port}>",
          "mismatch, another worktree's registered pid", __LINE__);
     never_says("kill", "mismatch, another worktree's registered pid", __LINE__);
+}
+
+/* A prefork server (gunicorn, morbo, uvicorn --workers) answers from a
+ * worker, 5150: its kill alone has the master, 5140, fork another (or
+ * hold the port with nobody answering). The kill names every process
+ * holding its socket, and says why; the worker's pid is still named. A
+ * pid that is none of them (a proxy in front, another pid namespace) is
+ * killed alone, as before. */
+static void mismatch_prefork(const struct whoami_answer *ans)
+{
+    static const pid_t pids[] = {5140, 5150, 5151};
+    struct whoami_holders h = {pids, 3};
+    struct whoami_target t = target(5140, 0, "/usr/bin/gunicorn --workers 2 app:application");
+    t.declared = 1;
+    whoami_refusal_mismatch(&t, ans, NULL, &h, out, sizeof out);
+    says("the server there (pid 5150, started ", "mismatch, prefork", __LINE__);
+    says("; it shares its listening socket with pids 5140 5151, which hold the port after it "
+         "exits) belongs to another checkout",
+         "mismatch, prefork", __LINE__);
+    says("Stop it: kill 5140 5150 5151 (unless " OTHER " still needs it; its exit ends your "
+         "worktree's registration of it); then start your own server: cd " WT
+         " && wtproxy restart --front 18000",
+         "mismatch, prefork registered with its master", __LINE__);
+    never_says("registration of that port", "mismatch, prefork registered with its master",
+               __LINE__);
+
+    t = target(4000, 0, "");
+    whoami_refusal_mismatch(&t, ans, NULL, &h, out, sizeof out);
+    says("Stop it: kill 5140 5150 5151 (unless " OTHER " still needs it); drop your worktree's "
+         "registration of that port: kill 4000",
+         "mismatch, prefork registered with another pid", __LINE__);
+
+    static const pid_t others[] = {6000, 6001};
+    h = (struct whoami_holders){others, 2};
+    whoami_refusal_mismatch(&t, ans, NULL, &h, out, sizeof out);
+    says("Stop it: kill 5150 (unless", "mismatch, holders without the pid that answered", __LINE__);
+    never_says("shares", "mismatch, holders without the pid that answered", __LINE__);
 }
 
 static void mismatch(void)
@@ -148,7 +209,7 @@ static void mismatch(void)
     struct whoami_answer ans = {.pid = 5150};
     snprintf(ans.checkout, sizeof ans.checkout, "%s", OTHER);
     struct whoami_target t = target(0, 0, "");
-    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, NULL, out, sizeof out);
     says("kill 5150 (unless " OTHER " still needs it)", "mismatch, TTL registration", __LINE__);
     says("cd " WT " && wtproxy unregister --front 18000", "mismatch, TTL registration", __LINE__);
     says("then start your own server: cd " WT " && wtproxy run --front 18000 --restart-on-stale "
@@ -157,7 +218,7 @@ static void mismatch(void)
     never_says("kill 0", "mismatch, TTL registration", __LINE__);
 
     t = target(3186, 1, "sh -c 'cd ../other && exec node server.mjs 23833'");
-    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, NULL, out, sizeof out);
     says("drop your worktree's registration of that port: cd " WT " && wtproxy stop --front 18000",
          "mismatch, wtproxy run", __LINE__);
 
@@ -166,7 +227,7 @@ static void mismatch(void)
      * not the other server's command run from this worktree's top. */
     t = target(5150, 0, "/usr/bin/python3 manage.py runserver 127.0.0.1:23833");
     t.service = "backend";
-    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, NULL, out, sizeof out);
     says("Stop it: kill 5150 (unless " OTHER " still needs it; its exit ends your worktree's "
          "registration of it); then start your own server: cd " WT
          " && wtproxy restart --service backend",
@@ -179,13 +240,13 @@ static void mismatch(void)
      * while serving that code. This worktree's .wtproxy declares the
      * server of that front: `wtproxy restart` starts it. */
     t = target(5150, 0, "/tmp/xe/goshop-b");
-    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, NULL, out, sizeof out);
     says("then start your own server: cd " WT " && wtproxy run --front 18000 --restart-on-stale "
          "-- <server command with {port}>",
          "mismatch, another checkout's pid", __LINE__);
     never_says("goshop-b", "mismatch, another checkout's pid", __LINE__);
     t.declared = 1;
-    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, NULL, out, sizeof out);
     says("then start your own server: cd " WT " && wtproxy restart --front 18000",
          "mismatch, declared front", __LINE__);
     never_says("wtproxy run", "mismatch, declared front", __LINE__);
@@ -193,29 +254,30 @@ static void mismatch(void)
     /* A wrapper of this worktree whose command runs the other's code */
     t = target(3186, 1, "");
     t.shell_command = "sh -c 'cd " OTHER "/api && exec node server.mjs {port}'";
-    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, NULL, out, sizeof out);
     says("-- <server command with {port}>", "mismatch, cd to the other checkout", __LINE__);
     t.shell_command = OTHER "/bin/server --port {port}";
-    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, NULL, out, sizeof out);
     says("-- <server command with {port}>", "mismatch, the other checkout's binary", __LINE__);
     t.shell_command = "sh -c 'cd api && exec node server.mjs {port}'";
-    whoami_refusal_mismatch(&t, &ans, NULL, out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, NULL, NULL, out, sizeof out);
     says("-- sh -c 'cd api && exec node server.mjs {port}'", "mismatch, its own command", __LINE__);
 
     /* A worktree nested inside this one (repo/.worktrees/wt-b in the main
      * checkout): inside, it reads as this worktree's unless said */
     snprintf(ans.checkout, sizeof ans.checkout, "%s", WT "/.worktrees/b");
-    whoami_refusal_mismatch(&t, &ans, WT "/.worktrees/b", out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, WT "/.worktrees/b", NULL, out, sizeof out);
     says("port 23833 is served by " WT "/.worktrees/b, not by " WT ": the server there",
          "mismatch, a nested worktree", __LINE__);
     says("belongs to another checkout (a worktree of its own, nested inside yours), so",
          "mismatch, a nested worktree", __LINE__);
     snprintf(ans.checkout, sizeof ans.checkout, "%s", WT "/.worktrees/b/api");
-    whoami_refusal_mismatch(&t, &ans, WT "/.worktrees/b", out, sizeof out);
+    whoami_refusal_mismatch(&t, &ans, WT "/.worktrees/b", NULL, out, sizeof out);
     says("belongs to another checkout (in the worktree " WT "/.worktrees/b, nested inside yours)",
          "mismatch, a folder of a nested worktree", __LINE__);
     snprintf(ans.checkout, sizeof ans.checkout, "%s", OTHER);
     mismatch_owned_port(&ans);
+    mismatch_prefork(&ans);
 }
 
 /* A Vite server started by hand and registered: the plugin init writes
