@@ -1,7 +1,12 @@
 /* fingerprint.c - `wtproxy fingerprint`: the fingerprint of a tree as
  * wtproxy computes it for the gate, so a person (or the Python package,
  * `python3 -m wtproxy_whoami fingerprint`, which prints the same bytes) can
- * see the hash a server should report and, with --list, why two differ. */
+ * see the hash a server should report and, with --list, why two differ;
+ * and, with --unknown-after-start, the fingerprint a server that loads
+ * its code itself reports, for a server of a language no middleware
+ * covers (Perl, Ruby), which runs it once as it starts. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +14,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "host.h"
 #include "whoami.h"
 
 struct opts {
@@ -16,6 +22,8 @@ struct opts {
     const char *inc[WHOAMI_MAX_PATTERNS], *exc[WHOAMI_MAX_PATTERNS];
     size_t n_inc, n_exc;
     int json, list, no_exclude;
+    long long after_ns; /* files modified later are type 'u'; 0: none */
+    long long pid;      /* --unknown-after-start's, else 0 */
 };
 
 static int usage_error(const char *what, const char *arg)
@@ -42,6 +50,20 @@ static int add_pattern(const char *flag, const char *v, const char **list, size_
     return 0;
 }
 
+/* The number v of flag, 1 to LLONG_MAX, into *out. 0, or 2 with a message. */
+static int parse_count(const char *flag, const char *v, long long *out)
+{
+    if (!v)
+        return usage_error("missing the number after", flag);
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || end == v || *end || n <= 0)
+        return usage_error("a positive whole number is needed, not", v);
+    *out = n;
+    return 0;
+}
+
 /* 0, the exit status of a usage error, or CLI_HELP. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
@@ -60,6 +82,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
             r = add_pattern(a, next, o->inc, &o->n_inc), i++;
         } else if (strcmp(a, "--exclude") == 0) {
             r = add_pattern(a, next, o->exc, &o->n_exc), i++;
+        } else if (strcmp(a, "--unknown-after") == 0) {
+            r = parse_count(a, next, &o->after_ns), i++;
+        } else if (strcmp(a, "--unknown-after-start") == 0) {
+            r = parse_count(a, next, &o->pid), i++;
         } else if (a[0] == '-' && a[1]) {
             r = usage_error("unknown option", a);
         } else if (o->dir) {
@@ -72,6 +98,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
     }
     if (o->json && o->list)
         return usage_error("choose one of --json and", "--list");
+    if (o->after_ns && o->pid)
+        return usage_error("choose one of --unknown-after and", "--unknown-after-start");
     return 0;
 }
 
@@ -126,11 +154,28 @@ static int report(const struct opts *o, const struct whoami_patterns *p, const s
     return 0;
 }
 
+/* The time after which a file's edit is unknown: --unknown-after's, or
+ * the start of --unknown-after-start's process. 0, or 1 with a message. */
+static int unknown_after(struct opts *o)
+{
+    if (!o->pid)
+        return 0;
+    if (o->pid > INT_MAX || !(o->after_ns = host_pid_started_ns((pid_t)o->pid))) {
+        fprintf(stderr,
+                "wtproxy fingerprint: no process %lld runs, so its start is unknown: "
+                "--unknown-after-start takes the pid of the server that runs it ($$ in Perl, "
+                "Ruby or a shell)\n",
+                o->pid);
+        return 1;
+    }
+    return 0;
+}
+
 int cli_fingerprint_main(int argc, char **argv)
 {
     struct opts o = {0};
     int r = parse_args(argc, argv, &o);
-    if (r)
+    if (r || (r = unknown_after(&o)))
         return r;
     /* The Python middleware's defaults (defaults.c), each list replaced
      * as a whole by the flags. */
@@ -145,6 +190,11 @@ int cli_fingerprint_main(int argc, char **argv)
     char err[PATH_MAX + 256];
     if (whoami_fp_compute(o.dir ? o.dir : ".", &p, NULL, &fp, err, sizeof err) < 0) {
         fprintf(stderr, "wtproxy fingerprint: %s\n", err);
+        return 1;
+    }
+    if (o.after_ns && whoami_fp_unknown_after(&fp, o.after_ns) < 0) {
+        fprintf(stderr, "wtproxy fingerprint: SHA-256 failed (out of memory?)\n");
+        whoami_fp_free(&fp);
         return 1;
     }
     r = report(&o, &p, &fp);

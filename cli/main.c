@@ -83,7 +83,9 @@ static const struct command commands[] = {
      "0 placed, with a backend\n"
      "1 not placed, no backend, no such process, or no daemon answers\n" USAGE_ERR},
     {"fingerprint", "the code fingerprint a dev server's /__whoami reports", cli_usage_fingerprint,
-     NULL, cli_fingerprint_main, "0 printed\n1 the folder cannot be read\n" USAGE_ERR},
+     NULL, cli_fingerprint_main,
+     "0 printed\n1 the folder cannot be read, or --unknown-after-start's process does not "
+     "run\n" USAGE_ERR},
     {"claim", "lease a named resource: claim RESOURCE --ttl D | -- CMD", cli_usage_claim, NULL,
      cli_claim_main,
      "0 claimed\n"

@@ -135,6 +135,7 @@ const char cli_usage_why[] =
 
 const char cli_usage_fingerprint[] =
     "usage: wtproxy fingerprint [DIR] [--include GLOB]... [--exclude GLOB]... [--no-exclude]\n"
+    "                           [--unknown-after-start PID | --unknown-after NS]\n"
     "                           [--json | --list]\n\n"
     "The code fingerprint (wtproxy-fp-v1; wtproxy help whoami-protocol) of the files\n"
     "below DIR (default .) that match an --include and no --exclude: what a dev\n"
@@ -145,6 +146,13 @@ const char cli_usage_fingerprint[] =
     "                  **/.git/**, **/node_modules/**, **/.venv/**, **/venv/**,\n"
     "                  **/__pycache__/**\n"
     "  --no-exclude    no default excludes (only those given with --exclude)\n"
+    "  --unknown-after-start PID\n"
+    "                  a file modified after process PID started is type u (unknown),\n"
+    "                  as the middlewares report it: PID may have loaded it before the\n"
+    "                  edit. For a server with a /__whoami of its own, run once at its\n"
+    "                  start with its own pid (wtproxy help whoami-protocol, section 1)\n"
+    "  --unknown-after NS\n"
+    "                  the same for files modified after NS (nanoseconds since the epoch)\n"
     "  --json          print {\"algorithm\", \"include\", \"exclude\", \"files\", \"hash\"}\n"
     "  --list          print every record (type, SHA-256, path), then the hash\n";
 

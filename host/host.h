@@ -27,6 +27,14 @@ extern const char *host_proc_dir;
  * 0 when it does not run or is a zombie. (pid, start) names one process. */
 unsigned long long host_pid_start(pid_t pid);
 
+/* When pid started, in nanoseconds since the epoch, one clock tick late;
+ * 0 when it does not run. Its start (ticks since boot, rounded down) is
+ * turned into the epoch through CLOCK_BOOTTIME, never /proc/stat's btime:
+ * whole seconds, up to 1 s early, so that a file a server's reloader saw
+ * written just before it started was called newer than the server. The
+ * tick added keeps such a write (within a tick of the start) older. */
+long long host_pid_started_ns(pid_t pid);
+
 /* The wait status (waitpid(2)'s) of pid while it is a zombie, its
  * parent yet to reap it (field 52 of /proc/PID/stat); -1 when pid is no
  * zombie or the kernel does not say. Only its parent can wait for it: a

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define STAT_STARTTIME 22 /* field number in /proc/PID/stat */
@@ -138,6 +139,20 @@ unsigned long long host_pid_start(pid_t pid)
     if (host_read_small_file(path, line, sizeof line) <= 0)
         return 0;
     return parse_stat_starttime(line);
+}
+
+long long host_pid_started_ns(pid_t pid)
+{
+    unsigned long long ticks = host_pid_start(pid);
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot, wall;
+    if (!ticks || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0 ||
+        clock_gettime(CLOCK_REALTIME, &wall) < 0)
+        return 0;
+    long long tick = 1000000000LL / hz;
+    long long boot_ns = (long long)boot.tv_sec * 1000000000LL + boot.tv_nsec;
+    long long wall_ns = (long long)wall.tv_sec * 1000000000LL + wall.tv_nsec;
+    return wall_ns - boot_ns + (long long)ticks * tick + tick;
 }
 
 /* Make n bytes of a raw /proc/PID/cmdline printable in place: the NULs

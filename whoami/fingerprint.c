@@ -307,6 +307,19 @@ int whoami_fp_compute(const char *root, const struct whoami_patterns *p,
     return r;
 }
 
+int whoami_fp_unknown_after(struct whoami_fp *fp, long long after_ns)
+{
+    for (size_t i = 0; i < fp->n; i++) {
+        struct whoami_file *f = &fp->file[i];
+        if (f->mtime_ns <= after_ns)
+            continue;
+        f->type = 'u';
+        if (sha256("", 0, f->digest) < 0)
+            return -1;
+    }
+    return hash_records(fp);
+}
+
 void whoami_fp_free(struct whoami_fp *fp)
 {
     for (size_t i = 0; i < fp->n; i++)

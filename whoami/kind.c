@@ -61,19 +61,30 @@ static char *ruby_exc[] = {RUN_WRITES, RUBY_BUILT};
 static char *node_inc[] = {NODE_SOURCES, ENV_FILES};
 static char *node_exc[] = {RUN_WRITES, NODE_BUILT};
 
+/* A Perl server (morbo, hypnotoad, plackup, starman, perl app.pl) loads
+ * its modules and its templates (Mojolicious' .ep, Template Toolkit's
+ * .tt, Text::Xslate's .tx) itself: a morbo server trusted while none of
+ * these was watched served an edited .html.ep old with 200. carton
+ * installs into local/ (its cpanfile.snapshot says so), tests are in t/. */
+#define PERL_SOURCES "**/*.pl", "**/*.pm", "**/*.psgi", "**/cpanfile", "**/cpanfile.snapshot"
+#define PERL_READ "**/*.ep", "**/*.tt", "**/*.tx"
+#define PERL_BUILT "**/local/**", "**/t/**", "**/blib/**", "**/_build/**"
+static char *perl_inc[] = {PERL_SOURCES, PERL_READ, ENV_FILES};
+static char *perl_exc[] = {RUN_WRITES, PERL_BUILT};
+
 /* The Python middleware's defaults (defaults.c). */
 #define PY_SOURCES "**/*.py"
 static char *py_inc[] = {PY_SOURCES, ENV_FILES};
 static char *py_exc[] = {RUN_WRITES};
 
-static char *any_inc[] = {GO_SOURCES,   RUST_SOURCES, RUBY_SOURCES, RUBY_READ,
-                          NODE_SOURCES, PY_SOURCES,   ENV_FILES};
+static char *any_inc[] = {GO_SOURCES, RUST_SOURCES, RUBY_SOURCES, RUBY_READ, NODE_SOURCES,
+                          PY_SOURCES, PERL_SOURCES, PERL_READ,    ENV_FILES};
 static char *any_exc[] = {RUN_WRITES,  GO_BUILT,    "**/target/**",
                           "**/tmp/**", "**/log/**", NODE_BUILT};
 
 #define ANY_WATCHED                                                                                \
-    "the sources of Go, Rust, Ruby, Node and Python servers (listed by wtproxy help config, "      \
-    "trust_registry)"
+    "the sources of Go, Rust, Ruby, Node, Python and Perl servers (listed by wtproxy help "        \
+    "config, trust_registry)"
 
 /* Without a middleware, the guide that says how to answer /__whoami; its
  * Go recipe fingerprints the sources before the build, which any server
@@ -85,6 +96,13 @@ static char *any_exc[] = {RUN_WRITES,  GO_BUILT,    "**/target/**",
     "give it a /__whoami of its own: wtproxy help whoami-protocol says what it answers (its "      \
     "section 1 recipe, a fingerprint taken before the build, fits any server built before it "     \
     "runs)"
+/* A server that loads its code itself, as the middlewares' servers do:
+ * its fingerprint must call a file edited after its start unknown, which
+ * wtproxy fingerprint does for it. */
+#define GUIDE_LOADS                                                                                \
+    "give it a /__whoami of its own: wtproxy help whoami-protocol, section 1, has the recipe for " \
+    "a server that loads its code itself (wtproxy fingerprint --json --unknown-after-start PID, "  \
+    "run once as it starts with its own pid, the server answering that object)"
 
 static const struct whoami_kind go = {
     "a Go server",
@@ -119,6 +137,13 @@ static const struct whoami_kind python = {"a Python server",
                                           "templates and other files it reads at start",
                                           1,
                                           ""};
+static const struct whoami_kind perl = {
+    "a Perl server",
+    {perl_inc, N(perl_inc), perl_exc, N(perl_exc)},
+    NULL,
+    "its config (a Mojolicious app.conf) and other files it reads at start",
+    0,
+    GUIDE_LOADS};
 /* A language no middleware covers and no kind above names: every kind's
  * sources, as for an unknown command, but its guide, not the middlewares. */
 static const struct whoami_kind other = {
@@ -143,6 +168,8 @@ static const char *const node_words[] = {"node", "tsx",  "npm",  "npx",         
 static const char *const python_words[] = {
     "python",   "manage", "django-admin",   "uvicorn", "hypercorn", "fastapi",
     "gunicorn", "uwsgi",  "waitress-serve", "flask",   NULL};
+static const char *const perl_words[] = {"perl",    "morbo",   "hypnotoad", "plackup",
+                                         "starman", "starlet", "carton",    NULL};
 static const char *const other_words[] = {"php",    "artisan", "java", "mvn", "gradle",
                                           "dotnet", "elixir",  "mix",  NULL};
 
@@ -163,8 +190,9 @@ const struct whoami_kind *whoami_kind_of(const char *command)
     static const struct {
         const char *const *words;
         const struct whoami_kind *kind;
-    } kinds[] = {{go_words, &go},     {rust_words, &rust},     {ruby_words, &ruby},
-                 {node_words, &node}, {python_words, &python}, {other_words, &other}};
+    } kinds[] = {{go_words, &go},      {rust_words, &rust},     {ruby_words, &ruby},
+                 {node_words, &node},  {python_words, &python}, {perl_words, &perl},
+                 {other_words, &other}};
     for (size_t i = 0; command && i < N(kinds); i++)
         if (whoami_runs_one_of(command, kinds[i].words))
             return kinds[i].kind;

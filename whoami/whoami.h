@@ -83,6 +83,13 @@ int whoami_fp_compute(const char *root, const struct whoami_patterns *p,
                       size_t errlen);
 void whoami_fp_free(struct whoami_fp *fp);
 
+/* Make every file of fp modified after after_ns (nanoseconds since the
+ * epoch) type 'u' with the empty digest, and hash fp again: what a server
+ * that loads its code itself reports of a file edited after its start,
+ * which it may have loaded before or after the edit (PROTOCOL.md, 1).
+ * 0, or -1 when SHA-256 fails (out of memory). */
+int whoami_fp_unknown_after(struct whoami_fp *fp, long long after_ns);
+
 /* Paths added, removed or changed from a to b: the count, with up to max
  * of them in out (pointers into a or b, valid while both live). */
 size_t whoami_fp_diff(const struct whoami_fp *a, const struct whoami_fp *b, const char **out,

@@ -3,12 +3,18 @@
 // whoami/testvectors/ (expected values from the independent reference.py),
 // and print the same bytes for --json and --list. A vector that makes
 // files unreadable runs both as user nobody when the test runs as root
-// (root reads anything), in a temp folder nobody can traverse.
+// (root reads anything), in a temp folder nobody can traverse. And
+// `wtproxy fingerprint --unknown-after-start PID`, what a server no
+// middleware covers (Perl, Ruby) runs at its start: the Python
+// middleware's own answer for the same tree and process.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadVectors, tempDir, buildTree, patternArgs, fingerprintCli, isRoot } from './lib/whoami.mjs';
+import { spawn } from 'node:child_process';
+import {
+  loadVectors, tempDir, buildTree, patternArgs, fingerprintCli, isRoot, python, pythonPath,
+} from './lib/whoami.mjs';
 
 for (const v of loadVectors()) {
   test(`vector ${v.file}: ${v.description}`, async (t) => {
@@ -88,4 +94,59 @@ test('the three CLIs\' default patterns agree: .py files and .env files (setting
   assert.equal(JSON.parse(out.c).files, 3, 'app.py, .env, cfg/.env.local; not README.md');
   assert.equal(out.py, out.c, 'the Python CLI: the same defaults, the same bytes');
   assert.equal(out.node, out.c, 'the Node CLI: the same defaults, the same bytes');
+});
+
+// A Python process in dir that prints its pid, then, at each line on its
+// stdin, the middleware's fingerprint object (wtproxy_whoami.answer): the
+// files edited after its start as unknown. Killed by pid at the end.
+function middlewareProcess(t, dir) {
+  const proc = spawn(python, ['-c', `import json, os, sys
+from wtproxy_whoami.answer import Whoami
+print(os.getpid(), flush=True)
+for _ in sys.stdin:
+    print(json.dumps(Whoami(root='.').answer['fingerprint']), flush=True)
+`], { cwd: dir, stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' } });
+  t.after(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
+  const lines = [];
+  let buf = '';
+  proc.stdout.on('data', (d) => { buf += d; const parts = buf.split('\n'); buf = parts.pop(); lines.push(...parts); });
+  const line = async (n) => {
+    for (let i = 0; i < 400 && lines.length < n; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.ok(lines.length >= n, `the Python process printed ${lines.length} lines, not ${n}`);
+    return lines[n - 1];
+  };
+  return { proc, line };
+}
+
+test('--unknown-after-start PID: the files edited after PID started are unknown, as the Python middleware answers in that process', async (t) => {
+  const dir = tempDir(t);
+  // written just before the start: loaded, so never unknown (/proc/stat's
+  // whole-second btime put the start up to 1 s early and called it so)
+  fs.writeFileSync(path.join(dir, 'app.py'), 'x = 1\n');
+  const py = middlewareProcess(t, dir);
+  const pid = Number(await py.line(1));
+  await new Promise((r) => setTimeout(r, 50));
+  fs.writeFileSync(path.join(dir, 'views.py'), 'y = 2\n');
+  fs.writeFileSync(path.join(dir, '.env'), 'DEBUG=1\n');
+  py.proc.stdin.write('\n');
+  const theirs = JSON.parse(await py.line(2));
+  const json = await fingerprintCli('c', [dir, '--json', '--unknown-after-start', String(pid)]);
+  assert.equal(json.code, 0, json.stderr);
+  assert.deepEqual(JSON.parse(json.stdout), theirs, 'the middleware\'s fingerprint object, byte for byte');
+  const list = await fingerprintCli('c', [dir, '--list', '--unknown-after-start', String(pid)]);
+  assert.match(list.stdout, /^f [0-9a-f]{64} app\.py$/m, 'written before the start: its digest');
+  assert.match(list.stdout, /^u e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 \.env$/m);
+  assert.match(list.stdout, /^u e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 views\.py$/m);
+  const plain = await fingerprintCli('c', [dir, '--json']);
+  assert.notEqual(JSON.parse(plain.stdout).hash, theirs.hash, 'no disk fingerprint matches it: stale until restarted');
+  // the same cut given as a time: the start, in ns since the epoch
+  const at = await fingerprintCli('c', [dir, '--json', '--unknown-after', String(BigInt(fs.statSync(path.join(dir, 'app.py'), { bigint: true }).mtimeNs))]);
+  assert.equal(JSON.parse(at.stdout).hash, theirs.hash, '--unknown-after NS');
+  py.proc.kill('SIGKILL');
+  await new Promise((r) => py.proc.once('exit', r));
+  const gone = await fingerprintCli('c', [dir, '--json', '--unknown-after-start', String(pid)]);
+  assert.equal(gone.code, 1);
+  assert.equal(gone.stdout, '');
+  assert.equal(gone.stderr, `wtproxy fingerprint: no process ${pid} runs, so its start is unknown: ` +
+    '--unknown-after-start takes the pid of the server that runs it ($$ in Perl, Ruby or a shell)\n');
 });

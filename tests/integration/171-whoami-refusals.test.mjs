@@ -16,6 +16,7 @@ import {
   declaring, curlFrom,
 } from './lib/registry.mjs';
 import { httpGet } from './lib/backends.mjs';
+import { wtproxyBin } from './lib/wtproxy.mjs';
 import { whoamiAnswer } from './fixtures/playwright-app/whoami.mjs';
 
 function refusedAs(r, reason) {
@@ -404,6 +405,79 @@ test('--trust-registry, a Ruby server: an edited template or config/*.yml makes 
   r = await getWorktree(px.port, tmp.wt.a);
   assert.equal(r.status, 200, r.body);
   assert.equal(run.stderr().match(/restarting it/g).length, 2, run.stderr());
+});
+
+// A Mojolicious::Lite app in worktree a of tmp, served by a real morbo
+// (Debian's libmojolicious-perl): no /__whoami (Mojolicious' 404), its
+// page the template templates/index.html.ep, which morbo reloads on its
+// own about a second after an edit.
+function mojoApp(tmp) {
+  const wt = tmp.wt.a;
+  fs.mkdirSync(path.join(wt, 'templates'));
+  fs.writeFileSync(path.join(wt, 'templates/index.html.ep'), '<h1 id="title">Mojo Notes</h1>\n');
+  fs.writeFileSync(path.join(wt, 'app.pl'), "use Mojolicious::Lite;\nget '/' => 'index';\napp->start;\n");
+  return ['morbo', '-l', 'http://127.0.0.1:{port}', 'app.pl'];
+}
+
+const noMorbo = !fs.existsSync('/usr/bin/morbo') && 'morbo is not installed (scripts/bootstrap: libmojolicious-perl)';
+
+test('--trust-registry, a morbo server: an edited .ep template is never served old as trusted', { skip: noMorbo }, async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--trust-registry', '--stale-grace', '100ms']);
+  const command = mojoApp(tmp);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command, runArgs: ['--restart-on-stale'], readyMs: 30000, stopSignal: 'SIGTERM' });
+  await run.ready;
+  let r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.match(r.body, /<h1 id="title">Mojo Notes<\/h1>/);
+  assert.equal((await lsJson(tmp))[0].whoami.state, 'trusted');
+  for (const title of ['T1', 'T2']) {
+    await new Promise((res) => setTimeout(res, 20));
+    fs.writeFileSync(path.join(tmp.wt.a, 'templates/index.html.ep'), `<h1 id="title">${title}</h1>\n`);
+    r = await getWorktree(px.port, tmp.wt.a);
+    assert.equal(r.status, 200, r.body);
+    assert.match(r.body, new RegExp(`<h1 id="title">${title}</h1>`), `the edited template, not the old one (state: ${JSON.stringify((await lsJson(tmp))[0].whoami)})`);
+  }
+  assert.equal(run.stderr().match(/restarting it/g).length, 2, run.stderr());
+  const [entry] = await lsJson(tmp);
+  assert.equal(entry.whoami.state, 'trusted', JSON.stringify(entry));
+  assert.ok(entry.whoami.detail.includes('watched for a Perl server: **/*.pl, **/*.pm, **/*.psgi, **/cpanfile, ' +
+    '**/cpanfile.snapshot, **/*.ep, **/*.tt, **/*.tx, **/.env, **/.env.*; not its config'), entry.whoami.detail);
+});
+
+// The Mojolicious recipe of `wtproxy help whoami-protocol`, section 1,
+// as a user copies it: its Perl lines.
+async function mojoRecipe(tmp) {
+  const help = await cli(tmp, ['help', 'whoami-protocol']);
+  assert.equal(help.code, 0, help.stderr);
+  const perl = /```perl\n([\s\S]*?)```/.exec(help.stdout)?.[1];
+  assert.ok(perl, 'wtproxy help whoami-protocol has a Perl recipe');
+  assert.match(help.stdout, /CLOCK_BOOTTIME/, 'and says how a start time is taken right');
+  return perl.replace(/^ {2}/gm, '');
+}
+
+test('whoami-protocol\'s Mojolicious recipe under morbo: verified, and an edited template is held until morbo\'s new worker serves it, never restarted', { skip: noMorbo }, async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const command = mojoApp(tmp);
+  const recipe = await mojoRecipe(tmp);
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.pl'), `use Mojolicious::Lite;\n${recipe}get '/' => 'index';\napp->start;\n`);
+  // the recipe's `wtproxy`: this build, as an install puts it on PATH
+  const env = { PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` };
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command, env, runArgs: ['--restart-on-stale'], readyMs: 30000, stopSignal: 'SIGTERM' });
+  await run.ready;
+  let r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.match(r.body, /<h1 id="title">Mojo Notes<\/h1>/);
+  assert.equal((await lsJson(tmp))[0].whoami.state, 'verified', JSON.stringify((await lsJson(tmp))[0].whoami));
+  for (const title of ['T1', 'T2']) {
+    await new Promise((res) => setTimeout(res, 20));
+    fs.writeFileSync(path.join(tmp.wt.a, 'templates/index.html.ep'), `<h1 id="title">${title}</h1>\n`);
+    r = await getWorktree(px.port, tmp.wt.a);
+    assert.equal(r.status, 200, r.body);
+    assert.match(r.body, new RegExp(`<h1 id="title">${title}</h1>`), 'the edited template, from morbo\'s new worker');
+  }
+  assert.doesNotMatch(run.stderr(), /restarting it/, 'morbo took each edit in: no restart');
 });
 
 test('unusable answers are refused with the reason; other backends keep being served', async (t) => {

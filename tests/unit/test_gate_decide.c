@@ -408,6 +408,12 @@ static void check_trusted_kinds(void)
         {"bundle exec puma -p {port}", "app/views/items/show.json.jbuilder", "log/development.log"},
         {"ruby server.rb {port}", "config/database.yml", "spec/fixtures/items.yml"},
         {"ruby server.rb {port}", "config/locales/en.yml", "vendor/bundle/x/config/a.yml"},
+        {"morbo -l http://127.0.0.1:{port} app.pl", "templates/index.html.ep",
+         "local/lib/perl5/Mojolicious.pm"},
+        {"carton exec -- plackup -p {port} app.psgi", "lib/MyApp/Controller/Items.pm", "t/items.t"},
+        {"perl script/app daemon -l http://*:{port}", "views/items.tt", "blib/lib/MyApp.pm"},
+        {"./bin/server -port {port}", "lib/MyApp.pm", "log/development.log"},
+        {"./bin/server -port {port}", "templates/index.html.ep", "tmp/x.ep"},
         {"./bin/server -port {port}", "cmd/server/main.go", "playwright-report/data.json"},
         {"./bin/server -port {port}", "app/views.py", ".wtproxy-run/fp.json"},
     };

@@ -346,11 +346,21 @@ static void no_whoami(void)
         {"/bin/sh -c cargo run -- --port 23833",
          "wtproxy help whoami-protocol says what it answers", "Django"},
         {"php -S 127.0.0.1:23833", "wtproxy help whoami-protocol", "app.use"},
+        {"morbo -l http://127.0.0.1:23833 app.pl",
+         "wtproxy help whoami-protocol, section 1, has the recipe for a server that loads its "
+         "code itself (wtproxy fingerprint --json --unknown-after-start PID",
+         "middleware"},
+        {"morbo -l http://127.0.0.1:23833 app.pl",
+         "calls a Perl server stale once one of its files is newer than it, watching **/*.pl, "
+         "**/*.pm, **/*.psgi, **/cpanfile, **/cpanfile.snapshot, **/*.ep, **/*.tt, **/*.tx, "
+         "**/.env, **/.env.*",
+         "Django"},
+        {"/usr/bin/perl app.pl daemon", "a Perl server", "a server of another language"},
         {"node api/server.mjs", "calls a Node server stale once one of its files is newer", NULL},
         {"./serve 23833",
          "calls a server of an unknown kind stale once one of its files is newer than it, "
-         "watching the sources of Go, Rust, Ruby, Node and Python servers (listed by wtproxy help "
-         "config, trust_registry)",
+         "watching the sources of Go, Rust, Ruby, Node, Python and Perl servers (listed by wtproxy "
+         "help config, trust_registry)",
          "**/*.rs"},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
