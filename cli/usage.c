@@ -257,7 +257,7 @@ const char cli_usage_init[] =
     "claiming TEST_RUNNER and DATABASES = claimed_databases(...), and with recipe\n"
     "url the webServer command through the wrapper `wtproxy run`. Every added line\n"
     "carries a comment saying why it must stay. A file that is not in the form it\n"
-    "can edit safely (no literal MIDDLEWARE = [ line, a Vite config function, a\n"
+    "can edit safely (a MIDDLEWARE built in code, a Vite config function, a\n"
     ".wtproxy already there) is left alone with a note saying what to do by hand.\n"
     "A second run prints \"nothing to change\".\n"
     "A DIR below its worktree's top folder (an API in api/) is added to the top\n"
