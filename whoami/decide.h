@@ -47,6 +47,9 @@ struct whoami_memory {
     int listener_checked; /* listener_moved holds */
     int listener_moved;   /* another socket listens now than the one asked */
     int restart_failed;   /* the restart cannot be sent */
+    /* Its error answer's Python traceback's last lines: its app fails to
+     * load (whoami_traceback_tail); NULL none. */
+    const char *traceback;
 };
 
 /* The fingerprint of the checkout on disk, once WA_DISK asked for it. */
