@@ -151,6 +151,15 @@ void cli_app_free(struct cli_app *app);
 void cli_python_of(const char *dir, const struct cli_playwright *pw, const char *runs, char *out,
                    size_t outlen);
 
+/* --- init_gunicorn.c --- */
+
+/* The start of a Django app whose Playwright webServer runs gunicorn (the
+ * command after its `wtproxy run ... --`, else its one literal command):
+ * that command, its one bind made 127.0.0.1:{port} (added when it has
+ * none), into out. Returns 0, or -1 when the config runs no gunicorn
+ * line init can read (shell syntax, several binds). */
+int cli_gunicorn_start(const struct cli_playwright *pw, char *out, size_t len);
+
 /* --- init_py_top.c: a Python app in a subfolder, seen from its top --- */
 
 /* Whether dir is a direct subfolder or workspace member of its worktree's

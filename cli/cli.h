@@ -233,9 +233,10 @@ struct cli_run_fail {
     int marker;                    /* which marker, -1 none */
     long long last_ms;             /* when output last came (monotonic) */
     unsigned long long told;       /* the supervision's: seq when the daemon was told, 0 not */
-    int held; /* the supervision's: told while its port listened (a reloader holds its dead
-               * server's socket), which makes it ready again only after new output */
-    int bun;  /* the server runs under Bun (cli_run_fail_bun): its markers count too */
+    int held;     /* the supervision's: told while its port listened (a reloader holds its dead
+                   * server's socket), which makes it ready again only after new output */
+    int bun;      /* the server runs under Bun (cli_run_fail_bun): its markers count too */
+    int reloaded; /* a reloader's "starting anew" line came since this start */
 };
 
 struct cli_run_log {

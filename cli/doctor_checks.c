@@ -508,12 +508,41 @@ static void judge(struct doc_ctx *c, const struct whoami_answer *a, struct doc_r
     whoami_fp_free(&fp);
 }
 
+/* The entry's server failed and lives on, its wrapper said (a failed
+ * start or an edit that broke it): the daemon refuses its requests with
+ * its last lines, which doctor says too, with the fix the 503 gives. Its
+ * /__whoami is not asked: a gunicorn whose app fails to load answers it
+ * with a 500, which read as a missing middleware, fixed by an `init
+ * --apply` that had nothing to change. 1 when said. */
+static int failed_entry(struct doc_ctx *c, struct doc_result *r)
+{
+    json_t *f = json_object_get(c->entry, "start_failed");
+    const char *lines = json_string_value(json_object_get(f, "lines"));
+    const char *reloader = json_string_value(json_object_get(f, "reloader"));
+    const char *when = json_string_value(json_object_get(f, "when"));
+    if (!lines || !when || (strcmp(when, "start") != 0 && strcmp(when, "edit") != 0))
+        return 0; /* another port, a dead server: the server check and why say those */
+    doc_set(r, DOC_PROBLEM,
+            "the server (pid %lld) %s and waits for a change to its files (%s): requests get "
+            "503 with its last lines: %s",
+            json_integer_value(json_object_get(c->entry, "pid")),
+            strcmp(when, "edit") == 0 ? "failed after an edit" : "failed at start",
+            reloader ? reloader : "its autoreloader", lines);
+    snprintf(r->fix, sizeof r->fix,
+             "fix the error its last lines name and save (%s starts it again); all its "
+             "output: wtproxy logs --front %d",
+             reloader ? reloader : "its autoreloader", c->front);
+    return 1;
+}
+
 void doc_whoami(struct doc_ctx *c, struct doc_result *r)
 {
     if (!c->entry) {
         doc_set(r, DOC_SKIP, "no registered server to ask%s", c->ping ? "" : " (no daemon)");
         return;
     }
+    if (failed_entry(c, r))
+        return;
     const char *state = json_string_value(json_object_get(c->entry, "state"));
     if (!state || strcmp(state, "ready") != 0) {
         doc_set(r, DOC_SKIP,
@@ -525,7 +554,7 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
     const char *backend = json_string_value(json_object_get(c->entry, "backend"));
     struct fetched f = {0};
     struct whoami_answer a;
-    char err[512];
+    char err[512], tail[1024];
     if (fetch_whoami(backend ? backend : "", &f) < 0) {
         doc_set(r, DOC_PROBLEM, "GET http://%s/__whoami: %s", backend, f.error);
         entry_fix(c, 1, r->fix, sizeof r->fix);
@@ -540,6 +569,18 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
                  "wtproxy stop --front %d, then start it again from a shell without "
                  "NODE_ENV=production",
                  c->front);
+    } else if (f.status >= 500 && whoami_traceback_tail(f.body, f.len, tail, sizeof tail)) {
+        /* its app fails to load (gunicorn's fail app): the middleware is not what is missing */
+        char restart[256];
+        entry_fix(c, 1, restart, sizeof restart);
+        doc_set(r, DOC_PROBLEM,
+                "GET http://%s/__whoami answered %d with a Python traceback: its app fails to "
+                "load; the traceback's last lines:\n%s",
+                backend, f.status, tail);
+        snprintf(r->fix, sizeof r->fix,
+                 "fix the error the traceback names and save (its autoreloader loads the app "
+                 "again; a server without one: %s)",
+                 restart);
     } else if (f.status != 200 || whoami_answer_parse(f.body, f.len, &a, err, sizeof err) < 0) {
         doc_set(r, DOC_PROBLEM,
                 "GET http://%s/__whoami answered %d%s%s: the whoami middleware "

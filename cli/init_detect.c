@@ -142,8 +142,9 @@ static int django_settings(const char *dir, const char *manage, char *out, size_
     return -1;
 }
 
-/* Django: the settings file and a start command with cli_python_of's
- * interpreter. */
+/* Django: the settings file and a start command: the Playwright
+ * config's gunicorn line, kept (init_gunicorn.c), else runserver with
+ * cli_python_of's interpreter. */
 static int detect_django(const char *dir, struct cli_app *app, char *err, size_t errlen)
 {
     char *manage = read_in(dir, "manage.py", err, errlen);
@@ -154,8 +155,10 @@ static int detect_django(const char *dir, struct cli_app *app, char *err, size_t
     if (r < 0)
         return -1;
     char py[512];
-    cli_python_of(dir, &app->pw, " manage.py runserver", py, sizeof py);
     app->kind = CLI_APP_DJANGO;
+    if (cli_gunicorn_start(&app->pw, app->start, sizeof app->start) == 0)
+        return 0;
+    cli_python_of(dir, &app->pw, " manage.py runserver", py, sizeof py);
     snprintf(app->start, sizeof app->start, "%s manage.py runserver 127.0.0.1:{port}", py);
     return 0;
 }

@@ -211,10 +211,15 @@ static int plan_wtproxy_file(struct init_plan *p)
 
 /* Insert the middleware as MIDDLEWARE's first entry, after a line
  * `MIDDLEWARE = [` (a trailing comment allowed), indented as the next
- * line. Returns the offset to insert at with its indent, or -1. */
-static long middleware_spot(const char *text, char *indent, size_t indentlen)
+ * line; or, for a list whose entries begin on that line (`MIDDLEWARE =
+ * ['django.middleware.common.CommonMiddleware']`), after its `[`, with
+ * *same_line set: the entry then goes on a line of its own, and those
+ * entries on the next. Returns the offset to insert at with its indent,
+ * or -1. */
+static long middleware_spot(const char *text, char *indent, size_t indentlen, int *same_line)
 {
     const char *l = assignment(text, "MIDDLEWARE");
+    *same_line = 0;
     if (!l)
         return -1;
     const char *p = strchr(l, '=') + 1;
@@ -222,8 +227,11 @@ static long middleware_spot(const char *text, char *indent, size_t indentlen)
     if (*p != '[')
         return -1;
     p += 1 + strspn(p + 1, " \t");
-    if (*p != '\n' && *p != '#')
-        return -1; /* entries on the same line */
+    if (*p != '\n' && *p != '#') { /* entries on the same line */
+        *same_line = 1;
+        snprintf(indent, indentlen, "    ");
+        return (long)(p - text);
+    }
     const char *next = strchr(p, '\n') + 1;
     size_t n = strspn(next, " \t");
     if (n == 0 || n >= indentlen || next[n] == ']')
@@ -288,18 +296,23 @@ static int plan_settings(struct init_plan *p)
         return 0;
     }
     struct init_text t = {0};
-    long at = strstr(text, MIDDLEWARE_CLASS) ? -2 : middleware_spot(text, indent, sizeof indent);
+    int same_line = 0;
+    long at = strstr(text, MIDDLEWARE_CLASS)
+                  ? -2
+                  : middleware_spot(text, indent, sizeof indent, &same_line);
     if (at == -1)
         init_note(p,
-                  "%s: no literal `MIDDLEWARE = [` line to edit safely; add '%s' as the "
-                  "FIRST entry of MIDDLEWARE by hand",
+                  "%s: MIDDLEWARE is not assigned a literal list (`MIDDLEWARE = [...]` at the "
+                  "start of a line); add '%s' as its FIRST entry by hand",
                   p->app.settings, MIDDLEWARE_CLASS);
     if (at >= 0) {
         init_put(&t, text, (size_t)at);
+        init_puts(&t, same_line ? "\n" : "");
         init_puts(&t, indent);
         init_puts(&t, why_middleware);
         init_puts(&t, indent);
         init_puts(&t, "'" MIDDLEWARE_CLASS "',\n");
+        init_puts(&t, same_line ? indent : "");
         init_puts(&t, text + at);
     } else {
         init_puts(&t, text);

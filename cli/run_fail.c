@@ -41,6 +41,14 @@
  * reloader's "Restarting with" withdraws it: each refused request it
  * answered meanwhile prints a line and that traceback again.
  *
+ * gunicorn --reload likewise (measured, 20.1): a worker whose app raises
+ * a SyntaxError at load (a models.py Django imports at setup) logs the
+ * traceback and serves on, answering every request, /__whoami too, with
+ * a 500 whose body holds the frames only, not the error; the daemon held
+ * requests 10-70 s, then refused them as a server without the
+ * middleware. Its master listens all along, so a failure before any
+ * "Worker reloading:" line is its start's, one after it an edit's.
+ *
  * The relay thread feeds it (cli_run_fail_saw: a mutex held for a
  * memmove, no allocation); the supervising thread reads it at each poll
  * (cli_run_fail_poll) and tells the daemon: the `start-failed` op with the
@@ -96,6 +104,11 @@ static const struct {
      * above load_app, Flask 2.2's "app = " and 3.x's "app: WSGIApplication
      * = ") and answers each request with that error */
     {", in run_command\n    app", "flask run's reloader", " * Restarting with ", 1, 0},
+    /* gunicorn --reload's worker failed to load the app (a SyntaxError:
+     * another error ends the worker, and gunicorn with it) and answers
+     * each request with a 500 of its frames */
+    {", in load_wsgi\n    self.wsgi = self.app.wsgi()", "gunicorn's reloader",
+     "] Worker reloading: ", 1, 0},
     /* ng serve (Angular 17's esbuild dev server): a build that fails at
      * its start leaves it up and not listening until a change to its
      * files (an Angular user's requests were held 60 s for a 502, then a
@@ -177,10 +190,17 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
             f->marker_seq = f->seq + 1;
         }
     }
-    const char *again = f->marker >= 0 ? markers[f->marker].again : NULL;
-    if (again) {
+    /* Any reloader's "starting anew": gunicorn's says a failure after it
+     * is an edit's (failed_when_ready) */
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++) {
+        const char *again = markers[i].again;
+        if (!again)
+            continue;
         size_t m = strlen(again), from = f->len - n > m - 1 ? f->len - n - (m - 1) : 0;
-        if (memmem(f->tail + from, f->len - from, again, m))
+        if (!memmem(f->tail + from, f->len - from, again, m))
+            continue;
+        f->reloaded = 1;
+        if ((int)i == f->marker)
             f->again_seq = f->seq + 1;
     }
     f->seq++;
@@ -196,6 +216,7 @@ void cli_run_fail_restart(struct cli_run_fail *f)
      * its restart, fixed since */
     f->len = 0;
     f->since = f->seq;
+    f->reloaded = 0;
     pthread_mutex_unlock(&f->lock);
     f->told = 0;
     f->held = 0;
@@ -362,29 +383,42 @@ static void say(struct cli_run *r, const char *line)
  * change and the new one failed. Told only once nothing serves on its
  * port (a server that answers serves, whatever it printed), unless m's
  * server answers with its error: as a restart (the entry starting, its
- * verdict dropped), then as a failed start.
+ * verdict dropped), then as a failed start; as a failed start when
+ * reloaded says no reloader started it anew since this start (gunicorn's
+ * master listens before its workers load the app).
  * A port that listens is asked (one GET, a second at most, once per
  * marker): uvicorn's reloader holds the socket its dead server accepted
  * on, so the port listens while connections queue unanswered (measured,
  * uvicorn 0.17: the reloader the socket's one holder, its server child
  * a zombie); the daemon's requests waited reload_grace for a 502.
  * Returns 1 when told. */
-static int failed_when_ready(struct cli_run *r, const char *lines, int m)
+static int failed_when_ready(struct cli_run *r, const char *lines, int m, int ready, int reloaded)
 {
     char line[PATH_MAX + 256];
-    int listens = cli_port_listened(r->port);
+    int listens = cli_port_listened(r->port), at_start = markers[m].answers && !reloaded;
     if (listens && !markers[m].answers && cli_port_answers(r->port))
         return 0;
     r->log.fail.held = listens;
-    snprintf(line, sizeof line,
-             "wtproxy: an edit broke %s's server: %s restarted it after a change to its files "
-             "and the new one failed; %s: fix the error above and save; meanwhile requests "
-             "through wtproxy get a 503 with its last lines",
-             cli_run_folder(r->worktree), markers[m].reloader,
-             markers[m].answers ? "it answers every request with that error"
-                                : "it lives on without listening");
+    if (at_start)
+        snprintf(line, sizeof line,
+                 "wtproxy: %s's server failed at start: its app fails to load, and %s answers "
+                 "every request with that error while it waits for a change to its files: fix "
+                 "the error above and save; meanwhile requests through wtproxy get a 503 with "
+                 "its last lines",
+                 cli_run_folder(r->worktree), markers[m].reloader);
+    else
+        snprintf(line, sizeof line,
+                 "wtproxy: an edit broke %s's server: %s restarted it after a change to its "
+                 "files and the new one failed; %s: fix the error above and save; meanwhile "
+                 "requests through wtproxy get a 503 with its last lines",
+                 cli_run_folder(r->worktree), markers[m].reloader,
+                 markers[m].answers ? "it answers every request with that error"
+                                    : "it lives on without listening");
     say(r, line);
-    cli_run_tell_failed(r, lines, markers[m].reloader, REG_FAILED_EDIT);
+    if (at_start && ready) /* its entry is ready: starting first, as an edit's */
+        cli_run_tell_restarting(r);
+    cli_run_tell_failed(r, lines, markers[m].reloader,
+                        at_start ? REG_FAILED_START : REG_FAILED_EDIT);
     return 1;
 }
 
@@ -431,7 +465,7 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
     struct cli_run_fail *f = &r->log.fail;
     char lines[REG_START_FAILED_MAX], fix[4 * PATH_MAX], line[sizeof fix + PATH_MAX + 256];
     const char *reloader = NULL;
-    int m = -1, anew;
+    int m = -1, anew, reloaded;
     pthread_mutex_lock(&f->lock);
     unsigned long long seq = f->seq;
     if (ready && f->told) { /* it listened after its failed start, silently */
@@ -444,11 +478,12 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
         reloader = markers[m].reloader;
     }
     anew = started_anew(f, seq);
+    reloaded = f->reloaded;
     pthread_mutex_unlock(&f->lock);
     /* flask run's server fails so only after an edit (its start exits),
      * and listens meanwhile, ready or not */
     if (reloader && (ready || markers[m].answers)) {
-        if (failed_when_ready(r, lines, m)) {
+        if (failed_when_ready(r, lines, m, ready, reloaded)) {
             f->told = seq;
             return 1;
         }

@@ -186,6 +186,7 @@ static void gate_verdict(struct proxy_client *c, int v, const char *detail)
         [WHOAMI_NO_WHOAMI] = PE_NO_WHOAMI,
         [WHOAMI_INVALID] = PE_WHOAMI_INVALID,
         [WHOAMI_UNREACHABLE] = PE_BACKEND_UNREACHABLE,
+        [WHOAMI_APP_ERROR] = PE_APP_ERROR,
     };
     proxy_backend_show(c->backend);
     if (v == WHOAMI_PASS && c->backend->state == REG_STARTING) {

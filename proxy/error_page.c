@@ -95,7 +95,8 @@ static const struct error_kind kinds[] = {
     [PE_START_FAILED] =
         {503, "Service Unavailable", "backend-not-ready",
          "The dev server of this worktree failed at start and waits for a change to its files "
-         "(its autoreloader lives on, it does not listen); no request reached it.",
+         "(its autoreloader lives on; it does not listen, or answers each request with its "
+         "error); no request reached it.",
          "Fix the error its last lines above name and save the file: its autoreloader starts "
          "it again, and the next request is served. A fix outside the files it watches "
          "(uvicorn --reload watches *.py only: an .env file, a config read at start) starts "
@@ -164,6 +165,13 @@ static const struct error_kind kinds[] = {
          "Install them with the command above, in its worktree (no file of the app needs a "
          "change; saving one does not help: the autoreloader waits for the app's files); then "
          "start the server again: wtproxy restart{front}."},
+    [PE_APP_ERROR] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "The dev server of this worktree fails to load its app: it answers every request with "
+         "an error and a Python traceback (its last lines are below); no request reached it.",
+         "Fix the error the traceback names and save the file: its autoreloader loads the app "
+         "again, and the next request is served (a server without one: restart it, wtproxy "
+         "restart{front}). All its output: wtproxy logs{front} (in its worktree)."},
     [PE_BAD_WTPROXY_FILE] =
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "

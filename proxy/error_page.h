@@ -34,6 +34,7 @@ enum proxy_error {
     PE_START_DB_DOWN,   /* backend-not-ready too: failed at start, its PostgreSQL does not answer */
     PE_START_NO_WHOAMI, /* backend-not-ready too: failed, its /__whoami package missing */
     PE_START_NO_DEPS,   /* backend-not-ready too: failed, a package the app declares missing */
+    PE_APP_ERROR,       /* backend-not-ready too: it answers a Python traceback (the gate's) */
     PE_BAD_WTPROXY_FILE,
     PE_BACKEND_UNREACHABLE,
     PE_BACKEND_BAD_RESPONSE,

@@ -17,6 +17,7 @@ static const char *const reasons[] = {
     [WHOAMI_NO_WHOAMI] = "no-whoami",
     [WHOAMI_INVALID] = "whoami-invalid",
     [WHOAMI_UNREACHABLE] = "backend-unreachable",
+    [WHOAMI_APP_ERROR] = "backend-not-ready",
 };
 
 const char *whoami_verdict_reason(enum whoami_verdict v)
@@ -235,10 +236,12 @@ static int silent(const struct whoami_memory *m)
  * (flask run's, after an edit broke app.py). Its wrapper reads the
  * traceback and tells the daemon within a second (a 503 with it): waited
  * for like a silent one, never refused as a server without the
- * middleware, which it has. */
+ * middleware, which it has. So is one whose error is a Python traceback
+ * though it never answered: gunicorn's master listens before its workers
+ * fail to load the app, and the first request found it so. */
 static int failing(const struct whoami_memory *m)
 {
-    return m->result == WF_OK && m->status >= 500 && !m->ans && m->answered;
+    return m->result == WF_OK && m->status >= 500 && !m->ans && (m->answered || m->traceback);
 }
 
 int whoami_inside(const char *folder, const char *worktree)
@@ -287,6 +290,11 @@ static int decide_answer(const struct whoami_case *c, int fresh, struct whoami_s
      * asked again for each request that finds it older than itself. */
     if (!agrees && !fresh && c->now_ms - m->asked_ms >= WHOAMI_RECHECK_MS)
         return WA_FETCH;
+    if (failing(m) && m->traceback) { /* no wrapper said it within reload_grace */
+        whoami_refusal_app_error(t, m->status, m->traceback, detail, detlen);
+        show(st, m, "app-error", detail, NULL);
+        return WHOAMI_APP_ERROR;
+    }
     if (m->result == WF_OK && m->status != 200 && !m->ans) {
         if (c->cfg->trust_registry)
             return decide_trusted(c, st, want, detail, detlen);

@@ -52,6 +52,9 @@ struct whoami_memory {
     int restart_failed;   /* the restart cannot be sent */
     int holders_checked;  /* holders holds (n 0: none found, or they cannot be) */
     struct whoami_holders holders;
+    /* Its error answer's Python traceback's last lines: its app fails to
+     * load (whoami_traceback_tail); NULL none. */
+    const char *traceback;
 };
 
 /* The fingerprint of the checkout on disk, once WA_DISK asked for it. */

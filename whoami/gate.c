@@ -179,7 +179,7 @@ static void keep(struct whoami_server *s, const struct whoami_fetch_reply *r)
     s->res = *r;
     s->res.body = NULL;
     s->res.error = NULL;
-    s->problem[0] = '\0';
+    s->problem[0] = s->traceback[0] = '\0';
     if (r->result != WF_OK) {
         snprintf(s->problem, sizeof s->problem, "%s", r->error);
     } else if (r->status != 200 && r->len > OFF_LEN && !memcmp(r->body, OFF, OFF_LEN)) {
@@ -187,6 +187,9 @@ static void keep(struct whoami_server *s, const struct whoami_fetch_reply *r)
         const char *nl = memchr(r->body, '\n', r->len);
         size_t n = nl ? (size_t)(nl - r->body) : r->len;
         snprintf(s->problem, sizeof s->problem, "%.*s", (int)(n - OFF_LEN), r->body + OFF_LEN);
+    } else if (r->status >= 500 &&
+               whoami_traceback_tail(r->body, r->len, s->traceback, sizeof s->traceback)) {
+        snprintf(s->problem, sizeof s->problem, "its app fails to load");
     } else if (r->status == 200) {
         char err[256];
         if (whoami_answer_parse(r->body, r->len, &s->ans, err, sizeof err) == 0)

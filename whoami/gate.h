@@ -56,6 +56,7 @@ enum whoami_verdict {
     WHOAMI_NO_WHOAMI,   /* no-whoami: it does not answer /__whoami */
     WHOAMI_INVALID,     /* whoami-invalid: its answer is unusable */
     WHOAMI_UNREACHABLE, /* it does not answer at all, past reload_grace */
+    WHOAMI_APP_ERROR, /* its app fails to load: it answers a Python traceback, past reload_grace */
 };
 
 /* The X-Wtproxy-Refused value of a refusal ("checkout-mismatch", ...). */

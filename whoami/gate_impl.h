@@ -34,6 +34,7 @@ struct whoami_server {
     int have;                      /* an exchange ended: res and the rest hold */
     struct whoami_fetch_reply res; /* body and error not kept: see below */
     char problem[256];             /* why res is not a usable answer */
+    char traceback[1024];          /* res's error body's Python traceback's last lines, "" none */
     struct whoami_answer ans;
     int have_ans;
     long long asked_ms;         /* when the exchange behind res began */

@@ -538,6 +538,18 @@ static void no_whoami_off(const struct whoami_target *t, int status, const char 
              said, drop, run);
 }
 
+void whoami_refusal_app_error(const struct whoami_target *t, int status, const char *traceback,
+                              char *out, size_t outlen)
+{
+    snprintf(out, outlen,
+             "%s (the server of %s, pid %d%s%s) answers every request, GET /__whoami too, with "
+             "HTTP %d and a Python traceback: its app fails to load. The traceback's last "
+             "lines:\n%s",
+             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid,
+             t->command && t->command[0] ? ": " : "", t->command ? t->command : "", status,
+             traceback);
+}
+
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, const char *said,
                               char *out, size_t outlen)
 {

@@ -38,6 +38,11 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, const char *said,
                               char *out, size_t outlen);
 
+/* t answered /__whoami with HTTP status and a Python traceback, whose
+ * last lines are traceback: its app fails to load. */
+void whoami_refusal_app_error(const struct whoami_target *t, int status, const char *traceback,
+                              char *out, size_t outlen);
+
 /* t's answer is unusable: problem says how. */
 void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,
                             size_t outlen);

@@ -123,4 +123,10 @@ int whoami_answer_parse(const char *body, size_t len, struct whoami_answer *out,
                         size_t errlen);
 void whoami_answer_free(struct whoami_answer *a);
 
+/* Whether an error answer's body (len bytes) holds a Python traceback (a
+ * line `  File "...", line N`): an app that fails to load (traceback.c).
+ * Its last lines, the error's file and line and the error when given,
+ * into out. */
+int whoami_traceback_tail(const char *body, size_t len, char *out, size_t outlen);
+
 #endif

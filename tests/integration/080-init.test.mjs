@@ -5,8 +5,8 @@
 // those changes and nothing else; a second run has nothing to change. It
 // refuses a layout it does not know (exit 2, naming what it looked for),
 // never overwrites a .wtproxy that differs from what it would write, and
-// gives instructions instead of edits for a settings file without a
-// literal `MIDDLEWARE = [`. Then the real thing: the e2e shop, adopted by
+// gives instructions instead of edits for a settings file whose
+// MIDDLEWARE is built in code. Then the real thing: the e2e shop, adopted by
 // `init --apply` alone, runs one round of its Playwright suites in three
 // worktrees at once through wtproxy (servers started from the .wtproxy,
 // the /__whoami gate verifying each) with every verdict right.
@@ -422,17 +422,17 @@ test('unknown layouts are refused; a different .wtproxy and an unparsable settin
   assert.match(r.stderr, /manage\.py names no settings module: looked for os\.environ\.setdefault\('DJANGO_SETTINGS_MODULE'/);
   assert.deepEqual(Object.keys(snapshot(noSettings)), ['manage.py']);
 
-  // Django with MIDDLEWARE on one line and a .wtproxy of its own.
+  // Django with MIDDLEWARE built in code and a .wtproxy of its own.
   const files = {
     'manage.py': "import os\nos.environ.setdefault(\"DJANGO_SETTINGS_MODULE\", \"site_cfg.settings\")\n",
-    'site_cfg/settings.py': "MIDDLEWARE = ['a.B', 'c.D']\nDATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3'}}\n",
+    'site_cfg/settings.py': "MIDDLEWARE = list(BASE_MIDDLEWARE)\nDATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3'}}\n",
     '.wtproxy': 'start = ./run-dev {port}\n',
   };
   const dj = app(t, files);
   r = await init(dj, [dj, '--apply']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^note: \.wtproxy: already there with other content; left as it is/m);
-  assert.match(r.stdout, /^note: site_cfg\/settings\.py: no literal `MIDDLEWARE = \[` line to edit safely; add 'wtproxy_whoami\.django\.WhoamiMiddleware' as the FIRST entry of MIDDLEWARE by hand$/m);
+  assert.match(r.stdout, /^note: site_cfg\/settings\.py: MIDDLEWARE is not assigned a literal list \(`MIDDLEWARE = \[\.\.\.\]` at the start of a line\); add 'wtproxy_whoami\.django\.WhoamiMiddleware' as its FIRST entry by hand$/m);
   assert.match(r.stdout, /^note: databases: off: the settings name no PostgreSQL ENGINE \(--databases adds the claims\)$/m);
   assert.match(r.stdout, /^nothing to change$/m);
   assert.deepEqual(snapshot(dj), files, 'nothing was overwritten');
@@ -443,7 +443,7 @@ test('unknown layouts are refused; a different .wtproxy and an unparsable settin
   assert.match(r.stdout, /^note: databases: on: asked by --databases$/m);
   // Settings that wrap DATABASES already, as `wtproxy help django-tests`
   // shows (claimed_databases({...}) at the assignment): not wrapped again.
-  const claimedFiles = { ...files, 'site_cfg/settings.py': "MIDDLEWARE = ['a.B', 'c.D']\n" +
+  const claimedFiles = { ...files, 'site_cfg/settings.py': "MIDDLEWARE = list(BASE_MIDDLEWARE)\n" +
     'from wtproxy_whoami.django_db import claimed_databases\n' +
     "DATABASES = claimed_databases({'default': {'ENGINE': 'django.db.backends.postgresql', 'NAME': 'shop'}})\n" };
   const claimedDir = app(t, claimedFiles);
@@ -704,6 +704,42 @@ test('Django whose Playwright config names its interpreter and a port other than
   assert.match(diff, /^\+    command: 'wtproxy run --front 18000 -- \/usr\/bin\/python3 manage\.py runserver 127\.0\.0\.1:\{port\}',$/m,
     'registered on the front its url names');
   assert.ok(!plan.notes.some((n) => /runs python3 from the daemon's PATH/.test(n)), plan.notes.join('\n'));
+});
+
+// A Django + gunicorn user's app (explore-gun, findings 3 and 7): the
+// team's server is gunicorn, named by path in the Playwright config, and
+// its settings list MIDDLEWARE on one line. init proposed `python3
+// manage.py runserver` in place of gunicorn (the pyenv python3 on PATH
+// has no Django; gunicorn's first line names /usr/bin/python3), and left
+// the settings alone with a note, so that the middleware stayed missing
+// and doctor's `wtproxy init --apply` then said "nothing to change".
+test('Django served by gunicorn, MIDDLEWARE on one line: gunicorn kept with {port}, the list edited', async (t) => {
+  const gunicorn = '/usr/bin/gunicorn --reload --workers 2 --bind 127.0.0.1:8610 shop.wsgi';
+  const dir = app(t, {
+    'manage.py': "import os\nos.environ.setdefault('DJANGO_SETTINGS_MODULE', 'shop.settings')\n",
+    'shop/settings.py': "SECRET_KEY = 'x'\nMIDDLEWARE = ['django.middleware.common.CommonMiddleware']\nROOT_URLCONF = 'shop.urls'\n",
+    'playwright.config.js': `module.exports = {\n  webServer: {\n    command: '${gunicorn}',\n` +
+      "    url: 'http://localhost:8610/',\n    reuseExistingServer: true,\n  },\n" +
+      "  use: { baseURL: 'http://localhost:8610' },\n};\n",
+  });
+  let r = await init(dir, [dir, '--apply']);
+  assert.equal(r.code, 0, r.stderr);
+  const kept = '/usr/bin/gunicorn --reload --workers 2 --bind 127.0.0.1:{port} shop.wsgi';
+  assert.match(r.stdout, /^\+start = (.*)$/m);
+  assert.equal(r.stdout.match(/^\+start = (.*)$/m)[1], kept, 'the team\'s gunicorn, its port {port}');
+  assert.ok(r.stdout.includes(`+    command: 'wtproxy run --front 8610 -- ${kept}',`), r.stdout);
+  assert.doesNotMatch(r.stdout, /runserver|python3/, r.stdout);
+  assert.doesNotMatch(r.stdout, /MIDDLEWARE by hand|no literal/, r.stdout);
+  // The settings as Django's python reads them: ours first, theirs kept.
+  const middleware = execFileSync(python, ['-c',
+    "import runpy, sys; print(runpy.run_path(sys.argv[1])['MIDDLEWARE'])", path.join(dir, 'shop/settings.py')],
+  { encoding: 'utf8' }).trim();
+  assert.equal(middleware, "['wtproxy_whoami.django.WhoamiMiddleware', 'django.middleware.common.CommonMiddleware']");
+  assert.match(fs.readFileSync(path.join(dir, 'shop/settings.py'), 'utf8'),
+    /^MIDDLEWARE = \[\n    # wtproxy: .*\n    'wtproxy_whoami\.django\.WhoamiMiddleware',\n    'django\.middleware\.common\.CommonMiddleware'\]\n/m);
+  r = await init(dir, [dir]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^nothing to change$/m);
 });
 
 // The shop of tests/e2e in a fresh repository. strip: without the lines of

@@ -220,6 +220,8 @@ static const char *worktree_of(enum ans a)
 
 /* The server's command, when not a Django runserver's. */
 static const char *command;
+/* the last lines of the Python traceback its error answer holds; NULL none */
+static const char *traceback;
 
 /* The patterns the disk was fingerprinted under, the last time asked. */
 static const struct whoami_patterns *used_patterns;
@@ -273,7 +275,8 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               0,
                               0,
                               0,
-                              {NULL, 0}};
+                              {NULL, 0},
+                              traceback};
     struct whoami_fp fp = {H_DISK, r->disk == DISK_NEWER_FILE ? 2 : 1, disk_files, 0};
     struct whoami_disk disk = {r->disk == DISK_UNREADABLE ? NULL : &fp,
                                r->changed ? T + r->changed : 0, "No such file or directory",
@@ -498,6 +501,43 @@ static void check_restarted_stale(void)
                "refused after a restart, then an edit: a new staleness, restarted");
 }
 
+/* gunicorn --reload whose app fails to load: its workers answer every
+ * request, /__whoami too, with a 500 of a Python traceback, and it never
+ * answered. Waited for within reload_grace (its wrapper reads the failure
+ * in its output and tells the daemon), then said as an app that fails to
+ * load, its traceback quoted: never as a server without the middleware. */
+static void check_app_error(void)
+{
+    struct whoami_status st = {0};
+    enum expect_patterns used;
+    char detail[4096] = "";
+    struct row r = {.name = "app fails to load",
+                    .have = 1,
+                    .result = WF_OK,
+                    .status = 500,
+                    .ans = NO_ANS,
+                    .asked = -10,
+                    .since = -100,
+                    .disk = DISK_OK};
+    traceback = "  File \"/w/app/app/models.py\", line 4\nSyntaxError: '(' was never closed";
+    int d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WA_RETRY, __FILE__, __LINE__,
+               "a traceback within reload_grace: waited for, its wrapper may say it");
+    r.since = -4000;
+    d = run(&r, &st, &used, detail, sizeof detail);
+    traceback = NULL;
+    tap_is_int(d, WHOAMI_APP_ERROR, __FILE__, __LINE__, "past reload_grace: its app fails to load");
+    tap_ok(strcmp(st.state, "app-error") == 0 && strstr(detail, "its app fails to load") &&
+               strstr(detail, "app/models.py\", line 4\nSyntaxError") &&
+               !strstr(detail, "middleware"),
+           __FILE__, __LINE__, "said so with the traceback's end, not as a missing middleware");
+    tap_ok(strcmp(whoami_verdict_reason(WHOAMI_APP_ERROR), "backend-not-ready") == 0, __FILE__,
+           __LINE__, "its reason is a failed start's");
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WHOAMI_NO_WHOAMI, __FILE__, __LINE__,
+               "a 500 without a traceback, never answered: no-whoami, as before");
+}
+
 int main(void)
 {
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
@@ -507,6 +547,7 @@ int main(void)
     check_trusted_restarted();
     check_trusted_kinds();
     check_restarted_stale();
+    check_app_error();
     tap_ok(strcmp(whoami_verdict_reason(WHOAMI_STALE), "stale-code") == 0 &&
                strcmp(whoami_verdict_reason(WHOAMI_MISMATCH), "checkout-mismatch") == 0,
            __FILE__, __LINE__, "verdicts name their X-Wtproxy-Refused reason");

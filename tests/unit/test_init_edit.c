@@ -13,6 +13,7 @@
 #include "../../cli/init_detect.c"
 #include "../../cli/init_edit.c"
 #include "../../cli/init_flask.c"
+#include "../../cli/init_gunicorn.c"
 #include "../../cli/init_members.c"
 #include "../../cli/init_nest.c"
 #include "../../cli/init_next.c"
@@ -64,25 +65,29 @@ int cli_pytop_reload(const char *dir, const char *server, char *source, size_t l
 static void test_middleware_spot(void)
 {
     char indent[64];
+    int same;
     const char *four = "X = 1\nMIDDLEWARE = [\n    'a.B',\n]\n";
-    is_int(middleware_spot(four, indent, sizeof indent), (long)strlen("X = 1\nMIDDLEWARE = [\n"),
-           "after the `MIDDLEWARE = [` line");
+    is_int(middleware_spot(four, indent, sizeof indent, &same),
+           (long)strlen("X = 1\nMIDDLEWARE = [\n"), "after the `MIDDLEWARE = [` line");
     is_str(indent, "    ", "indented as the next entry");
-    is_int(middleware_spot("MIDDLEWARE=[ # ours\n\t'a',\n]\n", indent, sizeof indent),
+    is_int(middleware_spot("MIDDLEWARE=[ # ours\n\t'a',\n]\n", indent, sizeof indent, &same),
            (long)strlen("MIDDLEWARE=[ # ours\n"), "a trailing comment and no blanks are fine");
     is_str(indent, "\t", "a tab indent is kept");
-    ok(middleware_spot("MIDDLEWARE = [\n]\n", indent, sizeof indent) > 0 &&
+    ok(middleware_spot("MIDDLEWARE = [\n]\n", indent, sizeof indent, &same) > 0 &&
            strcmp(indent, "    ") == 0,
        "an empty list: four spaces");
-    is_int(middleware_spot("MIDDLEWARE = ['a', 'b']\n", indent, sizeof indent), -1,
-           "entries on the same line: not edited");
-    is_int(middleware_spot("MIDDLEWARE += [\n    'a',\n]\n", indent, sizeof indent), -1,
+    is_int(middleware_spot("MIDDLEWARE = [ 'a', 'b']\n", indent, sizeof indent, &same),
+           (long)strlen("MIDDLEWARE = [ "), "entries on the same line: before the first");
+    ok(same && strcmp(indent, "    ") == 0, "... said so, with four spaces");
+    is_int(middleware_spot("MIDDLEWARE = []\n", indent, sizeof indent, &same),
+           (long)strlen("MIDDLEWARE = ["), "an empty list on one line: inside it");
+    is_int(middleware_spot("MIDDLEWARE += [\n    'a',\n]\n", indent, sizeof indent, &same), -1,
            "+= is not the assignment");
-    is_int(middleware_spot("MIDDLEWARE_CLASSES = [\n    'a',\n]\n", indent, sizeof indent), -1,
-           "another name that starts the same is not it");
-    is_int(middleware_spot("    MIDDLEWARE = [\n", indent, sizeof indent), -1,
+    is_int(middleware_spot("MIDDLEWARE_CLASSES = [\n    'a',\n]\n", indent, sizeof indent, &same),
+           -1, "another name that starts the same is not it");
+    is_int(middleware_spot("    MIDDLEWARE = [\n", indent, sizeof indent, &same), -1,
            "an indented one (inside an if) is not edited");
-    is_int(middleware_spot("MIDDLEWARE = list(BASE)\n", indent, sizeof indent), -1,
+    is_int(middleware_spot("MIDDLEWARE = list(BASE)\n", indent, sizeof indent, &same), -1,
            "a list built in code is not edited");
 }
 
@@ -214,6 +219,47 @@ static void test_flask_flags(void)
     }
     ok(cli_flask_flags("flask shell\n", group, sizeof group, run, sizeof run) == 0 && !group[0],
        "no flask run: none");
+}
+
+/* A Playwright config of one literal webServer command. */
+static int gunicorn_of(const char *cmd, char *out, size_t len)
+{
+    struct cli_playwright pw = {0};
+    snprintf(pw.command, sizeof pw.command, "%s", cmd);
+    return cli_gunicorn_start(&pw, out, len);
+}
+
+static void test_gunicorn_start(void)
+{
+    static const char *const cases[][3] = {
+        {"/usr/bin/gunicorn --reload --workers 2 --bind 127.0.0.1:8610 shop.wsgi",
+         "/usr/bin/gunicorn --reload --workers 2 --bind 127.0.0.1:{port} shop.wsgi", "--bind X"},
+        {"gunicorn -b 0.0.0.0:8000 shop.wsgi:application",
+         "gunicorn -b 127.0.0.1:{port} shop.wsgi:application", "-b X, every interface"},
+        {"gunicorn --bind=localhost:8000 --reload shop.wsgi",
+         "gunicorn --bind=127.0.0.1:{port} --reload shop.wsgi", "--bind=X"},
+        {"gunicorn -b:8000 shop.wsgi", "gunicorn -b127.0.0.1:{port} shop.wsgi", "-bX"},
+        {".venv/bin/python -m gunicorn --reload shop.wsgi",
+         ".venv/bin/python -m gunicorn --bind 127.0.0.1:{port} --reload shop.wsgi",
+         "python -m gunicorn without a bind: one added"},
+        {"gunicorn --reload --bind 127.0.0.1:{port} shop.wsgi",
+         "gunicorn --reload --bind 127.0.0.1:{port} shop.wsgi", "init's own line: the same"},
+    };
+    char out[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ok(gunicorn_of(cases[i][0], out, sizeof out) == 0, "%s: kept", cases[i][2]);
+        is_str(out, cases[i][1], "%s: its bind is {port}'s", cases[i][2]);
+    }
+    static const char *const not [][2] = {
+        {"python3 manage.py runserver 8000", "runserver"},
+        {"gunicorn -b 127.0.0.1:8000 -b [::1]:8000 shop.wsgi", "two binds"},
+        {"gunicorn --bind 127.0.0.1:$PORT shop.wsgi", "a variable"},
+        {"cd api && gunicorn shop.wsgi", "shell syntax"},
+        {"gunicorn --reload shop.wsgi --bind", "a bind without its value"},
+        {"/opt/greenunicorn shop.wsgi", "another program"},
+    };
+    for (size_t i = 0; i < sizeof not / sizeof not [0]; i++)
+        is_int(gunicorn_of(not [i][0], out, sizeof out), -1, "%s: not kept", not [i][1]);
 }
 
 static void test_wrap_spot(void)
@@ -510,6 +556,7 @@ int main(void)
     test_config_python();
     test_framework_of();
     test_flask_flags();
+    test_gunicorn_start();
     test_wrap_spot();
     test_runs_with_reload();
     test_vite_plugin();

@@ -9,6 +9,7 @@
 #include "../../host/clock.c"
 #include "../../whoami/kind.c"
 #include "../../whoami/refusal.c"
+#include "../../whoami/traceback.c"
 #include "tap.h"
 
 #define WT "/w/app"
@@ -424,6 +425,34 @@ static void silent(void)
          __LINE__);
 }
 
+/* The error answers that are a Python traceback, and their last lines. */
+static void traceback_tail(void)
+{
+    static const char gunicorn[] = /* its fail app's body: print_tb's frames only */
+        "  File \"/usr/lib/python3/dist-packages/gunicorn/workers/base.py\", line 146, in "
+        "load_wsgi\n    self.wsgi = self.app.wsgi()\n                ^^^^^^^^^^^^^^^\n"
+        "  File \"/w/app/shop/wsgi.py\", line 4, in <module>\n"
+        "    application = get_wsgi_application()\n"
+        "  File \"<frozen importlib._bootstrap>\", line 241, in _call_with_frames_removed\n\n";
+    static const char django[] = /* the technical 500 as text */
+        "NameError at /__whoami\nname 'x' is not defined\n\nRequest Method: GET\n"
+        "Traceback (most recent call last):\n  File \"/w/app/app/views.py\", line 3, in hello\n"
+        "    return x\n\nException Type: NameError at /__whoami\n"
+        "Exception Value: name 'x' is not defined\nRequest information:\nUSER: me\n";
+    char tail[1024];
+    ok(whoami_traceback_tail(gunicorn, sizeof gunicorn - 1, tail, sizeof tail) == 1 &&
+           strncmp(tail, "    self.wsgi", 13) != 0 && strstr(tail, "_call_with_frames_removed") &&
+           tail[strlen(tail) - 1] != '\n',
+       "gunicorn's fail app: its last frames, the blank line after them cut");
+    ok(whoami_traceback_tail(django, sizeof django - 1, tail, sizeof tail) == 1 &&
+           strstr(tail, "views.py\", line 3") &&
+           strstr(tail, "Exception Value: name 'x' is not defined") && !strstr(tail, "USER"),
+       "Django's technical 500: up to its Exception Value, not the request's facts");
+    ok(whoami_traceback_tail("Internal Server Error\n", 22, tail, sizeof tail) == 0,
+       "a plain 500: no traceback");
+    ok(whoami_traceback_tail(NULL, 0, tail, sizeof tail) == 0, "an empty body: none");
+}
+
 int main(void)
 {
     stale();
@@ -431,5 +460,6 @@ int main(void)
     no_whoami();
     invalid();
     silent();
+    traceback_tail();
     return done_testing();
 }
