@@ -320,9 +320,19 @@ static void client_event_cb(struct stream *bev, short what, void *arg)
     }
     c->client_eof = 1;
     /* A client that stops sending mid-request has given up on it; one that
-     * half-closes after a whole request still gets its answer. */
-    if (!c->req_done)
+     * half-closes after a whole request still gets its answer. One whose
+     * EOF comes once its answer flows has closed (an EventSource closed, a
+     * page left): its backend connection goes now, not at a write to it
+     * that fails, seconds later or never, while the server waited for it
+     * (uvicorn --reload takes no edit in until its connections close). */
+    if (!c->req_done) {
         conn_close(c);
+    } else if (c->resp_started) {
+        conn_log(c, "closed: client gone mid-response",
+                 "closed %s from %s: the client closed its connection mid-response", c->path,
+                 c->ip);
+        conn_close(c);
+    }
 }
 
 static void forward_timeout(struct proxy_client *c)
