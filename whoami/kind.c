@@ -124,7 +124,7 @@ static const struct whoami_kind ruby = {"a Ruby server",
                                         "its assets (app/assets, app/javascript) and other files "
                                         "it reads",
                                         0,
-                                        GUIDE_BUILT};
+                                        GUIDE_LOADS};
 static const struct whoami_kind node = {"a Node server",
                                         {node_inc, N(node_inc), node_exc, N(node_exc)},
                                         NULL,

@@ -480,6 +480,72 @@ test('whoami-protocol\'s Mojolicious recipe under morbo: verified, and an edited
   assert.doesNotMatch(run.stderr(), /restarting it/, 'morbo took each edit in: no restart');
 });
 
+// A Rack (Sinatra-style) app in worktree a of tmp, served by a real puma
+// through rackup (Debian's puma): its page from lib/greeting.rb, loaded at
+// start. config is config.ru's lines above its `run`.
+function rackApp(tmp, config = '') {
+  const wt = tmp.wt.a;
+  fs.mkdirSync(path.join(wt, 'lib'), { recursive: true });
+  fs.writeFileSync(path.join(wt, 'lib/greeting.rb'), "GREETING = 'Hello from notes'\n");
+  fs.writeFileSync(path.join(wt, 'config.ru'), `require_relative 'lib/greeting'\n${config}` +
+    "run lambda { |env| env['PATH_INFO'] == '/' ? [200, { 'content-type' => 'text/plain' }, [GREETING]] : [404, {}, ['Not Found']] }\n");
+  return ['rackup', '-s', 'puma', '-o', '127.0.0.1', '-p', '{port}'];
+}
+
+const noPuma = !fs.existsSync('/usr/bin/puma') && 'puma is not installed (scripts/bootstrap: puma)';
+
+// A Sinatra user, sent by the 502 to the recipe for a server built before
+// it runs, wrote a start that fingerprinted before `exec rackup`, read by
+// the app: a puma started by hand after an edit, the edit then reverted,
+// answered the fingerprint the last start left and was verified while it
+// served the edit (a test passed on code not on disk). The 502 for a Ruby
+// server now names the recipe for a server that loads its code itself,
+// and whoami-protocol has it for Rack: taken in the process, the revert
+// is a file modified after its start, and the server is stale.
+test('a Rack server: the 502 names the in-process recipe; whoami-protocol\'s Rack recipe is verified, and a reverted edit it did not load is stale', { skip: noPuma }, async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const env = { PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` };
+  let run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command: rackApp(tmp), env, readyMs: 30000, stopSignal: 'SIGTERM' });
+  await run.ready;
+  let r = await getWorktree(px.port, tmp.wt.a);
+  refusedAs(r, 'no-whoami');
+  assert.ok(r.body.includes('wtproxy help whoami-protocol, section 1, has the recipe for a server that loads its code ' +
+    'itself (wtproxy fingerprint --json --unknown-after-start PID'), r.body);
+  run.proc.kill('SIGTERM');
+  await run.exited;
+
+  const help = await cli(tmp, ['help', 'whoami-protocol']);
+  const ruby = /```ruby\n([\s\S]*?)```/.exec(help.stdout)?.[1];
+  assert.ok(ruby, 'wtproxy help whoami-protocol has a Rack recipe');
+  const command = rackApp(tmp, ruby.replace(/^ {2}/gm, ''));
+  run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command, env, readyMs: 30000, stopSignal: 'SIGTERM' });
+  await run.ready;
+  r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.body, 'Hello from notes');
+  assert.equal((await lsJson(tmp))[0].whoami.state, 'verified', JSON.stringify((await lsJson(tmp))[0].whoami));
+  run.proc.kill('SIGTERM');
+  await run.exited;
+
+  // By hand: an edit, puma started on it, the edit reverted, registered.
+  fs.writeFileSync(path.join(tmp.wt.a, 'lib/greeting.rb'), "GREETING = 'HELLO FROM NOTES'\n");
+  const port = await new Promise((res) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
+  });
+  const hand = spawn('rackup', command.slice(1).map((a) => (a === '{port}' ? String(port) : a)),
+    { cwd: tmp.wt.a, stdio: 'ignore', env: { ...process.env, ...env } });
+  t.after(() => { if (hand.exitCode === null) hand.kill('SIGKILL'); });
+  await waitFor(async () => String((await httpGet(port, '/').catch(() => null))?.body) === 'HELLO FROM NOTES', 30000, 'puma by hand, on the edit');
+  fs.writeFileSync(path.join(tmp.wt.a, 'lib/greeting.rb'), "GREETING = 'Hello from notes'\n");
+  const reg = await cli(tmp, ['register', '--no-wait', '--front', String(px.port), '--port', String(port), '--pid', String(hand.pid),
+    '--ttl', '10m'], { cwd: tmp.wt.a });
+  assert.equal(reg.code, 0, reg.stderr);
+  r = await getWorktree(px.port, tmp.wt.a);
+  assert.notEqual(r.body, 'HELLO FROM NOTES', 'the reverted edit served');
+  refusedAs(r, 'stale-code');
+});
+
 test('unusable answers are refused with the reason; other backends keep being served', async (t) => {
   const tmp = makeWorktrees(t, ['good', 'garbage', 'types', 'large', 'hang', 'algo']);
   const px = await startDaemon(t, tmp, ['--whoami-timeout', '300ms']);
