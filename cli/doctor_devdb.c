@@ -351,6 +351,62 @@ static void say_missing(struct doc_ctx *c, PGresult *res, const char *sibling,
     claim_fix(c, res, &env, r->fix, sizeof r->fix);
 }
 
+/* A dev database stamped for this worktree's path by a folder no longer
+ * there (git worktree remove, then add at the same path: an orchestrator
+ * reusing its slots), its stamp into o; -1 when none. Its name matches
+ * the path, so every other check called it this worktree's, while it
+ * holds the removed one's data and the new folder has no env file. */
+static int replaced_dev(struct doc_ctx *c, PGresult *res, struct reg_db_owner *o)
+{
+    for (int i = 0; i < PQntuples(res); i++)
+        if (reg_db_parse_stamp(PQgetvalue(res, i, 1), o) == 0 && o->kind == REG_DB_DEV &&
+            strcmp(o->worktree, c->wt.root) == 0 && reg_db_owner_gone(o, reg_machine_id()))
+            return i;
+    return -1;
+}
+
+/* The env file a sibling worktree wrote for its dev database of base
+ * (db claim --write-env), into e; 0 when none has one. */
+static int sibling_env(struct doc_ctx *c, PGresult *res, const char *base, struct doc_dbenv *e)
+{
+    static struct reg_db_owner o; /* PATH_MAX and more: not on the stack */
+    char b[REG_DB_NAME_MAX + 1];
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *name = PQgetvalue(res, i, 0);
+        if (reg_db_parse_stamp(PQgetvalue(res, i, 1), &o) < 0 || o.kind != REG_DB_DEV ||
+            strcmp(o.worktree, c->wt.root) == 0 || !same_repo(c, o.worktree, 0))
+            continue;
+        base_of(name, &o, b, sizeof b);
+        if (strcmp(b, base) == 0 && doc_dbenv_find(o.worktree, name, e) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void say_replaced(struct doc_ctx *c, PGresult *res, int row, const struct reg_db_owner *o,
+                         struct doc_result *r)
+{
+    static struct doc_dbenv env, own;
+    char base[REG_DB_NAME_MAX + 1];
+    const char *name = PQgetvalue(res, row, 0);
+    size_t n = strlen(r->detail);
+    base_of(name, o, base, sizeof base);
+    int has_env = base[0] && sibling_env(c, res, base, &env);
+    int missing = has_env && doc_dbenv_find(c->wt.root, NULL, &own) < 0;
+    r->status = DOC_PROBLEM;
+    snprintf(r->detail + n, sizeof r->detail - n,
+             "; dev database %s, named for this path, was claimed by the worktree removed from "
+             "%.600s (git worktree remove, then add at the same path): it holds that worktree's "
+             "data%s%s%s; claim it again, which makes it fresh for this one, then migrate it "
+             "(Django: manage.py migrate)",
+             name, c->wt.root, missing ? ", and this one has no " : "", missing ? env.rel : "",
+             missing ? ", which its siblings' servers read" : "");
+    if (has_env)
+        claim_fix(c, res, &env, r->fix, sizeof r->fix);
+    else
+        snprintf(r->fix, sizeof r->fix, "wtproxy db claim --dev %s", base[0] ? base : "<base>");
+}
+
 void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result *r)
 {
     char base[REG_DB_NAME_MAX + 1], want[REG_DB_NAME_MAX * 2];
@@ -363,8 +419,10 @@ void doc_dev_database(struct doc_ctx *c, struct pg_conn *conn, struct doc_result
     static struct doc_dbenv env;
     const char *foreign = NULL;
     int ok = PQresultStatus(res) == PGRES_TUPLES_OK;
-    int row = ok ? taken_dev(c, res, base, sizeof base, &owner) : -1;
+    int row = ok ? replaced_dev(c, res, &owner) : -1;
     if (row >= 0) {
+        say_replaced(c, res, row, &owner, r);
+    } else if (ok && (row = taken_dev(c, res, base, sizeof base, &owner)) >= 0) {
         say_taken(c, res, row, base, &owner, r);
     } else if (ok && doc_dbenv_find(c->wt.root, NULL, &env) == 0 &&
                foreign_env(c, res, &env, &foreign, &owner)) {

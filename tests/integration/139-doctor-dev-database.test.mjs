@@ -352,3 +352,32 @@ test('an app reading .env.wt: doctor\'s claim writes it; a .env.wt naming anothe
   assert.equal(envOf(path.join(moved, '.env.wt')).WTPROXY_DEV_DB, 'shop_m1_wt_d2');
   assert.equal((await databasesCheck(tmp, moved, env)).status, 'ok');
 });
+
+// `git worktree remove` then `add` at the same path (an orchestrator
+// reusing its slot paths): the new worktree has no .env.wt, and the
+// databases named for its path are the removed one's, with its rows.
+// doctor said ok (their names match the path); its dev server would have
+// failed on the missing .env.wt, or served the old worktree's data. Now
+// they are named as the removed worktree's, and the siblings' claim,
+// pasted, reclaims them fresh and writes .env.wt.
+test('a worktree removed and added again at its path: doctor names its databases as the removed one\'s, and the claim', async (t) => {
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const pg = await startPostgres(t);
+  const env = { ...pg.env, WTPROXY_DB_SERVER: '', WTPROXY_MACHINE: 'm1' };
+  const claim = ['db', 'claim', '--dev', 'shop', '--base', 'test_shop', '--write-env', '.env.wt'];
+  for (const wt of [tmp.wt.a, tmp.wt.b]) {
+    const r = await cli(tmp, claim, { cwd: wt, env, ms: 30000 });
+    assert.equal(r.code, 0, r.stderr);
+  }
+  assert.equal((await databasesCheck(tmp, tmp.wt.b, env)).status, 'ok');
+  execFileSync('sh', ['-c', `git worktree remove --force ${tmp.wt.b} && git branch -q -D b && git worktree add -q -b b ${tmp.wt.b}`],
+    { cwd: tmp.repo });
+  const d = await databasesCheck(tmp, tmp.wt.b, env);
+  assert.equal(d.status, 'problem', d.detail);
+  assert.ok(d.detail.includes(`dev database shop_m1_wt_b, named for this path, was claimed by the worktree removed from ${tmp.wt.b}`), d.detail);
+  assert.equal(d.fix, 'wtproxy db claim --dev shop --base test_shop --write-env .env.wt');
+  await pasted(tmp, d.fix, tmp.wt.b, env);
+  assert.equal(envOf(path.join(tmp.wt.b, '.env.wt')).WTPROXY_DEV_DB, 'shop_m1_wt_b');
+  const after = await databasesCheck(tmp, tmp.wt.b, env);
+  assert.equal(after.status, 'ok', after.detail);
+});
