@@ -36,6 +36,7 @@ enum proxy_error {
     PE_START_NO_DEPS,   /* backend-not-ready too: failed, a package the app declares missing */
     PE_BAD_WTPROXY_FILE,
     PE_BACKEND_UNREACHABLE,
+    PE_BACKEND_HANGS, /* backend-unreachable too: it takes the connection, answers nothing */
     PE_BACKEND_BAD_RESPONSE,
     PE_BACKEND_TIMEOUT,
     PE_IDENTIFY_TIMEOUT,
