@@ -179,6 +179,11 @@ int cli_serve_worktree(const char *dir, char *out, size_t outlen, char *err, siz
  * happened and the command that fixes it (the holder of a conflict, with
  * its pid, command, age and worktree). Returns the exit status, 1. */
 int cli_report(json_t *reply);
+/* cli_report for `wtproxy run`, the command a test runner's webServer runs:
+ * a conflict with the server its .wtproxy declares, ready, also says what
+ * such a runner met at its url, unless stdin is a terminal (typed by
+ * hand: no runner asked). */
+int cli_report_run(json_t *reply);
 
 /* --- tree_stop.c: the wrapper's process tree --- */
 

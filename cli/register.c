@@ -123,8 +123,10 @@ static int report_failed(json_t *holder, json_int_t front)
  * request start it again (a PHP user pasted the stop four times). A test
  * runner runs its own command when its url did not answer 2xx, 3xx or
  * 400-403 (Playwright's webServer): most often the app's own error, which
- * GET / through the front shows. Returns 1 when said. */
-static int report_declared_ready(json_t *holder, long long front)
+ * GET / through the front shows. Said so only when a runner may have run
+ * this (runner): three users who typed `register` read it as theirs. An
+ * error of the app is worth saying to anyone. Returns 1 when said. */
+static int report_declared_ready(json_t *holder, long long front, int runner)
 {
     const char *state =
         json_string_value(json_object_get(json_object_get(holder, "whoami"), "state"));
@@ -141,14 +143,19 @@ static int report_declared_ready(json_t *holder, long long front)
     int status = cli_http_status((int)front, "/", said, sizeof said);
     if (said[0])
         snprintf(body, sizeof body, " (\"%s\")", said);
-    if (status >= 404)
+    if (status >= 404 && runner)
         fprintf(stderr,
                 "wtproxy: GET / through :%lld answers %d%s: a test runner that runs this command "
                 "when its url did not answer 2xx, 3xx or 400-403 (Playwright's webServer) met the "
                 "app's own error; fix it (its output: wtproxy logs --front %lld, in its "
                 "worktree), and the runner uses this server\n",
                 front, status, body, front);
-    else
+    else if (status >= 404)
+        fprintf(stderr,
+                "wtproxy: GET / through :%lld answers %d%s, the app's own error; fix it (its "
+                "output: wtproxy logs --front %lld, in its worktree)\n",
+                front, status, body, front);
+    else if (runner)
         fprintf(stderr,
                 "wtproxy: a test runner that runs this command when its url did not answer 2xx, "
                 "3xx or 400-403 (Playwright's webServer) met another answer there than GET / "
@@ -158,8 +165,9 @@ static int report_declared_ready(json_t *holder, long long front)
     return 1;
 }
 
-/* Print the conflict: who holds the key, and how to free it. */
-static void report_conflict(json_t *holder)
+/* Print the conflict: who holds the key, and how to free it (runner:
+ * report_declared_ready's). */
+static void report_conflict(json_t *holder, int runner)
 {
     const char *wt = json_string_value(json_object_get(holder, "worktree"));
     const char *cmd = json_string_value(json_object_get(holder, "command"));
@@ -195,7 +203,7 @@ static void report_conflict(json_t *holder)
         !cli_verdict_pending(holder))
         fprintf(stderr, "wtproxy: the /__whoami gate refuses that server%s: %s\n", named,
                 detail && *detail ? detail : "see wtproxy ls");
-    if (report_failed(holder, front) || report_declared_ready(holder, front))
+    if (report_failed(holder, front) || report_declared_ready(holder, front, runner))
         return;
     if (pid > 0 && strcmp(state_of(holder), "starting") == 0)
         fprintf(stderr,
@@ -215,18 +223,28 @@ static void report_conflict(json_t *holder)
                 wt, (long long)front);
 }
 
-int cli_report(json_t *reply)
+static int report(json_t *reply, int runner)
 {
     const char *code = json_string_value(json_object_get(reply, "error"));
     const char *msg = json_string_value(json_object_get(reply, "message"));
     json_t *holder = json_object_get(reply, "holder");
     if (code && strcmp(code, "conflict") == 0 && json_is_object(holder)) {
-        report_conflict(holder);
+        report_conflict(holder, runner);
         return 1;
     }
     fprintf(stderr, "wtproxy: %s (%s)\n", msg ? msg : "the daemon refused the request",
             code ? code : "no error code");
     return 1;
+}
+
+int cli_report(json_t *reply)
+{
+    return report(reply, 0);
+}
+
+int cli_report_run(json_t *reply)
+{
+    return report(reply, !isatty(STDIN_FILENO));
 }
 
 /* Usage error: one line naming the problem and where help is. */

@@ -155,7 +155,7 @@ int cli_run_claim(struct cli_run *r, int start_daemon, int argc, char **argv)
         return 1;
     }
     if (rc > 0)
-        rc = holder == CLI_RUN_HOLDER_REUSED ? 0 : cli_report(reply);
+        rc = holder == CLI_RUN_HOLDER_REUSED ? 0 : cli_report_run(reply);
     json_decref(reply);
     return rc;
 }

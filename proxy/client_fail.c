@@ -14,8 +14,8 @@
 
 static int gateway_error(enum proxy_error e)
 {
-    return e == PE_NO_BACKEND || e == PE_BACKEND_UNREACHABLE || e == PE_BACKEND_TIMEOUT ||
-           e == PE_BACKEND_BAD_RESPONSE || e == PE_AMBIGUOUS_WORKTREE ||
+    return e == PE_NO_BACKEND || e == PE_BACKEND_UNREACHABLE || e == PE_BACKEND_HANGS ||
+           e == PE_BACKEND_TIMEOUT || e == PE_BACKEND_BAD_RESPONSE || e == PE_AMBIGUOUS_WORKTREE ||
            e == PE_BACKEND_NOT_READY || e == PE_BACKEND_EXITED || e == PE_BACKEND_ENDED ||
            e == PE_AFTER_NOT_READY || e == PE_START_FAILED || e == PE_EDIT_FAILED ||
            e == PE_FIXED_UNSEEN || e == PE_WRONG_PORT || e == PE_SERVER_DIED ||
@@ -74,7 +74,8 @@ static const char *with_whose(struct proxy_client *c, enum proxy_error e, const 
 {
     const struct reg_backend *b = c->backend;
     if (!b || !detail ||
-        (e != PE_BACKEND_UNREACHABLE && e != PE_BACKEND_BAD_RESPONSE && e != PE_BACKEND_TIMEOUT))
+        (e != PE_BACKEND_UNREACHABLE && e != PE_BACKEND_HANGS && e != PE_BACKEND_BAD_RESPONSE &&
+         e != PE_BACKEND_TIMEOUT))
         return detail;
     if (!b->worktree[0])
         snprintf(whose, len, "%s; it is the default backend (wtproxy serve --backend %s)", detail,

@@ -102,6 +102,15 @@ static void no_backend(struct proxy_client *c, const char *note)
         conn_fail(c, c->route_error, d);
 }
 
+/* No server for the request, and its worktree was removed. */
+static void worktree_gone(struct proxy_client *c)
+{
+    char d[3072 + 2 * PATH_MAX], fix[CONN_FIX_MAX];
+    route_explain_gone(c->srv, c->listener->port, c->route_name, c->who, d, sizeof d, fix,
+                       sizeof fix);
+    conn_fail_fix(c, PE_NO_BACKEND, d, fix);
+}
+
 /* The request's worktree's .wtproxy, read by a worker: it declared a
  * server for this front, started (or starting) by the daemon, and the
  * request waits for it; or what is the matter (ondemand.h's codes). */
@@ -118,6 +127,8 @@ static void declared_read(void *arg, int rc, const char *what)
         conn_fail(c, PE_BACKEND_NOT_READY, what);
     } else if (rc == ONDEMAND_NOT_OURS) {
         conn_fail(c, PE_OTHER_USER, what);
+    } else if (rc == ONDEMAND_GONE) {
+        worktree_gone(c);
     } else {
         no_backend(c, what);
     }
@@ -197,6 +208,15 @@ static void gate_verdict(struct proxy_client *c, int v, const char *detail)
         conn_wait(c, WTP_WAIT_POLL_MS);
     } else if (v == WHOAMI_PASS) {
         upstream_start(c);
+    } else if (v == WHOAMI_UNREACHABLE && whoami_server_hangs(c->backend->gate)) {
+        conn_fail(c, PE_BACKEND_HANGS, detail);
+    } else if (v == WHOAMI_MISMATCH && proxy_backend_target(c->srv, c->backend).other_front > 0) {
+        /* The server there is another worktree's, in use: the detail says
+         * to leave it running, and the Fix line must not say to stop it. */
+        conn_fail_fix(c, PE_CHECKOUT_MISMATCH, detail,
+                      "Leave the server named above running: it is another worktree's. Drop "
+                      "your worktree's registration of its port and start your own (the "
+                      "command is above).");
     } else {
         conn_fail(c, refusal[v], detail);
     }
@@ -256,6 +276,15 @@ static enum proxy_error not_started(struct proxy_client *c, const char *wt, int 
                                                               : PE_BACKEND_NOT_READY;
 }
 
+/* The 503 of a .wtproxy server that exited, as ondemand_exit_note told
+ * it: before it listened, or after it had served (its headline then says
+ * so: a kill -9 of a server that had served for minutes did not exit
+ * "before it listened"). */
+static enum proxy_error exit_kind(int exited)
+{
+    return exited == 2 ? PE_BACKEND_ENDED : PE_BACKEND_EXITED;
+}
+
 /* Polling for the registration of a server the daemon started. */
 static void await_started(struct proxy_client *c)
 {
@@ -263,14 +292,15 @@ static void await_started(struct proxy_client *c)
     int front = c->listener->port;
     char log[PATH_MAX + 64] = "", d[4 * PATH_MAX + REG_START_FAILED_MAX], what[PATH_MAX + 128];
     const char *failed;
+    int exited;
     c->backend = route_pick(c->srv, front, c->route_name, c->who, &c->route_error);
     if (c->backend) {
         c->awaiting_start = 0;
         conn_wait(c, 0); /* on as any starting backend */
     } else if ((failed = ondemand_failed(c->srv->ondemand, wt, front))) {
         conn_fail(c, not_started(c, wt, front), failed);
-    } else if (ondemand_exit_note(c->srv->ondemand, wt, front, d, sizeof d)) {
-        last_words_fail(c, PE_BACKEND_EXITED, front, wt, 0, d, sizeof d);
+    } else if ((exited = ondemand_exit_note(c->srv->ondemand, wt, front, d, sizeof d))) {
+        last_words_fail(c, exit_kind(exited), front, wt, 0, d, sizeof d);
     } else if (proxy_now_ms(c->srv) - c->wait_since_ms >= c->srv->cfg.start_timeout_ms &&
                (failed = ondemand_give_up(c->srv->ondemand, wt, front))) {
         conn_fail(c, not_started(c, wt, front), failed);
@@ -435,9 +465,10 @@ void conn_wait_timeout(struct proxy_client *c)
     unsigned long long waited = proxy_now_ms(c->srv) - c->wait_since_ms;
     char d[4 * PATH_MAX + REG_START_FAILED_MAX];
     unsigned load;
+    int exited = 0;
     if (b->state == REG_DEAD && c->srv->ondemand &&
-        ondemand_exit_note(c->srv->ondemand, b->worktree, b->front, d, sizeof d)) {
-        last_words_fail(c, PE_BACKEND_EXITED, b->front, b->worktree, 0, d, sizeof d);
+        (exited = ondemand_exit_note(c->srv->ondemand, b->worktree, b->front, d, sizeof d))) {
+        last_words_fail(c, exit_kind(exited), b->front, b->worktree, 0, d, sizeof d);
     } else if (b->state == REG_DEAD && c->srv->ondemand && waited < c->srv->cfg.start_timeout_ms &&
                strcmp(ondemand_state(c->srv->ondemand, b->worktree, b->front, &load), "launched") ==
                    0) {

@@ -184,6 +184,14 @@ static const struct error_kind kinds[] = {
          "then start it again from there: wtproxy restart{front} (which also starts a server "
          "the worktree's .wtproxy declares after it died), or, for one you started yourself, "
          "wtproxy run{front} -- <server command with {port}>."},
+    [PE_BACKEND_HANGS] =
+        {502, "Bad Gateway", "backend-unreachable",
+         "wtproxy connected to the dev server, but it sent no answer in time, each time it was "
+         "asked for reload_grace: it takes connections and answers nothing (an app that failed "
+         "to load under a server that lives on, a reload waiting for connections to close).",
+         "Read why it stopped answering in its output: wtproxy logs{front} (in its worktree); "
+         "fix the error it names and save, or, when it names none, start it again from there: "
+         "wtproxy restart{front}."},
     [PE_BACKEND_BAD_RESPONSE] =
         {502, "Bad Gateway", "backend-bad-response",
          "The dev server sent a malformed response, or closed before its response head.",

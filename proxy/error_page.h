@@ -37,6 +37,7 @@ enum proxy_error {
     PE_APP_ERROR,       /* backend-not-ready too: it answers a Python traceback (the gate's) */
     PE_BAD_WTPROXY_FILE,
     PE_BACKEND_UNREACHABLE,
+    PE_BACKEND_HANGS, /* backend-unreachable too: it takes the connection, answers nothing */
     PE_BACKEND_BAD_RESPONSE,
     PE_BACKEND_TIMEOUT,
     PE_IDENTIFY_TIMEOUT,

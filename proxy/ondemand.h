@@ -76,6 +76,7 @@ void *ondemand_read_later(struct ondemand *a, const char *worktree, unsigned tim
 #define ONDEMAND_BAD_FILE (-1)     /* the worktree's .wtproxy is refused: its line and fix */
 #define ONDEMAND_START_FAILED (-2) /* declared, but cannot start now (too many, fork) */
 #define ONDEMAND_NOT_OURS (-3)     /* the .wtproxy is another user's: never started by us */
+#define ONDEMAND_GONE 2 /* the worktree was removed (git worktree remove): nothing starts there */
 typedef void (*ondemand_ensured_cb)(void *arg, int rc, const char *err);
 
 /* ondemand_ensure_front for a request, its file read by a worker (a slow
@@ -110,8 +111,10 @@ void ondemand_check_fronts(struct ondemand *a, const char *worktree, const struc
 void ondemand_named(struct ondemand *a, const char *worktree, int front, char *out, size_t len);
 
 /* When the server started for (worktree, front) has exited: 1, with out
- * saying which service, how it ended (its status) and where its output
- * is; else 0. */
+ * saying which service, how it ended (its status), that it did before it
+ * listened, and where its output is; 2 when it had served (it was ready
+ * when it ended, as its wrapper told with its last words: a kill -9 of a
+ * server that served for minutes), which out says instead; else 0. */
 int ondemand_exit_note(struct ondemand *a, const char *worktree, int front, char *out, size_t len);
 
 /* The log a server of worktree's .wtproxy on front (service "" for a file

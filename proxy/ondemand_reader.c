@@ -44,6 +44,7 @@ struct read_job {
     struct waiter *waiters;
     struct read_job *next;   /* the reader's jobs in flight (loop only) */
     int rc;                  /* wtfile_read's, or READ_UNCHANGED */
+    int gone;                /* no file, for the worktree was removed: its requests hear so */
     char worktree[PATH_MAX]; /* as asked; never written once queued */
     char real[PATH_MAX];     /* its real path: worktree unless resolve (the worker's) */
     char err[1024];
@@ -126,7 +127,11 @@ static void read_one(struct host_job *hj, void *ctx)
         }
     }
     j->rc = wtfile_read(j->real, &j->f, j->err, sizeof j->err);
-    if (j->rc == 1 && !j->look)
+    /* A caller placed there before, on a connection it keeps, or one
+     * naming it: "start yours from its worktree" would send it to a
+     * folder that is gone. */
+    j->gone = j->rc == 1 && !j->look && host_worktree_removed(j->real);
+    if (j->rc == 1 && !j->look && !j->gone)
         note_main_file(j->real, j->err, sizeof j->err);
 }
 
@@ -196,6 +201,8 @@ static void answer(struct ondemand_reader *r, struct read_job *j)
         j->waiters = w->next;
         if (w->file_cb)
             w->file_cb(w->arg, j->real, j->rc, &j->f, j->err);
+        else if (w->cb && j->gone)
+            w->cb(w->arg, ONDEMAND_GONE, "");
         else if (w->cb)
             ondemand_file_answer(r->a, j->real, w->front, j->rc, &j->f, j->err, w->cb, w->arg);
         waiter_free(w);

@@ -36,9 +36,12 @@ int ondemand_exit_note(struct ondemand *a, const char *worktree, int front, char
         host_exit_words(WIFEXITED(e->status) ? WEXITSTATUS(e->status) : -1, WTERMSIG(e->status),
                         e->svc.start, NULL, how, sizeof how);
     ondemand_named(a, worktree, front, what, sizeof what);
-    snprintf(out, len, "%s %s before it listened; its output: %s (wtproxy logs %s%s%s)", what, how,
-             log, worktree, e->svc.name[0] ? " --service " : "", e->svc.name);
-    return 1;
+    const struct reg_last_words *w = reg_server_last_words(a->srv->reg, front, worktree);
+    int served = w && w->served;
+    snprintf(out, len, "%s %s %s; its output: %s (wtproxy logs %s%s%s)", what, how,
+             served ? "after it had served" : "before it listened", log, worktree,
+             e->svc.name[0] ? " --service " : "", e->svc.name);
+    return served ? 2 : 1;
 }
 
 const char *ondemand_failed(struct ondemand *a, const char *worktree, int front)

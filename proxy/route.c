@@ -193,13 +193,54 @@ static size_t removed_cwd(const struct identify_kept *who)
     return n > m && strcmp(who->cwd + n - m, mark) == 0 ? n - m : 0;
 }
 
+/* "the calling process ... runs in DIR, which was removed": who's folder
+ * dir (n bytes of it) is gone, and with it the worktree it was in.
+ * Returns the bytes written. */
+static size_t removed_caller(const struct identify_kept *who, int n, const char *dir, char *buf,
+                             size_t len)
+{
+    return (size_t)snprintf(buf, len,
+                            "the calling process (pid %d: %s) runs in %.*s, which was removed "
+                            "(git worktree remove, or deleted) after it started there: its "
+                            "worktree is gone, and wtproxy sends it to no other worktree's "
+                            "server.",
+                            (int)who->pid, who->comm, n, dir);
+}
+
+#define FIX_REMOVED                                                                                \
+    "Run it from a worktree that exists: cd /path/to/worktree (wtproxy ls lists the registered "   \
+    "ones; git worktree list all of them), then run it again"
+
+void route_explain_gone(struct proxy_server *s, int front, const char *hint,
+                        const struct identify_kept *who, char *buf, size_t len, char *fix,
+                        size_t fixlen)
+{
+    size_t used;
+    if (hint[0] == '/') {
+        used = (size_t)snprintf(buf, len,
+                                "no dev server is registered for worktree %s on front :%d, and "
+                                "that worktree was removed (git worktree remove, or deleted): "
+                                "nothing starts there.",
+                                hint, front);
+        snprintf(fix, fixlen,
+                 "Name a worktree that exists: X-Wtproxy-Worktree: /path/to/worktree (wtproxy "
+                 "ls lists the registered ones; git worktree list all of them)");
+    } else {
+        used = removed_caller(who, (int)strlen(who->worktree), who->worktree, buf, len);
+        snprintf(fix, fixlen, FIX_REMOVED);
+    }
+    if (used < len)
+        used += list_registered(table_of(s), front, NULL, buf + used, len - used);
+    if (used < len)
+        snprintf(buf + used, len - used,
+                 hint[0] == '/' ? ". Name one of them" : ". Run it again from one of them");
+}
+
 int route_fix(struct proxy_server *s, int front, enum proxy_error e,
               const struct identify_kept *who, char *fix, size_t len)
 {
     if (e == PE_NO_BACKEND && who && !who->placed && removed_cwd(who)) {
-        snprintf(fix, len,
-                 "Run it from a worktree that exists: cd /path/to/worktree (wtproxy ls lists "
-                 "the registered ones; git worktree list all of them), then run it again");
+        snprintf(fix, len, FIX_REMOVED);
         return 1;
     }
     if (e != PE_OTHER_USER || !other_users_caller(who))
@@ -252,12 +293,7 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
                                 who->worktree, (int)who->decided_by, who->how, front);
         used += other_fronts(table_of(s), who->worktree, front, buf, len, &services);
     } else if (who && who->pid && removed_cwd(who))
-        used = (size_t)snprintf(buf, len,
-                                "the calling process (pid %d: %s) runs in %.*s, which was "
-                                "removed (git worktree remove, or deleted) after it started "
-                                "there: its worktree is gone, and wtproxy sends it to no "
-                                "other worktree's server.",
-                                (int)who->pid, who->comm, (int)removed_cwd(who), who->cwd);
+        used = removed_caller(who, (int)removed_cwd(who), who->cwd, buf, len);
     else if (who && who->pid)
         used = (size_t)snprintf(buf, len,
                                 "the calling process (pid %d: %s, cwd %s) is in no "

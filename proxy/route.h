@@ -37,6 +37,15 @@ struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hi
 int route_fix(struct proxy_server *s, int front, enum proxy_error e,
               const struct identify_kept *who, char *fix, size_t len);
 
+/* The detail and Fix line of a request whose worktree has no server and
+ * was removed (git worktree remove): named by hint (an absolute
+ * X-Wtproxy-Worktree), or who's, placed there before (a connection kept
+ * open across the removal keeps its caller's place). Never "start yours
+ * from its worktree": that folder is gone. */
+void route_explain_gone(struct proxy_server *s, int front, const char *hint,
+                        const struct identify_kept *who, char *buf, size_t len, char *fix,
+                        size_t fixlen);
+
 /* The detail of a routing refusal: the caller as found, what is registered
  * on front (the candidates, for an ambiguous name), how to start a server;
  * or note (not ""), why the worktree's .wtproxy starts none, in its place. */

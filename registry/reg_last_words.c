@@ -78,6 +78,7 @@ int reg_last_words_keep(struct reg_server *rs, const struct reg_backend *b, json
                                  .status = status ? (int)json_integer_value(status) : -1,
                                  .signal = sig ? (int)json_integer_value(sig) : 0,
                                  .daemon_started = b->daemon_started,
+                                 .served = b->state == REG_READY,
                                  .ended_ms = host_wall_ms()};
     snprintf(w->worktree, sizeof w->worktree, "%s", b->worktree);
     snprintf(w->command, sizeof w->command, "%s", b->command);

@@ -396,6 +396,10 @@ struct reg_last_words {
     int signal;                       /* that signal */
     int daemon_started;               /* the daemon started it from the .wtproxy */
     long long ended_ms;               /* wall clock */
+    /* Its entry was ready when it ended: it had listened, so it did not
+     * end "before it listened" (a kill -9 of a server that served for
+     * minutes). */
+    int served;
 };
 
 /* The last words kept for (front, worktree), or NULL when none is, or

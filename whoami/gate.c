@@ -139,6 +139,11 @@ const struct whoami_status *whoami_server_status(const struct whoami_server *s)
     return &s->st;
 }
 
+int whoami_server_hangs(const struct whoami_server *s)
+{
+    return s->have && (s->res.result == WF_TIMEOUT || s->res.result == WF_CUT);
+}
+
 static void refused(struct whoami_server *s)
 {
     s->st.refused++;

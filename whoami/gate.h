@@ -125,6 +125,11 @@ struct whoami_server *whoami_server_new(struct whoami_gate *g);
 void whoami_server_release(void *server); /* void *: a release hook's shape */
 const struct whoami_status *whoami_server_status(const struct whoami_server *s);
 
+/* Whether s's last /__whoami ask found a server that takes connections and
+ * answers nothing whole in time (or cuts its answer short): a
+ * WHOAMI_UNREACHABLE of one that hangs, not of one that does not listen. */
+int whoami_server_hangs(const struct whoami_server *s);
+
 /* The verdict on a request to server s, described by t. detail gets the
  * refusal's sentence, with the command that fixes it. */
 typedef void (*whoami_gate_cb)(void *arg, enum whoami_verdict v, const char *detail);

@@ -114,3 +114,21 @@ test('a second run meeting the declared server the daemon started, ready: says s
   assert.ok(r.stderr.includes(`GET / through :${px.port} answers 500 ("PHP Parse error: unexpected \"}\""): a test runner that runs this command when its url did not answer 2xx, 3xx or 400-403 (Playwright's webServer) met the app's own error; fix it (its output: wtproxy logs --front ${px.port}, in its worktree)`), r.stderr);
   assert.doesNotMatch(r.stderr, /stop it first/, r.stderr);
 });
+
+// Three users typed `wtproxy register` in a worktree whose declared server
+// ran, and read "a test runner that runs this command when its url did not
+// answer 2xx, 3xx or 400-403 (Playwright's webServer) met another answer
+// there ...": no test runner runs `register`. Its first lines stay.
+test('a register typed by hand meeting the declared server, ready: the first lines, no test runner advice', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`], ['a']);
+  assert.equal((await curlFrom(tmp.wt.a, px.port, '/')).status, 200);
+  await waitFor(async () => (await lsJson(tmp0))[0]?.whoami?.state === 'verified', 10000, 'verified');
+  const r = await cli(tmp0, ['register', '--front', String(px.port), '--port', '5009', '--ttl', '1m'], { cwd: tmp.wt.a });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`${tmp.wt.a} is already served on front :${px.port} by the wtproxy run wrapper pid \\d+`), r.stderr);
+  assert.match(r.stderr, /that server is the one its \.wtproxy declares, which the daemon started for a request of this worktree; it is ready and serves its current code \(verified\), so stopping it only has the next request start it again\n$/, r.stderr);
+  assert.doesNotMatch(r.stderr, /test runner|Playwright/, r.stderr);
+});

@@ -274,3 +274,29 @@ test('restart after the .wtproxy start line was edited: the server runs the new 
   assert.match(named.stdout, /runs as service `-`, which the \.wtproxy now names `web`: stopping it, to start it from the file/);
   assert.deepEqual((await lsJson(tmp0)).map((e) => e.service), ['web']);
 });
+
+// A gunicorn master killed with kill -9 after its server had served for
+// minutes: the next request's 503 said "exited before it listened". Here
+// the request waits on the server's closed port (a reload, while its
+// wrapper lives: the wrapper is held stopped meanwhile), then its wrapper
+// tells the kill.
+test('a declared server killed after it served: the 503 says it served, then exited, never "before it listened"', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const tmp = declaring(t, [`start = ${process.execPath} ${wtServer} {port}`, `front = ${px.port}`], ['a']);
+  const served = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(served.status, 200, served.body);
+  const [entry] = await lsJson(tmp0);
+  process.kill(entry.pid, 'SIGSTOP'); // its wrapper: it tells nothing meanwhile
+  process.kill(JSON.parse(served.body).pid, 'SIGKILL');
+  const asked = curlFrom(tmp.wt.a, px.port);
+  await new Promise((res) => setTimeout(res, 500));
+  process.kill(entry.pid, 'SIGCONT');
+  const r = await asked;
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, /: The dev server of this worktree served, then exited/, r.body);
+  assert.match(r.body, /exited with status 137: 128\+9, a child killed by signal 9 \(SIGKILL\), as a shell reports it after it had served; its output: /, r.body);
+  assert.doesNotMatch(r.body, /before it listened/, r.body);
+  assert.match(r.body, /\nFix: Something killed it/, r.body);
+  assert.equal((await curlFrom(tmp.wt.a, px.port)).status, 200, 'the next request starts it again');
+});

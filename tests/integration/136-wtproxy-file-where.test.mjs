@@ -8,10 +8,10 @@
 // that declares servers on other fronts only says which.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execSync } from 'node:child_process';
+import { execSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWorktrees, startDaemon, wtServer, git, cli, lsJson, curlFrom } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, startRun, wtServer, git, cli, lsJson, curlFrom, getWorktree, waitFor } from './lib/registry.mjs';
 
 const startLine = `start = ${process.execPath} ${wtServer} {port}`;
 
@@ -101,6 +101,51 @@ test('a caller in a removed worktree whose parent runs in the main checkout: ref
   assert.match(body, /^wtproxy: 503 /, body);
   assert.ok(body.includes(`runs in ${tmp.wt.gone2}, which was removed (git worktree remove, or deleted) after it started there`), body);
   assert.match(body, /\nFix: Run it from a worktree that exists: cd \/path\/to\/worktree/);
+});
+
+// A client in cwd that sends each GET / over one kept-alive connection
+// (a browser's page does): ask() resolves with { status, body }.
+function keptAliveClient(t, cwd, port) {
+  const src = `const http = require('node:http');
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+require('node:readline').createInterface({ input: process.stdin }).on('line', () =>
+  http.get({ host: '127.0.0.1', port: ${port}, path: '/', agent }, (res) => {
+    let body = ''; res.on('data', (d) => { body += d; });
+    res.on('end', () => console.log(JSON.stringify({ status: res.statusCode, body })));
+  }));`;
+  const proc = spawn(process.execPath, ['-e', src], { cwd, stdio: ['pipe', 'pipe', 'inherit'] });
+  t.after(() => proc.kill('SIGKILL'));
+  let out = '';
+  const waiting = [];
+  proc.stdout.on('data', (d) => {
+    out += d;
+    for (let i; (i = out.indexOf('\n')) >= 0; out = out.slice(i + 1)) waiting.shift()(JSON.parse(out.slice(0, i)));
+  });
+  return { ask: () => new Promise((res) => { waiting.push(res); proc.stdin.write('\n'); }) };
+}
+
+// A page open in a worktree whose server ran, then `git worktree remove`:
+// its next request, on the connection it kept, was told "Start yours from
+// its worktree: wtproxy run ..." (the worktree is gone), and so was a
+// request naming it; a second later, on a new connection, the right text.
+test('a removed worktree\'s caller on a kept connection, or a request naming it: the 503 says it was removed, never "start yours"', async (t) => {
+  const tmp = makeWorktrees(t, ['c']);
+  const px = await startDaemon(t, tmp);
+  await startRun(t, tmp, { cwd: tmp.wt.c, front: px.port }).ready;
+  const page = keptAliveClient(t, tmp.wt.c, px.port);
+  assert.equal((await page.ask()).status, 200);
+  git(tmp.repo, 'worktree', 'remove', '--force', tmp.wt.c);
+  await waitFor(async () => (await lsJson(tmp)).length === 0, 10000, 'its server stopped');
+  const r = await page.ask();
+  assert.equal(r.status, 503, r.body);
+  assert.ok(r.body.includes(`runs in ${tmp.wt.c}, which was removed (git worktree remove, or deleted) after it started there`), r.body);
+  assert.match(r.body, /\nFix: Run it from a worktree that exists: cd \/path\/to\/worktree/, r.body);
+  assert.doesNotMatch(r.body, /Start yours|wtproxy run/, r.body);
+  const named = await getWorktree(px.port, tmp.wt.c);
+  assert.equal(named.status, 503, named.body);
+  assert.ok(named.body.includes(`no dev server is registered for worktree ${tmp.wt.c} on front :${px.port}, and that worktree was removed (git worktree remove, or deleted): nothing starts there.`), named.body);
+  assert.match(named.body, /\nFix: Name a worktree that exists: X-Wtproxy-Worktree: \/path\/to\/worktree/, named.body);
+  assert.doesNotMatch(named.body, /Start yours|wtproxy run/, named.body);
 });
 
 test('a .wtproxy that declares servers on other fronts only: the 503 says which', async (t) => {

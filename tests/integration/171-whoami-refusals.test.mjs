@@ -187,6 +187,9 @@ test('another worktree\'s registered port: the fix drops this registration and s
   assert.ok(!/\bkill\b/.test(r.body), `never says to kill wt-b's server:\n${r.body}`);
   const fix = `cd ${tmp.wt.a} && wtproxy unregister --front ${px.port} && wtproxy restart --front ${px.port}`;
   assert.ok(r.body.includes(`drop it and start your own: ${fix}`), r.body);
+  // The Fix line agrees: it said "Stop the server named above", wt-b's.
+  assert.ok(r.body.includes('\nFix: Leave the server named above running: it is another worktree\'s. Drop your worktree\'s registration of its port and start your own (the command is above).\n'), r.body);
+  assert.doesNotMatch(r.body, /Fix: Stop/, r.body);
   // pasted (each wtproxy command as the agent's shell runs it, in wt-a)
   for (const args of [['unregister', '--front', String(px.port)], ['restart', '--front', String(px.port)]]) {
     const step = await cli(tmp, args, { cwd: tmp.wt.a, ms: 20000 });
@@ -576,6 +579,29 @@ test('unusable answers are refused with the reason; other backends keep being se
   assert.equal(results.at(-1).status, 200, 'the good backend is served meanwhile');
   assert.equal((await getWorktree(px.port, tmp.wt.good)).status, 200);
   sanitizerClean(assert, px.stderr());
+});
+
+// A server that takes connections and answers nothing (morbo whose app
+// failed to load, uvicorn --reload waiting for connections to close): its
+// 502's headline said "wtproxy could not connect to the dev server" under
+// a detail that said it connected: "no whole answer in time".
+test('a server that connects but answers nothing: the 502 says so, not "could not connect"', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--whoami-timeout', '300ms', '--reload-grace', '1s']);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  await run.ready;
+  const ok = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(ok.status, 200, ok.body);
+  process.kill(JSON.parse(ok.body).pid, 'SIGSTOP'); // its socket still takes connections
+  t.after(() => { try { process.kill(JSON.parse(ok.body).pid, 'SIGCONT'); } catch { /* gone */ } });
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(1)\n'); // the gate asks its /__whoami again
+  await waitFor(async () => (await lsJson(tmp))[0].whoami.state !== 'verified', 5000, 'the edit seen');
+  const r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 502, r.body);
+  assert.match(r.body, /^wtproxy: 502 Bad Gateway: wtproxy connected to the dev server, but it sent no answer in time/, r.body);
+  assert.doesNotMatch(r.body, /could not connect/, r.body);
+  assert.match(r.body, /no whole answer in time; it is the dev server of/, r.body);
+  assert.match(r.body, new RegExp(`\nFix: Read why it stopped answering in its output: wtproxy logs --front ${px.port}`), r.body);
 });
 
 // The gate compares the socket listening on the backend's address with the
