@@ -77,6 +77,56 @@ if (process.env.TEARDOWN === '1') teardown();`;
     'a\'s copies gone by exact name; its template and all of b\'s kept');
 });
 
+// An Express + Jest user worked out Jest's side alone (the guide's Jest
+// paragraph was one sentence): globalSetup ignores what the setup
+// returns, rootDir and maxWorkers come from Jest's config. The guide now
+// gives the two files; run here by real Jest 29 (tests/jest) in two
+// worktrees at once, as a user copies them from `wtproxy help
+// node-db-tests`.
+const jest = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../jest/node_modules/.bin/jest');
+
+function jestBlocks(guide) {
+  const files = {};
+  for (const m of guide.matchAll(/```js\n\/\/ (jest\.[\w.-]+\.mjs)\n([\s\S]*?)```/g)) files[m[1]] = m[2];
+  return files;
+}
+
+test('the Jest recipe of the guide, with real Jest in two worktrees at once: each worker on its own copy, dropped after', async (t) => {
+  const { pg, tmp, dbs, env } = await setup(t);
+  const guide = await cli(tmp, ['help', 'node-db-tests']);
+  assert.equal(guide.code, 0, guide.stderr);
+  const files = jestBlocks(guide.stdout);
+  assert.deepEqual(Object.keys(files).sort(), ['jest.config.mjs', 'jest.global-setup.mjs', 'jest.global-teardown.mjs'], guide.stdout);
+  const binDir = fs.mkdtempSync(path.join(tmp.root, 'bin-'));
+  fs.symlinkSync(wtproxyBin, path.join(binDir, 'wtproxy'));
+  const testFile = "const { execFileSync } = require('node:child_process');\n" +
+    "test('this worker reads its own copy', () => {\n" +
+    "  const db = process.env.WTPROXY_COPY_DBS.split(' ')[Number(process.env.JEST_WORKER_ID) - 1];\n" +
+    "  require('node:fs').appendFileSync('used.txt', db + '\\n');\n" +
+    "  expect(execFileSync('psql', ['-X', '-At', '-d', db, '-c', 'SELECT name FROM item'], { encoding: 'utf8' }).trim()).toBe('seed');\n" +
+    '});\n';
+  for (const wt of ['a', 'b']) {
+    fs.copyFileSync(recipe, path.join(tmp.wt[wt], 'vitest-db-setup.mjs'));
+    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(tmp.wt[wt], name), text);
+    for (const n of ['one', 'two']) fs.writeFileSync(path.join(tmp.wt[wt], `${n}.test.js`), testFile);
+  }
+  const run = (wt) => runToExit(jest, ['--ci', '--maxWorkers=2'], {
+    cwd: tmp.wt[wt], ms: 120000,
+    env: { ...env(), PATH: `${binDir}:${process.env.PATH}`, WTPROXY_DB_MIGRATE: 'sh migrate.sh',
+      WTPROXY_CONTROL: tmp.control, WTPROXY_NO_AUTOSTART: '1' },
+  });
+  const [ra, rb] = await Promise.all([run('a'), run('b')]);
+  for (const [r, wt] of [[ra, 'a'], [rb, 'b']]) {
+    sanitizerClean(assert, r.stderr);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /Tests:\s+2 passed, 2 total/);
+    const used = fs.readFileSync(path.join(tmp.wt[wt], 'used.txt'), 'utf8').trim().split('\n');
+    for (const db of used) assert.match(db, new RegExp(`^test_app_m1_wt_${wt}_w[12]$`), `${wt}'s test used ${db}`);
+  }
+  assert.equal(dbs('test_app%'), 'test_app_m1_wt_a,test_app_m1_wt_b', 'the copies dropped at the end; the templates kept');
+  assert.equal(pg.psql('SELECT count(*) FROM item', { db: 'test_app_m1_wt_a' }), '1');
+});
+
 // A Fastify user ran `vitest run --root ../wt-b` from app/: wt-b's tests
 // got app's template and copies (app's schema). And two runs in one
 // worktree (3 s apart) made the same copies afresh under each other's
