@@ -22,7 +22,8 @@ int cli_daemon_other_build(json_t *ping, char *said, size_t len)
     char exe[PATH_MAX], gone[PATH_MAX + 64] = "";
     int replaced = pid > 0 && host_exe_replaced((long)pid, exe, sizeof exe) == 1;
     if (replaced)
-        snprintf(gone, sizeof gone, " (its binary, %s, was replaced on disk since it started)", exe);
+        snprintf(gone, sizeof gone, " (its binary, %s, was replaced on disk since it started)",
+                 exe);
     if (build && strcmp(build, host_build()) == 0) {
         if (!replaced)
             return 0;

@@ -12,7 +12,8 @@
 // restarts its server, not the wrapper). An older daemon, which does not
 // say its build, is a control socket answering ping as b72a000 did.
 // `wtproxy stop --daemon` with a request in flight says at once what it
-// waits for, and for how long at most, rather than 10 s of silence.
+// waits for, and for how long at most, rather than 10 s of silence; a
+// `serve` meeting the old daemon on its socket names the stop to run.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
@@ -217,4 +218,17 @@ test('stop --daemon with a request in flight says at once what it waits for, and
   assert.equal(err, `wtproxy: the daemon (pid ${px.proc.pid}) refuses new connections and lets the 1 connection it had open finish first (requests in flight, WebSockets, open pages' event streams), for 10 s at most (its shutdown_timeout), then closes what is left; waiting\n`);
   assert.ok(saidAt < 2000 && took > 3000, `said after ${saidAt} ms, stopped after ${took} ms`);
   assert.equal((await slow).status, 200, 'the request in flight was answered');
+});
+
+// After an upgrade, the pasted `setsid -f wtproxy serve ...` meets the old
+// daemon still serving: it exits in the background, its reason only in its
+// log, which said "stop it first" without the command.
+test('serve where a daemon already serves the control socket: the stop to run, and whose build to ask', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  await startDaemon(t, tmp);
+  const r = await runToExit(wtproxyBin, ['serve', '--control', tmp.control, '--state', tmp.state, '--listen', '127.0.0.1:0'],
+    { env: { ...process.env, ...cliEnv(tmp) }, ms: 10000 });
+  sanitizerClean(assert, r.stderr);
+  assert.notEqual(r.code, 0);
+  assert.ok(r.stderr.includes(`another wtproxy daemon already serves ${tmp.control} (wtproxy doctor says whether it is another build); stop it first, then run this command again: wtproxy stop --daemon; or give this one --control PATH\n`), r.stderr);
 });
