@@ -107,6 +107,20 @@ void cli_daemon_flags(json_t *ping, int drop_config, char *out, size_t len);
 /* The same as serve's flags, " --listen 8420 --listen 8421", else "". */
 void cli_daemon_listen_flags(char *out, size_t len);
 
+/* --- builds.c: the daemon's and the wrappers' builds against this one's --- */
+
+/* Whether the daemon of ping (its reply) is another build than this
+ * command, or runs a binary replaced on disk since it started (an install
+ * over it): 1, with "the daemon (pid N) is wtproxy BUILD, another build
+ * than this command's BUILD: it behaves as that build until it is
+ * restarted" into said; 0 when both are one build. */
+int cli_daemon_other_build(json_t *ping, char *said, size_t len);
+/* Whether entry e (of op list) is a `wtproxy run` wrapper on this machine
+ * whose binary was replaced on disk since it started: 1, with that
+ * binary's path into exe; else 0. An older wrapper lacks the guarantees
+ * of a newer one, and `wtproxy restart` restarts its server, not it. */
+int cli_wrapper_replaced(json_t *e, char *exe, size_t len);
+
 /* --- state_fronts.c: the fronts a started daemon's adopted servers need --- */
 
 /* Add to ports[0, n) the front of each registration in the state file a

@@ -23,6 +23,7 @@
 #include "host.h"
 
 #define DAEMON_STOP_WAIT_MS 30000 /* its shutdown_timeout (10 s) and more */
+#define DAEMON_STOP_QUIET_MS 500  /* a daemon with only idle connections is gone by then */
 
 /* Whether pid runs as a systemd unit: systemd sets INVOCATION_ID in each
  * unit's environment. */
@@ -41,11 +42,12 @@ static int under_systemd(long pid)
     return 0;
 }
 
-/* Waits until pid is gone; 0, or -1 after ms. */
+/* Waits until pid is gone, or a zombie (exited, its parent not waiting
+ * for it yet); 0, or -1 after ms. */
 static int wait_gone(long pid, long ms)
 {
     for (long waited = 0; waited < ms; waited += 20) {
-        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+        if (host_pid_start((pid_t)pid) == 0)
             return 0;
         nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
     }
@@ -84,9 +86,47 @@ static void say_after(size_t servers, const char *serve)
         printf("wtproxy: to start it again on the same ports: %s\n", serve);
 }
 
+/* The client connections the daemon has open and its shutdown_timeout
+ * (op stats), into *clients and *ms; -1 and 0 from a daemon that does
+ * not say them. */
+static void open_clients(long *clients, long *ms)
+{
+    json_t *reply = NULL, *req = json_pack("{s:s}", "op", "stats"), *n;
+    char err[PATH_MAX + 256];
+    *clients = -1;
+    *ms = 0;
+    if (req && cli_call(req, 0, &reply, err, sizeof err) == 0) {
+        if (json_is_integer(n = json_object_get(reply, "clients")))
+            *clients = (long)json_integer_value(n);
+        *ms = (long)json_integer_value(json_object_get(reply, "shutdown_timeout_ms"));
+    }
+    json_decref(req);
+    json_decref(reply);
+}
+
+/* The daemon still runs a moment after SIGTERM: it finishes the requests,
+ * WebSockets and event streams of the connections it had open, for up to
+ * shutdown_timeout. Said at once, or the command stays silent for 10 s. */
+static void say_draining(long pid, long clients, long ms)
+{
+    char open[64] = "its open connections", most[64] = "";
+    if (clients > 0)
+        snprintf(open, sizeof open, "the %ld connection%s it had open", clients,
+                 clients == 1 ? "" : "s");
+    if (ms > 0)
+        snprintf(most, sizeof most, ", for %ld s at most (its shutdown_timeout)",
+                 (ms + 999) / 1000);
+    fprintf(stderr,
+            "wtproxy: the daemon (pid %ld) refuses new connections and lets %s finish first "
+            "(requests in flight, WebSockets, open pages' event streams)%s, then closes what is "
+            "left; waiting\n",
+            pid, open, most);
+}
+
 /* SIGTERM to pid, the daemon, and the wait; 0 once it is gone. */
 static int stop_pid(long pid)
 {
+    long clients, ms;
     if (under_systemd(pid)) {
         fprintf(stderr,
                 "wtproxy stop --daemon: the daemon (pid %ld) runs under systemd, whose socket "
@@ -95,11 +135,14 @@ static int stop_pid(long pid)
                 pid);
         return -1;
     }
+    open_clients(&clients, &ms);
     if (kill((pid_t)pid, SIGTERM) < 0) {
         fprintf(stderr, "wtproxy stop --daemon: cannot signal the daemon (pid %ld): %s\n", pid,
                 strerror(errno));
         return -1;
     }
+    if (clients != 0 && wait_gone(pid, DAEMON_STOP_QUIET_MS) < 0)
+        say_draining(pid, clients, ms);
     if (wait_gone(pid, DAEMON_STOP_WAIT_MS) < 0) {
         fprintf(stderr,
                 "wtproxy stop --daemon: the daemon (pid %ld) still runs %d s after SIGTERM "

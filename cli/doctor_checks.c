@@ -231,6 +231,21 @@ static int store_differs(struct doc_ctx *c, struct doc_result *r, const int *por
     return 1;
 }
 
+/* The daemon is another build than this doctor (an install over it, a
+ * rebuild): it behaves as that build, whatever this one's checks say, until
+ * it is restarted. Returns 1 (r set) when it is. */
+static int build_differs(struct doc_ctx *c, struct doc_result *r, const int *ports, int n)
+{
+    char said[PATH_MAX + 256], prog[256], serve[700];
+    if (!cli_daemon_other_build(c->ping, said, sizeof said))
+        return 0;
+    doc_set(r, DOC_PROBLEM, "%s", said);
+    host_self_program(prog, sizeof prog, NULL, 0);
+    cli_serve_cmd(c->ping, ports, n, serve, sizeof serve);
+    snprintf(r->fix, sizeof r->fix, "%.256s stop --daemon && %.700s", prog, serve);
+    return 1;
+}
+
 /* Outside a worktree, without --front: no .wtproxy and no tests name a
  * port, so the front checked is only the default. Demanding it proposed
  * killing the daemon every worktree uses and serving 8000 besides, for a
@@ -253,6 +268,9 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
 {
     int ports[WTFILE_MAX_SERVICES + 1];
     int n = wanted_ports(c, ports);
+    /* outside a worktree no port is wanted: it starts again on its own */
+    if (c->ping && build_differs(c, r, ports, c->have_wt || c->front_given ? n : 0))
+        return;
     if (!c->have_wt && !c->front_given) {
         daemon_no_front(c, r);
         return;

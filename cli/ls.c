@@ -232,6 +232,50 @@ static void warn_registry(void)
     json_decref(reply);
 }
 
+/* Under the table, on stderr: a `wtproxy run` wrapper of e whose binary
+ * was replaced (an install, a rebuild) lacks this build's guarantees, and
+ * `wtproxy restart` restarts its server, not it: a stop replaces both,
+ * with the .wtproxy's start (restart then) or the next `wtproxy run`. */
+static void warn_wrapper(json_t *e)
+{
+    char exe[PATH_MAX], again[600], prog[256];
+    if (!cli_wrapper_replaced(e, exe, sizeof exe))
+        return;
+    host_self_program(prog, sizeof prog, NULL, 0);
+    const char *wt = json_string_value(json_object_get(e, "worktree"));
+    long long front = json_integer_value(json_object_get(e, "front"));
+    if (json_is_true(json_object_get(e, "daemon_started")))
+        snprintf(again, sizeof again, " && %s restart --front %lld", prog, front);
+    else
+        snprintf(again, sizeof again, "; then the next wtproxy run starts it under this build");
+    fprintf(stderr,
+            "wtproxy: WARNING: %s's server on front %lld runs under the wtproxy run (pid %lld) of "
+            "%s, replaced on disk since it started: that wrapper keeps its own build's behaviour "
+            "(an older one's server outlives its kill -9), and wtproxy restart restarts the "
+            "server, not the wrapper. Replace both: cd %s && %s stop --front %lld%s\n",
+            wt ? wt : "?", front, (long long)json_integer_value(json_object_get(e, "pid")), exe,
+            wt ? wt : "?", prog, front, again);
+}
+
+/* Under the table, on stderr: the daemon, or a server's wrapper, is
+ * another build than this command (an install over them): they behave
+ * as that build, and nothing else says so. */
+static void warn_builds(json_t *entries)
+{
+    json_t *ping = cli_ping(0), *e;
+    char said[PATH_MAX + 256], serve[2 * PATH_MAX + 2560], prog[256];
+    size_t i;
+    if (ping && cli_daemon_other_build(ping, said, sizeof said)) {
+        cli_serve_cmd(ping, NULL, 0, serve, sizeof serve);
+        host_self_program(prog, sizeof prog, NULL, 0);
+        fprintf(stderr, "wtproxy: WARNING: %s; restart it as this one: %s stop --daemon && %s\n",
+                said, prog, serve);
+    }
+    json_decref(ping);
+    json_array_foreach(entries, i, e)
+        warn_wrapper(e);
+}
+
 int cli_ls_main(int argc, char **argv)
 {
     int json = 0, exited = 0;
@@ -270,6 +314,7 @@ int cli_ls_main(int argc, char **argv)
         print_exited(gone);
         print_waiting();
         warn_registry();
+        warn_builds(entries);
         json_decref(gone);
     }
     json_decref(reply);

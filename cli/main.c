@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "host.h"
 #include "server.h"
 #include "topics.h"
 #include "usage.h"
@@ -147,7 +148,7 @@ static void usage(FILE *f)
           "  help TOPIC     a guide (below)\n"
           "  help --list    the commands' names, one a line\n"
           "  help --topics  the guides' names, one a line\n"
-          "  --version      print the version\n"
+          "  --version      print the version and build (the git commit it was built from)\n"
           "\n"
           "guides:\n",
           f);
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
     if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0)
         return help(argc, argv);
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
-        printf("wtproxy %s\n", WTP_VERSION);
+        printf("wtproxy %s\n", host_build());
         return 0;
     }
     const struct command *c = find(name);

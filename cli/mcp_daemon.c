@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "host.h"
 #include "registry.h"
 
 /* The failure of cli_call's rc (< 0) with err: "no-daemon" (the command
@@ -152,14 +153,16 @@ json_t *mcp_unsupported(const char *op)
 {
     char cmd[2 * PATH_MAX + 1024];
     json_t *ping = cli_ping(0);
-    const char *v = json_string_value(json_object_get(ping, "version"));
+    const char *v = json_string_value(json_object_get(ping, "build"));
+    if (!v) /* older than builds */
+        v = json_string_value(json_object_get(ping, "version"));
     replace_cmd(ping, cmd, sizeof cmd);
     json_t *fail = mcp_fail("unsupported",
                             "the daemon (pid %lld, version %s) has no op \"%s\": it is older "
-                            "than this wtproxy (%s). Replace it with this version, in the "
+                            "than this wtproxy (%s). Replace it with this build, in the "
                             "background: %s",
                             json_integer_value(json_object_get(ping, "pid")), v ? v : "?", op,
-                            WTP_VERSION, cmd);
+                            host_build(), cmd);
     json_decref(ping);
     return fail;
 }

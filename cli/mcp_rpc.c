@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host.h"
+
 /* The protocol versions this server speaks, newest first. */
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
@@ -57,7 +59,7 @@ static json_t *initialize(struct mcp *m, json_t *id, json_t *params)
     mcp_instructions(m, instructions, sizeof instructions);
     return result(id, json_pack("{s:s, s:{s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v,
                                 "capabilities", "tools", "serverInfo", "name", "wtproxy", "title",
-                                "wtproxy", "version", WTP_VERSION, "instructions", instructions));
+                                "wtproxy", "version", host_build(), "instructions", instructions));
 }
 
 static json_t *tools_call(struct mcp *m, json_t *id, json_t *params)

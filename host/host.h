@@ -459,6 +459,21 @@ void host_time_of_day(long long wall_ms, char *buf, size_t len);
  * wall-clock step must not stretch or cut. */
 long long host_mono_ms(void);
 
+/* --- which build this is (build.c) --- */
+
+/* This binary's build: meson's version, then "+" and the source's git
+ * commit when it was built from a checkout, then ".dirty." and a hash of
+ * the uncommitted changes when it had some ("0.1.0+2dde6ebfe7c5",
+ * "0.1.0+2dde6ebfe7c5.dirty.a4ffaa"); the plain version from a tarball.
+ * Two binaries of one build behave alike. */
+const char *host_build(void);
+
+/* Whether pid's executable was deleted or replaced on disk since it
+ * started (an install over it, a rebuild): 1, with the path it ran from
+ * into exe; 0 when it is still there (exe: its path); -1 when pid's exe
+ * is unreadable (gone, another user's). */
+int host_exe_replaced(long pid, char *exe, size_t len);
+
 /* --- how a shell names this binary (self.c) --- */
 
 /* The first executable named name (n bytes) in PATH's folders, as a shell

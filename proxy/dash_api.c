@@ -252,8 +252,8 @@ json_t *dash_api_daemon(struct proxy_server *s)
         if (!seen)
             json_array_append_new(fronts, json_integer(s->listeners[i].port));
     }
-    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:i}", "version", WTP_VERSION, "pid",
-                     (int)getpid(), "machine", reg_machine_id(), "listen",
+    return json_pack("{s:s, s:s, s:i, s:s, s:o, s:o, s:o, s:i}", "version", WTP_VERSION, "build",
+                     host_build(), "pid", (int)getpid(), "machine", reg_machine_id(), "listen",
                      listen ? listen : json_array(), "fronts", fronts ? fronts : json_array(),
                      "default_backend", s->backend ? json_string(s->backend->name) : json_null(),
                      "refusal_log_size", WTP_REFUSAL_LOG_SIZE);

@@ -15,13 +15,16 @@ struct proxy_op {
     json_t *(*later)(struct proxy_server *s, uid_t uid, json_t *req, struct reg_peer *peer);
 };
 
-/* {"op":"stats"}: how the daemon's own work goes (tests/bench reads it). */
+/* {"op":"stats"}: how the daemon's own work goes (tests/bench reads it),
+ * and the client connections a stop would wait for, up to how long
+ * (`wtproxy stop --daemon` says so before it waits). */
 static json_t *op_stats(struct proxy_server *s, uid_t uid, json_t *req)
 {
     (void)uid;
     (void)req;
-    return json_pack("{s:b, s:o*}", "ok", 1, "identify",
-                     s->ident ? identify_stats_json(s->ident) : NULL);
+    return json_pack("{s:b, s:o*, s:i, s:I}", "ok", 1, "identify",
+                     s->ident ? identify_stats_json(s->ident) : NULL, "clients", (int)s->nclients,
+                     "shutdown_timeout_ms", (json_int_t)s->cfg.shutdown_timeout_ms);
 }
 
 json_t *proxy_op_no_ondemand(const char *what)

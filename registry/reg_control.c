@@ -203,7 +203,9 @@ static void accept_failed(struct evconnlistener *l, void *arg)
 }
 
 /* A socket file left by a daemon that died is replaced; one a daemon still
- * answers on means another daemon serves it. */
+ * answers on means another daemon serves it: after an upgrade, the old one,
+ * which the pasted `setsid -f wtproxy serve` met in the background, its
+ * reason only in the log, so the stop is said whole. */
 static int claim_socket_path(const char *path, char *err, size_t errlen)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
@@ -212,8 +214,9 @@ static int claim_socket_path(const char *path, char *err, size_t errlen)
     if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0) {
         close(fd);
         snprintf(err, errlen,
-                 "another wtproxy daemon already serves %s (see: wtproxy ls); "
-                 "stop it first, or give this one --control PATH",
+                 "another wtproxy daemon already serves %s (wtproxy doctor says whether it is "
+                 "another build); stop it first, then run this command again: wtproxy stop "
+                 "--daemon; or give this one --control PATH",
                  path);
         return -1;
     }

@@ -262,10 +262,11 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
     if (!op)
         return reg_fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
-        return reg_mirror_status(rs->mirror, json_pack("{s:b, s:s, s:i, s:s, s:O}", "ok", 1,
-                                                       "version", WTP_VERSION, "pid", (int)getpid(),
-                                                       "machine", reg_machine_id(), "listen",
-                                                       rs->listen ? rs->listen : json_null()));
+        return reg_mirror_status(rs->mirror,
+                                 json_pack("{s:b, s:s, s:s, s:i, s:s, s:O}", "ok", 1, "version",
+                                           WTP_VERSION, "build", host_build(), "pid", (int)getpid(),
+                                           "machine", reg_machine_id(), "listen",
+                                           rs->listen ? rs->listen : json_null()));
     if (strcmp(op, "list") == 0)
         return op_list(rs, peer, uid);
     if (strcmp(op, "register") == 0)

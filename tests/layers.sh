@@ -27,13 +27,15 @@ folders=(host whoami registry proxy cli)
 
 # The folder that owns header h: the one layer folder holding a file of
 # that name (build outputs: dash_page.h is generated into proxy/,
-# topics_text.h into cli/, wtp_install_paths.h into whoami/).
+# topics_text.h into cli/, wtp_install_paths.h into whoami/,
+# wtp_build_id.h into host/).
 owner_of() {
   local h=$1 f
   for f in "${folders[@]}"; do
     [ -f "$f/$h" ] && { echo "$f"; return; }
   done
-  case $h in dash_page.h) echo proxy ;; topics_text.h) echo cli ;; wtp_install_paths.h) echo whoami ;; *) echo "?" ;; esac
+  case $h in dash_page.h) echo proxy ;; topics_text.h) echo cli ;; wtp_install_paths.h) echo whoami ;;
+    wtp_build_id.h) echo host ;; *) echo "?" ;; esac
 }
 
 n=0 bad=0

@@ -3,7 +3,8 @@
 # project's in meson.build (meson passes it as VERSION, and compiles it
 # into the binary); every other place that states it must say the same:
 # the npm package, the Python package, the Debian package, `wtproxy
-# --version`. Prints TAP, one line per place; exits 1 on a difference,
+# --version` (its version, before the "+" and the commit of its build).
+# Prints TAP, one line per place; exits 1 on a difference,
 # naming the file to edit.
 set -uo pipefail
 root=$1 version=$2 bin=$3
@@ -31,6 +32,6 @@ check "the Python package" "edit whoami/python/pyproject.toml to say $version" \
 # package is native).
 check "the Debian package" "add a debian/changelog entry for $version (dch -v $version)" \
   "$(sed -n '1s/^wtproxy (\([^)-]*\)\(-[^)]*\)\{0,1\}).*/\1/p' "$root/debian/changelog")"
-check "wtproxy --version" "rebuild it (meson compile)" "$("$bin" --version 2>&1 | sed -n 's/^wtproxy //p')"
+check "wtproxy --version" "rebuild it (meson compile)" "$("$bin" --version 2>&1 | sed -n 's/^wtproxy \([^+]*\).*/\1/p')"
 echo "1..$n"
 exit $bad

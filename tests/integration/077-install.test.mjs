@@ -85,8 +85,11 @@ before(() => {
 
 const commands = () => run(bin, ['help', '--list']).trim().split('\n');
 
+// Built from a git checkout: the version, then its build (the commit, and
+// a mark when the tree had uncommitted changes), which tells this binary
+// from one of other sources after an upgrade.
 test('the installed binary runs: --version', () => {
-  assert.match(run(bin, ['--version']), /^wtproxy \d+\.\d+\.\d+\n$/);
+  assert.match(run(bin, ['--version']), /^wtproxy \d+\.\d+\.\d+\+[0-9a-f]{12}(\.dirty\.[0-9a-f]{6})?\n$/);
 });
 
 // Text as a reader sees it: man reflows prose and breaks lines after a

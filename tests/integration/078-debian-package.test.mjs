@@ -148,6 +148,7 @@ test('apt-get installs it under /usr, user units not enabled', { skip, timeout: 
   const wants = fs.existsSync('/etc/systemd/user') ?
     fs.readdirSync('/etc/systemd/user', { recursive: true }).filter((p) => /wtproxy/.test(p)) : [];
   assert.deepEqual(wants, [], 'the package enabled user units for everyone');
+  // built from files without git, as from a tarball: the plain version
   assert.match(run('/usr/bin/wtproxy', ['--version']), /^wtproxy \d+\.\d+\.\d+\n$/);
 });
 

@@ -104,14 +104,14 @@ export async function lsJson(tmp) {
 // test's end the wrapper gets SIGKILL, or stopSignal and then the test
 // waits for its exit (a wrapper stopped so stops its server and
 // unregisters on the way out: what a Python server needs, which SIGKILL
-// would orphan).
+// would orphan). bin: another wtproxy binary than the one under test.
 export function startRun(t, tmp, {
   cwd, front, serverArgs = [], runArgs = [], detached = false, env, command, readyMs = 15000,
-  stopSignal,
+  stopSignal, bin = wtproxyBin,
 } = {}) {
   const args = ['run', ...(front ? ['--front', String(front)] : []), ...runArgs, '--',
     ...(command || [process.execPath, wtServer, '{port}', ...serverArgs])];
-  const proc = spawn(wtproxyBin, args, {
+  const proc = spawn(bin, args, {
     cwd, detached, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp, env) },
   });
   let err = '';
