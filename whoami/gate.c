@@ -251,6 +251,9 @@ static void fetched(void *arg, const struct whoami_fetch_reply *r)
     struct whoami_server *s = arg;
     s->fetch = NULL;
     keep(s, r);
+    if (s->forgotten[0] && r->result != WF_OK) /* nothing answered since it was forgotten */
+        show_unchecked(s, s->forgotten);
+    s->forgotten[0] = '\0';
     show_silent(s, r);
     settle(s);
 }
@@ -284,7 +287,9 @@ static void settle(struct whoami_server *s)
         TAILQ_REMOVE(&s->waiters, w, link);
         if (d != WHOAMI_PASS && w->cb)
             refused(s);
-        else if (d == WHOAMI_UNREACHABLE)
+        /* A request refused so too: ls said "verified" of a server whose
+         * /__whoami refused every request's ask (CI, test 114) */
+        if (d == WHOAMI_UNREACHABLE)
             whoami_gate_unanswered(s);
         if (w->cb)
             w->cb(w->arg, (enum whoami_verdict)d, detail);
@@ -425,8 +430,16 @@ void whoami_server_watch(struct whoami_server *s, void (*fn)(void *arg), void *a
 
 void whoami_gate_forget(struct whoami_server *s, const char *why)
 {
-    if (!s || s->fetch)
+    if (!s)
         return;
+    if (s->fetch) {
+        /* An ask under way keeps its outcome, an answer if the server
+         * listens again; if it gets none, the refusal is told then: kept
+         * for it, ls said "verified" of a server a request under load
+         * had just found not listening, for good. */
+        snprintf(s->forgotten, sizeof s->forgotten, "%s", why ? why : "");
+        return;
+    }
     s->have = 0;
     if (why)
         show_unchecked(s, why);

@@ -144,7 +144,8 @@ void whoami_gate_cancel(struct whoami_gate *g, void *ticket);
 
 /* s's server did not answer a request (refused, or closed unanswered): its
  * answer no longer holds, and the next check asks again. With why, the
- * status says "unchecked" and why. */
+ * status says "unchecked" and why; while an ask is under way, once it
+ * ends without an answer (one means the server listens again). */
 void whoami_gate_forget(struct whoami_server *s, const char *why);
 
 /* Another process now serves s (its wrapper restarts it): its answer and

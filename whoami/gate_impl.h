@@ -35,6 +35,8 @@ struct whoami_server {
     struct whoami_fetch_reply res; /* body and error not kept: see below */
     char problem[256];             /* why res is not a usable answer */
     char traceback[1024];          /* res's error body's Python traceback's last lines, "" none */
+    char forgotten[1024];          /* why its server was found not listening during an ask: told
+                                    * unless that ask gets an answer (whoami_gate_forget) */
     struct whoami_answer ans;
     int have_ans;
     long long asked_ms;         /* when the exchange behind res began */
