@@ -25,7 +25,9 @@
 // and passed or failed on its code with no word of wtproxy. In a worktree
 // that adopted wtproxy (a .wtproxy between the config's folder and the
 // worktree's top) that fails the run, unless $CI is set (a CI runs its
-// own server on the port): its verdict is not on this worktree's code.
+// own server on the port): its verdict is not on this worktree's code;
+// there the daemon is also asked before the first test, and none is said
+// then, as an error Playwright's summary counts.
 // Otherwise it never fails a run. No binary to
 // ask (none on PATH: run from its build folder) is said once, under the
 // first failure, so that its silence is not read as "nothing was refused";
@@ -179,6 +181,26 @@ export default class WtproxyReporter {
     if (config.configFile) this.dir = path.dirname(config.configFile);
     this.workers = config.workers;
     process.stdout.write(moveToConfigWorktree(this.dir));
+    this.failWithoutDaemon();
+  }
+
+  // A run whose verdict will not be this worktree's (no daemon answers, in
+  // a worktree that adopted wtproxy, not in a CI) is said before its tests,
+  // as an error: said at the end only, it came under Playwright's green
+  // ticks and "N passed", which is all an agent reads of a run (three
+  // users). Playwright prints a reporter's error at once and counts it in
+  // its summary ("1 error was not a part of any test"); one before 1.44
+  // prints "Error in reporter" and runs on, and onEnd fails the run alike.
+  // By now the webServers are up: a `wtproxy run` there has started the
+  // daemon.
+  failWithoutDaemon() {
+    if (process.env.CI || !adopted(this.dir)) return;
+    const got = ask(this.dir, Date.now(), Date.now()); // not this.ask: the end asks again
+    const text = got.noDaemon ? this.textOf(got, '', '', 'at the start of this run') : '';
+    if (!text) return;
+    const error = new Error(text.trim());
+    error.stack = error.message; // the sentence, not this file's lines
+    throw error;
   }
 
   onTestBegin(test, result) {
