@@ -20,7 +20,8 @@ enum cli_app_kind {
     CLI_APP_STARLETTE, /* ASGI, served by uvicorn */
     CLI_APP_FLASK,     /* WSGI, served by `flask run` */
     CLI_APP_NEST,      /* NestJS, served by `nest start --watch` (init_nest.c) */
-    CLI_APP_ASTRO      /* Astro, served by `astro dev` (init_astro.c) */
+    CLI_APP_ASTRO,     /* Astro, served by `astro dev` (init_astro.c) */
+    CLI_APP_RACK       /* a config.ru (Sinatra, Rails...), served by rackup (init_rack.c) */
 };
 
 /* The /__whoami plugin as one entry of a Vite config's plugins, as init
@@ -196,6 +197,10 @@ int cli_start_in(const char *start, const char *rel);
 #define CLI_PYAPP_LOOKED_FOR                                                                       \
     "main.py, app.py or app/main.py assigning at its top level `app = FastAPI(`, "                 \
     "`app = Starlette(` or `app = Flask(`"
+
+/* init_rack.c: a Rack app of dir (its config.ru) into app: its kind and
+ * start. -1 when dir has no config.ru. */
+int cli_rack_detect(const char *dir, struct cli_app *app);
 
 /* A FastAPI, Starlette or Flask app of dir (see init_python.c) into app:
  * its kind, module and start. Returns 0, or -1 when there is none. */

@@ -86,6 +86,10 @@ int init_plan_nest(struct init_plan *p);
  * -1 out of memory. */
 int init_plan_astro(struct init_plan *p);
 
+/* init_rack.c: a Rack app's /__whoami block in config.ru, above its `run`,
+ * or a note saying what to paste by hand. Returns 0, or -1 out of memory. */
+int init_plan_rack(struct init_plan *p);
+
 /* init_vite_plugin.c: an Astro config's text with the plugin entry in
  * its `vite: { plugins: [...] }` (the key added where absent), into t; -1
  * with why when its shape is not one to edit safely. */

@@ -467,7 +467,7 @@ int init_plan_make(struct init_plan *p)
     if (p->app.kind == CLI_APP_DJANGO && plan_settings(p) < 0)
         return -1;
     if (init_plan_python(p) < 0 || init_plan_next(p) < 0 || init_plan_nest(p) < 0 ||
-        init_plan_astro(p) < 0)
+        init_plan_astro(p) < 0 || init_plan_rack(p) < 0)
         return -1;
     if (p->app.kind == CLI_APP_EXPRESS || p->app.kind == CLI_APP_NODE)
         init_node_whoami(p);

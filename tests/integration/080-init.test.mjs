@@ -404,11 +404,11 @@ test('unknown layouts are refused; a different .wtproxy and an unparsable settin
   const empty = app(t, { 'README.md': 'hello\n' });
   let r = await init(empty, [empty]);
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /unknown app layout: .* holds neither manage\.py \(Django\), package\.json \(Node: next, @nestjs\/core, vite, express or a `node` script in scripts\.dev\/start\), nor main\.py, app\.py or app\/main\.py assigning at its top level `app = FastAPI\(`, `app = Starlette\(` or `app = Flask\(`\. Nothing was changed\. Write the \.wtproxy by hand \(wtproxy help wtproxy-file > \S+\/\.wtproxy, then edit its start\) and have the server answer \/__whoami \(wtproxy help whoami: the middlewares; wtproxy help whoami-protocol: any other server\)$/m);
+  assert.match(r.stderr, /unknown app layout: .* holds neither manage\.py \(Django\), package\.json \(Node: next, @nestjs\/core, vite, express or a `node` script in scripts\.dev\/start\), main\.py, app\.py or app\/main\.py assigning at its top level `app = FastAPI\(`, `app = Starlette\(` or `app = Flask\(`, nor a config\.ru \(Rack: Sinatra, Rails\.\.\.\)\. Nothing was changed\. Write the \.wtproxy by hand \(wtproxy help wtproxy-file > \S+\/\.wtproxy, then edit its start\) and have the server answer \/__whoami \(wtproxy help whoami: the middlewares; wtproxy help whoami-protocol: any other server\)$/m);
   const bare = app(t, { 'package.json': pkg({ react: '18' }, { start: 'react-scripts start' }) });
   r = await init(bare, [bare]);
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /package\.json has none of the dependencies next, @nestjs\/core, vite, nor a `node FILE`, `tsx FILE` or `nodemon FILE` command in scripts\.dev or scripts\.start/);
+  assert.match(r.stderr, /package\.json has none of the dependencies next, @nestjs\/core, vite, nor a `node FILE`, `tsx FILE` or `nodemon FILE` command in scripts\.dev or scripts\.start; nor .*, nor a config\.ru \(Rack\)/);
   // A .wtproxy written by hand (a webpack user's, working): the refusal
   // told them to write one over it with `wtproxy help wtproxy-file >`.
   fs.writeFileSync(path.join(bare, '.wtproxy'), 'start = node_modules/.bin/webpack serve --port {port}\nfront = 8560\n');

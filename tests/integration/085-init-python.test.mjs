@@ -229,7 +229,7 @@ test('init refuses a Python app it cannot find, naming the rule; a module it can
   fs.writeFileSync(path.join(tmp.repo, 'app.py'), 'from flask import Flask\n\ndef create_app():\n    return Flask(__name__)\n');
   let r = await cli(tmp, ['init'], { cwd: tmp.repo });
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /unknown app layout: .* holds neither manage\.py \(Django\), package\.json \(Node: .*\), nor main\.py, app\.py or app\/main\.py assigning at its top level `app = FastAPI\(`, `app = Starlette\(` or `app = Flask\(`\. Nothing was changed\./);
+  assert.match(r.stderr, /unknown app layout: .* holds neither manage\.py \(Django\), package\.json \(Node: .*\), main\.py, app\.py or app\/main\.py assigning at its top level `app = FastAPI\(`, `app = Starlette\(` or `app = Flask\(`, nor a config\.ru \(Rack: Sinatra, Rails\.\.\.\)\. Nothing was changed\./);
   // Routes after the `if __name__` block would meet the wrapper: a note.
   const text = "from starlette.applications import Starlette\napp = Starlette()\nif __name__ == '__main__':\n    pass\napp.add_route('/x', None)\n";
   fs.writeFileSync(path.join(tmp.repo, 'main.py'), text);

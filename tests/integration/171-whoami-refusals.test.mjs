@@ -549,6 +549,39 @@ test('a Rack server: the 502 names the in-process recipe; whoami-protocol\'s Rac
   refusedAs(r, 'stale-code');
 });
 
+// Three Ruby users met init's "unknown app layout" and pasted the Rack
+// block by hand. init adopts a config.ru: its start (rackup) and the
+// guide's block above its `run`, which a real puma then answers with.
+test('wtproxy init adopts a Rack app: rackup, and config.ru answering /__whoami from the guide', { skip: noPuma }, async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  rackApp(tmp);
+  const init = await cli(tmp, ['init', '--apply'], { cwd: tmp.wt.a });
+  assert.equal(init.code, 0, init.stderr);
+  assert.match(init.stdout, /: rack app, front port \d+\n/, init.stdout);
+  const wtfile = fs.readFileSync(path.join(tmp.wt.a, '.wtproxy'), 'utf8');
+  assert.match(wtfile, /^start = rackup -o 127\.0\.0\.1 -p \{port\}$/m, wtfile);
+  const ru = fs.readFileSync(path.join(tmp.wt.a, 'config.ru'), 'utf8');
+  const help = await cli(tmp, ['help', 'whoami-protocol']);
+  const block = /For a Rack app[\s\S]*?```ruby\n([\s\S]*?)```/.exec(help.stdout)[1].replace(/^ {2}/gm, '');
+  assert.ok(ru.includes(`${block}run lambda`), `the guide's block, above the run:\n${ru}`);
+  const again = await cli(tmp, ['init'], { cwd: tmp.wt.a });
+  assert.match(again.stdout, /config\.ru answers \/__whoami already[\s\S]*nothing to change/, again.stdout);
+
+  const px = await startDaemon(t, tmp);
+  const env = { PATH: `${path.dirname(wtproxyBin)}:${process.env.PATH}` };
+  const command = wtfile.match(/^start = (.*)$/m)[1].split(' ');
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port, command, env, readyMs: 30000, stopSignal: 'SIGTERM' });
+  await run.ready;
+  let r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  assert.equal(r.body, 'Hello from notes');
+  assert.equal((await lsJson(tmp))[0].whoami.state, 'verified', JSON.stringify((await lsJson(tmp))[0].whoami));
+  fs.writeFileSync(path.join(tmp.wt.a, 'lib/greeting.rb'), "GREETING = 'Hi from notes'\n");
+  r = await getWorktree(px.port, tmp.wt.a);
+  refusedAs(r, 'stale-code');
+  assert.match(r.body, /lib\/greeting\.rb/, r.body);
+});
+
 test('unusable answers are refused with the reason; other backends keep being served', async (t) => {
   const tmp = makeWorktrees(t, ['good', 'garbage', 'types', 'large', 'hang', 'algo']);
   const px = await startDaemon(t, tmp, ['--whoami-timeout', '300ms']);

@@ -20,6 +20,7 @@
 #include "../../cli/init_node.c"
 #include "../../cli/init_pw_reporter.c"
 #include "../../cli/init_python.c"
+#include "../../cli/init_rack.c"
 #include "../../cli/init_vite.c"
 #include "../../cli/init_vite_plugin.c"
 
