@@ -551,8 +551,7 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
     if (cli_pyapp_detect(dir, app) == 0 || cli_rack_detect(dir, app) == 0)
         return 0;
     if (node_err[0])
-        snprintf(err, errlen, "%s; nor %s, nor a config.ru (Rack)", node_err,
-                 CLI_PYAPP_LOOKED_FOR);
+        snprintf(err, errlen, "%s; nor %s, nor a config.ru (Rack)", node_err, CLI_PYAPP_LOOKED_FOR);
     else
         snprintf(err, errlen,
                  "%s holds neither manage.py (Django), package.json (Node: next, @nestjs/core, "
@@ -565,7 +564,7 @@ int cli_app_detect(const char *dir, struct cli_app *app, char *err, size_t errle
 const char *cli_app_name(enum cli_app_kind k)
 {
     static const char *const names[] = {"unknown", "django",    "next",  "vite", "express", "node",
-                                        "fastapi", "starlette", "flask", "nest", "astro", "rack"};
+                                        "fastapi", "starlette", "flask", "nest", "astro",   "rack"};
     return names[k];
 }
 

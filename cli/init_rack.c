@@ -79,9 +79,8 @@ int init_plan_rack(struct init_plan *p)
     }
     const char *run = run_line(text);
     if (!run) {
-        init_note(p,
-                  "config.ru: no line beginning `run `, so init leaves it alone; paste the Rack "
-                  "block of wtproxy help whoami-protocol above the line that runs the app");
+        init_note(p, "config.ru: no line beginning `run `, so init leaves it alone; paste the Rack "
+                     "block of wtproxy help whoami-protocol above the line that runs the app");
         free(text);
         return 0;
     }

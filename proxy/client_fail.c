@@ -124,6 +124,14 @@ static void log_refusal(struct proxy_client *c, enum proxy_error e, const char *
              detail ? ": " : "", detail ? detail : "");
 }
 
+void conn_fail_tunnel(struct proxy_client *c, enum proxy_error e, const char *detail,
+                      const char *fix)
+{
+    log_refusal(c, e, detail);
+    record_refusal(c, e, detail, fix);
+    conn_close(c);
+}
+
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail)
 {
     conn_fail_fix(c, e, detail, NULL);

@@ -104,6 +104,11 @@ void conn_close_after_flush(struct proxy_client *c);
 void conn_fail(struct proxy_client *c, enum proxy_error e, const char *detail);
 /* conn_fail with the page's Fix line given (NULL: e's own). */
 void conn_fail_fix(struct proxy_client *c, enum proxy_error e, const char *detail, const char *fix);
+/* A tunnel (after a 101) closed for e: logged and kept in the refusal log
+ * as a refusal of its request, with detail and fix; no page (the
+ * connection speaks another protocol). */
+void conn_fail_tunnel(struct proxy_client *c, enum proxy_error e, const char *detail,
+                      const char *fix);
 void conn_arm_timer(struct proxy_client *c, unsigned ms);
 void conn_stop_timer(struct proxy_client *c);
 void conn_request_done(struct proxy_client *c, unsigned long long now);

@@ -3,14 +3,52 @@
  * shape: stop reading a side while its peer's output is over buffer_size). */
 #include "conn.h"
 
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
 static struct stream *peer_of(struct proxy_client *c, struct stream *bev)
 {
     return bev == c->bev ? c->up : c->bev;
 }
 
+/* The tunnel's server no longer runs the code on disk (an edit it did
+ * not take in: daphne, which never reloads) or now answers for another
+ * checkout: an open WebSocket went on being answered by it while every
+ * new request was refused, and a user's WebSocket test passed on code no
+ * longer on disk. Closed at its next bytes, either way, and kept as a
+ * refusal of its request, so that `wtproxy refusals` and the Playwright
+ * reporter name it; the page's reconnect is a new request, which the
+ * gate judges (and at which a server started from a .wtproxy is
+ * restarted). The verdict is the one ls shows, copied on the loop as the
+ * gate decides: an idle tunnel decides nothing. */
+static int closed_for_verdict(struct proxy_client *c)
+{
+    const struct reg_backend *b = c->backend;
+    int stale = b && !strcmp(b->whoami.state, "stale");
+    if (!stale && !(b && !strcmp(b->whoami.state, "mismatch")))
+        return 0;
+    char d[sizeof b->whoami.detail + PATH_MAX + 128], fix[PATH_MAX + 256];
+    snprintf(d, sizeof d,
+             "closed this upgraded connection (a WebSocket) to the dev server of %s (pid %d): %s",
+             b->worktree, (int)b->pid, b->whoami.detail);
+    if (b->restart_on_stale)
+        snprintf(fix, sizeof fix,
+                 "connect again (reload the page): wtproxy restarts the server at that request, "
+                 "on the code on disk");
+    else
+        snprintf(fix, sizeof fix,
+                 "cd %s && wtproxy restart --front %d, then connect again (reload the page)",
+                 b->worktree, b->front);
+    conn_fail_tunnel(c, stale ? PE_STALE_CODE : PE_CHECKOUT_MISMATCH, d, fix);
+    return 1;
+}
+
 static void tunnel_read_cb(struct stream *bev, void *arg)
 {
     struct proxy_client *c = arg;
+    if (closed_for_verdict(c))
+        return;
     struct evbuffer *out = stream_output(peer_of(c, bev));
     evbuffer_add_buffer(out, stream_input(bev));
     if (evbuffer_get_length(out) >= c->srv->cfg.buffer_size)

@@ -19,6 +19,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import {
   commitWorktree, makeWorktrees, startDaemon, startRun, cli, cliEnv, get, waitFor, control, sanitizerClean,
@@ -255,5 +256,43 @@ test('a server that says taking_in: taking-in with no request, then stale past s
   assert.equal(stale.refused, 0);
   assert.equal(children(run.pid)[0], pid, 'the same server process');
   assert.doesNotMatch(run.stderr(), /restarting/);
+  sanitizerClean(assert, px.stderr());
+});
+
+// An upgraded connection (a WebSocket) opened while its server was
+// verified went on being answered by that server after an edit it never
+// took in, while every new request was refused 409: a user's WebSocket
+// test passed on code no longer on disk. Its next bytes close it, and the
+// closing is kept as a refusal of its request.
+test('an open tunnel to a server gone stale is closed at its next bytes, and kept as a refusal', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, ['--stale-grace', '300ms']);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
+  await run.ready;
+  const sock = net.connect(px.port, '127.0.0.1');
+  t.after(() => sock.destroy());
+  let got = '';
+  sock.on('data', (d) => { got += d; });
+  const ended = new Promise((resolve) => sock.on('close', resolve));
+  sock.write(`GET /echo HTTP/1.1\r\nHost: localhost\r\nX-Wtproxy-Worktree: ${tmp.wt.a}\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n`);
+  await waitFor(() => got.includes('\r\n\r\n'), 10000, 'the 101');
+  assert.match(got, /^HTTP\/1\.1 101 /, got);
+  got = '';
+  sock.write('one');
+  await waitFor(() => /^\d+:one$/.test(got), 10000, 'the echo through the tunnel');
+  got = '';
+  fs.writeFileSync(path.join(tmp.wt.a, 'app.py'), 'print(2)\n');
+  await waitFor(async () => JSON.parse((await cli(tmp, ['ls', '--json'])).stdout)[0]?.whoami?.state === 'stale',
+    15000, 'the server stale');
+  sock.write('two');
+  const open = await Promise.race([ended.then(() => false), new Promise((r) => setTimeout(() => r(true), 10000))]);
+  assert.equal(open, false, `the tunnel stayed open; through it: ${JSON.stringify(got)}`);
+  assert.doesNotMatch(got, /two/, 'the stale server did not answer');
+  const refusals = JSON.parse((await cli(tmp, ['refusals', '--json', '--since', '1m'], { cwd: tmp.wt.a })).stdout);
+  const closed = refusals.find((r) => r.request === 'GET /echo');
+  assert.ok(closed, JSON.stringify(refusals));
+  assert.equal(closed.reason, 'stale-code');
+  assert.match(closed.detail, new RegExp(`^closed this upgraded connection \\(a WebSocket\\) to the dev server of ${tmp.wt.a} \\(pid \\d+\\): `), closed.detail);
+  assert.match(closed.fix, new RegExp(`^cd ${tmp.wt.a} && wtproxy restart --front ${px.port}, then connect again`), closed.fix);
   sanitizerClean(assert, px.stderr());
 });

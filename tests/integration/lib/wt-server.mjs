@@ -11,7 +11,8 @@
 // test can check that every one of them died. --delay MS waits that long
 // before listening, as a slow dev server does. GET /__reload?ms=N stops
 // listening for N ms (for good without ms), the process living on, as an
-// autoreloading server between two versions of the code.
+// autoreloading server between two versions of the code. An Upgrade is
+// answered 101, then each chunk echoed as "PID:chunk".
 //
 // GET /__whoami answers as whoami/PROTOCOL.md says, for the checkout in
 // $WTPROXY_WORKTREE (or --checkout DIR, else the current folder), with the fingerprint that
@@ -94,6 +95,14 @@ if (args.includes('--reloader')) {
     const body = JSON.stringify({ worktree: process.env.WTPROXY_WORKTREE, port, pid: process.pid, url: req.url });
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
+  });
+  // An Upgrade (a raw one, as a WebSocket's tunnel carries bytes): each
+  // chunk comes back as "PID:chunk", so that a test sees which process
+  // answers an open tunnel.
+  server.on('upgrade', (req, socket) => {
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n');
+    socket.on('data', (d) => socket.write(`${process.pid}:${d}`));
+    socket.on('error', () => {});
   });
   const delayAt = args.indexOf('--delay');
   setTimeout(() => server.listen(port, '127.0.0.1'), delayAt >= 0 ? Number(args[delayAt + 1]) : 0);
