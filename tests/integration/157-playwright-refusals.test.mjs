@@ -244,6 +244,34 @@ test('a failed Playwright test prints what wtproxy refused during it; wtproxy re
   sanitizerClean(assert, px.stderr());
 });
 
+// No wtproxy on the run's PATH (an agent's shell without the PATH its
+// user installed wtproxy into), no daemon, another server on the port,
+// in a worktree with a .wtproxy: the run passed in silence on that
+// server's code. The reporter asks the wtproxy installed with it.
+test('no wtproxy on PATH: the reporter asks the wtproxy installed beside it, and a run no daemon answered fails', {
+  timeout: 120000,
+}, async (t) => {
+  const tmp = appWorktree(t);
+  const prefix = path.join(tmp.root, 'prefix');
+  const pkg = path.join(prefix, 'lib/node_modules/wtproxy-whoami');
+  fs.cpSync(path.join(repoRoot, 'whoami', 'node'), pkg, { recursive: true });
+  fs.mkdirSync(path.join(prefix, 'bin'));
+  fs.symlinkSync(wtproxyBin, path.join(prefix, 'bin/wtproxy'));
+  fs.rmSync(path.join(tmp.wt, 'node_modules/wtproxy-whoami'));
+  fs.symlinkSync(pkg, path.join(tmp.wt, 'node_modules/wtproxy-whoami'));
+  fs.writeFileSync(path.join(tmp.wt, '.wtproxy'), 'start = node api.mjs {port}\n');
+  const other = http.createServer((req, res) => { res.writeHead(200, { 'Content-Type': 'text/plain' }); res.end('v1'); });
+  await new Promise((resolve) => other.listen(0, '127.0.0.1', resolve));
+  t.after(() => { other.closeAllConnections(); other.close(); });
+  const PATH = process.env.PATH.split(':').filter((d) => !fs.existsSync(path.join(d, 'wtproxy'))).join(':');
+  const env = { APP_FRONT: String(other.address().port), WTPROXY_CONTROL: path.join(tmp.root, 'none.sock'), WTPROXY_BIN: '', PATH };
+  const run = await playwright(t, tmp.wt, { args: ['--grep', 'API is up'], env, label: '157' });
+  assert.equal(run.code, 1, `a run on another server's code fails:\n${run.out}`);
+  assert.ok(run.out.includes(`(wtproxy-whoami/playwright: no wtproxy daemon answered when asked at the start of this run, so the tests' ` +
+    `requests went to whatever listens on their port, not through wtproxy: another worktree's server, a stale one, or none; ` +
+    `${path.join(prefix, 'bin/wtproxy')} doctor names`), run.out);
+});
+
 // `playwright test -c ../wt-a/playwright.config.mjs` run from the main
 // checkout: wtproxy places a caller by its folder, so wt-a's tests went to
 // the main checkout (which has no server here: 503, the test failed; with

@@ -8,7 +8,7 @@
 //   reporter: [['list'], ['wtproxy-whoami/playwright']],
 //
 // It asks `wtproxy refusals --json` (the binary $WTPROXY_BIN, else
-// `wtproxy` on PATH) rather than the control socket itself: the CLI finds
+// `wtproxy` on PATH, else the one installed with this package) rather than the control socket itself: the CLI finds
 // the socket, and the worktree of the config's folder, by the daemon's own
 // rules (a linked, nested or moved worktree, a submodule), which a copy
 // here would drift from. It runs only for a failed test, for a few ms, and
@@ -43,9 +43,47 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const ASK_TIMEOUT_MS = 3000;
-const bin = () => process.env.WTPROXY_BIN || 'wtproxy';
+
+// The wtproxy installed with this package (meson installs it in
+// PREFIX/lib/node_modules/wtproxy-whoami, the binary in PREFIX/bin), ''
+// when this copy is not installed so (a checkout's whoami/node).
+function installedBeside() {
+  try {
+    const pkg = path.dirname(fs.realpathSync(fileURLToPath(import.meta.url)));
+    if (!pkg.endsWith(path.join('lib', 'node_modules', 'wtproxy-whoami'))) return '';
+    const exe = path.resolve(pkg, '../../../bin/wtproxy');
+    fs.accessSync(exe, fs.constants.X_OK);
+    return exe;
+  } catch {
+    return '';
+  }
+}
+
+function onPath(name) {
+  return (process.env.PATH || '').split(':').some((d) => {
+    try {
+      fs.accessSync(path.join(d || '.', name), fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+// The wtproxy to ask: $WTPROXY_BIN, else the one on PATH, else the one
+// installed with this package. An agent's shell often lacks the PATH its
+// user installed wtproxy into: with nothing to ask, a run no daemon
+// answered passed in silence in a worktree with a .wtproxy (a Hugo user,
+// 6 runs of 6), where one asked fails.
+let found = null;
+function bin() {
+  if (process.env.WTPROXY_BIN) return process.env.WTPROXY_BIN;
+  found ??= onPath('wtproxy') ? 'wtproxy' : installedBeside() || 'wtproxy';
+  return found;
+}
 
 // What wtproxy refused of the worktree of dir between from and to (unix
 // ms), oldest first: { refusals }; { noBinary } when there is no binary to
