@@ -326,11 +326,29 @@ static int names_port(const char *cmd, int port)
  * in use"), and with no daemon it takes the front for every worktree.
  * One object's only, the command `wtproxy init --apply` writes; a
  * webServer array's entries are a top folder's subfolder apps, which init
- * leaves as they are (reused from the daemon's port). */
-static const char *binds_front(const struct cli_playwright *pw, int front)
+ * leaves as they are (reused from the daemon's port). Any front of the
+ * .wtproxy, or the package script the command runs: a monorepo's
+ * `npm run dev -w @big/web -- --port 8730`, on its web service's front,
+ * was "ok" while doctor checked its api's, and with the daemon stopped a
+ * worktree's tests passed on another's web server. The front it binds
+ * into *front, and that front's start into *start. */
+static const char *binds_front(const struct doc_ctx *c, const struct cli_playwright *pw,
+                               int *front, const char **start)
 {
-    if (pw->uses_run || front <= 0 || !pw->command[0] || !names_port(pw->command, front))
+    char run[sizeof pw->command + 1024];
+    if (pw->uses_run || !pw->command[0])
         return NULL;
+    cli_script_command(c->wt.root, pw->command, run, sizeof run);
+    for (int k = 0; k < c->nfronts; k++)
+        if (names_port(pw->command, c->fronts[k]) || names_port(run, c->fronts[k])) {
+            *front = c->fronts[k];
+            *start = c->front_start[k];
+            return pw->command;
+        }
+    if (c->front <= 0 || (!names_port(pw->command, c->front) && !names_port(run, c->front)))
+        return NULL;
+    *front = c->front;
+    *start = c->start;
     return pw->command;
 }
 
@@ -420,7 +438,8 @@ static int run_front(const struct doc_ctx *c, const struct cli_playwright *pw)
 void doc_playwright(struct doc_ctx *c, struct doc_result *r)
 {
     struct cli_playwright pw;
-    const char *entry;
+    const char *entry, *bound_start = "";
+    int bound = 0;
     char fronts[512], prog[PATH_MAX], other[PATH_MAX], run[1024];
     int port, i, k;
     if (!c->have_wt) {
@@ -479,24 +498,24 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
                 pw.reuse ? ""
                          : " (reuseExistingServer is off: a second run in this "
                            "worktree is refused while the first runs)");
-    else if (c->has_file && (entry = binds_front(&pw, c->front))) {
+    else if (c->has_file && (entry = binds_front(c, &pw, &bound, &bound_start))) {
         doc_set(r, DOC_PROBLEM,
                 "%s: webServer.command `%.300s` binds port %d itself, the front port wtproxy "
                 "listens on: whenever a daemon holds it, Playwright's run of it fails (\"Port "
                 "%d is already in use\"), and with no daemon it takes the front port for every "
                 "worktree",
-                f, entry, c->front, c->front);
+                f, entry, bound, bound);
         char as_cmd[sizeof c->start + 16] = "";
-        if (c->start[0]) /* quoted when it is a shell line: cut at its &&, run wrapped mkdir */
-            start_as_cmd(past_exec(c->start), as_cmd, sizeof as_cmd);
+        if (bound_start[0]) /* quoted when it is a shell line: cut at its &&, run wrapped mkdir */
+            start_as_cmd(past_exec(bound_start), as_cmd, sizeof as_cmd);
         int both = strchr(as_cmd, '\'') && strchr(as_cmd, '"'); /* in no '' or "" string */
         snprintf(r->fix, sizeof r->fix,
                  "in webServer.command write%s: wtproxy run --front %d -- %.850s",
-                 both ? ", between backquotes" : "", c->front,
-                 as_cmd[0]     ? as_cmd
-                 : c->start[0] ? "sh ./start.sh (a script holding the .wtproxy's start, which "
-                                 "needs both quotes)"
-                               : "<server command with {port}>");
+                 both ? ", between backquotes" : "", bound,
+                 as_cmd[0]       ? as_cmd
+                 : bound_start[0] ? "sh ./start.sh (a script holding the .wtproxy's start, which "
+                                    "needs both quotes)"
+                                  : "<server command with {port}>");
     } else if (c->has_file && pw.reuse)
         doc_set(r, DOC_OK,
                 "%s: recipe %s with a .wtproxy: the first request starts this "

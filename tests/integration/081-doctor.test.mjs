@@ -894,6 +894,19 @@ test('a verified server is ok; an edit on disk makes it stale; the recipe and th
   d = await doctor(tmp, tmp.wt.a, px.port, installed);
   assert.equal(d.byName.playwright.status, 'ok', d.byName.playwright.detail);
   fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = npm start\nfront = ${px.port}\n`);
+  // A monorepo's recipe "port" (its command kept, as the guide shows), the
+  // front it binds a service's other than the .wtproxy's first: doctor,
+  // checking the first's, said ok, and with the daemon stopped a
+  // worktree's tests passed on another's web server.
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'),
+    `[service api]\nstart = npm start\nfront = ${px.port + 1}\n[service web]\nstart = cd web && vite --port {port}\nfront = ${px.port}\n`);
+  fs.writeFileSync(path.join(tmp.wt.a, 'playwright.config.mjs'), "export default { use: { baseURL: 'http://localhost:" + px.port + "' },\n" +
+    `  webServer: { command: 'npm run dev -w @shop/web -- --port ${px.port}', port: ${px.port}, reuseExistingServer: true } };\n`);
+  d = await doctor(tmp, tmp.wt.a, null, installed);
+  assert.equal(d.byName.playwright.status, 'problem', d.byName.playwright.detail);
+  assert.ok(d.byName.playwright.detail.startsWith(`playwright.config.mjs: webServer.command \`npm run dev -w @shop/web -- --port ${px.port}\` binds port ${px.port} itself`), d.byName.playwright.detail);
+  assert.equal(d.byName.playwright.fix, `in webServer.command write: wtproxy run --front ${px.port} -- sh -c "cd web && vite --port {port}"`);
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = npm start\nfront = ${px.port}\n`);
 
   // Recipe url whose `wtproxy run` lacks the --front of its url's port: it
   // registers on the .wtproxy's front while Playwright waits on the url's port.

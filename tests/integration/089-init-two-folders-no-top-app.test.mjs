@@ -225,7 +225,9 @@ test('api/ Express and web/ Next beside a top Playwright config whose webServer 
   assert.match(file, /^\[service web\]\nstart = cd web && .*next dev .*\nfront = 8100\n/m, file);
   doc = await json();
   assert.equal(doc.server.status, 'ok', doc.server.detail);
-  assert.match(doc.playwright.fix, /^reuseExistingServer: true in playwright\.config\.js's webServer/, doc.playwright.fix);
+  // its command binds web's front itself (with no daemon, every
+  // worktree's run would reuse the first one's): through wtproxy run
+  assert.match(doc.playwright.fix, /^in webServer\.command write: wtproxy run --front 8100 -- sh -c "cd web && \S*next dev --hostname 127\.0\.0\.1 --port \{port\}"$/, doc.playwright.fix);
 });
 
 // Seen in an npm-workspaces monorepo (`"workspaces": ["apps/*"]`): an
