@@ -202,7 +202,7 @@ static void release_after(const struct reg_lease *c)
     void *pg = NULL;
     json_t *holder = NULL;
     if (cli_lease_open(&pg, err, sizeof err) < 0 ||
-        cli_lease_release(pg, c->id, c->worktree, 0, &holder, err, sizeof err) < 0)
+        cli_lease_release(pg, c, 0, &holder, err, sizeof err) < 0)
         fprintf(stderr, "wtproxy: warning: could not release %s (it ends with pid %d): %s\n", c->id,
                 (int)c->pid, err);
     json_decref(holder);
@@ -302,6 +302,25 @@ int cli_claim_main(int argc, char **argv)
     return r;
 }
 
+/* "released R", and whose it was when that is news: a holder that was gone
+ * (released without --force for that), or a live one --force took it from. */
+static void print_released(const char *id, json_t *lease, int force)
+{
+    struct reg_lease l;
+    char err[128];
+    if (!lease || reg_lease_from_json(lease, &l, err, sizeof err) < 0 || l.pid <= 0 ||
+        strcmp(l.machine, reg_machine_id()) != 0)
+        fprintf(stderr, "wtproxy: released %s\n", id);
+    else if (reg_lease_holder_dead(&l))
+        fprintf(stderr, "wtproxy: released %s: its holder, pid %d in %s, is gone\n", id, (int)l.pid,
+                l.worktree);
+    else if (force)
+        fprintf(stderr, "wtproxy: released %s from under pid %d, which still runs\n", id,
+                (int)l.pid);
+    else
+        fprintf(stderr, "wtproxy: released %s\n", id);
+}
+
 int cli_release_main(int argc, char **argv)
 {
     const char *wt = NULL;
@@ -324,14 +343,14 @@ int cli_release_main(int argc, char **argv)
     void *pg = NULL;
     json_t *h = NULL;
     if (cli_lease_open(&pg, err, sizeof err) < 0 ||
-        (r = cli_lease_release(pg, id, c.worktree, force, &h, err, sizeof err)) < 0) {
+        (r = cli_lease_release(pg, &c, force, &h, err, sizeof err)) < 0) {
         fprintf(stderr, "wtproxy: cannot release %s: %s\n", id, err);
         cli_lease_close(pg);
         return 1;
     }
     cli_lease_close(pg);
     if (r > 0)
-        fprintf(stderr, "wtproxy: released %s\n", id);
+        print_released(id, h, force);
     else
         fprintf(stderr, "wtproxy: %s\n", err);
     json_decref(h);

@@ -303,10 +303,11 @@ void cli_pause_set(int (*fn)(long ms));
 struct reg_lease;
 
 /* The store the CLI uses: *pg a connection to the configured PostgreSQL
- * store, or NULL for the daemon's embedded store. A configured store that
- * cannot be reached is an error (fail closed) unless
- * WTPROXY_REGISTRY_OPTIONAL=1, which warns and returns the embedded one.
- * Returns 0, or -1 with err. */
+ * store, or NULL for the daemon's (its embedded store, or the registry
+ * it has). A configured store that cannot be reached is an error (fail
+ * closed) unless WTPROXY_REGISTRY_OPTIONAL=1, which warns and returns
+ * NULL, the lease calls then asking for the daemon's embedded store by
+ * name (PROTOCOL.md "Leases": "store"). Returns 0, or -1 with err. */
 int cli_lease_open(void **pg, char *err, size_t errlen);
 void cli_lease_close(void *pg);
 
@@ -329,11 +330,14 @@ int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_
 int cli_lease_claim_wait(void *pg, const struct reg_lease *c, long long ttl_ms, long long wait_ms,
                          json_t **info, long long *waited_ms, char *err, size_t errlen);
 
-/* Release id held from worktree (any holder with force). Returns 1
- * released, 0 not held or held by another (*holder then, else NULL), err
- * saying which (as cli_lease_claim's), -1 with err. */
-int cli_lease_release(void *pg, const char *id, const char *worktree, int force, json_t **holder,
-                      char *err, size_t errlen);
+/* Release r->id for releaser r: its worktree, and its pid (0 for a
+ * person's command; the claim's own pid frees what that process holds),
+ * reg_lease_may_release says who may; any holder with force. Returns 1
+ * released (*holder the lease it was, when the store says), 0 not held or
+ * refused (*holder the holder then, else NULL), err saying which (the
+ * refusal's sentence, reg_lease_held_message), -1 with err. */
+int cli_lease_release(void *pg, const struct reg_lease *r, int force, json_t **holder, char *err,
+                      size_t errlen);
 
 /* Every lease (a new JSON array), or NULL with err. */
 json_t *cli_lease_list(void *pg, char *err, size_t errlen);

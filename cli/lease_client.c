@@ -14,10 +14,17 @@
 #include "reg_pg.h"
 #include "registry.h"
 
+/* The registry could not be reached and WTPROXY_REGISTRY_OPTIONAL=1 says
+ * to go on: the daemon is asked for its embedded store by name, since a
+ * daemon that has the registry would answer on it, and refuse while it is
+ * down (the variable is this command's, not the daemon's). */
+static int embedded_only;
+
 int cli_lease_open(void **pg, char *err, size_t errlen)
 {
     char uri[REG_PG_URI_MAX];
     *pg = NULL;
+    embedded_only = 0;
     int r = reg_pg_configured(uri, sizeof uri, err, errlen);
     if (r <= 0)
         return r;
@@ -25,6 +32,7 @@ int cli_lease_open(void **pg, char *err, size_t errlen)
         return 0;
     if (!reg_pg_optional())
         return -1;
+    embedded_only = 1;
     fprintf(stderr,
             "wtproxy: WARNING: %s\nwtproxy: WARNING: WTPROXY_REGISTRY_OPTIONAL=1: "
             "using this machine's embedded store; claims do NOT hold against other "
@@ -42,6 +50,8 @@ void cli_lease_close(void *pg)
 /* Ask the daemon; 1 ok, 0 refused (reply kept), -1 with err. */
 static int ask(json_t *req, json_t **reply, char *err, size_t errlen)
 {
+    if (req && embedded_only)
+        json_object_set_new(req, "store", json_string("embedded"));
     int r = req ? cli_call(req, cli_daemon_start_allowed(0), reply, err, errlen) : -1;
     if (!req)
         snprintf(err, errlen, "out of memory");
@@ -71,7 +81,7 @@ int cli_lease_claim(void *pg, const struct reg_lease *c, long long ttl_ms, json_
         if (r >= 0)
             *info = reg_lease_to_json(&out);
         if (r == 0)
-            reg_lease_held_message(&out, host_wall_ms(), err, errlen);
+            reg_lease_held_message(&out, 0, host_wall_ms(), err, errlen);
         return r;
     }
     json_t *reply = NULL;
@@ -117,29 +127,31 @@ int cli_lease_claim_wait(void *pg, const struct reg_lease *c, long long ttl_ms, 
     }
 }
 
-int cli_lease_release(void *pg, const char *id, const char *worktree, int force, json_t **holder,
-                      char *err, size_t errlen)
+int cli_lease_release(void *pg, const struct reg_lease *r, int force, json_t **holder, char *err,
+                      size_t errlen)
 {
     *holder = NULL;
     if (pg) {
         struct reg_lease h;
-        int r = reg_pg_release(pg, id, worktree, force, &h, err, errlen);
-        if (r == 0 && h.id[0]) {
+        int got = reg_pg_release(pg, r, force, &h, err, errlen);
+        if (got >= 0 && h.id[0])
             *holder = reg_lease_to_json(&h);
-            reg_lease_held_message(&h, host_wall_ms(), err, errlen);
-        } else if (r == 0) {
-            snprintf(err, errlen, "nobody holds %s (see: wtproxy leases)", id);
-        }
-        return r;
+        if (got == 0 && h.id[0])
+            reg_lease_held_message(&h, 1, host_wall_ms(), err, errlen);
+        else if (got == 0)
+            snprintf(err, errlen, "nobody holds %s (see: wtproxy leases)", r->id);
+        return got;
     }
     json_t *reply = NULL;
-    int r = ask(json_pack("{s:s, s:s, s:s, s:b}", "op", "release", "id", id, "worktree", worktree,
-                          "force", force),
-                &reply, err, errlen);
-    if (r == 0)
-        r = refusal(reply, "not-found", holder, err, errlen);
+    int got = ask(json_pack("{s:s, s:s, s:s, s:I, s:b}", "op", "release", "id", r->id, "worktree",
+                            r->worktree, "pid", (json_int_t)r->pid, "force", force),
+                  &reply, err, errlen);
+    if (got > 0)
+        *holder = json_incref(json_object_get(reply, "lease"));
+    else if (got == 0)
+        got = refusal(reply, "not-found", holder, err, errlen);
     json_decref(reply);
-    return r;
+    return got;
 }
 
 json_t *cli_lease_list(void *pg, char *err, size_t errlen)

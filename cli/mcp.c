@@ -149,6 +149,7 @@ static int serve(struct mcp *m)
             break; /* the client closed our stdout: it is gone */
     }
     mcp_wait_drop(m);
+    mcp_release_held(m);
     free(m->in.line);
     return m->in.failed;
 }

@@ -66,6 +66,7 @@ struct mcp {
     int ended;       /* stdin ended, or stdout is gone, during a call: the session ends */
     json_t *queued[MCP_QUEUE_MAX]; /* tools/call requests that came during a call */
     size_t nqueued;
+    int holds; /* claimed a lease without a ttl, held while the session runs */
 };
 
 /* mcp.c: the next line of stdin into m->in (line, len, too_long), within
@@ -207,5 +208,10 @@ json_t *mcp_tool_logs(struct mcp *m, json_t *args);
 json_t *mcp_tool_restart(struct mcp *m, json_t *args);
 json_t *mcp_tool_claim(struct mcp *m, json_t *args);
 json_t *mcp_tool_release(struct mcp *m, json_t *args);
+
+/* mcp_act.c, at the session's end: release the leases it holds while it
+ * runs (claimed without a ttl), on the PostgreSQL store too, where no
+ * other machine can tell that its pid is gone. */
+void mcp_release_held(struct mcp *m);
 
 #endif

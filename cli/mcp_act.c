@@ -5,6 +5,7 @@
 #include "mcp.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -149,7 +150,7 @@ static void unclaim(void *pg, const struct reg_lease *c)
 {
     char err[REG_LEASE_MESSAGE_MAX];
     json_t *holder = NULL;
-    if (cli_lease_release(pg, c->id, c->worktree, 0, &holder, err, sizeof err) > 0)
+    if (cli_lease_release(pg, c, 0, &holder, err, sizeof err) > 0)
         fprintf(stderr, "wtproxy mcp: %s was claimed as the call was cancelled: released it\n",
                 c->id);
     else
@@ -185,6 +186,8 @@ json_t *mcp_tool_claim(struct mcp *m, json_t *args)
                                            : "when this MCP session ends, or at release");
     if (r > 0 && waited)
         json_object_set_new(out, "waited_ms", json_integer(waited));
+    if (r > 0 && !ttl)
+        m->holds = 1;
     cli_lease_close(pg);
     json_decref(info);
     return out;
@@ -201,12 +204,14 @@ json_t *mcp_tool_release(struct mcp *m, json_t *args)
     if (cli_lease_holder(&c, json_string_value(json_object_get(args, "resource")), wt, NULL, err,
                          sizeof err) < 0)
         return mcp_fail("bad-arguments", "%s", err);
+    c.pid = getpid(); /* what this session holds while it runs is its own to release */
+    c.pid_start = host_pid_start(c.pid);
     if ((fail = open_store(m, &pg, "release", c.id)) ||
         (fail = other_session(pg, "held-by-another", c.id, c.worktree))) {
         cli_lease_close(pg);
         return fail;
     }
-    int r = cli_lease_release(pg, c.id, c.worktree, 0, &holder, err, sizeof err);
+    int r = cli_lease_release(pg, &c, 0, &holder, err, sizeof err);
     json_t *out = r < 0    ? store_failed(pg, "release", c.id, err)
                   : r > 0  ? json_pack("{s:s}", "released", c.id)
                   : holder ? held("held-by-another", err, holder)
@@ -217,4 +222,44 @@ json_t *mcp_tool_release(struct mcp *m, json_t *args)
     cli_lease_close(pg);
     json_decref(holder);
     return out;
+}
+
+/* Release l when this session holds it (its pid and start time). */
+static void release_ours(void *pg, json_t *l)
+{
+    char err[REG_LEASE_MESSAGE_MAX];
+    struct reg_lease h;
+    json_t *holder = NULL;
+    if (reg_lease_from_json(l, &h, err, sizeof err) < 0 || h.pid != getpid() ||
+        h.pid_start != host_pid_start(h.pid) || strcmp(h.machine, reg_machine_id()) != 0)
+        return;
+    if (cli_lease_release(pg, &h, 0, &holder, err, sizeof err) > 0)
+        fprintf(stderr, "wtproxy mcp: the session ended: released %s\n", h.id);
+    else
+        fprintf(stderr, "wtproxy mcp: the session ended, and %s was not released: %s\n", h.id, err);
+    json_decref(holder);
+}
+
+void mcp_release_held(struct mcp *m)
+{
+    char err[REG_LEASE_MESSAGE_MAX];
+    void *pg = NULL;
+    json_t *all = NULL, *l;
+    size_t i;
+    if (!m->holds)
+        return;
+    /* A daemon gone meanwhile took the embedded store with it: the next
+     * one drops our leases at its start, as a dead holder's; never start
+     * one for that. */
+    setenv("WTPROXY_NO_AUTOSTART", "1", 1);
+    if (cli_lease_open(&pg, err, sizeof err) < 0 || !(all = cli_lease_list(pg, err, sizeof err)))
+        fprintf(stderr,
+                "wtproxy mcp: the session ended, and its leases were not released: %s; they "
+                "end with it all the same: wtproxy leases on this machine drops them once the "
+                "store answers\n",
+                err);
+    json_array_foreach(all, i, l)
+        release_ours(pg, l);
+    json_decref(all);
+    cli_lease_close(pg);
 }

@@ -189,7 +189,10 @@ const char cli_usage_claim[] =
 const char cli_usage_release[] =
     "usage: wtproxy release RESOURCE [--force] [--worktree DIR]\n"
     "\n"
-    "Release this worktree's lease of RESOURCE; --force releases it whoever holds it.\n";
+    "Release this worktree's lease of RESOURCE; --force releases it whoever holds it.\n"
+    "A lease held while a process runs (a claim -- CMD, an MCP session) ends with\n"
+    "that process and is refused here while it runs; one whose process is gone\n"
+    "(on this machine) is released from any worktree.\n";
 
 const char cli_usage_leases[] =
     "usage: wtproxy leases [--json]\n\nList the leases of the store in use.\n";

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,34 +61,70 @@ static void expiry(const struct reg_lease *l, long long now_ms, char *out, size_
     snprintf(out, outlen, l->expires_ms > now_ms ? " (expires in %s)" : " (expired)", left);
 }
 
-void reg_lease_held_message(const struct reg_lease *l, long long now_ms, char *out, size_t outlen)
+int reg_lease_may_release(const struct reg_lease *l, const struct reg_lease *r, int force)
 {
-    char age[32], ends[64], pid[32] = "manual claim";
+    if (force || reg_lease_holder_dead(l))
+        return 1;
+    if (strcmp(l->machine, r->machine) != 0 || strcmp(l->worktree, r->worktree) != 0)
+        return 0;
+    /* A live holder's own process, a `claim -- CMD` or an MCP session, ends
+     * it: released under it, another claimer would share the resource with
+     * the command still using it. */
+    return l->pid == 0 || (l->pid == r->pid && l->pid_start == r->pid_start);
+}
+
+/* What frees l, after "it is theirs", for a claim or (release) a release
+ * refused on this machine (here: l is this machine's). */
+static void what_frees(const struct reg_lease *l, int here, int release, char *out, size_t outlen)
+{
+    struct stat st;
+    /* A holder's pid ends its lease, and it lives (a dead one's lease is
+     * taken over, or released): the resource is in use, by another agent
+     * or test run, so a claimer is told to wait, never to end their
+     * process. Only a release, asked for by someone who wants it ended,
+     * names the kill, as what the run's owner does. */
+    if (l->pid > 0 && here && release)
+        snprintf(out, outlen,
+                 ", and it ends when pid %d ends: wait for that, or, if that run is yours to "
+                 "stop: kill %d; wtproxy release %s --force takes it from under it",
+                 (int)l->pid, (int)l->pid, l->id);
+    else if (l->pid > 0 && here)
+        snprintf(out, outlen, ", released when pid %d ends: wait for that", (int)l->pid);
+    else if (l->pid > 0) /* its release would be refused there too, while the pid runs */
+        snprintf(out, outlen,
+                 ", released when pid %d ends on machine %s: wait for that; or, if it is "
+                 "abandoned (pid %d no longer runs there), anywhere: wtproxy release %s --force",
+                 (int)l->pid, l->machine, (int)l->pid, l->id);
+    else if (here && stat(l->worktree, &st) < 0) /* nobody can cd there to release it */
+        snprintf(out, outlen,
+                 "; its worktree's folder is gone, so it is abandoned: wtproxy release %s --force",
+                 l->id);
+    else
+        snprintf(out, outlen,
+                 "; to free it, on %s%s: cd %s && wtproxy release %s; or, if it is abandoned, "
+                 "anywhere: wtproxy release %s --force",
+                 here ? "this machine" : "machine ", here ? "" : l->machine, l->worktree, l->id,
+                 l->id);
+}
+
+void reg_lease_held_message(const struct reg_lease *l, int release, long long now_ms, char *out,
+                            size_t outlen)
+{
+    char age[32], ends[64], pid[600] = "manual claim", cmd[512] = "";
     int here = strcmp(l->machine, reg_machine_id()) == 0;
     host_age(now_ms - l->acquired_ms, age, sizeof age);
     expiry(l, now_ms, ends, sizeof ends);
+    if (l->pid > 0 && here)
+        host_pid_cmdline(l->pid, cmd, sizeof cmd);
     if (l->pid > 0)
-        snprintf(pid, sizeof pid, "pid %d", (int)l->pid);
+        snprintf(pid, sizeof pid, cmd[0] ? "pid %d (%s)" : "pid %d", (int)l->pid, cmd);
     int n = snprintf(
         out, outlen,
         "%s is held by %s%s, worktree %s, session %s, %s, for \"%s\", since %s ago%s: it is theirs",
         l->id, here ? "this machine " : "machine ", l->machine, l->worktree, l->session, pid,
         l->purpose, age, ends);
-    if (n < 0 || (size_t)n >= outlen)
-        return;
-    /* A holder's pid on this machine ends its lease, and it lives (a dead
-     * one's lease is taken over): the resource is in use, by another agent
-     * or test run, so the fix is to wait, never to end their process. A
-     * manual claim or another machine's is released from its worktree. */
-    if (l->pid > 0 && here)
-        snprintf(out + n, outlen - (size_t)n, ", released when pid %d ends: wait for that",
-                 (int)l->pid);
-    else
-        snprintf(out + n, outlen - (size_t)n,
-                 "; to free it, on %s%s: cd %s && wtproxy release %s; or, if it is abandoned, "
-                 "anywhere: wtproxy release %s --force",
-                 here ? "this machine" : "machine ", here ? "" : l->machine, l->worktree, l->id,
-                 l->id);
+    if (n >= 0 && (size_t)n < outlen)
+        what_frees(l, here, release, out + n, outlen - (size_t)n);
 }
 
 void reg_lease_session(char *out, size_t outlen)
@@ -102,7 +139,7 @@ void reg_lease_session(char *out, size_t outlen)
 json_t *reg_lease_held(const char *code, const struct reg_lease *l)
 {
     char msg[REG_LEASE_MESSAGE_MAX];
-    reg_lease_held_message(l, host_wall_ms(), msg, sizeof msg);
+    reg_lease_held_message(l, strcmp(code, "not-permitted") == 0, host_wall_ms(), msg, sizeof msg);
     return json_pack("{s:b, s:s, s:s, s:o}", "ok", 0, "error", code, "message", msg, "holder",
                      reg_lease_to_json(l));
 }

@@ -8,7 +8,9 @@
  * time). pid 0 is a manual claim, which must carry a TTL. A claim wins
  * when the resource is free, its lease expired, or the claimer is the very
  * same holder (a renewal). A holder on this machine whose pid no longer
- * runs (or runs as another process) is dead: its lease is taken over. */
+ * runs (or runs as another process) is dead: its lease is taken over by
+ * a claim, freed by a release from anywhere on this machine, and dropped
+ * by the stores' sweeps (the embedded store's, and PostgreSQL's listing). */
 #ifndef WTP_REG_LEASE_H
 #define WTP_REG_LEASE_H
 
@@ -53,18 +55,27 @@ int reg_lease_expired(const struct reg_lease *l, long long now_ms);
  * no longer runs or now belongs to another process. */
 int reg_lease_holder_dead(const struct reg_lease *l);
 
-/* Into out (REG_LEASE_MESSAGE_MAX): why a claim or release of l's resource
- * is refused, for whoever asked, at wall clock now_ms: whose lease it is
- * (machine, worktree, session, pid, purpose, age, expiry) and the command
- * that frees it (kill its pid, or wtproxy release from its worktree; or,
- * when abandoned, wtproxy release --force). */
-void reg_lease_held_message(const struct reg_lease *l, long long now_ms, char *out, size_t outlen);
+/* Whether a release by r (its machine, worktree, pid + start; pid 0 for a
+ * person's command) may free l: with force; a dead holder's (nobody is
+ * left to release it); else only from l's machine and worktree, and of a
+ * live holder's pid only by that process itself. */
+int reg_lease_may_release(const struct reg_lease *l, const struct reg_lease *r, int force);
+
+/* Into out (REG_LEASE_MESSAGE_MAX): why a claim (release 0) or a release
+ * (1) of l's resource is refused, for whoever asked, at wall clock now_ms:
+ * whose lease it is (machine, worktree, session, pid with its command on
+ * this machine, purpose, age, expiry) and what frees it: the end of its
+ * pid, to wait for (a release is also told the kill, for the run's owner);
+ * a manual claim's release from its worktree; when abandoned, wtproxy
+ * release --force. */
+void reg_lease_held_message(const struct reg_lease *l, int release, long long now_ms, char *out,
+                            size_t outlen);
 
 /* The session of this process: $WTPROXY_SESSION, else "sid-<session id>". */
 void reg_lease_session(char *out, size_t outlen);
 
-/* The refusal reply (code: conflict, not-permitted) of a resource l
- * holds: reg_lease_held_message, and "holder". */
+/* The refusal reply (code: conflict for a claim, not-permitted for a
+ * release) of a resource l holds: reg_lease_held_message, and "holder". */
 json_t *reg_lease_held(const char *code, const struct reg_lease *l);
 
 json_t *reg_lease_to_json(const struct reg_lease *l);
@@ -99,6 +110,11 @@ json_t *reg_lease_store_op(struct reg_lease_store *ls, const char *op, json_t *r
  * reg_lease_store_new. */
 struct reg_lease_store *reg_lease_store_beside(struct event_base *base, const char *state_path,
                                                char *err, size_t errlen);
+
+/* The releaser a release request describes (PROTOCOL.md "Leases": id,
+ * worktree, the releasing pid, force), machine and pid start time filled
+ * here. Returns NULL, or the error reply. */
+json_t *reg_lease_releaser(json_t *req, struct reg_lease *r, int *force);
 
 /* The claimer a claim request describes (PROTOCOL.md "Leases"), machine
  * and pid start time filled here. Returns NULL, or the error reply. */

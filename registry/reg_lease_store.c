@@ -231,21 +231,40 @@ static json_t *op_claim(struct reg_lease_store *ls, json_t *req)
     return json_pack("{s:b, s:o}", "ok", 1, "lease", reg_lease_to_json(l));
 }
 
-static json_t *op_release(struct reg_lease_store *ls, json_t *req)
+json_t *reg_lease_releaser(json_t *req, struct reg_lease *r, int *force)
 {
     const char *id = NULL, *wt = "";
-    int force = 0;
-    if (json_unpack(req, "{s:s, s?s, s?b}", "id", &id, "worktree", &wt, "force", &force) < 0)
-        return reg_fail("bad-request", "release needs id (and worktree, or force)");
-    struct reg_lease *l = find(ls, id);
+    json_int_t pid = 0;
+    memset(r, 0, sizeof *r);
+    *force = 0;
+    if (json_unpack(req, "{s:s, s?s, s?I, s?b}", "id", &id, "worktree", &wt, "pid", &pid, "force",
+                    force) < 0 ||
+        pid < 0 || pid > 0x7fffffff)
+        return reg_fail("bad-request", "release needs id (and worktree, or force; pid >= 0)");
+    snprintf(r->id, sizeof r->id, "%s", id);
+    snprintf(r->machine, sizeof r->machine, "%s", reg_machine_id());
+    snprintf(r->worktree, sizeof r->worktree, "%s", wt);
+    r->pid = (pid_t)pid;
+    r->pid_start = pid ? host_pid_start(r->pid) : 0;
+    return NULL;
+}
+
+static json_t *op_release(struct reg_lease_store *ls, json_t *req)
+{
+    struct reg_lease r;
+    int force;
+    json_t *bad = reg_lease_releaser(req, &r, &force);
+    if (bad)
+        return bad;
+    struct reg_lease *l = find(ls, r.id);
     if (!l)
-        return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
-    if (!force && strcmp(l->worktree, wt) != 0)
+        return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", r.id);
+    if (!reg_lease_may_release(l, &r, force))
         return reg_lease_held("not-permitted", l);
-    json_t *r = json_pack("{s:b, s:o}", "ok", 1, "lease", reg_lease_to_json(l));
+    json_t *reply = json_pack("{s:b, s:o}", "ok", 1, "lease", reg_lease_to_json(l));
     remove_at(ls, l);
     save(ls);
-    return r;
+    return reply;
 }
 
 json_t *reg_lease_store_op(struct reg_lease_store *ls, const char *op, json_t *req, uid_t uid)

@@ -84,13 +84,16 @@ void reg_pg_set_query_timeout(int ms);
 int reg_pg_claim(PGconn *pg, const struct reg_lease *c, long long ttl_ms, struct reg_lease *out,
                  char *err, size_t errlen);
 
-/* Release id held from worktree on this machine (any holder with force).
- * Returns 1 released, 0 not held (or, without force, held by another:
- * *holder then has its id set), -1 with err. */
-int reg_pg_release(PGconn *pg, const char *id, const char *worktree, int force,
-                   struct reg_lease *holder, char *err, size_t errlen);
+/* Release r->id for releaser r (its machine, worktree and pid: who may,
+ * reg_lease_may_release; anyone with force), by compare-and-swap on the
+ * lease it read. Returns 1 released (*holder the lease it was), 0 not
+ * held (*holder's id empty) or refused (*holder the lease), -1 with err. */
+int reg_pg_release(PGconn *pg, const struct reg_lease *r, int force, struct reg_lease *holder,
+                   char *err, size_t errlen);
 
-/* Every lease as a JSON array (new reference), or NULL with err. */
+/* Every lease as a JSON array (new reference), or NULL with err. This
+ * machine's dead holders' leases are removed first, by compare-and-swap,
+ * as the embedded store sweeps them: nobody else can see they are dead. */
 json_t *reg_pg_leases(PGconn *pg, char *err, size_t errlen);
 
 /* The control ops claim, release and leases (PROTOCOL.md "Leases") on the

@@ -4,7 +4,8 @@
  * number of concurrent claimers exactly one gets a row back (the others
  * wait on the row lock, then see the winner's row and fail the WHERE).
  * Never a read then a write: the only reads are for the refusal message
- * and for a dead holder, which is removed by compare-and-swap on (id,
+ * and for a lease to remove (a dead holder's, or one a release may free:
+ * reg_lease_may_release), which is removed by compare-and-swap on (id,
  * machine, pid, acquired_at) so a holder that renewed meanwhile stays. */
 #include "reg_pg.h"
 
@@ -72,8 +73,9 @@ static int one_row(PGconn *pg, const char *sql, int n, const char *const *params
     return got;
 }
 
-/* Remove the dead holder h, only if it is still exactly h. Returns 0 or -1. */
-static int take_over(PGconn *pg, const struct reg_lease *h, char *err, size_t errlen)
+/* Remove h's lease, only if it is still exactly h's. Returns 1 removed,
+ * 0 changed meanwhile, -1 with err. */
+static int remove_exactly(PGconn *pg, const struct reg_lease *h, char *err, size_t errlen)
 {
     char pid[16];
     snprintf(pid, sizeof pid, "%d", (int)h->pid);
@@ -81,11 +83,19 @@ static int take_over(PGconn *pg, const struct reg_lease *h, char *err, size_t er
     PGresult *r = reg_pg_exec(pg, takeover_sql, 4, p, err, errlen);
     if (!r)
         return -1;
-    if (strcmp(PQcmdTuples(r), "1") == 0)
+    int gone = strcmp(PQcmdTuples(r), "1") == 0;
+    PQclear(r);
+    return gone;
+}
+
+/* Remove the dead holder h, only if it is still exactly h. Returns 0 or -1. */
+static int take_over(PGconn *pg, const struct reg_lease *h, char *err, size_t errlen)
+{
+    int gone = remove_exactly(pg, h, err, errlen);
+    if (gone > 0)
         fprintf(stderr, "wtproxy: %s was held by pid %d in %s, which is gone; taken over\n", h->id,
                 (int)h->pid, h->worktree);
-    PQclear(r);
-    return 0;
+    return gone < 0 ? -1 : 0;
 }
 
 int reg_pg_claim(PGconn *pg, const struct reg_lease *c, long long ttl_ms, struct reg_lease *out,
@@ -111,22 +121,37 @@ int reg_pg_claim(PGconn *pg, const struct reg_lease *c, long long ttl_ms, struct
     return 0; /* holders keep dying under us: refuse rather than loop */
 }
 
-int reg_pg_release(PGconn *pg, const char *id, const char *worktree, int force,
-                   struct reg_lease *holder, char *err, size_t errlen)
+int reg_pg_release(PGconn *pg, const struct reg_lease *r, int force, struct reg_lease *holder,
+                   char *err, size_t errlen)
 {
-    const char *p[] = {id, reg_machine_id(), worktree, force ? "t" : "f"};
-    PGresult *r = reg_pg_exec(pg,
-                              "DELETE FROM " T " WHERE id = $1 AND ($4::boolean OR "
-                              "(machine = $2 AND worktree = $3)) RETURNING id",
-                              4, p, err, errlen);
-    if (!r)
-        return -1;
-    int gone = PQntuples(r) > 0;
-    PQclear(r);
-    memset(holder, 0, sizeof *holder);
-    if (gone)
-        return 1;
-    return one_row(pg, holder_sql, 1, p, holder, err, errlen) < 0 ? -1 : 0;
+    const char *p[] = {r->id};
+    for (int round = 0; round <= REG_LEASE_TAKEOVERS; round++) {
+        int held = one_row(pg, holder_sql, 1, p, holder, err, errlen);
+        if (held <= 0) {
+            memset(holder, 0, sizeof *holder);
+            return held;
+        }
+        if (!reg_lease_may_release(holder, r, force))
+            return 0;
+        int gone = remove_exactly(pg, holder, err, errlen);
+        if (gone != 0)
+            return gone;
+    }
+    return 0; /* claimed again each time we looked: refuse rather than loop */
+}
+
+/* Whether row i of r (COLS) is a lease of this machine whose holder is
+ * dead and that is now removed (said on stderr: the daemon's log, or the
+ * listing command's). A failed removal is left for the next look. */
+static int swept(PGconn *pg, PGresult *r, int i, struct reg_lease *l)
+{
+    char err[256];
+    row_lease(r, i, l);
+    if (!reg_lease_holder_dead(l) || remove_exactly(pg, l, err, sizeof err) <= 0)
+        return 0;
+    fprintf(stderr, "wtproxy: lease %s ended: its holder pid %d in %s is gone\n", l->id,
+            (int)l->pid, l->worktree);
+    return 1;
 }
 
 json_t *reg_pg_leases(PGconn *pg, char *err, size_t errlen)
@@ -135,7 +160,8 @@ json_t *reg_pg_leases(PGconn *pg, char *err, size_t errlen)
     json_t *arr = r ? json_array() : NULL;
     for (int i = 0; arr && i < PQntuples(r); i++) {
         struct reg_lease l;
-        row_lease(r, i, &l);
+        if (swept(pg, r, i, &l))
+            continue;
         l.acquired_at[0] = '\0'; /* internal to the compare-and-swap */
         json_array_append_new(arr, reg_lease_to_json(&l));
     }
@@ -179,18 +205,16 @@ json_t *reg_pg_lease_op(PGconn *pg, const char *op, json_t *req)
                      : lease_reply(r, &out, "conflict");
     }
     if (strcmp(op, "release") == 0) {
-        const char *id = NULL, *wt = "";
-        int force = 0;
-        if (json_unpack(req, "{s:s, s?s, s?b}", "id", &id, "worktree", &wt, "force", &force) < 0)
-            return reg_fail("bad-request", "release needs id (and worktree, or force)");
-        r = reg_pg_release(pg, id, wt, force, &out, err, sizeof err);
+        int force;
+        json_t *bad = reg_lease_releaser(req, &c, &force);
+        if (bad)
+            return bad;
+        r = reg_pg_release(pg, &c, force, &out, err, sizeof err);
         if (r < 0)
             return not_done(pg, "the registry did not confirm the release", SEE_THEN_AGAIN, err);
         if (r == 0 && !out.id[0])
-            return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", id);
-        snprintf(out.id, sizeof out.id, "%s", id);
-        return r ? json_pack("{s:b, s:s}", "ok", 1, "id", id)
-                 : lease_reply(0, &out, "not-permitted");
+            return reg_fail("not-found", "nobody holds %s (see: wtproxy leases)", c.id);
+        return lease_reply(r, &out, "not-permitted");
     }
     json_t *arr = reg_pg_leases(pg, err, sizeof err);
     return arr ? json_pack("{s:b, s:o}", "ok", 1, "leases", arr)

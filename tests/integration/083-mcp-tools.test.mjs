@@ -189,7 +189,7 @@ test('state-changing tools refuse another worktree, naming whose it is; leases a
   assert.equal(held.lease.pid, b.proc.pid);
   const bHolds = (await call(a, 'claim', { resource: 'emulator-1', ttl: '1m' })).structuredContent;
   assert.equal(bHolds.error, 'held');
-  assert.match(bHolds.message, new RegExp(`, pid ${b.proc.pid}, for "", since \\d+s ago: it is theirs, released when pid ${b.proc.pid} ends: ` +
+  assert.match(bHolds.message, new RegExp(`, pid ${b.proc.pid} \\(\\S*wtproxy mcp[^)]*\\), for "", since \\d+s ago: it is theirs, released when pid ${b.proc.pid} ends: ` +
     `wait for that${untilFree}`));
   assert.equal((await b.end()).code, 0, b.stderr());
   await waitFor(async () => !(await call(a, 'claim', { resource: 'emulator-1', ttl: '1m' })).isError,

@@ -38,7 +38,7 @@ test('claim with wait: gives up after the wait naming the holder, claims once th
   // Without wait: refused at once, the fix this tool's wait argument.
   const now = await call(mcp, 'claim', { resource: 'slot', ttl: '1m' });
   assert.equal(now.structuredContent.error, 'held', JSON.stringify(now));
-  assert.match(now.content[0].text, new RegExp(`pid ${holder.pid}, for "e2e run", .*released when pid ${holder.pid} ends: wait for that; ` +
+  assert.match(now.content[0].text, new RegExp(`pid ${holder.pid} \\(\\S*wtproxy claim slot --purpose e2e run -- sleep 1000\\), for "e2e run", .*released when pid ${holder.pid} ends: wait for that; ` +
     'to wait until it is free: call claim again with wait "50s" \\(it claims slot as soon as its holder releases it, ends or expires\\)$'));
   assert.doesNotMatch(now.content[0].text, /--wait/);
 
@@ -51,7 +51,7 @@ test('claim with wait: gives up after the wait naming the holder, claims once th
   assert.equal(gaveUp.structuredContent.error, 'held');
   assert.equal(gaveUp.structuredContent.holder.pid, holder.pid);
   assert.ok(gaveUp.structuredContent.waited_ms >= 1000, JSON.stringify(gaveUp.structuredContent));
-  assert.match(gaveUp.content[0].text, new RegExp(`^did not claim slot within the 1s it waited: slot is held by this machine .*pid ${holder.pid}, ` +
+  assert.match(gaveUp.content[0].text, new RegExp(`^did not claim slot within the 1s it waited: slot is held by this machine .*pid ${holder.pid} \\([^)]*\\), ` +
     `for "e2e run", .*; to wait longer: call claim again with wait "50s"$`));
   assert.match(mcp.stderr(), new RegExp(`^wtproxy: waiting up to 1s for slot: slot is held by .*pid ${holder.pid}`, 'm'));
 

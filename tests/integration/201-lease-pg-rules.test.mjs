@@ -3,13 +3,16 @@
 // expires; a dead holder on this machine is taken over (another machine's
 // is not); `claim -- CMD` holds the lease while CMD runs and releases it
 // when CMD exits or the claim is sent SIGTERM, passing the status on;
-// release is for the holder's worktree unless --force.
+// release is for the holder's worktree unless --force, never of a live
+// holder's pid but by that process, and anyone's on this machine of a
+// dead one; `leases` drops this machine's dead holders.
 import { test } from 'node:test';
 import fs from 'node:fs';
 import assert from 'node:assert/strict';
-import { makeWorktrees, cli, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
+import { makeWorktrees, cli, cliEnv, sanitizerClean, pidAlive, waitFor } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { startCli, waitRows } from './lib/lease.mjs';
+import { startMcp, initialize } from './lib/mcp.mjs';
 
 async function setup(t) {
   const pg = await startPostgres(t);
@@ -94,7 +97,62 @@ test('a dead holder on this machine is taken over; one on another machine is not
   r = await run('b', ['claim', 'remote', '--ttl', '1m']);
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /remote is held by machine m2, worktree \/elsewhere\/wt/);
-  assert.match(r.stderr, /on machine m2: cd \/elsewhere\/wt && wtproxy release remote/);
+  // Its release there would be refused while that pid runs: wait for it.
+  assert.match(r.stderr, new RegExp(`released when pid ${holder.pid} ends on machine m2: wait for that; or, if it is abandoned \\(pid ${holder.pid} no longer runs there\\), anywhere: wtproxy release remote --force`));
+  assert.doesNotMatch(r.stderr, /cd \/elsewhere/);
+});
+
+// A user test: `wtproxy release` in the worktree of a running `claim --
+// CMD` freed its lease while CMD still ran, and another machine then
+// claimed it too. It ends with that process, or by --force.
+test('a live claim -- CMD is not released under it, from its worktree either; --force takes it', async (t) => {
+  const { pg, tmp, env, run, holderOf } = await setup(t);
+  const holder = startCli(t, tmp, ['claim', 'seed-db', '--purpose', 'seed', '--', 'sleep', '1000'], { cwd: tmp.wt.a, env });
+  await waitRows(pg, "SELECT pid FROM wtproxy.leases WHERE id = 'seed-db'", (v) => v === String(holder.pid), 'the lease of the running claim');
+  let r = await run('a', ['release', 'seed-db']);
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 1, `refused while pid ${holder.pid} runs: ${r.stderr}`);
+  assert.match(r.stderr, new RegExp(`^wtproxy: seed-db is held by this machine m1, worktree ${tmp.wt.a}, session [^,]+, ` +
+    `pid ${holder.pid} \\(\\S*wtproxy claim seed-db --purpose seed -- sleep 1000\\), for "seed", since \\d+s ago: it is theirs, ` +
+    `and it ends when pid ${holder.pid} ends: wait for that, or, if that run is yours to stop: kill ${holder.pid}; ` +
+    'wtproxy release seed-db --force takes it from under it$', 'm'));
+  assert.equal(holderOf('seed-db'), tmp.wt.a, 'still held');
+  r = await run('b', ['claim', 'seed-db', '--ttl', '1m'], { WTPROXY_MACHINE: 'm2' });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`released when pid ${holder.pid} ends on machine m1: wait for that; or, if it is abandoned`));
+  assert.doesNotMatch(r.stderr, /cd \//, 'not sent to a release that is refused');
+  r = await run('a', ['release', 'seed-db', '--force']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, new RegExp(`^wtproxy: released seed-db from under pid ${holder.pid}, which still runs$`, 'm'));
+  assert.equal(holderOf('seed-db'), '');
+});
+
+// A user test: a claim killed by kill -9 left its lease to every listing,
+// and `release` said to wait for a pid that was gone.
+test('a dead holder: leases on its machine drops it, release frees it at once', async (t) => {
+  const { pg, tmp, env, run, holderOf } = await setup(t);
+  const kill9 = async (id) => {
+    const c = startCli(t, tmp, ['claim', id, '--', 'sleep', '1000'], { cwd: tmp.wt.a, env });
+    await waitRows(pg, `SELECT pid FROM wtproxy.leases WHERE id = '${id}'`, (v) => v === String(c.pid), 'the lease');
+    c.proc.kill('SIGKILL');
+    await c.exited;
+    return c.pid;
+  };
+  const first = await kill9('seed-db');
+  let r = await run('b', ['release', 'seed-db']);
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 0, `its holder is gone: ${r.stderr}`);
+  assert.match(r.stderr, new RegExp(`^wtproxy: released seed-db: its holder, pid ${first} in ${tmp.wt.a}, is gone$`, 'm'));
+  assert.equal(holderOf('seed-db'), '');
+
+  const second = await kill9('fixtures');
+  r = await run('b', ['leases', '--json'], { WTPROXY_MACHINE: 'm2' });
+  assert.equal(JSON.parse(r.stdout).length, 1, 'another machine cannot tell that the pid is gone');
+  r = await run('b', ['leases', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), [], 'its own machine drops it');
+  assert.match(r.stderr, new RegExp(`lease fixtures ended: its holder pid ${second} in ${tmp.wt.a} is gone`));
+  assert.equal(holderOf('fixtures'), '', 'for every machine');
 });
 
 test('claim -- CMD: held while CMD runs, released when it exits, status passed on', async (t) => {
@@ -123,6 +181,29 @@ test('claim -- CMD: SIGTERM to the claim reaches CMD, the lease is released, exi
   assert.equal(code, 143, c.stderr());
   assert.equal(holderOf('dev'), '', 'released after SIGTERM');
   await waitFor(() => !pidAlive(child), 2000, 'CMD ended by the forwarded SIGTERM');
+});
+
+// A user test: an MCP session's lease ("ends: when this MCP session
+// ends") outlived the session's clean end, and the other machine was
+// refused it.
+test('an MCP session that ends releases the leases it held while it ran', async (t) => {
+  const { pg, tmp, env, run, holderOf } = await setup(t);
+  const mcp = startMcp(t, { cwd: tmp.wt.a, env: cliEnv(tmp, env) });
+  await initialize(mcp);
+  const won = await mcp.call(1, 'claim', { resource: 'mcp-res2' });
+  assert.equal(won.structuredContent.claimed, 'mcp-res2', JSON.stringify(won));
+  assert.equal(won.structuredContent.ends, 'when this MCP session ends, or at release');
+  const manual = await mcp.call(2, 'claim', { resource: 'mcp-ttl', ttl: '10m' });
+  assert.equal(manual.structuredContent.claimed, 'mcp-ttl', JSON.stringify(manual));
+  assert.equal(holderOf('mcp-res2'), tmp.wt.a);
+  const { code } = await mcp.end();
+  sanitizerClean(assert, mcp.stderr());
+  assert.equal(code, 0, mcp.stderr());
+  assert.equal(holderOf('mcp-res2'), '', 'released at the session\'s end');
+  assert.match(mcp.stderr(), /^wtproxy mcp: the session ended: released mcp-res2$/m);
+  assert.equal(holderOf('mcp-ttl'), tmp.wt.a, 'a lease with a ttl lasts its ttl');
+  const r = await run('b', ['claim', 'mcp-res2', '--ttl', '1m'], { WTPROXY_MACHINE: 'm2' });
+  assert.equal(r.code, 0, `another machine claims it: ${r.stderr}`);
 });
 
 function children(pid) {

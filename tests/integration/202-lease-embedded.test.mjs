@@ -3,7 +3,7 @@
 // round (counted from the daemon's own list and the exit codes), the
 // refusal text (the daemon's own message, which names the holder and the
 // command that frees it, printed by the CLI as it is), TTL expiry, a dead holder taken over, `-- CMD` released
-// on exit and on SIGTERM, `claim --wait` for a live holder, and leases kept across a daemon restart in
+// on exit and on SIGTERM and not by a release from its worktree while it runs, `claim --wait` for a live holder, and leases kept across a daemon restart in
 // leases.json (mode 0600) next to the state file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,10 +93,14 @@ test('-- CMD: released on exit (status passed on) and on SIGTERM; a killed holde
   // Held while a pid runs: the refusal says the lease ends with it.
   r = await cli(tmp, ['claim', 'slot', '--ttl', '1m'], { cwd: tmp.wt.b });
   assert.equal(r.code, 1, r.stderr);
-  assert.match(r.stderr, new RegExp(`^wtproxy: slot is held by this machine [^,]+, worktree ${tmp.wt.a}, session [^,]+, pid ${k.pid}, ` +
+  assert.match(r.stderr, new RegExp(`^wtproxy: slot is held by this machine [^,]+, worktree ${tmp.wt.a}, session [^,]+, pid ${k.pid} \\(\\S*wtproxy claim slot -- sleep 1000\\), ` +
     `for "", since \\d+s ago: it is theirs, released when pid ${k.pid} ends: wait for that; ` +
     'to wait until it is free: wtproxy claim slot --wait 10m --ttl 1m$', 'm'));
   assert.doesNotMatch(r.stderr, /kill|--force/, 'a live holder is in use: never told to end it');
+  // Nor released under CMD from its own worktree: it ends with the pid.
+  r = await cli(tmp, ['release', 'slot'], { cwd: tmp.wt.a });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`it is theirs, and it ends when pid ${k.pid} ends: wait for that, or, if that run is yours to stop: kill ${k.pid}; wtproxy release slot --force takes it from under it$`, 'm'));
   k.proc.kill('SIGKILL');
   await k.exited;
   r = await cli(tmp, ['claim', 'slot', '--ttl', '1m'], { cwd: tmp.wt.b });
@@ -140,7 +144,7 @@ test('claim --wait: waits while a live holder runs and claims when it ends; give
   const took = Date.now() - t0;
   assert.equal(r.code, 1, r.stderr);
   assert.ok(took >= 1000 && took < 5000, `gave up after ${took} ms`);
-  assert.match(r.stderr, new RegExp(`^wtproxy: waiting up to 1s for slot: slot is held by this machine .*pid ${k.pid}, for "e2e run".*released when pid ${k.pid} ends: wait for that$`, 'm'));
+  assert.match(r.stderr, new RegExp(`^wtproxy: waiting up to 1s for slot: slot is held by this machine .*pid ${k.pid} \\([^)]*\\), for "e2e run".*released when pid ${k.pid} ends: wait for that$`, 'm'));
   assert.match(r.stderr, new RegExp(`^wtproxy: did not claim slot within 1s: slot is held by .*pid ${k.pid}`, 'm'));
   assert.equal(r.stderr.trim().split('\n').length, 2, r.stderr);
 

@@ -125,6 +125,35 @@ test('server killed mid-run: the next claim is refused naming the host; the daem
   assert.match(leases.fix, new RegExp(`registry at 127\\.0\\.0\\.1:${pg.port} does not answer: start it.*pg_isready -h 127\\.0\\.0\\.1 -p ${pg.port}.*routing goes on`));
 });
 
+// A user test: with the registry down, the claim's refusal gives
+// WTPROXY_REGISTRY_OPTIONAL=1 as the way on, and pasted it was refused
+// again by the daemon, which has the registry. Now the CLI asks the
+// daemon for its embedded store, as its warning says.
+test('registry down mid-run: WTPROXY_REGISTRY_OPTIONAL=1, as the refusal says, claims on the daemon\'s embedded store', async (t) => {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, ['a', 'b']);
+  const env = { WTPROXY_REGISTRY: pg.uri('postgres') };
+  await startDaemon(t, tmp, ['--registry', pg.uri('postgres')]);
+  pg.kill('SIGKILL');
+  await new Promise((res) => setTimeout(res, 300));
+  let r = await cli(tmp, ['claim', 'x1', '--ttl', '5m'], { cwd: tmp.wt.a, env });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /to go on without it \(claims then hold on this machine only\): WTPROXY_REGISTRY_OPTIONAL=1/);
+  const optional = { ...env, WTPROXY_REGISTRY_OPTIONAL: '1' };
+  r = await cli(tmp, ['claim', 'x1', '--ttl', '5m'], { cwd: tmp.wt.a, env: optional });
+  sanitizerClean(assert, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /WARNING: WTPROXY_REGISTRY_OPTIONAL=1: using this machine's embedded store/);
+  assert.match(r.stderr, /^wtproxy: claimed x1 for 5m \(embedded store\)$/m);
+  r = await cli(tmp, ['claim', 'x1', '--ttl', '5m'], { cwd: tmp.wt.b, env: optional });
+  assert.equal(r.code, 1, `one holder on this machine: ${r.stderr}`);
+  r = await cli(tmp, ['leases', '--json'], { cwd: tmp.wt.b, env: optional });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout).map((l) => [l.id, l.worktree]), [['x1', tmp.wt.a]]);
+  r = await cli(tmp, ['release', 'x1'], { cwd: tmp.wt.a, env: optional });
+  assert.equal(r.code, 0, r.stderr);
+});
+
 test('a registry connection lost and found again: the daemon says once that it answers again', async (t) => {
   const pg = await startPostgres(t);
   const tmp = makeWorktrees(t, ['a']);
