@@ -332,8 +332,8 @@ static int names_port(const char *cmd, int port)
  * was "ok" while doctor checked its api's, and with the daemon stopped a
  * worktree's tests passed on another's web server. The front it binds
  * into *front, and that front's start into *start. */
-static const char *binds_front(const struct doc_ctx *c, const struct cli_playwright *pw,
-                               int *front, const char **start)
+static const char *binds_front(const struct doc_ctx *c, const struct cli_playwright *pw, int *front,
+                               const char **start)
 {
     char run[sizeof pw->command + 1024];
     if (pw->uses_run || !pw->command[0])
@@ -512,7 +512,7 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
         snprintf(r->fix, sizeof r->fix,
                  "in webServer.command write%s: wtproxy run --front %d -- %.850s",
                  both ? ", between backquotes" : "", bound,
-                 as_cmd[0]       ? as_cmd
+                 as_cmd[0]        ? as_cmd
                  : bound_start[0] ? "sh ./start.sh (a script holding the .wtproxy's start, which "
                                     "needs both quotes)"
                                   : "<server command with {port}>");
