@@ -10,7 +10,8 @@
 // restart --front N`); `ls` says broken, doctor the same; with
 // --restart-on-stale it is restarted once at the request, which the new
 // process serves; a new process that answers 500 too is refused saying
-// so, never restarted in a loop, and restarted again once the fix is saved.
+// so, never restarted in a loop, and restarted again once the fix is saved
+// (ls following the fix with no request).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -112,7 +113,11 @@ test('--restart-on-stale: a restarted process that answers 500 too is refused sa
   const again = await getWorktree(px.port, tmp.wt.a);
   assert.equal(again.status, 503, again.body);
   assert.equal(pidsOf(pids).length, 2, 'not restarted again without a change');
+  assert.equal((await lsJson(tmp))[0].whoami.state, 'broken');
   fs.rmSync(path.join(tmp.wt.a, 'broken.py')); // the fix, saved
+  // ls follows it with no request: the new process answers again, with
+  // the code it started with (broken.py then): stale
+  await waitFor(async () => (await lsJson(tmp))[0].whoami.state === 'stale', 10000, 'ls says stale, not broken');
   await waitFor(async () => {
     const x = await getWorktree(px.port, tmp.wt.a);
     return x.status === 200 ? x : new Error(`${x.status} ${x.body}`);
