@@ -553,6 +553,31 @@ static int failed_entry(struct doc_ctx *c, struct doc_result *r)
     return 1;
 }
 
+/* The entry's server answers /__whoami with an error (f) and the daemon
+ * says it answered until its files changed: "broken" (whoami/decide.c),
+ * or "changed" while it asks again after the change. The change broke it:
+ * a hugo server after a save was told "the whoami middleware is missing
+ * or broken", whose fix, init, had nothing to add. 1 when said. */
+static int broken_entry(struct doc_ctx *c, const char *backend, const struct fetched *f,
+                        struct doc_result *r)
+{
+    const char *state =
+        json_string_value(json_object_get(json_object_get(c->entry, "whoami"), "state"));
+    char head[512], restart[256];
+    if (f->status < 500 || !state ||
+        (strcmp(state, "broken") != 0 && strcmp(state, "changed") != 0))
+        return 0;
+    whoami_error_head(f->body, f->len, head, sizeof head);
+    doc_set(r, DOC_PROBLEM,
+            "GET http://%s/__whoami answered %d; it answered /__whoami until its files changed: "
+            "the change broke it (its whoami middleware is not missing). %s:\n%s",
+            backend, f->status, head[0] ? "The first lines of its answer" : "Its answer",
+            head[0] ? head : "(an empty body)");
+    entry_fix(c, 1, restart, sizeof restart);
+    snprintf(r->fix, sizeof r->fix, "fix the error and save, or restart it: %s", restart);
+    return 1;
+}
+
 void doc_whoami(struct doc_ctx *c, struct doc_result *r)
 {
     if (!c->entry) {
@@ -599,6 +624,8 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r)
                  "fix the error the traceback names and save (its autoreloader loads the app "
                  "again; a server without one: %s)",
                  restart);
+    } else if (broken_entry(c, backend ? backend : "", &f, r)) {
+        /* said */
     } else if (f.status != 200 || whoami_answer_parse(f.body, f.len, &a, err, sizeof err) < 0) {
         doc_set(r, DOC_PROBLEM,
                 "GET http://%s/__whoami answered %d%s%s: the whoami middleware "

@@ -135,11 +135,9 @@ int cli_verdict_http(json_t *x, const char **reason)
     static const struct {
         const char *state;
         enum proxy_error e;
-    } refusals[] = {{"mismatch", PE_CHECKOUT_MISMATCH},
-                    {"stale", PE_STALE_CODE},
-                    {"no-whoami", PE_NO_WHOAMI},
-                    {"invalid", PE_WHOAMI_INVALID},
-                    {"app-error", PE_APP_ERROR}};
+    } refusals[] = {{"mismatch", PE_CHECKOUT_MISMATCH}, {"stale", PE_STALE_CODE},
+                    {"no-whoami", PE_NO_WHOAMI},        {"invalid", PE_WHOAMI_INVALID},
+                    {"app-error", PE_APP_ERROR},        {"broken", PE_BROKEN}};
     const char *v = cli_verdict(x);
     for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
         if (strcmp(v, refusals[i].state) == 0) {

@@ -20,9 +20,9 @@ static int gateway_error(enum proxy_error e)
            e == PE_AFTER_NOT_READY || e == PE_START_FAILED || e == PE_EDIT_FAILED ||
            e == PE_FIXED_UNSEEN || e == PE_WRONG_PORT || e == PE_SERVER_DIED ||
            e == PE_START_NO_DB || e == PE_START_DB_DOWN || e == PE_START_NO_WHOAMI ||
-           e == PE_START_NO_DEPS || e == PE_APP_ERROR || e == PE_BAD_WTPROXY_FILE ||
-           e == PE_CHECKOUT_MISMATCH || e == PE_STALE_CODE || e == PE_NO_WHOAMI ||
-           e == PE_WHOAMI_INVALID || e == PE_OUT_OF_FDS;
+           e == PE_START_NO_DEPS || e == PE_APP_ERROR || e == PE_BROKEN ||
+           e == PE_BAD_WTPROXY_FILE || e == PE_CHECKOUT_MISMATCH || e == PE_STALE_CODE ||
+           e == PE_NO_WHOAMI || e == PE_WHOAMI_INVALID || e == PE_OUT_OF_FDS;
 }
 
 /* Keep c's refusal (status, reason, the detail and the fix the caller was

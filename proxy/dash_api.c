@@ -29,7 +29,7 @@ static const char *status_of(const struct reg_backend *b, char *reason, size_t l
         return "dead";
     }
     if (strcmp(w, "stale") == 0 || strcmp(w, "mismatch") == 0 || strcmp(w, "no-whoami") == 0 ||
-        strcmp(w, "invalid") == 0 || strcmp(w, "app-error") == 0) {
+        strcmp(w, "invalid") == 0 || strcmp(w, "app-error") == 0 || strcmp(w, "broken") == 0) {
         snprintf(reason, len, "%s", b->whoami.detail[0] ? b->whoami.detail : w);
         return w[0] == 's' ? "stale" : "refused";
     }

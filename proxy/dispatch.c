@@ -198,6 +198,7 @@ static void gate_verdict(struct proxy_client *c, int v, const char *detail)
         [WHOAMI_INVALID] = PE_WHOAMI_INVALID,
         [WHOAMI_UNREACHABLE] = PE_BACKEND_UNREACHABLE,
         [WHOAMI_APP_ERROR] = PE_APP_ERROR,
+        [WHOAMI_BROKEN] = PE_BROKEN,
     };
     proxy_backend_show(c->backend);
     if (v == WHOAMI_PASS && c->backend->state == REG_STARTING) {

@@ -172,6 +172,14 @@ static const struct error_kind kinds[] = {
          "Fix the error the traceback names and save the file: its autoreloader loads the app "
          "again, and the next request is served (a server without one: restart it, wtproxy "
          "restart{front}). All its output: wtproxy logs{front} (in its worktree)."},
+    [PE_BROKEN] =
+        {503, "Service Unavailable", "backend-not-ready",
+         "A change to its files broke the dev server of this worktree: it answered /__whoami "
+         "until they changed, and now answers it with an error (its first lines are below); "
+         "no request reached it.",
+         "Fix the error and save the file (a server that reloads itself, or that wtproxy "
+         "restarts on a change, is served at the next request), or restart it: wtproxy "
+         "restart{front}. All its output: wtproxy logs{front} (in its worktree)."},
     [PE_BAD_WTPROXY_FILE] =
         {503, "Service Unavailable", "bad-wtproxy-file",
          "This worktree's .wtproxy declares its dev server, but wtproxy cannot read it; no "

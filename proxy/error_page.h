@@ -35,6 +35,8 @@ enum proxy_error {
     PE_START_NO_WHOAMI, /* backend-not-ready too: failed, its /__whoami package missing */
     PE_START_NO_DEPS,   /* backend-not-ready too: failed, a package the app declares missing */
     PE_APP_ERROR,       /* backend-not-ready too: it answers a Python traceback (the gate's) */
+    PE_BROKEN,          /* backend-not-ready too: it answered /__whoami until its files changed,
+                         * now an error (the gate's) */
     PE_BAD_WTPROXY_FILE,
     PE_BACKEND_UNREACHABLE,
     PE_BACKEND_HANGS, /* backend-unreachable too: it takes the connection, answers nothing */

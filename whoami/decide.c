@@ -18,6 +18,7 @@ static const char *const reasons[] = {
     [WHOAMI_INVALID] = "whoami-invalid",
     [WHOAMI_UNREACHABLE] = "backend-unreachable",
     [WHOAMI_APP_ERROR] = "backend-not-ready",
+    [WHOAMI_BROKEN] = "backend-not-ready",
 };
 
 const char *whoami_verdict_reason(enum whoami_verdict v)
@@ -244,6 +245,79 @@ static int failing(const struct whoami_memory *m)
     return m->result == WF_OK && m->status >= 500 && !m->ans && (m->answered || m->traceback);
 }
 
+/* Our restart's new process answered /__whoami with an error: it will
+ * not answer better by waiting for start_timeout; what it answers is
+ * judged now (a failing one is given reload_grace, as any). */
+static int restarted_failing(const struct whoami_case *c)
+{
+    return restarted(c) && failing(c->mem);
+}
+
+/* Whether the files a failing server's last usable answer was judged
+ * against changed since it gave it: its hash is not theirs, or they
+ * changed after (an edit undone since, whose server stays broken: hugo
+ * server after an atomic-rename save). 1 yes, 0 no (or they cannot be
+ * read), -1 the disk must say first (WA_DISK). */
+static int changed_since_good(const struct whoami_case *c)
+{
+    const struct whoami_disk *disk = c->disk;
+    if (!disk)
+        return -1;
+    return disk->fp &&
+           (strcmp(disk->fp->hash, c->mem->good->hash) != 0 || disk->changed_ms > c->mem->good_ms);
+}
+
+/* Whether the last usable answer named this server's worktree (or a
+ * folder inside it): one of another checkout's server says nothing of
+ * this one's files. */
+static int good_here(const struct whoami_case *c)
+{
+    const char *good = c->mem->good->checkout, *wt = c->target->checkout;
+    return strcmp(good, wt) == 0 || whoami_inside(good, wt);
+}
+
+/* Whether a server a change broke may be restarted: once per change, as
+ * a stale one is; a restarted process that fails too is refused (the
+ * error is in its files), until they change again. */
+static int may_restart_broken(const struct whoami_case *c)
+{
+    const struct whoami_memory *m = c->mem;
+    if (!c->target->restart_on_stale || c->target->pid <= 0 || m->restart_failed || c->no_restart)
+        return 0;
+    return !m->restart_ms || c->disk->changed_ms > m->restart_ms;
+}
+
+/* A server that answered /__whoami and now answers it with an error
+ * status without a traceback: most often a change broke it (hugo server
+ * answers 500 to every path after some saves). Never "without the
+ * middleware", which it had: restarted once after a change when it may
+ * be, else refused with its error's first lines. */
+static int decide_broken(const struct whoami_case *c, struct whoami_status *st,
+                         struct whoami_disk_want *want, char *detail, size_t detlen)
+{
+    const struct whoami_memory *m = c->mem;
+    int changed = changed_since_good(c);
+    if (changed < 0) {
+        want->root = m->good->checkout;
+        want->patterns = &m->good->patterns;
+        return WA_DISK;
+    }
+    if (changed && may_restart_broken(c))
+        return WA_RESTART;
+    struct whoami_target told = *c->target; /* its wrapper could not be asked: none will */
+    told.restart_on_stale &= !m->restart_failed;
+    struct whoami_broken b = {m->status,
+                              m->error_head,
+                              m->good->checkout,
+                              m->good_ms,
+                              c->disk->fp,
+                              changed,
+                              changed && m->restart_ms && restarted(c)};
+    whoami_refusal_broken(&told, &b, detail, detlen);
+    show(st, m, "broken", detail, c->disk->fp ? c->disk->fp->hash : NULL);
+    return WHOAMI_BROKEN;
+}
+
 int whoami_inside(const char *folder, const char *worktree)
 {
     size_t n = strlen(worktree);
@@ -295,6 +369,8 @@ static int decide_answer(const struct whoami_case *c, int fresh, struct whoami_s
         show(st, m, "app-error", detail, NULL);
         return WHOAMI_APP_ERROR;
     }
+    if (failing(m) && m->good && good_here(c))
+        return decide_broken(c, st, want, detail, detlen);
     if (m->result == WF_OK && m->status != 200 && !m->ans) {
         if (c->cfg->trust_registry)
             return decide_trusted(c, st, want, detail, detlen);
@@ -336,7 +412,7 @@ int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
     /* A server we asked to restart answers nothing, or not in time, for a
      * while: only its new process's fresh answer counts, within
      * start_timeout. */
-    if (restarting(c) && !(fresh && (m->ans || trusted_restarted_404(c))))
+    if (restarting(c) && !(fresh && (m->ans || trusted_restarted_404(c) || restarted_failing(c))))
         return fresh ? WA_RETRY : WA_FETCH;
     if (silent(m)) {
         if (!fresh)
@@ -347,7 +423,8 @@ int whoami_decide(const struct whoami_case *c, struct whoami_status *st,
                  c->target->checkout, m->problem);
         return WHOAMI_UNREACHABLE;
     }
-    if (failing(m) && (restarting(c) || c->now_ms - c->since_ms < c->cfg->reload_grace_ms))
+    if (failing(m) &&
+        ((restarting(c) && !restarted(c)) || c->now_ms - c->since_ms < c->cfg->reload_grace_ms))
         return fresh ? WA_RETRY : WA_FETCH;
     return decide_answer(c, fresh, st, want, detail, detlen);
 }

@@ -55,6 +55,13 @@ struct whoami_memory {
     /* Its error answer's Python traceback's last lines: its app fails to
      * load (whoami_traceback_tail); NULL none. */
     const char *traceback;
+    /* The last usable answer it gave before its newest exchange, which
+     * gave none, and when that answer was asked; NULL none. A server that
+     * answered until its files changed and now answers an error was broken
+     * by the change, not one without a middleware. */
+    const struct whoami_answer *good;
+    long long good_ms;
+    const char *error_head; /* its error answer's first lines (whoami_error_head); "" none */
 };
 
 /* The fingerprint of the checkout on disk, once WA_DISK asked for it. */

@@ -44,6 +44,8 @@ static void server_free(struct whoami_server *s)
         LIST_REMOVE(s, link);
     if (s->have_ans)
         whoami_answer_free(&s->ans);
+    if (s->have_good)
+        whoami_answer_free(&s->good);
     free(s);
 }
 
@@ -174,17 +176,31 @@ void whoami_gate_ask(struct whoami_server *s)
 #define OFF "wtproxy-whoami: off: "
 #define OFF_LEN (sizeof OFF - 1)
 
+/* The usable answer s had becomes its good one (decide.h): what it
+ * answered before, once an exchange gives none. */
+static void keep_good(struct whoami_server *s)
+{
+    if (!s->have_ans)
+        return;
+    if (s->have_good)
+        whoami_answer_free(&s->good);
+    s->good = s->ans;
+    s->good_ms = s->ans_ms;
+    s->have_good = 1;
+    s->have_ans = 0;
+}
+
 /* Keep the outcome: a usable answer parsed, or why there is none. */
 static void keep(struct whoami_server *s, const struct whoami_fetch_reply *r)
 {
-    if (s->have_ans)
-        whoami_answer_free(&s->ans);
-    s->have_ans = 0;
+    keep_good(s);
     s->have = 1;
     s->res = *r;
     s->res.body = NULL;
     s->res.error = NULL;
-    s->problem[0] = s->traceback[0] = '\0';
+    s->problem[0] = s->traceback[0] = s->error_head[0] = '\0';
+    if (r->result == WF_OK && r->status >= 500)
+        whoami_error_head(r->body, r->len, s->error_head, sizeof s->error_head);
     if (r->result != WF_OK) {
         snprintf(s->problem, sizeof s->problem, "%s", r->error);
     } else if (r->status != 200 && r->len > OFF_LEN && !memcmp(r->body, OFF, OFF_LEN)) {
@@ -197,9 +213,10 @@ static void keep(struct whoami_server *s, const struct whoami_fetch_reply *r)
         snprintf(s->problem, sizeof s->problem, "its app fails to load");
     } else if (r->status == 200) {
         char err[256];
-        if (whoami_answer_parse(r->body, r->len, &s->ans, err, sizeof err) == 0)
+        if (whoami_answer_parse(r->body, r->len, &s->ans, err, sizeof err) == 0) {
             s->have_ans = s->answered = 1;
-        else
+            s->ans_ms = s->asked_ms;
+        } else
             snprintf(s->problem, sizeof s->problem, "%s", err);
     }
 }
@@ -415,9 +432,8 @@ void whoami_server_restarted(struct whoami_server *s, const char *why)
         if (s->g && !TAILQ_EMPTY(&s->waiters))
             ask_soon(s, WHOAMI_POLL_MS);
     }
-    if (s->have_ans)
-        whoami_answer_free(&s->ans);
-    s->have = s->have_ans = 0;
+    keep_good(s); /* what the old process answered: the new one's error is judged by it */
+    s->have = 0;
     whoami_recheck_stop(s); /* verify.c probes the new process once ready */
     show_unchecked(s, why);
 }

@@ -57,6 +57,7 @@ enum whoami_verdict {
     WHOAMI_INVALID,     /* whoami-invalid: its answer is unusable */
     WHOAMI_UNREACHABLE, /* it does not answer at all, past reload_grace */
     WHOAMI_APP_ERROR, /* its app fails to load: it answers a Python traceback, past reload_grace */
+    WHOAMI_BROKEN,    /* it answered /__whoami until its files changed, now an error status */
 };
 
 /* The X-Wtproxy-Refused value of a refusal ("checkout-mismatch", ...). */
@@ -94,7 +95,9 @@ struct whoami_status {
     /* "verified", "trusted", "stale", "mismatch", "no-whoami", "invalid";
      * "unchecked": its server is new and not asked yet; "changed": the
      * code on disk changed since it was verified and it is asked again
-     * (recheck.c), "taking-in" while its answer says taking_in */
+     * (recheck.c), "taking-in" while its answer says taking_in; "app-error":
+     * it answers a Python traceback; "broken": it answered until its files
+     * changed and now answers an error status (decide.c) */
     char state[16];
     char detail[1024];       /* the reason, a sentence for people */
     char checkout[PATH_MAX]; /* the checkout the server said it serves */

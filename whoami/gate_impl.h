@@ -39,6 +39,13 @@ struct whoami_server {
                                     * unless that ask gets an answer (whoami_gate_forget) */
     struct whoami_answer ans;
     int have_ans;
+    long long ans_ms; /* when the exchange behind ans began */
+    /* Its last usable answer before the newest, kept while it gives none
+     * (decide.h's good): a restart keeps it too. */
+    struct whoami_answer good;
+    int have_good;
+    long long good_ms;
+    char error_head[512];       /* res's error body's first lines (whoami_error_head), "" none */
     long long asked_ms;         /* when the exchange behind res began */
     long long restart_ms;       /* when we asked its wrapper to restart it, 0 not */
     long long restart_start_ms; /* its registration's start_ms then */

@@ -70,7 +70,10 @@ int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
                               0,
                               0,
                               {NULL, 0},
-                              s->traceback[0] ? s->traceback : NULL};
+                              s->traceback[0] ? s->traceback : NULL,
+                              s->have_good ? &s->good : NULL,
+                              s->good_ms,
+                              s->error_head};
     struct whoami_disk disk = {NULL, 0, NULL, ""};
     struct whoami_case c = {&g->cfg, &s->t, &m, NULL, since, whoami_gate_now(g), no_restart};
     struct whoami_disk_want want = {NULL, NULL};

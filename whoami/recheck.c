@@ -26,11 +26,13 @@
 #define EDIT_ASK_MAX_MS 2000
 
 /* Statuses that say what the server serves, which an edit makes untrue
- * (or true again: an edit undone makes a stale server verified). */
+ * (or true again: an edit undone makes a stale server verified, a fix
+ * saved a broken one). */
 static int outdated_by_edits(const struct whoami_status *st)
 {
     return strcmp(st->state, "verified") == 0 || strcmp(st->state, "changed") == 0 ||
-           strcmp(st->state, "taking-in") == 0 || strcmp(st->state, "stale") == 0;
+           strcmp(st->state, "taking-in") == 0 || strcmp(st->state, "stale") == 0 ||
+           strcmp(st->state, "broken") == 0;
 }
 
 /* Shown while the recheck waits: its last answer's checkout and hash,
@@ -65,7 +67,13 @@ static void show_waiting(struct whoami_server *s)
         show(s, "taking-in", detail);
         return;
     }
-    if (s->have && s->res.result != WF_OK)
+    if (s->have && s->res.result == WF_OK && s->res.status >= 500 && !s->have_ans)
+        snprintf(detail, sizeof detail,
+                 "code changed on disk at %s; its server answers /__whoami with HTTP %d now, as "
+                 "while an autoreloader takes an edit in; asking again (broken once reload_grace "
+                 "has passed)",
+                 at, s->res.status);
+    else if (s->have && s->res.result != WF_OK)
         snprintf(detail, sizeof detail,
                  "code changed on disk at %s; its server does not answer /__whoami now (%s), "
                  "as while an autoreloader restarts it; asking again",
@@ -186,14 +194,17 @@ static void begin(struct whoami_server *s, const char *hash, long long changed_m
 }
 
 /* Whether s is shown as serving root's code under p: its answer says so
- * (verified, stale), or it is being rechecked for root while it does
- * not answer (an autoreloader restarting it). */
+ * (verified, stale), or its last one did (broken), or it is being
+ * rechecked for root while it does not answer (an autoreloader
+ * restarting it). */
 static int serves(const struct whoami_server *s, const char *root, const struct whoami_patterns *p)
 {
     if (s->released || !outdated_by_edits(&s->st))
         return 0;
     if (s->have_ans)
         return strcmp(s->ans.checkout, root) == 0 && whoami_patterns_same(&s->ans.patterns, p);
+    if (strcmp(s->st.state, "broken") == 0 && s->have_good) /* judged by its last answer's files */
+        return strcmp(s->good.checkout, root) == 0 && whoami_patterns_same(&s->good.patterns, p);
     return s->edit_ms && s->t.checkout && strcmp(s->t.checkout, root) == 0;
 }
 

@@ -550,6 +550,71 @@ void whoami_refusal_app_error(const struct whoami_target *t, int status, const c
              traceback);
 }
 
+/* What to do about a server that broke: wtproxy's restart where it
+ * restarts it (after a change), else the user's fix and save, else a
+ * restart by hand. */
+static void broken_fix(const struct whoami_target *t, const struct whoami_broken *b, char *out,
+                       size_t outlen)
+{
+    char now[PATH_MAX + 1400];
+    reload_hint(t, now, sizeof now);
+    if (b->restarted)
+        snprintf(out, outlen,
+                 "wtproxy restarted it after the change, and its new process answers HTTP %d "
+                 "too: the error is in its files. Fix the error and save (wtproxy restarts it at "
+                 "the next request after that), or restart it by hand: %s",
+                 b->status, now);
+    else if (t->restart_on_stale && b->changed)
+        snprintf(out, outlen,
+                 "wtproxy restarts it at the next request to it (it runs with "
+                 "--restart-on-stale); or fix the error and save, or restart it now: %s",
+                 now);
+    else
+        snprintf(out, outlen,
+                 "Fix the error and save (a server that reloads itself is then served again), "
+                 "or restart it: %s",
+                 now);
+}
+
+/* What broke it: "until its files changed (1 file: x), and now answers
+ * it with HTTP 500: the change broke it", or, no file its fingerprint
+ * covers having changed, since when it answered. */
+static void broken_cause(const struct whoami_broken *b, char *out, size_t outlen)
+{
+    char files[1024], named[1100] = "", at[16];
+    if (!b->changed) {
+        host_time_of_day(b->good_ms, at, sizeof at);
+        snprintf(out, outlen,
+                 "until %s, and now answers it with HTTP %d, though no file its fingerprint "
+                 "covers changed since: a file it does not fingerprint, or its own trouble, broke "
+                 "it",
+                 at, b->status);
+        return;
+    }
+    size_t n = whoami_refusal_newer_files(b->disk, b->good_ms, files, sizeof files);
+    if (n)
+        snprintf(named, sizeof named, " (%zu file%s: %s)", n, n == 1 ? "" : "s", files);
+    snprintf(out, outlen,
+             "until its files changed%s, and now answers it with HTTP %d: the change "
+             "broke it",
+             named, b->status);
+}
+
+void whoami_refusal_broken(const struct whoami_target *t, const struct whoami_broken *b, char *out,
+                           size_t outlen)
+{
+    char cause[1300], fix[PATH_MAX + 1700];
+    broken_cause(b, cause, sizeof cause);
+    broken_fix(t, b, fix, sizeof fix);
+    snprintf(out, outlen,
+             "%s (the server of %s, pid %d%s%s) answered GET /__whoami for %s %s (its /__whoami "
+             "is not missing). %s:\n%s\n%s",
+             t->name, t->checkout[0] ? t->checkout : "the default backend", (int)t->pid,
+             t->command && t->command[0] ? ": " : "", t->command ? t->command : "", b->checkout,
+             cause, b->head[0] ? "The first lines of its answer" : "Its answer",
+             b->head[0] ? b->head : "(an empty body)", fix);
+}
+
 void whoami_refusal_no_whoami(const struct whoami_target *t, int status, const char *said,
                               char *out, size_t outlen)
 {

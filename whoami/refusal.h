@@ -43,6 +43,21 @@ void whoami_refusal_no_whoami(const struct whoami_target *t, int status, const c
 void whoami_refusal_app_error(const struct whoami_target *t, int status, const char *traceback,
                               char *out, size_t outlen);
 
+/* A server that answered /__whoami and now answers it with an error. */
+struct whoami_broken {
+    int status;                   /* the error's HTTP status */
+    const char *head;             /* its body's first lines, "" none */
+    const char *checkout;         /* the checkout its last usable answer named */
+    long long good_ms;            /* when that answer was asked */
+    const struct whoami_fp *disk; /* its files now */
+    int changed;                  /* they changed since: the change broke it */
+    int restarted;                /* wtproxy restarted it since, and its new process fails too */
+};
+
+/* t answered /__whoami until b->good_ms and now answers it with an error. */
+void whoami_refusal_broken(const struct whoami_target *t, const struct whoami_broken *b, char *out,
+                           size_t outlen);
+
 /* t's answer is unusable: problem says how. */
 void whoami_refusal_invalid(const struct whoami_target *t, const char *problem, char *out,
                             size_t outlen);

@@ -129,4 +129,10 @@ void whoami_answer_free(struct whoami_answer *a);
  * into out. */
 int whoami_traceback_tail(const char *body, size_t len, char *out, size_t outlen);
 
+/* The first lines of an error answer's body (len bytes) with text in
+ * them, an HTML page's as its text, into out (error_head.c): what a
+ * refusal quotes of a server that answers /__whoami with an error. 1 when
+ * there is any, else 0 (out ""). */
+int whoami_error_head(const char *body, size_t len, char *out, size_t outlen);
+
 #endif

@@ -6,6 +6,7 @@
  * from the row. */
 #include "../../host/clock.c"
 #include "../../whoami/decide.c"
+#include "../../whoami/error_head.c"
 #include "../../whoami/glob.c"
 #include "../../whoami/kind.c"
 #include "../../whoami/refusal.c"
@@ -223,6 +224,13 @@ static const char *command;
 /* the last lines of the Python traceback its error answer holds; NULL none */
 static const char *traceback;
 
+/* The hash of its last usable answer before the newest exchange, which
+ * gave none, and when it was asked, relative to T; NULL none. */
+static const char *good_hash;
+static long long good_at;
+/* the first lines of its error answer */
+static const char *error_head = "";
+
 /* The patterns the disk was fingerprinted under, the last time asked. */
 static const struct whoami_patterns *used_patterns;
 
@@ -258,6 +266,9 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
     ans.patterns = (struct whoami_patterns){answer_include, 1, NULL, 0};
     ans.taking_in_ms = r->taking_in ? T + r->taking_in : 0;
     ans.no_reloader = r->no_reloader;
+    struct whoami_answer good = ans;
+    snprintf(good.checkout, sizeof good.checkout, "%s", WT);
+    snprintf(good.hash, sizeof good.hash, "%s", good_hash ? good_hash : "");
     struct whoami_memory m = {r->have,
                               r->result,
                               r->status,
@@ -276,7 +287,10 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               0,
                               0,
                               {NULL, 0},
-                              traceback};
+                              traceback,
+                              good_hash ? &good : NULL,
+                              T + good_at,
+                              error_head};
     struct whoami_fp fp = {H_DISK, r->disk == DISK_NEWER_FILE ? 2 : 1, disk_files, 0};
     struct whoami_disk disk = {r->disk == DISK_UNREADABLE ? NULL : &fp,
                                r->changed ? T + r->changed : 0, "No such file or directory",
@@ -538,6 +552,93 @@ static void check_app_error(void)
                "a 500 without a traceback, never answered: no-whoami, as before");
 }
 
+/* hugo server after an atomic-rename save: verified, then every path,
+ * /__whoami too, answers 500 without a traceback. Broken by the change,
+ * not without a middleware: waited for within reload_grace, restarted
+ * once with --restart-on-stale, else (and after that restart) said with
+ * its error's first lines and the fix. */
+static void check_broken(void)
+{
+    struct whoami_status st = {0};
+    enum expect_patterns used;
+    char detail[4096] = "";
+    struct row r = {.name = "broken by a change",
+                    .have = 1,
+                    .result = WF_OK,
+                    .status = 500,
+                    .ans = NO_ANS,
+                    .asked = -10,
+                    .since = -100,
+                    .answered = 1,
+                    .disk = DISK_OK,
+                    .changed = -1000};
+    good_hash = H_OLD;
+    good_at = -2000;
+    error_head = "ERROR 2026/12/07 render: template: index.html:3: unexpected \"}\"";
+    int d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WA_RETRY, __FILE__, __LINE__, "within reload_grace: waited for");
+    r.since = -4000;
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WHOAMI_BROKEN, __FILE__, __LINE__, "past reload_grace: broken by the change");
+    tap_ok(strcmp(st.state, "broken") == 0 && strstr(detail, "until its files changed") &&
+               strstr(detail, "HTTP 500: the change broke it") &&
+               strstr(detail, "\nERROR 2026/12/07 render: template: index.html:3") &&
+               strstr(detail, "Fix the error and save") && !strstr(detail, "middleware"),
+           __FILE__, __LINE__,
+           "said with its error's first lines and the fix, never the middleware");
+    tap_ok(strcmp(whoami_verdict_reason(WHOAMI_BROKEN), "backend-not-ready") == 0, __FILE__,
+           __LINE__, "its reason is a failed server's");
+    good_hash = H_DISK; /* an edit undone: the same files, changed since it answered */
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WHOAMI_BROKEN, __FILE__, __LINE__, "an edit undone since: still broken by it");
+    r.changed = -3000; /* nothing changed since it answered */
+    r.restart_on_stale = 1;
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WHOAMI_BROKEN, __FILE__, __LINE__,
+               "its fingerprinted files unchanged since it answered: broken, not restarted");
+    tap_ok(strstr(detail, "though no file its fingerprint covers changed since") &&
+               !strstr(detail, "wtproxy restarts it") && !strstr(detail, "middleware"),
+           __FILE__, __LINE__, "said so, never as a server without the middleware");
+    r.changed = -1000;
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WA_RESTART, __FILE__, __LINE__, "--restart-on-stale: restarted once");
+    r.restart = -500; /* sent after the change; its new process answered 500 too */
+    r.asked = -100;
+    started = -300;
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WHOAMI_BROKEN, __FILE__, __LINE__,
+               "its restarted process answers 500 too: refused at once, not restarted again");
+    tap_ok(strstr(detail, "wtproxy restarted it after the change") != NULL, __FILE__, __LINE__,
+           "the refusal says it was restarted");
+    r.changed = -200; /* the fix saved since that restart */
+    d = run(&r, &st, &used, detail, sizeof detail);
+    tap_is_int(d, WA_RESTART, __FILE__, __LINE__, "a change since that restart: restarted again");
+    started = 0;
+    good_hash = NULL;
+    error_head = "";
+}
+
+/* What a refusal quotes of an error answer: its first lines of text, an
+ * HTML error page's as its text. */
+static void check_error_head(void)
+{
+    static const char page[] =
+        "<!DOCTYPE html>\n<html><head><title>x</title>\n<style>\nbody { color: red; }\n</style>"
+        "</head>\n<body>\n  <h1>Error</h1>\n<pre>template: index.html:3: unexpected &quot;}&quot; "
+        "in &lt;if&gt;</pre>\n\n<p>a</p>\n<p>b</p>\n<p>c</p>\n</body></html>\n";
+    char out[512];
+    tap_ok(whoami_error_head(page, sizeof page - 1, out, sizeof out) &&
+               strcmp(out, "Error\ntemplate: index.html:3: unexpected \"}\" in <if>\na\nb") == 0,
+           __FILE__, __LINE__, "an HTML page: its text's first four lines");
+    if (strcmp(out, "Error\ntemplate: index.html:3: unexpected \"}\" in <if>\na\nb") != 0)
+        printf("#   got: %s\n", out);
+    tap_ok(whoami_error_head("Internal Server Error", 21, out, sizeof out) &&
+               strcmp(out, "Internal Server Error") == 0,
+           __FILE__, __LINE__, "a line of text, as it is");
+    tap_ok(!whoami_error_head(NULL, 0, out, sizeof out) && out[0] == '\0', __FILE__, __LINE__,
+           "an empty body: none");
+}
+
 int main(void)
 {
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
@@ -548,6 +649,8 @@ int main(void)
     check_trusted_kinds();
     check_restarted_stale();
     check_app_error();
+    check_broken();
+    check_error_head();
     tap_ok(strcmp(whoami_verdict_reason(WHOAMI_STALE), "stale-code") == 0 &&
                strcmp(whoami_verdict_reason(WHOAMI_MISMATCH), "checkout-mismatch") == 0,
            __FILE__, __LINE__, "verdicts name their X-Wtproxy-Refused reason");

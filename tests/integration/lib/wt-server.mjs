@@ -2,6 +2,7 @@
 // (100-149), started by `wtproxy run -- node wt-server.mjs {port} ...`.
 //
 //   node wt-server.mjs PORT [--reloader] [--pids FILE] [--delay MS] [--stale-while FILE]
+//                           [--fail-while FILE] [--broken-by FILE]
 //
 // Answers every request with JSON {worktree, port, pid}: worktree from
 // $WTPROXY_WORKTREE, so a test sees which worktree's server a request
@@ -23,7 +24,11 @@
 // does (a compile stuck for good). --fail-root N answers / with status
 // N and an error line, the app's own. --stale-while FILE: a process started
 // while FILE exists answers a hash no disk has, as one that loaded older
-// code than its files (Python's stale bytecode) does.
+// code than its files (Python's stale bytecode) does. --fail-while FILE
+// answers every request, /__whoami too, with a 500 and an error page
+// while FILE exists, as a server whose code an edit broke; --broken-by
+// FILE does once FILE changed after the process started, which its
+// restart cures (hugo server after an atomic-rename save).
 import http from 'node:http';
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
@@ -48,6 +53,15 @@ function whoamiAt(argv) {
   return answer.then((text) => JSON.stringify({ ...JSON.parse(text), taking_in: { since } }));
 }
 
+// Whether this process answers every request with its error now:
+// --fail-while's FILE exists, or --broken-by's changed since it started.
+function broken(argv, startedMs) {
+  const at = (flag) => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : null);
+  if (at('--fail-while') && fs.existsSync(at('--fail-while'))) return true;
+  const by = at('--broken-by');
+  return Boolean(by && fs.existsSync(by) && fs.statSync(by).mtimeMs > startedMs);
+}
+
 const args = process.argv.slice(2);
 const port = Number(args[0]);
 const pidsAt = args.indexOf('--pids');
@@ -62,7 +76,15 @@ if (args.includes('--reloader')) {
 } else {
   const whoami = whoamiAt(args);
   const failRoot = args.includes('--fail-root') ? Number(args[args.indexOf('--fail-root') + 1]) : 0;
+  const startedMs = Date.now();
   const server = http.createServer((req, res) => {
+    if (broken(args, startedMs)) {
+      const page = '<html><head><style>p { color: red }</style></head><body>\n' +
+        '<h1>Error: failed to render pages</h1>\n<p>layouts/index.html:3: unexpected &quot;}&quot;</p>\n</body></html>\n';
+      res.writeHead(500, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(page) });
+      res.end(page);
+      return;
+    }
     if (serveWhoami(req, res, whoami)) return;
     if (req.url.startsWith('/__reload')) {
       // An autoreloader's gap: stop listening while this process lives,
