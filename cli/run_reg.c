@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "front.h"
 #include "host.h"
+#include "wtfile.h"
 
 /* Send req (consumed; NULL means json_pack ran out of memory) without
  * starting a daemon unless asked. Returns 0 when the daemon said ok, 1 when it
@@ -87,11 +89,29 @@ static void serve_args(json_t *listen, int front, char *out, size_t len)
     add_listen(out, len, &used, front);
 }
 
+/* Whether r's worktree's .wtproxy declares r's front: its tests call
+ * that port, so a daemon listening elsewhere is what is wrong. */
+static int front_declared(const struct cli_run *r)
+{
+    struct cli_wtproxy w;
+    int fronts[WTFILE_MAX_SERVICES], n = 0;
+    if (cli_wtproxy_read(r->worktree, &w) == 0 && w.file)
+        n = cli_wtproxy_fronts(&w, NULL, fronts);
+    int declared = 0;
+    for (int i = 0; i < n && w.file; i++)
+        declared |= fronts[i] == r->front;
+    cli_wtproxy_free(&w);
+    return declared;
+}
+
 /* A front port the daemon does not listen on takes the registration but
  * never a request (an app whose URL is on 18000, run without --front
  * 18000): said before the server starts, with the flag that fixes it. A
  * server the daemon started itself (from a .wtproxy: the daemon is its
- * parent) has the right front; the daemon's listen is what is wrong. */
+ * parent), or whose front the .wtproxy declares, has the right front; the
+ * daemon's listen is what is wrong (a daemon started on 8711 for 8710:
+ * the --front 8711 offered would move the server off the port its tests
+ * call, and Playwright waited 60 s on 8710). */
 static void warn_unheard_front(const struct cli_run *r)
 {
     char err[256];
@@ -113,7 +133,16 @@ static void warn_unheard_front(const struct cli_run *r)
                     "/dev/null; wtproxy serve%s (or one listen = line per port in its config "
                     "file)\n",
                     daemon, r->worktree, r->front, all ? all : "?", daemon, daemon, serve);
-        else
+        else if (front_declared(r)) {
+            char line[PATH_MAX + 2048];
+            cli_serve_cmd(reply, &r->front, 1, line, sizeof line);
+            fprintf(stderr,
+                    "wtproxy: warning: the daemon (pid %ld) listens on %s, not on port %d, the "
+                    "front %s/.wtproxy declares for this server: no request reaches it there. "
+                    "Make the daemon listen on it too (its servers are adopted): kill %ld && "
+                    "tail --pid=%ld -f /dev/null; %s\n",
+                    daemon, all ? all : "?", r->front, r->worktree, daemon, daemon, line);
+        } else
             fprintf(stderr,
                     "wtproxy: warning: the daemon (pid %lld) listens on %s, not on port %d: "
                     "no request reaches a server registered on front %d; to serve the "

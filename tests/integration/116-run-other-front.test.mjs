@@ -80,6 +80,27 @@ test('wtproxy run on a front the daemon does not listen on: warned, and the 503 
   sanitizerClean(assert, px.stderr());
 });
 
+// The daemon started on another port than the one the worktree's
+// .wtproxy declares (a typo: 8711 for 8710): the warning offered
+// `wtproxy run --front 8711`, moving the server off the port its tests
+// call, and Playwright waited 60 s on 8710. The daemon's listen is what
+// is wrong: its restart with both ports.
+test('wtproxy run on the .wtproxy\'s front, which the daemon does not listen on: the daemon\'s restart, not another front', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const front = px.port === 8710 ? 8711 : 8710;
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ./serve {port}\nfront = ${front}\n`);
+  const run = startRun(t, tmp, { cwd: tmp.wt.a });
+  await run.ready;
+  const warning = run.stderr().split('\n').find((l) => l.startsWith('wtproxy: warning: the daemon')) ?? '';
+  assert.ok(warning.startsWith(`wtproxy: warning: the daemon (pid ${px.proc.pid}) listens on ["127.0.0.1:${px.port}"], not on port ${front}, ` +
+    `the front ${tmp.wt.a}/.wtproxy declares for this server: no request reaches it there. Make the daemon listen on it too ` +
+    `(its servers are adopted): kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; setsid -f `), run.stderr());
+  assert.match(warning, new RegExp(` serve .*--listen ${px.port} --listen ${front} >>`), warning);
+  assert.doesNotMatch(warning, /wtproxy run --front/, warning);
+  sanitizerClean(assert, px.stderr());
+});
+
 test('a server rightly on its own front is named as a fact, not guessed to lack --front', async (t) => {
   const tmp = makeWorktrees(t, ['a']);
   const px = await startDaemon(t, tmp, ['--listen', '127.0.0.1:0', '--listen', '127.0.0.1:0'], { listeners: 2 });
