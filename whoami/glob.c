@@ -100,7 +100,31 @@ int whoami_patterns_select(const struct whoami_patterns *p, const char *path)
     return any_match(p->include, p->n_include, path) && !any_match(p->exclude, p->n_exclude, path);
 }
 
-int whoami_patterns_prune(const struct whoami_patterns *p, const char *dir)
+/* Whether pattern could match a path strictly below the folder dir: its
+ * leading components, matched one by one against dir's, do not fail before
+ * a "**" (which could take in anything) nor before dir's run out with a
+ * component of the pattern left for what is below. Never 0 wrongly, which
+ * would leave files out; 1 for a left component no name matches ("a/" ends
+ * in an empty one), which only costs a walk. */
+static int may_match_below(const char *pattern, const char *dir)
+{
+    const char *pend = pattern + strlen(pattern), *dend = dir + strlen(dir);
+    const char *p = pattern < pend ? pattern : NULL;
+    for (const char *d = dir < dend ? dir : NULL; d; d = comp_next(d, dend)) {
+        if (!p)
+            return 0; /* the pattern ends at dir or above it */
+        if (is_dstar(p, pend))
+            return 1;
+        if (!match_component(p, comp_end(p, pend), d, comp_end(d, dend)))
+            return 0;
+        p = comp_next(p, pend);
+    }
+    return p != NULL;
+}
+
+/* An exclude that is a pattern P then a last component "**", with P
+ * matching dir, excludes everything below it. */
+static int excluded_below(const struct whoami_patterns *p, const char *dir)
 {
     const char *dend = dir + strlen(dir);
     for (size_t i = 0; i < p->n_exclude; i++) {
@@ -110,6 +134,16 @@ int whoami_patterns_prune(const struct whoami_patterns *p, const char *dir)
             return 1;
     }
     return 0;
+}
+
+int whoami_patterns_prune(const struct whoami_patterns *p, const char *dir)
+{
+    if (excluded_below(p, dir))
+        return 1;
+    for (size_t i = 0; i < p->n_include; i++)
+        if (may_match_below(p->include[i], dir))
+            return 0;
+    return 1;
 }
 
 static int same_list(char **a, size_t na, char **b, size_t nb)

@@ -40,9 +40,10 @@ int whoami_glob_match(const char *pattern, const char *path);
  * exclude. 1 or 0. */
 int whoami_patterns_select(const struct whoami_patterns *p, const char *path);
 
-/* Whether the folder dir need not be walked: an exclude that is a pattern
- * P then a last component "**", with P matching dir, excludes everything
- * below it (PROTOCOL.md, "Pruning"). */
+/* Whether the folder dir need not be walked nor watched: an exclude that is
+ * a pattern P then a last component "**", with P matching dir, excludes
+ * everything below it, or no include can match a path below it (`vendor`
+ * when every include starts with `apps/web`) (PROTOCOL.md, "Pruning"). */
 int whoami_patterns_prune(const struct whoami_patterns *p, const char *dir);
 
 /* Whether a and b are the same lists, in the same order. 1 or 0. */

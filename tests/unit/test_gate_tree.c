@@ -7,7 +7,8 @@
  * reads it does not walk the tree on the loop: the worker sets the
  * watches again, and a change whose event was lost is in the answer; and
  * a watched tree written to with no question is computed again by itself
- * once quiet, its new hash told once (whoami/recheck.c's cue). */
+ * once quiet, its new hash told once (whoami/recheck.c's cue); and only
+ * the folders an include can reach are watched. */
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -68,16 +69,16 @@ static const char *asked_worktree;
 
 /* Ask until the answer is not pending, running the loop between (at most
  * 10 s). Returns the result; *pendings counts the pending answers. */
-static int ask(struct whoami_trees *ts, const char *root, unsigned long *ticket,
-               const struct whoami_fp **fp, int *pendings)
+static int ask_with(struct whoami_trees *ts, const char *root, const struct whoami_patterns *p,
+                    unsigned long *ticket, const struct whoami_fp **fp, int *pendings)
 {
     long long changed;
     char err[256];
     time_t end = time(NULL) + 10;
     *pendings = 0;
     for (;;) {
-        int r = whoami_tree_get(ts, root, &py, 1, ticket, fp, &changed, &asked_worktree, err,
-                                sizeof err);
+        int r =
+            whoami_tree_get(ts, root, p, 1, ticket, fp, &changed, &asked_worktree, err, sizeof err);
         if (r != WT_PENDING || time(NULL) > end)
             return r;
         ++*pendings;
@@ -85,6 +86,12 @@ static int ask(struct whoami_trees *ts, const char *root, unsigned long *ticket,
         while (ready_calls == before && time(NULL) <= end)
             event_base_loop(base, EVLOOP_ONCE);
     }
+}
+
+static int ask(struct whoami_trees *ts, const char *root, unsigned long *ticket,
+               const struct whoami_fp **fp, int *pendings)
+{
+    return ask_with(ts, root, &py, ticket, fp, pendings);
 }
 
 static void check_mode(int use_inotify)
@@ -235,6 +242,56 @@ static void check_overflow(void)
     whoami_trees_free(ts);
 }
 
+#define VENDOR_FOLDERS 50
+static struct whoami_patterns web = {(char *[]){"apps/web/**", "package.json"}, 2, NULL, 0};
+
+/* A monorepo whose server's includes reach one app: the folders no include
+ * can reach (vendor/, the other app) are not watched, and a file written
+ * in a folder made inside the app afterwards is still seen. */
+static void check_includes(void)
+{
+    char root[600], sub[700], want[WHOAMI_HASH_SIZE] = "";
+    struct whoami_trees *ts = whoami_trees_new(base, 1, ready, NULL, NULL);
+    const struct whoami_fp *fp = NULL, *got = NULL;
+    unsigned long ticket = 0;
+    int pendings;
+    snprintf(root, sizeof root, "%s/mono", dir);
+    const char *folders[] = {"",          "/apps",         "/apps/web", "/apps/web/src",
+                             "/apps/api", "/apps/api/src", "/vendor"};
+    for (size_t i = 0; i < sizeof folders / sizeof *folders; i++) {
+        snprintf(sub, sizeof sub, "%s%s", root, folders[i]);
+        mkdir(sub, 0755);
+    }
+    for (int i = 0; i < VENDOR_FOLDERS; i++) {
+        snprintf(sub, sizeof sub, "%s/vendor/p%d", root, i);
+        mkdir(sub, 0755);
+    }
+    write_under(root, "apps/web/src/main.js", "1\n");
+    write_under(root, "apps/api/src/main.js", "1\n");
+    int r = ask_with(ts, root, &web, &ticket, &fp, &pendings);
+    struct tree *t = ts->n ? ts->tree[ts->n - 1] : NULL;
+    ok(r == WT_READY && fp->n == 1 && t && t->nwatch == 4,
+       "includes: 4 folders watched of %d (the root, apps, apps/web, apps/web/src): %zu",
+       VENDOR_FOLDERS + 7, t ? t->nwatch : 0);
+
+    snprintf(sub, sizeof sub, "%s/apps/web/new", root);
+    mkdir(sub, 0755);
+    ticket = 0;
+    ask_with(ts, root, &web, &ticket, &fp, &pendings);
+    write_under(root, "apps/web/new/b.js", "2\n");
+    struct whoami_fp disk;
+    char err[256];
+    if (whoami_fp_compute(root, &web, NULL, &disk, err, sizeof err) == 0) {
+        memcpy(want, disk.hash, WHOAMI_HASH_SIZE);
+        whoami_fp_free(&disk);
+    }
+    ticket = 0;
+    r = ask_with(ts, root, &web, &ticket, &got, &pendings);
+    ok(r == WT_READY && got->n == 2 && strcmp(got->hash, want) == 0 && t->nwatch == 5,
+       "includes: a file in a folder made inside the app later is seen (%zu watched)", t->nwatch);
+    whoami_trees_free(ts);
+}
+
 static int changed_calls;
 static char changed_hash[WHOAMI_HASH_SIZE];
 
@@ -358,6 +415,7 @@ int main(void)
     check_overflow();
     check_settle();
     check_worktree();
+    check_includes();
     event_base_free(base);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

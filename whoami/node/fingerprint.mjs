@@ -2,7 +2,8 @@
 //
 // Paths are Buffers throughout (raw bytes, no Unicode normalisation);
 // entries are examined with lstat, symlinks hashed by their target and
-// never followed, folders that an exclude "P/**" covers not listed at all.
+// never followed, folders that an exclude "P/**" covers, or that no include
+// can reach, not listed at all.
 // Node has no openat, so folders are reached by their full path: a path
 // longer than the system's PATH_MAX fails (ENAMETOOLONG) as an error.
 import crypto from 'node:crypto';
@@ -58,6 +59,28 @@ export function globMatch(pattern, path) {
   }
   while (i < pc.length && isDstar(pc[i])) i++;
   return i === pc.length;
+}
+
+// Whether Buffer pattern could match a path strictly below Buffer folder:
+// its components match folder's up to a "**" or to folder's end, and go on
+// below (glob.c's may_match_below).
+function mayMatchBelow(pattern, folder) {
+  const pc = split(pattern); const dc = split(folder);
+  for (let i = 0; i < dc.length; i++) {
+    if (i === pc.length) return false;
+    if (isDstar(pc[i])) return true;
+    if (!matchComponent(pc[i], dc[i])) return false;
+  }
+  return pc.length > dc.length;
+}
+
+const DSTAR_TAIL = Buffer.from('/**');
+
+// Whether the folder path need not be listed: an exclude "P/**" with P
+// matching it, or no include that can match a path below it.
+function pruned(inc, exc, path) {
+  return exc.some((p) => p.length >= 3 && p.subarray(-3).equals(DSTAR_TAIL) && globMatch(p.subarray(0, -3), path)) ||
+    !inc.some((p) => mayMatchBelow(p, path));
 }
 
 // The patterns as Buffers; throws TypeError naming what is wrong.
@@ -138,9 +161,7 @@ function walk(root, rel, inc, exc, late, records) {
       continue;
     }
     if (st.isDirectory()) {
-      if (!exc.some((p) => p.length >= 3 && p.subarray(-3).equals(Buffer.from('/**')) && globMatch(p.subarray(0, -3), path))) {
-        walk(root, path, inc, exc, late, records);
-      }
+      if (!pruned(inc, exc, path)) walk(root, path, inc, exc, late, records);
     } else if ((st.isFile() || st.isSymbolicLink()) && inc.some((p) => globMatch(p, path)) &&
         !exc.some((p) => globMatch(p, path))) {
       const got = judged(st, path, full, late);

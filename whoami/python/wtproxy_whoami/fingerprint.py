@@ -3,9 +3,10 @@
 The same walk as wtproxy's C (whoami/fingerprint.c): folders are opened
 relative to their parent's descriptor (no path length limit), entries are
 examined with lstat, symlinks are hashed by their target and never
-followed, folders an exclude "P/**" covers are not listed at all. Paths are
-bytes throughout; names come back from os.listdir(fd) as str and are turned
-back into the exact bytes with os.fsencode (PEP 383 makes that lossless).
+followed, folders an exclude "P/**" covers, or no include can reach, are
+not listed at all. Paths are bytes throughout; names come back from
+os.listdir(fd) as str and are turned back into the exact bytes with
+os.fsencode (PEP 383 makes that lossless).
 """
 import errno
 import hashlib
@@ -105,8 +106,26 @@ def selected(include, exclude, path):
         not any(glob_match(p, path) for p in exclude)
 
 
-def pruned(exclude, path):
-    return any(p.endswith(b'/**') and glob_match(p[:-3], path) for p in exclude)
+def _may_match_below(pattern, folder):
+    """Whether pattern could match a path strictly below folder: its
+    components match folder's up to a '**' or to folder's end, and go on
+    below (glob.c's may_match_below)."""
+    pc, dc = _split(pattern), _split(folder)
+    for i, d in enumerate(dc):
+        if i == len(pc):
+            return False
+        if pc[i] == b'**':
+            return True
+        if not _component(pc[i]).fullmatch(d):
+            return False
+    return len(pc) > len(dc)
+
+
+def pruned(include, exclude, path):
+    """Whether the folder path need not be listed: an exclude 'P/**' with P
+    matching it, or no include that can match a path below it."""
+    return any(p.endswith(b'/**') and glob_match(p[:-3], path) for p in exclude) or \
+        not any(_may_match_below(p, path) for p in include)
 
 
 def _digest_file(dfd, name):
@@ -161,7 +180,7 @@ def _walk(dfd, prefix, include, exclude, newer_than_ns, records):
                 raise FingerprintError(f'cannot fingerprint: {e.strerror}') from e
             continue
         if stat.S_ISDIR(st.st_mode):
-            if pruned(exclude, path):
+            if pruned(include, exclude, path):
                 continue
             try:
                 cfd = os.open(bname, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
