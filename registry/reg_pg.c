@@ -23,6 +23,7 @@
 static _Thread_local char last_state[6];
 static _Thread_local int query_timeout_ms; /* 0: wait as long as the server takes */
 static _Thread_local char last_error[1024];
+static _Thread_local int last_late; /* the last failed statement ran out of time */
 
 static const char schema_sql[] =
     "CREATE SCHEMA IF NOT EXISTS " REG_PG_SCHEMA ";"
@@ -227,6 +228,11 @@ const char *reg_pg_last_error(void)
     return last_error;
 }
 
+int reg_pg_last_late(void)
+{
+    return last_late;
+}
+
 void reg_pg_set_query_timeout(int ms)
 {
     query_timeout_ms = ms;
@@ -380,6 +386,7 @@ PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *para
         return r;
     const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     snprintf(last_state, sizeof last_state, "%s", code ? code : "");
+    last_late = late;
     char msg[512];
     one_line(PQerrorMessage(c), msg, sizeof msg);
     query_failed(c, late, msg, code, err, errlen);

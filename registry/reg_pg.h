@@ -70,6 +70,10 @@ const char *reg_pg_last_state(void);
 /* The message of the last failed reg_pg_exec on this thread, "" if none. */
 const char *reg_pg_last_error(void);
 
+/* Whether the last failed reg_pg_exec on this thread ran out of time
+ * (reg_pg_set_query_timeout) rather than failed. */
+int reg_pg_last_late(void);
+
 /* From now on, reg_pg_exec on this thread gives up on a query after ms
  * (0: waits as long as the server takes, the CLI's way). The daemon's
  * PostgreSQL thread sets REG_PG_QUERY_TIMEOUT_MS: a stopped server keeps
