@@ -231,6 +231,30 @@ static int store_differs(struct doc_ctx *c, struct doc_result *r, const int *por
     return 1;
 }
 
+/* The daemon was given no registry while the one before it ran on a
+ * PostgreSQL registry (ping's registry_before, from the state file): a
+ * start pasted in a shell without WTPROXY_REGISTRY runs on the embedded
+ * store, and two machines held one emulator while doctor said ok. Its fix
+ * restarts it on that registry (cli_daemon_flags repeats it). Returns 1
+ * (r set) when so. */
+static int registry_lost(struct doc_ctx *c, struct doc_result *r, const int *ports, int n)
+{
+    const char *was = json_string_value(json_object_get(c->ping, "registry_before"));
+    char prog[256], serve[700], uri[REG_PG_URI_MAX], err[512];
+    if (!was || reg_pg_configured(uri, sizeof uri, err, sizeof err) != 0)
+        return 0; /* this shell's registry: store_differs says how the two differ */
+    doc_set(r, DOC_PROBLEM,
+            "the daemon (pid %lld) runs on the embedded store, given no registry, while the "
+            "daemon before it ran on the PostgreSQL registry %s (its state file says): claims "
+            "made here do not hold against other machines, which may hold the same resources "
+            "now, and they do not see this machine's servers",
+            json_integer_value(json_object_get(c->ping, "pid")), was);
+    host_self_program(prog, sizeof prog, NULL, 0);
+    cli_serve_cmd(c->ping, ports, n, serve, sizeof serve);
+    snprintf(r->fix, sizeof r->fix, "%.256s stop --daemon && %.700s", prog, serve);
+    return 1;
+}
+
 /* The daemon is another build than this doctor (an install over it, a
  * rebuild): it behaves as that build, whatever this one's checks say, until
  * it is restarted. Returns 1 (r set) when it is. */
@@ -270,6 +294,8 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
     int n = wanted_ports(c, ports);
     /* outside a worktree no port is wanted: it starts again on its own */
     if (c->ping && build_differs(c, r, ports, c->have_wt || c->front_given ? n : 0))
+        return;
+    if (c->ping && registry_lost(c, r, ports, c->have_wt || c->front_given ? n : 0))
         return;
     if (!c->have_wt && !c->front_given) {
         daemon_no_front(c, r);

@@ -248,7 +248,10 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
         snprintf(state, sizeof state, "%s/registry.json", dir);
     if (s->control.fd >= 0 && check_inherited_control(s, control, err, errlen) < 0)
         return -1;
-    s->reg = reg_server_new(s->base, control, s->control.fd, state, s->cfg.registry, err, errlen);
+    json_t *flags = proxy_start_flags(s);
+    s->reg =
+        reg_server_new(s->base, control, s->control.fd, state, s->cfg.registry, flags, err, errlen);
+    json_decref(flags);
     if (!s->reg)
         return -1;
     const char *slash = strrchr(state, '/');
