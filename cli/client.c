@@ -413,6 +413,33 @@ static int held_by_another(const char *path, const char *flags, const char *log,
     return 0;
 }
 
+/* Why the last daemon did not start, when the daemon's log ends with its
+ * word (WTP_NOT_STARTED): a registry whose role lacks a right, a state
+ * folder it cannot use. The start said alone failed the same way, and
+ * only the log said why. Returns 1 with the reason in out. */
+static int last_start_failed(const char *log, char *out, size_t len)
+{
+    char tail[LOG_TAIL + 1];
+    int fd = open(log, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    ssize_t n = fd >= 0 && fstat(fd, &st) == 0
+                    ? pread(fd, tail, LOG_TAIL, st.st_size > LOG_TAIL ? st.st_size - LOG_TAIL : 0)
+                    : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    while (n > 0 && tail[n - 1] == '\n')
+        n--;
+    tail[n] = '\0';
+    const char *line = strrchr(tail, '\n'), *word = "wtproxy: " WTP_NOT_STARTED;
+    line = line ? line + 1 : tail;
+    if (strncmp(line, word, strlen(word)) != 0)
+        return 0;
+    snprintf(out, len, "%s", line + strlen(word));
+    return 1;
+}
+
 /* The sentence for no daemon at path: where it looked, and a start that
  * returns at once (in an agent's shell a foreground `wtproxy serve` never
  * returns; setsid -f leaves it running when that shell ends), answering
@@ -423,7 +450,8 @@ static int held_by_another(const char *path, const char *flags, const char *log,
 static void no_daemon(const char *path, char *err, size_t errlen)
 {
     char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
-    char listen[(WTFILE_MAX_SERVICES + 1) * 16], flags[2048];
+    char listen[(WTFILE_MAX_SERVICES + 1) * 16], flags[2048], failed[LOG_TAIL + 1],
+        said[LOG_TAIL + 64] = "";
     const char *config = getenv("WTPROXY_CONFIG");
     if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
         snprintf(log, sizeof log, "%s/daemon.log", dir);
@@ -432,10 +460,12 @@ static void no_daemon(const char *path, char *err, size_t errlen)
     if (held_by_another(path, flags, log, err, errlen))
         return;
     cli_daemon_listen_flags(listen, sizeof listen);
+    if (last_start_failed(log, failed, sizeof failed))
+        snprintf(said, sizeof said, " (the last daemon did not start: %s; fix that first)", failed);
     snprintf(err, errlen,
-             "no daemon answers on %s" CLI_NO_DAEMON_START "setsid -f wtproxy serve "
+             "no daemon answers on %s%s" CLI_NO_DAEMON_START "setsid -f wtproxy serve "
              "--control %s%s%s >>%s 2>&1",
-             path, path, flags, listen, log);
+             path, said, path, flags, listen, log);
 }
 
 /* After a daemon (pid, 0 unknown) closed the connection without a reply:

@@ -394,7 +394,8 @@ int proxy_serve(int argc, char **argv)
          * appears must already find its handler. */
         fprintf(stderr, "wtproxy: cannot install signal handlers\n");
     } else if (open_registry(s, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy: %s\n", err);
+        /* the log's last line: `ls` and doctor quote it (cli/client.c) */
+        fprintf(stderr, "wtproxy: " WTP_NOT_STARTED "%s\n", err);
     } else if (dash_start(s) < 0) { /* before the listeners: a request may come at once */
         fprintf(stderr, "wtproxy: cannot start the dashboard at " WTP_DASH_PREFIX "/: out of "
                         "memory\n");

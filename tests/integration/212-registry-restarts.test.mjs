@@ -11,7 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeWorktrees, startDaemon, cli, sanitizerClean } from './lib/registry.mjs';
 import { startPostgres } from './lib/pg.mjs';
-import { startProxy } from './lib/wtproxy.mjs';
+import { startProxy, wtproxyBin } from './lib/wtproxy.mjs';
+import { runToExit } from './lib/conformance.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -65,5 +66,59 @@ test('a daemon on a registry killed: the start printed carries its --registry (m
   assert.match(daemon.detail, /runs on the embedded store, given no registry, while the daemon before it ran on the PostgreSQL registry/);
   assert.match(daemon.fix, new RegExp(`stop --daemon && setsid -f \\S+ serve .*--registry ${shown}`), daemon.fix);
   assert.doesNotMatch(r.stdout + px.stderr(), /s3cr3t/);
+  sanitizerClean(assert, px.stderr());
+});
+
+test('a registry role without rights: the daemon log, ls, doctor and claim give the GRANT, which works', async (t) => {
+  const pg = await startPostgres(t);
+  const tmp = makeWorktrees(t, ['a']);
+  const env = { XDG_STATE_HOME: path.join(tmp.root, 'state') };
+  const log = path.join(env.XDG_STATE_HOME, 'wtproxy', 'daemon.log');
+  fs.mkdirSync(path.dirname(log), { recursive: true, mode: 0o700 });
+  pg.psql('CREATE DATABASE wtproxy_devtools');
+  pg.psql('CREATE DATABASE wtproxy_fresh');
+  pg.psql('CREATE ROLE wt LOGIN');
+  // The schema made by its owner (postgres); wt has no right on it.
+  let r = await cli(tmp, ['claim', 'first', '--ttl', '1m'], { cwd: tmp.wt.a, env: { WTPROXY_REGISTRY: pg.uri('wtproxy_devtools') } });
+  assert.equal(r.code, 0, r.stderr);
+  const uri = `postgresql://wt@127.0.0.1:${pg.port}/wtproxy_devtools`;
+  const grants = 'GRANT USAGE ON SCHEMA wtproxy TO wt; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA wtproxy TO wt';
+  const fix = `it runs, and the role wt lacks a right on the registry's database wtproxy_devtools; as its owner or a superuser, grant it: psql -h 127.0.0.1 -p ${pg.port} -d wtproxy_devtools -c '${grants}'`;
+
+  // The daemon started as the no-daemon line says, into its log.
+  const serve = await runToExit('/bin/sh', ['-c', `"$0" serve --listen 127.0.0.1:0 --control ${tmp.control} --registry ${uri} >>${log} 2>&1`, wtproxyBin],
+    { env, ms: 20000 });
+  assert.notEqual(serve.code, 0);
+  assert.ok(fs.readFileSync(log, 'utf8').includes(`wtproxy: not started: the registry at host 127.0.0.1 port ${pg.port} failed a query: ERROR:  permission denied for schema wtproxy (SQLSTATE 42501): ${fix}`), fs.readFileSync(log, 'utf8'));
+  r = await cli(tmp, ['ls'], { cwd: tmp.wt.a, env });
+  assert.equal(r.code, 1);
+  assert.ok(r.stderr.includes(`no daemon answers on ${tmp.control} (the last daemon did not start: the registry at host 127.0.0.1 port ${pg.port} failed a query: ERROR:  permission denied for schema wtproxy (SQLSTATE 42501): ${fix}`), r.stderr);
+
+  // doctor's leases check, in a shell on that registry: the GRANT, not "start it".
+  r = await cli(tmp, ['doctor', '--json'], { cwd: tmp.wt.a, env: { ...env, WTPROXY_REGISTRY: uri }, ms: 30000 });
+  const leases = JSON.parse(r.stdout).checks.find((c) => c.name === 'leases');
+  assert.equal(leases.status, 'problem', JSON.stringify(leases));
+  assert.ok(leases.fix.startsWith(fix), leases.fix);
+  assert.doesNotMatch(leases.fix, /does not answer|pg_isready/);
+
+  // The GRANT given is enough: the daemon starts, and claims and mirrors.
+  pg.psql(grants, { db: 'wtproxy_devtools' });
+  const px = await startProxy(t, ['--control', tmp.control, '--registry', uri], { env });
+  r = await cli(tmp, ['claim', 'emu', '--ttl', '1m'], { cwd: tmp.wt.a, env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(pg.psql("SELECT machine <> '' FROM wtproxy.leases WHERE id = 'emu'", { db: 'wtproxy_devtools' }), 't');
+  r = await cli(tmp, ['register', '--port', '5999', '--ttl', '1m', '--no-wait'], { cwd: tmp.wt.a, env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(pg.psql("SELECT entry->>'backend' FROM wtproxy.backends", { db: 'wtproxy_devtools' }), '127.0.0.1:5999');
+  assert.doesNotMatch(px.stderr(), /WARNING|denied/, px.stderr());
+
+  // A first use (no schema yet): CREATE on the database, then it creates it.
+  const fresh = `postgresql://wt@127.0.0.1:${pg.port}/wtproxy_fresh`;
+  r = await cli(tmp, ['claim', 'emu2', '--ttl', '1m'], { cwd: tmp.wt.a, env: { WTPROXY_REGISTRY: fresh } });
+  assert.equal(r.code, 1, r.stderr);
+  assert.ok(r.stderr.includes(`permission denied for database wtproxy_fresh (SQLSTATE 42501): it runs, and the role wt lacks a right on the registry's database wtproxy_fresh; as its owner or a superuser, grant it: psql -h 127.0.0.1 -p ${pg.port} -d wtproxy_fresh -c 'GRANT CREATE ON DATABASE wtproxy_fresh TO wt'`), r.stderr);
+  pg.psql('GRANT CREATE ON DATABASE wtproxy_fresh TO wt');
+  r = await cli(tmp, ['claim', 'emu2', '--ttl', '1m'], { cwd: tmp.wt.a, env: { WTPROXY_REGISTRY: fresh } });
+  assert.equal(r.code, 0, r.stderr);
   sanitizerClean(assert, px.stderr());
 });
