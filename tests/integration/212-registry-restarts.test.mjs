@@ -122,3 +122,20 @@ test('a registry role without rights: the daemon log, ls, doctor and claim give 
   assert.equal(r.code, 0, r.stderr);
   sanitizerClean(assert, px.stderr());
 });
+
+test('the registry still down: doctor says to start PostgreSQL first, and restarts the daemon only once pg_isready says it answers', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const net = await import('node:net');
+  const s = net.createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  const uri = `postgresql://wt@127.0.0.1:${port}/wtproxy_devtools`;
+  const px = await startDaemon(t, tmp, ['--registry', uri], { env: { WTPROXY_REGISTRY_OPTIONAL: '1' } });
+  const r = await cli(tmp, ['doctor', '--json'], { cwd: tmp.wt.a, env: { WTPROXY_REGISTRY: uri }, ms: 30000 });
+  const daemon = JSON.parse(r.stdout).checks.find((c) => c.name === 'daemon');
+  assert.equal(daemon.status, 'problem', JSON.stringify(daemon));
+  assert.match(daemon.fix, new RegExp(`^the registry at 127\\.0\\.0\\.1:${port} does not answer yet: start PostgreSQL there first, then: `
+    + `pg_isready -h 127\\.0\\.0\\.1 -p ${port} && \\S+ stop --daemon && setsid -f \\S+ serve .*--registry ${uri.replace(/\./g, '\\.')}`), daemon.fix);
+  sanitizerClean(assert, px.stderr());
+});
