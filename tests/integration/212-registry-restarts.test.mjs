@@ -139,3 +139,14 @@ test('the registry still down: doctor says to start PostgreSQL first, and restar
     + `pg_isready -h 127\\.0\\.0\\.1 -p ${port} && \\S+ stop --daemon && setsid -f \\S+ serve .*--registry ${uri.replace(/\./g, '\\.')}`), daemon.fix);
   sanitizerClean(assert, px.stderr());
 });
+
+test('the guides: serve --registry takes a URI; the dashboard API names guides, not source files', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  let r = await cli(tmp, ['help', 'serve']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /--registry URI /);
+  assert.doesNotMatch(r.stdout, /--registry PATH/);
+  r = await cli(tmp, ['help', 'dashboard-api']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.doesNotMatch(r.stdout, /reg_server_leases|conn_fail|registry\/registry\.h|proxy\/client\.c/);
+});
