@@ -403,6 +403,7 @@ int proxy_serve(int argc, char **argv)
         fprintf(stderr, "wtproxy: %s\n", err);
     } else {
         dash_listening(s);
+        reg_server_serving(s->reg);
         name_program(); /* before the loop serves a request */
         if (!s->backend)
             proxy_log("no default backend: requests that name no registered worktree get 503");

@@ -278,7 +278,7 @@ static json_t *daemon_record(const char *registry, json_t *flags)
 static void registry_lost(struct reg_server *rs, json_t *before)
 {
     const char *was = json_string_value(json_object_get(before, "registry"));
-    if (!was || json_object_get(rs->daemon, "registry"))
+    if (!was || json_object_get(rs->mine, "registry"))
         return;
     snprintf(rs->registry_before, sizeof rs->registry_before, "%s", was);
     fprintf(stderr,
@@ -317,13 +317,10 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
         reg_server_free(rs);
         return NULL;
     }
-    json_t *before = reg_store_daemon(rs->state_path);
-    rs->daemon = daemon_record(registry, flags);
-    registry_lost(rs, before);
+    rs->daemon = reg_store_daemon(rs->state_path); /* kept by the saves until this one serves */
+    rs->mine = daemon_record(registry, flags);
+    registry_lost(rs, rs->daemon);
     load_state(rs);
-    if (!json_equal(before, rs->daemon)) /* this daemon's, in the file from now on */
-        save_file(rs);
-    json_decref(before);
     if (rs->pg.pgw)
         reg_pgw_on_reconnect(rs->pg.pgw, mirror_again, rs);
     reg_pgops_mirror(&rs->pg, rs->table); /* this machine's rows from before are stale */
@@ -358,9 +355,19 @@ void reg_server_free(struct reg_server *rs)
     reg_table_free(rs->table);
     json_decref(rs->listen);
     json_decref(rs->daemon);
+    json_decref(rs->mine);
     json_decref(rs->pg.sync_out);
     reg_mirror_close(rs->mirror); /* the thread is gone: this one runs its last statement */
     free(rs);
+}
+
+void reg_server_serving(struct reg_server *rs)
+{
+    if (json_equal(rs->daemon, rs->mine))
+        return;
+    json_decref(rs->daemon);
+    rs->daemon = json_incref(rs->mine);
+    save_file(rs);
 }
 
 void reg_server_set_listen(struct reg_server *rs, const char *const *names, size_t n)

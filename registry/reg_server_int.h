@@ -40,8 +40,9 @@ struct reg_server {
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
     size_t nreserved;
-    json_t *listen;                            /* the front addresses, for ping; NULL until told */
-    json_t *daemon;                            /* its registry and flags, kept in the state file */
+    json_t *listen; /* the front addresses, for ping; NULL until told */
+    json_t *daemon; /* the registry and flags the state file keeps: the last daemon's that served */
+    json_t *mine;   /* this one's, kept there once it serves (reg_server_serving) */
     char registry_before[REG_PG_URI_MAX + 64]; /* the last daemon's, when this one has none */
     struct reg_saver *saver;                   /* writes the state file off the loop */
     int line_saved;     /* the control line being handled changed the table */

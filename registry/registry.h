@@ -348,10 +348,16 @@ struct reg_server;
  * instead, and its file is left to its owner. flags (borrowed; NULL
  * none): the daemon's arguments, kept in the state file with its registry
  * (reg_store_daemon), so that the start printed after its death is its
- * own. Returns NULL with err. */
+ * own, once it serves (reg_server_serving). Returns NULL with err. */
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path, int socket_fd,
                                   const char *state_path, const char *registry,
                                   struct json_t *flags, char *err, size_t errlen);
+
+/* The daemon serves (its listeners are open): its registry and flags
+ * replace the last daemon's in the state file. A daemon that could not
+ * start (a port taken) leaves them, so that the start printed next is
+ * the last one's that served. */
+void reg_server_serving(struct reg_server *rs);
 
 /* One control request line (len bytes, no LF) from a peer of uid, to its
  * reply line (malloc'd, no LF; never NULL but when out of memory): what
