@@ -44,9 +44,16 @@ test('a daemon on a registry killed: the start printed carries its --registry (m
   const uri = `postgresql://postgres:s3cr3t-pw@127.0.0.1:${pg.port}/postgres`;
   const shown = `'postgresql://postgres:\\*\\*\\*@127\\.0\\.0\\.1:${pg.port}/postgres'`;
   let px = await startProxy(t, ['--control', tmp.control, '--registry', uri], { env });
+  // Running, its restart line is read from its cmdline: the password masked there too.
+  let r = await cli(tmp, ['stop', '--daemon'], { cwd: tmp.wt.a, env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout + r.stderr, new RegExp(`setsid -f \\S+ serve .*--registry ${shown}`), r.stdout + r.stderr);
+  assert.doesNotMatch(r.stdout + r.stderr, /s3cr3t/);
+  await px.exited;
+  px = await startProxy(t, ['--control', tmp.control, '--registry', uri], { env });
   await px.stop('SIGKILL');
 
-  let r = await cli(tmp, ['ls'], { cwd: tmp.wt.a, env });
+  r = await cli(tmp, ['ls'], { cwd: tmp.wt.a, env });
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, new RegExp(`no daemon answers on ${tmp.control}; start one, in the background: `
     + `setsid -f wtproxy serve --control ${tmp.control} --registry ${shown} >>`), r.stderr);
