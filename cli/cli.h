@@ -100,10 +100,17 @@ int cli_daemon_listen(int *ports);
 void cli_serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outlen);
 
 /* daemon_flags.c: the arguments the daemon ping answered for was started
- * with after `serve`, but where it listens (and its --config with
- * drop_config), each a word for /bin/sh with a space before it, into out;
- * "" when there are none or its cmdline cannot be read (another user's). */
-void cli_daemon_flags(json_t *ping, int drop_config, char *out, size_t len);
+ * with after `serve` (ping NULL: the daemon that last wrote the state
+ * file, cli_state_daemon), but where it listens (and its --config with
+ * CLI_DROP_CONFIG, its --control with CLI_DROP_CONTROL), a --registry's
+ * password masked, each a word for /bin/sh with a space before it, into
+ * out; then `--registry URI` of the registry that daemon ran on (or the
+ * one before it ran on, ping's registry_before) when its arguments do not
+ * name one and this shell configures none. "" when there are none or its
+ * cmdline cannot be read (another user's). */
+#define CLI_DROP_CONFIG 1
+#define CLI_DROP_CONTROL 2
+void cli_daemon_flags(json_t *ping, int drop, char *out, size_t len);
 /* The same as serve's flags, " --listen 8420 --listen 8421", else "". */
 void cli_daemon_listen_flags(char *out, size_t len);
 
@@ -127,6 +134,11 @@ int cli_wrapper_replaced(json_t *e, char *exe, size_t len);
  * daemon started from this shell reads whose server still runs, each once,
  * up to max ports in all. Returns the new count (n when there is no file). */
 int cli_state_fronts(int *ports, int n, int max);
+
+/* What the daemon that last wrote that state file ran with (a new
+ * reference, NULL when none): {"registry" (masked), "flags"}, as
+ * reg_store_daemon reads it. */
+json_t *cli_state_daemon(void);
 
 /* Whether one of a ping reply's listen addresses is on port front: 1 yes,
  * 0 no, -1 when it names none (not open yet). */

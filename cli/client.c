@@ -378,7 +378,8 @@ static int daemon_start(const char *path, char *err, size_t errlen)
  * gives otherwise would fail on that port. Asks the port's holder (up to
  * WTP_STRANGER_PROBE_MS): only once no daemon answered. Returns 1 when
  * said. */
-static int held_by_another(const char *path, const char *log, char *err, size_t errlen)
+static int held_by_another(const char *path, const char *flags, const char *log, char *err,
+                           size_t errlen)
 {
     int ports[WTFILE_MAX_SERVICES + 1], n = cli_daemon_listen(ports);
     const char *config = getenv("WTPROXY_CONFIG");
@@ -391,8 +392,8 @@ static int held_by_another(const char *path, const char *log, char *err, size_t 
         char who[160], serve[PATH_MAX * 2 + 256], tests[128], fix[PATH_MAX * 2 + 768];
         if (!host_port_owner_find(p, &o) || !proxy_port_stranger("127.0.0.1", p, &o, &s))
             continue;
-        size_t used =
-            (size_t)snprintf(serve, sizeof serve, "setsid -f wtproxy serve --control %s", path);
+        size_t used = (size_t)snprintf(serve, sizeof serve,
+                                       "setsid -f wtproxy serve --control %s%s", path, flags);
         for (int k = 0; k < n && used < sizeof serve; k++)
             used += (size_t)snprintf(serve + used, sizeof serve - used, " --listen %d",
                                      k == i ? other : ports[k]);
@@ -412,25 +413,59 @@ static int held_by_another(const char *path, const char *log, char *err, size_t 
     return 0;
 }
 
+/* Why the last daemon did not start, when the daemon's log ends with its
+ * word (WTP_NOT_STARTED): a registry whose role lacks a right, a state
+ * folder it cannot use. The start said alone failed the same way, and
+ * only the log said why. Returns 1 with the reason in out. */
+static int last_start_failed(const char *log, char *out, size_t len)
+{
+    char tail[LOG_TAIL + 1];
+    int fd = open(log, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    ssize_t n = fd >= 0 && fstat(fd, &st) == 0
+                    ? pread(fd, tail, LOG_TAIL, st.st_size > LOG_TAIL ? st.st_size - LOG_TAIL : 0)
+                    : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    while (n > 0 && tail[n - 1] == '\n')
+        n--;
+    tail[n] = '\0';
+    const char *line = strrchr(tail, '\n'), *word = "wtproxy: " WTP_NOT_STARTED;
+    line = line ? line + 1 : tail;
+    if (strncmp(line, word, strlen(word)) != 0)
+        return 0;
+    snprintf(out, len, "%s", line + strlen(word));
+    return 1;
+}
+
 /* The sentence for no daemon at path: where it looked, and a start that
  * returns at once (in an agent's shell a foreground `wtproxy serve` never
  * returns; setsid -f leaves it running when that shell ends), answering
- * where this process looked whatever WTPROXY_CONTROL the shell has, and
- * listening where the daemon it would start listens, its output in the log
- * a started daemon writes. */
+ * where this process looked whatever WTPROXY_CONTROL the shell has, with
+ * the flags and registry the last daemon ran with (its state file's:
+ * daemon_flags.c), and listening where the daemon it would start listens,
+ * its output in the log a started daemon writes. */
 static void no_daemon(const char *path, char *err, size_t errlen)
 {
     char dir[PATH_MAX], why[PATH_MAX + 256], log[PATH_MAX + 16] = "/dev/null";
-    char listen[(WTFILE_MAX_SERVICES + 1) * 16];
+    char listen[(WTFILE_MAX_SERVICES + 1) * 16], flags[2048], failed[LOG_TAIL + 1],
+        said[LOG_TAIL + 64] = "";
+    const char *config = getenv("WTPROXY_CONFIG");
     if (reg_state_dir(dir, sizeof dir, why, sizeof why) == 0)
         snprintf(log, sizeof log, "%s/daemon.log", dir);
-    if (held_by_another(path, log, err, errlen))
+    cli_daemon_flags(NULL, CLI_DROP_CONTROL | (config && config[0] ? CLI_DROP_CONFIG : 0), flags,
+                     sizeof flags);
+    if (held_by_another(path, flags, log, err, errlen))
         return;
     cli_daemon_listen_flags(listen, sizeof listen);
+    if (last_start_failed(log, failed, sizeof failed))
+        snprintf(said, sizeof said, " (the last daemon did not start: %s; fix that first)", failed);
     snprintf(err, errlen,
-             "no daemon answers on %s" CLI_NO_DAEMON_START "setsid -f wtproxy serve "
-             "--control %s%s >>%s 2>&1",
-             path, path, listen, log);
+             "no daemon answers on %s%s" CLI_NO_DAEMON_START "setsid -f wtproxy serve "
+             "--control %s%s%s >>%s 2>&1",
+             path, said, path, flags, listen, log);
 }
 
 /* After a daemon (pid, 0 unknown) closed the connection without a reply:

@@ -142,7 +142,7 @@ void cli_serve_cmd(json_t *ping, const int *ports, int n, char *out, size_t outl
      * on another store than this shell's commands (doctor's daemon check). */
     const char *config = getenv("WTPROXY_CONFIG");
     char flags[2048];
-    cli_daemon_flags(ping, config && config[0], flags, sizeof flags);
+    cli_daemon_flags(ping, config && config[0] ? CLI_DROP_CONFIG : 0, flags, sizeof flags);
     size_t used = (size_t)snprintf(out, outlen, "setsid -f %s serve%s%s%s", prog,
                                    config && config[0] ? " --config " : "",
                                    config && config[0] ? config : "", flags);

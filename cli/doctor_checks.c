@@ -196,6 +196,38 @@ static void daemon_store(json_t *ping, char *out, size_t len)
         snprintf(out, len, "the embedded store");
 }
 
+/* Whether the PostgreSQL server uri names answers now (a refusal to log
+ * in answers too), within DOC_PG_TIMEOUT_S. */
+static int pg_answers(const char *uri)
+{
+    const char *keys[] = {"dbname", "connect_timeout", NULL};
+    const char *vals[] = {uri, DOC_PG_TIMEOUT_S, NULL};
+    PGPing p = PQpingParams(keys, vals, 1);
+    return p == PQPING_OK || p == PQPING_REJECT;
+}
+
+/* The fix that moves the daemon onto the registry at uri (serve starts
+ * it there): stop and serve. While that registry does not answer (the daemon that
+ * fell back to the embedded store under WTPROXY_REGISTRY_OPTIONAL=1 is
+ * the only one that routes), pasted, it stopped the working daemon and
+ * the new one refused to start: PostgreSQL first, and the restart only
+ * once pg_isready says it answers. */
+static void move_fix(const char *uri, const char *serve, char *out, size_t len)
+{
+    char prog[256], host[256], port[32];
+    size_t used = 0;
+    host_self_program(prog, sizeof prog, NULL, 0);
+    if (!pg_answers(uri)) {
+        reg_pg_where(uri, host, sizeof host, port, sizeof port);
+        used = (size_t)snprintf(out, len,
+                                "the registry at %s:%s does not answer yet: start PostgreSQL "
+                                "there first, then: pg_isready -h %s -p %s && ",
+                                host, port, host, port);
+    }
+    if (used < len)
+        snprintf(out + used, len - used, "%s stop --daemon && %s", prog, serve);
+}
+
 /* The store this shell's commands use (cli/lease_client.c: WTPROXY_REGISTRY,
  * else WTPROXY_CONFIG's `registry =`) against the daemon's. A daemon
  * autostarted from a shell without WTPROXY_CONFIG runs on the embedded
@@ -212,7 +244,7 @@ static int store_differs(struct doc_ctx *c, struct doc_result *r, const int *por
     if (store && strcmp(store, "postgresql") == 0 && reg && reg_pg_same_server(uri, reg))
         return 0;
     const char *env = getenv("WTPROXY_REGISTRY"), *conf = getenv("WTPROXY_CONFIG");
-    char from[PATH_MAX + 64], prog[256], serve[700];
+    char from[PATH_MAX + 64], serve[700];
     if (env && env[0])
         snprintf(from, sizeof from, "WTPROXY_REGISTRY");
     else
@@ -225,9 +257,31 @@ static int store_differs(struct doc_ctx *c, struct doc_result *r, const int *por
             "see, the servers it registers are not in this registry, so other machines do not "
             "see this one's servers",
             json_integer_value(json_object_get(c->ping, "pid")), theirs, mine, from);
-    host_self_program(prog, sizeof prog, NULL, 0);
     cli_serve_cmd(c->ping, ports, n, serve, sizeof serve);
-    snprintf(r->fix, sizeof r->fix, "%.256s stop --daemon && %.700s", prog, serve);
+    move_fix(uri, serve, r->fix, sizeof r->fix);
+    return 1;
+}
+
+/* The daemon was given no registry while the one before it ran on a
+ * PostgreSQL registry (ping's registry_before, from the state file): a
+ * start pasted in a shell without WTPROXY_REGISTRY runs on the embedded
+ * store, and two machines held one emulator while doctor said ok. Its fix
+ * restarts it on that registry (cli_daemon_flags repeats it). Returns 1
+ * (r set) when so. */
+static int registry_lost(struct doc_ctx *c, struct doc_result *r, const int *ports, int n)
+{
+    const char *was = json_string_value(json_object_get(c->ping, "registry_before"));
+    char serve[700], uri[REG_PG_URI_MAX], err[512];
+    if (!was || reg_pg_configured(uri, sizeof uri, err, sizeof err) != 0)
+        return 0; /* this shell's registry: store_differs says how the two differ */
+    doc_set(r, DOC_PROBLEM,
+            "the daemon (pid %lld) runs on the embedded store, given no registry, while the "
+            "daemon before it ran on the PostgreSQL registry %s (its state file says): claims "
+            "made here do not hold against other machines, which may hold the same resources "
+            "now, and they do not see this machine's servers",
+            json_integer_value(json_object_get(c->ping, "pid")), was);
+    cli_serve_cmd(c->ping, ports, n, serve, sizeof serve);
+    move_fix(was, serve, r->fix, sizeof r->fix);
     return 1;
 }
 
@@ -270,6 +324,8 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
     int n = wanted_ports(c, ports);
     /* outside a worktree no port is wanted: it starts again on its own */
     if (c->ping && build_differs(c, r, ports, c->have_wt || c->front_given ? n : 0))
+        return;
+    if (c->ping && registry_lost(c, r, ports, c->have_wt || c->front_given ? n : 0))
         return;
     if (!c->have_wt && !c->front_given) {
         daemon_no_front(c, r);

@@ -540,14 +540,20 @@ void doc_playwright(struct doc_ctx *c, struct doc_result *r)
     free(pw.text);
 }
 
-/* The fix of an unreadable lease store: with a PostgreSQL registry, that
- * server made to answer (rerunning `wtproxy leases` fixed nothing); the
+/* The fix of an unreadable lease store (why: its error): with a
+ * PostgreSQL registry, that server made to answer (rerunning `wtproxy
+ * leases` fixed nothing), or, when it answered that its role lacks a
+ * right, the GRANT (a server that runs was said to be started); the
  * daemon routes on from its own copy meanwhile. */
-static void leases_fix(struct doc_result *r)
+static void leases_fix(struct doc_result *r, const char *why)
 {
     char uri[REG_PG_URI_MAX], err[512], host[256], port[32];
     if (reg_pg_configured(uri, sizeof uri, err, sizeof err) <= 0) {
         snprintf(r->fix, sizeof r->fix, "wtproxy leases");
+        return;
+    }
+    if (reg_pg_denied(why)) {
+        reg_pg_uri_grant_fix(uri, why, r->fix, sizeof r->fix);
         return;
     }
     reg_pg_where(uri, host, sizeof host, port, sizeof port);
@@ -561,7 +567,7 @@ static void leases_fix(struct doc_result *r)
 void doc_leases(struct doc_ctx *c, struct doc_result *r)
 {
     void *pg = NULL;
-    char err[512];
+    char err[1536];
     json_t *all = NULL;
     int opened = cli_lease_open(&pg, err, sizeof err) == 0;
     if (opened && !pg && !c->ping) { /* the embedded store is the daemon's: never start one */
@@ -570,7 +576,7 @@ void doc_leases(struct doc_ctx *c, struct doc_result *r)
     }
     if (!opened || !(all = cli_lease_list(pg, err, sizeof err))) {
         doc_set(r, DOC_PROBLEM, "the lease store cannot be read: %s", err);
-        leases_fix(r);
+        leases_fix(r, err);
         cli_lease_close(pg);
         return;
     }

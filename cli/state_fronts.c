@@ -50,6 +50,12 @@ static int entry_alive(json_t *o)
     return now != 0 && (start == 0 || (json_int_t)now == start);
 }
 
+json_t *cli_state_daemon(void)
+{
+    char path[PATH_MAX];
+    return state_path(path, sizeof path) == 0 ? reg_store_daemon(path) : NULL;
+}
+
 int cli_state_fronts(int *ports, int n, int max)
 {
     char path[PATH_MAX];

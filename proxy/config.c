@@ -66,7 +66,7 @@ static const struct key keys[] = {
      "control socket; empty: $XDG_RUNTIME_DIR/wtproxy/control.sock"},
     {"state_file", K_PATH, FIELD(state_file), 0, 0, 0,
      "registrations saved here; empty: ~/.local/state/wtproxy/registry.json"},
-    {"registry", K_PATH, FIELD(registry), 0, 0, 0,
+    {"registry", K_URI, FIELD(registry), 0, 0, 0,
      "PostgreSQL registry (libpq URI or conninfo); empty: the embedded store"},
 };
 

@@ -18,7 +18,9 @@
 #define MINUTE (60 * SECOND)
 #define HOUR (60 * MINUTE)
 
-enum kind { K_SIZE, K_DURATION, K_COUNT, K_LOAD, K_HOSTPORT, K_LISTEN, K_PATH, K_SWITCH };
+/* K_URI is kept as K_PATH is (a string); it is told apart for --help's
+ * `--registry URI`, which said PATH of a value that is a libpq URI. */
+enum kind { K_SIZE, K_DURATION, K_COUNT, K_LOAD, K_HOSTPORT, K_LISTEN, K_PATH, K_SWITCH, K_URI };
 
 struct key {
     const char *name;

@@ -57,6 +57,7 @@ static const struct kind_info {
     [K_LISTEN] = {NULL, "a listen address", "8000, 127.0.0.1:8000 or [::1]:8000", "[ADDR:]PORT"},
     [K_PATH] = {NULL, "a file path", "/run/user/1000/wtproxy/control.sock", "PATH"},
     [K_SWITCH] = {NULL, "on or off", "on, off, yes, no, true, false, 1, 0", "on|off"},
+    [K_URI] = {NULL, "a libpq URI or conninfo", "postgresql://wt@db.lan/wtproxy_devtools", "URI"},
 };
 
 const char *proxy_config_metavar(enum kind kind)
@@ -270,7 +271,7 @@ int proxy_config_set(struct proxy_config *c, const char *key, const char *value,
         return set_listen(c, k, value, err, errlen);
     if (k->kind == K_HOSTPORT)
         return set_hostport(c, k, value, err, errlen);
-    if (k->kind == K_PATH)
+    if (k->kind == K_PATH || k->kind == K_URI)
         return set_path(c, k, value, err, errlen);
     if (k->kind == K_SWITCH)
         return set_switch(c, k, value, err, errlen);
@@ -285,7 +286,7 @@ void proxy_config_format_value(const struct key *k, const struct proxy_config *c
 {
     const struct proxy_listen *l = &c->listen[0];
 
-    if (k->kind == K_HOSTPORT || k->kind == K_PATH)
+    if (k->kind == K_HOSTPORT || k->kind == K_PATH || k->kind == K_URI)
         snprintf(buf, len, "%s", (const char *)c + k->off);
     else if (k->kind == K_LISTEN && !l->host[0])
         snprintf(buf, len, "%d", l->port);

@@ -9,6 +9,11 @@
 
 #define WTP_DEFAULT_FRONT_PORT 8000
 
+/* Not a limit: the words the daemon's log line begins with (after
+ * "wtproxy: ") when it could not start, which the CLI's "no daemon
+ * answers" quotes when it is the log's last line. */
+#define WTP_NOT_STARTED "not started: "
+
 /* Request head: whole head (request line + headers + blank line), number of
  * header lines, and the request line alone. */
 #define WTP_MAX_HEAD_SIZE (64 * 1024)   /* over it: 431 */

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "host.h"
 #include "reg_pg.h"
 #include "server.h"
@@ -60,6 +62,23 @@ static void restart_cmd(const struct proxy_server *s, char *out, size_t len)
         log[n] = '\0';
         snprintf(out + used, len - used, " >>%s 2>&1", log);
     }
+}
+
+json_t *proxy_start_flags(const struct proxy_server *s)
+{
+    json_t *arr = json_array();
+    char masked[REG_PG_URI_MAX + 64];
+    int named = 0;
+    for (int i = 0; arr && i < s->argc; i++) {
+        const char *a = shown_arg(s->argv, i, masked, sizeof masked);
+        named |= strncmp(a, "--config", 8) == 0;
+        json_array_append_new(arr, json_string(a));
+    }
+    if (arr && !named && s->cfg.config_path[0]) { /* $WTPROXY_CONFIG gave it */
+        json_array_append_new(arr, json_string("--config"));
+        json_array_append_new(arr, json_string(s->cfg.config_path));
+    }
+    return arr;
 }
 
 /* The keys read only at the daemon's start: a reload that finds one

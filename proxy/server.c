@@ -248,7 +248,10 @@ static int open_registry(struct proxy_server *s, char *err, size_t errlen)
         snprintf(state, sizeof state, "%s/registry.json", dir);
     if (s->control.fd >= 0 && check_inherited_control(s, control, err, errlen) < 0)
         return -1;
-    s->reg = reg_server_new(s->base, control, s->control.fd, state, s->cfg.registry, err, errlen);
+    json_t *flags = proxy_start_flags(s);
+    s->reg =
+        reg_server_new(s->base, control, s->control.fd, state, s->cfg.registry, flags, err, errlen);
+    json_decref(flags);
     if (!s->reg)
         return -1;
     const char *slash = strrchr(state, '/');
@@ -391,7 +394,8 @@ int proxy_serve(int argc, char **argv)
          * appears must already find its handler. */
         fprintf(stderr, "wtproxy: cannot install signal handlers\n");
     } else if (open_registry(s, err, sizeof err) < 0) {
-        fprintf(stderr, "wtproxy: %s\n", err);
+        /* the log's last line: `ls` and doctor quote it (cli/client.c) */
+        fprintf(stderr, "wtproxy: " WTP_NOT_STARTED "%s\n", err);
     } else if (dash_start(s) < 0) { /* before the listeners: a request may come at once */
         fprintf(stderr, "wtproxy: cannot start the dashboard at " WTP_DASH_PREFIX "/: out of "
                         "memory\n");
@@ -399,6 +403,7 @@ int proxy_serve(int argc, char **argv)
         fprintf(stderr, "wtproxy: %s\n", err);
     } else {
         dash_listening(s);
+        reg_server_serving(s->reg);
         name_program(); /* before the loop serves a request */
         if (!s->backend)
             proxy_log("no default backend: requests that name no registered worktree get 503");

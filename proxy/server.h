@@ -66,6 +66,11 @@ int proxy_serve(int argc, char **argv);
  * restart that applies it, and set back to s's running value. */
 void proxy_keep_start_only(struct proxy_server *s, struct proxy_config *cfg);
 
+/* The daemon's arguments after `serve`, as its state file keeps them for
+ * the start that follows its death (a --registry's password masked; the
+ * config file named when $WTPROXY_CONFIG gave it). New reference. */
+struct json_t *proxy_start_flags(const struct proxy_server *s);
+
 /* A client connection ended; the server forgets it (and, while stopping,
  * exits when it was the last). */
 void proxy_server_client_gone(struct proxy_server *s, struct proxy_client *c);

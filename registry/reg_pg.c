@@ -12,17 +12,20 @@
 #include <errno.h>
 #include <libpq-events.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "host.h"
 
 static _Thread_local char last_state[6];
 static _Thread_local int query_timeout_ms; /* 0: wait as long as the server takes */
 static _Thread_local char last_error[1024];
+static _Thread_local int last_late; /* the last failed statement ran out of time */
 
 static const char schema_sql[] =
     "CREATE SCHEMA IF NOT EXISTS " REG_PG_SCHEMA ";"
@@ -227,6 +230,11 @@ const char *reg_pg_last_error(void)
     return last_error;
 }
 
+int reg_pg_last_late(void)
+{
+    return last_late;
+}
+
 void reg_pg_set_query_timeout(int ms)
 {
     query_timeout_ms = ms;
@@ -318,6 +326,64 @@ static int is_db_server(const PGconn *c)
     return PQinstanceData(c, db_server_proc) == &db_server_tag;
 }
 
+/* name as an SQL identifier into out: bare when lower-case letters,
+ * digits and _, else double-quoted ("" for a quote in it). */
+static void sql_ident(const char *name, char *out, size_t len)
+{
+    size_t used = 0;
+    if (name[0] && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(name) &&
+        !isdigit((unsigned char)name[0])) {
+        snprintf(out, len, "%s", name);
+        return;
+    }
+    put(out, len, &used, "\"", 1);
+    for (const char *p = name; *p; p++)
+        put(out, len, &used, *p == '"' ? "\"\"" : p, *p == '"' ? 2 : 1);
+    put(out, len, &used, "\"", 1);
+}
+
+void reg_pg_grant_fix(const char *host, const char *port, const char *db, const char *role,
+                      const char *msg, char *out, size_t len)
+{
+    char r[256], d[256], grant[768];
+    int connecting = strstr(msg, "cannot be reached") != NULL;
+    sql_ident(role, r, sizeof r);
+    sql_ident(db, d, sizeof d);
+    if (strstr(msg, "permission denied for database") && connecting)
+        snprintf(grant, sizeof grant, "GRANT CONNECT ON DATABASE %s TO %s", d, r);
+    else if (strstr(msg, "permission denied for database")) /* creating the schema, first use */
+        snprintf(grant, sizeof grant, "GRANT CREATE ON DATABASE %s TO %s", d, r);
+    else
+        snprintf(grant, sizeof grant,
+                 "GRANT USAGE ON SCHEMA " REG_PG_SCHEMA " TO %s; GRANT SELECT, INSERT, UPDATE, "
+                 "DELETE ON ALL TABLES IN SCHEMA " REG_PG_SCHEMA " TO %s",
+                 r, r);
+    snprintf(out, len,
+             "it runs, and the role %s lacks a right on the registry's database %s; as its owner "
+             "or a superuser, grant it: psql -h %s -p %s -d %s -c '%s' (wtproxy help claims: "
+             "the role's rights)",
+             role, db, host, port, db, grant);
+}
+
+void reg_pg_uri_grant_fix(const char *uri, const char *msg, char *out, size_t len)
+{
+    char host[256], port[32];
+    PQconninfoOption *o = PQconninfoParse(uri, NULL);
+    const char *user = opt(o, "user"), *db = opt(o, "dbname");
+    const char *eu = getenv("PGUSER"), *ed = getenv("PGDATABASE");
+    struct passwd *pw = getpwuid(geteuid());
+    user = user[0] ? user : eu && eu[0] ? eu : pw ? pw->pw_name : "ROLE";
+    db = db[0] ? db : ed && ed[0] ? ed : user;
+    reg_pg_where(uri, host, sizeof host, port, sizeof port);
+    reg_pg_grant_fix(host, port, db, user, msg, out, len);
+    PQconninfoFree(o);
+}
+
+int reg_pg_denied(const char *msg)
+{
+    return strstr(msg, "SQLSTATE 42501") || strstr(msg, "permission denied for");
+}
+
 /* A failed query's sentence on c (msg: libpq's, one line; code: its
  * SQLSTATE or NULL): which server, what it said, and what to do. */
 static void query_failed(PGconn *c, int late, const char *msg, const char *code, char *err,
@@ -365,7 +431,11 @@ static void query_failed(PGconn *c, int late, const char *msg, const char *code,
                  "the registry at host %s port %s %s; make it answer (psql), or fix "
                  "WTPROXY_REGISTRY / `registry =`",
                  h, p, said);
-    else
+    else if (answered && strcmp(code, "42501") == 0) {
+        char fix[1536];
+        reg_pg_grant_fix(h, p, PQdb(c), PQuser(c), msg, fix, sizeof fix);
+        snprintf(err, errlen, "the registry at host %s port %s %s: %s", h, p, said, fix);
+    } else
         snprintf(err, errlen, "the registry at host %s port %s %s", h, p, said);
 }
 
@@ -380,6 +450,7 @@ PGresult *reg_pg_exec(PGconn *c, const char *sql, int n, const char *const *para
         return r;
     const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     snprintf(last_state, sizeof last_state, "%s", code ? code : "");
+    last_late = late;
     char msg[512];
     one_line(PQerrorMessage(c), msg, sizeof msg);
     query_failed(c, late, msg, code, err, errlen);
@@ -494,8 +565,14 @@ PGconn *reg_pg_dial(const char *uri, const char *what, char *err, size_t errlen)
 PGconn *reg_pg_connect(const char *uri, char *err, size_t errlen)
 {
     PGconn *c = reg_pg_dial(uri, "the registry", err, errlen);
+    size_t n = c ? 0 : strlen(err);
+    if (!c && reg_pg_denied(err) && n + 2 < errlen) { /* it runs: "start it" would be wrong */
+        char fix[1536];
+        reg_pg_uri_grant_fix(uri, err, fix, sizeof fix);
+        snprintf(err + n, errlen - n, "; %s", fix);
+        return NULL;
+    }
     if (!c) {
-        size_t n = strlen(err);
         snprintf(err + n, errlen - n,
                  "; start it or fix WTPROXY_REGISTRY / `registry =`; to go "
                  "on without it (claims then hold on this machine only): "

@@ -38,6 +38,18 @@ void reg_pg_where(const char *uri, char *host, size_t hlen, char *port, size_t p
  * to the embedded store instead of failing. */
 int reg_pg_optional(void);
 
+/* The fix of msg, a registry's "permission denied" (SQLSTATE 42501) for
+ * role on database db at host:port: that it runs, that the role lacks a
+ * right, and the psql GRANT that gives it (CONNECT when msg is a refused
+ * connection, CREATE on the database when creating the schema was
+ * refused, else the use of the schema and its tables), into out. */
+void reg_pg_grant_fix(const char *host, const char *port, const char *db, const char *role,
+                      const char *msg, char *out, size_t len);
+/* The same, with host, port, database and role those uri connects with. */
+void reg_pg_uri_grant_fix(const char *uri, const char *msg, char *out, size_t len);
+/* Whether msg, a registry's failure, says its role lacks a right. */
+int reg_pg_denied(const char *msg);
+
 /* uri (a libpq URI or conninfo string) with any password replaced by ***. */
 void reg_pg_mask(const char *uri, char *out, size_t outlen);
 
@@ -69,6 +81,10 @@ const char *reg_pg_last_state(void);
 
 /* The message of the last failed reg_pg_exec on this thread, "" if none. */
 const char *reg_pg_last_error(void);
+
+/* Whether the last failed reg_pg_exec on this thread ran out of time
+ * (reg_pg_set_query_timeout) rather than failed. */
+int reg_pg_last_late(void);
 
 /* From now on, reg_pg_exec on this thread gives up on a query after ms
  * (0: waits as long as the server takes, the CLI's way). The daemon's

@@ -13,6 +13,7 @@
  * answer at once instead of each waiting out its own timeout. */
 #include "reg_pg.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,22 @@ static void answers_again(struct reg_mirror *m)
     m->reconnected = 1;
 }
 
+/* Read what waits on c's idle socket, so that libpq sees a connection the
+ * server ended meanwhile: a restart (pg_ctl restart: "FATAL: terminating
+ * connection due to administrator command", 57P01) or a crash leaves it
+ * CONNECTION_OK until it is read, and the next query failed with that
+ * message: `ls` warned that a registry that answered did not. The end
+ * follows the message, so a second read meets it. Never blocks: libpq's
+ * socket is non-blocking, and poll waits 0 ms. */
+static void read_idle(PGconn *c)
+{
+    for (int i = 0; i < 4 && PQstatus(c) == CONNECTION_OK; i++) {
+        struct pollfd p = {.fd = PQsocket(c), .events = POLLIN};
+        if (poll(&p, 1, 0) <= 0 || !PQconsumeInput(c))
+            return;
+    }
+}
+
 /* Reconnect when the server went away (a restart, a query that ran out
  * of time). A job queued before the store was last found unreachable gets
  * that answer without trying again. Returns 0 or -1 (m->error says why). */
@@ -116,6 +133,7 @@ static int connected(struct reg_mirror *m)
         snprintf(m->error, sizeof m->error, "%s", m->down);
         return -1;
     }
+    read_idle(m->pg);
     if (PQstatus(m->pg) == CONNECTION_OK)
         return 0;
     PQreset(m->pg);
@@ -148,37 +166,68 @@ int reg_mirror_job_end(struct reg_mirror *m, char *error, size_t errlen)
     return reconnected;
 }
 
-void reg_mirror_sync(struct reg_mirror *m, json_t *entries)
+/* One try at making this machine's rows equal entries. Returns 1 done,
+ * 0 failed (m->error says why; the transaction rolled back). */
+static int sync_once(struct reg_mirror *m, json_t *entries)
 {
-    if (!m || !m->pg)
-        return;
     const char *p[] = {reg_machine_id()};
     int ok = connected(m) == 0 && run(m, "BEGIN", 0, NULL) == 0 &&
              run(m, "DELETE FROM " REG_PG_SCHEMA ".backends WHERE machine = $1", 1, p) == 0;
     for (size_t i = 0; ok && i < json_array_size(entries); i++)
         ok = insert(m, json_array_get(entries, i)) == 0;
-    if (ok && run(m, "COMMIT", 0, NULL) == 0) {
-        m->error[0] = '\0';
-        return;
-    }
+    if (ok && run(m, "COMMIT", 0, NULL) == 0)
+        return 1;
     char ignored[256];
     if (PQstatus(m->pg) == CONNECTION_OK)
         PQclear(reg_pg_exec(m->pg, "ROLLBACK", 0, NULL, ignored, sizeof ignored));
+    return 0;
+}
+
+/* Whether a statement that failed lost the connection (the server ended
+ * it between the check before and the statement), rather than ran late or
+ * was refused: the job is then tried once more, on a new connection,
+ * before anyone is warned. */
+static int lost(const struct reg_mirror *m)
+{
+    return PQstatus(m->pg) != CONNECTION_OK && !reg_pg_last_late();
+}
+
+void reg_mirror_sync(struct reg_mirror *m, json_t *entries)
+{
+    if (!m || !m->pg)
+        return;
+    /* the whole transaction again: it writes this machine's rows alone */
+    if (sync_once(m, entries) || (lost(m) && sync_once(m, entries))) {
+        m->error[0] = '\0';
+        return;
+    }
     fprintf(stderr,
             "wtproxy: WARNING: other machines do not see this machine's dev servers: "
             "%s\n",
             m->error);
 }
 
+/* The other machines' entries as a result, or NULL (m->error says why). */
+static PGresult *select_others(struct reg_mirror *m)
+{
+    const char *p[] = {reg_machine_id()};
+    if (connected(m) < 0)
+        return NULL;
+    return reg_pg_exec(m->pg,
+                       "SELECT entry::text FROM " REG_PG_SCHEMA ".backends"
+                       " WHERE machine <> $1 ORDER BY machine, front, worktree",
+                       1, p, m->error, sizeof m->error);
+}
+
 void reg_mirror_others(struct reg_mirror *m, json_t *arr)
 {
-    if (!m || !m->pg || connected(m) < 0)
+    if (!m || !m->pg)
         return;
-    const char *p[] = {reg_machine_id()};
-    PGresult *r = reg_pg_exec(m->pg,
-                              "SELECT entry::text FROM " REG_PG_SCHEMA ".backends"
-                              " WHERE machine <> $1 ORDER BY machine, front, worktree",
-                              1, p, m->error, sizeof m->error);
+    char before[sizeof m->error]; /* a retry that works leaves the last sync's word */
+    snprintf(before, sizeof before, "%s", m->error);
+    PGresult *r = select_others(m);
+    if (!r && lost(m) && (r = select_others(m)))
+        snprintf(m->error, sizeof m->error, "%s", before);
     for (int i = 0; r && i < PQntuples(r); i++) {
         json_t *e = json_loads(PQgetvalue(r, i, 0), 0, NULL);
         if (json_is_object(e) && json_object_set_new(e, "remote", json_true()) == 0)

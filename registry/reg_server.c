@@ -48,14 +48,20 @@ static void written(void *arg, const char *err)
     snprintf(rs->unsaved, sizeof rs->unsaved, "%s", err);
 }
 
-/* Hand the table to the writer thread and the PostgreSQL mirror. */
-void reg_server_save(struct reg_server *rs)
+/* Hand the table to the writer thread. */
+static void save_file(struct reg_server *rs)
 {
-    char *dump = reg_store_dump(rs->table);
+    char *dump = reg_store_dump(rs->table, rs->daemon);
     if (dump)
         reg_saver_put(rs->saver, dump);
     else
         written(rs, "out of memory: the change is not saved");
+}
+
+/* Hand the table to the writer thread and the PostgreSQL mirror. */
+void reg_server_save(struct reg_server *rs)
+{
+    save_file(rs);
     rs->line_saved = 1;
     reg_pgops_mirror(&rs->pg, rs->table);
 }
@@ -247,9 +253,47 @@ static void load_state(struct reg_server *rs)
         reg_server_save(rs);
 }
 
+/* What this daemon runs with, for its state file: the registry it was
+ * given (registry, else $WTPROXY_REGISTRY; masked), reached or not, and
+ * its flags. */
+static json_t *daemon_record(const char *registry, json_t *flags)
+{
+    const char *uri = registry && registry[0] ? registry : getenv("WTPROXY_REGISTRY");
+    char masked[REG_PG_URI_MAX + 64];
+    json_t *d = json_object();
+    if (d && uri && uri[0]) {
+        reg_pg_mask(uri, masked, sizeof masked);
+        json_object_set_new(d, "registry", json_string(masked));
+    }
+    if (d && flags)
+        json_object_set(d, "flags", flags);
+    return d;
+}
+
+/* The daemon before this one (its state file says) ran on a PostgreSQL
+ * registry, and this one was given none: its claims hold on this machine
+ * only, while other machines may hold the same resources. A start pasted
+ * in a shell without WTPROXY_REGISTRY did it silently, and two machines
+ * held one emulator. Said loudly, and kept for ping (doctor says it). */
+static void registry_lost(struct reg_server *rs, json_t *before)
+{
+    const char *was = json_string_value(json_object_get(before, "registry"));
+    if (!was || json_object_get(rs->mine, "registry"))
+        return;
+    snprintf(rs->registry_before, sizeof rs->registry_before, "%s", was);
+    fprintf(stderr,
+            "wtproxy: WARNING: the daemon before this one ran on the PostgreSQL registry %s (its "
+            "state file %s says), and this one was given no registry: it runs on the EMBEDDED "
+            "store; its claims do not hold against other machines, which may hold the same "
+            "resources now, and they do not see this machine's dev servers; start it on that "
+            "registry: wtproxy stop --daemon, then its start with --registry %s (wtproxy doctor "
+            "prints it whole)\n",
+            was, rs->state_path, was);
+}
+
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path, int socket_fd,
-                                  const char *state_path, const char *registry, char *err,
-                                  size_t errlen)
+                                  const char *state_path, const char *registry, json_t *flags,
+                                  char *err, size_t errlen)
 {
     struct reg_server *rs = calloc(1, sizeof *rs);
     if (!rs || !(rs->table = reg_table_new()) ||
@@ -273,6 +317,9 @@ struct reg_server *reg_server_new(struct event_base *base, const char *socket_pa
         reg_server_free(rs);
         return NULL;
     }
+    rs->daemon = reg_store_daemon(rs->state_path); /* kept by the saves until this one serves */
+    rs->mine = daemon_record(registry, flags);
+    registry_lost(rs, rs->daemon);
     load_state(rs);
     if (rs->pg.pgw)
         reg_pgw_on_reconnect(rs->pg.pgw, mirror_again, rs);
@@ -307,9 +354,20 @@ void reg_server_free(struct reg_server *rs)
         reg_server_unwatch(reg_table_at(rs->table, i));
     reg_table_free(rs->table);
     json_decref(rs->listen);
+    json_decref(rs->daemon);
+    json_decref(rs->mine);
     json_decref(rs->pg.sync_out);
     reg_mirror_close(rs->mirror); /* the thread is gone: this one runs its last statement */
     free(rs);
+}
+
+void reg_server_serving(struct reg_server *rs)
+{
+    if (json_equal(rs->daemon, rs->mine))
+        return;
+    json_decref(rs->daemon);
+    rs->daemon = json_incref(rs->mine);
+    save_file(rs);
 }
 
 void reg_server_set_listen(struct reg_server *rs, const char *const *names, size_t n)

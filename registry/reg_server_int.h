@@ -40,12 +40,15 @@ struct reg_server {
     char state_path[PATH_MAX];
     struct reservation reserved[REG_MAX_RESERVED];
     size_t nreserved;
-    json_t *listen;          /* the front addresses, for ping; NULL until told */
-    struct reg_saver *saver; /* writes the state file off the loop */
-    int line_saved;          /* the control line being handled changed the table */
-    int line_leases;         /* it claimed or released in the embedded store */
-    char unsaved[640];       /* why the last save failed; "" once one succeeds */
-    reg_server_ext ext;      /* the ops of the layer above, or NULL */
+    json_t *listen; /* the front addresses, for ping; NULL until told */
+    json_t *daemon; /* the registry and flags the state file keeps: the last daemon's that served */
+    json_t *mine;   /* this one's, kept there once it serves (reg_server_serving) */
+    char registry_before[REG_PG_URI_MAX + 64]; /* the last daemon's, when this one has none */
+    struct reg_saver *saver;                   /* writes the state file off the loop */
+    int line_saved;     /* the control line being handled changed the table */
+    int line_leases;    /* it claimed or released in the embedded store */
+    char unsaved[640];  /* why the last save failed; "" once one succeeds */
+    reg_server_ext ext; /* the ops of the layer above, or NULL */
     void *ext_arg;
     reg_server_on_state
         on_state; /* the layer above, told of ready, restarting, start-failed, drop */

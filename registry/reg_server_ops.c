@@ -253,6 +253,20 @@ static json_t *op_not_ready(struct reg_server *rs, struct reg_backend *b, json_t
     return ok_entry(rs, b);
 }
 
+/* The ping op's reply: who the daemon is, where it listens, its store;
+ * "registry_before" when the daemon before it ran on a registry and it
+ * runs on none (reg_server.c's registry_lost). */
+static json_t *ping(struct reg_server *rs)
+{
+    json_t *r = reg_mirror_status(
+        rs->mirror, json_pack("{s:b, s:s, s:s, s:i, s:s, s:O}", "ok", 1, "version", WTP_VERSION,
+                              "build", host_build(), "pid", (int)getpid(), "machine",
+                              reg_machine_id(), "listen", rs->listen ? rs->listen : json_null()));
+    if (r && rs->registry_before[0])
+        json_object_set_new(r, "registry_before", json_string(rs->registry_before));
+    return r;
+}
+
 /* The reply to req, or NULL when it comes later (through peer). */
 json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, json_t *req)
 {
@@ -262,11 +276,7 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
     if (!op)
         return reg_fail("bad-request", "each line must be a JSON object with an \"op\"");
     if (strcmp(op, "ping") == 0)
-        return reg_mirror_status(rs->mirror,
-                                 json_pack("{s:b, s:s, s:s, s:i, s:s, s:O}", "ok", 1, "version",
-                                           WTP_VERSION, "build", host_build(), "pid", (int)getpid(),
-                                           "machine", reg_machine_id(), "listen",
-                                           rs->listen ? rs->listen : json_null()));
+        return ping(rs);
     if (strcmp(op, "list") == 0)
         return op_list(rs, peer, uid);
     if (strcmp(op, "register") == 0)

@@ -2,9 +2,10 @@
  * a daemon restart.
  *
  * The file, written whole on every change:
- *   {"version": 1, "entries": [ENTRY, ...]}
+ *   {"version": 1, "entries": [ENTRY, ...], "daemon": {"registry", "flags"}}
  * with ENTRY as in PROTOCOL.md ("Entry"), in registration order (made
- * and checked by reg_json.c).
+ * and checked by reg_json.c), and what the daemon that wrote it runs with
+ * (reg_store_daemon; an older file, or one a test wrote, has none).
  *
  * A save never leaves a half-written file: it writes a temporary file in
  * the same folder (rename is atomic only within one filesystem), syncs it,
@@ -111,12 +112,14 @@ fail:
     return -1;
 }
 
-char *reg_store_dump(const struct reg_table *t)
+char *reg_store_dump(const struct reg_table *t, json_t *daemon)
 {
     json_t *entries = json_array(), *e, *doc;
     char *dump = NULL;
 
     doc = entries ? json_pack("{s:i, s:O}", "version", STORE_VERSION, "entries", entries) : NULL;
+    if (doc && daemon && json_object_set(doc, "daemon", daemon) < 0)
+        goto done;
     for (size_t i = 0; doc && i < reg_table_count(t); i++) {
         if (!(e = reg_backend_to_json(reg_table_at(t, i))) || json_array_append_new(entries, e) < 0)
             goto done;
@@ -132,7 +135,7 @@ done:
 
 int reg_store_save(const struct reg_table *t, const char *path, char *err, size_t errlen)
 {
-    char *dump = reg_store_dump(t);
+    char *dump = reg_store_dump(t, NULL);
     int rc = -1;
 
     if (dump)
@@ -141,6 +144,14 @@ int reg_store_save(const struct reg_table *t, const char *path, char *err, size_
         snprintf(err, errlen, "cannot save the registry to %s: out of memory", path);
     free(dump);
     return rc;
+}
+
+json_t *reg_store_daemon(const char *path)
+{
+    json_t *doc = json_load_file(path, 0, NULL), *d = json_object_get(doc, "daemon");
+    d = json_is_object(d) ? json_incref(d) : NULL;
+    json_decref(doc);
+    return d;
 }
 
 /* Read path whole into *data (NUL-terminated, free() it). Returns 1; 0

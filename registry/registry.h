@@ -236,8 +236,16 @@ int reg_store_replace_file(const char *path, const char *data, size_t len, char 
                            size_t errlen);
 
 /* The table as the state file's text (malloc'd), or NULL when out of
- * memory. reg_store_save writes it; the daemon hands it to its saver. */
-char *reg_store_dump(const struct reg_table *t);
+ * memory. reg_store_save writes it; the daemon hands it to its saver.
+ * daemon (NULL: none) is kept beside the entries as "daemon": what the
+ * daemon that writes it runs with, {"registry" (masked), "flags"}. */
+char *reg_store_dump(const struct reg_table *t, struct json_t *daemon);
+
+/* The "daemon" object of the state file at path (new reference), NULL
+ * when it has none: the registry (its password masked) and the arguments
+ * after `serve` of the daemon that wrote it last. A daemon that died
+ * leaves it; the start the CLI prints then repeats them. */
+struct json_t *reg_store_daemon(const char *path);
 
 /* --- a file written off the loop (reg_store_worker.c): the state file,
  * and the embedded lease store's leases.json (one saver each) --- */
@@ -337,10 +345,19 @@ struct reg_server;
  * Unix socket at socket_path. A stale socket file is replaced; one that a
  * running daemon answers on is an error. socket_fd >= 0: that listening
  * socket, already bound to socket_path (socket activation), is served
- * instead, and its file is left to its owner. Returns NULL with err. */
+ * instead, and its file is left to its owner. flags (borrowed; NULL
+ * none): the daemon's arguments, kept in the state file with its registry
+ * (reg_store_daemon), so that the start printed after its death is its
+ * own, once it serves (reg_server_serving). Returns NULL with err. */
 struct reg_server *reg_server_new(struct event_base *base, const char *socket_path, int socket_fd,
-                                  const char *state_path, const char *registry, char *err,
-                                  size_t errlen);
+                                  const char *state_path, const char *registry,
+                                  struct json_t *flags, char *err, size_t errlen);
+
+/* The daemon serves (its listeners are open): its registry and flags
+ * replace the last daemon's in the state file. A daemon that could not
+ * start (a port taken) leaves them, so that the start printed next is
+ * the last one's that served. */
+void reg_server_serving(struct reg_server *rs);
 
 /* One control request line (len bytes, no LF) from a peer of uid, to its
  * reply line (malloc'd, no LF; never NULL but when out of memory): what

@@ -55,7 +55,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     snprintf(sock, sizeof sock, "%s/control.sock", dir);
     snprintf(state, sizeof state, "%s/state.json", dir);
-    if (!(rs = reg_server_new(base, sock, -1, state, NULL, err, sizeof err))) { /* embedded store */
+    if (!(rs = reg_server_new(base, sock, -1, state, NULL, NULL, err,
+                              sizeof err))) { /* embedded store */
         fprintf(stderr, "fuzz_control: %s\n", err);
         abort();
     }

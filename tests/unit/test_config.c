@@ -50,7 +50,7 @@ static void test_defaults(void)
     is_str(c.state_file, "", "state_file default: the per-user place");
     for (size_t i = 0; i < NKEYS; i++) {
         const struct key *k = &keys[i];
-        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH)
+        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH || k->kind == K_URI)
             continue;
         ok(k->max <= (k->size == sizeof(size_t) ? SIZE_MAX : UINT_MAX), "%s: max fits its field",
            k->name);
@@ -88,7 +88,7 @@ static void test_good_values(void)
     for (size_t i = 0; i < NKEYS; i++) { /* every numeric key, its own field */
         const struct key *k = &keys[i];
         const char *v = k->kind == K_DURATION ? "3s" : k->kind == K_SIZE ? "3k" : "3";
-        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH)
+        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH || k->kind == K_URI)
             continue;
         proxy_config_defaults(&c);
         unsigned long long def = get_number(&c, k);
@@ -170,7 +170,7 @@ static void test_bad_values(void)
     proxy_config_defaults(&d);
     for (size_t i = 0; i < NKEYS; i++) {
         const struct key *k = &keys[i];
-        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH)
+        if (k->kind == K_LISTEN || k->kind == K_HOSTPORT || k->kind == K_PATH || k->kind == K_URI)
             continue;
         for (size_t j = 0; j < sizeof bad / sizeof bad[0]; j++) {
             c = d;
