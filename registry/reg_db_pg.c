@@ -203,11 +203,15 @@ static const char *decide(const struct reg_db_claim *c, const char *now, char *e
         return decide_own(c, &o, err, errlen);
     if (same_machine && alike(c, &o, err, errlen))
         return c->force ? "taken over" : NULL;
+    /* That database only, on its machine: a bare `db release` there drops
+     * every database of that worktree, its dev one with its rows too, and
+     * run here it released this worktree's own. */
     snprintf(err, errlen,
-             "database %s belongs to worktree %s on %s%s; refused. Free it "
-             "there: cd %s && wtproxy db release; or take it: --force",
+             "database %s belongs to worktree %s on %s%s; refused. Free it there%s%s: cd %s && "
+             "wtproxy db release --name %s (that database only); or take it: --force",
              c->name, o.worktree, same_machine ? "this machine" : "machine ",
-             same_machine ? "" : o.machine, o.worktree);
+             same_machine ? "" : o.machine, same_machine ? "" : ", on machine ",
+             same_machine ? "" : o.machine, o.worktree, c->name);
     return c->force ? "taken over" : NULL;
 }
 

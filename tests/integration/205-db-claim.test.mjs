@@ -63,7 +63,9 @@ test('a name owned by another machine or worktree is refused naming the owner; -
   sanitizerClean(assert, r.stderr);
   assert.equal(r.code, 1);
   assert.match(r.stderr, new RegExp(`test_shop_m2_wt_b belongs to worktree ${tmp.wt.b} on machine m2; refused`));
-  assert.match(r.stderr, /wtproxy db release/);
+  // that database only, on its machine: a bare `db release` there drops
+  // that worktree's dev database too
+  assert.ok(r.stderr.includes(`Free it there, on machine m2: cd ${tmp.wt.b} && wtproxy db release --name test_shop_m2_wt_b (that database only); or take it: --force`), r.stderr);
   r = await db('a', 'm2', ['claim', '--name', 'test_shop_m2_wt_b']);
   assert.equal(r.code, 1, 'another worktree of the same machine, folder still there');
   assert.match(r.stderr, new RegExp(`belongs to worktree ${tmp.wt.b} on this machine`));
