@@ -304,8 +304,8 @@ static void service_names(const struct doc_ctx *c, const int *idx, int n, char *
 
 /* The link for the n folders lacking wtproxy-whoami into r->fix: in the
  * one folder's node_modules, or, for several in the worktree, the one at
- * its top; said with why it goes again: no package.json lists it, so
- * npm install removes it. A shell comment, so that the fix pastes. */
+ * its top; the detail says why it goes again (no package.json lists it,
+ * so npm install removes it), not the fix, which pastes into any shell. */
 static void link_fix(const struct doc_ctx *c, const int *idx, char (*dirs)[2 * PATH_MAX], int n,
                      struct doc_result *r)
 {
@@ -321,13 +321,15 @@ static void link_fix(const struct doc_ctx *c, const int *idx, char (*dirs)[2 * P
         ok = ok && w >= 0 && (size_t)w < sizeof link - used;
         used += ok ? (size_t)w : 0;
     }
-    int w = snprintf(r->fix, sizeof r->fix,
-                     "%s  # %s%s%snpm install removes it (no package.json lists it): run this "
-                     "again after each npm install, or wtproxy doctor names it again",
-                     link, top ? "one link for services " : "", names,
-                     top ? ", which resolve up to it; " : "");
+    int w = snprintf(r->fix, sizeof r->fix, "%s", link);
     if (!ok || w < 0 || (size_t)w >= sizeof r->fix)
         snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
+    size_t d = strlen(r->detail);
+    snprintf(r->detail + d, sizeof r->detail - d,
+             "; %s%s%snpm install removes such a link (no package.json lists it): link it again "
+             "after each npm install, as wtproxy doctor then says",
+             top ? "one link at the worktree's top serves services " : "", names,
+             top ? ", which resolve up to it; " : "");
 }
 
 /* Detail for the doctor's own start lacking the package: either it does

@@ -370,7 +370,8 @@ test("middleware: a Node start whose folder does not resolve wtproxy-whoami: a p
   fs.rmSync(path.join(tmp.wt.a, 'node_modules'), { recursive: true });
   m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
   assert.equal(m.status, 'problem', m.detail);
-  assert.match(m.fix, new RegExp(`^mkdir -p ${tmp.wt.a}/web/node_modules && ln -sfn \\S+ ${tmp.wt.a}/web/node_modules/wtproxy-whoami  # npm install removes it \\(no package\\.json lists it\\): run this again after each npm install, or wtproxy doctor names it again$`));
+  assert.match(m.fix, new RegExp(`^mkdir -p ${tmp.wt.a}/web/node_modules && ln -sfn \\S+ ${tmp.wt.a}/web/node_modules/wtproxy-whoami$`));
+  assert.match(m.detail, /; npm install removes such a link \(no package\.json lists it\): link it again after each npm install, as wtproxy doctor then says$/, m.detail);
 });
 
 // A new worktree has no node_modules. Doctor's link made one holding only
@@ -500,8 +501,8 @@ test("middleware: a workspace's two Node services lacking wtproxy-whoami: both n
   assert.equal(m.status, 'problem', m.detail);
   assert.ok(m.detail.startsWith(`\`${apiStart}\` cannot import wtproxy-whoami: no node_modules/wtproxy-whoami in ${api} or a folder above it`), m.detail);
   assert.ok(m.detail.includes(`; nor can service web's \`${webStart}\`, with no node_modules/wtproxy-whoami in ${web} or a folder above it`), m.detail);
-  assert.match(m.fix, new RegExp(`^mkdir -p ${top}/node_modules && ln -sfn \\S+ ${top}/node_modules/wtproxy-whoami  # `));
-  assert.match(m.fix, /# one link for services api and web, which resolve up to it; npm install removes it \(no package\.json lists it\): run this again after each npm install, or wtproxy doctor names it again$/);
+  assert.match(m.fix, new RegExp(`^mkdir -p ${top}/node_modules && ln -sfn \\S+ ${top}/node_modules/wtproxy-whoami$`));
+  assert.match(m.detail, /; one link at the worktree's top serves services api and web, which resolve up to it; npm install removes such a link \(no package\.json lists it\): link it again after each npm install, as wtproxy doctor then says$/, m.detail);
   const fixed = spawnSync('/bin/sh', ['-c', m.fix], { encoding: 'utf8' });
   assert.equal(fixed.status, 0, `${m.fix}: ${fixed.stderr}`);
   assert.ok(!fs.existsSync(path.join(api, 'node_modules')) && !fs.existsSync(path.join(web, 'node_modules')), 'no link per service');
@@ -517,7 +518,8 @@ test("middleware: a workspace's two Node services lacking wtproxy-whoami: both n
   m = (await doctor(tmp, top, null)).byName.middleware;
   assert.equal(m.status, 'problem', m.detail);
   assert.ok(m.detail.startsWith(`\`${apiStart}\` finds wtproxy-whoami in ${api}/node_modules/wtproxy-whoami, but service web's \`${webStart}\` cannot import it: no node_modules/wtproxy-whoami in ${web} or a folder above it`), m.detail);
-  assert.match(m.fix, new RegExp(`^mkdir -p ${web}/node_modules && ln -sfn \\S+ ${web}/node_modules/wtproxy-whoami  # npm install`));
+  assert.match(m.fix, new RegExp(`^mkdir -p ${web}/node_modules && ln -sfn \\S+ ${web}/node_modules/wtproxy-whoami$`));
+  assert.match(m.detail, /npm install removes such a link/, m.detail);
 });
 
 // Seen in an npm-workspaces monorepo: each worktree's Vite proxied /api to
