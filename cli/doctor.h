@@ -75,8 +75,9 @@ int doc_py_served_module(const char *start, char *out, size_t len, const char **
  * imports, or the start serves none such. */
 int doc_pyapp_missing(const struct doc_ctx *c, const char *python, const char *label,
                       struct doc_result *r);
-/* doctor_node.c: the .wtproxy's Node start finds the middleware; 0 when
- * its start is no Node one (r untouched). */
+/* doctor_node.c: the .wtproxy's Node start finds the middleware, and so
+ * do its other Node services' starts; 0 when c's start is no Node one (r
+ * untouched). */
 int doc_node(struct doc_ctx *c, struct doc_result *r);
 /* doctor_node.c: the node_modules/wtproxy-whoami Node finds from dir
  * (absolute) as it resolves a bare name, into found; -1 when no folder from

@@ -11,7 +11,10 @@
  * would start, and be refused for its missing /__whoami: said so, with
  * the lines to add. Before all that, the app's own dependencies: a
  * package.json whose node_modules no install made stops the server
- * whatever its middleware (host/app_deps.c). */
+ * whatever its middleware (host/app_deps.c). The .wtproxy's other Node
+ * services are asked for the package too, since an npm install at a
+ * monorepo's top removes the one link they all resolve up to (no
+ * package.json lists it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,17 +77,18 @@ static int node_start(const char *start, char *cd, size_t cdlen, const char **cm
     }
 }
 
-/* The folder the start runs in (absolute) into dir, and its command after
- * the folder and settings into *cmd; 0 when it is no Node start. */
-static int start_dir(const struct doc_ctx *c, char *dir, size_t len, const char **cmd)
+/* The folder start (a .wtproxy's, run in the worktree root) runs in
+ * (absolute) into dir, and its command after the folder and settings into
+ * *cmd; 0 when it is no Node start. */
+static int start_dir(const char *root, const char *start, char *dir, size_t len, const char **cmd)
 {
     char cd[PATH_MAX];
-    if (!node_start(c->start, cd, sizeof cd, cmd))
+    if (!node_start(start, cd, sizeof cd, cmd))
         return 0;
     if (cd[0] == '/')
         snprintf(dir, len, "%s", cd);
     else
-        snprintf(dir, len, "%s%s%s", c->wt.root, cd[0] ? "/" : "", cd);
+        snprintf(dir, len, "%s%s%s", root, cd[0] ? "/" : "", cd);
     return 1;
 }
 
@@ -95,7 +99,7 @@ int doc_node_whoami_fix(const struct doc_ctx *c, const char *restart, char *fix,
     char dir[2 * PATH_MAX], path[2 * PATH_MAX + 32], err[256], named[PATH_MAX];
     const char *config = NULL, *cmd;
     int has = 0, flag = init_vite_config_flag(c->start, named, sizeof named);
-    if (!start_dir(c, dir, sizeof dir, &cmd))
+    if (!start_dir(c->wt.root, c->start, dir, sizeof dir, &cmd))
         return 0;
     for (size_t i = 0; i < sizeof configs / sizeof configs[0] && !config; i++) {
         const char *try = flag ? named : configs[i]; /* its --config, else Vite's lookup */
@@ -243,20 +247,98 @@ static int nest_lacks_whoami(const struct doc_ctx *c, const char *dir, struct do
     return 1;
 }
 
-int doc_node(struct doc_ctx *c, struct doc_result *r)
+/* The .wtproxy's services whose Node start runs in a folder that resolves
+ * no wtproxy-whoami, by their index into c->fronts, their folders into
+ * dirs; the one doctor checks (c->front's) first when it is one. A
+ * monorepo's services each import it, and one `npm install` at the top
+ * removes the link all of them resolve up to: the first service's check
+ * alone named its own, and the next restart of the others stopped at
+ * their import, unsaid. */
+static int unlinked(const struct doc_ctx *c, int *idx, char (*dirs)[2 * PATH_MAX])
 {
-    char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], file[PATH_MAX];
+    char found[2 * PATH_MAX + 64];
     const char *cmd;
-    if (!start_dir(c, dir, sizeof dir, &cmd))
-        return 0;
-    if (deps_missing(c, dir, cmd, r) || tool_misplaced(c, dir, cmd, r))
-        return 1;
-    if (doc_node_resolve(dir, found, sizeof found) == 0 && nest_lacks_whoami(c, dir, r))
-        return 1;
-    if (doc_node_resolve(dir, found, sizeof found) == 0) {
-        doc_set(r, DOC_OK, "`%s` finds wtproxy-whoami in %s", c->start, found);
-        return 1;
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < c->nfronts; i++)
+            if ((c->fronts[i] == c->front) == (pass == 0) &&
+                start_dir(c->wt.root, c->front_start[i], dirs[n], sizeof dirs[n], &cmd) &&
+                doc_node_resolve(dirs[n], found, sizeof found) < 0)
+                idx[n++] = i;
+    return n;
+}
+
+/* Service i as a person names it: "service web", else by its front. */
+static void service_words(const struct doc_ctx *c, int i, char *out, size_t len)
+{
+    if (c->front_svc[i][0])
+        snprintf(out, len, "service %s", c->front_svc[i]);
+    else
+        snprintf(out, len, "the service on front %d", c->fronts[i]);
+}
+
+/* Whether every one of the n folders is inside the worktree: one link at
+ * its top serves them all, as Node resolves up the folders (a workspace's
+ * node_modules is there). */
+static int all_inside(const struct doc_ctx *c, char (*dirs)[2 * PATH_MAX], int n)
+{
+    size_t len = strlen(c->wt.root);
+    for (int i = 0; i < n; i++)
+        if (strncmp(dirs[i], c->wt.root, len) != 0 || (dirs[i][len] && dirs[i][len] != '/'))
+            return 0;
+    return 1;
+}
+
+/* The names of the n services idx points at, "api, web and admin", into
+ * out. */
+static void service_names(const struct doc_ctx *c, const int *idx, int n, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && used < len; i++) {
+        const char *sep = i == 0 ? "" : i == n - 1 ? " and " : ", ";
+        int w = snprintf(out + used, len - used, "%s%s", sep, c->front_svc[idx[i]]);
+        used += w < 0 ? len : (size_t)w;
     }
+}
+
+/* The link for the n folders lacking wtproxy-whoami into r->fix: in the
+ * one folder's node_modules, or, for several in the worktree, the one at
+ * its top; the detail says why it goes again (no package.json lists it,
+ * so npm install removes it), not the fix, which pastes into any shell. */
+static void link_fix(const struct doc_ctx *c, const int *idx, char (*dirs)[2 * PATH_MAX], int n,
+                     struct doc_result *r)
+{
+    char link[sizeof r->fix] = "", one[sizeof r->fix];
+    char names[WTFILE_MAX_SERVICES * (REG_SERVICE_MAX + 8)] = "";
+    int top = n > 1 && all_inside(c, dirs, n), ok = 1;
+    size_t used = 0;
+    if (top)
+        service_names(c, idx, n, names, sizeof names);
+    for (int i = 0; ok && i < (top ? 1 : n); i++) { /* outside the worktree: each its own */
+        ok = whoami_node_link(top ? c->wt.root : dirs[i], one, sizeof one) == 0;
+        int w = snprintf(link + used, sizeof link - used, "%s%s", i ? " && " : "", one);
+        ok = ok && w >= 0 && (size_t)w < sizeof link - used;
+        used += ok ? (size_t)w : 0;
+    }
+    int w = snprintf(r->fix, sizeof r->fix, "%s", link);
+    if (!ok || w < 0 || (size_t)w >= sizeof r->fix)
+        snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
+    size_t d = strlen(r->detail);
+    snprintf(r->detail + d, sizeof r->detail - d,
+             "; %s%s%snpm install removes such a link (no package.json lists it): link it again "
+             "after each npm install, as wtproxy doctor then says",
+             top ? "one link at the worktree's top serves services " : "", names,
+             top ? ", which resolve up to it; " : "");
+}
+
+/* Detail for the doctor's own start lacking the package: either it does
+ * not import it yet (no /__whoami: the lines to add) or it would stop at
+ * its import. */
+static void own_unlinked(const struct doc_ctx *c, const char *dir, const char *cmd,
+                         struct doc_result *r)
+{
+    char file[PATH_MAX];
     /* A server that does not import it yet starts without it, and is
      * refused for its missing /__whoami: that, with the lines, is the news;
      * the link is the fix still, as the lines import it. */
@@ -277,7 +359,52 @@ int doc_node(struct doc_ctx *c, struct doc_result *r)
             ".wtproxy starts would stop at its first import (\"Cannot find package "
             "'wtproxy-whoami'\")",
             c->start, dir);
-    if (whoami_node_link(dir, r->fix, sizeof r->fix) < 0)
-        snprintf(r->fix, sizeof r->fix, "wtproxy help whoami");
+}
+
+/* Append the .wtproxy's other services lacking it (idx[1..n)) to r's
+ * detail. */
+static void others_unlinked(const struct doc_ctx *c, const int *idx, char (*dirs)[2 * PATH_MAX],
+                            int n, struct doc_result *r)
+{
+    char svc[REG_SERVICE_MAX + 32];
+    for (int i = 1; i < n; i++) {
+        size_t used = strlen(r->detail);
+        service_words(c, idx[i], svc, sizeof svc);
+        snprintf(r->detail + used, sizeof r->detail - used,
+                 "; nor can %s's `%s`, with no node_modules/wtproxy-whoami in %s or a folder "
+                 "above it",
+                 svc, c->front_start[idx[i]], dirs[i]);
+    }
+}
+
+int doc_node(struct doc_ctx *c, struct doc_result *r)
+{
+    char dir[2 * PATH_MAX], found[2 * PATH_MAX + 64], svc[REG_SERVICE_MAX + 32];
+    char dirs[WTFILE_MAX_SERVICES][2 * PATH_MAX];
+    int idx[WTFILE_MAX_SERVICES];
+    const char *cmd;
+    if (!start_dir(c->wt.root, c->start, dir, sizeof dir, &cmd))
+        return 0;
+    if (deps_missing(c, dir, cmd, r) || tool_misplaced(c, dir, cmd, r))
+        return 1;
+    int own = doc_node_resolve(dir, found, sizeof found) == 0;
+    if (own && nest_lacks_whoami(c, dir, r))
+        return 1;
+    int n = unlinked(c, idx, dirs); /* c->start's first when it lacks it (!own) */
+    if (n == 0) {
+        doc_set(r, DOC_OK, "`%s` finds wtproxy-whoami in %s", c->start, found);
+        return 1;
+    }
+    if (own) {
+        service_words(c, idx[0], svc, sizeof svc);
+        doc_set(r, DOC_PROBLEM,
+                "`%s` finds wtproxy-whoami in %s, but %s's `%s` cannot import it: no "
+                "node_modules/wtproxy-whoami in %s or a folder above it, so its server would stop "
+                "at its first import (\"Cannot find package 'wtproxy-whoami'\")",
+                c->start, found, svc, c->front_start[idx[0]], dirs[0]);
+    } else
+        own_unlinked(c, dir, cmd, r);
+    others_unlinked(c, idx, dirs, n, r);
+    link_fix(c, idx, dirs, n, r);
     return 1;
 }

@@ -371,6 +371,7 @@ test("middleware: a Node start whose folder does not resolve wtproxy-whoami: a p
   m = (await doctor(tmp, tmp.wt.a, front)).byName.middleware;
   assert.equal(m.status, 'problem', m.detail);
   assert.match(m.fix, new RegExp(`^mkdir -p ${tmp.wt.a}/web/node_modules && ln -sfn \\S+ ${tmp.wt.a}/web/node_modules/wtproxy-whoami$`));
+  assert.match(m.detail, /; npm install removes such a link \(no package\.json lists it\): link it again after each npm install, as wtproxy doctor then says$/, m.detail);
 });
 
 // A new worktree has no node_modules. Doctor's link made one holding only
@@ -464,6 +465,61 @@ test("a workspace member's tool is the root's: init writes its path, doctor flag
   fs.writeFileSync(path.join(top, '.wtproxy'), `start = cd apps/web && ../../node_modules/.bin/vite --port {port} --strictPort\nfront = ${front}\n`);
   m = (await doctor(tmp, top, front)).byName.middleware;
   assert.equal(m.status, 'ok', m.detail);
+});
+
+// Seen in an npm-workspaces monorepo of two services, api and web, both
+// importing wtproxy-whoami: `npm install` removed the top's link (no
+// package.json lists it). Plain doctor checked the first service only and
+// named api's link in apps/api; web's Vite then stopped at its restart
+// ("Cannot find package 'wtproxy-whoami' imported from
+// .../vite.config.js.timestamp-...mjs"), unsaid. Now every Node service
+// lacking it is named, and the fix is the one link at the top both
+// resolve up to, saying that npm install removes it.
+test("middleware: a workspace's two Node services lacking wtproxy-whoami: both named, one link at the top", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const [apiFront, webFront] = [await freePort(), await freePort()];
+  const top = tmp.wt.a;
+  const [api, web] = [path.join(top, 'apps', 'api'), path.join(top, 'apps', 'web')];
+  fs.mkdirSync(api, { recursive: true });
+  fs.mkdirSync(web, { recursive: true });
+  fs.writeFileSync(path.join(top, 'package.json'), '{"private":true,"workspaces":["apps/*"]}\n');
+  fs.writeFileSync(path.join(top, 'package-lock.json'), '{}\n');
+  fs.writeFileSync(path.join(api, 'package.json'), '{"type":"module"}\n');
+  fs.writeFileSync(path.join(api, 'server.js'), "import { whoami } from 'wtproxy-whoami';\n");
+  fs.writeFileSync(path.join(web, 'package.json'), '{"type":"module","devDependencies":{"vite":"^7"}}\n');
+  fs.writeFileSync(path.join(web, 'vite.config.js'), "import { wtproxyWhoami } from 'wtproxy-whoami/vite';\n" +
+    'export default { plugins: [process.env.WTPROXY_PORT && wtproxyWhoami()] };\n');
+  // installed as npm leaves a workspace, after it removed the link
+  fs.mkdirSync(path.join(top, 'node_modules', '.bin'), { recursive: true });
+  fs.writeFileSync(path.join(top, 'node_modules', '.package-lock.json'), '{}\n');
+  fs.writeFileSync(path.join(top, 'node_modules', '.bin', 'vite'), '');
+  const apiStart = 'cd apps/api && node server.js';
+  const webStart = 'cd apps/web && ../../node_modules/.bin/vite --port {port} --strictPort';
+  fs.writeFileSync(path.join(top, '.wtproxy'),
+    `[service api]\nstart = ${apiStart}\nfront = ${apiFront}\n\n[service web]\nstart = ${webStart}\nfront = ${webFront}\n`);
+  let m = (await doctor(tmp, top, null)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.ok(m.detail.startsWith(`\`${apiStart}\` cannot import wtproxy-whoami: no node_modules/wtproxy-whoami in ${api} or a folder above it`), m.detail);
+  assert.ok(m.detail.includes(`; nor can service web's \`${webStart}\`, with no node_modules/wtproxy-whoami in ${web} or a folder above it`), m.detail);
+  assert.match(m.fix, new RegExp(`^mkdir -p ${top}/node_modules && ln -sfn \\S+ ${top}/node_modules/wtproxy-whoami$`));
+  assert.match(m.detail, /; one link at the worktree's top serves services api and web, which resolve up to it; npm install removes such a link \(no package\.json lists it\): link it again after each npm install, as wtproxy doctor then says$/, m.detail);
+  const fixed = spawnSync('/bin/sh', ['-c', m.fix], { encoding: 'utf8' });
+  assert.equal(fixed.status, 0, `${m.fix}: ${fixed.stderr}`);
+  assert.ok(!fs.existsSync(path.join(api, 'node_modules')) && !fs.existsSync(path.join(web, 'node_modules')), 'no link per service');
+  m = (await doctor(tmp, top, null)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
+  m = (await doctor(tmp, top, webFront)).byName.middleware;
+  assert.equal(m.status, 'ok', m.detail);
+  // api linked in its own folder, web nowhere: plain doctor, on api's
+  // front, names web, and links it in its folder
+  fs.renameSync(path.join(top, 'node_modules', 'wtproxy-whoami'), path.join(api, 'wtproxy-whoami.aside'));
+  fs.mkdirSync(path.join(api, 'node_modules'));
+  fs.renameSync(path.join(api, 'wtproxy-whoami.aside'), path.join(api, 'node_modules', 'wtproxy-whoami'));
+  m = (await doctor(tmp, top, null)).byName.middleware;
+  assert.equal(m.status, 'problem', m.detail);
+  assert.ok(m.detail.startsWith(`\`${apiStart}\` finds wtproxy-whoami in ${api}/node_modules/wtproxy-whoami, but service web's \`${webStart}\` cannot import it: no node_modules/wtproxy-whoami in ${web} or a folder above it`), m.detail);
+  assert.match(m.fix, new RegExp(`^mkdir -p ${web}/node_modules && ln -sfn \\S+ ${web}/node_modules/wtproxy-whoami$`));
+  assert.match(m.detail, /npm install removes such a link/, m.detail);
 });
 
 // Seen in an npm-workspaces monorepo: each worktree's Vite proxied /api to
