@@ -301,6 +301,12 @@ void cli_run_log_note(const struct cli_run_log *l, const char *line);
  * close the log. */
 void cli_run_log_close(struct cli_run_log *l);
 
+/* cli_run_log_close, the log's last line, after CMD's last output, saying
+ * how it ended (how: "the server ... was killed by signal 9 (SIGKILL)")
+ * and when; NULL: none. A server that dies leaves no line of its own, and
+ * its next run's header read as if nothing had happened between. */
+void cli_run_log_end(struct cli_run_log *l, const char *how);
+
 /* --- pause.c: the sleep between a wait's polls --- */
 
 /* Sleep ms, or as `wtproxy mcp` set it (cli_pause_set): read its stdin

@@ -39,25 +39,18 @@ static void ask_restart(int sig)
 
 /* SIGTERM (wtproxy stop, Playwright's end, systemd): stop CMD's whole
  * tree. Django's autoreloader serves from a child that a SIGTERM to CMD
- * alone would leave holding the port. */
-static volatile sig_atomic_t stop_asked;
+ * alone would leave holding the port. Its sender is kept: the daemon's log
+ * says who stopped the server. */
+static volatile sig_atomic_t stop_asked, stop_sender;
 
-static void ask_stop(int sig)
+static void ask_stop(int sig, siginfo_t *si, void *ctx)
 {
     (void)sig;
+    (void)ctx;
+    stop_sender = si->si_code == SI_USER || si->si_code == SI_TKILL || si->si_code == SI_QUEUE
+                      ? si->si_pid
+                      : 0;
     stop_asked = 1;
-}
-
-/* CMD as its author wrote it, for people: the START of the daemon's
- * `/bin/sh -c START` (a .wtproxy's server), else CMD ARGS. "/bin/sh" alone
- * would name no server anyone started. */
-static const char *cmd_shown(const struct cli_run *r)
-{
-    const char *base = strrchr(r->argv[0], '/') ? strrchr(r->argv[0], '/') + 1 : r->argv[0];
-    if (strcmp(base, "sh") == 0 && r->argv[1] && strcmp(r->argv[1], "-c") == 0 && r->argv[2] &&
-        !r->argv[3])
-        return r->argv[2];
-    return r->command;
 }
 
 /* Stop CMD and start it again on the same port: the daemon holds requests
@@ -68,7 +61,7 @@ static pid_t restart(struct cli_run *r, pid_t pid)
     snprintf(line, sizeof line,
              "wtproxy: the daemon asked to restart %s's server, %s (its code "
              "changed and it did not reload it, or wtproxy restart): restarting it",
-             cli_run_folder(r->worktree), cmd_shown(r));
+             cli_run_folder(r->worktree), cli_run_cmd_shown(r));
     fprintf(stderr, "%s\n", line);
     cli_run_log_note(&r->log, line);
     cli_run_tell_restarting(r);
@@ -124,7 +117,8 @@ static int stop_gone(struct cli_run *r, pid_t pid, const char *why)
     char line[4 * PATH_MAX + 1536]; /* why holds two paths */
     int status;
     snprintf(line, sizeof line, "wtproxy: %s %s: stopping its server, %s", r->worktree, why,
-             cmd_shown(r));
+             cli_run_cmd_shown(r));
+    snprintf(r->gone, sizeof r->gone, "%s", why);
     fprintf(stderr, "%s\n", line);
     cli_run_log_note(&r->log, line); /* its log says why: `wtproxy logs --prune` removes it later */
     cli_stop_tree(pid, WTP_RESTART_STOP_MS, &status);
@@ -225,6 +219,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
             /* by itself, not interrupted: its last words go to the daemon */
             r->exited = !cli_run_cmd_interrupted();
             r->exit_status = status;
+            r->cmd_pid = pid;
             break;
         }
         if (w < 0) {
@@ -334,11 +329,15 @@ int cli_run_main(int argc, char **argv)
         r.pin = host_worktree_pin(r.worktree); /* after the keeper's fork: it holds none */
         pid_t pid = cli_run_start_cmd(&r, ask_stop);
         rc = pid < 0 ? 1 : supervise(&r, pid);
+        r.stopped = stop_asked;
+        r.stopped_by = stop_sender;
         if (r.pin >= 0)
             close(r.pin);
         /* Closed first: CMD's last output drained into the tail, which
-         * the release tells the daemon when CMD exited by itself. */
-        cli_run_log_close(&r.log);
+         * the release tells the daemon when CMD exited by itself; then
+         * the log's last line says how it ended. */
+        char how[REG_UNREGISTER_WHY_MAX];
+        cli_run_log_end(&r.log, cli_run_end_words(&r, "the server", how, sizeof how) ? how : NULL);
         cli_run_release(&r);
     } else {
         cli_run_log_close(&r.log);

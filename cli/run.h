@@ -7,6 +7,7 @@
 #define WTP_CLI_RUN_H
 
 #include <limits.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -70,6 +71,14 @@ struct cli_run {
     int moves;  /* starts on another port since it was last ready (run_taken.c) */
     int exited; /* CMD ended by itself (not stopped): exit_status is its wait status */
     int exit_status;
+    /* How its end came, for the daemon's log and the server's own
+     * (cli_run_end_words): CMD's pid when it exited; whether a SIGTERM stopped it, and
+     * its sender (0 unknown); why its worktree went when that stopped it
+     * ("" not). */
+    pid_t cmd_pid;
+    int stopped;
+    pid_t stopped_by;
+    char gone[2 * PATH_MAX + 256];
     int keeper; /* the pipe to run_keeper.c's process, -1 none */
     int pin;    /* the worktree's folder held open (host_worktree_pin), -1 none */
 };
@@ -104,11 +113,14 @@ void cli_run_free_argv(struct cli_run *r);
  * command that starts it again. */
 void cli_run_build_rerun(struct cli_run *r, int argc, char **argv);
 
-/* Start CMD with SIGINT/SIGHUP forwarded to it, SIGTERM to on_term. Signals
- * stay blocked across the fork so none is lost or forwarded to no one.
- * Returns its pid, or -1. */
-pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int));
+/* Start CMD with SIGINT/SIGHUP forwarded to it, SIGTERM to on_term (with
+ * its sender, SA_SIGINFO). Signals stay blocked across the fork so none is
+ * lost or forwarded to no one. Returns its pid, or -1. */
+pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int, siginfo_t *, void *));
 
+/* CMD as its author wrote it, for people: the START of the daemon's
+ * `/bin/sh -c START` (a .wtproxy's server), else CMD ARGS. */
+const char *cli_run_cmd_shown(const struct cli_run *r);
 /* Whether the wrapper got SIGINT or SIGHUP (Ctrl-C, a closed terminal),
  * which CMD got too: its end was asked for, not a failure to tell. */
 int cli_run_cmd_interrupted(void);
@@ -163,6 +175,13 @@ void cli_run_retell(struct cli_run *r);
  * sees this wrapper's pid gone. */
 void cli_run_release(struct cli_run *r);
 
+/* --- run_end.c --- */
+/* How CMD ended, as far as the wrapper saw it, into out: it exited by
+ * itself (its pid, its command and host_exit_words' words), a SIGTERM
+ * stopped it (and whose), its worktree went, or SIGINT/SIGHUP interrupted
+ * it; subject ("its server", "the server") begins the sentence. Returns 0
+ * with out "" when the wrapper knows nothing to say (it gave up). */
+int cli_run_end_words(const struct cli_run *r, const char *subject, char *out, size_t len);
 /* --- run_fail.c --- */
 
 /* The fix outside the app's files CMD's last lines call for, into fix:

@@ -179,7 +179,17 @@ static void exec_cmd(const struct cli_run *r, pid_t wrapper, const sigset_t *mas
     _exit(e == ENOENT ? 127 : 126);
 }
 
-pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int))
+/* "/bin/sh" alone would name no server anyone started. */
+const char *cli_run_cmd_shown(const struct cli_run *r)
+{
+    const char *base = strrchr(r->argv[0], '/') ? strrchr(r->argv[0], '/') + 1 : r->argv[0];
+    if (strcmp(base, "sh") == 0 && r->argv[1] && strcmp(r->argv[1], "-c") == 0 && r->argv[2] &&
+        !r->argv[3])
+        return r->argv[2];
+    return r->command;
+}
+
+pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int, siginfo_t *, void *))
 {
     sigset_t block, old;
     sigemptyset(&block);
@@ -192,7 +202,7 @@ pid_t cli_run_start_cmd(const struct cli_run *r, void (*on_term)(int))
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     /* No SA_RESTART: a sleep returns at once to stop the tree. */
-    struct sigaction term = {.sa_handler = on_term};
+    struct sigaction term = {.sa_sigaction = on_term, .sa_flags = SA_SIGINFO};
     sigemptyset(&term.sa_mask);
     sigaction(SIGTERM, &term, NULL);
     pid_t self = getpid(), pid = fork();

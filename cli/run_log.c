@@ -232,6 +232,24 @@ void cli_run_log_note(const struct cli_run_log *l, const char *line)
 
 void cli_run_log_close(struct cli_run_log *l)
 {
+    cli_run_log_end(l, NULL);
+}
+
+/* how, and the time, as the log's last line; only once the relay, its
+ * other writer, has ended. */
+static void end_line(const struct cli_run_log *l, const char *how)
+{
+    char stamp[16];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!how || l->fd < 0 || (l->relaying && !l->done))
+        return;
+    strftime(stamp, sizeof stamp, "%H:%M:%S", localtime_r(&now, &tm));
+    dprintf(l->fd, "--- %s, at %s ---\n", how, stamp);
+}
+
+void cli_run_log_end(struct cli_run_log *l, const char *how)
+{
     int fds[4] = {l->out[1], l->err[1], -1, -1};
     for (int i = 0; i < 2; i++)
         if (fds[i] >= 0)
@@ -247,6 +265,7 @@ void cli_run_log_close(struct cli_run_log *l)
         else
             pthread_detach(l->thread);
     }
+    end_line(l, how);
     if (l->done || !l->relaying) {
         fds[2] = l->out[0];
         fds[3] = l->err[0];

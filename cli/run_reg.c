@@ -385,13 +385,16 @@ void cli_run_retell(struct cli_run *r)
         r->untold = CLI_RUN_TOLD;
 }
 
-/* The unregister op; with "exit" when CMD exited by itself: its last
- * lines and its status or signal (PROTOCOL.md). NULL when out of memory. */
+/* The unregister op, with "why", how CMD ended, for the daemon's log;
+ * with "exit" when CMD exited by itself: its last lines and its status or
+ * signal (PROTOCOL.md). NULL when out of memory. */
 static json_t *unregister_request(struct cli_run *r)
 {
     json_t *req = json_pack("{s:s, s:i, s:s}", "op", "unregister", "front", r->front, "worktree",
                             r->worktree);
-    char lines[REG_START_FAILED_MAX];
+    char lines[REG_START_FAILED_MAX], why[REG_UNREGISTER_WHY_MAX];
+    if (req && cli_run_end_words(r, "its server", why, sizeof why))
+        json_object_set_new(req, "why", cli_json_text(why, strlen(why)));
     if (!req || !r->exited)
         return req;
     cli_run_fail_last(&r->log.fail, lines, sizeof lines);

@@ -393,6 +393,8 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
             proxy_log("stopping %s's server%s%s: idle for %llu ms (idle_stop)%s", e->worktree,
                       e->svc.name[0] ? " for service " : "", e->svc.name, e->svc.idle_ms,
                       e->adopted ? "; it was adopted from the daemon that started it" : "");
+            snprintf(b->stop_why, sizeof b->stop_why, "idle for %llu ms (idle_stop)",
+                     e->svc.idle_ms);
             kill(-e->pid, SIGTERM);
         }
     }

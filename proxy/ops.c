@@ -39,7 +39,7 @@ json_t *proxy_op_no_ondemand(const char *what)
 static const struct proxy_op ops[] = {
     {"refusals", proxy_op_refusals, NULL}, {"services", NULL, proxy_op_services},
     {"starts", proxy_op_starts, NULL},     {"stats", op_stats, NULL},
-    {"restart", proxy_op_restart, NULL},   {"stop", proxy_op_stop, NULL},
+    {"restart", proxy_op_restart, NULL},   {"stop", NULL, proxy_op_stop_asked},
     {"start", NULL, proxy_op_start_later},
 };
 

@@ -56,8 +56,12 @@ json_t *proxy_op_restart(struct proxy_server *s, uid_t uid, json_t *req);
 int proxy_restart_wrapper(struct proxy_server *s, struct reg_backend *b, const char *why);
 
 /* {"op":"stop",...same selectors}: SIGTERM to each wrapper (it stops its
- * server's whole process tree, then unregisters); {"ok":true,"stopped":[...]}. */
+ * server's whole process tree, then unregisters); {"ok":true,"stopped":[...]}.
+ * The dashboard's stop button; proxy_op_stop_asked is the control op's,
+ * whose peer (wtproxy stop, an MCP tool) the daemon's log names when each
+ * entry goes. */
 json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req);
+json_t *proxy_op_stop_asked(struct proxy_server *s, uid_t uid, json_t *req, struct reg_peer *peer);
 
 /* A reply held while a worker read a .wtproxy: reply is the callee's. */
 typedef void (*proxy_op_reply_cb)(void *arg, json_t *reply);

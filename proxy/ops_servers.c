@@ -20,6 +20,7 @@
 
 #include "host.h"
 #include "ondemand.h"
+#include "reg_control.h"
 #include "server.h"
 #include "wtfile.h"
 
@@ -203,9 +204,11 @@ int proxy_restart_wrapper(struct proxy_server *s, struct reg_backend *b, const c
     return 0;
 }
 
-/* restart and stop: signal every selected wrapper, answer the entries. */
+/* restart and stop: signal every selected wrapper, answer the entries; a
+ * stop's who (who asked it) is kept with each for the log line of its
+ * drop. */
 static json_t *signal_op(struct proxy_server *s, uid_t uid, json_t *req, const char *op, int sig,
-                         const char *key)
+                         const char *key, const char *who)
 {
     struct selector sel;
     struct reg_backend *found[MAX_MATCHES];
@@ -217,6 +220,8 @@ static json_t *signal_op(struct proxy_server *s, uid_t uid, json_t *req, const c
     for (int i = 0; i < n; i++) {
         if (sig == SIGUSR1)
             mark_restarting(s, uid, found[i]);
+        else
+            snprintf(found[i]->stop_why, sizeof found[i]->stop_why, "%s", who);
         kill(found[i]->pid, sig);
         proxy_log("%s %s's server on front %d (wrapper pid %d), asked by uid %u",
                   sig == SIGUSR1 ? "restarting" : "stopping", found[i]->worktree, found[i]->front,
@@ -231,12 +236,27 @@ static json_t *signal_op(struct proxy_server *s, uid_t uid, json_t *req, const c
 
 json_t *proxy_op_restart(struct proxy_server *s, uid_t uid, json_t *req)
 {
-    return signal_op(s, uid, req, "restart", SIGUSR1, "restarted");
+    return signal_op(s, uid, req, "restart", SIGUSR1, "restarted", NULL);
 }
 
 json_t *proxy_op_stop(struct proxy_server *s, uid_t uid, json_t *req)
 {
-    return signal_op(s, uid, req, "stop", SIGTERM, "stopped");
+    char user[128], who[160];
+    host_uid_words(uid, user, sizeof user);
+    snprintf(who, sizeof who, "the dashboard's stop, by %s", user);
+    return signal_op(s, uid, req, "stop", SIGTERM, "stopped", who);
+}
+
+json_t *proxy_op_stop_asked(struct proxy_server *s, uid_t uid, json_t *req, struct reg_peer *peer)
+{
+    char user[128], cmdline[256] = "", who[512];
+    pid_t pid = reg_peer_pid(peer);
+    host_uid_words(uid, user, sizeof user);
+    if (pid > 0)
+        host_pid_cmdline(pid, cmdline, sizeof cmdline);
+    snprintf(who, sizeof who, "the stop op from pid %ld%s%s%s, by %s", (long)pid,
+             cmdline[0] ? " (" : "", cmdline, cmdline[0] ? ")" : "", user);
+    return signal_op(s, uid, req, "stop", SIGTERM, "stopped", who);
 }
 
 /* A start waiting for its worktree's .wtproxy (proxy_op_start). */

@@ -22,6 +22,7 @@ struct reg_peer {
     struct reg_control *rc;
     struct bufferevent *bev; /* NULL: gone while its reply was pending */
     uid_t uid;
+    pid_t pid;      /* as SO_PEERCRED said at its connect */
     int waiting;    /* a request line's reply is pending */
     int in_handler; /* the handler runs for it now */
     TAILQ_ENTRY(reg_peer) link;
@@ -78,6 +79,11 @@ static void set_idle_timeout(struct reg_peer *p, int on)
 {
     struct timeval idle = {REG_PEER_IDLE_S, 0};
     bufferevent_set_timeouts(p->bev, on ? &idle : NULL, NULL);
+}
+
+pid_t reg_peer_pid(const struct reg_peer *p)
+{
+    return p ? p->pid : 0;
 }
 
 void reg_control_reply(struct reg_peer *p, char *line)
@@ -170,6 +176,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     }
     p->rc = rc;
     p->uid = cred.uid;
+    p->pid = cred.pid;
     TAILQ_INSERT_TAIL(&rc->peers, p, link);
     bufferevent_setwatermark(p->bev, EV_READ, 0, REG_LINE_MAX + 1);
     bufferevent_setcb(p->bev, peer_read, NULL, peer_event, p);

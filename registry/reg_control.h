@@ -26,6 +26,10 @@ typedef void (*reg_control_handler)(void *arg, struct reg_peer *p, uid_t uid, co
  * meanwhile is freed now, its reply dropped. */
 void reg_control_reply(struct reg_peer *p, char *line);
 
+/* The pid of p's process when it connected (SO_PEERCRED); 0 for NULL, a
+ * request of the daemon's own. */
+pid_t reg_peer_pid(const struct reg_peer *p);
+
 /* Listen on path: a socket file left by a dead daemon is replaced, one a
  * live daemon answers on is refused. fd >= 0: serve that listening,
  * non-blocking socket, bound to path by whoever passed it (systemd), and

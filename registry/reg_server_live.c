@@ -47,10 +47,11 @@ void reg_server_drop(struct reg_server *rs, struct reg_backend *b, const char *w
 static void pid_exited(evutil_socket_t fd, short what, void *arg)
 {
     struct watch *w = arg;
-    char why[128];
+    char why[sizeof w->b->command + 64];
     (void)fd;
     (void)what;
-    snprintf(why, sizeof why, "pid %d exited", (int)w->b->pid);
+    snprintf(why, sizeof why, "pid %d%s%s%s exited, and nothing unregistered it", (int)w->b->pid,
+             w->b->command[0] ? " (" : "", w->b->command, w->b->command[0] ? ")" : "");
     reg_server_drop(w->rs, w->b, why);
 }
 

@@ -267,6 +267,39 @@ static json_t *ping(struct reg_server *rs)
     return r;
 }
 
+/* Why b's entry goes at its unregister, into out, for the daemon's log:
+ * the daemon's own stop (b->stop_why), else how its wrapper saw its
+ * server end ("why": a kill -9, a removed worktree and a stop all read
+ * "unregistered" before), else who unregistered it (wtproxy unregister),
+ * by the peer's pid and command line. -1 when "why" is not a string. */
+static int unregister_why(const struct reg_backend *b, json_t *req, struct reg_peer *peer,
+                          char *out, size_t len)
+{
+    json_t *why = json_object_get(req, "why");
+    char cmdline[256] = "";
+    pid_t pid = reg_peer_pid(peer);
+    if (why && !json_is_string(why))
+        return -1;
+    if (b->stop_why[0]) {
+        snprintf(out, len, "the daemon stopped it: %s", b->stop_why);
+    } else if (why) {
+        /* a line of the log: its control characters are not the peer's to write */
+        const char *s = json_string_value(why);
+        size_t n = 0;
+        for (; s[n] && n + 1 < len; n++)
+            out[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--; /* cut short: at a character's first byte */
+        out[n] = '\0';
+    } else {
+        if (pid > 0)
+            host_pid_cmdline(pid, cmdline, sizeof cmdline);
+        snprintf(out, len, "unregistered by pid %ld%s%s%s", (long)pid, cmdline[0] ? " (" : "",
+                 cmdline, cmdline[0] ? ")" : "");
+    }
+    return 0;
+}
+
 /* The reply to req, or NULL when it comes later (through peer). */
 json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t uid, json_t *req)
 {
@@ -323,11 +356,13 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
             reg_server_save(rs);
             return ok_entry(rs, b);
         }
-        char why[256];
-        if (reg_last_words_keep(rs, b, req, why, sizeof why) < 0)
-            return reg_fail("bad-request", "unregister: %s", why);
+        char why[REG_UNREGISTER_WHY_MAX], err[256];
+        if (unregister_why(b, req, peer, why, sizeof why) < 0)
+            return reg_fail("bad-request", "unregister: \"why\" is a string: how the server ended");
+        if (reg_last_words_keep(rs, b, req, err, sizeof err) < 0)
+            return reg_fail("bad-request", "unregister: %s", err);
         json_t *r = ok_entry(rs, b); /* before drop: it frees b */
-        reg_server_drop(rs, b, "unregistered");
+        reg_server_drop(rs, b, why);
         return r;
     }
     if (strcmp(op, "start-failed") == 0) {

@@ -26,6 +26,9 @@ enum reg_state {
 /* The last lines of a server whose start failed while it lives on: the
  * traceback's end, which names the file and line to fix. */
 #define REG_START_FAILED_MAX 2048
+/* The unregister op's "why": how the server ended, for the daemon's log
+ * (a worktree's path may be in it twice). */
+#define REG_UNREGISTER_WHY_MAX 1024
 
 /* How a server's start failed while it lives on (the `start-failed` op's
  * "when"). */
@@ -85,6 +88,11 @@ struct reg_backend {
      * `restarting`; not kept in the state file. */
     char not_ready[320];
     long long not_ready_ms;
+    /* The daemon asked its wrapper to stop it, and why ("wtproxy stop (pid
+     * 812: ...)", "idle for 600000 ms (idle_stop)"): the daemon's log says
+     * so when the wrapper unregisters, rather than the wrapper's "SIGTERM
+     * from" the daemon; "" none. Memory only. */
+    char stop_why[512];
     int daemon_started; /* its pid's parent was the daemon when it registered: a wrapper the
                          * daemon started from a `.wtproxy` (a daemon after it adopts its
                          * idle stop) */

@@ -83,7 +83,7 @@ test('a server that crashed at start: logs shows why, restart says how to start 
   const restart = await call(mcp, 'restart');
   assert.equal(restart.isError, true);
   assert.equal(restart.structuredContent.error, 'not-found');
-  assert.match(restart.content[0].text, /Nothing to restart: its last server exited; its newest log, .* ends with:\n(.|\n)*SyntaxError: invalid syntax\nFix what it says, then start it again: cd /);
+  assert.match(restart.content[0].text, /Nothing to restart: its last server exited; its newest log, .* ends with:\n(.|\n)*SyntaxError: invalid syntax\n  --- the server \(pid \d+: [^\n]*\) exited with status 1, at \d\d:\d\d:\d\d ---\nFix what it says, then start it again: cd /);
   // A worktree that never had a server: how to start one, nothing more.
   fs.rmSync(path.join(tmp.root, 'state'), { recursive: true });
   const never = await call(mcp, 'restart');
@@ -124,7 +124,7 @@ test('restart returns once the server is ready, and a restart into a crash says 
   assert.equal(crash.isError, true, JSON.stringify(crash.structuredContent));
   assert.equal(crash.structuredContent.error, 'exited');
   assert.match(crash.content[0].text, new RegExp(`^${tmp.wt.b}'s server on front :${px.port} \\(.*server\\.mjs \\d+\\) was restarted but it exited`));
-  assert.match(crash.content[0].text, /ends with:\n(.|\n)*SyntaxError: invalid syntax\nFix what it says, then start it again: cd /);
+  assert.match(crash.content[0].text, /ends with:\n(.|\n)*SyntaxError: invalid syntax\n  --- the server \(pid \d+: [^\n]*\) exited with status 1, at \d\d:\d\d:\d\d ---\nFix what it says, then start it again: cd /);
   assert.ok(crash.structuredContent.lines.includes('SyntaxError: invalid syntax'));
   assert.notEqual((await exited).code, 0);
   assert.equal((await b.end()).code, 0, b.stderr());
@@ -193,10 +193,10 @@ test('restart starts the server the .wtproxy declares when none runs, and says w
   fs.writeFileSync(path.join(tmp.wt.a, 'broken'), '');
   const crash = await call(mcp, 'restart'); // restarts the one that runs: it exits
   assert.equal(crash.structuredContent.error, 'exited');
-  assert.match(crash.content[0].text, /SyntaxError: invalid syntax\nFix what it says, then start it again: restart \(it starts the server .*'s \.wtproxy declares\)$/);
+  assert.match(crash.content[0].text, /SyntaxError: invalid syntax\n  --- the server \(pid \d+: [^\n]*\) exited with status 1, at \d\d:\d\d:\d\d ---\nFix what it says, then start it again: restart \(it starts the server .*'s \.wtproxy declares\)$/);
   const again = await call(mcp, 'restart'); // nothing runs: starts the declared one, which exits
   assert.equal(again.structuredContent.error, 'exited');
-  assert.match(again.content[0].text, new RegExp(`^the server of ${tmp.wt.a}'s \\.wtproxy \\(front :${px.port}, .*server\\.mjs \\{port\\}\\) was started but it exited before it was ready\\. Its log .* ends with:\\n(.|\\n)*SyntaxError: invalid syntax\\nFix what it says, then restart again: restart starts it$`));
+  assert.match(again.content[0].text, new RegExp(`^the server of ${tmp.wt.a}'s \\.wtproxy \\(front :${px.port}, .*server\\.mjs \\{port\\}\\) was started but it exited before it was ready\\. Its log .* ends with:\\n(.|\\n)*SyntaxError: invalid syntax\\n  --- the server \\(pid \\d+: [^\\n]*\\) exited with status 1, at \\d\\d:\\d\\d:\\d\\d ---\\nFix what it says, then restart again: restart starts it$`));
   fs.rmSync(path.join(tmp.wt.a, 'broken'));
   const fixed = await call(mcp, 'restart');
   assert.equal(fixed.structuredContent.started[0].state, 'ready', fixed.content[0].text);

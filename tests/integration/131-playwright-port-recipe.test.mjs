@@ -198,6 +198,8 @@ test('port recipe: a server the daemon started stops after idle_stop without req
   const gone = Date.now() - second.at;
   t.diagnostic(`stopped ${gone} ms after the last request`);
   assert.ok(gone >= 1500, `stopped ${gone} ms after the last request, before idle_stop (2 s): the second request did not count`);
+  // the daemon's log says it stopped it, not that it "unregistered"
+  assert.match(px.stderr(), /^wtproxy: dropped \S*wt-idle \(front :\d+, port \d+\): the daemon stopped it: idle for 2000 ms \(idle_stop\)$/m, px.stderr());
   await waitFor(() => procs.every((pid) => !pidAlive(pid)), 3000,
     `the wrapper and the server (pids ${procs}) are gone`);
 
