@@ -229,8 +229,10 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
         if (!ready && !cli_run_fail_held(r) && is_ready(r, self, &said, d, ++polls, &listener)) {
             ready = 1;
             r->moves = 0;
-            cli_run_mark_ready(r, 0);
+            /* Before the ready line: from that line on its server may be
+             * asked and killed, and one killed before the take is no holder. */
             cli_run_died_take(r, d);
+            cli_run_mark_ready(r, 0);
         } else if (r->untold && ++polls % retry == 0) {
             /* The daemon died meanwhile: the one started next reloads the
              * entry as its state file had it (starting, failed or ready),

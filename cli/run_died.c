@@ -12,7 +12,7 @@
  * FastAPI user). run_fail.c reads the same shape from the output after an
  * edit; a kill prints nothing, so this reads the process tree.
  *
- * When the wrapper marks its server ready it takes the processes of its
+ * Before the wrapper says its server is ready it takes the processes of its
  * tree that hold the listening socket (cli_tree_descendants: the tree's
  * few fd tables). Every LOOK_MS while ready it reads each one's start
  * time (one small /proc read each; a zombie has none). One gone, and no
