@@ -12,21 +12,33 @@ static struct stream *peer_of(struct proxy_client *c, struct stream *bev)
     return bev == c->bev ? c->up : c->bev;
 }
 
+/* The refusal a tunnel's server earns by the verdict ls shows (state),
+ * -1 when it may go on. */
+static int verdict_error(const char *state)
+{
+    return !strcmp(state, "stale")      ? PE_STALE_CODE
+           : !strcmp(state, "mismatch") ? PE_CHECKOUT_MISMATCH
+           : !strcmp(state, "broken")   ? PE_BROKEN
+                                        : -1;
+}
+
 /* The tunnel's server no longer runs the code on disk (an edit it did
- * not take in: daphne, which never reloads) or now answers for another
- * checkout: an open WebSocket went on being answered by it while every
- * new request was refused, and a user's WebSocket test passed on code no
- * longer on disk. Closed at its next bytes, either way, and kept as a
- * refusal of its request, so that `wtproxy refusals` and the Playwright
- * reporter name it; the page's reconnect is a new request, which the
- * gate judges (and at which a server started from a .wtproxy is
- * restarted). The verdict is the one ls shows, copied on the loop as the
- * gate decides: an idle tunnel decides nothing. */
+ * not take in: daphne, which never reloads), now answers for another
+ * checkout, or answers /__whoami with an error since an edit broke it
+ * (hugo server, whose open live-reload socket went on talking): an open
+ * WebSocket went on being answered by it while every new request was
+ * refused, and a user's WebSocket test passed on code no longer on disk.
+ * Closed at its next bytes, either way, and kept as a refusal of its
+ * request, so that `wtproxy refusals` and the Playwright reporter name
+ * it; the page's reconnect is a new request, which the gate judges (and
+ * at which a server started from a .wtproxy is restarted). The verdict is
+ * the one ls shows, copied on the loop as the gate decides: an idle
+ * tunnel decides nothing. */
 static int closed_for_verdict(struct proxy_client *c)
 {
     const struct reg_backend *b = c->backend;
-    int stale = b && !strcmp(b->whoami.state, "stale");
-    if (!stale && !(b && !strcmp(b->whoami.state, "mismatch")))
+    int e = b ? verdict_error(b->whoami.state) : -1;
+    if (e < 0)
         return 0;
     char d[sizeof b->whoami.detail + PATH_MAX + 128], fix[PATH_MAX + 256];
     snprintf(d, sizeof d,
@@ -34,13 +46,14 @@ static int closed_for_verdict(struct proxy_client *c)
              b->worktree, (int)b->pid, b->whoami.detail);
     if (b->restart_on_stale)
         snprintf(fix, sizeof fix,
-                 "connect again (reload the page): wtproxy restarts the server at that request, "
-                 "on the code on disk");
+                 "%sconnect again (reload the page): wtproxy restarts the server at that request, "
+                 "on the code on disk",
+                 e == PE_BROKEN ? "fix the error and save, then " : "");
     else
         snprintf(fix, sizeof fix,
-                 "cd %s && wtproxy restart --front %d, then connect again (reload the page)",
-                 b->worktree, b->front);
-    conn_fail_tunnel(c, stale ? PE_STALE_CODE : PE_CHECKOUT_MISMATCH, d, fix);
+                 "%scd %s && wtproxy restart --front %d, then connect again (reload the page)",
+                 e == PE_BROKEN ? "fix the error and save, or " : "", b->worktree, b->front);
+    conn_fail_tunnel(c, (enum proxy_error)e, d, fix);
     return 1;
 }
 

@@ -15,6 +15,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import {
   makeWorktrees, startDaemon, startRun, getWorktree, cli, lsJson, waitFor, sanitizerClean,
@@ -124,5 +125,46 @@ test('--restart-on-stale: a restarted process that answers 500 too is refused sa
     const x = await getWorktree(px.port, tmp.wt.a);
     return x.status === 200 ? x : new Error(`${x.status} ${x.body}`);
   }, 20000, 'served once the fix is saved');
+  sanitizerClean(assert, px.stderr());
+});
+
+// An upgraded connection (hugo server's live-reload WebSocket) opened
+// while its server was verified went on talking after an edit broke the
+// server, while every new request got the 503. Its next bytes close it,
+// kept as a refusal that says the change broke it and the fix.
+test('an open tunnel to a server an edit broke is closed at its next bytes, and kept as a refusal', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp, GRACE);
+  const theme = path.join(tmp.wt.a, 'theme.py');
+  fs.writeFileSync(theme, 'margin = "4px"\n');
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.a, front: px.port, serverArgs: ['--broken-by', theme], stopSignal: 'SIGTERM',
+  });
+  await run.ready;
+  assert.equal((await getWorktree(px.port, tmp.wt.a)).status, 200);
+  const sock = net.connect(px.port, '127.0.0.1');
+  t.after(() => sock.destroy());
+  let got = '';
+  sock.on('data', (d) => { got += d; });
+  const ended = new Promise((resolve) => sock.on('close', resolve));
+  sock.write(`GET /echo HTTP/1.1\r\nHost: localhost\r\nX-Wtproxy-Worktree: ${tmp.wt.a}\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n`);
+  await waitFor(() => got.includes('\r\n\r\n'), 10000, 'the 101');
+  assert.match(got, /^HTTP\/1\.1 101 /, got);
+  got = '';
+  sock.write('one');
+  await waitFor(() => /^\d+:one$/.test(got), 10000, 'the echo through the tunnel');
+  got = '';
+  await save(theme, 'margin = "5px"\n');
+  assertBroken(await getWorktree(px.port, tmp.wt.a), px.port); // a new request: refused
+  sock.write('two');
+  const open = await Promise.race([ended.then(() => false), new Promise((r) => setTimeout(() => r(true), 10000))]);
+  assert.equal(open, false, `the tunnel stayed open; through it: ${JSON.stringify(got)}`);
+  assert.doesNotMatch(got, /two/, 'the broken server did not answer');
+  const refusals = JSON.parse((await cli(tmp, ['refusals', '--json', '--since', '1m'], { cwd: tmp.wt.a })).stdout);
+  const closed = refusals.find((r) => r.request === 'GET /echo');
+  assert.ok(closed, JSON.stringify(refusals));
+  assert.equal(closed.reason, 'backend-not-ready');
+  assert.match(closed.detail, new RegExp(`^closed this upgraded connection \\(a WebSocket\\) to the dev server of ${tmp.wt.a} \\(pid \\d+\\): .*now answers it with HTTP 500`), closed.detail);
+  assert.match(closed.fix, new RegExp(`^fix the error and save, or cd ${tmp.wt.a} && wtproxy restart --front ${px.port}, then connect again`), closed.fix);
   sanitizerClean(assert, px.stderr());
 });
