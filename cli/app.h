@@ -152,6 +152,16 @@ void cli_app_free(struct cli_app *app);
 void cli_python_of(const char *dir, const struct cli_playwright *pw, const char *runs, char *out,
                    size_t outlen);
 
+/* --- py_probe.c --- */
+
+#define CLI_PY_PROBE_MS 5000 /* the interpreter's start and one import */
+
+/* Run `PREFIX -c CODE` through /bin/sh in dir; its first line of output
+ * into out ("" when it printed none). Killed, its group too, after
+ * CLI_PY_PROBE_MS. Returns the exit status, or -1 when it timed out.
+ * CODE holds no single quote. */
+int cli_py_probe(const char *dir, const char *prefix, const char *code, char *out, size_t len);
+
 /* --- init_gunicorn.c --- */
 
 /* The start of a Django app whose Playwright webServer runs gunicorn (the

@@ -58,11 +58,6 @@ void doc_whoami(struct doc_ctx *c, struct doc_result *r);
 /* doctor_python.c: the .wtproxy's Python imports the middleware, the
  * framework its start runs, and (doctor_pyapp.c) the app module it serves. */
 void doc_python(struct doc_ctx *c, struct doc_result *r);
-/* doctor_python.c: run `PREFIX -c CODE` through /bin/sh in dir; its first
- * line of output into out ("" when it printed none). Killed, its group
- * too, after DOC_PY_TIMEOUT_MS. Returns the exit status, or -1 when it
- * timed out. CODE holds no single quote. */
-int doc_py_probe(const char *dir, const char *prefix, const char *code, char *out, size_t len);
 /* doctor_pyapp.c: the module a start serves into out, and where its name
  * begins in start into *at (at may be NULL): "admin.main" of `... -m
  * uvicorn admin.main:app ...` (uvicorn's first argument with a colon),

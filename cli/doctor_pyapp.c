@@ -88,7 +88,7 @@ static int from_top(const struct doc_ctx *c, const char *python, const char *mod
         return -1;
     snprintf(top_module, sizeof top_module, "%s.%s", sub, module);
     snprintf(code, sizeof code, module_probe, top_module);
-    if (doc_py_probe(c->wt.root, py, code, got, sizeof got) != 0 || strcmp(got, "ok") != 0)
+    if (cli_py_probe(c->wt.root, py, code, got, sizeof got) != 0 || strcmp(got, "ok") != 0)
         return -1;
     int n = snprintf(out, len, "%.*s%s.%s", (int)(at - and-4), and+4, sub, at);
     return n > 0 && (size_t)n < len ? 0 : -1;
@@ -143,7 +143,7 @@ int doc_pyapp_missing(const struct doc_ctx *c, const char *python, const char *l
     if (doc_py_served_module(c->start, module, sizeof module, &at) < 0)
         return 0;
     snprintf(code, sizeof code, module_probe, module);
-    if (doc_py_probe(c->wt.root, python, code, out, sizeof out) != 0 ||
+    if (cli_py_probe(c->wt.root, python, code, out, sizeof out) != 0 ||
         strncmp(out, "fails ", 6) != 0 || !strchr(out, '\t'))
         return 0;
     char *exe = out + 6, *why = strchr(out, '\t');

@@ -9,21 +9,14 @@
  * VAR=value settings kept), before any server is started; and, once it
  * does, whether it imports the framework its start runs (manage.py:
  * Django), which a new worktree's python may lack as well. */
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "doctor.h"
 #include "host.h"
 #include "packages.h"
-
-#define DOC_PY_TIMEOUT_MS 5000 /* the interpreter's start and one import */
 
 /* Prints "ok FOLDER" when the package imports, else "missing SITE" with the
  * folder this interpreter reads links from: the user site, or a
@@ -157,53 +150,6 @@ static int python_prefix(const char *root, const char *start, char *out, char *l
     }
 }
 
-int doc_py_probe(const char *dir, const char *prefix, const char *code, char *out, size_t len)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s -c '%s' 2>/dev/null", prefix, code);
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        dup2(fds[1], 1);
-        if (chdir(dir) == 0)
-            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t got = 0;
-    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-    int timed_out = 0;
-    while (pid > 0 && got + 1 < len) {
-        int r = poll(&pfd, 1, DOC_PY_TIMEOUT_MS);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            timed_out = 1;
-            break;
-        }
-        ssize_t n = read(fds[0], out + got, len - 1 - got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fds[0]);
-    out[got] = '\0';
-    out[strcspn(out, "\n")] = '\0';
-    if (pid < 0)
-        return -1;
-    if (timed_out)
-        kill(-pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (timed_out)
-        return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /* The problem of a Python that lacks the package, with the link that fixes
  * it for every server this user starts, or, from a build folder, the
  * PYTHONPATH that puts the checkout's package on its path. */
@@ -262,7 +208,7 @@ static int probe_framework(const char *dir, const char *python, const char *fw, 
 {
     char code[sizeof framework_probe + 16];
     snprintf(code, sizeof code, framework_probe, fw);
-    return doc_py_probe(dir, python, code, out, len);
+    return cli_py_probe(dir, python, code, out, len);
 }
 
 /* The framework a start line runs (manage.py: Django; uvicorn, flask) is
@@ -322,7 +268,7 @@ void doc_python(struct doc_ctx *c, struct doc_result *r)
                 "server answers /__whoami by itself (wtproxy help whoami-protocol)");
         return;
     }
-    int st = doc_py_probe(c->wt.root, python, probe, out, sizeof out);
+    int st = cli_py_probe(c->wt.root, python, probe, out, sizeof out);
     if (strncmp(out, "ok ", 3) == 0 &&
         (framework_missing(c, python, label, r) || doc_pyapp_missing(c, python, label, r)))
         return;
@@ -332,7 +278,7 @@ void doc_python(struct doc_ctx *c, struct doc_result *r)
         missing(label, out + 8, r);
     else {
         if (st < 0)
-            doc_set(r, DOC_PROBLEM, "%s did not answer within %d ms", label, DOC_PY_TIMEOUT_MS);
+            doc_set(r, DOC_PROBLEM, "%s did not answer within %d ms", label, CLI_PY_PROBE_MS);
         else
             doc_set(r, DOC_PROBLEM,
                     "%s does not run in %s (exit status %d): the .wtproxy's start names it", label,

@@ -227,11 +227,42 @@ static int config_python(const struct cli_playwright *pw, const char *runs, char
     return 0;
 }
 
+/* The module a start's program (runs: " manage.py runserver", " -m
+ * uvicorn", " -m flask") imports first, NULL when not known. */
+static const char *module_of(const char *runs)
+{
+    return strstr(runs, "manage.py")    ? "django"
+           : strstr(runs, "-m uvicorn") ? "uvicorn"
+           : strstr(runs, "-m flask")   ? "flask"
+                                        : NULL;
+}
+
+/* Whether python, run in dir, imports module. */
+static int imports(const char *dir, const char *python, const char *module)
+{
+    char code[64], out[256];
+    snprintf(code, sizeof code, "import %s", module);
+    return cli_py_probe(dir, python, code, out, sizeof out) == 0;
+}
+
+/* python3, or /usr/bin/python3 when the python3 first on PATH cannot
+ * import what runs needs and that one can: Debian's python3-django is
+ * importable from /usr/bin/python3 only, and with a pyenv python3 first
+ * on PATH init wrote a start that stopped at its first import (doctor
+ * then named /usr/bin/python3). */
+static void path_python(const char *dir, const char *runs, char *out, size_t outlen)
+{
+    const char *module = module_of(runs);
+    int system =
+        module && !imports(dir, "python3", module) && imports(dir, "/usr/bin/python3", module);
+    snprintf(out, outlen, "%s", system ? "/usr/bin/python3" : "python3");
+}
+
 /* The interpreter the Playwright config already names by path (the
  * python3 on PATH may lack the framework: pyenv, a venv not activated),
  * else the project's virtualenv when it has one (the daemon starts
  * .wtproxy servers with its own environment, without an activated venv),
- * else python3. */
+ * else the top folder's (init_py_top.c), else path_python's. */
 void cli_python_of(const char *dir, const struct cli_playwright *pw, const char *runs, char *out,
                    size_t outlen)
 {
@@ -241,7 +272,7 @@ void cli_python_of(const char *dir, const struct cli_playwright *pw, const char 
         snprintf(out, outlen, "%s",
                  cli_is_file(dir, ".venv/bin/python", 1) ? ".venv/bin/python" : "venv/bin/python");
     else if (cli_pytop_python(dir, runs, out, outlen) < 0)
-        snprintf(out, outlen, "python3");
+        path_python(dir, runs, out, outlen);
 }
 
 int cli_pyapp_detect(const char *dir, struct cli_app *app)
@@ -357,6 +388,13 @@ static void python_notes(struct init_plan *p, const char *framework, const struc
                   "venv/bin/python here): if %s is installed elsewhere, name that interpreter "
                   "in start",
                   framework);
+    const char *module = module_of(p->app.start);
+    if (strncmp(p->app.start, "/usr/bin/python3 ", 17) == 0 && module &&
+        !imports(p->dir, "python3", module))
+        init_note(p,
+                  "start runs /usr/bin/python3: the python3 first on PATH cannot import %s "
+                  "(on Debian, python3-%s is importable from /usr/bin/python3 only); keep the path",
+                  module, module);
     if (!f)
         return;
     if (p->app.at_top) {

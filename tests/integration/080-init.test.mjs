@@ -19,7 +19,7 @@ import path from 'node:path';
 import net from 'node:net';
 import http from 'node:http';
 import { git, startDaemon, cli, lsJson, sanitizerClean, get, curlFrom } from './lib/registry.mjs';
-import { python, pythonPath } from './lib/whoami.mjs';
+import { python, pythonPath, pathWithPython3 } from './lib/whoami.mjs';
 import { startPostgres } from './lib/pg.mjs';
 import { nodeModules, playwright } from './lib/playwright.mjs';
 import { repoRoot } from './lib/wtproxy.mjs';
@@ -46,9 +46,9 @@ function app(t, files) {
 }
 
 // `wtproxy init ARGS` (no daemon is involved).
-async function init(dir, args = [], { cwd } = {}) {
+async function init(dir, args = [], { cwd, env } = {}) {
   const tmp = { root: dir, control: path.join(dir, 'no-daemon.sock') };
-  const r = await cli(tmp, ['init', ...args], { cwd: cwd || dir });
+  const r = await cli(tmp, ['init', ...args], { cwd: cwd || dir, env });
   sanitizerClean(assert, r.stderr);
   return r;
 }
@@ -660,7 +660,9 @@ test('init of a subfolder: a top .wtproxy with sections gets one more; a name or
   });
   git(dir, 'init', '-q', '-b', 'main');
   const api = path.join(dir, 'api');
-  let r = await init(dir, ['api', '--front', '23811', '--apply'], { cwd: dir });
+  // A python3 that imports Django first on PATH: init writes python3.
+  const env = { PATH: pathWithPython3(t, '/usr/bin/python3') };
+  let r = await init(dir, ['api', '--front', '23811', '--apply'], { cwd: dir, env });
   assert.equal(r.code, 0, r.stderr);
   assert.equal(fs.readFileSync(path.join(dir, '.wtproxy'), 'utf8'),
     `${sections}\n[service api]\nstart = cd api && python3 manage.py runserver 127.0.0.1:{port}\nfront = 23811\n`);

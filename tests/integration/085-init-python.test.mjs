@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { git, makeWorktrees, startDaemon, cli, lsJson, sanitizerClean, curlFrom, waitFor } from './lib/registry.mjs';
-import { python, pythonPath, diskFingerprint, patternArgs } from './lib/whoami.mjs';
+import { python, pythonPath, diskFingerprint, patternArgs, pathWithPython3 } from './lib/whoami.mjs';
 import { killUnder } from '../e2e/lib/shop.mjs';
 
 const fastapiMain = `from fastapi import FastAPI
@@ -224,6 +224,37 @@ test('flask: a template or .env edited after the server read it is served new, n
   sanitizerClean(assert, px.stderr());
 });
 
+// The python3 first on PATH (pyenv's, here and on CI machines) cannot
+// import Debian's python3-django: init wrote `python3 manage.py
+// runserver`, whose server stopped at its first import, and then doctor
+// said to write /usr/bin/python3. init now picks /usr/bin/python3 when it
+// alone imports the framework, and says why; a python3 that imports it
+// stays python3.
+test('init: a python3 first on PATH that cannot import the framework gives /usr/bin/python3 and a note; one that can stays python3', async (t) => {
+  const tmp = makeWorktrees(t, []);
+  execFileSync('/usr/bin/python3', ['-m', 'django', 'startproject', 'shop', '.'], { cwd: tmp.repo });
+  const lacking = pathWithPython3(t, '/usr/bin/python3', '-S');
+  let r = await cli(tmp, ['init', '--json'], { cwd: tmp.repo, env: { PATH: lacking } });
+  assert.equal(r.code, 0, r.stderr);
+  let plan = JSON.parse(r.stdout);
+  assert.equal(plan.start, '/usr/bin/python3 manage.py runserver 127.0.0.1:{port}');
+  assert.ok(plan.notes.includes('start runs /usr/bin/python3: the python3 first on PATH cannot import django (on Debian, python3-django is importable from /usr/bin/python3 only); keep the path'), plan.notes.join('\n'));
+  assert.ok(!plan.notes.some((n) => /runs python3 from the daemon's PATH/.test(n)), plan.notes.join('\n'));
+
+  r = await cli(tmp, ['init', '--json'], { cwd: tmp.repo, env: { PATH: pathWithPython3(t, '/usr/bin/python3') } });
+  plan = JSON.parse(r.stdout);
+  assert.equal(plan.start, 'python3 manage.py runserver 127.0.0.1:{port}');
+  assert.ok(!plan.notes.some((n) => /start runs \/usr\/bin\/python3/.test(n)), plan.notes.join('\n'));
+
+  // FastAPI: the same for uvicorn.
+  fs.rmSync(path.join(tmp.repo, 'manage.py'));
+  fs.writeFileSync(path.join(tmp.repo, 'main.py'), fastapiMain);
+  r = await cli(tmp, ['init', '--json'], { cwd: tmp.repo, env: { PATH: lacking } });
+  plan = JSON.parse(r.stdout);
+  assert.equal(plan.start, '/usr/bin/python3 -m uvicorn main:app --host 127.0.0.1 --port {port}');
+  assert.ok(plan.notes.some((n) => /^start runs \/usr\/bin\/python3: the python3 first on PATH cannot import uvicorn/.test(n)), plan.notes.join('\n'));
+});
+
 test('init refuses a Python app it cannot find, naming the rule; a module it cannot edit safely gets a note', async (t) => {
   const tmp = makeWorktrees(t, []);
   fs.writeFileSync(path.join(tmp.repo, 'app.py'), 'from flask import Flask\n\ndef create_app():\n    return Flask(__name__)\n');
@@ -233,7 +264,7 @@ test('init refuses a Python app it cannot find, naming the rule; a module it can
   // Routes after the `if __name__` block would meet the wrapper: a note.
   const text = "from starlette.applications import Starlette\napp = Starlette()\nif __name__ == '__main__':\n    pass\napp.add_route('/x', None)\n";
   fs.writeFileSync(path.join(tmp.repo, 'main.py'), text);
-  r = await cli(tmp, ['init', '--apply'], { cwd: tmp.repo });
+  r = await cli(tmp, ['init', '--apply'], { cwd: tmp.repo, env: { PATH: pathWithPython3(t, '/usr/bin/python3') } });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^wtproxy init: .*: starlette app \(module main\.py\)/m);
   assert.match(r.stdout, /^note: main\.py: its top level goes on after `if __name__ \.\.\.:` .* left alone; add after the last line that uses app, by hand: from wtproxy_whoami\.asgi import WhoamiASGIMiddleware; app = WhoamiASGIMiddleware\(app\)$/m);

@@ -166,3 +166,13 @@ export async function startDjango(t, dir, { env = {}, readyPath = '/hello/' } = 
     { cwd: dir, port, env, readyPath });
   return s;
 }
+
+// PATH with, first, a folder whose python3 runs python (a file of sh
+// running it: flags '-S' make a python3 that imports nothing installed,
+// as a pyenv build first on PATH cannot import Debian's python3-django).
+// What init writes depends on the python3 PATH finds.
+export function pathWithPython3(t, python, flags = '') {
+  const bin = tempDir(t, 'wtproxy-path-');
+  fs.writeFileSync(path.join(bin, 'python3'), `#!/bin/sh\nexec ${python} ${flags} "$@"\n`, { mode: 0o755 });
+  return `${bin}:${process.env.PATH}`;
+}
