@@ -23,6 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ALGORITHM, compute } from './fingerprint.mjs';
 import { nothingReloads } from './reloads.mjs';
+import { workspaceInclude } from './workspace.mjs';
 
 export { compute, globMatch, FingerprintError } from './fingerprint.mjs';
 
@@ -112,11 +113,27 @@ export function withTakingIn(answer, body, sinceMs) {
   return Buffer.from(JSON.stringify({ ...answer, taking_in: { since: rfc3339(since) } }));
 }
 
+// The answer leaves room for this many bytes of scoped patterns: a
+// workspace of hundreds of members falls back to the whole checkout.
+const SCOPED_MAX = 32768;
+
+// The default patterns scoped to the workspace member this server runs
+// from (workspace.mjs): its main script's package, else its working
+// folder's; null when it runs from none.
+function memberInclude(checkout) {
+  let main = null;
+  try { main = process.argv[1] && fs.realpathSync(process.argv[1]); } catch { /* not a file */ }
+  const scoped = (main && workspaceInclude(checkout, DEFAULT_INCLUDE, main)) ||
+    workspaceInclude(checkout, DEFAULT_INCLUDE, fs.realpathSync(process.cwd()));
+  return scoped && scoped.join('').length < SCOPED_MAX ? scoped : null;
+}
+
 // The answer for this process: { answer, body (Buffer) }. Its fingerprint
 // is computed once, so it says "reloads": false when no watcher above it
 // can start a process that catches up (reloads.mjs).
-export function whoamiAnswer({ root, include = DEFAULT_INCLUDE, exclude = DEFAULT_EXCLUDE } = {}) {
+export function whoamiAnswer({ root, include, exclude = DEFAULT_EXCLUDE } = {}) {
   const checkout = resolveCheckout(root);
+  include ||= memberInclude(checkout) || DEFAULT_INCLUDE;
   const fp = compute(checkout, include, exclude, { since: performance.timeOrigin });
   const made = answerFor(checkout, include, exclude, fp);
   if (!nothingReloads()) return made;
