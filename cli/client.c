@@ -166,6 +166,24 @@ static pid_t peer_pid(int fd)
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
 }
 
+/* A ping's "pid" is the daemon's getpid(), as its own pid namespace
+ * numbers it: a daemon autostarted inside a sandbox (bwrap --unshare-pid)
+ * said 30, a kernel thread here, and `stop --daemon` sent that SIGTERM
+ * and offered `kill -9 30`. The kernel numbers the peer in this
+ * process's namespace (SO_PEERCRED; 0 when the daemon runs outside it):
+ * that is the pid this process may signal. The daemon's own stays as
+ * "pid_there". */
+static void number_daemon_here(pid_t here, json_t *reply)
+{
+    json_t *said = json_object_get(reply, "pid");
+    if (!json_is_integer(said) || !json_object_get(reply, "build"))
+        return;
+    if (here == (pid_t)json_integer_value(said))
+        return;
+    json_object_set(reply, "pid_there", said);
+    json_object_set_new(reply, "pid", json_integer(here));
+}
+
 /* One request/reply on path. Returns 0 with *reply, NOBODY when no daemon
  * listens, CLOSED with err and the daemon's pid in *closer (0 unknown) when
  * it closed the connection without a reply, or -1 with err. */
@@ -182,7 +200,8 @@ static int exchange(const char *path, const char *req, json_t **reply, pid_t *cl
         snprintf(err, errlen, "cannot send to the daemon on %s: %s", path, strerror(errno));
     else
         rc = recv_line(fd, deadline, &line, err, errlen);
-    *closer = rc == CLOSED ? peer_pid(fd) : 0;
+    pid_t daemon = peer_pid(fd);
+    *closer = rc == CLOSED ? daemon : 0;
     close(fd);
     if (rc != 0) { /* a daemon that is stuck or crashing: doctor says which, and its log */
         size_t n = strlen(err);
@@ -201,6 +220,7 @@ static int exchange(const char *path, const char *req, json_t **reply, pid_t *cl
         *reply = NULL;
         return -1;
     }
+    number_daemon_here(daemon, *reply);
     return 0;
 }
 

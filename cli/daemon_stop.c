@@ -174,7 +174,14 @@ int cli_daemon_stop(void)
     size_t servers = servers_registered();
     char serve[2 * PATH_MAX + 2560];
     cli_serve_cmd(ping, NULL, 0, serve, sizeof serve); /* its flags read while it runs */
-    if (pid <= 1)
+    json_t *there = json_object_get(ping, "pid_there");
+    if (pid <= 1 && there)
+        fprintf(stderr,
+                "wtproxy stop --daemon: the daemon runs outside this process's pid namespace "
+                "(its pid there: %lld): from inside a sandbox, no process here may signal it; "
+                "stop it from outside: wtproxy stop --daemon\n",
+                (long long)json_integer_value(there));
+    else if (pid <= 1)
         fprintf(stderr, "wtproxy stop --daemon: the daemon did not say its pid; stop it "
                         "yourself: wtproxy doctor names it\n");
     int stopped = pid > 1 && stop_pid(pid) == 0;

@@ -139,10 +139,35 @@ static void unseen_holder(const struct doc_ctx *c, int port, const int *ports, i
     proxy_port_stranger_fix(&s, port, cmd, tests, fix, flen);
 }
 
+/* A daemon started inside a pid namespace below this one (autostarted by
+ * a `wtproxy run` in an agent's sandbox, bwrap --unshare-pid): it cannot
+ * see the processes outside it, so it places no caller from here (503
+ * "could not be placed") and drops the servers it cannot see, while it
+ * answers every op. Into r when it is one; 0 when not. */
+static int daemon_sandboxed(struct doc_ctx *c, struct doc_result *r, long pid)
+{
+    json_t *there = json_object_get(c->ping, "pid_there");
+    if (!there || pid <= 1 || !host_pid_namespaced((pid_t)pid))
+        return 0;
+    char serve[700];
+    cli_serve_cmd(c->ping, NULL, 0, serve, sizeof serve);
+    doc_set(r, DOC_PROBLEM,
+            "the daemon (pid %ld here, %lld in its own pid namespace) runs inside a pid "
+            "namespace of its own (started from a sandbox: bwrap --unshare-pid, unshare "
+            "--pid): it cannot see the processes outside it, so it places no caller from "
+            "here (503 \"could not be placed\") and drops the servers it cannot see",
+            pid, (long long)json_integer_value(there));
+    snprintf(r->fix, sizeof r->fix,
+             "outside the sandbox: kill %ld && tail --pid=%ld -f /dev/null; %s", pid, pid, serve);
+    return 1;
+}
+
 /* The daemon answers: does it own every port this worktree needs? */
 static void daemon_ports(struct doc_ctx *c, struct doc_result *r, const int *ports, int n)
 {
     long pid = (long)json_integer_value(json_object_get(c->ping, "pid"));
+    if (daemon_sandboxed(c, r, pid))
+        return;
     char *listen = json_dumps(json_object_get(c->ping, "listen"), JSON_COMPACT);
     int missing[64], nm = 0;
     char names[1024] = "", name[128];

@@ -53,6 +53,17 @@ long host_proc_pid(const char *name);
  * count, or -1 when the file cannot be opened or read. */
 ssize_t host_read_small_file(const char *path, char *buf, size_t len);
 
+/* pid_ns.c: said, a pid that the process peer (as this process's pid
+ * namespace numbers it, SO_PEERCRED's) gave for itself, numbered here:
+ * peer when peer runs in a pid namespace below this one (a sandbox) and
+ * said is its own pid there, -1 when said is another pid of that
+ * namespace (which this one cannot name), said itself when both run in
+ * one namespace. */
+pid_t host_pid_of_peer(pid_t peer, pid_t said);
+
+/* pid_ns.c: whether pid runs in a pid namespace below this process's. */
+int host_pid_namespaced(pid_t pid);
+
 /* Argv of pid as one printable line in buf: arguments joined by spaces,
  * control characters as '?', a line cut short by len ending in "...";
  * "" when unreadable (a kernel thread, a process gone). */

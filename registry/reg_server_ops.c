@@ -87,7 +87,7 @@ static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req, struct 
     return NULL;
 }
 
-static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
+static json_t *op_register(struct reg_server *rs, struct reg_peer *peer, uid_t uid, json_t *req)
 {
     json_int_t front = 0, port = 0, pid = 0, ttl = 0;
     const char *wt = NULL, *command = "", *host = "127.0.0.1";
@@ -107,6 +107,16 @@ static json_t *op_register(struct reg_server *rs, uid_t uid, json_t *req)
     if (pid == 0 && ttl == 0)
         return reg_fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
                                        "cannot outlive its server forever");
+    pid_t here = pid > 0 ? host_pid_of_peer(reg_peer_pid(peer), (pid_t)pid) : 0;
+    if (here < 0)
+        return reg_fail("bad-request",
+                        "pid %d is a pid of the pid namespace your command runs in (a sandbox: "
+                        "bwrap --unshare-pid, unshare --pid, a container), which this daemon "
+                        "cannot see nor name: register it from outside that namespace, or "
+                        "start the server with wtproxy run, whose own pid the daemon reads "
+                        "from its connection",
+                        (int)pid);
+    pid = here; /* a sandboxed wtproxy run's getpid(), as this namespace numbers it */
     if (pid > 0 && !host_pid_start((pid_t)pid))
         return reg_fail("bad-request",
                         "pid %d does not run (it exited, or is mistyped); give "
@@ -313,7 +323,7 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
     if (strcmp(op, "list") == 0)
         return op_list(rs, peer, uid);
     if (strcmp(op, "register") == 0)
-        return op_register(rs, uid, req);
+        return op_register(rs, peer, uid, req);
     if (strcmp(op, "claim") == 0 || strcmp(op, "release") == 0 || strcmp(op, "leases") == 0) {
         /* "store":"embedded": a CLI that could not reach the registry
          * either, under WTPROXY_REGISTRY_OPTIONAL=1 (claims on this machine

@@ -1,0 +1,82 @@
+// 188: wtproxy run and wtproxy register from inside a pid namespace of
+// their own, as agents' sandboxes run commands (bwrap --unshare-pid,
+// unshare --pid). The wrapper registered its own pid as that namespace
+// numbers it (1 under unshare --pid --fork), which names another process
+// in the daemon's (init, kthreadd): the entry never expired after a kill
+// -9 of the whole sandbox, its worktree stayed "already served", and a
+// kill of "the pid ls shows" would have hit that other process. The
+// daemon now numbers a wrapper by its connection (SO_PEERCRED and
+// /proc/PID/status's NSpid); a pid of that namespace other than the
+// caller's own is refused, saying so.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { spawn } from 'node:child_process';
+import { makeWorktrees, startDaemon, cliEnv, cli, lsJson, getWorktree, waitFor, sanitizerClean, wtServer } from './lib/registry.mjs';
+import { wtproxyBin } from './lib/wtproxy.mjs';
+import { freePort } from './lib/whoami.mjs';
+
+// `unshare --pid --fork --mount-proc ARGS` in cwd, in a process group of
+// its own (killed whole at the test's end); { proc, out() }.
+function inPidNamespace(t, tmp, cwd, args) {
+  const proc = spawn('unshare', ['--pid', '--fork', '--mount-proc', ...args], {
+    cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp) },
+  });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { out += d; });
+  t.after(() => { try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ } });
+  return { proc, out: () => out };
+}
+
+test('wtproxy run in a pid namespace: registered by its pid here, served, and dropped when the sandbox is killed', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const run = inPidNamespace(t, tmp, tmp.wt.a,
+    [wtproxyBin, 'run', '--front', String(px.port), '--', process.execPath, wtServer, '{port}']);
+  await waitFor(() => /is ready on/.test(run.out()), 15000, `ready:\n${run.out()}`);
+  const [e] = await lsJson(tmp);
+  assert.notEqual(e.pid, 1, 'not its pid in the sandbox');
+  const cmdline = fs.readFileSync(`/proc/${e.pid}/cmdline`, 'utf8').split('\0');
+  assert.deepEqual(cmdline.slice(1, 3), ['run', '--front'], `pid ${e.pid} is the wrapper: ${cmdline.join(' ')}`);
+  const r = await getWorktree(px.port, tmp.wt.a);
+  assert.equal(r.status, 200, r.body);
+  process.kill(-run.proc.pid, 'SIGKILL'); // the sandbox, whole, as Playwright's teardown
+  await waitFor(async () => (await lsJson(tmp)).length === 0, 10000, 'the entry dropped');
+  sanitizerClean(assert, px.stderr());
+});
+
+test('wtproxy register --pid of another process of its pid namespace: refused, saying why and what to do', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const px = await startDaemon(t, tmp);
+  const reg = inPidNamespace(t, tmp, tmp.wt.a, ['sh', '-c',
+    `sleep 30 & ${wtproxyBin} register --front ${px.port} --port 9 --pid $!; echo "exit $?"`]);
+  await waitFor(() => /exit \d+/.test(reg.out()), 10000, reg.out());
+  assert.match(reg.out(), /exit 1/, reg.out());
+  assert.match(reg.out(), /pid \d+ is a pid of the pid namespace your command runs in \(a sandbox: bwrap --unshare-pid, unshare --pid, a container\), which this daemon cannot see nor name: register it from outside that namespace, or start the server with wtproxy run/, reg.out());
+  assert.equal((await lsJson(tmp)).length, 0);
+  sanitizerClean(assert, px.stderr());
+});
+
+// A daemon autostarted by a `wtproxy run` inside a sandbox runs in the
+// sandbox's pid namespace: it cannot place a caller from outside. Its
+// ping said pid 1 (its own number), doctor called it ok, and `stop
+// --daemon` would signal pid 1 here. doctor now says it is sandboxed,
+// with the fix; `stop --daemon` stops the daemon itself, by the pid the
+// kernel gives this side of the control socket.
+test('a daemon started inside a pid namespace: doctor says it cannot place callers from outside; stop --daemon stops it, not pid 1', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  const daemon = inPidNamespace(t, tmp, tmp.root, [wtproxyBin, 'serve', '--control', tmp.control,
+    '--state', tmp.state, '--listen', `127.0.0.1:${front}`]);
+  await waitFor(async () => (await cli(tmp, ['ls'])).code === 0, 10000, `the daemon up:\n${daemon.out()}`);
+  const doc = await cli(tmp, ['doctor', '--front', String(front)], { cwd: tmp.wt.a });
+  assert.match(doc.stdout, /^problem +daemon +the daemon \(pid (\d+) here, 1 in its own pid namespace\) runs inside a pid namespace of its own \(started from a sandbox: bwrap --unshare-pid, unshare --pid\): it cannot see the processes outside it, so it places no caller from here/m, doc.stdout);
+  const pid = Number(/the daemon \(pid (\d+) here/.exec(doc.stdout)[1]);
+  assert.ok(pid > 1 && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('serve'), `pid ${pid} is the daemon`);
+  assert.match(doc.stdout, new RegExp(`fix: outside the sandbox: kill ${pid} && tail --pid=${pid} -f /dev/null; `), doc.stdout);
+  const stop = await cli(tmp, ['stop', '--daemon'], { cwd: tmp.wt.a, ms: 40000 });
+  assert.equal(stop.code, 0, stop.stdout + stop.stderr);
+  assert.match(stop.stdout, new RegExp(`stopped the daemon \\(pid ${pid}\\)`), stop.stdout);
+  assert.equal(fs.existsSync(`/proc/${pid}`), false, 'the daemon is gone');
+});
