@@ -224,6 +224,21 @@ static int exchange(const char *path, const char *req, json_t **reply, pid_t *cl
     return 0;
 }
 
+/* A daemon started in a pid namespace of its own (an agent's sandbox:
+ * bwrap --unshare-pid) sees only that namespace's processes: it placed
+ * no caller from outside (503 "could not be placed" for every other
+ * worktree's tests) and dropped the servers it could not see, while
+ * every command called it fine. Said where the autostart is said. */
+static void say_daemon_confined(void)
+{
+    fprintf(stderr,
+            "wtproxy: warning: this daemon runs in a pid namespace of its own (no kernel "
+            "threads are seen here: a sandbox or a container): it sees only this "
+            "namespace's processes, and callers outside it get 503 \"could not be "
+            "placed\"; started from an agent's sandbox, stop it (wtproxy stop --daemon) and "
+            "start it outside: wtproxy serve\n");
+}
+
 /* Whether a daemon answers ping on path; its pid in *pid. */
 static int pings(const char *path, long long *pid)
 {
@@ -341,6 +356,8 @@ static int spawn_daemon(const char *path, const char *log, char *err, size_t err
     while (host_mono_ms() < deadline) {
         if (pings(path, &answered)) {
             fprintf(stderr, "wtproxy: started the daemon (pid %lld); log: %s\n", answered, log);
+            if (!host_pid_ns_sees_kernel())
+                say_daemon_confined();
             return 0;
         }
         if (waitpid(pid, &status, WNOHANG) == pid) {

@@ -64,6 +64,12 @@ pid_t host_pid_of_peer(pid_t peer, pid_t said);
 /* pid_ns.c: whether pid runs in a pid namespace below this process's. */
 int host_pid_namespaced(pid_t pid);
 
+/* pid_ns.c: whether this process sees the kernel's threads (kthreadd is
+ * pid 2 of the machine's first pid namespace, and of no other): not in a
+ * sandbox's or a container's pid namespace, which hides every process
+ * outside it. */
+int host_pid_ns_sees_kernel(void);
+
 /* Argv of pid as one printable line in buf: arguments joined by spaces,
  * control characters as '?', a line cut short by len ending in "...";
  * "" when unreadable (a kernel thread, a process gone). */

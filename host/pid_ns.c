@@ -50,3 +50,10 @@ int host_pid_namespaced(pid_t pid)
     pid_t ns[NS_DEPTH_MAX];
     return nspids(pid, ns, NS_DEPTH_MAX) > 1;
 }
+
+int host_pid_ns_sees_kernel(void)
+{
+    char path[64], comm[32];
+    snprintf(path, sizeof path, "%s/2/comm", host_proc_dir);
+    return host_read_small_file(path, comm, sizeof comm) > 0 && strcmp(comm, "kthreadd\n") == 0;
+}

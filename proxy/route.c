@@ -186,6 +186,22 @@ static void run_hint(int front, char *buf, size_t len)
 
 /* The length of who's cwd without the kernel's " (deleted)": its folder
  * was removed while it ran in it (git worktree remove); 0 when not so. */
+/* Whether this daemon runs in a pid namespace of its own (a sandbox's,
+ * a container's): a caller outside it is invisible, never placed. Read
+ * once: one small /proc file. */
+static int confined(void)
+{
+    static int seen = -1;
+    if (seen < 0)
+        seen = !host_pid_ns_sees_kernel();
+    return seen;
+}
+
+#define CONFINED                                                                                   \
+    " This daemon runs in a pid namespace of its own (it sees no kernel threads: it was started "  \
+    "inside a sandbox or a container), so a caller outside it cannot be seen: started from an "    \
+    "agent's sandbox, stop it there (wtproxy stop --daemon) and start it outside: wtproxy serve."
+
 static size_t removed_cwd(const struct identify_kept *who)
 {
     static const char mark[] = " (deleted)";
@@ -304,7 +320,8 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
     else
         used = (size_t)snprintf(buf, len,
                                 "this request names no worktree and its caller could "
-                                "not be placed; send X-Wtproxy-Worktree: <path>.");
+                                "not be placed; send X-Wtproxy-Worktree: <path>.%s",
+                                confined() ? CONFINED : "");
     if (used < len)
         used += list_registered(table_of(s), front, e == PE_AMBIGUOUS_WORKTREE ? hint : NULL,
                                 buf + used, len - used);

@@ -12,15 +12,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
-import { makeWorktrees, startDaemon, cliEnv, cli, lsJson, getWorktree, waitFor, sanitizerClean, wtServer } from './lib/registry.mjs';
+import { makeWorktrees, startDaemon, cliEnv, cli, lsJson, getWorktree, get, autostartEnv, waitFor, sanitizerClean, wtServer } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { freePort } from './lib/whoami.mjs';
 
 // `unshare --pid --fork --mount-proc ARGS` in cwd, in a process group of
 // its own (killed whole at the test's end); { proc, out() }.
-function inPidNamespace(t, tmp, cwd, args) {
+function inPidNamespace(t, tmp, cwd, args, env = {}) {
   const proc = spawn('unshare', ['--pid', '--fork', '--mount-proc', ...args], {
-    cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp) },
+    cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...cliEnv(tmp), ...env },
   });
   let out = '';
   proc.stdout.on('data', (d) => { out += d; });
@@ -79,4 +79,21 @@ test('a daemon started inside a pid namespace: doctor says it cannot place calle
   assert.equal(stop.code, 0, stop.stdout + stop.stderr);
   assert.match(stop.stdout, new RegExp(`stopped the daemon \\(pid ${pid}\\)`), stop.stdout);
   assert.equal(fs.existsSync(`/proc/${pid}`), false, 'the daemon is gone');
+});
+
+// The same daemon, autostarted by a wtproxy run inside the sandbox, as an
+// agent's test run starts it when no daemon answers: the run says that it
+// sees only the sandbox, and a caller outside gets a 503 saying why it
+// could not be placed (it said only "send X-Wtproxy-Worktree").
+test('a daemon autostarted inside a pid namespace: the run warns, and an unplaced caller outside is told why', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const run = inPidNamespace(t, tmp, tmp.wt.a,
+    [wtproxyBin, 'run', '--', process.execPath, wtServer, '{port}'], autostartEnv(t, tmp));
+  await waitFor(() => /is ready on .*\(front :\d+\)/.test(run.out()), 15000, `ready:\n${run.out()}`);
+  assert.match(run.out(), /wtproxy: started the daemon \(pid \d+\)/, run.out());
+  assert.match(run.out(), /warning: this daemon runs in a pid namespace of its own \(no kernel threads are seen here: a sandbox or a container\): it sees only this namespace's processes/, run.out());
+  const front = Number(/\(front :(\d+)\)/.exec(run.out())[1]);
+  const r = await get(front, {}, '/');
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, /its caller could not be placed; send X-Wtproxy-Worktree: <path>\. This daemon runs in a pid namespace of its own \(it sees no kernel threads: it was started inside a sandbox or a container\)/, r.body);
 });
