@@ -33,13 +33,22 @@ static int ask(json_t *req, int start_daemon, json_t **reply, char *err, size_t 
     return json_is_true(json_object_get(*reply, "ok")) ? 0 : 1;
 }
 
-/* Send the op that names the wrapper's entry (front and worktree).
- * Returns as ask does. */
+/* The op that names the wrapper's entry: front and worktree, and the
+ * wrapper's pid, which every op about its entry carries, so that a daemon
+ * that knows another wrapper of the worktree (this one's registration
+ * replaced) refuses it rather than change that one's entry. NULL when out
+ * of memory. */
+static json_t *entry_request(const struct cli_run *r, const char *op)
+{
+    return json_pack("{s:s, s:i, s:s, s:i}", "op", op, "front", r->front, "worktree", r->worktree,
+                     "pid", (int)getpid());
+}
+
+/* Send the op that names the wrapper's entry. Returns as ask does. */
 static int ask_entry(const struct cli_run *r, const char *op, json_t **reply, char *err,
                      size_t errlen)
 {
-    return ask(json_pack("{s:s, s:i, s:s}", "op", op, "front", r->front, "worktree", r->worktree),
-               0, reply, err, errlen);
+    return ask(entry_request(r, op), 0, reply, err, errlen);
 }
 
 /* The register op of the wrapper: its own pid, no TTL, not ready yet;
@@ -229,8 +238,9 @@ int cli_run_move(struct cli_run *r, char *err, size_t errlen)
         snprintf(err, errlen, "the daemon reserved no usable port, or out of memory");
         return -1;
     }
-    rc = ask(json_pack("{s:s, s:i, s:s, s:i, s:s}", "op", "restarting", "front", r->front,
-                       "worktree", r->worktree, "port", port, "command", r->command),
+    rc = ask(json_pack("{s:s, s:i, s:s, s:i, s:i, s:s}", "op", "restarting", "front", r->front,
+                       "worktree", r->worktree, "pid", (int)getpid(), "port", port, "command",
+                       r->command),
              0, &reply, err, errlen);
     if (rc > 0)
         snprintf(err, errlen, "%s", json_string_value(json_object_get(reply, "message")));
@@ -293,8 +303,8 @@ void cli_run_tell_not_ready(const struct cli_run *r, const char *said)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
-    ask(json_pack("{s:s, s:i, s:s, s:s}", "op", "not-ready", "front", r->front, "worktree",
-                  r->worktree, "said", said),
+    ask(json_pack("{s:s, s:i, s:s, s:i, s:s}", "op", "not-ready", "front", r->front, "worktree",
+                  r->worktree, "pid", (int)getpid(), "said", said),
         0, &reply, err, sizeof err); /* a note: a daemon that did not hear it says less */
     json_decref(reply);
 }
@@ -312,9 +322,10 @@ void cli_run_tell_restarting(struct cli_run *r)
 /* The start-failed op of r's failure as last told. Returns as ask does. */
 static int send_failed(const struct cli_run *r, json_t **reply, char *err, size_t errlen)
 {
-    return ask(json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "op", "start-failed", "front", r->front,
-                         "worktree", r->worktree, "lines", r->failed_lines, "reloader",
-                         r->failed_reloader, "when", reg_failed_when_name(r->failed_when)),
+    return ask(json_pack("{s:s, s:i, s:s, s:i, s:s, s:s, s:s}", "op", "start-failed", "front",
+                         r->front, "worktree", r->worktree, "pid", (int)getpid(), "lines",
+                         r->failed_lines, "reloader", r->failed_reloader, "when",
+                         reg_failed_when_name(r->failed_when)),
                0, reply, err, errlen);
 }
 
@@ -390,8 +401,7 @@ void cli_run_retell(struct cli_run *r)
  * signal (PROTOCOL.md). NULL when out of memory. */
 static json_t *unregister_request(struct cli_run *r)
 {
-    json_t *req = json_pack("{s:s, s:i, s:s}", "op", "unregister", "front", r->front, "worktree",
-                            r->worktree);
+    json_t *req = entry_request(r, "unregister");
     char lines[REG_START_FAILED_MAX], why[REG_UNREGISTER_WHY_MAX];
     if (req && cli_run_end_words(r, "its server", why, sizeof why))
         json_object_set_new(req, "why", cli_json_text(why, strlen(why)));
@@ -431,7 +441,9 @@ void cli_run_release(struct cli_run *r)
     const char *code = rc > 0 ? json_string_value(json_object_get(reply, "error")) : NULL;
     if (rc < 0)
         fprintf(stderr, "wtproxy: warning: could not unregister %s: %s\n", r->worktree, err);
-    else if (rc > 0 && !(code && strcmp(code, "not-found") == 0))
+    else if (code && strcmp(code, "conflict") == 0) /* another wrapper's now: not ours to drop */
+        fprintf(stderr, "wtproxy: %s\n", json_string_value(json_object_get(reply, "message")));
+    else if (rc > 0 && strcmp(code ? code : "", "not-found") != 0)
         fprintf(stderr, "wtproxy: warning: could not unregister %s: %s\n", r->worktree,
                 json_string_value(json_object_get(reply, "message")));
     json_decref(reply);

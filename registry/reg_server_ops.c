@@ -3,6 +3,7 @@
  * ready, restarting, start-failed, unregister; the rest goes to the layer above. */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,14 +66,49 @@ static json_t *conflict(const struct reg_backend *h)
     return r;
 }
 
-/* The entry a ready/unregister names, checked against the peer's uid. */
+/* An op about "its" entry from a wrapper that is not b's (its "pid"):
+ * one whose registration was replaced, a daemon since having known only
+ * a newer wrapper of the worktree. Refused, so that its unregister on its
+ * way out (or a late ready, restarting, start-failed) never changes the
+ * newer wrapper's live server. NULL when pid is b's own process. */
+static json_t *not_its_wrapper(const struct reg_backend *b, const char *op, pid_t pid)
+{
+    if (pid == b->pid && host_pid_start(pid) == b->pid_start)
+        return NULL;
+    char age[32];
+    host_age(host_wall_ms() - b->registered_ms, age, sizeof age);
+    fprintf(stderr,
+            "wtproxy: left %s (front :%d, pid %d, port %d) as it is: pid %d, not its wrapper, "
+            "sent %s\n",
+            b->worktree, b->front, (int)b->pid, b->port, (int)pid, op);
+    /* An unregister is the wrapper's last word; any other op comes from
+     * one whose server runs on, unlisted. */
+    char fix[96] = "";
+    if (strcmp(op, "unregister") != 0)
+        snprintf(fix, sizeof fix,
+                 "; its own server gets no request through wtproxy: stop it: kill %d", (int)pid);
+    json_t *r =
+        reg_fail("conflict",
+                 "%s on front :%d is served by another wrapper now: pid %d (%s), port %d, "
+                 "registered %s ago. Pid %d, which sent %s, is not that entry's wrapper "
+                 "(its own registration was replaced), so the entry is left as it is%s",
+                 b->worktree, b->front, (int)b->pid, b->command, b->port, age, (int)pid, op, fix);
+    json_object_set_new(r, "holder", reg_backend_to_json(b));
+    return r;
+}
+
+/* The entry a ready/unregister names, checked against the peer's uid, and
+ * against "pid", the wrapper that sends it (none: a person's command,
+ * `wtproxy unregister`, which may change any entry of the uid's). */
 static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req, struct reg_backend **out)
 {
-    json_int_t front = 0;
+    json_int_t front = 0, pid = 0;
     const char *wt = NULL;
     char real[PATH_MAX];
-    if (json_unpack(req, "{s:I, s:s}", "front", &front, "worktree", &wt) < 0)
-        return reg_fail("bad-request", "give \"front\" (a port) and \"worktree\" (a path)");
+    if (json_unpack(req, "{s:I, s:s, s?I}", "front", &front, "worktree", &wt, "pid", &pid) < 0 ||
+        pid < 0 || pid > INT_MAX)
+        return reg_fail("bad-request", "give \"front\" (a port), \"worktree\" (a path), and "
+                                       "\"pid\", the wrapper's, or none");
     *out = reg_table_get(rs->table, (int)front, wt);
     if (!*out && realpath(wt, real))
         *out = reg_table_get(rs->table, (int)front, real);
@@ -84,7 +120,8 @@ static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req, struct 
                         "%s on front :%d belongs to uid %d; only that user or "
                         "root may change it",
                         (*out)->worktree, (int)front, (int)(*out)->uid);
-    return NULL;
+    return pid ? not_its_wrapper(*out, json_string_value(json_object_get(req, "op")), (pid_t)pid)
+               : NULL;
 }
 
 static json_t *op_register(struct reg_server *rs, struct reg_peer *peer, uid_t uid, json_t *req)

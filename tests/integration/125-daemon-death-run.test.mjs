@@ -6,7 +6,9 @@
 // command staying in the foreground while it serves, the server left
 // running when the command is stopped), a stale one is stopped and
 // replaced. A server that was still starting when the daemon died is
-// marked ready with the new daemon by its wrapper, and then reused.
+// marked ready with the new daemon by its wrapper, and then reused. A
+// wrapper the next daemon never knew (a fresh state file), the worktree
+// served by a newer wrapper since, changes nothing of that one's entry.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -14,7 +16,9 @@ import net from 'node:net';
 import path from 'node:path';
 import {
   makeWorktrees, startRun, cli, lsJson, getWorktree, pidAlive, waitFor, autostartEnv, sanitizerClean,
+  control, stopDaemonsAfter,
 } from './lib/registry.mjs';
+import { startProxy } from './lib/wtproxy.mjs';
 
 // A port free now: the front every daemon of the test listens on, as 8000
 // is Playwright's.
@@ -166,4 +170,47 @@ test('a server still starting when its daemon died: its wrapper tells the next d
   // The reusing run ends with the server it waited for.
   assert.deepEqual(await second.exited, { code: 0, signal: null });
   assert.match(second.stderr(), new RegExp(`pid ${first.pid}, which served wt-a, exited`));
+});
+
+// A user's report: the daemon was replaced by one that did not know the
+// running wrapper (another state file), a second `wtproxy run` of the
+// worktree registered with it, and the first wrapper, stopped with
+// SIGTERM, unregistered by (front, worktree): the daemon dropped the
+// second one's live server, every request of the worktree then waited
+// start_timeout for a 503, and `restart`/`stop` said not-found.
+test("an old wrapper the daemon never knew: its SIGTERM and ops leave the newer wrapper's entry", async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  stopDaemonsAfter(t, tmp);
+  const front = await freePort();
+  const serve = (state) => startProxy(t, ['--listen', `127.0.0.1:${front}`, '--control', tmp.control, '--state', state]);
+  const old = await serve(tmp.state);
+  const first = startRun(t, tmp, { cwd: tmp.wt.a, front });
+  await first.ready; // said before it is told: the daemon must have heard it
+  await waitFor(async () => (await lsJson(tmp))[0]?.state === 'ready', 5000, 'the first server marked ready');
+  await killDaemon(tmp, old.proc.pid);
+  const px = await serve(path.join(tmp.root, 'fresh.json'));
+  const second = startRun(t, tmp, { cwd: tmp.wt.a, front });
+  const port = await second.ready;
+
+  process.kill(first.pid, 'SIGTERM');
+  await first.exited;
+  assert.deepEqual((await lsJson(tmp)).map((e) => [e.pid, e.port, e.state]), [[second.pid, port, 'ready']]);
+  assert.equal((await servedBy(front, tmp.wt.a)).port, port);
+  assert.match(first.stderr(), new RegExp(`wtproxy: ${tmp.wt.a} on front :${front} is served by another wrapper now: pid ${second.pid} \\(.*wt-server\\.mjs.*\\), port ${port}, registered \\S+ ago\\. Pid ${first.pid}, which sent unregister, is not that entry's wrapper \\(its own registration was replaced\\), so the entry is left as it is\n`));
+  assert.doesNotMatch(first.stderr(), /warning: could not unregister/);
+  assert.doesNotMatch(px.stderr(), /dropped /);
+  assert.match(px.stderr(), new RegExp(`left ${tmp.wt.a} \\(front :${front}, pid ${second.pid}, port ${port}\\) as it is: pid ${first.pid}, not its wrapper, sent unregister`));
+
+  // Any other op of a wrapper that is not the entry's is refused too,
+  // with the kill of the sender, whose own server gets no request.
+  const late = await control(tmp.control, { op: 'restarting', front, worktree: tmp.wt.a, pid: process.pid });
+  assert.equal(late.error, 'conflict', JSON.stringify(late));
+  assert.match(late.message, new RegExp(`not that entry's wrapper .* left as it is; its own server gets no request through wtproxy: stop it: kill ${process.pid}$`));
+  assert.equal(late.holder.pid, second.pid);
+  assert.deepEqual((await lsJson(tmp)).map((e) => [e.pid, e.state]), [[second.pid, 'ready']]);
+
+  // A person's `wtproxy unregister` (no wrapper's pid) still drops it.
+  const un = await cli(tmp, ['unregister', '--front', String(front)], { cwd: tmp.wt.a });
+  assert.equal(un.code, 0, un.stderr);
+  assert.deepEqual(await lsJson(tmp), []);
 });
