@@ -100,7 +100,8 @@ static json_t *not_its_wrapper(const struct reg_backend *b, const char *op, pid_
 /* The entry a ready/unregister names, checked against the peer's uid, and
  * against "pid", the wrapper that sends it (none: a person's command,
  * `wtproxy unregister`, which may change any entry of the uid's). */
-static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req, struct reg_backend **out)
+static json_t *find_owned(struct reg_server *rs, struct reg_peer *peer, uid_t uid, json_t *req,
+                          struct reg_backend **out)
 {
     json_int_t front = 0, pid = 0;
     const char *wt = NULL;
@@ -120,7 +121,11 @@ static json_t *find_owned(struct reg_server *rs, uid_t uid, json_t *req, struct 
                         "%s on front :%d belongs to uid %d; only that user or "
                         "root may change it",
                         (*out)->worktree, (int)front, (int)(*out)->uid);
-    return pid ? not_its_wrapper(*out, json_string_value(json_object_get(req, "op")), (pid_t)pid)
+    /* a sandboxed wrapper's getpid(), as this namespace numbers it (-1:
+     * another of its namespace's, never an entry's) */
+    pid_t here = pid ? host_pid_of_peer(reg_peer_pid(peer), (pid_t)pid) : 0;
+    return pid ? not_its_wrapper(*out, json_string_value(json_object_get(req, "op")),
+                                 here > 0 ? here : (pid_t)pid)
                : NULL;
 }
 
@@ -384,7 +389,7 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
     }
     if (strcmp(op, "ready") == 0 || strcmp(op, "restarting") == 0 ||
         strcmp(op, "unregister") == 0) {
-        if ((err = find_owned(rs, uid, req, &b)))
+        if ((err = find_owned(rs, peer, uid, req, &b)))
             return err;
         if (strcmp(op, "restarting") == 0 && (err = move_entry(rs, b, req)))
             return err;
@@ -413,12 +418,12 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
         return r;
     }
     if (strcmp(op, "start-failed") == 0) {
-        if ((err = find_owned(rs, uid, req, &b)))
+        if ((err = find_owned(rs, peer, uid, req, &b)))
             return err;
         return op_start_failed(rs, b, req);
     }
     if (strcmp(op, "not-ready") == 0) {
-        if ((err = find_owned(rs, uid, req, &b)))
+        if ((err = find_owned(rs, peer, uid, req, &b)))
             return err;
         return op_not_ready(rs, b, req);
     }
