@@ -38,6 +38,9 @@ static const char why_runner[] =
 static const char why_databases[] =
     "# wtproxy: this worktree's claimed database names; a fixed name comes back wrong under "
     "parallel worktrees - do not remove\n";
+static const char why_caches[] =
+    "# wtproxy: this worktree's own cache keys; a cache shared by worktrees serves one "
+    "branch's cached pages and sessions to another's tests - do not remove\n";
 static const char why_playwright[] =
     "// wtproxy: starts this worktree's server on a port wtproxy picks and routes the "
     "baseURL's port to it; a fixed port here serves another worktree's code - do not "
@@ -283,8 +286,39 @@ static int database_lines(struct init_plan *p, const char *text, struct init_tex
     return 1;
 }
 
+/* The backends a cache of several processes lives in (Redis, Memcached,
+ * a table, a folder): one that worktrees' settings share unless each
+ * key says whose it is. */
+static int shared_cache(const char *text)
+{
+    const char *c = assignment(text, "CACHES"), *end = c ? cli_block_end(c) : NULL;
+    if (!end)
+        return 0;
+    static const char *const kinds[] = {"redis",    "Redis",          "memcache",
+                                        "Memcache", "FileBasedCache", "DatabaseCache"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        const char *k = strstr(c, kinds[i]);
+        if (k && k < end)
+            return 1;
+    }
+    return 0;
+}
+
+/* The CACHES line, appended at the end: after the DATABASES lines. 0 with
+ * nothing to do, 1 with lines in t. */
+static int cache_lines(const char *text, struct init_text *t)
+{
+    if (!shared_cache(text) || strstr(text, "claimed_caches("))
+        return 0;
+    init_puts(t, "\n");
+    init_puts(t, why_caches);
+    init_puts(t, "from wtproxy_whoami.django_db import claimed_caches  # noqa: E402\n"
+                 "CACHES = claimed_caches(CACHES)\n");
+    return 1;
+}
+
 /* The settings file: the middleware line, and with p->databases the test
- * runner and DATABASES lines. */
+ * runner and DATABASES lines; the CACHES line for a shared cache. */
 static int plan_settings(struct init_plan *p)
 {
     char path[PATH_MAX], err[PATH_MAX + 64], indent[64];
@@ -320,6 +354,7 @@ static int plan_settings(struct init_plan *p)
     if (t.len && t.s[t.len - 1] != '\n')
         init_puts(&t, "\n");
     int db = p->databases && database_lines(p, text, &t);
+    db |= cache_lines(text, &t);
     if (at < 0 && !db) {
         free(t.s);
         free(text);

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["claimed_databases", "claim_test_databases", "ClaimingTestRunner"]
+__all__ = ["claimed_databases", "claimed_caches", "claim_test_databases", "ClaimingTestRunner"]
 
 
 def _wtproxy():
@@ -81,6 +81,36 @@ def claimed_databases(databases, alias="default", dev_base=None, test_base=None)
     db["NAME"] = env["WTPROXY_DEV_DB"]
     db["TEST"] = dict(db.get("TEST") or {}, NAME=env["WTPROXY_TEST_DB"])
     return dict(databases, **{alias: db})
+
+
+# Caches that live in one process: nothing another worktree's server shares.
+_PROCESS_CACHES = ("django.core.cache.backends.locmem.LocMemCache",
+                   "django.core.cache.backends.dummy.DummyCache")
+
+
+def claimed_caches(caches):
+    """Return caches with each shared cache's KEY_PREFIX led by this
+    worktree's name, as `wtproxy db names` derives a database's
+    (cache_<machine>_<worktree>): worktrees whose settings share one Redis,
+    Memcached, cache table or cache folder no longer read each other's
+    cached pages and sessions (a test passed on another branch's page
+    from @cache_page). Pure, as claimed_databases; without wtproxy (CI,
+    production) caches are returned unchanged, with a note on stderr.
+    """
+    try:
+        env, _ = _run(["names", "--dev", "cache"])
+    except RuntimeError as e:
+        print("wtproxy_whoami: cache key prefixes unchanged: %s" % e, file=sys.stderr)
+        return caches
+    mine = env["WTPROXY_DEV_DB"]
+    out = {}
+    for alias, conf in caches.items():
+        conf = dict(conf)
+        if conf.get("BACKEND") not in _PROCESS_CACHES:
+            theirs = conf.get("KEY_PREFIX")
+            conf["KEY_PREFIX"] = "%s:%s" % (mine, theirs) if theirs else mine
+        out[alias] = conf
+    return out
 
 
 def migrations_hash():
