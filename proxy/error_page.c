@@ -135,8 +135,9 @@ static const struct error_kind kinds[] = {
     [PE_SERVER_DIED] =
         {503, "Service Unavailable", "backend-not-ready",
          "The dev server of this worktree served, then the process that served died (how is "
-         "said below: killed, or crashed) while its autoreloader lives on holding its port: "
-         "connections wait there and nobody answers them; no request reached it.",
+         "said below: killed, or crashed) while its autoreloader lives on and starts no new "
+         "one: nobody answers on its port (or connections wait there, when the reloader "
+         "holds it); no request reached it.",
          "Restart it, its reloader and all: wtproxy restart{front} (in its worktree). Its "
          "reloader starts a new one only after a change to a file it watches. All its output: "
          "wtproxy logs{front}."},
