@@ -268,6 +268,9 @@ struct cli_run_fail {
                    * server's socket), which makes it ready again only after new output */
     int bun;      /* the server runs under Bun (cli_run_fail_bun): its markers count too */
     int reloaded; /* a reloader's "starting anew" line came since this start */
+    unsigned long long changed_seq; /* the read of its reloader's last "a file changed" line */
+    unsigned long long error_seq;   /* the read of the last marker that says an error */
+    unsigned long long serving_seq; /* the supervision's: reads before its server last listened */
 };
 
 struct cli_run_log {

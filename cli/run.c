@@ -229,6 +229,7 @@ static int watch(struct cli_run *r, pid_t pid, struct host_diag *d)
         if (!ready && !cli_run_fail_held(r) && is_ready(r, self, &said, d, ++polls, &listener)) {
             ready = 1;
             r->moves = 0;
+            cli_run_fail_serving(&r->log.fail);
             /* Before the ready line: from that line on its server may be
              * asked and killed, and one killed before the take is no holder. */
             cli_run_died_take(r, d);

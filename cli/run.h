@@ -35,6 +35,7 @@ struct cli_run_holders {
     long long dead_ms; /* since when one is seen dead, the port listening; 0 none */
     size_t ntree;      /* the tree then: a process new since is a new server starting */
     pid_t tree[CLI_TREE_MAX];
+    pid_t ended; /* the last holder seen gone with nothing listening, 0 none: for run_fail.c */
 };
 
 /* A server listening on another port than its own (run_port.c). */
@@ -221,6 +222,11 @@ int cli_run_fail_held(const struct cli_run *r);
  * saw a change and starts a new server) or a restart. */
 void cli_run_fail_hold(struct cli_run *r);
 
+/* Its server listens (ready, or a new process holds its socket after its
+ * reloader started it anew): a failure after this is an edit's only when
+ * its reloader says a file changed after it. */
+void cli_run_fail_serving(struct cli_run_fail *f);
+
 /* CMD's output's last lines (those a failed start is told with), once
  * the relay is done. */
 void cli_run_fail_last(struct cli_run_fail *f, char *out, size_t len);
@@ -271,6 +277,10 @@ void cli_run_died_take(struct cli_run *r, struct host_diag *d);
  * with nobody answering there, say so and tell the daemon ("when":
  * "died"). Returns 1 when told: CMD is not ready any more. */
 int cli_run_died_poll(struct cli_run *r, struct host_diag *d);
+
+/* The process that held CMD's listening socket when it was ready and no
+ * longer runs, 0 none known. */
+pid_t cli_run_died_ended(const struct cli_run *r);
 
 /* --- run_port.c --- */
 

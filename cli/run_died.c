@@ -53,6 +53,7 @@ static void take(const struct cli_run *r, struct host_diag *d, struct cli_run_ho
 void cli_run_died_take(struct cli_run *r, struct host_diag *d)
 {
     take(r, d, &r->holders);
+    r->holders.ended = 0;
     r->holders.dead_ms = 0;
     r->holders.next_ms = host_mono_ms() + LOOK_MS;
 }
@@ -122,6 +123,12 @@ static void how_died(pid_t pid, char *out, size_t len)
         host_exit_words(WEXITSTATUS(st), 0, "", NULL, out, len);
 }
 
+pid_t cli_run_died_ended(const struct cli_run *r)
+{
+    int dead = first_dead(&r->holders);
+    return dead >= 0 ? r->holders.pid[dead] : r->holders.ended;
+}
+
 int cli_run_died_poll(struct cli_run *r, struct host_diag *d)
 {
     struct cli_run_holders *h = &r->holders, now = {0};
@@ -138,8 +145,12 @@ int cli_run_died_poll(struct cli_run *r, struct host_diag *d)
     take(r, d, &now);
     if (has_new(h, &now) || !cli_port_listened(r->port)) {
         /* a new server holds it (a reload done), or nothing listens: the
-         * exit or the output says the rest */
+         * exit or the output says the rest, run_fail.c with the pid */
+        pid_t ended = now.n ? 0 : h->pid[dead];
+        if (now.n)
+            cli_run_fail_serving(&r->log.fail);
         *h = now; /* dead_ms 0 */
+        h->ended = ended;
         h->next_ms = ms + LOOK_MS;
         return 0;
     }

@@ -78,50 +78,56 @@ static const struct {
     const char *again;
     int answers; /* its failed server answers every request with the error */
     int bun;     /* Bun's only: a line other servers print as they serve on */
+    /* the line its reloader prints when a change to its files starts a new
+     * server; NULL: unknown. With it the marker says only that the server
+     * ended, not why: with no other marker and no such line since the
+     * server last listened, no edit broke it (ended_unchanged) */
+    const char *changed;
 } markers[] = {
     /* runserver's server thread raised; the autoreloader lives on */
-    {"Exception in thread django-main-thread:", "Django's autoreloader", NULL, 0, 0},
-    /* the script threw; node waits for a change to it */
-    {"Failed running '", "node --watch", NULL, 0, 0},
+    {"Exception in thread django-main-thread:", "Django's autoreloader", NULL, 0, 0, NULL},
+    /* the script threw; node waits for a change to it. node --watch
+     * prints it after any end of its child, a kill -9's too */
+    {"Failed running '", "node --watch", NULL, 0, 0, "Restarting '"},
     /* uvicorn --reload: importing the app raised in the server process its
      * reloader spawned (multiprocessing prints this above the traceback) */
-    {"Process SpawnProcess-", "uvicorn's reloader", NULL, 0, 0},
+    {"Process SpawnProcess-", "uvicorn's reloader", NULL, 0, 0, NULL},
     /* ... or the app's startup (lifespan) did: that process exits */
-    {"Application startup failed. Exiting.", "uvicorn's reloader", NULL, 0, 0},
+    {"Application startup failed. Exiting.", "uvicorn's reloader", NULL, 0, 0, NULL},
     /* tsc --watch (nest start --watch, tsc -w && node): the compile
      * failed, nothing runs, the watcher waits for a change; "Found 0
      * errors." is a compile that passed (tsc_passed) */
-    {"error. Watching for file changes.", "tsc --watch", NULL, 0, 0},
-    {"errors. Watching for file changes.", "tsc --watch", NULL, 0, 0},
+    {"error. Watching for file changes.", "tsc --watch", NULL, 0, 0, NULL},
+    {"errors. Watching for file changes.", "tsc --watch", NULL, 0, 0, NULL},
     /* Node's last words on an uncaught error ("Node.js v20.20.2" under
      * the stack): the server process died at start, and the watcher that
      * started it (nest start --watch, tsx watch, nodemon) lives on, waiting
      * for a change; measured with Nest 10: an onModuleInit that throws
      * (a database down) left `nest start --watch` up and nothing listening,
      * each request held for start_timeout, then a 503 without the error */
-    {"\nNode.js v", "its Node watcher", NULL, 0, 0},
+    {"\nNode.js v", "its Node watcher", NULL, 0, 0, NULL},
     /* flask run's server process failed to import the app (the frame
      * above load_app, Flask 2.2's "app = " and 3.x's "app: WSGIApplication
      * = ") and answers each request with that error */
-    {", in run_command\n    app", "flask run's reloader", " * Restarting with ", 1, 0},
+    {", in run_command\n    app", "flask run's reloader", " * Restarting with ", 1, 0, NULL},
     /* gunicorn --reload's worker failed to load the app (a SyntaxError:
      * another error ends the worker, and gunicorn with it) and answers
      * each request with a 500 of its frames */
     {", in load_wsgi\n    self.wsgi = self.app.wsgi()", "gunicorn's reloader",
-     "] Worker reloading: ", 1, 0},
+     "] Worker reloading: ", 1, 0, NULL},
     /* ng serve (Angular 17's esbuild dev server): a build that fails at
      * its start leaves it up and not listening until a change to its
      * files (an Angular user's requests were held 60 s for a 502, then a
      * 503 "did not become ready", neither with the TS error); its
      * errors follow the marker, "✘ [ERROR] TS2322: ..." */
-    {"Application bundle generation failed", "ng serve", NULL, 0, 0},
+    {"Application bundle generation failed", "ng serve", NULL, 0, 0, NULL},
     /* bun --hot and bun --watch: a module that fails to parse or throws at
      * load prints Bun's "error: Unexpected ;" above "at FILE:LINE:COL",
      * and Bun waits for a change with nothing listening (measured, Bun
      * 1.3: each request held for start_timeout, then a 502 that did not
      * say the error); lowercase "error: " begins lines of other tools that
      * serve on, so it counts under Bun only */
-    {"\nerror: ", "Bun's watcher", NULL, 0, 1},
+    {"\nerror: ", "Bun's watcher", NULL, 0, 1, NULL},
 };
 
 /* Whether cmd runs bun (a word bun or bunx, or one ending in /bun). */
@@ -188,6 +194,8 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
                 f->marker_ms = host_mono_ms();
             f->marker = (int)i;
             f->marker_seq = f->seq + 1;
+            if (!markers[i].changed)
+                f->error_seq = f->seq + 1;
         }
     }
     /* Any reloader's "starting anew": gunicorn's says a failure after it
@@ -202,6 +210,13 @@ void cli_run_fail_saw(struct cli_run_fail *f, const char *buf, size_t n)
         f->reloaded = 1;
         if ((int)i == f->marker)
             f->again_seq = f->seq + 1;
+    }
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++) {
+        const char *changed = markers[i].changed;
+        size_t m = changed ? strlen(changed) : 0,
+               from = m && f->len - n > m - 1 ? f->len - n - (m - 1) : 0;
+        if (m && memmem(f->tail + from, f->len - from, changed, m))
+            f->changed_seq = f->seq + 1;
     }
     f->seq++;
     f->last_ms = host_mono_ms();
@@ -379,6 +394,36 @@ static void say(struct cli_run *r, const char *line)
     cli_run_log_note(&r->log, line);
 }
 
+/* Marker m (its reloader's `changed`) while r's server was ready, and no
+ * file changed: its server process ended by itself, printing no error
+ * (node --watch says "Failed running 'server.js'" after a kill -9 of its
+ * child too, and measured, Node 20, nothing more); it was called an edit
+ * that broke it, whose fix "fix the error its last lines name" names
+ * none. Told as a death, with the restart that fixes it. */
+static void died_unchanged(struct cli_run *r, int m)
+{
+    char line[PATH_MAX + 1024], pid[32] = "";
+    pid_t ended = cli_run_died_ended(r);
+    if (ended > 0)
+        snprintf(pid, sizeof pid, " (pid %d)", (int)ended);
+    snprintf(line, sizeof line,
+             "wtproxy: %s's server process%s ended with no error and no change to its files: "
+             "killed (kill -9, the OOM killer) or exited by itself; %s, which said only that it "
+             "ended, lives on and starts it again only after a change to a file it watches: "
+             "wtproxy restart --front %d (or save a file it watches); meanwhile requests "
+             "through wtproxy get a 503 saying so",
+             cli_run_folder(r->worktree), pid, markers[m].reloader, r->front);
+    cli_run_tell_said(r, line, markers[m].reloader, REG_FAILED_DIED);
+}
+
+/* Whether marker m, after r's server last listened, says only that the
+ * server ended: its reloader said no file changed since (its `changed`
+ * line), and no marker of an error came. The lock is held. */
+static int ended_unchanged(const struct cli_run_fail *f, int m)
+{
+    return markers[m].changed && f->changed_seq <= f->serving_seq && f->error_seq <= f->serving_seq;
+}
+
 /* Marker m while r's server was ready: its reloader restarted it after a
  * change and the new one failed. Told only once nothing serves on its
  * port (a server that answers serves, whatever it printed), unless m's
@@ -420,6 +465,13 @@ static int failed_when_ready(struct cli_run *r, const char *lines, int m, int re
     cli_run_tell_failed(r, lines, markers[m].reloader,
                         at_start ? REG_FAILED_START : REG_FAILED_EDIT);
     return 1;
+}
+
+void cli_run_fail_serving(struct cli_run_fail *f)
+{
+    pthread_mutex_lock(&f->lock);
+    f->serving_seq = f->seq;
+    pthread_mutex_unlock(&f->lock);
 }
 
 void cli_run_fail_hold(struct cli_run *r)
@@ -479,7 +531,13 @@ int cli_run_fail_poll(struct cli_run *r, int ready)
     }
     anew = started_anew(f, seq);
     reloaded = f->reloaded;
+    int unchanged = reloader && ready && ended_unchanged(f, m);
     pthread_mutex_unlock(&f->lock);
+    if (unchanged && !cli_port_listened(r->port)) {
+        f->told = seq;
+        died_unchanged(r, m);
+        return 1;
+    }
     /* flask run's server fails so only after an edit (its start exits),
      * and listens meanwhile, ready or not */
     if (reloader && (ready || markers[m].answers)) {

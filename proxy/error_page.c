@@ -63,7 +63,12 @@ static const struct error_kind kinds[] = {
         {409, "Conflict", "ambiguous-worktree",
          "The worktree name in this request matches several registered worktrees.",
          "Name the worktree by its full path: X-Wtproxy-Worktree: /path/to/worktree"},
-    [PE_OTHER_USER] = {403, "Forbidden", "other-user",
+    /* 421, not 403: a test runner takes 2xx, 3xx and 400-403 for a ready
+     * server (Playwright's webServer url), so a 403 here had another
+     * user's suite skip its server's start and run against this page, and
+     * a test expecting its app's own 403 pass on it. 421, as
+     * checkout-mismatch: this daemon cannot answer for the caller's code. */
+    [PE_OTHER_USER] = {421, "Misdirected Request", "other-user",
                        "This request is another user's than the dev server or the daemon it "
                        "would reach: wtproxy never serves one user's requests with another "
                        "user's code, nor starts another user's server.",
@@ -130,8 +135,9 @@ static const struct error_kind kinds[] = {
     [PE_SERVER_DIED] =
         {503, "Service Unavailable", "backend-not-ready",
          "The dev server of this worktree served, then the process that served died (how is "
-         "said below: killed, or crashed) while its autoreloader lives on holding its port: "
-         "connections wait there and nobody answers them; no request reached it.",
+         "said below: killed, or crashed) while its autoreloader lives on and starts no new "
+         "one: nobody answers on its port (or connections wait there, when the reloader "
+         "holds it); no request reached it.",
          "Restart it, its reloader and all: wtproxy restart{front} (in its worktree). Its "
          "reloader starts a new one only after a change to a file it watches. All its output: "
          "wtproxy logs{front}."},

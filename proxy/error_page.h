@@ -45,8 +45,10 @@ enum proxy_error {
     PE_IDENTIFY_TIMEOUT,
     PE_OUT_OF_FDS,
     /* The /__whoami gate's refusals (whoami/gate.h): they also carry
-     * X-Wtproxy-Refused, and a status of 404 or above, so that a test
-     * runner never takes a refused server for a ready one. */
+     * X-Wtproxy-Refused. Like every reason a test runner's request can
+     * meet (all but a malformed request's 400), a status of 404 or
+     * above, so that a test runner never takes a refused server for a
+     * ready one. */
     PE_CHECKOUT_MISMATCH,
     PE_STALE_CODE,
     PE_NO_WHOAMI,

@@ -89,6 +89,15 @@ static int other_users_caller(const struct identify_kept *who)
     return who && !who->placed && who->uid != (uid_t)-1 && who->uid != geteuid() && geteuid() != 0;
 }
 
+/* A caller of another user than the daemon's that it placed (a daemon run
+ * as root reads every /proc), refused the server of its worktree: a
+ * server of its own needs a daemon of its own, on a port of its own, since
+ * `wtproxy run` as that user meets this one's port. */
+static int placed_other_users_caller(const struct identify_kept *who)
+{
+    return who && who->placed && who->uid != geteuid();
+}
+
 struct reg_backend *route_pick(struct proxy_server *s, int front, const char *hint,
                                const struct identify_kept *who, enum proxy_error *e)
 {
@@ -259,7 +268,7 @@ int route_fix(struct proxy_server *s, int front, enum proxy_error e,
         snprintf(fix, len, FIX_REMOVED);
         return 1;
     }
-    if (e != PE_OTHER_USER || !other_users_caller(who))
+    if (e != PE_OTHER_USER || !(other_users_caller(who) || placed_other_users_caller(who)))
         return 0;
     snprintf(fix, len,
              "This port is held by the daemon of %s: ask that user to stop it (as them: "
@@ -282,6 +291,15 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
                  "cannot see another user's processes, so it cannot tell your worktree, and "
                  "it never answers another user's requests with its own user's servers. "
                  "wtproxy runs one daemon per user, and this one holds :%d",
+                 (unsigned)who->uid, front, s->user, front);
+        return;
+    }
+    if (e == PE_OTHER_USER && placed_other_users_caller(who)) {
+        snprintf(buf, len,
+                 "your process runs as uid %u, and this wtproxy daemon on :%d as %s: the dev "
+                 "server it has for your worktree is not yours, and it never answers one "
+                 "user's requests with another user's servers. wtproxy runs one daemon per "
+                 "user, and this one holds :%d",
                  (unsigned)who->uid, front, s->user, front);
         return;
     }

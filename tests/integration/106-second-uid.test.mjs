@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { wtproxyBin, startProxy } from './lib/wtproxy.mjs';
+import { wtproxyBin, startProxy, repoRoot } from './lib/wtproxy.mjs';
 import { runToExit } from './lib/conformance.mjs';
 import { httpBackend, httpGet } from './lib/backends.mjs';
 import { removeAfter } from './lib/cleanup.mjs';
@@ -81,7 +81,7 @@ test('a caller of another user than the daemon\'s gets neither its default backe
     // this test runs as root: another user than the daemon's
     const r = await httpGet(px.port, '/api/greeting', { agent: false });
     const body = r.body.toString();
-    assert.equal(r.status, 403, body);
+    assert.equal(r.status, 421, body);
     assert.equal(r.headers['x-wtproxy-error'], 'other-user');
     assert.equal(theirs.requests.length, before, 'nothing reached the daemon user\'s server');
     assert.match(body, new RegExp(`your process runs as uid 0, and this wtproxy daemon on :${px.port} as nobody \\(uid 65534\\)`), body);
@@ -102,7 +102,7 @@ test('the daemon never starts another user\'s .wtproxy', { skip: !canSwitch && '
   fs.chownSync(file, 65534, 65534);
   const r = await httpGet(px.port, '/', { agent: false, headers: { 'X-Wtproxy-Worktree': tmp.wt.a } });
   const body = r.body.toString();
-  assert.equal(r.status, 403, body);
+  assert.equal(r.status, 421, body);
   assert.equal(r.headers['x-wtproxy-error'], 'other-user');
   assert.match(body, new RegExp(`${file} belongs to uid 65534, and this daemon runs as root \\(uid 0\\): it starts servers only from its own user's \\.wtproxy files`), body);
   const restart = await cli(tmp, ['restart'], { cwd: tmp.wt.a });
@@ -112,3 +112,37 @@ test('the daemon never starts another user\'s .wtproxy', { skip: !canSwitch && '
   assert.equal(fs.existsSync(ran), false, `nothing ran: ${fs.existsSync(ran) ? fs.readFileSync(ran, 'utf8') : ''}`);
   assert.deepEqual(await lsJson(tmp), []);
 });
+
+// A test runner of another user than the daemon's (runuser -u nobody --
+// npx playwright test) in a worktree whose .wtproxy declares the front
+// that daemon holds: each request gets its 421 other-user, and the
+// Playwright reporter, which asks `wtproxy refusals` as that user (no
+// daemon of its own answers), said "no wtproxy daemon answered when asked
+// at the start of this run" though one had answered every request. It
+// names the daemon holding the port and the way out.
+test('another user\'s Playwright reporter names the daemon of another user that holds its port, and the way out',
+  { skip: !canSwitch && 'needs root and setpriv' }, async (t) => {
+    const tmp = makeWorktrees(t, ['a'], { mode: 0o755 });
+    const px = await startDaemon(t, tmp);
+    fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = node server.js {port}\nfront = ${px.port}\n`);
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'wtproxy-nobody-'));
+    removeAfter(t, home);
+    fs.chownSync(home, 65534, 65534);
+    const reporter = path.join(repoRoot, 'whoami/node/playwright-reporter.mjs');
+    const config = path.join(tmp.wt.a, 'playwright.config.mjs');
+    // Playwright's first call: a run no daemon answers, in a worktree with a
+    // .wtproxy, is said before its tests as an error
+    const script = `import R from ${JSON.stringify(reporter)};
+      try { new R().onBegin({ configFile: ${JSON.stringify(config)}, workers: 1 }); console.log('nothing said'); }
+      catch (e) { console.log(e.message); }`;
+    const r = await runToExit('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups',
+      process.execPath, '--input-type=module', '-e', script], {
+      cwd: tmp.wt.a,
+      env: { PATH: process.env.PATH, HOME: home, XDG_STATE_HOME: path.join(home, 'state'),
+        WTPROXY_CONTROL: path.join(home, 'control.sock'), WTPROXY_BIN: wtproxyBin },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stdout, /no wtproxy daemon answered when asked at the start of this run, so/, r.stdout);
+    assert.ok(r.stdout.includes(`(wtproxy-whoami/playwright: no wtproxy daemon of this user answered when asked at the start of this run: port ${px.port} is held by user root's wtproxy daemon (uid 0, pid ${px.proc.pid}), which serves that user's worktrees only and refuses this user's requests (421 other-user), so the tests' requests through it reached no server of this worktree; as root: wtproxy stop --daemon; or serve a port of your own: `), r.stdout);
+    assert.match(r.stdout, new RegExp(`point your app's tests at port \\d+ \\(their baseURL or port setting\\); this run fails: its verdict is not on this worktree's code\\)`), r.stdout);
+  });

@@ -4,7 +4,7 @@
 // its parent is inside, with the WTPROXY_WORKTREE override, from nested
 // worktrees; a caller outside every worktree gets the default backend or
 // a 503 that names its process; a worktree with no server gets its own
-// 503, never a sibling's server; another user gets 403.
+// 503, never a sibling's server; another user gets 421 other-user.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -109,13 +109,22 @@ test('IPv6 clients are identified too', async (t) => {
   assert.equal(r.worktree, tmp.wt.a, r.body);
 });
 
-test('another user calling from a worktree gets 403, without the owner\'s paths', async (t) => {
+// A test runner of another user (runuser -u nobody -- npx playwright test)
+// in a worktree whose server is root's daemon's: refused with a status a
+// runner never takes for a ready server. Playwright's webServer url check
+// takes 2xx, 3xx and 400-403 for one: with a 403 it never ran its command,
+// and its tests ran against this page.
+test('another user calling from a worktree gets 421 other-user, the port\'s daemon named, without the owner\'s paths', async (t) => {
   if (process.getuid() !== 0) return t.skip('needs root to run a client as nobody');
   const tmp = makeWorktrees(t, ['a'], { mode: 0o755 });
   const px = await startDaemon(t, tmp);
   const run = startRun(t, tmp, { cwd: tmp.wt.a, front: px.port });
   await run.ready;
-  const r = parse(await sh(tmp.wt.a, `setpriv --reuid=65534 --regid=65534 --clear-groups ${curl(px.port)}`));
-  assert.equal(r.status, 403, r.body);
-  assert.ok(!r.body.includes(tmp.root), `the 403 reveals no paths:\n${r.body}`);
+  const r = parse(await sh(tmp.wt.a, `setpriv --reuid=65534 --regid=65534 --clear-groups ${curl(px.port).replace('-o -', '-i')}`));
+  assert.ok(r.status >= 404, `a status a test runner takes for no server, not ${r.status}:\n${r.body}`);
+  assert.equal(r.status, 421, r.body);
+  assert.match(r.body, /^x-wtproxy-error: other-user\r?$/mi, r.body);
+  assert.ok(r.body.includes(`your process runs as uid 65534, and this wtproxy daemon on :${px.port} as root (uid 0): the dev server it has for your worktree is not yours`), r.body);
+  assert.ok(r.body.includes('Fix: This port is held by the daemon of root (uid 0): ask that user to stop it (as them: wtproxy stop --daemon), then start yours; or serve yours on a port of your own'), r.body);
+  assert.ok(!r.body.includes(tmp.root), `the refusal reveals no paths:\n${r.body}`);
 });

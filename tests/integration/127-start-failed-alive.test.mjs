@@ -418,6 +418,41 @@ test('a ready `wtproxy run -- node --watch` whose script an edit makes throw: th
   assert.match(run.stderr(), /an edit broke wt-e's server: node --watch restarted it[\s\S]*wt-e's server is starting again after the edit that broke it/);
 });
 
+// node --watch prints "Failed running 'server.js'" after any end of its
+// child, a kill -9's too, and waits for a change. A ready server's child
+// killed (kill -9, an OOM kill) was called an edit that broke it, whose
+// fix, "fix the error its last lines name and save", named no error: no
+// file had changed, and node --watch had printed no "Restarting".
+test('a ready `wtproxy run -- node --watch` whose server process is killed -9: a death, not an edit, with the restart', async (t) => {
+  const tmp = makeWorktrees(t, ['k']);
+  const px = await startDaemon(t, tmp);
+  const script = path.join(tmp.wt.k, 'server.js');
+  fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n`);
+  const run = startRun(t, tmp, {
+    cwd: tmp.wt.k, front: px.port, detached: true, stopSignal: 'SIGKILL',
+    command: [process.execPath, '--watch', 'server.js', '{port}'],
+  });
+  await run.ready;
+  const served = await curlFrom(tmp.wt.k, px.port, '/', { timeout: 20000 });
+  assert.equal(served.status, 200, served.body);
+  const child = JSON.parse(served.body).pid; // node --watch's child, the server process
+  process.kill(child, 'SIGKILL');
+  await waitFor(() => /Failed running '/.test(run.stderr()), 15000, 'node says its child ended');
+  const r = await curlFrom(tmp.wt.k, px.port, '/', { timeout: 30000 });
+  assert.equal(r.status, 503, r.body);
+  assert.doesNotMatch(r.body, /An edit broke|Fix the error/, r.body);
+  assert.match(r.body, /the process that served died/, r.body);
+  assert.ok(r.body.includes(`wt-k's server process (pid ${child}) ended with no error and no change to its files: killed (kill -9, the OOM killer) or exited by itself; node --watch, which said only that it ended, lives on and starts it again only after a change to a file it watches: wtproxy restart --front ${px.port} (or save a file it watches)`), r.body);
+  assert.equal((await lsJson(tmp))[0].start_failed?.when, 'died');
+  // Saving a file it watches starts it again, as the message says.
+  fs.writeFileSync(script, `import(${JSON.stringify(wtServer)});\n// saved\n`);
+  await waitFor(async () => {
+    const a = await curlFrom(tmp.wt.k, px.port, '/', { timeout: 20000 });
+    return a.status === 200 ? a : new Error(`${a.status}: ${a.body}`);
+  }, 20000, 'served after the save');
+  assert.match(run.stderr(), /wt-k's server is starting again after its server process died/);
+});
+
 // A daemon killed -9 while a `wtproxy run` Django it serves has failed at
 // start, and a new daemon on the same state file and front. That daemon
 // answered as for any starting server: each request held for start_timeout

@@ -89,7 +89,8 @@ function bin() {
 // ms), oldest first: { refusals }; { noBinary } when there is no binary to
 // ask, { noFolder } when dir is gone (its worktree removed during the run:
 // the ask fails as a missing binary does), { noDaemon } when no daemon
-// answers; {} on any other failure.
+// answers, with heldBy when another user's daemon holds the worktree's
+// port; {} on any other failure.
 function ask(dir, from, to) {
   const since = `${Math.max(1, Date.now() - from + 1000)}ms`; // the CLI's clock runs on meanwhile
   try {
@@ -101,9 +102,21 @@ function ask(dir, from, to) {
     if (e.code === 'ENOENT') return fs.existsSync(dir) ? { noBinary: true } : { noFolder: true };
     // its exit status 1 is also a daemon that refused: the sentence (cli/client.c's
     // no_daemon) tells them apart
-    if (e.status === 1 && /^wtproxy: no daemon answers on /m.test(String(e.stderr))) return { noDaemon: true };
+    if (e.status === 1 && /^wtproxy: no daemon answers on /m.test(String(e.stderr))) {
+      return { noDaemon: true, heldBy: heldBy(String(e.stderr)) };
+    }
     return {};
   }
+}
+
+// Another user's daemon on the port this user's would listen on, as the
+// CLI's no-daemon sentence (cli/client.c's held_by_another) says it:
+// { port, who, fix }, null when it does not. A run as another user than
+// the daemon's (runuser -u nobody -- npx playwright test) was told "no
+// daemon answered", though one answered each request with its refusal.
+function heldBy(stderr) {
+  const m = /^wtproxy: no daemon answers on .*?, and port (\d+), where one of yours would listen, is held by (.+?), which serves that user's worktrees only: (.*)$/m.exec(stderr);
+  return m ? { port: m[1], who: m[2], fix: m[3] } : null;
 }
 
 function noFolder(asked, fails, dir) {
@@ -169,6 +182,18 @@ function noDaemon(when, fails) {
     'requests went to whatever listens on their port, not through wtproxy: another worktree\'s ' +
     `server, a stale one, or none; ${bin()} doctor names what holds the port and the command ` +
     `that starts the daemon${why})\n`;
+}
+
+// noDaemon's, when another user's daemon holds the port (got.heldBy):
+// that daemon answered the tests' requests, each with its refusal
+// (other-user), and its way out is the CLI's.
+function otherDaemon(when, fails, dir, got) {
+  const { port, who, fix } = got.heldBy;
+  const why = fails ? '; this run fails: its verdict is not on this worktree\'s code' : '';
+  return `  (wtproxy-whoami/playwright: no wtproxy daemon of this user answered when asked ${when}: ` +
+    `port ${port} is held by ${who}, which serves that user's worktrees only and refuses this ` +
+    `user's requests (421 other-user), so the tests' requests through it reached no server of ` +
+    `this worktree; ${fix}${why})\n`;
 }
 
 // The refusals as lines: one entry per status, reason and sentence (a
@@ -286,11 +311,12 @@ export default class WtproxyReporter {
   // asked: when the daemon was asked, for the no-daemon note.
   textOf(got, when, why, asked = 'at the end of this run') {
     if (got.refusals) return got.refusals.length ? describe(got.refusals, when, why) : '';
-    const note = got.noBinary ? noBinary : got.noDaemon ? noDaemon : got.noFolder ? noFolder : null;
+    const note = got.noBinary ? noBinary : got.heldBy ? otherDaemon : got.noDaemon ? noDaemon
+      : got.noFolder ? noFolder : null;
     if (!note || this.said.has(note)) return '';
     this.said.add(note);
     if (got.noDaemon) this.fails = !process.env.CI && adopted(this.dir);
-    return note(asked, this.fails, this.dir);
+    return note(asked, this.fails, this.dir, got);
   }
 
   onEnd(result) {
