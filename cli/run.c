@@ -57,14 +57,20 @@ static void ask_stop(int sig, siginfo_t *si, void *ctx)
  * while the entry is starting. Returns the new pid, or -1. */
 static pid_t restart(struct cli_run *r, pid_t pid)
 {
-    char line[PATH_MAX + 1536];
-    snprintf(line, sizeof line,
-             "wtproxy: the daemon asked to restart %s's server, %s (its code "
-             "changed and it did not reload it, or wtproxy restart): restarting it",
-             cli_run_folder(r->worktree), cli_run_cmd_shown(r));
+    char line[PATH_MAX + 4600], why[3000];
+    cli_run_tell_restart(r, why, sizeof why);
+    if (why[0]) /* a red test after a restart it did not see is traced to these files */
+        snprintf(line, sizeof line,
+                 "wtproxy: the daemon asked to restart %s's server, %s (it did not reload its "
+                 "code): restarting it; %s",
+                 cli_run_folder(r->worktree), cli_run_cmd_shown(r), why);
+    else
+        snprintf(line, sizeof line,
+                 "wtproxy: the daemon asked to restart %s's server, %s (its code "
+                 "changed and it did not reload it, or wtproxy restart): restarting it",
+                 cli_run_folder(r->worktree), cli_run_cmd_shown(r));
     fprintf(stderr, "%s\n", line);
     cli_run_log_note(&r->log, line);
-    cli_run_tell_restarting(r);
     cli_stop_tree(pid, WTP_RESTART_STOP_MS, NULL);
     cli_run_fail_restart(&r->log.fail);
     cli_run_port_restart(&r->wrong_port);

@@ -148,6 +148,11 @@ void cli_run_tell_not_ready(const struct cli_run *r, const char *said);
  * one that cannot be told gets a warning, and r->untold has it told again. */
 void cli_run_tell_restarting(struct cli_run *r);
 
+/* The same, for a restart the daemon asked for (SIGUSR1): why gets what
+ * the daemon's reply says made it ask (the files that changed), "" when
+ * it does not say (a `wtproxy restart`, an older daemon). */
+void cli_run_tell_restart(struct cli_run *r, char *why, size_t whylen);
+
 /* Say line (a "wtproxy: " sentence of the wrapper's own about CMD's
  * failure) where the user reads, then tell the daemon (below) with it
  * first, whole, and CMD's last lines after it as far as they fit: the

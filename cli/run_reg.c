@@ -309,14 +309,23 @@ void cli_run_tell_not_ready(const struct cli_run *r, const char *said)
     json_decref(reply);
 }
 
-void cli_run_tell_restarting(struct cli_run *r)
+void cli_run_tell_restart(struct cli_run *r, char *why, size_t whylen)
 {
     char err[PATH_MAX + 256];
     json_t *reply;
     int rc = ask_entry(r, "restarting", &reply, err, sizeof err);
     say_untold(rc, reply, err);
+    if (why) {
+        const char *said = rc == 0 ? json_string_value(json_object_get(reply, "why")) : NULL;
+        snprintf(why, whylen, "%s", said ? said : "");
+    }
     json_decref(reply);
     r->untold = rc < 0 ? CLI_RUN_UNTOLD_RESTARTING : CLI_RUN_TOLD;
+}
+
+void cli_run_tell_restarting(struct cli_run *r)
+{
+    cli_run_tell_restart(r, NULL, 0);
 }
 
 /* The start-failed op of r's failure as last told. Returns as ask does. */

@@ -240,7 +240,8 @@ static const struct error_kind kinds[] = {
          "Your dev server runs older code than the code on disk now; wtproxy refused to let "
          "it answer.",
          "Restart the server (the command is above); wtproxy run --restart-on-stale does it "
-         "for you."},
+         "for you. If it wrote the files named itself (a data store, uploads), leave them out "
+         "of its fingerprint instead (wtproxy help whoami): its next write would stale it again."},
     [PE_NO_WHOAMI] =
         {502, "Bad Gateway", "no-whoami",
          "The dev server does not answer GET /__whoami, so wtproxy cannot tell which "

@@ -133,6 +133,11 @@ static void on_state(void *arg, struct reg_backend *b)
                      "its server failed and does not listen: its last lines say why (wtproxy "
                      "logs --front %d); wtproxy asks its /__whoami once it is ready",
                      b->front);
+            whoami_server_restart_why(b->gate, b->restart_why, sizeof b->restart_why);
+            if (b->restart_why[0])
+                proxy_log(
+                    "restarting %s's server on front %d (it runs with --restart-on-stale): %s",
+                    b->worktree, b->front, b->restart_why);
             whoami_server_restarted(b->gate, b->start_failed[0]
                                                  ? failed
                                                  : "its server is restarting: what the gate found "

@@ -406,7 +406,11 @@ json_t *reg_server_handle(struct reg_server *rs, struct reg_peer *peer, uid_t ui
             if (rs->on_state)
                 rs->on_state(rs->on_state_arg, b);
             reg_server_save(rs);
-            return ok_entry(rs, b);
+            json_t *ok = ok_entry(rs, b);
+            if (b->restart_why[0] && ok) /* its wrapper writes it into the server's log */
+                json_object_set_new(ok, "why", json_string(b->restart_why));
+            b->restart_why[0] = '\0';
+            return ok;
         }
         char why[REG_UNREGISTER_WHY_MAX], err[256];
         if (unregister_why(b, req, peer, why, sizeof why) < 0)

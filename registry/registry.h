@@ -77,6 +77,10 @@ struct reg_backend {
      * entry, which a new daemon loads only while its pid runs with the
      * same start time. */
     char start_failed[REG_START_FAILED_MAX];
+    /* Why the layer above asked its wrapper to restart it (the files that
+     * changed), set by reg_server_on_state's fn for the `restarting` op's
+     * reply, which says it in the server's log; "" none. Daemon memory only. */
+    char restart_why[3000];
     long long start_failed_ms; /* when its wrapper told it (wall clock): "told_ms" */
     char reloader[64];
     enum reg_failed_when start_failed_when;

@@ -150,6 +150,10 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
         return WA_FETCH;
     if ((restarting(c) && !restarted(c)) || in_grace(c) || taking_in(c))
         return WA_RETRY;
+    /* Before a restart too: its log line says it, since the server's next
+     * write would have it restarted again. */
+    if (!m->ignored_checked)
+        return WA_IGNORED;
     if (may_restart(c))
         return WA_RESTART;
     if (!m->holders_checked)
@@ -157,7 +161,8 @@ static int decide_code(const struct whoami_case *c, struct whoami_status *st,
     /* Its wrapper could not be asked (gone): no request will restart it. */
     struct whoami_target told = *t;
     told.restart_on_stale &= !m->restart_failed;
-    whoami_refusal_stale(&told, m->ans, disk, m->restart_ms != 0, &m->holders, detail, detlen);
+    whoami_refusal_stale(&told, m->ans, disk, m->restart_ms != 0, m->ignored_all, &m->holders,
+                         detail, detlen);
     show_stale(st, m, c->disk->changed_ms, detail, disk->hash);
     return WHOAMI_STALE;
 }

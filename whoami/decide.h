@@ -23,6 +23,8 @@ enum whoami_action {
     WA_DISK,        /* fingerprint want->root under want->patterns, then decide again */
     WA_HOLDERS,     /* find the processes holding the socket the answer came from, then decide
                      * again: a refusal names them all in the kill that stops the server */
+    WA_IGNORED,     /* ask git whether it ignores every file that changed, then decide again: a
+                     * stale refusal then says how to leave them out of the fingerprint */
 };
 
 /* The disk's fingerprint WA_DISK asks for: the checkout the server's
@@ -46,12 +48,14 @@ struct whoami_memory {
     long long restart_ms;            /* when its restart was sent; 0 not */
     long long restart_start_ms;      /* its registration's start then */
     long long prior_restart_ms;      /* when the restart before it was sent; 0 none */
-    /* Facts gate.c looks up when asked to (WA_LISTENER, WA_RESTART, WA_HOLDERS). */
+    /* Facts gate.c looks up when asked to (WA_LISTENER, WA_RESTART, WA_HOLDERS, WA_IGNORED). */
     int listener_checked; /* listener_moved holds */
     int listener_moved;   /* another socket listens now than the one asked */
     int restart_failed;   /* the restart cannot be sent */
     int holders_checked;  /* holders holds (n 0: none found, or they cannot be) */
     struct whoami_holders holders;
+    int ignored_checked; /* ignored_all holds */
+    int ignored_all;     /* git ignores every file changed since the server started */
     /* Its error answer's Python traceback's last lines: its app fails to
      * load (whoami_traceback_tail); NULL none. */
     const char *traceback;

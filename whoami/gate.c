@@ -40,6 +40,7 @@ static void server_free(struct whoami_server *s)
 {
     server_stop(s);
     whoami_holders_drop(s);
+    whoami_ignored_drop(s);
     if (s->g)
         LIST_REMOVE(s, link);
     if (s->have_ans)
@@ -294,7 +295,7 @@ static void settle(struct whoami_server *s)
             s->disk_wait = 1;
             continue;
         }
-        if (d == G_HOLDERS) /* holders.c settles s once they are found */
+        if (d == G_LOOKUP) /* holders.c or ignored.c settles s once found */
             continue;
         if (d == WA_FETCH || d == WA_RETRY) {
             ask |= d == WA_FETCH;
@@ -388,7 +389,7 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
         s->refresh = 1; /* in the background: this request goes on */
         ask_soon(s, 0);
     }
-    if (d != WA_FETCH && d != WA_RETRY && d != G_DISK && d != G_HOLDERS) {
+    if (d != WA_FETCH && d != WA_RETRY && d != G_DISK && d != G_LOOKUP) {
         if (d != WHOAMI_PASS && cb)
             refused(s);
         return d;
@@ -405,8 +406,8 @@ int whoami_gate_check(struct whoami_server *s, const struct whoami_target *t, wh
     w->arg = arg;
     TAILQ_INSERT_TAIL(&s->waiters, w, link);
     if (d == G_DISK)
-        s->disk_wait = 1;                 /* disk_ready settles it */
-    else if (d != G_HOLDERS && !s->fetch) /* holders.c settles it */
+        s->disk_wait = 1;                /* disk_ready settles it */
+    else if (d != G_LOOKUP && !s->fetch) /* holders.c or ignored.c settles it */
         ask_soon(s, d == WA_FETCH ? 0 : WHOAMI_POLL_MS);
     *ticket = w;
     return -1;
@@ -436,6 +437,13 @@ void whoami_server_restarted(struct whoami_server *s, const char *why)
     s->have = 0;
     whoami_recheck_stop(s); /* verify.c probes the new process once ready */
     show_unchecked(s, why);
+}
+
+void whoami_server_restart_why(struct whoami_server *s, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", s ? s->restart_why : "");
+    if (s)
+        s->restart_why[0] = '\0';
 }
 
 void whoami_server_watch(struct whoami_server *s, void (*fn)(void *arg), void *arg)
@@ -482,10 +490,12 @@ struct whoami_gate *whoami_gate_new(struct event_base *base, const struct whoami
     char err[256];
     g->diag = host_diag_open(err, sizeof err);
     g->holders = whoami_holders_worker_new(g);
+    g->ignored = whoami_ignored_worker_new(g);
     if (!(g->trees =
               whoami_trees_new(base, cfg->use_inotify, disk_ready, whoami_recheck_changed, g))) {
         host_diag_close(g->diag);
         whoami_holders_worker_free(g->holders);
+        whoami_ignored_worker_free(g->ignored);
         free(g);
         return NULL;
     }
@@ -501,7 +511,9 @@ void whoami_gate_free(struct whoami_gate *g)
 {
     if (!g)
         return;
-    whoami_holders_worker_free(g->holders); /* first: its jobs name servers freed below */
+    /* first: their jobs name servers freed below */
+    whoami_holders_worker_free(g->holders);
+    whoami_ignored_worker_free(g->ignored);
     /* Their callers still hold them: inert from now on, freed on release. */
     while (!LIST_EMPTY(&g->servers)) {
         struct whoami_server *s = LIST_FIRST(&g->servers);

@@ -157,6 +157,11 @@ void whoami_gate_forget(struct whoami_server *s, const char *why);
  * that ls never shows the old verdict as the new server's. */
 void whoami_server_restarted(struct whoami_server *s, const char *why);
 
+/* Why the gate last asked s's wrapper to restart it ("its code changed
+ * since it started (1 file: data/notes.json)..."), into out, once: "" when
+ * it did not since (a `wtproxy restart`). */
+void whoami_server_restart_why(struct whoami_server *s, char *out, size_t outlen);
+
 /* Verify s's server, described by t, with no request waiting: at once
  * (returns the verdict, the status updated) or later (returns -1, the
  * status "unchecked" meanwhile). Nothing is refused or counted; a stale

@@ -12,9 +12,11 @@
 #include "host.h"
 #include "whoami.h"
 
-/* Besides decide.h's: the disk's fingerprint is being computed; the
- * processes holding the server's socket are being looked up (holders.c). */
-enum { G_DISK = 200, G_HOLDERS };
+/* Besides decide.h's: the disk's fingerprint is being computed; a fact
+ * is being looked up on a worker, which settles the server once found:
+ * the processes holding its socket (holders.c), whether git ignores the
+ * files that changed (ignored.c). */
+enum { G_DISK = 200, G_LOOKUP };
 
 struct waiter {
     struct whoami_server *s;
@@ -71,6 +73,16 @@ struct whoami_server {
     pid_t holders[HOST_PORT_HOLDERS_MAX];
     size_t nholders;
     struct whoami_holders_job *holders_job;
+    /* Whether git ignores every file changed since ignored_since in the
+     * disk whose hash is ignored_of (ignored.c); a lookup under way is
+     * ignored_job. */
+    char ignored_of[WHOAMI_HASH_SIZE];
+    long long ignored_since;
+    int ignored_all;
+    struct whoami_ignored_job *ignored_job;
+    /* What made the gate restart it, told once (whoami_server_restart_why),
+     * so that its log says which files; "" none. */
+    char restart_why[3000];
     void (*watch)(void *arg); /* told when st changed later (whoami_server_watch) */
     void *watch_arg;
     TAILQ_HEAD(, waiter) waiters;
@@ -83,6 +95,7 @@ struct whoami_gate {
     struct whoami_trees *trees;
     struct host_diag *diag; /* NULL without sock_diag: swaps are found by re-asking */
     struct whoami_holders_worker *holders; /* NULL: refusals name the pid that answered */
+    struct whoami_ignored_worker *ignored; /* NULL: refusals do not say what git ignores */
     int busy;                              /* running waiters' callbacks: released servers wait */
     LIST_HEAD(, whoami_server) servers;
 };
@@ -136,6 +149,27 @@ int whoami_holders_get(struct whoami_server *s, struct whoami_holders *out);
 
 /* s goes: a lookup under way for it is let go. */
 void whoami_holders_drop(struct whoami_server *s);
+
+/* --- ignored.c: whether git ignores every changed file, on a worker --- */
+
+struct whoami_ignored_worker;
+
+/* The thread, its finished jobs handed to whoami_gate_settle on g's loop.
+ * NULL when it cannot start. */
+struct whoami_ignored_worker *whoami_ignored_worker_new(struct whoami_gate *g);
+
+/* Stop the thread; the servers whose lookups were under way learn nothing. */
+void whoami_ignored_worker_free(struct whoami_ignored_worker *w);
+
+/* Whether git ignores every file of disk (fingerprinted at root) changed
+ * since since_ms, into *all: 1 when known (*all 0 too when no file
+ * changed, more than WHOAMI_IGNORED_MAX did, or git cannot say), 0 while
+ * `git check-ignore` runs (never on the loop): s is settled once it ends. */
+int whoami_ignored_get(struct whoami_server *s, const char *root, const struct whoami_fp *disk,
+                       long long since_ms, int *all);
+
+/* s goes: a lookup under way for it is let go. */
+void whoami_ignored_drop(struct whoami_server *s);
 
 /* --- recheck.c: a server asked again after an edit, with no request --- */
 

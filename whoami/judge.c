@@ -2,12 +2,13 @@
  * function, asked again with each fact it names looked up here: the
  * socket listening now (sock_diag), a restart sent (SIGUSR1), the disk's
  * fingerprint (tree.c), the processes holding the server's socket
- * (holders.c). */
+ * (holders.c), whether git ignores the files that changed (ignored.c). */
 #include <signal.h>
 #include <sys/time.h>
 
 #include "gate_impl.h"
 #include "host.h"
+#include "refusal.h"
 #include "tree.h"
 
 long long whoami_gate_now(struct whoami_gate *g)
@@ -39,12 +40,19 @@ static int listener_moved(struct whoami_server *s, long long now)
 }
 
 /* Ask the wrapper of a server started with --restart-on-stale to restart
- * it (SIGUSR1; cli/run.c). Its pid is checked against its start time
- * first: a reused pid is never signalled. */
-static int ask_restart(struct whoami_server *s, long long now)
+ * it (SIGUSR1; cli/run.c), keeping why: the files that changed since its
+ * process started, for its log and the daemon's. Its pid is checked
+ * against its start time first: a reused pid is never signalled. */
+static int ask_restart(struct whoami_server *s, const struct whoami_case *c, long long now)
 {
+    const struct whoami_memory *m = c->mem;
     if (host_pid_start(s->t.pid) != s->t.pid_start || kill(s->t.pid, SIGUSR1) < 0)
         return 0;
+    long long since = m->ans ? m->ans->started_ms : s->t.started_ms;
+    s->restart_why[0] = '\0';
+    if (c->disk && c->disk->fp) /* every restart's decision read the disk first */
+        whoami_refusal_restart_why(&s->t, c->disk->fp, since, m->ignored_all, s->restart_why,
+                                   sizeof s->restart_why);
     s->prior_restart_ms = s->restart_ms;
     s->restart_ms = now;
     s->restart_start_ms = s->t.started_ms;
@@ -70,6 +78,8 @@ int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
                               0,
                               0,
                               {NULL, 0},
+                              0,
+                              0,
                               s->traceback[0] ? s->traceback : NULL,
                               s->have_good ? &s->good : NULL,
                               s->good_ms,
@@ -84,13 +94,18 @@ int whoami_gate_judge(struct whoami_server *s, long long since, int no_restart,
             m.listener_checked = 1;
             m.listener_moved = listener_moved(s, c.now_ms);
         } else if (d == WA_RESTART) {
-            if (ask_restart(s, c.now_ms))
+            if (ask_restart(s, &c, c.now_ms))
                 return WA_RETRY;
             m.restart_failed = 1;
         } else if (d == WA_HOLDERS) {
             if (whoami_holders_get(s, &m.holders) == 0)
-                return G_HOLDERS;
+                return G_LOOKUP;
             m.holders_checked = 1;
+        } else if (d == WA_IGNORED) {
+            if (whoami_ignored_get(s, m.ans->checkout, c.disk->fp, m.ans->started_ms,
+                                   &m.ignored_all) == 0)
+                return G_LOOKUP;
+            m.ignored_checked = 1;
         } else if (d == WA_DISK) {
             int r = whoami_tree_get(g->trees, want.root, want.patterns, c.now_ms, disk_ticket,
                                     &disk.fp, &disk.changed_ms, &disk.worktree, err, sizeof err);

@@ -141,8 +141,8 @@ static void step(struct whoami_server *s)
     int d = whoami_gate_judge(s, s->edit_ms, 1, &s->edit_ticket, detail, sizeof detail);
     if (d == G_DISK) {
         s->disk_wait = 1; /* disk_ready settles s */
-    } else if (d == G_HOLDERS) {
-        /* holders.c settles s once they are found, which steps again */
+    } else if (d == G_LOOKUP) {
+        /* holders.c or ignored.c settles s once found, which steps again */
     } else if (d == WA_FETCH) {
         ask_now(s);
     } else if (d == WA_RETRY) {

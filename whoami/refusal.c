@@ -311,18 +311,21 @@ void whoami_refusal_silent(const struct whoami_target *t, const char *problem, i
                  t->name, problem, fix);
 }
 
+int whoami_refusal_file_newer(const struct whoami_file *f, long long since_ms)
+{
+    /* ctime too: a copy that keeps an old mtime (cp -p, rsync -t, touch -d)
+     * is still a change, and the kernel sets ctime at every write */
+    long long changed_ns = f->mtime_ns > f->ctime_ns ? f->mtime_ns : f->ctime_ns;
+    return changed_ns / 1000000 > since_ms;
+}
+
 size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_ms, char *out,
                                   size_t outlen)
 {
     size_t n = 0, used;
     out[0] = '\0';
     for (size_t i = 0; i < disk->n; i++) {
-        /* ctime too: a copy that keeps an old mtime (cp -p, rsync -t, touch -d)
-         * is still a change, and the kernel sets ctime at every write */
-        long long changed_ns = disk->file[i].mtime_ns > disk->file[i].ctime_ns
-                                   ? disk->file[i].mtime_ns
-                                   : disk->file[i].ctime_ns;
-        if (changed_ns / 1000000 <= since_ms)
+        if (!whoami_refusal_file_newer(&disk->file[i], since_ms))
             continue;
         if (++n > WHOAMI_NAMED_FILES)
             continue;
@@ -334,6 +337,22 @@ size_t whoami_refusal_newer_files(const struct whoami_fp *disk, long long since_
         snprintf(out + used, outlen - used, ", ...");
     }
     return n;
+}
+
+void whoami_refusal_restart_why(const struct whoami_target *t, const struct whoami_fp *disk,
+                                long long since_ms, int ignored, char *out, size_t outlen)
+{
+    char files[1024];
+    size_t n = whoami_refusal_newer_files(disk, since_ms, files, sizeof files);
+    if (!n) {
+        snprintf(out, outlen, "the code on disk differs from the code it loaded (%s on disk)",
+                 disk->hash);
+        return;
+    }
+    int used = snprintf(out, outlen, "its code changed since it started (%zu file%s: %s)", n,
+                        n == 1 ? "" : "s", files);
+    if (ignored && used > 0 && (size_t)used < outlen)
+        whoami_refusal_ignored(t, disk, since_ms, n, files, out + used, outlen - (size_t)used);
 }
 
 /* Appended to what changed: the server said it was taking the change in
@@ -350,10 +369,10 @@ static void took_too_long(const struct whoami_answer *ans, char *changed, size_t
 }
 
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
-                          const struct whoami_fp *disk, int restarted,
+                          const struct whoami_fp *disk, int restarted, int ignored,
                           const struct whoami_holders *h, char *out, size_t outlen)
 {
-    char since[32], files[1024], now[PATH_MAX + 1400], run[PATH_MAX + 1300], changed[1300];
+    char since[32], files[1024], now[PATH_MAX + 1400], run[PATH_MAX + 1300], changed[6000];
     char sharing[HOLDERS_WORDS + 96];
     char front[24], offer[2 * PATH_MAX + 1400] = "";
     host_age(ans->started_ms > 0 ? host_wall_ms() - ans->started_ms : 0, since, sizeof since);
@@ -375,6 +394,9 @@ void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_ans
         snprintf(changed + strlen(changed), sizeof changed - strlen(changed),
                  "; nothing reloads it (its /__whoami says \"reloads\": false), so it "
                  "will not catch up by itself");
+    if (ignored && n)
+        whoami_refusal_ignored(t, disk, ans->started_ms, n, files, changed + strlen(changed),
+                               sizeof changed - strlen(changed));
     /* Restarted at each edit from then on: run again with the flag. Not a
      * service's, which its .wtproxy starts: one run by hand would replace
      * the daemon's. */

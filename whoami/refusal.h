@@ -9,6 +9,9 @@
 #include "whoami.h"
 
 #define WHOAMI_NAMED_FILES 3 /* changed files a stale refusal names */
+/* changed files git is asked about (ignored.c): more at once are not a
+ * data file the server writes */
+#define WHOAMI_IGNORED_MAX 64
 
 /* The processes holding the socket a server's answer came from, as
  * gate.c found them (holders.c, on a worker): a prefork server's master
@@ -29,9 +32,11 @@ void whoami_refusal_mismatch(const struct whoami_target *t, const struct whoami_
 
 /* t loaded older code than disk; restarted: wtproxy already restarted it.
  * One with t->restart_on_stale is said to be restarted at the next request.
- * h as for whoami_refusal_mismatch. */
+ * ignored: git ignores every file that changed, which is then said with
+ * the exclude that leaves them out of the fingerprint. h as for
+ * whoami_refusal_mismatch. */
 void whoami_refusal_stale(const struct whoami_target *t, const struct whoami_answer *ans,
-                          const struct whoami_fp *disk, int restarted,
+                          const struct whoami_fp *disk, int restarted, int ignored,
                           const struct whoami_holders *h, char *out, size_t outlen);
 
 /* t answered /__whoami with HTTP status (404 mostly). */
@@ -76,6 +81,23 @@ void whoami_refusal_unreadable(const struct whoami_target *t, const char *error,
 /* --trust-registry: files changed since t started; out already names them
  * (whoami_refusal_newer_files), this completes the sentence. */
 void whoami_refusal_trusted_stale(const struct whoami_target *t, char *out, size_t outlen);
+
+/* (refusal_ignored.c) Appended to a stale refusal when git ignores all
+ * n files of disk changed since since_ms (files names them, as
+ * whoami_refusal_newer_files does): that the server may write them
+ * itself, and the exclude of t's middleware that leaves them out. */
+void whoami_refusal_ignored(const struct whoami_target *t, const struct whoami_fp *disk,
+                            long long since_ms, size_t n, const char *files, char *out,
+                            size_t outlen);
+
+/* Why the gate restarts t, a stale server whose process started at
+ * since_ms: "its code changed since it started (N files: a, b, c)", with
+ * what whoami_refusal_ignored adds when ignored. */
+void whoami_refusal_restart_why(const struct whoami_target *t, const struct whoami_fp *disk,
+                                long long since_ms, int ignored, char *out, size_t outlen);
+
+/* Whether f was modified after since_ms (its mtime or its ctime). */
+int whoami_refusal_file_newer(const struct whoami_file *f, long long since_ms);
 
 /* The files of disk modified after since_ms: their count, with "N files:
  * a, b, c" (the first WHOAMI_NAMED_FILES) written to out. */

@@ -10,6 +10,7 @@
 #include "../../whoami/glob.c"
 #include "../../whoami/kind.c"
 #include "../../whoami/refusal.c"
+#include "../../whoami/refusal_ignored.c"
 #include "tap.h"
 
 #define T 1000000000000LL /* now, roughly: the unix ms of a day in 2001 */
@@ -287,6 +288,8 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
                               0,
                               0,
                               {NULL, 0},
+                              0,
+                              0,
                               traceback,
                               good_hash ? &good : NULL,
                               T + good_at,
@@ -305,6 +308,8 @@ static int run(const struct row *r, struct whoami_status *st, enum expect_patter
             m.restart_failed = 1;
         } else if (d == WA_HOLDERS) {
             m.holders_checked = 1; /* none found: the refusals name the pid that answered */
+        } else if (d == WA_IGNORED) {
+            m.ignored_checked = 1; /* not all ignored: the refusal as it was */
         } else if (d == WA_DISK) {
             wc.disk = &disk;
             snprintf(used_root, sizeof used_root, "%s", want.root);

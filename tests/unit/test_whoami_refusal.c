@@ -9,6 +9,7 @@
 #include "../../host/clock.c"
 #include "../../whoami/kind.c"
 #include "../../whoami/refusal.c"
+#include "../../whoami/refusal_ignored.c"
 #include "../../whoami/traceback.c"
 #include "tap.h"
 
@@ -50,7 +51,7 @@ static void stale_shapes(struct whoami_answer *ans, const struct whoami_fp *disk
 {
     struct whoami_target t = target(3186, 1, "/bin/sh -c cd api && node server.js");
     t.shell_command = "/bin/sh -c 'cd api && node server.js'";
-    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, 0, NULL, out, sizeof out);
     says("(or, restarted at each edit from then on: wtproxy stop --front 18000, then cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- /bin/sh -c 'cd api && node "
          "server.js')",
@@ -58,7 +59,7 @@ static void stale_shapes(struct whoami_answer *ans, const struct whoami_fp *disk
 
     ans->no_reloader = 1;
     t.restart_on_stale = 1;
-    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, 0, NULL, out, sizeof out);
     says("wtproxy restarts it at the next request to it (it runs with --restart-on-stale), or "
          "now: cd " WT " && wtproxy restart --front 18000",
          "stale, --restart-on-stale", __LINE__);
@@ -66,17 +67,17 @@ static void stale_shapes(struct whoami_answer *ans, const struct whoami_fp *disk
     never_says("wtproxy run", "stale, --restart-on-stale", __LINE__);
 
     t.service = "api"; /* the daemon's, from a .wtproxy */
-    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, 0, NULL, out, sizeof out);
     says("(it runs with --restart-on-stale), or now: cd " WT
          " && wtproxy restart --service api --front 18000",
          "stale, .wtproxy service", __LINE__);
     never_says("wtproxy run", "stale, .wtproxy service", __LINE__);
-    whoami_refusal_stale(&t, ans, disk, 1, NULL, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 1, 0, NULL, out, sizeof out);
     says("to restart it by hand: cd " WT " && wtproxy restart --service api --front 18000",
          "stale after its restart, .wtproxy service", __LINE__);
     never_says("wtproxy run", "stale after its restart, .wtproxy service", __LINE__);
     t.restart_on_stale = 0; /* wtproxy run --service api, by hand */
-    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, 0, NULL, out, sizeof out);
     says("Restart it: cd " WT " && wtproxy restart --service api --front 18000", "stale, service",
          __LINE__);
     never_says("wtproxy run", "stale, service", __LINE__);
@@ -86,7 +87,7 @@ static void stale_shapes(struct whoami_answer *ans, const struct whoami_fp *disk
          "trusted stale, service", __LINE__);
     t = target(4242, 0, "node server.mjs 23833"); /* wtproxy register --service backend */
     t.service = "backend";
-    whoami_refusal_stale(&t, ans, disk, 0, NULL, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, 0, NULL, out, sizeof out);
     says("Restart it: stop pid 4242, then cd " WT " && wtproxy restart --service backend",
          "stale, registered service", __LINE__);
     never_says("wtproxy run", "stale, registered service", __LINE__);
@@ -100,7 +101,7 @@ static void stale_prefork(struct whoami_answer *ans, const struct whoami_fp *dis
     static const pid_t pids[] = {3180, 3188};
     struct whoami_holders h = {pids, 2};
     struct whoami_target t = target(3180, 0, "/usr/bin/gunicorn --workers 1 app:application");
-    whoami_refusal_stale(&t, ans, disk, 0, &h, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, 0, &h, out, sizeof out);
     says("this is your own server for " WT " (pid 3188; it shares its listening socket with pid "
          "3180, which holds the port after it exits), started ",
          "stale, prefork by hand", __LINE__);
@@ -108,12 +109,42 @@ static void stale_prefork(struct whoami_answer *ans, const struct whoami_fp *dis
     never_says("stop pid", "stale, prefork by hand", __LINE__);
 
     t = target(3186, 1, "/usr/bin/gunicorn --workers 1 app:application");
-    whoami_refusal_stale(&t, ans, disk, 0, &h, out, sizeof out);
+    whoami_refusal_stale(&t, ans, disk, 0, 0, &h, out, sizeof out);
     says("(pid 3188; it shares its listening socket with pid 3180, which holds the port after it "
          "exits)",
          "stale, prefork under wtproxy run", __LINE__);
     says("Restart it: cd " WT " && wtproxy restart --front 18000",
          "stale, prefork under wtproxy run", __LINE__);
+}
+
+/* A server stale only by files git ignores (a JSON store it writes, an
+ * upload) is told the exclude of its own middleware, beside the restart:
+ * the next write would stale it again. */
+static void stale_ignored(void)
+{
+    struct whoami_answer ans = {.pid = 3188, .started_ms = 1000};
+    struct whoami_file files[] = {{.path = "data/notes.json", .mtime_ns = 2000000000LL},
+                                  {.path = "server.js", .mtime_ns = 500000000LL}};
+    struct whoami_fp disk = {"sha256:new", 2, files, 0};
+    snprintf(ans.checkout, sizeof ans.checkout, "%s", WT);
+    snprintf(ans.hash, sizeof ans.hash, "sha256:old");
+    struct whoami_target t = target(3186, 1, "node server.js");
+    whoami_refusal_stale(&t, &ans, &disk, 0, 1, NULL, out, sizeof out);
+    says("the code changed since (1 file: data/notes.json); data/notes.json is ignored by git: "
+         "if the server writes it itself (a data store, uploads, a cache), it is not code: leave "
+         "it out of the fingerprint: app.use(whoami({ exclude: [...DEFAULT_EXCLUDE, "
+         "'**/data/**'] })), with import { whoami, DEFAULT_EXCLUDE } from 'wtproxy-whoami'",
+         "stale by an ignored file, node", __LINE__);
+    says("Restart it: cd " WT " && wtproxy restart --front 18000", "stale by an ignored file",
+         __LINE__);
+    t = target(3186, 1, "/usr/bin/python3 manage.py runserver 127.0.0.1:23833");
+    files[0].path = "media/up.py";
+    whoami_refusal_stale(&t, &ans, &disk, 0, 1, NULL, out, sizeof out);
+    says("WTPROXY_WHOAMI = {'exclude': [*DEFAULT_EXCLUDE, '**/media/**']} in settings.py, with "
+         "from wtproxy_whoami.fingerprint import DEFAULT_EXCLUDE",
+         "stale by an ignored file, django", __LINE__);
+    whoami_refusal_stale(&t, &ans, &disk, 0, 0, NULL, out, sizeof out);
+    never_says("ignored by git", "stale by a file git does not ignore", __LINE__);
 }
 
 static void stale(void)
@@ -124,7 +155,7 @@ static void stale(void)
     snprintf(ans.hash, sizeof ans.hash, "sha256:old");
     struct whoami_target t =
         target(3186, 1, "/usr/bin/python3 manage.py runserver --noreload 127.0.0.1:23833");
-    whoami_refusal_stale(&t, &ans, &disk, 0, NULL, out, sizeof out);
+    whoami_refusal_stale(&t, &ans, &disk, 0, 0, NULL, out, sizeof out);
     says("Restart it: cd " WT " && wtproxy restart --front 18000", "stale, wtproxy run", __LINE__);
     says("wtproxy run --front 18000 --restart-on-stale -- /usr/bin/python3 manage.py runserver "
          "--noreload 127.0.0.1:{port}",
@@ -132,7 +163,7 @@ static void stale(void)
     never_says(":23833", "stale, wtproxy run", __LINE__);
 
     t = target(4242, 0, "node server.mjs 23833 --max 238330");
-    whoami_refusal_stale(&t, &ans, &disk, 0, NULL, out, sizeof out);
+    whoami_refusal_stale(&t, &ans, &disk, 0, 0, NULL, out, sizeof out);
     says("Restart it: stop pid 4242, then cd " WT
          " && wtproxy run --front 18000 --restart-on-stale -- node server.mjs {port} "
          "--max 238330",
@@ -456,6 +487,7 @@ static void traceback_tail(void)
 int main(void)
 {
     stale();
+    stale_ignored();
     mismatch();
     no_whoami();
     invalid();
