@@ -55,6 +55,18 @@ int cli_daemon_start_allowed(int no_autostart_flag);
 #define CLI_NO_DAEMON_START "; start one, in the background: "
 int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen);
 
+/* --- daemon_hidden.c: a daemon this process cannot reach --- */
+
+/* When path, the control socket this process looks for (from: why there,
+ * reg_control_where's), does not exist here, while one of the n ports is
+ * held by a live `wtproxy serve` of this user and binary listening on
+ * another control socket (a sandbox's own /tmp hides it, or
+ * WTPROXY_CONTROL names another path): the sentence naming that daemon and
+ * its socket into said, and the way to reach it into fix, never its kill.
+ * Returns 1 when so, else 0. Reads /proc: slow like host_port_owner_find. */
+int cli_daemon_hidden(const char *path, const char *from, const int *ports, int n, char *said,
+                      size_t slen, char *fix, size_t flen);
+
 /* --- daemon_env.c: the environment of a daemon the CLI starts --- */
 
 /* What a started daemon gets: env, an environ-style array (pointers into

@@ -409,6 +409,35 @@ static int daemon_start(const char *path, char *err, size_t errlen)
     return rc;
 }
 
+/* The ports a daemon started here would listen on (daemon_listen.c), or
+ * the one a daemon with no config listens on. Returns how many. */
+static int start_ports(int *ports)
+{
+    int n = cli_daemon_listen(ports);
+    const char *config = getenv("WTPROXY_CONFIG");
+    if (n == 0 && !(config && *config))
+        ports[n++] = WTP_DEFAULT_FRONT_PORT;
+    return n;
+}
+
+/* When a daemon of this user runs where this process cannot reach it
+ * (cli_daemon_hidden: a sandbox's own /tmp), err says so in place of "no
+ * daemon answers" or of the control folder this process could not
+ * create, which said nothing of it: a start here fails on its port, and
+ * the kill doctor gave stopped the daemon every other shell used. Returns
+ * 1 when said. */
+static int hidden_daemon(char *err, size_t errlen)
+{
+    int ports[WTFILE_MAX_SERVICES + 1], n = start_ports(ports);
+    char where[PATH_MAX], said[3 * PATH_MAX], fix[5 * PATH_MAX];
+    const char *from;
+    reg_control_where(where, sizeof where, &from);
+    if (!cli_daemon_hidden(where, from, ports, n, said, sizeof said, fix, sizeof fix))
+        return 0;
+    snprintf(err, errlen, "%s: %s", said, fix);
+    return 1;
+}
+
 /* When a port a daemon started here would listen on is held by another
  * user's socket (a shared box: alice's daemon on the team's 8000), the
  * sentence for no daemon at path says so, with its way out: the start it
@@ -418,12 +447,9 @@ static int daemon_start(const char *path, char *err, size_t errlen)
 static int held_by_another(const char *path, const char *flags, const char *log, char *err,
                            size_t errlen)
 {
-    int ports[WTFILE_MAX_SERVICES + 1], n = cli_daemon_listen(ports);
-    const char *config = getenv("WTPROXY_CONFIG");
+    int ports[WTFILE_MAX_SERVICES + 1], n = start_ports(ports);
     struct host_port_owner o;
     struct proxy_port_stranger s;
-    if (n == 0 && !(config && *config))
-        ports[n++] = WTP_DEFAULT_FRONT_PORT; /* what a daemon with no config listens on */
     for (int i = 0; i < n; i++) {
         int p = ports[i], other = proxy_port_other(p, ports, n);
         char who[160], serve[PATH_MAX * 2 + 256], tests[128], fix[PATH_MAX * 2 + 768];
@@ -557,8 +583,10 @@ static int ask(const char *path, const char *req, json_t **reply, char *err, siz
 int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t errlen)
 {
     char path[PATH_MAX];
-    if (reg_control_path(path, sizeof path, err, errlen) < 0)
+    if (reg_control_path(path, sizeof path, err, errlen) < 0) {
+        hidden_daemon(err, errlen);
         return -1;
+    }
     char *text = json_dumps(req, JSON_COMPACT);
     size_t len = text ? strlen(text) : 0;
     char *line = text ? realloc(text, len + 2) : NULL;
@@ -569,6 +597,8 @@ int cli_call(json_t *req, int start_daemon, json_t **reply, char *err, size_t er
     }
     memcpy(line + len, "\n", 2);
     int rc = ask(path, line, reply, err, errlen);
+    if (rc == NOBODY && hidden_daemon(err, errlen))
+        rc = -1; /* a daemon runs: starting another fails on its port */
     if (rc == NOBODY && start_daemon) {
         rc = daemon_start(path, err, errlen);
         if (rc == 0)

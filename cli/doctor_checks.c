@@ -343,6 +343,23 @@ static void daemon_no_front(struct doc_ctx *c, struct doc_result *r)
     free(listen);
 }
 
+/* No daemon answers here, and a port is held by this user's daemon that
+ * listens on a control socket this process does not look at or cannot
+ * see (a sandbox's own /tmp): said with the way to reach it. Its kill,
+ * pasted in the sandbox, stopped the daemon every other shell used, and
+ * the one started there could not start. Returns 1 (r set) when so. */
+static int daemon_hidden(struct doc_result *r, const int *ports, int n)
+{
+    char where[PATH_MAX];
+    const char *from;
+    reg_control_where(where, sizeof where, &from);
+    if (!cli_daemon_hidden(where, from, ports, n, r->detail, sizeof r->detail, r->fix,
+                           sizeof r->fix))
+        return 0;
+    r->status = DOC_PROBLEM;
+    return 1;
+}
+
 void doc_daemon(struct doc_ctx *c, struct doc_result *r)
 {
     int ports[WTFILE_MAX_SERVICES + 1];
@@ -362,6 +379,8 @@ void doc_daemon(struct doc_ctx *c, struct doc_result *r)
         daemon_ports(c, r, ports, n);
         return;
     }
+    if (daemon_hidden(r, ports, n))
+        return;
     char kills[384], said[1200], serve[512], name[128];
     int unknown = 0,
         held = port_holders(ports, n, ports, n, kills, sizeof kills, said, sizeof said, &unknown);

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "wtp_build_id.h"
@@ -31,4 +32,15 @@ int host_exe_replaced(long pid, char *exe, size_t len)
         return 0;
     exe[n - d] = '\0';
     return 1;
+}
+
+int host_pid_runs_self(pid_t pid)
+{
+    char path[64], self[64];
+    struct stat theirs, mine;
+    snprintf(path, sizeof path, "%s/%ld/exe", host_proc_dir, (long)pid);
+    snprintf(self, sizeof self, "%s/self/exe", host_proc_dir);
+    if (stat(path, &theirs) < 0 || stat(self, &mine) < 0)
+        return -1;
+    return theirs.st_dev == mine.st_dev && theirs.st_ino == mine.st_ino;
 }

@@ -89,6 +89,11 @@ int host_pid_uid(pid_t pid, uid_t *uid);
  * Chromium's network service writes its process title over its own). */
 int host_pid_env(pid_t pid, const char *name, char *buf, size_t len);
 
+/* Whether pid sees the files this process sees: 1 when both are in one
+ * mount namespace, 0 when pid is in another (a sandbox's, a container's,
+ * or this process is), -1 when unknown (pid gone, or not ours to read). */
+int host_pid_same_mounts(pid_t pid);
+
 /* The machine's 1-minute load average per online CPU, in hundredths
  * (/proc/loadavg; 150 is a load of 1.50 per CPU) into *pct, and the
  * load and the CPU count for people. Returns 0, or -1 when unknown. */
@@ -172,6 +177,14 @@ struct host_scope {
  * tables where a whole /proc scan reads thousands. */
 size_t host_socket_holders(const unsigned long *inodes, size_t n, uid_t uid,
                            const struct host_scope *scope, pid_t *pids, int *fds);
+
+/* --- where a process listens on a Unix socket (unix_listen.c) --- */
+
+/* The file path of a listening Unix stream socket pid holds (a daemon's
+ * control socket) into path, as it was bound: the path may name no file
+ * in this process's mount namespace. Returns 1, or 0 when pid holds none
+ * or its fds are not ours to read. Reads pid's fd table per listener. */
+int host_pid_unix_listener(pid_t pid, char *path, size_t len);
 
 /* --- the process listening on a port (port_owner.c) --- */
 
@@ -490,6 +503,10 @@ const char *host_build(void);
  * into exe; 0 when it is still there (exe: its path); -1 when pid's exe
  * is unreadable (gone, another user's). */
 int host_exe_replaced(long pid, char *exe, size_t len);
+
+/* Whether pid runs this very binary (the same file, not a copy or a
+ * rebuild at its path): 1, 0 another, -1 unknown (gone, another user's). */
+int host_pid_runs_self(pid_t pid);
 
 /* --- how a shell names this binary (self.c) --- */
 

@@ -228,6 +228,29 @@ int host_pid_uid(pid_t pid, uid_t *uid)
     return 0;
 }
 
+/* The link /proc/WHO/ns/mnt reads ("mnt:[4026531841]"): one per mount
+ * namespace. Returns 0, or -1 when unreadable. */
+static int mount_ns(const char *who, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "%s/%s/ns/mnt", host_proc_dir, who);
+    ssize_t n = readlink(path, buf, len - 1);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return 0;
+}
+
+int host_pid_same_mounts(pid_t pid)
+{
+    char who[24], mine[64], theirs[64];
+    snprintf(who, sizeof who, "%ld", (long)pid);
+    if (pid <= 0 || mount_ns("self", mine, sizeof mine) < 0 ||
+        mount_ns(who, theirs, sizeof theirs) < 0)
+        return -1;
+    return strcmp(mine, theirs) == 0;
+}
+
 int host_pid_env(pid_t pid, const char *name, char *buf, size_t len)
 {
     char path[64], *entry = NULL;

@@ -101,15 +101,42 @@ static int private_dir(char *out, size_t outlen, int parents, char *err, size_t 
     return check_private_dir(out, err, errlen);
 }
 
-int reg_control_dir(char *out, size_t outlen, char *err, size_t errlen)
+/* The control socket's folder's name into out, and where it comes from.
+ * Returns its length, cut short in out when outlen or more. */
+static size_t control_dir_name(char *out, size_t outlen, const char **from)
 {
     const char *runtime = abs_env("XDG_RUNTIME_DIR");
-    char tmp[64];
 
+    *from = runtime ? "under XDG_RUNTIME_DIR" : "the default without XDG_RUNTIME_DIR";
     if (runtime)
-        return private_dir(out, outlen, 0, err, errlen, runtime, "/wtproxy");
-    snprintf(tmp, sizeof tmp, "/tmp/wtproxy-%ld", (long)geteuid());
-    return private_dir(out, outlen, 0, err, errlen, tmp, "");
+        return (size_t)snprintf(out, outlen, "%s/wtproxy", runtime);
+    return (size_t)snprintf(out, outlen, "/tmp/wtproxy-%ld", (long)geteuid());
+}
+
+int reg_control_dir(char *out, size_t outlen, char *err, size_t errlen)
+{
+    char name[PATH_MAX];
+    const char *from;
+
+    if (control_dir_name(name, sizeof name, &from) >= sizeof name) {
+        snprintf(err, errlen, "the path %s is too long", name);
+        return -1;
+    }
+    return private_dir(out, outlen, 0, err, errlen, name, "");
+}
+
+void reg_control_where(char *out, size_t outlen, const char **from)
+{
+    const char *env = getenv("WTPROXY_CONTROL");
+    char dir[PATH_MAX];
+
+    if (env && env[0]) {
+        snprintf(out, outlen, "%s", env);
+        *from = "WTPROXY_CONTROL";
+        return;
+    }
+    control_dir_name(dir, sizeof dir, from);
+    snprintf(out, outlen, "%s/" CONTROL_SOCKET_NAME, dir);
 }
 
 int reg_control_path(char *out, size_t outlen, char *err, size_t errlen)

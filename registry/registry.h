@@ -309,6 +309,13 @@ int reg_control_dir(char *out, size_t outlen, char *err, size_t errlen);
  * <control dir>/control.sock. */
 int reg_control_path(char *out, size_t outlen, char *err, size_t errlen);
 
+/* The control socket path reg_control_path gives, without creating its
+ * folder, and where it comes from into from ("WTPROXY_CONTROL", "under
+ * XDG_RUNTIME_DIR", "the default without XDG_RUNTIME_DIR"): what a
+ * process that cannot create that folder (a sandbox's empty /tmp) looked
+ * for. */
+void reg_control_where(char *out, size_t outlen, const char **from);
+
 /* The state folder: $XDG_STATE_HOME/wtproxy, else ~/.local/state/wtproxy,
  * created 0700 when missing. */
 int reg_state_dir(char *out, size_t outlen, char *err, size_t errlen);

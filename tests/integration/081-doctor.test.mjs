@@ -12,7 +12,9 @@
 // it imports the whoami middleware, before any server is started, and a
 // Node start's folder whether it resolves wtproxy-whoami (and, when not,
 // whether its `node FILE` imports it at all: one that does not has no
-// /__whoami yet, and gets the lines to add).
+// /__whoami yet, and gets the lines to add). A daemon holding the front
+// whose control socket this shell does not see (a sandbox's own /tmp) is
+// named with its socket, by doctor, ls, why and run, and never killed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
@@ -1141,4 +1143,77 @@ test('whoami: a server init knows nothing of, without /__whoami: the fix adds it
   d = await doctor(tmp, tmp.wt.a, px.port);
   assert.equal(d.byName.whoami.status, 'ok', d.byName.whoami.detail);
   sanitizerClean(assert, px.stderr());
+});
+
+// Inside a sandbox with its own /tmp (bwrap --tmpfs /tmp) the daemon's
+// control socket is not there, while the daemon, outside, holds the front.
+// doctor said no daemon answers, and its fix, `kill PID && ...; setsid -f
+// wtproxy serve ...`, pasted in the sandbox, stopped the daemon every other
+// shell used, and the one it started could not start; `ls`, `why` and
+// `run` said only "cannot create FOLDER". Here a shell whose
+// WTPROXY_CONTROL, or XDG_RUNTIME_DIR, names a folder that does not exist
+// stands for the sandbox: the daemon is named with the socket it listens
+// on, and nothing kills it.
+test("a daemon on the front whose control socket this shell does not see: named with its socket, never killed", async (t) => {
+  const front = await freePort();
+  const tmp = declaring(t, ['start = node server.mjs {port}', `front = ${front}`], ['a']);
+  const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${front}`]);
+  const gone = path.join(tmp.root, 'no-such-folder');
+  const said = new RegExp(`a wtproxy daemon of yours \\(pid ${px.proc.pid}, \\S*wtproxy serve [^)]*\\) holds port ${front}, but it `
+    + `listens on the control socket ${tmp.control}, and this shell looks for ${gone}/\\S+ \\((WTPROXY_CONTROL|under XDG_RUNTIME_DIR)\\), which does not exist`);
+  const fix = `export WTPROXY_CONTROL=${tmp.control}`;
+  const shells = {
+    'WTPROXY_CONTROL in a missing folder': { WTPROXY_CONTROL: path.join(gone, 'control.sock') },
+    'XDG_RUNTIME_DIR missing': { WTPROXY_CONTROL: '', XDG_RUNTIME_DIR: gone },
+  };
+  for (const [name, env] of Object.entries(shells)) {
+    const c = (await doctor(tmp, tmp.wt.a, null, env)).byName.daemon;
+    assert.equal(c.status, 'problem', `${name}: ${c.detail}`);
+    assert.match(c.detail, new RegExp(`^${said.source}`), name);
+    assert.equal(c.fix, fix, name);
+    for (const args of [['ls'], ['why'], ['run', '--', process.execPath, '-e', 'setTimeout(() => {}, 60000)']]) {
+      const r = await cli(tmp, args, { cwd: tmp.wt.a, env: { ...env, WTPROXY_NO_AUTOSTART: '' } });
+      sanitizerClean(assert, r.stderr);
+      assert.notEqual(r.code, 0, `${name}: wtproxy ${args[0]}`);
+      assert.match(r.stderr, said, `${name}: wtproxy ${args[0]}`);
+      assert.ok(r.stderr.includes(`: ${fix}`), `${name}: wtproxy ${args[0]}: ${r.stderr}`);
+      assert.doesNotMatch(r.stderr, /started the daemon/, `${name}: wtproxy ${args[0]} started no second daemon`);
+    }
+  }
+  assert.ok(pidAlive(px.proc.pid), 'the daemon runs on');
+  assert.equal((await doctor(tmp, tmp.wt.a, null)).byName.daemon.status, 'ok', 'its socket, named, reaches it');
+});
+
+// The sandbox itself: a mount namespace whose tmpfs hides the socket's
+// folder, at the path where the shell looks for it too. And the one case
+// where the kill stands: its socket file deleted in this very namespace (a
+// tmp cleaner), which no shell reaches any more.
+const canUnshare = spawnSync('unshare', ['-m', 'true']).status === 0;
+test("inside a mount namespace that hides the daemon's socket folder: bind it in; its socket deleted here: restart it", { skip: !canUnshare && 'unshare -m is not allowed here (not root)' }, async (t) => {
+  const front = await freePort();
+  const tmp = declaring(t, ['start = node server.mjs {port}', `front = ${front}`], ['a']);
+  const run = path.join(tmp.root, 'run');
+  fs.mkdirSync(run, { mode: 0o700 });
+  tmp.control = path.join(run, 'control.sock');
+  const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${front}`]);
+  const sandboxed = (args) => runToExit('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs none "$0" && exec "$@"', run, wtproxyBin, ...args],
+    { cwd: tmp.wt.a, env: { ...cliEnv(tmp), ...NO_PG }, ms: 30000 });
+  const said = `a wtproxy daemon of yours (pid ${px.proc.pid}, `;
+  const hidden = `holds port ${front}, but its control socket ${tmp.control} is not visible from here, where this shell looks for it too (WTPROXY_CONTROL) (a sandbox or container with its own /tmp or XDG_RUNTIME_DIR?)`;
+  const fix = `start the sandbox with ${run} bound in at the same path (bwrap --bind ${run} ${run}, docker run -v ${run}:${run})`;
+  const d = await sandboxed(['doctor', '--json']);
+  sanitizerClean(assert, d.stderr);
+  const c = JSON.parse(d.stdout).checks.find((x) => x.name === 'daemon');
+  assert.equal(c.status, 'problem', c.detail);
+  assert.ok(c.detail.startsWith(said) && c.detail.includes(hidden), c.detail);
+  assert.equal(c.fix, fix);
+  const ls = await sandboxed(['ls']);
+  sanitizerClean(assert, ls.stderr);
+  assert.equal(ls.code, 1);
+  assert.ok(ls.stderr.includes(hidden) && ls.stderr.includes(`: ${fix}`), ls.stderr);
+  assert.ok(pidAlive(px.proc.pid), 'the daemon runs on');
+
+  fs.rmSync(tmp.control);
+  const gone = (await doctor(tmp, tmp.wt.a, null)).byName.daemon;
+  assert.match(gone.fix, new RegExp(`^kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; `), gone.detail);
 });
