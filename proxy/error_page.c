@@ -96,7 +96,9 @@ static const struct error_kind kinds[] = {
          "ready, so wtproxy did not start this one; no request reached either.",
          "Read why that service did not start: the wtproxy logs command above (in its "
          "worktree); once that is fixed, send the request again: it starts the services the "
-         ".wtproxy declares again."},
+         ".wtproxy declares again. A service must listen on its {port}: a background worker "
+         "that serves no HTTP goes in the start of the server it works for (wtproxy help "
+         "wtproxy-file, \"Background workers\")."},
     [PE_START_FAILED] =
         {503, "Service Unavailable", "backend-not-ready",
          "The dev server of this worktree failed at start and waits for a change to its files "

@@ -49,3 +49,42 @@ test('api, which web is started after, dies at start: the 503 names api\'s logs 
   assert.equal(again.status, 200, again.body);
   sanitizerClean(assert, px.stderr());
 });
+
+// A background worker declared as a service (a user's RQ worker, `after`
+// of web): it never listens on its {port}, so web's request waited
+// start_timeout and got "did not become ready ... read why that service
+// did not start", while the worker's log showed it working fine. The
+// page now says that a service must listen, and where a worker goes; the
+// guide's recipe (the worker in the background of the server's start)
+// serves, and the worker goes with the server's stop.
+test('a worker declared as a service never listens: the 503 says a service must listen and where a worker goes; the guide\'s recipe works', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const [webFront, workerFront] = [await freePort(), await freePort()];
+  const px = await startDaemon(t, tmp, ['--listen', `127.0.0.1:${webFront}`, '--listen', `127.0.0.1:${workerFront}`,
+    '--start-timeout', '2s'], { listeners: 2 });
+  const wt = tmp.wt.a;
+  const file = path.join(wt, '.wtproxy');
+  const pidFile = path.join(tmp.root, 'worker.pid');
+  fs.writeFileSync(file, `[service worker]\nstart = echo "*** Listening on default..." && sleep 30\nfront = ${workerFront}\nidle_stop = 0\n` +
+    `[service web]\nstart = ${process.execPath} ${wtServer} {port}\nfront = ${webFront}\nafter = worker\nidle_stop = 0\n`);
+  const r = await get(webFront, { 'X-Wtproxy-Worktree': wt });
+  assert.equal(r.status, 503, r.body);
+  assert.match(r.body, /A service must listen on its \{port\}: a background worker that serves no HTTP goes in the start of the server it works for \(wtproxy help wtproxy-file, "Background workers"\)/, r.body);
+  const guide = await cli(tmp, ['help', 'wtproxy-file']);
+  assert.match(guide.stdout, /^# Background workers -+$/m, 'the section the page names');
+  await cli(tmp, ['stop', '--front', String(workerFront)], { cwd: wt });
+
+  // The guide's recipe: the worker in the background of web's start.
+  fs.writeFileSync(file, `start = sh -c 'echo $$ > ${pidFile}; exec sleep 300' & exec ${process.execPath} ${wtServer} {port}\n` +
+    `front = ${webFront}\nidle_stop = 0\n`);
+  const ok = await get(webFront, { 'X-Wtproxy-Worktree': wt });
+  assert.equal(ok.status, 200, ok.body);
+  const worker = Number(fs.readFileSync(pidFile, 'utf8'));
+  assert.ok(fs.existsSync(`/proc/${worker}`), 'the worker runs');
+  const stop = await cli(tmp, ['stop', '--front', String(webFront)], { cwd: wt });
+  assert.equal(stop.code, 0, stop.stdout + stop.stderr);
+  const gone = () => { try { return /^\S+ \S+ Z/.test(fs.readFileSync(`/proc/${worker}/stat`, 'utf8').replace(/\(.*\)/, 'x')); } catch { return true; } };
+  for (let i = 0; i < 50 && !gone(); i++) await new Promise((res) => setTimeout(res, 100));
+  assert.ok(gone(), 'the worker stopped with the server');
+  sanitizerClean(assert, px.stderr());
+});
