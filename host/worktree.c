@@ -152,11 +152,26 @@ static void check_back_pointer(const char *root, struct host_worktree *w)
     if (strcmp(named, root) == 0 ||
         (named[0] && realpath(named, canon) && strcmp(canon, root) == 0))
         return;
+    struct stat a, b;
+    if (named[0] && stat(named, &a) == 0 && stat(root, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino) {
+        /* One folder at two paths: a sandbox or a container bind-mounts the
+         * worktree at another (bwrap --bind WT /workspace). `git worktree
+         * repair` run here pointed git at this path, which the machine
+         * outside has not: the worktree became prunable there. */
+        snprintf(w->note, sizeof w->note,
+                 "%s is the worktree git records as %s, seen here at another path (a bind "
+                 "mount: a sandbox or a container); do not run `git worktree repair` here: it "
+                 "would record this path, which the machine outside does not have",
+                 root, named);
+        return;
+    }
     snprintf(w->note, sizeof w->note,
              "git records the gitdir %s as the worktree %s, not %s: if %s was moved, run "
              "`git worktree repair` in it (else `git worktree prune` will drop it); if it is a "
-             "copy, make it a worktree of its own with `git worktree add`",
-             w->gitdir, named[0] ? named : "/", root, root);
+             "copy, make it a worktree of its own with `git worktree add`; if %s is that "
+             "worktree bind-mounted at another path (a sandbox, a container), change nothing",
+             w->gitdir, named[0] ? named : "/", root, root, root);
 }
 
 /* ROOT/.git is a file: a linked worktree, a separate gitdir or a

@@ -15,6 +15,7 @@ import { spawn } from 'node:child_process';
 import { makeWorktrees, startDaemon, cliEnv, cli, lsJson, getWorktree, get, autostartEnv, waitFor, sanitizerClean, wtServer } from './lib/registry.mjs';
 import { wtproxyBin } from './lib/wtproxy.mjs';
 import { freePort } from './lib/whoami.mjs';
+import { runToExit } from './lib/conformance.mjs';
 
 // `unshare --pid --fork --mount-proc ARGS` in cwd, in a process group of
 // its own (killed whole at the test's end); { proc, out() }.
@@ -96,4 +97,19 @@ test('a daemon autostarted inside a pid namespace: the run warns, and an unplace
   const r = await get(front, {}, '/');
   assert.equal(r.status, 503, r.body);
   assert.match(r.body, /its caller could not be placed; send X-Wtproxy-Worktree: <path>\. This daemon runs in a pid namespace of its own \(it sees no kernel threads: it was started inside a sandbox or a container\)/, r.body);
+});
+
+// A worktree bind-mounted at another path, as a sandbox or a devcontainer
+// shows it (bwrap --bind WT /workspace): doctor's note said "if it was
+// moved, run `git worktree repair` in it", which, pasted there, recorded
+// the sandbox's path in git, and the worktree became prunable outside. It
+// now says that this is one folder at two paths, and not to repair.
+test('a worktree bind-mounted at another path: the note says it is one folder at two paths, never to run git worktree repair', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const seen = `${tmp.root}/workspace`;
+  fs.mkdirSync(seen);
+  const r = await runToExit('unshare', ['-m', '--propagation', 'private', 'sh', '-c',
+    `mount --bind ${tmp.wt.a} ${seen} && cd ${seen} && ${wtproxyBin} doctor`], { env: cliEnv(tmp) });
+  assert.match(r.stdout, new RegExp(`^ok +worktree +${seen} \\(branch a\\); ${seen} is the worktree git records as ${tmp.wt.a}, seen here at another path \\(a bind mount: a sandbox or a container\\); do not run \`git worktree repair\` here`, 'm'), r.stdout + r.stderr);
+  assert.doesNotMatch(r.stdout, /if \S+ was moved, run `git worktree repair`/, r.stdout);
 });
