@@ -424,12 +424,59 @@ static void declared_fronts(const struct doc_ctx *c, char *buf, size_t len)
                                  c->front_svc[i][0] ? ")" : "");
 }
 
+/* start with each {port} made port, as its wrapper ran it, into out; -1
+ * when it does not fit. */
+static int with_port(const char *start, int port, char *out, size_t len)
+{
+    size_t n = 0;
+    while (*start) {
+        int is_port = strncmp(start, "{port}", 6) == 0;
+        int w = is_port ? snprintf(out + n, len - n, "%d", port)
+                        : snprintf(out + n, len - n, "%c", *start);
+        if (w < 0 || (size_t)w >= len - n)
+            return -1;
+        n += (size_t)w;
+        start += is_port ? 6 : 1;
+    }
+    if (n == 0 && len)
+        out[0] = '\0';
+    return 0;
+}
+
+/* The entry the daemon started from the .wtproxy ran its start as it
+ * was then; one edited since (a worker added to it, a flag) changed
+ * nothing of the server that runs: ls and doctor said ready and verified,
+ * and its tests ran on a server the file no longer describes (found by a
+ * user whose new start line added a job worker that never ran). 1 with
+ * r set when the entry runs another start than the file's. */
+static int older_start(struct doc_ctx *c, struct doc_result *r)
+{
+    const char *cmd = json_string_value(json_object_get(c->entry, "command"));
+    static const char sh[] = "/bin/sh -c ";
+    char now[sizeof c->start + 256];
+    if (!json_is_true(json_object_get(c->entry, "daemon_started")) || !c->has_file ||
+        !c->start[0] || !cmd || strncmp(cmd, sh, sizeof sh - 1) != 0 ||
+        with_port(c->start, (int)json_integer_value(json_object_get(c->entry, "port")), now,
+                  sizeof now) < 0 ||
+        strcmp(cmd + sizeof sh - 1, now) == 0)
+        return 0;
+    doc_set(r, DOC_PROBLEM,
+            "registered on front %d: pid %lld, %s, started from an older start line of the "
+            ".wtproxy (`%.400s`); the file now says `%.400s`, which no server here runs",
+            c->front, json_integer_value(json_object_get(c->entry, "pid")),
+            json_string_value(json_object_get(c->entry, "state")), cmd + sizeof sh - 1, c->start);
+    snprintf(r->fix, sizeof r->fix, "wtproxy restart --front %d", c->front);
+    return 1;
+}
+
 static void server_state(struct doc_ctx *c, struct doc_result *r)
 {
     if (!c->have_wt) {
         doc_set(r, DOC_SKIP, "not in a worktree");
         return;
     }
+    if (c->entry && older_start(c, r))
+        return;
     if (c->entry) {
         doc_set(r, DOC_OK, "registered on front %d: %s, pid %lld, %s", c->front,
                 json_string_value(json_object_get(c->entry, "backend")),

@@ -300,3 +300,29 @@ test('a declared server killed after it served: the 503 says it served, then exi
   assert.match(r.body, /\nFix: Something killed it/, r.body);
   assert.equal((await curlFrom(tmp.wt.a, px.port)).status, 200, 'the next request starts it again');
 });
+
+// A start line edited while its server runs (a job worker added to it)
+// changed nothing of that server: ls and doctor said ready and verified,
+// and tests ran on a server the file no longer describes. doctor now says
+// the server runs an older start, with the restart, which runs the new.
+test('a .wtproxy start edited while its server runs: doctor names the older start and the restart; restarted, it runs the new', async (t) => {
+  const tmp0 = makeWorktrees(t, []);
+  const px = await startDaemon(t, tmp0);
+  const start = `${process.execPath} ${wtServer} {port}`;
+  const tmp = declaring(t, [`start = ${start}`, `front = ${px.port}`], ['a']);
+  const first = await curlFrom(tmp.wt.a, px.port);
+  assert.equal(first.status, 200, first.body);
+  let doc = await cli(tmp0, ['doctor', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.match(doc.stdout, /^ok +server +registered on front/m, doc.stdout);
+  const newer = `WORKER=1 ${start}`;
+  fs.writeFileSync(path.join(tmp.wt.a, '.wtproxy'), `start = ${newer}\nfront = ${px.port}\n`);
+  doc = await cli(tmp0, ['doctor', '--front', String(px.port)], { cwd: tmp.wt.a });
+  // the older as it ran, {port} made its port
+  const ran = `${start.replace('{port}', String((await lsJson(tmp0))[0].port))}`;
+  assert.ok(doc.stdout.includes(`started from an older start line of the .wtproxy (\`${ran}\`); the file now says \`${newer}\`, which no server here runs`), doc.stdout);
+  assert.match(doc.stdout, new RegExp(`fix: wtproxy restart --front ${px.port}$`, 'm'), doc.stdout);
+  const restart = await cli(tmp0, ['restart', '--front', String(px.port)], { cwd: tmp.wt.a, ms: 30000 });
+  assert.equal(restart.code, 0, restart.stdout + restart.stderr);
+  doc = await cli(tmp0, ['doctor', '--front', String(px.port)], { cwd: tmp.wt.a });
+  assert.match(doc.stdout, /^ok +server +registered on front/m, doc.stdout);
+});
