@@ -236,7 +236,7 @@ static void say_daemon_confined(void)
             "threads are seen here: a sandbox or a container): it sees only this "
             "namespace's processes, and callers outside it get 503 \"could not be "
             "placed\"; started from an agent's sandbox, stop it (wtproxy stop --daemon) and "
-            "start it outside: wtproxy serve\n");
+            "start it outside (wtproxy doctor, run there, gives the command)\n");
 }
 
 /* Whether a daemon answers ping on path; its pid in *pid. */

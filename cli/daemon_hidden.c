@@ -76,6 +76,38 @@ static void say(const struct host_port_owner *o, int port, const char *sock, int
              dir, dir, dir, dir, dir, point);
 }
 
+/* Whether pid's mounts were made below this process's: an ancestor of
+ * pid sees the files this process sees (the shell that ran bwrap or
+ * unshare). The daemon is then the one in a sandbox, which no shell here
+ * reaches; from inside a sandbox, a daemon on the machine has no such
+ * ancestor. */
+static int started_below_here(pid_t pid)
+{
+    for (int hops = 0; hops < 64 && (pid = host_pid_parent(pid)) > 1; hops++)
+        if (host_pid_same_mounts(pid) == 1)
+            return 1;
+    return 0;
+}
+
+/* The sentence and fix for o, a daemon that a `wtproxy run` inside a
+ * sandbox started there (its socket on the sandbox's own /tmp): killed,
+ * and one started here. */
+static void say_sandboxed(const struct host_port_owner *o, int port, const char *sock, char *said,
+                          size_t slen, char *fix, size_t flen)
+{
+    char prog[PATH_MAX];
+    host_self_program(prog, sizeof prog, NULL, 0);
+    snprintf(said, slen,
+             "a wtproxy daemon of yours (pid %ld, %.200s) holds port %d from inside a sandbox or "
+             "a container (its files are not this machine's: its control socket %s is on its "
+             "own /tmp), started there by a wtproxy run when no daemon answered; no shell here "
+             "reaches it: stop it and start one here",
+             (long)o->pid, o->cmdline, port, sock);
+    snprintf(fix, flen,
+             "kill %ld && tail --pid=%ld -f /dev/null; setsid -f %.512s serve --listen %d",
+             (long)o->pid, (long)o->pid, prog, port);
+}
+
 int cli_daemon_hidden(const char *path, const char *from, const int *ports, int n, char *said,
                       size_t slen, char *fix, size_t flen)
 {
@@ -92,6 +124,10 @@ int cli_daemon_hidden(const char *path, const char *from, const int *ports, int 
             continue; /* it came up meanwhile: it answers there now */
         if (!seen && host_pid_same_mounts(o.pid) == 1)
             continue; /* its socket deleted under it: no one reaches it, its restart stands */
+        if (!seen && started_below_here(o.pid)) {
+            say_sandboxed(&o, ports[i], sock, said, slen, fix, flen);
+            return 1;
+        }
         say(&o, ports[i], sock, seen, path, from, said, slen, fix, flen);
         return 1;
     }

@@ -209,7 +209,8 @@ static int confined(void)
 #define CONFINED                                                                                   \
     " This daemon runs in a pid namespace of its own (it sees no kernel threads: it was started "  \
     "inside a sandbox or a container), so a caller outside it cannot be seen: started from an "    \
-    "agent's sandbox, stop it there (wtproxy stop --daemon) and start it outside: wtproxy serve."
+    "agent's sandbox, stop it there (wtproxy stop --daemon) and start it outside: wtproxy serve "  \
+    "--listen %d."
 
 static size_t removed_cwd(const struct identify_kept *who)
 {
@@ -338,8 +339,9 @@ void route_explain(struct proxy_server *s, int front, enum proxy_error e, const 
     else
         used = (size_t)snprintf(buf, len,
                                 "this request names no worktree and its caller could "
-                                "not be placed; send X-Wtproxy-Worktree: <path>.%s",
-                                confined() ? CONFINED : "");
+                                "not be placed; send X-Wtproxy-Worktree: <path>.");
+    if (used < len && !hint[0] && !(who && (who->placed || who->pid)) && confined())
+        used += (size_t)snprintf(buf + used, len - used, CONFINED, front);
     if (used < len)
         used += list_registered(table_of(s), front, e == PE_AMBIGUOUS_WORKTREE ? hint : NULL,
                                 buf + used, len - used);

@@ -149,6 +149,14 @@ static json_t *op_register(struct reg_server *rs, struct reg_peer *peer, uid_t u
     if (pid == 0 && ttl == 0)
         return reg_fail("bad-request", "an entry without a pid needs a TTL (--ttl 1h), so that it "
                                        "cannot outlive its server forever");
+    if (pid > 0 && peer && reg_peer_pid(peer) == 0)
+        return reg_fail("bad-request",
+                        "your command runs outside the pid namespace this daemon runs in (it was "
+                        "started inside a sandbox or a container, and sees none of your "
+                        "processes), so pid %d names no process it can watch, or another's: stop "
+                        "this daemon and start one outside the sandbox (wtproxy doctor gives the "
+                        "command), then run this again",
+                        (int)pid);
     pid_t here = pid > 0 ? host_pid_of_peer(reg_peer_pid(peer), (pid_t)pid) : 0;
     if (here < 0)
         return reg_fail("bad-request",

@@ -1217,3 +1217,31 @@ test("inside a mount namespace that hides the daemon's socket folder: bind it in
   const gone = (await doctor(tmp, tmp.wt.a, null)).byName.daemon;
   assert.match(gone.fix, new RegExp(`^kill ${px.proc.pid} && tail --pid=${px.proc.pid} -f /dev/null; `), gone.detail);
 });
+
+// The other way round: a daemon that a `wtproxy run` in a sandbox (its own
+// tmpfs /tmp) started there, seen from the machine. doctor said "do not
+// kill that daemon, the shells outside use it: bind its folder in", but
+// this shell is the outside, and no shell here can reach that socket: the
+// daemon's kill and a daemon started here are the way out.
+test("a daemon started inside a mount namespace with its own /tmp, seen from the machine: stop it and start one here", { skip: !canUnshare && 'unshare -m is not allowed here (not root)' }, async (t) => {
+  const front = await freePort();
+  const tmp = declaring(t, ['start = node server.mjs {port}', `front = ${front}`], ['a']);
+  const run = path.join(tmp.root, 'run');
+  fs.mkdirSync(run, { mode: 0o700 });
+  tmp.control = path.join(run, 'control.sock');
+  const daemon = spawn('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs none "$0" && exec "$@"', run, wtproxyBin,
+    'serve', '--control', tmp.control, '--state', tmp.state, '--listen', `127.0.0.1:${front}`],
+  { cwd: tmp.root, stdio: 'ignore', env: { ...process.env, ...NO_PG } });
+  t.after(() => { try { daemon.kill('SIGKILL'); } catch { /* gone */ } });
+  const listening = () => new Promise((res) => {
+    const s = net.connect(front, '127.0.0.1', () => { s.destroy(); res(true); });
+    s.on('error', () => res(false));
+  });
+  await waitFor(listening, 10000, 'the sandboxed daemon listens');
+  const d = await cli(tmp, ['doctor', '--json'], { cwd: tmp.wt.a, env: NO_PG });
+  const c = JSON.parse(d.stdout).checks.find((x) => x.name === 'daemon');
+  assert.equal(c.status, 'problem', c.detail);
+  assert.ok(c.detail.includes(`holds port ${front} from inside a sandbox or a container (its files are not this machine's: its control socket ${tmp.control} is on its own /tmp)`), c.detail);
+  assert.doesNotMatch(c.detail, /do not kill/);
+  assert.match(c.fix, new RegExp(`^kill (\\d+) && tail --pid=\\1 -f /dev/null; setsid -f \\S+ serve --listen ${front}$`), c.fix);
+});

@@ -97,6 +97,7 @@ test('a daemon autostarted inside a pid namespace: the run warns, and an unplace
   const r = await get(front, {}, '/');
   assert.equal(r.status, 503, r.body);
   assert.match(r.body, /its caller could not be placed; send X-Wtproxy-Worktree: <path>\. This daemon runs in a pid namespace of its own \(it sees no kernel threads: it was started inside a sandbox or a container\)/, r.body);
+  assert.ok(r.body.includes(`stop it there (wtproxy stop --daemon) and start it outside: wtproxy serve --listen ${front}.`), r.body);
 });
 
 // A worktree bind-mounted at another path, as a sandbox or a devcontainer
@@ -112,4 +113,22 @@ test('a worktree bind-mounted at another path: the note says it is one folder at
     `mount --bind ${tmp.wt.a} ${seen} && cd ${seen} && ${wtproxyBin} doctor`], { env: cliEnv(tmp) });
   assert.match(r.stdout, new RegExp(`^ok +worktree +${seen} \\(branch a\\); ${seen} is the worktree git records as ${tmp.wt.a}, seen here at another path \\(a bind mount: a sandbox or a container\\); do not run \`git worktree repair\` here`, 'm'), r.stdout + r.stderr);
   assert.doesNotMatch(r.stdout, /if \S+ was moved, run `git worktree repair`/, r.stdout);
+});
+
+// The daemon started inside one sandbox, a wrapper run outside it (on the
+// machine, or in another sandbox): the wrapper's pid names no process the
+// daemon can see, or another one (two sandboxes' wrappers both said pid
+// 2, and `wtproxy stop` in one worktree stopped the other's server). Its
+// register is refused at once, saying why and the way out, never bound.
+test('a wtproxy run outside the pid namespace of a sandboxed daemon: refused at once, never bound to a pid it cannot see', async (t) => {
+  const tmp = makeWorktrees(t, ['a']);
+  const front = await freePort();
+  const daemon = inPidNamespace(t, tmp, tmp.root, [wtproxyBin, 'serve', '--control', tmp.control,
+    '--state', tmp.state, '--listen', `127.0.0.1:${front}`]);
+  await waitFor(async () => (await cli(tmp, ['ls'])).code === 0, 10000, `the daemon up:\n${daemon.out()}`);
+  const run = await cli(tmp, ['run', '--front', String(front), '--', process.execPath, wtServer, '{port}'],
+    { cwd: tmp.wt.a, ms: 20000 });
+  assert.notEqual(run.code, 0, run.stderr);
+  assert.match(run.stderr, /your command runs outside the pid namespace this daemon runs in \(it was started inside a sandbox or a container, and sees none of your processes\)/, run.stderr);
+  assert.equal((await lsJson(tmp)).length, 0, 'nothing registered');
 });
