@@ -128,6 +128,12 @@ static const struct {
      * say the error); lowercase "error: " begins lines of other tools that
      * serve on, so it counts under Bun only */
     {"\nerror: ", "Bun's watcher", NULL, 0, 1, NULL},
+    /* deno run --watch: the module failed to parse or threw at load ("error:
+     * SyntaxError: ..." above), at start or after an edit; Deno restarts it
+     * in the same process only on a change, nothing listening meanwhile
+     * (measured, Deno 2.9: each request held start_timeout for a 503
+     * without the error, or 10 s for a 502 after an edit) */
+    {"Process failed. Restarting on file change", "deno --watch", NULL, 0, 0, NULL},
 };
 
 /* Whether cmd runs bun (a word bun or bunx, or one ending in /bun). */
