@@ -40,7 +40,12 @@ function commAndParent(pid) {
 // execArgv, as Node and Bun say --watch): a Bun user's every edit was
 // restarted at once, as "nothing reloads it", while Bun served the new
 // code already.
+// Deno's `run --watch` restarts the module in this same process, and says
+// so nowhere a module can read (its execArgv is empty): under Deno, each
+// edit was refused "nothing reloads it" while Deno had the new code up a
+// second later. So under Deno this is unknown.
 export function nothingReloads() {
+  if (globalThis.Deno) return false;
   if (process.execArgv.some((a) => a.startsWith('--watch') || a === '--hot')) return false;
   try {
     let parent = process.ppid;
